@@ -1,0 +1,120 @@
+#include "common.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace gt {
+namespace {
+
+struct Crc32cTable {
+  uint32_t t[256];
+  Crc32cTable() {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[i] = c;
+    }
+  }
+};
+
+uint32_t Crc32cSoft(const uint8_t *p, size_t n, uint32_t crc) {
+  static const Crc32cTable table;  // immutable after construction
+  for (size_t i = 0; i < n; i++) crc = table.t[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cHw(const uint8_t *p, size_t n, uint32_t crc) {
+  uint64_t c = crc;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = __builtin_ia32_crc32di(c, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n > 0) {
+    c32 = __builtin_ia32_crc32qi(c32, *p++);
+    n--;
+  }
+  return c32;
+}
+#endif
+
+}  // namespace
+
+uint32_t Crc32c(const void *data, size_t n, uint32_t seed) {
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  uint32_t crc = ~seed;
+#if defined(__x86_64__)
+  static const bool hw = __builtin_cpu_supports("sse4.2");
+  crc = hw ? Crc32cHw(p, n, crc) : Crc32cSoft(p, n, crc);
+#else
+  crc = Crc32cSoft(p, n, crc);
+#endif
+  return ~crc;
+}
+
+std::string ErrnoString(int e) {
+  char buf[256];
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return std::string(strerror_r(e, buf, sizeof buf));
+#else
+  strerror_r(e, buf, sizeof buf);
+  return std::string(buf);
+#endif
+}
+
+Status WriteAll(int fd, const void *buf, size_t n, const std::string &path) {
+  const char *p = static_cast<const char *>(buf);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::IO("write: " + ErrnoString(errno), path);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+Status SyncDir(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::IO("open dir: " + ErrnoString(errno), dir);
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) return Status::IO("fsync dir: " + ErrnoString(e), dir);
+  return Status::OK();
+}
+
+Status ReadWholeFile(const std::string &path, std::string *out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IO("open: " + ErrnoString(errno), path);
+  out->clear();
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return Status::IO("read: " + ErrnoString(e), path);
+    }
+    if (r == 0) break;
+    out->append(buf, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+std::string JoinPath(const std::string &dir, const std::string &name) {
+  if (!dir.empty() && dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+}  // namespace gt

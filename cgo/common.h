@@ -1,0 +1,68 @@
+// common.h -- shared vocabulary of the core: Status, entry encoding, CRC32C,
+// and small POSIX file helpers.
+//
+// Contract:
+//  - Status is the only way errors travel inside the core. No function in
+//    src/ throws on purpose; the C API (capi.cc) still catches everything.
+//  - An edge version is (dst, vers, weight) where vers = seq << 1 | tombstone.
+//    seq 0 means "older than every snapshot" and is produced only by
+//    compaction into the bottommost level (see compaction.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gt {
+
+enum class Code : int32_t { kOk = 0, kInvalid = 1, kIO = 2, kCorruption = 3, kClosed = 4, kBuffer = 5, kInternal = 6 };
+
+struct Status {
+  Code code = Code::kOk;
+  std::string msg;
+  std::string file;
+  uint64_t offset = 0;
+
+  bool ok() const { return code == Code::kOk; }
+  static Status OK() { return Status(); }
+  static Status Invalid(std::string m) { return Status{Code::kInvalid, std::move(m), "", 0}; }
+  static Status IO(std::string m, std::string f) { return Status{Code::kIO, std::move(m), std::move(f), 0}; }
+  static Status Corruption(std::string m, std::string f, uint64_t off) {
+    return Status{Code::kCorruption, std::move(m), std::move(f), off};
+  }
+  static Status Closed(std::string m) { return Status{Code::kClosed, std::move(m), "", 0}; }
+  static Status Internal(std::string m) { return Status{Code::kInternal, std::move(m), "", 0}; }
+};
+
+#define GT_RETURN_IF_ERROR(expr)    \
+  do {                              \
+    ::gt::Status _s = (expr);       \
+    if (!_s.ok()) return _s;        \
+  } while (0)
+
+inline uint64_t MakeVers(uint64_t seq, bool tomb) { return (seq << 1) | (tomb ? 1u : 0u); }
+inline uint64_t VersSeq(uint64_t vers) { return vers >> 1; }
+inline bool VersTomb(uint64_t vers) { return (vers & 1u) != 0; }
+
+// One edge version as the MemGraph and the merge code see it.
+struct Entry {
+  uint64_t dst;
+  uint64_t vers;
+  double weight;
+};
+
+constexpr int kOut = 0;
+constexpr int kIn = 1;
+
+// CRC32C (Castagnoli). Hardware instruction when available, table otherwise.
+uint32_t Crc32c(const void *data, size_t n, uint32_t seed = 0);
+
+// File helpers. All return a Status naming the path on failure.
+Status WriteAll(int fd, const void *buf, size_t n, const std::string &path);
+Status SyncDir(const std::string &dir);
+Status ReadWholeFile(const std::string &path, std::string *out);
+std::string JoinPath(const std::string &dir, const std::string &name);
+std::string ErrnoString(int e);
+
+}  // namespace gt

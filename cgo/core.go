@@ -1,0 +1,292 @@
+// Package core is the cgo binding of graphtide's C++ storage core. The C++
+// sources in this directory are compiled by cgo as part of this package, so
+// `go build` needs no separate step (they live here, flat, because the Go
+// build cache only notices changes to files in the package directory).
+//
+// graphtide.h is the whole C surface; this package is the only Go code that
+// calls it. It translates handles and buffers one to one and promises no
+// more than the header does: callers (internal/engine) own locking and
+// lifetime rules. Every pointer passed to C here is Go memory borrowed for
+// the duration of one call and containing no Go pointers; C keeps none of
+// them. Handles returned by C are owned by the Go value that wraps them.
+package core
+
+/*
+#cgo CXXFLAGS: -std=c++17 -O2 -Wall -Wextra
+#cgo LDFLAGS: -lstdc++ -lpthread
+#include <stdlib.h>
+#include "graphtide.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// Error codes, as in gt_code.
+const (
+	CodeInvalid    = int(C.GT_ERR_INVALID)
+	CodeIO         = int(C.GT_ERR_IO)
+	CodeCorruption = int(C.GT_ERR_CORRUPTION)
+	CodeClosed     = int(C.GT_ERR_CLOSED)
+	CodeBuffer     = int(C.GT_ERR_BUFFER)
+	CodeInternal   = int(C.GT_ERR_INTERNAL)
+)
+
+// MaxVertex is GT_MAX_VERTEX.
+const MaxVertex = uint64(C.GT_MAX_VERTEX)
+
+// Error is a failed call's gt_error, copied into Go memory.
+type Error struct {
+	Code   int
+	Msg    string
+	File   string
+	Offset uint64
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func takeError(rc C.int, e *C.gt_error) *Error {
+	out := &Error{Code: int(rc), Msg: C.GoString(e.message), Offset: uint64(e.offset)}
+	if e.file != nil {
+		out.File = C.GoString(e.file)
+	}
+	C.gt_error_free(e)
+	return out
+}
+
+// Op kinds, as in gt_op_kind.
+const (
+	OpUpsert       = uint32(C.GT_OP_UPSERT)
+	OpDeleteEdge   = uint32(C.GT_OP_DELETE_EDGE)
+	OpDeleteVertex = uint32(C.GT_OP_DELETE_VERTEX)
+)
+
+// Op mirrors gt_op byte for byte (checked in init).
+type Op struct {
+	Src, Dst uint64
+	Weight   float64
+	Kind     uint32
+	_        uint32
+}
+
+func init() {
+	if unsafe.Sizeof(Op{}) != unsafe.Sizeof(C.gt_op{}) ||
+		unsafe.Offsetof(Op{}.Kind) != unsafe.Offsetof(C.gt_op{}.kind) {
+		panic("core: Op layout does not match gt_op")
+	}
+}
+
+// Options mirrors gt_options; zero fields mean the core's defaults.
+type Options struct {
+	MemGraphBytes, TargetSegmentBytes         uint64
+	SizeRatio, L0CompactionTrigger, MaxLevels uint32
+	InEdges, DisableAutoCompaction            bool
+}
+
+func b2u(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Store owns a gt_store handle.
+type Store struct{ h *C.gt_store }
+
+// Open calls gt_open.
+func Open(dir string, o Options) (*Store, *Error) {
+	co := C.gt_options{
+		memgraph_bytes:          C.uint64_t(o.MemGraphBytes),
+		target_segment_bytes:    C.uint64_t(o.TargetSegmentBytes),
+		size_ratio:              C.uint32_t(o.SizeRatio),
+		l0_compaction_trigger:   C.uint32_t(o.L0CompactionTrigger),
+		max_levels:              C.uint32_t(o.MaxLevels),
+		in_edges:                b2u(o.InEdges),
+		disable_auto_compaction: b2u(o.DisableAutoCompaction),
+	}
+	cdir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cdir))
+	var h *C.gt_store
+	var e C.gt_error
+	if rc := C.gt_open(cdir, &co, &h, &e); rc != 0 {
+		return nil, takeError(rc, &e)
+	}
+	return &Store{h: h}, nil
+}
+
+// Close calls gt_close; the handle is freed even on error.
+func (s *Store) Close() *Error {
+	var e C.gt_error
+	rc := C.gt_close(s.h, &e)
+	s.h = nil
+	if rc != 0 {
+		return takeError(rc, &e)
+	}
+	return nil
+}
+
+// Apply calls gt_apply with ops borrowed for the call.
+func (s *Store) Apply(ops []Op, srcpos []byte) (uint64, *Error) {
+	var p *C.gt_op
+	if len(ops) > 0 {
+		p = (*C.gt_op)(unsafe.Pointer(&ops[0]))
+	}
+	var sp *C.uint8_t
+	if len(srcpos) > 0 {
+		sp = (*C.uint8_t)(unsafe.Pointer(&srcpos[0]))
+	}
+	var seq C.uint64_t
+	var e C.gt_error
+	if rc := C.gt_apply(s.h, p, C.size_t(len(ops)), sp, C.size_t(len(srcpos)), &seq, &e); rc != 0 {
+		return 0, takeError(rc, &e)
+	}
+	return uint64(seq), nil
+}
+
+func (s *Store) simple(f func(*C.gt_error) C.int) *Error {
+	var e C.gt_error
+	if rc := f(&e); rc != 0 {
+		return takeError(rc, &e)
+	}
+	return nil
+}
+
+// Flush calls gt_flush.
+func (s *Store) Flush() *Error {
+	return s.simple(func(e *C.gt_error) C.int { return C.gt_flush(s.h, e) })
+}
+
+// CompactAll calls gt_compact_all.
+func (s *Store) CompactAll() *Error {
+	return s.simple(func(e *C.gt_error) C.int { return C.gt_compact_all(s.h, e) })
+}
+
+// VerifyAll calls gt_verify_all.
+func (s *Store) VerifyAll() *Error {
+	return s.simple(func(e *C.gt_error) C.int { return C.gt_verify_all(s.h, e) })
+}
+
+// SourcePosition copies the newest durable source position.
+func (s *Store) SourcePosition() []byte {
+	var n C.size_t
+	C.gt_source_position(s.h, nil, 0, &n)
+	for n > 0 {
+		buf := make([]byte, n)
+		var got C.size_t
+		C.gt_source_position(s.h, (*C.uint8_t)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &got)
+		if got <= C.size_t(len(buf)) {
+			return buf[:got]
+		}
+		n = got // a newer flush recorded a longer position in between
+	}
+	return nil
+}
+
+// LevelMetrics mirrors gt_level_metrics.
+type LevelMetrics struct{ Files, Bytes, Entries uint64 }
+
+// Metrics mirrors gt_metrics.
+type Metrics struct {
+	LastSeq, DurableSeq, MemGraphBytes, MemGraphEntries                uint64
+	Flushes, FlushNanos, FlushBytes                                    uint64
+	Compactions, CompactionNanos, CompactionRead, CompactionWritten    uint64
+	Stalls, StallNanos, SnapshotsOpen, VertexDeletes, BackgroundErrors uint64
+	Levels                                                             []LevelMetrics
+}
+
+// Metrics calls gt_get_metrics.
+func (s *Store) Metrics() Metrics {
+	var c C.gt_metrics
+	C.gt_get_metrics(s.h, &c)
+	m := Metrics{
+		LastSeq: uint64(c.last_seq), DurableSeq: uint64(c.durable_seq),
+		MemGraphBytes: uint64(c.memgraph_bytes), MemGraphEntries: uint64(c.memgraph_entries),
+		Flushes: uint64(c.flushes), FlushNanos: uint64(c.flush_nanos), FlushBytes: uint64(c.flush_bytes),
+		Compactions: uint64(c.compactions), CompactionNanos: uint64(c.compaction_nanos),
+		CompactionRead: uint64(c.compaction_bytes_read), CompactionWritten: uint64(c.compaction_bytes_written),
+		Stalls: uint64(c.stalls), StallNanos: uint64(c.stall_nanos), SnapshotsOpen: uint64(c.snapshots_open),
+		VertexDeletes: uint64(c.vertex_deletes), BackgroundErrors: uint64(c.background_errors),
+	}
+	for i := 0; i < int(c.num_levels) && i < len(c.levels); i++ {
+		l := c.levels[i]
+		m.Levels = append(m.Levels, LevelMetrics{uint64(l.files), uint64(l.bytes), uint64(l.entries)})
+	}
+	return m
+}
+
+// Snapshot owns a gt_snapshot handle.
+type Snapshot struct{ h *C.gt_snapshot }
+
+// Snapshot calls gt_snapshot_new.
+func (s *Store) Snapshot() (*Snapshot, *Error) {
+	var h *C.gt_snapshot
+	var e C.gt_error
+	if rc := C.gt_snapshot_new(s.h, &h, &e); rc != 0 {
+		return nil, takeError(rc, &e)
+	}
+	return &Snapshot{h: h}, nil
+}
+
+// Release calls gt_snapshot_release.
+func (sn *Snapshot) Release() {
+	C.gt_snapshot_release(sn.h)
+	sn.h = nil
+}
+
+// Seq calls gt_snapshot_seq.
+func (sn *Snapshot) Seq() uint64 { return uint64(C.gt_snapshot_seq(sn.h)) }
+
+// VertexBound calls gt_snapshot_vertex_bound.
+func (sn *Snapshot) VertexBound() uint64 { return uint64(C.gt_snapshot_vertex_bound(sn.h)) }
+
+// Degree calls gt_snapshot_degree.
+func (sn *Snapshot) Degree(v uint64, dir uint32) (uint64, *Error) {
+	var d C.uint64_t
+	var e C.gt_error
+	if rc := C.gt_snapshot_degree(sn.h, C.uint64_t(v), C.uint32_t(dir), &d, &e); rc != 0 {
+		return 0, takeError(rc, &e)
+	}
+	return uint64(d), nil
+}
+
+// Neighbors calls gt_snapshot_neighbors with dsts (and w unless nil) as the
+// caller buffers; n is the full count even when it exceeds len(dsts)
+// (CodeBuffer).
+func (sn *Snapshot) Neighbors(v uint64, dir uint32, dsts []uint64, w []float64) (int, *Error) {
+	var n C.size_t
+	var e C.gt_error
+	rc := C.gt_snapshot_neighbors(sn.h, C.uint64_t(v), C.uint32_t(dir), u64p(dsts), f64p(w), C.size_t(len(dsts)), &n, &e)
+	if rc != 0 {
+		return int(n), takeError(rc, &e)
+	}
+	return int(n), nil
+}
+
+// Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, when
+// not nil, as long as dsts.
+func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, vids, offs, dsts []uint64, w []float64) (nv, ne int, next uint64, err *Error) {
+	var cnv, cne C.size_t
+	var cnext C.uint64_t
+	var e C.gt_error
+	rc := C.gt_snapshot_scan(sn.h, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(dir), u64p(vids), u64p(offs),
+		C.size_t(len(vids)), u64p(dsts), f64p(w), C.size_t(len(dsts)), &cnv, &cne, &cnext, &e)
+	if rc != 0 {
+		return int(cnv), int(cne), uint64(cnext), takeError(rc, &e)
+	}
+	return int(cnv), int(cne), uint64(cnext), nil
+}
+
+func u64p(s []uint64) *C.uint64_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.uint64_t)(unsafe.Pointer(&s[0]))
+}
+
+func f64p(s []float64) *C.double {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.double)(unsafe.Pointer(&s[0]))
+}

@@ -1,0 +1,186 @@
+/*
+ * graphtide.h -- the whole cgo surface of the graphtide storage core.
+ *
+ * Rules of this interface (read before calling anything):
+ *  - Handles (gt_store, gt_snapshot) are opaque. They are created by the core
+ *    and freed only by gt_close / gt_snapshot_release.
+ *  - Every function that can fail returns a gt_code and fills the caller-owned
+ *    gt_error. On failure, err->message (and err->file, when the error is about
+ *    a file) are malloc'd by the core and owned by the caller from then on:
+ *    release them with gt_error_free. On success err is left untouched.
+ *  - Pointer arguments are borrowed for the duration of the call only. The core
+ *    never keeps a pointer it was given after the call returns, so Go memory
+ *    may be passed directly (it must contain no Go pointers).
+ *  - Nothing crosses the boundary per edge: writes come as batches of ops,
+ *    reads of a vertex range fill caller buffers in one call.
+ *  - The core never prints, never calls exit, and never lets a C++ exception
+ *    escape: every entry point catches and converts to GT_ERR_INTERNAL.
+ *  - All functions are safe for concurrent use on the same handles, except
+ *    that gt_close must not race with any other call on that store, and
+ *    gt_snapshot_release must not race with calls on that snapshot.
+ *
+ * Blocking: gt_apply may block while both MemGraphs are full (a write stall,
+ * counted in gt_metrics.stalls). gt_flush and gt_compact_all block until the
+ * work is durable. gt_close waits for background flush/compaction to stop.
+ * Reads never block on flush or compaction.
+ */
+#ifndef GRAPHTIDE_H
+#define GRAPHTIDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gt_code {
+  GT_OK = 0,
+  GT_ERR_INVALID = 1,    /* bad argument or option */
+  GT_ERR_IO = 2,         /* operating system I/O failure */
+  GT_ERR_CORRUPTION = 3, /* checksum or format failure; err->file/offset set */
+  GT_ERR_CLOSED = 4,     /* store is closed or in a failed state */
+  GT_ERR_BUFFER = 5,     /* caller buffer too small; required size returned */
+  GT_ERR_INTERNAL = 6    /* bug: an exception or broken invariant */
+} gt_code;
+
+typedef struct gt_error {
+  int32_t code;
+  char *message; /* malloc'd by the core on failure; caller frees via gt_error_free */
+  char *file;    /* malloc'd or NULL; the file a corruption/IO error is about */
+  uint64_t offset; /* byte offset in file for corruption errors */
+} gt_error;
+
+/* Frees message and file (not e itself) and zeroes them. NULL-safe. */
+void gt_error_free(gt_error *e);
+
+/* Largest valid vertex id. Ids above it are rejected by gt_apply. */
+#define GT_MAX_VERTEX ((uint64_t)0x7fffffffffffffffULL)
+#define GT_MAX_LEVELS 16
+
+typedef struct gt_options {
+  uint64_t memgraph_bytes;       /* size of one MemGraph; 0 = 64 MiB */
+  uint64_t target_segment_bytes; /* segment size in L1+; 0 = 32 MiB */
+  uint32_t size_ratio;           /* level capacity growth; 0 = 10 */
+  uint32_t l0_compaction_trigger; /* L0 files that trigger compaction; 0 = 4 */
+  uint32_t max_levels;           /* including L0; 0 = 7; at most GT_MAX_LEVELS */
+  uint32_t in_edges;             /* nonzero: keep in-edges in step */
+  uint32_t disable_auto_compaction; /* nonzero: compact only on gt_compact_all */
+  uint32_t reserved;
+} gt_options;
+
+typedef enum gt_op_kind {
+  GT_OP_UPSERT = 0,        /* insert or update edge (src,dst) with weight */
+  GT_OP_DELETE_EDGE = 1,   /* delete edge (src,dst) */
+  GT_OP_DELETE_VERTEX = 2  /* delete every edge incident to src; dst ignored */
+} gt_op_kind;
+
+/* One operation of a batch. Layout is mirrored by the Go side. */
+typedef struct gt_op {
+  uint64_t src;
+  uint64_t dst;
+  double weight;
+  uint32_t kind; /* gt_op_kind */
+  uint32_t reserved;
+} gt_op;
+
+typedef enum gt_dir { GT_OUT = 0, GT_IN = 1 } gt_dir;
+
+typedef struct gt_level_metrics {
+  uint64_t files;
+  uint64_t bytes;
+  uint64_t entries; /* edge versions stored, tombstones included */
+} gt_level_metrics;
+
+typedef struct gt_metrics {
+  uint64_t last_seq;       /* newest committed sequence number */
+  uint64_t durable_seq;    /* newest sequence number covered by a flush */
+  uint64_t memgraph_bytes; /* both MemGraphs */
+  uint64_t memgraph_entries;
+  uint64_t flushes;
+  uint64_t flush_nanos;
+  uint64_t flush_bytes;     /* bytes written by flushes */
+  uint64_t compactions;
+  uint64_t compaction_nanos;
+  uint64_t compaction_bytes_read;
+  uint64_t compaction_bytes_written;
+  uint64_t stalls;          /* gt_apply calls that waited for a flush */
+  uint64_t stall_nanos;
+  uint64_t snapshots_open;
+  uint64_t vertex_deletes;  /* vertex-delete records held */
+  uint64_t background_errors;
+  uint32_t num_levels;      /* entries used in levels[] (L0 first) */
+  uint32_t reserved;
+  gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
+} gt_metrics;
+
+typedef struct gt_store gt_store;
+typedef struct gt_snapshot gt_snapshot;
+
+/* Opens (creating if absent) the store in dir. opts may be NULL for defaults.
+ * Replays the manifest, deletes orphan files, verifies file headers and
+ * indexes. On success *out is owned by the caller: free with gt_close. */
+int gt_open(const char *dir, const gt_options *opts, gt_store **out, gt_error *err);
+
+/* Stops background work and frees the store. Unflushed MemGraph contents are
+ * discarded (call gt_flush first to keep them). Live snapshots must have been
+ * released. Always frees s, even on error. */
+int gt_close(gt_store *s, gt_error *err);
+
+/* Applies ops[0..n) atomically as one batch with one new sequence number,
+ * written to *out_seq. srcpos[0..srcpos_len) (may be NULL/0 for none) is an
+ * opaque source position recorded with the flush that makes this batch
+ * durable. Ops apply in order within the batch. May block on a write stall. */
+int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos,
+             size_t srcpos_len, uint64_t *out_seq, gt_error *err);
+
+/* Makes every applied batch durable (and the newest source position) and
+ * returns when the manifest is synced. */
+int gt_flush(gt_store *s, gt_error *err);
+
+/* Flushes, then compacts all data into the deepest level in use. */
+int gt_compact_all(gt_store *s, gt_error *err);
+
+/* Copies the source position of the newest durable flush into buf[0..cap).
+ * *len receives its full length; if *len > cap nothing is copied. */
+void gt_source_position(gt_store *s, uint8_t *buf, size_t cap, size_t *len);
+
+void gt_get_metrics(gt_store *s, gt_metrics *out);
+
+/* Pins the newest committed sequence number. Free with gt_snapshot_release. */
+int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err);
+void gt_snapshot_release(gt_snapshot *snap);
+uint64_t gt_snapshot_seq(const gt_snapshot *snap);
+/* One past the largest vertex id any edge of the store mentions (an upper
+ * bound for the snapshot; never smaller than the true bound). */
+uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap);
+
+int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out,
+                       gt_error *err);
+
+/* Neighbors of v visible in the snapshot, sorted by dst, into dsts[0..cap)
+ * and weights[0..cap) (weights may be NULL). *n receives the count; if it is
+ * larger than cap, GT_ERR_BUFFER is returned and nothing useful is copied. */
+int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts,
+                          double *weights, size_t cap, size_t *n, gt_error *err);
+
+/* Neighbors of every vertex in [lo, hi) that has at least one visible edge,
+ * in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge offsets into dsts,
+ * offs[0] = 0), dsts/weights[0..*ne). Stops early when either buffer is full
+ * (a vertex is never split) and sets *next to the first vertex not yet
+ * reported (hi when done). offs must have room for vcap+1 entries. If the
+ * first vertex alone needs more than ecap edges, GT_ERR_BUFFER is returned
+ * and *ne holds the edge count it needs. */
+int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir,
+                     uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                     double *weights, size_t ecap, size_t *nv, size_t *ne,
+                     uint64_t *next, gt_error *err);
+
+/* Reads and verifies every checksum of every live file. Returns the first
+ * corruption found. Used by tests and `graphtide inspect`. */
+int gt_verify_all(gt_store *s, gt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRAPHTIDE_H */

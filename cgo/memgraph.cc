@@ -1,0 +1,166 @@
+#include "memgraph.h"
+
+#include <algorithm>
+
+namespace gt {
+namespace {
+inline uint64_t HashVertex(uint64_t v) { return v * 0x9E3779B97F4A7C15ull; }
+}  // namespace
+
+MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), limit_(limit_bytes) {
+  for (Dir &d : dirs_) {
+    d.keys.assign(1024, kEmpty);
+    d.heads.assign(1024, kNil);
+    d.mask = 1023;
+  }
+  bytes_.store(2 * 1024 * 12);
+}
+
+uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
+  uint64_t i = (HashVertex(v) >> 20) & d.mask;
+  for (;;) {
+    uint64_t k = d.keys[i];
+    if (k == v) return d.heads[i];
+    if (k == kEmpty) return kNil;
+    i = (i + 1) & d.mask;
+  }
+}
+
+bool MemGraph::Has(int dir, uint64_t v) const { return Lookup(dirs_[dir], v) != kNil; }
+
+void MemGraph::Grow(Dir &d) {
+  std::vector<uint64_t> keys(d.keys.size() * 2, kEmpty);
+  std::vector<uint32_t> heads(d.keys.size() * 2, kNil);
+  uint64_t mask = keys.size() - 1;
+  for (size_t j = 0; j < d.keys.size(); j++) {
+    if (d.keys[j] == kEmpty) continue;
+    uint64_t i = (HashVertex(d.keys[j]) >> 20) & mask;
+    while (keys[i] != kEmpty) i = (i + 1) & mask;
+    keys[i] = d.keys[j];
+    heads[i] = d.heads[j];
+  }
+  bytes_.fetch_add(d.keys.size() * 12, std::memory_order_relaxed);
+  d.keys.swap(keys);
+  d.heads.swap(heads);
+  d.mask = mask;
+}
+
+void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
+  if ((d.size + 1) * 2 > d.keys.size()) Grow(d);
+  uint64_t i = (HashVertex(v) >> 20) & d.mask;
+  while (d.keys[i] != v && d.keys[i] != kEmpty) i = (i + 1) & d.mask;
+  if (d.keys[i] == kEmpty) {
+    d.keys[i] = v;
+    d.heads[i] = kNil;
+    d.size++;
+  }
+  uint32_t idx = d.n;
+  if ((idx >> kBlockBits) == d.blocks.size()) {
+    d.blocks.emplace_back(new Node[size_t(1) << kBlockBits]);
+  }
+  // Accounted per node used, not per block, so that small test MemGraphs fill
+  // at their configured size.
+  bytes_.fetch_add(sizeof(Node), std::memory_order_relaxed);
+  Node &nd = d.blocks[idx >> kBlockBits][idx & ((1u << kBlockBits) - 1)];
+  nd.dst = dst;
+  nd.vers = vers;
+  nd.weight = w;
+  nd.prev = d.heads[i];
+  d.heads[i] = idx;
+  d.n++;
+}
+
+void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
+                     const uint8_t *srcpos, size_t srcpos_len) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  uint64_t added = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (!skip.empty() && skip[k]) continue;
+    const gt_op &op = ops[k];
+    switch (op.kind) {
+      case GT_OP_UPSERT:
+      case GT_OP_DELETE_EDGE: {
+        const bool tomb = op.kind == GT_OP_DELETE_EDGE;
+        const uint64_t vers = MakeVers(seq, tomb);
+        const double w = tomb ? 0.0 : op.weight;
+        Add(dirs_[kOut], op.src, op.dst, vers, w);
+        added++;
+        if (in_edges_) {
+          Add(dirs_[kIn], op.dst, op.src, vers, w);
+          added++;
+        }
+        break;
+      }
+      case GT_OP_DELETE_VERTEX:
+        vdels_.emplace_back(op.src, seq);
+        bytes_.fetch_add(16, std::memory_order_relaxed);
+        break;
+      default:
+        break;  // validated by the store before reaching here
+    }
+  }
+  if (srcpos != nullptr && srcpos_len > 0) {
+    srcpos_.assign(reinterpret_cast<const char *>(srcpos), srcpos_len);
+    has_srcpos_ = true;
+  }
+  entries_.fetch_add(added, std::memory_order_relaxed);
+}
+
+void MemGraph::Freeze(uint64_t freeze_seq) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  freeze_seq_ = freeze_seq;
+  frozen_.store(true);
+}
+
+void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
+  const Dir &d = dirs_[dir];
+  for (uint32_t i = Lookup(d, v); i != kNil;) {
+    const Node &nd = node(d, i);
+    out->push_back(Entry{nd.dst, nd.vers, nd.weight});
+    i = nd.prev;
+  }
+}
+
+void MemGraph::BuildSorted(Dir &d) const {
+  d.sorted.reserve(d.size);
+  for (uint64_t k : d.keys)
+    if (k != kEmpty) d.sorted.push_back(k);
+  std::sort(d.sorted.begin(), d.sorted.end());
+}
+
+void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+                            uint64_t *resume) const {
+  Dir &d = dirs_[dir];
+  *resume = hi;
+  if (hi <= lo || d.size == 0 || max == 0) return;
+  if (frozen_.load()) {
+    std::call_once(sorted_once_[dir], [&] { BuildSorted(d); });
+    auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo);
+    auto e = std::lower_bound(b, d.sorted.end(), hi);
+    if (static_cast<size_t>(e - b) > max) {
+      e = b + static_cast<long>(max);
+      *resume = *(e - 1) + 1;
+    }
+    out->insert(out->end(), b, e);
+    return;
+  }
+  constexpr uint64_t kWindow = 1 << 16;
+  if (hi - lo <= 4 * d.size + kWindow) {
+    uint64_t end = hi - lo > kWindow ? lo + kWindow : hi;
+    for (uint64_t v = lo; v < end; v++)
+      if (Lookup(d, v) != kNil) out->push_back(v);
+    *resume = end;
+    return;
+  }
+  std::vector<uint64_t> all;
+  for (uint64_t k : d.keys)
+    if (k != kEmpty && k >= lo && k < hi) all.push_back(k);
+  std::sort(all.begin(), all.end());
+  if (all.size() > max) {
+    all.resize(max);
+    *resume = all.back() + 1;
+  }
+  out->insert(out->end(), all.begin(), all.end());
+}
+
+}  // namespace gt

@@ -1,0 +1,426 @@
+#include "segment.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gt {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
+constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint64_t kHeaderSize = 128;
+constexpr uint64_t kFooterSize = 32;
+constexpr uint64_t kChunkSize = 64 * 1024;
+
+uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t(7); }
+
+template <typename T>
+void Put(uint8_t *p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <typename T>
+T Get(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Streams bytes to a file in 1 MiB writes, keeping a crc per 64 KiB chunk of
+// everything after the header.
+class ChunkedWriter {
+ public:
+  ChunkedWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) { buf_.reserve(1 << 20); }
+  Status Append(const void *data, size_t n) {
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    while (n > 0) {
+      size_t room = kChunkSize - chunk_fill_;
+      size_t take = std::min(room, n);
+      chunk_crc_ = Crc32c(p, take, chunk_crc_);
+      chunk_fill_ += take;
+      buf_.insert(buf_.end(), p, p + take);
+      p += take;
+      n -= take;
+      pos_ += take;
+      if (chunk_fill_ == kChunkSize) CloseChunk();
+      if (buf_.size() >= (1 << 20)) GT_RETURN_IF_ERROR(Drain());
+    }
+    return Status::OK();
+  }
+  Status Pad8() {
+    static const uint8_t zeros[8] = {0};
+    uint64_t total = kHeaderSize + pos_;
+    return Append(zeros, Align8(total) - total);
+  }
+  void CloseChunk() {
+    if (chunk_fill_ == 0) return;
+    crcs_.push_back(chunk_crc_);
+    chunk_crc_ = 0;
+    chunk_fill_ = 0;
+  }
+  Status Drain() {
+    GT_RETURN_IF_ERROR(WriteAll(fd_, buf_.data(), buf_.size(), path_));
+    buf_.clear();
+    return Status::OK();
+  }
+  uint64_t pos() const { return kHeaderSize + pos_; }
+  std::vector<uint32_t> &crcs() { return crcs_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  std::vector<uint8_t> buf_;
+  uint64_t pos_ = 0;
+  size_t chunk_fill_ = 0;
+  uint32_t chunk_crc_ = 0;
+  std::vector<uint32_t> crcs_;
+};
+
+// Closes an fd on scope exit unless released.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::string SegmentFileName(uint64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08" PRIu64 ".seg", id);
+  return buf;
+}
+
+void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
+  if (n == 0) return;
+  if (offs_.empty()) offs_.push_back(0);
+  srcs_.push_back(src);
+  for (size_t i = 0; i < n; i++) {
+    dsts_.push_back(e[i].dst);
+    vers_.push_back(e[i].vers);
+    w_.push_back(e[i].weight);
+    if (i > 0 && e[i].dst == e[i - 1].dst) multi_ = true;
+    if (VersTomb(e[i].vers)) tomb_ = true;
+    if (e[i].vers != 0) anyseq_ = true;
+    if (e[i].weight != 1.0) anyw_ = true;
+    max_dst_ = std::max(max_dst_, e[i].dst);
+    uint64_t s = VersSeq(e[i].vers);
+    min_seq_ = std::min(min_seq_, s);
+    max_seq_ = std::max(max_seq_, s);
+  }
+  offs_.push_back(dsts_.size());
+}
+
+uint64_t SegmentBuilder::EstimatedBytes() const {
+  uint64_t n = dsts_.size();
+  uint64_t per = (max_dst_ < (1ull << 32) ? 4 : 8) + (anyseq_ ? 8 : 0) + (anyw_ ? 8 : 0);
+  uint64_t table = srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
+  return kHeaderSize + table + n * per + n * per / (kChunkSize / 4) + kFooterSize;
+}
+
+void SegmentBuilder::Reset() {
+  srcs_.clear();
+  offs_.clear();
+  dsts_.clear();
+  vers_.clear();
+  w_.clear();
+  multi_ = tomb_ = anyseq_ = anyw_ = false;
+  max_dst_ = 0;
+  min_seq_ = UINT64_MAX;
+  max_seq_ = 0;
+}
+
+Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir,
+                              SegMeta *meta) {
+  if (srcs_.empty()) return Status::Internal("segment builder: finish with no vertices");
+  const std::string path = JoinPath(dir, SegmentFileName(id));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
+  FdGuard guard{fd};
+
+  const uint64_t nv = srcs_.size(), ne = dsts_.size();
+  const uint64_t min_src = srcs_.front(), max_src = srcs_.back();
+  uint64_t dense_len = max_src - min_src + 2;
+  bool dense = dense_len <= 2 * (2 * nv + 1);
+  uint32_t flags = 0;
+  if (dense) flags |= kFlagDense;
+  if (anyseq_) flags |= kFlagVers;
+  if (anyw_) flags |= kFlagWeights;
+  if (max_dst_ < (1ull << 32)) flags |= kFlagDst32;
+  if (multi_) flags |= kFlagMultiVersion;
+  if (tomb_) flags |= kFlagTombstones;
+  uint64_t table_len = dense ? dense_len : nv;
+
+  uint8_t hdr[kHeaderSize] = {0};
+  std::memcpy(hdr, kMagic, 8);
+  Put<uint32_t>(hdr + 8, kFormatVersion);
+  Put<uint32_t>(hdr + 12, flags);
+  Put<uint64_t>(hdr + 16, id);
+  Put<uint32_t>(hdr + 24, level);
+  Put<uint32_t>(hdr + 28, edge_dir);
+  Put<uint64_t>(hdr + 32, nv);
+  Put<uint64_t>(hdr + 40, ne);
+  Put<uint64_t>(hdr + 48, min_src);
+  Put<uint64_t>(hdr + 56, max_src);
+  Put<uint64_t>(hdr + 64, max_dst_);
+  Put<uint64_t>(hdr + 72, min_seq_);
+  Put<uint64_t>(hdr + 80, max_seq_);
+  Put<uint64_t>(hdr + 88, table_len);
+  Put<uint64_t>(hdr + 96, kChunkSize);
+  Put<uint32_t>(hdr + 124, Crc32c(hdr, 124));
+  GT_RETURN_IF_ERROR(WriteAll(fd, hdr, kHeaderSize, path));
+
+  ChunkedWriter w(fd, path);
+  if (dense) {
+    std::vector<uint64_t> table(dense_len);
+    size_t k = 0;
+    for (uint64_t v = 0; v + 1 < dense_len; v++) {
+      table[v] = offs_[k];
+      if (k < nv && srcs_[k] == min_src + v) k++;
+    }
+    table[dense_len - 1] = ne;
+    GT_RETURN_IF_ERROR(w.Append(table.data(), table.size() * 8));
+  } else {
+    GT_RETURN_IF_ERROR(w.Append(srcs_.data(), nv * 8));
+    GT_RETURN_IF_ERROR(w.Append(offs_.data(), (nv + 1) * 8));
+  }
+  if (flags & kFlagDst32) {
+    std::vector<uint32_t> d32(dsts_.begin(), dsts_.end());
+    GT_RETURN_IF_ERROR(w.Append(d32.data(), ne * 4));
+    GT_RETURN_IF_ERROR(w.Pad8());
+  } else {
+    GT_RETURN_IF_ERROR(w.Append(dsts_.data(), ne * 8));
+  }
+  if (flags & kFlagVers) GT_RETURN_IF_ERROR(w.Append(vers_.data(), ne * 8));
+  if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
+  w.CloseChunk();
+  const uint64_t body_end = w.pos();
+  std::vector<uint32_t> crcs = w.crcs();
+  GT_RETURN_IF_ERROR(w.Drain());
+  GT_RETURN_IF_ERROR(WriteAll(fd, crcs.data(), crcs.size() * 4, path));
+  if (crcs.size() % 2) {
+    uint32_t z = 0;
+    GT_RETURN_IF_ERROR(WriteAll(fd, &z, 4, path));
+  }
+  uint8_t foot[kFooterSize] = {0};
+  Put<uint64_t>(foot, body_end);
+  Put<uint64_t>(foot + 8, crcs.size());
+  Put<uint32_t>(foot + 16, Crc32c(crcs.data(), crcs.size() * 4));
+  Put<uint32_t>(foot + 20, Crc32c(foot, 20));
+  std::memcpy(foot + 24, kEndMagic, 8);
+  GT_RETURN_IF_ERROR(WriteAll(fd, foot, kFooterSize, path));
+  if (::fsync(fd) != 0) return Status::IO("fsync: " + ErrnoString(errno), path);
+
+  meta->id = id;
+  meta->level = level;
+  meta->dir = edge_dir;
+  meta->min_src = min_src;
+  meta->max_src = max_src;
+  meta->max_dst = max_dst_;
+  meta->nverts = nv;
+  meta->nentries = ne;
+  meta->bytes = body_end + Align8(crcs.size() * 4) + kFooterSize;
+  meta->min_seq = min_seq_;
+  meta->max_seq = max_seq_;
+  return Status::OK();
+}
+
+Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segment> *out) {
+  std::shared_ptr<Segment> s(new Segment());
+  s->path_ = JoinPath(dir, SegmentFileName(id));
+  const std::string &path = s->path_;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IO("open: " + ErrnoString(errno), path);
+  FdGuard guard{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::IO("stat: " + ErrnoString(errno), path);
+  s->size_ = static_cast<size_t>(st.st_size);
+  if (s->size_ < kHeaderSize + kFooterSize)
+    return Status::Corruption("segment too short (" + std::to_string(s->size_) + " bytes)", path, 0);
+  void *m = ::mmap(nullptr, s->size_, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return Status::IO("mmap: " + ErrnoString(errno), path);
+  s->base_ = static_cast<const uint8_t *>(m);
+  const uint8_t *h = s->base_;
+
+  if (std::memcmp(h, kMagic, 8) != 0) return Status::Corruption("bad segment magic", path, 0);
+  if (Get<uint32_t>(h + 124) != Crc32c(h, 124)) return Status::Corruption("segment header checksum mismatch", path, 0);
+  if (Get<uint32_t>(h + 8) != kFormatVersion)
+    return Status::Corruption("unsupported segment format version " + std::to_string(Get<uint32_t>(h + 8)), path, 8);
+  s->flags_ = Get<uint32_t>(h + 12);
+  SegMeta &mt = s->meta_;
+  mt.id = Get<uint64_t>(h + 16);
+  mt.level = Get<uint32_t>(h + 24);
+  mt.dir = Get<uint32_t>(h + 28);
+  mt.nverts = Get<uint64_t>(h + 32);
+  mt.nentries = Get<uint64_t>(h + 40);
+  mt.min_src = Get<uint64_t>(h + 48);
+  mt.max_src = Get<uint64_t>(h + 56);
+  mt.max_dst = Get<uint64_t>(h + 64);
+  mt.min_seq = Get<uint64_t>(h + 72);
+  mt.max_seq = Get<uint64_t>(h + 80);
+  mt.bytes = s->size_;
+  s->table_len_ = Get<uint64_t>(h + 88);
+  s->chunk_size_ = Get<uint64_t>(h + 96);
+  if (mt.id != id) return Status::Corruption("segment id " + std::to_string(mt.id) + " does not match file name", path, 16);
+
+  const uint8_t *f = s->base_ + s->size_ - kFooterSize;
+  const uint64_t foot_off = s->size_ - kFooterSize;
+  if (std::memcmp(f + 24, kEndMagic, 8) != 0) return Status::Corruption("bad segment footer magic", path, foot_off + 24);
+  if (Get<uint32_t>(f + 20) != Crc32c(f, 20)) return Status::Corruption("segment footer checksum mismatch", path, foot_off);
+  s->body_end_ = Get<uint64_t>(f);
+  s->nchunks_ = Get<uint64_t>(f + 8);
+  if (s->chunk_size_ == 0 || s->body_end_ < kHeaderSize ||
+      s->nchunks_ != (s->body_end_ - kHeaderSize + s->chunk_size_ - 1) / s->chunk_size_ ||
+      s->body_end_ + Align8(s->nchunks_ * 4) + kFooterSize != s->size_)
+    return Status::Corruption("segment footer sizes inconsistent", path, foot_off);
+  s->crcs_ = reinterpret_cast<const uint32_t *>(s->base_ + s->body_end_);
+  if (Get<uint32_t>(f + 16) != Crc32c(s->crcs_, s->nchunks_ * 4))
+    return Status::Corruption("segment chunk checksum table mismatch", path, s->body_end_);
+
+  // Section offsets follow from the header alone.
+  const uint64_t nv = mt.nverts, ne = mt.nentries;
+  uint64_t off = kHeaderSize;
+  uint64_t table_bytes;
+  if (s->flags_ & kFlagDense) {
+    if (s->table_len_ != mt.max_src - mt.min_src + 2) return Status::Corruption("dense table length mismatch", path, 88);
+    table_bytes = s->table_len_ * 8;
+  } else {
+    if (s->table_len_ != nv) return Status::Corruption("sparse table length mismatch", path, 88);
+    table_bytes = nv * 8 + (nv + 1) * 8;
+  }
+  const uint64_t table_off = off;
+  off += table_bytes;
+  s->dst_off_ = off;
+  off += Align8(ne * ((s->flags_ & kFlagDst32) ? 4 : 8));
+  if (s->flags_ & kFlagVers) {
+    s->vers_off_ = off;
+    off += ne * 8;
+  }
+  if (s->flags_ & kFlagWeights) {
+    s->w_off_ = off;
+    off += ne * 8;
+  }
+  if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
+  s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
+  for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
+  GT_RETURN_IF_ERROR(s->VerifyBytes(table_off, table_off + table_bytes));
+
+  if (s->flags_ & kFlagDense) {
+    s->offs_ = reinterpret_cast<const uint64_t *>(s->base_ + table_off);
+  } else {
+    s->srcs_ = reinterpret_cast<const uint64_t *>(s->base_ + table_off);
+    s->offs_ = s->srcs_ + nv;
+  }
+  // The table must be monotone and end at nentries or reads would run off.
+  const uint64_t offs_len = (s->flags_ & kFlagDense) ? s->table_len_ : nv + 1;
+  if (s->offs_[0] != 0 || s->offs_[offs_len - 1] != ne)
+    return Status::Corruption("vertex table does not span the edge column", path, table_off);
+  for (uint64_t i = 1; i < offs_len; i++)
+    if (s->offs_[i] < s->offs_[i - 1]) return Status::Corruption("vertex table not monotone", path, table_off + i * 8);
+  if (s->flags_ & kFlagDst32)
+    s->dst32_ = reinterpret_cast<const uint32_t *>(s->base_ + s->dst_off_);
+  else
+    s->dst64_ = reinterpret_cast<const uint64_t *>(s->base_ + s->dst_off_);
+  if (s->flags_ & kFlagVers) s->vers_ = reinterpret_cast<const uint64_t *>(s->base_ + s->vers_off_);
+  if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Segment::~Segment() {
+  if (base_) ::munmap(const_cast<uint8_t *>(base_), size_);
+  if (obsolete_.load()) ::unlink(path_.c_str());
+}
+
+bool Segment::Find(uint64_t v, uint64_t *b, uint64_t *e) const {
+  if (v < meta_.min_src || v > meta_.max_src) return false;
+  if (flags_ & kFlagDense) {
+    uint64_t i = v - meta_.min_src;
+    *b = offs_[i];
+    *e = offs_[i + 1];
+    return *e > *b;
+  }
+  const uint64_t *p = std::lower_bound(srcs_, srcs_ + meta_.nverts, v);
+  if (p == srcs_ + meta_.nverts || *p != v) return false;
+  uint64_t i = static_cast<uint64_t>(p - srcs_);
+  *b = offs_[i];
+  *e = offs_[i + 1];
+  return true;
+}
+
+bool Segment::NextVertex(uint64_t v, uint64_t *out) const {
+  if (v > meta_.max_src) return false;
+  if (v < meta_.min_src) v = meta_.min_src;
+  if (flags_ & kFlagDense) {
+    for (uint64_t i = v - meta_.min_src; i + 1 < table_len_; i++) {
+      if (offs_[i + 1] > offs_[i]) {
+        *out = meta_.min_src + i;
+        return true;
+      }
+    }
+    return false;
+  }
+  const uint64_t *p = std::lower_bound(srcs_, srcs_ + meta_.nverts, v);
+  if (p == srcs_ + meta_.nverts) return false;
+  *out = *p;
+  return true;
+}
+
+void Segment::CopyDsts(uint64_t b, uint64_t e, uint64_t *out) const {
+  if (dst32_) {
+    for (uint64_t i = b; i < e; i++) *out++ = dst32_[i];
+  } else {
+    std::memcpy(out, dst64_ + b, (e - b) * 8);
+  }
+}
+
+void Segment::CopyWeights(uint64_t b, uint64_t e, double *out) const {
+  if (w_) {
+    std::memcpy(out, w_ + b, (e - b) * 8);
+  } else {
+    for (uint64_t i = b; i < e; i++) *out++ = 1.0;
+  }
+}
+
+Status Segment::VerifyChunk(uint64_t c) const {
+  uint64_t word = c / 64, bit = uint64_t(1) << (c % 64);
+  if (verified_[word].load(std::memory_order_acquire) & bit) return Status::OK();
+  uint64_t from = kHeaderSize + c * chunk_size_;
+  uint64_t to = std::min(body_end_, from + chunk_size_);
+  if (Crc32c(base_ + from, to - from) != crcs_[c])
+    return Status::Corruption("segment chunk checksum mismatch", path_, from);
+  verified_[word].fetch_or(bit, std::memory_order_release);
+  return Status::OK();
+}
+
+Status Segment::VerifyBytes(uint64_t from, uint64_t to) const {
+  if (to <= from) return Status::OK();
+  uint64_t c0 = (from - kHeaderSize) / chunk_size_;
+  uint64_t c1 = (to - 1 - kHeaderSize) / chunk_size_;
+  for (uint64_t c = c0; c <= c1; c++) GT_RETURN_IF_ERROR(VerifyChunk(c));
+  return Status::OK();
+}
+
+Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
+  if (e <= b) return Status::OK();
+  const uint64_t dw = dst32_ ? 4 : 8;
+  GT_RETURN_IF_ERROR(VerifyBytes(dst_off_ + b * dw, dst_off_ + e * dw));
+  if (vers_) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * 8, vers_off_ + e * 8));
+  if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
+  return Status::OK();
+}
+
+Status Segment::VerifyAll() const {
+  for (uint64_t c = 0; c < nchunks_; c++) GT_RETURN_IF_ERROR(VerifyChunk(c));
+  return Status::OK();
+}
+
+}  // namespace gt

@@ -1,0 +1,142 @@
+// segment.h -- the immutable on-disk CSR file ("segment") of the core.
+//
+// One file holds the edges of a set of source vertices, each vertex's edge
+// versions stored contiguously and sorted by (dst asc, seq desc). L0 files
+// come from flushes; L1+ files are segments of that level's single CSR and
+// cover disjoint vertex ranges.
+//
+// Layout (all integers little-endian, every section 8-byte aligned):
+//   [0,128)   header: magic "GTSEG001", u32 format version, u32 flags,
+//             u64 file id, u32 level, u32 dir, u64 nverts, u64 nentries,
+//             u64 min_src, u64 max_src, u64 max_dst, u64 min_seq, u64 max_seq,
+//             u64 table_len, u64 chunk_size, 16 reserved bytes,
+//             u32 reserved, u32 crc32c of bytes [0,124).
+//   vertex table: dense (flag kDense): u64 off[table_len], table_len =
+//             max_src-min_src+2, edges of v are [off[v-min], off[v-min+1]);
+//             sparse: u64 src[nverts] then u64 off[nverts+1].
+//   dst column: u32[nentries] when flag kDst32, else u64[nentries].
+//   vers column: u64[nentries] (seq<<1|tombstone), present iff kVers;
+//             absent means every version has seq 0 and is live.
+//   weight column: f64[nentries], present iff kWeights; absent means 1.0.
+//   chunk crc table: u32 crc32c per chunk_size bytes of [128, body_end).
+//   footer (32 bytes): u64 body_end, u64 nchunks, u32 crc of the crc table,
+//             u32 crc of footer bytes [0,20), u64 magic "GTSEGEND".
+//
+// INVARIANT: within one vertex, at most one version per dst unless flag
+// kMultiVersion is set (compaction kept versions for pinned snapshots).
+// Header, footer, crc table and vertex table are verified when the file is
+// opened; data chunks are verified on first touch (EnsureVerified) so that a
+// flipped byte is reported with file name and offset and never read.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace gt {
+
+struct SegMeta {
+  uint64_t id = 0;
+  uint32_t level = 0;
+  uint32_t dir = 0;
+  uint64_t min_src = 0, max_src = 0, max_dst = 0;
+  uint64_t nverts = 0, nentries = 0, bytes = 0;
+  uint64_t min_seq = 0, max_seq = 0;
+};
+
+constexpr uint32_t kFlagDense = 1u << 0;
+constexpr uint32_t kFlagVers = 1u << 1;
+constexpr uint32_t kFlagWeights = 1u << 2;
+constexpr uint32_t kFlagDst32 = 1u << 3;
+constexpr uint32_t kFlagMultiVersion = 1u << 4;
+constexpr uint32_t kFlagTombstones = 1u << 5;
+
+std::string SegmentFileName(uint64_t id);
+
+// Accumulates vertices in increasing src order and writes one file.
+// Memory: holds the whole segment; callers cut segments at a target size.
+class SegmentBuilder {
+ public:
+  // Appends src's versions, already sorted by (dst asc, seq desc).
+  // INVARIANT: src strictly greater than the previous call's src.
+  void AddVertex(uint64_t src, const Entry *e, size_t n);
+  size_t entries() const { return dsts_.size(); }
+  size_t vertices() const { return srcs_.size(); }
+  // Approximate bytes the file will take.
+  uint64_t EstimatedBytes() const;
+  bool empty() const { return srcs_.empty(); }
+  // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
+  Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir,
+                SegMeta *meta);
+  void Reset();
+
+ private:
+  std::vector<uint64_t> srcs_, offs_, dsts_, vers_;
+  std::vector<double> w_;
+  bool multi_ = false, tomb_ = false, anyseq_ = false, anyw_ = false;
+  uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
+};
+
+// A read-only, memory-mapped segment. Shared by Versions via shared_ptr;
+// the file is unlinked when the last reference drops after MarkObsolete.
+class Segment {
+ public:
+  static Status Open(const std::string &dir, uint64_t id, std::shared_ptr<Segment> *out);
+  ~Segment();
+  Segment(const Segment &) = delete;
+  Segment &operator=(const Segment &) = delete;
+
+  const SegMeta &meta() const { return meta_; }
+  const std::string &path() const { return path_; }
+  uint32_t flags() const { return flags_; }
+  bool clean() const { return !(flags_ & (kFlagVers | kFlagMultiVersion)); }
+
+  // Edge index range of v; false if v has no edges here.
+  bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
+  // First vertex >= v present in this file, or false.
+  bool NextVertex(uint64_t v, uint64_t *out) const;
+
+  uint64_t dst(uint64_t i) const { return dst32_ ? dst32_[i] : dst64_[i]; }
+  uint64_t vers(uint64_t i) const { return vers_ ? vers_[i] : 0; }
+  double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
+  bool has_weights() const { return w_ != nullptr; }
+  // Copies dsts [b,e) widened to u64.
+  void CopyDsts(uint64_t b, uint64_t e, uint64_t *out) const;
+  void CopyWeights(uint64_t b, uint64_t e, double *out) const;
+
+  // Verifies the checksums of the chunks holding entries [b,e).
+  Status EnsureVerified(uint64_t b, uint64_t e) const;
+  Status VerifyAll() const;
+
+  void MarkObsolete() { obsolete_.store(true); }
+
+ private:
+  Segment() = default;
+  Status VerifyBytes(uint64_t from, uint64_t to) const;
+  Status VerifyChunk(uint64_t c) const;
+
+  std::string path_;
+  SegMeta meta_;
+  uint32_t flags_ = 0;
+  const uint8_t *base_ = nullptr;
+  size_t size_ = 0;
+  uint64_t table_len_ = 0;
+  const uint64_t *srcs_ = nullptr;  // sparse only
+  const uint64_t *offs_ = nullptr;
+  const uint32_t *dst32_ = nullptr;
+  const uint64_t *dst64_ = nullptr;
+  const uint64_t *vers_ = nullptr;
+  const double *w_ = nullptr;
+  uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0;
+  uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;
+  const uint32_t *crcs_ = nullptr;
+  // One bit per chunk: set once its crc matched. Relaxed races only cause
+  // a chunk to be verified twice.
+  std::unique_ptr<std::atomic<uint64_t>[]> verified_;
+  std::atomic<bool> obsolete_{false};
+};
+
+}  // namespace gt

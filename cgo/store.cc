@@ -1,0 +1,936 @@
+#include "store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gt {
+namespace {
+
+uint64_t NowNanos() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// Segment of a level holding v (levels are disjoint and sorted), or null.
+const Segment *FindSegment(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t v) {
+  auto it = std::upper_bound(lv.begin(), lv.end(), v,
+                             [](uint64_t x, const std::shared_ptr<Segment> &s) { return x < s->meta().min_src; });
+  if (it == lv.begin()) return nullptr;
+  const Segment *s = (it - 1)->get();
+  return v <= s->meta().max_src ? s : nullptr;
+}
+
+Status AddSegmentRun(const Segment *s, uint64_t v, std::vector<Run> *runs) {
+  uint64_t b, e;
+  if (!s->Find(v, &b, &e)) return Status::OK();
+  GT_RETURN_IF_ERROR(s->EnsureVerified(b, e));
+  runs->push_back(Run{nullptr, s, b, e});
+  return Status::OK();
+}
+
+// Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
+// must outlive the runs. Caller holds the MemGraphs' read locks.
+Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[2], std::vector<Run> *runs) {
+  runs->clear();
+  const MemGraph *mems[2] = {ver.active.get(), ver.imm.get()};
+  for (int k = 0; k < 2; k++) {
+    if (mems[k] == nullptr) continue;
+    m[k].clear();
+    mems[k]->Collect(dir, v, &m[k]);
+    if (m[k].empty()) continue;
+    SortMemRun(&m[k]);
+    runs->push_back(Run{m[k].data(), nullptr, 0, m[k].size()});
+  }
+  const Tree &t = ver.trees[dir];
+  for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
+  for (size_t i = 1; i < t.levels.size(); i++) {
+    const Segment *s = FindSegment(t.levels[i], v);
+    if (s != nullptr) GT_RETURN_IF_ERROR(AddSegmentRun(s, v, runs));
+  }
+  return Status::OK();
+}
+
+// True when one file run can be copied out as is: every version in it is
+// visible at tau, live, and unique per dst, and no vertex delete applies.
+bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
+  if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
+  const Segment *s = runs[0].seg;
+  return s->meta().max_seq <= tau && !(s->flags() & (kFlagTombstones | kFlagMultiVersion));
+}
+
+// Next vertex >= a position, over one source. Used by scans and compaction.
+class VertexCursor {
+ public:
+  static VertexCursor ForSegment(const Segment *s, uint64_t lo, uint64_t hi) {
+    VertexCursor c;
+    c.segs_.push_back(s);
+    c.pos_ = lo;
+    c.hi_ = hi;
+    return c;
+  }
+  static VertexCursor ForLevel(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi) {
+    VertexCursor c;
+    for (const auto &s : lv)
+      if (s->meta().max_src >= lo && s->meta().min_src < hi) c.segs_.push_back(s.get());
+    c.pos_ = lo;
+    c.hi_ = hi;
+    return c;
+  }
+  static VertexCursor ForMem(const MemGraph *m, int dir, uint64_t lo, uint64_t hi) {
+    VertexCursor c;
+    c.mem_ = m;
+    c.dir_ = dir;
+    c.pos_ = lo;
+    c.hi_ = hi;
+    return c;
+  }
+  // Smallest vertex >= the cursor position, or false when exhausted.
+  bool Head(uint64_t *v) {
+    if (have_) {
+      *v = head_;
+      return true;
+    }
+    if (mem_ != nullptr) {
+      while (mpos_ >= mbuf_.size()) {
+        if (pos_ >= hi_) return false;
+        mbuf_.clear();
+        mpos_ = 0;
+        uint64_t resume;
+        mem_->VerticesFrom(dir_, pos_, hi_, 4096, &mbuf_, &resume);
+        pos_ = resume;
+      }
+      head_ = mbuf_[mpos_];
+      have_ = true;
+      *v = head_;
+      return true;
+    }
+    while (si_ < segs_.size()) {
+      uint64_t x;
+      if (pos_ < hi_ && segs_[si_]->NextVertex(pos_, &x) && x < hi_) {
+        head_ = x;
+        have_ = true;
+        *v = x;
+        return true;
+      }
+      si_++;
+    }
+    return false;
+  }
+  // Moves past the current head.
+  void Advance() {
+    if (!have_) return;
+    have_ = false;
+    if (mem_ != nullptr)
+      mpos_++;
+    else
+      pos_ = head_ + 1;
+  }
+
+ private:
+  std::vector<const Segment *> segs_;
+  size_t si_ = 0;
+  const MemGraph *mem_ = nullptr;
+  int dir_ = 0;
+  std::vector<uint64_t> mbuf_;
+  size_t mpos_ = 0;
+  uint64_t pos_ = 0, hi_ = 0;
+  uint64_t head_ = 0;
+  bool have_ = false;
+};
+
+uint64_t MinHead(std::vector<VertexCursor> &cs, bool *any) {
+  uint64_t best = UINT64_MAX;
+  *any = false;
+  for (auto &c : cs) {
+    uint64_t v;
+    if (c.Head(&v) && (!*any || v < best)) {
+      best = v;
+      *any = true;
+    }
+  }
+  return best;
+}
+
+void AdvancePast(std::vector<VertexCursor> &cs, uint64_t v) {
+  for (auto &c : cs) {
+    uint64_t h;
+    if (c.Head(&h) && h == v) c.Advance();
+  }
+}
+
+}  // namespace
+
+Status ValidateOptions(const gt_options *c, Options *o) {
+  *o = Options();
+  if (c == nullptr) return Status::OK();
+  if (c->memgraph_bytes != 0) {
+    if (c->memgraph_bytes < (64u << 10) || c->memgraph_bytes > (64ull << 30))
+      return Status::Invalid("memgraph_bytes must be between 64 KiB and 64 GiB, got " + std::to_string(c->memgraph_bytes));
+    o->memgraph_bytes = c->memgraph_bytes;
+  }
+  if (c->target_segment_bytes != 0) {
+    if (c->target_segment_bytes < (16u << 10) || c->target_segment_bytes > (16ull << 30))
+      return Status::Invalid("target_segment_bytes must be between 16 KiB and 16 GiB, got " +
+                             std::to_string(c->target_segment_bytes));
+    o->target_segment_bytes = c->target_segment_bytes;
+  }
+  if (c->size_ratio != 0) {
+    if (c->size_ratio < 2 || c->size_ratio > 1000)
+      return Status::Invalid("size_ratio must be between 2 and 1000, got " + std::to_string(c->size_ratio));
+    o->size_ratio = c->size_ratio;
+  }
+  if (c->l0_compaction_trigger != 0) {
+    if (c->l0_compaction_trigger > 64)
+      return Status::Invalid("l0_compaction_trigger must be between 1 and 64, got " +
+                             std::to_string(c->l0_compaction_trigger));
+    o->l0_trigger = c->l0_compaction_trigger;
+  }
+  if (c->max_levels != 0) {
+    if (c->max_levels < 2 || c->max_levels > GT_MAX_LEVELS)
+      return Status::Invalid("max_levels must be between 2 and " + std::to_string(GT_MAX_LEVELS) + ", got " +
+                             std::to_string(c->max_levels));
+    o->max_levels = c->max_levels;
+  }
+  o->in_edges = c->in_edges != 0;
+  o->disable_auto_compaction = c->disable_auto_compaction != 0;
+  return Status::OK();
+}
+
+Store::Store(std::string dir, const Options &opt) : dir_(std::move(dir)), opt_(opt) {
+  for (auto &p : pointers_) p.assign(opt_.max_levels, 0);
+}
+
+Status Store::Open(const std::string &dir, const Options &opt, std::unique_ptr<Store> *out) {
+  if (dir.empty()) return Status::Invalid("store directory must not be empty");
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::IO("mkdir: " + ErrnoString(errno), dir);
+  std::unique_ptr<Store> s(new Store(dir, opt));
+  const std::string lock_path = JoinPath(dir, "LOCK");
+  s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->lock_fd_ < 0) return Status::IO("open: " + ErrnoString(errno), lock_path);
+  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return Status::IO("store is in use by another process (flock: " + ErrnoString(errno) + ")", lock_path);
+  GT_RETURN_IF_ERROR(s->Recover());
+  s->StartThreads();
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Status Store::Recover() {
+  std::map<uint64_t, SegMeta> live;
+  bool have_create = false;
+  uint32_t stored_in_edges = 0;
+  auto vdel = std::make_shared<VdelMap>();
+  uint64_t max_id = 0;
+  GT_RETURN_IF_ERROR(manifest_.Open(dir_, [&](const ManifestRecord &r) -> Status {
+    switch (r.type) {
+      case RecType::kCreate:
+        have_create = true;
+        stored_in_edges = r.in_edges;
+        break;
+      case RecType::kFlush:
+        for (const auto &m : r.added) live[m.id] = m;
+        for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
+        durable_seq_ = std::max(durable_seq_, r.durable_seq);
+        if (r.has_srcpos) durable_srcpos_ = r.srcpos;
+        break;
+      case RecType::kCompact:
+        for (uint64_t id : r.removed) live.erase(id);
+        for (const auto &m : r.added) live[m.id] = m;
+        break;
+    }
+    for (const auto &m : r.added) max_id = std::max(max_id, m.id);
+    return Status::OK();
+  }));
+  if (!have_create) {
+    if (!live.empty()) return Status::Corruption("manifest has no create record", manifest_.path(), 0);
+    ManifestRecord r;
+    r.type = RecType::kCreate;
+    r.in_edges = opt_.in_edges ? 1 : 0;
+    GT_RETURN_IF_ERROR(manifest_.Append(r));
+  } else if ((stored_in_edges != 0) != opt_.in_edges) {
+    return Status::Invalid(std::string("store was created with in_edges=") + (stored_in_edges ? "true" : "false") +
+                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
+  }
+
+  auto ver = std::make_shared<Version>();
+  uint64_t bound = 0;
+  for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
+  for (const auto &kv : live) {
+    const SegMeta &m = kv.second;
+    std::shared_ptr<Segment> seg;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
+    const SegMeta &h = seg->meta();
+    if (h.nentries != m.nentries || h.min_src != m.min_src || h.max_src != m.max_src || h.level != m.level ||
+        h.dir != m.dir || h.bytes != m.bytes)
+      return Status::Corruption("segment does not match its manifest entry", seg->path(), 0);
+    if (m.dir > 1 || m.level >= opt_.max_levels)
+      return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
+                             " but max_levels is " + std::to_string(opt_.max_levels));
+    Tree &t = ver->trees[m.dir];
+    if (m.level == 0)
+      t.l0.push_back(seg);
+    else
+      t.levels[m.level].push_back(seg);
+    bound = std::max(bound, std::max(m.max_src, m.max_dst) + 1);
+  }
+  for (auto &t : ver->trees) {
+    std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
+    for (auto &lv : t.levels)
+      std::sort(lv.begin(), lv.end(),
+                [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
+  }
+  // Delete files that no manifest record keeps alive (a flush or compaction
+  // that crashed before its record was written), and stale temporaries.
+  if (DIR *d = ::opendir(dir_.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() != 12 || name.compare(8, 4, ".seg") != 0) continue;
+      uint64_t id = std::strtoull(name.substr(0, 8).c_str(), nullptr, 10);
+      max_id = std::max(max_id, id);
+      if (live.count(id) == 0) ::unlink(JoinPath(dir_, name).c_str());
+    }
+    ::closedir(d);
+  }
+  next_file_id_ = max_id + 1;
+  ver->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
+  ver->vdel = vdel;
+  current_ = ver;
+  last_seq_.store(durable_seq_);
+  vertex_bound_.store(bound);
+  compaction_wanted_ = true;
+  return Status::OK();
+}
+
+void Store::StartThreads() {
+  flush_thread_ = std::thread([this] { FlushLoop(); });
+  compact_thread_ = std::thread([this] { CompactLoop(); });
+}
+
+void Store::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    shutting_down_ = true;
+  }
+  cv_.notify_all();
+  if (flush_thread_.joinable()) flush_thread_.join();
+  if (compact_thread_.joinable()) compact_thread_.join();
+}
+
+Store::~Store() {
+  Shutdown();
+  current_.reset();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+std::shared_ptr<const Version> Store::Current() {
+  std::lock_guard<std::mutex> l(mu_);
+  return current_;
+}
+
+uint64_t Store::NewFileId() {
+  std::lock_guard<std::mutex> l(mu_);
+  return next_file_id_++;
+}
+
+void Store::SetBackgroundError(const Status &s) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (bg_error_.ok()) bg_error_ = s;
+  }
+  bg_errors_.fetch_add(1);
+  cv_.notify_all();
+}
+
+std::vector<uint64_t> Store::PinnedSnapshots() {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  std::vector<uint64_t> v(snaps_.begin(), snaps_.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+uint64_t Store::PinSnapshot() {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  uint64_t tau = last_seq_.load(std::memory_order_acquire);
+  snaps_.insert(tau);
+  return tau;
+}
+
+void Store::UnpinSnapshot(uint64_t tau) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = snaps_.find(tau);
+  if (it != snaps_.end()) snaps_.erase(it);
+}
+
+Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!current_->imm) {
+    // fall through to freeze
+  } else {
+    stalls_.fetch_add(1);
+    uint64_t t0 = NowNanos();
+    cv_.wait(l, [&] { return !current_->imm || !bg_error_.ok() || shutting_down_; });
+    stall_nanos_.fetch_add(NowNanos() - t0);
+  }
+  if (!bg_error_.ok()) return bg_error_;
+  if (shutting_down_) return Status::Closed("store is closing");
+  auto nv = std::make_shared<Version>(*current_);
+  nv->active->Freeze(last_seq_.load());
+  nv->imm = nv->active;
+  nv->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
+  current_ = nv;
+  l.unlock();
+  cv_.notify_all();
+  return Status::OK();
+}
+
+Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
+  if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
+  bool has_vdel = false;
+  uint64_t maxv = 0;
+  for (size_t i = 0; i < n; i++) {
+    const gt_op &op = ops[i];
+    if (op.kind > GT_OP_DELETE_VERTEX)
+      return Status::Invalid("op " + std::to_string(i) + ": unknown kind " + std::to_string(op.kind));
+    if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && op.dst > GT_MAX_VERTEX))
+      return Status::Invalid("op " + std::to_string(i) + ": vertex id out of range (max " +
+                             std::to_string(GT_MAX_VERTEX) + ")");
+    if (op.kind == GT_OP_UPSERT && !std::isfinite(op.weight))
+      return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
+    if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
+    maxv = std::max(maxv, op.kind == GT_OP_DELETE_VERTEX ? op.src : std::max(op.src, op.dst));
+  }
+  // An edge op followed, in the same batch, by a delete of one of its
+  // vertices is dead on arrival; it must not survive with the delete's seq.
+  std::vector<uint8_t> skip;
+  if (has_vdel) {
+    skip.assign(n, 0);
+    std::unordered_map<uint64_t, size_t> last_del;
+    for (size_t i = 0; i < n; i++)
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) last_del[ops[i].src] = i;
+    for (size_t i = 0; i < n; i++) {
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) continue;
+      auto a = last_del.find(ops[i].src), b = last_del.find(ops[i].dst);
+      if ((a != last_del.end() && a->second > i) || (b != last_del.end() && b->second > i)) skip[i] = 1;
+    }
+  }
+
+  std::unique_lock<std::mutex> wl(write_mu_);
+  std::shared_ptr<const Version> ver;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return Status::Closed("store is closing");
+    ver = current_;
+  }
+  if (ver->active->full()) {
+    GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
+    ver = Current();
+  }
+  const uint64_t seq = last_seq_.load() + 1;
+  ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  if (has_vdel) {
+    auto nm = std::make_shared<VdelMap>(*ver->vdel);
+    for (size_t i = 0; i < n; i++)
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) nm->Add(ops[i].src, seq);
+    std::lock_guard<std::mutex> l(mu_);
+    auto nv = std::make_shared<Version>(*current_);
+    nv->vdel = nm;
+    current_ = nv;
+  }
+  if (n > 0) {
+    uint64_t b = vertex_bound_.load();
+    while (maxv + 1 > b && !vertex_bound_.compare_exchange_weak(b, maxv + 1)) {
+    }
+  }
+  // Publish: snapshots taken from here on see this batch.
+  last_seq_.store(seq, std::memory_order_release);
+  if (seq_out) *seq_out = seq;
+  return Status::OK();
+}
+
+Status Store::Flush() {
+  uint64_t target;
+  {
+    std::unique_lock<std::mutex> wl(write_mu_);
+    auto ver = Current();
+    if (!ver->active->empty()) GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
+    target = last_seq_.load();
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return durable_seq_ >= target || !bg_error_.ok() || shutting_down_; });
+  if (!bg_error_.ok()) return bg_error_;
+  if (durable_seq_ < target) return Status::Closed("store is closing");
+  return Status::OK();
+}
+
+void Store::FlushLoop() {
+  for (;;) {
+    std::shared_ptr<MemGraph> mem;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return shutting_down_ || (current_->imm && bg_error_.ok()); });
+      if (shutting_down_) return;
+      mem = current_->imm;
+    }
+    Status s = FlushMemGraph(mem);
+    if (!s.ok()) SetBackgroundError(s);
+  }
+}
+
+Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
+  const uint64_t t0 = NowNanos();
+  const std::vector<uint64_t> snaps = PinnedSnapshots();
+  std::shared_ptr<const VdelMap> vdel;
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    vdel = current_->vdel;
+    durable = durable_seq_;
+  }
+  RetainParams rp{&snaps, vdel.get(), durable, false};
+  std::vector<SegMeta> metas;
+  std::vector<uint64_t> verts;
+  std::vector<Entry> ents, kept;
+  SegmentBuilder b;
+  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+    verts.clear();
+    {
+      auto rl = mem->ReadLock();
+      uint64_t resume;
+      mem->VerticesFrom(dir, 0, GT_MAX_VERTEX + 1, SIZE_MAX, &verts, &resume);
+    }
+    b.Reset();
+    for (uint64_t v : verts) {
+      ents.clear();
+      {
+        auto rl = mem->ReadLock();
+        mem->Collect(dir, v, &ents);
+      }
+      SortMemRun(&ents);
+      std::vector<Run> runs{Run{ents.data(), nullptr, 0, ents.size()}};
+      kept.clear();
+      RetainVersions(runs, v, rp, &kept);
+      b.AddVertex(v, kept.data(), kept.size());
+    }
+    if (b.empty()) continue;
+    SegMeta m;
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));
+    metas.push_back(m);
+  }
+  if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  std::vector<std::shared_ptr<Segment>> segs;
+  for (const SegMeta &m : metas) {
+    std::shared_ptr<Segment> s;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
+    segs.push_back(std::move(s));
+  }
+  ManifestRecord r;
+  r.type = RecType::kFlush;
+  r.durable_seq = mem->freeze_seq();
+  r.added = metas;
+  r.vdels = mem->vdels();
+  r.has_srcpos = mem->has_srcpos();
+  r.srcpos = mem->srcpos();
+  {
+    std::lock_guard<std::mutex> ml(manifest_mu_);
+    GT_RETURN_IF_ERROR(manifest_.Append(r));
+  }
+  uint64_t bytes = 0;
+  for (const SegMeta &m : metas) bytes += m.bytes;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto nv = std::make_shared<Version>(*current_);
+    nv->imm.reset();
+    for (auto &s : segs) nv->trees[s->meta().dir].l0.insert(nv->trees[s->meta().dir].l0.begin(), s);
+    current_ = nv;
+    durable_seq_ = std::max(durable_seq_, mem->freeze_seq());
+    if (mem->has_srcpos()) durable_srcpos_ = mem->srcpos();
+    compaction_wanted_ = true;
+  }
+  flushes_.fetch_add(1);
+  flush_bytes_.fetch_add(bytes);
+  flush_nanos_.fetch_add(NowNanos() - t0);
+  cv_.notify_all();
+  return Status::OK();
+}
+
+PlanConfig Store::PlanCfg() const {
+  PlanConfig c;
+  c.l0_trigger = opt_.l0_trigger;
+  c.size_ratio = opt_.size_ratio;
+  c.max_levels = opt_.max_levels;
+  c.l1_bytes = opt_.memgraph_bytes * opt_.l0_trigger;
+  return c;
+}
+
+LevelState Store::PlanState(const Version &v, int dir) const {
+  LevelState s;
+  auto pf = [](const std::shared_ptr<Segment> &seg) {
+    const SegMeta &m = seg->meta();
+    return PlanFile{m.id, m.min_src, m.max_src, m.bytes};
+  };
+  const Tree &t = v.trees[dir];
+  for (const auto &seg : t.l0) s.l0.push_back(pf(seg));
+  s.levels.resize(t.levels.size());
+  for (size_t i = 1; i < t.levels.size(); i++)
+    for (const auto &seg : t.levels[i]) s.levels[i].push_back(pf(seg));
+  return s;
+}
+
+void Store::CompactLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return shutting_down_ || (compaction_wanted_ && bg_error_.ok()); });
+      if (shutting_down_) return;
+      compaction_wanted_ = false;
+    }
+    if (opt_.disable_auto_compaction) continue;
+    for (;;) {
+      std::lock_guard<std::mutex> cl(compaction_mu_);
+      bool did = false;
+      for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+        auto ver = Current();
+        CompactionPlan plan;
+        std::vector<uint64_t> ptrs;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (shutting_down_ || !bg_error_.ok()) return;
+          ptrs = pointers_[dir];
+        }
+        if (!PickCompaction(PlanState(*ver, dir), PlanCfg(), ptrs, &plan)) continue;
+        Status s = RunCompaction(dir, plan);
+        if (!s.ok()) {
+          SetBackgroundError(s);
+          return;
+        }
+        did = true;
+      }
+      if (!did) break;
+    }
+  }
+}
+
+Status Store::CompactAll() {
+  GT_RETURN_IF_ERROR(Flush());
+  std::lock_guard<std::mutex> cl(compaction_mu_);
+  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!bg_error_.ok()) return bg_error_;
+        if (shutting_down_) return Status::Closed("store is closing");
+      }
+      CompactionPlan plan;
+      if (!PickFullCompactionStep(PlanState(*Current(), dir), PlanCfg(), &plan)) break;
+      GT_RETURN_IF_ERROR(RunCompaction(dir, plan));
+    }
+  }
+  return Status::OK();
+}
+
+Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
+  const uint64_t t0 = NowNanos();
+  auto ver = Current();
+  const Tree &t = ver->trees[dir];
+  std::vector<std::shared_ptr<Segment>> inputs;
+  auto take = [&](const std::vector<std::shared_ptr<Segment>> &files, const std::vector<uint64_t> &ids) -> Status {
+    for (uint64_t id : ids) {
+      auto it = std::find_if(files.begin(), files.end(), [&](const auto &s) { return s->meta().id == id; });
+      if (it == files.end()) return Status::Internal("compaction input " + std::to_string(id) + " not in version");
+      inputs.push_back(*it);
+    }
+    return Status::OK();
+  };
+  if (plan.from_level == 0) {
+    GT_RETURN_IF_ERROR(take(t.l0, plan.from_ids));
+    // Priority order: newest L0 file first.
+    std::sort(inputs.begin(), inputs.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
+  } else {
+    GT_RETURN_IF_ERROR(take(t.levels[plan.from_level], plan.from_ids));
+  }
+  GT_RETURN_IF_ERROR(take(t.levels[plan.to_level], plan.to_ids));
+
+  const std::vector<uint64_t> snaps = PinnedSnapshots();
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    durable = durable_seq_;
+  }
+  RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
+
+  std::vector<VertexCursor> cursors;
+  for (const auto &s : inputs) cursors.push_back(VertexCursor::ForSegment(s.get(), 0, GT_MAX_VERTEX + 1));
+  std::vector<SegMeta> outs;
+  SegmentBuilder b;
+  std::vector<Run> runs;
+  std::vector<Entry> kept;
+  uint64_t read_bytes = 0, visited = 0;
+  for (const auto &s : inputs) read_bytes += s->meta().bytes;
+  for (;;) {
+    bool any;
+    uint64_t v = MinHead(cursors, &any);
+    if (!any) break;
+    runs.clear();
+    for (const auto &s : inputs) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, &runs));
+    kept.clear();
+    RetainVersions(runs, v, rp, &kept);
+    b.AddVertex(v, kept.data(), kept.size());
+    AdvancePast(cursors, v);
+    if (b.EstimatedBytes() >= opt_.target_segment_bytes) {
+      SegMeta m;
+      GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
+      outs.push_back(m);
+      b.Reset();
+    }
+    if ((++visited & 0xffff) == 0) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (shutting_down_) return Status::Closed("store is closing");
+    }
+  }
+  if (!b.empty()) {
+    SegMeta m;
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
+    outs.push_back(m);
+  }
+  if (!outs.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  std::vector<std::shared_ptr<Segment>> segs;
+  for (const SegMeta &m : outs) {
+    std::shared_ptr<Segment> s;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
+    segs.push_back(std::move(s));
+  }
+  ManifestRecord r;
+  r.type = RecType::kCompact;
+  for (const auto &s : inputs) r.removed.push_back(s->meta().id);
+  r.added = outs;
+  {
+    std::lock_guard<std::mutex> ml(manifest_mu_);
+    GT_RETURN_IF_ERROR(manifest_.Append(r));
+  }
+  uint64_t written = 0;
+  for (const SegMeta &m : outs) written += m.bytes;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto nv = std::make_shared<Version>(*current_);
+    Tree &nt = nv->trees[dir];
+    auto removed = [&](const std::shared_ptr<Segment> &s) {
+      return std::find(r.removed.begin(), r.removed.end(), s->meta().id) != r.removed.end();
+    };
+    nt.l0.erase(std::remove_if(nt.l0.begin(), nt.l0.end(), removed), nt.l0.end());
+    for (auto &lv : nt.levels) lv.erase(std::remove_if(lv.begin(), lv.end(), removed), lv.end());
+    auto &to = nt.levels[plan.to_level];
+    to.insert(to.end(), segs.begin(), segs.end());
+    std::sort(to.begin(), to.end(), [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
+    current_ = nv;
+    if (plan.from_level > 0) pointers_[dir][plan.from_level] = plan.pointer;
+    compaction_wanted_ = true;
+  }
+  // Unlinked when the last Version holding them is released.
+  for (const auto &s : inputs) s->MarkObsolete();
+  compactions_.fetch_add(1);
+  compaction_read_.fetch_add(read_bytes);
+  compaction_written_.fetch_add(written);
+  compaction_nanos_.fetch_add(NowNanos() - t0);
+  cv_.notify_all();
+  return Status::OK();
+}
+
+Status Store::VerifyAll() {
+  auto ver = Current();
+  for (const Tree &t : ver->trees) {
+    for (const auto &s : t.l0) GT_RETURN_IF_ERROR(s->VerifyAll());
+    for (const auto &lv : t.levels)
+      for (const auto &s : lv) GT_RETURN_IF_ERROR(s->VerifyAll());
+  }
+  return Status::OK();
+}
+
+std::string Store::SourcePosition() {
+  std::lock_guard<std::mutex> l(mu_);
+  return durable_srcpos_;
+}
+
+void Store::GetMetrics(gt_metrics *m) {
+  std::memset(m, 0, sizeof *m);
+  auto ver = Current();
+  m->last_seq = last_seq_.load();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    m->durable_seq = durable_seq_;
+  }
+  for (const MemGraph *g : {ver->active.get(), ver->imm.get()}) {
+    if (g == nullptr) continue;
+    m->memgraph_bytes += g->bytes();
+    m->memgraph_entries += g->entries();
+  }
+  m->flushes = flushes_.load();
+  m->flush_nanos = flush_nanos_.load();
+  m->flush_bytes = flush_bytes_.load();
+  m->compactions = compactions_.load();
+  m->compaction_nanos = compaction_nanos_.load();
+  m->compaction_bytes_read = compaction_read_.load();
+  m->compaction_bytes_written = compaction_written_.load();
+  m->stalls = stalls_.load();
+  m->stall_nanos = stall_nanos_.load();
+  m->background_errors = bg_errors_.load();
+  {
+    std::lock_guard<std::mutex> l(snap_mu_);
+    m->snapshots_open = snaps_.size();
+  }
+  m->vertex_deletes = ver->vdel->size();
+  m->num_levels = opt_.max_levels;
+  for (const Tree &t : ver->trees) {
+    for (const auto &s : t.l0) {
+      m->levels[0].files++;
+      m->levels[0].bytes += s->meta().bytes;
+      m->levels[0].entries += s->meta().nentries;
+    }
+    for (size_t i = 1; i < t.levels.size(); i++)
+      for (const auto &s : t.levels[i]) {
+        m->levels[i].files++;
+        m->levels[i].bytes += s->meta().bytes;
+        m->levels[i].entries += s->meta().nentries;
+      }
+  }
+}
+
+// ---- reads ----
+
+Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    std::shared_lock<std::shared_mutex> l0, l1;
+    if (ver->active) l0 = ver->active->ReadLock();
+    if (ver->imm) l1 = ver->imm->ReadLock();
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
+  }
+  uint64_t n = 0;
+  if (FastRun(runs, tau_, *ver->vdel)) {
+    n = runs[0].e - runs[0].b;
+  } else {
+    VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t, double) { n++; });
+  }
+  *out = n;
+  return Status::OK();
+}
+
+Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n) {
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    std::shared_lock<std::shared_mutex> l0, l1;
+    if (ver->active) l0 = ver->active->ReadLock();
+    if (ver->imm) l1 = ver->imm->ReadLock();
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
+  }
+  size_t k = 0;
+  if (FastRun(runs, tau_, *ver->vdel)) {
+    const Run &r = runs[0];
+    k = r.e - r.b;
+    if (k <= cap) {
+      r.seg->CopyDsts(r.b, r.e, dsts);
+      if (w) r.seg->CopyWeights(r.b, r.e, w);
+    }
+  } else {
+    VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t d, double wt) {
+      if (k < cap) {
+        dsts[k] = d;
+        if (w) w[k] = wt;
+      }
+      k++;
+    });
+  }
+  *n = k;
+  if (k > cap) return Status{Code::kBuffer, "neighbor buffer too small", "", 0};
+  return Status::OK();
+}
+
+Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap,
+                            uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
+  *nv = 0;
+  *ne = 0;
+  *next = hi;
+  if (hi <= lo) return Status::OK();
+  if (vcap == 0) return Status{Code::kBuffer, "vertex buffer has no room", "", 0};
+  auto ver = store_->Current();
+  std::shared_lock<std::shared_mutex> l0, l1;
+  if (ver->active) l0 = ver->active->ReadLock();
+  if (ver->imm) l1 = ver->imm->ReadLock();
+  std::vector<VertexCursor> cursors;
+  if (ver->active) cursors.push_back(VertexCursor::ForMem(ver->active.get(), dir, lo, hi));
+  if (ver->imm) cursors.push_back(VertexCursor::ForMem(ver->imm.get(), dir, lo, hi));
+  const Tree &t = ver->trees[dir];
+  for (const auto &s : t.l0) cursors.push_back(VertexCursor::ForSegment(s.get(), lo, hi));
+  for (size_t i = 1; i < t.levels.size(); i++)
+    if (!t.levels[i].empty()) cursors.push_back(VertexCursor::ForLevel(t.levels[i], lo, hi));
+  const VdelMap &vdel = *ver->vdel;
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  size_t outv = 0, oute = 0;
+  offs[0] = 0;
+  for (;;) {
+    bool any;
+    uint64_t v = MinHead(cursors, &any);
+    if (!any) break;
+    if (outv == vcap) {
+      *next = v;
+      break;
+    }
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
+    size_t k = oute;
+    bool fits = true;
+    if (FastRun(runs, tau_, vdel)) {
+      const Run &r = runs[0];
+      size_t cnt = r.e - r.b;
+      if (oute + cnt <= ecap) {
+        r.seg->CopyDsts(r.b, r.e, dsts + oute);
+        if (w) r.seg->CopyWeights(r.b, r.e, w + oute);
+      } else {
+        fits = false;
+      }
+      k = oute + cnt;
+    } else {
+      VisibleVersions(runs, v, tau_, vdel, [&](uint64_t d, double wt) {
+        if (k < ecap) {
+          dsts[k] = d;
+          if (w) w[k] = wt;
+        }
+        k++;
+      });
+      fits = k <= ecap;
+    }
+    if (!fits) {
+      if (outv == 0) {
+        *ne = k;
+        *next = v;
+        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(v), "", 0};
+      }
+      *next = v;
+      break;
+    }
+    AdvancePast(cursors, v);
+    if (k == oute) continue;  // no visible edges
+    vids[outv] = v;
+    oute = k;
+    offs[++outv] = oute;
+  }
+  *nv = outv;
+  *ne = oute;
+  return Status::OK();
+}
+
+}  // namespace gt

@@ -1,0 +1,167 @@
+// store.h -- the storage core: MemGraphs, L0 files, leveled segmented CSR,
+// version control, background flush and compaction, snapshots and reads.
+//
+// Version control. A Version is an immutable set of everything readable:
+// the active and frozen MemGraphs, the L0 files and the segments of each
+// level, per edge direction, plus the vertex-delete map. Flush and compaction
+// build a new Version and swap it in under mu_; a reader takes the current
+// Version (one shared_ptr copy) per call and reads it without locks except
+// the MemGraph's shared lock. A replaced segment is unlinked only when the
+// last Version that holds it is gone, so no reader ever sees a missing file,
+// and since a Version swaps the compaction's inputs for its outputs in one
+// step no reader ever sees a vertex's edges twice.
+//
+// This is where we depart from LSMGraph section 4.3: the paper keeps one
+// mutable per-vertex index (with a per-vertex minimum readable L0 file and
+// vertex-grained locks) because it copies no index per version. Here each
+// segment carries its own vertex table (dense offsets array, or sorted
+// (src, offset) pairs when sparse) inside the mmapped file, so a Version is
+// only a list of file handles and copying it costs O(files), not O(vertices);
+// the index is paged by the OS instead of being resident, which keeps the
+// resident set bounded by the MemGraph budget rather than by vertex count.
+//
+// Snapshots pin a sequence number tau (LSMGraph's timestamp), not a Version:
+// a snapshot reads whatever Version is current and filters by seq, so it
+// never holds MemGraph memory or obsolete files. Flush and compaction
+// therefore keep, for every pinned tau, the newest version with seq <= tau
+// (RetainVersions).
+//
+//   Apply -> active MemGraph --full--> imm MemGraph --flush thread--> L0 file
+//   L0 files --(>= trigger)--> L1 segments --(level over capacity)--> L2 ...
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compaction_plan.h"
+#include "graphtide.h"
+#include "manifest.h"
+#include "memgraph.h"
+#include "merge.h"
+#include "segment.h"
+
+namespace gt {
+
+struct Options {
+  uint64_t memgraph_bytes = 64ull << 20;
+  uint64_t target_segment_bytes = 32ull << 20;
+  uint32_t size_ratio = 10;
+  uint32_t l0_trigger = 4;
+  uint32_t max_levels = 7;
+  bool in_edges = false;
+  bool disable_auto_compaction = false;
+};
+
+// Fills *o from c (NULL = defaults) or says which field is wrong.
+Status ValidateOptions(const gt_options *c, Options *o);
+
+struct Tree {
+  std::vector<std::shared_ptr<Segment>> l0;                  // newest first
+  std::vector<std::vector<std::shared_ptr<Segment>>> levels;  // [i] sorted by min_src; [0] unused
+};
+
+struct Version {
+  std::shared_ptr<MemGraph> active, imm;
+  Tree trees[2];
+  std::shared_ptr<const VdelMap> vdel;
+};
+
+class Store {
+ public:
+  static Status Open(const std::string &dir, const Options &opt, std::unique_ptr<Store> *out);
+  ~Store();
+  Store(const Store &) = delete;
+  Store &operator=(const Store &) = delete;
+
+  Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq);
+  Status Flush();
+  Status CompactAll();
+  Status VerifyAll();
+  std::string SourcePosition();
+  void GetMetrics(gt_metrics *m);
+
+  std::shared_ptr<const Version> Current();
+  uint64_t PinSnapshot();
+  void UnpinSnapshot(uint64_t tau);
+  uint64_t vertex_bound() const { return vertex_bound_.load(std::memory_order_acquire); }
+  bool in_edges() const { return opt_.in_edges; }
+
+ private:
+  Store(std::string dir, const Options &opt);
+  Status Recover();
+  void StartThreads();
+  void Shutdown();
+  void FlushLoop();
+  void CompactLoop();
+  // Freezes the active MemGraph, waiting while the previous one is flushing.
+  // Requires write_mu_ held.
+  Status FreezeActiveLocked(std::unique_lock<std::mutex> *write_lock);
+  Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
+  Status RunCompaction(int dir, const CompactionPlan &plan);
+  LevelState PlanState(const Version &v, int dir) const;
+  PlanConfig PlanCfg() const;
+  std::vector<uint64_t> PinnedSnapshots();
+  void SetBackgroundError(const Status &s);
+  uint64_t NewFileId();
+
+  const std::string dir_;
+  const Options opt_;
+  int lock_fd_ = -1;
+
+  std::mutex write_mu_;  // serializes Apply/Flush freezing; held briefly
+
+  std::mutex mu_;  // protects the fields below
+  std::condition_variable cv_;
+  std::shared_ptr<const Version> current_;
+  uint64_t durable_seq_ = 0;
+  std::string durable_srcpos_;
+  uint64_t next_file_id_ = 1;
+  bool shutting_down_ = false;
+  Status bg_error_;
+  std::vector<uint64_t> pointers_[2];
+  bool compaction_wanted_ = false;
+
+  std::mutex manifest_mu_;  // serializes manifest appends
+  Manifest manifest_;
+  std::mutex compaction_mu_;  // one compaction at a time (background or CompactAll)
+
+  std::mutex snap_mu_;
+  std::multiset<uint64_t> snaps_;  // Protected by snap_mu_.
+
+  std::atomic<uint64_t> last_seq_{0};
+  std::atomic<uint64_t> vertex_bound_{0};
+
+  // Counters for gt_metrics.
+  std::atomic<uint64_t> flushes_{0}, flush_nanos_{0}, flush_bytes_{0};
+  std::atomic<uint64_t> compactions_{0}, compaction_nanos_{0}, compaction_read_{0}, compaction_written_{0};
+  std::atomic<uint64_t> stalls_{0}, stall_nanos_{0}, bg_errors_{0};
+
+  std::thread flush_thread_, compact_thread_;
+};
+
+// A pinned read view at one sequence number.
+class SnapshotReader {
+ public:
+  SnapshotReader(Store *s, uint64_t tau, uint64_t vbound) : store_(s), tau_(tau), vbound_(vbound) {}
+  uint64_t tau() const { return tau_; }
+  uint64_t vertex_bound() const { return vbound_; }
+  Store *store() const { return store_; }
+
+  Status Degree(uint64_t v, int dir, uint64_t *out);
+  Status Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n);
+  Status Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+              double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
+
+ private:
+  Store *store_;
+  uint64_t tau_;
+  uint64_t vbound_;
+};
+
+}  // namespace gt

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// MaxVertex is the largest vertex id the store accepts.
+const MaxVertex = core.MaxVertex
+
+// Batch collects operations to apply atomically with one sequence number.
+// A Batch is not safe for concurrent use; reuse it with Reset.
+type Batch struct {
+	ops    []core.Op
+	srcpos []byte
+	err    error
+}
+
+// Insert adds or updates edge (src, dst) with weight 1.
+func (b *Batch) Insert(src, dst uint64) { b.InsertWeighted(src, dst, 1) }
+
+// InsertWeighted adds edge (src, dst), or updates its weight if present.
+func (b *Batch) InsertWeighted(src, dst uint64, weight float64) {
+	if b.err == nil {
+		switch {
+		case src > MaxVertex || dst > MaxVertex:
+			b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
+		case math.IsNaN(weight) || math.IsInf(weight, 0):
+			b.err = fmt.Errorf("%w: weight of op %d must be finite, got %v", ErrInvalid, len(b.ops), weight)
+		}
+	}
+	b.ops = append(b.ops, core.Op{Src: src, Dst: dst, Weight: weight, Kind: core.OpUpsert})
+}
+
+// DeleteEdge removes edge (src, dst) if present.
+func (b *Batch) DeleteEdge(src, dst uint64) {
+	if b.err == nil && (src > MaxVertex || dst > MaxVertex) {
+		b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
+	}
+	b.ops = append(b.ops, core.Op{Src: src, Dst: dst, Kind: core.OpDeleteEdge})
+}
+
+// DeleteVertex removes every edge into or out of v that exists before this
+// op. Edges added later (even later in the same batch) are kept.
+func (b *Batch) DeleteVertex(v uint64) {
+	if b.err == nil && v > MaxVertex {
+		b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
+	}
+	b.ops = append(b.ops, core.Op{Src: v, Kind: core.OpDeleteVertex})
+}
+
+// SetSourcePosition attaches an opaque position (for example Kafka offsets)
+// that is recorded durably with the flush that covers this batch. The store
+// keeps only the newest position, so it must describe everything applied
+// up to and including this batch.
+func (b *Batch) SetSourcePosition(p []byte) { b.srcpos = append(b.srcpos[:0], p...) }
+
+// Len is the number of operations in the batch.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() {
+	b.ops = b.ops[:0]
+	b.srcpos = b.srcpos[:0]
+	b.err = nil
+}

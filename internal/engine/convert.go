@@ -1,0 +1,26 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// fromCore converts a core error to the engine's error types.
+func fromCore(e *core.Error) error {
+	switch e.Code {
+	case core.CodeInvalid:
+		return fmt.Errorf("%w: %s", ErrInvalid, e.Msg)
+	case core.CodeCorruption:
+		return &CorruptionError{File: e.File, Offset: e.Offset, Reason: e.Msg}
+	case core.CodeClosed:
+		return fmt.Errorf("%w: %s", ErrClosed, e.Msg)
+	case core.CodeIO:
+		return &IOError{File: e.File, Reason: e.Msg}
+	case core.CodeBuffer:
+		return errBuffer
+	default:
+		return errors.New("engine: internal error: " + e.Msg)
+	}
+}

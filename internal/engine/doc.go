@@ -1,0 +1,30 @@
+// Package engine is the Go API of graphtide's storage core: a dynamic graph
+// store built as an LSM-tree of CSR files (the LSMGraph design), implemented
+// in C++ (cgo/) and compiled into this package by cgo.
+//
+// What it promises:
+//
+//   - Apply writes a batch of edge upserts, edge deletes and vertex deletes
+//     atomically and gives it a commit sequence number. Within a batch, ops
+//     apply in order.
+//   - A Snapshot pins the newest sequence number and keeps returning exactly
+//     the graph as of that number, whatever flushes and compactions run
+//     afterwards, until it is released. Reads never block on flush or
+//     compaction.
+//   - Durability is explicit: a batch survives a crash once a flush covering
+//     it has completed (Flush, or the background flush of a full MemGraph).
+//     The opaque source position given with the newest batch of that flush is
+//     recorded with it and returned by SourcePosition after reopening, so a
+//     Kafka consumer can replay exactly what was lost: Kafka is the write-ahead
+//     log.
+//   - Every file and manifest record is checksummed. Corruption is reported as
+//     a *CorruptionError naming the file and byte offset; corrupt data is never
+//     returned.
+//   - All methods are safe for concurrent use. Apply may block while both
+//     MemGraphs are full (a write stall, counted in Metrics). Flush and
+//     CompactAll block until their work is durable. Close waits for in-flight
+//     calls and background work.
+//
+// The engine knows nothing of Kafka or Prometheus: Metrics returns a plain
+// struct, and callers export it.
+package engine

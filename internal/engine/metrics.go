@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"time"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// LevelMetrics describes one level (L0 first), out- and in-edge trees summed.
+type LevelMetrics struct {
+	Files   int64
+	Bytes   int64 // bytes on disk
+	Entries int64 // stored edge versions, tombstones included
+}
+
+// Metrics is a point-in-time copy of the store's counters and gauges.
+// Counters are cumulative since Open.
+type Metrics struct {
+	LastSeq                uint64        // newest committed sequence number
+	DurableSeq             uint64        // newest sequence number covered by a flush
+	MemGraphBytes          int64         // both MemGraphs
+	MemGraphEntries        int64         // edge versions in both MemGraphs
+	Flushes                int64         // completed flushes
+	FlushDuration          time.Duration // total time spent flushing
+	FlushBytes             int64         // bytes written by flushes
+	Compactions            int64         // completed compactions
+	CompactionDuration     time.Duration // total time spent compacting
+	CompactionBytesRead    int64
+	CompactionBytesWritten int64
+	WriteStalls            int64         // Apply calls that waited for a flush
+	WriteStallDuration     time.Duration // total time Apply waited
+	SnapshotsOpen          int64
+	VertexDeletes          int64 // vertex-delete records held
+	BackgroundErrors       int64
+	Levels                 []LevelMetrics // index = level
+}
+
+// WriteAmplification is bytes written by flushes and compactions divided by
+// bytes written by flushes (0 before the first flush).
+func (m *Metrics) WriteAmplification() float64 {
+	if m.FlushBytes == 0 {
+		return 0
+	}
+	return float64(m.FlushBytes+m.CompactionBytesWritten) / float64(m.FlushBytes)
+}
+
+// DiskBytes is the total size of live files.
+func (m *Metrics) DiskBytes() int64 {
+	var b int64
+	for _, l := range m.Levels {
+		b += l.Bytes
+	}
+	return b
+}
+
+// Files is the number of live files.
+func (m *Metrics) Files() int64 {
+	var n int64
+	for _, l := range m.Levels {
+		n += l.Files
+	}
+	return n
+}
+
+// Metrics returns the store's metrics. It never blocks on background work.
+func (s *Store) Metrics() (Metrics, error) {
+	var c core.Metrics
+	err := s.with("metrics", func(cs *core.Store) *core.Error {
+		c = cs.Metrics()
+		return nil
+	})
+	if err != nil {
+		return Metrics{}, err
+	}
+	m := Metrics{
+		LastSeq:                c.LastSeq,
+		DurableSeq:             c.DurableSeq,
+		MemGraphBytes:          int64(c.MemGraphBytes),
+		MemGraphEntries:        int64(c.MemGraphEntries),
+		Flushes:                int64(c.Flushes),
+		FlushDuration:          time.Duration(c.FlushNanos),
+		FlushBytes:             int64(c.FlushBytes),
+		Compactions:            int64(c.Compactions),
+		CompactionDuration:     time.Duration(c.CompactionNanos),
+		CompactionBytesRead:    int64(c.CompactionRead),
+		CompactionBytesWritten: int64(c.CompactionWritten),
+		WriteStalls:            int64(c.Stalls),
+		WriteStallDuration:     time.Duration(c.StallNanos),
+		SnapshotsOpen:          int64(c.SnapshotsOpen),
+		VertexDeletes:          int64(c.VertexDeletes),
+		BackgroundErrors:       int64(c.BackgroundErrors),
+	}
+	for _, l := range c.Levels {
+		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})
+	}
+	return m, nil
+}

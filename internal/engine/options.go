@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"fmt"
+)
+
+// Options configure a store. The zero value means every default.
+type Options struct {
+	// MemGraphBytes is the size of one MemGraph (write buffer); two alternate.
+	// Default 64 MiB; allowed 64 KiB to 64 GiB. Resident memory of the write
+	// path is about twice this.
+	MemGraphBytes int64
+	// TargetSegmentBytes is the size at which compaction cuts L1+ segments.
+	// Default 32 MiB; allowed 16 KiB to 16 GiB.
+	TargetSegmentBytes int64
+	// SizeRatio is the capacity growth between levels. Default 10; 2 to 1000.
+	SizeRatio int
+	// L0CompactionTrigger is the number of L0 files that starts an L0->L1
+	// compaction. Default 4; 1 to 64. L1's capacity is
+	// MemGraphBytes*L0CompactionTrigger.
+	L0CompactionTrigger int
+	// MaxLevels counts levels including L0. Default 7; 2 to 16.
+	MaxLevels int
+	// InEdges keeps in-edges in step with out-edges. Fixed at creation.
+	InEdges bool
+	// DisableAutoCompaction leaves compaction to CompactAll (flushes still
+	// run in the background).
+	DisableAutoCompaction bool
+}
+
+// Validate reports the first option out of range, saying what is allowed.
+func (o *Options) Validate() error {
+	check := func(name string, v, lo, hi int64) error {
+		if v != 0 && (v < lo || v > hi) {
+			return fmt.Errorf("%w: %s must be between %d and %d (or 0 for the default), got %d", ErrInvalid, name, lo, hi, v)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name      string
+		v, lo, hi int64
+	}{
+		{"MemGraphBytes", o.MemGraphBytes, 64 << 10, 64 << 30},
+		{"TargetSegmentBytes", o.TargetSegmentBytes, 16 << 10, 16 << 30},
+		{"SizeRatio", int64(o.SizeRatio), 2, 1000},
+		{"L0CompactionTrigger", int64(o.L0CompactionTrigger), 1, 64},
+		{"MaxLevels", int64(o.MaxLevels), 2, 16},
+	} {
+		if err := check(c.name, c.v, c.lo, c.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}

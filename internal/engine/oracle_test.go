@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+
+	core "github.com/graphtide/graphtide/cgo"
+	"sort"
+	"testing"
+)
+
+// edgeKey is (src, dst).
+type edgeKey [2]uint64
+
+// oracle is the independent model the store is checked against: a plain map
+// of live out-edges with their weights, updated op by op.
+type oracle map[edgeKey]float64
+
+func (o oracle) clone() oracle {
+	c := make(oracle, len(o))
+	for k, v := range o {
+		c[k] = v
+	}
+	return c
+}
+
+// applyOps applies ops in order with the documented semantics.
+func (o oracle) applyOps(ops []core.Op) {
+	for _, p := range ops {
+		switch p.Kind {
+		case core.OpUpsert:
+			o[edgeKey{p.Src, p.Dst}] = p.Weight
+		case core.OpDeleteEdge:
+			delete(o, edgeKey{p.Src, p.Dst})
+		case core.OpDeleteVertex:
+			for k := range o {
+				if k[0] == p.Src || k[1] == p.Src {
+					delete(o, k)
+				}
+			}
+		}
+	}
+}
+
+// reversed returns the in-edge view: (dst, src) -> weight.
+func (o oracle) reversed() oracle {
+	r := make(oracle, len(o))
+	for k, v := range o {
+		r[edgeKey{k[1], k[0]}] = v
+	}
+	return r
+}
+
+// scanAll reads every edge of the snapshot in dir through Scan with a small
+// buffer so that many calls and resumptions happen.
+func scanAll(t testing.TB, sn *Snapshot, dir Direction) oracle {
+	t.Helper()
+	got := oracle{}
+	buf := NewScanBuffer(7, 50, true)
+	lo, hi := uint64(0), sn.VertexBound()
+	prev := int64(-1)
+	for lo < hi {
+		next, err := sn.Scan(lo, hi, dir, buf)
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		for i := 0; i < buf.Len(); i++ {
+			v := buf.Vertices[i]
+			if int64(v) <= prev {
+				t.Fatalf("scan vertices not increasing: %d after %d", v, prev)
+			}
+			prev = int64(v)
+			ns := buf.Neighbors(i)
+			if len(ns) == 0 {
+				t.Fatalf("scan reported vertex %d with no edges", v)
+			}
+			for j, d := range ns {
+				if j > 0 && d <= ns[j-1] {
+					t.Fatalf("neighbors of %d not strictly sorted: %v", v, ns)
+				}
+				got[edgeKey{v, d}] = buf.Weights[int(buf.Offsets[i])+j]
+			}
+		}
+		if next <= lo && buf.Len() == 0 {
+			t.Fatalf("scan made no progress at %d", lo)
+		}
+		lo = next
+	}
+	return got
+}
+
+func diffOracle(want, got oracle) string {
+	var out []string
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			out = append(out, fmt.Sprintf("missing %v (w=%v)", k, v))
+		} else if g != v {
+			out = append(out, fmt.Sprintf("weight of %v: got %v want %v", k, g, v))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("unexpected %v", k))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 10 {
+		out = append(out[:10], fmt.Sprintf("... %d more", len(out)-10))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprint(out)
+}
+
+// checkSnapshot compares a snapshot with the oracle through Scan, and
+// through Degree and Neighbors for the given vertices.
+func checkSnapshot(t testing.TB, sn *Snapshot, want oracle, inEdges bool, probe []uint64) {
+	t.Helper()
+	if d := diffOracle(want, scanAll(t, sn, Out)); d != "" {
+		t.Fatalf("snapshot seq %d out-edges differ from oracle: %s", sn.Seq(), d)
+	}
+	var rev oracle
+	if inEdges {
+		rev = want.reversed()
+		if d := diffOracle(rev, scanAll(t, sn, In)); d != "" {
+			t.Fatalf("snapshot seq %d in-edges differ from oracle: %s", sn.Seq(), d)
+		}
+	}
+	for _, v := range probe {
+		checkVertex(t, sn, want, Out, v)
+		if inEdges {
+			checkVertex(t, sn, rev, In, v)
+		}
+	}
+}
+
+func checkVertex(t testing.TB, sn *Snapshot, want oracle, dir Direction, v uint64) {
+	t.Helper()
+	var exp []uint64
+	for k := range want {
+		if k[0] == v {
+			exp = append(exp, k[1])
+		}
+	}
+	sort.Slice(exp, func(i, j int) bool { return exp[i] < exp[j] })
+	got, ws, err := sn.Neighbors(v, dir, make([]uint64, 0, 2), []float64{})
+	if err != nil {
+		t.Fatalf("neighbors(%d): %v", v, err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(exp) && !(len(got) == 0 && len(exp) == 0) {
+		t.Fatalf("seq %d dir %d neighbors(%d) = %v, want %v", sn.Seq(), dir, v, got, exp)
+	}
+	for i, d := range got {
+		if w := want[edgeKey{v, d}]; ws[i] != w {
+			t.Fatalf("weight of (%d,%d) = %v want %v", v, d, ws[i], w)
+		}
+	}
+	deg, err := sn.Degree(v, dir)
+	if err != nil {
+		t.Fatalf("degree(%d): %v", v, err)
+	}
+	if deg != uint64(len(exp)) {
+		t.Fatalf("seq %d degree(%d) = %d want %d", sn.Seq(), v, deg, len(exp))
+	}
+}

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// Direction selects out-edges or in-edges (in-edges need Options.InEdges).
+type Direction uint32
+
+const (
+	Out Direction = 0
+	In  Direction = 1
+)
+
+// Snapshot is a consistent read view pinned at one sequence number. It
+// keeps returning the same contents while writes, flushes and compactions
+// continue, until Release. A snapshot holds no MemGraph or file open; while
+// it lives, flush and compaction keep the edge versions it can see.
+// Safe for concurrent use.
+type Snapshot struct {
+	store *Store
+	// mu is held for reading by every read and for writing by release.
+	mu  sync.RWMutex
+	c   *core.Snapshot // Owned by Snapshot; freed on release. Protected by mu.
+	seq uint64
+	vb  uint64
+}
+
+// Snapshot pins the newest committed sequence number.
+func (s *Store) Snapshot() (*Snapshot, error) {
+	var sn *Snapshot
+	err := s.with("snapshot", func(c *core.Store) *core.Error {
+		cs, e := c.Snapshot()
+		if e != nil {
+			return e
+		}
+		sn = &Snapshot{store: s, c: cs, seq: cs.Seq(), vb: cs.VertexBound()}
+		s.snapMu.Lock()
+		s.snaps[sn] = struct{}{}
+		s.snapMu.Unlock()
+		return nil
+	})
+	return sn, err
+}
+
+// Seq is the sequence number the snapshot sees: every batch with a sequence
+// number <= Seq and none after.
+func (sn *Snapshot) Seq() uint64 { return sn.seq }
+
+// VertexBound is one past the largest vertex id the store had seen when the
+// snapshot was taken: every vertex with an edge in the snapshot is below it.
+func (sn *Snapshot) VertexBound() uint64 { return sn.vb }
+
+// Release unpins the snapshot. Later calls on it return ErrReleased.
+// Releasing twice, or after the store closed, is harmless.
+func (sn *Snapshot) Release() {
+	sn.store.mu.RLock()
+	defer sn.store.mu.RUnlock()
+	sn.store.snapMu.Lock()
+	defer sn.store.snapMu.Unlock()
+	if sn.store.snaps != nil {
+		delete(sn.store.snaps, sn)
+	}
+	sn.releaseLocked()
+}
+
+// releaseLocked frees the handle. Requires store.snapMu held and the store
+// open.
+func (sn *Snapshot) releaseLocked() {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.c != nil {
+		sn.c.Release()
+		sn.c = nil
+	}
+}
+
+// read runs f with the store and snapshot handles held valid.
+func (sn *Snapshot) read(f func(c *core.Snapshot) error) error {
+	sn.store.mu.RLock()
+	defer sn.store.mu.RUnlock()
+	sn.mu.RLock()
+	defer sn.mu.RUnlock()
+	if sn.c == nil {
+		return ErrReleased
+	}
+	return f(sn.c)
+}
+
+// Degree is the number of dir-edges of v visible in the snapshot.
+func (sn *Snapshot) Degree(v uint64, dir Direction) (uint64, error) {
+	var d uint64
+	err := sn.read(func(c *core.Snapshot) error {
+		var e *core.Error
+		if d, e = c.Degree(v, uint32(dir)); e != nil {
+			return fmt.Errorf("degree of %d: %w", v, fromCore(e))
+		}
+		return nil
+	})
+	return d, err
+}
+
+// Neighbors returns v's dir-neighbors sorted by id, reusing dsts (and
+// weights) if they have room. Weights are filled only when weights is not
+// nil; otherwise the returned weights are nil.
+func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []float64) ([]uint64, []float64, error) {
+	withW := weights != nil
+	err := sn.read(func(c *core.Snapshot) error {
+		dsts = dsts[:cap(dsts)]
+		for {
+			var w []float64
+			if withW {
+				if cap(weights) < len(dsts) {
+					weights = make([]float64, len(dsts))
+				}
+				weights = weights[:len(dsts)]
+				w = weights
+			}
+			n, e := c.Neighbors(v, uint32(dir), dsts, w)
+			if e != nil && e.Code == core.CodeBuffer && n > len(dsts) {
+				dsts = make([]uint64, n)
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
+			}
+			dsts = dsts[:n]
+			if withW {
+				weights = weights[:n]
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return dsts, weights, nil
+}
+
+// ScanBuffer receives the neighbors of a vertex range. Vertex i of the last
+// Scan is Vertices[i] with neighbors Dsts[Offsets[i]:Offsets[i+1]] (and
+// weights at the same positions when Weights is not nil).
+type ScanBuffer struct {
+	Vertices []uint64
+	Offsets  []uint64
+	Dsts     []uint64
+	Weights  []float64
+}
+
+// NewScanBuffer makes a buffer for up to maxVertices vertices and maxEdges
+// edges per Scan call, with weights when asked.
+func NewScanBuffer(maxVertices, maxEdges int, weights bool) *ScanBuffer {
+	if maxVertices < 1 {
+		maxVertices = 1
+	}
+	b := &ScanBuffer{
+		Vertices: make([]uint64, maxVertices),
+		Offsets:  make([]uint64, maxVertices+1),
+		Dsts:     make([]uint64, maxEdges),
+	}
+	if weights {
+		b.Weights = make([]float64, maxEdges)
+	}
+	return b
+}
+
+// Len is the number of vertices the last Scan filled.
+func (b *ScanBuffer) Len() int { return len(b.Vertices) }
+
+// Neighbors of the i-th vertex of the last Scan.
+func (b *ScanBuffer) Neighbors(i int) []uint64 { return b.Dsts[b.Offsets[i]:b.Offsets[i+1]] }
+
+// Scan fills buf with the dir-neighbors of the vertices in [lo, hi) that
+// have at least one, in vertex order, as many as fit, and returns the first
+// vertex not yet reported (hi when the range is done). A vertex never
+// splits across calls; one whose edges exceed the buffer grows it. One call
+// crosses into the core once.
+func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64, error) {
+	var next uint64
+	err := sn.read(func(c *core.Snapshot) error {
+		buf.Vertices = buf.Vertices[:cap(buf.Vertices)]
+		if len(buf.Vertices) == 0 {
+			buf.Vertices = make([]uint64, 1024)
+		}
+		if cap(buf.Offsets) < len(buf.Vertices)+1 {
+			buf.Offsets = make([]uint64, len(buf.Vertices)+1)
+		}
+		buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
+		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
+		withW := buf.Weights != nil
+		for {
+			if withW {
+				if cap(buf.Weights) < len(buf.Dsts) {
+					buf.Weights = make([]float64, len(buf.Dsts))
+				}
+				buf.Weights = buf.Weights[:len(buf.Dsts)]
+			}
+			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights)
+			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
+				buf.Dsts = make([]uint64, ne)
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("scan [%d,%d): %w", lo, hi, fromCore(e))
+			}
+			buf.Vertices = buf.Vertices[:nv]
+			buf.Offsets = buf.Offsets[:nv+1]
+			buf.Dsts = buf.Dsts[:ne]
+			if withW {
+				buf.Weights = buf.Weights[:ne]
+			}
+			next = nx
+			return nil
+		}
+	})
+	return next, err
+}
