@@ -75,12 +75,18 @@ type pinned struct {
 func TestModelRandomized(t *testing.T) {
 	for _, inEdges := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
-			t.Run("", func(t *testing.T) { runModel(t, seed, inEdges, 250) })
+			t.Run("", func(t *testing.T) { runModel(t, seed, inEdges, 250, 120, 150, 1) })
 		}
 	}
 }
 
-func runModel(t *testing.T, seed uint64, inEdges bool, steps int) {
+// TestModelDeepLevels writes enough distinct edges that compaction pushes
+// data down to L2 and L3 while the oracle checks run.
+func TestModelDeepLevels(t *testing.T) {
+	runModel(t, 11, true, 200, 3000, 600, 3)
+}
+
+func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, maxOps int, wantDepth int) {
 	r := rand.New(rand.NewPCG(seed, 99))
 	dir := t.TempDir()
 	s, err := Open(dir, smallOptions(inEdges))
@@ -94,9 +100,15 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int) {
 	}()
 	want := oracle{}
 	var pins []pinned
-	const nv = 120
+	depth := 0 // deepest level seen holding files
+	var flushes, compactions int64 // summed over reopens
+	count := func() {
+		m, _ := s.Metrics()
+		flushes += m.Flushes
+		compactions += m.Compactions
+	}
 	for step := 0; step < steps; step++ {
-		b := randomBatch(r, want, nv, 150)
+		b := randomBatch(r, want, nv, maxOps)
 		if _, err := s.Apply(b); err != nil {
 			t.Fatalf("step %d: apply: %v", step, err)
 		}
@@ -119,11 +131,19 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int) {
 				p.sn.Release()
 			}
 			pins = nil
+			count()
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
 			if s, err = Open(dir, smallOptions(inEdges)); err != nil {
 				t.Fatalf("reopen: %v", err)
+			}
+		}
+		if m, _ := s.Metrics(); true {
+			for i, l := range m.Levels {
+				if l.Files > 0 && i > depth {
+					depth = i
+				}
 			}
 		}
 		sn, err := s.Snapshot()
@@ -151,9 +171,13 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int) {
 		p.sn.Release()
 	}
 	m, _ := s.Metrics()
-	t.Logf("seed %d in=%v: flushes=%d compactions=%d levels=%+v", seed, inEdges, m.Flushes, m.Compactions, m.Levels)
-	if m.Flushes == 0 || m.Compactions == 0 {
-		t.Fatalf("expected flushes and compactions during the run, got %d and %d", m.Flushes, m.Compactions)
+	count()
+	t.Logf("seed %d in=%v: flushes=%d compactions=%d levels=%+v", seed, inEdges, flushes, compactions, m.Levels)
+	if flushes < 5 || compactions < 3 {
+		t.Fatalf("expected many flushes and compactions during the run, got %d and %d", flushes, compactions)
+	}
+	if depth < wantDepth {
+		t.Fatalf("data reached level %d, want at least %d", depth, wantDepth)
 	}
 }
 

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestOptionsValidation(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{MemGraphBytes: 1000}, "MemGraphBytes must be between 65536 and"},
+		{Options{SizeRatio: 1}, "SizeRatio must be between 2 and 1000"},
+		{Options{L0CompactionTrigger: -1}, "L0CompactionTrigger must be between 1 and 64"},
+		{Options{MaxLevels: 17}, "MaxLevels must be between 2 and 16"},
+		{Options{TargetSegmentBytes: 1 << 40}, "TargetSegmentBytes must be between"},
+	}
+	for _, c := range cases {
+		_, err := Open(t.TempDir(), &c.o)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%+v) = %v, want ErrInvalid containing %q", c.o, err, c.want)
+		}
+	}
+}
+
+func TestInEdgesFixedAtCreation(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, &Options{InEdges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(dir, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "in_edges") {
+		t.Fatalf("reopen with other InEdges = %v", err)
+	}
+}
+
+func TestSecondOpenIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(dir, nil); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open = %v, want in-use error", err)
+	}
+}
+
+func TestBadBatchRejectedWhole(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	b.Insert(1, 2)
+	b.InsertWeighted(1, 3, math.NaN())
+	if _, err := s.Apply(&b); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "op 1") {
+		t.Fatalf("NaN weight: %v", err)
+	}
+	b.Reset()
+	b.Insert(MaxVertex+1, 1)
+	if _, err := s.Apply(&b); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("vertex out of range: %v", err)
+	}
+	sn, _ := s.Snapshot()
+	defer sn.Release()
+	if d, _ := sn.Degree(1, Out); d != 0 {
+		t.Fatalf("a rejected batch left %d edges", d)
+	}
+	if _, err := sn.Degree(1, In); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("in-edges on a store without them: %v", err)
+	}
+}
+
+func TestReleasedAndClosedErrors(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, _ := s.Snapshot()
+	sn.Release()
+	sn.Release()
+	if _, err := sn.Degree(1, Out); !errors.Is(err, ErrReleased) {
+		t.Fatalf("released snapshot: %v", err)
+	}
+	live, _ := s.Snapshot()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := live.Neighbors(1, Out, nil, nil); !errors.Is(err, ErrReleased) {
+		t.Fatalf("snapshot after close: %v", err)
+	}
+	live.Release()
+	var b Batch
+	b.Insert(1, 2)
+	if _, err := s.Apply(&b); !errors.Is(err, ErrClosed) {
+		t.Fatalf("apply after close: %v", err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("double close: %v", err)
+	}
+}
+
+// Ops of one batch apply in order, also around vertex deletes.
+func TestBatchOrderSemantics(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{InEdges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	b.Insert(1, 2)
+	b.Insert(3, 1)
+	b.Insert(4, 5)
+	s.Apply(&b)
+	b.Reset()
+	b.Insert(1, 9)            // dies with vertex 1 below
+	b.DeleteVertex(1)         // removes 1->2, 3->1, 1->9
+	b.InsertWeighted(1, 7, 3) // survives: after the delete
+	b.InsertWeighted(4, 5, 2)
+	b.DeleteEdge(4, 5)
+	b.InsertWeighted(4, 6, 1)
+	b.InsertWeighted(4, 6, 8) // later op wins
+	s.Apply(&b)
+	want := oracle{{1, 7}: 3, {4, 6}: 8}
+	for _, step := range []func() error{func() error { return nil }, s.Flush, s.CompactAll} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		sn, _ := s.Snapshot()
+		checkSnapshot(t, sn, want, true, []uint64{1, 2, 3, 4, 5, 6, 7, 9})
+		sn.Release()
+	}
+}
