@@ -100,7 +100,7 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, max
 	}()
 	want := oracle{}
 	var pins []pinned
-	depth := 0 // deepest level seen holding files
+	depth := 0                     // deepest level seen holding files
 	var flushes, compactions int64 // summed over reopens
 	count := func() {
 		m, _ := s.Metrics()
