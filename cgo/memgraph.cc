@@ -10,17 +10,31 @@ inline uint64_t HashVertex(uint64_t v) { return v * 0x9E3779B97F4A7C15ull; }
 MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), limit_(limit_bytes) {
   for (Dir &d : dirs_) {
     d.keys.assign(1024, kEmpty);
-    d.heads.assign(1024, kNil);
+    d.slot_of.assign(1024, kNil);
     d.mask = 1023;
   }
   bytes_.store(2 * 1024 * 12);
+}
+
+Entry *MemGraph::Arena::Alloc(size_t n) {
+  constexpr size_t kBlock = (1 << 20) / sizeof(Entry);
+  if (n > cap_ - used_) {
+    size_t sz = std::max(n, kBlock);
+    blocks_.emplace_back(new Entry[sz]);
+    used_ = 0;
+    cap_ = sz;
+    bytes_ += sz * sizeof(Entry);
+  }
+  Entry *p = blocks_.back().get() + used_;
+  used_ += n;
+  return p;
 }
 
 uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
   uint64_t i = (HashVertex(v) >> 20) & d.mask;
   for (;;) {
     uint64_t k = d.keys[i];
-    if (k == v) return d.heads[i];
+    if (k == v) return d.slot_of[i];
     if (k == kEmpty) return kNil;
     i = (i + 1) & d.mask;
   }
@@ -30,50 +44,50 @@ bool MemGraph::Has(int dir, uint64_t v) const { return Lookup(dirs_[dir], v) != 
 
 void MemGraph::Grow(Dir &d) {
   std::vector<uint64_t> keys(d.keys.size() * 2, kEmpty);
-  std::vector<uint32_t> heads(d.keys.size() * 2, kNil);
+  std::vector<uint32_t> slot_of(d.keys.size() * 2, kNil);
   uint64_t mask = keys.size() - 1;
   for (size_t j = 0; j < d.keys.size(); j++) {
     if (d.keys[j] == kEmpty) continue;
     uint64_t i = (HashVertex(d.keys[j]) >> 20) & mask;
     while (keys[i] != kEmpty) i = (i + 1) & mask;
     keys[i] = d.keys[j];
-    heads[i] = d.heads[j];
+    slot_of[i] = d.slot_of[j];
   }
   bytes_.fetch_add(d.keys.size() * 12, std::memory_order_relaxed);
   d.keys.swap(keys);
-  d.heads.swap(heads);
+  d.slot_of.swap(slot_of);
   d.mask = mask;
 }
 
 void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
-  if ((d.size + 1) * 2 > d.keys.size()) Grow(d);
+  if ((d.slots.size() + 1) * 2 > d.keys.size()) Grow(d);
   uint64_t i = (HashVertex(v) >> 20) & d.mask;
   while (d.keys[i] != v && d.keys[i] != kEmpty) i = (i + 1) & d.mask;
   if (d.keys[i] == kEmpty) {
     d.keys[i] = v;
-    d.heads[i] = kNil;
-    d.size++;
+    d.slot_of[i] = static_cast<uint32_t>(d.slots.size());
+    d.slots.emplace_back();
+    bytes_.fetch_add(sizeof(Slot), std::memory_order_relaxed);
   }
-  uint32_t idx = d.n;
-  if ((idx >> kBlockBits) == d.blocks.size()) {
-    d.blocks.emplace_back(new Node[size_t(1) << kBlockBits]);
+  Slot &s = d.slots[d.slot_of[i]];
+  if (s.n == s.cap) {
+    // Move to (or double) an arena array. The old array stays in the arena
+    // until the MemGraph dies; readers hold mu_ shared, so none sees it move.
+    uint32_t cap = s.cap * 2;
+    Entry *p = d.arena.Alloc(cap);
+    std::copy(s.data(), s.data() + s.n, p);
+    s.heap = p;
+    s.cap = cap;
   }
-  // Accounted per node used, not per block, so that small test MemGraphs fill
-  // at their configured size.
-  bytes_.fetch_add(sizeof(Node), std::memory_order_relaxed);
-  Node &nd = d.blocks[idx >> kBlockBits][idx & ((1u << kBlockBits) - 1)];
-  nd.dst = dst;
-  nd.vers = vers;
-  nd.weight = w;
-  nd.prev = d.heads[i];
-  d.heads[i] = idx;
-  d.n++;
+  Entry *dstp = s.heap ? s.heap : s.inl;
+  dstp[s.n++] = Entry{dst, vers, w};
 }
 
 void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
                      const uint8_t *srcpos, size_t srcpos_len) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   uint64_t added = 0;
+  const uint64_t arena_before = dirs_[kOut].arena.bytes() + dirs_[kIn].arena.bytes();
   for (size_t k = 0; k < n; k++) {
     if (!skip.empty() && skip[k]) continue;
     const gt_op &op = ops[k];
@@ -104,6 +118,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
     has_srcpos_ = true;
   }
   entries_.fetch_add(added, std::memory_order_relaxed);
+  bytes_.fetch_add(dirs_[kOut].arena.bytes() + dirs_[kIn].arena.bytes() - arena_before, std::memory_order_relaxed);
 }
 
 void MemGraph::Freeze(uint64_t freeze_seq) {
@@ -114,15 +129,36 @@ void MemGraph::Freeze(uint64_t freeze_seq) {
 
 void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
   const Dir &d = dirs_[dir];
-  for (uint32_t i = Lookup(d, v); i != kNil;) {
-    const Node &nd = node(d, i);
-    out->push_back(Entry{nd.dst, nd.vers, nd.weight});
-    i = nd.prev;
+  uint32_t si = Lookup(d, v);
+  if (si == kNil) return;
+  const Slot &s = d.slots[si];
+  const size_t start = out->size();
+  const Entry *p = s.data();
+  // Newest first, then a stable sort by (dst asc, seq desc): among versions
+  // of one batch (equal seq) the later op stays first and wins.
+  for (uint32_t i = s.n; i > 0; i--) out->push_back(p[i - 1]);
+  auto less = [](const Entry &a, const Entry &b) {
+    if (a.dst != b.dst) return a.dst < b.dst;
+    return VersSeq(a.vers) > VersSeq(b.vers);
+  };
+  Entry *b = out->data() + start, *e = out->data() + out->size();
+  if (e - b <= 32) {
+    for (Entry *x = b + 1; x < e; x++) {  // insertion sort: stable, no allocation
+      Entry t = *x;
+      Entry *y = x;
+      while (y > b && less(t, *(y - 1))) {
+        *y = *(y - 1);
+        y--;
+      }
+      *y = t;
+    }
+  } else {
+    std::stable_sort(b, e, less);
   }
 }
 
 void MemGraph::BuildSorted(Dir &d) const {
-  d.sorted.reserve(d.size);
+  d.sorted.reserve(d.slots.size());
   for (uint64_t k : d.keys)
     if (k != kEmpty) d.sorted.push_back(k);
   std::sort(d.sorted.begin(), d.sorted.end());
@@ -132,7 +168,7 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
                             uint64_t *resume) const {
   Dir &d = dirs_[dir];
   *resume = hi;
-  if (hi <= lo || d.size == 0 || max == 0) return;
+  if (hi <= lo || d.slots.empty() || max == 0) return;
   if (frozen_.load()) {
     std::call_once(sorted_once_[dir], [&] { BuildSorted(d); });
     auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo);
@@ -145,7 +181,7 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
     return;
   }
   constexpr uint64_t kWindow = 1 << 16;
-  if (hi - lo <= 4 * d.size + kWindow) {
+  if (hi - lo <= 4 * d.slots.size() + kWindow) {
     uint64_t end = hi - lo > kWindow ? lo + kWindow : hi;
     for (uint64_t v = lo; v < end; v++)
       if (Lookup(d, v) != kNil) out->push_back(v);

@@ -1,17 +1,17 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
-// Each direction keeps an append-only node log and a per-vertex chain: a new
-// version of an edge of v is appended to the log and linked to v's previous
-// node, so a write is one hash probe and one append (no per-edge sorting on
-// the write path; sorting happens once per vertex at flush or read). Nodes
-// live in fixed blocks that never move, and vertices of any degree share the
-// log, which gives low-degree vertices (the vast majority, paper Table 2) no
-// per-vertex allocation at all.
+// Per direction, a hash map gives each vertex a slot; a slot keeps the
+// vertex's versions contiguous, in arrival order. Low-degree vertices (the
+// vast majority, LSMGraph Table 2) keep up to kInline versions inside the
+// slot itself, which lives in one shared slot array, so they cost no
+// allocation at all; a vertex that outgrows that moves to its own array,
+// carved from an arena and doubled as it grows. A write is one hash probe
+// and one append; versions are sorted once per vertex when they are flushed
+// or read. Contiguous runs make a flush read memory almost sequentially.
 //
 // Concurrency: Apply takes mu_ exclusively for a whole batch; readers take it
 // shared (ReadLock) for as long as they look. Versions newer than a reader's
-// snapshot are filtered by seq, so readers never need the writer to stop for
-// longer than one batch.
+// snapshot are filtered by seq, so readers never wait longer than one batch.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
 // INVARIANT: a frozen MemGraph is never written again.
@@ -56,7 +56,8 @@ class MemGraph {
   const std::string &srcpos() const { return srcpos_; }
 
   std::shared_lock<std::shared_mutex> ReadLock() const { return std::shared_lock<std::shared_mutex>(mu_); }
-  // Requires ReadLock held. Appends v's versions newest first.
+  // Requires ReadLock held. Appends v's versions sorted into run order:
+  // (dst asc, seq desc), and among equal seqs the later op first.
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
   // Requires ReadLock held. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted).
@@ -65,33 +66,46 @@ class MemGraph {
   bool Has(int dir, uint64_t v) const;
 
  private:
-  struct Node {
-    uint64_t dst;
-    uint64_t vers;
-    double weight;
-    uint32_t prev;  // index of the previous node of the same vertex, or kNil
-    uint32_t pad;
-  };
   static constexpr uint32_t kNil = UINT32_MAX;
   static constexpr uint64_t kEmpty = UINT64_MAX;  // never a valid vertex id
-  static constexpr unsigned kBlockBits = 12;
+  static constexpr uint32_t kInline = 2;
 
-  // Open-addressing map vertex -> last node index. Protected by mu_.
+  // One vertex's versions in arrival order: inline while n <= kInline, else
+  // in heap[0..n) with room for cap.
+  struct Slot {
+    uint32_t n = 0;
+    uint32_t cap = kInline;
+    Entry *heap = nullptr;  // Owned by the arena.
+    Entry inl[kInline];
+    const Entry *data() const { return n <= kInline && heap == nullptr ? inl : heap; }
+  };
+
+  // Bump allocator for slot arrays; everything is freed with the MemGraph.
+  class Arena {
+   public:
+    Entry *Alloc(size_t n);
+    uint64_t bytes() const { return bytes_; }
+
+   private:
+    std::vector<std::unique_ptr<Entry[]>> blocks_;
+    size_t used_ = 0, cap_ = 0;
+    uint64_t bytes_ = 0;
+  };
+
+  // Open-addressing map vertex -> slot index. Protected by mu_.
   struct Dir {
     std::vector<uint64_t> keys;
-    std::vector<uint32_t> heads;
+    std::vector<uint32_t> slot_of;
     uint64_t mask = 0;
-    uint64_t size = 0;
-    std::vector<std::unique_ptr<Node[]>> blocks;
-    uint32_t n = 0;
-    // Sorted keys, built once after Freeze (frozen_once_).
+    std::vector<Slot> slots;
+    Arena arena;
+    // Sorted keys, built once after Freeze (sorted_once_).
     std::vector<uint64_t> sorted;
   };
 
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
   void Grow(Dir &d);
   uint32_t Lookup(const Dir &d, uint64_t v) const;
-  const Node &node(const Dir &d, uint32_t i) const { return d.blocks[i >> kBlockBits][i & ((1u << kBlockBits) - 1)]; }
   void BuildSorted(Dir &d) const;
 
   const bool in_edges_;

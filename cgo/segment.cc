@@ -104,35 +104,52 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
   if (offs_.empty()) offs_.push_back(0);
   srcs_.push_back(src);
   for (size_t i = 0; i < n; i++) {
-    dsts_.push_back(e[i].dst);
-    vers_.push_back(e[i].vers);
-    w_.push_back(e[i].weight);
-    if (i > 0 && e[i].dst == e[i - 1].dst) multi_ = true;
+    const uint64_t d = e[i].dst;
+    if (!d64_.empty()) {
+      d64_.push_back(d);
+    } else if (d < (1ull << 32)) {
+      d32_.push_back(static_cast<uint32_t>(d));
+    } else {  // first 64-bit id: widen the column once
+      d64_.assign(d32_.begin(), d32_.end());
+      d64_.push_back(d);
+      std::vector<uint32_t>().swap(d32_);
+    }
+    if (e[i].vers != 0 && !has_vers_) {
+      vers_.assign(n_, 0);
+      has_vers_ = true;
+    }
+    if (has_vers_) vers_.push_back(e[i].vers);
+    if (e[i].weight != 1.0 && !has_w_) {
+      w_.assign(n_, 1.0);
+      has_w_ = true;
+    }
+    if (has_w_) w_.push_back(e[i].weight);
+    if (i > 0 && d == e[i - 1].dst) multi_ = true;
     if (VersTomb(e[i].vers)) tomb_ = true;
-    if (e[i].vers != 0) anyseq_ = true;
-    if (e[i].weight != 1.0) anyw_ = true;
-    max_dst_ = std::max(max_dst_, e[i].dst);
-    uint64_t s = VersSeq(e[i].vers);
+    max_dst_ = std::max(max_dst_, d);
+    const uint64_t s = VersSeq(e[i].vers);
     min_seq_ = std::min(min_seq_, s);
     max_seq_ = std::max(max_seq_, s);
+    n_++;
   }
-  offs_.push_back(dsts_.size());
+  offs_.push_back(n_);
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {
-  uint64_t n = dsts_.size();
-  uint64_t per = (max_dst_ < (1ull << 32) ? 4 : 8) + (anyseq_ ? 8 : 0) + (anyw_ ? 8 : 0);
-  uint64_t table = srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
-  return kHeaderSize + table + n * per + n * per / (kChunkSize / 4) + kFooterSize;
+  const uint64_t table = srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
+  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8;
+  return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
 }
 
 void SegmentBuilder::Reset() {
   srcs_.clear();
   offs_.clear();
-  dsts_.clear();
+  d32_.clear();
+  d64_.clear();
   vers_.clear();
   w_.clear();
-  multi_ = tomb_ = anyseq_ = anyw_ = false;
+  n_ = 0;
+  multi_ = tomb_ = has_vers_ = has_w_ = false;
   max_dst_ = 0;
   min_seq_ = UINT64_MAX;
   max_seq_ = 0;
@@ -146,15 +163,15 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
   FdGuard guard{fd};
 
-  const uint64_t nv = srcs_.size(), ne = dsts_.size();
+  const uint64_t nv = srcs_.size(), ne = n_;
   const uint64_t min_src = srcs_.front(), max_src = srcs_.back();
   uint64_t dense_len = max_src - min_src + 2;
   bool dense = dense_len <= 2 * (2 * nv + 1);
   uint32_t flags = 0;
   if (dense) flags |= kFlagDense;
-  if (anyseq_) flags |= kFlagVers;
-  if (anyw_) flags |= kFlagWeights;
-  if (max_dst_ < (1ull << 32)) flags |= kFlagDst32;
+  if (has_vers_) flags |= kFlagVers;
+  if (has_w_) flags |= kFlagWeights;
+  if (d64_.empty()) flags |= kFlagDst32;
   if (multi_) flags |= kFlagMultiVersion;
   if (tomb_) flags |= kFlagTombstones;
   uint64_t table_len = dense ? dense_len : nv;
@@ -193,11 +210,10 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
     GT_RETURN_IF_ERROR(w.Append(offs_.data(), (nv + 1) * 8));
   }
   if (flags & kFlagDst32) {
-    std::vector<uint32_t> d32(dsts_.begin(), dsts_.end());
-    GT_RETURN_IF_ERROR(w.Append(d32.data(), ne * 4));
+    GT_RETURN_IF_ERROR(w.Append(d32_.data(), ne * 4));
     GT_RETURN_IF_ERROR(w.Pad8());
   } else {
-    GT_RETURN_IF_ERROR(w.Append(dsts_.data(), ne * 8));
+    GT_RETURN_IF_ERROR(w.Append(d64_.data(), ne * 8));
   }
   if (flags & kFlagVers) GT_RETURN_IF_ERROR(w.Append(vers_.data(), ne * 8));
   if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));

@@ -57,13 +57,16 @@ constexpr uint32_t kFlagTombstones = 1u << 5;
 std::string SegmentFileName(uint64_t id);
 
 // Accumulates vertices in increasing src order and writes one file.
-// Memory: holds the whole segment; callers cut segments at a target size.
+// Memory: holds the whole segment in the columns it will write, each kept
+// only once it is needed (dst as u32 until an id needs 64 bits, versions
+// only once one is not 0, weights only once one is not 1), so its memory is
+// about the file size; callers cut segments at a target size.
 class SegmentBuilder {
  public:
   // Appends src's versions, already sorted by (dst asc, seq desc).
   // INVARIANT: src strictly greater than the previous call's src.
   void AddVertex(uint64_t src, const Entry *e, size_t n);
-  size_t entries() const { return dsts_.size(); }
+  size_t entries() const { return n_; }
   size_t vertices() const { return srcs_.size(); }
   // Approximate bytes the file will take.
   uint64_t EstimatedBytes() const;
@@ -74,9 +77,13 @@ class SegmentBuilder {
   void Reset();
 
  private:
-  std::vector<uint64_t> srcs_, offs_, dsts_, vers_;
-  std::vector<double> w_;
-  bool multi_ = false, tomb_ = false, anyseq_ = false, anyw_ = false;
+  std::vector<uint64_t> srcs_, offs_;
+  std::vector<uint32_t> d32_;  // while every dst < 2^32
+  std::vector<uint64_t> d64_;  // once one is not
+  std::vector<uint64_t> vers_;  // kept once has_vers_ (some vers not 0)
+  std::vector<double> w_;       // kept once has_w_ (some weight not 1)
+  uint64_t n_ = 0;
+  bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
 };
 

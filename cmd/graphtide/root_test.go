@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// execute runs the graphtide command tree in-process with args and returns
+// what it wrote to stdout and stderr.
+func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestRootHelpListsCommands(t *testing.T) {
+	out, _, err := execute(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"graphtide is a streaming graph store", "gen ", "version "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("root help does not contain %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	_, stderr, err := execute(t, "frobnicate")
+	if err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
+		t.Fatalf("error = %v, want unknown command", err)
+	}
+	if !strings.Contains(stderr, "frobnicate") {
+		t.Errorf("stderr %q does not report the error", stderr)
+	}
+}
+
+func TestRuntimeErrorsDoNotPrintUsage(t *testing.T) {
+	_, stderr, err := execute(t, "gen", "--scale", "2", "--out", t.TempDir()+"/missing-dir/g.el")
+	if err == nil {
+		t.Fatal("writing into a missing directory succeeded")
+	}
+	if strings.Contains(stderr, "Usage:") {
+		t.Errorf("a runtime error printed the usage text:\n%s", stderr)
+	}
+}
