@@ -48,6 +48,8 @@ class MemGraph {
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
+  // Requires ReadLock held. Vertices with versions in dir.
+  size_t vertices(int dir) const { return dirs_[dir].slots.size(); }
 
   // Valid after Freeze.
   uint64_t freeze_seq() const { return freeze_seq_; }

@@ -44,7 +44,7 @@ Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[
   runs->clear();
   const MemGraph *mems[2] = {ver.active.get(), ver.imm.get()};
   for (int k = 0; k < 2; k++) {
-    if (mems[k] == nullptr) continue;
+    if (mems[k] == nullptr || mems[k]->vertices(dir) == 0) continue;
     m[k].clear();
     mems[k]->Collect(dir, v, &m[k]);
     if (m[k].empty()) continue;

@@ -21,6 +21,7 @@ text or binary edge files) and reports build information.`,
 	root.AddCommand(
 		newVersionCmd(),
 		newGenCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

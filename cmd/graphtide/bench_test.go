@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestBenchIngestSmall(t *testing.T) {
+	out, _, err := execute(t, "bench", "ingest", "--scale", "10", "--edge-factor", "8", "--dir", t.TempDir(), "--memgraph-mib", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
+		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes"} {
+		v, ok := res[k].(float64)
+		if !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	if res["edges"].(float64) != 8192 {
+		t.Errorf("edges = %v, want 8192", res["edges"])
+	}
+}
+
+func TestBenchIngestBadFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--batch-size 0":   "--batch-size must be between 1 and 10000000, got 0",
+		"--scale 99":       "--scale must be between 1 and 32, got 99",
+		"--memgraph-mib 0": "--memgraph-mib must be between 1 and 65536, got 0",
+	} {
+		_, _, err := execute(t, append([]string{"bench", "ingest"}, strings.Fields(args)...)...)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", args, err, want)
+		}
+	}
+	dir := t.TempDir()
+	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("reusing a benchmark dir: %v", err)
+	}
+}

@@ -1,0 +1,268 @@
+// Package ingestbench is `graphtide bench ingest`: it ingests one RMAT edge
+// stream into a fresh graphtide store, into Pebble, and into a static
+// in-memory CSR, in the same process and run, and scans all out-neighbors
+// of every vertex on the store and on the CSR. Every figure is reported next
+// to its baseline from the same run, because absolute numbers on a shared
+// 2-core machine mean little.
+//
+// The scan results of the store and the CSR are compared (edge count and a
+// checksum of all dsts); a mismatch is an error, not a figure.
+package ingestbench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/bench"
+	"github.com/graphtide/graphtide/internal/bench/pebblebase"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/staticcsr"
+)
+
+// Config of one run.
+type Config struct {
+	Scale, EdgeFactor int
+	Seed              uint64
+	Input             string // edge file to read instead of generating
+	Dir               string // must not exist or be empty
+	BatchSize         int    // edges per Apply and per Pebble batch
+	MemGraphBytes     int64  // store option; 0 = default
+	SkipPebble        bool
+	Log               io.Writer // progress lines; nil = discard
+}
+
+// Result is the JSON line the command prints last.
+type Result struct {
+	Edges                int     `json:"edges"`
+	DistinctEdges        uint64  `json:"distinct_edges"`
+	Vertices             uint64  `json:"vertices"`
+	BatchSize            int     `json:"batch_size"`
+	MemGraphBytes        int64   `json:"memgraph_bytes"`
+	StoreEdgesPerSec     float64 `json:"store_edges_per_sec"`
+	PebbleEdgesPerSec    float64 `json:"pebble_edges_per_sec"`
+	CSRBuildEdgesPerSec  float64 `json:"csr_build_edges_per_sec"`
+	StoreVsPebble        float64 `json:"store_vs_pebble"`
+	StoreCompactSec      float64 `json:"store_compact_sec"`
+	StoreScanSec         float64 `json:"store_scan_sec"`
+	CSRScanSec           float64 `json:"csr_scan_sec"`
+	ScanRatio            float64 `json:"scan_store_over_csr"`
+	StoreBytesPerEdge    float64 `json:"store_bytes_per_edge"`
+	PebbleBytesPerEdge   float64 `json:"pebble_bytes_per_edge"`
+	WriteAmplification   float64 `json:"write_amplification"`
+	Flushes              int64   `json:"flushes"`
+	Compactions          int64   `json:"compactions"`
+	WriteStalls          int64   `json:"write_stalls"`
+	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
+	StorePeakExtraBytes  int64   `json:"store_peak_rss_over_baseline_bytes"`
+	StoreAnonBytes       int64   `json:"store_end_anon_rss_bytes"`
+	StoreFileMappedBytes int64   `json:"store_end_file_rss_bytes"`
+}
+
+// Run performs the benchmark.
+func Run(cfg Config) (Result, error) {
+	var res Result
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+	if cfg.BatchSize <= 0 {
+		return res, fmt.Errorf("batch size must be positive, got %d", cfg.BatchSize)
+	}
+	if err := prepareDir(cfg.Dir); err != nil {
+		return res, err
+	}
+
+	edges, nv, err := loadEdges(cfg, logf)
+	if err != nil {
+		return res, err
+	}
+	res.Edges = len(edges)
+	res.Vertices = nv
+	res.BatchSize = cfg.BatchSize
+	res.MemGraphBytes = cfg.MemGraphBytes
+
+	// The static CSR first: it is also the oracle for the store's scan.
+	t0 := time.Now()
+	csr := staticcsr.Build(nv, edges)
+	res.CSRBuildEdgesPerSec = float64(len(edges)) / time.Since(t0).Seconds()
+	res.DistinctEdges = csr.NumEdges()
+	csrScan := func() (uint64, uint64) {
+		var n, sum uint64
+		for v := uint64(0); v < csr.NumVertices(); v++ {
+			for _, d := range csr.Neighbors(v) {
+				n++
+				sum += d
+			}
+		}
+		return n, sum
+	}
+	csrScan() // warm
+	t0 = time.Now()
+	csrN, csrSum := csrScan()
+	res.CSRScanSec = time.Since(t0).Seconds()
+	logf("csr: build %.0f edges/s, scan %.3fs, %d distinct edges", res.CSRBuildEdgesPerSec, res.CSRScanSec, csrN)
+
+	if err := runStore(cfg, edges, csrN, csrSum, &res, logf); err != nil {
+		return res, err
+	}
+	if !cfg.SkipPebble {
+		pdir := filepath.Join(cfg.Dir, "pebble")
+		db, err := pebblebase.Open(pdir, pebblebase.Options{BatchSize: cfg.BatchSize})
+		if err != nil {
+			return res, err
+		}
+		pr, err := db.Ingest(edges)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return res, err
+		}
+		res.PebbleEdgesPerSec = pr.EdgesPerSecond()
+		res.PebbleBytesPerEdge = float64(pr.DiskBytes) / float64(res.DistinctEdges)
+		res.StoreVsPebble = res.StoreEdgesPerSec / res.PebbleEdgesPerSec
+		logf("pebble: %.0f edges/s (%.1fs), %.1f bytes/edge", res.PebbleEdgesPerSec, pr.Elapsed.Seconds(), res.PebbleBytesPerEdge)
+	}
+	return res, nil
+}
+
+func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, logf func(string, ...any)) error {
+	before, err := bench.ReadMemory()
+	if err != nil {
+		return err
+	}
+	if err := bench.ResetPeakRSS(); err != nil {
+		logf("warning: cannot reset peak RSS (%v); peak includes earlier phases", err)
+	}
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: cfg.MemGraphBytes})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t0 := time.Now()
+	var b engine.Batch
+	for i := 0; i < len(edges); i += cfg.BatchSize {
+		b.Reset()
+		for _, e := range edges[i:min(i+cfg.BatchSize, len(edges))] {
+			b.Insert(e.Src, e.Dst)
+		}
+		if _, err := s.Apply(&b); err != nil {
+			return err
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	ingest := time.Since(t0)
+	res.StoreEdgesPerSec = float64(len(edges)) / ingest.Seconds()
+	if m, err := s.Metrics(); err == nil {
+		logf("store: ingest+flush %.0f edges/s (%.1fs; flushing %.1fs, compacting %.1fs, stalled %.1fs)", res.StoreEdgesPerSec, ingest.Seconds(),
+			m.FlushDuration.Seconds(), m.CompactionDuration.Seconds(), m.WriteStallDuration.Seconds())
+	}
+
+	t0 = time.Now()
+	if err := s.CompactAll(); err != nil {
+		return err
+	}
+	res.StoreCompactSec = time.Since(t0).Seconds()
+	m, err := s.Metrics()
+	if err != nil {
+		return err
+	}
+	res.StoreBytesPerEdge = float64(m.DiskBytes()) / float64(res.DistinctEdges)
+	res.WriteAmplification = m.WriteAmplification()
+	res.Flushes, res.Compactions, res.WriteStalls = m.Flushes, m.Compactions, m.WriteStalls
+	logf("store: compact-all %.1fs, %d files, %.2f bytes/edge, write amplification %.2f, %d flushes, %d compactions, %d stalls",
+		res.StoreCompactSec, m.Files(), res.StoreBytesPerEdge, res.WriteAmplification, m.Flushes, m.Compactions, m.WriteStalls)
+
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.Release()
+	buf := engine.NewScanBuffer(1<<14, 1<<18, false)
+	scan := func() (uint64, uint64, error) {
+		var n, sum uint64
+		bound := sn.VertexBound()
+		for lo := uint64(0); lo < bound; {
+			next, err := sn.Scan(lo, bound, engine.Out, buf)
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, d := range buf.Dsts {
+				sum += d
+			}
+			n += uint64(len(buf.Dsts))
+			lo = next
+		}
+		return n, sum, nil
+	}
+	if _, _, err := scan(); err != nil { // warm: maps pages, verifies checksums
+		return err
+	}
+	t0 = time.Now()
+	n, sum, err := scan()
+	if err != nil {
+		return err
+	}
+	res.StoreScanSec = time.Since(t0).Seconds()
+	if n != csrN || sum != csrSum {
+		return fmt.Errorf("store scan disagrees with the static CSR: %d edges (checksum %d), want %d (checksum %d)", n, sum, csrN, csrSum)
+	}
+	res.ScanRatio = res.StoreScanSec / res.CSRScanSec
+	logf("store: scan %.3fs (%.2fx csr), contents match the static CSR", res.StoreScanSec, res.ScanRatio)
+
+	after, err := bench.ReadMemory()
+	if err != nil {
+		return err
+	}
+	res.PeakRSSBytes = after.PeakRSS
+	res.StorePeakExtraBytes = after.PeakRSS - before.RSS
+	res.StoreAnonBytes = after.Anon - before.Anon
+	res.StoreFileMappedBytes = after.File - before.File
+	logf("store: peak RSS %d MiB (%d MiB over the %d MiB before opening the store; at the end %d MiB anonymous, %d MiB mapped files)",
+		after.PeakRSS>>20, res.StorePeakExtraBytes>>20, before.RSS>>20, res.StoreAnonBytes>>20, res.StoreFileMappedBytes>>20)
+	return nil
+}
+
+func loadEdges(cfg Config, logf func(string, ...any)) ([]gen.Edge, uint64, error) {
+	t0 := time.Now()
+	if cfg.Input != "" {
+		edges, err := gen.ReadFile(cfg.Input)
+		if err != nil {
+			return nil, 0, err
+		}
+		var nv uint64
+		for _, e := range edges {
+			nv = max(nv, e.Src+1, e.Dst+1)
+		}
+		logf("read %d edges from %s in %.1fs", len(edges), cfg.Input, time.Since(t0).Seconds())
+		return edges, nv, nil
+	}
+	r := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
+	if err := r.Validate(); err != nil {
+		return nil, 0, err
+	}
+	edges := r.Generate()
+	logf("generated %d RMAT edges (scale %d, edge factor %d, seed %d) in %.1fs", len(edges), cfg.Scale, cfg.EdgeFactor, cfg.Seed, time.Since(t0).Seconds())
+	return edges, r.NumVertices(), nil
+}
+
+func prepareDir(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("a benchmark directory is required")
+	}
+	ents, err := os.ReadDir(dir)
+	if err == nil && len(ents) > 0 {
+		return fmt.Errorf("benchmark directory %s is not empty: the benchmark needs a fresh store", dir)
+	}
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
+}
