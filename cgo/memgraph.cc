@@ -1,6 +1,8 @@
 #include "memgraph.h"
 
 #include <algorithm>
+#include <new>
+#include <sys/mman.h>
 
 namespace gt {
 namespace {
@@ -16,16 +18,25 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), l
   bytes_.store(2 * 1024 * 12);
 }
 
+
+MemGraph::Arena::~Arena() {
+  for (auto &b : blocks_) ::munmap(b.first, b.second);
+}
+
 Entry *MemGraph::Arena::Alloc(size_t n) {
   constexpr size_t kBlock = (1 << 20) / sizeof(Entry);
   if (n > cap_ - used_) {
     size_t sz = std::max(n, kBlock);
-    blocks_.emplace_back(new Entry[sz]);
+    size_t bytes = sz * sizeof(Entry);
+    void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    blocks_.emplace_back(m, bytes);
+    cur_ = static_cast<Entry *>(m);
     used_ = 0;
     cap_ = sz;
-    bytes_ += sz * sizeof(Entry);
+    bytes_ += bytes;
   }
-  Entry *p = blocks_.back().get() + used_;
+  Entry *p = cur_ + used_;
   used_ += n;
   return p;
 }
@@ -53,7 +64,6 @@ void MemGraph::Grow(Dir &d) {
     keys[i] = d.keys[j];
     slot_of[i] = d.slot_of[j];
   }
-  bytes_.fetch_add(d.keys.size() * 12, std::memory_order_relaxed);
   d.keys.swap(keys);
   d.slot_of.swap(slot_of);
   d.mask = mask;
@@ -67,7 +77,6 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
     d.keys[i] = v;
     d.slot_of[i] = static_cast<uint32_t>(d.slots.size());
     d.slots.emplace_back();
-    bytes_.fetch_add(sizeof(Slot), std::memory_order_relaxed);
   }
   Slot &s = d.slots[d.slot_of[i]];
   if (s.n == s.cap) {
@@ -87,7 +96,6 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
                      const uint8_t *srcpos, size_t srcpos_len) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   uint64_t added = 0;
-  const uint64_t arena_before = dirs_[kOut].arena.bytes() + dirs_[kIn].arena.bytes();
   for (size_t k = 0; k < n; k++) {
     if (!skip.empty() && skip[k]) continue;
     const gt_op &op = ops[k];
@@ -107,7 +115,6 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
       }
       case GT_OP_DELETE_VERTEX:
         vdels_.emplace_back(op.src, seq);
-        bytes_.fetch_add(16, std::memory_order_relaxed);
         break;
       default:
         break;  // validated by the store before reaching here
@@ -118,7 +125,13 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
     has_srcpos_ = true;
   }
   entries_.fetch_add(added, std::memory_order_relaxed);
-  bytes_.fetch_add(dirs_[kOut].arena.bytes() + dirs_[kIn].arena.bytes() - arena_before, std::memory_order_relaxed);
+  // Everything the MemGraph holds, capacities included, so that it freezes
+  // at its configured size of real memory.
+  uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();
+  for (const Dir &d : dirs_)
+    b += d.keys.capacity() * sizeof(uint64_t) + d.slot_of.capacity() * sizeof(uint32_t) +
+         d.slots.capacity() * sizeof(Slot) + d.arena.bytes();
+  bytes_.store(b, std::memory_order_relaxed);
 }
 
 void MemGraph::Freeze(uint64_t freeze_seq) {
@@ -130,8 +143,10 @@ void MemGraph::Freeze(uint64_t freeze_seq) {
 void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
   const Dir &d = dirs_[dir];
   uint32_t si = Lookup(d, v);
-  if (si == kNil) return;
-  const Slot &s = d.slots[si];
+  if (si != kNil) CollectSlot(d.slots[si], out);
+}
+
+void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out) const {
   const size_t start = out->size();
   const Entry *p = s.data();
   // Newest first, then a stable sort by (dst asc, seq desc): among versions
@@ -157,10 +172,16 @@ void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
   }
 }
 
+const MemGraph::Dir &MemGraph::SortedDir(int dir) const {
+  Dir &d = dirs_[dir];
+  std::call_once(sorted_once_[dir], [&] { BuildSorted(d); });
+  return d;
+}
+
 void MemGraph::BuildSorted(Dir &d) const {
   d.sorted.reserve(d.slots.size());
-  for (uint64_t k : d.keys)
-    if (k != kEmpty) d.sorted.push_back(k);
+  for (size_t i = 0; i < d.keys.size(); i++)
+    if (d.keys[i] != kEmpty) d.sorted.emplace_back(d.keys[i], d.slot_of[i]);
   std::sort(d.sorted.begin(), d.sorted.end());
 }
 
@@ -170,14 +191,15 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
   *resume = hi;
   if (hi <= lo || d.slots.empty() || max == 0) return;
   if (frozen_.load()) {
-    std::call_once(sorted_once_[dir], [&] { BuildSorted(d); });
-    auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo);
-    auto e = std::lower_bound(b, d.sorted.end(), hi);
+    SortedDir(dir);
+    auto key = [](const std::pair<uint64_t, uint32_t> &p, uint64_t x) { return p.first < x; };
+    auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo, key);
+    auto e = std::lower_bound(b, d.sorted.end(), hi, key);
     if (static_cast<size_t>(e - b) > max) {
       e = b + static_cast<long>(max);
-      *resume = *(e - 1) + 1;
+      *resume = (e - 1)->first + 1;
     }
-    out->insert(out->end(), b, e);
+    for (auto it = b; it != e; ++it) out->push_back(it->first);
     return;
   }
   constexpr uint64_t kWindow = 1 << 16;

@@ -66,11 +66,15 @@ class MemGraph {
   void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                     uint64_t *resume) const;
   bool Has(int dir, uint64_t v) const;
+  // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
+  // versions sorted as by Collect (scratch is reused between calls).
+  template <typename F>
+  void ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const;
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
   static constexpr uint64_t kEmpty = UINT64_MAX;  // never a valid vertex id
-  static constexpr uint32_t kInline = 2;
+  static constexpr uint32_t kInline = 1;
 
   // One vertex's versions in arrival order: inline while n <= kInline, else
   // in heap[0..n) with room for cap.
@@ -82,14 +86,21 @@ class MemGraph {
     const Entry *data() const { return n <= kInline && heap == nullptr ? inl : heap; }
   };
 
-  // Bump allocator for slot arrays; everything is freed with the MemGraph.
+  // Bump allocator for slot arrays. Blocks are mapped directly from the OS
+  // and unmapped when the MemGraph dies, so a flushed MemGraph's memory
+  // leaves the resident set at once instead of lingering in malloc's heap.
   class Arena {
    public:
-    Entry *Alloc(size_t n);
+    Arena() = default;
+    ~Arena();
+    Arena(const Arena &) = delete;
+    Arena &operator=(const Arena &) = delete;
+    Entry *Alloc(size_t n);  // throws std::bad_alloc if the OS refuses (GT_ERR_INTERNAL)
     uint64_t bytes() const { return bytes_; }
 
    private:
-    std::vector<std::unique_ptr<Entry[]>> blocks_;
+    std::vector<std::pair<void *, size_t>> blocks_;  // (mapping, bytes)
+    Entry *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
   };
@@ -101,11 +112,13 @@ class MemGraph {
     uint64_t mask = 0;
     std::vector<Slot> slots;
     Arena arena;
-    // Sorted keys, built once after Freeze (sorted_once_).
-    std::vector<uint64_t> sorted;
+    // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
+    std::vector<std::pair<uint64_t, uint32_t>> sorted;
   };
 
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
+  void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
+  const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
   uint32_t Lookup(const Dir &d, uint64_t v) const;
   void BuildSorted(Dir &d) const;
@@ -123,5 +136,17 @@ class MemGraph {
   std::atomic<bool> frozen_{false};
   mutable std::once_flag sorted_once_[2];
 };
+
+template <typename F>
+void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const {
+  const Dir &d = SortedDir(dir);
+  const size_t n = d.sorted.size();
+  for (size_t i = 0; i < n; i++) {
+    if (i + 8 < n) __builtin_prefetch(&d.slots[d.sorted[i + 8].second]);
+    scratch->clear();
+    CollectSlot(d.slots[d.sorted[i].second], scratch);
+    f(d.sorted[i].first, *scratch);
+  }
+}
 
 }  // namespace gt

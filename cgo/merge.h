@@ -64,15 +64,6 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
   }
 }
 
-// Sorts MemGraph versions (collected newest first) into run order, keeping
-// newest-first among equal (dst, seq) so that the later op of a batch wins.
-inline void SortMemRun(std::vector<Entry> *v) {
-  std::stable_sort(v->begin(), v->end(), [](const Entry &a, const Entry &b) {
-    if (a.dst != b.dst) return a.dst < b.dst;
-    return VersSeq(a.vers) > VersSeq(b.vers);
-  });
-}
-
 // Vertex deletes: vertex -> ascending delete seqs. Immutable once shared;
 // writers copy it (vertex deletes are rare).
 class VdelMap {

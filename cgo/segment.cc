@@ -406,6 +406,55 @@ void Segment::CopyWeights(uint64_t b, uint64_t e, double *out) const {
   }
 }
 
+Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                            double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const {
+  *next = hi;
+  *need = 0;
+  lo = std::max(lo, meta_.min_src);
+  const uint64_t end = std::min(hi, meta_.max_src + 1);
+  if (lo >= end) return Status::OK();
+  const bool dense = (flags_ & kFlagDense) != 0;
+  // i walks table positions: dense -> v - min_src, sparse -> index in srcs_.
+  uint64_t i = dense ? lo - meta_.min_src
+                     : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, lo) - srcs_);
+  const uint64_t iend = dense ? end - meta_.min_src : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, end) - srcs_);
+  const uint64_t first_edge = offs_[i];
+  const size_t ne0 = *ne;
+  size_t v_out = *nv;
+  for (; i < iend; i++) {
+    const uint64_t b = offs_[i], e = offs_[i + 1];
+    if (e == b) continue;
+    const uint64_t v = dense ? meta_.min_src + i : srcs_[i];
+    if (v_out == vcap || ne0 + (e - first_edge) > ecap) {
+      if (v_out == 0) *need = e - b;
+      *next = v;
+      break;
+    }
+    vids[v_out] = v;
+    offs[++v_out] = ne0 + (e - first_edge);
+  }
+  const uint64_t last_edge = first_edge + (offs[v_out] - ne0);
+  if (v_out > *nv) {
+    GT_RETURN_IF_ERROR(EnsureVerified(first_edge, last_edge));
+    CopyDsts(first_edge, last_edge, dsts + ne0);
+    if (w) CopyWeights(first_edge, last_edge, w + ne0);
+  }
+  *nv = v_out;
+  *ne = ne0 + (last_edge - first_edge);
+  return Status::OK();
+}
+
+void Segment::ReleasePages(uint64_t upto) const {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  auto drop = [&](uint64_t from, uint64_t to) {
+    uint64_t a = (from + page - 1) / page * page, b = to / page * page;
+    if (b > a) ::madvise(const_cast<uint8_t *>(base_) + a, b - a, MADV_DONTNEED);
+  };
+  drop(dst_off_, dst_off_ + upto * (dst32_ ? 4 : 8));
+  if (vers_) drop(vers_off_, vers_off_ + upto * 8);
+  if (w_) drop(w_off_, w_off_ + upto * 8);
+}
+
 Status Segment::VerifyChunk(uint64_t c) const {
   uint64_t word = c / 64, bit = uint64_t(1) << (c % 64);
   if (verified_[word].load(std::memory_order_acquire) & bit) return Status::OK();

@@ -114,11 +114,24 @@ class Segment {
   void CopyDsts(uint64_t b, uint64_t e, uint64_t *out) const;
   void CopyWeights(uint64_t b, uint64_t e, double *out) const;
 
+  // Appends the vertices of [lo, hi) present here, with all their entries,
+  // to a scan's output: vids[*nv..], offs[*nv+1..] (offsets continue from
+  // *ne), dsts/w[*ne..]. Requires a clean-enough file (the caller checks
+  // that every entry is visible and unique per dst). Stops before a vertex
+  // that does not fit in vcap/ecap and sets *next to it (else to hi);
+  // *need is that vertex's edge count when it alone exceeds ecap.
+  Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                     double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
+
   // Verifies the checksums of the chunks holding entries [b,e).
   Status EnsureVerified(uint64_t b, uint64_t e) const;
   Status VerifyAll() const;
 
   void MarkObsolete() { obsolete_.store(true); }
+  // Drops this mapping's pages of entries [0, upto) from the resident set
+  // (they stay in the page cache and fault back in if read again). Used by
+  // compaction, which reads its inputs once, front to back.
+  void ReleasePages(uint64_t upto) const;
 
  private:
   Segment() = default;

@@ -8,6 +8,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <map>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,7 +51,6 @@ Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[
     m[k].clear();
     mems[k]->Collect(dir, v, &m[k]);
     if (m[k].empty()) continue;
-    SortMemRun(&m[k]);
     runs->push_back(Run{m[k].data(), nullptr, 0, m[k].size()});
   }
   const Tree &t = ver.trees[dir];
@@ -484,6 +486,13 @@ void Store::FlushLoop() {
     }
     Status s = FlushMemGraph(mem);
     if (!s.ok()) SetBackgroundError(s);
+    mem.reset();
+#if defined(__GLIBC__)
+    // The MemGraph's slot and hash vectors were freed (unless a reader still
+    // holds its Version); hand the heap's free pages back to the OS so the
+    // resident set tracks the MemGraph budget.
+    malloc_trim(0);
+#endif
   }
 }
 
@@ -499,29 +508,19 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   }
   RetainParams rp{&snaps, vdel.get(), durable, false};
   std::vector<SegMeta> metas;
-  std::vector<uint64_t> verts;
   std::vector<Entry> ents, kept;
   SegmentBuilder b;
   for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
-    verts.clear();
-    {
-      auto rl = mem->ReadLock();
-      uint64_t resume;
-      mem->VerticesFrom(dir, 0, GT_MAX_VERTEX + 1, SIZE_MAX, &verts, &resume);
-    }
     b.Reset();
-    for (uint64_t v : verts) {
-      ents.clear();
-      {
-        auto rl = mem->ReadLock();
-        mem->Collect(dir, v, &ents);
-      }
-      SortMemRun(&ents);
-      std::vector<Run> runs{Run{ents.data(), nullptr, 0, ents.size()}};
+    std::vector<Run> runs(1);
+    // A frozen MemGraph has no writers; the lock only orders us after them.
+    auto rl = mem->ReadLock();
+    mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
       kept.clear();
       RetainVersions(runs, v, rp, &kept);
       b.AddVertex(v, kept.data(), kept.size());
-    }
+    });
     if (b.empty()) continue;
     SegMeta m;
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));
@@ -676,13 +675,18 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   std::vector<Run> runs;
   std::vector<Entry> kept;
   uint64_t read_bytes = 0, visited = 0;
+  std::vector<uint64_t> consumed(inputs.size(), 0);
   for (const auto &s : inputs) read_bytes += s->meta().bytes;
   for (;;) {
     bool any;
     uint64_t v = MinHead(cursors, &any);
     if (!any) break;
     runs.clear();
-    for (const auto &s : inputs) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, &runs));
+    for (size_t k = 0; k < inputs.size(); k++) {
+      const size_t before = runs.size();
+      GT_RETURN_IF_ERROR(AddSegmentRun(inputs[k].get(), v, &runs));
+      if (runs.size() > before) consumed[k] = runs.back().e;
+    }
     kept.clear();
     RetainVersions(runs, v, rp, &kept);
     b.AddVertex(v, kept.data(), kept.size());
@@ -694,6 +698,9 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
       b.Reset();
     }
     if ((++visited & 0xffff) == 0) {
+      // Inputs are read once, in order: keep the resident set bounded by
+      // dropping the pages already merged.
+      for (size_t k = 0; k < inputs.size(); k++) inputs[k]->ReleasePages(consumed[k]);
       std::lock_guard<std::mutex> l(mu_);
       if (shutting_down_) return Status::Closed("store is closing");
     }
@@ -859,6 +866,30 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
   return Status::OK();
 }
 
+// The level holding every edge of [lo, hi) when that is a single clean run:
+// no MemGraph or L0 data, no vertex deletes, one level overlapping the
+// range, and no segment there with versions newer than tau, tombstones or
+// several versions of an edge. Then a scan is a bulk copy of the CSR.
+// Requires the MemGraphs' read locks held.
+static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version &ver, int dir, uint64_t lo,
+                                                                   uint64_t hi, uint64_t tau) {
+  for (const MemGraph *m : {ver.active.get(), ver.imm.get()})
+    if (m != nullptr && m->vertices(dir) != 0) return nullptr;
+  const Tree &t = ver.trees[dir];
+  if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
+  const std::vector<std::shared_ptr<Segment>> *found = nullptr;
+  for (size_t i = 1; i < t.levels.size(); i++) {
+    for (const auto &s : t.levels[i]) {
+      const SegMeta &m = s->meta();
+      if (m.max_src < lo || m.min_src >= hi) continue;
+      if (found != nullptr && found != &t.levels[i]) return nullptr;
+      if (m.max_seq > tau || (s->flags() & (kFlagTombstones | kFlagMultiVersion))) return nullptr;
+      found = &t.levels[i];
+    }
+  }
+  return found;
+}
+
 Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap,
                             uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
   *nv = 0;
@@ -870,6 +901,21 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   std::shared_lock<std::shared_mutex> l0, l1;
   if (ver->active) l0 = ver->active->ReadLock();
   if (ver->imm) l1 = ver->imm->ReadLock();
+  offs[0] = 0;
+  if (const auto *lv = SingleRunLevel(*ver, dir, lo, hi, tau_)) {
+    for (const auto &s : *lv) {
+      if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
+      uint64_t need;
+      GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+      if (need > 0) {
+        *ne = need;
+        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(*next), "", 0};
+      }
+      if (*next != hi) return Status::OK();
+    }
+    *next = hi;
+    return Status::OK();
+  }
   std::vector<VertexCursor> cursors;
   if (ver->active) cursors.push_back(VertexCursor::ForMem(ver->active.get(), dir, lo, hi));
   if (ver->imm) cursors.push_back(VertexCursor::ForMem(ver->imm.get(), dir, lo, hi));
@@ -881,7 +927,6 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   std::vector<Entry> m[2];
   std::vector<Run> runs;
   size_t outv = 0, oute = 0;
-  offs[0] = 0;
   for (;;) {
     bool any;
     uint64_t v = MinHead(cursors, &any);

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Memory is a reading of /proc/self/status, in bytes.
@@ -59,4 +61,57 @@ func ReadMemory() (Memory, error) {
 // that a later PeakRSS measures one phase of a benchmark.
 func ResetPeakRSS() error {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// PeakSampler samples the resident set every interval until Stop, and
+// keeps the peaks of its anonymous and file-mapped parts, which the kernel
+// does not track separately.
+type PeakSampler struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	peak Memory // Protected by mu.
+}
+
+// StartPeakSampler starts sampling.
+func StartPeakSampler(interval time.Duration) *PeakSampler {
+	p := &PeakSampler{stop: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			p.sample()
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *PeakSampler) sample() {
+	m, err := ReadMemory()
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peak.RSS = max(p.peak.RSS, m.RSS)
+	p.peak.PeakRSS = max(p.peak.PeakRSS, m.PeakRSS)
+	p.peak.Anon = max(p.peak.Anon, m.Anon)
+	p.peak.File = max(p.peak.File, m.File)
+}
+
+// Stop ends sampling and returns the peaks seen.
+func (p *PeakSampler) Stop() Memory {
+	close(p.stop)
+	p.wg.Wait()
+	p.sample()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peak
 }

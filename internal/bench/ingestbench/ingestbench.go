@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/bench"
@@ -37,29 +38,29 @@ type Config struct {
 
 // Result is the JSON line the command prints last.
 type Result struct {
-	Edges                int     `json:"edges"`
-	DistinctEdges        uint64  `json:"distinct_edges"`
-	Vertices             uint64  `json:"vertices"`
-	BatchSize            int     `json:"batch_size"`
-	MemGraphBytes        int64   `json:"memgraph_bytes"`
-	StoreEdgesPerSec     float64 `json:"store_edges_per_sec"`
-	PebbleEdgesPerSec    float64 `json:"pebble_edges_per_sec"`
-	CSRBuildEdgesPerSec  float64 `json:"csr_build_edges_per_sec"`
-	StoreVsPebble        float64 `json:"store_vs_pebble"`
-	StoreCompactSec      float64 `json:"store_compact_sec"`
-	StoreScanSec         float64 `json:"store_scan_sec"`
-	CSRScanSec           float64 `json:"csr_scan_sec"`
-	ScanRatio            float64 `json:"scan_store_over_csr"`
-	StoreBytesPerEdge    float64 `json:"store_bytes_per_edge"`
-	PebbleBytesPerEdge   float64 `json:"pebble_bytes_per_edge"`
-	WriteAmplification   float64 `json:"write_amplification"`
-	Flushes              int64   `json:"flushes"`
-	Compactions          int64   `json:"compactions"`
-	WriteStalls          int64   `json:"write_stalls"`
-	PeakRSSBytes         int64   `json:"peak_rss_bytes"`
-	StorePeakExtraBytes  int64   `json:"store_peak_rss_over_baseline_bytes"`
-	StoreAnonBytes       int64   `json:"store_end_anon_rss_bytes"`
-	StoreFileMappedBytes int64   `json:"store_end_file_rss_bytes"`
+	Edges               int     `json:"edges"`
+	DistinctEdges       uint64  `json:"distinct_edges"`
+	Vertices            uint64  `json:"vertices"`
+	BatchSize           int     `json:"batch_size"`
+	MemGraphBytes       int64   `json:"memgraph_bytes"`
+	StoreEdgesPerSec    float64 `json:"store_edges_per_sec"`
+	PebbleEdgesPerSec   float64 `json:"pebble_edges_per_sec"`
+	CSRBuildEdgesPerSec float64 `json:"csr_build_edges_per_sec"`
+	StoreVsPebble       float64 `json:"store_vs_pebble"`
+	StoreCompactSec     float64 `json:"store_compact_sec"`
+	StoreScanSec        float64 `json:"store_scan_sec"`
+	CSRScanSec          float64 `json:"csr_scan_sec"`
+	ScanRatio           float64 `json:"scan_store_over_csr"`
+	StoreBytesPerEdge   float64 `json:"store_bytes_per_edge"`
+	PebbleBytesPerEdge  float64 `json:"pebble_bytes_per_edge"`
+	WriteAmplification  float64 `json:"write_amplification"`
+	Flushes             int64   `json:"flushes"`
+	Compactions         int64   `json:"compactions"`
+	WriteStalls         int64   `json:"write_stalls"`
+	PeakRSSBytes        int64   `json:"peak_rss_bytes"`
+	StorePeakExtraBytes int64   `json:"store_peak_rss_over_baseline_bytes"`
+	StorePeakAnonBytes  int64   `json:"store_peak_anon_rss_over_baseline_bytes"`
+	StorePeakFileBytes  int64   `json:"store_peak_file_rss_bytes"`
 }
 
 // Run performs the benchmark.
@@ -132,6 +133,9 @@ func Run(cfg Config) (Result, error) {
 }
 
 func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, logf func(string, ...any)) error {
+	// Return the earlier phases' garbage first, so that the baseline is the
+	// live data (the edge list and the CSR) and not the Go heap's slack.
+	debug.FreeOSMemory()
 	before, err := bench.ReadMemory()
 	if err != nil {
 		return err
@@ -139,6 +143,7 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 	if err := bench.ResetPeakRSS(); err != nil {
 		logf("warning: cannot reset peak RSS (%v); peak includes earlier phases", err)
 	}
+	sampler := bench.StartPeakSampler(20 * time.Millisecond)
 	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: cfg.MemGraphBytes})
 	if err != nil {
 		return err
@@ -217,16 +222,13 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 	res.ScanRatio = res.StoreScanSec / res.CSRScanSec
 	logf("store: scan %.3fs (%.2fx csr), contents match the static CSR", res.StoreScanSec, res.ScanRatio)
 
-	after, err := bench.ReadMemory()
-	if err != nil {
-		return err
-	}
-	res.PeakRSSBytes = after.PeakRSS
-	res.StorePeakExtraBytes = after.PeakRSS - before.RSS
-	res.StoreAnonBytes = after.Anon - before.Anon
-	res.StoreFileMappedBytes = after.File - before.File
-	logf("store: peak RSS %d MiB (%d MiB over the %d MiB before opening the store; at the end %d MiB anonymous, %d MiB mapped files)",
-		after.PeakRSS>>20, res.StorePeakExtraBytes>>20, before.RSS>>20, res.StoreAnonBytes>>20, res.StoreFileMappedBytes>>20)
+	peak := sampler.Stop()
+	res.PeakRSSBytes = peak.PeakRSS
+	res.StorePeakExtraBytes = peak.PeakRSS - before.RSS
+	res.StorePeakAnonBytes = peak.Anon - before.Anon
+	res.StorePeakFileBytes = peak.File - before.File
+	logf("store: peak RSS %d MiB, %d MiB over the %d MiB before opening the store (sampled peaks: %d MiB anonymous, %d MiB mapped store files)",
+		peak.PeakRSS>>20, res.StorePeakExtraBytes>>20, before.RSS>>20, res.StorePeakAnonBytes>>20, res.StorePeakFileBytes>>20)
 	return nil
 }
 
