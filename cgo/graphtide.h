@@ -60,7 +60,7 @@ void gt_error_free(gt_error *e);
 
 typedef struct gt_options {
   uint64_t memgraph_bytes;       /* size of one MemGraph; 0 = 64 MiB */
-  uint64_t target_segment_bytes; /* segment size in L1+; 0 = 32 MiB */
+  uint64_t target_segment_bytes; /* segment size in L1+; 0 = 8 MiB */
   uint32_t size_ratio;           /* level capacity growth; 0 = 10 */
   uint32_t l0_compaction_trigger; /* L0 files that trigger compaction; 0 = 4 */
   uint32_t max_levels;           /* including L0; 0 = 7; at most GT_MAX_LEVELS */

@@ -10,6 +10,24 @@ namespace gt {
 // fully compacted file needs no version column.
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out) {
   const std::vector<uint64_t> &snaps = *p.snaps;
+  if (snaps.empty() && (p.vdel == nullptr || p.vdel->empty())) {
+    // The common case, and the same rules specialised: with no snapshot
+    // there is one stripe, so only the newest version of a dst is kept; at
+    // the bottommost level it is dropped if a tombstone, else made seq 0.
+    bool have = false;
+    uint64_t cur = 0;
+    MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
+      if (have && dst == cur) return;
+      have = true;
+      cur = dst;
+      if (p.bottommost) {
+        if (VersTomb(vers)) return;
+        vers = 0;
+      }
+      out->push_back(Entry{dst, vers, w});
+    });
+    return;
+  }
   const uint64_t oldest = snaps.empty() ? UINT64_MAX : snaps.front();
   auto vdel_latest = [&](uint64_t v) -> uint64_t {
     if (p.vdel == nullptr || p.vdel->empty()) return 0;

@@ -115,11 +115,13 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
       std::vector<uint32_t>().swap(d32_);
     }
     if (e[i].vers != 0 && !has_vers_) {
+      vers_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
       vers_.assign(n_, 0);
       has_vers_ = true;
     }
     if (has_vers_) vers_.push_back(e[i].vers);
     if (e[i].weight != 1.0 && !has_w_) {
+      w_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
       w_.assign(n_, 1.0);
       has_w_ = true;
     }
@@ -139,6 +141,13 @@ uint64_t SegmentBuilder::EstimatedBytes() const {
   const uint64_t table = srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
   const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8;
   return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
+}
+
+void SegmentBuilder::Reserve(uint64_t nverts, uint64_t nentries) {
+  srcs_.reserve(nverts);
+  offs_.reserve(nverts + 1);
+  d32_.reserve(nentries);
+  reserve_entries_ = nentries;
 }
 
 void SegmentBuilder::Reset() {

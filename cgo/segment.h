@@ -71,6 +71,9 @@ class SegmentBuilder {
   // Approximate bytes the file will take.
   uint64_t EstimatedBytes() const;
   bool empty() const { return srcs_.empty(); }
+  // Sizes the columns for about this many vertices and entries up front,
+  // so that they do not double past what the file needs.
+  void Reserve(uint64_t nverts, uint64_t nentries);
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
   Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir,
                 SegMeta *meta);
@@ -82,7 +85,7 @@ class SegmentBuilder {
   std::vector<uint64_t> d64_;  // once one is not
   std::vector<uint64_t> vers_;  // kept once has_vers_ (some vers not 0)
   std::vector<double> w_;       // kept once has_w_ (some weight not 1)
-  uint64_t n_ = 0;
+  uint64_t n_ = 0, reserve_entries_ = 0;
   bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
 };

@@ -515,6 +515,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     std::vector<Run> runs(1);
     // A frozen MemGraph has no writers; the lock only orders us after them.
     auto rl = mem->ReadLock();
+    b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
     mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
       runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
       kept.clear();
@@ -672,6 +673,10 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   for (const auto &s : inputs) cursors.push_back(VertexCursor::ForSegment(s.get(), 0, GT_MAX_VERTEX + 1));
   std::vector<SegMeta> outs;
   SegmentBuilder b;
+  // Output segments are cut at the target size; size the columns for one
+  // (4-byte dsts, the common case) so that they do not double past it.
+  const uint64_t seg_entries = opt_.target_segment_bytes / 4;
+  b.Reserve(seg_entries / 8, seg_entries);
   std::vector<Run> runs;
   std::vector<Entry> kept;
   uint64_t read_bytes = 0, visited = 0;
@@ -695,7 +700,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
       SegMeta m;
       GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
       outs.push_back(m);
-      b.Reset();
+      b.Reset();  // keeps the reserved capacity for the next segment
     }
     if ((++visited & 0xffff) == 0) {
       // Inputs are read once, in order: keep the resident set bounded by
@@ -745,6 +750,10 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   }
   // Unlinked when the last Version holding them is released.
   for (const auto &s : inputs) s->MarkObsolete();
+#if defined(__GLIBC__)
+  b = SegmentBuilder();
+  malloc_trim(0);  // return the builder's columns to the OS
+#endif
   compactions_.fetch_add(1);
   compaction_read_.fetch_add(read_bytes);
   compaction_written_.fetch_add(written);

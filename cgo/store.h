@@ -50,7 +50,7 @@ namespace gt {
 
 struct Options {
   uint64_t memgraph_bytes = 64ull << 20;
-  uint64_t target_segment_bytes = 32ull << 20;
+  uint64_t target_segment_bytes = 8ull << 20;
   uint32_t size_ratio = 10;
   uint32_t l0_trigger = 4;
   uint32_t max_levels = 7;

@@ -11,7 +11,7 @@ type Options struct {
 	// path is about twice this.
 	MemGraphBytes int64
 	// TargetSegmentBytes is the size at which compaction cuts L1+ segments.
-	// Default 32 MiB; allowed 16 KiB to 16 GiB.
+	// Default 8 MiB; allowed 16 KiB to 16 GiB.
 	TargetSegmentBytes int64
 	// SizeRatio is the capacity growth between levels. Default 10; 2 to 1000.
 	SizeRatio int
