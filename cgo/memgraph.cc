@@ -14,6 +14,7 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), l
     d.keys.assign(1024, kEmpty);
     d.slot_of.assign(1024, kNil);
     d.mask = 1023;
+    d.arena.SetBlockBytes(std::min<uint64_t>(1 << 20, std::max<uint64_t>(4096, limit_bytes / 16)));
   }
   bytes_.store(2 * 1024 * 12);
 }
@@ -24,9 +25,8 @@ MemGraph::Arena::~Arena() {
 }
 
 Entry *MemGraph::Arena::Alloc(size_t n) {
-  constexpr size_t kBlock = (1 << 20) / sizeof(Entry);
   if (n > cap_ - used_) {
-    size_t sz = std::max(n, kBlock);
+    size_t sz = std::max(n, block_entries_);
     size_t bytes = sz * sizeof(Entry);
     void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
@@ -125,6 +125,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
     has_srcpos_ = true;
   }
   entries_.fetch_add(added, std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
   // Everything the MemGraph holds, capacities included, so that it freezes
   // at its configured size of real memory.
   uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();

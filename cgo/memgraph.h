@@ -44,7 +44,9 @@ class MemGraph {
   void Freeze(uint64_t freeze_seq);
 
   bool full() const { return bytes_.load(std::memory_order_relaxed) >= limit_; }
-  bool empty() const { return entries_.load(std::memory_order_relaxed) == 0 && vdels_.empty(); }
+  // No batch applied yet (a batch with no ops still counts: it carries a
+  // sequence number and maybe a source position that a flush must record).
+  bool empty() const { return batches_.load(std::memory_order_relaxed) == 0; }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
@@ -93,6 +95,9 @@ class MemGraph {
    public:
     Arena() = default;
     ~Arena();
+    // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
+    // MemGraph is not filled by its first block.
+    void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
     Arena(const Arena &) = delete;
     Arena &operator=(const Arena &) = delete;
     Entry *Alloc(size_t n);  // throws std::bad_alloc if the OS refuses (GT_ERR_INTERNAL)
@@ -100,6 +105,7 @@ class MemGraph {
 
    private:
     std::vector<std::pair<void *, size_t>> blocks_;  // (mapping, bytes)
+    size_t block_entries_ = (1 << 20) / sizeof(Entry);
     Entry *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
@@ -129,6 +135,7 @@ class MemGraph {
   mutable Dir dirs_[2];
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> batches_{0};
   std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq); Protected by mu_.
   std::string srcpos_;
   bool has_srcpos_ = false;

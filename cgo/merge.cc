@@ -45,11 +45,11 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
 
   auto close_group = [&]() {
     if (!have || out->size() == group_start || !p.bottommost) return;
+    // Nothing older exists below: a tombstone that is the oldest kept
+    // version hides nothing, and neither does one left oldest after that.
+    while (out->size() > group_start && VersTomb(out->back().vers)) out->pop_back();
+    if (out->size() == group_start) return;
     Entry &last = out->back();
-    if (VersTomb(last.vers)) {
-      out->pop_back();
-      return;
-    }
     if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel) last.vers = 0;
   };
 

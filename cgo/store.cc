@@ -513,15 +513,18 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
     b.Reset();
     std::vector<Run> runs(1);
-    // A frozen MemGraph has no writers; the lock only orders us after them.
-    auto rl = mem->ReadLock();
-    b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
-    mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
-      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
-      kept.clear();
-      RetainVersions(runs, v, rp, &kept);
-      b.AddVertex(v, kept.data(), kept.size());
-    });
+    {
+      // A frozen MemGraph has no writers; the lock only orders us after
+      // them. Released before taking mu_ (NewFileId) to keep lock order.
+      auto rl = mem->ReadLock();
+      b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
+      mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+        runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
+        kept.clear();
+        RetainVersions(runs, v, rp, &kept);
+        b.AddVertex(v, kept.data(), kept.size());
+      });
+    }
     if (b.empty()) continue;
     SegMeta m;
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));

@@ -1,6 +1,8 @@
 // test_util.h -- small helpers shared by the core's GoogleTest files: a
 // self-deleting temporary directory, whole-file read/write, byte flipping,
-// and a gt_error holder that always frees what the core allocated.
+// a gt_error holder that always frees what the core allocated, and the
+// documented segment file layout (segment.h) recomputed from a file's bytes,
+// for the corruption tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "graphtide.h"
+#include "segment.h"
 
 namespace gt_test {
 
@@ -91,6 +94,58 @@ struct Err {
   void Reset() {
     gt_error_free(&e);
     std::memset(&e, 0, sizeof e);
+  }
+};
+
+constexpr uint64_t kHeaderSize = 128;  // segment.h layout
+constexpr uint64_t kFooterSize = 32;
+
+// The documented layout of a segment file, computed from its header and
+// footer (segment.h), independently of segment.cc.
+struct Layout {
+  uint64_t size, flags, nverts, nentries, table_len, chunk_size;
+  uint64_t table_off, table_bytes, dst_off, dst_width, vers_off, w_off, body_end, nchunks, crc_off, foot_off;
+
+  explicit Layout(const std::string &d) {
+    size = d.size();
+    flags = GetLE<uint32_t>(d, 12);
+    nverts = GetLE<uint64_t>(d, 32);
+    nentries = GetLE<uint64_t>(d, 40);
+    table_len = GetLE<uint64_t>(d, 88);
+    chunk_size = GetLE<uint64_t>(d, 96);
+    table_off = kHeaderSize;
+    table_bytes = (flags & gt::kFlagDense) ? table_len * 8 : nverts * 8 + (nverts + 1) * 8;
+    dst_off = table_off + table_bytes;
+    dst_width = (flags & gt::kFlagDst32) ? 4 : 8;
+    uint64_t off = dst_off + ((nentries * dst_width + 7) & ~uint64_t(7));
+    vers_off = w_off = 0;
+    if (flags & gt::kFlagVers) {
+      vers_off = off;
+      off += nentries * 8;
+    }
+    if (flags & gt::kFlagWeights) {
+      w_off = off;
+      off += nentries * 8;
+    }
+    foot_off = size - kFooterSize;
+    body_end = GetLE<uint64_t>(d, foot_off);
+    nchunks = GetLE<uint64_t>(d, foot_off + 8);
+    crc_off = body_end;
+    EXPECT_EQ(off, body_end) << "layout of segment.h does not match the file";
+  }
+  uint64_t Chunk(uint64_t byte) const { return (byte - kHeaderSize) / chunk_size; }
+  uint64_t ChunkBegin(uint64_t c) const { return kHeaderSize + c * chunk_size; }
+  // Whether entries [b,e) have a byte in chunk c (in any column).
+  bool RangeTouchesChunk(uint64_t b, uint64_t e, uint64_t c) const {
+    if (e <= b) return false;
+    auto touches = [&](uint64_t col, uint64_t width) {
+      uint64_t from = col + b * width, to = col + e * width;  // [from,to)
+      return Chunk(from) <= c && c <= Chunk(to - 1);
+    };
+    if (touches(dst_off, dst_width)) return true;
+    if ((flags & gt::kFlagVers) && touches(vers_off, 8)) return true;
+    if ((flags & gt::kFlagWeights) && touches(w_off, 8)) return true;
+    return false;
   }
 };
 

@@ -137,3 +137,29 @@ func TestBatchOrderSemantics(t *testing.T) {
 		sn.Release()
 	}
 }
+
+// A batch with no ops still carries a source position; Flush must make it
+// durable (an idle consumer advancing past filtered records does this).
+func TestFlushRecordsPositionOfEmptyBatch(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.SetSourcePosition([]byte("p1"))
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p, _ := s.SourcePosition(); string(p) != "p1" {
+		t.Fatalf("position after reopen = %q, want p1", p)
+	}
+}
