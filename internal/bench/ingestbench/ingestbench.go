@@ -103,9 +103,8 @@ func Run(cfg Config) (Result, error) {
 		return n, sum
 	}
 	csrScan() // warm
-	t0 = time.Now()
-	csrN, csrSum := csrScan()
-	res.CSRScanSec = time.Since(t0).Seconds()
+	var csrN, csrSum uint64
+	res.CSRScanSec = bestOf(scanRepeats, func() { csrN, csrSum = csrScan() })
 	logf("csr: build %.0f edges/s, scan %.3fs, %d distinct edges", res.CSRBuildEdgesPerSec, res.CSRScanSec, csrN)
 
 	if err := runStore(cfg, edges, csrN, csrSum, &res, logf); err != nil {
@@ -210,12 +209,15 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 	if _, _, err := scan(); err != nil { // warm: maps pages, verifies checksums
 		return err
 	}
-	t0 = time.Now()
-	n, sum, err := scan()
+	var n, sum uint64
+	res.StoreScanSec = bestOf(scanRepeats, func() {
+		if err == nil {
+			n, sum, err = scan()
+		}
+	})
 	if err != nil {
 		return err
 	}
-	res.StoreScanSec = time.Since(t0).Seconds()
 	if n != csrN || sum != csrSum {
 		return fmt.Errorf("store scan disagrees with the static CSR: %d edges (checksum %d), want %d (checksum %d)", n, sum, csrN, csrSum)
 	}
@@ -230,6 +232,22 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 	logf("store: peak RSS %d MiB, %d MiB over the %d MiB before opening the store (sampled peaks: %d MiB anonymous, %d MiB mapped store files)",
 		peak.PeakRSS>>20, res.StorePeakExtraBytes>>20, before.RSS>>20, res.StorePeakAnonBytes>>20, res.StorePeakFileBytes>>20)
 	return nil
+}
+
+// scanRepeats is how often each scan is timed; the best time is reported,
+// which filters out the other tenants of a shared machine.
+const scanRepeats = 3
+
+func bestOf(n int, f func()) float64 {
+	best := 0.0
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		f()
+		if d := time.Since(t0).Seconds(); i == 0 || d < best {
+			best = d
+		}
+	}
+	return best
 }
 
 func loadEdges(cfg Config, logf func(string, ...any)) ([]gen.Edge, uint64, error) {
