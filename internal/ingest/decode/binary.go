@@ -1,0 +1,141 @@
+package decode
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+)
+
+// Binary entry layout; see the package documentation.
+const (
+	binFixedSize = 18 // op, flags, src, dst
+	binOptSize   = 8  // each optional field
+
+	flagWeight    = 1 << 0
+	flagEventTime = 1 << 1
+	flagsKnown    = flagWeight | flagEventTime
+)
+
+// AppendBinary appends e as one binary entry to dst and returns the extended
+// slice. The weight is written if e.HasWeight, the event time if
+// e.EventTime is not zero (as Unix microseconds). AppendBinary does not
+// validate e: an Edge that breaks the rules yields an entry that Decode
+// rejects.
+func AppendBinary(dst []byte, e Edge) []byte {
+	var flags byte
+	if e.HasWeight {
+		flags |= flagWeight
+	}
+	if !e.EventTime.IsZero() {
+		flags |= flagEventTime
+	}
+	dst = append(dst, byte(e.Op), flags)
+	dst = binary.LittleEndian.AppendUint64(dst, e.Src)
+	dst = binary.LittleEndian.AppendUint64(dst, e.Dst)
+	if e.HasWeight {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Weight))
+	}
+	if !e.EventTime.IsZero() {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.EventTime.UnixMicro()))
+	}
+	return dst
+}
+
+// binaryDecoder checks a whole value in a first pass and decodes and emits
+// it in a second: parsing an entry twice is cheaper than storing it, and it
+// needs no scratch space.
+type binaryDecoder struct {
+	rules
+}
+
+func (d *binaryDecoder) Format() Format { return FormatBinary }
+
+func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
+	if len(v) == 0 {
+		return d.errorf(0, "empty value")
+	}
+	for off := 0; off < len(v); {
+		size, err := d.check(v, off)
+		if err != nil {
+			return err
+		}
+		off += size
+	}
+	for off := 0; off < len(v); {
+		rest := v[off:]
+		flags := rest[1]
+		e := Edge{
+			Op:  Op(rest[0]),
+			Src: binary.LittleEndian.Uint64(rest[2:]),
+			Dst: binary.LittleEndian.Uint64(rest[10:]),
+		}
+		p := binFixedSize
+		if flags&flagWeight != 0 {
+			e.Weight = math.Float64frombits(binary.LittleEndian.Uint64(rest[p:]))
+			e.HasWeight = true
+			p += binOptSize
+		}
+		if flags&flagEventTime != 0 {
+			e.EventTime = time.UnixMicro(int64(binary.LittleEndian.Uint64(rest[p:]))).UTC()
+			p += binOptSize
+		}
+		emit(e)
+		off += p
+	}
+	return nil
+}
+
+// check validates the entry at v[off:] and returns its size.
+func (d *binaryDecoder) check(v []byte, off int) (int, error) {
+	rest := v[off:]
+	if len(rest) < binFixedSize {
+		return 0, d.errorf(off, "truncated entry: %d bytes left, an entry takes at least %d", len(rest), binFixedSize)
+	}
+	op := Op(rest[0])
+	if op > OpDeleteVertex {
+		return 0, d.errorf(off, "unknown op %d", rest[0])
+	}
+	flags := rest[1]
+	if flags&^flagsKnown != 0 {
+		return 0, d.errorf(off+1, "unknown flag bits %#02x", flags&^flagsKnown)
+	}
+	size := binFixedSize
+	if flags&flagWeight != 0 {
+		if op != OpUpsert {
+			return 0, d.errorf(off+1, "weight not allowed for %s", op)
+		}
+		size += binOptSize
+	}
+	if flags&flagEventTime != 0 {
+		size += binOptSize
+	}
+	if len(rest) < size {
+		return 0, d.errorf(off, "truncated entry: %d bytes left, this entry takes %d", len(rest), size)
+	}
+	if src := binary.LittleEndian.Uint64(rest[2:]); src > d.maxNumeric {
+		return 0, d.errorf(off+2, "src: %s", d.idReason(src))
+	}
+	dst := binary.LittleEndian.Uint64(rest[10:])
+	if op == OpDeleteVertex {
+		if dst != 0 {
+			return 0, d.errorf(off+10, "dst must be 0 for delete_vertex, got %d", dst)
+		}
+	} else if dst > d.maxNumeric {
+		return 0, d.errorf(off+10, "dst: %s", d.idReason(dst))
+	}
+	p := binFixedSize
+	if flags&flagWeight != 0 {
+		w := math.Float64frombits(binary.LittleEndian.Uint64(rest[p:]))
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return 0, d.errorf(off+p, "%s", weightReason(w))
+		}
+		p += binOptSize
+	}
+	if flags&flagEventTime != 0 {
+		us := int64(binary.LittleEndian.Uint64(rest[p:]))
+		if us < minEventMicros || us > maxEventMicros {
+			return 0, d.errorf(off+p, "event time %d us out of range [%d, %d]", us, minEventMicros, maxEventMicros)
+		}
+	}
+	return size, nil
+}

@@ -1,0 +1,246 @@
+package decode
+
+import (
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// Op is the kind of an edge operation.
+type Op uint8
+
+const (
+	// OpUpsert inserts the edge (src, dst) or updates its weight.
+	OpUpsert Op = 0
+	// OpDeleteEdge removes the edge (src, dst).
+	OpDeleteEdge Op = 1
+	// OpDeleteVertex removes vertex src and its edges; Dst is 0.
+	OpDeleteVertex Op = 2
+)
+
+// String returns "upsert", "delete_edge" or "delete_vertex".
+func (o Op) String() string {
+	switch o {
+	case OpUpsert:
+		return "upsert"
+	case OpDeleteEdge:
+		return "delete_edge"
+	case OpDeleteVertex:
+		return "delete_vertex"
+	default:
+		return fmt.Sprintf("Op(%d)", uint8(o))
+	}
+}
+
+// MaxVertex is the largest vertex id, numeric or key.
+const MaxVertex = keydict.MaxVertex
+
+// Edge is one decoded edge operation. See the package documentation for the
+// rules every emitted Edge obeys.
+type Edge struct {
+	Op        Op
+	Src, Dst  uint64
+	Weight    float64 // 0 unless HasWeight
+	HasWeight bool
+	EventTime time.Time // zero if absent; otherwise UTC, microsecond precision
+}
+
+// KeyResolver maps string vertex keys to vertex ids; *keydict.Dict implements
+// it. ID must return an id in [keydict.KeyBase, MaxVertex]. An error from ID
+// is returned by Decode as is (wrapped), not as an *Error.
+type KeyResolver interface {
+	ID(key string) (uint64, error)
+}
+
+// bytesResolver is an optional KeyResolver method that resolves a key held in
+// bytes without converting it to a string; *keydict.Dict implements it. The
+// text decoder uses it so that known keys cost no allocation.
+type bytesResolver interface {
+	IDBytes(key []byte) (uint64, error)
+}
+
+// Decoder decodes record values of one Format. It is not safe for concurrent
+// use.
+type Decoder interface {
+	// Decode parses value and, only if the whole value is valid, calls emit
+	// once per edge, in order. Errors about the value are *Error.
+	Decode(value []byte, emit func(Edge)) error
+	// Format returns the format that the Decoder reads.
+	Format() Format
+}
+
+// Format is a record value format.
+type Format int
+
+const (
+	// FormatBinary is the compact binary layout (see the package doc).
+	FormatBinary Format = iota + 1
+	// FormatJSON is one JSON object or an array of objects per value.
+	FormatJSON
+	// FormatText is SNAP-style edge list lines.
+	FormatText
+)
+
+// ParseFormat parses a format name: "binary" or "bin", "json", "text" or
+// "el".
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "binary", "bin":
+		return FormatBinary, nil
+	case "json":
+		return FormatJSON, nil
+	case "text", "el":
+		return FormatText, nil
+	}
+	return 0, fmt.Errorf("unknown record format %q: want binary, json or text", s)
+}
+
+// String returns "binary", "json" or "text".
+func (f Format) String() string {
+	switch f {
+	case FormatBinary:
+		return "binary"
+	case FormatJSON:
+		return "json"
+	case FormatText:
+		return "text"
+	default:
+		return fmt.Sprintf("Format(%d)", int(f))
+	}
+}
+
+// Error reports a record value that cannot be decoded: the record is at
+// fault and belongs in the dead-letter topic, with Reason in a header.
+type Error struct {
+	Format Format
+	Offset int    // byte offset in the value
+	Reason string // what is wrong, without the format and offset
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("decode %s: byte offset %d: %s", e.Format, e.Offset, e.Reason)
+}
+
+// New returns a Decoder for format f. keys resolves string keys; if it is
+// nil, string keys are an error and numeric ids may use the whole range up to
+// MaxVertex. New panics if f is not a known Format (use ParseFormat to check
+// user input).
+func New(f Format, keys KeyResolver) Decoder {
+	r := rules{keys: keys, maxNumeric: MaxVertex}
+	if keys != nil {
+		r.maxNumeric = keydict.KeyBase - 1
+		r.keysBytes, _ = keys.(bytesResolver)
+	}
+	switch f {
+	case FormatBinary:
+		r.format = f
+		return &binaryDecoder{rules: r}
+	case FormatJSON:
+		r.format = f
+		return &jsonDecoder{rules: r}
+	case FormatText:
+		r.format = f
+		return &textDecoder{rules: r}
+	}
+	panic(fmt.Sprintf("decode: unknown format %v", f))
+}
+
+// Limits on event times: [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z],
+// so that every format can carry them and the zero Time means "absent".
+const (
+	minEventMicros int64 = 0
+	maxEventMicros int64 = 253402300799999999
+	maxEventMillis int64 = maxEventMicros / 1000
+)
+
+// maxRetainedEdges bounds the scratch space a Decoder keeps between values.
+const maxRetainedEdges = 1 << 16
+
+// rules holds the validation settings shared by all decoders.
+type rules struct {
+	format     Format
+	keys       KeyResolver   // nil: string keys are an error
+	keysBytes  bytesResolver // keys, if it implements IDBytes
+	maxNumeric uint64        // largest numeric vertex id accepted
+}
+
+func (r *rules) errorf(off int, format string, args ...any) *Error {
+	return &Error{Format: r.format, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+// idReason returns why the numeric vertex id is rejected, or "".
+func (r *rules) idReason(id uint64) string {
+	if id <= r.maxNumeric {
+		return ""
+	}
+	if r.keys != nil && id <= MaxVertex {
+		return fmt.Sprintf("vertex id %d out of range (numeric ids must be below %d when string keys are in use)", id, keydict.KeyBase)
+	}
+	return fmt.Sprintf("vertex id %d out of range (max %d)", id, MaxVertex)
+}
+
+// weightReason returns why the weight is rejected, or "".
+func weightReason(w float64) string {
+	if math.IsNaN(w) || math.IsInf(w, 0) {
+		return fmt.Sprintf("weight %v is not finite", w)
+	}
+	return ""
+}
+
+// eventTime converts Unix microseconds to an event time, checking the range.
+func eventTime(us int64) (time.Time, bool) {
+	if us < minEventMicros || us > maxEventMicros {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
+}
+
+// keyReason returns why key cannot be a dictionary key, or "". It agrees
+// with keydict.CheckKey.
+func keyReason(key string) string {
+	switch {
+	case len(key) == 0:
+		return "empty key"
+	case len(key) > keydict.MaxKeyLen:
+		return fmt.Sprintf("key %s of %d bytes is longer than %d", clip(key), len(key), keydict.MaxKeyLen)
+	case !utf8.ValidString(key):
+		return fmt.Sprintf("key %s is not valid utf-8", clip(key))
+	}
+	return ""
+}
+
+// keyReasonBytes is keyReason for a key held in bytes.
+func keyReasonBytes(key []byte) string {
+	if len(key) == 0 || len(key) > keydict.MaxKeyLen || !utf8.Valid(key) {
+		return keyReason(string(key))
+	}
+	return ""
+}
+
+// badResolvedID is the error for a KeyResolver that gave key an id above
+// MaxVertex: a fault of the resolver, not of the record.
+func (r *rules) badResolvedID(key string, id uint64, off int) error {
+	return fmt.Errorf("decode %s: key resolver gave key %s at byte offset %d the id %d, above the maximum %d", r.format, clip(key), off, id, MaxVertex)
+}
+
+// short shortens s, a number token that needs no quoting, for an error
+// reason.
+func short(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+// clip quotes s for an error reason, shortened to a readable length.
+func clip(s string) string {
+	const max = 64
+	if len(s) > max {
+		return fmt.Sprintf("%q...", s[:max])
+	}
+	return fmt.Sprintf("%q", s)
+}

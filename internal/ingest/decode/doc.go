@@ -1,0 +1,105 @@
+// Package decode turns Kafka record values into graphtide edge operations.
+//
+// A topic declares one Format; New returns a Decoder for it. Decode parses one
+// record value, which may hold several edges, and hands each to a callback.
+//
+// What it promises:
+//
+//   - All or nothing: Decode decodes and checks every edge of the value
+//     first (into a small scratch slice; the binary decoder instead checks
+//     the value in one pass and decodes it in a second), and calls emit only
+//     if the whole value is valid. A bad value emits nothing, so it can be
+//     dead-lettered whole without half of it having reached the store.
+//   - Every emitted Edge obeys the rules below, whatever the format:
+//     Op is OpUpsert, OpDeleteEdge or OpDeleteVertex; Src and Dst are at most
+//     MaxVertex (1<<63-1); when a KeyResolver is in use, numeric ids are below
+//     keydict.KeyBase (1<<62), the range above being reserved for ids of
+//     string keys; Dst is 0 for OpDeleteVertex; only OpUpsert carries a
+//     weight, and a weight is finite (no NaN or Inf), and Weight is 0 when
+//     HasWeight is false; EventTime is either the zero Time or a UTC time with
+//     microsecond precision between 1970-01-01T00:00:00Z and
+//     9999-12-31T23:59:59.999999Z; a value holds at least one edge.
+//   - A value that breaks a rule or the format's syntax yields an *Error with
+//     the byte offset in the value and a reason meant for a dead-letter
+//     header. Any other error comes from the KeyResolver (for example the key
+//     dictionary failed to persist): the record is not at fault and must not be
+//     dead-lettered; stop or retry instead.
+//   - String keys are resolved only after the whole value has been parsed and
+//     checked, in order of appearance (src before dst), so a value rejected by
+//     a syntax or rule check never assigns dictionary ids. Keys are 1 to
+//     keydict.MaxKeyLen bytes of valid UTF-8. Without a KeyResolver a string
+//     key is an error.
+//   - The binary and text paths do not allocate, per edge or per value (the
+//     text path once its scratch slice has grown; with string keys, when the
+//     resolver implements IDBytes as *keydict.Dict does and the keys are
+//     known). The JSON path allocates: it is built on encoding/json's
+//     tokenizer.
+//   - A Decoder keeps scratch space: it is not safe for concurrent use (make
+//     one per goroutine), and emit must not call Decode on the same Decoder.
+//     emit receives Edge values; nothing refers to the value after Decode
+//     returns.
+//
+// # Binary format (FormatBinary)
+//
+// A value is one or more entries back to back, with no header. Each entry is
+//
+//	byte  0       op: 0 upsert, 1 delete edge, 2 delete vertex (others are errors)
+//	byte  1       flags: bit 0 weight present, bit 1 event time present,
+//	              bits 2-7 must be 0
+//	bytes 2..9    src, uint64 little-endian
+//	bytes 10..17  dst, uint64 little-endian; must be 0 for a vertex delete
+//	then 8 bytes  weight, IEEE-754 float64 little-endian, if flags bit 0
+//	              (only for op 0)
+//	then 8 bytes  event time, int64 little-endian Unix microseconds, if flags
+//	              bit 1
+//
+// so an entry is 18, 26 or 34 bytes long. An empty value, or one that ends
+// inside an entry, is an error. AppendBinary writes an entry; decoding a valid
+// value and appending its edges with AppendBinary reproduces the value byte
+// for byte.
+//
+// # JSON format (FormatJSON)
+//
+// A value is one JSON object, or a non-empty JSON array of objects:
+//
+//	{"op":"add","src":1,"dst":2,"weight":0.5,"ts":"2024-05-01T12:00:00Z"}
+//	[{"src":"alice","dst":"bob"},{"op":"delete_vertex","src":"carol"}]
+//
+// Fields:
+//
+//	op      "add" or "upsert" (the default), "delete" (an edge),
+//	        or "delete_vertex"
+//	src     a vertex id written as plain digits (a JSON integer with no sign,
+//	        fraction or exponent: 1.5, -1 and 1e3 are rejected), or a JSON
+//	        string, which is always a key, even "123"
+//	dst     the same; required except for "delete_vertex", where it must be
+//	        absent
+//	weight  a JSON number; optional; only for "add"/"upsert"; null = absent
+//	ts      event time: an RFC 3339 string (fractions of a second below a
+//	        microsecond are truncated) or Unix milliseconds as plain digits;
+//	        optional; null = absent
+//
+// Unknown or repeated fields and trailing data after the value are errors.
+// The offset of an error is that of the offending token (for some syntax
+// errors, a byte inside it; for a missing field, the object's '{').
+// AppendJSON writes an object.
+//
+// # Text format (FormatText)
+//
+// As in SNAP edge lists: one edge per line, lines ended by "\n" (a "\r"
+// before it is ignored, the last line may lack it). Fields are separated by
+// runs of spaces or tabs. Blank lines and lines whose first field starts with
+// '#' or '%' are ignored. A line is one of
+//
+//	src dst [weight]    upsert, with an optional weight: a decimal number
+//	                    such as 2, -0.5 or 1e-3 (no hex, inf or nan)
+//	d src dst           delete the edge
+//	dv src              delete the vertex
+//
+// Vertex ids are unsigned decimal integers. With a KeyResolver, a field that
+// is not all ASCII digits is a key; so "d" and "dv" cannot be the src key of
+// an upsert line, nor can a src key start with '#' or '%' (use JSON for such
+// keys). The text format has no event time.
+// The offset of an error is that of the start of the bad line. AppendText
+// writes a line.
+package decode

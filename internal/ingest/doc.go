@@ -1,0 +1,30 @@
+// Package ingest consumes edge events from Kafka into a graphtide store with
+// an exactly-once effect.
+//
+// How exactly-once works: every batch handed to the store carries the
+// position (next offset per topic and partition) that it completes, and the
+// store records the newest position durably with each flush. On start each
+// assigned partition is seeked to the recorded position, falling back to the
+// group's committed offset and then to the reset policy. A crash loses only
+// the store's unflushed MemGraph, and exactly those records are consumed
+// again; nothing is applied twice and nothing is skipped. After each durable
+// flush the group offsets are committed too, only so that lag tools see the
+// truth: they are never the source of truth for where to resume.
+//
+// Bad records never stop a partition: a record that cannot be decoded, or
+// that names a vertex id out of range or a weight that is not finite, is
+// produced to the dead-letter topic with the reason, source topic,
+// partition and offset in headers (synchronously, before the position that
+// covers it can become durable), and a counter rises.
+//
+// Backpressure: the store's Apply blocks while both MemGraphs are full;
+// while it does, fetching of every assigned partition is paused, and the
+// client buffers at most a bounded number of records.
+//
+// Lifecycle of Run:
+//
+//	start -> poll -> decode -> Apply (+position) -> every FlushInterval:
+//	    dict.Sync -> store.Flush -> commit offsets
+//	revoke/lost partitions -> flush (and commit on revoke)
+//	ctx done -> flush -> commit -> return nil
+package ingest

@@ -1,0 +1,498 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// Config of an Ingester. Zero fields take the documented defaults.
+type Config struct {
+	Brokers []string // required
+	Topics  []string // required
+	Group   string   // consumer group; default "graphtide"
+	// Format of record values for topics not in TopicFormats; default binary.
+	Format       decode.Format
+	TopicFormats map[string]decode.Format
+	// DeadLetterTopic receives undecodable records; default "graphtide-dead-letters".
+	DeadLetterTopic string
+	// FlushInterval bounds how much is replayed after a crash; default 2s.
+	FlushInterval time.Duration
+	// MaxPollRecords is the most records handed to the store in one batch;
+	// default 20000.
+	MaxPollRecords int
+	// ResetPolicy for partitions with neither a recorded nor a committed
+	// offset: "earliest" (default) or "latest".
+	ResetPolicy string
+	// ClientOpts are extra franz-go options: TLS, SASL, hooks (kprom).
+	ClientOpts []kgo.Opt
+	Logger     *slog.Logger
+	Metrics    *Metrics // default: unregistered metrics
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	o := *c
+	if len(o.Brokers) == 0 {
+		return o, errors.New("ingest: at least one broker address is required")
+	}
+	if len(o.Topics) == 0 {
+		return o, errors.New("ingest: at least one topic is required")
+	}
+	if o.Group == "" {
+		o.Group = "graphtide"
+	}
+	if o.Format == 0 {
+		o.Format = decode.FormatBinary
+	}
+	for t, f := range o.TopicFormats {
+		if f < decode.FormatBinary || f > decode.FormatText {
+			return o, fmt.Errorf("ingest: topic %q has an unknown format %d", t, f)
+		}
+	}
+	if o.DeadLetterTopic == "" {
+		o.DeadLetterTopic = "graphtide-dead-letters"
+	}
+	for _, t := range o.Topics {
+		if t == o.DeadLetterTopic {
+			return o, fmt.Errorf("ingest: topic %q is also the dead-letter topic", t)
+		}
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = 2 * time.Second
+	}
+	if o.FlushInterval < 10*time.Millisecond {
+		return o, fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", o.FlushInterval)
+	}
+	if o.MaxPollRecords == 0 {
+		o.MaxPollRecords = 20000
+	}
+	if o.MaxPollRecords < 1 {
+		return o, fmt.Errorf("ingest: max poll records must be positive, got %d", o.MaxPollRecords)
+	}
+	switch o.ResetPolicy {
+	case "":
+		o.ResetPolicy = "earliest"
+	case "earliest", "latest":
+	default:
+		return o, fmt.Errorf("ingest: reset policy must be earliest or latest, got %q", o.ResetPolicy)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	return o, nil
+}
+
+// Ingester moves records from Kafka into a store. Create with New, then Run.
+type Ingester struct {
+	cfg   Config
+	store *engine.Store
+	dict  *keydict.Dict
+	decs  map[string]decode.Decoder
+	cl    *kgo.Client
+
+	// flushMu serializes flushAndCommit between the poll loop and the
+	// rebalance callbacks.
+	flushMu sync.Mutex
+
+	mu       sync.Mutex
+	applied  Position           // everything applied to the store; Protected by mu.
+	durable  Position           // covered by a completed flush; Protected by mu.
+	assigned map[string][]int32 // Protected by mu.
+	ready    bool               // Protected by mu.
+}
+
+// New prepares an Ingester; dict may be nil if no format uses string keys.
+func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := store.SourcePosition()
+	if err != nil {
+		return nil, err
+	}
+	pos, err := DecodePosition(raw)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: the store's recorded position: %w", err)
+	}
+	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
+		applied: pos.Clone(), durable: pos, assigned: map[string][]int32{}}
+	var keys decode.KeyResolver
+	if dict != nil {
+		keys = dict
+	}
+	for _, t := range c.Topics {
+		f := c.Format
+		if tf, ok := c.TopicFormats[t]; ok {
+			f = tf
+		}
+		in.decs[t] = decode.New(f, keys)
+	}
+	reset := kgo.NewOffset().AtStart()
+	if c.ResetPolicy == "latest" {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ConsumerGroup(c.Group),
+		kgo.ConsumeTopics(c.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(reset),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(32 << 20),
+		kgo.MaxConcurrentFetches(4),
+		kgo.AllowAutoTopicCreation(),
+		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
+		kgo.OnPartitionsAssigned(in.onAssigned),
+		kgo.OnPartitionsRevoked(in.onRevoked),
+		kgo.OnPartitionsLost(in.onLost),
+	}
+	opts = append(opts, c.ClientOpts...)
+	if in.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, fmt.Errorf("ingest: kafka client: %w", err)
+	}
+	return in, nil
+}
+
+// adjustOffsets starts each partition at the store's recorded position
+// when it has one; otherwise franz-go's choice (committed offset, else the
+// reset policy) stands.
+func (in *Ingester) adjustOffsets(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for t, ps := range offs {
+		for p := range ps {
+			if o, ok := in.applied.Get(t, p); ok {
+				ps[p] = kgo.NewOffset().At(o)
+				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", o)
+			}
+		}
+	}
+	return offs, nil
+}
+
+func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[string][]int32) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for t, ps := range added {
+		in.assigned[t] = append(in.assigned[t], ps...)
+	}
+	in.ready = true
+	in.cfg.Logger.Info("partitions assigned", "partitions", added)
+}
+
+func (in *Ingester) removeAssigned(gone map[string][]int32) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for t, ps := range gone {
+		keep := in.assigned[t][:0]
+		for _, p := range in.assigned[t] {
+			drop := false
+			for _, q := range ps {
+				drop = drop || p == q
+			}
+			if !drop {
+				keep = append(keep, p)
+			}
+		}
+		in.assigned[t] = keep
+	}
+}
+
+// onRevoked makes everything applied durable and commits before the
+// partitions go to another member.
+func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	in.cfg.Logger.Info("partitions revoked; flushing", "partitions", revoked)
+	if err := in.flushAndCommit(ctx); err != nil {
+		in.cfg.Logger.Error("flush on revoke failed", "err", err)
+	}
+	in.removeAssigned(revoked)
+}
+
+// onLost flushes (the group already moved on, so there is nothing to commit).
+func (in *Ingester) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	in.cfg.Logger.Warn("partitions lost; flushing", "partitions", lost)
+	in.removeAssigned(lost)
+	if err := in.flush(); err != nil {
+		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)
+	}
+}
+
+// Ready reports whether the ingester has joined its group and holds
+// partitions (for /readyz).
+func (in *Ingester) Ready() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.ready
+}
+
+// Durable returns the position covered by the newest completed flush.
+func (in *Ingester) Durable() Position {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.durable.Clone()
+}
+
+// Client is the underlying Kafka client (for producing alerts, admin).
+func (in *Ingester) Client() *kgo.Client { return in.cl }
+
+// Run consumes until ctx ends, then flushes, commits and returns nil. It
+// returns an error only if the store fails (a closed store, a background
+// error); Kafka errors are retried and logged.
+func (in *Ingester) Run(ctx context.Context) error {
+	defer in.cl.Close()
+	in.ensureDeadLetterTopic(ctx)
+	var batch engine.Batch
+	lastFlush := time.Now()
+	m := in.cfg.Metrics
+	for {
+		// Poll no longer than until the next flush is due, so that an idle
+		// stream still becomes durable within FlushInterval.
+		pctx, pcancel := context.WithDeadline(ctx, lastFlush.Add(in.cfg.FlushInterval))
+		fetches := in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
+		pcancel()
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			break
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			m.FetchErrs.Inc()
+			in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+		})
+		batch.Reset()
+		var dead []*kgo.Record
+		var reasons []string
+		in.mu.Lock()
+		fetches.EachRecord(func(r *kgo.Record) {
+			m.Records.WithLabelValues(r.Topic).Inc()
+			m.Bytes.WithLabelValues(r.Topic).Add(float64(len(r.Value)))
+			err := in.decs[r.Topic].Decode(r.Value, func(e decode.Edge) {
+				switch e.Op {
+				case decode.OpUpsert:
+					w := 1.0
+					if e.HasWeight {
+						w = e.Weight
+					}
+					batch.InsertWeighted(e.Src, e.Dst, w)
+				case decode.OpDeleteEdge:
+					batch.DeleteEdge(e.Src, e.Dst)
+				case decode.OpDeleteVertex:
+					batch.DeleteVertex(e.Src)
+				}
+			})
+			if err != nil {
+				m.DecodeErrs.WithLabelValues(r.Topic).Inc()
+				dead = append(dead, r)
+				reasons = append(reasons, err.Error())
+			}
+			in.applied.Set(r.Topic, r.Partition, r.Offset+1)
+		})
+		pos := in.applied.Encode()
+		in.mu.Unlock()
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 {
+				lag := p.HighWatermark - (p.Records[n-1].Offset + 1)
+				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(lag))
+			}
+		})
+		if len(dead) > 0 {
+			// Before the position past them can become durable.
+			if err := in.deadLetter(ctx, dead, reasons); err != nil {
+				in.cl.AllowRebalance()
+				break // ctx ended; this poll is not applied
+			}
+		}
+		if fetches.NumRecords() > 0 {
+			batch.SetSourcePosition(pos)
+			if err := in.apply(&batch); err != nil {
+				in.cl.AllowRebalance()
+				return err
+			}
+		}
+		if time.Since(lastFlush) >= in.cfg.FlushInterval {
+			if err := in.flushAndCommit(ctx); err != nil && ctx.Err() == nil {
+				in.cl.AllowRebalance()
+				return err
+			}
+			lastFlush = time.Now()
+		}
+		in.cl.AllowRebalance()
+	}
+	// Shutdown: make everything applied durable and commit it.
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := in.flushAndCommit(sctx); err != nil {
+		return fmt.Errorf("ingest: final flush: %w", err)
+	}
+	in.cl.LeaveGroup()
+	return nil
+}
+
+// ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
+// that clusters without topic auto-creation work. Failure is logged: the
+// dead-letter producer retries until the topic exists.
+func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
+	adm := kadm.NewClient(in.cl)
+	resp, err := adm.CreateTopics(ctx, 1, -1, nil, in.cfg.DeadLetterTopic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		in.cfg.Logger.Warn("could not create the dead-letter topic", "topic", in.cfg.DeadLetterTopic, "err", err)
+	}
+}
+
+// apply hands one batch to the store; if the store stalls, fetching of the
+// assigned partitions pauses until it takes the batch.
+func (in *Ingester) apply(b *engine.Batch) error {
+	m := in.cfg.Metrics
+	done := make(chan struct{})
+	paused := make(chan map[string][]int32, 1)
+	go func() {
+		select {
+		case <-done:
+			paused <- nil
+		case <-time.After(50 * time.Millisecond):
+			in.mu.Lock()
+			ps := map[string][]int32{}
+			for t, p := range in.assigned {
+				ps[t] = append([]int32(nil), p...)
+			}
+			in.mu.Unlock()
+			in.cl.PauseFetchPartitions(ps)
+			m.Paused.Inc()
+			in.cfg.Logger.Info("store stalled; fetching paused")
+			paused <- ps
+		}
+	}()
+	t0 := time.Now()
+	_, err := in.store.Apply(b)
+	close(done)
+	if ps := <-paused; ps != nil {
+		in.cl.ResumeFetchPartitions(ps)
+		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: apply: %w", err)
+	}
+	m.ApplySecs.Observe(time.Since(t0).Seconds())
+	m.BatchEdges.Observe(float64(b.Len()))
+	m.Edges.Add(float64(b.Len()))
+	return nil
+}
+
+// Dead-letter headers.
+const (
+	HeaderReason          = "graphtide-error"
+	HeaderSourceTopic     = "graphtide-source-topic"
+	HeaderSourcePartition = "graphtide-source-partition"
+	HeaderSourceOffset    = "graphtide-source-offset"
+)
+
+// deadLetter produces the records to the dead-letter topic, retrying with
+// backoff until they are acknowledged or ctx ends.
+func (in *Ingester) deadLetter(ctx context.Context, recs []*kgo.Record, reasons []string) error {
+	out := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		out[i] = &kgo.Record{
+			Topic: in.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
+			Headers: []kgo.RecordHeader{
+				{Key: HeaderReason, Value: []byte(reasons[i])},
+				{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
+				{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+				{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+			},
+		}
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := in.cl.ProduceSync(ctx, out...).FirstErr()
+		if err == nil {
+			for _, r := range recs {
+				in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
+				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
+			}
+			return nil
+		}
+		in.cfg.Logger.Error("producing dead letters failed; retrying", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// flush makes everything applied so far durable: new dictionary keys first,
+// then the store (which records the position of its newest batch).
+func (in *Ingester) flush() error {
+	in.mu.Lock()
+	pos := in.applied.Clone()
+	in.mu.Unlock()
+	if in.dict != nil {
+		if err := in.dict.Sync(); err != nil {
+			return fmt.Errorf("ingest: key dictionary: %w", err)
+		}
+	}
+	if err := in.store.Flush(); err != nil {
+		return fmt.Errorf("ingest: flush: %w", err)
+	}
+	in.mu.Lock()
+	in.durable = pos
+	in.mu.Unlock()
+	return nil
+}
+
+// flushAndCommit flushes, then commits the durable offsets of the assigned
+// partitions so that lag tools see them. A failed commit is logged, not
+// fatal: the store's position, not the group's, decides where to resume.
+func (in *Ingester) flushAndCommit(ctx context.Context) error {
+	in.flushMu.Lock()
+	defer in.flushMu.Unlock()
+	t0 := time.Now()
+	if err := in.flush(); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	offs := map[string]map[int32]kgo.EpochOffset{}
+	for t, ps := range in.assigned {
+		for _, p := range ps {
+			if o, ok := in.durable.Get(t, p); ok {
+				if offs[t] == nil {
+					offs[t] = map[int32]kgo.EpochOffset{}
+				}
+				offs[t][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+			}
+		}
+	}
+	in.mu.Unlock()
+	if len(offs) > 0 {
+		in.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				in.cfg.Logger.Warn("committing group offsets failed (the store's position stays authoritative)", "err", err)
+			}
+		})
+	}
+	in.cfg.Metrics.FlushSecs.Observe(time.Since(t0).Seconds())
+	return nil
+}
