@@ -269,6 +269,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 		fetches := in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
 		pcancel()
 		if fetches.IsClientClosed() || ctx.Err() != nil {
+			in.cl.AllowRebalance() // else leaving the group waits for it
 			break
 		}
 		fetches.EachError(func(t string, p int32, err error) {
@@ -343,7 +344,9 @@ func (in *Ingester) Run(ctx context.Context) error {
 	if err := in.flushAndCommit(sctx); err != nil {
 		return fmt.Errorf("ingest: final flush: %w", err)
 	}
-	in.cl.LeaveGroup()
+	if err := in.cl.LeaveGroupContext(sctx); err != nil {
+		in.cfg.Logger.Warn("leaving the consumer group", "err", err)
+	}
 	return nil
 }
 
