@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/genkafka"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
 )
 
 // genOptions holds the flags of "graphtide gen". New sinks (for example a
@@ -22,6 +24,13 @@ type genOptions struct {
 	seed       uint64
 	out        string
 	format     string // "el", "bin", or "" to infer from out
+
+	// Kafka sink: with brokers set, the stream is produced to topic.
+	brokers      []string
+	topic        string
+	rate         int
+	deleteShare  float64
+	recordFormat string
 }
 
 // AddFlags registers the gen flags on fs.
@@ -32,6 +41,11 @@ func (o *genOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same flags always produce the same file")
 	fs.StringVar(&o.out, "out", "", "path of the edge file to write (required)")
 	fs.StringVar(&o.format, "format", "", `output format, "el" (text "src dst" lines) or "bin" (GTEL0001 binary); default: bin if --out ends in .bin, else el`)
+	fs.StringSliceVar(&o.brokers, "brokers", nil, "produce the stream to Kafka at these brokers instead of (or besides) writing --out")
+	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to (with --brokers)")
+	fs.IntVar(&o.rate, "rate", 0, "edges per second to produce (0 = as fast as possible)")
+	fs.Float64Var(&o.deleteShare, "deletes", 0, "share of events, in [0, 1), that delete an earlier edge (with --brokers)")
+	fs.StringVar(&o.recordFormat, "record-format", "binary", "record format on Kafka: binary, json or text (with --brokers)")
 }
 
 // Validate checks the flag values and resolves the output format.
@@ -45,8 +59,25 @@ func (o *genOptions) Validate() error {
 	if o.edgeFactor > math.MaxInt>>o.scale {
 		return fmt.Errorf("--edge-factor %d is too large for --scale %d: edge-factor x 2^scale must fit in a signed 64-bit integer", o.edgeFactor, o.scale)
 	}
-	if o.out == "" {
-		return fmt.Errorf("--out is required: give the path of the edge file to write")
+	if o.out == "" && len(o.brokers) == 0 {
+		return fmt.Errorf("--out or --brokers is required: give the edge file to write or the Kafka brokers to produce to")
+	}
+	if len(o.brokers) > 0 {
+		if o.topic == "" {
+			return fmt.Errorf("--topic must not be empty")
+		}
+		if o.rate < 0 {
+			return fmt.Errorf("--rate must be 0 (unlimited) or positive, got %d", o.rate)
+		}
+		if o.deleteShare < 0 || o.deleteShare >= 1 {
+			return fmt.Errorf("--deletes must be in [0, 1), got %v", o.deleteShare)
+		}
+		if _, err := decode.ParseFormat(o.recordFormat); err != nil {
+			return fmt.Errorf("--record-format must be one of: binary, json, text; got %q", o.recordFormat)
+		}
+		if o.out == "" {
+			return nil
+		}
 	}
 	if o.format == "" {
 		o.format = gen.FormatText.String()
@@ -78,7 +109,8 @@ and duplicate edges are kept, as in Graph500.
 The "el" format writes one "src dst" line per edge; the "bin" format writes
 the GTEL0001 header and 16-byte little-endian records.`,
 		Example: `  graphtide gen --scale 20 --edge-factor 16 --seed 1 --out g20.bin
-  graphtide gen --scale 10 --out small.el --format el`,
+  graphtide gen --scale 10 --out small.el --format el
+  graphtide gen --scale 16 --brokers 127.0.0.1:9092 --topic edges --rate 50000 --deletes 0.05`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -92,16 +124,32 @@ the GTEL0001 header and 16-byte little-endian records.`,
 }
 
 func runGen(cmd *cobra.Command, o genOptions) error {
-	format, err := gen.ParseFormat(o.format)
-	if err != nil {
-		return err
-	}
 	r := o.rmat()
 
 	start := time.Now()
 	edges := r.Generate()
 	generated := time.Since(start)
 
+	if len(o.brokers) > 0 {
+		rf, _ := decode.ParseFormat(o.recordFormat)
+		st, err := genkafka.Produce(cmd.Context(), genkafka.Config{
+			Brokers: o.brokers, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
+		}, edges)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "produced %d events (%d upserts, %d deletes) to topic %s as %s records in %s (%.0f events/s)\n",
+			st.Upserts+st.Deletes, st.Upserts, st.Deletes, o.topic, rf, st.Elapsed.Round(time.Millisecond),
+			float64(st.Upserts+st.Deletes)/st.Elapsed.Seconds())
+		if o.out == "" {
+			return nil
+		}
+	}
+
+	format, err := gen.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := gen.WriteFile(o.out, format, edges); err != nil {
 		return err

@@ -92,7 +92,7 @@ func TestGenFlagErrors(t *testing.T) {
 		{[]string{"--edge-factor", "0", "--out", out}, "--edge-factor must be at least 1, got 0"},
 		{[]string{"--scale", "32", "--edge-factor", "4294967296", "--out", out}, "--edge-factor 4294967296 is too large for --scale 32"},
 		{[]string{"--format", "csv", "--out", out}, `--format must be one of: el, bin; got "csv"`},
-		{[]string{"--scale", "4"}, "--out is required"},
+		{[]string{"--scale", "4"}, "--out or --brokers is required"},
 		{[]string{"--seed", "-1", "--out", out}, `invalid argument "-1" for "--seed"`},
 		{[]string{"--out", out, "extra"}, `unknown command "extra"`},
 	} {

@@ -22,6 +22,7 @@ text or binary edge files) and reports build information.`,
 		newVersionCmd(),
 		newGenCmd(),
 		newBenchCmd(),
+		newServeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,91 @@
+// Package metrics exports graphtide's internal state to Prometheus. The
+// engine knows nothing of Prometheus: it returns a plain Metrics struct, and
+// the collector here reads it on every scrape.
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// StoreCollector exports engine.Metrics of one store.
+type StoreCollector struct {
+	store *engine.Store
+	descs map[string]*prometheus.Desc
+}
+
+// NewStoreCollector returns a collector over s; register it with a registry.
+func NewStoreCollector(s *engine.Store) *StoreCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("graphtide_store_"+name, help, labels, nil)
+	}
+	return &StoreCollector{store: s, descs: map[string]*prometheus.Desc{
+		"last_seq":         d("last_sequence", "Newest committed batch sequence number."),
+		"durable_seq":      d("durable_sequence", "Newest sequence number covered by a completed flush."),
+		"memgraph_bytes":   d("memgraph_bytes", "Memory held by both MemGraphs."),
+		"memgraph_entries": d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
+		"flushes":          d("flushes_total", "Completed flushes."),
+		"flush_seconds":    d("flush_seconds_total", "Time spent flushing."),
+		"flush_bytes":      d("flush_written_bytes_total", "Bytes written by flushes."),
+		"compactions":      d("compactions_total", "Completed compactions."),
+		"compaction_secs":  d("compaction_seconds_total", "Time spent compacting."),
+		"compaction_read":  d("compaction_read_bytes_total", "Bytes read by compactions."),
+		"compaction_write": d("compaction_written_bytes_total", "Bytes written by compactions."),
+		"stalls":           d("write_stalls_total", "Write batches that waited for a flush."),
+		"stall_seconds":    d("write_stall_seconds_total", "Time write batches waited for a flush."),
+		"snapshots":        d("snapshots_open", "Snapshots currently pinned."),
+		"vertex_deletes":   d("vertex_delete_records", "Vertex-delete records held."),
+		"bg_errors":        d("background_errors_total", "Failed background flushes or compactions."),
+		"write_amp":        d("write_amplification_ratio", "Bytes written by flushes and compactions over bytes written by flushes."),
+		"level_files":      d("level_files", "Files per level.", "level"),
+		"level_bytes":      d("level_bytes", "Bytes on disk per level.", "level"),
+		"level_entries":    d("level_edge_versions", "Stored edge versions per level.", "level"),
+	}}
+}
+
+// Describe implements prometheus.Collector.
+func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
+	m, err := c.store.Metrics()
+	if err != nil {
+		return // closed store: nothing to report
+	}
+	g := func(k string, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[k], prometheus.GaugeValue, v, l...)
+	}
+	cnt := func(k string, v float64) {
+		ch <- prometheus.MustNewConstMetric(c.descs[k], prometheus.CounterValue, v)
+	}
+	g("last_seq", float64(m.LastSeq))
+	g("durable_seq", float64(m.DurableSeq))
+	g("memgraph_bytes", float64(m.MemGraphBytes))
+	g("memgraph_entries", float64(m.MemGraphEntries))
+	cnt("flushes", float64(m.Flushes))
+	cnt("flush_seconds", m.FlushDuration.Seconds())
+	cnt("flush_bytes", float64(m.FlushBytes))
+	cnt("compactions", float64(m.Compactions))
+	cnt("compaction_secs", m.CompactionDuration.Seconds())
+	cnt("compaction_read", float64(m.CompactionBytesRead))
+	cnt("compaction_write", float64(m.CompactionBytesWritten))
+	cnt("stalls", float64(m.WriteStalls))
+	cnt("stall_seconds", m.WriteStallDuration.Seconds())
+	g("snapshots", float64(m.SnapshotsOpen))
+	g("vertex_deletes", float64(m.VertexDeletes))
+	cnt("bg_errors", float64(m.BackgroundErrors))
+	g("write_amp", m.WriteAmplification())
+	for i, l := range m.Levels {
+		lv := strconv.Itoa(i)
+		g("level_files", float64(l.Files), lv)
+		g("level_bytes", float64(l.Bytes), lv)
+		g("level_entries", float64(l.Entries), lv)
+	}
+}
