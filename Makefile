@@ -32,7 +32,11 @@ test: vet test-go test-cpp
 bench: build
 	$(BIN) bench ingest --scale $(SCALE) --edge-factor $(EDGE_FACTOR)
 
-run: bench
+# The main job: graphtide serve. Without BROKERS it starts the embedded
+# broker (for trying it out); e.g. make run BROKERS=127.0.0.1:9092
+BROKERS ?=
+run: build
+	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:
 	rm -rf bin cgo/build-asan cgo/build
