@@ -41,6 +41,10 @@ type Config struct {
 	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
 	Metrics    *Metrics // default: unregistered metrics
+	// OnVisible, if set, is called after each Apply with the produce
+	// timestamps of the records it applied and the time they became
+	// visible to new snapshots (used by bench kafka). It must be quick.
+	OnVisible func(produced []time.Time, visible time.Time)
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -250,6 +254,14 @@ func (in *Ingester) Durable() Position {
 	return in.durable.Clone()
 }
 
+// Applied returns the position of everything applied to the store so far
+// (visible to new snapshots, not necessarily durable).
+func (in *Ingester) Applied() Position {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.applied.Clone()
+}
+
 // Client is the underlying Kafka client (for producing alerts, admin).
 func (in *Ingester) Client() *kgo.Client { return in.cl }
 
@@ -260,6 +272,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	defer in.cl.Close()
 	in.ensureDeadLetterTopic(ctx)
 	var batch engine.Batch
+	var stamps []time.Time
 	lastFlush := time.Now()
 	m := in.cfg.Metrics
 	for {
@@ -282,10 +295,19 @@ func (in *Ingester) Run(ctx context.Context) error {
 		batch.Reset()
 		var dead []*kgo.Record
 		var reasons []string
+		stamps = stamps[:0]
 		in.mu.Lock()
+		fetches.EachTopic(func(ft kgo.FetchTopic) {
+			var nrec, nbytes int
+			ft.EachRecord(func(r *kgo.Record) {
+				nrec++
+				nbytes += len(r.Value)
+			})
+			m.Records.WithLabelValues(ft.Topic).Add(float64(nrec))
+			m.Bytes.WithLabelValues(ft.Topic).Add(float64(nbytes))
+		})
 		fetches.EachRecord(func(r *kgo.Record) {
-			m.Records.WithLabelValues(r.Topic).Inc()
-			m.Bytes.WithLabelValues(r.Topic).Add(float64(len(r.Value)))
+			stamps = append(stamps, r.Timestamp)
 			err := in.decs[r.Topic].Decode(r.Value, func(e decode.Edge) {
 				switch e.Op {
 				case decode.OpUpsert:
@@ -305,16 +327,19 @@ func (in *Ingester) Run(ctx context.Context) error {
 				dead = append(dead, r)
 				reasons = append(reasons, err.Error())
 			}
-			in.applied.Set(r.Topic, r.Partition, r.Offset+1)
+		})
+		// The position moves per partition, once per poll.
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 {
+				next := p.Records[n-1].Offset + 1
+				if o, ok := in.applied.Get(p.Topic, p.Partition); !ok || next > o {
+					in.applied.Set(p.Topic, p.Partition, next)
+				}
+				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.HighWatermark - next))
+			}
 		})
 		pos := in.applied.Encode()
 		in.mu.Unlock()
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if n := len(p.Records); n > 0 {
-				lag := p.HighWatermark - (p.Records[n-1].Offset + 1)
-				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(lag))
-			}
-		})
 		if len(dead) > 0 {
 			// Before the position past them can become durable.
 			if err := in.deadLetter(ctx, dead, reasons); err != nil {
@@ -327,6 +352,13 @@ func (in *Ingester) Run(ctx context.Context) error {
 			if err := in.apply(&batch); err != nil {
 				in.cl.AllowRebalance()
 				return err
+			}
+			now := time.Now()
+			for _, ts := range stamps {
+				m.Visibility.Observe(now.Sub(ts).Seconds())
+			}
+			if in.cfg.OnVisible != nil {
+				in.cfg.OnVisible(stamps, now)
 			}
 		}
 		if time.Since(lastFlush) >= in.cfg.FlushInterval {

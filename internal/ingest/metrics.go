@@ -16,6 +16,7 @@ type Metrics struct {
 	Paused      prometheus.Counter
 	FetchErrs   prometheus.Counter
 	Lag         *prometheus.GaugeVec // by topic and partition
+	Visibility  prometheus.Histogram // record produce time -> visible in snapshots
 }
 
 // NewMetrics builds the metrics and registers them with reg when not nil.
@@ -54,13 +55,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FetchErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_fetch_errors_total", Help: "Fetch errors returned by the Kafka client (retried).",
 		}),
+		Visibility: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "graphtide_ingest_visibility_seconds", Help: "From a record's produce timestamp to its edges being visible to new snapshots.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "graphtide_ingest_consumer_lag_records", Help: "High watermark minus next offset, per partition.",
 		}, []string{"topic", "partition"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
-			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag)
+			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility)
 	}
 	return m
 }
