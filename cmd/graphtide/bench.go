@@ -106,14 +106,20 @@ The last line of stdout is one JSON object with all figures.`,
 			if err != nil {
 				return err
 			}
-			line, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(line))
-			return nil
+			return printJSONLine(cmd, res)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// printJSONLine writes v as the one-line JSON result that every benchmark
+// prints last.
+func printJSONLine(cmd *cobra.Command, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
+	return err
 }

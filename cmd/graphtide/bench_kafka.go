@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -62,12 +61,7 @@ The last line of stdout is one JSON object. Topics are deleted afterwards.`,
 			if err != nil {
 				return err
 			}
-			line, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(line))
-			return nil
+			return printJSONLine(cmd, res)
 		},
 	}
 	f := cmd.Flags()

@@ -13,11 +13,7 @@ func TestBenchIngestSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var res map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("last line is not JSON: %v\n%s", err, out)
-	}
+	res := lastJSONLine(t, out)
 	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
 		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes"} {
 		v, ok := res[k].(float64)
@@ -62,11 +58,7 @@ func TestBenchKafkaEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var res map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("last line is not JSON: %v\n%s", err, out)
-	}
+	res := lastJSONLine(t, out)
 	for _, k := range []string{"edges", "raw_consume_edges_per_sec", "ingest_edges_per_sec", "visibility_p99_ms"} {
 		if v, ok := res[k].(float64); !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", k, res[k])
@@ -75,4 +67,15 @@ func TestBenchKafkaEmbedded(t *testing.T) {
 	if _, _, err := execute(t, "bench", "kafka"); err == nil || !strings.Contains(err.Error(), "--brokers is required") {
 		t.Errorf("missing --brokers: %v", err)
 	}
+}
+
+// lastJSONLine parses the benchmark result line that ends out.
+func lastJSONLine(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	return res
 }
