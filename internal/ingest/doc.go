@@ -11,6 +11,10 @@
 // flush the group offsets are committed too, only so that lag tools see the
 // truth: they are never the source of truth for where to resume.
 //
+// String keys: new key ids are synced to the dictionary file before the
+// batch that uses them is handed to the store, since the store may make a
+// batch durable (a background flush) as soon as it has it.
+//
 // Bad records never stop a partition: a record that cannot be decoded, or
 // that names a vertex id out of range or a weight that is not finite, is
 // produced to the dead-letter topic with the reason, source topic,

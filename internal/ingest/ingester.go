@@ -266,8 +266,10 @@ func (in *Ingester) Applied() Position {
 func (in *Ingester) Client() *kgo.Client { return in.cl }
 
 // Run consumes until ctx ends, then flushes, commits and returns nil. It
-// returns an error only if the store fails (a closed store, a background
-// error); Kafka errors are retried and logged.
+// returns an error only if the store or the key dictionary fails (a closed
+// store, a background error, a failed dictionary write), without applying
+// the poll at hand, so that a restart replays it; Kafka errors are retried
+// and logged.
 func (in *Ingester) Run(ctx context.Context) error {
 	defer in.cl.Close()
 	in.ensureDeadLetterTopic(ctx)
@@ -295,8 +297,12 @@ func (in *Ingester) Run(ctx context.Context) error {
 		batch.Reset()
 		var dead []*kgo.Record
 		var reasons []string
+		var fatal error
+		keysBefore := 0
+		if in.dict != nil {
+			keysBefore = in.dict.Len()
+		}
 		stamps = stamps[:0]
-		in.mu.Lock()
 		fetches.EachTopic(func(ft kgo.FetchTopic) {
 			var nrec, nbytes int
 			ft.EachRecord(func(r *kgo.Record) {
@@ -322,24 +328,39 @@ func (in *Ingester) Run(ctx context.Context) error {
 					batch.DeleteVertex(e.Src)
 				}
 			})
-			if err != nil {
+			var de *decode.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &de):
 				m.DecodeErrs.WithLabelValues(r.Topic).Inc()
 				dead = append(dead, r)
 				reasons = append(reasons, err.Error())
+			case fatal == nil:
+				// The key dictionary failed: the record is not at fault.
+				fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
 		})
-		// The position moves per partition, once per poll.
+		if fatal != nil {
+			// Stop without applying this poll; a restart resumes from the
+			// durable position and consumes it again.
+			in.cl.AllowRebalance()
+			return fatal
+		}
+		// The position after this poll. It replaces in.applied only once the
+		// poll's batch is in the store: a poll abandoned below (dead letters
+		// not deliverable before shutdown) must not count as applied.
+		in.mu.Lock()
+		next := in.applied.Clone()
+		in.mu.Unlock()
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if n := len(p.Records); n > 0 {
-				next := p.Records[n-1].Offset + 1
-				if o, ok := in.applied.Get(p.Topic, p.Partition); !ok || next > o {
-					in.applied.Set(p.Topic, p.Partition, next)
+				o := p.Records[n-1].Offset + 1
+				if cur, ok := next.Get(p.Topic, p.Partition); !ok || o > cur {
+					next.Set(p.Topic, p.Partition, o)
 				}
-				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.HighWatermark - next))
+				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.HighWatermark - o))
 			}
 		})
-		pos := in.applied.Encode()
-		in.mu.Unlock()
 		if len(dead) > 0 {
 			// Before the position past them can become durable.
 			if err := in.deadLetter(ctx, dead, reasons); err != nil {
@@ -347,12 +368,23 @@ func (in *Ingester) Run(ctx context.Context) error {
 				break // ctx ended; this poll is not applied
 			}
 		}
+		if in.dict != nil && in.dict.Len() != keysBefore {
+			// New key ids must be durable before any data using them can
+			// be: the store may flush this batch in the background at once.
+			if err := in.dict.Sync(); err != nil {
+				in.cl.AllowRebalance()
+				return fmt.Errorf("ingest: key dictionary: %w", err)
+			}
+		}
 		if fetches.NumRecords() > 0 {
-			batch.SetSourcePosition(pos)
+			batch.SetSourcePosition(next.Encode())
 			if err := in.apply(&batch); err != nil {
 				in.cl.AllowRebalance()
 				return err
 			}
+			in.mu.Lock()
+			in.applied = next
+			in.mu.Unlock()
 			now := time.Now()
 			for _, ts := range stamps {
 				m.Visibility.Observe(now.Sub(ts).Seconds())
