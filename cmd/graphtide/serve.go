@@ -58,6 +58,7 @@ type serveOptions struct {
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "store directory (created if missing)")
 	fs.StringSliceVar(&o.brokers, "brokers", nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
 	fs.StringSliceVar(&o.topics, "topics", []string{"edges"}, "topics to consume")
@@ -184,12 +185,14 @@ is for trying graphtide out only: use a real Kafka cluster in production.
 
 HTTP on --http-addr: /metrics (Prometheus), /healthz, /readyz.
 SIGINT or SIGTERM: stop fetching, flush, commit offsets, exit 0.
-Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_BROKERS.`,
+Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_BROKERS, or in
+the YAML file given by --config, keyed by flag name (brokers: [a:9092]).
+Command line beats environment beats config file.`,
 		Example: `  graphtide serve                               # embedded broker, store in ./graphtide-data
   graphtide serve --brokers 127.0.0.1:9092 --topics payments --format json --dir /var/lib/graphtide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd.Flags()); err != nil {
+			if err := applySettings(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {

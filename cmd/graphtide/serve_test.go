@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -152,5 +153,32 @@ func TestServeBadFlags(t *testing.T) {
 	t.Setenv("GRAPHTIDE_RESET", "sideways")
 	if _, _, err := execute(t, "serve"); err == nil || !strings.Contains(err.Error(), `"sideways"`) {
 		t.Errorf("env GRAPHTIDE_RESET not applied: %v", err)
+	}
+}
+
+func TestServeConfigFilePrecedence(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "graphtide.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("reset: sideways\ntopics: [a, b]\n")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `"sideways"`) {
+		t.Fatalf("config file value not applied: %v", err)
+	}
+	// The command line wins over the file.
+	write("reset: latest\nformat: csv\n")
+	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "xml"); err == nil || !strings.Contains(err.Error(), `"xml"`) {
+		t.Fatalf("flag should win over the config file: %v", err)
+	}
+	// The environment wins over the file.
+	t.Setenv("GRAPHTIDE_FORMAT", "yaml")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
+		t.Fatalf("environment should win over the config file: %v", err)
+	}
+	write("brokerz: [x]\n")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `unknown setting "brokerz"; allowed: `) {
+		t.Fatalf("unknown key: %v", err)
 	}
 }

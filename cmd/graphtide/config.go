@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// applySettings fills every flag that was not given on the command line,
+// first from GRAPHTIDE_<FLAG> environment variables, then from the YAML
+// config file named by the --config flag (if any), whose keys are the flag
+// names. Precedence: command line > environment > config file > default.
+func applySettings(fs *pflag.FlagSet) error {
+	if err := bindEnv(fs); err != nil {
+		return err
+	}
+	path, _ := fs.GetString("config")
+	if path == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := fs.Lookup(k)
+		if f == nil || k == "config" {
+			return fmt.Errorf("--config %s: unknown setting %q; allowed: %s", path, k, flagNames(fs))
+		}
+		if f.Changed {
+			continue // set on the command line or by the environment
+		}
+		var val string
+		switch v := doc[k].(type) {
+		case []any:
+			parts := make([]string, len(v))
+			for i, x := range v {
+				parts[i] = fmt.Sprint(x)
+			}
+			val = strings.Join(parts, ",")
+		default:
+			val = fmt.Sprint(v)
+		}
+		if err := fs.Set(k, val); err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+func flagNames(fs *pflag.FlagSet) string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "config" && f.Name != "help" {
+			names = append(names, f.Name)
+		}
+	})
+	return strings.Join(names, ", ")
+}
