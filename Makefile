@@ -5,7 +5,7 @@ BIN := bin/graphtide
 SCALE ?= 20
 EDGE_FACTOR ?= 16
 
-.PHONY: all build test test-go test-cpp vet run bench clean bootstrap
+.PHONY: all build test test-go test-cpp test-kafka vet run bench clean bootstrap
 
 all: build
 
@@ -19,14 +19,21 @@ vet: bootstrap
 	$(GO) vet ./...
 
 # Go tests under the race detector (the C++ core is compiled in by cgo).
+# The Kafka integration tests (test/kafka) run in test-kafka instead.
 test-go: bootstrap
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/kafka)
+
+# Integration tests of the ingest path against a real Apache Kafka broker,
+# started from deploy/kafka on free loopback ports (set
+# GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
+test-kafka: bootstrap
+	$(GO) test -race -count=1 -timeout 15m ./test/kafka/...
 
 # The C++ core's own tests under AddressSanitizer and UBSan.
 test-cpp: bootstrap
 	cgo/test/run_asan.sh
 
-test: vet test-go test-cpp
+test: vet test-go test-cpp test-kafka
 
 # The ingest benchmark (store vs Pebble vs static CSR); see README.
 bench: build

@@ -8,7 +8,7 @@ type Metrics struct {
 	Records     *prometheus.CounterVec // by topic
 	Edges       prometheus.Counter
 	Bytes       *prometheus.CounterVec // by topic
-	DecodeErrs  *prometheus.CounterVec // by topic and reason kind
+	DecodeErrs  *prometheus.CounterVec // by topic
 	DeadLetters *prometheus.CounterVec // by topic
 	BatchEdges  prometheus.Histogram
 	ApplySecs   prometheus.Histogram

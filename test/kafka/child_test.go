@@ -1,0 +1,231 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// The crash tests re-run this test binary as a child process (as
+// internal/engine/recovery_test.go does) that runs an Ingester on a store
+// directory until SIGTERM, or until the parent kills it with SIGKILL. The
+// child reports on stdout, every few milliseconds, the ingester's durable
+// position and the store's recorded position.
+
+const childEnv = "GRAPHTIDE_KAFKA_TEST_CHILD"
+
+type childConfig struct {
+	Brokers    []string
+	Topics     []string
+	Formats    map[string]decode.Format
+	Group      string
+	Instance   string // static group membership, so a restart takes over at once
+	DeadLetter string
+	Dir        string // store in Dir/store, key dictionary in Dir/keys
+	MemBytes   int64
+	FlushEvery time.Duration
+	MaxPoll    int
+}
+
+func runChild(raw string) int {
+	// Do not outlive the test process (if it dies of a panic or timeout).
+	go func(parent int) {
+		for range time.Tick(200 * time.Millisecond) {
+			if os.Getppid() != parent {
+				fmt.Fprintln(os.Stderr, "child: the test process is gone; exiting")
+				os.Exit(3)
+			}
+		}
+	}(os.Getppid())
+	var c childConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "child config:", err)
+		return 2
+	}
+	s, err := engine.Open(c.Dir+"/store", &engine.Options{MemGraphBytes: c.MemBytes})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: open store:", err)
+		return 2
+	}
+	dict, err := keydict.Open(c.Dir + "/keys")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: open key dictionary:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	in, err := ingest.New(s, dict, ingest.Config{
+		Brokers: c.Brokers, Topics: c.Topics, TopicFormats: c.Formats, Group: c.Group,
+		DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery, MaxPollRecords: c.MaxPoll,
+		ClientOpts: []kgo.Opt{kgo.InstanceID(c.Instance)}, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: new ingester:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var mu sync.Mutex // serializes stdout lines
+	report := func() {
+		raw, _ := s.SourcePosition()
+		mu.Lock()
+		fmt.Printf("durable %s\nstore %s\n", hex.EncodeToString(in.Durable().Encode()), hex.EncodeToString(raw))
+		mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				report()
+			}
+		}
+	}()
+	runErr := in.Run(ctx)
+	close(done)
+	report()
+	if err := dict.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := s.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "child: run:", runErr)
+		return 1
+	}
+	return 0
+}
+
+// child is a running child process, seen from the parent.
+type child struct {
+	cmd    *exec.Cmd
+	out    *lineWriter
+	stderr *logBuffer
+	exited chan struct{}
+	err    error // the exit status, once exited is closed
+}
+
+func startChild(t testing.TB, c childConfig, log *logBuffer) *child {
+	t.Helper()
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &child{out: &lineWriter{}, stderr: log, exited: make(chan struct{})}
+	ch.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	ch.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	ch.cmd.Stdout = ch.out
+	ch.cmd.Stderr = log
+	fmt.Fprintf(log, "----- parent: starting child at %s\n", time.Now().Format("15:04:05.000"))
+	if err := ch.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		ch.err = ch.cmd.Wait()
+		close(ch.exited)
+	}()
+	return ch
+}
+
+// kill sends SIGKILL and waits for the child to be gone.
+func (c *child) kill(t testing.TB) {
+	t.Helper()
+	fmt.Fprintf(c.stderr, "----- parent: SIGKILL at %s\n", time.Now().Format("15:04:05.000"))
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.exited
+}
+
+// term sends SIGTERM and returns the exit status.
+func (c *child) term(t testing.TB) error {
+	t.Helper()
+	fmt.Fprintf(c.stderr, "----- parent: SIGTERM at %s\n", time.Now().Format("15:04:05.000"))
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return c.err
+	case <-time.After(60 * time.Second):
+		_ = c.cmd.Process.Signal(syscall.SIGKILL)
+		<-c.exited
+		return fmt.Errorf("child did not exit within 60 s of SIGTERM")
+	}
+}
+
+func (c *child) alive() bool {
+	select {
+	case <-c.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// durable is the newest durable position the child reported.
+func (c *child) durable() ingest.Position { return c.out.pos("durable") }
+
+// storePos is the newest position the child saw recorded in its store.
+func (c *child) storePos() ingest.Position { return c.out.pos("store") }
+
+// lineWriter keeps the newest "<name> <hex position>" line per name.
+type lineWriter struct {
+	mu      sync.Mutex
+	partial []byte
+	last    map[string]string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]string{}
+	}
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		if name, val, ok := strings.Cut(line, " "); ok {
+			w.last[name] = val
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) pos(name string) ingest.Position {
+	w.mu.Lock()
+	v := w.last[name]
+	w.mu.Unlock()
+	raw, err := hex.DecodeString(v)
+	if err != nil {
+		return ingest.Position{}
+	}
+	p, err := ingest.DecodePosition(raw)
+	if err != nil {
+		return ingest.Position{}
+	}
+	return p
+}

@@ -1,0 +1,266 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// brokersEnv names a running cluster to use instead of starting one.
+const brokersEnv = "GRAPHTIDE_KAFKA_BROKERS"
+
+// broker is the Kafka cluster every test talks to.
+var broker struct {
+	addrs    []string
+	own      bool   // started by TestMain (so TestBrokerRestart may restart it)
+	script   string // absolute path of deploy/kafka/kafka.sh
+	dir      string // the broker's data dir, when own
+	port     int    // its client port, when own
+	startErr error  // why the broker is not available
+	startOut string // the script's output when it failed
+}
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(childEnv); cfg != "" {
+		os.Exit(runChild(cfg))
+	}
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// go test runs the binary in the package directory.
+	if wd, err := os.Getwd(); err == nil {
+		broker.script = filepath.Join(wd, "..", "..", "deploy", "kafka", "kafka.sh")
+	}
+	if v := strings.TrimSpace(os.Getenv(brokersEnv)); v != "" {
+		broker.addrs = strings.Split(v, ",")
+		if err := waitReady(broker.addrs, 60*time.Second); err != nil {
+			broker.startErr = fmt.Errorf("the cluster in %s=%s is not usable: %w", brokersEnv, v, err)
+		}
+		return m.Run()
+	}
+
+	dir, err := os.MkdirTemp("", "graphtide-kafka-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	broker.dir = dir
+	// A watchdog outside this process stops the broker if this process
+	// dies without cleaning up (a panic, the test timeout, SIGKILL).
+	reaper := startReaper(dir)
+	code := 1
+	defer func() {
+		if broker.own {
+			if out, err := stopBroker(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the Kafka broker: %v\n%s", err, out)
+			}
+		}
+		if reaper != nil {
+			_ = reaper.Process.Kill()
+			_, _ = reaper.Process.Wait()
+		}
+		if code == 0 {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "kafka test: broker data and logs kept in %s\n", dir)
+		}
+	}()
+
+	t0 := time.Now()
+	for attempt := 0; ; attempt++ {
+		port, err := freePortPair()
+		if err != nil {
+			broker.startErr = err
+			break
+		}
+		out, err := startBroker(port)
+		if err == nil {
+			broker.own, broker.port = true, port
+			broker.addrs = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+			if err := waitReady(broker.addrs, 60*time.Second); err != nil {
+				broker.startErr = fmt.Errorf("broker on port %d started but is not usable: %w\n%s", port, err, logTail(dir))
+			}
+			break
+		}
+		// Another process may have taken the ports between our probe and
+		// the broker's bind: try other ports, a few times.
+		if attempt < 2 && strings.Contains(string(out), "already in use") {
+			continue
+		}
+		broker.startErr = fmt.Errorf("%s start --port %d --dir %s: %w", broker.script, port, dir, err)
+		broker.startOut = string(out)
+		// The script may leave a broker running (one that did not open
+		// its port in time): stop it.
+		_, _ = stopBroker()
+		break
+	}
+	if broker.startErr != nil {
+		fmt.Fprintf(os.Stderr, "kafka test: no broker: %v\n%s\n", broker.startErr, broker.startOut)
+	} else {
+		fmt.Fprintf(os.Stderr, "kafka test: broker %s ready in %v (dir %s)\n", broker.addrs[0], time.Since(t0).Round(time.Millisecond), dir)
+	}
+	code = m.Run()
+	return code
+}
+
+// needBroker returns the bootstrap addresses, or fails the test (skips it
+// under -short) when no broker is available.
+func needBroker(t *testing.T) []string {
+	t.Helper()
+	if broker.startErr != nil {
+		if testing.Short() {
+			t.Skipf("no Kafka broker (-short): %v", broker.startErr)
+		}
+		t.Fatalf("no Kafka broker: %v\n%s(the script's whole output is printed before the tests)", broker.startErr, lastLines(broker.startOut, 6))
+	}
+	return broker.addrs
+}
+
+// freePortPair finds P such that 127.0.0.1:P and :P+1 are both free (the
+// client and the KRaft controller port).
+func freePortPair() (int, error) {
+	for i := 0; i < 50; i++ {
+		l1, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l1.Addr().(*net.TCPAddr).Port
+		if p >= 65535 {
+			l1.Close()
+			continue
+		}
+		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
+		l1.Close()
+		if err != nil {
+			continue
+		}
+		l2.Close()
+		return p, nil
+	}
+	return 0, errors.New("no free pair of adjacent loopback ports found")
+}
+
+// script runs kafka.sh with args and returns its stdout and stderr.
+func script(timeout time.Duration, args ...string) (stdout string, combined []byte, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, broker.script, args...)
+	var so, all bytes.Buffer
+	var mu sync.Mutex // Stdout and Stderr are copied by two goroutines
+	cmd.Stdout = &multi{&mu, &so, &all}
+	cmd.Stderr = &multi{&mu, nil, &all}
+	// The broker JVM runs in the background with its output in files, so
+	// the script's pipes close when the script exits.
+	err = cmd.Run()
+	return so.String(), all.Bytes(), err
+}
+
+// multi writes to a (if not nil) and to all, under mu.
+type multi struct {
+	mu     *sync.Mutex
+	a, all *bytes.Buffer
+}
+
+func (m *multi) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.a != nil {
+		m.a.Write(p)
+	}
+	return m.all.Write(p)
+}
+
+// startBroker starts (or restarts) the broker on port in broker.dir. The
+// first start may install the jars (about 40 s from Maven Central).
+func startBroker(port int) ([]byte, error) {
+	so, out, err := script(5*time.Minute, "start", "--port", strconv.Itoa(port), "--dir", broker.dir)
+	if err != nil {
+		return out, err
+	}
+	if want := fmt.Sprintf("127.0.0.1:%d", port); strings.TrimSpace(so) != want {
+		return out, fmt.Errorf("start printed %q, want %q", strings.TrimSpace(so), want)
+	}
+	return out, nil
+}
+
+func stopBroker() ([]byte, error) {
+	_, out, err := script(time.Minute, "stop", "--dir", broker.dir)
+	return out, err
+}
+
+func logTail(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "logs", "server.log"))
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startReaper starts `sh` in its own process group: it waits for this
+// process to exit, then stops the broker (a no-op if already stopped).
+func startReaper(dir string) *exec.Cmd {
+	cmd := exec.Command("sh", "-c", `while kill -0 "$0" 2>/dev/null; do sleep 1; done; exec "$1" stop --dir "$2" >/dev/null 2>&1`,
+		strconv.Itoa(os.Getpid()), broker.script, dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "kafka test: no reaper for the broker: %v\n", err)
+		return nil
+	}
+	return cmd
+}
+
+// waitReady waits until the cluster answers metadata requests and has a
+// controller (so topics can be created).
+func waitReady(addrs []string, timeout time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		md, err := adm.Metadata(ctx)
+		cancel()
+		if err == nil && len(md.Brokers) > 0 && md.Controller >= 0 {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("no brokers or controller in metadata yet")
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 || lines[0] == "" {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
