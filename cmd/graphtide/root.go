@@ -10,10 +10,15 @@ func newRootCmd() *cobra.Command {
 		Use:   "graphtide",
 		Short: "Streaming graph store tools",
 		Long: `graphtide is a streaming graph store for directed graphs with uint64
-vertex ids and optional float64 edge weights.
+vertex ids and optional float64 edge weights: it consumes edge events from
+Kafka into an LSM-tree of CSR files and serves consistent snapshots.
 
-This command generates benchmark workloads (Graph500 R-MAT edge streams in
-text or binary edge files) and reports build information.`,
+  serve   consume Kafka topics into a store (embedded broker without --brokers)
+  gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
+  bench   measure ingest, scans and the Kafka path against baselines
+
+Exit codes: 0 success, 1 any error (the message says what went wrong and,
+for a bad flag, what is allowed).`,
 		// Errors are printed by cobra; do not follow a runtime failure with
 		// the usage text, which only helps for syntax errors.
 		SilenceUsage: true,
