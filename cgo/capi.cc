@@ -92,6 +92,10 @@ int gt_flush(gt_store *s, gt_error *err) {
   return Guard(err, [&] { return Done(s->s->Flush(), err); });
 }
 
+int gt_flush_async(gt_store *s, uint64_t *target, gt_error *err) {
+  return Guard(err, [&] { return Done(s->s->RequestFlush(target), err); });
+}
+
 int gt_compact_all(gt_store *s, gt_error *err) {
   return Guard(err, [&] { return Done(s->s->CompactAll(), err); });
 }

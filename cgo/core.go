@@ -157,6 +157,16 @@ func (s *Store) Flush() *Error {
 	return s.simple(func(e *C.gt_error) C.int { return C.gt_flush(s.h, e) })
 }
 
+// FlushAsync calls gt_flush_async.
+func (s *Store) FlushAsync() (uint64, *Error) {
+	var target C.uint64_t
+	var e C.gt_error
+	if rc := C.gt_flush_async(s.h, &target, &e); rc != 0 {
+		return 0, takeError(rc, &e)
+	}
+	return uint64(target), nil
+}
+
 // CompactAll calls gt_compact_all.
 func (s *Store) CompactAll() *Error {
 	return s.simple(func(e *C.gt_error) C.int { return C.gt_compact_all(s.h, e) })

@@ -460,14 +460,17 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   return Status::OK();
 }
 
+Status Store::RequestFlush(uint64_t *target) {
+  std::unique_lock<std::mutex> wl(write_mu_);
+  auto ver = Current();
+  if (!ver->active->empty()) GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
+  *target = last_seq_.load();
+  return Status::OK();
+}
+
 Status Store::Flush() {
   uint64_t target;
-  {
-    std::unique_lock<std::mutex> wl(write_mu_);
-    auto ver = Current();
-    if (!ver->active->empty()) GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
-    target = last_seq_.load();
-  }
+  GT_RETURN_IF_ERROR(RequestFlush(&target));
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait(l, [&] { return durable_seq_ >= target || !bg_error_.ok() || shutting_down_; });
   if (!bg_error_.ok()) return bg_error_;

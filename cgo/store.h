@@ -81,6 +81,9 @@ class Store {
 
   Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq);
   Status Flush();
+  // Freezes the active MemGraph for a background flush and returns the seq
+  // that is durable once durable_seq reaches it.
+  Status RequestFlush(uint64_t *target);
   Status CompactAll();
   Status VerifyAll();
   std::string SourcePosition();

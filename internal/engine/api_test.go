@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOptionsValidation(t *testing.T) {
@@ -162,4 +163,45 @@ func TestFlushRecordsPositionOfEmptyBatch(t *testing.T) {
 	if p, _ := s.SourcePosition(); string(p) != "p1" {
 		t.Fatalf("position after reopen = %q, want p1", p)
 	}
+}
+
+// FlushAsync returns at once; the data becomes durable in the background,
+// with its source position, and Metrics says when.
+func TestFlushAsyncBecomesDurable(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Insert(4, 5)
+	b.SetSourcePosition([]byte("async"))
+	seq, _ := s.Apply(&b)
+	target, err := s.FlushAsync()
+	if err != nil || target < seq {
+		t.Fatalf("FlushAsync = %d, %v; want >= %d", target, err, seq)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, _ := s.Metrics()
+		if m.DurableSeq >= target {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("durable seq stuck at %d, want %d", m.DurableSeq, target)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Close() // discards nothing: everything was durable
+	s, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p, _ := s.SourcePosition(); string(p) != "async" {
+		t.Fatalf("position = %q, want async", p)
+	}
+	sn, _ := s.Snapshot()
+	defer sn.Release()
+	checkSnapshot(t, sn, oracle{{4, 5}: 1}, false, []uint64{4})
 }

@@ -110,6 +110,19 @@ func (s *Store) Flush() error {
 	return s.with("flush", func(c *core.Store) *core.Error { return c.Flush() })
 }
 
+// FlushAsync starts making every applied batch durable and returns without
+// waiting for it (it blocks only while the previous MemGraph is still
+// being flushed). Everything up to the returned sequence number is durable
+// once Metrics().DurableSeq reaches it.
+func (s *Store) FlushAsync() (uint64, error) {
+	var target uint64
+	err := s.with("flush", func(c *core.Store) (e *core.Error) {
+		target, e = c.FlushAsync()
+		return e
+	})
+	return target, err
+}
+
 // CompactAll flushes, then compacts all data into the deepest level in use,
 // dropping every version and tombstone no live snapshot can see. It blocks;
 // writes and reads continue meanwhile.

@@ -114,11 +114,14 @@ type Ingester struct {
 	// rebalance callbacks.
 	flushMu sync.Mutex
 
-	mu       sync.Mutex
-	applied  Position           // everything applied to the store; Protected by mu.
-	durable  Position           // covered by a completed flush; Protected by mu.
-	assigned map[string][]int32 // Protected by mu.
-	ready    bool               // Protected by mu.
+	mu      sync.Mutex
+	applied Position // everything applied to the store; Protected by mu.
+	durable Position // covered by a completed flush; Protected by mu.
+	// durableSeq is the store sequence number durable corresponds to.
+	// Protected by mu.
+	durableSeq uint64
+	assigned   map[string][]int32 // Protected by mu.
+	ready      bool               // Protected by mu.
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -275,6 +278,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.ensureDeadLetterTopic(ctx)
 	var batch engine.Batch
 	var stamps []time.Time
+	var pending []pendingFlush
 	lastFlush := time.Now()
 	m := in.cfg.Metrics
 	for {
@@ -393,12 +397,34 @@ func (in *Ingester) Run(ctx context.Context) error {
 				in.cfg.OnVisible(stamps, now)
 			}
 		}
+		// Timed flushes do not stop the loop: the store freezes its
+		// MemGraph and flushes it in the background; once its durable seq
+		// passes the flush's target, that position is committed.
 		if time.Since(lastFlush) >= in.cfg.FlushInterval {
-			if err := in.flushAndCommit(ctx); err != nil && ctx.Err() == nil {
+			target, err := in.store.FlushAsync()
+			if err != nil {
 				in.cl.AllowRebalance()
-				return err
+				return fmt.Errorf("ingest: flush: %w", err)
 			}
+			in.mu.Lock()
+			pending = append(pending, pendingFlush{target: target, pos: in.applied.Clone(), start: time.Now()})
+			in.mu.Unlock()
 			lastFlush = time.Now()
+		}
+		if len(pending) > 0 {
+			if sm, err := in.store.Metrics(); err == nil {
+				for len(pending) > 0 && sm.DurableSeq >= pending[0].target {
+					in.mu.Lock()
+					// A blocking flush (revoke) may have recorded a newer one.
+					if pending[0].target > in.durableSeq {
+						in.durable, in.durableSeq = pending[0].pos, pending[0].target
+					}
+					in.mu.Unlock()
+					in.commit(ctx)
+					m.FlushSecs.Observe(time.Since(pending[0].start).Seconds())
+					pending = pending[1:]
+				}
+			}
 		}
 		in.cl.AllowRebalance()
 	}
@@ -524,15 +550,25 @@ func (in *Ingester) flush() error {
 	if err := in.store.Flush(); err != nil {
 		return fmt.Errorf("ingest: flush: %w", err)
 	}
+	sm, err := in.store.Metrics()
+	if err != nil {
+		return fmt.Errorf("ingest: flush: %w", err)
+	}
 	in.mu.Lock()
-	in.durable = pos
+	in.durable, in.durableSeq = pos, sm.DurableSeq
 	in.mu.Unlock()
 	return nil
 }
 
-// flushAndCommit flushes, then commits the durable offsets of the assigned
-// partitions so that lag tools see them. A failed commit is logged, not
-// fatal: the store's position, not the group's, decides where to resume.
+// pendingFlush is a background flush whose position is committed once the
+// store's durable seq reaches target.
+type pendingFlush struct {
+	target uint64
+	pos    Position
+	start  time.Time
+}
+
+// flushAndCommit flushes and waits, then commits (see commit).
 func (in *Ingester) flushAndCommit(ctx context.Context) error {
 	in.flushMu.Lock()
 	defer in.flushMu.Unlock()
@@ -540,6 +576,15 @@ func (in *Ingester) flushAndCommit(ctx context.Context) error {
 	if err := in.flush(); err != nil {
 		return err
 	}
+	in.commit(ctx)
+	in.cfg.Metrics.FlushSecs.Observe(time.Since(t0).Seconds())
+	return nil
+}
+
+// commit commits the durable offsets of the assigned partitions so that
+// lag tools see them. A failed commit is logged, not fatal: the store's
+// position, not the group's, decides where to resume.
+func (in *Ingester) commit(ctx context.Context) {
 	in.mu.Lock()
 	offs := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range in.assigned {
@@ -560,6 +605,4 @@ func (in *Ingester) flushAndCommit(ctx context.Context) error {
 			}
 		})
 	}
-	in.cfg.Metrics.FlushSecs.Observe(time.Since(t0).Seconds())
-	return nil
 }
