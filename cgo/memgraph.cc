@@ -51,8 +51,6 @@ uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
   }
 }
 
-bool MemGraph::Has(int dir, uint64_t v) const { return Lookup(dirs_[dir], v) != kNil; }
-
 void MemGraph::Grow(Dir &d) {
   std::vector<uint64_t> keys(d.keys.size() * 2, kEmpty);
   std::vector<uint32_t> slot_of(d.keys.size() * 2, kNil);

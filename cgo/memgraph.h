@@ -67,7 +67,6 @@ class MemGraph {
   // *resume is where the next call should start (hi when exhausted).
   void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                     uint64_t *resume) const;
-  bool Has(int dir, uint64_t v) const;
   // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
   // versions sorted as by Collect (scratch is reused between calls).
   template <typename F>

@@ -102,7 +102,11 @@ class Segment {
   const SegMeta &meta() const { return meta_; }
   const std::string &path() const { return path_; }
   uint32_t flags() const { return flags_; }
-  bool clean() const { return !(flags_ & (kFlagVers | kFlagMultiVersion)); }
+  // True when every entry is visible at snapshot tau, live and alone for
+  // its (src, dst): such a file's runs can be copied out as they are.
+  bool AllVisibleAt(uint64_t tau) const {
+    return meta_.max_seq <= tau && !(flags_ & (kFlagTombstones | kFlagMultiVersion));
+  }
 
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;

@@ -62,12 +62,21 @@ Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[
   return Status::OK();
 }
 
+// Holds the read locks of a Version's MemGraphs while it lives, so that
+// Collect and VerticesFrom may be called on them.
+struct MemReadLocks {
+  std::shared_lock<std::shared_mutex> active, imm;
+  explicit MemReadLocks(const Version &v) {
+    if (v.active) active = v.active->ReadLock();
+    if (v.imm) imm = v.imm->ReadLock();
+  }
+};
+
 // True when one file run can be copied out as is: every version in it is
 // visible at tau, live, and unique per dst, and no vertex delete applies.
 bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
   if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
-  const Segment *s = runs[0].seg;
-  return s->meta().max_seq <= tau && !(s->flags() & (kFlagTombstones | kFlagMultiVersion));
+  return runs[0].seg->AllVisibleAt(tau);
 }
 
 // Next vertex >= a position, over one source. Used by scans and compaction.
@@ -533,13 +542,8 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));
     metas.push_back(m);
   }
-  if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
   std::vector<std::shared_ptr<Segment>> segs;
-  for (const SegMeta &m : metas) {
-    std::shared_ptr<Segment> s;
-    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
-    segs.push_back(std::move(s));
-  }
+  GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
   ManifestRecord r;
   r.type = RecType::kFlush;
   r.durable_seq = mem->freeze_seq();
@@ -547,10 +551,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   r.vdels = mem->vdels();
   r.has_srcpos = mem->has_srcpos();
   r.srcpos = mem->srcpos();
-  {
-    std::lock_guard<std::mutex> ml(manifest_mu_);
-    GT_RETURN_IF_ERROR(manifest_.Append(r));
-  }
+  GT_RETURN_IF_ERROR(AppendManifest(r));
   uint64_t bytes = 0;
   for (const SegMeta &m : metas) bytes += m.bytes;
   {
@@ -568,6 +569,22 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   flush_nanos_.fetch_add(NowNanos() - t0);
   cv_.notify_all();
   return Status::OK();
+}
+
+// Makes newly written files' directory entries durable and opens them.
+Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs) {
+  if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  for (const SegMeta &m : metas) {
+    std::shared_ptr<Segment> s;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
+    segs->push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+Status Store::AppendManifest(const ManifestRecord &r) {
+  std::lock_guard<std::mutex> ml(manifest_mu_);
+  return manifest_.Append(r);
 }
 
 PlanConfig Store::PlanCfg() const {
@@ -721,21 +738,13 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
     outs.push_back(m);
   }
-  if (!outs.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
   std::vector<std::shared_ptr<Segment>> segs;
-  for (const SegMeta &m : outs) {
-    std::shared_ptr<Segment> s;
-    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
-    segs.push_back(std::move(s));
-  }
+  GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
   ManifestRecord r;
   r.type = RecType::kCompact;
   for (const auto &s : inputs) r.removed.push_back(s->meta().id);
   r.added = outs;
-  {
-    std::lock_guard<std::mutex> ml(manifest_mu_);
-    GT_RETURN_IF_ERROR(manifest_.Append(r));
-  }
+  GT_RETURN_IF_ERROR(AppendManifest(r));
   uint64_t written = 0;
   for (const SegMeta &m : outs) written += m.bytes;
   {
@@ -834,9 +843,7 @@ Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
   std::vector<Entry> m[2];
   std::vector<Run> runs;
   {
-    std::shared_lock<std::shared_mutex> l0, l1;
-    if (ver->active) l0 = ver->active->ReadLock();
-    if (ver->imm) l1 = ver->imm->ReadLock();
+    MemReadLocks locks(*ver);
     GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
   }
   uint64_t n = 0;
@@ -854,9 +861,7 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
   std::vector<Entry> m[2];
   std::vector<Run> runs;
   {
-    std::shared_lock<std::shared_mutex> l0, l1;
-    if (ver->active) l0 = ver->active->ReadLock();
-    if (ver->imm) l1 = ver->imm->ReadLock();
+    MemReadLocks locks(*ver);
     GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
   }
   size_t k = 0;
@@ -898,7 +903,7 @@ static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version
       const SegMeta &m = s->meta();
       if (m.max_src < lo || m.min_src >= hi) continue;
       if (found != nullptr && found != &t.levels[i]) return nullptr;
-      if (m.max_seq > tau || (s->flags() & (kFlagTombstones | kFlagMultiVersion))) return nullptr;
+      if (!s->AllVisibleAt(tau)) return nullptr;
       found = &t.levels[i];
     }
   }
@@ -913,9 +918,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   if (hi <= lo) return Status::OK();
   if (vcap == 0) return Status{Code::kBuffer, "vertex buffer has no room", "", 0};
   auto ver = store_->Current();
-  std::shared_lock<std::shared_mutex> l0, l1;
-  if (ver->active) l0 = ver->active->ReadLock();
-  if (ver->imm) l1 = ver->imm->ReadLock();
+  MemReadLocks locks(*ver);
   offs[0] = 0;
   if (const auto *lv = SingleRunLevel(*ver, dir, lo, hi, tau_)) {
     for (const auto &s : *lv) {

@@ -107,6 +107,8 @@ class Store {
   Status FreezeActiveLocked(std::unique_lock<std::mutex> *write_lock);
   Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
   Status RunCompaction(int dir, const CompactionPlan &plan);
+  Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
+  Status AppendManifest(const ManifestRecord &r);
   LevelState PlanState(const Version &v, int dir) const;
   PlanConfig PlanCfg() const;
   std::vector<uint64_t> PinnedSnapshots();

@@ -262,7 +262,12 @@ TEST(SegmentTest, RoundTrip) {
     EXPECT_EQ(seg->flags() & c.want_flags_set, c.want_flags_set) << std::hex << seg->flags();
     EXPECT_EQ(seg->flags() & c.want_flags_clear, 0u) << std::hex << seg->flags();
     EXPECT_EQ(seg->has_weights(), (seg->flags() & gt::kFlagWeights) != 0);
-    EXPECT_EQ(seg->clean(), (seg->flags() & (gt::kFlagVers | gt::kFlagMultiVersion)) == 0);
+    // Copyable as is at a snapshot iff nothing is newer, deleted or doubled.
+    const bool dead_or_doubled = (seg->flags() & (gt::kFlagTombstones | gt::kFlagMultiVersion)) != 0;
+    EXPECT_EQ(seg->AllVisibleAt(seg->meta().max_seq), !dead_or_doubled);
+    if (seg->meta().max_seq > 0) {
+      EXPECT_FALSE(seg->AllVisibleAt(seg->meta().max_seq - 1));
+    }
     const SegMeta &m = seg->meta();
     EXPECT_EQ(m.id, meta.id);
     EXPECT_EQ(m.level, meta.level);

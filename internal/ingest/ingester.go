@@ -265,9 +265,6 @@ func (in *Ingester) Applied() Position {
 	return in.applied.Clone()
 }
 
-// Client is the underlying Kafka client (for producing alerts, admin).
-func (in *Ingester) Client() *kgo.Client { return in.cl }
-
 // Run consumes until ctx ends, then flushes, commits and returns nil. It
 // returns an error only if the store or the key dictionary fails (a closed
 // store, a background error, a failed dictionary write), without applying
