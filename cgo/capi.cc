@@ -37,6 +37,14 @@ int Fail(const gt::Status &st, gt_error *err) {
 
 int Done(const gt::Status &st, gt_error *err) { return st.ok() ? GT_OK : Fail(st, err); }
 
+// GT_OK, or the failure for a direction the snapshot cannot read.
+int CheckDir(const gt_snapshot *snap, uint32_t dir, gt_error *err) {
+  if (dir > 1) return Fail(gt::Status::Invalid("dir must be 0 (out) or 1 (in)"), err);
+  if (dir == 1 && !snap->r.store()->in_edges())
+    return Fail(gt::Status::Invalid("in-edges are not kept by this store (open it with in_edges)"), err);
+  return GT_OK;
+}
+
 template <typename F>
 int Guard(gt_error *err, F &&f) {
   try {
@@ -48,6 +56,17 @@ int Guard(gt_error *err, F &&f) {
   } catch (...) {
     return Fail(gt::Status::Internal("internal error: unknown exception"), err);
   }
+}
+
+int NewSnapshot(gt_store *s, bool durable, gt_snapshot **out, gt_error *err) {
+  return Guard(err, [&] {
+    // Allocate first so that a failed allocation leaves nothing pinned.
+    auto snap = std::make_unique<gt_snapshot>(gt_snapshot{gt::SnapshotReader(s->s.get(), 0)});
+    const uint64_t tau = s->s->PinSnapshot(durable);
+    snap->r = gt::SnapshotReader(s->s.get(), tau);
+    *out = snap.release();
+    return static_cast<int>(GT_OK);
+  });
 }
 
 }  // namespace
@@ -118,12 +137,11 @@ void gt_get_metrics(gt_store *s, gt_metrics *out) {
   }
 }
 
-int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err) {
-  return Guard(err, [&] {
-    uint64_t tau = s->s->PinSnapshot();
-    *out = new gt_snapshot{gt::SnapshotReader(s->s.get(), tau, s->s->vertex_bound())};
-    return static_cast<int>(GT_OK);
-  });
+
+int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err) { return NewSnapshot(s, false, out, err); }
+
+int gt_snapshot_new_durable(gt_store *s, gt_snapshot **out, gt_error *err) {
+  return NewSnapshot(s, true, out, err);
 }
 
 void gt_snapshot_release(gt_snapshot *snap) {
@@ -135,11 +153,14 @@ void gt_snapshot_release(gt_snapshot *snap) {
 uint64_t gt_snapshot_seq(const gt_snapshot *snap) { return snap->r.tau(); }
 uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap) { return snap->r.vertex_bound(); }
 
+void gt_snapshot_vertex_bounds(const gt_snapshot *snap, uint64_t *low, uint64_t *high) {
+  *low = snap->r.low_bound();
+  *high = snap->r.high_bound();
+}
+
 int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out, gt_error *err) {
   return Guard(err, [&] {
-    if (dir > 1) return Fail(gt::Status::Invalid("dir must be 0 (out) or 1 (in)"), err);
-    if (dir == 1 && !snap->r.store()->in_edges())
-      return Fail(gt::Status::Invalid("in-edges are not kept by this store (open it with in_edges)"), err);
+    if (int rc = CheckDir(snap, dir, err)) return rc;
     return Done(snap->r.Degree(v, static_cast<int>(dir), out), err);
   });
 }
@@ -147,9 +168,7 @@ int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *ou
 int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts, double *weights, size_t cap,
                           size_t *n, gt_error *err) {
   return Guard(err, [&] {
-    if (dir > 1) return Fail(gt::Status::Invalid("dir must be 0 (out) or 1 (in)"), err);
-    if (dir == 1 && !snap->r.store()->in_edges())
-      return Fail(gt::Status::Invalid("in-edges are not kept by this store (open it with in_edges)"), err);
+    if (int rc = CheckDir(snap, dir, err)) return rc;
     return Done(snap->r.Neighbors(v, static_cast<int>(dir), dsts, weights, cap, n), err);
   });
 }
@@ -158,12 +177,31 @@ int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, 
                      size_t vcap, uint64_t *dsts, double *weights, size_t ecap, size_t *nv, size_t *ne,
                      uint64_t *next, gt_error *err) {
   return Guard(err, [&] {
-    if (dir > 1) return Fail(gt::Status::Invalid("dir must be 0 (out) or 1 (in)"), err);
-    if (dir == 1 && !snap->r.store()->in_edges())
-      return Fail(gt::Status::Invalid("in-edges are not kept by this store (open it with in_edges)"), err);
+    if (int rc = CheckDir(snap, dir, err)) return rc;
     return Done(snap->r.Scan(lo, hi, static_cast<int>(dir), vids, offs, vcap, dsts, weights, ecap, nv, ne, next),
                 err);
   });
+}
+
+int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs,
+                       uint64_t *dsts, double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err) {
+  return Guard(err, [&] {
+    *done = 0;
+    *ne = 0;
+    if (int rc = CheckDir(snap, dir, err)) return rc;
+    if (n > 0 && (vids == nullptr || offs == nullptr)) return Fail(gt::Status::Invalid("vids and offs are required"), err);
+    return Done(snap->r.Gather(vids, n, static_cast<int>(dir), offs, dsts, weights, ecap, done, ne), err);
+  });
+}
+
+void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n) {
+  try {
+    std::vector<gt_file_info> fs = s->s->Files();
+    *n = fs.size();
+    for (size_t i = 0; i < fs.size() && i < cap; i++) out[i] = fs[i];
+  } catch (...) {
+    *n = 0;
+  }
 }
 
 int gt_verify_all(gt_store *s, gt_error *err) {

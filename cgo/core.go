@@ -228,14 +228,56 @@ func (s *Store) Metrics() Metrics {
 // Snapshot owns a gt_snapshot handle.
 type Snapshot struct{ h *C.gt_snapshot }
 
-// Snapshot calls gt_snapshot_new.
-func (s *Store) Snapshot() (*Snapshot, *Error) {
+// HighIDBase is GT_HIGH_ID_BASE: ids from it up form the high band.
+const HighIDBase = uint64(C.GT_HIGH_ID_BASE)
+
+// Snapshot calls gt_snapshot_new, or gt_snapshot_new_durable with durable.
+func (s *Store) Snapshot(durable bool) (*Snapshot, *Error) {
 	var h *C.gt_snapshot
 	var e C.gt_error
-	if rc := C.gt_snapshot_new(s.h, &h, &e); rc != 0 {
+	var rc C.int
+	if durable {
+		rc = C.gt_snapshot_new_durable(s.h, &h, &e)
+	} else {
+		rc = C.gt_snapshot_new(s.h, &h, &e)
+	}
+	if rc != 0 {
 		return nil, takeError(rc, &e)
 	}
 	return &Snapshot{h: h}, nil
+}
+
+// FileInfo mirrors gt_file_info.
+type FileInfo struct {
+	ID                                       uint64
+	Level, Dir                               uint32
+	MinSrc, MaxSrc, MaxDst                   uint64
+	Vertices, Entries, Bytes, MinSeq, MaxSeq uint64
+	Flags                                    uint32
+}
+
+// Files calls gt_list_files.
+func (s *Store) Files() []FileInfo {
+	var n C.size_t
+	C.gt_list_files(s.h, nil, 0, &n)
+	for {
+		buf := make([]C.gt_file_info, int(n)+8) // room for files added meanwhile
+		var got C.size_t
+		C.gt_list_files(s.h, &buf[0], C.size_t(len(buf)), &got)
+		if int(got) > len(buf) {
+			n = got
+			continue
+		}
+		out := make([]FileInfo, got)
+		for i := range out {
+			f := &buf[i]
+			out[i] = FileInfo{ID: uint64(f.id), Level: uint32(f.level), Dir: uint32(f.dir),
+				MinSrc: uint64(f.min_src), MaxSrc: uint64(f.max_src), MaxDst: uint64(f.max_dst),
+				Vertices: uint64(f.vertices), Entries: uint64(f.entries), Bytes: uint64(f.bytes),
+				MinSeq: uint64(f.min_seq), MaxSeq: uint64(f.max_seq), Flags: uint32(f.flags)}
+		}
+		return out
+	}
 }
 
 // Release calls gt_snapshot_release.
@@ -249,6 +291,27 @@ func (sn *Snapshot) Seq() uint64 { return uint64(C.gt_snapshot_seq(sn.h)) }
 
 // VertexBound calls gt_snapshot_vertex_bound.
 func (sn *Snapshot) VertexBound() uint64 { return uint64(C.gt_snapshot_vertex_bound(sn.h)) }
+
+// VertexBounds calls gt_snapshot_vertex_bounds.
+func (sn *Snapshot) VertexBounds() (low, high uint64) {
+	var l, h C.uint64_t
+	C.gt_snapshot_vertex_bounds(sn.h, &l, &h)
+	return uint64(l), uint64(h)
+}
+
+// Gather calls gt_snapshot_gather; len(offs) must be len(vids)+1 and w,
+// when not nil, as long as dsts. On CodeBuffer, ne is the edge count the
+// first vertex needs.
+func (sn *Snapshot) Gather(vids []uint64, dir uint32, offs, dsts []uint64, w []float64) (done, ne int, err *Error) {
+	var cdone, cne C.size_t
+	var e C.gt_error
+	rc := C.gt_snapshot_gather(sn.h, u64p(vids), C.size_t(len(vids)), C.uint32_t(dir), u64p(offs), u64p(dsts), f64p(w),
+		C.size_t(len(dsts)), &cdone, &cne, &e)
+	if rc != 0 {
+		return int(cdone), int(cne), takeError(rc, &e)
+	}
+	return int(cdone), int(cne), nil
+}
 
 // Degree calls gt_snapshot_degree.
 func (sn *Snapshot) Degree(v uint64, dir uint32) (uint64, *Error) {

@@ -57,6 +57,11 @@ void gt_error_free(gt_error *e);
 /* Largest valid vertex id. Ids above it are rejected by gt_apply. */
 #define GT_MAX_VERTEX ((uint64_t)0x7fffffffffffffffULL)
 #define GT_MAX_LEVELS 16
+/* Vertex ids split into two bands: below GT_HIGH_ID_BASE (ids given as
+ * numbers) and from it up (graphtide's key dictionary gives string keys ids
+ * there). The core keeps a bound per band so that callers can index both
+ * bands densely (see gt_snapshot_vertex_bounds). */
+#define GT_HIGH_ID_BASE ((uint64_t)0x4000000000000000ULL)
 
 typedef struct gt_options {
   uint64_t memgraph_bytes;       /* size of one MemGraph; 0 = 64 MiB */
@@ -155,11 +160,19 @@ void gt_get_metrics(gt_store *s, gt_metrics *out);
 
 /* Pins the newest committed sequence number. Free with gt_snapshot_release. */
 int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err);
+/* Pins the newest durable sequence number (gt_metrics.durable_seq): the
+ * snapshot sees only flushed data, so its reads skip the MemGraphs and a
+ * compacted range is copied out in bulk. Free with gt_snapshot_release. */
+int gt_snapshot_new_durable(gt_store *s, gt_snapshot **out, gt_error *err);
 void gt_snapshot_release(gt_snapshot *snap);
 uint64_t gt_snapshot_seq(const gt_snapshot *snap);
 /* One past the largest vertex id any edge of the store mentions (an upper
  * bound for the snapshot; never smaller than the true bound). */
 uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap);
+/* Per-band bounds as of the snapshot: *low is one past the largest id below
+ * GT_HIGH_ID_BASE any edge mentions (0 if none), *high one past the largest
+ * id at or above it (0 if none). Upper bounds, never smaller than the truth. */
+void gt_snapshot_vertex_bounds(const gt_snapshot *snap, uint64_t *low, uint64_t *high);
 
 int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out,
                        gt_error *err);
@@ -181,6 +194,35 @@ int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir,
                      uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
                      double *weights, size_t ecap, size_t *nv, size_t *ne,
                      uint64_t *next, gt_error *err);
+
+/* Neighbors of the vertices vids[0..n) (any order, repeats allowed) in one
+ * call: vertex i's neighbors, sorted by dst, are dsts[offs[i]..offs[i+1]) (and
+ * weights, when not NULL). offs must have room for n+1 entries; offs[0] = 0.
+ * Vertices with no visible edge get an empty range. Stops before the first
+ * vertex whose neighbors do not fit in ecap and sets *done to the number of
+ * vertices filled (n when all fit). If vertex 0 alone needs more than ecap
+ * edges, GT_ERR_BUFFER is returned and *ne holds the count it needs;
+ * otherwise *ne is the number of edges written. */
+int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs,
+                       uint64_t *dsts, double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err);
+
+/* One live file of the store, for inspection. */
+typedef struct gt_file_info {
+  uint64_t id;
+  uint32_t level;    /* 0 = L0 */
+  uint32_t dir;      /* gt_dir */
+  uint64_t min_src, max_src, max_dst;
+  uint64_t vertices, entries, bytes;
+  uint64_t min_seq, max_seq;
+  uint32_t flags;    /* bit 0 dense table, 1 versions, 2 weights, 3 u32 dsts, 4 multi-version, 5 tombstones */
+  uint32_t reserved;
+} gt_file_info;
+
+/* Copies up to cap live files (L0 newest first, then each level by min_src;
+ * out-edges before in-edges) into out. *n receives the total count; if it is
+ * larger than cap only cap were copied. The file name of id is
+ * printf("%08llu.seg", id) in the store directory. */
+void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n);
 
 /* Reads and verifies every checksum of every live file. Returns the first
  * corruption found. Used by tests and `graphtide inspect`. */

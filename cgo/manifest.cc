@@ -87,7 +87,9 @@ bool Decode(const char *p, size_t n, ManifestRecord *r) {
         if (!d.Get(&v.first) || !d.Get(&v.second)) return false;
       if (!d.Get(&has) || !d.Get(&len) || !d.Bytes(len, &r->srcpos)) return false;
       r->has_srcpos = has != 0;
-      return d.done();
+      if (d.done()) return true;  // written before bounds were recorded
+      r->has_bounds = true;
+      return d.Get(&r->low_bound) && d.Get(&r->high_bound) && d.done();
     }
     case RecType::kCompact: {
       uint32_t nr, na;
@@ -124,6 +126,10 @@ std::string Encode(const ManifestRecord &r) {
       e.Put(static_cast<uint8_t>(r.has_srcpos ? 1 : 0));
       e.Put(static_cast<uint32_t>(r.srcpos.size()));
       e.s += r.srcpos;
+      if (r.has_bounds) {
+        e.Put(r.low_bound);
+        e.Put(r.high_bound);
+      }
       break;
     case RecType::kCompact:
       e.Put(static_cast<uint32_t>(r.removed.size()));

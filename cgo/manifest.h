@@ -4,7 +4,9 @@
 // Payload = u8 type + fields (little-endian):
 //   kCreate  : u32 in_edges
 //   kFlush   : u64 durable_seq, u32 nfiles, SegMeta*, u32 nvdel, (u64 v, u64 seq)*,
-//              u8 has_srcpos, u32 len, bytes
+//              u8 has_srcpos, u32 len, bytes,
+//              [u64 low_bound, u64 high_bound]  (absent in stores written before
+//              bounds were recorded; see ManifestRecord::has_bounds)
 //   kCompact : u32 nremoved, u64 id*, u32 nadded, SegMeta*
 // A record is durable once Append returns (fdatasync). A record cut short by a
 // crash (its length runs past end of file) is a torn tail: it was never
@@ -33,6 +35,11 @@ struct ManifestRecord {
   std::vector<std::pair<uint64_t, uint64_t>> vdels;
   bool has_srcpos = false;
   std::string srcpos;
+  // kFlush: the store's per-band vertex bounds (graphtide.h,
+  // gt_snapshot_vertex_bounds) when the record was written; they cover every
+  // file the store held then. has_bounds is false for older records.
+  bool has_bounds = false;
+  uint64_t low_bound = 0, high_bound = 0;
 };
 
 class Manifest {

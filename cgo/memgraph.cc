@@ -123,7 +123,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
     has_srcpos_ = true;
   }
   entries_.fetch_add(added, std::memory_order_relaxed);
-  batches_.fetch_add(1, std::memory_order_relaxed);
+  if (batches_.fetch_add(1, std::memory_order_relaxed) == 0) first_seq_.store(seq, std::memory_order_relaxed);
   // Everything the MemGraph holds, capacities included, so that it freezes
   // at its configured size of real memory.
   uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();

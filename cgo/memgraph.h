@@ -47,6 +47,10 @@ class MemGraph {
   // No batch applied yet (a batch with no ops still counts: it carries a
   // sequence number and maybe a source position that a flush must record).
   bool empty() const { return batches_.load(std::memory_order_relaxed) == 0; }
+  // Sequence number of the first batch applied (0 while empty). A reader
+  // whose snapshot tau is below it finds nothing here and may skip it:
+  // every batch with seq <= tau was applied before tau was published.
+  uint64_t first_seq() const { return first_seq_.load(std::memory_order_relaxed); }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
@@ -135,6 +139,7 @@ class MemGraph {
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
+  std::atomic<uint64_t> first_seq_{0};
   std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq); Protected by mu_.
   std::string srcpos_;
   bool has_srcpos_ = false;

@@ -483,6 +483,44 @@ Status Segment::VerifyBytes(uint64_t from, uint64_t to) const {
   return Status::OK();
 }
 
+Status Segment::IdBounds(uint64_t base, uint64_t *low, uint64_t *high) const {
+  *low = *high = 0;
+  if (meta_.nverts == 0) return Status::OK();
+  // Sources: the table is sorted, so the largest src below base is found
+  // by search.
+  if (meta_.max_src < base) {
+    *low = meta_.max_src + 1;
+  } else {
+    *high = meta_.max_src + 1;
+    if (meta_.min_src < base) {
+      if (flags_ & kFlagDense) {
+        for (uint64_t i = base - meta_.min_src; i > 0; i--) {
+          if (offs_[i] > offs_[i - 1]) {
+            *low = meta_.min_src + i;  // vertex min_src+i-1 has edges
+            break;
+          }
+        }
+      } else {
+        const uint64_t *p = std::lower_bound(srcs_, srcs_ + meta_.nverts, base);
+        if (p != srcs_) *low = *(p - 1) + 1;
+      }
+    }
+  }
+  if (meta_.max_dst < base) {
+    *low = std::max(*low, meta_.max_dst + 1);
+    return Status::OK();
+  }
+  GT_RETURN_IF_ERROR(EnsureVerified(0, meta_.nentries));
+  for (uint64_t i = 0; i < meta_.nentries; i++) {
+    const uint64_t d = dst(i);
+    if (d < base)
+      *low = std::max(*low, d + 1);
+    else
+      *high = std::max(*high, d + 1);
+  }
+  return Status::OK();
+}
+
 Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   if (e <= b) return Status::OK();
   const uint64_t dw = dst32_ ? 4 : 8;

@@ -18,6 +18,13 @@
 namespace gt {
 namespace {
 
+// Raises *a to at least v.
+void RaiseTo(std::atomic<uint64_t> *a, uint64_t v) {
+  uint64_t cur = a->load();
+  while (v > cur && !a->compare_exchange_weak(cur, v)) {
+  }
+}
+
 uint64_t NowNanos() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -41,15 +48,40 @@ Status AddSegmentRun(const Segment *s, uint64_t v, std::vector<Run> *runs) {
   return Status::OK();
 }
 
+// The MemGraphs of a Version that can hold versions visible at tau (active
+// first), with their read locks held while this lives so that Collect and
+// VerticesFrom may be called on them. A MemGraph whose first batch is newer
+// than tau is skipped: a snapshot of durable data reads no MemGraph at all.
+struct VisibleMems {
+  const MemGraph *m[2] = {nullptr, nullptr};
+  std::shared_lock<std::shared_mutex> locks[2];
+  VisibleMems(const Version &v, uint64_t tau) {
+    const MemGraph *c[2] = {v.active.get(), v.imm.get()};
+    for (int k = 0; k < 2; k++) {
+      if (c[k] == nullptr) continue;
+      const uint64_t first = c[k]->first_seq();
+      if (first == 0 || first > tau) continue;
+      locks[k] = c[k]->ReadLock();
+      m[k] = c[k];
+    }
+  }
+  // True when some visible MemGraph has versions in dir.
+  bool Any(int dir) const {
+    for (const MemGraph *g : m)
+      if (g != nullptr && g->vertices(dir) != 0) return true;
+    return false;
+  }
+};
+
 // Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
-// must outlive the runs. Caller holds the MemGraphs' read locks.
-Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[2], std::vector<Run> *runs) {
+// must outlive the runs.
+Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
+                  std::vector<Run> *runs) {
   runs->clear();
-  const MemGraph *mems[2] = {ver.active.get(), ver.imm.get()};
   for (int k = 0; k < 2; k++) {
-    if (mems[k] == nullptr || mems[k]->vertices(dir) == 0) continue;
+    if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
     m[k].clear();
-    mems[k]->Collect(dir, v, &m[k]);
+    mems.m[k]->Collect(dir, v, &m[k]);
     if (m[k].empty()) continue;
     runs->push_back(Run{m[k].data(), nullptr, 0, m[k].size()});
   }
@@ -62,21 +94,36 @@ Status GatherRuns(const Version &ver, int dir, uint64_t v, std::vector<Entry> m[
   return Status::OK();
 }
 
-// Holds the read locks of a Version's MemGraphs while it lives, so that
-// Collect and VerticesFrom may be called on them.
-struct MemReadLocks {
-  std::shared_lock<std::shared_mutex> active, imm;
-  explicit MemReadLocks(const Version &v) {
-    if (v.active) active = v.active->ReadLock();
-    if (v.imm) imm = v.imm->ReadLock();
-  }
-};
-
 // True when one file run can be copied out as is: every version in it is
 // visible at tau, live, and unique per dst, and no vertex delete applies.
 bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
   if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
   return runs[0].seg->AllVisibleAt(tau);
+}
+
+// Writes v's visible neighbors (from its runs) to dsts/w[at..cap) and
+// returns the end position at + count. A result above cap means they did
+// not fit: nothing past cap was written and the caller must not use them.
+size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, uint64_t *dsts,
+                     double *w, size_t at, size_t cap) {
+  if (FastRun(runs, tau, vdel)) {
+    const Run &r = runs[0];
+    const size_t end = at + (r.e - r.b);
+    if (end <= cap) {
+      r.seg->CopyDsts(r.b, r.e, dsts + at);
+      if (w) r.seg->CopyWeights(r.b, r.e, w + at);
+    }
+    return end;
+  }
+  size_t k = at;
+  VisibleVersions(runs, v, tau, vdel, [&](uint64_t d, double wt) {
+    if (k < cap) {
+      dsts[k] = d;
+      if (w) w[k] = wt;
+    }
+    k++;
+  });
+  return k;
 }
 
 // Next vertex >= a position, over one source. Used by scans and compaction.
@@ -242,6 +289,10 @@ Status Store::Recover() {
   uint32_t stored_in_edges = 0;
   auto vdel = std::make_shared<VdelMap>();
   uint64_t max_id = 0;
+  // Per-band bounds from flush records; a record written before bounds were
+  // recorded makes Recover compute them from the files instead.
+  bool bounds_recorded = true;
+  uint64_t low = 0, high = 0;
   GT_RETURN_IF_ERROR(manifest_.Open(dir_, [&](const ManifestRecord &r) -> Status {
     switch (r.type) {
       case RecType::kCreate:
@@ -253,6 +304,9 @@ Status Store::Recover() {
         for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
         durable_seq_ = std::max(durable_seq_, r.durable_seq);
         if (r.has_srcpos) durable_srcpos_ = r.srcpos;
+        bounds_recorded = bounds_recorded && r.has_bounds;
+        low = std::max(low, r.low_bound);
+        high = std::max(high, r.high_bound);
         break;
       case RecType::kCompact:
         for (uint64_t id : r.removed) live.erase(id);
@@ -293,6 +347,12 @@ Status Store::Recover() {
     else
       t.levels[m.level].push_back(seg);
     bound = std::max(bound, std::max(m.max_src, m.max_dst) + 1);
+    if (!bounds_recorded) {
+      uint64_t l, h;
+      GT_RETURN_IF_ERROR(seg->IdBounds(GT_HIGH_ID_BASE, &l, &h));
+      low = std::max(low, l);
+      high = std::max(high, h);
+    }
   }
   for (auto &t : ver->trees) {
     std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
@@ -317,7 +377,11 @@ Status Store::Recover() {
   ver->vdel = vdel;
   current_ = ver;
   last_seq_.store(durable_seq_);
-  vertex_bound_.store(bound);
+  // The overall bound is the larger band bound (the recorded band bounds
+  // can exceed the files' own: they remember ids whose edges are gone).
+  vertex_bound_.store(std::max({bound, low, high}));
+  low_bound_.store(low);
+  high_bound_.store(high);
   compaction_wanted_ = true;
   return Status::OK();
 }
@@ -369,9 +433,18 @@ std::vector<uint64_t> Store::PinnedSnapshots() {
   return v;
 }
 
-uint64_t Store::PinSnapshot() {
+uint64_t Store::PinSnapshot(bool durable) {
+  // Lock order: snap_mu_, then mu_. durable_seq_ is read under snap_mu_ so
+  // that a compaction either sees this pin or took its pins (and chose its
+  // inputs, all at or below the durable seq of then) before it was read.
   std::lock_guard<std::mutex> l(snap_mu_);
-  uint64_t tau = last_seq_.load(std::memory_order_acquire);
+  uint64_t tau;
+  if (durable) {
+    std::lock_guard<std::mutex> ml(mu_);
+    tau = durable_seq_;
+  } else {
+    tau = last_seq_.load(std::memory_order_acquire);
+  }
   snaps_.insert(tau);
   return tau;
 }
@@ -407,7 +480,7 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
 Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   bool has_vdel = false;
-  uint64_t maxv = 0;
+  uint64_t maxv = 0, max_low = 0, max_high = 0;  // one past, per band
   for (size_t i = 0; i < n; i++) {
     const gt_op &op = ops[i];
     if (op.kind > GT_OP_DELETE_VERTEX)
@@ -419,6 +492,12 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
       return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
     maxv = std::max(maxv, op.kind == GT_OP_DELETE_VERTEX ? op.src : std::max(op.src, op.dst));
+    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX ? op.src : op.dst}) {
+      if (v < GT_HIGH_ID_BASE)
+        max_low = std::max(max_low, v + 1);
+      else
+        max_high = std::max(max_high, v + 1);
+    }
   }
   // An edge op followed, in the same batch, by a delete of one of its
   // vertices is dead on arrival; it must not survive with the delete's seq.
@@ -459,9 +538,9 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     current_ = nv;
   }
   if (n > 0) {
-    uint64_t b = vertex_bound_.load();
-    while (maxv + 1 > b && !vertex_bound_.compare_exchange_weak(b, maxv + 1)) {
-    }
+    RaiseTo(&vertex_bound_, maxv + 1);
+    RaiseTo(&low_bound_, max_low);
+    RaiseTo(&high_bound_, max_high);
   }
   // Publish: snapshots taken from here on see this batch.
   last_seq_.store(seq, std::memory_order_release);
@@ -551,6 +630,9 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   r.vdels = mem->vdels();
   r.has_srcpos = mem->has_srcpos();
   r.srcpos = mem->srcpos();
+  r.has_bounds = true;  // cover every file, this flush's included
+  r.low_bound = low_bound_.load();
+  r.high_bound = high_bound_.load();
   GT_RETURN_IF_ERROR(AppendManifest(r));
   uint64_t bytes = 0;
   for (const SegMeta &m : metas) bytes += m.bytes;
@@ -843,8 +925,8 @@ Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
   std::vector<Entry> m[2];
   std::vector<Run> runs;
   {
-    MemReadLocks locks(*ver);
-    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
   }
   uint64_t n = 0;
   if (FastRun(runs, tau_, *ver->vdel)) {
@@ -861,26 +943,10 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
   std::vector<Entry> m[2];
   std::vector<Run> runs;
   {
-    MemReadLocks locks(*ver);
-    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
   }
-  size_t k = 0;
-  if (FastRun(runs, tau_, *ver->vdel)) {
-    const Run &r = runs[0];
-    k = r.e - r.b;
-    if (k <= cap) {
-      r.seg->CopyDsts(r.b, r.e, dsts);
-      if (w) r.seg->CopyWeights(r.b, r.e, w);
-    }
-  } else {
-    VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t d, double wt) {
-      if (k < cap) {
-        dsts[k] = d;
-        if (w) w[k] = wt;
-      }
-      k++;
-    });
-  }
+  const size_t k = AppendVisible(runs, v, tau_, *ver->vdel, dsts, w, 0, cap);
   *n = k;
   if (k > cap) return Status{Code::kBuffer, "neighbor buffer too small", "", 0};
   return Status::OK();
@@ -890,11 +956,9 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
 // no MemGraph or L0 data, no vertex deletes, one level overlapping the
 // range, and no segment there with versions newer than tau, tombstones or
 // several versions of an edge. Then a scan is a bulk copy of the CSR.
-// Requires the MemGraphs' read locks held.
-static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version &ver, int dir, uint64_t lo,
-                                                                   uint64_t hi, uint64_t tau) {
-  for (const MemGraph *m : {ver.active.get(), ver.imm.get()})
-    if (m != nullptr && m->vertices(dir) != 0) return nullptr;
+static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version &ver, const VisibleMems &mems,
+                                                                   int dir, uint64_t lo, uint64_t hi, uint64_t tau) {
+  if (mems.Any(dir)) return nullptr;
   const Tree &t = ver.trees[dir];
   if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
   const std::vector<std::shared_ptr<Segment>> *found = nullptr;
@@ -918,9 +982,9 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   if (hi <= lo) return Status::OK();
   if (vcap == 0) return Status{Code::kBuffer, "vertex buffer has no room", "", 0};
   auto ver = store_->Current();
-  MemReadLocks locks(*ver);
+  VisibleMems mems(*ver, tau_);
   offs[0] = 0;
-  if (const auto *lv = SingleRunLevel(*ver, dir, lo, hi, tau_)) {
+  if (const auto *lv = SingleRunLevel(*ver, mems, dir, lo, hi, tau_)) {
     for (const auto &s : *lv) {
       if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
       uint64_t need;
@@ -935,8 +999,8 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
     return Status::OK();
   }
   std::vector<VertexCursor> cursors;
-  if (ver->active) cursors.push_back(VertexCursor::ForMem(ver->active.get(), dir, lo, hi));
-  if (ver->imm) cursors.push_back(VertexCursor::ForMem(ver->imm.get(), dir, lo, hi));
+  for (const MemGraph *g : mems.m)
+    if (g != nullptr) cursors.push_back(VertexCursor::ForMem(g, dir, lo, hi));
   const Tree &t = ver->trees[dir];
   for (const auto &s : t.l0) cursors.push_back(VertexCursor::ForSegment(s.get(), lo, hi));
   for (size_t i = 1; i < t.levels.size(); i++)
@@ -953,30 +1017,9 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
       *next = v;
       break;
     }
-    GT_RETURN_IF_ERROR(GatherRuns(*ver, dir, v, m, &runs));
-    size_t k = oute;
-    bool fits = true;
-    if (FastRun(runs, tau_, vdel)) {
-      const Run &r = runs[0];
-      size_t cnt = r.e - r.b;
-      if (oute + cnt <= ecap) {
-        r.seg->CopyDsts(r.b, r.e, dsts + oute);
-        if (w) r.seg->CopyWeights(r.b, r.e, w + oute);
-      } else {
-        fits = false;
-      }
-      k = oute + cnt;
-    } else {
-      VisibleVersions(runs, v, tau_, vdel, [&](uint64_t d, double wt) {
-        if (k < ecap) {
-          dsts[k] = d;
-          if (w) w[k] = wt;
-        }
-        k++;
-      });
-      fits = k <= ecap;
-    }
-    if (!fits) {
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    if (k > ecap) {
       if (outv == 0) {
         *ne = k;
         *next = v;
@@ -994,6 +1037,65 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   *nv = outv;
   *ne = oute;
   return Status::OK();
+}
+
+Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w,
+                              size_t ecap, size_t *done, size_t *ne) {
+  *done = 0;
+  *ne = 0;
+  offs[0] = 0;
+  if (n == 0) return Status::OK();
+  auto ver = store_->Current();
+  VisibleMems mems(*ver, tau_);
+  const VdelMap &vdel = *ver->vdel;
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  size_t oute = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t v = vids[i];
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    if (k > ecap) {
+      if (i == 0) {
+        *ne = k;
+        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(v), "", 0};
+      }
+      break;
+    }
+    oute = k;
+    offs[i + 1] = oute;
+    *done = i + 1;
+  }
+  *ne = oute;
+  return Status::OK();
+}
+
+std::vector<gt_file_info> Store::Files() {
+  auto ver = Current();
+  std::vector<gt_file_info> out;
+  auto add = [&](const Segment &s) {
+    const SegMeta &m = s.meta();
+    gt_file_info f{};
+    f.id = m.id;
+    f.level = m.level;
+    f.dir = m.dir;
+    f.min_src = m.min_src;
+    f.max_src = m.max_src;
+    f.max_dst = m.max_dst;
+    f.vertices = m.nverts;
+    f.entries = m.nentries;
+    f.bytes = m.bytes;
+    f.min_seq = m.min_seq;
+    f.max_seq = m.max_seq;
+    f.flags = s.flags();
+    out.push_back(f);
+  };
+  for (const Tree &t : ver->trees) {
+    for (const auto &s : t.l0) add(*s);
+    for (size_t i = 1; i < t.levels.size(); i++)
+      for (const auto &s : t.levels[i]) add(*s);
+  }
+  return out;
 }
 
 }  // namespace gt

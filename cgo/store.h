@@ -90,9 +90,15 @@ class Store {
   void GetMetrics(gt_metrics *m);
 
   std::shared_ptr<const Version> Current();
-  uint64_t PinSnapshot();
+  // Pins and returns the newest committed seq, or with durable the newest
+  // durable one. Unpin with UnpinSnapshot.
+  uint64_t PinSnapshot(bool durable = false);
   void UnpinSnapshot(uint64_t tau);
   uint64_t vertex_bound() const { return vertex_bound_.load(std::memory_order_acquire); }
+  uint64_t low_bound() const { return low_bound_.load(std::memory_order_acquire); }
+  uint64_t high_bound() const { return high_bound_.load(std::memory_order_acquire); }
+  // Live files of the current Version, in gt_list_files order.
+  std::vector<gt_file_info> Files();
   bool in_edges() const { return opt_.in_edges; }
 
  private:
@@ -140,7 +146,9 @@ class Store {
   std::multiset<uint64_t> snaps_;  // Protected by snap_mu_.
 
   std::atomic<uint64_t> last_seq_{0};
-  std::atomic<uint64_t> vertex_bound_{0};
+  // One past the largest id of any applied or stored edge: overall, below
+  // GT_HIGH_ID_BASE, and at or above it (0 = none). Only ever grow.
+  std::atomic<uint64_t> vertex_bound_{0}, low_bound_{0}, high_bound_{0};
 
   // Counters for gt_metrics.
   std::atomic<uint64_t> flushes_{0}, flush_nanos_{0}, flush_bytes_{0};
@@ -153,20 +161,26 @@ class Store {
 // A pinned read view at one sequence number.
 class SnapshotReader {
  public:
-  SnapshotReader(Store *s, uint64_t tau, uint64_t vbound) : store_(s), tau_(tau), vbound_(vbound) {}
+  // Takes the store's vertex bounds as they are now (after the pin).
+  SnapshotReader(Store *s, uint64_t tau)
+      : store_(s), tau_(tau), vbound_(s->vertex_bound()), low_(s->low_bound()), high_(s->high_bound()) {}
   uint64_t tau() const { return tau_; }
   uint64_t vertex_bound() const { return vbound_; }
+  uint64_t low_bound() const { return low_; }
+  uint64_t high_bound() const { return high_; }
   Store *store() const { return store_; }
 
   Status Degree(uint64_t v, int dir, uint64_t *out);
   Status Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n);
   Status Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
               double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
+  Status Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w, size_t ecap,
+                size_t *done, size_t *ne);
 
  private:
   Store *store_;
   uint64_t tau_;
-  uint64_t vbound_;
+  uint64_t vbound_, low_, high_;
 };
 
 }  // namespace gt

@@ -11,7 +11,11 @@
 // reopen. Also: option validation, invalid ops, buffer-too-small results,
 // in-edge misuse, a second open of a locked directory, corrupted segment
 // files reported with path and offset, source positions, an empty batch
-// followed by gt_flush, and batch atomicity under concurrent readers. Every
+// followed by gt_flush, and batch atomicity under concurrent readers.
+// gt_snapshot_gather is checked against the oracle wherever scans are;
+// durable snapshots (gt_snapshot_new_durable) against the oracle state of
+// the newest flush; per-band vertex bounds after reopening, also from a
+// manifest written without them; gt_list_files against metrics and disk. Every
 // gt_error is released with gt_error_free so the ASan leak check is
 // meaningful.
 #include <gtest/gtest.h>
@@ -89,6 +93,15 @@ class Oracle {
     if (!in_.empty()) m = std::max(m, in_.rbegin()->first);
     return m;
   }
+  // One past the largest vertex below GT_HIGH_ID_BASE (0 if none).
+  uint64_t LowBound() const {
+    uint64_t b = 0;
+    for (const auto *m : {&out_, &in_}) {
+      auto it = m->lower_bound(GT_HIGH_ID_BASE);
+      if (it != m->begin()) b = std::max(b, std::prev(it)->first + 1);
+    }
+    return b;
+  }
   bool empty() const { return out_.empty(); }
   // Some existing edge with src >= from (wrapping), or false.
   bool EdgeFrom(uint64_t from, std::pair<uint64_t, uint64_t> *e) const {
@@ -150,9 +163,10 @@ void ExpectSameAdj(const Adj &got, const Adj &want, const std::string &what) {
 struct Snap {
   gt_snapshot *s = nullptr;
   Snap() = default;
-  explicit Snap(gt_store *st) {
+  // A snapshot of the newest seq, or with durable of the newest durable one.
+  explicit Snap(gt_store *st, bool durable = false) {
     Err err;
-    int rc = gt_snapshot_new(st, &s, err.get());
+    int rc = durable ? gt_snapshot_new_durable(st, &s, err.get()) : gt_snapshot_new(st, &s, err.get());
     EXPECT_EQ(rc, GT_OK) << err.msg();
   }
   ~Snap() {
@@ -325,13 +339,68 @@ void CheckNeighbors(gt_snapshot *snap, uint32_t dir, uint64_t v, const EdgeList 
   }
 }
 
+// Gathers the neighbors of vs in calls of at most ecap edges, checking the
+// paging contract, and compares each vertex's list with the oracle's.
+void CheckGather(gt_snapshot *snap, uint32_t dir, const std::vector<uint64_t> &vs, size_t ecap, const Adj &want) {
+  SCOPED_TRACE("gather of " + std::to_string(vs.size()) + " vertices, ecap " + std::to_string(ecap));
+  size_t at = 0;
+  int calls = 0;
+  while (at < vs.size()) {
+    ASSERT_LT(++calls, 100000) << "gather does not progress";
+    const size_t n = vs.size() - at;
+    std::vector<uint64_t> offs(n + 1, 777), dsts(ecap, 0);
+    std::vector<double> ws(ecap, 0);
+    size_t done = 99999, ne = 99999;
+    Err err;
+    int rc = gt_snapshot_gather(snap, vs.data() + at, n, dir, offs.data(), dsts.data(), ws.data(), ecap, &done, &ne,
+                                err.get());
+    if (rc == GT_ERR_BUFFER) {
+      ASSERT_EQ(done, 0u);
+      ASSERT_GT(ne, ecap) << err.msg();
+      ecap = ne;  // the first vertex alone needs ne
+      continue;
+    }
+    ASSERT_EQ(rc, GT_OK) << err.msg();
+    ASSERT_GT(done, 0u) << "a vertex that fits must be filled";
+    ASSERT_LE(done, n);
+    ASSERT_EQ(offs[0], 0u);
+    ASSERT_EQ(offs[done], ne);
+    ASSERT_LE(ne, ecap);
+    for (size_t i = 0; i < done; i++) {
+      const uint64_t v = vs[at + i];
+      ASSERT_LE(offs[i], offs[i + 1]);
+      EdgeList got;
+      for (uint64_t k = offs[i]; k < offs[i + 1]; k++) got.emplace_back(dsts[k], ws[k]);
+      auto it = want.find(v);
+      const EdgeList exp = it == want.end() ? EdgeList{} : it->second;
+      ASSERT_EQ(got, exp) << "vertex " << v << ": " << Str(got) << " vs " << Str(exp);
+    }
+    if (done < n) {
+      // The next vertex did not fit in what was left.
+      auto it = want.find(vs[at + done]);
+      const size_t next = it == want.end() ? 0 : it->second.size();
+      ASSERT_GT(ne + next, ecap) << "gather stopped before a vertex that fits";
+    }
+    at += done;
+  }
+}
+
 // Full check of a snapshot against an oracle state: scans of both directions
-// with a few buffer shapes, plus neighbors/degree of some vertices.
+// with a few buffer shapes, plus neighbors/degree of some vertices, gathers
+// of vertex lists and the per-band vertex bounds.
 void CheckSnapshot(gt_snapshot *snap, const Oracle &o, std::mt19937_64 &rng, bool in_edges, int spot = 12) {
   const uint64_t bound = gt_snapshot_vertex_bound(snap);
   if (!o.empty()) {
     ASSERT_GT(bound, o.MaxVertex()) << "vertex bound smaller than the largest vertex id";
   }
+  uint64_t low = 0, high = 0;
+  gt_snapshot_vertex_bounds(snap, &low, &high);
+  EXPECT_GE(low, o.LowBound()) << "low band bound below the largest low id";
+  EXPECT_LE(low, GT_HIGH_ID_BASE);
+  if (o.MaxVertex() >= GT_HIGH_ID_BASE) {
+    EXPECT_GT(high, o.MaxVertex()) << "high band bound below the largest id";
+  }
+  EXPECT_EQ(std::max(low, high), bound) << "the overall bound is the larger band bound";
   for (uint32_t dir : {uint32_t(GT_OUT), uint32_t(GT_IN)}) {
     if (dir == GT_IN && !in_edges) continue;
     SCOPED_TRACE(dir == GT_OUT ? "out-edges" : "in-edges");
@@ -374,6 +443,15 @@ void CheckSnapshot(gt_snapshot *snap, const Oracle &o, std::mt19937_64 &rng, boo
       auto it = want.find(v);
       ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap, dir, v, it == want.end() ? EdgeList{} : it->second));
     }
+    // Gathers: the spot vertices in random order with a repeat, then every
+    // vertex of the oracle, with a tight and a roomy edge buffer.
+    std::shuffle(vs.begin(), vs.end(), rng);
+    if (!vs.empty()) vs.push_back(vs.front());
+    ASSERT_NO_FATAL_FAILURE(CheckGather(snap, dir, vs, 1 + rng() % 8, want));
+    std::vector<uint64_t> all;
+    for (const auto &kv : want) all.push_back(kv.first);
+    ASSERT_NO_FATAL_FAILURE(CheckGather(snap, dir, all, 1 + rng() % 300, want));
+    ASSERT_NO_FATAL_FAILURE(CheckGather(snap, dir, all, 1 << 18, want));
   }
 }
 
@@ -488,6 +566,10 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
   auto &rng = gen.rng();
   Oracle oracle;
   std::vector<HeldSnapshot> held;
+  // Oracle state after each recent batch, for durable snapshots (whose seq
+  // is the newest flushed one, often a background flush's).
+  std::map<uint64_t, Oracle> recent{{0, Oracle{}}};
+  int durable_checked = 0;
   uint64_t last_seq = 0;
   std::string last_srcpos;
   uint32_t deepest_seen = 0;
@@ -536,6 +618,8 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
     last_seq = seq;
     last_srcpos = srcpos;
     oracle.Apply(ops);
+    recent[seq] = oracle;
+    while (recent.size() > 64) recent.erase(recent.begin());
 
     {
       // Spot checks of the vertices this batch touched, at the newest state.
@@ -569,6 +653,23 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
       SCOPED_TRACE("releasing snapshot seq " + std::to_string(held[k].seq));
       ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held[k].snap.s, held[k].state, rng, true, 4));
       held.erase(held.begin() + static_cast<long>(k));
+    } else if (r < 175) {
+      // A durable snapshot sees exactly the state as of the newest flush.
+      gt_metrics before, after;
+      gt_get_metrics(s, &before);
+      Snap snap(s, true);
+      gt_get_metrics(s, &after);
+      const uint64_t d = gt_snapshot_seq(snap.s);
+      ASSERT_GE(d, before.durable_seq);
+      ASSERT_LE(d, after.durable_seq);
+      ASSERT_LE(d, last_seq);
+      auto it = recent.find(d);
+      if (it != recent.end()) {
+        SCOPED_TRACE("durable snapshot seq " + std::to_string(d) + " at seq " + std::to_string(last_seq));
+        ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, it->second, rng, true, 4));
+        durable_checked++;
+        if (held.size() < 3) held.push_back(HeldSnapshot{std::move(snap), it->second, d});
+      }
     }
 
     if (step % 35 == 0) {
@@ -603,6 +704,7 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
     ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
   }
   EXPECT_GE(deepest_seen, 2u) << "the workload should reach L2 at least";
+  EXPECT_GE(durable_checked, 5) << "durable snapshots should be checked against their state";
   ASSERT_NO_FATAL_FAILURE(reopen(kBatches + 1));
   ASSERT_NO_FATAL_FAILURE(Close(&s));
 }
@@ -1003,6 +1105,204 @@ TEST(StoreApiTest, SourcePositionFollowsFlushes) {
 // Corrupted segment files are reported through the C API with the file's
 // path: a header byte at open, a data-column byte on read and by
 // gt_verify_all (with an offset inside the file).
+// Removes the vertex bounds from every flush record of dir/MANIFEST, as a
+// store written before bounds were recorded has them.
+void StripManifestBounds(const std::string &dir) {
+  const std::string path = dir + "/MANIFEST";
+  const std::string in = gt_test::ReadFile(path);
+  std::string out;
+  int stripped = 0;
+  for (size_t off = 0; off + 8 <= in.size();) {
+    const uint32_t len = gt_test::GetLE<uint32_t>(in, off);
+    ASSERT_LE(off + 8 + len, in.size());
+    std::string payload = in.substr(off + 8, len);
+    if (!payload.empty() && payload[0] == 2) {  // kFlush
+      payload.resize(payload.size() - 16);
+      stripped++;
+    }
+    const uint32_t nlen = static_cast<uint32_t>(payload.size());
+    const uint32_t crc = gt::Crc32c(payload.data(), payload.size());
+    out.append(reinterpret_cast<const char *>(&nlen), 4);
+    out.append(reinterpret_cast<const char *>(&crc), 4);
+    out += payload;
+    off += 8 + len;
+  }
+  ASSERT_GT(stripped, 0);
+  gt_test::WriteFile(path, out);
+}
+
+TEST(StoreApiTest, VertexBoundsPerBand) {
+  TempDir dir;
+  gt_options o = SmallOptions();
+  o.in_edges = 0;  // dst-only ids must count too
+  StoreHolder h;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  const uint64_t hi = GT_HIGH_ID_BASE;
+  auto expect = [&](uint64_t low, uint64_t high, const char *when) {
+    SCOPED_TRACE(when);
+    Snap snap(h.s);
+    uint64_t l = 0, g = 0;
+    gt_snapshot_vertex_bounds(snap.s, &l, &g);
+    EXPECT_EQ(l, low);
+    EXPECT_EQ(g, high);
+    EXPECT_EQ(gt_snapshot_vertex_bound(snap.s), std::max(low, high));
+  };
+  expect(0, 0, "empty store");
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(5, 9)}));
+  expect(10, 0, "low ids only");
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(hi + 3, 1000), Up(7, hi + 100), Del(hi + 2, 3)}));
+  expect(1001, hi + 101, "both bands; a delete of a missing edge still counts");
+  ASSERT_NO_FATAL_FAILURE(Flush(h.s));
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(hi, 1)}));
+  ASSERT_NO_FATAL_FAILURE(Flush(h.s));
+  ASSERT_NO_FATAL_FAILURE(CompactAll(h.s));
+  expect(1001, hi + 101, "after flush and compaction");
+  ASSERT_NO_FATAL_FAILURE(Close(&h.s));
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  expect(1001, hi + 101, "reopened: from the manifest");
+  ASSERT_NO_FATAL_FAILURE(Close(&h.s));
+  // A store whose flush records carry no bounds computes them from its
+  // files: exactly, from the edges that remain (the delete left none).
+  ASSERT_NO_FATAL_FAILURE(StripManifestBounds(dir.path()));
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  expect(1001, hi + 101, "reopened: computed from the files");
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(2000, hi + 500)}));
+  expect(2001, hi + 501, "grows after reopen");
+  ASSERT_NO_FATAL_FAILURE(Flush(h.s));
+  ASSERT_NO_FATAL_FAILURE(Close(&h.s));
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  expect(2001, hi + 501, "mixed old and new records: computed from the files");
+}
+
+TEST(StoreApiTest, DurableSnapshotSkipsUnflushedData) {
+  TempDir dir;
+  StoreHolder h;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), SmallOptions(), &h.s));
+  {
+    Snap empty(h.s, true);
+    EXPECT_EQ(gt_snapshot_seq(empty.s), 0u);
+  }
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(1, 2, 3.0), Up(1, 3)}));
+  ASSERT_NO_FATAL_FAILURE(Flush(h.s));
+  uint64_t seq = 0;
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(1, 4), Del(1, 2), DelV(3)}, &seq));
+  Snap durable(h.s, true), fresh(h.s);
+  EXPECT_EQ(gt_snapshot_seq(durable.s), seq - 1);
+  EXPECT_EQ(gt_snapshot_seq(fresh.s), seq);
+  ASSERT_NO_FATAL_FAILURE(CheckNeighbors(durable.s, GT_OUT, 1, {{2, 3.0}, {3, 1.0}}));
+  ASSERT_NO_FATAL_FAILURE(CheckNeighbors(fresh.s, GT_OUT, 1, {{4, 1.0}}));
+  // It keeps its state while the newer data is flushed and compacted.
+  ASSERT_NO_FATAL_FAILURE(Flush(h.s));
+  ASSERT_NO_FATAL_FAILURE(CompactAll(h.s));
+  ASSERT_NO_FATAL_FAILURE(CheckNeighbors(durable.s, GT_OUT, 1, {{2, 3.0}, {3, 1.0}}));
+  ASSERT_NO_FATAL_FAILURE(CheckNeighbors(durable.s, GT_IN, 3, {{1, 1.0}}));
+  Snap later(h.s, true);
+  EXPECT_EQ(gt_snapshot_seq(later.s), seq);
+  ASSERT_NO_FATAL_FAILURE(CheckNeighbors(later.s, GT_OUT, 1, {{4, 1.0}}));
+}
+
+TEST(StoreApiTest, GatherContract) {
+  TempDir dir;
+  gt_options o = SmallOptions();
+  o.in_edges = 0;
+  StoreHolder h;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(1, 2), Up(1, 3), Up(1, 4), Up(5, 6)}));
+  Snap snap(h.s);
+  std::vector<uint64_t> vs = {5, 1, 99, 5};
+  std::vector<uint64_t> offs(5, 0), dsts(8, 0);
+  size_t done = 0, ne = 0;
+  Err err;
+  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data(), vs.size(), GT_OUT, offs.data(), dsts.data(), nullptr, dsts.size(),
+                               &done, &ne, err.get()),
+            GT_OK)
+      << err.msg();
+  EXPECT_EQ(done, 4u);
+  EXPECT_EQ(ne, 5u);
+  EXPECT_EQ(offs, (std::vector<uint64_t>{0, 1, 4, 4, 5}));
+  EXPECT_EQ(std::vector<uint64_t>(dsts.begin(), dsts.begin() + 5), (std::vector<uint64_t>{6, 2, 3, 4, 6}));
+  // Room for vertex 5 and not for vertex 1 after it: stops after one.
+  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data(), vs.size(), GT_OUT, offs.data(), dsts.data(), nullptr, 2, &done, &ne,
+                               err.get()),
+            GT_OK);
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(ne, 1u);
+  // The first vertex alone does not fit: GT_ERR_BUFFER with its count.
+  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data() + 1, 1, GT_OUT, offs.data(), dsts.data(), nullptr, 2, &done, &ne,
+                               err.get()),
+            GT_ERR_BUFFER);
+  EXPECT_EQ(done, 0u);
+  EXPECT_EQ(ne, 3u);
+  EXPECT_NE(err.e.message, nullptr);
+  err.Reset();
+  // No vertices: nothing to do.
+  ASSERT_EQ(gt_snapshot_gather(snap.s, nullptr, 0, GT_OUT, offs.data(), dsts.data(), nullptr, 0, &done, &ne,
+                               err.get()),
+            GT_OK);
+  EXPECT_EQ(done, 0u);
+  // In-edges are not kept; a bad direction is rejected.
+  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, GT_IN, offs.data(), dsts.data(), nullptr, 8, &done, &ne,
+                               err.get()),
+            GT_ERR_INVALID);
+  err.Reset();
+  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, 7, offs.data(), dsts.data(), nullptr, 8, &done, &ne, err.get()),
+            GT_ERR_INVALID);
+  err.Reset();
+}
+
+TEST(StoreApiTest, ListFilesMatchesMetricsAndDisk) {
+  TempDir dir;
+  StoreHolder h;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), SmallOptions(), &h.s));
+  size_t n = 99;
+  gt_list_files(h.s, nullptr, 0, &n);
+  EXPECT_EQ(n, 0u);
+  std::mt19937_64 rng(7);
+  for (int b = 0; b < 40; b++) {
+    std::vector<gt_op> ops;
+    for (int i = 0; i < 200; i++) ops.push_back(Up(rng() % 3000, rng() % 3000));
+    ASSERT_NO_FATAL_FAILURE(Apply(h.s, ops));
+  }
+  // Compare once the file set is stable: compact everything first (a
+  // background compaction could change it between two calls otherwise).
+  ASSERT_NO_FATAL_FAILURE(CompactAll(h.s));
+  gt_metrics m;
+  gt_get_metrics(h.s, &m);
+  gt_list_files(h.s, nullptr, 0, &n);
+  ASSERT_GT(n, 0u);
+  std::vector<gt_file_info> fs(n);
+  size_t n2 = 0;
+  gt_list_files(h.s, fs.data(), fs.size(), &n2);
+  ASSERT_EQ(n2, n);
+  uint64_t files[GT_MAX_LEVELS] = {}, bytes[GT_MAX_LEVELS] = {}, entries[GT_MAX_LEVELS] = {};
+  std::set<std::string> names;
+  for (const gt_file_info &f : fs) {
+    ASSERT_LT(f.level, GT_MAX_LEVELS);
+    ASSERT_LE(f.dir, 1u);
+    EXPECT_LE(f.min_src, f.max_src);
+    EXPECT_GT(f.entries, 0u);
+    EXPECT_LE(f.min_seq, f.max_seq);
+    files[f.level]++;
+    bytes[f.level] += f.bytes;
+    entries[f.level] += f.entries;
+    char name[32];
+    std::snprintf(name, sizeof name, "%08llu.seg", static_cast<unsigned long long>(f.id));
+    names.insert(dir.path() + "/" + name);
+  }
+  for (uint32_t i = 0; i < m.num_levels; i++) {
+    EXPECT_EQ(files[i], m.levels[i].files) << "level " << i;
+    EXPECT_EQ(bytes[i], m.levels[i].bytes) << "level " << i;
+    EXPECT_EQ(entries[i], m.levels[i].entries) << "level " << i;
+  }
+  const auto on_disk = SegmentFiles(dir.path());
+  EXPECT_EQ(std::set<std::string>(on_disk.begin(), on_disk.end()), names);
+  // A short buffer gets the total count and only what fits.
+  gt_file_info one[1];
+  gt_list_files(h.s, one, 1, &n2);
+  EXPECT_EQ(n2, n);
+  EXPECT_EQ(one[0].id, fs[0].id);
+}
+
 TEST(StoreApiTest, CorruptSegmentReported) {
   TempDir dir;
   gt_options o = SmallOptions();

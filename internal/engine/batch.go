@@ -57,6 +57,41 @@ func (b *Batch) DeleteVertex(v uint64) {
 // up to and including this batch.
 func (b *Batch) SetSourcePosition(p []byte) { b.srcpos = append(b.srcpos[:0], p...) }
 
+// OpKind is the kind of one batch operation.
+type OpKind uint8
+
+const (
+	OpUpsert       OpKind = 0 // insert or update edge (Src, Dst) with Weight
+	OpDeleteEdge   OpKind = 1 // delete edge (Src, Dst)
+	OpDeleteVertex OpKind = 2 // delete every edge of Src; Dst is 0
+)
+
+// String names the kind as the JSON record format does.
+func (k OpKind) String() string {
+	switch k {
+	case OpUpsert:
+		return "add"
+	case OpDeleteEdge:
+		return "delete"
+	case OpDeleteVertex:
+		return "delete_vertex"
+	}
+	return fmt.Sprintf("op(%d)", uint8(k))
+}
+
+// Op is one operation of a batch.
+type Op struct {
+	Src, Dst uint64
+	Weight   float64 // 0 for deletes
+	Kind     OpKind
+}
+
+// Op returns the i-th operation, 0 <= i < Len().
+func (b *Batch) Op(i int) Op {
+	o := &b.ops[i]
+	return Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind)}
+}
+
 // Len is the number of operations in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 

@@ -11,6 +11,16 @@
 //     the graph as of that number, whatever flushes and compactions run
 //     afterwards, until it is released. Reads never block on flush or
 //     compaction.
+//   - DurableSnapshot pins the newest durable sequence number instead: it
+//     sees only flushed data and reads no MemGraph (GraphOne's stale view).
+//   - Reads come per vertex (Degree, Neighbors), per vertex range (Scan) or
+//     per vertex list (Gather); Scan and Gather cross into the core once per
+//     buffer, not once per vertex.
+//   - Vertex ids lie in two bands, below HighIDBase (numbers) and from it up
+//     (string keys from the key dictionary); a snapshot gives a bound per
+//     band so per-vertex state can be kept densely.
+//   - An ApplyObserver sees every applied batch in sequence order (the
+//     views package builds its stream of changes on it).
 //   - Durability is explicit: a batch survives a crash once a flush covering
 //     it has completed (Flush, or the background flush of a full MemGraph).
 //     The opaque source position given with the newest batch of that flush is

@@ -27,17 +27,34 @@ type Snapshot struct {
 	c   *core.Snapshot // Owned by Snapshot; freed on release. Protected by mu.
 	seq uint64
 	vb  uint64
+	// Per-band bounds: one past the largest id below HighIDBase, and at or
+	// above it (0 when the band is empty).
+	low, high uint64
 }
 
-// Snapshot pins the newest committed sequence number.
-func (s *Store) Snapshot() (*Snapshot, error) {
+// HighIDBase splits vertex ids into two bands: ids given as numbers lie
+// below it, and the key dictionary gives string keys ids from it up. The
+// store keeps a bound per band (Snapshot.VertexBounds), so per-vertex state
+// can be held densely for both.
+const HighIDBase = core.HighIDBase
+
+// Snapshot pins the newest committed sequence number (a fresh view).
+func (s *Store) Snapshot() (*Snapshot, error) { return s.snapshot(false) }
+
+// DurableSnapshot pins the newest durable sequence number
+// (Metrics().DurableSeq): it sees only flushed data, so its reads skip the
+// MemGraphs and a compacted range is copied out in bulk (a stale view).
+func (s *Store) DurableSnapshot() (*Snapshot, error) { return s.snapshot(true) }
+
+func (s *Store) snapshot(durable bool) (*Snapshot, error) {
 	var sn *Snapshot
 	err := s.with("snapshot", func(c *core.Store) *core.Error {
-		cs, e := c.Snapshot()
+		cs, e := c.Snapshot(durable)
 		if e != nil {
 			return e
 		}
 		sn = &Snapshot{store: s, c: cs, seq: cs.Seq(), vb: cs.VertexBound()}
+		sn.low, sn.high = cs.VertexBounds()
 		s.snapMu.Lock()
 		s.snaps[sn] = struct{}{}
 		s.snapMu.Unlock()
@@ -53,6 +70,12 @@ func (sn *Snapshot) Seq() uint64 { return sn.seq }
 // VertexBound is one past the largest vertex id the store had seen when the
 // snapshot was taken: every vertex with an edge in the snapshot is below it.
 func (sn *Snapshot) VertexBound() uint64 { return sn.vb }
+
+// VertexBounds returns, per band, one past the largest vertex id the store
+// had seen when the snapshot was taken: low for ids below HighIDBase, high
+// for ids from it up (0 when a band is empty). Every vertex of the snapshot
+// lies in [0, low) or [HighIDBase, high).
+func (sn *Snapshot) VertexBounds() (low, high uint64) { return sn.low, sn.high }
 
 // Release unpins the snapshot. Later calls on it return ErrReleased.
 // Releasing twice, or after the store closed, is harmless.
@@ -217,4 +240,67 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 		}
 	})
 	return next, err
+}
+
+// GatherBuffer receives the neighbors of a list of vertices. After Gather
+// returned done, vertex Vertices[i] (i < done) has neighbors
+// Dsts[Offsets[i]:Offsets[i+1]] (and weights at the same positions when
+// Weights is not nil).
+type GatherBuffer struct {
+	Offsets []uint64
+	Dsts    []uint64
+	Weights []float64
+}
+
+// NewGatherBuffer makes a buffer for about maxEdges edges per Gather call,
+// with weights when asked. It grows when one vertex needs more.
+func NewGatherBuffer(maxEdges int, weights bool) *GatherBuffer {
+	b := &GatherBuffer{Dsts: make([]uint64, max(maxEdges, 1))}
+	if weights {
+		b.Weights = make([]float64, len(b.Dsts))
+	}
+	return b
+}
+
+// Neighbors of the i-th vertex of the last Gather.
+func (b *GatherBuffer) Neighbors(i int) []uint64 { return b.Dsts[b.Offsets[i]:b.Offsets[i+1]] }
+
+// Gather fills buf with the dir-neighbors (sorted by id) of as many of
+// vids, from the first, as fit, and returns how many it filled: call again
+// with vids[done:] for the rest. Vertices without edges get an empty list.
+// One call crosses into the core once, however many vertices it fills; a
+// vertex whose edges exceed the buffer grows it.
+func (sn *Snapshot) Gather(vids []uint64, dir Direction, buf *GatherBuffer) (int, error) {
+	var done int
+	err := sn.read(func(c *core.Snapshot) error {
+		if cap(buf.Offsets) < len(vids)+1 {
+			buf.Offsets = make([]uint64, len(vids)+1)
+		}
+		buf.Offsets = buf.Offsets[:len(vids)+1]
+		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
+		if len(buf.Dsts) == 0 {
+			buf.Dsts = make([]uint64, 1024)
+		}
+		withW := buf.Weights != nil
+		for {
+			if withW {
+				if cap(buf.Weights) < len(buf.Dsts) {
+					buf.Weights = make([]float64, len(buf.Dsts))
+				}
+				buf.Weights = buf.Weights[:len(buf.Dsts)]
+			}
+			d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
+			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
+				buf.Dsts = make([]uint64, ne)
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("gather: %w", fromCore(e))
+			}
+			done = d
+			buf.Offsets = buf.Offsets[:d+1]
+			return nil
+		}
+	})
+	return done, err
 }

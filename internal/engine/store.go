@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	core "github.com/graphtide/graphtide/cgo"
 )
@@ -17,6 +18,30 @@ type Store struct {
 	inEdges bool
 	snapMu  sync.Mutex
 	snaps   map[*Snapshot]struct{} // live snapshots; Protected by snapMu.
+
+	// applyMu serializes Apply with the observer call while an observer is
+	// set, so that the observer sees batches in sequence order.
+	applyMu  sync.Mutex
+	observer atomic.Pointer[ApplyObserver]
+}
+
+// ApplyObserver is called with every batch the store applies, in sequence
+// order, after the batch is visible to new snapshots and before Apply
+// returns. The batch must not be retained or modified after the call. It
+// runs on the writer's goroutine, so it must be quick and must not call
+// Apply.
+type ApplyObserver func(seq uint64, b *Batch)
+
+// SetApplyObserver installs f (nil removes it). Batches applied before the
+// call are not reported.
+func (s *Store) SetApplyObserver(f ApplyObserver) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if f == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&f)
 }
 
 // Open opens the store in dir, creating it if needed. It replays the
@@ -96,11 +121,24 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	if s.observer.Load() != nil {
+		s.applyMu.Lock()
+		defer s.applyMu.Unlock()
+	}
 	var seq uint64
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
 		seq, e = c.Apply(b.ops, b.srcpos)
 		return e
 	})
+	// INVARIANT: while an observer is set, applyMu is held from the core's
+	// Apply to here, so observers see seqs in increasing order. (An
+	// observer set during an Apply that skipped the lock misses that batch;
+	// SetApplyObserver documents that earlier batches are not reported.)
+	if err == nil {
+		if f := s.observer.Load(); f != nil {
+			(*f)(seq, b)
+		}
+	}
 	return seq, err
 }
 
@@ -128,6 +166,46 @@ func (s *Store) FlushAsync() (uint64, error) {
 // writes and reads continue meanwhile.
 func (s *Store) CompactAll() error {
 	return s.with("compact", func(c *core.Store) *core.Error { return c.CompactAll() })
+}
+
+// FileInfo describes one live file of the store.
+type FileInfo struct {
+	ID       uint64
+	Name     string // file name in the store directory
+	Level    int    // 0 = L0
+	Dir      Direction
+	MinSrc   uint64
+	MaxSrc   uint64
+	MaxDst   uint64
+	Vertices uint64 // source vertices with entries
+	Entries  uint64 // edge versions, tombstones included
+	Bytes    uint64
+	MinSeq   uint64
+	MaxSeq   uint64
+	// Layout flags of the file (see cgo/segment.h).
+	Dense, Versions, Weights, Dst32, MultiVersion, Tombstones bool
+}
+
+// Files lists the live files: for out-edges then in-edges, L0 newest first,
+// then each level by vertex range.
+func (s *Store) Files() ([]FileInfo, error) {
+	var fs []core.FileInfo
+	err := s.with("files", func(c *core.Store) *core.Error {
+		fs = c.Files()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FileInfo, len(fs))
+	for i, f := range fs {
+		out[i] = FileInfo{ID: f.ID, Name: fmt.Sprintf("%08d.seg", f.ID), Level: int(f.Level), Dir: Direction(f.Dir),
+			MinSrc: f.MinSrc, MaxSrc: f.MaxSrc, MaxDst: f.MaxDst, Vertices: f.Vertices, Entries: f.Entries,
+			Bytes: f.Bytes, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
+			Dense: f.Flags&1 != 0, Versions: f.Flags&2 != 0, Weights: f.Flags&4 != 0, Dst32: f.Flags&8 != 0,
+			MultiVersion: f.Flags&16 != 0, Tombstones: f.Flags&32 != 0}
+	}
+	return out, nil
 }
 
 // VerifyAll reads every live file and checks every checksum.
