@@ -19,8 +19,9 @@ type Store struct {
 	snapMu  sync.Mutex
 	snaps   map[*Snapshot]struct{} // live snapshots; Protected by snapMu.
 
-	// applyMu serializes Apply with the observer call while an observer is
-	// set, so that the observer sees batches in sequence order.
+	// applyMu is held by Apply from the core's apply to the observer call,
+	// so that the observer sees batches in sequence order. (The core
+	// serializes applies anyway, so it costs no concurrency.)
 	applyMu  sync.Mutex
 	observer atomic.Pointer[ApplyObserver]
 }
@@ -121,19 +122,16 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if s.observer.Load() != nil {
-		s.applyMu.Lock()
-		defer s.applyMu.Unlock()
-	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
 	var seq uint64
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
 		seq, e = c.Apply(b.ops, b.srcpos)
 		return e
 	})
-	// INVARIANT: while an observer is set, applyMu is held from the core's
-	// Apply to here, so observers see seqs in increasing order. (An
-	// observer set during an Apply that skipped the lock misses that batch;
-	// SetApplyObserver documents that earlier batches are not reported.)
+	// INVARIANT: applyMu is held from the core's Apply to here, so the
+	// observer sees seqs in increasing order, and SetApplyObserver (which
+	// takes applyMu) never lands in the middle of an Apply.
 	if err == nil {
 		if f := s.observer.Load(); f != nil {
 			(*f)(seq, b)

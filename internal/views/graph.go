@@ -1,0 +1,127 @@
+package views
+
+import (
+	"sync"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/staticcsr"
+)
+
+// Graph is what the analytics read: a static view, or for comparison a
+// plain in-memory CSR. Neighbor slices passed to callbacks are valid only
+// during the call; ws is nil when weights were not asked for or the graph
+// has none (every weight is then 1).
+type Graph interface {
+	IDs() IDSpace
+	Seq() uint64
+	HasIn() bool
+	// Each calls f for every vertex with at least one dir-edge, in id order.
+	Each(dir engine.Direction, weights bool, f func(v uint64, nbrs []uint64, ws []float64)) error
+	// GatherEach calls f(i, ...) with the dir-neighbors of vids[i], for
+	// every i in order (vertices without edges get an empty list).
+	GatherEach(vids []uint64, dir engine.Direction, weights bool, f func(i int, nbrs []uint64, ws []float64)) error
+}
+
+var (
+	scanBufs   = [2]sync.Pool{{New: func() any { return engine.NewScanBuffer(8192, 1<<18, false) }}, {New: func() any { return engine.NewScanBuffer(8192, 1<<18, true) }}}
+	gatherBufs = [2]sync.Pool{{New: func() any { return engine.NewGatherBuffer(1<<16, false) }}, {New: func() any { return engine.NewGatherBuffer(1<<16, true) }}}
+)
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Each implements Graph: a whole-space scan, many vertices per call into
+// the store.
+func (v *StaticView) Each(dir engine.Direction, weights bool, f func(u uint64, nbrs []uint64, ws []float64)) error {
+	buf := scanBufs[b2i(weights)].Get().(*engine.ScanBuffer)
+	defer scanBufs[b2i(weights)].Put(buf)
+	return v.ids.Ranges(func(lo, hi uint64) error {
+		for lo < hi {
+			next, err := v.Scan(lo, hi, dir, buf)
+			if err != nil {
+				return err
+			}
+			for i, u := range buf.Vertices {
+				b, e := buf.Offsets[i], buf.Offsets[i+1]
+				var ws []float64
+				if weights {
+					ws = buf.Weights[b:e]
+				}
+				f(u, buf.Dsts[b:e], ws)
+			}
+			lo = next
+		}
+		return nil
+	})
+}
+
+// GatherEach implements Graph: many vertices per call into the store.
+func (v *StaticView) GatherEach(vids []uint64, dir engine.Direction, weights bool, f func(i int, nbrs []uint64, ws []float64)) error {
+	buf := gatherBufs[b2i(weights)].Get().(*engine.GatherBuffer)
+	defer gatherBufs[b2i(weights)].Put(buf)
+	for at := 0; at < len(vids); {
+		done, err := v.Gather(vids[at:], dir, buf)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < done; i++ {
+			b, e := buf.Offsets[i], buf.Offsets[i+1]
+			var ws []float64
+			if weights {
+				ws = buf.Weights[b:e]
+			}
+			f(at+i, buf.Dsts[b:e], ws)
+		}
+		at += done
+	}
+	return nil
+}
+
+// CSRGraph adapts a static in-memory CSR (out-edges, no weights) to Graph:
+// the baseline that analytics on views are measured against.
+type CSRGraph struct {
+	C  *staticcsr.CSR
+	Sq uint64 // reported by Seq
+}
+
+func (g CSRGraph) IDs() IDSpace { return IDSpace{Low: g.C.NumVertices()} }
+func (g CSRGraph) Seq() uint64  { return g.Sq }
+func (g CSRGraph) HasIn() bool  { return false }
+
+func (g CSRGraph) Each(dir engine.Direction, _ bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
+	if dir != engine.Out {
+		return errNoIn
+	}
+	n := g.C.NumVertices()
+	for v := uint64(0); v < n; v++ {
+		if nb := g.C.Neighbors(v); len(nb) > 0 {
+			f(v, nb, nil)
+		}
+	}
+	return nil
+}
+
+func (g CSRGraph) GatherEach(vids []uint64, dir engine.Direction, _ bool, f func(i int, nbrs []uint64, ws []float64)) error {
+	if dir != engine.Out {
+		return errNoIn
+	}
+	n := g.C.NumVertices()
+	for i, v := range vids {
+		if v < n {
+			f(i, g.C.Neighbors(v), nil)
+		} else {
+			f(i, nil, nil)
+		}
+	}
+	return nil
+}
+
+var errNoIn = errorString("views: this graph has no in-edges")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -1,0 +1,152 @@
+package views
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// Edge is one applied operation as stream views hand it out.
+type Edge struct {
+	Seq  uint64    // sequence number of the batch that applied it
+	Op   engine.Op // Src, Dst, Weight, Kind (a vertex delete has Dst 0)
+	Time int64     // when it was applied, Unix nanoseconds
+}
+
+// edgeLog is a bounded ring of the newest applied operations, in sequence
+// order, fed by the store's ApplyObserver. Positions count every operation
+// ever appended: the op at position p lives in buf[p % len(buf)] while
+// p >= oldest(). Appends never wait for readers: a reader that falls behind
+// the ring finds its position gone (lost).
+type edgeLog struct {
+	mu      sync.RWMutex
+	buf     []Edge        // Protected by mu.
+	head    uint64        // next position; Protected by mu.
+	lastSeq uint64        // seq of the newest batch appended; Protected by mu.
+	dropped uint64        // seq of the newest op dropped from the ring; Protected by mu.
+	notify  chan struct{} // closed and replaced by every append; Protected by mu.
+	closed  bool          // Protected by mu.
+}
+
+func newEdgeLog(capacity int, startSeq uint64) *edgeLog {
+	return &edgeLog{buf: make([]Edge, capacity), lastSeq: startSeq, notify: make(chan struct{})}
+}
+
+// append adds a batch. It runs on the store's writer goroutine.
+func (l *edgeLog) append(seq uint64, b *engine.Batch, now int64) {
+	l.mu.Lock()
+	n := b.Len()
+	c := len(l.buf)
+	first := 0
+	if n > c { // only the newest c ops can be kept
+		first = n - c
+		l.head += uint64(first)
+		l.dropped = seq
+	}
+	for i := first; i < n; i++ {
+		slot := &l.buf[l.head%uint64(c)]
+		if l.head >= uint64(c) {
+			l.dropped = max(l.dropped, slot.Seq)
+		}
+		*slot = Edge{Seq: seq, Op: b.Op(i), Time: now}
+		l.head++
+	}
+	l.lastSeq = seq
+	close(l.notify)
+	l.notify = make(chan struct{})
+	l.mu.Unlock()
+}
+
+func (l *edgeLog) close() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.notify)
+	}
+	l.mu.Unlock()
+}
+
+// state returns the head position, the oldest retained one and the newest
+// seq appended.
+func (l *edgeLog) state() (head, oldest, lastSeq uint64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.head, l.oldestLocked(), l.lastSeq
+}
+
+func (l *edgeLog) oldestLocked() uint64 {
+	if c := uint64(len(l.buf)); l.head > c {
+		return l.head - c
+	}
+	return 0
+}
+
+// read appends to out the ops at positions [from, to). ok is false when
+// from is no longer retained (nothing is appended then).
+func (l *edgeLog) read(from, to uint64, out []Edge) ([]Edge, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if from < l.oldestLocked() {
+		return out, false
+	}
+	to = min(to, l.head)
+	c := uint64(len(l.buf))
+	for p := from; p < to; {
+		i := p % c
+		k := min(to-p, c-i)
+		out = append(out, l.buf[i:i+k]...)
+		p += k
+	}
+	return out, true
+}
+
+// posAfterSeq returns the first position holding an op with a seq above
+// seq (head when none), and false when ops at or below seq may already be
+// gone from the ring past from.
+func (l *edgeLog) posAfterSeq(from, seq uint64) (uint64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	lo := l.oldestLocked()
+	if from < lo {
+		return 0, false
+	}
+	c := uint64(len(l.buf))
+	n := int(l.head - from)
+	k := sort.Search(n, func(i int) bool { return l.buf[(from+uint64(i))%c].Seq > seq })
+	return from + uint64(k), true
+}
+
+// firstAfter returns the position of the first op with a seq above seq
+// (head when none), and false when some such op was already dropped.
+func (l *edgeLog) firstAfter(seq uint64) (uint64, bool) {
+	l.mu.RLock()
+	dropped, oldest := l.dropped, l.oldestLocked()
+	l.mu.RUnlock()
+	if dropped > seq {
+		return 0, false
+	}
+	return l.posAfterSeq(oldest, seq)
+}
+
+// wait blocks until cond(head, lastSeq) holds, the log closes (ErrClosed)
+// or ctx ends.
+func (l *edgeLog) wait(ctx context.Context, cond func(head, lastSeq uint64) bool) error {
+	for {
+		l.mu.RLock()
+		ok, closed, ch := cond(l.head, l.lastSeq), l.closed, l.notify
+		l.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

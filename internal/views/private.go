@@ -1,0 +1,204 @@
+package views
+
+import (
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// memGraph is a private view's own copy of the graph: per direction, a CSR
+// over the dense indexes of its IDSpace.
+type memGraph struct {
+	ids  IDSpace
+	dirs [2]*memDir // [engine.Out], [engine.In]; nil when not copied
+}
+
+// memDir is one direction: the neighbors of the vertex with dense index i
+// are dst[off[i]:off[i+1]], sorted, with weights w at the same positions
+// (w is nil when weights were not copied: every weight reads as 1).
+type memDir struct {
+	off []uint64
+	dst []uint64
+	w   []float64
+}
+
+// copyGraph reads every edge of the snapshot in the asked directions.
+func copyGraph(sn *engine.Snapshot, ids IDSpace, in, weights bool) (*memGraph, error) {
+	if err := ids.Check(); err != nil {
+		return nil, err
+	}
+	g := &memGraph{ids: ids}
+	dirs := []engine.Direction{engine.Out}
+	if in {
+		dirs = append(dirs, engine.In)
+	}
+	buf := engine.NewScanBuffer(4096, 1<<16, weights)
+	for _, dir := range dirs {
+		d := &memDir{off: make([]uint64, ids.Len()+1)}
+		next := 0 // dense index whose offset is written next
+		err := ids.Ranges(func(lo, hi uint64) error {
+			for lo < hi {
+				nx, err := sn.Scan(lo, hi, dir, buf)
+				if err != nil {
+					return err
+				}
+				for i, v := range buf.Vertices {
+					x, _ := ids.Index(v)
+					for ; next <= x; next++ {
+						d.off[next] = uint64(len(d.dst))
+					}
+					d.dst = append(d.dst, buf.Neighbors(i)...)
+					if weights {
+						d.w = append(d.w, buf.Weights[buf.Offsets[i]:buf.Offsets[i+1]]...)
+					}
+				}
+				lo = nx
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for ; next <= ids.Len(); next++ {
+			d.off[next] = uint64(len(d.dst))
+		}
+		g.dirs[dir] = d
+	}
+	return g, nil
+}
+
+func (g *memGraph) neighbors(u uint64, dir engine.Direction) []uint64 {
+	i, ok := g.ids.Index(u)
+	if !ok {
+		return nil
+	}
+	d := g.dirs[dir]
+	return d.dst[d.off[i]:d.off[i+1]:d.off[i+1]]
+}
+
+// weightsOf returns u's weights (n of them) in dir.
+func (g *memGraph) weightsOf(u uint64, dir engine.Direction, n int) []float64 {
+	d := g.dirs[dir]
+	if d.w == nil {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = 1
+		}
+		return w
+	}
+	i, _ := g.ids.Index(u)
+	return d.w[d.off[i]:d.off[i+1]]
+}
+
+// scan follows engine.Snapshot.Scan's contract over the copy.
+func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuffer) uint64 {
+	d := g.dirs[dir]
+	buf.Vertices = buf.Vertices[:cap(buf.Vertices)]
+	if len(buf.Vertices) == 0 {
+		buf.Vertices = make([]uint64, 1024)
+	}
+	if cap(buf.Offsets) < len(buf.Vertices)+1 {
+		buf.Offsets = make([]uint64, len(buf.Vertices)+1)
+	}
+	buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
+	withW := buf.Weights != nil
+	nv, ne := 0, 0
+	buf.Offsets[0] = 0
+	ecap := cap(buf.Dsts)
+	next := hi
+	// Walk dense indexes from the first id >= lo.
+	start := g.ids.Len()
+	if lo < g.ids.Low {
+		start = int(lo)
+	} else if lo < highBase {
+		start = int(g.ids.Low)
+	} else if i, ok := g.ids.Index(lo); ok {
+		start = i
+	}
+	for i := start; i < g.ids.Len(); i++ {
+		v := g.ids.ID(i)
+		if v >= hi {
+			break
+		}
+		b, e := d.off[i], d.off[i+1]
+		if e == b {
+			continue
+		}
+		k := int(e - b)
+		if nv == len(buf.Vertices) || (ne+k > ecap && nv > 0) {
+			next = v
+			break
+		}
+		if ne+k > ecap { // the first vertex alone: grow
+			ecap = ne + k
+		}
+		if cap(buf.Dsts) < ne+k {
+			nd := make([]uint64, ne, ecap)
+			copy(nd, buf.Dsts[:ne])
+			buf.Dsts = nd
+		}
+		buf.Dsts = append(buf.Dsts[:ne], d.dst[b:e]...)
+		if withW {
+			buf.Weights = appendWeights(buf.Weights[:ne], d, b, e)
+		}
+		ne += k
+		buf.Vertices[nv] = v
+		nv++
+		buf.Offsets[nv] = uint64(ne)
+	}
+	buf.Vertices = buf.Vertices[:nv]
+	buf.Offsets = buf.Offsets[:nv+1]
+	buf.Dsts = buf.Dsts[:ne]
+	if withW {
+		buf.Weights = buf.Weights[:ne]
+	}
+	return next
+}
+
+// gather follows engine.Snapshot.Gather's contract over the copy.
+func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.GatherBuffer) int {
+	d := g.dirs[dir]
+	if cap(buf.Offsets) < len(vids)+1 {
+		buf.Offsets = make([]uint64, len(vids)+1)
+	}
+	buf.Offsets = buf.Offsets[:len(vids)+1]
+	buf.Offsets[0] = 0
+	withW := buf.Weights != nil
+	ecap := max(cap(buf.Dsts), 1)
+	ne, done := 0, 0
+	for j, v := range vids {
+		var b, e uint64
+		if i, ok := g.ids.Index(v); ok {
+			b, e = d.off[i], d.off[i+1]
+		}
+		k := int(e - b)
+		if ne+k > ecap {
+			if j > 0 {
+				break
+			}
+			ecap = k // the first vertex alone: grow
+		}
+		if cap(buf.Dsts) < ne+k {
+			nd := make([]uint64, ne, ecap)
+			copy(nd, buf.Dsts[:ne])
+			buf.Dsts = nd
+		}
+		buf.Dsts = append(buf.Dsts[:ne], d.dst[b:e]...)
+		if withW {
+			buf.Weights = appendWeights(buf.Weights[:ne], d, b, e)
+		}
+		ne += k
+		done = j + 1
+		buf.Offsets[done] = uint64(ne)
+	}
+	buf.Offsets = buf.Offsets[:done+1]
+	return done
+}
+
+func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {
+	if d.w != nil {
+		return append(w, d.w[b:e]...)
+	}
+	for ; b < e; b++ {
+		w = append(w, 1)
+	}
+	return w
+}

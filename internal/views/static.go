@@ -1,0 +1,255 @@
+package views
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// ErrReleased is returned by every call on a released view.
+var ErrReleased = errors.New("views: view is released")
+
+// ErrClosed is returned by calls on a closed Manager and its streams.
+var ErrClosed = errors.New("views: manager is closed")
+
+// Kind of a static view.
+type Kind int
+
+const (
+	Fresh   Kind = iota // everything applied so far
+	Stale               // only flushed data
+	Private             // its own copy; holds nothing of the store
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Fresh:
+		return "fresh"
+	case Stale:
+		return "stale"
+	case Private:
+		return "private"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// ParseKind parses "fresh", "stale" or "private".
+func ParseKind(s string) (Kind, error) {
+	for _, k := range []Kind{Fresh, Stale, Private} {
+		if s == k.String() {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("views: view kind must be fresh, stale or private, got %q", s)
+}
+
+// StaticOptions choose what a static view sees.
+type StaticOptions struct {
+	Kind Kind
+	// For Private views: copy from flushed data only (GraphOne's private
+	// stale view) instead of everything applied.
+	StaleBase bool
+	// For Private views: also copy in-edges (the store must keep them) and
+	// weights. Out-edges are always copied.
+	PrivateIn, PrivateWeights bool
+}
+
+// StaticView is a consistent, read-only graph as of one sequence number.
+// It is safe for concurrent use; Release it when done.
+type StaticView struct {
+	m       *Manager
+	kind    Kind
+	seq     uint64
+	ids     IDSpace
+	hasIn   bool
+	weights bool // weights readable (always for store views)
+	created time.Time
+
+	// mu is held for reading by every read and for writing by Release.
+	mu   sync.RWMutex
+	sn   *engine.Snapshot // Fresh and Stale; Owned by the view; nil once released. Protected by mu.
+	priv *memGraph        // Private; nil once released. Protected by mu.
+}
+
+// Static creates a static view.
+func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
+	if err := m.alive(); err != nil {
+		return nil, err
+	}
+	var (
+		sn  *engine.Snapshot
+		err error
+	)
+	stale := o.Kind == Stale || (o.Kind == Private && o.StaleBase)
+	switch o.Kind {
+	case Fresh, Stale, Private:
+	default:
+		return nil, fmt.Errorf("views: unknown view kind %d", int(o.Kind))
+	}
+	if o.Kind == Private && o.PrivateIn && !m.store.InEdges() {
+		return nil, fmt.Errorf("views: a private view with in-edges needs a store that keeps them (--in-edges)")
+	}
+	if stale {
+		sn, err = m.store.DurableSnapshot()
+	} else {
+		sn, err = m.store.Snapshot()
+	}
+	if err != nil {
+		return nil, err
+	}
+	low, high := sn.VertexBounds()
+	v := &StaticView{m: m, kind: o.Kind, seq: sn.Seq(), ids: IDSpace{Low: low, High: high},
+		hasIn: m.store.InEdges(), weights: true, created: m.now()}
+	if o.Kind == Private {
+		g, err := copyGraph(sn, v.ids, o.PrivateIn, o.PrivateWeights)
+		sn.Release()
+		if err != nil {
+			return nil, err
+		}
+		v.priv, v.hasIn, v.weights = g, o.PrivateIn, o.PrivateWeights
+	} else {
+		v.sn = sn
+	}
+	m.track(v, true)
+	return v, nil
+}
+
+// Kind of the view.
+func (v *StaticView) Kind() Kind { return v.kind }
+
+// Seq is the sequence number the view sees: every batch up to it, none after.
+func (v *StaticView) Seq() uint64 { return v.seq }
+
+// IDs is the id space of the view: every vertex with an edge lies in it.
+func (v *StaticView) IDs() IDSpace { return v.ids }
+
+// VertexCount is the size of the view's id space (GraphOne's vertex count):
+// ids without edges count too.
+func (v *StaticView) VertexCount() int { return v.ids.Len() }
+
+// HasIn reports whether in-edges can be read.
+func (v *StaticView) HasIn() bool { return v.hasIn }
+
+// Created is when the view was made.
+func (v *StaticView) Created() time.Time { return v.created }
+
+// Release frees what the view holds. Later calls return ErrReleased;
+// releasing twice is harmless.
+func (v *StaticView) Release() {
+	v.mu.Lock()
+	held := v.sn != nil || v.priv != nil
+	if v.sn != nil {
+		v.sn.Release()
+		v.sn = nil
+	}
+	v.priv = nil
+	v.mu.Unlock()
+	if held {
+		v.m.track(v, false)
+	}
+}
+
+// read runs f with the view's data held valid.
+func (v *StaticView) read(f func(sn *engine.Snapshot, g *memGraph) error) error {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.sn == nil && v.priv == nil {
+		return ErrReleased
+	}
+	return f(v.sn, v.priv)
+}
+
+func (v *StaticView) checkDir(dir engine.Direction) error {
+	if dir == engine.In && !v.hasIn {
+		if v.kind == Private {
+			return fmt.Errorf("views: this private view holds no in-edges (create it with PrivateIn)")
+		}
+		return fmt.Errorf("views: in-edges are not kept by this store (serve --in-edges)")
+	}
+	if dir != engine.Out && dir != engine.In {
+		return fmt.Errorf("views: direction must be out (0) or in (1), got %d", dir)
+	}
+	return nil
+}
+
+// Degree is the number of dir-edges of u.
+func (v *StaticView) Degree(u uint64, dir engine.Direction) (uint64, error) {
+	if err := v.checkDir(dir); err != nil {
+		return 0, err
+	}
+	var d uint64
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			d = uint64(len(g.neighbors(u, dir)))
+			return nil
+		}
+		d, err = sn.Degree(u, dir)
+		return err
+	})
+	return d, err
+}
+
+// Neighbors returns u's dir-neighbors sorted by id (reusing dsts), and
+// their weights when weights is not nil (reusing it). A private view
+// created without weights reports weight 1.
+func (v *StaticView) Neighbors(u uint64, dir engine.Direction, dsts []uint64, weights []float64) ([]uint64, []float64, error) {
+	if err := v.checkDir(dir); err != nil {
+		return nil, nil, err
+	}
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			n := g.neighbors(u, dir)
+			dsts = append(dsts[:0], n...)
+			if weights != nil {
+				weights = append(weights[:0], g.weightsOf(u, dir, len(n))...)
+			}
+			return nil
+		}
+		dsts, weights, err = sn.Neighbors(u, dir, dsts, weights)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return dsts, weights, nil
+}
+
+// Scan fills buf with the dir-neighbors of the vertices of [lo, hi) that
+// have some, in id order, as many as fit, and returns the first vertex not
+// yet reported (hi when done): the neighbors of a vertex range in one call.
+func (v *StaticView) Scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuffer) (uint64, error) {
+	if err := v.checkDir(dir); err != nil {
+		return 0, err
+	}
+	var next uint64
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			next = g.scan(lo, hi, dir, buf)
+			return nil
+		}
+		next, err = sn.Scan(lo, hi, dir, buf)
+		return err
+	})
+	return next, err
+}
+
+// Gather fills buf with the dir-neighbors of as many of vids, from the
+// first, as fit, and returns how many it filled (see engine.Snapshot.Gather).
+func (v *StaticView) Gather(vids []uint64, dir engine.Direction, buf *engine.GatherBuffer) (int, error) {
+	if err := v.checkDir(dir); err != nil {
+		return 0, err
+	}
+	var done int
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			done = g.gather(vids, dir, buf)
+			return nil
+		}
+		done, err = sn.Gather(vids, dir, buf)
+		return err
+	})
+	return done, err
+}

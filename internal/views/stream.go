@@ -1,0 +1,139 @@
+package views
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// LostError tells a stream consumer that operations it had not read were
+// dropped from the edge log (it fell too far behind). The stream has
+// skipped to the newest operation and emptied its window: rebuild any
+// state from a static view, then keep pulling.
+type LostError struct {
+	Missed uint64 // operations skipped
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("views: stream fell behind and lost %d operations; resync from a static view", e.Missed)
+}
+
+// StreamOptions configure a stateless stream view.
+type StreamOptions struct {
+	// BatchSize: Pull returns once at least this many new operations exist
+	// (default 1). It returns all that exist then, in whole batches.
+	BatchSize int
+	// Window, when set, keeps the last Window.Edges operations or those of
+	// the last Window.Duration, and Pull hands out the ones that leave it.
+	Window Window
+	// MaxWindowEdges bounds what the window holds (default
+	// DefaultMaxWindowEdges); beyond it the oldest leave early.
+	MaxWindowEdges int
+	// MaxBehind: a consumer this many operations behind the head loses
+	// them (default and maximum: the log's capacity).
+	MaxBehind int
+}
+
+func (o *StreamOptions) normalize(logCap int) error {
+	if o.BatchSize == 0 {
+		o.BatchSize = 1
+	}
+	if o.BatchSize < 1 {
+		return fmt.Errorf("views: batch size must be positive, got %d", o.BatchSize)
+	}
+	if o.MaxBehind == 0 || o.MaxBehind > logCap {
+		o.MaxBehind = logCap
+	}
+	if o.MaxBehind < 1 {
+		return fmt.Errorf("views: max-behind must be positive, got %d", o.MaxBehind)
+	}
+	if o.BatchSize > o.MaxBehind {
+		return fmt.Errorf("views: batch size %d exceeds what the stream may fall behind (%d operations)", o.BatchSize, o.MaxBehind)
+	}
+	return o.Window.validate()
+}
+
+// StreamBatch is what one Pull of a stateless stream returns.
+type StreamBatch struct {
+	Edges   []Edge // new operations, in sequence order
+	Expired []Edge // operations that left the window, oldest first
+	Seq     uint64 // sequence number of the newest operation delivered so far
+}
+
+// Stream is a stateless stream view (GraphOne's reg-stream-view): a
+// cursor into the edge log. Pull is for one consumer at a time.
+type Stream struct {
+	m    *Manager
+	opts StreamOptions
+
+	mu     sync.Mutex // held by Pull and Close
+	pos    uint64     // next log position to deliver; Protected by mu.
+	seq    uint64     // newest seq delivered; Protected by mu.
+	win    *window    // nil without a window; Protected by mu.
+	closed bool       // Protected by mu.
+}
+
+// Stream registers a stateless stream view that starts with the next
+// operation applied.
+func (m *Manager) Stream(o StreamOptions) (*Stream, error) {
+	if err := o.normalize(m.cfg.LogCapacity); err != nil {
+		return nil, err
+	}
+	head, _, last := m.log.state()
+	s := &Stream{m: m, opts: o, pos: head, seq: last}
+	if o.Window.enabled() {
+		s.win = newWindow(o.Window, o.MaxWindowEdges)
+	}
+	if err := m.trackStream(s, true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pull blocks until at least BatchSize new operations exist (or ctx ends,
+// or the manager closes: ErrClosed) and returns them with the operations
+// that left the window. A *LostError means the stream fell behind; it has
+// resumed at the head.
+func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	need := uint64(s.opts.BatchSize)
+	if err := s.m.log.wait(ctx, func(head, _ uint64) bool { return head-s.pos >= need }); err != nil {
+		return nil, err
+	}
+	head, oldest, _ := s.m.log.state()
+	b := &StreamBatch{}
+	var ok bool
+	if head-s.pos <= uint64(s.opts.MaxBehind) {
+		b.Edges, ok = s.m.log.read(s.pos, head, nil)
+	}
+	if !ok {
+		missed := max(oldest, head-uint64(s.opts.MaxBehind)) - s.pos
+		s.pos = head
+		if s.win != nil {
+			s.win.reset()
+		}
+		s.m.noteLost()
+		return nil, &LostError{Missed: missed}
+	}
+	s.pos += uint64(len(b.Edges))
+	if n := len(b.Edges); n > 0 {
+		s.seq = b.Edges[n-1].Seq
+	}
+	b.Seq = s.seq
+	if s.win != nil {
+		b.Expired = s.win.advance(b.Edges, s.m.now().UnixNano(), nil)
+	}
+	return b, nil
+}
+
+// Close unregisters the stream; a Pull in progress finishes first.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.m.trackStream(s, false)
+}

@@ -1,0 +1,696 @@
+package views
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// ---- oracle: a plain map of edges, updated op by op ----
+
+type ekey [2]uint64
+
+type oracle map[ekey]float64
+
+func (o oracle) clone() oracle {
+	c := make(oracle, len(o))
+	for k, v := range o {
+		c[k] = v
+	}
+	return c
+}
+
+func (o oracle) apply(op engine.Op) {
+	switch op.Kind {
+	case engine.OpUpsert:
+		o[ekey{op.Src, op.Dst}] = op.Weight
+	case engine.OpDeleteEdge:
+		delete(o, ekey{op.Src, op.Dst})
+	case engine.OpDeleteVertex:
+		for k := range o {
+			if k[0] == op.Src || k[1] == op.Src {
+				delete(o, k)
+			}
+		}
+	}
+}
+
+// adj is the sorted adjacency of dir as "v:d@w ..." per vertex.
+func (o oracle) adj(dir engine.Direction) map[uint64][]string {
+	m := map[uint64][]string{}
+	keys := make([]ekey, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	if dir == engine.In {
+		for i, k := range keys {
+			keys[i] = ekey{k[1], k[0]}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		w := o[k]
+		if dir == engine.In {
+			w = o[ekey{k[1], k[0]}]
+		}
+		m[k[0]] = append(m[k[0]], fmt.Sprintf("%d@%g", k[1], w))
+	}
+	return m
+}
+
+func smallStore(t testing.TB, inEdges bool) *engine.Store {
+	t.Helper()
+	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10, TargetSegmentBytes: 16 << 10,
+		SizeRatio: 3, L0CompactionTrigger: 2, MaxLevels: 4, InEdges: inEdges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func randomOps(r *rand.Rand, nv uint64, n int, vdel bool) []engine.Op {
+	ops := make([]engine.Op, 0, n)
+	for i := 0; i < n; i++ {
+		switch x := r.IntN(100); {
+		case x < 70:
+			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Dst: r.Uint64N(nv), Weight: float64(1 + r.IntN(9)), Kind: engine.OpUpsert})
+		case x < 97 || !vdel:
+			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Dst: r.Uint64N(nv), Kind: engine.OpDeleteEdge})
+		default:
+			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Kind: engine.OpDeleteVertex})
+		}
+	}
+	return ops
+}
+
+func batchOf(ops []engine.Op) *engine.Batch {
+	var b engine.Batch
+	for _, o := range ops {
+		switch o.Kind {
+		case engine.OpUpsert:
+			b.InsertWeighted(o.Src, o.Dst, o.Weight)
+		case engine.OpDeleteEdge:
+			b.DeleteEdge(o.Src, o.Dst)
+		case engine.OpDeleteVertex:
+			b.DeleteVertex(o.Src)
+		}
+	}
+	return &b
+}
+
+// history records the oracle state after every applied batch.
+type history struct {
+	mu     sync.Mutex
+	states map[uint64]oracle
+	ops    map[uint64][]engine.Op
+}
+
+func newHistory() *history {
+	return &history{states: map[uint64]oracle{0: {}}, ops: map[uint64][]engine.Op{}}
+}
+
+func (h *history) at(seq uint64) oracle {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.states[seq]
+}
+
+// writer applies n random batches, flushing and compacting now and then,
+// recording every state.
+func writer(t testing.TB, s *engine.Store, h *history, seed uint64, n int, nv uint64, vdel bool) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	cur := oracle{}
+	for i := 0; i < n; i++ {
+		ops := randomOps(r, nv, 1+r.IntN(60), vdel)
+		h.mu.Lock() // hold across Apply so that states are recorded in seq order
+		seq, err := s.Apply(batchOf(ops))
+		if err != nil {
+			h.mu.Unlock()
+			t.Error(err)
+			return
+		}
+		for _, o := range ops {
+			cur.apply(o)
+		}
+		h.states[seq] = cur.clone()
+		h.ops[seq] = ops
+		h.mu.Unlock()
+		switch r.IntN(20) {
+		case 0:
+			if err := s.Flush(); err != nil {
+				t.Error(err)
+			}
+		case 1:
+			if err := s.CompactAll(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// viewAdj reads a view's whole adjacency three ways (Each/Scan, Gather,
+// Neighbors+Degree) and fails unless they agree.
+func viewAdj(t testing.TB, v *StaticView, dir engine.Direction) map[uint64][]string {
+	t.Helper()
+	got := map[uint64][]string{}
+	err := v.Each(dir, true, func(u uint64, nb []uint64, ws []float64) {
+		for i, d := range nb {
+			got[u] = append(got[u], fmt.Sprintf("%d@%g", d, ws[i]))
+		}
+	})
+	if err != nil {
+		t.Fatalf("each: %v", err)
+	}
+	var vids []uint64
+	_ = v.IDs().Ranges(func(lo, hi uint64) error {
+		for x := lo; x < hi; x++ {
+			vids = append(vids, x)
+		}
+		return nil
+	})
+	err = v.GatherEach(vids, dir, true, func(i int, nb []uint64, ws []float64) {
+		var l []string
+		for j, d := range nb {
+			l = append(l, fmt.Sprintf("%d@%g", d, ws[j]))
+		}
+		if !slices.Equal(l, got[vids[i]]) {
+			t.Errorf("seq %d %v gather(%d) = %v, scan says %v", v.Seq(), v.Kind(), vids[i], l, got[vids[i]])
+		}
+	})
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, u := range vids[:min(len(vids), 8)] {
+		nb, ws, err := v.Neighbors(u, dir, nil, []float64{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deg, err := v.Degree(u, dir)
+		if err != nil || deg != uint64(len(nb)) || len(nb) != len(got[u]) {
+			t.Fatalf("vertex %d: degree %d (%v), neighbors %v %v, scan %v", u, deg, err, nb, ws, got[u])
+		}
+	}
+	return got
+}
+
+func sameAdj(a, b map[uint64][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkView(t testing.TB, v *StaticView, want oracle) {
+	t.Helper()
+	dirs := []engine.Direction{engine.Out}
+	if v.HasIn() {
+		dirs = append(dirs, engine.In)
+	}
+	for _, dir := range dirs {
+		if got, exp := viewAdj(t, v, dir), want.adj(dir); !sameAdj(got, exp) {
+			t.Fatalf("%v view at seq %d, dir %d: got %v want %v", v.Kind(), v.Seq(), dir, got, exp)
+		}
+	}
+}
+
+// TestStaticViewsNeverChange takes fresh, stale and private views while a
+// writer, flushes and compactions run, and checks each against the oracle
+// state of its sequence number, again and again until the writer is done.
+func TestStaticViewsNeverChange(t *testing.T) {
+	for _, inEdges := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in=%v", inEdges), func(t *testing.T) {
+			s := smallStore(t, inEdges)
+			m, err := NewManager(s, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			h := newHistory()
+			done := make(chan struct{})
+			go func() { defer close(done); writer(t, s, h, 7, 400, 150, true) }()
+			type held struct {
+				v    *StaticView
+				want oracle
+			}
+			var views []held
+			kinds := []StaticOptions{{Kind: Fresh}, {Kind: Stale}, {Kind: Private, PrivateIn: inEdges, PrivateWeights: true},
+				{Kind: Private, StaleBase: true, PrivateWeights: true}}
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+				default:
+					o := kinds[i%len(kinds)]
+					v, err := m.Static(o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := h.at(v.Seq())
+					if want == nil {
+						t.Fatalf("no oracle state for seq %d", v.Seq())
+					}
+					checkView(t, v, want)
+					views = append(views, held{v, want})
+					for _, hv := range views[max(0, len(views)-3):] {
+						checkView(t, hv.v, hv.want)
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				break
+			}
+			if err := s.CompactAll(); err != nil {
+				t.Fatal(err)
+			}
+			seqs := map[Kind]map[uint64]bool{}
+			for _, hv := range views {
+				checkView(t, hv.v, hv.want)
+				if seqs[hv.v.Kind()] == nil {
+					seqs[hv.v.Kind()] = map[uint64]bool{}
+				}
+				seqs[hv.v.Kind()][hv.v.Seq()] = true
+				hv.v.Release()
+			}
+			for _, k := range []Kind{Fresh, Stale, Private} {
+				if len(seqs[k]) < 3 {
+					t.Errorf("only %d distinct %v view seqs were checked", len(seqs[k]), k)
+				}
+			}
+			if st := m.Stats(); st.ViewsOpen[Fresh]+st.ViewsOpen[Stale]+st.ViewsOpen[Private] != 0 {
+				t.Fatalf("views still open after release: %+v", st.ViewsOpen)
+			}
+		})
+	}
+}
+
+func TestReleasedViewErrors(t *testing.T) {
+	s := smallStore(t, true)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b engine.Batch
+	b.Insert(1, 2)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Kind{Fresh, Stale, Private} {
+		v, err := m.Static(StaticOptions{Kind: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Release()
+		v.Release() // harmless
+		if _, err := v.Degree(1, engine.Out); !errors.Is(err, ErrReleased) {
+			t.Errorf("%v degree after release: %v", k, err)
+		}
+		if _, _, err := v.Neighbors(1, engine.Out, nil, nil); !errors.Is(err, ErrReleased) {
+			t.Errorf("%v neighbors after release: %v", k, err)
+		}
+		if _, err := v.Scan(0, 10, engine.Out, engine.NewScanBuffer(4, 4, false)); !errors.Is(err, ErrReleased) {
+			t.Errorf("%v scan after release: %v", k, err)
+		}
+		if _, err := v.Gather([]uint64{1}, engine.Out, engine.NewGatherBuffer(4, false)); !errors.Is(err, ErrReleased) {
+			t.Errorf("%v gather after release: %v", k, err)
+		}
+		if err := v.Each(engine.Out, false, func(uint64, []uint64, []float64) {}); !errors.Is(err, ErrReleased) {
+			t.Errorf("%v each after release: %v", k, err)
+		}
+	}
+	// A private view without in-edges says so; Close releases what is open.
+	pv, _ := m.Static(StaticOptions{Kind: Private})
+	if _, err := pv.Degree(1, engine.In); err == nil {
+		t.Error("in-edges of a private view without them: no error")
+	}
+	fv, _ := m.Static(StaticOptions{Kind: Fresh})
+	m.Close()
+	if _, err := fv.Degree(1, engine.Out); !errors.Is(err, ErrReleased) {
+		t.Errorf("view after manager close: %v", err)
+	}
+	if _, err := m.Static(StaticOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("view of a closed manager: %v", err)
+	}
+}
+
+// TestStreamDeliversEveryOpOnceInOrder runs four writers ("partitions")
+// and a consumer pulling with random batch sizes; every op arrives once,
+// in sequence order, so each partition's ops keep their order.
+func TestStreamDeliversEveryOpOnceInOrder(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st, err := m.Stream(StreamOptions{BatchSize: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts, per = 4, 300
+	var mu sync.Mutex
+	sent := map[uint64][]engine.Op{} // seq -> ops
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				// The partition and its running count travel in the op.
+				ops := []engine.Op{{Src: uint64(p), Dst: uint64(i), Weight: 1, Kind: engine.OpUpsert}}
+				if i%7 == 0 {
+					ops = append(ops, engine.Op{Src: uint64(p), Dst: uint64(i), Kind: engine.OpDeleteEdge})
+				}
+				seq, err := s.Apply(batchOf(ops))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				sent[seq] = ops
+				mu.Unlock()
+			}
+		}(p)
+	}
+	total := 0
+	for p := 0; p < parts; p++ {
+		total += per + (per+6)/7
+	}
+	var got []Edge
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(got) < total {
+		b, err := st.Pull(ctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(b.Edges) < 37 {
+			t.Fatalf("pull returned %d edges, batch size is 37", len(b.Edges))
+		}
+		if b.Seq != b.Edges[len(b.Edges)-1].Seq {
+			t.Fatalf("batch seq %d, last edge seq %d", b.Seq, b.Edges[len(b.Edges)-1].Seq)
+		}
+		got = append(got, b.Edges...)
+		if len(got) > total-37 {
+			break // the rest may never fill a batch
+		}
+	}
+	wg.Wait()
+	if len(got) < total-37 {
+		t.Fatalf("got %d of %d ops", len(got), total)
+	}
+	// Drain the tail with a batch size of 1 on a fresh pull loop.
+	st.opts.BatchSize = 1
+	for len(got) < total {
+		b, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatalf("draining: %v (have %d of %d)", err, len(got), total)
+		}
+		got = append(got, b.Edges...)
+	}
+	if len(got) != total {
+		t.Fatalf("got %d ops, want %d", len(got), total)
+	}
+	// Compare with what Apply returned, batch by batch.
+	var seqs []uint64
+	for q := range sent {
+		seqs = append(seqs, q)
+	}
+	slices.Sort(seqs)
+	i := 0
+	next := make([]uint64, parts)
+	for _, q := range seqs {
+		for _, op := range sent[q] {
+			if got[i].Seq != q || got[i].Op != op {
+				t.Fatalf("op %d: got seq %d %+v, want seq %d %+v", i, got[i].Seq, got[i].Op, q, op)
+			}
+			if op.Kind == engine.OpUpsert {
+				if op.Dst != next[op.Src] {
+					t.Fatalf("partition %d: op %d arrived when %d was next", op.Src, op.Dst, next[op.Src])
+				}
+				next[op.Src]++
+			}
+			i++
+		}
+	}
+	st.Close()
+	if _, err := st.Pull(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("pull after close: %v", err)
+	}
+}
+
+func TestStreamLostWhenFarBehind(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st, _ := m.Stream(StreamOptions{})
+	bounded, _ := m.Stream(StreamOptions{MaxBehind: 10})
+	apply := func(from, n int) {
+		ops := make([]engine.Op, n)
+		for i := range ops {
+			ops[i] = engine.Op{Src: 1, Dst: uint64(from + i), Weight: 1, Kind: engine.OpUpsert}
+		}
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(0, 8)
+	ctx := context.Background()
+	b, err := bounded.Pull(ctx)
+	if err != nil || len(b.Edges) != 8 {
+		t.Fatalf("within bounds: %v, %d edges", err, len(b.Edges))
+	}
+	for i := 0; i < 15; i++ {
+		apply(8+10*i, 10)
+	}
+	var lost *LostError
+	if _, err := st.Pull(ctx); !errors.As(err, &lost) || lost.Missed != 58 {
+		t.Fatalf("a stream 158 ops behind a log of 100: %v", err)
+	}
+	if _, err := bounded.Pull(ctx); !errors.As(err, &lost) || lost.Missed != 140 {
+		t.Fatalf("a stream 150 ops behind its bound of 10: %v", err)
+	}
+	apply(1000, 3)
+	for _, x := range []*Stream{st, bounded} {
+		b, err := x.Pull(ctx)
+		if err != nil || len(b.Edges) != 3 || b.Edges[0].Op.Dst != 1000 {
+			t.Fatalf("after a loss the stream resumes at the head: %v %+v", err, b)
+		}
+	}
+	if got := m.Stats().LostEvents; got != 2 {
+		t.Fatalf("lost events = %d, want 2", got)
+	}
+}
+
+func TestStreamWindows(t *testing.T) {
+	s := smallStore(t, false)
+	now := time.Unix(1000, 0)
+	var clock sync.Mutex
+	m, err := NewManager(s, Config{Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	byCount, _ := m.Stream(StreamOptions{Window: Window{Edges: 5}})
+	byTime, _ := m.Stream(StreamOptions{Window: Window{Duration: 10 * time.Second}})
+	small, _ := m.Stream(StreamOptions{Window: Window{Duration: time.Hour}, MaxWindowEdges: 4})
+	var inCount, inTime, inSmall []uint64 // the window contents each consumer rebuilds
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 3))
+	dst := uint64(0)
+	var all []Edge
+	for step := 0; step < 40; step++ {
+		n := 1 + r.IntN(4)
+		ops := make([]engine.Op, n)
+		for i := range ops {
+			ops[i] = engine.Op{Src: 9, Dst: dst, Weight: 1, Kind: engine.OpUpsert}
+			dst++
+		}
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []struct {
+			st  *Stream
+			win *[]uint64
+		}{{byCount, &inCount}, {byTime, &inTime}, {small, &inSmall}} {
+			b, err := x.st.Pull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.st == byCount {
+				all = append(all, b.Edges...)
+			}
+			for _, e := range b.Edges {
+				*x.win = append(*x.win, e.Op.Dst)
+			}
+			for _, e := range b.Expired {
+				if len(*x.win) == 0 || (*x.win)[0] != e.Op.Dst {
+					t.Fatalf("expired %d, window front is %v", e.Op.Dst, *x.win)
+				}
+				*x.win = (*x.win)[1:]
+			}
+		}
+		if len(inCount) != min(5, len(all)) || inCount[len(inCount)-1] != dst-1 {
+			t.Fatalf("count window holds %v after %d edges", inCount, dst)
+		}
+		if len(inSmall) > 4 {
+			t.Fatalf("bounded window holds %d edges", len(inSmall))
+		}
+		// Time window: exactly the edges applied in the last 10 s.
+		var want []uint64
+		for _, e := range all {
+			if e.Time > now.UnixNano()-int64(10*time.Second) {
+				want = append(want, e.Op.Dst)
+			}
+		}
+		if !slices.Equal(inTime, want) {
+			t.Fatalf("time window at %v holds %v, want %v", now, inTime, want)
+		}
+		clock.Lock()
+		now = now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
+		clock.Unlock()
+	}
+	if small.win.early == 0 {
+		t.Fatal("the bounded window never dropped edges early")
+	}
+}
+
+// TestStatefulChangedSets checks every Pull of a stateful stream: its view
+// equals the oracle at its seq, its edges are exactly the ops in between,
+// and every vertex whose edges differ is in Changed (unless All).
+func TestStatefulChangedSets(t *testing.T) {
+	for _, inEdges := range []bool{true, false} {
+		for _, stale := range []bool{false, true} {
+			t.Run(fmt.Sprintf("in=%v,stale=%v", inEdges, stale), func(t *testing.T) {
+				s := smallStore(t, inEdges)
+				m, _ := NewManager(s, Config{})
+				defer m.Close()
+				h := newHistory()
+				sf, err := m.Stateful(StatefulOptions{Stale: stale, BatchSize: 20, StalePoll: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sf.Close()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					writer(t, s, h, 11, 250, 60, true)
+					s.Flush() // let a stale stream see the end
+				}()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				pulls, alls := 0, 0
+				for {
+					u, err := sf.Pull(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pulls++
+					if stale {
+						if sm, _ := s.Metrics(); u.View.Seq() > sm.DurableSeq {
+							t.Fatalf("stale view at seq %d beyond durable %d", u.View.Seq(), sm.DurableSeq)
+						}
+					}
+					oldS, newS := h.at(u.Old.Seq()), h.at(u.View.Seq())
+					checkView(t, u.View, newS)
+					// Edges are exactly the ops of the batches in between.
+					var want []engine.Op
+					h.mu.Lock()
+					for q := u.Old.Seq() + 1; q <= u.View.Seq(); q++ {
+						want = append(want, h.ops[q]...)
+					}
+					h.mu.Unlock()
+					if len(want) != len(u.Edges) {
+						t.Fatalf("pull %d: %d edges, want %d", pulls, len(u.Edges), len(want))
+					}
+					for i := range want {
+						if u.Edges[i].Op != want[i] {
+							t.Fatalf("pull %d edge %d: %+v want %+v", pulls, i, u.Edges[i].Op, want[i])
+						}
+					}
+					if u.All {
+						alls++
+						if inEdges {
+							t.Fatal("All set although in-edges are kept and nothing was lost")
+						}
+					} else {
+						for _, dir := range []engine.Direction{engine.Out, engine.In} {
+							a, b := oldS.adj(dir), newS.adj(dir)
+							for v := range a {
+								if !slices.Equal(a[v], b[v]) && !slices.Contains(u.Changed, v) {
+									t.Fatalf("vertex %d changed (%v -> %v) but is not in %v", v, a[v], b[v], u.Changed)
+								}
+							}
+							for v := range b {
+								if !slices.Equal(a[v], b[v]) && !slices.Contains(u.Changed, v) {
+									t.Fatalf("vertex %d changed (%v -> %v) but is not in %v", v, a[v], b[v], u.Changed)
+								}
+							}
+						}
+					}
+					if u.View.Seq() == 250 { // the writer's last batch
+						break
+					}
+				}
+				<-done
+				if pulls < 5 {
+					t.Fatalf("only %d pulls", pulls)
+				}
+				if !inEdges && alls == 0 {
+					t.Fatal("vertex deletes without in-edges never reported All")
+				}
+			})
+		}
+	}
+}
+
+func TestIDSpace(t *testing.T) {
+	if keydict.KeyBase != engine.HighIDBase {
+		t.Fatal("the key dictionary's ids must start at the store's high band")
+	}
+	s := IDSpace{Low: 10, High: engine.HighIDBase + 5}
+	if s.Len() != 15 {
+		t.Fatalf("len %d", s.Len())
+	}
+	for i := 0; i < s.Len(); i++ {
+		if j, ok := s.Index(s.ID(i)); !ok || j != i {
+			t.Fatalf("index %d -> id %d -> %d %v", i, s.ID(i), j, ok)
+		}
+	}
+	for _, v := range []uint64{10, engine.HighIDBase - 1, engine.HighIDBase + 5} {
+		if _, ok := s.Index(v); ok {
+			t.Fatalf("%d should be outside %+v", v, s)
+		}
+	}
+	if !s.Contains(IDSpace{Low: 10, High: engine.HighIDBase + 2}) || s.Contains(IDSpace{Low: 11}) ||
+		s.Contains(IDSpace{Low: 9, High: engine.HighIDBase + 1}) || !s.Contains(IDSpace{Low: 3}) {
+		t.Fatal("Contains")
+	}
+	if err := (IDSpace{Low: 1 << 40}).Check(); err == nil {
+		t.Fatal("a space of 2^40 ids should be refused")
+	}
+}
