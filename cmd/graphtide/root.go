@@ -14,6 +14,7 @@ vertex ids and optional float64 edge weights: it consumes edge events from
 Kafka into an LSM-tree of CSR files and serves consistent snapshots.
 
   serve   consume Kafka topics into a store (embedded broker without --brokers)
+  load    bulk-load edge files (text, GTEL binary, JSON lines) into a store
   gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
   bench   measure ingest, scans and the Kafka path against baselines
 
@@ -28,6 +29,7 @@ for a bad flag, what is allowed).`,
 		newGenCmd(),
 		newBenchCmd(),
 		newServeCmd(),
+		newLoadCmd(),
 	)
 	return root
 }
