@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/graphtide/graphtide/internal/engine"
 )
@@ -17,6 +20,19 @@ import (
 
 func storePath(dir string) string { return filepath.Join(dir, "store") }
 func keysPath(dir string) string  { return filepath.Join(dir, "keys.dict") }
+
+// requireStore returns an error saying what to do when dir holds no store:
+// inspect and compact must not create an empty one by opening it.
+func requireStore(dir string) error {
+	if _, err := os.Stat(filepath.Join(storePath(dir), "MANIFEST")); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("no store in --dir %s (%s has no MANIFEST): create one with 'graphtide load --dir %s FILE...' or 'graphtide serve --dir %s'",
+				dir, storePath(dir), dir, dir)
+		}
+		return err
+	}
+	return nil
+}
 
 // openStore opens the store of the data directory dir with opts. inEdges nil
 // means "as the store was created" (and no in-edges for a new store);
@@ -55,4 +71,21 @@ func openStore(dir string, opts engine.Options, inEdges *bool) (*engine.Store, e
 // match on the message.
 func isInEdgesMismatch(err error) bool {
 	return errors.Is(err, engine.ErrInvalid) && strings.Contains(err.Error(), "in_edges")
+}
+
+// writeLevels prints one row per level in use (files, bytes, edge versions,
+// tombstones included) and a total row.
+func writeLevels(w io.Writer, m engine.Metrics) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\tfiles\tbytes\tedge versions\t")
+	var files, bytes, entries int64
+	for i, l := range m.Levels {
+		files, bytes, entries = files+l.Files, bytes+l.Bytes, entries+l.Entries
+		if l.Files == 0 && i > 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "L%d\t%d\t%d\t%d\t\n", i, l.Files, l.Bytes, l.Entries)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t\n", files, bytes, entries)
+	return tw.Flush()
 }
