@@ -535,7 +535,7 @@ func TestLoadInEdgesFixedAtCreation(t *testing.T) {
 	}
 }
 
-// TestStoreInUse: load and inspect refuse a store that another
+// TestStoreInUse: load, inspect and compact refuse a store that another
 // process (serve) has open, and say what to do.
 func TestStoreInUse(t *testing.T) {
 	tmp, dir := t.TempDir(), t.TempDir()
@@ -550,7 +550,7 @@ func TestStoreInUse(t *testing.T) {
 	}
 	defer s.Close()
 	want := "store " + storePath(dir) + " is in use by another process (is graphtide serve running on --dir " + dir + "?): stop serve first, or use its HTTP API while it runs"
-	for _, args := range [][]string{{"load", file}, {"inspect"}} {
+	for _, args := range [][]string{{"load", file}, {"inspect"}, {"compact"}} {
 		_, _, err := execute(t, append(args, "--dir", dir)...)
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: error = %v, want %q", args[0], err, want)
