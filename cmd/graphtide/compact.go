@@ -39,7 +39,10 @@ and compacts all of it into the deepest level in use: L0 ends empty, every
 vertex's edges are contiguous and sorted, and superseded edge versions,
 deleted edges and tombstones are dropped. Scans get faster and the store
 smaller (about 4.5 bytes per unweighted edge). It prints the level layout
-before and after and the time taken. The contents do not change.`,
+before and after and the time taken. The contents do not change.
+
+Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
+YAML file given by --config, keyed by flag name.`,
 		Example: `  graphtide compact --dir ./graphtide-data
   GRAPHTIDE_DIR=/var/lib/graphtide graphtide compact`,
 		Args: cobra.NoArgs,

@@ -60,7 +60,10 @@ and prints:
 Opening checks every file's header, footer and index and every manifest
 record; --verify also reads every data block and checks its checksum, and
 reports a corrupt file with its name and byte offset (exit status 1).
-inspect does not compact or write the store.`,
+inspect does not compact or write the store.
+
+Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
+YAML file given by --config, keyed by flag name.`,
 		Example: `  graphtide inspect --dir ./graphtide-data
   graphtide inspect --dir /var/lib/graphtide --verify
   graphtide inspect --json | jq '.levels'`,

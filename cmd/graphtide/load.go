@@ -41,7 +41,7 @@ func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store, string keys go to <dir>/keys.dict")
 	fs.StringVar(&o.format, "format", "auto", "format of the files: auto, text, bin or json (auto: GTEL0001 magic = bin, first character '{' or '[' = json, else text)")
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")
-	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges; only for a new store (an existing store keeps its setting)")
+	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; without the flag an existing store keeps its setting)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
 }
 
@@ -129,7 +129,7 @@ complete load.
 
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
 YAML file given by --config, keyed by flag name.`,
-		Example: `  graphtide gen --scale 16 --out g16.bin && graphtide load --dir ./graphtide-data g16.bin
+		Example: `  graphtide load --dir ./graphtide-data g16.bin       # from 'graphtide gen --scale 16 --out g16.bin'
   graphtide load --dir /var/lib/graphtide --in-edges part-*.el
   graphtide load --format json --batch 50000 transfers.jsonl`,
 		Args: cobra.ArbitraryArgs,
