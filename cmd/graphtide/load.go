@@ -31,9 +31,8 @@ type loadOptions struct {
 	inEdges     bool
 	memgraphMiB int
 
-	files         []string // the positional arguments
-	inEdgesGiven  bool     // --in-edges was set (flag, environment or file)
-	progressEvery time.Duration
+	files        []string // the positional arguments
+	inEdgesGiven bool     // --in-edges was set (flag, environment or file)
 }
 
 func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
@@ -425,12 +424,10 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 	}()
 
 	start := time.Now()
-	every := o.progressEvery
-	if every == 0 {
-		every = 5 * time.Second
-	}
 	l := &loader{ctx: ctx, store: store, dict: dict, keysSeen: dict.Len(), batchSize: o.batch,
-		prog: newProgress(errOut, isTerminal(errOut), total, every, start), cur: &countingReader{}}
+		prog: newProgress(errOut, isTerminal(errOut), total, 5*time.Second, start), cur: &countingReader{}}
+	// A bar's line must end before an error is printed.
+	defer func() { l.prog.finish(l.bytesBefore, l.applied()) }()
 
 	var loadErr error
 	for _, f := range o.files {
@@ -488,6 +485,7 @@ type progress struct {
 	every       time.Duration
 	start, last time.Time
 	now         func() time.Time
+	finished    bool
 }
 
 func newProgress(w io.Writer, tty bool, total int64, every time.Duration, start time.Time) *progress {
@@ -504,9 +502,10 @@ func (p *progress) update(done, edges int64) {
 	}
 }
 
-// finish draws the final state and ends the bar's line.
+// finish draws the final state and ends the bar's line, once.
 func (p *progress) finish(done, edges int64) {
-	if p.tty {
+	if p.tty && !p.finished {
+		p.finished = true
 		p.print(done, edges)
 		fmt.Fprintln(p.w)
 	}

@@ -616,6 +616,7 @@ func TestLoadProgress(t *testing.T) {
 	clock = clock.Add(time.Second / 2)
 	p.update(500, 2_000_000)
 	p.finish(1000, 3_000_000)
+	p.finish(1000, 3_000_000) // a second call draws nothing
 	want = "\r[###############...............]  50%  2000000 edges  4.00M edges/s " +
 		"\r[##############################] 100%  3000000 edges  6.00M edges/s \n"
 	if tty.String() != want {
