@@ -14,6 +14,9 @@ vertex ids and optional float64 edge weights: it consumes edge events from
 Kafka into an LSM-tree of CSR files and serves consistent snapshots.
 
   serve   consume Kafka topics into a store (embedded broker without --brokers)
+  load    bulk-load edge files (text, GTEL binary, JSON lines) into a store
+  inspect show a store's levels, files and manifest; --verify checks checksums
+  compact compact a store fully into its deepest level
   gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
   bench   measure ingest, scans and the Kafka path against baselines
 
@@ -28,6 +31,9 @@ for a bad flag, what is allowed).`,
 		newGenCmd(),
 		newBenchCmd(),
 		newServeCmd(),
+		newLoadCmd(),
+		newInspectCmd(),
+		newCompactCmd(),
 	)
 	return root
 }

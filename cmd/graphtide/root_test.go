@@ -24,9 +24,23 @@ func TestRootHelpListsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"graphtide is a streaming graph store", "gen ", "version "} {
+	for _, want := range []string{"graphtide is a streaming graph store", "gen ", "version ", "load ", "inspect ", "compact "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("root help does not contain %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestStoreCommandsHelpHasExamples(t *testing.T) {
+	for _, cmd := range []string{"load", "inspect", "compact"} {
+		out, _, err := execute(t, cmd, "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Examples:\n  graphtide " + cmd + " ", "--dir string", "--config string", "GRAPHTIDE_"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s --help does not contain %q:\n%s", cmd, want, out)
+			}
 		}
 	}
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// compactOptions are the flags of "graphtide compact".
+type compactOptions struct {
+	dir string
+}
+
+func (o *compactOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store")
+}
+
+func (o *compactOptions) Validate() error {
+	if o.dir == "" {
+		return errors.New("--dir must not be empty")
+	}
+	return nil
+}
+
+func newCompactCmd() *cobra.Command {
+	var o compactOptions
+	cmd := &cobra.Command{
+		Use:   "compact [flags]",
+		Short: "Compact a store fully into its deepest level",
+		Long: `compact opens the store in --dir/store (serve must not be running on it)
+and compacts all of it into the deepest level in use: L0 ends empty, every
+vertex's edges are contiguous and sorted, and superseded edge versions,
+deleted edges and tombstones are dropped. Scans get faster and the store
+smaller (about 4.5 bytes per unweighted edge). It prints the level layout
+before and after and the time taken. The contents do not change.
+
+Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
+YAML file given by --config, keyed by flag name.`,
+		Example: `  graphtide compact --dir ./graphtide-data
+  GRAPHTIDE_DIR=/var/lib/graphtide graphtide compact`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applySettings(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return runCompact(&o, cmd.OutOrStdout())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runCompact(o *compactOptions, out io.Writer) (err error) {
+	if err := requireStore(o.dir); err != nil {
+		return err
+	}
+	// Auto-compaction off, so that the layout printed before is the one
+	// CompactAll starts from.
+	store, err := openStore(o.dir, engine.Options{DisableAutoCompaction: true}, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	before, err := store.Metrics()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "store %s before:\n", storePath(o.dir))
+	if err := writeLevels(out, before); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := store.CompactAll(); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	after, err := store.Metrics()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "after (compacted in %.3f s, %d bytes read, %d written):\n", took.Seconds(), after.CompactionBytesRead, after.CompactionBytesWritten)
+	return writeLevels(out, after)
+}
