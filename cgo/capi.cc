@@ -81,6 +81,8 @@ void gt_error_free(gt_error *e) {
   e->file = nullptr;
 }
 
+int gt_in_edges(const gt_store *s) { return s->s->in_edges() ? 1 : 0; }
+
 int gt_open(const char *dir, const gt_options *opts, gt_store **out, gt_error *err) {
   return Guard(err, [&] {
     if (dir == nullptr || out == nullptr) return Fail(gt::Status::Invalid("dir and out must not be null"), err);

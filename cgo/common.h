@@ -16,7 +16,7 @@
 
 namespace gt {
 
-enum class Code : int32_t { kOk = 0, kInvalid = 1, kIO = 2, kCorruption = 3, kClosed = 4, kBuffer = 5, kInternal = 6 };
+enum class Code : int32_t { kOk = 0, kInvalid = 1, kIO = 2, kCorruption = 3, kClosed = 4, kBuffer = 5, kInternal = 6, kLocked = 7 };
 
 struct Status {
   Code code = Code::kOk;

@@ -31,6 +31,7 @@ const (
 	CodeClosed     = int(C.GT_ERR_CLOSED)
 	CodeBuffer     = int(C.GT_ERR_BUFFER)
 	CodeInternal   = int(C.GT_ERR_INTERNAL)
+	CodeLocked     = int(C.GT_ERR_LOCKED)
 )
 
 // MaxVertex is GT_MAX_VERTEX.
@@ -82,6 +83,7 @@ type Options struct {
 	MemGraphBytes, TargetSegmentBytes         uint64
 	SizeRatio, L0CompactionTrigger, MaxLevels uint32
 	InEdges, DisableAutoCompaction            bool
+	InEdgesAsStored                           bool
 }
 
 func b2u(b bool) C.uint32_t {
@@ -104,6 +106,7 @@ func Open(dir string, o Options) (*Store, *Error) {
 		max_levels:              C.uint32_t(o.MaxLevels),
 		in_edges:                b2u(o.InEdges),
 		disable_auto_compaction: b2u(o.DisableAutoCompaction),
+		in_edges_as_stored:      b2u(o.InEdgesAsStored),
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
@@ -114,6 +117,9 @@ func Open(dir string, o Options) (*Store, *Error) {
 	}
 	return &Store{h: h}, nil
 }
+
+// InEdges calls gt_in_edges.
+func (s *Store) InEdges() bool { return C.gt_in_edges(s.h) != 0 }
 
 // Close calls gt_close; the handle is freed even on error.
 func (s *Store) Close() *Error {

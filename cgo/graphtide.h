@@ -41,7 +41,8 @@ typedef enum gt_code {
   GT_ERR_CORRUPTION = 3, /* checksum or format failure; err->file/offset set */
   GT_ERR_CLOSED = 4,     /* store is closed or in a failed state */
   GT_ERR_BUFFER = 5,     /* caller buffer too small; required size returned */
-  GT_ERR_INTERNAL = 6    /* bug: an exception or broken invariant */
+  GT_ERR_INTERNAL = 6,   /* bug: an exception or broken invariant */
+  GT_ERR_LOCKED = 7      /* the store directory is open in another handle or process */
 } gt_code;
 
 typedef struct gt_error {
@@ -71,7 +72,8 @@ typedef struct gt_options {
   uint32_t max_levels;           /* including L0; 0 = 7; at most GT_MAX_LEVELS */
   uint32_t in_edges;             /* nonzero: keep in-edges in step */
   uint32_t disable_auto_compaction; /* nonzero: compact only on gt_compact_all */
-  uint32_t reserved;
+  uint32_t in_edges_as_stored;   /* nonzero: an existing store keeps the in_edges it was
+                                    created with (in_edges then applies to a new store only) */
 } gt_options;
 
 typedef enum gt_op_kind {
@@ -126,6 +128,9 @@ typedef struct gt_snapshot gt_snapshot;
  * Replays the manifest, deletes orphan files, verifies file headers and
  * indexes. On success *out is owned by the caller: free with gt_close. */
 int gt_open(const char *dir, const gt_options *opts, gt_store **out, gt_error *err);
+
+/* Nonzero when the store keeps in-edges. */
+int gt_in_edges(const gt_store *s);
 
 /* Stops background work and frees the store. Unflushed MemGraph contents are
  * discarded (call gt_flush first to keep them). Live snapshots must have been

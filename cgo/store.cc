@@ -261,6 +261,7 @@ Status ValidateOptions(const gt_options *c, Options *o) {
   }
   o->in_edges = c->in_edges != 0;
   o->disable_auto_compaction = c->disable_auto_compaction != 0;
+  o->in_edges_as_stored = c->in_edges_as_stored != 0;
   return Status::OK();
 }
 
@@ -276,7 +277,7 @@ Status Store::Open(const std::string &dir, const Options &opt, std::unique_ptr<S
   s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->lock_fd_ < 0) return Status::IO("open: " + ErrnoString(errno), lock_path);
   if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
-    return Status::IO("store is in use by another process (flock: " + ErrnoString(errno) + ")", lock_path);
+    return Status{Code::kLocked, "store is in use by another process (flock: " + ErrnoString(errno) + ")", lock_path, 0};
   GT_RETURN_IF_ERROR(s->Recover());
   s->StartThreads();
   *out = std::move(s);
@@ -322,6 +323,8 @@ Status Store::Recover() {
     r.type = RecType::kCreate;
     r.in_edges = opt_.in_edges ? 1 : 0;
     GT_RETURN_IF_ERROR(manifest_.Append(r));
+  } else if (opt_.in_edges_as_stored) {
+    opt_.in_edges = stored_in_edges != 0;
   } else if ((stored_in_edges != 0) != opt_.in_edges) {
     return Status::Invalid(std::string("store was created with in_edges=") + (stored_in_edges ? "true" : "false") +
                            " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));

@@ -56,6 +56,7 @@ struct Options {
   uint32_t max_levels = 7;
   bool in_edges = false;
   bool disable_auto_compaction = false;
+  bool in_edges_as_stored = false;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -122,7 +123,7 @@ class Store {
   uint64_t NewFileId();
 
   const std::string dir_;
-  const Options opt_;
+  Options opt_;  // in_edges may be set by Recover (in_edges_as_stored); fixed after
   int lock_fd_ = -1;
 
   std::mutex write_mu_;  // serializes Apply/Flush freezing; held briefly

@@ -786,7 +786,7 @@ TEST(StoreApiTest, OpenErrors) {
     SCOPED_TRACE("second open of a store in use");
     gt_store *s2 = nullptr;
     Err err;
-    EXPECT_EQ(gt_open(dir.Sub("db").c_str(), &o, &s2, err.get()), GT_ERR_IO);
+    EXPECT_EQ(gt_open(dir.Sub("db").c_str(), &o, &s2, err.get()), GT_ERR_LOCKED);
     EXPECT_EQ(s2, nullptr);
     EXPECT_NE(err.file().find("LOCK"), std::string::npos) << err.file();
     if (s2) gt_close(s2, nullptr);
@@ -803,6 +803,17 @@ TEST(StoreApiTest, OpenErrors) {
     EXPECT_EQ(gt_open(dir.Sub("db").c_str(), &o2, &s2, err.get()), GT_ERR_INVALID);
     EXPECT_NE(err.msg().find("in_edges"), std::string::npos) << err.msg();
     if (s2) gt_close(s2, nullptr);
+  }
+  {
+    SCOPED_TRACE("reopen as stored: keeps in_edges");
+    gt_options o2 = o;
+    o2.in_edges = 0;
+    o2.in_edges_as_stored = 1;
+    gt_store *s2 = nullptr;
+    Err err;
+    ASSERT_EQ(gt_open(dir.Sub("db").c_str(), &o2, &s2, err.get()), GT_OK) << err.msg();
+    EXPECT_EQ(gt_in_edges(s2), o.in_edges ? 1 : 0);
+    gt_close(s2, nullptr);
   }
   // The failed opens did not damage the store.
   ASSERT_NO_FATAL_FAILURE(Open(dir.Sub("db"), o, &s));

@@ -42,20 +42,14 @@ func requireStore(dir string) error {
 func openStore(dir string, opts engine.Options, inEdges *bool) (*engine.Store, error) {
 	path := storePath(dir)
 	opts.InEdges = inEdges != nil && *inEdges
+	opts.InEdgesAsStored = inEdges == nil
 	s, err := engine.Open(path, &opts)
-	if err != nil && inEdges == nil && isInEdgesMismatch(err) {
-		// The store was created with the other setting: adopt it.
-		opts.InEdges = !opts.InEdges
-		s, err = engine.Open(path, &opts)
-	}
-	if err == nil {
-		return s, nil
-	}
-	var ioe *engine.IOError
 	switch {
-	case errors.As(err, &ioe) && strings.Contains(ioe.Reason, "in use"):
+	case err == nil:
+		return s, nil
+	case errors.Is(err, engine.ErrLocked):
 		return nil, fmt.Errorf("store %s is in use by another process (is graphtide serve running on --dir %s?): stop serve first, or use its HTTP API while it runs", path, dir)
-	case inEdges != nil && isInEdgesMismatch(err):
+	case inEdges != nil && errors.Is(err, engine.ErrInvalid) && strings.Contains(err.Error(), "in_edges"):
 		have := "without"
 		if !*inEdges {
 			have = "with"
@@ -63,14 +57,6 @@ func openStore(dir string, opts engine.Options, inEdges *bool) (*engine.Store, e
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *inEdges, path, have)
 	}
 	return nil, err
-}
-
-// isInEdgesMismatch reports whether err is the engine's refusal to open a
-// store with another InEdges setting than it was created with.
-// TODO(engine): an Open that adopts the stored setting would replace this
-// match on the message.
-func isInEdgesMismatch(err error) bool {
-	return errors.Is(err, engine.ErrInvalid) && strings.Contains(err.Error(), "in_edges")
 }
 
 // writeLevels prints one row per level in use (files, bytes, edge versions,

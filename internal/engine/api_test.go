@@ -37,6 +37,17 @@ func TestInEdgesFixedAtCreation(t *testing.T) {
 	if _, err := Open(dir, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "in_edges") {
 		t.Fatalf("reopen with other InEdges = %v", err)
 	}
+	// As stored: the existing store keeps in-edges; a new one takes InEdges.
+	s, err = Open(dir, &Options{InEdgesAsStored: true})
+	if err != nil || !s.InEdges() {
+		t.Fatalf("open as stored: %v, in-edges %v", err, err == nil && s.InEdges())
+	}
+	s.Close()
+	s, err = Open(t.TempDir(), &Options{InEdgesAsStored: true})
+	if err != nil || s.InEdges() {
+		t.Fatalf("new store as stored: %v", err)
+	}
+	s.Close()
 }
 
 func TestSecondOpenIsRefused(t *testing.T) {
@@ -46,8 +57,8 @@ func TestSecondOpenIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Open(dir, nil); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("second open = %v, want in-use error", err)
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open = %v, want ErrLocked", err)
 	}
 }
 

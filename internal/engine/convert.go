@@ -18,6 +18,8 @@ func fromCore(e *core.Error) error {
 		return fmt.Errorf("%w: %s", ErrClosed, e.Msg)
 	case core.CodeIO:
 		return &IOError{File: e.File, Reason: e.Msg}
+	case core.CodeLocked:
+		return fmt.Errorf("%w: %s (%s)", ErrLocked, e.Msg, e.File)
 	case core.CodeBuffer:
 		return errBuffer
 	default:

@@ -11,6 +11,9 @@ var (
 	ErrClosed = errors.New("engine: store is closed")
 	// ErrReleased is returned by calls on a released snapshot.
 	ErrReleased = errors.New("engine: snapshot is released")
+	// ErrLocked is returned by Open when the store directory is open in
+	// another Store, in this process or another (serve holds its store).
+	ErrLocked = errors.New("engine: store is locked by another open")
 	// ErrInvalid wraps every rejected argument or option.
 	ErrInvalid = errors.New("engine: invalid argument")
 

@@ -21,8 +21,14 @@ type Options struct {
 	L0CompactionTrigger int
 	// MaxLevels counts levels including L0. Default 7; 2 to 16.
 	MaxLevels int
-	// InEdges keeps in-edges in step with out-edges. Fixed at creation.
+	// InEdges keeps in-edges in step with out-edges. Fixed at creation:
+	// opening an existing store with the other setting fails, unless
+	// InEdgesAsStored is set.
 	InEdges bool
+	// InEdgesAsStored opens an existing store with the InEdges setting it
+	// was created with (Store.InEdges tells which); InEdges then applies
+	// only when the store is new.
+	InEdgesAsStored bool
 	// DisableAutoCompaction leaves compaction to CompactAll (flushes still
 	// run in the background).
 	DisableAutoCompaction bool

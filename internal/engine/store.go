@@ -65,11 +65,12 @@ func Open(dir string, opts *Options) (*Store, error) {
 		MaxLevels:             uint32(o.MaxLevels),
 		InEdges:               o.InEdges,
 		DisableAutoCompaction: o.DisableAutoCompaction,
+		InEdgesAsStored:       o.InEdgesAsStored,
 	})
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
 	}
-	return &Store{c: c, dir: dir, inEdges: o.InEdges, snaps: map[*Snapshot]struct{}{}}, nil
+	return &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*Snapshot]struct{}{}}, nil
 }
 
 // Dir is the directory the store lives in.
