@@ -1,0 +1,281 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// GraphAnalytic is maintained over a stateful stream view: it is computed
+// from scratch on a graph, then kept up to date one Update at a time.
+// Calls are serialized by the Registry; Result and Vertex may run
+// concurrently with them.
+type GraphAnalytic interface {
+	// Recompute replaces the state with one computed from scratch on g.
+	Recompute(ctx context.Context, g views.Graph) error
+	// Update brings the state from u.Old to u.View. It may recompute on
+	// u.View when the change cannot be applied incrementally; it reports
+	// whether it did.
+	Update(ctx context.Context, u *views.Update) (recomputed bool, err error)
+}
+
+// StreamAnalytic is maintained over a stateless stream view with a window.
+type StreamAnalytic interface {
+	// Consume applies one pulled batch: the new operations and those that
+	// left the window.
+	Consume(b *views.StreamBatch)
+	// Reset forgets everything (the stream lost data and restarts empty).
+	Reset()
+}
+
+// Analytic is what every built-in implements, with one of the two above.
+type Analytic interface {
+	Spec() Spec
+	// Summary is the analytic's current result in JSON-able form.
+	Summary() any
+	// Vertex is the per-vertex result of v (false when the analytic has
+	// none or v is unknown).
+	Vertex(v uint64) (any, bool)
+	// Seq is the sequence number the current result corresponds to.
+	Seq() uint64
+}
+
+// Alert is one event a monitor raises.
+type Alert struct {
+	Time      time.Time `json:"time"`
+	Analytic  string    `json:"analytic"`
+	Kind      string    `json:"kind"` // cycle, fan_in, fan_out, degree
+	Seq       uint64    `json:"seq"`  // sequence number of the snapshot or batch that raised it
+	Vertex    uint64    `json:"vertex"`
+	Cycle     []uint64  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0, from the new edge's source
+	Value     float64   `json:"value"`           // the degree or count (cycle: its length)
+	Threshold float64   `json:"threshold,omitempty"`
+}
+
+// Spec configures one analytic. Only the fields its type uses matter;
+// zero fields take the documented defaults.
+type Spec struct {
+	Name string `yaml:"name" json:"name"` // unique; default: the type
+	Type string `yaml:"type" json:"type"` // bfs, wcc, pagerank, sssp, degree, fanin, fanout, fraud
+
+	// Root of bfs and sssp: a vertex id, or a string key (resolved through
+	// the key dictionary).
+	Root string `yaml:"root,omitempty" json:"root,omitempty"`
+
+	// Cadence: pull once at least BatchSize new operations exist (default
+	// 1) and at most once per Interval (default 0: as soon as they exist).
+	BatchSize int           `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
+	Interval  time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	// Stale: read views of flushed data only (graph analytics).
+	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
+
+	// PageRank: damping (default 0.85), tolerance on the L1 change of the
+	// ranks (default 1e-6) and the most iterations per update (default 100).
+	Damping       float64 `yaml:"damping,omitempty" json:"damping,omitempty"`
+	Tolerance     float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+	MaxIterations int     `yaml:"max_iterations,omitempty" json:"max_iterations,omitempty"`
+
+	// Monitors: the threshold a value must exceed, the direction of the
+	// degree monitor (out, in or both; default out) and the window of
+	// fanin, fanout and fraud (operations and/or duration; default 10000
+	// operations when neither is set).
+	Threshold      float64       `yaml:"threshold,omitempty" json:"threshold,omitempty"`
+	Direction      string        `yaml:"direction,omitempty" json:"direction,omitempty"`
+	WindowEdges    int           `yaml:"window_edges,omitempty" json:"window_edges,omitempty"`
+	WindowDuration time.Duration `yaml:"window,omitempty" json:"window,omitempty"`
+
+	// Fraud: the longest cycle reported (default 4, at most 8) and the most
+	// path extensions searched per new edge (default 100000; a search cut
+	// short is counted in the summary).
+	MaxCycle     int `yaml:"max_cycle,omitempty" json:"max_cycle,omitempty"`
+	SearchBudget int `yaml:"search_budget,omitempty" json:"search_budget,omitempty"`
+}
+
+// Types lists the built-in analytic types.
+var Types = []string{"bfs", "wcc", "pagerank", "sssp", "degree", "fanin", "fanout", "fraud"}
+
+// Validate fills defaults and checks the spec. resolve turns a root given
+// as a string key into an id (nil: only numeric roots are accepted).
+func (s *Spec) Validate() error {
+	known := false
+	for _, t := range Types {
+		known = known || s.Type == t
+	}
+	if !known {
+		return fmt.Errorf("analytic %q: type must be one of: %s; got %q", s.Name, strings.Join(Types, ", "), s.Type)
+	}
+	if s.Name == "" {
+		s.Name = s.Type
+	}
+	for _, r := range s.Name {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return fmt.Errorf("analytic %q: a name may hold only letters, digits, '-', '_' and '.'", s.Name)
+		}
+	}
+	bad := func(f string, a ...any) error { return fmt.Errorf("analytic %q: "+f, append([]any{s.Name}, a...)...) }
+	if s.BatchSize == 0 {
+		s.BatchSize = 1
+	}
+	if s.BatchSize < 1 {
+		return bad("batch_size must be positive, got %d", s.BatchSize)
+	}
+	if s.Interval < 0 {
+		return bad("interval must not be negative, got %v", s.Interval)
+	}
+	switch s.Type {
+	case "bfs", "sssp":
+		if s.Root == "" {
+			return bad("%s needs a root vertex (root: <id or key>)", s.Type)
+		}
+	case "pagerank":
+		if s.Damping == 0 {
+			s.Damping = 0.85
+		}
+		if s.Damping <= 0 || s.Damping >= 1 {
+			return bad("damping must be in (0, 1), got %v", s.Damping)
+		}
+		if s.Tolerance == 0 {
+			s.Tolerance = 1e-6
+		}
+		if s.Tolerance < 0 {
+			return bad("tolerance must not be negative, got %v", s.Tolerance)
+		}
+		if s.MaxIterations == 0 {
+			s.MaxIterations = 100
+		}
+		if s.MaxIterations < 1 {
+			return bad("max_iterations must be positive, got %d", s.MaxIterations)
+		}
+	case "degree":
+		if s.Direction == "" {
+			s.Direction = "out"
+		}
+		if s.Direction != "out" && s.Direction != "in" && s.Direction != "both" {
+			return bad("direction must be out, in or both; got %q", s.Direction)
+		}
+	case "fraud":
+		if s.MaxCycle == 0 {
+			s.MaxCycle = 4
+		}
+		if s.MaxCycle < 1 || s.MaxCycle > 8 {
+			return bad("max_cycle must be between 1 and 8, got %d", s.MaxCycle)
+		}
+		if s.SearchBudget == 0 {
+			s.SearchBudget = 100000
+		}
+		if s.SearchBudget < 1 {
+			return bad("search_budget must be positive, got %d", s.SearchBudget)
+		}
+	}
+	switch s.Type {
+	case "degree", "fanin", "fanout", "fraud":
+		if s.Threshold <= 0 {
+			return bad("%s needs a positive threshold, got %v", s.Type, s.Threshold)
+		}
+	}
+	switch s.Type {
+	case "fanin", "fanout", "fraud":
+		if s.WindowEdges < 0 || s.WindowDuration < 0 {
+			return bad("window bounds must not be negative")
+		}
+		if s.WindowEdges == 0 && s.WindowDuration == 0 {
+			s.WindowEdges = 10000
+		}
+	}
+	return nil
+}
+
+// ParseSpec parses the compact form of the --analytic flag:
+// "type=bfs,name=reach,root=42,batch_size=1000,interval=1s" (keys as in the
+// YAML config).
+func ParseSpec(s string) (Spec, error) {
+	var sp Spec
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return sp, fmt.Errorf("analytic %q: want key=value pairs separated by commas, got %q", s, kv)
+		}
+		if err := sp.set(k, v); err != nil {
+			return sp, fmt.Errorf("analytic %q: %w", s, err)
+		}
+	}
+	return sp, nil
+}
+
+func (sp *Spec) set(k, v string) error {
+	var err error
+	i := func(p *int) { _, err = fmt.Sscan(v, p) }
+	f := func(p *float64) { _, err = fmt.Sscan(v, p) }
+	d := func(p *time.Duration) { *p, err = time.ParseDuration(v) }
+	switch k {
+	case "name":
+		sp.Name = v
+	case "type":
+		sp.Type = v
+	case "root":
+		sp.Root = v
+	case "batch_size":
+		i(&sp.BatchSize)
+	case "interval":
+		d(&sp.Interval)
+	case "stale":
+		sp.Stale = v == "true" || v == "1"
+		if v != "true" && v != "false" && v != "1" && v != "0" {
+			err = fmt.Errorf("want true or false")
+		}
+	case "damping":
+		f(&sp.Damping)
+	case "tolerance":
+		f(&sp.Tolerance)
+	case "max_iterations":
+		i(&sp.MaxIterations)
+	case "threshold":
+		f(&sp.Threshold)
+	case "direction":
+		sp.Direction = v
+	case "window_edges":
+		i(&sp.WindowEdges)
+	case "window":
+		d(&sp.WindowDuration)
+	case "max_cycle":
+		i(&sp.MaxCycle)
+	case "search_budget":
+		i(&sp.SearchBudget)
+	default:
+		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
+			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget"}
+		sort.Strings(keys)
+		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("%s=%q: %v", k, v, err)
+	}
+	return nil
+}
+
+// New builds the analytic of a validated spec; root is the resolved root
+// vertex of bfs and sssp. It returns the analytic and which of
+// GraphAnalytic or StreamAnalytic drives it.
+func New(s Spec, root uint64, alerts func([]Alert)) (Analytic, error) {
+	switch s.Type {
+	case "bfs":
+		return newBFS(s, root), nil
+	case "wcc":
+		return newWCC(s), nil
+	case "pagerank":
+		return newPageRank(s), nil
+	case "sssp":
+		return newSSSP(s, root), nil
+	case "degree":
+		return newDegree(s, alerts), nil
+	case "fanin", "fanout":
+		return newFan(s, alerts), nil
+	case "fraud":
+		return newFraud(s, alerts), nil
+	}
+	return nil, fmt.Errorf("analytic %q: unknown type %q", s.Name, s.Type)
+}

@@ -1,0 +1,516 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// harness drives a store with random batches from the test goroutine,
+// recording the oracle graph after every batch, and hands a stateful
+// stream's updates to one analytic.
+type harness struct {
+	t      *testing.T
+	s      *engine.Store
+	m      *views.Manager
+	r      *rand.Rand
+	states map[uint64]edges
+	cur    edges
+	step   int
+	high   bool // draw some vertices from the high (string key) band
+}
+
+func newHarness(t *testing.T, seed uint64, inEdges, high bool) *harness {
+	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10, TargetSegmentBytes: 16 << 10,
+		SizeRatio: 3, L0CompactionTrigger: 2, MaxLevels: 4, InEdges: inEdges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return &harness{t: t, s: s, m: m, r: rand.New(rand.NewPCG(seed, 5)), states: map[uint64]edges{0: {}}, cur: edges{}, high: high}
+}
+
+// vertex draws from a universe that grows with the steps (so the low id
+// band grows under the high one and dense indexes move).
+func (h *harness) vertex() uint64 {
+	nv := uint64(12 + h.step/3)
+	if h.high && h.r.IntN(6) == 0 {
+		return engine.HighIDBase + h.r.Uint64N(8)
+	}
+	return h.r.Uint64N(nv)
+}
+
+// batch applies one random batch: mostly inserts (some re-weighting
+// existing edges), some edge deletes (mostly of existing edges) and a few
+// vertex deletes when vdel.
+func (h *harness) batch(n int, insertOnly, vdel bool) {
+	var b engine.Batch
+	var ops []engine.Op
+	var keys []ekey
+	for k := range h.cur {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
+	for i := 0; i < n; i++ {
+		x := h.r.IntN(100)
+		switch {
+		case x < 65 || insertOnly:
+			s, d, w := h.vertex(), h.vertex(), float64(1+h.r.IntN(9))
+			if len(keys) > 0 && h.r.IntN(5) == 0 {
+				k := keys[h.r.IntN(len(keys))]
+				s, d = k[0], k[1]
+			}
+			ops = append(ops, engine.Op{Src: s, Dst: d, Weight: w, Kind: engine.OpUpsert})
+		case x < 95 || !vdel:
+			s, d := h.vertex(), h.vertex()
+			if len(keys) > 0 && h.r.IntN(4) != 0 {
+				k := keys[h.r.IntN(len(keys))]
+				s, d = k[0], k[1]
+			}
+			ops = append(ops, engine.Op{Src: s, Dst: d, Kind: engine.OpDeleteEdge})
+		default:
+			ops = append(ops, engine.Op{Src: h.vertex(), Kind: engine.OpDeleteVertex})
+		}
+	}
+	for _, o := range ops {
+		switch o.Kind {
+		case engine.OpUpsert:
+			b.InsertWeighted(o.Src, o.Dst, o.Weight)
+		case engine.OpDeleteEdge:
+			b.DeleteEdge(o.Src, o.Dst)
+		default:
+			b.DeleteVertex(o.Src)
+		}
+		h.cur.apply(o)
+	}
+	seq, err := h.s.Apply(&b)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.states[seq] = h.cur.clone()
+	h.step++
+	switch h.r.IntN(12) {
+	case 0:
+		if err := h.s.Flush(); err != nil {
+			h.t.Fatal(err)
+		}
+	case 1:
+		if err := h.s.CompactAll(); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// drive registers a on a stateful stream, computes it, then runs rounds of
+// a few batches and one pull + Update, calling check after each with the
+// oracle graph at the update's seq. It returns how many updates were
+// incremental and how many recomputed.
+func (h *harness) drive(a GraphAnalytic, rounds int, insertOnly, vdel bool, window views.Window,
+	check func(g edges, u *views.Update)) (incr, recomp int) {
+	h.t.Helper()
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		h.batch(20, true, false)
+	}
+	st, err := h.m.Stateful(views.StatefulOptions{Window: window})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer st.Close()
+	if err := a.Recompute(ctx, st.View()); err != nil {
+		h.t.Fatal(err)
+	}
+	check(h.states[st.View().Seq()], nil)
+	for round := 0; round < rounds; round++ {
+		for i := 0; i < 1+h.r.IntN(3); i++ {
+			h.batch(1+h.r.IntN(12), insertOnly, vdel)
+		}
+		u, err := st.Pull(ctx)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		re, err := a.Update(ctx, u)
+		if err != nil {
+			h.t.Fatalf("round %d: update: %v", round, err)
+		}
+		if re {
+			recomp++
+		} else {
+			incr++
+		}
+		g, ok := h.states[u.View.Seq()]
+		if !ok {
+			h.t.Fatalf("no oracle state at seq %d", u.View.Seq())
+		}
+		check(g, u)
+	}
+	return incr, recomp
+}
+
+// allIDs lists every id of the oracle graph plus a few absent ones.
+func allIDs(g edges) []uint64 {
+	vs := []uint64{0, 1, 2, 999, engine.HighIDBase + 3}
+	for v := range g.vertices() {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+type variant struct {
+	name                            string
+	inEdges, insertOnly, vdel, high bool
+}
+
+var variants = []variant{
+	{"inserts", false, true, false, false},
+	{"inserts-deletes", false, false, false, false},
+	{"vertex-deletes", false, false, true, false},
+	{"in-edges", true, false, true, false},
+	{"key-band", true, false, true, true},
+}
+
+func TestBFSMatchesReference(t *testing.T) {
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, uint64(i+1), v.inEdges, v.high)
+			a := newBFS(Spec{Name: "bfs", Type: "bfs"}, 1)
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
+				want := refBFS(g, 1)
+				for _, x := range allIDs(g) {
+					got, _ := a.Vertex(x)
+					wl, ok := want[x]
+					if !ok {
+						wl = -1
+					}
+					if got.(VertexLevel).Level != wl {
+						t.Fatalf("seq %d: level of %d = %d, reference %d", a.Seq(), x, got.(VertexLevel).Level, wl)
+					}
+				}
+				if s := a.Summary().(BFSSummary); s.Reached != len(want) {
+					t.Fatalf("reached %d, reference %d", s.Reached, len(want))
+				}
+			})
+			t.Logf("%d incremental, %d recomputed", incr, recomp)
+			if v.insertOnly && recomp > 0 {
+				t.Fatalf("inserts only, yet %d recomputes", recomp)
+			}
+			if incr < 20 {
+				t.Fatalf("only %d incremental updates", incr)
+			}
+		})
+	}
+}
+
+func TestWCCMatchesReference(t *testing.T) {
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, uint64(10+i), v.inEdges, v.high)
+			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
+				want := refWCC(g)
+				for _, x := range allIDs(g) {
+					got, _ := a.Vertex(x)
+					wc, ok := want[x]
+					if !ok {
+						wc = x // no edges: alone
+					}
+					if c := got.(VertexComponent).Component; c != wc {
+						t.Fatalf("component of %d = %d, reference %d", x, c, wc)
+					}
+				}
+			})
+			t.Logf("%d incremental, %d recomputed", incr, recomp)
+			if v.insertOnly && recomp > 0 {
+				t.Fatalf("inserts only, yet %d recomputes", recomp)
+			}
+			if incr < 10 {
+				t.Fatalf("only %d incremental updates", incr)
+			}
+		})
+	}
+}
+
+func TestPageRankMatchesReference(t *testing.T) {
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, uint64(20+i), v.inEdges, v.high)
+			// 0.85^k < 1e-11 takes k > 155 iterations from a cold start.
+			spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000}
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a := newPageRank(spec)
+			iters := 0
+			h.drive(a, 60, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
+				want := refPageRank(g, 0.85)
+				l1 := 0.0
+				for _, x := range allIDs(g) {
+					got, _ := a.Vertex(x)
+					l1 += math.Abs(got.(VertexRank).Rank - want[x])
+				}
+				if l1 > 1e-8 {
+					t.Fatalf("seq %d: L1 distance to the reference %g", a.Seq(), l1)
+				}
+				if u != nil {
+					iters += a.Summary().(PageRankSummary).Iterations
+				}
+			})
+			t.Logf("%d iterations over 60 warm-started updates", iters)
+		})
+	}
+}
+
+func TestSSSPMatchesReference(t *testing.T) {
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, uint64(30+i), v.inEdges, v.high)
+			a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
+				want := refSSSP(g, 1)
+				for _, x := range allIDs(g) {
+					got, _ := a.Vertex(x)
+					d := got.(VertexDistance)
+					wd, ok := want[x]
+					if d.Reachable != ok || (ok && math.Abs(d.Distance-wd) > 1e-9) {
+						t.Fatalf("seq %d: distance of %d = %+v, reference %v (reachable %v)", a.Seq(), x, d, wd, ok)
+					}
+				}
+			})
+			t.Logf("%d incremental, %d recomputed", incr, recomp)
+			if incr < 10 {
+				t.Fatalf("only %d incremental updates", incr)
+			}
+		})
+	}
+}
+
+func TestSSSPRejectsNegativeWeights(t *testing.T) {
+	h := newHarness(t, 99, false, false)
+	a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)
+	var b engine.Batch
+	b.InsertWeighted(1, 2, 3)
+	b.InsertWeighted(2, 3, -1)
+	if _, err := h.s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := h.m.Static(views.StaticOptions{})
+	defer v.Release()
+	if err := a.Recompute(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Summary().(SSSPSummary); s.Error == "" {
+		t.Fatalf("a negative weight must be reported: %+v", s)
+	}
+}
+
+func TestDegreeMonitorMatchesReference(t *testing.T) {
+	for i, v := range variants {
+		for _, dir := range []string{"out", "in", "both"} {
+			if dir != "out" && !v.inEdges {
+				continue
+			}
+			t.Run(v.name+"/"+dir, func(t *testing.T) {
+				h := newHarness(t, uint64(40+i), v.inEdges, v.high)
+				var got []Alert
+				a := newDegree(Spec{Name: "deg", Type: "degree", Direction: dir, Threshold: 3}, func(al []Alert) { got = append(got, al...) })
+				prev := map[uint64]bool{}
+				alerts := 0
+				h.drive(a, 100, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
+					above := map[uint64]bool{}
+					for x, d := range refDegrees(g, dir) {
+						if d > 3 {
+							above[x] = true
+						}
+					}
+					var want []uint64
+					for x := range above {
+						if !prev[x] {
+							want = append(want, x)
+						}
+					}
+					sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+					if u == nil {
+						want = nil // the first compute raises nothing
+					}
+					var gotV []uint64
+					for _, al := range got {
+						gotV = append(gotV, al.Vertex)
+					}
+					if fmt.Sprint(gotV) != fmt.Sprint(want) && !(len(gotV) == 0 && len(want) == 0) {
+						t.Fatalf("seq %d: alerts for %v, reference %v", a.Seq(), gotV, want)
+					}
+					if s := a.Summary().(MonitorSummary); s.Above != len(above) {
+						t.Fatalf("above %d, reference %d", s.Above, len(above))
+					}
+					alerts += len(got)
+					got, prev = nil, above
+				})
+				if alerts == 0 {
+					t.Fatal("no alert was ever raised")
+				}
+			})
+		}
+	}
+}
+
+// TestFanMonitorsMatchReference runs fanin and fanout over stateless
+// streams with count and time windows against counts recomputed from the
+// whole delivered stream.
+func TestFanMonitorsMatchReference(t *testing.T) {
+	for _, typ := range []string{"fanin", "fanout"} {
+		for _, win := range []views.Window{{Edges: 15}, {Duration: 5 * time.Second}} {
+			t.Run(fmt.Sprintf("%s/%+v", typ, win), func(t *testing.T) {
+				h := newHarness(t, 50, false, false)
+				now := time.Unix(100, 0)
+				m2, err := views.NewManager(h.s, views.Config{Now: func() time.Time { return now }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m2.Close()
+				var got []Alert
+				a := newFan(Spec{Name: typ, Type: typ, Threshold: 2}, func(al []Alert) { got = append(got, al...) })
+				st, err := m2.Stream(views.StreamOptions{Window: win})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var all []views.Edge
+				prev := map[uint64]bool{}
+				total := 0
+				for round := 0; round < 80; round++ {
+					for i := 0; i < 1+h.r.IntN(3); i++ {
+						h.batch(1+h.r.IntN(6), false, true)
+					}
+					b, err := st.Pull(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					a.Consume(b)
+					all = append(all, b.Edges...)
+					// The window now: the last 15 ops, or those of the last 5 s.
+					var in []views.Edge
+					for j, e := range all {
+						if (win.Edges > 0 && j >= len(all)-win.Edges) || (win.Duration > 0 && e.Time > now.UnixNano()-int64(win.Duration)) {
+							in = append(in, e)
+						}
+					}
+					count := map[uint64]int{}
+					for _, e := range in {
+						if e.Op.Kind == engine.OpUpsert {
+							k := e.Op.Src
+							if typ == "fanin" {
+								k = e.Op.Dst
+							}
+							count[k]++
+						}
+					}
+					above := map[uint64]bool{}
+					var want []uint64
+					for x, c := range count {
+						if c > 2 {
+							above[x] = true
+							if !prev[x] {
+								want = append(want, x)
+							}
+						}
+					}
+					sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+					var gotV []uint64
+					for _, al := range got {
+						gotV = append(gotV, al.Vertex)
+					}
+					if fmt.Sprint(gotV) != fmt.Sprint(want) && !(len(gotV) == 0 && len(want) == 0) {
+						t.Fatalf("round %d: alerts %v, reference %v", round, gotV, want)
+					}
+					if s := a.Summary().(MonitorSummary); s.Above != len(above) {
+						t.Fatalf("round %d: above %d, reference %d", round, s.Above, len(above))
+					}
+					total += len(got)
+					got, prev = nil, above
+					now = now.Add(time.Duration(h.r.IntN(2000)) * time.Millisecond)
+				}
+				if total == 0 {
+					t.Fatal("no alert was ever raised")
+				}
+			})
+		}
+	}
+}
+
+// TestFraudCyclesMatchReference: after every pull, the cycles reported are
+// exactly the cycles of length <= k in the new graph that were not in the
+// old one.
+func TestFraudCyclesMatchReference(t *testing.T) {
+	for i, v := range variants {
+		for _, k := range []int{3, 4} {
+			t.Run(fmt.Sprintf("%s/k=%d", v.name, k), func(t *testing.T) {
+				h := newHarness(t, uint64(60+i), v.inEdges, v.high)
+				var got []Alert
+				spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k}
+				if err := spec.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				a := newFraud(spec, func(al []Alert) { got = append(got, al...) })
+				total := 0
+				h.drive(a, 100, v.insertOnly, v.vdel, views.Window{Edges: 100}, func(g edges, u *views.Update) {
+					if u == nil {
+						return
+					}
+					before, after := refCycles(h.states[u.Old.Seq()], k), refCycles(g, k)
+					want := map[string]bool{}
+					for key := range after {
+						if _, ok := before[key]; !ok {
+							want[key] = true
+						}
+					}
+					gotK := map[string]bool{}
+					for _, al := range got {
+						if al.Kind != "cycle" {
+							continue
+						}
+						key := refKey(al.Cycle)
+						if gotK[key] {
+							t.Fatalf("cycle %v reported twice", al.Cycle)
+						}
+						gotK[key] = true
+						if len(al.Cycle) > k {
+							t.Fatalf("cycle %v longer than %d", al.Cycle, k)
+						}
+					}
+					if fmt.Sprint(sortedKeys(gotK)) != fmt.Sprint(sortedKeys(want)) {
+						t.Fatalf("seq %d: new cycles %v, reference %v", u.View.Seq(), sortedKeys(gotK), sortedKeys(want))
+					}
+					total += len(gotK)
+					got = nil
+				})
+				if total < 5 {
+					t.Fatalf("only %d new cycles over the run", total)
+				}
+				if s := a.Summary().(FraudSummary); s.Truncated != 0 || s.Cycles != uint64(total) {
+					t.Fatalf("summary %+v, %d cycles seen", s, total)
+				}
+			})
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,212 @@
+package analytics
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// pagerank keeps PageRank over the vertices that have at least one edge
+// (the present vertices, N of them): with damping d,
+//
+//	rank'(v) = (1-d)/N + d * (sum over in-edges (u,v) of rank(u)/outdeg(u)
+//	                         + D/N),
+//
+// where D is the rank held by present vertices without out-edges. Ranks of
+// absent vertices are 0. Power iteration runs until the L1 change of an
+// iteration is at most the tolerance (or MaxIterations); an update starts
+// from the previous ranks (warm start), a recompute from 1/N.
+type pagerank struct {
+	spec Spec
+
+	mu sync.RWMutex
+	st *prState // Protected by mu.
+}
+
+type prState struct {
+	ids        views.IDSpace
+	rank       []float64
+	seq        uint64
+	present    int     // N
+	iterations int     // in the last run
+	delta      float64 // L1 change of the last iteration
+}
+
+func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
+
+func (a *pagerank) Spec() Spec { return a.spec }
+
+func (a *pagerank) Seq() uint64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return a.st.seq
+}
+
+// prIterate runs power iterations on g from rank (indexed by g.IDs(),
+// updated in place) and returns the state holding it.
+func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float64, maxIter int) (*prState, error) {
+	ids := g.IDs()
+	n := ids.Len()
+	next := make([]float64, n)
+	present := make([]bool, n)
+	st := &prState{ids: ids, seq: g.Seq()}
+	for it := 0; it < maxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		clear(next)
+		clear(present)
+		srcMass := 0.0
+		err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
+			i, _ := ids.Index(v)
+			present[i] = true
+			r := rank[i]
+			srcMass += r
+			share := r / float64(len(nb))
+			for _, w := range nb {
+				j, _ := ids.Index(w)
+				next[j] += share
+				present[j] = true
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		np, mass := 0, 0.0
+		for i, p := range present {
+			if p {
+				np++
+				mass += rank[i]
+			}
+		}
+		st.present = np
+		if np == 0 {
+			clear(rank)
+			st.iterations, st.delta = it+1, 0
+			break
+		}
+		base := (1-d)/float64(np) + d*(mass-srcMass)/float64(np)
+		delta := 0.0
+		for i, p := range present {
+			x := 0.0
+			if p {
+				x = d*next[i] + base
+			}
+			delta += math.Abs(x - rank[i])
+			rank[i] = x
+		}
+		st.iterations, st.delta = it+1, delta
+		if delta <= tol {
+			break
+		}
+	}
+	st.rank = rank
+	return st, nil
+}
+
+func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error {
+	ids := g.IDs()
+	if err := ids.Check(); err != nil {
+		return err
+	}
+	var rank []float64
+	if warm != nil {
+		rank = resize(slices.Clone(warm.rank), warm.ids, ids, 0)
+	} else {
+		rank = make([]float64, ids.Len())
+		for i := range rank {
+			rank[i] = 1 / float64(max(1, len(rank)))
+		}
+	}
+	st, err := prIterate(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.st = st
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *pagerank) Recompute(ctx context.Context, g views.Graph) error { return a.run(ctx, g, nil) }
+
+// Update warm-starts from the previous ranks; a vertex that appears starts
+// at 0 and the iteration redistributes mass to it.
+func (a *pagerank) Update(ctx context.Context, u *views.Update) (bool, error) {
+	if u.Lost {
+		return true, a.Recompute(ctx, u.View)
+	}
+	a.mu.RLock()
+	warm := a.st
+	a.mu.RUnlock()
+	return false, a.run(ctx, u.View, warm)
+}
+
+// PageRankSummary is the result of a pagerank analytic.
+type PageRankSummary struct {
+	Seq        uint64       `json:"seq"`
+	Vertices   int          `json:"vertices"` // present vertices (N)
+	Iterations int          `json:"iterations"`
+	Delta      float64      `json:"delta"` // L1 change of the last iteration
+	Top        []VertexRank `json:"top"`   // the 10 highest ranks
+}
+
+// VertexRank is a vertex with its rank (the per-vertex result of pagerank).
+type VertexRank struct {
+	Vertex uint64  `json:"vertex"`
+	Rank   float64 `json:"rank"`
+}
+
+func (a *pagerank) Summary() any { return a.summary(10) }
+
+func (a *pagerank) summary(k int) PageRankSummary {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var s PageRankSummary
+	if a.st == nil {
+		return s
+	}
+	s.Seq, s.Vertices, s.Iterations, s.Delta = a.st.seq, a.st.present, a.st.iterations, a.st.delta
+	s.Top = topRanks(a.st.ids, a.st.rank, k)
+	return s
+}
+
+// topRanks returns the k highest ranks, ties by vertex id.
+func topRanks(ids views.IDSpace, rank []float64, k int) []VertexRank {
+	var top []VertexRank
+	for i, r := range rank {
+		if r <= 0 || (len(top) == k && r <= top[k-1].Rank) {
+			continue
+		}
+		top = append(top, VertexRank{ids.ID(i), r})
+		sort.SliceStable(top, func(x, y int) bool { return top[x].Rank > top[y].Rank })
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
+}
+
+func (a *pagerank) Vertex(v uint64) (any, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return nil, false
+	}
+	i, ok := a.st.ids.Index(v)
+	if !ok {
+		return VertexRank{v, 0}, true
+	}
+	return VertexRank{v, a.st.rank[i]}, true
+}
+
+// Top returns the k highest-ranked vertices.
+func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }

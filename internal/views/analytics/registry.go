@@ -1,0 +1,432 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// AlertSink receives every alert the monitors raise (serve writes them to
+// a Kafka topic). Publish must not block for long: it runs on the
+// analytic's goroutine.
+type AlertSink interface {
+	Publish(alerts []Alert)
+}
+
+// Hooks let an embedding service observe the registry (metrics). Each may
+// be nil.
+type Hooks struct {
+	// Updated: one update of an analytic took d; recompute tells whether it
+	// was computed from scratch.
+	Updated func(name string, recompute bool, d time.Duration)
+	// Alerted: an analytic raised n alerts of a kind.
+	Alerted func(name, kind string, n int)
+}
+
+// RegistryConfig configures a Registry. Zero fields take defaults.
+type RegistryConfig struct {
+	// AlertRing is how many recent alerts are kept for reading (default 10000).
+	AlertRing int
+	// Resolve turns a root given as a string into a vertex id (serve: a
+	// number, or a string key through the key dictionary). Default: numbers only.
+	Resolve func(string) (uint64, error)
+	Sinks   []AlertSink
+	Hooks   Hooks
+	Logger  *slog.Logger
+}
+
+// Registry runs analytics, each on its own goroutine over its own stream
+// view, and serves their results and alerts.
+type Registry struct {
+	m   *views.Manager
+	cfg RegistryConfig
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.RWMutex
+	entries map[string]*entry // Protected by mu.
+
+	amu    sync.Mutex
+	alerts []Alert // ring of the newest; Protected by amu.
+	anext  uint64  // alerts ever raised; Protected by amu.
+}
+
+// entry is one registered analytic and its run statistics.
+type entry struct {
+	a      Analytic
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	ready      bool // first compute done; Protected by mu.
+	updates    uint64
+	recomputes uint64
+	last       time.Duration
+	lastAt     time.Time
+	err        string
+	registered time.Time
+}
+
+// NewRegistry makes an empty registry over m.
+func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
+	if cfg.AlertRing == 0 {
+		cfg.AlertRing = 10000
+	}
+	if cfg.Resolve == nil {
+		cfg.Resolve = func(s string) (uint64, error) {
+			var v uint64
+			if _, err := fmt.Sscan(s, &v); err != nil {
+				return 0, fmt.Errorf("root %q is not a vertex id", s)
+			}
+			return v, nil
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}}
+}
+
+// ErrExists is returned by Register for a name already in use.
+var ErrExists = errors.New("analytics: an analytic of that name is registered")
+
+// ErrNotFound is returned for an unknown analytic name.
+var ErrNotFound = errors.New("analytics: no analytic of that name")
+
+// Register validates the spec, starts the analytic on its own goroutine
+// and returns its (defaulted) spec. Its first result is ready once its
+// first full compute finishes (Result says so).
+func (r *Registry) Register(s Spec) (Spec, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	var root uint64
+	if s.Type == "bfs" || s.Type == "sssp" {
+		var err error
+		if root, err = r.cfg.Resolve(s.Root); err != nil {
+			return s, fmt.Errorf("analytic %q: %w", s.Name, err)
+		}
+	}
+	if s.Type == "degree" && s.Direction != "out" && !r.m.Store().InEdges() {
+		return s, fmt.Errorf("analytic %q: direction %s needs in-edges (serve --in-edges)", s.Name, s.Direction)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return s, views.ErrClosed
+	}
+	if _, ok := r.entries[s.Name]; ok {
+		return s, fmt.Errorf("%w: %q", ErrExists, s.Name)
+	}
+	a, err := New(s, root, func(al []Alert) { r.raise(s.Name, al) })
+	if err != nil {
+		return s, err
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now()}
+	r.entries[s.Name] = e
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(e.done)
+		r.run(ctx, e)
+	}()
+	return s, nil
+}
+
+// Unregister stops an analytic and forgets it.
+func (r *Registry) Unregister(name string) error {
+	r.mu.Lock()
+	e, ok := r.entries[name]
+	delete(r.entries, name)
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	e.cancel()
+	<-e.done
+	return nil
+}
+
+// Close stops every analytic and waits for them.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.cancel()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func (e *entry) record(recompute bool, d time.Duration, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.err = err.Error()
+		return
+	}
+	e.err = ""
+	e.ready = true
+	e.last, e.lastAt = d, time.Now()
+	if recompute {
+		e.recomputes++
+	} else {
+		e.updates++
+	}
+}
+
+// run drives one analytic until ctx ends. Errors are recorded in the
+// result and retried after a pause; the analytic starts over from a full
+// compute on a fresh stream.
+func (r *Registry) run(ctx context.Context, e *entry) {
+	s := e.a.Spec()
+	log := r.cfg.Logger.With("analytic", s.Name)
+	for ctx.Err() == nil {
+		err := r.follow(ctx, e)
+		if ctx.Err() != nil || errors.Is(err, views.ErrClosed) {
+			return
+		}
+		e.record(false, 0, err)
+		log.Error("analytic failed; restarting from a full compute", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Registry) observe(name string, recompute bool, d time.Duration) {
+	if r.cfg.Hooks.Updated != nil {
+		r.cfg.Hooks.Updated(name, recompute, d)
+	}
+}
+
+// follow opens the analytic's stream view, computes from scratch, then
+// applies every pull.
+func (r *Registry) follow(ctx context.Context, e *entry) error {
+	s := e.a.Spec()
+	switch a := e.a.(type) {
+	case GraphAnalytic:
+		st, err := r.m.Stateful(views.StatefulOptions{Stale: s.Stale, BatchSize: s.BatchSize,
+			Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		t0 := time.Now()
+		if err := a.Recompute(ctx, st.View()); err != nil {
+			return err
+		}
+		e.record(true, time.Since(t0), nil)
+		r.observe(s.Name, true, time.Since(t0))
+		for {
+			if err := pace(ctx, s.Interval, t0); err != nil {
+				return err
+			}
+			u, err := st.Pull(ctx)
+			if err != nil {
+				return err
+			}
+			t0 = time.Now()
+			re, err := a.Update(ctx, u)
+			if err != nil {
+				return err
+			}
+			e.record(re, time.Since(t0), nil)
+			r.observe(s.Name, re, time.Since(t0))
+		}
+	case StreamAnalytic:
+		st, err := r.m.Stream(views.StreamOptions{BatchSize: s.BatchSize,
+			Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		e.record(true, 0, nil)
+		t0 := time.Now()
+		for {
+			if err := pace(ctx, s.Interval, t0); err != nil {
+				return err
+			}
+			b, err := st.Pull(ctx)
+			var lost *views.LostError
+			if errors.As(err, &lost) {
+				a.Reset()
+				r.cfg.Logger.Warn("analytic fell behind the edge log; its window restarts", "analytic", s.Name, "missed", lost.Missed)
+				e.record(true, 0, nil)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			t0 = time.Now()
+			a.Consume(b)
+			e.record(false, time.Since(t0), nil)
+			r.observe(s.Name, false, time.Since(t0))
+		}
+	}
+	return fmt.Errorf("analytic %q has no driver", s.Name)
+}
+
+// pace waits until interval has passed since t0.
+func pace(ctx context.Context, interval time.Duration, t0 time.Time) error {
+	if wait := interval - time.Since(t0); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+// raise stamps, keeps and forwards alerts.
+func (r *Registry) raise(name string, al []Alert) {
+	now := time.Now().UTC()
+	kinds := map[string]int{}
+	for i := range al {
+		al[i].Time = now
+		kinds[al[i].Kind]++
+	}
+	r.amu.Lock()
+	for _, a := range al {
+		if len(r.alerts) < r.cfg.AlertRing {
+			r.alerts = append(r.alerts, a)
+		} else {
+			r.alerts[r.anext%uint64(r.cfg.AlertRing)] = a
+		}
+		r.anext++
+	}
+	r.amu.Unlock()
+	for _, s := range r.cfg.Sinks {
+		s.Publish(al)
+	}
+	if r.cfg.Hooks.Alerted != nil {
+		for k, n := range kinds {
+			r.cfg.Hooks.Alerted(name, k, n)
+		}
+	}
+}
+
+// Alerts returns up to limit of the newest alerts (of the named analytic
+// when name is not empty), oldest first, and how many were ever raised.
+func (r *Registry) Alerts(name string, limit int) ([]Alert, uint64) {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	var out []Alert
+	c := uint64(r.cfg.AlertRing)
+	// The i-th newest alert is at (anext-1-i) mod c (the ring fills from 0).
+	for i := uint64(0); i < uint64(len(r.alerts)) && len(out) < limit; i++ {
+		if a := r.alerts[(r.anext-1-i)%c]; name == "" || a.Analytic == name {
+			out = append(out, a)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, r.anext
+}
+
+// Result is an analytic's state as the API reports it.
+type Result struct {
+	Spec       Spec      `json:"spec"`
+	Ready      bool      `json:"ready"` // the first full compute has finished
+	Seq        uint64    `json:"seq"`   // sequence number the result corresponds to
+	Updates    uint64    `json:"updates"`
+	Recomputes uint64    `json:"recomputes"`
+	LastSecs   float64   `json:"last_update_seconds"`
+	UpdatedAt  time.Time `json:"updated_at,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Summary    any       `json:"summary,omitempty"`
+}
+
+func (e *entry) result() Result {
+	e.mu.Lock()
+	res := Result{Spec: e.a.Spec(), Ready: e.ready, Updates: e.updates, Recomputes: e.recomputes,
+		LastSecs: e.last.Seconds(), UpdatedAt: e.lastAt, Error: e.err}
+	e.mu.Unlock()
+	if res.Ready {
+		res.Seq = e.a.Seq()
+		res.Summary = e.a.Summary()
+	}
+	return res
+}
+
+// Results returns every analytic's result, by name.
+func (r *Registry) Results() []Result {
+	r.mu.RLock()
+	es := make([]*entry, 0, len(r.entries))
+	for _, e := range r.entries {
+		es = append(es, e)
+	}
+	r.mu.RUnlock()
+	out := make([]Result, len(es))
+	for i, e := range es {
+		out[i] = e.result()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.Name < out[j].Spec.Name })
+	return out
+}
+
+func (r *Registry) get(name string) (*entry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return e, nil
+}
+
+// Result returns one analytic's result.
+func (r *Registry) Result(name string) (Result, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return Result{}, err
+	}
+	return e.result(), nil
+}
+
+// Vertex returns an analytic's per-vertex result for v (false: none).
+func (r *Registry) Vertex(name string, v uint64) (any, bool, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return nil, false, err
+	}
+	x, ok := e.a.Vertex(v)
+	return x, ok, nil
+}
+
+// TopRanks returns the k highest ranks of a pagerank analytic.
+func (r *Registry) TopRanks(name string, k int) ([]VertexRank, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return nil, err
+	}
+	pr, ok := e.a.(*pagerank)
+	if !ok {
+		return nil, fmt.Errorf("analytics: %q is a %s analytic, not pagerank", name, e.a.Spec().Type)
+	}
+	return pr.Top(k), nil
+}
+
+// Staleness is, per analytic, how many sequence numbers its result is
+// behind head (for metrics).
+func (r *Registry) Staleness(head uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, res := range r.Results() {
+		if res.Ready && head > res.Seq {
+			out[res.Spec.Name] = head - res.Seq
+		} else {
+			out[res.Spec.Name] = 0
+		}
+	}
+	return out
+}

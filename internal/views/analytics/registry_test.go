@@ -1,0 +1,207 @@
+package analytics
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type sinkRecorder struct {
+	mu sync.Mutex
+	al []Alert
+}
+
+func (s *sinkRecorder) Publish(al []Alert) {
+	s.mu.Lock()
+	s.al = append(s.al, al...)
+	s.mu.Unlock()
+}
+
+// TestRegistryUnderConcurrentIngestion runs every built-in in a registry
+// while batches, flushes and compactions go on, then checks that each
+// catches up to the last batch with the reference result.
+func TestRegistryUnderConcurrentIngestion(t *testing.T) {
+	h := newHarness(t, 77, true, true)
+	sink := &sinkRecorder{}
+	var hookMu sync.Mutex
+	updates := map[string]int{}
+	r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink}, AlertRing: 1 << 16, Hooks: Hooks{
+		Updated: func(name string, _ bool, _ time.Duration) { hookMu.Lock(); updates[name]++; hookMu.Unlock() },
+	}})
+	defer r.Close()
+	specs := []Spec{
+		{Type: "bfs", Root: "1"},
+		{Type: "wcc", BatchSize: 10},
+		{Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000, Interval: 5 * time.Millisecond},
+		{Type: "sssp", Root: "1", Stale: true},
+		{Type: "degree", Direction: "both", Threshold: 4},
+		{Type: "fanin", Threshold: 3, WindowEdges: 30},
+		{Name: "out", Type: "fanout", Threshold: 3, WindowDuration: time.Second},
+		{Type: "fraud", Threshold: 5, MaxCycle: 4},
+	}
+	for _, s := range specs {
+		if _, err := r.Register(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Register(Spec{Type: "wcc"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	for _, bad := range []Spec{{Type: "nope"}, {Type: "bfs"}, {Type: "pagerank", Damping: 2}, {Type: "fanin"},
+		{Type: "fraud", Threshold: 1, MaxCycle: 20}, {Type: "bfs", Root: "x"}, {Name: "a b", Type: "wcc"}} {
+		if _, err := r.Register(bad); err == nil {
+			t.Fatalf("spec %+v accepted", bad)
+		}
+	}
+	for i := 0; i < 300; i++ {
+		h.batch(1+h.r.IntN(15), false, true)
+		if i%50 == 0 {
+			time.Sleep(5 * time.Millisecond) // let slow analytics fall behind and catch up
+		}
+	}
+	if err := h.s.Flush(); err != nil { // the stale sssp sees the end only after a flush
+		t.Fatal(err)
+	}
+	last := uint64(0)
+	for q := range h.states {
+		last = max(last, q)
+	}
+	final := h.states[last]
+	deadline := time.Now().Add(60 * time.Second)
+	for _, name := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
+		for {
+			res, err := r.Result(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Error != "" {
+				t.Fatalf("%s: %s", name, res.Error)
+			}
+			if res.Ready && res.Seq == last {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s stuck at seq %d (ready %v), last is %d", name, res.Seq, res.Ready, last)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	ids := allIDs(final)
+	lv := refBFS(final, 1)
+	cc := refWCC(final)
+	pr := refPageRank(final, 0.85)
+	dist := refSSSP(final, 1)
+	l1 := 0.0
+	for _, x := range ids {
+		got, _, _ := r.Vertex("bfs", x)
+		want, ok := lv[x]
+		if !ok {
+			want = -1
+		}
+		if got.(VertexLevel).Level != want {
+			t.Fatalf("bfs level of %d = %v, reference %d", x, got, want)
+		}
+		got, _, _ = r.Vertex("wcc", x)
+		wc, ok := cc[x]
+		if !ok {
+			wc = x
+		}
+		if got.(VertexComponent).Component != wc {
+			t.Fatalf("wcc of %d = %v, reference %d", x, got, wc)
+		}
+		got, _, _ = r.Vertex("pagerank", x)
+		l1 += math.Abs(got.(VertexRank).Rank - pr[x])
+		got, _, _ = r.Vertex("sssp", x)
+		d, ok := dist[x]
+		if g := got.(VertexDistance); g.Reachable != ok || math.Abs(g.Distance-d) > 1e-9 {
+			t.Fatalf("sssp of %d = %+v, reference %v %v", x, g, d, ok)
+		}
+	}
+	if l1 > 1e-8 {
+		t.Fatalf("pagerank L1 distance %g", l1)
+	}
+	deg := refDegrees(final, "both")
+	above := 0
+	for _, d := range deg {
+		if d > 4 {
+			above++
+		}
+	}
+	if res, _ := r.Result("degree"); res.Summary.(MonitorSummary).Above != above {
+		t.Fatalf("degree monitor: %+v, reference %d above", res.Summary, above)
+	}
+	// Every cycle alert is a real cycle of the graph at its seq.
+	al, total := r.Alerts("", 1<<16)
+	if uint64(len(al)) != total {
+		t.Fatalf("ring holds %d of %d alerts", len(al), total)
+	}
+	cycles := 0
+	for _, a := range al {
+		if a.Kind != "cycle" {
+			continue
+		}
+		cycles++
+		g := h.states[a.Seq]
+		for i, v := range a.Cycle {
+			if _, ok := g[ekey{v, a.Cycle[(i+1)%len(a.Cycle)]}]; !ok {
+				t.Fatalf("alert %+v: edge %d->%d is not in the graph at seq %d", a, v, a.Cycle[(i+1)%len(a.Cycle)], a.Seq)
+			}
+		}
+	}
+	if cycles == 0 {
+		t.Fatal("no cycle alert was raised")
+	}
+	sink.mu.Lock()
+	if len(sink.al) != len(al) {
+		t.Fatalf("sink got %d alerts, ring %d", len(sink.al), len(al))
+	}
+	sink.mu.Unlock()
+	if fr, _ := r.Alerts("fraud", 3); len(fr) > 3 || (len(fr) > 0 && fr[0].Analytic != "fraud") {
+		t.Fatalf("alerts of fraud: %+v", fr)
+	}
+	top, err := r.TopRanks("pagerank", 3)
+	if err != nil || len(top) != 3 || top[0].Rank < top[1].Rank {
+		t.Fatalf("top ranks %v %v", top, err)
+	}
+	if _, err := r.TopRanks("wcc", 3); err == nil {
+		t.Fatal("top ranks of wcc")
+	}
+	if st := r.Staleness(last); st["bfs"] != 0 {
+		t.Fatalf("staleness %v", st)
+	}
+	hookMu.Lock()
+	if updates["bfs"] < 2 {
+		t.Fatalf("hooks saw %v", updates)
+	}
+	hookMu.Unlock()
+	if err := r.Unregister("bfs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Result("bfs"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("result of an unregistered analytic: %v", err)
+	}
+	if len(r.Results()) != len(specs)-1 {
+		t.Fatalf("%d results", len(r.Results()))
+	}
+}
+
+func TestParseSpec(t *testing.T) {
+	s, err := ParseSpec("type=pagerank,name=pr,damping=0.9,interval=2s,stale=true,max_iterations=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Type != "pagerank" || s.Name != "pr" || s.Damping != 0.9 || s.Interval != 2*time.Second || !s.Stale || s.MaxIterations != 5 {
+		t.Fatalf("%+v", s)
+	}
+	for _, bad := range []string{"type", "colour=red", "batch_size=x", "interval=3", "stale=maybe"} {
+		if _, err := ParseSpec(bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseSpec("colour=red"); !strings.Contains(err.Error(), "allowed: batch_size") {
+		t.Fatalf("unknown key message: %v", err)
+	}
+}

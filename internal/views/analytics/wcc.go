@@ -1,0 +1,316 @@
+package analytics
+
+import (
+	"context"
+	"sync"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// wcc keeps the weakly connected components with a union-find over the
+// dense indexes. The component of a vertex is named by its smallest vertex
+// id; a vertex without edges is its own component.
+//
+// INVARIANT (between calls): two vertices share a root iff they are weakly
+// connected in the graph at seq. Inserts only merge (union). A delete may
+// split: when an edge whose reverse is absent goes, the update checks (with
+// in-edges, by a bounded search from both ends) that its endpoints are
+// still connected, and recomputes otherwise; a vertex delete of a vertex
+// with edges recomputes.
+type wcc struct {
+	spec Spec
+
+	mu sync.RWMutex
+	st *wccState // Protected by mu.
+}
+
+type wccState struct {
+	ids    views.IDSpace
+	parent []int32 // union-find forest over dense indexes; parent[i] == i at a root
+	min    []int32 // at a root: the dense index of the component's smallest id
+	size   []int32 // at a root: the component's vertex count
+	seq    uint64
+}
+
+func newWCC(s Spec) *wcc { return &wcc{spec: s} }
+
+func (a *wcc) Spec() Spec { return a.spec }
+
+func (a *wcc) Seq() uint64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return a.st.seq
+}
+
+func newWCCState(ids views.IDSpace, seq uint64) *wccState {
+	n := ids.Len()
+	st := &wccState{ids: ids, parent: make([]int32, n), min: make([]int32, n), size: make([]int32, n), seq: seq}
+	for i := range st.parent {
+		st.parent[i], st.min[i], st.size[i] = int32(i), int32(i), 1
+	}
+	return st
+}
+
+// grow extends the forest to ids (new vertices are singletons).
+func (st *wccState) grow(ids views.IDSpace) {
+	if ids == st.ids {
+		return
+	}
+	if !ids.Contains(st.ids) {
+		// Indexes move: rebuild from the components (names are ids).
+		old, parent := st.ids, st.parent
+		*st = *newWCCState(ids, st.seq)
+		for i := range parent {
+			r := find(parent, int32(i))
+			j, _ := ids.Index(old.ID(i))
+			k, _ := ids.Index(old.ID(int(r)))
+			st.union(int32(j), int32(k))
+		}
+		return
+	}
+	n0, n := len(st.parent), ids.Len()
+	st.parent = resize(st.parent, st.ids, ids, 0)
+	st.min = resize(st.min, st.ids, ids, 0)
+	st.size = resize(st.size, st.ids, ids, 1)
+	for i := n0; i < n; i++ {
+		st.parent[i], st.min[i] = int32(i), int32(i)
+	}
+	st.ids = ids
+}
+
+// root finds i's root without changing the forest (for readers, who hold
+// only the read lock).
+func root(parent []int32, i int32) int32 {
+	for parent[i] != i {
+		i = parent[i]
+	}
+	return i
+}
+
+// find finds i's root, halving the path (writers only).
+func find(parent []int32, i int32) int32 {
+	for parent[i] != i {
+		parent[i] = parent[parent[i]] // path halving
+		i = parent[i]
+	}
+	return i
+}
+
+// union merges the components of i and j (union by size).
+func (st *wccState) union(i, j int32) {
+	ri, rj := find(st.parent, i), find(st.parent, j)
+	if ri == rj {
+		return
+	}
+	if st.size[ri] < st.size[rj] {
+		ri, rj = rj, ri
+	}
+	st.parent[rj] = ri
+	st.size[ri] += st.size[rj]
+	// Dense order follows id order, so the smaller index is the smaller id.
+	st.min[ri] = min(st.min[ri], st.min[rj])
+}
+
+func wccCompute(ctx context.Context, g views.Graph) (*wccState, error) {
+	ids := g.IDs()
+	if err := ids.Check(); err != nil {
+		return nil, err
+	}
+	st := newWCCState(ids, g.Seq())
+	err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
+		i, _ := ids.Index(v)
+		for _, w := range nb {
+			j, _ := ids.Index(w)
+			st.union(int32(i), int32(j))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, ctx.Err()
+}
+
+func (a *wcc) Recompute(ctx context.Context, g views.Graph) error {
+	st, err := wccCompute(ctx, g)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.st = st
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *wcc) Update(ctx context.Context, u *views.Update) (bool, error) {
+	if u.Lost {
+		return true, a.Recompute(ctx, u.View)
+	}
+	n := net(u.Edges)
+	recompute := false
+	// A vertex delete splits its component unless the vertex was alone.
+	a.mu.RLock()
+	for _, x := range n.VDels {
+		if i, ok := a.st.ids.Index(x); ok && a.st.size[root(a.st.parent, int32(i))] > 1 {
+			recompute = true
+		}
+	}
+	a.mu.RUnlock()
+	if !recompute && len(n.Deletes) > 0 {
+		// A deleted edge matters if it existed and its reverse does not
+		// remain: check both in one read of each graph.
+		var rev [][2]uint64
+		for _, d := range n.Deletes {
+			rev = append(rev, [2]uint64{d[1], d[0]})
+		}
+		was, err := edgeWeights(u.Old, n.Deletes)
+		if err != nil {
+			return false, err
+		}
+		still, err := edgeWeights(u.View, rev)
+		if err != nil {
+			return false, err
+		}
+		var cut [][2]uint64
+		for _, d := range n.Deletes {
+			_, existed := was[d]
+			_, reverse := still[[2]uint64{d[1], d[0]}]
+			if existed && !reverse && d[0] != d[1] {
+				cut = append(cut, d)
+			}
+		}
+		// If every removed edge's endpoints are still connected in the new
+		// graph, no component split. Searching needs in-edges.
+		for _, d := range cut {
+			if !u.View.HasIn() {
+				recompute = true
+				break
+			}
+			ok, err := connected(u.View, d[0], d[1], wccSearchBudget)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				recompute = true
+				break
+			}
+		}
+	}
+	if recompute {
+		return true, a.Recompute(ctx, u.View)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.st
+	ids := u.View.IDs()
+	if err := ids.Check(); err != nil {
+		return false, err
+	}
+	st.grow(ids)
+	for _, op := range n.Upserts {
+		i, _ := ids.Index(op.Src)
+		j, _ := ids.Index(op.Dst)
+		st.union(int32(i), int32(j))
+	}
+	st.seq = u.View.Seq()
+	return false, nil
+}
+
+// WCCSummary is the result of a wcc analytic.
+type WCCSummary struct {
+	Seq        uint64 `json:"seq"`
+	Components int    `json:"components"` // among the vertices of the id space that are in a component of two or more
+	Largest    int    `json:"largest"`    // vertices in the largest component
+	Singletons int    `json:"singletons"` // ids of the space alone in their component
+}
+
+func (a *wcc) Summary() any {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var s WCCSummary
+	if a.st == nil {
+		return s
+	}
+	s.Seq = a.st.seq
+	for i, p := range a.st.parent {
+		if int(p) != i {
+			continue
+		}
+		if sz := int(a.st.size[i]); sz > 1 {
+			s.Components++
+			s.Largest = max(s.Largest, sz)
+		} else {
+			s.Singletons++
+		}
+	}
+	return s
+}
+
+// VertexComponent is the per-vertex result of wcc.
+type VertexComponent struct {
+	Component uint64 `json:"component"` // smallest vertex id of the component
+	Size      int    `json:"size"`
+}
+
+func (a *wcc) Vertex(v uint64) (any, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return nil, false
+	}
+	i, ok := a.st.ids.Index(v)
+	if !ok {
+		return VertexComponent{v, 1}, true
+	}
+	r := root(a.st.parent, int32(i))
+	return VertexComponent{a.st.ids.ID(int(a.st.min[r])), int(a.st.size[r])}, true
+}
+
+// wccSearchBudget bounds the vertices one connectivity check may visit
+// before it gives up (and the update recomputes).
+const wccSearchBudget = 4096
+
+// connected reports whether a and b are weakly connected in g, searching
+// from both ends at once (out- and in-edges) and visiting at most budget
+// vertices; false when it runs out.
+func connected(g views.Graph, a, b uint64, budget int) (bool, error) {
+	seen := [2]map[uint64]bool{{a: true}, {b: true}}
+	front := [2][]uint64{{a}, {b}}
+	visited := 2
+	for len(front[0]) > 0 && len(front[1]) > 0 {
+		side := 0
+		if len(front[1]) < len(front[0]) {
+			side = 1
+		}
+		var next []uint64
+		found := false
+		for _, dir := range []engine.Direction{engine.Out, engine.In} {
+			err := g.GatherEach(front[side], dir, false, func(_ int, nb []uint64, _ []float64) {
+				for _, w := range nb {
+					if seen[1-side][w] {
+						found = true
+					}
+					if !seen[side][w] {
+						seen[side][w] = true
+						next = append(next, w)
+						visited++
+					}
+				}
+			})
+			if err != nil {
+				return false, err
+			}
+		}
+		if found {
+			return true, nil
+		}
+		if visited > budget {
+			return false, nil
+		}
+		front[side] = next
+	}
+	return false, nil
+}
