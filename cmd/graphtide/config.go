@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sort"
@@ -32,7 +33,9 @@ func applySettings(fs *pflag.FlagSet) error {
 	}
 	keys := make([]string, 0, len(doc))
 	for k := range doc {
-		keys = append(keys, k)
+		if !configSections[k] {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
@@ -59,6 +62,46 @@ func applySettings(fs *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// configSections are the keys of the config file that are not flags: the
+// commands that take them read them with readConfigSection.
+var configSections = map[string]bool{"analytics": true}
+
+// readConfigSection decodes the section key of the --config file (if any)
+// into out; it leaves out untouched when there is no file or no such key.
+func readConfigSection(fs *pflag.FlagSet, key string, out any) error {
+	path, _ := fs.GetString("config")
+	if path == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	n, ok := doc[key]
+	if !ok {
+		return nil
+	}
+	if err := decodeStrict(&n, out); err != nil {
+		return fmt.Errorf("--config %s: %s: %w", path, key, err)
+	}
+	return nil
+}
+
+// decodeStrict decodes a YAML node, rejecting unknown fields.
+func decodeStrict(n *yaml.Node, out any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(out)
 }
 
 func flagNames(fs *pflag.FlagSet) string {

@@ -12,12 +12,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,14 +25,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-	"github.com/twmb/franz-go/plugin/kprom"
 
+	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/metrics"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
+
+// resolveVertex reads a vertex given on the command line or in a request:
+// a decimal id, or a string key already known to the dictionary (prefix
+// "key:" forces a key that looks like a number).
+func resolveVertex(dict *keydict.Dict) func(string) (uint64, error) {
+	return func(s string) (uint64, error) {
+		if k, ok := strings.CutPrefix(s, "key:"); ok {
+			s = k
+		} else if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			if v > engine.MaxVertex {
+				return 0, fmt.Errorf("vertex id %d is above the largest allowed, %d", v, engine.MaxVertex)
+			}
+			return v, nil
+		}
+		if dict != nil {
+			if id, ok := dict.Lookup(s); ok {
+				return id, nil
+			}
+		}
+		return 0, fmt.Errorf("vertex %q is neither an id nor a known key", s)
+	}
+}
 
 // serveOptions are the flags of "graphtide serve"; every flag can also be
 // set by the environment variable GRAPHTIDE_<FLAG> (upper case, '-' -> '_').
@@ -55,6 +79,10 @@ type serveOptions struct {
 	saslMech      string
 	saslUser      string
 	saslPassword  string
+	analytics     []string // compact specs from --analytic
+	alertTopic    string
+	logCapacity   int
+	specs         []analytics.Spec // from --analytic and the config file's analytics section
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
@@ -77,6 +105,9 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.saslMech, "sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512")
 	fs.StringVar(&o.saslUser, "sasl-user", "", "SASL user")
 	fs.StringVar(&o.saslPassword, "sasl-password", "", "SASL password (prefer GRAPHTIDE_SASL_PASSWORD)")
+	fs.StringArrayVar(&o.analytics, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
+	fs.StringVar(&o.alertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
+	fs.IntVar(&o.logCapacity, "view-log-capacity", 1<<20, "operations the edge log keeps for stream views and analytics (a consumer further behind resyncs)")
 }
 
 func (o *serveOptions) Validate() error {
@@ -117,6 +148,27 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.embeddedPort < 0 || o.embeddedPort > 65535 {
 		return fmt.Errorf("--embedded-port must be between 0 and 65535, got %d", o.embeddedPort)
+	}
+	if o.logCapacity < 1 || o.logCapacity > 1<<30 {
+		return fmt.Errorf("--view-log-capacity must be between 1 and %d, got %d", 1<<30, o.logCapacity)
+	}
+	for _, a := range o.analytics {
+		sp, err := analytics.ParseSpec(a)
+		if err != nil {
+			return fmt.Errorf("--analytic: %w", err)
+		}
+		o.specs = append(o.specs, sp)
+	}
+	names := map[string]bool{}
+	for i := range o.specs {
+		sp := &o.specs[i]
+		if err := sp.Validate(); err != nil {
+			return err
+		}
+		if names[sp.Name] {
+			return fmt.Errorf("two analytics are named %q: give each a distinct name", sp.Name)
+		}
+		names[sp.Name] = true
 	}
 	return nil
 }
@@ -183,6 +235,10 @@ process (franz-go's kfake, data in memory) and prints its address, so that
 'graphtide gen --brokers ADDR --topic edges' can feed it. The embedded broker
 is for trying graphtide out only: use a real Kafka cluster in production.
 
+Analytics (--analytic, repeatable, or an analytics: list in the config
+file) run beside ingestion on views of the store; monitors' alerts go to
+--alert-topic and are readable over HTTP.
+
 HTTP on --http-addr: /metrics (Prometheus), /healthz, /readyz.
 SIGINT or SIGTERM: stop fetching, flush, commit offsets, exit 0.
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_BROKERS, or in
@@ -193,6 +249,9 @@ Command line beats environment beats config file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySettings(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := readConfigSection(cmd.Flags(), "analytics", &o.specs); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -223,11 +282,6 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	kp := kprom.NewMetrics("graphtide_kafka", kprom.Registerer(reg))
-	clientOpts = append(clientOpts, kgo.WithHooks(kp))
-
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
@@ -241,7 +295,40 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		return err
 	}
 	defer dict.Close()
-	reg.MustRegister(metrics.NewStoreCollector(store))
+	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
+	if err != nil {
+		return err
+	}
+	defer vm.Close()
+
+	reg := prometheus.NewRegistry()
+	sm := metrics.NewServe(reg, store, vm)
+	// kprom registers its metrics for one client: the consumer's.
+	sinkOpts := clientOpts
+	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(sm.Kafka))
+
+	rcfg := analytics.RegistryConfig{Resolve: resolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log}
+	if o.alertTopic != "" {
+		sink, err := alerts.NewKafkaSink(ctx, brokers, o.alertTopic, log, sinkOpts...)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			sink.Close(fctx)
+		}()
+		rcfg.Sinks = append(rcfg.Sinks, sink)
+	}
+	areg := analytics.NewRegistry(vm, rcfg)
+	defer areg.Close()
+	sm.Analytics.Attach(areg)
+	for _, sp := range o.specs {
+		if _, err := areg.Register(sp); err != nil {
+			return err
+		}
+		log.Info("analytic registered", "name", sp.Name, "type", sp.Type)
+	}
 
 	format, _ := decode.ParseFormat(o.format)
 	tf := map[string]decode.Format{}
@@ -252,7 +339,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	in, err := ingest.New(store, dict, ingest.Config{
 		Brokers: brokers, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
 		DeadLetterTopic: o.deadLetter, FlushInterval: o.flushInterval, ResetPolicy: o.reset,
-		ClientOpts: clientOpts, Logger: log, Metrics: ingest.NewMetrics(reg),
+		ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
 	})
 	if err != nil {
 		return err
@@ -287,6 +374,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	if err := in.Run(ctx); err != nil {
 		return err
 	}
+	areg.Close() // analytics stop before the views and the store go
 	if err := store.Flush(); err != nil {
 		return err
 	}

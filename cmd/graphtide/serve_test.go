@@ -63,7 +63,8 @@ func httpGet(url string) (int, string) {
 func TestServeEmbeddedEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
-		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0}
+		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
+		logCapacity: 1 << 16, alertTopic: "alerts", analytics: []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +96,17 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	if c, body := httpGet("http://" + httpAddr + "/healthz"); c != 200 {
 		t.Fatalf("/healthz = %d %s", c, body)
 	}
+	// The analytics caught up with the stream, and the fan-in monitor saw
+	// the RMAT hubs (its alerts went to the alert topic).
+	waitFor(t, "analytics to catch up", func() bool {
+		_, body := httpGet("http://" + httpAddr + "/metrics")
+		return strings.Contains(body, `graphtide_analytics_staleness_sequences{analytic="wcc"} 0`) &&
+			strings.Contains(body, `graphtide_analytics_ready{analytic="wcc"} 1`) &&
+			regexp.MustCompile(`graphtide_analytics_alerts_total\{analytic="hubs",kind="fan_in"\} [1-9]`).MatchString(body)
+	})
 	_, body := httpGet("http://" + httpAddr + "/metrics")
-	for _, m := range []string{"graphtide_store_flushes_total", "graphtide_kafka_", "go_goroutines", "graphtide_ingest_consumer_lag_records"} {
+	for _, m := range []string{"graphtide_store_flushes_total", "graphtide_kafka_", "go_goroutines", "graphtide_ingest_consumer_lag_records",
+		"graphtide_views_streams_open 2", "graphtide_analytics_update_duration_seconds_bucket"} {
 		if !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
@@ -144,6 +154,8 @@ func TestServeBadFlags(t *testing.T) {
 		"--topic-format edges":    `--topic-format must look like topic=format, got "edges"`,
 		"--sasl-mechanism gssapi": `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
 		"--flush-interval 1ms":    "--flush-interval must be at least 10ms, got 1ms",
+		"--analytic type=bfs":     `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
+		"--analytic colour=red":   `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_cycle, max_iterations, name, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
 	} {
 		_, _, err := execute(t, append([]string{"serve"}, strings.Fields(args)...)...)
 		if err == nil || err.Error() != want {
@@ -176,6 +188,15 @@ func TestServeConfigFilePrecedence(t *testing.T) {
 	t.Setenv("GRAPHTIDE_FORMAT", "yaml")
 	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
 		t.Fatalf("environment should win over the config file: %v", err)
+	}
+	// The analytics section of the file: decoded strictly, validated.
+	write("analytics:\n  - {type: pagerank, damping: 3}\n")
+	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `damping must be in (0, 1), got 3`) {
+		t.Fatalf("analytics section: %v", err)
+	}
+	write("analytics:\n  - {type: wcc, colour: red}\n")
+	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `field colour not found`) {
+		t.Fatalf("unknown analytics field: %v", err)
 	}
 	write("brokerz: [x]\n")
 	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `unknown setting "brokerz"; allowed: `) {

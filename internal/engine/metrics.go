@@ -44,6 +44,28 @@ func (m *Metrics) WriteAmplification() float64 {
 	return float64(m.FlushBytes+m.CompactionBytesWritten) / float64(m.FlushBytes)
 }
 
+// ReadAmplification is the number of sorted runs one neighbor read may
+// have to merge in one direction: MemGraphs holding data (counted as one
+// when any does), L0 files and non-empty levels L1+. Levels count both
+// directions' files, so with in-edges the L0 count is halved.
+func (m *Metrics) ReadAmplification(inEdges bool) float64 {
+	n := 0.0
+	if m.MemGraphEntries > 0 {
+		n++
+	}
+	for i, l := range m.Levels {
+		switch {
+		case i == 0 && inEdges:
+			n += float64(l.Files) / 2
+		case i == 0:
+			n += float64(l.Files)
+		case l.Files > 0:
+			n++
+		}
+	}
+	return n
+}
+
 // DiskBytes is the total size of live files.
 func (m *Metrics) DiskBytes() int64 {
 	var b int64

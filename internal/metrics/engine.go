@@ -40,6 +40,9 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		"vertex_deletes":   d("vertex_delete_records", "Vertex-delete records held."),
 		"bg_errors":        d("background_errors_total", "Failed background flushes or compactions."),
 		"write_amp":        d("write_amplification_ratio", "Bytes written by flushes and compactions over bytes written by flushes."),
+		"read_amp":         d("read_amplification_runs", "Sorted runs one neighbor read may merge, per direction: MemGraphs holding data, L0 files and non-empty deeper levels."),
+		"disk_bytes":       d("disk_bytes", "Bytes of all live files."),
+		"files":            d("files", "Live files."),
 		"level_files":      d("level_files", "Files per level.", "level"),
 		"level_bytes":      d("level_bytes", "Bytes on disk per level.", "level"),
 		"level_entries":    d("level_edge_versions", "Stored edge versions per level.", "level"),
@@ -82,6 +85,9 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	g("vertex_deletes", float64(m.VertexDeletes))
 	cnt("bg_errors", float64(m.BackgroundErrors))
 	g("write_amp", m.WriteAmplification())
+	g("read_amp", m.ReadAmplification(c.store.InEdges()))
+	g("disk_bytes", float64(m.DiskBytes()))
+	g("files", float64(m.Files()))
 	for i, l := range m.Levels {
 		lv := strconv.Itoa(i)
 		g("level_files", float64(l.Files), lv)
