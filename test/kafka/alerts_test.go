@@ -1,0 +1,181 @@
+package kafkatest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/alerts"
+	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// TestFraudAlertsReachKafka runs serve's pieces against the real broker:
+// an ingester consuming JSON transfers between string-keyed accounts, a
+// fraud monitor (cycles of length <= 4, fan-in over a window) on a
+// stateful view, and the Kafka alert sink. Every simple cycle of length
+// <= 4 of the final graph must arrive on the alert topic exactly once (only
+// inserts: the cycles new at each pull add up to the final graph's), named
+// by the accounts' keys through the dictionary, with the alert headers.
+func TestFraudAlertsReachKafka(t *testing.T) {
+	addrs := needBroker(t)
+	topic, alertTopic := uniq("transfers"), uniq("alerts")
+	createTopic(t, topic, 2)
+	dir := t.TempDir()
+	s, dict := openStore(t, dir, 256<<10)
+	defer s.Close()
+	defer dict.Close()
+	vm, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	ctx := context.Background()
+	sink, err := alerts.NewKafkaSink(ctx, addrs, alertTopic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink}})
+	if _, err := reg.Register(analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: 1000, BatchSize: 50}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Transfers among 40 accounts, as JSON with string keys, one per record.
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	type tr struct{ from, to int }
+	var trs []tr
+	seen := map[tr]bool{}
+	for len(trs) < 150 {
+		x := tr{r.IntN(40), r.IntN(40)}
+		if !seen[x] {
+			seen[x] = true
+			trs = append(trs, x)
+		}
+	}
+	prod := newProducer(t)
+	for i, x := range trs {
+		v := fmt.Sprintf(`{"op":"add","src":"acct-%d","dst":"acct-%d","weight":%d}`, x.from, x.to, 10+i)
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := endOffsets(t, newAdmin(t), topic)
+	run := startIngester(t, s, dict, ingest.Config{Brokers: addrs, Topics: []string{topic}, Group: uniq("alerts-group"),
+		Format: decode.FormatJSON, DeadLetterTopic: uniq("alerts-dead"), FlushInterval: 200 * time.Millisecond})
+	run.waitDurable(t, end, 60*time.Second)
+	last, _ := s.Metrics()
+	if !waitFor(60*time.Second, func() bool { res, _ := reg.Result("fraud"); return res.Ready && res.Seq == last.LastSeq }) {
+		t.Fatalf("the fraud monitor did not catch up with seq %d", last.LastSeq)
+	}
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	reg.Close()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	sink.Close(fctx)
+	cancel()
+
+	// The reference: every simple cycle of length <= 4, by account keys.
+	out := map[string][]string{}
+	for _, x := range trs {
+		out[fmt.Sprint("acct-", x.from)] = append(out[fmt.Sprint("acct-", x.from)], fmt.Sprint("acct-", x.to))
+	}
+	want := map[string]bool{}
+	var path []string
+	var dfs func(start, v string)
+	dfs = func(start, v string) {
+		for _, w := range out[v] {
+			if w == start {
+				want[cycleKey(path)] = true
+				continue
+			}
+			if w < start || len(path) == 4 {
+				continue
+			}
+			dup := false
+			for _, p := range path {
+				dup = dup || p == w
+			}
+			if !dup {
+				path = append(path, w)
+				dfs(start, w)
+				path = path[:len(path)-1]
+			}
+		}
+	}
+	for v := range out {
+		path = []string{v}
+		dfs(v, v)
+	}
+	if len(want) == 0 {
+		t.Fatal("the random transfers hold no cycle: the test checks nothing")
+	}
+
+	recs := consumeAll(t, alertTopic, len(want), 2*time.Second, 30*time.Second)
+	got := map[string]bool{}
+	for _, rec := range recs {
+		var a analytics.Alert
+		if err := json.Unmarshal(rec.Value, &a); err != nil {
+			t.Fatal(err)
+		}
+		hdr := map[string]string{}
+		for _, h := range rec.Headers {
+			hdr[h.Key] = string(h.Value)
+		}
+		if hdr[alerts.HeaderAnalytic] != "fraud" || hdr[alerts.HeaderKind] != a.Kind {
+			t.Fatalf("alert headers %v for %+v", hdr, a)
+		}
+		if a.Kind != "cycle" {
+			continue
+		}
+		var keys []string
+		for _, id := range a.Cycle {
+			k, ok := dict.Key(id)
+			if !ok {
+				t.Fatalf("alert %+v names id %d, which has no key", a, id)
+			}
+			keys = append(keys, k)
+		}
+		k := cycleKey(keys)
+		if got[k] {
+			t.Fatalf("cycle %v alerted twice", keys)
+		}
+		got[k] = true
+	}
+	var missing, extra []string
+	for k := range want {
+		if !got[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing)+len(extra) > 0 {
+		t.Fatalf("%d cycles expected, %d alerted; missing %v, unexpected %v", len(want), len(got), missing, extra)
+	}
+	t.Logf("%d transfers, %d cycles alerted on %s", len(trs), len(got), alertTopic)
+}
+
+// cycleKey names a cycle by its rotation starting at its smallest element.
+func cycleKey(c []string) string {
+	m := 0
+	for i := range c {
+		if c[i] < c[m] {
+			m = i
+		}
+	}
+	return fmt.Sprint(append(append([]string(nil), c[m:]...), c[:m]...))
+}
