@@ -955,13 +955,14 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
   return Status::OK();
 }
 
-// The level holding every edge of [lo, hi) when that is a single clean run:
-// no MemGraph or L0 data, no vertex deletes, one level overlapping the
-// range, and no segment there with versions newer than tau, tombstones or
-// several versions of an edge. Then a scan is a bulk copy of the CSR.
-static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version &ver, const VisibleMems &mems,
-                                                                   int dir, uint64_t lo, uint64_t hi, uint64_t tau) {
-  if (mems.Any(dir)) return nullptr;
+// The level holding every file edge of [lo, hi) when that is a single
+// clean run: no L0 data, no vertex deletes, one level overlapping the range,
+// and no segment there with versions newer than tau, tombstones or several
+// versions of an edge. MemGraphs are not looked at: without MemGraph data a
+// scan is a bulk copy of the CSR, and with it, a bulk copy between the
+// vertices the MemGraphs hold.
+static const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int dir, uint64_t lo, uint64_t hi,
+                                                               uint64_t tau) {
   const Tree &t = ver.trees[dir];
   if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
   const std::vector<std::shared_ptr<Segment>> *found = nullptr;
@@ -977,6 +978,29 @@ static const std::vector<std::shared_ptr<Segment>> *SingleRunLevel(const Version
   return found;
 }
 
+// Appends the vertices of [lo, hi) held by the clean level lv to a scan's
+// output (see Segment::AppendRange). *done is false when the buffers
+// filled first: *next is then the first vertex not copied. A first vertex
+// that alone exceeds ecap is GT_ERR_BUFFER with its count in *ne.
+static Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t *vids,
+                       uint64_t *offs, size_t vcap, uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne,
+                       uint64_t *next, bool *done) {
+  *done = false;
+  for (const auto &s : lv) {
+    if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
+    uint64_t need;
+    GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+    if (need > 0) {
+      *ne = need;
+      return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(*next), "", 0};
+    }
+    if (*next != hi) return Status::OK();
+  }
+  *next = hi;
+  *done = true;
+  return Status::OK();
+}
+
 Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap,
                             uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
   *nv = 0;
@@ -987,16 +1011,46 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   auto ver = store_->Current();
   VisibleMems mems(*ver, tau_);
   offs[0] = 0;
-  if (const auto *lv = SingleRunLevel(*ver, mems, dir, lo, hi, tau_)) {
-    for (const auto &s : *lv) {
-      if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
-      uint64_t need;
-      GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
-      if (need > 0) {
-        *ne = need;
-        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(*next), "", 0};
+  if (const auto *lv = CleanLevel(*ver, dir, lo, hi, tau_)) {
+    bool done;
+    if (!mems.Any(dir)) return BulkCopy(*lv, lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
+    // Bulk copies between the vertices the MemGraphs hold; those merge
+    // their MemGraph versions with the level's run one by one.
+    std::vector<VertexCursor> mc;
+    for (const MemGraph *g : mems.m)
+      if (g != nullptr) mc.push_back(VertexCursor::ForMem(g, dir, lo, hi));
+    std::vector<Entry> m[2];
+    std::vector<Run> runs;
+    for (uint64_t pos = lo;;) {
+      bool any;
+      uint64_t d = MinHead(mc, &any);
+      if (!any) d = hi;
+      if (pos < d) {
+        GT_RETURN_IF_ERROR(BulkCopy(*lv, pos, d, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
+        if (!done) return Status::OK();
       }
-      if (*next != hi) return Status::OK();
+      if (d >= hi) break;
+      if (*nv == vcap) {
+        *next = d;
+        return Status::OK();
+      }
+      GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, d, m, &runs));
+      const size_t k = AppendVisible(runs, d, tau_, *ver->vdel, dsts, w, *ne, ecap);
+      if (k > ecap) {
+        *next = d;
+        if (*nv == 0) {
+          *ne = k;
+          return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(d), "", 0};
+        }
+        return Status::OK();
+      }
+      if (k > *ne) {
+        vids[*nv] = d;
+        *ne = k;
+        offs[++*nv] = k;
+      }
+      AdvancePast(mc, d);
+      pos = d + 1;
     }
     *next = hi;
     return Status::OK();

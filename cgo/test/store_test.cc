@@ -1314,6 +1314,48 @@ TEST(StoreApiTest, ListFilesMatchesMetricsAndDisk) {
   EXPECT_EQ(one[0].id, fs[0].id);
 }
 
+// A compacted store (one clean level) plus MemGraph data: scans copy the
+// level in bulk between the vertices the MemGraph holds and merge those.
+TEST(StoreApiTest, ScanMergesMemGraphIntoCleanLevel) {
+  TempDir dir;
+  gt_options o = SmallOptions();
+  o.memgraph_bytes = 8 << 20;  // no flush during the MemGraph phase
+  StoreHolder h;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
+  std::mt19937_64 rng(11);
+  Oracle want;
+  for (int b = 0; b < 30; b++) {
+    std::vector<gt_op> ops;
+    for (int i = 0; i < 100; i++) ops.push_back(Up(rng() % 500, rng() % 500, static_cast<double>(rng() % 7)));
+    ASSERT_NO_FATAL_FAILURE(Apply(h.s, ops));
+    want.Apply(ops);
+  }
+  ASSERT_NO_FATAL_FAILURE(CompactAll(h.s));
+  // MemGraph data: updates, deletes of level edges, new vertices inside and
+  // past the level's range, and vertices whose every edge goes.
+  for (int b = 0; b < 20; b++) {
+    std::vector<gt_op> ops;
+    for (int i = 0; i < 15; i++) {
+      std::pair<uint64_t, uint64_t> e;
+      const uint64_t r = rng() % 4;
+      if (r == 0 && want.EdgeFrom(rng() % 500, &e))
+        ops.push_back(Del(e.first, e.second));
+      else if (r == 1 && want.EdgeFrom(rng() % 500, &e))
+        ops.push_back(Up(e.first, e.second, 9.5));
+      else
+        ops.push_back(Up(rng() % 700, rng() % 700, 2.0));
+    }
+    ASSERT_NO_FATAL_FAILURE(Apply(h.s, ops));
+    want.Apply(ops);
+    Snap snap(h.s);
+    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, want, rng, true, 4));
+  }
+  gt_metrics m;
+  gt_get_metrics(h.s, &m);
+  EXPECT_EQ(m.levels[0].files, 0u) << "the MemGraph phase must not flush";
+  EXPECT_GT(m.memgraph_entries, 0u);
+}
+
 TEST(StoreApiTest, CorruptSegmentReported) {
   TempDir dir;
   gt_options o = SmallOptions();
