@@ -18,7 +18,8 @@ Kafka into an LSM-tree of CSR files and serves consistent snapshots.
   inspect show a store's levels, files and manifest; --verify checks checksums
   compact compact a store fully into its deepest level
   gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
-  bench   measure ingest, scans and the Kafka path against baselines
+  produce send edge events, one record per line, from files or stdin to Kafka
+  bench   measure ingest, scans, the Kafka path and analytics against baselines
 
 Exit codes: 0 success, 1 any error (the message says what went wrong and,
 for a bad flag, what is allowed).`,
@@ -31,6 +32,7 @@ for a bad flag, what is allowed).`,
 		newGenCmd(),
 		newBenchCmd(),
 		newServeCmd(),
+		newProduceCmd(),
 		newLoadCmd(),
 		newInspectCmd(),
 		newCompactCmd(),
