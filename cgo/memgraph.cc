@@ -67,6 +67,18 @@ void MemGraph::Grow(Dir &d) {
   d.mask = mask;
 }
 
+void MemGraph::Mark(Dir &d, uint64_t v) {
+  const int b = v >= GT_HIGH_ID_BASE ? 1 : 0;
+  const uint64_t off = v - (b ? GT_HIGH_ID_BASE : 0);
+  if (off >= kBitmapIds) {
+    d.far[b] = true;
+    return;
+  }
+  std::vector<uint64_t> &bits = d.bits[b];
+  if (off / 64 >= bits.size()) bits.resize(std::max<size_t>(off / 64 + 1, bits.size() * 2), 0);
+  bits[off / 64] |= uint64_t(1) << (off % 64);
+}
+
 void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
   if ((d.slots.size() + 1) * 2 > d.keys.size()) Grow(d);
   uint64_t i = (HashVertex(v) >> 20) & d.mask;
@@ -75,6 +87,7 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
     d.keys[i] = v;
     d.slot_of[i] = static_cast<uint32_t>(d.slots.size());
     d.slots.emplace_back();
+    Mark(d, v);
   }
   Slot &s = d.slots[d.slot_of[i]];
   if (s.n == s.cap) {
@@ -129,7 +142,8 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
   uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();
   for (const Dir &d : dirs_)
     b += d.keys.capacity() * sizeof(uint64_t) + d.slot_of.capacity() * sizeof(uint32_t) +
-         d.slots.capacity() * sizeof(Slot) + d.arena.bytes();
+         d.slots.capacity() * sizeof(Slot) + d.arena.bytes() +
+         (d.bits[0].capacity() + d.bits[1].capacity()) * sizeof(uint64_t);
   bytes_.store(b, std::memory_order_relaxed);
 }
 
@@ -201,6 +215,48 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
     for (auto it = b; it != e; ++it) out->push_back(it->first);
     return;
   }
+  // Each band: walk its bitmap, then probe past it when vertices lie there.
+  uint64_t pos = lo;
+  for (int band = 0; band < 2 && pos < hi; band++) {
+    const uint64_t base = band ? GT_HIGH_ID_BASE : 0;
+    const uint64_t band_end = band ? UINT64_MAX : GT_HIGH_ID_BASE;
+    if (pos >= band_end) continue;
+    pos = std::max(pos, base);
+    const uint64_t end = std::min(hi, band_end);
+    const std::vector<uint64_t> &bits = d.bits[band];
+    const uint64_t covered = base + 64 * bits.size();
+    if (pos < covered && pos < end) {
+      const uint64_t stop = std::min(end, covered);
+      for (uint64_t w = (pos - base) / 64; w <= (stop - 1 - base) / 64; w++) {
+        uint64_t word = bits[w];
+        const uint64_t first = base + w * 64;
+        if (first < pos) word &= ~uint64_t(0) << (pos - first);
+        if (stop - first < 64) word &= (uint64_t(1) << (stop - first)) - 1;
+        while (word != 0) {
+          const uint64_t v = first + static_cast<uint64_t>(__builtin_ctzll(word));
+          word &= word - 1;
+          out->push_back(v);
+          if (out->size() == max) {
+            *resume = v + 1;
+            return;
+          }
+        }
+      }
+      pos = stop;
+    }
+    if (pos < end && d.far[band]) {
+      const size_t before = out->size();
+      ProbeVerticesFrom(d, pos, end, max - before, out, resume);
+      if (*resume < end) return;
+    }
+    pos = end;
+  }
+  *resume = hi;
+}
+
+void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+                                 uint64_t *resume) const {
+  *resume = hi;
   constexpr uint64_t kWindow = 1 << 16;
   if (hi - lo <= 4 * d.slots.size() + kWindow) {
     uint64_t end = hi - lo > kWindow ? lo + kWindow : hi;

@@ -123,9 +123,22 @@ class MemGraph {
     Arena arena;
     // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
     std::vector<std::pair<uint64_t, uint32_t>> sorted;
+    // Presence bits of the vertices of each id band ([0] from 0, [1] from
+    // GT_HIGH_ID_BASE): bit i of band b is set iff base(b)+i has a slot.
+    // They cover offsets below 64*bits[b].size() (at most kBitmapIds);
+    // far[b] is set once a vertex of band b lies beyond. VerticesFrom walks
+    // them on an active MemGraph instead of probing every id of a range.
+    std::vector<uint64_t> bits[2];
+    bool far[2] = {false, false};
   };
 
+  static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
+
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
+  static void Mark(Dir &d, uint64_t v);
+  // VerticesFrom of an active MemGraph without the bitmaps' help.
+  void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+                         uint64_t *resume) const;
   void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
   const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
