@@ -19,13 +19,9 @@ func applySettings(fs *pflag.FlagSet) error {
 	if err := bindEnv(fs); err != nil {
 		return err
 	}
-	path, _ := fs.GetString("config")
-	if path == "" {
-		return nil
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+	path, raw, err := readConfigFile(fs)
+	if raw == nil || err != nil {
+		return err
 	}
 	var doc map[string]any
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
@@ -64,6 +60,20 @@ func applySettings(fs *pflag.FlagSet) error {
 	return nil
 }
 
+// readConfigFile reads the file named by --config; raw is nil when there
+// is none.
+func readConfigFile(fs *pflag.FlagSet) (path string, raw []byte, err error) {
+	path, _ = fs.GetString("config")
+	if path == "" {
+		return "", nil, nil
+	}
+	raw, err = os.ReadFile(path)
+	if err != nil {
+		return path, nil, fmt.Errorf("--config: %w", err)
+	}
+	return path, raw, nil
+}
+
 // configSections are the keys of the config file that are not flags: the
 // commands that take them read them with readConfigSection.
 var configSections = map[string]bool{"analytics": true}
@@ -71,13 +81,9 @@ var configSections = map[string]bool{"analytics": true}
 // readConfigSection decodes the section key of the --config file (if any)
 // into out; it leaves out untouched when there is no file or no such key.
 func readConfigSection(fs *pflag.FlagSet, key string, out any) error {
-	path, _ := fs.GetString("config")
-	if path == "" {
-		return nil
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+	path, raw, err := readConfigFile(fs)
+	if raw == nil || err != nil {
+		return err
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {

@@ -130,6 +130,11 @@ func (l *edgeLog) firstAfter(seq uint64) (uint64, bool) {
 	return l.posAfterSeq(oldest, seq)
 }
 
+// waitNew blocks until at least n ops exist from position from on (see wait).
+func (l *edgeLog) waitNew(ctx context.Context, from uint64, n int) error {
+	return l.wait(ctx, func(head, _ uint64) bool { return head-from >= uint64(n) })
+}
+
 // wait blocks until cond(head, lastSeq) holds, the log closes (ErrClosed)
 // or ctx ends.
 func (l *edgeLog) wait(ctx context.Context, cond func(head, lastSeq uint64) bool) error {

@@ -130,15 +130,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		if ne+k > ecap { // the first vertex alone: grow
 			ecap = ne + k
 		}
-		if cap(buf.Dsts) < ne+k {
-			nd := make([]uint64, ne, ecap)
-			copy(nd, buf.Dsts[:ne])
-			buf.Dsts = nd
-		}
-		buf.Dsts = append(buf.Dsts[:ne], d.dst[b:e]...)
-		if withW {
-			buf.Weights = appendWeights(buf.Weights[:ne], d, b, e)
-		}
+		buf.Dsts, buf.Weights = d.appendRun(buf.Dsts, buf.Weights, withW, ne, ecap, b, e)
 		ne += k
 		buf.Vertices[nv] = v
 		nv++
@@ -176,21 +168,28 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 			}
 			ecap = k // the first vertex alone: grow
 		}
-		if cap(buf.Dsts) < ne+k {
-			nd := make([]uint64, ne, ecap)
-			copy(nd, buf.Dsts[:ne])
-			buf.Dsts = nd
-		}
-		buf.Dsts = append(buf.Dsts[:ne], d.dst[b:e]...)
-		if withW {
-			buf.Weights = appendWeights(buf.Weights[:ne], d, b, e)
-		}
+		buf.Dsts, buf.Weights = d.appendRun(buf.Dsts, buf.Weights, withW, ne, ecap, b, e)
 		ne += k
 		done = j + 1
 		buf.Offsets[done] = uint64(ne)
 	}
 	buf.Offsets = buf.Offsets[:done+1]
 	return done
+}
+
+// appendRun writes entries [b, e) of d after the first ne of dsts (and of
+// ws when withW), growing dsts to capacity ecap when it lacks room.
+func (d *memDir) appendRun(dsts []uint64, ws []float64, withW bool, ne, ecap int, b, e uint64) ([]uint64, []float64) {
+	if cap(dsts) < ne+int(e-b) {
+		nd := make([]uint64, ne, ecap)
+		copy(nd, dsts[:ne])
+		dsts = nd
+	}
+	dsts = append(dsts[:ne], d.dst[b:e]...)
+	if withW {
+		ws = appendWeights(ws[:ne], d, b, e)
+	}
+	return dsts, ws
 }
 
 func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {

@@ -144,8 +144,7 @@ func (s *Stateful) Pull(ctx context.Context) (*Update, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	need := uint64(s.opts.BatchSize)
-	if err := s.m.log.wait(ctx, func(head, _ uint64) bool { return head-s.pos >= need }); err != nil {
+	if err := s.m.log.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
 		return nil, err
 	}
 	var v *StaticView

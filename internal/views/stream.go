@@ -100,8 +100,7 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	need := uint64(s.opts.BatchSize)
-	if err := s.m.log.wait(ctx, func(head, _ uint64) bool { return head-s.pos >= need }); err != nil {
+	if err := s.m.log.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
 		return nil, err
 	}
 	head, oldest, _ := s.m.log.state()

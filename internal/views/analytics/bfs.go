@@ -3,7 +3,6 @@ package analytics
 import (
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -23,8 +22,7 @@ type bfs struct {
 	spec Spec
 	root uint64
 
-	mu sync.RWMutex
-	st *bfsState // Protected by mu; replaced whole by a recompute.
+	guarded[*bfsState]
 }
 
 type bfsState struct {
@@ -36,15 +34,6 @@ type bfsState struct {
 func newBFS(s Spec, root uint64) *bfs { return &bfs{spec: s, root: root} }
 
 func (a *bfs) Spec() Spec { return a.spec }
-
-func (a *bfs) Seq() uint64 {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.st == nil {
-		return 0
-	}
-	return a.st.seq
-}
 
 // bfsLevels computes the levels from root on g: top-down, reading the
 // frontier's neighbors with one Gather when it is small and with one scan
@@ -103,9 +92,7 @@ func (a *bfs) Recompute(ctx context.Context, g views.Graph) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.st = st
-	a.mu.Unlock()
+	a.swap(st)
 	return nil
 }
 
@@ -163,10 +150,7 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 		}
 	}
 	if recompute {
-		a.mu.Unlock()
-		err := a.Recompute(ctx, u.View)
-		a.mu.Lock()
-		return true, err
+		return true, a.unlocked(func() error { return a.Recompute(ctx, u.View) })
 	}
 	// Inserts lower levels: relax from the new edges, level by level.
 	buckets := map[int32][]uint64{}
@@ -273,3 +257,5 @@ func (a *bfs) levels() (views.IDSpace, []int32) {
 	defer a.mu.RUnlock()
 	return a.st.ids, slices.Clone(a.st.level)
 }
+
+func (st *bfsState) sequence() uint64 { return st.seq }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -24,8 +23,7 @@ import (
 type pagerank struct {
 	spec Spec
 
-	mu sync.RWMutex
-	st *prState // Protected by mu.
+	guarded[*prState]
 }
 
 type prState struct {
@@ -40,15 +38,6 @@ type prState struct {
 func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 
 func (a *pagerank) Spec() Spec { return a.spec }
-
-func (a *pagerank) Seq() uint64 {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.st == nil {
-		return 0
-	}
-	return a.st.seq
-}
 
 // prIterate runs power iterations on g from rank (indexed by g.IDs(),
 // updated in place) and returns the state holding it.
@@ -130,9 +119,7 @@ func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error 
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.st = st
-	a.mu.Unlock()
+	a.swap(st)
 	return nil
 }
 
@@ -210,3 +197,5 @@ func (a *pagerank) Vertex(v uint64) (any, bool) {
 
 // Top returns the k highest-ranked vertices.
 func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
+
+func (st *prState) sequence() uint64 { return st.seq }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -24,8 +23,7 @@ type sssp struct {
 	spec Spec
 	root uint64
 
-	mu sync.RWMutex
-	st *ssspState // Protected by mu.
+	guarded[*ssspState]
 }
 
 type ssspState struct {
@@ -38,15 +36,6 @@ type ssspState struct {
 func newSSSP(s Spec, root uint64) *sssp { return &sssp{spec: s, root: root} }
 
 func (a *sssp) Spec() Spec { return a.spec }
-
-func (a *sssp) Seq() uint64 {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.st == nil {
-		return 0
-	}
-	return a.st.seq
-}
 
 // bucketHeap is a min-heap of bucket numbers.
 type bucketHeap []int64
@@ -156,9 +145,7 @@ func (a *sssp) Recompute(ctx context.Context, g views.Graph) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.st = st
-	a.mu.Unlock()
+	a.swap(st)
 	return nil
 }
 
@@ -231,10 +218,7 @@ func (a *sssp) Update(ctx context.Context, u *views.Update) (bool, error) {
 		}
 	}
 	if recompute {
-		a.mu.Unlock()
-		err := a.Recompute(ctx, u.View)
-		a.mu.Lock()
-		return true, err
+		return true, a.unlocked(func() error { return a.Recompute(ctx, u.View) })
 	}
 	if err := st.relax(ctx, u.View, seeds); err != nil {
 		return false, err
@@ -292,3 +276,5 @@ func (a *sssp) Vertex(v uint64) (any, bool) {
 	}
 	return VertexDistance{a.st.dist[i], true}, true
 }
+
+func (st *ssspState) sequence() uint64 { return st.seq }

@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"context"
-	"sync"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -21,8 +20,7 @@ import (
 type wcc struct {
 	spec Spec
 
-	mu sync.RWMutex
-	st *wccState // Protected by mu.
+	guarded[*wccState]
 }
 
 type wccState struct {
@@ -36,15 +34,6 @@ type wccState struct {
 func newWCC(s Spec) *wcc { return &wcc{spec: s} }
 
 func (a *wcc) Spec() Spec { return a.spec }
-
-func (a *wcc) Seq() uint64 {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.st == nil {
-		return 0
-	}
-	return a.st.seq
-}
 
 func newWCCState(ids views.IDSpace, seq uint64) *wccState {
 	n := ids.Len()
@@ -139,9 +128,7 @@ func (a *wcc) Recompute(ctx context.Context, g views.Graph) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.st = st
-	a.mu.Unlock()
+	a.swap(st)
 	return nil
 }
 
@@ -314,3 +301,5 @@ func connected(g views.Graph, a, b uint64, budget int) (bool, error) {
 	}
 	return false, nil
 }
+
+func (st *wccState) sequence() uint64 { return st.seq }
