@@ -447,7 +447,16 @@ func TestDeployGrafana(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	var rows []string
+	cells := map[[2]int]string{} // grid cell -> panel title
 	for _, p := range d.Panels {
+		for x := p.GridPos.X; x < p.GridPos.X+p.GridPos.W; x++ {
+			for y := p.GridPos.Y; y < p.GridPos.Y+p.GridPos.H; y++ {
+				if other, ok := cells[[2]int{x, y}]; ok {
+					t.Errorf("panels %q and %q overlap at x=%d y=%d", other, p.Title, x, y)
+				}
+				cells[[2]int{x, y}] = p.Title
+			}
+		}
 		if ids[p.ID] || p.ID == 0 {
 			t.Errorf("panel %q: id %d zero or repeated", p.Title, p.ID)
 		}
