@@ -770,7 +770,6 @@ type k8sObject struct {
 	Data       map[string]string `yaml:"data"`
 	StringData map[string]string `yaml:"stringData"`
 	Spec       yaml.Node         `yaml:"spec"`
-	file       string
 }
 
 type k8sProbe struct {
@@ -884,7 +883,6 @@ func loadK8s(t *testing.T) []k8sObject {
 			if o.Kind == "" || o.APIVersion == "" {
 				t.Errorf("%s: a document without kind or apiVersion", f)
 			}
-			o.file = filepath.Base(f)
 			objs = append(objs, o)
 		}
 	}
