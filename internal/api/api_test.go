@@ -889,3 +889,46 @@ func TestIsLoopbackAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderComputes: PageRank and the components computed on the fly on a
+// fresh view equal the single-threaded references over the oracle.
+func TestReaderComputes(t *testing.T) {
+	const nv = 120
+	f := newFixture(t, false, 4, nv, 2500, nil)
+	q := Reader{Views: f.vm, Dict: f.dict}
+	pr := refPageRank(f.live, 0.85)
+	ranked := make([]uint64, 0, len(pr))
+	for v := range pr {
+		ranked = append(ranked, v)
+	}
+	sort.Slice(ranked, func(i, j int) bool { return pr[ranked[i]] > pr[ranked[j]] })
+	top, err := q.TopPageRank(t.Context(), 15, 0, 1e-13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Top) != 15 || top.K != 15 {
+		t.Fatalf("top: %+v", top)
+	}
+	for i, x := range top.Top {
+		if math.Abs(x.Rank-pr[x.Vertex]) > 1e-9 || math.Abs(x.Rank-pr[ranked[i]]) > 1e-9 || x.Key != keyOf(f.dict, x.Vertex) {
+			t.Errorf("top %d: %+v; want the rank %v of %d", i, x, pr[ranked[i]], ranked[i])
+		}
+	}
+	comp, size := refComponents(f.live)
+	for _, v := range f.sample(nv) {
+		r, err := q.Component(t.Context(), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ComponentResult{v, keyOf(f.dict, v), 1}
+		if m, ok := comp[v]; ok {
+			want = ComponentResult{m, keyOf(f.dict, m), size[m]}
+		}
+		if r.Result != want || r.Vertex != v || r.Key != keyOf(f.dict, v) || r.Seq != f.lastSeq {
+			t.Errorf("component of %d: %+v, want %+v", v, r, want)
+		}
+	}
+	if st := f.vm.Stats(); st.ViewsOpen[views.Fresh] != 0 {
+		t.Errorf("%d fresh views open after the computations", st.ViewsOpen[views.Fresh])
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // Error is an error with the HTTP status it answers with: the client's
@@ -148,4 +150,61 @@ func (q Reader) Path(ctx context.Context, from, to uint64, o PathOptions) (PathR
 		}
 	}
 	return out, nil
+}
+
+// compute runs an analytic of spec from scratch on one fresh view.
+func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Analytic, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := analytics.New(spec, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	ga, ok := a.(analytics.GraphAnalytic)
+	if !ok {
+		return nil, fmt.Errorf("analytic type %s is not computed on a view", spec.Type)
+	}
+	v, err := q.view(ctx, views.Fresh, engine.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Release()
+	if err := ga.Recompute(ctx, v); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// TopPageRank computes PageRank from scratch on a fresh view, as the
+// pagerank analytic does (damping and tolerance 0 take its defaults), and
+// returns the k highest ranks: `graphtide query --dir` uses it where a
+// server would read a registered analytic.
+func (q Reader) TopPageRank(ctx context.Context, k int, damping, tolerance float64) (TopResponse, error) {
+	a, err := q.compute(ctx, analytics.Spec{Type: "pagerank", Damping: damping, Tolerance: tolerance, MaxIterations: 10000})
+	if err != nil {
+		return TopResponse{}, err
+	}
+	pr, ok := a.(interface {
+		Top(int) []analytics.VertexRank
+	})
+	if !ok {
+		return TopResponse{}, errors.New("the pagerank analytic lists no top ranks")
+	}
+	return TopResponse{Analytic: "pagerank", Ready: true, K: k, Top: keyer{q.Dict}.ranks(pr.Top(k))}, nil
+}
+
+// Component computes the weakly connected components from scratch on a
+// fresh view, as the wcc analytic does, and returns u's.
+func (q Reader) Component(ctx context.Context, u uint64) (VertexResultResponse, error) {
+	a, err := q.compute(ctx, analytics.Spec{Type: "wcc"})
+	if err != nil {
+		return VertexResultResponse{}, err
+	}
+	x, ok := a.Vertex(u)
+	if !ok {
+		return VertexResultResponse{}, fmt.Errorf("wcc has no result for vertex %d", u)
+	}
+	return VertexResultResponse{Analytic: "wcc", Type: "wcc", Vertex: u, Key: keyOf(q.Dict, u), Seq: a.Seq(),
+		Result: keyer{q.Dict}.vertexResult(x)}, nil
 }
