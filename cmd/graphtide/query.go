@@ -334,7 +334,9 @@ func vname(id uint64, key string) string {
 // print writes v as JSON with --json, else as text.
 func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 	if o.json {
-		return json.NewEncoder(out).Encode(v)
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
 	}
 	text(out)
 	return nil

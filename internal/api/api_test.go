@@ -237,6 +237,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 				}
 				anon.expect(method, concrete, nil, 401, "missing or wrong bearer token")
 				r := wrong.expect(method, concrete, nil, 401, "missing or wrong bearer token")
+				if !strings.Contains(string(r.body), "Authorization: Bearer <token>") {
+					t.Errorf("%s %s: the 401 body escapes or lacks the header it asks for: %s", method, path, r.body)
+				}
 				if r.header.Get("WWW-Authenticate") == "" {
 					t.Errorf("%s %s: 401 without WWW-Authenticate", method, path)
 				}

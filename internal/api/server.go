@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -231,16 +232,20 @@ func (w *noRouteWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// writeJSON writes v as the response with status.
+// writeJSON writes v as the response with status (one line; "<", ">" and
+// "&" as they are: the body is JSON, not HTML).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(ErrorResponse{"encoding the response: " + err.Error()})
+		b.Reset()
+		enc.Encode(ErrorResponse{"encoding the response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b.Bytes())
 }
 
 // fail answers with the error's status and message.
