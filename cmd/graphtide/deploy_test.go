@@ -39,9 +39,7 @@ const deployDir = "../../deploy"
 // pendingFlags are flags the deploy files pass that serve does not have
 // yet, with who adds them. Once serve has one it is checked like any
 // other flag, and the test logs that its entry can go.
-var pendingFlags = map[string]string{
-	"http-token-file": "bearer token for non-loopback --http-addr, being added on the http-api branch",
-}
+var pendingFlags = map[string]string{}
 
 // deployFiles are the files deploy/ must hold.
 var deployFiles = []string{
@@ -632,6 +630,14 @@ func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	for name, val := range args {
+		if name == "http-token-file" {
+			// The file is a mounted Secret in the deployment: stand in a
+			// token of the length serve requires.
+			val = filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(val, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if name != "config" && fs.Lookup(name) != nil {
 			if err := fs.Set(name, val); err != nil {
 				t.Fatalf("%s: --%s: %v", where, name, err)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/graphtide/graphtide/internal/alerts"
+	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -35,28 +35,6 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
-
-// resolveVertex reads a vertex given on the command line or in a request:
-// a decimal id, or a string key already known to the dictionary (prefix
-// "key:" forces a key that looks like a number).
-func resolveVertex(dict *keydict.Dict) func(string) (uint64, error) {
-	return func(s string) (uint64, error) {
-		if k, ok := strings.CutPrefix(s, "key:"); ok {
-			s = k
-		} else if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			if v > engine.MaxVertex {
-				return 0, fmt.Errorf("vertex id %d is above the largest allowed, %d", v, engine.MaxVertex)
-			}
-			return v, nil
-		}
-		if dict != nil {
-			if id, ok := dict.Lookup(s); ok {
-				return id, nil
-			}
-		}
-		return 0, fmt.Errorf("vertex %q is neither an id nor a known key", s)
-	}
-}
 
 // serveOptions are the flags of "graphtide serve"; every flag can also be
 // set by the environment variable GRAPHTIDE_<FLAG> (upper case, '-' -> '_').
@@ -83,7 +61,17 @@ type serveOptions struct {
 	alertTopic    string
 	logCapacity   int
 	specs         []analytics.Spec // from --analytic and the config file's analytics section
+
+	httpTokenFile  string
+	httpTLSCert    string
+	httpTLSKey     string
+	httpTimeout    time.Duration
+	httpPathBudget int64
+	httpToken      string // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
 }
+
+// minTokenLen is the shortest bearer token serve accepts.
+const minTokenLen = 16
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
@@ -96,7 +84,12 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.deadLetter, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
 	fs.DurationVar(&o.flushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.StringVar(&o.reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
+	fs.StringVar(&o.httpTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
+	fs.StringVar(&o.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
+	fs.StringVar(&o.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
+	fs.DurationVar(&o.httpTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
+	fs.Int64Var(&o.httpPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created)")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port)")
@@ -152,6 +145,9 @@ func (o *serveOptions) Validate() error {
 	if o.logCapacity < 1 || o.logCapacity > 1<<30 {
 		return fmt.Errorf("--view-log-capacity must be between 1 and %d, got %d", 1<<30, o.logCapacity)
 	}
+	if err := o.validateHTTP(); err != nil {
+		return err
+	}
 	for _, a := range o.analytics {
 		sp, err := analytics.ParseSpec(a)
 		if err != nil {
@@ -169,6 +165,40 @@ func (o *serveOptions) Validate() error {
 			return fmt.Errorf("two analytics are named %q: give each a distinct name", sp.Name)
 		}
 		names[sp.Name] = true
+	}
+	return nil
+}
+
+// validateHTTP checks the HTTP flags and reads the bearer token: serving
+// beyond loopback without one is refused.
+func (o *serveOptions) validateHTTP() error {
+	if o.httpTimeout < time.Millisecond || o.httpTimeout > time.Hour {
+		return fmt.Errorf("--http-request-timeout must be between 1ms and 1h, got %v", o.httpTimeout)
+	}
+	if o.httpPathBudget < 1 {
+		return fmt.Errorf("--http-path-budget must be positive, got %d", o.httpPathBudget)
+	}
+	if (o.httpTLSCert == "") != (o.httpTLSKey == "") {
+		return errors.New("--http-tls-cert and --http-tls-key go together: give both, or neither")
+	}
+	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	switch {
+	case fromEnv && o.httpTokenFile != "":
+		return errors.New("the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
+	case fromEnv:
+		o.httpToken = strings.TrimSpace(env)
+	case o.httpTokenFile != "":
+		b, err := os.ReadFile(o.httpTokenFile)
+		if err != nil {
+			return fmt.Errorf("--http-token-file: %w", err)
+		}
+		o.httpToken = strings.TrimSpace(string(b))
+	}
+	if (fromEnv || o.httpTokenFile != "") && len(o.httpToken) < minTokenLen {
+		return fmt.Errorf("the HTTP token must be at least %d characters (e.g. openssl rand -hex 32), got %d", minTokenLen, len(o.httpToken))
+	}
+	if o.httpToken == "" && !api.IsLoopbackAddr(o.httpAddr) {
+		return fmt.Errorf("--http-addr %s is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)", o.httpAddr)
 	}
 	return nil
 }
@@ -239,13 +269,21 @@ Analytics (--analytic, repeatable, or an analytics: list in the config
 file) run beside ingestion on views of the store; monitors' alerts go to
 --alert-topic and are readable over HTTP.
 
-HTTP on --http-addr: /metrics (Prometheus), /healthz, /readyz.
+HTTP on --http-addr (default loopback only): the JSON API under /v1
+(stats, degree, neighbors, paths, analytics and alerts; the OpenAPI
+document at /v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
+With a bearer token (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
+request needs "Authorization: Bearer <token>"; /metrics, /healthz and
+/readyz stay open. An address beyond loopback is refused without a token;
+--http-tls-cert and --http-tls-key serve HTTPS.
 SIGINT or SIGTERM: stop fetching, flush, commit offsets, exit 0.
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_BROKERS, or in
 the YAML file given by --config, keyed by flag name (brokers: [a:9092]).
 Command line beats environment beats config file.`,
 		Example: `  graphtide serve                               # embedded broker, store in ./graphtide-data
-  graphtide serve --brokers 127.0.0.1:9092 --topics payments --format json --dir /var/lib/graphtide`,
+  graphtide serve --brokers 127.0.0.1:9092 --topics payments --format json --dir /var/lib/graphtide
+  graphtide serve --brokers 10.0.0.1:9092 --http-addr 0.0.0.0:9464 --http-token-file /etc/graphtide/token \
+      --http-tls-cert /etc/graphtide/tls.crt --http-tls-key /etc/graphtide/tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySettings(cmd.Flags()); err != nil {
@@ -307,7 +345,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(sm.Kafka))
 
-	rcfg := analytics.RegistryConfig{Resolve: resolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log}
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log}
 	if o.alertTopic != "" {
 		sink, err := alerts.NewKafkaSink(ctx, brokers, o.alertTopic, log, sinkOpts...)
 		if err != nil {
@@ -345,35 +383,64 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		return err
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if m, err := store.Metrics(); err != nil || m.BackgroundErrors > 0 {
-			http.Error(w, "store failed", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
+	apiSrv, err := api.New(api.Config{
+		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Ready: func() error {
+			if !in.Ready() {
+				return errors.New("no partitions assigned yet")
+			}
+			return nil
+		},
+		Limits: api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !in.Ready() {
-			http.Error(w, "not ready: no partitions assigned yet", http.StatusServiceUnavailable)
-			return
+	if err != nil {
+		return err
+	}
+	srv := apiSrv.HTTPServer()
+	if o.httpTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.httpTLSCert, o.httpTLSKey)
+		if err != nil {
+			return fmt.Errorf("--http-tls-cert, --http-tls-key: %w", err)
 		}
-		fmt.Fprintln(w, "ready")
-	})
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	} else if !api.IsLoopbackAddr(o.httpAddr) {
+		log.Warn("serving the HTTP API beyond loopback without TLS: the bearer token crosses the network in clear (--http-tls-cert, --http-tls-key)")
+	}
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
 		return fmt.Errorf("--http-addr: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	useTLS := srv.TLSConfig != nil // Serve sets up the config: read it before
+	go func() {
+		var err error
+		if useTLS {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}()
 	defer srv.Close()
-	log.Info("serving", "http", ln.Addr().String(), "brokers", strings.Join(brokers, ","), "topics", strings.Join(o.topics, ","), "dir", o.dir)
-	fmt.Fprintf(out, "http listening on %s\n", ln.Addr())
+	tlsNote := ""
+	if useTLS {
+		tlsNote = " (TLS)"
+	}
+	log.Info("serving", "http", ln.Addr().String(), "tls", useTLS, "token", o.httpToken != "", "brokers", strings.Join(brokers, ","), "topics", strings.Join(o.topics, ","), "dir", o.dir)
+	fmt.Fprintf(out, "http listening on %s%s\n", ln.Addr(), tlsNote)
 
 	if err := in.Run(ctx); err != nil {
 		return err
 	}
+	// Requests in flight finish (each within its deadline) before the
+	// analytics, the views and the store go.
+	sctx, cancel := context.WithTimeout(context.Background(), o.httpTimeout+time.Second)
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http requests still running at shutdown were cut off", "err", err)
+	}
+	cancel()
 	areg.Close() // analytics stop before the views and the store go
 	if err := store.Flush(); err != nil {
 		return err

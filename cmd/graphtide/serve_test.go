@@ -2,9 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +24,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // syncBuffer is a goroutine-safe output sink.
@@ -64,7 +76,8 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
 		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
-		logCapacity: 1 << 16, alertTopic: "alerts", analytics: []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"}}
+		logCapacity: 1 << 16, alertTopic: "alerts", analytics: []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"},
+		httpTimeout: 10 * time.Second, httpPathBudget: api.DefaultPathBudget}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +117,7 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 			strings.Contains(body, `graphtide_analytics_ready{analytic="wcc"} 1`) &&
 			regexp.MustCompile(`graphtide_analytics_alerts_total\{analytic="hubs",kind="fan_in"\} [1-9]`).MatchString(body)
 	})
+	checkAnalyticsOverHTTP(t, "http://"+httpAddr, edges)
 	_, body := httpGet("http://" + httpAddr + "/metrics")
 	for _, m := range []string{"graphtide_store_flushes_total", "graphtide_kafka_", "go_goroutines", "graphtide_ingest_consumer_lag_records",
 		"graphtide_views_streams_open 2", "graphtide_analytics_update_duration_seconds_bucket"} {
@@ -147,15 +161,92 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	}
 }
 
+// checkAnalyticsOverHTTP reads the analytics' results and alerts from the
+// HTTP API and checks them against the generated stream (inserts only): the
+// wcc result against a union-find over the edges, every fan-in alert
+// against the number of edges into its vertex.
+func checkAnalyticsOverHTTP(t *testing.T, base string, edges []gen.Edge) {
+	t.Helper()
+	var list api.AnalyticsResponse
+	getJSON(t, base+"/v1/analytics", &list)
+	if len(list.Analytics) != 2 || list.Analytics[0].Spec.Name != "hubs" || list.Analytics[1].Spec.Name != "wcc" {
+		t.Fatalf("/v1/analytics lists %+v, want hubs and wcc", list.Analytics)
+	}
+	var wcc struct {
+		api.AnalyticResult
+		Summary analytics.WCCSummary `json:"summary"`
+	}
+	getJSON(t, base+"/v1/analytics/wcc", &wcc)
+	parent := map[uint64]uint64{}
+	var find func(uint64) uint64
+	find = func(v uint64) uint64 {
+		if p, ok := parent[v]; ok && p != v {
+			parent[v] = find(p)
+			return parent[v]
+		}
+		parent[v] = v
+		return v
+	}
+	var bound uint64
+	into := map[uint64]int{}
+	for _, e := range edges {
+		parent[find(e.Src)] = find(e.Dst)
+		bound = max(bound, e.Src+1, e.Dst+1)
+		into[e.Dst]++
+	}
+	size := map[uint64]int{}
+	for v := range parent {
+		size[find(v)]++
+	}
+	comps, largest, inComps := 0, 0, 0
+	for _, n := range size {
+		if n > 1 {
+			comps, largest, inComps = comps+1, max(largest, n), inComps+n
+		}
+	}
+	want := analytics.WCCSummary{Seq: wcc.Seq, Components: comps, Largest: largest, Singletons: int(bound) - inComps}
+	if !wcc.Ready || wcc.Summary != want {
+		t.Errorf("wcc over HTTP: ready %v, %+v; want %+v", wcc.Ready, wcc.Summary, want)
+	}
+	var alerts api.AlertsResponse
+	getJSON(t, base+"/v1/alerts?analytic=hubs&limit=10000", &alerts)
+	if len(alerts.Alerts) == 0 || alerts.Total < uint64(len(alerts.Alerts)) {
+		t.Fatalf("/v1/alerts: %d fan-in alerts of %d raised", len(alerts.Alerts), alerts.Total)
+	}
+	for _, a := range alerts.Alerts {
+		if a.Analytic != "hubs" || a.Kind != "fan_in" || a.Threshold != 40 || a.Value <= 40 || a.Value > float64(into[a.Vertex]) {
+			t.Errorf("alert %+v: want a fan-in above 40 of at most the %d edges into %d", a, into[a.Vertex], a.Vertex)
+		}
+	}
+}
+
+// getJSON GETs url, wants 200, and decodes the body into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, body := httpGet(url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}
+
 func TestServeBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"--format csv":            `--format must be one of: binary, json, text; got "csv"`,
-		"--reset middle":          `--reset must be earliest or latest, got "middle"`,
-		"--topic-format edges":    `--topic-format must look like topic=format, got "edges"`,
-		"--sasl-mechanism gssapi": `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
-		"--flush-interval 1ms":    "--flush-interval must be at least 10ms, got 1ms",
-		"--analytic type=bfs":     `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
-		"--analytic colour=red":   `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_cycle, max_iterations, name, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
+		"--format csv":                         `--format must be one of: binary, json, text; got "csv"`,
+		"--reset middle":                       `--reset must be earliest or latest, got "middle"`,
+		"--topic-format edges":                 `--topic-format must look like topic=format, got "edges"`,
+		"--sasl-mechanism gssapi":              `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
+		"--flush-interval 1ms":                 "--flush-interval must be at least 10ms, got 1ms",
+		"--analytic type=bfs":                  `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
+		"--analytic colour=red":                `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_cycle, max_iterations, name, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
+		"--http-addr 0.0.0.0:9464":             "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-addr :9464":                    "--http-addr :9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-tls-cert c.pem":                "--http-tls-cert and --http-tls-key go together: give both, or neither",
+		"--http-request-timeout 0":             "--http-request-timeout must be between 1ms and 1h, got 0s",
+		"--http-path-budget 0":                 "--http-path-budget must be positive, got 0",
+		"--http-token-file /nonexistent/token": "--http-token-file: open /nonexistent/token: no such file or directory",
 	} {
 		_, _, err := execute(t, append([]string{"serve"}, strings.Fields(args)...)...)
 		if err == nil || err.Error() != want {
@@ -201,5 +292,138 @@ func TestServeConfigFilePrecedence(t *testing.T) {
 	write("brokerz: [x]\n")
 	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), `unknown setting "brokerz"; allowed: `) {
 		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key as PEM
+// files in dir and returns their paths and a pool trusting it.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "graphtide test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestServeHTTPSWithToken: serve with TLS and a bearer token from a file;
+// /v1 needs the token, the probes and /metrics do not, plain HTTP gets
+// nothing.
+func TestServeHTTPSWithToken(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	certFile, keyFile, pool := selfSignedCert(t, tmp)
+	const token = "0123456789abcdef-serve-test"
+	tokenFile := filepath.Join(tmp, "token")
+	writeFile(t, tokenFile, token+"\n")
+	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
+		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
+		logCapacity: 1 << 10, httpTimeout: 10 * time.Second, httpPathBudget: 1000,
+		httpTokenFile: tokenFile, httpTLSCert: certFile, httpTLSKey: keyFile}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.httpToken != token {
+		t.Fatalf("token read as %q, want %q (trimmed)", o.httpToken, token)
+	}
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, &o, slog.New(slog.NewTextHandler(io.Discard, nil)), out) }()
+	var addr string
+	waitFor(t, "serve to listen", func() bool {
+		m := regexp.MustCompile(`http listening on (\S+) \(TLS\)`).FindStringSubmatch(out.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest("GET", "https://"+addr+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, p := range []string{"/healthz", "/metrics"} {
+		if code, body := get(p, ""); code != 200 {
+			t.Errorf("GET %s without a token: %d %s", p, code, body)
+		}
+	}
+	for _, p := range []string{"/v1/stats", "/v1/analytics", "/v1/openapi.yaml", "/v1/vertices/1/degree"} {
+		if code, _ := get(p, ""); code != 401 {
+			t.Errorf("GET %s without a token: %d, want 401", p, code)
+		}
+		if code, _ := get(p, token+"x"); code != 401 {
+			t.Errorf("GET %s with a wrong token: %d, want 401", p, code)
+		}
+		if code, body := get(p, token); code != 200 {
+			t.Errorf("GET %s with the token: %d %s", p, code, body)
+		}
+	}
+	var st api.StatsResponse
+	if _, body := get("/v1/stats", token); json.Unmarshal([]byte(body), &st) != nil || st.Store.LastSeq != 0 {
+		t.Errorf("/v1/stats of an empty store: %s", body)
+	}
+	if code, _ := httpGet("http://" + addr + "/healthz"); code == 200 {
+		t.Error("plain HTTP was answered on the TLS port")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+}
+
+// TestServeHTTPToken: the token from the environment, not both sources, a
+// long enough token, and beyond loopback only with one.
+func TestServeHTTPToken(t *testing.T) {
+	o := serveOptions{httpAddr: "0.0.0.0:9464", httpTimeout: time.Second, httpPathBudget: 1}
+	t.Setenv("GRAPHTIDE_HTTP_TOKEN", " env-token-0123456789 \n")
+	if err := o.validateHTTP(); err != nil || o.httpToken != "env-token-0123456789" {
+		t.Fatalf("token from the environment: %q, %v", o.httpToken, err)
+	}
+	o.httpTokenFile = filepath.Join(t.TempDir(), "token")
+	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both" {
+		t.Errorf("two token sources: %v", err)
+	}
+	o.httpTokenFile = ""
+	t.Setenv("GRAPHTIDE_HTTP_TOKEN", "short")
+	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token must be at least 16 characters (e.g. openssl rand -hex 32), got 5" {
+		t.Errorf("short token: %v", err)
+	}
+	// The flag comes from the config file like every other.
+	cfg := filepath.Join(t.TempDir(), "graphtide.yaml")
+	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\nhttp-request-timeout: 2h\n")
+	os.Unsetenv("GRAPHTIDE_HTTP_TOKEN")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || err.Error() != "--http-request-timeout must be between 1ms and 1h, got 2h0m0s" {
+		t.Errorf("config file: %v", err)
+	}
+	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\n")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), "--http-addr 10.1.2.3:9464 is not a loopback address") {
+		t.Errorf("config file: %v", err)
 	}
 }

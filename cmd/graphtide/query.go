@@ -1,0 +1,620 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// queryOptions are the flags of "graphtide query" and its subcommands.
+type queryOptions struct {
+	// Where: a data directory, or a running server.
+	dir       string
+	server    string
+	tokenFile string
+	serverCA  string
+	timeout   time.Duration
+	json      bool
+
+	// What: each subcommand uses some of these.
+	direction string
+	view      string
+	limit     int
+	after     string
+	weighted  bool
+	maxDepth  int
+	budget    int64
+	k         int
+	analytic  string
+	damping   float64
+	tolerance float64
+
+	dirOnCommandLine bool
+	token            string // read by Validate
+}
+
+// AddFlags adds the flags every query subcommand takes.
+func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory to read (serve must not be running on it; use --server then)")
+	fs.StringVar(&o.server, "server", "", "URL of a running graphtide serve, e.g. http://127.0.0.1:9464 (instead of --dir)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the server's bearer token (or GRAPHTIDE_HTTP_TOKEN)")
+	fs.StringVar(&o.serverCA, "server-ca", "", "PEM file of the CA that signs an https --server's certificate (default: system roots)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up on the server after this long")
+	fs.BoolVar(&o.json, "json", false, "print the answer as one JSON object (the HTTP API's body)")
+}
+
+func (o *queryOptions) Validate() error {
+	if o.server != "" {
+		if o.dirOnCommandLine {
+			return errors.New("give --dir or --server, not both")
+		}
+		u, err := url.Parse(o.server)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", o.server)
+		}
+		o.server = strings.TrimRight(o.server, "/")
+		env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+		switch {
+		case fromEnv && o.tokenFile != "":
+			return errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
+		case fromEnv:
+			o.token = strings.TrimSpace(env)
+		case o.tokenFile != "":
+			b, err := os.ReadFile(o.tokenFile)
+			if err != nil {
+				return fmt.Errorf("--token-file: %w", err)
+			}
+			o.token = strings.TrimSpace(string(b))
+		}
+	} else {
+		if o.dir == "" {
+			return errors.New("--dir must not be empty")
+		}
+		if o.tokenFile != "" || o.serverCA != "" {
+			return errors.New("--token-file and --server-ca go with --server")
+		}
+	}
+	if o.timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
+	}
+	if _, err := api.ParseDir(o.direction); err != nil {
+		return fmt.Errorf("--direction must be out or in, got %q", o.direction)
+	}
+	if _, err := api.ParseView(o.view); err != nil {
+		return fmt.Errorf("--view must be fresh or stale, got %q", o.view)
+	}
+	if o.limit < 1 || o.limit > 10000 {
+		return fmt.Errorf("--limit must be between 1 and 10000, got %d", o.limit)
+	}
+	if o.maxDepth < 0 {
+		return fmt.Errorf("--max-depth must not be negative, got %d", o.maxDepth)
+	}
+	if o.budget < 1 {
+		return fmt.Errorf("--budget must be positive, got %d", o.budget)
+	}
+	if o.k < 1 || o.k > 1000 {
+		return fmt.Errorf("-k must be between 1 and 1000, got %d", o.k)
+	}
+	if o.damping <= 0 || o.damping >= 1 {
+		return fmt.Errorf("--damping must be in (0, 1), got %v", o.damping)
+	}
+	if o.tolerance <= 0 {
+		return fmt.Errorf("--tolerance must be positive, got %v", o.tolerance)
+	}
+	return nil
+}
+
+// querySource answers the queries, from a data directory or a server.
+type querySource interface {
+	degree(ctx context.Context, v string) (api.DegreeResponse, error)
+	neighbors(ctx context.Context, v string) (api.NeighborsResponse, error)
+	path(ctx context.Context, from, to string) (api.PathResponse, error)
+	topPageRank(ctx context.Context) (api.TopResponse, error)
+	component(ctx context.Context, v string) (api.VertexResultResponse, error)
+	close() error
+}
+
+func newQueryCmd() *cobra.Command {
+	o := queryOptions{direction: "out", view: "fresh", limit: 1000, budget: api.DefaultPathBudget, k: 10,
+		analytic: "", damping: 0.85, tolerance: 1e-9}
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Ask a store or a running server for neighbors, degrees, paths, PageRank or components",
+		Long: `query answers graph questions, either from a data directory (--dir, the
+default ./graphtide-data, while serve is not running on it) or from a
+running graphtide serve (--server URL, with --token-file when serve has a
+bearer token).
+
+  neighbors V      V's out- (or --direction in) neighbors with weights, paged
+  degree V         V's out- or in-degree
+  path A B         a shortest path from A to B (by hops, or --weighted)
+  top-pagerank     the -k highest PageRank vertices
+  component V      V's weakly connected component and its size
+
+Vertices are ids or string keys known to the key dictionary ("key:42" for
+a key that looks like a number). With --dir, top-pagerank and component
+are computed on the spot on a fresh view; with --server they are read from
+a registered analytic (--analytic NAME; by default the one named like its
+type, as serve --analytic type=pagerank names it).
+
+Output is a table, or with --json the HTTP API's JSON body. Every flag can
+be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_SERVER, or in the YAML file
+given by --config, keyed by flag name.`,
+		Example: `  graphtide query degree alice --dir ./graphtide-data
+  graphtide query neighbors 42 --direction in --limit 100 --after 7
+  graphtide query path alice bob --weighted --server http://127.0.0.1:9464
+  graphtide query top-pagerank -k 20 --server https://graph.internal:9464 --token-file token --server-ca ca.pem --json
+  graphtide query component key:42 --server http://127.0.0.1:9464 --analytic components`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	o.AddFlags(cmd.PersistentFlags())
+
+	sub := func(use, short, example string, args cobra.PositionalArgs, flags func(*pflag.FlagSet),
+		run func(ctx context.Context, src querySource, args []string, out io.Writer) error) *cobra.Command {
+		long := short + `.
+
+The vertex arguments are ids or string keys; see 'graphtide query --help'
+for --dir and --server. Every flag can be set with GRAPHTIDE_<FLAG> or in
+the YAML file given by --config, keyed by flag name.`
+		c := &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
+			RunE: func(c *cobra.Command, args []string) error {
+				o.dirOnCommandLine = c.Flags().Changed("dir")
+				if err := applySettings(c.Flags()); err != nil {
+					return err
+				}
+				if err := o.Validate(); err != nil {
+					return err
+				}
+				if o.server != "" && c.Flags().Changed("budget") {
+					return errors.New("--budget applies to --dir; a server's path budget is serve's --http-path-budget")
+				}
+				src, err := o.open()
+				if err != nil {
+					return err
+				}
+				err = run(c.Context(), src, args, c.OutOrStdout())
+				if cerr := src.close(); err == nil {
+					err = cerr
+				}
+				return err
+			}}
+		if flags != nil {
+			flags(c.Flags())
+		}
+		return c
+	}
+	dirFlags := func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.direction, "direction", o.direction, "out-edges or in-edges (in needs a store with in-edges)")
+		fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
+	}
+	cmd.AddCommand(
+		sub("neighbors V", "List a vertex's neighbors with the edges' weights, in id order",
+			"  graphtide query neighbors alice\n  graphtide query neighbors 42 --limit 100 --after 977 --server http://127.0.0.1:9464",
+			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
+				dirFlags(fs)
+				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
+				fs.StringVar(&o.after, "after", "", "list only neighbors above this id (or key): the next page")
+			},
+			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
+				r, err := src.neighbors(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return o.print(out, r, func(w io.Writer) {
+					fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, vname(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
+					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
+					for _, n := range r.Neighbors {
+						fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
+					}
+					tw.Flush()
+					if r.NextAfter != nil {
+						fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
+					}
+				})
+			}),
+		sub("degree V", "Print a vertex's out- or in-degree",
+			"  graphtide query degree alice --direction in",
+			cobra.ExactArgs(1), dirFlags,
+			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
+				r, err := src.degree(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return o.print(out, r, func(w io.Writer) {
+					fmt.Fprintf(w, "%s-degree of %s: %d (%s view at seq %d)\n", r.Dir, vname(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
+				})
+			}),
+		sub("path A B", "Find a shortest directed path from A to B",
+			"  graphtide query path alice bob\n  graphtide query path 1 99 --weighted --max-depth 6",
+			cobra.ExactArgs(2), func(fs *pflag.FlagSet) {
+				fs.BoolVar(&o.weighted, "weighted", false, "least total weight (weights must not be negative) instead of fewest hops")
+				fs.IntVar(&o.maxDepth, "max-depth", 0, "the most hops of the path (0: no bound)")
+				fs.Int64Var(&o.budget, "budget", o.budget, "edges the search may read before it gives up (--dir only)")
+			},
+			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
+				r, err := src.path(ctx, args[0], args[1])
+				if err != nil {
+					return err
+				}
+				return o.print(out, r, func(w io.Writer) {
+					by := "hops"
+					if r.Weighted {
+						by = "weight"
+					}
+					within := ""
+					if r.MaxDepth > 0 {
+						within = fmt.Sprintf(" within %d hops", r.MaxDepth)
+					}
+					if !r.Found {
+						fmt.Fprintf(w, "no path from %s to %s%s (read %d edges, seq %d)\n", vname(r.From.ID, r.From.Key), vname(r.To.ID, r.To.Key), within, r.EdgesRead, r.Seq)
+						return
+					}
+					fmt.Fprintf(w, "shortest path from %s to %s by %s%s: %v (read %d edges, seq %d)\n", vname(r.From.ID, r.From.Key), vname(r.To.ID, r.To.Key), by, within, *r.Length, r.EdgesRead, r.Seq)
+					names := make([]string, len(r.Path))
+					for i, p := range r.Path {
+						names[i] = vname(p.ID, p.Key)
+					}
+					fmt.Fprintln(w, strings.Join(names, " -> "))
+				})
+			}),
+		sub("top-pagerank", "List the vertices of highest PageRank",
+			"  graphtide query top-pagerank -k 20\n  graphtide query top-pagerank --server http://127.0.0.1:9464 --analytic pagerank",
+			cobra.NoArgs, func(fs *pflag.FlagSet) {
+				fs.IntVarP(&o.k, "k", "k", o.k, "how many (at most 1000)")
+				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered pagerank analytic to read (default: the one named pagerank)")
+				fs.Float64Var(&o.damping, "damping", o.damping, "--dir: damping factor")
+				fs.Float64Var(&o.tolerance, "tolerance", o.tolerance, "--dir: iterate until the ranks change by at most this (L1)")
+			},
+			func(ctx context.Context, src querySource, _ []string, out io.Writer) error {
+				r, err := src.topPageRank(ctx)
+				if err != nil {
+					return err
+				}
+				return o.print(out, r, func(w io.Writer) {
+					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(tw, "#\tVERTEX\tKEY\tRANK")
+					for i, x := range r.Top {
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%.6g\n", i+1, x.Vertex, x.Key, x.Rank)
+					}
+					tw.Flush()
+					if !r.Ready {
+						fmt.Fprintf(w, "analytic %s has not finished its first compute\n", r.Analytic)
+					}
+				})
+			}),
+		sub("component V", "Print a vertex's weakly connected component and its size",
+			"  graphtide query component alice\n  graphtide query component 42 --server http://127.0.0.1:9464 --analytic wcc",
+			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
+				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered wcc analytic to read (default: the one named wcc)")
+			},
+			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
+				r, err := src.component(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return o.print(out, r, func(w io.Writer) {
+					c, _ := r.Result.(api.ComponentResult)
+					fmt.Fprintf(w, "component of %s: %s (its smallest vertex), %d vertices (seq %d)\n", vname(r.Vertex, r.Key), vname(c.Component, c.ComponentKey), c.Size, r.Seq)
+				})
+			}),
+	)
+	return cmd
+}
+
+// vname names a vertex for people: its key and id, or its id.
+func vname(id uint64, key string) string {
+	if key != "" {
+		return fmt.Sprintf("%s (%d)", key, id)
+	}
+	return strconv.FormatUint(id, 10)
+}
+
+// print writes v as JSON with --json, else as text.
+func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	text(out)
+	return nil
+}
+
+func (o *queryOptions) open() (querySource, error) {
+	if o.server != "" {
+		return o.newServerSource()
+	}
+	return o.newDirSource()
+}
+
+// dirSource answers from a data directory, opened for reading: the store
+// (with in-edges as it was created) and the key dictionary, whose ids it
+// never assigns.
+type dirSource struct {
+	o     *queryOptions
+	store *engine.Store
+	dict  *keydict.Dict // nil when the directory has none
+	vm    *views.Manager
+	q     api.Reader
+}
+
+func (o *queryOptions) newDirSource() (querySource, error) {
+	if err := requireStore(o.dir); err != nil {
+		return nil, err
+	}
+	// Small MemGraphs: nothing is written. No compaction is started.
+	store, err := openStore(o.dir, engine.Options{MemGraphBytes: 1 << 20, DisableAutoCompaction: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &dirSource{o: o, store: store}
+	if _, err := os.Stat(keysPath(o.dir)); err == nil {
+		if s.dict, err = keydict.Open(keysPath(o.dir)); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	if s.vm, err = views.NewManager(store, views.Config{LogCapacity: 1}); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.q = api.Reader{Views: s.vm, Dict: s.dict}
+	return s, nil
+}
+
+func (s *dirSource) close() error {
+	if s.vm != nil {
+		s.vm.Close()
+	}
+	if s.dict != nil {
+		s.dict.Close()
+	}
+	return s.store.Close()
+}
+
+func (s *dirSource) vertex(v string) (uint64, error) { return api.ResolveVertex(s.dict)(v) }
+
+func (s *dirSource) degree(ctx context.Context, v string) (api.DegreeResponse, error) {
+	id, err := s.vertex(v)
+	if err != nil {
+		return api.DegreeResponse{}, err
+	}
+	dir, _ := api.ParseDir(s.o.direction)
+	kind, _ := api.ParseView(s.o.view)
+	return s.q.Degree(ctx, id, dir, kind)
+}
+
+func (s *dirSource) neighbors(ctx context.Context, v string) (api.NeighborsResponse, error) {
+	id, err := s.vertex(v)
+	if err != nil {
+		return api.NeighborsResponse{}, err
+	}
+	var after *uint64
+	if s.o.after != "" {
+		a, err := s.vertex(s.o.after)
+		if err != nil {
+			return api.NeighborsResponse{}, fmt.Errorf("--after: %w", err)
+		}
+		after = &a
+	}
+	dir, _ := api.ParseDir(s.o.direction)
+	kind, _ := api.ParseView(s.o.view)
+	return s.q.Neighbors(ctx, id, dir, kind, after, s.o.limit)
+}
+
+func (s *dirSource) path(ctx context.Context, from, to string) (api.PathResponse, error) {
+	a, err := s.vertex(from)
+	if err != nil {
+		return api.PathResponse{}, err
+	}
+	b, err := s.vertex(to)
+	if err != nil {
+		return api.PathResponse{}, err
+	}
+	return s.q.Path(ctx, a, b, api.PathOptions{Weighted: s.o.weighted, MaxDepth: s.o.maxDepth, Budget: s.o.budget})
+}
+
+func (s *dirSource) topPageRank(ctx context.Context) (api.TopResponse, error) {
+	if s.o.analytic != "" {
+		return api.TopResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, PageRank is computed here")
+	}
+	return s.q.TopPageRank(ctx, s.o.k, s.o.damping, s.o.tolerance)
+}
+
+func (s *dirSource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
+	if s.o.analytic != "" {
+		return api.VertexResultResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, components are computed here")
+	}
+	id, err := s.vertex(v)
+	if err != nil {
+		return api.VertexResultResponse{}, err
+	}
+	return s.q.Component(ctx, id)
+}
+
+// serverSource answers through the HTTP API of a running serve.
+type serverSource struct {
+	o  *queryOptions
+	hc *http.Client
+}
+
+func (o *queryOptions) newServerSource() (querySource, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.serverCA != "" {
+		pem, err := os.ReadFile(o.serverCA)
+		if err != nil {
+			return nil, fmt.Errorf("--server-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", o.serverCA)
+		}
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	return &serverSource{o: o, hc: &http.Client{Transport: tr, Timeout: o.timeout}}, nil
+}
+
+func (s *serverSource) close() error {
+	s.hc.CloseIdleConnections()
+	return nil
+}
+
+// serverError is an error answer of the server.
+type serverError struct {
+	status int
+	msg    string
+}
+
+func (e *serverError) Error() string {
+	return fmt.Sprintf("server: %d %s: %s", e.status, http.StatusText(e.status), e.msg)
+}
+
+// get asks the server for path?q and decodes its 200 answer into out.
+func (s *serverSource) get(ctx context.Context, path string, q url.Values, out any) error {
+	u := s.o.server + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return err
+	}
+	if s.o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.o.token)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e api.ErrorResponse
+		if json.Unmarshal(body, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(body))
+		}
+		if resp.StatusCode == http.StatusUnauthorized && s.o.token == "" {
+			e.Error += " (give the token with --token-file or GRAPHTIDE_HTTP_TOKEN)"
+		}
+		return &serverError{resp.StatusCode, e.Error}
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("server: reading the answer to %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *serverSource) readParams() url.Values {
+	return url.Values{"dir": {s.o.direction}, "view": {s.o.view}}
+}
+
+func (s *serverSource) degree(ctx context.Context, v string) (api.DegreeResponse, error) {
+	var r api.DegreeResponse
+	err := s.get(ctx, "/v1/vertices/"+url.PathEscape(v)+"/degree", s.readParams(), &r)
+	return r, err
+}
+
+func (s *serverSource) neighbors(ctx context.Context, v string) (api.NeighborsResponse, error) {
+	q := s.readParams()
+	q.Set("limit", strconv.Itoa(s.o.limit))
+	if s.o.after != "" {
+		q.Set("after", s.o.after)
+	}
+	var r api.NeighborsResponse
+	err := s.get(ctx, "/v1/vertices/"+url.PathEscape(v)+"/neighbors", q, &r)
+	return r, err
+}
+
+func (s *serverSource) path(ctx context.Context, from, to string) (api.PathResponse, error) {
+	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(s.o.weighted)}, "max_depth": {strconv.Itoa(s.o.maxDepth)}}
+	var r api.PathResponse
+	err := s.get(ctx, "/v1/paths", q, &r)
+	return r, err
+}
+
+// registered checks that the server has an analytic of type typ named
+// --analytic (default: typ) and returns its name; otherwise the error
+// lists the analytics of that type it has.
+func (s *serverSource) registered(ctx context.Context, typ string) (string, error) {
+	name := s.o.analytic
+	if name == "" {
+		name = typ
+	}
+	var res api.AnalyticResult
+	err := s.get(ctx, "/v1/analytics/"+url.PathEscape(name), nil, &res)
+	var se *serverError
+	switch {
+	case err == nil && res.Spec.Type == typ:
+		return name, nil
+	case err != nil && !(errors.As(err, &se) && se.status == http.StatusNotFound):
+		return "", err
+	}
+	var all api.AnalyticsResponse
+	if err := s.get(ctx, "/v1/analytics", nil, &all); err != nil {
+		return "", err
+	}
+	var names []string
+	for _, a := range all.Analytics {
+		if a.Spec.Type == typ {
+			names = append(names, a.Spec.Name)
+		}
+	}
+	what := fmt.Sprintf("the server has no %s analytic named %q", typ, name)
+	if err == nil {
+		what = fmt.Sprintf("analytic %q of the server is a %s analytic, not %s", name, res.Spec.Type, typ)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("%s, and none of that type is registered: register one (serve --analytic type=%s, or POST /v1/analytics), or query --dir", what, typ)
+	}
+	return "", fmt.Errorf("%s; its %s analytics: %s (choose with --analytic)", what, typ, strings.Join(names, ", "))
+}
+
+func (s *serverSource) topPageRank(ctx context.Context) (api.TopResponse, error) {
+	name, err := s.registered(ctx, "pagerank")
+	if err != nil {
+		return api.TopResponse{}, err
+	}
+	var r api.TopResponse
+	err = s.get(ctx, "/v1/analytics/"+url.PathEscape(name)+"/top", url.Values{"k": {strconv.Itoa(s.o.k)}}, &r)
+	return r, err
+}
+
+func (s *serverSource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
+	name, err := s.registered(ctx, "wcc")
+	if err != nil {
+		return api.VertexResultResponse{}, err
+	}
+	var raw struct {
+		api.VertexResultResponse
+		Result api.ComponentResult `json:"result"`
+	}
+	err = s.get(ctx, "/v1/analytics/"+url.PathEscape(name)+"/vertices/"+url.PathEscape(v), nil, &raw)
+	r := raw.VertexResultResponse
+	r.Result = raw.Result
+	return r, err
+}

@@ -1,0 +1,32 @@
+// Package api is graphtide's HTTP JSON API: the server that `graphtide
+// serve` runs on --http-addr, and the queries behind it, which `graphtide
+// query --dir` runs directly on a store.
+//
+// What it promises:
+//
+//   - Every endpoint answers JSON (except /metrics, Prometheus text, and
+//     /v1/openapi.yaml, the API's OpenAPI 3 document, which the package's
+//     tests check the server against). Errors are {"error": "..."} with a
+//     4xx or 5xx status that says whose fault it is.
+//   - A vertex can be given wherever one is expected as a decimal id or as a
+//     string key known to the key dictionary ("key:" forces a key that looks
+//     like a number); unknown keys are 404, never assigned an id. Every id in
+//     a response that belongs to a string key carries that key next to it.
+//   - Each read is answered from one static view (fresh by default, stale on
+//     request), so its numbers are consistent with each other and with the
+//     view's sequence number, which the response reports. Every view a
+//     request takes is released before the request returns.
+//   - No request can exhaust the server: each runs under a deadline (the
+//     request timeout, checked between batches of work), bodies are capped
+//     (1 MiB), pages and top-k lists are capped, a path search stops with
+//     422 once it has read more edges than its budget, and at most a few
+//     path searches run at once.
+//   - When a bearer token is configured, every /v1 endpoint requires
+//     "Authorization: Bearer <token>" (compared in constant time; 401
+//     otherwise). /healthz, /readyz and /metrics stay open so that probes and
+//     scrapers need no secret; they reveal no graph data.
+//
+// Ids are JSON integers up to 2^63-1; string keys' ids start at 2^62, above
+// what a JavaScript number holds exactly, so such clients should read ids
+// with a big-integer-aware parser or use the keys.
+package api

@@ -1,0 +1,387 @@
+package api
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// OpenAPI is the OpenAPI 3 document of the API (served at
+// /v1/openapi.yaml).
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// params checks r's query against the parameters the endpoint takes: an
+// unknown one (a typo would otherwise be ignored) or one given twice is an
+// error.
+func params(r *http.Request, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "malformed query: %v", err)
+	}
+	for k, vs := range q {
+		if !slices.Contains(allowed, k) {
+			if len(allowed) == 0 {
+				return nil, errorf(http.StatusBadRequest, "unknown query parameter %q: this endpoint takes none", k)
+			}
+			return nil, errorf(http.StatusBadRequest, "unknown query parameter %q; allowed: %s", k, strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return nil, errorf(http.StatusBadRequest, "query parameter %q is given %d times", k, len(vs))
+		}
+	}
+	return q, nil
+}
+
+// intParam reads an integer parameter in [lo, hi], def when absent.
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	s := q.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, errorf(http.StatusBadRequest, "%s must be an integer between %d and %d, got %q", name, lo, hi, s)
+	}
+	return n, nil
+}
+
+func boolParam(q url.Values, name string) (bool, error) {
+	s := q.Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, errorf(http.StatusBadRequest, "%s must be true or false, got %q", name, s)
+	}
+	return b, nil
+}
+
+// vertex resolves a vertex given as an id or a key.
+func (s *Server) vertex(name, v string) (uint64, error) {
+	id, err := ResolveVertex(s.cfg.Dict)(v)
+	var unknown *UnknownVertexError
+	if err != nil && !errors.As(err, &unknown) {
+		return 0, errorf(http.StatusBadRequest, "%s: %v", name, err)
+	}
+	return id, err
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	m, err := s.cfg.Store.Metrics()
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "store failed: %v", err)
+	}
+	if m.BackgroundErrors > 0 {
+		return errorf(http.StatusServiceUnavailable, "store failed: %d background flushes or compactions failed (see the log)", m.BackgroundErrors)
+	}
+	writeJSON(w, http.StatusOK, StatusResponse{"ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) error {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+		}
+	}
+	writeJSON(w, http.StatusOK, StatusResponse{"ready"})
+	return nil
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Metrics == nil {
+		return errorf(http.StatusNotFound, "metrics are not served here")
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(OpenAPI)
+	return nil
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	m, err := s.cfg.Store.Metrics()
+	if err != nil {
+		return err
+	}
+	_, alerts := s.cfg.Analytics.Alerts("", 0)
+	out := StatsResponse{
+		Store:     storeStats(m, s.cfg.Store.InEdges()),
+		Views:     viewStats(s.cfg.Views.Stats()),
+		Analytics: AnalyticsStats{Count: len(s.cfg.Analytics.Results()), Alerts: alerts},
+	}
+	if s.cfg.Dict != nil {
+		out.Keys = s.cfg.Dict.Len()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "dir", "view")
+	if err != nil {
+		return err
+	}
+	dir, err := ParseDir(q.Get("dir"))
+	if err != nil {
+		return err
+	}
+	kind, err := ParseView(q.Get("view"))
+	if err != nil {
+		return err
+	}
+	v, err := s.vertex("vertex", r.PathValue("v"))
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Degree(r.Context(), v, dir, kind)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "dir", "view", "limit", "after")
+	if err != nil {
+		return err
+	}
+	dir, err := ParseDir(q.Get("dir"))
+	if err != nil {
+		return err
+	}
+	kind, err := ParseView(q.Get("view"))
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
+	if err != nil {
+		return err
+	}
+	v, err := s.vertex("vertex", r.PathValue("v"))
+	if err != nil {
+		return err
+	}
+	var after *uint64
+	if a := q.Get("after"); a != "" {
+		id, err := s.vertex("after", a)
+		if err != nil {
+			return err
+		}
+		after = &id
+	}
+	out, err := s.reader.Neighbors(r.Context(), v, dir, kind, after, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "from", "to", "weighted", "max_depth")
+	if err != nil {
+		return err
+	}
+	var ends [2]uint64
+	for i, name := range []string{"from", "to"} {
+		if q.Get(name) == "" {
+			return errorf(http.StatusBadRequest, "%s is required: a vertex id or key", name)
+		}
+		if ends[i], err = s.vertex(name, q.Get(name)); err != nil {
+			return err
+		}
+	}
+	weighted, err := boolParam(q, "weighted")
+	if err != nil {
+		return err
+	}
+	depth, err := intParam(q, "max_depth", 0, 0, 1<<20)
+	if err != nil {
+		return err
+	}
+	select {
+	case s.paths <- struct{}{}:
+		defer func() { <-s.paths }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	out, err := s.reader.Path(r.Context(), ends[0], ends[1], PathOptions{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) listAnalytics(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	out := AnalyticsResponse{Analytics: []AnalyticResult{}}
+	for _, res := range s.cfg.Analytics.Results() {
+		out.Analytics = append(out.Analytics, s.keys.result(res))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes))
+	if err != nil {
+		return err
+	}
+	var in Spec
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return errorf(http.StatusBadRequest, "body must be one analytic spec as a JSON object: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "body must hold one JSON object, and nothing after it")
+	}
+	spec, err := in.Analytics()
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if n := len(s.cfg.Analytics.Results()); n >= s.cfg.Limits.MaxAnalytics {
+		return errorf(http.StatusConflict, "%d analytics are registered, the most allowed: delete one first", n)
+	}
+	spec, err = s.cfg.Analytics.Register(spec)
+	switch {
+	case err == nil:
+	case errors.Is(err, analytics.ErrExists):
+		return errorf(http.StatusConflict, "an analytic named %q is registered: delete it first, or choose another name", spec.Name)
+	case errors.Is(err, views.ErrClosed):
+		return err
+	default: // the spec: invalid, or its root is unknown
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	w.Header().Set("Location", "/v1/analytics/"+url.PathEscape(spec.Name))
+	writeJSON(w, http.StatusCreated, SpecOf(spec))
+	return nil
+}
+
+func (s *Server) getAnalytic(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	res, err := s.cfg.Analytics.Result(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.keys.result(res))
+	return nil
+}
+
+func (s *Server) deleteAnalytic(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	if err := s.cfg.Analytics.Unregister(name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, DeletedResponse{name})
+	return nil
+}
+
+func (s *Server) analyticVertex(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	res, err := s.cfg.Analytics.Result(name)
+	if err != nil {
+		return err
+	}
+	v, err := s.vertex("vertex", r.PathValue("v"))
+	if err != nil {
+		return err
+	}
+	x, ok, err := s.cfg.Analytics.Vertex(name, v)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		why := "(monitors hold only the vertices they count)"
+		if !res.Ready {
+			why = "yet: its first compute has not finished"
+		}
+		return errorf(http.StatusNotFound, "analytic %q has no result for vertex %s %s", name, r.PathValue("v"), why)
+	}
+	writeJSON(w, http.StatusOK, VertexResultResponse{Analytic: name, Type: res.Spec.Type, Vertex: v, Key: keyOf(s.cfg.Dict, v),
+		Seq: res.Seq, Result: s.keys.vertexResult(x)})
+	return nil
+}
+
+func (s *Server) top(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "k")
+	if err != nil {
+		return err
+	}
+	k, err := intParam(q, "k", 10, 1, s.cfg.Limits.MaxTopK)
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	res, err := s.cfg.Analytics.Result(name)
+	if err != nil {
+		return err
+	}
+	if res.Spec.Type != "pagerank" {
+		return errorf(http.StatusBadRequest, "analytic %q is a %s analytic: top needs a pagerank analytic", name, res.Spec.Type)
+	}
+	ranks, err := s.cfg.Analytics.TopRanks(name, k)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, TopResponse{Analytic: name, Ready: res.Ready, K: k, Top: s.keys.ranks(ranks)})
+	return nil
+}
+
+func (s *Server) alerts(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "analytic", "limit")
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", 100, 1, s.cfg.Limits.MaxAlerts)
+	if err != nil {
+		return err
+	}
+	al, total := s.cfg.Analytics.Alerts(q.Get("analytic"), limit)
+	out := AlertsResponse{Alerts: make([]Alert, 0, len(al)), Total: total}
+	for _, a := range al {
+		out.Alerts = append(out.Alerts, s.keys.alert(a))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,283 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Limits bound what one request may cost. Zero fields take the defaults
+// named on each.
+type Limits struct {
+	// RequestTimeout is the deadline of every request (default 10s); work
+	// in progress stops at the next check and the request gets 503.
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps a request body (default 1 MiB; 413 beyond).
+	MaxBodyBytes int64
+	// DefaultPage and MaxPage: neighbors per page (default 1000, at most
+	// 10000).
+	DefaultPage, MaxPage int
+	// MaxTopK caps k of /v1/analytics/{name}/top (default 1000).
+	MaxTopK int
+	// MaxAlerts caps limit of /v1/alerts (default 10000).
+	MaxAlerts int
+	// PathBudget is how many edges one path search may read (default
+	// DefaultPathBudget; 422 beyond).
+	PathBudget int64
+	// MaxPathSearches run at once (default 4); more wait for a slot until
+	// their deadline.
+	MaxPathSearches int
+	// MaxAnalytics is how many analytics may be registered (by any means)
+	// for POST /v1/analytics to add one more (default 64; 409 beyond).
+	MaxAnalytics int
+}
+
+func (l *Limits) defaults() {
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	if l.RequestTimeout <= 0 {
+		l.RequestTimeout = 10 * time.Second
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = 1 << 20
+	}
+	def(&l.DefaultPage, 1000)
+	def(&l.MaxPage, 10000)
+	l.DefaultPage = min(l.DefaultPage, l.MaxPage)
+	def(&l.MaxTopK, 1000)
+	def(&l.MaxAlerts, 10000)
+	if l.PathBudget <= 0 {
+		l.PathBudget = DefaultPathBudget
+	}
+	def(&l.MaxPathSearches, 4)
+	def(&l.MaxAnalytics, 64)
+}
+
+// Config is what a Server is built from.
+type Config struct {
+	Store     *engine.Store       // required
+	Views     *views.Manager      // required, over Store
+	Analytics *analytics.Registry // required, over Views
+	Dict      *keydict.Dict       // the key dictionary; nil: ids only
+	// Ready reports readiness for /readyz: nil when ready, else why not
+	// (nil func: always ready).
+	Ready func() error
+	// Metrics serves /metrics (the Prometheus handler); nil: 404.
+	Metrics http.Handler
+	// Token, when not empty, is required as "Authorization: Bearer <Token>"
+	// by every /v1 endpoint.
+	Token  string
+	Limits Limits
+	Logger *slog.Logger // nil: discard
+}
+
+// Server is the HTTP API. See the package documentation for its promises
+// and openapi.yaml for its endpoints.
+type Server struct {
+	cfg     Config
+	reader  Reader
+	keys    keyer
+	mux     *http.ServeMux
+	routes  []string
+	handler http.Handler
+	token   [sha256.Size]byte // of cfg.Token
+	paths   chan struct{}     // one slot per running path search
+	regMu   sync.Mutex        // serializes registrations (the MaxAnalytics check)
+}
+
+// New builds a server. It does not listen: serve Handler() yourself, or
+// use HTTPServer.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Views == nil || cfg.Analytics == nil {
+		return nil, errors.New("api: Store, Views and Analytics are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Limits.defaults()
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict}, keys: keyer{cfg.Dict},
+		mux: http.NewServeMux(), token: sha256.Sum256([]byte(cfg.Token)), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /readyz", s.readyz)
+	s.handle("GET /metrics", s.metrics)
+	s.handle("GET /v1/openapi.yaml", s.openapi)
+	s.handle("GET /v1/stats", s.stats)
+	s.handle("GET /v1/vertices/{v}/degree", s.degree)
+	s.handle("GET /v1/vertices/{v}/neighbors", s.neighbors)
+	s.handle("GET /v1/paths", s.path)
+	s.handle("GET /v1/analytics", s.listAnalytics)
+	s.handle("POST /v1/analytics", s.registerAnalytic)
+	s.handle("GET /v1/analytics/{name}", s.getAnalytic)
+	s.handle("DELETE /v1/analytics/{name}", s.deleteAnalytic)
+	s.handle("GET /v1/analytics/{name}/vertices/{v}", s.analyticVertex)
+	s.handle("GET /v1/analytics/{name}/top", s.top)
+	s.handle("GET /v1/alerts", s.alerts)
+	s.handler = s.wrap(s.mux)
+	return s, nil
+}
+
+// Handler is the server's root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes lists the registered routes as "METHOD /path/{param}".
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+// HTTPServer returns an http.Server for the API with read, write and idle
+// timeouts derived from the limits (the write timeout leaves room for a
+// request that runs to its deadline to say so).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      s.cfg.Limits.RequestTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// handle registers one route; h writes its own success response and
+// returns any error, which handle turns into the error response.
+func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+	s.routes = append(s.routes, pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// wrap adds what every request gets: the deadline, the bearer token check
+// on /v1, and JSON bodies for requests that match no route.
+func (s *Server) wrap(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		if (r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")) && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="graphtide"`)
+			writeJSON(w, http.StatusUnauthorized, ErrorResponse{"missing or wrong bearer token: send Authorization: Bearer <token> (the token serve was given by --http-token-file or GRAPHTIDE_HTTP_TOKEN)"})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if _, pattern := mux.Handler(r); pattern == "" {
+			// No route: the mux answers 404, 405 (with Allow) or a
+			// redirect to the clean path; give 404 and 405 JSON bodies.
+			mux.ServeHTTP(&noRouteWriter{ResponseWriter: w, r: r}, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized reports whether r carries the bearer token (always, when
+// there is none). The comparison takes the same time whatever the token
+// sent.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+}
+
+// noRouteWriter replaces the mux's plain-text 404 and 405 bodies by JSON.
+type noRouteWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	replace bool
+}
+
+func (w *noRouteWriter) WriteHeader(status int) {
+	if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replace = true
+	msg := fmt.Sprintf("no endpoint %s (see /v1/openapi.yaml)", w.r.URL.Path)
+	if status == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("method %s is not allowed on %s; allowed: %s", w.r.Method, w.r.URL.Path, w.Header().Get("Allow"))
+	}
+	w.Header().Del("Content-Length")
+	writeJSON(w.ResponseWriter, status, ErrorResponse{msg})
+}
+
+func (w *noRouteWriter) Write(b []byte) (int, error) {
+	if w.replace {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// writeJSON writes v as the response with status (one line; "<", ">" and
+// "&" as they are: the body is JSON, not HTML).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b.Reset()
+		enc.Encode(ErrorResponse{"encoding the response: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// fail answers with the error's status and message.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, err.Error()
+	var (
+		apiErr  *Error
+		unknown *UnknownVertexError
+		budget  *BudgetError
+		neg     *NegativeWeightError
+		tooBig  *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		status = apiErr.Status
+	case errors.As(err, &unknown), errors.Is(err, analytics.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, analytics.ErrExists):
+		status = http.StatusConflict
+	case errors.As(err, &budget), errors.As(err, &neg):
+		status = http.StatusUnprocessableEntity
+	case errors.As(err, &tooBig):
+		status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, context.DeadlineExceeded):
+		status, msg = http.StatusServiceUnavailable, fmt.Sprintf("request took longer than its timeout of %v (serve --http-request-timeout)", s.cfg.Limits.RequestTimeout)
+	case errors.Is(err, context.Canceled):
+		status, msg = http.StatusServiceUnavailable, "request canceled"
+	case errors.Is(err, views.ErrClosed), errors.Is(err, engine.ErrClosed):
+		status, msg = http.StatusServiceUnavailable, "shutting down: "+msg
+	}
+	if status >= 500 {
+		s.cfg.Logger.Warn("http request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, ErrorResponse{msg})
+}

@@ -1,0 +1,446 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// The JSON bodies of the API. openapi.yaml describes each of them; the
+// package's tests validate every response against it. `graphtide query
+// --json` prints the same bodies whether it asks a server or reads a
+// data directory.
+
+// ErrorResponse is the body of every error.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+// StatusResponse is the body of /healthz and /readyz when all is well.
+type StatusResponse struct {
+	Status string `json:"status"`
+}
+
+// Vertex is a vertex id with its string key, if it has one.
+type Vertex struct {
+	ID  uint64 `json:"id"`
+	Key string `json:"key,omitempty"`
+}
+
+// DegreeResponse answers GET /v1/vertices/{v}/degree.
+type DegreeResponse struct {
+	Vertex uint64 `json:"vertex"`
+	Key    string `json:"key,omitempty"`
+	Dir    string `json:"dir"`
+	View   string `json:"view"`
+	Seq    uint64 `json:"seq"` // the view's sequence number
+	Degree uint64 `json:"degree"`
+}
+
+// Neighbor is one neighbor with the weight of the edge to (or from) it.
+type Neighbor struct {
+	ID     uint64  `json:"id"`
+	Key    string  `json:"key,omitempty"`
+	Weight float64 `json:"weight"`
+}
+
+// NeighborsResponse answers GET /v1/vertices/{v}/neighbors: one page of
+// neighbors in id order, those above After.
+type NeighborsResponse struct {
+	Vertex    uint64     `json:"vertex"`
+	Key       string     `json:"key,omitempty"`
+	Dir       string     `json:"dir"`
+	View      string     `json:"view"`
+	Seq       uint64     `json:"seq"`
+	Degree    uint64     `json:"degree"` // all neighbors, every page
+	Neighbors []Neighbor `json:"neighbors"`
+	// NextAfter is the last id of this page when more remain: pass it as
+	// after= for the next page.
+	NextAfter *uint64 `json:"next_after,omitempty"`
+}
+
+// PathResponse answers GET /v1/paths.
+type PathResponse struct {
+	From      Vertex   `json:"from"`
+	To        Vertex   `json:"to"`
+	Weighted  bool     `json:"weighted"`
+	MaxDepth  int      `json:"max_depth,omitempty"`
+	Seq       uint64   `json:"seq"`
+	Found     bool     `json:"found"`
+	Length    *float64 `json:"length,omitempty"` // hops, or total weight; only when found
+	Path      []Vertex `json:"path"`             // from ... to; empty when not found
+	EdgesRead int64    `json:"edges_read"`
+}
+
+// KindCounts counts per kind of static view.
+type KindCounts struct {
+	Fresh   uint64 `json:"fresh"`
+	Stale   uint64 `json:"stale"`
+	Private uint64 `json:"private"`
+}
+
+// LevelStats describes one level of the store (L0 first).
+type LevelStats struct {
+	Level   int   `json:"level"`
+	Files   int64 `json:"files"`
+	Bytes   int64 `json:"bytes"`
+	Entries int64 `json:"entries"` // edge versions, tombstones included
+}
+
+// StoreStats is engine.Metrics with units in the names.
+type StoreStats struct {
+	LastSeq                uint64       `json:"last_seq"`
+	DurableSeq             uint64       `json:"durable_seq"`
+	InEdges                bool         `json:"in_edges"`
+	MemGraphBytes          int64        `json:"memgraph_bytes"`
+	MemGraphEntries        int64        `json:"memgraph_entries"`
+	Files                  int64        `json:"files"`
+	DiskBytes              int64        `json:"disk_bytes"`
+	Levels                 []LevelStats `json:"levels"`
+	Flushes                int64        `json:"flushes"`
+	FlushSeconds           float64      `json:"flush_seconds"`
+	FlushBytes             int64        `json:"flush_bytes"`
+	Compactions            int64        `json:"compactions"`
+	CompactionSeconds      float64      `json:"compaction_seconds"`
+	CompactionBytesRead    int64        `json:"compaction_bytes_read"`
+	CompactionBytesWritten int64        `json:"compaction_bytes_written"`
+	WriteStalls            int64        `json:"write_stalls"`
+	WriteStallSeconds      float64      `json:"write_stall_seconds"`
+	SnapshotsOpen          int64        `json:"snapshots_open"`
+	VertexDeletes          int64        `json:"vertex_deletes"`
+	BackgroundErrors       int64        `json:"background_errors"`
+	WriteAmplification     float64      `json:"write_amplification"`
+	ReadAmplification      float64      `json:"read_amplification"`
+}
+
+// ViewStats is views.Stats.
+type ViewStats struct {
+	Open                 KindCounts `json:"open"`
+	Created              KindCounts `json:"created"`
+	OldestViewAgeSeconds float64    `json:"oldest_view_age_seconds"`
+	OldestViewSeq        uint64     `json:"oldest_view_seq"`
+	Streams              int        `json:"streams"`
+	LostEvents           uint64     `json:"lost_events"`
+	LogHead              uint64     `json:"log_head"`
+	LogRetained          uint64     `json:"log_retained"`
+	LogCapacity          int        `json:"log_capacity"`
+	LogLastSeq           uint64     `json:"log_last_seq"`
+}
+
+// AnalyticsStats summarizes the registry.
+type AnalyticsStats struct {
+	Count  int    `json:"count"`  // registered analytics
+	Alerts uint64 `json:"alerts"` // alerts ever raised
+}
+
+// StatsResponse answers GET /v1/stats.
+type StatsResponse struct {
+	Store     StoreStats     `json:"store"`
+	Views     ViewStats      `json:"views"`
+	Analytics AnalyticsStats `json:"analytics"`
+	Keys      int            `json:"keys"` // string keys in the dictionary
+}
+
+func storeStats(m engine.Metrics, inEdges bool) StoreStats {
+	s := StoreStats{
+		LastSeq: m.LastSeq, DurableSeq: m.DurableSeq, InEdges: inEdges,
+		MemGraphBytes: m.MemGraphBytes, MemGraphEntries: m.MemGraphEntries,
+		Files: m.Files(), DiskBytes: m.DiskBytes(), Levels: []LevelStats{},
+		Flushes: m.Flushes, FlushSeconds: m.FlushDuration.Seconds(), FlushBytes: m.FlushBytes,
+		Compactions: m.Compactions, CompactionSeconds: m.CompactionDuration.Seconds(),
+		CompactionBytesRead: m.CompactionBytesRead, CompactionBytesWritten: m.CompactionBytesWritten,
+		WriteStalls: m.WriteStalls, WriteStallSeconds: m.WriteStallDuration.Seconds(),
+		SnapshotsOpen: m.SnapshotsOpen, VertexDeletes: m.VertexDeletes, BackgroundErrors: m.BackgroundErrors,
+		WriteAmplification: m.WriteAmplification(), ReadAmplification: m.ReadAmplification(inEdges),
+	}
+	for i, l := range m.Levels {
+		s.Levels = append(s.Levels, LevelStats{Level: i, Files: l.Files, Bytes: l.Bytes, Entries: l.Entries})
+	}
+	return s
+}
+
+func kindCounts[N int | uint64](m map[views.Kind]N) KindCounts {
+	return KindCounts{Fresh: uint64(m[views.Fresh]), Stale: uint64(m[views.Stale]), Private: uint64(m[views.Private])}
+}
+
+func viewStats(st views.Stats) ViewStats {
+	return ViewStats{
+		Open: kindCounts(st.ViewsOpen), Created: kindCounts(st.ViewsCreated),
+		OldestViewAgeSeconds: st.OldestViewAge.Seconds(), OldestViewSeq: st.OldestViewSeq,
+		Streams: st.Streams, LostEvents: st.LostEvents, LogHead: st.LogHead, LogRetained: st.LogRetained,
+		LogCapacity: st.LogCapacity, LogLastSeq: st.LogLastSeq,
+	}
+}
+
+// Spec is analytics.Spec as the API reads and writes it: durations are Go
+// duration strings ("1s", "250ms"), as in the config file.
+type Spec struct {
+	Name          string  `json:"name,omitempty"`
+	Type          string  `json:"type"`
+	Root          string  `json:"root,omitempty"`
+	BatchSize     int     `json:"batch_size,omitempty"`
+	Interval      string  `json:"interval,omitempty"`
+	Stale         bool    `json:"stale,omitempty"`
+	Damping       float64 `json:"damping,omitempty"`
+	Tolerance     float64 `json:"tolerance,omitempty"`
+	MaxIterations int     `json:"max_iterations,omitempty"`
+	Threshold     float64 `json:"threshold,omitempty"`
+	Direction     string  `json:"direction,omitempty"`
+	WindowEdges   int     `json:"window_edges,omitempty"`
+	Window        string  `json:"window,omitempty"`
+	MaxCycle      int     `json:"max_cycle,omitempty"`
+	SearchBudget  int     `json:"search_budget,omitempty"`
+}
+
+func duration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// SpecOf converts an analytics.Spec.
+func SpecOf(s analytics.Spec) Spec {
+	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Interval: duration(s.Interval),
+		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
+		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
+		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget}
+}
+
+// Analytics converts the spec to an analytics.Spec (not yet validated).
+func (s Spec) Analytics() (analytics.Spec, error) {
+	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Stale: s.Stale,
+		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
+		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget}
+	for _, d := range []struct {
+		name, s string
+		to      *time.Duration
+	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return out, fmt.Errorf("%s: want a duration such as 500ms or 2s, got %q", d.name, d.s)
+		}
+		*d.to = v
+	}
+	return out, nil
+}
+
+// AnalyticResult is one analytic's state (analytics.Result with keys).
+type AnalyticResult struct {
+	Spec              Spec       `json:"spec"`
+	Ready             bool       `json:"ready"`
+	Seq               uint64     `json:"seq"`
+	Updates           uint64     `json:"updates"`
+	Recomputes        uint64     `json:"recomputes"`
+	LastUpdateSeconds float64    `json:"last_update_seconds"`
+	UpdatedAt         *time.Time `json:"updated_at,omitempty"`
+	Error             string     `json:"error,omitempty"`
+	Summary           any        `json:"summary,omitempty"`
+}
+
+// AnalyticsResponse answers GET /v1/analytics.
+type AnalyticsResponse struct {
+	Analytics []AnalyticResult `json:"analytics"`
+}
+
+// DeletedResponse answers DELETE /v1/analytics/{name}.
+type DeletedResponse struct {
+	Deleted string `json:"deleted"`
+}
+
+// The summaries of the analytics, with keys next to their ids.
+type (
+	BFSSummary struct {
+		Root     uint64 `json:"root"`
+		RootKey  string `json:"root_key,omitempty"`
+		Seq      uint64 `json:"seq"`
+		Reached  int    `json:"reached"`
+		MaxLevel int    `json:"max_level"`
+		Levels   []int  `json:"levels"`
+	}
+	SSSPSummary struct {
+		Root    uint64  `json:"root"`
+		RootKey string  `json:"root_key,omitempty"`
+		Seq     uint64  `json:"seq"`
+		Reached int     `json:"reached"`
+		MaxDist float64 `json:"max_distance"`
+		Error   string  `json:"error,omitempty"`
+	}
+	VertexRank struct {
+		Vertex uint64  `json:"vertex"`
+		Key    string  `json:"key,omitempty"`
+		Rank   float64 `json:"rank"`
+	}
+	PageRankSummary struct {
+		Seq        uint64       `json:"seq"`
+		Vertices   int          `json:"vertices"`
+		Iterations int          `json:"iterations"`
+		Delta      float64      `json:"delta"`
+		Top        []VertexRank `json:"top"`
+	}
+	VertexValue struct {
+		Vertex uint64  `json:"vertex"`
+		Key    string  `json:"key,omitempty"`
+		Value  float64 `json:"value"`
+	}
+	MonitorSummary struct {
+		Seq       uint64        `json:"seq"`
+		Threshold float64       `json:"threshold"`
+		Above     int           `json:"above"`
+		Top       []VertexValue `json:"top"`
+	}
+	FraudSummary struct {
+		Seq       uint64         `json:"seq"`
+		MaxCycle  int            `json:"max_cycle"`
+		Cycles    uint64         `json:"cycles"`
+		Truncated uint64         `json:"truncated"`
+		FanIn     MonitorSummary `json:"fan_in"`
+	}
+)
+
+// keyer adds keys to the results of package analytics.
+type keyer struct{ dict *keydict.Dict }
+
+func (k keyer) key(id uint64) string { return keyOf(k.dict, id) }
+
+func (k keyer) ranks(rs []analytics.VertexRank) []VertexRank {
+	out := make([]VertexRank, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, VertexRank{r.Vertex, k.key(r.Vertex), r.Rank})
+	}
+	return out
+}
+
+func (k keyer) monitor(m analytics.MonitorSummary) MonitorSummary {
+	out := MonitorSummary{Seq: m.Seq, Threshold: m.Threshold, Above: m.Above, Top: make([]VertexValue, 0, len(m.Top))}
+	for _, v := range m.Top {
+		out.Top = append(out.Top, VertexValue{v.Vertex, k.key(v.Vertex), v.Value})
+	}
+	return out
+}
+
+// summary converts an analytic's summary; a type it does not know passes
+// through unchanged.
+func (k keyer) summary(s any) any {
+	switch s := s.(type) {
+	case analytics.BFSSummary:
+		levels := s.Levels
+		if levels == nil {
+			levels = []int{}
+		}
+		return BFSSummary{s.Root, k.key(s.Root), s.Seq, s.Reached, s.MaxLevel, levels}
+	case analytics.SSSPSummary:
+		return SSSPSummary{s.Root, k.key(s.Root), s.Seq, s.Reached, s.MaxDist, s.Error}
+	case analytics.PageRankSummary:
+		return PageRankSummary{s.Seq, s.Vertices, s.Iterations, s.Delta, k.ranks(s.Top)}
+	case analytics.MonitorSummary:
+		return k.monitor(s)
+	case analytics.FraudSummary:
+		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, k.monitor(s.FanIn)}
+	}
+	return s
+}
+
+func (k keyer) result(r analytics.Result) AnalyticResult {
+	out := AnalyticResult{Spec: SpecOf(r.Spec), Ready: r.Ready, Seq: r.Seq, Updates: r.Updates, Recomputes: r.Recomputes,
+		LastUpdateSeconds: r.LastSecs, Error: r.Error}
+	if !r.UpdatedAt.IsZero() {
+		t := r.UpdatedAt.UTC()
+		out.UpdatedAt = &t
+	}
+	if r.Summary != nil {
+		out.Summary = k.summary(r.Summary)
+	}
+	return out
+}
+
+// The per-vertex results of the analytics.
+type (
+	LevelResult struct {
+		Level int `json:"level"`
+	} // bfs: -1 when unreached
+	ComponentResult struct {
+		Component    uint64 `json:"component"` // smallest vertex id of the component
+		ComponentKey string `json:"component_key,omitempty"`
+		Size         int    `json:"size"`
+	}
+	DistanceResult struct {
+		Distance  float64 `json:"distance"`
+		Reachable bool    `json:"reachable"`
+	}
+	RankResult struct {
+		Rank float64 `json:"rank"`
+	}
+	ValueResult struct {
+		Value float64 `json:"value"`
+	} // monitors: the degree or count
+)
+
+// VertexResultResponse answers GET /v1/analytics/{name}/vertices/{v}.
+type VertexResultResponse struct {
+	Analytic string `json:"analytic"`
+	Type     string `json:"type"`
+	Vertex   uint64 `json:"vertex"`
+	Key      string `json:"key,omitempty"`
+	Seq      uint64 `json:"seq"` // of the analytic's result when it was read
+	Result   any    `json:"result"`
+}
+
+func (k keyer) vertexResult(x any) any {
+	switch x := x.(type) {
+	case analytics.VertexLevel:
+		return LevelResult{x.Level}
+	case analytics.VertexComponent:
+		return ComponentResult{x.Component, k.key(x.Component), x.Size}
+	case analytics.VertexDistance:
+		return DistanceResult{x.Distance, x.Reachable}
+	case analytics.VertexRank:
+		return RankResult{x.Rank}
+	case analytics.VertexValue:
+		return ValueResult{x.Value}
+	}
+	return x
+}
+
+// TopResponse answers GET /v1/analytics/{name}/top.
+type TopResponse struct {
+	Analytic string       `json:"analytic"`
+	Ready    bool         `json:"ready"`
+	K        int          `json:"k"`
+	Top      []VertexRank `json:"top"`
+}
+
+// Alert is analytics.Alert with keys.
+type Alert struct {
+	Time      time.Time `json:"time"`
+	Analytic  string    `json:"analytic"`
+	Kind      string    `json:"kind"`
+	Seq       uint64    `json:"seq"`
+	Vertex    uint64    `json:"vertex"`
+	Key       string    `json:"key,omitempty"`
+	Cycle     []Vertex  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0
+	Value     float64   `json:"value"`
+	Threshold float64   `json:"threshold,omitempty"`
+}
+
+// AlertsResponse answers GET /v1/alerts.
+type AlertsResponse struct {
+	Alerts []Alert `json:"alerts"`
+	Total  uint64  `json:"total"` // alerts ever raised, by every analytic
+}
+
+func (k keyer) alert(a analytics.Alert) Alert {
+	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: a.Vertex, Key: k.key(a.Vertex),
+		Value: a.Value, Threshold: a.Threshold}
+	for _, v := range a.Cycle {
+		out.Cycle = append(out.Cycle, Vertex{v, k.key(v)})
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// UnknownVertexError is ResolveVertex's error for a string that is neither
+// a vertex id nor a key the dictionary knows (HTTP 404).
+type UnknownVertexError struct {
+	Vertex string // as given, without a "key:" prefix
+}
+
+func (e *UnknownVertexError) Error() string {
+	return fmt.Sprintf("vertex %q is neither an id nor a known key", e.Vertex)
+}
+
+// ResolveVertex returns the reader of a vertex given on the command line or
+// in a request: a decimal id (at most engine.MaxVertex), or a string key
+// already known to dict (prefix "key:" forces a key that looks like a
+// number). It never assigns an id. dict may be nil: then only ids resolve.
+func ResolveVertex(dict *keydict.Dict) func(string) (uint64, error) {
+	return func(s string) (uint64, error) {
+		if k, ok := strings.CutPrefix(s, "key:"); ok {
+			s = k
+		} else if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			if v > engine.MaxVertex {
+				return 0, fmt.Errorf("vertex id %d is above the largest allowed, %d", v, engine.MaxVertex)
+			}
+			return v, nil
+		}
+		if dict != nil {
+			if id, ok := dict.Lookup(s); ok {
+				return id, nil
+			}
+		}
+		return 0, &UnknownVertexError{Vertex: s}
+	}
+}
+
+// keyOf returns the string key of id, or "" when id is a number or dict is
+// nil.
+func keyOf(dict *keydict.Dict, id uint64) string {
+	if dict == nil || !keydict.IsKeyID(id) {
+		return ""
+	}
+	k, _ := dict.Key(id)
+	return k
+}
+
+// IsLoopbackAddr reports whether a listen address host:port names only the
+// loopback interface: a loopback IP literal or "localhost". An empty host,
+// 0.0.0.0, [::] and every other name bind (or may resolve) elsewhere.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
