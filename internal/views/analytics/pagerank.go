@@ -166,20 +166,49 @@ func (a *pagerank) summary(k int) PageRankSummary {
 	return s
 }
 
-// topRanks returns the k highest ranks, ties by vertex id.
+// topRanks returns the k highest ranks, ties by vertex id, with a min-heap
+// of the best k seen (O(n log k)).
 func topRanks(ids views.IDSpace, rank []float64, k int) []VertexRank {
-	var top []VertexRank
-	for i, r := range rank {
-		if r <= 0 || (len(top) == k && r <= top[k-1].Rank) {
-			continue
-		}
-		top = append(top, VertexRank{ids.ID(i), r})
-		sort.SliceStable(top, func(x, y int) bool { return top[x].Rank > top[y].Rank })
-		if len(top) > k {
-			top = top[:k]
+	if k <= 0 {
+		return nil
+	}
+	// worse orders by rank, then by larger id: the heap's root is the one
+	// to drop first.
+	worse := func(a, b VertexRank) bool { return a.Rank < b.Rank || a.Rank == b.Rank && a.Vertex > b.Vertex }
+	h := make([]VertexRank, 0, k)
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if l+1 < len(h) && worse(h[l+1], h[m]) {
+				m = l + 1
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
 		}
 	}
-	return top
+	for i, r := range rank {
+		if r <= 0 {
+			continue
+		}
+		x := VertexRank{ids.ID(i), r}
+		if len(h) < k {
+			h = append(h, x)
+			for j := len(h) - 1; j > 0 && worse(h[j], h[(j-1)/2]); j = (j - 1) / 2 {
+				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
+			}
+		} else if worse(h[0], x) {
+			h[0] = x
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return worse(h[j], h[i]) })
+	return h
 }
 
 func (a *pagerank) Vertex(v uint64) (any, bool) {

@@ -55,8 +55,9 @@ type Registry struct {
 	entries map[string]*entry // Protected by mu.
 
 	amu    sync.Mutex
-	alerts []Alert // ring of the newest; Protected by amu.
-	anext  uint64  // alerts ever raised; Protected by amu.
+	alerts []Alert           // ring of the newest; Protected by amu.
+	anext  uint64            // alerts ever raised; Protected by amu.
+	byName map[string]uint64 // alerts ever raised, per analytic; Protected by amu.
 }
 
 // entry is one registered analytic and its run statistics.
@@ -93,7 +94,7 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}}
+	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, byName: map[string]uint64{}}
 }
 
 // ErrExists is returned by Register for a name already in use.
@@ -131,6 +132,12 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 	if err != nil {
 		return s, err
 	}
+	// The stream view opens here, so that the analytic sees every
+	// operation applied after Register returns.
+	sv, err := r.open(s)
+	if err != nil {
+		return s, err
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now()}
 	r.entries[s.Name] = e
@@ -138,9 +145,23 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 	go func() {
 		defer r.wg.Done()
 		defer close(e.done)
-		r.run(ctx, e)
+		r.run(ctx, e, sv)
 	}()
 	return s, nil
+}
+
+// streamView is the stream an analytic follows: a *views.Stateful or a
+// *views.Stream.
+type streamView interface{ Close() }
+
+// open registers the stream view of an analytic of spec s.
+func (r *Registry) open(s Spec) (streamView, error) {
+	w := views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}
+	switch s.Type {
+	case "fanin", "fanout":
+		return r.m.Stream(views.StreamOptions{BatchSize: s.BatchSize, Window: w})
+	}
+	return r.m.Stateful(views.StatefulOptions{Stale: s.Stale, BatchSize: s.BatchSize, Window: w})
 }
 
 // Unregister stops an analytic and forgets it.
@@ -182,14 +203,26 @@ func (e *entry) record(recompute bool, d time.Duration, err error) {
 	}
 }
 
-// run drives one analytic until ctx ends. Errors are recorded in the
-// result and retried after a pause; the analytic starts over from a full
-// compute on a fresh stream.
-func (r *Registry) run(ctx context.Context, e *entry) {
+// run drives one analytic until ctx ends, starting on sv. Errors are
+// recorded in the result and retried after a pause; the analytic starts
+// over from a full compute on a fresh stream.
+func (r *Registry) run(ctx context.Context, e *entry, sv streamView) {
 	s := e.a.Spec()
 	log := r.cfg.Logger.With("analytic", s.Name)
 	for ctx.Err() == nil {
-		err := r.follow(ctx, e)
+		if sv == nil {
+			var err error
+			if sv, err = r.open(s); err != nil {
+				if errors.Is(err, views.ErrClosed) {
+					return
+				}
+				e.record(false, 0, err)
+				time.Sleep(time.Second)
+				continue
+			}
+		}
+		err := r.follow(ctx, e, sv)
+		sv = nil
 		if ctx.Err() != nil || errors.Is(err, views.ErrClosed) {
 			return
 		}
@@ -208,18 +241,14 @@ func (r *Registry) observe(name string, recompute bool, d time.Duration) {
 	}
 }
 
-// follow opens the analytic's stream view, computes from scratch, then
-// applies every pull.
-func (r *Registry) follow(ctx context.Context, e *entry) error {
+// follow computes from scratch on the stream view sv (closing it when
+// done), then applies every pull.
+func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	s := e.a.Spec()
+	defer sv.Close()
 	switch a := e.a.(type) {
 	case GraphAnalytic:
-		st, err := r.m.Stateful(views.StatefulOptions{Stale: s.Stale, BatchSize: s.BatchSize,
-			Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}})
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+		st := sv.(*views.Stateful)
 		t0 := time.Now()
 		if err := a.Recompute(ctx, st.View()); err != nil {
 			return err
@@ -243,12 +272,7 @@ func (r *Registry) follow(ctx context.Context, e *entry) error {
 			r.observe(s.Name, re, time.Since(t0))
 		}
 	case StreamAnalytic:
-		st, err := r.m.Stream(views.StreamOptions{BatchSize: s.BatchSize,
-			Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}})
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+		st := sv.(*views.Stream)
 		e.record(true, 0, nil)
 		t0 := time.Now()
 		for {
@@ -304,6 +328,7 @@ func (r *Registry) raise(name string, al []Alert) {
 		}
 		r.anext++
 	}
+	r.byName[name] += uint64(len(al))
 	r.amu.Unlock()
 	for _, s := range r.cfg.Sinks {
 		s.Publish(al)
@@ -316,7 +341,8 @@ func (r *Registry) raise(name string, al []Alert) {
 }
 
 // Alerts returns up to limit of the newest alerts (of the named analytic
-// when name is not empty), oldest first, and how many were ever raised.
+// when name is not empty), oldest first, and how many were ever raised (by
+// that analytic when name is not empty).
 func (r *Registry) Alerts(name string, limit int) ([]Alert, uint64) {
 	r.amu.Lock()
 	defer r.amu.Unlock()
@@ -331,6 +357,9 @@ func (r *Registry) Alerts(name string, limit int) ([]Alert, uint64) {
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
+	if name != "" {
+		return out, r.byName[name]
+	}
 	return out, r.anext
 }
 
@@ -342,7 +371,7 @@ type Result struct {
 	Updates    uint64    `json:"updates"`
 	Recomputes uint64    `json:"recomputes"`
 	LastSecs   float64   `json:"last_update_seconds"`
-	UpdatedAt  time.Time `json:"updated_at,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
 	Error      string    `json:"error,omitempty"`
 	Summary    any       `json:"summary,omitempty"`
 }

@@ -2,11 +2,17 @@ package analytics
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
 )
 
 type sinkRecorder struct {
@@ -204,4 +210,65 @@ func TestParseSpec(t *testing.T) {
 	if _, err := ParseSpec("colour=red"); !strings.Contains(err.Error(), "allowed: batch_size") {
 		t.Fatalf("unknown key message: %v", err)
 	}
+}
+
+func TestTopRanksMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	ids := views.IDSpace{Low: 500, High: engine.HighIDBase + 100}
+	rank := make([]float64, ids.Len())
+	for i := range rank {
+		if r.IntN(4) > 0 {
+			rank[i] = float64(r.IntN(50)) // many ties
+		}
+	}
+	var all []VertexRank
+	for i, x := range rank {
+		if x > 0 {
+			all = append(all, VertexRank{ids.ID(i), x})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].Rank > all[j].Rank || all[i].Rank == all[j].Rank && all[i].Vertex < all[j].Vertex
+	})
+	for _, k := range []int{0, 1, 7, 100, len(all), len(all) + 5} {
+		want := all[:min(k, len(all))]
+		if got := topRanks(ids, rank, k); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("k=%d: %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestRegisterSeesEveryLaterOp: the stream view opens in Register, so ops
+// applied right after it returns are counted.
+func TestRegisterSeesEveryLaterOp(t *testing.T) {
+	h := newHarness(t, 8, false, false)
+	r := NewRegistry(h.m, RegistryConfig{})
+	defer r.Close()
+	if _, err := r.Register(Spec{Type: "fanin", Threshold: 1e9, WindowEdges: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	var b engine.Batch
+	for i := 0; i < 5; i++ {
+		b.Insert(uint64(i), 42)
+	}
+	if _, err := h.s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	ok := waitUntil(10*time.Second, func() bool {
+		v, found, _ := r.Vertex("fanin", 42)
+		return found && v.(VertexValue).Value == 5
+	})
+	if !ok {
+		v, _, _ := r.Vertex("fanin", 42)
+		t.Fatalf("fan-in of 42 = %v, want 5", v)
+	}
+}
+
+func waitUntil(d time.Duration, f func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if f() {
+			return true
+		}
+	}
+	return false
 }
