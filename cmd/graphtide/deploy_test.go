@@ -1,8 +1,9 @@
 package main
 
 // Tests of deploy/: every YAML and JSON file parses; every metric the
-// Grafana dashboard and the Prometheus rules use is one `graphtide serve`
-// exports; every flag and setting the systemd unit, the Kubernetes
+// Grafana dashboard, the Prometheus rules and the Prometheus console use is
+// one `graphtide serve` exports; the configuration prometheus/run.sh
+// generates loads the rules and the console; every flag and setting the systemd unit, the Kubernetes
 // manifests and the example configurations pass is one serve has, and
 // their values pass serve's validation; the manifests agree with each
 // other (ports, probes, volumes, the token Secret, selectors); the
@@ -17,6 +18,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -46,6 +48,8 @@ var deployFiles = []string{
 	"README.md",
 	"prometheus/prometheus.yml",
 	"prometheus/graphtide-rules.yml",
+	"prometheus/run.sh",
+	"prometheus/consoles/graphtide.html",
 	"grafana/graphtide-dashboard.json",
 	"grafana/provisioning/datasources/graphtide.yaml",
 	"grafana/provisioning/dashboards/graphtide.yaml",
@@ -327,9 +331,10 @@ type promRules struct {
 	} `yaml:"groups"`
 }
 
-// TestDeployMetricsExist checks every PromQL expression of the dashboard
-// and the alerting rules against the metrics of a running serve (the
-// registry metricstest builds as serve does, with data flowing).
+// TestDeployMetricsExist checks every PromQL expression of the dashboard,
+// the alerting rules and the console against the metrics of a running
+// serve (the registry metricstest builds as serve does, with data
+// flowing).
 func TestDeployMetricsExist(t *testing.T) {
 	sm := newServeMetrics(t)
 
@@ -413,6 +418,68 @@ func TestDeployMetricsExist(t *testing.T) {
 		if !alerts[a] {
 			t.Errorf("no alert %s in graphtide-rules.yml", a)
 		}
+	}
+
+	checkConsole(t, sm)
+}
+
+// checkConsole checks every PromQL expression of the console template
+// prometheus/consoles/graphtide.html (see consoleQueries), that it shows
+// what issue 5 asks for, and that every graph has its own node.
+func checkConsole(t *testing.T, sm *serveMetrics) {
+	const name = "prometheus/consoles/graphtide.html"
+	src := string(readDeploy(t, name))
+	qs, err := consoleQueries(name, src)
+	if err != nil {
+		t.Error(err)
+	}
+	used := map[string]bool{}
+	for _, q := range qs {
+		names, err := sm.checkQuery(q.where, q.expr)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, n := range names {
+			used[n] = true
+		}
+		// The scrape job is run.sh's and prometheus.yml's.
+		for _, m := range regexp.MustCompile(`job=~?['"]([^'"]*)['"]`).FindAllStringSubmatch(q.expr, -1) {
+			if m[1] != "graphtide" {
+				t.Errorf("%s: %q selects job %q; the scrape job is graphtide", q.where, q.expr, m[1])
+			}
+		}
+	}
+	if len(qs) < 40 {
+		t.Errorf("the console has %d queries; want the full set (at least 40)", len(qs))
+	}
+	for _, want := range []string{
+		"graphtide_ingest_records_total", "graphtide_ingest_edges_total", "graphtide_ingest_consumer_lag_records",
+		"graphtide_ingest_dead_letters_total", "graphtide_ingest_apply_duration_seconds_bucket",
+		"graphtide_ingest_visibility_seconds_bucket", "graphtide_store_level_files", "graphtide_store_level_bytes",
+		"graphtide_store_flushes_total", "graphtide_store_compactions_total", "graphtide_store_write_stalls_total",
+		"graphtide_store_write_amplification_ratio", "graphtide_store_read_amplification_runs",
+		"graphtide_store_memgraph_bytes", "graphtide_views_open", "graphtide_views_oldest_age_seconds",
+		"graphtide_analytics_update_duration_seconds_bucket", "graphtide_analytics_staleness_sequences",
+		"graphtide_analytics_alerts_total", "go_memstats_heap_inuse_bytes", "go_goroutines",
+	} {
+		if !used[want] {
+			t.Errorf("the console does not use %s", want)
+		}
+	}
+	ids := map[string]int{}
+	for _, m := range regexp.MustCompile(`<div id="([^"]+)"`).FindAllStringSubmatch(src, -1) {
+		ids[m[1]]++
+	}
+	graphs := regexp.MustCompile(`new PromConsole\.Graph\(\{\s*node: document\.querySelector\("#([^"]+)"\)`).FindAllStringSubmatch(src, -1)
+	if n := strings.Count(src, "new PromConsole.Graph("); n != len(graphs) {
+		t.Errorf("%s: %d graphs, %d of them open with node: document.querySelector(\"#id\")", name, n, len(graphs))
+	}
+	nodes := map[string]bool{}
+	for _, g := range graphs {
+		if ids[g[1]] != 1 || nodes[g[1]] {
+			t.Errorf("%s: graph node #%s: want one <div id=%q> for it alone (%d divs)", name, g[1], g[1], ids[g[1]])
+		}
+		nodes[g[1]] = true
 	}
 }
 
@@ -562,6 +629,127 @@ func TestDeployPrometheusConfig(t *testing.T) {
 					t.Errorf("alert %s selects job %q; the scrape job is graphtide", r.Alert, m[1])
 				}
 			}
+		}
+	}
+}
+
+// runScriptConfig runs `prometheus/run.sh config` with args into a new
+// dir, decodes the generated prometheus.yml into cfg and returns the
+// command line from prometheus.args (flag -> value).
+func runScriptConfig(t *testing.T, cfg any, args ...string) (dir string, flags map[string]string) {
+	t.Helper()
+	dir = t.TempDir()
+	cmd := exec.Command("bash", append([]string{filepath.Join(deployDir, "prometheus/run.sh"), "config", "--dir", dir}, args...)...)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GRAPHTIDE_PROMETHEUS_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run.sh config %q: %v\n%s", args, err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, cfg); err != nil {
+		t.Fatalf("run.sh's prometheus.yml: %v\n%s", err, raw)
+	}
+	raw, err = os.ReadFile(filepath.Join(dir, "prometheus.args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags = map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || !strings.HasPrefix(k, "--") || flags[k] != "" {
+			t.Errorf("prometheus.args: line %q: want one --flag=value per flag", l)
+		}
+		flags[k] = v
+	}
+	return dir, flags
+}
+
+// sameFile reports whether paths a and b name the same existing file.
+func sameFile(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return os.SameFile(fa, fb)
+}
+
+// TestDeployPrometheusRunScript checks the configuration and command line
+// prometheus/run.sh generates: scrape serve's default address (or
+// --target) every 5s as job graphtide, load the rules file, serve the
+// consoles folder, listen on loopback only, keep a short retention.
+func TestDeployPrometheusRunScript(t *testing.T) {
+	def := newServeCmd().Flags().Lookup("http-addr").DefValue
+	for _, tc := range []struct {
+		args           []string
+		listen, target string
+	}{
+		{nil, "127.0.0.1:9090", def},
+		{[]string{"--port", "19090", "--target", "127.0.0.1:19464"}, "127.0.0.1:19090", "127.0.0.1:19464"},
+	} {
+		var c struct {
+			Global struct {
+				ScrapeInterval     string `yaml:"scrape_interval"`
+				EvaluationInterval string `yaml:"evaluation_interval"`
+			} `yaml:"global"`
+			RuleFiles     []string `yaml:"rule_files"`
+			ScrapeConfigs []struct {
+				JobName        string `yaml:"job_name"`
+				MetricsPath    string `yaml:"metrics_path"`
+				ScrapeInterval string `yaml:"scrape_interval"`
+				StaticConfigs  []struct {
+					Targets []string `yaml:"targets"`
+				} `yaml:"static_configs"`
+			} `yaml:"scrape_configs"`
+		}
+		dir, flags := runScriptConfig(t, &c, tc.args...)
+		where := fmt.Sprintf("run.sh config %q", tc.args)
+		if len(c.RuleFiles) != 1 || !sameFile(t, c.RuleFiles[0], filepath.Join(deployDir, "prometheus/graphtide-rules.yml")) {
+			t.Errorf("%s: rule_files %q, want the repository's graphtide-rules.yml", where, c.RuleFiles)
+		}
+		if len(c.ScrapeConfigs) != 1 || c.ScrapeConfigs[0].JobName != "graphtide" || c.ScrapeConfigs[0].MetricsPath != "/metrics" ||
+			c.ScrapeConfigs[0].ScrapeInterval != "5s" || len(c.ScrapeConfigs[0].StaticConfigs) != 1 ||
+			!slices.Equal(c.ScrapeConfigs[0].StaticConfigs[0].Targets, []string{tc.target}) {
+			t.Errorf("%s: scrape_configs %+v, want one job graphtide scraping %s/metrics every 5s", where, c.ScrapeConfigs, tc.target)
+		}
+		if c.Global.EvaluationInterval != "5s" {
+			t.Errorf("%s: evaluation_interval %q, want 5s", where, c.Global.EvaluationInterval)
+		}
+
+		if !sameFile(t, flags["--config.file"], filepath.Join(dir, "prometheus.yml")) {
+			t.Errorf("%s: --config.file=%s, want the generated %s/prometheus.yml", where, flags["--config.file"], dir)
+		}
+		if !sameFile(t, flags["--web.console.templates"], filepath.Join(deployDir, "prometheus/consoles")) {
+			t.Errorf("%s: --web.console.templates=%s, want the repository's deploy/prometheus/consoles", where, flags["--web.console.templates"])
+		}
+		if flags["--web.console.libraries"] == "" {
+			t.Errorf("%s: no --web.console.libraries", where)
+		}
+		if flags["--web.listen-address"] != tc.listen {
+			t.Errorf("%s: --web.listen-address=%s, want %s (loopback)", where, flags["--web.listen-address"], tc.listen)
+		}
+		if p := flags["--storage.tsdb.path"]; p != filepath.Join(dir, "data") {
+			t.Errorf("%s: --storage.tsdb.path=%s, want %s/data", where, p, dir)
+		}
+		if r, err := time.ParseDuration(flags["--storage.tsdb.retention.time"]); err != nil || r <= 0 || r > 24*time.Hour {
+			t.Errorf("%s: --storage.tsdb.retention.time=%s, want a short retention (at most 24h): %v",
+				where, flags["--storage.tsdb.retention.time"], err)
+		}
+		if len(flags) != 6 {
+			t.Errorf("%s: flags %q: want exactly the six this test checks", where, flags)
 		}
 	}
 }
