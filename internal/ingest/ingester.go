@@ -81,7 +81,7 @@ func (c *Config) withDefaults() (Config, error) {
 		return o, fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", o.FlushInterval)
 	}
 	if o.MaxPollRecords == 0 {
-		o.MaxPollRecords = 20000
+		o.MaxPollRecords = DefaultMaxPollRecords
 	}
 	if o.MaxPollRecords < 1 {
 		return o, fmt.Errorf("ingest: max poll records must be positive, got %d", o.MaxPollRecords)
@@ -155,28 +155,41 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if c.ResetPolicy == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := []kgo.Opt{
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ConsumerGroup(c.Group),
 		kgo.ConsumeTopics(c.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxBytes(32 << 20),
-		kgo.MaxConcurrentFetches(4),
+	}, FetchOptions()...)
+	opts = append(opts,
 		kgo.AllowAutoTopicCreation(),
 		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
 		kgo.OnPartitionsAssigned(in.onAssigned),
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
-	}
+	)
 	opts = append(opts, c.ClientOpts...)
 	if in.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)
 	}
 	return in, nil
 }
+
+// FetchOptions are the franz-go fetch settings of the ingest consumer;
+// bench kafka gives its plain consumer the same ones. Read-committed
+// isolation keeps records of aborted transactions out of the store.
+func FetchOptions() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(32 << 20),
+		kgo.MaxConcurrentFetches(4),
+	}
+}
+
+// DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
+const DefaultMaxPollRecords = 20000
 
 // adjustOffsets starts each partition at the store's recorded position
 // when it has one; otherwise franz-go's choice (committed offset, else the
