@@ -400,9 +400,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 			in.applied = next
 			in.mu.Unlock()
 			now := time.Now()
-			for _, ts := range stamps {
-				m.Visibility.Observe(now.Sub(ts).Seconds())
-			}
+			m.Visibility.ObserveSince(now, stamps)
 			if in.cfg.OnVisible != nil {
 				in.cfg.OnVisible(stamps, now)
 			}
