@@ -1,0 +1,142 @@
+package ingest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+)
+
+// pipelineDepth is the most batches handed to the applier and not yet
+// taken back by the poll loop (one being applied, the rest queued). It
+// bounds the memory of decoded batches to pipelineDepth x MaxPollRecords
+// records and lets the poll loop drain the client's buffered fetch, so
+// that the next fetch is on the wire while the store applies.
+const pipelineDepth = 4
+
+// applyJob is one poll's work for the applier: a batch, the position it
+// completes, and optionally the start of a timed flush after it.
+type applyJob struct {
+	batch   engine.Batch
+	records int         // Kafka records the batch covers; 0: flush only
+	pos     Position    // the position after this batch; never modified once set
+	stamps  []time.Time // produce timestamps of the records, for visibility
+	flush   bool        // start a background flush right after the batch
+	emit    func(decode.Edge)
+
+	// Set by the applier.
+	err     error         // the job failed; nothing after it is applied
+	flushed *pendingFlush // the background flush the job started
+}
+
+func newApplyJob() *applyJob {
+	j := &applyJob{}
+	j.emit = j.add
+	return j
+}
+
+// add appends one decoded edge operation to the batch.
+func (j *applyJob) add(e decode.Edge) {
+	switch e.Op {
+	case decode.OpUpsert:
+		w := 1.0
+		if e.HasWeight {
+			w = e.Weight
+		}
+		j.batch.InsertWeighted(e.Src, e.Dst, w)
+	case decode.OpDeleteEdge:
+		j.batch.DeleteEdge(e.Src, e.Dst)
+	case decode.OpDeleteVertex:
+		j.batch.DeleteVertex(e.Src)
+	}
+}
+
+func (j *applyJob) reset() {
+	j.batch.Reset()
+	j.records, j.pos, j.stamps, j.flush = 0, nil, j.stamps[:0], false
+	j.err, j.flushed = nil, nil
+}
+
+// pipeline connects the poll loop to the applier goroutine. Jobs go to
+// the applier on jobs and come back on done in the same order.
+//
+// INVARIANT: the poll loop never has more than pipelineDepth jobs in
+// flight (sent on jobs and not yet received from done), and both channels
+// hold pipelineDepth, so neither side ever blocks on a send.
+type pipeline struct {
+	jobs   chan *applyJob
+	done   chan *applyJob
+	exited chan struct{}
+
+	// Owned by the poll loop.
+	free     []*applyJob // jobs to fill
+	inflight int
+}
+
+// startApplier starts the applier goroutine.
+func (in *Ingester) startApplier() *pipeline {
+	p := &pipeline{
+		jobs:   make(chan *applyJob, pipelineDepth),
+		done:   make(chan *applyJob, pipelineDepth),
+		exited: make(chan struct{}),
+	}
+	for range pipelineDepth {
+		p.free = append(p.free, newApplyJob())
+	}
+	go in.applier(p)
+	return p
+}
+
+// stop ends the applier once it has finished the jobs sent so far.
+func (p *pipeline) stop() {
+	close(p.jobs)
+	<-p.exited
+}
+
+// applier applies jobs in order.
+//
+// INVARIANT: after a job fails, no later job is applied (they come back
+// with the same error): in.applied only ever advances batch by batch, so
+// the position recorded with a flush never skips records.
+func (in *Ingester) applier(p *pipeline) {
+	defer close(p.exited)
+	var failed error
+	for j := range p.jobs {
+		if failed == nil {
+			failed = in.applyJob(j)
+		}
+		j.err = failed
+		p.done <- j
+	}
+}
+
+// applyJob applies j's batch, publishes its position as applied and
+// records visibility, then starts a background flush if asked.
+func (in *Ingester) applyJob(j *applyJob) error {
+	if j.records > 0 {
+		if err := in.apply(&j.batch); err != nil {
+			return err
+		}
+		in.mu.Lock()
+		in.applied = j.pos
+		in.mu.Unlock()
+		now := time.Now()
+		in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
+		if in.cfg.OnVisible != nil {
+			in.cfg.OnVisible(j.stamps, now)
+		}
+	}
+	if j.flush {
+		// Here, between batches, the flush's target seq and in.applied
+		// describe the same batches.
+		target, err := in.store.FlushAsync()
+		if err != nil {
+			return fmt.Errorf("ingest: flush: %w", err)
+		}
+		in.mu.Lock()
+		j.flushed = &pendingFlush{target: target, pos: in.applied, start: time.Now()}
+		in.mu.Unlock()
+	}
+	return nil
+}
