@@ -180,6 +180,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
+		// The poll loop recycles every record once it is decoded (and
+		// dead-lettered if need be).
+		kgo.WithPools(NewRecordPool()),
 	)
 	opts = append(opts, c.ClientOpts...)
 	if in.cl, err = kgo.NewClient(opts...); err != nil {
@@ -442,6 +445,9 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 				return drain() // ctx ended; this poll is not applied
 			}
 		}
+		// Everything needed is in j now: the records' memory goes back to
+		// the client's pool.
+		fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
 		if in.dict != nil && in.dict.Len() != keysBefore {
 			// New key ids must be durable before any data using them can
 			// be: the store may flush this batch in the background at once.
