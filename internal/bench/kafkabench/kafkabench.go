@@ -6,12 +6,19 @@
 // time from a record's produce timestamp to its visibility to snapshots.
 //
 // Fairness: both consumers use the ingester's fetch settings
-// (ingest.FetchOptions) and poll size, and both rates are timed from the
+// (ingest.FetchOptions), poll size and record pool (ingest.RecordPool,
+// records recycled once read), and both rates are timed from the
 // first record batch the client reads off the wire, so neither includes
 // connecting, the group join or offset lookups; those are reported apart
 // as *_startup_ms. The ingest rate includes the final flush. The ingested
 // store is scanned afterwards and must hold exactly the distinct produced
 // edges (count and checksum against a static CSR), or the run fails.
+//
+// The same edges are also applied straight to a fresh store in the
+// ingester's batch size (store_apply_edges_per_sec): ingest cannot beat
+// that rate, and with the CPU seconds of each phase it shows what the
+// store and what Kafka cost on a machine where broker and consumer share
+// the cores.
 package kafkabench
 
 import (
@@ -25,6 +32,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -73,7 +81,16 @@ type Result struct {
 	// StoreEdges is the distinct edge count the ingested store holds
 	// (checked equal to the generated graph's).
 	StoreEdges uint64 `json:"store_edges"`
-	Timing     string `json:"timing"`
+	// StoreApplyPerSec is the same edges applied straight to a fresh
+	// store in the ingester's batch size, final flush included: the
+	// ingest rate if consuming from Kafka cost nothing.
+	StoreApplyPerSec     float64 `json:"store_apply_edges_per_sec"`
+	IngestOverStoreApply float64 `json:"ingest_over_store_apply"`
+	// CPU seconds of this process (not the broker's) in each phase.
+	RawCPUSec        float64 `json:"raw_consume_cpu_sec"`
+	IngestCPUSec     float64 `json:"ingest_cpu_sec"`
+	StoreApplyCPUSec float64 `json:"store_apply_cpu_sec"`
+	Timing           string  `json:"timing"`
 }
 
 // timing describes, in the result, how both rates are timed.
@@ -117,11 +134,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	want := staticcsr.Build(uint64(1)<<cfg.Scale, edges)
 
 	// The limit: a plain consumer reading every record, with the
-	// ingester's fetch settings and poll size.
+	// ingester's fetch settings, poll size and record pool.
 	var first firstBatch
 	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&first)}, ingest.FetchOptions()...)
-	t0 := time.Now()
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&first),
+		kgo.WithPools(ingest.NewRecordPool())}, ingest.FetchOptions()...)
+	t0, c0 := time.Now(), processCPU()
 	raw, err := kgo.NewClient(opts...)
 	if err != nil {
 		return res, err
@@ -129,9 +147,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	n := 0
 	for n < len(edges) && ctx.Err() == nil {
 		f := raw.PollRecords(ctx, ingest.DefaultMaxPollRecords)
+		f.EachRecord(func(r *kgo.Record) { r.Recycle() })
 		n += f.NumRecords()
 	}
 	end := time.Now()
+	res.RawCPUSec = (processCPU() - c0).Seconds()
 	raw.Close()
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -151,9 +171,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	res.IngestPerSec, res.IngestStartupMs, res.StoreEdges = ir.rate, ms(ir.startup), ir.storeEdges
+	res.IngestCPUSec = ir.cpu.Seconds()
 	res.IngestOverRaw = ir.rate / res.RawConsumePerSec
 	logf("ingest: %.0f edges/s (%.2f of raw consume; startup %.0f ms, not timed; final flush %.0f ms, timed); store holds the %d distinct edges",
 		ir.rate, res.IngestOverRaw, res.IngestStartupMs, ms(ir.finalFlush), ir.storeEdges)
+
+	// The store alone: what ingest would reach if Kafka cost nothing.
+	sr, scpu, err := storeApply(edges, filepath.Join(cfg.Dir, "apply"))
+	if err != nil {
+		return res, err
+	}
+	res.StoreApplyPerSec, res.StoreApplyCPUSec = sr, scpu.Seconds()
+	res.IngestOverStoreApply = ir.rate / sr
+	logf("store alone: %.0f edges/s in batches of %d, final flush included (ingest: %.2f of it); CPU seconds of this process: raw consume %.2f, ingest %.2f, store alone %.2f",
+		sr, ingest.DefaultMaxPollRecords, res.IngestOverStoreApply, res.RawCPUSec, res.IngestCPUSec, res.StoreApplyCPUSec)
 
 	// Visibility at a steady rate of half the ingest capacity.
 	res.SteadyRate = int(ir.rate / 2)
@@ -283,7 +314,44 @@ func newStore(dir string) (*engine.Store, error) {
 	return engine.Open(dir, nil)
 }
 
+// storeApply applies edges straight to a fresh store in dir, in batches
+// of the ingester's poll size and one upsert per edge as the ingester
+// builds them, and returns the rate (final flush included) and the CPU
+// time of this process meanwhile.
+func storeApply(edges []gen.Edge, dir string) (float64, time.Duration, error) {
+	s, err := newStore(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	var b engine.Batch
+	t0, c0 := time.Now(), processCPU()
+	for lo := 0; lo < len(edges); lo += ingest.DefaultMaxPollRecords {
+		b.Reset()
+		for _, e := range edges[lo:min(lo+ingest.DefaultMaxPollRecords, len(edges))] {
+			b.InsertWeighted(e.Src, e.Dst, 1)
+		}
+		if _, err := s.Apply(&b); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return 0, 0, err
+	}
+	return float64(len(edges)) / time.Since(t0).Seconds(), processCPU() - c0, nil
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 type ingestResult struct {
+	cpu        time.Duration // CPU time of this process from creating the ingester to the end of the final flush
 	rate       float64       // edges per second from the first fetched batch to the end of the final flush
 	startup    time.Duration // from creating the ingester to its first fetched batch
 	finalFlush time.Duration
@@ -302,7 +370,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 	var first firstBatch
 	var applied atomic.Int64
 	all := make(chan struct{})
-	t0 := time.Now()
+	t0, c0 := time.Now(), processCPU()
 	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Brokers, Topics: []string{topic}, Group: topic + "-ingest",
 		DeadLetterTopic: topic + "-dlq", FlushInterval: time.Second, ClientOpts: []kgo.Opt{kgo.WithHooks(&first)},
 		OnVisible: func(produced []time.Time, _ time.Time) {
@@ -327,6 +395,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 		return ir, err
 	}
 	end := time.Now()
+	ir.cpu = processCPU() - c0
 	cancel()
 	if err := <-done; err != nil {
 		return ir, err
