@@ -73,6 +73,12 @@ type Result struct {
 	VisibilityP50Ms   float64 `json:"visibility_p50_ms"`
 	VisibilityP99Ms   float64 `json:"visibility_p99_ms"`
 	VisibilitySamples int     `json:"visibility_samples"`
+	// From a record's produce timestamp to the broker's acknowledgement as
+	// the producer sees it, in the visibility phase (1 record in 16): the
+	// part of the visibility latency spent before the broker has the
+	// record.
+	ProduceAckP50Ms float64 `json:"produce_ack_p50_ms"`
+	ProduceAckP99Ms float64 `json:"produce_ack_p99_ms"`
 	// Client creation to the first record batch read: connection and
 	// offset lookup for the plain consumer; dead-letter topic check,
 	// group join and offset lookup for the ingester.
@@ -188,19 +194,43 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	// Visibility at a steady rate of half the ingest capacity.
 	res.SteadyRate = int(ir.rate / 2)
-	lat, err := visibility(ctx, cfg, res.SteadyRate, edges, filepath.Join(cfg.Dir, "steady"), stamp)
+	var acks ackLatency
+	lat, err := visibility(ctx, cfg, res.SteadyRate, edges, filepath.Join(cfg.Dir, "steady"), stamp, &acks)
 	if err != nil {
 		return res, err
 	}
-	if len(lat) == 0 {
+	if len(lat) == 0 || len(acks.lat) == 0 {
 		return res, fmt.Errorf("no visibility samples")
 	}
-	slices.Sort(lat)
 	res.VisibilitySamples = len(lat)
-	res.VisibilityP50Ms = float64(lat[len(lat)/2].Microseconds()) / 1000
-	res.VisibilityP99Ms = float64(lat[len(lat)*99/100].Microseconds()) / 1000
-	logf("visibility at %d edges/s: p50 %.1f ms, p99 %.1f ms over %d records", res.SteadyRate, res.VisibilityP50Ms, res.VisibilityP99Ms, len(lat))
+	res.VisibilityP50Ms, res.VisibilityP99Ms = percentileMs(lat, 50), percentileMs(lat, 99)
+	res.ProduceAckP50Ms, res.ProduceAckP99Ms = percentileMs(acks.lat, 50), percentileMs(acks.lat, 99)
+	logf("visibility at %d edges/s: p50 %.1f ms, p99 %.1f ms over %d records (produce to broker ack: p50 %.1f ms, p99 %.1f ms)",
+		res.SteadyRate, res.VisibilityP50Ms, res.VisibilityP99Ms, len(lat), res.ProduceAckP50Ms, res.ProduceAckP99Ms)
 	return res, nil
+}
+
+// percentileMs sorts d and returns its p-th percentile in milliseconds.
+func percentileMs(d []time.Duration, p int) float64 {
+	slices.Sort(d)
+	return ms(d[len(d)*p/100])
+}
+
+// ackLatency is a franz-go producer hook that samples, for one record in
+// 16, the time from its produce timestamp to the broker's acknowledgement.
+type ackLatency struct {
+	mu  sync.Mutex
+	lat []time.Duration // Protected by mu.
+}
+
+func (a *ackLatency) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err != nil || r.Offset%16 != 0 {
+		return
+	}
+	d := time.Since(r.Timestamp)
+	a.mu.Lock()
+	a.lat = append(a.lat, d)
+	a.mu.Unlock()
 }
 
 // firstBatch is a franz-go hook that notes when the client read its first
@@ -420,7 +450,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 // ingester joins its group before the first record is produced: the
 // figure is about the steady state, and the startup is reported apart.
 // The store must end with exactly the produced edges.
-func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir string, stamp int64) ([]time.Duration, error) {
+func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir string, stamp int64, acks *ackLatency) ([]time.Duration, error) {
 	topic := fmt.Sprintf("graphtide-bench-steady-%d", stamp)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
 	if err != nil {
@@ -468,7 +498,8 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 		}
 	}
 	n := min(len(edges), int(float64(rate)*cfg.SteadyFor.Seconds()))
-	if _, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Rate: rate, Seed: 9}, edges[:n]); err != nil {
+	if _, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Rate: rate, Seed: 9,
+		ClientOpts: []kgo.Opt{kgo.WithHooks(acks)}}, edges[:n]); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
