@@ -32,8 +32,12 @@
 //	    -> dead letters, dict.Sync -> hand the batch to the applier
 //	    (at most pipelineDepth in flight)
 //	applier:   Apply -> the batch's position becomes "applied"
-//	    -> every FlushInterval, right after a batch: FlushAsync; the poll
-//	    loop commits that batch's position once the flush is durable
+//	    -> if asked, right after a batch: FlushAsync
+//	poll loop, between polls: the batches whose sequence numbers the
+//	    store's durable seq covers (flushed by a full MemGraph or by a
+//	    timed flush) are durable -> commit the newest one's position;
+//	    a timed flush is asked for only when a batch has waited
+//	    FlushInterval without becoming durable
 //	revoke/lost partitions (allowed only with no batch in flight)
 //	    -> flush (and commit on revoke)
 //	ctx done -> finish the batches in flight -> flush -> commit -> return nil

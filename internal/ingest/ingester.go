@@ -324,6 +324,21 @@ func (in *Ingester) Run(ctx context.Context) error {
 	return nil
 }
 
+// durableCheckEvery is how often an idle poll loop looks whether the
+// store made applied batches durable, to commit their offsets; a busy one
+// looks at most every durableCheckMin.
+const (
+	durableCheckEvery = 50 * time.Millisecond
+	durableCheckMin   = 5 * time.Millisecond
+)
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // allowRebalanceEvery bounds how long the poll loop keeps batches in
 // flight without a pause in which a rebalance may run, should franz-go's
 // signal that one is waiting go amiss (see pollLoop).
@@ -342,13 +357,12 @@ const allowRebalanceEvery = time.Second
 // passed), the loop stops handing batches over until the applier has
 // caught up, then allows it.
 func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
-	var pending []pendingFlush
+	var d durability
 	in.mu.Lock()
 	// polled is the position after every batch handed to the applier; it
 	// equals in.applied whenever nothing is in flight.
 	polled := in.applied
 	in.mu.Unlock()
-	lastFlush := time.Now()
 	lastAllow := time.Now()
 	// finish takes back a job the applier is done with.
 	finish := func(j *applyJob) error {
@@ -356,8 +370,11 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if j.err != nil {
 			return j.err
 		}
-		if j.flushed != nil {
-			pending = append(pending, *j.flushed)
+		if j.records > 0 {
+			d.batches = append(d.batches, appliedBatch{seq: j.seq, pos: j.pos, at: time.Now()})
+		}
+		if j.flushed {
+			d.target, d.targetKnown = j.flushTarget, true
 		}
 		p.free = append(p.free, j)
 		return nil
@@ -371,9 +388,17 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		}
 		return nil
 	}
+	// flushDue reports whether to start a timed flush: a batch has been
+	// applied for FlushInterval without becoming durable, and no flush of
+	// ours is running. While MemGraphs fill up and flush by themselves
+	// more often than that, no timed flush is needed; and starting one
+	// while a flush runs would block Apply until that flush ends.
+	flushDue := func() bool {
+		return !d.flushing && len(d.batches) > 0 && time.Since(d.batches[0].at) >= in.cfg.FlushInterval
+	}
 	for {
-		// Take back finished jobs without waiting, then commit the
-		// background flushes that completed.
+		// Take back finished jobs without waiting, then commit what the
+		// store has made durable.
 	collect:
 		for p.inflight > 0 {
 			select {
@@ -385,7 +410,9 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 				break collect
 			}
 		}
-		pending = in.commitCompleted(ctx, pending)
+		if (len(d.batches) > 0 || d.flushing) && time.Since(d.checked) >= durableCheckMin {
+			in.commitDurable(ctx, &d)
+		}
 		if p.inflight > 0 && (in.rebalanceWaiting.Load() || time.Since(lastAllow) >= allowRebalanceEvery) {
 			if err := drain(); err != nil {
 				return err
@@ -407,7 +434,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 			// Take what the client has buffered without waiting; if
 			// nothing, wait for the applier instead.
 			fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
-			if fetches.NumRecords() == 0 && time.Since(lastFlush) < in.cfg.FlushInterval && ctx.Err() == nil {
+			if fetches.NumRecords() == 0 && !flushDue() && ctx.Err() == nil {
 				in.noteFetchErrors(fetches)
 				if err := finish(<-p.done); err != nil {
 					return err
@@ -415,9 +442,19 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 				continue
 			}
 		} else {
-			// Poll no longer than until the next flush is due, so that an
-			// idle stream still becomes durable within FlushInterval.
-			pctx, pcancel := context.WithDeadline(ctx, lastFlush.Add(in.cfg.FlushInterval))
+			// While something applied is not durable yet, poll no longer
+			// than durableCheckEvery, so that offsets are committed soon
+			// after a flush (ours or the store's own) ends, and no longer
+			// than until a timed flush is due, so that an idle stream
+			// still becomes durable within about FlushInterval.
+			deadline := time.Now().Add(in.cfg.FlushInterval)
+			if d.flushing || len(d.batches) > 0 {
+				deadline = time.Now().Add(min(in.cfg.FlushInterval, durableCheckEvery))
+			}
+			if !d.flushing && len(d.batches) > 0 {
+				deadline = minTime(deadline, d.batches[0].at.Add(in.cfg.FlushInterval))
+			}
+			pctx, pcancel := context.WithDeadline(ctx, deadline)
 			fetches = in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
 			pcancel()
 		}
@@ -457,15 +494,15 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		}
 		// Timed flushes do not stop the loop: the applier asks the store
 		// to freeze its MemGraph and flush it in the background right
-		// after this batch; once the store's durable seq passes that
-		// flush's target, its position is committed (commitCompleted).
-		j.flush = time.Since(lastFlush) >= in.cfg.FlushInterval
+		// after this batch; commitDurable commits the offsets once the
+		// store's durable seq covers it.
+		j.flush = flushDue()
 		if j.records == 0 && !j.flush {
 			p.free = append(p.free, j)
 			continue
 		}
 		if j.flush {
-			lastFlush = time.Now()
+			d.flushing, d.targetKnown = true, false
 		}
 		if j.records > 0 {
 			j.pos = next
@@ -533,28 +570,60 @@ func (in *Ingester) decodeInto(j *applyJob, fetches kgo.Fetches, polled Position
 	return next, dead, reasons, fatal
 }
 
-// commitCompleted commits, in order, the background flushes of pending
-// that the store has completed, and returns the rest.
-func (in *Ingester) commitCompleted(ctx context.Context, pending []pendingFlush) []pendingFlush {
-	if len(pending) == 0 {
-		return pending
-	}
+// durability is the poll loop's view of which applied batches the store
+// has made durable (by timed flushes or by MemGraphs filling up).
+type durability struct {
+	// batches applied and not yet known durable, in seq order.
+	batches []appliedBatch
+	checked time.Time // the last look at the store's durable seq
+	// flushing: a timed flush of ours runs; its target (the seq that is
+	// durable when it ends) is known once the applier started it.
+	flushing, targetKnown bool
+	target                uint64
+}
+
+// appliedBatch is an applied batch: its store sequence number and the
+// position after it.
+type appliedBatch struct {
+	seq uint64
+	pos Position
+	at  time.Time // when the poll loop learnt it was applied
+}
+
+// commitDurable takes the batches the store has made durable off d and
+// commits the position after the newest of them. The store records with
+// each flush the position of the newest batch it covers, so this is the
+// position the store would resume from after a crash.
+func (in *Ingester) commitDurable(ctx context.Context, d *durability) {
 	sm, err := in.store.Metrics()
 	if err != nil {
-		return pending
+		return
 	}
-	for len(pending) > 0 && sm.DurableSeq >= pending[0].target {
-		in.mu.Lock()
-		// A blocking flush (revoke) may have recorded a newer one.
-		if pending[0].target > in.durableSeq {
-			in.durable, in.durableSeq = pending[0].pos, pending[0].target
-		}
-		in.mu.Unlock()
+	now := time.Now()
+	d.checked = now
+	if d.flushing && d.targetKnown && sm.DurableSeq >= d.target {
+		d.flushing = false
+	}
+	n := 0
+	for n < len(d.batches) && d.batches[n].seq <= sm.DurableSeq {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	newest := d.batches[n-1]
+	d.batches = append(d.batches[:0], d.batches[n:]...)
+	in.mu.Lock()
+	// A blocking flush (revoke) may have recorded a newer one.
+	advanced := newest.seq > in.durableSeq
+	if advanced {
+		in.durable, in.durableSeq = newest.pos, newest.seq
+	}
+	in.mu.Unlock()
+	if advanced {
 		in.commit(ctx)
-		in.cfg.Metrics.FlushSecs.Observe(time.Since(pending[0].start).Seconds())
-		pending = pending[1:]
+		in.cfg.Metrics.FlushSecs.Observe(now.Sub(newest.at).Seconds())
 	}
-	return pending
 }
 
 // ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
@@ -571,9 +640,10 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 	}
 }
 
-// apply hands one batch to the store; if the store stalls, fetching of the
-// assigned partitions pauses until it takes the batch.
-func (in *Ingester) apply(b *engine.Batch) error {
+// apply hands one batch to the store and returns its sequence number; if
+// the store stalls, fetching of the assigned partitions pauses until it
+// takes the batch.
+func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	m := in.cfg.Metrics
 	done := make(chan struct{})
 	paused := make(chan map[string][]int32, 1)
@@ -595,19 +665,19 @@ func (in *Ingester) apply(b *engine.Batch) error {
 		}
 	}()
 	t0 := time.Now()
-	_, err := in.store.Apply(b)
+	seq, err := in.store.Apply(b)
 	close(done)
 	if ps := <-paused; ps != nil {
 		in.cl.ResumeFetchPartitions(ps)
 		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
 	}
 	if err != nil {
-		return fmt.Errorf("ingest: apply: %w", err)
+		return 0, fmt.Errorf("ingest: apply: %w", err)
 	}
 	m.ApplySecs.Observe(time.Since(t0).Seconds())
 	m.BatchEdges.Observe(float64(b.Len()))
 	m.Edges.Add(float64(b.Len()))
-	return nil
+	return seq, nil
 }
 
 // Dead-letter headers.
@@ -675,14 +745,6 @@ func (in *Ingester) flush() error {
 	in.durable, in.durableSeq = pos, sm.DurableSeq
 	in.mu.Unlock()
 	return nil
-}
-
-// pendingFlush is a background flush whose position is committed once the
-// store's durable seq reaches target.
-type pendingFlush struct {
-	target uint64
-	pos    Position
-	start  time.Time
 }
 
 // flushAndCommit flushes and waits, then commits (see commit).

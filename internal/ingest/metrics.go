@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
 		}),
 		FlushSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "graphtide_ingest_flush_duration_seconds", Help: "Time to make ingested data durable and commit offsets.",
+			Name: "graphtide_ingest_flush_duration_seconds", Help: "Time to make ingested data durable and commit offsets: from a batch being applied to its offsets being committed, or a blocking flush (revoke, shutdown).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 		}),
 		Paused: prometheus.NewCounter(prometheus.CounterOpts{

@@ -29,8 +29,10 @@ type applyJob struct {
 	emit    func(decode.Edge)
 
 	// Set by the applier.
-	err     error         // the job failed; nothing after it is applied
-	flushed *pendingFlush // the background flush the job started
+	err         error  // the job failed; nothing after it is applied
+	seq         uint64 // the batch's store sequence number
+	flushed     bool   // the job started a background flush...
+	flushTarget uint64 // ...which makes everything up to this seq durable
 }
 
 func newApplyJob() *applyJob {
@@ -58,7 +60,7 @@ func (j *applyJob) add(e decode.Edge) {
 func (j *applyJob) reset() {
 	j.batch.Reset()
 	j.records, j.pos, j.stamps, j.flush = 0, nil, j.stamps[:0], false
-	j.err, j.flushed = nil, nil
+	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
 }
 
 // pipeline connects the poll loop to the applier goroutine. Jobs go to
@@ -115,12 +117,16 @@ func (in *Ingester) applier(p *pipeline) {
 }
 
 // applyJob applies j's batch, publishes its position as applied and
-// records visibility, then starts a background flush if asked.
+// records visibility, then starts a background flush if asked. The poll
+// loop learns which positions are durable from the batches' sequence
+// numbers (see commitDurable).
 func (in *Ingester) applyJob(j *applyJob) error {
 	if j.records > 0 {
-		if err := in.apply(&j.batch); err != nil {
+		seq, err := in.apply(&j.batch)
+		if err != nil {
 			return err
 		}
+		j.seq = seq
 		in.mu.Lock()
 		in.applied = j.pos
 		in.mu.Unlock()
@@ -131,15 +137,11 @@ func (in *Ingester) applyJob(j *applyJob) error {
 		}
 	}
 	if j.flush {
-		// Here, between batches, the flush's target seq and in.applied
-		// describe the same batches.
 		target, err := in.store.FlushAsync()
 		if err != nil {
 			return fmt.Errorf("ingest: flush: %w", err)
 		}
-		in.mu.Lock()
-		j.flushed = &pendingFlush{target: target, pos: in.applied, start: time.Now()}
-		in.mu.Unlock()
+		j.flushed, j.flushTarget = true, target
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ func pos(next int64) Position {
 
 // TestApplierStopsAtFirstFailure: once a batch fails, no later batch is
 // applied and no later flush starts, so the applied position never skips
-// the failed batch's records; a flush after a good batch records exactly
-// that batch's position.
+// the failed batch's records. A flush started after a good batch covers
+// exactly up to its sequence number and records its position.
 func TestApplierStopsAtFirstFailure(t *testing.T) {
 	s, err := engine.Open(t.TempDir(), nil)
 	if err != nil {
@@ -54,11 +54,18 @@ func TestApplierStopsAtFirstFailure(t *testing.T) {
 	}
 	// A good batch with a flush after it.
 	j := job(1, 1, 2, true)
-	if got := <-p.done; got != j || got.err != nil || got.flushed == nil {
-		t.Fatalf("first job: err %v, flushed %v", got.err, got.flushed)
+	if got := <-p.done; got != j || got.err != nil || !got.flushed || got.seq == 0 || got.flushTarget != got.seq {
+		t.Fatalf("first job: err %v, seq %d, flushed %v up to %d", got.err, got.seq, got.flushed, got.flushTarget)
 	}
-	if !reflect.DeepEqual(j.flushed.pos, pos(1)) {
-		t.Fatalf("flush position %v, want %v", j.flushed.pos, pos(1))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.SourcePosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodePosition(raw); err != nil || !reflect.DeepEqual(got, pos(1)) {
+		t.Fatalf("the store recorded position %v (%v), want %v", got, err, pos(1))
 	}
 	p.free = append(p.free, j)
 
@@ -68,8 +75,8 @@ func TestApplierStopsAtFirstFailure(t *testing.T) {
 	if got := <-p.done; got != bad || got.err == nil {
 		t.Fatalf("bad job: err %v", got.err)
 	}
-	if got := <-p.done; got != after || !errors.Is(got.err, bad.err) || got.flushed != nil {
-		t.Fatalf("job after the failure: err %v (want %v), flushed %v", got.err, bad.err, got.flushed)
+	if got := <-p.done; got != after || !errors.Is(got.err, bad.err) || got.flushed || got.seq != 0 {
+		t.Fatalf("job after the failure: err %v (want %v), seq %d, flushed %v", got.err, bad.err, got.seq, got.flushed)
 	}
 	if got := in.Applied(); !reflect.DeepEqual(got, pos(1)) {
 		t.Fatalf("applied %v, want %v", got, pos(1))
@@ -262,4 +269,99 @@ func applied(in *Ingester) (sum int64) {
 		}
 	}
 	return sum
+}
+
+// TestDurableFollowsStoreFlushes: with no timed flush in sight, the
+// MemGraphs filling up make batches durable by themselves; the ingester
+// notices from the store's durable seq, reports as durable exactly the
+// position the store recorded, and commits it for lag tools.
+func TestDurableFollowsStoreFlushes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addrs := c.ListenAddrs()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	const n = 20000
+	var recs []*kgo.Record
+	for i := range n {
+		e := decode.Edge{Op: decode.OpUpsert, Src: uint64(i), Dst: uint64(i) + 1}
+		recs = append(recs, &kgo.Record{Key: strconv.AppendInt(nil, int64(i), 10), Value: decode.AppendBinary(nil, e)})
+	}
+	if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in, err := New(s, nil, Config{Brokers: addrs, Topics: []string{"edges"}, Group: "durable",
+		FlushInterval: time.Hour, MaxPollRecords: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	recorded := func() Position {
+		raw, err := s.SourcePosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := DecodePosition(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Everything applied, and no store flush for a while: the store's
+	// recorded position is final (no timed flush for an hour).
+	deadline := time.Now().Add(20 * time.Second)
+	last, lastChange := recorded(), time.Now()
+	for applied(in) < n || time.Since(lastChange) < 300*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("applied %d of %d records; the store recorded %v", applied(in), n, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+		if r := recorded(); !reflect.DeepEqual(r, last) {
+			last, lastChange = r, time.Now()
+		}
+	}
+	adm := kadm.NewClient(prod)
+	deadline = time.Now().Add(2 * time.Second)
+	for {
+		durable := in.Durable()
+		var committed, sum int64
+		if offs, err := adm.FetchOffsets(context.Background(), "durable"); err == nil {
+			offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
+		}
+		for _, ps := range durable {
+			for _, o := range ps {
+				sum += o
+			}
+		}
+		if sum > 0 && reflect.DeepEqual(durable, last) && committed == sum {
+			if sum >= n {
+				t.Fatalf("everything durable without a timed or final flush: %v", durable)
+			}
+			t.Logf("durable %d of %d records, committed %d", sum, n, committed)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("durable %v, the store recorded %v, committed %d", durable, last, committed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
