@@ -28,7 +28,8 @@ func newBenchKafkaCmd() *cobra.Command {
 		Long: `Produces an RMAT stream (one binary record per edge) to a fresh topic once,
 then measures in the same run:
   - raw_consume_edges_per_sec: a plain franz-go consumer reading the topic,
-    with the ingester's fetch settings, poll size and record pool;
+    with the ingester's fetch settings and poll size (the faster of a run
+    without and a run with the ingester's record pool);
   - ingest_edges_per_sec: serve's ingest path reading it into a fresh store,
     final flush included; the store must then hold exactly the produced
     edges (count and checksum), or the run fails;
