@@ -44,7 +44,9 @@ type Config struct {
 	Metrics    *Metrics // default: unregistered metrics
 	// OnVisible, if set, is called after each Apply with the produce
 	// timestamps of the records it applied and the time they became
-	// visible to new snapshots (used by bench kafka). It must be quick.
+	// visible to new snapshots (used by bench kafka). It is called from
+	// the goroutine that applies batches, in order, and must be quick:
+	// the next batch waits for it. It must not keep produced.
 	OnVisible func(produced []time.Time, visible time.Time)
 }
 
