@@ -25,10 +25,20 @@
 // while it does, fetching of every assigned partition is paused, and the
 // client buffers at most a bounded number of records.
 //
-// Lifecycle of Run:
+// Lifecycle of Run: two goroutines, so that polling, decoding and the
+// client's next fetch overlap the store's Apply.
 //
-//	start -> poll -> decode -> Apply (+position) -> every FlushInterval:
-//	    dict.Sync -> store.Flush -> commit offsets
-//	revoke/lost partitions -> flush (and commit on revoke)
-//	ctx done -> flush -> commit -> return nil
+//	poll loop: poll -> decode into a batch (+ the position after it)
+//	    -> dead letters, dict.Sync -> hand the batch to the applier
+//	    (at most pipelineDepth in flight)
+//	applier:   Apply -> the batch's position becomes "applied"
+//	    -> if asked, right after a batch: FlushAsync
+//	poll loop, between polls: the batches whose sequence numbers the
+//	    store's durable seq covers (flushed by a full MemGraph or by a
+//	    timed flush) are durable -> commit the newest one's position;
+//	    a timed flush is asked for only when a batch has waited
+//	    FlushInterval without becoming durable
+//	revoke/lost partitions (allowed only with no batch in flight)
+//	    -> flush (and commit on revoke)
+//	ctx done -> finish the batches in flight -> flush -> commit -> return nil
 package ingest

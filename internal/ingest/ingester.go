@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -43,7 +44,9 @@ type Config struct {
 	Metrics    *Metrics // default: unregistered metrics
 	// OnVisible, if set, is called after each Apply with the produce
 	// timestamps of the records it applied and the time they became
-	// visible to new snapshots (used by bench kafka). It must be quick.
+	// visible to new snapshots (used by bench kafka). It is called from
+	// the goroutine that applies batches, in order, and must be quick:
+	// the next batch waits for it. It must not keep produced.
 	OnVisible func(produced []time.Time, visible time.Time)
 }
 
@@ -81,7 +84,7 @@ func (c *Config) withDefaults() (Config, error) {
 		return o, fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", o.FlushInterval)
 	}
 	if o.MaxPollRecords == 0 {
-		o.MaxPollRecords = 20000
+		o.MaxPollRecords = DefaultMaxPollRecords
 	}
 	if o.MaxPollRecords < 1 {
 		return o, fmt.Errorf("ingest: max poll records must be positive, got %d", o.MaxPollRecords)
@@ -114,14 +117,23 @@ type Ingester struct {
 	// rebalance callbacks.
 	flushMu sync.Mutex
 
-	mu      sync.Mutex
-	applied Position // everything applied to the store; Protected by mu.
+	mu sync.Mutex
+	// applied is everything applied to the store. Protected by mu.
+	// INVARIANT: while Run runs only the applier goroutine replaces it,
+	// right after the batch that completes it is in the store. Neither
+	// applied nor durable is ever modified in place: a new Position
+	// replaces the old one, so readers may keep the one they got.
+	applied Position
 	durable Position // covered by a completed flush; Protected by mu.
 	// durableSeq is the store sequence number durable corresponds to.
 	// Protected by mu.
 	durableSeq uint64
 	assigned   map[string][]int32 // Protected by mu.
 	ready      bool               // Protected by mu.
+
+	// rebalanceWaiting is set when a rebalance waits for the poll loop
+	// to allow it (franz-go's OnPartitionsCallbackBlocked).
+	rebalanceWaiting atomic.Bool
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -155,28 +167,45 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if c.ResetPolicy == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := []kgo.Opt{
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ConsumerGroup(c.Group),
 		kgo.ConsumeTopics(c.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxBytes(32 << 20),
-		kgo.MaxConcurrentFetches(4),
+	}, FetchOptions()...)
+	opts = append(opts,
 		kgo.AllowAutoTopicCreation(),
 		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
 		kgo.OnPartitionsAssigned(in.onAssigned),
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
-	}
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
+		// The poll loop recycles every record once it is decoded (and
+		// dead-lettered if need be).
+		kgo.WithPools(NewRecordPool()),
+	)
 	opts = append(opts, c.ClientOpts...)
 	if in.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)
 	}
 	return in, nil
 }
+
+// FetchOptions are the franz-go fetch settings of the ingest consumer;
+// bench kafka gives its plain consumer the same ones. Read-committed
+// isolation keeps records of aborted transactions out of the store.
+func FetchOptions() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(32 << 20),
+		kgo.MaxConcurrentFetches(4),
+	}
+}
+
+// DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
+const DefaultMaxPollRecords = 20000
 
 // adjustOffsets starts each partition at the store's recorded position
 // when it has one; otherwise franz-go's choice (committed offset, else the
@@ -270,160 +299,20 @@ func (in *Ingester) Applied() Position {
 // store, a background error, a failed dictionary write), without applying
 // the poll at hand, so that a restart replays it; Kafka errors are retried
 // and logged.
+//
+// Two goroutines share the work (see pipeline.go): this one polls and
+// decodes each poll into a batch; the applier applies the batches to the
+// store in poll order and starts the timed flushes between them. Polling,
+// decoding and the client's next fetch thus overlap the store's Apply.
 func (in *Ingester) Run(ctx context.Context) error {
 	defer in.cl.Close()
 	in.ensureDeadLetterTopic(ctx)
-	var batch engine.Batch
-	var stamps []time.Time
-	var pending []pendingFlush
-	lastFlush := time.Now()
-	m := in.cfg.Metrics
-	for {
-		// Poll no longer than until the next flush is due, so that an idle
-		// stream still becomes durable within FlushInterval.
-		pctx, pcancel := context.WithDeadline(ctx, lastFlush.Add(in.cfg.FlushInterval))
-		fetches := in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
-		pcancel()
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			in.cl.AllowRebalance() // else leaving the group waits for it
-			break
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
-			}
-			m.FetchErrs.Inc()
-			in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
-		})
-		batch.Reset()
-		var dead []*kgo.Record
-		var reasons []string
-		var fatal error
-		keysBefore := 0
-		if in.dict != nil {
-			keysBefore = in.dict.Len()
-		}
-		stamps = stamps[:0]
-		fetches.EachTopic(func(ft kgo.FetchTopic) {
-			var nrec, nbytes int
-			ft.EachRecord(func(r *kgo.Record) {
-				nrec++
-				nbytes += len(r.Value)
-			})
-			m.Records.WithLabelValues(ft.Topic).Add(float64(nrec))
-			m.Bytes.WithLabelValues(ft.Topic).Add(float64(nbytes))
-		})
-		fetches.EachRecord(func(r *kgo.Record) {
-			stamps = append(stamps, r.Timestamp)
-			err := in.decs[r.Topic].Decode(r.Value, func(e decode.Edge) {
-				switch e.Op {
-				case decode.OpUpsert:
-					w := 1.0
-					if e.HasWeight {
-						w = e.Weight
-					}
-					batch.InsertWeighted(e.Src, e.Dst, w)
-				case decode.OpDeleteEdge:
-					batch.DeleteEdge(e.Src, e.Dst)
-				case decode.OpDeleteVertex:
-					batch.DeleteVertex(e.Src)
-				}
-			})
-			var de *decode.Error
-			switch {
-			case err == nil:
-			case errors.As(err, &de):
-				m.DecodeErrs.WithLabelValues(r.Topic).Inc()
-				dead = append(dead, r)
-				reasons = append(reasons, err.Error())
-			case fatal == nil:
-				// The key dictionary failed: the record is not at fault.
-				fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-			}
-		})
-		if fatal != nil {
-			// Stop without applying this poll; a restart resumes from the
-			// durable position and consumes it again.
-			in.cl.AllowRebalance()
-			return fatal
-		}
-		// The position after this poll. It replaces in.applied only once the
-		// poll's batch is in the store: a poll abandoned below (dead letters
-		// not deliverable before shutdown) must not count as applied.
-		in.mu.Lock()
-		next := in.applied.Clone()
-		in.mu.Unlock()
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if n := len(p.Records); n > 0 {
-				o := p.Records[n-1].Offset + 1
-				if cur, ok := next.Get(p.Topic, p.Partition); !ok || o > cur {
-					next.Set(p.Topic, p.Partition, o)
-				}
-				m.Lag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(p.HighWatermark - o))
-			}
-		})
-		if len(dead) > 0 {
-			// Before the position past them can become durable.
-			if err := in.deadLetter(ctx, dead, reasons); err != nil {
-				in.cl.AllowRebalance()
-				break // ctx ended; this poll is not applied
-			}
-		}
-		if in.dict != nil && in.dict.Len() != keysBefore {
-			// New key ids must be durable before any data using them can
-			// be: the store may flush this batch in the background at once.
-			if err := in.dict.Sync(); err != nil {
-				in.cl.AllowRebalance()
-				return fmt.Errorf("ingest: key dictionary: %w", err)
-			}
-		}
-		if fetches.NumRecords() > 0 {
-			batch.SetSourcePosition(next.Encode())
-			if err := in.apply(&batch); err != nil {
-				in.cl.AllowRebalance()
-				return err
-			}
-			in.mu.Lock()
-			in.applied = next
-			in.mu.Unlock()
-			now := time.Now()
-			for _, ts := range stamps {
-				m.Visibility.Observe(now.Sub(ts).Seconds())
-			}
-			if in.cfg.OnVisible != nil {
-				in.cfg.OnVisible(stamps, now)
-			}
-		}
-		// Timed flushes do not stop the loop: the store freezes its
-		// MemGraph and flushes it in the background; once its durable seq
-		// passes the flush's target, that position is committed.
-		if time.Since(lastFlush) >= in.cfg.FlushInterval {
-			target, err := in.store.FlushAsync()
-			if err != nil {
-				in.cl.AllowRebalance()
-				return fmt.Errorf("ingest: flush: %w", err)
-			}
-			in.mu.Lock()
-			pending = append(pending, pendingFlush{target: target, pos: in.applied.Clone(), start: time.Now()})
-			in.mu.Unlock()
-			lastFlush = time.Now()
-		}
-		if len(pending) > 0 {
-			if sm, err := in.store.Metrics(); err == nil {
-				for len(pending) > 0 && sm.DurableSeq >= pending[0].target {
-					in.mu.Lock()
-					// A blocking flush (revoke) may have recorded a newer one.
-					if pending[0].target > in.durableSeq {
-						in.durable, in.durableSeq = pending[0].pos, pending[0].target
-					}
-					in.mu.Unlock()
-					in.commit(ctx)
-					m.FlushSecs.Observe(time.Since(pending[0].start).Seconds())
-					pending = pending[1:]
-				}
-			}
-		}
-		in.cl.AllowRebalance()
+	p := in.startApplier()
+	err := in.pollLoop(ctx, p)
+	p.stop()
+	in.cl.AllowRebalance() // else leaving the group waits for it
+	if err != nil {
+		return err
 	}
 	// Shutdown: make everything applied durable and commit it.
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -435,6 +324,308 @@ func (in *Ingester) Run(ctx context.Context) error {
 		in.cfg.Logger.Warn("leaving the consumer group", "err", err)
 	}
 	return nil
+}
+
+// durableCheckEvery is how often an idle poll loop looks whether the
+// store made applied batches durable, to commit their offsets; a busy one
+// looks at most every durableCheckMin.
+const (
+	durableCheckEvery = 50 * time.Millisecond
+	durableCheckMin   = 5 * time.Millisecond
+)
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// allowRebalanceEvery bounds how long the poll loop keeps batches in
+// flight without a pause in which a rebalance may run, should franz-go's
+// signal that one is waiting go amiss (see pollLoop).
+const allowRebalanceEvery = time.Second
+
+// pollLoop polls, decodes and hands batches to the applier until ctx ends
+// (it returns nil with nothing in flight) or the store or the key
+// dictionary fails.
+//
+// Rebalances: franz-go blocks them from a poll that returns records until
+// AllowRebalance. INVARIANT: the loop calls AllowRebalance only when no
+// batch is in flight, so the revoke callback's flush covers every record
+// polled so far and no batch of a revoked partition is applied after it.
+// While batches keep coming, the pipeline rarely empties by itself: when
+// franz-go signals that a rebalance is waiting (or allowRebalanceEvery
+// passed), the loop stops handing batches over until the applier has
+// caught up, then allows it.
+func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
+	var d durability
+	in.mu.Lock()
+	// polled is the position after every batch handed to the applier; it
+	// equals in.applied whenever nothing is in flight.
+	polled := in.applied
+	in.mu.Unlock()
+	lastAllow := time.Now()
+	// finish takes back a job the applier is done with.
+	finish := func(j *applyJob) error {
+		p.inflight--
+		if j.err != nil {
+			return j.err
+		}
+		if j.records > 0 {
+			d.batches = append(d.batches, appliedBatch{seq: j.seq, pos: j.pos, at: time.Now()})
+		}
+		if j.flushed {
+			d.target, d.targetKnown = j.flushTarget, true
+		}
+		p.free = append(p.free, j)
+		return nil
+	}
+	// drain waits until nothing is in flight.
+	drain := func() error {
+		for p.inflight > 0 {
+			if err := finish(<-p.done); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// flushDue reports whether to start a timed flush: a batch has been
+	// applied for FlushInterval without becoming durable, and no flush of
+	// ours is running. While MemGraphs fill up and flush by themselves
+	// more often than that, no timed flush is needed; and starting one
+	// while a flush runs would block Apply until that flush ends.
+	flushDue := func() bool {
+		return !d.flushing && len(d.batches) > 0 && time.Since(d.batches[0].at) >= in.cfg.FlushInterval
+	}
+	for {
+		// Take back finished jobs without waiting, then commit what the
+		// store has made durable.
+	collect:
+		for p.inflight > 0 {
+			select {
+			case j := <-p.done:
+				if err := finish(j); err != nil {
+					return err
+				}
+			default:
+				break collect
+			}
+		}
+		if (len(d.batches) > 0 || d.flushing) && time.Since(d.checked) >= durableCheckMin {
+			in.commitDurable(ctx, &d)
+		}
+		if p.inflight > 0 && (in.rebalanceWaiting.Load() || time.Since(lastAllow) >= allowRebalanceEvery) {
+			if err := drain(); err != nil {
+				return err
+			}
+		}
+		if p.inflight == 0 {
+			in.rebalanceWaiting.Store(false)
+			in.cl.AllowRebalance()
+			lastAllow = time.Now()
+		}
+		if len(p.free) == 0 {
+			if err := finish(<-p.done); err != nil {
+				return err
+			}
+		}
+
+		var fetches kgo.Fetches
+		if p.inflight > 0 {
+			// Take what the client has buffered without waiting; if
+			// nothing, wait for the applier instead.
+			fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
+			if fetches.NumRecords() == 0 && !flushDue() && ctx.Err() == nil {
+				in.noteFetchErrors(fetches)
+				if err := finish(<-p.done); err != nil {
+					return err
+				}
+				continue
+			}
+		} else {
+			// While something applied is not durable yet, poll no longer
+			// than durableCheckEvery, so that offsets are committed soon
+			// after a flush (ours or the store's own) ends, and no longer
+			// than until a timed flush is due, so that an idle stream
+			// still becomes durable within about FlushInterval.
+			deadline := time.Now().Add(in.cfg.FlushInterval)
+			if d.flushing || len(d.batches) > 0 {
+				deadline = time.Now().Add(min(in.cfg.FlushInterval, durableCheckEvery))
+			}
+			if !d.flushing && len(d.batches) > 0 {
+				deadline = minTime(deadline, d.batches[0].at.Add(in.cfg.FlushInterval))
+			}
+			pctx, pcancel := context.WithDeadline(ctx, deadline)
+			fetches = in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
+			pcancel()
+		}
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return drain() // this poll is not applied
+		}
+		in.noteFetchErrors(fetches)
+
+		j := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		j.reset()
+		keysBefore := 0
+		if in.dict != nil {
+			keysBefore = in.dict.Len()
+		}
+		next, dead, reasons, fatal := in.decodeInto(j, fetches, polled)
+		if fatal != nil {
+			// Stop without applying this poll; a restart resumes from the
+			// durable position and consumes it again.
+			return fatal
+		}
+		if len(dead) > 0 {
+			// Before the position past them can become durable.
+			if err := in.deadLetter(ctx, dead, reasons); err != nil {
+				return drain() // ctx ended; this poll is not applied
+			}
+		}
+		// Everything needed is in j now: the records' memory goes back to
+		// the client's pool.
+		fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
+		if in.dict != nil && in.dict.Len() != keysBefore {
+			// New key ids must be durable before any data using them can
+			// be: the store may flush this batch in the background at once.
+			if err := in.dict.Sync(); err != nil {
+				return fmt.Errorf("ingest: key dictionary: %w", err)
+			}
+		}
+		// Timed flushes do not stop the loop: the applier asks the store
+		// to freeze its MemGraph and flush it in the background right
+		// after this batch; commitDurable commits the offsets once the
+		// store's durable seq covers it.
+		j.flush = flushDue()
+		if j.records == 0 && !j.flush {
+			p.free = append(p.free, j)
+			continue
+		}
+		if j.flush {
+			d.flushing, d.targetKnown = true, false
+		}
+		if j.records > 0 {
+			j.pos = next
+			j.batch.SetSourcePosition(next.Encode())
+			polled = next
+		}
+		p.inflight++
+		p.jobs <- j
+	}
+}
+
+// noteFetchErrors counts and logs the errors of a poll; franz-go retries.
+func (in *Ingester) noteFetchErrors(fetches kgo.Fetches) {
+	fetches.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		in.cfg.Metrics.FetchErrs.Inc()
+		in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+	})
+}
+
+// decodeInto decodes fetches into j's batch (and produce timestamps) and
+// returns the position after them, computed from polled, the records to
+// dead-letter with their reasons, or a key dictionary failure.
+func (in *Ingester) decodeInto(j *applyJob, fetches kgo.Fetches, polled Position) (next Position, dead []*kgo.Record, reasons []string, fatal error) {
+	m := in.cfg.Metrics
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		n := len(fp.Records)
+		if n == 0 || fatal != nil {
+			return
+		}
+		if next == nil {
+			next = polled.Clone()
+		}
+		dec := in.decs[fp.Topic]
+		nbytes := 0
+		for _, r := range fp.Records {
+			nbytes += len(r.Value)
+			j.stamps = append(j.stamps, r.Timestamp)
+			err := dec.Decode(r.Value, j.emit)
+			if err == nil {
+				continue
+			}
+			var de *decode.Error
+			if errors.As(err, &de) {
+				m.DecodeErrs.WithLabelValues(r.Topic).Inc()
+				dead = append(dead, r)
+				reasons = append(reasons, err.Error())
+				continue
+			}
+			// The key dictionary failed: the record is not at fault.
+			fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return
+		}
+		j.records += n
+		m.Records.WithLabelValues(fp.Topic).Add(float64(n))
+		m.Bytes.WithLabelValues(fp.Topic).Add(float64(nbytes))
+		o := fp.Records[n-1].Offset + 1
+		if cur, ok := next.Get(fp.Topic, fp.Partition); !ok || o > cur {
+			next.Set(fp.Topic, fp.Partition, o)
+		}
+		m.Lag.WithLabelValues(fp.Topic, strconv.Itoa(int(fp.Partition))).Set(float64(fp.HighWatermark - o))
+	})
+	return next, dead, reasons, fatal
+}
+
+// durability is the poll loop's view of which applied batches the store
+// has made durable (by timed flushes or by MemGraphs filling up).
+type durability struct {
+	// batches applied and not yet known durable, in seq order.
+	batches []appliedBatch
+	checked time.Time // the last look at the store's durable seq
+	// flushing: a timed flush of ours runs; its target (the seq that is
+	// durable when it ends) is known once the applier started it.
+	flushing, targetKnown bool
+	target                uint64
+}
+
+// appliedBatch is an applied batch: its store sequence number and the
+// position after it.
+type appliedBatch struct {
+	seq uint64
+	pos Position
+	at  time.Time // when the poll loop learnt it was applied
+}
+
+// commitDurable takes the batches the store has made durable off d and
+// commits the position after the newest of them. The store records with
+// each flush the position of the newest batch it covers, so this is the
+// position the store would resume from after a crash.
+func (in *Ingester) commitDurable(ctx context.Context, d *durability) {
+	sm, err := in.store.Metrics()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	d.checked = now
+	if d.flushing && d.targetKnown && sm.DurableSeq >= d.target {
+		d.flushing = false
+	}
+	n := 0
+	for n < len(d.batches) && d.batches[n].seq <= sm.DurableSeq {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	newest := d.batches[n-1]
+	d.batches = append(d.batches[:0], d.batches[n:]...)
+	in.mu.Lock()
+	// A blocking flush (revoke) may have recorded a newer one.
+	advanced := newest.seq > in.durableSeq
+	if advanced {
+		in.durable, in.durableSeq = newest.pos, newest.seq
+	}
+	in.mu.Unlock()
+	if advanced {
+		in.commit(ctx)
+		in.cfg.Metrics.FlushSecs.Observe(now.Sub(newest.at).Seconds())
+	}
 }
 
 // ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
@@ -451,9 +642,10 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 	}
 }
 
-// apply hands one batch to the store; if the store stalls, fetching of the
-// assigned partitions pauses until it takes the batch.
-func (in *Ingester) apply(b *engine.Batch) error {
+// apply hands one batch to the store and returns its sequence number; if
+// the store stalls, fetching of the assigned partitions pauses until it
+// takes the batch.
+func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	m := in.cfg.Metrics
 	done := make(chan struct{})
 	paused := make(chan map[string][]int32, 1)
@@ -475,19 +667,19 @@ func (in *Ingester) apply(b *engine.Batch) error {
 		}
 	}()
 	t0 := time.Now()
-	_, err := in.store.Apply(b)
+	seq, err := in.store.Apply(b)
 	close(done)
 	if ps := <-paused; ps != nil {
 		in.cl.ResumeFetchPartitions(ps)
 		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
 	}
 	if err != nil {
-		return fmt.Errorf("ingest: apply: %w", err)
+		return 0, fmt.Errorf("ingest: apply: %w", err)
 	}
 	m.ApplySecs.Observe(time.Since(t0).Seconds())
 	m.BatchEdges.Observe(float64(b.Len()))
 	m.Edges.Add(float64(b.Len()))
-	return nil
+	return seq, nil
 }
 
 // Dead-letter headers.
@@ -555,14 +747,6 @@ func (in *Ingester) flush() error {
 	in.durable, in.durableSeq = pos, sm.DurableSeq
 	in.mu.Unlock()
 	return nil
-}
-
-// pendingFlush is a background flush whose position is committed once the
-// store's durable seq reaches target.
-type pendingFlush struct {
-	target uint64
-	pos    Position
-	start  time.Time
 }
 
 // flushAndCommit flushes and waits, then commits (see commit).

@@ -1,6 +1,12 @@
 package ingest
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics of the ingest path. Built by NewMetrics; a nil registerer gives
 // working, unregistered metrics.
@@ -16,7 +22,7 @@ type Metrics struct {
 	Paused      prometheus.Counter
 	FetchErrs   prometheus.Counter
 	Lag         *prometheus.GaugeVec // by topic and partition
-	Visibility  prometheus.Histogram // record produce time -> visible in snapshots
+	Visibility  *LatencyHistogram    // record produce time -> visible in snapshots
 }
 
 // NewMetrics builds the metrics and registers them with reg when not nil.
@@ -46,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
 		}),
 		FlushSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "graphtide_ingest_flush_duration_seconds", Help: "Time to make ingested data durable and commit offsets.",
+			Name: "graphtide_ingest_flush_duration_seconds", Help: "Time to make ingested data durable and commit offsets: from a batch being applied to its offsets being committed, or a blocking flush (revoke, shutdown).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 		}),
 		Paused: prometheus.NewCounter(prometheus.CounterOpts{
@@ -55,10 +61,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FetchErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_fetch_errors_total", Help: "Fetch errors returned by the Kafka client (retried).",
 		}),
-		Visibility: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "graphtide_ingest_visibility_seconds", Help: "From a record's produce timestamp to its edges being visible to new snapshots.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}),
+		Visibility: NewLatencyHistogram("graphtide_ingest_visibility_seconds",
+			"From a record's produce timestamp to its edges being visible to new snapshots."),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "graphtide_ingest_consumer_lag_records", Help: "High watermark minus next offset, per partition.",
 		}, []string{"topic", "partition"}),
@@ -68,4 +72,99 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility)
 	}
 	return m
+}
+
+// LatencyBuckets is the number of finite buckets of a LatencyHistogram:
+// upper bounds 1 ms x 2^k for k = 0..LatencyBuckets-1 (1 ms to 32.768 s),
+// as prometheus.ExponentialBuckets(0.001, 2, LatencyBuckets).
+const LatencyBuckets = 16
+
+// LatencyHistogram is a Prometheus histogram of durations in seconds with
+// the buckets described at LatencyBuckets. Unlike prometheus.Histogram it
+// takes a whole batch of observations at once, counting them locally and
+// adding them under one lock: the ingest path observes every record, and
+// a per-record Observe cost more than the decoding.
+type LatencyHistogram struct {
+	desc *prometheus.Desc
+
+	mu sync.Mutex
+	// counts per bucket, not cumulative; the last one is +Inf.
+	// Protected by mu.
+	counts [LatencyBuckets + 1]uint64
+	count  uint64  // Protected by mu.
+	sum    float64 // seconds; Protected by mu.
+}
+
+// NewLatencyHistogram returns an empty histogram named name.
+func NewLatencyHistogram(name, help string) *LatencyHistogram {
+	return &LatencyHistogram{desc: prometheus.NewDesc(name, help, nil, nil)}
+}
+
+// latencyBucket returns the index of the bucket d falls in: the smallest k
+// with d <= 1ms x 2^k, or LatencyBuckets (+Inf).
+func latencyBucket(d time.Duration) int {
+	if d <= time.Millisecond {
+		return 0
+	}
+	// With q = ceil(d / 1ms) >= 2: d <= 2^k ms  <=>  q <= 2^k  <=>
+	// bits.Len64(q-1) <= k.
+	q := (uint64(d) + uint64(time.Millisecond) - 1) / uint64(time.Millisecond)
+	return min(bits.Len64(q-1), LatencyBuckets)
+}
+
+// ObserveSince observes now - t for every t in starts.
+func (h *LatencyHistogram) ObserveSince(now time.Time, starts []time.Time) {
+	if len(starts) == 0 {
+		return
+	}
+	var local [LatencyBuckets + 1]uint64
+	var sum time.Duration
+	for _, t := range starts {
+		d := now.Sub(t)
+		local[latencyBucket(d)]++
+		sum += d
+	}
+	h.mu.Lock()
+	for i, c := range local {
+		h.counts[i] += c
+	}
+	h.count += uint64(len(starts))
+	h.sum += sum.Seconds()
+	h.mu.Unlock()
+}
+
+// Observe observes one duration.
+func (h *LatencyHistogram) Observe(d time.Duration) {
+	h.mu.Lock()
+	h.counts[latencyBucket(d)]++
+	h.count++
+	h.sum += d.Seconds()
+	h.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (h *LatencyHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+// Collect implements prometheus.Collector.
+func (h *LatencyHistogram) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	buckets := make(map[float64]uint64, LatencyBuckets)
+	var cum uint64
+	for k := range LatencyBuckets {
+		cum += h.counts[k]
+		buckets[latencyBound(k)] = cum
+	}
+	count, sum := h.count, h.sum
+	h.mu.Unlock()
+	ch <- prometheus.MustNewConstHistogram(h.desc, count, sum, buckets)
+}
+
+// latencyBound is the upper bound of bucket k in seconds, computed as
+// prometheus.ExponentialBuckets does.
+func latencyBound(k int) float64 {
+	b := 0.001
+	for range k {
+		b *= 2
+	}
+	return b
 }

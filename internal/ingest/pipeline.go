@@ -1,0 +1,147 @@
+package ingest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+)
+
+// pipelineDepth is the most batches handed to the applier and not yet
+// taken back by the poll loop (one being applied, the rest queued). The
+// queue lets the poll loop take the client's whole buffered fetch (with
+// 4 partitions of 1 MiB of one-edge records, about 200,000 records), and
+// franz-go sends the next fetch only then: so it is on the wire while the
+// store applies. Memory: pipelineDepth x MaxPollRecords decoded operations
+// (32 bytes) and timestamps (24 bytes), about 18 MB at the default 20,000;
+// the records themselves go back to the pool once decoded.
+const pipelineDepth = 16
+
+// applyJob is one poll's work for the applier: a batch, the position it
+// completes, and optionally the start of a timed flush after it.
+type applyJob struct {
+	batch   engine.Batch
+	records int         // Kafka records the batch covers; 0: flush only
+	pos     Position    // the position after this batch; never modified once set
+	stamps  []time.Time // produce timestamps of the records, for visibility
+	flush   bool        // start a background flush right after the batch
+	emit    func(decode.Edge)
+
+	// Set by the applier.
+	err         error  // the job failed; nothing after it is applied
+	seq         uint64 // the batch's store sequence number
+	flushed     bool   // the job started a background flush...
+	flushTarget uint64 // ...which makes everything up to this seq durable
+}
+
+func newApplyJob() *applyJob {
+	j := &applyJob{}
+	j.emit = j.add
+	return j
+}
+
+// add appends one decoded edge operation to the batch.
+func (j *applyJob) add(e decode.Edge) {
+	switch e.Op {
+	case decode.OpUpsert:
+		w := 1.0
+		if e.HasWeight {
+			w = e.Weight
+		}
+		j.batch.InsertWeighted(e.Src, e.Dst, w)
+	case decode.OpDeleteEdge:
+		j.batch.DeleteEdge(e.Src, e.Dst)
+	case decode.OpDeleteVertex:
+		j.batch.DeleteVertex(e.Src)
+	}
+}
+
+func (j *applyJob) reset() {
+	j.batch.Reset()
+	j.records, j.pos, j.stamps, j.flush = 0, nil, j.stamps[:0], false
+	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
+}
+
+// pipeline connects the poll loop to the applier goroutine. Jobs go to
+// the applier on jobs and come back on done in the same order.
+//
+// INVARIANT: the poll loop never has more than pipelineDepth jobs in
+// flight (sent on jobs and not yet received from done), and both channels
+// hold pipelineDepth, so neither side ever blocks on a send.
+type pipeline struct {
+	jobs   chan *applyJob
+	done   chan *applyJob
+	exited chan struct{}
+
+	// Owned by the poll loop.
+	free     []*applyJob // jobs to fill
+	inflight int
+}
+
+// startApplier starts the applier goroutine.
+func (in *Ingester) startApplier() *pipeline {
+	p := &pipeline{
+		jobs:   make(chan *applyJob, pipelineDepth),
+		done:   make(chan *applyJob, pipelineDepth),
+		exited: make(chan struct{}),
+	}
+	for range pipelineDepth {
+		p.free = append(p.free, newApplyJob())
+	}
+	go in.applier(p)
+	return p
+}
+
+// stop ends the applier once it has finished the jobs sent so far.
+func (p *pipeline) stop() {
+	close(p.jobs)
+	<-p.exited
+}
+
+// applier applies jobs in order.
+//
+// INVARIANT: after a job fails, no later job is applied (they come back
+// with the same error): in.applied only ever advances batch by batch, so
+// the position recorded with a flush never skips records.
+func (in *Ingester) applier(p *pipeline) {
+	defer close(p.exited)
+	var failed error
+	for j := range p.jobs {
+		if failed == nil {
+			failed = in.applyJob(j)
+		}
+		j.err = failed
+		p.done <- j
+	}
+}
+
+// applyJob applies j's batch, publishes its position as applied and
+// records visibility, then starts a background flush if asked. The poll
+// loop learns which positions are durable from the batches' sequence
+// numbers (see commitDurable).
+func (in *Ingester) applyJob(j *applyJob) error {
+	if j.records > 0 {
+		seq, err := in.apply(&j.batch)
+		if err != nil {
+			return err
+		}
+		j.seq = seq
+		in.mu.Lock()
+		in.applied = j.pos
+		in.mu.Unlock()
+		now := time.Now()
+		in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
+		if in.cfg.OnVisible != nil {
+			in.cfg.OnVisible(j.stamps, now)
+		}
+	}
+	if j.flush {
+		target, err := in.store.FlushAsync()
+		if err != nil {
+			return fmt.Errorf("ingest: flush: %w", err)
+		}
+		j.flushed, j.flushTarget = true, target
+	}
+	return nil
+}
