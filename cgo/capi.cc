@@ -121,6 +121,8 @@ int gt_compact_all(gt_store *s, gt_error *err) {
   return Guard(err, [&] { return Done(s->s->CompactAll(), err); });
 }
 
+uint64_t gt_durable_seq(gt_store *s) { return s->s->DurableSeq(); }
+
 void gt_source_position(gt_store *s, uint8_t *buf, size_t cap, size_t *len) {
   try {
     std::string p = s->s->SourcePosition();

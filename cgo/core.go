@@ -173,6 +173,9 @@ func (s *Store) FlushAsync() (uint64, *Error) {
 	return uint64(target), nil
 }
 
+// DurableSeq calls gt_durable_seq.
+func (s *Store) DurableSeq() uint64 { return uint64(C.gt_durable_seq(s.h)) }
+
 // CompactAll calls gt_compact_all.
 func (s *Store) CompactAll() *Error {
 	return s.simple(func(e *C.gt_error) C.int { return C.gt_compact_all(s.h, e) })

@@ -149,10 +149,15 @@ int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos,
 int gt_flush(gt_store *s, gt_error *err);
 
 /* Starts making every applied batch durable without waiting: freezes the
- * active MemGraph (waiting only while the previous one is still flushing)
- * and returns. *target receives the sequence number that is durable once
- * gt_metrics.durable_seq reaches it. */
+ * active MemGraph and returns; when the previous one is still flushing, the
+ * flush thread freezes it as soon as that flush is done (writers never wait
+ * for it). *target receives the sequence number that is durable once
+ * gt_durable_seq reaches it. */
 int gt_flush_async(gt_store *s, uint64_t *target, gt_error *err);
+
+/* The newest sequence number covered by a completed flush (cheap: no
+ * metrics are gathered). */
+uint64_t gt_durable_seq(gt_store *s);
 
 /* Flushes, then compacts all data into the deepest level in use. */
 int gt_compact_all(gt_store *s, gt_error *err);

@@ -553,10 +553,45 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
 
 Status Store::RequestFlush(uint64_t *target) {
   std::unique_lock<std::mutex> wl(write_mu_);
-  auto ver = Current();
-  if (!ver->active->empty()) GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
   *target = last_seq_.load();
-  return Status::OK();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (current_->active->empty()) return Status::OK();
+    if (current_->imm) {
+      // A flush is running: freezing now would wait for it with write_mu_
+      // held and stall writers. The flush thread freezes the active
+      // MemGraph when it is done instead (MaybeFreezeRequested). imm cannot
+      // appear meanwhile: only a freeze sets it, and freezes hold write_mu_.
+      flush_requested_ = std::max(flush_requested_, *target);
+      return Status::OK();
+    }
+  }
+  return FreezeActiveLocked(&wl);  // no flush running: no wait
+}
+
+void Store::MaybeFreezeRequested() {
+  // True while there is a request this thread should serve now. With a
+  // frozen MemGraph pending (a writer froze a full one meanwhile) it is not
+  // the time: the flush loop flushes that one first and comes back here.
+  auto wanted = [&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return !shutting_down_ && bg_error_.ok() && !current_->imm && flush_requested_ > durable_seq_ &&
+           !current_->active->empty();
+  };
+  while (wanted()) {
+    // Never block on write_mu_ here: a writer may hold it while it waits
+    // for this thread to flush a full MemGraph. try_lock, and retry while a
+    // writer applies one batch.
+    std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+    if (!wl.owns_lock()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (!wanted()) return;  // a writer froze it meanwhile
+    Status s = FreezeActiveLocked(&wl);  // no frozen MemGraph: no wait
+    if (!s.ok()) SetBackgroundError(s);
+    return;
+  }
 }
 
 Status Store::Flush() {
@@ -581,6 +616,7 @@ void Store::FlushLoop() {
     Status s = FlushMemGraph(mem);
     if (!s.ok()) SetBackgroundError(s);
     mem.reset();
+    MaybeFreezeRequested();
 #if defined(__GLIBC__)
     // The MemGraph's slot and hash vectors were freed (unless a reader still
     // holds its Version); hand the heap's free pages back to the OS so the
@@ -870,6 +906,11 @@ Status Store::VerifyAll() {
       for (const auto &s : lv) GT_RETURN_IF_ERROR(s->VerifyAll());
   }
   return Status::OK();
+}
+
+uint64_t Store::DurableSeq() {
+  std::lock_guard<std::mutex> l(mu_);
+  return durable_seq_;
 }
 
 std::string Store::SourcePosition() {

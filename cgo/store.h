@@ -88,6 +88,7 @@ class Store {
   Status CompactAll();
   Status VerifyAll();
   std::string SourcePosition();
+  uint64_t DurableSeq();
   void GetMetrics(gt_metrics *m);
 
   std::shared_ptr<const Version> Current();
@@ -112,6 +113,9 @@ class Store {
   // Freezes the active MemGraph, waiting while the previous one is flushing.
   // Requires write_mu_ held.
   Status FreezeActiveLocked(std::unique_lock<std::mutex> *write_lock);
+  // Flush thread, after a flush: freezes the active MemGraph if a flush was
+  // requested for data it holds.
+  void MaybeFreezeRequested();
   Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
   Status RunCompaction(int dir, const CompactionPlan &plan);
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
@@ -138,6 +142,9 @@ class Store {
   Status bg_error_;
   std::vector<uint64_t> pointers_[2];
   bool compaction_wanted_ = false;
+  // Newest seq a flush was requested for while another flush ran; the
+  // flush thread freezes the active MemGraph for it once that one is done.
+  uint64_t flush_requested_ = 0;
 
   std::mutex manifest_mu_;  // serializes manifest appends
   Manifest manifest_;

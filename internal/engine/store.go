@@ -148,9 +148,9 @@ func (s *Store) Flush() error {
 }
 
 // FlushAsync starts making every applied batch durable and returns without
-// waiting for it (it blocks only while the previous MemGraph is still
-// being flushed). Everything up to the returned sequence number is durable
-// once Metrics().DurableSeq reaches it.
+// waiting for it, and without stalling writers when a flush is already
+// running (the next one then starts when that one ends). Everything up to
+// the returned sequence number is durable once DurableSeq reaches it.
 func (s *Store) FlushAsync() (uint64, error) {
 	var target uint64
 	err := s.with("flush", func(c *core.Store) (e *core.Error) {
@@ -158,6 +158,17 @@ func (s *Store) FlushAsync() (uint64, error) {
 		return e
 	})
 	return target, err
+}
+
+// DurableSeq is the newest sequence number covered by a completed flush
+// (Metrics().DurableSeq without gathering the other metrics).
+func (s *Store) DurableSeq() (uint64, error) {
+	var d uint64
+	err := s.with("durable seq", func(c *core.Store) *core.Error {
+		d = c.DurableSeq()
+		return nil
+	})
+	return d, err
 }
 
 // CompactAll flushes, then compacts all data into the deepest level in use,

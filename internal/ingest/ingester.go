@@ -597,17 +597,17 @@ type appliedBatch struct {
 // each flush the position of the newest batch it covers, so this is the
 // position the store would resume from after a crash.
 func (in *Ingester) commitDurable(ctx context.Context, d *durability) {
-	sm, err := in.store.Metrics()
+	durableSeq, err := in.store.DurableSeq()
 	if err != nil {
 		return
 	}
 	now := time.Now()
 	d.checked = now
-	if d.flushing && d.targetKnown && sm.DurableSeq >= d.target {
+	if d.flushing && d.targetKnown && durableSeq >= d.target {
 		d.flushing = false
 	}
 	n := 0
-	for n < len(d.batches) && d.batches[n].seq <= sm.DurableSeq {
+	for n < len(d.batches) && d.batches[n].seq <= durableSeq {
 		n++
 	}
 	if n == 0 {
@@ -739,12 +739,12 @@ func (in *Ingester) flush() error {
 	if err := in.store.Flush(); err != nil {
 		return fmt.Errorf("ingest: flush: %w", err)
 	}
-	sm, err := in.store.Metrics()
+	durableSeq, err := in.store.DurableSeq()
 	if err != nil {
 		return fmt.Errorf("ingest: flush: %w", err)
 	}
 	in.mu.Lock()
-	in.durable, in.durableSeq = pos, sm.DurableSeq
+	in.durable, in.durableSeq = pos, durableSeq
 	in.mu.Unlock()
 	return nil
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/staticcsr"
+	"github.com/graphtide/graphtide/internal/views"
 )
 
 // Config of one run.
@@ -384,6 +385,21 @@ func newStore(dir string) (*engine.Store, error) {
 	return engine.Open(dir, nil)
 }
 
+// newServeStore opens a store as serve runs it: with a views manager,
+// whose edge log (fed by every Apply) serves stream views and analytics.
+func newServeStore(dir string) (*engine.Store, func(), error) {
+	s, err := newStore(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	vm, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, func() { vm.Close(); s.Close() }, nil
+}
+
 // storeApply applies edges straight to a fresh store in dir, in batches
 // of the ingester's poll size and one upsert per edge as the ingester
 // builds them, and returns the rate (final flush included) and the CPU
@@ -432,11 +448,11 @@ type ingestResult struct {
 // flushes the store, stops the ingester and checks the store against want.
 func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir string, want *staticcsr.CSR) (ingestResult, error) {
 	var ir ingestResult
-	s, err := newStore(dir)
+	s, closeStore, err := newServeStore(dir)
 	if err != nil {
 		return ir, err
 	}
-	defer s.Close()
+	defer closeStore()
 	var first firstBatch
 	var applied atomic.Int64
 	all := make(chan struct{})
@@ -502,11 +518,11 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 		return nil, err
 	}
 	defer adm.DeleteTopics(context.Background(), topic)
-	s, err := newStore(dir)
+	s, closeStore, err := newServeStore(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer closeStore()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var dump []time.Time // produce times, parallel to lat, when dumping
