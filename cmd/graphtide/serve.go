@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -304,16 +305,40 @@ Command line beats environment beats config file.`,
 	return cmd
 }
 
+// embeddedRetentionBytes is how much of each partition the embedded
+// broker keeps in memory.
+const embeddedRetentionBytes = 32 << 20
+
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
 	brokers := o.brokers
 	if len(brokers) == 0 {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...))
+		// The embedded broker holds its records in this process's memory:
+		// keep the newest embeddedRetentionBytes of each partition (and an
+		// hour at most), so that serve's memory stays bounded however long
+		// it is fed.
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...),
+			kfake.BrokerConfigs(map[string]string{
+				"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
+				"log.retention.ms":    strconv.Itoa(int(time.Hour / time.Millisecond)),
+			}))
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}
 		defer c.Close()
+		go func() {
+			t := time.NewTicker(10 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					c.ApplyRetention()
+				}
+			}
+		}()
 		brokers = c.ListenAddrs()
-		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (in memory, not for production)", "address", brokers[0])
+		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (in memory, the newest 32 MiB per partition; not for production)", "address", brokers[0])
 		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
 	}
 	clientOpts, err := o.clientOpts()

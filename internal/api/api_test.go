@@ -676,7 +676,7 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 	if err := json.Unmarshal(r.body, &spec); r.status != 201 || err != nil {
 		t.Fatalf("POST /v1/analytics: %v", r)
 	}
-	if want := (Spec{Name: "from42", Type: "bfs", Root: "key:42", BatchSize: 1, Interval: "250ms"}); spec != want || r.header.Get("Location") != "/v1/analytics/from42" {
+	if want := (Spec{Name: "from42", Type: "bfs", Root: "key:42", BatchSize: 1, Interval: "250ms", MaxBehind: 1 << 18}); spec != want || r.header.Get("Location") != "/v1/analytics/from42" {
 		t.Errorf("registered %+v at %q, want %+v at /v1/analytics/from42", spec, r.header.Get("Location"), want)
 	}
 	c.expect("POST", "/v1/analytics", []byte(`{"type":"wcc","name":"from42"}`), 409, `an analytic named "from42" is registered`)

@@ -194,6 +194,7 @@ type Spec struct {
 	Window        string  `json:"window,omitempty"`
 	MaxCycle      int     `json:"max_cycle,omitempty"`
 	SearchBudget  int     `json:"search_budget,omitempty"`
+	MaxBehind     int     `json:"max_behind,omitempty"`
 }
 
 func duration(d time.Duration) string {
@@ -208,14 +209,15 @@ func SpecOf(s analytics.Spec) Spec {
 	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Interval: duration(s.Interval),
 		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
 		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
-		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget}
+		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, MaxBehind: s.MaxBehind}
 }
 
 // Analytics converts the spec to an analytics.Spec (not yet validated).
 func (s Spec) Analytics() (analytics.Spec, error) {
 	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
-		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget}
+		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
+		MaxBehind: s.MaxBehind}
 	for _, d := range []struct {
 		name, s string
 		to      *time.Duration

@@ -64,6 +64,9 @@ func NewManager(store *engine.Store, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// LogCapacity is how many operations the edge log keeps.
+func (m *Manager) LogCapacity() int { return m.cfg.LogCapacity }
+
 // Store is the store the manager serves.
 func (m *Manager) Store() *engine.Store { return m.store }
 

@@ -694,3 +694,43 @@ func TestIDSpace(t *testing.T) {
 		t.Fatal("a space of 2^40 ids should be refused")
 	}
 }
+
+// TestStatefulLostWhenTooFarBehind: more ops than MaxBehind between two
+// pulls are not delivered; the update says Lost (and All) and the stream
+// goes on from the new view.
+func TestStatefulLostWhenTooFarBehind(t *testing.T) {
+	s := smallStore(t, true)
+	m, _ := NewManager(s, Config{})
+	defer m.Close()
+	sf, err := m.Stateful(StatefulOptions{MaxBehind: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	apply := func(n int) {
+		ops := make([]engine.Op, n)
+		for i := range ops {
+			ops[i] = engine.Op{Src: uint64(i), Dst: uint64(i + 1), Weight: 1, Kind: engine.OpUpsert}
+		}
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(50)
+	ctx := context.Background()
+	u, err := sf.Pull(ctx)
+	if err != nil || !u.Lost || !u.All || len(u.Edges) != 0 {
+		t.Fatalf("50 ops behind a bound of 10: %v %+v", err, u)
+	}
+	if d, _ := u.View.Degree(0, engine.Out); d != 1 {
+		t.Fatalf("the view must still advance: degree %d", d)
+	}
+	apply(5)
+	u, err = sf.Pull(ctx)
+	if err != nil || u.Lost || len(u.Edges) != 5 {
+		t.Fatalf("within the bound again: %v lost=%v edges=%d", err, u.Lost, len(u.Edges))
+	}
+	if got := m.Stats().LostEvents; got != 1 {
+		t.Fatalf("lost events %d", got)
+	}
+}

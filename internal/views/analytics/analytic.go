@@ -72,6 +72,12 @@ type Spec struct {
 	Interval  time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
 	// Stale: read views of flushed data only (graph analytics).
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
+	// MaxBehind: when more operations than this wait for one pull, the
+	// analytic does not read them one by one but recomputes from the new
+	// view (a monitor resets its window and misses what it skipped, counted
+	// as a lost stream); this bounds the memory one pull takes. Default
+	// 262144, at most the edge log's capacity.
+	MaxBehind int `yaml:"max_behind,omitempty" json:"max_behind,omitempty"`
 
 	// PageRank: damping (default 0.85), tolerance on the L1 change of the
 	// ranks (default 1e-6) and the most iterations per update (default 100).
@@ -125,6 +131,12 @@ func (s *Spec) Validate() error {
 	}
 	if s.Interval < 0 {
 		return bad("interval must not be negative, got %v", s.Interval)
+	}
+	if s.MaxBehind == 0 {
+		s.MaxBehind = 1 << 18
+	}
+	if s.MaxBehind < s.BatchSize {
+		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
 	}
 	switch s.Type {
 	case "bfs", "sssp":
@@ -245,9 +257,11 @@ func (sp *Spec) set(k, v string) error {
 		i(&sp.MaxCycle)
 	case "search_budget":
 		i(&sp.SearchBudget)
+	case "max_behind":
+		i(&sp.MaxBehind)
 	default:
 		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
-			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget"}
+			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget", "max_behind"}
 		sort.Strings(keys)
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
 	}
