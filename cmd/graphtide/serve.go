@@ -319,6 +319,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...),
 			kfake.BrokerConfigs(map[string]string{
 				"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
+				// Retention drops whole segments: keep them small.
+				"log.segment.bytes": strconv.Itoa(embeddedRetentionBytes / 8),
 				"log.retention.ms":    strconv.Itoa(int(time.Hour / time.Millisecond)),
 			}))
 		if err != nil {
