@@ -238,6 +238,10 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for t, ps := range gone {
+		// Another member reports these partitions' lag now.
+		for _, p := range ps {
+			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
+		}
 		keep := in.assigned[t][:0]
 		for _, p := range in.assigned[t] {
 			drop := false

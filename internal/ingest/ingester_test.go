@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -197,5 +200,25 @@ func TestIngestKfake(t *testing.T) {
 	}
 	if got != poison {
 		t.Fatalf("dead letters: got %d, want %d", got, poison)
+	}
+}
+
+// TestRevokedPartitionsDropTheirLag: a partition that goes to another
+// member stops being reported (its last lag would look stuck forever).
+func TestRevokedPartitionsDropTheirLag(t *testing.T) {
+	m := NewMetrics(nil)
+	in := &Ingester{cfg: Config{Metrics: m}, assigned: map[string][]int32{"t": {0, 1, 2}}}
+	for p := 0; p < 3; p++ {
+		m.Lag.WithLabelValues("t", strconv.Itoa(p)).Set(float64(10 * p))
+	}
+	in.removeAssigned(map[string][]int32{"t": {0, 2}})
+	if n := testutil.CollectAndCount(m.Lag); n != 1 {
+		t.Fatalf("%d lag series left, want 1", n)
+	}
+	if v := testutil.ToFloat64(m.Lag.WithLabelValues("t", "1")); v != 10 {
+		t.Fatalf("lag of partition 1 = %v", v)
+	}
+	if got := in.assigned["t"]; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("assigned %v", got)
 	}
 }
