@@ -18,6 +18,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -25,25 +26,12 @@ import (
 // queryGraph is the oracle of a loaded data directory: its live edges with
 // weights, by id, and the ids of its string keys.
 type queryGraph struct {
-	edges map[[2]uint64]float64
+	edges testref.Edges
 	keys  map[string]uint64
 	names map[uint64]string // id -> key
 }
 
-func (g *queryGraph) adj(dir engine.Direction) map[uint64][]uint64 {
-	m := map[uint64][]uint64{}
-	for e := range g.edges {
-		a, b := e[0], e[1]
-		if dir == engine.In {
-			a, b = b, a
-		}
-		m[a] = append(m[a], b)
-	}
-	for _, ns := range m {
-		slices.Sort(ns)
-	}
-	return m
-}
+func (g *queryGraph) adj(dir engine.Direction) map[uint64][]uint64 { return g.edges.Adj(dir) }
 
 // arg names vertex v on the command line: its key (with "key:" when it
 // looks like a number), or its id.
@@ -90,72 +78,12 @@ func (g *queryGraph) dists(a uint64, weighted bool, maxDepth int) map[uint64]flo
 	return d
 }
 
-// pagerank is the analytics' definition, iterated to a fixed point.
-func (g *queryGraph) pagerank() map[uint64]float64 {
-	out := g.adj(engine.Out)
-	vs := map[uint64]bool{}
-	for e := range g.edges {
-		vs[e[0]], vs[e[1]] = true, true
-	}
-	n := float64(len(vs))
-	r := map[uint64]float64{}
-	for v := range vs {
-		r[v] = 1 / n
-	}
-	for it := 0; it < 10000; it++ {
-		next, dangling := map[uint64]float64{}, 0.0
-		for v := range vs {
-			if len(out[v]) == 0 {
-				dangling += r[v]
-			}
-			for _, w := range out[v] {
-				next[w] += r[v] / float64(len(out[v]))
-			}
-		}
-		delta := 0.0
-		for v := range vs {
-			x := 0.15/n + 0.85*(next[v]+dangling/n)
-			delta += math.Abs(x - r[v])
-			r[v] = x
-		}
-		if delta < 1e-14 {
-			break
-		}
-	}
-	return r
-}
+// pagerank is the analytics' definition (damping 0.85) at its fixed point.
+func (g *queryGraph) pagerank() map[uint64]float64 { return testref.PageRank(g.edges, 0.85) }
 
 // components names each vertex with an edge by the smallest id of its
 // weakly connected component, with the component's size.
-func (g *queryGraph) components() (map[uint64]uint64, map[uint64]int) {
-	und := map[uint64][]uint64{}
-	for e := range g.edges {
-		und[e[0]] = append(und[e[0]], e[1])
-		und[e[1]] = append(und[e[1]], e[0])
-	}
-	comp, size := map[uint64]uint64{}, map[uint64]int{}
-	for v := range und {
-		if _, ok := comp[v]; ok {
-			continue
-		}
-		seen := []uint64{v}
-		comp[v] = v
-		for i := 0; i < len(seen); i++ {
-			for _, w := range und[seen[i]] {
-				if _, ok := comp[w]; !ok {
-					comp[w] = v
-					seen = append(seen, w)
-				}
-			}
-		}
-		m := slices.Min(seen)
-		for _, x := range seen {
-			comp[x] = m
-		}
-		size[m] = len(seen)
-	}
-	return comp, size
-}
+func (g *queryGraph) components() (map[uint64]uint64, map[uint64]int) { return testref.Components(g.edges) }
 
 // loadQueryDir loads a data directory with in-edges: numeric vertices below
 // 60 and string keys (one of them "42"), non-negative weights, edge and

@@ -304,7 +304,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 // farPair returns two vertices with a path of at least three hops.
 func farPair(t *testing.T, f *fixture) (uint64, uint64) {
 	t.Helper()
-	for v := range f.live.adj(engine.Out) {
+	for v := range f.live.Adj(engine.Out) {
 		for w, l := range refDists(f.live, v, false, 0) {
 			if l >= 3 {
 				return v, w
@@ -328,7 +328,7 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 			g, seq = f.durable, f.durableSeq
 		}
 		for _, dir := range dirs {
-			adj := g.adj(dir)
+			adj := g.Adj(dir)
 			for _, v := range f.sample(nv) {
 				vp := url.PathEscape(f.vertexParam(v))
 				q := fmt.Sprintf("dir=%s&view=%s", dirName(dir), view)
@@ -367,7 +367,7 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 					t.Fatalf("%s %s neighbors of %d: %d, want %d", view, dirName(dir), v, len(got), len(adj[v]))
 				}
 				for i, w := range adj[v] {
-					want := Neighbor{ID: w, Key: keyOf(f.dict, w), Weight: g.weight(v, w, dir)}
+					want := Neighbor{ID: w, Key: keyOf(f.dict, w), Weight: g.Weight(v, w, dir)}
 					if got[i] != want {
 						t.Errorf("%s %s neighbor %d of %d: %+v, want %+v", view, dirName(dir), i, v, got[i], want)
 					}
@@ -477,7 +477,7 @@ func checkPath(t *testing.T, g graph, ref map[uint64]float64, a, b uint64, o Pat
 
 // refLevels: BFS levels over the oracle from root.
 func refLevels(g graph, root uint64) map[uint64]int {
-	out := g.adj(engine.Out)
+	out := g.Adj(engine.Out)
 	lv := map[uint64]int{root: 0}
 	for q := []uint64{root}; len(q) > 0; q = q[1:] {
 		for _, w := range out[q[0]] {

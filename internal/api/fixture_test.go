@@ -1,66 +1,23 @@
 package api
 
 import (
-	"container/heap"
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
-// graph is the independent oracle of the store: live edges and weights,
-// updated op by op with the documented semantics.
-type graph map[[2]uint64]float64
-
-func (g graph) apply(b *engine.Batch) {
-	for i := 0; i < b.Len(); i++ {
-		op := b.Op(i)
-		switch op.Kind {
-		case engine.OpUpsert:
-			g[[2]uint64{op.Src, op.Dst}] = op.Weight
-		case engine.OpDeleteEdge:
-			delete(g, [2]uint64{op.Src, op.Dst})
-		case engine.OpDeleteVertex:
-			for k := range g {
-				if k[0] == op.Src || k[1] == op.Src {
-					delete(g, k)
-				}
-			}
-		}
-	}
-}
-
-// adj returns each vertex's dir-neighbors, sorted.
-func (g graph) adj(dir engine.Direction) map[uint64][]uint64 {
-	m := map[uint64][]uint64{}
-	for k := range g {
-		a, b := k[0], k[1]
-		if dir == engine.In {
-			a, b = b, a
-		}
-		m[a] = append(m[a], b)
-	}
-	for _, ns := range m {
-		slices.Sort(ns)
-	}
-	return m
-}
-
-func (g graph) weight(src, dst uint64, dir engine.Direction) float64 {
-	if dir == engine.In {
-		src, dst = dst, src
-	}
-	return g[[2]uint64{src, dst}]
-}
+// graph is the independent oracle of the store (internal/testref): live
+// edges and weights, updated op by op with the documented semantics.
+type graph = testref.Edges
 
 // refDists are the lengths of the shortest paths from one vertex to every
 // vertex it reaches, by plain single-threaded searches over the map: BFS
@@ -69,7 +26,7 @@ func (g graph) weight(src, dst uint64, dir engine.Direction) float64 {
 func refDists(g graph, from uint64, weighted bool, maxDepth int) map[uint64]float64 {
 	dist := map[uint64]float64{from: 0}
 	if !weighted {
-		out := g.adj(engine.Out)
+		out := g.Adj(engine.Out)
 		for q := []uint64{from}; len(q) > 0; q = q[1:] {
 			v := q[0]
 			if maxDepth > 0 && dist[v] == float64(maxDepth) {
@@ -102,98 +59,11 @@ func refDists(g graph, from uint64, weighted bool, maxDepth int) map[uint64]floa
 	return dist
 }
 
-// refPageRank is the analytic's definition iterated to a fixed point with
-// a plain loop over the map.
-func refPageRank(g graph, d float64) map[uint64]float64 {
-	out := g.adj(engine.Out)
-	vs := map[uint64]bool{}
-	for k := range g {
-		vs[k[0]], vs[k[1]] = true, true
-	}
-	n := float64(len(vs))
-	r := map[uint64]float64{}
-	for v := range vs {
-		r[v] = 1 / n
-	}
-	for it := 0; it < 10000; it++ {
-		next := map[uint64]float64{}
-		dangling := 0.0
-		for v := range vs {
-			if len(out[v]) == 0 {
-				dangling += r[v]
-			}
-			for _, w := range out[v] {
-				next[w] += r[v] / float64(len(out[v]))
-			}
-		}
-		delta := 0.0
-		for v := range vs {
-			x := (1-d)/n + d*(next[v]+dangling/n)
-			delta += math.Abs(x - r[v])
-			r[v] = x
-		}
-		if delta < 1e-14 {
-			break
-		}
-	}
-	return r
-}
-
-// refComponents names each vertex with an edge by the smallest id of its
-// weakly connected component, and counts the components' sizes.
-func refComponents(g graph) (comp map[uint64]uint64, size map[uint64]int) {
-	und := map[uint64][]uint64{}
-	for k := range g {
-		und[k[0]] = append(und[k[0]], k[1])
-		und[k[1]] = append(und[k[1]], k[0])
-	}
-	comp, size = map[uint64]uint64{}, map[uint64]int{}
-	for v := range und {
-		if _, ok := comp[v]; ok {
-			continue
-		}
-		seen := []uint64{v}
-		comp[v] = v
-		for i := 0; i < len(seen); i++ {
-			for _, w := range und[seen[i]] {
-				if _, ok := comp[w]; !ok {
-					comp[w] = v
-					seen = append(seen, w)
-				}
-			}
-		}
-		m := slices.Min(seen)
-		for _, x := range seen {
-			comp[x] = m
-		}
-		size[m] = len(seen)
-	}
-	return comp, size
-}
-
-// refDistances: Dijkstra over the map from root.
-func refDistances(g graph, root uint64) map[uint64]float64 {
-	out := g.adj(engine.Out)
-	dist := map[uint64]float64{root: 0}
-	h := &distHeap{{root, 0}}
-	done := map[uint64]bool{}
-	for h.Len() > 0 {
-		it := heap.Pop(h).(distItem)
-		if done[it.v] {
-			continue
-		}
-		done[it.v] = true
-		for _, w := range out[it.v] {
-			if nd := it.d + g[[2]uint64{it.v, w}]; !done[w] {
-				if d, ok := dist[w]; !ok || nd < d {
-					dist[w] = nd
-					heap.Push(h, distItem{w, nd})
-				}
-			}
-		}
-	}
-	return dist
-}
+var (
+	refPageRank   = testref.PageRank
+	refComponents = testref.Components
+	refDistances  = testref.Dijkstra
+)
 
 // The keys of the fixture: plain ones, one with a space and a slash (it
 // must be percent-encoded in a path) and one that looks like a number
@@ -288,7 +158,7 @@ func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []s
 		if f.lastSeq, err = f.store.Apply(&b); err != nil {
 			t.Fatal(err)
 		}
-		f.live.apply(&b)
+		f.live.ApplyBatch(&b)
 		b.Reset()
 	}
 	b.InsertWeighted(900, 901, -1)

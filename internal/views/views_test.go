@@ -13,39 +13,17 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/testref"
 )
 
-// ---- oracle: a plain map of edges, updated op by op ----
+// ---- oracle: a plain map of edges, updated op by op (internal/testref) ----
 
-type ekey [2]uint64
+type ekey = [2]uint64
 
-type oracle map[ekey]float64
+type oracle = testref.Edges
 
-func (o oracle) clone() oracle {
-	c := make(oracle, len(o))
-	for k, v := range o {
-		c[k] = v
-	}
-	return c
-}
-
-func (o oracle) apply(op engine.Op) {
-	switch op.Kind {
-	case engine.OpUpsert:
-		o[ekey{op.Src, op.Dst}] = op.Weight
-	case engine.OpDeleteEdge:
-		delete(o, ekey{op.Src, op.Dst})
-	case engine.OpDeleteVertex:
-		for k := range o {
-			if k[0] == op.Src || k[1] == op.Src {
-				delete(o, k)
-			}
-		}
-	}
-}
-
-// adj is the sorted adjacency of dir as "v:d@w ..." per vertex.
-func (o oracle) adj(dir engine.Direction) map[uint64][]string {
+// adjOf is the sorted adjacency of dir as "d@w" per vertex.
+func adjOf(o oracle, dir engine.Direction) map[uint64][]string {
 	m := map[uint64][]string{}
 	keys := make([]ekey, 0, len(o))
 	for k := range o {
@@ -145,9 +123,9 @@ func writer(t testing.TB, s *engine.Store, h *history, seed uint64, n int, nv ui
 			return
 		}
 		for _, o := range ops {
-			cur.apply(o)
+			cur.Apply(o)
 		}
-		h.states[seq] = cur.clone()
+		h.states[seq] = cur.Clone()
 		h.ops[seq] = ops
 		h.mu.Unlock()
 		switch r.IntN(20) {
@@ -227,7 +205,7 @@ func checkView(t testing.TB, v *StaticView, want oracle) {
 		dirs = append(dirs, engine.In)
 	}
 	for _, dir := range dirs {
-		if got, exp := viewAdj(t, v, dir), want.adj(dir); !sameAdj(got, exp) {
+		if got, exp := viewAdj(t, v, dir), adjOf(want, dir); !sameAdj(got, exp) {
 			t.Fatalf("%v view at seq %d, dir %d: got %v want %v", v.Kind(), v.Seq(), dir, got, exp)
 		}
 	}
@@ -639,7 +617,7 @@ func TestStatefulChangedSets(t *testing.T) {
 						}
 					} else {
 						for _, dir := range []engine.Direction{engine.Out, engine.In} {
-							a, b := oldS.adj(dir), newS.adj(dir)
+							a, b := adjOf(oldS, dir), adjOf(newS, dir)
 							for v := range a {
 								if !slices.Equal(a[v], b[v]) && !slices.Contains(u.Changed, v) {
 									t.Fatalf("vertex %d changed (%v -> %v) but is not in %v", v, a[v], b[v], u.Changed)

@@ -94,13 +94,13 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		default:
 			b.DeleteVertex(o.Src)
 		}
-		h.cur.apply(o)
+		h.cur.Apply(o)
 	}
 	seq, err := h.s.Apply(&b)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.states[seq] = h.cur.clone()
+	h.states[seq] = h.cur.Clone()
 	h.step++
 	switch h.r.IntN(12) {
 	case 0:
@@ -163,7 +163,7 @@ func (h *harness) drive(a GraphAnalytic, rounds int, insertOnly, vdel bool, wind
 // allIDs lists every id of the oracle graph plus a few absent ones.
 func allIDs(g edges) []uint64 {
 	vs := []uint64{0, 1, 2, 999, engine.HighIDBase + 3}
-	for v := range g.vertices() {
+	for v := range g.Vertices() {
 		vs = append(vs, v)
 	}
 	return vs
