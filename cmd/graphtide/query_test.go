@@ -83,7 +83,9 @@ func (g *queryGraph) pagerank() map[uint64]float64 { return testref.PageRank(g.e
 
 // components names each vertex with an edge by the smallest id of its
 // weakly connected component, with the component's size.
-func (g *queryGraph) components() (map[uint64]uint64, map[uint64]int) { return testref.Components(g.edges) }
+func (g *queryGraph) components() (map[uint64]uint64, map[uint64]int) {
+	return testref.Components(g.edges)
+}
 
 // loadQueryDir loads a data directory with in-edges: numeric vertices below
 // 60 and string keys (one of them "42"), non-negative weights, edge and

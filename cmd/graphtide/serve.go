@@ -321,7 +321,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 				"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
 				// Retention drops whole segments: keep them small.
 				"log.segment.bytes": strconv.Itoa(embeddedRetentionBytes / 8),
-				"log.retention.ms":    strconv.Itoa(int(time.Hour / time.Millisecond)),
+				"log.retention.ms":  strconv.Itoa(int(time.Hour / time.Millisecond)),
 			}))
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
