@@ -20,6 +20,11 @@ HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms128m}"
 EXTRA_JVM_OPTS="${KAFKA_JVM_OPTS:-}"
 START_TIMEOUT="${GRAPHTIDE_KAFKA_START_TIMEOUT:-60}"
 STOP_TIMEOUT="${GRAPHTIDE_KAFKA_STOP_TIMEOUT:-20}"
+DEFAULT_DIR="./.kafka-data"
+PID_FILE="kafka.pid"
+NOUN="broker"
+# shellcheck source-path=SCRIPTDIR source=../lib/daemon.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/../lib/daemon.sh"
 # The log cleaner's dedupe buffer defaults to 128 MB, which does not fit a
 # small heap; 16 MB is plenty for a test broker.
 DEDUPE_BUFFER="${GRAPHTIDE_KAFKA_DEDUPE_BUFFER:-16777216}"
@@ -65,19 +70,6 @@ Environment:
   JAVA_HOME                      Java to use (else \`java\` on PATH).
   MVN                            Maven command. Default: mvn
 EOF
-}
-
-die() {
-	echo "${PROG}: error: $*" >&2
-	exit 1
-}
-
-log() {
-	echo "${PROG}: $*" >&2
-}
-
-is_uint() {
-	[[ "$1" =~ ^[0-9]+$ ]]
 }
 
 java_bin() {
@@ -185,19 +177,6 @@ cmd_install() {
 
 # ---------------------------------------------------------------- helpers
 
-# port_open PORT: true if something accepts TCP connections on 127.0.0.1:PORT.
-port_open() {
-	local port="$1"
-	if command -v nc >/dev/null 2>&1; then
-		nc -z -w 1 127.0.0.1 "${port}" >/dev/null 2>&1
-	elif command -v timeout >/dev/null 2>&1; then
-		timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/${port}" >/dev/null 2>&1
-	else
-		# Loopback connects succeed or get refused at once; no timeout needed.
-		(exec 3<>"/dev/tcp/127.0.0.1/${port}") >/dev/null 2>&1
-	fi
-}
-
 # running_pid DIR: print the broker PID for DIR if it is alive, else fail.
 running_pid() {
 	local dir="$1" pid
@@ -227,11 +206,6 @@ log_tail() {
 			tail -n 40 "${f}" >&2
 		fi
 	done
-}
-
-abs_dir() {
-	mkdir -p "$1"
-	(cd "$1" && pwd -P)
 }
 
 write_server_properties() {
@@ -319,7 +293,7 @@ format_dir() {
 # ---------------------------------------------------------------- start
 
 cmd_start() {
-	local port="9092" cport="" dir="./.kafka-data"
+	local port="9092" cport="" dir="${DEFAULT_DIR}"
 	while (($#)); do
 		case "$1" in
 		--port) [[ $# -ge 2 ]] || die "--port needs a value"; port="$2"; shift 2 ;;
@@ -332,9 +306,9 @@ cmd_start() {
 		*) die "start: unknown argument '$1' (see --help)" ;;
 		esac
 	done
-	is_uint "${port}" && ((port > 0 && port <= 65535)) || die "invalid --port '${port}'"
+	if ! is_uint "${port}" || ((port < 1 || port > 65535)); then die "invalid --port '${port}': want 1-65535"; fi
 	[[ -n "${cport}" ]] || cport=$((port + 1))
-	is_uint "${cport}" && ((cport > 0 && cport <= 65535)) || die "invalid --controller-port '${cport}'"
+	if ! is_uint "${cport}" || ((cport < 1 || cport > 65535)); then die "invalid --controller-port '${cport}': want 1-65535"; fi
 	((cport != port)) || die "--controller-port must differ from --port"
 	dir="$(abs_dir "${dir}")"
 
@@ -412,57 +386,6 @@ wait_ready() {
 }
 
 # ---------------------------------------------------------------- stop / status
-
-parse_dir_only() {
-	local sub="$1"
-	shift
-	DIR_ARG="./.kafka-data"
-	while (($#)); do
-		case "$1" in
-		--dir) [[ $# -ge 2 ]] || die "--dir needs a value"; DIR_ARG="$2"; shift 2 ;;
-		--dir=*) DIR_ARG="${1#*=}"; shift ;;
-		-h | --help) usage; exit 0 ;;
-		*) die "${sub}: unknown argument '$1' (see --help)" ;;
-		esac
-	done
-}
-
-cmd_stop() {
-	parse_dir_only stop "$@"
-	local dir="${DIR_ARG}"
-	if [[ ! -d "${dir}" ]]; then
-		log "not running (no dir ${dir})"
-		return 0
-	fi
-	dir="$(cd "${dir}" && pwd -P)"
-	local pid
-	if ! pid="$(running_pid "${dir}")"; then
-		rm -f "${dir}/kafka.pid"
-		log "not running"
-		return 0
-	fi
-	log "stopping broker pid ${pid}"
-	kill -TERM "${pid}" 2>/dev/null || true
-	local deadline=$((SECONDS + STOP_TIMEOUT))
-	while kill -0 "${pid}" 2>/dev/null; do
-		if ((SECONDS >= deadline)); then
-			log "still running after ${STOP_TIMEOUT}s; sending SIGKILL"
-			kill -KILL "${pid}" 2>/dev/null || true
-			local i
-			for ((i = 0; i < 50; i++)); do
-				kill -0 "${pid}" 2>/dev/null || break
-				sleep 0.1
-			done
-			break
-		fi
-		sleep 0.2
-	done
-	if kill -0 "${pid}" 2>/dev/null; then
-		die "could not stop broker pid ${pid}"
-	fi
-	rm -f "${dir}/kafka.pid"
-	log "stopped"
-}
 
 cmd_status() {
 	parse_dir_only status "$@"

@@ -22,6 +22,11 @@ PROMETHEUS="${GRAPHTIDE_PROMETHEUS_BIN:-prometheus}"
 RETENTION="${GRAPHTIDE_PROMETHEUS_RETENTION:-6h}"
 START_TIMEOUT="${GRAPHTIDE_PROMETHEUS_START_TIMEOUT:-60}"
 STOP_TIMEOUT="${GRAPHTIDE_PROMETHEUS_STOP_TIMEOUT:-20}"
+DEFAULT_DIR="./.prometheus-data"
+PID_FILE="prometheus.pid"
+NOUN="prometheus"
+# shellcheck source-path=SCRIPTDIR source=../lib/daemon.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/../lib/daemon.sh"
 
 # Where packages put Prometheus's console libraries (prom.lib, menu.lib):
 # Debian and Ubuntu ship them as examples of the prometheus package; the
@@ -83,19 +88,6 @@ ${lib_lines}
 EOF
 }
 
-die() {
-	echo "${PROG}: error: $*" >&2
-	exit 1
-}
-
-log() {
-	echo "${PROG}: $*" >&2
-}
-
-is_uint() {
-	[[ "$1" =~ ^[0-9]+$ ]]
-}
-
 # ---------------------------------------------------------------- install
 
 cmd_install() {
@@ -147,19 +139,6 @@ libraries_dir() {
 
 # ---------------------------------------------------------------- helpers
 
-# port_open PORT: true if something accepts TCP connections on 127.0.0.1:PORT.
-port_open() {
-	local port="$1"
-	if command -v nc >/dev/null 2>&1; then
-		nc -z -w 1 127.0.0.1 "${port}" >/dev/null 2>&1
-	elif command -v timeout >/dev/null 2>&1; then
-		timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/${port}" >/dev/null 2>&1
-	else
-		# Loopback connects succeed or get refused at once; no timeout needed.
-		(exec 3<>"/dev/tcp/127.0.0.1/${port}") >/dev/null 2>&1
-	fi
-}
-
 # ready PORT: true once Prometheus answers /-/ready with 200 (it answers
 # 503 while it replays its write-ahead log). Without curl, an open port
 # has to do.
@@ -208,11 +187,6 @@ log_tail() {
 	fi
 }
 
-abs_dir() {
-	mkdir -p "$1"
-	(cd "$1" && pwd -P)
-}
-
 # write_config FILE TARGET: the scrape configuration.
 write_config() {
 	local file="$1" target="$2"
@@ -257,7 +231,7 @@ EOF
 # Options of start and config, set by parse_start_opts.
 OPT_PORT="9090"
 OPT_TARGET="127.0.0.1:9464"
-OPT_DIR="./.prometheus-data"
+OPT_DIR="${DEFAULT_DIR}"
 
 parse_start_opts() {
 	local sub="$1"
@@ -373,57 +347,6 @@ wait_ready() {
 }
 
 # ---------------------------------------------------------------- stop / status
-
-parse_dir_only() {
-	local sub="$1"
-	shift
-	DIR_ARG="./.prometheus-data"
-	while (($#)); do
-		case "$1" in
-		--dir) [[ $# -ge 2 ]] || die "--dir needs a value"; DIR_ARG="$2"; shift 2 ;;
-		--dir=*) DIR_ARG="${1#*=}"; shift ;;
-		-h | --help) usage; exit 0 ;;
-		*) die "${sub}: unknown argument '$1' (see --help)" ;;
-		esac
-	done
-}
-
-cmd_stop() {
-	parse_dir_only stop "$@"
-	local dir="${DIR_ARG}"
-	if [[ ! -d "${dir}" ]]; then
-		log "not running (no dir ${dir})"
-		return 0
-	fi
-	dir="$(cd "${dir}" && pwd -P)"
-	local pid
-	if ! pid="$(running_pid "${dir}")"; then
-		rm -f "${dir}/prometheus.pid"
-		log "not running"
-		return 0
-	fi
-	log "stopping prometheus pid ${pid}"
-	kill -TERM "${pid}" 2>/dev/null || true
-	local deadline=$((SECONDS + STOP_TIMEOUT))
-	while kill -0 "${pid}" 2>/dev/null; do
-		if ((SECONDS >= deadline)); then
-			log "still running after ${STOP_TIMEOUT}s; sending SIGKILL"
-			kill -KILL "${pid}" 2>/dev/null || true
-			local i
-			for ((i = 0; i < 50; i++)); do
-				kill -0 "${pid}" 2>/dev/null || break
-				sleep 0.1
-			done
-			break
-		fi
-		sleep 0.2
-	done
-	if kill -0 "${pid}" 2>/dev/null; then
-		die "could not stop prometheus pid ${pid}"
-	fi
-	rm -f "${dir}/prometheus.pid"
-	log "stopped"
-}
 
 cmd_status() {
 	parse_dir_only status "$@"
