@@ -211,6 +211,7 @@ type Metrics struct {
 	Flushes, FlushNanos, FlushBytes                                    uint64
 	Compactions, CompactionNanos, CompactionRead, CompactionWritten    uint64
 	Stalls, StallNanos, SnapshotsOpen, VertexDeletes, BackgroundErrors uint64
+	DeferredFlushes                                                    uint64
 	Levels                                                             []LevelMetrics
 }
 
@@ -226,6 +227,7 @@ func (s *Store) Metrics() Metrics {
 		CompactionRead: uint64(c.compaction_bytes_read), CompactionWritten: uint64(c.compaction_bytes_written),
 		Stalls: uint64(c.stalls), StallNanos: uint64(c.stall_nanos), SnapshotsOpen: uint64(c.snapshots_open),
 		VertexDeletes: uint64(c.vertex_deletes), BackgroundErrors: uint64(c.background_errors),
+		DeferredFlushes: uint64(c.deferred_flushes),
 	}
 	for i := 0; i < int(c.num_levels) && i < len(c.levels); i++ {
 		l := c.levels[i]

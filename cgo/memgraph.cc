@@ -75,7 +75,10 @@ void MemGraph::Mark(Dir &d, uint64_t v) {
     return;
   }
   std::vector<uint64_t> &bits = d.bits[b];
-  if (off / 64 >= bits.size()) bits.resize(std::max<size_t>(off / 64 + 1, bits.size() * 2), 0);
+  // INVARIANT: bits never covers offsets at or past kBitmapIds, so every
+  // vertex with far set lies past what VerticesFrom walks in the bitmap.
+  if (off / 64 >= bits.size())
+    bits.resize(std::min<size_t>(std::max<size_t>(off / 64 + 1, bits.size() * 2), kBitmapIds / 64), 0);
   bits[off / 64] |= uint64_t(1) << (off % 64);
 }
 

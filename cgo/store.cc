@@ -380,6 +380,7 @@ Status Store::Recover() {
   ver->vdel = vdel;
   current_ = ver;
   last_seq_.store(durable_seq_);
+  durable_pub_.store(durable_seq_);
   // The overall bound is the larger band bound (the recorded band bounds
   // can exceed the files' own: they remember ids whose edges are gone).
   vertex_bound_.store(std::max({bound, low, high}));
@@ -437,17 +438,13 @@ std::vector<uint64_t> Store::PinnedSnapshots() {
 }
 
 uint64_t Store::PinSnapshot(bool durable) {
-  // Lock order: snap_mu_, then mu_. durable_seq_ is read under snap_mu_ so
-  // that a compaction either sees this pin or took its pins (and chose its
-  // inputs, all at or below the durable seq of then) before it was read.
+  // The durable seq is read under snap_mu_ (from its atomic copy, so that
+  // pins never wait for mu_), so that a compaction either sees this pin or
+  // took its pins, after reading its own durable seq and choosing its
+  // inputs, before this seq was read (see RunCompaction).
   std::lock_guard<std::mutex> l(snap_mu_);
-  uint64_t tau;
-  if (durable) {
-    std::lock_guard<std::mutex> ml(mu_);
-    tau = durable_seq_;
-  } else {
-    tau = last_seq_.load(std::memory_order_acquire);
-  }
+  const uint64_t tau =
+      durable ? durable_pub_.load(std::memory_order_acquire) : last_seq_.load(std::memory_order_acquire);
   snaps_.insert(tau);
   return tau;
 }
@@ -519,13 +516,18 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
 
   std::unique_lock<std::mutex> wl(write_mu_);
   std::shared_ptr<const Version> ver;
+  bool requested;  // a deferred flush request this writer can serve at once
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!bg_error_.ok()) return bg_error_;
     if (shutting_down_) return Status::Closed("store is closing");
     ver = current_;
+    requested = flush_requested_ > durable_seq_ && !ver->imm && !ver->active->empty();
   }
-  if (ver->active->full()) {
+  // A writer serves a deferred flush request itself when it finds no flush
+  // running: the flush thread's try_lock may lose to a steady stream of
+  // writers, and the request must not wait for the MemGraph to fill.
+  if (ver->active->full() || requested) {
     GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
     ver = Current();
   }
@@ -563,6 +565,7 @@ Status Store::RequestFlush(uint64_t *target) {
       // MemGraph when it is done instead (MaybeFreezeRequested). imm cannot
       // appear meanwhile: only a freeze sets it, and freezes hold write_mu_.
       flush_requested_ = std::max(flush_requested_, *target);
+      deferred_flushes_.fetch_add(1);
       return Status::OK();
     }
   }
@@ -628,7 +631,6 @@ void Store::FlushLoop() {
 
 Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   const uint64_t t0 = NowNanos();
-  const std::vector<uint64_t> snaps = PinnedSnapshots();
   std::shared_ptr<const VdelMap> vdel;
   uint64_t durable;
   {
@@ -636,6 +638,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     vdel = current_->vdel;
     durable = durable_seq_;
   }
+  const std::vector<uint64_t> snaps = PinnedSnapshots();  // after durable: see RunCompaction
   RetainParams rp{&snaps, vdel.get(), durable, false};
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
@@ -682,6 +685,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     for (auto &s : segs) nv->trees[s->meta().dir].l0.insert(nv->trees[s->meta().dir].l0.begin(), s);
     current_ = nv;
     durable_seq_ = std::max(durable_seq_, mem->freeze_seq());
+    durable_pub_.store(durable_seq_, std::memory_order_release);
     if (mem->has_srcpos()) durable_srcpos_ = mem->srcpos();
     compaction_wanted_ = true;
   }
@@ -805,12 +809,18 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   }
   GT_RETURN_IF_ERROR(take(t.levels[plan.to_level], plan.to_ids));
 
-  const std::vector<uint64_t> snaps = PinnedSnapshots();
+  // The durable seq first, then the pins: a durable snapshot pinned after
+  // the pins were taken has a tau at least this durable seq, and every
+  // version or vertex delete this compaction drops on account of it is
+  // invisible at such a tau. (Read the other way round, a flush in between
+  // could let the compaction apply a vertex delete newer than the tau of a
+  // durable snapshot it did not see pinned.)
   uint64_t durable;
   {
     std::lock_guard<std::mutex> l(mu_);
     durable = durable_seq_;
   }
+  const std::vector<uint64_t> snaps = PinnedSnapshots();
   RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
 
   std::vector<VertexCursor> cursors;
@@ -908,10 +918,7 @@ Status Store::VerifyAll() {
   return Status::OK();
 }
 
-uint64_t Store::DurableSeq() {
-  std::lock_guard<std::mutex> l(mu_);
-  return durable_seq_;
-}
+uint64_t Store::DurableSeq() { return durable_pub_.load(std::memory_order_acquire); }
 
 std::string Store::SourcePosition() {
   std::lock_guard<std::mutex> l(mu_);
@@ -941,6 +948,7 @@ void Store::GetMetrics(gt_metrics *m) {
   m->stalls = stalls_.load();
   m->stall_nanos = stall_nanos_.load();
   m->background_errors = bg_errors_.load();
+  m->deferred_flushes = deferred_flushes_.load();
   {
     std::lock_guard<std::mutex> l(snap_mu_);
     m->snapshots_open = snaps_.size();

@@ -154,6 +154,9 @@ class Store {
   std::multiset<uint64_t> snaps_;  // Protected by snap_mu_.
 
   std::atomic<uint64_t> last_seq_{0};
+  // durable_seq_, published for readers that must not take mu_ (pins).
+  // INVARIANT: written under mu_ right after durable_seq_; never ahead of it.
+  std::atomic<uint64_t> durable_pub_{0};
   // One past the largest id of any applied or stored edge: overall, below
   // GT_HIGH_ID_BASE, and at or above it (0 = none). Only ever grow.
   std::atomic<uint64_t> vertex_bound_{0}, low_bound_{0}, high_bound_{0};
@@ -162,6 +165,7 @@ class Store {
   std::atomic<uint64_t> flushes_{0}, flush_nanos_{0}, flush_bytes_{0};
   std::atomic<uint64_t> compactions_{0}, compaction_nanos_{0}, compaction_read_{0}, compaction_written_{0};
   std::atomic<uint64_t> stalls_{0}, stall_nanos_{0}, bg_errors_{0};
+  std::atomic<uint64_t> deferred_flushes_{0};
 
   std::thread flush_thread_, compact_thread_;
 };

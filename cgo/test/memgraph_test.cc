@@ -46,12 +46,15 @@ TEST(MemGraphTest, VerticesFromMatchesBruteForce) {
   std::mt19937_64 rng(3);
   const uint64_t kHigh = GT_HIGH_ID_BASE;
   auto id = [&]() -> uint64_t {
-    switch (rng() % 6) {
+    switch (rng() % 8) {
       case 0: return rng() % 5000;                       // low band, bitmap
       case 1: return (uint64_t(1) << 27) + rng() % 50;   // low band, past the bitmap
+      case 6: return (uint64_t(1) << 26) - 1 - rng() % 3;  // the bitmap's last word: it grows to its cap
+      case 7: return (uint64_t(1) << 26) + rng() % 3;      // just past the cap
       case 2: return kHigh - 1 - rng() % 3;              // the top of the low band
       case 3: return kHigh + rng() % 3000;               // high band, bitmap
       case 4: return GT_MAX_VERTEX - rng() % 40;         // high band, far
+      case 5: return (rng() % 2 ? 38400000 : 40000000) + rng() % 3;  // growth here would double past the cap
       default: return rng() % 64;
     }
   };

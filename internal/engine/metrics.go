@@ -32,6 +32,7 @@ type Metrics struct {
 	SnapshotsOpen          int64
 	VertexDeletes          int64 // vertex-delete records held
 	BackgroundErrors       int64
+	DeferredFlushes        int64 // FlushAsync calls made while a flush ran (served after it)
 	Levels                 []LevelMetrics // index = level
 }
 
@@ -111,6 +112,7 @@ func (s *Store) Metrics() (Metrics, error) {
 		SnapshotsOpen:          int64(c.SnapshotsOpen),
 		VertexDeletes:          int64(c.VertexDeletes),
 		BackgroundErrors:       int64(c.BackgroundErrors),
+		DeferredFlushes:        int64(c.DeferredFlushes),
 	}
 	for _, l := range c.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})

@@ -39,6 +39,7 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		"snapshots":        d("snapshots_open", "Snapshots currently pinned."),
 		"vertex_deletes":   d("vertex_delete_records", "Vertex-delete records held."),
 		"bg_errors":        d("background_errors_total", "Failed background flushes or compactions."),
+		"deferred_flushes": d("deferred_flushes_total", "Flush requests made while a flush ran, served when it ended (writers did not wait)."),
 		"write_amp":        d("write_amplification_ratio", "Bytes written by flushes and compactions over bytes written by flushes."),
 		"read_amp":         d("read_amplification_runs", "Sorted runs one neighbor read may merge, per direction: MemGraphs holding data, L0 files and non-empty deeper levels."),
 		"disk_bytes":       d("disk_bytes", "Bytes of all live files."),
@@ -84,6 +85,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	g("snapshots", float64(m.SnapshotsOpen))
 	g("vertex_deletes", float64(m.VertexDeletes))
 	cnt("bg_errors", float64(m.BackgroundErrors))
+	cnt("deferred_flushes", float64(m.DeferredFlushes))
 	g("write_amp", m.WriteAmplification())
 	g("read_amp", m.ReadAmplification(c.store.InEdges()))
 	g("disk_bytes", float64(m.DiskBytes()))
