@@ -32,7 +32,7 @@ type Metrics struct {
 	SnapshotsOpen          int64
 	VertexDeletes          int64 // vertex-delete records held
 	BackgroundErrors       int64
-	DeferredFlushes        int64 // FlushAsync calls made while a flush ran (served after it)
+	DeferredFlushes        int64          // FlushAsync calls made while a flush ran (served after it)
 	Levels                 []LevelMetrics // index = level
 }
 
