@@ -290,8 +290,10 @@ Status Store::Recover() {
   uint32_t stored_in_edges = 0;
   auto vdel = std::make_shared<VdelMap>();
   uint64_t max_id = 0;
-  // Per-band bounds from flush records; a record written before bounds were
-  // recorded makes Recover compute them from the files instead.
+  // Per-band bounds from flush records. A record with bounds covers every
+  // file before it (they are the store's running bounds), so they hold when
+  // the newest flush record has them; else (a store written before bounds
+  // were recorded) Recover computes them from the files.
   bool bounds_recorded = true;
   uint64_t low = 0, high = 0;
   GT_RETURN_IF_ERROR(manifest_.Open(dir_, [&](const ManifestRecord &r) -> Status {
@@ -305,7 +307,7 @@ Status Store::Recover() {
         for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
         durable_seq_ = std::max(durable_seq_, r.durable_seq);
         if (r.has_srcpos) durable_srcpos_ = r.srcpos;
-        bounds_recorded = bounds_recorded && r.has_bounds;
+        bounds_recorded = r.has_bounds;
         low = std::max(low, r.low_bound);
         high = std::max(high, r.high_bound);
         break;
@@ -381,6 +383,16 @@ Status Store::Recover() {
   current_ = ver;
   last_seq_.store(durable_seq_);
   durable_pub_.store(durable_seq_);
+  if (!bounds_recorded && !live.empty()) {
+    // Record them, so that the next open need not read the files again.
+    ManifestRecord r;
+    r.type = RecType::kFlush;
+    r.durable_seq = durable_seq_;
+    r.has_bounds = true;
+    r.low_bound = low;
+    r.high_bound = high;
+    GT_RETURN_IF_ERROR(manifest_.Append(r));
+  }
   // The overall bound is the larger band bound (the recorded band bounds
   // can exceed the files' own: they remember ids whose edges are gone).
   vertex_bound_.store(std::max({bound, low, high}));
