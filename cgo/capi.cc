@@ -198,6 +198,22 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
   });
 }
 
+int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t after, uint32_t has_after,
+                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more,
+                                gt_error *err) {
+  return Guard(err, [&] {
+    *n = 0;
+    *more = 0;
+    if (int rc = CheckDir(snap, dir, err)) return rc;
+    if (cap > 0 && dsts == nullptr) return Fail(gt::Status::Invalid("dsts is required"), err);
+    bool m = false;
+    const int rc = Done(snap->r.NeighborsAfter(v, static_cast<int>(dir), has_after != 0, after, dsts, weights, cap, n, &m),
+                        err);
+    *more = m ? 1 : 0;
+    return rc;
+  });
+}
+
 void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n) {
   try {
     std::vector<gt_file_info> fs = s->s->Files();

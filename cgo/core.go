@@ -347,6 +347,20 @@ func (sn *Snapshot) Neighbors(v uint64, dir uint32, dsts []uint64, w []float64) 
 	return int(n), nil
 }
 
+// NeighborsAfter calls gt_snapshot_neighbors_after with dsts (and w unless
+// nil, as long as dsts) as the page buffer.
+func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, after uint64, hasAfter bool, dsts []uint64, w []float64) (n int, more bool, err *Error) {
+	var cn C.size_t
+	var cmore C.uint32_t
+	var e C.gt_error
+	rc := C.gt_snapshot_neighbors_after(sn.h, C.uint64_t(v), C.uint32_t(dir), C.uint64_t(after), b2u(hasAfter),
+		u64p(dsts), f64p(w), C.size_t(len(dsts)), &cn, &cmore, &e)
+	if rc != 0 {
+		return 0, false, takeError(rc, &e)
+	}
+	return int(cn), cmore != 0, nil
+}
+
 // Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, when
 // not nil, as long as dsts.
 func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, vids, offs, dsts []uint64, w []float64) (nv, ne int, next uint64, err *Error) {

@@ -194,6 +194,15 @@ int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *ou
 int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts,
                           double *weights, size_t cap, size_t *n, gt_error *err);
 
+/* One page of v's neighbors: those with an id above after (all of them when
+ * has_after is 0), sorted by dst, at most cap of them into dsts[0..cap) and
+ * weights (may be NULL). *n receives how many were written and *more is 1
+ * when more remain past them. Memory is bounded by cap whatever the degree;
+ * a compacted vertex is found by binary search. */
+int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t after, uint32_t has_after,
+                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more,
+                                gt_error *err);
+
 /* Neighbors of every vertex in [lo, hi) that has at least one visible edge,
  * in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge offsets into dsts,
  * offs[0] = 0), dsts/weights[0..*ne). Stops early when either buffer is full

@@ -1188,6 +1188,50 @@ Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t 
   return Status::OK();
 }
 
+Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts,
+                                      double *w, size_t cap, size_t *n, bool *more) {
+  *n = 0;
+  *more = false;
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+  }
+  if (FastRun(runs, tau_, *ver->vdel)) {
+    // One clean run, sorted and unique by dst: seek, then copy a page.
+    const Run &r = runs[0];
+    uint64_t lo = r.b, hi = r.e;
+    while (has_after && lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (r.seg->dst(mid) <= after)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const uint64_t end = std::min<uint64_t>(r.e, lo + cap);
+    r.seg->CopyDsts(lo, end, dsts);
+    if (w) r.seg->CopyWeights(lo, end, w);
+    *n = end - lo;
+    *more = end < r.e;
+    return Status::OK();
+  }
+  size_t k = 0;
+  VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t d, double wt) {
+    if (has_after && d <= after) return;
+    if (k < cap) {
+      dsts[k] = d;
+      if (w) w[k] = wt;
+      k++;
+    } else {
+      *more = true;
+    }
+  });
+  *n = k;
+  return Status::OK();
+}
+
 std::vector<gt_file_info> Store::Files() {
   auto ver = Current();
   std::vector<gt_file_info> out;

@@ -188,6 +188,8 @@ class SnapshotReader {
               double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
   Status Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w, size_t ecap,
                 size_t *done, size_t *ne);
+  Status NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w, size_t cap,
+                        size_t *n, bool *more);
 
  private:
   Store *store_;

@@ -109,6 +109,13 @@ func FindPath(ctx context.Context, g views.Graph, from, to uint64, o PathOptions
 	return res, err
 }
 
+// limitedGatherer is a graph that can stop a gather before a number of
+// edges (views.StaticView).
+type limitedGatherer interface {
+	GatherEachLimit(vids []uint64, dir engine.Direction, weights bool, maxEdges int,
+		f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error)
+}
+
 type search struct {
 	ctx    context.Context
 	g      views.Graph
@@ -128,12 +135,29 @@ func (s *search) gather(vids []uint64, dir engine.Direction, weights bool, f fun
 			return &BudgetError{Budget: s.budget, EdgesRead: s.read}
 		}
 		var ferr error
-		err := s.g.GatherEach(vids[at:min(at+gatherChunk, len(vids))], dir, weights, func(i int, nbrs []uint64, ws []float64) {
+		chunk := vids[at:min(at+gatherChunk, len(vids))]
+		visit := func(i int, nbrs []uint64, ws []float64) {
 			if ferr == nil {
 				s.read += int64(len(nbrs))
 				ferr = f(at+i, nbrs, ws)
 			}
-		})
+		}
+		if lg, ok := s.g.(limitedGatherer); ok {
+			// Read no edge past the budget: stop before the vertex that
+			// would cross it.
+			done, _, err := lg.GatherEachLimit(chunk, dir, weights, int(min(s.budget-s.read, 1<<40)), visit)
+			if err != nil {
+				return err
+			}
+			if ferr != nil {
+				return ferr
+			}
+			if done < len(chunk) {
+				return &BudgetError{Budget: s.budget, EdgesRead: s.read}
+			}
+			continue
+		}
+		err := s.g.GatherEach(chunk, dir, weights, visit)
 		if err != nil {
 			return err
 		}

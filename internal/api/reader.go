@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -108,22 +107,23 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 		return NeighborsResponse{}, err
 	}
 	defer v.Release()
-	ns, ws, err := v.Neighbors(u, dir, nil, []float64{})
+	// One page read, not the whole list: memory follows limit, whatever the
+	// degree.
+	deg, err := v.Degree(u, dir)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	start := 0
-	if after != nil {
-		start = sort.Search(len(ns), func(i int) bool { return ns[i] > *after })
+	ns, ws, more, err := v.NeighborsPage(u, dir, after, limit, true)
+	if err != nil {
+		return NeighborsResponse{}, err
 	}
-	end := min(len(ns), start+limit)
 	out := NeighborsResponse{Vertex: u, Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
-		Degree: uint64(len(ns)), Neighbors: make([]Neighbor, 0, end-start)}
-	for i := start; i < end; i++ {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: ns[i], Key: keyOf(q.Dict, ns[i]), Weight: ws[i]})
+		Degree: deg, Neighbors: make([]Neighbor, 0, len(ns))}
+	for i, w := range ns {
+		out.Neighbors = append(out.Neighbors, Neighbor{ID: w, Key: keyOf(q.Dict, w), Weight: ws[i]})
 	}
-	if end < len(ns) {
-		last := ns[end-1]
+	if more && len(ns) > 0 {
+		last := ns[len(ns)-1]
 		out.NextAfter = &last
 	}
 	return out, nil

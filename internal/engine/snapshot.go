@@ -304,3 +304,73 @@ func (sn *Snapshot) Gather(vids []uint64, dir Direction, buf *GatherBuffer) (int
 	})
 	return done, err
 }
+
+// NeighborsPage returns up to limit of v's dir-neighbors, sorted by id,
+// those above *after when after is not nil, with their weights when asked,
+// and whether more remain past them. Its memory is bounded by limit
+// whatever v's degree, and a compacted vertex is found by binary search.
+func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *uint64, limit int, weights bool) ([]uint64, []float64, bool, error) {
+	if limit < 1 {
+		return nil, nil, false, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
+	}
+	dsts := make([]uint64, limit)
+	var ws []float64
+	if weights {
+		ws = make([]float64, limit)
+	}
+	var a uint64
+	if after != nil {
+		a = *after
+	}
+	var n int
+	var more bool
+	err := sn.read(func(c *core.Snapshot) error {
+		var e *core.Error
+		if n, more, e = c.NeighborsAfter(v, uint32(dir), a, after != nil, dsts, ws); e != nil {
+			return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if weights {
+		ws = ws[:n]
+	}
+	return dsts[:n], ws, more, nil
+}
+
+// GatherLimit is Gather reading at most maxEdges edges: it fills buf with
+// as many of vids, from the first, as fit within maxEdges and the buffer,
+// and never grows the buffer. When the first vertex alone needs more than
+// both allow, it returns done 0 and that vertex's edge count as need (and
+// need is 0 otherwise).
+func (sn *Snapshot) GatherLimit(vids []uint64, dir Direction, buf *GatherBuffer, maxEdges int) (done, need int, err error) {
+	err = sn.read(func(c *core.Snapshot) error {
+		if cap(buf.Offsets) < len(vids)+1 {
+			buf.Offsets = make([]uint64, len(vids)+1)
+		}
+		buf.Offsets = buf.Offsets[:len(vids)+1]
+		ecap := min(cap(buf.Dsts), max(maxEdges, 0))
+		buf.Dsts = buf.Dsts[:ecap]
+		if buf.Weights != nil {
+			if cap(buf.Weights) < ecap {
+				buf.Weights = make([]float64, ecap)
+			}
+			buf.Weights = buf.Weights[:ecap]
+		}
+		d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
+		if e != nil && e.Code == core.CodeBuffer {
+			need = ne
+			buf.Offsets = buf.Offsets[:1]
+			return nil
+		}
+		if e != nil {
+			return fmt.Errorf("gather: %w", fromCore(e))
+		}
+		done = d
+		buf.Offsets = buf.Offsets[:d+1]
+		return nil
+	})
+	return done, need, err
+}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"testing"
 )
@@ -198,5 +200,158 @@ func TestFilesListsLiveFiles(t *testing.T) {
 	}
 	if dirs[Out] == 0 || dirs[In] == 0 {
 		t.Fatalf("want files of both directions, got %v", dirs)
+	}
+}
+
+// TestNeighborsPageAndGatherLimit pages through every vertex's neighbors
+// with random page sizes, in the MemGraph, in L0 and after a full
+// compaction (the binary-search path), and checks GatherLimit's contract.
+func TestNeighborsPageAndGatherLimit(t *testing.T) {
+	s, err := Open(t.TempDir(), smallOptions(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	want := oracle{}
+	check := func(stage string) {
+		sn, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sn.Release()
+		for _, dir := range []Direction{Out, In} {
+			exp := map[uint64][]uint64{}
+			for k := range want {
+				a, b := k[0], k[1]
+				if dir == In {
+					a, b = b, a
+				}
+				exp[a] = append(exp[a], b)
+			}
+			for v := uint64(0); v < 60; v++ {
+				e := exp[v]
+				sort.Slice(e, func(i, j int) bool { return e[i] < e[j] })
+				var got []uint64
+				var after *uint64
+				for pages := 0; ; pages++ {
+					if pages > 1000 {
+						t.Fatalf("%s: paging %d does not end", stage, v)
+					}
+					ns, ws, more, err := sn.NeighborsPage(v, dir, after, 1+r.IntN(4), true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, d := range ns {
+						k := edgeKey{v, d}
+						if dir == In {
+							k = edgeKey{d, v}
+						}
+						if ws[i] != want[k] {
+							t.Fatalf("%s: weight of %v = %v want %v", stage, k, ws[i], want[k])
+						}
+					}
+					got = append(got, ns...)
+					if !more {
+						break
+					}
+					if len(ns) == 0 {
+						t.Fatalf("%s: more with an empty page", stage)
+					}
+					last := ns[len(ns)-1]
+					after = &last
+				}
+				if fmt.Sprint(got) != fmt.Sprint(e) && !(len(got) == 0 && len(e) == 0) {
+					t.Fatalf("%s dir %d: pages of %d = %v, want %v", stage, dir, v, got, e)
+				}
+			}
+			// GatherLimit stops before the vertex that would pass the limit.
+			vids := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+			limit := 1 + r.IntN(20)
+			buf := NewGatherBuffer(1<<10, false)
+			done, need, err := sn.GatherLimit(vids, dir, buf, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for i := 0; i < done; i++ {
+				total += len(exp[vids[i]])
+			}
+			if total > limit || int(buf.Offsets[done]) != total {
+				t.Fatalf("%s: gathered %d edges over %d vertices, limit %d", stage, total, done, limit)
+			}
+			if done < len(vids) && total+len(exp[vids[done]]) <= limit {
+				t.Fatalf("%s: stopped at vertex %d which fits", stage, vids[done])
+			}
+			if done == 0 && need != len(exp[vids[0]]) {
+				t.Fatalf("%s: need %d, want %d", stage, need, len(exp[vids[0]]))
+			}
+		}
+	}
+	for step := 0; step < 3; step++ {
+		for i := 0; i < 20; i++ {
+			b := randomBatch(r, want, 60, 40)
+			if _, err := s.Apply(b); err != nil {
+				t.Fatal(err)
+			}
+			want.applyOps(b.ops)
+		}
+		check("memgraph")
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		check("flushed")
+	}
+	if err := s.CompactAll(); err != nil {
+		t.Fatal(err)
+	}
+	check("compacted")
+}
+
+// TestNeighborsPageSeeksCompactedRuns: without vertex deletes a compacted
+// vertex is one clean run, which NeighborsPage seeks by binary search.
+func TestNeighborsPageSeeksCompactedRuns(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	for d := uint64(0); d < 5000; d += 3 {
+		b.InsertWeighted(7, d, float64(d))
+	}
+	b.DeleteEdge(7, 9)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompactAll(); err != nil {
+		t.Fatal(err)
+	}
+	sn, _ := s.Snapshot()
+	defer sn.Release()
+	for _, after := range []uint64{0, 1, 3, 4, 4998, 4999, 10000} {
+		a := after
+		ns, ws, more, err := sn.NeighborsPage(7, Out, &a, 3, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []uint64
+		for d := uint64(0); d < 5000; d += 3 {
+			if d > after && d != 9 && len(want) < 3 {
+				want = append(want, d)
+			}
+		}
+		if fmt.Sprint(ns) != fmt.Sprint(want) && !(len(ns) == 0 && len(want) == 0) {
+			t.Fatalf("after %d: %v, want %v", after, ns, want)
+		}
+		for i, d := range ns {
+			if ws[i] != float64(d) {
+				t.Fatalf("weight of %d = %v", d, ws[i])
+			}
+		}
+		lastWant := want != nil && want[len(want)-1] < 4998
+		if more != lastWant {
+			t.Fatalf("after %d: more = %v", after, more)
+		}
 	}
 }

@@ -201,3 +201,29 @@ func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {
 	}
 	return w
 }
+
+// gatherLimit follows engine.Snapshot.GatherLimit's contract over the copy.
+func (g *memGraph) gatherLimit(vids []uint64, dir engine.Direction, buf *engine.GatherBuffer, maxEdges int) (done, need int) {
+	d := g.dirs[dir]
+	total := 0
+	n := 0
+	for _, v := range vids {
+		k := 0
+		if i, ok := g.ids.Index(v); ok {
+			k = int(d.off[i+1] - d.off[i])
+		}
+		if total+k > maxEdges || total+k > cap(buf.Dsts) {
+			if n == 0 {
+				need = k
+			}
+			break
+		}
+		total += k
+		n++
+	}
+	if n == 0 {
+		buf.Offsets = append(buf.Offsets[:0], 0)
+		return 0, need
+	}
+	return g.gather(vids[:n], dir, buf), 0
+}

@@ -3,6 +3,8 @@ package views
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -252,4 +254,88 @@ func (v *StaticView) Gather(vids []uint64, dir engine.Direction, buf *engine.Gat
 		return err
 	})
 	return done, err
+}
+
+// NeighborsPage returns up to limit of u's dir-neighbors above *after (all
+// when after is nil), sorted by id, with their weights when asked, and
+// whether more remain; its memory is bounded by limit whatever the degree
+// (see engine.Snapshot.NeighborsPage).
+func (v *StaticView) NeighborsPage(u uint64, dir engine.Direction, after *uint64, limit int, weights bool) ([]uint64, []float64, bool, error) {
+	if err := v.checkDir(dir); err != nil {
+		return nil, nil, false, err
+	}
+	if limit < 1 {
+		return nil, nil, false, fmt.Errorf("views: page limit must be positive, got %d", limit)
+	}
+	var (
+		ns   []uint64
+		ws   []float64
+		more bool
+	)
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g == nil {
+			ns, ws, more, err = sn.NeighborsPage(u, dir, after, limit, weights)
+			return err
+		}
+		all := g.neighbors(u, dir)
+		start := 0
+		if after != nil {
+			start = sort.Search(len(all), func(i int) bool { return all[i] > *after })
+		}
+		end := min(len(all), start+limit)
+		ns, more = slices.Clone(all[start:end]), end < len(all)
+		if weights {
+			ws = slices.Clone(g.weightsOf(u, dir, len(all))[start:end])
+		}
+		return nil
+	})
+	return ns, ws, more, err
+}
+
+// GatherEachLimit is GatherEach reading at most maxEdges edges: it calls f
+// for vids in order until the next vertex's edges would pass maxEdges, and
+// returns how many vertices it did and the edges it read.
+func (v *StaticView) GatherEachLimit(vids []uint64, dir engine.Direction, weights bool, maxEdges int,
+	f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error) {
+	if err := v.checkDir(dir); err != nil {
+		return 0, 0, err
+	}
+	buf := gatherBufs[b2i(weights)].Get().(*engine.GatherBuffer)
+	defer gatherBufs[b2i(weights)].Put(buf)
+	for done < len(vids) {
+		var d, need int
+		err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+			if g != nil {
+				d, need = g.gatherLimit(vids[done:], dir, buf, maxEdges-read)
+				return nil
+			}
+			d, need, err = sn.GatherLimit(vids[done:], dir, buf, maxEdges-read)
+			return err
+		})
+		if err != nil {
+			return done, read, err
+		}
+		if d == 0 && need > 0 && need <= maxEdges-read {
+			// Within the limit but not the buffer: grow it for this vertex.
+			buf.Dsts = make([]uint64, need)
+			if weights {
+				buf.Weights = make([]float64, need)
+			}
+			continue
+		}
+		if d == 0 {
+			return done, read, nil // the next vertex does not fit in what is left
+		}
+		for i := 0; i < d; i++ {
+			b, e := buf.Offsets[i], buf.Offsets[i+1]
+			var ws []float64
+			if weights {
+				ws = buf.Weights[b:e]
+			}
+			f(done+i, buf.Dsts[b:e], ws)
+		}
+		done += d
+		read += int(buf.Offsets[d])
+	}
+	return done, read, nil
 }
