@@ -328,6 +328,27 @@ void CheckNeighbors(gt_snapshot *snap, uint32_t dir, uint64_t v, const EdgeList 
   ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, d.data(), nullptr, d.size(), &n, err.get()), GT_OK) << err.msg();
   ASSERT_EQ(n, want.size());
   for (size_t i = 0; i < n; i++) EXPECT_EQ(d[i], want[i].first);
+  {
+    // Pages of at most 2 through gt_snapshot_neighbors_after.
+    EdgeList paged;
+    uint64_t after = 0;
+    uint32_t has_after = 0, more = 1;
+    for (int pages = 0; more; pages++) {
+      ASSERT_LT(pages, 100000);
+      uint64_t pd[2];
+      double pw[2];
+      size_t pn = 99;
+      ASSERT_EQ(gt_snapshot_neighbors_after(snap, v, dir, after, has_after, pd, pw, 2, &pn, &more, err.get()), GT_OK)
+          << err.msg();
+      ASSERT_LE(pn, 2u);
+      for (size_t i = 0; i < pn; i++) paged.emplace_back(pd[i], pw[i]);
+      if (more) {
+        ASSERT_EQ(pn, 2u) << "a page short of cap must be the last";
+      }
+      if (pn > 0) after = pd[pn - 1], has_after = 1;
+    }
+    EXPECT_EQ(paged, want) << Str(paged) << " vs " << Str(want);
+  }
   if (!want.empty()) {
     // One slot short: GT_ERR_BUFFER with the required count.
     n = 0;
