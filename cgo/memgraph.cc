@@ -67,18 +67,22 @@ void MemGraph::Grow(Dir &d) {
   d.mask = mask;
 }
 
-void MemGraph::Mark(Dir &d, uint64_t v) {
+void MemGraph::Mark(Dir &d, uint64_t v) const {
   const int b = v >= GT_HIGH_ID_BASE ? 1 : 0;
   const uint64_t off = v - (b ? GT_HIGH_ID_BASE : 0);
-  if (off >= kBitmapIds) {
+  // A bitmap may take at most 1/16 of the MemGraph's budget (and covers at
+  // most kBitmapIds ids), so that sparse ids cannot fill a MemGraph with
+  // bits: vertices past it are found by probing.
+  const uint64_t cap_words = std::min<uint64_t>(kBitmapIds / 64, std::max<uint64_t>(limit_ / 16 / 8, 64));
+  if (off / 64 >= cap_words) {
     d.far[b] = true;
     return;
   }
   std::vector<uint64_t> &bits = d.bits[b];
-  // INVARIANT: bits never covers offsets at or past kBitmapIds, so every
+  // INVARIANT: bits never covers offsets at or past cap_words*64, so every
   // vertex with far set lies past what VerticesFrom walks in the bitmap.
   if (off / 64 >= bits.size())
-    bits.resize(std::min<size_t>(std::max<size_t>(off / 64 + 1, bits.size() * 2), kBitmapIds / 64), 0);
+    bits.resize(std::min<size_t>(std::max<size_t>(off / 64 + 1, bits.size() * 2), cap_words), 0);
   bits[off / 64] |= uint64_t(1) << (off % 64);
 }
 

@@ -135,7 +135,7 @@ class MemGraph {
   static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
 
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
-  static void Mark(Dir &d, uint64_t v);
+  void Mark(Dir &d, uint64_t v) const;
   // VerticesFrom of an active MemGraph without the bitmaps' help.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;

@@ -276,8 +276,12 @@ Status Store::Open(const std::string &dir, const Options &opt, std::unique_ptr<S
   const std::string lock_path = JoinPath(dir, "LOCK");
   s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->lock_fd_ < 0) return Status::IO("open: " + ErrnoString(errno), lock_path);
-  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
-    return Status{Code::kLocked, "store is in use by another process (flock: " + ErrnoString(errno) + ")", lock_path, 0};
+  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    if (e == EWOULDBLOCK)
+      return Status{Code::kLocked, "store is in use by another process (flock: " + ErrnoString(e) + ")", lock_path, 0};
+    return Status::IO("flock: " + ErrnoString(e), lock_path);
+  }
   GT_RETURN_IF_ERROR(s->Recover());
   s->StartThreads();
   *out = std::move(s);

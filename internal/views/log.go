@@ -83,23 +83,38 @@ func (l *edgeLog) oldestLocked() uint64 {
 	return 0
 }
 
+// readChunk is how many ops read copies per hold of the read lock, so
+// that a long read never holds up append (and with it Apply) for long.
+const readChunk = 1 << 14
+
 // read appends to out the ops at positions [from, to). ok is false when
-// from is no longer retained (nothing is appended then).
+// from is no longer retained, or is overwritten while being read (what was
+// appended is then to be dropped).
 func (l *edgeLog) read(from, to uint64, out []Edge) ([]Edge, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if from < l.oldestLocked() {
-		return out, false
+	first := true
+	for {
+		l.mu.RLock()
+		if first {
+			to, first = min(to, l.head), false
+		}
+		if from < l.oldestLocked() {
+			l.mu.RUnlock()
+			return out, false
+		}
+		end := min(to, from+readChunk)
+		c := uint64(len(l.buf))
+		for p := from; p < end; {
+			i := p % c
+			k := min(end-p, c-i)
+			out = append(out, l.buf[i:i+k]...)
+			p += k
+		}
+		l.mu.RUnlock()
+		if end >= to {
+			return out, true
+		}
+		from = end
 	}
-	to = min(to, l.head)
-	c := uint64(len(l.buf))
-	for p := from; p < to; {
-		i := p % c
-		k := min(to-p, c-i)
-		out = append(out, l.buf[i:i+k]...)
-		p += k
-	}
-	return out, true
 }
 
 // posAfterSeq returns the first position holding an op with a seq above

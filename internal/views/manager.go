@@ -81,16 +81,21 @@ func (m *Manager) alive() error {
 	return nil
 }
 
-// track records a view's creation (on) or release.
-func (m *Manager) track(v *StaticView, on bool) {
+// track records a view's creation (on) or release. A creation after Close
+// is refused, so that no view escapes Close's release.
+func (m *Manager) track(v *StaticView, on bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if on {
-		m.views[v] = struct{}{}
-		m.created[v.kind]++
-	} else {
+	if !on {
 		delete(m.views, v)
+		return nil
 	}
+	if m.closed {
+		return ErrClosed
+	}
+	m.views[v] = struct{}{}
+	m.created[v.kind]++
+	return nil
 }
 
 func (m *Manager) trackStream(s any, on bool) error {

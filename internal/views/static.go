@@ -115,7 +115,10 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	} else {
 		v.sn = sn
 	}
-	m.track(v, true)
+	if err := m.track(v, true); err != nil {
+		v.release() // the manager closed meanwhile
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -141,17 +144,22 @@ func (v *StaticView) Created() time.Time { return v.created }
 // Release frees what the view holds. Later calls return ErrReleased;
 // releasing twice is harmless.
 func (v *StaticView) Release() {
+	if v.release() {
+		v.m.track(v, false)
+	}
+}
+
+// release frees the view's data and reports whether it held any.
+func (v *StaticView) release() bool {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	held := v.sn != nil || v.priv != nil
 	if v.sn != nil {
 		v.sn.Release()
 		v.sn = nil
 	}
 	v.priv = nil
-	v.mu.Unlock()
-	if held {
-		v.m.track(v, false)
-	}
+	return held
 }
 
 // read runs f with the view's data held valid.

@@ -7,11 +7,11 @@ import (
 )
 
 // LostError tells a stream consumer that operations it had not read were
-// dropped from the edge log (it fell too far behind). The stream has
-// skipped to the newest operation and emptied its window: rebuild any
-// state from a static view, then keep pulling.
+// dropped from the edge log, or were more than its bound (it fell too far
+// behind). The stream has skipped to the newest operation and emptied its
+// window: rebuild any state from a static view, then keep pulling.
 type LostError struct {
-	Missed uint64 // operations skipped
+	Missed uint64 // operations skipped, from where it was to the head
 }
 
 func (e *LostError) Error() string {
@@ -103,14 +103,14 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 	if err := s.m.log.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
 		return nil, err
 	}
-	head, oldest, _ := s.m.log.state()
+	head, _, _ := s.m.log.state()
 	b := &StreamBatch{}
 	var ok bool
 	if head-s.pos <= uint64(s.opts.MaxBehind) {
 		b.Edges, ok = s.m.log.read(s.pos, head, nil)
 	}
 	if !ok {
-		missed := max(oldest, head-uint64(s.opts.MaxBehind)) - s.pos
+		missed := head - s.pos // every op it skips, dropped or not
 		s.pos = head
 		if s.win != nil {
 			s.win.reset()

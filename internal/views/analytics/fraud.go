@@ -107,7 +107,7 @@ func newCycles(ctx context.Context, u *views.Update, k, budget int) ([][]uint64,
 			fresh = append(fresh, p)
 		}
 	}
-	s := &cycleSearch{g: u.View, k: k, budget: budget, out: map[uint64][]uint64{}}
+	s := &cycleSearch{g: u.View, k: k, budget: budget, out: map[uint64][]uint64{}, dists: map[uint64]map[uint64]int{}}
 	seen := map[string]bool{}
 	var found [][]uint64
 	truncated := 0
@@ -142,8 +142,14 @@ type cycleSearch struct {
 	g      views.Graph
 	k      int
 	budget int
-	out    map[uint64][]uint64
+	out    map[uint64][]uint64       // out-neighbors read so far
+	cached int                       // entries held in out
+	dists  map[uint64]map[uint64]int // distTo per closing vertex; nil entry: its search was cut
 }
+
+// maxCachedNeighbors bounds the out-neighbor entries one pull's searches
+// keep (about 32 MiB); past it the cache starts over.
+const maxCachedNeighbors = 1 << 22
 
 // fetch loads the out-neighbors of every vertex of vs not yet cached.
 func (s *cycleSearch) fetch(vs []uint64) error {
@@ -155,25 +161,40 @@ func (s *cycleSearch) fetch(vs []uint64) error {
 	}
 	slices.Sort(miss)
 	miss = slices.Compact(miss)
+	if s.cached > maxCachedNeighbors {
+		clear(s.out)
+		s.cached = 0
+	}
 	return s.g.GatherEach(miss, engine.Out, false, func(i int, nb []uint64, _ []float64) {
 		s.out[miss[i]] = slices.Clone(nb)
+		s.cached += len(nb) + 1
 	})
 }
 
 // distTo returns the distance to a (in edges, up to limit) of every vertex
-// that reaches a within limit, reading in-edges; nil without in-edges.
+// that reaches a within limit, reading in-edges, remembered per a for the
+// pull. It returns nil without in-edges, or when the backward search would
+// read more than the budget's worth of edges (the forward search then runs
+// unpruned, within its own budget).
 func (s *cycleSearch) distTo(a uint64, limit int) (map[uint64]int, error) {
 	if !s.g.HasIn() {
 		return nil, nil
 	}
+	if d, ok := s.dists[a]; ok {
+		return d, nil
+	}
 	dist := map[uint64]int{a: 0}
 	frontier := []uint64{a}
-	for d := 1; d <= limit && len(frontier) > 0; d++ {
+	read := 0
+	for d := 1; d <= limit && len(frontier) > 0 && dist != nil; d++ {
 		slices.Sort(frontier)
 		var next []uint64
 		err := s.g.GatherEach(frontier, engine.In, false, func(_ int, nb []uint64, _ []float64) {
+			if read += len(nb); read > s.budget {
+				dist = nil // cut: too costly to prune with
+			}
 			for _, w := range nb {
-				if _, ok := dist[w]; !ok {
+				if _, ok := dist[w]; !ok && dist != nil {
 					dist[w] = d
 					next = append(next, w)
 				}
@@ -184,6 +205,7 @@ func (s *cycleSearch) distTo(a uint64, limit int) (map[uint64]int, error) {
 		}
 		frontier = next
 	}
+	s.dists[a] = dist
 	return dist, nil
 }
 

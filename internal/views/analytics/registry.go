@@ -78,7 +78,7 @@ type entry struct {
 
 // NewRegistry makes an empty registry over m.
 func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
-	if cfg.AlertRing == 0 {
+	if cfg.AlertRing <= 0 {
 		cfg.AlertRing = 10000
 	}
 	if cfg.Resolve == nil {
@@ -218,7 +218,10 @@ func (r *Registry) run(ctx context.Context, e *entry, sv streamView) {
 					return
 				}
 				e.record(false, 0, err)
-				time.Sleep(time.Second)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
 				continue
 			}
 		}
