@@ -272,3 +272,37 @@ func waitUntil(d time.Duration, f func() bool) bool {
 	}
 	return false
 }
+
+// TestAlertRingWraps: the ring keeps the newest alerts, oldest first, per
+// analytic and overall, and counts every one raised.
+func TestAlertRingWraps(t *testing.T) {
+	h := newHarness(t, 3, false, false)
+	r := NewRegistry(h.m, RegistryConfig{AlertRing: 3})
+	defer r.Close()
+	for i := 0; i < 7; i++ {
+		name := "a"
+		if i%2 == 1 {
+			name = "b"
+		}
+		r.raise(name, []Alert{{Analytic: name, Kind: "degree", Vertex: uint64(i)}})
+	}
+	vertices := func(al []Alert) []uint64 {
+		var out []uint64
+		for _, a := range al {
+			out = append(out, a.Vertex)
+		}
+		return out
+	}
+	if al, total := r.Alerts("", 10); fmt.Sprint(vertices(al)) != "[4 5 6]" || total != 7 {
+		t.Fatalf("all: %v total %d", vertices(al), total)
+	}
+	if al, _ := r.Alerts("", 2); fmt.Sprint(vertices(al)) != "[5 6]" {
+		t.Fatalf("newest two: %v", vertices(al))
+	}
+	if al, total := r.Alerts("a", 10); fmt.Sprint(vertices(al)) != "[4 6]" || total != 4 {
+		t.Fatalf("a: %v total %d", vertices(al), total)
+	}
+	if al, total := r.Alerts("b", 10); fmt.Sprint(vertices(al)) != "[5]" || total != 3 {
+		t.Fatalf("b: %v total %d", vertices(al), total)
+	}
+}
