@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	core "github.com/graphtide/graphtide/cgo"
@@ -271,37 +272,7 @@ func (b *GatherBuffer) Neighbors(i int) []uint64 { return b.Dsts[b.Offsets[i]:b.
 // One call crosses into the core once, however many vertices it fills; a
 // vertex whose edges exceed the buffer grows it.
 func (sn *Snapshot) Gather(vids []uint64, dir Direction, buf *GatherBuffer) (int, error) {
-	var done int
-	err := sn.read(func(c *core.Snapshot) error {
-		if cap(buf.Offsets) < len(vids)+1 {
-			buf.Offsets = make([]uint64, len(vids)+1)
-		}
-		buf.Offsets = buf.Offsets[:len(vids)+1]
-		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
-		if len(buf.Dsts) == 0 {
-			buf.Dsts = make([]uint64, 1024)
-		}
-		withW := buf.Weights != nil
-		for {
-			if withW {
-				if cap(buf.Weights) < len(buf.Dsts) {
-					buf.Weights = make([]float64, len(buf.Dsts))
-				}
-				buf.Weights = buf.Weights[:len(buf.Dsts)]
-			}
-			d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
-			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
-				buf.Dsts = make([]uint64, ne)
-				continue
-			}
-			if e != nil {
-				return fmt.Errorf("gather: %w", fromCore(e))
-			}
-			done = d
-			buf.Offsets = buf.Offsets[:d+1]
-			return nil
-		}
-	})
+	done, _, err := sn.gather(vids, dir, buf, math.MaxInt)
 	return done, err
 }
 
@@ -340,37 +311,52 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *uint64, limit 
 	return dsts[:n], ws, more, nil
 }
 
-// GatherLimit is Gather reading at most maxEdges edges: it fills buf with
-// as many of vids, from the first, as fit within maxEdges and the buffer,
-// and never grows the buffer. When the first vertex alone needs more than
-// both allow, it returns done 0 and that vertex's edge count as need (and
-// need is 0 otherwise).
+// GatherLimit is Gather reading at most maxEdges edges: it fills buf
+// (growing it as a vertex within the limit needs) with as many of vids,
+// from the first, as fit within maxEdges. When the first vertex alone needs
+// more, it returns done 0 and that vertex's edge count as need (need is 0
+// otherwise).
 func (sn *Snapshot) GatherLimit(vids []uint64, dir Direction, buf *GatherBuffer, maxEdges int) (done, need int, err error) {
+	return sn.gather(vids, dir, buf, max(maxEdges, 0))
+}
+
+// gather is Gather and GatherLimit: one call into the core per buffer
+// size, growing the buffer for a first vertex within maxEdges.
+func (sn *Snapshot) gather(vids []uint64, dir Direction, buf *GatherBuffer, maxEdges int) (done, need int, err error) {
 	err = sn.read(func(c *core.Snapshot) error {
 		if cap(buf.Offsets) < len(vids)+1 {
 			buf.Offsets = make([]uint64, len(vids)+1)
 		}
 		buf.Offsets = buf.Offsets[:len(vids)+1]
-		ecap := min(cap(buf.Dsts), max(maxEdges, 0))
-		buf.Dsts = buf.Dsts[:ecap]
-		if buf.Weights != nil {
-			if cap(buf.Weights) < ecap {
-				buf.Weights = make([]float64, ecap)
-			}
-			buf.Weights = buf.Weights[:ecap]
+		if cap(buf.Dsts) == 0 {
+			buf.Dsts = make([]uint64, 1024)
 		}
-		d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
-		if e != nil && e.Code == core.CodeBuffer {
-			need = ne
-			buf.Offsets = buf.Offsets[:1]
+		for {
+			ecap := min(cap(buf.Dsts), maxEdges)
+			buf.Dsts = buf.Dsts[:ecap]
+			if buf.Weights != nil {
+				if cap(buf.Weights) < ecap {
+					buf.Weights = make([]float64, ecap)
+				}
+				buf.Weights = buf.Weights[:ecap]
+			}
+			d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
+			if e != nil && e.Code == core.CodeBuffer {
+				if ne <= maxEdges && ne > cap(buf.Dsts) {
+					buf.Dsts = make([]uint64, ne) // the first vertex, within the limit
+					continue
+				}
+				need = ne
+				buf.Offsets = buf.Offsets[:1]
+				return nil
+			}
+			if e != nil {
+				return fmt.Errorf("gather: %w", fromCore(e))
+			}
+			done = d
+			buf.Offsets = buf.Offsets[:d+1]
 			return nil
 		}
-		if e != nil {
-			return fmt.Errorf("gather: %w", fromCore(e))
-		}
-		done = d
-		buf.Offsets = buf.Offsets[:d+1]
-		return nil
 	})
 	return done, need, err
 }

@@ -128,15 +128,12 @@ func (m *AnalyticsMetrics) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, r := range m.reg.Results() {
-		lag, ready := 0.0, 0.0
-		if r.Ready {
+	for name, f := range m.reg.Freshness(sm.LastSeq) {
+		ready := 0.0
+		if f.Ready {
 			ready = 1
-			if sm.LastSeq > r.Seq {
-				lag = float64(sm.LastSeq - r.Seq)
-			}
 		}
-		ch <- prometheus.MustNewConstMetric(m.staleness, prometheus.GaugeValue, lag, r.Spec.Name)
-		ch <- prometheus.MustNewConstMetric(m.ready, prometheus.GaugeValue, ready, r.Spec.Name)
+		ch <- prometheus.MustNewConstMetric(m.staleness, prometheus.GaugeValue, float64(f.Behind), name)
+		ch <- prometheus.MustNewConstMetric(m.ready, prometheus.GaugeValue, ready, name)
 	}
 }

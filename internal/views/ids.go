@@ -60,11 +60,6 @@ func (s IDSpace) ID(i int) uint64 {
 	return highBase + (uint64(i) - s.Low)
 }
 
-// Union is the smallest space holding both.
-func (s IDSpace) Union(o IDSpace) IDSpace {
-	return IDSpace{Low: max(s.Low, o.Low), High: max(s.High, o.High)}
-}
-
 // Contains reports whether every id of o is in s with the same index. It
 // holds when o's low band is no larger and o has no high ids beyond s's,
 // and either the low bands are equal or o has no high band (growing the

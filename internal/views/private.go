@@ -202,28 +202,23 @@ func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {
 	return w
 }
 
-// gatherLimit follows engine.Snapshot.GatherLimit's contract over the copy.
-func (g *memGraph) gatherLimit(vids []uint64, dir engine.Direction, buf *engine.GatherBuffer, maxEdges int) (done, need int) {
+// gatherLimit is gather filling at most maxEdges edges: 0 when the first
+// vertex alone needs more (gather grows buf as a vertex within it needs).
+func (g *memGraph) gatherLimit(vids []uint64, dir engine.Direction, buf *engine.GatherBuffer, maxEdges int) int {
 	d := g.dirs[dir]
-	total := 0
-	n := 0
+	total, n := 0, 0
 	for _, v := range vids {
-		k := 0
 		if i, ok := g.ids.Index(v); ok {
-			k = int(d.off[i+1] - d.off[i])
+			total += int(d.off[i+1] - d.off[i])
 		}
-		if total+k > maxEdges || total+k > cap(buf.Dsts) {
-			if n == 0 {
-				need = k
-			}
+		if total > maxEdges {
 			break
 		}
-		total += k
 		n++
 	}
 	if n == 0 {
 		buf.Offsets = append(buf.Offsets[:0], 0)
-		return 0, need
+		return 0
 	}
-	return g.gather(vids[:n], dir, buf), 0
+	return g.gather(vids[:n], dir, buf)
 }

@@ -38,16 +38,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// ParseKind parses "fresh", "stale" or "private".
-func ParseKind(s string) (Kind, error) {
-	for _, k := range []Kind{Fresh, Stale, Private} {
-		if s == k.String() {
-			return k, nil
-		}
-	}
-	return 0, fmt.Errorf("views: view kind must be fresh, stale or private, got %q", s)
-}
-
 // StaticOptions choose what a static view sees.
 type StaticOptions struct {
 	Kind Kind
@@ -311,25 +301,17 @@ func (v *StaticView) GatherEachLimit(vids []uint64, dir engine.Direction, weight
 	buf := gatherBufs[b2i(weights)].Get().(*engine.GatherBuffer)
 	defer gatherBufs[b2i(weights)].Put(buf)
 	for done < len(vids) {
-		var d, need int
+		var d int
 		err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
 			if g != nil {
-				d, need = g.gatherLimit(vids[done:], dir, buf, maxEdges-read)
+				d = g.gatherLimit(vids[done:], dir, buf, maxEdges-read)
 				return nil
 			}
-			d, need, err = sn.GatherLimit(vids[done:], dir, buf, maxEdges-read)
+			d, _, err = sn.GatherLimit(vids[done:], dir, buf, maxEdges-read)
 			return err
 		})
 		if err != nil {
 			return done, read, err
-		}
-		if d == 0 && need > 0 && need <= maxEdges-read {
-			// Within the limit but not the buffer: grow it for this vertex.
-			buf.Dsts = make([]uint64, need)
-			if weights {
-				buf.Weights = make([]float64, need)
-			}
-			continue
 		}
 		if d == 0 {
 			return done, read, nil // the next vertex does not fit in what is left

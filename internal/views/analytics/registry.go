@@ -450,16 +450,22 @@ func (r *Registry) TopRanks(name string, k int) ([]VertexRank, error) {
 	return pr.Top(k), nil
 }
 
-// Staleness is, per analytic, how many sequence numbers its result is
-// behind head (for metrics).
-func (r *Registry) Staleness(head uint64) map[string]uint64 {
-	out := map[string]uint64{}
+// Freshness of one analytic's result against the newest batch.
+type Freshness struct {
+	Ready  bool   // the first full compute has finished
+	Behind uint64 // sequence numbers the result is behind head (0 before Ready)
+}
+
+// Freshness returns, per analytic, how fresh its result is against head,
+// the newest sequence number (for metrics).
+func (r *Registry) Freshness(head uint64) map[string]Freshness {
+	out := map[string]Freshness{}
 	for _, res := range r.Results() {
+		f := Freshness{Ready: res.Ready}
 		if res.Ready && head > res.Seq {
-			out[res.Spec.Name] = head - res.Seq
-		} else {
-			out[res.Spec.Name] = 0
+			f.Behind = head - res.Seq
 		}
+		out[res.Spec.Name] = f
 	}
 	return out
 }

@@ -175,8 +175,8 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 	if _, err := r.TopRanks("wcc", 3); err == nil {
 		t.Fatal("top ranks of wcc")
 	}
-	if st := r.Staleness(last); st["bfs"] != 0 {
-		t.Fatalf("staleness %v", st)
+	if st := r.Freshness(last); st["bfs"].Behind != 0 || !st["bfs"].Ready {
+		t.Fatalf("freshness %v", st)
 	}
 	hookMu.Lock()
 	if updates["bfs"] < 2 {
