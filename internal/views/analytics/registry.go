@@ -392,14 +392,20 @@ func (e *entry) result() Result {
 	return res
 }
 
-// Results returns every analytic's result, by name.
-func (r *Registry) Results() []Result {
+// list returns the registered entries (in no order).
+func (r *Registry) list() []*entry {
 	r.mu.RLock()
+	defer r.mu.RUnlock()
 	es := make([]*entry, 0, len(r.entries))
 	for _, e := range r.entries {
 		es = append(es, e)
 	}
-	r.mu.RUnlock()
+	return es
+}
+
+// Results returns every analytic's result, by name.
+func (r *Registry) Results() []Result {
+	es := r.list()
 	out := make([]Result, len(es))
 	for i, e := range es {
 		out[i] = e.result()
@@ -458,14 +464,20 @@ type Freshness struct {
 
 // Freshness returns, per analytic, how fresh its result is against head,
 // the newest sequence number (for metrics).
+// It reads only each analytic's readiness and seq: no summary is built, so
+// a metrics scrape costs nothing per vertex.
 func (r *Registry) Freshness(head uint64) map[string]Freshness {
-	out := map[string]Freshness{}
-	for _, res := range r.Results() {
-		f := Freshness{Ready: res.Ready}
-		if res.Ready && head > res.Seq {
-			f.Behind = head - res.Seq
+	es := r.list()
+	out := make(map[string]Freshness, len(es))
+	for _, e := range es {
+		name := e.a.Spec().Name
+		e.mu.Lock()
+		f := Freshness{Ready: e.ready}
+		e.mu.Unlock()
+		if seq := e.a.Seq(); f.Ready && head > seq {
+			f.Behind = head - seq
 		}
-		out[res.Spec.Name] = f
+		out[name] = f
 	}
 	return out
 }
