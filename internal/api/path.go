@@ -57,8 +57,8 @@ func (e *NegativeWeightError) Error() string {
 	return fmt.Sprintf("weighted paths need non-negative weights, but edge %d->%d has weight %v", e.Src, e.Dst, e.Weight)
 }
 
-// gatherChunk is how many vertices one GatherEach call reads; the deadline
-// and the budget are checked between chunks.
+// gatherChunk is how many vertices one gather call reads; the deadline is
+// checked between chunks.
 const gatherChunk = 1024
 
 // errFound ends a gather early: the search has its answer.
@@ -109,13 +109,6 @@ func FindPath(ctx context.Context, g views.Graph, from, to uint64, o PathOptions
 	return res, err
 }
 
-// limitedGatherer is a graph that can stop a gather before a number of
-// edges (views.StaticView).
-type limitedGatherer interface {
-	GatherEachLimit(vids []uint64, dir engine.Direction, weights bool, maxEdges int,
-		f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error)
-}
-
 type search struct {
 	ctx    context.Context
 	g      views.Graph
@@ -124,15 +117,14 @@ type search struct {
 }
 
 // gather calls f with the dir-neighbors of each of vids, in order, reading
-// gatherChunk vertices per call into the view. Before each chunk it checks
-// the deadline and the budget. f's error ends the gather and is returned.
+// gatherChunk vertices per call into the view, checking the deadline
+// before each chunk. It never reads an edge past the budget: a *BudgetError
+// ends it before the vertex that would cross it. f's error ends the gather
+// and is returned.
 func (s *search) gather(vids []uint64, dir engine.Direction, weights bool, f func(i int, nbrs []uint64, ws []float64) error) error {
 	for at := 0; at < len(vids); at += gatherChunk {
 		if err := s.ctx.Err(); err != nil {
 			return err
-		}
-		if s.read > s.budget {
-			return &BudgetError{Budget: s.budget, EdgesRead: s.read}
 		}
 		var ferr error
 		chunk := vids[at:min(at+gatherChunk, len(vids))]
@@ -142,27 +134,17 @@ func (s *search) gather(vids []uint64, dir engine.Direction, weights bool, f fun
 				ferr = f(at+i, nbrs, ws)
 			}
 		}
-		if lg, ok := s.g.(limitedGatherer); ok {
-			// Read no edge past the budget: stop before the vertex that
-			// would cross it.
-			done, _, err := lg.GatherEachLimit(chunk, dir, weights, int(min(s.budget-s.read, 1<<40)), visit)
-			if err != nil {
-				return err
-			}
-			if ferr != nil {
-				return ferr
-			}
-			if done < len(chunk) {
-				return &BudgetError{Budget: s.budget, EdgesRead: s.read}
-			}
-			continue
-		}
-		err := s.g.GatherEach(chunk, dir, weights, visit)
+		// Read no edge past the budget: stop before the vertex that would
+		// cross it.
+		done, _, err := s.g.GatherEachLimit(chunk, dir, weights, int(min(s.budget-s.read, 1<<40)), visit)
 		if err != nil {
 			return err
 		}
 		if ferr != nil {
 			return ferr
+		}
+		if done < len(chunk) {
+			return &BudgetError{Budget: s.budget, EdgesRead: s.read}
 		}
 	}
 	return nil

@@ -20,6 +20,11 @@ type Graph interface {
 	// GatherEach calls f(i, ...) with the dir-neighbors of vids[i], for
 	// every i in order (vertices without edges get an empty list).
 	GatherEach(vids []uint64, dir engine.Direction, weights bool, f func(i int, nbrs []uint64, ws []float64)) error
+	// GatherEachLimit is GatherEach reading at most maxEdges edges: it stops
+	// before the vertex whose edges would pass the limit and returns how
+	// many vertices it did and the edges it read.
+	GatherEachLimit(vids []uint64, dir engine.Direction, weights bool, maxEdges int,
+		f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error)
 }
 
 var (
@@ -118,6 +123,26 @@ func (g CSRGraph) GatherEach(vids []uint64, dir engine.Direction, _ bool, f func
 		}
 	}
 	return nil
+}
+
+func (g CSRGraph) GatherEachLimit(vids []uint64, dir engine.Direction, _ bool, maxEdges int,
+	f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error) {
+	if dir != engine.Out {
+		return 0, 0, errNoIn
+	}
+	n := g.C.NumVertices()
+	for i, v := range vids {
+		var nb []uint64
+		if v < n {
+			nb = g.C.Neighbors(v)
+		}
+		if read+len(nb) > maxEdges {
+			break
+		}
+		f(i, nb, nil)
+		done, read = i+1, read+len(nb)
+	}
+	return done, read, nil
 }
 
 var errNoIn = errorString("views: this graph has no in-edges")
