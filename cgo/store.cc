@@ -337,7 +337,6 @@ Status Store::Recover() {
   }
 
   auto ver = std::make_shared<Version>();
-  uint64_t bound = 0;
   for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
   for (const auto &kv : live) {
     const SegMeta &m = kv.second;
@@ -355,7 +354,6 @@ Status Store::Recover() {
       t.l0.push_back(seg);
     else
       t.levels[m.level].push_back(seg);
-    bound = std::max(bound, std::max(m.max_src, m.max_dst) + 1);
     if (!bounds_recorded) {
       uint64_t l, h;
       GT_RETURN_IF_ERROR(seg->IdBounds(GT_HIGH_ID_BASE, &l, &h));
@@ -397,9 +395,6 @@ Status Store::Recover() {
     r.high_bound = high;
     GT_RETURN_IF_ERROR(manifest_.Append(r));
   }
-  // The overall bound is the larger band bound (the recorded band bounds
-  // can exceed the files' own: they remember ids whose edges are gone).
-  vertex_bound_.store(std::max({bound, low, high}));
   low_bound_.store(low);
   high_bound_.store(high);
   compaction_wanted_ = true;
@@ -496,7 +491,7 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
 Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   bool has_vdel = false;
-  uint64_t maxv = 0, max_low = 0, max_high = 0;  // one past, per band
+  uint64_t max_low = 0, max_high = 0;  // one past, per band
   for (size_t i = 0; i < n; i++) {
     const gt_op &op = ops[i];
     if (op.kind > GT_OP_DELETE_VERTEX)
@@ -507,7 +502,6 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     if (op.kind == GT_OP_UPSERT && !std::isfinite(op.weight))
       return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
-    maxv = std::max(maxv, op.kind == GT_OP_DELETE_VERTEX ? op.src : std::max(op.src, op.dst));
     for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX ? op.src : op.dst}) {
       if (v < GT_HIGH_ID_BASE)
         max_low = std::max(max_low, v + 1);
@@ -558,11 +552,8 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     nv->vdel = nm;
     current_ = nv;
   }
-  if (n > 0) {
-    RaiseTo(&vertex_bound_, maxv + 1);
-    RaiseTo(&low_bound_, max_low);
-    RaiseTo(&high_bound_, max_high);
-  }
+  RaiseTo(&low_bound_, max_low);
+  RaiseTo(&high_bound_, max_high);
   // Publish: snapshots taken from here on see this batch.
   last_seq_.store(seq, std::memory_order_release);
   if (seq_out) *seq_out = seq;

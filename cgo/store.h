@@ -30,6 +30,7 @@
 //   L0 files --(>= trigger)--> L1 segments --(level over capacity)--> L2 ...
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -96,7 +97,6 @@ class Store {
   // durable one. Unpin with UnpinSnapshot.
   uint64_t PinSnapshot(bool durable = false);
   void UnpinSnapshot(uint64_t tau);
-  uint64_t vertex_bound() const { return vertex_bound_.load(std::memory_order_acquire); }
   uint64_t low_bound() const { return low_bound_.load(std::memory_order_acquire); }
   uint64_t high_bound() const { return high_bound_.load(std::memory_order_acquire); }
   // Live files of the current Version, in gt_list_files order.
@@ -157,9 +157,11 @@ class Store {
   // durable_seq_, published for readers that must not take mu_ (pins).
   // INVARIANT: written under mu_ right after durable_seq_; never ahead of it.
   std::atomic<uint64_t> durable_pub_{0};
-  // One past the largest id of any applied or stored edge: overall, below
-  // GT_HIGH_ID_BASE, and at or above it (0 = none). Only ever grow.
-  std::atomic<uint64_t> vertex_bound_{0}, low_bound_{0}, high_bound_{0};
+  // One past the largest id of any applied or stored edge below
+  // GT_HIGH_ID_BASE, and at or above it (0 = none); the overall bound is
+  // the larger. Only ever grow. (Recorded bounds can exceed the files' own:
+  // they remember ids whose edges are gone.)
+  std::atomic<uint64_t> low_bound_{0}, high_bound_{0};
 
   // Counters for gt_metrics.
   std::atomic<uint64_t> flushes_{0}, flush_nanos_{0}, flush_bytes_{0};
@@ -175,9 +177,9 @@ class SnapshotReader {
  public:
   // Takes the store's vertex bounds as they are now (after the pin).
   SnapshotReader(Store *s, uint64_t tau)
-      : store_(s), tau_(tau), vbound_(s->vertex_bound()), low_(s->low_bound()), high_(s->high_bound()) {}
+      : store_(s), tau_(tau), low_(s->low_bound()), high_(s->high_bound()) {}
   uint64_t tau() const { return tau_; }
-  uint64_t vertex_bound() const { return vbound_; }
+  uint64_t vertex_bound() const { return std::max(low_, high_); }
   uint64_t low_bound() const { return low_; }
   uint64_t high_bound() const { return high_; }
   Store *store() const { return store_; }
@@ -194,7 +196,7 @@ class SnapshotReader {
  private:
   Store *store_;
   uint64_t tau_;
-  uint64_t vbound_, low_, high_;
+  uint64_t low_, high_;
 };
 
 }  // namespace gt
