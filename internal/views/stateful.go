@@ -10,20 +10,14 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 )
 
-// StatefulOptions configure a stateful stream view.
+// StatefulOptions configure a stateful stream view: BatchSize, Window,
+// MaxWindowEdges and MaxBehind as for a stateless stream, except that a
+// consumer MaxBehind operations behind gets an Update with Lost set.
 type StatefulOptions struct {
+	StreamOptions
 	// Stale attaches views of flushed data only (cheaper to read) instead
 	// of fresh ones; Pull then waits for a flush to move past the view.
 	Stale bool
-	// BatchSize: Pull waits until at least this many new operations exist
-	// (default 1).
-	BatchSize int
-	// Window and MaxWindowEdges as for StreamOptions.
-	Window         Window
-	MaxWindowEdges int
-	// MaxBehind: a consumer this many operations behind loses them and gets
-	// an Update with Lost set (default and maximum: the log's capacity).
-	MaxBehind int
 	// StalePoll is how often a stale stream looks for a newer flush
 	// (default 20ms).
 	StalePoll time.Duration
@@ -70,11 +64,9 @@ type Stateful struct {
 
 // Stateful registers a stateful stream view attached to a new static view.
 func (m *Manager) Stateful(o StatefulOptions) (*Stateful, error) {
-	so := StreamOptions{BatchSize: o.BatchSize, Window: o.Window, MaxWindowEdges: o.MaxWindowEdges, MaxBehind: o.MaxBehind}
-	if err := so.normalize(m.cfg.LogCapacity); err != nil {
+	if err := o.normalize(m.cfg.LogCapacity); err != nil {
 		return nil, err
 	}
-	o.BatchSize, o.MaxBehind = so.BatchSize, so.MaxBehind
 	if o.StalePoll == 0 {
 		o.StalePoll = 20 * time.Millisecond
 	}

@@ -583,7 +583,7 @@ func TestStatefulChangedSets(t *testing.T) {
 				m, _ := NewManager(s, Config{})
 				defer m.Close()
 				h := newHistory()
-				sf, err := m.Stateful(StatefulOptions{Stale: stale, BatchSize: 20, StalePoll: time.Millisecond})
+				sf, err := m.Stateful(StatefulOptions{StreamOptions: StreamOptions{BatchSize: 20}, Stale: stale, StalePoll: time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -695,7 +695,7 @@ func TestStatefulLostWhenTooFarBehind(t *testing.T) {
 	s := smallStore(t, true)
 	m, _ := NewManager(s, Config{})
 	defer m.Close()
-	sf, err := m.Stateful(StatefulOptions{MaxBehind: 10})
+	sf, err := m.Stateful(StatefulOptions{StreamOptions: StreamOptions{MaxBehind: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

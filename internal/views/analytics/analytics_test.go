@@ -125,7 +125,7 @@ func (h *harness) drive(a GraphAnalytic, rounds int, insertOnly, vdel bool, wind
 	for i := 0; i < 5; i++ {
 		h.batch(20, true, false)
 	}
-	st, err := h.m.Stateful(views.StatefulOptions{Window: window})
+	st, err := h.m.Stateful(views.StatefulOptions{StreamOptions: views.StreamOptions{Window: window}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -156,13 +156,13 @@ type streamView interface{ Close() }
 
 // open registers the stream view of an analytic of spec s.
 func (r *Registry) open(s Spec) (streamView, error) {
-	w := views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}
-	behind := min(s.MaxBehind, r.m.LogCapacity())
+	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration},
+		MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
 	switch s.Type {
 	case "fanin", "fanout":
-		return r.m.Stream(views.StreamOptions{BatchSize: s.BatchSize, Window: w, MaxBehind: behind})
+		return r.m.Stream(so)
 	}
-	return r.m.Stateful(views.StatefulOptions{Stale: s.Stale, BatchSize: s.BatchSize, Window: w, MaxBehind: behind})
+	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
 }
 
 // Unregister stops an analytic and forgets it.
