@@ -107,17 +107,9 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 	if err := ids.Check(); err != nil {
 		return false, err
 	}
-	st.level = resize(st.level, st.ids, ids, -1)
+	var lvl func(uint64) int32
+	st.level, lvl = rooted(st.level, st.ids, ids, a.root, 0, -1)
 	st.ids = ids
-	if ri, ok := ids.Index(a.root); ok {
-		st.level[ri] = 0
-	}
-	lvl := func(v uint64) int32 {
-		if i, ok := ids.Index(v); ok {
-			return st.level[i]
-		}
-		return -1
-	}
 	n := net(u.Edges)
 	recompute := false
 	for _, x := range n.VDels {

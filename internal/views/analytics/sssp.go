@@ -179,17 +179,9 @@ func (a *sssp) Update(ctx context.Context, u *views.Update) (bool, error) {
 	if err := ids.Check(); err != nil {
 		return false, err
 	}
-	st.dist = resize(st.dist, st.ids, ids, math.Inf(1))
+	var dist func(uint64) float64
+	st.dist, dist = rooted(st.dist, st.ids, ids, a.root, 0, math.Inf(1))
 	st.ids = ids
-	if ri, ok := ids.Index(a.root); ok {
-		st.dist[ri] = 0
-	}
-	dist := func(v uint64) float64 {
-		if i, ok := ids.Index(v); ok {
-			return st.dist[i]
-		}
-		return math.Inf(1)
-	}
 	recompute := false
 	for _, x := range n.VDels {
 		recompute = recompute || !math.IsInf(dist(x), 1)
