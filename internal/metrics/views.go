@@ -13,7 +13,6 @@ import (
 // ViewsCollector exports a views.Manager's Stats on every scrape.
 type ViewsCollector struct {
 	m                                                                  *views.Manager
-	store                                                              *engine.Store
 	open, created, oldestAge, oldestLag, streams, lost, logOps, logCap *prometheus.Desc
 }
 
@@ -22,7 +21,7 @@ func NewViewsCollector(m *views.Manager) *ViewsCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("graphtide_views_"+name, help, labels, nil)
 	}
-	return &ViewsCollector{m: m, store: m.Store(),
+	return &ViewsCollector{m: m,
 		open:      d("open", "Static views alive, streams' attached views included.", "kind"),
 		created:   d("created_total", "Static views created.", "kind"),
 		oldestAge: d("oldest_age_seconds", "Age of the oldest live static view."),
