@@ -243,11 +243,5 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 	return VertexLevel{int(a.st.level[i])}, true
 }
 
-// levels returns a copy of the level of every vertex of the id space.
-func (a *bfs) levels() (views.IDSpace, []int32) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.st.ids, slices.Clone(a.st.level)
-}
 
 func (st *bfsState) sequence() uint64 { return st.seq }
