@@ -243,5 +243,4 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 	return VertexLevel{int(a.st.level[i])}, true
 }
 
-
 func (st *bfsState) sequence() uint64 { return st.seq }
