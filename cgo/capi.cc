@@ -7,6 +7,7 @@
 #include <new>
 
 #include "graphtide.h"
+#include "recovery.h"
 #include "store.h"
 
 struct gt_store {
@@ -226,6 +227,63 @@ void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n) {
 
 int gt_verify_all(gt_store *s, gt_error *err) {
   return Guard(err, [&] { return Done(s->s->VerifyAll(), err); });
+}
+
+void gt_check_report_free(gt_check_report *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->nproblems; i++) {
+    std::free(r->problems[i].file);
+    std::free(r->problems[i].what);
+  }
+  for (size_t i = 0; i < r->nnotes; i++) {
+    std::free(r->notes[i].file);
+    std::free(r->notes[i].what);
+  }
+  std::free(r->problems);
+  std::free(r->notes);
+  std::free(r);
+}
+
+int gt_check(const char *dir, gt_check_report **out, gt_error *err) {
+  return Guard(err, [&] {
+    if (dir == nullptr || out == nullptr) return Fail(gt::Status::Invalid("dir and out must not be null"), err);
+    gt::CheckResult c;
+    gt::Status st = gt::CheckStore(dir, &c);
+    if (!st.ok()) return Fail(st, err);
+    // Built with malloc (the caller frees with gt_check_report_free) and
+    // owned by a guard until handed over, so a failed allocation leaks
+    // nothing.
+    std::unique_ptr<gt_check_report, void (*)(gt_check_report *)> r(
+        static_cast<gt_check_report *>(std::calloc(1, sizeof(gt_check_report))), gt_check_report_free);
+    if (!r) throw std::bad_alloc();
+    auto copy = [](const std::vector<gt::Problem> &from, gt_problem **to, size_t *n) {
+      if (from.empty()) return;
+      *to = static_cast<gt_problem *>(std::calloc(from.size(), sizeof(gt_problem)));
+      if (!*to) throw std::bad_alloc();
+      for (const gt::Problem &p : from) {
+        gt_problem &q = (*to)[(*n)++];
+        q.file = Dup(p.file);
+        q.what = Dup(p.what);
+        q.offset = p.offset;
+        if (!q.file || !q.what) throw std::bad_alloc();
+      }
+    };
+    copy(c.problems, &r->problems, &r->nproblems);
+    copy(c.notes, &r->notes, &r->nnotes);
+    r->manifest_ok = c.manifest_ok ? 1 : 0;
+    r->in_edges = c.state.in_edges ? 1 : 0;
+    r->manifest_bytes = c.manifest_bytes;
+    r->manifest_records = c.manifest_records;
+    r->files_checked = c.files_checked;
+    r->bytes_checked = c.bytes_checked;
+    r->live_files = c.state.live.size();
+    r->durable_seq = c.state.durable_seq;
+    r->low_bound = c.state.low_bound;
+    r->high_bound = c.state.high_bound;
+    r->next_file = c.state.next_file;
+    *out = r.release();
+    return static_cast<int>(GT_OK);
+  });
 }
 
 }  // extern "C"

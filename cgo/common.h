@@ -35,6 +35,16 @@ struct Status {
   static Status Internal(std::string m) { return Status{Code::kInternal, std::move(m), "", 0}; }
 };
 
+// A problem found in a store file: what is wrong, where, and what was
+// expected. Checks (gt_check) collect every one; opens refuse with the
+// first (as a kCorruption Status).
+struct Problem {
+  std::string file;
+  uint64_t offset = 0;
+  std::string what;
+  Status AsStatus() const { return Status::Corruption(what, file, offset); }
+};
+
 #define GT_RETURN_IF_ERROR(expr)    \
   do {                              \
     ::gt::Status _s = (expr);       \

@@ -84,7 +84,17 @@ type Options struct {
 	SizeRatio, L0CompactionTrigger, MaxLevels uint32
 	InEdges, DisableAutoCompaction            bool
 	InEdgesAsStored                           bool
+	ReadOnly                                  bool
+	TestPauseAt                               uint32 // gt_test_point; testing only
 }
+
+// Test points of gt_test_point (Options.TestPauseAt).
+const (
+	TestFlushBeforeEdit   = uint32(C.GT_TEST_FLUSH_BEFORE_EDIT)
+	TestFlushAfterEdit    = uint32(C.GT_TEST_FLUSH_AFTER_EDIT)
+	TestCompactBeforeEdit = uint32(C.GT_TEST_COMPACT_BEFORE_EDIT)
+	TestCompactAfterEdit  = uint32(C.GT_TEST_COMPACT_AFTER_EDIT)
+)
 
 func b2u(b bool) C.uint32_t {
 	if b {
@@ -107,6 +117,8 @@ func Open(dir string, o Options) (*Store, *Error) {
 		in_edges:                b2u(o.InEdges),
 		disable_auto_compaction: b2u(o.DisableAutoCompaction),
 		in_edges_as_stored:      b2u(o.InEdgesAsStored),
+		read_only:               b2u(o.ReadOnly),
+		test_pause_at:           C.uint32_t(o.TestPauseAt),
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
@@ -387,4 +399,53 @@ func f64p(s []float64) *C.double {
 		return nil
 	}
 	return (*C.double)(unsafe.Pointer(&s[0]))
+}
+
+// Problem is one gt_problem, copied into Go memory.
+type Problem struct {
+	File   string
+	Offset uint64
+	What   string
+}
+
+// CheckReport is a gt_check_report, copied into Go memory.
+type CheckReport struct {
+	Problems, Notes                []Problem
+	ManifestOK, InEdges            bool
+	ManifestBytes, ManifestRecords uint64
+	FilesChecked, BytesChecked     uint64
+	LiveFiles, DurableSeq          uint64
+	LowBound, HighBound, NextFile  uint64
+}
+
+func problems(p *C.gt_problem, n C.size_t) []Problem {
+	if n == 0 {
+		return nil
+	}
+	out := make([]Problem, int(n))
+	for i, q := range unsafe.Slice(p, int(n)) {
+		out[i] = Problem{File: C.GoString(q.file), Offset: uint64(q.offset), What: C.GoString(q.what)}
+	}
+	return out
+}
+
+// Check calls gt_check; the report the core allocates is copied and freed
+// before it returns.
+func Check(dir string) (*CheckReport, *Error) {
+	cdir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cdir))
+	var r *C.gt_check_report
+	var e C.gt_error
+	if rc := C.gt_check(cdir, &r, &e); rc != 0 {
+		return nil, takeError(rc, &e)
+	}
+	defer C.gt_check_report_free(r)
+	return &CheckReport{
+		Problems: problems(r.problems, r.nproblems), Notes: problems(r.notes, r.nnotes),
+		ManifestOK: r.manifest_ok != 0, InEdges: r.in_edges != 0,
+		ManifestBytes: uint64(r.manifest_bytes), ManifestRecords: uint64(r.manifest_records),
+		FilesChecked: uint64(r.files_checked), BytesChecked: uint64(r.bytes_checked),
+		LiveFiles: uint64(r.live_files), DurableSeq: uint64(r.durable_seq),
+		LowBound: uint64(r.low_bound), HighBound: uint64(r.high_bound), NextFile: uint64(r.next_file),
+	}, nil
 }

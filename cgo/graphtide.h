@@ -74,7 +74,25 @@ typedef struct gt_options {
   uint32_t disable_auto_compaction; /* nonzero: compact only on gt_compact_all */
   uint32_t in_edges_as_stored;   /* nonzero: an existing store keeps the in_edges it was
                                     created with (in_edges then applies to a new store only) */
+  uint32_t read_only;            /* nonzero: open an existing store without writing a byte:
+                                    no store is created, nothing is cut or deleted, no
+                                    background work runs, writes fail with GT_ERR_INVALID,
+                                    and the directory's LOCK is shared (GT_ERR_LOCKED while
+                                    a writer holds it) */
+  uint32_t test_pause_at;        /* testing only: a gt_test_point where background work
+                                    stops, see gt_test_point; 0 = none */
 } gt_options;
+
+/* Testing only (crash tests): where gt_options.test_pause_at makes a flush
+ * or compaction stop. There the core creates the empty file
+ * "PAUSED-<point>" in the store directory and waits until gt_close, so that
+ * a test can kill the process at exactly that point. */
+typedef enum gt_test_point {
+  GT_TEST_FLUSH_BEFORE_EDIT = 1,   /* flush: its L0 files durable, its manifest edit not written */
+  GT_TEST_FLUSH_AFTER_EDIT = 2,    /* flush: its edit durable, the new file set not yet installed */
+  GT_TEST_COMPACT_BEFORE_EDIT = 3, /* compaction: its outputs durable, its edit not written */
+  GT_TEST_COMPACT_AFTER_EDIT = 4   /* compaction: its edit durable, its inputs not yet unlinked */
+} gt_test_point;
 
 typedef enum gt_op_kind {
   GT_OP_UPSERT = 0,        /* insert or update edge (src,dst) with weight */
@@ -126,8 +144,14 @@ typedef struct gt_store gt_store;
 typedef struct gt_snapshot gt_snapshot;
 
 /* Opens (creating if absent) the store in dir. opts may be NULL for defaults.
- * Replays the manifest, deletes orphan files, verifies file headers and
- * indexes. On success *out is owned by the caller: free with gt_close. */
+ * Replays the manifest and verifies every live file's header, footer and
+ * index. Recovery never destroys what might be data: any damaged manifest
+ * record, missing or mismatched live file, or segment file that is neither
+ * live nor provably garbage is GT_ERR_CORRUPTION (err->file, err->offset)
+ * and nothing is changed; a directory with segment files but no MANIFEST is
+ * refused, never initialised. Only then does a read-write open cut a torn
+ * manifest tail and delete the files the manifest proves garbage. On
+ * success *out is owned by the caller: free with gt_close. */
 int gt_open(const char *dir, const gt_options *opts, gt_store **out, gt_error *err);
 
 /* Nonzero when the store keeps in-edges. */
@@ -245,8 +269,46 @@ typedef struct gt_file_info {
 void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n);
 
 /* Reads and verifies every checksum of every live file. Returns the first
- * corruption found. Used by tests and `graphtide inspect`. */
+ * corruption found. */
 int gt_verify_all(gt_store *s, gt_error *err);
+
+/* One finding of gt_check: the file it is about, a byte offset in it, and
+ * what is wrong (what was expected and what was found). */
+typedef struct gt_problem {
+  char *file;
+  uint64_t offset;
+  char *what;
+} gt_problem;
+
+/* What gt_check found. problems: everything that stops the store from
+ * opening or would be refused on read. notes: what a read-write open would
+ * change that holds no data (a torn manifest tail it drops, leftovers of
+ * unfinished flushes and compactions it deletes). The manifest summary
+ * fields are valid when manifest_ok. */
+typedef struct gt_check_report {
+  gt_problem *problems;
+  size_t nproblems;
+  gt_problem *notes;
+  size_t nnotes;
+  uint32_t manifest_ok;
+  uint32_t in_edges;
+  uint64_t manifest_bytes, manifest_records;
+  uint64_t files_checked, bytes_checked; /* segment files read whole, and their bytes */
+  uint64_t live_files;
+  uint64_t durable_seq;
+  uint64_t low_bound, high_bound; /* as gt_snapshot_vertex_bounds, of durable data */
+  uint64_t next_file;
+} gt_check_report;
+
+/* Checks the store in dir without writing a byte: every manifest record,
+ * every segment file present (header, footer, index, every data chunk),
+ * each against the manifest, and the directory for files that are neither
+ * live nor provably garbage. Takes the directory's LOCK shared, so it fails
+ * with GT_ERR_LOCKED while a writer has the store open. Fails otherwise only
+ * when it cannot check at all (no store there). On success *out is owned by
+ * the caller: free with gt_check_report_free. */
+int gt_check(const char *dir, gt_check_report **out, gt_error *err);
+void gt_check_report_free(gt_check_report *r);
 
 #ifdef __cplusplus
 }

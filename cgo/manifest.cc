@@ -1,15 +1,41 @@
 #include "manifest.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graphtide.h"
+
 namespace gt {
 namespace {
 
+constexpr char kMagic[8] = {'G', 'T', 'M', 'A', 'N', 'I', '0', '2'};
+constexpr uint32_t kVersion = 2;
+constexpr size_t kFileHeader = 16;
+constexpr size_t kRecHeader = 12;
 constexpr size_t kMetaBytes = 80;  // encoded SegMeta: u64 id, u32 level, u32 dir, 8 x u64
+
+// Field tags of an edit payload.
+enum Tag : uint8_t {
+  kTagKind = 1,       // u8 EditKind
+  kTagInEdges = 2,    // u32
+  kTagDurable = 3,    // u64 durable seq
+  kTagAdded = 4,      // SegMeta (repeated)
+  kTagRemoved = 5,    // u64 file id (repeated)
+  kTagVdel = 6,       // u64 vertex, u64 seq (repeated)
+  kTagSrcpos = 7,     // u32 length, bytes
+  kTagBounds = 8,     // u64 low, u64 high
+  kTagNextFile = 9,   // u64
+};
+
+std::string Hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
 
 class Enc {
  public:
@@ -58,139 +84,334 @@ class Dec {
     return true;
   }
   bool done() const { return n_ == 0; }
-  // Guards counts read from the file against absurd allocations.
-  bool Fits(uint64_t count, size_t each) const { return count <= n_ / each; }
 
  private:
   const char *p_;
   size_t n_;
 };
 
-bool Decode(const char *p, size_t n, ManifestRecord *r) {
-  Dec d(p, n);
-  uint8_t type;
-  if (!d.Get(&type)) return false;
-  r->type = static_cast<RecType>(type);
-  switch (r->type) {
-    case RecType::kCreate:
-      return d.Get(&r->in_edges) && d.done();
-    case RecType::kFlush: {
-      uint32_t nf, nv, len;
-      uint8_t has;
-      if (!d.Get(&r->durable_seq) || !d.Get(&nf) || !d.Fits(nf, kMetaBytes)) return false;
-      r->added.resize(nf);
-      for (auto &m : r->added)
-        if (!d.Meta(&m)) return false;
-      if (!d.Get(&nv) || !d.Fits(nv, 16)) return false;
-      r->vdels.resize(nv);
-      for (auto &v : r->vdels)
-        if (!d.Get(&v.first) || !d.Get(&v.second)) return false;
-      if (!d.Get(&has) || !d.Get(&len) || !d.Bytes(len, &r->srcpos)) return false;
-      r->has_srcpos = has != 0;
-      if (d.done()) return true;  // written before bounds were recorded
-      r->has_bounds = true;
-      return d.Get(&r->low_bound) && d.Get(&r->high_bound) && d.done();
-    }
-    case RecType::kCompact: {
-      uint32_t nr, na;
-      if (!d.Get(&nr) || !d.Fits(nr, 8)) return false;
-      r->removed.resize(nr);
-      for (auto &id : r->removed)
-        if (!d.Get(&id)) return false;
-      if (!d.Get(&na) || !d.Fits(na, kMetaBytes)) return false;
-      r->added.resize(na);
-      for (auto &m : r->added)
-        if (!d.Meta(&m)) return false;
-      return d.done();
-    }
-  }
-  return false;
+template <typename T>
+T Load(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
 
-std::string Encode(const ManifestRecord &r) {
+std::string FileHeader() {
   Enc e;
-  e.Put(static_cast<uint8_t>(r.type));
-  switch (r.type) {
-    case RecType::kCreate:
-      e.Put(r.in_edges);
-      break;
-    case RecType::kFlush:
-      e.Put(r.durable_seq);
-      e.Put(static_cast<uint32_t>(r.added.size()));
-      for (const auto &m : r.added) e.Meta(m);
-      e.Put(static_cast<uint32_t>(r.vdels.size()));
-      for (const auto &v : r.vdels) {
-        e.Put(v.first);
-        e.Put(v.second);
-      }
-      e.Put(static_cast<uint8_t>(r.has_srcpos ? 1 : 0));
-      e.Put(static_cast<uint32_t>(r.srcpos.size()));
-      e.s += r.srcpos;
-      if (r.has_bounds) {
-        e.Put(r.low_bound);
-        e.Put(r.high_bound);
-      }
-      break;
-    case RecType::kCompact:
-      e.Put(static_cast<uint32_t>(r.removed.size()));
-      for (uint64_t id : r.removed) e.Put(id);
-      e.Put(static_cast<uint32_t>(r.added.size()));
-      for (const auto &m : r.added) e.Meta(m);
-      break;
-  }
+  e.s.append(kMagic, sizeof kMagic);
+  e.Put(kVersion);
+  e.Put(Crc32c(e.s.data(), e.s.size()));
   return e.s;
+}
+
+std::string Record(const VersionEdit &e) {
+  const std::string payload = EncodeEdit(e);
+  Enc r;
+  r.Put(static_cast<uint32_t>(payload.size()));
+  r.Put(Crc32c(payload.data(), payload.size()));
+  r.Put(Crc32c(r.s.data(), 8));
+  r.s += payload;
+  return r.s;
+}
+
+bool AllZero(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != 0) return false;
+  return true;
 }
 
 }  // namespace
 
-Manifest::~Manifest() {
-  if (fd_ >= 0) ::close(fd_);
+std::string EncodeEdit(const VersionEdit &e) {
+  Enc x;
+  x.Put(static_cast<uint8_t>(kTagKind));
+  x.Put(static_cast<uint8_t>(e.kind));
+  if (e.has_in_edges) {
+    x.Put(static_cast<uint8_t>(kTagInEdges));
+    x.Put(e.in_edges);
+  }
+  if (e.has_durable_seq) {
+    x.Put(static_cast<uint8_t>(kTagDurable));
+    x.Put(e.durable_seq);
+  }
+  for (const SegMeta &m : e.added) {
+    x.Put(static_cast<uint8_t>(kTagAdded));
+    x.Meta(m);
+  }
+  for (uint64_t id : e.removed) {
+    x.Put(static_cast<uint8_t>(kTagRemoved));
+    x.Put(id);
+  }
+  for (const auto &v : e.vdels) {
+    x.Put(static_cast<uint8_t>(kTagVdel));
+    x.Put(v.first);
+    x.Put(v.second);
+  }
+  if (e.has_srcpos) {
+    x.Put(static_cast<uint8_t>(kTagSrcpos));
+    x.Put(static_cast<uint32_t>(e.srcpos.size()));
+    x.s += e.srcpos;
+  }
+  if (e.has_bounds) {
+    x.Put(static_cast<uint8_t>(kTagBounds));
+    x.Put(e.low_bound);
+    x.Put(e.high_bound);
+  }
+  x.Put(static_cast<uint8_t>(kTagNextFile));
+  x.Put(e.next_file);
+  return x.s;
 }
 
-Status Manifest::Open(const std::string &dir, const std::function<Status(const ManifestRecord &)> &fn) {
-  path_ = JoinPath(dir, "MANIFEST");
-  struct stat st;
-  created_ = ::stat(path_.c_str(), &st) != 0;
-  std::string data;
-  if (!created_) GT_RETURN_IF_ERROR(ReadWholeFile(path_, &data));
-  size_t off = 0;
-  while (off < data.size()) {
-    if (data.size() - off < 8) {
-      torn_offset_ = static_cast<int64_t>(off);
-      break;
-    }
-    uint32_t len, crc;
-    std::memcpy(&len, data.data() + off, 4);
-    std::memcpy(&crc, data.data() + off + 4, 4);
-    if (len > data.size() - off - 8) {
-      torn_offset_ = static_cast<int64_t>(off);
-      break;
-    }
-    const char *payload = data.data() + off + 8;
-    if (Crc32c(payload, len) != crc) return Status::Corruption("manifest record checksum mismatch", path_, off);
-    ManifestRecord r;
-    if (!Decode(payload, len, &r)) return Status::Corruption("manifest record malformed", path_, off);
-    GT_RETURN_IF_ERROR(fn(r));
-    off += 8 + len;
+bool DecodeEdit(const char *p, size_t n, VersionEdit *e, std::string *why) {
+  *e = VersionEdit();
+  Dec d(p, n);
+  uint8_t tag, kind;
+  if (!d.Get(&tag) || tag != kTagKind || !d.Get(&kind)) {
+    *why = "edit does not start with its kind";
+    return false;
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::IO("open: " + ErrnoString(errno), path_);
-  if (torn_offset_ >= 0 && ::ftruncate(fd_, torn_offset_) != 0)
-    return Status::IO("truncate torn tail: " + ErrnoString(errno), path_);
-  if (::lseek(fd_, static_cast<off_t>(off), SEEK_SET) < 0) return Status::IO("seek: " + ErrnoString(errno), path_);
-  if (created_) GT_RETURN_IF_ERROR(SyncDir(dir));
+  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kCompact)) {
+    *why = "unknown edit kind " + std::to_string(kind);
+    return false;
+  }
+  e->kind = static_cast<EditKind>(kind);
+  bool has_next = false;
+  auto once = [&](bool *seen, const char *name) {
+    if (*seen) *why = std::string("field ") + name + " given twice";
+    return !*seen && (*seen = true);
+  };
+  while (!d.done()) {
+    d.Get(&tag);
+    bool ok = false;
+    switch (tag) {
+      case kTagInEdges:
+        ok = once(&e->has_in_edges, "in_edges") && d.Get(&e->in_edges);
+        break;
+      case kTagDurable:
+        ok = once(&e->has_durable_seq, "durable_seq") && d.Get(&e->durable_seq);
+        break;
+      case kTagAdded: {
+        SegMeta m;
+        ok = d.Meta(&m);
+        if (ok) e->added.push_back(m);
+        break;
+      }
+      case kTagRemoved: {
+        uint64_t id;
+        ok = d.Get(&id);
+        if (ok) e->removed.push_back(id);
+        break;
+      }
+      case kTagVdel: {
+        std::pair<uint64_t, uint64_t> v;
+        ok = d.Get(&v.first) && d.Get(&v.second);
+        if (ok) e->vdels.push_back(v);
+        break;
+      }
+      case kTagSrcpos: {
+        uint32_t len;
+        ok = once(&e->has_srcpos, "source position") && d.Get(&len) && d.Bytes(len, &e->srcpos);
+        break;
+      }
+      case kTagBounds:
+        ok = once(&e->has_bounds, "bounds") && d.Get(&e->low_bound) && d.Get(&e->high_bound);
+        break;
+      case kTagNextFile:
+        ok = once(&has_next, "next_file") && d.Get(&e->next_file);
+        break;
+      default:
+        *why = "unknown field tag " + std::to_string(tag);
+        return false;
+    }
+    if (!ok) {
+      if (why->empty()) *why = "field with tag " + std::to_string(tag) + " cut short";
+      return false;
+    }
+  }
+  if (!has_next) {
+    *why = "edit has no next_file field";
+    return false;
+  }
+  return true;
+}
+
+Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems) {
+  *out = ManifestContents();
+  out->path = path;
+  std::string data;
+  GT_RETURN_IF_ERROR(ReadWholeFile(path, &data));
+  out->size = data.size();
+  auto problem = [&](uint64_t off, std::string what) { problems->push_back(Problem{path, off, std::move(what)}); };
+  if (data.empty()) {
+    problem(0, "MANIFEST is empty (a manifest is created whole, with its header and create record, so no crash "
+               "leaves it empty)");
+    return Status::OK();
+  }
+  if (data.size() < kFileHeader) {
+    problem(0, "MANIFEST file header cut short: " + std::to_string(data.size()) + " bytes, expected at least " +
+                   std::to_string(kFileHeader));
+    return Status::OK();
+  }
+  if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) {
+    problem(0, "bad MANIFEST magic: expected \"GTMANI02\" (a MANIFEST written by graphtide before format 2 has no "
+               "header and cannot be opened by this version)");
+    return Status::OK();
+  }
+  const uint32_t hcrc = Load<uint32_t>(data.data() + 12), want = Crc32c(data.data(), 12);
+  if (hcrc != want) {
+    problem(12, "MANIFEST file header checksum mismatch: stored " + Hex32(hcrc) + ", computed " + Hex32(want));
+    return Status::OK();
+  }
+  if (Load<uint32_t>(data.data() + 8) != kVersion) {
+    problem(8, "unsupported MANIFEST format version " + std::to_string(Load<uint32_t>(data.data() + 8)) +
+                   ", expected " + std::to_string(kVersion));
+    return Status::OK();
+  }
+  size_t off = kFileHeader;
+  while (off < data.size()) {
+    const size_t rem = data.size() - off;
+    const char *p = data.data() + off;
+    if (rem < kRecHeader || AllZero(p, rem)) {
+      out->torn_offset = off;
+      out->torn_bytes = rem;
+      break;
+    }
+    const uint32_t len = Load<uint32_t>(p), pcrc = Load<uint32_t>(p + 4), rcrc = Load<uint32_t>(p + 8);
+    const uint32_t rwant = Crc32c(p, 8);
+    if (rcrc != rwant) {
+      problem(off, "record header checksum mismatch: stored " + Hex32(rcrc) + ", computed " + Hex32(rwant) +
+                       " (length field " + std::to_string(len) + "; the " + std::to_string(rem) +
+                       " bytes from here on cannot be read)");
+      return Status::OK();
+    }
+    if (len > rem - kRecHeader) {
+      // The length is authenticated: the record was cut short by a crash.
+      out->torn_offset = off;
+      out->torn_bytes = rem;
+      break;
+    }
+    const uint32_t pwant = Crc32c(p + kRecHeader, len);
+    if (pcrc != pwant) {
+      problem(off, "record payload checksum mismatch: stored " + Hex32(pcrc) + ", computed " + Hex32(pwant) + " over " +
+                       std::to_string(len) + " bytes");
+    } else {
+      VersionEdit e;
+      std::string why;
+      if (DecodeEdit(p + kRecHeader, len, &e, &why)) {
+        out->edits.push_back(std::move(e));
+        out->offsets.push_back(off);
+      } else {
+        problem(off, "malformed edit: " + why);
+      }
+    }
+    off += kRecHeader + len;
+  }
   return Status::OK();
 }
 
-Status Manifest::Append(const ManifestRecord &r) {
-  std::string payload = Encode(r);
-  std::string rec(8, '\0');
-  uint32_t len = static_cast<uint32_t>(payload.size());
-  uint32_t crc = Crc32c(payload.data(), payload.size());
-  std::memcpy(&rec[0], &len, 4);
-  std::memcpy(&rec[4], &crc, 4);
-  rec += payload;
-  // One write per record so that a crash tears at most the tail record.
+void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems) {
+  *st = ManifestState();
+  auto fail = [&](size_t i, std::string what) {
+    problems->push_back(Problem{c.path, i < c.offsets.size() ? c.offsets[i] : 0, std::move(what)});
+  };
+  if (c.edits.empty() || c.edits[0].kind != EditKind::kCreate) {
+    fail(0, c.edits.empty() ? "MANIFEST holds no complete create record" : "first edit is not a create record");
+    return;
+  }
+  std::set<uint64_t> used;  // every file number an edit has named
+  for (size_t i = 0; i < c.edits.size(); i++) {
+    const VersionEdit &e = c.edits[i];
+    const uint64_t off = c.offsets[i];
+    if (e.next_file < st->next_file)
+      return fail(i, "next_file went back from " + std::to_string(st->next_file) + " to " + std::to_string(e.next_file));
+    switch (e.kind) {
+      case EditKind::kCreate:
+        if (i != 0) return fail(i, "a second create record");
+        if (!e.has_in_edges) return fail(i, "create record without in_edges");
+        st->in_edges = e.in_edges != 0;
+        break;
+      case EditKind::kFlush:
+        if (!e.removed.empty()) return fail(i, "flush record removes files");
+        break;
+      case EditKind::kCompact:
+        if (e.has_durable_seq || e.has_srcpos || !e.vdels.empty())
+          return fail(i, "compaction record carries a flush's fields");
+        break;
+    }
+    for (uint64_t id : e.removed) {
+      if (st->live.erase(id) == 0)
+        return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
+      st->added_at.erase(id);
+      st->removed_at[id] = off;
+    }
+    for (const SegMeta &m : e.added) {
+      if (m.id == 0 || !used.insert(m.id).second)
+        return fail(i, "edit adds file number " + std::to_string(m.id) + ", which is already in use");
+      if (m.dir > 1 || m.level >= GT_MAX_LEVELS || (e.kind == EditKind::kFlush) != (m.level == 0))
+        return fail(i, "edit adds " + SegmentFileName(m.id) + " at level " + std::to_string(m.level) +
+                           " in direction " + std::to_string(m.dir) + ", which a " +
+                           (e.kind == EditKind::kFlush ? "flush" : "compaction") + " cannot write");
+      st->live[m.id] = m;
+      st->added_at[m.id] = off;
+      st->max_file = std::max(st->max_file, m.id);
+    }
+    for (uint64_t id : e.removed) used.insert(id);
+    if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
+    if (e.has_srcpos) {
+      st->has_srcpos = true;
+      st->srcpos = e.srcpos;
+    }
+    if (e.has_bounds) {
+      st->low_bound = std::max(st->low_bound, e.low_bound);
+      st->high_bound = std::max(st->high_bound, e.high_bound);
+    }
+    st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
+    st->next_file = e.next_file;
+  }
+}
+
+std::string ManifestBytes(const std::vector<VersionEdit> &edits) {
+  std::string s = FileHeader();
+  for (const VersionEdit &e : edits) s += Record(e);
+  return s;
+}
+
+Status CreateManifest(const std::string &dir, const VersionEdit &create) {
+  const std::string path = JoinPath(dir, "MANIFEST"), tmp = path + ".tmp";
+  const std::string data = ManifestBytes({create});
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IO("create: " + ErrnoString(errno), tmp);
+  Status s = WriteAll(fd, data.data(), data.size(), tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = Status::IO("fsync: " + ErrnoString(errno), tmp);
+  ::close(fd);
+  GT_RETURN_IF_ERROR(s);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::IO("rename to MANIFEST: " + ErrnoString(errno), tmp);
+  return SyncDir(dir);
+}
+
+ManifestWriter::~ManifestWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status ManifestWriter::Open(const std::string &path, uint64_t end) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0) return Status::IO("open: " + ErrnoString(errno), path);
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Status::IO("stat: " + ErrnoString(errno), path);
+  if (static_cast<uint64_t>(st.st_size) > end) {
+    if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
+      return Status::IO("cut the torn tail at offset " + std::to_string(end) + ": " + ErrnoString(errno), path);
+    if (::fdatasync(fd_) != 0) return Status::IO("fdatasync: " + ErrnoString(errno), path);
+  }
+  if (::lseek(fd_, static_cast<off_t>(end), SEEK_SET) < 0) return Status::IO("seek: " + ErrnoString(errno), path);
+  return Status::OK();
+}
+
+Status ManifestWriter::Append(const VersionEdit &e) {
+  const std::string rec = Record(e);
+  // One write per record, so that a crash tears at most this record.
   GT_RETURN_IF_ERROR(WriteAll(fd_, rec.data(), rec.size(), path_));
   if (::fdatasync(fd_) != 0) return Status::IO("fdatasync: " + ErrnoString(errno), path_);
   return Status::OK();

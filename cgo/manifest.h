@@ -1,21 +1,42 @@
 // manifest.h -- the append-only, checksummed log of the store's file set.
 //
-// File "MANIFEST": a sequence of records [u32 len][u32 crc32c(payload)][payload].
-// Payload = u8 type + fields (little-endian):
-//   kCreate  : u32 in_edges
-//   kFlush   : u64 durable_seq, u32 nfiles, SegMeta*, u32 nvdel, (u64 v, u64 seq)*,
-//              u8 has_srcpos, u32 len, bytes,
-//              [u64 low_bound, u64 high_bound]  (absent in stores written before
-//              bounds were recorded; see ManifestRecord::has_bounds)
-//   kCompact : u32 nremoved, u64 id*, u32 nadded, SegMeta*
-// A record is durable once Append returns (fdatasync). A record cut short by a
-// crash (its length runs past end of file) is a torn tail: it was never
-// acknowledged, so Open truncates it and reports the offset in torn_offset.
-// A complete record whose checksum fails is corruption, reported with the
-// manifest path and the record's offset; it is never skipped.
+// File "MANIFEST" (all integers little-endian):
+//   [0,16)  file header: magic "GTMANI02", u32 format version (2),
+//           u32 crc32c of bytes [0,12).
+//   then records, back to back, each
+//           u32 payload length n, u32 crc32c(payload),
+//           u32 crc32c of the record's bytes [0,8)  (the header checksum),
+//           n payload bytes.
+//   A payload is a version edit: a sequence of fields, each a u8 tag and
+//   its data (tags below). Every edit starts with kTagKind.
+//
+// Torn tails. The header checksum authenticates the length, so a damaged
+// length is corruption, never mistaken for a record cut short. A record
+// is a torn tail -- provably incomplete, written by an append that a crash
+// interrupted and that was therefore never acknowledged -- only when:
+//   - fewer than 12 bytes follow the last complete record, or
+//   - its header checksum matches and its payload runs past end of file, or
+//   - from its first byte to end of file every byte is zero (a crash can
+//     leave a file extended with zeros).
+// Everything else -- a header or payload checksum mismatch, an edit that
+// does not decode, an edit that contradicts the ones before it -- is
+// corruption, reported with the path, the record's byte offset and what
+// was expected; the store does not open. A MANIFEST is created whole (its
+// header and create record written to MANIFEST.tmp, fsynced and renamed),
+// so an empty or header-less MANIFEST is corruption too.
+//
+// File numbers. Every edit records next_file: every file number at or
+// above it was allocated by a flush or compaction that had not recorded
+// its edit when this one was appended (see Store::AppendEdit). So after a
+// crash, a segment file that no edit keeps alive is provably garbage only
+// if its number is >= the last edit's next_file (an unfinished operation)
+// or an edit removed it (a compaction whose inputs were not yet unlinked);
+// any other is unexplained, and recovery refuses to open rather than
+// delete it.
 #pragma once
 
-#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,45 +45,105 @@
 
 namespace gt {
 
-enum class RecType : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3 };
+// What an edit is, for replay's checks and for inspection.
+enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3 };
 
-struct ManifestRecord {
-  RecType type = RecType::kCreate;
+// One manifest record: a change to the store's file set (pebble's
+// VersionEdit). Fields absent from the payload keep these defaults.
+struct VersionEdit {
+  EditKind kind = EditKind::kCreate;
+  // kCreate only: whether the store keeps in-edges (fixed at creation).
+  bool has_in_edges = false;
   uint32_t in_edges = 0;
+  // kFlush: the newest sequence number the flush made durable.
+  bool has_durable_seq = false;
   uint64_t durable_seq = 0;
   std::vector<SegMeta> added;
-  std::vector<uint64_t> removed;
-  std::vector<std::pair<uint64_t, uint64_t>> vdels;
+  std::vector<uint64_t> removed;  // file ids (kCompact)
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;  // (vertex, seq) (kFlush)
   bool has_srcpos = false;
   std::string srcpos;
-  // kFlush: the store's per-band vertex bounds (graphtide.h,
-  // gt_snapshot_vertex_bounds) when the record was written; they cover every
-  // file the store held then. has_bounds is false for older records.
+  // kFlush: per-band vertex bounds (graphtide.h, gt_snapshot_vertex_bounds)
+  // of every durable edge as of this edit.
   bool has_bounds = false;
   uint64_t low_bound = 0, high_bound = 0;
+  // Every edit: see "File numbers" above.
+  uint64_t next_file = 0;
 };
 
-class Manifest {
- public:
-  Manifest() = default;
-  ~Manifest();
-  Manifest(const Manifest &) = delete;
-  Manifest &operator=(const Manifest &) = delete;
+// Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
+// returns false and says why in *why when p[0..n) is not a valid payload.
+std::string EncodeEdit(const VersionEdit &e);
+bool DecodeEdit(const char *p, size_t n, VersionEdit *e, std::string *why);
 
-  // Replays dir/MANIFEST (creating it if absent) through fn, then opens it
-  // for appending.
-  Status Open(const std::string &dir, const std::function<Status(const ManifestRecord &)> &fn);
-  // Appends and syncs one record. Not thread-safe: the store serializes.
-  Status Append(const ManifestRecord &r);
+// A MANIFEST as read from disk.
+struct ManifestContents {
+  std::string path;
+  uint64_t size = 0;  // bytes in the file
+  std::vector<VersionEdit> edits;
+  std::vector<uint64_t> offsets;  // offsets[i]: byte offset of edits[i]'s record
+  // Offset of a torn tail record and how many bytes it has (both 0 if
+  // none). Complete records end at torn_offset (or at size).
+  uint64_t torn_offset = 0, torn_bytes = 0;
+  bool torn() const { return torn_bytes != 0; }
+};
+
+// Reads path. Every damaged record is appended to *problems (a check
+// collects them all: a record whose header checksum holds is skipped and
+// reading goes on; a damaged header stops it, since framing is lost).
+// The returned Status is for I/O failures only (ENOENT included).
+Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems);
+
+// The store's file set as the edits describe it.
+struct ManifestState {
+  bool in_edges = false;
+  uint64_t durable_seq = 0;
+  bool has_srcpos = false;
+  std::string srcpos;
+  uint64_t low_bound = 0, high_bound = 0;
+  uint64_t next_file = 1;  // the last edit's next_file
+  uint64_t max_file = 0;   // the largest file number any edit names
+  std::map<uint64_t, SegMeta> live;
+  std::map<uint64_t, uint64_t> added_at;    // live file -> offset of the record that added it
+  std::map<uint64_t, uint64_t> removed_at;  // removed file -> offset of the record that removed it
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;
+};
+
+// Replays the edits of c into *st. An edit that contradicts the ones
+// before it (no create record first, a second create, a file number used
+// twice, a file removed while not live, a flush adding a file outside L0
+// or a compaction adding one in it, a level or direction out of range) is
+// a problem appended to *problems naming the record's offset; replay
+// stops at the first one.
+void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems);
+
+// The bytes of a MANIFEST holding edits: the file header, then one record
+// per edit.
+std::string ManifestBytes(const std::vector<VersionEdit> &edits);
+
+// Creates dir/MANIFEST holding the header and a create edit, atomically:
+// written to MANIFEST.tmp, fsynced, renamed, and the directory fsynced.
+Status CreateManifest(const std::string &dir, const VersionEdit &create);
+
+// Appends edits to an existing, validated MANIFEST.
+class ManifestWriter {
+ public:
+  ManifestWriter() = default;
+  ~ManifestWriter();
+  ManifestWriter(const ManifestWriter &) = delete;
+  ManifestWriter &operator=(const ManifestWriter &) = delete;
+
+  // Opens path for appending at end, the end of its complete records:
+  // a torn tail past it is cut off (and the cut fsynced).
+  Status Open(const std::string &path, uint64_t end);
+  // Appends and fdatasyncs one record. Not thread-safe: the store
+  // serializes appends.
+  Status Append(const VersionEdit &e);
   const std::string &path() const { return path_; }
-  int64_t torn_offset() const { return torn_offset_; }
-  bool created() const { return created_; }
 
  private:
   std::string path_;
   int fd_ = -1;
-  int64_t torn_offset_ = -1;
-  bool created_ = false;
 };
 
 }  // namespace gt

@@ -42,6 +42,14 @@ class MemGraph {
   void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
              const uint8_t *srcpos, size_t srcpos_len);
   void Freeze(uint64_t freeze_seq);
+  // Raises the per-band vertex bounds of what this MemGraph holds (one past
+  // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
+  void RaiseBounds(uint64_t low, uint64_t high) {
+    if (low > low_bound_.load(std::memory_order_relaxed)) low_bound_.store(low, std::memory_order_relaxed);
+    if (high > high_bound_.load(std::memory_order_relaxed)) high_bound_.store(high, std::memory_order_relaxed);
+  }
+  uint64_t low_bound() const { return low_bound_.load(std::memory_order_relaxed); }
+  uint64_t high_bound() const { return high_bound_.load(std::memory_order_relaxed); }
 
   bool full() const { return bytes_.load(std::memory_order_relaxed) >= limit_; }
   // No batch applied yet (a batch with no ops still counts: it carries a
@@ -153,6 +161,8 @@ class MemGraph {
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
   std::atomic<uint64_t> first_seq_{0};
+  // Written by the one writer (Store::write_mu_); read after Freeze.
+  std::atomic<uint64_t> low_bound_{0}, high_bound_{0};
   std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq); Protected by mu_.
   std::string srcpos_;
   bool has_srcpos_ = false;

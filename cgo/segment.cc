@@ -469,8 +469,12 @@ Status Segment::VerifyChunk(uint64_t c) const {
   if (verified_[word].load(std::memory_order_acquire) & bit) return Status::OK();
   uint64_t from = kHeaderSize + c * chunk_size_;
   uint64_t to = std::min(body_end_, from + chunk_size_);
-  if (Crc32c(base_ + from, to - from) != crcs_[c])
-    return Status::Corruption("segment chunk checksum mismatch", path_, from);
+  const uint32_t got = Crc32c(base_ + from, to - from);
+  if (got != crcs_[c]) {
+    char b[64];
+    std::snprintf(b, sizeof b, ": stored 0x%08x, computed 0x%08x", crcs_[c], got);
+    return Status::Corruption("segment chunk " + std::to_string(c) + " checksum mismatch" + b, path_, from);
+  }
   verified_[word].fetch_or(bit, std::memory_order_release);
   return Status::OK();
 }
@@ -480,44 +484,6 @@ Status Segment::VerifyBytes(uint64_t from, uint64_t to) const {
   uint64_t c0 = (from - kHeaderSize) / chunk_size_;
   uint64_t c1 = (to - 1 - kHeaderSize) / chunk_size_;
   for (uint64_t c = c0; c <= c1; c++) GT_RETURN_IF_ERROR(VerifyChunk(c));
-  return Status::OK();
-}
-
-Status Segment::IdBounds(uint64_t base, uint64_t *low, uint64_t *high) const {
-  *low = *high = 0;
-  if (meta_.nverts == 0) return Status::OK();
-  // Sources: the table is sorted, so the largest src below base is found
-  // by search.
-  if (meta_.max_src < base) {
-    *low = meta_.max_src + 1;
-  } else {
-    *high = meta_.max_src + 1;
-    if (meta_.min_src < base) {
-      if (flags_ & kFlagDense) {
-        for (uint64_t i = base - meta_.min_src; i > 0; i--) {
-          if (offs_[i] > offs_[i - 1]) {
-            *low = meta_.min_src + i;  // vertex min_src+i-1 has edges
-            break;
-          }
-        }
-      } else {
-        const uint64_t *p = std::lower_bound(srcs_, srcs_ + meta_.nverts, base);
-        if (p != srcs_) *low = *(p - 1) + 1;
-      }
-    }
-  }
-  if (meta_.max_dst < base) {
-    *low = std::max(*low, meta_.max_dst + 1);
-    return Status::OK();
-  }
-  GT_RETURN_IF_ERROR(EnsureVerified(0, meta_.nentries));
-  for (uint64_t i = 0; i < meta_.nentries; i++) {
-    const uint64_t d = dst(i);
-    if (d < base)
-      *low = std::max(*low, d + 1);
-    else
-      *high = std::max(*high, d + 1);
-  }
   return Status::OK();
 }
 
@@ -533,6 +499,13 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
 Status Segment::VerifyAll() const {
   for (uint64_t c = 0; c < nchunks_; c++) GT_RETURN_IF_ERROR(VerifyChunk(c));
   return Status::OK();
+}
+
+void Segment::VerifyEach(std::vector<Problem> *problems) const {
+  for (uint64_t c = 0; c < nchunks_; c++) {
+    Status s = VerifyChunk(c);
+    if (!s.ok()) problems->push_back(Problem{s.file, s.offset, s.msg});
+  }
 }
 
 }  // namespace gt

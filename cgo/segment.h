@@ -130,14 +130,11 @@ class Segment {
   Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
                      double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
 
-  // One past the largest src or dst id below base (*low) and at or above it
-  // (*high) in this file; 0 when there is none. Reads (and verifies) the dst
-  // column only when max_dst is at or above base; otherwise metadata answers.
-  Status IdBounds(uint64_t base, uint64_t *low, uint64_t *high) const;
-
   // Verifies the checksums of the chunks holding entries [b,e).
   Status EnsureVerified(uint64_t b, uint64_t e) const;
   Status VerifyAll() const;
+  // Verifies every chunk and appends one problem per damaged chunk.
+  void VerifyEach(std::vector<Problem> *problems) const;
 
   void MarkObsolete() { obsolete_.store(true); }
   // Drops this mapping's pages of entries [0, upto) from the resident set

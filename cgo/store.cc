@@ -5,15 +5,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "recovery.h"
 
 namespace gt {
 namespace {
@@ -262,6 +262,11 @@ Status ValidateOptions(const gt_options *c, Options *o) {
   o->in_edges = c->in_edges != 0;
   o->disable_auto_compaction = c->disable_auto_compaction != 0;
   o->in_edges_as_stored = c->in_edges_as_stored != 0;
+  o->read_only = c->read_only != 0;
+  if (c->test_pause_at > GT_TEST_COMPACT_AFTER_EDIT)
+    return Status::Invalid("test_pause_at must be between 0 and " + std::to_string(GT_TEST_COMPACT_AFTER_EDIT) +
+                           ", got " + std::to_string(c->test_pause_at));
+  o->test_pause_at = c->test_pause_at;
   return Status::OK();
 }
 
@@ -271,133 +276,21 @@ Store::Store(std::string dir, const Options &opt) : dir_(std::move(dir)), opt_(o
 
 Status Store::Open(const std::string &dir, const Options &opt, std::unique_ptr<Store> *out) {
   if (dir.empty()) return Status::Invalid("store directory must not be empty");
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::IO("mkdir: " + ErrnoString(errno), dir);
+  if (opt.read_only) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Status::Invalid("no store in " + dir + " (not a directory)");
+  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IO("mkdir: " + ErrnoString(errno), dir);
+  }
   std::unique_ptr<Store> s(new Store(dir, opt));
-  const std::string lock_path = JoinPath(dir, "LOCK");
-  s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->lock_fd_ < 0) return Status::IO("open: " + ErrnoString(errno), lock_path);
-  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    if (e == EWOULDBLOCK)
-      return Status{Code::kLocked, "store is in use by another process (flock: " + ErrnoString(e) + ")", lock_path, 0};
-    return Status::IO("flock: " + ErrnoString(e), lock_path);
-  }
+  // A writer holds LOCK exclusively, readers (read-only opens, checks)
+  // share it: a read-only open never runs beside a writer's recovery.
+  GT_RETURN_IF_ERROR(LockStoreDir(dir, !opt.read_only, &s->lock_fd_));
+  if (!opt.read_only) GT_RETURN_IF_ERROR(s->CreateIfMissing());
   GT_RETURN_IF_ERROR(s->Recover());
-  s->StartThreads();
+  if (!opt.read_only) s->StartThreads();
   *out = std::move(s);
-  return Status::OK();
-}
-
-Status Store::Recover() {
-  std::map<uint64_t, SegMeta> live;
-  bool have_create = false;
-  uint32_t stored_in_edges = 0;
-  auto vdel = std::make_shared<VdelMap>();
-  uint64_t max_id = 0;
-  // Per-band bounds from flush records. A record with bounds covers every
-  // file before it (they are the store's running bounds), so they hold when
-  // the newest flush record has them; else (a store written before bounds
-  // were recorded) Recover computes them from the files.
-  bool bounds_recorded = true;
-  uint64_t low = 0, high = 0;
-  GT_RETURN_IF_ERROR(manifest_.Open(dir_, [&](const ManifestRecord &r) -> Status {
-    switch (r.type) {
-      case RecType::kCreate:
-        have_create = true;
-        stored_in_edges = r.in_edges;
-        break;
-      case RecType::kFlush:
-        for (const auto &m : r.added) live[m.id] = m;
-        for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
-        durable_seq_ = std::max(durable_seq_, r.durable_seq);
-        if (r.has_srcpos) durable_srcpos_ = r.srcpos;
-        bounds_recorded = r.has_bounds;
-        low = std::max(low, r.low_bound);
-        high = std::max(high, r.high_bound);
-        break;
-      case RecType::kCompact:
-        for (uint64_t id : r.removed) live.erase(id);
-        for (const auto &m : r.added) live[m.id] = m;
-        break;
-    }
-    for (const auto &m : r.added) max_id = std::max(max_id, m.id);
-    return Status::OK();
-  }));
-  if (!have_create) {
-    if (!live.empty()) return Status::Corruption("manifest has no create record", manifest_.path(), 0);
-    ManifestRecord r;
-    r.type = RecType::kCreate;
-    r.in_edges = opt_.in_edges ? 1 : 0;
-    GT_RETURN_IF_ERROR(manifest_.Append(r));
-  } else if (opt_.in_edges_as_stored) {
-    opt_.in_edges = stored_in_edges != 0;
-  } else if ((stored_in_edges != 0) != opt_.in_edges) {
-    return Status::Invalid(std::string("store was created with in_edges=") + (stored_in_edges ? "true" : "false") +
-                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
-  }
-
-  auto ver = std::make_shared<Version>();
-  for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
-  for (const auto &kv : live) {
-    const SegMeta &m = kv.second;
-    std::shared_ptr<Segment> seg;
-    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
-    const SegMeta &h = seg->meta();
-    if (h.nentries != m.nentries || h.min_src != m.min_src || h.max_src != m.max_src || h.level != m.level ||
-        h.dir != m.dir || h.bytes != m.bytes)
-      return Status::Corruption("segment does not match its manifest entry", seg->path(), 0);
-    if (m.dir > 1 || m.level >= opt_.max_levels)
-      return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
-                             " but max_levels is " + std::to_string(opt_.max_levels));
-    Tree &t = ver->trees[m.dir];
-    if (m.level == 0)
-      t.l0.push_back(seg);
-    else
-      t.levels[m.level].push_back(seg);
-    if (!bounds_recorded) {
-      uint64_t l, h;
-      GT_RETURN_IF_ERROR(seg->IdBounds(GT_HIGH_ID_BASE, &l, &h));
-      low = std::max(low, l);
-      high = std::max(high, h);
-    }
-  }
-  for (auto &t : ver->trees) {
-    std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
-    for (auto &lv : t.levels)
-      std::sort(lv.begin(), lv.end(),
-                [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
-  }
-  // Delete files that no manifest record keeps alive (a flush or compaction
-  // that crashed before its record was written), and stale temporaries.
-  if (DIR *d = ::opendir(dir_.c_str())) {
-    while (struct dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.size() != 12 || name.compare(8, 4, ".seg") != 0) continue;
-      uint64_t id = std::strtoull(name.substr(0, 8).c_str(), nullptr, 10);
-      max_id = std::max(max_id, id);
-      if (live.count(id) == 0) ::unlink(JoinPath(dir_, name).c_str());
-    }
-    ::closedir(d);
-  }
-  next_file_id_ = max_id + 1;
-  ver->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
-  ver->vdel = vdel;
-  current_ = ver;
-  last_seq_.store(durable_seq_);
-  durable_pub_.store(durable_seq_);
-  if (!bounds_recorded && !live.empty()) {
-    // Record them, so that the next open need not read the files again.
-    ManifestRecord r;
-    r.type = RecType::kFlush;
-    r.durable_seq = durable_seq_;
-    r.has_bounds = true;
-    r.low_bound = low;
-    r.high_bound = high;
-    GT_RETURN_IF_ERROR(manifest_.Append(r));
-  }
-  low_bound_.store(low);
-  high_bound_.store(high);
-  compaction_wanted_ = true;
   return Status::OK();
 }
 
@@ -429,7 +322,18 @@ std::shared_ptr<const Version> Store::Current() {
 
 uint64_t Store::NewFileId() {
   std::lock_guard<std::mutex> l(mu_);
+  pending_files_.insert(next_file_id_);
   return next_file_id_++;
+}
+
+Status Store::TestPause(uint32_t point) {
+  if (opt_.test_pause_at == 0 || opt_.test_pause_at != point) return Status::OK();
+  const std::string mark = JoinPath(dir_, "PAUSED-" + std::to_string(point));
+  const int fd = ::open(mark.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return shutting_down_; });
+  return Status::Closed("store is closing (paused at test point " + std::to_string(point) + ")");
 }
 
 void Store::SetBackgroundError(const Status &s) {
@@ -489,6 +393,7 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
 }
 
 Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   bool has_vdel = false;
   uint64_t max_low = 0, max_high = 0;  // one past, per band
@@ -543,6 +448,7 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   }
   const uint64_t seq = last_seq_.load() + 1;
   ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {
     auto nm = std::make_shared<VdelMap>(*ver->vdel);
     for (size_t i = 0; i < n; i++)
@@ -561,6 +467,7 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
 }
 
 Status Store::RequestFlush(uint64_t *target) {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
   std::unique_lock<std::mutex> wl(write_mu_);
   *target = last_seq_.load();
   {
@@ -672,17 +579,23 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   }
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
-  ManifestRecord r;
-  r.type = RecType::kFlush;
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_BEFORE_EDIT));
+  VersionEdit r;
+  r.kind = EditKind::kFlush;
+  r.has_durable_seq = true;
   r.durable_seq = mem->freeze_seq();
   r.added = metas;
   r.vdels = mem->vdels();
   r.has_srcpos = mem->has_srcpos();
   r.srcpos = mem->srcpos();
-  r.has_bounds = true;  // cover every file, this flush's included
-  r.low_bound = low_bound_.load();
-  r.high_bound = high_bound_.load();
-  GT_RETURN_IF_ERROR(AppendManifest(r));
+  // The bounds of what is durable once this edit is: they never count an
+  // id that only batches after the freeze used (keydict's contract: a key's
+  // id is synced before data using it is made durable, not before Apply).
+  r.has_bounds = true;
+  r.low_bound = durable_low_ = std::max(durable_low_, mem->low_bound());
+  r.high_bound = durable_high_ = std::max(durable_high_, mem->high_bound());
+  GT_RETURN_IF_ERROR(AppendEdit(&r));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_AFTER_EDIT));
   uint64_t bytes = 0;
   for (const SegMeta &m : metas) bytes += m.bytes;
   {
@@ -704,6 +617,10 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
 }
 
 // Makes newly written files' directory entries durable and opens them.
+// INVARIANT (write ordering): a segment file's data (SegmentBuilder::Finish
+// fsyncs it) and its directory entry (here) are durable before the
+// manifest edit that references it is appended: a durable edit never names
+// a file a crash can take back.
 Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs) {
   if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
   for (const SegMeta &m : metas) {
@@ -714,9 +631,27 @@ Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::sh
   return Status::OK();
 }
 
-Status Store::AppendManifest(const ManifestRecord &r) {
+Status Store::AppendEdit(VersionEdit *e) {
   std::lock_guard<std::mutex> ml(manifest_mu_);
-  return manifest_.Append(r);
+  auto adds = [&](uint64_t id) {
+    return std::any_of(e->added.begin(), e->added.end(), [&](const SegMeta &m) { return m.id == id; });
+  };
+  {
+    // Appends are serialized by manifest_mu_ and a number stops being
+    // pending only after its edit is durable, so next_file never goes back.
+    std::lock_guard<std::mutex> l(mu_);
+    e->next_file = next_file_id_;
+    for (uint64_t id : pending_files_) {
+      if (!adds(id)) {
+        e->next_file = id;  // the smallest: pending_files_ is ordered
+        break;
+      }
+    }
+  }
+  GT_RETURN_IF_ERROR(manifest_.Append(*e));
+  std::lock_guard<std::mutex> l(mu_);
+  for (const SegMeta &m : e->added) pending_files_.erase(m.id);
+  return Status::OK();
 }
 
 PlanConfig Store::PlanCfg() const {
@@ -777,6 +712,7 @@ void Store::CompactLoop() {
 }
 
 Status Store::CompactAll() {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
   GT_RETURN_IF_ERROR(Flush());
   std::lock_guard<std::mutex> cl(compaction_mu_);
   for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
@@ -878,11 +814,13 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   }
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
-  ManifestRecord r;
-  r.type = RecType::kCompact;
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
+  VersionEdit r;
+  r.kind = EditKind::kCompact;
   for (const auto &s : inputs) r.removed.push_back(s->meta().id);
   r.added = outs;
-  GT_RETURN_IF_ERROR(AppendManifest(r));
+  GT_RETURN_IF_ERROR(AppendEdit(&r));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
   uint64_t written = 0;
   for (const SegMeta &m : outs) written += m.bytes;
   {

@@ -58,6 +58,8 @@ struct Options {
   bool in_edges = false;
   bool disable_auto_compaction = false;
   bool in_edges_as_stored = false;
+  bool read_only = false;
+  uint32_t test_pause_at = 0;  // gt_test_point
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -81,6 +83,7 @@ class Store {
   Store(const Store &) = delete;
   Store &operator=(const Store &) = delete;
 
+  // Writes fail with kInvalid on a store opened read-only.
   Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq);
   Status Flush();
   // Freezes the active MemGraph for a background flush and returns the seq
@@ -105,7 +108,13 @@ class Store {
 
  private:
   Store(std::string dir, const Options &opt);
+  // Opens the store as the manifest describes it (recovery.cc): refuses
+  // on any corruption or unexplained file; in read-write mode then cuts a
+  // torn manifest tail and deletes the files the manifest proves garbage.
   Status Recover();
+  // Read-write only: the new store's manifest, when dir has none (and no
+  // segment file either).
+  Status CreateIfMissing();
   void StartThreads();
   void Shutdown();
   void FlushLoop();
@@ -119,7 +128,13 @@ class Store {
   Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
   Status RunCompaction(int dir, const CompactionPlan &plan);
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
-  Status AppendManifest(const ManifestRecord &r);
+  // Records e in the manifest (setting e->next_file); the files it adds
+  // stop being pending once it is durable.
+  Status AppendEdit(VersionEdit *e);
+  // Testing only (gt_options.test_pause_at): at point, marks the pause with
+  // the file dir/PAUSED-<point> and waits until the store shuts down, then
+  // returns kClosed. OK at every other point.
+  Status TestPause(uint32_t point);
   LevelState PlanState(const Version &v, int dir) const;
   PlanConfig PlanCfg() const;
   std::vector<uint64_t> PinnedSnapshots();
@@ -138,6 +153,12 @@ class Store {
   uint64_t durable_seq_ = 0;
   std::string durable_srcpos_;
   uint64_t next_file_id_ = 1;
+  // File numbers handed out whose edit is not yet in the manifest.
+  // INVARIANT: every segment file a flush or compaction writes has its
+  // number in here from allocation until its edit is durable, so each
+  // edit's next_file (the smallest pending number, or next_file_id_) is at
+  // most every number not yet recorded (manifest.h, "File numbers").
+  std::set<uint64_t> pending_files_;
   bool shutting_down_ = false;
   Status bg_error_;
   std::vector<uint64_t> pointers_[2];
@@ -147,7 +168,10 @@ class Store {
   uint64_t flush_requested_ = 0;
 
   std::mutex manifest_mu_;  // serializes manifest appends
-  Manifest manifest_;
+  ManifestWriter manifest_;  // not open in read-only mode
+  // Bounds of every durable edge (recorded with each flush). Touched only by
+  // Recover and the flush thread.
+  uint64_t durable_low_ = 0, durable_high_ = 0;
   std::mutex compaction_mu_;  // one compaction at a time (background or CompactAll)
 
   std::mutex snap_mu_;

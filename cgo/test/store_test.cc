@@ -1137,32 +1137,6 @@ TEST(StoreApiTest, SourcePositionFollowsFlushes) {
 // Corrupted segment files are reported through the C API with the file's
 // path: a header byte at open, a data-column byte on read and by
 // gt_verify_all (with an offset inside the file).
-// Removes the vertex bounds from every flush record of dir/MANIFEST, as a
-// store written before bounds were recorded has them.
-void StripManifestBounds(const std::string &dir) {
-  const std::string path = dir + "/MANIFEST";
-  const std::string in = gt_test::ReadFile(path);
-  std::string out;
-  int stripped = 0;
-  for (size_t off = 0; off + 8 <= in.size();) {
-    const uint32_t len = gt_test::GetLE<uint32_t>(in, off);
-    ASSERT_LE(off + 8 + len, in.size());
-    std::string payload = in.substr(off + 8, len);
-    if (!payload.empty() && payload[0] == 2) {  // kFlush
-      payload.resize(payload.size() - 16);
-      stripped++;
-    }
-    const uint32_t nlen = static_cast<uint32_t>(payload.size());
-    const uint32_t crc = gt::Crc32c(payload.data(), payload.size());
-    out.append(reinterpret_cast<const char *>(&nlen), 4);
-    out.append(reinterpret_cast<const char *>(&crc), 4);
-    out += payload;
-    off += 8 + len;
-  }
-  ASSERT_GT(stripped, 0);
-  gt_test::WriteFile(path, out);
-}
-
 TEST(StoreApiTest, VertexBoundsPerBand) {
   TempDir dir;
   gt_options o = SmallOptions();
@@ -1192,30 +1166,6 @@ TEST(StoreApiTest, VertexBoundsPerBand) {
   ASSERT_NO_FATAL_FAILURE(Close(&h.s));
   ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
   expect(1001, hi + 101, "reopened: from the manifest");
-  ASSERT_NO_FATAL_FAILURE(Close(&h.s));
-  // A store whose flush records carry no bounds computes them from its
-  // files: exactly, from the edges that remain (the delete left none).
-  ASSERT_NO_FATAL_FAILURE(StripManifestBounds(dir.path()));
-  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
-  expect(1001, hi + 101, "reopened: computed from the files");
-  ASSERT_NO_FATAL_FAILURE(Close(&h.s));
-  {
-    // That open recorded them, so the next one need not read the files: the
-    // manifest ends with a flush record of no files that carries them.
-    const std::string m = gt_test::ReadFile(dir.path() + "/MANIFEST");
-    size_t off = 0, last = 0;
-    while (off + 8 <= m.size()) {
-      last = off;
-      off += 8 + gt_test::GetLE<uint32_t>(m, off);
-    }
-    const uint32_t len = gt_test::GetLE<uint32_t>(m, last);
-    ASSERT_EQ(len, 38u) << "want type, durable seq, no files, no vertex deletes, no position, two bounds";
-    EXPECT_EQ(static_cast<uint8_t>(m[last + 8]), 2u);
-    EXPECT_EQ(gt_test::GetLE<uint64_t>(m, last + 8 + 22), 1001u);
-    EXPECT_EQ(gt_test::GetLE<uint64_t>(m, last + 8 + 30), hi + 101);
-  }
-  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
-  expect(1001, hi + 101, "reopened: from the record the last open appended");
   ASSERT_NO_FATAL_FAILURE(Close(&h.s));
   ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &h.s));
   ASSERT_NO_FATAL_FAILURE(Apply(h.s, {Up(2000, hi + 500)}));

@@ -30,6 +30,11 @@
 //   - Every file and manifest record is checksummed. Corruption is reported as
 //     a *CorruptionError naming the file and byte offset; corrupt data is never
 //     returned.
+//   - Recovery never destroys what might be data: Open refuses (a
+//     *CorruptionError) rather than cut or delete anything that is not
+//     provably a torn manifest tail or the leftover of an unfinished flush or
+//     compaction (see Open). Options.ReadOnly opens without writing a byte,
+//     and Check reports every problem of a store directory without writing.
 //   - All methods are safe for concurrent use. Apply may block while both
 //     MemGraphs are full (a write stall, counted in Metrics). Flush and
 //     CompactAll block until their work is durable. Close waits for in-flight

@@ -32,6 +32,17 @@ type Options struct {
 	// DisableAutoCompaction leaves compaction to CompactAll (flushes still
 	// run in the background).
 	DisableAutoCompaction bool
+	// ReadOnly opens an existing store without writing a byte: no store is
+	// created (Open fails with ErrInvalid where there is none), nothing is
+	// cut or deleted, no background work runs, and Apply, Flush and
+	// CompactAll fail with ErrInvalid. Read-only opens share the store's
+	// lock with each other and exclude a writer (ErrLocked either way).
+	// InEdges is then as stored.
+	ReadOnly bool
+
+	// testPauseAt makes a flush or compaction stop at a core test point
+	// (crash tests only; see gt_test_point).
+	testPauseAt uint32
 }
 
 // Validate reports the first option out of range, saying what is allowed.

@@ -2,12 +2,17 @@ package engine
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	core "github.com/graphtide/graphtide/cgo"
 )
 
 // The crash test re-runs this test binary as a child that writes batches
@@ -16,7 +21,12 @@ import (
 // position, so after a crash the parent can rebuild exactly what the last
 // completed flush covered.
 
-const crashChildEnv = "GRAPHTIDE_ENGINE_CRASH_CHILD"
+const (
+	crashChildEnv = "GRAPHTIDE_ENGINE_CRASH_CHILD"
+	// crashPauseEnv makes the child's flushes or compactions stop at a core
+	// test point (gt_test_point), where the parent kills it.
+	crashPauseEnv = "GRAPHTIDE_ENGINE_CRASH_PAUSE"
+)
 
 // crashBatch must not depend on the oracle: the batch stream has to be
 // reproducible from the index alone.
@@ -68,7 +78,16 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(dir string) {
-	s, err := Open(dir, crashOptions())
+	o := crashOptions()
+	if p := os.Getenv(crashPauseEnv); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			os.Stderr.WriteString("child: bad " + crashPauseEnv + "\n")
+			os.Exit(2)
+		}
+		o.testPauseAt = uint32(n)
+	}
+	s, err := Open(dir, o)
 	if err != nil {
 		os.Stderr.WriteString("child open: " + err.Error() + "\n")
 		os.Exit(2)
@@ -142,5 +161,117 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if last == 0 {
 		t.Fatal("no batch was ever made durable")
+	}
+}
+
+// checkRecovered opens dir after a crash and checks it against the oracle
+// of the batches its recorded position covers; it returns that position.
+func checkRecovered(t *testing.T, dir string, last uint64) uint64 {
+	t.Helper()
+	s, err := Open(dir, crashOptions())
+	if err != nil {
+		t.Fatalf("reopen after kill: %v", err)
+	}
+	defer s.Close()
+	pos := positionOf(t, s)
+	if pos < last {
+		t.Fatalf("recorded position went back from %d to %d", last, pos)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, sn, replay(pos), true, nil)
+	sn.Release()
+	if err := s.VerifyAll(); err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+// TestCrashAtEveryManifestEditPoint kills the writer exactly where a flush
+// or a compaction stops (its files durable and its edit not yet written,
+// or its edit durable and its file set not yet installed) and checks that
+// the store then holds exactly what its recorded position covers, that a
+// check finds no problem (only leftovers the next open deletes), and that
+// the open leaves nothing behind.
+func TestCrashAtEveryManifestEditPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	points := []struct {
+		point uint32
+		name  string
+		notes bool // the kill leaves files a read-write open deletes
+	}{
+		{core.TestFlushBeforeEdit, "flush before its edit", true},
+		{core.TestFlushAfterEdit, "flush after its edit", false},
+		{core.TestCompactBeforeEdit, "compaction before its edit", true},
+		{core.TestCompactAfterEdit, "compaction after its edit", true},
+	}
+	for _, p := range points {
+		t.Run(p.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// First some durable data, from a child killed at a random moment.
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			last := checkRecovered(t, dir, 0)
+			if last == 0 {
+				t.Fatal("no batch was made durable before the test points")
+			}
+			for round := 0; round < 2; round++ {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point))
+				cmd.Stderr = os.Stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
+				deadline := time.Now().Add(2 * time.Minute)
+				for {
+					if _, err := os.Stat(mark); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						cmd.Wait()
+						t.Fatalf("round %d: the child never reached the test point", round)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				cmd.Wait()
+				if err := os.Remove(mark); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Check(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rep.Problems) > 0 {
+					t.Fatalf("round %d: check after the kill: %v", round, rep.Problems)
+				}
+				if p.notes && len(rep.Notes) == 0 {
+					t.Errorf("round %d: the kill left no file for the open to delete", round)
+				}
+				last = checkRecovered(t, dir, last)
+				rep, err = Check(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rep.Problems)+len(rep.Notes) > 0 {
+					t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
+				}
+			}
+		})
 	}
 }

@@ -46,9 +46,19 @@ func (s *Store) SetApplyObserver(f ApplyObserver) {
 }
 
 // Open opens the store in dir, creating it if needed. It replays the
-// manifest, removes files no record refers to, and verifies every file's
-// header, footer and vertex index. opts may be nil. A store directory is
-// locked against a second Open, in this process or another.
+// manifest and verifies every live file's header, footer and vertex index.
+// opts may be nil. A store directory is locked against a second Open, in
+// this process or another (read-only opens share it).
+//
+// Recovery never destroys what might be data. A damaged manifest record, a
+// missing or mismatched live file, or a segment file that is neither live
+// nor provably garbage is a *CorruptionError naming the file and byte
+// offset, and nothing is changed; a directory holding segment files but no
+// MANIFEST is refused, never initialised. Only then does a read-write Open
+// cut a torn manifest tail (a final record provably cut short by a crash)
+// and delete the files the manifest proves garbage (written by a flush or
+// compaction that never recorded them, or removed by a recorded
+// compaction).
 func Open(dir string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -65,7 +75,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 		MaxLevels:             uint32(o.MaxLevels),
 		InEdges:               o.InEdges,
 		DisableAutoCompaction: o.DisableAutoCompaction,
-		InEdgesAsStored:       o.InEdgesAsStored,
+		InEdgesAsStored:       o.InEdgesAsStored || o.ReadOnly,
+		ReadOnly:              o.ReadOnly,
+		TestPauseAt:           o.testPauseAt,
 	})
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))

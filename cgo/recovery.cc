@@ -1,0 +1,327 @@
+// recovery.cc -- opening a store from its manifest (Store::Recover), and the
+// read-only check of a store directory (CheckStore, behind gt_check).
+#include "recovery.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+namespace gt {
+namespace {
+
+// Checks that the header of seg, a live file added by the record at rec_off
+// of the manifest at mpath, says what the manifest says of it (m).
+Status MatchesManifest(const Segment &seg, const SegMeta &m, const std::string &mpath, uint64_t rec_off) {
+  const SegMeta &h = seg.meta();
+  struct Field {
+    const char *name;
+    uint64_t file, manifest;
+  } fields[] = {{"level", h.level, m.level},       {"direction", h.dir, m.dir},
+                {"entries", h.nentries, m.nentries}, {"vertices", h.nverts, m.nverts},
+                {"min_src", h.min_src, m.min_src}, {"max_src", h.max_src, m.max_src},
+                {"max_dst", h.max_dst, m.max_dst}, {"min_seq", h.min_seq, m.min_seq},
+                {"max_seq", h.max_seq, m.max_seq}, {"bytes", h.bytes, m.bytes}};
+  for (const Field &f : fields)
+    if (f.file != f.manifest)
+      return Status::Corruption("segment does not match its manifest entry (record at offset " + std::to_string(rec_off) +
+                                    " of " + mpath + "): " + f.name + " is " + std::to_string(f.file) +
+                                    " in the file, " + std::to_string(f.manifest) + " in the manifest",
+                                seg.path(), 0);
+  return Status::OK();
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+bool ParseSegmentName(const std::string &name, uint64_t *id) {
+  const size_t n = name.size();
+  if (n < 12 || n > 24 || name.compare(n - 4, 4, ".seg") != 0) return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i + 4 < n; i++) {
+    const char c = name[i];
+    if (c < '0' || c > '9') return false;
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  // Only the names SegmentFileName writes: no other spelling of a number.
+  if (SegmentFileName(v) != name) return false;
+  *id = v;
+  return true;
+}
+
+Status ListSegments(const std::string &dir, std::vector<uint64_t> *ids) {
+  ids->clear();
+  DIR *d = ::opendir(dir.c_str());
+  if (d == nullptr) return Status::IO("opendir: " + ErrnoString(errno), dir);
+  while (struct dirent *e = ::readdir(d)) {
+    uint64_t id;
+    if (ParseSegmentName(e->d_name, &id)) ids->push_back(id);
+  }
+  ::closedir(d);
+  std::sort(ids->begin(), ids->end());
+  return Status::OK();
+}
+
+std::string FileList(const std::vector<uint64_t> &ids, size_t max) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < max; i++) {
+    if (i > 0) s += ", ";
+    s += SegmentFileName(ids[i]);
+  }
+  if (ids.size() > max) s += " and " + std::to_string(ids.size() - max) + " more";
+  return s;
+}
+
+void ScanDir(const ManifestState &ms, const std::vector<uint64_t> &on_disk, DirScan *out) {
+  *out = DirScan();
+  for (uint64_t id : on_disk) {
+    if (ms.live.count(id))
+      out->live.push_back(id);
+    else if (ms.removed_at.count(id))
+      out->removed.push_back(id);
+    else if (id >= ms.next_file)
+      out->unfinished.push_back(id);
+    else
+      out->unexplained.push_back(id);
+  }
+  for (const auto &kv : ms.live)
+    if (!std::binary_search(on_disk.begin(), on_disk.end(), kv.first)) out->missing.push_back(kv.first);
+}
+
+Status LockStoreDir(const std::string &dir, bool exclusive, int *fd) {
+  *fd = -1;
+  const std::string path = JoinPath(dir, "LOCK");
+  const int f = ::open(path.c_str(), exclusive ? (O_RDWR | O_CREAT | O_CLOEXEC) : (O_RDONLY | O_CLOEXEC), 0644);
+  if (f < 0) {
+    if (!exclusive && errno == ENOENT) return Status::OK();  // no writer ever opened it
+    return Status::IO("open: " + ErrnoString(errno), path);
+  }
+  int rc;
+  do {
+    rc = ::flock(f, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    const int e = errno;
+    ::close(f);
+    if (e == EWOULDBLOCK)
+      return Status{Code::kLocked,
+                    exclusive ? "store is in use by another process (flock: " + ErrnoString(e) + ")"
+                              : "store is open for writing by another process (flock: " + ErrnoString(e) + ")",
+                    path, 0};
+    return Status::IO("flock: " + ErrnoString(e), path);
+  }
+  *fd = f;
+  return Status::OK();
+}
+
+Status CheckNoManifest(const std::string &dir) {
+  std::vector<uint64_t> segs;
+  GT_RETURN_IF_ERROR(ListSegments(dir, &segs));
+  if (segs.empty()) return Status::OK();
+  return Status::Corruption("no MANIFEST, but the directory holds " + std::to_string(segs.size()) +
+                                " segment file(s) (" + FileList(segs) +
+                                "): refusing to start a new store over what may be data; restore the MANIFEST from "
+                                "a backup, or move the segment files away to start over",
+                            JoinPath(dir, "MANIFEST"), 0);
+}
+
+Status Store::CreateIfMissing() {
+  const std::string path = JoinPath(dir_, "MANIFEST");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return Status::OK();
+  if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
+  GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
+  VersionEdit c;
+  c.kind = EditKind::kCreate;
+  c.has_in_edges = true;
+  c.in_edges = opt_.in_edges ? 1 : 0;
+  c.next_file = 1;
+  return CreateManifest(dir_, c);
+}
+
+Status Store::Recover() {
+  const std::string path = JoinPath(dir_, "MANIFEST");
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
+    GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
+    return Status::Invalid("no store in " + dir_ + " (no MANIFEST)");  // read-only: a writer creates it
+  }
+  ManifestContents mc;
+  std::vector<Problem> problems;
+  GT_RETURN_IF_ERROR(ReadManifest(path, &mc, &problems));
+  ManifestState ms;
+  if (problems.empty()) ReplayManifest(mc, &ms, &problems);
+  if (!problems.empty()) return problems[0].AsStatus();
+  if (opt_.in_edges_as_stored) {
+    opt_.in_edges = ms.in_edges;
+  } else if (ms.in_edges != opt_.in_edges) {
+    return Status::Invalid(std::string("store was created with in_edges=") + (ms.in_edges ? "true" : "false") +
+                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
+  }
+
+  std::vector<uint64_t> on_disk;
+  GT_RETURN_IF_ERROR(ListSegments(dir_, &on_disk));
+  DirScan scan;
+  ScanDir(ms, on_disk, &scan);
+  if (!scan.missing.empty()) {
+    const uint64_t id = scan.missing[0];
+    return Status::Corruption(std::to_string(scan.missing.size()) + " live segment file(s) missing (" +
+                                  FileList(scan.missing) + "); " + SegmentFileName(id) +
+                                  " was added by the manifest record at offset " + std::to_string(ms.added_at.at(id)),
+                              JoinPath(dir_, SegmentFileName(id)), 0);
+  }
+  if (!scan.unexplained.empty()) {
+    return Status::Corruption(
+        std::to_string(scan.unexplained.size()) + " segment file(s) (" + FileList(scan.unexplained) +
+            ") are neither live nor provably garbage: numbered below the manifest's next file number " +
+            std::to_string(ms.next_file) +
+            " and removed by no edit, they may be data the manifest lost; 'graphtide repair' moves them aside",
+        JoinPath(dir_, SegmentFileName(scan.unexplained[0])), 0);
+  }
+
+  auto ver = std::make_shared<Version>();
+  for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
+  for (const auto &kv : ms.live) {
+    const SegMeta &m = kv.second;
+    std::shared_ptr<Segment> seg;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
+    GT_RETURN_IF_ERROR(MatchesManifest(*seg, m, path, ms.added_at.at(m.id)));
+    if (m.level >= opt_.max_levels)
+      return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
+                             " but max_levels is " + std::to_string(opt_.max_levels));
+    Tree &t = ver->trees[m.dir];
+    if (m.level == 0)
+      t.l0.push_back(seg);
+    else
+      t.levels[m.level].push_back(seg);
+  }
+  for (auto &t : ver->trees) {
+    std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
+    for (auto &lv : t.levels)
+      std::sort(lv.begin(), lv.end(),
+                [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
+  }
+
+  if (!opt_.read_only) {
+    // INVARIANT: nothing is cut or deleted before the whole manifest has
+    // replayed and every live file has opened cleanly; then only a torn
+    // tail and files the manifest proves garbage go.
+    GT_RETURN_IF_ERROR(manifest_.Open(path, mc.torn() ? mc.torn_offset : mc.size));
+    bool deleted = false;
+    for (const auto *ids : {&scan.removed, &scan.unfinished}) {
+      for (uint64_t id : *ids) {
+        const std::string f = JoinPath(dir_, SegmentFileName(id));
+        if (::unlink(f.c_str()) != 0 && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), f);
+        deleted = true;
+      }
+    }
+    if (deleted) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  }
+
+  auto vdel = std::make_shared<VdelMap>();
+  for (const auto &v : ms.vdels) vdel->Add(v.first, v.second);
+  next_file_id_ = std::max(ms.next_file, ms.max_file + 1);
+  if (!on_disk.empty()) next_file_id_ = std::max(next_file_id_, on_disk.back() + 1);
+  // A read-only store never writes; its MemGraph only keeps reads uniform.
+  ver->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
+  ver->vdel = vdel;
+  current_ = ver;
+  durable_seq_ = ms.durable_seq;
+  durable_srcpos_ = ms.srcpos;
+  last_seq_.store(durable_seq_);
+  durable_pub_.store(durable_seq_);
+  durable_low_ = ms.low_bound;
+  durable_high_ = ms.high_bound;
+  low_bound_.store(ms.low_bound);
+  high_bound_.store(ms.high_bound);
+  compaction_wanted_ = true;
+  return Status::OK();
+}
+
+Status CheckStore(const std::string &dir, CheckResult *out) {
+  *out = CheckResult();
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return Status::Invalid("no store in " + dir + " (not a directory)");
+  FdCloser lock{-1};
+  GT_RETURN_IF_ERROR(LockStoreDir(dir, false, &lock.fd));
+  std::vector<uint64_t> on_disk;
+  GT_RETURN_IF_ERROR(ListSegments(dir, &on_disk));
+  const std::string path = JoinPath(dir, "MANIFEST");
+  ManifestContents mc;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
+    if (on_disk.empty()) return Status::Invalid("no store in " + dir + " (no MANIFEST)");
+    out->problems.push_back(Problem{path, 0, CheckNoManifest(dir).msg});
+  } else {
+    const Status s = ReadManifest(path, &mc, &out->problems);
+    if (!s.ok()) out->problems.push_back(Problem{path, 0, s.msg});
+    out->manifest_bytes = mc.size;
+    out->manifest_records = mc.edits.size();
+    if (mc.torn())
+      out->notes.push_back(Problem{path, mc.torn_offset,
+                                   "torn tail: the last record (" + std::to_string(mc.torn_bytes) +
+                                       " bytes) was cut short by a crash before it was acknowledged; the next "
+                                       "read-write open drops it"});
+    if (out->problems.empty()) {
+      ReplayManifest(mc, &out->state, &out->problems);
+      out->manifest_ok = out->problems.empty();
+    }
+  }
+  const ManifestState &ms = out->state;
+  DirScan scan;
+  if (out->manifest_ok) ScanDir(ms, on_disk, &scan);
+  for (uint64_t id : on_disk) {
+    const bool live = out->manifest_ok && ms.live.count(id);
+    const bool garbage = out->manifest_ok && !live &&
+                         (ms.removed_at.count(id) || id >= ms.next_file);
+    const std::string f = JoinPath(dir, SegmentFileName(id));
+    if (garbage) {
+      out->notes.push_back(Problem{
+          f, 0,
+          ms.removed_at.count(id)
+              ? "removed by the compaction recorded at offset " + std::to_string(ms.removed_at.at(id)) +
+                    " of the MANIFEST but not yet unlinked; the next read-write open deletes it"
+              : "written by a flush or compaction that never recorded it (numbered at or above the manifest's next "
+                "file number " + std::to_string(ms.next_file) + "); the next read-write open deletes it"});
+      continue;
+    }
+    std::shared_ptr<Segment> seg;
+    Status s = Segment::Open(dir, id, &seg);
+    if (!s.ok()) {
+      out->problems.push_back(Problem{s.file.empty() ? f : s.file, s.offset, s.msg});
+      continue;
+    }
+    if (live) {
+      s = MatchesManifest(*seg, ms.live.at(id), path, ms.added_at.at(id));
+      if (!s.ok()) out->problems.push_back(Problem{s.file, s.offset, s.msg});
+    }
+    seg->VerifyEach(&out->problems);
+    out->files_checked++;
+    out->bytes_checked += seg->meta().bytes;
+  }
+  for (uint64_t id : scan.missing)
+    out->problems.push_back(Problem{JoinPath(dir, SegmentFileName(id)), 0,
+                                    "live segment file missing: added by the manifest record at offset " +
+                                        std::to_string(ms.added_at.at(id))});
+  for (uint64_t id : scan.unexplained)
+    out->problems.push_back(Problem{JoinPath(dir, SegmentFileName(id)), 0,
+                                    "neither live nor provably garbage (numbered below the manifest's next file "
+                                    "number " + std::to_string(ms.next_file) +
+                                        ", removed by no edit): it may be data the manifest lost"});
+  return Status::OK();
+}
+
+}  // namespace gt
