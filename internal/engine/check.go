@@ -14,7 +14,9 @@ type Problem struct {
 	What   string
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%s at byte offset %d: %s", p.File, p.Offset, p.What) }
+func (p Problem) String() string {
+	return fmt.Sprintf("%s at byte offset %d: %s", p.File, p.Offset, p.What)
+}
 
 // CheckReport is what Check found in a store directory.
 type CheckReport struct {
