@@ -244,11 +244,11 @@ void gt_check_report_free(gt_check_report *r) {
   std::free(r);
 }
 
-int gt_check(const char *dir, gt_check_report **out, gt_error *err) {
+int gt_check(const char *dir, uint64_t manifest_cut, gt_check_report **out, gt_error *err) {
   return Guard(err, [&] {
     if (dir == nullptr || out == nullptr) return Fail(gt::Status::Invalid("dir and out must not be null"), err);
     gt::CheckResult c;
-    gt::Status st = gt::CheckStore(dir, &c);
+    gt::Status st = gt::CheckStore(dir, manifest_cut, &c);
     if (!st.ok()) return Fail(st, err);
     // Built with malloc (the caller frees with gt_check_report_free) and
     // owned by a guard until handed over, so a failed allocation leaks

@@ -429,14 +429,14 @@ func problems(p *C.gt_problem, n C.size_t) []Problem {
 	return out
 }
 
-// Check calls gt_check; the report the core allocates is copied and freed
-// before it returns.
-func Check(dir string) (*CheckReport, *Error) {
+// Check calls gt_check (cut: math.MaxUint64 for the whole manifest); the
+// report the core allocates is copied and freed before it returns.
+func Check(dir string, cut uint64) (*CheckReport, *Error) {
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
 	var r *C.gt_check_report
 	var e C.gt_error
-	if rc := C.gt_check(cdir, &r, &e); rc != 0 {
+	if rc := C.gt_check(cdir, C.uint64_t(cut), &r, &e); rc != 0 {
 		return nil, takeError(rc, &e)
 	}
 	defer C.gt_check_report_free(r)

@@ -303,11 +303,14 @@ typedef struct gt_check_report {
 /* Checks the store in dir without writing a byte: every manifest record,
  * every segment file present (header, footer, index, every data chunk),
  * each against the manifest, and the directory for files that are neither
- * live nor provably garbage. Takes the directory's LOCK shared, so it fails
- * with GT_ERR_LOCKED while a writer has the store open. Fails otherwise only
- * when it cannot check at all (no store there). On success *out is owned by
- * the caller: free with gt_check_report_free. */
-int gt_check(const char *dir, gt_check_report **out, gt_error *err);
+ * live nor provably garbage. With manifest_cut below the MANIFEST's size it
+ * checks as if the MANIFEST held only its first manifest_cut bytes (what a
+ * repair that cuts it there would leave); UINT64_MAX checks it whole. Takes
+ * the directory's LOCK shared, so it fails with GT_ERR_LOCKED while a
+ * writer has the store open. Fails otherwise only when it cannot check at
+ * all (no store there). On success *out is owned by the caller: free with
+ * gt_check_report_free. */
+int gt_check(const char *dir, uint64_t manifest_cut, gt_check_report **out, gt_error *err);
 void gt_check_report_free(gt_check_report *r);
 
 #ifdef __cplusplus

@@ -236,11 +236,12 @@ bool DecodeEdit(const char *p, size_t n, VersionEdit *e, std::string *why) {
   return true;
 }
 
-Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems) {
+Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems, uint64_t limit) {
   *out = ManifestContents();
   out->path = path;
   std::string data;
   GT_RETURN_IF_ERROR(ReadWholeFile(path, &data));
+  if (data.size() > limit) data.resize(limit);
   out->size = data.size();
   auto problem = [&](uint64_t off, std::string what) { problems->push_back(Problem{path, off, std::move(what)}); };
   if (data.empty()) {

@@ -88,11 +88,13 @@ struct ManifestContents {
   bool torn() const { return torn_bytes != 0; }
 };
 
-// Reads path. Every damaged record is appended to *problems (a check
-// collects them all: a record whose header checksum holds is skipped and
-// reading goes on; a damaged header stops it, since framing is lost).
-// The returned Status is for I/O failures only (ENOENT included).
-Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems);
+// Reads path, or only its first limit bytes. Every damaged record is
+// appended to *problems (a check collects them all: a record whose header
+// checksum holds is skipped and reading goes on; a damaged header stops
+// it, since framing is lost). The returned Status is for I/O failures only
+// (ENOENT included).
+Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<Problem> *problems,
+                    uint64_t limit = UINT64_MAX);
 
 // The store's file set as the edits describe it.
 struct ManifestState {

@@ -251,7 +251,7 @@ Status Store::Recover() {
   return Status::OK();
 }
 
-Status CheckStore(const std::string &dir, CheckResult *out) {
+Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
   *out = CheckResult();
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return Status::Invalid("no store in " + dir + " (not a directory)");
@@ -266,7 +266,7 @@ Status CheckStore(const std::string &dir, CheckResult *out) {
     if (on_disk.empty()) return Status::Invalid("no store in " + dir + " (no MANIFEST)");
     out->problems.push_back(Problem{path, 0, CheckNoManifest(dir).msg});
   } else {
-    const Status s = ReadManifest(path, &mc, &out->problems);
+    const Status s = ReadManifest(path, &mc, &out->problems, cut);
     if (!s.ok()) out->problems.push_back(Problem{path, 0, s.msg});
     out->manifest_bytes = mc.size;
     out->manifest_records = mc.edits.size();

@@ -61,8 +61,10 @@ struct CheckResult {
 // Checks dir without writing anything: the manifest record by record, every
 // segment file present (header, footer, index and every data chunk), and
 // each against the manifest (missing, mismatched and unexplained files).
+// With cut below the manifest's size, the check goes as if the manifest
+// held only its first cut bytes (what a repair that cuts it there leaves).
 // The returned Status is for failures to check at all (no such directory,
 // the store locked by a writer).
-Status CheckStore(const std::string &dir, CheckResult *out);
+Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out);
 
 }  // namespace gt

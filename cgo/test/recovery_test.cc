@@ -252,7 +252,7 @@ int OpenAndRead(const std::string &dir, bool ro, Contents *c, Err *err) {
 long CheckProblems(const std::string &dir, std::string *first = nullptr) {
   gt_check_report *r = nullptr;
   Err err;
-  if (gt_check(dir.c_str(), &r, err.get()) != GT_OK) return -1;
+  if (gt_check(dir.c_str(), UINT64_MAX, &r, err.get()) != GT_OK) return -1;
   const long n = static_cast<long>(r->nproblems);
   if (first && n > 0) *first = std::string(r->problems[0].file) + ": " + r->problems[0].what;
   gt_check_report_free(r);
@@ -508,7 +508,7 @@ TEST(RecoveryTest, OnlyProvableGarbageIsDeleted) {
   const std::string src = b.dir.Sub("store"), work = b.dir.Sub("work");
   gt_check_report *r = nullptr;
   Err err;
-  ASSERT_EQ(gt_check(src.c_str(), &r, err.get()), GT_OK) << err.msg();
+  ASSERT_EQ(gt_check(src.c_str(), UINT64_MAX, &r, err.get()), GT_OK) << err.msg();
   ASSERT_EQ(r->nproblems, 0u) << r->problems[0].file << ": " << r->problems[0].what;
   ASSERT_EQ(r->nnotes, 0u);
   EXPECT_EQ(r->manifest_ok, 1u);
@@ -524,7 +524,7 @@ TEST(RecoveryTest, OnlyProvableGarbageIsDeleted) {
   CopyDir(src, work);
   const std::string leftover = work + "/" + gt::SegmentFileName(next + 3);
   gt_test::WriteFile(leftover, "half a segment");
-  ASSERT_EQ(gt_check(work.c_str(), &r, err.get()), GT_OK) << err.msg();
+  ASSERT_EQ(gt_check(work.c_str(), UINT64_MAX, &r, err.get()), GT_OK) << err.msg();
   EXPECT_EQ(r->nproblems, 0u);
   ASSERT_EQ(r->nnotes, 1u);
   EXPECT_EQ(std::string(r->notes[0].file), leftover);
@@ -590,7 +590,7 @@ TEST(RecoveryTest, ReadOnlyOpenRefusesWritesAndSharesTheLock) {
   EXPECT_EQ(gt_open(src.c_str(), &ro, &r3, err.get()), GT_ERR_LOCKED) << "no reader beside a writer";
   err.Reset();
   gt_check_report *rep = nullptr;
-  EXPECT_EQ(gt_check(src.c_str(), &rep, err.get()), GT_ERR_LOCKED);
+  EXPECT_EQ(gt_check(src.c_str(), UINT64_MAX, &rep, err.get()), GT_ERR_LOCKED);
   gt_close(w, nullptr);
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	core "github.com/graphtide/graphtide/cgo"
 )
@@ -50,8 +51,20 @@ type CheckReport struct {
 // only the first. It shares the store's lock, so it fails with ErrLocked
 // while the store is open for writing; it fails otherwise only when it
 // cannot check at all (no store in dir).
-func Check(dir string) (*CheckReport, error) {
-	r, e := core.Check(dir)
+func Check(dir string) (*CheckReport, error) { return check(dir, math.MaxUint64) }
+
+// CheckCut is Check as if the MANIFEST held only its first manifestBytes
+// bytes: what a repair that cuts it there would leave (which files would
+// be live, which leftovers, what the store would hold). Nothing is cut.
+func CheckCut(dir string, manifestBytes int64) (*CheckReport, error) {
+	if manifestBytes < 0 {
+		return nil, fmt.Errorf("%w: manifest cut must not be negative, got %d", ErrInvalid, manifestBytes)
+	}
+	return check(dir, uint64(manifestBytes))
+}
+
+func check(dir string, cut uint64) (*CheckReport, error) {
+	r, e := core.Check(dir, cut)
 	if e != nil {
 		return nil, fmt.Errorf("check %s: %w", dir, fromCore(e))
 	}
