@@ -23,7 +23,7 @@ func lock(f *os.File, path string, exclusive bool) error {
 	}
 	f.Close()
 	if errors.Is(err, errWouldBlock) {
-		return fmt.Errorf("%w: %s is held by another open (graphtide serve, load, repair or a check, in this process or another)", ErrInUse, path)
+		return fmt.Errorf("%w: %s is held open by another reader or writer, in this process or another", ErrInUse, path)
 	}
 	return fmt.Errorf("keydict: lock %s: %w", path, err)
 }

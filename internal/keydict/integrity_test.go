@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -588,5 +589,52 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 	}
 	if got := readFile(t, path); !bytes.Equal(got, b) {
 		t.Fatal("Check changed the file")
+	}
+}
+
+// TestConcurrentCreate opens one new path from two goroutines at once:
+// exactly one gets it, the other is told it is in use, and the file the
+// winner writes is the one that stays.
+func TestConcurrentCreate(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		path := filepath.Join(dir, fmt.Sprintf("keys-%d.dict", i))
+		var (
+			dicts [2]*Dict
+			errs  [2]error
+			wg    sync.WaitGroup
+		)
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dicts[g], errs[g] = Open(path)
+			}()
+		}
+		wg.Wait()
+		var won *Dict
+		for g := range 2 {
+			switch {
+			case errs[g] == nil && won == nil:
+				won = dicts[g]
+			case errs[g] == nil:
+				t.Fatalf("round %d: both Opens of a new file succeeded", i)
+			case !errors.Is(errs[g], ErrInUse):
+				t.Fatalf("round %d: %v, want ErrInUse", i, errs[g])
+			}
+		}
+		if won == nil {
+			t.Fatalf("round %d: neither Open succeeded: %v; %v", i, errs[0], errs[1])
+		}
+		mustID(t, won, "winner")
+		if err := won.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b := readFile(t, path); !bytes.Equal(b, buildFile([]string{"winner"}).bytes) {
+			t.Fatalf("round %d: file = %x", i, b)
+		}
+		if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: temporary file left behind: %v", i, err)
+		}
 	}
 }

@@ -15,9 +15,9 @@
 //     succeed, BEFORE making durable any data that uses an id returned by ID
 //     (for example before flushing a store batch that references it).
 //   - Nothing synced is ever dropped or changed silently. Open drops only a
-//     torn tail as defined below, which no Sync ever returned for; any other
-//     damage makes Open, OpenReadOnly and Check report it with the file and
-//     the byte offset (a *CorruptError), and the dictionary does not open.
+//     torn tail as defined below, which no Sync ever returned for; Open and
+//     OpenReadOnly refuse any other damage with a *CorruptError naming the
+//     file and the byte offset, and Check lists every such problem.
 //   - An id once taken is never given to another key, even when repair had
 //     to give up its key (a retired id, below).
 //   - All methods are safe for concurrent use. Sync does not block ID, Lookup
@@ -66,11 +66,15 @@
 // Open (read-write) truncates a torn tail and fsyncs the truncation before
 // returning: it held no synced ids, so dropping it loses nothing. Everything
 // else is corruption: a record header checksum that does not hold (unless
-// zeros follow), a key checksum that does not hold, a key that is not valid
-// UTF-8, a duplicate key, a length above MaxKeyLen, a retired-id marker with
-// a non-zero key checksum, or a missing or damaged file header.
+// that header and everything after it are zero bytes), a key checksum that
+// does not hold, a key that is not valid UTF-8, a duplicate key, a length
+// above MaxKeyLen, a retired-id marker with a non-zero key checksum, or a
+// missing or damaged file header. So is, by this rule, a crash that leaves
+// a record partly written with zeros after it, rather than cut short: the
+// dictionary does not open until a repair retires that record's id (no Sync
+// returned for it, so nothing is lost).
 //
-// # Reading, checking and repairing without writing
+// # Read-only opening, checking, repair
 //
 // OpenReadOnly opens a dictionary without writing to it (a torn tail is
 // ignored and reported by TornTail); Check reports every problem of a file

@@ -467,6 +467,8 @@ func TestSecondOpenRefusedAndClosedDict(t *testing.T) {
 	if d2, err := Open(path); err == nil {
 		d2.Close()
 		t.Fatal("second Open of a locked dictionary succeeded")
+	} else if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("second Open: %v, want ErrInUse naming the file", err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

@@ -161,7 +161,8 @@ func (p *RepairPlan) Close() error {
 // directory), after checking that it reads back as planned. A crash leaves
 // either the original or the repaired file. If the plan has no changes,
 // Apply writes nothing. Either way it releases the lock; a plan is applied
-// at most once.
+// at most once. If Apply fails after the backup, the backup stays: plan
+// again and give another backupDir.
 func (p *RepairPlan) Apply(backupDir string) (err error) {
 	if p.file == nil {
 		return fmt.Errorf("keydict: repair %s: the plan was already applied or closed", p.Path)
