@@ -14,39 +14,84 @@
 //     to different keys after reopening. The caller MUST call Sync, and see it
 //     succeed, BEFORE making durable any data that uses an id returned by ID
 //     (for example before flushing a store batch that references it).
-//   - Corruption of a complete record is never silently accepted: Open
-//     returns a *CorruptError naming the file and byte offset (see below for
-//     what counts as a torn tail instead).
+//   - Nothing synced is ever dropped or changed silently. Open drops only a
+//     torn tail as defined below, which no Sync ever returned for; Open and
+//     OpenReadOnly refuse any other damage with a *CorruptError naming the
+//     file and the byte offset, and Check lists every such problem.
+//   - An id once taken is never given to another key, even when repair had
+//     to give up its key (a retired id, below).
 //   - All methods are safe for concurrent use. Sync does not block ID, Lookup
 //     or Key while it writes and fsyncs.
 //
-// On-disk format: one append-only file of records laid back to back, each
+// # On-disk format (version 2)
 //
-//	bytes 0..3   length n of the key, uint32 little-endian, 1 <= n <= MaxKeyLen
-//	bytes 4..7   CRC-32C (Castagnoli) of the key bytes, uint32 little-endian
-//	bytes 8..    the n key bytes (valid UTF-8)
+// All integers are little-endian; every checksum is CRC-32C (Castagnoli).
+// The file starts with a 16-byte header:
 //
-// The i-th record (from 0) holds the key of id KeyBase+i; a key appears at
-// most once. Open treats a record that runs past the end of the file (a write
-// torn by a crash), or a tail of zero bytes, as never written: it truncates
-// the file there. A complete record with a bad length, a bad checksum, an
-// invalid key or a duplicate key is corruption. (A length field damaged so
-// that its record runs past the end of the file cannot be told from a torn
-// write: the records from there on, at most MaxKeyLen+8 bytes, are dropped.)
+//	bytes 0..7    magic "GTKEYS02"
+//	bytes 8..11   format version, uint32: 2
+//	bytes 12..15  checksum of bytes 0..11, uint32
+//
+// Records follow, back to back from byte 16, each
+//
+//	bytes 0..3    length n of the key, uint32, 0 <= n <= MaxKeyLen
+//	bytes 4..7    checksum of the key bytes, uint32 (0 when n == 0)
+//	bytes 8..11   checksum of bytes 0..7 of this record, uint32
+//	bytes 12..    the n key bytes: valid UTF-8, distinct from every other key
+//
+// The i-th record (from 0) is id KeyBase+i. A record with n == 0 and key
+// checksum 0 is a retired id: the id is taken but its key is unknown. Only a
+// repair writes retired ids (see PlanRepair); Key reports them as unknown,
+// Len counts them, and no new key ever gets one.
+//
+// A new file is written whole (its header) under the name keys.dict.tmp,
+// fsynced, renamed to its name and the directory fsynced, so no crash leaves
+// a keys.dict that is empty or lacks its header: such a file is corruption.
+// (A file that starts with a format 1 record, which older graphtides wrote,
+// is refused with an error wrapping ErrUnsupportedFormat.) Sync appends all
+// pending records with one write and an fsync; a crash may tear that write
+// anywhere.
+//
+// # Torn tails
+//
+// Because each record header carries its own checksum, a damaged length is
+// seen as damage, never mistaken for a record cut short. A torn tail is,
+// exactly, what follows the last complete record when it is one of:
+//
+//   - fewer than 12 bytes (a partial record header);
+//   - a record whose header checksum holds but whose key runs past the end
+//     of the file (a record cut short);
+//   - nothing but zero bytes (a crash can leave a zero-filled extension).
+//
+// Open (read-write) truncates a torn tail and fsyncs the truncation before
+// returning: it held no synced ids, so dropping it loses nothing. Everything
+// else is corruption: a record header checksum that does not hold (unless
+// that header and everything after it are zero bytes), a key checksum that
+// does not hold, a key that is not valid UTF-8, a duplicate key, a length
+// above MaxKeyLen, a retired-id marker with a non-zero key checksum, or a
+// missing or damaged file header. So is, by this rule, a crash that leaves
+// a record partly written with zeros after it, rather than cut short: the
+// dictionary does not open until a repair retires that record's id (no Sync
+// returned for it, so nothing is lost).
+//
+// # Read-only opening, checking, repair
+//
+// OpenReadOnly opens a dictionary without writing to it (a torn tail is
+// ignored and reported by TornTail); Check reports every problem of a file
+// with its offset and changes nothing; PlanRepair and RepairPlan.Apply
+// rewrite a damaged file, after a backup, into one that keeps every intact
+// key at its id. Locks: Open and repair take an exclusive flock,
+// OpenReadOnly and Check a shared one, never waiting: whichever comes second
+// fails with an error wrapping ErrInUse.
 //
 // Memory: one map entry and one slice element per key; both share the key's
-// bytes.
+// bytes. Check and PlanRepair hold the same while they scan.
 package keydict
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -61,7 +106,6 @@ const (
 	// MaxKeyLen is the longest key, in bytes.
 	MaxKeyLen = 4096
 
-	headerSize = 8
 	// maxRetainedBuf bounds the capacity of the spare write buffer kept
 	// between Syncs, so one burst of new keys does not pin memory for ever.
 	maxRetainedBuf = 1 << 20
@@ -76,15 +120,23 @@ var (
 	ErrCorrupt = errors.New("keydict: corrupt dictionary file")
 	// ErrFull is returned when every id in [KeyBase, MaxVertex] is in use.
 	ErrFull = errors.New("keydict: no key ids left")
+	// ErrReadOnly is wrapped by the error of ID and IDBytes when a Dict
+	// opened with OpenReadOnly would have to assign an id.
+	ErrReadOnly = errors.New("keydict: dictionary is open read-only")
+	// ErrInUse is wrapped by the error of Open, OpenReadOnly, Check and
+	// PlanRepair when another open holds a conflicting lock on the file.
+	ErrInUse = errors.New("keydict: dictionary file is in use")
+	// ErrUnsupportedFormat is wrapped by the error of Open and OpenReadOnly
+	// for a file of another format version (such as format 1, written by
+	// older graphtides).
+	ErrUnsupportedFormat = errors.New("keydict: unsupported dictionary format")
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// CorruptError reports a damaged record in a dictionary file.
+// CorruptError reports damage in a dictionary file.
 type CorruptError struct {
 	Path   string // the dictionary file
-	Offset int64  // byte offset of the damaged record
-	Reason string
+	Offset int64  // byte offset of the damaged record, or 0 for the file header
+	Reason string // what was expected and what was found
 }
 
 func (e *CorruptError) Error() string {
@@ -93,6 +145,15 @@ func (e *CorruptError) Error() string {
 
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// findingError is the error with which Open and OpenReadOnly refuse a file
+// that has the problem f.
+func findingError(path string, f finding) error {
+	if f.unsupported {
+		return fmt.Errorf("%w: %s: %s", ErrUnsupportedFormat, path, f.reason)
+	}
+	return &CorruptError{Path: path, Offset: f.off, Reason: f.reason}
+}
 
 // IsKeyID reports whether id lies in the key range [KeyBase, MaxVertex].
 func IsKeyID(id uint64) bool { return id >= KeyBase && id <= MaxVertex }
@@ -113,161 +174,125 @@ func CheckKey(key string) error {
 
 // Dict is an open key dictionary. See the package documentation.
 type Dict struct {
-	path string
+	path     string
+	readOnly bool  // opened by OpenReadOnly: never writes
+	retired  int   // retired ids found by Open; fixed
+	torn     *Tail // torn tail found by Open, or nil; fixed
 
 	// syncMu serializes Sync and Close. Held while writing and fsyncing,
 	// without mu, so ID keeps assigning ids meanwhile.
 	syncMu sync.Mutex
 	// Protected by syncMu.
 	file  *os.File
-	size  int64  // bytes of complete records in the file
+	size  int64  // bytes of the file header and complete records in the file
 	spare []byte // empty buffer swapped in for pending at the next Sync
 
 	mu sync.RWMutex
 	// Protected by mu.
 	ids     map[string]uint64
-	keys    []string // keys[i] has id KeyBase+i
+	keys    []string // keys[i] has id KeyBase+i; "" for a retired id
 	pending []byte   // encoded records of keys not yet handed to the file
 	err     error    // sticky: a failed write or fsync; no more ids are assigned
 	closed  bool
 	// INVARIANT: the records in the file, then those in the buffer of an
 	// in-flight Sync, then those in pending are the records of keys, in id
-	// order, unless err is set.
+	// order, unless err is set. pending stays empty if readOnly.
 }
 
-// Open opens the dictionary file at path, creating it if absent, and replays
-// it. A torn tail is truncated (and the truncation fsynced). The file is
-// locked against a second Open, in this process or another, until Close.
+// Open opens the dictionary file at path read-write, creating it if absent,
+// and loads it. A torn tail is truncated and the truncation fsynced; any
+// other damage is refused with a *CorruptError (see the package
+// documentation). The file is exclusively locked, against a second Open and
+// against OpenReadOnly, Check and repair, in this process or another, until
+// Close.
 func Open(path string) (*Dict, error) {
-	_, statErr := os.Stat(path)
-	created := errors.Is(statErr, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openOrCreate(path)
 	if err != nil {
-		return nil, fmt.Errorf("keydict: open: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("keydict: lock %s (is it open elsewhere?): %w", path, err)
-	}
-	d := &Dict{path: path, file: f, ids: make(map[string]uint64)}
-	if err := d.replay(); err != nil {
-		f.Close()
 		return nil, err
 	}
-	if created {
-		// Make the new file's directory entry durable, so a synced record
-		// cannot vanish with its file.
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("keydict: open %s: %w", path, err)
-		}
+	d, err := load(f, path, false)
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return d, nil
 }
 
-// replay reads every record of d.file into d.ids and d.keys and truncates a
-// torn tail.
-func (d *Dict) replay() error {
-	r := bufio.NewReaderSize(d.file, 1<<20)
-	var (
-		off int64
-		hdr [headerSize]byte
-		buf = make([]byte, MaxKeyLen)
-	)
-	corrupt := func(reason string, args ...any) error {
-		return &CorruptError{Path: d.path, Offset: off, Reason: fmt.Sprintf(reason, args...)}
-	}
-	torn := false
-	for {
-		_, err := io.ReadFull(r, hdr[:])
-		if err == io.EOF {
-			break
+// openOrCreate opens the file at path read-write and locked, creating it
+// with just its header, atomically, if it does not exist.
+func openOrCreate(path string) (*os.File, error) {
+	for range 3 {
+		f, err := openLocked(path, true)
+		if !errors.Is(err, os.ErrNotExist) {
+			return f, err
 		}
-		if err == io.ErrUnexpectedEOF {
-			torn = true
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("keydict: read %s at byte offset %d: %w", d.path, off, err)
-		}
-		klen := binary.LittleEndian.Uint32(hdr[0:4])
-		sum := binary.LittleEndian.Uint32(hdr[4:8])
-		if klen == 0 || klen > MaxKeyLen {
-			zero, err := restIsZero(hdr[:], r)
-			if err != nil {
-				return fmt.Errorf("keydict: read %s at byte offset %d: %w", d.path, off, err)
+		f, err = writeNew(path, func(f *os.File) error {
+			if _, err := f.Write(fileHeader()); err != nil {
+				return fmt.Errorf("keydict: write the header of %s: %w", path, err)
 			}
-			if zero {
-				torn = true
-				break
-			}
-			return corrupt("invalid key length %d", klen)
+			return nil
+		}, false)
+		if !errors.Is(err, errRaced) {
+			return f, err
 		}
-		key := buf[:klen]
-		if _, err := io.ReadFull(r, key); err != nil {
-			if err == io.ErrUnexpectedEOF || err == io.EOF {
-				torn = true
-				break
-			}
-			return fmt.Errorf("keydict: read %s at byte offset %d: %w", d.path, off, err)
-		}
-		if got := crc32.Checksum(key, castagnoli); got != sum {
-			return corrupt("checksum mismatch: stored %#08x, computed %#08x", sum, got)
-		}
-		if !utf8.Valid(key) {
-			return corrupt("key is not valid utf-8")
-		}
-		if id, dup := d.ids[string(key)]; dup {
-			return corrupt("duplicate key (first stored as id %d)", id)
-		}
-		if uint64(len(d.keys)) > MaxVertex-KeyBase {
-			return corrupt("more keys than ids in [KeyBase, MaxVertex]")
-		}
-		k := string(key)
-		d.ids[k] = KeyBase + uint64(len(d.keys))
-		d.keys = append(d.keys, k)
-		off += headerSize + int64(klen)
+		// Another process created path meanwhile: open that one.
 	}
-	d.size = off
-	if torn {
-		if err := d.file.Truncate(off); err != nil {
-			return fmt.Errorf("keydict: truncate torn tail of %s at byte offset %d: %w", d.path, off, err)
-		}
-		if err := d.file.Sync(); err != nil {
-			return fmt.Errorf("keydict: fsync %s: %w", d.path, err)
-		}
-	}
-	return nil
+	return nil, fmt.Errorf("keydict: open %s: it keeps appearing and vanishing (a dangling symbolic link?)", path)
 }
 
-// restIsZero reports whether head and everything left in r are zero bytes.
-func restIsZero(head []byte, r *bufio.Reader) (bool, error) {
-	for _, b := range head {
-		if b != 0 {
-			return false, nil
+// OpenReadOnly opens the dictionary file at path without writing to it, ever:
+// it does not create the file, and it ignores a torn tail (see TornTail)
+// instead of truncating it. Damage is refused as by Open. The file is locked
+// shared, so OpenReadOnly fails with an error wrapping ErrInUse while a
+// read-write Open holds it, and Open fails while a read-only Dict holds it;
+// it never waits. ID and IDBytes return the ids of known keys and an error
+// wrapping ErrReadOnly for a new one; Sync does nothing.
+func OpenReadOnly(path string) (*Dict, error) {
+	f, err := openLocked(path, false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := load(f, path, true)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// load scans f, which is open and locked, into a new Dict. Unless readOnly,
+// it truncates a torn tail.
+func load(f *os.File, path string, readOnly bool) (*Dict, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("keydict: open: %w", err)
+	}
+	c, err := scan(f, fi.Size(), true)
+	if err != nil {
+		return nil, fmt.Errorf("keydict: %s: %w", path, err)
+	}
+	if len(c.findings) > 0 {
+		return nil, findingError(path, c.findings[0])
+	}
+	if c.torn != nil && !readOnly {
+		// INVARIANT: a torn tail holds no record whose Sync returned, so
+		// dropping it loses nothing (see the package documentation).
+		if err := f.Truncate(c.torn.Offset); err != nil {
+			return nil, fmt.Errorf("keydict: truncate the torn tail of %s at byte offset %d: %w", path, c.torn.Offset, err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, fmt.Errorf("keydict: fsync %s: %w", path, err)
 		}
 	}
-	var chunk [4096]byte
-	for {
-		n, err := r.Read(chunk[:])
-		for _, b := range chunk[:n] {
-			if b != 0 {
-				return false, nil
-			}
-		}
-		if err == io.EOF {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
+	return &Dict{path: path, readOnly: readOnly, retired: c.retired, torn: c.torn,
+		file: f, size: c.end, ids: c.ids, keys: c.keys}, nil
 }
 
 // ID returns the id of key, assigning the next free id if key is new. A new
 // id is only buffered in memory: see Sync. The key must be 1 to MaxKeyLen
 // bytes of valid UTF-8 (the error wraps ErrInvalidKey). ID does not retain
-// key's memory.
+// key's memory. On a read-only Dict a new key is an error wrapping
+// ErrReadOnly.
 func (d *Dict) ID(key string) (uint64, error) {
 	d.mu.RLock()
 	id, ok := d.ids[key] // ids is nil after Close
@@ -316,10 +341,13 @@ func (d *Dict) assign(s string, b []byte) (uint64, error) {
 	if ok {
 		return id, nil
 	}
+	if d.readOnly {
+		return 0, fmt.Errorf("keydict: %s: cannot assign an id to a new key: %w", d.path, ErrReadOnly)
+	}
 	if d.err != nil {
 		return 0, fmt.Errorf("keydict: dictionary failed earlier, reopen it: %w", d.err)
 	}
-	if uint64(len(d.keys)) > MaxVertex-KeyBase {
+	if uint64(len(d.keys)) >= maxIDs {
 		return 0, ErrFull
 	}
 	var k string
@@ -328,15 +356,12 @@ func (d *Dict) assign(s string, b []byte) (uint64, error) {
 	} else {
 		k = strings.Clone(s) // the caller's string may alias a larger buffer
 	}
+	// INVARIANT: ids are dense: a new key gets the id after every id taken,
+	// retired ones included, so a retired id is never reassigned.
 	id = KeyBase + uint64(len(d.keys))
 	d.ids[k] = id
 	d.keys = append(d.keys, k)
-
-	start := len(d.pending)
-	d.pending = binary.LittleEndian.AppendUint32(d.pending, uint32(len(k)))
-	d.pending = append(d.pending, 0, 0, 0, 0)
-	d.pending = append(d.pending, k...)
-	binary.LittleEndian.PutUint32(d.pending[start+4:], crc32.Checksum(d.pending[start+headerSize:], castagnoli))
+	d.pending = appendRecord(d.pending, k)
 	return id, nil
 }
 
@@ -349,7 +374,8 @@ func (d *Dict) Lookup(key string) (uint64, bool) {
 	return id, ok
 }
 
-// Key returns the key whose id is id. After Close it reports false.
+// Key returns the key whose id is id. It reports false for an id not taken,
+// for a retired id, and after Close.
 func (d *Dict) Key(id uint64) (string, bool) {
 	if id < KeyBase || id > MaxVertex {
 		return "", false
@@ -357,17 +383,33 @@ func (d *Dict) Key(id uint64) (string, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	i := id - KeyBase
-	if i >= uint64(len(d.keys)) {
+	if i >= uint64(len(d.keys)) || d.keys[i] == "" {
 		return "", false
 	}
 	return d.keys[i], true
 }
 
-// Len returns the number of keys, synced or not.
+// Len returns the number of ids taken, synced or not: the keys plus the
+// retired ids. They are [KeyBase, KeyBase+Len()), and the next new key gets
+// KeyBase+Len(). After Close it returns 0.
 func (d *Dict) Len() int {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return len(d.keys)
+}
+
+// Retired returns the number of retired ids (ids without a key, written by a
+// repair) that Open found.
+func (d *Dict) Retired() int { return d.retired }
+
+// TornTail reports the torn tail Open found: for a read-write Dict the tail
+// it truncated, for a read-only one the tail it ignored, which is still in
+// the file.
+func (d *Dict) TornTail() (offset, length int64, ok bool) {
+	if d.torn == nil {
+		return 0, 0, false
+	}
+	return d.torn.Offset, d.torn.Length, true
 }
 
 // Sync writes the records of every id assigned before the call and fsyncs
@@ -378,6 +420,9 @@ func (d *Dict) Len() int {
 // A failed write or fsync is sticky: every later Sync fails and ID refuses
 // to assign new ids (known keys still resolve). Reopen the dictionary to
 // recover; Open discards any torn record.
+//
+// On a read-only Dict there is never anything to write: Sync returns nil
+// (ErrClosed after Close).
 func (d *Dict) Sync() error {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
@@ -464,19 +509,6 @@ func (d *Dict) Close() error {
 	}
 	if closeErr != nil {
 		return fmt.Errorf("keydict: close %s: %w", d.path, closeErr)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so that entries created in it are durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package keydict
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,22 @@ import (
 	"sync"
 	"testing"
 )
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 func openT(t *testing.T, path string) *Dict {
 	t.Helper()
@@ -30,10 +47,36 @@ func mustID(t *testing.T, d *Dict, key string) uint64 {
 	return id
 }
 
-// record encodes one log record as Dict writes it.
+// The encoders below are the test's own reading of the format in the
+// package documentation, independent of the package's encoder.
+
+var testCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// fileHdr is the 16-byte file header.
+func fileHdr() []byte {
+	b := append([]byte(nil), "GTKEYS02"...)
+	b = binary.LittleEndian.AppendUint32(b, 2)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, testCRC))
+}
+
+// record encodes one record as Dict writes it.
 func record(key string) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(key)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum([]byte(key), crc32.MakeTable(crc32.Castagnoli)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum([]byte(key), testCRC))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, testCRC))
+	return append(b, key...)
+}
+
+// retiredRecord encodes a retired-id marker.
+func retiredRecord() []byte {
+	b := make([]byte, 8)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, testCRC))
+}
+
+// recordV1 encodes a record of format 1, written by older graphtides.
+func recordV1(key string) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(key)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum([]byte(key), testCRC))
 	return append(b, key...)
 }
 
@@ -67,7 +110,7 @@ func TestDenseStableAndRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wantSize int
+	wantSize := len(fileHdr())
 	for _, k := range keys {
 		wantSize += len(record(k))
 	}
@@ -164,8 +207,9 @@ func TestIDBytesMatchesID(t *testing.T) {
 func TestTornTailTruncated(t *testing.T) {
 	cases := map[string]func(good []byte) []byte{
 		"partial header":      func(b []byte) []byte { return append(b, 5, 0, 0) },
-		"partial payload":     func(b []byte) []byte { return append(b, record("zeta")[:10]...) },
-		"header only":         func(b []byte) []byte { return append(b, record("zeta")[:8]...) },
+		"partial payload":     func(b []byte) []byte { return append(b, record("zeta")[:14]...) },
+		"header only":         func(b []byte) []byte { return append(b, record("zeta")[:12]...) },
+		"11 bytes of header":  func(b []byte) []byte { return append(b, record("zeta")[:11]...) },
 		"zero tail":           func(b []byte) []byte { return append(b, make([]byte, 300)...) },
 		"zero partial header": func(b []byte) []byte { return append(b, 0, 0) },
 	}
@@ -212,14 +256,22 @@ func TestTornTailTruncated(t *testing.T) {
 	}
 }
 
+// withHeaderCRC recomputes the record header checksum of the record at off,
+// so that a deliberately wrong field passes it.
+func withHeaderCRC(b []byte, off int) []byte {
+	binary.LittleEndian.PutUint32(b[off+8:], crc32.Checksum(b[off:off+8], testCRC))
+	return b
+}
+
 func TestCorruptionDetected(t *testing.T) {
 	keys := []string{"first", "second", "third", "fourth"}
-	var file []byte
+	file := fileHdr()
 	var offs []int
 	for _, k := range keys {
 		offs = append(offs, len(file))
 		file = append(file, record(k)...)
 	}
+	last := offs[len(offs)-1]
 	type tc struct {
 		name   string
 		mutate func(b []byte) []byte
@@ -227,44 +279,82 @@ func TestCorruptionDetected(t *testing.T) {
 		reason string
 	}
 	cases := []tc{
-		{"flipped payload byte", func(b []byte) []byte { b[offs[1]+8+2] ^= 0x40; return b }, int64(offs[1]), "checksum mismatch"},
-		{"flipped checksum", func(b []byte) []byte { b[offs[2]+5] ^= 1; return b }, int64(offs[2]), "checksum mismatch"},
+		{"flipped key byte", func(b []byte) []byte { b[offs[1]+12+2] ^= 0x40; return b }, int64(offs[1]), "key checksum: stored"},
+		{"flipped key checksum", func(b []byte) []byte { b[offs[2]+5] ^= 1; return b }, int64(offs[2]), "record header checksum: stored"},
+		{"flipped record header checksum", func(b []byte) []byte { b[offs[0]+10] ^= 0x80; return b }, int64(offs[0]), "record header checksum: stored"},
 		{"length over max", func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[offs[1]:], MaxKeyLen+1)
 			return b
-		}, int64(offs[1]), "invalid key length"},
+		}, int64(offs[1]), "record header checksum"},
+		{"length over max with a valid header checksum", func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[offs[1]:], MaxKeyLen+1)
+			return withHeaderCRC(b, offs[1])
+		}, int64(offs[1]), "key length: stored 4097, expected at most 4096"},
 		{"zero length mid-file", func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[offs[2]:], 0)
 			return b
-		}, int64(offs[2]), "invalid key length"},
-		{"duplicate key", func(b []byte) []byte { return append(b, record("second")...) }, int64(len(file)), "duplicate key"},
+		}, int64(offs[2]), "record header checksum"},
+		// The bug this format exists for: a damaged length that makes the
+		// last record run past the end of the file is not a torn tail.
+		{"last length runs past the end", func(b []byte) []byte { b[last+1] ^= 0x01; return b }, int64(last), "record header checksum"},
+		{"last header damaged, zeros after it", func(b []byte) []byte {
+			b[last] ^= 0x02
+			return append(b, make([]byte, 64)...)
+		}, int64(last), "record header checksum"},
+		{"retired marker with a key checksum", func(b []byte) []byte {
+			m := retiredRecord()
+			binary.LittleEndian.PutUint32(m[4:], 7)
+			return append(b, withHeaderCRC(m, 0)...)
+		}, int64(len(file)), "retired-id marker: key checksum: stored 0x00000007, expected 0"},
+		{"duplicate key", func(b []byte) []byte { return append(b, record("second")...) }, int64(len(file)),
+			fmt.Sprintf("duplicate key: the same key as id %d (KeyBase+1)", KeyBase+1)},
 		{"invalid utf8 with good checksum", func(b []byte) []byte { return append(b, record("bad\xff")...) }, int64(len(file)), "utf-8"},
+		{"bad magic", func(b []byte) []byte { b[3] ^= 0x10; return b }, 0, `file header: magic: stored "GTKU`},
+		{"bad version", func(b []byte) []byte { b[8] ^= 0x01; return b }, 0, "file header checksum: stored"},
+		{"bad header checksum", func(b []byte) []byte { b[15] ^= 0x01; return b }, 0, "file header checksum: stored"},
+		{"empty file", func(b []byte) []byte { return b[:0] }, 0, "empty file"},
+		{"partial file header", func(b []byte) []byte { return b[:9] }, 0, "a partial file header"},
+		{"not a dictionary", func(b []byte) []byte { return []byte("hello, this is not a dictionary at all") }, 0, "not recognisable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "keys.log")
-			if err := os.WriteFile(path, c.mutate(append([]byte(nil), file...)), 0o644); err != nil {
+			path := filepath.Join(t.TempDir(), "keys.dict")
+			bad := c.mutate(append([]byte(nil), file...))
+			writeFile(t, path, bad)
+			for _, open := range []struct {
+				name string
+				fn   func(string) (*Dict, error)
+			}{{"Open", Open}, {"OpenReadOnly", OpenReadOnly}} {
+				d, err := open.fn(path)
+				if err == nil {
+					d.Close()
+					t.Fatalf("%s: corrupt file opened without error", open.name)
+				}
+				var ce *CorruptError
+				if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("%s: error %v is not a *CorruptError matching ErrCorrupt", open.name, err)
+				}
+				if ce.Offset != c.offset || ce.Path != path || !strings.Contains(ce.Reason, c.reason) {
+					t.Fatalf("%s: got %+v, want offset %d, path %s, reason containing %q", open.name, ce, c.offset, path, c.reason)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, path) || !strings.Contains(msg, fmt.Sprintf("offset %d", c.offset)) {
+					t.Fatalf("%s: message %q does not name file and offset", open.name, msg)
+				}
+				// The corrupt file is left untouched for inspection.
+				if b := readFile(t, path); !bytes.Equal(b, bad) {
+					t.Fatalf("%s changed the corrupt file: %d bytes, were %d", open.name, len(b), len(bad))
+				}
+			}
+			r, err := Check(path)
+			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := Open(path)
-			if err == nil {
-				d.Close()
-				t.Fatal("corrupt file opened without error")
+			if r.OK() || r.Problems[0].Offset != c.offset || !strings.Contains(r.Problems[0].Reason, c.reason) {
+				t.Fatalf("Check problems %+v, want the first at offset %d about %q", r.Problems, c.offset, c.reason)
 			}
-			var ce *CorruptError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v is not a *CorruptError matching ErrCorrupt", err)
-			}
-			if ce.Offset != c.offset || ce.Path != path || !strings.Contains(ce.Reason, c.reason) {
-				t.Fatalf("got %+v, want offset %d, path %s, reason containing %q", ce, c.offset, path, c.reason)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, path) || !strings.Contains(msg, fmt.Sprintf("offset %d", c.offset)) {
-				t.Fatalf("message %q does not name file and offset", msg)
-			}
-			// The corrupt file is left untouched for inspection.
-			if b, _ := os.ReadFile(path); len(b) < offs[len(offs)-1] {
-				t.Fatalf("corrupt file was truncated to %d bytes", len(b))
+			if b := readFile(t, path); !bytes.Equal(b, bad) {
+				t.Fatal("Check changed the file")
 			}
 		})
 	}
@@ -361,7 +451,7 @@ func TestSyncMakesDurableWithoutClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(record("a"), record("b")...)
+	want := append(append(fileHdr(), record("a")...), record("b")...)
 	if string(b) != string(want) {
 		t.Fatalf("file after Sync = %q, want %q", b, want)
 	}
@@ -377,6 +467,8 @@ func TestSecondOpenRefusedAndClosedDict(t *testing.T) {
 	if d2, err := Open(path); err == nil {
 		d2.Close()
 		t.Fatal("second Open of a locked dictionary succeeded")
+	} else if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("second Open: %v, want ErrInUse naming the file", err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

@@ -5,5 +5,6 @@ package keydict
 import "os"
 
 // lockFile is a no-op where flock is unavailable: callers must not open one
-// dictionary file twice.
-func lockFile(*os.File) error { return nil }
+// dictionary file read-write twice, nor read or repair it while it is open
+// read-write.
+func lockFile(*os.File, bool) error { return nil }
