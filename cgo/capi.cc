@@ -265,6 +265,7 @@ int gt_check(const char *dir, uint64_t manifest_cut, gt_check_report **out, gt_e
         q.file = Dup(p.file);
         q.what = Dup(p.what);
         q.offset = p.offset;
+        q.kind = p.kind;
         if (!q.file || !q.what) throw std::bad_alloc();
       }
     };

@@ -42,6 +42,7 @@ struct Problem {
   std::string file;
   uint64_t offset = 0;
   std::string what;
+  uint32_t kind = 0;  // gt_finding_kind; 0: damage
   Status AsStatus() const { return Status::Corruption(what, file, offset); }
 };
 

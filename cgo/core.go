@@ -401,11 +401,21 @@ func f64p(s []float64) *C.double {
 	return (*C.double)(unsafe.Pointer(&s[0]))
 }
 
+// Finding kinds, as in gt_finding_kind.
+const (
+	FindingDamage      = uint32(C.GT_FINDING_DAMAGE)
+	FindingMissing     = uint32(C.GT_FINDING_MISSING)
+	FindingUnexplained = uint32(C.GT_FINDING_UNEXPLAINED)
+	FindingTornTail    = uint32(C.GT_FINDING_TORN_TAIL)
+	FindingLeftover    = uint32(C.GT_FINDING_LEFTOVER)
+)
+
 // Problem is one gt_problem, copied into Go memory.
 type Problem struct {
 	File   string
 	Offset uint64
 	What   string
+	Kind   uint32
 }
 
 // CheckReport is a gt_check_report, copied into Go memory.
@@ -424,7 +434,7 @@ func problems(p *C.gt_problem, n C.size_t) []Problem {
 	}
 	out := make([]Problem, int(n))
 	for i, q := range unsafe.Slice(p, int(n)) {
-		out[i] = Problem{File: C.GoString(q.file), Offset: uint64(q.offset), What: C.GoString(q.what)}
+		out[i] = Problem{File: C.GoString(q.file), Offset: uint64(q.offset), What: C.GoString(q.what), Kind: uint32(q.kind)}
 	}
 	return out
 }

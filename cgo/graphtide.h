@@ -272,12 +272,23 @@ void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n);
  * corruption found. */
 int gt_verify_all(gt_store *s, gt_error *err);
 
-/* One finding of gt_check: the file it is about, a byte offset in it, and
- * what is wrong (what was expected and what was found). */
+/* What a finding of gt_check is about. */
+typedef enum gt_finding_kind {
+  GT_FINDING_DAMAGE = 0,      /* a checksum, format or consistency failure */
+  GT_FINDING_MISSING = 1,     /* a live segment file is missing */
+  GT_FINDING_UNEXPLAINED = 2, /* a segment file neither live nor provably garbage */
+  GT_FINDING_TORN_TAIL = 3,   /* note: the MANIFEST's last record was cut short by a crash */
+  GT_FINDING_LEFTOVER = 4     /* note: a segment file the manifest proves garbage */
+} gt_finding_kind;
+
+/* One finding of gt_check: the file it is about, a byte offset in it, what
+ * is wrong (what was expected and what was found), and its kind. */
 typedef struct gt_problem {
   char *file;
   uint64_t offset;
   char *what;
+  uint32_t kind; /* gt_finding_kind */
+  uint32_t reserved;
 } gt_problem;
 
 /* What gt_check found. problems: everything that stops the store from

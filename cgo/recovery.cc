@@ -274,7 +274,8 @@ Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
       out->notes.push_back(Problem{path, mc.torn_offset,
                                    "torn tail: the last record (" + std::to_string(mc.torn_bytes) +
                                        " bytes) was cut short by a crash before it was acknowledged; the next "
-                                       "read-write open drops it"});
+                                       "read-write open drops it",
+                                   GT_FINDING_TORN_TAIL});
     if (out->problems.empty()) {
       ReplayManifest(mc, &out->state, &out->problems);
       out->manifest_ok = out->problems.empty();
@@ -295,7 +296,8 @@ Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
               ? "removed by the compaction recorded at offset " + std::to_string(ms.removed_at.at(id)) +
                     " of the MANIFEST but not yet unlinked; the next read-write open deletes it"
               : "written by a flush or compaction that never recorded it (numbered at or above the manifest's next "
-                "file number " + std::to_string(ms.next_file) + "); the next read-write open deletes it"});
+                "file number " + std::to_string(ms.next_file) + "); the next read-write open deletes it",
+          GT_FINDING_LEFTOVER});
       continue;
     }
     std::shared_ptr<Segment> seg;
@@ -315,12 +317,14 @@ Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
   for (uint64_t id : scan.missing)
     out->problems.push_back(Problem{JoinPath(dir, SegmentFileName(id)), 0,
                                     "live segment file missing: added by the manifest record at offset " +
-                                        std::to_string(ms.added_at.at(id))});
+                                        std::to_string(ms.added_at.at(id)),
+                                    GT_FINDING_MISSING});
   for (uint64_t id : scan.unexplained)
     out->problems.push_back(Problem{JoinPath(dir, SegmentFileName(id)), 0,
                                     "neither live nor provably garbage (numbered below the manifest's next file "
                                     "number " + std::to_string(ms.next_file) +
-                                        ", removed by no edit): it may be data the manifest lost"});
+                                        ", removed by no edit): it may be data the manifest lost",
+                                    GT_FINDING_UNEXPLAINED});
   return Status::OK();
 }
 

@@ -309,6 +309,10 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   s->crcs_ = reinterpret_cast<const uint32_t *>(s->base_ + s->body_end_);
   if (Get<uint32_t>(f + 16) != Crc32c(s->crcs_, s->nchunks_ * 4))
     return Status::Corruption("segment chunk checksum table mismatch", path, s->body_end_);
+  // The table's padding to 8 bytes is zero (no checksum covers it).
+  if (s->nchunks_ % 2 != 0 && Get<uint32_t>(s->base_ + s->body_end_ + s->nchunks_ * 4) != 0)
+    return Status::Corruption("segment chunk checksum table padding is not zero", path,
+                              s->body_end_ + s->nchunks_ * 4);
 
   // Section offsets follow from the header alone.
   const uint64_t nv = mt.nverts, ne = mt.nentries;

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 )
 
@@ -61,25 +63,23 @@ YAML file given by --config, keyed by flag name.`,
 }
 
 func runCompact(o *compactOptions, out io.Writer) (err error) {
-	if err := requireStore(o.dir); err != nil {
-		return err
-	}
 	// Auto-compaction off, so that the layout printed before is the one
 	// CompactAll starts from.
-	store, err := openStore(o.dir, engine.Options{DisableAutoCompaction: true}, nil)
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{DisableAutoCompaction: true}})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := store.Close(); cerr != nil && err == nil {
+		if cerr := d.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
+	store := d.Store
 	before, err := store.Metrics()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "store %s before:\n", storePath(o.dir))
+	fmt.Fprintf(out, "store %s before:\n", datadir.StorePath(o.dir))
 	if err := writeLevels(out, before); err != nil {
 		return err
 	}
@@ -94,4 +94,21 @@ func runCompact(o *compactOptions, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "after (compacted in %.3f s, %d bytes read, %d written):\n", took.Seconds(), after.CompactionBytesRead, after.CompactionBytesWritten)
 	return writeLevels(out, after)
+}
+
+// writeLevels prints one row per level in use (files, bytes, edge versions,
+// tombstones included) and a total row.
+func writeLevels(w io.Writer, m engine.Metrics) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\tfiles\tbytes\tedge versions\t")
+	var files, bytes, entries int64
+	for i, l := range m.Levels {
+		files, bytes, entries = files+l.Files, bytes+l.Bytes, entries+l.Entries
+		if l.Files == 0 && i > 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "L%d\t%d\t%d\t%d\t\n", i, l.Files, l.Bytes, l.Entries)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t\n", files, bytes, entries)
+	return tw.Flush()
 }

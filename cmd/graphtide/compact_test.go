@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 )
 
@@ -70,7 +71,7 @@ func TestCompactEmptiesL0(t *testing.T) {
 
 	// The output: the layout before, the time, the layout after.
 	parts := regexp.MustCompile(`(?s)^store (\S+) before:\n(.*)after \(compacted in [0-9.]+ s, (\d+) bytes read, (\d+) written\):\n(.*)$`).FindStringSubmatch(out)
-	if parts == nil || parts[1] != storePath(dir) {
+	if parts == nil || parts[1] != datadir.StorePath(dir) {
 		t.Fatalf("compact printed:\n%s", out)
 	}
 	for _, c := range []struct {

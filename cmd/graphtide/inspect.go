@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -30,7 +31,7 @@ type inspectOptions struct {
 func (o *inspectOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store")
-	fs.BoolVar(&o.verify, "verify", false, "read every file and check every checksum; a corrupt file makes the exit status 1")
+	fs.BoolVar(&o.verify, "verify", false, "check everything without writing: every manifest record, every file and checksum, the key dictionary, and each against the others; any problem makes the exit status 1")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 }
 
@@ -57,10 +58,20 @@ and prints:
     count, largest dst, entries, bytes, sequence range, layout flags
     (dense or sparse index, dst32, versions, weights, multi-version,
     tombstones; see cgo/segment.h).
-Opening checks every file's header, footer and index and every manifest
-record; --verify also reads every data block and checks its checksum, and
-reports a corrupt file with its name and byte offset (exit status 1).
-inspect does not compact or write the store.
+inspect never writes: it opens the store read-only (beside other readers,
+never beside serve) and the key dictionary read-only, so it creates,
+changes and deletes nothing. Opening checks every manifest record and every
+live file's header, footer and index, and refuses a damaged store.
+
+--verify checks everything and reports EVERY problem with its file and
+byte offset (exit status 1 if there is any): each manifest record, each
+segment file present (header, footer, index and every data block), each
+against the manifest (missing, mismatched, and files that are neither live
+nor provably garbage), each key dictionary record, and that the store uses
+no more string-key ids than the dictionary holds. It also lists, as notes,
+what the next read-write open changes that holds no data (a torn tail cut
+short by a crash, leftovers of an unfinished flush or compaction).
+'graphtide repair' says what can be repaired.
 
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
 YAML file given by --config, keyed by flag name.`,
@@ -120,8 +131,9 @@ type kafkaOffset struct {
 }
 
 type keyDictInfo struct {
-	Keys  int   `json:"keys"`
-	Bytes int64 `json:"bytes"`
+	Keys    int   `json:"keys"`
+	Retired int   `json:"retired"` // ids whose key was lost (graphtide repair retired them)
+	Bytes   int64 `json:"bytes"`
 }
 
 type sizeReport struct {
@@ -151,10 +163,11 @@ type fileReport struct {
 }
 
 type verifyReport struct {
-	OK     bool   `json:"ok"`
-	File   string `json:"file,omitempty"`
-	Offset uint64 `json:"offset,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	OK           bool              `json:"ok"`
+	FilesChecked int64             `json:"files_checked"`
+	BytesChecked int64             `json:"bytes_checked"`
+	Problems     []datadir.Problem `json:"problems"`
+	Notes        []datadir.Problem `json:"notes"`
 }
 
 func direction(d engine.Direction) string {
@@ -181,48 +194,65 @@ func fileFlags(f engine.FileInfo) []string {
 }
 
 func runInspect(o *inspectOptions, out io.Writer) error {
-	if err := requireStore(o.dir); err != nil {
-		return err
-	}
-	// No auto-compaction: inspect shows the store as it is.
-	store, err := openStore(o.dir, engine.Options{DisableAutoCompaction: true}, nil)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rep, err := collectInspect(o.dir, store)
-	if err != nil {
-		return err
-	}
-	var verifyErr error
-	if o.verify {
-		rep.Verify = &verifyReport{OK: true}
-		if verifyErr = store.VerifyAll(); verifyErr != nil {
-			var ce *engine.CorruptionError
-			if !errors.As(verifyErr, &ce) {
-				return verifyErr
-			}
-			rep.Verify = &verifyReport{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
-		}
-	}
-	if o.json {
-		line, err := json.Marshal(rep)
+	var rep *inspectReport
+	if !o.verify {
+		d, err := datadir.OpenReadOnly(o.dir)
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintln(out, string(line)); err != nil {
+		defer d.Close()
+		if rep, err = collectInspect(d); err != nil {
 			return err
 		}
-	} else if err := rep.writeText(out); err != nil {
+		return rep.write(out, o.json)
+	}
+	chk, err := datadir.Check(o.dir)
+	if err != nil {
 		return err
 	}
-	if verifyErr != nil {
-		return fmt.Errorf("verify failed: %w", verifyErr)
+	v := &verifyReport{OK: chk.OK(), Problems: chk.Problems, Notes: chk.Notes}
+	if chk.Store != nil {
+		v.FilesChecked, v.BytesChecked = chk.Store.FilesChecked, chk.Store.BytesChecked
+	}
+	if chk.OK() {
+		// Sound: the listing too, from a read-only open.
+		d, err := datadir.OpenReadOnly(o.dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if rep, err = collectInspect(d); err != nil {
+			return err
+		}
+	} else {
+		rep = &inspectReport{Dir: o.dir, Store: datadir.StorePath(o.dir), Levels: []levelReport{}, Files: []fileReport{}}
+	}
+	rep.Verify = v
+	if err := rep.write(out, o.json); err != nil {
+		return err
+	}
+	if !chk.OK() {
+		p := chk.Problems[0]
+		return fmt.Errorf("verify: %d problem(s) in %s, the first: %s at byte offset %d: %s ('graphtide repair --dir %s' says what it can repair)",
+			len(chk.Problems), o.dir, p.File, p.Offset, p.What, o.dir)
 	}
 	return nil
 }
 
-func collectInspect(dir string, store *engine.Store) (*inspectReport, error) {
+func (r *inspectReport) write(out io.Writer, asJSON bool) error {
+	if !asJSON {
+		return r.writeText(out)
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(line))
+	return err
+}
+
+func collectInspect(d *datadir.Dir) (*inspectReport, error) {
+	store := d.Store
 	m, err := store.Metrics()
 	if err != nil {
 		return nil, err
@@ -238,12 +268,12 @@ func collectInspect(dir string, store *engine.Store) (*inspectReport, error) {
 	low, high := sn.VertexBounds()
 	sn.Release()
 	rep := &inspectReport{
-		Dir: dir, Store: storePath(dir), InEdges: store.InEdges(), DurableSeq: m.DurableSeq,
+		Dir: d.Path, Store: datadir.StorePath(d.Path), InEdges: store.InEdges(), DurableSeq: m.DurableSeq,
 		VertexBounds: vertexBounds{Numeric: low, Keys: high},
 		Levels:       []levelReport{}, Files: []fileReport{},
 		metrics: m,
 	}
-	if info, err := os.Stat(filepath.Join(storePath(dir), "MANIFEST")); err == nil {
+	if info, err := os.Stat(filepath.Join(rep.Store, "MANIFEST")); err == nil {
 		rep.ManifestBytes = info.Size()
 	}
 	pos, err := store.SourcePosition()
@@ -267,15 +297,12 @@ func collectInspect(dir string, store *engine.Store) (*inspectReport, error) {
 		}
 		rep.SourcePosition = sp
 	}
-	if info, err := os.Stat(keysPath(dir)); err == nil {
-		d, err := keydict.Open(keysPath(dir))
+	if d.Keys != nil {
+		info, err := os.Stat(datadir.KeysPath(d.Path))
 		if err != nil {
 			return nil, err
 		}
-		rep.KeyDictionary = &keyDictInfo{Keys: d.Len(), Bytes: info.Size()}
-		if err := d.Close(); err != nil {
-			return nil, err
-		}
+		rep.KeyDictionary = &keyDictInfo{Keys: d.Keys.Len() - d.Keys.Retired(), Retired: d.Keys.Retired(), Bytes: info.Size()}
 	}
 	for i, l := range m.Levels {
 		rep.Levels = append(rep.Levels, levelReport{Level: i, sizeReport: sizeReport{Files: l.Files, Bytes: l.Bytes, EdgeVersions: l.Entries}})
@@ -292,6 +319,9 @@ func collectInspect(dir string, store *engine.Store) (*inspectReport, error) {
 }
 
 func (r *inspectReport) writeText(w io.Writer) error {
+	if v := r.Verify; v != nil && !v.OK {
+		return v.writeText(w, r.Dir)
+	}
 	edges := "out-edges"
 	if r.InEdges {
 		edges = "out-edges and in-edges"
@@ -319,7 +349,11 @@ func (r *inspectReport) writeText(w io.Writer) error {
 		fmt.Fprintf(w, "source position: Kafka %s\n", strings.Join(parts, ", "))
 	}
 	if kd := r.KeyDictionary; kd != nil {
-		fmt.Fprintf(w, "key dictionary: %d keys, %d bytes\n", kd.Keys, kd.Bytes)
+		retired := ""
+		if kd.Retired > 0 {
+			retired = fmt.Sprintf(" (and %d retired ids whose keys were lost)", kd.Retired)
+		}
+		fmt.Fprintf(w, "key dictionary: %d keys%s, %d bytes\n", kd.Keys, retired, kd.Bytes)
 	} else {
 		fmt.Fprintln(w, "key dictionary: none")
 	}
@@ -338,12 +372,23 @@ func (r *inspectReport) writeText(w io.Writer) error {
 		return err
 	}
 	if v := r.Verify; v != nil {
-		if v.OK {
-			_, err := fmt.Fprintf(w, "\nverify: ok, every checksum matches (%d files)\n", len(r.Files))
-			return err
-		}
-		_, err := fmt.Fprintf(w, "\nverify: CORRUPT: %s at byte offset %d: %s\n", v.File, v.Offset, v.Reason)
-		return err
+		fmt.Fprintln(w)
+		return v.writeText(w, r.Dir)
 	}
 	return nil
+}
+
+func (v *verifyReport) writeText(w io.Writer, dir string) error {
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "note: %s at byte offset %d: %s\n", n.File, n.Offset, n.What)
+	}
+	if v.OK {
+		_, err := fmt.Fprintf(w, "verify: ok, no problem found (%d segment files, %d bytes read; manifest and key dictionary checked)\n", v.FilesChecked, v.BytesChecked)
+		return err
+	}
+	for _, p := range v.Problems {
+		fmt.Fprintf(w, "PROBLEM: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
+	}
+	_, err := fmt.Fprintf(w, "verify: %d problem(s) in %s; nothing was changed ('graphtide repair --dir %s' says what it can repair)\n", len(v.Problems), dir, dir)
+	return err
 }

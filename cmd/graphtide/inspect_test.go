@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -28,7 +29,7 @@ func loadTestStore(t *testing.T) string {
 	if _, _, err := execute(t, "load", "--dir", dir, "--in-edges", "--memgraph-mib", "1", text); err != nil {
 		t.Fatal(err)
 	}
-	s, err := openStore(dir, engine.Options{}, nil)
+	s, err := openStore(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func loadTestStore(t *testing.T) string {
 // flushes, as serve's ingest does.
 func setSourcePosition(t *testing.T, dir string, pos []byte) {
 	t.Helper()
-	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true}, nil)
+	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ type engineView struct {
 
 func viewStore(t *testing.T, dir string) engineView {
 	t.Helper()
-	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true}, nil)
+	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func viewStore(t *testing.T, dir string) engineView {
 	v.low, v.high = sn.VertexBounds()
 	sn.Release()
 	v.inEdges = s.InEdges()
-	d, err := keydict.Open(keysPath(dir))
+	d, err := keydict.Open(datadir.KeysPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +120,10 @@ func TestInspectMatchesEngine(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
-	if rep.Dir != dir || rep.Store != storePath(dir) || !rep.InEdges || rep.DurableSeq != v.m.DurableSeq || rep.DurableSeq == 0 {
+	if rep.Dir != dir || rep.Store != datadir.StorePath(dir) || !rep.InEdges || rep.DurableSeq != v.m.DurableSeq || rep.DurableSeq == 0 {
 		t.Errorf("report header %+v, want dir %s, in-edges, durable seq %d", rep, dir, v.m.DurableSeq)
 	}
-	if man, err := os.Stat(filepath.Join(storePath(dir), "MANIFEST")); err != nil || rep.ManifestBytes != man.Size() {
+	if man, err := os.Stat(filepath.Join(datadir.StorePath(dir), "MANIFEST")); err != nil || rep.ManifestBytes != man.Size() {
 		t.Errorf("manifest_bytes = %d, want the MANIFEST's size (%v)", rep.ManifestBytes, err)
 	}
 	if rep.VertexBounds != (vertexBounds{Numeric: v.low, Keys: v.high}) || v.low != 300 || v.high <= keydict.KeyBase {
@@ -162,7 +163,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("file %d: %+v, engine says %+v", i, got, want)
 		}
-		info, err := os.Stat(filepath.Join(storePath(dir), f.Name))
+		info, err := os.Stat(filepath.Join(datadir.StorePath(dir), f.Name))
 		if err != nil || uint64(info.Size()) != f.Bytes {
 			t.Errorf("file %s: %v, size on disk differs from %d bytes", f.Name, err, f.Bytes)
 		}
@@ -184,7 +185,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("store %s (out-edges and in-edges)\n", storePath(dir)),
+		fmt.Sprintf("store %s (out-edges and in-edges)\n", datadir.StorePath(dir)),
 		fmt.Sprintf("manifest: durable sequence number %d, %d bytes\n", rep.DurableSeq, rep.ManifestBytes),
 		fmt.Sprintf("vertex bounds: numeric ids below 300, key ids in [%d, %d)\n", keydict.KeyBase, v.high),
 		"source position: Kafka audit/1 next offset 5, edges/0 next offset 42, edges/3 next offset 7\n",
@@ -221,13 +222,13 @@ func TestInspectOtherSourcePositionAndNoKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 bytes\n", "store " + storePath(dir) + " (out-edges)\n"} {
+	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
 	setSourcePosition(t, dir, []byte("file:offset=17"))
-	if err := os.Remove(keysPath(dir)); err != nil {
+	if err := os.Remove(datadir.KeysPath(dir)); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = execute(t, "inspect", "--dir", dir)
@@ -239,7 +240,7 @@ func TestInspectOtherSourcePositionAndNoKeys(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
-	if _, err := os.Stat(keysPath(dir)); err == nil {
+	if _, err := os.Stat(datadir.KeysPath(dir)); err == nil {
 		t.Error("inspect created a key dictionary")
 	}
 }
@@ -263,14 +264,18 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify of a sound store: %v", err)
 	}
-	if !strings.Contains(out, "\nverify: ok, every checksum matches (1 files)\n") {
-		t.Fatalf("verify of a sound store printed:\n%s", out)
-	}
-
-	segs, _ := filepath.Glob(filepath.Join(storePath(dir), "*.seg"))
+	segs, _ := filepath.Glob(filepath.Join(datadir.StorePath(dir), "*.seg"))
 	if len(segs) != 1 {
 		t.Fatalf("want one segment after one flush, have %v", segs)
 	}
+	info, err := os.Stat(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\nverify: ok, no problem found (1 segment files, %d bytes read; manifest and key dictionary checked)\n", info.Size()); !strings.Contains(out, want) {
+		t.Fatalf("verify of a sound store printed:\n%s\nwant %q", out, want)
+	}
+
 	data, err := os.ReadFile(segs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +291,7 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), segs[0]) {
 		t.Fatalf("inspect --verify of a corrupt store: error %v, want one naming %s", err, segs[0])
 	}
-	m := regexp.MustCompile(`\nverify: CORRUPT: (\S+) at byte offset (\d+): .+\n$`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^PROBLEM: (\S+) at byte offset (\d+): .+\nverify: 1 problem\(s\) in `).FindStringSubmatch(out)
 	if m == nil || m[1] != segs[0] {
 		t.Fatalf("inspect --verify printed:\n%s\nwant the corrupt file %s", out, segs[0])
 	}
@@ -307,8 +312,8 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
-	if v := rep.Verify; v == nil || v.OK || v.File != segs[0] || v.Offset != uint64(at) || v.Reason == "" {
-		t.Errorf("verify = %+v, want file %s offset %d", rep.Verify, segs[0], at)
+	if v := rep.Verify; v == nil || v.OK || len(v.Problems) != 1 || v.Problems[0].File != segs[0] || v.Problems[0].Offset != int64(at) || v.Problems[0].What == "" {
+		t.Errorf("verify = %+v, want one problem: file %s offset %d", rep.Verify, segs[0], at)
 	}
 }
 
@@ -317,7 +322,7 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 func checkNeedsStore(t *testing.T, cmd string) {
 	dir := filepath.Join(t.TempDir(), "nothing-here")
 	_, _, err := execute(t, cmd, "--dir", dir)
-	want := "no store in --dir " + dir + " (" + storePath(dir) + " has no MANIFEST): create one with 'graphtide load --dir " + dir + " FILE...' or 'graphtide serve --dir " + dir + "'"
+	want := "no store in --dir " + dir + " (" + datadir.StorePath(dir) + " has no MANIFEST): create one with 'graphtide load --dir " + dir + " FILE...' or 'graphtide serve --dir " + dir + "'"
 	if err == nil || err.Error() != want {
 		t.Errorf("%s: error = %v, want %q", cmd, err, want)
 	}
@@ -335,7 +340,7 @@ func checkNeedsStore(t *testing.T, cmd string) {
 	if _, _, err := execute(t, cmd, "--dir", empty); err == nil || !strings.HasPrefix(err.Error(), "no store in --dir") {
 		t.Errorf("%s on an empty directory: %v", cmd, err)
 	}
-	for _, d := range []string{dir, dir + "-env", storePath(empty)} {
+	for _, d := range []string{dir, dir + "-env", datadir.StorePath(empty)} {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("%s created %s", cmd, d)
 		}

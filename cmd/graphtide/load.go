@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -397,31 +398,20 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 			total += info.Size()
 		}
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
 	var inEdges *bool
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
-	store, err := openStore(o.dir, engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, inEdges)
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, InEdges: inEdges, Create: true})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := store.Close(); cerr != nil && err == nil {
+		if cerr := d.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	dict, err := keydict.Open(keysPath(o.dir))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := dict.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	store, dict := d.Store, d.Keys
 
 	start := time.Now()
 	l := &loader{ctx: ctx, store: store, dict: dict, keysSeen: dict.Len(), batchSize: o.batch,
@@ -461,7 +451,7 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 	}
 	secs := time.Since(start).Seconds()
 	_, err = fmt.Fprintf(out, "loaded %d edges (%d upserts, %d edge deletes, %d vertex deletes) from %d files into %s in %.3f s: %.0f edges/s, flushed\n",
-		l.applied(), l.upserts, l.deletes, l.vdeletes, len(o.files), storePath(o.dir), secs, float64(l.applied())/secs)
+		l.applied(), l.upserts, l.deletes, l.vdeletes, len(o.files), datadir.StorePath(o.dir), secs, float64(l.applied())/secs)
 	return err
 }
 

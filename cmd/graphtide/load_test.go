@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -84,7 +85,7 @@ func (o edgeOracle) ids(t *testing.T, dir string) map[[2]uint64]float64 {
 		}
 		if d == nil {
 			var err error
-			if d, err = keydict.Open(keysPath(dir)); err != nil {
+			if d, err = keydict.Open(datadir.KeysPath(dir)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -221,7 +222,7 @@ func writeFile(t *testing.T, path, content string) {
 // in data directory dir, with weights, scanning both id bands.
 func storeContents(t *testing.T, dir string) (out, in map[[2]uint64]float64) {
 	t.Helper()
-	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true}, nil)
+	s, err := openStore(dir, engine.Options{DisableAutoCompaction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +531,7 @@ func TestLoadInEdgesFixedAtCreation(t *testing.T) {
 		t.Fatalf("in-edges = %v, want 3", in)
 	}
 	_, _, err := execute(t, "load", "--dir", dir, "--in-edges=false", file)
-	if want := "--in-edges=false does not match the store " + storePath(dir) + ", which was created with in-edges (fixed at creation): leave out --in-edges"; err == nil || err.Error() != want {
+	if want := "--in-edges=false does not match the store " + datadir.StorePath(dir) + ", which was created with in-edges (fixed at creation): leave out --in-edges"; err == nil || err.Error() != want {
 		t.Fatalf("error = %v, want %q", err, want)
 	}
 }
@@ -544,12 +545,12 @@ func TestStoreInUse(t *testing.T) {
 	if _, _, err := execute(t, "load", "--dir", dir, file); err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(storePath(dir), nil) // as serve holds it
+	s, err := engine.Open(datadir.StorePath(dir), nil) // as serve holds it
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	want := "store " + storePath(dir) + " is in use by another process (is graphtide serve running on --dir " + dir + "?): stop serve first, or use its HTTP API while it runs"
+	want := "store " + datadir.StorePath(dir) + " is in use by another process (is graphtide serve running on --dir " + dir + "?): stop serve first, or use its HTTP API while it runs"
 	for _, args := range [][]string{{"load", file}, {"inspect"}, {"compact"}} {
 		_, _, err := execute(t, append(args, "--dir", dir)...)
 		if err == nil || err.Error() != want {

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
@@ -354,6 +355,7 @@ func (o *queryOptions) open() (querySource, error) {
 // never assigns.
 type dirSource struct {
 	o     *queryOptions
+	d     *datadir.Dir
 	store *engine.Store
 	dict  *keydict.Dict // nil when the directory has none
 	vm    *views.Manager
@@ -361,22 +363,13 @@ type dirSource struct {
 }
 
 func (o *queryOptions) newDirSource() (querySource, error) {
-	if err := requireStore(o.dir); err != nil {
-		return nil, err
-	}
-	// Small MemGraphs: nothing is written. No compaction is started.
-	store, err := openStore(o.dir, engine.Options{MemGraphBytes: 1 << 20, DisableAutoCompaction: true}, nil)
+	// Read-only: nothing is written, nothing is started.
+	d, err := datadir.OpenReadOnly(o.dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &dirSource{o: o, store: store}
-	if _, err := os.Stat(keysPath(o.dir)); err == nil {
-		if s.dict, err = keydict.Open(keysPath(o.dir)); err != nil {
-			store.Close()
-			return nil, err
-		}
-	}
-	if s.vm, err = views.NewManager(store, views.Config{LogCapacity: 1}); err != nil {
+	s := &dirSource{o: o, d: d, store: d.Store, dict: d.Keys}
+	if s.vm, err = views.NewManager(s.store, views.Config{LogCapacity: 1}); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -388,10 +381,7 @@ func (s *dirSource) close() error {
 	if s.vm != nil {
 		s.vm.Close()
 	}
-	if s.dict != nil {
-		s.dict.Close()
-	}
-	return s.store.Close()
+	return s.d.Close()
 }
 
 func (s *dirSource) vertex(v string) (uint64, error) { return api.ResolveVertex(s.dict)(v) }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -127,7 +128,7 @@ func loadQueryDir(t *testing.T) (string, *queryGraph) {
 	o.apply(text...)
 	o.apply(js...)
 	g := &queryGraph{edges: o.ids(t, dir), keys: map[string]uint64{}, names: map[uint64]string{}}
-	d, err := keydict.Open(keysPath(dir))
+	d, err := keydict.Open(datadir.KeysPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestQueryDir(t *testing.T) {
 	if _, _, err := execute(t, "query", "path", g.arg(near), g.arg(far), "--budget", "1", "--dir", dir); err == nil || !strings.Contains(err.Error(), "over its budget of 1") {
 		t.Errorf("budget: %v", err)
 	}
-	d, err := keydict.Open(keysPath(dir))
+	d, err := keydict.Open(datadir.KeysPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,12 +362,12 @@ func TestQueryDir(t *testing.T) {
 // same data (analytics registered on it), as the oracle does.
 func TestQueryServer(t *testing.T) {
 	dir, g := loadQueryDir(t)
-	store, err := openStore(dir, engine.Options{}, nil)
+	store, err := openStore(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	dict, err := keydict.Open(keysPath(dir))
+	dict, err := keydict.Open(datadir.KeysPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

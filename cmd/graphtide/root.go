@@ -37,6 +37,7 @@ for a bad flag, what is allowed).`,
 		newLoadCmd(),
 		newInspectCmd(),
 		newCompactCmd(),
+		newRepairCmd(),
 		newQueryCmd(),
 	)
 	return root

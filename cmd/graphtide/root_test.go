@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // execute runs the graphtide command tree in-process with args and returns
@@ -63,4 +66,12 @@ func TestRuntimeErrorsDoNotPrintUsage(t *testing.T) {
 	if strings.Contains(stderr, "Usage:") {
 		t.Errorf("a runtime error printed the usage text:\n%s", stderr)
 	}
+}
+
+// openStore opens the store of the data directory dir directly through the
+// engine, as it was created: what the engine itself says, beside what the
+// commands print.
+func openStore(dir string, opts engine.Options) (*engine.Store, error) {
+	opts.InEdgesAsStored = true
+	return engine.Open(datadir.StorePath(dir), &opts)
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,10 +27,10 @@ import (
 
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/metrics"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -52,6 +51,7 @@ type serveOptions struct {
 	httpAddr      string
 	memgraphMiB   int
 	inEdges       bool
+	inEdgesGiven  bool // --in-edges was set (flag, environment or file)
 	embeddedPort  int
 	tls           bool
 	tlsCA         string
@@ -92,7 +92,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.httpTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
 	fs.Int64Var(&o.httpPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
-	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created)")
+	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port)")
 	fs.BoolVar(&o.tls, "tls", false, "connect to the brokers with TLS")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CA that signs the brokers' certificates (default: system roots)")
@@ -296,6 +296,7 @@ Command line beats environment beats config file.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			o.inEdgesGiven = cmd.Flags().Changed("in-edges")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, &o, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cmd.OutOrStdout())
@@ -310,6 +311,18 @@ Command line beats environment beats config file.`,
 const embeddedRetentionBytes = 32 << 20
 
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
+	// The data directory first: a damaged one is refused before anything
+	// else starts.
+	var inEdges *bool // as stored unless given
+	if o.inEdgesGiven {
+		inEdges = &o.inEdges
+	}
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, InEdges: inEdges, Create: true})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	store, dict := d.Store, d.Keys
 	brokers := o.brokers
 	if len(brokers) == 0 {
 		// The embedded broker holds its records in this process's memory:
@@ -347,19 +360,6 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
-	store, err := engine.Open(filepath.Join(o.dir, "store"), &engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20, InEdges: o.inEdges})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	dict, err := keydict.Open(filepath.Join(o.dir, "keys.dict"))
-	if err != nil {
-		return err
-	}
-	defer dict.Close()
 	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
 	if err != nil {
 		return err

@@ -8,12 +8,31 @@ import (
 )
 
 // Problem is one finding of Check: the file it is about, a byte offset in
-// it, and what is wrong (what was expected and what was found).
+// it, what is wrong (what was expected and what was found), and its kind.
 type Problem struct {
 	File   string
 	Offset uint64
 	What   string
+	Kind   FindingKind
 }
+
+// FindingKind says what a Problem is about.
+type FindingKind uint32
+
+// Kinds of findings.
+const (
+	// Damage: a checksum, format or consistency failure.
+	Damage FindingKind = FindingKind(core.FindingDamage)
+	// MissingFile: a live segment file is missing.
+	MissingFile FindingKind = FindingKind(core.FindingMissing)
+	// UnexplainedFile: a segment file that is neither live nor provably
+	// garbage (it may be data the manifest lost).
+	UnexplainedFile FindingKind = FindingKind(core.FindingUnexplained)
+	// TornTail (a note): the MANIFEST's last record was cut short by a crash.
+	TornTail FindingKind = FindingKind(core.FindingTornTail)
+	// Leftover (a note): a segment file the manifest proves garbage.
+	Leftover FindingKind = FindingKind(core.FindingLeftover)
+)
 
 func (p Problem) String() string {
 	return fmt.Sprintf("%s at byte offset %d: %s", p.File, p.Offset, p.What)
@@ -71,7 +90,7 @@ func check(dir string, cut uint64) (*CheckReport, error) {
 	conv := func(ps []core.Problem) []Problem {
 		out := make([]Problem, len(ps))
 		for i, p := range ps {
-			out[i] = Problem{File: p.File, Offset: p.Offset, What: p.What}
+			out[i] = Problem{File: p.File, Offset: p.Offset, What: p.What, Kind: FindingKind(p.Kind)}
 		}
 		return out
 	}

@@ -1,0 +1,253 @@
+// Package datadir is the layout of a graphtide data directory and the one
+// way to open, check and repair one. serve, load, query, inspect, compact
+// and repair all go through it.
+//
+// Layout:
+//
+//	<dir>/store            the engine's store (segment files, MANIFEST, LOCK)
+//	<dir>/keys.dict        the string-key dictionary (internal/keydict)
+//	<dir>/embedded-broker  the embedded Kafka broker's data (serve without --brokers)
+//	<dir>/repair-<time>    what graphtide repair changed, as it was before
+//
+// What it promises:
+//
+//   - Open opens the store and the key dictionary together and refuses a
+//     pair that disagrees: a store whose key-id bound exceeds the ids the
+//     dictionary holds (the dictionary lost keys the graph uses, and its
+//     next new key would take a used id and inherit that vertex's edges).
+//   - OpenReadOnly writes nothing, creates nothing and deletes nothing: the
+//     store is opened read-only (engine.Options.ReadOnly) and the dictionary
+//     read-only (keydict.OpenReadOnly); both share their locks with other
+//     readers and exclude a writer.
+//   - Check reports every problem of the store, of the dictionary and
+//     between them, with file and byte offset, without writing a byte.
+//   - Repair changes nothing until told to, and first moves or copies
+//     everything it changes into a backup directory beside the store.
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// Names of the parts of a data directory.
+const (
+	StoreName          = "store"
+	KeysName           = "keys.dict"
+	EmbeddedBrokerName = "embedded-broker"
+	repairPrefix       = "repair-"
+)
+
+// StorePath is the store's directory in the data directory dir.
+func StorePath(dir string) string { return filepath.Join(dir, StoreName) }
+
+// KeysPath is the key dictionary's file in the data directory dir.
+func KeysPath(dir string) string { return filepath.Join(dir, KeysName) }
+
+// EmbeddedBrokerPath is where serve's embedded broker keeps its data.
+func EmbeddedBrokerPath(dir string) string { return filepath.Join(dir, EmbeddedBrokerName) }
+
+// ErrNoStore is returned (wrapped, with what to do) by Open without Create
+// and by OpenReadOnly when the data directory holds no store.
+var ErrNoStore = errors.New("no store")
+
+// KeyBoundError reports a store that uses more key ids than the key
+// dictionary holds.
+type KeyBoundError struct {
+	Dir string
+	// StoreKeyIDs is how many key ids the store's data may use (its key-id
+	// bound minus keydict.KeyBase); DictIDs how many the dictionary holds.
+	StoreKeyIDs, DictIDs uint64
+}
+
+func (e *KeyBoundError) Error() string {
+	if e.DictIDs == 0 {
+		return fmt.Sprintf("datadir: the store in %s uses %d string-key ids but %s holds none (missing or emptied): new keys would take ids the graph already uses; restore %s from a backup, or run 'graphtide repair --dir %s' to retire the lost ids",
+			e.Dir, e.StoreKeyIDs, KeysPath(e.Dir), KeysName, e.Dir)
+	}
+	return fmt.Sprintf("datadir: the store in %s uses %d string-key ids but %s holds only %d: the dictionary lost keys the graph uses, and new keys would take their ids; restore %s from a backup, or run 'graphtide repair --dir %s' to retire the lost ids",
+		e.Dir, e.StoreKeyIDs, KeysPath(e.Dir), e.DictIDs, KeysName, e.Dir)
+}
+
+// InUseError reports a data directory whose store another process has open
+// (errors.Is(err, engine.ErrLocked) holds).
+type InUseError struct {
+	Dir string
+	err error
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("store %s is in use by another process (is graphtide serve running on --dir %s?): stop serve first, or use its HTTP API while it runs", StorePath(e.Dir), e.Dir)
+}
+
+func (e *InUseError) Unwrap() error { return e.err }
+
+// Options of Open.
+type Options struct {
+	// Store configures the engine. InEdges and InEdgesAsStored are set
+	// from InEdges below.
+	Store engine.Options
+	// InEdges nil: the store keeps the in-edge setting it was created with
+	// (a new store: none); else it must match an existing store's.
+	InEdges *bool
+	// Create makes a new data directory when there is none (serve, load);
+	// without it a missing store is ErrNoStore.
+	Create bool
+}
+
+// Dir is an open data directory.
+type Dir struct {
+	Path  string
+	Store *engine.Store
+	// Keys is the key dictionary. A read-only Dir without keys.dict has
+	// none (nil); a read-write Dir always has one (created if missing).
+	Keys *keydict.Dict
+}
+
+// Open opens the data directory at path for reading and writing: the store,
+// then the key dictionary, then checks that they agree (see KeyBoundError).
+func Open(path string, o Options) (*Dir, error) {
+	if path == "" {
+		return nil, errors.New("datadir: the data directory must not be empty")
+	}
+	if !o.Create {
+		if err := requireStore(path); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	// The store opens as it was created (a new one as asked), and the
+	// setting asked for is then compared with it.
+	so := o.Store
+	so.ReadOnly = false
+	so.InEdges = o.InEdges != nil && *o.InEdges
+	so.InEdgesAsStored = true
+	s, err := engine.Open(StorePath(path), &so)
+	if err != nil {
+		return nil, storeOpenError(path, err)
+	}
+	if o.InEdges != nil && *o.InEdges != s.InEdges() {
+		s.Close()
+		have := "without"
+		if s.InEdges() {
+			have = "with"
+		}
+		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
+	}
+	d := &Dir{Path: path, Store: s}
+	if _, err := os.Stat(KeysPath(path)); errors.Is(err, os.ErrNotExist) {
+		// A new dictionary only where the store uses no key id.
+		if err := d.checkKeyBound(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if d.Keys, err = keydict.Open(KeysPath(path)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := d.checkKeyBound(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// OpenReadOnly opens the data directory at path without writing a byte:
+// the store read-only, the key dictionary read-only when there is one.
+func OpenReadOnly(path string) (*Dir, error) {
+	if err := requireStore(path); err != nil {
+		return nil, err
+	}
+	s, err := engine.Open(StorePath(path), &engine.Options{ReadOnly: true})
+	if err != nil {
+		return nil, storeOpenError(path, err)
+	}
+	d := &Dir{Path: path, Store: s}
+	if _, err := os.Stat(KeysPath(path)); err == nil {
+		if d.Keys, err = keydict.OpenReadOnly(KeysPath(path)); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		s.Close()
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	if err := d.checkKeyBound(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the key dictionary (syncing new keys) and the store. It does
+// not flush the store: call Store.Flush first to keep what is unflushed.
+func (d *Dir) Close() error {
+	var errs []error
+	if d.Keys != nil {
+		errs = append(errs, d.Keys.Close())
+	}
+	errs = append(errs, d.Store.Close())
+	return errors.Join(errs...)
+}
+
+// KeyIDs is how many key ids the store's data may use: its key-id bound
+// (engine.Snapshot.VertexBounds' high) minus keydict.KeyBase, 0 when none.
+func keyIDs(high uint64) uint64 {
+	if high <= keydict.KeyBase {
+		return 0
+	}
+	return high - keydict.KeyBase
+}
+
+func (d *Dir) checkKeyBound() error {
+	sn, err := d.Store.DurableSnapshot()
+	if err != nil {
+		return err
+	}
+	_, high := sn.VertexBounds()
+	sn.Release()
+	have := uint64(0)
+	if d.Keys != nil {
+		have = uint64(d.Keys.Len())
+	}
+	if used := keyIDs(high); used > have {
+		return &KeyBoundError{Dir: d.Path, StoreKeyIDs: used, DictIDs: have}
+	}
+	return nil
+}
+
+// requireStore says what to do when path holds no store.
+func requireStore(path string) error {
+	if _, err := os.Stat(filepath.Join(StorePath(path), "MANIFEST")); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	// A store directory with segment files but no MANIFEST is the engine's
+	// to refuse, with the files named: let it.
+	if segs, _ := filepath.Glob(filepath.Join(StorePath(path), "*.seg")); len(segs) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w in --dir %s (%s has no MANIFEST): create one with 'graphtide load --dir %s FILE...' or 'graphtide serve --dir %s'",
+		ErrNoStore, path, StorePath(path), path, path)
+}
+
+// storeOpenError turns the engine's open errors into what an operator can
+// act on.
+func storeOpenError(dir string, err error) error {
+	if errors.Is(err, engine.ErrLocked) {
+		return &InUseError{Dir: dir, err: err}
+	}
+	var ce *engine.CorruptionError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w\n'graphtide inspect --dir %s --verify' lists every problem; 'graphtide repair --dir %s' says what it can repair", err, dir, dir)
+	}
+	return err
+}

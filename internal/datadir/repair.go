@@ -1,0 +1,314 @@
+package datadir
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+// RepairPlan is what Repair would do to a data directory, computed without
+// changing anything (PlanRepair) and done by Apply.
+//
+// What a repair can do, and nothing else:
+//   - cut the MANIFEST at its first damaged record (or its torn tail): the
+//     store goes back to the newest complete flush before it, and a Kafka
+//     consumer replays from that flush's recorded position;
+//   - move aside (into the backup directory) every segment file that is
+//     neither live nor provably garbage, and every file that only the cut
+//     records referred to;
+//   - repair keys.dict (keydict.PlanRepair): retire damaged and lost ids so
+//     that no id the store uses is ever given to another key.
+//
+// What it cannot do is listed in Unrepairable: damaged data in a live
+// segment file, a damaged MANIFEST header or create record, live files that
+// are missing. Those need a backup, or the store moved away and rebuilt
+// from Kafka.
+type RepairPlan struct {
+	Dir string
+	// Actions, one line each, in the order Apply takes them.
+	Actions []string
+	// Unrepairable problems: Apply refuses while there are any.
+	Unrepairable []Problem
+	// Before is the check the plan was made from.
+	Before *Report
+
+	manifestCut  int64 // -1: none
+	manifestSum  [32]byte
+	manifestSize int64
+	moveAside    []string // file names in the store directory
+	keys         *keydict.RepairPlan
+	createKeys   uint64 // keys.dict is missing: create it with this many retired ids
+}
+
+// Close releases what the plan holds (the key dictionary's lock, held from
+// PlanRepair to Apply so that nothing changes it in between). Apply
+// releases it too.
+func (p *RepairPlan) Close() error {
+	if p.keys == nil {
+		return nil
+	}
+	return p.keys.Close()
+}
+
+// Empty reports whether there is nothing to repair.
+func (p *RepairPlan) Empty() bool { return len(p.Actions) == 0 && len(p.Unrepairable) == 0 }
+
+// PlanRepair checks the data directory at path and says what Apply would
+// do. It changes nothing.
+func PlanRepair(path string) (*RepairPlan, error) {
+	before, err := Check(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &RepairPlan{Dir: path, Before: before, manifestCut: -1}
+	sp := StorePath(path)
+	mpath := filepath.Join(sp, "MANIFEST")
+	data, err := os.ReadFile(mpath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	p.manifestSum, p.manifestSize = sha256.Sum256(data), int64(len(data))
+
+	// The store: where to cut the MANIFEST, if anywhere.
+	after := before.Store
+	if before.Store == nil {
+		p.Unrepairable = append(p.Unrepairable, before.Problems...)
+	} else {
+		cut := int64(-1)
+		for _, q := range before.Store.Problems {
+			if q.File == mpath && (cut < 0 || int64(q.Offset) < cut) {
+				cut = int64(q.Offset)
+			}
+		}
+		if cut < 0 {
+			for _, q := range before.Store.Notes {
+				if q.Kind == engine.TornTail {
+					cut = int64(q.Offset)
+				}
+			}
+		}
+		if cut >= 0 {
+			if after, err = engine.CheckCut(sp, cut); err != nil {
+				return nil, err
+			}
+			if !after.ManifestOK {
+				p.Unrepairable = append(p.Unrepairable, Problem{File: mpath, Offset: cut,
+					What: "the MANIFEST's header or create record is damaged: nothing before the damage describes the store; restore the MANIFEST from a backup, or move " + sp + " away and rebuild the store from Kafka"})
+			} else {
+				p.manifestCut = cut
+				p.Actions = append(p.Actions, fmt.Sprintf("cut %s at byte offset %d, dropping its last %d bytes: the store goes back to durable sequence number %d (the newest complete flush before the damage), and serve replays from that flush's recorded position (Kafka must still hold those records)",
+					mpath, cut, int64(len(data))-cut, after.DurableSeq))
+			}
+		}
+		if after.ManifestOK {
+			for _, q := range after.Notes {
+				// Leftovers the next open would delete: after a cut they
+				// may be what the cut records referred to, so they go to
+				// the backup instead.
+				if q.Kind == engine.Leftover && p.manifestCut >= 0 {
+					p.moveAside = append(p.moveAside, filepath.Base(q.File))
+				}
+			}
+			for _, q := range after.Problems {
+				if q.Kind == engine.UnexplainedFile {
+					p.moveAside = append(p.moveAside, filepath.Base(q.File))
+				} else {
+					p.Unrepairable = append(p.Unrepairable, Problem{File: q.File, Offset: int64(q.Offset), What: q.What})
+				}
+			}
+		}
+		sort.Strings(p.moveAside)
+		for _, f := range p.moveAside {
+			p.Actions = append(p.Actions, fmt.Sprintf("move %s into the backup directory (no MANIFEST record keeps it; it may be data)", filepath.Join(sp, f)))
+		}
+	}
+
+	// The key dictionary: retire damaged ids and every id the store uses
+	// beyond what it holds.
+	minIDs := uint64(0)
+	for _, r := range []*engine.CheckReport{before.Store, after} {
+		if r != nil && r.ManifestOK {
+			minIDs = max(minIDs, keyIDs(r.HighBound))
+		}
+	}
+	kp := KeysPath(path)
+	if _, err := os.Stat(kp); err == nil {
+		if p.keys, err = keydict.PlanRepair(kp, minIDs); err != nil {
+			return nil, err
+		}
+		p.Actions = append(p.Actions, p.keys.Changes...)
+	} else if minIDs > 0 {
+		p.createKeys = minIDs
+		p.Actions = append(p.Actions, fmt.Sprintf("create %s holding %d retired ids (the store uses that many string-key ids and their keys are lost: those vertices keep their edges but have no key)", kp, minIDs))
+	}
+	return p, nil
+}
+
+// Apply does what the plan says, after copying or moving everything it
+// changes into a new backup directory <dir>/repair-<UTC time>, whose path
+// it returns. It refuses while there are unrepairable problems, while the
+// store is open elsewhere, or when the MANIFEST changed since the plan.
+func (p *RepairPlan) Apply() (string, error) {
+	if len(p.Unrepairable) > 0 {
+		return "", fmt.Errorf("datadir: %d problem(s) cannot be repaired; nothing was changed", len(p.Unrepairable))
+	}
+	if len(p.Actions) == 0 {
+		return "", nil
+	}
+	sp := StorePath(p.Dir)
+	unlock, err := lockStore(sp)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	mpath := filepath.Join(sp, "MANIFEST")
+	data, err := os.ReadFile(mpath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("datadir: %w", err)
+	}
+	if sha256.Sum256(data) != p.manifestSum || int64(len(data)) != p.manifestSize {
+		return "", errors.New("datadir: the MANIFEST changed since the repair was planned: plan again")
+	}
+	backup := filepath.Join(p.Dir, repairPrefix+time.Now().UTC().Format("20060102T150405.000Z"))
+	if err := os.Mkdir(backup, 0o755); err != nil {
+		return "", fmt.Errorf("datadir: backup directory: %w", err)
+	}
+	var log bytes.Buffer
+	fmt.Fprintf(&log, "graphtide repair of %s at %s\n", p.Dir, time.Now().UTC().Format(time.RFC3339))
+	if p.manifestCut >= 0 {
+		if err := copyFile(mpath, filepath.Join(backup, "MANIFEST")); err != nil {
+			return backup, err
+		}
+	}
+	for _, f := range p.moveAside {
+		if err := os.Rename(filepath.Join(sp, f), filepath.Join(backup, f)); err != nil {
+			return backup, fmt.Errorf("datadir: move aside: %w", err)
+		}
+	}
+	if err := syncDir(backup); err != nil {
+		return backup, err
+	}
+	if p.manifestCut >= 0 {
+		if err := truncateSync(mpath, p.manifestCut); err != nil {
+			return backup, err
+		}
+	}
+	if len(p.moveAside) > 0 {
+		if err := syncDir(sp); err != nil {
+			return backup, err
+		}
+	}
+	if p.keys != nil {
+		err := p.keys.Apply(backup)
+		p.keys.Close()
+		if err != nil {
+			return backup, err
+		}
+	} else if p.createKeys > 0 {
+		// A new, empty dictionary, then every id the store uses retired.
+		d, err := keydict.Open(KeysPath(p.Dir))
+		if err != nil {
+			return backup, err
+		}
+		if err := d.Close(); err != nil {
+			return backup, err
+		}
+		kp, err := keydict.PlanRepair(KeysPath(p.Dir), p.createKeys)
+		if err != nil {
+			return backup, err
+		}
+		defer kp.Close()
+		if err := kp.Apply(backup); err != nil {
+			return backup, err
+		}
+	}
+	for _, a := range p.Actions {
+		fmt.Fprintln(&log, "-", a)
+	}
+	if err := os.WriteFile(filepath.Join(backup, "REPAIR.txt"), log.Bytes(), 0o644); err != nil {
+		return backup, fmt.Errorf("datadir: %w", err)
+	}
+	return backup, syncDir(backup)
+}
+
+// lockStore takes the store directory's LOCK exclusively, as a writer's
+// open does (the core's flock protocol, cgo/recovery.h LockStoreDir), so
+// that no store is open while a repair changes its files.
+func lockStore(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("store %s is in use by another process (is graphtide serve running on it?): stop it before repairing", dir)
+		}
+		return nil, fmt.Errorf("datadir: lock %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("datadir: copy %s: %w", from, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("datadir: %w", err)
+	}
+	return out.Close()
+}
+
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("datadir: cut %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("datadir: fsync %s: %w", dir, err)
+	}
+	return nil
+}
