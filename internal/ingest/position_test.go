@@ -118,11 +118,15 @@ func TestRecordedDecodeErrors(t *testing.T) {
 		"huge topic count":      {put32(4, math.MaxUint32), "truncated"},
 		"no partitions":         {mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[27:], 0); return b[:31] }), "no partitions"},
 		"partition repeated":    {put32(43, 0), "not after 0"},
-		"partition order":       {mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[31:], 1); binary.LittleEndian.PutUint32(b[43:], 0); return b }), "not after 1"},
-		"negative partition":    {put32(31, math.MaxUint32), "negative partition -1"},
-		"negative offset":       {mod(func(b []byte) []byte { b[42] = 0x80; return b }), "negative offset"},
-		"topic order":           {mod(func(b []byte) []byte { b[10], b[57] = 'b', 'a'; return b }), "must be sorted"},
-		"topic repeated":        {mod(func(b []byte) []byte { b[57] = 'a'; return b }), "must be sorted"},
+		"partition order": {mod(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[31:], 1)
+			binary.LittleEndian.PutUint32(b[43:], 0)
+			return b
+		}), "not after 1"},
+		"negative partition": {put32(31, math.MaxUint32), "negative partition -1"},
+		"negative offset":    {mod(func(b []byte) []byte { b[42] = 0x80; return b }), "negative offset"},
+		"topic order":        {mod(func(b []byte) []byte { b[10], b[57] = 'b', 'a'; return b }), "must be sorted"},
+		"topic repeated":     {mod(func(b []byte) []byte { b[57] = 'a'; return b }), "must be sorted"},
 		"empty topic name": {func() []byte {
 			b := []byte{2, 0, 0, 1, 0, 0, 0, 0, 0}
 			b = append(b, make([]byte, 16)...)
