@@ -413,13 +413,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	apiSrv, err := api.New(api.Config{
 		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Ready: func() error {
-			if !in.Ready() {
-				return errors.New("no partitions assigned yet")
-			}
-			return nil
-		},
-		Limits: api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
+		Ready:   in.Ready,
+		Limits:  api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
 	})
 	if err != nil {
 		return err

@@ -205,10 +205,20 @@ type assignmentConflict struct {
 //     group has a committed offset for (its history is in another store).
 //
 // A partition new to both (no history, no committed offset: a new topic,
-// or one that grew) is fine when the member holds the whole topic.
+// or one that grew) is fine when the member holds the whole topic. A
+// member that holds nothing and has no history ingests nothing: that is
+// no conflict (a new member holds nothing until the group rebalances
+// again; Ready says it has no partitions).
 func checkAssignment(f assignmentFacts) *assignmentConflict {
 	c := &assignmentConflict{group: f.group, elsewhere: partitionSet{}, elsewhereHistory: partitionSet{}, foreign: partitionSet{}}
 	seen := map[string]bool{}
+	idle := true
+	for _, t := range f.topics {
+		idle = idle && len(f.assigned[t]) == 0 && len(f.history[t]) == 0
+	}
+	if idle {
+		return nil
+	}
 	for _, t := range f.topics {
 		if seen[t] {
 			continue

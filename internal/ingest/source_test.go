@@ -54,6 +54,7 @@ func TestCheckAssignment(t *testing.T) {
 		{name: "nothing assigned", history: ps("e:0"), assigned: ps(), partitions: four,
 			elsewhere: "e[0,1,2,3]", elsewhereHistory: "e[0]"},
 		{name: "topic not created yet", assigned: ps(), partitions: map[string]int32{}},
+		{name: "new member holds nothing yet", assigned: ps(), partitions: four},
 		{name: "history of a topic no longer consumed", history: ps("old:0,1", "e:0"), assigned: ps("e:0"), partitions: map[string]int32{"e": 1, "old": 2}},
 		{name: "history beyond the known partitions", history: ps("e:0,5"), assigned: ps("e:0"), partitions: map[string]int32{"e": 1},
 			elsewhere: "e[5]", elsewhereHistory: "e[5]"},
@@ -119,6 +120,16 @@ func oracleVerdict(f assignmentFacts) *[3]string {
 	configured := map[string]bool{}
 	for _, t := range f.topics {
 		configured[t] = true
+	}
+	// Holding nothing, with no history, it ingests nothing.
+	holds := false
+	for t := range configured {
+		for p := int32(0); p < maxP; p++ {
+			holds = holds || f.assigned[t][p] || f.history[t][p]
+		}
+	}
+	if !holds {
+		return nil
 	}
 	var topics []string
 	for t := range configured {
