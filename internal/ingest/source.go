@@ -263,5 +263,5 @@ func (c *assignmentConflict) Error() string {
 	}
 	return "source conflict: " + strings.Join(parts, "; ") +
 		": ingesting would split the graph between stores, so fetching is paused until the assignment no longer conflicts." +
-		" Remedy: one data directory per consumer group (a second instance needs its own --group), or restart with --reset-source-position to start over from the group's committed offsets"
+		" Remedy: one data directory per consumer group (a second instance, or a new data directory to be built from the start of the topics, needs its own --group), or restart with --reset-source-position to start over from the group's committed offsets"
 }
