@@ -107,8 +107,9 @@ func TestApplierStopsAtFirstFailure(t *testing.T) {
 // rebalance with batches in flight) would put its records in two.
 //
 // Separate stores in one group split the graph: without
-// ResetSourcePosition the members would pause (TestSplitGroupPauses);
-// with it they ingest what they are assigned, as here.
+// ResetSourcePosition the members would pause (test/kafka's
+// TestSplitGroupPauses); with it they ingest what they are assigned, as
+// here.
 func TestRebalanceHandoffExactlyOnce(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "edges"))
 	if err != nil {
