@@ -165,11 +165,7 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 		mm = checkSource(in.recorded, src, in.cfg.Topics)
 		// A topic the brokers do not know was deleted: unless the answer
 		// came from a broker that has not caught up, ask a few times.
-		missing := mm != nil && !mm.OtherCluster()
-		for _, t := range mm.topicsOrNil() {
-			missing = missing && t.Missing
-		}
-		if !missing || attempt == 3 {
+		if mm == nil || !mm.onlyMissing() || attempt == 3 {
 			break
 		}
 		select {
@@ -226,11 +222,15 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 	return nil
 }
 
-func (e *SourceMismatchError) topicsOrNil() []TopicMismatch {
-	if e == nil {
-		return nil
+// onlyMissing reports whether every mismatch is a topic the brokers do
+// not know.
+func (e *SourceMismatchError) onlyMissing() bool {
+	for _, t := range e.Topics {
+		if !t.Missing {
+			return false
+		}
 	}
-	return e.Topics
+	return !e.OtherCluster()
 }
 
 func foundID(tm TopicMismatch) string {
