@@ -222,9 +222,10 @@ func TestSourceOtherCluster(t *testing.T) {
 }
 
 // TestSourceTopicRecreated: a topic deleted and re-created under the same
-// name on the same broker is another log. The ingester refuses to start,
-// naming the topic and both IDs; with ResetSourcePosition it ingests the
-// new topic's records exactly.
+// name on the same broker is another log. Once the topic is deleted the
+// ingester refuses to start, naming it and its recorded ID; once it is
+// re-created, naming both IDs; with ResetSourcePosition it ingests the new
+// topic's records exactly.
 func TestSourceTopicRecreated(t *testing.T) {
 	addrs := needBroker(t)
 	adm := newAdmin(t)
@@ -245,7 +246,18 @@ func TestSourceTopicRecreated(t *testing.T) {
 		FlushInterval: 100 * time.Millisecond, Logger: log}
 	ingestAll(t, s, cfg, endOld)
 
-	recreateTopic(t, adm, topic, 4)
+	// Deleted: refused, naming the recorded ID.
+	deleteTopic(t, adm, topic)
+	mm := runRefused(t, s, cfg)
+	if mm.OtherCluster() || len(mm.Topics) != 1 || mm.Topics[0] != (ingest.TopicMismatch{Topic: topic, Recorded: idOld, Missing: true}) {
+		t.Errorf("mismatch %+v, want topic %s recorded %s missing", mm, topic, idOld)
+	}
+	if !strings.Contains(mm.Error(), idOld.String()) || !strings.Contains(mm.Error(), "was deleted") {
+		t.Errorf("the error does not say that topic ID %s was deleted: %v", idOld, mm)
+	}
+
+	// Re-created under the same name: refused, naming both IDs.
+	createTopicAgain(t, adm, topic, 4)
 	produceTo(t, addrs, recsNew)
 	endNew := endOffsets(t, adm, topic)
 	_, idNew := sourceOf(t, addrs, topic)
@@ -253,7 +265,7 @@ func TestSourceTopicRecreated(t *testing.T) {
 		t.Fatalf("the re-created topic kept ID %s", idOld)
 	}
 
-	mm := runRefused(t, s, cfg)
+	mm = runRefused(t, s, cfg)
 	if mm.OtherCluster() || len(mm.Topics) != 1 || mm.Topics[0] != (ingest.TopicMismatch{Topic: topic, Recorded: idOld, Found: idNew}) {
 		t.Errorf("mismatch %+v, want topic %s recorded %s found %s", mm, topic, idOld, idNew)
 	}
@@ -275,9 +287,8 @@ func TestSourceTopicRecreated(t *testing.T) {
 	}
 }
 
-// recreateTopic deletes topic and creates it again with partitions, once
-// the deletion has gone through.
-func recreateTopic(t *testing.T, adm *kadm.Client, topic string, partitions int) {
+// deleteTopic deletes topic and waits until the metadata no longer has it.
+func deleteTopic(t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -288,6 +299,30 @@ func recreateTopic(t *testing.T, adm *kadm.Client, topic string, partitions int)
 	if err != nil {
 		t.Fatalf("delete topic %s: %v", topic, err)
 	}
+	cl := newClient(t)
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = false
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, cl)
+		if err == nil && len(r.Topics) == 1 && errors.Is(kerr.ErrorForCode(r.Topics[0].ErrorCode), kerr.UnknownTopicOrPartition) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topic %s still in the metadata 2 minutes after its deletion (%v)", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createTopicAgain creates a deleted topic again, once the deletion has
+// gone through everywhere.
+func createTopicAgain(t *testing.T, adm *kadm.Client, topic string, partitions int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	for {
 		r, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topic)
 		if err == nil {
