@@ -210,7 +210,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	rec, err := DecodeRecorded(raw)
 	if err != nil {
 		if !c.ResetSourcePosition {
-			return nil, fmt.Errorf("ingest: the store's recorded position: %w; %s", err, resetHint)
+			return nil, fmt.Errorf("ingest: the store's recorded position: %w; --reset-source-position discards it and resumes from the group's committed offsets (then --reset)", err)
 		}
 		c.Logger.Warn("discarding the store's recorded position, which cannot be read (--reset-source-position)", "err", err, "bytes", len(raw))
 		rec, _ = DecodeRecorded(nil)

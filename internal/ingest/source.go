@@ -57,13 +57,16 @@ type SourceMismatchError struct {
 // cluster.
 func (e *SourceMismatchError) OtherCluster() bool { return e.RecordedCluster != e.Cluster }
 
+// resetHint is the remedy a refused start names.
 const resetHint = "--reset-source-position discards them and resumes from the group's committed offsets (then --reset)"
 
 func (e *SourceMismatchError) Error() string {
 	var b strings.Builder
 	b.WriteString("ingest: ")
+	recorded := "the store recorded its offsets with"
 	if e.WhileRunning {
 		b.WriteString("the Kafka source changed while ingesting: ")
+		recorded = "it was ingested with"
 	}
 	if e.OtherCluster() {
 		fmt.Fprintf(&b, "the store's recorded offsets belong to another Kafka cluster: recorded cluster ID %q, the brokers' cluster ID %q", e.RecordedCluster, e.Cluster)
@@ -73,9 +76,9 @@ func (e *SourceMismatchError) Error() string {
 				b.WriteString("; ")
 			}
 			if t.Missing {
-				fmt.Fprintf(&b, "topic %q was deleted: the store recorded its offsets with topic ID %s, the brokers have no topic %q", t.Topic, t.Recorded, t.Topic)
+				fmt.Fprintf(&b, "topic %q was deleted: %s topic ID %s, the brokers have no topic %q", t.Topic, recorded, t.Recorded, t.Topic)
 			} else {
-				fmt.Fprintf(&b, "topic %q was deleted and re-created: the store recorded its offsets with topic ID %s, the brokers' topic ID is %s", t.Topic, t.Recorded, t.Found)
+				fmt.Fprintf(&b, "topic %q was deleted and re-created: %s topic ID %s, the brokers' topic ID is %s", t.Topic, recorded, t.Recorded, t.Found)
 			}
 		}
 	}
