@@ -21,6 +21,8 @@ import (
 //	              group (AddConsumeTopics)
 //	assignment:   adjustOffsets: metadata again (a change ends Run; IDs of
 //	              new topics are learnt) -> start offsets -> evaluate
+//	UNKNOWN_TOPIC_ID fetch errors: metadata again (checkRecreated): a
+//	              topic re-created under the running ingester ends Run
 //	              onAssigned with nothing added: evaluate
 //	evaluate:     checkAssignment -> conflict: pause fetching of every
 //	              assigned partition, not ready, ERROR, metric
@@ -281,6 +283,42 @@ func (in *Ingester) learnSource(src sourceInfo, topics []string) *SourceMismatch
 		in.partitions[t] = n
 	}
 	return nil
+}
+
+// checkRecreated is called when fetches of topics fail with
+// UNKNOWN_TOPIC_ID. franz-go never adopts the new ID of a topic deleted
+// and re-created under a running consumer (it would fetch another log at
+// the old offsets): it fails that topic's fetches until the client forgets
+// the topic. If the brokers now report another ID for one of topics (or
+// another cluster ID), the source changed under the ingester, and Run
+// returns a *SourceMismatchError saying so instead of retrying forever. A
+// topic that is gone (deleted, not re-created yet) is waited for.
+func (in *Ingester) checkRecreated(ctx context.Context, topics []string) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	src, err := in.requestSource(cctx)
+	if err != nil {
+		return // checked again with the next errors
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	mm := &SourceMismatchError{RecordedCluster: in.clusterID, Cluster: src.cluster, WhileRunning: true}
+	if !mm.OtherCluster() {
+		for _, t := range topics {
+			found, exists := src.ids[t]
+			if known, ok := in.topicIDs[t]; ok && exists && found != known {
+				mm.Topics = append(mm.Topics, TopicMismatch{Topic: t, Recorded: known, Found: found})
+			}
+		}
+		if len(mm.Topics) == 0 {
+			return
+		}
+		sort.Slice(mm.Topics, func(i, j int) bool { return mm.Topics[i].Topic < mm.Topics[j].Topic })
+	}
+	if in.fatal == nil {
+		in.fatal = mm
+		in.cfg.Logger.Error(mm.Error())
+	}
 }
 
 // evaluate judges the current assignment (checkAssignment). On a conflict

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -191,6 +192,10 @@ type Ingester struct {
 	// then mu. Protected by pauseMu.
 	pauseMu   sync.Mutex
 	pausedFor uint8
+
+	// lastIDCheck is when fetch errors last made the poll loop check the
+	// topics' IDs (checkRecreated). Owned by the poll loop.
+	lastIDCheck time.Time
 
 	// rebalanceWaiting is set when a rebalance waits for the poll loop
 	// to allow it (franz-go's OnPartitionsCallbackBlocked).
@@ -667,7 +672,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 			// nothing, wait for the applier instead.
 			fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
 			if fetches.NumRecords() == 0 && !flushDue() && ctx.Err() == nil {
-				in.noteFetchErrors(fetches)
+				in.noteFetchErrors(ctx, fetches)
 				if err := finish(<-p.done); err != nil {
 					return err
 				}
@@ -693,7 +698,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return drain() // this poll is not applied
 		}
-		in.noteFetchErrors(fetches)
+		in.noteFetchErrors(ctx, fetches)
 
 		j := p.free[len(p.free)-1]
 		p.free = p.free[:len(p.free)-1]
@@ -747,15 +752,29 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 }
 
 // noteFetchErrors counts and logs the errors of a poll; franz-go retries.
-func (in *Ingester) noteFetchErrors(fetches kgo.Fetches) {
+// Fetches that fail with UNKNOWN_TOPIC_ID make it check whether the topic
+// was re-created (checkRecreated).
+func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
+	var unknownID []string
 	fetches.EachError(func(t string, p int32, err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
 		in.cfg.Metrics.FetchErrs.Inc()
 		in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+		if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(unknownID, t) {
+			unknownID = append(unknownID, t)
+		}
 	})
+	if len(unknownID) > 0 && time.Since(in.lastIDCheck) >= idCheckEvery {
+		in.lastIDCheck = time.Now()
+		in.checkRecreated(ctx, unknownID)
+	}
 }
+
+// idCheckEvery bounds how often fetch errors make the poll loop read the
+// topics' IDs from the brokers.
+const idCheckEvery = 2 * time.Second
 
 // decodeInto decodes fetches into j's batch (and produce timestamps) and
 // returns the position after them, computed from polled, the records to

@@ -452,3 +452,52 @@ func TestSplitGroupPauses(t *testing.T) {
 		t.Errorf("A's store recorded %s, want %s", fmtPos(got), fmtPos(end2))
 	}
 }
+
+// TestSourceTopicRecreatedWhileRunning: a topic deleted and re-created
+// while the ingester consumes it is another log too: when its partitions
+// are assigned again, Run returns a *SourceMismatchError naming both IDs
+// (it applies nothing of the new topic), and a restart is refused until
+// the flag is given.
+func TestSourceTopicRecreatedWhileRunning(t *testing.T) {
+	addrs := needBroker(t)
+	adm := newAdmin(t)
+	topic := uniq("recreated-live")
+	createTopic(t, topic, 2)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	recsOld := newStream(topic, 2, decode.FormatBinary, "", 0, 1000, 2, seed).records(1000)
+	recsNew := newStream(topic, 2, decode.FormatBinary, "", 1_000_000, 1000, 2, seed+1).records(3000)
+	produceTo(t, addrs, recsOld)
+	endOld := endOffsets(t, adm, topic)
+	_, idOld := sourceOf(t, addrs, topic)
+
+	s, _ := openStore(t, t.TempDir(), 256<<10)
+	defer s.Close()
+	log, _ := testLogger(t, "ingester")
+	cfg := ingest.Config{Brokers: addrs, Topics: []string{topic}, Group: uniq("recreated-live-group"), DeadLetterTopic: uniq("recreated-live-dead"),
+		FlushInterval: 100 * time.Millisecond, Logger: log}
+	r := startIngester(t, s, nil, cfg)
+	r.waitDurable(t, endOld, 2*time.Minute)
+
+	deleteTopic(t, adm, topic)
+	createTopicAgain(t, adm, topic, 2)
+	produceTo(t, addrs, recsNew)
+	_, idNew := sourceOf(t, addrs, topic)
+	var err error
+	select {
+	case err = <-r.done:
+		r.done <- err
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("Run still running 3 minutes after the topic was re-created (ready: %v)", r.in.Ready())
+	}
+	var mm *ingest.SourceMismatchError
+	if !errors.As(err, &mm) || !mm.WhileRunning || len(mm.Topics) != 1 || mm.Topics[0] != (ingest.TopicMismatch{Topic: topic, Recorded: idOld, Found: idNew}) {
+		t.Fatalf("Run returned %v, want a mismatch of %s: %s then %s", err, topic, idOld, idNew)
+	}
+	t.Logf("Run returned: %v", err)
+	checkStore(t, "after the re-creation", s, nil, oracleOf(recsOld, nil))
+	if rec := storeRecorded(t, s); rec.TopicIDs[topic] != idOld || !samePosition(rec.Position, endOld) {
+		t.Errorf("the store recorded topic ID %s, %s; want the old topic's %s, %s", rec.TopicIDs[topic], fmtPos(rec.Position), idOld, fmtPos(endOld))
+	}
+	runRefused(t, s, cfg)
+}
