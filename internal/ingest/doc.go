@@ -4,8 +4,10 @@
 // How exactly-once works: every batch handed to the store carries the
 // position (next offset per topic and partition) that it completes, and the
 // store records the newest position durably with each flush. On start each
-// assigned partition is seeked to the recorded position, falling back to the
-// group's committed offset and then to the reset policy. A crash loses only
+// assigned partition is seeked to the recorded position; a partition new
+// to the store starts by the reset policy (one the group has a committed
+// offset for belongs to another store, see below, unless
+// ResetSourcePosition starts it there). A crash loses only
 // the store's unflushed MemGraph, and exactly those records are consumed
 // again; nothing is applied twice and nothing is skipped. After each durable
 // flush the group offsets are committed too, only so that lag tools see the
