@@ -324,19 +324,35 @@ Command line beats environment beats config file.`,
 const embeddedRetentionBytes = 32 << 20
 
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
+	clientOpts, err := o.clientOpts()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	store, err := engine.Open(filepath.Join(o.dir, "store"), &engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20, InEdges: o.inEdges})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	dict, err := keydict.Open(filepath.Join(o.dir, "keys.dict"))
+	if err != nil {
+		return err
+	}
+	defer dict.Close()
 	brokers := o.brokers
 	if len(brokers) == 0 {
 		// The embedded broker keeps its topics, offsets, committed offsets
 		// and IDs in <dir>/embedded-broker, so that a restart on the same
 		// --dir finds the cluster and topics its store recorded (a store
-		// refuses offsets of another cluster or topic). Its cluster ID is
+		// refuses offsets of another cluster or topic). It starts once the
+		// store and the key dictionary are open: their locks keep a second
+		// serve away from the directory. Its cluster ID is
 		// random when the directory is new, then read back from it. It
 		// keeps the newest embeddedRetentionBytes of each partition (and an
 		// hour at most), so that its disk stays bounded however long it is
 		// fed.
-		if err := os.MkdirAll(o.dir, 0o755); err != nil {
-			return err
-		}
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...),
 			kfake.DataDir(filepath.Join(o.dir, "embedded-broker")), kfake.ClusterID(newClusterID()),
 			kfake.BrokerConfigs(map[string]string{
@@ -372,23 +388,6 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+filepath.Join(o.dir, "embedded-broker")+", the newest 32 MiB per partition; not for production)", "address", brokers[0])
 		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
 	}
-	clientOpts, err := o.clientOpts()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
-	store, err := engine.Open(filepath.Join(o.dir, "store"), &engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20, InEdges: o.inEdges})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	dict, err := keydict.Open(filepath.Join(o.dir, "keys.dict"))
-	if err != nil {
-		return err
-	}
-	defer dict.Close()
 	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
 	if err != nil {
 		return err
