@@ -391,7 +391,11 @@ func (in *Ingester) resetOffsets(ctx context.Context, topics []string) (Position
 		}
 		if err == nil {
 			p := Position{}
-			l.Each(func(o kadm.ListedOffset) { p.Set(o.Topic, o.Partition, o.Offset) })
+			l.Each(func(o kadm.ListedOffset) {
+				if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
+					p.Set(o.Topic, o.Partition, o.Offset)
+				}
+			})
 			return p, nil
 		}
 		in.setChecking(fmt.Errorf("listing the start offsets of %v: %w", topics, err))
