@@ -118,14 +118,18 @@ type vertexBounds struct {
 }
 
 type sourcePosition struct {
-	Bytes int           `json:"bytes"`
-	Kafka []kafkaOffset `json:"kafka,omitempty"`
+	Bytes int `json:"bytes"`
+	// ClusterID is the Kafka cluster the offsets belong to ("" when the
+	// position records none).
+	ClusterID string        `json:"cluster_id,omitempty"`
+	Kafka     []kafkaOffset `json:"kafka,omitempty"`
 	// Hex holds a position that is not an ingest (Kafka) position.
 	Hex string `json:"hex,omitempty"`
 }
 
 type kafkaOffset struct {
 	Topic      string `json:"topic"`
+	TopicID    string `json:"topic_id,omitempty"`
 	Partition  int32  `json:"partition"`
 	NextOffset int64  `json:"next_offset"`
 }
@@ -282,10 +286,15 @@ func collectInspect(d *datadir.Dir) (*inspectReport, error) {
 	}
 	if len(pos) > 0 {
 		sp := &sourcePosition{Bytes: len(pos)}
-		if p, err := ingest.DecodePosition(pos); err == nil {
-			for topic, parts := range p {
+		if r, err := ingest.DecodeRecorded(pos); err == nil {
+			sp.ClusterID = r.ClusterID
+			for topic, parts := range r.Position {
+				id := ""
+				if tid, ok := r.TopicIDs[topic]; ok {
+					id = tid.String()
+				}
 				for part, next := range parts {
-					sp.Kafka = append(sp.Kafka, kafkaOffset{Topic: topic, Partition: part, NextOffset: next})
+					sp.Kafka = append(sp.Kafka, kafkaOffset{Topic: topic, TopicID: id, Partition: part, NextOffset: next})
 				}
 			}
 			sort.Slice(sp.Kafka, func(i, j int) bool {
@@ -347,6 +356,17 @@ func (r *inspectReport) writeText(w io.Writer) error {
 			parts[i] = fmt.Sprintf("%s/%d next offset %d", k.Topic, k.Partition, k.NextOffset)
 		}
 		fmt.Fprintf(w, "source position: Kafka %s\n", strings.Join(parts, ", "))
+		if sp.ClusterID != "" {
+			ids := []string{}
+			seen := map[string]bool{}
+			for _, k := range sp.Kafka {
+				if k.TopicID != "" && !seen[k.Topic] {
+					seen[k.Topic] = true
+					ids = append(ids, k.Topic+" "+k.TopicID)
+				}
+			}
+			fmt.Fprintf(w, "source: Kafka cluster %s; topic ids: %s\n", sp.ClusterID, strings.Join(ids, ", "))
+		}
 	}
 	if kd := r.KeyDictionary; kd != nil {
 		retired := ""

@@ -106,7 +106,9 @@ func viewStore(t *testing.T, dir string) engineView {
 
 func TestInspectMatchesEngine(t *testing.T) {
 	dir := loadTestStore(t)
-	setSourcePosition(t, dir, ingest.Position{"edges": {3: 7, 0: 42}, "audit": {1: 5}}.Encode())
+	edgesID, auditID := ingest.TopicID{1, 2, 3}, ingest.TopicID{0xff, 9}
+	setSourcePosition(t, dir, ingest.Recorded{ClusterID: "cluster-A", TopicIDs: map[string]ingest.TopicID{"edges": edgesID, "audit": auditID},
+		Position: ingest.Position{"edges": {3: 7, 0: 42}, "audit": {1: 5}}}.Encode())
 	v := viewStore(t, dir)
 	if len(v.files) < 3 || v.m.Levels[0].Files == 0 || v.m.Levels[1].Files == 0 {
 		t.Fatalf("the test store should have files on L0 and L1, has %+v", v.m.Levels)
@@ -129,9 +131,9 @@ func TestInspectMatchesEngine(t *testing.T) {
 	if rep.VertexBounds != (vertexBounds{Numeric: v.low, Keys: v.high}) || v.low != 300 || v.high <= keydict.KeyBase {
 		t.Errorf("vertex bounds %+v, engine says %d, %d", rep.VertexBounds, v.low, v.high)
 	}
-	wantPos := []kafkaOffset{{"audit", 1, 5}, {"edges", 0, 42}, {"edges", 3, 7}}
-	if rep.SourcePosition == nil || !slices.Equal(rep.SourcePosition.Kafka, wantPos) || rep.SourcePosition.Hex != "" {
-		t.Errorf("source position %+v, want %v", rep.SourcePosition, wantPos)
+	wantPos := []kafkaOffset{{"audit", auditID.String(), 1, 5}, {"edges", edgesID.String(), 0, 42}, {"edges", edgesID.String(), 3, 7}}
+	if rep.SourcePosition == nil || !slices.Equal(rep.SourcePosition.Kafka, wantPos) || rep.SourcePosition.Hex != "" || rep.SourcePosition.ClusterID != "cluster-A" {
+		t.Errorf("source position %+v, want cluster-A and %v", rep.SourcePosition, wantPos)
 	}
 	if rep.KeyDictionary == nil || rep.KeyDictionary.Keys != v.keys || v.keys == 0 {
 		t.Errorf("key dictionary %+v, want %d keys", rep.KeyDictionary, v.keys)
@@ -189,6 +191,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 		fmt.Sprintf("manifest: durable sequence number %d, %d bytes\n", rep.DurableSeq, rep.ManifestBytes),
 		fmt.Sprintf("vertex bounds: numeric ids below 300, key ids in [%d, %d)\n", keydict.KeyBase, v.high),
 		"source position: Kafka audit/1 next offset 5, edges/0 next offset 42, edges/3 next offset 7\n",
+		"source: Kafka cluster cluster-A; topic ids: audit " + auditID.String() + ", edges " + edgesID.String() + "\n",
 		fmt.Sprintf("key dictionary: %d keys, %d bytes\n", v.keys, rep.KeyDictionary.Bytes),
 		fmt.Sprintf("size: %d bytes in %d files\n", total.Bytes, total.Files),
 	} {

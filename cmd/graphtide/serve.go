@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +50,7 @@ type serveOptions struct {
 	deadLetter    string
 	flushInterval time.Duration
 	reset         string
+	resetSource   bool
 	httpAddr      string
 	memgraphMiB   int
 	inEdges       bool
@@ -85,6 +88,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.deadLetter, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
 	fs.DurationVar(&o.flushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.StringVar(&o.reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
+	fs.BoolVar(&o.resetSource, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
 	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
 	fs.StringVar(&o.httpTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
 	fs.StringVar(&o.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
@@ -93,7 +97,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.httpPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
-	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port)")
+	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.BoolVar(&o.tls, "tls", false, "connect to the brokers with TLS")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CA that signs the brokers' certificates (default: system roots)")
 	fs.StringVar(&o.saslMech, "sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512")
@@ -258,11 +262,21 @@ func newServeCmd() *cobra.Command {
 		Short: "Consume edge events from Kafka into a store and serve metrics",
 		Long: `serve consumes edge events from Kafka topics into the store in --dir with
 an exactly-once effect: the offsets each flush covers are recorded with the
-flush, and partitions resume from there after a restart or a crash.
+flush, with the Kafka cluster ID and topic IDs they belong to, and
+partitions resume from there after a restart or a crash.
 Records that cannot be ingested go to the dead-letter topic.
 
+The recorded offsets bind the store to its source: serve refuses to start
+(exit 1) when the brokers are another cluster, or a topic was deleted and
+re-created since, naming both IDs; --reset-source-position discards those
+offsets instead. One data directory per consumer group: if the group
+assigns this instance only some partitions of its topics, or partitions
+whose history is in another store, serve pauses ingestion, /readyz says why,
+and it resumes by itself once the assignment no longer conflicts.
+
 Without --brokers, serve starts an embedded Kafka-compatible broker in the
-process (franz-go's kfake, data in memory) and prints its address, so that
+process (franz-go's kfake), with its topics, offsets and IDs kept in
+<dir>/embedded-broker across restarts, and prints its address, so that
 'graphtide gen --brokers ADDR --topic edges' can feed it. The embedded broker
 is for trying graphtide out only: use a real Kafka cluster in production.
 
@@ -307,7 +321,7 @@ Command line beats environment beats config file.`,
 }
 
 // embeddedRetentionBytes is how much of each partition the embedded
-// broker keeps in memory.
+// broker keeps.
 const embeddedRetentionBytes = 32 << 20
 
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
@@ -323,13 +337,24 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	}
 	defer d.Close()
 	store, dict := d.Store, d.Keys
+	clientOpts, err := o.clientOpts()
+	if err != nil {
+		return err
+	}
 	brokers := o.brokers
 	if len(brokers) == 0 {
-		// The embedded broker holds its records in this process's memory:
-		// keep the newest embeddedRetentionBytes of each partition (and an
-		// hour at most), so that serve's memory stays bounded however long
-		// it is fed.
+		// The embedded broker keeps its topics, offsets, committed offsets
+		// and IDs in <dir>/embedded-broker, so that a restart on the same
+		// --dir finds the cluster and topics its store recorded (a store
+		// refuses offsets of another cluster or topic). It starts once the
+		// store and the key dictionary are open: their locks keep a second
+		// serve away from the directory. Its cluster ID is
+		// random when the directory is new, then read back from it. It
+		// keeps the newest embeddedRetentionBytes of each partition (and an
+		// hour at most), so that its disk stays bounded however long it is
+		// fed.
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...),
+			kfake.DataDir(datadir.EmbeddedBrokerPath(o.dir)), kfake.ClusterID(newClusterID()),
 			kfake.BrokerConfigs(map[string]string{
 				"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
 				// Retention drops whole segments: keep them small.
@@ -340,6 +365,13 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}
 		defer c.Close()
+		for _, t := range o.topics { // seeded only into a new directory
+			if c.TopicInfo(t) == nil {
+				if err := c.CreateTopic(t, 4, nil); err != nil {
+					return fmt.Errorf("creating topic %s on the embedded broker: %w", t, err)
+				}
+			}
+		}
 		go func() {
 			t := time.NewTicker(10 * time.Second)
 			defer t.Stop()
@@ -353,12 +385,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 			}
 		}()
 		brokers = c.ListenAddrs()
-		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (in memory, the newest 32 MiB per partition; not for production)", "address", brokers[0])
+		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(o.dir)+", the newest 32 MiB per partition; not for production)", "address", brokers[0])
 		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
-	}
-	clientOpts, err := o.clientOpts()
-	if err != nil {
-		return err
 	}
 	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
 	if err != nil {
@@ -404,7 +432,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	in, err := ingest.New(store, dict, ingest.Config{
 		Brokers: brokers, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
 		DeadLetterTopic: o.deadLetter, FlushInterval: o.flushInterval, ResetPolicy: o.reset,
-		ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
+		ResetSourcePosition: o.resetSource, ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
 	})
 	if err != nil {
 		return err
@@ -413,13 +441,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	apiSrv, err := api.New(api.Config{
 		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Ready: func() error {
-			if !in.Ready() {
-				return errors.New("no partitions assigned yet")
-			}
-			return nil
-		},
-		Limits: api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
+		Ready:   in.Ready,
+		Limits:  api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
 	})
 	if err != nil {
 		return err
@@ -474,4 +497,12 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	}
 	log.Info("stopped cleanly: everything ingested is flushed and committed")
 	return nil
+}
+
+// newClusterID returns a random cluster ID in Kafka's form (16 random
+// bytes, base64url without padding), for a new embedded broker.
+func newClusterID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }

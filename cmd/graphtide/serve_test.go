@@ -27,6 +27,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -425,5 +426,98 @@ func TestServeHTTPToken(t *testing.T) {
 	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\n")
 	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), "--http-addr 10.1.2.3:9464 is not a loopback address") {
 		t.Errorf("config file: %v", err)
+	}
+}
+
+// TestServeEmbeddedRestart: the embedded broker keeps its data in
+// <dir>/embedded-broker, so serve restarted on the same --dir finds the
+// cluster and topic IDs its store recorded: it starts, resumes where it
+// stopped (nothing is ingested twice: the new process counts only the new
+// edges) and ends with both streams.
+func TestServeEmbeddedRestart(t *testing.T) {
+	dir := t.TempDir()
+	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
+		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
+		logCapacity: 1 << 10, httpTimeout: 10 * time.Second, httpPathBudget: api.DefaultPathBudget}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[[2]uint64]bool{}
+	var recorded []ingest.Recorded
+	for run, seed := range []string{"5", "6"} {
+		out := &syncBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runServe(ctx, &o, slog.New(slog.NewTextHandler(io.Discard, nil)), out) }()
+		var broker, httpAddr string
+		waitFor(t, "serve to print its addresses", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("run %d: serve returned %v", run, err)
+			default:
+			}
+			m := regexp.MustCompile(`embedded broker listening on (\S+);`).FindStringSubmatch(out.String())
+			h := regexp.MustCompile(`http listening on (\S+)`).FindStringSubmatch(out.String())
+			if m != nil && h != nil {
+				broker, httpAddr = m[1], h[1]
+				return true
+			}
+			return false
+		})
+		if _, _, err := execute(t, "gen", "--scale", "8", "--edge-factor", "4", "--seed", seed, "--brokers", broker, "--topic", "edges"); err != nil {
+			t.Fatal(err)
+		}
+		var s uint64
+		fmt.Sscan(seed, &s)
+		edges := gen.RMAT{Scale: 8, EdgeFactor: 4, Seed: s}.Generate()
+		for _, e := range edges {
+			distinct[[2]uint64{e.Src, e.Dst}] = true
+		}
+		want := fmt.Sprintf("graphtide_ingest_edges_total %d\n", len(edges))
+		waitFor(t, fmt.Sprintf("run %d: the new edges ingested", run), func() bool {
+			_, body := httpGet("http://" + httpAddr + "/metrics")
+			return strings.Contains(body, want)
+		})
+		if c, body := httpGet("http://" + httpAddr + "/readyz"); c != 200 {
+			t.Errorf("run %d: /readyz = %d %s", run, c, body)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run %d: serve returned %v after shutdown", run, err)
+		}
+		s2, err := engine.Open(filepath.Join(dir, "store"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := s2.SourcePosition()
+		rec, err := ingest.DecodeRecorded(raw)
+		if err != nil || rec.ClusterID == "" || rec.ClusterID == "kfake" || rec.TopicIDs["edges"] == (ingest.TopicID{}) {
+			t.Errorf("run %d: the store recorded %+v (%v), want the embedded broker's random cluster ID and a topic ID", run, rec, err)
+		}
+		recorded = append(recorded, rec)
+		got := 0
+		sn, _ := s2.Snapshot()
+		buf := engine.NewScanBuffer(1024, 1<<16, false)
+		for lo := uint64(0); lo < sn.VertexBound(); {
+			if lo, err = sn.Scan(lo, sn.VertexBound(), engine.Out, buf); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < buf.Len(); i++ {
+				for _, d := range buf.Neighbors(i) {
+					if !distinct[[2]uint64{buf.Vertices[i], d}] {
+						t.Errorf("run %d: unexpected edge %d->%d", run, buf.Vertices[i], d)
+					}
+					got++
+				}
+			}
+		}
+		sn.Release()
+		s2.Close()
+		if got != len(distinct) {
+			t.Errorf("run %d: the store has %d edges, want %d", run, got, len(distinct))
+		}
+	}
+	if recorded[0].ClusterID != recorded[1].ClusterID || recorded[0].TopicIDs["edges"] != recorded[1].TopicIDs["edges"] {
+		t.Errorf("the embedded broker's IDs changed across the restart: %q %v, then %q %v", recorded[0].ClusterID, recorded[0].TopicIDs, recorded[1].ClusterID, recorded[1].TopicIDs)
 	}
 }

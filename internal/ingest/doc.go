@@ -4,12 +4,35 @@
 // How exactly-once works: every batch handed to the store carries the
 // position (next offset per topic and partition) that it completes, and the
 // store records the newest position durably with each flush. On start each
-// assigned partition is seeked to the recorded position, falling back to the
-// group's committed offset and then to the reset policy. A crash loses only
+// assigned partition is seeked to the recorded position; a partition new
+// to the store starts by the reset policy (one the group has a committed
+// offset for belongs to another store, see below, unless
+// ResetSourcePosition starts it there). A crash loses only
 // the store's unflushed MemGraph, and exactly those records are consumed
 // again; nothing is applied twice and nothing is skipped. After each durable
 // flush the group offsets are committed too, only so that lag tools see the
 // truth: they are never the source of truth for where to resume.
+//
+// The position belongs to its source: it is recorded with the Kafka
+// cluster ID and the ID of each topic (Recorded, position.go documents the
+// bytes; DecodeRecorded reads them). Before Run consumes anything it
+// compares them with what the brokers report: offsets of another cluster,
+// or of a topic deleted and re-created under the same name, would skip or
+// replay records of another log, so Run refuses to start with a
+// *SourceMismatchError naming both IDs, unless Config.ResetSourcePosition
+// discards those offsets (their partitions then start at the group's
+// committed offsets, then by the reset policy).
+//
+// No silently split graph: a store holds the whole graph of its topics,
+// and its recorded position names every partition it ever took, with the
+// offset it started at, from the first flush of applied records after it
+// took it. After each assignment the ingester checks
+// that it holds every partition of its topics and none whose history is in
+// another store (the group has a committed offset for it, the store has
+// no history of it); if not, it pauses fetching of every partition, Ready
+// says why, one ERROR line and a metric tell, and it resumes by itself
+// once an assignment no longer conflicts (source.go has the rules,
+// binding.go how they are applied). One data directory per consumer group.
 //
 // String keys: new key ids are synced to the dictionary file before the
 // batch that uses them is handed to the store, since the store may make a
@@ -25,8 +48,9 @@
 // while it does, fetching of every assigned partition is paused, and the
 // client buffers at most a bounded number of records.
 //
-// Lifecycle of Run: two goroutines, so that polling, decoding and the
-// client's next fetch overlap the store's Apply.
+// Lifecycle of Run: check the source, join the group; then two
+// goroutines, so that polling, decoding and the client's next fetch
+// overlap the store's Apply.
 //
 //	poll loop: poll -> decode into a batch (+ the position after it)
 //	    -> dead letters, dict.Sync -> hand the batch to the applier
@@ -40,5 +64,7 @@
 //	    FlushInterval without becoming durable
 //	revoke/lost partitions (allowed only with no batch in flight)
 //	    -> flush (and commit on revoke)
+//	assignment (onAssigned, adjustOffsets) -> check the source and the
+//	    assignment -> pause, or take new partitions into the position
 //	ctx done -> finish the batches in flight -> flush -> commit -> return nil
 package ingest

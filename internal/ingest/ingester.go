@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,20 @@ type Config struct {
 	// ResetPolicy for partitions with neither a recorded nor a committed
 	// offset: "earliest" (default) or "latest".
 	ResetPolicy string
+	// ResetSourcePosition (serve --reset-source-position) lets Run start
+	// over from the group's offsets where the store's recorded position
+	// does not fit the brokers. Without it, Run refuses to start when the
+	// recorded offsets belong to another cluster or to a topic deleted or
+	// re-created since (a *SourceMismatchError), New refuses a recorded
+	// position it cannot read, and an assignment that would split the
+	// graph between stores pauses ingestion (see Ready). With it, those
+	// offsets (or the unreadable position) are discarded with a WARN, the
+	// partitions they covered start at the group's committed offset and
+	// then by ResetPolicy, and a conflicting assignment is ingested as
+	// assigned, partitions the store has no data of starting at the
+	// group's committed offset. Meant for one deliberate restart: while it
+	// is set, nothing protects the store from a split group.
+	ResetSourcePosition bool
 	// ClientOpts are extra franz-go options: TLS, SASL, hooks (kprom).
 	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
@@ -129,7 +144,58 @@ type Ingester struct {
 	// Protected by mu.
 	durableSeq uint64
 	assigned   map[string][]int32 // Protected by mu.
-	ready      bool               // Protected by mu.
+
+	// The source (see source.go). recorded is what the store held at New;
+	// Run checks it against the brokers before consuming (bindSource).
+	recorded Recorded
+	// clusterID and topicIDs are what every position this run records is
+	// bound to: the brokers' cluster ID, and the ID of each topic with
+	// offsets. topicIDs is copy-on-write. Protected by mu.
+	// INVARIANT: every topic of applied, durable and of the poll loop's
+	// position has its ID in topicIDs, and for a configured topic it is
+	// the ID the brokers reported (checked at start, learnt at assignment
+	// before any of its records is fetched).
+	clusterID string
+	topicIDs  map[string]TopicID
+	// partitions is the partition count of each configured topic that
+	// exists, from the newest metadata. Protected by mu.
+	partitions map[string]int32
+	// history is every partition the store has data of, or took as its
+	// own at an assignment (with the start offset in accepted): it never
+	// shrinks while Run runs. Protected by mu.
+	// INVARIANT: no record of a partition is fetched, hence applied,
+	// before the partition is in history.
+	history  partitionSet
+	accepted Position // start offsets of the partitions history took this run; Protected by mu.
+	// pending are partitions history took (with their start offsets) that
+	// the poll loop has not yet added to its position, so that the next
+	// recorded position names them. Protected by mu.
+	pending Position
+	// starts and committed are about assigned partitions without history:
+	// the offset each would start at, and whether that is the group's
+	// committed offset (its history is then in another store). Set when
+	// the partition is assigned, dropped when it goes. Protected by mu.
+	starts    Position
+	committed partitionSet
+	// conflict is the verdict against the current assignment (nil: none);
+	// checking is why the assignment could not be checked yet; fatal ends
+	// Run (the source changed under it); evaluated: an assignment was
+	// judged. Protected by mu.
+	conflict  *assignmentConflict
+	checking  error
+	fatal     error
+	evaluated bool
+	accepting string // the conflict last ingested anyway (ResetSourcePosition); Protected by mu.
+
+	// pauseMu orders the pauses and resumes of fetching; pausedFor holds
+	// the reasons fetching is paused (pauseStall...). Lock order: pauseMu,
+	// then mu. Protected by pauseMu.
+	pauseMu   sync.Mutex
+	pausedFor uint8
+
+	// lastIDCheck is when fetch errors last made the poll loop check the
+	// topics' IDs (checkRecreated). Owned by the poll loop.
+	lastIDCheck time.Time
 
 	// rebalanceWaiting is set when a rebalance waits for the poll loop
 	// to allow it (franz-go's OnPartitionsCallbackBlocked).
@@ -146,12 +212,18 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if err != nil {
 		return nil, err
 	}
-	pos, err := DecodePosition(raw)
+	rec, err := DecodeRecorded(raw)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: the store's recorded position: %w", err)
+		if !c.ResetSourcePosition {
+			return nil, fmt.Errorf("ingest: the store's recorded position: %w; --reset-source-position discards it and resumes from the group's committed offsets (then --reset)", err)
+		}
+		c.Logger.Warn("discarding the store's recorded position, which cannot be read (--reset-source-position)", "err", err, "bytes", len(raw))
+		rec, _ = DecodeRecorded(nil)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		applied: pos.Clone(), durable: pos, assigned: map[string][]int32{}}
+		applied: rec.Position.Clone(), durable: rec.Position, assigned: map[string][]int32{},
+		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
+		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{}}
 	var keys decode.KeyResolver
 	if dict != nil {
 		keys = dict
@@ -167,10 +239,11 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if c.ResetPolicy == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	// The topics are added by Run once the source is checked: the client
+	// joins the group only then (see bindSource).
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ConsumerGroup(c.Group),
-		kgo.ConsumeTopics(c.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
@@ -207,31 +280,147 @@ func FetchOptions() []kgo.Opt {
 // DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
 const DefaultMaxPollRecords = 20000
 
-// adjustOffsets starts each partition at the store's recorded position
-// when it has one; otherwise franz-go's choice (committed offset, else the
-// reset policy) stands.
-func (in *Ingester) adjustOffsets(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+// adjustOffsets is called once the offsets of newly assigned partitions
+// are fetched, before they are fetched from. It reads the brokers' source
+// (a topic re-created or a cluster replaced under a running ingester ends
+// Run), starts each partition the store has history for at its recorded
+// position, and otherwise leaves franz-go's choice (the committed offset,
+// else the reset policy, resolved to a concrete offset so that the start
+// of the partition's history is known). Then it judges the assignment
+// (evaluate), which pauses fetching if it conflicts.
+//
+// An error (ctx's, when the group session ends meanwhile; or a start
+// offset the brokers did not list) makes franz-go assign none of offs and
+// start a new session.
+func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	need := make([]string, 0, len(offs))
+	for t := range offs {
+		need = append(need, t)
+	}
+	src, err := in.fetchSource(ctx, need)
+	if err != nil {
+		return nil, err
+	}
+	if mm := in.learnSource(src, need); mm != nil {
+		in.mu.Lock()
+		in.fatal = mm
+		in.mu.Unlock()
+		in.setPaused(pauseFatal, true, offs)
+		in.cfg.Logger.Error(mm.Error())
+		return offs, nil
+	}
+	// Partitions without history or committed offset start by the reset
+	// policy, resolved here so that their start is known.
+	resolve := map[string][]int32{}
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	for t, ps := range offs {
-		for p := range ps {
-			if o, ok := in.applied.Get(t, p); ok {
-				ps[p] = kgo.NewOffset().At(o)
-				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", o)
+		for p, o := range ps {
+			if next, ok := in.resumeOffset(t, p); ok {
+				ps[p] = kgo.NewOffset().At(next)
+				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", next)
+				continue
 			}
+			if c := o.EpochOffset().Offset; c >= 0 {
+				// The group consumed it before: into another store, unless
+				// --reset-source-position takes the group's word for it.
+				in.starts.Set(t, p, c)
+				in.committed.add(t, p)
+				continue
+			}
+			resolve[t] = append(resolve[t], p)
 		}
 	}
+	in.mu.Unlock()
+	if len(resolve) > 0 {
+		topics := make([]string, 0, len(resolve))
+		for t := range resolve {
+			topics = append(topics, t)
+		}
+		starts, err := in.resetOffsets(ctx, topics)
+		if err != nil {
+			return nil, err
+		}
+		in.mu.Lock()
+		for t, ps := range resolve {
+			for _, p := range ps {
+				s, ok := starts.Get(t, p)
+				if !ok {
+					in.mu.Unlock()
+					return nil, fmt.Errorf("ingest: the brokers listed no start offset for %s/%d", t, p)
+				}
+				offs[t][p] = kgo.NewOffset().At(s)
+				in.starts.Set(t, p, s)
+			}
+		}
+		in.mu.Unlock()
+	}
+	in.evaluate(offs)
 	return offs, nil
+}
+
+// resumeOffset returns where a partition the store has history for
+// resumes: the position after everything applied, or the start offset it
+// was taken at (with ResetSourcePosition, a partition with nothing applied
+// follows the group's offsets instead). Call with mu held.
+func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
+	if o, ok := in.applied.Get(t, p); ok {
+		return o, true
+	}
+	if !in.cfg.ResetSourcePosition {
+		return in.accepted.Get(t, p)
+	}
+	return 0, false
+}
+
+// resetOffsets lists where partitions of topics without a recorded or
+// committed offset start by the reset policy: the log start offset, or
+// the last stable offset (the end, for a read-committed consumer).
+// Retried until it succeeds or ctx ends.
+func (in *Ingester) resetOffsets(ctx context.Context, topics []string) (Position, error) {
+	adm := kadm.NewClient(in.cl)
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		var l kadm.ListedOffsets
+		var err error
+		if in.cfg.ResetPolicy == "latest" {
+			l, err = adm.ListCommittedOffsets(ctx, topics...)
+		} else {
+			l, err = adm.ListStartOffsets(ctx, topics...)
+		}
+		if err == nil {
+			err = l.Error()
+		}
+		if err == nil {
+			p := Position{}
+			l.Each(func(o kadm.ListedOffset) {
+				if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
+					p.Set(o.Topic, o.Partition, o.Offset)
+				}
+			})
+			return p, nil
+		}
+		in.setChecking(fmt.Errorf("listing the start offsets of %v: %w", topics, err))
+		in.cfg.Logger.Warn("listing start offsets of assigned partitions failed; retrying", "topics", topics, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
 }
 
 func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[string][]int32) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	for t, ps := range added {
 		in.assigned[t] = append(in.assigned[t], ps...)
 	}
-	in.ready = true
+	in.mu.Unlock()
 	in.cfg.Logger.Info("partitions assigned", "partitions", added)
+	if len(added) == 0 {
+		// The session's assignment is complete (partitions may have gone).
+		// With partitions added, adjustOffsets judges it once their
+		// committed offsets are known.
+		in.evaluate(nil)
+	}
 }
 
 func (in *Ingester) removeAssigned(gone map[string][]int32) {
@@ -241,6 +430,8 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 		// Another member reports these partitions' lag now.
 		for _, p := range ps {
 			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
+			delete(in.starts[t], p)
+			delete(in.committed[t], p)
 		}
 		keep := in.assigned[t][:0]
 		for _, p := range in.assigned[t] {
@@ -257,7 +448,8 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 }
 
 // onRevoked makes everything applied durable and commits before the
-// partitions go to another member.
+// partitions go to another member. The assignment is judged when the
+// session's assignment is complete (onAssigned, adjustOffsets).
 func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	in.cfg.Logger.Info("partitions revoked; flushing", "partitions", revoked)
 	if err := in.flushAndCommit(ctx); err != nil {
@@ -275,12 +467,31 @@ func (in *Ingester) onLost(ctx context.Context, _ *kgo.Client, lost map[string][
 	}
 }
 
-// Ready reports whether the ingester has joined its group and holds
-// partitions (for /readyz).
-func (in *Ingester) Ready() bool {
+// Ready returns nil when the ingester ingests its assignment, else why
+// not (for /readyz): no partitions assigned yet; the assignment would
+// split the graph between stores (see checkAssignment; fetching is
+// paused until it no longer does); the assignment could not be checked
+// against the brokers yet; or the source changed under it (Run returns
+// that error).
+func (in *Ingester) Ready() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.ready
+	switch {
+	case in.fatal != nil:
+		return in.fatal
+	case in.conflict != nil:
+		return in.conflict
+	case in.checking != nil:
+		return in.checking
+	case !in.evaluated:
+		return errors.New("no partitions assigned yet")
+	}
+	for _, ps := range in.assigned {
+		if len(ps) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("no partitions assigned: the other members of consumer group %q hold them all", in.cfg.Group)
 }
 
 // Durable returns the position covered by the newest completed flush.
@@ -298,11 +509,18 @@ func (in *Ingester) Applied() Position {
 	return in.applied.Clone()
 }
 
-// Run consumes until ctx ends, then flushes, commits and returns nil. It
-// returns an error only if the store or the key dictionary fails (a closed
-// store, a background error, a failed dictionary write), without applying
-// the poll at hand, so that a restart replays it; Kafka errors are retried
-// and logged.
+// Run consumes until ctx ends, then flushes, commits and returns nil.
+//
+// Before it consumes anything it checks that the store's recorded offsets
+// belong to the brokers' cluster and topics, and returns a
+// *SourceMismatchError if they do not (see Config.ResetSourcePosition).
+// Later it returns an error only if the store or the key dictionary fails
+// (a closed store, a background error, a failed dictionary write), without
+// applying the poll at hand, so that a restart replays it, or if the
+// source changes under it (a *SourceMismatchError: the brokers' cluster
+// ID, or an assigned topic's ID, is not the one it started with). Kafka
+// errors are retried and logged; an assignment that would split the graph
+// between stores pauses fetching (see Ready).
 //
 // Two goroutines share the work (see pipeline.go): this one polls and
 // decodes each poll into a batch; the applier applies the batches to the
@@ -310,6 +528,14 @@ func (in *Ingester) Applied() Position {
 // decoding and the client's next fetch thus overlap the store's Apply.
 func (in *Ingester) Run(ctx context.Context) error {
 	defer in.cl.Close()
+	if err := in.bindSource(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before anything was consumed
+		}
+		return err
+	}
+	// Only now does the client join the group and fetch.
+	in.cl.AddConsumeTopics(in.cfg.Topics...)
 	in.ensureDeadLetterTopic(ctx)
 	p := in.startApplier()
 	err := in.pollLoop(ctx, p)
@@ -403,6 +629,15 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		return !d.flushing && len(d.batches) > 0 && time.Since(d.batches[0].at) >= in.cfg.FlushInterval
 	}
 	for {
+		// Partitions taken into history start at their start offset in
+		// the next recorded position; a changed source ends the loop.
+		var err error
+		if polled, err = in.takePending(polled); err != nil {
+			if derr := drain(); derr != nil {
+				return derr
+			}
+			return err
+		}
 		// Take back finished jobs without waiting, then commit what the
 		// store has made durable.
 	collect:
@@ -441,7 +676,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 			// nothing, wait for the applier instead.
 			fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
 			if fetches.NumRecords() == 0 && !flushDue() && ctx.Err() == nil {
-				in.noteFetchErrors(fetches)
+				in.noteFetchErrors(ctx, fetches)
 				if err := finish(<-p.done); err != nil {
 					return err
 				}
@@ -467,7 +702,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return drain() // this poll is not applied
 		}
-		in.noteFetchErrors(fetches)
+		in.noteFetchErrors(ctx, fetches)
 
 		j := p.free[len(p.free)-1]
 		p.free = p.free[:len(p.free)-1]
@@ -512,7 +747,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		}
 		if j.records > 0 {
 			j.pos = next
-			j.batch.SetSourcePosition(next.Encode())
+			j.batch.SetSourcePosition(in.encodePosition(next))
 			polled = next
 		}
 		p.inflight++
@@ -521,15 +756,29 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 }
 
 // noteFetchErrors counts and logs the errors of a poll; franz-go retries.
-func (in *Ingester) noteFetchErrors(fetches kgo.Fetches) {
+// Fetches that fail with UNKNOWN_TOPIC_ID make it check whether the topic
+// was re-created (checkRecreated).
+func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
+	var unknownID []string
 	fetches.EachError(func(t string, p int32, err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
 		in.cfg.Metrics.FetchErrs.Inc()
 		in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+		if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(unknownID, t) {
+			unknownID = append(unknownID, t)
+		}
 	})
+	if len(unknownID) > 0 && time.Since(in.lastIDCheck) >= idCheckEvery {
+		in.lastIDCheck = time.Now()
+		in.checkRecreated(ctx, unknownID)
+	}
 }
+
+// idCheckEvery bounds how often fetch errors make the poll loop read the
+// topics' IDs from the brokers.
+const idCheckEvery = 2 * time.Second
 
 // decodeInto decodes fetches into j's batch (and produce timestamps) and
 // returns the position after them, computed from polled, the records to
@@ -652,29 +901,23 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	m := in.cfg.Metrics
 	done := make(chan struct{})
-	paused := make(chan map[string][]int32, 1)
+	paused := make(chan bool, 1)
 	go func() {
 		select {
 		case <-done:
-			paused <- nil
+			paused <- false
 		case <-time.After(50 * time.Millisecond):
-			in.mu.Lock()
-			ps := map[string][]int32{}
-			for t, p := range in.assigned {
-				ps[t] = append([]int32(nil), p...)
-			}
-			in.mu.Unlock()
-			in.cl.PauseFetchPartitions(ps)
+			in.setPaused(pauseStall, true, nil)
 			m.Paused.Inc()
 			in.cfg.Logger.Info("store stalled; fetching paused")
-			paused <- ps
+			paused <- true
 		}
 	}()
 	t0 := time.Now()
 	seq, err := in.store.Apply(b)
 	close(done)
-	if ps := <-paused; ps != nil {
-		in.cl.ResumeFetchPartitions(ps)
+	if <-paused {
+		in.setPaused(pauseStall, false, nil) // unless the assignment conflicts
 		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
 	}
 	if err != nil {

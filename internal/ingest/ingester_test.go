@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,40 @@ func TestRevokedPartitionsDropTheirLag(t *testing.T) {
 	}
 	if got := in.assigned["t"]; len(got) != 1 || got[0] != 1 {
 		t.Fatalf("assigned %v", got)
+	}
+}
+
+// TestNewRefusesVersion1: a store whose recorded position an older
+// graphtide wrote (version 1, no source) is refused by New, naming the
+// version and the flag; with ResetSourcePosition it is discarded.
+func TestNewRefusesVersion1(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v1 := []byte{1, 1, 0, 0, 0, 5, 0, 'e', 'd', 'g', 'e', 's', 0, 0, 0, 0, 42, 0, 0, 0, 0, 0, 0, 0}
+	var b engine.Batch
+	b.Insert(1, 2)
+	b.SetSourcePosition(v1)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges"}}
+	_, err = New(s, nil, cfg)
+	if err == nil || !strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), "--reset-source-position") {
+		t.Fatalf("New on a version-1 position: %v, want an error naming version 1 and the flag", err)
+	}
+	cfg.ResetSourcePosition = true
+	in, err := New(s, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.cl.Close()
+	if p := in.Applied(); len(p) != 0 {
+		t.Fatalf("the discarded position left %v", p)
 	}
 }

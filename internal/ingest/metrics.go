@@ -23,6 +23,11 @@ type Metrics struct {
 	FetchErrs   prometheus.Counter
 	Lag         *prometheus.GaugeVec // by topic and partition
 	Visibility  *LatencyHistogram    // record produce time -> visible in snapshots
+	// SourceConflict is 1 while ingestion is paused because the
+	// assignment would split the graph between stores (see Ingester.Ready),
+	// else 0; SourceConflicts counts the times that began.
+	SourceConflict  prometheus.Gauge
+	SourceConflicts prometheus.Counter
 }
 
 // NewMetrics builds the metrics and registers them with reg when not nil.
@@ -66,10 +71,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "graphtide_ingest_consumer_lag_records", Help: "High watermark minus next offset, per partition.",
 		}, []string{"topic", "partition"}),
+		SourceConflict: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "graphtide_ingest_source_conflict",
+			Help: "1 while ingestion is paused because the consumer group's assignment would split the graph between stores (partitions held by another member, or whose history is in another store), else 0.",
+		}),
+		SourceConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "graphtide_ingest_source_conflicts_total",
+			Help: "Times ingestion paused because the consumer group's assignment would split the graph between stores.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
-			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility)
+			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility, m.SourceConflict, m.SourceConflicts)
 	}
 	return m
 }

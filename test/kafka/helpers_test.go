@@ -413,7 +413,13 @@ func newProducer(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 
 func createTopic(t testing.TB, topic string, partitions int) {
 	t.Helper()
-	cl := newClient(t)
+	createTopicAt(t, broker.addrs, topic, partitions)
+}
+
+// createTopicAt creates topic on the cluster of addrs.
+func createTopicAt(t testing.TB, addrs []string, topic string, partitions int) {
+	t.Helper()
+	cl := newClient(t, kgo.SeedBrokers(addrs...))
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -574,6 +580,12 @@ func (l *logBuffer) contains(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Contains(l.b.String(), s)
+}
+
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
 }
 
 func testLogger(t testing.TB, name string) (*slog.Logger, *logBuffer) {

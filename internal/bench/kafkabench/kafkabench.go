@@ -546,7 +546,7 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- in.Run(rctx) }()
-	for !in.Ready() {
+	for in.Ready() != nil {
 		select {
 		case err := <-done:
 			return nil, fmt.Errorf("ingest stopped early: %v", err)
