@@ -198,14 +198,9 @@ func fileFlags(f engine.FileInfo) []string {
 }
 
 func runInspect(o *inspectOptions, out io.Writer) error {
-	var rep *inspectReport
 	if !o.verify {
-		d, err := datadir.OpenReadOnly(o.dir)
+		rep, err := inspectDir(o.dir)
 		if err != nil {
-			return err
-		}
-		defer d.Close()
-		if rep, err = collectInspect(d); err != nil {
 			return err
 		}
 		return rep.write(out, o.json)
@@ -218,14 +213,10 @@ func runInspect(o *inspectOptions, out io.Writer) error {
 	if chk.Store != nil {
 		v.FilesChecked, v.BytesChecked = chk.Store.FilesChecked, chk.Store.BytesChecked
 	}
+	var rep *inspectReport
 	if chk.OK() {
-		// Sound: the listing too, from a read-only open.
-		d, err := datadir.OpenReadOnly(o.dir)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		if rep, err = collectInspect(d); err != nil {
+		// Sound: the listing too.
+		if rep, err = inspectDir(o.dir); err != nil {
 			return err
 		}
 	} else {
@@ -253,6 +244,16 @@ func (r *inspectReport) write(out io.Writer, asJSON bool) error {
 	}
 	_, err = fmt.Fprintln(out, string(line))
 	return err
+}
+
+// inspectDir reports on the data directory dir, opened read-only.
+func inspectDir(dir string) (*inspectReport, error) {
+	d, err := datadir.OpenReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return collectInspect(d)
 }
 
 func collectInspect(d *datadir.Dir) (*inspectReport, error) {

@@ -112,15 +112,7 @@ func buildIntegrityDir(t *testing.T) (string, contents) {
 	setSourcePosition(t, dir, ingest.Position{"edges": {0: 9, 1: 4}}.Encode())
 	oracle.apply(testOp{kind: engine.OpUpsert, src: vtx{id: 1}, dst: vtx{id: 299}})
 	checkStore(t, dir, oracle)
-	d, err := datadir.OpenReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	c, err := readContents(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readDir(t, dir)
 	if len(c.keys) == 0 || len(c.out) == 0 {
 		t.Fatalf("the test directory should hold keys and edges: %d keys, %d edges", len(c.keys), len(c.out))
 	}

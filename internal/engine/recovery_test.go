@@ -115,6 +115,19 @@ func (childTB) Fatal(args ...any) {
 	os.Exit(2)
 }
 
+// startCrashChild starts a crash child writing to dir, with extra
+// environment settings.
+func startCrashChild(t *testing.T, dir string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), crashChildEnv+"="+dir), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
@@ -123,12 +136,7 @@ func TestCrashRecovery(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var last uint64
 	for round := 0; round < 4; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd := startCrashChild(t, dir)
 		time.Sleep(time.Duration(300+r.IntN(900)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -213,12 +221,7 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			dir := t.TempDir()
 			// First some durable data, from a child killed at a random moment.
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd := startCrashChild(t, dir)
 			time.Sleep(300 * time.Millisecond)
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
@@ -227,12 +230,7 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 				t.Fatal("no batch was made durable before the test points")
 			}
 			for round := 0; round < 2; round++ {
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point))
-				cmd.Stderr = os.Stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
+				cmd := startCrashChild(t, dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point))
 				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
 				deadline := time.Now().Add(2 * time.Minute)
 				for {

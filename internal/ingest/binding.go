@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -421,31 +420,5 @@ func (in *Ingester) encodePosition(p Position) []byte {
 
 // fmtOffsets lists a position as "topic[partition:offset,...] ...".
 func fmtOffsets(p Position) string {
-	topics := make([]string, 0, len(p))
-	for t, m := range p {
-		if len(m) > 0 {
-			topics = append(topics, t)
-		}
-	}
-	sort.Strings(topics)
-	var b strings.Builder
-	for i, t := range topics {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		parts := make([]int32, 0, len(p[t]))
-		for q := range p[t] {
-			parts = append(parts, q)
-		}
-		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-		b.WriteString(t + "[")
-		for j, q := range parts {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%d:%d", q, p[t][q])
-		}
-		b.WriteByte(']')
-	}
-	return b.String()
+	return fmtPartitions(p, func(q int32, o int64) string { return fmt.Sprintf("%d:%d", q, o) })
 }

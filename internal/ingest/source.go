@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,8 +140,15 @@ func (s partitionSet) has(t string, p int32) bool { return s[t][p] }
 
 // String lists the set as "topic[0,2,3] other[1]", sorted.
 func (s partitionSet) String() string {
-	topics := make([]string, 0, len(s))
-	for t, ps := range s {
+	return fmtPartitions(s, func(p int32, _ bool) string { return strconv.Itoa(int(p)) })
+}
+
+// fmtPartitions lists m as "topic[x,y] other[z]", topics and partitions
+// sorted, each partition as item says; topics without partitions are left
+// out.
+func fmtPartitions[V any](m map[string]map[int32]V, item func(int32, V) string) string {
+	topics := make([]string, 0, len(m))
+	for t, ps := range m {
 		if len(ps) > 0 {
 			topics = append(topics, t)
 		}
@@ -150,18 +159,12 @@ func (s partitionSet) String() string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		ps := make([]int, 0, len(s[t]))
-		for p := range s[t] {
-			ps = append(ps, int(p))
-		}
-		sort.Ints(ps)
-		b.WriteString(t)
-		b.WriteByte('[')
-		for j, p := range ps {
+		b.WriteString(t + "[")
+		for j, p := range slices.Sorted(maps.Keys(m[t])) {
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Itoa(p))
+			b.WriteString(item(p, m[t][p]))
 		}
 		b.WriteByte(']')
 	}
