@@ -3,25 +3,46 @@
 // Per direction, a hash map gives each vertex a slot; a slot keeps the
 // vertex's versions contiguous, in arrival order. Low-degree vertices (the
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
-// slot itself, which lives in one shared slot array, so they cost no
+// slot itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that moves to its own array,
 // carved from an arena and doubled as it grows. A write is one hash probe
 // and one append; versions are sorted once per vertex when they are flushed
 // or read. Contiguous runs make a flush read memory almost sequentially.
 //
-// Concurrency: Apply takes mu_ exclusively for a whole batch; readers take it
-// shared (ReadLock) for as long as they look. Versions newer than a reader's
-// snapshot are filtered by seq, so readers never wait longer than one batch.
+// Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
+// and any number of readers (Collect, VerticesFrom, vertices), which take
+// no lock at all, as LSMGraph's MemGraph readers (section 4.3): a reader
+// filters versions by its snapshot's seq, so what the writer appends
+// meanwhile is invisible to it, and the writer never waits for a reader.
+// What makes that safe:
+//   - Nothing a reader can reach is ever moved or freed while the MemGraph
+//     lives. Slots live in chunks that never move (SlotChunks); a slot's
+//     versions are appended in place, and when an array is full the
+//     versions are copied to one twice as large, the old array staying in
+//     the arena; the hash table is replaced whole when it grows, the old
+//     tables staying mapped; the presence bitmaps are mapped at their full
+//     size up front (pages are only touched where bits are set).
+//   - Everything is published with release stores and read with acquire
+//     loads, in this order: a slot is built before its index enters the
+//     table and before vertices() counts it; a version is written before
+//     the slot's count covers it; a larger array holds every version of
+//     the old one before it replaces it. So a reader sees a prefix of each
+//     slot's versions, in arrival order, and every batch with seq <= its
+//     snapshot's (published by the store's release of last_seq_ after
+//     Apply returned) entirely.
+// INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
+// Collect and VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
 // INVARIANT: a frozen MemGraph is never written again.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,6 +50,29 @@
 #include "graphtide.h"
 
 namespace gt {
+
+// Zero-filled anonymous memory mapped from the OS and unmapped when this
+// dies: pages cost resident memory only once touched, and leave the
+// resident set at once when unmapped (not lingering in malloc's heap).
+class Mapping {
+ public:
+  Mapping() = default;
+  explicit Mapping(size_t bytes);  // throws std::bad_alloc if the OS refuses
+  ~Mapping();
+  Mapping(Mapping &&o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  Mapping &operator=(Mapping &&o) noexcept;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  void *get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 class MemGraph {
  public:
@@ -38,9 +82,10 @@ class MemGraph {
 
   // Appends the batch with sequence number seq. skip (may be empty) marks ops
   // superseded by a later vertex delete of the same batch.
-  // Caller serializes writers (Store::write_mu_).
+  // Writer only (Store::write_mu_); runs beside readers, never waits for them.
   void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
              const uint8_t *srcpos, size_t srcpos_len);
+  // Writer only. After it, nothing writes this MemGraph again.
   void Freeze(uint64_t freeze_seq);
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
   // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
@@ -62,8 +107,9 @@ class MemGraph {
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
-  // Requires ReadLock held. Vertices with versions in dir.
-  size_t vertices(int dir) const { return dirs_[dir].slots.size(); }
+  // Vertices with versions in dir (any thread; a reader may count vertices
+  // of batches newer than its snapshot).
+  size_t vertices(int dir) const { return dirs_[dir].nslots.load(std::memory_order_acquire); }
 
   // Valid after Freeze.
   uint64_t freeze_seq() const { return freeze_seq_; }
@@ -71,12 +117,13 @@ class MemGraph {
   bool has_srcpos() const { return has_srcpos_; }
   const std::string &srcpos() const { return srcpos_; }
 
-  std::shared_lock<std::shared_mutex> ReadLock() const { return std::shared_lock<std::shared_mutex>(mu_); }
-  // Requires ReadLock held. Appends v's versions sorted into run order:
-  // (dst asc, seq desc), and among equal seqs the later op first.
+  // Any thread, no lock. Appends v's versions sorted into run order:
+  // (dst asc, seq desc), and among equal seqs the later op first. Versions
+  // newer than the caller's snapshot may be among them (filter by seq).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
-  // Requires ReadLock held. Up to max sorted vertices of dir in [lo, hi);
-  // *resume is where the next call should start (hi when exhausted).
+  // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
+  // *resume is where the next call should start (hi when exhausted). On an
+  // active MemGraph it may list vertices only newer batches touched.
   void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                     uint64_t *resume) const;
   // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
@@ -86,26 +133,73 @@ class MemGraph {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  static constexpr uint64_t kEmpty = UINT64_MAX;  // never a valid vertex id
   static constexpr uint32_t kInline = 1;
 
-  // One vertex's versions in arrival order: inline while n <= kInline, else
-  // in heap[0..n) with room for cap.
+  // One vertex's versions in arrival order (so with non-decreasing seqs):
+  // inline while heap is null, else in heap[0..n) with room for cap.
+  // Built in place (placement new) in a slot chunk, trivially destructible.
+  // INVARIANT: heap is replaced only by an array that holds every version
+  // of the old one, and is stored (release) before n passes the old
+  // capacity; so with n loaded (acquire) before heap, a null heap means
+  // n <= kInline, and any heap holds versions [0, n).
   struct Slot {
-    uint32_t n = 0;
-    uint32_t cap = kInline;
-    Entry *heap = nullptr;  // Owned by the arena.
+    explicit Slot(uint64_t vertex) : v(vertex) {}
+    const uint64_t v;                       // the vertex
+    std::atomic<uint32_t> n{0};             // versions published
+    uint32_t cap = kInline;                 // writer only
+    std::atomic<Entry *> heap{nullptr};     // owned by the arena
     Entry inl[kInline];
-    const Entry *data() const { return n <= kInline && heap == nullptr ? inl : heap; }
+  };
+  static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
+
+  // Slot i of a direction, in chunks that never move: chunk c holds
+  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
+  class SlotChunks {
+   public:
+    static constexpr int kFirstChunkBits = 10;
+    static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^10 slots
+    // Any thread, for a published i.
+    const Slot &at(uint32_t i) const {
+      int c;
+      size_t off;
+      Locate(i, &c, &off);
+      return chunks_[c].load(std::memory_order_acquire)[off];
+    }
+    // Writer only: slot i, to append to.
+    Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
+    // Writer only: builds slot i (the next one) for v.
+    Slot *Make(uint32_t i, uint64_t v);
+    uint64_t bytes() const { return bytes_; }  // writer only
+
+   private:
+    static void Locate(uint32_t i, int *c, size_t *off) {
+      const uint64_t j = uint64_t(i) + (uint64_t(1) << kFirstChunkBits);
+      const int hb = 63 - __builtin_clzll(j);
+      *c = hb - kFirstChunkBits;
+      *off = static_cast<size_t>(j - (uint64_t(1) << hb));
+    }
+    std::atomic<Slot *> chunks_[kChunks] = {};
+    Mapping maps_[kChunks];  // writer only; freed with the MemGraph
+    uint64_t bytes_ = 0;
+  };
+
+  // Open-addressing map vertex -> slot, of cells holding slot index + 1
+  // (0: empty), compared through the slot's vertex. Never written once
+  // replaced; replaced whole when half full (Grow).
+  struct Table {
+    Mapping cells;  // (mask + 1) uint32 cells
+    uint64_t mask = 0;
+    uint32_t *cell() const { return static_cast<uint32_t *>(cells.get()); }
   };
 
   // Bump allocator for slot arrays. Blocks are mapped directly from the OS
   // and unmapped when the MemGraph dies, so a flushed MemGraph's memory
   // leaves the resident set at once instead of lingering in malloc's heap.
+  // Writer only; arrays, once carved, are never reused or freed (readers
+  // may still be copying from an array its slot has outgrown).
   class Arena {
    public:
     Arena() = default;
-    ~Arena();
     // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
     // MemGraph is not filled by its first block.
     void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
@@ -115,47 +209,60 @@ class MemGraph {
     uint64_t bytes() const { return bytes_; }
 
    private:
-    std::vector<std::pair<void *, size_t>> blocks_;  // (mapping, bytes)
+    std::vector<Mapping> blocks_;
     size_t block_entries_ = (1 << 20) / sizeof(Entry);
     Entry *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
   };
 
-  // Open-addressing map vertex -> slot index. Protected by mu_.
+  // Presence bits of the vertices of one id band ([0] from 0, [1] from
+  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot. Mapped at its
+  // full size (cap_words) up front; words are read and written with
+  // atomic builtins. used (words up to the last set bit) bounds what
+  // VerticesFrom walks. far is set once a vertex of the band lies past the
+  // bits; VerticesFrom then probes past them.
+  struct Band {
+    Mapping words;
+    uint64_t cap_words = 0;
+    std::atomic<uint64_t> used{0};
+    std::atomic<bool> far{false};
+    uint64_t *word() const { return static_cast<uint64_t *>(words.get()); }
+  };
+
   struct Dir {
-    std::vector<uint64_t> keys;
-    std::vector<uint32_t> slot_of;
-    uint64_t mask = 0;
-    std::vector<Slot> slots;
+    // INVARIANT: tables.back() is what table points to; earlier tables
+    // stay mapped (readers may still probe them) until the MemGraph dies.
+    std::atomic<const Table *> table{nullptr};
+    std::vector<std::unique_ptr<Table>> tables;  // writer only
+    uint64_t table_bytes = 0;                    // all tables; writer only
+    SlotChunks slots;
+    std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
     Arena arena;
+    Band bands[2];
     // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
     std::vector<std::pair<uint64_t, uint32_t>> sorted;
-    // Presence bits of the vertices of each id band ([0] from 0, [1] from
-    // GT_HIGH_ID_BASE): bit i of band b is set iff base(b)+i has a slot.
-    // They cover offsets below 64*bits[b].size() (at most kBitmapIds);
-    // far[b] is set once a vertex of band b lies beyond. VerticesFrom walks
-    // them on an active MemGraph instead of probing every id of a range.
-    std::vector<uint64_t> bits[2];
-    bool far[2] = {false, false};
   };
 
   static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
 
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
   void Mark(Dir &d, uint64_t v) const;
-  // VerticesFrom of an active MemGraph without the bitmaps' help.
+  void NewTable(Dir &d, uint64_t cells);
+  // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
+  uint32_t Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const;
+  uint32_t Lookup(const Dir &d, uint64_t v) const;
+  // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
   void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
   const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
-  uint32_t Lookup(const Dir &d, uint64_t v) const;
   void BuildSorted(Dir &d) const;
+  uint64_t ComputeBytes() const;
 
   const bool in_edges_;
   const uint64_t limit_;
-  mutable std::shared_mutex mu_;
   mutable Dir dirs_[2];
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> entries_{0};
@@ -163,10 +270,14 @@ class MemGraph {
   std::atomic<uint64_t> first_seq_{0};
   // Written by the one writer (Store::write_mu_); read after Freeze.
   std::atomic<uint64_t> low_bound_{0}, high_bound_{0};
-  std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq); Protected by mu_.
+  // Writer only until Freeze; read after it (by the flush, which got this
+  // MemGraph from the Version published after Freeze, under Store::mu_).
+  std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq)
   std::string srcpos_;
   bool has_srcpos_ = false;
   uint64_t freeze_seq_ = 0;
+  // Set (release) by Freeze after the last write: a reader that loads it
+  // true (acquire) sees every version.
   std::atomic<bool> frozen_{false};
   mutable std::once_flag sorted_once_[2];
 };
@@ -176,9 +287,9 @@ void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const 
   const Dir &d = SortedDir(dir);
   const size_t n = d.sorted.size();
   for (size_t i = 0; i < n; i++) {
-    if (i + 8 < n) __builtin_prefetch(&d.slots[d.sorted[i + 8].second]);
+    if (i + 8 < n) __builtin_prefetch(&d.slots.at(d.sorted[i + 8].second));
     scratch->clear();
-    CollectSlot(d.slots[d.sorted[i].second], scratch);
+    CollectSlot(d.slots.at(d.sorted[i].second), scratch);
     f(d.sorted[i].first, *scratch);
   }
 }

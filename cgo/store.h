@@ -5,8 +5,8 @@
 // the active and frozen MemGraphs, the L0 files and the segments of each
 // level, per edge direction, plus the vertex-delete map. Flush and compaction
 // build a new Version and swap it in under mu_; a reader takes the current
-// Version (one shared_ptr copy) per call and reads it without locks except
-// the MemGraph's shared lock. A replaced segment is unlinked only when the
+// Version (one shared_ptr copy) per call and reads it without locks, the
+// MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
 // last Version that holds it is gone, so no reader ever sees a missing file,
 // and since a Version swaps the compaction's inputs for its outputs in one
 // step no reader ever sees a vertex's edges twice.

@@ -25,7 +25,6 @@ gt_op Up(uint64_t s, uint64_t d) {
 // Lists the vertices of [lo, hi) through VerticesFrom, following resume.
 std::vector<uint64_t> List(const gt::MemGraph &m, int dir, uint64_t lo, uint64_t hi, size_t max) {
   std::vector<uint64_t> out;
-  auto lock = m.ReadLock();
   for (uint64_t pos = lo; pos < hi;) {
     std::vector<uint64_t> page;
     uint64_t resume = 0;
