@@ -88,21 +88,35 @@ void MemGraph::NewTable(Dir &d, uint64_t cells) {
   auto t = std::make_unique<Table>();
   t->cells = Mapping(cells * sizeof(uint32_t));
   t->mask = cells - 1;
-  // Filled before it is published: the slots are immutable in what a
-  // table looks at (their vertex).
-  uint32_t *c = t->cell();
-  const uint32_t n = d.nslots.load(std::memory_order_relaxed);
-  for (uint32_t si = 0; si < n; si++) {
-    uint64_t i = (HashVertex(d.slots.at(si).v) >> 20) & t->mask;
-    while (c[i] != 0) i = (i + 1) & t->mask;
-    c[i] = si + 1;
-  }
   d.table_bytes += cells * sizeof(uint32_t);
   d.table.store(t.get(), std::memory_order_release);
   d.tables.push_back(std::move(t));
 }
 
-void MemGraph::Grow(Dir &d) { NewTable(d, (d.tables.back()->mask + 1) * 2); }
+void MemGraph::Grow(Dir &d) {
+  Migrate(d, UINT64_MAX);  // never needed: Add migrates faster than tables fill
+  d.old.store(d.tables.back().get(), std::memory_order_release);
+  d.migrated = 0;
+  NewTable(d, (d.tables.back()->mask + 1) * 2);
+}
+
+void MemGraph::Migrate(Dir &d, uint64_t k) {
+  const Table *o = d.old.load(std::memory_order_relaxed);
+  if (o == nullptr) return;
+  Table &t = *d.tables.back();
+  const uint32_t *oc = o->cell();
+  uint32_t *c = t.cell();
+  const uint64_t end = std::min(o->mask + 1, d.migrated + std::min(k, o->mask + 1));
+  for (; d.migrated < end; d.migrated++) {
+    const uint32_t x = oc[d.migrated];
+    if (x == 0) continue;
+    uint64_t i = (HashVertex(d.slots.at(x - 1).v) >> 20) & t.mask;
+    while (c[i] != 0) i = (i + 1) & t.mask;
+    StoreCell(&c[i], x);
+  }
+  // Every cell moved: readers may stop looking in the old table.
+  if (d.migrated == o->mask + 1) d.old.store(nullptr, std::memory_order_release);
+}
 
 uint32_t MemGraph::Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const {
   const uint32_t *c = t.cell();
@@ -121,9 +135,12 @@ uint32_t MemGraph::Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell
 }
 
 uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
+  // table before old: see Dir.
   const Table *t = d.table.load(std::memory_order_acquire);
+  const Table *o = d.old.load(std::memory_order_acquire);
   uint64_t cell;
-  return Find(d, *t, v, &cell);
+  const uint32_t si = Find(d, *t, v, &cell);
+  return si != kNil || o == nullptr ? si : Find(d, *o, v, &cell);
 }
 
 void MemGraph::Mark(Dir &d, uint64_t v) const {
@@ -142,14 +159,19 @@ void MemGraph::Mark(Dir &d, uint64_t v) const {
 }
 
 void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
-  uint64_t cell;
+  uint64_t cell, old_cell;
   uint32_t si = Find(d, *d.tables.back(), v, &cell);
+  if (si == kNil && d.old.load(std::memory_order_relaxed) != nullptr)
+    si = Find(d, *d.old.load(std::memory_order_relaxed), v, &old_cell);
+  // A few cells per write: Grow starts moving the C cells of a half-full
+  // table into one of 2C, and the next Grow comes C/2 new vertices, so at
+  // least C/2 writes, later: by then 4 cells per write have moved all C.
+  Migrate(d, 4);
   if (si == kNil) {
     si = d.nslots.load(std::memory_order_relaxed);
-    if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) {
-      Grow(d);
-      Find(d, *d.tables.back(), v, &cell);
-    }
+    if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) Grow(d);
+    // The probe again: the table changed (Grow, Migrate) since.
+    Find(d, *d.tables.back(), v, &cell);
     d.slots.Make(si, v);
     // Slot built first, then findable, then counted.
     StoreCell(&d.tables.back()->cell()[cell], si + 1);

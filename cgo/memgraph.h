@@ -19,8 +19,10 @@
 //     lives. Slots live in chunks that never move (SlotChunks); a slot's
 //     versions are appended in place, and when an array is full the
 //     versions are copied to one twice as large, the old array staying in
-//     the arena; the hash table is replaced whole when it grows, the old
-//     tables staying mapped; the presence bitmaps are mapped at their full
+//     the arena; the hash table grows into a new one twice as large, into
+//     which the writer moves the old one's cells a few per write
+//     (incremental rehash: no write pays for the whole table), and the old
+//     tables stay mapped; the presence bitmaps are mapped at their full
 //     size up front (pages are only touched where bits are set).
 //   - Everything is published with release stores and read with acquire
 //     loads, in this order: a slot is built before its index enters the
@@ -184,8 +186,9 @@ class MemGraph {
   };
 
   // Open-addressing map vertex -> slot, of cells holding slot index + 1
-  // (0: empty), compared through the slot's vertex. Never written once
-  // replaced; replaced whole when half full (Grow).
+  // (0: empty), compared through the slot's vertex. When half full it is
+  // replaced by an empty table twice as large (Grow), and its cells are
+  // moved there a few per Add (Migrate); it is never written again.
   struct Table {
     Mapping cells;  // (mask + 1) uint32 cells
     uint64_t mask = 0;
@@ -231,10 +234,18 @@ class MemGraph {
   };
 
   struct Dir {
+    // Every vertex with a slot is in table or, while a migration runs, in
+    // old (the table before it, whose cells [0, migrated) have been moved;
+    // a vertex is never in both). A reader loads table before old (both
+    // acquire); Grow stores old before table (release), so a reader that
+    // sees a table sees the old table of that table's migration, or a
+    // later value (null once it is done).
     // INVARIANT: tables.back() is what table points to; earlier tables
     // stay mapped (readers may still probe them) until the MemGraph dies.
     std::atomic<const Table *> table{nullptr};
+    std::atomic<const Table *> old{nullptr};
     std::vector<std::unique_ptr<Table>> tables;  // writer only
+    uint64_t migrated = 0;                       // writer only
     uint64_t table_bytes = 0;                    // all tables; writer only
     SlotChunks slots;
     std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
@@ -249,6 +260,8 @@ class MemGraph {
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
   void Mark(Dir &d, uint64_t v) const;
   void NewTable(Dir &d, uint64_t cells);
+  // Writer only: moves up to k cells of the old table into the current one.
+  void Migrate(Dir &d, uint64_t k);
   // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
   uint32_t Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const;
   uint32_t Lookup(const Dir &d, uint64_t v) const;
