@@ -55,6 +55,11 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), l
 }
 
 Entry *MemGraph::Arena::Alloc(size_t n) {
+  if (n > block_entries_ / 4) {
+    blocks_.emplace_back(n * sizeof(Entry));
+    bytes_ += n * sizeof(Entry);
+    return static_cast<Entry *>(blocks_.back().get());
+  }
   if (n > cap_ - used_) {
     size_t sz = std::max(n, block_entries_);
     blocks_.emplace_back(sz * sizeof(Entry));
@@ -182,19 +187,21 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
   // order (see Slot).
   Slot &s = d.slots.mut(si);
   const uint32_t n = s.n.load(std::memory_order_relaxed);
-  Entry *data = s.heap.load(std::memory_order_relaxed);
-  if (data == nullptr) data = s.inl;
-  if (n == s.cap) {
-    // Move to (or double) an arena array. The old array stays in the arena
-    // until the MemGraph dies: readers may be copying from it.
-    const uint32_t cap = s.cap * 2;
-    Entry *p = d.arena.Alloc(cap);
-    std::copy(data, data + n, p);
-    s.heap.store(p, std::memory_order_release);
-    s.cap = cap;
-    data = p;
+  Entry *at;
+  if (n < kInline) {
+    at = &s.inl[n];
+  } else {
+    Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
+    if (n == s.cap) {
+      // A new block as large as everything before it (nothing is copied).
+      const uint32_t cap = std::min(s.cap, kMaxBlock);
+      h = new (d.arena.Alloc(size_t(cap) + 1)) Block{h, n, cap};
+      s.head.store(h, std::memory_order_release);
+      s.cap += cap;
+    }
+    at = &h->data()[n - h->base];
   }
-  data[n] = Entry{dst, vers, w};
+  *at = Entry{dst, vers, w};
   s.n.store(n + 1, std::memory_order_release);
 }
 
@@ -259,14 +266,19 @@ void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
 
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out) const {
   const size_t start = out->size();
-  // n before heap: see Slot.
+  // n before head: see Slot.
   const uint32_t n = s.n.load(std::memory_order_acquire);
-  const Entry *h = s.heap.load(std::memory_order_acquire);
-  const Entry *p = h != nullptr ? h : s.inl;
+  const Block *blk = s.head.load(std::memory_order_acquire);
   // Newest first, then a stable sort by (dst asc, seq desc): among versions
   // of one batch (equal seq) the later op stays first and wins.
   out->resize(start + n);
-  std::reverse_copy(p, p + n, out->data() + start);
+  Entry *o = out->data() + start;
+  for (; blk != nullptr; blk = blk->prev) {
+    if (blk->base >= n) continue;  // linked after n was read
+    const uint32_t hi = std::min(n, blk->base + blk->cap);
+    o = std::reverse_copy(blk->data(), blk->data() + (hi - blk->base), o);
+  }
+  std::reverse_copy(s.inl, s.inl + std::min(n, kInline), o);
   auto less = [](const Entry &a, const Entry &b) {
     if (a.dst != b.dst) return a.dst < b.dst;
     return VersSeq(a.vers) > VersSeq(b.vers);

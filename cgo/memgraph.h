@@ -4,10 +4,12 @@
 // vertex's versions contiguous, in arrival order. Low-degree vertices (the
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
 // slot itself, which lives in a shared chunk of slots, so they cost no
-// allocation at all; a vertex that outgrows that moves to its own array,
-// carved from an arena and doubled as it grows. A write is one hash probe
-// and one append; versions are sorted once per vertex when they are flushed
-// or read. Contiguous runs make a flush read memory almost sequentially.
+// allocation at all; a vertex that outgrows that goes on in blocks carved
+// from an arena, each as large as all before it, chained: a vertex with n
+// versions has about log2(n) contiguous blocks, and no version is ever
+// copied (a hub's millionth version costs what its second did). A write is
+// one hash probe and one append; versions are sorted once per vertex when
+// they are flushed or read.
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, VerticesFrom, vertices), which take
@@ -17,19 +19,18 @@
 // What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
 //     lives. Slots live in chunks that never move (SlotChunks); a slot's
-//     versions are appended in place, and when an array is full the
-//     versions are copied to one twice as large, the old array staying in
-//     the arena; the hash table grows into a new one twice as large, into
+//     versions are appended in place, in blocks that never move; the hash
+//     table grows into a new one twice as large, into
 //     which the writer moves the old one's cells a few per write
 //     (incremental rehash: no write pays for the whole table), and the old
 //     tables stay mapped; the presence bitmaps are mapped at their full
 //     size up front (pages are only touched where bits are set).
 //   - Everything is published with release stores and read with acquire
 //     loads, in this order: a slot is built before its index enters the
-//     table and before vertices() counts it; a version is written before
-//     the slot's count covers it; a larger array holds every version of
-//     the old one before it replaces it. So a reader sees a prefix of each
-//     slot's versions, in arrival order, and every batch with seq <= its
+//     table and before vertices() counts it; a block is linked before
+//     versions are written to it, and a version is written before the
+//     slot's count covers it. So a reader sees a prefix of each slot's
+//     versions, in arrival order, and every batch with seq <= its
 //     snapshot's (published by the store's release of last_seq_ after
 //     Apply returned) entirely.
 // INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
@@ -137,19 +138,32 @@ class MemGraph {
   static constexpr uint32_t kNil = UINT32_MAX;
   static constexpr uint32_t kInline = 1;
 
+  // Versions [base, base + cap) of a slot, after prev's (the first block's
+  // prev is null: versions [0, kInline) are inline). Carved from the arena:
+  // this header in the space of one Entry, then cap entries. The header is
+  // never changed once the block is linked.
+  struct Block {
+    const Block *prev;
+    uint32_t base, cap;
+    Entry *data() { return reinterpret_cast<Entry *>(this) + 1; }
+    const Entry *data() const { return reinterpret_cast<const Entry *>(this) + 1; }
+  };
+  static_assert(sizeof(Block) <= sizeof(Entry) && alignof(Block) <= alignof(Entry), "a header takes one entry");
+  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+
   // One vertex's versions in arrival order (so with non-decreasing seqs):
-  // inline while heap is null, else in heap[0..n) with room for cap.
+  // [0, kInline) in inl, the rest in the chain of blocks from head.
   // Built in place (placement new) in a slot chunk, trivially destructible.
-  // INVARIANT: heap is replaced only by an array that holds every version
-  // of the old one, and is stored (release) before n passes the old
-  // capacity; so with n loaded (acquire) before heap, a null heap means
-  // n <= kInline, and any heap holds versions [0, n).
+  // INVARIANT: head is set (release) to a new block before n passes the
+  // capacity before it, and a version is never changed once n covers it;
+  // so with n loaded (acquire) before head, the chain from head holds
+  // versions [kInline, n) (a null head means n <= kInline).
   struct Slot {
     explicit Slot(uint64_t vertex) : v(vertex) {}
-    const uint64_t v;                       // the vertex
-    std::atomic<uint32_t> n{0};             // versions published
-    uint32_t cap = kInline;                 // writer only
-    std::atomic<Entry *> heap{nullptr};     // owned by the arena
+    const uint64_t v;                          // the vertex
+    std::atomic<uint32_t> n{0};                // versions published
+    uint32_t cap = kInline;                    // inline and in blocks; writer only
+    std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
     Entry inl[kInline];
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
@@ -195,11 +209,12 @@ class MemGraph {
     uint32_t *cell() const { return static_cast<uint32_t *>(cells.get()); }
   };
 
-  // Bump allocator for slot arrays. Blocks are mapped directly from the OS
-  // and unmapped when the MemGraph dies, so a flushed MemGraph's memory
-  // leaves the resident set at once instead of lingering in malloc's heap.
-  // Writer only; arrays, once carved, are never reused or freed (readers
-  // may still be copying from an array its slot has outgrown).
+  // Bump allocator for version blocks. Memory is mapped directly from the
+  // OS and unmapped when the MemGraph dies, so a flushed MemGraph's memory
+  // leaves the resident set at once instead of lingering in malloc's heap;
+  // a request of more than a quarter of a mapping gets one of its own
+  // (touched page by page as it fills). Writer only; nothing carved is
+  // ever reused or freed.
   class Arena {
    public:
     Arena() = default;
