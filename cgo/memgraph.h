@@ -172,8 +172,8 @@ class MemGraph {
   // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
   class SlotChunks {
    public:
-    static constexpr int kFirstChunkBits = 10;
-    static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^10 slots
+    static constexpr int kFirstChunkBits = 6;  // 3 KiB: a small MemGraph is not filled by its slots
+    static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^6 slots
     // Any thread, for a published i.
     const Slot &at(uint32_t i) const {
       int c;
