@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +76,9 @@ type Phase struct {
 	WriteStalls int64 `json:"write_stalls"`
 	Flushes     int64 `json:"flushes"`
 	Compactions int64 `json:"compactions"`
+	// The machine's 1-minute load average at the phase's end (-1 if
+	// unknown): well above readers+1, other work shared the cores.
+	LoadAvg1m float64 `json:"load_avg_1m"`
 }
 
 // Result is the JSON line the command prints last: the run's settings, the
@@ -228,9 +233,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 		logf("mixed: %d readers: %d batches (%.0f/s), apply p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms; "+
-			"%d scans (%.2f/s, %.0f edges/s); %d write stalls, %d flushes, %d compactions",
+			"%d scans (%.2f/s, %.0f edges/s); %d write stalls, %d flushes, %d compactions; load average %.2f",
 			n, p.Batches, p.BatchesPerSec, p.ApplyP50Ms, p.ApplyP99Ms, p.ApplyP999Ms, p.ApplyMaxMs,
-			p.Scans, p.ScansPerSec, p.ScannedEdgesPerSec, p.WriteStalls, p.Flushes, p.Compactions)
+			p.Scans, p.ScansPerSec, p.ScannedEdgesPerSec, p.WriteStalls, p.Flushes, p.Compactions, p.LoadAvg1m)
 		res.Phases = append(res.Phases, p)
 	}
 	return res, nil
@@ -369,7 +374,25 @@ func runPhase(ctx context.Context, cfg Config, s *engine.Store, m *views.Manager
 	p.WriteStalls = after.WriteStalls - before.WriteStalls
 	p.Flushes = after.Flushes - before.Flushes
 	p.Compactions = after.Compactions - before.Compactions
+	p.LoadAvg1m = loadAvg()
 	return p, nil
+}
+
+// loadAvg is the 1-minute load average from /proc/loadavg, or -1.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	x, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return x
 }
 
 // read takes fresh views until ctx ends, scanning each whole and gathering
