@@ -1,7 +1,7 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
 // Per direction, a hash map gives each vertex a slot; a slot keeps the
-// vertex's versions contiguous, in arrival order. Low-degree vertices (the
+// vertex's versions in arrival order. Low-degree vertices (the
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
 // slot itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
@@ -20,11 +20,12 @@
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
 //     lives. Slots live in chunks that never move (SlotChunks); a slot's
 //     versions are appended in place, in blocks that never move; the hash
-//     table grows into a new one twice as large, into
-//     which the writer moves the old one's cells a few per write
-//     (incremental rehash: no write pays for the whole table), and the old
-//     tables stay mapped; the presence bitmaps are mapped at their full
-//     size up front (pages are only touched where bits are set).
+//     table grows into a new one twice as large, into which the writer
+//     moves the old one's cells a few per write (incremental rehash: no
+//     write pays for the whole table), and the old tables stay mapped
+//     (counted in bytes(): at most as much again as the current one); the
+//     presence bitmaps are mapped at their full size up front (pages are
+//     only touched where bits are set).
 //   - Everything is published with release stores and read with acquire
 //     loads, in this order: a slot is built before its index enters the
 //     table and before vertices() counts it; a block is linked before
