@@ -401,25 +401,24 @@ func (in *Ingester) noteDeadLetterError(err error) {
 // to DeadLetterTimeout (less when a partition is blocked already: the
 // topic is known to be in trouble). It returns, per partition, the first
 // record whose dead letter was not acknowledged: the partition is cut
-// there (see cutAt). It returns ctx's error if ctx ends first.
+// there (see block). The answer to an attempt still in flight then goes
+// to that block (the worker does not try again meanwhile, so that the
+// dead letter is not written twice). It returns ctx's error if ctx ends
+// first.
 func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*dlBlock, error) {
-	type outcome struct {
-		err  error
-		done bool
-	}
-	var mu sync.Mutex
-	outs := make([]outcome, len(dead))
-	left := len(dead)
+	atts := make([]*dlAttempt, len(dead))
+	var left atomic.Int64
+	left.Store(int64(len(dead)))
 	all := make(chan struct{})
 	for i, dr := range dead {
+		a := &dlAttempt{}
+		atts[i] = a
 		in.produceDeadLetter(ctx, dr.r, dr.reason, func(err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if outs[i].done {
+			if late := a.finish(err); late != nil {
+				late(err)
 				return
 			}
-			outs[i] = outcome{err: err, done: true}
-			if left--; left == 0 {
+			if left.Add(-1) == 0 {
 				close(all)
 			}
 		})
@@ -436,28 +435,39 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	cut := map[tp]*dlBlock{}
+	var pending []*dlAttempt
 	for i, dr := range dead {
-		r, o := dr.r, outs[i]
+		r, a := dr.r, atts[i]
 		k := tp{r.Topic, r.Partition}
-		if o.done && o.err == nil {
+		done, err := a.outcome()
+		if done && err == nil {
 			continue
 		}
-		err := o.err
-		if !o.done {
-			err = fmt.Errorf("not acknowledged within %v", wait)
-			// The late answer is dropped: the worker tries again.
-			outs[i].done = true
-		}
-		in.noteDeadLetterError(err)
 		if b := cut[k]; b != nil && b.offset < r.Offset {
 			continue // the partition is cut at an earlier record
 		}
-		cut[k] = &dlBlock{tp: k, offset: r.Offset, epoch: r.LeaderEpoch,
+		b := &dlBlock{tp: k, offset: r.Offset, epoch: r.LeaderEpoch,
 			src:    &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)},
 			reason: dr.reason, size: len(r.Key) + len(r.Value), since: time.Now(), lastErr: err}
+		if !done {
+			b.lastErr = fmt.Errorf("not acknowledged within %v (still trying)", wait)
+			b.running = true
+			pending = append(pending, a)
+			in.cfg.Metrics.DeadLetterFailures.Inc()
+		} else {
+			in.noteDeadLetterError(err)
+		}
+		cut[k] = b
+		a.block = b
+	}
+	// The answers still to come go to their blocks (an attempt whose
+	// record is past its partition's cut is dropped: the record is
+	// consumed again once the partition resumes).
+	for _, a := range pending {
+		if b := a.block; b != nil && cut[b.tp] == b {
+			a.handOver(func(err error) { in.attemptDone(b, err) })
+		}
 	}
 	// Dead letters of a cut partition after its cut record go again once
 	// it resumes: they are not counted here.
@@ -466,12 +476,72 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		if b := cut[tp{r.Topic, r.Partition}]; b != nil && r.Offset >= b.offset {
 			continue
 		}
-		if outs[i].err == nil {
+		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
 			in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
 		}
 	}
 	return cut, nil
+}
+
+// dlAttempt is one poll's attempt to write a dead letter; its answer goes
+// to deadLetter, or, once deadLetter stopped waiting, to late.
+type dlAttempt struct {
+	mu    sync.Mutex
+	done  bool
+	err   error
+	late  func(error)
+	block *dlBlock // the block it belongs to, if its record is cut at
+}
+
+// finish records the answer, or returns the function it goes to.
+func (a *dlAttempt) finish(err error) func(error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.late != nil {
+		return a.late
+	}
+	a.done, a.err = true, err
+	return nil
+}
+
+func (a *dlAttempt) outcome() (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.done, a.err
+}
+
+// handOver sends the answer to late from now on (at once if it came
+// meanwhile).
+func (a *dlAttempt) handOver(late func(error)) {
+	a.mu.Lock()
+	if !a.done {
+		a.late = late
+		a.mu.Unlock()
+		return
+	}
+	err := a.err
+	a.mu.Unlock()
+	late(err)
+}
+
+// attemptDone records the answer to an attempt to write b's dead letter.
+func (in *Ingester) attemptDone(b *dlBlock, err error) {
+	if err != nil {
+		in.noteDeadLetterError(err)
+	}
+	d := in.dl
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b.running = false
+	b.tries++
+	if err == nil {
+		b.acked = true
+		return
+	}
+	b.lastErr = err
+	b.backoff = min(2*max(b.backoff, 50*time.Millisecond), 30*time.Second)
+	b.next = time.Now().Add(b.backoff)
 }
 
 // blocked returns the number of blocked partitions.
@@ -504,8 +574,10 @@ func (in *Ingester) block(bs map[tp]*dlBlock) {
 	pause := map[string][]int32{}
 	d.mu.Lock()
 	for k, b := range bs {
-		b.backoff = 100 * time.Millisecond
-		b.next = time.Now().Add(b.backoff)
+		if b.backoff == 0 {
+			b.backoff = 100 * time.Millisecond
+			b.next = time.Now().Add(b.backoff)
+		}
 		d.blocks[k] = b
 		pause[k.topic] = append(pause[k.topic], k.partition)
 	}
@@ -652,23 +724,7 @@ func (in *Ingester) deadLetterWorker(ctx context.Context) {
 			in.readDeadLetterLimit(ctx)
 		}
 		for _, b := range due {
-			b := b
-			in.produceDeadLetter(ctx, b.src, b.reason, func(err error) {
-				if err != nil {
-					in.noteDeadLetterError(err)
-				}
-				d.mu.Lock()
-				defer d.mu.Unlock()
-				b.running = false
-				b.tries++
-				if err == nil {
-					b.acked = true
-					return
-				}
-				b.lastErr = err
-				b.backoff = min(2*b.backoff, 30*time.Second)
-				b.next = time.Now().Add(b.backoff)
-			})
+			in.produceDeadLetter(ctx, b.src, b.reason, func(err error) { in.attemptDone(b, err) })
 		}
 	}
 }

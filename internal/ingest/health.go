@@ -88,7 +88,7 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 	var errs []error
 	grace := in.cfg.ReadyGrace
 	if d, err := in.health.silence(now); d > grace {
-		msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Round(time.Second), grace, strings.Join(in.cfg.Brokers, ","))
+		msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Truncate(100*time.Millisecond), grace, strings.Join(in.cfg.Brokers, ","))
 		if err != nil {
 			msg += ": last error: " + err.Error()
 		}
@@ -105,7 +105,7 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 	}
 	if s := in.stallSince.Load(); s != 0 {
 		if d := now.Sub(time.Unix(0, s)); d > grace {
-			errs = append(errs, fmt.Errorf("the store has stalled for %v (more than --ready-grace %v): both MemGraphs are full and flushing does not keep up; fetching is paused", d.Round(time.Second), grace))
+			errs = append(errs, fmt.Errorf("the store has stalled for %v (more than --ready-grace %v): both MemGraphs are full and flushing does not keep up; fetching is paused", d.Truncate(100*time.Millisecond), grace))
 		}
 	}
 	return errs

@@ -125,8 +125,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if o.DeadLetterTimeout == 0 {
 		o.DeadLetterTimeout = 10 * time.Second
 	}
-	if o.DeadLetterTimeout < 100*time.Millisecond || o.DeadLetterTimeout > 10*time.Minute {
-		return o, fmt.Errorf("ingest: dead-letter timeout must be between 100ms and 10m, got %v", o.DeadLetterTimeout)
+	if o.DeadLetterTimeout < time.Second || o.DeadLetterTimeout > 10*time.Minute {
+		return o, fmt.Errorf("ingest: dead-letter timeout must be between 1s and 10m, got %v", o.DeadLetterTimeout)
 	}
 	if o.ReadyGrace == 0 {
 		o.ReadyGrace = 30 * time.Second
@@ -640,6 +640,9 @@ func (in *Ingester) assignmentReady() error {
 		if len(ps) > 0 {
 			return nil
 		}
+	}
+	if len(in.lost) > 0 {
+		return nil // healthReasons says they were lost
 	}
 	return fmt.Errorf("no partitions assigned: the other members of consumer group %q hold them all", in.cfg.Group)
 }
