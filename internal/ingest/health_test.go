@@ -132,6 +132,9 @@ func TestDeadLetterNotAcknowledgedPausesOnlyItsPartition(t *testing.T) {
 	if v := testutil.ToFloat64(m.DeadLetterBlocked.WithLabelValues("edges", "1")); v != 1 {
 		t.Errorf("blocked metric of partition 1: %v", v)
 	}
+	if n := in.BufferedFetchBytes(); n < int64(len(poison.Key)+len(poison.Value)) {
+		t.Errorf("BufferedFetchBytes %d does not count the record held for its dead letter", n)
+	}
 	if !strings.Contains(in.Ready().Error(), "not acknowledged within") && !strings.Contains(in.Ready().Error(), "NOT_ENOUGH_REPLICAS") {
 		t.Errorf("Ready does not say why: %v", in.Ready())
 	}
@@ -280,5 +283,89 @@ func TestFetchConfig(t *testing.T) {
 	small := Config{Brokers: c.Brokers, Topics: c.Topics, FetchMaxBytes: 64 << 10}
 	if o, err := small.withDefaults(); err != nil || o.FetchMaxPartitionBytes != 64<<10 {
 		t.Errorf("a small FetchMaxBytes: partition bytes %d, %v", o.FetchMaxPartitionBytes, err)
+	}
+}
+
+// TestFetchBuffersReachTheClient: the Config's fetch buffers are the
+// client's.
+func TestFetchBuffersReachTheClient(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges"},
+		FetchMaxBytes: 8 << 20, FetchMaxPartitionBytes: 256 << 10, MaxConcurrentFetches: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.cl.Close()
+	if v := in.cl.OptValue(kgo.FetchMaxBytes); v != int32(8<<20) {
+		t.Errorf("FetchMaxBytes %v", v)
+	}
+	if v := in.cl.OptValue(kgo.FetchMaxPartitionBytes); v != int32(256<<10) {
+		t.Errorf("FetchMaxPartitionBytes %v", v)
+	}
+	if v := in.cl.OptValue(kgo.MaxConcurrentFetches); v != 2 {
+		t.Errorf("MaxConcurrentFetches %v", v)
+	}
+	if n := in.BufferedFetchBytes(); n != 0 {
+		t.Errorf("BufferedFetchBytes before Run: %d", n)
+	}
+}
+
+// TestDeadLetterPauseOutlivesOtherPauses: a partition paused for its dead
+// letter stays paused when the other reasons to pause (a stall, a
+// conflict) end and fetching of the rest resumes.
+func TestDeadLetterPauseOutlivesOtherPauses(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.cl.Close()
+	in.assigned = map[string][]int32{"edges": {0, 1, 2}}
+	in.block(map[tp]*dlBlock{{"edges", 1}: {tp: tp{"edges", 1}, offset: 7, src: &kgo.Record{}, since: time.Now(), lastErr: errors.New("refused")}})
+	list := func() partitionSet {
+		ps := partitionSet{}
+		for t, xs := range in.cl.PauseFetchPartitions(nil) {
+			for _, p := range xs {
+				ps.add(t, p)
+			}
+		}
+		return ps
+	}
+	if got := list().String(); got != "edges[1]" {
+		t.Fatalf("after the block: paused %s", got)
+	}
+	in.setPaused(pauseStall, true, nil)
+	in.setPaused(pauseConflict, true, nil)
+	if got := list().String(); got != "edges[0,1,2]" {
+		t.Fatalf("stalled and conflicting: paused %s", got)
+	}
+	in.setPaused(pauseStall, false, nil)
+	in.setPaused(pauseConflict, false, nil)
+	if got := list().String(); got != "edges[1]" {
+		t.Fatalf("after the stall and the conflict: paused %s, want the blocked partition only", got)
+	}
+	// The dead letter is written: the partition resumes (unless fetching
+	// is paused for another reason, which then resumes it).
+	in.dl.mu.Lock()
+	in.dl.blocks[tp{"edges", 1}].acked = true
+	in.dl.mu.Unlock()
+	in.setPaused(pauseStall, true, nil)
+	if _, n := in.unblockAcked(Position{"edges": {1: 7}}); n != 1 {
+		t.Fatalf("unblocked %d", n)
+	}
+	if got := list().String(); got != "edges[0,1,2]" {
+		t.Fatalf("unblocked while stalled: paused %s", got)
+	}
+	in.setPaused(pauseStall, false, nil)
+	if got := list().String(); got != "" {
+		t.Fatalf("everything resumed: still paused %s", got)
 	}
 }
