@@ -137,6 +137,13 @@ func (o *serveOptions) Validate() error {
 	if o.flushInterval < 10*time.Millisecond {
 		return fmt.Errorf("--flush-interval must be at least 10ms, got %v", o.flushInterval)
 	}
+	// Zero (options built in code, not from flags): the defaults.
+	if o.dlTimeout == 0 {
+		o.dlTimeout = 10 * time.Second
+	}
+	if o.readyGrace == 0 {
+		o.readyGrace = 30 * time.Second
+	}
 	if o.dlTimeout < time.Second || o.dlTimeout > 10*time.Minute {
 		return fmt.Errorf("--dead-letter-timeout must be between 1s and 10m, got %v", o.dlTimeout)
 	}
