@@ -226,9 +226,8 @@ type dlBlock struct {
 	size   int    // bytes held for the record (key and value)
 	since  time.Time
 
-	// Owned by the dead-letter worker while running is set; the rest
-	// under deadLetters.mu.
-	running bool
+	// The attempts. Protected by deadLetters.mu.
+	running bool  // an attempt is in flight: no other starts
 	acked   bool  // the dead letter is acknowledged: the poll loop unblocks
 	lastErr error // why the last attempt failed
 	next    time.Time
@@ -729,7 +728,7 @@ func (in *Ingester) deadLetterWorker(ctx context.Context) {
 	}
 }
 
-// deadLetterReasons describes the blocked partitions for Ready.
+// reasons describes the blocked partitions for Ready.
 func (d *deadLetters) reasons() []string {
 	if d == nil {
 		return nil

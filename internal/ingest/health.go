@@ -98,7 +98,7 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 	lost := in.lost
 	in.mu.Unlock()
 	if len(lost) > 0 {
-		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group moved on without this member, e.g. after a missed session timeout); waiting for a new assignment", lost))
+		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", lost))
 	}
 	for _, r := range in.dl.reasons() {
 		errs = append(errs, errors.New(r))
