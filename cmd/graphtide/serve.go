@@ -48,6 +48,8 @@ type serveOptions struct {
 	format        string
 	topicFormats  []string
 	deadLetter    string
+	dlTimeout     time.Duration
+	readyGrace    time.Duration
 	flushInterval time.Duration
 	reset         string
 	resetSource   bool
@@ -86,6 +88,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.topicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
 	fs.StringVar(&o.deadLetter, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
+	fs.DurationVar(&o.dlTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
+	fs.DurationVar(&o.readyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
 	fs.DurationVar(&o.flushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.StringVar(&o.reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.resetSource, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
@@ -132,6 +136,19 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.flushInterval < 10*time.Millisecond {
 		return fmt.Errorf("--flush-interval must be at least 10ms, got %v", o.flushInterval)
+	}
+	// Zero (options built in code, not from flags): the defaults.
+	if o.dlTimeout == 0 {
+		o.dlTimeout = 10 * time.Second
+	}
+	if o.readyGrace == 0 {
+		o.readyGrace = 30 * time.Second
+	}
+	if o.dlTimeout < time.Second || o.dlTimeout > 10*time.Minute {
+		return fmt.Errorf("--dead-letter-timeout must be between 1s and 10m, got %v", o.dlTimeout)
+	}
+	if o.readyGrace < 100*time.Millisecond || o.readyGrace > 24*time.Hour {
+		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.readyGrace)
 	}
 	if o.memgraphMiB < 1 || o.memgraphMiB > 65536 {
 		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", o.memgraphMiB)
@@ -284,9 +301,18 @@ Analytics (--analytic, repeatable, or an analytics: list in the config
 file) run beside ingestion on views of the store; monitors' alerts go to
 --alert-topic and are readable over HTTP.
 
+A record that cannot be ingested goes to --dead-letter-topic, cut to fit
+its max.message.bytes if need be (headers give the original size and
+SHA-256). If its dead letter cannot be written, only its partition pauses
+at it until it can; the others go on.
+
 HTTP on --http-addr (default loopback only): the JSON API under /v1
 (stats, degree, neighbors, paths, analytics and alerts; the OpenAPI
 document at /v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
+/readyz answers 503 with the reasons while partitions are not assigned
+or would split the graph, no broker has answered for --ready-grace,
+partitions were lost, a partition waits for its dead letter, or the store
+has stalled for --ready-grace.
 With a bearer token (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
 request needs "Authorization: Bearer <token>"; /metrics, /healthz and
 /readyz stay open. An address beyond loopback is refused without a token;
@@ -431,7 +457,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	}
 	in, err := ingest.New(store, dict, ingest.Config{
 		Brokers: brokers, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
-		DeadLetterTopic: o.deadLetter, FlushInterval: o.flushInterval, ResetPolicy: o.reset,
+		DeadLetterTopic: o.deadLetter, DeadLetterTimeout: o.dlTimeout, ReadyGrace: o.readyGrace,
+		FlushInterval: o.flushInterval, ResetPolicy: o.reset,
 		ResetSourcePosition: o.resetSource, ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
 	})
 	if err != nil {
