@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
@@ -54,7 +56,9 @@ type serveOptions struct {
 	reset         string
 	resetSource   bool
 	httpAddr      string
-	memgraphMiB   int
+	memgraphMiB   int // 0: sized from the memory budget
+	memoryBudget  string
+	plan          budget.Plan // the budget divided (set by Validate)
 	inEdges       bool
 	inEdgesGiven  bool // --in-edges was set (flag, environment or file)
 	embeddedPort  int
@@ -99,7 +103,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fs.DurationVar(&o.httpTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
 	fs.Int64Var(&o.httpPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
-	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
+	fs.StringVar(&o.memoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
+	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 7.5% of --memory-budget)")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.BoolVar(&o.tls, "tls", false, "connect to the brokers with TLS")
@@ -109,7 +114,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.saslPassword, "sasl-password", "", "SASL password (prefer GRAPHTIDE_SASL_PASSWORD)")
 	fs.StringArrayVar(&o.analytics, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.alertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
-	fs.IntVar(&o.logCapacity, "view-log-capacity", 1<<20, "operations the edge log keeps for stream views and analytics (a consumer further behind resyncs)")
+	fs.IntVar(&o.logCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 48 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
 func (o *serveOptions) Validate() error {
@@ -150,8 +155,8 @@ func (o *serveOptions) Validate() error {
 	if o.readyGrace < 100*time.Millisecond || o.readyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.readyGrace)
 	}
-	if o.memgraphMiB < 1 || o.memgraphMiB > 65536 {
-		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", o.memgraphMiB)
+	if o.memgraphMiB < 0 || o.memgraphMiB > 65536 {
+		return fmt.Errorf("--memgraph-mib must be between 1 and 65536 (or 0: sized from --memory-budget), got %d", o.memgraphMiB)
 	}
 	switch o.saslMech {
 	case "", "plain", "scram-sha-256", "scram-sha-512":
@@ -164,8 +169,18 @@ func (o *serveOptions) Validate() error {
 	if o.embeddedPort < 0 || o.embeddedPort > 65535 {
 		return fmt.Errorf("--embedded-port must be between 0 and 65535, got %d", o.embeddedPort)
 	}
-	if o.logCapacity < 1 || o.logCapacity > 1<<30 {
-		return fmt.Errorf("--view-log-capacity must be between 1 and %d, got %d", 1<<30, o.logCapacity)
+	if o.logCapacity < 0 || o.logCapacity > 1<<30 {
+		return fmt.Errorf("--view-log-capacity must be between 1 and %d (or 0: sized from --memory-budget), got %d", 1<<30, o.logCapacity)
+	}
+	if o.memoryBudget == "" {
+		o.memoryBudget = "1GiB"
+	}
+	total, err := budget.Parse(o.memoryBudget)
+	if err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if o.plan, err = budget.Divide(total, budget.Explicit{MemGraphBytes: int64(o.memgraphMiB) << 20, EdgeLogOps: o.logCapacity}); err != nil {
+		return err
 	}
 	if err := o.validateHTTP(); err != nil {
 		return err
@@ -351,13 +366,24 @@ Command line beats environment beats config file.`,
 const embeddedRetentionBytes = 32 << 20
 
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
+	p := o.plan
+	// The Go heap's share of the budget: the runtime collects garbage
+	// harder near it instead of growing past it. A GOMEMLIMIT set in the
+	// environment wins (the runtime read it at start).
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		prev := debug.SetMemoryLimit(p.GoLimit)
+		defer debug.SetMemoryLimit(prev)
+	}
+	log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
+		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
+		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
 	// The data directory first: a damaged one is refused before anything
 	// else starts.
 	var inEdges *bool // as stored unless given
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, InEdges: inEdges, Create: true})
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.plan.MemGraphBytes}, InEdges: inEdges, Create: true})
 	if err != nil {
 		return err
 	}
@@ -414,7 +440,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(o.dir)+", the newest 32 MiB per partition; not for production)", "address", brokers[0])
 		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
 	}
-	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
+	vm, err := views.NewManager(store, views.Config{LogCapacity: o.plan.EdgeLogOps})
 	if err != nil {
 		return err
 	}
@@ -460,10 +486,13 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		DeadLetterTopic: o.deadLetter, DeadLetterTimeout: o.dlTimeout, ReadyGrace: o.readyGrace,
 		FlushInterval: o.flushInterval, ResetPolicy: o.reset,
 		ResetSourcePosition: o.resetSource, ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
+		FetchMaxBytes: o.plan.FetchMaxBytes, MaxConcurrentFetches: o.plan.MaxConcurrentFetches,
 	})
 	if err != nil {
 		return err
 	}
+	reg.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: store, Views: vm,
+		KafkaFetch: in.BufferedFetchBytes}))
 
 	apiSrv, err := api.New(api.Config{
 		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,
