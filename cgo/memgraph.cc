@@ -7,112 +7,206 @@
 namespace gt {
 namespace {
 inline uint64_t HashVertex(uint64_t v) { return v * 0x9E3779B97F4A7C15ull; }
+
+// Cells and bitmap words live in mappings (zero pages until touched), not
+// in C++ objects: they are read and written with the atomic builtins.
+inline uint32_t LoadCell(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void StoreCell(uint32_t *p, uint32_t x) { __atomic_store_n(p, x, __ATOMIC_RELEASE); }
+inline uint64_t LoadWord(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline void StoreWord(uint64_t *p, uint64_t x) { __atomic_store_n(p, x, __ATOMIC_RELAXED); }
 }  // namespace
 
-MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), limit_(limit_bytes) {
-  for (Dir &d : dirs_) {
-    d.keys.assign(1024, kEmpty);
-    d.slot_of.assign(1024, kNil);
-    d.mask = 1023;
-    d.arena.SetBlockBytes(std::min<uint64_t>(1 << 20, std::max<uint64_t>(4096, limit_bytes / 16)));
-  }
-  bytes_.store(2 * 1024 * 12);
+Mapping::Mapping(size_t bytes) : bytes_(bytes) {
+  void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  p_ = m;
 }
 
+Mapping::~Mapping() {
+  if (p_ != nullptr) ::munmap(p_, bytes_);
+}
 
-MemGraph::Arena::~Arena() {
-  for (auto &b : blocks_) ::munmap(b.first, b.second);
+Mapping &Mapping::operator=(Mapping &&o) noexcept {
+  if (this != &o) {
+    if (p_ != nullptr) ::munmap(p_, bytes_);
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), limit_(limit_bytes) {
+  // A bitmap may take at most 1/16 of the MemGraph's budget (and covers at
+  // most kBitmapIds ids), so that sparse ids cannot fill a MemGraph with
+  // bits: vertices past it are found by probing.
+  const uint64_t cap_words = std::min<uint64_t>(kBitmapIds / 64, std::max<uint64_t>(limit_bytes / 16 / 8, 64));
+  for (int k = 0; k < (in_edges ? 2 : 1); k++) {
+    Dir &d = dirs_[k];
+    NewTable(d, 1024);
+    d.arena.SetBlockBytes(std::min<uint64_t>(1 << 20, std::max<uint64_t>(4096, limit_bytes / 16)));
+    for (Band &b : d.bands) {
+      b.words = Mapping(cap_words * sizeof(uint64_t));
+      b.cap_words = cap_words;
+    }
+  }
+  bytes_.store(ComputeBytes());
 }
 
 Entry *MemGraph::Arena::Alloc(size_t n) {
+  if (n > block_entries_ / 4) {
+    blocks_.emplace_back(n * sizeof(Entry));
+    bytes_ += n * sizeof(Entry);
+    return static_cast<Entry *>(blocks_.back().get());
+  }
   if (n > cap_ - used_) {
     size_t sz = std::max(n, block_entries_);
-    size_t bytes = sz * sizeof(Entry);
-    void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    blocks_.emplace_back(m, bytes);
-    cur_ = static_cast<Entry *>(m);
+    blocks_.emplace_back(sz * sizeof(Entry));
+    cur_ = static_cast<Entry *>(blocks_.back().get());
     used_ = 0;
     cap_ = sz;
-    bytes_ += bytes;
+    bytes_ += sz * sizeof(Entry);
   }
   Entry *p = cur_ + used_;
   used_ += n;
   return p;
 }
 
-uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
-  uint64_t i = (HashVertex(v) >> 20) & d.mask;
-  for (;;) {
-    uint64_t k = d.keys[i];
-    if (k == v) return d.slot_of[i];
-    if (k == kEmpty) return kNil;
-    i = (i + 1) & d.mask;
+MemGraph::Slot *MemGraph::SlotChunks::Make(uint32_t i, uint64_t v) {
+  int c;
+  size_t off;
+  Locate(i, &c, &off);
+  Slot *chunk = chunks_[c].load(std::memory_order_relaxed);
+  if (chunk == nullptr) {
+    const size_t n = size_t(1) << (kFirstChunkBits + c);
+    maps_[c] = Mapping(n * sizeof(Slot));
+    bytes_ += n * sizeof(Slot);
+    chunk = static_cast<Slot *>(maps_[c].get());
+    // Published before any slot of it (the slot's index is released later).
+    chunks_[c].store(chunk, std::memory_order_release);
   }
+  return new (&chunk[off]) Slot(v);
+}
+
+void MemGraph::NewTable(Dir &d, uint64_t cells) {
+  auto t = std::make_unique<Table>();
+  t->cells = Mapping(cells * sizeof(uint32_t));
+  t->mask = cells - 1;
+  d.table_bytes += cells * sizeof(uint32_t);
+  d.table.store(t.get(), std::memory_order_release);
+  d.tables.push_back(std::move(t));
 }
 
 void MemGraph::Grow(Dir &d) {
-  std::vector<uint64_t> keys(d.keys.size() * 2, kEmpty);
-  std::vector<uint32_t> slot_of(d.keys.size() * 2, kNil);
-  uint64_t mask = keys.size() - 1;
-  for (size_t j = 0; j < d.keys.size(); j++) {
-    if (d.keys[j] == kEmpty) continue;
-    uint64_t i = (HashVertex(d.keys[j]) >> 20) & mask;
-    while (keys[i] != kEmpty) i = (i + 1) & mask;
-    keys[i] = d.keys[j];
-    slot_of[i] = d.slot_of[j];
+  Migrate(d, UINT64_MAX);  // never needed: Add migrates faster than tables fill
+  d.old.store(d.tables.back().get(), std::memory_order_release);
+  d.migrated = 0;
+  NewTable(d, (d.tables.back()->mask + 1) * 2);
+}
+
+void MemGraph::Migrate(Dir &d, uint64_t k) {
+  const Table *o = d.old.load(std::memory_order_relaxed);
+  if (o == nullptr) return;
+  Table &t = *d.tables.back();
+  const uint32_t *oc = o->cell();
+  uint32_t *c = t.cell();
+  const uint64_t end = std::min(o->mask + 1, d.migrated + std::min(k, o->mask + 1));
+  for (; d.migrated < end; d.migrated++) {
+    const uint32_t x = oc[d.migrated];
+    if (x == 0) continue;
+    uint64_t i = (HashVertex(d.slots.at(x - 1).v) >> 20) & t.mask;
+    while (c[i] != 0) i = (i + 1) & t.mask;
+    StoreCell(&c[i], x);
   }
-  d.keys.swap(keys);
-  d.slot_of.swap(slot_of);
-  d.mask = mask;
+  // Every cell moved: readers may stop looking in the old table.
+  if (d.migrated == o->mask + 1) d.old.store(nullptr, std::memory_order_release);
+}
+
+uint32_t MemGraph::Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const {
+  const uint32_t *c = t.cell();
+  uint64_t i = (HashVertex(v) >> 20) & t.mask;
+  for (;;) {
+    const uint32_t x = LoadCell(&c[i]);
+    if (x == 0) break;
+    if (d.slots.at(x - 1).v == v) {
+      *cell = i;
+      return x - 1;
+    }
+    i = (i + 1) & t.mask;
+  }
+  *cell = i;
+  return kNil;
+}
+
+uint32_t MemGraph::Lookup(const Dir &d, uint64_t v) const {
+  // table before old: see Dir.
+  const Table *t = d.table.load(std::memory_order_acquire);
+  const Table *o = d.old.load(std::memory_order_acquire);
+  uint64_t cell;
+  const uint32_t si = Find(d, *t, v, &cell);
+  return si != kNil || o == nullptr ? si : Find(d, *o, v, &cell);
 }
 
 void MemGraph::Mark(Dir &d, uint64_t v) const {
   const int b = v >= GT_HIGH_ID_BASE ? 1 : 0;
   const uint64_t off = v - (b ? GT_HIGH_ID_BASE : 0);
-  // A bitmap may take at most 1/16 of the MemGraph's budget (and covers at
-  // most kBitmapIds ids), so that sparse ids cannot fill a MemGraph with
-  // bits: vertices past it are found by probing.
-  const uint64_t cap_words = std::min<uint64_t>(kBitmapIds / 64, std::max<uint64_t>(limit_ / 16 / 8, 64));
-  if (off / 64 >= cap_words) {
-    d.far[b] = true;
+  Band &band = d.bands[b];
+  if (off / 64 >= band.cap_words) {
+    band.far.store(true, std::memory_order_release);
     return;
   }
-  std::vector<uint64_t> &bits = d.bits[b];
-  // INVARIANT: bits never covers offsets at or past cap_words*64, so every
-  // vertex with far set lies past what VerticesFrom walks in the bitmap.
-  if (off / 64 >= bits.size())
-    bits.resize(std::min<size_t>(std::max<size_t>(off / 64 + 1, bits.size() * 2), cap_words), 0);
-  bits[off / 64] |= uint64_t(1) << (off % 64);
+  uint64_t *w = &band.word()[off / 64];
+  StoreWord(w, LoadWord(w) | uint64_t(1) << (off % 64));
+  // INVARIANT: every set bit lies below 64*used, and used never passes
+  // cap_words, so every vertex past the bits has far set.
+  if (off / 64 + 1 > band.used.load(std::memory_order_relaxed)) band.used.store(off / 64 + 1, std::memory_order_release);
 }
 
 void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
-  if ((d.slots.size() + 1) * 2 > d.keys.size()) Grow(d);
-  uint64_t i = (HashVertex(v) >> 20) & d.mask;
-  while (d.keys[i] != v && d.keys[i] != kEmpty) i = (i + 1) & d.mask;
-  if (d.keys[i] == kEmpty) {
-    d.keys[i] = v;
-    d.slot_of[i] = static_cast<uint32_t>(d.slots.size());
-    d.slots.emplace_back();
+  uint64_t cell, old_cell;
+  uint32_t si = Find(d, *d.tables.back(), v, &cell);
+  if (si == kNil && d.old.load(std::memory_order_relaxed) != nullptr)
+    si = Find(d, *d.old.load(std::memory_order_relaxed), v, &old_cell);
+  // A few cells per write: Grow starts moving the C cells of a half-full
+  // table into one of 2C, and the next Grow comes C/2 new vertices, so at
+  // least C/2 writes, later: by then 4 cells per write have moved all C.
+  Migrate(d, 4);
+  if (si == kNil) {
+    si = d.nslots.load(std::memory_order_relaxed);
+    if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) Grow(d);
+    // The probe again: the table changed (Grow, Migrate) since.
+    Find(d, *d.tables.back(), v, &cell);
+    d.slots.Make(si, v);
+    // Slot built first, then findable, then counted.
+    StoreCell(&d.tables.back()->cell()[cell], si + 1);
+    d.nslots.store(si + 1, std::memory_order_release);
     Mark(d, v);
   }
-  Slot &s = d.slots[d.slot_of[i]];
-  if (s.n == s.cap) {
-    // Move to (or double) an arena array. The old array stays in the arena
-    // until the MemGraph dies; readers hold mu_ shared, so none sees it move.
-    uint32_t cap = s.cap * 2;
-    Entry *p = d.arena.Alloc(cap);
-    std::copy(s.data(), s.data() + s.n, p);
-    s.heap = p;
-    s.cap = cap;
+  // Readers may be copying this slot's versions: change it in publication
+  // order (see Slot).
+  Slot &s = d.slots.mut(si);
+  const uint32_t n = s.n.load(std::memory_order_relaxed);
+  Entry *at;
+  if (n < kInline) {
+    at = &s.inl[n];
+  } else {
+    Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
+    if (n == s.cap) {
+      // A new block as large as everything before it (nothing is copied).
+      const uint32_t cap = std::min(s.cap, kMaxBlock);
+      h = new (d.arena.Alloc(size_t(cap) + 1)) Block{h, n, cap};
+      s.head.store(h, std::memory_order_release);
+      s.cap += cap;
+    }
+    at = &h->data()[n - h->base];
   }
-  Entry *dstp = s.heap ? s.heap : s.inl;
-  dstp[s.n++] = Entry{dst, vers, w};
+  *at = Entry{dst, vers, w};
+  s.n.store(n + 1, std::memory_order_release);
 }
 
 void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
                      const uint8_t *srcpos, size_t srcpos_len) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
   uint64_t added = 0;
   for (size_t k = 0; k < n; k++) {
     if (!skip.empty() && skip[k]) continue;
@@ -144,34 +238,47 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
   }
   entries_.fetch_add(added, std::memory_order_relaxed);
   if (batches_.fetch_add(1, std::memory_order_relaxed) == 0) first_seq_.store(seq, std::memory_order_relaxed);
-  // Everything the MemGraph holds, capacities included, so that it freezes
-  // at its configured size of real memory.
+  bytes_.store(ComputeBytes(), std::memory_order_relaxed);
+}
+
+// Everything the MemGraph holds, capacities and outgrown tables included,
+// so that it freezes at its configured size of real memory. Writer only.
+uint64_t MemGraph::ComputeBytes() const {
   uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();
-  for (const Dir &d : dirs_)
-    b += d.keys.capacity() * sizeof(uint64_t) + d.slot_of.capacity() * sizeof(uint32_t) +
-         d.slots.capacity() * sizeof(Slot) + d.arena.bytes() +
-         (d.bits[0].capacity() + d.bits[1].capacity()) * sizeof(uint64_t);
-  bytes_.store(b, std::memory_order_relaxed);
+  for (const Dir &d : dirs_) {
+    b += d.table_bytes + d.slots.bytes() + d.arena.bytes();
+    for (const Band &band : d.bands) b += band.used.load(std::memory_order_relaxed) * sizeof(uint64_t);
+  }
+  return b;
 }
 
 void MemGraph::Freeze(uint64_t freeze_seq) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
   freeze_seq_ = freeze_seq;
-  frozen_.store(true);
+  frozen_.store(true, std::memory_order_release);
 }
 
 void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
   const Dir &d = dirs_[dir];
+  if (d.table.load(std::memory_order_acquire) == nullptr) return;  // a direction not kept
   uint32_t si = Lookup(d, v);
-  if (si != kNil) CollectSlot(d.slots[si], out);
+  if (si != kNil) CollectSlot(d.slots.at(si), out);
 }
 
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out) const {
   const size_t start = out->size();
-  const Entry *p = s.data();
+  // n before head: see Slot.
+  const uint32_t n = s.n.load(std::memory_order_acquire);
+  const Block *blk = s.head.load(std::memory_order_acquire);
   // Newest first, then a stable sort by (dst asc, seq desc): among versions
   // of one batch (equal seq) the later op stays first and wins.
-  for (uint32_t i = s.n; i > 0; i--) out->push_back(p[i - 1]);
+  out->resize(start + n);
+  Entry *o = out->data() + start;
+  for (; blk != nullptr; blk = blk->prev) {
+    if (blk->base >= n) continue;  // linked after n was read
+    const uint32_t hi = std::min(n, blk->base + blk->cap);
+    o = std::reverse_copy(blk->data(), blk->data() + (hi - blk->base), o);
+  }
+  std::reverse_copy(s.inl, s.inl + std::min(n, kInline), o);
   auto less = [](const Entry &a, const Entry &b) {
     if (a.dst != b.dst) return a.dst < b.dst;
     return VersSeq(a.vers) > VersSeq(b.vers);
@@ -199,18 +306,18 @@ const MemGraph::Dir &MemGraph::SortedDir(int dir) const {
 }
 
 void MemGraph::BuildSorted(Dir &d) const {
-  d.sorted.reserve(d.slots.size());
-  for (size_t i = 0; i < d.keys.size(); i++)
-    if (d.keys[i] != kEmpty) d.sorted.emplace_back(d.keys[i], d.slot_of[i]);
+  const uint32_t n = d.nslots.load(std::memory_order_acquire);
+  d.sorted.reserve(n);
+  for (uint32_t si = 0; si < n; si++) d.sorted.emplace_back(d.slots.at(si).v, si);
   std::sort(d.sorted.begin(), d.sorted.end());
 }
 
 void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                             uint64_t *resume) const {
-  Dir &d = dirs_[dir];
+  const Dir &d = dirs_[dir];
   *resume = hi;
-  if (hi <= lo || d.slots.empty() || max == 0) return;
-  if (frozen_.load()) {
+  if (hi <= lo || d.nslots.load(std::memory_order_acquire) == 0 || max == 0) return;
+  if (frozen_.load(std::memory_order_acquire)) {
     SortedDir(dir);
     auto key = [](const std::pair<uint64_t, uint32_t> &p, uint64_t x) { return p.first < x; };
     auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo, key);
@@ -230,12 +337,14 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
     if (pos >= band_end) continue;
     pos = std::max(pos, base);
     const uint64_t end = std::min(hi, band_end);
-    const std::vector<uint64_t> &bits = d.bits[band];
-    const uint64_t covered = base + 64 * bits.size();
+    const Band &bd = d.bands[band];
+    // used before the words it covers (acquire: see Mark).
+    const uint64_t covered = base + 64 * bd.used.load(std::memory_order_acquire);
+    const uint64_t *bits = bd.word();
     if (pos < covered && pos < end) {
       const uint64_t stop = std::min(end, covered);
       for (uint64_t w = (pos - base) / 64; w <= (stop - 1 - base) / 64; w++) {
-        uint64_t word = bits[w];
+        uint64_t word = LoadWord(&bits[w]);
         const uint64_t first = base + w * 64;
         if (first < pos) word &= ~uint64_t(0) << (pos - first);
         if (stop - first < 64) word &= (uint64_t(1) << (stop - first)) - 1;
@@ -251,7 +360,9 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
       }
       pos = stop;
     }
-    if (pos < end && d.far[band]) {
+    // No vertex lies between the used words and the bitmap's end.
+    pos = std::max(pos, std::min(end, base + 64 * bd.cap_words));
+    if (pos < end && bd.far.load(std::memory_order_acquire)) {
       const size_t before = out->size();
       ProbeVerticesFrom(d, pos, end, max - before, out, resume);
       if (*resume < end) return;
@@ -264,8 +375,9 @@ void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::
 void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                                  uint64_t *resume) const {
   *resume = hi;
+  const uint32_t n = d.nslots.load(std::memory_order_acquire);
   constexpr uint64_t kWindow = 1 << 16;
-  if (hi - lo <= 4 * d.slots.size() + kWindow) {
+  if (hi - lo <= 4 * uint64_t(n) + kWindow) {
     uint64_t end = hi - lo > kWindow ? lo + kWindow : hi;
     for (uint64_t v = lo; v < end; v++)
       if (Lookup(d, v) != kNil) out->push_back(v);
@@ -273,8 +385,10 @@ void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t 
     return;
   }
   std::vector<uint64_t> all;
-  for (uint64_t k : d.keys)
-    if (k != kEmpty && k >= lo && k < hi) all.push_back(k);
+  for (uint32_t si = 0; si < n; si++) {
+    const uint64_t v = d.slots.at(si).v;
+    if (v >= lo && v < hi) all.push_back(v);
+  }
   std::sort(all.begin(), all.end());
   if (all.size() > max) {
     all.resize(max);

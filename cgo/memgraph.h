@@ -1,27 +1,52 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
 // Per direction, a hash map gives each vertex a slot; a slot keeps the
-// vertex's versions contiguous, in arrival order. Low-degree vertices (the
+// vertex's versions in arrival order. Low-degree vertices (the
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
-// slot itself, which lives in one shared slot array, so they cost no
-// allocation at all; a vertex that outgrows that moves to its own array,
-// carved from an arena and doubled as it grows. A write is one hash probe
-// and one append; versions are sorted once per vertex when they are flushed
-// or read. Contiguous runs make a flush read memory almost sequentially.
+// slot itself, which lives in a shared chunk of slots, so they cost no
+// allocation at all; a vertex that outgrows that goes on in blocks carved
+// from an arena, each as large as all before it, chained: a vertex with n
+// versions has about log2(n) contiguous blocks, and no version is ever
+// copied (a hub's millionth version costs what its second did). A write is
+// one hash probe and one append; versions are sorted once per vertex when
+// they are flushed or read.
 //
-// Concurrency: Apply takes mu_ exclusively for a whole batch; readers take it
-// shared (ReadLock) for as long as they look. Versions newer than a reader's
-// snapshot are filtered by seq, so readers never wait longer than one batch.
+// Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
+// and any number of readers (Collect, VerticesFrom, vertices), which take
+// no lock at all, as LSMGraph's MemGraph readers (section 4.3): a reader
+// filters versions by its snapshot's seq, so what the writer appends
+// meanwhile is invisible to it, and the writer never waits for a reader.
+// What makes that safe:
+//   - Nothing a reader can reach is ever moved or freed while the MemGraph
+//     lives. Slots live in chunks that never move (SlotChunks); a slot's
+//     versions are appended in place, in blocks that never move; the hash
+//     table grows into a new one twice as large, into which the writer
+//     moves the old one's cells a few per write (incremental rehash: no
+//     write pays for the whole table), and the old tables stay mapped
+//     (counted in bytes(): at most as much again as the current one); the
+//     presence bitmaps are mapped at their full size up front (pages are
+//     only touched where bits are set).
+//   - Everything is published with release stores and read with acquire
+//     loads, in this order: a slot is built before its index enters the
+//     table and before vertices() counts it; a block is linked before
+//     versions are written to it, and a version is written before the
+//     slot's count covers it. So a reader sees a prefix of each slot's
+//     versions, in arrival order, and every batch with seq <= its
+//     snapshot's (published by the store's release of last_seq_ after
+//     Apply returned) entirely.
+// INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
+// Collect and VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
 // INVARIANT: a frozen MemGraph is never written again.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,6 +54,29 @@
 #include "graphtide.h"
 
 namespace gt {
+
+// Zero-filled anonymous memory mapped from the OS and unmapped when this
+// dies: pages cost resident memory only once touched, and leave the
+// resident set at once when unmapped (not lingering in malloc's heap).
+class Mapping {
+ public:
+  Mapping() = default;
+  explicit Mapping(size_t bytes);  // throws std::bad_alloc if the OS refuses
+  ~Mapping();
+  Mapping(Mapping &&o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  Mapping &operator=(Mapping &&o) noexcept;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  void *get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 class MemGraph {
  public:
@@ -38,9 +86,10 @@ class MemGraph {
 
   // Appends the batch with sequence number seq. skip (may be empty) marks ops
   // superseded by a later vertex delete of the same batch.
-  // Caller serializes writers (Store::write_mu_).
+  // Writer only (Store::write_mu_); runs beside readers, never waits for them.
   void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
              const uint8_t *srcpos, size_t srcpos_len);
+  // Writer only. After it, nothing writes this MemGraph again.
   void Freeze(uint64_t freeze_seq);
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
   // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
@@ -62,8 +111,9 @@ class MemGraph {
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
-  // Requires ReadLock held. Vertices with versions in dir.
-  size_t vertices(int dir) const { return dirs_[dir].slots.size(); }
+  // Vertices with versions in dir (any thread; a reader may count vertices
+  // of batches newer than its snapshot).
+  size_t vertices(int dir) const { return dirs_[dir].nslots.load(std::memory_order_acquire); }
 
   // Valid after Freeze.
   uint64_t freeze_seq() const { return freeze_seq_; }
@@ -71,12 +121,13 @@ class MemGraph {
   bool has_srcpos() const { return has_srcpos_; }
   const std::string &srcpos() const { return srcpos_; }
 
-  std::shared_lock<std::shared_mutex> ReadLock() const { return std::shared_lock<std::shared_mutex>(mu_); }
-  // Requires ReadLock held. Appends v's versions sorted into run order:
-  // (dst asc, seq desc), and among equal seqs the later op first.
+  // Any thread, no lock. Appends v's versions sorted into run order:
+  // (dst asc, seq desc), and among equal seqs the later op first. Versions
+  // newer than the caller's snapshot may be among them (filter by seq).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
-  // Requires ReadLock held. Up to max sorted vertices of dir in [lo, hi);
-  // *resume is where the next call should start (hi when exhausted).
+  // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
+  // *resume is where the next call should start (hi when exhausted). On an
+  // active MemGraph it may list vertices only newer batches touched.
   void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                     uint64_t *resume) const;
   // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
@@ -86,26 +137,88 @@ class MemGraph {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  static constexpr uint64_t kEmpty = UINT64_MAX;  // never a valid vertex id
   static constexpr uint32_t kInline = 1;
 
-  // One vertex's versions in arrival order: inline while n <= kInline, else
-  // in heap[0..n) with room for cap.
+  // Versions [base, base + cap) of a slot, after prev's (the first block's
+  // prev is null: versions [0, kInline) are inline). Carved from the arena:
+  // this header in the space of one Entry, then cap entries. The header is
+  // never changed once the block is linked.
+  struct Block {
+    const Block *prev;
+    uint32_t base, cap;
+    Entry *data() { return reinterpret_cast<Entry *>(this) + 1; }
+    const Entry *data() const { return reinterpret_cast<const Entry *>(this) + 1; }
+  };
+  static_assert(sizeof(Block) <= sizeof(Entry) && alignof(Block) <= alignof(Entry), "a header takes one entry");
+  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+
+  // One vertex's versions in arrival order (so with non-decreasing seqs):
+  // [0, kInline) in inl, the rest in the chain of blocks from head.
+  // Built in place (placement new) in a slot chunk, trivially destructible.
+  // INVARIANT: head is set (release) to a new block before n passes the
+  // capacity before it, and a version is never changed once n covers it;
+  // so with n loaded (acquire) before head, the chain from head holds
+  // versions [kInline, n) (a null head means n <= kInline).
   struct Slot {
-    uint32_t n = 0;
-    uint32_t cap = kInline;
-    Entry *heap = nullptr;  // Owned by the arena.
+    explicit Slot(uint64_t vertex) : v(vertex) {}
+    const uint64_t v;                          // the vertex
+    std::atomic<uint32_t> n{0};                // versions published
+    uint32_t cap = kInline;                    // inline and in blocks; writer only
+    std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
     Entry inl[kInline];
-    const Entry *data() const { return n <= kInline && heap == nullptr ? inl : heap; }
+  };
+  static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
+
+  // Slot i of a direction, in chunks that never move: chunk c holds
+  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
+  class SlotChunks {
+   public:
+    static constexpr int kFirstChunkBits = 6;  // 3 KiB: a small MemGraph is not filled by its slots
+    static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^6 slots
+    // Any thread, for a published i.
+    const Slot &at(uint32_t i) const {
+      int c;
+      size_t off;
+      Locate(i, &c, &off);
+      return chunks_[c].load(std::memory_order_acquire)[off];
+    }
+    // Writer only: slot i, to append to.
+    Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
+    // Writer only: builds slot i (the next one) for v.
+    Slot *Make(uint32_t i, uint64_t v);
+    uint64_t bytes() const { return bytes_; }  // writer only
+
+   private:
+    static void Locate(uint32_t i, int *c, size_t *off) {
+      const uint64_t j = uint64_t(i) + (uint64_t(1) << kFirstChunkBits);
+      const int hb = 63 - __builtin_clzll(j);
+      *c = hb - kFirstChunkBits;
+      *off = static_cast<size_t>(j - (uint64_t(1) << hb));
+    }
+    std::atomic<Slot *> chunks_[kChunks] = {};
+    Mapping maps_[kChunks];  // writer only; freed with the MemGraph
+    uint64_t bytes_ = 0;
   };
 
-  // Bump allocator for slot arrays. Blocks are mapped directly from the OS
-  // and unmapped when the MemGraph dies, so a flushed MemGraph's memory
-  // leaves the resident set at once instead of lingering in malloc's heap.
+  // Open-addressing map vertex -> slot, of cells holding slot index + 1
+  // (0: empty), compared through the slot's vertex. When half full it is
+  // replaced by an empty table twice as large (Grow), and its cells are
+  // moved there a few per Add (Migrate); it is never written again.
+  struct Table {
+    Mapping cells;  // (mask + 1) uint32 cells
+    uint64_t mask = 0;
+    uint32_t *cell() const { return static_cast<uint32_t *>(cells.get()); }
+  };
+
+  // Bump allocator for version blocks. Memory is mapped directly from the
+  // OS and unmapped when the MemGraph dies, so a flushed MemGraph's memory
+  // leaves the resident set at once instead of lingering in malloc's heap;
+  // a request of more than a quarter of a mapping gets one of its own
+  // (touched page by page as it fills). Writer only; nothing carved is
+  // ever reused or freed.
   class Arena {
    public:
     Arena() = default;
-    ~Arena();
     // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
     // MemGraph is not filled by its first block.
     void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
@@ -115,47 +228,70 @@ class MemGraph {
     uint64_t bytes() const { return bytes_; }
 
    private:
-    std::vector<std::pair<void *, size_t>> blocks_;  // (mapping, bytes)
+    std::vector<Mapping> blocks_;
     size_t block_entries_ = (1 << 20) / sizeof(Entry);
     Entry *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
   };
 
-  // Open-addressing map vertex -> slot index. Protected by mu_.
+  // Presence bits of the vertices of one id band ([0] from 0, [1] from
+  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot. Mapped at its
+  // full size (cap_words) up front; words are read and written with
+  // atomic builtins. used (words up to the last set bit) bounds what
+  // VerticesFrom walks. far is set once a vertex of the band lies past the
+  // bits; VerticesFrom then probes past them.
+  struct Band {
+    Mapping words;
+    uint64_t cap_words = 0;
+    std::atomic<uint64_t> used{0};
+    std::atomic<bool> far{false};
+    uint64_t *word() const { return static_cast<uint64_t *>(words.get()); }
+  };
+
   struct Dir {
-    std::vector<uint64_t> keys;
-    std::vector<uint32_t> slot_of;
-    uint64_t mask = 0;
-    std::vector<Slot> slots;
+    // Every vertex with a slot is in table or, while a migration runs, in
+    // old (the table before it, whose cells [0, migrated) have been moved;
+    // a vertex is never in both). A reader loads table before old (both
+    // acquire); Grow stores old before table (release), so a reader that
+    // sees a table sees the old table of that table's migration, or a
+    // later value (null once it is done).
+    // INVARIANT: tables.back() is what table points to; earlier tables
+    // stay mapped (readers may still probe them) until the MemGraph dies.
+    std::atomic<const Table *> table{nullptr};
+    std::atomic<const Table *> old{nullptr};
+    std::vector<std::unique_ptr<Table>> tables;  // writer only
+    uint64_t migrated = 0;                       // writer only
+    uint64_t table_bytes = 0;                    // all tables; writer only
+    SlotChunks slots;
+    std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
     Arena arena;
+    Band bands[2];
     // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
     std::vector<std::pair<uint64_t, uint32_t>> sorted;
-    // Presence bits of the vertices of each id band ([0] from 0, [1] from
-    // GT_HIGH_ID_BASE): bit i of band b is set iff base(b)+i has a slot.
-    // They cover offsets below 64*bits[b].size() (at most kBitmapIds);
-    // far[b] is set once a vertex of band b lies beyond. VerticesFrom walks
-    // them on an active MemGraph instead of probing every id of a range.
-    std::vector<uint64_t> bits[2];
-    bool far[2] = {false, false};
   };
 
   static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
 
   void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
   void Mark(Dir &d, uint64_t v) const;
-  // VerticesFrom of an active MemGraph without the bitmaps' help.
+  void NewTable(Dir &d, uint64_t cells);
+  // Writer only: moves up to k cells of the old table into the current one.
+  void Migrate(Dir &d, uint64_t k);
+  // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
+  uint32_t Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const;
+  uint32_t Lookup(const Dir &d, uint64_t v) const;
+  // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
   void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
   const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
-  uint32_t Lookup(const Dir &d, uint64_t v) const;
   void BuildSorted(Dir &d) const;
+  uint64_t ComputeBytes() const;
 
   const bool in_edges_;
   const uint64_t limit_;
-  mutable std::shared_mutex mu_;
   mutable Dir dirs_[2];
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> entries_{0};
@@ -163,10 +299,14 @@ class MemGraph {
   std::atomic<uint64_t> first_seq_{0};
   // Written by the one writer (Store::write_mu_); read after Freeze.
   std::atomic<uint64_t> low_bound_{0}, high_bound_{0};
-  std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq); Protected by mu_.
+  // Writer only until Freeze; read after it (by the flush, which got this
+  // MemGraph from the Version published after Freeze, under Store::mu_).
+  std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq)
   std::string srcpos_;
   bool has_srcpos_ = false;
   uint64_t freeze_seq_ = 0;
+  // Set (release) by Freeze after the last write: a reader that loads it
+  // true (acquire) sees every version.
   std::atomic<bool> frozen_{false};
   mutable std::once_flag sorted_once_[2];
 };
@@ -176,9 +316,9 @@ void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const 
   const Dir &d = SortedDir(dir);
   const size_t n = d.sorted.size();
   for (size_t i = 0; i < n; i++) {
-    if (i + 8 < n) __builtin_prefetch(&d.slots[d.sorted[i + 8].second]);
+    if (i + 8 < n) __builtin_prefetch(&d.slots.at(d.sorted[i + 8].second));
     scratch->clear();
-    CollectSlot(d.slots[d.sorted[i].second], scratch);
+    CollectSlot(d.slots.at(d.sorted[i].second), scratch);
     f(d.sorted[i].first, *scratch);
   }
 }

@@ -49,23 +49,23 @@ Status AddSegmentRun(const Segment *s, uint64_t v, std::vector<Run> *runs) {
 }
 
 // The MemGraphs of a Version that can hold versions visible at tau (active
-// first), with their read locks held while this lives so that Collect and
-// VerticesFrom may be called on them. A MemGraph whose first batch is newer
-// than tau is skipped: a snapshot of durable data reads no MemGraph at all.
+// first). They are read without locks (memgraph.h): the writer appends
+// beside readers and never waits for them. A MemGraph whose first batch is
+// newer than tau is skipped: a snapshot of durable data reads no MemGraph
+// at all.
 struct VisibleMems {
   const MemGraph *m[2] = {nullptr, nullptr};
-  std::shared_lock<std::shared_mutex> locks[2];
   VisibleMems(const Version &v, uint64_t tau) {
     const MemGraph *c[2] = {v.active.get(), v.imm.get()};
     for (int k = 0; k < 2; k++) {
       if (c[k] == nullptr) continue;
       const uint64_t first = c[k]->first_seq();
       if (first == 0 || first > tau) continue;
-      locks[k] = c[k]->ReadLock();
       m[k] = c[k];
     }
   }
-  // True when some visible MemGraph has versions in dir.
+  // True when some visible MemGraph has versions in dir (maybe only newer
+  // than tau).
   bool Any(int dir) const {
     for (const MemGraph *g : m)
       if (g != nullptr && g->vertices(dir) != 0) return true;
@@ -535,9 +535,9 @@ void Store::FlushLoop() {
     mem.reset();
     MaybeFreezeRequested();
 #if defined(__GLIBC__)
-    // The MemGraph's slot and hash vectors were freed (unless a reader still
-    // holds its Version); hand the heap's free pages back to the OS so the
-    // resident set tracks the MemGraph budget.
+    // The MemGraph's mappings were unmapped (unless a reader still holds
+    // its Version) and its sorted index freed; hand the heap's free pages
+    // back to the OS so the resident set tracks the MemGraph budget.
     malloc_trim(0);
 #endif
   }
@@ -560,18 +560,15 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
     b.Reset();
     std::vector<Run> runs(1);
-    {
-      // A frozen MemGraph has no writers; the lock only orders us after
-      // them. Released before taking mu_ (NewFileId) to keep lock order.
-      auto rl = mem->ReadLock();
-      b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
-      mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
-        runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
-        kept.clear();
-        RetainVersions(runs, v, rp, &kept);
-        b.AddVertex(v, kept.data(), kept.size());
-      });
-    }
+    // A frozen MemGraph has no writer: this thread took it from the
+    // Version published, under mu_, after Freeze and so after every write.
+    b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
+    mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
+      kept.clear();
+      RetainVersions(runs, v, rp, &kept);
+      b.AddVertex(v, kept.data(), kept.size());
+    });
     if (b.empty()) continue;
     SegMeta m;
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));

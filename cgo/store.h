@@ -5,8 +5,8 @@
 // the active and frozen MemGraphs, the L0 files and the segments of each
 // level, per edge direction, plus the vertex-delete map. Flush and compaction
 // build a new Version and swap it in under mu_; a reader takes the current
-// Version (one shared_ptr copy) per call and reads it without locks except
-// the MemGraph's shared lock. A replaced segment is unlinked only when the
+// Version (one shared_ptr copy) per call and reads it without locks, the
+// MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
 // last Version that holds it is gone, so no reader ever sees a missing file,
 // and since a Version swaps the compaction's inputs for its outputs in one
 // step no reader ever sees a vertex's edges twice.
@@ -145,9 +145,16 @@ class Store {
   Options opt_;  // in_edges may be set by Recover (in_edges_as_stored); fixed after
   int lock_fd_ = -1;
 
-  std::mutex write_mu_;  // serializes Apply/Flush freezing; held briefly
+  // Serializes Apply/Flush freezing: the MemGraphs' one writer. No reader
+  // ever takes it.
+  std::mutex write_mu_;
 
-  std::mutex mu_;  // protects the fields below
+  // Protects the fields below. INVARIANT: held only for O(1) or O(files)
+  // work (copying or swapping current_, counters, the pending file set),
+  // never across I/O, a MemGraph or segment read, or a wait other than on
+  // cv_ (which releases it); readers take it only to copy current_
+  // (Current()). So no reader can hold up Apply's short holds for long.
+  std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const Version> current_;
   uint64_t durable_seq_ = 0;
@@ -174,6 +181,8 @@ class Store {
   uint64_t durable_low_ = 0, durable_high_ = 0;
   std::mutex compaction_mu_;  // one compaction at a time (background or CompactAll)
 
+  // Pins of snapshots. Never taken by Apply; held for one multiset insert or
+  // erase by readers, and for a copy of the pins by flush and compaction.
   std::mutex snap_mu_;
   std::multiset<uint64_t> snaps_;  // Protected by snap_mu_.
 

@@ -25,7 +25,6 @@ gt_op Up(uint64_t s, uint64_t d) {
 // Lists the vertices of [lo, hi) through VerticesFrom, following resume.
 std::vector<uint64_t> List(const gt::MemGraph &m, int dir, uint64_t lo, uint64_t hi, size_t max) {
   std::vector<uint64_t> out;
-  auto lock = m.ReadLock();
   for (uint64_t pos = lo; pos < hi;) {
     std::vector<uint64_t> page;
     uint64_t resume = 0;
@@ -90,6 +89,19 @@ TEST(MemGraphTest, VerticesFromMatchesBruteForce) {
       }
     }
   }
+}
+
+
+// The smallest MemGraph (64 KiB, both directions) holds more than a few
+// edges before it is full: its fixed costs (first slot chunk, first hash
+// table, bitmap words) take a small part of it.
+TEST(MemGraphTest, SmallMemGraphIsNotFilledByItsOverhead) {
+  gt::MemGraph m(true, 64 << 10);
+  EXPECT_LT(m.bytes(), uint64_t(16) << 10);
+  std::vector<gt_op> ops;
+  for (uint64_t i = 0; i < 60; i++) ops.push_back(Up(i, i + 1));
+  m.Apply(ops.data(), ops.size(), 1, {}, nullptr, 0);
+  EXPECT_FALSE(m.full()) << m.bytes() << " bytes after 60 edges";
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //   - A Snapshot pins the newest sequence number and keeps returning exactly
 //     the graph as of that number, whatever flushes and compactions run
 //     afterwards, until it is released. Reads never block on flush or
-//     compaction.
+//     compaction, and Apply never waits for a read: the core's readers take
+//     no lock that a write needs.
 //   - DurableSnapshot pins the newest durable sequence number instead: it
 //     sees only flushed data and reads no MemGraph (GraphOne's stale view).
 //   - Reads come per vertex (Degree, Neighbors), per vertex range (Scan) or
