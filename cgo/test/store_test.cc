@@ -53,14 +53,35 @@ using gt_test::TempDir;
 using EdgeList = std::vector<std::pair<uint64_t, double>>;  // (neighbor, weight), neighbor ascending
 using Adj = std::map<uint64_t, EdgeList>;                     // only vertices with >= 1 edge
 
+// Edge-set digests (Oracle::digest): the wrapping sum of a
+// hash of every edge (src, dst, weight), so that one upsert or delete
+// changes it in O(1) and an out-edge scan and an in-edge scan of the same
+// state give the same digest.
+uint64_t EdgeHash(uint64_t s, uint64_t d, double w) {
+  uint64_t bits;
+  std::memcpy(&bits, &w, sizeof bits);
+  uint64_t x = s * 0x9E3779B97F4A7C15ull ^ (d + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full ^ bits;
+  x ^= x >> 31;
+  x *= 0xD6E8FEB86659FD93ull;
+  return x ^ (x >> 32);
+}
+
+struct Digest {
+  uint64_t sum = 0, edges = 0;
+  bool operator==(const Digest &o) const { return sum == o.sum && edges == o.edges; }
+};
+
 class Oracle {
  public:
   void Apply(const std::vector<gt_op> &ops) {
     for (const gt_op &op : ops) {
       switch (op.kind) {
         case GT_OP_UPSERT:
+          Erase(op.src, op.dst);
           out_[op.src][op.dst] = op.weight;
           in_[op.dst][op.src] = op.weight;
+          d_.sum += EdgeHash(op.src, op.dst, op.weight);
+          d_.edges++;
           break;
         case GT_OP_DELETE_EDGE:
           Erase(op.src, op.dst);
@@ -104,6 +125,8 @@ class Oracle {
     return b;
   }
   bool empty() const { return out_.empty(); }
+  // The digest of the edge set (EdgeHash summed over every edge).
+  const Digest &digest() const { return d_; }
   // Some existing edge with src >= from (wrapping), or false.
   bool EdgeFrom(uint64_t from, std::pair<uint64_t, uint64_t> *e) const {
     auto it = out_.lower_bound(from);
@@ -116,13 +139,19 @@ class Oracle {
  private:
   void Erase(uint64_t s, uint64_t d) {
     auto it = out_.find(s);
-    if (it == out_.end() || it->second.erase(d) == 0) return;
+    if (it == out_.end()) return;
+    auto e = it->second.find(d);
+    if (e == it->second.end()) return;
+    d_.sum -= EdgeHash(s, d, e->second);
+    d_.edges--;
+    it->second.erase(e);
     if (it->second.empty()) out_.erase(it);
     auto jt = in_.find(d);
     jt->second.erase(s);
     if (jt->second.empty()) in_.erase(jt);
   }
   std::map<uint64_t, std::map<uint64_t, double>> out_, in_;  // no empty inner maps
+  Digest d_;                                                  // of out_
 };
 
 std::string Str(const EdgeList &l) {
@@ -1539,80 +1568,6 @@ TEST(StoreConcurrencyTest, SnapshotsSeeWholeBatches) {
 }
 
 
-// Edge-set digests for ReadersMatchOracleWhileWriting: the wrapping sum of a
-// hash of every edge (src, dst, weight), so that one upsert or delete
-// changes it in O(1) and an out-edge scan and an in-edge scan of the same
-// state give the same digest.
-uint64_t EdgeHash(uint64_t s, uint64_t d, double w) {
-  uint64_t bits;
-  std::memcpy(&bits, &w, sizeof bits);
-  uint64_t x = s * 0x9E3779B97F4A7C15ull ^ (d + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full ^ bits;
-  x ^= x >> 31;
-  x *= 0xD6E8FEB86659FD93ull;
-  return x ^ (x >> 32);
-}
-
-struct Digest {
-  uint64_t sum = 0, edges = 0;
-  bool operator==(const Digest &o) const { return sum == o.sum && edges == o.edges; }
-};
-
-// The oracle of ReadersMatchOracleWhileWriting: the graph and its digest
-// after each batch.
-class DigestOracle {
- public:
-  void Apply(const std::vector<gt_op> &ops) {
-    for (const gt_op &op : ops) {
-      switch (op.kind) {
-        case GT_OP_UPSERT:
-          Erase(op.src, op.dst);
-          out_[op.src][op.dst] = op.weight;
-          in_[op.dst][op.src] = op.weight;
-          d_.sum += EdgeHash(op.src, op.dst, op.weight);
-          d_.edges++;
-          break;
-        case GT_OP_DELETE_EDGE:
-          Erase(op.src, op.dst);
-          break;
-        case GT_OP_DELETE_VERTEX: {
-          std::vector<std::pair<uint64_t, uint64_t>> doomed;
-          if (auto it = out_.find(op.src); it != out_.end())
-            for (const auto &kv : it->second) doomed.emplace_back(op.src, kv.first);
-          if (auto it = in_.find(op.src); it != in_.end())
-            for (const auto &kv : it->second) doomed.emplace_back(kv.first, op.src);
-          for (const auto &e : doomed) Erase(e.first, e.second);
-          break;
-        }
-      }
-    }
-  }
-  const Digest &digest() const { return d_; }
-  // Some existing edge with src >= from (wrapping), or false.
-  bool EdgeFrom(uint64_t from, std::pair<uint64_t, uint64_t> *e) const {
-    auto it = out_.lower_bound(from);
-    if (it == out_.end()) it = out_.begin();
-    if (it == out_.end()) return false;
-    *e = {it->first, it->second.begin()->first};
-    return true;
-  }
-
- private:
-  void Erase(uint64_t s, uint64_t d) {
-    auto it = out_.find(s);
-    if (it == out_.end()) return;
-    auto e = it->second.find(d);
-    if (e == it->second.end()) return;
-    d_.sum -= EdgeHash(s, d, e->second);
-    d_.edges--;
-    it->second.erase(e);
-    if (it->second.empty()) out_.erase(it);
-    auto jt = in_.find(d);
-    jt->second.erase(s);
-    if (jt->second.empty()) in_.erase(jt);
-  }
-  std::map<uint64_t, std::map<uint64_t, double>> out_, in_;
-  Digest d_;
-};
 
 // One writer applies batches of upserts (a quarter of them to two hubs,
 // whose version arrays keep growing), edge deletes and vertex deletes, with
@@ -1689,7 +1644,7 @@ TEST(StoreConcurrencyTest, ReadersMatchOracleWhileWriting) {
       default: return rng() % 3000;                       // low band, dense
     }
   };
-  DigestOracle oracle;
+  Oracle oracle;
   std::vector<Digest> want(1);  // want[seq]: the digest after batch seq
   const int kBatches = 3000;
   for (int b = 1; b <= kBatches; b++) {

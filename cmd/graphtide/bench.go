@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/ingestbench"
 	"github.com/graphtide/graphtide/internal/gen"
 )
@@ -89,15 +89,11 @@ The last line of stdout is one JSON object with all figures.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			dir := o.dir
-			if dir == "" {
-				tmp, err := os.MkdirTemp("", "graphtide-bench-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(tmp)
-				dir = tmp
+			dir, cleanup, err := bench.WorkDir(o.dir, "ingest")
+			if err != nil {
+				return err
 			}
+			defer cleanup()
 			res, err := ingestbench.Run(ingestbench.Config{
 				Scale: o.scale, EdgeFactor: o.edgeFactor, Seed: o.seed, Input: o.input, Dir: dir,
 				BatchSize: o.batchSize, MemGraphBytes: int64(o.memgraphMiB) << 20, SkipPebble: o.skipPebble,

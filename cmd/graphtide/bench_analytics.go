@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/analyticsbench"
 	"github.com/graphtide/graphtide/internal/gen"
 )
@@ -49,16 +49,11 @@ The last line of stdout is one JSON object.`,
 			if repeats < 1 || repeats > 100 {
 				return fmt.Errorf("--repeats must be between 1 and 100, got %d", repeats)
 			}
-			if dir == "" {
-				tmp, err := os.MkdirTemp("", "graphtide-bench-analytics-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(tmp)
-				dir = tmp
-			} else if err := analyticsbench.PrepareDir(dir); err != nil {
+			dir, cleanup, err := bench.WorkDir(dir, "analytics")
+			if err != nil {
 				return err
 			}
+			defer cleanup()
 			res, err := analyticsbench.Run(cmd.Context(), analyticsbench.Config{Scale: scale, EdgeFactor: edgeFactor,
 				Seed: seed, Dir: dir, BatchSize: batch, StreamFraction: fraction, Repeats: repeats, Log: cmd.ErrOrStderr()})
 			if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -31,16 +30,11 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 }
 
 func TestBenchAnalyticsBadFlags(t *testing.T) {
-	for args, want := range map[string]string{
+	wantFlagErrors(t, []string{"bench", "analytics"}, map[string]string{
 		"--scale 40":          "--scale must be between 1 and 26, got 40",
 		"--batch-size 0":      "--batch-size must be between 1 and 10000000, got 0",
 		"--stream-fraction 2": "--stream-fraction must be in (0, 1], got 2",
 		"--repeats 0":         "--repeats must be between 1 and 100, got 0",
 		"--edge-factor 65":    "--edge-factor must be between 1 and 64, got 65",
-	} {
-		_, _, err := execute(t, append([]string{"bench", "analytics"}, strings.Fields(args)...)...)
-		if err == nil || err.Error() != want {
-			t.Errorf("%s: got %v, want %q", args, err, want)
-		}
-	}
+	})
 }

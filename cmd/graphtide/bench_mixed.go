@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/mixedbench"
 )
 
@@ -58,16 +58,11 @@ apply_max_ms_readers4 and apply_p99_readers4_over_readers0.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if dir == "" {
-				tmp, err := os.MkdirTemp("", "graphtide-bench-mixed-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(tmp)
-				dir = tmp
-			} else if err := mixedbench.PrepareDir(dir); err != nil {
+			dir, cleanup, err := bench.WorkDir(dir, "mixed")
+			if err != nil {
 				return err
 			}
+			defer cleanup()
 			cfg.Dir, cfg.Log = dir, cmd.ErrOrStderr()
 			res, err := mixedbench.Run(cmd.Context(), cfg)
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,22 +26,29 @@ func TestBenchIngestSmall(t *testing.T) {
 }
 
 func TestBenchIngestBadFlags(t *testing.T) {
-	for args, want := range map[string]string{
+	wantFlagErrors(t, []string{"bench", "ingest"}, map[string]string{
 		"--batch-size 0":   "--batch-size must be between 1 and 10000000, got 0",
 		"--scale 99":       "--scale must be between 1 and 32, got 99",
 		"--memgraph-mib 0": "--memgraph-mib must be between 1 and 65536, got 0",
-	} {
-		_, _, err := execute(t, append([]string{"bench", "ingest"}, strings.Fields(args)...)...)
-		if err == nil || err.Error() != want {
-			t.Errorf("%s: got %v, want %q", args, err, want)
-		}
-	}
+	})
 	dir := t.TempDir()
 	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("reusing a benchmark dir: %v", err)
+	}
+}
+
+// wantFlagErrors runs the command cmd with each case's flags (split at
+// spaces) and wants it refused with exactly that case's message.
+func wantFlagErrors(t *testing.T, cmd []string, cases map[string]string) {
+	t.Helper()
+	for args, want := range cases {
+		_, _, err := execute(t, append(slices.Clone(cmd), strings.Fields(args)...)...)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s %s: got %v, want %q", strings.Join(cmd, " "), args, err, want)
+		}
 	}
 }
 

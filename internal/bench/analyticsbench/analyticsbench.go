@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -312,21 +311,6 @@ func agree(name string, v, c analytics.Analytic) error {
 		}
 	default:
 		return fmt.Errorf("%s: no comparison", name)
-	}
-	return nil
-}
-
-// PrepareDir makes dir (which must be empty or absent).
-func PrepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	if len(ents) > 0 {
-		return fmt.Errorf("--dir %s is not empty", dir)
 	}
 	return nil
 }

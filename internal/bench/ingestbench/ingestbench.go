@@ -12,7 +12,6 @@ package ingestbench
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
@@ -74,7 +73,7 @@ func Run(cfg Config) (Result, error) {
 	if cfg.BatchSize <= 0 {
 		return res, fmt.Errorf("batch size must be positive, got %d", cfg.BatchSize)
 	}
-	if err := prepareDir(cfg.Dir); err != nil {
+	if err := bench.PrepareDir(cfg.Dir); err != nil {
 		return res, err
 	}
 
@@ -271,18 +270,4 @@ func loadEdges(cfg Config, logf func(string, ...any)) ([]gen.Edge, uint64, error
 	edges := r.Generate()
 	logf("generated %d RMAT edges (scale %d, edge factor %d, seed %d) in %.1fs", len(edges), cfg.Scale, cfg.EdgeFactor, cfg.Seed, time.Since(t0).Seconds())
 	return edges, r.NumVertices(), nil
-}
-
-func prepareDir(dir string) error {
-	if dir == "" {
-		return fmt.Errorf("a benchmark directory is required")
-	}
-	ents, err := os.ReadDir(dir)
-	if err == nil && len(ents) > 0 {
-		return fmt.Errorf("benchmark directory %s is not empty: the benchmark needs a fresh store", dir)
-	}
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return os.MkdirAll(dir, 0o755)
 }

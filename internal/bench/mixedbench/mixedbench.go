@@ -132,8 +132,15 @@ func DefaultConfig() Config {
 		Readers: []int{0, 2, 4}, Phase: 20 * time.Second, Rate: 1000, EdgeDeletes: 0.05, VertexDeletes: 0.0001, Hubs: 8}
 }
 
+// MaxScale bounds Config.Scale.
+const MaxScale = 26
+
 // Validate checks the settings; its messages name the command's flags.
 func (c *Config) Validate() error {
+	// The whole stream is generated in memory: 16 bytes per edge.
+	if c.Scale < gen.MinScale || c.Scale > MaxScale {
+		return fmt.Errorf("--scale must be between %d and %d, got %d", gen.MinScale, MaxScale, c.Scale)
+	}
 	r := gen.RMAT{Scale: c.Scale, EdgeFactor: c.EdgeFactor, Seed: c.Seed}
 	if err := r.Validate(); err != nil {
 		return err
@@ -163,18 +170,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// PrepareDir makes dir, which must not exist or be empty.
-func PrepareDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err == nil && len(ents) > 0 {
-		return fmt.Errorf("benchmark directory %s is not empty: the benchmark needs a fresh store", dir)
-	}
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return os.MkdirAll(dir, 0o755)
 }
 
 // Run performs the benchmark.
