@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -315,8 +314,11 @@ the YAML file given by --config, keyed by flag name.`
 				if err != nil {
 					return err
 				}
+				c, err := api.ResultAs[api.ComponentResult](r)
+				if err != nil {
+					return err
+				}
 				return o.print(out, r, func(w io.Writer) {
-					c, _ := r.Result.(api.ComponentResult)
 					fmt.Fprintf(w, "component of %s: %s (its smallest vertex), %d vertices (seq %d)\n", vname(r.Vertex, r.Key), vname(c.Component, c.ComponentKey), c.Size, r.Seq)
 				})
 			}),
@@ -446,165 +448,83 @@ func (s *dirSource) component(ctx context.Context, v string) (api.VertexResultRe
 
 // serverSource answers through the HTTP API of a running serve.
 type serverSource struct {
-	o  *queryOptions
-	hc *http.Client
+	o *queryOptions
+	c *api.Client
 }
 
 func (o *queryOptions) newServerSource() (querySource, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	co := api.ClientOptions{Token: o.token, Timeout: o.timeout}
 	if o.serverCA != "" {
 		pem, err := os.ReadFile(o.serverCA)
 		if err != nil {
 			return nil, fmt.Errorf("--server-ca: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		co.RootCAs = x509.NewCertPool()
+		if !co.RootCAs.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", o.serverCA)
 		}
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 	}
-	return &serverSource{o: o, hc: &http.Client{Transport: tr, Timeout: o.timeout}}, nil
+	c, err := api.NewClient(o.server, co)
+	if err != nil {
+		return nil, err
+	}
+	return &serverSource{o: o, c: c}, nil
 }
 
 func (s *serverSource) close() error {
-	s.hc.CloseIdleConnections()
+	s.c.Close()
 	return nil
 }
 
-// serverError is an error answer of the server.
-type serverError struct {
-	status int
-	msg    string
+// hint adds to an error of the server what to do about it on this
+// command line.
+func (s *serverSource) hint(err error) error {
+	var se *api.StatusError
+	var nr *api.NotRegisteredError
+	switch {
+	case errors.As(err, &se) && se.Status == http.StatusUnauthorized && s.o.token == "":
+		return fmt.Errorf("%w (give the token with --token-file or GRAPHTIDE_HTTP_TOKEN)", err)
+	case errors.As(err, &nr) && len(nr.OfType) == 0:
+		return fmt.Errorf("%w, or query --dir", err)
+	case errors.As(err, &nr):
+		return fmt.Errorf("%w (choose with --analytic)", err)
+	}
+	return err
 }
 
-func (e *serverError) Error() string {
-	return fmt.Sprintf("server: %d %s: %s", e.status, http.StatusText(e.status), e.msg)
-}
-
-// get asks the server for path?q and decodes its 200 answer into out.
-func (s *serverSource) get(ctx context.Context, path string, q url.Values, out any) error {
-	u := s.o.server + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
-	if err != nil {
-		return err
-	}
-	if s.o.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.o.token)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e api.ErrorResponse
-		if json.Unmarshal(body, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(body))
-		}
-		if resp.StatusCode == http.StatusUnauthorized && s.o.token == "" {
-			e.Error += " (give the token with --token-file or GRAPHTIDE_HTTP_TOKEN)"
-		}
-		return &serverError{resp.StatusCode, e.Error}
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("server: reading the answer to %s: %w", path, err)
-	}
-	return nil
-}
-
-func (s *serverSource) readParams() url.Values {
-	return url.Values{"dir": {s.o.direction}, "view": {s.o.view}}
+func (s *serverSource) read() api.ReadOptions {
+	return api.ReadOptions{Dir: s.o.direction, View: s.o.view}
 }
 
 func (s *serverSource) degree(ctx context.Context, v string) (api.DegreeResponse, error) {
-	var r api.DegreeResponse
-	err := s.get(ctx, "/v1/vertices/"+url.PathEscape(v)+"/degree", s.readParams(), &r)
-	return r, err
+	r, err := s.c.Degree(ctx, v, s.read())
+	return r, s.hint(err)
 }
 
 func (s *serverSource) neighbors(ctx context.Context, v string) (api.NeighborsResponse, error) {
-	q := s.readParams()
-	q.Set("limit", strconv.Itoa(s.o.limit))
-	if s.o.after != "" {
-		q.Set("after", s.o.after)
-	}
-	var r api.NeighborsResponse
-	err := s.get(ctx, "/v1/vertices/"+url.PathEscape(v)+"/neighbors", q, &r)
-	return r, err
+	r, err := s.c.Neighbors(ctx, v, s.read(), s.o.after, s.o.limit)
+	return r, s.hint(err)
 }
 
 func (s *serverSource) path(ctx context.Context, from, to string) (api.PathResponse, error) {
-	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(s.o.weighted)}, "max_depth": {strconv.Itoa(s.o.maxDepth)}}
-	var r api.PathResponse
-	err := s.get(ctx, "/v1/paths", q, &r)
-	return r, err
-}
-
-// registered checks that the server has an analytic of type typ named
-// --analytic (default: typ) and returns its name; otherwise the error
-// lists the analytics of that type it has.
-func (s *serverSource) registered(ctx context.Context, typ string) (string, error) {
-	name := s.o.analytic
-	if name == "" {
-		name = typ
-	}
-	var res api.AnalyticResult
-	err := s.get(ctx, "/v1/analytics/"+url.PathEscape(name), nil, &res)
-	var se *serverError
-	switch {
-	case err == nil && res.Spec.Type == typ:
-		return name, nil
-	case err != nil && !(errors.As(err, &se) && se.status == http.StatusNotFound):
-		return "", err
-	}
-	var all api.AnalyticsResponse
-	if err := s.get(ctx, "/v1/analytics", nil, &all); err != nil {
-		return "", err
-	}
-	var names []string
-	for _, a := range all.Analytics {
-		if a.Spec.Type == typ {
-			names = append(names, a.Spec.Name)
-		}
-	}
-	what := fmt.Sprintf("the server has no %s analytic named %q", typ, name)
-	if err == nil {
-		what = fmt.Sprintf("analytic %q of the server is a %s analytic, not %s", name, res.Spec.Type, typ)
-	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("%s, and none of that type is registered: register one (serve --analytic type=%s, or POST /v1/analytics), or query --dir", what, typ)
-	}
-	return "", fmt.Errorf("%s; its %s analytics: %s (choose with --analytic)", what, typ, strings.Join(names, ", "))
+	r, err := s.c.Path(ctx, from, to, s.o.weighted, s.o.maxDepth)
+	return r, s.hint(err)
 }
 
 func (s *serverSource) topPageRank(ctx context.Context) (api.TopResponse, error) {
-	name, err := s.registered(ctx, "pagerank")
+	name, err := s.c.Registered(ctx, "pagerank", s.o.analytic)
 	if err != nil {
-		return api.TopResponse{}, err
+		return api.TopResponse{}, s.hint(err)
 	}
-	var r api.TopResponse
-	err = s.get(ctx, "/v1/analytics/"+url.PathEscape(name)+"/top", url.Values{"k": {strconv.Itoa(s.o.k)}}, &r)
-	return r, err
+	r, err := s.c.Top(ctx, name, s.o.k)
+	return r, s.hint(err)
 }
 
 func (s *serverSource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
-	name, err := s.registered(ctx, "wcc")
+	name, err := s.c.Registered(ctx, "wcc", s.o.analytic)
 	if err != nil {
-		return api.VertexResultResponse{}, err
+		return api.VertexResultResponse{}, s.hint(err)
 	}
-	var raw struct {
-		api.VertexResultResponse
-		Result api.ComponentResult `json:"result"`
-	}
-	err = s.get(ctx, "/v1/analytics/"+url.PathEscape(name)+"/vertices/"+url.PathEscape(v), nil, &raw)
-	r := raw.VertexResultResponse
-	r.Result = raw.Result
-	return r, err
+	r, err := s.c.AnalyticVertex(ctx, name, v)
+	return r, s.hint(err)
 }

@@ -1,6 +1,7 @@
 // Package api is graphtide's HTTP JSON API: the server that `graphtide
-// serve` runs on --http-addr, and the queries behind it, which `graphtide
-// query --dir` runs directly on a store.
+// serve` runs on --http-addr, the queries behind it, which `graphtide
+// query --dir` runs directly on a store (Reader), and the typed Client
+// that `graphtide query --server` (and any Go program) asks a server with.
 //
 // What it promises:
 //

@@ -1,0 +1,293 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client asks a running graphtide serve through its HTTP API and decodes
+// the answers into the API's types. It is safe for concurrent use.
+//
+// An answer other than 2xx is a *StatusError carrying the server's
+// message. Bodies are read up to maxClientBody bytes.
+type Client struct {
+	base  string // scheme://host[:port][/prefix], no trailing slash
+	token string
+	hc    *http.Client
+}
+
+// ClientOptions configure a Client. Zero values take the defaults.
+type ClientOptions struct {
+	// Token is the server's bearer token, if it has one.
+	Token string
+	// RootCAs verify an https server's certificate (default: the system
+	// roots).
+	RootCAs *x509.CertPool
+	// Timeout bounds each request (default 30 s).
+	Timeout time.Duration
+	// Transport replaces the HTTP transport (tests wrap it to check every
+	// exchange); RootCAs is then ignored.
+	Transport http.RoundTripper
+}
+
+// maxClientBody bounds what the client reads of one answer.
+const maxClientBody = 64 << 20
+
+// NewClient returns a client of the server at base, an http:// or
+// https:// URL such as http://127.0.0.1:9464.
+func NewClient(base string, o ClientOptions) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("the server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", base)
+	}
+	tr := o.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		if o.RootCAs != nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs}
+		}
+		tr = t
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	return &Client{base: strings.TrimRight(base, "/"), token: o.Token, hc: &http.Client{Transport: tr, Timeout: o.Timeout}}, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// StatusError is an answer of the server other than 2xx.
+type StatusError struct {
+	Status  int
+	Message string // the server's error message
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("server: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// do sends method path?q with body (JSON, or none) and decodes a 2xx
+// answer into out (unless out is nil).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxClientBody))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e ErrorResponse
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return &StatusError{resp.StatusCode, e.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("server: reading the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func vertexPath(v string) string { return "/v1/vertices/" + url.PathEscape(v) }
+
+func analyticPath(name string) string { return "/v1/analytics/" + url.PathEscape(name) }
+
+// ReadOptions choose the edges and the view of a vertex read; zero values
+// are the server's defaults (out-edges, fresh view).
+type ReadOptions struct {
+	Dir  string // "out" or "in"
+	View string // "fresh" or "stale"
+}
+
+func (o ReadOptions) values() url.Values {
+	q := url.Values{}
+	if o.Dir != "" {
+		q.Set("dir", o.Dir)
+	}
+	if o.View != "" {
+		q.Set("view", o.View)
+	}
+	return q
+}
+
+// Degree asks for v's degree; v is an id or a string key.
+func (c *Client) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResponse, error) {
+	var r DegreeResponse
+	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/degree", o.values(), nil, &r)
+}
+
+// Neighbors asks for one page of v's neighbors: at most limit (0: the
+// server's default) above after ("" from the first).
+func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+	q := o.values()
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var r NeighborsResponse
+	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/neighbors", q, nil, &r)
+}
+
+// Path asks for a shortest path from one vertex to another (by hops, or
+// by weight; maxDepth 0: no bound).
+func (c *Client) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(weighted)}, "max_depth": {strconv.Itoa(maxDepth)}}
+	var r PathResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/paths", q, nil, &r)
+}
+
+// Stats asks for the store's, the views' and the analytics' figures.
+func (c *Client) Stats(ctx context.Context) (StatsResponse, error) {
+	var r StatsResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/stats", nil, nil, &r)
+}
+
+// Analytics lists the registered analytics.
+func (c *Client) Analytics(ctx context.Context) (AnalyticsResponse, error) {
+	var r AnalyticsResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/analytics", nil, nil, &r)
+}
+
+// Analytic asks for one registered analytic's state.
+func (c *Client) Analytic(ctx context.Context, name string) (AnalyticResult, error) {
+	var r AnalyticResult
+	return r, c.do(ctx, http.MethodGet, analyticPath(name), nil, nil, &r)
+}
+
+// Register registers an analytic and returns its spec with the defaults
+// filled in.
+func (c *Client) Register(ctx context.Context, s Spec) (Spec, error) {
+	var r Spec
+	return r, c.do(ctx, http.MethodPost, "/v1/analytics", nil, s, &r)
+}
+
+// Unregister removes a registered analytic.
+func (c *Client) Unregister(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, analyticPath(name), nil, nil, nil)
+}
+
+// AnalyticVertex asks for an analytic's result at vertex v. The result,
+// whose type depends on the analytic's (BFSResult, ComponentResult, ...),
+// is left as the server's JSON: read it with ResultAs.
+func (c *Client) AnalyticVertex(ctx context.Context, name, v string) (VertexResultResponse, error) {
+	var raw struct {
+		VertexResultResponse
+		Result json.RawMessage `json:"result"`
+	}
+	err := c.do(ctx, http.MethodGet, analyticPath(name)+"/vertices/"+url.PathEscape(v), nil, nil, &raw)
+	r := raw.VertexResultResponse
+	r.Result = raw.Result
+	return r, err
+}
+
+// ResultAs returns r's result as a T: the value itself when r was built
+// here (a Reader), or decoded from the server's JSON (a Client).
+func ResultAs[T any](r VertexResultResponse) (T, error) {
+	var t T
+	switch x := r.Result.(type) {
+	case T:
+		return x, nil
+	case json.RawMessage:
+		err := json.Unmarshal(x, &t)
+		return t, err
+	}
+	return t, fmt.Errorf("analytic %s: the result is a %T, not a %T", r.Analytic, r.Result, t)
+}
+
+// Top asks for a PageRank analytic's k highest ranked vertices.
+func (c *Client) Top(ctx context.Context, name string, k int) (TopResponse, error) {
+	var r TopResponse
+	return r, c.do(ctx, http.MethodGet, analyticPath(name)+"/top", url.Values{"k": {strconv.Itoa(k)}}, nil, &r)
+}
+
+// Registered returns the name of the registered analytic of type typ
+// named name (default: typ). When there is none it returns a
+// *NotRegisteredError.
+func (c *Client) Registered(ctx context.Context, typ, name string) (string, error) {
+	if name == "" {
+		name = typ
+	}
+	res, err := c.Analytic(ctx, name)
+	var se *StatusError
+	switch {
+	case err == nil && res.Spec.Type == typ:
+		return name, nil
+	case err != nil && !(errors.As(err, &se) && se.Status == http.StatusNotFound):
+		return "", err
+	}
+	all, lerr := c.Analytics(ctx)
+	if lerr != nil {
+		return "", lerr
+	}
+	e := &NotRegisteredError{Type: typ, Name: name}
+	if err == nil {
+		e.NameType = res.Spec.Type
+	}
+	for _, a := range all.Analytics {
+		if a.Spec.Type == typ {
+			e.OfType = append(e.OfType, a.Spec.Name)
+		}
+	}
+	return "", e
+}
+
+// NotRegisteredError says that a server has no analytic of a type under a
+// name, and which analytics of that type it has.
+type NotRegisteredError struct {
+	Type, Name string
+	NameType   string   // the type of the analytic named Name, if there is one
+	OfType     []string // the names of the analytics of type Type
+}
+
+func (e *NotRegisteredError) Error() string {
+	what := fmt.Sprintf("the server has no %s analytic named %q", e.Type, e.Name)
+	if e.NameType != "" {
+		what = fmt.Sprintf("analytic %q of the server is a %s analytic, not %s", e.Name, e.NameType, e.Type)
+	}
+	if len(e.OfType) == 0 {
+		return fmt.Sprintf("%s, and none of that type is registered: register one (serve --analytic type=%s, or POST /v1/analytics)", what, e.Type)
+	}
+	return fmt.Sprintf("%s; its %s analytics: %s", what, e.Type, strings.Join(e.OfType, ", "))
+}
