@@ -15,6 +15,7 @@ import (
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 )
 
 // genOptions holds the flags of "graphtide gen". New sinks (for example a
@@ -27,7 +28,7 @@ type genOptions struct {
 	format     string // "el", "bin", or "" to infer from out
 
 	// Kafka sink: with brokers set, the stream is produced to topic.
-	brokers      []string
+	kafka        kafkaconn.Options
 	topic        string
 	rate         int
 	deleteShare  float64
@@ -43,7 +44,7 @@ func (o *genOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same flags always produce the same file")
 	fs.StringVar(&o.out, "out", "", "path of the edge file to write (required)")
 	fs.StringVar(&o.format, "format", "", `output format, "el" (text "src dst" lines) or "bin" (GTEL0001 binary); default: bin if --out ends in .bin, else el`)
-	fs.StringSliceVar(&o.brokers, "brokers", nil, "produce the stream to Kafka at these brokers instead of (or besides) writing --out")
+	o.kafka.AddFlags(fs, nil, "produce the stream to Kafka at these brokers instead of (or besides) writing --out")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to (with --brokers)")
 	fs.IntVar(&o.rate, "rate", 0, "edges per second to produce (0 = as fast as possible)")
 	fs.Float64Var(&o.deleteShare, "deletes", 0, "share of events, in [0, 1), that delete an earlier edge (with --brokers)")
@@ -62,10 +63,13 @@ func (o *genOptions) Validate() error {
 	if o.edgeFactor > math.MaxInt>>o.scale {
 		return fmt.Errorf("--edge-factor %d is too large for --scale %d: edge-factor x 2^scale must fit in a signed 64-bit integer", o.edgeFactor, o.scale)
 	}
-	if o.out == "" && len(o.brokers) == 0 {
+	if o.out == "" && len(o.kafka.Brokers) == 0 {
 		return fmt.Errorf("--out or --brokers is required: give the edge file to write or the Kafka brokers to produce to")
 	}
-	if len(o.brokers) > 0 {
+	if err := o.kafka.Validate(); err != nil {
+		return err
+	}
+	if len(o.kafka.Brokers) > 0 {
 		if o.topic == "" {
 			return fmt.Errorf("--topic must not be empty")
 		}
@@ -138,11 +142,15 @@ to stderr (a bar on a terminal, a line every 5 s otherwise).`,
 func runGen(cmd *cobra.Command, o genOptions) error {
 	r := o.rmat()
 	rf, _ := decode.ParseFormat(o.recordFormat)
+	conn, err := o.kafka.ClientOpts()
+	if err != nil {
+		return err
+	}
 	kcfg := genkafka.Config{
-		Brokers: o.brokers, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
+		Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
 		Timeout: o.timeout, Acked: &atomic.Int64{},
 	}
-	if len(o.brokers) > 0 {
+	if len(o.kafka.Brokers) > 0 {
 		// Before generating, which can take long: fail fast.
 		if err := genkafka.Check(cmd.Context(), kcfg); err != nil {
 			return err
@@ -153,7 +161,7 @@ func runGen(cmd *cobra.Command, o genOptions) error {
 	edges := r.Generate()
 	generated := time.Since(start)
 
-	if len(o.brokers) > 0 {
+	if len(o.kafka.Brokers) > 0 {
 		errOut := cmd.ErrOrStderr()
 		prog := newProgressOf(errOut, isTerminal(errOut), "gen", "records", "", int64(len(edges)), progressEvery, time.Now())
 		stop := prog.follow(kcfg.Acked.Load, kcfg.Acked.Load)

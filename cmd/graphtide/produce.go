@@ -16,11 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/genkafka"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 )
 
 // produceOptions are the flags of "graphtide produce".
 type produceOptions struct {
-	brokers []string
+	kafka   kafkaconn.Options
 	topic   string
 	key     string
 	timeout time.Duration
@@ -29,15 +30,18 @@ type produceOptions struct {
 
 func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
-	fs.StringSliceVar(&o.brokers, "brokers", []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
+	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
 	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")
 	fs.DurationVar(&o.timeout, "timeout", genkafka.DefaultTimeout, "give up when no broker answers, or acknowledges a record, within this long")
 }
 
 func (o *produceOptions) Validate() error {
-	if len(o.brokers) == 0 {
+	if len(o.kafka.Brokers) == 0 {
 		return errors.New("--brokers needs at least one address")
+	}
+	if err := o.kafka.Validate(); err != nil {
+		return err
 	}
 	if o.topic == "" {
 		return errors.New("--topic must not be empty")
@@ -110,14 +114,18 @@ in the --config file.`,
 }
 
 func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, errOut io.Writer) error {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(o.brokers...), kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation(),
+	conn, err := o.kafka.ClientOpts()
+	if err != nil {
+		return err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(o.kafka.Brokers...), kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5 * time.Millisecond)}, genkafka.ClientOpts(o.timeout)...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, conn...)...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := genkafka.WaitForBroker(ctx, cl, o.brokers, o.timeout); err != nil {
+	if err := genkafka.WaitForBroker(ctx, cl, o.kafka.Brokers, o.timeout); err != nil {
 		return err
 	}
 	files := o.files
@@ -150,7 +158,7 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	failed := func() error {
 		select {
 		case err := <-errc:
-			return genkafka.ProduceError(o.topic, o.brokers, o.timeout, err)
+			return genkafka.ProduceError(o.topic, o.kafka.Brokers, o.timeout, err)
 		default:
 			return nil
 		}

@@ -57,6 +57,9 @@ func TestProduceSendsEveryLine(t *testing.T) {
 	if _, _, err := execute(t, "produce", "--key", "dst"); err == nil || err.Error() != `--key must be src or none, got "dst"` {
 		t.Fatalf("bad --key: %v", err)
 	}
+	if _, _, err := execute(t, "produce", "--sasl-mechanism", "plain"); err == nil || err.Error() != "--sasl-user is required with --sasl-mechanism" {
+		t.Fatalf("--sasl-mechanism without --sasl-user: %v", err)
+	}
 }
 
 // executeIn runs the root command with stdin.
