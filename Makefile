@@ -5,45 +5,51 @@ BIN := bin/graphtide
 SCALE ?= 20
 EDGE_FACTOR ?= 16
 
-.PHONY: all build test test-go test-cpp test-kafka vet run bench clean bootstrap
+.PHONY: all build deps lint test test-go test-cpp test-kafka vet run bench clean
 
 all: build
 
-bootstrap:
-	@scripts/bootstrap.sh
+# Installs what is missing to build, test and lint (scripts/deps.sh);
+# `make build` installs nothing.
+deps:
+	@scripts/deps.sh
 
-build: bootstrap
+build:
 	$(GO) build -o $(BIN) ./cmd/graphtide
 
-vet: bootstrap
+vet: deps
 	$(GO) vet ./...
+
+# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh).
+lint: deps
+	scripts/lint.sh
 
 # Go tests under the race detector (the C++ core is compiled in by cgo).
 # The Kafka integration tests (test/kafka) run in test-kafka instead.
-test-go: bootstrap
+test-go: deps
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/kafka)
 
 # Integration tests of the ingest path against a real Apache Kafka broker,
 # started from deploy/kafka on free loopback ports (set
 # GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
-test-kafka: bootstrap
+test-kafka: deps
 	$(GO) test -race -count=1 -timeout 15m ./test/kafka/...
 
 # The C++ core's own tests under AddressSanitizer and UBSan.
-test-cpp: bootstrap
+test-cpp: deps
 	cgo/test/run_asan.sh
 
 test: vet test-go test-cpp test-kafka
 
 # The ingest benchmark (store vs Pebble vs static CSR); see README.
-bench: build
+bench: deps build
 	$(BIN) bench ingest --scale $(SCALE) --edge-factor $(EDGE_FACTOR)
 
 # The main job: graphtide serve. Without BROKERS it starts the embedded
 # broker (for trying it out); e.g. make run BROKERS=127.0.0.1:9092
 BROKERS ?=
-run: build
+run: deps build
 	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:
-	rm -rf bin cgo/build-asan cgo/build
+	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy
