@@ -23,6 +23,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/paths"
 )
 
 // queryOptions are the flags of "graphtide query" and its subcommands.
@@ -425,7 +426,7 @@ func (s *dirSource) path(ctx context.Context, from, to string) (api.PathResponse
 	if err != nil {
 		return api.PathResponse{}, err
 	}
-	return s.q.Path(ctx, a, b, api.PathOptions{Weighted: s.o.weighted, MaxDepth: s.o.maxDepth, Budget: s.o.budget})
+	return s.q.Path(ctx, a, b, paths.Options{Weighted: s.o.weighted, MaxDepth: s.o.maxDepth, Budget: s.o.budget})
 }
 
 func (s *dirSource) topPageRank(ctx context.Context) (api.TopResponse, error) {

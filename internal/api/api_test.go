@@ -22,6 +22,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
+	"github.com/graphtide/graphtide/internal/views/paths"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -384,13 +385,13 @@ func checkPaths(t *testing.T, c *client, f *fixture, nv int) {
 	n, found := 0, 0
 	type query struct {
 		from uint64
-		o    PathOptions
+		o    paths.Options
 	}
 	memo := map[query]map[uint64]float64{}
 	for i, a := range vs {
 		for j := i % 5; j < len(vs); j += 5 {
 			b := vs[j]
-			for _, o := range []PathOptions{{}, {MaxDepth: 2}, {Weighted: true}, {Weighted: true, MaxDepth: 3}} {
+			for _, o := range []paths.Options{{}, {MaxDepth: 2}, {Weighted: true}, {Weighted: true, MaxDepth: 3}} {
 				if a == 900 && o.Weighted {
 					continue // the negative weight
 				}
@@ -432,7 +433,7 @@ func checkPaths(t *testing.T, c *client, f *fixture, nv int) {
 // checkPath checks one answer against the oracle: found and length as the
 // reference search from a says (ref), and the path a real one of that length within the
 // depth bound.
-func checkPath(t *testing.T, g graph, ref map[uint64]float64, a, b uint64, o PathOptions, found bool, length *float64, path []Vertex) {
+func checkPath(t *testing.T, g graph, ref map[uint64]float64, a, b uint64, o paths.Options, found bool, length *float64, path []Vertex) {
 	t.Helper()
 	wantLen, wantFound := ref[b]
 	if found != wantFound {

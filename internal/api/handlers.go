@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
+	"github.com/graphtide/graphtide/internal/views/paths"
 )
 
 // OpenAPI is the OpenAPI 3 document of the API (served at
@@ -229,7 +230,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	out, err := s.reader.Path(r.Context(), ends[0], ends[1], PathOptions{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
+	out, err := s.reader.Path(r.Context(), ends[0], ends[1], paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
 	if err != nil {
 		return err
 	}

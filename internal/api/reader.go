@@ -10,6 +10,7 @@ import (
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
+	"github.com/graphtide/graphtide/internal/views/paths"
 )
 
 // Error is an error with the HTTP status it answers with: the client's
@@ -131,13 +132,13 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
-func (q Reader) Path(ctx context.Context, from, to uint64, o PathOptions) (PathResponse, error) {
+func (q Reader) Path(ctx context.Context, from, to uint64, o paths.Options) (PathResponse, error) {
 	v, err := q.view(ctx, views.Fresh, engine.Out)
 	if err != nil {
 		return PathResponse{}, err
 	}
 	defer v.Release()
-	res, err := FindPath(ctx, v, from, to, o)
+	res, err := paths.Find(ctx, v, from, to, o)
 	if err != nil {
 		return PathResponse{}, err
 	}

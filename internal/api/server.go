@@ -19,7 +19,12 @@ import (
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
+	"github.com/graphtide/graphtide/internal/views/paths"
 )
+
+// DefaultPathBudget is how many edges one path query may read unless
+// Limits.PathBudget says otherwise (serve --http-path-budget).
+const DefaultPathBudget = paths.DefaultBudget
 
 // Limits bound what one request may cost. Zero fields take the defaults
 // named on each.
@@ -276,8 +281,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		apiErr  *Error
 		unknown *UnknownVertexError
-		budget  *BudgetError
-		neg     *NegativeWeightError
+		budget  *paths.BudgetError
+		neg     *paths.NegativeWeightError
 		tooBig  *http.MaxBytesError
 	)
 	switch {

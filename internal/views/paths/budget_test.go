@@ -1,4 +1,4 @@
-package api
+package paths
 
 import (
 	"context"
@@ -31,9 +31,9 @@ func TestPathBudgetBoundsTheEdgesRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range []PathOptions{{Budget: 100}, {Budget: 100, Weighted: true}, {Budget: 100, Weighted: true, MaxDepth: 3},
+		for _, o := range []Options{{Budget: 100}, {Budget: 100, Weighted: true}, {Budget: 100, Weighted: true, MaxDepth: 3},
 			{Budget: 100, MaxDepth: 5}} {
-			res, err := FindPath(context.Background(), v, 0, 123456, o)
+			res, err := Find(context.Background(), v, 0, 123456, o)
 			var be *BudgetError
 			if !errors.As(err, &be) {
 				t.Fatalf("in=%v %+v: %v, want a budget error", inEdges, o, err)
@@ -42,7 +42,7 @@ func TestPathBudgetBoundsTheEdgesRead(t *testing.T) {
 				t.Fatalf("in=%v %+v: read %d edges, over the budget of %d", inEdges, o, res.EdgesRead, o.Budget)
 			}
 		}
-		res, err := FindPath(context.Background(), v, 0, 99999, PathOptions{Budget: 40000})
+		res, err := Find(context.Background(), v, 0, 99999, Options{Budget: 40000})
 		if err != nil || !res.Found || res.Length != 2 || res.EdgesRead > 40000 {
 			t.Fatalf("in=%v: within budget: %+v %v", inEdges, res, err)
 		}

@@ -1,4 +1,11 @@
-package api
+// Package paths finds shortest paths in a view: by hops (BFS, and
+// bidirectional when the view has in-edges) or by weight (Dijkstra, and
+// Bellman-Ford rounds when the hops are bounded).
+//
+// What it promises: every search reads one view (one snapshot), reads at
+// most its budget of edges before it gives up with a *BudgetError, stops
+// when its context ends, and returns a shortest path when it finds one.
+package paths
 
 import (
 	"container/heap"
@@ -11,31 +18,31 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// DefaultPathBudget is how many edges one path search may read when
-// PathOptions.Budget is 0.
-const DefaultPathBudget = 1_000_000
+// DefaultBudget is how many edges one path search may read when
+// Options.Budget is 0.
+const DefaultBudget = 1_000_000
 
-// PathOptions choose and bound a shortest-path search.
-type PathOptions struct {
+// Options choose and bound a shortest-path search.
+type Options struct {
 	// Weighted: the shortest path by total weight (Dijkstra; weights must
 	// not be negative) instead of by hops (BFS).
 	Weighted bool
 	// MaxDepth: the path may have at most this many hops (0: no bound).
 	MaxDepth int
 	// Budget: the most edges the search may read before it gives up with
-	// a *BudgetError (0: DefaultPathBudget).
+	// a *BudgetError (0: DefaultBudget).
 	Budget int64
 }
 
-// PathResult is the answer of a path search.
-type PathResult struct {
+// Result is the answer of a path search.
+type Result struct {
 	Found     bool
 	Length    float64  // hops, or the total weight when weighted
 	Path      []uint64 // from, ..., to; nil when not found
 	EdgesRead int64    // edges the search read
 }
 
-// BudgetError is returned by FindPath when the search read more edges than
+// BudgetError is returned by Find when the search read more edges than
 // its budget without settling the answer.
 type BudgetError struct {
 	Budget, EdgesRead int64
@@ -64,7 +71,7 @@ const gatherChunk = 1024
 // errFound ends a gather early: the search has its answer.
 var errFound = errors.New("found")
 
-// FindPath finds a shortest directed path from one vertex to another in g
+// Find finds a shortest directed path from one vertex to another in g
 // (a static view: every read sees the same snapshot).
 //
 //   - Unweighted: BFS over out-edges level by level, many vertices per
@@ -79,21 +86,21 @@ var errFound = errors.New("found")
 // It returns a *BudgetError once it has read more than the budget's edges
 // without an answer, ctx's error once ctx ends, and (weighted) a
 // *NegativeWeightError for a negative weight on its way.
-func FindPath(ctx context.Context, g views.Graph, from, to uint64, o PathOptions) (PathResult, error) {
+func Find(ctx context.Context, g views.Graph, from, to uint64, o Options) (Result, error) {
 	if o.Budget <= 0 {
-		o.Budget = DefaultPathBudget
+		o.Budget = DefaultBudget
 	}
 	if o.MaxDepth < 0 {
-		return PathResult{}, fmt.Errorf("max depth must not be negative, got %d", o.MaxDepth)
+		return Result{}, fmt.Errorf("max depth must not be negative, got %d", o.MaxDepth)
 	}
 	if err := ctx.Err(); err != nil {
-		return PathResult{}, err
+		return Result{}, err
 	}
 	if from == to {
-		return PathResult{Found: true, Path: []uint64{from}}, nil
+		return Result{Found: true, Path: []uint64{from}}, nil
 	}
 	s := &search{ctx: ctx, g: g, budget: o.Budget}
-	var res PathResult
+	var res Result
 	var err error
 	switch {
 	case o.Weighted && o.MaxDepth > 0:
@@ -161,7 +168,7 @@ func walk(path []uint64, v, end uint64, link func(uint64) uint64) []uint64 {
 
 // bfs searches forward over out-edges, one level per round; the first
 // time it sees the target it has a shortest path.
-func (s *search) bfs(from, to uint64, maxDepth int) (PathResult, error) {
+func (s *search) bfs(from, to uint64, maxDepth int) (Result, error) {
 	parent := map[uint64]uint64{from: from}
 	frontier := []uint64{from}
 	for depth := 0; len(frontier) > 0 && (maxDepth == 0 || depth < maxDepth); depth++ {
@@ -182,14 +189,14 @@ func (s *search) bfs(from, to uint64, maxDepth int) (PathResult, error) {
 		if err == errFound {
 			path := walk([]uint64{to}, to, from, func(v uint64) uint64 { return parent[v] })
 			slices.Reverse(path)
-			return PathResult{Found: true, Length: float64(depth + 1), Path: path}, nil
+			return Result{Found: true, Length: float64(depth + 1), Path: path}, nil
 		}
 		if err != nil {
-			return PathResult{}, err
+			return Result{}, err
 		}
 		frontier = next
 	}
-	return PathResult{}, nil
+	return Result{}, nil
 }
 
 // mark is what a bidirectional search knows of a vertex it has seen: the
@@ -209,7 +216,7 @@ type mark struct {
 // both sides while a level is expanded (say forward, to df+1) therefore
 // closes a path of df+1+db(x) <= df+1+db hops, which is no more than any
 // path: the first meeting gives a shortest path.
-func (s *search) bidirectional(from, to uint64, maxDepth int) (PathResult, error) {
+func (s *search) bidirectional(from, to uint64, maxDepth int) (Result, error) {
 	fwd := map[uint64]mark{from: {from, 0}}
 	bwd := map[uint64]mark{to: {to, 0}}
 	ff, bf := []uint64{from}, []uint64{to}
@@ -240,10 +247,10 @@ func (s *search) bidirectional(from, to uint64, maxDepth int) (PathResult, error
 			path := walk([]uint64{meet}, meet, from, func(v uint64) uint64 { return fwd[v].link })
 			slices.Reverse(path)
 			path = walk(path, meet, to, func(v uint64) uint64 { return bwd[v].link })
-			return PathResult{Found: true, Length: float64(fwd[meet].depth + bwd[meet].depth), Path: path}, nil
+			return Result{Found: true, Length: float64(fwd[meet].depth + bwd[meet].depth), Path: path}, nil
 		}
 		if err != nil {
-			return PathResult{}, err
+			return Result{}, err
 		}
 		if forward {
 			ff, df = next, df+1
@@ -251,7 +258,7 @@ func (s *search) bidirectional(from, to uint64, maxDepth int) (PathResult, error
 			bf, db = next, db+1
 		}
 	}
-	return PathResult{}, nil
+	return Result{}, nil
 }
 
 func weightAt(ws []float64, j int) float64 {
@@ -281,7 +288,7 @@ func (h *distHeap) Pop() any {
 
 // dijkstra settles vertices in order of distance from the source until it
 // settles the target.
-func (s *search) dijkstra(from, to uint64) (PathResult, error) {
+func (s *search) dijkstra(from, to uint64) (Result, error) {
 	dist := map[uint64]float64{from: 0}
 	parent := map[uint64]uint64{from: from}
 	settled := map[uint64]bool{}
@@ -296,7 +303,7 @@ func (s *search) dijkstra(from, to uint64) (PathResult, error) {
 		if it.v == to {
 			path := walk([]uint64{to}, to, from, func(v uint64) uint64 { return parent[v] })
 			slices.Reverse(path)
-			return PathResult{Found: true, Length: it.d, Path: path}, nil
+			return Result{Found: true, Length: it.d, Path: path}, nil
 		}
 		one[0] = it.v
 		err := s.gather(one, engine.Out, true, func(_ int, nbrs []uint64, ws []float64) error {
@@ -313,10 +320,10 @@ func (s *search) dijkstra(from, to uint64) (PathResult, error) {
 			return nil
 		})
 		if err != nil {
-			return PathResult{}, err
+			return Result{}, err
 		}
 	}
-	return PathResult{}, nil
+	return Result{}, nil
 }
 
 // step records that a hop-bounded search lowered a vertex's distance to
@@ -336,7 +343,7 @@ type step struct {
 // A path is read back from the target by taking, at each vertex, the entry
 // of the latest round not after the one its successor was lowered in,
 // minus one: exactly the value that successor's relaxation used.
-func (s *search) hopBounded(from, to uint64, maxDepth int) (PathResult, error) {
+func (s *search) hopBounded(from, to uint64, maxDepth int) (Result, error) {
 	best := map[uint64]float64{from: 0}
 	hist := map[uint64][]step{from: {{0, from, 0}}}
 	frontier, fdist := []uint64{from}, []float64{0}
@@ -370,7 +377,7 @@ func (s *search) hopBounded(from, to uint64, maxDepth int) (PathResult, error) {
 			return nil
 		})
 		if err != nil {
-			return PathResult{}, err
+			return Result{}, err
 		}
 		frontier, fdist = next, fdist[:0]
 		for _, v := range next {
@@ -379,7 +386,7 @@ func (s *search) hopBounded(from, to uint64, maxDepth int) (PathResult, error) {
 	}
 	d, ok := best[to]
 	if !ok {
-		return PathResult{}, nil
+		return Result{}, nil
 	}
 	path := []uint64{to}
 	for v, r := to, rounds; ; {
@@ -395,5 +402,5 @@ func (s *search) hopBounded(from, to uint64, maxDepth int) (PathResult, error) {
 		path = append(path, v)
 	}
 	slices.Reverse(path)
-	return PathResult{Found: true, Length: d, Path: path}, nil
+	return Result{Found: true, Length: d, Path: path}, nil
 }
