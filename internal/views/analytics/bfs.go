@@ -39,8 +39,8 @@ func (a *bfs) Spec() Spec { return a.spec }
 // frontier's neighbors with one Gather when it is small and with one scan
 // of the whole graph when it is large.
 func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, error) {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return nil, err
 	}
 	st := &bfsState{ids: ids, level: make([]int32, ids.Len()), seq: g.Seq()}
@@ -54,6 +54,7 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 	st.level[ri] = 0
 	frontier := []uint64{root}
 	var next []uint64
+	missing, bad := uint64(0), false
 	for cur := int32(0); len(frontier) > 0; cur++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -61,7 +62,11 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 		next = next[:0]
 		visit := func(nb []uint64) {
 			for _, w := range nb {
-				j, _ := ids.Index(w)
+				j, ok := ids.Index(w)
+				if !ok {
+					missing, bad = w, true
+					continue
+				}
 				if st.level[j] == -1 {
 					st.level[j] = cur + 1
 					next = append(next, w)
@@ -71,8 +76,10 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 		var err error
 		if len(frontier) > ids.Len()/32 {
 			err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-				if i, _ := ids.Index(v); st.level[i] == cur {
+				if i, ok := ids.Index(v); ok && st.level[i] == cur {
 					visit(nb)
+				} else if !ok {
+					missing, bad = v, true
 				}
 			})
 		} else {
@@ -81,6 +88,9 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 		}
 		if err != nil {
 			return nil, err
+		}
+		if bad {
+			return nil, unindexed(missing)
 		}
 		frontier, next = next, frontier
 	}
@@ -103,8 +113,8 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids := u.View.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := u.View.IDs()
+	if err != nil {
 		return false, err
 	}
 	var lvl func(uint64) int32
@@ -147,8 +157,13 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 	// Inserts lower levels: relax from the new edges, level by level.
 	buckets := map[int32][]uint64{}
 	minL := int32(-1)
+	missing, bad := uint64(0), false
 	set := func(v uint64, l int32) {
-		i, _ := ids.Index(v)
+		i, ok := ids.Index(v)
+		if !ok {
+			missing, bad = v, true
+			return
+		}
 		if st.level[i] == -1 || l < st.level[i] {
 			st.level[i] = l
 			buckets[l] = append(buckets[l], v)
@@ -181,6 +196,9 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+	}
+	if bad {
+		return false, unindexed(missing)
 	}
 	st.seq = u.View.Seq()
 	return false, nil
@@ -244,3 +262,13 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 }
 
 func (st *bfsState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the levels (4 bytes per vertex index).
+func (a *bfs) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.level)
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -22,6 +23,9 @@ import (
 // from the previous ranks (warm start), a recompute from 1/N.
 type pagerank struct {
 	spec Spec
+	// running is the memory of the run in progress (its next-rank array
+	// and presence flags, and the warm start's copy), 0 between runs.
+	running atomic.Int64
 
 	guarded[*prState]
 }
@@ -39,13 +43,16 @@ func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 
 func (a *pagerank) Spec() Spec { return a.spec }
 
-// prIterate runs power iterations on g from rank (indexed by g.IDs(),
+// prIterate runs power iterations on g from rank (indexed by ids, g's space,
 // updated in place) and returns the state holding it.
-func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float64, maxIter int) (*prState, error) {
-	ids := g.IDs()
+func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []float64, d, tol float64, maxIter int, track *atomic.Int64) (*prState, error) {
 	n := ids.Len()
 	next := make([]float64, n)
 	present := make([]bool, n)
+	if track != nil {
+		track.Store(sliceBytes(next) + sliceBytes(present) + sliceBytes(rank))
+		defer track.Store(0)
+	}
 	st := &prState{ids: ids, seq: g.Seq()}
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
@@ -54,20 +61,32 @@ func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float6
 		clear(next)
 		clear(present)
 		srcMass := 0.0
+		missing, bad := uint64(0), false
 		err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-			i, _ := ids.Index(v)
+			i, ok := ids.Index(v)
+			if !ok {
+				missing, bad = v, true
+				return
+			}
 			present[i] = true
 			r := rank[i]
 			srcMass += r
 			share := r / float64(len(nb))
 			for _, w := range nb {
-				j, _ := ids.Index(w)
+				j, ok := ids.Index(w)
+				if !ok {
+					missing, bad = w, true
+					continue
+				}
 				next[j] += share
 				present[j] = true
 			}
 		})
 		if err != nil {
 			return nil, err
+		}
+		if bad {
+			return nil, unindexed(missing)
 		}
 		np, mass := 0, 0.0
 		for i, p := range present {
@@ -102,8 +121,8 @@ func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float6
 }
 
 func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return err
 	}
 	var rank []float64
@@ -115,7 +134,7 @@ func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error 
 			rank[i] = 1 / float64(max(1, len(rank)))
 		}
 	}
-	st, err := prIterate(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	st, err := prIterate(ctx, g, ids, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations, &a.running)
 	if err != nil {
 		return err
 	}
@@ -228,3 +247,15 @@ func (a *pagerank) Vertex(v uint64) (any, bool) {
 func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
 
 func (st *prState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the ranks (8 bytes per vertex index), and
+// while an update runs, of its second rank array and presence flags (9
+// more).
+func (a *pagerank) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.rank) + a.running.Load()
+}
