@@ -1248,17 +1248,16 @@ func TestDeployKubernetes(t *testing.T) {
 		t.Errorf("Secret %s has no key token", secret.Metadata.Name)
 	}
 
-	// Memory sized from the README's figures: anonymous memory near 4 x
-	// memgraph-mib plus room for the rest, and a limit above the request
-	// for the page cache of the mapped store files.
+	// Memory sized from --memory-budget, which serve stays within: the
+	// request at least the budget, and a limit above it for the page cache
+	// of the mapped store files.
 	req, err1 := mebibytes(c.Resources.Requests["memory"])
 	lim, err2 := mebibytes(c.Resources.Limits["memory"])
 	if err := errors.Join(err1, err2); err != nil {
 		t.Error(err)
 	}
-	if min := 4*int64(o.memgraphMiB) + 256; req < min || lim <= req {
-		t.Errorf("memory request %dMi and limit %dMi: want a request >= 4 x memgraph-mib (%d) + 256 Mi = %dMi and a larger limit",
-			req, lim, o.memgraphMiB, min)
+	if b := o.plan.Total >> 20; req < b || lim <= req {
+		t.Errorf("memory request %dMi and limit %dMi: want a request >= --memory-budget (%dMi) and a larger limit", req, lim, b)
 	}
 	if c.Resources.Requests["cpu"] == "" {
 		t.Errorf("no cpu request")

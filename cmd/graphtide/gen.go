@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ type genOptions struct {
 	rate         int
 	deleteShare  float64
 	recordFormat string
+	timeout      time.Duration
 }
 
 // AddFlags registers the gen flags on fs.
@@ -46,6 +48,7 @@ func (o *genOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.rate, "rate", 0, "edges per second to produce (0 = as fast as possible)")
 	fs.Float64Var(&o.deleteShare, "deletes", 0, "share of events, in [0, 1), that delete an earlier edge (with --brokers)")
 	fs.StringVar(&o.recordFormat, "record-format", "binary", "record format on Kafka: binary, json or text (with --brokers)")
+	fs.DurationVar(&o.timeout, "timeout", genkafka.DefaultTimeout, "give up when no broker answers, or acknowledges a record, within this long (with --brokers)")
 }
 
 // Validate checks the flag values and resolves the output format.
@@ -74,6 +77,9 @@ func (o *genOptions) Validate() error {
 		}
 		if _, err := decode.ParseFormat(o.recordFormat); err != nil {
 			return fmt.Errorf("--record-format must be one of: binary, json, text; got %q", o.recordFormat)
+		}
+		if o.timeout < time.Second || o.timeout > time.Hour {
+			return fmt.Errorf("--timeout must be between 1s and 1h, got %v", o.timeout)
 		}
 		if o.out == "" {
 			return nil
@@ -107,7 +113,13 @@ edge list is shuffled; the output is deterministic for a seed. Self-loops
 and duplicate edges are kept, as in Graph500.
 
 The "el" format writes one "src dst" line per edge; the "bin" format writes
-the GTEL0001 header and 16-byte little-endian records.`,
+the GTEL0001 header and 16-byte little-endian records.
+
+With --brokers the stream is produced to --topic, one record per event
+(keyed by source vertex), at --rate events per second if given. gen first
+checks that a broker answers and gives up after --timeout (default 30s)
+if none does, or if the brokers stop acknowledging records; progress goes
+to stderr (a bar on a terminal, a line every 5 s otherwise).`,
 		Example: `  graphtide gen --scale 20 --edge-factor 16 --seed 1 --out g20.bin
   graphtide gen --scale 10 --out small.el --format el
   graphtide gen --scale 16 --brokers 127.0.0.1:9092 --topic edges --rate 50000 --deletes 0.05`,
@@ -125,16 +137,28 @@ the GTEL0001 header and 16-byte little-endian records.`,
 
 func runGen(cmd *cobra.Command, o genOptions) error {
 	r := o.rmat()
+	rf, _ := decode.ParseFormat(o.recordFormat)
+	kcfg := genkafka.Config{
+		Brokers: o.brokers, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
+		Timeout: o.timeout, Acked: &atomic.Int64{},
+	}
+	if len(o.brokers) > 0 {
+		// Before generating, which can take long: fail fast.
+		if err := genkafka.Check(cmd.Context(), kcfg); err != nil {
+			return err
+		}
+	}
 
 	start := time.Now()
 	edges := r.Generate()
 	generated := time.Since(start)
 
 	if len(o.brokers) > 0 {
-		rf, _ := decode.ParseFormat(o.recordFormat)
-		st, err := genkafka.Produce(cmd.Context(), genkafka.Config{
-			Brokers: o.brokers, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
-		}, edges)
+		errOut := cmd.ErrOrStderr()
+		prog := newProgressOf(errOut, isTerminal(errOut), "gen", "records", "", int64(len(edges)), progressEvery, time.Now())
+		stop := prog.follow(kcfg.Acked.Load, kcfg.Acked.Load)
+		st, err := genkafka.Produce(cmd.Context(), kcfg, edges)
+		stop()
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/graphtide/graphtide/internal/gen"
 )
@@ -108,5 +111,53 @@ func TestGenFlagErrors(t *testing.T) {
 				t.Errorf("a failed gen created %s", out)
 			}
 		})
+	}
+}
+
+// TestGenNoBroker: with no broker answering, gen --brokers gives up after
+// --timeout, before generating, with a message naming the brokers and the
+// timeout (it hung silently before).
+func TestGenNoBroker(t *testing.T) {
+	addr := deadAddr(t)
+	t0 := time.Now()
+	out, _, err := execute(t, "gen", "--scale", "6", "--brokers", addr, "--timeout", "1s")
+	took := time.Since(t0)
+	if err == nil || !strings.Contains(err.Error(), "no Kafka broker answered at "+addr+" within 1s (--timeout)") {
+		t.Fatalf("gen with no broker: %v", err)
+	}
+	if out != "" {
+		t.Errorf("a failed gen printed %q", out)
+	}
+	t.Logf("gave up after %v", took.Round(time.Millisecond))
+	if took > 20*time.Second {
+		t.Errorf("gen took %v to give up with --timeout 1s", took)
+	}
+	if _, _, err := execute(t, "gen", "--scale", "6", "--brokers", addr, "--timeout", "2h"); err == nil || !strings.Contains(err.Error(), "--timeout must be between 1s and 1h") {
+		t.Errorf("--timeout 2h: %v", err)
+	}
+}
+
+// TestGenRateProgress: gen --brokers --rate prints progress lines to
+// stderr when it is not a terminal (it printed nothing for minutes), and
+// produces every event.
+func TestGenRateProgress(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 50 * time.Millisecond
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// 1024 events at 2000 per second: about half a second.
+	out, stderr, err := execute(t, "gen", "--scale", "8", "--edge-factor", "4", "--brokers", c.ListenAddrs()[0], "--rate", "2000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "produced 1024 events (1024 upserts, 0 deletes) to topic edges") {
+		t.Errorf("summary %q", out)
+	}
+	lines := regexp.MustCompile(`(?m)^gen: +\d+% \(\d+ of 1024 records\), \d+ records/s$`).FindAllString(stderr, -1)
+	if len(lines) < 2 {
+		t.Errorf("progress on stderr: %q; want a line every %v", stderr, progressEvery)
 	}
 }

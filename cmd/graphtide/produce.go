@@ -8,11 +8,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/genkafka"
 )
 
 // produceOptions are the flags of "graphtide produce".
@@ -20,6 +23,7 @@ type produceOptions struct {
 	brokers []string
 	topic   string
 	key     string
+	timeout time.Duration
 	files   []string
 }
 
@@ -28,6 +32,7 @@ func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.brokers, "brokers", []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
 	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")
+	fs.DurationVar(&o.timeout, "timeout", genkafka.DefaultTimeout, "give up when no broker answers, or acknowledges a record, within this long")
 }
 
 func (o *produceOptions) Validate() error {
@@ -39,6 +44,9 @@ func (o *produceOptions) Validate() error {
 	}
 	if o.key != "src" && o.key != "none" {
 		return fmt.Errorf("--key must be src or none, got %q", o.key)
+	}
+	if o.timeout < time.Second || o.timeout > time.Hour {
+		return fmt.Errorf("--timeout must be between 1s and 1h, got %v", o.timeout)
 	}
 	return nil
 }
@@ -79,8 +87,11 @@ or "-") as one Kafka record, as serve's json and text formats read them:
 JSON objects {"op":"add","src":..,"dst":..,"weight":..} (src/dst may be
 string keys), or text lines "src dst [weight]", "d src dst", "dv src".
 Records are keyed by the source vertex so that the events of one vertex
-keep their order. Every flag can be set with GRAPHTIDE_<FLAG> or in the
---config file.`,
+keep their order. produce first checks that a broker answers and gives up
+after --timeout (default 30s) if none does, or if the brokers stop
+acknowledging records. Progress goes to stderr (a bar on a terminal, a
+line every 5 s otherwise). Every flag can be set with GRAPHTIDE_<FLAG> or
+in the --config file.`,
 		Example: `  printf '{"op":"add","src":"alice","dst":"bob","weight":12.5}\n' | graphtide produce --topic payments
   graphtide produce --brokers 127.0.0.1:19092 --topic edges edges.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,28 +102,59 @@ keep their order. Every flag can be set with GRAPHTIDE_<FLAG> or in the
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runProduce(cmd.Context(), &o, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runProduce(cmd.Context(), &o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out io.Writer) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...), kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation(),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5*time.Millisecond))
+func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, errOut io.Writer) error {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(o.brokers...), kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation(),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5 * time.Millisecond)}, genkafka.ClientOpts(o.timeout)...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if err := genkafka.WaitForBroker(ctx, cl, o.brokers, o.timeout); err != nil {
+		return err
+	}
 	files := o.files
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
+	// Progress: bytes of the files read, when they are all files; else
+	// records only.
+	var total int64
+	doneUnit := "bytes"
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if f == "-" || err != nil || !info.Mode().IsRegular() {
+			total, doneUnit = 0, ""
+			break
+		}
+		total += info.Size()
+	}
 	t0 := time.Now()
 	n := 0
-	var perr error
+	var read, acked atomic.Int64
 	errc := make(chan error, 1)
+	prog := newProgressOf(errOut, isTerminal(errOut), "produce", "records", doneUnit, total, progressEvery, t0)
+	done := acked.Load
+	if doneUnit != "" {
+		done = read.Load
+	}
+	stop := prog.follow(done, acked.Load)
+	defer stop()
+	failed := func() error {
+		select {
+		case err := <-errc:
+			return genkafka.ProduceError(o.topic, o.brokers, o.timeout, err)
+		default:
+			return nil
+		}
+	}
 	for _, f := range files {
 		r := stdin
 		if f != "-" {
@@ -126,6 +168,7 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out io.
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 1<<16), 1<<24)
 		for line := 1; sc.Scan(); line++ {
+			read.Add(int64(len(sc.Bytes())) + 1)
 			text := strings.TrimSpace(sc.Text())
 			if text == "" {
 				continue
@@ -140,9 +183,14 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out io.
 					case errc <- err:
 					default:
 					}
+					return
 				}
+				acked.Add(1)
 			})
 			n++
+			if err := failed(); err != nil {
+				return err
+			}
 		}
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
@@ -151,13 +199,10 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out io.
 	if err := cl.Flush(ctx); err != nil {
 		return err
 	}
-	select {
-	case perr = <-errc:
-	default:
+	if err := failed(); err != nil {
+		return err
 	}
-	if perr != nil {
-		return fmt.Errorf("producing to %s: %w", o.topic, perr)
-	}
+	stop()
 	fmt.Fprintf(out, "produced %d records to topic %s in %s\n", n, o.topic, time.Since(t0).Round(time.Millisecond))
 	return nil
 }

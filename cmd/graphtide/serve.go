@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
@@ -48,11 +50,15 @@ type serveOptions struct {
 	format        string
 	topicFormats  []string
 	deadLetter    string
+	dlTimeout     time.Duration
+	readyGrace    time.Duration
 	flushInterval time.Duration
 	reset         string
 	resetSource   bool
 	httpAddr      string
-	memgraphMiB   int
+	memgraphMiB   int // 0: sized from the memory budget
+	memoryBudget  string
+	plan          budget.Plan // the budget divided (set by Validate)
 	inEdges       bool
 	inEdgesGiven  bool // --in-edges was set (flag, environment or file)
 	embeddedPort  int
@@ -86,6 +92,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.topicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
 	fs.StringVar(&o.deadLetter, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
+	fs.DurationVar(&o.dlTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
+	fs.DurationVar(&o.readyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
 	fs.DurationVar(&o.flushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.StringVar(&o.reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.resetSource, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
@@ -95,7 +103,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fs.DurationVar(&o.httpTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
 	fs.Int64Var(&o.httpPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
-	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
+	fs.StringVar(&o.memoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
+	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 7.5% of --memory-budget)")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.BoolVar(&o.tls, "tls", false, "connect to the brokers with TLS")
@@ -105,7 +114,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.saslPassword, "sasl-password", "", "SASL password (prefer GRAPHTIDE_SASL_PASSWORD)")
 	fs.StringArrayVar(&o.analytics, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.alertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
-	fs.IntVar(&o.logCapacity, "view-log-capacity", 1<<20, "operations the edge log keeps for stream views and analytics (a consumer further behind resyncs)")
+	fs.IntVar(&o.logCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 48 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
 func (o *serveOptions) Validate() error {
@@ -133,8 +142,21 @@ func (o *serveOptions) Validate() error {
 	if o.flushInterval < 10*time.Millisecond {
 		return fmt.Errorf("--flush-interval must be at least 10ms, got %v", o.flushInterval)
 	}
-	if o.memgraphMiB < 1 || o.memgraphMiB > 65536 {
-		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", o.memgraphMiB)
+	// Zero (options built in code, not from flags): the defaults.
+	if o.dlTimeout == 0 {
+		o.dlTimeout = 10 * time.Second
+	}
+	if o.readyGrace == 0 {
+		o.readyGrace = 30 * time.Second
+	}
+	if o.dlTimeout < time.Second || o.dlTimeout > 10*time.Minute {
+		return fmt.Errorf("--dead-letter-timeout must be between 1s and 10m, got %v", o.dlTimeout)
+	}
+	if o.readyGrace < 100*time.Millisecond || o.readyGrace > 24*time.Hour {
+		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.readyGrace)
+	}
+	if o.memgraphMiB < 0 || o.memgraphMiB > 65536 {
+		return fmt.Errorf("--memgraph-mib must be between 1 and 65536 (or 0: sized from --memory-budget), got %d", o.memgraphMiB)
 	}
 	switch o.saslMech {
 	case "", "plain", "scram-sha-256", "scram-sha-512":
@@ -147,8 +169,18 @@ func (o *serveOptions) Validate() error {
 	if o.embeddedPort < 0 || o.embeddedPort > 65535 {
 		return fmt.Errorf("--embedded-port must be between 0 and 65535, got %d", o.embeddedPort)
 	}
-	if o.logCapacity < 1 || o.logCapacity > 1<<30 {
-		return fmt.Errorf("--view-log-capacity must be between 1 and %d, got %d", 1<<30, o.logCapacity)
+	if o.logCapacity < 0 || o.logCapacity > 1<<30 {
+		return fmt.Errorf("--view-log-capacity must be between 1 and %d (or 0: sized from --memory-budget), got %d", 1<<30, o.logCapacity)
+	}
+	if o.memoryBudget == "" {
+		o.memoryBudget = "1GiB"
+	}
+	total, err := budget.Parse(o.memoryBudget)
+	if err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if o.plan, err = budget.Divide(total, budget.Explicit{MemGraphBytes: int64(o.memgraphMiB) << 20, EdgeLogOps: o.logCapacity}); err != nil {
+		return err
 	}
 	if err := o.validateHTTP(); err != nil {
 		return err
@@ -284,9 +316,18 @@ Analytics (--analytic, repeatable, or an analytics: list in the config
 file) run beside ingestion on views of the store; monitors' alerts go to
 --alert-topic and are readable over HTTP.
 
+A record that cannot be ingested goes to --dead-letter-topic, cut to fit
+its max.message.bytes if need be (headers give the original size and
+SHA-256). If its dead letter cannot be written, only its partition pauses
+at it until it can; the others go on.
+
 HTTP on --http-addr (default loopback only): the JSON API under /v1
 (stats, degree, neighbors, paths, analytics and alerts; the OpenAPI
 document at /v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
+/readyz answers 503 with the reasons while partitions are not assigned
+or would split the graph, no broker has answered for --ready-grace,
+partitions were lost, a partition waits for its dead letter, or the store
+has stalled for --ready-grace.
 With a bearer token (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
 request needs "Authorization: Bearer <token>"; /metrics, /healthz and
 /readyz stay open. An address beyond loopback is refused without a token;
@@ -325,13 +366,24 @@ Command line beats environment beats config file.`,
 const embeddedRetentionBytes = 32 << 20
 
 func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
+	p := o.plan
+	// The Go heap's share of the budget: the runtime collects garbage
+	// harder near it instead of growing past it. A GOMEMLIMIT set in the
+	// environment wins (the runtime read it at start).
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		prev := debug.SetMemoryLimit(p.GoLimit)
+		defer debug.SetMemoryLimit(prev)
+	}
+	log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
+		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
+		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
 	// The data directory first: a damaged one is refused before anything
 	// else starts.
 	var inEdges *bool // as stored unless given
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, InEdges: inEdges, Create: true})
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.plan.MemGraphBytes}, InEdges: inEdges, Create: true})
 	if err != nil {
 		return err
 	}
@@ -388,7 +440,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(o.dir)+", the newest 32 MiB per partition; not for production)", "address", brokers[0])
 		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
 	}
-	vm, err := views.NewManager(store, views.Config{LogCapacity: o.logCapacity})
+	vm, err := views.NewManager(store, views.Config{LogCapacity: o.plan.EdgeLogOps})
 	if err != nil {
 		return err
 	}
@@ -431,12 +483,16 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	}
 	in, err := ingest.New(store, dict, ingest.Config{
 		Brokers: brokers, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
-		DeadLetterTopic: o.deadLetter, FlushInterval: o.flushInterval, ResetPolicy: o.reset,
+		DeadLetterTopic: o.deadLetter, DeadLetterTimeout: o.dlTimeout, ReadyGrace: o.readyGrace,
+		FlushInterval: o.flushInterval, ResetPolicy: o.reset,
 		ResetSourcePosition: o.resetSource, ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
+		FetchMaxBytes: o.plan.FetchMaxBytes, MaxConcurrentFetches: o.plan.MaxConcurrentFetches,
 	})
 	if err != nil {
 		return err
 	}
+	reg.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: store, Views: vm,
+		KafkaFetch: in.BufferedFetchBytes}))
 
 	apiSrv, err := api.New(api.Config{
 		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,

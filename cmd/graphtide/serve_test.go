@@ -240,6 +240,8 @@ func TestServeBadFlags(t *testing.T) {
 		"--topic-format edges":                 `--topic-format must look like topic=format, got "edges"`,
 		"--sasl-mechanism gssapi":              `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
 		"--flush-interval 1ms":                 "--flush-interval must be at least 10ms, got 1ms",
+		"--dead-letter-timeout 10ms":           "--dead-letter-timeout must be between 1s and 10m, got 10ms",
+		"--ready-grace 50ms":                   "--ready-grace must be between 100ms and 24h, got 50ms",
 		"--analytic type=bfs":                  `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
 		"--analytic colour=red":                `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_behind, max_cycle, max_iterations, name, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
 		"--http-addr 0.0.0.0:9464":             "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",

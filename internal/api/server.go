@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -129,8 +130,23 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /v1/analytics/{name}/vertices/{v}", s.analyticVertex)
 	s.handle("GET /v1/analytics/{name}/top", s.top)
 	s.handle("GET /v1/alerts", s.alerts)
+	// The Go runtime's profiles, to find where memory and time go. Not API
+	// routes: no deadline (a CPU profile takes ?seconds=N, at most the
+	// server's write timeout), the bearer token as for /v1.
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	s.handler = s.wrap(s.mux)
 	return s, nil
+}
+
+// guarded reports whether path needs the bearer token: the API and the
+// profiles. /healthz, /readyz and /metrics stay open for probes and
+// Prometheus; they show no graph data.
+func guarded(path string) bool {
+	return path == "/v1" || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/debug/")
 }
 
 // Handler is the server's root handler.
@@ -171,9 +187,13 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		if (r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")) && !s.authorized(r) {
+		if guarded(r.URL.Path) && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="graphtide"`)
 			writeJSON(w, http.StatusUnauthorized, ErrorResponse{"missing or wrong bearer token: send Authorization: Bearer <token> (the token serve was given by --http-token-file or GRAPHTIDE_HTTP_TOKEN)"})
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			mux.ServeHTTP(w, r)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.RequestTimeout)

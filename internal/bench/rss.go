@@ -21,8 +21,13 @@ type Memory struct {
 }
 
 // ReadMemory reads the current process's memory counters.
-func ReadMemory() (Memory, error) {
-	f, err := os.Open("/proc/self/status")
+func ReadMemory() (Memory, error) { return readMemory("/proc/self/status") }
+
+// ReadMemoryOf reads the memory counters of process pid.
+func ReadMemoryOf(pid int) (Memory, error) { return readMemory(fmt.Sprintf("/proc/%d/status", pid)) }
+
+func readMemory(path string) (Memory, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return Memory{}, fmt.Errorf("read memory: %w", err)
 	}

@@ -5,9 +5,12 @@ package genkafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +28,79 @@ type Config struct {
 	DeleteShare float64 // 0..1: share of events that delete an earlier edge
 	Seed        uint64
 	ClientOpts  []kgo.Opt
+	// Timeout is how long to wait for a broker to answer, before the
+	// first record and for each record to be acknowledged; default 30s,
+	// at least 1s. Past it Produce gives up with an error that says so.
+	Timeout time.Duration
+	// Acked, if set, counts the records the brokers acknowledged (for
+	// progress).
+	Acked *atomic.Int64
+}
+
+// DefaultTimeout is Config.Timeout when it is zero.
+const DefaultTimeout = 30 * time.Second
+
+func (c Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+// WaitForBroker returns once a broker of cl answers, or an error that
+// names the brokers and the timeout when none does within timeout (or
+// ctx's error if ctx ends first).
+func WaitForBroker(ctx context.Context, cl *kgo.Client, brokers []string, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		err := cl.Ping(wctx)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			last = err
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			why := "no answer"
+			if last != nil {
+				why = last.Error()
+			}
+			return fmt.Errorf("no Kafka broker answered at %s within %v (--timeout): %s", strings.Join(brokers, ","), timeout, why)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// ProduceError explains a produce failure; a record not acknowledged in
+// time means that the brokers stopped answering.
+func ProduceError(topic string, brokers []string, timeout time.Duration, err error) error {
+	if errors.Is(err, kgo.ErrRecordTimeout) {
+		return fmt.Errorf("producing to %s: no Kafka broker at %s acknowledged a record within %v (--timeout): %w", topic, strings.Join(brokers, ","), timeout, err)
+	}
+	return fmt.Errorf("producing to %s: %w", topic, err)
+}
+
+// ClientOpts are the options of a producer that gives up on a record not
+// acknowledged within timeout.
+func ClientOpts(timeout time.Duration) []kgo.Opt {
+	return []kgo.Opt{kgo.RecordDeliveryTimeout(timeout)}
+}
+
+// Check returns an error when no broker of cfg answers within its
+// Timeout: gen calls it before generating a stream that may take long.
+func Check(ctx context.Context, cfg Config) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return WaitForBroker(ctx, cl, cfg.Brokers, cfg.timeout())
 }
 
 // Stats of a finished Produce.
@@ -42,18 +118,26 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 	if cfg.DeleteShare < 0 || cfg.DeleteShare >= 1 {
 		return st, fmt.Errorf("delete share must be in [0, 1), got %v", cfg.DeleteShare)
 	}
+	timeout := cfg.timeout()
+	if timeout < time.Second {
+		return st, fmt.Errorf("timeout must be at least 1s, got %v", timeout)
+	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-	}, cfg.ClientOpts...)
+	}, ClientOpts(timeout)...)
+	opts = append(opts, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return st, err
 	}
 	defer cl.Close()
+	if err := WaitForBroker(ctx, cl, cfg.Brokers, timeout); err != nil {
+		return st, err
+	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 77))
 	start := time.Now()
 	var errc = make(chan error, 1)
@@ -85,6 +169,10 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 				case errc <- err:
 				default:
 				}
+				return
+			}
+			if cfg.Acked != nil {
+				cfg.Acked.Add(1)
 			}
 		})
 		produced++
@@ -102,16 +190,16 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 		}
 		select {
 		case err := <-errc:
-			return st, fmt.Errorf("produce: %w", err)
+			return st, ProduceError(cfg.Topic, cfg.Brokers, timeout, err)
 		default:
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return st, fmt.Errorf("produce: flush: %w", err)
+		return st, fmt.Errorf("producing to %s: flush: %w", cfg.Topic, err)
 	}
 	select {
 	case err := <-errc:
-		return st, fmt.Errorf("produce: %w", err)
+		return st, ProduceError(cfg.Topic, cfg.Brokers, timeout, err)
 	default:
 	}
 	st.Elapsed = time.Since(start)

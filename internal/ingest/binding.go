@@ -41,8 +41,9 @@ const (
 
 // setPaused adds (on) or removes a reason to pause fetching, then pauses
 // every assigned partition (and those of extra, being assigned) while any
-// reason holds, or resumes every paused partition when none is left.
-// Called without mu held.
+// reason holds, or resumes every paused partition when none is left, but
+// those paused because their dead letter cannot be written (dlPaused:
+// they resume on their own, see unblockAcked). Called without mu held.
 func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]kgo.Offset) {
 	in.pauseMu.Lock()
 	defer in.pauseMu.Unlock()
@@ -69,7 +70,19 @@ func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]
 			in.cl.PauseFetchPartitions(ps)
 		}
 	case was != 0:
-		if cur := in.cl.PauseFetchPartitions(nil); len(cur) > 0 {
+		// Every paused partition resumes but those whose dead letter
+		// cannot be written yet (deadletter.go).
+		cur := in.cl.PauseFetchPartitions(nil)
+		for t, ps := range cur {
+			keep := ps[:0]
+			for _, p := range ps {
+				if !in.dlPaused.has(t, p) {
+					keep = append(keep, p)
+				}
+			}
+			cur[t] = keep
+		}
+		if len(cur) > 0 {
 			in.cl.ResumeFetchPartitions(cur)
 		}
 	}
@@ -360,6 +373,13 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 	}
 	in.evaluated, in.checking = true, nil
 	in.mu.Unlock()
+	if accept {
+		// The group's offsets follow the store's position from the start,
+		// even if nothing new arrives (lag tools read them); and the lag
+		// of the new assignment is known at once.
+		in.commitAssigned.Store(true)
+		in.wakeLag()
+	}
 
 	m := in.cfg.Metrics
 	switch {

@@ -41,8 +41,18 @@
 // Bad records never stop a partition: a record that cannot be decoded, or
 // that names a vertex id out of range or a weight that is not finite, is
 // produced to the dead-letter topic with the reason, source topic,
-// partition and offset in headers (synchronously, before the position that
-// covers it can become durable), and a counter rises.
+// partition, offset, the value's size and SHA-256 in headers (acknowledged
+// before the position that covers it can become durable), cut to fit the
+// topic's max.message.bytes if need be, and a counter rises. A dead
+// letter that cannot be written stops its own partition only, at its
+// record, until a retry succeeds (deadletter.go has the rules); a crash
+// meanwhile resumes at the record, so a dead letter may be written twice,
+// a record is never skipped or applied twice.
+//
+// Health (health.go): Ready also reports brokers that stopped answering,
+// partitions lost, partitions blocked on dead letters and a store stall;
+// the lag follows the brokers' end offsets on a timer; and the durable
+// offsets are committed after each accepted assignment.
 //
 // Backpressure: the store's Apply blocks while both MemGraphs are full;
 // while it does, fetching of every assigned partition is paused, and the
@@ -52,9 +62,11 @@
 // goroutines, so that polling, decoding and the client's next fetch
 // overlap the store's Apply.
 //
-//	poll loop: poll -> decode into a batch (+ the position after it)
-//	    -> dead letters, dict.Sync -> hand the batch to the applier
-//	    (at most pipelineDepth in flight)
+//	poll loop: poll -> resume partitions whose dead letter is now
+//	    acknowledged -> decode into a batch (+ the position after it)
+//	    -> dead letters (a partition whose dead letter fails is cut at
+//	    it and the poll decoded again), dict.Sync -> hand the batch to
+//	    the applier (at most pipelineDepth in flight)
 //	applier:   Apply -> the batch's position becomes "applied"
 //	    -> if asked, right after a batch: FlushAsync
 //	poll loop, between polls: the batches whose sequence numbers the
@@ -66,5 +78,6 @@
 //	    -> flush (and commit on revoke)
 //	assignment (onAssigned, adjustOffsets) -> check the source and the
 //	    assignment -> pause, or take new partitions into the position
+//	dead-letter worker, lag loop: goroutines of their own (see above)
 //	ctx done -> finish the batches in flight -> flush -> commit -> return nil
 package ingest

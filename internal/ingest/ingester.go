@@ -31,6 +31,30 @@ type Config struct {
 	TopicFormats map[string]decode.Format
 	// DeadLetterTopic receives undecodable records; default "graphtide-dead-letters".
 	DeadLetterTopic string
+	// DeadLetterTimeout bounds one attempt to write a dead letter (serve
+	// --dead-letter-timeout); default 10s. A dead letter the brokers
+	// refuse for good (the topic missing and not creatable, no permission,
+	// a value that cannot fit, any non-retriable error), or do not
+	// acknowledge within it (a broker down), pauses only the partition of
+	// its record, at that record, until a retry succeeds (see
+	// deadletter.go); Ready says so meanwhile.
+	DeadLetterTimeout time.Duration
+	// ReadyGrace (serve --ready-grace) is how long no broker may answer,
+	// or the store stall, before Ready says so; default 30s.
+	ReadyGrace time.Duration
+	// LagInterval is how often the lag of the assigned partitions is
+	// computed from the brokers' end offsets; default 10s.
+	LagInterval time.Duration
+	// The consumer's fetch buffers (see FetchOptions): FetchMaxBytes per
+	// fetch request (default 32 MiB, 1 KiB..100 MiB), FetchMaxPartitionBytes
+	// per partition in one (default 1 MiB, 1 KiB..FetchMaxBytes; a larger
+	// record still comes whole), MaxConcurrentFetches in flight or
+	// buffered at once (default 4, 1..64). The client buffers at most
+	// about MaxConcurrentFetches x FetchMaxBytes; BufferedFetchBytes
+	// reports what it holds.
+	FetchMaxBytes          int32
+	FetchMaxPartitionBytes int32
+	MaxConcurrentFetches   int
 	// FlushInterval bounds how much is replayed after a crash; default 2s.
 	FlushInterval time.Duration
 	// MaxPollRecords is the most records handed to the store in one batch;
@@ -97,6 +121,42 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if o.FlushInterval < 10*time.Millisecond {
 		return o, fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", o.FlushInterval)
+	}
+	if o.DeadLetterTimeout == 0 {
+		o.DeadLetterTimeout = 10 * time.Second
+	}
+	if o.DeadLetterTimeout < time.Second || o.DeadLetterTimeout > 10*time.Minute {
+		return o, fmt.Errorf("ingest: dead-letter timeout must be between 1s and 10m, got %v", o.DeadLetterTimeout)
+	}
+	if o.ReadyGrace == 0 {
+		o.ReadyGrace = 30 * time.Second
+	}
+	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
+		return o, fmt.Errorf("ingest: ready grace must be between 100ms and 24h, got %v", o.ReadyGrace)
+	}
+	if o.LagInterval == 0 {
+		o.LagInterval = 10 * time.Second
+	}
+	if o.LagInterval < 10*time.Millisecond || o.LagInterval > time.Hour {
+		return o, fmt.Errorf("ingest: lag interval must be between 10ms and 1h, got %v", o.LagInterval)
+	}
+	if o.FetchMaxBytes == 0 {
+		o.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if o.FetchMaxBytes < 1<<10 || o.FetchMaxBytes > 100<<20 {
+		return o, fmt.Errorf("ingest: fetch max bytes must be between 1 KiB and 100 MiB, got %d", o.FetchMaxBytes)
+	}
+	if o.FetchMaxPartitionBytes == 0 {
+		o.FetchMaxPartitionBytes = min(DefaultFetchMaxPartitionBytes, o.FetchMaxBytes)
+	}
+	if o.FetchMaxPartitionBytes < 1<<10 || o.FetchMaxPartitionBytes > o.FetchMaxBytes {
+		return o, fmt.Errorf("ingest: fetch max partition bytes must be between 1 KiB and the fetch max bytes (%d), got %d", o.FetchMaxBytes, o.FetchMaxPartitionBytes)
+	}
+	if o.MaxConcurrentFetches == 0 {
+		o.MaxConcurrentFetches = DefaultMaxConcurrentFetches
+	}
+	if o.MaxConcurrentFetches < 1 || o.MaxConcurrentFetches > 64 {
+		return o, fmt.Errorf("ingest: max concurrent fetches must be between 1 and 64, got %d", o.MaxConcurrentFetches)
 	}
 	if o.MaxPollRecords == 0 {
 		o.MaxPollRecords = DefaultMaxPollRecords
@@ -200,6 +260,24 @@ type Ingester struct {
 	// rebalanceWaiting is set when a rebalance waits for the poll loop
 	// to allow it (franz-go's OnPartitionsCallbackBlocked).
 	rebalanceWaiting atomic.Bool
+
+	// dl is the dead-letter path (deadletter.go); dlPaused are the
+	// partitions paused because their dead letter cannot be written:
+	// they stay paused whatever else resumes fetching. dlPaused is
+	// Protected by pauseMu.
+	dl       *deadLetters
+	dlPaused partitionSet
+
+	// Health (health.go). lost is the partitions lost since the last
+	// assignment (Protected by mu); stallSince is when the Apply that
+	// stalls began (unix ns, 0: none); commitAssigned asks the poll loop
+	// to commit the durable offsets of a new assignment; lagNow wakes the
+	// lag loop.
+	health         *health
+	lost           partitionSet
+	stallSince     atomic.Int64
+	commitAssigned atomic.Bool
+	lagNow         chan struct{}
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -223,7 +301,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		applied: rec.Position.Clone(), durable: rec.Position, assigned: map[string][]int32{},
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
-		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{}}
+		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
+		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+	in.health.lastAnswer.Store(time.Now().UnixNano())
 	var keys decode.KeyResolver
 	if dict != nil {
 		keys = dict
@@ -247,8 +327,17 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
-	}, FetchOptions()...)
+	}, fetchOptions(c.FetchMaxBytes, c.FetchMaxPartitionBytes, c.MaxConcurrentFetches)...)
 	opts = append(opts,
+		// The client produces only dead letters (deadletter.go): batches
+		// sized by the dead-letter topic's limit, uncompressed so that a
+		// dead letter's size is what is counted, and failed rather than
+		// retried forever (a dead letter may be written twice anyway).
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return in.dl.clientLimit.Load() }),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.DisableIdempotentWrite(),
+		kgo.RecordDeliveryTimeout(c.DeadLetterTimeout),
+		kgo.WithHooks(in.health),
 		kgo.AllowAutoTopicCreation(),
 		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
 		kgo.OnPartitionsAssigned(in.onAssigned),
@@ -266,15 +355,37 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	return in, nil
 }
 
-// FetchOptions are the franz-go fetch settings of the ingest consumer;
-// bench kafka gives its plain consumer the same ones. Read-committed
-// isolation keeps records of aborted transactions out of the store.
+// FetchOptions are the franz-go fetch settings of the ingest consumer
+// with the default buffers; bench kafka gives its plain consumer the same
+// ones. Read-committed isolation keeps records of aborted transactions out
+// of the store.
 func FetchOptions() []kgo.Opt {
+	return fetchOptions(DefaultFetchMaxBytes, DefaultFetchMaxPartitionBytes, DefaultMaxConcurrentFetches)
+}
+
+func fetchOptions(maxBytes, maxPartBytes int32, concurrent int) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxBytes(32 << 20),
-		kgo.MaxConcurrentFetches(4),
+		kgo.FetchMaxBytes(maxBytes),
+		kgo.FetchMaxPartitionBytes(maxPartBytes),
+		kgo.MaxConcurrentFetches(concurrent),
 	}
+}
+
+// The defaults of Config's fetch buffers.
+const (
+	DefaultFetchMaxBytes          = 32 << 20
+	DefaultFetchMaxPartitionBytes = 1 << 20
+	DefaultMaxConcurrentFetches   = 4
+)
+
+// BufferedFetchBytes reports the memory the ingester holds of records not
+// yet decoded: what its Kafka client has fetched and buffered (keys,
+// values and headers; franz-go's BufferedFetchBytes), plus the records
+// held while their dead letters cannot be written. Decoded batches in
+// flight to the store are not counted (see pipelineDepth).
+func (in *Ingester) BufferedFetchBytes() int64 {
+	return in.cl.BufferedFetchBytes() + in.dl.heldBytes()
 }
 
 // DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
@@ -412,7 +523,12 @@ func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[strin
 	in.mu.Lock()
 	for t, ps := range added {
 		in.assigned[t] = append(in.assigned[t], ps...)
+		for _, p := range ps {
+			in.cfg.Metrics.DeadLetterBlocked.WithLabelValues(t, strconv.Itoa(int(p))).Set(0)
+		}
 	}
+	// A new assignment: what was lost before is decided now.
+	in.lost = nil
 	in.mu.Unlock()
 	in.cfg.Logger.Info("partitions assigned", "partitions", added)
 	if len(added) == 0 {
@@ -430,6 +546,7 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 		// Another member reports these partitions' lag now.
 		for _, p := range ps {
 			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
+			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			delete(in.starts[t], p)
 			delete(in.committed[t], p)
 		}
@@ -455,12 +572,25 @@ func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[st
 	if err := in.flushAndCommit(ctx); err != nil {
 		in.cfg.Logger.Error("flush on revoke failed", "err", err)
 	}
+	in.dropBlocks(revoked)
 	in.removeAssigned(revoked)
 }
 
-// onLost flushes (the group already moved on, so there is nothing to commit).
+// onLost flushes (the group already moved on, so there is nothing to
+// commit); Ready says so until the next assignment.
 func (in *Ingester) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	in.cfg.Logger.Warn("partitions lost; flushing", "partitions", lost)
+	in.mu.Lock()
+	if in.lost == nil {
+		in.lost = partitionSet{}
+	}
+	for t, ps := range lost {
+		for _, p := range ps {
+			in.lost.add(t, p)
+		}
+	}
+	in.mu.Unlock()
+	in.dropBlocks(lost)
 	in.removeAssigned(lost)
 	if err := in.flush(); err != nil {
 		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)
@@ -468,12 +598,32 @@ func (in *Ingester) onLost(ctx context.Context, _ *kgo.Client, lost map[string][
 }
 
 // Ready returns nil when the ingester ingests its assignment, else why
-// not (for /readyz): no partitions assigned yet; the assignment would
-// split the graph between stores (see checkAssignment; fetching is
-// paused until it no longer does); the assignment could not be checked
-// against the brokers yet; or the source changed under it (Run returns
-// that error).
+// not (for /readyz). About the assignment: no partitions assigned yet; the
+// assignment would split the graph between stores (see checkAssignment;
+// fetching is paused until it no longer does); the assignment could not be
+// checked against the brokers yet; or the source changed under it (Run
+// returns that error). About health (health.go): no broker has answered
+// for longer than ReadyGrace; assigned partitions were lost (until the
+// next assignment); a partition is paused because its dead letter cannot
+// be written; the store has stalled for longer than ReadyGrace. When more
+// than one holds, the error names them all, the assignment's first (and
+// unwraps to each).
 func (in *Ingester) Ready() error {
+	var errs []error
+	if err := in.assignmentReady(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, in.healthReasons(time.Now())...)
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return readyError(errs)
+}
+
+func (in *Ingester) assignmentReady() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	switch {
@@ -490,6 +640,9 @@ func (in *Ingester) Ready() error {
 		if len(ps) > 0 {
 			return nil
 		}
+	}
+	if len(in.lost) > 0 {
+		return nil // healthReasons says they were lost
 	}
 	return fmt.Errorf("no partitions assigned: the other members of consumer group %q hold them all", in.cfg.Group)
 }
@@ -537,9 +690,17 @@ func (in *Ingester) Run(ctx context.Context) error {
 	// Only now does the client join the group and fetch.
 	in.cl.AddConsumeTopics(in.cfg.Topics...)
 	in.ensureDeadLetterTopic(ctx)
+	in.readDeadLetterLimit(ctx)
+	wctx, wcancel := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	workers.Add(2)
+	go func() { defer workers.Done(); in.deadLetterWorker(wctx) }()
+	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	p := in.startApplier()
 	err := in.pollLoop(ctx, p)
 	p.stop()
+	wcancel()
+	workers.Wait()
 	in.cl.AllowRebalance() // else leaving the group waits for it
 	if err != nil {
 		return err
@@ -654,6 +815,9 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if (len(d.batches) > 0 || d.flushing) && time.Since(d.checked) >= durableCheckMin {
 			in.commitDurable(ctx, &d)
 		}
+		if in.commitAssigned.Swap(false) {
+			in.commit(ctx)
+		}
 		if p.inflight > 0 && (in.rebalanceWaiting.Load() || time.Since(lastAllow) >= allowRebalanceEvery) {
 			if err := drain(); err != nil {
 				return err
@@ -695,6 +859,11 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 			if !d.flushing && len(d.batches) > 0 {
 				deadline = minTime(deadline, d.batches[0].at.Add(in.cfg.FlushInterval))
 			}
+			if in.dl.blocked() > 0 {
+				// A blocked partition resumes right after a poll once its
+				// dead letter is acknowledged.
+				deadline = minTime(deadline, time.Now().Add(blockedPollEvery))
+			}
 			pctx, pcancel := context.WithDeadline(ctx, deadline)
 			fetches = in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
 			pcancel()
@@ -711,16 +880,41 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if in.dict != nil {
 			keysBefore = in.dict.Len()
 		}
-		next, dead, reasons, fatal := in.decodeInto(j, fetches, polled)
-		if fatal != nil {
+		// Partitions whose dead letter is now acknowledged resume after
+		// it; only while this poll holds rebalances off (it returned
+		// something), since SetOffsets must not race a revoke.
+		unblocked := 0
+		if len(fetches) > 0 {
+			polled, unblocked = in.unblockAcked(polled)
+		}
+		dec := in.decodeInto(j, fetches, polled, in.dl.cuts())
+		if dec.fatal == nil && len(dec.dead) > 0 {
+			// Before the position past them can become durable.
+			cut, err := in.deadLetter(ctx, dec.dead)
+			if err != nil {
+				return drain() // ctx ended; this poll is not applied
+			}
+			if len(cut) > 0 {
+				// Those partitions stop at the record whose dead letter
+				// failed: decode the poll again without it and what
+				// follows it in its partition.
+				in.block(cut)
+				j.reset()
+				dec = in.decodeInto(j, fetches, polled, in.dl.cuts())
+			}
+		}
+		if dec.fatal != nil {
 			// Stop without applying this poll; a restart resumes from the
 			// durable position and consumes it again.
-			return fatal
+			return dec.fatal
 		}
-		if len(dead) > 0 {
-			// Before the position past them can become durable.
-			if err := in.deadLetter(ctx, dead, reasons); err != nil {
-				return drain() // ctx ended; this poll is not applied
+		in.countDecoded(dec)
+		next := dec.next
+		if unblocked > 0 {
+			// The dead-lettered records are covered by this batch.
+			j.records += unblocked
+			if next == nil {
+				next = polled
 			}
 		}
 		// Everything needed is in j now: the records' memory goes back to
@@ -780,49 +974,115 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 // topics' IDs from the brokers.
 const idCheckEvery = 2 * time.Second
 
+// blockedPollEvery bounds an idle poll while a partition is blocked on its
+// dead letter, so that it resumes soon after the dead letter is written.
+const blockedPollEvery = 200 * time.Millisecond
+
+// decoded is what decodeInto made of a poll.
+type decoded struct {
+	// next is the position after the records decoded (nil: none).
+	next Position
+	// dead are the records to dead-letter, with the reasons.
+	dead []deadRecord
+	// fatal: the key dictionary failed (Run returns it).
+	fatal error
+	// For the metrics once the poll is final (countDecoded): per topic.
+	records, bytes, decodeErrs map[string]int
+	lag                        []partitionLag
+}
+
+type partitionLag struct {
+	tp
+	lag int64
+}
+
 // decodeInto decodes fetches into j's batch (and produce timestamps) and
-// returns the position after them, computed from polled, the records to
-// dead-letter with their reasons, or a key dictionary failure.
-func (in *Ingester) decodeInto(j *applyJob, fetches kgo.Fetches, polled Position) (next Position, dead []*kgo.Record, reasons []string, fatal error) {
-	m := in.cfg.Metrics
+// returns the position after them, computed from polled, and the records
+// to dead-letter. Records of a partition below its offset in polled were
+// applied before and are skipped (they come again only if the client's
+// position went back, e.g. after partitions were lost with batches in
+// flight); records of a partition in cuts from its offset there on are
+// left out (its dead letter could not be written: see deadletter.go), and
+// its position stops at that offset.
+func (in *Ingester) decodeInto(j *applyJob, fetches kgo.Fetches, polled Position, cuts map[tp]int64) (dec decoded) {
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		n := len(fp.Records)
-		if n == 0 || fatal != nil {
+		recs := fp.Records
+		if len(recs) == 0 || dec.fatal != nil {
 			return
 		}
-		if next == nil {
-			next = polled.Clone()
+		k := tp{fp.Topic, fp.Partition}
+		if cur, ok := polled.Get(fp.Topic, fp.Partition); ok && recs[0].Offset < cur {
+			n := 0
+			for n < len(recs) && recs[n].Offset < cur {
+				n++
+			}
+			in.cfg.Logger.Warn("skipping records fetched again below the position already applied", "topic", fp.Topic, "partition", fp.Partition, "from", recs[0].Offset, "records", n, "position", cur)
+			recs = recs[n:]
 		}
-		dec := in.decs[fp.Topic]
+		cutAt, isCut := cuts[k]
+		if isCut {
+			n := 0
+			for n < len(recs) && recs[n].Offset < cutAt {
+				n++
+			}
+			recs = recs[:n]
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if dec.next == nil {
+			dec.next = polled.Clone()
+			dec.records, dec.bytes, dec.decodeErrs = map[string]int{}, map[string]int{}, map[string]int{}
+		}
+		dc := in.decs[fp.Topic]
 		nbytes := 0
-		for _, r := range fp.Records {
+		for _, r := range recs {
 			nbytes += len(r.Value)
 			j.stamps = append(j.stamps, r.Timestamp)
-			err := dec.Decode(r.Value, j.emit)
+			err := dc.Decode(r.Value, j.emit)
 			if err == nil {
 				continue
 			}
 			var de *decode.Error
 			if errors.As(err, &de) {
-				m.DecodeErrs.WithLabelValues(r.Topic).Inc()
-				dead = append(dead, r)
-				reasons = append(reasons, err.Error())
+				dec.decodeErrs[r.Topic]++
+				dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
 				continue
 			}
 			// The key dictionary failed: the record is not at fault.
-			fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			dec.fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			return
 		}
-		j.records += n
-		m.Records.WithLabelValues(fp.Topic).Add(float64(n))
-		m.Bytes.WithLabelValues(fp.Topic).Add(float64(nbytes))
-		o := fp.Records[n-1].Offset + 1
-		if cur, ok := next.Get(fp.Topic, fp.Partition); !ok || o > cur {
-			next.Set(fp.Topic, fp.Partition, o)
+		j.records += len(recs)
+		dec.records[fp.Topic] += len(recs)
+		dec.bytes[fp.Topic] += nbytes
+		o := recs[len(recs)-1].Offset + 1
+		if isCut {
+			o = cutAt // the records between are not records (a gap)
 		}
-		m.Lag.WithLabelValues(fp.Topic, strconv.Itoa(int(fp.Partition))).Set(float64(fp.HighWatermark - o))
+		if cur, ok := dec.next.Get(fp.Topic, fp.Partition); !ok || o > cur {
+			dec.next.Set(fp.Topic, fp.Partition, o)
+		}
+		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0)})
 	})
-	return next, dead, reasons, fatal
+	return dec
+}
+
+// countDecoded adds a final decode of a poll to the metrics.
+func (in *Ingester) countDecoded(dec decoded) {
+	m := in.cfg.Metrics
+	for t, n := range dec.records {
+		m.Records.WithLabelValues(t).Add(float64(n))
+	}
+	for t, n := range dec.bytes {
+		m.Bytes.WithLabelValues(t).Add(float64(n))
+	}
+	for t, n := range dec.decodeErrs {
+		m.DecodeErrs.WithLabelValues(t).Add(float64(n))
+	}
+	for _, l := range dec.lag {
+		m.Lag.WithLabelValues(l.topic, strconv.Itoa(int(l.partition))).Set(float64(l.lag))
+	}
 }
 
 // durability is the poll loop's view of which applied batches the store
@@ -900,6 +1160,7 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 // takes the batch.
 func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	m := in.cfg.Metrics
+	t0 := time.Now()
 	done := make(chan struct{})
 	paused := make(chan bool, 1)
 	go func() {
@@ -907,16 +1168,17 @@ func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 		case <-done:
 			paused <- false
 		case <-time.After(50 * time.Millisecond):
+			in.stallSince.Store(t0.UnixNano())
 			in.setPaused(pauseStall, true, nil)
 			m.Paused.Inc()
 			in.cfg.Logger.Info("store stalled; fetching paused")
 			paused <- true
 		}
 	}()
-	t0 := time.Now()
 	seq, err := in.store.Apply(b)
 	close(done)
 	if <-paused {
+		in.stallSince.Store(0)
 		in.setPaused(pauseStall, false, nil) // unless the assignment conflicts
 		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
 	}
@@ -927,49 +1189,6 @@ func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	m.BatchEdges.Observe(float64(b.Len()))
 	m.Edges.Add(float64(b.Len()))
 	return seq, nil
-}
-
-// Dead-letter headers.
-const (
-	HeaderReason          = "graphtide-error"
-	HeaderSourceTopic     = "graphtide-source-topic"
-	HeaderSourcePartition = "graphtide-source-partition"
-	HeaderSourceOffset    = "graphtide-source-offset"
-)
-
-// deadLetter produces the records to the dead-letter topic, retrying with
-// backoff until they are acknowledged or ctx ends.
-func (in *Ingester) deadLetter(ctx context.Context, recs []*kgo.Record, reasons []string) error {
-	out := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		out[i] = &kgo.Record{
-			Topic: in.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
-			Headers: []kgo.RecordHeader{
-				{Key: HeaderReason, Value: []byte(reasons[i])},
-				{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
-				{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
-				{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-			},
-		}
-	}
-	backoff := 100 * time.Millisecond
-	for {
-		err := in.cl.ProduceSync(ctx, out...).FirstErr()
-		if err == nil {
-			for _, r := range recs {
-				in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
-			}
-			return nil
-		}
-		in.cfg.Logger.Error("producing dead letters failed; retrying", "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
 }
 
 // flush makes everything applied so far durable: new dictionary keys first,

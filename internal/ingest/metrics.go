@@ -28,6 +28,15 @@ type Metrics struct {
 	// else 0; SourceConflicts counts the times that began.
 	SourceConflict  prometheus.Gauge
 	SourceConflicts prometheus.Counter
+	// DeadLetterBlocked is, per assigned partition, 1 while it is paused
+	// because the dead letter of one of its records cannot be written,
+	// else 0 (its sum is the number of such partitions);
+	// DeadLetterFailures counts failed attempts to write a dead letter;
+	// DeadLettersTruncated counts dead letters whose value (or key) was cut
+	// to fit the dead-letter topic's limit.
+	DeadLetterBlocked    *prometheus.GaugeVec // by topic and partition
+	DeadLetterFailures   prometheus.Counter
+	DeadLettersTruncated prometheus.Counter
 }
 
 // NewMetrics builds the metrics and registers them with reg when not nil.
@@ -79,10 +88,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "graphtide_ingest_source_conflicts_total",
 			Help: "Times ingestion paused because the consumer group's assignment would split the graph between stores.",
 		}),
+		DeadLetterBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "graphtide_ingest_dead_letter_blocked_partitions",
+			Help: "Per assigned partition: 1 while it is paused at a record whose dead letter cannot be written (the dead-letter topic is missing, refuses it, or does not answer), else 0. Sum it for the number of blocked partitions.",
+		}, []string{"topic", "partition"}),
+		DeadLetterFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "graphtide_ingest_dead_letter_failures_total", Help: "Failed attempts to write a dead letter (each pauses or keeps paused the partition of its record).",
+		}),
+		DeadLettersTruncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "graphtide_ingest_dead_letters_truncated_total", Help: "Dead letters whose value (or key) was cut to fit the dead-letter topic's max.message.bytes; their headers carry the original size and SHA-256.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
-			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility, m.SourceConflict, m.SourceConflicts)
+			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility, m.SourceConflict, m.SourceConflicts,
+			m.DeadLetterBlocked, m.DeadLetterFailures, m.DeadLettersTruncated)
 	}
 	return m
 }

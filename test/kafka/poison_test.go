@@ -63,6 +63,9 @@ func poisonRecords(binT, jsonT, textT string) []*record {
 		p(jsonT, "unknown field", []byte(`{"src":900003,"dst":900004,"colour":"red"}`)),
 		p(jsonT, "missing dst", []byte(`{"op":"add","src":900003}`)),
 		p(jsonT, "empty key", []byte(`{"src":"","dst":"poison-key-b"}`)),
+		p(jsonT, "invalid UTF-8 in a key", []byte("{\"src\":\"acct-\xff\",\"dst\":\"poison-key-b\"}")),
+		p(jsonT, "another invalid UTF-8 key", []byte("{\"src\":\"acct-\xfe\",\"dst\":\"poison-key-b\"}")),
+		p(jsonT, "escaped lone surrogate in a key", []byte(`{"src":"acct-\ud800","dst":"poison-key-b"}`)),
 		p(jsonT, "empty array", []byte(`[]`)),
 		p(jsonT, "good object then bad", []byte(`[{"src":"poison-key-a","dst":"poison-key-b","weight":1},{"op":"delete","src":"poison-key-c"}]`)),
 		// text

@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/genkafka"
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	adm := kadm.NewClient(cl)
 	stamp := time.Now().UnixNano()
 	topic := fmt.Sprintf("graphtide-bench-%d", stamp)
-	if err := createTopic(ctx, adm, topic, cfg.Partitions); err != nil {
+	if err := bench.CreateTopic(ctx, adm, topic, cfg.Partitions); err != nil {
 		return res, err
 	}
 	defer adm.DeleteTopics(context.Background(), topic)
@@ -339,45 +340,6 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	resp, err := adm.CreateTopics(ctx, int32(partitions), -1, nil, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	// Wait until the leader of every partition serves it (a list-offsets
-	// request needs that): a producer that comes earlier gets
-	// NOT_LEADER_FOR_PARTITION and can stall for seconds in retries,
-	// which would land in the visibility figures.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offs, err := adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			n := 0
-			offs.Each(func(o kadm.ListedOffset) {
-				if o.Err == nil {
-					n++
-				} else {
-					err = o.Err
-				}
-			})
-			if n == partitions {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s: partitions not served after 30 s (last error: %v)", topic, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 func newStore(dir string) (*engine.Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -514,7 +476,7 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if err := createTopic(ctx, adm, topic, cfg.Partitions); err != nil {
+	if err := bench.CreateTopic(ctx, adm, topic, cfg.Partitions); err != nil {
 		return nil, err
 	}
 	defer adm.DeleteTopics(context.Background(), topic)

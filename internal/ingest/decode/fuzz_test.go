@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fuzzDecode decodes value with a fresh decoder of format f, using a fake
@@ -100,6 +102,7 @@ func FuzzJSON(f *testing.F) {
 		`{"src":9223372036854775807,"dst":4611686018427387904}`,
 		`{"src":1.5,"dst":-1}`,
 		`{"src":"a\u0000\"b","dst":"\ud83d\ude00"}`,
+		"{\"src\":\"acct-\xff\",\"dst\":\"acct-\xef\xbf\xbd\"}", `{"src":"\ud800","dst":"\udc00x"}`, `{"src":"\\ud800","dst":1}`,
 		`[]`, ``, `[{"src":1,"dst":2},]`, `{"src":1,"dst":2}{}`,
 	}
 	for _, s := range seeds {
@@ -110,6 +113,26 @@ func FuzzJSON(f *testing.F) {
 		got, keys, ok := fuzzDecode(t, FormatJSON, value, withKeys)
 		if !ok {
 			return
+		}
+		// Strings are taken byte for byte or refused: an accepted value is
+		// valid UTF-8, and no key holds a U+FFFD the value did not spell
+		// (encoding/json would put one for each invalid byte and each
+		// escaped lone surrogate).
+		if !utf8.Valid(value) {
+			t.Fatalf("accepted a value that is not valid UTF-8: %q", value)
+		}
+		if keys != nil {
+			spelled := strings.Count(string(value), "\uFFFD") + strings.Count(strings.ToLower(string(value)), `\ufffd`)
+			held := 0
+			for _, k := range keys.keys {
+				if !utf8.ValidString(k) {
+					t.Fatalf("key %q is not valid UTF-8", k)
+				}
+				held += strings.Count(k, "\uFFFD")
+			}
+			if held > spelled {
+				t.Fatalf("keys %q hold %d U+FFFD, the value %q spells %d", keys.keys, held, value, spelled)
+			}
 		}
 		// Each edge, written back with AppendJSON (keys as keys), decodes to
 		// itself through the same resolver.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // jsonOpNames maps the "op" values of the JSON format to ops.
@@ -121,6 +122,12 @@ type jsonParser struct {
 }
 
 func (d *jsonDecoder) Decode(v []byte, emit func(Edge)) error {
+	// encoding/json turns invalid UTF-8 and escaped lone surrogates into
+	// U+FFFD without a word, so that different keys would become one
+	// vertex: refuse them first, byte for byte.
+	if off, why := checkJSONText(v); why != "" {
+		return d.errorf(off, "%s", why)
+	}
 	d.reader.Reset(v)
 	p := jsonParser{rules: &d.rules, v: v, dec: json.NewDecoder(&d.reader)}
 	p.dec.UseNumber()
@@ -416,4 +423,72 @@ func parseDigits(s string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	return n, err == nil
+}
+
+// checkJSONText returns the offset of the first byte of v that is not
+// valid UTF-8, or of the first escaped surrogate in a string that is not
+// one half of a pair (\ud800-\udbff followed by \udc00-\udfff), and
+// why; ("" when there is none). Other syntax is left to the parser.
+func checkJSONText(v []byte) (int, string) {
+	inString := false
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(v[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", c)
+			}
+			i += size
+			continue
+		}
+		switch {
+		case !inString:
+			inString = c == '"'
+		case c == '"':
+			inString = false
+		case c == '\\' && i+1 < len(v) && v[i+1] == 'u':
+			u, ok := hex4(v, i+2)
+			switch {
+			case !ok:
+				// Not an escape: the parser says so.
+			case u >= 0xd800 && u <= 0xdbff:
+				if lo, ok := hex4(v, i+8); ok && v[i+6] == '\\' && v[i+7] == 'u' && lo >= 0xdc00 && lo <= 0xdfff {
+					i += 12
+					continue
+				}
+				return i, fmt.Sprintf("escaped lone surrogate \\u%04x in a string (not followed by a low surrogate)", u)
+			case u >= 0xdc00 && u <= 0xdfff:
+				return i, fmt.Sprintf("escaped lone surrogate \\u%04x in a string (no high surrogate before it)", u)
+			default:
+				i += 6
+				continue
+			}
+		case c == '\\':
+			i += 2 // an escaped character, '"' and '\\' included
+			continue
+		}
+		i++
+	}
+	return 0, ""
+}
+
+// hex4 parses the four hex digits of v at i.
+func hex4(v []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(v) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range v[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

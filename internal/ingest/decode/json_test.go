@@ -201,3 +201,71 @@ func TestJSONRoundTripKeys(t *testing.T) {
 	}
 	checkEdges(t, got, []Edge{{Op: OpDeleteEdge, Src: kb + 1, Dst: 12}})
 }
+
+// TestJSONStringsByteForByte: a key is taken byte for byte or refused:
+// invalid UTF-8 and escaped lone surrogates are refused with their offset
+// (encoding/json would turn each into U+FFFD, merging distinct keys into
+// one vertex); valid text, escaped pairs and a literal U+FFFD are kept.
+func TestJSONStringsByteForByte(t *testing.T) {
+	bad := []struct {
+		name, value string
+		off         int
+		reason      string
+	}{
+		{"invalid byte 0xff", "{\"src\":\"acct-\xff\",\"dst\":1}", 13, "invalid UTF-8 (byte 0xff)"},
+		{"invalid byte 0xfe", "{\"src\":1,\"dst\":\"acct-\xfe\"}", 21, "invalid UTF-8 (byte 0xfe)"},
+		{"truncated sequence", "{\"src\":\"\xe2\x82\",\"dst\":1}", 8, "invalid UTF-8"},
+		{"UTF-8 encoded surrogate", "{\"src\":\"\xed\xa0\x80\",\"dst\":1}", 8, "invalid UTF-8"},
+		{"overlong encoding", "{\"src\":\"\xc0\xaf\",\"dst\":1}", 8, "invalid UTF-8"},
+		{"outside a string", "{\"src\":1,\"dst\":2}\xff", 17, "invalid UTF-8"},
+		{"lone high surrogate", `{"src":"a\ud800","dst":1}`, 9, `escaped lone surrogate \ud800`},
+		{"high surrogate then text", `{"src":"\ud83dx","dst":1}`, 8, `escaped lone surrogate \ud83d`},
+		{"high surrogate then a non-surrogate escape", `{"src":"\ud83d\u0041","dst":1}`, 8, `escaped lone surrogate \ud83d`},
+		{"two high surrogates", `{"src":"\ud83d\ud83d","dst":1}`, 8, `escaped lone surrogate \ud83d`},
+		{"lone low surrogate", `{"src":"\uDE00","dst":1}`, 8, `escaped lone surrogate \ude00`},
+		{"in an array's second object", `[{"src":1,"dst":2},{"src":"\udfff","dst":3}]`, 27, `escaped lone surrogate \udfff`},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			keys := newFakeKeys()
+			got, err := decodeAll(New(FormatJSON, keys), []byte(c.value))
+			checkDecodeError(t, FormatJSON, got, err, c.off, c.reason)
+			if keys.calls != 0 {
+				t.Errorf("a refused value resolved %d keys", keys.calls)
+			}
+		})
+	}
+	good := []struct {
+		name, value string
+		keys        []string
+	}{
+		{"literal replacement character", "{\"src\":\"acct-\xef\xbf\xbd\",\"dst\":\"acct-\"}", []string{"acct-\uFFFD", "acct-"}},
+		{"escaped pair", `{"src":"\ud83d\ude00","dst":"\uD83D\uDE01"}`, []string{"😀", "😁"}},
+		{"escaped backslash before u", `{"src":"a\\ud800","dst":"b\\\"c"}`, []string{`a\ud800`, `b\"c`}},
+		{"escaped replacement character", `{"src":"\ufffd","dst":"x\u00e9"}`, []string{"\uFFFD", "xé"}},
+		{"multi-byte text", "{\"src\":\"Zürich\",\"dst\":\"東京\"}", []string{"Zürich", "東京"}},
+	}
+	for _, c := range good {
+		t.Run(c.name, func(t *testing.T) {
+			keys := newFakeKeys()
+			got, err := decodeAll(New(FormatJSON, keys), []byte(c.value))
+			if err != nil || len(got) != 1 {
+				t.Fatalf("%s: %v, %d edges", c.value, err, len(got))
+			}
+			if strings.Join(keys.keys, "|") != strings.Join(c.keys, "|") {
+				t.Fatalf("keys %q, want %q", keys.keys, c.keys)
+			}
+		})
+	}
+	// The three keys of the finding stay three vertices, or are refused.
+	keys := newFakeKeys()
+	var accepted int
+	for _, v := range []string{"{\"src\":\"acct-\xff\",\"dst\":1}", "{\"src\":\"acct-\xfe\",\"dst\":1}", "{\"src\":\"acct-\xef\xbf\xbd\",\"dst\":1}"} {
+		if _, err := decodeAll(New(FormatJSON, keys), []byte(v)); err == nil {
+			accepted++
+		}
+	}
+	if accepted != 1 || len(keys.keys) != 1 || keys.keys[0] != "acct-\uFFFD" {
+		t.Fatalf("accepted %d of the three, keys %q", accepted, keys.keys)
+	}
+}

@@ -1,0 +1,181 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Health: what Ready reports besides the assignment (binding.go).
+//
+//   - brokers: a franz-go hook notes every successful read from a broker
+//     (fetches, heartbeats, metadata, the lag timer's requests: a working
+//     consumer hears from a broker every few seconds). No answer for
+//     longer than ReadyGrace: not ready, with the last connection error.
+//   - lost partitions (onLost: the group moved on without this member)
+//     until the next assignment.
+//   - dead letters that cannot be written (deadletter.go).
+//   - a store stall (Apply blocked, both MemGraphs full) longer than
+//     ReadyGrace.
+//
+// Lag is computed from the brokers' end offsets (kadm ListEndOffsets) for
+// the assigned partitions every LagInterval and after each assignment,
+// against the position applied to the store; it is also refreshed from the
+// high watermarks of the records fetched.
+
+// health is what the broker hook records.
+type health struct {
+	lastAnswer atomic.Int64 // unix nanoseconds of the last successful read from a broker
+	errMu      sync.Mutex
+	lastErr    error // the last connection or read error; Protected by errMu.
+}
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (h *health) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		h.lastAnswer.Store(time.Now().UnixNano())
+		return
+	}
+	h.noteErr(err)
+}
+
+// OnBrokerConnect implements kgo.HookBrokerConnect.
+func (h *health) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.noteErr(err)
+	}
+}
+
+func (h *health) noteErr(err error) {
+	h.errMu.Lock()
+	h.lastErr = err
+	h.errMu.Unlock()
+}
+
+// silence returns how long no broker has answered, and the last error.
+func (h *health) silence(now time.Time) (time.Duration, error) {
+	d := now.Sub(time.Unix(0, h.lastAnswer.Load()))
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	return d, h.lastErr
+}
+
+// readyError is Ready's error when more than one thing is wrong: the
+// first is the assignment's (if any), then the others.
+type readyError []error
+
+func (e readyError) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (e readyError) Unwrap() []error { return e }
+
+// healthReasons lists what is wrong besides the assignment.
+func (in *Ingester) healthReasons(now time.Time) []error {
+	var errs []error
+	grace := in.cfg.ReadyGrace
+	if d, err := in.health.silence(now); d > grace {
+		msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Truncate(100*time.Millisecond), grace, strings.Join(in.cfg.Brokers, ","))
+		if err != nil {
+			msg += ": last error: " + err.Error()
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	in.mu.Lock()
+	lost := in.lost
+	in.mu.Unlock()
+	if len(lost) > 0 {
+		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", lost))
+	}
+	for _, r := range in.dl.reasons() {
+		errs = append(errs, errors.New(r))
+	}
+	if s := in.stallSince.Load(); s != 0 {
+		if d := now.Sub(time.Unix(0, s)); d > grace {
+			errs = append(errs, fmt.Errorf("the store has stalled for %v (more than --ready-grace %v): both MemGraphs are full and flushing does not keep up; fetching is paused", d.Truncate(100*time.Millisecond), grace))
+		}
+	}
+	return errs
+}
+
+// lagLoop computes the lag of the assigned partitions from the brokers'
+// end offsets every LagInterval and when lagNow is signalled (an
+// assignment), until ctx ends.
+func (in *Ingester) lagLoop(ctx context.Context) {
+	tick := time.NewTicker(in.cfg.LagInterval)
+	defer tick.Stop()
+	adm := kadm.NewClient(in.cl)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-in.lagNow:
+		}
+		in.refreshLag(ctx, adm)
+	}
+}
+
+// refreshLag sets the lag of every assigned partition: its end offset
+// minus the position applied to the store (or, before anything of it is
+// applied, the offset it starts at).
+func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
+	in.mu.Lock()
+	var topics []string
+	for t, ps := range in.assigned {
+		if len(ps) > 0 {
+			topics = append(topics, t)
+		}
+	}
+	in.mu.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(lctx, topics...)
+	if err != nil {
+		if ctx.Err() == nil {
+			in.cfg.Logger.Debug("listing end offsets for lag failed", "err", err)
+		}
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for t, ps := range in.assigned {
+		for _, p := range ps {
+			end, ok := ends.Lookup(t, p)
+			if !ok || end.Err != nil || end.Offset < 0 {
+				continue
+			}
+			pos, ok := in.applied.Get(t, p)
+			if !ok {
+				if pos, ok = in.starts.Get(t, p); !ok {
+					continue
+				}
+			}
+			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
+		}
+	}
+}
+
+// wakeLag asks lagLoop for a refresh now.
+func (in *Ingester) wakeLag() {
+	select {
+	case in.lagNow <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,79 @@
+package metrics
+
+import (
+	"runtime/metrics"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// MemorySources says where each part of serve's memory is measured. Nil
+// funcs report nothing.
+type MemorySources struct {
+	Plan       budget.Plan
+	Store      *engine.Store  // its MemGraphs
+	Views      *views.Manager // its edge log
+	Analytics  func() int64   // what the analytics hold
+	KafkaFetch func() int64   // the Kafka consumer's buffered fetches
+}
+
+// memoryCollector exports graphtide_memory_budget_bytes (the plan) and
+// graphtide_memory_bytes (what each part holds now) by component.
+type memoryCollector struct {
+	src          MemorySources
+	budget, used *prometheus.Desc
+}
+
+// NewMemoryCollector returns the collector of serve's memory by component.
+func NewMemoryCollector(src MemorySources) prometheus.Collector {
+	return &memoryCollector{src: src,
+		budget: prometheus.NewDesc("graphtide_memory_budget_bytes",
+			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom).",
+			[]string{"component"}, nil),
+		used: prometheus.NewDesc("graphtide_memory_bytes",
+			"Memory each component holds now: memgraphs (the store's write buffers), edge_log, analytics, kafka_fetch, go_runtime (all Go memory not returned to the OS).",
+			[]string{"component"}, nil),
+	}
+}
+
+func (c *memoryCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.budget
+	ch <- c.used
+}
+
+// goMemory reads the Go runtime's memory not returned to the OS.
+func goMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+}
+
+func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, v := range c.src.Plan.Parts() {
+		ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(v), name)
+	}
+	used := func(name string, v int64) {
+		ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(v), name)
+	}
+	if c.src.Store != nil {
+		if m, err := c.src.Store.Metrics(); err == nil {
+			used("memgraphs", int64(m.MemGraphBytes))
+		}
+	}
+	if c.src.Views != nil {
+		used("edge_log", int64(c.src.Views.Stats().LogCapacity)*budget.EdgeBytes)
+	}
+	if c.src.Analytics != nil {
+		used("analytics", c.src.Analytics())
+	}
+	if c.src.KafkaFetch != nil {
+		used("kafka_fetch", c.src.KafkaFetch())
+	}
+	used("go_runtime", goMemory())
+}
