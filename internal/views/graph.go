@@ -96,8 +96,8 @@ type CSRGraph struct {
 }
 
 func (g CSRGraph) IDs() (IDSpace, error) { return DenseIDs(g.C.NumVertices()), nil }
-func (g CSRGraph) Seq() uint64  { return g.Sq }
-func (g CSRGraph) HasIn() bool  { return false }
+func (g CSRGraph) Seq() uint64           { return g.Sq }
+func (g CSRGraph) HasIn() bool           { return false }
 
 func (g CSRGraph) Each(dir engine.Direction, _ bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
 	if dir != engine.Out {

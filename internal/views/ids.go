@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 
@@ -29,9 +30,15 @@ import (
 // became dense) holds every id of the one before, at other indexes.
 //
 // An IDSpace is an immutable value, safe for concurrent use: its lookups
-// take no lock and read only what was published before the space was made
-// (the hash table is read with atomic loads while the index's single
-// writer appends to it).
+// take no lock while the index's single writer goes on appending to the
+// same generation. They read only what was published before the space was
+// made (under the index's lock, which the space's taker held): D and K,
+// which never change; the elements sparse[:len] of its own slice header,
+// which the writer never writes again (an append writes past every
+// published length, or copies to a new array); and the hash table, read
+// with atomic loads (see idTable for why a lookup never sees a half-made
+// entry). An id the writer appended later may be in the table, but its
+// position is past len(sparse) and the lookup rejects it.
 type IDSpace struct {
 	dense  uint64   // D
 	keys   uint64   // K
@@ -133,17 +140,34 @@ func (b bitmap) has(i uint64) bool { return b[i/64]&(1<<(i%64)) != 0 }
 func (b bitmap) set(i uint64)      { b[i/64] |= 1 << (i % 64) }
 
 // idTable is an open-addressing hash table (linear probing) from id to
-// its position in a generation's sparse list. One writer inserts (holding
-// the index's lock) while any number of readers look up without a lock: a
-// slot's key is stored before its value, and readers load the value first,
-// so a reader that sees a value sees its key. Entries are never removed or
-// moved; growing builds a new table, and spaces made before keep reading
-// the old one, which holds every entry they need.
+// its position in a generation's sparse list.
+//
+// Concurrency: one writer inserts (holding the index's lock) while any
+// number of readers look up without a lock. Why that is safe, by the Go
+// memory model (atomic operations are sequentially consistent, and an
+// atomic load that observes an atomic store is synchronized after it):
+//   - put stores a slot's key, then its val; get loads val, then key. A
+//     reader that observes val != 0 therefore observes the key stored
+//     before it, never a half-written slot.
+//   - Slots are never removed, moved or overwritten: once a reader sees an
+//     entry it stays, and a probe sequence that reached an id stays the
+//     same, so an id inserted before a space was made is always found
+//     through that space.
+//   - The table never fills: put is called only while full is false (at
+//     most idTableLoad of the slots used), so every probe reaches an empty
+//     slot and ends.
+//   - Growing builds a new table, filled before it is published (under the
+//     index's lock); spaces made before keep reading the old one, which is
+//     never written again and holds every entry they can find (their own
+//     bound, len(IDSpace.sparse), rejects later positions).
+//   - slots, mask, shift and seed are set before the table is published
+//     and never change; count is the writer's alone.
 type idTable struct {
 	slots []idSlot
 	mask  uint64
-	shift uint8 // 64 - log2(len(slots))
-	count int   // entries; writer only
+	shift uint8  // 64 - log2(len(slots))
+	seed  uint64 // random per table: ids cannot be chosen to collide
+	count int    // entries; writer only
 }
 
 // idSlot: val is 1 + the position, 0 when the slot is empty.
@@ -153,15 +177,27 @@ type idSlot struct{ key, val atomic.Uint64 }
 // lookup probes about 2 slots on average (16 bytes each, 4 per cache line).
 const idTableLoad = 0.7
 
+// idTableMul is the odd multiplier of the table's mixer (2^64 / golden ratio).
+const idTableMul = 0x9E3779B97F4A7C15
+
 func newIDTable(entries int) *idTable {
 	size := uint64(16)
 	for float64(size)*idTableLoad < float64(entries+1) {
 		size *= 2
 	}
-	return &idTable{slots: make([]idSlot, size), mask: size - 1, shift: uint8(64 - bits.TrailingZeros64(size))}
+	return &idTable{slots: make([]idSlot, size), mask: size - 1, shift: uint8(64 - bits.TrailingZeros64(size)),
+		seed: rand.Uint64()}
 }
 
-func (t *idTable) home(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> t.shift }
+// home is v's first slot: the high bits of a folded multiply (the high and
+// low halves of the 128-bit product, xored) of v and the table's seed,
+// which spreads any pattern of ids (strides, multiples of the multiplier's
+// inverse, ids that differ only in high bits) over the table, and which
+// ids picked without knowing the seed cannot defeat.
+func (t *idTable) home(v uint64) uint64 {
+	hi, lo := bits.Mul64(v^t.seed, idTableMul)
+	return (hi ^ lo) >> t.shift
+}
 
 // get returns the position of v, and false when v is not in the table.
 func (t *idTable) get(v uint64) (int, bool) {

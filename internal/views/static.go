@@ -52,15 +52,15 @@ type StaticOptions struct {
 // StaticView is a consistent, read-only graph as of one sequence number.
 // It is safe for concurrent use; Release it when done.
 type StaticView struct {
-	m       *Manager
-	kind    Kind
-	seq     uint64
+	m    *Manager
+	kind Kind
+	seq  uint64
 	// low and high bound the ids of the view's vertices (the snapshot's
 	// VertexBounds): every one lies in [0, low) or [HighIDBase, high).
 	low, high uint64
 	hasIn     bool
-	weights bool // weights readable (always for store views)
-	created time.Time
+	weights   bool // weights readable (always for store views)
+	created   time.Time
 
 	// mu is held for reading by every read and for writing by Release.
 	mu   sync.RWMutex
