@@ -40,12 +40,18 @@ import (
 // entry). An id the writer appended later may be in the table, but its
 // position is past len(sparse) and the lookup rejects it.
 type IDSpace struct {
-	dense  uint64   // D
-	keys   uint64   // K
-	n      int      // the indexes of the space: [0, n)
-	tab    *idTable // holds every id of sparse; nil when sparse is empty
-	sparse []uint64 // sparse[j]: the id of index D+K+j; len n-D-K
-	gen    *idGen   // the generation; spaces of one generation share indexes
+	dense uint64     // D
+	keys  uint64     // K
+	n     int        // the indexes of the space: [0, n)
+	hp    *hashedIDs // the ids of [D+K, n); nil when there are none
+	gen   *idGen     // the generation; spaces of one generation share indexes
+}
+
+// hashedIDs is the hash part of one IDSpace (immutable).
+type hashedIDs struct {
+	base   int      // D+K, the index of sparse[0]
+	tab    *idTable // holds every id of sparse (and maybe later ones)
+	sparse []uint64 // sparse[j]: the id of index base+j
 }
 
 // highBase is engine.HighIDBase, the first id of the string keys.
@@ -78,7 +84,9 @@ func NewIDSpace(ids []uint64) (IDSpace, error) {
 func (s IDSpace) Len() int { return s.n }
 
 // Index returns v's dense index, or false when v is not in the space. It
-// takes no lock; an id of the identity region costs one comparison.
+// takes no lock; an id of the numeric identity region costs one comparison
+// (inlined into the caller). Translating a whole neighbor list is cheaper
+// with Indexes.
 func (s IDSpace) Index(v uint64) (int, bool) {
 	if v < s.dense {
 		return int(v), true
@@ -86,18 +94,85 @@ func (s IDSpace) Index(v uint64) (int, bool) {
 	return s.index(v)
 }
 
+// index is Index for an id outside the numeric identity region.
 func (s IDSpace) index(v uint64) (int, bool) {
 	if k := v - highBase; k < s.keys { // wraps above any K for v < highBase
 		return int(s.dense + k), true
 	}
-	if s.tab == nil {
+	h := s.hp
+	if h == nil {
 		return 0, false
 	}
-	j, ok := s.tab.get(v)
-	if !ok || j >= len(s.sparse) { // appended after this space was made
+	j, ok := h.tab.get(v)
+	if !ok || j >= len(h.sparse) { // appended after this space was made
 		return 0, false
 	}
-	return int(s.dense+s.keys) + j, true
+	return h.base + j, true
+}
+
+// Indexes sets out[k] to the dense index of ids[k], for a whole list of
+// ids at once (a neighbor list): cheaper than one Index per id when some
+// are hashed, since the table's cache lines are fetched for a group of ids
+// before any is probed. out must be at least as long as ids. It returns
+// len(ids), or the position of the first id that is not in the space (the
+// entries before it are set).
+func (s IDSpace) Indexes(ids []uint64, out []int32) int {
+	out = out[:len(ids)]
+	hashed := false
+	for k, v := range ids {
+		if v < s.dense {
+			out[k] = int32(v)
+		} else if kk := v - highBase; kk < s.keys {
+			out[k] = int32(s.dense + kk)
+		} else {
+			out[k] = -1
+			hashed = true
+		}
+	}
+	if !hashed {
+		return len(ids)
+	}
+	return s.hp.indexes(ids, out)
+}
+
+// indexGroup is how many hashed ids Indexes fetches the slots of before it
+// probes them.
+const indexGroup = 16
+
+// indexes sets the entries of out that Indexes left at -1 (h may be nil).
+func (h *hashedIDs) indexes(ids []uint64, out []int32) int {
+	if h == nil {
+		for k := range ids {
+			if out[k] < 0 {
+				return k
+			}
+		}
+		return len(ids)
+	}
+	t, base := h.tab, int32(h.base)
+	var homes [indexGroup]uint64
+	for g := 0; g < len(ids); g += indexGroup {
+		e := min(g+indexGroup, len(ids))
+		// Fetch: independent loads, no branch on their values, so the
+		// processor has them all in flight at once (an atomic load is
+		// never dropped as unused).
+		for k := g; k < e; k++ {
+			h := t.home(ids[k])
+			homes[k-g] = h
+			t.slots[h].val.Load()
+		}
+		for k := g; k < e; k++ {
+			if out[k] >= 0 {
+				continue
+			}
+			j, ok := t.probe(ids[k], homes[k-g])
+			if !ok || j >= len(h.sparse) {
+				return k
+			}
+			out[k] = base + int32(j)
+		}
+	}
+	return len(ids)
 }
 
 // ID is the vertex id of dense index i, 0 <= i < Len().
@@ -109,7 +184,7 @@ func (s IDSpace) ID(i int) uint64 {
 	if u -= s.dense; u < s.keys {
 		return highBase + u
 	}
-	return s.sparse[u-s.keys]
+	return s.hp.sparse[u-s.keys]
 }
 
 // Extends reports whether every id of o has the same index in s: o is
@@ -123,13 +198,13 @@ func (s IDSpace) Extends(o IDSpace) bool {
 	if s.gen == o.gen {
 		return o.n <= s.n
 	}
-	return o.keys == 0 && len(o.sparse) == 0 && s.keys == 0 && len(s.sparse) == 0 && o.dense <= s.dense
+	return o.keys == 0 && o.hp == nil && s.keys == 0 && s.hp == nil && o.dense <= s.dense
 }
 
 // Regions returns D and K, the sizes of the identity regions, and the
 // number of ids hashed (for tests, metrics and benchmarks).
 func (s IDSpace) Regions() (dense, keys uint64, hashed int) {
-	return s.dense, s.keys, len(s.sparse)
+	return s.dense, s.keys, s.n - int(s.dense+s.keys)
 }
 
 // bitmap is a set of small integers.
@@ -159,7 +234,7 @@ func (b bitmap) set(i uint64)      { b[i/64] |= 1 << (i % 64) }
 //   - Growing builds a new table, filled before it is published (under the
 //     index's lock); spaces made before keep reading the old one, which is
 //     never written again and holds every entry they can find (their own
-//     bound, len(IDSpace.sparse), rejects later positions).
+//     bound, len(hashedIDs.sparse), rejects later positions).
 //   - slots, mask, shift and seed are set before the table is published
 //     and never change; count is the writer's alone.
 type idTable struct {
@@ -200,8 +275,11 @@ func (t *idTable) home(v uint64) uint64 {
 }
 
 // get returns the position of v, and false when v is not in the table.
-func (t *idTable) get(v uint64) (int, bool) {
-	for h := t.home(v); ; h = (h + 1) & t.mask {
+func (t *idTable) get(v uint64) (int, bool) { return t.probe(v, t.home(v)) }
+
+// probe is get from v's home slot h.
+func (t *idTable) probe(v, h uint64) (int, bool) {
+	for ; ; h = (h + 1) & t.mask {
 		sl := &t.slots[h]
 		x := sl.val.Load()
 		if x == 0 {
@@ -246,7 +324,7 @@ type idGen struct {
 func (g *idGen) space() IDSpace {
 	s := IDSpace{dense: g.dense, keys: g.keys, n: int(g.dense+g.keys) + len(g.sparse), gen: g}
 	if len(g.sparse) > 0 {
-		s.tab, s.sparse = g.tab, g.sparse[:len(g.sparse):len(g.sparse)]
+		s.hp = &hashedIDs{base: int(g.dense + g.keys), tab: g.tab, sparse: g.sparse[:len(g.sparse):len(g.sparse)]}
 	}
 	return s
 }

@@ -201,9 +201,38 @@ func TestIDSpaceConcurrentOracle(t *testing.T) {
 				if d > 2*uint64(inD) || k > 2*uint64(inK) {
 					fail("space of %d ids: identity regions %d and %d for %d and %d ids", p.n, d, k, inD, inK)
 				}
-				// Every id added before it, and every index.
+				// Every id added before it, and every index; Indexes on
+				// lists of them (and of ids never added) agrees with Index.
 				for _, v := range order[:p.n] {
 					if !check(np, v) {
+						return
+					}
+				}
+				var list []uint64
+				out := make([]int32, 40)
+				for j := 0; j < 50; j++ {
+					list = list[:0]
+					for k := r.IntN(40); k > 0; k-- {
+						list = append(list, order[r.IntN(p.n)])
+					}
+					if r.IntN(3) == 0 {
+						list = append(list, probe())
+					}
+					got := p.s.Indexes(list, out)
+					want := len(list)
+					for k, v := range list {
+						i, ok := p.s.Index(v)
+						if !ok {
+							want = k
+							break
+						}
+						if int(out[k]) != i {
+							fail("Indexes(%v)[%d] = %d, Index(%d) = %d", list, k, out[k], v, i)
+							return
+						}
+					}
+					if got != want {
+						fail("Indexes of %d ids returned %d, want %d", len(list), got, want)
 						return
 					}
 				}

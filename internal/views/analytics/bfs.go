@@ -54,22 +54,18 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 	st.level[ri] = 0
 	frontier := []uint64{root}
 	var next []uint64
-	missing, bad := uint64(0), false
+	tr := &translator{ids: ids}
 	for cur := int32(0); len(frontier) > 0; cur++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		next = next[:0]
 		visit := func(nb []uint64) {
-			for _, w := range nb {
-				j, ok := ids.Index(w)
-				if !ok {
-					missing, bad = w, true
-					continue
-				}
+			js, _ := tr.of(nb)
+			for k, j := range js {
 				if st.level[j] == -1 {
 					st.level[j] = cur + 1
-					next = append(next, w)
+					next = append(next, nb[k])
 				}
 			}
 		}
@@ -79,7 +75,7 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 				if i, ok := ids.Index(v); ok && st.level[i] == cur {
 					visit(nb)
 				} else if !ok {
-					missing, bad = v, true
+					tr.fail(v)
 				}
 			})
 		} else {
@@ -89,8 +85,8 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 		if err != nil {
 			return nil, err
 		}
-		if bad {
-			return nil, unindexed(missing)
+		if err := tr.err(); err != nil {
+			return nil, err
 		}
 		frontier, next = next, frontier
 	}

@@ -54,6 +54,7 @@ func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []flo
 		defer track.Store(0)
 	}
 	st := &prState{ids: ids, seq: g.Seq()}
+	tr := &translator{ids: ids}
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -61,23 +62,18 @@ func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []flo
 		clear(next)
 		clear(present)
 		srcMass := 0.0
-		missing, bad := uint64(0), false
 		err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
 			i, ok := ids.Index(v)
 			if !ok {
-				missing, bad = v, true
+				tr.fail(v)
 				return
 			}
 			present[i] = true
 			r := rank[i]
 			srcMass += r
 			share := r / float64(len(nb))
-			for _, w := range nb {
-				j, ok := ids.Index(w)
-				if !ok {
-					missing, bad = w, true
-					continue
-				}
+			js, _ := tr.of(nb)
+			for _, j := range js {
 				next[j] += share
 				present[j] = true
 			}
@@ -85,8 +81,8 @@ func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []flo
 		if err != nil {
 			return nil, err
 		}
-		if bad {
-			return nil, unindexed(missing)
+		if err := tr.err(); err != nil {
+			return nil, err
 		}
 		np, mass := 0, 0.0
 		for i, p := range present {

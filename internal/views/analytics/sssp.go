@@ -55,6 +55,7 @@ const ssspDelta = 1.0
 func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) error {
 	buckets := map[int64][]uint64{}
 	var h bucketHeap
+	tr := &translator{ids: st.ids}
 	push := func(v uint64, d float64) {
 		b := int64(math.Floor(d / ssspDelta))
 		if _, ok := buckets[b]; !ok {
@@ -87,22 +88,18 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			slices.Sort(keep)
 			keep = slices.Compact(keep)
 			var bad error
-			missing, unknown := uint64(0), false
 			err := g.GatherEach(keep, engine.Out, true, func(k int, nb []uint64, ws []float64) {
 				i, _ := st.ids.Index(keep[k])
 				dv := st.dist[i]
-				for x, w := range nb {
+				js, _ := tr.of(nb)
+				for x, j := range js {
+					w := nb[x]
 					wt := 1.0
 					if ws != nil {
 						wt = ws[x]
 					}
 					if wt < 0 && bad == nil {
 						bad = fmt.Errorf("negative weight %v on edge (%d, %d): sssp needs non-negative weights", wt, keep[k], w)
-					}
-					j, ok := st.ids.Index(w)
-					if !ok {
-						missing, unknown = w, true
-						continue
 					}
 					if nd := dv + wt; nd < st.dist[j] {
 						st.dist[j] = nd
@@ -120,8 +117,8 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			if err != nil {
 				return err
 			}
-			if unknown {
-				return unindexed(missing)
+			if err := tr.err(); err != nil {
+				return err
 			}
 			if bad != nil {
 				st.err = bad.Error()

@@ -118,27 +118,23 @@ func wccCompute(ctx context.Context, g views.Graph) (*wccState, error) {
 		return nil, err
 	}
 	st := newWCCState(ids, g.Seq())
-	missing, bad := uint64(0), false
+	tr := &translator{ids: ids}
 	err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
 		i, ok := ids.Index(v)
 		if !ok {
-			missing, bad = v, true
+			tr.fail(v)
 			return
 		}
-		for _, w := range nb {
-			j, ok := ids.Index(w)
-			if !ok {
-				missing, bad = w, true
-				continue
-			}
-			st.union(int32(i), int32(j))
+		js, _ := tr.of(nb)
+		for _, j := range js {
+			st.union(int32(i), j)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if bad {
-		return nil, unindexed(missing)
+	if err := tr.err(); err != nil {
+		return nil, err
 	}
 	return st, ctx.Err()
 }
