@@ -44,8 +44,20 @@ func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 func (a *pagerank) Spec() Spec { return a.spec }
 
 // prIterate runs power iterations on g from rank (indexed by ids, g's space,
-// updated in place) and returns the state holding it.
+// updated in place) and returns the state holding it. A cold start (rank
+// nil) starts from 1/N at each of the N present vertices, whatever else the
+// id space holds (ids of an identity region without edges).
 func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []float64, d, tol float64, maxIter int, track *atomic.Int64) (*prState, error) {
+	cold := rank == nil
+	if cold {
+		// Every index at 1 for the first scan; once it has found the
+		// present vertices, the first iteration is scaled to 1/N (the
+		// scan is linear in the ranks).
+		rank = make([]float64, ids.Len())
+		for i := range rank {
+			rank[i] = 1
+		}
+	}
 	n := ids.Len()
 	next := make([]float64, n)
 	present := make([]bool, n)
@@ -84,10 +96,26 @@ func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []flo
 		if err := tr.err(); err != nil {
 			return nil, err
 		}
-		np, mass := 0, 0.0
-		for i, p := range present {
+		np := 0
+		for _, p := range present {
 			if p {
 				np++
+			}
+		}
+		if cold && it == 0 && np > 0 {
+			f := 1 / float64(np)
+			for i, p := range present {
+				next[i] *= f
+				rank[i] = 0
+				if p {
+					rank[i] = f
+				}
+			}
+			srcMass *= f
+		}
+		mass := 0.0
+		for i, p := range present {
+			if p {
 				mass += rank[i]
 			}
 		}
@@ -121,14 +149,9 @@ func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error 
 	if err != nil {
 		return err
 	}
-	var rank []float64
+	var rank []float64 // nil: a cold start
 	if warm != nil {
 		rank = resize(slices.Clone(warm.rank), warm.ids, ids, 0)
-	} else {
-		rank = make([]float64, ids.Len())
-		for i := range rank {
-			rank[i] = 1 / float64(max(1, len(rank)))
-		}
 	}
 	st, err := prIterate(ctx, g, ids, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations, &a.running)
 	if err != nil {
