@@ -27,6 +27,37 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 	if res["streamed_edges"].(float64) != 1638 || res["batches"].(float64) != 4 {
 		t.Errorf("streamed %v edges in %v batches, want 1638 in 4", res["streamed_edges"], res["batches"])
 	}
+	// Every layout measured (the run fails unless their results agree),
+	// and each ratio against dense ids reported.
+	ids, _ := res["ids"].(map[string]any)
+	for _, l := range []string{"dense", "sparse", "keys"} {
+		fig, _ := ids[l].(map[string]any)
+		if fig == nil {
+			t.Fatalf("no figures for %s ids: %v", l, res["ids"])
+		}
+		for _, k := range []string{"recompute_sec", "update_sec"} {
+			m, _ := fig[k].(map[string]any)
+			if len(m) < 4 {
+				t.Errorf("%s ids: %s = %v", l, k, fig[k])
+			}
+		}
+	}
+	if h := ids["sparse"].(map[string]any)["index_hashed"]; h.(float64) == 0 {
+		t.Errorf("sparse ids: no vertex was hashed (%v)", ids["sparse"])
+	}
+	for _, l := range []string{"sparse_over_dense", "keys_over_dense"} {
+		m, _ := res[l].(map[string]any)
+		for _, a := range []string{"bfs", "wcc", "pagerank", "sssp"} {
+			for _, k := range []string{a + "_recompute", a + "_update"} {
+				if v, ok := m[k].(float64); !ok || v <= 0 {
+					t.Errorf("%s[%s] = %v, want a positive ratio", l, k, m[k])
+				}
+			}
+		}
+	}
+	if v, ok := res["max_sparse_over_dense"].(float64); !ok || v <= 0 {
+		t.Errorf("max_sparse_over_dense = %v", res["max_sparse_over_dense"])
+	}
 }
 
 func TestBenchAnalyticsBadFlags(t *testing.T) {
@@ -36,5 +67,8 @@ func TestBenchAnalyticsBadFlags(t *testing.T) {
 		"--stream-fraction 2": "--stream-fraction must be in (0, 1], got 2",
 		"--repeats 0":         "--repeats must be between 1 and 100, got 0",
 		"--edge-factor 65":    "--edge-factor must be between 1 and 64, got 65",
+		"--ids sparse":        `--ids must start with dense (the baseline), got "sparse"`,
+		"--ids dense,odd":     `--ids: "odd" is not one of dense, sparse, keys, or is repeated`,
+		"--ids dense,dense":   `--ids: "dense" is not one of dense, sparse, keys, or is repeated`,
 	})
 }

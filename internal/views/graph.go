@@ -12,7 +12,9 @@ import (
 // during the call; ws is nil when weights were not asked for or the graph
 // has none (every weight is then 1).
 type Graph interface {
-	IDs() IDSpace
+	// IDs is the id space per-vertex state is indexed by: it holds every
+	// vertex with an edge.
+	IDs() (IDSpace, error)
 	Seq() uint64
 	HasIn() bool
 	// Each calls f for every vertex with at least one dir-edge, in id order.
@@ -44,7 +46,7 @@ func b2i(b bool) int {
 func (v *StaticView) Each(dir engine.Direction, weights bool, f func(u uint64, nbrs []uint64, ws []float64)) error {
 	buf := scanBufs[b2i(weights)].Get().(*engine.ScanBuffer)
 	defer scanBufs[b2i(weights)].Put(buf)
-	return v.ids.Ranges(func(lo, hi uint64) error {
+	return v.Ranges(func(lo, hi uint64) error {
 		for lo < hi {
 			next, err := v.Scan(lo, hi, dir, buf)
 			if err != nil {
@@ -93,9 +95,9 @@ type CSRGraph struct {
 	Sq uint64 // reported by Seq
 }
 
-func (g CSRGraph) IDs() IDSpace { return IDSpace{Low: g.C.NumVertices()} }
-func (g CSRGraph) Seq() uint64  { return g.Sq }
-func (g CSRGraph) HasIn() bool  { return false }
+func (g CSRGraph) IDs() (IDSpace, error) { return DenseIDs(g.C.NumVertices()), nil }
+func (g CSRGraph) Seq() uint64           { return g.Sq }
+func (g CSRGraph) HasIn() bool           { return false }
 
 func (g CSRGraph) Each(dir engine.Direction, _ bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
 	if dir != engine.Out {

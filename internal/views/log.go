@@ -22,12 +22,15 @@ type Edge struct {
 // the ring finds its position gone (lost).
 type edgeLog struct {
 	mu      sync.RWMutex
-	buf     []Edge        // Protected by mu.
-	head    uint64        // next position; Protected by mu.
-	lastSeq uint64        // seq of the newest batch appended; Protected by mu.
-	dropped uint64        // seq of the newest op dropped from the ring; Protected by mu.
-	notify  chan struct{} // closed and replaced by every append; Protected by mu.
-	closed  bool          // Protected by mu.
+	buf     []Edge // Protected by mu.
+	head    uint64 // next position; Protected by mu.
+	lastSeq uint64 // seq of the newest batch appended; Protected by mu.
+	dropped uint64 // seq of the newest op dropped from the ring; Protected by mu.
+	// start: every op with a seq above it is logged (ops at or below it
+	// may have been applied before the log existed). Protected by mu.
+	start  uint64
+	notify chan struct{} // closed and replaced by every append; Protected by mu.
+	closed bool          // Protected by mu.
 }
 
 func newEdgeLog(capacity int, startSeq uint64) *edgeLog {
@@ -134,12 +137,13 @@ func (l *edgeLog) posAfterSeq(from, seq uint64) (uint64, bool) {
 }
 
 // firstAfter returns the position of the first op with a seq above seq
-// (head when none), and false when some such op was already dropped.
+// (head when none), and false when some such op was already dropped or
+// never logged.
 func (l *edgeLog) firstAfter(seq uint64) (uint64, bool) {
 	l.mu.RLock()
-	dropped, oldest := l.dropped, l.oldestLocked()
+	dropped, oldest, start := l.dropped, l.oldestLocked(), l.start
 	l.mu.RUnlock()
-	if dropped > seq {
+	if dropped > seq || seq < start {
 		return 0, false
 	}
 	return l.posAfterSeq(oldest, seq)

@@ -16,6 +16,10 @@ type Config struct {
 	LogCapacity int
 	// Now is the clock (default time.Now); tests replace it.
 	Now func() time.Time
+	// IndexRebuildMin is the fewest vertices the vertex index hashes
+	// before it considers a new layout (default 1024); tests lower it to
+	// make the index rebuild often.
+	IndexRebuildMin int
 }
 
 // Manager hands out views of one store and feeds the edge log that stream
@@ -25,6 +29,7 @@ type Manager struct {
 	store *engine.Store
 	cfg   Config
 	log   *edgeLog
+	index vertexIndex
 
 	mu      sync.Mutex
 	closed  bool                     // Protected by mu.
@@ -46,6 +51,9 @@ func NewManager(store *engine.Store, cfg Config) (*Manager, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.IndexRebuildMin <= 0 {
+		cfg.IndexRebuildMin = 1024
+	}
 	m := &Manager{store: store, cfg: cfg, log: newEdgeLog(cfg.LogCapacity, 0),
 		views: map[*StaticView]struct{}{}, streams: map[any]struct{}{}, created: map[Kind]uint64{}}
 	// Observer first: every batch applied after this point reaches the log,
@@ -60,7 +68,9 @@ func NewManager(store *engine.Store, cfg Config) (*Manager, error) {
 	}
 	m.log.mu.Lock()
 	m.log.lastSeq = max(m.log.lastSeq, sm.LastSeq)
+	m.log.start = sm.LastSeq
 	m.log.mu.Unlock()
+	m.index.m = m
 	return m, nil
 }
 

@@ -1,51 +1,49 @@
 package views
 
 import (
+	"slices"
+
 	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // memGraph is a private view's own copy of the graph: per direction, a CSR
-// over the dense indexes of its IDSpace.
+// over the vertices that have edges in that direction.
 type memGraph struct {
-	ids  IDSpace
 	dirs [2]*memDir // [engine.Out], [engine.In]; nil when not copied
 }
 
-// memDir is one direction: the neighbors of the vertex with dense index i
-// are dst[off[i]:off[i+1]], sorted, with weights w at the same positions
-// (w is nil when weights were not copied: every weight reads as 1).
+// memDir is one direction: vids lists, sorted, the vertices with at least
+// one edge; the neighbors of vids[i] are dst[off[i]:off[i+1]], sorted, with
+// weights w at the same positions (w is nil when weights were not copied:
+// every weight reads as 1). Lookups are binary searches in vids.
 type memDir struct {
-	off []uint64
-	dst []uint64
-	w   []float64
+	vids []uint64
+	off  []uint64 // len(vids)+1 entries
+	dst  []uint64
+	w    []float64
 }
 
-// copyGraph reads every edge of the snapshot in the asked directions.
-func copyGraph(sn *engine.Snapshot, ids IDSpace, in, weights bool) (*memGraph, error) {
-	if err := ids.Check(); err != nil {
-		return nil, err
-	}
-	g := &memGraph{ids: ids}
+// copyGraph reads every edge of the snapshot in the asked directions;
+// ranges gives the id ranges holding its vertices.
+func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error, in, weights bool) (*memGraph, error) {
+	g := &memGraph{}
 	dirs := []engine.Direction{engine.Out}
 	if in {
 		dirs = append(dirs, engine.In)
 	}
 	buf := engine.NewScanBuffer(4096, 1<<16, weights)
 	for _, dir := range dirs {
-		d := &memDir{off: make([]uint64, ids.Len()+1)}
-		next := 0 // dense index whose offset is written next
-		err := ids.Ranges(func(lo, hi uint64) error {
+		d := &memDir{off: []uint64{0}}
+		err := ranges(func(lo, hi uint64) error {
 			for lo < hi {
 				nx, err := sn.Scan(lo, hi, dir, buf)
 				if err != nil {
 					return err
 				}
 				for i, v := range buf.Vertices {
-					x, _ := ids.Index(v)
-					for ; next <= x; next++ {
-						d.off[next] = uint64(len(d.dst))
-					}
+					d.vids = append(d.vids, v)
 					d.dst = append(d.dst, buf.Neighbors(i)...)
+					d.off = append(d.off, uint64(len(d.dst)))
 					if weights {
 						d.w = append(d.w, buf.Weights[buf.Offsets[i]:buf.Offsets[i+1]]...)
 					}
@@ -57,21 +55,23 @@ func copyGraph(sn *engine.Snapshot, ids IDSpace, in, weights bool) (*memGraph, e
 		if err != nil {
 			return nil, err
 		}
-		for ; next <= ids.Len(); next++ {
-			d.off[next] = uint64(len(d.dst))
-		}
 		g.dirs[dir] = d
 	}
 	return g, nil
 }
 
-func (g *memGraph) neighbors(u uint64, dir engine.Direction) []uint64 {
-	i, ok := g.ids.Index(u)
+// run returns the bounds of u's entries in d (empty when u has none).
+func (d *memDir) run(u uint64) (b, e uint64) {
+	i, ok := slices.BinarySearch(d.vids, u)
 	if !ok {
-		return nil
+		return 0, 0
 	}
-	d := g.dirs[dir]
-	return d.dst[d.off[i]:d.off[i+1]:d.off[i+1]]
+	return d.off[i], d.off[i+1]
+}
+
+func (g *memGraph) neighbors(u uint64, dir engine.Direction) []uint64 {
+	b, e := g.dirs[dir].run(u)
+	return g.dirs[dir].dst[b:e:e]
 }
 
 // weightsOf returns u's weights (n of them) in dir.
@@ -84,8 +84,8 @@ func (g *memGraph) weightsOf(u uint64, dir engine.Direction, n int) []float64 {
 		}
 		return w
 	}
-	i, _ := g.ids.Index(u)
-	return d.w[d.off[i]:d.off[i+1]]
+	b, e := d.run(u)
+	return d.w[b:e]
 }
 
 // scan follows engine.Snapshot.Scan's contract over the copy.
@@ -104,24 +104,13 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 	buf.Offsets[0] = 0
 	ecap := cap(buf.Dsts)
 	next := hi
-	// Walk dense indexes from the first id >= lo.
-	start := g.ids.Len()
-	if lo < g.ids.Low {
-		start = int(lo)
-	} else if lo < highBase {
-		start = int(g.ids.Low)
-	} else if i, ok := g.ids.Index(lo); ok {
-		start = i
-	}
-	for i := start; i < g.ids.Len(); i++ {
-		v := g.ids.ID(i)
+	start, _ := slices.BinarySearch(d.vids, lo)
+	for i := start; i < len(d.vids); i++ {
+		v := d.vids[i]
 		if v >= hi {
 			break
 		}
 		b, e := d.off[i], d.off[i+1]
-		if e == b {
-			continue
-		}
 		k := int(e - b)
 		if nv == len(buf.Vertices) || (ne+k > ecap && nv > 0) {
 			next = v
@@ -157,10 +146,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 	ecap := max(cap(buf.Dsts), 1)
 	ne, done := 0, 0
 	for j, v := range vids {
-		var b, e uint64
-		if i, ok := g.ids.Index(v); ok {
-			b, e = d.off[i], d.off[i+1]
-		}
+		b, e := d.run(v)
 		k := int(e - b)
 		if ne+k > ecap {
 			if j > 0 {
@@ -208,9 +194,8 @@ func (g *memGraph) gatherLimit(vids []uint64, dir engine.Direction, buf *engine.
 	d := g.dirs[dir]
 	total, n := 0, 0
 	for _, v := range vids {
-		if i, ok := g.ids.Index(v); ok {
-			total += int(d.off[i+1] - d.off[i])
-		}
+		b, e := d.run(v)
+		total += int(e - b)
 		if total > maxEdges {
 			break
 		}

@@ -52,18 +52,23 @@ type StaticOptions struct {
 // StaticView is a consistent, read-only graph as of one sequence number.
 // It is safe for concurrent use; Release it when done.
 type StaticView struct {
-	m       *Manager
-	kind    Kind
-	seq     uint64
-	ids     IDSpace
-	hasIn   bool
-	weights bool // weights readable (always for store views)
-	created time.Time
+	m    *Manager
+	kind Kind
+	seq  uint64
+	// low and high bound the ids of the view's vertices (the snapshot's
+	// VertexBounds): every one lies in [0, low) or [HighIDBase, high).
+	low, high uint64
+	hasIn     bool
+	weights   bool // weights readable (always for store views)
+	created   time.Time
 
 	// mu is held for reading by every read and for writing by Release.
 	mu   sync.RWMutex
 	sn   *engine.Snapshot // Fresh and Stale; Owned by the view; nil once released. Protected by mu.
 	priv *memGraph        // Private; nil once released. Protected by mu.
+
+	idsMu sync.Mutex
+	ids   *IDSpace // set by the first successful IDs; Protected by idsMu.
 }
 
 // Static creates a static view.
@@ -93,10 +98,10 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 		return nil, err
 	}
 	low, high := sn.VertexBounds()
-	v := &StaticView{m: m, kind: o.Kind, seq: sn.Seq(), ids: IDSpace{Low: low, High: high},
+	v := &StaticView{m: m, kind: o.Kind, seq: sn.Seq(), low: low, high: high,
 		hasIn: m.store.InEdges(), weights: true, created: m.now()}
 	if o.Kind == Private {
-		g, err := copyGraph(sn, v.ids, o.PrivateIn, o.PrivateWeights)
+		g, err := copyGraph(sn, v.Ranges, o.PrivateIn, o.PrivateWeights)
 		sn.Release()
 		if err != nil {
 			return nil, err
@@ -118,12 +123,45 @@ func (v *StaticView) Kind() Kind { return v.kind }
 // Seq is the sequence number the view sees: every batch up to it, none after.
 func (v *StaticView) Seq() uint64 { return v.seq }
 
-// IDs is the id space of the view: every vertex with an edge lies in it.
-func (v *StaticView) IDs() IDSpace { return v.ids }
+// IDs is the id space of the view, a snapshot of the manager's vertex
+// index: every vertex with an edge in the view lies in it (and vertices
+// that had edges at other sequence numbers may too). The first call on a
+// manager scans the view to build the index; later ones read the edge log
+// up to the view's sequence number.
+func (v *StaticView) IDs() (IDSpace, error) {
+	v.idsMu.Lock()
+	defer v.idsMu.Unlock()
+	if v.ids != nil {
+		return *v.ids, nil
+	}
+	s, err := v.m.index.spaceFor(v)
+	if err != nil {
+		return IDSpace{}, err
+	}
+	v.ids = &s
+	return s, nil
+}
 
-// VertexCount is the size of the view's id space (GraphOne's vertex count):
-// ids without edges count too.
-func (v *StaticView) VertexCount() int { return v.ids.Len() }
+// VertexCount is the size of the view's id space (GraphOne's vertex
+// count): ids without edges may count too.
+func (v *StaticView) VertexCount() (int, error) {
+	s, err := v.IDs()
+	return s.Len(), err
+}
+
+// Ranges calls f with the id ranges [lo, hi) that hold the view's
+// vertices, numbers first, then keys: what a whole scan walks.
+func (v *StaticView) Ranges(f func(lo, hi uint64) error) error {
+	if v.low > 0 {
+		if err := f(0, v.low); err != nil {
+			return err
+		}
+	}
+	if v.high > highBase {
+		return f(highBase, v.high)
+	}
+	return nil
+}
 
 // HasIn reports whether in-edges can be read.
 func (v *StaticView) HasIn() bool { return v.hasIn }

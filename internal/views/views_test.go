@@ -61,16 +61,34 @@ func smallStore(t testing.TB, inEdges bool) *engine.Store {
 	return s
 }
 
+// spread maps the vertex numbers [0, nv) of the random tests onto ids
+// over the whole range, injectively: a third stay small numbers, a third
+// become string-key ids, and a third scatter over [2^61, 2^62), some right
+// below 2^62 (HighIDBase). Every view test thereby runs on all three.
+func spread(x uint64) uint64 {
+	switch x % 3 {
+	case 0:
+		return x
+	case 1:
+		return engine.HighIDBase + x
+	}
+	if x%9 == 2 {
+		return engine.HighIDBase - 1 - x
+	}
+	return 1<<61 | (x*0x9E3779B97F4A7C15)>>3
+}
+
 func randomOps(r *rand.Rand, nv uint64, n int, vdel bool) []engine.Op {
 	ops := make([]engine.Op, 0, n)
+	v := func() uint64 { return spread(r.Uint64N(nv)) }
 	for i := 0; i < n; i++ {
 		switch x := r.IntN(100); {
 		case x < 70:
-			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Dst: r.Uint64N(nv), Weight: float64(1 + r.IntN(9)), Kind: engine.OpUpsert})
+			ops = append(ops, engine.Op{Src: v(), Dst: v(), Weight: float64(1 + r.IntN(9)), Kind: engine.OpUpsert})
 		case x < 97 || !vdel:
-			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Dst: r.Uint64N(nv), Kind: engine.OpDeleteEdge})
+			ops = append(ops, engine.Op{Src: v(), Dst: v(), Kind: engine.OpDeleteEdge})
 		default:
-			ops = append(ops, engine.Op{Src: r.Uint64N(nv), Kind: engine.OpDeleteVertex})
+			ops = append(ops, engine.Op{Src: v(), Kind: engine.OpDeleteVertex})
 		}
 	}
 	return ops
@@ -169,13 +187,27 @@ func viewAdj(t testing.TB, v *StaticView, dir engine.Direction) map[uint64][]str
 	if err != nil {
 		t.Fatalf("each: %v", err)
 	}
+	// Every vertex with an edge has an index in the view's id space.
+	ids, err := v.IDs()
+	if err != nil {
+		t.Fatalf("ids: %v", err)
+	}
 	var vids []uint64
-	_ = v.IDs().Ranges(func(lo, hi uint64) error {
-		for x := lo; x < hi; x++ {
-			vids = append(vids, x)
+	for i := 0; i < ids.Len(); i++ {
+		vids = append(vids, ids.ID(i))
+	}
+	for u, nb := range got {
+		if _, ok := ids.Index(u); !ok {
+			t.Fatalf("seq %d %v: vertex %d has edges but no index", v.Seq(), v.Kind(), u)
 		}
-		return nil
-	})
+		for _, x := range nb {
+			var d uint64
+			fmt.Sscanf(x, "%d@", &d)
+			if _, ok := ids.Index(d); !ok {
+				t.Fatalf("seq %d %v: neighbor %d of %d has no index", v.Seq(), v.Kind(), d, u)
+			}
+		}
+	}
 	err = v.GatherEach(vids, dir, true, func(i int, nb []uint64, ws []float64) {
 		var l []string
 		for j, d := range nb {
@@ -665,26 +697,293 @@ func TestIDSpace(t *testing.T) {
 	if keydict.KeyBase != engine.HighIDBase {
 		t.Fatal("the key dictionary's ids must start at the store's high band")
 	}
-	s := IDSpace{Low: 10, High: engine.HighIDBase + 5}
-	if s.Len() != 15 {
-		t.Fatalf("len %d", s.Len())
+	r := rand.New(rand.NewPCG(3, 3))
+	var ids []uint64
+	for i := uint64(0); i < 100; i++ {
+		if i%10 != 7 {
+			ids = append(ids, i) // 90 of [0, 100)
+		}
+	}
+	for i := uint64(0); i < 50; i++ {
+		ids = append(ids, engine.HighIDBase+i)
+	}
+	sparse := []uint64{engine.HighIDBase - 1, engine.HighIDBase - 2, 2000000000, 1 << 40, engine.HighIDBase + 1<<40, ^uint64(0)}
+	for i := 0; i < 300; i++ {
+		sparse = append(sparse, 1000+r.Uint64N(engine.HighIDBase-1000))
+	}
+	ids = append(ids, sparse...)
+	s, err := NewIDSpace(append(ids, ids[:40]...)) // duplicates are one
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, k, h := s.Regions(); d != 100 || k != 50 || h != len(sparse) || s.Len() != 100+50+len(sparse) {
+		t.Fatalf("regions %d %d %d, len %d; want 100 50 %d", d, k, h, s.Len(), len(sparse))
+	}
+	for _, v := range ids {
+		i, ok := s.Index(v)
+		if !ok || s.ID(i) != v {
+			t.Fatalf("id %d -> %d %v -> %d", v, i, ok, s.ID(i))
+		}
 	}
 	for i := 0; i < s.Len(); i++ {
 		if j, ok := s.Index(s.ID(i)); !ok || j != i {
 			t.Fatalf("index %d -> id %d -> %d %v", i, s.ID(i), j, ok)
 		}
 	}
-	for _, v := range []uint64{10, engine.HighIDBase - 1, engine.HighIDBase + 5} {
+	for _, v := range []uint64{100, 999, engine.HighIDBase + 50, engine.HighIDBase - 3, 1<<40 + 1} {
 		if _, ok := s.Index(v); ok {
-			t.Fatalf("%d should be outside %+v", v, s)
+			t.Fatalf("%d should be outside the space", v)
 		}
 	}
-	if !s.Contains(IDSpace{Low: 10, High: engine.HighIDBase + 2}) || s.Contains(IDSpace{Low: 11}) ||
-		s.Contains(IDSpace{Low: 9, High: engine.HighIDBase + 1}) || !s.Contains(IDSpace{Low: 3}) {
-		t.Fatal("Contains")
+	// The identity regions stay within twice the ids present.
+	for _, c := range []struct {
+		step     uint64
+		wantDens uint64
+	}{{1, 1000}, {2, 1999}, {3, 4}, {1000, 1}} {
+		var xs []uint64
+		for i := uint64(0); i < 1000; i++ {
+			xs = append(xs, i*c.step)
+		}
+		s, err := NewIDSpace(xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _, h := s.Regions(); d != c.wantDens || int(d)+h != s.Len() || s.Len() > 2*len(xs) {
+			t.Fatalf("step %d: dense region %d (want %d), %d hashed, len %d", c.step, d, c.wantDens, h, s.Len())
+		}
 	}
-	if err := (IDSpace{Low: 1 << 40}).Check(); err == nil {
-		t.Fatal("a space of 2^40 ids should be refused")
+	if d := DenseIDs(10); !d.Extends(DenseIDs(7)) || DenseIDs(7).Extends(d) || !d.Extends(IDSpace{}) || d.Extends(s) {
+		t.Fatal("Extends of identity spaces")
+	}
+}
+
+// TestVertexIndex follows the manager's shared index through views while
+// numbers (dense, then sparse), keys and ids near 2^62 arrive: each view's
+// space holds every vertex of its graph, spaces of one generation extend
+// each other, a generation rebuilt to take in the newly dense ids keeps
+// every id, and a log that wrapped makes the index scan again.
+func TestVertexIndex(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	all := map[uint64]bool{}
+	apply := func(pairs ...uint64) {
+		t.Helper()
+		var b engine.Batch
+		for i := 0; i+1 < len(pairs); i += 2 {
+			b.Insert(pairs[i], pairs[i+1])
+			all[pairs[i]], all[pairs[i+1]] = true, true
+		}
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	space := func() IDSpace {
+		t.Helper()
+		v, err := m.Static(StaticOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		ids, err := v.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for x := range all {
+			if i, ok := ids.Index(x); !ok || ids.ID(i) != x {
+				t.Fatalf("seq %d: vertex %d has index %d %v", v.Seq(), x, i, ok)
+			}
+		}
+		return ids
+	}
+	apply(7, 2000000000, engine.HighIDBase-1, engine.HighIDBase+3)
+	s0 := space()
+	if m.IndexStats().Scans != 1 {
+		t.Fatalf("the first space should come from a scan: %+v", m.IndexStats())
+	}
+	// Sparse ids: appended through the hash table, same generation.
+	var prev IDSpace = s0
+	for i := uint64(0); i < 20; i++ {
+		var pairs []uint64
+		for j := uint64(0); j < 100; j++ {
+			pairs = append(pairs, 1<<50+i*1000+j, engine.HighIDBase-100-i*100-j)
+		}
+		apply(pairs...)
+		cur := space()
+		if !cur.Extends(prev) {
+			t.Fatalf("round %d: a space of the same generation does not extend the one before", i)
+		}
+		prev = cur
+	}
+	st := m.IndexStats()
+	if st.Scans != 1 || st.Hashed < 4000 {
+		t.Fatalf("after sparse ids: %+v", st)
+	}
+	// Dense numbers and keys: a new generation takes them into the
+	// identity regions; the old spaces stay valid.
+	for i := uint64(0); i < 6000; i += 3 {
+		apply(i, i+1, i+2, engine.HighIDBase+i/3)
+	}
+	dense := space()
+	if d, k, _ := dense.Regions(); d < 5000 || k < 1500 || dense.Extends(prev) {
+		t.Fatalf("dense ids: regions %d, %d; stats %+v", d, k, m.IndexStats())
+	}
+	for _, old := range []IDSpace{s0, prev} {
+		for i := 0; i < old.Len(); i++ {
+			if j, ok := dense.Index(old.ID(i)); !ok || dense.ID(j) != old.ID(i) {
+				t.Fatalf("id %d of an old generation is missing", old.ID(i))
+			}
+		}
+	}
+	if st := m.IndexStats(); st.Generations < 2 || st.Scans != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// More operations than the log holds: the next space scans.
+	var pairs []uint64
+	for i := uint64(0); i < 5000; i++ {
+		pairs = append(pairs, 1<<55+i, 1<<56+i)
+	}
+	apply(pairs...)
+	space()
+	if st := m.IndexStats(); st.Scans != 2 {
+		t.Fatalf("after the log wrapped: %+v", st)
+	}
+}
+
+// TestVertexIndexOlderView: a stale view older than the one the index was
+// built from still finds every vertex of its graph (those whose edges were
+// deleted since included), and once the log's operations from it on are
+// read, older views need no scan of their own.
+func TestVertexIndexOlderView(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var b engine.Batch
+	b.Insert(5, 1<<60)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.DeleteEdge(5, 1<<60)
+	b.Insert(6, 7)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(k Kind) IDSpace {
+		v, err := m.Static(StaticOptions{Kind: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		sp, err := v.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	if sp := ids(Fresh); sp.Len() != 2 {
+		t.Fatalf("fresh view: %d indexes, want 2 (vertices 6 and 7)", sp.Len())
+	}
+	sp := ids(Stale)
+	for _, x := range []uint64{5, 1 << 60} {
+		if _, ok := sp.Index(x); !ok {
+			t.Fatalf("stale view: vertex %d has no index", x)
+		}
+	}
+	if st := m.IndexStats(); st.Scans != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	ids(Stale)
+	if st := m.IndexStats(); st.Scans != 2 {
+		t.Fatalf("a second stale view scanned again: %+v", st)
+	}
+}
+
+// TestVertexIndexConcurrent: readers look ids up in spaces they hold while
+// other goroutines make new views (appending to the index, growing its
+// hash table, rebuilding generations) and a writer applies; run under the
+// race detector.
+func TestVertexIndexConcurrent(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var mu sync.Mutex
+	applied := []uint64{} // ids applied so far, in order
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(9, 9))
+		for i := 0; i < 300; i++ {
+			var b engine.Batch
+			var ids []uint64
+			for j := 0; j < 20; j++ {
+				a := spread(uint64(i*20 + j))
+				c := r.Uint64N(engine.HighIDBase)
+				if j%2 == 0 {
+					c = uint64(i*20 + j) // dense numbers too
+				}
+				b.Insert(a, c)
+				ids = append(ids, a, c)
+			}
+			mu.Lock()
+			if _, err := s.Apply(&b); err != nil {
+				t.Error(err)
+			}
+			applied = append(applied, ids...)
+			mu.Unlock()
+		}
+		close(stop)
+	}()
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.Lock()
+				want := slices.Clone(applied)
+				mu.Unlock()
+				v, err := m.Static(StaticOptions{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids, err := v.IDs()
+				v.Release()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, x := range want {
+					if i, ok := ids.Index(x); !ok || ids.ID(i) != x {
+						t.Errorf("vertex %d: index %d %v", x, i, ok)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := m.IndexStats(); st.Generations < 2 {
+		t.Logf("index: %+v", st)
 	}
 }
 

@@ -400,7 +400,7 @@ func read(ctx context.Context, m *views.Manager, hubs []uint64, scans, edges *at
 			return err
 		}
 		var n int64
-		err = v.IDs().Ranges(func(lo, hi uint64) error {
+		err = v.Ranges(func(lo, hi uint64) error {
 			for lo < hi {
 				if err := ctx.Err(); err != nil {
 					return err

@@ -24,29 +24,61 @@ type harness struct {
 	states map[uint64]edges
 	cur    edges
 	step   int
-	high   bool // draw some vertices from the high (string key) band
+	ids    idMode
 }
 
-func newHarness(t *testing.T, seed uint64, inEdges, high bool) *harness {
+// idMode is how a harness names its vertices.
+type idMode int
+
+const (
+	denseIDs  idMode = iota // small numbers
+	keyBand                 // small numbers and a few string-key ids
+	spreadIDs               // numbers over the whole 62-bit range, keys and small numbers, mixed (spreadID)
+)
+
+// spreadID names vertex number x: a quarter stay small numbers (so that
+// the vertex index's identity region grows and its layout is rebuilt), a
+// quarter are string-key ids, a quarter scatter over [0, 2^62) and a
+// quarter lie right below 2^62.
+func spreadID(x uint64) uint64 {
+	switch x % 4 {
+	case 0:
+		return x / 4
+	case 1:
+		return engine.HighIDBase + x/4
+	case 2:
+		return (x*0x9E3779B97F4A7C15)>>2 | 1<<40
+	}
+	return engine.HighIDBase - 1 - x/4
+}
+
+func newHarness(t *testing.T, seed uint64, inEdges bool, ids idMode) *harness {
 	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10, TargetSegmentBytes: 16 << 10,
 		SizeRatio: 3, L0CompactionTrigger: 2, MaxLevels: 4, InEdges: inEdges})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := views.NewManager(s, views.Config{})
+	// Rebuild the vertex index's layout as soon as 8 vertices are hashed,
+	// so that analytics meet new generations (and move their state) often.
+	m, err := views.NewManager(s, views.Config{IndexRebuildMin: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(); s.Close() })
-	return &harness{t: t, s: s, m: m, r: rand.New(rand.NewPCG(seed, 5)), states: map[uint64]edges{0: {}}, cur: edges{}, high: high}
+	return &harness{t: t, s: s, m: m, r: rand.New(rand.NewPCG(seed, 5)), states: map[uint64]edges{0: {}}, cur: edges{}, ids: ids}
 }
 
 // vertex draws from a universe that grows with the steps (so the low id
 // band grows under the high one and dense indexes move).
 func (h *harness) vertex() uint64 {
 	nv := uint64(12 + h.step/3)
-	if h.high && h.r.IntN(6) == 0 {
-		return engine.HighIDBase + h.r.Uint64N(8)
+	switch h.ids {
+	case keyBand:
+		if h.r.IntN(6) == 0 {
+			return engine.HighIDBase + h.r.Uint64N(8)
+		}
+	case spreadIDs:
+		return spreadID(h.r.Uint64N(nv))
 	}
 	return h.r.Uint64N(nv)
 }
@@ -157,12 +189,22 @@ func (h *harness) drive(a GraphAnalytic, rounds int, insertOnly, vdel bool, wind
 		}
 		check(g, u)
 	}
+	ix := h.m.IndexStats()
+	h.t.Logf("vertex index: %+v", ix)
+	indexed := false
+	switch a.(type) {
+	case *bfs, *wcc, *pagerank, *sssp: // per-vertex state over the index
+		indexed = true
+	}
+	if indexed && h.ids == spreadIDs && (ix.Generations < 3 || ix.Hashed == 0 || ix.Dense == 0 || ix.Keys == 0) {
+		h.t.Fatalf("the analytic met too few index layouts: %+v", ix)
+	}
 	return incr, recomp
 }
 
 // allIDs lists every id of the oracle graph plus a few absent ones.
 func allIDs(g edges) []uint64 {
-	vs := []uint64{0, 1, 2, 999, engine.HighIDBase + 3}
+	vs := []uint64{0, 1, 2, 999, engine.HighIDBase + 3, engine.HighIDBase - 1, 1<<61 + 12345, spreadID(2), spreadID(3)}
 	for v := range g.Vertices() {
 		vs = append(vs, v)
 	}
@@ -170,25 +212,30 @@ func allIDs(g edges) []uint64 {
 }
 
 type variant struct {
-	name                            string
-	inEdges, insertOnly, vdel, high bool
+	name                      string
+	inEdges, insertOnly, vdel bool
+	ids                       idMode
+	root                      uint64 // of bfs and sssp
 }
 
 var variants = []variant{
-	{"inserts", false, true, false, false},
-	{"inserts-deletes", false, false, false, false},
-	{"vertex-deletes", false, false, true, false},
-	{"in-edges", true, false, true, false},
-	{"key-band", true, false, true, true},
+	{"inserts", false, true, false, denseIDs, 1},
+	{"inserts-deletes", false, false, false, denseIDs, 1},
+	{"vertex-deletes", false, false, true, denseIDs, 1},
+	{"in-edges", true, false, true, denseIDs, 1},
+	{"key-band", true, false, true, keyBand, 1},
+	{"spread-ids-inserts", false, true, false, spreadIDs, spreadID(2)},
+	{"spread-ids", false, false, true, spreadIDs, spreadID(2)},
+	{"spread-ids-in-edges", true, false, true, spreadIDs, spreadID(3)},
 }
 
 func TestBFSMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			h := newHarness(t, uint64(i+1), v.inEdges, v.high)
-			a := newBFS(Spec{Name: "bfs", Type: "bfs"}, 1)
+			h := newHarness(t, uint64(i+1), v.inEdges, v.ids)
+			a := newBFS(Spec{Name: "bfs", Type: "bfs"}, v.root)
 			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
-				want := refBFS(g, 1)
+				want := refBFS(g, v.root)
 				for _, x := range allIDs(g) {
 					got, _ := a.Vertex(x)
 					wl, ok := want[x]
@@ -217,7 +264,7 @@ func TestBFSMatchesReference(t *testing.T) {
 func TestWCCMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			h := newHarness(t, uint64(10+i), v.inEdges, v.high)
+			h := newHarness(t, uint64(10+i), v.inEdges, v.ids)
 			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
 			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
 				want := refWCC(g)
@@ -246,7 +293,7 @@ func TestWCCMatchesReference(t *testing.T) {
 func TestPageRankMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			h := newHarness(t, uint64(20+i), v.inEdges, v.high)
+			h := newHarness(t, uint64(20+i), v.inEdges, v.ids)
 			// 0.85^k < 1e-11 takes k > 155 iterations from a cold start.
 			spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000}
 			if err := spec.Validate(); err != nil {
@@ -273,13 +320,70 @@ func TestPageRankMatchesReference(t *testing.T) {
 	}
 }
 
+// TestPageRankColdStart: a recompute starts from 1/N at the N vertices
+// with edges, whatever else the id space holds (here half of the numeric
+// identity region has no edge), so a few iterations give the reference's
+// ranks after as many iterations, under any ids.
+func TestPageRankColdStart(t *testing.T) {
+	for _, ids := range []idMode{denseIDs, spreadIDs} {
+		h := newHarness(t, 77, false, ids)
+		name := func(x uint64) uint64 {
+			if ids == spreadIDs {
+				return spreadID(x)
+			}
+			return x
+		}
+		var b engine.Batch
+		g := edges{}
+		for x := uint64(0); x < 200; x += 2 { // even numbers only: the odd ones have no edges
+			for _, y := range []uint64{(x + 2) % 200, (x * 7) % 200, (x * x) % 200} {
+				op := engine.Op{Src: name(x), Dst: name(y), Weight: 1, Kind: engine.OpUpsert}
+				b.Insert(op.Src, op.Dst)
+				g.Apply(op)
+			}
+		}
+		if _, err := h.s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		v, err := h.m.Static(views.StaticOptions{Kind: views.Fresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := v.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids == denseIDs && sp.Len() <= len(g.Vertices()) {
+			t.Fatalf("the id space (%d) holds no id without edges: the test checks nothing", sp.Len())
+		}
+		for _, steps := range []int{1, 3} {
+			spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-12, MaxIterations: steps}
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a := newPageRank(spec)
+			if err := a.Recompute(context.Background(), v); err != nil {
+				t.Fatal(err)
+			}
+			want := refPRSteps(g, 0.85, steps)
+			for x := range g.Vertices() {
+				got, _ := a.Vertex(x)
+				if r := got.(VertexRank).Rank; math.Abs(r-want[x]) > 1e-12 {
+					t.Fatalf("ids %d, %d iterations: vertex %d has rank %v, the reference %v", ids, steps, x, r, want[x])
+				}
+			}
+		}
+		v.Release()
+	}
+}
+
 func TestSSSPMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			h := newHarness(t, uint64(30+i), v.inEdges, v.high)
-			a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)
+			h := newHarness(t, uint64(30+i), v.inEdges, v.ids)
+			a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, v.root)
 			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
-				want := refSSSP(g, 1)
+				want := refSSSP(g, v.root)
 				for _, x := range allIDs(g) {
 					got, _ := a.Vertex(x)
 					d := got.(VertexDistance)
@@ -298,7 +402,7 @@ func TestSSSPMatchesReference(t *testing.T) {
 }
 
 func TestSSSPRejectsNegativeWeights(t *testing.T) {
-	h := newHarness(t, 99, false, false)
+	h := newHarness(t, 99, false, denseIDs)
 	a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)
 	var b engine.Batch
 	b.InsertWeighted(1, 2, 3)
@@ -323,7 +427,7 @@ func TestDegreeMonitorMatchesReference(t *testing.T) {
 				continue
 			}
 			t.Run(v.name+"/"+dir, func(t *testing.T) {
-				h := newHarness(t, uint64(40+i), v.inEdges, v.high)
+				h := newHarness(t, uint64(40+i), v.inEdges, v.ids)
 				var got []Alert
 				a := newDegree(Spec{Name: "deg", Type: "degree", Direction: dir, Threshold: 3}, func(al []Alert) { got = append(got, al...) })
 				prev := map[uint64]bool{}
@@ -373,7 +477,7 @@ func TestFanMonitorsMatchReference(t *testing.T) {
 	for _, typ := range []string{"fanin", "fanout"} {
 		for _, win := range []views.Window{{Edges: 15}, {Duration: 5 * time.Second}} {
 			t.Run(fmt.Sprintf("%s/%+v", typ, win), func(t *testing.T) {
-				h := newHarness(t, 50, false, false)
+				h := newHarness(t, 50, false, spreadIDs)
 				now := time.Unix(100, 0)
 				m2, err := views.NewManager(h.s, views.Config{Now: func() time.Time { return now }})
 				if err != nil {
@@ -456,7 +560,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 	for i, v := range variants {
 		for _, k := range []int{3, 4} {
 			t.Run(fmt.Sprintf("%s/k=%d", v.name, k), func(t *testing.T) {
-				h := newHarness(t, uint64(60+i), v.inEdges, v.high)
+				h := newHarness(t, uint64(60+i), v.inEdges, v.ids)
 				var got []Alert
 				spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k}
 				if err := spec.Validate(); err != nil {

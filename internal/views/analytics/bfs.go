@@ -39,8 +39,8 @@ func (a *bfs) Spec() Spec { return a.spec }
 // frontier's neighbors with one Gather when it is small and with one scan
 // of the whole graph when it is large.
 func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, error) {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return nil, err
 	}
 	st := &bfsState{ids: ids, level: make([]int32, ids.Len()), seq: g.Seq()}
@@ -54,25 +54,28 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 	st.level[ri] = 0
 	frontier := []uint64{root}
 	var next []uint64
+	tr := &translator{ids: ids}
 	for cur := int32(0); len(frontier) > 0; cur++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		next = next[:0]
 		visit := func(nb []uint64) {
-			for _, w := range nb {
-				j, _ := ids.Index(w)
+			js, _ := tr.of(nb)
+			for k, j := range js {
 				if st.level[j] == -1 {
 					st.level[j] = cur + 1
-					next = append(next, w)
+					next = append(next, nb[k])
 				}
 			}
 		}
 		var err error
 		if len(frontier) > ids.Len()/32 {
 			err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-				if i, _ := ids.Index(v); st.level[i] == cur {
+				if i, ok := ids.Index(v); ok && st.level[i] == cur {
 					visit(nb)
+				} else if !ok {
+					tr.fail(v)
 				}
 			})
 		} else {
@@ -80,6 +83,9 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 			err = g.GatherEach(frontier, engine.Out, false, func(_ int, nb []uint64, _ []float64) { visit(nb) })
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := tr.err(); err != nil {
 			return nil, err
 		}
 		frontier, next = next, frontier
@@ -103,8 +109,8 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids := u.View.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := u.View.IDs()
+	if err != nil {
 		return false, err
 	}
 	var lvl func(uint64) int32
@@ -147,8 +153,13 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 	// Inserts lower levels: relax from the new edges, level by level.
 	buckets := map[int32][]uint64{}
 	minL := int32(-1)
+	missing, bad := uint64(0), false
 	set := func(v uint64, l int32) {
-		i, _ := ids.Index(v)
+		i, ok := ids.Index(v)
+		if !ok {
+			missing, bad = v, true
+			return
+		}
 		if st.level[i] == -1 || l < st.level[i] {
 			st.level[i] = l
 			buckets[l] = append(buckets[l], v)
@@ -181,6 +192,9 @@ func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+	}
+	if bad {
+		return false, unindexed(missing)
 	}
 	st.seq = u.View.Seq()
 	return false, nil
@@ -244,3 +258,13 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 }
 
 func (st *bfsState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the levels (4 bytes per vertex index).
+func (a *bfs) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.level)
+}

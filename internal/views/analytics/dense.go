@@ -1,19 +1,29 @@
 package analytics
 
 import (
+	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// resize returns a, remapped from the id space from to the space to
-// (which must hold every id of from), with new entries set to fill. It
-// reuses a when the indexes of from keep their place in to.
+// resize returns a, per-vertex values over the id space from, as values
+// over the space to (which must hold every id of from), with new entries
+// set to fill. When to extends from (one index generation, to no smaller)
+// the values keep their indexes and a grows in place, with 25% slack since
+// new vertices arrive with most batches; otherwise (the index laid out a
+// new generation) every value moves to its id's new index.
 func resize[T any](a []T, from, to views.IDSpace, fill T) []T {
 	n := to.Len()
-	if to.Contains(from) && cap(a) >= n {
+	if to.Extends(from) && len(a) <= n {
+		if cap(a) < n {
+			b := make([]T, len(a), n+n/4)
+			copy(b, a)
+			a = b
+		}
 		old := len(a)
 		a = a[:n]
 		for i := old; i < n; i++ {
@@ -21,22 +31,14 @@ func resize[T any](a []T, from, to views.IDSpace, fill T) []T {
 		}
 		return a
 	}
-	if to.Contains(from) {
-		b := make([]T, n)
-		copy(b, a)
-		for i := len(a); i < n; i++ {
-			b[i] = fill
-		}
-		return b
-	}
-	// The low band grew under a high band: the high band's indexes move.
-	b := make([]T, n)
+	b := make([]T, n, n+n/4)
 	for i := range b {
 		b[i] = fill
 	}
 	for i := range a {
-		j, _ := to.Index(from.ID(i))
-		b[j] = a[i]
+		if j, ok := to.Index(from.ID(i)); ok {
+			b[j] = a[i]
+		}
 	}
 	return b
 }
@@ -57,6 +59,60 @@ func rooted[T any](vals []T, from, to views.IDSpace, root uint64, zero, far T) (
 		}
 		return far
 	}
+}
+
+// unindexed is the error of a kernel that met a vertex its view's id space
+// does not hold (the views package promises that it holds every vertex
+// with an edge: this is a bug, reported rather than hidden).
+func unindexed(v uint64) error {
+	return fmt.Errorf("analytics: vertex %d has no index in the view's id space", v)
+}
+
+// translator turns neighbor lists into dense indexes a list at a time
+// (views.IDSpace.Indexes, which fetches the hash table's slots for a group
+// of ids before probing any), reusing one buffer, and remembers the first
+// id the space lacked.
+type translator struct {
+	ids     views.IDSpace
+	buf     []int32
+	missing uint64
+	bad     bool
+}
+
+// of returns the indexes of nb, valid until the next call. When some id
+// of nb is not in the space it returns those before it and false, and
+// err reports it.
+func (t *translator) of(nb []uint64) ([]int32, bool) {
+	if cap(t.buf) < len(nb) {
+		t.buf = make([]int32, max(len(nb), 2*cap(t.buf), 256))
+	}
+	x := t.buf[:len(nb)]
+	if k := t.ids.Indexes(nb, x); k < len(nb) {
+		t.fail(nb[k])
+		return x[:k], false
+	}
+	return x, true
+}
+
+// fail records v as missing from the space.
+func (t *translator) fail(v uint64) {
+	if !t.bad {
+		t.missing, t.bad = v, true
+	}
+}
+
+// err is the error of the first id missing, nil when none was.
+func (t *translator) err() error {
+	if t.bad {
+		return unindexed(t.missing)
+	}
+	return nil
+}
+
+// sliceBytes is the memory of a slice's backing array.
+func sliceBytes[T any](a []T) int64 {
+	var zero T
+	return int64(cap(a)) * int64(unsafe.Sizeof(zero))
 }
 
 // netOps is the net effect of a sequence of operations on each edge and

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -22,6 +23,9 @@ import (
 // from the previous ranks (warm start), a recompute from 1/N.
 type pagerank struct {
 	spec Spec
+	// running is the memory of the run in progress (its next-rank array
+	// and presence flags, and the warm start's copy), 0 between runs.
+	running atomic.Int64
 
 	guarded[*prState]
 }
@@ -39,14 +43,30 @@ func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 
 func (a *pagerank) Spec() Spec { return a.spec }
 
-// prIterate runs power iterations on g from rank (indexed by g.IDs(),
-// updated in place) and returns the state holding it.
-func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float64, maxIter int) (*prState, error) {
-	ids := g.IDs()
+// prIterate runs power iterations on g from rank (indexed by ids, g's space,
+// updated in place) and returns the state holding it. A cold start (rank
+// nil) starts from 1/N at each of the N present vertices, whatever else the
+// id space holds (ids of an identity region without edges).
+func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []float64, d, tol float64, maxIter int, track *atomic.Int64) (*prState, error) {
+	cold := rank == nil
+	if cold {
+		// Every index at 1 for the first scan; once it has found the
+		// present vertices, the first iteration is scaled to 1/N (the
+		// scan is linear in the ranks).
+		rank = make([]float64, ids.Len())
+		for i := range rank {
+			rank[i] = 1
+		}
+	}
 	n := ids.Len()
 	next := make([]float64, n)
 	present := make([]bool, n)
+	if track != nil {
+		track.Store(sliceBytes(next) + sliceBytes(present) + sliceBytes(rank))
+		defer track.Store(0)
+	}
 	st := &prState{ids: ids, seq: g.Seq()}
+	tr := &translator{ids: ids}
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -55,13 +75,17 @@ func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float6
 		clear(present)
 		srcMass := 0.0
 		err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-			i, _ := ids.Index(v)
+			i, ok := ids.Index(v)
+			if !ok {
+				tr.fail(v)
+				return
+			}
 			present[i] = true
 			r := rank[i]
 			srcMass += r
 			share := r / float64(len(nb))
-			for _, w := range nb {
-				j, _ := ids.Index(w)
+			js, _ := tr.of(nb)
+			for _, j := range js {
 				next[j] += share
 				present[j] = true
 			}
@@ -69,10 +93,29 @@ func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float6
 		if err != nil {
 			return nil, err
 		}
-		np, mass := 0, 0.0
-		for i, p := range present {
+		if err := tr.err(); err != nil {
+			return nil, err
+		}
+		np := 0
+		for _, p := range present {
 			if p {
 				np++
+			}
+		}
+		if cold && it == 0 && np > 0 {
+			f := 1 / float64(np)
+			for i, p := range present {
+				next[i] *= f
+				rank[i] = 0
+				if p {
+					rank[i] = f
+				}
+			}
+			srcMass *= f
+		}
+		mass := 0.0
+		for i, p := range present {
+			if p {
 				mass += rank[i]
 			}
 		}
@@ -102,20 +145,15 @@ func prIterate(ctx context.Context, g views.Graph, rank []float64, d, tol float6
 }
 
 func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return err
 	}
-	var rank []float64
+	var rank []float64 // nil: a cold start
 	if warm != nil {
 		rank = resize(slices.Clone(warm.rank), warm.ids, ids, 0)
-	} else {
-		rank = make([]float64, ids.Len())
-		for i := range rank {
-			rank[i] = 1 / float64(max(1, len(rank)))
-		}
 	}
-	st, err := prIterate(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	st, err := prIterate(ctx, g, ids, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations, &a.running)
 	if err != nil {
 		return err
 	}
@@ -228,3 +266,15 @@ func (a *pagerank) Vertex(v uint64) (any, bool) {
 func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
 
 func (st *prState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the ranks (8 bytes per vertex index), and
+// while an update runs, of its second rank array and presence flags (9
+// more).
+func (a *pagerank) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.rank) + a.running.Load()
+}

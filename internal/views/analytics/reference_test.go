@@ -13,6 +13,7 @@ type edges = testref.Edges
 var (
 	refBFS      = testref.BFS
 	refPageRank = testref.PageRank
+	refPRSteps  = testref.PageRankSteps
 	refSSSP     = testref.Dijkstra
 	refDegrees  = testref.Degrees
 	refCycles   = testref.Cycles

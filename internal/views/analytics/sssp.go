@@ -55,6 +55,7 @@ const ssspDelta = 1.0
 func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) error {
 	buckets := map[int64][]uint64{}
 	var h bucketHeap
+	tr := &translator{ids: st.ids}
 	push := func(v uint64, d float64) {
 		b := int64(math.Floor(d / ssspDelta))
 		if _, ok := buckets[b]; !ok {
@@ -63,7 +64,10 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 		buckets[b] = append(buckets[b], v)
 	}
 	for _, v := range seeds {
-		i, _ := st.ids.Index(v)
+		i, ok := st.ids.Index(v)
+		if !ok {
+			return unindexed(v)
+		}
 		push(v, st.dist[i])
 	}
 	for h.Len() > 0 {
@@ -76,7 +80,7 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			buckets[b] = nil
 			keep := vs[:0]
 			for _, v := range vs {
-				i, _ := st.ids.Index(v)
+				i, _ := st.ids.Index(v) // pushed only once indexed
 				if int64(math.Floor(st.dist[i]/ssspDelta)) == b {
 					keep = append(keep, v)
 				}
@@ -87,7 +91,9 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			err := g.GatherEach(keep, engine.Out, true, func(k int, nb []uint64, ws []float64) {
 				i, _ := st.ids.Index(keep[k])
 				dv := st.dist[i]
-				for x, w := range nb {
+				js, _ := tr.of(nb)
+				for x, j := range js {
+					w := nb[x]
 					wt := 1.0
 					if ws != nil {
 						wt = ws[x]
@@ -95,7 +101,6 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 					if wt < 0 && bad == nil {
 						bad = fmt.Errorf("negative weight %v on edge (%d, %d): sssp needs non-negative weights", wt, keep[k], w)
 					}
-					j, _ := st.ids.Index(w)
 					if nd := dv + wt; nd < st.dist[j] {
 						st.dist[j] = nd
 						nk := int64(math.Floor(nd / ssspDelta))
@@ -112,6 +117,9 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			if err != nil {
 				return err
 			}
+			if err := tr.err(); err != nil {
+				return err
+			}
 			if bad != nil {
 				st.err = bad.Error()
 				return nil
@@ -123,8 +131,8 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 }
 
 func ssspCompute(ctx context.Context, g views.Graph, root uint64) (*ssspState, error) {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return nil, err
 	}
 	st := &ssspState{ids: ids, dist: make([]float64, ids.Len()), seq: g.Seq()}
@@ -175,8 +183,8 @@ func (a *sssp) Update(ctx context.Context, u *views.Update) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids := u.View.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := u.View.IDs()
+	if err != nil {
 		return false, err
 	}
 	var dist func(uint64) float64
@@ -204,7 +212,10 @@ func (a *sssp) Update(ctx context.Context, u *views.Update) (bool, error) {
 			break
 		}
 		if nd := dist(op.Src) + op.Weight; nd < dist(op.Dst) {
-			j, _ := ids.Index(op.Dst)
+			j, ok := ids.Index(op.Dst)
+			if !ok {
+				return false, unindexed(op.Dst)
+			}
 			st.dist[j] = nd
 			seeds = append(seeds, op.Dst)
 		}
@@ -270,3 +281,13 @@ func (a *sssp) Vertex(v uint64) (any, bool) {
 }
 
 func (st *ssspState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the distances (8 bytes per vertex index).
+func (a *sssp) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.dist)
+}

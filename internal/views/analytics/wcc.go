@@ -26,7 +26,7 @@ type wcc struct {
 type wccState struct {
 	ids    views.IDSpace
 	parent []int32 // union-find forest over dense indexes; parent[i] == i at a root
-	min    []int32 // at a root: the dense index of the component's smallest id
+	min    []int32 // at a root: the dense index of the component's smallest id (by id, not index)
 	size   []int32 // at a root: the component's vertex count
 	seq    uint64
 }
@@ -45,21 +45,26 @@ func newWCCState(ids views.IDSpace, seq uint64) *wccState {
 }
 
 // grow extends the forest to ids (new vertices are singletons).
-func (st *wccState) grow(ids views.IDSpace) {
-	if ids == st.ids {
-		return
+func (st *wccState) grow(ids views.IDSpace) error {
+	if ids.Extends(st.ids) && ids.Len() == st.ids.Len() {
+		st.ids = ids
+		return nil
 	}
-	if !ids.Contains(st.ids) {
-		// Indexes move: rebuild from the components (names are ids).
+	if !ids.Extends(st.ids) {
+		// A new index generation: indexes move. Rebuild from the
+		// components (names are ids).
 		old, parent := st.ids, st.parent
 		*st = *newWCCState(ids, st.seq)
 		for i := range parent {
 			r := find(parent, int32(i))
-			j, _ := ids.Index(old.ID(i))
-			k, _ := ids.Index(old.ID(int(r)))
+			j, ok := ids.Index(old.ID(i))
+			k, ok2 := ids.Index(old.ID(int(r)))
+			if !ok || !ok2 {
+				return unindexed(old.ID(i))
+			}
 			st.union(int32(j), int32(k))
 		}
-		return
+		return nil
 	}
 	n0, n := len(st.parent), ids.Len()
 	st.parent = resize(st.parent, st.ids, ids, 0)
@@ -69,6 +74,7 @@ func (st *wccState) grow(ids views.IDSpace) {
 		st.parent[i], st.min[i] = int32(i), int32(i)
 	}
 	st.ids = ids
+	return nil
 }
 
 // root finds i's root without changing the forest (for readers, who hold
@@ -100,24 +106,34 @@ func (st *wccState) union(i, j int32) {
 	}
 	st.parent[rj] = ri
 	st.size[ri] += st.size[rj]
-	// Dense order follows id order, so the smaller index is the smaller id.
-	st.min[ri] = min(st.min[ri], st.min[rj])
+	// The hash part of an index is not in id order: compare the ids.
+	if st.ids.ID(int(st.min[rj])) < st.ids.ID(int(st.min[ri])) {
+		st.min[ri] = st.min[rj]
+	}
 }
 
 func wccCompute(ctx context.Context, g views.Graph) (*wccState, error) {
-	ids := g.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := g.IDs()
+	if err != nil {
 		return nil, err
 	}
 	st := newWCCState(ids, g.Seq())
-	err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-		i, _ := ids.Index(v)
-		for _, w := range nb {
-			j, _ := ids.Index(w)
-			st.union(int32(i), int32(j))
+	tr := &translator{ids: ids}
+	err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
+		i, ok := ids.Index(v)
+		if !ok {
+			tr.fail(v)
+			return
+		}
+		js, _ := tr.of(nb)
+		for _, j := range js {
+			st.union(int32(i), j)
 		}
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := tr.err(); err != nil {
 		return nil, err
 	}
 	return st, ctx.Err()
@@ -192,14 +208,19 @@ func (a *wcc) Update(ctx context.Context, u *views.Update) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids := u.View.IDs()
-	if err := ids.Check(); err != nil {
+	ids, err := u.View.IDs()
+	if err != nil {
 		return false, err
 	}
-	st.grow(ids)
+	if err := st.grow(ids); err != nil {
+		return false, err
+	}
 	for _, op := range n.Upserts {
-		i, _ := ids.Index(op.Src)
-		j, _ := ids.Index(op.Dst)
+		i, ok := ids.Index(op.Src)
+		j, ok2 := ids.Index(op.Dst)
+		if !ok || !ok2 {
+			return false, unindexed(op.Src)
+		}
 		st.union(int32(i), int32(j))
 	}
 	st.seq = u.View.Seq()
@@ -303,3 +324,13 @@ func connected(g views.Graph, a, b uint64, budget int) (bool, error) {
 }
 
 func (st *wccState) sequence() uint64 { return st.seq }
+
+// MemoryBytes is the size of the forest (12 bytes per vertex index).
+func (a *wcc) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.st == nil {
+		return 0
+	}
+	return sliceBytes(a.st.parent) + sliceBytes(a.st.min) + sliceBytes(a.st.size)
+}
