@@ -452,7 +452,8 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(sm.Kafka))
 
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log}
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log,
+		MemoryLimit: p.Analytics}
 	if o.alertTopic != "" {
 		sink, err := alerts.NewKafkaSink(ctx, brokers, o.alertTopic, log, sinkOpts...)
 		if err != nil {
@@ -492,7 +493,7 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 		return err
 	}
 	reg.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: store, Views: vm,
-		KafkaFetch: in.BufferedFetchBytes}))
+		KafkaFetch: in.BufferedFetchBytes, Analytics: areg.MemoryBytes}))
 
 	apiSrv, err := api.New(api.Config{
 		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,

@@ -205,7 +205,7 @@ func checkAnalyticsOverHTTP(t *testing.T, base string, edges []gen.Edge) {
 			comps, largest, inComps = comps+1, max(largest, n), inComps+n
 		}
 	}
-	want := analytics.WCCSummary{Seq: wcc.Seq, Components: comps, Largest: largest, Singletons: int(bound) - inComps}
+	want := analytics.WCCSummary{Seq: wcc.Seq, Components: comps, Largest: largest}
 	if !wcc.Ready || wcc.Summary != want {
 		t.Errorf("wcc over HTTP: ready %v, %+v; want %+v", wcc.Ready, wcc.Summary, want)
 	}
@@ -235,21 +235,23 @@ func getJSON(t *testing.T, url string, v any) {
 
 func TestServeBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"--format csv":                         `--format must be one of: binary, json, text; got "csv"`,
-		"--reset middle":                       `--reset must be earliest or latest, got "middle"`,
-		"--topic-format edges":                 `--topic-format must look like topic=format, got "edges"`,
-		"--sasl-mechanism gssapi":              `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
-		"--flush-interval 1ms":                 "--flush-interval must be at least 10ms, got 1ms",
-		"--dead-letter-timeout 10ms":           "--dead-letter-timeout must be between 1s and 10m, got 10ms",
-		"--ready-grace 50ms":                   "--ready-grace must be between 100ms and 24h, got 50ms",
-		"--analytic type=bfs":                  `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
-		"--analytic colour=red":                `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_behind, max_cycle, max_iterations, name, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
-		"--http-addr 0.0.0.0:9464":             "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
-		"--http-addr :9464":                    "--http-addr :9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
-		"--http-tls-cert c.pem":                "--http-tls-cert and --http-tls-key go together: give both, or neither",
-		"--http-request-timeout 0":             "--http-request-timeout must be between 1ms and 1h, got 0s",
-		"--http-path-budget 0":                 "--http-path-budget must be positive, got 0",
-		"--http-token-file /nonexistent/token": "--http-token-file: open /nonexistent/token: no such file or directory",
+		"--format csv":                                       `--format must be one of: binary, json, text; got "csv"`,
+		"--reset middle":                                     `--reset must be earliest or latest, got "middle"`,
+		"--topic-format edges":                               `--topic-format must look like topic=format, got "edges"`,
+		"--sasl-mechanism gssapi":                            `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
+		"--flush-interval 1ms":                               "--flush-interval must be at least 10ms, got 1ms",
+		"--dead-letter-timeout 10ms":                         "--dead-letter-timeout must be between 1s and 10m, got 10ms",
+		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
+		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
+		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
+		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,
+		"--analytic type=fanin,threshold=5,window=1000000h":  `analytic "fanin": window 1000000h0m0s is out of range: allowed 0s..168h0m0s`,
+		"--http-addr 0.0.0.0:9464":                           "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-addr :9464":                                  "--http-addr :9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-tls-cert c.pem":                              "--http-tls-cert and --http-tls-key go together: give both, or neither",
+		"--http-request-timeout 0":                           "--http-request-timeout must be between 1ms and 1h, got 0s",
+		"--http-path-budget 0":                               "--http-path-budget must be positive, got 0",
+		"--http-token-file /nonexistent/token":               "--http-token-file: open /nonexistent/token: no such file or directory",
 	} {
 		_, _, err := execute(t, append([]string{"serve"}, strings.Fields(args)...)...)
 		if err == nil || err.Error() != want {
@@ -285,7 +287,7 @@ func TestServeConfigFilePrecedence(t *testing.T) {
 	}
 	// The analytics section of the file: decoded strictly, validated.
 	write("analytics:\n  - {type: pagerank, damping: 3}\n")
-	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `damping must be in (0, 1), got 3`) {
+	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `damping 3 is out of range: allowed (0, 1)`) {
 		t.Fatalf("analytics section: %v", err)
 	}
 	write("analytics:\n  - {type: wcc, colour: red}\n")

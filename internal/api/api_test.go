@@ -710,7 +710,7 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 		`{"type":"wcc","colour":"red"}`:                          `unknown field "colour"`,
 		`{"type":"wcc"} {"type":"bfs"}`:                          "nothing after it",
 		`{"type":"fanin","window":"a while"}`:                    `window: want a duration such as 500ms or 2s, got "a while"`,
-		`{"type":"pagerank","damping":3}`:                        "damping must be in (0, 1), got 3",
+		`{"type":"pagerank","damping":3}`:                        "damping 3 is out of range: allowed (0, 1)",
 		`{"type":"bfs","root":"nobody"}`:                         `vertex "nobody" is neither an id nor a known key`,
 		`[1, 2]`:                                                 "body must be one analytic spec as a JSON object",
 		`{"type":"wcc","name":"no spaces"}`:                      "a name may hold only letters, digits",

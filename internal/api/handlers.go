@@ -281,6 +281,8 @@ func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error 
 	case err == nil:
 	case errors.Is(err, analytics.ErrExists):
 		return errorf(http.StatusConflict, "an analytic named %q is registered: delete it first, or choose another name", spec.Name)
+	case errors.Is(err, analytics.ErrMemory):
+		return errorf(http.StatusConflict, "%v", err)
 	case errors.Is(err, views.ErrClosed):
 		return err
 	default: // the spec: invalid, or its root is unknown

@@ -194,6 +194,8 @@ type Spec struct {
 	Window        string  `json:"window,omitempty"`
 	MaxCycle      int     `json:"max_cycle,omitempty"`
 	SearchBudget  int     `json:"search_budget,omitempty"`
+	PullTimeout   string  `json:"pull_timeout,omitempty"`
+	PullMemoryMiB int     `json:"pull_memory_mib,omitempty"`
 	MaxBehind     int     `json:"max_behind,omitempty"`
 }
 
@@ -209,7 +211,8 @@ func SpecOf(s analytics.Spec) Spec {
 	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Interval: duration(s.Interval),
 		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
 		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
-		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, MaxBehind: s.MaxBehind}
+		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, PullTimeout: duration(s.PullTimeout), PullMemoryMiB: s.PullMemoryMiB,
+		MaxBehind: s.MaxBehind}
 }
 
 // Analytics converts the spec to an analytics.Spec (not yet validated).
@@ -217,11 +220,12 @@ func (s Spec) Analytics() (analytics.Spec, error) {
 	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
 		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
-		MaxBehind: s.MaxBehind}
+		PullMemoryMiB: s.PullMemoryMiB,
+		MaxBehind:     s.MaxBehind}
 	for _, d := range []struct {
 		name, s string
 		to      *time.Duration
-	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}} {
+	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}, {"pull_timeout", s.PullTimeout, &out.PullTimeout}} {
 		if d.s == "" {
 			continue
 		}
@@ -303,6 +307,7 @@ type (
 		MaxCycle  int            `json:"max_cycle"`
 		Cycles    uint64         `json:"cycles"`
 		Truncated uint64         `json:"truncated"`
+		CutShort  uint64         `json:"pulls_cut_short"`
 		FanIn     MonitorSummary `json:"fan_in"`
 	}
 )
@@ -345,7 +350,7 @@ func (k keyer) summary(s any) any {
 	case analytics.MonitorSummary:
 		return k.monitor(s)
 	case analytics.FraudSummary:
-		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, k.monitor(s.FanIn)}
+		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, k.monitor(s.FanIn)}
 	}
 	return s
 }

@@ -69,6 +69,9 @@ type AnalyticsMetrics struct {
 	alerts    *prometheus.CounterVec
 	staleness *prometheus.Desc
 	ready     *prometheus.Desc
+	age       *prometheus.Desc
+	memory    *prometheus.Desc
+	cutShort  *prometheus.Desc
 }
 
 // NewAnalyticsMetrics builds the metrics and registers them with reg when
@@ -88,6 +91,12 @@ func NewAnalyticsMetrics(reg prometheus.Registerer, store *engine.Store) *Analyt
 			"Sequence numbers an analytic's result is behind the newest batch.", []string{"analytic"}, nil),
 		ready: prometheus.NewDesc("graphtide_analytics_ready",
 			"1 once an analytic's first full compute has finished.", []string{"analytic"}, nil),
+		age: prometheus.NewDesc("graphtide_analytics_update_age_seconds",
+			"How long the oldest operation an analytic's result does not reflect yet has waited (0 when it reflects all).", []string{"analytic"}, nil),
+		memory: prometheus.NewDesc("graphtide_analytics_memory_bytes",
+			"Memory an analytic holds: per-vertex state, windows, the pull in progress.", []string{"analytic"}, nil),
+		cutShort: prometheus.NewDesc("graphtide_analytics_pulls_cut_short_total",
+			"Pulls of an analytic cut short by their time or memory limit (fraud: pull_timeout, pull_memory_mib).", []string{"analytic"}, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.duration, m.alerts, m)
@@ -116,6 +125,9 @@ func (m *AnalyticsMetrics) Attach(r *analytics.Registry) { m.reg = r }
 func (m *AnalyticsMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.staleness
 	ch <- m.ready
+	ch <- m.age
+	ch <- m.memory
+	ch <- m.cutShort
 }
 
 // Collect implements prometheus.Collector (the staleness part).
@@ -134,5 +146,8 @@ func (m *AnalyticsMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.staleness, prometheus.GaugeValue, float64(f.Behind), name)
 		ch <- prometheus.MustNewConstMetric(m.ready, prometheus.GaugeValue, ready, name)
+		ch <- prometheus.MustNewConstMetric(m.age, prometheus.GaugeValue, f.Age.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(m.memory, prometheus.GaugeValue, float64(f.MemoryBytes), name)
+		ch <- prometheus.MustNewConstMetric(m.cutShort, prometheus.CounterValue, float64(f.PullsCutShort), name)
 	}
 }

@@ -174,3 +174,23 @@ func (l *edgeLog) wait(ctx context.Context, cond func(head, lastSeq uint64) bool
 		}
 	}
 }
+
+// appliedAfter returns when the first op with a seq above seq was applied
+// (Unix nanoseconds), and false when no such op is logged yet. When that op
+// is no longer retained, it returns the time of the oldest op retained, of
+// which the one asked for is no younger.
+func (l *edgeLog) appliedAfter(seq uint64) (int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.head == 0 || seq >= l.lastSeq {
+		return 0, false
+	}
+	lo := l.oldestLocked()
+	c := uint64(len(l.buf))
+	n := int(l.head - lo)
+	k := sort.Search(n, func(i int) bool { return l.buf[(lo+uint64(i))%c].Seq > seq })
+	if k == n {
+		return 0, false
+	}
+	return l.buf[(lo+uint64(k))%c].Time, true
+}

@@ -184,3 +184,16 @@ func (m *Manager) Stats() Stats {
 	st.LostEvents = m.lost
 	return st
 }
+
+// AppliedAfter returns when the oldest operation newer than seq was
+// applied, as far as the edge log still tells (an operation dropped from
+// it is reported as the oldest one retained, which it is no younger than),
+// and false when nothing newer than seq was applied: what a result as of
+// seq is missing has waited since then.
+func (m *Manager) AppliedAfter(seq uint64) (time.Time, bool) {
+	t, ok := m.log.appliedAfter(seq)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(0, t), true
+}

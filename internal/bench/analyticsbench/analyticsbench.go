@@ -316,7 +316,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, p := range []pair{
 		{"bfs", analytics.Spec{Type: "bfs", Root: root}, &res.BFSViewSec, &res.BFSCSRSec},
 		{"wcc", analytics.Spec{Type: "wcc"}, &res.WCCViewSec, &res.WCCCSRSec},
-		{"pagerank", analytics.Spec{Type: "pagerank", MaxIterations: 20, Tolerance: 1e-300}, &res.PRViewSec, &res.PRCSRSec},
+		{"pagerank", analytics.Spec{Type: "pagerank", MaxIterations: 20, Tolerance: analytics.MinTolerance}, &res.PRViewSec, &res.PRCSRSec},
 		{"sssp", analytics.Spec{Type: "sssp", Root: root}, new(float64), nil},
 	} {
 		gas := map[*layout]analytics.GraphAnalytic{}

@@ -94,12 +94,37 @@ type Spec struct {
 	WindowEdges    int           `yaml:"window_edges,omitempty" json:"window_edges,omitempty"`
 	WindowDuration time.Duration `yaml:"window,omitempty" json:"window,omitempty"`
 
-	// Fraud: the longest cycle reported (default 4, at most 8) and the most
+	// Fraud: the longest cycle reported (default 4, at most 8), the most
 	// path extensions searched per new edge (default 100000; a search cut
-	// short is counted in the summary).
-	MaxCycle     int `yaml:"max_cycle,omitempty" json:"max_cycle,omitempty"`
-	SearchBudget int `yaml:"search_budget,omitempty" json:"search_budget,omitempty"`
+	// short is counted in the summary), and what one pull (one update) may
+	// take in all: PullTimeout of time (default 2s) and PullMemoryMiB of
+	// memory for its searches (default 64). A pull over either is cut short:
+	// the cycles found so far are reported, the rest of the pull's new
+	// edges are not searched, and the cut is counted (PullsCutShort).
+	MaxCycle      int           `yaml:"max_cycle,omitempty" json:"max_cycle,omitempty"`
+	SearchBudget  int           `yaml:"search_budget,omitempty" json:"search_budget,omitempty"`
+	PullTimeout   time.Duration `yaml:"pull_timeout,omitempty" json:"pull_timeout,omitempty"`
+	PullMemoryMiB int           `yaml:"pull_memory_mib,omitempty" json:"pull_memory_mib,omitempty"`
 }
+
+// Limits of the settings: every one has a documented range (README,
+// openapi.yaml); Validate refuses a value outside it, naming the range.
+const (
+	MaxBatchSize     = 1_000_000
+	MaxInterval      = time.Hour
+	MaxMaxBehind     = 1 << 22 // operations one pull may carry (48 bytes each: 192 MiB)
+	MinTolerance     = 1e-15
+	MaxTolerance     = 1.0
+	MaxMaxIterations = 10_000
+	MaxThreshold     = 1e15
+	MaxWindowEdges   = 1 << 24
+	MaxWindow        = 7 * 24 * time.Hour
+	MaxMaxCycle      = 8
+	MaxSearchBudget  = 10_000_000
+	MinPullTimeout   = 10 * time.Millisecond
+	MaxPullTimeout   = time.Minute
+	MaxPullMemoryMiB = 4096
+)
 
 // Types lists the built-in analytic types.
 var Types = []string{"bfs", "wcc", "pagerank", "sssp", "degree", "fanin", "fanout", "fraud"}
@@ -123,17 +148,33 @@ func (s *Spec) Validate() error {
 		}
 	}
 	bad := func(f string, a ...any) error { return fmt.Errorf("analytic %q: "+f, append([]any{s.Name}, a...)...) }
-	if s.BatchSize == 0 {
-		s.BatchSize = 1
+	// Each setting: its default when zero, then its range.
+	intIn := func(key string, p *int, def, lo, hi int) error {
+		if *p == 0 {
+			*p = def
+		}
+		if *p < lo || *p > hi {
+			return bad("%s %d is out of range: allowed %d..%d", key, *p, lo, hi)
+		}
+		return nil
 	}
-	if s.BatchSize < 1 {
-		return bad("batch_size must be positive, got %d", s.BatchSize)
+	durIn := func(key string, p *time.Duration, def, lo, hi time.Duration) error {
+		if *p == 0 {
+			*p = def
+		}
+		if *p < lo || *p > hi {
+			return bad("%s %v is out of range: allowed %v..%v", key, *p, lo, hi)
+		}
+		return nil
 	}
-	if s.Interval < 0 {
-		return bad("interval must not be negative, got %v", s.Interval)
+	if err := intIn("batch_size", &s.BatchSize, 1, 1, MaxBatchSize); err != nil {
+		return err
 	}
-	if s.MaxBehind == 0 {
-		s.MaxBehind = 1 << 18
+	if err := durIn("interval", &s.Interval, 0, 0, MaxInterval); err != nil {
+		return err
+	}
+	if err := intIn("max_behind", &s.MaxBehind, max(1<<18, s.BatchSize), 1, MaxMaxBehind); err != nil {
+		return err
 	}
 	if s.MaxBehind < s.BatchSize {
 		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
@@ -147,20 +188,17 @@ func (s *Spec) Validate() error {
 		if s.Damping == 0 {
 			s.Damping = 0.85
 		}
-		if s.Damping <= 0 || s.Damping >= 1 {
-			return bad("damping must be in (0, 1), got %v", s.Damping)
+		if !(s.Damping > 0 && s.Damping < 1) {
+			return bad("damping %v is out of range: allowed (0, 1)", s.Damping)
 		}
 		if s.Tolerance == 0 {
 			s.Tolerance = 1e-6
 		}
-		if s.Tolerance < 0 {
-			return bad("tolerance must not be negative, got %v", s.Tolerance)
+		if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
+			return bad("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
 		}
-		if s.MaxIterations == 0 {
-			s.MaxIterations = 100
-		}
-		if s.MaxIterations < 1 {
-			return bad("max_iterations must be positive, got %d", s.MaxIterations)
+		if err := intIn("max_iterations", &s.MaxIterations, 100, 1, MaxMaxIterations); err != nil {
+			return err
 		}
 	case "degree":
 		if s.Direction == "" {
@@ -170,32 +208,35 @@ func (s *Spec) Validate() error {
 			return bad("direction must be out, in or both; got %q", s.Direction)
 		}
 	case "fraud":
-		if s.MaxCycle == 0 {
-			s.MaxCycle = 4
+		if err := intIn("max_cycle", &s.MaxCycle, 4, 1, MaxMaxCycle); err != nil {
+			return err
 		}
-		if s.MaxCycle < 1 || s.MaxCycle > 8 {
-			return bad("max_cycle must be between 1 and 8, got %d", s.MaxCycle)
+		if err := intIn("search_budget", &s.SearchBudget, 100000, 1, MaxSearchBudget); err != nil {
+			return err
 		}
-		if s.SearchBudget == 0 {
-			s.SearchBudget = 100000
+		if err := durIn("pull_timeout", &s.PullTimeout, 2*time.Second, MinPullTimeout, MaxPullTimeout); err != nil {
+			return err
 		}
-		if s.SearchBudget < 1 {
-			return bad("search_budget must be positive, got %d", s.SearchBudget)
+		if err := intIn("pull_memory_mib", &s.PullMemoryMiB, 64, 1, MaxPullMemoryMiB); err != nil {
+			return err
 		}
 	}
 	switch s.Type {
 	case "degree", "fanin", "fanout", "fraud":
-		if s.Threshold <= 0 {
-			return bad("%s needs a positive threshold, got %v", s.Type, s.Threshold)
+		if !(s.Threshold > 0 && s.Threshold <= MaxThreshold) {
+			return bad("threshold %v is out of range: %s needs one in (0, %g]", s.Threshold, s.Type, MaxThreshold)
 		}
 	}
 	switch s.Type {
 	case "fanin", "fanout", "fraud":
-		if s.WindowEdges < 0 || s.WindowDuration < 0 {
-			return bad("window bounds must not be negative")
-		}
 		if s.WindowEdges == 0 && s.WindowDuration == 0 {
 			s.WindowEdges = 10000
+		}
+		if s.WindowEdges < 0 || s.WindowEdges > MaxWindowEdges {
+			return bad("window_edges %d is out of range: allowed 0..%d", s.WindowEdges, MaxWindowEdges)
+		}
+		if s.WindowDuration < 0 || s.WindowDuration > MaxWindow {
+			return bad("window %v is out of range: allowed 0s..%v", s.WindowDuration, MaxWindow)
 		}
 	}
 	return nil
@@ -257,11 +298,15 @@ func (sp *Spec) set(k, v string) error {
 		i(&sp.MaxCycle)
 	case "search_budget":
 		i(&sp.SearchBudget)
+	case "pull_timeout":
+		d(&sp.PullTimeout)
+	case "pull_memory_mib":
+		i(&sp.PullMemoryMiB)
 	case "max_behind":
 		i(&sp.MaxBehind)
 	default:
 		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
-			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget", "max_behind"}
+			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
 		sort.Strings(keys)
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
 	}

@@ -618,3 +618,63 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestFraudPullLimits: with a pull memory limit of a few KiB, or a clock
+// that runs a second per reading against a 2s pull timeout, pulls are cut
+// short and counted; a cut pull reports only real new cycles (each once),
+// every pull is processed, and the monitor keeps up to the last batch.
+func TestFraudPullLimits(t *testing.T) {
+	for _, limit := range []string{"memory", "time"} {
+		t.Run(limit, func(t *testing.T) {
+			h := newHarness(t, 71, true, denseIDs)
+			var got []Alert
+			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: 4}
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a := newFraud(spec, func(al []Alert) { got = append(got, al...) })
+			if limit == "memory" {
+				a.maxPullBytes = 4 << 10
+			} else {
+				var clock time.Time
+				a.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+			}
+			pulls, missed, last := 0, 0, uint64(0)
+			h.drive(a, 60, true, false, views.Window{Edges: 100}, func(g edges, u *views.Update) {
+				if u == nil {
+					return
+				}
+				pulls++
+				last = u.View.Seq()
+				before, after := refCycles(h.states[u.Old.Seq()], 4), refCycles(g, 4)
+				want := map[string]bool{}
+				for key := range after {
+					if _, ok := before[key]; !ok {
+						want[key] = true
+					}
+				}
+				gotK := map[string]bool{}
+				for _, al := range got {
+					if al.Kind != "cycle" {
+						continue
+					}
+					key := refKey(al.Cycle)
+					if gotK[key] || !want[key] {
+						t.Fatalf("seq %d: cycle %v reported twice, or not a new cycle", u.View.Seq(), al.Cycle)
+					}
+					gotK[key] = true
+				}
+				missed += len(want) - len(gotK)
+				got = nil
+			})
+			s := a.Summary().(FraudSummary)
+			t.Logf("%d pulls, %d cut short, %d searches truncated, %d new cycles missed", pulls, s.CutShort, s.Truncated, missed)
+			if s.CutShort == 0 || missed == 0 {
+				t.Fatalf("the %s limit never cut a pull short (%+v, %d missed)", limit, s, missed)
+			}
+			if a.Seq() != last || a.PullsCutShort() != s.CutShort || a.pullBytes.Load() != 0 {
+				t.Fatalf("after the run: seq %d (last pull %d), cut short %d, pull bytes %d", a.Seq(), last, a.PullsCutShort(), a.pullBytes.Load())
+			}
+		})
+	}
+}

@@ -313,3 +313,23 @@ func (a *fan) Vertex(v uint64) (any, bool) {
 	n, ok := a.c.count[v]
 	return VertexValue{v, float64(n)}, ok
 }
+
+// mapEntryBytes is what one entry of a map of uint64 keys costs, overhead
+// included (rounded up).
+const mapEntryBytes = 48
+
+// MemoryBytes is the size of the degree map.
+func (a *degree) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return mapEntryBytes * int64(len(a.above))
+}
+
+func (c *windowCounter) bytes() int64 { return mapEntryBytes * int64(len(c.count)+len(c.above)) }
+
+// MemoryBytes is the size of the window's counts.
+func (a *fan) MemoryBytes() int64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.c.bytes()
+}

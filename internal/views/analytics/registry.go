@@ -39,6 +39,25 @@ type RegistryConfig struct {
 	Sinks   []AlertSink
 	Hooks   Hooks
 	Logger  *slog.Logger
+	// MemoryLimit, when positive, is the analytics' share of the memory
+	// budget: Register refuses an analytic whose estimated need (its
+	// per-vertex state over the vertices indexed so far, a fraud monitor's
+	// pull_memory_mib) would take what the analytics hold past it.
+	MemoryLimit int64
+}
+
+// perVertexBytes is what each graph analytic keeps per vertex index
+// (pagerank: its ranks, and while it runs a second array and flags).
+var perVertexBytes = map[string]int64{"bfs": 4, "wcc": 12, "pagerank": 17, "sssp": 8}
+
+// Need estimates the memory an analytic of spec s (validated) will hold
+// over a graph of the given vertex count.
+func Need(s Spec, vertices int) int64 {
+	n := perVertexBytes[s.Type] * int64(vertices)
+	if s.Type == "fraud" {
+		n += int64(s.PullMemoryMiB) << 20
+	}
+	return n
 }
 
 // Registry runs analytics, each on its own goroutine over its own stream
@@ -54,10 +73,11 @@ type Registry struct {
 	mu      sync.RWMutex
 	entries map[string]*entry // Protected by mu.
 
-	amu    sync.Mutex
-	alerts []Alert           // ring of the newest; Protected by amu.
-	anext  uint64            // alerts ever raised; Protected by amu.
-	byName map[string]uint64 // alerts ever raised, per analytic; Protected by amu.
+	amu       sync.Mutex
+	alerts    []Alert           // ring of the newest; Protected by amu.
+	lastAlert time.Time         // Time of the newest alert; Protected by amu.
+	anext     uint64            // alerts ever raised; Protected by amu.
+	byName    map[string]uint64 // alerts ever raised, per analytic; Protected by amu.
 }
 
 // entry is one registered analytic and its run statistics.
@@ -100,6 +120,10 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 // ErrExists is returned by Register for a name already in use.
 var ErrExists = errors.New("analytics: an analytic of that name is registered")
 
+// ErrMemory is returned by Register when the analytics' memory share
+// cannot hold one more.
+var ErrMemory = errors.New("analytics: over the memory budget")
+
 // ErrNotFound is returned for an unknown analytic name.
 var ErrNotFound = errors.New("analytics: no analytic of that name")
 
@@ -119,6 +143,13 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 	}
 	if s.Type == "degree" && s.Direction != "out" && !r.m.Store().InEdges() {
 		return s, fmt.Errorf("analytic %q: direction %s needs in-edges (serve --in-edges)", s.Name, s.Direction)
+	}
+	if lim := r.cfg.MemoryLimit; lim > 0 {
+		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices)
+		if held+need > lim {
+			return s, fmt.Errorf("%w: analytic %q needs about %d MiB, and the analytics hold %d MiB of their %d MiB share of the memory budget: "+
+				"raise --memory-budget, remove an analytic, or lower pull_memory_mib", ErrMemory, s.Name, need>>20, held>>20, lim>>20)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -317,13 +348,24 @@ func pace(ctx context.Context, interval time.Duration, t0 time.Time) error {
 
 // raise stamps, keeps and forwards alerts.
 func (r *Registry) raise(name string, al []Alert) {
-	now := time.Now().UTC()
 	kinds := map[string]int{}
 	for i := range al {
-		al[i].Time = now
 		kinds[al[i].Kind]++
 	}
 	r.amu.Lock()
+	// The time is read under amu, so that the ring (and every sink's
+	// stream) is in time order even when analytics on several goroutines
+	// raise at once; and never before the last alert's, whatever the wall
+	// clock does. INVARIANT: r.lastAlert is the Time of the newest alert
+	// in the ring. Protected by amu.
+	now := time.Now().UTC()
+	if now.Before(r.lastAlert) {
+		now = r.lastAlert
+	}
+	r.lastAlert = now
+	for i := range al {
+		al[i].Time = now
+	}
 	for _, a := range al {
 		if len(r.alerts) < r.cfg.AlertRing {
 			r.alerts = append(r.alerts, a)
@@ -456,10 +498,38 @@ func (r *Registry) TopRanks(name string, k int) ([]VertexRank, error) {
 	return pr.Top(k), nil
 }
 
-// Freshness of one analytic's result against the newest batch.
+// Freshness of one analytic's result against the newest batch, and what
+// it holds.
 type Freshness struct {
 	Ready  bool   // the first full compute has finished
 	Behind uint64 // sequence numbers the result is behind head (0 before Ready)
+	// Age is how long the oldest operation the result does not reflect has
+	// waited (0 when it reflects every one; since registration before the
+	// first compute).
+	Age time.Duration
+	// MemoryBytes is what the analytic holds (per-vertex state, windows,
+	// the pull in progress); the shared vertex index is the views'.
+	MemoryBytes int64
+	// PullsCutShort counts pulls its limits cut short (fraud).
+	PullsCutShort uint64
+}
+
+// memoryReporter is implemented by every built-in analytic.
+type memoryReporter interface{ MemoryBytes() int64 }
+
+// cutShorter is implemented by analytics whose pulls are bounded.
+type cutShorter interface{ PullsCutShort() uint64 }
+
+// MemoryBytes is what the analytics hold in all, the views' shared vertex
+// index included.
+func (r *Registry) MemoryBytes() int64 {
+	n := r.m.IndexStats().Bytes
+	for _, e := range r.list() {
+		if m, ok := e.a.(memoryReporter); ok {
+			n += m.MemoryBytes()
+		}
+	}
+	return n
 }
 
 // Freshness returns, per analytic, how fresh its result is against head,
@@ -467,15 +537,30 @@ type Freshness struct {
 // It reads only each analytic's readiness and seq: no summary is built, so
 // a metrics scrape costs nothing per vertex.
 func (r *Registry) Freshness(head uint64) map[string]Freshness {
+	now := time.Now()
 	es := r.list()
 	out := make(map[string]Freshness, len(es))
 	for _, e := range es {
 		name := e.a.Spec().Name
 		e.mu.Lock()
 		f := Freshness{Ready: e.ready}
+		registered := e.registered
 		e.mu.Unlock()
-		if seq := e.a.Seq(); f.Ready && head > seq {
+		seq := e.a.Seq()
+		if f.Ready && head > seq {
 			f.Behind = head - seq
+		}
+		switch at, ok := r.m.AppliedAfter(seq); {
+		case !f.Ready:
+			f.Age = now.Sub(registered)
+		case ok:
+			f.Age = max(0, now.Sub(at))
+		}
+		if m, ok := e.a.(memoryReporter); ok {
+			f.MemoryBytes = m.MemoryBytes()
+		}
+		if c, ok := e.a.(cutShorter); ok {
+			f.PullsCutShort = c.PullsCutShort()
 		}
 		out[name] = f
 	}

@@ -230,9 +230,8 @@ func (a *wcc) Update(ctx context.Context, u *views.Update) (bool, error) {
 // WCCSummary is the result of a wcc analytic.
 type WCCSummary struct {
 	Seq        uint64 `json:"seq"`
-	Components int    `json:"components"` // among the vertices of the id space that are in a component of two or more
+	Components int    `json:"components"` // components of two or more vertices
 	Largest    int    `json:"largest"`    // vertices in the largest component
-	Singletons int    `json:"singletons"` // ids of the space alone in their component
 }
 
 func (a *wcc) Summary() any {
@@ -247,11 +246,11 @@ func (a *wcc) Summary() any {
 		if int(p) != i {
 			continue
 		}
+		// A vertex alone in its component is not counted: its index may be
+		// an id of the index's identity region that has no edge at all.
 		if sz := int(a.st.size[i]); sz > 1 {
 			s.Components++
 			s.Largest = max(s.Largest, sz)
-		} else {
-			s.Singletons++
 		}
 	}
 	return s

@@ -1,0 +1,79 @@
+package analytics
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSettingsBounds: every bounded setting is accepted at each end of its
+// documented range and refused just beyond it, with a message naming the
+// setting and the range.
+func TestSettingsBounds(t *testing.T) {
+	base := map[string]Spec{
+		"pagerank": {Type: "pagerank"},
+		"fanin":    {Type: "fanin", Threshold: 1},
+		"fraud":    {Type: "fraud", Threshold: 1},
+		"bfs":      {Type: "bfs", Root: "1"},
+	}
+	type bound struct {
+		typ, key string
+		set      func(*Spec, float64)
+		ok, bad  []float64
+		want     string // in the refusal
+	}
+	i := func(f func(*Spec) *int) func(*Spec, float64) { return func(s *Spec, v float64) { *f(s) = int(v) } }
+	d := func(f func(*Spec) *time.Duration) func(*Spec, float64) {
+		return func(s *Spec, v float64) { *f(s) = time.Duration(v) }
+	}
+	for _, b := range []bound{
+		{"bfs", "batch_size", i(func(s *Spec) *int { return &s.BatchSize }), []float64{1, MaxBatchSize}, []float64{-1, MaxBatchSize + 1}, "allowed 1..1000000"},
+		{"bfs", "interval", d(func(s *Spec) *time.Duration { return &s.Interval }), []float64{0, float64(MaxInterval)}, []float64{-1, float64(MaxInterval + 1)}, "allowed 0s..1h0m0s"},
+		{"bfs", "max_behind", i(func(s *Spec) *int { return &s.MaxBehind }), []float64{1, MaxMaxBehind}, []float64{-1, MaxMaxBehind + 1}, "allowed 1..4194304"},
+		{"pagerank", "tolerance", func(s *Spec, v float64) { s.Tolerance = v }, []float64{MinTolerance, MaxTolerance}, []float64{1e-300, 1.5, -1}, "allowed 1e-15..1"},
+		{"pagerank", "damping", func(s *Spec, v float64) { s.Damping = v }, []float64{0.01, 0.99}, []float64{1, -0.5}, "allowed (0, 1)"},
+		{"pagerank", "max_iterations", i(func(s *Spec) *int { return &s.MaxIterations }), []float64{1, MaxMaxIterations}, []float64{-1, 1e9}, "allowed 1..10000"},
+		{"fanin", "threshold", func(s *Spec, v float64) { s.Threshold = v }, []float64{1e-9, MaxThreshold}, []float64{-1, MaxThreshold * 10}, "needs one in (0, 1e+15]"},
+		{"fanin", "window_edges", i(func(s *Spec) *int { return &s.WindowEdges }), []float64{1, MaxWindowEdges}, []float64{-1, MaxWindowEdges + 1}, "allowed 0..16777216"},
+		{"fanin", "window", d(func(s *Spec) *time.Duration { return &s.WindowDuration }), []float64{1, float64(MaxWindow)}, []float64{float64(1_000_000 * time.Hour)}, "allowed 0s..168h0m0s"},
+		{"fraud", "max_cycle", i(func(s *Spec) *int { return &s.MaxCycle }), []float64{1, MaxMaxCycle}, []float64{-1, 9}, "allowed 1..8"},
+		{"fraud", "search_budget", i(func(s *Spec) *int { return &s.SearchBudget }), []float64{1, MaxSearchBudget}, []float64{-1, MaxSearchBudget + 1}, "allowed 1..10000000"},
+		{"fraud", "pull_timeout", d(func(s *Spec) *time.Duration { return &s.PullTimeout }), []float64{float64(MinPullTimeout), float64(MaxPullTimeout)}, []float64{float64(time.Millisecond), float64(time.Hour)}, "allowed 10ms..1m0s"},
+		{"fraud", "pull_memory_mib", i(func(s *Spec) *int { return &s.PullMemoryMiB }), []float64{1, MaxPullMemoryMiB}, []float64{-1, MaxPullMemoryMiB + 1}, "allowed 1..4096"},
+	} {
+		for _, v := range b.ok {
+			s := base[b.typ]
+			b.set(&s, v)
+			if err := s.Validate(); err != nil {
+				t.Errorf("%s %s=%v: refused: %v", b.typ, b.key, v, err)
+			}
+		}
+		for _, v := range b.bad {
+			s := base[b.typ]
+			b.set(&s, v)
+			err := s.Validate()
+			if err == nil || !strings.Contains(err.Error(), b.key) || !strings.Contains(err.Error(), b.want) {
+				t.Errorf("%s %s=%v: %v, want a refusal naming %s and %q", b.typ, b.key, v, err, b.key, b.want)
+			}
+		}
+	}
+	// The compact form reaches the same checks.
+	for in, want := range map[string]string{
+		"type=pagerank,max_iterations=1000000000,tolerance=1e-3": "max_iterations 1000000000 is out of range: allowed 1..10000",
+		"type=pagerank,tolerance=1e-300":                         "tolerance 1e-300 is out of range",
+		"type=fanin,threshold=2,window=1000000h":                 "window 1000000h0m0s is out of range",
+		"type=fraud,threshold=2,pull_timeout=2h":                 "pull_timeout 2h0m0s is out of range: allowed 10ms..1m0s",
+	} {
+		sp, err := ParseSpec(in)
+		if err == nil {
+			err = sp.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	if sp, err := ParseSpec("type=fraud,threshold=2,pull_timeout=250ms,pull_memory_mib=8"); err != nil || sp.Validate() != nil ||
+		sp.PullTimeout != 250*time.Millisecond || sp.PullMemoryMiB != 8 {
+		t.Errorf("pull settings: %+v, %v", sp, err)
+	}
+}
