@@ -38,6 +38,14 @@
 //     Memory is bounded by the log's capacity, the windows' bounds and the
 //     private views a caller asks for.
 //
-// Vertex ids lie in two bands (engine.HighIDBase); IDSpace maps both onto
-// one dense index range so that per-vertex state can live in slices.
+// Vertex ids are any numbers 0..2^62-1 and string-key ids (from
+// engine.HighIDBase), mixed. A Manager keeps one compact vertex index,
+// shared by all its views and so by every analytic (index.go); a view's
+// IDs is a snapshot of it, an IDSpace mapping the ids present onto dense
+// indexes [0, n) so that per-vertex state lives in slices. Dense low
+// numbers and keys map through identity regions (one bit per id, at least
+// half of them present); every other id through a hash table that readers
+// probe without a lock while the index grows (ids.go). Its memory follows
+// the vertices that have had an edge since the Manager started, never the
+// largest id: about 34 bytes per hashed vertex.
 package views

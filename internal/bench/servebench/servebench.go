@@ -240,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cut, _ := scrape(base, "graphtide_analytic_pulls_cut_short_total")
+	cut, _ := scrape(base, "graphtide_analytics_pulls_cut_short_total")
 	if err := stop(); err != nil {
 		return Result{}, fmt.Errorf("serve exited with %v (log %s)", err, logPath)
 	}

@@ -21,6 +21,12 @@
 //   - fraud: every new directed cycle of length at most k closed by a newly
 //     ingested edge, and fan-in bursts within a window.
 //
+// The graph analytics (bfs, wcc, pagerank, sssp) keep per-vertex state in
+// slices over their view's IDSpace: any id works, numbers over the whole
+// 62-bit range and string keys mixed, and their memory follows the
+// vertices present (4 to 12 bytes per vertex index each, beside the
+// manager's shared index), never the largest id.
+//
 // The Registry runs each analytic on its own goroutine, pulling its stream
 // view on its own cadence; ingestion, flush and compaction never wait for
 // it. Results are readable at any time, each with the sequence number of
