@@ -844,7 +844,7 @@ func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[
 	if err := o.Validate(); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	if len(o.brokers) == 0 {
+	if len(o.kafka.Brokers) == 0 {
 		t.Errorf("%s: no brokers: serve would start its embedded test broker", where)
 	}
 	return &o

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -25,8 +24,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
@@ -35,6 +32,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/metrics"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -44,7 +42,7 @@ import (
 // set by the environment variable GRAPHTIDE_<FLAG> (upper case, '-' -> '_').
 type serveOptions struct {
 	dir           string
-	brokers       []string
+	kafka         kafkaconn.Options // brokers (none: the embedded broker), TLS, SASL
 	topics        []string
 	group         string
 	format        string
@@ -62,11 +60,6 @@ type serveOptions struct {
 	inEdges       bool
 	inEdgesGiven  bool // --in-edges was set (flag, environment or file)
 	embeddedPort  int
-	tls           bool
-	tlsCA         string
-	saslMech      string
-	saslUser      string
-	saslPassword  string
 	analytics     []string // compact specs from --analytic
 	alertTopic    string
 	logCapacity   int
@@ -86,7 +79,7 @@ const minTokenLen = 16
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "store directory (created if missing)")
-	fs.StringSliceVar(&o.brokers, "brokers", nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
+	o.kafka.AddFlags(fs, nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
 	fs.StringSliceVar(&o.topics, "topics", []string{"edges"}, "topics to consume")
 	fs.StringVar(&o.group, "group", "graphtide", "consumer group")
 	fs.StringVar(&o.format, "format", "binary", "record format of the topics: binary, json or text")
@@ -107,11 +100,6 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 7.5% of --memory-budget)")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
 	fs.IntVar(&o.embeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
-	fs.BoolVar(&o.tls, "tls", false, "connect to the brokers with TLS")
-	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CA that signs the brokers' certificates (default: system roots)")
-	fs.StringVar(&o.saslMech, "sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512")
-	fs.StringVar(&o.saslUser, "sasl-user", "", "SASL user")
-	fs.StringVar(&o.saslPassword, "sasl-password", "", "SASL password (prefer GRAPHTIDE_SASL_PASSWORD)")
 	fs.StringArrayVar(&o.analytics, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.alertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
 	fs.IntVar(&o.logCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 48 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
@@ -158,13 +146,8 @@ func (o *serveOptions) Validate() error {
 	if o.memgraphMiB < 0 || o.memgraphMiB > 65536 {
 		return fmt.Errorf("--memgraph-mib must be between 1 and 65536 (or 0: sized from --memory-budget), got %d", o.memgraphMiB)
 	}
-	switch o.saslMech {
-	case "", "plain", "scram-sha-256", "scram-sha-512":
-	default:
-		return fmt.Errorf("--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got %q", o.saslMech)
-	}
-	if o.saslMech != "" && o.saslUser == "" {
-		return errors.New("--sasl-user is required with --sasl-mechanism")
+	if err := o.kafka.Validate(); err != nil {
+		return err
 	}
 	if o.embeddedPort < 0 || o.embeddedPort > 65535 {
 		return fmt.Errorf("--embedded-port must be between 0 and 65535, got %d", o.embeddedPort)
@@ -238,35 +221,6 @@ func (o *serveOptions) validateHTTP() error {
 		return fmt.Errorf("--http-addr %s is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)", o.httpAddr)
 	}
 	return nil
-}
-
-// clientOpts turns the TLS and SASL flags into franz-go options.
-func (o *serveOptions) clientOpts() ([]kgo.Opt, error) {
-	var opts []kgo.Opt
-	if o.tls {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if o.tlsCA != "" {
-			pem, err := os.ReadFile(o.tlsCA)
-			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--tls-ca: %s holds no PEM certificate", o.tlsCA)
-			}
-			cfg.RootCAs = pool
-		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
-	}
-	switch o.saslMech {
-	case "plain":
-		opts = append(opts, kgo.SASL(plain.Auth{User: o.saslUser, Pass: o.saslPassword}.AsMechanism()))
-	case "scram-sha-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: o.saslUser, Pass: o.saslPassword}.AsSha256Mechanism()))
-	case "scram-sha-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: o.saslUser, Pass: o.saslPassword}.AsSha512Mechanism()))
-	}
-	return opts, nil
 }
 
 // bindEnv sets every flag not given on the command line from
@@ -389,11 +343,11 @@ func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interf
 	}
 	defer d.Close()
 	store, dict := d.Store, d.Keys
-	clientOpts, err := o.clientOpts()
+	clientOpts, err := o.kafka.ClientOpts()
 	if err != nil {
 		return err
 	}
-	brokers := o.brokers
+	brokers := o.kafka.Brokers
 	if len(brokers) == 0 {
 		// The embedded broker keeps its topics, offsets, committed offsets
 		// and IDs in <dir>/embedded-broker, so that a restart on the same

@@ -572,13 +572,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 					if u == nil {
 						return
 					}
-					before, after := refCycles(h.states[u.Old.Seq()], k), refCycles(g, k)
-					want := map[string]bool{}
-					for key := range after {
-						if _, ok := before[key]; !ok {
-							want[key] = true
-						}
-					}
+					want := refNewCycles(h.states[u.Old.Seq()], g, k)
 					gotK := map[string]bool{}
 					for _, al := range got {
 						if al.Kind != "cycle" {
@@ -608,6 +602,19 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 			})
 		}
 	}
+}
+
+// refNewCycles are the keys of the cycles of length <= k in after that are
+// not in before, by the reference enumerator.
+func refNewCycles(before, after edges, k int) map[string]bool {
+	old, now := refCycles(before, k), refCycles(after, k)
+	want := map[string]bool{}
+	for key := range now {
+		if _, ok := old[key]; !ok {
+			want[key] = true
+		}
+	}
+	return want
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -646,13 +653,7 @@ func TestFraudPullLimits(t *testing.T) {
 				}
 				pulls++
 				last = u.View.Seq()
-				before, after := refCycles(h.states[u.Old.Seq()], 4), refCycles(g, 4)
-				want := map[string]bool{}
-				for key := range after {
-					if _, ok := before[key]; !ok {
-						want[key] = true
-					}
-				}
+				want := refNewCycles(h.states[u.Old.Seq()], g, 4)
 				gotK := map[string]bool{}
 				for _, al := range got {
 					if al.Kind != "cycle" {
