@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/staticcsr"
 )
 
 // Graph is what the analytics read: a static view, or for comparison a
@@ -86,65 +85,6 @@ func (v *StaticView) GatherEach(vids []uint64, dir engine.Direction, weights boo
 		at += done
 	}
 	return nil
-}
-
-// CSRGraph adapts a static in-memory CSR (out-edges, no weights) to Graph:
-// the baseline that analytics on views are measured against.
-type CSRGraph struct {
-	C  *staticcsr.CSR
-	Sq uint64 // reported by Seq
-}
-
-func (g CSRGraph) IDs() (IDSpace, error) { return DenseIDs(g.C.NumVertices()), nil }
-func (g CSRGraph) Seq() uint64           { return g.Sq }
-func (g CSRGraph) HasIn() bool           { return false }
-
-func (g CSRGraph) Each(dir engine.Direction, _ bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
-	if dir != engine.Out {
-		return errNoIn
-	}
-	n := g.C.NumVertices()
-	for v := uint64(0); v < n; v++ {
-		if nb := g.C.Neighbors(v); len(nb) > 0 {
-			f(v, nb, nil)
-		}
-	}
-	return nil
-}
-
-func (g CSRGraph) GatherEach(vids []uint64, dir engine.Direction, _ bool, f func(i int, nbrs []uint64, ws []float64)) error {
-	if dir != engine.Out {
-		return errNoIn
-	}
-	n := g.C.NumVertices()
-	for i, v := range vids {
-		if v < n {
-			f(i, g.C.Neighbors(v), nil)
-		} else {
-			f(i, nil, nil)
-		}
-	}
-	return nil
-}
-
-func (g CSRGraph) GatherEachLimit(vids []uint64, dir engine.Direction, _ bool, maxEdges int,
-	f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error) {
-	if dir != engine.Out {
-		return 0, 0, errNoIn
-	}
-	n := g.C.NumVertices()
-	for i, v := range vids {
-		var nb []uint64
-		if v < n {
-			nb = g.C.Neighbors(v)
-		}
-		if read+len(nb) > maxEdges {
-			break
-		}
-		f(i, nb, nil)
-		done, read = i+1, read+len(nb)
-	}
-	return done, read, nil
 }
 
 var errNoIn = errorString("views: this graph has no in-edges")

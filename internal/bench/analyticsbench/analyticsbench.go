@@ -312,7 +312,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		spec        analytics.Spec
 		viewS, csrS *float64 // dense ids' figures; csrS nil: not run on the CSR
 	}
-	cg := views.CSRGraph{C: csr, Sq: views1[dense].Seq()}
+	cg := csrGraph{C: csr, Sq: views1[dense].Seq()}
 	for _, p := range []pair{
 		{"bfs", analytics.Spec{Type: "bfs", Root: root}, &res.BFSViewSec, &res.BFSCSRSec},
 		{"wcc", analytics.Spec{Type: "wcc"}, &res.WCCViewSec, &res.WCCCSRSec},
@@ -365,7 +365,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, v := range views1 {
 		v.Release()
 	}
-	csr, cg = nil, views.CSRGraph{}
+	csr, cg = nil, csrGraph{}
 	runtime.GC()
 
 	// 2. Incremental vs recompute, batch by batch, the layouts taking turns.
