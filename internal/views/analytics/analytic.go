@@ -126,16 +126,72 @@ const (
 	MaxPullMemoryMiB = 4096
 )
 
+// kind is one built-in analytic type: everything the package switches on
+// by type is here, in one row.
+type kind struct {
+	name string
+	// root: the spec needs a root vertex (bfs, sssp).
+	root bool
+	// monitor: it raises alerts over a threshold; window: over a sliding
+	// window of operations or time.
+	monitor, window bool
+	// stream: it reads a plain stream view (no views of the graph).
+	stream bool
+	// perVertex is the memory of its state per vertex index; fixed, if
+	// set, what it may hold besides (fraud: one pull's memory).
+	perVertex int64
+	fixed     func(s Spec) int64
+	// settings fills the defaults of its own settings and checks them.
+	settings func(s *Spec) error
+	build    func(s Spec, root uint64, alerts func([]Alert)) Analytic
+}
+
+var kinds = []kind{
+	{name: "bfs", root: true, perVertex: 4, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
+	{name: "wcc", perVertex: 12, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
+	{name: "pagerank", perVertex: 17, settings: (*Spec).pagerankSettings,
+		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
+	{name: "sssp", root: true, perVertex: 8, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
+	{name: "degree", monitor: true, settings: (*Spec).degreeSettings,
+		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
+	{name: "fanin", monitor: true, window: true, stream: true,
+		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
+	{name: "fanout", monitor: true, window: true, stream: true,
+		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
+	{name: "fraud", monitor: true, window: true, settings: (*Spec).fraudSettings,
+		fixed: func(s Spec) int64 { return int64(s.PullMemoryMiB) << 20 },
+		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFraud(s, al) }},
+}
+
+// kindOf returns the row of type t.
+func kindOf(t string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == t {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
 // Types lists the built-in analytic types.
-var Types = []string{"bfs", "wcc", "pagerank", "sssp", "degree", "fanin", "fanout", "fraud"}
+var Types = func() []string {
+	var ts []string
+	for _, k := range kinds {
+		ts = append(ts, k.name)
+	}
+	return ts
+}()
+
+// NeedsRoot reports whether analytics of type t need a root vertex.
+func NeedsRoot(t string) bool {
+	k, _ := kindOf(t)
+	return k.root
+}
 
 // Validate fills defaults and checks the spec. resolve turns a root given
 // as a string key into an id (nil: only numeric roots are accepted).
 func (s *Spec) Validate() error {
-	known := false
-	for _, t := range Types {
-		known = known || s.Type == t
-	}
+	k, known := kindOf(s.Type)
 	if !known {
 		return fmt.Errorf("analytic %q: type must be one of: %s; got %q", s.Name, strings.Join(Types, ", "), s.Type)
 	}
@@ -148,87 +204,30 @@ func (s *Spec) Validate() error {
 		}
 	}
 	bad := func(f string, a ...any) error { return fmt.Errorf("analytic %q: "+f, append([]any{s.Name}, a...)...) }
-	// Each setting: its default when zero, then its range.
-	intIn := func(key string, p *int, def, lo, hi int) error {
-		if *p == 0 {
-			*p = def
-		}
-		if *p < lo || *p > hi {
-			return bad("%s %d is out of range: allowed %d..%d", key, *p, lo, hi)
-		}
-		return nil
-	}
-	durIn := func(key string, p *time.Duration, def, lo, hi time.Duration) error {
-		if *p == 0 {
-			*p = def
-		}
-		if *p < lo || *p > hi {
-			return bad("%s %v is out of range: allowed %v..%v", key, *p, lo, hi)
-		}
-		return nil
-	}
 	if err := intIn("batch_size", &s.BatchSize, 1, 1, MaxBatchSize); err != nil {
-		return err
+		return bad("%v", err)
 	}
 	if err := durIn("interval", &s.Interval, 0, 0, MaxInterval); err != nil {
-		return err
+		return bad("%v", err)
 	}
 	if err := intIn("max_behind", &s.MaxBehind, max(1<<18, s.BatchSize), 1, MaxMaxBehind); err != nil {
-		return err
+		return bad("%v", err)
 	}
 	if s.MaxBehind < s.BatchSize {
 		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
 	}
-	switch s.Type {
-	case "bfs", "sssp":
-		if s.Root == "" {
-			return bad("%s needs a root vertex (root: <id or key>)", s.Type)
-		}
-	case "pagerank":
-		if s.Damping == 0 {
-			s.Damping = 0.85
-		}
-		if !(s.Damping > 0 && s.Damping < 1) {
-			return bad("damping %v is out of range: allowed (0, 1)", s.Damping)
-		}
-		if s.Tolerance == 0 {
-			s.Tolerance = 1e-6
-		}
-		if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
-			return bad("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
-		}
-		if err := intIn("max_iterations", &s.MaxIterations, 100, 1, MaxMaxIterations); err != nil {
-			return err
-		}
-	case "degree":
-		if s.Direction == "" {
-			s.Direction = "out"
-		}
-		if s.Direction != "out" && s.Direction != "in" && s.Direction != "both" {
-			return bad("direction must be out, in or both; got %q", s.Direction)
-		}
-	case "fraud":
-		if err := intIn("max_cycle", &s.MaxCycle, 4, 1, MaxMaxCycle); err != nil {
-			return err
-		}
-		if err := intIn("search_budget", &s.SearchBudget, 100000, 1, MaxSearchBudget); err != nil {
-			return err
-		}
-		if err := durIn("pull_timeout", &s.PullTimeout, 2*time.Second, MinPullTimeout, MaxPullTimeout); err != nil {
-			return err
-		}
-		if err := intIn("pull_memory_mib", &s.PullMemoryMiB, 64, 1, MaxPullMemoryMiB); err != nil {
-			return err
+	if k.root && s.Root == "" {
+		return bad("%s needs a root vertex (root: <id or key>)", s.Type)
+	}
+	if k.settings != nil {
+		if err := k.settings(s); err != nil {
+			return bad("%v", err)
 		}
 	}
-	switch s.Type {
-	case "degree", "fanin", "fanout", "fraud":
-		if !(s.Threshold > 0 && s.Threshold <= MaxThreshold) {
-			return bad("threshold %v is out of range: %s needs one in (0, %g]", s.Threshold, s.Type, MaxThreshold)
-		}
+	if k.monitor && !(s.Threshold > 0 && s.Threshold <= MaxThreshold) {
+		return bad("threshold %v is out of range: %s needs one in (0, %g]", s.Threshold, s.Type, MaxThreshold)
 	}
-	switch s.Type {
-	case "fanin", "fanout", "fraud":
+	if k.window {
 		if s.WindowEdges == 0 && s.WindowDuration == 0 {
 			s.WindowEdges = 10000
 		}
@@ -240,6 +239,67 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// intIn fills *p with def when zero and checks it against [lo, hi].
+func intIn(key string, p *int, def, lo, hi int) error {
+	if *p == 0 {
+		*p = def
+	}
+	if *p < lo || *p > hi {
+		return fmt.Errorf("%s %d is out of range: allowed %d..%d", key, *p, lo, hi)
+	}
+	return nil
+}
+
+// durIn is intIn for a duration.
+func durIn(key string, p *time.Duration, def, lo, hi time.Duration) error {
+	if *p == 0 {
+		*p = def
+	}
+	if *p < lo || *p > hi {
+		return fmt.Errorf("%s %v is out of range: allowed %v..%v", key, *p, lo, hi)
+	}
+	return nil
+}
+
+func (s *Spec) pagerankSettings() error {
+	if s.Damping == 0 {
+		s.Damping = 0.85
+	}
+	if !(s.Damping > 0 && s.Damping < 1) {
+		return fmt.Errorf("damping %v is out of range: allowed (0, 1)", s.Damping)
+	}
+	if s.Tolerance == 0 {
+		s.Tolerance = 1e-6
+	}
+	if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
+		return fmt.Errorf("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
+	}
+	return intIn("max_iterations", &s.MaxIterations, 100, 1, MaxMaxIterations)
+}
+
+func (s *Spec) degreeSettings() error {
+	if s.Direction == "" {
+		s.Direction = "out"
+	}
+	if s.Direction != "out" && s.Direction != "in" && s.Direction != "both" {
+		return fmt.Errorf("direction must be out, in or both; got %q", s.Direction)
+	}
+	return nil
+}
+
+func (s *Spec) fraudSettings() error {
+	if err := intIn("max_cycle", &s.MaxCycle, 4, 1, MaxMaxCycle); err != nil {
+		return err
+	}
+	if err := intIn("search_budget", &s.SearchBudget, 100000, 1, MaxSearchBudget); err != nil {
+		return err
+	}
+	if err := durIn("pull_timeout", &s.PullTimeout, 2*time.Second, MinPullTimeout, MaxPullTimeout); err != nil {
+		return err
+	}
+	return intIn("pull_memory_mib", &s.PullMemoryMiB, 64, 1, MaxPullMemoryMiB)
 }
 
 // ParseSpec parses the compact form of the --analytic flag:
@@ -320,21 +380,9 @@ func (sp *Spec) set(k, v string) error {
 // vertex of bfs and sssp. It returns the analytic and which of
 // GraphAnalytic or StreamAnalytic drives it.
 func New(s Spec, root uint64, alerts func([]Alert)) (Analytic, error) {
-	switch s.Type {
-	case "bfs":
-		return newBFS(s, root), nil
-	case "wcc":
-		return newWCC(s), nil
-	case "pagerank":
-		return newPageRank(s), nil
-	case "sssp":
-		return newSSSP(s, root), nil
-	case "degree":
-		return newDegree(s, alerts), nil
-	case "fanin", "fanout":
-		return newFan(s, alerts), nil
-	case "fraud":
-		return newFraud(s, alerts), nil
+	k, ok := kindOf(s.Type)
+	if !ok {
+		return nil, fmt.Errorf("analytic %q: unknown type %q", s.Name, s.Type)
 	}
-	return nil, fmt.Errorf("analytic %q: unknown type %q", s.Name, s.Type)
+	return k.build(s, root, alerts), nil
 }

@@ -46,16 +46,13 @@ type RegistryConfig struct {
 	MemoryLimit int64
 }
 
-// perVertexBytes is what each graph analytic keeps per vertex index
-// (pagerank: its ranks, and while it runs a second array and flags).
-var perVertexBytes = map[string]int64{"bfs": 4, "wcc": 12, "pagerank": 17, "sssp": 8}
-
 // Need estimates the memory an analytic of spec s (validated) will hold
 // over a graph of the given vertex count.
 func Need(s Spec, vertices int) int64 {
-	n := perVertexBytes[s.Type] * int64(vertices)
-	if s.Type == "fraud" {
-		n += int64(s.PullMemoryMiB) << 20
+	k, _ := kindOf(s.Type)
+	n := k.perVertex * int64(vertices)
+	if k.fixed != nil {
+		n += k.fixed(s)
 	}
 	return n
 }
@@ -135,7 +132,7 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 		return s, err
 	}
 	var root uint64
-	if s.Type == "bfs" || s.Type == "sssp" {
+	if NeedsRoot(s.Type) {
 		var err error
 		if root, err = r.cfg.Resolve(s.Root); err != nil {
 			return s, fmt.Errorf("analytic %q: %w", s.Name, err)
@@ -189,8 +186,7 @@ type streamView interface{ Close() }
 func (r *Registry) open(s Spec) (streamView, error) {
 	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration},
 		MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
-	switch s.Type {
-	case "fanin", "fanout":
+	if k, _ := kindOf(s.Type); k.stream {
 		return r.m.Stream(so)
 	}
 	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
