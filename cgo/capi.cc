@@ -128,7 +128,9 @@ void gt_source_position(gt_store *s, uint8_t *buf, size_t cap, size_t *len) {
   try {
     std::string p = s->s->SourcePosition();
     *len = p.size();
-    if (p.size() <= cap && !p.empty()) std::memcpy(buf, p.data(), p.size());
+    // Binary bytes with a length, not a C string: no terminator.
+    if (p.size() <= cap && !p.empty())
+      std::memcpy(buf, p.data(), p.size());  // NOLINT(bugprone-not-null-terminated-result)
   } catch (...) {
     *len = 0;
   }
@@ -142,12 +144,9 @@ void gt_get_metrics(gt_store *s, gt_metrics *out) {
   }
 }
 
-
 int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err) { return NewSnapshot(s, false, out, err); }
 
-int gt_snapshot_new_durable(gt_store *s, gt_snapshot **out, gt_error *err) {
-  return NewSnapshot(s, true, out, err);
-}
+int gt_snapshot_new_durable(gt_store *s, gt_snapshot **out, gt_error *err) { return NewSnapshot(s, true, out, err); }
 
 void gt_snapshot_release(gt_snapshot *snap) {
   if (!snap) return;
@@ -179,37 +178,36 @@ int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t 
 }
 
 int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, uint64_t *vids, uint64_t *offs,
-                     size_t vcap, uint64_t *dsts, double *weights, size_t ecap, size_t *nv, size_t *ne,
-                     uint64_t *next, gt_error *err) {
+                     size_t vcap, uint64_t *dsts, double *weights, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                     gt_error *err) {
   return Guard(err, [&] {
     if (int rc = CheckDir(snap, dir, err)) return rc;
-    return Done(snap->r.Scan(lo, hi, static_cast<int>(dir), vids, offs, vcap, dsts, weights, ecap, nv, ne, next),
-                err);
+    return Done(snap->r.Scan(lo, hi, static_cast<int>(dir), vids, offs, vcap, dsts, weights, ecap, nv, ne, next), err);
   });
 }
 
-int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs,
-                       uint64_t *dsts, double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err) {
+int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs, uint64_t *dsts,
+                       double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err) {
   return Guard(err, [&] {
     *done = 0;
     *ne = 0;
     if (int rc = CheckDir(snap, dir, err)) return rc;
-    if (n > 0 && (vids == nullptr || offs == nullptr)) return Fail(gt::Status::Invalid("vids and offs are required"), err);
+    if (n > 0 && (vids == nullptr || offs == nullptr))
+      return Fail(gt::Status::Invalid("vids and offs are required"), err);
     return Done(snap->r.Gather(vids, n, static_cast<int>(dir), offs, dsts, weights, ecap, done, ne), err);
   });
 }
 
 int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t after, uint32_t has_after,
-                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more,
-                                gt_error *err) {
+                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more, gt_error *err) {
   return Guard(err, [&] {
     *n = 0;
     *more = 0;
     if (int rc = CheckDir(snap, dir, err)) return rc;
     if (cap > 0 && dsts == nullptr) return Fail(gt::Status::Invalid("dsts is required"), err);
     bool m = false;
-    const int rc = Done(snap->r.NeighborsAfter(v, static_cast<int>(dir), has_after != 0, after, dsts, weights, cap, n, &m),
-                        err);
+    const int rc =
+        Done(snap->r.NeighborsAfter(v, static_cast<int>(dir), has_after != 0, after, dsts, weights, cap, n, &m), err);
     *more = m ? 1 : 0;
     return rc;
   });

@@ -16,7 +16,16 @@
 
 namespace gt {
 
-enum class Code : int32_t { kOk = 0, kInvalid = 1, kIO = 2, kCorruption = 3, kClosed = 4, kBuffer = 5, kInternal = 6, kLocked = 7 };
+enum class Code : int32_t {
+  kOk = 0,
+  kInvalid = 1,
+  kIO = 2,
+  kCorruption = 3,
+  kClosed = 4,
+  kBuffer = 5,
+  kInternal = 6,
+  kLocked = 7
+};
 
 struct Status {
   Code code = Code::kOk;
@@ -46,10 +55,10 @@ struct Problem {
   Status AsStatus() const { return Status::Corruption(what, file, offset); }
 };
 
-#define GT_RETURN_IF_ERROR(expr)    \
-  do {                              \
-    ::gt::Status _s = (expr);       \
-    if (!_s.ok()) return _s;        \
+#define GT_RETURN_IF_ERROR(expr) \
+  do {                           \
+    ::gt::Status _s = (expr);    \
+    if (!_s.ok()) return _s;     \
   } while (0)
 
 inline uint64_t MakeVers(uint64_t seq, bool tomb) { return (seq << 1) | (tomb ? 1u : 0u); }

@@ -28,7 +28,7 @@ struct PlanFile {
 };
 
 struct LevelState {
-  std::vector<PlanFile> l0;                  // any order
+  std::vector<PlanFile> l0;                   // any order
   std::vector<std::vector<PlanFile>> levels;  // levels[i], i >= 1, sorted by min_src; levels[0] unused
 };
 

@@ -47,8 +47,8 @@ typedef enum gt_code {
 
 typedef struct gt_error {
   int32_t code;
-  char *message; /* malloc'd by the core on failure; caller frees via gt_error_free */
-  char *file;    /* malloc'd or NULL; the file a corruption/IO error is about */
+  char *message;   /* malloc'd by the core on failure; caller frees via gt_error_free */
+  char *file;      /* malloc'd or NULL; the file a corruption/IO error is about */
   uint64_t offset; /* byte offset in file for corruption errors */
 } gt_error;
 
@@ -65,22 +65,22 @@ void gt_error_free(gt_error *e);
 #define GT_HIGH_ID_BASE ((uint64_t)0x4000000000000000ULL)
 
 typedef struct gt_options {
-  uint64_t memgraph_bytes;       /* size of one MemGraph; 0 = 64 MiB */
-  uint64_t target_segment_bytes; /* segment size in L1+; 0 = 8 MiB */
-  uint32_t size_ratio;           /* level capacity growth; 0 = 10 */
-  uint32_t l0_compaction_trigger; /* L0 files that trigger compaction; 0 = 4 */
-  uint32_t max_levels;           /* including L0; 0 = 7; at most GT_MAX_LEVELS */
-  uint32_t in_edges;             /* nonzero: keep in-edges in step */
+  uint64_t memgraph_bytes;          /* size of one MemGraph; 0 = 64 MiB */
+  uint64_t target_segment_bytes;    /* segment size in L1+; 0 = 8 MiB */
+  uint32_t size_ratio;              /* level capacity growth; 0 = 10 */
+  uint32_t l0_compaction_trigger;   /* L0 files that trigger compaction; 0 = 4 */
+  uint32_t max_levels;              /* including L0; 0 = 7; at most GT_MAX_LEVELS */
+  uint32_t in_edges;                /* nonzero: keep in-edges in step */
   uint32_t disable_auto_compaction; /* nonzero: compact only on gt_compact_all */
-  uint32_t in_edges_as_stored;   /* nonzero: an existing store keeps the in_edges it was
-                                    created with (in_edges then applies to a new store only) */
-  uint32_t read_only;            /* nonzero: open an existing store without writing a byte:
-                                    no store is created, nothing is cut or deleted, no
-                                    background work runs, writes fail with GT_ERR_INVALID,
-                                    and the directory's LOCK is shared (GT_ERR_LOCKED while
-                                    a writer holds it) */
-  uint32_t test_pause_at;        /* testing only: a gt_test_point where background work
-                                    stops, see gt_test_point; 0 = none */
+  uint32_t in_edges_as_stored;      /* nonzero: an existing store keeps the in_edges it was
+                                       created with (in_edges then applies to a new store only) */
+  uint32_t read_only;               /* nonzero: open an existing store without writing a byte:
+                                       no store is created, nothing is cut or deleted, no
+                                       background work runs, writes fail with GT_ERR_INVALID,
+                                       and the directory's LOCK is shared (GT_ERR_LOCKED while
+                                       a writer holds it) */
+  uint32_t test_pause_at;           /* testing only: a gt_test_point where background work
+                                       stops, see gt_test_point; 0 = none */
 } gt_options;
 
 /* Testing only (crash tests): where gt_options.test_pause_at makes a flush
@@ -95,9 +95,9 @@ typedef enum gt_test_point {
 } gt_test_point;
 
 typedef enum gt_op_kind {
-  GT_OP_UPSERT = 0,        /* insert or update edge (src,dst) with weight */
-  GT_OP_DELETE_EDGE = 1,   /* delete edge (src,dst) */
-  GT_OP_DELETE_VERTEX = 2  /* delete every edge incident to src; dst ignored */
+  GT_OP_UPSERT = 0,       /* insert or update edge (src,dst) with weight */
+  GT_OP_DELETE_EDGE = 1,  /* delete edge (src,dst) */
+  GT_OP_DELETE_VERTEX = 2 /* delete every edge incident to src; dst ignored */
 } gt_op_kind;
 
 /* One operation of a batch. Layout is mirrored by the Go side. */
@@ -124,18 +124,18 @@ typedef struct gt_metrics {
   uint64_t memgraph_entries;
   uint64_t flushes;
   uint64_t flush_nanos;
-  uint64_t flush_bytes;     /* bytes written by flushes */
+  uint64_t flush_bytes; /* bytes written by flushes */
   uint64_t compactions;
   uint64_t compaction_nanos;
   uint64_t compaction_bytes_read;
   uint64_t compaction_bytes_written;
-  uint64_t stalls;          /* gt_apply calls that waited for a flush */
+  uint64_t stalls; /* gt_apply calls that waited for a flush */
   uint64_t stall_nanos;
   uint64_t snapshots_open;
-  uint64_t vertex_deletes;  /* vertex-delete records held */
+  uint64_t vertex_deletes; /* vertex-delete records held */
   uint64_t background_errors;
   uint64_t deferred_flushes; /* gt_flush_async calls made while a flush ran, served after it */
-  uint32_t num_levels;      /* entries used in levels[] (L0 first) */
+  uint32_t num_levels;       /* entries used in levels[] (L0 first) */
   uint32_t reserved;
   gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
 } gt_metrics;
@@ -166,8 +166,8 @@ int gt_close(gt_store *s, gt_error *err);
  * written to *out_seq. srcpos[0..srcpos_len) (may be NULL/0 for none) is an
  * opaque source position recorded with the flush that makes this batch
  * durable. Ops apply in order within the batch. May block on a write stall. */
-int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos,
-             size_t srcpos_len, uint64_t *out_seq, gt_error *err);
+int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *out_seq,
+             gt_error *err);
 
 /* Makes every applied batch durable (and the newest source position) and
  * returns when the manifest is synced. */
@@ -209,14 +209,13 @@ uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap);
  * id at or above it (0 if none). Upper bounds, never smaller than the truth. */
 void gt_snapshot_vertex_bounds(const gt_snapshot *snap, uint64_t *low, uint64_t *high);
 
-int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out,
-                       gt_error *err);
+int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out, gt_error *err);
 
 /* Neighbors of v visible in the snapshot, sorted by dst, into dsts[0..cap)
  * and weights[0..cap) (weights may be NULL). *n receives the count; if it is
  * larger than cap, GT_ERR_BUFFER is returned and nothing useful is copied. */
-int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts,
-                          double *weights, size_t cap, size_t *n, gt_error *err);
+int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts, double *weights, size_t cap,
+                          size_t *n, gt_error *err);
 
 /* One page of v's neighbors: those with an id above after (all of them when
  * has_after is 0), sorted by dst, at most cap of them into dsts[0..cap) and
@@ -224,8 +223,7 @@ int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t 
  * when more remain past them. Memory is bounded by cap whatever the degree;
  * a compacted vertex is found by binary search. */
 int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t after, uint32_t has_after,
-                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more,
-                                gt_error *err);
+                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more, gt_error *err);
 
 /* Neighbors of every vertex in [lo, hi) that has at least one visible edge,
  * in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge offsets into dsts,
@@ -234,10 +232,9 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uin
  * reported (hi when done). offs must have room for vcap+1 entries. If the
  * first vertex alone needs more than ecap edges, GT_ERR_BUFFER is returned
  * and *ne holds the edge count it needs. */
-int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir,
-                     uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                     double *weights, size_t ecap, size_t *nv, size_t *ne,
-                     uint64_t *next, gt_error *err);
+int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, uint64_t *vids, uint64_t *offs,
+                     size_t vcap, uint64_t *dsts, double *weights, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                     gt_error *err);
 
 /* Neighbors of the vertices vids[0..n) (any order, repeats allowed) in one
  * call: vertex i's neighbors, sorted by dst, are dsts[offs[i]..offs[i+1]) (and
@@ -247,18 +244,18 @@ int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir,
  * vertices filled (n when all fit). If vertex 0 alone needs more than ecap
  * edges, GT_ERR_BUFFER is returned and *ne holds the count it needs;
  * otherwise *ne is the number of edges written. */
-int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs,
-                       uint64_t *dsts, double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err);
+int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs, uint64_t *dsts,
+                       double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err);
 
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {
   uint64_t id;
-  uint32_t level;    /* 0 = L0 */
-  uint32_t dir;      /* gt_dir */
+  uint32_t level; /* 0 = L0 */
+  uint32_t dir;   /* gt_dir */
   uint64_t min_src, max_src, max_dst;
   uint64_t vertices, entries, bytes;
   uint64_t min_seq, max_seq;
-  uint32_t flags;    /* bit 0 dense table, 1 versions, 2 weights, 3 u32 dsts, 4 multi-version, 5 tombstones */
+  uint32_t flags; /* bit 0 dense table, 1 versions, 2 weights, 3 u32 dsts, 4 multi-version, 5 tombstones */
   uint32_t reserved;
 } gt_file_info;
 

@@ -1,11 +1,12 @@
 #include "manifest.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "graphtide.h"
 
@@ -16,19 +17,18 @@ constexpr char kMagic[8] = {'G', 'T', 'M', 'A', 'N', 'I', '0', '2'};
 constexpr uint32_t kVersion = 2;
 constexpr size_t kFileHeader = 16;
 constexpr size_t kRecHeader = 12;
-constexpr size_t kMetaBytes = 80;  // encoded SegMeta: u64 id, u32 level, u32 dir, 8 x u64
 
 // Field tags of an edit payload.
 enum Tag : uint8_t {
-  kTagKind = 1,       // u8 EditKind
-  kTagInEdges = 2,    // u32
-  kTagDurable = 3,    // u64 durable seq
-  kTagAdded = 4,      // SegMeta (repeated)
-  kTagRemoved = 5,    // u64 file id (repeated)
-  kTagVdel = 6,       // u64 vertex, u64 seq (repeated)
-  kTagSrcpos = 7,     // u32 length, bytes
-  kTagBounds = 8,     // u64 low, u64 high
-  kTagNextFile = 9,   // u64
+  kTagKind = 1,      // u8 EditKind
+  kTagInEdges = 2,   // u32
+  kTagDurable = 3,   // u64 durable seq
+  kTagAdded = 4,     // SegMeta (repeated)
+  kTagRemoved = 5,   // u64 file id (repeated)
+  kTagVdel = 6,      // u64 vertex, u64 seq (repeated)
+  kTagSrcpos = 7,    // u32 length, bytes
+  kTagBounds = 8,    // u64 low, u64 high
+  kTagNextFile = 9,  // u64
 };
 
 std::string Hex32(uint32_t v) {
@@ -72,9 +72,8 @@ class Dec {
     return true;
   }
   bool Meta(SegMeta *m) {
-    return Get(&m->id) && Get(&m->level) && Get(&m->dir) && Get(&m->min_src) && Get(&m->max_src) &&
-           Get(&m->max_dst) && Get(&m->nverts) && Get(&m->nentries) && Get(&m->bytes) && Get(&m->min_seq) &&
-           Get(&m->max_seq);
+    return Get(&m->id) && Get(&m->level) && Get(&m->dir) && Get(&m->min_src) && Get(&m->max_src) && Get(&m->max_dst) &&
+           Get(&m->nverts) && Get(&m->nentries) && Get(&m->bytes) && Get(&m->min_seq) && Get(&m->max_seq);
   }
   bool Bytes(size_t n, std::string *out) {
     if (n_ < n) return false;
@@ -245,8 +244,9 @@ Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<
   out->size = data.size();
   auto problem = [&](uint64_t off, std::string what) { problems->push_back(Problem{path, off, std::move(what)}); };
   if (data.empty()) {
-    problem(0, "MANIFEST is empty (a manifest is created whole, with its header and create record, so no crash "
-               "leaves it empty)");
+    problem(0,
+            "MANIFEST is empty (a manifest is created whole, with its header and create record, so no crash "
+            "leaves it empty)");
     return Status::OK();
   }
   if (data.size() < kFileHeader) {
@@ -255,8 +255,9 @@ Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<
     return Status::OK();
   }
   if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) {
-    problem(0, "bad MANIFEST magic: expected \"GTMANI02\" (a MANIFEST written by graphtide before format 2 has no "
-               "header and cannot be opened by this version)");
+    problem(0,
+            "bad MANIFEST magic: expected \"GTMANI02\" (a MANIFEST written by graphtide before format 2 has no "
+            "header and cannot be opened by this version)");
     return Status::OK();
   }
   const uint32_t hcrc = Load<uint32_t>(data.data() + 12), want = Crc32c(data.data(), 12);
@@ -325,7 +326,8 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
     const VersionEdit &e = c.edits[i];
     const uint64_t off = c.offsets[i];
     if (e.next_file < st->next_file)
-      return fail(i, "next_file went back from " + std::to_string(st->next_file) + " to " + std::to_string(e.next_file));
+      return fail(i,
+                  "next_file went back from " + std::to_string(st->next_file) + " to " + std::to_string(e.next_file));
     switch (e.kind) {
       case EditKind::kCreate:
         if (i != 0) return fail(i, "a second create record");
@@ -341,8 +343,7 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
         break;
     }
     for (uint64_t id : e.removed) {
-      if (st->live.erase(id) == 0)
-        return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
+      if (st->live.erase(id) == 0) return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
       st->added_at.erase(id);
       st->removed_at[id] = off;
     }

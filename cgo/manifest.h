@@ -59,7 +59,7 @@ struct VersionEdit {
   bool has_durable_seq = false;
   uint64_t durable_seq = 0;
   std::vector<SegMeta> added;
-  std::vector<uint64_t> removed;  // file ids (kCompact)
+  std::vector<uint64_t> removed;                     // file ids (kCompact)
   std::vector<std::pair<uint64_t, uint64_t>> vdels;  // (vertex, seq) (kFlush)
   bool has_srcpos = false;
   std::string srcpos;

@@ -1,8 +1,9 @@
 #include "memgraph.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <new>
-#include <sys/mman.h>
 
 namespace gt {
 namespace {
@@ -160,7 +161,8 @@ void MemGraph::Mark(Dir &d, uint64_t v) const {
   StoreWord(w, LoadWord(w) | uint64_t(1) << (off % 64));
   // INVARIANT: every set bit lies below 64*used, and used never passes
   // cap_words, so every vertex past the bits has far set.
-  if (off / 64 + 1 > band.used.load(std::memory_order_relaxed)) band.used.store(off / 64 + 1, std::memory_order_release);
+  if (off / 64 + 1 > band.used.load(std::memory_order_relaxed))
+    band.used.store(off / 64 + 1, std::memory_order_release);
 }
 
 void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
@@ -205,8 +207,8 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
   s.n.store(n + 1, std::memory_order_release);
 }
 
-void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
-                     const uint8_t *srcpos, size_t srcpos_len) {
+void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
+                     size_t srcpos_len) {
   uint64_t added = 0;
   for (size_t k = 0; k < n; k++) {
     if (!skip.empty() && skip[k]) continue;

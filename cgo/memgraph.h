@@ -87,8 +87,8 @@ class MemGraph {
   // Appends the batch with sequence number seq. skip (may be empty) marks ops
   // superseded by a later vertex delete of the same batch.
   // Writer only (Store::write_mu_); runs beside readers, never waits for them.
-  void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
-             const uint8_t *srcpos, size_t srcpos_len);
+  void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
+             size_t srcpos_len);
   // Writer only. After it, nothing writes this MemGraph again.
   void Freeze(uint64_t freeze_seq);
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
@@ -128,8 +128,7 @@ class MemGraph {
   // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted). On an
   // active MemGraph it may list vertices only newer batches touched.
-  void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
-                    uint64_t *resume) const;
+  void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out, uint64_t *resume) const;
   // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
   // versions sorted as by Collect (scratch is reused between calls).
   template <typename F>
@@ -173,7 +172,7 @@ class MemGraph {
   // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
   class SlotChunks {
    public:
-    static constexpr int kFirstChunkBits = 6;  // 3 KiB: a small MemGraph is not filled by its slots
+    static constexpr int kFirstChunkBits = 6;             // 3 KiB: a small MemGraph is not filled by its slots
     static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^6 slots
     // Any thread, for a published i.
     const Slot &at(uint32_t i) const {

@@ -1,14 +1,15 @@
 #include "segment.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace gt {
 namespace {
@@ -18,7 +19,7 @@ constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
-constexpr uint64_t kChunkSize = 64 * 1024;
+constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
 
 uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t(7); }
 
@@ -138,7 +139,8 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {
-  const uint64_t table = srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
+  const uint64_t table =
+      srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
   const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8;
   return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
 }
@@ -164,8 +166,7 @@ void SegmentBuilder::Reset() {
   max_seq_ = 0;
 }
 
-Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir,
-                              SegMeta *meta) {
+Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta) {
   if (srcs_.empty()) return Status::Internal("segment builder: finish with no vertices");
   const std::string path = JoinPath(dir, SegmentFileName(id));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -294,12 +295,15 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   mt.bytes = s->size_;
   s->table_len_ = Get<uint64_t>(h + 88);
   s->chunk_size_ = Get<uint64_t>(h + 96);
-  if (mt.id != id) return Status::Corruption("segment id " + std::to_string(mt.id) + " does not match file name", path, 16);
+  if (mt.id != id)
+    return Status::Corruption("segment id " + std::to_string(mt.id) + " does not match file name", path, 16);
 
   const uint8_t *f = s->base_ + s->size_ - kFooterSize;
   const uint64_t foot_off = s->size_ - kFooterSize;
-  if (std::memcmp(f + 24, kEndMagic, 8) != 0) return Status::Corruption("bad segment footer magic", path, foot_off + 24);
-  if (Get<uint32_t>(f + 20) != Crc32c(f, 20)) return Status::Corruption("segment footer checksum mismatch", path, foot_off);
+  if (std::memcmp(f + 24, kEndMagic, 8) != 0)
+    return Status::Corruption("bad segment footer magic", path, foot_off + 24);
+  if (Get<uint32_t>(f + 20) != Crc32c(f, 20))
+    return Status::Corruption("segment footer checksum mismatch", path, foot_off);
   s->body_end_ = Get<uint64_t>(f);
   s->nchunks_ = Get<uint64_t>(f + 8);
   if (s->chunk_size_ == 0 || s->body_end_ < kHeaderSize ||
@@ -311,15 +315,15 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     return Status::Corruption("segment chunk checksum table mismatch", path, s->body_end_);
   // The table's padding to 8 bytes is zero (no checksum covers it).
   if (s->nchunks_ % 2 != 0 && Get<uint32_t>(s->base_ + s->body_end_ + s->nchunks_ * 4) != 0)
-    return Status::Corruption("segment chunk checksum table padding is not zero", path,
-                              s->body_end_ + s->nchunks_ * 4);
+    return Status::Corruption("segment chunk checksum table padding is not zero", path, s->body_end_ + s->nchunks_ * 4);
 
   // Section offsets follow from the header alone.
   const uint64_t nv = mt.nverts, ne = mt.nentries;
   uint64_t off = kHeaderSize;
   uint64_t table_bytes;
   if (s->flags_ & kFlagDense) {
-    if (s->table_len_ != mt.max_src - mt.min_src + 2) return Status::Corruption("dense table length mismatch", path, 88);
+    if (s->table_len_ != mt.max_src - mt.min_src + 2)
+      return Status::Corruption("dense table length mismatch", path, 88);
     table_bytes = s->table_len_ * 8;
   } else {
     if (s->table_len_ != nv) return Status::Corruption("sparse table length mismatch", path, 88);
@@ -428,9 +432,10 @@ Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *
   if (lo >= end) return Status::OK();
   const bool dense = (flags_ & kFlagDense) != 0;
   // i walks table positions: dense -> v - min_src, sparse -> index in srcs_.
-  uint64_t i = dense ? lo - meta_.min_src
-                     : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, lo) - srcs_);
-  const uint64_t iend = dense ? end - meta_.min_src : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, end) - srcs_);
+  uint64_t i =
+      dense ? lo - meta_.min_src : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, lo) - srcs_);
+  const uint64_t iend =
+      dense ? end - meta_.min_src : static_cast<uint64_t>(std::lower_bound(srcs_, srcs_ + meta_.nverts, end) - srcs_);
   const uint64_t first_edge = offs_[i];
   const size_t ne0 = *ne;
   size_t v_out = *nv;

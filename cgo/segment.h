@@ -75,14 +75,13 @@ class SegmentBuilder {
   // so that they do not double past what the file needs.
   void Reserve(uint64_t nverts, uint64_t nentries);
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
-  Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir,
-                SegMeta *meta);
+  Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta);
   void Reset();
 
  private:
   std::vector<uint64_t> srcs_, offs_;
-  std::vector<uint32_t> d32_;  // while every dst < 2^32
-  std::vector<uint64_t> d64_;  // once one is not
+  std::vector<uint32_t> d32_;   // while every dst < 2^32
+  std::vector<uint64_t> d64_;   // once one is not
   std::vector<uint64_t> vers_;  // kept once has_vers_ (some vers not 0)
   std::vector<double> w_;       // kept once has_w_ (some weight not 1)
   uint64_t n_ = 0, reserve_entries_ = 0;
@@ -127,8 +126,8 @@ class Segment {
   // that every entry is visible and unique per dst). Stops before a vertex
   // that does not fit in vcap/ecap and sets *next to it (else to hi);
   // *need is that vertex's edge count when it alone exceeds ecap.
-  Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                     double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
+  Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
+                     size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
 
   // Verifies the checksums of the chunks holding entries [b,e).
   Status EnsureVerified(uint64_t b, uint64_t e) const;

@@ -1,11 +1,12 @@
 #include "store.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -233,7 +234,8 @@ Status ValidateOptions(const gt_options *c, Options *o) {
   if (c == nullptr) return Status::OK();
   if (c->memgraph_bytes != 0) {
     if (c->memgraph_bytes < (64u << 10) || c->memgraph_bytes > (64ull << 30))
-      return Status::Invalid("memgraph_bytes must be between 64 KiB and 64 GiB, got " + std::to_string(c->memgraph_bytes));
+      return Status::Invalid("memgraph_bytes must be between 64 KiB and 64 GiB, got " +
+                             std::to_string(c->memgraph_bytes));
     o->memgraph_bytes = c->memgraph_bytes;
   }
   if (c->target_segment_bytes != 0) {
@@ -504,7 +506,7 @@ void Store::MaybeFreezeRequested() {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       continue;
     }
-    if (!wanted()) return;  // a writer froze it meanwhile
+    if (!wanted()) return;               // a writer froze it meanwhile
     Status s = FreezeActiveLocked(&wl);  // no frozen MemGraph: no wait
     if (!s.ok()) SetBackgroundError(s);
     return;
@@ -764,6 +766,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
 
   std::vector<VertexCursor> cursors;
+  cursors.reserve(inputs.size());
   for (const auto &s : inputs) cursors.push_back(VertexCursor::ForSegment(s.get(), 0, GT_MAX_VERTEX + 1));
   std::vector<SegMeta> outs;
   SegmentBuilder b;
@@ -1118,8 +1121,8 @@ Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t 
   return Status::OK();
 }
 
-Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts,
-                                      double *w, size_t cap, size_t *n, bool *more) {
+Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w,
+                                      size_t cap, size_t *n, bool *more) {
   *n = 0;
   *more = false;
   auto ver = store_->Current();

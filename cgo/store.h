@@ -66,7 +66,7 @@ struct Options {
 Status ValidateOptions(const gt_options *c, Options *o);
 
 struct Tree {
-  std::vector<std::shared_ptr<Segment>> l0;                  // newest first
+  std::vector<std::shared_ptr<Segment>> l0;                   // newest first
   std::vector<std::vector<std::shared_ptr<Segment>>> levels;  // [i] sorted by min_src; [0] unused
 };
 
@@ -174,7 +174,7 @@ class Store {
   // flush thread freezes the active MemGraph for it once that one is done.
   uint64_t flush_requested_ = 0;
 
-  std::mutex manifest_mu_;  // serializes manifest appends
+  std::mutex manifest_mu_;   // serializes manifest appends
   ManifestWriter manifest_;  // not open in read-only mode
   // Bounds of every durable edge (recorded with each flush). Touched only by
   // Recover and the flush thread.
@@ -209,8 +209,7 @@ class Store {
 class SnapshotReader {
  public:
   // Takes the store's vertex bounds as they are now (after the pin).
-  SnapshotReader(Store *s, uint64_t tau)
-      : store_(s), tau_(tau), low_(s->low_bound()), high_(s->high_bound()) {}
+  SnapshotReader(Store *s, uint64_t tau) : store_(s), tau_(tau), low_(s->low_bound()), high_(s->high_bound()) {}
   uint64_t tau() const { return tau_; }
   uint64_t vertex_bound() const { return std::max(low_, high_); }
   uint64_t low_bound() const { return low_; }
@@ -219,8 +218,8 @@ class SnapshotReader {
 
   Status Degree(uint64_t v, int dir, uint64_t *out);
   Status Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n);
-  Status Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-              double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
+  Status Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
+              size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
   Status Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w, size_t ecap,
                 size_t *done, size_t *ne);
   Status NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w, size_t cap,

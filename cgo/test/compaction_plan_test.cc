@@ -7,6 +7,8 @@
 // bytes/capacity wins; the last level is never a source; bottommost is
 // true/false depending on deeper segments overlapping the output range; a
 // full compaction proceeds level by level until all data is in one level.
+#include "compaction_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +16,6 @@
 #include <initializer_list>
 #include <string>
 #include <vector>
-
-#include "compaction_plan.h"
 
 namespace {
 
@@ -77,7 +77,8 @@ TEST(LevelCapacityTest, Table) {
       {"ratio3_7levels", Cfg(2, 3, 7, 100), {100, 300, 900, 2700, 8100, kMax}},
       {"two_levels_l1_is_last", Cfg(2, 10, 2, 100), {kMax}},
       {"saturates_instead_of_overflowing", Cfg(2, 10, 7, 1ull << 62), {1ull << 62, kMax, kMax, kMax, kMax, kMax}},
-      {"ratio1000_near_overflow", Cfg(4, 1000, 8, 1ull << 30),
+      {"ratio1000_near_overflow",
+       Cfg(4, 1000, 8, 1ull << 30),
        {1ull << 30, (1ull << 30) * 1000, (1ull << 30) * 1000000, (1ull << 30) * 1000000000ull, kMax, kMax, kMax}},
   };
   for (const CapacityCase &c : cases) {
@@ -129,8 +130,7 @@ std::vector<PickCase> PickCases() {
       {"l0_trigger_one", StateBuilder(4).L0({F(7, 3, 3)}), Cfg(1), z, "L0->L1 from=[7] to=[] bottommost", 0},
       // Segment 5 [21,39] overlaps neither file but lies inside their union
       // range; 3 [0,5] and 7 [61,70] are outside it.
-      {"l0_plus_l1_overlapping_union_range", L0OverlapState(), Cfg(2), z,
-       "L0->L1 from=[1 2] to=[4 5 6] bottommost", 0},
+      {"l0_plus_l1_overlapping_union_range", L0OverlapState(), Cfg(2), z, "L0->L1 from=[1 2] to=[4 5 6] bottommost", 0},
       {"l0_l1_inclusive_boundaries",
        StateBuilder(4).L0({F(1, 10, 20), F(2, 12, 18)}).L(1, {F(3, 0, 9), F(4, 20, 25), F(5, 21, 30)}), Cfg(2), z,
        "L0->L1 from=[1 2] to=[4] bottommost", 0},
@@ -145,50 +145,72 @@ std::vector<PickCase> PickCases() {
        "L0->L1 from=[1 2] to=[4 5 6] bottommost", 0},
       {"l0_not_bottommost_l3_overlaps", L0OverlapState().L(3, {F(9, 0, 1000)}), Cfg(2), z,
        "L0->L1 from=[1 2] to=[4 5 6]", 0},
-      {"l0_trigger_beats_level_score",
-       StateBuilder(4).L0({F(1, 0, 5), F(2, 3, 9)}).L(1, {F(3, 0, 9, 500)}), Cfg(2), z,
+      {"l0_trigger_beats_level_score", StateBuilder(4).L0({F(1, 0, 5), F(2, 3, 9)}).L(1, {F(3, 0, 9, 500)}), Cfg(2), z,
        "L0->L1 from=[1 2] to=[3] bottommost", 0},
       {"level_score_below_one", StateBuilder(4).L(1, {F(3, 1, 9, 99)}).L(2, {F(4, 0, 9, 999)}), Cfg(), z, "none", -1},
       {"level_score_exactly_one", StateBuilder(4).L(1, {F(3, 1, 9, 60), F(4, 10, 19, 40)}), Cfg(), z,
        "L1->L2 from=[3] to=[] bottommost", 9},
       // Round robin: the first segment whose min_src > pointer, wrapping.
       {"round_robin_pointer_0", RoundRobinState(), Cfg(), {0, 0, 0, 0}, "L1->L2 from=[10] to=[20] bottommost", 9},
-      {"round_robin_after_first", RoundRobinState(), Cfg(), {0, 9, 0, 0},
-       "L1->L2 from=[11] to=[20 21] bottommost", 19},
-      {"round_robin_after_second", RoundRobinState(), Cfg(), {0, 19, 0, 0},
-       "L1->L2 from=[12] to=[21 22] bottommost", 29},
-      {"round_robin_wraps_after_last", RoundRobinState(), Cfg(), {0, 29, 0, 0},
-       "L1->L2 from=[10] to=[20] bottommost", 9},
-      {"round_robin_pointer_inside_segment", RoundRobinState(), Cfg(), {0, 15, 0, 0},
-       "L1->L2 from=[12] to=[21 22] bottommost", 29},
-      {"round_robin_pointer_past_everything", RoundRobinState(), Cfg(), {0, 1000, 0, 0},
-       "L1->L2 from=[10] to=[20] bottommost", 9},
-      {"round_robin_pointer_of_other_level_ignored", RoundRobinState(), Cfg(), {0, 0, 19, 19},
-       "L1->L2 from=[10] to=[20] bottommost", 9},
+      {"round_robin_after_first", RoundRobinState(), Cfg(), {0, 9, 0, 0}, "L1->L2 from=[11] to=[20 21] bottommost", 19},
+      {"round_robin_after_second",
+       RoundRobinState(),
+       Cfg(),
+       {0, 19, 0, 0},
+       "L1->L2 from=[12] to=[21 22] bottommost",
+       29},
+      {"round_robin_wraps_after_last",
+       RoundRobinState(),
+       Cfg(),
+       {0, 29, 0, 0},
+       "L1->L2 from=[10] to=[20] bottommost",
+       9},
+      {"round_robin_pointer_inside_segment",
+       RoundRobinState(),
+       Cfg(),
+       {0, 15, 0, 0},
+       "L1->L2 from=[12] to=[21 22] bottommost",
+       29},
+      {"round_robin_pointer_past_everything",
+       RoundRobinState(),
+       Cfg(),
+       {0, 1000, 0, 0},
+       "L1->L2 from=[10] to=[20] bottommost",
+       9},
+      {"round_robin_pointer_of_other_level_ignored",
+       RoundRobinState(),
+       Cfg(),
+       {0, 0, 19, 19},
+       "L1->L2 from=[10] to=[20] bottommost",
+       9},
       // Pointer 0 and a segment starting at vertex 0: "min_src > pointer"
       // skips it on the first pass (it is reached after wrapping).
       {"round_robin_segment_at_vertex_0", StateBuilder(4).L(1, {F(1, 0, 9, 60), F(2, 10, 19, 60)}), Cfg(), z,
        "L1->L2 from=[2] to=[] bottommost", 19},
-      {"round_robin_single_segment_wraps", StateBuilder(4).L(1, {F(1, 0, 9, 200)}), Cfg(), {0, 9, 0, 0},
-       "L1->L2 from=[1] to=[] bottommost", 9},
+      {"round_robin_single_segment_wraps",
+       StateBuilder(4).L(1, {F(1, 0, 9, 200)}),
+       Cfg(),
+       {0, 9, 0, 0},
+       "L1->L2 from=[1] to=[] bottommost",
+       9},
       // Highest score wins (max_levels 5: L1 100, L2 1000, L3 10000, L4 last).
       {"highest_score_deeper_level",
-       StateBuilder(5).L(1, {F(1, 1, 9, 120)}).L(2, {F(2, 1, 9, 1500)}).L(3, {F(3, 0, 50, 5000)}),
-       Cfg(2, 10, 5), z, "L2->L3 from=[2] to=[3] bottommost", 9},
+       StateBuilder(5).L(1, {F(1, 1, 9, 120)}).L(2, {F(2, 1, 9, 1500)}).L(3, {F(3, 0, 50, 5000)}), Cfg(2, 10, 5), z,
+       "L2->L3 from=[2] to=[3] bottommost", 9},
       {"highest_score_shallower_level",
-       StateBuilder(5).L(1, {F(1, 1, 9, 300)}).L(2, {F(2, 1, 9, 1500)}).L(3, {F(3, 0, 50, 5000)}),
-       Cfg(2, 10, 5), z, "L1->L2 from=[1] to=[2]", 9},
+       StateBuilder(5).L(1, {F(1, 1, 9, 300)}).L(2, {F(2, 1, 9, 1500)}).L(3, {F(3, 0, 50, 5000)}), Cfg(2, 10, 5), z,
+       "L1->L2 from=[1] to=[2]", 9},
       {"highest_score_middle_level",
-       StateBuilder(5).L(1, {F(1, 1, 9, 110)}).L(2, {F(2, 1, 9, 1200)}).L(3, {F(3, 1, 50, 30000)}),
-       Cfg(2, 10, 5), z, "L3->L4 from=[3] to=[] bottommost", 50},
+       StateBuilder(5).L(1, {F(1, 1, 9, 110)}).L(2, {F(2, 1, 9, 1200)}).L(3, {F(3, 1, 50, 30000)}), Cfg(2, 10, 5), z,
+       "L3->L4 from=[3] to=[] bottommost", 50},
       {"highest_score_ignores_under_capacity_levels",
        StateBuilder(5).L(1, {F(1, 1, 9, 90)}).L(2, {F(2, 1, 9, 1100)}).L(3, {F(3, 1, 50, 9000)}), Cfg(2, 10, 5), z,
        "L2->L3 from=[2] to=[3] bottommost", 9},
       // The last level is unbounded and never a source.
       {"last_level_never_source_3_levels", StateBuilder(3).L(2, {F(1, 0, 9, 1ull << 60)}), Cfg(2, 10, 3), z, "none",
        -1},
-      {"last_level_never_source_4_levels",
-       StateBuilder(4).L(1, {F(1, 0, 9, 10)}).L(3, {F(2, 0, 9, UINT64_MAX / 2)}), Cfg(2, 10, 4), z, "none", -1},
+      {"last_level_never_source_4_levels", StateBuilder(4).L(1, {F(1, 0, 9, 10)}).L(3, {F(2, 0, 9, UINT64_MAX / 2)}),
+       Cfg(2, 10, 4), z, "none", -1},
       {"two_levels_l1_is_last", StateBuilder(2).L(1, {F(1, 0, 9, 1ull << 40)}), Cfg(2, 10, 2), z, "none", -1},
       {"two_levels_l0_still_compacts", StateBuilder(2).L0({F(2, 0, 5), F(3, 4, 9)}).L(1, {F(1, 0, 9, 1ull << 40)}),
        Cfg(2, 10, 2), z, "L0->L1 from=[2 3] to=[1] bottommost", 0},
@@ -339,13 +361,21 @@ TEST(PickFullCompactionStepTest, SequenceUntilOneLevel) {
        Cfg(),
        {"L0->L1 from=[1 2] to=[3 4]", "L1->L2 from=[100] to=[]", "L2->L3 from=[101] to=[5] bottommost"},
        3},
-      {"only_l0", StateBuilder(4).L0({F(1, 0, 9), F(2, 0, 9), F(3, 0, 9)}), Cfg(),
-       {"L0->L1 from=[1 2 3] to=[] bottommost"}, 1},
-      {"every_level", StateBuilder(5).L0({F(1, 0, 1)}).L(1, {F(2, 0, 1)}).L(2, {F(3, 0, 1)}).L(3, {F(4, 0, 1)}),
+      {"only_l0",
+       StateBuilder(4).L0({F(1, 0, 9), F(2, 0, 9), F(3, 0, 9)}),
+       Cfg(),
+       {"L0->L1 from=[1 2 3] to=[] bottommost"},
+       1},
+      {"every_level",
+       StateBuilder(5).L0({F(1, 0, 1)}).L(1, {F(2, 0, 1)}).L(2, {F(3, 0, 1)}).L(3, {F(4, 0, 1)}),
        Cfg(2, 10, 5),
-       {"L0->L1 from=[1] to=[2]", "L1->L2 from=[100] to=[3]", "L2->L3 from=[101] to=[4] bottommost"}, 3},
-      {"l1_to_l4", StateBuilder(5).L(1, {F(1, 0, 1), F(2, 3, 4)}).L(4, {F(3, 0, 9)}), Cfg(2, 10, 5),
-       {"L1->L2 from=[1 2] to=[]", "L2->L3 from=[100] to=[]", "L3->L4 from=[101] to=[3] bottommost"}, 4},
+       {"L0->L1 from=[1] to=[2]", "L1->L2 from=[100] to=[3]", "L2->L3 from=[101] to=[4] bottommost"},
+       3},
+      {"l1_to_l4",
+       StateBuilder(5).L(1, {F(1, 0, 1), F(2, 3, 4)}).L(4, {F(3, 0, 9)}),
+       Cfg(2, 10, 5),
+       {"L1->L2 from=[1 2] to=[]", "L2->L3 from=[100] to=[]", "L3->L4 from=[101] to=[3] bottommost"},
+       4},
       {"already_one_level", StateBuilder(4).L(2, {F(1, 0, 1)}), Cfg(), {}, 2},
   };
   for (const FullSequenceCase &c : cases) {

@@ -1,14 +1,14 @@
 // memgraph_test.cc -- MemGraph::VerticesFrom against a brute-force sorted
 // set, active (presence bitmaps per id band, probing past them) and frozen
 // (sorted index), for ids in both bands, near and far from each band's base.
+#include "memgraph.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <set>
 #include <vector>
-
-#include "memgraph.h"
 
 namespace {
 
@@ -46,18 +46,30 @@ TEST(MemGraphTest, VerticesFromMatchesBruteForce) {
   const uint64_t kHigh = GT_HIGH_ID_BASE;
   auto id = [&]() -> uint64_t {
     switch (rng() % 11) {
-      case 0: return rng() % 5000;                       // low band, bitmap
-      case 1: return (uint64_t(1) << 27) + rng() % 50;   // low band, past the bitmap
-      case 6: return (uint64_t(1) << 26) - 1 - rng() % 3;  // the bitmap's last word: it grows to its cap
-      case 7: return (uint64_t(1) << 26) + rng() % 3;      // just past the cap
-      case 2: return kHigh - 1 - rng() % 3;              // the top of the low band
-      case 3: return kHigh + rng() % 3000;               // high band, bitmap
-      case 4: return GT_MAX_VERTEX - rng() % 40;         // high band, far
-      case 5: return (rng() % 2 ? 38400000 : 40000000) + rng() % 3;  // growth here would double past 2^26
-      case 8: return (rng() % 2 ? 20000000 : 25000000) + rng() % 3;  // ... and past the cap of a 64 MiB MemGraph (2^25)
-      case 9: return (uint64_t(1) << 25) - 1 + rng() % 3;                // either side of that cap
-      case 10: return 500000 + rng() % 40000;                             // either side of a 1 MiB MemGraph's cap (2^19)
-      default: return rng() % 64;
+      case 0:
+        return rng() % 5000;  // low band, bitmap
+      case 1:
+        return (uint64_t(1) << 27) + rng() % 50;  // low band, past the bitmap
+      case 6:
+        return (uint64_t(1) << 26) - 1 - rng() % 3;  // the bitmap's last word: it grows to its cap
+      case 7:
+        return (uint64_t(1) << 26) + rng() % 3;  // just past the cap
+      case 2:
+        return kHigh - 1 - rng() % 3;  // the top of the low band
+      case 3:
+        return kHigh + rng() % 3000;  // high band, bitmap
+      case 4:
+        return GT_MAX_VERTEX - rng() % 40;  // high band, far
+      case 5:
+        return (rng() % 2 ? 38400000 : 40000000) + rng() % 3;  // growth here would double past 2^26
+      case 8:
+        return (rng() % 2 ? 20000000 : 25000000) + rng() % 3;  // ... and past the cap of a 64 MiB MemGraph (2^25)
+      case 9:
+        return (uint64_t(1) << 25) - 1 + rng() % 3;  // either side of that cap
+      case 10:
+        return 500000 + rng() % 40000;  // either side of a 1 MiB MemGraph's cap (2^19)
+      default:
+        return rng() % 64;
     }
   };
   for (uint64_t limit : {uint64_t(64) << 20, uint64_t(1) << 20}) {
@@ -90,7 +102,6 @@ TEST(MemGraphTest, VerticesFromMatchesBruteForce) {
     }
   }
 }
-
 
 // The smallest MemGraph (64 KiB, both directions) holds more than a few
 // edges before it is full: its fixed costs (first slot chunk, first hash

@@ -9,6 +9,8 @@
 // asc, seq desc), a subsequence of the input (bottommost may only zero the seq
 // of a live version every snapshot sees), and with bottommost=true no
 // tombstone is the oldest kept version of a dst.
+#include "merge.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,8 +22,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "merge.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ using gt::VersTomb;
 
 constexpr uint64_t kInf = UINT64_MAX;
 
-using Visible = std::vector<std::pair<uint64_t, double>>;  // (dst, weight), dst ascending
+using Visible = std::vector<std::pair<uint64_t, double>>;   // (dst, weight), dst ascending
 using VdelRef = std::map<uint64_t, std::vector<uint64_t>>;  // vertex -> ascending delete seqs
 
 Entry E(uint64_t dst, uint64_t seq, bool tomb = false, double w = 1.0) {
@@ -124,8 +124,8 @@ std::string Str(const std::vector<Entry> &run) {
   std::ostringstream o;
   o << "[";
   for (size_t i = 0; i < run.size(); i++)
-    o << (i ? " " : "") << run[i].dst << "@" << VersSeq(run[i].vers) << (VersTomb(run[i].vers) ? "T" : "")
-      << "w" << run[i].weight;
+    o << (i ? " " : "") << run[i].dst << "@" << VersSeq(run[i].vers) << (VersTomb(run[i].vers) ? "T" : "") << "w"
+      << run[i].weight;
   return o.str() + "]";
 }
 
@@ -387,12 +387,16 @@ TEST(RetainVersionsTest, Examples) {
   };
   const std::vector<Case> cases = {
       {"newest_only_without_snapshots", {{E(1, 9, false, 2), E(1, 5)}, {E(1, 3)}}, {}, {}, 0, false, "[1@9w2]"},
-      {"one_per_snapshot_stripe", {{E(1, 9, false, 2), E(1, 5), E(1, 4, false, 3), E(1, 1)}}, {4, 7}, {}, 0, false,
+      {"one_per_snapshot_stripe",
+       {{E(1, 9, false, 2), E(1, 5), E(1, 4, false, 3), E(1, 1)}},
+       {4, 7},
+       {},
+       0,
+       false,
        "[1@9w2 1@5w1 1@4w3]"},
       {"tombstone_kept_when_not_bottommost", {{E(1, 9, true)}, {E(1, 2)}}, {}, {}, 0, false, "[1@9Tw0]"},
       {"tombstone_dropped_at_bottommost", {{E(1, 9, true)}, {E(1, 2)}, {E(2, 4)}}, {}, {}, 0, true, "[2@0w1]"},
-      {"seq_zeroed_when_every_snapshot_sees_it", {{E(1, 9, false, 2), E(1, 3)}}, {5}, {}, 0, true,
-       "[1@9w2 1@0w1]"},
+      {"seq_zeroed_when_every_snapshot_sees_it", {{E(1, 9, false, 2), E(1, 3)}}, {5}, {}, 0, true, "[1@9w2 1@0w1]"},
       {"seq_kept_when_a_snapshot_predates_it", {{E(1, 9, false, 2)}}, {5}, {}, 0, true, "[1@9w2]"},
       {"seq_kept_when_vertex_has_a_delete", {{E(1, 9)}}, {}, {{3, {4}}}, 10, true, "[1@9w1]"},
       {"killed_by_durable_src_delete", {{E(1, 3), E(2, 6)}}, {}, {{3, {5}}}, 5, false, "[2@6w1]"},

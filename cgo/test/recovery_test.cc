@@ -71,9 +71,7 @@ struct Contents {
   Adj out, in;
   uint64_t seq = 0;
   std::string srcpos;
-  bool operator==(const Contents &o) const {
-    return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos;
-  }
+  bool operator==(const Contents &o) const { return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos; }
 };
 
 Adj ScanDir(gt_snapshot *snap, uint32_t dir) {
@@ -214,9 +212,9 @@ void Build(Built *b) {
     if (round == 3) ops.push_back(Op(GT_OP_DELETE_EDGE, 0, 0, 0));
     uint64_t seq = 0;
     const std::string pos = "position-" + std::to_string(round);
-    ASSERT_EQ(gt_apply(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq,
-                       err.get()),
-              GT_OK)
+    ASSERT_EQ(
+        gt_apply(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq, err.get()),
+        GT_OK)
         << err.msg();
     o.Apply(ops);
     o.c.seq = seq;
@@ -465,8 +463,8 @@ TEST(RecoveryTest, MissingOrEmptyManifestBesideSegmentsIsRefused) {
   ASSERT_NO_FATAL_FAILURE(Build(&b));
   const std::string src = b.dir.Sub("store"), work = b.dir.Sub("work");
   const std::string manifest = gt_test::ReadFile(src + "/MANIFEST");
-  for (const std::string &variant : {std::string("missing"), std::string("empty"), std::string("header only"),
-                                     std::string("zeros")}) {
+  for (const std::string &variant :
+       {std::string("missing"), std::string("empty"), std::string("header only"), std::string("zeros")}) {
     SCOPED_TRACE(variant);
     CopyDir(src, work);
     if (variant == "missing")

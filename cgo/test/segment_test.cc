@@ -9,6 +9,8 @@
 // the corrupt chunk) and VerifyAll return kCorruption with an offset inside
 // that chunk. Also short/extended files, a file renamed to another id, and a
 // missing file (kIO).
+#include "segment.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "segment.h"
 #include "test_util.h"
 
 namespace {
@@ -48,8 +49,8 @@ void SortEntries(std::vector<Entry> *v) {
   });
 }
 
-Status Build(const std::string &dir, uint64_t id, const std::vector<Vertex> &verts, SegMeta *meta,
-             uint32_t level = 2, uint32_t edge_dir = 1, uint64_t *estimated = nullptr) {
+Status Build(const std::string &dir, uint64_t id, const std::vector<Vertex> &verts, SegMeta *meta, uint32_t level = 2,
+             uint32_t edge_dir = 1, uint64_t *estimated = nullptr) {
   SegmentBuilder b;
   for (const Vertex &v : verts) b.AddVertex(v.src, v.ents.data(), v.ents.size());
   if (estimated) *estimated = b.EstimatedBytes();
@@ -155,7 +156,9 @@ std::vector<RoundTripCase> RoundTripCases() {
   std::vector<RoundTripCase> cs;
   {
     // Contiguous sources with two gaps, small dsts, no seqs, unit weights.
-    RoundTripCase c{"dense_dst32_plain", {}, kFlagDense | kFlagDst32,
+    RoundTripCase c{"dense_dst32_plain",
+                    {},
+                    kFlagDense | kFlagDst32,
                     kFlagVers | kFlagWeights | kFlagMultiVersion | kFlagTombstones};
     for (uint64_t s = 10; s < 20; s++) {
       if (s == 13 || s == 17) continue;
@@ -167,7 +170,9 @@ std::vector<RoundTripCase> RoundTripCases() {
   }
   {
     // Far-apart sources force the sparse table; weights, no seqs.
-    RoundTripCase c{"sparse_dst32_weights", {}, kFlagDst32 | kFlagWeights,
+    RoundTripCase c{"sparse_dst32_weights",
+                    {},
+                    kFlagDst32 | kFlagWeights,
                     kFlagDense | kFlagVers | kFlagMultiVersion | kFlagTombstones};
     const uint64_t srcs[] = {5, 1000, 100000, 1ull << 40, GT_MAX_VERTEX};
     for (uint64_t s : srcs) {
@@ -179,7 +184,9 @@ std::vector<RoundTripCase> RoundTripCases() {
   }
   {
     // 64-bit dsts and a version column (seqs, no tombstones).
-    RoundTripCase c{"dense_dst64_vers", {}, kFlagDense | kFlagVers,
+    RoundTripCase c{"dense_dst64_vers",
+                    {},
+                    kFlagDense | kFlagVers,
                     kFlagDst32 | kFlagWeights | kFlagMultiVersion | kFlagTombstones};
     for (uint64_t s = 0; s < 6; s++) {
       Vertex v{s, {E(1ull << 33, s + 1), E((1ull << 33) + s + 1, 100 + s), E(GT_MAX_VERTEX, 7)}};
@@ -189,8 +196,10 @@ std::vector<RoundTripCase> RoundTripCases() {
   }
   {
     // Everything: sparse, 64-bit dsts, seqs, tombstones, multi-version, weights.
-    RoundTripCase c{"sparse_dst64_all_columns", {},
-                    kFlagVers | kFlagWeights | kFlagMultiVersion | kFlagTombstones, kFlagDense | kFlagDst32};
+    RoundTripCase c{"sparse_dst64_all_columns",
+                    {},
+                    kFlagVers | kFlagWeights | kFlagMultiVersion | kFlagTombstones,
+                    kFlagDense | kFlagDst32};
     Vertex a{3, {E(1, 9), E(1, 4, true), E(1, 2, false, 2.5), E(1ull << 35, 3, true)}};
     Vertex b{1ull << 20, {E(0, 0), E(5, 11, false, -1.0), E(5, 10, true)}};
     Vertex d{1ull << 41, {E(7, 1, true)}};
@@ -199,7 +208,9 @@ std::vector<RoundTripCase> RoundTripCases() {
   }
   {
     // Tombstone with seq 0 still needs the version column.
-    RoundTripCase c{"tombstone_seq0", {{42, {E(1, 0, true, 0.0), E(2)}}}, kFlagVers | kFlagTombstones | kFlagDense,
+    RoundTripCase c{"tombstone_seq0",
+                    {{42, {E(1, 0, true, 0.0), E(2)}}},
+                    kFlagVers | kFlagTombstones | kFlagDense,
                     kFlagMultiVersion};
     cs.push_back(c);
   }
@@ -209,8 +220,10 @@ std::vector<RoundTripCase> RoundTripCases() {
     cs.push_back(c);
   }
   {
-    RoundTripCase c{"odd_dst32_count_with_weights", {{1, {E(1, 0, false, 3.0), E(2), E(3)}}, {2, {E(4, 5)}}},
-                    kFlagDst32 | kFlagWeights | kFlagVers, kFlagMultiVersion};
+    RoundTripCase c{"odd_dst32_count_with_weights",
+                    {{1, {E(1, 0, false, 3.0), E(2), E(3)}}, {2, {E(4, 5)}}},
+                    kFlagDst32 | kFlagWeights | kFlagVers,
+                    kFlagMultiVersion};
     cs.push_back(c);
   }
   {
@@ -389,8 +402,8 @@ TEST_F(SegmentCorruptionTest, IntactFileOpens) {
 TEST_F(SegmentCorruptionTest, HeaderByteFailsOpen) {
   // magic, format version, flags, id, level, nverts, nentries, min/max src,
   // table_len, chunk_size, reserved bytes, and the header crc itself.
-  for (uint64_t off : {0u, 7u, 8u, 12u, 16u, 24u, 32u, 40u, 48u, 56u, 64u, 72u, 80u, 88u, 96u, 104u, 119u, 120u,
-                       124u, 127u})
+  for (uint64_t off :
+       {0u, 7u, 8u, 12u, 16u, 24u, 32u, 40u, 48u, 56u, 64u, 72u, 80u, 88u, 96u, 104u, 119u, 120u, 124u, 127u})
     ExpectOpenCorruption("header", off);
 }
 

@@ -19,6 +19,7 @@
 // manifest written without them; gt_list_files against metrics and disk. Every
 // gt_error is released with gt_error_free so the ASan leak check is
 // meaningful.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,7 +30,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <map>
 #include <memory>
 #include <random>
@@ -51,7 +51,7 @@ using gt_test::TempDir;
 // Oracle
 
 using EdgeList = std::vector<std::pair<uint64_t, double>>;  // (neighbor, weight), neighbor ascending
-using Adj = std::map<uint64_t, EdgeList>;                     // only vertices with >= 1 edge
+using Adj = std::map<uint64_t, EdgeList>;                   // only vertices with >= 1 edge
 
 // Edge-set digests (Oracle::digest): the wrapping sum of a
 // hash of every edge (src, dst, weight), so that one upsert or delete
@@ -151,7 +151,7 @@ class Oracle {
     if (jt->second.empty()) in_.erase(jt);
   }
   std::map<uint64_t, std::map<uint64_t, double>> out_, in_;  // no empty inner maps
-  Digest d_;                                                  // of out_
+  Digest d_;                                                 // of out_
 };
 
 std::string Str(const EdgeList &l) {
@@ -461,9 +461,9 @@ void CheckSnapshot(gt_snapshot *snap, const Oracle &o, std::mt19937_64 &rng, boo
       size_t vcap, ecap;
     };
     const Shape shapes[] = {
-        {GT_MAX_VERTEX + 1, 1 << 16, 1 << 18},                       // one page
-        {bound, 1 + rng() % 64, 1 + rng() % 200},                    // many small pages
-        {bound, 1, 1},                                               // one vertex per page, growing ecap
+        {GT_MAX_VERTEX + 1, 1 << 16, 1 << 18},     // one page
+        {bound, 1 + rng() % 64, 1 + rng() % 200},  // many small pages
+        {bound, 1, 1},                             // one vertex per page, growing ecap
     };
     for (const Shape &sh : shapes) {
       Adj got;
@@ -970,8 +970,7 @@ TEST(StoreApiTest, ScanBufferContract) {
     EXPECT_EQ(next, 5u);
     err.Reset();
     // 10 edges fit, then vertex 6 does not: stop before it.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, vids, offs, 4, dsts, w, 10, &nv, &ne, &next, err.get()),
-              GT_OK)
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, vids, offs, 4, dsts, w, 10, &nv, &ne, &next, err.get()), GT_OK)
         << err.msg();
     EXPECT_EQ(nv, 1u);
     EXPECT_EQ(ne, 10u);
@@ -979,22 +978,18 @@ TEST(StoreApiTest, ScanBufferContract) {
     EXPECT_EQ(next, 6u);
     EXPECT_EQ(w[3], 3.0);
     // vcap 1 from 6: vertex 6 then next = 8.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 6, 100, GT_OUT, vids, offs, 1, dsts, w, 16, &nv, &ne, &next, err.get()),
-              GT_OK);
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 6, 100, GT_OUT, vids, offs, 1, dsts, w, 16, &nv, &ne, &next, err.get()), GT_OK);
     EXPECT_EQ(nv, 1u);
     EXPECT_EQ(vids[0], 6u);
     EXPECT_EQ(next, 8u);
     // Empty and inverted ranges.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 9, 100, GT_OUT, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()),
-              GT_OK);
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 9, 100, GT_OUT, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()), GT_OK);
     EXPECT_EQ(nv, 0u);
     EXPECT_EQ(next, 100u);
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 50, 10, GT_OUT, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()),
-              GT_OK);
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 50, 10, GT_OUT, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()), GT_OK);
     EXPECT_EQ(nv, 0u);
     // In-edges of 1: from 6 and 8.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_IN, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()),
-              GT_OK);
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_IN, vids, offs, 4, dsts, w, 16, &nv, &ne, &next, err.get()), GT_OK);
     ASSERT_GE(nv, 1u);
     EXPECT_EQ(vids[0], 1u);
     EXPECT_EQ(offs[1], 2u);
@@ -1260,22 +1255,21 @@ TEST(StoreApiTest, GatherContract) {
   EXPECT_EQ(done, 1u);
   EXPECT_EQ(ne, 1u);
   // The first vertex alone does not fit: GT_ERR_BUFFER with its count.
-  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data() + 1, 1, GT_OUT, offs.data(), dsts.data(), nullptr, 2, &done, &ne,
-                               err.get()),
-            GT_ERR_BUFFER);
+  ASSERT_EQ(
+      gt_snapshot_gather(snap.s, vs.data() + 1, 1, GT_OUT, offs.data(), dsts.data(), nullptr, 2, &done, &ne, err.get()),
+      GT_ERR_BUFFER);
   EXPECT_EQ(done, 0u);
   EXPECT_EQ(ne, 3u);
   EXPECT_NE(err.e.message, nullptr);
   err.Reset();
   // No vertices: nothing to do.
-  ASSERT_EQ(gt_snapshot_gather(snap.s, nullptr, 0, GT_OUT, offs.data(), dsts.data(), nullptr, 0, &done, &ne,
-                               err.get()),
+  ASSERT_EQ(gt_snapshot_gather(snap.s, nullptr, 0, GT_OUT, offs.data(), dsts.data(), nullptr, 0, &done, &ne, err.get()),
             GT_OK);
   EXPECT_EQ(done, 0u);
   // In-edges are not kept; a bad direction is rejected.
-  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, GT_IN, offs.data(), dsts.data(), nullptr, 8, &done, &ne,
-                               err.get()),
-            GT_ERR_INVALID);
+  EXPECT_EQ(
+      gt_snapshot_gather(snap.s, vs.data(), 1, GT_IN, offs.data(), dsts.data(), nullptr, 8, &done, &ne, err.get()),
+      GT_ERR_INVALID);
   err.Reset();
   EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, 7, offs.data(), dsts.data(), nullptr, 8, &done, &ne, err.get()),
             GT_ERR_INVALID);
@@ -1465,8 +1459,7 @@ TEST(StoreApiTest, CorruptSegmentReported) {
     std::vector<uint64_t> d(20000);
     std::vector<double> w(20000);
     size_t n = 0;
-    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, d.data(), w.data(), d.size(), &n, err.get()),
-              GT_ERR_CORRUPTION);
+    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, d.data(), w.data(), d.size(), &n, err.get()), GT_ERR_CORRUPTION);
     EXPECT_EQ(err.file(), seg);
     EXPECT_EQ(L.Chunk(err.e.offset), chunk) << err.e.offset;
     err.Reset();
@@ -1567,8 +1560,6 @@ TEST(StoreConcurrencyTest, SnapshotsSeeWholeBatches) {
   Close(&s);
 }
 
-
-
 // One writer applies batches of upserts (a quarter of them to two hubs,
 // whose version arrays keep growing), edge deletes and vertex deletes, with
 // ids dense from 0, far past a MemGraph's presence bitmap, in the high band
@@ -1613,7 +1604,8 @@ TEST(StoreConcurrencyTest, ReadersMatchOracleWhileWriting) {
           ScanAll(snap.s, dir, 0, GT_MAX_VERTEX + 1, 1 + rng() % 256, 1 + rng() % 1024, &a);
           for (const auto &kv : a)
             for (const auto &e : kv.second) {
-              d[dir].sum += dir == GT_OUT ? EdgeHash(kv.first, e.first, e.second) : EdgeHash(e.first, kv.first, e.second);
+              d[dir].sum +=
+                  dir == GT_OUT ? EdgeHash(kv.first, e.first, e.second) : EdgeHash(e.first, kv.first, e.second);
               d[dir].edges++;
             }
           if (pass == 0) {
@@ -1627,7 +1619,8 @@ TEST(StoreConcurrencyTest, ReadersMatchOracleWhileWriting) {
         ASSERT_NO_FATAL_FAILURE(CheckGather(snap.s, GT_OUT, {kHubs[0], kHubs[1], 1}, 1 + rng() % 64, first[GT_OUT]));
         for (uint64_t h : kHubs) {
           auto it = first[GT_OUT].find(h);
-          ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap.s, GT_OUT, h, it == first[GT_OUT].end() ? EdgeList{} : it->second));
+          ASSERT_NO_FATAL_FAILURE(
+              CheckNeighbors(snap.s, GT_OUT, h, it == first[GT_OUT].end() ? EdgeList{} : it->second));
         }
       }
       reads++;
@@ -1638,10 +1631,14 @@ TEST(StoreConcurrencyTest, ReadersMatchOracleWhileWriting) {
   std::mt19937_64 rng(seed);
   auto id = [&]() -> uint64_t {
     switch (rng() % 8) {
-      case 0: return 1000000000 + rng() % 200;           // low band, past the bitmap
-      case 1: return GT_HIGH_ID_BASE + rng() % 500;      // high band
-      case 2: return GT_MAX_VERTEX - rng() % 50;          // high band, far
-      default: return rng() % 3000;                       // low band, dense
+      case 0:
+        return 1000000000 + rng() % 200;  // low band, past the bitmap
+      case 1:
+        return GT_HIGH_ID_BASE + rng() % 500;  // high band
+      case 2:
+        return GT_MAX_VERTEX - rng() % 50;  // high band, far
+      default:
+        return rng() % 3000;  // low band, dense
     }
   };
   Oracle oracle;
