@@ -20,7 +20,8 @@ build:
 vet: deps
 	$(GO) vet ./...
 
-# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh).
+# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh);
+# make test runs it first.
 lint: deps
 	scripts/lint.sh
 
@@ -39,7 +40,7 @@ test-kafka: deps
 test-cpp: deps
 	cgo/test/run_asan.sh
 
-test: vet test-go test-cpp test-kafka
+test: lint vet test-go test-cpp test-kafka
 
 # The ingest benchmark (store vs Pebble vs static CSR); see README.
 bench: deps build

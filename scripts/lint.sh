@@ -3,7 +3,7 @@
 #   golangci-lint  the Go code (.golangci.yml)
 #   clang-format   the C++ core's layout (.clang-format), checked, never rewritten
 #   clang-tidy     the C++ core (cgo/.clang-tidy: bugprone, concurrency, performance)
-#   shellcheck     every shell script
+#   every shell script, checked by shellcheck
 # The architecture's rules (which package may import which) are a Go test:
 # internal/archtest, run by `make test-go`. Checks only: nothing is changed.
 # Run `scripts/deps.sh` first (`make lint` does).

@@ -360,7 +360,7 @@ func (l *loader) loadBin(path string) error {
 	r := gen.NewReader(l.cur)
 	for i := int64(0); ; i++ {
 		e, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		var fe *gen.FormatError

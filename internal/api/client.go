@@ -227,11 +227,11 @@ func (c *Client) AnalyticVertex(ctx context.Context, name, v string) (VertexResu
 func ResultAs[T any](r VertexResultResponse) (T, error) {
 	var t T
 	switch x := r.Result.(type) {
-	case T:
-		return x, nil
 	case json.RawMessage:
 		err := json.Unmarshal(x, &t)
 		return t, err
+	case T:
+		return x, nil
 	}
 	return t, fmt.Errorf("analytic %s: the result is a %T, not a %T", r.Analytic, r.Result, t)
 }

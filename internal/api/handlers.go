@@ -115,8 +115,8 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/yaml")
-	w.Write(OpenAPI)
-	return nil
+	_, err := w.Write(OpenAPI)
+	return err
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {

@@ -268,11 +268,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		b.Reset()
-		enc.Encode(ErrorResponse{"encoding the response: " + err.Error()})
+		_ = enc.Encode(ErrorResponse{"encoding the response: " + err.Error()}) // a string always encodes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // the client went away: nothing left to tell it
 }
 
 // fail answers with the error's status and message.

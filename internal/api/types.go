@@ -261,7 +261,10 @@ type DeletedResponse struct {
 	Deleted string `json:"deleted"`
 }
 
-// The summaries of the analytics, with keys next to their ids.
+// The summaries of the analytics, with keys next to their ids: each is
+// the analytics package's summary of the same name.
+//
+//revive:disable:exported
 type (
 	BFSSummary struct {
 		Root     uint64 `json:"root"`
@@ -369,6 +372,8 @@ func (k keyer) result(r analytics.Result) AnalyticResult {
 }
 
 // The per-vertex results of the analytics.
+//
+//revive:disable:exported
 type (
 	LevelResult struct {
 		Level int `json:"level"`

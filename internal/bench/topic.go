@@ -41,7 +41,7 @@ func CreateTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s: partitions not served after 30 s (last error: %v)", topic, err)
+			return fmt.Errorf("topic %s: partitions not served after 30 s (last error: %w)", topic, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -60,6 +60,7 @@ func (b *Batch) SetSourcePosition(p []byte) { b.srcpos = append(b.srcpos[:0], p.
 // OpKind is the kind of one batch operation.
 type OpKind uint8
 
+// The kinds of operations.
 const (
 	OpUpsert       OpKind = 0 // insert or update edge (Src, Dst) with Weight
 	OpDeleteEdge   OpKind = 1 // delete edge (Src, Dst)

@@ -9,8 +9,10 @@ import (
 )
 
 // Direction selects out-edges or in-edges (in-edges need Options.InEdges).
+// Direction chooses out-edges or in-edges.
 type Direction uint32
 
+// The directions.
 const (
 	Out Direction = 0
 	In  Direction = 1

@@ -410,7 +410,7 @@ func ReadFile(path string) ([]Edge, error) {
 
 	r := NewReader(f)
 	first, err := r.Next()
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return []Edge{}, nil
 	}
 	if err != nil {
@@ -432,7 +432,7 @@ func ReadFile(path string) ([]Edge, error) {
 	edges = append(edges, first)
 	for {
 		e, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return edges, nil
 		}
 		if err != nil {

@@ -80,7 +80,7 @@ func TestReadTextSyntax(t *testing.T) {
 	var got []row
 	for {
 		e, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -200,7 +200,7 @@ func TestReaderStickyErrorAndStreamName(t *testing.T) {
 	}
 	_, err1 := r.Next()
 	_, err2 := r.Next()
-	if err1 == nil || err1 != err2 {
+	if err1 == nil || !errors.Is(err1, err2) {
 		t.Fatalf("errors %v then %v, want the same error twice", err1, err2)
 	}
 	if !strings.HasPrefix(err1.Error(), "<stream>:2: ") {
@@ -233,7 +233,7 @@ func readAll(r io.Reader) ([]Edge, error) {
 	var edges []Edge
 	for {
 		e, err := rd.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return edges, nil
 		}
 		if err != nil {

@@ -188,10 +188,10 @@ func buildDeadLetter(topic string, src *kgo.Record, reason string, limit int32) 
 	}, truncated, nil
 }
 
-// longestFit returns the largest n in [0, max] with fits(n), given that
+// longestFit returns the largest n in [0, most] with fits(n), given that
 // fits is monotone (true up to some n) and fits(0).
-func longestFit(max int, fits func(int) bool) int {
-	lo, hi := 0, max // fits(lo); the answer is in [lo, hi]
+func longestFit(most int, fits func(int) bool) int {
+	lo, hi := 0, most // fits(lo); the answer is in [lo, hi]
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		if fits(mid) {

@@ -171,10 +171,10 @@ func TestCutUTF8(t *testing.T) {
 func utf8ValidString(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestLongestFit(t *testing.T) {
-	for max := 0; max < 40; max++ {
-		for limit := 0; limit <= max; limit++ {
-			if got := longestFit(max, func(n int) bool { return n <= limit }); got != limit {
-				t.Fatalf("longestFit(%d, <= %d) = %d", max, limit, got)
+	for most := 0; most < 40; most++ {
+		for limit := 0; limit <= most; limit++ {
+			if got := longestFit(most, func(n int) bool { return n <= limit }); got != limit {
+				t.Fatalf("longestFit(%d, <= %d) = %d", most, limit, got)
 			}
 		}
 	}

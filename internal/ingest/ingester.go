@@ -578,7 +578,7 @@ func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[st
 
 // onLost flushes (the group already moved on, so there is nothing to
 // commit); Ready says so until the next assignment.
-func (in *Ingester) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	in.cfg.Logger.Warn("partitions lost; flushing", "partitions", lost)
 	in.mu.Lock()
 	if in.lost == nil {
@@ -719,10 +719,10 @@ func (in *Ingester) Run(ctx context.Context) error {
 
 // durableCheckEvery is how often an idle poll loop looks whether the
 // store made applied batches durable, to commit their offsets; a busy one
-// looks at most every durableCheckMin.
+// looks at most every durableCheckFloor.
 const (
 	durableCheckEvery = 50 * time.Millisecond
-	durableCheckMin   = 5 * time.Millisecond
+	durableCheckFloor = 5 * time.Millisecond
 )
 
 func minTime(a, b time.Time) time.Time {
@@ -812,7 +812,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 				break collect
 			}
 		}
-		if (len(d.batches) > 0 || d.flushing) && time.Since(d.checked) >= durableCheckMin {
+		if (len(d.batches) > 0 || d.flushing) && time.Since(d.checked) >= durableCheckFloor {
 			in.commitDurable(ctx, &d)
 		}
 		if in.commitAssigned.Swap(false) {
@@ -838,6 +838,7 @@ func (in *Ingester) pollLoop(ctx context.Context, p *pipeline) error {
 		if p.inflight > 0 {
 			// Take what the client has buffered without waiting; if
 			// nothing, wait for the applier instead.
+			//nolint:staticcheck // SA1012: franz-go reads a nil context as "return what is buffered, without waiting"
 			fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
 			if fetches.NumRecords() == 0 && !flushDue() && ctx.Err() == nil {
 				in.noteFetchErrors(ctx, fetches)

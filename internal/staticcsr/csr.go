@@ -49,7 +49,6 @@ func Build(numVertices uint64, edges []gen.Edge) *CSR {
 		targets[next[e.Src]] = e.Dst
 		next[e.Src]++
 	}
-	next = nil
 
 	// Sort and deduplicate each segment, compacting in place. The write
 	// position never passes the read position, and offsets[v+1] is read

@@ -86,9 +86,3 @@ func (v *StaticView) GatherEach(vids []uint64, dir engine.Direction, weights boo
 	}
 	return nil
 }
-
-var errNoIn = errorString("views: this graph has no in-edges")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

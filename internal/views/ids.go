@@ -210,9 +210,8 @@ func (s IDSpace) Regions() (dense, keys uint64, hashed int) {
 // bitmap is a set of small integers.
 type bitmap []uint64
 
-func newBitmap(n uint64) bitmap    { return make(bitmap, (n+63)/64) }
-func (b bitmap) has(i uint64) bool { return b[i/64]&(1<<(i%64)) != 0 }
-func (b bitmap) set(i uint64)      { b[i/64] |= 1 << (i % 64) }
+func newBitmap(n uint64) bitmap { return make(bitmap, (n+63)/64) }
+func (b bitmap) set(i uint64)   { b[i/64] |= 1 << (i % 64) }
 
 // idTable is an open-addressing hash table (linear probing) from id to
 // its position in a generation's sparse list.
@@ -374,7 +373,7 @@ func (g *idGen) ids(out []uint64) []uint64 {
 	out = append(out, g.sparse...)
 	slices.Sort(out[at:])
 	// Sparse keys sort after sparse numbers; the identity keys go between.
-	split := at + sortSearch(out[at:], highBase)
+	split := at + keysFrom(out[at:])
 	tail := slices.Clone(out[split:])
 	out = out[:split]
 	for w, word := range g.seenKeys {
@@ -385,8 +384,9 @@ func (g *idGen) ids(out []uint64) []uint64 {
 	return append(out, tail...)
 }
 
-func sortSearch(s []uint64, v uint64) int {
-	i, _ := slices.BinarySearch(s, v)
+// keysFrom is where the string-key ids start in the sorted ids s.
+func keysFrom(s []uint64) int {
+	i, _ := slices.BinarySearch(s, highBase)
 	return i
 }
 
@@ -414,7 +414,7 @@ func prefix(ids []uint64, base uint64) uint64 {
 
 // buildGen lays out a generation for sorted, unique ids.
 func buildGen(ids []uint64) (*idGen, error) {
-	split := sortSearch(ids, highBase)
+	split := keysFrom(ids)
 	d, k := prefix(ids[:split], 0), prefix(ids[split:], highBase)
 	g := &idGen{dense: d, keys: k, seenDense: newBitmap(d), seenKeys: newBitmap(k)}
 	var sparse []uint64

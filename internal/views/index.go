@@ -233,7 +233,7 @@ func (x *vertexIndex) maybeRebuild() error {
 		return nil
 	}
 	ids := g.ids(make([]uint64, 0, g.len()))
-	split := sortSearch(ids, highBase)
+	split := keysFrom(ids)
 	if prefix(ids[:split], 0) == g.dense && prefix(ids[split:], highBase) == g.keys {
 		g.checked = len(g.sparse) // nothing would move into the identity regions
 		return nil
@@ -293,7 +293,7 @@ func (c *idCollector) sorted() []uint64 {
 		rest = append(rest, v)
 	}
 	slices.Sort(rest)
-	split := sortSearch(rest, highBase)
+	split := keysFrom(rest)
 	out = append(out, rest[:split]...)
 	for w, word := range c.keys {
 		for ; word != 0; word &= word - 1 {

@@ -93,13 +93,10 @@ func (m *Manager) alive() error {
 
 // track records a view's creation (on) or release. A creation after Close
 // is refused, so that no view escapes Close's release.
-func (m *Manager) track(v *StaticView, on bool) error {
+// track counts an open view; ErrClosed once the manager is closed.
+func (m *Manager) track(v *StaticView) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !on {
-		delete(m.views, v)
-		return nil
-	}
 	if m.closed {
 		return ErrClosed
 	}
@@ -108,18 +105,29 @@ func (m *Manager) track(v *StaticView, on bool) error {
 	return nil
 }
 
-func (m *Manager) trackStream(s any, on bool) error {
+// untrack forgets a released view.
+func (m *Manager) untrack(v *StaticView) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if on {
-		if m.closed {
-			return ErrClosed
-		}
-		m.streams[s] = struct{}{}
-	} else {
-		delete(m.streams, s)
+	delete(m.views, v)
+}
+
+// trackStream counts an open stream; ErrClosed once the manager is closed.
+func (m *Manager) trackStream(s any) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
 	}
+	m.streams[s] = struct{}{}
 	return nil
+}
+
+// untrackStream forgets a closed stream.
+func (m *Manager) untrackStream(s any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.streams, s)
 }
 
 func (m *Manager) noteLost() {

@@ -82,7 +82,7 @@ func (m *Manager) Stateful(o StatefulOptions) (*Stateful, error) {
 	if o.Window.enabled() {
 		s.win = newWindow(o.Window, o.MaxWindowEdges)
 	}
-	if err := m.trackStream(s, true); err != nil {
+	if err := m.trackStream(s); err != nil {
 		v.Release()
 		return nil, err
 	}
@@ -225,5 +225,5 @@ func (s *Stateful) Close() {
 		s.view.Release()
 	}
 	s.mu.Unlock()
-	s.m.trackStream(s, false)
+	s.m.untrackStream(s)
 }

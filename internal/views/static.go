@@ -20,6 +20,7 @@ var ErrClosed = errors.New("views: manager is closed")
 // Kind of a static view.
 type Kind int
 
+// The kinds of static views.
 const (
 	Fresh   Kind = iota // everything applied so far
 	Stale               // only flushed data
@@ -110,7 +111,7 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	} else {
 		v.sn = sn
 	}
-	if err := m.track(v, true); err != nil {
+	if err := m.track(v); err != nil {
 		v.release() // the manager closed meanwhile
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func (v *StaticView) Created() time.Time { return v.created }
 // releasing twice is harmless.
 func (v *StaticView) Release() {
 	if v.release() {
-		v.m.track(v, false)
+		v.m.untrack(v)
 	}
 }
 

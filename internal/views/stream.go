@@ -84,7 +84,7 @@ func (m *Manager) Stream(o StreamOptions) (*Stream, error) {
 	if o.Window.enabled() {
 		s.win = newWindow(o.Window, o.MaxWindowEdges)
 	}
-	if err := m.trackStream(s, true); err != nil {
+	if err := m.trackStream(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -134,5 +134,5 @@ func (s *Stream) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.m.trackStream(s, false)
+	s.m.untrackStream(s)
 }

@@ -805,7 +805,7 @@ func TestVertexIndex(t *testing.T) {
 		t.Fatalf("the first space should come from a scan: %+v", m.IndexStats())
 	}
 	// Sparse ids: appended through the hash table, same generation.
-	var prev IDSpace = s0
+	prev := s0
 	for i := uint64(0); i < 20; i++ {
 		var pairs []uint64
 		for j := uint64(0); j < 100; j++ {

@@ -230,7 +230,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.Root = uint64(v)
 		}
 	}
-	deg = nil
 
 	// The layouts' ids. Keys are numbered in order of first appearance;
 	// vertices without edges come last.

@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := bench.CreateTopic(ctx, adm, topic, cfg.Partitions); err != nil {
 		return res, err
 	}
-	defer adm.DeleteTopics(context.Background(), topic)
+	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }() // best effort: a benchmark topic left behind is harmless
 
 	st, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Seed: cfg.Seed}, edges)
 	if err != nil {
@@ -436,7 +436,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 	select {
 	case <-all:
 	case err := <-done:
-		return ir, fmt.Errorf("ingest stopped early: %v", err)
+		return ir, fmt.Errorf("ingest stopped early: %w", err)
 	}
 	tf := time.Now()
 	if err := s.Flush(); err != nil {
@@ -479,7 +479,7 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	if err := bench.CreateTopic(ctx, adm, topic, cfg.Partitions); err != nil {
 		return nil, err
 	}
-	defer adm.DeleteTopics(context.Background(), topic)
+	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }() // best effort: a benchmark topic left behind is harmless
 	s, closeStore, err := newServeStore(dir)
 	if err != nil {
 		return nil, err
@@ -511,7 +511,7 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	for in.Ready() != nil {
 		select {
 		case err := <-done:
-			return nil, fmt.Errorf("ingest stopped early: %v", err)
+			return nil, fmt.Errorf("ingest stopped early: %w", err)
 		case <-time.After(time.Millisecond):
 		}
 	}

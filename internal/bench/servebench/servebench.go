@@ -127,7 +127,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			hub = e.Src
 		}
 	}
-	deg = nil
 	specs := make([]string, len(cfg.Analytics))
 	for i, a := range cfg.Analytics {
 		specs[i] = strings.ReplaceAll(a, "{hub}", strconv.FormatUint(hub, 10))
@@ -144,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := bench.CreateTopic(ctx, adm, topic, cfg.Partitions); err != nil {
 		return Result{}, err
 	}
-	defer adm.DeleteTopics(context.Background(), topic)
+	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }() // best effort: a benchmark topic left behind is harmless
 
 	port, err := freePort()
 	if err != nil {
@@ -178,16 +177,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return nil
 		}
 		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM) // it may have exited: then exited says so
 		select {
 		case err := <-exited:
 			return err
 		case <-time.After(2 * time.Minute):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			return errors.New("serve did not stop within 2 minutes of SIGTERM")
 		}
 	}
-	defer stop()
+	defer func() { _ = stop() }() // the error is returned where it matters, below
 
 	peak := &peakOf{pid: cmd.Process.Pid}
 	sampleDone := make(chan struct{})
@@ -224,7 +223,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	produced := time.Since(start)
 	events := st.Upserts + st.Deletes
-	edges = nil
 
 	fmt.Fprintf(cfg.Log, "waiting for serve to ingest and its analytics to catch up...\n")
 	if err := waitFor(ctx, exited, cfg.CatchUpWait, func() (bool, error) { return caughtUp(base, events) }); err != nil {
@@ -242,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	cut, _ := scrape(base, "graphtide_analytics_pulls_cut_short_total")
 	if err := stop(); err != nil {
-		return Result{}, fmt.Errorf("serve exited with %v (log %s)", err, logPath)
+		return Result{}, fmt.Errorf("serve exited with %w (log %s)", err, logPath)
 	}
 	m := peak.get()
 	res := Result{Events: events, Budget: total, PeakRSS: m.PeakRSS, PeakAnon: m.Anon, PeakFile: m.File,
@@ -322,7 +320,7 @@ func caughtUp(base string, events int) (bool, error) {
 func scrape(base, metric string) (map[string]int64, error) {
 	code, body, err := get(base + "/metrics")
 	if err != nil || code != 200 {
-		return nil, fmt.Errorf("GET /metrics: %d %v", code, err)
+		return nil, fmt.Errorf("GET /metrics: %d %w", code, err)
 	}
 	out := map[string]int64{}
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
@@ -384,7 +382,7 @@ func waitFor(ctx context.Context, exited chan error, timeout time.Duration, cond
 		select {
 		case err := <-exited:
 			exited <- err
-			return fmt.Errorf("serve exited: %v", err)
+			return fmt.Errorf("serve exited: %w", err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):

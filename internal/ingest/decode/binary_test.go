@@ -41,7 +41,7 @@ func TestBinaryLayoutIsDocumented(t *testing.T) {
 }
 
 func TestBinaryValid(t *testing.T) {
-	w := func(f float64) uint64 { return math.Float64bits(f) }
+	w := math.Float64bits
 	cases := []struct {
 		name  string
 		keys  bool
@@ -97,7 +97,7 @@ func TestBinaryValid(t *testing.T) {
 }
 
 func TestBinaryInvalid(t *testing.T) {
-	w := func(f float64) uint64 { return math.Float64bits(f) }
+	w := math.Float64bits
 	good := entry(0, 0, 1, 2)
 	cases := []struct {
 		name   string

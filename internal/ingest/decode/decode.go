@@ -229,18 +229,18 @@ func (r *rules) badResolvedID(key string, id uint64, off int) error {
 // short shortens s, a number token that needs no quoting, for an error
 // reason.
 func short(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
+	const most = 64
+	if len(s) > most {
+		return s[:most] + "..."
 	}
 	return s
 }
 
 // clip quotes s for an error reason, shortened to a readable length.
 func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		return fmt.Sprintf("%q...", s[:max])
+	const most = 64
+	if len(s) > most {
+		return fmt.Sprintf("%q...", s[:most])
 	}
 	return fmt.Sprintf("%q", s)
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -188,7 +189,7 @@ func parseWeight(tok []byte) (float64, string) {
 	}
 	w, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		if errors.Is(err, strconv.ErrRange) {
 			return 0, "weight " + clip(string(tok)) + " out of range"
 		}
 		return 0, "invalid weight " + clip(string(tok)) + ": want a decimal number"

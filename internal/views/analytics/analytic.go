@@ -204,13 +204,13 @@ func (s *Spec) Validate() error {
 		}
 	}
 	bad := func(f string, a ...any) error { return fmt.Errorf("analytic %q: "+f, append([]any{s.Name}, a...)...) }
-	if err := intIn("batch_size", &s.BatchSize, 1, 1, MaxBatchSize); err != nil {
+	if err := intIn("batch_size", &s.BatchSize, 1, MaxBatchSize); err != nil {
 		return bad("%v", err)
 	}
 	if err := durIn("interval", &s.Interval, 0, 0, MaxInterval); err != nil {
 		return bad("%v", err)
 	}
-	if err := intIn("max_behind", &s.MaxBehind, max(1<<18, s.BatchSize), 1, MaxMaxBehind); err != nil {
+	if err := intIn("max_behind", &s.MaxBehind, max(1<<18, s.BatchSize), MaxMaxBehind); err != nil {
 		return bad("%v", err)
 	}
 	if s.MaxBehind < s.BatchSize {
@@ -241,13 +241,13 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// intIn fills *p with def when zero and checks it against [lo, hi].
-func intIn(key string, p *int, def, lo, hi int) error {
+// intIn fills *p with def when zero and checks it against [1, hi].
+func intIn(key string, p *int, def, hi int) error {
 	if *p == 0 {
 		*p = def
 	}
-	if *p < lo || *p > hi {
-		return fmt.Errorf("%s %d is out of range: allowed %d..%d", key, *p, lo, hi)
+	if *p < 1 || *p > hi {
+		return fmt.Errorf("%s %d is out of range: allowed 1..%d", key, *p, hi)
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (s *Spec) pagerankSettings() error {
 	if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
 		return fmt.Errorf("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
 	}
-	return intIn("max_iterations", &s.MaxIterations, 100, 1, MaxMaxIterations)
+	return intIn("max_iterations", &s.MaxIterations, 100, MaxMaxIterations)
 }
 
 func (s *Spec) degreeSettings() error {
@@ -290,16 +290,16 @@ func (s *Spec) degreeSettings() error {
 }
 
 func (s *Spec) fraudSettings() error {
-	if err := intIn("max_cycle", &s.MaxCycle, 4, 1, MaxMaxCycle); err != nil {
+	if err := intIn("max_cycle", &s.MaxCycle, 4, MaxMaxCycle); err != nil {
 		return err
 	}
-	if err := intIn("search_budget", &s.SearchBudget, 100000, 1, MaxSearchBudget); err != nil {
+	if err := intIn("search_budget", &s.SearchBudget, 100000, MaxSearchBudget); err != nil {
 		return err
 	}
 	if err := durIn("pull_timeout", &s.PullTimeout, 2*time.Second, MinPullTimeout, MaxPullTimeout); err != nil {
 		return err
 	}
-	return intIn("pull_memory_mib", &s.PullMemoryMiB, 64, 1, MaxPullMemoryMiB)
+	return intIn("pull_memory_mib", &s.PullMemoryMiB, 64, MaxPullMemoryMiB)
 }
 
 // ParseSpec parses the compact form of the --analytic flag:
@@ -319,51 +319,51 @@ func ParseSpec(s string) (Spec, error) {
 	return sp, nil
 }
 
-func (sp *Spec) set(k, v string) error {
+func (s *Spec) set(k, v string) error {
 	var err error
 	i := func(p *int) { _, err = fmt.Sscan(v, p) }
 	f := func(p *float64) { _, err = fmt.Sscan(v, p) }
 	d := func(p *time.Duration) { *p, err = time.ParseDuration(v) }
 	switch k {
 	case "name":
-		sp.Name = v
+		s.Name = v
 	case "type":
-		sp.Type = v
+		s.Type = v
 	case "root":
-		sp.Root = v
+		s.Root = v
 	case "batch_size":
-		i(&sp.BatchSize)
+		i(&s.BatchSize)
 	case "interval":
-		d(&sp.Interval)
+		d(&s.Interval)
 	case "stale":
-		sp.Stale = v == "true" || v == "1"
+		s.Stale = v == "true" || v == "1"
 		if v != "true" && v != "false" && v != "1" && v != "0" {
 			err = fmt.Errorf("want true or false")
 		}
 	case "damping":
-		f(&sp.Damping)
+		f(&s.Damping)
 	case "tolerance":
-		f(&sp.Tolerance)
+		f(&s.Tolerance)
 	case "max_iterations":
-		i(&sp.MaxIterations)
+		i(&s.MaxIterations)
 	case "threshold":
-		f(&sp.Threshold)
+		f(&s.Threshold)
 	case "direction":
-		sp.Direction = v
+		s.Direction = v
 	case "window_edges":
-		i(&sp.WindowEdges)
+		i(&s.WindowEdges)
 	case "window":
-		d(&sp.WindowDuration)
+		d(&s.WindowDuration)
 	case "max_cycle":
-		i(&sp.MaxCycle)
+		i(&s.MaxCycle)
 	case "search_budget":
-		i(&sp.SearchBudget)
+		i(&s.SearchBudget)
 	case "pull_timeout":
-		d(&sp.PullTimeout)
+		d(&s.PullTimeout)
 	case "pull_memory_mib":
-		i(&sp.PullMemoryMiB)
+		i(&s.PullMemoryMiB)
 	case "max_behind":
-		i(&sp.MaxBehind)
+		i(&s.MaxBehind)
 	default:
 		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
 			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
@@ -371,7 +371,7 @@ func (sp *Spec) set(k, v string) error {
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
 	}
 	if err != nil {
-		return fmt.Errorf("%s=%q: %v", k, v, err)
+		return fmt.Errorf("%s=%q: %w", k, v, err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, erro
 		}
 		next = next[:0]
 		visit := func(nb []uint64) {
-			js, _ := tr.of(nb)
+			js := tr.of(nb)
 			for k, j := range js {
 				if st.level[j] == -1 {
 					st.level[j] = cur + 1

@@ -80,18 +80,18 @@ type translator struct {
 }
 
 // of returns the indexes of nb, valid until the next call. When some id
-// of nb is not in the space it returns those before it and false, and
-// err reports it.
-func (t *translator) of(nb []uint64) ([]int32, bool) {
+// of nb is not in the space it returns those before it, and err reports
+// it.
+func (t *translator) of(nb []uint64) []int32 {
 	if cap(t.buf) < len(nb) {
 		t.buf = make([]int32, max(len(nb), 2*cap(t.buf), 256))
 	}
 	x := t.buf[:len(nb)]
 	if k := t.ids.Indexes(nb, x); k < len(nb) {
 		t.fail(nb[k])
-		return x[:k], false
+		return x[:k]
 	}
-	return x, true
+	return x
 }
 
 // fail records v as missing from the space.

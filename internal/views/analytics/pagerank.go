@@ -84,7 +84,7 @@ func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []flo
 			r := rank[i]
 			srcMass += r
 			share := r / float64(len(nb))
-			js, _ := tr.of(nb)
+			js := tr.of(nb)
 			for _, j := range js {
 				next[j] += share
 				present[j] = true

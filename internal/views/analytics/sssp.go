@@ -91,7 +91,7 @@ func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) e
 			err := g.GatherEach(keep, engine.Out, true, func(k int, nb []uint64, ws []float64) {
 				i, _ := st.ids.Index(keep[k])
 				dv := st.dist[i]
-				js, _ := tr.of(nb)
+				js := tr.of(nb)
 				for x, j := range js {
 					w := nb[x]
 					wt := 1.0

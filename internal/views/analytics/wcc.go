@@ -125,7 +125,7 @@ func wccCompute(ctx context.Context, g views.Graph) (*wccState, error) {
 			tr.fail(v)
 			return
 		}
-		js, _ := tr.of(nb)
+		js := tr.of(nb)
 		for _, j := range js {
 			st.union(int32(i), j)
 		}

@@ -186,7 +186,7 @@ func (s *search) bfs(from, to uint64, maxDepth int) (Result, error) {
 			}
 			return nil
 		})
-		if err == errFound {
+		if errors.Is(err, errFound) {
 			path := walk([]uint64{to}, to, from, func(v uint64) uint64 { return parent[v] })
 			slices.Reverse(path)
 			return Result{Found: true, Length: float64(depth + 1), Path: path}, nil
@@ -243,7 +243,7 @@ func (s *search) bidirectional(from, to uint64, maxDepth int) (Result, error) {
 			}
 			return nil
 		})
-		if err == errFound {
+		if errors.Is(err, errFound) {
 			path := walk([]uint64{meet}, meet, from, func(v uint64) uint64 { return fwd[v].link })
 			slices.Reverse(path)
 			path = walk(path, meet, to, func(v uint64) uint64 { return bwd[v].link })
