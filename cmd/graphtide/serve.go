@@ -2,39 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/budget"
-	"github.com/graphtide/graphtide/internal/datadir"
-	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
-	"github.com/graphtide/graphtide/internal/metrics"
-	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -315,205 +300,30 @@ Command line beats environment beats config file.`,
 	return cmd
 }
 
-// embeddedRetentionBytes is how much of each partition the embedded
-// broker keeps.
-const embeddedRetentionBytes = 32 << 20
-
-func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out interface{ Write([]byte) (int, error) }) error {
-	p := o.plan
-	// The Go heap's share of the budget: the runtime collects garbage
-	// harder near it instead of growing past it. A GOMEMLIMIT set in the
-	// environment wins (the runtime read it at start).
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		prev := debug.SetMemoryLimit(p.GoLimit)
-		defer debug.SetMemoryLimit(prev)
-	}
-	log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
-		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
-		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
-	// The data directory first: a damaged one is refused before anything
-	// else starts.
+// runServe runs graphtide serve with validated options until ctx ends.
+func runServe(ctx context.Context, o *serveOptions, log *slog.Logger, out io.Writer) error {
 	var inEdges *bool // as stored unless given
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.plan.MemGraphBytes}, InEdges: inEdges, Create: true})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	store, dict := d.Store, d.Keys
-	clientOpts, err := o.kafka.ClientOpts()
-	if err != nil {
-		return err
-	}
-	brokers := o.kafka.Brokers
-	if len(brokers) == 0 {
-		// The embedded broker keeps its topics, offsets, committed offsets
-		// and IDs in <dir>/embedded-broker, so that a restart on the same
-		// --dir finds the cluster and topics its store recorded (a store
-		// refuses offsets of another cluster or topic). It starts once the
-		// store and the key dictionary are open: their locks keep a second
-		// serve away from the directory. Its cluster ID is
-		// random when the directory is new, then read back from it. It
-		// keeps the newest embeddedRetentionBytes of each partition (and an
-		// hour at most), so that its disk stays bounded however long it is
-		// fed.
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(o.embeddedPort), kfake.SeedTopics(4, o.topics...),
-			kfake.DataDir(datadir.EmbeddedBrokerPath(o.dir)), kfake.ClusterID(newClusterID()),
-			kfake.BrokerConfigs(map[string]string{
-				"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
-				// Retention drops whole segments: keep them small.
-				"log.segment.bytes": strconv.Itoa(embeddedRetentionBytes / 8),
-				"log.retention.ms":  strconv.Itoa(int(time.Hour / time.Millisecond)),
-			}))
-		if err != nil {
-			return fmt.Errorf("starting the embedded broker: %w", err)
-		}
-		defer c.Close()
-		for _, t := range o.topics { // seeded only into a new directory
-			if c.TopicInfo(t) == nil {
-				if err := c.CreateTopic(t, 4, nil); err != nil {
-					return fmt.Errorf("creating topic %s on the embedded broker: %w", t, err)
-				}
-			}
-		}
-		go func() {
-			t := time.NewTicker(10 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					c.ApplyRetention()
-				}
-			}
-		}()
-		brokers = c.ListenAddrs()
-		log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(o.dir)+", the newest 32 MiB per partition; not for production)", "address", brokers[0])
-		fmt.Fprintf(out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", brokers[0], brokers[0], o.topics[0])
-	}
-	vm, err := views.NewManager(store, views.Config{LogCapacity: o.plan.EdgeLogOps})
-	if err != nil {
-		return err
-	}
-	defer vm.Close()
-
-	reg := prometheus.NewRegistry()
-	sm := metrics.NewServe(reg, store, vm)
-	// kprom registers its metrics for one client: the consumer's.
-	sinkOpts := clientOpts
-	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(sm.Kafka))
-
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(dict), Hooks: sm.Analytics.Hooks(), Logger: log,
-		MemoryLimit: p.Analytics}
-	if o.alertTopic != "" {
-		sink, err := alerts.NewKafkaSink(ctx, brokers, o.alertTopic, log, sinkOpts...)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			sink.Close(fctx)
-		}()
-		rcfg.Sinks = append(rcfg.Sinks, sink)
-	}
-	areg := analytics.NewRegistry(vm, rcfg)
-	defer areg.Close()
-	sm.Analytics.Attach(areg)
-	for _, sp := range o.specs {
-		if _, err := areg.Register(sp); err != nil {
-			return err
-		}
-		log.Info("analytic registered", "name", sp.Name, "type", sp.Type)
-	}
-
 	format, _ := decode.ParseFormat(o.format)
 	tf := map[string]decode.Format{}
 	for _, s := range o.topicFormats {
 		t, f, _ := strings.Cut(s, "=")
 		tf[t], _ = decode.ParseFormat(f)
 	}
-	in, err := ingest.New(store, dict, ingest.Config{
-		Brokers: brokers, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
+	srv, err := server.Open(ctx, server.Config{
+		Dir: o.dir, InEdges: inEdges, Plan: o.plan,
+		Kafka: o.kafka, EmbeddedPort: o.embeddedPort, Topics: o.topics, Group: o.group, Format: format, TopicFormats: tf,
 		DeadLetterTopic: o.deadLetter, DeadLetterTimeout: o.dlTimeout, ReadyGrace: o.readyGrace,
-		FlushInterval: o.flushInterval, ResetPolicy: o.reset,
-		ResetSourcePosition: o.resetSource, ClientOpts: clientOpts, Logger: log, Metrics: sm.Ingest,
-		FetchMaxBytes: o.plan.FetchMaxBytes, MaxConcurrentFetches: o.plan.MaxConcurrentFetches,
+		FlushInterval: o.flushInterval, Reset: o.reset, ResetSourcePosition: o.resetSource,
+		Analytics: o.specs, AlertTopic: o.alertTopic,
+		HTTP: server.HTTPConfig{Addr: o.httpAddr, Token: o.httpToken, TLSCert: o.httpTLSCert, TLSKey: o.httpTLSKey,
+			RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
+		Logger: log, Out: out,
 	})
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: store, Views: vm,
-		KafkaFetch: in.BufferedFetchBytes, Analytics: areg.MemoryBytes}))
-
-	apiSrv, err := api.New(api.Config{
-		Store: store, Views: vm, Analytics: areg, Dict: dict, Logger: log, Token: o.httpToken,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Ready:   in.Ready,
-		Limits:  api.Limits{RequestTimeout: o.httpTimeout, PathBudget: o.httpPathBudget},
-	})
-	if err != nil {
-		return err
-	}
-	srv := apiSrv.HTTPServer()
-	if o.httpTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.httpTLSCert, o.httpTLSKey)
-		if err != nil {
-			return fmt.Errorf("--http-tls-cert, --http-tls-key: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	} else if !api.IsLoopbackAddr(o.httpAddr) {
-		log.Warn("serving the HTTP API beyond loopback without TLS: the bearer token crosses the network in clear (--http-tls-cert, --http-tls-key)")
-	}
-	ln, err := net.Listen("tcp", o.httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http-addr: %w", err)
-	}
-	useTLS := srv.TLSConfig != nil // Serve sets up the config: read it before
-	go func() {
-		var err error
-		if useTLS {
-			err = srv.ServeTLS(ln, "", "")
-		} else {
-			err = srv.Serve(ln)
-		}
-		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server stopped", "err", err)
-		}
-	}()
-	defer srv.Close()
-	tlsNote := ""
-	if useTLS {
-		tlsNote = " (TLS)"
-	}
-	log.Info("serving", "http", ln.Addr().String(), "tls", useTLS, "token", o.httpToken != "", "brokers", strings.Join(brokers, ","), "topics", strings.Join(o.topics, ","), "dir", o.dir)
-	fmt.Fprintf(out, "http listening on %s%s\n", ln.Addr(), tlsNote)
-
-	if err := in.Run(ctx); err != nil {
-		return err
-	}
-	// Requests in flight finish (each within its deadline) before the
-	// analytics, the views and the store go.
-	sctx, cancel := context.WithTimeout(context.Background(), o.httpTimeout+time.Second)
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http requests still running at shutdown were cut off", "err", err)
-	}
-	cancel()
-	areg.Close() // analytics stop before the views and the store go
-	if err := store.Flush(); err != nil {
-		return err
-	}
-	log.Info("stopped cleanly: everything ingested is flushed and committed")
-	return nil
-}
-
-// newClusterID returns a random cluster ID in Kafka's form (16 random
-// bytes, base64url without padding), for a new embedded broker.
-func newClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return srv.Run(ctx)
 }

@@ -1,9 +1,6 @@
 // Package metricstest builds, for tests, the metrics registry of a running
-// `graphtide serve`: the same construction as cmd/graphtide/serve.go
-// (metrics.NewServe over a real store and views.Manager, the ingester's
-// franz-go client with the kprom hook, an analytics.Registry with the
-// AnalyticsMetrics hooks attached), fed with real data through franz-go's
-// in-process fake broker (kfake) so that every labelled vector has samples.
+// `graphtide serve`: the real server (internal/server) with its embedded
+// broker, fed with real data so that every labelled vector has samples.
 //
 // The internal/metrics naming test and the deploy/ test (every metric the
 // dashboard and the alerting rules use exists) both build on it.
@@ -12,22 +9,19 @@ package metricstest
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
-	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/metrics"
+	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -35,7 +29,7 @@ import (
 // Topic is the topic the fixture produces to and ingests from.
 const Topic = "edges"
 
-// Serve is a running ingest pipeline and its registry.
+// Serve is a running server and its registry.
 type Serve struct {
 	// Registry is what /metrics serves (a pedantic registry: it also
 	// checks that every collector describes what it collects).
@@ -51,20 +45,49 @@ type Serve struct {
 	Edges, Poison int
 }
 
-// NewServe starts the pipeline, produces an R-MAT stream (scale 9, 2048
-// one-edge records, 4 partitions) and a few undecodable records, and
-// returns once everything is ingested and flushed, the analytics "wcc"
-// and "hubs" (a fan-in monitor) have caught up, and "hubs" has raised an
-// alert. Everything is stopped by t.Cleanup; gather before the test ends
-// (kprom unregisters its metrics when its client closes).
+// NewServe starts a server (embedded broker, small MemGraphs, analytics
+// "wcc" and "hubs", a fan-in monitor), produces an R-MAT stream (scale 9,
+// 2048 one-edge records, 4 partitions) and a few undecodable records, and
+// returns once everything is ingested and flushed, the analytics have
+// caught up, and "hubs" has raised an alert. Everything is stopped by
+// t.Cleanup; gather before the test ends (kprom unregisters its metrics
+// when its client closes).
 func NewServe(t testing.TB) *Serve {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, Topic))
+	var specs []analytics.Spec
+	for _, s := range []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"} {
+		sp, err := analytics.ParseSpec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, sp)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	rec := metrics.NewRecorder(reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Open(ctx, server.Config{
+		Dir: t.TempDir(),
+		// Small MemGraphs, so that flushes run; no Go memory limit.
+		Plan:   budget.Plan{Total: 256 << 20, MemGraphBytes: 64 << 10, EdgeLogOps: 1 << 16},
+		Topics: []string{Topic}, Group: "metricstest", Format: decode.FormatBinary, DeadLetterTopic: "dead-letters",
+		DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second, FlushInterval: 50 * time.Millisecond, Reset: "earliest",
+		Analytics: specs, HTTP: server.HTTPConfig{DisableListening: true}, Registry: reg, Registerer: rec,
+	})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
 
 	edges := gen.RMAT{Scale: 9, EdgeFactor: 4, Seed: 5}.Generate()
 	recs := make([]*kgo.Record, 0, len(edges)+3)
@@ -75,7 +98,7 @@ func NewServe(t testing.TB) *Serve {
 	for i := 0; i < poison; i++ {
 		recs = append(recs, &kgo.Record{Topic: Topic, Value: []byte{9, 9, 9}})
 	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Brokers()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,61 +109,8 @@ func NewServe(t testing.TB) *Serve {
 		t.Fatal(err)
 	}
 
-	// As runServe: store, key dictionary, views manager, registry, NewServe,
-	// the kprom hook on the ingester's client, the analytics registry
-	// with the metrics' hooks, attached.
-	dir := t.TempDir()
-	store, err := engine.Open(filepath.Join(dir, "store"), &engine.Options{MemGraphBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	dict, err := keydict.Open(filepath.Join(dir, "keys.dict"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dict.Close() })
-	vm, err := views.NewManager(store, views.Config{LogCapacity: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Close)
-
-	reg := prometheus.NewPedanticRegistry()
-	rec := metrics.NewRecorder(reg)
-	sm := metrics.NewServe(rec, store, vm)
-
-	areg := analytics.NewRegistry(vm, analytics.RegistryConfig{Hooks: sm.Analytics.Hooks(), Logger: slog.New(slog.DiscardHandler)})
-	t.Cleanup(areg.Close)
-	sm.Analytics.Attach(areg)
-	for _, s := range []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"} {
-		sp, err := analytics.ParseSpec(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := areg.Register(sp); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	in, err := ingest.New(store, dict, ingest.Config{
-		Brokers: brokers, Topics: []string{Topic}, Group: "metricstest", FlushInterval: 50 * time.Millisecond,
-		ClientOpts: []kgo.Opt{kgo.WithHooks(sm.Kafka)}, Metrics: sm.Ingest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("ingester: %v", err)
-		}
-	})
-
-	s := &Serve{Registry: reg, Recorder: rec, Metrics: sm, Store: store, Views: vm, Edges: len(edges), Poison: poison}
+	store, areg := srv.Store(), srv.Analytics()
+	s := &Serve{Registry: reg, Recorder: rec, Metrics: srv.Metrics(), Store: store, Views: srv.Views(), Edges: len(edges), Poison: poison}
 	want := map[string]float64{
 		"graphtide_ingest_edges_total":        float64(len(edges)),
 		"graphtide_ingest_dead_letters_total": poison,

@@ -1,0 +1,400 @@
+// Package server is graphtide serve as a library: Open builds, in order,
+// the data directory (store and key dictionary), the embedded broker when
+// no brokers are given, the views, the metrics, the analytics and their
+// alert sink, the ingester and the HTTP API; Run ingests until its context
+// ends and then shuts down in the order that loses nothing; Close releases
+// whatever Open acquired.
+//
+// What it promises: a damaged data directory is refused before anything
+// else starts; Open either returns a running server or releases what it
+// acquired; Run returns nil only after everything ingested is flushed and
+// its offsets committed; requests in flight finish (each within its
+// deadline) before the analytics, the views and the store go.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/alerts"
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/metrics"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Config is a validated serve configuration (cmd/graphtide builds it from
+// flags, the environment and the config file).
+type Config struct {
+	Dir     string
+	InEdges *bool // nil: as the store was created (false for a new one)
+	Plan    budget.Plan
+
+	// Kafka: with no Kafka.Brokers an embedded broker is started on
+	// EmbeddedPort (0: any free port), keeping its data in the directory.
+	Kafka               kafkaconn.Options
+	EmbeddedPort        int
+	Topics              []string
+	Group               string
+	Format              decode.Format
+	TopicFormats        map[string]decode.Format
+	DeadLetterTopic     string
+	DeadLetterTimeout   time.Duration
+	ReadyGrace          time.Duration
+	FlushInterval       time.Duration
+	Reset               string
+	ResetSourcePosition bool
+
+	Analytics  []analytics.Spec // registered at Open, before anything is ingested
+	AlertTopic string           // "" = alerts are not produced to Kafka
+
+	HTTP HTTPConfig
+
+	Logger *slog.Logger // default: discard
+	Out    io.Writer    // one-line notices for whoever started serve (default: discard)
+	// Registry, when set, is what /metrics serves (tests pass a pedantic
+	// one); default: a new one. Registerer, when set, is where the metrics
+	// are registered (tests wrap Registry to see every registration);
+	// default: Registry.
+	Registry   *prometheus.Registry
+	Registerer prometheus.Registerer
+}
+
+// HTTPConfig is the HTTP API's part of Config.
+type HTTPConfig struct {
+	Addr             string
+	Token            string // "" = none (then Addr must be loopback; cmd checks)
+	TLSCert, TLSKey  string // PEM files; both or neither
+	RequestTimeout   time.Duration
+	PathBudget       int64
+	DisableListening bool // tests that need no HTTP
+}
+
+// embeddedRetentionBytes is how much of each partition the embedded
+// broker keeps.
+const embeddedRetentionBytes = 32 << 20
+
+// Server is a running graphtide serve.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	dir     *datadir.Dir
+	broker  *kfake.Cluster
+	brokers []string
+	vm      *views.Manager
+	reg     *prometheus.Registry
+	metrics *metrics.Serve
+	areg    *analytics.Registry
+	sink    *alerts.KafkaSink
+	in      *ingest.Ingester
+	http    *http.Server
+	addr    string
+
+	stopBackground context.CancelFunc
+	closers        []func() // in the order Open acquired them; Close runs them backwards
+	closed         bool
+}
+
+// Open builds a server; it starts the embedded broker and the HTTP
+// listener, and registers the analytics, but ingests nothing until Run.
+func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	bctx, cancel := context.WithCancel(context.Background())
+	s.stopBackground = cancel
+	s.closers = append(s.closers, cancel)
+
+	p := cfg.Plan
+	s.log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
+		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
+		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
+	// The data directory first: a damaged one is refused before anything
+	// else starts.
+	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes}, InEdges: cfg.InEdges, Create: true})
+	if err != nil {
+		return nil, err
+	}
+	s.dir = d
+	s.closers = append(s.closers, func() { d.Close() })
+	clientOpts, err := cfg.Kafka.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
+	s.brokers = cfg.Kafka.Brokers
+	if len(s.brokers) == 0 {
+		if err := s.startEmbeddedBroker(bctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.vm, err = views.NewManager(d.Store, views.Config{LogCapacity: p.EdgeLogOps}); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.vm.Close)
+
+	s.reg = cfg.Registry
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	regr := cfg.Registerer
+	if regr == nil {
+		regr = s.reg
+	}
+	s.metrics = metrics.NewServe(regr, d.Store, s.vm)
+	// kprom registers its metrics for one client: the consumer's.
+	sinkOpts := clientOpts
+	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
+
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+		MemoryLimit: p.Analytics}
+	if cfg.AlertTopic != "" {
+		sink, err := alerts.NewKafkaSink(ctx, s.brokers, cfg.AlertTopic, s.log, sinkOpts...)
+		if err != nil {
+			return nil, err
+		}
+		s.sink = sink
+		s.closers = append(s.closers, func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			sink.Close(fctx)
+		})
+		rcfg.Sinks = append(rcfg.Sinks, sink)
+	}
+	s.areg = analytics.NewRegistry(s.vm, rcfg)
+	s.closers = append(s.closers, s.areg.Close)
+	s.metrics.Analytics.Attach(s.areg)
+	for _, sp := range cfg.Analytics {
+		if _, err := s.areg.Register(sp); err != nil {
+			return nil, err
+		}
+		s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type)
+	}
+
+	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
+		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats,
+		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace,
+		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
+		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
+		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
+	}); err != nil {
+		return nil, err
+	}
+	regr.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: d.Store, Views: s.vm,
+		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes}))
+
+	if !cfg.HTTP.DisableListening {
+		if err := s.listen(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// startEmbeddedBroker starts franz-go's in-process broker. It keeps its
+// topics, offsets, committed offsets and IDs in <dir>/embedded-broker, so
+// that a restart on the same directory finds the cluster and topics its
+// store recorded (a store refuses offsets of another cluster or topic). It
+// starts once the store and the key dictionary are open: their locks keep
+// a second serve away from the directory. Its cluster ID is random when
+// the directory is new, then read back from it. It keeps the newest
+// embeddedRetentionBytes of each partition (and an hour at most), so that
+// its disk stays bounded however long it is fed.
+func (s *Server) startEmbeddedBroker(ctx context.Context) error {
+	cfg := s.cfg
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(cfg.EmbeddedPort), kfake.SeedTopics(4, cfg.Topics...),
+		kfake.DataDir(datadir.EmbeddedBrokerPath(cfg.Dir)), kfake.ClusterID(newClusterID()),
+		kfake.BrokerConfigs(map[string]string{
+			"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
+			// Retention drops whole segments: keep them small.
+			"log.segment.bytes": strconv.Itoa(embeddedRetentionBytes / 8),
+			"log.retention.ms":  strconv.Itoa(int(time.Hour / time.Millisecond)),
+		}))
+	if err != nil {
+		return fmt.Errorf("starting the embedded broker: %w", err)
+	}
+	s.broker = c
+	s.closers = append(s.closers, c.Close)
+	for _, t := range cfg.Topics { // seeded only into a new directory
+		if c.TopicInfo(t) == nil {
+			if err := c.CreateTopic(t, 4, nil); err != nil {
+				return fmt.Errorf("creating topic %s on the embedded broker: %w", t, err)
+			}
+		}
+	}
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.ApplyRetention()
+			}
+		}
+	}()
+	s.brokers = c.ListenAddrs()
+	s.log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(cfg.Dir)+", the newest 32 MiB per partition; not for production)", "address", s.brokers[0])
+	fmt.Fprintf(cfg.Out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", s.brokers[0], s.brokers[0], cfg.Topics[0])
+	return nil
+}
+
+// listen starts the HTTP API.
+func (s *Server) listen() error {
+	h := s.cfg.HTTP
+	apiSrv, err := api.New(api.Config{
+		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Dict: s.dir.Keys, Logger: s.log, Token: h.Token,
+		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
+		Ready:   s.in.Ready,
+		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
+	})
+	if err != nil {
+		return err
+	}
+	srv := apiSrv.HTTPServer()
+	if h.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(h.TLSCert, h.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--http-tls-cert, --http-tls-key: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	} else if !api.IsLoopbackAddr(h.Addr) {
+		s.log.Warn("serving the HTTP API beyond loopback without TLS: the bearer token crosses the network in clear (--http-tls-cert, --http-tls-key)")
+	}
+	ln, err := net.Listen("tcp", h.Addr)
+	if err != nil {
+		return fmt.Errorf("--http-addr: %w", err)
+	}
+	s.http, s.addr = srv, ln.Addr().String()
+	s.closers = append(s.closers, func() { srv.Close() })
+	useTLS := srv.TLSConfig != nil // Serve sets up the config: read it before
+	go func() {
+		var err error
+		if useTLS {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "err", err)
+		}
+	}()
+	tlsNote := ""
+	if useTLS {
+		tlsNote = " (TLS)"
+	}
+	s.log.Info("serving", "http", s.addr, "tls", useTLS, "token", h.Token != "", "brokers", strings.Join(s.brokers, ","),
+		"topics", strings.Join(s.cfg.Topics, ","), "dir", s.cfg.Dir)
+	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n", s.addr, tlsNote)
+	return nil
+}
+
+// Run ingests until ctx ends, then stops in order: ingestion flushes and
+// commits; requests in flight finish; the analytics stop; the store
+// flushes. It returns nil only when everything ingested is durable and
+// committed. It closes the server.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Close()
+	// The Go heap's share of the budget: the runtime collects garbage
+	// harder near it instead of growing past it. A GOMEMLIMIT set in the
+	// environment wins (the runtime read it at start).
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && s.cfg.Plan.GoLimit > 0 {
+		prev := debug.SetMemoryLimit(s.cfg.Plan.GoLimit)
+		defer debug.SetMemoryLimit(prev)
+	}
+	if err := s.in.Run(ctx); err != nil {
+		return err
+	}
+	if s.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout+time.Second)
+		if err := s.http.Shutdown(sctx); err != nil {
+			s.log.Warn("http requests still running at shutdown were cut off", "err", err)
+		}
+		cancel()
+	}
+	s.areg.Close() // analytics stop before the views and the store go
+	if err := s.dir.Store.Flush(); err != nil {
+		return err
+	}
+	s.log.Info("stopped cleanly: everything ingested is flushed and committed")
+	return nil
+}
+
+// Close releases everything Open acquired, in reverse order. Safe to call
+// more than once; Run calls it.
+func (s *Server) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// Brokers are the Kafka brokers the server consumes from (the embedded
+// broker's address when it runs one).
+func (s *Server) Brokers() []string { return s.brokers }
+
+// HTTPAddr is the address the HTTP API listens on ("" when not listening).
+func (s *Server) HTTPAddr() string { return s.addr }
+
+// Registry is the metrics registry /metrics serves.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Metrics are serve's metrics.
+func (s *Server) Metrics() *metrics.Serve { return s.metrics }
+
+// Store is the server's store.
+func (s *Server) Store() *engine.Store { return s.dir.Store }
+
+// Keys is the server's key dictionary.
+func (s *Server) Keys() *keydict.Dict { return s.dir.Keys }
+
+// Views is the server's views manager.
+func (s *Server) Views() *views.Manager { return s.vm }
+
+// Analytics is the server's analytics registry.
+func (s *Server) Analytics() *analytics.Registry { return s.areg }
+
+// newClusterID returns a random cluster ID in Kafka's form (16 random
+// bytes, base64url without padding), for a new embedded broker.
+func newClusterID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// TestServerIngestsAndStopsDurably: a server with its embedded broker
+// ingests what is produced to it, its store then holds exactly those
+// edges (a map oracle), and after Run returns everything is flushed: the
+// directory reopens with the same graph.
+func TestServerIngestsAndStopsDurably(t *testing.T) {
+	dir := t.TempDir()
+	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
+		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
+		FlushInterval: 50 * time.Millisecond, Reset: "earliest",
+		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.HTTPAddr() == "" || len(srv.Brokers()) == 0 {
+		t.Fatalf("http %q, brokers %v", srv.HTTPAddr(), srv.Brokers())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+
+	want := testref.Edges{}
+	var recs []*kgo.Record
+	for _, e := range (gen.RMAT{Scale: 8, EdgeFactor: 4, Seed: 3}).Generate() {
+		recs = append(recs, &kgo.Record{Topic: "edges", Value: decode.AppendBinary(nil, decode.Edge{Op: decode.OpUpsert, Src: e.Src, Dst: e.Dst, Weight: 1})})
+		want[[2]uint64{e.Src, e.Dst}] = 1
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Brokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	edgesOf := func(s *engine.Store) testref.Edges {
+		m, err := views.NewManager(s, views.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		v, err := m.Static(views.StaticOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		got := testref.Edges{}
+		if err := v.Each(engine.Out, true, func(u uint64, nb []uint64, ws []float64) {
+			for i, w := range nb {
+				got[[2]uint64{u, w}] = ws[i]
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(edgesOf(srv.Store())) != len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ingested %d of %d edges", len(edgesOf(srv.Store())), len(want))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Closed and durable: the directory opens again, with the same graph.
+	srv2, err := Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g",
+		Format: decode.FormatBinary, Reset: "earliest", HTTP: HTTPConfig{DisableListening: true}})
+	if err != nil {
+		t.Fatalf("reopening after Run: %v", err)
+	}
+	defer srv2.Close()
+	got := edgesOf(srv2.Store())
+	if len(got) != len(want) {
+		t.Fatalf("after a restart the store holds %d edges, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Fatalf("edge %v: weight %v, want %v", k, got[k], w)
+		}
+	}
+}
