@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building, testing and linting graphtide needs, if it is
-# missing: Go (>= 1.26, checked, not installed), g++ with C++17, make,
+# missing: Go (>= 1.26.7, checked, not installed), g++ with C++17, make,
 # cmake, ninja and GoogleTest (the C++ core and its sanitizer tests),
 # clang-format, clang-tidy and shellcheck (from the distribution's
 # packages), and golangci-lint, pinned, built from the Go module proxy into
@@ -31,13 +31,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "deps: Go is not installed; install Go >= 1.26 from the Go project's packages and put it on PATH" >&2
+  echo "deps: Go is not installed; install Go >= 1.26.7 from the Go project's packages and put it on PATH" >&2
   exit 1
 fi
+# go.mod's go line; older toolchains fetch a newer one themselves
+# (GOTOOLCHAIN=auto) unless that is turned off.
 gov=$(go env GOVERSION | sed 's/^go//')
 major=${gov%%.*}; rest=${gov#*.}; minor=${rest%%.*}
 if [ "$major" -lt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -lt 26 ]; }; then
-  echo "deps: Go $gov is too old; graphtide needs Go >= 1.26" >&2
+  echo "deps: Go $gov is too old; graphtide needs Go >= 1.26.7 (go.mod)" >&2
   exit 1
 fi
 
