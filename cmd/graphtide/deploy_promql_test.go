@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -43,7 +43,7 @@ func parsePromQL(expr string) (promqlQuery, error) {
 		case *parser.VectorSelector:
 			ref := promqlRef{metric: n.Name}
 			for _, m := range n.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					if ref.metric == "" {
 						ref.metric = m.Value
 					}
