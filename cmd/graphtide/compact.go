@@ -12,6 +12,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
 // compactOptions are the flags of "graphtide compact".
@@ -49,7 +50,7 @@ YAML file given by --config, keyed by flag name.`,
   GRAPHTIDE_DIR=/var/lib/graphtide graphtide compact`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applySettings(cmd.Flags()); err != nil {
+			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {

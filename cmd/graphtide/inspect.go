@@ -19,6 +19,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
 // inspectOptions are the flags of "graphtide inspect".
@@ -80,7 +81,7 @@ YAML file given by --config, keyed by flag name.`,
   graphtide inspect --json | jq '.levels'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applySettings(cmd.Flags()); err != nil {
+			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
 // loadOptions are the flags of "graphtide load"; every flag can also be set
@@ -134,7 +135,7 @@ YAML file given by --config, keyed by flag name.`,
   graphtide load --format json --batch 50000 transfers.jsonl`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := applySettings(cmd.Flags()); err != nil {
+			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			o.files = args

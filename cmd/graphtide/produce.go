@@ -17,6 +17,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
 // produceOptions are the flags of "graphtide produce".
@@ -99,7 +100,7 @@ in the --config file.`,
 		Example: `  printf '{"op":"add","src":"alice","dst":"bob","weight":12.5}\n' | graphtide produce --topic payments
   graphtide produce --brokers 127.0.0.1:19092 --topic edges edges.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := applySettings(cmd.Flags()); err != nil {
+			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			o.files = args

@@ -22,6 +22,7 @@ import (
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/settings"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/paths"
 )
@@ -181,7 +182,7 @@ the YAML file given by --config, keyed by flag name.`
 		c := &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
 			RunE: func(c *cobra.Command, args []string) error {
 				o.dirOnCommandLine = c.Flags().Changed("dir")
-				if err := applySettings(c.Flags()); err != nil {
+				if err := settings.Apply(c.Flags()); err != nil {
 					return err
 				}
 				if err := o.Validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
 // repairOptions are the flags of "graphtide repair".
@@ -64,7 +65,7 @@ YAML file given by --config, keyed by flag name.`,
   graphtide repair --dir /var/lib/graphtide --yes    # do it, with a backup`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applySettings(cmd.Flags()); err != nil {
+			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {

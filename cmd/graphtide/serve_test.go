@@ -28,6 +28,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -75,10 +76,10 @@ func httpGet(url string) (int, string) {
 // the store holds exactly the generated graph.
 func TestServeEmbeddedEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
-		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
-		logCapacity: 1 << 16, alertTopic: "alerts", analytics: []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"},
-		httpTimeout: 10 * time.Second, httpPathBudget: api.DefaultPathBudget}
+	o := server.Options{Dir: dir, Topics: []string{"edges"}, Group: "g", Format: "binary", DeadLetterTopic: "dlq",
+		FlushInterval: 100 * time.Millisecond, Reset: "earliest", HTTPAddr: "127.0.0.1:0", MemGraphMiB: 1, EmbeddedPort: 0,
+		LogCapacity: 1 << 16, AlertTopic: "alerts", AnalyticFlags: []string{"type=wcc", "type=fanin,threshold=40,window_edges=5000,name=hubs"},
+		HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -338,15 +339,15 @@ func TestServeHTTPSWithToken(t *testing.T) {
 	const token = "0123456789abcdef-serve-test"
 	tokenFile := filepath.Join(tmp, "token")
 	writeFile(t, tokenFile, token+"\n")
-	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
-		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
-		logCapacity: 1 << 10, httpTimeout: 10 * time.Second, httpPathBudget: 1000,
-		httpTokenFile: tokenFile, httpTLSCert: certFile, httpTLSKey: keyFile}
+	o := server.Options{Dir: dir, Topics: []string{"edges"}, Group: "g", Format: "binary", DeadLetterTopic: "dlq",
+		FlushInterval: 100 * time.Millisecond, Reset: "earliest", HTTPAddr: "127.0.0.1:0", MemGraphMiB: 1, EmbeddedPort: 0,
+		LogCapacity: 1 << 10, HTTPTimeout: 10 * time.Second, HTTPPathBudget: 1000,
+		HTTPTokenFile: tokenFile, HTTPTLSCert: certFile, HTTPTLSKey: keyFile}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.httpToken != token {
-		t.Fatalf("token read as %q, want %q (trimmed)", o.httpToken, token)
+	if o.HTTPToken != token {
+		t.Fatalf("token read as %q, want %q (trimmed)", o.HTTPToken, token)
 	}
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -403,36 +404,6 @@ func TestServeHTTPSWithToken(t *testing.T) {
 	}
 }
 
-// TestServeHTTPToken: the token from the environment, not both sources, a
-// long enough token, and beyond loopback only with one.
-func TestServeHTTPToken(t *testing.T) {
-	o := serveOptions{httpAddr: "0.0.0.0:9464", httpTimeout: time.Second, httpPathBudget: 1}
-	t.Setenv("GRAPHTIDE_HTTP_TOKEN", " env-token-0123456789 \n")
-	if err := o.validateHTTP(); err != nil || o.httpToken != "env-token-0123456789" {
-		t.Fatalf("token from the environment: %q, %v", o.httpToken, err)
-	}
-	o.httpTokenFile = filepath.Join(t.TempDir(), "token")
-	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both" {
-		t.Errorf("two token sources: %v", err)
-	}
-	o.httpTokenFile = ""
-	t.Setenv("GRAPHTIDE_HTTP_TOKEN", "short")
-	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token must be at least 16 characters (e.g. openssl rand -hex 32), got 5" {
-		t.Errorf("short token: %v", err)
-	}
-	// The flag comes from the config file like every other.
-	cfg := filepath.Join(t.TempDir(), "graphtide.yaml")
-	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\nhttp-request-timeout: 2h\n")
-	os.Unsetenv("GRAPHTIDE_HTTP_TOKEN")
-	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || err.Error() != "--http-request-timeout must be between 1ms and 1h, got 2h0m0s" {
-		t.Errorf("config file: %v", err)
-	}
-	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\n")
-	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), "--http-addr 10.1.2.3:9464 is not a loopback address") {
-		t.Errorf("config file: %v", err)
-	}
-}
-
 // TestServeEmbeddedRestart: the embedded broker keeps its data in
 // <dir>/embedded-broker, so serve restarted on the same --dir finds the
 // cluster and topic IDs its store recorded: it starts, resumes where it
@@ -440,9 +411,9 @@ func TestServeHTTPToken(t *testing.T) {
 // edges) and ends with both streams.
 func TestServeEmbeddedRestart(t *testing.T) {
 	dir := t.TempDir()
-	o := serveOptions{dir: dir, topics: []string{"edges"}, group: "g", format: "binary", deadLetter: "dlq",
-		flushInterval: 100 * time.Millisecond, reset: "earliest", httpAddr: "127.0.0.1:0", memgraphMiB: 1, embeddedPort: 0,
-		logCapacity: 1 << 10, httpTimeout: 10 * time.Second, httpPathBudget: api.DefaultPathBudget}
+	o := server.Options{Dir: dir, Topics: []string{"edges"}, Group: "g", Format: "binary", DeadLetterTopic: "dlq",
+		FlushInterval: 100 * time.Millisecond, Reset: "earliest", HTTPAddr: "127.0.0.1:0", MemGraphMiB: 1, EmbeddedPort: 0,
+		LogCapacity: 1 << 10, HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -523,5 +494,20 @@ func TestServeEmbeddedRestart(t *testing.T) {
 	}
 	if recorded[0].ClusterID != recorded[1].ClusterID || recorded[0].TopicIDs["edges"] != recorded[1].TopicIDs["edges"] {
 		t.Errorf("the embedded broker's IDs changed across the restart: %q %v, then %q %v", recorded[0].ClusterID, recorded[0].TopicIDs, recorded[1].ClusterID, recorded[1].TopicIDs)
+	}
+}
+
+// TestServeHTTPFlagsFromConfigFile: the HTTP flags come from the config
+// file like every other, and are checked as on the command line.
+func TestServeHTTPFlagsFromConfigFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "graphtide.yaml")
+	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\nhttp-request-timeout: 2h\n")
+	os.Unsetenv("GRAPHTIDE_HTTP_TOKEN")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || err.Error() != "--http-request-timeout must be between 1ms and 1h, got 2h0m0s" {
+		t.Errorf("config file: %v", err)
+	}
+	writeFile(t, cfg, "http-addr: 10.1.2.3:9464\n")
+	if _, _, err := execute(t, "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), "--http-addr 10.1.2.3:9464 is not a loopback address") {
+		t.Errorf("config file: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package deploy_test
 
 // Tests of deploy/: every YAML and JSON file parses; every metric the
 // Grafana dashboard, the Prometheus rules and the Prometheus console use is
@@ -34,9 +34,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/graphtide/graphtide/internal/metrics/metricstest"
+	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/settings"
 )
 
-const deployDir = "../../deploy"
+const deployDir = "."
 
 // pendingFlags are flags the deploy files pass that serve does not have
 // yet, with who adds them. Once serve has one it is checked like any
@@ -601,7 +603,7 @@ func TestDeployPrometheusConfig(t *testing.T) {
 	}
 	// The systemd example serves on the default --http-addr; Prometheus
 	// scrapes that address.
-	def := newServeCmd().Flags().Lookup("http-addr").DefValue
+	def := serveFlags().Lookup("http-addr").DefValue
 	var sysCfg map[string]any
 	decodeYAML(t, "systemd/graphtide.yaml", &sysCfg)
 	found := false
@@ -692,7 +694,7 @@ func sameFile(t *testing.T, a, b string) bool {
 // --target) every 5s as job graphtide, load the rules file, serve the
 // consoles folder, listen on loopback only, keep a short retention.
 func TestDeployPrometheusRunScript(t *testing.T) {
-	def := newServeCmd().Flags().Lookup("http-addr").DefValue
+	def := serveFlags().Lookup("http-addr").DefValue
 	for _, tc := range []struct {
 		args           []string
 		listen, target string
@@ -760,7 +762,7 @@ func TestDeployPrometheusRunScript(t *testing.T) {
 // pending one) and returns the flags as name -> value.
 func checkServeArgs(t *testing.T, where string, args []string) map[string]string {
 	t.Helper()
-	fs := newServeCmd().Flags()
+	fs := serveFlags()
 	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -797,7 +799,7 @@ func checkEnvName(t *testing.T, where, name string) {
 		return
 	}
 	flag = strings.ToLower(strings.ReplaceAll(flag, "_", "-"))
-	if newServeCmd().Flags().Lookup(flag) == nil && pendingFlags[flag] == "" {
+	if serveFlags().Lookup(flag) == nil && pendingFlags[flag] == "" {
 		t.Errorf("%s: %s sets no flag of graphtide serve (no --%s)", where, name, flag)
 	}
 }
@@ -805,7 +807,7 @@ func checkEnvName(t *testing.T, where, name string) {
 // loadServeConfig applies the command-line flags (those serve has; not
 // --config), the environment and a YAML config file as `graphtide serve
 // --config` does, and validates the result.
-func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[string]string) *serveOptions {
+func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[string]string) *server.Options {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "graphtide.yaml")
 	if err := os.WriteFile(p, yamlText, 0o600); err != nil {
@@ -814,7 +816,7 @@ func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	var o serveOptions
+	var o server.Options
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	for name, val := range args {
@@ -835,16 +837,16 @@ func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[
 	if err := fs.Set("config", p); err != nil {
 		t.Fatal(err)
 	}
-	if err := applySettings(fs); err != nil {
+	if err := settings.Apply(fs); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	if err := readConfigSection(fs, "analytics", &o.specs); err != nil {
+	if err := settings.Section(fs, "analytics", &o.Specs); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	if len(o.kafka.Brokers) == 0 {
+	if len(o.Kafka.Brokers) == 0 {
 		t.Errorf("%s: no brokers: serve would start its embedded test broker", where)
 	}
 	return &o
@@ -941,11 +943,11 @@ func TestDeploySystemd(t *testing.T) {
 	}
 
 	o := loadServeConfig(t, "deploy/systemd/graphtide.yaml", readDeploy(t, "systemd/graphtide.yaml"), env, flags)
-	if want := "/var/lib/" + one("StateDirectory"); o.dir != want {
-		t.Errorf("graphtide.yaml dir: %s, want the unit's StateDirectory %s", o.dir, want)
+	if want := "/var/lib/" + one("StateDirectory"); o.Dir != want {
+		t.Errorf("graphtide.yaml dir: %s, want the unit's StateDirectory %s", o.Dir, want)
 	}
-	if host, _, err := net.SplitHostPort(o.httpAddr); err != nil || !net.ParseIP(host).IsLoopback() {
-		t.Errorf("graphtide.yaml http-addr %s: the systemd example binds loopback (Prometheus on the host)", o.httpAddr)
+	if host, _, err := net.SplitHostPort(o.HTTPAddr); err != nil || !net.ParseIP(host).IsLoopback() {
+		t.Errorf("graphtide.yaml http-addr %s: the systemd example binds loopback (Prometheus on the host)", o.HTTPAddr)
 	}
 }
 
@@ -1150,9 +1152,9 @@ func TestDeployKubernetes(t *testing.T) {
 	flags := checkServeArgs(t, "StatefulSet args", c.Args)
 	cm := byKind["ConfigMap"][0]
 	o := loadServeConfig(t, "configmap.yaml graphtide.yaml", []byte(cm.Data["graphtide.yaml"]), nil, flags)
-	host, portStr, err := net.SplitHostPort(o.httpAddr)
+	host, portStr, err := net.SplitHostPort(o.HTTPAddr)
 	if err != nil || (host != "0.0.0.0" && host != "" && host != "::") {
-		t.Errorf("ConfigMap http-addr %q: a pod must bind every address (0.0.0.0)", o.httpAddr)
+		t.Errorf("ConfigMap http-addr %q: a pod must bind every address (0.0.0.0)", o.HTTPAddr)
 	}
 	httpPort, _ := strconv.Atoi(portStr)
 
@@ -1207,12 +1209,12 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 	dataVol := ""
 	for name, mp := range mounts {
-		if mp == o.dir {
+		if mp == o.Dir {
 			dataVol = name
 		}
 	}
 	if !claims[dataVol] {
-		t.Errorf("--dir %s is not the mount path of a volumeClaimTemplate (mounts %v)", o.dir, mounts)
+		t.Errorf("--dir %s is not the mount path of a volumeClaimTemplate (mounts %v)", o.Dir, mounts)
 	}
 	// --config and --http-token-file are files of one projected volume:
 	// the ConfigMap's graphtide.yaml and the token Secret's token.
@@ -1256,7 +1258,7 @@ func TestDeployKubernetes(t *testing.T) {
 	if err := errors.Join(err1, err2); err != nil {
 		t.Error(err)
 	}
-	if b := o.plan.Total >> 20; req < b || lim <= req {
+	if b := o.Plan.Total >> 20; req < b || lim <= req {
 		t.Errorf("memory request %dMi and limit %dMi: want a request >= --memory-budget (%dMi) and a larger limit", req, lim, b)
 	}
 	if c.Resources.Requests["cpu"] == "" {
@@ -1423,7 +1425,7 @@ func TestDeployDockerfile(t *testing.T) {
 	}
 	// The builder's Go is the go directive's release; the final stage is
 	// Debian slim of the same release as the builder.
-	gomod, err := os.ReadFile("../../go.mod")
+	gomod, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1453,7 +1455,7 @@ func TestDeployDockerfile(t *testing.T) {
 		case in.stage == last && in.cmd == "VOLUME":
 			volume = true
 		case in.stage == last && in.cmd == "EXPOSE":
-			_, port, _ := strings.Cut(newServeCmd().Flags().Lookup("http-addr").DefValue, ":")
+			_, port, _ := strings.Cut(serveFlags().Lookup("http-addr").DefValue, ":")
 			expose = in.args == port || in.args == port+"/tcp"
 		case in.stage == last && in.cmd == "USER":
 			u, _, _ := strings.Cut(in.args, ":")
@@ -1491,7 +1493,7 @@ func TestDeployDockerfile(t *testing.T) {
 
 	// .dockerignore (at the repository root, the build context) keeps
 	// everything the build reads.
-	raw, err := os.ReadFile("../../.dockerignore")
+	raw, err := os.ReadFile("../.dockerignore")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1525,7 +1527,7 @@ func TestDeployDockerfile(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"go.mod", "go.sum", "cgo/core.go", "cmd/graphtide/main.go", "internal/engine/store.go"} {
-		if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+		if _, err := os.Stat(filepath.Join("..", p)); err != nil {
 			t.Errorf("the .dockerignore check names %s, which does not exist: %v", p, err)
 		}
 	}
@@ -1545,11 +1547,19 @@ func TestDeployReadme(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("deploy/README.md does not mention %q", missing)
 	}
-	main, err := os.ReadFile("../../README.md")
+	main, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(main), "(deploy/README.md)") {
 		t.Errorf("README.md does not link deploy/README.md")
 	}
+}
+
+// serveFlags are graphtide serve's flags, with their defaults.
+func serveFlags() *pflag.FlagSet {
+	var o server.Options
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	return fs
 }

@@ -1,4 +1,12 @@
-package main
+// Package settings is how every graphtide command takes its settings: a
+// flag on the command line beats the environment variable GRAPHTIDE_<FLAG>
+// (upper case, '-' -> '_'), which beats the YAML file named by --config
+// (keyed by flag name), which beats the flag's default.
+//
+// What it promises: a key of the file that is neither a flag nor a known
+// section is refused with the allowed names; sections are decoded
+// strictly (an unknown field is an error).
+package settings
 
 import (
 	"bytes"
@@ -11,11 +19,11 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// applySettings fills every flag that was not given on the command line,
+// Apply fills every flag that was not given on the command line,
 // first from GRAPHTIDE_<FLAG> environment variables, then from the YAML
 // config file named by the --config flag (if any), whose keys are the flag
 // names. Precedence: command line > environment > config file > default.
-func applySettings(fs *pflag.FlagSet) error {
+func Apply(fs *pflag.FlagSet) error {
 	if err := bindEnv(fs); err != nil {
 		return err
 	}
@@ -75,12 +83,12 @@ func readConfigFile(fs *pflag.FlagSet) (path string, raw []byte, err error) {
 }
 
 // configSections are the keys of the config file that are not flags: the
-// commands that take them read them with readConfigSection.
+// commands that take them read them with Section.
 var configSections = map[string]bool{"analytics": true}
 
-// readConfigSection decodes the section key of the --config file (if any)
+// Section decodes the section key of the --config file (if any)
 // into out; it leaves out untouched when there is no file or no such key.
-func readConfigSection(fs *pflag.FlagSet, key string, out any) error {
+func Section(fs *pflag.FlagSet, key string, out any) error {
 	path, raw, err := readConfigFile(fs)
 	if raw == nil || err != nil {
 		return err
@@ -118,4 +126,22 @@ func flagNames(fs *pflag.FlagSet) string {
 		}
 	})
 	return strings.Join(names, ", ")
+}
+
+// bindEnv sets every flag not given on the command line from
+// GRAPHTIDE_<NAME> when that variable is set.
+func bindEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil {
+			return
+		}
+		name := "GRAPHTIDE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", name, e)
+			}
+		}
+	})
+	return err
 }

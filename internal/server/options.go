@@ -1,0 +1,231 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Options are the flags of "graphtide serve"; every flag can also be
+// set by the environment variable GRAPHTIDE_<FLAG> (upper case, '-' -> '_').
+type Options struct {
+	Dir                 string
+	Kafka               kafkaconn.Options // brokers (none: the embedded broker), TLS, SASL
+	Topics              []string
+	Group               string
+	Format              string
+	TopicFormats        []string
+	DeadLetterTopic     string
+	DeadLetterTimeout   time.Duration
+	ReadyGrace          time.Duration
+	FlushInterval       time.Duration
+	Reset               string
+	ResetSourcePosition bool
+	HTTPAddr            string
+	MemGraphMiB         int // 0: sized from the memory budget
+	MemoryBudget        string
+	Plan                budget.Plan // the budget divided (set by Validate)
+	InEdges             bool
+	InEdgesGiven        bool // --in-edges was set (flag, environment or file)
+	EmbeddedPort        int
+	AnalyticFlags       []string // compact specs from --analytic
+	AlertTopic          string
+	LogCapacity         int
+	Specs               []analytics.Spec // from --analytic and the config file's analytics section
+
+	HTTPTokenFile  string
+	HTTPTLSCert    string
+	HTTPTLSKey     string
+	HTTPTimeout    time.Duration
+	HTTPPathBudget int64
+	HTTPToken      string // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
+}
+
+// minTokenLen is the shortest bearer token serve accepts.
+const minTokenLen = 16
+
+// AddFlags adds serve's flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	fs.StringVar(&o.Dir, "dir", "graphtide-data", "store directory (created if missing)")
+	o.Kafka.AddFlags(fs, nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
+	fs.StringSliceVar(&o.Topics, "topics", []string{"edges"}, "topics to consume")
+	fs.StringVar(&o.Group, "group", "graphtide", "consumer group")
+	fs.StringVar(&o.Format, "format", "binary", "record format of the topics: binary, json or text")
+	fs.StringSliceVar(&o.TopicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
+	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
+	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
+	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
+	fs.DurationVar(&o.FlushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
+	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
+	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
+	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
+	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
+	fs.StringVar(&o.HTTPTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
+	fs.StringVar(&o.HTTPTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
+	fs.DurationVar(&o.HTTPTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
+	fs.Int64Var(&o.HTTPPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
+	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
+	fs.IntVar(&o.MemGraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 7.5% of --memory-budget)")
+	fs.BoolVar(&o.InEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
+	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
+	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
+	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
+	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 48 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
+}
+
+// Validate checks the options, fills the derived ones (Plan, Specs, the
+// HTTP token) and names the flag and what is allowed when it refuses.
+func (o *Options) Validate() error {
+	if o.Dir == "" {
+		return errors.New("--dir must not be empty")
+	}
+	if len(o.Topics) == 0 {
+		return errors.New("--topics needs at least one topic")
+	}
+	if _, err := decode.ParseFormat(o.Format); err != nil {
+		return fmt.Errorf("--format must be one of: binary, json, text; got %q", o.Format)
+	}
+	for _, tf := range o.TopicFormats {
+		t, f, ok := strings.Cut(tf, "=")
+		if !ok || t == "" {
+			return fmt.Errorf("--topic-format must look like topic=format, got %q", tf)
+		}
+		if _, err := decode.ParseFormat(f); err != nil {
+			return fmt.Errorf("--topic-format %s: format must be one of: binary, json, text; got %q", t, f)
+		}
+	}
+	if o.Reset != "earliest" && o.Reset != "latest" {
+		return fmt.Errorf("--reset must be earliest or latest, got %q", o.Reset)
+	}
+	if o.FlushInterval < 10*time.Millisecond {
+		return fmt.Errorf("--flush-interval must be at least 10ms, got %v", o.FlushInterval)
+	}
+	// Zero (options built in code, not from flags): the defaults.
+	if o.DeadLetterTimeout == 0 {
+		o.DeadLetterTimeout = 10 * time.Second
+	}
+	if o.ReadyGrace == 0 {
+		o.ReadyGrace = 30 * time.Second
+	}
+	if o.DeadLetterTimeout < time.Second || o.DeadLetterTimeout > 10*time.Minute {
+		return fmt.Errorf("--dead-letter-timeout must be between 1s and 10m, got %v", o.DeadLetterTimeout)
+	}
+	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
+		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
+	}
+	if o.MemGraphMiB < 0 || o.MemGraphMiB > 65536 {
+		return fmt.Errorf("--memgraph-mib must be between 1 and 65536 (or 0: sized from --memory-budget), got %d", o.MemGraphMiB)
+	}
+	if err := o.Kafka.Validate(); err != nil {
+		return err
+	}
+	if o.EmbeddedPort < 0 || o.EmbeddedPort > 65535 {
+		return fmt.Errorf("--embedded-port must be between 0 and 65535, got %d", o.EmbeddedPort)
+	}
+	if o.LogCapacity < 0 || o.LogCapacity > 1<<30 {
+		return fmt.Errorf("--view-log-capacity must be between 1 and %d (or 0: sized from --memory-budget), got %d", 1<<30, o.LogCapacity)
+	}
+	if o.MemoryBudget == "" {
+		o.MemoryBudget = "1GiB"
+	}
+	total, err := budget.Parse(o.MemoryBudget)
+	if err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if o.Plan, err = budget.Divide(total, budget.Explicit{MemGraphBytes: int64(o.MemGraphMiB) << 20, EdgeLogOps: o.LogCapacity}); err != nil {
+		return err
+	}
+	if err := o.validateHTTP(); err != nil {
+		return err
+	}
+	for _, a := range o.AnalyticFlags {
+		sp, err := analytics.ParseSpec(a)
+		if err != nil {
+			return fmt.Errorf("--analytic: %w", err)
+		}
+		o.Specs = append(o.Specs, sp)
+	}
+	names := map[string]bool{}
+	for i := range o.Specs {
+		sp := &o.Specs[i]
+		if err := sp.Validate(); err != nil {
+			return err
+		}
+		if names[sp.Name] {
+			return fmt.Errorf("two analytics are named %q: give each a distinct name", sp.Name)
+		}
+		names[sp.Name] = true
+	}
+	return nil
+}
+
+// validateHTTP checks the HTTP flags and reads the bearer token: serving
+// beyond loopback without one is refused.
+func (o *Options) validateHTTP() error {
+	if o.HTTPTimeout < time.Millisecond || o.HTTPTimeout > time.Hour {
+		return fmt.Errorf("--http-request-timeout must be between 1ms and 1h, got %v", o.HTTPTimeout)
+	}
+	if o.HTTPPathBudget < 1 {
+		return fmt.Errorf("--http-path-budget must be positive, got %d", o.HTTPPathBudget)
+	}
+	if (o.HTTPTLSCert == "") != (o.HTTPTLSKey == "") {
+		return errors.New("--http-tls-cert and --http-tls-key go together: give both, or neither")
+	}
+	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	switch {
+	case fromEnv && o.HTTPTokenFile != "":
+		return errors.New("the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
+	case fromEnv:
+		o.HTTPToken = strings.TrimSpace(env)
+	case o.HTTPTokenFile != "":
+		b, err := os.ReadFile(o.HTTPTokenFile)
+		if err != nil {
+			return fmt.Errorf("--http-token-file: %w", err)
+		}
+		o.HTTPToken = strings.TrimSpace(string(b))
+	}
+	if (fromEnv || o.HTTPTokenFile != "") && len(o.HTTPToken) < minTokenLen {
+		return fmt.Errorf("the HTTP token must be at least %d characters (e.g. openssl rand -hex 32), got %d", minTokenLen, len(o.HTTPToken))
+	}
+	if o.HTTPToken == "" && !api.IsLoopbackAddr(o.HTTPAddr) {
+		return fmt.Errorf("--http-addr %s is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)", o.HTTPAddr)
+	}
+	return nil
+}
+
+// Config is the server configuration of validated options.
+func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
+	var inEdges *bool // as stored unless given
+	if o.InEdgesGiven {
+		inEdges = &o.InEdges
+	}
+	format, _ := decode.ParseFormat(o.Format)
+	tf := map[string]decode.Format{}
+	for _, s := range o.TopicFormats {
+		t, f, _ := strings.Cut(s, "=")
+		tf[t], _ = decode.ParseFormat(f)
+	}
+	return Config{
+		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan,
+		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf,
+		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
+		FlushInterval: o.FlushInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic,
+		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
+			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
+		Logger: log, Out: out,
+	}
+}
