@@ -30,7 +30,7 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 	// Every layout measured (the run fails unless their results agree),
 	// and each ratio against dense ids reported.
 	ids, _ := res["ids"].(map[string]any)
-	for _, l := range []string{"dense", "sparse", "keys"} {
+	for _, l := range []string{"dense", "sparse", "unmapped", "keys"} {
 		fig, _ := ids[l].(map[string]any)
 		if fig == nil {
 			t.Fatalf("no figures for %s ids: %v", l, res["ids"])
@@ -42,10 +42,14 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 			}
 		}
 	}
-	if h := ids["sparse"].(map[string]any)["index_hashed"]; h.(float64) == 0 {
-		t.Errorf("sparse ids: no vertex was hashed (%v)", ids["sparse"])
+	// Mapped sparse ids are dense in the store; unmapped ones are hashed.
+	if h := ids["sparse"].(map[string]any)["index_hashed"]; h.(float64) != 0 {
+		t.Errorf("sparse ids: %v vertices were hashed, want none (they are mapped): %v", h, ids["sparse"])
 	}
-	for _, l := range []string{"sparse_over_dense", "keys_over_dense"} {
+	if h := ids["unmapped"].(map[string]any)["index_hashed"]; h.(float64) == 0 {
+		t.Errorf("unmapped ids: no vertex was hashed (%v)", ids["unmapped"])
+	}
+	for _, l := range []string{"sparse_over_dense", "unmapped_over_dense", "keys_over_dense"} {
 		m, _ := res[l].(map[string]any)
 		for _, a := range []string{"bfs", "wcc", "pagerank", "sssp"} {
 			for _, k := range []string{a + "_recompute", a + "_update"} {
@@ -68,7 +72,7 @@ func TestBenchAnalyticsBadFlags(t *testing.T) {
 		"--repeats 0":         "--repeats must be between 1 and 100, got 0",
 		"--edge-factor 65":    "--edge-factor must be between 1 and 64, got 65",
 		"--ids sparse":        `--ids must start with dense (the baseline), got "sparse"`,
-		"--ids dense,odd":     `--ids: "odd" is not one of dense, sparse, keys, or is repeated`,
-		"--ids dense,dense":   `--ids: "dense" is not one of dense, sparse, keys, or is repeated`,
+		"--ids dense,odd":     `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--ids dense,dense":   `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
 	})
 }

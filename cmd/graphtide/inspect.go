@@ -136,7 +136,9 @@ type kafkaOffset struct {
 }
 
 type keyDictInfo struct {
-	Keys    int   `json:"keys"`
+	Keys    int   `json:"keys"`    // string keys
+	Numbers int   `json:"numbers"` // numbers from 2^32 up mapped to dense ids
+	Maps    bool  `json:"maps_numbers"`
 	Retired int   `json:"retired"` // ids whose key was lost (graphtide repair retired them)
 	Bytes   int64 `json:"bytes"`
 }
@@ -313,7 +315,8 @@ func collectInspect(d *datadir.Dir) (*inspectReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.KeyDictionary = &keyDictInfo{Keys: d.Keys.Len() - d.Keys.Retired(), Retired: d.Keys.Retired(), Bytes: info.Size()}
+		rep.KeyDictionary = &keyDictInfo{Keys: d.Keys.Len() - d.Keys.Retired() - d.Keys.Numbers(), Numbers: d.Keys.Numbers(),
+			Maps: d.MapsNumbers(), Retired: d.Keys.Retired(), Bytes: info.Size()}
 	}
 	for i, l := range m.Levels {
 		rep.Levels = append(rep.Levels, levelReport{Level: i, sizeReport: sizeReport{Files: l.Files, Bytes: l.Bytes, EdgeVersions: l.Entries}})
@@ -375,7 +378,11 @@ func (r *inspectReport) writeText(w io.Writer) error {
 		if kd.Retired > 0 {
 			retired = fmt.Sprintf(" (and %d retired ids whose keys were lost)", kd.Retired)
 		}
-		fmt.Fprintf(w, "key dictionary: %d keys%s, %d bytes\n", kd.Keys, retired, kd.Bytes)
+		numbers := ", numbers from 2^32 up stored as they are (the store held such numbers before graphtide mapped them)"
+		if kd.Maps {
+			numbers = fmt.Sprintf(", %d numbers from 2^32 up mapped to dense ids", kd.Numbers)
+		}
+		fmt.Fprintf(w, "key dictionary: %d keys%s%s, %d bytes\n", kd.Keys, numbers, retired, kd.Bytes)
 	} else {
 		fmt.Fprintln(w, "key dictionary: none")
 	}

@@ -192,7 +192,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 		fmt.Sprintf("vertex bounds: numeric ids below 300, key ids in [%d, %d)\n", keydict.KeyBase, v.high),
 		"source position: Kafka audit/1 next offset 5, edges/0 next offset 42, edges/3 next offset 7\n",
 		"source: Kafka cluster cluster-A; topic ids: audit " + auditID.String() + ", edges " + edgesID.String() + "\n",
-		fmt.Sprintf("key dictionary: %d keys, %d bytes\n", v.keys, rep.KeyDictionary.Bytes),
+		fmt.Sprintf("key dictionary: %d keys, 0 numbers from 2^32 up mapped to dense ids, %d bytes\n", v.keys, rep.KeyDictionary.Bytes),
 		fmt.Sprintf("size: %d bytes in %d files\n", total.Bytes, total.Files),
 	} {
 		if !strings.Contains(out, want) {
@@ -225,7 +225,7 @@ func TestInspectOtherSourcePositionAndNoKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n"} {
+	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 numbers from 2^32 up mapped to dense ids, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}

@@ -384,7 +384,15 @@ func (l *loader) loadBin(path string) error {
 					"%s: vertex id %d out of range (numeric ids must be below %d; the ids from there up belong to string keys)", v.name, v.id, keydict.KeyBase)}
 			}
 		}
-		l.batch.Insert(e.Src, e.Dst)
+		src, err := l.dict.NumID(e.Src)
+		if err != nil {
+			return fmt.Errorf("%s: edge %d: %w", path, i, err) // the key dictionary failed
+		}
+		dst, err := l.dict.NumID(e.Dst)
+		if err != nil {
+			return fmt.Errorf("%s: edge %d: %w", path, i, err)
+		}
+		l.batch.Insert(src, dst)
 		if err := l.maybeApply(); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
@@ -494,5 +496,61 @@ func TestQueryFlags(t *testing.T) {
 	}
 	if out, _, _ := execute(t, "--help"); !strings.Contains(out, "query ") {
 		t.Error("root help does not list query")
+	}
+}
+
+// TestLargeNumbersMapped: load maps numbers from 2^32 up (text and binary
+// files) and every query gives them back as they were given; a number from
+// 2^32 up that no edge named is unknown, like a key.
+func TestLargeNumbersMapped(t *testing.T) {
+	tmp, dir := t.TempDir(), t.TempDir()
+	const a, b, top = uint64(5000000000), uint64(9000000000000), uint64(1<<62 - 1)
+	text := filepath.Join(tmp, "big.el")
+	if err := os.WriteFile(text, []byte(fmt.Sprintf("%d 7\n%d %d\n7 %d\nacct %d\n", a, a, b, top, a)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, "big.bin")
+	if err := gen.WriteFile(bin, gen.FormatBinary, []gen.Edge{{Src: b, Dst: top}, {Src: 3, Dst: b}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "load", "--dir", dir, text, bin); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]uint64{fmt.Sprint(a): {7, b}, fmt.Sprint(b): {top}, "7": {top}, "acct": {a}, "3": {b}}
+	for v, nbrs := range want {
+		out, _, err := execute(t, "query", "neighbors", v, "--dir", dir, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r api.NeighborsResponse
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: %v in %q", v, err, out)
+		}
+		var got []uint64
+		for _, n := range r.Neighbors {
+			got = append(got, n.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, nbrs) {
+			t.Errorf("neighbors of %s: %v, want %v", v, got, nbrs)
+		}
+		if v == fmt.Sprint(a) && r.Vertex != a {
+			t.Errorf("neighbors of %s: vertex %d", v, r.Vertex)
+		}
+	}
+	if _, _, err := execute(t, "query", "degree", fmt.Sprint(a+1), "--dir", dir); err == nil || err.Error() != fmt.Sprintf("vertex %d has never been in the graph", a+1) {
+		t.Errorf("a number never seen: %v", err)
+	}
+	d, err := datadir.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.MapsNumbers() || d.Keys.Numbers() != 3 {
+		t.Errorf("MapsNumbers %v, %d numbers mapped; want true and 3", d.MapsNumbers(), d.Keys.Numbers())
+	}
+	d.Close()
+	out, _, err := execute(t, "inspect", "--dir", dir)
+	if err != nil || !strings.Contains(out, "key dictionary: 1 keys, 3 numbers from 2^32 up mapped to dense ids, ") {
+		t.Errorf("inspect: %v\n%s", err, out)
 	}
 }

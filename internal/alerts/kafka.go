@@ -31,9 +31,13 @@ const (
 
 // KafkaSink is an analytics.AlertSink producing to a topic.
 type KafkaSink struct {
-	cl      *kgo.Client
-	topic   string
-	log     *slog.Logger
+	cl    *kgo.Client
+	topic string
+	log   *slog.Logger
+	// ext, when set, turns the store's vertex ids into the ids the sources
+	// gave (a mapped number's id into the number; see keydict.NumID).
+	// Set before the first Publish.
+	ext     func(uint64) uint64
 	sent    atomic.Uint64
 	dropped atomic.Uint64
 	failed  atomic.Uint64
@@ -65,9 +69,23 @@ func NewKafkaSink(ctx context.Context, brokers []string, topic string, log *slog
 	return &KafkaSink{cl: cl, topic: topic, log: log}, nil
 }
 
+// SetVertexIDs makes alerts carry the vertex ids the sources gave: ext
+// maps a store id to it. Call it before the sink gets its first alert.
+func (k *KafkaSink) SetVertexIDs(ext func(uint64) uint64) { k.ext = ext }
+
 // Publish implements analytics.AlertSink without blocking.
 func (k *KafkaSink) Publish(al []analytics.Alert) {
 	for _, a := range al {
+		if k.ext != nil {
+			a.Vertex = k.ext(a.Vertex)
+			if a.Cycle != nil {
+				c := make([]uint64, len(a.Cycle))
+				for i, v := range a.Cycle {
+					c[i] = k.ext(v)
+				}
+				a.Cycle = c
+			}
+		}
 		v, err := json.Marshal(a)
 		if err != nil {
 			k.failed.Add(1)

@@ -341,7 +341,7 @@ func (s *Server) analyticVertex(w http.ResponseWriter, r *http.Request) error {
 		}
 		return errorf(http.StatusNotFound, "analytic %q has no result for vertex %s %s", name, r.PathValue("v"), why)
 	}
-	writeJSON(w, http.StatusOK, VertexResultResponse{Analytic: name, Type: res.Spec.Type, Vertex: v, Key: keyOf(s.cfg.Dict, v),
+	writeJSON(w, http.StatusOK, VertexResultResponse{Analytic: name, Type: res.Spec.Type, Vertex: extID(s.cfg.Dict, v), Key: keyOf(s.cfg.Dict, v),
 		Seq: res.Seq, Result: s.keys.vertexResult(x)})
 	return nil
 }

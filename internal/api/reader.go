@@ -93,7 +93,7 @@ func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind
 	if err != nil {
 		return DegreeResponse{}, err
 	}
-	return DegreeResponse{Vertex: u, Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(), Degree: d}, nil
+	return DegreeResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(), Degree: d}, nil
 }
 
 // Neighbors returns one page of u's dir-neighbors in id order: at most
@@ -118,13 +118,13 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	out := NeighborsResponse{Vertex: u, Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
+	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
 		Degree: deg, Neighbors: make([]Neighbor, 0, len(ns))}
 	for i, w := range ns {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: w, Key: keyOf(q.Dict, w), Weight: ws[i]})
+		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: ws[i]})
 	}
 	if more && len(ns) > 0 {
-		last := ns[len(ns)-1]
+		last := extID(q.Dict, ns[len(ns)-1])
 		out.NextAfter = &last
 	}
 	return out, nil
@@ -142,12 +142,12 @@ func (q Reader) Path(ctx context.Context, from, to uint64, o paths.Options) (Pat
 	if err != nil {
 		return PathResponse{}, err
 	}
-	out := PathResponse{From: Vertex{from, keyOf(q.Dict, from)}, To: Vertex{to, keyOf(q.Dict, to)}, Weighted: o.Weighted,
+	out := PathResponse{From: vertexOf(q.Dict, from), To: vertexOf(q.Dict, to), Weighted: o.Weighted,
 		MaxDepth: o.MaxDepth, Seq: v.Seq(), Found: res.Found, Path: []Vertex{}, EdgesRead: res.EdgesRead}
 	if res.Found {
 		out.Length = &res.Length
 		for _, p := range res.Path {
-			out.Path = append(out.Path, Vertex{p, keyOf(q.Dict, p)})
+			out.Path = append(out.Path, vertexOf(q.Dict, p))
 		}
 	}
 	return out, nil
@@ -206,6 +206,6 @@ func (q Reader) Component(ctx context.Context, u uint64) (VertexResultResponse, 
 	if !ok {
 		return VertexResultResponse{}, fmt.Errorf("wcc has no result for vertex %d", u)
 	}
-	return VertexResultResponse{Analytic: "wcc", Type: "wcc", Vertex: u, Key: keyOf(q.Dict, u), Seq: a.Seq(),
+	return VertexResultResponse{Analytic: "wcc", Type: "wcc", Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Seq: a.Seq(),
 		Result: keyer{q.Dict}.vertexResult(x)}, nil
 }

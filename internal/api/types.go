@@ -320,10 +320,13 @@ type keyer struct{ dict *keydict.Dict }
 
 func (k keyer) key(id uint64) string { return keyOf(k.dict, id) }
 
+// id is the vertex id as the sources gave it (see extID).
+func (k keyer) id(id uint64) uint64 { return extID(k.dict, id) }
+
 func (k keyer) ranks(rs []analytics.VertexRank) []VertexRank {
 	out := make([]VertexRank, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, VertexRank{r.Vertex, k.key(r.Vertex), r.Rank})
+		out = append(out, VertexRank{k.id(r.Vertex), k.key(r.Vertex), r.Rank})
 	}
 	return out
 }
@@ -331,7 +334,7 @@ func (k keyer) ranks(rs []analytics.VertexRank) []VertexRank {
 func (k keyer) monitor(m analytics.MonitorSummary) MonitorSummary {
 	out := MonitorSummary{Seq: m.Seq, Threshold: m.Threshold, Above: m.Above, Top: make([]VertexValue, 0, len(m.Top))}
 	for _, v := range m.Top {
-		out.Top = append(out.Top, VertexValue{v.Vertex, k.key(v.Vertex), v.Value})
+		out.Top = append(out.Top, VertexValue{k.id(v.Vertex), k.key(v.Vertex), v.Value})
 	}
 	return out
 }
@@ -345,9 +348,9 @@ func (k keyer) summary(s any) any {
 		if levels == nil {
 			levels = []int{}
 		}
-		return BFSSummary{s.Root, k.key(s.Root), s.Seq, s.Reached, s.MaxLevel, levels}
+		return BFSSummary{k.id(s.Root), k.key(s.Root), s.Seq, s.Reached, s.MaxLevel, levels}
 	case analytics.SSSPSummary:
-		return SSSPSummary{s.Root, k.key(s.Root), s.Seq, s.Reached, s.MaxDist, s.Error}
+		return SSSPSummary{k.id(s.Root), k.key(s.Root), s.Seq, s.Reached, s.MaxDist, s.Error}
 	case analytics.PageRankSummary:
 		return PageRankSummary{s.Seq, s.Vertices, s.Iterations, s.Delta, k.ranks(s.Top)}
 	case analytics.MonitorSummary:
@@ -379,7 +382,7 @@ type (
 		Level int `json:"level"`
 	} // bfs: -1 when unreached
 	ComponentResult struct {
-		Component    uint64 `json:"component"` // smallest vertex id of the component
+		Component    uint64 `json:"component"` // the member with the smallest store id (numbers below 2^32 first, then keys and mapped numbers in order of first sight)
 		ComponentKey string `json:"component_key,omitempty"`
 		Size         int    `json:"size"`
 	}
@@ -410,7 +413,7 @@ func (k keyer) vertexResult(x any) any {
 	case analytics.VertexLevel:
 		return LevelResult{x.Level}
 	case analytics.VertexComponent:
-		return ComponentResult{x.Component, k.key(x.Component), x.Size}
+		return ComponentResult{k.id(x.Component), k.key(x.Component), x.Size}
 	case analytics.VertexDistance:
 		return DistanceResult{x.Distance, x.Reachable}
 	case analytics.VertexRank:
@@ -449,10 +452,10 @@ type AlertsResponse struct {
 }
 
 func (k keyer) alert(a analytics.Alert) Alert {
-	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: a.Vertex, Key: k.key(a.Vertex),
+	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: k.id(a.Vertex), Key: k.key(a.Vertex),
 		Value: a.Value, Threshold: a.Threshold}
 	for _, v := range a.Cycle {
-		out.Cycle = append(out.Cycle, Vertex{v, k.key(v)})
+		out.Cycle = append(out.Cycle, vertexOf(k.dict, v))
 	}
 	return out
 }

@@ -14,9 +14,15 @@ import (
 // a vertex id nor a key the dictionary knows (HTTP 404).
 type UnknownVertexError struct {
 	Vertex string // as given, without a "key:" prefix
+	// Number: Vertex is a number from keydict.MapFrom up that the
+	// dictionary has not mapped: no edge has ever named it.
+	Number bool
 }
 
 func (e *UnknownVertexError) Error() string {
+	if e.Number {
+		return fmt.Sprintf("vertex %s has never been in the graph", e.Vertex)
+	}
 	return fmt.Sprintf("vertex %q is neither an id nor a known key", e.Vertex)
 }
 
@@ -32,7 +38,14 @@ func ResolveVertex(dict *keydict.Dict) func(string) (uint64, error) {
 			if v > engine.MaxVertex {
 				return 0, fmt.Errorf("vertex id %d is above the largest allowed, %d", v, engine.MaxVertex)
 			}
-			return v, nil
+			if dict == nil {
+				return v, nil
+			}
+			id, ok := dict.LookupNum(v)
+			if !ok {
+				return 0, &UnknownVertexError{Vertex: s, Number: true}
+			}
+			return id, nil
 		}
 		if dict != nil {
 			if id, ok := dict.Lookup(s); ok {
@@ -42,6 +55,18 @@ func ResolveVertex(dict *keydict.Dict) func(string) (uint64, error) {
 		return 0, &UnknownVertexError{Vertex: s}
 	}
 }
+
+// extID returns the vertex id as the sources gave it: the number of a
+// mapped number's id (see keydict.NumID), else id itself.
+func extID(dict *keydict.Dict, id uint64) uint64 {
+	if dict != nil {
+		return dict.SourceID(id)
+	}
+	return id
+}
+
+// vertexOf is id as the sources gave it, with its key.
+func vertexOf(dict *keydict.Dict, id uint64) Vertex { return Vertex{extID(dict, id), keyOf(dict, id)} }
 
 // keyOf returns the string key of id, or "" when id is a number or dict is
 // nil.

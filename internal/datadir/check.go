@@ -95,6 +95,10 @@ func Check(path string) (*Report, error) {
 			}
 			r.Problems = append(r.Problems, Problem{File: kp, Offset: off, What: e.Error()})
 		}
+		if r.Keys != nil && r.Keys.Numbers > 0 && r.Store.LowBound > keydict.MapFrom {
+			e := &MixedIDsError{Dir: path, Low: r.Store.LowBound, Numbers: r.Keys.Numbers}
+			r.Problems = append(r.Problems, Problem{File: kp, Offset: 0, What: e.Error()})
+		}
 	}
 	return r, nil
 }

@@ -156,6 +156,10 @@ func Open(path string, o Options) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.decideMapping(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -183,7 +187,57 @@ func OpenReadOnly(path string) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.decideMapping(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
+}
+
+// MixedIDsError reports a data directory in which numbers from
+// keydict.MapFrom up are both mapped by the dictionary and stored as they
+// are: one number may then be two vertices.
+type MixedIDsError struct {
+	Dir     string
+	Low     uint64 // one past the largest numeric id the store holds as is
+	Numbers int    // numbers the dictionary maps
+}
+
+func (e *MixedIDsError) Error() string {
+	return fmt.Sprintf("datadir: the store in %s holds numeric ids up to %d as they are, but %s maps %d numbers from %d up to ids of its own: a number may be two vertices; the store and the dictionary come from different data directories, or the store was written around graphtide (restore both from one backup)",
+		e.Dir, e.Low-1, KeysPath(e.Dir), e.Numbers, keydict.MapFrom)
+}
+
+// MapsNumbers reports whether the data directory maps numeric ids from
+// keydict.MapFrom up to dense ids of the key range (see keydict.NumID).
+func (d *Dir) MapsNumbers() bool { return d.Keys != nil && d.Keys.MapsNumbers() }
+
+// decideMapping turns on the dictionary's mapping of large numeric ids
+// unless the store already holds such ids as they are (a store written
+// before graphtide mapped them): then those ids stay as they are, and the
+// analytics index them through a hash table (internal/views), correct but
+// slower.
+//
+// INVARIANT: in a data directory that maps numbers, no numeric id from
+// keydict.MapFrom up is ever stored as is (every writer decodes through
+// the dictionary: ingest, load), so the decision is the same at every
+// open; one that does not map holds no mapped number (else MixedIDsError).
+func (d *Dir) decideMapping() error {
+	if d.Keys == nil {
+		return nil
+	}
+	sn, err := d.Store.Snapshot()
+	if err != nil {
+		return err
+	}
+	low, _ := sn.VertexBounds()
+	sn.Release()
+	asIs := low > keydict.MapFrom
+	if asIs && d.Keys.Numbers() > 0 {
+		return &MixedIDsError{Dir: d.Path, Low: low, Numbers: d.Keys.Numbers()}
+	}
+	d.Keys.SetMapNumbers(!asIs)
+	return nil
 }
 
 // Close closes the key dictionary (syncing new keys) and the store. It does

@@ -20,6 +20,7 @@ type Report struct {
 	IDs     int
 	Keys    int // records holding a valid key (a duplicate's later record is not counted)
 	Retired int // well-formed retired-id markers
+	Numbers int // mapped numbers among Keys (see NumID)
 	// Torn is the torn tail, or nil. It is not a problem: no Sync returned
 	// for it, and a read-write Open drops it.
 	Torn *Tail
@@ -57,7 +58,7 @@ func Check(path string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keydict: check %s: %w", path, err)
 	}
-	r := &Report{Path: path, Size: c.size, IDs: len(c.keys), Keys: len(c.ids), Retired: c.retired, Torn: c.torn}
+	r := &Report{Path: path, Size: c.size, IDs: len(c.keys), Keys: len(c.ids), Retired: c.retired, Numbers: c.numbers, Torn: c.torn}
 	for _, fd := range c.findings {
 		reason := fd.reason
 		if fd.kind == findFramingLost {

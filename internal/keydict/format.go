@@ -108,6 +108,7 @@ type contents struct {
 	ids     map[string]uint64
 	keys    []string
 	retired int // well-formed retired-id markers
+	numbers int // mapped numbers among keys (see NumID)
 
 	// end is the byte offset just past the last record whose framing is
 	// intact: the start of the torn tail, of the untrusted region after a
@@ -319,12 +320,17 @@ func (s *scanner) records(stopAtFirst bool) error {
 			retire(0, "key checksum: stored %#08x, computed %#08x", kcrc, got)
 		} else if !utf8.Valid(key) {
 			retire(0, "key is not valid utf-8 (its checksum holds)")
+		} else if _, ok := parseNumKey(key); key[0] == numMark && !ok {
+			retire(0, "key starts with a NUL byte but is not a mapped number (NUL, then the decimal digits of a number in [%d, %d))", MapFrom, KeyBase)
 		} else if first, dup := c.ids[string(key)]; dup {
 			retire(first, "duplicate key: the same key as id %d (KeyBase+%d)", first, first-KeyBase)
 		} else {
 			k := string(key)
 			c.ids[k] = KeyBase + index
 			c.keys = append(c.keys, k)
+			if k[0] == numMark {
+				c.numbers++
+			}
 		}
 		c.end = s.off
 		if stopAtFirst && len(c.findings) > 0 {

@@ -18,6 +18,7 @@ type MemorySources struct {
 	Views      *views.Manager // its edge log
 	Analytics  func() int64   // what the analytics hold
 	KafkaFetch func() int64   // the Kafka consumer's buffered fetches
+	Keys       func() int64   // the key dictionary (keys and mapped numbers)
 }
 
 // memoryCollector exports graphtide_memory_budget_bytes (the plan) and
@@ -34,7 +35,7 @@ func NewMemoryCollector(src MemorySources) prometheus.Collector {
 			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom).",
 			[]string{"component"}, nil),
 		used: prometheus.NewDesc("graphtide_memory_bytes",
-			"Memory each component holds now: memgraphs (the store's write buffers), edge_log, analytics, kafka_fetch, go_runtime (all Go memory not returned to the OS).",
+			"Memory each component holds now: memgraphs (the store's write buffers), edge_log, analytics, kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), go_runtime (all Go memory not returned to the OS).",
 			[]string{"component"}, nil),
 	}
 }
@@ -74,6 +75,9 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.KafkaFetch != nil {
 		used("kafka_fetch", c.src.KafkaFetch())
+	}
+	if c.src.Keys != nil {
+		used("key_dictionary", c.src.Keys())
 	}
 	used("go_runtime", goMemory())
 }

@@ -41,7 +41,7 @@ func TestMemoryCollector(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewMemoryCollector(MemorySources{Plan: plan, Store: s, Views: vm,
-		Analytics: func() int64 { return 12345 }, KafkaFetch: func() int64 { return 678 }}))
+		Analytics: func() int64 { return 12345 }, KafkaFetch: func() int64 { return 678 }, Keys: func() int64 { return 910 }}))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,8 @@ func TestMemoryCollector(t *testing.T) {
 	if used["memgraphs"] != float64(m.MemGraphBytes) || m.MemGraphBytes == 0 {
 		t.Errorf("memgraphs %v, the store says %d", used["memgraphs"], m.MemGraphBytes)
 	}
-	if used["edge_log"] != 1000*budget.EdgeBytes || used["analytics"] != 12345 || used["kafka_fetch"] != 678 || used["go_runtime"] <= 0 {
+	if used["edge_log"] != 1000*budget.EdgeBytes || used["analytics"] != 12345 || used["kafka_fetch"] != 678 || used["key_dictionary"] != 910 ||
+		used["go_runtime"] <= 0 {
 		t.Errorf("memory by component: %v", used)
 	}
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()

@@ -186,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err != nil {
 			return nil, err
 		}
+		sink.SetVertexIDs(d.Keys.SourceID)
 		s.sink = sink
 		s.closers = append(s.closers, func() {
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -214,7 +215,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	regr.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: d.Store, Views: s.vm,
-		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes}))
+		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes, Keys: d.Keys.MemoryBytes}))
 
 	if !cfg.HTTP.DisableListening {
 		if err := s.listen(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 )
@@ -18,7 +19,9 @@ import (
 // TestServerIngestsAndStopsDurably: a server with its embedded broker
 // ingests what is produced to it, its store then holds exactly those
 // edges (a map oracle), and after Run returns everything is flushed: the
-// directory reopens with the same graph.
+// directory reopens with the same graph. Half the vertices have sparse
+// 64-bit ids: the store holds them mapped to dense ids of the key band,
+// which read back as the numbers sent, before and after the restart.
 func TestServerIngestsAndStopsDurably(t *testing.T) {
 	dir := t.TempDir()
 	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
@@ -43,9 +46,16 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 
 	want := testref.Edges{}
 	var recs []*kgo.Record
+	sparse := func(v uint64) uint64 {
+		if v%2 == 1 {
+			return (v*0x9E3779B97F4A7C15)%(keydict.KeyBase-keydict.MapFrom) + keydict.MapFrom
+		}
+		return v
+	}
 	for _, e := range (gen.RMAT{Scale: 8, EdgeFactor: 4, Seed: 3}).Generate() {
-		recs = append(recs, &kgo.Record{Topic: "edges", Value: decode.AppendBinary(nil, decode.Edge{Op: decode.OpUpsert, Src: e.Src, Dst: e.Dst, Weight: 1})})
-		want[[2]uint64{e.Src, e.Dst}] = 1
+		src, dst := sparse(e.Src), sparse(e.Dst)
+		recs = append(recs, &kgo.Record{Topic: "edges", Value: decode.AppendBinary(nil, decode.Edge{Op: decode.OpUpsert, Src: src, Dst: dst, Weight: 1})})
+		want[[2]uint64{src, dst}] = 1
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(srv.Brokers()...))
 	if err != nil {
@@ -55,7 +65,9 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	edgesOf := func(s *engine.Store) testref.Edges {
+	// edgesOf reads the store's edges with the ids as sent.
+	edgesOf := func(srv *Server) testref.Edges {
+		s, dict := srv.Store(), srv.Keys()
 		m, err := views.NewManager(s, views.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +81,12 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		got := testref.Edges{}
 		if err := v.Each(engine.Out, true, func(u uint64, nb []uint64, ws []float64) {
 			for i, w := range nb {
-				got[[2]uint64{u, w}] = ws[i]
+				for _, x := range []uint64{u, w} {
+					if x >= keydict.MapFrom && !keydict.IsKeyID(x) {
+						t.Fatalf("the store holds the number %d as it is", x)
+					}
+				}
+				got[[2]uint64{dict.SourceID(u), dict.SourceID(w)}] = ws[i]
 			}
 		}); err != nil {
 			t.Fatal(err)
@@ -77,9 +94,9 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		return got
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for len(edgesOf(srv.Store())) != len(want) {
+	for len(edgesOf(srv)) != len(want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("ingested %d of %d edges", len(edgesOf(srv.Store())), len(want))
+			t.Fatalf("ingested %d of %d edges", len(edgesOf(srv)), len(want))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -94,7 +111,7 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		t.Fatalf("reopening after Run: %v", err)
 	}
 	defer srv2.Close()
-	got := edgesOf(srv2.Store())
+	got := edgesOf(srv2)
 	if len(got) != len(want) {
 		t.Fatalf("after a restart the store holds %d edges, want %d", len(got), len(want))
 	}

@@ -21,9 +21,13 @@ import (
 //	[D+K, Len())        every other id (sparse numbers, late keys), through
 //	                    a hash table, in the order they were first seen
 //
-// INVARIANTS: D is chosen so that at least half of the ids of [0, D) are
-// present when the generation is built, K likewise for the keys, so the
-// identity regions cost O(vertices present); a generation's layout (D, K,
+// INVARIANTS: D is at most twice the ids of [0, D) present when the
+// generation is built, K likewise for the keys, so the identity regions
+// cost O(vertices present). Each region covers the ids of which at least
+// half are present and then up to half as many again, as headroom: ids are
+// handed out in increasing order (keys and mapped numbers by the key
+// dictionary, dense numbers by most sources), so the vertices that arrive
+// later fall into the region, not into the hash table. A generation's layout (D, K,
 // the hash part's order) never changes: later vertices only append indexes,
 // so a space made later in the same generation extends an earlier one
 // (Extends). A new generation (regions rebuilt to take in the ids that
@@ -412,10 +416,28 @@ func prefix(ids []uint64, base uint64) uint64 {
 	return d
 }
 
+// withHeadroom is the identity region for a prefix p (see prefix) in which
+// n ids are present: half as much again, within twice n.
+func withHeadroom(p uint64, n int) uint64 {
+	return max(p, min(p+p/2, 2*uint64(n)))
+}
+
+// regionIDs is how many of the sorted ids s, all at least base, lie below
+// base+d.
+func regionIDs(s []uint64, base, d uint64) int {
+	i, _ := slices.BinarySearch(s, base+d)
+	return i
+}
+
 // buildGen lays out a generation for sorted, unique ids.
 func buildGen(ids []uint64) (*idGen, error) {
 	split := keysFrom(ids)
 	d, k := prefix(ids[:split], 0), prefix(ids[split:], highBase)
+	d = withHeadroom(d, regionIDs(ids[:split], 0, d))
+	k = withHeadroom(k, regionIDs(ids[split:], highBase, k))
+	if d > highBase {
+		d = highBase // the numeric region ends where the keys begin
+	}
 	g := &idGen{dense: d, keys: k, seenDense: newBitmap(d), seenKeys: newBitmap(k)}
 	var sparse []uint64
 	for _, x := range ids {

@@ -234,7 +234,7 @@ func (x *vertexIndex) maybeRebuild() error {
 	}
 	ids := g.ids(make([]uint64, 0, g.len()))
 	split := keysFrom(ids)
-	if prefix(ids[:split], 0) == g.dense && prefix(ids[split:], highBase) == g.keys {
+	if prefix(ids[:split], 0) <= g.dense && prefix(ids[split:], highBase) <= g.keys {
 		g.checked = len(g.sparse) // nothing would move into the identity regions
 		return nil
 	}

@@ -716,8 +716,11 @@ func TestIDSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, k, h := s.Regions(); d != 100 || k != 50 || h != len(sparse) || s.Len() != 100+50+len(sparse) {
-		t.Fatalf("regions %d %d %d, len %d; want 100 50 %d", d, k, h, s.Len(), len(sparse))
+	// The regions: the ids at least half present (90 of [0, 100), 50 of
+	// the first 50 keys), and half as much again as headroom for the ids
+	// that come next.
+	if d, k, h := s.Regions(); d != 150 || k != 75 || h != len(sparse) || s.Len() != 150+75+len(sparse) {
+		t.Fatalf("regions %d %d %d, len %d; want 150 75 %d", d, k, h, s.Len(), len(sparse))
 	}
 	for _, v := range ids {
 		i, ok := s.Index(v)
@@ -730,7 +733,7 @@ func TestIDSpace(t *testing.T) {
 			t.Fatalf("index %d -> id %d -> %d %v", i, s.ID(i), j, ok)
 		}
 	}
-	for _, v := range []uint64{100, 999, engine.HighIDBase + 50, engine.HighIDBase - 3, 1<<40 + 1} {
+	for _, v := range []uint64{150, 999, engine.HighIDBase + 75, engine.HighIDBase - 3, 1<<40 + 1} {
 		if _, ok := s.Index(v); ok {
 			t.Fatalf("%d should be outside the space", v)
 		}
@@ -739,7 +742,7 @@ func TestIDSpace(t *testing.T) {
 	for _, c := range []struct {
 		step     uint64
 		wantDens uint64
-	}{{1, 1000}, {2, 1999}, {3, 4}, {1000, 1}} {
+	}{{1, 1500}, {2, 2000}, {3, 4}, {1000, 1}} {
 		var xs []uint64
 		for i := uint64(0); i < 1000; i++ {
 			xs = append(xs, i*c.step)

@@ -276,6 +276,7 @@ func TestAnyIDInAnalytics(t *testing.T) {
 	// Vertex by vertex, over the API.
 	fromSeven, fromKey := levels("7"), levels(keyName(keys[0]))
 	reachedKeys, reachedBig := 0, 0
+	compLabel := map[*string]string{} // by the component's member list
 	for n := range names {
 		var bfs, bfsKey struct{ Result api.LevelResult }
 		var sssp struct{ Result api.DistanceResult }
@@ -312,23 +313,31 @@ func TestAnyIDInAnalytics(t *testing.T) {
 		if bfsKey.Result.Level != want {
 			t.Errorf("bfs from %s: vertex %s at level %d, want %d", keys[0], n, bfsKey.Result.Level, want)
 		}
-		// The component: its size, and its name, the smallest id: the
-		// smallest number when it holds one (numbers lie below every key
-		// id), else one of its keys.
+		// The component: its size, and its name, the member with the
+		// smallest store id: the smallest number below 2^32 when it holds
+		// one (such numbers are stored as they are, below every mapped
+		// number and key), else a member; the same for every member.
 		members := comp[n]
 		if wcc.Result.Size != len(members) {
 			t.Errorf("wcc: vertex %s in a component of %d, want %d", n, wcc.Result.Size, len(members))
 		}
+		label := strconv.FormatUint(wcc.Result.Component, 10)
+		if wcc.Result.ComponentKey != "" {
+			label = keyName(wcc.Result.ComponentKey)
+		}
 		var smallest uint64 = math.MaxUint64
 		for _, m := range members {
-			if v, err := strconv.ParseUint(m, 10, 64); err == nil {
+			if v, err := strconv.ParseUint(m, 10, 64); err == nil && v < 1<<32 {
 				smallest = min(smallest, v)
 			}
 		}
-		if smallest != math.MaxUint64 && wcc.Result.Component != smallest ||
-			smallest == math.MaxUint64 && !slices.Contains(members, keyName(wcc.Result.ComponentKey)) {
-			t.Errorf("wcc: vertex %s in component %d (key %q), want the smallest id of %v", n, wcc.Result.Component, wcc.Result.ComponentKey, members)
+		if smallest != math.MaxUint64 && label != strconv.FormatUint(smallest, 10) || !slices.Contains(members, label) {
+			t.Errorf("wcc: vertex %s in component %s, want the smallest number below 2^32 of %v, or else a member", n, label, members)
 		}
+		if first, ok := compLabel[&members[0]]; ok && first != label {
+			t.Errorf("wcc: vertex %s in component %s, another member in %s", n, label, first)
+		}
+		compLabel[&members[0]] = label
 		if got, want := pr.Result.Rank, ranks[standIn[n]]; math.Abs(got-want) > 1e-5 {
 			t.Errorf("pagerank: vertex %s has rank %v, want %v", n, got, want)
 		}

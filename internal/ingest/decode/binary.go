@@ -46,6 +46,7 @@ func AppendBinary(dst []byte, e Edge) []byte {
 // needs no scratch space.
 type binaryDecoder struct {
 	rules
+	ids []uint64 // scratch: the mapped ids of the value, in order (see Decode)
 }
 
 func (d *binaryDecoder) Format() Format { return FormatBinary }
@@ -61,6 +62,26 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 		}
 		off += size
 	}
+	// Mapped ids are taken before anything is emitted, so that a failure
+	// emits nothing; the emitting pass then takes them in order.
+	ids := d.ids[:0]
+	if d.nums != nil {
+		for off := 0; off < len(v); off += entrySize(v[off+1]) {
+			e := v[off:]
+			src, dst := binary.LittleEndian.Uint64(e[2:]), binary.LittleEndian.Uint64(e[10:])
+			if d.mapped(src) || d.mapped(dst) {
+				if err := d.mapIDs(Op(e[0]), &src, &dst); err != nil {
+					return err
+				}
+				ids = append(ids, src, dst)
+			}
+		}
+	}
+	if cap(ids) <= maxRetainedEdges {
+		d.ids = ids[:0]
+	} else {
+		d.ids = nil
+	}
 	for off := 0; off < len(v); {
 		rest := v[off:]
 		flags := rest[1]
@@ -68,6 +89,9 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 			Op:  Op(rest[0]),
 			Src: binary.LittleEndian.Uint64(rest[2:]),
 			Dst: binary.LittleEndian.Uint64(rest[10:]),
+		}
+		if len(ids) > 0 && (d.mapped(e.Src) || d.mapped(e.Dst)) {
+			e.Src, e.Dst, ids = ids[0], ids[1], ids[2:]
 		}
 		p := binFixedSize
 		if flags&flagWeight != 0 {
@@ -83,6 +107,18 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 		off += p
 	}
 	return nil
+}
+
+// entrySize is the size of a valid entry with these flags.
+func entrySize(flags byte) int {
+	size := binFixedSize
+	if flags&flagWeight != 0 {
+		size += binOptSize
+	}
+	if flags&flagEventTime != 0 {
+		size += binOptSize
+	}
+	return size
 }
 
 // check validates the entry at v[off:] and returns its size.

@@ -62,6 +62,14 @@ type bytesResolver interface {
 	IDBytes(key []byte) (uint64, error)
 }
 
+// numResolver is an optional KeyResolver method set that maps large
+// numeric ids to dense ids (*keydict.Dict implements it; see
+// keydict.NumID). A decoder uses it when MapsNumbers is true at New.
+type numResolver interface {
+	MapsNumbers() bool
+	NumID(n uint64) (uint64, error)
+}
+
 // Decoder decodes record values of one Format. It is not safe for concurrent
 // use.
 type Decoder interface {
@@ -133,6 +141,9 @@ func New(f Format, keys KeyResolver) Decoder {
 	if keys != nil {
 		r.maxNumeric = keydict.KeyBase - 1
 		r.keysBytes, _ = keys.(bytesResolver)
+		if n, ok := keys.(numResolver); ok && n.MapsNumbers() {
+			r.nums = n
+		}
 	}
 	switch f {
 	case FormatBinary:
@@ -165,6 +176,30 @@ type rules struct {
 	keys       KeyResolver   // nil: string keys are an error
 	keysBytes  bytesResolver // keys, if it implements IDBytes
 	maxNumeric uint64        // largest numeric vertex id accepted
+	nums       numResolver   // maps numeric ids from keydict.MapFrom up; nil: kept as they are
+}
+
+// mapped reports whether the numeric id id is one the decoder maps.
+func (r *rules) mapped(id uint64) bool {
+	return r.nums != nil && id >= keydict.MapFrom && id < keydict.KeyBase
+}
+
+// mapIDs replaces src and, but for a vertex delete, dst by their mapped
+// ids where they are numbers the decoder maps. Called only once the whole
+// value is valid, so a bad record takes no ids; an error (the dictionary
+// failed or is full) is not an *Error.
+func (r *rules) mapIDs(op Op, src, dst *uint64) error {
+	for i, p := range [2]*uint64{src, dst} {
+		if i == 1 && op == OpDeleteVertex || !r.mapped(*p) {
+			continue
+		}
+		id, err := r.nums.NumID(*p)
+		if err != nil {
+			return fmt.Errorf("decode %s: map vertex id %d: %w", r.format, *p, err)
+		}
+		*p = id
+	}
+	return nil
 }
 
 func (r *rules) errorf(off int, format string, args ...any) *Error {

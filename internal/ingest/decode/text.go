@@ -172,6 +172,14 @@ func (d *textDecoder) Decode(v []byte, emit func(Edge)) error {
 			}
 		}
 	}
+	if d.nums != nil {
+		for i := range entries {
+			e := &entries[i]
+			if err := d.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
+				return err
+			}
+		}
+	}
 	for i := range entries {
 		e := &entries[i]
 		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight})

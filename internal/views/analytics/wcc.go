@@ -9,7 +9,9 @@ import (
 
 // wcc keeps the weakly connected components with a union-find over the
 // dense indexes. The component of a vertex is named by its smallest vertex
-// id; a vertex without edges is its own component.
+// id in the store (where mapped numbers and keys lie above every number
+// below 2^32; see keydict.NumID); a vertex without edges is its own
+// component.
 //
 // INVARIANT (between calls): two vertices share a root iff they are weakly
 // connected in the graph at seq. Inserts only merge (union). A delete may

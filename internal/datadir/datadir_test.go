@@ -1,0 +1,144 @@
+package datadir
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/keydict"
+)
+
+func apply(t *testing.T, s *engine.Store, src, dst uint64) {
+	t.Helper()
+	var b engine.Batch
+	b.Insert(src, dst)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNumberMapping: a data directory maps numbers from keydict.MapFrom up
+// unless its store already holds such numbers as they are, keeps the same
+// decision at every open, and refuses a store and a dictionary that
+// disagree.
+func TestNumberMapping(t *testing.T) {
+	const big = keydict.MapFrom + 12345
+	t.Run("new directory maps", func(t *testing.T) {
+		dir := t.TempDir()
+		d, err := Open(dir, Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.MapsNumbers() {
+			t.Fatal("a new data directory does not map numbers")
+		}
+		id, err := d.Keys.NumID(big)
+		if err != nil || !keydict.IsKeyID(id) {
+			t.Fatalf("NumID(%d) = %d, %v", big, id, err)
+		}
+		if err := d.Keys.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, d.Store, 1, id)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, open := range []func() (*Dir, error){
+			func() (*Dir, error) { return Open(dir, Options{}) },
+			func() (*Dir, error) { return OpenReadOnly(dir) },
+		} {
+			d, err := open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.MapsNumbers() {
+				t.Error("reopened: does not map numbers")
+			}
+			if got, ok := d.Keys.LookupNum(big); !ok || got != id {
+				t.Errorf("reopened: LookupNum(%d) = %d, %v; want %d", big, got, ok, id)
+			}
+			d.Close()
+		}
+	})
+	t.Run("store with large numbers as they are", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := engine.Open(StorePath(dir), &engine.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(t, s, 1, big)
+		s.Close()
+		d, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.MapsNumbers() {
+			t.Fatal("maps numbers over a store that holds them as they are")
+		}
+		if id, err := d.Keys.NumID(big); err != nil || id != big {
+			t.Fatalf("NumID(%d) = %d, %v; want it as it is", big, id, err)
+		}
+		d.Close()
+		// A dictionary that maps numbers beside that store: refused.
+		k, err := keydict.Open(KeysPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.SetMapNumbers(true)
+		if _, err := k.NumID(big + 1); err != nil {
+			t.Fatal(err)
+		}
+		k.Close()
+		for name, open := range map[string]func() (*Dir, error){
+			"Open":         func() (*Dir, error) { return Open(dir, Options{}) },
+			"OpenReadOnly": func() (*Dir, error) { return OpenReadOnly(dir) },
+		} {
+			var me *MixedIDsError
+			if d, err := open(); !errors.As(err, &me) || me.Numbers != 1 || me.Low != big+1 {
+				if d != nil {
+					d.Close()
+				}
+				t.Errorf("%s: %v, want a MixedIDsError", name, err)
+			}
+		}
+	})
+}
+
+// TestCheckReportsMixedIDs: Check finds what Open refuses, and writes
+// nothing.
+func TestCheckReportsMixedIDs(t *testing.T) {
+	const big = keydict.MapFrom + 5
+	dir := t.TempDir()
+	s, err := engine.Open(StorePath(dir), &engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, big, 2)
+	s.Close()
+	k, err := keydict.Open(KeysPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.SetMapNumbers(true)
+	if _, err := k.NumID(big); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	r, err := Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range r.Problems {
+		if p.File == KeysPath(dir) && strings.Contains(p.What, "a number may be two vertices") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("Check problems %v: the mixed ids are not among them", r.Problems)
+	}
+}
