@@ -3,6 +3,7 @@ package alerts
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 )
 
 // The sink against franz-go's in-process broker; the real-broker test of
-// alerts end to end lives in test/kafka.
+// alerts end to end lives in test/kafka. The sink turns the store's ids
+// into the sources' (here: ids from 4 up stand for 1000 times themselves),
+// without changing the alerts it was given.
 func TestKafkaSinkDeliversAlerts(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -25,11 +28,24 @@ func TestKafkaSinkDeliversAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []analytics.Alert{
+	k.SetVertexIDs(func(v uint64) uint64 {
+		if v >= 4 {
+			return v * 1000
+		}
+		return v
+	})
+	given := []analytics.Alert{
 		{Analytic: "fraud", Kind: "cycle", Seq: 7, Vertex: 3, Cycle: []uint64{3, 4, 5}, Value: 3},
 		{Analytic: "hubs", Kind: "fan_in", Seq: 8, Vertex: 9, Value: 12, Threshold: 10},
 	}
-	k.Publish(want)
+	k.Publish(given)
+	if given[0].Cycle[1] != 4 || given[1].Vertex != 9 {
+		t.Fatalf("Publish changed the alerts it was given: %+v", given)
+	}
+	want := []analytics.Alert{
+		{Analytic: "fraud", Kind: "cycle", Seq: 7, Vertex: 3, Cycle: []uint64{3, 4000, 5000}, Value: 3},
+		{Analytic: "hubs", Kind: "fan_in", Seq: 8, Vertex: 9000, Value: 12, Threshold: 10},
+	}
 	k.Close(ctx)
 	if sent, dropped, failed := k.Stats(); sent != 2 || dropped != 0 || failed != 0 {
 		t.Fatalf("sent %d dropped %d failed %d", sent, dropped, failed)
@@ -53,14 +69,14 @@ func TestKafkaSinkDeliversAlerts(t *testing.T) {
 		if err := json.Unmarshal(r.Value, &a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Analytic != want[i].Analytic || a.Kind != want[i].Kind || a.Vertex != want[i].Vertex || len(a.Cycle) != len(want[i].Cycle) {
+		if a.Analytic != want[i].Analytic || a.Kind != want[i].Kind || a.Vertex != want[i].Vertex || !slices.Equal(a.Cycle, want[i].Cycle) {
 			t.Fatalf("alert %d: %+v, want %+v", i, a, want[i])
 		}
 		h := map[string]string{}
 		for _, x := range r.Headers {
 			h[x.Key] = string(x.Value)
 		}
-		if h[HeaderAnalytic] != want[i].Analytic || h[HeaderKind] != want[i].Kind || string(r.Key) != []string{"3", "9"}[i] {
+		if h[HeaderAnalytic] != want[i].Analytic || h[HeaderKind] != want[i].Kind || string(r.Key) != []string{"3", "9000"}[i] {
 			t.Fatalf("alert %d: key %q headers %v", i, r.Key, h)
 		}
 	}
