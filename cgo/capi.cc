@@ -18,6 +18,27 @@ struct gt_snapshot {
   gt::SnapshotReader r;
 };
 
+// INVARIANT: the core's Status codes are the C header's, value for value:
+// Fail converts one to the other by a cast.
+static_assert(static_cast<int32_t>(gt::Code::kOk) == GT_OK, "gt::Code::kOk != GT_OK");
+static_assert(static_cast<int32_t>(gt::Code::kInvalid) == GT_ERR_INVALID, "gt::Code::kInvalid != GT_ERR_INVALID");
+static_assert(static_cast<int32_t>(gt::Code::kIO) == GT_ERR_IO, "gt::Code::kIO != GT_ERR_IO");
+static_assert(static_cast<int32_t>(gt::Code::kCorruption) == GT_ERR_CORRUPTION,
+              "gt::Code::kCorruption != GT_ERR_CORRUPTION");
+static_assert(static_cast<int32_t>(gt::Code::kClosed) == GT_ERR_CLOSED, "gt::Code::kClosed != GT_ERR_CLOSED");
+static_assert(static_cast<int32_t>(gt::Code::kBuffer) == GT_ERR_BUFFER, "gt::Code::kBuffer != GT_ERR_BUFFER");
+static_assert(static_cast<int32_t>(gt::Code::kInternal) == GT_ERR_INTERNAL, "gt::Code::kInternal != GT_ERR_INTERNAL");
+static_assert(static_cast<int32_t>(gt::Code::kLocked) == GT_ERR_LOCKED, "gt::Code::kLocked != GT_ERR_LOCKED");
+
+// INVARIANT: gt_file_info.flags passes the segment header's flags on as
+// they are, so the header's bits are the segment format's.
+static_assert(gt::kFlagDense == GT_FILE_DENSE, "kFlagDense != GT_FILE_DENSE");
+static_assert(gt::kFlagVers == GT_FILE_VERSIONS, "kFlagVers != GT_FILE_VERSIONS");
+static_assert(gt::kFlagWeights == GT_FILE_WEIGHTS, "kFlagWeights != GT_FILE_WEIGHTS");
+static_assert(gt::kFlagDst32 == GT_FILE_DST32, "kFlagDst32 != GT_FILE_DST32");
+static_assert(gt::kFlagMultiVersion == GT_FILE_MULTI_VERSION, "kFlagMultiVersion != GT_FILE_MULTI_VERSION");
+static_assert(gt::kFlagTombstones == GT_FILE_TOMBSTONES, "kFlagTombstones != GT_FILE_TOMBSTONES");
+
 namespace {
 
 char *Dup(const std::string &s) {

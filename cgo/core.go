@@ -34,6 +34,16 @@ const (
 	CodeLocked     = int(C.GT_ERR_LOCKED)
 )
 
+// The bits of a file's flags, as in GT_FILE_*.
+const (
+	FileDense        = uint32(C.GT_FILE_DENSE)
+	FileVersions     = uint32(C.GT_FILE_VERSIONS)
+	FileWeights      = uint32(C.GT_FILE_WEIGHTS)
+	FileDst32        = uint32(C.GT_FILE_DST32)
+	FileMultiVersion = uint32(C.GT_FILE_MULTI_VERSION)
+	FileTombstones   = uint32(C.GT_FILE_TOMBSTONES)
+)
+
 // MaxVertex is GT_MAX_VERTEX.
 const MaxVertex = uint64(C.GT_MAX_VERTEX)
 

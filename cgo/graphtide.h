@@ -247,6 +247,14 @@ int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, 
 int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs, uint64_t *dsts,
                        double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err);
 
+/* The bits of gt_file_info.flags (as the segment file's header stores them). */
+#define GT_FILE_DENSE 0x01u         /* a dense vertex table (else a sparse index) */
+#define GT_FILE_VERSIONS 0x02u      /* a version column */
+#define GT_FILE_WEIGHTS 0x04u       /* a weight column */
+#define GT_FILE_DST32 0x08u         /* destinations stored in 32 bits */
+#define GT_FILE_MULTI_VERSION 0x10u /* some edge has several versions */
+#define GT_FILE_TOMBSTONES 0x20u    /* some version is a delete */
+
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {
   uint64_t id;
@@ -255,7 +263,7 @@ typedef struct gt_file_info {
   uint64_t min_src, max_src, max_dst;
   uint64_t vertices, entries, bytes;
   uint64_t min_seq, max_seq;
-  uint32_t flags; /* bit 0 dense table, 1 versions, 2 weights, 3 u32 dsts, 4 multi-version, 5 tombstones */
+  uint32_t flags; /* GT_FILE_* bits */
   uint32_t reserved;
 } gt_file_info;
 

@@ -224,8 +224,9 @@ func (s *Store) Files() ([]FileInfo, error) {
 		out[i] = FileInfo{ID: f.ID, Name: fmt.Sprintf("%08d.seg", f.ID), Level: int(f.Level), Dir: Direction(f.Dir),
 			MinSrc: f.MinSrc, MaxSrc: f.MaxSrc, MaxDst: f.MaxDst, Vertices: f.Vertices, Entries: f.Entries,
 			Bytes: f.Bytes, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
-			Dense: f.Flags&1 != 0, Versions: f.Flags&2 != 0, Weights: f.Flags&4 != 0, Dst32: f.Flags&8 != 0,
-			MultiVersion: f.Flags&16 != 0, Tombstones: f.Flags&32 != 0}
+			Dense: f.Flags&core.FileDense != 0, Versions: f.Flags&core.FileVersions != 0,
+			Weights: f.Flags&core.FileWeights != 0, Dst32: f.Flags&core.FileDst32 != 0,
+			MultiVersion: f.Flags&core.FileMultiVersion != 0, Tombstones: f.Flags&core.FileTombstones != 0}
 	}
 	return out, nil
 }
