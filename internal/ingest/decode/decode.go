@@ -243,13 +243,15 @@ func keyReason(key string) string {
 		return fmt.Sprintf("key %s of %d bytes is longer than %d", clip(key), len(key), keydict.MaxKeyLen)
 	case !utf8.ValidString(key):
 		return fmt.Sprintf("key %s is not valid utf-8", clip(key))
+	case key[0] == 0:
+		return fmt.Sprintf("key %s starts with a NUL byte, which the key dictionary keeps for the numbers it maps", clip(key))
 	}
 	return ""
 }
 
 // keyReasonBytes is keyReason for a key held in bytes.
 func keyReasonBytes(key []byte) string {
-	if len(key) == 0 || len(key) > keydict.MaxKeyLen || !utf8.Valid(key) {
+	if len(key) == 0 || len(key) > keydict.MaxKeyLen || !utf8.Valid(key) || key[0] == 0 {
 		return keyReason(string(key))
 	}
 	return ""

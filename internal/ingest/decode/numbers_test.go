@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -75,5 +77,30 @@ func TestMappedNumbers(t *testing.T) {
 			checkEdges(t, raw, []Edge{{Op: OpUpsert, Src: 5, Dst: big1}, {Op: OpUpsert, Src: big2, Dst: big1},
 				{Op: OpDeleteVertex, Src: big3}, {Op: OpDeleteEdge, Src: 9, Dst: 10}})
 		})
+	}
+}
+
+// TestNULKeysDeadLettered: a key that starts with NUL (the form the key
+// dictionary keeps for mapped numbers) is the record's fault, an *Error
+// that dead-letters it, never a dictionary failure that stops ingestion.
+func TestNULKeysDeadLettered(t *testing.T) {
+	d, err := keydict.Open(filepath.Join(t.TempDir(), "keys.dict"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetMapNumbers(true)
+	for f, v := range map[Format]string{
+		FormatJSON: `{"src":"\u00004294967296","dst":1}`,
+		FormatText: "\x004294967296 1\n",
+	} {
+		got, err := decodeAll(New(f, d), []byte(v))
+		var de *Error
+		if !errors.As(err, &de) || !strings.Contains(de.Reason, "starts with a NUL byte") || len(got) != 0 {
+			t.Errorf("%s: %v (emitted %v), want an *Error about the NUL byte", f, err, got)
+		}
+	}
+	if d.Len() != 0 {
+		t.Fatalf("the bad keys took %d ids", d.Len())
 	}
 }
