@@ -405,39 +405,30 @@ func (g *idGen) bytes() int64 {
 
 // prefix returns, for sorted unique ids all at least base, one past the
 // largest offset o = id - base such that at least half of [0, o] are
-// offsets of ids (0 when none is): the identity region it can cover.
-func prefix(ids []uint64, base uint64) uint64 {
-	var d uint64
+// offsets of ids (0 when none is), and n, how many ids lie below it: the
+// identity region it can cover.
+func prefix(ids []uint64, base uint64) (end uint64, n int) {
 	for k, x := range ids {
 		if o := x - base; o < 2*uint64(k+1) {
-			d = o + 1
+			end, n = o+1, k+1
 		}
 	}
-	return d
+	return end, n
 }
 
-// withHeadroom is the identity region for a prefix p (see prefix) in which
-// n ids are present: half as much again, within twice n.
-func withHeadroom(p uint64, n int) uint64 {
+// region is the identity region a generation lays out for ids (sorted,
+// unique, all at least base): the prefix, and half as much again as
+// headroom, within twice the ids it holds (so the numeric region ends far
+// below the keys' 2^62 for any set of ids that fits in memory).
+func region(ids []uint64, base uint64) uint64 {
+	p, n := prefix(ids, base)
 	return max(p, min(p+p/2, 2*uint64(n)))
-}
-
-// regionIDs is how many of the sorted ids s, all at least base, lie below
-// base+d.
-func regionIDs(s []uint64, base, d uint64) int {
-	i, _ := slices.BinarySearch(s, base+d)
-	return i
 }
 
 // buildGen lays out a generation for sorted, unique ids.
 func buildGen(ids []uint64) (*idGen, error) {
 	split := keysFrom(ids)
-	d, k := prefix(ids[:split], 0), prefix(ids[split:], highBase)
-	d = withHeadroom(d, regionIDs(ids[:split], 0, d))
-	k = withHeadroom(k, regionIDs(ids[split:], highBase, k))
-	if d > highBase {
-		d = highBase // the numeric region ends where the keys begin
-	}
+	d, k := region(ids[:split], 0), region(ids[split:], highBase)
 	g := &idGen{dense: d, keys: k, seenDense: newBitmap(d), seenKeys: newBitmap(k)}
 	var sparse []uint64
 	for _, x := range ids {

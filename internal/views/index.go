@@ -234,7 +234,9 @@ func (x *vertexIndex) maybeRebuild() error {
 	}
 	ids := g.ids(make([]uint64, 0, g.len()))
 	split := keysFrom(ids)
-	if prefix(ids[:split], 0) <= g.dense && prefix(ids[split:], highBase) <= g.keys {
+	pd, _ := prefix(ids[:split], 0)
+	pk, _ := prefix(ids[split:], highBase)
+	if pd <= g.dense && pk <= g.keys {
 		g.checked = len(g.sparse) // nothing would move into the identity regions
 		return nil
 	}
