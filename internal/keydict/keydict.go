@@ -188,6 +188,10 @@ func CheckKey(key string) error {
 	return nil
 }
 
+// Mappable reports whether the number n is one a dictionary maps when it
+// maps numbers: n in [MapFrom, KeyBase).
+func Mappable(n uint64) bool { return n >= MapFrom && n < KeyBase }
+
 // numMark starts the dictionary key of a mapped number (NumID): NUL, then
 // the number's decimal digits. CheckKey refuses keys that start with it.
 const numMark = 0
@@ -214,7 +218,7 @@ func parseNumKey[T ~string | ~[]byte](k T) (uint64, bool) {
 		}
 		n = n*10 + uint64(c-'0') // 19 digits cannot overflow
 	}
-	return n, n >= MapFrom && n < KeyBase
+	return n, Mappable(n)
 }
 
 // Dict is an open key dictionary. See the package documentation.
@@ -392,7 +396,7 @@ func (d *Dict) MapsNumbers() bool { return d.mapNumbers.Load() }
 // synced and recovered as keys are: see Sync), else n itself. It does not
 // allocate for a number already known.
 func (d *Dict) NumID(n uint64) (uint64, error) {
-	if n < MapFrom || n >= KeyBase || !d.mapNumbers.Load() {
+	if !Mappable(n) || !d.mapNumbers.Load() {
 		return n, nil
 	}
 	var buf [maxNumKey]byte
@@ -409,7 +413,7 @@ func (d *Dict) NumID(n uint64) (uint64, error) {
 // LookupNum is NumID without assigning: false for a number from MapFrom up
 // that the dictionary has not mapped (a vertex never seen).
 func (d *Dict) LookupNum(n uint64) (uint64, bool) {
-	if n < MapFrom || n >= KeyBase || !d.mapNumbers.Load() {
+	if !Mappable(n) || !d.mapNumbers.Load() {
 		return n, true
 	}
 	var buf [maxNumKey]byte

@@ -55,17 +55,19 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 	if len(v) == 0 {
 		return d.errorf(0, "empty value")
 	}
+	anyMapped := false
 	for off := 0; off < len(v); {
 		size, err := d.check(v, off)
 		if err != nil {
 			return err
 		}
+		anyMapped = anyMapped || d.mapped(binary.LittleEndian.Uint64(v[off+2:])) || d.mapped(binary.LittleEndian.Uint64(v[off+10:]))
 		off += size
 	}
 	// Mapped ids are taken before anything is emitted, so that a failure
 	// emits nothing; the emitting pass then takes them in order.
 	ids := d.ids[:0]
-	if d.nums != nil {
+	if anyMapped {
 		for off := 0; off < len(v); off += entrySize(v[off+1]) {
 			e := v[off:]
 			src, dst := binary.LittleEndian.Uint64(e[2:]), binary.LittleEndian.Uint64(e[10:])

@@ -181,7 +181,7 @@ type rules struct {
 
 // mapped reports whether the numeric id id is one the decoder maps.
 func (r *rules) mapped(id uint64) bool {
-	return r.nums != nil && id >= keydict.MapFrom && id < keydict.KeyBase
+	return r.nums != nil && keydict.Mappable(id)
 }
 
 // mapIDs replaces src and, but for a vertex delete, dst by their mapped
