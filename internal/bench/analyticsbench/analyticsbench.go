@@ -29,7 +29,6 @@ package analyticsbench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -167,6 +166,36 @@ func timed(f func() error) (float64, error) {
 	return time.Since(t0).Seconds(), err
 }
 
+// inFirstAppearance calls f once for each vertex of [0, nv), in the order
+// in which the edge lists name them first (as ingestion sees them), then
+// for the vertices they never name, in order. It stops at f's first error.
+func inFirstAppearance(nv uint64, lists [][]gen.Edge, f func(v uint64) error) error {
+	seen := make([]bool, nv)
+	visit := func(v uint64) error {
+		if seen[v] {
+			return nil
+		}
+		seen[v] = true
+		return f(v)
+	}
+	for _, es := range lists {
+		for _, e := range es {
+			if err := visit(e.Src); err != nil {
+				return err
+			}
+			if err := visit(e.Dst); err != nil {
+				return err
+			}
+		}
+	}
+	for v := range nv {
+		if err := visit(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // load applies edges (under ids) to a new store in dir and compacts it.
 func load(dir string, edges []gen.Edge, id func(uint64) uint64) (*engine.Store, error) {
 	s, err := engine.Open(dir, &engine.Options{InEdges: true})
@@ -261,26 +290,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			dict.SetMapNumbers(true)
 			t0 := time.Now()
 			ids := make([]uint64, nv)
-			seen := make([]bool, nv)
-			mapID := func(v uint64) error {
-				if seen[v] {
-					return nil
-				}
-				id, err := dict.NumID(SparseID(v))
-				ids[v], seen[v] = id, true
+			err = inFirstAppearance(nv, [][]gen.Edge{edges, extra}, func(v uint64) (err error) {
+				ids[v], err = dict.NumID(SparseID(v))
 				return err
-			}
-			for _, es := range [][]gen.Edge{edges, extra} {
-				for _, e := range es {
-					if err := errors.Join(mapID(e.Src), mapID(e.Dst)); err != nil {
-						return res, err
-					}
-				}
-			}
-			for v := range ids {
-				if err := mapID(uint64(v)); err != nil {
-					return res, err
-				}
+			})
+			if err != nil {
+				return res, err
 			}
 			l.mapSec = time.Since(t0).Seconds()
 			l.id = func(v uint64) uint64 { return ids[v] }
@@ -288,24 +303,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			l.id = SparseID
 		case "keys":
 			key := make([]uint64, nv)
-			next := uint64(1)
-			for _, es := range [][]gen.Edge{edges, extra} {
-				for _, e := range es {
-					for _, v := range []uint64{e.Src, e.Dst} {
-						if key[v] == 0 {
-							key[v] = next
-							next++
-						}
-					}
-				}
-			}
-			for v := range key {
-				if key[v] == 0 {
-					key[v] = next
-					next++
-				}
-			}
-			l.id = func(v uint64) uint64 { return engine.HighIDBase + key[v] - 1 }
+			next := engine.HighIDBase
+			_ = inFirstAppearance(nv, [][]gen.Edge{edges, extra}, func(v uint64) error {
+				key[v] = next
+				next++
+				return nil
+			})
+			l.id = func(v uint64) uint64 { return key[v] }
 		}
 		l.root = l.id(res.Root)
 		ls = append(ls, l)
