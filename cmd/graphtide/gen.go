@@ -12,10 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/progress"
 )
 
 // genOptions holds the flags of "graphtide gen". New sinks (for example a
@@ -90,13 +92,13 @@ func (o *genOptions) Validate() error {
 		}
 	}
 	if o.format == "" {
-		o.format = gen.FormatText.String()
+		o.format = edgefile.FormatText.String()
 		if strings.EqualFold(filepath.Ext(o.out), ".bin") {
-			o.format = gen.FormatBinary.String()
+			o.format = edgefile.FormatBinary.String()
 		}
 	}
-	if _, err := gen.ParseFormat(o.format); err != nil {
-		return fmt.Errorf("--format must be one of: %s, %s; got %q", gen.FormatText, gen.FormatBinary, o.format)
+	if _, err := edgefile.ParseFormat(o.format); err != nil {
+		return fmt.Errorf("--format must be one of: %s, %s; got %q", edgefile.FormatText, edgefile.FormatBinary, o.format)
 	}
 	return nil
 }
@@ -163,8 +165,8 @@ func runGen(cmd *cobra.Command, o genOptions) error {
 
 	if len(o.kafka.Brokers) > 0 {
 		errOut := cmd.ErrOrStderr()
-		prog := newProgressOf(errOut, isTerminal(errOut), "gen", "records", "", int64(len(edges)), progressEvery, time.Now())
-		stop := prog.follow(kcfg.Acked.Load, kcfg.Acked.Load)
+		prog := progress.New(errOut, progress.IsTerminal(errOut), "gen", "records", "", int64(len(edges)), progressEvery, time.Now())
+		stop := prog.Follow(kcfg.Acked.Load, kcfg.Acked.Load)
 		st, err := genkafka.Produce(cmd.Context(), kcfg, edges)
 		stop()
 		if err != nil {
@@ -178,12 +180,12 @@ func runGen(cmd *cobra.Command, o genOptions) error {
 		}
 	}
 
-	format, err := gen.ParseFormat(o.format)
+	format, err := edgefile.ParseFormat(o.format)
 	if err != nil {
 		return err
 	}
 	start = time.Now()
-	if err := gen.WriteFile(o.out, format, edges); err != nil {
+	if err := edgefile.WriteFile(o.out, format, edges); err != nil {
 		return err
 	}
 	written := time.Since(start)

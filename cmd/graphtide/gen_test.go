@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/gen"
 )
 
@@ -19,12 +20,12 @@ func TestGenWritesReadableFile(t *testing.T) {
 	for _, tc := range []struct {
 		file       string
 		formatFlag []string
-		format     gen.Format
+		format     edgefile.Format
 	}{
-		{"g.bin", nil, gen.FormatBinary}, // inferred from the extension
-		{"g.el", nil, gen.FormatText},
-		{"g.data", []string{"--format", "bin"}, gen.FormatBinary},
-		{"g.bin.txt", []string{"--format", "el"}, gen.FormatText},
+		{"g.bin", nil, edgefile.FormatBinary}, // inferred from the extension
+		{"g.el", nil, edgefile.FormatText},
+		{"g.data", []string{"--format", "bin"}, edgefile.FormatBinary},
+		{"g.bin.txt", []string{"--format", "el"}, edgefile.FormatText},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.file)
@@ -44,7 +45,7 @@ func TestGenWritesReadableFile(t *testing.T) {
 				t.Errorf("summary %q does not match %v", out, wantLine)
 			}
 
-			edges, err := gen.ReadFile(path)
+			edges, err := edgefile.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +57,7 @@ func TestGenWritesReadableFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if isBinary := strings.HasPrefix(string(data), gen.BinaryMagic); isBinary != (tc.format == gen.FormatBinary) {
+			if isBinary := strings.HasPrefix(string(data), edgefile.BinaryMagic); isBinary != (tc.format == edgefile.FormatBinary) {
 				t.Errorf("file starts with %q, want format %v", data[:8], tc.format)
 			}
 		})

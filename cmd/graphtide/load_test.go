@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -338,7 +338,7 @@ func TestLoadEachFormat(t *testing.T) {
 	writeText(t, filepath.Join(tmp, "g.el"), textOps)
 	writeText(t, filepath.Join(tmp, "keys.txt"), keyOps)
 	writeJSON(t, filepath.Join(tmp, "g.jsonl"), keyOps)
-	if err := gen.WriteFile(filepath.Join(tmp, "g.bin"), gen.FormatBinary, edges); err != nil {
+	if err := edgefile.WriteFile(filepath.Join(tmp, "g.bin"), edgefile.FormatBinary, edges); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -375,7 +375,7 @@ func TestLoadSeveralFilesInOrder(t *testing.T) {
 	textOps := randomOps(5, 30000, 300, false)
 	jsonOps := randomOps(6, 10000, 300, true)
 	files := []string{filepath.Join(tmp, "a.bin"), filepath.Join(tmp, "b.el"), filepath.Join(tmp, "c.json")}
-	if err := gen.WriteFile(files[0], gen.FormatBinary, edges); err != nil {
+	if err := edgefile.WriteFile(files[0], edgefile.FormatBinary, edges); err != nil {
 		t.Fatal(err)
 	}
 	writeText(t, files[1], textOps)
@@ -409,7 +409,7 @@ func TestLoadMalformedInput(t *testing.T) {
 	}
 	goodBin := []testOp{good[0], {kind: engine.OpUpsert, src: vtx{id: 2}, dst: vtx{id: 3}}, good[2]} // weight 1
 	var gtel bytes.Buffer
-	if err := gen.WriteBinary(&gtel, []gen.Edge{{Src: 1, Dst: 2}, {Src: 2, Dst: 3}, {Src: 3, Dst: 1}}); err != nil {
+	if err := edgefile.WriteBinary(&gtel, []gen.Edge{{Src: 1, Dst: 2}, {Src: 2, Dst: 3}, {Src: 3, Dst: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	bin := gtel.Bytes()
@@ -593,34 +593,4 @@ func (c *countdownCtx) Err() error {
 	}
 	c.left--
 	return nil
-}
-
-func TestLoadProgress(t *testing.T) {
-	clock := time.Unix(1000, 0)
-	var plain bytes.Buffer
-	p := newProgress(&plain, false, 1000, 5*time.Second, clock)
-	p.now = func() time.Time { return clock }
-	for i := int64(1); i <= 10; i++ {
-		clock = clock.Add(time.Second)
-		p.update(100*i, 1000*i)
-	}
-	p.finish(1000, 10000)
-	want := "load:  50% (500 of 1000 bytes), 5000 edges, 1000 edges/s\nload: 100% (1000 of 1000 bytes), 10000 edges, 1000 edges/s\n"
-	if plain.String() != want {
-		t.Errorf("plain progress:\n%q\nwant\n%q", plain.String(), want)
-	}
-
-	var tty bytes.Buffer
-	clock = time.Unix(1000, 0)
-	p = newProgress(&tty, true, 1000, 5*time.Second, clock)
-	p.now = func() time.Time { return clock }
-	clock = clock.Add(time.Second / 2)
-	p.update(500, 2_000_000)
-	p.finish(1000, 3_000_000)
-	p.finish(1000, 3_000_000) // a second call draws nothing
-	want = "\r[###############...............]  50%  2000000 edges  4.00M edges/s " +
-		"\r[##############################] 100%  3000000 edges  6.00M edges/s \n"
-	if tty.String() != want {
-		t.Errorf("terminal progress:\n%q\nwant\n%q", tty.String(), want)
-	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -149,12 +150,12 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	n := 0
 	var read, acked atomic.Int64
 	errc := make(chan error, 1)
-	prog := newProgressOf(errOut, isTerminal(errOut), "produce", "records", doneUnit, total, progressEvery, t0)
+	prog := progress.New(errOut, progress.IsTerminal(errOut), "produce", "records", doneUnit, total, progressEvery, t0)
 	done := acked.Load
 	if doneUnit != "" {
 		done = read.Load
 	}
-	stop := prog.follow(done, acked.Load)
+	stop := prog.Follow(done, acked.Load)
 	defer stop()
 	failed := func() error {
 		select {

@@ -6,8 +6,8 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -510,7 +511,7 @@ func TestLargeNumbersMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(tmp, "big.bin")
-	if err := gen.WriteFile(bin, gen.FormatBinary, []gen.Edge{{Src: b, Dst: top}, {Src: 3, Dst: b}}); err != nil {
+	if err := edgefile.WriteFile(bin, edgefile.FormatBinary, []gen.Edge{{Src: b, Dst: top}, {Src: 3, Dst: b}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := execute(t, "load", "--dir", dir, text, bin); err != nil {

@@ -6,13 +6,12 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/graphtide/graphtide/internal/edgefile"
 )
 
-// Edge is a directed edge from Src to Dst. It is 16 bytes, so a slice of n
-// edges occupies 16n bytes.
-type Edge struct {
-	Src, Dst uint64
-}
+// Edge is a directed edge from Src to Dst (the edge files' edge).
+type Edge = edgefile.Edge
 
 // Graph500 default quadrant probabilities; D = 1 - A - B - C = 0.05.
 const (

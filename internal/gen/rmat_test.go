@@ -87,7 +87,7 @@ func TestQuadrantProbabilities(t *testing.T) {
 	// Vertex ids are permuted; find the label of original vertex 0 as the
 	// endpoint of the most frequent self-loop (quadrant A).
 	v0, v1 := uint64(0), uint64(1)
-	if counts[Edge{1, 1}] > counts[Edge{0, 0}] {
+	if counts[Edge{Src: 1, Dst: 1}] > counts[Edge{Src: 0, Dst: 0}] {
 		v0, v1 = 1, 0
 	}
 	n := float64(r.NumEdges())
@@ -96,10 +96,10 @@ func TestQuadrantProbabilities(t *testing.T) {
 		e    Edge
 		want float64
 	}{
-		{"A", Edge{v0, v0}, 0.4},
-		{"B", Edge{v0, v1}, 0.3},
-		{"C", Edge{v1, v0}, 0.2},
-		{"D", Edge{v1, v1}, 0.1},
+		{"A", Edge{Src: v0, Dst: v0}, 0.4},
+		{"B", Edge{Src: v0, Dst: v1}, 0.3},
+		{"C", Edge{Src: v1, Dst: v0}, 0.2},
+		{"D", Edge{Src: v1, Dst: v1}, 0.1},
 	} {
 		// Standard deviation is below 0.0016 for 200k draws.
 		if got := float64(counts[q.e]) / n; math.Abs(got-q.want) > 0.01 {
@@ -155,11 +155,11 @@ func TestAllMatchesGenerate(t *testing.T) {
 // must be a deliberate decision.
 func TestGolden(t *testing.T) {
 	r := RMAT{Scale: 8, EdgeFactor: 2, Seed: 42}
-	wantGenerate := []Edge{{253, 104}, {144, 153}, {157, 254}, {223, 237}, {57, 80}, {80, 144}}
+	wantGenerate := []Edge{{Src: 253, Dst: 104}, {Src: 144, Dst: 153}, {Src: 157, Dst: 254}, {Src: 223, Dst: 237}, {Src: 57, Dst: 80}, {Src: 80, Dst: 144}}
 	if got := r.Generate()[:len(wantGenerate)]; !slices.Equal(got, wantGenerate) {
 		t.Errorf("Generate prefix = %v, want %v", got, wantGenerate)
 	}
-	wantAll := []Edge{{66, 57}, {80, 66}, {182, 57}, {2, 3}}
+	wantAll := []Edge{{Src: 66, Dst: 57}, {Src: 80, Dst: 66}, {Src: 182, Dst: 57}, {Src: 2, Dst: 3}}
 	var got []Edge
 	for e := range r.All() {
 		got = append(got, e)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 )
 
@@ -41,21 +42,8 @@ func newApplyJob() *applyJob {
 	return j
 }
 
-// add appends one decoded edge operation to the batch.
-func (j *applyJob) add(e decode.Edge) {
-	switch e.Op {
-	case decode.OpUpsert:
-		w := 1.0
-		if e.HasWeight {
-			w = e.Weight
-		}
-		j.batch.InsertWeighted(e.Src, e.Dst, w)
-	case decode.OpDeleteEdge:
-		j.batch.DeleteEdge(e.Src, e.Dst)
-	case decode.OpDeleteVertex:
-		j.batch.DeleteVertex(e.Src)
-	}
-}
+// add appends one decoded edge operation to the batch, as load does.
+func (j *applyJob) add(e decode.Edge) { bulk.Add(&j.batch, e) }
 
 func (j *applyJob) reset() {
 	j.batch.Reset()

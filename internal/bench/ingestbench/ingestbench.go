@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/pebblebase"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -252,7 +253,7 @@ func bestOf(n int, f func()) float64 {
 func loadEdges(cfg Config, logf func(string, ...any)) ([]gen.Edge, uint64, error) {
 	t0 := time.Now()
 	if cfg.Input != "" {
-		edges, err := gen.ReadFile(cfg.Input)
+		edges, err := edgefile.ReadFile(cfg.Input)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,10 +1,11 @@
-package gen
+package edgefile
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,7 @@ func testEdges() []Edge {
 }
 
 func TestRoundTripFiles(t *testing.T) {
-	generated := RMAT{Scale: 10, EdgeFactor: 4, Seed: 3}.Generate()
+	generated := randomEdges(4096, 1<<10, 3)
 	for _, edges := range [][]Edge{{}, testEdges(), generated} {
 		for _, f := range Formats {
 			path := filepath.Join(t.TempDir(), "edges."+f.String())
@@ -283,4 +284,14 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// randomEdges draws n edges over ids below vertices, seeded.
+func randomEdges(n int, vertices uint64, seed uint64) []Edge {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	edges := make([]Edge, n)
+	for i := range edges {
+		edges[i] = Edge{Src: rng.Uint64N(vertices), Dst: rng.Uint64N(vertices)}
+	}
+	return edges
 }

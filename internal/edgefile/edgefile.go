@@ -1,4 +1,4 @@
-package gen
+package edgefile
 
 import (
 	"bufio"
@@ -11,6 +11,12 @@ import (
 	"strconv"
 	"strings"
 )
+
+// Edge is a directed edge from Src to Dst. It is 16 bytes, so a slice of n
+// edges occupies 16n bytes.
+type Edge struct {
+	Src, Dst uint64
+}
 
 // Format identifies an edge file format.
 type Format int

@@ -1,4 +1,8 @@
-package main
+// Package progress draws the progress of the long-running commands (load,
+// produce, gen) on stderr: a bar redrawn in place on a terminal, a plain
+// line every interval otherwise. It never fails the command it reports on:
+// write errors are ignored.
+package progress
 
 import (
 	"fmt"
@@ -9,17 +13,13 @@ import (
 	"time"
 )
 
-// Progress of the long-running commands (load, produce, gen): a bar redrawn
-// in place on a terminal, a plain line every interval otherwise, on
-// stderr.
+// Every is how often produce and gen print a plain progress line (load
+// prints one every 5 s too).
+const Every = 5 * time.Second
 
-// progressEvery is how often produce and gen print a plain progress line
-// (load prints one every 5 s too); tests shorten it.
-var progressEvery = 5 * time.Second
-
-// isTerminal reports whether w is a character device (a terminal, most
+// IsTerminal reports whether w is a character device (a terminal, most
 // likely), where progress is drawn as a bar.
-func isTerminal(w io.Writer) bool {
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -28,10 +28,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-// progress reports a command's progress: done of total (in doneUnit, e.g.
+// Bar reports a command's progress: done of total (in doneUnit, e.g.
 // bytes of input; with no doneUnit done counts units too) and a count of
 // units (edges, records) with its rate.
-type progress struct {
+type Bar struct {
 	w           io.Writer
 	tty         bool
 	label       string // the command: "load"
@@ -40,34 +40,30 @@ type progress struct {
 	total       int64  // 0: unknown (with a doneUnit: nothing to read)
 	every       time.Duration
 	start, last time.Time
-	now         func() time.Time
+	now         func() time.Time // tests set it
 	finished    bool
 }
 
-// newProgress reports a load: done and total are bytes of the input files,
-// the count is edges.
-func newProgress(w io.Writer, tty bool, total int64, every time.Duration, start time.Time) *progress {
-	return newProgressOf(w, tty, "load", "edges", "bytes", total, every, start)
-}
-
-// newProgressOf reports label's progress (see progress).
-func newProgressOf(w io.Writer, tty bool, label, unit, doneUnit string, total int64, every time.Duration, start time.Time) *progress {
+// New reports label's progress (see Bar) on w, drawn as a bar when tty is
+// set, else as a plain line every interval.
+func New(w io.Writer, tty bool, label, unit, doneUnit string, total int64, every time.Duration, start time.Time) *Bar {
 	if tty && every > 200*time.Millisecond {
 		every = 200 * time.Millisecond
 	}
-	return &progress{w: w, tty: tty, label: label, unit: unit, doneUnit: doneUnit, total: total,
+	return &Bar{w: w, tty: tty, label: label, unit: unit, doneUnit: doneUnit, total: total,
 		every: every, start: start, last: start, now: time.Now}
 }
 
-func (p *progress) update(done, count int64) {
+// Update reports done and count, printing if an interval has passed.
+func (p *Bar) Update(done, count int64) {
 	if now := p.now(); now.Sub(p.last) >= p.every {
 		p.last = now
 		p.print(done, count)
 	}
 }
 
-// finish draws the final state and ends the bar's line, once.
-func (p *progress) finish(done, count int64) {
+// Finish draws the final state and ends the bar's line, once.
+func (p *Bar) Finish(done, count int64) {
 	if p.tty && !p.finished {
 		p.finished = true
 		p.print(done, count)
@@ -75,11 +71,11 @@ func (p *progress) finish(done, count int64) {
 	}
 }
 
-// follow updates p from done and count every interval (p.every) on a
+// Follow updates p from done and count every interval (p.every) on a
 // goroutine of its own, for commands whose work does not pass by a
-// place that could call update (waiting for brokers, rate limiting).
+// place that could call Update (waiting for brokers, rate limiting).
 // stop ends it and draws the final state.
-func (p *progress) follow(done, count func() int64) (stop func()) {
+func (p *Bar) Follow(done, count func() int64) (stop func()) {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -92,7 +88,7 @@ func (p *progress) follow(done, count func() int64) (stop func()) {
 			case <-quit:
 				return
 			case <-tick.C:
-				p.update(done(), count())
+				p.Update(done(), count())
 			}
 		}
 	}()
@@ -101,12 +97,12 @@ func (p *progress) follow(done, count func() int64) (stop func()) {
 		once.Do(func() {
 			close(quit)
 			wg.Wait()
-			p.finish(done(), count())
+			p.Finish(done(), count())
 		})
 	}
 }
 
-func (p *progress) print(done, count int64) {
+func (p *Bar) print(done, count int64) {
 	secs := p.now().Sub(p.start).Seconds()
 	rate := 0.0
 	if secs > 0 {
