@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/inspect"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -81,7 +81,7 @@ func runCompact(o *compactOptions, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "store %s before:\n", datadir.StorePath(o.dir))
-	if err := writeLevels(out, before); err != nil {
+	if err := inspect.WriteLevels(out, before); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -94,22 +94,5 @@ func runCompact(o *compactOptions, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "after (compacted in %.3f s, %d bytes read, %d written):\n", took.Seconds(), after.CompactionBytesRead, after.CompactionBytesWritten)
-	return writeLevels(out, after)
-}
-
-// writeLevels prints one row per level in use (files, bytes, edge versions,
-// tombstones included) and a total row.
-func writeLevels(w io.Writer, m engine.Metrics) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\tfiles\tbytes\tedge versions\t")
-	var files, bytes, entries int64
-	for i, l := range m.Levels {
-		files, bytes, entries = files+l.Files, bytes+l.Bytes, entries+l.Entries
-		if l.Files == 0 && i > 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "L%d\t%d\t%d\t%d\t\n", i, l.Files, l.Bytes, l.Entries)
-	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t\n", files, bytes, entries)
-	return tw.Flush()
+	return inspect.WriteLevels(out, after)
 }

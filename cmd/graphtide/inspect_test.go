@@ -14,6 +14,7 @@ import (
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/inspect"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
@@ -118,7 +119,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep inspectReport
+	var rep inspect.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
@@ -128,10 +129,10 @@ func TestInspectMatchesEngine(t *testing.T) {
 	if man, err := os.Stat(filepath.Join(datadir.StorePath(dir), "MANIFEST")); err != nil || rep.ManifestBytes != man.Size() {
 		t.Errorf("manifest_bytes = %d, want the MANIFEST's size (%v)", rep.ManifestBytes, err)
 	}
-	if rep.VertexBounds != (vertexBounds{Numeric: v.low, Keys: v.high}) || v.low != 300 || v.high <= keydict.KeyBase {
+	if rep.VertexBounds != (inspect.VertexBounds{Numeric: v.low, Keys: v.high}) || v.low != 300 || v.high <= keydict.KeyBase {
 		t.Errorf("vertex bounds %+v, engine says %d, %d", rep.VertexBounds, v.low, v.high)
 	}
-	wantPos := []kafkaOffset{{"audit", auditID.String(), 1, 5}, {"edges", edgesID.String(), 0, 42}, {"edges", edgesID.String(), 3, 7}}
+	wantPos := []inspect.KafkaOffset{{Topic: "audit", TopicID: auditID.String(), Partition: 1, NextOffset: 5}, {Topic: "edges", TopicID: edgesID.String(), Partition: 0, NextOffset: 42}, {Topic: "edges", TopicID: edgesID.String(), Partition: 3, NextOffset: 7}}
 	if rep.SourcePosition == nil || !slices.Equal(rep.SourcePosition.Kafka, wantPos) || rep.SourcePosition.Hex != "" || rep.SourcePosition.ClusterID != "cluster-A" {
 		t.Errorf("source position %+v, want cluster-A and %v", rep.SourcePosition, wantPos)
 	}
@@ -141,9 +142,9 @@ func TestInspectMatchesEngine(t *testing.T) {
 	if len(rep.Levels) != len(v.m.Levels) {
 		t.Fatalf("%d levels, engine has %d", len(rep.Levels), len(v.m.Levels))
 	}
-	var total sizeReport
+	var total inspect.Size
 	for i, l := range v.m.Levels {
-		want := levelReport{Level: i, sizeReport: sizeReport{Files: l.Files, Bytes: l.Bytes, EdgeVersions: l.Entries}}
+		want := inspect.Level{Level: i, Size: inspect.Size{Files: l.Files, Bytes: l.Bytes, EdgeVersions: l.Entries}}
 		if rep.Levels[i] != want {
 			t.Errorf("level %d: %+v, engine says %+v", i, rep.Levels[i], want)
 		}
@@ -157,7 +158,7 @@ func TestInspectMatchesEngine(t *testing.T) {
 	}
 	for i, f := range v.files {
 		got := rep.Files[i]
-		want := fileReport{Name: f.Name, Level: f.Level, Direction: map[engine.Direction]string{engine.Out: "out", engine.In: "in"}[f.Dir],
+		want := inspect.File{Name: f.Name, Level: f.Level, Direction: map[engine.Direction]string{engine.Out: "out", engine.In: "in"}[f.Dir],
 			MinSrc: f.MinSrc, MaxSrc: f.MaxSrc, Vertices: f.Vertices, MaxDst: f.MaxDst, Entries: f.Entries, Bytes: f.Bytes,
 			MinSeq: f.MinSeq, MaxSeq: f.MaxSeq}
 		flags := got.Flags
@@ -311,7 +312,7 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err == nil {
 		t.Fatal("inspect --verify --json of a corrupt store succeeded")
 	}
-	var rep inspectReport
+	var rep inspect.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
