@@ -10,21 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/datadir"
-	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/settings"
-	"github.com/graphtide/graphtide/internal/views"
-	"github.com/graphtide/graphtide/internal/views/paths"
 )
 
 // queryOptions are the flags of "graphtide query" and its subcommands.
@@ -126,15 +119,25 @@ func (o *queryOptions) Validate() error {
 	return nil
 }
 
-// querySource answers the queries, from a data directory or a server.
-type querySource interface {
-	degree(ctx context.Context, v string) (api.DegreeResponse, error)
-	neighbors(ctx context.Context, v string) (api.NeighborsResponse, error)
-	path(ctx context.Context, from, to string) (api.PathResponse, error)
-	topPageRank(ctx context.Context) (api.TopResponse, error)
-	component(ctx context.Context, v string) (api.VertexResultResponse, error)
-	close() error
+// queryReads are the reads that a server (*api.Client) and a data
+// directory (*api.Local) answer alike.
+type queryReads interface {
+	Degree(ctx context.Context, v string, o api.ReadOptions) (api.DegreeResponse, error)
+	Neighbors(ctx context.Context, v string, o api.ReadOptions, after string, limit int) (api.NeighborsResponse, error)
+	Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (api.PathResponse, error)
 }
+
+// querySource answers the queries, from a data directory (local) or a
+// server (client); exactly one is set.
+type querySource struct {
+	o      *queryOptions
+	local  *api.Local
+	client *api.Client
+}
+
+// queryRun answers one subcommand: the response (printed as is with
+// --json) and how it reads as text.
+type queryRun func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error)
 
 func newQueryCmd() *cobra.Command {
 	o := queryOptions{direction: "out", view: "fresh", limit: 1000, budget: api.DefaultPathBudget, k: 10,
@@ -173,7 +176,7 @@ given by --config, keyed by flag name.`,
 	o.AddFlags(cmd.PersistentFlags())
 
 	sub := func(use, short, example string, args cobra.PositionalArgs, flags func(*pflag.FlagSet),
-		run func(ctx context.Context, src querySource, args []string, out io.Writer) error) *cobra.Command {
+		run queryRun) *cobra.Command {
 		long := short + `.
 
 The vertex arguments are ids or string keys; see 'graphtide query --help'
@@ -195,11 +198,14 @@ the YAML file given by --config, keyed by flag name.`
 				if err != nil {
 					return err
 				}
-				err = run(c.Context(), src, args, c.OutOrStdout())
+				r, text, err := run(c.Context(), src, args)
 				if cerr := src.close(); err == nil {
 					err = cerr
 				}
-				return err
+				if err != nil {
+					return src.hint(err)
+				}
+				return o.print(c.OutOrStdout(), r, text)
 			}}
 		if flags != nil {
 			flags(c.Flags())
@@ -218,35 +224,16 @@ the YAML file given by --config, keyed by flag name.`
 				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
 				fs.StringVar(&o.after, "after", "", "list only neighbors above this id (or key): the next page")
 			},
-			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
-				r, err := src.neighbors(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				return o.print(out, r, func(w io.Writer) {
-					fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, vname(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
-					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
-					for _, n := range r.Neighbors {
-						fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
-					}
-					tw.Flush()
-					if r.NextAfter != nil {
-						fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
-					}
-				})
+			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
+				r, err := src.reads().Neighbors(ctx, args[0], src.read(), o.after, o.limit)
+				return r, r.WriteText, err
 			}),
 		sub("degree V", "Print a vertex's out- or in-degree",
 			"  graphtide query degree alice --direction in",
 			cobra.ExactArgs(1), dirFlags,
-			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
-				r, err := src.degree(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				return o.print(out, r, func(w io.Writer) {
-					fmt.Fprintf(w, "%s-degree of %s: %d (%s view at seq %d)\n", r.Dir, vname(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
-				})
+			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
+				r, err := src.reads().Degree(ctx, args[0], src.read())
+				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",
 			"  graphtide query path alice bob\n  graphtide query path 1 99 --weighted --max-depth 6",
@@ -255,31 +242,9 @@ the YAML file given by --config, keyed by flag name.`
 				fs.IntVar(&o.maxDepth, "max-depth", 0, "the most hops of the path (0: no bound)")
 				fs.Int64Var(&o.budget, "budget", o.budget, "edges the search may read before it gives up (--dir only)")
 			},
-			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
-				r, err := src.path(ctx, args[0], args[1])
-				if err != nil {
-					return err
-				}
-				return o.print(out, r, func(w io.Writer) {
-					by := "hops"
-					if r.Weighted {
-						by = "weight"
-					}
-					within := ""
-					if r.MaxDepth > 0 {
-						within = fmt.Sprintf(" within %d hops", r.MaxDepth)
-					}
-					if !r.Found {
-						fmt.Fprintf(w, "no path from %s to %s%s (read %d edges, seq %d)\n", vname(r.From.ID, r.From.Key), vname(r.To.ID, r.To.Key), within, r.EdgesRead, r.Seq)
-						return
-					}
-					fmt.Fprintf(w, "shortest path from %s to %s by %s%s: %v (read %d edges, seq %d)\n", vname(r.From.ID, r.From.Key), vname(r.To.ID, r.To.Key), by, within, *r.Length, r.EdgesRead, r.Seq)
-					names := make([]string, len(r.Path))
-					for i, p := range r.Path {
-						names[i] = vname(p.ID, p.Key)
-					}
-					fmt.Fprintln(w, strings.Join(names, " -> "))
-				})
+			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
+				r, err := src.reads().Path(ctx, args[0], args[1], o.weighted, o.maxDepth)
+				return r, r.WriteText, err
 			}),
 		sub("top-pagerank", "List the vertices of highest PageRank",
 			"  graphtide query top-pagerank -k 20\n  graphtide query top-pagerank --server http://127.0.0.1:9464 --analytic pagerank",
@@ -289,51 +254,25 @@ the YAML file given by --config, keyed by flag name.`
 				fs.Float64Var(&o.damping, "damping", o.damping, "--dir: damping factor")
 				fs.Float64Var(&o.tolerance, "tolerance", o.tolerance, "--dir: iterate until the ranks change by at most this (L1)")
 			},
-			func(ctx context.Context, src querySource, _ []string, out io.Writer) error {
+			func(ctx context.Context, src *querySource, _ []string) (any, func(io.Writer), error) {
 				r, err := src.topPageRank(ctx)
-				if err != nil {
-					return err
-				}
-				return o.print(out, r, func(w io.Writer) {
-					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "#\tVERTEX\tKEY\tRANK")
-					for i, x := range r.Top {
-						fmt.Fprintf(tw, "%d\t%d\t%s\t%.6g\n", i+1, x.Vertex, x.Key, x.Rank)
-					}
-					tw.Flush()
-					if !r.Ready {
-						fmt.Fprintf(w, "analytic %s has not finished its first compute\n", r.Analytic)
-					}
-				})
+				return r, r.WriteText, err
 			}),
 		sub("component V", "Print a vertex's weakly connected component and its size",
 			"  graphtide query component alice\n  graphtide query component 42 --server http://127.0.0.1:9464 --analytic wcc",
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered wcc analytic to read (default: the one named wcc)")
 			},
-			func(ctx context.Context, src querySource, args []string, out io.Writer) error {
+			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
 				r, err := src.component(ctx, args[0])
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
 				c, err := api.ResultAs[api.ComponentResult](r)
-				if err != nil {
-					return err
-				}
-				return o.print(out, r, func(w io.Writer) {
-					fmt.Fprintf(w, "component of %s: %s (its smallest vertex), %d vertices (seq %d)\n", vname(r.Vertex, r.Key), vname(c.Component, c.ComponentKey), c.Size, r.Seq)
-				})
+				return r, func(w io.Writer) { api.WriteComponentText(w, r, c) }, err
 			}),
 	)
 	return cmd
-}
-
-// vname names a vertex for people: its key and id, or its id.
-func vname(id uint64, key string) string {
-	if key != "" {
-		return fmt.Sprintf("%s (%d)", key, id)
-	}
-	return strconv.FormatUint(id, 10)
 }
 
 // print writes v as JSON with --json, else as text.
@@ -347,114 +286,19 @@ func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 	return nil
 }
 
-func (o *queryOptions) open() (querySource, error) {
-	if o.server != "" {
-		return o.newServerSource()
-	}
-	return o.newDirSource()
-}
-
-// dirSource answers from a data directory, opened for reading: the store
-// (with in-edges as it was created) and the key dictionary, whose ids it
-// never assigns.
-type dirSource struct {
-	o     *queryOptions
-	d     *datadir.Dir
-	store *engine.Store
-	dict  *keydict.Dict // nil when the directory has none
-	vm    *views.Manager
-	q     api.Reader
-}
-
-func (o *queryOptions) newDirSource() (querySource, error) {
-	// Read-only: nothing is written, nothing is started.
-	d, err := datadir.OpenReadOnly(o.dir)
-	if err != nil {
-		return nil, err
-	}
-	s := &dirSource{o: o, d: d, store: d.Store, dict: d.Keys}
-	if s.vm, err = views.NewManager(s.store, views.Config{LogCapacity: 1}); err != nil {
-		s.close()
-		return nil, err
-	}
-	s.q = api.Reader{Views: s.vm, Dict: s.dict}
-	return s, nil
-}
-
-func (s *dirSource) close() error {
-	if s.vm != nil {
-		s.vm.Close()
-	}
-	return s.d.Close()
-}
-
-func (s *dirSource) vertex(v string) (uint64, error) { return api.ResolveVertex(s.dict)(v) }
-
-func (s *dirSource) degree(ctx context.Context, v string) (api.DegreeResponse, error) {
-	id, err := s.vertex(v)
-	if err != nil {
-		return api.DegreeResponse{}, err
-	}
-	dir, _ := api.ParseDir(s.o.direction)
-	kind, _ := api.ParseView(s.o.view)
-	return s.q.Degree(ctx, id, dir, kind)
-}
-
-func (s *dirSource) neighbors(ctx context.Context, v string) (api.NeighborsResponse, error) {
-	id, err := s.vertex(v)
-	if err != nil {
-		return api.NeighborsResponse{}, err
-	}
-	var after *uint64
-	if s.o.after != "" {
-		a, err := s.vertex(s.o.after)
+// open opens the data directory (read-only: nothing is written, nothing
+// is started) or a client of the server.
+func (o *queryOptions) open() (*querySource, error) {
+	s := &querySource{o: o}
+	if o.server == "" {
+		l, err := api.OpenLocal(o.dir)
 		if err != nil {
-			return api.NeighborsResponse{}, fmt.Errorf("--after: %w", err)
+			return nil, err
 		}
-		after = &a
+		l.PathBudget = o.budget
+		s.local = l
+		return s, nil
 	}
-	dir, _ := api.ParseDir(s.o.direction)
-	kind, _ := api.ParseView(s.o.view)
-	return s.q.Neighbors(ctx, id, dir, kind, after, s.o.limit)
-}
-
-func (s *dirSource) path(ctx context.Context, from, to string) (api.PathResponse, error) {
-	a, err := s.vertex(from)
-	if err != nil {
-		return api.PathResponse{}, err
-	}
-	b, err := s.vertex(to)
-	if err != nil {
-		return api.PathResponse{}, err
-	}
-	return s.q.Path(ctx, a, b, paths.Options{Weighted: s.o.weighted, MaxDepth: s.o.maxDepth, Budget: s.o.budget})
-}
-
-func (s *dirSource) topPageRank(ctx context.Context) (api.TopResponse, error) {
-	if s.o.analytic != "" {
-		return api.TopResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, PageRank is computed here")
-	}
-	return s.q.TopPageRank(ctx, s.o.k, s.o.damping, s.o.tolerance)
-}
-
-func (s *dirSource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
-	if s.o.analytic != "" {
-		return api.VertexResultResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, components are computed here")
-	}
-	id, err := s.vertex(v)
-	if err != nil {
-		return api.VertexResultResponse{}, err
-	}
-	return s.q.Component(ctx, id)
-}
-
-// serverSource answers through the HTTP API of a running serve.
-type serverSource struct {
-	o *queryOptions
-	c *api.Client
-}
-
-func (o *queryOptions) newServerSource() (querySource, error) {
 	co := api.ClientOptions{Token: o.token, Timeout: o.timeout}
 	if o.serverCA != "" {
 		pem, err := os.ReadFile(o.serverCA)
@@ -470,17 +314,32 @@ func (o *queryOptions) newServerSource() (querySource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverSource{o: o, c: c}, nil
+	s.client = c
+	return s, nil
 }
 
-func (s *serverSource) close() error {
-	s.c.Close()
+func (s *querySource) close() error {
+	if s.local != nil {
+		return s.local.Close()
+	}
+	s.client.Close()
 	return nil
+}
+
+func (s *querySource) reads() queryReads {
+	if s.local != nil {
+		return s.local
+	}
+	return s.client
+}
+
+func (s *querySource) read() api.ReadOptions {
+	return api.ReadOptions{Dir: s.o.direction, View: s.o.view}
 }
 
 // hint adds to an error of the server what to do about it on this
 // command line.
-func (s *serverSource) hint(err error) error {
+func (s *querySource) hint(err error) error {
 	var se *api.StatusError
 	var nr *api.NotRegisteredError
 	switch {
@@ -494,39 +353,33 @@ func (s *serverSource) hint(err error) error {
 	return err
 }
 
-func (s *serverSource) read() api.ReadOptions {
-	return api.ReadOptions{Dir: s.o.direction, View: s.o.view}
-}
-
-func (s *serverSource) degree(ctx context.Context, v string) (api.DegreeResponse, error) {
-	r, err := s.c.Degree(ctx, v, s.read())
-	return r, s.hint(err)
-}
-
-func (s *serverSource) neighbors(ctx context.Context, v string) (api.NeighborsResponse, error) {
-	r, err := s.c.Neighbors(ctx, v, s.read(), s.o.after, s.o.limit)
-	return r, s.hint(err)
-}
-
-func (s *serverSource) path(ctx context.Context, from, to string) (api.PathResponse, error) {
-	r, err := s.c.Path(ctx, from, to, s.o.weighted, s.o.maxDepth)
-	return r, s.hint(err)
-}
-
-func (s *serverSource) topPageRank(ctx context.Context) (api.TopResponse, error) {
-	name, err := s.c.Registered(ctx, "pagerank", s.o.analytic)
-	if err != nil {
-		return api.TopResponse{}, s.hint(err)
+// topPageRank computes PageRank (--dir) or reads a registered analytic.
+func (s *querySource) topPageRank(ctx context.Context) (api.TopResponse, error) {
+	if s.local != nil {
+		if s.o.analytic != "" {
+			return api.TopResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, PageRank is computed here")
+		}
+		return s.local.TopPageRank(ctx, s.o.k, s.o.damping, s.o.tolerance)
 	}
-	r, err := s.c.Top(ctx, name, s.o.k)
-	return r, s.hint(err)
+	name, err := s.client.Registered(ctx, "pagerank", s.o.analytic)
+	if err != nil {
+		return api.TopResponse{}, err
+	}
+	return s.client.Top(ctx, name, s.o.k)
 }
 
-func (s *serverSource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
-	name, err := s.c.Registered(ctx, "wcc", s.o.analytic)
-	if err != nil {
-		return api.VertexResultResponse{}, s.hint(err)
+// component computes the components (--dir) or reads a registered
+// analytic.
+func (s *querySource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
+	if s.local != nil {
+		if s.o.analytic != "" {
+			return api.VertexResultResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, components are computed here")
+		}
+		return s.local.Component(ctx, v)
 	}
-	r, err := s.c.AnalyticVertex(ctx, name, v)
-	return r, s.hint(err)
+	name, err := s.client.Registered(ctx, "wcc", s.o.analytic)
+	if err != nil {
+		return api.VertexResultResponse{}, err
+	}
+	return s.client.AnalyticVertex(ctx, name, v)
 }

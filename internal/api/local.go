@@ -1,0 +1,128 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/paths"
+)
+
+// Local answers the API's reads from a data directory opened read-only,
+// without a server: what 'graphtide query --dir' uses. Its Degree,
+// Neighbors and Path take the arguments of the Client's methods of the
+// same names and give the same responses; top PageRank and components
+// are computed on the spot on a fresh view, where a server reads them
+// from a registered analytic. It never writes a byte and starts nothing;
+// it must not be used after Close.
+type Local struct {
+	// PathBudget bounds the edges one path search reads (0: the
+	// server's default, DefaultPathBudget).
+	PathBudget int64
+
+	d  *datadir.Dir
+	vm *views.Manager
+	q  Reader
+}
+
+// OpenLocal opens the data directory dir read-only (beside other
+// readers, never beside serve).
+func OpenLocal(dir string) (*Local, error) {
+	d, err := datadir.OpenReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := views.NewManager(d.Store, views.Config{LogCapacity: 1})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys}}, nil
+}
+
+// Close releases the views and the data directory.
+func (l *Local) Close() error {
+	l.vm.Close()
+	return l.d.Close()
+}
+
+func (l *Local) vertex(v string) (uint64, error) { return ResolveVertex(l.d.Keys)(v) }
+
+// parse reads the options as the server reads its query parameters.
+func (o ReadOptions) parse() (engine.Direction, views.Kind, error) {
+	dir, err := ParseDir(o.Dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	kind, err := ParseView(o.View)
+	return dir, kind, err
+}
+
+// Degree is v's degree; v is an id or a string key.
+func (l *Local) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResponse, error) {
+	id, err := l.vertex(v)
+	if err != nil {
+		return DegreeResponse{}, err
+	}
+	dir, kind, err := o.parse()
+	if err != nil {
+		return DegreeResponse{}, err
+	}
+	return l.q.Degree(ctx, id, dir, kind)
+}
+
+// Neighbors is one page of v's neighbors: at most limit above after (""
+// from the first).
+func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+	id, err := l.vertex(v)
+	if err != nil {
+		return NeighborsResponse{}, err
+	}
+	var from *uint64
+	if after != "" {
+		a, err := l.vertex(after)
+		if err != nil {
+			return NeighborsResponse{}, fmt.Errorf("after: %w", err)
+		}
+		from = &a
+	}
+	dir, kind, err := o.parse()
+	if err != nil {
+		return NeighborsResponse{}, err
+	}
+	return l.q.Neighbors(ctx, id, dir, kind, from, limit)
+}
+
+// Path is a shortest path from one vertex to another (by hops, or by
+// weight; maxDepth 0: no bound).
+func (l *Local) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+	a, err := l.vertex(from)
+	if err != nil {
+		return PathResponse{}, err
+	}
+	b, err := l.vertex(to)
+	if err != nil {
+		return PathResponse{}, err
+	}
+	budget := l.PathBudget
+	if budget == 0 {
+		budget = DefaultPathBudget
+	}
+	return l.q.Path(ctx, a, b, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
+}
+
+// TopPageRank computes PageRank and returns the k highest vertices.
+func (l *Local) TopPageRank(ctx context.Context, k int, damping, tolerance float64) (TopResponse, error) {
+	return l.q.TopPageRank(ctx, k, damping, tolerance)
+}
+
+// Component computes the weakly connected components and returns v's.
+func (l *Local) Component(ctx context.Context, v string) (VertexResultResponse, error) {
+	id, err := l.vertex(v)
+	if err != nil {
+		return VertexResultResponse{}, err
+	}
+	return l.q.Component(ctx, id)
+}

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// The responses as 'graphtide query' prints them for people (its --json
+// prints the responses themselves). Write errors are the caller's to see
+// on w; these print what they can.
+
+// VertexName names a vertex for people: its key and id, or its id.
+func VertexName(id uint64, key string) string {
+	if key != "" {
+		return fmt.Sprintf("%s (%d)", key, id)
+	}
+	return strconv.FormatUint(id, 10)
+}
+
+// WriteText prints the degree in one line.
+func (r DegreeResponse) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s-degree of %s: %d (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
+}
+
+// WriteText prints the page as a table, and how to ask for the next one.
+func (r NeighborsResponse) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
+	for _, n := range r.Neighbors {
+		fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
+	}
+	tw.Flush()
+	if r.NextAfter != nil {
+		fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
+	}
+}
+
+// WriteText prints the path, or that there is none.
+func (r PathResponse) WriteText(w io.Writer) {
+	by := "hops"
+	if r.Weighted {
+		by = "weight"
+	}
+	within := ""
+	if r.MaxDepth > 0 {
+		within = fmt.Sprintf(" within %d hops", r.MaxDepth)
+	}
+	from, to := VertexName(r.From.ID, r.From.Key), VertexName(r.To.ID, r.To.Key)
+	if !r.Found {
+		fmt.Fprintf(w, "no path from %s to %s%s (read %d edges, seq %d)\n", from, to, within, r.EdgesRead, r.Seq)
+		return
+	}
+	fmt.Fprintf(w, "shortest path from %s to %s by %s%s: %v (read %d edges, seq %d)\n", from, to, by, within, *r.Length, r.EdgesRead, r.Seq)
+	names := make([]string, len(r.Path))
+	for i, p := range r.Path {
+		names[i] = VertexName(p.ID, p.Key)
+	}
+	fmt.Fprintln(w, strings.Join(names, " -> "))
+}
+
+// WriteText prints the ranking as a table.
+func (r TopResponse) WriteText(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tVERTEX\tKEY\tRANK")
+	for i, x := range r.Top {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%.6g\n", i+1, x.Vertex, x.Key, x.Rank)
+	}
+	tw.Flush()
+	if !r.Ready {
+		fmt.Fprintf(w, "analytic %s has not finished its first compute\n", r.Analytic)
+	}
+}
+
+// WriteComponentText prints a vertex's component (a wcc result) in one
+// line.
+func WriteComponentText(w io.Writer, r VertexResultResponse, c ComponentResult) {
+	fmt.Fprintf(w, "component of %s: %s (its smallest vertex), %d vertices (seq %d)\n",
+		VertexName(r.Vertex, r.Key), VertexName(c.Component, c.ComponentKey), c.Size, r.Seq)
+}
