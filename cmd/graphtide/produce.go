@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
@@ -57,32 +54,6 @@ func (o *produceOptions) Validate() error {
 	return nil
 }
 
-// srcKey returns the key of a JSON or text record line: its "src" value or
-// first field (a deletion's "dv"/"d" marker is skipped), so that every
-// event of a vertex lands on one partition, in order.
-func srcKey(line string) string {
-	if strings.HasPrefix(line, "{") {
-		i := strings.Index(line, `"src"`)
-		if i < 0 {
-			return ""
-		}
-		rest := strings.TrimLeft(line[i+5:], " :")
-		end := strings.IndexAny(rest, ",}")
-		if end < 0 {
-			return ""
-		}
-		return strings.Trim(strings.TrimSpace(rest[:end]), `"`)
-	}
-	f := strings.Fields(line)
-	if len(f) > 1 && (f[0] == "d" || f[0] == "dv") {
-		return f[1]
-	}
-	if len(f) > 0 {
-		return f[0]
-	}
-	return ""
-}
-
 func newProduceCmd() *cobra.Command {
 	var o produceOptions
 	cmd := &cobra.Command{
@@ -120,16 +91,6 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	if err != nil {
 		return err
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(o.kafka.Brokers...), kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation(),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5 * time.Millisecond)}, genkafka.ClientOpts(o.timeout)...)
-	cl, err := kgo.NewClient(append(opts, conn...)...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if err := genkafka.WaitForBroker(ctx, cl, o.kafka.Brokers, o.timeout); err != nil {
-		return err
-	}
 	files := o.files
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -147,9 +108,7 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 		total += info.Size()
 	}
 	t0 := time.Now()
-	n := 0
 	var read, acked atomic.Int64
-	errc := make(chan error, 1)
 	prog := progress.New(errOut, progress.IsTerminal(errOut), "produce", "records", doneUnit, total, progressEvery, t0)
 	done := acked.Load
 	if doneUnit != "" {
@@ -157,59 +116,9 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	}
 	stop := prog.Follow(done, acked.Load)
 	defer stop()
-	failed := func() error {
-		select {
-		case err := <-errc:
-			return genkafka.ProduceError(o.topic, o.kafka.Brokers, o.timeout, err)
-		default:
-			return nil
-		}
-	}
-	for _, f := range files {
-		r := stdin
-		if f != "-" {
-			fh, err := os.Open(f)
-			if err != nil {
-				return err
-			}
-			defer fh.Close()
-			r = fh
-		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<16), 1<<24)
-		for line := 1; sc.Scan(); line++ {
-			read.Add(int64(len(sc.Bytes())) + 1)
-			text := strings.TrimSpace(sc.Text())
-			if text == "" {
-				continue
-			}
-			rec := &kgo.Record{Value: []byte(text)}
-			if o.key == "src" {
-				rec.Key = []byte(srcKey(text))
-			}
-			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-				if err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-					return
-				}
-				acked.Add(1)
-			})
-			n++
-			if err := failed(); err != nil {
-				return err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	if err := failed(); err != nil {
+	n, err := genkafka.ProduceLines(ctx, genkafka.LinesConfig{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic,
+		KeyBySource: o.key == "src", Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
+	if err != nil {
 		return err
 	}
 	stop()
