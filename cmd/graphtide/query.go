@@ -88,6 +88,9 @@ func (o *queryOptions) Validate() error {
 		if o.tokenFile != "" || o.serverCA != "" {
 			return errors.New("--token-file and --server-ca go with --server")
 		}
+		if o.analytic != "" {
+			return errors.New("--analytic names a registered analytic of a server (--server); with --dir, the analytic is computed here")
+		}
 	}
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
@@ -119,25 +122,9 @@ func (o *queryOptions) Validate() error {
 	return nil
 }
 
-// queryReads are the reads that a server (*api.Client) and a data
-// directory (*api.Local) answer alike.
-type queryReads interface {
-	Degree(ctx context.Context, v string, o api.ReadOptions) (api.DegreeResponse, error)
-	Neighbors(ctx context.Context, v string, o api.ReadOptions, after string, limit int) (api.NeighborsResponse, error)
-	Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (api.PathResponse, error)
-}
-
-// querySource answers the queries, from a data directory (local) or a
-// server (client); exactly one is set.
-type querySource struct {
-	o      *queryOptions
-	local  *api.Local
-	client *api.Client
-}
-
 // queryRun answers one subcommand: the response (printed as is with
 // --json) and how it reads as text.
-type queryRun func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error)
+type queryRun func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error)
 
 func newQueryCmd() *cobra.Command {
 	o := queryOptions{direction: "out", view: "fresh", limit: 1000, budget: api.DefaultPathBudget, k: 10,
@@ -194,16 +181,16 @@ the YAML file given by --config, keyed by flag name.`
 				if o.server != "" && c.Flags().Changed("budget") {
 					return errors.New("--budget applies to --dir; a server's path budget is serve's --http-path-budget")
 				}
-				src, err := o.open()
+				q, err := o.open()
 				if err != nil {
 					return err
 				}
-				r, text, err := run(c.Context(), src, args)
-				if cerr := src.close(); err == nil {
+				r, text, err := run(c.Context(), q, args)
+				if cerr := q.Close(); err == nil {
 					err = cerr
 				}
 				if err != nil {
-					return src.hint(err)
+					return o.hint(err)
 				}
 				return o.print(c.OutOrStdout(), r, text)
 			}}
@@ -224,15 +211,15 @@ the YAML file given by --config, keyed by flag name.`
 				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
 				fs.StringVar(&o.after, "after", "", "list only neighbors above this id (or key): the next page")
 			},
-			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
-				r, err := src.reads().Neighbors(ctx, args[0], src.read(), o.after, o.limit)
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Neighbors(ctx, args[0], o.read(), o.after, o.limit)
 				return r, r.WriteText, err
 			}),
 		sub("degree V", "Print a vertex's out- or in-degree",
 			"  graphtide query degree alice --direction in",
 			cobra.ExactArgs(1), dirFlags,
-			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
-				r, err := src.reads().Degree(ctx, args[0], src.read())
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Degree(ctx, args[0], o.read())
 				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",
@@ -242,8 +229,8 @@ the YAML file given by --config, keyed by flag name.`
 				fs.IntVar(&o.maxDepth, "max-depth", 0, "the most hops of the path (0: no bound)")
 				fs.Int64Var(&o.budget, "budget", o.budget, "edges the search may read before it gives up (--dir only)")
 			},
-			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
-				r, err := src.reads().Path(ctx, args[0], args[1], o.weighted, o.maxDepth)
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Path(ctx, args[0], args[1], o.weighted, o.maxDepth)
 				return r, r.WriteText, err
 			}),
 		sub("top-pagerank", "List the vertices of highest PageRank",
@@ -254,8 +241,8 @@ the YAML file given by --config, keyed by flag name.`
 				fs.Float64Var(&o.damping, "damping", o.damping, "--dir: damping factor")
 				fs.Float64Var(&o.tolerance, "tolerance", o.tolerance, "--dir: iterate until the ranks change by at most this (L1)")
 			},
-			func(ctx context.Context, src *querySource, _ []string) (any, func(io.Writer), error) {
-				r, err := src.topPageRank(ctx)
+			func(ctx context.Context, q *api.Querier, _ []string) (any, func(io.Writer), error) {
+				r, err := q.TopPageRank(ctx, o.k, o.analyticQuery())
 				return r, r.WriteText, err
 			}),
 		sub("component V", "Print a vertex's weakly connected component and its size",
@@ -263,8 +250,8 @@ the YAML file given by --config, keyed by flag name.`
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered wcc analytic to read (default: the one named wcc)")
 			},
-			func(ctx context.Context, src *querySource, args []string) (any, func(io.Writer), error) {
-				r, err := src.component(ctx, args[0])
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Component(ctx, args[0], o.analyticQuery())
 				if err != nil {
 					return nil, nil, err
 				}
@@ -288,62 +275,36 @@ func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 
 // open opens the data directory (read-only: nothing is written, nothing
 // is started) or a client of the server.
-func (o *queryOptions) open() (*querySource, error) {
-	s := &querySource{o: o}
-	if o.server == "" {
-		l, err := api.OpenLocal(o.dir)
-		if err != nil {
-			return nil, err
-		}
-		l.PathBudget = o.budget
-		s.local = l
-		return s, nil
-	}
-	co := api.ClientOptions{Token: o.token, Timeout: o.timeout}
+func (o *queryOptions) open() (*api.Querier, error) {
+	t := api.Target{Dir: o.dir, PathBudget: o.budget, Server: o.server, Client: api.ClientOptions{Token: o.token, Timeout: o.timeout}}
 	if o.serverCA != "" {
 		pem, err := os.ReadFile(o.serverCA)
 		if err != nil {
 			return nil, fmt.Errorf("--server-ca: %w", err)
 		}
-		co.RootCAs = x509.NewCertPool()
-		if !co.RootCAs.AppendCertsFromPEM(pem) {
+		t.Client.RootCAs = x509.NewCertPool()
+		if !t.Client.RootCAs.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", o.serverCA)
 		}
 	}
-	c, err := api.NewClient(o.server, co)
-	if err != nil {
-		return nil, err
-	}
-	s.client = c
-	return s, nil
+	return api.OpenQuerier(t)
 }
 
-func (s *querySource) close() error {
-	if s.local != nil {
-		return s.local.Close()
-	}
-	s.client.Close()
-	return nil
+func (o *queryOptions) read() api.ReadOptions {
+	return api.ReadOptions{Dir: o.direction, View: o.view}
 }
 
-func (s *querySource) reads() queryReads {
-	if s.local != nil {
-		return s.local
-	}
-	return s.client
-}
-
-func (s *querySource) read() api.ReadOptions {
-	return api.ReadOptions{Dir: s.o.direction, View: s.o.view}
+func (o *queryOptions) analyticQuery() api.AnalyticQuery {
+	return api.AnalyticQuery{Name: o.analytic, Damping: o.damping, Tolerance: o.tolerance}
 }
 
 // hint adds to an error of the server what to do about it on this
 // command line.
-func (s *querySource) hint(err error) error {
+func (o *queryOptions) hint(err error) error {
 	var se *api.StatusError
 	var nr *api.NotRegisteredError
 	switch {
-	case errors.As(err, &se) && se.Status == http.StatusUnauthorized && s.o.token == "":
+	case errors.As(err, &se) && se.Status == http.StatusUnauthorized && o.token == "":
 		return fmt.Errorf("%w (give the token with --token-file or GRAPHTIDE_HTTP_TOKEN)", err)
 	case errors.As(err, &nr) && len(nr.OfType) == 0:
 		return fmt.Errorf("%w, or query --dir", err)
@@ -351,35 +312,4 @@ func (s *querySource) hint(err error) error {
 		return fmt.Errorf("%w (choose with --analytic)", err)
 	}
 	return err
-}
-
-// topPageRank computes PageRank (--dir) or reads a registered analytic.
-func (s *querySource) topPageRank(ctx context.Context) (api.TopResponse, error) {
-	if s.local != nil {
-		if s.o.analytic != "" {
-			return api.TopResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, PageRank is computed here")
-		}
-		return s.local.TopPageRank(ctx, s.o.k, s.o.damping, s.o.tolerance)
-	}
-	name, err := s.client.Registered(ctx, "pagerank", s.o.analytic)
-	if err != nil {
-		return api.TopResponse{}, err
-	}
-	return s.client.Top(ctx, name, s.o.k)
-}
-
-// component computes the components (--dir) or reads a registered
-// analytic.
-func (s *querySource) component(ctx context.Context, v string) (api.VertexResultResponse, error) {
-	if s.local != nil {
-		if s.o.analytic != "" {
-			return api.VertexResultResponse{}, errors.New("--analytic names a registered analytic of a server (--server); with --dir, components are computed here")
-		}
-		return s.local.Component(ctx, v)
-	}
-	name, err := s.client.Registered(ctx, "wcc", s.o.analytic)
-	if err != nil {
-		return api.VertexResultResponse{}, err
-	}
-	return s.client.AnalyticVertex(ctx, name, v)
 }

@@ -1,0 +1,109 @@
+package api
+
+import "context"
+
+// Querier answers the queries of 'graphtide query' alike from a data
+// directory (through a Local) or from a running server (through a
+// Client): the same arguments give the same responses. Only the
+// analytics differ: a data directory computes them on the spot, a
+// server reads a registered analytic.
+type Querier struct {
+	local  *Local  // exactly one of local and client is set
+	client *Client
+}
+
+// Target says where a Querier reads: a server when Server is set, else
+// the data directory Dir.
+type Target struct {
+	Dir        string
+	PathBudget int64 // Dir only: as Local.PathBudget
+	Server     string
+	Client     ClientOptions
+}
+
+// OpenQuerier opens the data directory read-only, or a client of the
+// server.
+func OpenQuerier(t Target) (*Querier, error) {
+	if t.Server != "" {
+		c, err := NewClient(t.Server, t.Client)
+		if err != nil {
+			return nil, err
+		}
+		return &Querier{client: c}, nil
+	}
+	l, err := OpenLocal(t.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l.PathBudget = t.PathBudget
+	return &Querier{local: l}, nil
+}
+
+// Close releases the data directory or the client's connections.
+func (q *Querier) Close() error {
+	if q.local != nil {
+		return q.local.Close()
+	}
+	q.client.Close()
+	return nil
+}
+
+// Degree is v's degree; v is an id or a string key.
+func (q *Querier) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResponse, error) {
+	if q.local != nil {
+		return q.local.Degree(ctx, v, o)
+	}
+	return q.client.Degree(ctx, v, o)
+}
+
+// Neighbors is one page of v's neighbors: at most limit above after (""
+// from the first).
+func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+	if q.local != nil {
+		return q.local.Neighbors(ctx, v, o, after, limit)
+	}
+	return q.client.Neighbors(ctx, v, o, after, limit)
+}
+
+// Path is a shortest path from one vertex to another (by hops, or by
+// weight; maxDepth 0: no bound).
+func (q *Querier) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+	if q.local != nil {
+		return q.local.Path(ctx, from, to, weighted, maxDepth)
+	}
+	return q.client.Path(ctx, from, to, weighted, maxDepth)
+}
+
+// AnalyticQuery says which analytic a query reads. A server reads the
+// registered analytic Name (default: the one named like its type; a
+// *NotRegisteredError says which there are); a data directory ignores
+// Name and computes PageRank with Damping and Tolerance.
+type AnalyticQuery struct {
+	Name               string
+	Damping, Tolerance float64
+}
+
+// TopPageRank is the k vertices of highest PageRank.
+func (q *Querier) TopPageRank(ctx context.Context, k int, a AnalyticQuery) (TopResponse, error) {
+	if q.local != nil {
+		return q.local.TopPageRank(ctx, k, a.Damping, a.Tolerance)
+	}
+	name, err := q.client.Registered(ctx, "pagerank", a.Name)
+	if err != nil {
+		return TopResponse{}, err
+	}
+	return q.client.Top(ctx, name, k)
+}
+
+// Component is v's weakly connected component (a ComponentResult; see
+// ResultAs).
+func (q *Querier) Component(ctx context.Context, v string, a AnalyticQuery) (VertexResultResponse, error) {
+	if q.local != nil {
+		return q.local.Component(ctx, v)
+	}
+	name, err := q.client.Registered(ctx, "wcc", a.Name)
+	if err != nil {
+		return VertexResultResponse{}, err
+	}
+	return q.client.AnalyticVertex(ctx, name, v)
+}
