@@ -21,7 +21,7 @@ type compactOptions struct {
 }
 
 func (o *compactOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store")
 }
 

@@ -18,7 +18,7 @@ type inspectOptions struct {
 }
 
 func (o *inspectOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store")
 	fs.BoolVar(&o.verify, "verify", false, "check everything without writing: every manifest record, every file and checksum, the key dictionary, and each against the others; any problem makes the exit status 1")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")

@@ -34,7 +34,7 @@ type loadOptions struct {
 }
 
 func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store, string keys go to <dir>/keys.dict")
 	fs.StringVar(&o.format, "format", "auto", "format of the files: auto, text, bin or json (auto: GTEL0001 magic = bin, first character '{' or '[' = json, else text)")
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")

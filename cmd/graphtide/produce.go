@@ -28,7 +28,7 @@ type produceOptions struct {
 }
 
 func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
 	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")

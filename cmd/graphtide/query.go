@@ -49,7 +49,7 @@ type queryOptions struct {
 
 // AddFlags adds the flags every query subcommand takes.
 func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory to read (serve must not be running on it; use --server then)")
 	fs.StringVar(&o.server, "server", "", "URL of a running graphtide serve, e.g. http://127.0.0.1:9464 (instead of --dir)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the server's bearer token (or GRAPHTIDE_HTTP_TOKEN)")

@@ -19,7 +19,7 @@ type repairOptions struct {
 }
 
 func (o *repairOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's)")
 	fs.BoolVar(&o.yes, "yes", false, "do the repair (without it, repair only says what it would do)")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/settings"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -58,7 +59,7 @@ const minTokenLen = 16
 
 // AddFlags adds serve's flags to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.Dir, "dir", "graphtide-data", "store directory (created if missing)")
 	o.Kafka.AddFlags(fs, nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
 	fs.StringSliceVar(&o.Topics, "topics", []string{"edges"}, "topics to consume")

@@ -19,6 +19,11 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// AddConfigFlag adds the --config flag that Apply reads.
+func AddConfigFlag(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file of settings keyed by flag name (flags and GRAPHTIDE_* variables take precedence)")
+}
+
 // Apply fills every flag that was not given on the command line,
 // first from GRAPHTIDE_<FLAG> environment variables, then from the YAML
 // config file named by the --config flag (if any), whose keys are the flag
