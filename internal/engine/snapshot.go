@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/leakcheck"
 )
 
 // Direction selects out-edges or in-edges (in-edges need Options.InEdges).
@@ -24,6 +25,14 @@ const (
 // it lives, flush and compaction keep the edge versions it can see.
 // Safe for concurrent use.
 type Snapshot struct {
+	// The state is what the store keeps of an open snapshot (to release
+	// it on Close); the Snapshot itself only its user holds, so that a
+	// dropped one can be caught (package leakcheck, race builds).
+	*snapState
+}
+
+// snapState is an open snapshot's state.
+type snapState struct {
 	store *Store
 	// mu is held for reading by every read and for writing by release.
 	mu  sync.RWMutex
@@ -56,11 +65,13 @@ func (s *Store) snapshot(durable bool) (*Snapshot, error) {
 		if e != nil {
 			return e
 		}
-		sn = &Snapshot{store: s, c: cs, seq: cs.Seq(), vb: cs.VertexBound()}
-		sn.low, sn.high = cs.VertexBounds()
+		st := &snapState{store: s, c: cs, seq: cs.Seq(), vb: cs.VertexBound()}
+		st.low, st.high = cs.VertexBounds()
 		s.snapMu.Lock()
-		s.snaps[sn] = struct{}{}
+		s.snaps[st] = struct{}{}
 		s.snapMu.Unlock()
+		sn = &Snapshot{st}
+		leakcheck.Watch(sn, "store snapshot", st.open)
 		return nil
 	})
 	return sn, err
@@ -88,19 +99,26 @@ func (sn *Snapshot) Release() {
 	sn.store.snapMu.Lock()
 	defer sn.store.snapMu.Unlock()
 	if sn.store.snaps != nil {
-		delete(sn.store.snaps, sn)
+		delete(sn.store.snaps, sn.snapState)
 	}
 	sn.releaseLocked()
 }
 
+// open reports whether the snapshot is not yet released.
+func (st *snapState) open() bool {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.c != nil
+}
+
 // releaseLocked frees the handle. Requires store.snapMu held and the store
 // open.
-func (sn *Snapshot) releaseLocked() {
-	sn.mu.Lock()
-	defer sn.mu.Unlock()
-	if sn.c != nil {
-		sn.c.Release()
-		sn.c = nil
+func (st *snapState) releaseLocked() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.c != nil {
+		st.c.Release()
+		st.c = nil
 	}
 }
 

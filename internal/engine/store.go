@@ -17,7 +17,7 @@ type Store struct {
 	dir     string
 	inEdges bool
 	snapMu  sync.Mutex
-	snaps   map[*Snapshot]struct{} // live snapshots; Protected by snapMu.
+	snaps   map[*snapState]struct{} // live snapshots; Protected by snapMu.
 
 	// applyMu is held by Apply from the core's apply to the observer call,
 	// so that the observer sees batches in sequence order. (The core
@@ -82,7 +82,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
 	}
-	return &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*Snapshot]struct{}{}}, nil
+	return &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*snapState]struct{}{}}, nil
 }
 
 // Dir is the directory the store lives in.

@@ -33,7 +33,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	closed  bool                     // Protected by mu.
-	views   map[*StaticView]struct{} // live static views; Protected by mu.
+	views   map[*staticState]struct{} // live static views; Protected by mu.
 	streams map[any]struct{}         // live *Stream and *Stateful; Protected by mu.
 	created map[Kind]uint64          // views created, by kind; Protected by mu.
 	lost    uint64                   // lost-data events of streams; Protected by mu.
@@ -55,7 +55,7 @@ func NewManager(store *engine.Store, cfg Config) (*Manager, error) {
 		cfg.IndexRebuildMin = 1024
 	}
 	m := &Manager{store: store, cfg: cfg, log: newEdgeLog(cfg.LogCapacity, 0),
-		views: map[*StaticView]struct{}{}, streams: map[any]struct{}{}, created: map[Kind]uint64{}}
+		views: map[*staticState]struct{}{}, streams: map[any]struct{}{}, created: map[Kind]uint64{}}
 	// Observer first: every batch applied after this point reaches the log,
 	// so every view taken later is followed by all the ops after it.
 	store.SetApplyObserver(func(seq uint64, b *engine.Batch) {
@@ -94,7 +94,7 @@ func (m *Manager) alive() error {
 // track records a view's creation (on) or release. A creation after Close
 // is refused, so that no view escapes Close's release.
 // track counts an open view; ErrClosed once the manager is closed.
-func (m *Manager) track(v *StaticView) error {
+func (m *Manager) track(v *staticState) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -106,7 +106,7 @@ func (m *Manager) track(v *StaticView) error {
 }
 
 // untrack forgets a released view.
-func (m *Manager) untrack(v *StaticView) {
+func (m *Manager) untrack(v *staticState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.views, v)
@@ -145,7 +145,7 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
-	views := make([]*StaticView, 0, len(m.views))
+	views := make([]*staticState, 0, len(m.views))
 	for v := range m.views {
 		views = append(views, v)
 	}
@@ -153,7 +153,9 @@ func (m *Manager) Close() {
 	m.store.SetApplyObserver(nil)
 	m.log.close()
 	for _, v := range views {
-		v.Release()
+		if v.release() {
+			m.untrack(v)
+		}
 	}
 }
 

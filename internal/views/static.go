@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/leakcheck"
 )
 
 // ErrReleased is returned by every call on a released view.
@@ -53,6 +54,14 @@ type StaticOptions struct {
 // StaticView is a consistent, read-only graph as of one sequence number.
 // It is safe for concurrent use; Release it when done.
 type StaticView struct {
+	// The state is what the manager keeps of an open view (to release it
+	// on Close); the StaticView itself only its user holds, so that a
+	// dropped one can be caught (package leakcheck, race builds).
+	*staticState
+}
+
+// staticState is an open static view's state.
+type staticState struct {
 	m    *Manager
 	kind Kind
 	seq  uint64
@@ -99,8 +108,8 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 		return nil, err
 	}
 	low, high := sn.VertexBounds()
-	v := &StaticView{m: m, kind: o.Kind, seq: sn.Seq(), low: low, high: high,
-		hasIn: m.store.InEdges(), weights: true, created: m.now()}
+	v := &StaticView{&staticState{m: m, kind: o.Kind, seq: sn.Seq(), low: low, high: high,
+		hasIn: m.store.InEdges(), weights: true, created: m.now()}}
 	if o.Kind == Private {
 		g, err := copyGraph(sn, v.Ranges, o.PrivateIn, o.PrivateWeights)
 		sn.Release()
@@ -111,10 +120,12 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	} else {
 		v.sn = sn
 	}
-	if err := m.track(v); err != nil {
-		v.release() // the manager closed meanwhile
+	st := v.staticState
+	if err := m.track(st); err != nil {
+		st.release() // the manager closed meanwhile
 		return nil, err
 	}
+	leakcheck.Watch(v, "static view", st.open) // st.open does not hold v
 	return v, nil
 }
 
@@ -174,12 +185,19 @@ func (v *StaticView) Created() time.Time { return v.created }
 // releasing twice is harmless.
 func (v *StaticView) Release() {
 	if v.release() {
-		v.m.untrack(v)
+		v.m.untrack(v.staticState)
 	}
 }
 
+// open reports whether the view is not yet released.
+func (v *staticState) open() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.sn != nil || v.priv != nil
+}
+
 // release frees the view's data and reports whether it held any.
-func (v *StaticView) release() bool {
+func (v *staticState) release() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	held := v.sn != nil || v.priv != nil
