@@ -1,16 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"math"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/ingestbench"
-	"github.com/graphtide/graphtide/internal/gen"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -26,48 +26,55 @@ machine vary from run to run.`,
 	return cmd
 }
 
-type benchIngestOptions struct {
-	scale, edgeFactor int
-	seed              uint64
-	input             string
-	dir               string
-	batchSize         int
-	memgraphMiB       int
-	skipPebble        bool
+// benchConfig is a benchmark package's Config: its flags and their checks.
+type benchConfig interface {
+	AddFlags(fs *pflag.FlagSet)
+	Validate() error
 }
 
-func (o *benchIngestOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.scale, "scale", 20, fmt.Sprintf("log2 of the vertex count of the RMAT graph, %d..%d", gen.MinScale, gen.MaxScale))
-	fs.IntVar(&o.edgeFactor, "edge-factor", 16, "edges per vertex")
-	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the RMAT graph")
-	fs.StringVar(&o.input, "input", "", "read edges from this edge file (el or bin, see gen) instead of generating them")
-	fs.StringVar(&o.dir, "dir", "", "directory for the store and the Pebble baseline; must not exist or be empty (default: a temporary directory, removed afterwards)")
-	fs.IntVar(&o.batchSize, "batch-size", 10000, "edges per write batch, for both the store and Pebble")
-	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (the store keeps two)")
-	fs.BoolVar(&o.skipPebble, "skip-pebble", false, "do not run the Pebble baseline")
+// newBenchmarkCmd completes cmd, whose Use, Short, Long and Example are set,
+// as the benchmark cfg configures: cfg's flags, checked by cfg.Validate
+// before anything runs; then run, with *dir (cfg's Dir) set to the work
+// directory, which is *dir as given (the --dir flag, where the benchmark has
+// one) or else a temporary directory named after the command and removed
+// afterwards. run's progress goes to log (stderr), its result is printed as
+// the one JSON line that ends stdout.
+func newBenchmarkCmd(cmd *cobra.Command, cfg benchConfig, dir *string, run func(ctx context.Context, log io.Writer) (any, error)) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		work, cleanup, err := bench.WorkDir(*dir, cmd.Name())
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		*dir = work
+		res, err := run(cmd.Context(), cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		return printJSONLine(cmd, res)
+	}
+	cfg.AddFlags(cmd.Flags())
+	return cmd
 }
 
-func (o *benchIngestOptions) Validate() error {
-	if o.input == "" {
-		if o.scale < gen.MinScale || o.scale > gen.MaxScale {
-			return fmt.Errorf("--scale must be between %d and %d, got %d", gen.MinScale, gen.MaxScale, o.scale)
-		}
-		if o.edgeFactor < 1 || o.edgeFactor > math.MaxInt>>o.scale {
-			return fmt.Errorf("--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got %d", o.edgeFactor)
-		}
+// printJSONLine writes v as the one-line JSON result that every benchmark
+// prints last.
+func printJSONLine(cmd *cobra.Command, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	if o.batchSize < 1 || o.batchSize > 10_000_000 {
-		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", o.batchSize)
-	}
-	if o.memgraphMiB < 1 || o.memgraphMiB > 65536 {
-		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", o.memgraphMiB)
-	}
-	return nil
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
+	return err
 }
 
 func newBenchIngestCmd() *cobra.Command {
-	var o benchIngestOptions
-	cmd := &cobra.Command{
+	c := ingestbench.DefaultConfig()
+	return newBenchmarkCmd(&cobra.Command{
 		Use:   "ingest [flags]",
 		Short: "Ingest an RMAT stream into graphtide, Pebble and a static CSR, then scan",
 		Long: `Generates (or reads) an edge stream and, in the same run:
@@ -84,38 +91,8 @@ func newBenchIngestCmd() *cobra.Command {
 The last line of stdout is one JSON object with all figures.`,
 		Example: `  graphtide bench ingest --scale 20 --edge-factor 16 --dir /tmp/gt-bench
   graphtide gen --scale 18 --out g18.bin && graphtide bench ingest --input g18.bin`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			dir, cleanup, err := bench.WorkDir(o.dir, "ingest")
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			res, err := ingestbench.Run(ingestbench.Config{
-				Scale: o.scale, EdgeFactor: o.edgeFactor, Seed: o.seed, Input: o.input, Dir: dir,
-				BatchSize: o.batchSize, MemGraphBytes: int64(o.memgraphMiB) << 20, SkipPebble: o.skipPebble,
-				Log: cmd.ErrOrStderr(),
-			})
-			if err != nil {
-				return err
-			}
-			return printJSONLine(cmd, res)
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
-}
-
-// printJSONLine writes v as the one-line JSON result that every benchmark
-// prints last.
-func printJSONLine(cmd *cobra.Command, v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
-	return err
+	}, &c, &c.Dir, func(_ context.Context, log io.Writer) (any, error) {
+		c.Log = log
+		return ingestbench.Run(c)
+	})
 }

@@ -1,4 +1,5 @@
-// Package bench holds what the benchmark commands share: reading this
+// Package bench holds what the benchmark commands share: the RMAT graph's
+// flags and their checks, work directories, Kafka topics and reading a
 // process's resident set from /proc.
 package bench
 

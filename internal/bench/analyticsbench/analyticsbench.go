@@ -33,11 +33,17 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -56,8 +62,57 @@ type Config struct {
 	Repeats           int // best of this many timed runs on view and CSR (default 3)
 	// IDs are the id layouts measured, dense first (default: all of
 	// Layouts).
-	IDs []string
-	Log io.Writer
+	IDs        []string
+	CPUProfile string // if set, a Go CPU profile of the whole run goes here
+	Log        io.Writer
+}
+
+// DefaultConfig is the command's defaults, without Dir.
+func DefaultConfig() Config {
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, StreamFraction: 0.01, Repeats: 3, IDs: Layouts}
+}
+
+// Bounds of Config.Scale and Config.EdgeFactor.
+const (
+	MaxScale      = 26
+	MaxEdgeFactor = 64
+)
+
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "random seed")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed edges per batch")
+	fs.Float64Var(&c.StreamFraction, "stream-fraction", c.StreamFraction, "share of the graph's edge count streamed after the load")
+	fs.IntVar(&c.Repeats, "repeats", c.Repeats, "timed runs of each static analytic (the best counts)")
+	fs.StringVar(&c.Dir, "dir", c.Dir, "scratch directory for the stores (default: a temporary one)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a Go CPU profile of the whole run to this file")
+	_ = fs.MarkHidden("cpuprofile")
+	fs.StringSliceVar(&c.IDs, "ids", c.IDs, "id layouts to measure, dense first: dense, sparse, keys")
+}
+
+// Validate checks the settings; its messages name the command's flags.
+func (c Config) Validate() error {
+	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
+		return err
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10000000 {
+		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", c.BatchSize)
+	}
+	if c.StreamFraction <= 0 || c.StreamFraction > 1 {
+		return fmt.Errorf("--stream-fraction must be in (0, 1], got %v", c.StreamFraction)
+	}
+	if c.Repeats < 1 || c.Repeats > 100 {
+		return fmt.Errorf("--repeats must be between 1 and 100, got %d", c.Repeats)
+	}
+	if len(c.IDs) == 0 || c.IDs[0] != "dense" {
+		return fmt.Errorf("--ids must start with dense (the baseline), got %q", strings.Join(c.IDs, ","))
+	}
+	for i, n := range c.IDs {
+		if !slices.Contains(Layouts, n) || slices.Index(c.IDs, n) != i {
+			return fmt.Errorf("--ids: %q is not one of %s, or is repeated", n, strings.Join(Layouts, ", "))
+		}
+	}
+	return nil
 }
 
 // Layouts are the id layouts the benchmark knows.
@@ -227,6 +282,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, f+"\n", a...)
 		}
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 10000

@@ -16,24 +16,58 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/graphtide/graphtide/internal/edgefile"
+	"github.com/spf13/pflag"
+
 	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/pebblebase"
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/staticcsr"
 )
 
-// Config of one run.
+// Config of one run (DefaultConfig has the command's defaults).
 type Config struct {
 	Scale, EdgeFactor int
 	Seed              uint64
 	Input             string // edge file to read instead of generating
 	Dir               string // must not exist or be empty
 	BatchSize         int    // edges per Apply and per Pebble batch
-	MemGraphBytes     int64  // store option; 0 = default
+	MemGraphMiB       int    // store option, in MiB; 0 = default
 	SkipPebble        bool
 	Log               io.Writer // progress lines; nil = discard
+}
+
+// DefaultConfig is the command's defaults, without Dir.
+func DefaultConfig() Config {
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, MemGraphMiB: 64}
+}
+
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed,
+		fmt.Sprintf("log2 of the vertex count of the RMAT graph, %d..%d", gen.MinScale, gen.MaxScale), "random seed of the RMAT graph")
+	fs.StringVar(&c.Input, "input", c.Input, "read edges from this edge file (el or bin, see gen) instead of generating them")
+	fs.StringVar(&c.Dir, "dir", c.Dir, "directory for the store and the Pebble baseline; must not exist or be empty (default: a temporary directory, removed afterwards)")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "edges per write batch, for both the store and Pebble")
+	fs.IntVar(&c.MemGraphMiB, "memgraph-mib", c.MemGraphMiB, "size of one MemGraph in MiB (the store keeps two)")
+	fs.BoolVar(&c.SkipPebble, "skip-pebble", c.SkipPebble, "do not run the Pebble baseline")
+}
+
+// Validate checks the settings; its messages name the command's flags.
+func (c Config) Validate() error {
+	if c.Input == "" {
+		if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, gen.MaxScale, 0); err != nil {
+			return err
+		}
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10_000_000 {
+		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", c.BatchSize)
+	}
+	if c.MemGraphMiB < 1 || c.MemGraphMiB > 65536 {
+		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", c.MemGraphMiB)
+	}
+	return nil
 }
 
 // Result is the JSON line the command prints last.
@@ -85,7 +119,7 @@ func Run(cfg Config) (Result, error) {
 	res.Edges = len(edges)
 	res.Vertices = nv
 	res.BatchSize = cfg.BatchSize
-	res.MemGraphBytes = cfg.MemGraphBytes
+	res.MemGraphBytes = int64(cfg.MemGraphMiB) << 20
 
 	// The static CSR first: it is also the oracle for the store's scan.
 	t0 := time.Now()
@@ -143,7 +177,7 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 		logf("warning: cannot reset peak RSS (%v); peak includes earlier phases", err)
 	}
 	sampler := bench.StartPeakSampler(20 * time.Millisecond)
-	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: cfg.MemGraphBytes})
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: res.MemGraphBytes})
 	if err != nil {
 		return err
 	}

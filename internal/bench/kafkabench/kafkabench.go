@@ -26,6 +26,7 @@ package kafkabench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -63,6 +65,46 @@ type Config struct {
 	// phase: produce time (Unix µs) and produce-to-visible latency (µs).
 	LatencyDump string
 	Log         io.Writer
+}
+
+// DefaultConfig is the command's defaults, without Brokers and Dir.
+func DefaultConfig() Config {
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Partitions: 4, SteadyFor: 10 * time.Second}
+}
+
+// Bounds of Config.Scale and Config.EdgeFactor.
+const (
+	MaxScale      = 26
+	MaxEdgeFactor = 64
+)
+
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.Brokers, "brokers", c.Brokers, "Kafka bootstrap brokers (required)")
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "random seed")
+	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "partitions of the benchmark topics")
+	fs.DurationVar(&c.SteadyFor, "steady-for", c.SteadyFor, "length of the steady-rate visibility phase")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a Go CPU profile of the ingest phase to this file")
+	fs.StringVar(&c.LatencyDump, "latency-dump", c.LatencyDump, "write each visibility-phase record's produce time and latency (µs) to this file")
+	_ = fs.MarkHidden("cpuprofile")
+	_ = fs.MarkHidden("latency-dump")
+}
+
+// Validate checks the settings; its messages name the command's flags.
+func (c Config) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("--brokers is required (start one with deploy/kafka/kafka.sh)")
+	}
+	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
+		return err
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		return fmt.Errorf("--partitions must be between 1 and 1024, got %d", c.Partitions)
+	}
+	if c.SteadyFor < time.Second {
+		return fmt.Errorf("--steady-for must be at least 1s, got %v", c.SteadyFor)
+	}
+	return nil
 }
 
 // Result is the JSON line the command prints last.

@@ -33,6 +33,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/views"
@@ -44,7 +47,7 @@ type Config struct {
 	Seed              uint64        // (1)
 	Dir               string        // scratch directory; must not exist or be empty
 	BatchSize         int           // ops per Apply (100)
-	MemGraphBytes     int64         // store option (64 MiB)
+	MemGraphMiB       int           // store option, in MiB (64)
 	Preload           float64       // share of the stream loaded before the phases, in batches of 10,000 (0.5)
 	Readers           []int         // reader goroutines of each phase, in order (0, 2, 4)
 	Phase             time.Duration // how long the writer applies in each phase (20s)
@@ -128,15 +131,33 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
-	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 100, MemGraphBytes: 64 << 20, Preload: 0.5,
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 100, MemGraphMiB: 64, Preload: 0.5,
 		Readers: []int{0, 2, 4}, Phase: 20 * time.Second, Rate: 1000, EdgeDeletes: 0.05, VertexDeletes: 0.0001, Hubs: 8}
 }
 
 // MaxScale bounds Config.Scale.
 const MaxScale = 26
 
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT stream", "random seed of the stream and of the deletes")
+	fs.Float64Var(&c.Preload, "preload", c.Preload, "share of the stream loaded before the timed phases, in [0, 1)")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "ops per timed Apply")
+	fs.IntVar(&c.Rate, "rate", c.Rate, "batches per second the writer is paced at, as a stream arrives (0: as fast as it can)")
+	fs.IntSliceVar(&c.Readers, "readers", c.Readers, "reader goroutines of each phase, in order")
+	fs.DurationVar(&c.Phase, "duration", c.Phase, "how long the writer applies in each phase")
+	fs.Float64Var(&c.EdgeDeletes, "edge-deletes", c.EdgeDeletes, "share of ops that delete an edge applied before")
+	fs.Float64Var(&c.VertexDeletes, "vertex-deletes", c.VertexDeletes, "share of ops that delete a vertex (drawn by degree, so hubs too)")
+	fs.IntVar(&c.Hubs, "hubs", c.Hubs, "hubs whose neighborhoods each reader gathers after each scan")
+	fs.IntVar(&c.MemGraphMiB, "memgraph-mib", c.MemGraphMiB, "size of one MemGraph in MiB (the store keeps two)")
+	fs.StringVar(&c.Dir, "dir", c.Dir, "directory for the store; must not exist or be empty (default: a temporary directory, removed afterwards)")
+}
+
 // Validate checks the settings; its messages name the command's flags.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
+	if c.MemGraphMiB < 1 || c.MemGraphMiB > 65536 {
+		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", c.MemGraphMiB)
+	}
 	// The whole stream is generated in memory: 16 bytes per edge.
 	if c.Scale < gen.MinScale || c.Scale > MaxScale {
 		return fmt.Errorf("--scale must be between %d and %d, got %d", gen.MinScale, MaxScale, c.Scale)
@@ -157,8 +178,6 @@ func (c *Config) Validate() error {
 	case c.EdgeDeletes < 0 || c.VertexDeletes < 0 || c.EdgeDeletes+c.VertexDeletes > 0.5:
 		return fmt.Errorf("--edge-deletes and --vertex-deletes must be non-negative and at most 0.5 together, got %v and %v",
 			c.EdgeDeletes, c.VertexDeletes)
-	case c.MemGraphBytes < 64<<10 || c.MemGraphBytes > 64<<30:
-		return fmt.Errorf("the MemGraph size must be between 64 KiB and 64 GiB, got %d bytes", c.MemGraphBytes)
 	case c.Hubs < 0 || c.Hubs > 10000:
 		return fmt.Errorf("--hubs must be between 0 and 10000, got %d", c.Hubs)
 	case len(c.Readers) == 0:
@@ -185,12 +204,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	edges := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}.Generate()
 	res.Edges, res.BatchSize, res.Rate, res.PhaseSec = len(edges), cfg.BatchSize, cfg.Rate, cfg.Phase.Seconds()
-	res.MemGraphBytes = cfg.MemGraphBytes
+	res.MemGraphBytes = int64(cfg.MemGraphMiB) << 20
 	pre := int(float64(len(edges)) * cfg.Preload)
 	res.Preloaded = pre
 	res.Hubs = hubs(edges[:max(pre, min(len(edges), 1<<16))], cfg.Hubs)
 
-	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: cfg.MemGraphBytes})
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), &engine.Options{MemGraphBytes: res.MemGraphBytes})
 	if err != nil {
 		return res, err
 	}

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,6 +50,49 @@ type Config struct {
 	Dir         string   // serve's data directory goes in here
 	Log         io.Writer
 	CatchUpWait time.Duration // how long serve may take to hold everything and catch up (default 10 min)
+}
+
+// DefaultConfig is the command's defaults, without Binary, Brokers and Dir.
+func DefaultConfig() Config {
+	return Config{Scale: 20, EdgeFactor: 16, Partitions: 4, Deletes: 0.05, Seed: 1, Budget: "1GiB",
+		Analytics: DefaultAnalytics, CatchUpWait: 10 * time.Minute}
+}
+
+// Bounds of Config.Scale and Config.EdgeFactor.
+const (
+	MaxScale      = 24
+	MaxEdgeFactor = 64
+)
+
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.Brokers, "brokers", c.Brokers, "Kafka bootstrap brokers (required)")
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "generator seed")
+	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "partitions of the benchmark topic")
+	fs.Float64Var(&c.Deletes, "deletes", c.Deletes, "share of events that delete an earlier edge")
+	fs.StringVar(&c.Budget, "memory-budget", c.Budget, "serve's --memory-budget")
+	fs.StringArrayVar(&c.Analytics, "analytic", c.Analytics, "analytics serve runs ({hub}: the vertex with the most out-edges); repeatable")
+	fs.DurationVar(&c.CatchUpWait, "catch-up-wait", c.CatchUpWait, "how long serve may take to ingest everything and catch up")
+}
+
+// Validate checks the settings; its messages name the command's flags.
+func (c Config) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("--brokers is required (start one with deploy/kafka/kafka.sh)")
+	}
+	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
+		return err
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		return fmt.Errorf("--partitions must be between 1 and 1024, got %d", c.Partitions)
+	}
+	if c.Deletes < 0 || c.Deletes > 0.5 {
+		return fmt.Errorf("--deletes must be between 0 and 0.5, got %v", c.Deletes)
+	}
+	if _, err := budget.Parse(c.Budget); err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	return nil
 }
 
 // DefaultAnalytics are those the benchmark registers by default: BFS from
