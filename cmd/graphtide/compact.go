@@ -2,16 +2,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/datadir"
-	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/inspect"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -56,43 +51,9 @@ YAML file given by --config, keyed by flag name.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runCompact(&o, cmd.OutOrStdout())
+			return datadir.Compact(o.dir, cmd.OutOrStdout())
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
-}
-
-func runCompact(o *compactOptions, out io.Writer) (err error) {
-	// Auto-compaction off, so that the layout printed before is the one
-	// CompactAll starts from.
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{DisableAutoCompaction: true}})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := d.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	store := d.Store
-	before, err := store.Metrics()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "store %s before:\n", datadir.StorePath(o.dir))
-	if err := inspect.WriteLevels(out, before); err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := store.CompactAll(); err != nil {
-		return err
-	}
-	took := time.Since(start)
-	after, err := store.Metrics()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "after (compacted in %.3f s, %d bytes read, %d written):\n", took.Seconds(), after.CompactionBytesRead, after.CompactionBytesWritten)
-	return inspect.WriteLevels(out, after)
 }

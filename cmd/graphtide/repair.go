@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -71,62 +69,9 @@ YAML file given by --config, keyed by flag name.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runRepair(&o, cmd.OutOrStdout())
+			return datadir.Repair(o.dir, o.yes, cmd.OutOrStdout())
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
-}
-
-func runRepair(o *repairOptions, out io.Writer) error {
-	plan, err := datadir.PlanRepair(o.dir)
-	if err != nil {
-		return err
-	}
-	defer plan.Close()
-	if plan.Empty() {
-		fmt.Fprintf(out, "nothing to repair: %s is sound\n", o.dir)
-		return nil
-	}
-	for _, p := range plan.Before.Problems {
-		fmt.Fprintf(out, "found: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
-	}
-	for _, p := range plan.Unrepairable {
-		fmt.Fprintf(out, "CANNOT REPAIR: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
-	}
-	if len(plan.Unrepairable) > 0 {
-		return fmt.Errorf("%d problem(s) in %s cannot be repaired; nothing was changed", len(plan.Unrepairable), o.dir)
-	}
-	verb := "would"
-	if o.yes {
-		verb = "will"
-	}
-	fmt.Fprintf(out, "repair %s:\n", verb)
-	for _, a := range plan.Actions {
-		fmt.Fprintf(out, "  - %s\n", a)
-	}
-	if !o.yes {
-		fmt.Fprintf(out, "nothing was changed: run again with --yes to repair (everything it changes is first kept in %s/repair-<UTC time>)\n", o.dir)
-		return nil
-	}
-	backup, err := plan.Apply()
-	if err != nil {
-		if backup != "" {
-			return fmt.Errorf("repair failed (what it changed so far is in %s): %w", backup, err)
-		}
-		return err
-	}
-	fmt.Fprintf(out, "repaired; what was changed is kept in %s\n", backup)
-	chk, err := datadir.Check(o.dir)
-	if err != nil {
-		return err
-	}
-	if !chk.OK() {
-		for _, p := range chk.Problems {
-			fmt.Fprintf(out, "still: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
-		}
-		return fmt.Errorf("%d problem(s) remain in %s after the repair", len(chk.Problems), o.dir)
-	}
-	fmt.Fprintf(out, "check after the repair: ok\n")
-	return nil
 }

@@ -17,6 +17,7 @@ Kafka into an LSM-tree of CSR files and serves consistent snapshots.
   load    bulk-load edge files (text, GTEL binary, JSON lines) into a store
   inspect show a store's levels, files and manifest; --verify checks checksums
   compact compact a store fully into its deepest level
+  repair  say what can be repaired in a damaged data directory; --yes repairs
   query   neighbors, degree, paths, PageRank, components (a store or a server)
   gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
   produce send edge events, one record per line, from files or stdin to Kafka

@@ -312,3 +312,62 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// Repair is 'graphtide repair': it plans the repair of the data directory
+// dir (PlanRepair) and writes the plan to out, every problem found and
+// every one it cannot repair; with yes it applies the plan (keeping what
+// it changes in a backup directory) and checks the directory again.
+// Without yes, or when any problem cannot be repaired, it changes nothing.
+// The error says what remains wrong.
+func Repair(dir string, yes bool, out io.Writer) error {
+	plan, err := PlanRepair(dir)
+	if err != nil {
+		return err
+	}
+	defer plan.Close()
+	if plan.Empty() {
+		fmt.Fprintf(out, "nothing to repair: %s is sound\n", dir)
+		return nil
+	}
+	for _, p := range plan.Before.Problems {
+		fmt.Fprintf(out, "found: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
+	}
+	for _, p := range plan.Unrepairable {
+		fmt.Fprintf(out, "CANNOT REPAIR: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
+	}
+	if len(plan.Unrepairable) > 0 {
+		return fmt.Errorf("%d problem(s) in %s cannot be repaired; nothing was changed", len(plan.Unrepairable), dir)
+	}
+	verb := "would"
+	if yes {
+		verb = "will"
+	}
+	fmt.Fprintf(out, "repair %s:\n", verb)
+	for _, a := range plan.Actions {
+		fmt.Fprintf(out, "  - %s\n", a)
+	}
+	if !yes {
+		fmt.Fprintf(out, "nothing was changed: run again with --yes to repair (everything it changes is first kept in %s/repair-<UTC time>)\n", dir)
+		return nil
+	}
+	backup, err := plan.Apply()
+	if err != nil {
+		if backup != "" {
+			return fmt.Errorf("repair failed (what it changed so far is in %s): %w", backup, err)
+		}
+		return err
+	}
+	fmt.Fprintf(out, "repaired; what was changed is kept in %s\n", backup)
+	chk, err := Check(dir)
+	if err != nil {
+		return err
+	}
+	if !chk.OK() {
+		for _, p := range chk.Problems {
+			fmt.Fprintf(out, "still: %s at byte offset %d: %s\n", p.File, p.Offset, p.What)
+		}
+		return fmt.Errorf("%d problem(s) remain in %s after the repair", len(chk.Problems), dir)
+	}
+	fmt.Fprintf(out, "check after the repair: ok\n")
+	return nil
+}

@@ -331,7 +331,7 @@ func (r *Report) writeText(w io.Writer) error {
 		fmt.Fprintln(w, "key dictionary: none")
 	}
 	fmt.Fprintf(w, "size: %d bytes in %d files\n\nlevels:\n", r.Total.Bytes, r.Total.Files)
-	if err := WriteLevels(w, r.metrics); err != nil {
+	if err := datadir.WriteLevels(w, r.metrics); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nfiles:")
@@ -364,21 +364,4 @@ func (v *Verify) writeText(w io.Writer, dir string) error {
 	}
 	_, err := fmt.Fprintf(w, "verify: %d problem(s) in %s; nothing was changed ('graphtide repair --dir %s' says what it can repair)\n", len(v.Problems), dir, dir)
 	return err
-}
-
-// WriteLevels prints one row per level in use (files, bytes, edge versions,
-// tombstones included) and a total row.
-func WriteLevels(w io.Writer, m engine.Metrics) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\tfiles\tbytes\tedge versions\t")
-	var files, bytes, entries int64
-	for i, l := range m.Levels {
-		files, bytes, entries = files+l.Files, bytes+l.Bytes, entries+l.Entries
-		if l.Files == 0 && i > 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "L%d\t%d\t%d\t%d\t\n", i, l.Files, l.Bytes, l.Entries)
-	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t\n", files, bytes, entries)
-	return tw.Flush()
 }
