@@ -26,6 +26,17 @@ void RaiseTo(std::atomic<uint64_t> *a, uint64_t v) {
   }
 }
 
+// "64 KiB", "16 GiB": n in the largest binary unit that divides it.
+std::string SizeString(uint64_t n) {
+  static const char *const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  size_t u = 0;
+  while (u + 1 < sizeof kUnits / sizeof kUnits[0] && n != 0 && n % 1024 == 0) {
+    n /= 1024;
+    u++;
+  }
+  return std::to_string(n) + " " + kUnits[u];
+}
+
 uint64_t NowNanos() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -232,35 +243,28 @@ void AdvancePast(std::vector<VertexCursor> &cs, uint64_t v) {
 Status ValidateOptions(const gt_options *c, Options *o) {
   *o = Options();
   if (c == nullptr) return Status::OK();
-  if (c->memgraph_bytes != 0) {
-    if (c->memgraph_bytes < (64u << 10) || c->memgraph_bytes > (64ull << 30))
-      return Status::Invalid("memgraph_bytes must be between 64 KiB and 64 GiB, got " +
-                             std::to_string(c->memgraph_bytes));
-    o->memgraph_bytes = c->memgraph_bytes;
-  }
-  if (c->target_segment_bytes != 0) {
-    if (c->target_segment_bytes < (16u << 10) || c->target_segment_bytes > (16ull << 30))
-      return Status::Invalid("target_segment_bytes must be between 16 KiB and 16 GiB, got " +
-                             std::to_string(c->target_segment_bytes));
-    o->target_segment_bytes = c->target_segment_bytes;
-  }
-  if (c->size_ratio != 0) {
-    if (c->size_ratio < 2 || c->size_ratio > 1000)
-      return Status::Invalid("size_ratio must be between 2 and 1000, got " + std::to_string(c->size_ratio));
-    o->size_ratio = c->size_ratio;
-  }
-  if (c->l0_compaction_trigger != 0) {
-    if (c->l0_compaction_trigger > 64)
-      return Status::Invalid("l0_compaction_trigger must be between 1 and 64, got " +
-                             std::to_string(c->l0_compaction_trigger));
-    o->l0_trigger = c->l0_compaction_trigger;
-  }
-  if (c->max_levels != 0) {
-    if (c->max_levels < 2 || c->max_levels > GT_MAX_LEVELS)
-      return Status::Invalid("max_levels must be between 2 and " + std::to_string(GT_MAX_LEVELS) + ", got " +
-                             std::to_string(c->max_levels));
-    o->max_levels = c->max_levels;
-  }
+  // Every limit is graphtide.h's (GT_MIN_* / GT_MAX_*); a field of 0 keeps
+  // the default.
+  Status s;
+  auto in = [&s](const char *name, uint64_t v, uint64_t lo, uint64_t hi, bool bytes) {
+    if (v == 0 || (v >= lo && v <= hi)) return true;
+    s = Status::Invalid(std::string(name) + " must be between " + (bytes ? SizeString(lo) : std::to_string(lo)) +
+                        " and " + (bytes ? SizeString(hi) : std::to_string(hi)) + ", got " + std::to_string(v));
+    return false;
+  };
+  if (!in("memgraph_bytes", c->memgraph_bytes, GT_MIN_MEMGRAPH_BYTES, GT_MAX_MEMGRAPH_BYTES, true) ||
+      !in("target_segment_bytes", c->target_segment_bytes, GT_MIN_TARGET_SEGMENT_BYTES, GT_MAX_TARGET_SEGMENT_BYTES,
+          true) ||
+      !in("size_ratio", c->size_ratio, GT_MIN_SIZE_RATIO, GT_MAX_SIZE_RATIO, false) ||
+      !in("l0_compaction_trigger", c->l0_compaction_trigger, GT_MIN_L0_COMPACTION_TRIGGER, GT_MAX_L0_COMPACTION_TRIGGER,
+          false) ||
+      !in("max_levels", c->max_levels, GT_MIN_LEVELS, GT_MAX_LEVELS, false))
+    return s;
+  if (c->memgraph_bytes != 0) o->memgraph_bytes = c->memgraph_bytes;
+  if (c->target_segment_bytes != 0) o->target_segment_bytes = c->target_segment_bytes;
+  if (c->size_ratio != 0) o->size_ratio = c->size_ratio;
+  if (c->l0_compaction_trigger != 0) o->l0_trigger = c->l0_compaction_trigger;
+  if (c->max_levels != 0) o->max_levels = c->max_levels;
   o->in_edges = c->in_edges != 0;
   o->disable_auto_compaction = c->disable_auto_compaction != 0;
   o->in_edges_as_stored = c->in_edges_as_stored != 0;

@@ -768,16 +768,25 @@ TEST(StoreApiTest, OptionValidation) {
   struct Case {
     const char *name;
     void (*set)(gt_options *);
-    const char *field;  // must appear in the message
+    const char *want;  // must appear in the message: the field and what is allowed (graphtide.h's limits)
   };
   const Case cases[] = {
-      {"size_ratio_1", [](gt_options *o) { o->size_ratio = 1; }, "size_ratio"},
-      {"size_ratio_huge", [](gt_options *o) { o->size_ratio = 100000; }, "size_ratio"},
-      {"memgraph_too_small", [](gt_options *o) { o->memgraph_bytes = 1000; }, "memgraph_bytes"},
-      {"segment_too_small", [](gt_options *o) { o->target_segment_bytes = 100; }, "target_segment_bytes"},
-      {"max_levels_1", [](gt_options *o) { o->max_levels = 1; }, "max_levels"},
-      {"max_levels_17", [](gt_options *o) { o->max_levels = GT_MAX_LEVELS + 1; }, "max_levels"},
-      {"l0_trigger_huge", [](gt_options *o) { o->l0_compaction_trigger = 1000; }, "l0_compaction_trigger"},
+      {"size_ratio_1", [](gt_options *o) { o->size_ratio = 1; }, "size_ratio must be between 2 and 1000, got 1"},
+      {"size_ratio_huge", [](gt_options *o) { o->size_ratio = 100000; },
+       "size_ratio must be between 2 and 1000, got 100000"},
+      {"memgraph_too_small", [](gt_options *o) { o->memgraph_bytes = 1000; },
+       "memgraph_bytes must be between 64 KiB and 64 GiB, got 1000"},
+      {"memgraph_too_large", [](gt_options *o) { o->memgraph_bytes = GT_MAX_MEMGRAPH_BYTES + 1; },
+       "memgraph_bytes must be between 64 KiB and 64 GiB"},
+      {"segment_too_small", [](gt_options *o) { o->target_segment_bytes = 100; },
+       "target_segment_bytes must be between 16 KiB and 16 GiB, got 100"},
+      {"segment_too_large", [](gt_options *o) { o->target_segment_bytes = GT_MAX_TARGET_SEGMENT_BYTES + 1; },
+       "target_segment_bytes must be between 16 KiB and 16 GiB"},
+      {"max_levels_1", [](gt_options *o) { o->max_levels = 1; }, "max_levels must be between 2 and 16, got 1"},
+      {"max_levels_17", [](gt_options *o) { o->max_levels = GT_MAX_LEVELS + 1; },
+       "max_levels must be between 2 and 16, got 17"},
+      {"l0_trigger_huge", [](gt_options *o) { o->l0_compaction_trigger = 1000; },
+       "l0_compaction_trigger must be between 1 and 64, got 1000"},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.name);
@@ -790,7 +799,7 @@ TEST(StoreApiTest, OptionValidation) {
     EXPECT_EQ(err.e.code, GT_ERR_INVALID);
     EXPECT_EQ(s, nullptr);
     ASSERT_NE(err.e.message, nullptr);
-    EXPECT_NE(err.msg().find(c.field), std::string::npos) << err.msg();
+    EXPECT_NE(err.msg().find(c.want), std::string::npos) << err.msg();
     EXPECT_EQ(err.e.file, nullptr);
     gt_error_free(err.get());
     EXPECT_EQ(err.e.message, nullptr);
