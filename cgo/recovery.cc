@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 
 #include "store.h"
 
@@ -147,7 +148,7 @@ Status Store::CreateIfMissing() {
   if (::stat(path.c_str(), &st) == 0) return Status::OK();
   if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
   GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
-  VersionEdit c;
+  ManifestEdit c;
   c.kind = EditKind::kCreate;
   c.has_in_edges = true;
   c.in_edges = opt_.in_edges ? 1 : 0;
@@ -196,8 +197,9 @@ Status Store::Recover() {
         JoinPath(dir_, SegmentFileName(scan.unexplained[0])), 0);
   }
 
-  auto ver = std::make_shared<Version>();
-  for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
+  // Open every live file first (a file a later record removes is not
+  // opened: its add and its removal both drop out of the replay below).
+  std::map<uint64_t, std::shared_ptr<Segment>> live;
   for (const auto &kv : ms.live) {
     const SegMeta &m = kv.second;
     std::shared_ptr<Segment> seg;
@@ -206,19 +208,8 @@ Status Store::Recover() {
     if (m.level >= opt_.max_levels)
       return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
                              " but max_levels is " + std::to_string(opt_.max_levels));
-    Tree &t = ver->trees[m.dir];
-    if (m.level == 0)
-      t.l0.push_back(seg);
-    else
-      t.levels[m.level].push_back(seg);
+    live.emplace(m.id, std::move(seg));
   }
-  for (auto &t : ver->trees) {
-    std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
-    for (auto &lv : t.levels)
-      std::sort(lv.begin(), lv.end(),
-                [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
-  }
-
   if (!opt_.read_only) {
     // INVARIANT: nothing is cut or deleted before the whole manifest has
     // replayed and every live file has opened cleanly; then only a torn
@@ -235,18 +226,44 @@ Status Store::Recover() {
     if (deleted) GT_RETURN_IF_ERROR(SyncDir(dir_));
   }
 
-  auto vdel = std::make_shared<VdelMap>();
-  for (const auto &v : ms.vdels) vdel->Add(v.first, v.second);
   next_file_id_ = std::max(ms.next_file, ms.max_file + 1);
   if (!on_disk.empty()) next_file_id_ = std::max(next_file_id_, on_disk.back() + 1);
-  // A read-only store never writes; its MemGraph only keeps reads uniform.
-  ver->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
-  ver->vdel = vdel;
-  current_ = ver;
-  durable_seq_ = ms.durable_seq;
-  durable_srcpos_ = ms.srcpos;
-  last_seq_.store(durable_seq_);
-  durable_pub_.store(durable_seq_);
+  // Replay: each record becomes a VersionEdit installed the way the flush
+  // or compaction that wrote it installed it, from an empty Version. The
+  // MemGraph is gone with the crash, so the newest applied seq is the
+  // newest durable one.
+  last_seq_.store(ms.durable_seq);
+  {
+    // Replay has no readers: the intermediate Versions share one map as it
+    // grows instead of copying it per record.
+    auto vdel = std::make_shared<VdelMap>();
+    auto empty = std::make_shared<Version>();
+    for (auto &t : empty->trees) t.levels.resize(opt_.max_levels);
+    empty->vdel = vdel;
+    std::lock_guard<std::mutex> l(mu_);
+    current_ = std::move(empty);
+    for (const ManifestEdit &r : mc.edits) {
+      VersionEdit e;
+      if (r.kind == EditKind::kCreate) {
+        // A read-only store never writes; its MemGraph only keeps reads
+        // uniform.
+        e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
+      }
+      for (const SegMeta &m : r.added) {
+        auto it = live.find(m.id);
+        if (it != live.end()) e.added.push_back(it->second);
+      }
+      if (!r.vdels.empty()) {
+        for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
+        e.vdel = vdel;
+      }
+      e.has_durable_seq = r.has_durable_seq;
+      e.durable_seq = r.durable_seq;
+      e.has_srcpos = r.has_srcpos;
+      e.srcpos = r.srcpos;
+      InstallLocked(e);
+    }
+  }
   durable_low_ = ms.low_bound;
   durable_high_ = ms.high_bound;
   low_bound_.store(ms.low_bound);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dcheck.h"
 #include "recovery.h"
 
 namespace gt {
@@ -388,11 +389,11 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
   }
   if (!bg_error_.ok()) return bg_error_;
   if (shutting_down_) return Status::Closed("store is closing");
-  auto nv = std::make_shared<Version>(*current_);
-  nv->active->Freeze(last_seq_.load());
-  nv->imm = nv->active;
-  nv->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
-  current_ = nv;
+  VersionEdit e;
+  e.freeze = true;
+  e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
+  current_->active->Freeze(last_seq_.load());
+  InstallLocked(e);
   l.unlock();
   cv_.notify_all();
   return Status::OK();
@@ -459,10 +460,10 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     auto nm = std::make_shared<VdelMap>(*ver->vdel);
     for (size_t i = 0; i < n; i++)
       if (ops[i].kind == GT_OP_DELETE_VERTEX) nm->Add(ops[i].src, seq);
+    VersionEdit e;
+    e.vdel = std::move(nm);
     std::lock_guard<std::mutex> l(mu_);
-    auto nv = std::make_shared<Version>(*current_);
-    nv->vdel = nm;
-    current_ = nv;
+    InstallLocked(e);
   }
   RaiseTo(&low_bound_, max_low);
   RaiseTo(&high_bound_, max_high);
@@ -583,7 +584,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_BEFORE_EDIT));
-  VersionEdit r;
+  ManifestEdit r;
   r.kind = EditKind::kFlush;
   r.has_durable_seq = true;
   r.durable_seq = mem->freeze_seq();
@@ -601,15 +602,16 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_AFTER_EDIT));
   uint64_t bytes = 0;
   for (const SegMeta &m : metas) bytes += m.bytes;
+  VersionEdit e;
+  e.drop_imm = true;
+  e.added = std::move(segs);
+  e.has_durable_seq = true;
+  e.durable_seq = r.durable_seq;
+  e.has_srcpos = r.has_srcpos;
+  e.srcpos = std::move(r.srcpos);
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto nv = std::make_shared<Version>(*current_);
-    nv->imm.reset();
-    for (auto &s : segs) nv->trees[s->meta().dir].l0.insert(nv->trees[s->meta().dir].l0.begin(), s);
-    current_ = nv;
-    durable_seq_ = std::max(durable_seq_, mem->freeze_seq());
-    durable_pub_.store(durable_seq_, std::memory_order_release);
-    if (mem->has_srcpos()) durable_srcpos_ = mem->srcpos();
+    InstallLocked(e);
     compaction_wanted_ = true;
   }
   flushes_.fetch_add(1);
@@ -634,7 +636,7 @@ Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::sh
   return Status::OK();
 }
 
-Status Store::AppendEdit(VersionEdit *e) {
+Status Store::AppendEdit(ManifestEdit *e) {
   std::lock_guard<std::mutex> ml(manifest_mu_);
   auto adds = [&](uint64_t id) {
     return std::any_of(e->added.begin(), e->added.end(), [&](const SegMeta &m) { return m.id == id; });
@@ -655,6 +657,28 @@ Status Store::AppendEdit(VersionEdit *e) {
   std::lock_guard<std::mutex> l(mu_);
   for (const SegMeta &m : e->added) pending_files_.erase(m.id);
   return Status::OK();
+}
+
+void Store::InstallLocked(const VersionEdit &e) {
+  std::shared_ptr<const Version> next = ApplyEdit(*current_, e);
+  if (e.has_durable_seq) {
+    // INVARIANT (durable seq): durable_seq_ never goes back and never
+    // passes last_seq_, the newest applied batch: an edit makes durable
+    // the freeze seq of the MemGraph it flushed (recovery: of the newest
+    // flush it replays, with last_seq_ set to it first), and a freeze seq
+    // is last_seq_ at the freeze. Flushes are in freeze order, so a flush
+    // never makes an older seq durable than the one before it.
+    GT_DCHECK_MSG(e.durable_seq <= last_seq_.load(), "durable seq " + std::to_string(e.durable_seq) +
+                                                         " is past the newest applied seq " +
+                                                         std::to_string(last_seq_.load()));
+    GT_DCHECK_MSG(!e.drop_imm || e.durable_seq >= durable_seq_, "a flush made seq " + std::to_string(e.durable_seq) +
+                                                                    " durable after " + std::to_string(durable_seq_));
+    durable_seq_ = std::max(durable_seq_, e.durable_seq);
+    durable_pub_.store(durable_seq_, std::memory_order_release);
+  }
+  if (e.has_srcpos) durable_srcpos_ = e.srcpos;
+  if (e.pointer_level > 0) pointers_[e.pointer_dir][e.pointer_level] = e.pointer;
+  current_ = std::move(next);
 }
 
 PlanConfig Store::PlanCfg() const {
@@ -819,7 +843,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
-  VersionEdit r;
+  ManifestEdit r;
   r.kind = EditKind::kCompact;
   for (const auto &s : inputs) r.removed.push_back(s->meta().id);
   r.added = outs;
@@ -827,20 +851,17 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
   uint64_t written = 0;
   for (const SegMeta &m : outs) written += m.bytes;
+  VersionEdit e;
+  e.removed = std::move(r.removed);
+  e.added = std::move(segs);
+  if (plan.from_level > 0) {
+    e.pointer_dir = static_cast<uint32_t>(dir);
+    e.pointer_level = plan.from_level;
+    e.pointer = plan.pointer;
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto nv = std::make_shared<Version>(*current_);
-    Tree &nt = nv->trees[dir];
-    auto removed = [&](const std::shared_ptr<Segment> &s) {
-      return std::find(r.removed.begin(), r.removed.end(), s->meta().id) != r.removed.end();
-    };
-    nt.l0.erase(std::remove_if(nt.l0.begin(), nt.l0.end(), removed), nt.l0.end());
-    for (auto &lv : nt.levels) lv.erase(std::remove_if(lv.begin(), lv.end(), removed), lv.end());
-    auto &to = nt.levels[plan.to_level];
-    to.insert(to.end(), segs.begin(), segs.end());
-    std::sort(to.begin(), to.end(), [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
-    current_ = nv;
-    if (plan.from_level > 0) pointers_[dir][plan.from_level] = plan.pointer;
+    InstallLocked(e);
     compaction_wanted_ = true;
   }
   // Unlinked when the last Version holding them is released.
