@@ -100,7 +100,7 @@ class Store {
 
  private:
   Store(std::string dir, const Options &opt);
-  // Opens the store as the manifest describes it (recovery.cc): refuses
+  // Opens the store as the manifest describes it (store_open.cc): refuses
   // on any corruption or unexplained file; in read-write mode then cuts a
   // torn manifest tail and deletes the files the manifest proves garbage.
   Status Recover();
