@@ -118,24 +118,46 @@ std::string VersionProblem(const Version &v) {
   return "";
 }
 
-std::shared_ptr<const Version> ApplyEdit(const Version &base, const VersionEdit &e) {
+std::string EditProblem(const Version &base, const VersionEdit &e) {
   // INVARIANT: at most one frozen MemGraph. A freeze waits until the last
   // one is flushed, and a flush drops the imm it wrote.
-  GT_DCHECK(!e.freeze || (base.imm == nullptr && e.new_active != nullptr));
-  GT_DCHECK(!e.drop_imm || base.imm != nullptr);
+  if (e.freeze && (base.imm != nullptr || e.new_active == nullptr))
+    return base.imm != nullptr ? "freeze while a frozen MemGraph waits for its flush"
+                               : "freeze without a new active MemGraph";
+  if (e.drop_imm && base.imm == nullptr) return "flush of a frozen MemGraph the Version does not hold";
   // INVARIANT: an edit removes only files of its base (a compaction's
   // inputs are in the Version it replaces: one compaction at a time, and a
   // flush only adds).
-  GT_DCHECK_MSG(e.removed.empty() || CountRemoved(base, e.removed) == e.removed.size(),
-                "the edit removes " + std::to_string(e.removed.size()) + " files, of which the base holds " +
-                    std::to_string(CountRemoved(base, e.removed)));
-  // INVARIANT: vertex deletes only accumulate (a delete is dropped from a
-  // file by compaction, never from the map).
-  GT_DCHECK(e.vdel == nullptr || base.vdel == nullptr || e.vdel->size() >= base.vdel->size());
+  if (!e.removed.empty()) {
+    const size_t held = CountRemoved(base, e.removed);
+    if (held != e.removed.size())
+      return "the edit removes " + std::to_string(e.removed.size()) + " file(s), of which the Version holds " +
+             std::to_string(held);
+  }
+  // INVARIANT: vertex deletes only accumulate (compaction drops a deleted
+  // vertex's edges from files, never a delete from the map).
+  if (e.vdel != nullptr && base.vdel != nullptr && e.vdel->size() < base.vdel->size())
+    return "the vertex-delete map shrinks from " + std::to_string(base.vdel->size()) + " to " +
+           std::to_string(e.vdel->size()) + " records";
+  for (const auto &s : e.added) {
+    const SegMeta &m = s->meta();
+    if (m.dir > 1 || m.level >= base.trees[m.dir > 1 ? 0 : m.dir].levels.size())
+      return FileName(*s) + " is at level " + std::to_string(m.level) + " of direction " + std::to_string(m.dir) +
+             ", outside the Version's trees";
+  }
+  return "";
+}
+
+std::shared_ptr<const Version> ApplyEdit(const Version &base, const VersionEdit &e) {
+#if GT_DCHECK_ENABLED
+  const std::string bad_edit = EditProblem(base, e);
+  GT_DCHECK_MSG(bad_edit.empty(), bad_edit);
+#endif
   std::shared_ptr<const Version> v = NextVersion(base, e);
   // INVARIANT (version order): installed Versions only move forward.
   GT_DCHECK(v->number > base.number);
 #if GT_DCHECK_ENABLED
+  // INVARIANT (level order, version order): see VersionProblem.
   const std::string why = VersionProblem(*v);
   GT_DCHECK_MSG(why.empty(), why);
 #endif

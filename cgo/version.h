@@ -91,8 +91,14 @@ std::shared_ptr<Version> NextVersion(const Version &base, const VersionEdit &e);
 // version.cc), as text, or "" when none does. O(files).
 std::string VersionProblem(const Version &v);
 
+// What makes e inapplicable to base (a second freeze, a flush without a
+// frozen MemGraph, removing a file base does not hold, a shrinking
+// vertex-delete map, a file outside the trees), as text, or "".
+std::string EditProblem(const Version &base, const VersionEdit &e);
+
 // NextVersion, and with GT_DCHECK enabled (dcheck.h) the checks that base
-// and e allow it and that the result keeps every invariant.
+// and e allow it (EditProblem) and that the result keeps every invariant
+// (VersionProblem).
 std::shared_ptr<const Version> ApplyEdit(const Version &base, const VersionEdit &e);
 
 }  // namespace gt
