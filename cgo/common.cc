@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "dcheck.h"
 
 namespace gt {
 namespace {
@@ -116,6 +120,17 @@ Status ReadWholeFile(const std::string &path, std::string *out) {
 std::string JoinPath(const std::string &dir, const std::string &name) {
   if (!dir.empty() && dir.back() == '/') return dir + name;
   return dir + "/" + name;
+}
+
+}  // namespace gt
+
+namespace gt {
+
+void DcheckFailed(const char *file, int line, const char *cond, const std::string &msg) {
+  // Debug builds only (dcheck.h): the one place the core prints.
+  std::fprintf(stderr, "%s:%d: GT_DCHECK(%s) failed%s%s\n", file, line, cond, msg.empty() ? "" : ": ", msg.c_str());
+  std::fflush(stderr);
+  std::abort();
 }
 
 }  // namespace gt

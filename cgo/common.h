@@ -6,7 +6,8 @@
 //    src/ throws on purpose; the C API (capi.cc) still catches everything.
 //  - An edge version is (dst, vers, weight) where vers = seq << 1 | tombstone.
 //    seq 0 means "older than every snapshot" and is produced only by
-//    compaction into the bottommost level (see compaction.cc).
+//    compaction into the bottommost level (RetainVersions, merge.h; run by
+//    store_compact.cc).
 #pragma once
 
 #include <cstddef>

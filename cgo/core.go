@@ -47,6 +47,21 @@ const (
 // MaxVertex is GT_MAX_VERTEX.
 const MaxVertex = uint64(C.GT_MAX_VERTEX)
 
+// The limits of the options, as in graphtide.h's GT_MIN_* and GT_MAX_*
+// (the core validates against the same; 0 means the default).
+const (
+	MinMemGraphBytes       = int64(C.GT_MIN_MEMGRAPH_BYTES)
+	MaxMemGraphBytes       = int64(C.GT_MAX_MEMGRAPH_BYTES)
+	MinTargetSegmentBytes  = int64(C.GT_MIN_TARGET_SEGMENT_BYTES)
+	MaxTargetSegmentBytes  = int64(C.GT_MAX_TARGET_SEGMENT_BYTES)
+	MinSizeRatio           = int64(C.GT_MIN_SIZE_RATIO)
+	MaxSizeRatio           = int64(C.GT_MAX_SIZE_RATIO)
+	MinL0CompactionTrigger = int64(C.GT_MIN_L0_COMPACTION_TRIGGER)
+	MaxL0CompactionTrigger = int64(C.GT_MAX_L0_COMPACTION_TRIGGER)
+	MinLevels              = int64(C.GT_MIN_LEVELS)
+	MaxLevels              = int64(C.GT_MAX_LEVELS)
+)
+
 // Error is a failed call's gt_error, copied into Go memory.
 type Error struct {
 	Code   int

@@ -58,6 +58,18 @@ void gt_error_free(gt_error *e);
 /* Largest valid vertex id. Ids above it are rejected by gt_apply. */
 #define GT_MAX_VERTEX ((uint64_t)0x7fffffffffffffffULL)
 #define GT_MAX_LEVELS 16
+/* The limits of the gt_options fields (0 always means the default). The
+ * core validates against them (gt_open) and the Go engine takes them from
+ * here, so both say the same. */
+#define GT_MIN_MEMGRAPH_BYTES ((uint64_t)64 << 10)       /* 64 KiB */
+#define GT_MAX_MEMGRAPH_BYTES ((uint64_t)64 << 30)       /* 64 GiB */
+#define GT_MIN_TARGET_SEGMENT_BYTES ((uint64_t)16 << 10) /* 16 KiB */
+#define GT_MAX_TARGET_SEGMENT_BYTES ((uint64_t)16 << 30) /* 16 GiB */
+#define GT_MIN_SIZE_RATIO 2
+#define GT_MAX_SIZE_RATIO 1000
+#define GT_MIN_L0_COMPACTION_TRIGGER 1
+#define GT_MAX_L0_COMPACTION_TRIGGER 64
+#define GT_MIN_LEVELS 2 /* max_levels at least this, at most GT_MAX_LEVELS */
 /* Vertex ids split into two bands: below GT_HIGH_ID_BASE (ids given as
  * numbers) and from it up (graphtide's key dictionary gives string keys ids
  * there). The core keeps a bound per band so that callers can index both
@@ -65,11 +77,11 @@ void gt_error_free(gt_error *e);
 #define GT_HIGH_ID_BASE ((uint64_t)0x4000000000000000ULL)
 
 typedef struct gt_options {
-  uint64_t memgraph_bytes;          /* size of one MemGraph; 0 = 64 MiB */
-  uint64_t target_segment_bytes;    /* segment size in L1+; 0 = 8 MiB */
-  uint32_t size_ratio;              /* level capacity growth; 0 = 10 */
-  uint32_t l0_compaction_trigger;   /* L0 files that trigger compaction; 0 = 4 */
-  uint32_t max_levels;              /* including L0; 0 = 7; at most GT_MAX_LEVELS */
+  uint64_t memgraph_bytes;          /* size of one MemGraph; 0 = 64 MiB; GT_{MIN,MAX}_MEMGRAPH_BYTES */
+  uint64_t target_segment_bytes;    /* segment size in L1+; 0 = 8 MiB; GT_{MIN,MAX}_TARGET_SEGMENT_BYTES */
+  uint32_t size_ratio;              /* level capacity growth; 0 = 10; GT_{MIN,MAX}_SIZE_RATIO */
+  uint32_t l0_compaction_trigger;   /* L0 files that trigger compaction; 0 = 4; GT_{MIN,MAX}_L0_COMPACTION_TRIGGER */
+  uint32_t max_levels;              /* including L0; 0 = 7; GT_MIN_LEVELS to GT_MAX_LEVELS */
   uint32_t in_edges;                /* nonzero: keep in-edges in step */
   uint32_t disable_auto_compaction; /* nonzero: compact only on gt_compact_all */
   uint32_t in_edges_as_stored;      /* nonzero: an existing store keeps the in_edges it was

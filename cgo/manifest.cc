@@ -104,7 +104,7 @@ std::string FileHeader() {
   return e.s;
 }
 
-std::string Record(const VersionEdit &e) {
+std::string Record(const ManifestEdit &e) {
   const std::string payload = EncodeEdit(e);
   Enc r;
   r.Put(static_cast<uint32_t>(payload.size()));
@@ -122,7 +122,7 @@ bool AllZero(const char *p, size_t n) {
 
 }  // namespace
 
-std::string EncodeEdit(const VersionEdit &e) {
+std::string EncodeEdit(const ManifestEdit &e) {
   Enc x;
   x.Put(static_cast<uint8_t>(kTagKind));
   x.Put(static_cast<uint8_t>(e.kind));
@@ -162,8 +162,8 @@ std::string EncodeEdit(const VersionEdit &e) {
   return x.s;
 }
 
-bool DecodeEdit(const char *p, size_t n, VersionEdit *e, std::string *why) {
-  *e = VersionEdit();
+bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
+  *e = ManifestEdit();
   Dec d(p, n);
   uint8_t tag, kind;
   if (!d.Get(&tag) || tag != kTagKind || !d.Get(&kind)) {
@@ -298,7 +298,7 @@ Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<
       problem(off, "record payload checksum mismatch: stored " + Hex32(pcrc) + ", computed " + Hex32(pwant) + " over " +
                        std::to_string(len) + " bytes");
     } else {
-      VersionEdit e;
+      ManifestEdit e;
       std::string why;
       if (DecodeEdit(p + kRecHeader, len, &e, &why)) {
         out->edits.push_back(std::move(e));
@@ -323,7 +323,7 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
   }
   std::set<uint64_t> used;  // every file number an edit has named
   for (size_t i = 0; i < c.edits.size(); i++) {
-    const VersionEdit &e = c.edits[i];
+    const ManifestEdit &e = c.edits[i];
     const uint64_t off = c.offsets[i];
     if (e.next_file < st->next_file)
       return fail(i,
@@ -373,13 +373,13 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
   }
 }
 
-std::string ManifestBytes(const std::vector<VersionEdit> &edits) {
+std::string ManifestBytes(const std::vector<ManifestEdit> &edits) {
   std::string s = FileHeader();
-  for (const VersionEdit &e : edits) s += Record(e);
+  for (const ManifestEdit &e : edits) s += Record(e);
   return s;
 }
 
-Status CreateManifest(const std::string &dir, const VersionEdit &create) {
+Status CreateManifest(const std::string &dir, const ManifestEdit &create) {
   const std::string path = JoinPath(dir, "MANIFEST"), tmp = path + ".tmp";
   const std::string data = ManifestBytes({create});
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -411,7 +411,7 @@ Status ManifestWriter::Open(const std::string &path, uint64_t end) {
   return Status::OK();
 }
 
-Status ManifestWriter::Append(const VersionEdit &e) {
+Status ManifestWriter::Append(const ManifestEdit &e) {
   const std::string rec = Record(e);
   // One write per record, so that a crash tears at most this record.
   GT_RETURN_IF_ERROR(WriteAll(fd_, rec.data(), rec.size(), path_));

@@ -48,9 +48,12 @@ namespace gt {
 // What an edit is, for replay's checks and for inspection.
 enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3 };
 
-// One manifest record: a change to the store's file set (pebble's
-// VersionEdit). Fields absent from the payload keep these defaults.
-struct VersionEdit {
+// One manifest record: the logged part of a change to the store's file set
+// (pebble's VersionEdit as written to its MANIFEST). The in-memory change
+// that installs a new Version is a VersionEdit (version.h): flush and
+// compaction log this record first, and recovery replays each record as a
+// VersionEdit. Fields absent from the payload keep these defaults.
+struct ManifestEdit {
   EditKind kind = EditKind::kCreate;
   // kCreate only: whether the store keeps in-edges (fixed at creation).
   bool has_in_edges = false;
@@ -73,14 +76,14 @@ struct VersionEdit {
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
 // returns false and says why in *why when p[0..n) is not a valid payload.
-std::string EncodeEdit(const VersionEdit &e);
-bool DecodeEdit(const char *p, size_t n, VersionEdit *e, std::string *why);
+std::string EncodeEdit(const ManifestEdit &e);
+bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why);
 
 // A MANIFEST as read from disk.
 struct ManifestContents {
   std::string path;
   uint64_t size = 0;  // bytes in the file
-  std::vector<VersionEdit> edits;
+  std::vector<ManifestEdit> edits;
   std::vector<uint64_t> offsets;  // offsets[i]: byte offset of edits[i]'s record
   // Offset of a torn tail record and how many bytes it has (both 0 if
   // none). Complete records end at torn_offset (or at size).
@@ -121,11 +124,11 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
 
 // The bytes of a MANIFEST holding edits: the file header, then one record
 // per edit.
-std::string ManifestBytes(const std::vector<VersionEdit> &edits);
+std::string ManifestBytes(const std::vector<ManifestEdit> &edits);
 
 // Creates dir/MANIFEST holding the header and a create edit, atomically:
 // written to MANIFEST.tmp, fsynced, renamed, and the directory fsynced.
-Status CreateManifest(const std::string &dir, const VersionEdit &create);
+Status CreateManifest(const std::string &dir, const ManifestEdit &create);
 
 // Appends edits to an existing, validated MANIFEST.
 class ManifestWriter {
@@ -140,7 +143,7 @@ class ManifestWriter {
   Status Open(const std::string &path, uint64_t end);
   // Appends and fdatasyncs one record. Not thread-safe: the store
   // serializes appends.
-  Status Append(const VersionEdit &e);
+  Status Append(const ManifestEdit &e);
   const std::string &path() const { return path_; }
 
  private:

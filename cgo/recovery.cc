@@ -1,5 +1,6 @@
-// recovery.cc -- opening a store from its manifest (Store::Recover), and the
-// read-only check of a store directory (CheckStore, behind gt_check).
+// recovery.cc -- what a store directory holds, judged against its manifest
+// (recovery.h): shared by opening a store (Store::Recover, store_open.cc)
+// and by the read-only check (CheckStore, behind gt_check).
 #include "recovery.h"
 
 #include <dirent.h>
@@ -10,14 +11,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 
-#include "store.h"
+#include "graphtide.h"
 
 namespace gt {
 namespace {
 
-// Checks that the header of seg, a live file added by the record at rec_off
-// of the manifest at mpath, says what the manifest says of it (m).
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
 Status MatchesManifest(const Segment &seg, const SegMeta &m, const std::string &mpath, uint64_t rec_off) {
   const SegMeta &h = seg.meta();
   struct Field {
@@ -37,15 +46,6 @@ Status MatchesManifest(const Segment &seg, const SegMeta &m, const std::string &
                                 seg.path(), 0);
   return Status::OK();
 }
-
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-}  // namespace
 
 bool ParseSegmentName(const std::string &name, uint64_t *id) {
   const size_t n = name.size();
@@ -139,120 +139,6 @@ Status CheckNoManifest(const std::string &dir) {
                                 "): refusing to start a new store over what may be data; restore the MANIFEST from "
                                 "a backup, or move the segment files away to start over",
                             JoinPath(dir, "MANIFEST"), 0);
-}
-
-Status Store::CreateIfMissing() {
-  const std::string path = JoinPath(dir_, "MANIFEST");
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return Status::OK();
-  if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
-  GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
-  VersionEdit c;
-  c.kind = EditKind::kCreate;
-  c.has_in_edges = true;
-  c.in_edges = opt_.in_edges ? 1 : 0;
-  c.next_file = 1;
-  return CreateManifest(dir_, c);
-}
-
-Status Store::Recover() {
-  const std::string path = JoinPath(dir_, "MANIFEST");
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
-    GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
-    return Status::Invalid("no store in " + dir_ + " (no MANIFEST)");  // read-only: a writer creates it
-  }
-  ManifestContents mc;
-  std::vector<Problem> problems;
-  GT_RETURN_IF_ERROR(ReadManifest(path, &mc, &problems));
-  ManifestState ms;
-  if (problems.empty()) ReplayManifest(mc, &ms, &problems);
-  if (!problems.empty()) return problems[0].AsStatus();
-  if (opt_.in_edges_as_stored) {
-    opt_.in_edges = ms.in_edges;
-  } else if (ms.in_edges != opt_.in_edges) {
-    return Status::Invalid(std::string("store was created with in_edges=") + (ms.in_edges ? "true" : "false") +
-                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
-  }
-
-  std::vector<uint64_t> on_disk;
-  GT_RETURN_IF_ERROR(ListSegments(dir_, &on_disk));
-  DirScan scan;
-  ScanDir(ms, on_disk, &scan);
-  if (!scan.missing.empty()) {
-    const uint64_t id = scan.missing[0];
-    return Status::Corruption(std::to_string(scan.missing.size()) + " live segment file(s) missing (" +
-                                  FileList(scan.missing) + "); " + SegmentFileName(id) +
-                                  " was added by the manifest record at offset " + std::to_string(ms.added_at.at(id)),
-                              JoinPath(dir_, SegmentFileName(id)), 0);
-  }
-  if (!scan.unexplained.empty()) {
-    return Status::Corruption(
-        std::to_string(scan.unexplained.size()) + " segment file(s) (" + FileList(scan.unexplained) +
-            ") are neither live nor provably garbage: numbered below the manifest's next file number " +
-            std::to_string(ms.next_file) +
-            " and removed by no edit, they may be data the manifest lost; 'graphtide repair' moves them aside",
-        JoinPath(dir_, SegmentFileName(scan.unexplained[0])), 0);
-  }
-
-  auto ver = std::make_shared<Version>();
-  for (int d = 0; d < 2; d++) ver->trees[d].levels.resize(opt_.max_levels);
-  for (const auto &kv : ms.live) {
-    const SegMeta &m = kv.second;
-    std::shared_ptr<Segment> seg;
-    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
-    GT_RETURN_IF_ERROR(MatchesManifest(*seg, m, path, ms.added_at.at(m.id)));
-    if (m.level >= opt_.max_levels)
-      return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
-                             " but max_levels is " + std::to_string(opt_.max_levels));
-    Tree &t = ver->trees[m.dir];
-    if (m.level == 0)
-      t.l0.push_back(seg);
-    else
-      t.levels[m.level].push_back(seg);
-  }
-  for (auto &t : ver->trees) {
-    std::sort(t.l0.begin(), t.l0.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
-    for (auto &lv : t.levels)
-      std::sort(lv.begin(), lv.end(),
-                [](const auto &a, const auto &b) { return a->meta().min_src < b->meta().min_src; });
-  }
-
-  if (!opt_.read_only) {
-    // INVARIANT: nothing is cut or deleted before the whole manifest has
-    // replayed and every live file has opened cleanly; then only a torn
-    // tail and files the manifest proves garbage go.
-    GT_RETURN_IF_ERROR(manifest_.Open(path, mc.torn() ? mc.torn_offset : mc.size));
-    bool deleted = false;
-    for (const auto *ids : {&scan.removed, &scan.unfinished}) {
-      for (uint64_t id : *ids) {
-        const std::string f = JoinPath(dir_, SegmentFileName(id));
-        if (::unlink(f.c_str()) != 0 && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), f);
-        deleted = true;
-      }
-    }
-    if (deleted) GT_RETURN_IF_ERROR(SyncDir(dir_));
-  }
-
-  auto vdel = std::make_shared<VdelMap>();
-  for (const auto &v : ms.vdels) vdel->Add(v.first, v.second);
-  next_file_id_ = std::max(ms.next_file, ms.max_file + 1);
-  if (!on_disk.empty()) next_file_id_ = std::max(next_file_id_, on_disk.back() + 1);
-  // A read-only store never writes; its MemGraph only keeps reads uniform.
-  ver->active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
-  ver->vdel = vdel;
-  current_ = ver;
-  durable_seq_ = ms.durable_seq;
-  durable_srcpos_ = ms.srcpos;
-  last_seq_.store(durable_seq_);
-  durable_pub_.store(durable_seq_);
-  durable_low_ = ms.low_bound;
-  durable_high_ = ms.high_bound;
-  low_bound_.store(ms.low_bound);
-  high_bound_.store(ms.high_bound);
-  compaction_wanted_ = true;
-  return Status::OK();
 }
 
 Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {

@@ -1,5 +1,5 @@
 // recovery.h -- what a store directory holds, judged against its manifest:
-// the shared ground of recovery (Store::Recover, in recovery.cc) and of the
+// the shared ground of recovery (Store::Recover, in store_open.cc) and of the
 // read-only check (gt_check).
 //
 // Contract: nothing here writes. A segment file that no manifest edit
@@ -26,6 +26,11 @@ Status ListSegments(const std::string &dir, std::vector<uint64_t> *ids);
 
 // "00000001.seg, 00000002.seg and 3 more": at most max names.
 std::string FileList(const std::vector<uint64_t> &ids, size_t max = 8);
+
+// Checks that the header of seg, a live file added by the record at rec_off
+// of the manifest at mpath, says what the manifest says of it (m): a
+// kCorruption naming the first field that differs.
+Status MatchesManifest(const Segment &seg, const SegMeta &m, const std::string &mpath, uint64_t rec_off);
 
 // The segment files on disk, sorted by what the manifest says of them.
 struct DirScan {

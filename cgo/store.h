@@ -1,10 +1,12 @@
 // store.h -- the storage core: MemGraphs, L0 files, leveled segmented CSR,
 // version control, background flush and compaction, snapshots and reads.
 //
-// Version control. A Version is an immutable set of everything readable:
-// the active and frozen MemGraphs, the L0 files and the segments of each
-// level, per edge direction, plus the vertex-delete map. Flush and compaction
-// build a new Version and swap it in under mu_; a reader takes the current
+// Version control. A Version (version.h) is an immutable set of everything
+// readable: the active and frozen MemGraphs, the L0 files and the segments
+// of each level, per edge direction, plus the vertex-delete map. Freezes,
+// vertex deletes, flushes, compactions and recovery each describe their
+// change as a VersionEdit and install it with InstallLocked, under mu_
+// (ApplyEdit makes the next Version); a reader takes the current
 // Version (one shared_ptr copy) per call and reads it without locks, the
 // MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
 // last Version that holds it is gone, so no reader ever sees a missing file,
@@ -46,6 +48,7 @@
 #include "memgraph.h"
 #include "merge.h"
 #include "segment.h"
+#include "version.h"
 
 namespace gt {
 
@@ -64,17 +67,6 @@ struct Options {
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
 Status ValidateOptions(const gt_options *c, Options *o);
-
-struct Tree {
-  std::vector<std::shared_ptr<Segment>> l0;                   // newest first
-  std::vector<std::vector<std::shared_ptr<Segment>>> levels;  // [i] sorted by min_src; [0] unused
-};
-
-struct Version {
-  std::shared_ptr<MemGraph> active, imm;
-  Tree trees[2];
-  std::shared_ptr<const VdelMap> vdel;
-};
 
 class Store {
  public:
@@ -108,7 +100,7 @@ class Store {
 
  private:
   Store(std::string dir, const Options &opt);
-  // Opens the store as the manifest describes it (recovery.cc): refuses
+  // Opens the store as the manifest describes it (store_open.cc): refuses
   // on any corruption or unexplained file; in read-write mode then cuts a
   // torn manifest tail and deletes the files the manifest proves garbage.
   Status Recover();
@@ -130,7 +122,11 @@ class Store {
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
   // Records e in the manifest (setting e->next_file); the files it adds
   // stop being pending once it is durable.
-  Status AppendEdit(VersionEdit *e);
+  Status AppendEdit(ManifestEdit *e);
+  // Makes ApplyEdit(*current_, e) current and applies e's store state (the
+  // durable seq and source position, a compaction pointer). The one place
+  // current_ changes after Recover's empty start. Requires mu_ held.
+  void InstallLocked(const VersionEdit &e);
   // Testing only (gt_options.test_pause_at): at point, marks the pause with
   // the file dir/PAUSED-<point> and waits until the store shuts down, then
   // returns kClosed. OK at every other point.

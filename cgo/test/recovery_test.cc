@@ -258,7 +258,7 @@ long CheckProblems(const std::string &dir, std::string *first = nullptr) {
 }
 
 TEST(RecoveryTest, EditsRoundTripAndMalformedOnesAreRejected) {
-  gt::VersionEdit e;
+  gt::ManifestEdit e;
   e.kind = gt::EditKind::kFlush;
   e.has_durable_seq = true;
   e.durable_seq = 77;
@@ -283,7 +283,7 @@ TEST(RecoveryTest, EditsRoundTripAndMalformedOnesAreRejected) {
   e.high_bound = GT_HIGH_ID_BASE + 3;
   e.next_file = 13;
   const std::string enc = gt::EncodeEdit(e);
-  gt::VersionEdit d;
+  gt::ManifestEdit d;
   std::string why;
   ASSERT_TRUE(gt::DecodeEdit(enc.data(), enc.size(), &d, &why)) << why;
   EXPECT_EQ(gt::EncodeEdit(d), enc);
@@ -307,7 +307,7 @@ TEST(RecoveryTest, EditsRoundTripAndMalformedOnesAreRejected) {
   bad = enc;
   bad[1] = 9;
   EXPECT_FALSE(gt::DecodeEdit(bad.data(), bad.size(), &d, &why));
-  gt::VersionEdit c;
+  gt::ManifestEdit c;
   c.kind = gt::EditKind::kCreate;
   c.next_file = 1;
   bad = gt::EncodeEdit(c);

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	core "github.com/graphtide/graphtide/cgo"
 )
 
 // Options configure a store. The zero value means every default.
@@ -46,6 +48,7 @@ type Options struct {
 }
 
 // Validate reports the first option out of range, saying what is allowed.
+// The limits are the core's (graphtide.h's GT_MIN_* and GT_MAX_*).
 func (o *Options) Validate() error {
 	check := func(name string, v, lo, hi int64) error {
 		if v != 0 && (v < lo || v > hi) {
@@ -57,11 +60,11 @@ func (o *Options) Validate() error {
 		name      string
 		v, lo, hi int64
 	}{
-		{"MemGraphBytes", o.MemGraphBytes, 64 << 10, 64 << 30},
-		{"TargetSegmentBytes", o.TargetSegmentBytes, 16 << 10, 16 << 30},
-		{"SizeRatio", int64(o.SizeRatio), 2, 1000},
-		{"L0CompactionTrigger", int64(o.L0CompactionTrigger), 1, 64},
-		{"MaxLevels", int64(o.MaxLevels), 2, 16},
+		{"MemGraphBytes", o.MemGraphBytes, core.MinMemGraphBytes, core.MaxMemGraphBytes},
+		{"TargetSegmentBytes", o.TargetSegmentBytes, core.MinTargetSegmentBytes, core.MaxTargetSegmentBytes},
+		{"SizeRatio", int64(o.SizeRatio), core.MinSizeRatio, core.MaxSizeRatio},
+		{"L0CompactionTrigger", int64(o.L0CompactionTrigger), core.MinL0CompactionTrigger, core.MaxL0CompactionTrigger},
+		{"MaxLevels", int64(o.MaxLevels), core.MinLevels, core.MaxLevels},
 	} {
 		if err := check(c.name, c.v, c.lo, c.hi); err != nil {
 			return err

@@ -1,0 +1,212 @@
+// store_compact.cc -- compaction: the plan's inputs (compaction_plan.h)
+// from the current Version, the background loop and CompactAll, and
+// RunCompaction, which merges the inputs into new segments one level down
+// and installs them in place of the inputs.
+#include <algorithm>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "store.h"
+#include "store_internal.h"
+
+namespace gt {
+
+PlanConfig Store::PlanCfg() const {
+  PlanConfig c;
+  c.l0_trigger = opt_.l0_trigger;
+  c.size_ratio = opt_.size_ratio;
+  c.max_levels = opt_.max_levels;
+  c.l1_bytes = opt_.memgraph_bytes * opt_.l0_trigger;
+  return c;
+}
+
+LevelState Store::PlanState(const Version &v, int dir) const {
+  LevelState s;
+  auto pf = [](const std::shared_ptr<Segment> &seg) {
+    const SegMeta &m = seg->meta();
+    return PlanFile{m.id, m.min_src, m.max_src, m.bytes};
+  };
+  const Tree &t = v.trees[dir];
+  for (const auto &seg : t.l0) s.l0.push_back(pf(seg));
+  s.levels.resize(t.levels.size());
+  for (size_t i = 1; i < t.levels.size(); i++)
+    for (const auto &seg : t.levels[i]) s.levels[i].push_back(pf(seg));
+  return s;
+}
+
+void Store::CompactLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return shutting_down_ || (compaction_wanted_ && bg_error_.ok()); });
+      if (shutting_down_) return;
+      compaction_wanted_ = false;
+    }
+    if (opt_.disable_auto_compaction) continue;
+    for (;;) {
+      std::lock_guard<std::mutex> cl(compaction_mu_);
+      bool did = false;
+      for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+        auto ver = Current();
+        CompactionPlan plan;
+        std::vector<uint64_t> ptrs;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (shutting_down_ || !bg_error_.ok()) return;
+          ptrs = pointers_[dir];
+        }
+        if (!PickCompaction(PlanState(*ver, dir), PlanCfg(), ptrs, &plan)) continue;
+        Status s = RunCompaction(dir, plan);
+        if (!s.ok()) {
+          SetBackgroundError(s);
+          return;
+        }
+        did = true;
+      }
+      if (!did) break;
+    }
+  }
+}
+
+Status Store::CompactAll() {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
+  GT_RETURN_IF_ERROR(Flush());
+  std::lock_guard<std::mutex> cl(compaction_mu_);
+  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!bg_error_.ok()) return bg_error_;
+        if (shutting_down_) return Status::Closed("store is closing");
+      }
+      CompactionPlan plan;
+      if (!PickFullCompactionStep(PlanState(*Current(), dir), PlanCfg(), &plan)) break;
+      GT_RETURN_IF_ERROR(RunCompaction(dir, plan));
+    }
+  }
+  return Status::OK();
+}
+
+Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
+  const uint64_t t0 = NowNanos();
+  auto ver = Current();
+  const Tree &t = ver->trees[dir];
+  std::vector<std::shared_ptr<Segment>> inputs;
+  auto take = [&](const std::vector<std::shared_ptr<Segment>> &files, const std::vector<uint64_t> &ids) -> Status {
+    for (uint64_t id : ids) {
+      auto it = std::find_if(files.begin(), files.end(), [&](const auto &s) { return s->meta().id == id; });
+      if (it == files.end()) return Status::Internal("compaction input " + std::to_string(id) + " not in version");
+      inputs.push_back(*it);
+    }
+    return Status::OK();
+  };
+  if (plan.from_level == 0) {
+    GT_RETURN_IF_ERROR(take(t.l0, plan.from_ids));
+    // Priority order: newest L0 file first.
+    std::sort(inputs.begin(), inputs.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
+  } else {
+    GT_RETURN_IF_ERROR(take(t.levels[plan.from_level], plan.from_ids));
+  }
+  GT_RETURN_IF_ERROR(take(t.levels[plan.to_level], plan.to_ids));
+
+  // The durable seq first, then the pins: a durable snapshot pinned after
+  // the pins were taken has a tau at least this durable seq, and every
+  // version or vertex delete this compaction drops on account of it is
+  // invisible at such a tau. (Read the other way round, a flush in between
+  // could let the compaction apply a vertex delete newer than the tau of a
+  // durable snapshot it did not see pinned.)
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    durable = durable_seq_;
+  }
+  const std::vector<uint64_t> snaps = PinnedSnapshots();
+  RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
+
+  std::vector<VertexCursor> cursors;
+  cursors.reserve(inputs.size());
+  for (const auto &s : inputs) cursors.push_back(VertexCursor::ForSegment(s.get(), 0, GT_MAX_VERTEX + 1));
+  std::vector<SegMeta> outs;
+  SegmentBuilder b;
+  // Output segments are cut at the target size; size the columns for one
+  // (4-byte dsts, the common case) so that they do not double past it.
+  const uint64_t seg_entries = opt_.target_segment_bytes / 4;
+  b.Reserve(seg_entries / 8, seg_entries);
+  std::vector<Run> runs;
+  std::vector<Entry> kept;
+  uint64_t read_bytes = 0, visited = 0;
+  std::vector<uint64_t> consumed(inputs.size(), 0);
+  for (const auto &s : inputs) read_bytes += s->meta().bytes;
+  for (;;) {
+    bool any;
+    uint64_t v = MinHead(cursors, &any);
+    if (!any) break;
+    runs.clear();
+    for (size_t k = 0; k < inputs.size(); k++) {
+      const size_t before = runs.size();
+      GT_RETURN_IF_ERROR(AddSegmentRun(inputs[k].get(), v, &runs));
+      if (runs.size() > before) consumed[k] = runs.back().e;
+    }
+    kept.clear();
+    RetainVersions(runs, v, rp, &kept);
+    b.AddVertex(v, kept.data(), kept.size());
+    AdvancePast(cursors, v);
+    if (b.EstimatedBytes() >= opt_.target_segment_bytes) {
+      SegMeta m;
+      GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
+      outs.push_back(m);
+      b.Reset();  // keeps the reserved capacity for the next segment
+    }
+    if ((++visited & 0xffff) == 0) {
+      // Inputs are read once, in order: keep the resident set bounded by
+      // dropping the pages already merged.
+      for (size_t k = 0; k < inputs.size(); k++) inputs[k]->ReleasePages(consumed[k]);
+      std::lock_guard<std::mutex> l(mu_);
+      if (shutting_down_) return Status::Closed("store is closing");
+    }
+  }
+  if (!b.empty()) {
+    SegMeta m;
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
+    outs.push_back(m);
+  }
+  std::vector<std::shared_ptr<Segment>> segs;
+  GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
+  ManifestEdit r;
+  r.kind = EditKind::kCompact;
+  for (const auto &s : inputs) r.removed.push_back(s->meta().id);
+  r.added = outs;
+  GT_RETURN_IF_ERROR(AppendEdit(&r));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
+  uint64_t written = 0;
+  for (const SegMeta &m : outs) written += m.bytes;
+  VersionEdit e;
+  e.removed = std::move(r.removed);
+  e.added = std::move(segs);
+  if (plan.from_level > 0) {
+    e.pointer_dir = static_cast<uint32_t>(dir);
+    e.pointer_level = plan.from_level;
+    e.pointer = plan.pointer;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    InstallLocked(e);
+    compaction_wanted_ = true;
+  }
+  // Unlinked when the last Version holding them is released.
+  for (const auto &s : inputs) s->MarkObsolete();
+#if defined(__GLIBC__)
+  b = SegmentBuilder();
+  malloc_trim(0);  // return the builder's columns to the OS
+#endif
+  compactions_.fetch_add(1);
+  compaction_read_.fetch_add(read_bytes);
+  compaction_written_.fetch_add(written);
+  compaction_nanos_.fetch_add(NowNanos() - t0);
+  cv_.notify_all();
+  return Status::OK();
+}
+
+}  // namespace gt

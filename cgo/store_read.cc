@@ -1,0 +1,359 @@
+// store_read.cc -- snapshot reads (SnapshotReader): a vertex's runs from
+// the MemGraphs and every level of the current Version, merged and
+// filtered at the snapshot's seq; and bulk copies of clean CSR ranges.
+#include <algorithm>
+#include <string>
+
+#include "store.h"
+#include "store_internal.h"
+
+namespace gt {
+
+Status AddSegmentRun(const Segment *s, uint64_t v, std::vector<Run> *runs) {
+  uint64_t b, e;
+  if (!s->Find(v, &b, &e)) return Status::OK();
+  GT_RETURN_IF_ERROR(s->EnsureVerified(b, e));
+  runs->push_back(Run{nullptr, s, b, e});
+  return Status::OK();
+}
+
+namespace {
+
+// Segment of a level holding v (levels are disjoint and sorted), or null.
+const Segment *FindSegment(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t v) {
+  auto it = std::upper_bound(lv.begin(), lv.end(), v,
+                             [](uint64_t x, const std::shared_ptr<Segment> &s) { return x < s->meta().min_src; });
+  if (it == lv.begin()) return nullptr;
+  const Segment *s = (it - 1)->get();
+  return v <= s->meta().max_src ? s : nullptr;
+}
+
+// The MemGraphs of a Version that can hold versions visible at tau (active
+// first). They are read without locks (memgraph.h): the writer appends
+// beside readers and never waits for them. A MemGraph whose first batch is
+// newer than tau is skipped: a snapshot of durable data reads no MemGraph
+// at all.
+struct VisibleMems {
+  const MemGraph *m[2] = {nullptr, nullptr};
+  VisibleMems(const Version &v, uint64_t tau) {
+    const MemGraph *c[2] = {v.active.get(), v.imm.get()};
+    for (int k = 0; k < 2; k++) {
+      if (c[k] == nullptr) continue;
+      const uint64_t first = c[k]->first_seq();
+      if (first == 0 || first > tau) continue;
+      m[k] = c[k];
+    }
+  }
+  // True when some visible MemGraph has versions in dir (maybe only newer
+  // than tau).
+  bool Any(int dir) const {
+    for (const MemGraph *g : m)
+      if (g != nullptr && g->vertices(dir) != 0) return true;
+    return false;
+  }
+};
+
+// Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
+// must outlive the runs.
+Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
+                  std::vector<Run> *runs) {
+  runs->clear();
+  for (int k = 0; k < 2; k++) {
+    if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
+    m[k].clear();
+    mems.m[k]->Collect(dir, v, &m[k]);
+    if (m[k].empty()) continue;
+    runs->push_back(Run{m[k].data(), nullptr, 0, m[k].size()});
+  }
+  const Tree &t = ver.trees[dir];
+  for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
+  for (size_t i = 1; i < t.levels.size(); i++) {
+    const Segment *s = FindSegment(t.levels[i], v);
+    if (s != nullptr) GT_RETURN_IF_ERROR(AddSegmentRun(s, v, runs));
+  }
+  return Status::OK();
+}
+
+// True when one file run can be copied out as is: every version in it is
+// visible at tau, live, and unique per dst, and no vertex delete applies.
+bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
+  if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
+  return runs[0].seg->AllVisibleAt(tau);
+}
+
+// Writes v's visible neighbors (from its runs) to dsts/w[at..cap) and
+// returns the end position at + count. A result above cap means they did
+// not fit: nothing past cap was written and the caller must not use them.
+size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, uint64_t *dsts,
+                     double *w, size_t at, size_t cap) {
+  if (FastRun(runs, tau, vdel)) {
+    const Run &r = runs[0];
+    const size_t end = at + (r.e - r.b);
+    if (end <= cap) {
+      r.seg->CopyDsts(r.b, r.e, dsts + at);
+      if (w) r.seg->CopyWeights(r.b, r.e, w + at);
+    }
+    return end;
+  }
+  size_t k = at;
+  VisibleVersions(runs, v, tau, vdel, [&](uint64_t d, double wt) {
+    if (k < cap) {
+      dsts[k] = d;
+      if (w) w[k] = wt;
+    }
+    k++;
+  });
+  return k;
+}
+
+// The level holding every file edge of [lo, hi) when that is a single
+// clean run: no L0 data, no vertex deletes, one level overlapping the range,
+// and no segment there with versions newer than tau, tombstones or several
+// versions of an edge. MemGraphs are not looked at: without MemGraph data a
+// scan is a bulk copy of the CSR, and with it, a bulk copy between the
+// vertices the MemGraphs hold.
+const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int dir, uint64_t lo, uint64_t hi,
+                                                        uint64_t tau) {
+  const Tree &t = ver.trees[dir];
+  if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
+  const std::vector<std::shared_ptr<Segment>> *found = nullptr;
+  for (size_t i = 1; i < t.levels.size(); i++) {
+    for (const auto &s : t.levels[i]) {
+      const SegMeta &m = s->meta();
+      if (m.max_src < lo || m.min_src >= hi) continue;
+      if (found != nullptr && found != &t.levels[i]) return nullptr;
+      if (!s->AllVisibleAt(tau)) return nullptr;
+      found = &t.levels[i];
+    }
+  }
+  return found;
+}
+
+// Appends the vertices of [lo, hi) held by the clean level lv to a scan's
+// output (see Segment::AppendRange). *done is false when the buffers
+// filled first: *next is then the first vertex not copied. A first vertex
+// that alone exceeds ecap is GT_ERR_BUFFER with its count in *ne.
+Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t *vids,
+                uint64_t *offs, size_t vcap, uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne,
+                uint64_t *next, bool *done) {
+  *done = false;
+  for (const auto &s : lv) {
+    if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
+    uint64_t need;
+    GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+    if (need > 0) {
+      *ne = need;
+      return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(*next), "", 0};
+    }
+    if (*next != hi) return Status::OK();
+  }
+  *next = hi;
+  *done = true;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+  }
+  uint64_t n = 0;
+  if (FastRun(runs, tau_, *ver->vdel)) {
+    n = runs[0].e - runs[0].b;
+  } else {
+    VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t, double) { n++; });
+  }
+  *out = n;
+  return Status::OK();
+}
+
+Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n) {
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+  }
+  const size_t k = AppendVisible(runs, v, tau_, *ver->vdel, dsts, w, 0, cap);
+  *n = k;
+  if (k > cap) return Status{Code::kBuffer, "neighbor buffer too small", "", 0};
+  return Status::OK();
+}
+
+Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap,
+                            uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
+  *nv = 0;
+  *ne = 0;
+  *next = hi;
+  if (hi <= lo) return Status::OK();
+  if (vcap == 0) return Status{Code::kBuffer, "vertex buffer has no room", "", 0};
+  auto ver = store_->Current();
+  VisibleMems mems(*ver, tau_);
+  offs[0] = 0;
+  if (const auto *lv = CleanLevel(*ver, dir, lo, hi, tau_)) {
+    bool done;
+    if (!mems.Any(dir)) return BulkCopy(*lv, lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
+    // Bulk copies between the vertices the MemGraphs hold; those merge
+    // their MemGraph versions with the level's run one by one.
+    std::vector<VertexCursor> mc;
+    for (const MemGraph *g : mems.m)
+      if (g != nullptr) mc.push_back(VertexCursor::ForMem(g, dir, lo, hi));
+    std::vector<Entry> m[2];
+    std::vector<Run> runs;
+    for (uint64_t pos = lo;;) {
+      bool any;
+      uint64_t d = MinHead(mc, &any);
+      if (!any) d = hi;
+      if (pos < d) {
+        GT_RETURN_IF_ERROR(BulkCopy(*lv, pos, d, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
+        if (!done) return Status::OK();
+      }
+      if (d >= hi) break;
+      if (*nv == vcap) {
+        *next = d;
+        return Status::OK();
+      }
+      GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, d, m, &runs));
+      const size_t k = AppendVisible(runs, d, tau_, *ver->vdel, dsts, w, *ne, ecap);
+      if (k > ecap) {
+        *next = d;
+        if (*nv == 0) {
+          *ne = k;
+          return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(d), "", 0};
+        }
+        return Status::OK();
+      }
+      if (k > *ne) {
+        vids[*nv] = d;
+        *ne = k;
+        offs[++*nv] = k;
+      }
+      AdvancePast(mc, d);
+      pos = d + 1;
+    }
+    *next = hi;
+    return Status::OK();
+  }
+  std::vector<VertexCursor> cursors;
+  for (const MemGraph *g : mems.m)
+    if (g != nullptr) cursors.push_back(VertexCursor::ForMem(g, dir, lo, hi));
+  const Tree &t = ver->trees[dir];
+  for (const auto &s : t.l0) cursors.push_back(VertexCursor::ForSegment(s.get(), lo, hi));
+  for (size_t i = 1; i < t.levels.size(); i++)
+    if (!t.levels[i].empty()) cursors.push_back(VertexCursor::ForLevel(t.levels[i], lo, hi));
+  const VdelMap &vdel = *ver->vdel;
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  size_t outv = 0, oute = 0;
+  for (;;) {
+    bool any;
+    uint64_t v = MinHead(cursors, &any);
+    if (!any) break;
+    if (outv == vcap) {
+      *next = v;
+      break;
+    }
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    if (k > ecap) {
+      if (outv == 0) {
+        *ne = k;
+        *next = v;
+        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(v), "", 0};
+      }
+      *next = v;
+      break;
+    }
+    AdvancePast(cursors, v);
+    if (k == oute) continue;  // no visible edges
+    vids[outv] = v;
+    oute = k;
+    offs[++outv] = oute;
+  }
+  *nv = outv;
+  *ne = oute;
+  return Status::OK();
+}
+
+Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w,
+                              size_t ecap, size_t *done, size_t *ne) {
+  *done = 0;
+  *ne = 0;
+  offs[0] = 0;
+  if (n == 0) return Status::OK();
+  auto ver = store_->Current();
+  VisibleMems mems(*ver, tau_);
+  const VdelMap &vdel = *ver->vdel;
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  size_t oute = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t v = vids[i];
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    if (k > ecap) {
+      if (i == 0) {
+        *ne = k;
+        return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(v), "", 0};
+      }
+      break;
+    }
+    oute = k;
+    offs[i + 1] = oute;
+    *done = i + 1;
+  }
+  *ne = oute;
+  return Status::OK();
+}
+
+Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w,
+                                      size_t cap, size_t *n, bool *more) {
+  *n = 0;
+  *more = false;
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+  }
+  if (FastRun(runs, tau_, *ver->vdel)) {
+    // One clean run, sorted and unique by dst: seek, then copy a page.
+    const Run &r = runs[0];
+    uint64_t lo = r.b, hi = r.e;
+    while (has_after && lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (r.seg->dst(mid) <= after)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const uint64_t end = std::min<uint64_t>(r.e, lo + cap);
+    r.seg->CopyDsts(lo, end, dsts);
+    if (w) r.seg->CopyWeights(lo, end, w);
+    *n = end - lo;
+    *more = end < r.e;
+    return Status::OK();
+  }
+  size_t k = 0;
+  VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t d, double wt) {
+    if (has_after && d <= after) return;
+    if (k < cap) {
+      dsts[k] = d;
+      if (w) w[k] = wt;
+      k++;
+    } else {
+      *more = true;
+    }
+  });
+  *n = k;
+  return Status::OK();
+}
+
+}  // namespace gt

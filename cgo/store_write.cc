@@ -1,0 +1,287 @@
+// store_write.cc -- the write path: Apply into the active MemGraph,
+// freezing it, flush requests, and the flush thread that writes a frozen
+// MemGraph to an L0 file and installs it.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <unordered_map>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "store.h"
+#include "store_internal.h"
+
+namespace gt {
+namespace {
+
+// Raises *a to at least v.
+void RaiseTo(std::atomic<uint64_t> *a, uint64_t v) {
+  uint64_t cur = a->load();
+  while (v > cur && !a->compare_exchange_weak(cur, v)) {
+  }
+}
+
+}  // namespace
+
+Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!current_->imm) {
+    // fall through to freeze
+  } else {
+    stalls_.fetch_add(1);
+    uint64_t t0 = NowNanos();
+    cv_.wait(l, [&] { return !current_->imm || !bg_error_.ok() || shutting_down_; });
+    stall_nanos_.fetch_add(NowNanos() - t0);
+  }
+  if (!bg_error_.ok()) return bg_error_;
+  if (shutting_down_) return Status::Closed("store is closing");
+  VersionEdit e;
+  e.freeze = true;
+  e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
+  current_->active->Freeze(last_seq_.load());
+  InstallLocked(e);
+  l.unlock();
+  cv_.notify_all();
+  return Status::OK();
+}
+
+Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
+  if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
+  bool has_vdel = false;
+  uint64_t max_low = 0, max_high = 0;  // one past, per band
+  for (size_t i = 0; i < n; i++) {
+    const gt_op &op = ops[i];
+    if (op.kind > GT_OP_DELETE_VERTEX)
+      return Status::Invalid("op " + std::to_string(i) + ": unknown kind " + std::to_string(op.kind));
+    if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && op.dst > GT_MAX_VERTEX))
+      return Status::Invalid("op " + std::to_string(i) + ": vertex id out of range (max " +
+                             std::to_string(GT_MAX_VERTEX) + ")");
+    if (op.kind == GT_OP_UPSERT && !std::isfinite(op.weight))
+      return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
+    if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
+    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX ? op.src : op.dst}) {
+      if (v < GT_HIGH_ID_BASE)
+        max_low = std::max(max_low, v + 1);
+      else
+        max_high = std::max(max_high, v + 1);
+    }
+  }
+  // An edge op followed, in the same batch, by a delete of one of its
+  // vertices is dead on arrival; it must not survive with the delete's seq.
+  std::vector<uint8_t> skip;
+  if (has_vdel) {
+    skip.assign(n, 0);
+    std::unordered_map<uint64_t, size_t> last_del;
+    for (size_t i = 0; i < n; i++)
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) last_del[ops[i].src] = i;
+    for (size_t i = 0; i < n; i++) {
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) continue;
+      auto a = last_del.find(ops[i].src), b = last_del.find(ops[i].dst);
+      if ((a != last_del.end() && a->second > i) || (b != last_del.end() && b->second > i)) skip[i] = 1;
+    }
+  }
+
+  std::unique_lock<std::mutex> wl(write_mu_);
+  std::shared_ptr<const Version> ver;
+  bool requested;  // a deferred flush request this writer can serve at once
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return Status::Closed("store is closing");
+    ver = current_;
+    requested = flush_requested_ > durable_seq_ && !ver->imm && !ver->active->empty();
+  }
+  // A writer serves a deferred flush request itself when it finds no flush
+  // running: the flush thread's try_lock may lose to a steady stream of
+  // writers, and the request must not wait for the MemGraph to fill.
+  if (ver->active->full() || requested) {
+    GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
+    ver = Current();
+  }
+  const uint64_t seq = last_seq_.load() + 1;
+  ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  ver->active->RaiseBounds(max_low, max_high);
+  if (has_vdel) {
+    auto nm = std::make_shared<VdelMap>(*ver->vdel);
+    for (size_t i = 0; i < n; i++)
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) nm->Add(ops[i].src, seq);
+    VersionEdit e;
+    e.vdel = std::move(nm);
+    std::lock_guard<std::mutex> l(mu_);
+    InstallLocked(e);
+  }
+  RaiseTo(&low_bound_, max_low);
+  RaiseTo(&high_bound_, max_high);
+  // Publish: snapshots taken from here on see this batch.
+  last_seq_.store(seq, std::memory_order_release);
+  if (seq_out) *seq_out = seq;
+  return Status::OK();
+}
+
+Status Store::RequestFlush(uint64_t *target) {
+  if (opt_.read_only) return Status::Invalid("store is open read-only");
+  std::unique_lock<std::mutex> wl(write_mu_);
+  *target = last_seq_.load();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (current_->active->empty()) return Status::OK();
+    if (current_->imm) {
+      // A flush is running: freezing now would wait for it with write_mu_
+      // held and stall writers. The flush thread freezes the active
+      // MemGraph when it is done instead (MaybeFreezeRequested). imm cannot
+      // appear meanwhile: only a freeze sets it, and freezes hold write_mu_.
+      flush_requested_ = std::max(flush_requested_, *target);
+      deferred_flushes_.fetch_add(1);
+      return Status::OK();
+    }
+  }
+  return FreezeActiveLocked(&wl);  // no flush running: no wait
+}
+
+void Store::MaybeFreezeRequested() {
+  // True while there is a request this thread should serve now. With a
+  // frozen MemGraph pending (a writer froze a full one meanwhile) it is not
+  // the time: the flush loop flushes that one first and comes back here.
+  auto wanted = [&] {
+    std::lock_guard<std::mutex> l(mu_);
+    return !shutting_down_ && bg_error_.ok() && !current_->imm && flush_requested_ > durable_seq_ &&
+           !current_->active->empty();
+  };
+  while (wanted()) {
+    // Never block on write_mu_ here: a writer may hold it while it waits
+    // for this thread to flush a full MemGraph. try_lock, and retry while a
+    // writer applies one batch.
+    std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+    if (!wl.owns_lock()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (!wanted()) return;               // a writer froze it meanwhile
+    Status s = FreezeActiveLocked(&wl);  // no frozen MemGraph: no wait
+    if (!s.ok()) SetBackgroundError(s);
+    return;
+  }
+}
+
+Status Store::Flush() {
+  uint64_t target;
+  GT_RETURN_IF_ERROR(RequestFlush(&target));
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return durable_seq_ >= target || !bg_error_.ok() || shutting_down_; });
+  if (!bg_error_.ok()) return bg_error_;
+  if (durable_seq_ < target) return Status::Closed("store is closing");
+  return Status::OK();
+}
+
+void Store::FlushLoop() {
+  for (;;) {
+    std::shared_ptr<MemGraph> mem;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return shutting_down_ || (current_->imm && bg_error_.ok()); });
+      if (shutting_down_) return;
+      mem = current_->imm;
+    }
+    Status s = FlushMemGraph(mem);
+    if (!s.ok()) SetBackgroundError(s);
+    mem.reset();
+    MaybeFreezeRequested();
+#if defined(__GLIBC__)
+    // The MemGraph's mappings were unmapped (unless a reader still holds
+    // its Version) and its sorted index freed; hand the heap's free pages
+    // back to the OS so the resident set tracks the MemGraph budget.
+    malloc_trim(0);
+#endif
+  }
+}
+
+Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
+  const uint64_t t0 = NowNanos();
+  std::shared_ptr<const VdelMap> vdel;
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    vdel = current_->vdel;
+    durable = durable_seq_;
+  }
+  const std::vector<uint64_t> snaps = PinnedSnapshots();  // after durable: see RunCompaction
+  RetainParams rp{&snaps, vdel.get(), durable, false};
+  std::vector<SegMeta> metas;
+  std::vector<Entry> ents, kept;
+  SegmentBuilder b;
+  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+    b.Reset();
+    std::vector<Run> runs(1);
+    // A frozen MemGraph has no writer: this thread took it from the
+    // Version published, under mu_, after Freeze and so after every write.
+    b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
+    mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
+      kept.clear();
+      RetainVersions(runs, v, rp, &kept);
+      b.AddVertex(v, kept.data(), kept.size());
+    });
+    if (b.empty()) continue;
+    SegMeta m;
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));
+    metas.push_back(m);
+  }
+  std::vector<std::shared_ptr<Segment>> segs;
+  GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_BEFORE_EDIT));
+  ManifestEdit r;
+  r.kind = EditKind::kFlush;
+  r.has_durable_seq = true;
+  r.durable_seq = mem->freeze_seq();
+  r.added = metas;
+  r.vdels = mem->vdels();
+  r.has_srcpos = mem->has_srcpos();
+  r.srcpos = mem->srcpos();
+  // The bounds of what is durable once this edit is: they never count an
+  // id that only batches after the freeze used (keydict's contract: a key's
+  // id is synced before data using it is made durable, not before Apply).
+  r.has_bounds = true;
+  r.low_bound = durable_low_ = std::max(durable_low_, mem->low_bound());
+  r.high_bound = durable_high_ = std::max(durable_high_, mem->high_bound());
+  GT_RETURN_IF_ERROR(AppendEdit(&r));
+  GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_AFTER_EDIT));
+  uint64_t bytes = 0;
+  for (const SegMeta &m : metas) bytes += m.bytes;
+  VersionEdit e;
+  e.drop_imm = true;
+  e.added = std::move(segs);
+  e.has_durable_seq = true;
+  e.durable_seq = r.durable_seq;
+  e.has_srcpos = r.has_srcpos;
+  e.srcpos = std::move(r.srcpos);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    InstallLocked(e);
+    compaction_wanted_ = true;
+  }
+  flushes_.fetch_add(1);
+  flush_bytes_.fetch_add(bytes);
+  flush_nanos_.fetch_add(NowNanos() - t0);
+  cv_.notify_all();
+  return Status::OK();
+}
+
+// Makes newly written files' directory entries durable and opens them.
+// INVARIANT (write ordering): a segment file's data (SegmentBuilder::Finish
+// fsyncs it) and its directory entry (here) are durable before the
+// manifest edit that references it is appended: a durable edit never names
+// a file a crash can take back.
+Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs) {
+  if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  for (const SegMeta &m : metas) {
+    std::shared_ptr<Segment> s;
+    GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
+    segs->push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+}  // namespace gt
