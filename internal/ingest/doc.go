@@ -60,7 +60,10 @@
 //
 // Lifecycle of Run: check the source, join the group; then two
 // goroutines, so that polling, decoding and the client's next fetch
-// overlap the store's Apply.
+// overlap the store's Apply: the poll loop (pollloop.go: a pollState
+// whose environment, the client, the store, the dictionary and the dead
+// letters, is a pollEnv, so that it is tested without a broker) and the
+// applier (pipeline.go).
 //
 //	poll loop: poll -> resume partitions whose dead letter is now
 //	    acknowledged -> decode into a batch (+ the position after it)

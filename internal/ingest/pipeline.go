@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -67,8 +66,9 @@ type pipeline struct {
 	inflight int
 }
 
-// startApplier starts the applier goroutine.
-func (in *Ingester) startApplier() *pipeline {
+// startApplier starts the applier goroutine; env applies the batches and
+// starts the flushes.
+func startApplier(env batchApplier) *pipeline {
 	p := &pipeline{
 		jobs:   make(chan *applyJob, pipelineDepth),
 		done:   make(chan *applyJob, pipelineDepth),
@@ -77,7 +77,7 @@ func (in *Ingester) startApplier() *pipeline {
 	for range pipelineDepth {
 		p.free = append(p.free, newApplyJob())
 	}
-	go in.applier(p)
+	go p.applier(env)
 	return p
 }
 
@@ -90,44 +90,36 @@ func (p *pipeline) stop() {
 // applier applies jobs in order.
 //
 // INVARIANT: after a job fails, no later job is applied (they come back
-// with the same error): in.applied only ever advances batch by batch, so
-// the position recorded with a flush never skips records.
-func (in *Ingester) applier(p *pipeline) {
+// with the same error): the applied position only ever advances batch by
+// batch, so the position recorded with a flush never skips records.
+func (p *pipeline) applier(env batchApplier) {
 	defer close(p.exited)
 	var failed error
 	for j := range p.jobs {
 		if failed == nil {
-			failed = in.applyJob(j)
+			failed = runJob(env, j)
 		}
 		j.err = failed
 		p.done <- j
 	}
 }
 
-// applyJob applies j's batch, publishes its position as applied and
-// records visibility, then starts a background flush if asked. The poll
-// loop learns which positions are durable from the batches' sequence
-// numbers (see commitDurable).
-func (in *Ingester) applyJob(j *applyJob) error {
+// runJob applies j's batch (which publishes its position as applied),
+// then starts a background flush if asked. The poll loop learns which
+// positions are durable from the batches' sequence numbers (see
+// commitDurable).
+func runJob(env batchApplier, j *applyJob) error {
 	if j.records > 0 {
-		seq, err := in.apply(&j.batch)
+		seq, err := env.apply(j)
 		if err != nil {
 			return err
 		}
 		j.seq = seq
-		in.mu.Lock()
-		in.applied = j.pos
-		in.mu.Unlock()
-		now := time.Now()
-		in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
-		if in.cfg.OnVisible != nil {
-			in.cfg.OnVisible(j.stamps, now)
-		}
 	}
 	if j.flush {
-		target, err := in.store.FlushAsync()
+		target, err := env.flushAsync()
 		if err != nil {
-			return fmt.Errorf("ingest: flush: %w", err)
+			return err
 		}
 		j.flushed, j.flushTarget = true, target
 	}

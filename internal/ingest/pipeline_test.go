@@ -38,7 +38,7 @@ func TestApplierStopsAtFirstFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.cl.Close()
-	p := in.startApplier()
+	p := startApplier(liveEnv{in})
 	defer p.stop()
 
 	job := func(next int64, src, dst uint64, flush bool) *applyJob {

@@ -1,0 +1,122 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// liveEnv is the poll loop's environment in production (see pollEnv): the
+// Ingester's Kafka client, store, key dictionary and dead letters.
+type liveEnv struct{ in *Ingester }
+
+var _ pollEnv = liveEnv{}
+
+func (e liveEnv) now() time.Time { return time.Now() }
+
+func (e liveEnv) poll(ctx context.Context, until time.Time) kgo.Fetches {
+	in := e.in
+	var fetches kgo.Fetches
+	if until.IsZero() {
+		//nolint:staticcheck // SA1012: franz-go reads a nil context as "return what is buffered, without waiting"
+		fetches = in.cl.PollRecords(nil, in.cfg.MaxPollRecords)
+	} else {
+		pctx, cancel := context.WithDeadline(ctx, until)
+		fetches = in.cl.PollRecords(pctx, in.cfg.MaxPollRecords)
+		cancel()
+	}
+	if !fetches.IsClientClosed() && ctx.Err() == nil {
+		in.noteFetchErrors(ctx, fetches)
+	}
+	return fetches
+}
+
+func (e liveEnv) rebalanceWaiting() bool { return e.in.rebalanceWaiting.Load() }
+
+func (e liveEnv) allowRebalance() {
+	e.in.rebalanceWaiting.Store(false)
+	e.in.cl.AllowRebalance()
+}
+
+func (e liveEnv) takeAssignment(polled Position) (Position, bool, error) {
+	next, err := e.in.takePending(polled)
+	if err != nil {
+		return polled, false, err
+	}
+	return next, e.in.commitAssigned.Swap(false), nil
+}
+
+func (e liveEnv) commit(ctx context.Context) { e.in.commit(ctx) }
+
+func (e liveEnv) durableSeq() (uint64, error) { return e.in.store.DurableSeq() }
+
+func (e liveEnv) markDurable(seq uint64, pos Position) bool {
+	in := e.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if seq <= in.durableSeq {
+		return false
+	}
+	in.durable, in.durableSeq = pos, seq
+	return true
+}
+
+func (e liveEnv) keys() int {
+	if e.in.dict == nil {
+		return 0
+	}
+	return e.in.dict.Len()
+}
+
+func (e liveEnv) syncKeys() error {
+	if e.in.dict == nil {
+		return nil
+	}
+	return e.in.dict.Sync()
+}
+
+func (e liveEnv) deadLetter(ctx context.Context, dead []deadRecord) (bool, error) {
+	cut, err := e.in.deadLetter(ctx, dead)
+	if err != nil {
+		return false, err
+	}
+	if len(cut) > 0 {
+		e.in.block(cut)
+	}
+	return len(cut) > 0, nil
+}
+
+func (e liveEnv) cuts() map[tp]int64 { return e.in.dl.cuts() }
+
+func (e liveEnv) unblockAcked(polled Position) (Position, int) { return e.in.unblockAcked(polled) }
+
+// apply binds j's batch to the source and the position after it, applies
+// it (see Ingester.apply), publishes the position as applied and records
+// visibility.
+func (e liveEnv) apply(j *applyJob) (uint64, error) {
+	in := e.in
+	j.batch.SetSourcePosition(in.encodePosition(j.pos))
+	seq, err := in.apply(&j.batch)
+	if err != nil {
+		return 0, err
+	}
+	in.mu.Lock()
+	in.applied = j.pos
+	in.mu.Unlock()
+	now := time.Now()
+	in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
+	if in.cfg.OnVisible != nil {
+		in.cfg.OnVisible(j.stamps, now)
+	}
+	return seq, nil
+}
+
+func (e liveEnv) flushAsync() (uint64, error) {
+	target, err := e.in.store.FlushAsync()
+	if err != nil {
+		return 0, fmt.Errorf("ingest: flush: %w", err)
+	}
+	return target, nil
+}

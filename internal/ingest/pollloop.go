@@ -1,0 +1,566 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+)
+
+// The poll loop: the state machine of exactly-once ingestion (doc.go has
+// the lifecycle). pollState holds its state and takes its steps; pollEnv
+// is everything it needs from outside (the Kafka client, the store, the key
+// dictionary, the dead letters, the clock): liveEnv (pollenv.go) in
+// production, a fake in the unit tests.
+//
+//	run: takeAssignment -> settle (take back finished jobs, commit what is
+//	    durable, allow a waiting rebalance once nothing is in flight)
+//	    -> poll -> handleFetches (unblock, decode, dead letters, keys)
+//	    -> dispatch the job to the applier; on ctx done: drain
+
+// pollEnv is the poll loop's environment. Every method but apply and
+// flushAsync (called by the applier goroutine, one at a time, in order) is
+// called by the poll loop's goroutine only.
+type pollEnv interface {
+	batchApplier
+
+	// now is the clock of every age and deadline the loop keeps.
+	now() time.Time
+
+	// poll returns what the client has buffered (at most MaxPollRecords),
+	// at once if until is zero, else waiting for records until then or
+	// until ctx ends; fetch errors are counted and logged unless the
+	// client is closed or ctx ended. A poll that returns records holds
+	// rebalances off until allowRebalance.
+	poll(ctx context.Context, until time.Time) kgo.Fetches
+	// rebalanceWaiting reports whether a rebalance waits for
+	// allowRebalance.
+	rebalanceWaiting() bool
+	// allowRebalance lets a waiting rebalance run (its callbacks flush and
+	// commit on a revoke, judge an assignment; see onRevoked).
+	allowRebalance()
+	// takeAssignment returns polled with the partitions newly taken into
+	// the store's history added at their start offsets (never modifying
+	// polled), whether an accepted assignment wants the durable offsets
+	// committed, and the error that ends Run if the source changed.
+	takeAssignment(polled Position) (next Position, commit bool, err error)
+	// commit commits the durable offsets of the assigned partitions (a
+	// failure is logged: the store's position is the truth).
+	commit(ctx context.Context)
+
+	// durableSeq reads the store's durable sequence number.
+	durableSeq() (uint64, error)
+	// markDurable records pos, the position after the batch of sequence
+	// number seq, as durable unless a newer one is recorded (a blocking
+	// flush on revoke), and reports whether it did.
+	markDurable(seq uint64, pos Position) bool
+
+	// keys is the key dictionary's size (0 without one); syncKeys makes
+	// its new keys durable.
+	keys() int
+	syncKeys() error
+
+	// deadLetter writes the dead letters of one poll (deadletter.go) and
+	// blocks each partition whose dead letter failed at its record; it
+	// reports whether it blocked any, or ctx's error if ctx ended first.
+	deadLetter(ctx context.Context, dead []deadRecord) (blocked bool, err error)
+	// cuts returns the offset each blocked partition is cut at (nil: none).
+	cuts() map[tp]int64
+	// unblockAcked resumes the blocked partitions whose dead letter is
+	// acknowledged (only right after a poll returned something) and
+	// returns polled advanced past their records and how many they are.
+	unblockAcked(polled Position) (Position, int)
+}
+
+// batchApplier is what the applier goroutine needs (pipeline.go).
+type batchApplier interface {
+	// apply hands j's batch to the store, bound to the position j.pos,
+	// publishes that position as applied, and returns the batch's
+	// sequence number.
+	apply(j *applyJob) (uint64, error)
+	// flushAsync starts a background flush of everything applied and
+	// returns the sequence number that is durable once it ends.
+	flushAsync() (uint64, error)
+}
+
+// pollState is the poll loop's state. Owned by the poll loop's goroutine.
+type pollState struct {
+	env           pollEnv
+	flushInterval time.Duration
+	decs          map[string]decode.Decoder
+	log           *slog.Logger
+	metrics       *Metrics
+
+	// p is the pipeline to the applier.
+	// INVARIANT: allowRebalance is called only when p.inflight == 0: a poll
+	// that returned records holds rebalances off until then, so a revoke's
+	// flush covers every record polled so far and no batch of a revoked
+	// partition is applied after it. While batches keep coming the
+	// pipeline rarely empties by itself: when a rebalance is waiting (or
+	// allowRebalanceEvery passed) no batch is handed over until the
+	// applier has caught up (settle).
+	p *pipeline
+	// polled is the position after every batch handed to the applier.
+	// INVARIANT: it equals the applied position whenever nothing is in
+	// flight; it is never modified in place (jobs in flight share its
+	// maps), only replaced.
+	polled Position
+	// d is which applied batches the store has made durable.
+	d durability
+	// lastAllow is when allowRebalance was last called.
+	lastAllow time.Time
+	// commitAssigned: an accepted assignment wants the durable offsets
+	// committed.
+	commitAssigned bool
+}
+
+// newPollState starts the poll loop's state at polled, the position
+// applied so far.
+func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder) *pollState {
+	return &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, log: cfg.Logger, metrics: cfg.Metrics,
+		p: p, polled: polled, lastAllow: env.now()}
+}
+
+// durableCheckEvery is how often an idle poll loop looks whether the
+// store made applied batches durable, to commit their offsets; a busy one
+// looks at most every durableCheckFloor.
+const (
+	durableCheckEvery = 50 * time.Millisecond
+	durableCheckFloor = 5 * time.Millisecond
+)
+
+// allowRebalanceEvery bounds how long the poll loop keeps batches in
+// flight without a pause in which a rebalance may run, should franz-go's
+// signal that one is waiting go amiss.
+const allowRebalanceEvery = time.Second
+
+// blockedPollEvery bounds an idle poll while a partition is blocked on its
+// dead letter, so that it resumes soon after the dead letter is written.
+const blockedPollEvery = 200 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// run polls, decodes and hands batches to the applier until ctx ends (it
+// returns nil with nothing in flight) or the store, the key dictionary or
+// the source fails (it returns why; a failure of the dictionary or the
+// source leaves the poll at hand unapplied).
+func (s *pollState) run(ctx context.Context) error {
+	for {
+		if err := s.takeAssignment(); err != nil {
+			return err
+		}
+		if err := s.settle(ctx); err != nil {
+			return err
+		}
+		fetches, ok, err := s.poll(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return s.drain() // this poll is not applied
+		}
+		j, stop, err := s.handleFetches(ctx, fetches)
+		if err != nil || stop {
+			return err
+		}
+		s.dispatch(j)
+	}
+}
+
+// takeAssignment adds the partitions taken into history to polled, at
+// their start offsets, so that the next recorded position names them; a
+// changed source ends the loop once nothing is in flight.
+func (s *pollState) takeAssignment() error {
+	next, commit, err := s.env.takeAssignment(s.polled)
+	if err != nil {
+		if derr := s.drain(); derr != nil {
+			return derr
+		}
+		return err
+	}
+	s.polled = next
+	s.commitAssigned = s.commitAssigned || commit
+	return nil
+}
+
+// settle does what is due between polls: take back finished jobs without
+// waiting, commit what the store has made durable (and the offsets of a
+// new assignment), let a waiting rebalance run, and make sure a job is
+// free to fill.
+func (s *pollState) settle(ctx context.Context) error {
+	if err := s.collect(); err != nil {
+		return err
+	}
+	if (len(s.d.batches) > 0 || s.d.flushing) && s.env.now().Sub(s.d.checked) >= durableCheckFloor {
+		s.commitDurable(ctx)
+	}
+	if s.commitAssigned {
+		s.commitAssigned = false
+		s.env.commit(ctx)
+	}
+	if err := s.allowRebalance(); err != nil {
+		return err
+	}
+	if len(s.p.free) == 0 {
+		return s.finish(<-s.p.done)
+	}
+	return nil
+}
+
+// collect takes back the jobs the applier has finished, without waiting.
+func (s *pollState) collect() error {
+	for s.p.inflight > 0 {
+		select {
+		case j := <-s.p.done:
+			if err := s.finish(j); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// allowRebalance lets a waiting rebalance run once nothing is in flight,
+// draining the pipeline first if one waits (or allowRebalanceEvery
+// passed); see the INVARIANT at p.
+func (s *pollState) allowRebalance() error {
+	if s.p.inflight > 0 && (s.env.rebalanceWaiting() || s.env.now().Sub(s.lastAllow) >= allowRebalanceEvery) {
+		if err := s.drain(); err != nil {
+			return err
+		}
+	}
+	if s.p.inflight == 0 {
+		s.env.allowRebalance()
+		s.lastAllow = s.env.now()
+	}
+	return nil
+}
+
+// finish takes back a job the applier is done with: an applied batch
+// waits to become durable; a started flush tells its target.
+func (s *pollState) finish(j *applyJob) error {
+	s.p.inflight--
+	if j.err != nil {
+		return j.err
+	}
+	if j.records > 0 {
+		s.d.batches = append(s.d.batches, appliedBatch{seq: j.seq, pos: j.pos, at: s.env.now()})
+	}
+	if j.flushed {
+		s.d.target, s.d.targetKnown = j.flushTarget, true
+	}
+	s.p.free = append(s.p.free, j)
+	return nil
+}
+
+// drain waits until nothing is in flight.
+func (s *pollState) drain() error {
+	for s.p.inflight > 0 {
+		if err := s.finish(<-s.p.done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushDue reports whether to start a timed flush: a batch has been
+// applied for FlushInterval without becoming durable, and no flush of
+// ours is running. While MemGraphs fill up and flush by themselves more
+// often than that, no timed flush is needed; and starting one while a
+// flush runs would block Apply until that flush ends.
+func (s *pollState) flushDue() bool {
+	return !s.d.flushing && len(s.d.batches) > 0 && s.env.now().Sub(s.d.batches[0].at) >= s.flushInterval
+}
+
+// poll returns the next fetches. With batches in flight it takes what the
+// client has buffered without waiting, and if that is nothing (and no
+// flush is due) waits for the applier instead and reports !ok. Otherwise
+// it waits for records: while something applied is not durable yet no
+// longer than durableCheckEvery, so that offsets are committed soon after
+// a flush (ours or the store's own) ends, and no longer than until a timed
+// flush is due, so that an idle stream still becomes durable within about
+// FlushInterval.
+func (s *pollState) poll(ctx context.Context) (fetches kgo.Fetches, ok bool, err error) {
+	if s.p.inflight > 0 {
+		fetches = s.env.poll(ctx, time.Time{})
+		if fetches.NumRecords() == 0 && !s.flushDue() && ctx.Err() == nil {
+			return nil, false, s.finish(<-s.p.done)
+		}
+		return fetches, true, nil
+	}
+	now := s.env.now()
+	deadline := now.Add(s.flushInterval)
+	if s.d.flushing || len(s.d.batches) > 0 {
+		deadline = now.Add(min(s.flushInterval, durableCheckEvery))
+	}
+	if !s.d.flushing && len(s.d.batches) > 0 {
+		deadline = minTime(deadline, s.d.batches[0].at.Add(s.flushInterval))
+	}
+	if len(s.env.cuts()) > 0 {
+		// A blocked partition resumes right after a poll once its dead
+		// letter is acknowledged.
+		deadline = minTime(deadline, now.Add(blockedPollEvery))
+	}
+	return s.env.poll(ctx, deadline), true, nil
+}
+
+// handleFetches makes a job of a poll: partitions whose dead letter is now
+// acknowledged resume after it, the records are decoded, the undecodable
+// ones dead-lettered, new keys synced. It returns the job (nil: nothing to
+// hand over), or stop (with nothing in flight) when ctx ended, or the
+// error that ends Run without applying the poll.
+func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *applyJob, stop bool, err error) {
+	j = s.p.free[len(s.p.free)-1]
+	s.p.free = s.p.free[:len(s.p.free)-1]
+	j.reset()
+	keysBefore := s.env.keys()
+	// Only while this poll holds rebalances off (it returned something):
+	// SetOffsets must not race a revoke.
+	unblocked := 0
+	if len(fetches) > 0 {
+		s.polled, unblocked = s.env.unblockAcked(s.polled)
+	}
+	dec := s.decodeInto(j, fetches, s.env.cuts())
+	if dec.fatal == nil && len(dec.dead) > 0 {
+		// Before the position past them can become durable.
+		blocked, err := s.env.deadLetter(ctx, dec.dead)
+		if err != nil {
+			return nil, true, s.drain() // ctx ended; this poll is not applied
+		}
+		if blocked {
+			// Those partitions stop at the record whose dead letter
+			// failed: decode the poll again without it and what follows
+			// it in its partition.
+			j.reset()
+			dec = s.decodeInto(j, fetches, s.env.cuts())
+		}
+	}
+	if dec.fatal != nil {
+		// Stop without applying this poll; a restart resumes from the
+		// durable position and consumes it again.
+		return nil, true, dec.fatal
+	}
+	s.countDecoded(dec)
+	next := dec.next
+	if unblocked > 0 {
+		// The dead-lettered records are covered by this batch.
+		j.records += unblocked
+		if next == nil {
+			next = s.polled
+		}
+	}
+	// Everything needed is in j now: the records' memory goes back to the
+	// client's pool.
+	fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
+	if s.env.keys() != keysBefore {
+		// New key ids must be durable before any data using them can be:
+		// the store may flush this batch in the background at once.
+		if err := s.env.syncKeys(); err != nil {
+			return nil, true, fmt.Errorf("ingest: key dictionary: %w", err)
+		}
+	}
+	if j.records > 0 {
+		j.pos = next
+	}
+	return j, false, nil
+}
+
+// dispatch hands j (made by handleFetches) to the applier, asking for a
+// timed flush after it if one is due; a job with neither goes back.
+//
+// Timed flushes do not stop the loop: the applier asks the store to
+// freeze its MemGraph and flush it in the background right after the
+// batch; commitDurable commits the offsets once the store's durable seq
+// covers it.
+func (s *pollState) dispatch(j *applyJob) {
+	j.flush = s.flushDue()
+	if j.records == 0 && !j.flush {
+		s.p.free = append(s.p.free, j)
+		return
+	}
+	if j.flush {
+		s.d.flushing, s.d.targetKnown = true, false
+	}
+	if j.records > 0 {
+		s.polled = j.pos
+	}
+	s.p.inflight++
+	s.p.jobs <- j
+}
+
+// durability is the poll loop's view of which applied batches the store
+// has made durable (by timed flushes or by MemGraphs filling up).
+type durability struct {
+	// batches applied and not yet known durable.
+	// INVARIANT: in seq order (the applier applies in order); a batch
+	// leaves only once the store's durable seq covers it.
+	batches []appliedBatch
+	checked time.Time // the last look at the store's durable seq
+	// flushing: a timed flush of ours runs; its target (the seq that is
+	// durable when it ends) is known once the applier started it.
+	// INVARIANT: at most one timed flush of ours runs (flushDue).
+	flushing, targetKnown bool
+	target                uint64
+}
+
+// appliedBatch is an applied batch: its store sequence number and the
+// position after it.
+type appliedBatch struct {
+	seq uint64
+	pos Position
+	at  time.Time // when the poll loop learnt it was applied
+}
+
+// commitDurable takes the batches the store has made durable off d and
+// commits the position after the newest of them. The store records with
+// each flush the position of the newest batch it covers, so this is the
+// position the store would resume from after a crash.
+func (s *pollState) commitDurable(ctx context.Context) {
+	d := &s.d
+	durableSeq, err := s.env.durableSeq()
+	if err != nil {
+		return
+	}
+	now := s.env.now()
+	d.checked = now
+	if d.flushing && d.targetKnown && durableSeq >= d.target {
+		d.flushing = false
+	}
+	n := 0
+	for n < len(d.batches) && d.batches[n].seq <= durableSeq {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	newest := d.batches[n-1]
+	d.batches = append(d.batches[:0], d.batches[n:]...)
+	if s.env.markDurable(newest.seq, newest.pos) {
+		s.env.commit(ctx)
+		s.metrics.FlushSecs.Observe(now.Sub(newest.at).Seconds())
+	}
+}
+
+// decoded is what decodeInto made of a poll.
+type decoded struct {
+	// next is the position after the records decoded (nil: none).
+	next Position
+	// dead are the records to dead-letter, with the reasons.
+	dead []deadRecord
+	// fatal: the key dictionary failed (Run returns it).
+	fatal error
+	// For the metrics once the poll is final (countDecoded): per topic.
+	records, bytes, decodeErrs map[string]int
+	lag                        []partitionLag
+}
+
+type partitionLag struct {
+	tp
+	lag int64
+}
+
+// decodeInto decodes fetches into j's batch (and produce timestamps) and
+// returns the position after them, computed from polled, and the records
+// to dead-letter. Records of a partition below its offset in polled were
+// applied before and are skipped (they come again only if the client's
+// position went back, e.g. after partitions were lost with batches in
+// flight); records of a partition in cuts from its offset there on are
+// left out (its dead letter could not be written: see deadletter.go), and
+// its position stops at that offset.
+func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int64) (dec decoded) {
+	polled := s.polled
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		recs := fp.Records
+		if len(recs) == 0 || dec.fatal != nil {
+			return
+		}
+		k := tp{fp.Topic, fp.Partition}
+		if cur, ok := polled.Get(fp.Topic, fp.Partition); ok && recs[0].Offset < cur {
+			n := 0
+			for n < len(recs) && recs[n].Offset < cur {
+				n++
+			}
+			s.log.Warn("skipping records fetched again below the position already applied", "topic", fp.Topic, "partition", fp.Partition, "from", recs[0].Offset, "records", n, "position", cur)
+			recs = recs[n:]
+		}
+		cutAt, isCut := cuts[k]
+		if isCut {
+			n := 0
+			for n < len(recs) && recs[n].Offset < cutAt {
+				n++
+			}
+			recs = recs[:n]
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if dec.next == nil {
+			dec.next = polled.Clone()
+			dec.records, dec.bytes, dec.decodeErrs = map[string]int{}, map[string]int{}, map[string]int{}
+		}
+		dc := s.decs[fp.Topic]
+		nbytes := 0
+		for _, r := range recs {
+			nbytes += len(r.Value)
+			j.stamps = append(j.stamps, r.Timestamp)
+			err := dc.Decode(r.Value, j.emit)
+			if err == nil {
+				continue
+			}
+			var de *decode.Error
+			if errors.As(err, &de) {
+				dec.decodeErrs[r.Topic]++
+				dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
+				continue
+			}
+			// The key dictionary failed: the record is not at fault.
+			dec.fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return
+		}
+		j.records += len(recs)
+		dec.records[fp.Topic] += len(recs)
+		dec.bytes[fp.Topic] += nbytes
+		o := recs[len(recs)-1].Offset + 1
+		if isCut {
+			o = cutAt // the records between are not records (a gap)
+		}
+		if cur, ok := dec.next.Get(fp.Topic, fp.Partition); !ok || o > cur {
+			dec.next.Set(fp.Topic, fp.Partition, o)
+		}
+		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0)})
+	})
+	return dec
+}
+
+// countDecoded adds a final decode of a poll to the metrics.
+func (s *pollState) countDecoded(dec decoded) {
+	m := s.metrics
+	for t, n := range dec.records {
+		m.Records.WithLabelValues(t).Add(float64(n))
+	}
+	for t, n := range dec.bytes {
+		m.Bytes.WithLabelValues(t).Add(float64(n))
+	}
+	for t, n := range dec.decodeErrs {
+		m.DecodeErrs.WithLabelValues(t).Add(float64(n))
+	}
+	for _, l := range dec.lag {
+		m.Lag.WithLabelValues(l.topic, strconv.Itoa(int(l.partition))).Set(float64(l.lag))
+	}
+}
