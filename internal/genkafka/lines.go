@@ -42,22 +42,12 @@ func ProduceLines(ctx context.Context, cfg LinesConfig, files []string, stdin io
 	if err := WaitForBroker(ctx, cl, cfg.Brokers, timeout); err != nil {
 		return 0, err
 	}
-	read, acked := cfg.Read, cfg.Acked
+	read := cfg.Read
 	if read == nil {
 		read = new(atomic.Int64)
 	}
-	if acked == nil {
-		acked = new(atomic.Int64)
-	}
-	errc := make(chan error, 1)
-	failed := func() error {
-		select {
-		case err := <-errc:
-			return ProduceError(cfg.Topic, cfg.Brokers, timeout, err)
-		default:
-			return nil
-		}
-	}
+	a := newAcks(cfg.Acked)
+	failed := func() error { return a.failed(cfg.Topic, cfg.Brokers, timeout) }
 	n := 0
 	for _, f := range files {
 		r := stdin
@@ -81,16 +71,7 @@ func ProduceLines(ctx context.Context, cfg LinesConfig, files []string, stdin io
 			if cfg.KeyBySource {
 				rec.Key = []byte(SourceKey(text))
 			}
-			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-				if err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-					return
-				}
-				acked.Add(1)
-			})
+			cl.Produce(ctx, rec, a.done)
 			n++
 			if err := failed(); err != nil {
 				return n, err
@@ -130,4 +111,38 @@ func SourceKey(line string) string {
 		return f[0]
 	}
 	return ""
+}
+
+// acks collects the outcome of asynchronous produces: the first error, and
+// a count of the records acknowledged.
+type acks struct {
+	errc  chan error    // holds the first error
+	acked *atomic.Int64 // may be nil
+}
+
+func newAcks(acked *atomic.Int64) *acks { return &acks{errc: make(chan error, 1), acked: acked} }
+
+// done is the produce callback.
+func (a *acks) done(_ *kgo.Record, err error) {
+	if err != nil {
+		select {
+		case a.errc <- err:
+		default:
+		}
+		return
+	}
+	if a.acked != nil {
+		a.acked.Add(1)
+	}
+}
+
+// failed returns, without waiting, the first produce error (as
+// ProduceError says it), or nil.
+func (a *acks) failed(topic string, brokers []string, timeout time.Duration) error {
+	select {
+	case err := <-a.errc:
+		return ProduceError(topic, brokers, timeout, err)
+	default:
+		return nil
+	}
 }

@@ -140,7 +140,7 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 77))
 	start := time.Now()
-	var errc = make(chan error, 1)
+	a := newAcks(cfg.Acked)
 	var buf []byte
 	var key []byte
 	produced := 0
@@ -163,18 +163,7 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 		}
 		key = strconv.AppendUint(key[:0], e.Src, 10)
 		rec := &kgo.Record{Key: append([]byte(nil), key...), Value: append([]byte(nil), buf...)}
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
-				return
-			}
-			if cfg.Acked != nil {
-				cfg.Acked.Add(1)
-			}
-		})
+		cl.Produce(ctx, rec, a.done)
 		produced++
 		if cfg.Rate > 0 && produced%100 == 0 {
 			due := start.Add(time.Duration(float64(produced) / float64(cfg.Rate) * float64(time.Second)))
@@ -188,19 +177,15 @@ func Produce(ctx context.Context, cfg Config, edges []gen.Edge) (Stats, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		select {
-		case err := <-errc:
-			return st, ProduceError(cfg.Topic, cfg.Brokers, timeout, err)
-		default:
+		if err := a.failed(cfg.Topic, cfg.Brokers, timeout); err != nil {
+			return st, err
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return st, fmt.Errorf("producing to %s: flush: %w", cfg.Topic, err)
 	}
-	select {
-	case err := <-errc:
-		return st, ProduceError(cfg.Topic, cfg.Brokers, timeout, err)
-	default:
+	if err := a.failed(cfg.Topic, cfg.Brokers, timeout); err != nil {
+		return st, err
 	}
 	st.Elapsed = time.Since(start)
 	return st, ctx.Err()
