@@ -153,7 +153,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	csrScan() // warm
 	var csrN, csrSum uint64
-	res.CSRScanSec = bestOf(scanRepeats, func() { csrN, csrSum = csrScan() })
+	res.CSRScanSec = bestOf(func() { csrN, csrSum = csrScan() })
 	logf("csr: build %.0f edges/s, scan %.3fs, %d distinct edges", res.CSRBuildEdgesPerSec, res.CSRScanSec, csrN)
 
 	if err := runStore(cfg, edges, csrN, csrSum, &res, logf); err != nil {
@@ -242,7 +242,7 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 		return err
 	}
 	var n, sum uint64
-	res.StoreScanSec = bestOf(scanRepeats, func() {
+	res.StoreScanSec = bestOf(func() {
 		if err == nil {
 			n, sum, err = scan()
 		}
@@ -270,9 +270,10 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 // which filters out the other tenants of a shared machine.
 const scanRepeats = 3
 
-func bestOf(n int, f func()) float64 {
+// bestOf times f scanRepeats times and returns the best time in seconds.
+func bestOf(f func()) float64 {
 	best := 0.0
-	for i := 0; i < n; i++ {
+	for i := 0; i < scanRepeats; i++ {
 		t0 := time.Now()
 		f()
 		if d := time.Since(t0).Seconds(); i == 0 || d < best {

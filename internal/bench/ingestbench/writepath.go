@@ -162,7 +162,7 @@ func runHub(cfg Config, res *Result, logf func(string, ...any)) error {
 	}
 	defer sn.Release()
 	var deg uint64
-	res.HubDegreeMs = 1000 * bestOf(scanRepeats, func() {
+	res.HubDegreeMs = 1000 * bestOf(func() {
 		if err == nil {
 			deg, err = sn.Degree(7, engine.Out)
 		}
@@ -175,7 +175,7 @@ func runHub(cfg Config, res *Result, logf func(string, ...any)) error {
 	}
 	var page []uint64
 	after := uint64(hubVersions / 2)
-	res.HubPageMs = 1000 * bestOf(scanRepeats, func() {
+	res.HubPageMs = 1000 * bestOf(func() {
 		if err == nil {
 			page, _, _, err = sn.NeighborsPage(7, engine.Out, &after, 1, false)
 		}
@@ -243,7 +243,7 @@ func runVertexDeletes(cfg Config, edges []gen.Edge, csr *staticcsr.CSR, res *Res
 		return err
 	}
 	var n, sum uint64
-	sec := bestOf(scanRepeats, func() {
+	sec := bestOf(func() {
 		if err == nil {
 			n, sum, err = scan()
 		}
