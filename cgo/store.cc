@@ -37,14 +37,11 @@ void Store::Shutdown() {
 
 Store::~Store() {
   Shutdown();
-  current_.reset();
+  std::atomic_store(&current_, std::shared_ptr<const Version>());
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-std::shared_ptr<const Version> Store::Current() {
-  std::lock_guard<std::mutex> l(mu_);
-  return current_;
-}
+std::shared_ptr<const Version> Store::Current() const { return std::atomic_load(&current_); }
 
 uint64_t Store::NewFileId() {
   std::lock_guard<std::mutex> l(mu_);
@@ -138,7 +135,9 @@ void Store::InstallLocked(const VersionEdit &e) {
   }
   if (e.has_srcpos) durable_srcpos_ = e.srcpos;
   if (e.pointer_level > 0) pointers_[e.pointer_dir][e.pointer_level] = e.pointer;
-  current_ = std::move(next);
+  // Publication: readers load current_ without mu_ (Current()). Every
+  // field of next is set before this store, which releases it to them.
+  std::atomic_store(&current_, std::move(next));
 }
 
 Status Store::VerifyAll() {
@@ -162,10 +161,7 @@ void Store::GetMetrics(gt_metrics *m) {
   std::memset(m, 0, sizeof *m);
   auto ver = Current();
   m->last_seq = last_seq_.load();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    m->durable_seq = durable_seq_;
-  }
+  m->durable_seq = durable_pub_.load(std::memory_order_acquire);
   for (const MemGraph *g : {ver->active.get(), ver->imm.get()}) {
     if (g == nullptr) continue;
     m->memgraph_bytes += g->bytes();

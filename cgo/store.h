@@ -7,8 +7,8 @@
 // vertex deletes, flushes, compactions and recovery each describe their
 // change as a VersionEdit and install it with InstallLocked, under mu_
 // (ApplyEdit makes the next Version); a reader takes the current
-// Version (one shared_ptr copy) per call and reads it without locks, the
-// MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
+// Version (one atomic shared_ptr load, never mu_) per call and reads it
+// without locks, the MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
 // last Version that holds it is gone, so no reader ever sees a missing file,
 // and since a Version swaps the compaction's inputs for its outputs in one
 // step no reader ever sees a vertex's edges twice.
@@ -87,7 +87,8 @@ class Store {
   uint64_t DurableSeq();
   void GetMetrics(gt_metrics *m);
 
-  std::shared_ptr<const Version> Current();
+  // The current Version, without taking mu_ (see current_).
+  std::shared_ptr<const Version> Current() const;
   // Pins and returns the newest committed seq, or with durable the newest
   // durable one. Unpin with UnpinSnapshot.
   uint64_t PinSnapshot(bool durable = false);
@@ -145,13 +146,19 @@ class Store {
   // ever takes it.
   std::mutex write_mu_;
 
-  // Protects the fields below. INVARIANT: held only for O(1) or O(files)
-  // work (copying or swapping current_, counters, the pending file set),
-  // never across I/O, a MemGraph or segment read, or a wait other than on
-  // cv_ (which releases it); readers take it only to copy current_
-  // (Current()). So no reader can hold up Apply's short holds for long.
+  // Protects the fields below (current_ as written there). INVARIANT: held
+  // only for O(1) or O(files) work (making and swapping current_, counters,
+  // the pending file set), never across I/O, a MemGraph or segment read, or
+  // a wait other than on cv_ (which releases it). Readers never take it.
   std::mutex mu_;
   std::condition_variable cv_;
+  // The current Version, published to readers without mu_.
+  // INVARIANT: written only with mu_ held and only through
+  // std::atomic_store (InstallLocked, Recover's empty start, ~Store); read
+  // without mu_ only through std::atomic_load (Current()); read plainly
+  // only with mu_ held (no write can then run: every write holds mu_, and
+  // the lock-free loads beside it only read). A Version once published is
+  // immutable, so a reader that loaded it needs no lock to read it.
   std::shared_ptr<const Version> current_;
   uint64_t durable_seq_ = 0;
   std::string durable_srcpos_;

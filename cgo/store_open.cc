@@ -183,7 +183,7 @@ Status Store::Recover() {
     for (auto &t : empty->trees) t.levels.resize(opt_.max_levels);
     empty->vdel = vdel;
     std::lock_guard<std::mutex> l(mu_);
-    current_ = std::move(empty);
+    std::atomic_store(&current_, std::shared_ptr<const Version>(std::move(empty)));
     for (const ManifestEdit &r : mc.edits) {
       VersionEdit e;
       if (r.kind == EditKind::kCreate) {
