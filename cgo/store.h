@@ -63,6 +63,9 @@ struct Options {
   bool in_edges_as_stored = false;
   bool read_only = false;
   uint32_t test_pause_at = 0;  // gt_test_point
+  // The MANIFEST rewrite bound (manifest.h, "Rewriting"); tests make it
+  // small (gt_options.test_manifest_rewrite_bytes).
+  uint64_t manifest_rewrite_bytes = kManifestRewriteBytes;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -122,8 +125,13 @@ class Store {
   Status RunCompaction(int dir, const CompactionPlan &plan);
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
   // Records e in the manifest (setting e->next_file); the files it adds
-  // stop being pending once it is durable.
+  // stop being pending once it is durable. Then rewrites the manifest if
+  // it has outgrown its bound (RewriteManifestLocked); an error there
+  // leaves e durable but stops all further appends.
   Status AppendEdit(ManifestEdit *e);
+  // Rewrites the manifest as a snapshot of logged_ (manifest.h,
+  // "Rewriting"). Requires manifest_mu_ held.
+  Status RewriteManifestLocked();
   // Makes ApplyEdit(*current_, e) current and applies e's store state (the
   // durable seq and source position, a compaction pointer). The one place
   // current_ changes after Recover's empty start. Requires mu_ held.
@@ -177,8 +185,17 @@ class Store {
   // flush thread freezes the active MemGraph for it once that one is done.
   uint64_t flush_requested_ = 0;
 
-  std::mutex manifest_mu_;   // serializes manifest appends
-  ManifestWriter manifest_;  // not open in read-only mode
+  std::mutex manifest_mu_;   // serializes manifest appends and rewrites
+  ManifestWriter manifest_;  // not open in read-only mode; Protected by manifest_mu_.
+  // The state the manifest's records leave (AdvanceState's fields only;
+  // no history). Protected by manifest_mu_.
+  // INVARIANT: equals ReplayManifest of the MANIFEST as it is on disk in
+  // those fields: set by Recover, advanced by every successful append.
+  ManifestState logged_;
+  // Size of the MANIFEST's first record (its snapshot or create record), for
+  // the rewrite bound. Protected by manifest_mu_.
+  uint64_t manifest_base_bytes_ = 0;
+  std::atomic<uint64_t> manifest_bytes_{0}, manifest_rewrites_{0};  // for gt_metrics
   // Bounds of every durable edge (recorded with each flush). Touched only by
   // Recover and the flush thread.
   uint64_t durable_low_ = 0, durable_high_ = 0;
