@@ -681,7 +681,10 @@ TEST(RecoveryTest, SnapshotManifestOpensToTheSameStore) {
   gt_test::WriteFile(work + "/MANIFEST", gt::ManifestBytes({gt::SnapshotEdit(ms, vdels, {})}));
   gt_test::WriteFile(work + "/" + removed, b.archive.at(removed));
   EXPECT_EQ(CheckProblems(work), 1);
-  EXPECT_EQ(OpenAndRead(work, false, &got, &err), GT_ERR_CORRUPTION);
+  {
+    Err e2;
+    EXPECT_EQ(OpenAndRead(work, false, &got, &e2), GT_ERR_CORRUPTION);
+  }
 
   // A snapshot after the first record, or a create record first in format 3.
   for (int k = 0; k < 2; k++) {
@@ -694,6 +697,7 @@ TEST(RecoveryTest, SnapshotManifestOpensToTheSameStore) {
     }
     CopyDir(src, work);
     gt_test::WriteFile(work + "/MANIFEST", m);
-    EXPECT_EQ(OpenAndRead(work, true, &got, &err), GT_ERR_CORRUPTION);
+    Err e2;
+    EXPECT_EQ(OpenAndRead(work, true, &got, &e2), GT_ERR_CORRUPTION);
   }
 }
