@@ -83,6 +83,16 @@ class VdelMap {
     return p == s.begin() ? 0 : *(p - 1);
   }
   bool Has(uint64_t v) const { return m_.count(v) != 0; }
+  // The records with seq <= max_seq as (vertex, seq), sorted: what a
+  // manifest snapshot records (Store::RewriteManifestLocked). The one place
+  // that turns this map into manifest records.
+  void Records(uint64_t max_seq, std::vector<std::pair<uint64_t, uint64_t>> *out) const {
+    out->clear();
+    for (const auto &kv : m_)
+      for (uint64_t seq : kv.second)
+        if (seq <= max_seq) out->emplace_back(kv.first, seq);
+    std::sort(out->begin(), out->end());
+  }
 
  private:
   std::unordered_map<uint64_t, std::vector<uint64_t>> m_;
