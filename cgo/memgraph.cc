@@ -55,21 +55,21 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), l
   bytes_.store(ComputeBytes());
 }
 
-Entry *MemGraph::Arena::Alloc(size_t n) {
-  if (n > block_entries_ / 4) {
-    blocks_.emplace_back(n * sizeof(Entry));
-    bytes_ += n * sizeof(Entry);
-    return static_cast<Entry *>(blocks_.back().get());
+void *MemGraph::Arena::Alloc(size_t n) {
+  if (n > block_bytes_ / 4) {
+    blocks_.emplace_back(n);
+    bytes_ += n;
+    return blocks_.back().get();
   }
   if (n > cap_ - used_) {
-    size_t sz = std::max(n, block_entries_);
-    blocks_.emplace_back(sz * sizeof(Entry));
-    cur_ = static_cast<Entry *>(blocks_.back().get());
+    const size_t sz = std::max(n, block_bytes_);
+    blocks_.emplace_back(sz);
+    cur_ = static_cast<char *>(blocks_.back().get());
     used_ = 0;
     cap_ = sz;
-    bytes_ += sz * sizeof(Entry);
+    bytes_ += sz;
   }
-  Entry *p = cur_ + used_;
+  void *p = cur_ + used_;
   used_ += n;
   return p;
 }
@@ -82,11 +82,15 @@ MemGraph::Slot *MemGraph::SlotChunks::Make(uint32_t i, uint64_t v) {
   if (chunk == nullptr) {
     const size_t n = size_t(1) << (kFirstChunkBits + c);
     maps_[c] = Mapping(n * sizeof(Slot));
-    bytes_ += n * sizeof(Slot);
     chunk = static_cast<Slot *>(maps_[c].get());
     // Published before any slot of it (the slot's index is released later).
     chunks_[c].store(chunk, std::memory_order_release);
   }
+  // Every chunk before c whole, and c's pages up to slot off's end.
+  constexpr uint64_t kPage = 4096;
+  const uint64_t before = ((uint64_t(1) << (kFirstChunkBits + c)) - (uint64_t(1) << kFirstChunkBits)) * sizeof(Slot);
+  const uint64_t chunk_bytes = (uint64_t(1) << (kFirstChunkBits + c)) * sizeof(Slot);
+  bytes_ = before + std::min(chunk_bytes, ((off + 1) * sizeof(Slot) + kPage - 1) / kPage * kPage);
   return new (&chunk[off]) Slot(v);
 }
 
@@ -195,9 +199,9 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
   } else {
     Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
     if (n == s.cap) {
-      // A new block as large as everything before it (nothing is copied).
-      const uint32_t cap = std::min(s.cap, kMaxBlock);
-      h = new (d.arena.Alloc(size_t(cap) + 1)) Block{h, n, cap};
+      // A new block (nothing is copied).
+      const uint32_t cap = NextBlock(s.cap);
+      h = new (d.arena.Alloc(sizeof(Block) + size_t(cap) * sizeof(Entry))) Block{h, n, cap};
       s.head.store(h, std::memory_order_release);
       s.cap += cap;
     }

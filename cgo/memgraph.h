@@ -5,9 +5,10 @@
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
 // slot itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
-// from an arena, each as large as all before it, chained: a vertex with n
-// versions has about log2(n) contiguous blocks, and no version is ever
-// copied (a hub's millionth version costs what its second did). A write is
+// from an arena, each an eighth as large as all before it (NextBlock),
+// chained: a vertex with n versions has O(log n) contiguous blocks, and no
+// version is ever copied (a hub's millionth version costs what its second
+// did). A write is
 // one hash probe and one append; versions are sorted once per vertex when
 // they are flushed or read.
 //
@@ -41,6 +42,7 @@
 // INVARIANT: a frozen MemGraph is never written again.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -140,16 +142,24 @@ class MemGraph {
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
   // prev is null: versions [0, kInline) are inline). Carved from the arena:
-  // this header in the space of one Entry, then cap entries. The header is
-  // never changed once the block is linked.
+  // this 16-byte header, then cap entries. The header is never changed once
+  // the block is linked.
   struct Block {
     const Block *prev;
     uint32_t base, cap;
-    Entry *data() { return reinterpret_cast<Entry *>(this) + 1; }
-    const Entry *data() const { return reinterpret_cast<const Entry *>(this) + 1; }
+    Entry *data() { return reinterpret_cast<Entry *>(this + 1); }
+    const Entry *data() const { return reinterpret_cast<const Entry *>(this + 1); }
   };
-  static_assert(sizeof(Block) <= sizeof(Entry) && alignof(Block) <= alignof(Entry), "a header takes one entry");
+  static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
   static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+  // A slot that is full gets a block of an eighth of what it holds (at
+  // least kMinBlock, at most kMaxBlock): at most a ninth of its capacity is
+  // ever unused (a block as large as all before it leaves up to half unused,
+  // a quarter on average: that was 8 of the 36 bytes a version cost in the
+  // arena on an R-MAT stream), and a vertex of n versions still has only
+  // O(log n) blocks (about 100 for 2^21 versions).
+  static constexpr uint32_t kMinBlock = 4;
+  static uint32_t NextBlock(uint32_t cap) { return std::min(std::max(cap / 8, kMinBlock), kMaxBlock); }
 
   // One vertex's versions in arrival order (so with non-decreasing seqs):
   // [0, kInline) in inl, the rest in the chain of blocks from head.
@@ -169,7 +179,10 @@ class MemGraph {
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
 
   // Slot i of a direction, in chunks that never move: chunk c holds
-  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
+  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made;
+  // only its pages that slots were made in are counted (an untouched page
+  // is no memory: counting whole chunks was 1.5 bytes of the 40 a version
+  // cost on an R-MAT stream).
   class SlotChunks {
    public:
     static constexpr int kFirstChunkBits = 6;             // 3 KiB: a small MemGraph is not filled by its slots
@@ -185,7 +198,9 @@ class MemGraph {
     Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
     // Writer only: builds slot i (the next one) for v.
     Slot *Make(uint32_t i, uint64_t v);
-    uint64_t bytes() const { return bytes_; }  // writer only
+    // The pages of slots touched so far (slots are made in index order, so
+    // a chunk's pages are touched front to back). Writer only.
+    uint64_t bytes() const { return bytes_; }
 
    private:
     static void Locate(uint32_t i, int *c, size_t *off) {
@@ -220,16 +235,18 @@ class MemGraph {
     Arena() = default;
     // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
     // MemGraph is not filled by its first block.
-    void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
+    void SetBlockBytes(uint64_t b) { block_bytes_ = b; }
     Arena(const Arena &) = delete;
     Arena &operator=(const Arena &) = delete;
-    Entry *Alloc(size_t n);  // throws std::bad_alloc if the OS refuses (GT_ERR_INTERNAL)
+    // n bytes, a multiple of 8, 8-aligned. Throws std::bad_alloc if the OS
+    // refuses (GT_ERR_INTERNAL).
+    void *Alloc(size_t n);
     uint64_t bytes() const { return bytes_; }
 
    private:
     std::vector<Mapping> blocks_;
-    size_t block_entries_ = (1 << 20) / sizeof(Entry);
-    Entry *cur_ = nullptr;
+    size_t block_bytes_ = 1 << 20;
+    char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
   };
