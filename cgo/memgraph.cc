@@ -310,6 +310,27 @@ void StableSortRun(Entry *b, Entry *e) {
 }
 }  // namespace
 
+const Entry *MemGraph::Sorted(int dir, uint64_t v, std::vector<Entry> *scratch, size_t *n) const {
+  scratch->clear();
+  *n = 0;
+  const Dir &d = dirs_[dir];
+  if (d.table.load(std::memory_order_acquire) == nullptr) return nullptr;  // a direction not kept
+  const uint32_t si = Lookup(d, v);
+  if (si == kNil) return nullptr;
+  const Slot &s = d.slots.at(si);
+  // The count before the cache: every version published before this call
+  // began is below it, so a cache covering that many holds them all.
+  const uint32_t cnt = s.n.load(std::memory_order_acquire);
+  const Cache *c = s.cache.load(std::memory_order_acquire);
+  if (c != nullptr && c->k >= cnt) {
+    *n = c->k;
+    return c->ents.get();
+  }
+  CollectSlot(s, scratch, true);
+  *n = scratch->size();
+  return scratch->data();
+}
+
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const {
   const size_t start = out->size();
   // n before head: see Slot. The cache may have been published after n was

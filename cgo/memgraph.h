@@ -54,7 +54,8 @@
 //     the slot's count (newer versions are allowed: readers filter by seq).
 //     Readers publish caches among themselves lock-free; the writer never
 //     reads or writes a cache.
-// INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
+// INVARIANT: a reader keeps no pointer into MemGraph memory past one call,
+// except into a hub cache (Sorted), which lives as long as the MemGraph:
 // Collect and VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
@@ -157,6 +158,13 @@ class MemGraph {
   // For a hub, O(d) with a cache that covers all but a few of them, and it
   // may publish a new cache (see the top of this file).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
+  // Any thread, no lock. v's versions as Collect gives them, but without a
+  // copy when a hub's cache holds every version the caller must see: then
+  // the result points into the cache, which stays valid while this
+  // MemGraph lives; otherwise into *scratch (cleared first). *n receives
+  // the count (0: v has none here). O(1) when no write to v came after the
+  // cache was made.
+  const Entry *Sorted(int dir, uint64_t v, std::vector<Entry> *scratch, size_t *n) const;
   // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted). On an
   // active MemGraph it may list vertices only newer batches touched.
