@@ -52,7 +52,7 @@ int Hub(uint64_t versions) {
   }
   gt_snapshot *snap = nullptr;
   if (gt_snapshot_new(s, &snap, &err) != 0) return 1;
-  for (int rep = 0; rep < 3; rep++) {
+  for (int rep = 0; rep < 5; rep++) {
     uint64_t deg = 0;
     auto t0 = std::chrono::steady_clock::now();
     gt_snapshot_degree(snap, 7, 0, &deg, &err);
@@ -83,7 +83,7 @@ void HubCollect(uint64_t versions) {
     for (int k = 0; k < 10000 && i < versions; k++, i++) ops.push_back(Up(7, rng() % (uint64_t(1) << 40)));
     m.Apply(ops.data(), ops.size(), seq++, {}, nullptr, 0);
   }
-  for (int rep = 0; rep < 3; rep++) {
+  for (int rep = 0; rep < 5; rep++) {
     std::vector<gt::Entry> out;
     auto t0 = std::chrono::steady_clock::now();
     m.Collect(0, 7, &out);
