@@ -78,10 +78,10 @@ void *MemGraph::Arena::Alloc(size_t n) {
   if (n > cap_ - used_) {
     const size_t sz = std::max(n, block_bytes_);
     blocks_.emplace_back(sz);
+    bytes_ += Touched(used_);  // the previous shared mapping is done
     cur_ = static_cast<char *>(blocks_.back().get());
     used_ = 0;
     cap_ = sz;
-    bytes_ += sz;
   }
   void *p = cur_ + used_;
   used_ += n;

@@ -292,14 +292,19 @@ class MemGraph {
     // n bytes, a multiple of 8, 8-aligned. Throws std::bad_alloc if the OS
     // refuses (GT_ERR_INTERNAL).
     void *Alloc(size_t n);
-    uint64_t bytes() const { return bytes_; }
+    // The pages touched: a shared mapping is carved front to back, so only
+    // its pages up to what was carved count (its unused end was 1 MiB per
+    // direction: 1.3 bytes per version at 2^20 versions); a request of its
+    // own counts whole.
+    uint64_t bytes() const { return bytes_ + Touched(used_); }
 
    private:
+    static uint64_t Touched(size_t used) { return (used + 4095) / 4096 * 4096; }
     std::vector<Mapping> blocks_;
     size_t block_bytes_ = 1 << 20;
     char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
-    uint64_t bytes_ = 0;
+    uint64_t bytes_ = 0;  // all but the current shared mapping
   };
 
   // Presence bits of the vertices of one id band ([0] from 0, [1] from

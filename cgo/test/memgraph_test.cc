@@ -125,6 +125,35 @@ TEST(MemGraphTest, SmallMemGraphIsNotFilledByItsOverhead) {
   EXPECT_FALSE(m.full()) << m.bytes() << " bytes after 60 edges";
 }
 
+// A Kronecker-like (R-MAT) stream in a default-sized MemGraph (64 MiB, both
+// directions) costs at most 32 bytes per buffered version, all overheads
+// included (entries are 24): block slack, block headers, slots, hash
+// tables, bitmaps.
+TEST(MemGraphTest, RmatStreamCostsAtMost32BytesPerVersion) {
+  std::mt19937_64 rng(2);
+  const int kScale = 16;
+  gt::MemGraph m(true, uint64_t(64) << 20);
+  std::vector<gt_op> ops;
+  uint64_t seq = 0;
+  while (!m.full() && m.entries() < (uint64_t(12) << kScale) * 2) {
+    ops.clear();
+    for (int k = 0; k < 4096; k++) {
+      uint64_t s = 0, d = 0;
+      for (int b = 0; b < kScale; b++) {
+        const uint64_t r = rng() % 100;  // quadrant probabilities .57 .19 .19 .05
+        const uint64_t q = r < 57 ? 0 : r < 76 ? 1 : r < 95 ? 2 : 3;
+        s = s << 1 | q >> 1;
+        d = d << 1 | (q & 1);
+      }
+      ops.push_back(Up(s, d));
+    }
+    m.Apply(ops.data(), ops.size(), ++seq, {}, nullptr, 0);
+  }
+  EXPECT_FALSE(m.full());
+  EXPECT_LE(static_cast<double>(m.bytes()) / static_cast<double>(m.entries()), 32.0)
+      << m.bytes() << " bytes for " << m.entries() << " versions";
+}
+
 // ---------------------------------------------------------------------------
 // Collect against an oracle
 
