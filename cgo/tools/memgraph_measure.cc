@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,8 +69,9 @@ int Hub(uint64_t versions) {
   }
   gt_snapshot_release(snap);
   gt_close(s, &err);
-  std::string rm = std::string("rm -rf ") + tmpl;
-  return std::system(rm.c_str()) == 0 ? 0 : 1;
+  std::error_code ec;
+  std::filesystem::remove_all(tmpl, ec);
+  return ec ? 1 : 0;
 }
 
 // The MemGraph alone: Collect of a hub (the first call sorts and caches).
