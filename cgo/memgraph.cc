@@ -310,25 +310,44 @@ void StableSortRun(Entry *b, Entry *e) {
 }
 }  // namespace
 
-const Entry *MemGraph::Sorted(int dir, uint64_t v, std::vector<Entry> *scratch, size_t *n) const {
+size_t MemGraph::AddRuns(int dir, uint64_t v, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
   scratch->clear();
-  *n = 0;
   const Dir &d = dirs_[dir];
-  if (d.table.load(std::memory_order_acquire) == nullptr) return nullptr;  // a direction not kept
+  if (d.table.load(std::memory_order_acquire) == nullptr) return 0;  // a direction not kept
   const uint32_t si = Lookup(d, v);
-  if (si == kNil) return nullptr;
+  if (si == kNil) return 0;
   const Slot &s = d.slots.at(si);
-  // The count before the cache: every version published before this call
-  // began is below it, so a cache covering that many holds them all.
-  const uint32_t cnt = s.n.load(std::memory_order_acquire);
+  // n before head (see Slot), then the cache: every version published
+  // before this call began is below n, so a cache covering n holds them all.
+  const uint32_t n = s.n.load(std::memory_order_acquire);
+  const Block *blk = s.head.load(std::memory_order_acquire);
   const Cache *c = s.cache.load(std::memory_order_acquire);
-  if (c != nullptr && c->k >= cnt) {
-    *n = c->k;
-    return c->ents.get();
+  if (c != nullptr && n - std::min(n, c->k) <= c->k / 8) {
+    if (n > c->k) {
+      SortedTail(s, blk, c->k, n, scratch);
+      runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});  // newer: first
+    }
+    runs->push_back(Run{c->ents.get(), nullptr, 0, c->k});
+    return scratch->size() + c->k;
   }
   CollectSlot(s, scratch, true);
-  *n = scratch->size();
-  return scratch->data();
+  if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
+  return scratch->size();
+}
+
+void MemGraph::SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t) {
+  if (n <= k) return;
+  const size_t tb = t->size();
+  // Newest first, then a stable sort into run order.
+  t->resize(tb + (n - k));
+  Entry *o = t->data() + tb;
+  for (; blk != nullptr && blk->base + blk->cap > k; blk = blk->prev) {
+    if (blk->base >= n) continue;  // linked after n was read
+    const uint32_t lo = std::max(k, blk->base), hi = std::min(n, blk->base + blk->cap);
+    o = std::reverse_copy(blk->data() + (lo - blk->base), blk->data() + (hi - blk->base), o);
+  }
+  if (k < kInline) std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
+  StableSortRun(t->data() + tb, t->data() + t->size());
 }
 
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const {
@@ -339,21 +358,9 @@ void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish)
   const Block *blk = s.head.load(std::memory_order_acquire);
   const Cache *c = s.cache.load(std::memory_order_acquire);
   const uint32_t k = c != nullptr ? c->k : 0;
-  // The tail [k, n), newest first, then a stable sort into run order.
+  // The tail [k, n), sorted.
   std::vector<Entry> tail;
-  std::vector<Entry> *t = c != nullptr ? &tail : out;
-  const size_t tb = t->size();
-  if (n > k) {
-    t->resize(tb + (n - k));
-    Entry *o = t->data() + tb;
-    for (; blk != nullptr && blk->base + blk->cap > k; blk = blk->prev) {
-      if (blk->base >= n) continue;  // linked after n was read
-      const uint32_t lo = std::max(k, blk->base), hi = std::min(n, blk->base + blk->cap);
-      o = std::reverse_copy(blk->data() + (lo - blk->base), blk->data() + (hi - blk->base), o);
-    }
-    if (k < kInline) std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
-    StableSortRun(t->data() + tb, t->data() + t->size());
-  }
+  SortedTail(s, blk, k, n, c != nullptr ? &tail : out);
   if (c != nullptr) {
     // The tail is newer than every cached version: on a tie it goes first.
     out->reserve(start + k + tail.size());

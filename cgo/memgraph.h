@@ -1,44 +1,48 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
 // Per direction, a hash map gives each vertex a slot; a slot keeps the
-// vertex's versions in arrival order. Low-degree vertices (the
-// vast majority, LSMGraph Table 2) keep up to kInline versions inside the
-// slot itself, which lives in a shared chunk of slots, so they cost no
+// vertex's versions in arrival order. Low-degree vertices (the vast
+// majority, LSMGraph Table 2) keep up to kInline versions inside the slot
+// itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
 // from an arena, each an eighth as large as all before it (NextBlock),
 // chained: a vertex with n versions has O(log n) contiguous blocks, and no
 // version is ever copied (a hub's millionth version costs what its second
-// did). A write is
-// one hash probe and one append; versions are sorted when they are flushed
-// or read.
+// did). A write is one hash probe and one append; versions are sorted when
+// they are flushed or read.
 //
 // Hubs: a read of a vertex sorts its versions, O(d log d) per call. So a
-// vertex with at least hub_min versions (a hub) keeps the sorted result of a
-// read: the reader publishes it as the slot's cache, a sorted copy of its
+// vertex with at least hub_min versions (a hub) keeps the sorted result of
+// a read: the reader publishes it as the slot's cache, a sorted copy of its
 // first k versions, and later readers merge that cache with the versions
-// past k (the tail: those written since, sorted on their own), which is
-// O(d) when nothing was written to the vertex since the cache was made. A
-// cache is never changed once published and never freed while the
-// MemGraph lives; a newer one replaces it (compare-and-swap) when it covers
-// twice as many versions, or while all caches made so far take less than a
-// sixteenth of the MemGraph's limit. So caches take at most twice the hubs'
-// versions, plus limit/16 (plus what concurrent readers publish in one
-// race), and they count in bytes(): a MemGraph whose hubs are read is full
-// sooner.
+// past k (the tail: those written since, sorted on their own): O(d), and
+// O(t log t) for a tail of t. A store read (AddRuns) takes the cache
+// without copying it, as a run of its own beside the sorted tail, while
+// the tail is at most an eighth of it; a larger tail is merged with it
+// into a copy, which may become the next cache. A cache is never changed
+// once published and never freed while the MemGraph lives; a newer one
+// replaces it (compare-and-swap) when it covers twice as many versions, or
+// while all caches made so far take less than a sixteenth of the
+// MemGraph's limit. So caches take at most twice the hubs' versions, plus
+// limit/16 (plus what concurrent readers publish in one race), and they
+// count in bytes(): a MemGraph whose hubs are read is full sooner.
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
-// and any number of readers (Collect, VerticesFrom, vertices), which take
-// no lock at all, as LSMGraph's MemGraph readers (section 4.3): a reader
-// filters versions by its snapshot's seq, so what the writer appends
-// meanwhile is invisible to it, and the writer never waits for a reader.
-// What makes that safe:
+// and any number of readers (Collect, AddRuns, VerticesFrom, vertices),
+// which take no lock at all, as LSMGraph's MemGraph readers (section 4.3):
+// a reader filters versions by its snapshot's seq, so what the writer
+// appends meanwhile is invisible to it, and the writer never waits for a
+// reader. What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
-//     lives (hub caches included: retired ones stay until it dies). Slots live in chunks that never move (SlotChunks);
-//     a slot's versions are appended in place, in blocks that never move; the hash table grows into a new one twice as
-//     large, into which the writer moves the old one's cells a few per write (incremental rehash: no write pays for the
-//     whole table), and the old tables stay mapped (counted in bytes(): at most as much again as the current one); the
-//     presence bitmaps are mapped at their full size up front (pages are
-//     only touched where bits are set).
+//     lives, hub caches included (replaced ones stay until it dies). Slots
+//     live in chunks that never move (SlotChunks); a slot's versions are
+//     appended in place, in blocks that never move; the hash table grows
+//     into a new one twice as large, into which the writer moves the old
+//     one's cells a few per write (incremental rehash: no write pays for
+//     the whole table), and the old tables stay mapped (counted in bytes():
+//     at most as much again as the current one); the presence bitmaps are
+//     mapped at their full size up front (pages are only touched where bits
+//     are set).
 //   - Everything is published with release stores and read with acquire
 //     loads, in this order: a slot is built before its index enters the
 //     table and before vertices() counts it; a block is linked before
@@ -55,7 +59,7 @@
 //     Readers publish caches among themselves lock-free; the writer never
 //     reads or writes a cache.
 // INVARIANT: a reader keeps no pointer into MemGraph memory past one call,
-// except into a hub cache (Sorted), which lives as long as the MemGraph:
+// except into a hub cache (AddRuns), which lives as long as the MemGraph:
 // Collect and VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
@@ -74,6 +78,7 @@
 
 #include "common.h"
 #include "graphtide.h"
+#include "merge.h"
 
 namespace gt {
 
@@ -158,13 +163,15 @@ class MemGraph {
   // For a hub, O(d) with a cache that covers all but a few of them, and it
   // may publish a new cache (see the top of this file).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
-  // Any thread, no lock. v's versions as Collect gives them, but without a
-  // copy when a hub's cache holds every version the caller must see: then
-  // the result points into the cache, which stays valid while this
-  // MemGraph lives; otherwise into *scratch (cleared first). *n receives
-  // the count (0: v has none here). O(1) when no write to v came after the
-  // cache was made.
-  const Entry *Sorted(int dir, uint64_t v, std::vector<Entry> *scratch, size_t *n) const;
+  // Any thread, no lock. Appends v's versions to runs as at most two sorted
+  // runs, the newer first (so MergeRuns visits them in Collect's order),
+  // and returns how many versions they hold. A run points into a hub's
+  // cache, which stays valid while this MemGraph lives, or into *scratch
+  // (cleared first), which must outlive the runs. A hub with no write since
+  // its cache was made: the cache alone, O(1); with a few (at most an
+  // eighth as many as the cache holds): the sorted tail and the cache, no
+  // copy of it; else as Collect, into scratch.
+  size_t AddRuns(int dir, uint64_t v, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
   // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted). On an
   // active MemGraph it may list vertices only newer batches touched.
@@ -360,6 +367,9 @@ class MemGraph {
   // the MemGraph dies after it).
   void CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const;
   void Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const;
+  // Appends the slot's versions [k, n) sorted into run order (blk: its
+  // head, loaded after n).
+  static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
   const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
   void BuildSorted(Dir &d) const;

@@ -55,16 +55,13 @@ struct VisibleMems {
 
 // Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
 // must outlive the runs, as must ver (a hub's MemGraph run may point into
-// the MemGraph's cache: MemGraph::Sorted).
+// the MemGraph's cache: MemGraph::AddRuns).
 Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
                   std::vector<Run> *runs) {
   runs->clear();
   for (int k = 0; k < 2; k++) {
     if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
-    size_t n;
-    const Entry *e = mems.m[k]->Sorted(dir, v, &m[k], &n);
-    if (n == 0) continue;
-    runs->push_back(Run{e, nullptr, 0, n});
+    mems.m[k]->AddRuns(dir, v, &m[k], runs);
   }
   const Tree &t = ver.trees[dir];
   for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));

@@ -1,7 +1,7 @@
 // memgraph_test.cc -- MemGraph::VerticesFrom against a brute-force sorted
 // set, active (presence bitmaps per id band, probing past them) and frozen
 // (sorted index), for ids in both bands, near and far from each band's base.
-// MemGraph::Collect and ForEachSorted against an oracle (a std::map of every
+// MemGraph::Collect, AddRuns and ForEachSorted against an oracle (a std::map of every
 // version in run order) with small hub thresholds, so that reads publish,
 // merge and replace hub caches many times, both alone and with readers
 // racing the writer.
@@ -226,6 +226,19 @@ std::vector<std::vector<gt_op>> HubBatches(std::mt19937_64 &rng, int nbatches, i
   return out;
 }
 
+// v's versions through AddRuns and MergeRuns (as a store read gets them);
+// the runs are left in last_runs.
+thread_local std::vector<gt::Run> last_runs;
+size_t ViaRuns(const gt::MemGraph &m, int dir, uint64_t v, std::vector<gt::Entry> *scratch,
+               std::vector<gt::Entry> *got) {
+  last_runs.clear();
+  const size_t n = m.AddRuns(dir, v, scratch, &last_runs);
+  got->clear();
+  gt::MergeRuns(last_runs, [&](uint64_t d, uint64_t vers, double w) { got->push_back(gt::Entry{d, vers, w}); });
+  if (last_runs.size() > 2) ADD_FAILURE() << last_runs.size() << " runs";
+  return n;
+}
+
 TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
   const uint64_t seed = TestSeed(5);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
@@ -235,7 +248,7 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
       SCOPED_TRACE("hub_min " + std::to_string(hub_min) + " limit " + std::to_string(limit));
       gt::MemGraph m(true, limit, hub_min);
       VersionOracle oracle;
-      std::vector<std::pair<const gt::Entry *, std::vector<gt::Entry>>> kept;  // Sorted results in caches
+      std::vector<std::pair<const gt::Entry *, std::vector<gt::Entry>>> kept;  // AddRuns runs in caches
       const auto batches = HubBatches(rng, 300, 60);
       uint64_t seq = 0;
       std::vector<gt::Entry> got;
@@ -253,12 +266,12 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
             got.erase(got.begin());
           } else {
             std::vector<gt::Entry> scratch{gt::Entry{7, 7, 7}};
-            size_t n = 0;
-            const gt::Entry *p = m.Sorted(dir, v, &scratch, &n);
-            got.assign(p, p + n);
-            // A result in a cache stays valid and unchanged while the
-            // MemGraph lives: checked again at the end.
-            if (n != 0 && p != scratch.data()) kept.push_back({p, got});
+            const size_t n = ViaRuns(m, dir, v, &scratch, &got);
+            ASSERT_EQ(n, got.size());
+            // A run in a cache stays valid and unchanged while the MemGraph
+            // lives: checked again at the end.
+            for (const gt::Run &r : last_runs)
+              if (r.ents != scratch.data()) kept.push_back({r.ents, std::vector<gt::Entry>(r.ents, r.ents + r.e)});
           }
           const auto want = oracle.Want(dir, v, seq);
           ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
@@ -344,9 +357,7 @@ TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
           m.Collect(dir, v, &got);
         } else {
           std::vector<gt::Entry> scratch;
-          size_t n = 0;
-          const gt::Entry *p = m.Sorted(dir, v, &scratch, &n);
-          got.assign(p, p + n);
+          ViaRuns(m, dir, v, &scratch, &got);
         }
         for (size_t i = 1; i < got.size(); i++) {
           const gt::Entry &a = got[i - 1], &b = got[i];
