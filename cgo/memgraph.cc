@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <iterator>
 #include <new>
 
 namespace gt {
@@ -38,7 +39,12 @@ Mapping &Mapping::operator=(Mapping &&o) noexcept {
   return *this;
 }
 
-MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), limit_(limit_bytes) {
+MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min)
+    : in_edges_(in_edges),
+      limit_(limit_bytes),
+      hub_min_(hub_min != 0
+                   ? hub_min
+                   : static_cast<uint32_t>(std::min<uint64_t>(256, std::max<uint64_t>(8, limit_bytes >> 13)))) {
   // A bitmap may take at most 1/16 of the MemGraph's budget (and covers at
   // most kBitmapIds ids), so that sparse ids cannot fill a MemGraph with
   // bits: vertices past it are found by probing.
@@ -55,21 +61,29 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes) : in_edges_(in_edges), l
   bytes_.store(ComputeBytes());
 }
 
-Entry *MemGraph::Arena::Alloc(size_t n) {
-  if (n > block_entries_ / 4) {
-    blocks_.emplace_back(n * sizeof(Entry));
-    bytes_ += n * sizeof(Entry);
-    return static_cast<Entry *>(blocks_.back().get());
+MemGraph::~MemGraph() {
+  // No reader is left: readers reach a MemGraph through a Version they hold.
+  for (Cache *c = caches_.load(std::memory_order_acquire); c != nullptr;) {
+    std::unique_ptr<Cache> own(c);
+    c = c->next;
+  }
+}
+
+void *MemGraph::Arena::Alloc(size_t n) {
+  if (n > block_bytes_ / 4) {
+    blocks_.emplace_back(n);
+    bytes_ += n;
+    return blocks_.back().get();
   }
   if (n > cap_ - used_) {
-    size_t sz = std::max(n, block_entries_);
-    blocks_.emplace_back(sz * sizeof(Entry));
-    cur_ = static_cast<Entry *>(blocks_.back().get());
+    const size_t sz = std::max(n, block_bytes_);
+    blocks_.emplace_back(sz);
+    cur_ = static_cast<char *>(blocks_.back().get());
     used_ = 0;
     cap_ = sz;
-    bytes_ += sz * sizeof(Entry);
+    bytes_ += sz;
   }
-  Entry *p = cur_ + used_;
+  void *p = cur_ + used_;
   used_ += n;
   return p;
 }
@@ -82,11 +96,15 @@ MemGraph::Slot *MemGraph::SlotChunks::Make(uint32_t i, uint64_t v) {
   if (chunk == nullptr) {
     const size_t n = size_t(1) << (kFirstChunkBits + c);
     maps_[c] = Mapping(n * sizeof(Slot));
-    bytes_ += n * sizeof(Slot);
     chunk = static_cast<Slot *>(maps_[c].get());
     // Published before any slot of it (the slot's index is released later).
     chunks_[c].store(chunk, std::memory_order_release);
   }
+  // Every chunk before c whole, and c's pages up to slot off's end.
+  constexpr uint64_t kPage = 4096;
+  const uint64_t before = ((uint64_t(1) << (kFirstChunkBits + c)) - (uint64_t(1) << kFirstChunkBits)) * sizeof(Slot);
+  const uint64_t chunk_bytes = (uint64_t(1) << (kFirstChunkBits + c)) * sizeof(Slot);
+  bytes_ = before + std::min(chunk_bytes, ((off + 1) * sizeof(Slot) + kPage - 1) / kPage * kPage);
   return new (&chunk[off]) Slot(v);
 }
 
@@ -195,9 +213,9 @@ void MemGraph::Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w) {
   } else {
     Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
     if (n == s.cap) {
-      // A new block as large as everything before it (nothing is copied).
-      const uint32_t cap = std::min(s.cap, kMaxBlock);
-      h = new (d.arena.Alloc(size_t(cap) + 1)) Block{h, n, cap};
+      // A new block (nothing is copied).
+      const uint32_t cap = NextBlock(s.cap);
+      h = new (d.arena.Alloc(sizeof(Block) + size_t(cap) * sizeof(Entry))) Block{h, n, cap};
       s.head.store(h, std::memory_order_release);
       s.cap += cap;
     }
@@ -263,42 +281,91 @@ void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
   const Dir &d = dirs_[dir];
   if (d.table.load(std::memory_order_acquire) == nullptr) return;  // a direction not kept
   uint32_t si = Lookup(d, v);
-  if (si != kNil) CollectSlot(d.slots.at(si), out);
+  if (si != kNil) CollectSlot(d.slots.at(si), out, true);
 }
 
-void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out) const {
-  const size_t start = out->size();
-  // n before head: see Slot.
-  const uint32_t n = s.n.load(std::memory_order_acquire);
-  const Block *blk = s.head.load(std::memory_order_acquire);
-  // Newest first, then a stable sort by (dst asc, seq desc): among versions
-  // of one batch (equal seq) the later op stays first and wins.
-  out->resize(start + n);
-  Entry *o = out->data() + start;
-  for (; blk != nullptr; blk = blk->prev) {
-    if (blk->base >= n) continue;  // linked after n was read
-    const uint32_t hi = std::min(n, blk->base + blk->cap);
-    o = std::reverse_copy(blk->data(), blk->data() + (hi - blk->base), o);
-  }
-  std::reverse_copy(s.inl, s.inl + std::min(n, kInline), o);
-  auto less = [](const Entry &a, const Entry &b) {
-    if (a.dst != b.dst) return a.dst < b.dst;
-    return VersSeq(a.vers) > VersSeq(b.vers);
-  };
-  Entry *b = out->data() + start, *e = out->data() + out->size();
+namespace {
+// Run order: (dst asc, seq desc). Sorting is stable and starts from arrival
+// order reversed, so among versions of one batch (equal seq) the later op
+// comes first and wins.
+inline bool RunLess(const Entry &a, const Entry &b) {
+  if (a.dst != b.dst) return a.dst < b.dst;
+  return VersSeq(a.vers) > VersSeq(b.vers);
+}
+
+void StableSortRun(Entry *b, Entry *e) {
   if (e - b <= 32) {
     for (Entry *x = b + 1; x < e; x++) {  // insertion sort: stable, no allocation
       Entry t = *x;
       Entry *y = x;
-      while (y > b && less(t, *(y - 1))) {
+      while (y > b && RunLess(t, *(y - 1))) {
         *y = *(y - 1);
         y--;
       }
       *y = t;
     }
   } else {
-    std::stable_sort(b, e, less);
+    std::stable_sort(b, e, RunLess);
   }
+}
+}  // namespace
+
+void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const {
+  const size_t start = out->size();
+  // n before head: see Slot. The cache may have been published after n was
+  // loaded and cover more than n versions: all of them published ones.
+  const uint32_t n = s.n.load(std::memory_order_acquire);
+  const Block *blk = s.head.load(std::memory_order_acquire);
+  const Cache *c = s.cache.load(std::memory_order_acquire);
+  const uint32_t k = c != nullptr ? c->k : 0;
+  // The tail [k, n), newest first, then a stable sort into run order.
+  std::vector<Entry> tail;
+  std::vector<Entry> *t = c != nullptr ? &tail : out;
+  const size_t tb = t->size();
+  if (n > k) {
+    t->resize(tb + (n - k));
+    Entry *o = t->data() + tb;
+    for (; blk != nullptr && blk->base + blk->cap > k; blk = blk->prev) {
+      if (blk->base >= n) continue;  // linked after n was read
+      const uint32_t lo = std::max(k, blk->base), hi = std::min(n, blk->base + blk->cap);
+      o = std::reverse_copy(blk->data() + (lo - blk->base), blk->data() + (hi - blk->base), o);
+    }
+    if (k < kInline) std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
+    StableSortRun(t->data() + tb, t->data() + t->size());
+  }
+  if (c != nullptr) {
+    // The tail is newer than every cached version: on a tie it goes first.
+    out->reserve(start + k + tail.size());
+    if (tail.empty())
+      out->insert(out->end(), c->ents.get(), c->ents.get() + k);
+    else
+      std::merge(tail.begin(), tail.end(), c->ents.get(), c->ents.get() + k, std::back_inserter(*out), RunLess);
+  }
+  if (publish && n >= hub_min_ && n > k) Publish(s, c, out->data() + start, n);
+}
+
+void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const {
+  const uint64_t b = sizeof(Cache) + uint64_t(k) * sizeof(Entry);
+  const bool doubles = old == nullptr || k >= 2 * uint64_t(old->k);
+  // Racing readers may each pass this check: the budget is exceeded by at
+  // most one cache per concurrent reader.
+  if (!doubles && cache_bytes_.load(std::memory_order_relaxed) + b > limit_ / 16) return;
+  // Allocation failure only costs the next reads their speed.
+  std::unique_ptr<Cache> nc(new (std::nothrow) Cache);
+  if (nc == nullptr) return;
+  nc->ents.reset(new (std::nothrow) Entry[k]);
+  if (nc->ents == nullptr) return;
+  nc->k = k;
+  std::copy(ents, ents + k, nc->ents.get());
+  const Cache *expect = old;
+  // Built before published (release); a reader that lost the race drops
+  // its copy, which no one else ever saw.
+  if (!s.cache.compare_exchange_strong(expect, nc.get(), std::memory_order_release, std::memory_order_relaxed)) return;
+  Cache *own = nc.release();
+  own->next = caches_.load(std::memory_order_relaxed);
+  while (!caches_.compare_exchange_weak(own->next, own, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  cache_bytes_.fetch_add(b, std::memory_order_relaxed);
 }
 
 const MemGraph::Dir &MemGraph::SortedDir(int dir) const {

@@ -5,11 +5,26 @@
 // vast majority, LSMGraph Table 2) keep up to kInline versions inside the
 // slot itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
-// from an arena, each as large as all before it, chained: a vertex with n
-// versions has about log2(n) contiguous blocks, and no version is ever
-// copied (a hub's millionth version costs what its second did). A write is
-// one hash probe and one append; versions are sorted once per vertex when
-// they are flushed or read.
+// from an arena, each an eighth as large as all before it (NextBlock),
+// chained: a vertex with n versions has O(log n) contiguous blocks, and no
+// version is ever copied (a hub's millionth version costs what its second
+// did). A write is
+// one hash probe and one append; versions are sorted when they are flushed
+// or read.
+//
+// Hubs: a read of a vertex sorts its versions, O(d log d) per call. So a
+// vertex with at least hub_min versions (a hub) keeps the sorted result of a
+// read: the reader publishes it as the slot's cache, a sorted copy of its
+// first k versions, and later readers merge that cache with the versions
+// past k (the tail: those written since, sorted on their own), which is
+// O(d) when nothing was written to the vertex since the cache was made. A
+// cache is never changed once published and never freed while the
+// MemGraph lives; a newer one replaces it (compare-and-swap) when it covers
+// twice as many versions, or while all caches made so far take less than a
+// sixteenth of the MemGraph's limit. So caches take at most twice the hubs'
+// versions, plus limit/16 (plus what concurrent readers publish in one
+// race), and they count in bytes(): a MemGraph whose hubs are read is full
+// sooner.
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, VerticesFrom, vertices), which take
@@ -18,12 +33,10 @@
 // meanwhile is invisible to it, and the writer never waits for a reader.
 // What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
-//     lives. Slots live in chunks that never move (SlotChunks); a slot's
-//     versions are appended in place, in blocks that never move; the hash
-//     table grows into a new one twice as large, into which the writer
-//     moves the old one's cells a few per write (incremental rehash: no
-//     write pays for the whole table), and the old tables stay mapped
-//     (counted in bytes(): at most as much again as the current one); the
+//     lives (hub caches included: retired ones stay until it dies). Slots live in chunks that never move (SlotChunks);
+//     a slot's versions are appended in place, in blocks that never move; the hash table grows into a new one twice as
+//     large, into which the writer moves the old one's cells a few per write (incremental rehash: no write pays for the
+//     whole table), and the old tables stay mapped (counted in bytes(): at most as much again as the current one); the
 //     presence bitmaps are mapped at their full size up front (pages are
 //     only touched where bits are set).
 //   - Everything is published with release stores and read with acquire
@@ -34,6 +47,13 @@
 //     versions, in arrival order, and every batch with seq <= its
 //     snapshot's (published by the store's release of last_seq_ after
 //     Apply returned) entirely.
+//   - A hub's cache is built by a reader from versions it saw published,
+//     completely, before it is published (compare-and-swap, release) and
+//     read with acquire loads; it only ever covers published versions, so
+//     a reader may take a cache covering more versions than its own load of
+//     the slot's count (newer versions are allowed: readers filter by seq).
+//     Readers publish caches among themselves lock-free; the writer never
+//     reads or writes a cache.
 // INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
 // Collect and VerticesFrom copy out.
 //
@@ -41,6 +61,7 @@
 // INVARIANT: a frozen MemGraph is never written again.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -80,7 +101,11 @@ class Mapping {
 
 class MemGraph {
  public:
-  MemGraph(bool in_edges, uint64_t limit_bytes);
+  // hub_min: the number of versions from which a vertex's sorted versions
+  // are cached by reads; 0 chooses limit_bytes/8192 within [8, 256] (tests
+  // choose small values to exercise the cached path).
+  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0);
+  ~MemGraph();
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
 
@@ -100,7 +125,7 @@ class MemGraph {
   uint64_t low_bound() const { return low_bound_.load(std::memory_order_relaxed); }
   uint64_t high_bound() const { return high_bound_.load(std::memory_order_relaxed); }
 
-  bool full() const { return bytes_.load(std::memory_order_relaxed) >= limit_; }
+  bool full() const { return bytes() >= limit_; }
   // No batch applied yet (a batch with no ops still counts: it carries a
   // sequence number and maybe a source position that a flush must record).
   bool empty() const { return batches_.load(std::memory_order_relaxed) == 0; }
@@ -108,7 +133,12 @@ class MemGraph {
   // whose snapshot tau is below it finds nothing here and may skip it:
   // every batch with seq <= tau was applied before tau was published.
   uint64_t first_seq() const { return first_seq_.load(std::memory_order_relaxed); }
-  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  // Everything held, hub caches included (any thread).
+  uint64_t bytes() const {
+    return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed);
+  }
+  // Of bytes(), what the hub caches take (any thread).
+  uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
   // Vertices with versions in dir (any thread; a reader may count vertices
@@ -124,6 +154,8 @@ class MemGraph {
   // Any thread, no lock. Appends v's versions sorted into run order:
   // (dst asc, seq desc), and among equal seqs the later op first. Versions
   // newer than the caller's snapshot may be among them (filter by seq).
+  // For a hub, O(d) with a cache that covers all but a few of them, and it
+  // may publish a new cache (see the top of this file).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
   // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted). On an
@@ -140,16 +172,34 @@ class MemGraph {
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
   // prev is null: versions [0, kInline) are inline). Carved from the arena:
-  // this header in the space of one Entry, then cap entries. The header is
-  // never changed once the block is linked.
+  // this 16-byte header, then cap entries. The header is never changed once
+  // the block is linked.
   struct Block {
     const Block *prev;
     uint32_t base, cap;
-    Entry *data() { return reinterpret_cast<Entry *>(this) + 1; }
-    const Entry *data() const { return reinterpret_cast<const Entry *>(this) + 1; }
+    Entry *data() { return reinterpret_cast<Entry *>(this + 1); }
+    const Entry *data() const { return reinterpret_cast<const Entry *>(this + 1); }
   };
-  static_assert(sizeof(Block) <= sizeof(Entry) && alignof(Block) <= alignof(Entry), "a header takes one entry");
+  static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
   static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+  // A slot that is full gets a block of an eighth of what it holds (at
+  // least kMinBlock, at most kMaxBlock): at most a ninth of its capacity is
+  // ever unused (a block as large as all before it leaves up to half unused,
+  // a quarter on average: that was 8 of the 36 bytes a version cost in the
+  // arena on an R-MAT stream), and a vertex of n versions still has only
+  // O(log n) blocks (about 100 for 2^21 versions).
+  static constexpr uint32_t kMinBlock = 4;
+  static uint32_t NextBlock(uint32_t cap) { return std::min(std::max(cap / 8, kMinBlock), kMaxBlock); }
+
+  // A hub's versions [0, k) in arrival order, sorted into run order.
+  // INVARIANT: immutable once published in a slot; owned by the MemGraph
+  // (the caches_ list, pushed to after publication) and freed only by its
+  // destructor.
+  struct Cache {
+    uint32_t k = 0;
+    std::unique_ptr<Entry[]> ents;
+    Cache *next = nullptr;  // caches_
+  };
 
   // One vertex's versions in arrival order (so with non-decreasing seqs):
   // [0, kInline) in inl, the rest in the chain of blocks from head.
@@ -164,12 +214,18 @@ class MemGraph {
     std::atomic<uint32_t> n{0};                // versions published
     uint32_t cap = kInline;                    // inline and in blocks; writer only
     std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
+    // A sorted copy of versions [0, cache->k) (null until a read made one).
+    // Readers only: published by compare-and-swap (release), never unset.
+    mutable std::atomic<const Cache *> cache{nullptr};
     Entry inl[kInline];
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
 
   // Slot i of a direction, in chunks that never move: chunk c holds
-  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
+  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made;
+  // only its pages that slots were made in are counted (an untouched page
+  // is no memory: counting whole chunks was 1.5 bytes of the 40 a version
+  // cost on an R-MAT stream).
   class SlotChunks {
    public:
     static constexpr int kFirstChunkBits = 6;             // 3 KiB: a small MemGraph is not filled by its slots
@@ -185,7 +241,9 @@ class MemGraph {
     Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
     // Writer only: builds slot i (the next one) for v.
     Slot *Make(uint32_t i, uint64_t v);
-    uint64_t bytes() const { return bytes_; }  // writer only
+    // The pages of slots touched so far (slots are made in index order, so
+    // a chunk's pages are touched front to back). Writer only.
+    uint64_t bytes() const { return bytes_; }
 
    private:
     static void Locate(uint32_t i, int *c, size_t *off) {
@@ -220,16 +278,18 @@ class MemGraph {
     Arena() = default;
     // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
     // MemGraph is not filled by its first block.
-    void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
+    void SetBlockBytes(uint64_t b) { block_bytes_ = b; }
     Arena(const Arena &) = delete;
     Arena &operator=(const Arena &) = delete;
-    Entry *Alloc(size_t n);  // throws std::bad_alloc if the OS refuses (GT_ERR_INTERNAL)
+    // n bytes, a multiple of 8, 8-aligned. Throws std::bad_alloc if the OS
+    // refuses (GT_ERR_INTERNAL).
+    void *Alloc(size_t n);
     uint64_t bytes() const { return bytes_; }
 
    private:
     std::vector<Mapping> blocks_;
-    size_t block_entries_ = (1 << 20) / sizeof(Entry);
-    Entry *cur_ = nullptr;
+    size_t block_bytes_ = 1 << 20;
+    char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
     uint64_t bytes_ = 0;
   };
@@ -283,7 +343,10 @@ class MemGraph {
   // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
-  void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
+  // publish: whether a hub's read may publish a new cache (not the flush's:
+  // the MemGraph dies after it).
+  void CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const;
+  void Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const;
   const Dir &SortedDir(int dir) const;
   void Grow(Dir &d);
   void BuildSorted(Dir &d) const;
@@ -291,8 +354,13 @@ class MemGraph {
 
   const bool in_edges_;
   const uint64_t limit_;
+  const uint32_t hub_min_;
   mutable Dir dirs_[2];
-  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> bytes_{0};  // all but the caches; writer only
+  // Every cache ever published (a list only pushed to, by readers, and
+  // freed by the destructor), and their bytes.
+  mutable std::atomic<Cache *> caches_{nullptr};
+  mutable std::atomic<uint64_t> cache_bytes_{0};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
   std::atomic<uint64_t> first_seq_{0};
@@ -317,7 +385,7 @@ void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const 
   for (size_t i = 0; i < n; i++) {
     if (i + 8 < n) __builtin_prefetch(&d.slots.at(d.sorted[i + 8].second));
     scratch->clear();
-    CollectSlot(d.slots.at(d.sorted[i].second), scratch);
+    CollectSlot(d.slots.at(d.sorted[i].second), scratch, false);
     f(d.sorted[i].first, *scratch);
   }
 }

@@ -1,13 +1,23 @@
 // memgraph_test.cc -- MemGraph::VerticesFrom against a brute-force sorted
 // set, active (presence bitmaps per id band, probing past them) and frozen
 // (sorted index), for ids in both bands, near and far from each band's base.
+// MemGraph::Collect and ForEachSorted against an oracle (a std::map of every
+// version in run order) with small hub thresholds, so that reads publish,
+// merge and replace hub caches many times, both alone and with readers
+// racing the writer.
 #include "memgraph.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -113,6 +123,216 @@ TEST(MemGraphTest, SmallMemGraphIsNotFilledByItsOverhead) {
   for (uint64_t i = 0; i < 60; i++) ops.push_back(Up(i, i + 1));
   m.Apply(ops.data(), ops.size(), 1, {}, nullptr, 0);
   EXPECT_FALSE(m.full()) << m.bytes() << " bytes after 60 edges";
+}
+
+// ---------------------------------------------------------------------------
+// Collect against an oracle
+
+uint64_t TestSeed(uint64_t dflt) {
+  const char *e = std::getenv("GT_TEST_SEED");
+  return e != nullptr ? std::strtoull(e, nullptr, 10) : dflt;
+}
+
+// Every version of every (dir, vertex), keyed in run order: dst ascending,
+// then seq descending, then the later op of a batch first.
+struct VersionOracle {
+  using Key = std::tuple<uint64_t, uint64_t, uint64_t>;  // dst, ~seq, ~op
+  std::map<std::pair<int, uint64_t>, std::map<Key, gt::Entry>> m;
+  uint64_t ops = 0;
+
+  void Apply(const std::vector<gt_op> &batch, uint64_t seq, bool in_edges) {
+    for (const gt_op &op : batch) {
+      const bool tomb = op.kind == GT_OP_DELETE_EDGE;
+      const uint64_t vers = gt::MakeVers(seq, tomb);
+      const double w = tomb ? 0.0 : op.weight;
+      const uint64_t k = ~ops++;
+      m[{0, op.src}][Key{op.dst, ~seq, k}] = gt::Entry{op.dst, vers, w};
+      if (in_edges) m[{1, op.dst}][Key{op.src, ~seq, k}] = gt::Entry{op.src, vers, w};
+    }
+  }
+  // v's versions with seq <= tau, in run order.
+  std::vector<gt::Entry> Want(int dir, uint64_t v, uint64_t tau) const {
+    std::vector<gt::Entry> out;
+    auto it = m.find({dir, v});
+    if (it == m.end()) return out;
+    for (const auto &kv : it->second)
+      if (gt::VersSeq(kv.second.vers) <= tau) out.push_back(kv.second);
+    return out;
+  }
+};
+
+std::string Show(const std::vector<gt::Entry> &es) {
+  std::string s;
+  for (size_t i = 0; i < es.size() && i < 12; i++)
+    s += "(" + std::to_string(es[i].dst) + " s" + std::to_string(gt::VersSeq(es[i].vers)) +
+         (gt::VersTomb(es[i].vers) ? " del" : "") + " w" + std::to_string(es[i].weight) + ") ";
+  return s + (es.size() > 12 ? "..." : "") + " [" + std::to_string(es.size()) + "]";
+}
+
+bool Same(const std::vector<gt::Entry> &a, const std::vector<gt::Entry> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++)
+    if (a[i].dst != b[i].dst || a[i].vers != b[i].vers || a[i].weight != b[i].weight) return false;
+  return true;
+}
+
+// Batches over a few hubs (one of them both a source and a destination
+// hub) and many small vertices; edges repeat within and across batches, as
+// do deletes of them.
+std::vector<std::vector<gt_op>> HubBatches(std::mt19937_64 &rng, int nbatches, int max_ops) {
+  std::vector<std::vector<gt_op>> out(nbatches);
+  for (auto &b : out) {
+    const int n = 1 + static_cast<int>(rng() % static_cast<uint64_t>(max_ops));
+    for (int i = 0; i < n; i++) {
+      const uint64_t r = rng() % 10;
+      uint64_t src = r < 4 ? rng() % 3 : 10 + rng() % 200;  // 0..2 are hubs
+      uint64_t dst = rng() % 4 == 0 ? rng() % 16 : 100 + rng() % 5000;
+      if (rng() % 8 == 0) std::swap(src, dst);  // vertex 0 is an in-hub too
+      gt_op op = Up(src, dst);
+      op.weight = static_cast<double>(rng() % 1000);
+      if (rng() % 5 == 0) op.kind = GT_OP_DELETE_EDGE;
+      b.push_back(op);
+    }
+  }
+  return out;
+}
+
+TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
+  const uint64_t seed = TestSeed(5);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t hub_min : {1u, 2u, 5u, 40u}) {
+    for (uint64_t limit : {uint64_t(1) << 20, uint64_t(64) << 20}) {
+      SCOPED_TRACE("hub_min " + std::to_string(hub_min) + " limit " + std::to_string(limit));
+      gt::MemGraph m(true, limit, hub_min);
+      VersionOracle oracle;
+      const auto batches = HubBatches(rng, 300, 60);
+      uint64_t seq = 0;
+      std::vector<gt::Entry> got;
+      // Reads a few vertices (hubs most often), each read maybe publishing
+      // a cache, so that the next writes leave a tail behind it.
+      auto read_some = [&]() {
+        for (int q = 0; q < 4; q++) {
+          const int dir = static_cast<int>(rng() % 2);
+          const uint64_t v = rng() % 3 == 0 ? 10 + rng() % 200 : rng() % 3;
+          got.assign(1, gt::Entry{7, 7, 7});  // Collect appends
+          m.Collect(dir, v, &got);
+          ASSERT_EQ(got.size(), oracle.Want(dir, v, seq).size() + 1);
+          ASSERT_EQ(got[0].dst, 7u);
+          got.erase(got.begin());
+          const auto want = oracle.Want(dir, v, seq);
+          ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
+                                       << "\n want " << Show(want);
+        }
+      };
+      for (const auto &b : batches) {
+        seq++;
+        // Sometimes in two parts of one seq with reads between, as a reader
+        // racing Apply sees part of a batch: a cache then ends inside the
+        // batch, and the merge must still put its later ops first.
+        const size_t cut = rng() % 3 == 0 ? rng() % (b.size() + 1) : b.size();
+        const std::vector<gt_op> first(b.begin(), b.begin() + static_cast<long>(cut));
+        const std::vector<gt_op> rest(b.begin() + static_cast<long>(cut), b.end());
+        m.Apply(first.data(), first.size(), seq, {}, nullptr, 0);
+        oracle.Apply(first, seq, true);
+        if (!rest.empty()) {
+          ASSERT_NO_FATAL_FAILURE(read_some());
+          m.Apply(rest.data(), rest.size(), seq, {}, nullptr, 0);
+          oracle.Apply(rest, seq, true);
+        }
+        ASSERT_NO_FATAL_FAILURE(read_some());
+      }
+      EXPECT_GT(m.cache_bytes(), 0u) << "hub reads made no cache";
+      // Caches: at most twice the versions of the vertices read, plus the
+      // churn budget of limit/16 (one reader: no races).
+      EXPECT_LE(m.cache_bytes(), 2 * (sizeof(gt::Entry) + 64) * m.entries() + limit / 16);
+      // Every vertex, then the flush's walk of a frozen MemGraph.
+      for (const auto &kv : oracle.m) {
+        got.clear();
+        m.Collect(kv.first.first, kv.first.second, &got);
+        ASSERT_TRUE(Same(got, oracle.Want(kv.first.first, kv.first.second, seq))) << "vertex " << kv.first.second;
+      }
+      m.Freeze(seq);
+      for (int dir = 0; dir < 2; dir++) {
+        std::vector<gt::Entry> scratch;
+        size_t seen = 0;
+        m.ForEachSorted(dir, &scratch, [&](uint64_t v, const std::vector<gt::Entry> &vs) {
+          seen++;
+          ASSERT_TRUE(Same(vs, oracle.Want(dir, v, seq))) << "flush of dir " << dir << " vertex " << v;
+        });
+        size_t want = 0;
+        for (const auto &kv : oracle.m) want += kv.first.first == dir ? 1 : 0;
+        EXPECT_EQ(seen, want);
+      }
+    }
+  }
+}
+
+// Readers racing the one writer: each reader reads the published seq
+// (release by the writer after Apply, as Store::last_seq_), collects a
+// vertex, and checks that the versions with seq <= it are exactly the
+// oracle's and that everything it got is sorted in run order (the rest are
+// versions of newer batches). Hubs are read all the time, so caches are
+// published, raced for and replaced while the writer appends to the same
+// slots.
+TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
+  const uint64_t seed = TestSeed(9);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t hub_min : {2u, 16u}) {
+    SCOPED_TRACE("hub_min " + std::to_string(hub_min));
+    const uint64_t limit = uint64_t(1) << 20;
+    gt::MemGraph m(true, limit, hub_min);
+    const auto batches = HubBatches(rng, 300, 400);
+    VersionOracle oracle;
+    for (size_t i = 0; i < batches.size(); i++) oracle.Apply(batches[i], i + 1, true);
+    std::atomic<uint64_t> published{0};
+    std::atomic<bool> failed{false};
+    std::atomic<uint64_t> reads{0};
+    auto reader = [&](uint64_t rseed) {
+      std::mt19937_64 r(rseed);
+      std::vector<gt::Entry> got;
+      for (;;) {
+        const uint64_t tau = published.load(std::memory_order_acquire);
+        const int dir = static_cast<int>(r() % 2);
+        const uint64_t v = r() % 4 == 0 ? 10 + r() % 200 : r() % 3;
+        got.clear();
+        m.Collect(dir, v, &got);
+        for (size_t i = 1; i < got.size(); i++) {
+          const gt::Entry &a = got[i - 1], &b = got[i];
+          if (a.dst > b.dst || (a.dst == b.dst && gt::VersSeq(a.vers) < gt::VersSeq(b.vers))) {
+            ADD_FAILURE() << "not in run order at " << i << ": " << Show(got);
+            failed = true;
+            return;
+          }
+        }
+        std::vector<gt::Entry> vis;
+        for (const gt::Entry &e : got)
+          if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
+        const auto want = oracle.Want(dir, v, tau);
+        if (!Same(vis, want)) {
+          ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << "\n got  " << Show(vis) << "\n want "
+                        << Show(want);
+          failed = true;
+          return;
+        }
+        reads.fetch_add(1, std::memory_order_relaxed);
+        if (tau == batches.size()) return;
+      }
+    };
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 3; i++) readers.emplace_back(reader, seed * 31 + static_cast<uint64_t>(i));
+    for (size_t i = 0; i < batches.size() && !failed; i++) {
+      m.Apply(batches[i].data(), batches[i].size(), i + 1, {}, nullptr, 0);
+      published.store(i + 1, std::memory_order_release);
+      if (i % 16 == 0) std::this_thread::yield();
+    }
+    published.store(batches.size(), std::memory_order_release);
+    for (auto &t : readers) t.join();
+    EXPECT_FALSE(failed);
+    EXPECT_GT(reads.load(), 0u);
+    EXPECT_GT(m.cache_bytes(), 0u);
+  }
 }
 
 }  // namespace
