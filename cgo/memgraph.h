@@ -27,6 +27,20 @@
 // limit/16 (plus what concurrent readers publish in one race), and they
 // count in bytes(): a MemGraph whose hubs are read is full sooner.
 //
+// Apply (issue 12): each direction is split by a hash of the vertex into
+// kShards shards, each with its own table, slots and arena, so that the
+// shards are written by different threads with no lock and no shared
+// cache line but the presence bits. Apply gathers a shard's ops, groups
+// them by vertex (a stable counting sort: a vertex's ops keep their order,
+// as later ops win), and then touches each vertex's slot once per batch:
+// one probe, its new versions appended, one publication of its count. The
+// caller applies shard 0 of every direction and the MemGraph's helper
+// thread shard 1, joined before Apply returns (small batches are applied
+// on the caller alone; see parallel_min):
+//
+//   caller:  gather+group (out, 0) -> apply (out, 0) -> gather+group (in, 0) -> apply (in, 0) -> join
+//   helper:  gather+group (out, 1) -> apply (out, 1) -> gather+group (in, 1) -> apply (in, 1) -/
+//
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, AddRuns, VerticesFrom, vertices),
 // which take no lock at all, as LSMGraph's MemGraph readers (section 4.3):
@@ -58,6 +72,10 @@
 //     the slot's count (newer versions are allowed: readers filter by seq).
 //     Readers publish caches among themselves lock-free; the writer never
 //     reads or writes a cache.
+//   - The writer's helper thread only runs inside Apply, on shards the
+//     caller does not touch (see Apply), and is joined before Apply returns;
+//     so everything it wrote happens before the store publishes the
+//     batch's seq, as if the caller had written it.
 // INVARIANT: a reader keeps no pointer into MemGraph memory past one call,
 // except into a hub cache (AddRuns), which lives as long as the MemGraph:
 // Collect and VerticesFrom copy out.
@@ -68,10 +86,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -105,12 +126,53 @@ class Mapping {
   size_t bytes_ = 0;
 };
 
+// The multiplier of the vertex hash: the top bit picks a vertex's shard, the
+// bits from 20 up its cell in the shard's table.
+constexpr uint64_t kVertexHashMul = 0x9E3779B97F4A7C15ull;
+
+// A thread that runs one task at a time for its owner, started on first use
+// and joined by Stop or the destructor. Owned by one writer thread: Run and
+// Wait are never called concurrently.
+class HelperThread {
+ public:
+  class Task {
+   public:
+    virtual void Run() = 0;
+
+   protected:
+    ~Task() = default;
+  };
+  HelperThread() = default;
+  ~HelperThread() { Stop(); }
+  HelperThread(const HelperThread &) = delete;
+  HelperThread &operator=(const HelperThread &) = delete;
+  // Starts t on the thread (t must live until Wait returns). Returns false,
+  // having run nothing, if no thread could be started: the caller runs t.
+  bool Post(Task *t);
+  // Blocks until the posted task has run; rethrows what it threw.
+  void Wait();
+  // Joins the thread (a later Post starts a new one).
+  void Stop();
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Task *task_ = nullptr;      // posted, not yet done; under mu_
+  bool stop_ = false;         // under mu_
+  std::exception_ptr error_;  // what the last task threw; under mu_
+  std::thread thread_;        // owner only
+};
+
 class MemGraph {
  public:
   // hub_min: the number of versions from which a vertex's sorted versions
   // are cached by reads; 0 chooses limit_bytes/8192 within [8, 256] (tests
-  // choose small values to exercise the cached path).
-  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0);
+  // choose small values to exercise the cached path). parallel_min: the
+  // fewest ops of a batch that Apply splits between the caller and the
+  // helper thread; 0 chooses limit_bytes/64Ki within [1, 1024] (a small
+  // MemGraph, as in tests, splits every batch).
+  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0, uint32_t parallel_min = 0);
   ~MemGraph();
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
@@ -118,9 +180,12 @@ class MemGraph {
   // Appends the batch with sequence number seq. skip (may be empty) marks ops
   // superseded by a later vertex delete of the same batch.
   // Writer only (Store::write_mu_); runs beside readers, never waits for them.
+  // Uses the helper thread for a batch of parallel_min ops or more, and
+  // joins it before returning (also when it throws std::bad_alloc).
   void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
              size_t srcpos_len);
-  // Writer only. After it, nothing writes this MemGraph again.
+  // Writer only. After it, nothing writes this MemGraph again (and its
+  // helper thread is joined).
   void Freeze(uint64_t freeze_seq);
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
   // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
@@ -149,7 +214,11 @@ class MemGraph {
   bool has_in_edges() const { return in_edges_; }
   // Vertices with versions in dir (any thread; a reader may count vertices
   // of batches newer than its snapshot).
-  size_t vertices(int dir) const { return dirs_[dir].nslots.load(std::memory_order_acquire); }
+  size_t vertices(int dir) const {
+    size_t n = 0;
+    for (const Shard &sh : dirs_[dir].shards) n += sh.nslots.load(std::memory_order_acquire);
+    return n;
+  }
 
   // Valid after Freeze.
   uint64_t freeze_seq() const { return freeze_seq_; }
@@ -183,6 +252,10 @@ class MemGraph {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr int kShards = 2;
+  // INVARIANT: a vertex's versions of a direction are all in shard
+  // ShardOf(v) of it; writers and readers find the shard by this alone.
+  static int ShardOf(uint64_t v) { return static_cast<int>((v * kVertexHashMul) >> 63); }
   static constexpr uint32_t kInline = 1;
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
@@ -315,9 +388,10 @@ class MemGraph {
   };
 
   // Presence bits of the vertices of one id band ([0] from 0, [1] from
-  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot. Mapped at its
-  // full size (cap_words) up front; words are read and written with
-  // atomic builtins. used (words up to the last set bit) bounds what
+  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot (in either shard).
+  // Mapped at its full size (cap_words) up front; words are read and
+  // written with atomic builtins (set with an atomic or: the shards' threads
+  // share words). used (words up to the last set bit) bounds what
   // VerticesFrom walks. far is set once a vertex of the band lies past the
   // bits; VerticesFrom then probes past them.
   struct Band {
@@ -328,7 +402,23 @@ class MemGraph {
     uint64_t *word() const { return static_cast<uint64_t *>(words.get()); }
   };
 
-  struct Dir {
+  // The gathered and grouped ops of one shard of one batch (see Apply):
+  // scratch of its writer thread, reused from batch to batch.
+  struct Group {
+    uint64_t v;      // the vertex
+    uint32_t start;  // its ops are order[start, start + count)
+    uint32_t count;
+  };
+  struct Scratch {
+    std::vector<uint32_t> ops;    // the shard's ops (indices into the batch), in batch order
+    std::vector<uint32_t> gid;    // group of ops[i]
+    std::vector<uint32_t> cells;  // vertex -> group index + 1, open addressing
+    std::vector<Group> groups;    // in order of first appearance
+    std::vector<uint32_t> order;  // ops grouped by vertex, in batch order within a group
+  };
+
+  // One shard of a direction: the vertices v with ShardOf(v) == its index.
+  struct Shard {
     // Every vertex with a slot is in table or, while a migration runs, in
     // old (the table before it, whose cells [0, migrated) have been moved;
     // a vertex is never in both). A reader loads table before old (both
@@ -345,21 +435,52 @@ class MemGraph {
     SlotChunks slots;
     std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
     Arena arena;
+    Scratch scratch;  // its writer thread only
+  };
+
+  // INVARIANT: during Apply, shards[i] of every direction is written by one
+  // thread only (the caller for 0, the helper thread for 1), and bands only
+  // with atomic read-modify-writes.
+  struct Dir {
+    Shard shards[kShards];
     Band bands[2];
-    // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
+    // (vertex, slot in shard ShardOf(vertex)) sorted by vertex, built once
+    // after Freeze (sorted_once_).
     std::vector<std::pair<uint64_t, uint32_t>> sorted;
   };
 
   static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
 
-  void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
+  // The batch being applied, for the helper thread's task.
+  struct Batch {
+    const gt_op *ops;
+    size_t n;
+    uint64_t seq;
+    const std::vector<uint8_t> *skip;
+  };
+  struct ShardTask final : HelperThread::Task {
+    MemGraph *m = nullptr;
+    Batch b{};
+    int shard = 0;
+    void Run() override { m->ApplyShard(b, shard); }
+  };
+  // Applies the batch's versions of shard `shard` of every direction kept.
+  void ApplyShard(const Batch &b, int shard);
+  // Fills sh.scratch: the batch's edge ops of shard `shard` of dir, grouped
+  // by vertex.
+  void GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const;
+  // The slot of v, made if v has none.
+  uint32_t SlotOf(Dir &d, Shard &sh, uint64_t v);
+  // Appends a group's versions to its slot and publishes them at once.
+  void AppendGroup(const Batch &b, int dir, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
-  void NewTable(Dir &d, uint64_t cells);
+  void NewTable(Shard &d, uint64_t cells);
   // Writer only: moves up to k cells of the old table into the current one.
-  void Migrate(Dir &d, uint64_t k);
+  void Migrate(Shard &d, uint64_t k);
   // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
-  uint32_t Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const;
-  uint32_t Lookup(const Dir &d, uint64_t v) const;
+  uint32_t Find(const Shard &d, const Table &t, uint64_t v, uint64_t *cell) const;
+  // v's slot, or null.
+  const Slot *Lookup(const Dir &d, uint64_t v) const;
   // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
@@ -371,13 +492,14 @@ class MemGraph {
   // head, loaded after n).
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
   const Dir &SortedDir(int dir) const;
-  void Grow(Dir &d);
+  void Grow(Shard &d);
   void BuildSorted(Dir &d) const;
   uint64_t ComputeBytes() const;
 
   const bool in_edges_;
   const uint64_t limit_;
   const uint32_t hub_min_;
+  const uint32_t parallel_min_;
   mutable Dir dirs_[2];
   std::atomic<uint64_t> bytes_{0};  // all but the caches; writer only
   // Every cache ever published (a list only pushed to, by readers, and
@@ -399,6 +521,10 @@ class MemGraph {
   // true (acquire) sees every version.
   std::atomic<bool> frozen_{false};
   mutable std::once_flag sorted_once_[2];
+  ShardTask task_;  // writer only
+  // Applies shard 1 during Apply; idle otherwise. Last: it is joined before
+  // anything it writes is destroyed.
+  HelperThread helper_;
 };
 
 template <typename F>
@@ -406,9 +532,9 @@ void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const 
   const Dir &d = SortedDir(dir);
   const size_t n = d.sorted.size();
   for (size_t i = 0; i < n; i++) {
-    if (i + 8 < n) __builtin_prefetch(&d.slots.at(d.sorted[i + 8].second));
+    if (i + 8 < n) __builtin_prefetch(&d.shards[ShardOf(d.sorted[i + 8].first)].slots.at(d.sorted[i + 8].second));
     scratch->clear();
-    CollectSlot(d.slots.at(d.sorted[i].second), scratch, false);
+    CollectSlot(d.shards[ShardOf(d.sorted[i].first)].slots.at(d.sorted[i].second), scratch, false);
     f(d.sorted[i].first, *scratch);
   }
 }

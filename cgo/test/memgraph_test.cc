@@ -4,7 +4,10 @@
 // MemGraph::Collect, AddRuns and ForEachSorted against an oracle (a std::map of every
 // version in run order) with small hub thresholds, so that reads publish,
 // merge and replace hub caches many times, both alone and with readers
-// racing the writer.
+// racing the writer. Apply's shards and helper thread against the same
+// oracle: batches with bursts of ops of one vertex, repeated edges and
+// vertex deletes (with the skip vector the store computes), applied in
+// parallel (every batch split) and on the caller alone.
 #include "memgraph.h"
 
 #include <gtest/gtest.h>
@@ -245,8 +248,9 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
   std::mt19937_64 rng(seed);
   for (uint32_t hub_min : {1u, 2u, 5u, 40u}) {
     for (uint64_t limit : {uint64_t(1) << 20, uint64_t(64) << 20}) {
+      const uint32_t parallel_min = hub_min % 2 == 0 ? 1 : 0;  // every batch split, or the default
       SCOPED_TRACE("hub_min " + std::to_string(hub_min) + " limit " + std::to_string(limit));
-      gt::MemGraph m(true, limit, hub_min);
+      gt::MemGraph m(true, limit, hub_min, parallel_min);
       VersionOracle oracle;
       std::vector<std::pair<const gt::Entry *, std::vector<gt::Entry>>> kept;  // AddRuns runs in caches
       const auto batches = HubBatches(rng, 300, 60);
@@ -338,7 +342,7 @@ TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
   for (uint32_t hub_min : {2u, 16u}) {
     SCOPED_TRACE("hub_min " + std::to_string(hub_min));
     const uint64_t limit = uint64_t(1) << 20;
-    gt::MemGraph m(true, limit, hub_min);
+    gt::MemGraph m(true, limit, hub_min, hub_min == 2 ? 1 : 0);
     const auto batches = HubBatches(rng, 300, 400);
     VersionOracle oracle;
     for (size_t i = 0; i < batches.size(); i++) oracle.Apply(batches[i], i + 1, true);
@@ -394,6 +398,205 @@ TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
     EXPECT_GT(reads.load(), 0u);
     EXPECT_GT(m.cache_bytes(), 0u);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Apply's shards, grouping and helper thread against an oracle
+
+// Batches of ops over few vertices, so that a batch holds many ops of one
+// vertex (bursts of one source, and of one destination), the same edge
+// several times, edge deletes, and vertex deletes; ids in both bands.
+std::vector<std::vector<gt_op>> BurstBatches(std::mt19937_64 &rng, int nbatches, int max_ops) {
+  auto id = [&]() -> uint64_t {
+    const uint64_t r = rng() % 16;
+    if (r == 0) return GT_HIGH_ID_BASE + rng() % 8;
+    if (r < 4) return rng() % 4;  // hubs
+    return rng() % 300;
+  };
+  std::vector<std::vector<gt_op>> out(nbatches);
+  for (auto &b : out) {
+    const int n = static_cast<int>(rng() % static_cast<uint64_t>(max_ops + 1));  // empty batches too
+    while (static_cast<int>(b.size()) < n) {
+      const uint64_t kind = rng() % 20;
+      if (kind == 0) {
+        gt_op op = Up(id(), 0);
+        op.kind = GT_OP_DELETE_VERTEX;
+        b.push_back(op);
+        continue;
+      }
+      // A burst: several ops of one source (or one destination).
+      const uint64_t v = id();
+      const bool by_dst = rng() % 3 == 0;
+      const int burst = 1 + static_cast<int>(rng() % (rng() % 4 == 0 ? 40 : 3));
+      for (int i = 0; i < burst; i++) {
+        const uint64_t u = rng() % 2 == 0 ? id() : rng() % 6;  // repeats of one edge
+        gt_op op = by_dst ? Up(u, v) : Up(v, u);
+        op.weight = static_cast<double>(rng() % 1000);
+        if (rng() % 5 == 0) op.kind = GT_OP_DELETE_EDGE;
+        b.push_back(op);
+      }
+    }
+  }
+  return out;
+}
+
+// What Store::Apply passes: an edge op followed, in its batch, by a delete
+// of one of its vertices is skipped (empty when the batch deletes none).
+std::vector<uint8_t> SkipOf(const std::vector<gt_op> &b) {
+  std::map<uint64_t, size_t> last_del;
+  for (size_t i = 0; i < b.size(); i++)
+    if (b[i].kind == GT_OP_DELETE_VERTEX) last_del[b[i].src] = i;
+  if (last_del.empty()) return {};
+  std::vector<uint8_t> skip(b.size(), 0);
+  for (size_t i = 0; i < b.size(); i++) {
+    if (b[i].kind == GT_OP_DELETE_VERTEX) continue;
+    for (uint64_t v : {b[i].src, b[i].dst}) {
+      auto it = last_del.find(v);
+      if (it != last_del.end() && it->second > i) skip[i] = 1;
+    }
+  }
+  return skip;
+}
+
+TEST(MemGraphTest, ShardedApplyMatchesOracle) {
+  const uint64_t seed = TestSeed(13);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (bool in_edges : {true, false}) {
+    for (uint32_t parallel_min : {1u, 5u, UINT32_MAX}) {
+      SCOPED_TRACE(std::string(in_edges ? "in-edges" : "out-only") + " parallel_min " + std::to_string(parallel_min));
+      gt::MemGraph m(in_edges, uint64_t(1) << 20, 3, parallel_min);
+      VersionOracle oracle;
+      std::vector<std::pair<uint64_t, uint64_t>> vdels;
+      std::set<uint64_t> present[2];
+      const auto batches = BurstBatches(rng, 250, 120);
+      uint64_t seq = 0;
+      std::vector<gt::Entry> got;
+      for (const auto &b : batches) {
+        seq++;
+        const std::vector<uint8_t> skip = SkipOf(b);
+        m.Apply(b.data(), b.size(), seq, skip, nullptr, 0);
+        std::vector<gt_op> kept;
+        for (size_t i = 0; i < b.size(); i++) {
+          if (!skip.empty() && skip[i]) continue;
+          if (b[i].kind == GT_OP_DELETE_VERTEX) {
+            vdels.emplace_back(b[i].src, seq);
+            continue;
+          }
+          kept.push_back(b[i]);
+          present[0].insert(b[i].src);
+          if (in_edges) present[1].insert(b[i].dst);
+        }
+        oracle.Apply(kept, seq, in_edges);
+        ASSERT_EQ(m.entries(), oracle.ops * (in_edges ? 2 : 1));
+        // Some vertices each batch (hubs often), every one now and then.
+        const bool all = seq % 50 == 0;
+        for (int dir = 0; dir < (in_edges ? 2 : 1); dir++) {
+          ASSERT_EQ(m.vertices(dir), present[dir].size());
+          for (uint64_t v : present[dir]) {
+            if (!all && v >= 4 && rng() % 8 != 0) continue;
+            got.clear();
+            m.Collect(dir, v, &got);
+            const auto want = oracle.Want(dir, v, seq);
+            ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
+                                         << "\n want " << Show(want);
+          }
+          if (all) {
+            const std::vector<uint64_t> want(present[dir].begin(), present[dir].end());
+            ASSERT_EQ(List(m, dir, 0, UINT64_MAX, 1 + rng() % 100), want) << "dir " << dir;
+          }
+        }
+      }
+      m.Freeze(seq);
+      ASSERT_EQ(m.vdels(), vdels);
+      for (int dir = 0; dir < (in_edges ? 2 : 1); dir++) {
+        std::vector<gt::Entry> scratch;
+        std::vector<uint64_t> seen;
+        m.ForEachSorted(dir, &scratch, [&](uint64_t v, const std::vector<gt::Entry> &vs) {
+          seen.push_back(v);
+          ASSERT_TRUE(Same(vs, oracle.Want(dir, v, seq))) << "flush of dir " << dir << " vertex " << v;
+        });
+        EXPECT_EQ(seen, std::vector<uint64_t>(present[dir].begin(), present[dir].end()));
+      }
+    }
+  }
+}
+
+// Readers racing Apply's two threads: Collect and VerticesFrom of every
+// vertex against the oracle at the published seq, while bursts of one
+// vertex are appended in groups (one publication of the count per batch).
+TEST(MemGraphTest, ReadersRaceShardedApply) {
+  const uint64_t seed = TestSeed(17);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  gt::MemGraph m(true, uint64_t(1) << 20, 4, 1);
+  const auto batches = BurstBatches(rng, 300, 300);
+  VersionOracle oracle;
+  // Present vertices per direction after each batch.
+  std::vector<std::set<uint64_t>> present_out(batches.size() + 1), present_in(batches.size() + 1);
+  std::vector<std::vector<uint8_t>> skips;
+  for (size_t i = 0; i < batches.size(); i++) {
+    skips.push_back(SkipOf(batches[i]));
+    std::vector<gt_op> kept;
+    present_out[i + 1] = present_out[i];
+    present_in[i + 1] = present_in[i];
+    for (size_t k = 0; k < batches[i].size(); k++) {
+      const gt_op &op = batches[i][k];
+      if ((!skips[i].empty() && skips[i][k]) || op.kind == GT_OP_DELETE_VERTEX) continue;
+      kept.push_back(op);
+      present_out[i + 1].insert(op.src);
+      present_in[i + 1].insert(op.dst);
+    }
+    oracle.Apply(kept, i + 1, true);
+  }
+  std::atomic<uint64_t> published{0};
+  std::atomic<bool> failed{false};
+  auto reader = [&](uint64_t rseed) {
+    std::mt19937_64 r(rseed);
+    std::vector<gt::Entry> got;
+    for (;;) {
+      const uint64_t tau = published.load(std::memory_order_acquire);
+      const int dir = static_cast<int>(r() % 2);
+      const std::set<uint64_t> &want_vs = dir == 0 ? present_out[tau] : present_in[tau];
+      if (r() % 16 == 0) {
+        // Every vertex of the snapshot is listed (newer ones may be too).
+        std::vector<uint64_t> page;
+        uint64_t resume = 0;
+        m.VerticesFrom(dir, 0, UINT64_MAX, SIZE_MAX, &page, &resume);
+        const std::set<uint64_t> listed(page.begin(), page.end());
+        for (uint64_t v : want_vs) {
+          if (listed.count(v) == 0) {
+            ADD_FAILURE() << "dir " << dir << " tau " << tau << ": vertex " << v << " not listed";
+            failed = true;
+            return;
+          }
+        }
+      }
+      const uint64_t v = r() % 3 == 0 ? r() % 300 : r() % 4;
+      got.clear();
+      m.Collect(dir, v, &got);
+      std::vector<gt::Entry> vis;
+      for (const gt::Entry &e : got)
+        if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
+      const auto want = oracle.Want(dir, v, tau);
+      if (!Same(vis, want)) {
+        ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << "\n got  " << Show(vis) << "\n want "
+                      << Show(want);
+        failed = true;
+        return;
+      }
+      if (tau == batches.size()) return;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; i++) readers.emplace_back(reader, seed * 7 + static_cast<uint64_t>(i));
+  for (size_t i = 0; i < batches.size() && !failed; i++) {
+    m.Apply(batches[i].data(), batches[i].size(), i + 1, skips[i], nullptr, 0);
+    published.store(i + 1, std::memory_order_release);
+  }
+  published.store(batches.size(), std::memory_order_release);
+  for (auto &t : readers) t.join();
+  EXPECT_FALSE(failed);
 }
 
 }  // namespace
