@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,10 @@ enum Tag : uint8_t {
   kTagSrcpos = 7,    // u32 length, bytes
   kTagBounds = 8,    // u64 low, u64 high
   kTagNextFile = 9,  // u64
+  // Added with vertex-delete purging; records written before lack them
+  // (read as 0: nothing purged, no file known free of deletes).
+  kTagVdelClean = 10,  // u64 (flush, compaction)
+  kTagVdelPurge = 11,  // u64 (compaction)
 };
 
 std::string Hex32(uint32_t v) {
@@ -157,6 +162,14 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(e.low_bound);
     x.Put(e.high_bound);
   }
+  if (e.vdel_clean != 0) {
+    x.Put(static_cast<uint8_t>(kTagVdelClean));
+    x.Put(e.vdel_clean);
+  }
+  if (e.vdel_purge != 0) {
+    x.Put(static_cast<uint8_t>(kTagVdelPurge));
+    x.Put(e.vdel_purge);
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -175,7 +188,7 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     return false;
   }
   e->kind = static_cast<EditKind>(kind);
-  bool has_next = false;
+  bool has_next = false, has_clean = false, has_purge = false;
   auto once = [&](bool *seen, const char *name) {
     if (*seen) *why = std::string("field ") + name + " given twice";
     return !*seen && (*seen = true);
@@ -218,6 +231,12 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
         break;
       case kTagNextFile:
         ok = once(&has_next, "next_file") && d.Get(&e->next_file);
+        break;
+      case kTagVdelClean:
+        ok = once(&has_clean, "vdel_clean") && d.Get(&e->vdel_clean);
+        break;
+      case kTagVdelPurge:
+        ok = once(&has_purge, "vdel_purge") && d.Get(&e->vdel_purge);
         break;
       default:
         *why = "unknown field tag " + std::to_string(tag);
@@ -336,10 +355,18 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
         break;
       case EditKind::kFlush:
         if (!e.removed.empty()) return fail(i, "flush record removes files");
+        if (e.vdel_purge != 0) return fail(i, "flush record purges vertex deletes");
+        for (const auto &v : e.vdels)
+          if (v.second <= st->vdel_purge)
+            return fail(i, "flush record holds a vertex delete at seq " + std::to_string(v.second) +
+                               ", at or below the purge point " + std::to_string(st->vdel_purge));
         break;
       case EditKind::kCompact:
         if (e.has_durable_seq || e.has_srcpos || !e.vdels.empty())
           return fail(i, "compaction record carries a flush's fields");
+        if (e.vdel_purge > st->durable_seq)
+          return fail(i, "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+                             ", past the durable seq " + std::to_string(st->durable_seq));
         break;
     }
     for (uint64_t id : e.removed) {
@@ -369,6 +396,12 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
       st->high_bound = std::max(st->high_bound, e.high_bound);
     }
     st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
+    if (e.vdel_purge > st->vdel_purge) {
+      st->vdel_purge = e.vdel_purge;
+      st->vdels.erase(std::remove_if(st->vdels.begin(), st->vdels.end(),
+                                     [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= e.vdel_purge; }),
+                      st->vdels.end());
+    }
     st->next_file = e.next_file;
   }
 }

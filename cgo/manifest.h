@@ -72,6 +72,13 @@ struct ManifestEdit {
   uint64_t low_bound = 0, high_bound = 0;
   // Every edit: see "File numbers" above.
   uint64_t next_file = 0;
+  // Vertex-delete purging (tags added later; absent in older records,
+  // which read as 0). vdel_clean (kFlush, kCompact): no file this edit adds
+  // holds a version that a vertex delete of seq <= vdel_clean hides.
+  // vdel_purge (kCompact): the vertex deletes of seq <= vdel_purge are
+  // gone (at most the durable seq).
+  uint64_t vdel_clean = 0;
+  uint64_t vdel_purge = 0;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -109,9 +116,10 @@ struct ManifestState {
   uint64_t next_file = 1;  // the last edit's next_file
   uint64_t max_file = 0;   // the largest file number any edit names
   std::map<uint64_t, SegMeta> live;
-  std::map<uint64_t, uint64_t> added_at;    // live file -> offset of the record that added it
-  std::map<uint64_t, uint64_t> removed_at;  // removed file -> offset of the record that removed it
-  std::vector<std::pair<uint64_t, uint64_t>> vdels;
+  std::map<uint64_t, uint64_t> added_at;             // live file -> offset of the record that added it
+  std::map<uint64_t, uint64_t> removed_at;           // removed file -> offset of the record that removed it
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;  // live: not purged
+  uint64_t vdel_purge = 0;                           // the largest purge point
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones

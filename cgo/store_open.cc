@@ -193,10 +193,13 @@ Status Store::Recover() {
       }
       for (const SegMeta &m : r.added) {
         auto it = live.find(m.id);
-        if (it != live.end()) e.added.push_back(it->second);
+        if (it == live.end()) continue;
+        it->second->set_vdel_clean(r.vdel_clean);
+        e.added.push_back(it->second);
       }
-      if (!r.vdels.empty()) {
+      if (!r.vdels.empty() || r.vdel_purge != 0) {
         for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
+        vdel->Purge(r.vdel_purge);
         e.vdel = vdel;
       }
       e.has_durable_seq = r.has_durable_seq;

@@ -74,11 +74,15 @@ Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t
   return Status::OK();
 }
 
+// True when no vertex delete a snapshot at tau applies can hide a version
+// of s: every live delete up to tau is at or below s's floor.
+bool VdelFree(const Segment &s, uint64_t tau, const VdelMap &vdel) { return !vdel.AnyIn(s.vdel_floor(), tau); }
+
 // True when one file run can be copied out as is: every version in it is
 // visible at tau, live, and unique per dst, and no vertex delete applies.
 bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
-  if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
-  return runs[0].seg->AllVisibleAt(tau);
+  if (runs.size() != 1 || runs[0].seg == nullptr) return false;
+  return runs[0].seg->AllVisibleAt(tau) && VdelFree(*runs[0].seg, tau, vdel);
 }
 
 // Writes v's visible neighbors (from its runs) to dsts/w[at..cap) and
@@ -107,22 +111,24 @@ size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, con
 }
 
 // The level holding every file edge of [lo, hi) when that is a single
-// clean run: no L0 data, no vertex deletes, one level overlapping the range,
-// and no segment there with versions newer than tau, tombstones or several
-// versions of an edge. MemGraphs are not looked at: without MemGraph data a
+// clean run: no L0 data, one level overlapping the range, and no segment
+// there with versions newer than tau, tombstones, several versions of an
+// edge, or versions a live vertex delete up to tau may hide (VdelFree: per
+// segment, so a delete newer than one segment's data turns off the bulk
+// copy of that segment's range only). MemGraphs are not looked at: without MemGraph data a
 // scan is a bulk copy of the CSR, and with it, a bulk copy between the
 // vertices the MemGraphs hold.
 const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int dir, uint64_t lo, uint64_t hi,
                                                         uint64_t tau) {
   const Tree &t = ver.trees[dir];
-  if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
+  if (!t.l0.empty()) return nullptr;
   const std::vector<std::shared_ptr<Segment>> *found = nullptr;
   for (size_t i = 1; i < t.levels.size(); i++) {
     for (const auto &s : t.levels[i]) {
       const SegMeta &m = s->meta();
       if (m.max_src < lo || m.min_src >= hi) continue;
       if (found != nullptr && found != &t.levels[i]) return nullptr;
-      if (!s->AllVisibleAt(tau)) return nullptr;
+      if (!s->AllVisibleAt(tau) || !VdelFree(*s, tau, *ver.vdel)) return nullptr;
       found = &t.levels[i];
     }
   }
