@@ -104,6 +104,12 @@ bool VdelMap::AnyIn(uint64_t lo, uint64_t hi) const {
   return false;
 }
 
+void VdelMap::Collect(uint64_t tau, std::vector<Record> *out) const {
+  for (const auto &c : chunks_)
+    for (const Record &x : c->recs)
+      if (x.second > purged_ && x.second <= tau) out->push_back(x);
+}
+
 std::vector<VdelMap::Record> VdelMap::Records() const {
   std::vector<Record> out;
   for (const auto &c : chunks_)

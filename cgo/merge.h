@@ -105,6 +105,8 @@ class VdelMap {
   bool Has(uint64_t v) const { return Latest(v, UINT64_MAX) != 0; }
   // Some live record has lo < seq <= hi.
   bool AnyIn(uint64_t lo, uint64_t hi) const;
+  // Appends the live records of seq <= tau to *out, in no order. O(n).
+  void Collect(uint64_t tau, std::vector<Record> *out) const;
   // The live records, sorted by (vertex, seq). O(n log n); for tests.
   std::vector<Record> Records() const;
   size_t chunks() const { return chunks_.size(); }

@@ -109,6 +109,21 @@ func runVertexDeletePurge(t *testing.T, seed uint64, auto bool) {
 			} else {
 				purgedAll++
 			}
+			// Deletes newer than a compacted level: scans copy the segments
+			// they do not touch in bulk and filter the others.
+			var dels Batch
+			dels.DeleteVertex(r.Uint64N(nv))
+			dels.DeleteVertex(r.Uint64N(nv))
+			if _, err := s.Apply(&dels); err != nil {
+				t.Fatal(err)
+			}
+			want.applyOps(dels.ops)
+			sn, err := s.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSnapshot(t, sn, want, true, nil)
+			sn.Release()
 		case x < 57:
 			checkPins()
 			for _, p := range pins {
