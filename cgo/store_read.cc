@@ -114,9 +114,9 @@ size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, con
 // The level holding every file edge of [lo, hi) when that is a single
 // clean run: no L0 data, one level overlapping the range, and no segment
 // there with versions newer than tau, tombstones or several versions of an
-// edge. Vertex deletes are BulkCopy's concern, per segment. MemGraphs are not looked at: without MemGraph data a
-// scan is a bulk copy of the CSR, and with it, a bulk copy between the
-// vertices the MemGraphs hold.
+// edge (vertex deletes are BulkCopy's concern, per segment). MemGraphs are
+// not looked at: without MemGraph data a scan is a bulk copy of the CSR,
+// and with it, a bulk copy between the vertices the MemGraphs hold.
 const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int dir, uint64_t lo, uint64_t hi,
                                                         uint64_t tau) {
   const Tree &t = ver.trees[dir];
@@ -228,17 +228,56 @@ Status AppendRangeVisible(const Segment &s, uint64_t lo, uint64_t hi, uint64_t t
   return Status::OK();
 }
 
+// Segment::AppendRange (the same contract) through a filter: bulk copies,
+// each followed by dropping in place what the deletes hide (a vertex left
+// with no edges too), until the range or the buffers end. A first vertex
+// too large before filtering is left to AppendRangeVisible, whose count is
+// exact.
+Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t tau, const VdelMap &vdel,
+                           const VdelFilter &filt, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                           double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
+  for (uint64_t pos = lo;;) {
+    const size_t nv0 = *nv, ne0 = *ne;
+    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need));
+    if (*need > 0)
+      return AppendRangeVisible(s, pos, hi, tau, vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need);
+    if (*nv == nv0) return Status::OK();  // the range or the buffers ended
+    uint64_t base, unused;
+    s.Find(vids[nv0], &base, &unused);  // the entry copied to dsts[ne0]
+    size_t outv = nv0, oute = ne0, from = ne0;
+    for (size_t j = nv0; j < *nv; j++) {
+      const uint64_t v = vids[j], dsrc = filt.Latest(v);
+      const size_t to = offs[j + 1], start = oute;
+      for (size_t k = from; k < to; k++) {
+        const uint64_t seq = VersSeq(s.vers(base + (k - ne0)));
+        if (seq < dsrc || seq < filt.Latest(dsts[k])) continue;
+        dsts[oute] = dsts[k];
+        if (w) w[oute] = w[k];
+        oute++;
+      }
+      from = to;
+      if (oute == start) continue;  // no visible edges
+      vids[outv] = v;
+      offs[++outv] = oute;
+    }
+    *nv = outv;
+    *ne = oute;
+    if (*next >= hi) return Status::OK();
+    pos = *next;  // filtering made room: go on
+  }
+}
+
 // Appends the vertices of [lo, hi) held by the clean level lv to a scan's
 // output: a bulk copy of each segment no live vertex delete up to tau
-// touches (see Segment::AppendRange), a filtered copy of any other. *done
+// touches (see Segment::AppendRange), a filtered copy of any other (*filt,
+// built here once the scan needs it, is kept for its later calls). *done
 // is false when the buffers filled first: *next is then the first vertex
 // not copied. A first vertex that alone exceeds ecap is GT_ERR_BUFFER with
 // its count in *ne.
 Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t tau,
-                const VdelMap &vdel, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
-                size_t ecap, size_t *nv, size_t *ne, uint64_t *next, bool *done) {
+                const VdelMap &vdel, std::unique_ptr<VdelFilter> *filt, uint64_t *vids, uint64_t *offs, size_t vcap,
+                uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, bool *done) {
   *done = false;
-  std::unique_ptr<VdelFilter> filt;
   for (const auto &s : lv) {
     const SegMeta &m = s->meta();
     if (m.max_src < lo || m.min_src >= hi) continue;
@@ -249,10 +288,14 @@ Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, ui
       // The edges of [lo, hi) here, estimated by the share of the range.
       const uint64_t a = std::max(lo, m.min_src), b = std::min(hi - 1, m.max_src);
       const double share = static_cast<double>(b - a + 1) / static_cast<double>(m.max_src - m.min_src + 1);
-      if (filt == nullptr && static_cast<double>(m.nentries) * share >= 4.0 * static_cast<double>(vdel.size()))
-        filt = std::make_unique<VdelFilter>(vdel, tau);
-      GT_RETURN_IF_ERROR(
-          AppendRangeVisible(*s, lo, hi, tau, vdel, filt.get(), vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+      if (*filt == nullptr && static_cast<double>(m.nentries) * share >= 4.0 * static_cast<double>(vdel.size()))
+        *filt = std::make_unique<VdelFilter>(vdel, tau);
+      if (*filt != nullptr)
+        GT_RETURN_IF_ERROR(
+            AppendRangeFiltered(*s, lo, hi, tau, vdel, **filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+      else
+        GT_RETURN_IF_ERROR(
+            AppendRangeVisible(*s, lo, hi, tau, vdel, nullptr, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
     }
     if (need > 0) {
       *ne = need;
@@ -311,8 +354,9 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   offs[0] = 0;
   if (const auto *lv = CleanLevel(*ver, dir, lo, hi, tau_)) {
     bool done;
+    std::unique_ptr<VdelFilter> filt;  // built by the first BulkCopy that needs it
     if (!mems.Any(dir))
-      return BulkCopy(*lv, lo, hi, tau_, *ver->vdel, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
+      return BulkCopy(*lv, lo, hi, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
     // Bulk copies between the vertices the MemGraphs hold; those merge
     // their MemGraph versions with the level's run one by one.
     std::vector<VertexCursor> mc;
@@ -326,7 +370,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
       if (!any) d = hi;
       if (pos < d) {
         GT_RETURN_IF_ERROR(
-            BulkCopy(*lv, pos, d, tau_, *ver->vdel, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
+            BulkCopy(*lv, pos, d, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
         if (!done) return Status::OK();
       }
       if (d >= hi) break;
