@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include "dcheck.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -271,6 +272,9 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   r.added = outs;
   r.vdel_clean = out_clean;
   r.vdel_purge = VdelPurgePoint(*ver, inputs, segs, durable);
+  // INVARIANT: a purge never passes the durable seq (recovery refuses a
+  // record that does: a later flush could replay a purged delete).
+  GT_DCHECK(r.vdel_purge <= durable);
   GT_RETURN_IF_ERROR(AppendEdit(&r));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
   uint64_t written = 0;

@@ -106,6 +106,23 @@ std::string VersionProblem(const Version &v) {
       }
     }
   }
+  // INVARIANT (vertex-delete purge): a purged vertex delete hid nothing
+  // left: every file's vdel floor is at least the purge point (the purge
+  // point was the smallest floor, capped at the durable seq; flushes after
+  // it write only newer seqs, and a compaction's outputs keep their
+  // inputs' smallest floor or more).
+  if (v.vdel != nullptr && v.vdel->purged_through() != 0) {
+    for (const Tree &t : v.trees) {
+      std::vector<const Segment *> files;
+      for (const auto &s : t.l0) files.push_back(s.get());
+      for (const auto &lv : t.levels)
+        for (const auto &s : lv) files.push_back(s.get());
+      for (const Segment *s : files)
+        if (s->vdel_floor() < v.vdel->purged_through())
+          return FileName(*s) + " has vertex-delete floor " + std::to_string(s->vdel_floor()) +
+                 ", below the purge point " + std::to_string(v.vdel->purged_through());
+    }
+  }
   // INVARIANT (version order): the MemGraphs are newer than every file:
   // the active MemGraph's first batch came after imm froze, and the oldest
   // MemGraph holding data after the newest L0 file's last version.
