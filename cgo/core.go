@@ -111,14 +111,18 @@ type Options struct {
 	InEdgesAsStored                           bool
 	ReadOnly                                  bool
 	TestPauseAt                               uint32 // gt_test_point; testing only
+	TestManifestRewriteBytes                  uint64 // testing only; 0 = the core's bound
 }
 
 // Test points of gt_test_point (Options.TestPauseAt).
 const (
-	TestFlushBeforeEdit   = uint32(C.GT_TEST_FLUSH_BEFORE_EDIT)
-	TestFlushAfterEdit    = uint32(C.GT_TEST_FLUSH_AFTER_EDIT)
-	TestCompactBeforeEdit = uint32(C.GT_TEST_COMPACT_BEFORE_EDIT)
-	TestCompactAfterEdit  = uint32(C.GT_TEST_COMPACT_AFTER_EDIT)
+	TestFlushBeforeEdit      = uint32(C.GT_TEST_FLUSH_BEFORE_EDIT)
+	TestFlushAfterEdit       = uint32(C.GT_TEST_FLUSH_AFTER_EDIT)
+	TestCompactBeforeEdit    = uint32(C.GT_TEST_COMPACT_BEFORE_EDIT)
+	TestCompactAfterEdit     = uint32(C.GT_TEST_COMPACT_AFTER_EDIT)
+	TestManifestPartial      = uint32(C.GT_TEST_MANIFEST_PARTIAL)
+	TestManifestBeforeSwitch = uint32(C.GT_TEST_MANIFEST_BEFORE_SWITCH)
+	TestManifestAfterSwitch  = uint32(C.GT_TEST_MANIFEST_AFTER_SWITCH)
 )
 
 func b2u(b bool) C.uint32_t {
@@ -134,16 +138,17 @@ type Store struct{ h *C.gt_store }
 // Open calls gt_open.
 func Open(dir string, o Options) (*Store, *Error) {
 	co := C.gt_options{
-		memgraph_bytes:          C.uint64_t(o.MemGraphBytes),
-		target_segment_bytes:    C.uint64_t(o.TargetSegmentBytes),
-		size_ratio:              C.uint32_t(o.SizeRatio),
-		l0_compaction_trigger:   C.uint32_t(o.L0CompactionTrigger),
-		max_levels:              C.uint32_t(o.MaxLevels),
-		in_edges:                b2u(o.InEdges),
-		disable_auto_compaction: b2u(o.DisableAutoCompaction),
-		in_edges_as_stored:      b2u(o.InEdgesAsStored),
-		read_only:               b2u(o.ReadOnly),
-		test_pause_at:           C.uint32_t(o.TestPauseAt),
+		memgraph_bytes:              C.uint64_t(o.MemGraphBytes),
+		target_segment_bytes:        C.uint64_t(o.TargetSegmentBytes),
+		size_ratio:                  C.uint32_t(o.SizeRatio),
+		l0_compaction_trigger:       C.uint32_t(o.L0CompactionTrigger),
+		max_levels:                  C.uint32_t(o.MaxLevels),
+		in_edges:                    b2u(o.InEdges),
+		disable_auto_compaction:     b2u(o.DisableAutoCompaction),
+		in_edges_as_stored:          b2u(o.InEdgesAsStored),
+		read_only:                   b2u(o.ReadOnly),
+		test_pause_at:               C.uint32_t(o.TestPauseAt),
+		test_manifest_rewrite_bytes: C.uint64_t(o.TestManifestRewriteBytes),
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
@@ -249,6 +254,7 @@ type Metrics struct {
 	Compactions, CompactionNanos, CompactionRead, CompactionWritten    uint64
 	Stalls, StallNanos, SnapshotsOpen, VertexDeletes, BackgroundErrors uint64
 	DeferredFlushes                                                    uint64
+	ManifestBytes, ManifestRewrites                                    uint64
 	Levels                                                             []LevelMetrics
 }
 
@@ -265,6 +271,7 @@ func (s *Store) Metrics() Metrics {
 		Stalls: uint64(c.stalls), StallNanos: uint64(c.stall_nanos), SnapshotsOpen: uint64(c.snapshots_open),
 		VertexDeletes: uint64(c.vertex_deletes), BackgroundErrors: uint64(c.background_errors),
 		DeferredFlushes: uint64(c.deferred_flushes),
+		ManifestBytes:   uint64(c.manifest_bytes), ManifestRewrites: uint64(c.manifest_rewrites),
 	}
 	for i := 0; i < int(c.num_levels) && i < len(c.levels); i++ {
 		l := c.levels[i]

@@ -93,6 +93,9 @@ typedef struct gt_options {
                                        a writer holds it) */
   uint32_t test_pause_at;           /* testing only: a gt_test_point where background work
                                        stops, see gt_test_point; 0 = none */
+  uint64_t test_manifest_rewrite_bytes; /* testing only: the MANIFEST size past which it is
+                                           rewritten as a snapshot (still at least twice the
+                                           snapshot's size); 0 = 4 MiB */
 } gt_options;
 
 /* Testing only (crash tests): where gt_options.test_pause_at makes a flush
@@ -100,10 +103,14 @@ typedef struct gt_options {
  * "PAUSED-<point>" in the store directory and waits until gt_close, so that
  * a test can kill the process at exactly that point. */
 typedef enum gt_test_point {
-  GT_TEST_FLUSH_BEFORE_EDIT = 1,   /* flush: its L0 files durable, its manifest edit not written */
-  GT_TEST_FLUSH_AFTER_EDIT = 2,    /* flush: its edit durable, the new file set not yet installed */
-  GT_TEST_COMPACT_BEFORE_EDIT = 3, /* compaction: its outputs durable, its edit not written */
-  GT_TEST_COMPACT_AFTER_EDIT = 4   /* compaction: its edit durable, its inputs not yet unlinked */
+  GT_TEST_FLUSH_BEFORE_EDIT = 1,      /* flush: its L0 files durable, its manifest edit not written */
+  GT_TEST_FLUSH_AFTER_EDIT = 2,       /* flush: its edit durable, the new file set not yet installed */
+  GT_TEST_COMPACT_BEFORE_EDIT = 3,    /* compaction: its outputs durable, its edit not written */
+  GT_TEST_COMPACT_AFTER_EDIT = 4,     /* compaction: its edit durable, its inputs not yet unlinked */
+  GT_TEST_MANIFEST_PARTIAL = 5,       /* manifest rewrite: half of MANIFEST.tmp written */
+  GT_TEST_MANIFEST_BEFORE_SWITCH = 6, /* manifest rewrite: MANIFEST.tmp whole and fsynced, not renamed */
+  GT_TEST_MANIFEST_AFTER_SWITCH = 7   /* manifest rewrite: renamed over MANIFEST, directory fsynced,
+                                         the old file still open for appending */
 } gt_test_point;
 
 typedef enum gt_op_kind {
@@ -146,8 +153,10 @@ typedef struct gt_metrics {
   uint64_t snapshots_open;
   uint64_t vertex_deletes; /* vertex-delete records held */
   uint64_t background_errors;
-  uint64_t deferred_flushes; /* gt_flush_async calls made while a flush ran, served after it */
-  uint32_t num_levels;       /* entries used in levels[] (L0 first) */
+  uint64_t deferred_flushes;  /* gt_flush_async calls made while a flush ran, served after it */
+  uint64_t manifest_bytes;    /* size of the MANIFEST (0 when read-only) */
+  uint64_t manifest_rewrites; /* MANIFEST rewrites as a snapshot since open */
+  uint32_t num_levels;        /* entries used in levels[] (L0 first) */
   uint32_t reserved;
   gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
 } gt_metrics;
@@ -295,7 +304,7 @@ typedef enum gt_finding_kind {
   GT_FINDING_MISSING = 1,     /* a live segment file is missing */
   GT_FINDING_UNEXPLAINED = 2, /* a segment file neither live nor provably garbage */
   GT_FINDING_TORN_TAIL = 3,   /* note: the MANIFEST's last record was cut short by a crash */
-  GT_FINDING_LEFTOVER = 4     /* note: a segment file the manifest proves garbage */
+  GT_FINDING_LEFTOVER = 4     /* note: a segment file the manifest proves garbage, or a MANIFEST.tmp */
 } gt_finding_kind;
 
 /* One finding of gt_check: the file it is about, a byte offset in it, what

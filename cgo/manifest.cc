@@ -15,25 +15,28 @@ namespace gt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'M', 'A', 'N', 'I', '0', '2'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kFormatCreate = 2;    // first record: kCreate
+constexpr uint32_t kFormatSnapshot = 3;  // first record: kSnapshot (a rewritten MANIFEST)
 constexpr size_t kFileHeader = 16;
 constexpr size_t kRecHeader = 12;
 
 // Field tags of an edit payload.
 enum Tag : uint8_t {
-  kTagKind = 1,      // u8 EditKind
-  kTagInEdges = 2,   // u32
-  kTagDurable = 3,   // u64 durable seq
-  kTagAdded = 4,     // SegMeta (repeated)
-  kTagRemoved = 5,   // u64 file id (repeated)
-  kTagVdel = 6,      // u64 vertex, u64 seq (repeated)
-  kTagSrcpos = 7,    // u32 length, bytes
-  kTagBounds = 8,    // u64 low, u64 high
-  kTagNextFile = 9,  // u64
+  kTagKind = 1,       // u8 EditKind
+  kTagInEdges = 2,    // u32
+  kTagDurable = 3,    // u64 durable seq
+  kTagAdded = 4,      // SegMeta (repeated)
+  kTagRemoved = 5,    // u64 file id (repeated)
+  kTagVdel = 6,       // u64 vertex, u64 seq (repeated)
+  kTagSrcpos = 7,     // u32 length, bytes
+  kTagBounds = 8,     // u64 low, u64 high
+  kTagNextFile = 9,   // u64
+  kTagObsolete = 10,  // u64 file id (repeated; kSnapshot)
   // Added with vertex-delete purging; records written before lack them
   // (read as 0: nothing purged, no file known free of deletes).
-  kTagVdelClean = 10,  // u64 (flush, compaction)
-  kTagVdelPurge = 11,  // u64 (compaction)
+  kTagVdelClean = 11,      // u64 (flush, compaction)
+  kTagVdelPurge = 12,      // u64 (compaction, snapshot)
+  kTagVdelCleanFile = 13,  // u64 file id, u64 vdel_clean (repeated; kSnapshot)
 };
 
 std::string Hex32(uint32_t v) {
@@ -101,10 +104,10 @@ T Load(const char *p) {
   return v;
 }
 
-std::string FileHeader() {
+std::string FileHeader(uint32_t format) {
   Enc e;
   e.s.append(kMagic, sizeof kMagic);
-  e.Put(kVersion);
+  e.Put(format);
   e.Put(Crc32c(e.s.data(), e.s.size()));
   return e.s;
 }
@@ -124,6 +127,15 @@ bool AllZero(const char *p, size_t n) {
     if (p[i] != 0) return false;
   return true;
 }
+
+struct FdCloser {
+  int fd;
+  FdCloser(const FdCloser &) = delete;
+  FdCloser &operator=(const FdCloser &) = delete;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 }  // namespace
 
@@ -152,6 +164,10 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(v.first);
     x.Put(v.second);
   }
+  for (uint64_t id : e.obsolete) {
+    x.Put(static_cast<uint8_t>(kTagObsolete));
+    x.Put(id);
+  }
   if (e.has_srcpos) {
     x.Put(static_cast<uint8_t>(kTagSrcpos));
     x.Put(static_cast<uint32_t>(e.srcpos.size()));
@@ -170,6 +186,11 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(static_cast<uint8_t>(kTagVdelPurge));
     x.Put(e.vdel_purge);
   }
+  for (const auto &c : e.vdel_cleans) {
+    x.Put(static_cast<uint8_t>(kTagVdelCleanFile));
+    x.Put(c.first);
+    x.Put(c.second);
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -183,7 +204,7 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     *why = "edit does not start with its kind";
     return false;
   }
-  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kCompact)) {
+  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kSnapshot)) {
     *why = "unknown edit kind " + std::to_string(kind);
     return false;
   }
@@ -221,6 +242,12 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
         if (ok) e->vdels.push_back(v);
         break;
       }
+      case kTagObsolete: {
+        uint64_t id;
+        ok = d.Get(&id);
+        if (ok) e->obsolete.push_back(id);
+        break;
+      }
       case kTagSrcpos: {
         uint32_t len;
         ok = once(&e->has_srcpos, "source position") && d.Get(&len) && d.Bytes(len, &e->srcpos);
@@ -238,6 +265,12 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
       case kTagVdelPurge:
         ok = once(&has_purge, "vdel_purge") && d.Get(&e->vdel_purge);
         break;
+      case kTagVdelCleanFile: {
+        std::pair<uint64_t, uint64_t> c;
+        ok = d.Get(&c.first) && d.Get(&c.second);
+        if (ok) e->vdel_cleans.push_back(c);
+        break;
+      }
       default:
         *why = "unknown field tag " + std::to_string(tag);
         return false;
@@ -284,11 +317,13 @@ Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<
     problem(12, "MANIFEST file header checksum mismatch: stored " + Hex32(hcrc) + ", computed " + Hex32(want));
     return Status::OK();
   }
-  if (Load<uint32_t>(data.data() + 8) != kVersion) {
-    problem(8, "unsupported MANIFEST format version " + std::to_string(Load<uint32_t>(data.data() + 8)) +
-                   ", expected " + std::to_string(kVersion));
+  const uint32_t format = Load<uint32_t>(data.data() + 8);
+  if (format != kFormatCreate && format != kFormatSnapshot) {
+    problem(8, "unsupported MANIFEST format version " + std::to_string(format) + ", expected " +
+                   std::to_string(kFormatCreate) + " or " + std::to_string(kFormatSnapshot));
     return Status::OK();
   }
+  out->format = format;
   size_t off = kFileHeader;
   while (off < data.size()) {
     const size_t rem = data.size() - off;
@@ -336,8 +371,14 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
   auto fail = [&](size_t i, std::string what) {
     problems->push_back(Problem{c.path, i < c.offsets.size() ? c.offsets[i] : 0, std::move(what)});
   };
-  if (c.edits.empty() || c.edits[0].kind != EditKind::kCreate) {
-    fail(0, c.edits.empty() ? "MANIFEST holds no complete create record" : "first edit is not a create record");
+  // Format 3 (a rewritten MANIFEST) starts with a snapshot record, format
+  // 2 with a create record.
+  const bool rewritten = c.format == kFormatSnapshot;
+  const std::string first = rewritten ? "snapshot" : "create";
+  if (c.edits.empty() || c.edits[0].kind != (rewritten ? EditKind::kSnapshot : EditKind::kCreate)) {
+    fail(0, c.edits.empty()
+                ? "MANIFEST holds no complete " + first + " record"
+                : "first edit is not a " + first + " record (MANIFEST format " + std::to_string(c.format) + ")");
     return;
   }
   std::set<uint64_t> used;  // every file number an edit has named
@@ -368,52 +409,136 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
           return fail(i, "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
                              ", past the durable seq " + std::to_string(st->durable_seq));
         break;
+      case EditKind::kSnapshot:
+        if (i != 0) return fail(i, "a snapshot record after the first record");
+        if (!e.has_in_edges) return fail(i, "snapshot record without in_edges");
+        if (!e.removed.empty()) return fail(i, "snapshot record removes files");
+        if (e.vdel_clean != 0) return fail(i, "snapshot record carries one vdel_clean for all files, not one per file");
+        if (e.vdel_purge > e.durable_seq)
+          return fail(i, "snapshot record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+                             ", past its durable seq " + std::to_string(e.durable_seq));
+        for (const auto &v : e.vdels)
+          if (v.second <= e.vdel_purge)
+            return fail(i, "snapshot record holds a vertex delete at seq " + std::to_string(v.second) +
+                               ", at or below its purge point " + std::to_string(e.vdel_purge));
+        {
+          std::set<uint64_t> adds, seen;
+          for (const SegMeta &m : e.added) adds.insert(m.id);
+          for (const auto &fc : e.vdel_cleans) {
+            if (adds.count(fc.first) == 0)
+              return fail(i, "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) +
+                                 ", which it does not add");
+            if (!seen.insert(fc.first).second)
+              return fail(i, "snapshot record gives " + SegmentFileName(fc.first) + " two vdel_clean values");
+          }
+        }
+        st->in_edges = e.in_edges != 0;
+        break;
     }
+    if (!e.obsolete.empty() && e.kind != EditKind::kSnapshot)
+      return fail(i, "only a snapshot record lists obsolete files");
+    if (!e.vdel_cleans.empty() && e.kind != EditKind::kSnapshot)
+      return fail(i, "only a snapshot record gives per-file vdel_clean values");
     for (uint64_t id : e.removed) {
-      if (st->live.erase(id) == 0) return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
+      if (st->live.count(id) == 0) return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
       st->added_at.erase(id);
       st->removed_at[id] = off;
     }
     for (const SegMeta &m : e.added) {
       if (m.id == 0 || !used.insert(m.id).second)
         return fail(i, "edit adds file number " + std::to_string(m.id) + ", which is already in use");
-      if (m.dir > 1 || m.level >= GT_MAX_LEVELS || (e.kind == EditKind::kFlush) != (m.level == 0))
+      const bool level_ok = e.kind == EditKind::kSnapshot || (e.kind == EditKind::kFlush) == (m.level == 0);
+      if (m.dir > 1 || m.level >= GT_MAX_LEVELS || !level_ok)
         return fail(i, "edit adds " + SegmentFileName(m.id) + " at level " + std::to_string(m.level) +
                            " in direction " + std::to_string(m.dir) + ", which a " +
                            (e.kind == EditKind::kFlush ? "flush" : "compaction") + " cannot write");
-      st->live[m.id] = m;
       st->added_at[m.id] = off;
       st->max_file = std::max(st->max_file, m.id);
     }
     for (uint64_t id : e.removed) used.insert(id);
-    if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
-    if (e.has_srcpos) {
-      st->has_srcpos = true;
-      st->srcpos = e.srcpos;
+    for (uint64_t id : e.obsolete) {
+      if (id == 0 || !used.insert(id).second)
+        return fail(i, "snapshot lists file number " + std::to_string(id) + " as obsolete, which is already in use");
+      st->removed_at[id] = off;
+      st->max_file = std::max(st->max_file, id);
     }
-    if (e.has_bounds) {
-      st->low_bound = std::max(st->low_bound, e.low_bound);
-      st->high_bound = std::max(st->high_bound, e.high_bound);
-    }
+    const uint64_t purge_before = st->vdel_purge;
+    AdvanceState(st, e);
     st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
-    if (e.vdel_purge > st->vdel_purge) {
-      st->vdel_purge = e.vdel_purge;
+    if (st->vdel_purge > purge_before) {
+      const uint64_t p = st->vdel_purge;
       st->vdels.erase(std::remove_if(st->vdels.begin(), st->vdels.end(),
-                                     [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= e.vdel_purge; }),
+                                     [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= p; }),
                       st->vdels.end());
     }
-    st->next_file = e.next_file;
   }
 }
 
+void AdvanceState(ManifestState *st, const ManifestEdit &e) {
+  for (uint64_t id : e.removed) {
+    st->live.erase(id);
+    st->vdel_clean.erase(id);
+  }
+  for (const SegMeta &m : e.added) {
+    st->live[m.id] = m;
+    if (e.vdel_clean != 0) st->vdel_clean[m.id] = e.vdel_clean;  // a flush's or compaction's files
+  }
+  for (const auto &c : e.vdel_cleans)  // a snapshot's, per file
+    if (c.second != 0 && st->live.count(c.first) != 0) st->vdel_clean[c.first] = c.second;
+  st->vdel_purge = std::max(st->vdel_purge, e.vdel_purge);
+  if (e.has_in_edges) st->in_edges = e.in_edges != 0;
+  if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
+  if (e.has_srcpos) {
+    st->has_srcpos = true;
+    st->srcpos = e.srcpos;
+  }
+  if (e.has_bounds) {
+    st->low_bound = std::max(st->low_bound, e.low_bound);
+    st->high_bound = std::max(st->high_bound, e.high_bound);
+  }
+  st->next_file = e.next_file;
+}
+
+ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_t, uint64_t>> vdels,
+                          std::vector<uint64_t> obsolete) {
+  ManifestEdit e;
+  e.kind = EditKind::kSnapshot;
+  e.has_in_edges = true;
+  e.in_edges = st.in_edges ? 1 : 0;
+  e.has_durable_seq = true;
+  e.durable_seq = st.durable_seq;
+  for (const auto &kv : st.live) e.added.push_back(kv.second);  // by file number: L0 replays newest first
+  // The deletes a purge recorded are gone even where the caller's map
+  // (the current Version, which installs a purge after its edit is
+  // appended) still holds them.
+  vdels.erase(std::remove_if(vdels.begin(), vdels.end(),
+                             [&](const std::pair<uint64_t, uint64_t> &v) {
+                               return v.second <= st.vdel_purge || v.second > st.durable_seq;
+                             }),
+              vdels.end());
+  e.vdels = std::move(vdels);
+  e.vdel_purge = st.vdel_purge;
+  for (const auto &kv : st.vdel_clean)
+    if (st.live.count(kv.first) != 0) e.vdel_cleans.push_back(kv);
+  e.obsolete = std::move(obsolete);
+  e.has_srcpos = st.has_srcpos;
+  e.srcpos = st.srcpos;
+  e.has_bounds = true;
+  e.low_bound = st.low_bound;
+  e.high_bound = st.high_bound;
+  e.next_file = st.next_file;
+  return e;
+}
+
 std::string ManifestBytes(const std::vector<ManifestEdit> &edits) {
-  std::string s = FileHeader();
+  const bool snap = !edits.empty() && edits[0].kind == EditKind::kSnapshot;
+  std::string s = FileHeader(snap ? kFormatSnapshot : kFormatCreate);
   for (const ManifestEdit &e : edits) s += Record(e);
   return s;
 }
 
 Status CreateManifest(const std::string &dir, const ManifestEdit &create) {
-  const std::string path = JoinPath(dir, "MANIFEST"), tmp = path + ".tmp";
+  const std::string path = JoinPath(dir, "MANIFEST"), tmp = JoinPath(dir, kManifestTmp);
   const std::string data = ManifestBytes({create});
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IO("create: " + ErrnoString(errno), tmp);
@@ -425,12 +550,40 @@ Status CreateManifest(const std::string &dir, const ManifestEdit &create) {
   return SyncDir(dir);
 }
 
-ManifestWriter::~ManifestWriter() {
+Status RewriteManifest(const std::string &dir, const ManifestEdit &snapshot, const RewriteHooks &hooks,
+                       uint64_t *bytes) {
+  const std::string path = JoinPath(dir, "MANIFEST"), tmp = JoinPath(dir, kManifestTmp);
+  const std::string data = ManifestBytes({snapshot});
+  {
+    FdCloser f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) return Status::IO("create: " + ErrnoString(errno), tmp);
+    // Two writes, so that a crash test can stop between them.
+    const size_t half = data.size() / 2;
+    GT_RETURN_IF_ERROR(WriteAll(f.fd, data.data(), half, tmp));
+    if (hooks.partial) GT_RETURN_IF_ERROR(hooks.partial());
+    GT_RETURN_IF_ERROR(WriteAll(f.fd, data.data() + half, data.size() - half, tmp));
+    if (::fsync(f.fd) != 0) return Status::IO("fsync: " + ErrnoString(errno), tmp);
+  }
+  if (hooks.before_switch) GT_RETURN_IF_ERROR(hooks.before_switch());
+  // The switch: from here on MANIFEST is the rewritten one.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::IO("rename to MANIFEST: " + ErrnoString(errno), tmp);
+  GT_RETURN_IF_ERROR(SyncDir(dir));
+  if (hooks.after_switch) GT_RETURN_IF_ERROR(hooks.after_switch());
+  *bytes = data.size();
+  return Status::OK();
+}
+
+ManifestWriter::~ManifestWriter() { Close(); }
+
+void ManifestWriter::Close() {
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 Status ManifestWriter::Open(const std::string &path, uint64_t end) {
+  Close();
   path_ = path;
+  size_ = end;
   fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd_ < 0) return Status::IO("open: " + ErrnoString(errno), path);
   struct stat st;
@@ -445,10 +598,12 @@ Status ManifestWriter::Open(const std::string &path, uint64_t end) {
 }
 
 Status ManifestWriter::Append(const ManifestEdit &e) {
+  if (fd_ < 0) return Status::IO("manifest is not open for appending (closed after a failed rewrite)", path_);
   const std::string rec = Record(e);
   // One write per record, so that a crash tears at most this record.
   GT_RETURN_IF_ERROR(WriteAll(fd_, rec.data(), rec.size(), path_));
   if (::fdatasync(fd_) != 0) return Status::IO("fdatasync: " + ErrnoString(errno), path_);
+  size_ += rec.size();
   return Status::OK();
 }
 

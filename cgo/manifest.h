@@ -1,8 +1,11 @@
 // manifest.h -- the append-only, checksummed log of the store's file set.
 //
 // File "MANIFEST" (all integers little-endian):
-//   [0,16)  file header: magic "GTMANI02", u32 format version (2),
-//           u32 crc32c of bytes [0,12).
+//   [0,16)  file header: magic "GTMANI02", u32 format version (2 or 3),
+//           u32 crc32c of bytes [0,12). Format 2: the first record is a
+//           create record (a store as created). Format 3: the first
+//           record is a snapshot record (a MANIFEST rewritten, below);
+//           binaries that know only format 2 refuse it by its version.
 //   then records, back to back, each
 //           u32 payload length n, u32 crc32c(payload),
 //           u32 crc32c of the record's bytes [0,8)  (the header checksum),
@@ -25,16 +28,42 @@
 // header and create record written to MANIFEST.tmp, fsynced and renamed),
 // so an empty or header-less MANIFEST is corruption too.
 //
+// Rewriting (pebble's and LevelDB's MANIFEST rollover). The log only
+// grows, so past a size bound (Store::AppendEdit: kManifestRewriteBytes,
+// or kManifestGrowth times the last snapshot's size if larger) the store
+// rewrites it as one snapshot record describing the state every record so
+// far leaves (every live file at its level, the durable seq, source
+// position and vertex bounds, the live vertex-delete records as the
+// current Version holds them up to the durable seq, the purge point and
+// each live file's vdel_clean, the files edits removed that may still be
+// on disk, and next_file), followed by later edits. The
+// protocol, under the store's manifest lock, so that no edit is appended
+// meanwhile:
+//   1. write the header (format 3) and the snapshot to MANIFEST.tmp, fsync;
+//   2. rename MANIFEST.tmp over MANIFEST, fsync the directory;
+//   3. append later edits to the new MANIFEST.
+// The rename is the switch: a crash before it leaves the old MANIFEST, whole
+// and still the store's, and a MANIFEST.tmp (cut short or whole) that holds
+// nothing the MANIFEST does not; after it, the new MANIFEST alone. So
+// recovery always reads MANIFEST; a MANIFEST.tmp beside it is a leftover
+// of an unfinished rewrite, which a check notes and a read-write open
+// deletes once the MANIFEST has replayed cleanly. (CreateManifest uses
+// MANIFEST.tmp the same way.) No edit is appended to the new MANIFEST before
+// the directory fsync, so an acknowledged edit never depends on a rename a
+// crash could take back.
+//
 // File numbers. Every edit records next_file: every file number at or
 // above it was allocated by a flush or compaction that had not recorded
 // its edit when this one was appended (see Store::AppendEdit). So after a
 // crash, a segment file that no edit keeps alive is provably garbage only
 // if its number is >= the last edit's next_file (an unfinished operation)
-// or an edit removed it (a compaction whose inputs were not yet unlinked);
-// any other is unexplained, and recovery refuses to open rather than
-// delete it.
+// or an edit removed it (a compaction whose inputs were not yet unlinked;
+// after a rewrite, the snapshot's obsolete list stands for the edits it
+// replaced); any other is unexplained, and recovery refuses to open rather
+// than delete it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -46,16 +75,25 @@
 namespace gt {
 
 // What an edit is, for replay's checks and for inspection.
-enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3 };
+enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot = 4 };
 
 // One manifest record: the logged part of a change to the store's file set
 // (pebble's VersionEdit as written to its MANIFEST). The in-memory change
 // that installs a new Version is a VersionEdit (version.h): flush and
 // compaction log this record first, and recovery replays each record as a
 // VersionEdit. Fields absent from the payload keep these defaults.
+//
+// A kSnapshot record (only ever the first record of a format-3 MANIFEST)
+// stands for a create record and every edit after it: in_edges, the
+// durable seq, source position and bounds they leave, every live file in
+// added (any level; by file number, so that L0 replays newest first), the
+// live vertex deletes in vdels with the purge point they leave in
+// vdel_purge, each live file's vdel_clean in vdel_cleans (the value the
+// edit that added it recorded; files with 0 left out), and in obsolete the
+// files they removed that may still be on disk.
 struct ManifestEdit {
   EditKind kind = EditKind::kCreate;
-  // kCreate only: whether the store keeps in-edges (fixed at creation).
+  // kCreate, kSnapshot: whether the store keeps in-edges (fixed at creation).
   bool has_in_edges = false;
   uint32_t in_edges = 0;
   // kFlush: the newest sequence number the flush made durable.
@@ -63,11 +101,12 @@ struct ManifestEdit {
   uint64_t durable_seq = 0;
   std::vector<SegMeta> added;
   std::vector<uint64_t> removed;                     // file ids (kCompact)
-  std::vector<std::pair<uint64_t, uint64_t>> vdels;  // (vertex, seq) (kFlush)
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;  // (vertex, seq) (kFlush, kSnapshot)
+  std::vector<uint64_t> obsolete;                    // file ids (kSnapshot)
   bool has_srcpos = false;
   std::string srcpos;
-  // kFlush: per-band vertex bounds (graphtide.h, gt_snapshot_vertex_bounds)
-  // of every durable edge as of this edit.
+  // kFlush, kSnapshot: per-band vertex bounds (graphtide.h,
+  // gt_snapshot_vertex_bounds) of every durable edge as of this edit.
   bool has_bounds = false;
   uint64_t low_bound = 0, high_bound = 0;
   // Every edit: see "File numbers" above.
@@ -75,10 +114,12 @@ struct ManifestEdit {
   // Vertex-delete purging (tags added later; absent in older records,
   // which read as 0). vdel_clean (kFlush, kCompact): no file this edit adds
   // holds a version that a vertex delete of seq <= vdel_clean hides.
-  // vdel_purge (kCompact): the vertex deletes of seq <= vdel_purge are
-  // gone (at most the durable seq).
+  // vdel_purge (kCompact, kSnapshot): the vertex deletes of seq <=
+  // vdel_purge are gone (at most the durable seq). vdel_cleans
+  // (kSnapshot): (file id, vdel_clean) of the files it adds, one each.
   uint64_t vdel_clean = 0;
   uint64_t vdel_purge = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> vdel_cleans;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -86,10 +127,19 @@ struct ManifestEdit {
 std::string EncodeEdit(const ManifestEdit &e);
 bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why);
 
+// Rewrite bounds (see "Rewriting" above): the MANIFEST is rewritten once it
+// holds at least kManifestRewriteBytes (gt_options.test_manifest_rewrite_bytes
+// overrides it in tests) and at least kManifestGrowth times the size of
+// its latest snapshot, so that a rewrite's cost is amortized over at least
+// as many bytes of appended edits.
+constexpr uint64_t kManifestRewriteBytes = 4ull << 20;
+constexpr uint64_t kManifestGrowth = 2;
+
 // A MANIFEST as read from disk.
 struct ManifestContents {
   std::string path;
-  uint64_t size = 0;  // bytes in the file
+  uint64_t size = 0;    // bytes in the file
+  uint32_t format = 0;  // the header's format version (2 or 3), 0 if unread
   std::vector<ManifestEdit> edits;
   std::vector<uint64_t> offsets;  // offsets[i]: byte offset of edits[i]'s record
   // Offset of a torn tail record and how many bytes it has (both 0 if
@@ -120,23 +170,60 @@ struct ManifestState {
   std::map<uint64_t, uint64_t> removed_at;           // removed file -> offset of the record that removed it
   std::vector<std::pair<uint64_t, uint64_t>> vdels;  // live: not purged
   uint64_t vdel_purge = 0;                           // the largest purge point
+  // Live file -> the vdel_clean of the edit that added it (a snapshot's
+  // per-file value); files with 0 are left out.
+  std::map<uint64_t, uint64_t> vdel_clean;
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones
-// before it (no create record first, a second create, a file number used
-// twice, a file removed while not live, a flush adding a file outside L0
-// or a compaction adding one in it, a level or direction out of range) is
-// a problem appended to *problems naming the record's offset; replay
-// stops at the first one.
+// before it (no create record first in format 2 or snapshot record first
+// in format 3, a second create or snapshot, a file number used twice, a
+// file removed while not live, a flush adding a file outside L0 or a
+// compaction adding one in it, a level or direction out of range) is a
+// problem appended to *problems naming the record's offset; replay stops
+// at the first one. A snapshot's obsolete files count as removed by it.
 void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems);
 
-// The bytes of a MANIFEST holding edits: the file header, then one record
-// per edit.
+// Applies e, an edit appended after the ones st was replayed from, to st's
+// in_edges, durable_seq, srcpos, bounds, next_file, live, vdel_purge and
+// vdel_clean: what
+// SnapshotEdit needs (ReplayManifest does the same per edit, with its
+// checks and history). The store keeps such a running state as it appends.
+void AdvanceState(ManifestState *st, const ManifestEdit &e);
+
+// The snapshot record of the state st (the fields AdvanceState keeps),
+// with the vertex deletes vdels (what the current Version holds up to
+// st.durable_seq; those at or below st.vdel_purge, which the Version may
+// still hold until it installs the purge, are dropped) and the obsolete
+// files.
+ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_t, uint64_t>> vdels,
+                          std::vector<uint64_t> obsolete);
+
+// The bytes of a MANIFEST holding edits: the file header (format 3 when
+// the first edit is a snapshot, else 2), then one record per edit.
 std::string ManifestBytes(const std::vector<ManifestEdit> &edits);
+
+// The name of the file a MANIFEST is written to before it is renamed into
+// place (CreateManifest, a rewrite).
+constexpr const char *kManifestTmp = "MANIFEST.tmp";
 
 // Creates dir/MANIFEST holding the header and a create edit, atomically:
 // written to MANIFEST.tmp, fsynced, renamed, and the directory fsynced.
 Status CreateManifest(const std::string &dir, const ManifestEdit &create);
+
+// Hooks of RewriteManifest between its steps (crash tests pause there);
+// a non-OK Status stops it, leaving the files as a crash there would.
+struct RewriteHooks {
+  std::function<Status()> partial;        // half of MANIFEST.tmp written
+  std::function<Status()> before_switch;  // MANIFEST.tmp whole and fsynced
+  std::function<Status()> after_switch;   // renamed over MANIFEST, directory fsynced
+};
+
+// Replaces dir/MANIFEST with a format-3 MANIFEST holding only snapshot (a
+// kSnapshot edit), by the protocol above (steps 1 and 2); *bytes is its
+// size. The caller then reopens its ManifestWriter on dir/MANIFEST.
+Status RewriteManifest(const std::string &dir, const ManifestEdit &snapshot, const RewriteHooks &hooks,
+                       uint64_t *bytes);
 
 // Appends edits to an existing, validated MANIFEST.
 class ManifestWriter {
@@ -147,16 +234,22 @@ class ManifestWriter {
   ManifestWriter &operator=(const ManifestWriter &) = delete;
 
   // Opens path for appending at end, the end of its complete records:
-  // a torn tail past it is cut off (and the cut fsynced).
+  // a torn tail past it is cut off (and the cut fsynced). Closes the file
+  // it had open, if any (after a rewrite).
   Status Open(const std::string &path, uint64_t end);
   // Appends and fdatasyncs one record. Not thread-safe: the store
   // serializes appends.
   Status Append(const ManifestEdit &e);
+  // Stops appending: Append fails from here on (until Open).
+  void Close();
   const std::string &path() const { return path_; }
+  // Bytes in the file: its complete records' end.
+  uint64_t size() const { return size_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
 }  // namespace gt

@@ -1,31 +1,62 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
 // Per direction, a hash map gives each vertex a slot; a slot keeps the
-// vertex's versions in arrival order. Low-degree vertices (the
-// vast majority, LSMGraph Table 2) keep up to kInline versions inside the
-// slot itself, which lives in a shared chunk of slots, so they cost no
+// vertex's versions in arrival order. Low-degree vertices (the vast
+// majority, LSMGraph Table 2) keep up to kInline versions inside the slot
+// itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
-// from an arena, each as large as all before it, chained: a vertex with n
-// versions has about log2(n) contiguous blocks, and no version is ever
-// copied (a hub's millionth version costs what its second did). A write is
-// one hash probe and one append; versions are sorted once per vertex when
+// from an arena, each an eighth as large as all before it (NextBlock),
+// chained: a vertex with n versions has O(log n) contiguous blocks, and no
+// version is ever copied (a hub's millionth version costs what its second
+// did). A write is one hash probe and one append; versions are sorted when
 // they are flushed or read.
 //
+// Hubs: a read of a vertex sorts its versions, O(d log d) per call. So a
+// vertex with at least hub_min versions (a hub) keeps the sorted result of
+// a read: the reader publishes it as the slot's cache, a sorted copy of its
+// first k versions, and later readers merge that cache with the versions
+// past k (the tail: those written since, sorted on their own): O(d), and
+// O(t log t) for a tail of t. A store read (AddRuns) takes the cache
+// without copying it, as a run of its own beside the sorted tail, while
+// the tail is at most an eighth of it; a larger tail is merged with it
+// into a copy, which may become the next cache. A cache is never changed
+// once published and never freed while the MemGraph lives; a newer one
+// replaces it (compare-and-swap) when it covers twice as many versions, or
+// while all caches made so far take less than a sixteenth of the
+// MemGraph's limit. So caches take at most twice the hubs' versions, plus
+// limit/16 (plus what concurrent readers publish in one race), and they
+// count in bytes(): a MemGraph whose hubs are read is full sooner.
+//
+// Apply (issue 12): each direction is split by a hash of the vertex into
+// kShards shards, each with its own table, slots and arena, so that the
+// shards are written by different threads with no lock and no shared
+// cache line but the presence bits. Apply gathers a shard's ops, groups
+// them by vertex (a stable counting sort: a vertex's ops keep their order,
+// as later ops win), and then touches each vertex's slot once per batch:
+// one probe, its new versions appended, one publication of its count. The
+// caller applies shard 0 of every direction and the MemGraph's helper
+// thread shard 1, joined before Apply returns (small batches are applied
+// on the caller alone; see parallel_min):
+//
+//   caller:  gather+group (out, 0) -> apply (out, 0) -> gather+group (in, 0) -> apply (in, 0) -> join
+//   helper:  gather+group (out, 1) -> apply (out, 1) -> gather+group (in, 1) -> apply (in, 1) -/
+//
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
-// and any number of readers (Collect, VerticesFrom, vertices), which take
-// no lock at all, as LSMGraph's MemGraph readers (section 4.3): a reader
-// filters versions by its snapshot's seq, so what the writer appends
-// meanwhile is invisible to it, and the writer never waits for a reader.
-// What makes that safe:
+// and any number of readers (Collect, AddRuns, VerticesFrom, vertices),
+// which take no lock at all, as LSMGraph's MemGraph readers (section 4.3):
+// a reader filters versions by its snapshot's seq, so what the writer
+// appends meanwhile is invisible to it, and the writer never waits for a
+// reader. What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
-//     lives. Slots live in chunks that never move (SlotChunks); a slot's
-//     versions are appended in place, in blocks that never move; the hash
-//     table grows into a new one twice as large, into which the writer
-//     moves the old one's cells a few per write (incremental rehash: no
-//     write pays for the whole table), and the old tables stay mapped
-//     (counted in bytes(): at most as much again as the current one); the
-//     presence bitmaps are mapped at their full size up front (pages are
-//     only touched where bits are set).
+//     lives, hub caches included (replaced ones stay until it dies). Slots
+//     live in chunks that never move (SlotChunks); a slot's versions are
+//     appended in place, in blocks that never move; the hash table grows
+//     into a new one twice as large, into which the writer moves the old
+//     one's cells a few per write (incremental rehash: no write pays for
+//     the whole table), and the old tables stay mapped (counted in bytes():
+//     at most as much again as the current one); the presence bitmaps are
+//     mapped at their full size up front (pages are only touched where bits
+//     are set).
 //   - Everything is published with release stores and read with acquire
 //     loads, in this order: a slot is built before its index enters the
 //     table and before vertices() counts it; a block is linked before
@@ -34,24 +65,41 @@
 //     versions, in arrival order, and every batch with seq <= its
 //     snapshot's (published by the store's release of last_seq_ after
 //     Apply returned) entirely.
-// INVARIANT: a reader keeps no pointer into MemGraph memory past one call:
+//   - A hub's cache is built by a reader from versions it saw published,
+//     completely, before it is published (compare-and-swap, release) and
+//     read with acquire loads; it only ever covers published versions, so
+//     a reader may take a cache covering more versions than its own load of
+//     the slot's count (newer versions are allowed: readers filter by seq).
+//     Readers publish caches among themselves lock-free; the writer never
+//     reads or writes a cache.
+//   - The writer's helper thread only runs inside Apply, on shards the
+//     caller does not touch (see Apply), and is joined before Apply returns;
+//     so everything it wrote happens before the store publishes the
+//     batch's seq, as if the caller had written it.
+// INVARIANT: a reader keeps no pointer into MemGraph memory past one call,
+// except into a hub cache (AddRuns), which lives as long as the MemGraph:
 // Collect and VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
 // INVARIANT: a frozen MemGraph is never written again.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "common.h"
 #include "graphtide.h"
+#include "merge.h"
 
 namespace gt {
 
@@ -78,18 +126,66 @@ class Mapping {
   size_t bytes_ = 0;
 };
 
+// The multiplier of the vertex hash: the top bit picks a vertex's shard, the
+// bits from 20 up its cell in the shard's table.
+constexpr uint64_t kVertexHashMul = 0x9E3779B97F4A7C15ull;
+
+// A thread that runs one task at a time for its owner, started on first use
+// and joined by Stop or the destructor. Owned by one writer thread: Run and
+// Wait are never called concurrently.
+class HelperThread {
+ public:
+  class Task {
+   public:
+    virtual void Run() = 0;
+
+   protected:
+    ~Task() = default;
+  };
+  HelperThread() = default;
+  ~HelperThread() { Stop(); }
+  HelperThread(const HelperThread &) = delete;
+  HelperThread &operator=(const HelperThread &) = delete;
+  // Starts t on the thread (t must live until Wait returns). Returns false,
+  // having run nothing, if no thread could be started: the caller runs t.
+  bool Post(Task *t);
+  // Blocks until the posted task has run; rethrows what it threw.
+  void Wait();
+  // Joins the thread (a later Post starts a new one).
+  void Stop();
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Task *task_ = nullptr;      // posted, not yet done; under mu_
+  bool stop_ = false;         // under mu_
+  std::exception_ptr error_;  // what the last task threw; under mu_
+  std::thread thread_;        // owner only
+};
+
 class MemGraph {
  public:
-  MemGraph(bool in_edges, uint64_t limit_bytes);
+  // hub_min: the number of versions from which a vertex's sorted versions
+  // are cached by reads; 0 chooses limit_bytes/8192 within [8, 256] (tests
+  // choose small values to exercise the cached path). parallel_min: the
+  // fewest ops of a batch that Apply splits between the caller and the
+  // helper thread; 0 chooses limit_bytes/64Ki within [1, 1024] (a small
+  // MemGraph, as in tests, splits every batch).
+  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0, uint32_t parallel_min = 0);
+  ~MemGraph();
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
 
   // Appends the batch with sequence number seq. skip (may be empty) marks ops
   // superseded by a later vertex delete of the same batch.
   // Writer only (Store::write_mu_); runs beside readers, never waits for them.
+  // Uses the helper thread for a batch of parallel_min ops or more, and
+  // joins it before returning (also when it throws std::bad_alloc).
   void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
              size_t srcpos_len);
-  // Writer only. After it, nothing writes this MemGraph again.
+  // Writer only. After it, nothing writes this MemGraph again (and its
+  // helper thread is joined).
   void Freeze(uint64_t freeze_seq);
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
   // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
@@ -100,7 +196,7 @@ class MemGraph {
   uint64_t low_bound() const { return low_bound_.load(std::memory_order_relaxed); }
   uint64_t high_bound() const { return high_bound_.load(std::memory_order_relaxed); }
 
-  bool full() const { return bytes_.load(std::memory_order_relaxed) >= limit_; }
+  bool full() const { return bytes() >= limit_; }
   // No batch applied yet (a batch with no ops still counts: it carries a
   // sequence number and maybe a source position that a flush must record).
   bool empty() const { return batches_.load(std::memory_order_relaxed) == 0; }
@@ -108,12 +204,21 @@ class MemGraph {
   // whose snapshot tau is below it finds nothing here and may skip it:
   // every batch with seq <= tau was applied before tau was published.
   uint64_t first_seq() const { return first_seq_.load(std::memory_order_relaxed); }
-  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  // Everything held, hub caches included (any thread).
+  uint64_t bytes() const {
+    return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed);
+  }
+  // Of bytes(), what the hub caches take (any thread).
+  uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
   // Vertices with versions in dir (any thread; a reader may count vertices
   // of batches newer than its snapshot).
-  size_t vertices(int dir) const { return dirs_[dir].nslots.load(std::memory_order_acquire); }
+  size_t vertices(int dir) const {
+    size_t n = 0;
+    for (const Shard &sh : dirs_[dir].shards) n += sh.nslots.load(std::memory_order_acquire);
+    return n;
+  }
 
   // Valid after Freeze.
   uint64_t freeze_seq() const { return freeze_seq_; }
@@ -124,7 +229,18 @@ class MemGraph {
   // Any thread, no lock. Appends v's versions sorted into run order:
   // (dst asc, seq desc), and among equal seqs the later op first. Versions
   // newer than the caller's snapshot may be among them (filter by seq).
+  // For a hub, O(d) with a cache that covers all but a few of them, and it
+  // may publish a new cache (see the top of this file).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
+  // Any thread, no lock. Appends v's versions to runs as at most two sorted
+  // runs, the newer first (so MergeRuns visits them in Collect's order),
+  // and returns how many versions they hold. A run points into a hub's
+  // cache, which stays valid while this MemGraph lives, or into *scratch
+  // (cleared first), which must outlive the runs. A hub with no write since
+  // its cache was made: the cache alone, O(1); with a few (at most an
+  // eighth as many as the cache holds): the sorted tail and the cache, no
+  // copy of it; else as Collect, into scratch.
+  size_t AddRuns(int dir, uint64_t v, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
   // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
   // *resume is where the next call should start (hi when exhausted). On an
   // active MemGraph it may list vertices only newer batches touched.
@@ -136,20 +252,42 @@ class MemGraph {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
+  static constexpr int kShards = 2;
+  // INVARIANT: a vertex's versions of a direction are all in shard
+  // ShardOf(v) of it; writers and readers find the shard by this alone.
+  static int ShardOf(uint64_t v) { return static_cast<int>((v * kVertexHashMul) >> 63); }
   static constexpr uint32_t kInline = 1;
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
   // prev is null: versions [0, kInline) are inline). Carved from the arena:
-  // this header in the space of one Entry, then cap entries. The header is
-  // never changed once the block is linked.
+  // this 16-byte header, then cap entries. The header is never changed once
+  // the block is linked.
   struct Block {
     const Block *prev;
     uint32_t base, cap;
-    Entry *data() { return reinterpret_cast<Entry *>(this) + 1; }
-    const Entry *data() const { return reinterpret_cast<const Entry *>(this) + 1; }
+    Entry *data() { return reinterpret_cast<Entry *>(this + 1); }
+    const Entry *data() const { return reinterpret_cast<const Entry *>(this + 1); }
   };
-  static_assert(sizeof(Block) <= sizeof(Entry) && alignof(Block) <= alignof(Entry), "a header takes one entry");
+  static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
   static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+  // A slot that is full gets a block of an eighth of what it holds (at
+  // least kMinBlock, at most kMaxBlock): at most a ninth of its capacity is
+  // ever unused (a block as large as all before it leaves up to half unused,
+  // a quarter on average: that was 8 of the 36 bytes a version cost in the
+  // arena on an R-MAT stream), and a vertex of n versions still has only
+  // O(log n) blocks (about 100 for 2^21 versions).
+  static constexpr uint32_t kMinBlock = 4;
+  static uint32_t NextBlock(uint32_t cap) { return std::min(std::max(cap / 8, kMinBlock), kMaxBlock); }
+
+  // A hub's versions [0, k) in arrival order, sorted into run order.
+  // INVARIANT: immutable once published in a slot; owned by the MemGraph
+  // (the caches_ list, pushed to after publication) and freed only by its
+  // destructor.
+  struct Cache {
+    uint32_t k = 0;
+    std::unique_ptr<Entry[]> ents;
+    Cache *next = nullptr;  // caches_
+  };
 
   // One vertex's versions in arrival order (so with non-decreasing seqs):
   // [0, kInline) in inl, the rest in the chain of blocks from head.
@@ -164,12 +302,18 @@ class MemGraph {
     std::atomic<uint32_t> n{0};                // versions published
     uint32_t cap = kInline;                    // inline and in blocks; writer only
     std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
+    // A sorted copy of versions [0, cache->k) (null until a read made one).
+    // Readers only: published by compare-and-swap (release), never unset.
+    mutable std::atomic<const Cache *> cache{nullptr};
     Entry inl[kInline];
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
 
   // Slot i of a direction, in chunks that never move: chunk c holds
-  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made.
+  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made;
+  // only its pages that slots were made in are counted (an untouched page
+  // is no memory: counting whole chunks was 1.5 bytes of the 40 a version
+  // cost on an R-MAT stream).
   class SlotChunks {
    public:
     static constexpr int kFirstChunkBits = 6;             // 3 KiB: a small MemGraph is not filled by its slots
@@ -185,7 +329,9 @@ class MemGraph {
     Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
     // Writer only: builds slot i (the next one) for v.
     Slot *Make(uint32_t i, uint64_t v);
-    uint64_t bytes() const { return bytes_; }  // writer only
+    // The pages of slots touched so far (slots are made in index order, so
+    // a chunk's pages are touched front to back). Writer only.
+    uint64_t bytes() const { return bytes_; }
 
    private:
     static void Locate(uint32_t i, int *c, size_t *off) {
@@ -220,24 +366,32 @@ class MemGraph {
     Arena() = default;
     // Blocks of about limit/16 bytes (4 KiB..1 MiB), so that a small
     // MemGraph is not filled by its first block.
-    void SetBlockBytes(uint64_t b) { block_entries_ = b / sizeof(Entry); }
+    void SetBlockBytes(uint64_t b) { block_bytes_ = b; }
     Arena(const Arena &) = delete;
     Arena &operator=(const Arena &) = delete;
-    Entry *Alloc(size_t n);  // throws std::bad_alloc if the OS refuses (GT_ERR_INTERNAL)
-    uint64_t bytes() const { return bytes_; }
+    // n bytes, a multiple of 8, 8-aligned. Throws std::bad_alloc if the OS
+    // refuses (GT_ERR_INTERNAL).
+    void *Alloc(size_t n);
+    // The pages touched: a shared mapping is carved front to back, so only
+    // its pages up to what was carved count (its unused end was 1 MiB per
+    // direction: 1.3 bytes per version at 2^20 versions); a request of its
+    // own counts whole.
+    uint64_t bytes() const { return bytes_ + Touched(used_); }
 
    private:
+    static uint64_t Touched(size_t used) { return (used + 4095) / 4096 * 4096; }
     std::vector<Mapping> blocks_;
-    size_t block_entries_ = (1 << 20) / sizeof(Entry);
-    Entry *cur_ = nullptr;
+    size_t block_bytes_ = 1 << 20;
+    char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0;
-    uint64_t bytes_ = 0;
+    uint64_t bytes_ = 0;  // all but the current shared mapping
   };
 
   // Presence bits of the vertices of one id band ([0] from 0, [1] from
-  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot. Mapped at its
-  // full size (cap_words) up front; words are read and written with
-  // atomic builtins. used (words up to the last set bit) bounds what
+  // GT_HIGH_ID_BASE): bit i is set iff base+i has a slot (in either shard).
+  // Mapped at its full size (cap_words) up front; words are read and
+  // written with atomic builtins (set with an atomic or: the shards' threads
+  // share words). used (words up to the last set bit) bounds what
   // VerticesFrom walks. far is set once a vertex of the band lies past the
   // bits; VerticesFrom then probes past them.
   struct Band {
@@ -248,7 +402,23 @@ class MemGraph {
     uint64_t *word() const { return static_cast<uint64_t *>(words.get()); }
   };
 
-  struct Dir {
+  // The gathered and grouped ops of one shard of one batch (see Apply):
+  // scratch of its writer thread, reused from batch to batch.
+  struct Group {
+    uint64_t v;      // the vertex
+    uint32_t start;  // its ops are order[start, start + count)
+    uint32_t count;
+  };
+  struct Scratch {
+    std::vector<uint32_t> ops;    // the shard's ops (indices into the batch), in batch order
+    std::vector<uint32_t> gid;    // group of ops[i]
+    std::vector<uint32_t> cells;  // vertex -> group index + 1, open addressing
+    std::vector<Group> groups;    // in order of first appearance
+    std::vector<uint32_t> order;  // ops grouped by vertex, in batch order within a group
+  };
+
+  // One shard of a direction: the vertices v with ShardOf(v) == its index.
+  struct Shard {
     // Every vertex with a slot is in table or, while a migration runs, in
     // old (the table before it, whose cells [0, migrated) have been moved;
     // a vertex is never in both). A reader loads table before old (both
@@ -265,34 +435,77 @@ class MemGraph {
     SlotChunks slots;
     std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
     Arena arena;
+    Scratch scratch;  // its writer thread only
+  };
+
+  // INVARIANT: during Apply, shards[i] of every direction is written by one
+  // thread only (the caller for 0, the helper thread for 1), and bands only
+  // with atomic read-modify-writes.
+  struct Dir {
+    Shard shards[kShards];
     Band bands[2];
-    // (vertex, slot) sorted by vertex, built once after Freeze (sorted_once_).
+    // (vertex, slot in shard ShardOf(vertex)) sorted by vertex, built once
+    // after Freeze (sorted_once_).
     std::vector<std::pair<uint64_t, uint32_t>> sorted;
   };
 
   static constexpr uint64_t kBitmapIds = uint64_t(1) << 26;  // per band: at most 8 MiB of bits
 
-  void Add(Dir &d, uint64_t v, uint64_t dst, uint64_t vers, double w);
+  // The batch being applied, for the helper thread's task.
+  struct Batch {
+    const gt_op *ops;
+    size_t n;
+    uint64_t seq;
+    const std::vector<uint8_t> *skip;
+  };
+  struct ShardTask final : HelperThread::Task {
+    MemGraph *m = nullptr;
+    Batch b{};
+    int shard = 0;
+    void Run() override { m->ApplyShard(b, shard); }
+  };
+  // Applies the batch's versions of shard `shard` of every direction kept.
+  void ApplyShard(const Batch &b, int shard);
+  // Fills sh.scratch: the batch's edge ops of shard `shard` of dir, grouped
+  // by vertex.
+  void GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const;
+  // The slot of v, made if v has none.
+  uint32_t SlotOf(Dir &d, Shard &sh, uint64_t v);
+  // Appends a group's versions to its slot and publishes them at once.
+  void AppendGroup(const Batch &b, int dir, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
-  void NewTable(Dir &d, uint64_t cells);
+  void NewTable(Shard &d, uint64_t cells);
   // Writer only: moves up to k cells of the old table into the current one.
-  void Migrate(Dir &d, uint64_t k);
+  void Migrate(Shard &d, uint64_t k);
   // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
-  uint32_t Find(const Dir &d, const Table &t, uint64_t v, uint64_t *cell) const;
-  uint32_t Lookup(const Dir &d, uint64_t v) const;
+  uint32_t Find(const Shard &d, const Table &t, uint64_t v, uint64_t *cell) const;
+  // v's slot, or null.
+  const Slot *Lookup(const Dir &d, uint64_t v) const;
   // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
-  void CollectSlot(const Slot &s, std::vector<Entry> *out) const;
+  // publish: whether a hub's read may publish a new cache (not the flush's:
+  // the MemGraph dies after it).
+  void CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const;
+  void Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const;
+  // Appends the slot's versions [k, n) sorted into run order (blk: its
+  // head, loaded after n).
+  static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
   const Dir &SortedDir(int dir) const;
-  void Grow(Dir &d);
+  void Grow(Shard &d);
   void BuildSorted(Dir &d) const;
   uint64_t ComputeBytes() const;
 
   const bool in_edges_;
   const uint64_t limit_;
+  const uint32_t hub_min_;
+  const uint32_t parallel_min_;
   mutable Dir dirs_[2];
-  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> bytes_{0};  // all but the caches; writer only
+  // Every cache ever published (a list only pushed to, by readers, and
+  // freed by the destructor), and their bytes.
+  mutable std::atomic<Cache *> caches_{nullptr};
+  mutable std::atomic<uint64_t> cache_bytes_{0};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
   std::atomic<uint64_t> first_seq_{0};
@@ -308,6 +521,10 @@ class MemGraph {
   // true (acquire) sees every version.
   std::atomic<bool> frozen_{false};
   mutable std::once_flag sorted_once_[2];
+  ShardTask task_;  // writer only
+  // Applies shard 1 during Apply; idle otherwise. Last: it is joined before
+  // anything it writes is destroyed.
+  HelperThread helper_;
 };
 
 template <typename F>
@@ -315,9 +532,9 @@ void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const 
   const Dir &d = SortedDir(dir);
   const size_t n = d.sorted.size();
   for (size_t i = 0; i < n; i++) {
-    if (i + 8 < n) __builtin_prefetch(&d.slots.at(d.sorted[i + 8].second));
+    if (i + 8 < n) __builtin_prefetch(&d.shards[ShardOf(d.sorted[i + 8].first)].slots.at(d.sorted[i + 8].second));
     scratch->clear();
-    CollectSlot(d.slots.at(d.sorted[i].second), scratch);
+    CollectSlot(d.shards[ShardOf(d.sorted[i].first)].slots.at(d.sorted[i].second), scratch, false);
     f(d.sorted[i].first, *scratch);
   }
 }

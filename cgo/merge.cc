@@ -104,19 +104,12 @@ bool VdelMap::AnyIn(uint64_t lo, uint64_t hi) const {
   return false;
 }
 
-void VdelMap::Collect(uint64_t tau, std::vector<Record> *out) const {
+void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
+  out->clear();
   for (const auto &c : chunks_)
     for (const Record &x : c->recs)
-      if (x.second > purged_ && x.second <= tau) out->push_back(x);
-}
-
-std::vector<VdelMap::Record> VdelMap::Records() const {
-  std::vector<Record> out;
-  for (const auto &c : chunks_)
-    for (const Record &x : c->recs)
-      if (x.second > purged_) out.push_back(x);
-  std::sort(out.begin(), out.end());
-  return out;
+      if (x.second > purged_ && x.second <= upto) out->push_back(x);
+  std::sort(out->begin(), out->end());
 }
 
 // For each dst, versions arrive newest first. A version is kept iff it is the

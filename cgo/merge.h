@@ -34,7 +34,10 @@ struct Run {
   double weight(uint64_t i) const { return seg ? seg->weight(i) : ents[i].weight; }
 };
 
-// Calls f(dst, vers, weight) for every version in merge order.
+// Calls f(dst, vers, weight) for every version in merge order. A run whose
+// head is first goes on without looking at the others until it passes the
+// second-best head, so merging a long run with short ones (a hub's cached
+// versions and the few written since) costs about what one run does.
 template <typename F>
 void MergeRuns(const std::vector<Run> &runs, F &&f) {
   if (runs.size() == 1) {
@@ -45,22 +48,46 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
   std::vector<uint64_t> pos(runs.size());
   for (size_t k = 0; k < runs.size(); k++) pos[k] = runs[k].b;
   for (;;) {
-    int best = -1;
-    uint64_t bd = 0, bs = 0;
+    // The first and second heads in merge order; on equal (dst, seq) the
+    // lower run index is first.
+    int best = -1, second = -1;
+    uint64_t bd = 0, bs = 0, sd = 0, ss = 0;
     for (size_t k = 0; k < runs.size(); k++) {
       if (pos[k] >= runs[k].e) continue;
-      uint64_t d = runs[k].dst(pos[k]);
-      uint64_t s = VersSeq(runs[k].vers(pos[k]));
+      const uint64_t d = runs[k].dst(pos[k]);
+      const uint64_t s = VersSeq(runs[k].vers(pos[k]));
       if (best < 0 || d < bd || (d == bd && s > bs)) {
+        second = best;
+        sd = bd;
+        ss = bs;
         best = static_cast<int>(k);
         bd = d;
         bs = s;
+      } else if (second < 0 || d < sd || (d == sd && s > ss)) {
+        second = static_cast<int>(k);
+        sd = d;
+        ss = s;
       }
     }
     if (best < 0) return;
     const Run &r = runs[best];
-    uint64_t i = pos[best]++;
+    uint64_t &i = pos[best];
+    if (second < 0) {
+      for (; i < r.e; i++) f(r.dst(i), r.vers(i), r.weight(i));
+      return;
+    }
+    // best's versions while they come before second's head (best < second
+    // wins a tie only when it has the lower index).
     f(r.dst(i), r.vers(i), r.weight(i));
+    for (i++; i < r.e; i++) {
+      const uint64_t d = r.dst(i);
+      if (d > sd) break;
+      if (d == sd) {
+        const uint64_t s = VersSeq(r.vers(i));
+        if (s < ss || (s == ss && best > second)) break;
+      }
+      f(d, r.vers(i), r.weight(i));
+    }
   }
 }
 
@@ -105,10 +132,12 @@ class VdelMap {
   bool Has(uint64_t v) const { return Latest(v, UINT64_MAX) != 0; }
   // Some live record has lo < seq <= hi.
   bool AnyIn(uint64_t lo, uint64_t hi) const;
-  // Appends the live records of seq <= tau to *out, in no order. O(n).
-  void Collect(uint64_t tau, std::vector<Record> *out) const;
-  // The live records, sorted by (vertex, seq). O(n log n); for tests.
-  std::vector<Record> Records() const;
+  // The live records with seq <= upto as (vertex, seq), sorted, in *out
+  // (replaced): what a manifest snapshot records
+  // (Store::RewriteManifestLocked) and what a filtered scan flattens
+  // (VdelFilter). The one place that turns this map into records.
+  // O(n log n).
+  void Records(uint64_t upto, std::vector<Record> *out) const;
   size_t chunks() const { return chunks_.size(); }
 
  private:

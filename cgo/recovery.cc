@@ -171,6 +171,15 @@ Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
       ReplayManifest(mc, &out->state, &out->problems);
       out->manifest_ok = out->problems.empty();
     }
+    const std::string tmp = JoinPath(dir, kManifestTmp);
+    if (::stat(tmp.c_str(), &st) == 0)
+      out->notes.push_back(Problem{tmp, 0,
+                                   "left by a manifest rewrite (or creation) that a crash interrupted before it "
+                                   "was renamed over the MANIFEST (" +
+                                       std::to_string(st.st_size) +
+                                       " bytes): the MANIFEST is the store's, complete and current, and this file "
+                                       "holds nothing it does not; the next read-write open deletes it",
+                                   GT_FINDING_LEFTOVER});
   }
   const ManifestState &ms = out->state;
   DirScan scan;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "dcheck.h"
+#include "recovery.h"
 
 namespace gt {
 
@@ -37,14 +38,11 @@ void Store::Shutdown() {
 
 Store::~Store() {
   Shutdown();
-  current_.reset();
+  std::atomic_store(&current_, std::shared_ptr<const Version>());
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-std::shared_ptr<const Version> Store::Current() {
-  std::lock_guard<std::mutex> l(mu_);
-  return current_;
-}
+std::shared_ptr<const Version> Store::Current() const { return std::atomic_load(&current_); }
 
 uint64_t Store::NewFileId() {
   std::lock_guard<std::mutex> l(mu_);
@@ -114,8 +112,56 @@ Status Store::AppendEdit(ManifestEdit *e) {
     }
   }
   GT_RETURN_IF_ERROR(manifest_.Append(*e));
-  std::lock_guard<std::mutex> l(mu_);
-  for (const SegMeta &m : e->added) pending_files_.erase(m.id);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const SegMeta &m : e->added) pending_files_.erase(m.id);
+  }
+  AdvanceState(&logged_, *e);
+  manifest_bytes_.store(manifest_.size());
+  if (manifest_.size() < std::max(opt_.manifest_rewrite_bytes, kManifestGrowth * manifest_base_bytes_))
+    return Status::OK();
+  return RewriteManifestLocked();
+}
+
+Status Store::RewriteManifestLocked() {
+  // Files the edits so far removed that may still be on disk (an old
+  // Version a reader holds keeps them, or their unlink has not run yet):
+  // the segment files below next_file that are not live. A file being
+  // written by an unrecorded flush or compaction is numbered at or above
+  // next_file (manifest.h, "File numbers") and stays out: its edit adds it
+  // later.
+  std::vector<uint64_t> on_disk, obsolete;
+  Status s = ListSegments(dir_, &on_disk);
+  for (uint64_t id : on_disk)
+    if (id < logged_.next_file && logged_.live.count(id) == 0) obsolete.push_back(id);
+  // The vertex deletes as the current Version holds them, up to the
+  // durable seq: exactly those the manifest's flushes recorded (a flush
+  // records every delete applied to its MemGraph, and the Version gains a
+  // delete before its batch is published, so before any freeze covers it),
+  // less those a logged purge took (a compaction installs its purge after
+  // appending it, so the Version may still hold them: SnapshotEdit drops
+  // them, and records the purge point and each live file's vdel_clean
+  // from logged_).
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;
+  Current()->vdel->Records(logged_.durable_seq, &vdels);
+  RewriteHooks hooks;
+  hooks.partial = [this] { return TestPause(GT_TEST_MANIFEST_PARTIAL); };
+  hooks.before_switch = [this] { return TestPause(GT_TEST_MANIFEST_BEFORE_SWITCH); };
+  hooks.after_switch = [this] { return TestPause(GT_TEST_MANIFEST_AFTER_SWITCH); };
+  uint64_t bytes = 0;
+  if (s.ok()) s = RewriteManifest(dir_, SnapshotEdit(logged_, std::move(vdels), std::move(obsolete)), hooks, &bytes);
+  if (s.ok()) s = manifest_.Open(JoinPath(dir_, "MANIFEST"), bytes);
+  if (!s.ok()) {
+    // Past the rename the writer's file is no longer the MANIFEST, and
+    // before it a retry would only fail again: no more appends. The caller
+    // makes this a background error; the next open recovers from whichever
+    // MANIFEST the rename left, and deletes MANIFEST.tmp.
+    manifest_.Close();
+    return s;
+  }
+  manifest_base_bytes_ = bytes;
+  manifest_bytes_.store(bytes);
+  manifest_rewrites_.fetch_add(1);
   return Status::OK();
 }
 
@@ -138,7 +184,9 @@ void Store::InstallLocked(const VersionEdit &e) {
   }
   if (e.has_srcpos) durable_srcpos_ = e.srcpos;
   if (e.pointer_level > 0) pointers_[e.pointer_dir][e.pointer_level] = e.pointer;
-  current_ = std::move(next);
+  // Publication: readers load current_ without mu_ (Current()). Every
+  // field of next is set before this store, which releases it to them.
+  std::atomic_store(&current_, std::move(next));
 }
 
 Status Store::VerifyAll() {
@@ -162,10 +210,7 @@ void Store::GetMetrics(gt_metrics *m) {
   std::memset(m, 0, sizeof *m);
   auto ver = Current();
   m->last_seq = last_seq_.load();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    m->durable_seq = durable_seq_;
-  }
+  m->durable_seq = durable_pub_.load(std::memory_order_acquire);
   for (const MemGraph *g : {ver->active.get(), ver->imm.get()}) {
     if (g == nullptr) continue;
     m->memgraph_bytes += g->bytes();
@@ -182,6 +227,8 @@ void Store::GetMetrics(gt_metrics *m) {
   m->stall_nanos = stall_nanos_.load();
   m->background_errors = bg_errors_.load();
   m->deferred_flushes = deferred_flushes_.load();
+  m->manifest_bytes = manifest_bytes_.load();
+  m->manifest_rewrites = manifest_rewrites_.load();
   {
     std::lock_guard<std::mutex> l(snap_mu_);
     m->snapshots_open = snaps_.size();

@@ -7,8 +7,8 @@
 // vertex deletes, flushes, compactions and recovery each describe their
 // change as a VersionEdit and install it with InstallLocked, under mu_
 // (ApplyEdit makes the next Version); a reader takes the current
-// Version (one shared_ptr copy) per call and reads it without locks, the
-// MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
+// Version (one atomic shared_ptr load, never mu_) per call and reads it
+// without locks, the MemGraphs included (memgraph.h). A replaced segment is unlinked only when the
 // last Version that holds it is gone, so no reader ever sees a missing file,
 // and since a Version swaps the compaction's inputs for its outputs in one
 // step no reader ever sees a vertex's edges twice.
@@ -63,6 +63,9 @@ struct Options {
   bool in_edges_as_stored = false;
   bool read_only = false;
   uint32_t test_pause_at = 0;  // gt_test_point
+  // The MANIFEST rewrite bound (manifest.h, "Rewriting"); tests make it
+  // small (gt_options.test_manifest_rewrite_bytes).
+  uint64_t manifest_rewrite_bytes = kManifestRewriteBytes;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -87,7 +90,8 @@ class Store {
   uint64_t DurableSeq();
   void GetMetrics(gt_metrics *m);
 
-  std::shared_ptr<const Version> Current();
+  // The current Version, without taking mu_ (see current_).
+  std::shared_ptr<const Version> Current() const;
   // Pins and returns the newest committed seq, or with durable the newest
   // durable one. Unpin with UnpinSnapshot.
   uint64_t PinSnapshot(bool durable = false);
@@ -124,8 +128,13 @@ class Store {
   Status PurgeVertexDeletes();
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
   // Records e in the manifest (setting e->next_file); the files it adds
-  // stop being pending once it is durable.
+  // stop being pending once it is durable. Then rewrites the manifest if
+  // it has outgrown its bound (RewriteManifestLocked); an error there
+  // leaves e durable but stops all further appends.
   Status AppendEdit(ManifestEdit *e);
+  // Rewrites the manifest as a snapshot of logged_ (manifest.h,
+  // "Rewriting"). Requires manifest_mu_ held.
+  Status RewriteManifestLocked();
   // Makes ApplyEdit(*current_, e) current and applies e's store state (the
   // durable seq and source position, a compaction pointer). The one place
   // current_ changes after Recover's empty start. Requires mu_ held.
@@ -148,13 +157,19 @@ class Store {
   // ever takes it.
   std::mutex write_mu_;
 
-  // Protects the fields below. INVARIANT: held only for O(1) or O(files)
-  // work (copying or swapping current_, counters, the pending file set),
-  // never across I/O, a MemGraph or segment read, or a wait other than on
-  // cv_ (which releases it); readers take it only to copy current_
-  // (Current()). So no reader can hold up Apply's short holds for long.
+  // Protects the fields below (current_ as written there). INVARIANT: held
+  // only for O(1) or O(files) work (making and swapping current_, counters,
+  // the pending file set), never across I/O, a MemGraph or segment read, or
+  // a wait other than on cv_ (which releases it). Readers never take it.
   std::mutex mu_;
   std::condition_variable cv_;
+  // The current Version, published to readers without mu_.
+  // INVARIANT: written only with mu_ held and only through
+  // std::atomic_store (InstallLocked, Recover's empty start, ~Store); read
+  // without mu_ only through std::atomic_load (Current()); read plainly
+  // only with mu_ held (no write can then run: every write holds mu_, and
+  // the lock-free loads beside it only read). A Version once published is
+  // immutable, so a reader that loaded it needs no lock to read it.
   std::shared_ptr<const Version> current_;
   uint64_t durable_seq_ = 0;
   std::string durable_srcpos_;
@@ -173,8 +188,17 @@ class Store {
   // flush thread freezes the active MemGraph for it once that one is done.
   uint64_t flush_requested_ = 0;
 
-  std::mutex manifest_mu_;   // serializes manifest appends
-  ManifestWriter manifest_;  // not open in read-only mode
+  std::mutex manifest_mu_;   // serializes manifest appends and rewrites
+  ManifestWriter manifest_;  // not open in read-only mode; Protected by manifest_mu_.
+  // The state the manifest's records leave (AdvanceState's fields only;
+  // no history). Protected by manifest_mu_.
+  // INVARIANT: equals ReplayManifest of the MANIFEST as it is on disk in
+  // those fields: set by Recover, advanced by every successful append.
+  ManifestState logged_;
+  // Size of the MANIFEST's first record (its snapshot or create record), for
+  // the rewrite bound. Protected by manifest_mu_.
+  uint64_t manifest_base_bytes_ = 0;
+  std::atomic<uint64_t> manifest_bytes_{0}, manifest_rewrites_{0};  // for gt_metrics
   // Bounds of every durable edge (recorded with each flush). Touched only by
   // Recover and the flush thread.
   uint64_t durable_low_ = 0, durable_high_ = 0;

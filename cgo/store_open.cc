@@ -57,10 +57,11 @@ Status ValidateOptions(const gt_options *c, Options *o) {
   o->disable_auto_compaction = c->disable_auto_compaction != 0;
   o->in_edges_as_stored = c->in_edges_as_stored != 0;
   o->read_only = c->read_only != 0;
-  if (c->test_pause_at > GT_TEST_COMPACT_AFTER_EDIT)
-    return Status::Invalid("test_pause_at must be between 0 and " + std::to_string(GT_TEST_COMPACT_AFTER_EDIT) +
+  if (c->test_pause_at > GT_TEST_MANIFEST_AFTER_SWITCH)
+    return Status::Invalid("test_pause_at must be between 0 and " + std::to_string(GT_TEST_MANIFEST_AFTER_SWITCH) +
                            ", got " + std::to_string(c->test_pause_at));
   o->test_pause_at = c->test_pause_at;
+  if (c->test_manifest_rewrite_bytes != 0) o->manifest_rewrite_bytes = c->test_manifest_rewrite_bytes;
   return Status::OK();
 }
 
@@ -147,6 +148,10 @@ Status Store::Recover() {
     std::shared_ptr<Segment> seg;
     GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
     GT_RETURN_IF_ERROR(MatchesManifest(*seg, m, path, ms.added_at.at(m.id)));
+    // The vdel_clean its adding edit recorded (a snapshot's per-file value
+    // after a rewrite): set before any Version holds it.
+    auto clean = ms.vdel_clean.find(m.id);
+    if (clean != ms.vdel_clean.end()) seg->set_vdel_clean(clean->second);
     if (m.level >= opt_.max_levels)
       return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
                              " but max_levels is " + std::to_string(opt_.max_levels));
@@ -156,8 +161,19 @@ Status Store::Recover() {
     // INVARIANT: nothing is cut or deleted before the whole manifest has
     // replayed and every live file has opened cleanly; then only a torn
     // tail and files the manifest proves garbage go.
-    GT_RETURN_IF_ERROR(manifest_.Open(path, mc.torn() ? mc.torn_offset : mc.size));
-    bool deleted = false;
+    const uint64_t end = mc.torn() ? mc.torn_offset : mc.size;
+    GT_RETURN_IF_ERROR(manifest_.Open(path, end));
+    manifest_bytes_.store(end);
+    manifest_base_bytes_ = mc.offsets.size() > 1 ? mc.offsets[1] : end;
+    logged_ = ms;  // AdvanceState's fields; the history stays behind
+    logged_.added_at.clear();
+    logged_.removed_at.clear();
+    logged_.vdels.clear();
+    // A MANIFEST.tmp beside the MANIFEST that just replayed is what an
+    // interrupted rewrite (or create) left: the MANIFEST is the store's.
+    const std::string tmp = JoinPath(dir_, kManifestTmp);
+    bool deleted = ::unlink(tmp.c_str()) == 0;
+    if (!deleted && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), tmp);
     for (const auto *ids : {&scan.removed, &scan.unfinished}) {
       for (uint64_t id : *ids) {
         const std::string f = JoinPath(dir_, SegmentFileName(id));
@@ -183,10 +199,10 @@ Status Store::Recover() {
     for (auto &t : empty->trees) t.levels.resize(opt_.max_levels);
     empty->vdel = vdel;
     std::lock_guard<std::mutex> l(mu_);
-    current_ = std::move(empty);
+    std::atomic_store(&current_, std::shared_ptr<const Version>(std::move(empty)));
     for (const ManifestEdit &r : mc.edits) {
       VersionEdit e;
-      if (r.kind == EditKind::kCreate) {
+      if (r.kind == EditKind::kCreate || r.kind == EditKind::kSnapshot) {
         // A read-only store never writes; its MemGraph only keeps reads
         // uniform.
         e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
@@ -194,7 +210,6 @@ Status Store::Recover() {
       for (const SegMeta &m : r.added) {
         auto it = live.find(m.id);
         if (it == live.end()) continue;
-        it->second->set_vdel_clean(r.vdel_clean);
         e.added.push_back(it->second);
       }
       if (!r.vdels.empty() || r.vdel_purge != 0) {

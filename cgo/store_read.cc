@@ -55,16 +55,14 @@ struct VisibleMems {
 };
 
 // Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
-// must outlive the runs.
+// must outlive the runs, as must ver (a hub's MemGraph run may point into
+// the MemGraph's cache: MemGraph::AddRuns).
 Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
                   std::vector<Run> *runs) {
   runs->clear();
   for (int k = 0; k < 2; k++) {
     if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
-    m[k].clear();
-    mems.m[k]->Collect(dir, v, &m[k]);
-    if (m[k].empty()) continue;
-    runs->push_back(Run{m[k].data(), nullptr, 0, m[k].size()});
+    mems.m[k]->AddRuns(dir, v, &m[k], runs);
   }
   const Tree &t = ver.trees[dir];
   for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
@@ -140,8 +138,7 @@ const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int 
 class VdelFilter {
  public:
   VdelFilter(const VdelMap &m, uint64_t tau) {
-    m.Collect(tau, &latest_);
-    std::sort(latest_.begin(), latest_.end());
+    m.Records(tau, &latest_);  // sorted by (vertex, seq)
     // Keep the newest record of each vertex (the last of its run).
     size_t k = 0;
     for (size_t i = 0; i < latest_.size(); i++) {

@@ -1,13 +1,26 @@
 // memgraph_test.cc -- MemGraph::VerticesFrom against a brute-force sorted
 // set, active (presence bitmaps per id band, probing past them) and frozen
 // (sorted index), for ids in both bands, near and far from each band's base.
+// MemGraph::Collect, AddRuns and ForEachSorted against an oracle (a std::map of every
+// version in run order) with small hub thresholds, so that reads publish,
+// merge and replace hub caches many times, both alone and with readers
+// racing the writer. Apply's shards and helper thread against the same
+// oracle: batches with bursts of ops of one vertex, repeated edges and
+// vertex deletes (with the skip vector the store computes), applied in
+// parallel (every batch split) and on the caller alone.
 #include "memgraph.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -113,6 +126,477 @@ TEST(MemGraphTest, SmallMemGraphIsNotFilledByItsOverhead) {
   for (uint64_t i = 0; i < 60; i++) ops.push_back(Up(i, i + 1));
   m.Apply(ops.data(), ops.size(), 1, {}, nullptr, 0);
   EXPECT_FALSE(m.full()) << m.bytes() << " bytes after 60 edges";
+}
+
+// A Kronecker-like (R-MAT) stream in a default-sized MemGraph (64 MiB, both
+// directions) costs at most 32 bytes per buffered version, all overheads
+// included (entries are 24): block slack, block headers, slots, hash
+// tables, bitmaps.
+TEST(MemGraphTest, RmatStreamCostsAtMost32BytesPerVersion) {
+  std::mt19937_64 rng(2);
+  const int kScale = 16;
+  gt::MemGraph m(true, uint64_t(64) << 20);
+  std::vector<gt_op> ops;
+  uint64_t seq = 0;
+  while (!m.full() && m.entries() < (uint64_t(12) << kScale) * 2) {
+    ops.clear();
+    for (int k = 0; k < 4096; k++) {
+      uint64_t s = 0, d = 0;
+      for (int b = 0; b < kScale; b++) {
+        const uint64_t r = rng() % 100;  // quadrant probabilities .57 .19 .19 .05
+        const uint64_t q = r < 57 ? 0 : r < 76 ? 1 : r < 95 ? 2 : 3;
+        s = s << 1 | q >> 1;
+        d = d << 1 | (q & 1);
+      }
+      ops.push_back(Up(s, d));
+    }
+    m.Apply(ops.data(), ops.size(), ++seq, {}, nullptr, 0);
+  }
+  EXPECT_FALSE(m.full());
+  EXPECT_LE(static_cast<double>(m.bytes()) / static_cast<double>(m.entries()), 32.0)
+      << m.bytes() << " bytes for " << m.entries() << " versions";
+}
+
+// ---------------------------------------------------------------------------
+// Collect against an oracle
+
+uint64_t TestSeed(uint64_t dflt) {
+  const char *e = std::getenv("GT_TEST_SEED");
+  return e != nullptr ? std::strtoull(e, nullptr, 10) : dflt;
+}
+
+// Every version of every (dir, vertex), keyed in run order: dst ascending,
+// then seq descending, then the later op of a batch first.
+struct VersionOracle {
+  using Key = std::tuple<uint64_t, uint64_t, uint64_t>;  // dst, ~seq, ~op
+  std::map<std::pair<int, uint64_t>, std::map<Key, gt::Entry>> m;
+  uint64_t ops = 0;
+
+  void Apply(const std::vector<gt_op> &batch, uint64_t seq, bool in_edges) {
+    for (const gt_op &op : batch) {
+      const bool tomb = op.kind == GT_OP_DELETE_EDGE;
+      const uint64_t vers = gt::MakeVers(seq, tomb);
+      const double w = tomb ? 0.0 : op.weight;
+      const uint64_t k = ~ops++;
+      m[{0, op.src}][Key{op.dst, ~seq, k}] = gt::Entry{op.dst, vers, w};
+      if (in_edges) m[{1, op.dst}][Key{op.src, ~seq, k}] = gt::Entry{op.src, vers, w};
+    }
+  }
+  // v's versions with seq <= tau, in run order.
+  std::vector<gt::Entry> Want(int dir, uint64_t v, uint64_t tau) const {
+    std::vector<gt::Entry> out;
+    auto it = m.find({dir, v});
+    if (it == m.end()) return out;
+    for (const auto &kv : it->second)
+      if (gt::VersSeq(kv.second.vers) <= tau) out.push_back(kv.second);
+    return out;
+  }
+};
+
+std::string Show(const std::vector<gt::Entry> &es) {
+  std::string s;
+  for (size_t i = 0; i < es.size() && i < 12; i++)
+    s += "(" + std::to_string(es[i].dst) + " s" + std::to_string(gt::VersSeq(es[i].vers)) +
+         (gt::VersTomb(es[i].vers) ? " del" : "") + " w" + std::to_string(es[i].weight) + ") ";
+  return s + (es.size() > 12 ? "..." : "") + " [" + std::to_string(es.size()) + "]";
+}
+
+bool Same(const std::vector<gt::Entry> &a, const std::vector<gt::Entry> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++)
+    if (a[i].dst != b[i].dst || a[i].vers != b[i].vers || a[i].weight != b[i].weight) return false;
+  return true;
+}
+
+// Batches over a few hubs (one of them both a source and a destination
+// hub) and many small vertices; edges repeat within and across batches, as
+// do deletes of them.
+std::vector<std::vector<gt_op>> HubBatches(std::mt19937_64 &rng, int nbatches, int max_ops) {
+  std::vector<std::vector<gt_op>> out(nbatches);
+  for (auto &b : out) {
+    const int n = 1 + static_cast<int>(rng() % static_cast<uint64_t>(max_ops));
+    for (int i = 0; i < n; i++) {
+      const uint64_t r = rng() % 10;
+      uint64_t src = r < 4 ? rng() % 3 : 10 + rng() % 200;  // 0..2 are hubs
+      uint64_t dst = rng() % 4 == 0 ? rng() % 16 : 100 + rng() % 5000;
+      if (rng() % 8 == 0) std::swap(src, dst);  // vertex 0 is an in-hub too
+      gt_op op = Up(src, dst);
+      op.weight = static_cast<double>(rng() % 1000);
+      if (rng() % 5 == 0) op.kind = GT_OP_DELETE_EDGE;
+      b.push_back(op);
+    }
+  }
+  return out;
+}
+
+// v's versions through AddRuns and MergeRuns (as a store read gets them);
+// the runs are left in last_runs.
+thread_local std::vector<gt::Run> last_runs;
+size_t ViaRuns(const gt::MemGraph &m, int dir, uint64_t v, std::vector<gt::Entry> *scratch,
+               std::vector<gt::Entry> *got) {
+  last_runs.clear();
+  const size_t n = m.AddRuns(dir, v, scratch, &last_runs);
+  got->clear();
+  gt::MergeRuns(last_runs, [&](uint64_t d, uint64_t vers, double w) { got->push_back(gt::Entry{d, vers, w}); });
+  if (last_runs.size() > 2) ADD_FAILURE() << last_runs.size() << " runs";
+  return n;
+}
+
+TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
+  const uint64_t seed = TestSeed(5);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t hub_min : {1u, 2u, 5u, 40u}) {
+    for (uint64_t limit : {uint64_t(1) << 20, uint64_t(64) << 20}) {
+      const uint32_t parallel_min = hub_min % 2 == 0 ? 1 : 0;  // every batch split, or the default
+      SCOPED_TRACE("hub_min " + std::to_string(hub_min) + " limit " + std::to_string(limit));
+      gt::MemGraph m(true, limit, hub_min, parallel_min);
+      VersionOracle oracle;
+      std::vector<std::pair<const gt::Entry *, std::vector<gt::Entry>>> kept;  // AddRuns runs in caches
+      const auto batches = HubBatches(rng, 300, 60);
+      uint64_t seq = 0;
+      std::vector<gt::Entry> got;
+      // Reads a few vertices (hubs most often), each read maybe publishing
+      // a cache, so that the next writes leave a tail behind it.
+      auto read_some = [&]() {
+        for (int q = 0; q < 4; q++) {
+          const int dir = static_cast<int>(rng() % 2);
+          const uint64_t v = rng() % 3 == 0 ? 10 + rng() % 200 : rng() % 3;
+          if (rng() % 2 == 0) {
+            got.assign(1, gt::Entry{7, 7, 7});  // Collect appends
+            m.Collect(dir, v, &got);
+            ASSERT_EQ(got.size(), oracle.Want(dir, v, seq).size() + 1);
+            ASSERT_EQ(got[0].dst, 7u);
+            got.erase(got.begin());
+          } else {
+            std::vector<gt::Entry> scratch{gt::Entry{7, 7, 7}};
+            const size_t n = ViaRuns(m, dir, v, &scratch, &got);
+            ASSERT_EQ(n, got.size());
+            // A run in a cache stays valid and unchanged while the MemGraph
+            // lives: checked again at the end.
+            for (const gt::Run &r : last_runs)
+              if (r.ents != scratch.data()) kept.push_back({r.ents, std::vector<gt::Entry>(r.ents, r.ents + r.e)});
+          }
+          const auto want = oracle.Want(dir, v, seq);
+          ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
+                                       << "\n want " << Show(want);
+        }
+      };
+      for (const auto &b : batches) {
+        seq++;
+        // Sometimes in two parts of one seq with reads between, as a reader
+        // racing Apply sees part of a batch: a cache then ends inside the
+        // batch, and the merge must still put its later ops first.
+        const size_t cut = rng() % 3 == 0 ? rng() % (b.size() + 1) : b.size();
+        const std::vector<gt_op> first(b.begin(), b.begin() + static_cast<long>(cut));
+        const std::vector<gt_op> rest(b.begin() + static_cast<long>(cut), b.end());
+        m.Apply(first.data(), first.size(), seq, {}, nullptr, 0);
+        oracle.Apply(first, seq, true);
+        if (!rest.empty()) {
+          ASSERT_NO_FATAL_FAILURE(read_some());
+          m.Apply(rest.data(), rest.size(), seq, {}, nullptr, 0);
+          oracle.Apply(rest, seq, true);
+        }
+        ASSERT_NO_FATAL_FAILURE(read_some());
+      }
+      EXPECT_GT(m.cache_bytes(), 0u) << "hub reads made no cache";
+      EXPECT_FALSE(kept.empty()) << "no read was served from a cache";
+      for (const auto &pk : kept)
+        ASSERT_TRUE(Same(std::vector<gt::Entry>(pk.first, pk.first + pk.second.size()), pk.second));
+      // Caches: at most twice the versions of the vertices read, plus the
+      // churn budget of limit/16 (one reader: no races).
+      EXPECT_LE(m.cache_bytes(), 2 * (sizeof(gt::Entry) + 64) * m.entries() + limit / 16);
+      // Every vertex, then the flush's walk of a frozen MemGraph.
+      for (const auto &kv : oracle.m) {
+        got.clear();
+        m.Collect(kv.first.first, kv.first.second, &got);
+        ASSERT_TRUE(Same(got, oracle.Want(kv.first.first, kv.first.second, seq))) << "vertex " << kv.first.second;
+      }
+      m.Freeze(seq);
+      for (int dir = 0; dir < 2; dir++) {
+        std::vector<gt::Entry> scratch;
+        size_t seen = 0;
+        m.ForEachSorted(dir, &scratch, [&](uint64_t v, const std::vector<gt::Entry> &vs) {
+          seen++;
+          ASSERT_TRUE(Same(vs, oracle.Want(dir, v, seq))) << "flush of dir " << dir << " vertex " << v;
+        });
+        size_t want = 0;
+        for (const auto &kv : oracle.m) want += kv.first.first == dir ? 1 : 0;
+        EXPECT_EQ(seen, want);
+      }
+    }
+  }
+}
+
+// Readers racing the one writer: each reader reads the published seq
+// (release by the writer after Apply, as Store::last_seq_), collects a
+// vertex, and checks that the versions with seq <= it are exactly the
+// oracle's and that everything it got is sorted in run order (the rest are
+// versions of newer batches). Hubs are read all the time, so caches are
+// published, raced for and replaced while the writer appends to the same
+// slots.
+TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
+  const uint64_t seed = TestSeed(9);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t hub_min : {2u, 16u}) {
+    SCOPED_TRACE("hub_min " + std::to_string(hub_min));
+    const uint64_t limit = uint64_t(1) << 20;
+    gt::MemGraph m(true, limit, hub_min, hub_min == 2 ? 1 : 0);
+    const auto batches = HubBatches(rng, 300, 400);
+    VersionOracle oracle;
+    for (size_t i = 0; i < batches.size(); i++) oracle.Apply(batches[i], i + 1, true);
+    std::atomic<uint64_t> published{0};
+    std::atomic<bool> failed{false};
+    std::atomic<uint64_t> reads{0};
+    auto reader = [&](uint64_t rseed) {
+      std::mt19937_64 r(rseed);
+      std::vector<gt::Entry> got;
+      for (;;) {
+        const uint64_t tau = published.load(std::memory_order_acquire);
+        const int dir = static_cast<int>(r() % 2);
+        const uint64_t v = r() % 4 == 0 ? 10 + r() % 200 : r() % 3;
+        got.clear();
+        if (r() % 2 == 0) {
+          m.Collect(dir, v, &got);
+        } else {
+          std::vector<gt::Entry> scratch;
+          ViaRuns(m, dir, v, &scratch, &got);
+        }
+        for (size_t i = 1; i < got.size(); i++) {
+          const gt::Entry &a = got[i - 1], &b = got[i];
+          if (a.dst > b.dst || (a.dst == b.dst && gt::VersSeq(a.vers) < gt::VersSeq(b.vers))) {
+            ADD_FAILURE() << "not in run order at " << i << ": " << Show(got);
+            failed = true;
+            return;
+          }
+        }
+        std::vector<gt::Entry> vis;
+        for (const gt::Entry &e : got)
+          if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
+        const auto want = oracle.Want(dir, v, tau);
+        if (!Same(vis, want)) {
+          ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << "\n got  " << Show(vis) << "\n want "
+                        << Show(want);
+          failed = true;
+          return;
+        }
+        reads.fetch_add(1, std::memory_order_relaxed);
+        if (tau == batches.size()) return;
+      }
+    };
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 3; i++) readers.emplace_back(reader, seed * 31 + static_cast<uint64_t>(i));
+    for (size_t i = 0; i < batches.size() && !failed; i++) {
+      m.Apply(batches[i].data(), batches[i].size(), i + 1, {}, nullptr, 0);
+      published.store(i + 1, std::memory_order_release);
+      if (i % 16 == 0) std::this_thread::yield();
+    }
+    published.store(batches.size(), std::memory_order_release);
+    for (auto &t : readers) t.join();
+    EXPECT_FALSE(failed);
+    EXPECT_GT(reads.load(), 0u);
+    EXPECT_GT(m.cache_bytes(), 0u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Apply's shards, grouping and helper thread against an oracle
+
+// Batches of ops over few vertices, so that a batch holds many ops of one
+// vertex (bursts of one source, and of one destination), the same edge
+// several times, edge deletes, and vertex deletes; ids in both bands.
+std::vector<std::vector<gt_op>> BurstBatches(std::mt19937_64 &rng, int nbatches, int max_ops) {
+  auto id = [&]() -> uint64_t {
+    const uint64_t r = rng() % 16;
+    if (r == 0) return GT_HIGH_ID_BASE + rng() % 8;
+    if (r < 4) return rng() % 4;  // hubs
+    return rng() % 300;
+  };
+  std::vector<std::vector<gt_op>> out(nbatches);
+  for (auto &b : out) {
+    const int n = static_cast<int>(rng() % static_cast<uint64_t>(max_ops + 1));  // empty batches too
+    while (static_cast<int>(b.size()) < n) {
+      const uint64_t kind = rng() % 20;
+      if (kind == 0) {
+        gt_op op = Up(id(), 0);
+        op.kind = GT_OP_DELETE_VERTEX;
+        b.push_back(op);
+        continue;
+      }
+      // A burst: several ops of one source (or one destination).
+      const uint64_t v = id();
+      const bool by_dst = rng() % 3 == 0;
+      const int burst = 1 + static_cast<int>(rng() % (rng() % 4 == 0 ? 40 : 3));
+      for (int i = 0; i < burst; i++) {
+        const uint64_t u = rng() % 2 == 0 ? id() : rng() % 6;  // repeats of one edge
+        gt_op op = by_dst ? Up(u, v) : Up(v, u);
+        op.weight = static_cast<double>(rng() % 1000);
+        if (rng() % 5 == 0) op.kind = GT_OP_DELETE_EDGE;
+        b.push_back(op);
+      }
+    }
+  }
+  return out;
+}
+
+// What Store::Apply passes: an edge op followed, in its batch, by a delete
+// of one of its vertices is skipped (empty when the batch deletes none).
+std::vector<uint8_t> SkipOf(const std::vector<gt_op> &b) {
+  std::map<uint64_t, size_t> last_del;
+  for (size_t i = 0; i < b.size(); i++)
+    if (b[i].kind == GT_OP_DELETE_VERTEX) last_del[b[i].src] = i;
+  if (last_del.empty()) return {};
+  std::vector<uint8_t> skip(b.size(), 0);
+  for (size_t i = 0; i < b.size(); i++) {
+    if (b[i].kind == GT_OP_DELETE_VERTEX) continue;
+    for (uint64_t v : {b[i].src, b[i].dst}) {
+      auto it = last_del.find(v);
+      if (it != last_del.end() && it->second > i) skip[i] = 1;
+    }
+  }
+  return skip;
+}
+
+TEST(MemGraphTest, ShardedApplyMatchesOracle) {
+  const uint64_t seed = TestSeed(13);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (bool in_edges : {true, false}) {
+    for (uint32_t parallel_min : {1u, 5u, UINT32_MAX}) {
+      SCOPED_TRACE(std::string(in_edges ? "in-edges" : "out-only") + " parallel_min " + std::to_string(parallel_min));
+      gt::MemGraph m(in_edges, uint64_t(1) << 20, 3, parallel_min);
+      VersionOracle oracle;
+      std::vector<std::pair<uint64_t, uint64_t>> vdels;
+      std::set<uint64_t> present[2];
+      const auto batches = BurstBatches(rng, 250, 120);
+      uint64_t seq = 0;
+      std::vector<gt::Entry> got;
+      for (const auto &b : batches) {
+        seq++;
+        const std::vector<uint8_t> skip = SkipOf(b);
+        m.Apply(b.data(), b.size(), seq, skip, nullptr, 0);
+        std::vector<gt_op> kept;
+        for (size_t i = 0; i < b.size(); i++) {
+          if (!skip.empty() && skip[i]) continue;
+          if (b[i].kind == GT_OP_DELETE_VERTEX) {
+            vdels.emplace_back(b[i].src, seq);
+            continue;
+          }
+          kept.push_back(b[i]);
+          present[0].insert(b[i].src);
+          if (in_edges) present[1].insert(b[i].dst);
+        }
+        oracle.Apply(kept, seq, in_edges);
+        ASSERT_EQ(m.entries(), oracle.ops * (in_edges ? 2 : 1));
+        // Some vertices each batch (hubs often), every one now and then.
+        const bool all = seq % 50 == 0;
+        for (int dir = 0; dir < (in_edges ? 2 : 1); dir++) {
+          ASSERT_EQ(m.vertices(dir), present[dir].size());
+          for (uint64_t v : present[dir]) {
+            if (!all && v >= 4 && rng() % 8 != 0) continue;
+            got.clear();
+            m.Collect(dir, v, &got);
+            const auto want = oracle.Want(dir, v, seq);
+            ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
+                                         << "\n want " << Show(want);
+          }
+          if (all) {
+            const std::vector<uint64_t> want(present[dir].begin(), present[dir].end());
+            ASSERT_EQ(List(m, dir, 0, UINT64_MAX, 1 + rng() % 100), want) << "dir " << dir;
+          }
+        }
+      }
+      m.Freeze(seq);
+      ASSERT_EQ(m.vdels(), vdels);
+      for (int dir = 0; dir < (in_edges ? 2 : 1); dir++) {
+        std::vector<gt::Entry> scratch;
+        std::vector<uint64_t> seen;
+        m.ForEachSorted(dir, &scratch, [&](uint64_t v, const std::vector<gt::Entry> &vs) {
+          seen.push_back(v);
+          ASSERT_TRUE(Same(vs, oracle.Want(dir, v, seq))) << "flush of dir " << dir << " vertex " << v;
+        });
+        EXPECT_EQ(seen, std::vector<uint64_t>(present[dir].begin(), present[dir].end()));
+      }
+    }
+  }
+}
+
+// Readers racing Apply's two threads: Collect and VerticesFrom of every
+// vertex against the oracle at the published seq, while bursts of one
+// vertex are appended in groups (one publication of the count per batch).
+TEST(MemGraphTest, ReadersRaceShardedApply) {
+  const uint64_t seed = TestSeed(17);
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  gt::MemGraph m(true, uint64_t(1) << 20, 4, 1);
+  const auto batches = BurstBatches(rng, 300, 300);
+  VersionOracle oracle;
+  // Present vertices per direction after each batch.
+  std::vector<std::set<uint64_t>> present_out(batches.size() + 1), present_in(batches.size() + 1);
+  std::vector<std::vector<uint8_t>> skips;
+  for (size_t i = 0; i < batches.size(); i++) {
+    skips.push_back(SkipOf(batches[i]));
+    std::vector<gt_op> kept;
+    present_out[i + 1] = present_out[i];
+    present_in[i + 1] = present_in[i];
+    for (size_t k = 0; k < batches[i].size(); k++) {
+      const gt_op &op = batches[i][k];
+      if ((!skips[i].empty() && skips[i][k]) || op.kind == GT_OP_DELETE_VERTEX) continue;
+      kept.push_back(op);
+      present_out[i + 1].insert(op.src);
+      present_in[i + 1].insert(op.dst);
+    }
+    oracle.Apply(kept, i + 1, true);
+  }
+  std::atomic<uint64_t> published{0};
+  std::atomic<bool> failed{false};
+  auto reader = [&](uint64_t rseed) {
+    std::mt19937_64 r(rseed);
+    std::vector<gt::Entry> got;
+    for (;;) {
+      const uint64_t tau = published.load(std::memory_order_acquire);
+      const int dir = static_cast<int>(r() % 2);
+      const std::set<uint64_t> &want_vs = dir == 0 ? present_out[tau] : present_in[tau];
+      if (r() % 16 == 0) {
+        // Every vertex of the snapshot is listed (newer ones may be too).
+        std::vector<uint64_t> page;
+        uint64_t resume = 0;
+        m.VerticesFrom(dir, 0, UINT64_MAX, SIZE_MAX, &page, &resume);
+        const std::set<uint64_t> listed(page.begin(), page.end());
+        for (uint64_t v : want_vs) {
+          if (listed.count(v) == 0) {
+            ADD_FAILURE() << "dir " << dir << " tau " << tau << ": vertex " << v << " not listed";
+            failed = true;
+            return;
+          }
+        }
+      }
+      const uint64_t v = r() % 3 == 0 ? r() % 300 : r() % 4;
+      got.clear();
+      m.Collect(dir, v, &got);
+      std::vector<gt::Entry> vis;
+      for (const gt::Entry &e : got)
+        if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
+      const auto want = oracle.Want(dir, v, tau);
+      if (!Same(vis, want)) {
+        ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << "\n got  " << Show(vis) << "\n want "
+                      << Show(want);
+        failed = true;
+        return;
+      }
+      if (tau == batches.size()) return;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; i++) readers.emplace_back(reader, seed * 7 + static_cast<uint64_t>(i));
+  for (size_t i = 0; i < batches.size() && !failed; i++) {
+    m.Apply(batches[i].data(), batches[i].size(), i + 1, skips[i], nullptr, 0);
+    published.store(i + 1, std::memory_order_release);
+  }
+  published.store(batches.size(), std::memory_order_release);
+  for (auto &t : readers) t.join();
+  EXPECT_FALSE(failed);
 }
 
 }  // namespace

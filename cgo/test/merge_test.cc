@@ -245,6 +245,30 @@ TEST(MergeRunsTest, OrderAndTies) {
   EXPECT_EQ(Str(got), "[0@0w30 1@7w20 1@5w10 1@5w21 2@3w11 2@3Tw0 2@0w31 3@1w22]");
 }
 
+// One long run beside short ones (a hub's cache and the versions written
+// since), and runs of equal length, with many equal (dst, seq) across runs:
+// MergeRuns, which runs on in one run until it passes the second head,
+// against the reference order.
+TEST(MergeRunsTest, LongAndShortRunsRandomized) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 3000; trial++) {
+    const size_t nruns = 2 + rng() % 4;
+    std::vector<std::vector<Entry>> rs(nruns);
+    for (size_t k = 0; k < nruns; k++) {
+      const size_t len = k == 0 && trial % 2 == 0 ? rng() % 400 : rng() % 12;
+      const uint64_t dsts = 1 + rng() % 60;
+      for (size_t i = 0; i < len; i++)
+        rs[k].push_back(E(rng() % dsts, rng() % 6, rng() % 4 == 0, static_cast<double>(k * 1000 + i)));
+      SortRun(&rs[k]);
+    }
+    std::vector<Entry> got;
+    gt::MergeRuns(Runs(rs), [&](uint64_t d, uint64_t v, double w) { got.push_back(Entry{d, v, w}); });
+    const std::vector<Entry> want = RefMergeOrder(rs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++) ASSERT_TRUE(SameEntry(got[i], want[i])) << "trial " << trial << " at " << i;
+  }
+}
+
 TEST(VisibleVersionsTest, Examples) {
   VdelRef ref = {{7, {10}}};
   VdelMap vdel = MakeVdel(ref);
@@ -429,7 +453,15 @@ TEST(VdelMapTest, PersistentAgainstReferenceRandomized) {
   auto check = [&](const VdelMap &m, const Ref &ref, uint64_t top) {
     Ref sorted = ref;
     std::sort(sorted.begin(), sorted.end());
-    ASSERT_EQ(m.Records(), sorted);
+    Ref got{{1, 1}};  // Records replaces what *out held
+    m.Records(UINT64_MAX, &got);
+    ASSERT_EQ(got, sorted);
+    const uint64_t upto = rng() % (top + 2);
+    Ref cut;
+    for (const auto &r : sorted)
+      if (r.second <= upto) cut.push_back(r);
+    m.Records(upto, &got);
+    ASSERT_EQ(got, cut) << "Records up to seq " << upto;
     ASSERT_EQ(m.size(), ref.size());
     ASSERT_EQ(m.empty(), ref.empty());
     uint64_t mx = 0;

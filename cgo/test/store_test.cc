@@ -30,11 +30,12 @@ using namespace gt_store_test;  // NOLINT(google-build-using-namespace)
 // ---------------------------------------------------------------------------
 // The randomized model test
 
-TEST(StoreModelTest, RandomizedAgainstOracle) {
+// The model test with opts; with manifest_rewrites, opts make the MANIFEST
+// be rewritten as a snapshot over and over, and the test checks it was.
+void RandomizedModel(const gt_options &opts, bool manifest_rewrites) {
   const uint64_t seed = Seed();
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   TempDir dir;
-  const gt_options opts = SmallOptions();
   StoreHolder holder;  // closes the store on early return, before dir is removed
   gt_store *&s = holder.s;
   ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
@@ -49,6 +50,7 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
   uint64_t last_seq = 0;
   std::string last_srcpos;
   uint32_t deepest_seen = 0;
+  uint64_t rewrites = 0;  // MANIFEST rewrites, summed over the opens
   const int kBatches = 420;
 
   auto check_held = [&](const char *when) {
@@ -71,6 +73,9 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
     check_held("before reopen");
     held.clear();  // live snapshots must be released before gt_close
     ASSERT_NO_FATAL_FAILURE(Flush(s));
+    gt_metrics before;
+    gt_get_metrics(s, &before);
+    rewrites += before.manifest_rewrites;
     ASSERT_NO_FATAL_FAILURE(Close(&s));
     ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
     EXPECT_EQ(SourcePosition(s), last_srcpos);
@@ -166,10 +171,17 @@ TEST(StoreModelTest, RandomizedAgainstOracle) {
     gt_metrics m;
     gt_get_metrics(s, &m);
     note_levels();
-    std::printf("[ model    ] seq %llu, flushes %llu, compactions %llu, stalls %llu, deepest level seen L%u\n",
-                static_cast<unsigned long long>(m.last_seq), static_cast<unsigned long long>(m.flushes),
-                static_cast<unsigned long long>(m.compactions), static_cast<unsigned long long>(m.stalls),
-                deepest_seen);
+    std::printf(
+        "[ model    ] seq %llu, flushes %llu, compactions %llu, stalls %llu, deepest level seen L%u, manifest "
+        "rewrites %llu (%llu bytes)\n",
+        static_cast<unsigned long long>(m.last_seq), static_cast<unsigned long long>(m.flushes),
+        static_cast<unsigned long long>(m.compactions), static_cast<unsigned long long>(m.stalls), deepest_seen,
+        static_cast<unsigned long long>(m.manifest_rewrites), static_cast<unsigned long long>(m.manifest_bytes));
+    rewrites += m.manifest_rewrites;
+    if (manifest_rewrites)
+      EXPECT_GE(rewrites, 8u) << "a tiny rewrite bound rewrites the MANIFEST every few edits";
+    else
+      EXPECT_EQ(rewrites, 0u) << "a small store's MANIFEST stays below the default bound";
     EXPECT_GT(m.flushes, 0u);
     EXPECT_GT(m.compactions, 0u);
     EXPECT_EQ(m.levels[0].files, 0u) << "gt_compact_all must empty L0";
@@ -302,6 +314,18 @@ void RunVertexDeletePurge(bool auto_compaction) {
 
 TEST(StoreModelTest, VertexDeletePurge) { RunVertexDeletePurge(true); }
 TEST(StoreModelTest, VertexDeletePurgeExactRecovery) { RunVertexDeletePurge(false); }
+
+TEST(StoreModelTest, RandomizedAgainstOracle) { RandomizedModel(SmallOptions(), false); }
+
+// The same with a 1-byte MANIFEST rewrite bound: the MANIFEST is rewritten
+// whenever it reaches twice its snapshot's size, i.e. every few flushes and
+// compactions, with snapshots pinned and obsolete files still on disk, and
+// every reopen recovers from a rewritten MANIFEST.
+TEST(StoreModelTest, RandomizedAgainstOracleWithManifestRewrites) {
+  gt_options o = SmallOptions();
+  o.test_manifest_rewrite_bytes = 1;
+  RandomizedModel(o, true);
+}
 
 // Every batch rewrites all ten edges of one vertex with one weight. Readers
 // running during writes, flushes and compactions must always see, per

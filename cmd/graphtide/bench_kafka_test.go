@@ -25,6 +25,17 @@ func TestBenchKafkaEmbedded(t *testing.T) {
 			t.Errorf("%s = %v, want a positive number", k, res[k])
 		}
 	}
+	// The stages' CPU seconds add up to at most the ingest phase's, within
+	// what a 100 Hz profile resolves (at this scale there may be no sample
+	// at all: bench.TestStageProfile checks the attribution).
+	stages, ok := res["ingest_stage_cpu_sec"].(map[string]any)
+	sum := 0.0
+	for _, v := range stages {
+		sum += v.(float64)
+	}
+	if total := res["ingest_cpu_sec"].(float64); !ok || sum > total+0.2 {
+		t.Errorf("ingest_stage_cpu_sec = %v (sum %.2f), ingest_cpu_sec %.2f: want stages adding up to at most the total", res["ingest_stage_cpu_sec"], sum, total)
+	}
 	if _, _, err := execute(t, "bench", "kafka"); err == nil || !strings.Contains(err.Error(), "--brokers is required") {
 		t.Errorf("missing --brokers: %v", err)
 	}

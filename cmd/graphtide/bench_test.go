@@ -8,13 +8,16 @@ import (
 )
 
 func TestBenchIngestSmall(t *testing.T) {
-	out, _, err := execute(t, "bench", "ingest", "--scale", "10", "--edge-factor", "8", "--dir", t.TempDir(), "--memgraph-mib", "1")
+	out, _, err := execute(t, "bench", "ingest", "--scale", "10", "--edge-factor", "8", "--dir", t.TempDir(), "--memgraph-mib", "1", "--hub-versions", "5000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
 	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
-		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes"} {
+		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
+		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",
+		"apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms",
+		"scan_after_vertex_deletes_over_clean"} {
 		v, ok := res[k].(float64)
 		if !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", k, res[k])
@@ -30,9 +33,10 @@ func TestBenchIngestBadFlags(t *testing.T) {
 		"--batch-size 0":   "--batch-size must be between 1 and 10000000, got 0",
 		"--scale 99":       "--scale must be between 1 and 32, got 99",
 		"--memgraph-mib 0": "--memgraph-mib must be between 1 and 65536, got 0",
+		"--hub-versions 1": "--hub-versions must be between 2 and 20000000, got 1",
 	})
 	dir := t.TempDir()
-	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err != nil {
+	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir, "--hub-versions", "100"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := execute(t, "bench", "ingest", "--scale", "4", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not empty") {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -177,4 +178,79 @@ func BenchmarkApplyVertexDelete(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkConcurrentNeighbors measures point reads (Neighbors of a random
+// vertex on one shared snapshot) from parallel goroutines while a writer
+// applies small batches, so that reads race the writer's Version installs.
+// Run: go test -run '^$' -bench ConcurrentNeighbors -cpu 1,2,4 ./internal/engine
+func BenchmarkConcurrentNeighbors(b *testing.B) {
+	o := &Options{MemGraphBytes: 1 << 20}
+	s, err := Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(3, 3))
+	var batch Batch
+	for i := 0; i < 20; i++ {
+		batch.Reset()
+		for j := 0; j < 10000; j++ {
+			batch.Insert(r.Uint64N(1<<16), r.Uint64N(1<<16))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sn.Release()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := rand.New(rand.NewPCG(4, 4))
+		var wb Batch
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			wb.Reset()
+			for j := 0; j < 16; j++ {
+				v := w.Uint64N(1 << 16)
+				if j == 0 {
+					wb.DeleteVertex(v) // a vertex delete installs a new Version
+				} else {
+					wb.Insert(v, w.Uint64N(1<<16))
+				}
+			}
+			if _, err := s.Apply(&wb); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	var seed atomic.Uint64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		pr := rand.New(rand.NewPCG(seed.Add(1), 5))
+		dsts := make([]uint64, 0, 64)
+		for pb.Next() {
+			var err error
+			if dsts, _, err = sn.Neighbors(pr.Uint64N(1<<16), Out, dsts[:0], nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	close(stop)
+	<-done
 }

@@ -30,7 +30,8 @@ const (
 	UnexplainedFile FindingKind = FindingKind(core.FindingUnexplained)
 	// TornTail (a note): the MANIFEST's last record was cut short by a crash.
 	TornTail FindingKind = FindingKind(core.FindingTornTail)
-	// Leftover (a note): a segment file the manifest proves garbage.
+	// Leftover (a note): a segment file the manifest proves garbage, or a
+	// MANIFEST.tmp an interrupted rewrite left.
 	Leftover FindingKind = FindingKind(core.FindingLeftover)
 )
 

@@ -33,6 +33,8 @@ type Metrics struct {
 	VertexDeletes          int64 // vertex-delete records held
 	BackgroundErrors       int64
 	DeferredFlushes        int64          // FlushAsync calls made while a flush ran (served after it)
+	ManifestBytes          int64          // size of the MANIFEST in bytes (0 when read-only)
+	ManifestRewrites       int64          // MANIFEST rewrites as a snapshot since Open
 	Levels                 []LevelMetrics // index = level
 }
 
@@ -113,6 +115,8 @@ func (s *Store) Metrics() (Metrics, error) {
 		VertexDeletes:          int64(c.VertexDeletes),
 		BackgroundErrors:       int64(c.BackgroundErrors),
 		DeferredFlushes:        int64(c.DeferredFlushes),
+		ManifestBytes:          int64(c.ManifestBytes),
+		ManifestRewrites:       int64(c.ManifestRewrites),
 	}
 	for _, l := range c.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})

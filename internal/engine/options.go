@@ -45,6 +45,9 @@ type Options struct {
 	// testPauseAt makes a flush or compaction stop at a core test point
 	// (crash tests only; see gt_test_point).
 	testPauseAt uint32
+	// testManifestRewriteBytes makes the core rewrite its MANIFEST past
+	// this size instead of its default bound (tests only).
+	testManifestRewriteBytes uint64
 }
 
 // Validate reports the first option out of range, saying what is allowed.

@@ -26,6 +26,8 @@ const (
 	// crashPauseEnv makes the child's flushes or compactions stop at a core
 	// test point (gt_test_point), where the parent kills it.
 	crashPauseEnv = "GRAPHTIDE_ENGINE_CRASH_PAUSE"
+	// crashManifestEnv sets the child's MANIFEST rewrite bound (bytes).
+	crashManifestEnv = "GRAPHTIDE_ENGINE_CRASH_MANIFEST_BYTES"
 )
 
 // crashBatch must not depend on the oracle: the batch stream has to be
@@ -90,6 +92,14 @@ func crashChild(dir string) {
 		}
 		o.testPauseAt = uint32(n)
 	}
+	if p := os.Getenv(crashManifestEnv); p != "" {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			os.Stderr.WriteString("child: bad " + crashManifestEnv + "\n")
+			os.Exit(2)
+		}
+		o.testManifestRewriteBytes = n
+	}
 	s, err := Open(dir, o)
 	if err != nil {
 		os.Stderr.WriteString("child open: " + err.Error() + "\n")
@@ -141,11 +151,28 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
+	crashRounds(t, 4)
+}
+
+// TestCrashRecoveryWithManifestRewrites is TestCrashRecovery with a tiny
+// MANIFEST rewrite bound: the child rewrites its MANIFEST every few flushes
+// and compactions, so the kills land before, during and after rewrites.
+func TestCrashRecoveryWithManifestRewrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	crashRounds(t, 6, crashManifestEnv+"=1")
+}
+
+// crashRounds kills a crash child (started with env) at random moments,
+// rounds times, and checks each time that the store reopens to exactly what
+// its recorded position covers.
+func crashRounds(t *testing.T, rounds int, env ...string) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(1, 2))
 	var last uint64
-	for round := 0; round < 4; round++ {
-		cmd := startCrashChild(t, dir)
+	for round := 0; round < rounds; round++ {
+		cmd := startCrashChild(t, dir, env...)
 		time.Sleep(time.Duration(300+r.IntN(900)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -277,6 +304,108 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 				}
 				if len(rep.Problems)+len(rep.Notes) > 0 {
 					t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
+				}
+			}
+		})
+	}
+}
+
+// TestCrashDuringManifestRewrite kills the writer at each step of a MANIFEST
+// rewrite (gt_test_point GT_TEST_MANIFEST_*): half of MANIFEST.tmp written;
+// MANIFEST.tmp whole but not yet renamed; renamed over MANIFEST. After each
+// kill a check finds no problem (a MANIFEST.tmp left before the switch is a
+// note: a leftover the next open deletes), the store reopens to exactly
+// what its recorded position covers, and the open leaves nothing behind.
+func TestCrashDuringManifestRewrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	points := []struct {
+		point    uint32
+		name     string
+		tmp      bool   // the kill leaves MANIFEST.tmp
+		tmpWhole bool   // ... holding a whole rewritten MANIFEST
+		format   uint32 // the MANIFEST's format after the kill (0: either)
+	}{
+		{core.TestManifestPartial, "tmp half written", true, false, 0},
+		{core.TestManifestBeforeSwitch, "tmp whole, not switched", true, true, 0},
+		{core.TestManifestAfterSwitch, "switched", false, false, 3},
+	}
+	for _, p := range points {
+		t.Run(p.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := startCrashChild(t, dir)
+			time.Sleep(300 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			last := checkRecovered(t, dir, 0)
+			if last == 0 {
+				t.Fatal("no batch was made durable before the test points")
+			}
+			for round := 0; round < 3; round++ {
+				cmd := startCrashChild(t, dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point), crashManifestEnv+"=1")
+				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
+				deadline := time.Now().Add(2 * time.Minute)
+				for {
+					if _, err := os.Stat(mark); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						cmd.Wait()
+						t.Fatalf("round %d: the child never reached the test point", round)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				cmd.Wait()
+				if err := os.Remove(mark); err != nil {
+					t.Fatal(err)
+				}
+				tmp := filepath.Join(dir, "MANIFEST.tmp")
+				data, err := os.ReadFile(tmp)
+				if p.tmp != (err == nil) {
+					t.Fatalf("round %d: MANIFEST.tmp present %v, want %v (%v)", round, err == nil, p.tmp, err)
+				}
+				if p.tmpWhole && (len(data) < 16 || string(data[:8]) != "GTMANI02" || binary.LittleEndian.Uint32(data[8:]) != 3) {
+					t.Fatalf("round %d: MANIFEST.tmp is not a whole format-3 MANIFEST (%d bytes)", round, len(data))
+				}
+				if !p.tmpWhole && p.tmp && len(data) == 0 {
+					t.Fatalf("round %d: MANIFEST.tmp is empty", round)
+				}
+				m, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+				if err != nil || len(m) < 16 {
+					t.Fatalf("round %d: MANIFEST: %v (%d bytes)", round, err, len(m))
+				}
+				if f := binary.LittleEndian.Uint32(m[8:]); p.format != 0 && f != p.format {
+					t.Fatalf("round %d: MANIFEST format %d, want %d", round, f, p.format)
+				}
+				rep, err := Check(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rep.Problems) > 0 {
+					t.Fatalf("round %d: check after the kill: %v", round, rep.Problems)
+				}
+				noted := false
+				for _, n := range rep.Notes {
+					noted = noted || (n.File == tmp && n.Kind == Leftover)
+				}
+				if noted != p.tmp {
+					t.Fatalf("round %d: check notes MANIFEST.tmp %v, want %v: %v", round, noted, p.tmp, rep.Notes)
+				}
+				last = checkRecovered(t, dir, last)
+				rep, err = Check(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rep.Problems)+len(rep.Notes) > 0 {
+					t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
+				}
+				if _, err := os.Stat(tmp); err == nil {
+					t.Fatalf("round %d: the open left MANIFEST.tmp", round)
 				}
 			}
 		})

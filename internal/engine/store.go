@@ -68,16 +68,17 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	c, e := core.Open(dir, core.Options{
-		MemGraphBytes:         uint64(o.MemGraphBytes),
-		TargetSegmentBytes:    uint64(o.TargetSegmentBytes),
-		SizeRatio:             uint32(o.SizeRatio),
-		L0CompactionTrigger:   uint32(o.L0CompactionTrigger),
-		MaxLevels:             uint32(o.MaxLevels),
-		InEdges:               o.InEdges,
-		DisableAutoCompaction: o.DisableAutoCompaction,
-		InEdgesAsStored:       o.InEdgesAsStored || o.ReadOnly,
-		ReadOnly:              o.ReadOnly,
-		TestPauseAt:           o.testPauseAt,
+		MemGraphBytes:            uint64(o.MemGraphBytes),
+		TargetSegmentBytes:       uint64(o.TargetSegmentBytes),
+		SizeRatio:                uint32(o.SizeRatio),
+		L0CompactionTrigger:      uint32(o.L0CompactionTrigger),
+		MaxLevels:                uint32(o.MaxLevels),
+		InEdges:                  o.InEdges,
+		DisableAutoCompaction:    o.DisableAutoCompaction,
+		InEdgesAsStored:          o.InEdgesAsStored || o.ReadOnly,
+		ReadOnly:                 o.ReadOnly,
+		TestPauseAt:              o.testPauseAt,
+		TestManifestRewriteBytes: o.testManifestRewriteBytes,
 	})
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))

@@ -23,30 +23,32 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		return prometheus.NewDesc("graphtide_store_"+name, help, labels, nil)
 	}
 	return &StoreCollector{store: s, descs: map[string]*prometheus.Desc{
-		"last_seq":         d("last_sequence", "Newest committed batch sequence number."),
-		"durable_seq":      d("durable_sequence", "Newest sequence number covered by a completed flush."),
-		"memgraph_bytes":   d("memgraph_bytes", "Memory held by both MemGraphs."),
-		"memgraph_entries": d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
-		"flushes":          d("flushes_total", "Completed flushes."),
-		"flush_seconds":    d("flush_seconds_total", "Time spent flushing."),
-		"flush_bytes":      d("flush_written_bytes_total", "Bytes written by flushes."),
-		"compactions":      d("compactions_total", "Completed compactions."),
-		"compaction_secs":  d("compaction_seconds_total", "Time spent compacting."),
-		"compaction_read":  d("compaction_read_bytes_total", "Bytes read by compactions."),
-		"compaction_write": d("compaction_written_bytes_total", "Bytes written by compactions."),
-		"stalls":           d("write_stalls_total", "Write batches that waited for a flush."),
-		"stall_seconds":    d("write_stall_seconds_total", "Time write batches waited for a flush."),
-		"snapshots":        d("snapshots_open", "Snapshots currently pinned."),
-		"vertex_deletes":   d("vertex_delete_records", "Vertex-delete records held."),
-		"bg_errors":        d("background_errors_total", "Failed background flushes or compactions."),
-		"deferred_flushes": d("deferred_flushes_total", "Flush requests made while a flush ran, served when it ended (writers did not wait)."),
-		"write_amp":        d("write_amplification_ratio", "Bytes written by flushes and compactions over bytes written by flushes."),
-		"read_amp":         d("read_amplification_runs", "Sorted runs one neighbor read may merge, per direction: MemGraphs holding data, L0 files and non-empty deeper levels."),
-		"disk_bytes":       d("disk_bytes", "Bytes of all live files."),
-		"files":            d("files", "Live files."),
-		"level_files":      d("level_files", "Files per level.", "level"),
-		"level_bytes":      d("level_bytes", "Bytes on disk per level.", "level"),
-		"level_entries":    d("level_edge_versions", "Stored edge versions per level.", "level"),
+		"last_seq":          d("last_sequence", "Newest committed batch sequence number."),
+		"durable_seq":       d("durable_sequence", "Newest sequence number covered by a completed flush."),
+		"memgraph_bytes":    d("memgraph_bytes", "Memory held by both MemGraphs."),
+		"memgraph_entries":  d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
+		"flushes":           d("flushes_total", "Completed flushes."),
+		"flush_seconds":     d("flush_seconds_total", "Time spent flushing."),
+		"flush_bytes":       d("flush_written_bytes_total", "Bytes written by flushes."),
+		"compactions":       d("compactions_total", "Completed compactions."),
+		"compaction_secs":   d("compaction_seconds_total", "Time spent compacting."),
+		"compaction_read":   d("compaction_read_bytes_total", "Bytes read by compactions."),
+		"compaction_write":  d("compaction_written_bytes_total", "Bytes written by compactions."),
+		"stalls":            d("write_stalls_total", "Write batches that waited for a flush."),
+		"stall_seconds":     d("write_stall_seconds_total", "Time write batches waited for a flush."),
+		"snapshots":         d("snapshots_open", "Snapshots currently pinned."),
+		"vertex_deletes":    d("vertex_delete_records", "Vertex-delete records held."),
+		"bg_errors":         d("background_errors_total", "Failed background flushes or compactions."),
+		"deferred_flushes":  d("deferred_flushes_total", "Flush requests made while a flush ran, served when it ended (writers did not wait)."),
+		"manifest_bytes":    d("manifest_bytes", "Size of the MANIFEST; past a bound it is rewritten as a snapshot of the current state."),
+		"manifest_rewrites": d("manifest_rewrites_total", "MANIFEST rewrites as a snapshot since the store opened."),
+		"write_amp":         d("write_amplification_ratio", "Bytes written by flushes and compactions over bytes written by flushes."),
+		"read_amp":          d("read_amplification_runs", "Sorted runs one neighbor read may merge, per direction: MemGraphs holding data, L0 files and non-empty deeper levels."),
+		"disk_bytes":        d("disk_bytes", "Bytes of all live files."),
+		"files":             d("files", "Live files."),
+		"level_files":       d("level_files", "Files per level.", "level"),
+		"level_bytes":       d("level_bytes", "Bytes on disk per level.", "level"),
+		"level_entries":     d("level_edge_versions", "Stored edge versions per level.", "level"),
 	}}
 }
 
@@ -86,6 +88,8 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	g("vertex_deletes", float64(m.VertexDeletes))
 	cnt("bg_errors", float64(m.BackgroundErrors))
 	cnt("deferred_flushes", float64(m.DeferredFlushes))
+	g("manifest_bytes", float64(m.ManifestBytes))
+	cnt("manifest_rewrites", float64(m.ManifestRewrites))
 	g("write_amp", m.WriteAmplification())
 	g("read_amp", m.ReadAmplification(c.store.InEdges()))
 	g("disk_bytes", float64(m.DiskBytes()))

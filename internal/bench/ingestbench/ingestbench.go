@@ -35,12 +35,13 @@ type Config struct {
 	BatchSize         int    // edges per Apply and per Pebble batch
 	MemGraphMiB       int    // store option, in MiB; 0 = default
 	SkipPebble        bool
+	HubVersions       int       // versions of the MemGraph-held hub (2,000,000)
 	Log               io.Writer // progress lines; nil = discard
 }
 
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
-	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, MemGraphMiB: 64}
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, MemGraphMiB: 64, HubVersions: 2_000_000}
 }
 
 // AddFlags binds the command's flags to c, whose values are the defaults.
@@ -52,6 +53,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "edges per write batch, for both the store and Pebble")
 	fs.IntVar(&c.MemGraphMiB, "memgraph-mib", c.MemGraphMiB, "size of one MemGraph in MiB (the store keeps two)")
 	fs.BoolVar(&c.SkipPebble, "skip-pebble", c.SkipPebble, "do not run the Pebble baseline")
+	fs.IntVar(&c.HubVersions, "hub-versions", c.HubVersions, "versions of the hub whose degree is timed while they are in the MemGraph")
 }
 
 // Validate checks the settings; its messages name the command's flags.
@@ -66,6 +68,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemGraphMiB < 1 || c.MemGraphMiB > 65536 {
 		return fmt.Errorf("--memgraph-mib must be between 1 and 65536, got %d", c.MemGraphMiB)
+	}
+	if c.HubVersions < 2 || c.HubVersions > 20_000_000 {
+		return fmt.Errorf("--hub-versions must be between 2 and 20000000, got %d", c.HubVersions)
 	}
 	return nil
 }
@@ -95,6 +100,16 @@ type Result struct {
 	StorePeakExtraBytes int64   `json:"store_peak_rss_over_baseline_bytes"`
 	StorePeakAnonBytes  int64   `json:"store_peak_anon_rss_over_baseline_bytes"`
 	StorePeakFileBytes  int64   `json:"store_peak_file_rss_bytes"`
+
+	// The write path (writepath.go).
+	StoreInEdgesPerSec              float64 `json:"store_in_edges_edges_per_sec"`
+	InEdgesOverOutOnly              float64 `json:"in_edges_over_out_only"`
+	ApplyCPUNsPerEdgeDir            float64 `json:"apply_cpu_ns_per_edge_direction"`
+	ApplyCPUNsPerEdgeDirIn          float64 `json:"apply_cpu_ns_per_edge_direction_in_edges"`
+	MemGraphBytesPerVersion         float64 `json:"memgraph_bytes_per_version"`
+	HubDegreeMs                     float64 `json:"hub_degree_ms"`
+	HubPageMs                       float64 `json:"hub_page_ms"`
+	ScanAfterVertexDeletesOverClean float64 `json:"scan_after_vertex_deletes_over_clean"`
 }
 
 // Run performs the benchmark.
@@ -138,11 +153,21 @@ func Run(cfg Config) (Result, error) {
 	}
 	csrScan() // warm
 	var csrN, csrSum uint64
-	res.CSRScanSec = bestOf(scanRepeats, func() { csrN, csrSum = csrScan() })
+	res.CSRScanSec = bestOf(func() { csrN, csrSum = csrScan() })
 	logf("csr: build %.0f edges/s, scan %.3fs, %d distinct edges", res.CSRBuildEdgesPerSec, res.CSRScanSec, csrN)
 
 	if err := runStore(cfg, edges, csrN, csrSum, &res, logf); err != nil {
 		return res, err
+	}
+	for _, f := range []func() error{
+		func() error { return runInEdges(cfg, edges, &res, logf) },
+		func() error { return runApplyCPU(cfg, edges, &res, logf) },
+		func() error { return runHub(cfg, &res, logf) },
+		func() error { return runVertexDeletes(cfg, edges, csr, &res, logf) },
+	} {
+		if err := f(); err != nil {
+			return res, err
+		}
 	}
 	if !cfg.SkipPebble {
 		pdir := filepath.Join(cfg.Dir, "pebble")
@@ -182,28 +207,17 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 		return err
 	}
 	defer s.Close()
-	t0 := time.Now()
-	var b engine.Batch
-	for i := 0; i < len(edges); i += cfg.BatchSize {
-		b.Reset()
-		for _, e := range edges[i:min(i+cfg.BatchSize, len(edges))] {
-			b.Insert(e.Src, e.Dst)
-		}
-		if _, err := s.Apply(&b); err != nil {
-			return err
-		}
-	}
-	if err := s.Flush(); err != nil {
+	ingest, err := ingestInto(s, edges, cfg.BatchSize)
+	if err != nil {
 		return err
 	}
-	ingest := time.Since(t0)
 	res.StoreEdgesPerSec = float64(len(edges)) / ingest.Seconds()
 	if m, err := s.Metrics(); err == nil {
 		logf("store: ingest+flush %.0f edges/s (%.1fs; flushing %.1fs, compacting %.1fs, stalled %.1fs)", res.StoreEdgesPerSec, ingest.Seconds(),
 			m.FlushDuration.Seconds(), m.CompactionDuration.Seconds(), m.WriteStallDuration.Seconds())
 	}
 
-	t0 = time.Now()
+	t0 := time.Now()
 	if err := s.CompactAll(); err != nil {
 		return err
 	}
@@ -223,28 +237,12 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 		return err
 	}
 	defer sn.Release()
-	buf := engine.NewScanBuffer(1<<14, 1<<18, false)
-	scan := func() (uint64, uint64, error) {
-		var n, sum uint64
-		bound := sn.VertexBound()
-		for lo := uint64(0); lo < bound; {
-			next, err := sn.Scan(lo, bound, engine.Out, buf)
-			if err != nil {
-				return 0, 0, err
-			}
-			for _, d := range buf.Dsts {
-				sum += d
-			}
-			n += uint64(len(buf.Dsts))
-			lo = next
-		}
-		return n, sum, nil
-	}
+	scan := storeScan(sn)
 	if _, _, err := scan(); err != nil { // warm: maps pages, verifies checksums
 		return err
 	}
 	var n, sum uint64
-	res.StoreScanSec = bestOf(scanRepeats, func() {
+	res.StoreScanSec = bestOf(func() {
 		if err == nil {
 			n, sum, err = scan()
 		}
@@ -272,9 +270,10 @@ func runStore(cfg Config, edges []gen.Edge, csrN, csrSum uint64, res *Result, lo
 // which filters out the other tenants of a shared machine.
 const scanRepeats = 3
 
-func bestOf(n int, f func()) float64 {
+// bestOf times f scanRepeats times and returns the best time in seconds.
+func bestOf(f func()) float64 {
 	best := 0.0
-	for i := 0; i < n; i++ {
+	for i := 0; i < scanRepeats; i++ {
 		t0 := time.Now()
 		f()
 		if d := time.Since(t0).Seconds(); i == 0 || d < best {

@@ -31,7 +31,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -144,7 +143,14 @@ type Result struct {
 	RawCPUSec        float64 `json:"raw_consume_cpu_sec"`
 	IngestCPUSec     float64 `json:"ingest_cpu_sec"`
 	StoreApplyCPUSec float64 `json:"store_apply_cpu_sec"`
-	Timing           string  `json:"timing"`
+	// IngestStageCPUSec splits the ingest phase's CPU seconds by stage,
+	// from a CPU profile (bench.Stages): store_apply (the store's Apply,
+	// its C++ included), core_background (the core's flush and
+	// compaction threads), batch_building, decode, kafka_client
+	// (franz-go), ingest_loop (the poll loop, positions, pools), go_gc,
+	// store_flush_wait and other.
+	IngestStageCPUSec map[string]float64 `json:"ingest_stage_cpu_sec"`
+	Timing            string             `json:"timing"`
 }
 
 // timing describes, in the result, how both rates are timed.
@@ -207,20 +213,25 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	// The ingest path into a fresh store, final flush included.
-	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	prof, err := bench.StartStageProfile(cfg.CPUProfile)
 	if err != nil {
 		return res, err
 	}
 	ir, err := ingestAll(ctx, cfg, topic, len(edges), filepath.Join(cfg.Dir, "ingest"), want)
-	stopProfile()
+	stages, perr := prof.Stop()
 	if err != nil {
 		return res, err
 	}
+	if perr != nil {
+		return res, perr
+	}
+	res.IngestStageCPUSec = stages
 	res.IngestPerSec, res.IngestStartupMs, res.StoreEdges = ir.rate, ms(ir.startup), ir.storeEdges
 	res.IngestCPUSec = ir.cpu.Seconds()
 	res.IngestOverRaw = ir.rate / res.RawConsumePerSec
 	logf("ingest: %.0f edges/s (%.2f of raw consume; startup %.0f ms, not timed; final flush %.0f ms, timed); store holds the %d distinct edges",
 		ir.rate, res.IngestOverRaw, res.IngestStartupMs, ms(ir.finalFlush), ir.storeEdges)
+	logf("ingest CPU seconds by stage (profile): %s", bench.FormatStages(stages))
 
 	// The store alone: what ingest would reach if Kafka cost nothing.
 	sr, scpu, err := storeApply(edges, filepath.Join(cfg.Dir, "apply"))
@@ -363,23 +374,6 @@ func checkStore(s *engine.Store, want *staticcsr.CSR) (uint64, error) {
 		return n, fmt.Errorf("the ingested store holds %d edges (dst checksum %d), want the %d distinct produced edges (checksum %d)", n, sum, wantN, wantSum)
 	}
 	return n, nil
-}
-
-// startCPUProfile starts a CPU profile into path (nothing if path is
-// empty) and returns the function that stops it.
-func startCPUProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func newStore(dir string) (*engine.Store, error) {

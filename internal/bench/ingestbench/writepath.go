@@ -1,0 +1,282 @@
+package ingestbench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/staticcsr"
+)
+
+// The write path's figures (issue 12), each beside its baseline from the
+// same run:
+//   - in-edges: the same ingest (Apply and the final flush) into a store
+//     that keeps in-edges, against the out-only store;
+//   - Apply's CPU time per edge and direction, and the MemGraph's bytes
+//     per buffered version, with the stream held in one MemGraph (nothing
+//     flushes or compacts meanwhile, so the process's CPU time is
+//     Apply's);
+//   - the degree of a hub whose versions (2M by default) are still in the
+//     MemGraph;
+//   - a full scan after 1% of the vertices were deleted and CompactAll,
+//     against the scan of the store that never had deletes.
+
+// applyCPUEdges bounds the edges applied for the Apply CPU figure.
+const applyCPUEdges = 4_000_000
+
+// processCPU is the process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ingestInto applies edges in batches and flushes: the store's ingest.
+func ingestInto(s *engine.Store, edges []gen.Edge, batch int) (time.Duration, error) {
+	t0 := time.Now()
+	var b engine.Batch
+	for i := 0; i < len(edges); i += batch {
+		b.Reset()
+		for _, e := range edges[i:min(i+batch, len(edges))] {
+			b.Insert(e.Src, e.Dst)
+		}
+		if _, err := s.Apply(&b); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// runInEdges ingests the edges into a store with in-edges.
+func runInEdges(cfg Config, edges []gen.Edge, res *Result, logf func(string, ...any)) error {
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store-in"), &engine.Options{MemGraphBytes: res.MemGraphBytes, InEdges: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	took, err := ingestInto(s, edges, cfg.BatchSize)
+	if err != nil {
+		return err
+	}
+	res.StoreInEdgesPerSec = float64(len(edges)) / took.Seconds()
+	res.InEdgesOverOutOnly = res.StoreInEdgesPerSec / res.StoreEdgesPerSec
+	logf("store with in-edges: ingest+flush %.0f edges/s (%.2fx out-only)", res.StoreInEdgesPerSec, res.InEdgesOverOutOnly)
+	return nil
+}
+
+// runApplyCPU applies up to applyCPUEdges edges into one MemGraph large
+// enough to hold them, out-only and with in-edges.
+func runApplyCPU(cfg Config, edges []gen.Edge, res *Result, logf func(string, ...any)) error {
+	edges = edges[:min(len(edges), applyCPUEdges)]
+	for _, in := range []bool{false, true} {
+		dirs := 1
+		if in {
+			dirs = 2
+		}
+		s, err := engine.Open(filepath.Join(cfg.Dir, fmt.Sprintf("store-apply-%d", dirs)), &engine.Options{
+			MemGraphBytes: int64(len(edges)) * 256, InEdges: in, DisableAutoCompaction: true})
+		if err != nil {
+			return err
+		}
+		// The batches are built first: the figure is Apply's alone.
+		batches := make([]engine.Batch, 0, len(edges)/cfg.BatchSize+1)
+		for i := 0; i < len(edges); i += cfg.BatchSize {
+			var b engine.Batch
+			for _, e := range edges[i:min(i+cfg.BatchSize, len(edges))] {
+				b.Insert(e.Src, e.Dst)
+			}
+			batches = append(batches, b)
+		}
+		cpu0, t0 := processCPU(), time.Now()
+		for i := range batches {
+			if _, err := s.Apply(&batches[i]); err != nil {
+				s.Close()
+				return err
+			}
+		}
+		cpu, wall := processCPU()-cpu0, time.Since(t0)
+		m, err := s.Metrics()
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if m.Flushes != 0 {
+			return fmt.Errorf("the Apply CPU figure needs the stream in one MemGraph, but %d flushes ran", m.Flushes)
+		}
+		ns := float64(cpu.Nanoseconds()) / float64(len(edges)*dirs)
+		if in {
+			res.ApplyCPUNsPerEdgeDirIn = ns
+		} else {
+			res.ApplyCPUNsPerEdgeDir = ns
+			res.MemGraphBytesPerVersion = float64(m.MemGraphBytes) / float64(m.MemGraphEntries)
+		}
+		logf("apply (%d direction(s), %d edges in one MemGraph): %.0f ns CPU per edge and direction, %.2f cores busy, %.1f MemGraph bytes per version",
+			dirs, len(edges), ns, cpu.Seconds()/wall.Seconds(), float64(m.MemGraphBytes)/float64(m.MemGraphEntries))
+	}
+	return nil
+}
+
+// runHub applies cfg.HubVersions edges out of one vertex, in random order,
+// and times Degree and a one-edge page while they are in the MemGraph.
+func runHub(cfg Config, res *Result, logf func(string, ...any)) error {
+	hubVersions := cfg.HubVersions
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store-hub"), &engine.Options{
+		MemGraphBytes: max(int64(hubVersions)*256, 64<<10), DisableAutoCompaction: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 12))
+	perm := rng.Perm(hubVersions)
+	var b engine.Batch
+	for i := 0; i < len(perm); i += cfg.BatchSize {
+		b.Reset()
+		for _, d := range perm[i:min(i+cfg.BatchSize, len(perm))] {
+			b.Insert(7, uint64(d)+1)
+		}
+		if _, err := s.Apply(&b); err != nil {
+			return err
+		}
+	}
+	m, err := s.Metrics()
+	if err != nil {
+		return err
+	}
+	if m.MemGraphEntries < int64(hubVersions) {
+		return fmt.Errorf("the hub figure needs the hub in the MemGraph, but it holds %d of %d versions", m.MemGraphEntries, hubVersions)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.Release()
+	var deg uint64
+	res.HubDegreeMs = 1000 * bestOf(func() {
+		if err == nil {
+			deg, err = sn.Degree(7, engine.Out)
+		}
+	})
+	if err == nil && deg != uint64(hubVersions) {
+		err = fmt.Errorf("hub degree %d, want %d", deg, hubVersions)
+	}
+	if err != nil {
+		return err
+	}
+	var page []uint64
+	after := uint64(hubVersions / 2)
+	res.HubPageMs = 1000 * bestOf(func() {
+		if err == nil {
+			page, _, _, err = sn.NeighborsPage(7, engine.Out, &after, 1, false)
+		}
+	})
+	if err == nil && (len(page) != 1 || page[0] != after+1) {
+		err = fmt.Errorf("hub page after %d: %v, want [%d]", after, page, after+1)
+	}
+	if err != nil {
+		return err
+	}
+	logf("hub with %d versions in the MemGraph: degree %.3f ms, one-edge page %.3f ms", hubVersions, res.HubDegreeMs, res.HubPageMs)
+	return nil
+}
+
+// runVertexDeletes loads the edges into a store, deletes 1% of the
+// vertices, compacts it fully and times a full scan, against the scan of
+// the store that never had deletes (res.StoreScanSec).
+func runVertexDeletes(cfg Config, edges []gen.Edge, csr *staticcsr.CSR, res *Result, logf func(string, ...any)) error {
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store-vdel"), &engine.Options{MemGraphBytes: res.MemGraphBytes})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := ingestInto(s, edges, cfg.BatchSize); err != nil {
+		return err
+	}
+	nv := csr.NumVertices()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 13))
+	deleted := make([]bool, nv)
+	var b engine.Batch
+	for range nv / 100 {
+		v := rng.Uint64N(nv)
+		deleted[v] = true
+		b.DeleteVertex(v)
+	}
+	if _, err := s.Apply(&b); err != nil {
+		return err
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	if err := s.CompactAll(); err != nil {
+		return err
+	}
+	// The oracle: the CSR's edges between vertices that remain.
+	var wantN, wantSum uint64
+	for v := range nv {
+		if deleted[v] {
+			continue
+		}
+		for _, d := range csr.Neighbors(v) {
+			if !deleted[d] {
+				wantN++
+				wantSum += d
+			}
+		}
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.Release()
+	scan := storeScan(sn)
+	if _, _, err := scan(); err != nil { // warm
+		return err
+	}
+	var n, sum uint64
+	sec := bestOf(func() {
+		if err == nil {
+			n, sum, err = scan()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n != wantN || sum != wantSum {
+		return fmt.Errorf("scan after vertex deletes: %d edges (checksum %d), want %d (checksum %d)", n, sum, wantN, wantSum)
+	}
+	res.ScanAfterVertexDeletesOverClean = sec / res.StoreScanSec
+	logf("store: scan after deleting 1%% of the vertices and compact-all %.3fs (%.2fx the store without deletes)", sec, res.ScanAfterVertexDeletesOverClean)
+	return nil
+}
+
+// storeScan returns a full out-edge scan of sn: the edges and a checksum
+// of their dsts.
+func storeScan(sn *engine.Snapshot) func() (uint64, uint64, error) {
+	buf := engine.NewScanBuffer(1<<14, 1<<18, false)
+	return func() (uint64, uint64, error) {
+		var n, sum uint64
+		bound := sn.VertexBound()
+		for lo := uint64(0); lo < bound; {
+			next, err := sn.Scan(lo, bound, engine.Out, buf)
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, d := range buf.Dsts {
+				sum += d
+			}
+			n += uint64(len(buf.Dsts))
+			lo = next
+		}
+		return n, sum, nil
+	}
+}
