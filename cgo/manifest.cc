@@ -426,8 +426,8 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
           for (const SegMeta &m : e.added) adds.insert(m.id);
           for (const auto &fc : e.vdel_cleans) {
             if (adds.count(fc.first) == 0)
-              return fail(i, "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) +
-                                 ", which it does not add");
+              return fail(
+                  i, "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) + ", which it does not add");
             if (!seen.insert(fc.first).second)
               return fail(i, "snapshot record gives " + SegmentFileName(fc.first) + " two vdel_clean values");
           }
