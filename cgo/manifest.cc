@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,11 @@ enum Tag : uint8_t {
   kTagBounds = 8,     // u64 low, u64 high
   kTagNextFile = 9,   // u64
   kTagObsolete = 10,  // u64 file id (repeated; kSnapshot)
+  // Added with vertex-delete purging; records written before lack them
+  // (read as 0: nothing purged, no file known free of deletes).
+  kTagVdelClean = 11,      // u64 (flush, compaction)
+  kTagVdelPurge = 12,      // u64 (compaction, snapshot)
+  kTagVdelCleanFile = 13,  // u64 file id, u64 vdel_clean (repeated; kSnapshot)
 };
 
 std::string Hex32(uint32_t v) {
@@ -172,6 +178,19 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(e.low_bound);
     x.Put(e.high_bound);
   }
+  if (e.vdel_clean != 0) {
+    x.Put(static_cast<uint8_t>(kTagVdelClean));
+    x.Put(e.vdel_clean);
+  }
+  if (e.vdel_purge != 0) {
+    x.Put(static_cast<uint8_t>(kTagVdelPurge));
+    x.Put(e.vdel_purge);
+  }
+  for (const auto &c : e.vdel_cleans) {
+    x.Put(static_cast<uint8_t>(kTagVdelCleanFile));
+    x.Put(c.first);
+    x.Put(c.second);
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -190,7 +209,7 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     return false;
   }
   e->kind = static_cast<EditKind>(kind);
-  bool has_next = false;
+  bool has_next = false, has_clean = false, has_purge = false;
   auto once = [&](bool *seen, const char *name) {
     if (*seen) *why = std::string("field ") + name + " given twice";
     return !*seen && (*seen = true);
@@ -240,6 +259,18 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
       case kTagNextFile:
         ok = once(&has_next, "next_file") && d.Get(&e->next_file);
         break;
+      case kTagVdelClean:
+        ok = once(&has_clean, "vdel_clean") && d.Get(&e->vdel_clean);
+        break;
+      case kTagVdelPurge:
+        ok = once(&has_purge, "vdel_purge") && d.Get(&e->vdel_purge);
+        break;
+      case kTagVdelCleanFile: {
+        std::pair<uint64_t, uint64_t> c;
+        ok = d.Get(&c.first) && d.Get(&c.second);
+        if (ok) e->vdel_cleans.push_back(c);
+        break;
+      }
       default:
         *why = "unknown field tag " + std::to_string(tag);
         return false;
@@ -365,20 +396,49 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
         break;
       case EditKind::kFlush:
         if (!e.removed.empty()) return fail(i, "flush record removes files");
+        if (e.vdel_purge != 0) return fail(i, "flush record purges vertex deletes");
+        for (const auto &v : e.vdels)
+          if (v.second <= st->vdel_purge)
+            return fail(i, "flush record holds a vertex delete at seq " + std::to_string(v.second) +
+                               ", at or below the purge point " + std::to_string(st->vdel_purge));
         break;
       case EditKind::kCompact:
         if (e.has_durable_seq || e.has_srcpos || !e.vdels.empty())
           return fail(i, "compaction record carries a flush's fields");
+        if (e.vdel_purge > st->durable_seq)
+          return fail(i, "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+                             ", past the durable seq " + std::to_string(st->durable_seq));
         break;
       case EditKind::kSnapshot:
         if (i != 0) return fail(i, "a snapshot record after the first record");
         if (!e.has_in_edges) return fail(i, "snapshot record without in_edges");
         if (!e.removed.empty()) return fail(i, "snapshot record removes files");
+        if (e.vdel_clean != 0) return fail(i, "snapshot record carries one vdel_clean for all files, not one per file");
+        if (e.vdel_purge > e.durable_seq)
+          return fail(i, "snapshot record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+                             ", past its durable seq " + std::to_string(e.durable_seq));
+        for (const auto &v : e.vdels)
+          if (v.second <= e.vdel_purge)
+            return fail(i, "snapshot record holds a vertex delete at seq " + std::to_string(v.second) +
+                               ", at or below its purge point " + std::to_string(e.vdel_purge));
+        {
+          std::set<uint64_t> adds, seen;
+          for (const SegMeta &m : e.added) adds.insert(m.id);
+          for (const auto &fc : e.vdel_cleans) {
+            if (adds.count(fc.first) == 0)
+              return fail(
+                  i, "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) + ", which it does not add");
+            if (!seen.insert(fc.first).second)
+              return fail(i, "snapshot record gives " + SegmentFileName(fc.first) + " two vdel_clean values");
+          }
+        }
         st->in_edges = e.in_edges != 0;
         break;
     }
     if (!e.obsolete.empty() && e.kind != EditKind::kSnapshot)
       return fail(i, "only a snapshot record lists obsolete files");
+    if (!e.vdel_cleans.empty() && e.kind != EditKind::kSnapshot)
+      return fail(i, "only a snapshot record gives per-file vdel_clean values");
     for (uint64_t id : e.removed) {
       if (st->live.count(id) == 0) return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
       st->added_at.erase(id);
@@ -402,14 +462,30 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
       st->removed_at[id] = off;
       st->max_file = std::max(st->max_file, id);
     }
+    const uint64_t purge_before = st->vdel_purge;
     AdvanceState(st, e);
     st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
+    if (st->vdel_purge > purge_before) {
+      const uint64_t p = st->vdel_purge;
+      st->vdels.erase(std::remove_if(st->vdels.begin(), st->vdels.end(),
+                                     [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= p; }),
+                      st->vdels.end());
+    }
   }
 }
 
 void AdvanceState(ManifestState *st, const ManifestEdit &e) {
-  for (uint64_t id : e.removed) st->live.erase(id);
-  for (const SegMeta &m : e.added) st->live[m.id] = m;
+  for (uint64_t id : e.removed) {
+    st->live.erase(id);
+    st->vdel_clean.erase(id);
+  }
+  for (const SegMeta &m : e.added) {
+    st->live[m.id] = m;
+    if (e.vdel_clean != 0) st->vdel_clean[m.id] = e.vdel_clean;  // a flush's or compaction's files
+  }
+  for (const auto &c : e.vdel_cleans)  // a snapshot's, per file
+    if (c.second != 0 && st->live.count(c.first) != 0) st->vdel_clean[c.first] = c.second;
+  st->vdel_purge = std::max(st->vdel_purge, e.vdel_purge);
   if (e.has_in_edges) st->in_edges = e.in_edges != 0;
   if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
   if (e.has_srcpos) {
@@ -432,7 +508,18 @@ ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_
   e.has_durable_seq = true;
   e.durable_seq = st.durable_seq;
   for (const auto &kv : st.live) e.added.push_back(kv.second);  // by file number: L0 replays newest first
+  // The deletes a purge recorded are gone even where the caller's map
+  // (the current Version, which installs a purge after its edit is
+  // appended) still holds them.
+  vdels.erase(std::remove_if(vdels.begin(), vdels.end(),
+                             [&](const std::pair<uint64_t, uint64_t> &v) {
+                               return v.second <= st.vdel_purge || v.second > st.durable_seq;
+                             }),
+              vdels.end());
   e.vdels = std::move(vdels);
+  e.vdel_purge = st.vdel_purge;
+  for (const auto &kv : st.vdel_clean)
+    if (st.live.count(kv.first) != 0) e.vdel_cleans.push_back(kv);
   e.obsolete = std::move(obsolete);
   e.has_srcpos = st.has_srcpos;
   e.srcpos = st.srcpos;

@@ -33,9 +33,10 @@
 // or kManifestGrowth times the last snapshot's size if larger) the store
 // rewrites it as one snapshot record describing the state every record so
 // far leaves (every live file at its level, the durable seq, source
-// position and vertex bounds, the vertex-delete records as the current
-// Version holds them up to the durable seq, the files edits removed that
-// may still be on disk, and next_file), followed by later edits. The
+// position and vertex bounds, the live vertex-delete records as the
+// current Version holds them up to the durable seq, the purge point and
+// each live file's vdel_clean, the files edits removed that may still be
+// on disk, and next_file), followed by later edits. The
 // protocol, under the store's manifest lock, so that no edit is appended
 // meanwhile:
 //   1. write the header (format 3) and the snapshot to MANIFEST.tmp, fsync;
@@ -86,8 +87,10 @@ enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot
 // stands for a create record and every edit after it: in_edges, the
 // durable seq, source position and bounds they leave, every live file in
 // added (any level; by file number, so that L0 replays newest first), the
-// vertex deletes in vdels, and in obsolete the files they removed that may
-// still be on disk.
+// live vertex deletes in vdels with the purge point they leave in
+// vdel_purge, each live file's vdel_clean in vdel_cleans (the value the
+// edit that added it recorded; files with 0 left out), and in obsolete the
+// files they removed that may still be on disk.
 struct ManifestEdit {
   EditKind kind = EditKind::kCreate;
   // kCreate, kSnapshot: whether the store keeps in-edges (fixed at creation).
@@ -108,6 +111,15 @@ struct ManifestEdit {
   uint64_t low_bound = 0, high_bound = 0;
   // Every edit: see "File numbers" above.
   uint64_t next_file = 0;
+  // Vertex-delete purging (tags added later; absent in older records,
+  // which read as 0). vdel_clean (kFlush, kCompact): no file this edit adds
+  // holds a version that a vertex delete of seq <= vdel_clean hides.
+  // vdel_purge (kCompact, kSnapshot): the vertex deletes of seq <=
+  // vdel_purge are gone (at most the durable seq). vdel_cleans
+  // (kSnapshot): (file id, vdel_clean) of the files it adds, one each.
+  uint64_t vdel_clean = 0;
+  uint64_t vdel_purge = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> vdel_cleans;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -154,9 +166,13 @@ struct ManifestState {
   uint64_t next_file = 1;  // the last edit's next_file
   uint64_t max_file = 0;   // the largest file number any edit names
   std::map<uint64_t, SegMeta> live;
-  std::map<uint64_t, uint64_t> added_at;    // live file -> offset of the record that added it
-  std::map<uint64_t, uint64_t> removed_at;  // removed file -> offset of the record that removed it
-  std::vector<std::pair<uint64_t, uint64_t>> vdels;
+  std::map<uint64_t, uint64_t> added_at;             // live file -> offset of the record that added it
+  std::map<uint64_t, uint64_t> removed_at;           // removed file -> offset of the record that removed it
+  std::vector<std::pair<uint64_t, uint64_t>> vdels;  // live: not purged
+  uint64_t vdel_purge = 0;                           // the largest purge point
+  // Live file -> the vdel_clean of the edit that added it (a snapshot's
+  // per-file value); files with 0 are left out.
+  std::map<uint64_t, uint64_t> vdel_clean;
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones
@@ -169,14 +185,17 @@ struct ManifestState {
 void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems);
 
 // Applies e, an edit appended after the ones st was replayed from, to st's
-// in_edges, durable_seq, srcpos, bounds, next_file and live: what
+// in_edges, durable_seq, srcpos, bounds, next_file, live, vdel_purge and
+// vdel_clean: what
 // SnapshotEdit needs (ReplayManifest does the same per edit, with its
 // checks and history). The store keeps such a running state as it appends.
 void AdvanceState(ManifestState *st, const ManifestEdit &e);
 
 // The snapshot record of the state st (the fields AdvanceState keeps),
 // with the vertex deletes vdels (what the current Version holds up to
-// st.durable_seq) and the obsolete files.
+// st.durable_seq; those at or below st.vdel_purge, which the Version may
+// still hold until it installs the purge, are dropped) and the obsolete
+// files.
 ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_t, uint64_t>> vdels,
                           std::vector<uint64_t> obsolete);
 

@@ -1,6 +1,116 @@
 #include "merge.h"
 
+#include "dcheck.h"
+
 namespace gt {
+
+// One immutable batch of vertex-delete records.
+struct VdelMap::Chunk {
+  std::vector<Record> recs;     // sorted by (vertex, seq)
+  std::vector<uint64_t> seqs;   // the same records' seqs, ascending
+  std::vector<uint64_t> bloom;  // one bit per vertex hash; size a power of 2
+  uint64_t min_seq = 0, max_seq = 0;
+
+  explicit Chunk(std::vector<Record> r) : recs(std::move(r)) {
+    std::sort(recs.begin(), recs.end());
+    seqs.reserve(recs.size());
+    for (const Record &x : recs) seqs.push_back(x.second);
+    std::sort(seqs.begin(), seqs.end());
+    min_seq = seqs.front();
+    max_seq = seqs.back();
+    size_t words = 1;
+    while (words * 64 < recs.size() * 8) words *= 2;
+    bloom.assign(words, 0);
+    for (const Record &x : recs) {
+      const uint64_t h = Hash(x.first);
+      bloom[(h >> 6) & (words - 1)] |= uint64_t{1} << (h & 63);
+    }
+  }
+  static uint64_t Hash(uint64_t v) { return (v * 0x9E3779B97F4A7C15ull) >> 20; }
+  bool MayHold(uint64_t v) const {
+    const uint64_t h = Hash(v);
+    return (bloom[(h >> 6) & (bloom.size() - 1)] >> (h & 63)) & 1;
+  }
+  // Records with seq > p.
+  size_t LiveAbove(uint64_t p) const {
+    return static_cast<size_t>(seqs.end() - std::upper_bound(seqs.begin(), seqs.end(), p));
+  }
+};
+
+void VdelMap::Push(std::vector<Record> recs) {
+  if (recs.empty()) return;
+  for (const Record &x : recs) {
+    // INVARIANT: a purge covers only deletes older than every later one: a
+    // new delete's seq is above the purge point (purges stop at the durable
+    // seq, and a new batch is newer than every durable one).
+    GT_DCHECK_MSG(x.second > purged_, "vertex delete at seq " + std::to_string(x.second) +
+                                          " at or below the purge point " + std::to_string(purged_));
+    max_seq_ = std::max(max_seq_, x.second);
+  }
+  n_ += recs.size();
+  // Merge with the newest chunks while they are not 4x larger, dropping
+  // the purged records they still hold.
+  while (!chunks_.empty() && chunks_.back()->recs.size() <= 4 * recs.size()) {
+    for (const Record &x : chunks_.back()->recs)
+      if (x.second > purged_) recs.push_back(x);
+    chunks_.pop_back();
+  }
+  chunks_.push_back(std::make_shared<const Chunk>(std::move(recs)));
+}
+
+std::shared_ptr<const VdelMap> VdelMap::With(std::vector<Record> recs) const {
+  auto m = std::make_shared<VdelMap>(*this);  // copies chunk pointers only
+  m->Push(std::move(recs));
+  return m;
+}
+
+void VdelMap::Purge(uint64_t p) {
+  if (p <= purged_) return;
+  purged_ = p;
+  chunks_.erase(std::remove_if(chunks_.begin(), chunks_.end(),
+                               [&](const std::shared_ptr<const Chunk> &c) { return c->max_seq <= p; }),
+                chunks_.end());
+  n_ = 0;
+  for (const auto &c : chunks_) n_ += c->LiveAbove(p);
+}
+
+std::shared_ptr<const VdelMap> VdelMap::Purged(uint64_t p) const {
+  auto m = std::make_shared<VdelMap>(*this);
+  m->Purge(p);
+  return m;
+}
+
+uint64_t VdelMap::Latest(uint64_t v, uint64_t tau) const {
+  uint64_t best = 0;
+  for (const auto &c : chunks_) {
+    if (c->min_seq > tau || c->max_seq <= best || !c->MayHold(v)) continue;
+    // The last record of v with seq <= tau.
+    auto it = std::upper_bound(c->recs.begin(), c->recs.end(), Record{v, tau});
+    if (it == c->recs.begin()) continue;
+    --it;
+    if (it->first == v && it->second > purged_) best = std::max(best, it->second);
+  }
+  return best;
+}
+
+bool VdelMap::AnyIn(uint64_t lo, uint64_t hi) const {
+  lo = std::max(lo, purged_);
+  if (n_ == 0 || lo >= hi || max_seq_ <= lo) return false;
+  for (const auto &c : chunks_) {
+    if (c->max_seq <= lo || c->min_seq > hi) continue;
+    auto it = std::upper_bound(c->seqs.begin(), c->seqs.end(), lo);
+    if (it != c->seqs.end() && *it <= hi) return true;
+  }
+  return false;
+}
+
+void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
+  out->clear();
+  for (const auto &c : chunks_)
+    for (const Record &x : c->recs)
+      if (x.second > purged_ && x.second <= upto) out->push_back(x);
+  std::sort(out->begin(), out->end());
+}
 
 // For each dst, versions arrive newest first. A version is kept iff it is the
 // newest in its snapshot stripe (stripe = index of the first pinned snapshot
@@ -29,9 +139,10 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     return;
   }
   const uint64_t oldest = snaps.empty() ? UINT64_MAX : snaps.front();
+  const uint64_t clean = VdelCleanSeq(p);
   auto vdel_latest = [&](uint64_t v) -> uint64_t {
     if (p.vdel == nullptr || p.vdel->empty()) return 0;
-    return p.vdel->Latest(v, p.durable_seq);
+    return p.vdel->Latest(v, clean);
   };
   const uint64_t dsrc = vdel_latest(src);
   const bool src_has_vdel = p.vdel != nullptr && p.vdel->Has(src);
@@ -67,10 +178,11 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     size_t stripe = static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());
     if (stripe == last_stripe) return;  // superseded within its stripe
     last_stripe = stripe;
-    // Killed by a durable vertex delete that every snapshot already sees:
-    // invisible to all readers, and every older version is killed too.
+    // Killed by a durable vertex delete that every snapshot already sees
+    // (d <= clean <= oldest): invisible to all readers, and every older
+    // version is killed too.
     const uint64_t d = std::max(dsrc, ddst);
-    if (seq < d && oldest >= d) return;
+    if (seq < d) return;
     out->push_back(Entry{dst, vers, w});
   });
   close_group();

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -91,45 +91,70 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
   }
 }
 
-// Vertex deletes: vertex -> ascending delete seqs. Immutable once shared;
-// writers copy it (vertex deletes are rare).
+// Vertex deletes: records (vertex, seq). A record (v, d) hides, from every
+// snapshot tau >= d, each version with seq < d of an edge of v (as src or
+// dst).
+//
+// Persistent: a map shared by pointer is never changed. With() makes the
+// map plus new records and Purged() the map without its records up to a
+// seq; both share the unchanged parts (the "chunks") by pointer, so an edit
+// costs O(new records) amortized, never a copy of the whole map.
+//
+// Layout: immutable chunks, each sorted by (vertex, seq) with a small bloom
+// filter in front. A new batch of records is one chunk, merged with the
+// newest chunks while they are not 4x larger than it, so there are
+// O(log4 n) chunks and a record is copied O(log4 n) times in all.
+//
+// Purging: every record with seq <= purged_through() is gone (a chunk that
+// straddles that seq keeps its bytes until its next merge, but Latest, Has,
+// AnyIn and size ignore them).
 class VdelMap {
  public:
-  bool empty() const { return m_.empty(); }
-  size_t size() const { return n_; }
-  void Add(uint64_t v, uint64_t seq) {
-    m_[v].push_back(seq);
-    n_++;
-  }
-  // Largest delete seq of v that is <= tau, or 0.
-  uint64_t Latest(uint64_t v, uint64_t tau) const {
-    auto it = m_.find(v);
-    if (it == m_.end()) return 0;
-    const auto &s = it->second;
-    auto p = std::upper_bound(s.begin(), s.end(), tau);
-    return p == s.begin() ? 0 : *(p - 1);
-  }
-  bool Has(uint64_t v) const { return m_.count(v) != 0; }
-  // The records with seq <= max_seq as (vertex, seq), sorted: what a
-  // manifest snapshot records (Store::RewriteManifestLocked). The one place
-  // that turns this map into manifest records.
-  void Records(uint64_t max_seq, std::vector<std::pair<uint64_t, uint64_t>> *out) const {
-    out->clear();
-    for (const auto &kv : m_)
-      for (uint64_t seq : kv.second)
-        if (seq <= max_seq) out->emplace_back(kv.first, seq);
-    std::sort(out->begin(), out->end());
-  }
+  using Record = std::pair<uint64_t, uint64_t>;  // (vertex, seq)
+
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }  // live records
+  // Largest live delete seq, or 0.
+  uint64_t max_seq() const { return n_ == 0 ? 0 : max_seq_; }
+  uint64_t purged_through() const { return purged_; }
+
+  // Adds one record to a map not yet shared (tests, recovery).
+  void Add(uint64_t v, uint64_t seq) { Push({Record{v, seq}}); }
+  // The map plus recs. INVARIANT: every new seq is above purged_through().
+  std::shared_ptr<const VdelMap> With(std::vector<Record> recs) const;
+  // The map without its records of seq <= p. O(chunks).
+  std::shared_ptr<const VdelMap> Purged(uint64_t p) const;
+  void Purge(uint64_t p);  // the same, in place, for a map not yet shared
+
+  // Largest live delete seq of v that is <= tau, or 0.
+  uint64_t Latest(uint64_t v, uint64_t tau) const;
+  // v has a live record.
+  bool Has(uint64_t v) const { return Latest(v, UINT64_MAX) != 0; }
+  // Some live record has lo < seq <= hi.
+  bool AnyIn(uint64_t lo, uint64_t hi) const;
+  // The live records with seq <= upto as (vertex, seq), sorted, in *out
+  // (replaced): what a manifest snapshot records
+  // (Store::RewriteManifestLocked) and what a filtered scan flattens
+  // (VdelFilter). The one place that turns this map into records.
+  // O(n log n).
+  void Records(uint64_t upto, std::vector<Record> *out) const;
+  size_t chunks() const { return chunks_.size(); }
 
  private:
-  std::unordered_map<uint64_t, std::vector<uint64_t>> m_;
+  struct Chunk;
+  void Push(std::vector<Record> recs);
+
+  std::vector<std::shared_ptr<const Chunk>> chunks_;  // oldest first
   size_t n_ = 0;
+  uint64_t max_seq_ = 0;
+  uint64_t purged_ = 0;
 };
 
 // Emits the versions of one vertex visible at tau, in dst order.
 template <typename F>
 void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, F &&emit) {
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
+  const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
   bool have = false;
   uint64_t cur = 0;
   MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
@@ -139,7 +164,7 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
     have = true;
     cur = dst;
     if (VersTomb(vers) || seq < dsrc) return;
-    if (!vdel.empty() && seq < vdel.Latest(dst, tau)) return;
+    if (seq < newest && seq < vdel.Latest(dst, tau)) return;
     emit(dst, w);
   });
 }
@@ -148,9 +173,17 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
 struct RetainParams {
   const std::vector<uint64_t> *snaps;  // pinned snapshot seqs, ascending
   const VdelMap *vdel;                 // may be null
-  uint64_t durable_seq;                // only vertex deletes <= this are applied
-  bool bottommost;                     // nothing older exists below the output
+  // Only vertex deletes <= min(durable_seq, oldest snapshot) are applied:
+  // VdelCleanSeq.
+  uint64_t durable_seq;
+  bool bottommost;  // nothing older exists below the output
 };
+
+// The seq below which RetainVersions drops what vertex deletes hide: its
+// output holds no version that a delete with seq <= this hides.
+inline uint64_t VdelCleanSeq(const RetainParams &p) {
+  return std::min(p.durable_seq, p.snaps->empty() ? UINT64_MAX : p.snaps->front());
+}
 
 // Appends to out the versions of src that some reader can still need.
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out);

@@ -107,6 +107,13 @@ class Segment {
     return meta_.max_seq <= tau && !(flags_ & (kFlagTombstones | kFlagMultiVersion));
   }
 
+  // Vertex deletes of seq <= vdel_floor() hide nothing here: every version
+  // is at least min_seq, and the writer dropped what deletes up to its
+  // clean seq hide (VdelCleanSeq, merge.h). Set once, before the segment
+  // is shared.
+  uint64_t vdel_floor() const { return meta_.min_seq > vdel_clean_ ? meta_.min_seq : vdel_clean_; }
+  void set_vdel_clean(uint64_t seq) { vdel_clean_ = seq; }
+
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
   // First vertex >= v present in this file, or false.
@@ -148,6 +155,7 @@ class Segment {
 
   std::string path_;
   SegMeta meta_;
+  uint64_t vdel_clean_ = 0;
   uint32_t flags_ = 0;
   const uint8_t *base_ = nullptr;
   size_t size_ = 0;

@@ -137,7 +137,11 @@ Status Store::RewriteManifestLocked() {
   // The vertex deletes as the current Version holds them, up to the
   // durable seq: exactly those the manifest's flushes recorded (a flush
   // records every delete applied to its MemGraph, and the Version gains a
-  // delete before its batch is published, so before any freeze covers it).
+  // delete before its batch is published, so before any freeze covers it),
+  // less those a logged purge took (a compaction installs its purge after
+  // appending it, so the Version may still hold them: SnapshotEdit drops
+  // them, and records the purge point and each live file's vdel_clean
+  // from logged_).
   std::vector<std::pair<uint64_t, uint64_t>> vdels;
   Current()->vdel->Records(logged_.durable_seq, &vdels);
   RewriteHooks hooks;

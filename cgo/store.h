@@ -123,6 +123,9 @@ class Store {
   void MaybeFreezeRequested();
   Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
   Status RunCompaction(int dir, const CompactionPlan &plan);
+  // Purges the vertex deletes no file needs (store_compact.cc), logging
+  // the purge as a compaction edit without files.
+  Status PurgeVertexDeletes();
   Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
   // Records e in the manifest (setting e->next_file); the files it adds
   // stop being pending once it is durable. Then rewrites the manifest if

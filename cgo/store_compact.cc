@@ -7,10 +7,39 @@
 #include <malloc.h>
 #endif
 
+#include "dcheck.h"
 #include "store.h"
 #include "store_internal.h"
 
 namespace gt {
+namespace {
+
+// The seq through which the compaction that replaces inputs by outputs in
+// ver purges vertex deletes, or 0 for none. A delete (v, d) can go once d is
+// at most every file's vdel_floor: then no file holds a version it hides,
+// of v as src or as dst, in either tree, and the MemGraphs and files
+// flushed later hold only seqs above durable. A snapshot with tau >= d has
+// nothing left for it to hide; one with tau < d ignores it anyway (and
+// while such a snapshot is pinned the versions it needs stay, so the
+// floors stay below d). Capped at durable, so recovery never replays a
+// purged record from a later flush.
+uint64_t VdelPurgePoint(const Version &ver, const std::vector<std::shared_ptr<Segment>> &inputs,
+                        const std::vector<std::shared_ptr<Segment>> &outputs, uint64_t durable) {
+  if (ver.vdel == nullptr || ver.vdel->empty()) return 0;
+  uint64_t p = durable;
+  auto consider = [&](const std::shared_ptr<Segment> &s) {
+    if (std::find(inputs.begin(), inputs.end(), s) == inputs.end()) p = std::min(p, s->vdel_floor());
+  };
+  for (const Tree &t : ver.trees) {
+    for (const auto &s : t.l0) consider(s);
+    for (const auto &lv : t.levels)
+      for (const auto &s : lv) consider(s);
+  }
+  for (const auto &s : outputs) p = std::min(p, s->vdel_floor());
+  return ver.vdel->AnyIn(0, p) ? p : 0;
+}
+
+}  // namespace
 
 PlanConfig Store::PlanCfg() const {
   PlanConfig c;
@@ -84,13 +113,75 @@ Status Store::CompactAll() {
       if (!PickFullCompactionStep(PlanState(*Current(), dir), PlanCfg(), &plan)) break;
       GT_RETURN_IF_ERROR(RunCompaction(dir, plan));
     }
+    // A file can still hold versions that a vertex delete every snapshot
+    // now sees hides: kept while an older snapshot was pinned, or written
+    // before the delete when no merge step had anything to move. Rewrite
+    // each such file in place (so its range stays disjoint from its
+    // level's other files), once, so that the purge can drop the delete.
+    std::shared_ptr<const Version> ver;
+    uint64_t durable;
+    std::vector<uint64_t> ptrs;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ver = current_;
+      durable = durable_seq_;
+      ptrs = pointers_[dir];
+    }
+    if (ver->vdel->empty()) continue;
+    const std::vector<uint64_t> snaps = PinnedSnapshots();
+    const uint64_t clean = std::min(durable, snaps.empty() ? UINT64_MAX : snaps.front());
+    const auto &levels = ver->trees[dir].levels;
+    for (size_t i = 1; i < levels.size(); i++) {
+      bool deeper = false;
+      for (size_t j = i + 1; j < levels.size(); j++) deeper = deeper || !levels[j].empty();
+      for (const auto &f : levels[i]) {
+        if (!ver->vdel->AnyIn(f->vdel_floor(), clean)) continue;
+        CompactionPlan plan;
+        plan.from_level = plan.to_level = static_cast<uint32_t>(i);
+        plan.from_ids = {f->meta().id};
+        plan.bottommost = !deeper;
+        plan.pointer = i < ptrs.size() ? ptrs[i] : 0;  // unchanged
+        GT_RETURN_IF_ERROR(RunCompaction(dir, plan));
+      }
+    }
   }
+  return PurgeVertexDeletes();
+}
+
+Status Store::PurgeVertexDeletes() {
+  // Also when no compaction ran: a store whose files never held what its
+  // deletes hide.
+  std::shared_ptr<const Version> ver;
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ver = current_;
+    durable = durable_seq_;
+  }
+  ManifestEdit r;
+  r.kind = EditKind::kCompact;
+  r.vdel_purge = VdelPurgePoint(*ver, {}, {}, durable);
+  if (r.vdel_purge == 0) return Status::OK();
+  GT_RETURN_IF_ERROR(AppendEdit(&r));
+  VersionEdit e;
+  e.vdel_purge = r.vdel_purge;
+  std::lock_guard<std::mutex> l(mu_);
+  InstallLocked(e);
   return Status::OK();
 }
 
 Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   const uint64_t t0 = NowNanos();
-  auto ver = Current();
+  // The Version and the durable seq together: every file holding a
+  // version at or below durable is in ver (a flush installs its file and
+  // its durable seq in one step), which the purge below relies on.
+  std::shared_ptr<const Version> ver;
+  uint64_t durable;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ver = current_;
+    durable = durable_seq_;
+  }
   const Tree &t = ver->trees[dir];
   std::vector<std::shared_ptr<Segment>> inputs;
   auto take = [&](const std::vector<std::shared_ptr<Segment>> &files, const std::vector<uint64_t> &ids) -> Status {
@@ -116,13 +207,13 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   // invisible at such a tau. (Read the other way round, a flush in between
   // could let the compaction apply a vertex delete newer than the tau of a
   // durable snapshot it did not see pinned.)
-  uint64_t durable;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    durable = durable_seq_;
-  }
   const std::vector<uint64_t> snaps = PinnedSnapshots();
   RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
+  // The outputs hold no version a delete up to VdelCleanSeq hides (those
+  // were dropped), nor one a delete up to every input's floor hides.
+  uint64_t in_floor = UINT64_MAX;
+  for (const auto &s : inputs) in_floor = std::min(in_floor, s->vdel_floor());
+  const uint64_t out_clean = std::max(VdelCleanSeq(rp), in_floor);
 
   std::vector<VertexCursor> cursors;
   cursors.reserve(inputs.size());
@@ -173,16 +264,23 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   }
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
+  for (const auto &s : segs) s->set_vdel_clean(out_clean);
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
   ManifestEdit r;
   r.kind = EditKind::kCompact;
   for (const auto &s : inputs) r.removed.push_back(s->meta().id);
   r.added = outs;
+  r.vdel_clean = out_clean;
+  r.vdel_purge = VdelPurgePoint(*ver, inputs, segs, durable);
+  // INVARIANT: a purge never passes the durable seq (recovery refuses a
+  // record that does: a later flush could replay a purged delete).
+  GT_DCHECK(r.vdel_purge <= durable);
   GT_RETURN_IF_ERROR(AppendEdit(&r));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
   uint64_t written = 0;
   for (const SegMeta &m : outs) written += m.bytes;
   VersionEdit e;
+  e.vdel_purge = r.vdel_purge;
   e.removed = std::move(r.removed);
   e.added = std::move(segs);
   if (plan.from_level > 0) {

@@ -148,6 +148,10 @@ Status Store::Recover() {
     std::shared_ptr<Segment> seg;
     GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &seg));
     GT_RETURN_IF_ERROR(MatchesManifest(*seg, m, path, ms.added_at.at(m.id)));
+    // The vdel_clean its adding edit recorded (a snapshot's per-file value
+    // after a rewrite): set before any Version holds it.
+    auto clean = ms.vdel_clean.find(m.id);
+    if (clean != ms.vdel_clean.end()) seg->set_vdel_clean(clean->second);
     if (m.level >= opt_.max_levels)
       return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
                              " but max_levels is " + std::to_string(opt_.max_levels));
@@ -205,10 +209,12 @@ Status Store::Recover() {
       }
       for (const SegMeta &m : r.added) {
         auto it = live.find(m.id);
-        if (it != live.end()) e.added.push_back(it->second);
+        if (it == live.end()) continue;
+        e.added.push_back(it->second);
       }
-      if (!r.vdels.empty()) {
+      if (!r.vdels.empty() || r.vdel_purge != 0) {
         for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
+        vdel->Purge(r.vdel_purge);
         e.vdel = vdel;
       }
       e.has_durable_seq = r.has_durable_seq;

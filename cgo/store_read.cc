@@ -2,6 +2,7 @@
 // the MemGraphs and every level of the current Version, merged and
 // filtered at the snapshot's seq; and bulk copies of clean CSR ranges.
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "store.h"
@@ -72,11 +73,15 @@ Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t
   return Status::OK();
 }
 
+// True when no vertex delete a snapshot at tau applies can hide a version
+// of s: every live delete up to tau is at or below s's floor.
+bool VdelFree(const Segment &s, uint64_t tau, const VdelMap &vdel) { return !vdel.AnyIn(s.vdel_floor(), tau); }
+
 // True when one file run can be copied out as is: every version in it is
 // visible at tau, live, and unique per dst, and no vertex delete applies.
 bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
-  if (runs.size() != 1 || runs[0].seg == nullptr || !vdel.empty()) return false;
-  return runs[0].seg->AllVisibleAt(tau);
+  if (runs.size() != 1 || runs[0].seg == nullptr) return false;
+  return runs[0].seg->AllVisibleAt(tau) && VdelFree(*runs[0].seg, tau, vdel);
 }
 
 // Writes v's visible neighbors (from its runs) to dsts/w[at..cap) and
@@ -105,15 +110,15 @@ size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, con
 }
 
 // The level holding every file edge of [lo, hi) when that is a single
-// clean run: no L0 data, no vertex deletes, one level overlapping the range,
-// and no segment there with versions newer than tau, tombstones or several
-// versions of an edge. MemGraphs are not looked at: without MemGraph data a
-// scan is a bulk copy of the CSR, and with it, a bulk copy between the
-// vertices the MemGraphs hold.
+// clean run: no L0 data, one level overlapping the range, and no segment
+// there with versions newer than tau, tombstones or several versions of an
+// edge (vertex deletes are BulkCopy's concern, per segment). MemGraphs are
+// not looked at: without MemGraph data a scan is a bulk copy of the CSR,
+// and with it, a bulk copy between the vertices the MemGraphs hold.
 const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int dir, uint64_t lo, uint64_t hi,
                                                         uint64_t tau) {
   const Tree &t = ver.trees[dir];
-  if (!t.l0.empty() || !ver.vdel->empty()) return nullptr;
+  if (!t.l0.empty()) return nullptr;
   const std::vector<std::shared_ptr<Segment>> *found = nullptr;
   for (size_t i = 1; i < t.levels.size(); i++) {
     for (const auto &s : t.levels[i]) {
@@ -127,18 +132,168 @@ const std::vector<std::shared_ptr<Segment>> *CleanLevel(const Version &ver, int 
   return found;
 }
 
+// The vertex deletes a snapshot at tau applies, flattened for a filtered
+// copy that checks every edge: per vertex the newest delete seq <= tau, in
+// a sorted table behind a bloom filter (most dsts are not deleted).
+class VdelFilter {
+ public:
+  VdelFilter(const VdelMap &m, uint64_t tau) {
+    m.Records(tau, &latest_);  // sorted by (vertex, seq)
+    // Keep the newest record of each vertex (the last of its run).
+    size_t k = 0;
+    for (size_t i = 0; i < latest_.size(); i++) {
+      if (k > 0 && latest_[k - 1].first == latest_[i].first)
+        latest_[k - 1] = latest_[i];
+      else
+        latest_[k++] = latest_[i];
+    }
+    latest_.resize(k);
+    size_t words = 1;
+    while (words * 64 < k * 16) words *= 2;
+    bloom_.assign(words, 0);
+    for (const auto &r : latest_) {
+      const uint64_t h = Hash(r.first);
+      bloom_[(h >> 6) & (words - 1)] |= uint64_t{1} << (h & 63);
+    }
+  }
+  // The newest delete seq <= tau of v, or 0.
+  uint64_t Latest(uint64_t v) const {
+    const uint64_t h = Hash(v);
+    if (((bloom_[(h >> 6) & (bloom_.size() - 1)] >> (h & 63)) & 1) == 0) return 0;
+    auto it = std::lower_bound(latest_.begin(), latest_.end(), VdelMap::Record{v, 0});
+    return it != latest_.end() && it->first == v ? it->second : 0;
+  }
+
+ private:
+  static uint64_t Hash(uint64_t v) { return (v * 0x9E3779B97F4A7C15ull) >> 24; }
+  std::vector<VdelMap::Record> latest_;
+  std::vector<uint64_t> bloom_;
+};
+
+// Writes the versions of a clean run (every version visible at tau, live,
+// unique per dst) that filt leaves visible to dsts/w[at..cap), as
+// AppendVisible does.
+size_t AppendFiltered(const Run &r, uint64_t v, const VdelFilter &filt, uint64_t *dsts, double *w, size_t at,
+                      size_t cap) {
+  const uint64_t dsrc = filt.Latest(v);
+  size_t k = at;
+  for (uint64_t i = r.b; i < r.e; i++) {
+    const uint64_t seq = VersSeq(r.seg->vers(i)), d = r.seg->dst(i);
+    if (seq < dsrc || seq < filt.Latest(d)) continue;
+    if (k < cap) {
+      dsts[k] = d;
+      if (w) w[k] = r.seg->weight(i);
+    }
+    k++;
+  }
+  return k;
+}
+
+// Segment::AppendRange (the same contract) for a segment of a clean level
+// that a live vertex delete may touch: each vertex's versions the deletes
+// leave visible at tau, a vertex left with none skipped. With a filter
+// (worth building when the range holds many more edges than there are
+// deletes) every edge is checked against it, else merged per vertex.
+Status AppendRangeVisible(const Segment &s, uint64_t lo, uint64_t hi, uint64_t tau, const VdelMap &vdel,
+                          const VdelFilter *filt, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                          double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
+  *next = hi;
+  *need = 0;
+  const uint64_t end = std::min(hi, s.meta().max_src + 1);
+  std::vector<Run> runs;
+  uint64_t v = std::max(lo, s.meta().min_src), x;
+  for (; v < end && s.NextVertex(v, &x) && x < end; v = x + 1) {
+    if (*nv == vcap) {
+      *next = x;
+      return Status::OK();
+    }
+    runs.clear();
+    GT_RETURN_IF_ERROR(AddSegmentRun(&s, x, &runs));
+    const size_t k = filt != nullptr ? AppendFiltered(runs[0], x, *filt, dsts, w, *ne, ecap)
+                                     : AppendVisible(runs, x, tau, vdel, dsts, w, *ne, ecap);
+
+    if (k > ecap) {
+      if (*nv == 0) *need = k - *ne;
+      *next = x;
+      return Status::OK();
+    }
+    if (k == *ne) continue;  // no visible edges
+    vids[*nv] = x;
+    *ne = k;
+    offs[++*nv] = k;
+  }
+  return Status::OK();
+}
+
+// Segment::AppendRange (the same contract) through a filter: bulk copies,
+// each followed by dropping in place what the deletes hide (a vertex left
+// with no edges too), until the range or the buffers end. A first vertex
+// too large before filtering is left to AppendRangeVisible, whose count is
+// exact.
+Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t tau, const VdelMap &vdel,
+                           const VdelFilter &filt, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
+                           double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
+  for (uint64_t pos = lo;;) {
+    const size_t nv0 = *nv, ne0 = *ne;
+    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need));
+    if (*need > 0)
+      return AppendRangeVisible(s, pos, hi, tau, vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need);
+    if (*nv == nv0) return Status::OK();  // the range or the buffers ended
+    uint64_t base, unused;
+    s.Find(vids[nv0], &base, &unused);  // the entry copied to dsts[ne0]
+    size_t outv = nv0, oute = ne0, from = ne0;
+    for (size_t j = nv0; j < *nv; j++) {
+      const uint64_t v = vids[j], dsrc = filt.Latest(v);
+      const size_t to = offs[j + 1], start = oute;
+      for (size_t k = from; k < to; k++) {
+        const uint64_t seq = VersSeq(s.vers(base + (k - ne0)));
+        if (seq < dsrc || seq < filt.Latest(dsts[k])) continue;
+        dsts[oute] = dsts[k];
+        if (w) w[oute] = w[k];
+        oute++;
+      }
+      from = to;
+      if (oute == start) continue;  // no visible edges
+      vids[outv] = v;
+      offs[++outv] = oute;
+    }
+    *nv = outv;
+    *ne = oute;
+    if (*next >= hi) return Status::OK();
+    pos = *next;  // filtering made room: go on
+  }
+}
+
 // Appends the vertices of [lo, hi) held by the clean level lv to a scan's
-// output (see Segment::AppendRange). *done is false when the buffers
-// filled first: *next is then the first vertex not copied. A first vertex
-// that alone exceeds ecap is GT_ERR_BUFFER with its count in *ne.
-Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t *vids,
-                uint64_t *offs, size_t vcap, uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne,
-                uint64_t *next, bool *done) {
+// output: a bulk copy of each segment no live vertex delete up to tau
+// touches (see Segment::AppendRange), a filtered copy of any other (*filt,
+// built here once the scan needs it, is kept for its later calls). *done
+// is false when the buffers filled first: *next is then the first vertex
+// not copied. A first vertex that alone exceeds ecap is GT_ERR_BUFFER with
+// its count in *ne.
+Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t tau,
+                const VdelMap &vdel, std::unique_ptr<VdelFilter> *filt, uint64_t *vids, uint64_t *offs, size_t vcap,
+                uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, bool *done) {
   *done = false;
   for (const auto &s : lv) {
-    if (s->meta().max_src < lo || s->meta().min_src >= hi) continue;
+    const SegMeta &m = s->meta();
+    if (m.max_src < lo || m.min_src >= hi) continue;
     uint64_t need;
-    GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+    if (VdelFree(*s, tau, vdel)) {
+      GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+    } else {
+      // The edges of [lo, hi) here, estimated by the share of the range.
+      const uint64_t a = std::max(lo, m.min_src), b = std::min(hi - 1, m.max_src);
+      const double share = static_cast<double>(b - a + 1) / static_cast<double>(m.max_src - m.min_src + 1);
+      if (*filt == nullptr && static_cast<double>(m.nentries) * share >= 4.0 * static_cast<double>(vdel.size()))
+        *filt = std::make_unique<VdelFilter>(vdel, tau);
+      if (*filt != nullptr)
+        GT_RETURN_IF_ERROR(
+            AppendRangeFiltered(*s, lo, hi, tau, vdel, **filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+      else
+        GT_RETURN_IF_ERROR(
+            AppendRangeVisible(*s, lo, hi, tau, vdel, nullptr, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+    }
     if (need > 0) {
       *ne = need;
       return Status{Code::kBuffer, "edge buffer too small for vertex " + std::to_string(*next), "", 0};
@@ -196,7 +351,9 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   offs[0] = 0;
   if (const auto *lv = CleanLevel(*ver, dir, lo, hi, tau_)) {
     bool done;
-    if (!mems.Any(dir)) return BulkCopy(*lv, lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
+    std::unique_ptr<VdelFilter> filt;  // built by the first BulkCopy that needs it
+    if (!mems.Any(dir))
+      return BulkCopy(*lv, lo, hi, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
     // Bulk copies between the vertices the MemGraphs hold; those merge
     // their MemGraph versions with the level's run one by one.
     std::vector<VertexCursor> mc;
@@ -209,7 +366,8 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
       uint64_t d = MinHead(mc, &any);
       if (!any) d = hi;
       if (pos < d) {
-        GT_RETURN_IF_ERROR(BulkCopy(*lv, pos, d, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
+        GT_RETURN_IF_ERROR(
+            BulkCopy(*lv, pos, d, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
         if (!done) return Status::OK();
       }
       if (d >= hi) break;

@@ -105,11 +105,12 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
   ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {
-    auto nm = std::make_shared<VdelMap>(*ver->vdel);
+    // O(new records) amortized: the map shares its chunks (merge.h).
+    std::vector<VdelMap::Record> recs;
     for (size_t i = 0; i < n; i++)
-      if (ops[i].kind == GT_OP_DELETE_VERTEX) nm->Add(ops[i].src, seq);
+      if (ops[i].kind == GT_OP_DELETE_VERTEX) recs.emplace_back(ops[i].src, seq);
     VersionEdit e;
-    e.vdel = std::move(nm);
+    e.vdel = ver->vdel->With(std::move(recs));
     std::lock_guard<std::mutex> l(mu_);
     InstallLocked(e);
   }
@@ -209,6 +210,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   }
   const std::vector<uint64_t> snaps = PinnedSnapshots();  // after durable: see RunCompaction
   RetainParams rp{&snaps, vdel.get(), durable, false};
+  const uint64_t vdel_clean = VdelCleanSeq(rp);
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
   SegmentBuilder b;
@@ -231,6 +233,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   }
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
+  for (const auto &seg : segs) seg->set_vdel_clean(vdel_clean);
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_BEFORE_EDIT));
   ManifestEdit r;
   r.kind = EditKind::kFlush;
@@ -238,6 +241,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   r.durable_seq = mem->freeze_seq();
   r.added = metas;
   r.vdels = mem->vdels();
+  r.vdel_clean = vdel_clean;
   r.has_srcpos = mem->has_srcpos();
   r.srcpos = mem->srcpos();
   // The bounds of what is durable once this edit is: they never count an

@@ -34,7 +34,14 @@ std::shared_ptr<Version> NextVersion(const Version &base, const VersionEdit &e) 
   if (e.freeze) v->imm = v->active;
   if (e.drop_imm) v->imm.reset();
   if (e.new_active) v->active = e.new_active;
-  if (e.vdel) v->vdel = e.vdel;
+  if (e.vdel) {
+    v->vdel = e.vdel;
+    // A purge installed after the caller read the map it extended.
+    if (base.vdel != nullptr && base.vdel->purged_through() > e.vdel->purged_through())
+      v->vdel = e.vdel->Purged(base.vdel->purged_through());
+  }
+  if (e.vdel_purge != 0 && v->vdel != nullptr && e.vdel_purge > v->vdel->purged_through())
+    v->vdel = v->vdel->Purged(e.vdel_purge);
   if (!e.removed.empty()) {
     auto gone = [&](const std::shared_ptr<Segment> &s) {
       return std::find(e.removed.begin(), e.removed.end(), s->meta().id) != e.removed.end();
@@ -99,6 +106,23 @@ std::string VersionProblem(const Version &v) {
       }
     }
   }
+  // INVARIANT (vertex-delete purge): a purged vertex delete hid nothing
+  // left: every file's vdel floor is at least the purge point (the purge
+  // point was the smallest floor, capped at the durable seq; flushes after
+  // it write only newer seqs, and a compaction's outputs keep their
+  // inputs' smallest floor or more).
+  if (v.vdel != nullptr && v.vdel->purged_through() != 0) {
+    for (const Tree &t : v.trees) {
+      std::vector<const Segment *> files;
+      for (const auto &s : t.l0) files.push_back(s.get());
+      for (const auto &lv : t.levels)
+        for (const auto &s : lv) files.push_back(s.get());
+      for (const Segment *s : files)
+        if (s->vdel_floor() < v.vdel->purged_through())
+          return FileName(*s) + " has vertex-delete floor " + std::to_string(s->vdel_floor()) +
+                 ", below the purge point " + std::to_string(v.vdel->purged_through());
+    }
+  }
   // INVARIANT (version order): the MemGraphs are newer than every file:
   // the active MemGraph's first batch came after imm froze, and the oldest
   // MemGraph holding data after the newest L0 file's last version.
@@ -134,11 +158,13 @@ std::string EditProblem(const Version &base, const VersionEdit &e) {
       return "the edit removes " + std::to_string(e.removed.size()) + " file(s), of which the Version holds " +
              std::to_string(held);
   }
-  // INVARIANT: vertex deletes only accumulate (compaction drops a deleted
-  // vertex's edges from files, never a delete from the map).
-  if (e.vdel != nullptr && base.vdel != nullptr && e.vdel->size() < base.vdel->size())
-    return "the vertex-delete map shrinks from " + std::to_string(base.vdel->size()) + " to " +
-           std::to_string(e.vdel->size()) + " records";
+  // INVARIANT: vertex deletes leave the map only by a purge (vdel_purge):
+  // a new map extends the base's, so it keeps the base's newest record.
+  if (e.vdel != nullptr && base.vdel != nullptr && e.vdel->max_seq() < base.vdel->max_seq())
+    return "the vertex-delete map loses its newest record (seq " + std::to_string(base.vdel->max_seq()) + ", now " +
+           std::to_string(e.vdel->max_seq()) + ")";
+  if (e.vdel_purge != 0 && base.vdel == nullptr && e.vdel == nullptr)
+    return "a purge of a Version without a vertex-delete map";
   for (const auto &s : e.added) {
     const SegMeta &m = s->meta();
     if (m.dir > 1 || m.level >= base.trees[m.dir > 1 ? 0 : m.dir].levels.size())

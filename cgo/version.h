@@ -11,7 +11,8 @@
 //   flush                  drop_imm,      imm is replaced by the L0 files
 //                          added, durable written from it
 //   compaction             removed,       inputs are replaced by outputs one
-//                          added, pointer level down
+//                          added, pointer level down; vertex deletes that no
+//                          vdel_purge     file needs any more are purged
 //   recovery               added, vdel,   each manifest record, replayed in
 //                          durable        order from an empty Version
 //
@@ -68,9 +69,13 @@ struct VersionEdit {
   // in min_src order in L1+).
   std::vector<uint64_t> removed;
   std::vector<std::shared_ptr<Segment>> added;
-  // Non-null: the vertex-delete map after this edit (the base's plus new
-  // records; built by the caller outside Store::mu_).
+  // Non-null: the vertex-delete map after this edit (a map the caller
+  // read plus new records, VdelMap::With, built outside Store::mu_). If the
+  // base was purged since, the purge carries over (O(chunks)).
   std::shared_ptr<const VdelMap> vdel;
+  // Non-zero: the vertex deletes of seq <= vdel_purge are purged: no file
+  // of the next Version holds a version they hide (store_compact.cc).
+  uint64_t vdel_purge = 0;
 
   // Store state beside the Version, applied by Store::InstallLocked.
   // has_durable_seq: everything up to durable_seq is in files now.

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -435,6 +436,79 @@ TEST(RetainVersionsTest, Examples) {
     std::vector<Entry> out;
     gt::RetainVersions(Runs(c.runs), 3, p, &out);
     EXPECT_EQ(Str(out), c.want);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// VdelMap, the persistent vertex-delete map, against a std::multimap
+// reference: random batches of records (increasing seqs, as Apply makes
+// them; repeated vertices), random purges, with every earlier map kept and
+// checked again (an edit never changes a shared map).
+TEST(VdelMapTest, PersistentAgainstReferenceRandomized) {
+  std::mt19937_64 rng(std::getenv("GT_TEST_SEED") ? std::strtoull(std::getenv("GT_TEST_SEED"), nullptr, 10) : 7);
+  using Ref = std::vector<VdelMap::Record>;  // live records
+  auto check = [&](const VdelMap &m, const Ref &ref, uint64_t top) {
+    Ref sorted = ref;
+    std::sort(sorted.begin(), sorted.end());
+    Ref got{{1, 1}};  // Records replaces what *out held
+    m.Records(UINT64_MAX, &got);
+    ASSERT_EQ(got, sorted);
+    const uint64_t upto = rng() % (top + 2);
+    Ref cut;
+    for (const auto &r : sorted)
+      if (r.second <= upto) cut.push_back(r);
+    m.Records(upto, &got);
+    ASSERT_EQ(got, cut) << "Records up to seq " << upto;
+    ASSERT_EQ(m.size(), ref.size());
+    ASSERT_EQ(m.empty(), ref.empty());
+    uint64_t mx = 0;
+    for (const auto &r : ref) mx = std::max(mx, r.second);
+    ASSERT_EQ(m.max_seq(), mx);
+    for (int k = 0; k < 20; k++) {
+      const uint64_t v = rng() % 40, tau = rng() % (top + 2);
+      uint64_t want = 0;
+      bool has = false;
+      for (const auto &r : ref) {
+        if (r.first != v) continue;
+        has = true;
+        if (r.second <= tau) want = std::max(want, r.second);
+      }
+      ASSERT_EQ(m.Latest(v, tau), want) << "v=" << v << " tau=" << tau;
+      ASSERT_EQ(m.Has(v), has) << "v=" << v;
+      const uint64_t lo = rng() % (top + 2), hi = rng() % (top + 2);
+      bool any = false;
+      for (const auto &r : ref) any = any || (r.second > lo && r.second <= hi);
+      ASSERT_EQ(m.AnyIn(lo, hi), any) << "lo=" << lo << " hi=" << hi;
+    }
+  };
+  for (int round = 0; round < 20; round++) {
+    std::vector<std::pair<std::shared_ptr<const VdelMap>, Ref>> history;
+    auto m = std::make_shared<const VdelMap>();
+    Ref ref;
+    uint64_t seq = 0, purged = 0;
+    for (int step = 0; step < 300; step++) {
+      if (rng() % 8 == 0 && seq > purged) {
+        purged += 1 + rng() % (seq - purged);
+        m = m->Purged(purged);
+        ref.erase(std::remove_if(ref.begin(), ref.end(), [&](const VdelMap::Record &r) { return r.second <= purged; }),
+                  ref.end());
+      } else {
+        seq += 1 + rng() % 3;
+        std::vector<VdelMap::Record> recs;
+        const size_t n = rng() % 4 == 0 ? 1 + rng() % 60 : 1 + rng() % 3;
+        for (size_t i = 0; i < n; i++) recs.emplace_back(rng() % 40, seq);
+        ref.insert(ref.end(), recs.begin(), recs.end());
+        m = m->With(std::move(recs));
+      }
+      history.emplace_back(m, ref);
+      ASSERT_NO_FATAL_FAILURE(check(*m, ref, seq));
+    }
+    // Chunks stay few: O(log n) of the records ever added.
+    EXPECT_LE(m->chunks(), 12u);
+    for (const auto &h : history) ASSERT_NO_FATAL_FAILURE(check(*h.first, h.second, seq));
   }
 }
 

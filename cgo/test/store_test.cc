@@ -197,6 +197,124 @@ void RandomizedModel(const gt_options &opts, bool manifest_rewrites) {
   ASSERT_NO_FATAL_FAILURE(Close(&s));
 }
 
+// ---------------------------------------------------------------------------
+// Vertex-delete purging
+
+// Vertex deletes leave no scar: with no snapshot pinned, gt_compact_all
+// leaves no vertex-delete record (every file was rewritten without what the
+// deletes hide), and a reopen recovers the same graph and the same records
+// (the manifest records each purge). A snapshot pinned before a delete keeps
+// seeing the vertex's old edges across compactions until it is released,
+// and the records it needs stay. Every other batch deletes a vertex, so
+// full and partial purges and reopens after them run many times. Run with
+// background compaction (which purges too, racing the test's reads of the
+// record count) and without (where the count after a reopen is exact).
+void RunVertexDeletePurge(bool auto_compaction) {
+  const uint64_t seed = Seed();
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  TempDir dir;
+  gt_options opts = SmallOptions();
+  opts.disable_auto_compaction = auto_compaction ? 0 : 1;
+  StoreHolder holder;
+  gt_store *&s = holder.s;
+  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
+  RandomOps gen(seed ^ 0x5eed);
+  gen.set_vertex_deletes(true);
+  auto &rng = gen.rng();
+  Oracle oracle;
+  std::vector<HeldSnapshot> held;
+  uint64_t last_seq = 0;
+  int purged_all = 0, kept_for_pin = 0, reopened = 0;
+  auto vdels = [&]() {
+    gt_metrics m;
+    gt_get_metrics(s, &m);
+    return m.vertex_deletes;
+  };
+  auto check_held = [&](const char *when) {
+    for (const HeldSnapshot &h : held) {
+      SCOPED_TRACE(std::string(when) + ": pinned snapshot seq " + std::to_string(h.seq));
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(h.snap.s, h.state, rng, true, 4));
+    }
+  };
+  auto compact = [&]() {
+    ASSERT_NO_FATAL_FAILURE(CompactAll(s));
+    ASSERT_NO_FATAL_FAILURE(check_held("after compact all"));
+    Snap snap(s);
+    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true, 4));
+  };
+
+  for (int step = 1; step <= 300; step++) {
+    SCOPED_TRACE("batch " + std::to_string(step));
+    std::vector<gt_op> ops = gen.Batch(oracle);
+    if (rng() % 2 == 0) ops.push_back(DelV(gen.Vertex()));
+    ASSERT_NO_FATAL_FAILURE(Apply(s, ops, &last_seq));
+    oracle.Apply(ops);
+    const uint64_t r = rng() % 100;
+    if (r < 10) {
+      ASSERT_NO_FATAL_FAILURE(Flush(s));
+    } else if (r < 25 && held.size() < 3) {
+      held.push_back(HeldSnapshot{Snap(s), oracle, last_seq});
+    } else if (r < 40 && !held.empty()) {
+      const size_t k = rng() % held.size();
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held[k].snap.s, held[k].state, rng, true, 4));
+      held.erase(held.begin() + static_cast<long>(k));
+    } else if (r < 52) {
+      ASSERT_NO_FATAL_FAILURE(compact());
+      if (held.empty()) {
+        EXPECT_EQ(vdels(), 0u) << "compact all with no snapshot pinned must purge every vertex delete";
+        purged_all++;
+      } else if (vdels() > 0) {
+        kept_for_pin++;
+      }
+      // Deletes newer than a compacted level: scans copy the segments they
+      // do not touch in bulk and filter the others.
+      const std::vector<gt_op> dels{DelV(gen.Vertex()), DelV(gen.Vertex())};
+      ASSERT_NO_FATAL_FAILURE(Apply(s, dels, &last_seq));
+      oracle.Apply(dels);
+      Snap snap(s);
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
+    } else if (r < 57) {
+      SCOPED_TRACE("reopen");
+      ASSERT_NO_FATAL_FAILURE(check_held("before reopen"));
+      held.clear();
+      ASSERT_NO_FATAL_FAILURE(Flush(s));
+      const uint64_t before = vdels();
+      ASSERT_NO_FATAL_FAILURE(Close(&s));
+      ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
+      // A background compaction may purge between the count and the close.
+      if (auto_compaction)
+        EXPECT_LE(vdels(), before) << "recovery must purge what the store had purged";
+      else
+        EXPECT_EQ(vdels(), before) << "recovery must purge what the store had purged, and no more";
+      {
+        Snap snap(s);
+        ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
+      }
+      ASSERT_NO_FATAL_FAILURE(compact());
+      EXPECT_EQ(vdels(), 0u) << "after a reopen, compact all must still purge every vertex delete";
+      ASSERT_NO_FATAL_FAILURE(Close(&s));
+      ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
+      EXPECT_EQ(vdels(), 0u) << "a purge must be recovered";
+      Snap snap(s);
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
+      reopened++;
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(check_held("end"));
+  held.clear();
+  ASSERT_NO_FATAL_FAILURE(compact());
+  EXPECT_EQ(vdels(), 0u);
+  Err err;
+  EXPECT_EQ(gt_verify_all(s, err.get()), GT_OK) << err.msg();
+  EXPECT_GE(purged_all, 5) << "full purges should run many times";
+  EXPECT_GE(kept_for_pin, 3) << "pinned snapshots should keep vertex deletes alive across compactions";
+  EXPECT_GE(reopened, 3) << "reopens after purges should run many times";
+  ASSERT_NO_FATAL_FAILURE(Close(&s));
+}
+
+TEST(StoreModelTest, VertexDeletePurge) { RunVertexDeletePurge(true); }
+TEST(StoreModelTest, VertexDeletePurgeExactRecovery) { RunVertexDeletePurge(false); }
+
 TEST(StoreModelTest, RandomizedAgainstOracle) { RandomizedModel(SmallOptions(), false); }
 
 // The same with a 1-byte MANIFEST rewrite bound: the MANIFEST is rewritten

@@ -537,8 +537,8 @@ class RandomOps {
   }
   double Weight() { return static_cast<double>(static_cast<int64_t>(rng_() % 81) - 16) * 0.25; }
 
-  // Vertex deletes are never garbage collected, and any vertex delete turns
-  // the read fast paths off for good; so the model runs without them first.
+  // The model runs without vertex deletes first, so that a store that never
+  // had one is checked too (VertexDeletePurge checks them throughout).
   void set_vertex_deletes(bool on) { vdel_ = on; }
 
   std::vector<gt_op> Batch(const Oracle &o) {

@@ -71,6 +71,115 @@ func BenchmarkScanCompacted(b *testing.B) {
 	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
 }
 
+// scanStore builds a compacted store of 1M random edges over 2^17 vertices,
+// deleting frac of the vertices (in batches of 100 deletes) before
+// CompactAll, or with fresh after it (the deletes then wait in the MemGraph).
+func scanStore(b *testing.B, frac float64, fresh bool) *Store {
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	var batch Batch
+	for i := 0; i < 100; i++ {
+		batch.Reset()
+		for j := 0; j < 10000; j++ {
+			batch.Insert(r.Uint64N(1<<17), r.Uint64N(1<<17))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if fresh {
+		if err := s.CompactAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	del := int(frac * (1 << 17))
+	for i := 0; i < del; i += 100 {
+		batch.Reset()
+		for j := i; j < del && j < i+100; j++ {
+			batch.DeleteVertex(r.Uint64N(1 << 17))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !fresh {
+		if err := s.CompactAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// BenchmarkScanAfterVertexDeletes measures a full out-neighbor scan of a
+// compacted store of 1M random edges, clean and after deleting 1% of the
+// vertices; compare the ns/op. deleted1pct_fresh deletes them after the
+// CompactAll: the scan then reads a compacted level under deletes newer
+// than all of it.
+// Run: go test -run '^$' -bench ScanAfterVertexDeletes ./internal/engine
+func BenchmarkScanAfterVertexDeletes(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		frac  float64
+		fresh bool
+	}{{"clean", 0, false}, {"deleted1pct", 0.01, false}, {"deleted1pct_fresh", 0.01, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := scanStore(b, c.frac, c.fresh)
+			defer s.Close()
+			sn, _ := s.Snapshot()
+			defer sn.Release()
+			buf := NewScanBuffer(1<<14, 1<<18, false)
+			b.ResetTimer()
+			var edges uint64
+			var err error
+			for i := 0; i < b.N; i++ {
+				for lo := uint64(0); lo < sn.VertexBound(); {
+					if lo, err = sn.Scan(lo, sn.VertexBound(), Out, buf); err != nil {
+						b.Fatal(err)
+					}
+					edges += uint64(len(buf.Dsts))
+				}
+			}
+			b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
+		})
+	}
+}
+
+// BenchmarkApplyVertexDelete measures one Apply of a batch holding a
+// vertex delete (and 10 edges) once the store holds 40,000 vertex deletes.
+// Run: go test -run '^$' -bench ApplyVertexDelete ./internal/engine
+func BenchmarkApplyVertexDelete(b *testing.B) {
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(3, 3))
+	var batch Batch
+	for i := 0; i < 4000; i++ {
+		batch.Reset()
+		for j := 0; j < 10; j++ {
+			batch.DeleteVertex(r.Uint64N(1 << 20))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		batch.Reset()
+		for j := 0; j < 10; j++ {
+			batch.Insert(r.Uint64N(1<<20), r.Uint64N(1<<20))
+		}
+		batch.DeleteVertex(r.Uint64N(1 << 20))
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkConcurrentNeighbors measures point reads (Neighbors of a random
 // vertex on one shared snapshot) from parallel goroutines while a writer
 // applies small batches, so that reads race the writer's Version installs.

@@ -80,7 +80,10 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(dir string) {
-	o := crashOptions()
+	o, batch, compactEvery := crashOptions(), crashBatch, uint64(0)
+	if os.Getenv(crashVdelEnv) != "" {
+		o, batch, compactEvery = vdelCrashOptions(), vdelCrashBatch, vdelCompactEvery
+	}
 	if p := os.Getenv(crashPauseEnv); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil {
@@ -104,9 +107,15 @@ func crashChild(dir string) {
 	}
 	pos := positionOf(&childTB{}, s)
 	for i := pos; ; i++ {
-		if _, err := s.Apply(crashBatch(i)); err != nil {
+		if _, err := s.Apply(batch(i)); err != nil {
 			os.Stderr.WriteString("child apply: " + err.Error() + "\n")
 			os.Exit(2)
+		}
+		if compactEvery > 0 && i%compactEvery == compactEvery-1 {
+			if err := s.CompactAll(); err != nil {
+				os.Stderr.WriteString("child compact: " + err.Error() + "\n")
+				os.Exit(2)
+			}
 		}
 		if i%97 == 0 {
 			if err := s.Flush(); err != nil {
