@@ -266,27 +266,7 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 				t.Fatal("no batch was made durable before the test points")
 			}
 			for round := 0; round < 2; round++ {
-				cmd := startCrashChild(t, dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point))
-				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
-				deadline := time.Now().Add(2 * time.Minute)
-				for {
-					if _, err := os.Stat(mark); err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						cmd.Process.Kill()
-						cmd.Wait()
-						t.Fatalf("round %d: the child never reached the test point", round)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				cmd.Wait()
-				if err := os.Remove(mark); err != nil {
-					t.Fatal(err)
-				}
+				killAtTestPoint(t, dir, p.point, round)
 				rep, err := Check(dir)
 				if err != nil {
 					t.Fatal(err)
@@ -343,27 +323,7 @@ func TestCrashDuringManifestRewrite(t *testing.T) {
 				t.Fatal("no batch was made durable before the test points")
 			}
 			for round := 0; round < 3; round++ {
-				cmd := startCrashChild(t, dir, fmt.Sprintf("%s=%d", crashPauseEnv, p.point), crashManifestEnv+"=1")
-				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
-				deadline := time.Now().Add(2 * time.Minute)
-				for {
-					if _, err := os.Stat(mark); err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						cmd.Process.Kill()
-						cmd.Wait()
-						t.Fatalf("round %d: the child never reached the test point", round)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				cmd.Wait()
-				if err := os.Remove(mark); err != nil {
-					t.Fatal(err)
-				}
+				killAtTestPoint(t, dir, p.point, round, crashManifestEnv+"=1")
 				tmp := filepath.Join(dir, "MANIFEST.tmp")
 				data, err := os.ReadFile(tmp)
 				if p.tmp != (err == nil) {
@@ -409,5 +369,31 @@ func TestCrashDuringManifestRewrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// killAtTestPoint starts a crash child with env that pauses at the core's
+// test point, waits until it is there (its PAUSED-<point> mark) and kills
+// it with SIGKILL; round names the attempt in a failure.
+func killAtTestPoint(t *testing.T, dir string, point uint32, round int, env ...string) {
+	t.Helper()
+	cmd := startCrashChild(t, dir, append([]string{fmt.Sprintf("%s=%d", crashPauseEnv, point)}, env...)...)
+	mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", point))
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: the child never reached test point %d", round, point)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,13 +1,8 @@
 package engine
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
 )
@@ -262,27 +257,7 @@ func TestCrashAroundPurgingCompaction(t *testing.T) {
 			dir := t.TempDir()
 			var last uint64
 			for round := 0; round < 2; round++ {
-				cmd := startCrashChild(t, dir, crashVdelEnv+"=1", fmt.Sprintf("%s=%d", crashPauseEnv, p.point))
-				mark := filepath.Join(dir, fmt.Sprintf("PAUSED-%d", p.point))
-				deadline := time.Now().Add(2 * time.Minute)
-				for {
-					if _, err := os.Stat(mark); err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						cmd.Process.Kill()
-						cmd.Wait()
-						t.Fatalf("round %d: the child never reached the test point", round)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				cmd.Wait()
-				if err := os.Remove(mark); err != nil {
-					t.Fatal(err)
-				}
+				killAtTestPoint(t, dir, p.point, round, crashVdelEnv+"=1")
 				var n int64
 				last, n = checkVdelRecovered(t, dir, last)
 				if p.purged && n != 0 {
