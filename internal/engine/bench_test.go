@@ -36,26 +36,17 @@ func BenchmarkApply(b *testing.B) {
 // BenchmarkScanCompacted measures a full out-neighbor scan of a compacted
 // store of 1M random edges; bytes/op is per full scan.
 func BenchmarkScanCompacted(b *testing.B) {
-	s, err := Open(b.TempDir(), nil)
+	s := scanStore(b, 0, false)
+	defer s.Close()
+	benchScan(b, s)
+}
+
+// benchScan times full out-neighbor scans of one snapshot of s.
+func benchScan(b *testing.B, s *Store) {
+	sn, err := s.Snapshot()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
-	r := rand.New(rand.NewPCG(2, 2))
-	var batch Batch
-	for i := 0; i < 100; i++ {
-		batch.Reset()
-		for j := 0; j < 10000; j++ {
-			batch.Insert(r.Uint64N(1<<17), r.Uint64N(1<<17))
-		}
-		if _, err := s.Apply(&batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.CompactAll(); err != nil {
-		b.Fatal(err)
-	}
-	sn, _ := s.Snapshot()
 	defer sn.Release()
 	buf := NewScanBuffer(1<<14, 1<<18, false)
 	b.ResetTimer()
@@ -71,6 +62,21 @@ func BenchmarkScanCompacted(b *testing.B) {
 	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
 }
 
+// applyRandomEdges applies batches batches of 10,000 random edges over
+// vertices [0, n).
+func applyRandomEdges(b *testing.B, s *Store, r *rand.Rand, batches int, n uint64) {
+	var batch Batch
+	for i := 0; i < batches; i++ {
+		batch.Reset()
+		for j := 0; j < 10000; j++ {
+			batch.Insert(r.Uint64N(n), r.Uint64N(n))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // scanStore builds a compacted store of 1M random edges over 2^17 vertices,
 // deleting frac of the vertices (in batches of 100 deletes) before
 // CompactAll, or with fresh after it (the deletes then wait in the MemGraph).
@@ -80,16 +86,8 @@ func scanStore(b *testing.B, frac float64, fresh bool) *Store {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(2, 2))
+	applyRandomEdges(b, s, r, 100, 1<<17)
 	var batch Batch
-	for i := 0; i < 100; i++ {
-		batch.Reset()
-		for j := 0; j < 10000; j++ {
-			batch.Insert(r.Uint64N(1<<17), r.Uint64N(1<<17))
-		}
-		if _, err := s.Apply(&batch); err != nil {
-			b.Fatal(err)
-		}
-	}
 	if fresh {
 		if err := s.CompactAll(); err != nil {
 			b.Fatal(err)
@@ -128,21 +126,7 @@ func BenchmarkScanAfterVertexDeletes(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			s := scanStore(b, c.frac, c.fresh)
 			defer s.Close()
-			sn, _ := s.Snapshot()
-			defer sn.Release()
-			buf := NewScanBuffer(1<<14, 1<<18, false)
-			b.ResetTimer()
-			var edges uint64
-			var err error
-			for i := 0; i < b.N; i++ {
-				for lo := uint64(0); lo < sn.VertexBound(); {
-					if lo, err = sn.Scan(lo, sn.VertexBound(), Out, buf); err != nil {
-						b.Fatal(err)
-					}
-					edges += uint64(len(buf.Dsts))
-				}
-			}
-			b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
+			benchScan(b, s)
 		})
 	}
 }
@@ -191,17 +175,7 @@ func BenchmarkConcurrentNeighbors(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	r := rand.New(rand.NewPCG(3, 3))
-	var batch Batch
-	for i := 0; i < 20; i++ {
-		batch.Reset()
-		for j := 0; j < 10000; j++ {
-			batch.Insert(r.Uint64N(1<<16), r.Uint64N(1<<16))
-		}
-		if _, err := s.Apply(&batch); err != nil {
-			b.Fatal(err)
-		}
-	}
+	applyRandomEdges(b, s, rand.New(rand.NewPCG(3, 3)), 20, 1<<16)
 	if err := s.Flush(); err != nil {
 		b.Fatal(err)
 	}
