@@ -212,11 +212,27 @@ func crashRounds(t *testing.T, rounds int, env ...string) {
 // of the batches its recorded position covers; it returns that position.
 func checkRecovered(t *testing.T, dir string, last uint64) uint64 {
 	t.Helper()
-	s, err := Open(dir, crashOptions())
+	s, pos := reopenChecked(t, dir, last, crashOptions(), replay, true)
+	s.Close()
+	return pos
+}
+
+// reopenChecked opens dir with o after a kill and checks that it holds
+// exactly want(pos), where pos is its recorded position (never behind
+// last), in-edges too when inEdges, and that every file verifies. It
+// returns the open store (the caller closes it) and pos.
+func reopenChecked(t *testing.T, dir string, last uint64, o *Options, want func(uint64) oracle, inEdges bool) (*Store, uint64) {
+	t.Helper()
+	s, err := Open(dir, o)
 	if err != nil {
 		t.Fatalf("reopen after kill: %v", err)
 	}
-	defer s.Close()
+	ok := false
+	defer func() {
+		if !ok { // a check failed (t.Fatal runs this): the caller gets nothing to close
+			s.Close()
+		}
+	}()
 	pos := positionOf(t, s)
 	if pos < last {
 		t.Fatalf("recorded position went back from %d to %d", last, pos)
@@ -225,12 +241,13 @@ func checkRecovered(t *testing.T, dir string, last uint64) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSnapshot(t, sn, replay(pos), true, nil)
-	sn.Release()
+	defer sn.Release()
+	checkSnapshot(t, sn, want(pos), inEdges, nil)
 	if err := s.VerifyAll(); err != nil {
 		t.Fatal(err)
 	}
-	return pos
+	ok = true
+	return s, pos
 }
 
 // TestCrashAtEveryManifestEditPoint kills the writer exactly where a flush
@@ -256,15 +273,7 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 	for _, p := range points {
 		t.Run(p.name, func(t *testing.T) {
 			dir := t.TempDir()
-			// First some durable data, from a child killed at a random moment.
-			cmd := startCrashChild(t, dir)
-			time.Sleep(300 * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			last := checkRecovered(t, dir, 0)
-			if last == 0 {
-				t.Fatal("no batch was made durable before the test points")
-			}
+			last := seedDurable(t, dir)
 			for round := 0; round < 2; round++ {
 				killAtTestPoint(t, dir, p.point, round)
 				rep, err := Check(dir)
@@ -278,13 +287,7 @@ func TestCrashAtEveryManifestEditPoint(t *testing.T) {
 					t.Errorf("round %d: the kill left no file for the open to delete", round)
 				}
 				last = checkRecovered(t, dir, last)
-				rep, err = Check(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rep.Problems)+len(rep.Notes) > 0 {
-					t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
-				}
+				checkNothingLeft(t, dir, round)
 			}
 		})
 	}
@@ -314,14 +317,7 @@ func TestCrashDuringManifestRewrite(t *testing.T) {
 	for _, p := range points {
 		t.Run(p.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := startCrashChild(t, dir)
-			time.Sleep(300 * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			last := checkRecovered(t, dir, 0)
-			if last == 0 {
-				t.Fatal("no batch was made durable before the test points")
-			}
+			last := seedDurable(t, dir)
 			for round := 0; round < 3; round++ {
 				killAtTestPoint(t, dir, p.point, round, crashManifestEnv+"=1")
 				tmp := filepath.Join(dir, "MANIFEST.tmp")
@@ -357,13 +353,7 @@ func TestCrashDuringManifestRewrite(t *testing.T) {
 					t.Fatalf("round %d: check notes MANIFEST.tmp %v, want %v: %v", round, noted, p.tmp, rep.Notes)
 				}
 				last = checkRecovered(t, dir, last)
-				rep, err = Check(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rep.Problems)+len(rep.Notes) > 0 {
-					t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
-				}
+				checkNothingLeft(t, dir, round)
 				if _, err := os.Stat(tmp); err == nil {
 					t.Fatalf("round %d: the open left MANIFEST.tmp", round)
 				}
@@ -395,5 +385,33 @@ func killAtTestPoint(t *testing.T, dir string, point uint32, round int, env ...s
 	cmd.Wait()
 	if err := os.Remove(mark); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// seedDurable gives dir some durable data, from a crash child killed at a
+// random moment, and returns the recorded position it reopens to.
+func seedDurable(t *testing.T, dir string) uint64 {
+	t.Helper()
+	cmd := startCrashChild(t, dir)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	last := checkRecovered(t, dir, 0)
+	if last == 0 {
+		t.Fatal("no batch was made durable before the test points")
+	}
+	return last
+}
+
+// checkNothingLeft wants a check of dir, after a read-write open, to find
+// neither a problem nor a leftover.
+func checkNothingLeft(t *testing.T, dir string, round int) {
+	t.Helper()
+	rep, err := Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems)+len(rep.Notes) > 0 {
+		t.Fatalf("round %d: after the open: problems %v, notes %v", round, rep.Problems, rep.Notes)
 	}
 }

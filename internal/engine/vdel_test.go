@@ -214,24 +214,8 @@ func vdelReplay(n uint64) oracle {
 // vertex-delete records recovered.
 func checkVdelRecovered(t *testing.T, dir string, last uint64) (uint64, int64) {
 	t.Helper()
-	s, err := Open(dir, vdelCrashOptions())
-	if err != nil {
-		t.Fatalf("reopen after kill: %v", err)
-	}
+	s, pos := reopenChecked(t, dir, last, vdelCrashOptions(), vdelReplay, false)
 	defer s.Close()
-	pos := positionOf(t, s)
-	if pos < last {
-		t.Fatalf("recorded position went back from %d to %d", last, pos)
-	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSnapshot(t, sn, vdelReplay(pos), false, nil)
-	sn.Release()
-	if err := s.VerifyAll(); err != nil {
-		t.Fatal(err)
-	}
 	return pos, vertexDeletes(t, s)
 }
 
