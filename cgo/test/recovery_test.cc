@@ -206,18 +206,10 @@ void Build(Built *b) {
   OracleGraph o;
   auto manifest_size = [&] { return static_cast<uint64_t>(fs::file_size(path + "/MANIFEST")); };
   b->states.emplace_back(manifest_size(), o.c);
-  const uint64_t hi = GT_HIGH_ID_BASE;
-  for (int round = 0; round < 4; round++) {
-    std::vector<gt_op> ops;
-    for (uint64_t i = 0; i < 60; i++) {
-      const uint64_t s0 = (i * 7 + round) % 40, d0 = (i * 13 + 3 * round) % 50;
-      ops.push_back(Op(GT_OP_UPSERT, s0, d0, 1.0 + static_cast<double>(round)));
-    }
-    ops.push_back(Op(GT_OP_UPSERT, hi + round, 5, 2.5));  // a string-key id
-    if (round == 2) ops.push_back(Op(GT_OP_DELETE_VERTEX, 7, 0, 0));
-    if (round == 3) ops.push_back(Op(GT_OP_DELETE_EDGE, 0, 0, 0));
+  // Applies ops with source position pos, flushes, and records the state
+  // and the files.
+  auto flushed_batch = [&](const std::vector<gt_op> &ops, const std::string &pos) {
     uint64_t seq = 0;
-    const std::string pos = "position-" + std::to_string(round);
     ASSERT_EQ(
         gt_apply(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq, err.get()),
         GT_OK)
@@ -228,6 +220,18 @@ void Build(Built *b) {
     ASSERT_EQ(gt_flush(s, err.get()), GT_OK) << err.msg();
     b->states.emplace_back(manifest_size(), o.c);
     b->Archive();
+  };
+  const uint64_t hi = GT_HIGH_ID_BASE;
+  for (int round = 0; round < 4; round++) {
+    std::vector<gt_op> ops;
+    for (uint64_t i = 0; i < 60; i++) {
+      const uint64_t s0 = (i * 7 + round) % 40, d0 = (i * 13 + 3 * round) % 50;
+      ops.push_back(Op(GT_OP_UPSERT, s0, d0, 1.0 + static_cast<double>(round)));
+    }
+    ops.push_back(Op(GT_OP_UPSERT, hi + round, 5, 2.5));  // a string-key id
+    if (round == 2) ops.push_back(Op(GT_OP_DELETE_VERTEX, 7, 0, 0));
+    if (round == 3) ops.push_back(Op(GT_OP_DELETE_EDGE, 0, 0, 0));
+    ASSERT_NO_FATAL_FAILURE(flushed_batch(ops, "position-" + std::to_string(round)));
     if (round == 1) {
       ASSERT_EQ(gt_compact_all(s, err.get()), GT_OK) << err.msg();
       b->Archive();
@@ -239,19 +243,8 @@ void Build(Built *b) {
     // The compactions purged vertex 7's delete; one after them stays live
     // (its flush rewrites no older file), so the MANIFEST ends with both a
     // purge and a live vertex delete.
-    const std::vector<gt_op> ops = {Op(GT_OP_UPSERT, 41, 7, 4.5), Op(GT_OP_DELETE_VERTEX, 13, 0, 0)};
-    uint64_t seq = 0;
-    const std::string pos = "position-4";
-    ASSERT_EQ(
-        gt_apply(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq, err.get()),
-        GT_OK)
-        << err.msg();
-    o.Apply(ops);
-    o.c.seq = seq;
-    o.c.srcpos = pos;
-    ASSERT_EQ(gt_flush(s, err.get()), GT_OK) << err.msg();
-    b->states.emplace_back(manifest_size(), o.c);
-    b->Archive();
+    ASSERT_NO_FATAL_FAILURE(
+        flushed_batch({Op(GT_OP_UPSERT, 41, 7, 4.5), Op(GT_OP_DELETE_VERTEX, 13, 0, 0)}, "position-4"));
   }
   b->final = Read(s);
   EXPECT_TRUE(b->final == o.c) << "the store differs from the oracle before any damage";
