@@ -112,16 +112,13 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
   // most kBitmapIds ids), so that sparse ids cannot fill a MemGraph with
   // bits: vertices past it are found by probing.
   const uint64_t cap_words = std::min<uint64_t>(kBitmapIds / 64, std::max<uint64_t>(limit_bytes / 16 / 8, 64));
-  for (int k = 0; k < (in_edges ? 2 : 1); k++) {
-    Dir &d = dirs_[k];
-    for (Shard &sh : d.shards) {
-      NewTable(sh, 1024 / kShards);
-      sh.arena.SetBlockBytes(std::min<uint64_t>(1 << 20, std::max<uint64_t>(4096, limit_bytes / 16 / kShards)));
-    }
-    for (Band &b : d.bands) {
-      b.words = Mapping(cap_words * sizeof(uint64_t));
-      b.cap_words = cap_words;
-    }
+  for (Shard &sh : out_.shards) {
+    NewTable(sh, 1024 / kShards);
+    sh.arena.SetBlockBytes(std::min<uint64_t>(1 << 20, std::max<uint64_t>(4096, limit_bytes / 16 / kShards)));
+  }
+  for (Band &b : out_.bands) {
+    b.words = Mapping(cap_words * sizeof(uint64_t));
+    b.cap_words = cap_words;
   }
   bytes_.store(ComputeBytes());
 }
@@ -151,26 +148,6 @@ void *MemGraph::Arena::Alloc(size_t n) {
   void *p = cur_ + used_;
   used_ += n;
   return p;
-}
-
-MemGraph::Slot *MemGraph::SlotChunks::Make(uint32_t i, uint64_t v) {
-  int c;
-  size_t off;
-  Locate(i, &c, &off);
-  Slot *chunk = chunks_[c].load(std::memory_order_relaxed);
-  if (chunk == nullptr) {
-    const size_t n = size_t(1) << (kFirstChunkBits + c);
-    maps_[c] = Mapping(n * sizeof(Slot));
-    chunk = static_cast<Slot *>(maps_[c].get());
-    // Published before any slot of it (the slot's index is released later).
-    chunks_[c].store(chunk, std::memory_order_release);
-  }
-  // Every chunk before c whole, and c's pages up to slot off's end.
-  constexpr uint64_t kPage = 4096;
-  const uint64_t before = ((uint64_t(1) << (kFirstChunkBits + c)) - (uint64_t(1) << kFirstChunkBits)) * sizeof(Slot);
-  const uint64_t chunk_bytes = (uint64_t(1) << (kFirstChunkBits + c)) * sizeof(Slot);
-  bytes_ = before + std::min(chunk_bytes, ((off + 1) * sizeof(Slot) + kPage - 1) / kPage * kPage);
-  return new (&chunk[off]) Slot(v);
 }
 
 void MemGraph::NewTable(Shard &d, uint64_t cells) {
@@ -267,7 +244,7 @@ uint32_t MemGraph::SlotOf(Dir &dir, Shard &d, uint64_t v) {
   if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) Grow(d);
   // The probe again: the table changed (Grow, Migrate) since.
   Find(d, *d.tables.back(), v, &cell);
-  d.slots.Make(si, v);
+  new (d.slots.Place(si)) Slot(v);
   // Slot built first, then findable, then counted.
   StoreCell(&d.tables.back()->cell()[cell], si + 1);
   d.nslots.store(si + 1, std::memory_order_release);
@@ -275,7 +252,7 @@ uint32_t MemGraph::SlotOf(Dir &dir, Shard &d, uint64_t v) {
   return si;
 }
 
-void MemGraph::AppendGroup(const Batch &b, int dir, Shard &d, uint32_t si, const Group &g) {
+void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g) {
   // Readers may be copying this slot's versions: change it in publication
   // order (see Slot), and publish the group's versions with one store of n.
   Slot &s = d.slots.mut(si);
@@ -285,7 +262,7 @@ void MemGraph::AppendGroup(const Batch &b, int dir, Shard &d, uint32_t si, const
   for (uint32_t i = 0; i < g.count; i++) {
     const gt_op &op = b.ops[ops[i]];
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
-    const Entry e{dir == kOut ? op.dst : op.src, MakeVers(b.seq, tomb), tomb ? 0.0 : op.weight};
+    const Entry e{op.dst, MakeVers(b.seq, tomb), tomb ? 0.0 : op.weight};
     if (n < kInline) {
       s.inl[n++] = e;
       continue;
@@ -303,14 +280,14 @@ void MemGraph::AppendGroup(const Batch &b, int dir, Shard &d, uint32_t si, const
   s.n.store(n, std::memory_order_release);
 }
 
-void MemGraph::GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const {
+void MemGraph::GatherGroups(const Batch &b, int shard, Shard &sh) const {
   Scratch &x = sh.scratch;
   x.ops.clear();
   for (size_t k = 0; k < b.n; k++) {
     const gt_op &op = b.ops[k];
     if (op.kind != GT_OP_UPSERT && op.kind != GT_OP_DELETE_EDGE) continue;
     if (!b.skip->empty() && (*b.skip)[k]) continue;
-    if (ShardOf(dir == kOut ? op.src : op.dst) == shard) x.ops.push_back(static_cast<uint32_t>(k));
+    if (ShardOf(op.src) == shard) x.ops.push_back(static_cast<uint32_t>(k));
   }
   // Group by vertex: a small open-addressing map vertex -> group, then a
   // stable counting sort of the ops by group.
@@ -322,7 +299,7 @@ void MemGraph::GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const
   x.groups.clear();
   for (size_t i = 0; i < m; i++) {
     const gt_op &op = b.ops[x.ops[i]];
-    const uint64_t v = dir == kOut ? op.src : op.dst;
+    const uint64_t v = op.src;
     size_t c = (HashVertex(v) >> 24) & (cap - 1);
     for (;;) {
       const uint32_t g = x.cells[c];
@@ -352,10 +329,11 @@ void MemGraph::GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const
 }
 
 void MemGraph::ApplyShard(const Batch &b, int shard) {
-  for (int dir = 0; dir < (in_edges_ ? 2 : 1); dir++) {
-    Dir &d = dirs_[dir];
-    Shard &sh = d.shards[shard];
-    GatherGroups(b, dir, shard, sh);
+  Dir &d = out_;
+  Shard &sh = d.shards[shard];
+  uint64_t touched = sh.ntouched.load(std::memory_order_relaxed);
+  try {
+    GatherGroups(b, shard, sh);
     const std::vector<Group> &gs = sh.scratch.groups;
     // One probe and one append per vertex, the next vertices' table cells
     // and slots fetched ahead (they are spread over the whole table).
@@ -389,15 +367,24 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         const uint32_t n = h != nullptr ? s->n.load(std::memory_order_relaxed) : 0;
         if (h != nullptr && n < s->cap) __builtin_prefetch(&h->data()[n - h->base], 1);
       }
-      AppendGroup(b, dir, sh, SlotOf(d, sh, gs[i].v), gs[i]);
+      const uint32_t si = SlotOf(d, sh, gs[i].v);
+      if (in_edges_) new (sh.touched.Place(touched++)) uint32_t(si);
+      AppendGroup(b, sh, si, gs[i]);
     }
+  } catch (...) {
+    // What the batch wrote stays listed (its versions past n are not).
+    if (in_edges_) sh.ntouched.store(touched, std::memory_order_release);
+    throw;
   }
+  // The touched slots after their versions: a reader that loads ntouched
+  // sees the versions this batch wrote to every slot listed below it.
+  if (in_edges_) sh.ntouched.store(touched, std::memory_order_release);
 }
 
 void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
                      size_t srcpos_len) {
   const Batch b{ops, n, seq, &skip};
-  // INVARIANT: shard 1 of every direction is written only by the helper
+  // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
   // Apply returns or throws: nothing of the batch is written after.
   bool posted = false;
@@ -421,8 +408,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
     if (!skip.empty() && skip[k]) continue;
     if (ops[k].kind == GT_OP_DELETE_VERTEX) vdels_.emplace_back(ops[k].src, seq);
   }
-  for (const Dir &d : dirs_)
-    for (const Shard &sh : d.shards) added += sh.scratch.ops.size();
+  for (const Shard &sh : out_.shards) added += sh.scratch.ops.size();
   if (srcpos != nullptr && srcpos_len > 0) {
     srcpos_.assign(reinterpret_cast<const char *>(srcpos), srcpos_len);
     has_srcpos_ = true;
@@ -430,16 +416,16 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
   entries_.fetch_add(added, std::memory_order_relaxed);
   if (batches_.fetch_add(1, std::memory_order_relaxed) == 0) first_seq_.store(seq, std::memory_order_relaxed);
   bytes_.store(ComputeBytes(), std::memory_order_relaxed);
+  // Every write of the batch (the helper's joined above) before this.
+  applied_seq_.store(seq, std::memory_order_release);
 }
 
 // Everything the MemGraph holds, capacities and outgrown tables included,
 // so that it freezes at its configured size of real memory. Writer only.
 uint64_t MemGraph::ComputeBytes() const {
   uint64_t b = vdels_.capacity() * sizeof(vdels_[0]) + srcpos_.capacity();
-  for (const Dir &d : dirs_) {
-    for (const Shard &sh : d.shards) b += sh.table_bytes + sh.slots.bytes() + sh.arena.bytes();
-    for (const Band &band : d.bands) b += band.used.load(std::memory_order_relaxed) * sizeof(uint64_t);
-  }
+  for (const Shard &sh : out_.shards) b += sh.table_bytes + sh.slots.bytes() + sh.arena.bytes() + sh.touched.bytes();
+  for (const Band &band : out_.bands) b += band.used.load(std::memory_order_relaxed) * sizeof(uint64_t);
   return b;
 }
 
@@ -450,7 +436,13 @@ void MemGraph::Freeze(uint64_t freeze_seq) {
 }
 
 void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
-  const Slot *s = Lookup(dirs_[dir], v);
+  if (dir == kIn) {
+    if (!in_edges_) return;
+    const std::shared_ptr<const InIndex> x = InIndexAt(UINT64_MAX);
+    if (x != nullptr) CollectIn(*x, v, out);
+    return;
+  }
+  const Slot *s = Lookup(out_, v);
   if (s != nullptr) CollectSlot(*s, out, true);
 }
 
@@ -480,9 +472,18 @@ void StableSortRun(Entry *b, Entry *e) {
 }
 }  // namespace
 
-size_t MemGraph::AddRuns(int dir, uint64_t v, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
   scratch->clear();
-  const Slot *sp = Lookup(dirs_[dir], v);  // null also for a direction not kept
+  if (dir == kIn) {
+    if (!in_edges_) return 0;
+    const std::shared_ptr<const InIndex> x = InIndexAt(tau);
+    if (x == nullptr) return 0;
+    // A copy: the index may be replaced (and freed) once this returns.
+    CollectIn(*x, v, scratch);
+    if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
+    return scratch->size();
+  }
+  const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
   const Slot &s = *sp;
   // n before head (see Slot), then the cache: every version published
@@ -564,10 +565,9 @@ void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint3
   cache_bytes_.fetch_add(b, std::memory_order_relaxed);
 }
 
-const MemGraph::Dir &MemGraph::SortedDir(int dir) const {
-  Dir &d = dirs_[dir];
-  std::call_once(sorted_once_[dir], [&] { BuildSorted(d); });
-  return d;
+const MemGraph::Dir &MemGraph::SortedOut() const {
+  std::call_once(sorted_once_, [&] { BuildSorted(out_); });
+  return out_;
 }
 
 void MemGraph::BuildSorted(Dir &d) const {
@@ -581,13 +581,18 @@ void MemGraph::BuildSorted(Dir &d) const {
   std::sort(d.sorted.begin(), d.sorted.end());
 }
 
-void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, uint64_t tau, size_t max, std::vector<uint64_t> *out,
                             uint64_t *resume) const {
-  const Dir &d = dirs_[dir];
+  const Dir &d = out_;
   *resume = hi;
   if (hi <= lo || vertices(dir) == 0 || max == 0) return;
+  if (dir == kIn) {
+    const std::shared_ptr<const InIndex> x = InIndexAt(tau);
+    if (x != nullptr) InVerticesFrom(*x, lo, hi, max, out, resume);
+    return;
+  }
   if (frozen_.load(std::memory_order_acquire)) {
-    SortedDir(dir);
+    SortedOut();
     auto key = [](const std::pair<uint64_t, uint32_t> &p, uint64_t x) { return p.first < x; };
     auto b = std::lower_bound(d.sorted.begin(), d.sorted.end(), lo, key);
     auto e = std::lower_bound(b, d.sorted.end(), hi, key);
@@ -668,6 +673,140 @@ void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t 
     *resume = all.back() + 1;
   }
   out->insert(out->end(), all.begin(), all.end());
+}
+
+}  // namespace gt
+
+namespace gt {
+namespace {
+// In-index order: in-vertex, then the edge's src; a stable sort or merge
+// keeps what comes before among equal keys (run order within an edge).
+inline bool InKeyLess(uint64_t ak, uint64_t asrc, uint64_t bk, uint64_t bsrc) {
+  return ak != bk ? ak < bk : asrc < bsrc;
+}
+}  // namespace
+
+std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const {
+  auto covers = [&](const std::shared_ptr<const InIndex> &x) {
+    const uint64_t need = std::min(tau, applied_seq_.load(std::memory_order_acquire));
+    return need == 0 || (x != nullptr && x->covered >= need);
+  };
+  std::shared_ptr<const InIndex> x = std::atomic_load(&in_index_);
+  if (covers(x)) return x;
+  std::lock_guard<std::mutex> l(in_mu_);
+  x = std::atomic_load(&in_index_);
+  if (covers(x)) return x;
+  // Every batch up to applied is whole: its touched entries and versions
+  // were published before applied_seq_ (release/acquire).
+  const uint64_t applied = applied_seq_.load(std::memory_order_acquire);
+  auto run = std::make_shared<InRun>();
+  std::vector<Entry> tail;
+  std::vector<uint32_t> slots;
+  for (int k = 0; k < kShards; k++) {
+    const Shard &sh = out_.shards[k];
+    const uint64_t end = sh.ntouched.load(std::memory_order_acquire);
+    std::vector<uint32_t> &cov = in_covered_[k];
+    // Each slot read once: a second read could take versions newer than
+    // the first one's after them, out of run order.
+    slots.clear();
+    for (uint64_t p = in_pos_[k]; p < end; p++) slots.push_back(sh.touched.at(p));
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    for (const uint32_t si : slots) {
+      if (si >= cov.size()) cov.resize(std::max<size_t>(size_t(si) + 1, cov.size() * 2), 0);
+      const Slot &s = sh.slots.at(si);
+      // n before head: see Slot. Versions past this batch may come along;
+      // cov records exactly which are in.
+      const uint32_t n = s.n.load(std::memory_order_acquire);
+      const Block *blk = s.head.load(std::memory_order_acquire);
+      if (n <= cov[si]) continue;
+      tail.clear();
+      SortedTail(s, blk, cov[si], n, &tail);
+      for (const Entry &e : tail) run->recs.push_back(InRec{e.dst, Entry{s.v, e.vers, e.weight}});
+      cov[si] = n;
+    }
+    in_pos_[k] = end;
+  }
+  // Each edge's versions are one slot's, already in run order: a stable
+  // sort by (in-vertex, src) keeps them so.
+  std::stable_sort(run->recs.begin(), run->recs.end(),
+                   [](const InRec &a, const InRec &b) { return InKeyLess(a.key, a.e.dst, b.key, b.e.dst); });
+  auto next = std::make_shared<InIndex>();
+  next->covered = applied;
+  next->runs.push_back(std::move(run));
+  if (x != nullptr) next->runs.insert(next->runs.end(), x->runs.begin(), x->runs.end());
+  // LSM merging: while the newest run is at least half the next, merge
+  // them (an edge's versions in the newer run are newer: it goes first).
+  while (next->runs.size() >= 2 && next->runs[0]->recs.size() * 2 >= next->runs[1]->recs.size()) {
+    const InRun &a = *next->runs[0], &b = *next->runs[1];
+    auto m = std::make_shared<InRun>();
+    m->recs.reserve(a.recs.size() + b.recs.size());
+    std::merge(a.recs.begin(), a.recs.end(), b.recs.begin(), b.recs.end(), std::back_inserter(m->recs),
+               [](const InRec &p, const InRec &q) { return InKeyLess(p.key, p.e.dst, q.key, q.e.dst); });
+    next->runs.erase(next->runs.begin(), next->runs.begin() + 2);
+    next->runs.insert(next->runs.begin(), std::move(m));
+  }
+  uint64_t bytes = 0;
+  for (const auto &r : next->runs) bytes += r->recs.capacity() * sizeof(InRec);
+  for (const auto &c : in_covered_) bytes += c.capacity() * sizeof(uint32_t);
+  std::shared_ptr<const InIndex> published = std::move(next);
+  std::atomic_store(&in_index_, published);
+  in_bytes_.store(bytes, std::memory_order_relaxed);
+  return published;
+}
+
+void MemGraph::CollectIn(const InIndex &x, uint64_t v, std::vector<Entry> *out) {
+  auto lo = [](const InRec &r, uint64_t key) { return r.key < key; };
+  auto hi = [](uint64_t key, const InRec &r) { return key < r.key; };
+  const size_t start = out->size();
+  std::vector<Run> runs;
+  std::vector<size_t> bounds;
+  for (const auto &r : x.runs) {
+    auto b = std::lower_bound(r->recs.begin(), r->recs.end(), v, lo);
+    auto e = std::upper_bound(b, r->recs.end(), v, hi);
+    if (b == e) continue;
+    bounds.push_back(out->size());
+    for (auto it = b; it != e; ++it) out->push_back(it->e);
+  }
+  if (bounds.size() <= 1) return;  // one run: already in run order
+  // Several runs (newest first): merge them. MergeRuns breaks ties on seq
+  // by run index, newest first, as the in-index's merges do.
+  const std::vector<Entry> parts(out->begin() + static_cast<long>(start), out->end());
+  bounds.push_back(out->size());
+  for (size_t i = 0; i + 1 < bounds.size(); i++)
+    runs.push_back(Run{parts.data(), nullptr, bounds[i] - start, bounds[i + 1] - start});
+  out->resize(start);
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) { out->push_back(Entry{dst, vers, w}); });
+}
+
+void MemGraph::InVerticesFrom(const InIndex &x, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+                              uint64_t *resume) {
+  *resume = hi;
+  auto below = [](const InRec &r, uint64_t key) { return r.key < key; };
+  std::vector<std::vector<InRec>::const_iterator> pos, end;
+  for (const auto &r : x.runs) {
+    pos.push_back(std::lower_bound(r->recs.begin(), r->recs.end(), lo, below));
+    end.push_back(r->recs.end());
+  }
+  size_t got = 0;
+  for (;;) {
+    bool any = false;
+    uint64_t v = 0;
+    for (size_t k = 0; k < pos.size(); k++)
+      if (pos[k] != end[k] && pos[k]->key < hi && (!any || pos[k]->key < v)) {
+        v = pos[k]->key;
+        any = true;
+      }
+    if (!any) return;
+    out->push_back(v);
+    if (++got == max) {
+      *resume = v + 1;
+      return;
+    }
+    // Past v in every run (a hub's records by binary search).
+    for (size_t k = 0; k < pos.size(); k++)
+      if (pos[k] != end[k] && pos[k]->key == v) pos[k] = std::lower_bound(pos[k], end[k], v + 1, below);
+  }
 }
 
 }  // namespace gt

@@ -1,7 +1,7 @@
 // memgraph.h -- the in-memory write buffer (LSMGraph's MemGraph).
 //
-// Per direction, a hash map gives each vertex a slot; a slot keeps the
-// vertex's versions in arrival order. Low-degree vertices (the vast
+// A hash map gives each source vertex a slot; a slot keeps the vertex's
+// out-versions in arrival order. Low-degree vertices (the vast
 // majority, LSMGraph Table 2) keep up to kInline versions inside the slot
 // itself, which lives in a shared chunk of slots, so they cost no
 // allocation at all; a vertex that outgrows that goes on in blocks carved
@@ -27,23 +27,36 @@
 // limit/16 (plus what concurrent readers publish in one race), and they
 // count in bytes(): a MemGraph whose hubs are read is full sooner.
 //
-// Apply (issue 12): each direction is split by a hash of the vertex into
-// kShards shards, each with its own table, slots and arena, so that the
-// shards are written by different threads with no lock and no shared
-// cache line but the presence bits. Apply gathers a shard's ops, groups
-// them by vertex (a stable counting sort: a vertex's ops keep their order,
-// as later ops win), and then touches each vertex's slot once per batch:
-// one probe, its new versions appended, one publication of its count. The
-// caller applies shard 0 of every direction and the MemGraph's helper
-// thread shard 1, joined before Apply returns (small batches are applied
-// on the caller alone; see parallel_min):
+// In-edges (issue 12; GraphOne derives both directions from one edge log):
+// Apply writes the out-direction only, so an edge costs one version and
+// one probe whether or not the store keeps in-edges. A flush builds the
+// in-edge file from the sorted out-edges (SegmentBuilder::Transpose). A
+// reader of in-edges reads the in-index: sorted runs of (dst, src,
+// version), built from the slots lazily, by the first reader that needs
+// batches the index does not cover yet, from the slots those batches
+// touched (each shard lists them: the touched list, 4 bytes per vertex
+// and batch, kept only with in-edges). The runs are merged as in an LSM
+// (a run is merged into the next while it is at least half its size), so
+// a version is copied O(log n) times and a read binary-searches O(log n)
+// runs. The index is immutable once published (an atomic shared_ptr);
+// readers that build it serialize on in_mu_, which the writer never
+// takes. Its memory counts in bytes(), as the hub caches do: a MemGraph
+// whose in-edges are read is full sooner. One that no one reads in-edges
+// from never builds it.
 //
-//   caller:  gather+group (out, 0) -> apply (out, 0) -> gather+group (in, 0) -> apply (in, 0) -> join
-//   helper:  gather+group (out, 1) -> apply (out, 1) -> gather+group (in, 1) -> apply (in, 1) -/
+// Apply (issue 12): the vertices are split by a hash into kShards shards, each with its own table, slots and arena, so
+// that the shards are written by different threads with no lock and no shared cache line but the presence bits. Apply
+// gathers a shard's ops, groups them by vertex (a stable counting sort: a vertex's ops keep their order, as later ops
+// win), and then touches each vertex's slot once per batch: one probe, its new versions appended, one publication of
+// its count. The caller applies shard 0 and the MemGraph's helper thread shard 1, joined before Apply returns (small
+// batches are applied on the caller alone; see parallel_min):
+//
+//   caller:  gather+group (shard 0) -> apply (shard 0) -> join
+//   helper:  gather+group (shard 1) -> apply (shard 1) -/
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, AddRuns, VerticesFrom, vertices),
-// which take no lock at all, as LSMGraph's MemGraph readers (section 4.3):
+// which take no lock at all (but in_mu_ to build the in-index), as LSMGraph's MemGraph readers (section 4.3):
 // a reader filters versions by its snapshot's seq, so what the writer
 // appends meanwhile is invisible to it, and the writer never waits for a
 // reader. What makes that safe:
@@ -177,8 +190,10 @@ class MemGraph {
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
 
-  // Appends the batch with sequence number seq. skip (may be empty) marks ops
-  // superseded by a later vertex delete of the same batch.
+  // Appends the batch with sequence number seq, above every earlier
+  // batch's (the in-index covers batches by seq; a batch that threw may be
+  // applied again with its seq). skip (may be empty) marks ops superseded
+  // by a later vertex delete of the same batch.
   // Writer only (Store::write_mu_); runs beside readers, never waits for them.
   // Uses the helper thread for a batch of parallel_min ops or more, and
   // joins it before returning (also when it throws std::bad_alloc).
@@ -204,19 +219,26 @@ class MemGraph {
   // whose snapshot tau is below it finds nothing here and may skip it:
   // every batch with seq <= tau was applied before tau was published.
   uint64_t first_seq() const { return first_seq_.load(std::memory_order_relaxed); }
-  // Everything held, hub caches included (any thread).
+  // Everything held, hub caches and the in-index included (any thread).
   uint64_t bytes() const {
-    return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed);
+    return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed) +
+           in_bytes_.load(std::memory_order_relaxed);
   }
   // Of bytes(), what the hub caches take (any thread).
   uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
+  // Of bytes(), what the in-index takes (any thread).
+  uint64_t in_index_bytes() const { return in_bytes_.load(std::memory_order_relaxed); }
+  // Versions buffered: one per edge op (the in-direction is derived).
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   bool has_in_edges() const { return in_edges_; }
-  // Vertices with versions in dir (any thread; a reader may count vertices
-  // of batches newer than its snapshot).
+  // Vertices with out-versions (any thread; a reader may count vertices
+  // of batches newer than its snapshot). For kIn, of a MemGraph that keeps
+  // in-edges, the same count: it is not 0 exactly when some in-version
+  // exists (every edge op makes one of each).
   size_t vertices(int dir) const {
+    if (dir == kIn && !in_edges_) return 0;
     size_t n = 0;
-    for (const Shard &sh : dirs_[dir].shards) n += sh.nslots.load(std::memory_order_acquire);
+    for (const Shard &sh : out_.shards) n += sh.nslots.load(std::memory_order_acquire);
     return n;
   }
 
@@ -230,7 +252,8 @@ class MemGraph {
   // (dst asc, seq desc), and among equal seqs the later op first. Versions
   // newer than the caller's snapshot may be among them (filter by seq).
   // For a hub, O(d) with a cache that covers all but a few of them, and it
-  // may publish a new cache (see the top of this file).
+  // may publish a new cache (see the top of this file). In-edges: every
+  // batch applied so far, from the in-index (built up to them first).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
   // Any thread, no lock. Appends v's versions to runs as at most two sorted
   // runs, the newer first (so MergeRuns visits them in Collect's order),
@@ -239,16 +262,22 @@ class MemGraph {
   // (cleared first), which must outlive the runs. A hub with no write since
   // its cache was made: the cache alone, O(1); with a few (at most an
   // eighth as many as the cache holds): the sorted tail and the cache, no
-  // copy of it; else as Collect, into scratch.
-  size_t AddRuns(int dir, uint64_t v, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
-  // Any thread, no lock. Up to max sorted vertices of dir in [lo, hi);
-  // *resume is where the next call should start (hi when exhausted). On an
-  // active MemGraph it may list vertices only newer batches touched.
-  void VerticesFrom(int dir, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out, uint64_t *resume) const;
-  // Frozen only. Calls f(v, versions) for every vertex of dir in id order,
-  // versions sorted as by Collect (scratch is reused between calls).
+  // copy of it; else as Collect, into scratch. In-edges: one run, in
+  // scratch, of every batch up to tau at least (the caller's snapshot),
+  // from the in-index, built up to tau first if need be (in_mu_).
+  size_t AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  // Any thread, no lock (in-edges: as AddRuns). Up to max sorted vertices
+  // of dir in [lo, hi); *resume is where the next call should start (hi
+  // when exhausted). On an active MemGraph it may list vertices only newer
+  // batches (than tau) touched.
+  void VerticesFrom(int dir, uint64_t lo, uint64_t hi, uint64_t tau, size_t max, std::vector<uint64_t> *out,
+                    uint64_t *resume) const;
+  // Frozen only. Calls f(v, versions) for every vertex with out-versions
+  // in id order, versions sorted as by Collect (scratch is reused between
+  // calls). The flush; its in-edge file is the transposition of what this
+  // gives (after retention).
   template <typename F>
-  void ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const;
+  void ForEachSorted(std::vector<Entry> *scratch, F &&f) const;
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
@@ -309,41 +338,44 @@ class MemGraph {
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
 
-  // Slot i of a direction, in chunks that never move: chunk c holds
-  // 2^(kFirstChunkBits+c) slots, mapped when the first of them is made;
-  // only its pages that slots were made in are counted (an untouched page
-  // is no memory: counting whole chunks was 1.5 bytes of the 40 a version
-  // cost on an R-MAT stream).
-  class SlotChunks {
+  // Element i of an array that never moves, in chunks: chunk c holds
+  // 2^(kFirstBits+c) elements, mapped when its first element is placed;
+  // only its pages that elements were placed in are counted (an untouched
+  // page is no memory: counting whole chunks was 1.5 bytes of the 40 a
+  // version cost on an R-MAT stream). Elements are placed in index order
+  // by the one writer; readers read published ones.
+  template <typename T, int kFirstBits>
+  class Chunked {
    public:
-    static constexpr int kFirstChunkBits = 6;             // 3 KiB: a small MemGraph is not filled by its slots
-    static constexpr int kChunks = 33 - kFirstChunkBits;  // up to 2^32 - 2^6 slots
+    static constexpr int kChunks = 33 - kFirstBits;  // up to 2^32 - 2^kFirstBits elements
     // Any thread, for a published i.
-    const Slot &at(uint32_t i) const {
+    const T &at(uint64_t i) const {
       int c;
       size_t off;
       Locate(i, &c, &off);
       return chunks_[c].load(std::memory_order_acquire)[off];
     }
-    // Writer only: slot i, to append to.
-    Slot &mut(uint32_t i) { return const_cast<Slot &>(at(i)); }
-    // Writer only: builds slot i (the next one) for v.
-    Slot *Make(uint32_t i, uint64_t v);
-    // The pages of slots touched so far (slots are made in index order, so
-    // a chunk's pages are touched front to back). Writer only.
+    // Writer only: element i, to change.
+    T &mut(uint64_t i) { return const_cast<T &>(at(i)); }
+    // Writer only: the memory of element i (the next one), its chunk
+    // mapped if need be, to build it in.
+    void *Place(uint64_t i);
+    // The pages touched so far. Writer only.
     uint64_t bytes() const { return bytes_; }
 
    private:
-    static void Locate(uint32_t i, int *c, size_t *off) {
-      const uint64_t j = uint64_t(i) + (uint64_t(1) << kFirstChunkBits);
+    static void Locate(uint64_t i, int *c, size_t *off) {
+      const uint64_t j = i + (uint64_t(1) << kFirstBits);
       const int hb = 63 - __builtin_clzll(j);
-      *c = hb - kFirstChunkBits;
+      *c = hb - kFirstBits;
       *off = static_cast<size_t>(j - (uint64_t(1) << hb));
     }
-    std::atomic<Slot *> chunks_[kChunks] = {};
+    std::atomic<T *> chunks_[kChunks] = {};
     Mapping maps_[kChunks];  // writer only; freed with the MemGraph
     uint64_t bytes_ = 0;
   };
+  // 3 KiB of slots first: a small MemGraph is not filled by its slots.
+  using SlotChunks = Chunked<Slot, 6>;
 
   // Open-addressing map vertex -> slot, of cells holding slot index + 1
   // (0: empty), compared through the slot's vertex. When half full it is
@@ -417,7 +449,7 @@ class MemGraph {
     std::vector<uint32_t> order;  // ops grouped by vertex, in batch order within a group
   };
 
-  // One shard of a direction: the vertices v with ShardOf(v) == its index.
+  // One shard: the vertices v with ShardOf(v) == its index.
   struct Shard {
     // Every vertex with a slot is in table or, while a migration runs, in
     // old (the table before it, whose cells [0, migrated) have been moved;
@@ -436,11 +468,16 @@ class MemGraph {
     std::atomic<uint32_t> nslots{0};  // slots [0, nslots) are built
     Arena arena;
     Scratch scratch;  // its writer thread only
+    // With in-edges: the slots each batch appended to, in batch order (a
+    // slot once per batch), entries [0, ntouched) published (release at
+    // the end of the batch). The in-index is built from them.
+    Chunked<uint32_t, 10> touched;
+    std::atomic<uint64_t> ntouched{0};
   };
 
-  // INVARIANT: during Apply, shards[i] of every direction is written by one
-  // thread only (the caller for 0, the helper thread for 1), and bands only
-  // with atomic read-modify-writes.
+  // INVARIANT: during Apply, shards[i] is written by one thread only (the
+  // caller for 0, the helper thread for 1), and bands only with atomic
+  // read-modify-writes.
   struct Dir {
     Shard shards[kShards];
     Band bands[2];
@@ -464,15 +501,15 @@ class MemGraph {
     int shard = 0;
     void Run() override { m->ApplyShard(b, shard); }
   };
-  // Applies the batch's versions of shard `shard` of every direction kept.
+  // Applies the batch's versions of shard `shard`.
   void ApplyShard(const Batch &b, int shard);
-  // Fills sh.scratch: the batch's edge ops of shard `shard` of dir, grouped
-  // by vertex.
-  void GatherGroups(const Batch &b, int dir, int shard, Shard &sh) const;
+  // Fills sh.scratch: the batch's edge ops of shard `shard`, grouped by
+  // source.
+  void GatherGroups(const Batch &b, int shard, Shard &sh) const;
   // The slot of v, made if v has none.
   uint32_t SlotOf(Dir &d, Shard &sh, uint64_t v);
   // Appends a group's versions to its slot and publishes them at once.
-  void AppendGroup(const Batch &b, int dir, Shard &sh, uint32_t si, const Group &g);
+  void AppendGroup(const Batch &b, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
   void NewTable(Shard &d, uint64_t cells);
   // Writer only: moves up to k cells of the old table into the current one.
@@ -491,23 +528,62 @@ class MemGraph {
   // Appends the slot's versions [k, n) sorted into run order (blk: its
   // head, loaded after n).
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
-  const Dir &SortedDir(int dir) const;
+  const Dir &SortedOut() const;
   void Grow(Shard &d);
   void BuildSorted(Dir &d) const;
   uint64_t ComputeBytes() const;
+
+  // The in-index (see the top of this file). A record is an in-version:
+  // key the in-vertex (the edge's dst), e.dst the edge's src.
+  struct InRec {
+    uint64_t key;
+    Entry e;
+  };
+  // Sorted by (key asc, e.dst asc, seq desc), the later op first among
+  // equal seqs: for each in-vertex, its versions in run order.
+  struct InRun {
+    std::vector<InRec> recs;
+  };
+  struct InIndex {
+    std::vector<std::shared_ptr<const InRun>> runs;  // newest first
+    // Every batch with seq <= covered is in the runs (and maybe versions
+    // of newer ones).
+    uint64_t covered = 0;
+  };
+  // The in-index covering every batch with seq <= tau that was applied (so
+  // every one a reader at tau sees), built to there first if need be.
+  // Null when no batch was applied.
+  std::shared_ptr<const InIndex> InIndexAt(uint64_t tau) const;
+  // Appends v's in-versions of x in run order (one merged run).
+  static void CollectIn(const InIndex &x, uint64_t v, std::vector<Entry> *out);
+  // VerticesFrom of the in-direction: the in-vertices of x's runs.
+  static void InVerticesFrom(const InIndex &x, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
+                             uint64_t *resume);
 
   const bool in_edges_;
   const uint64_t limit_;
   const uint32_t hub_min_;
   const uint32_t parallel_min_;
-  mutable Dir dirs_[2];
-  std::atomic<uint64_t> bytes_{0};  // all but the caches; writer only
+  mutable Dir out_;
+  std::atomic<uint64_t> bytes_{0};  // all but the caches and the in-index; writer only
   // Every cache ever published (a list only pushed to, by readers, and
   // freed by the destructor), and their bytes.
   mutable std::atomic<Cache *> caches_{nullptr};
   mutable std::atomic<uint64_t> cache_bytes_{0};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
+  // The seq of the newest batch applied whole (release after its last
+  // write, the helper thread's included).
+  std::atomic<uint64_t> applied_seq_{0};
+  // The in-index: published with std::atomic_store, read with
+  // std::atomic_load; built only under in_mu_, by readers.
+  mutable std::shared_ptr<const InIndex> in_index_;
+  mutable std::mutex in_mu_;
+  // Build state, under in_mu_: per shard, the touched entries consumed
+  // and, per slot, how many of its versions the index holds.
+  mutable uint64_t in_pos_[kShards] = {};
+  mutable std::vector<uint32_t> in_covered_[kShards];
+  mutable std::atomic<uint64_t> in_bytes_{0};  // the published index's records
   std::atomic<uint64_t> first_seq_{0};
   // Written by the one writer (Store::write_mu_); read after Freeze.
   std::atomic<uint64_t> low_bound_{0}, high_bound_{0};
@@ -520,21 +596,64 @@ class MemGraph {
   // Set (release) by Freeze after the last write: a reader that loads it
   // true (acquire) sees every version.
   std::atomic<bool> frozen_{false};
-  mutable std::once_flag sorted_once_[2];
+  mutable std::once_flag sorted_once_;
   ShardTask task_;  // writer only
   // Applies shard 1 during Apply; idle otherwise. Last: it is joined before
   // anything it writes is destroyed.
   HelperThread helper_;
 };
 
+template <typename T, int kFirstBits>
+void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i) {
+  int c;
+  size_t off;
+  Locate(i, &c, &off);
+  T *chunk = chunks_[c].load(std::memory_order_relaxed);
+  if (chunk == nullptr) {
+    const size_t n = size_t(1) << (kFirstBits + c);
+    maps_[c] = Mapping(n * sizeof(T));
+    chunk = static_cast<T *>(maps_[c].get());
+    // Published before any element of it (the element's index is
+    // released later).
+    chunks_[c].store(chunk, std::memory_order_release);
+  }
+  // Every chunk before c whole, and c's pages up to element off's end.
+  constexpr uint64_t kPage = 4096;
+  const uint64_t before = ((uint64_t(1) << (kFirstBits + c)) - (uint64_t(1) << kFirstBits)) * sizeof(T);
+  const uint64_t chunk_bytes = (uint64_t(1) << (kFirstBits + c)) * sizeof(T);
+  bytes_ = before + std::min(chunk_bytes, ((off + 1) * sizeof(T) + kPage - 1) / kPage * kPage);
+  return &chunk[off];
+}
+
 template <typename F>
-void MemGraph::ForEachSorted(int dir, std::vector<Entry> *scratch, F &&f) const {
-  const Dir &d = SortedDir(dir);
+void MemGraph::ForEachSorted(std::vector<Entry> *scratch, F &&f) const {
+  const Dir &d = SortedOut();
   const size_t n = d.sorted.size();
+  auto slot = [&](size_t j) -> const Slot & {
+    return d.shards[ShardOf(d.sorted[j].first)].slots.at(d.sorted[j].second);
+  };
+  // A flush reads the slots in id order, which is no order in memory, and
+  // walks each one's chain of blocks newest first, each block a cache miss
+  // that waits for the one before. So they are fetched ahead, a stage per
+  // kStep vertices: vertex i + (kDepth+1)*kStep's slot, then its newest
+  // block, the one before, and so on (the pointers followed are in cache
+  // by then): the misses of several vertices overlap.
+  constexpr size_t kStep = 4, kDepth = 4;
   for (size_t i = 0; i < n; i++) {
-    if (i + 8 < n) __builtin_prefetch(&d.shards[ShardOf(d.sorted[i + 8].first)].slots.at(d.sorted[i + 8].second));
+    if (i + (kDepth + 1) * kStep < n) __builtin_prefetch(&slot(i + (kDepth + 1) * kStep));
+    for (size_t s = 0; s < kDepth; s++) {
+      const size_t j = i + (kDepth - s) * kStep;
+      if (j >= n) continue;
+      // Frozen: no writer, so relaxed loads see every block.
+      const Block *b = slot(j).head.load(std::memory_order_relaxed);
+      for (size_t k = 0; k < s && b != nullptr; k++) b = b->prev;
+      if (b != nullptr) {
+        __builtin_prefetch(b);
+        __builtin_prefetch(reinterpret_cast<const char *>(b) + 64);
+      }
+    }
     scratch->clear();
-    CollectSlot(d.shards[ShardOf(d.sorted[i].first)].slots.at(d.sorted[i].second), scratch, false);
+    CollectSlot(slot(i), scratch, false);
     f(d.sorted[i].first, *scratch);
   }
 }

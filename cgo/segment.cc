@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "graphtide.h"
+
 namespace gt {
 namespace {
 
@@ -136,6 +138,62 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
     n_++;
   }
   offs_.push_back(n_);
+}
+
+void SegmentBuilder::Transpose(SegmentBuilder *in) const {
+  in->Reset();
+  if (n_ == 0) return;
+  auto dst = [&](uint64_t i) -> uint64_t { return d64_.empty() ? d32_[i] : d64_[i]; };
+  uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0};
+  for (uint64_t i = 0; i < n_; i++) {
+    const uint64_t d = dst(i);
+    const int b = d >= GT_HIGH_ID_BASE ? 1 : 0;
+    lo[b] = std::min(lo[b], d);
+    hi[b] = std::max(hi[b], d);
+  }
+  const uint64_t span0 = lo[0] <= hi[0] ? hi[0] - lo[0] + 1 : 0;
+  const uint64_t span1 = lo[1] <= hi[1] ? hi[1] - lo[1] + 1 : 0;
+  // Every version as the in-direction holds it, (src, vers, weight), in
+  // (dst, this builder's order) order.
+  std::vector<Entry> ents(n_);
+  auto entry = [&](size_t k, uint64_t i) { return Entry{srcs_[k], has_vers_ ? vers_[i] : 0, has_w_ ? w_[i] : 1.0}; };
+  if (span0 + span1 <= 4 * n_ + 4096) {
+    // Dense ids (from 0, or from GT_HIGH_ID_BASE, as key dictionaries
+    // give them): a counting sort, stable. Entry counts fit 32 bits: a
+    // flush holds one MemGraph (GT_MAX_MEMGRAPH_BYTES / 24 < 2^32).
+    auto bucket = [&](uint64_t d) { return d >= GT_HIGH_ID_BASE ? span0 + (d - lo[1]) : d - lo[0]; };
+    std::vector<uint32_t> at(span0 + span1 + 1, 0);
+    for (uint64_t i = 0; i < n_; i++) at[bucket(dst(i)) + 1]++;
+    for (size_t b = 1; b < at.size(); b++) at[b] += at[b - 1];
+    for (size_t k = 0; k + 1 < offs_.size(); k++)
+      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) ents[at[bucket(dst(i))]++] = entry(k, i);
+    // Now at[b] is where bucket b ends (and b+1 begins).
+    in->Reserve(0, n_);
+    uint32_t start = 0;
+    for (size_t b = 0; b + 1 < at.size(); b++) {
+      if (at[b] == start) continue;
+      in->AddVertex(b < span0 ? lo[0] + b : lo[1] + (b - span0), ents.data() + start, at[b] - start);
+      start = at[b];
+    }
+  } else {
+    // Sparse ids: sort (dst, entry index), which is unique (no need for a
+    // stable sort), then gather.
+    std::vector<std::pair<uint64_t, uint64_t>> order(n_);  // (dst, entry)
+    std::vector<uint32_t> vid(n_);                         // entry -> vertex index
+    for (size_t k = 0; k + 1 < offs_.size(); k++)
+      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
+        order[i] = {dst(i), i};
+        vid[i] = static_cast<uint32_t>(k);
+      }
+    std::sort(order.begin(), order.end());
+    for (size_t j = 0; j < n_; j++) ents[j] = entry(vid[order[j].second], order[j].second);
+    in->Reserve(0, n_);
+    for (size_t j = 0, start = 0; j < n_; j++)
+      if (j + 1 == n_ || order[j + 1].first != order[j].first) {
+        in->AddVertex(order[j].first, ents.data() + start, j + 1 - start);
+        start = j + 1;
+      }
+  }
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {

@@ -74,6 +74,16 @@ class SegmentBuilder {
   // Sizes the columns for about this many vertices and entries up front,
   // so that they do not double past what the file needs.
   void Reserve(uint64_t nverts, uint64_t nentries);
+  // Builds in *in (reset first) the same versions with src and dst
+  // exchanged: (d, s, vers, weight) for each (s, d, vers, weight) here,
+  // each vertex's in run order (src asc, seq desc), since a stable sort by
+  // dst keeps this builder's (src, dst, seq desc) order. A flush's in-edge
+  // file, from its out-edge one (GraphOne derives both directions from one
+  // edge log). O(n) plus the id span of the dsts when they are dense (a
+  // counting sort, as ids from 0 or from GT_HIGH_ID_BASE are), else
+  // O(n log n); 24 bytes per entry and 8 per id of the span besides the
+  // two builders.
+  void Transpose(SegmentBuilder *in) const;
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
   Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta);
   void Reset();

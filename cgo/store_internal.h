@@ -43,10 +43,12 @@ class VertexCursor {
     c.hi_ = hi;
     return c;
   }
-  static VertexCursor ForMem(const MemGraph *m, int dir, uint64_t lo, uint64_t hi) {
+  // tau: the reader's snapshot (MemGraph::VerticesFrom).
+  static VertexCursor ForMem(const MemGraph *m, int dir, uint64_t lo, uint64_t hi, uint64_t tau) {
     VertexCursor c;
     c.mem_ = m;
     c.dir_ = dir;
+    c.tau_ = tau;
     c.pos_ = lo;
     c.hi_ = hi;
     return c;
@@ -63,7 +65,7 @@ class VertexCursor {
         mbuf_.clear();
         mpos_ = 0;
         uint64_t resume;
-        mem_->VerticesFrom(dir_, pos_, hi_, 4096, &mbuf_, &resume);
+        mem_->VerticesFrom(dir_, pos_, hi_, tau_, 4096, &mbuf_, &resume);
         pos_ = resume;
       }
       head_ = mbuf_[mpos_];
@@ -98,6 +100,7 @@ class VertexCursor {
   size_t si_ = 0;
   const MemGraph *mem_ = nullptr;
   int dir_ = 0;
+  uint64_t tau_ = 0;
   std::vector<uint64_t> mbuf_;
   size_t mpos_ = 0;
   uint64_t pos_ = 0, hi_ = 0;

@@ -36,12 +36,13 @@ const Segment *FindSegment(const std::vector<std::shared_ptr<Segment>> &lv, uint
 // at all.
 struct VisibleMems {
   const MemGraph *m[2] = {nullptr, nullptr};
-  VisibleMems(const Version &v, uint64_t tau) {
+  uint64_t tau;
+  VisibleMems(const Version &v, uint64_t at) : tau(at) {
     const MemGraph *c[2] = {v.active.get(), v.imm.get()};
     for (int k = 0; k < 2; k++) {
       if (c[k] == nullptr) continue;
       const uint64_t first = c[k]->first_seq();
-      if (first == 0 || first > tau) continue;
+      if (first == 0 || first > at) continue;
       m[k] = c[k];
     }
   }
@@ -62,7 +63,7 @@ Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t
   runs->clear();
   for (int k = 0; k < 2; k++) {
     if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
-    mems.m[k]->AddRuns(dir, v, &m[k], runs);
+    mems.m[k]->AddRuns(dir, v, mems.tau, &m[k], runs);
   }
   const Tree &t = ver.trees[dir];
   for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
@@ -358,7 +359,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
     // their MemGraph versions with the level's run one by one.
     std::vector<VertexCursor> mc;
     for (const MemGraph *g : mems.m)
-      if (g != nullptr) mc.push_back(VertexCursor::ForMem(g, dir, lo, hi));
+      if (g != nullptr) mc.push_back(VertexCursor::ForMem(g, dir, lo, hi, tau_));
     std::vector<Entry> m[2];
     std::vector<Run> runs;
     for (uint64_t pos = lo;;) {
@@ -398,7 +399,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   }
   std::vector<VertexCursor> cursors;
   for (const MemGraph *g : mems.m)
-    if (g != nullptr) cursors.push_back(VertexCursor::ForMem(g, dir, lo, hi));
+    if (g != nullptr) cursors.push_back(VertexCursor::ForMem(g, dir, lo, hi, tau_));
   const Tree &t = ver->trees[dir];
   for (const auto &s : t.l0) cursors.push_back(VertexCursor::ForSegment(s.get(), lo, hi));
   for (size_t i = 1; i < t.levels.size(); i++)

@@ -214,22 +214,29 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
   SegmentBuilder b;
-  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
-    b.Reset();
-    std::vector<Run> runs(1);
-    // A frozen MemGraph has no writer: this thread took it from the
-    // Version published, under mu_, after Freeze and so after every write.
-    b.Reserve(mem->vertices(dir), mem->entries() / (opt_.in_edges ? 2 : 1));
-    mem->ForEachSorted(dir, &ents, [&](uint64_t v, const std::vector<Entry> &vs) {
-      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
-      kept.clear();
-      RetainVersions(runs, v, rp, &kept);
-      b.AddVertex(v, kept.data(), kept.size());
-    });
-    if (b.empty()) continue;
+  std::vector<Run> runs(1);
+  // A frozen MemGraph has no writer: this thread took it from the
+  // Version published, under mu_, after Freeze and so after every write.
+  b.Reserve(mem->vertices(kOut), mem->entries());
+  mem->ForEachSorted(&ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+    runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
+    kept.clear();
+    RetainVersions(runs, v, rp, &kept);
+    b.AddVertex(v, kept.data(), kept.size());
+  });
+  if (!b.empty()) {
     SegMeta m;
-    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, static_cast<uint32_t>(dir), &m));
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, kOut, &m));
     metas.push_back(m);
+    if (opt_.in_edges) {
+      // The in-edge file is the out-edge one transposed: RetainVersions
+      // treats an edge's two ends alike, so it keeps the same versions of
+      // each edge in either direction.
+      SegmentBuilder in;
+      b.Transpose(&in);
+      GT_RETURN_IF_ERROR(in.Finish(dir_, NewFileId(), 0, kIn, &m));
+      metas.push_back(m);
+    }
   }
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));

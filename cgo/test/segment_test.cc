@@ -8,7 +8,7 @@
 // Open succeed, and EnsureVerified (for exactly the entry ranges that touch
 // the corrupt chunk) and VerifyAll return kCorruption with an offset inside
 // that chunk. Also short/extended files, a file renamed to another id, and a
-// missing file (kIO).
+// missing file (kIO). SegmentBuilder::Transpose against a map transposition.
 #include "segment.h"
 
 #include <gtest/gtest.h>
@@ -294,6 +294,71 @@ TEST(SegmentTest, RoundTrip) {
     EXPECT_EQ(m.min_seq, meta.min_seq);
     EXPECT_EQ(m.max_seq, meta.max_seq);
     CheckContents(*seg, c.verts);
+    id++;
+  }
+}
+
+// The transposition of what vs holds: for each (s, d, vers, w), (d, s,
+// vers, w), each in-vertex's versions in (s asc, then vs's order) order.
+std::vector<Vertex> Transposed(const std::vector<Vertex> &vs) {
+  std::map<uint64_t, std::vector<Entry>> in;
+  for (const Vertex &v : vs)
+    for (const Entry &e : v.ents) in[e.dst].push_back(Entry{v.src, e.vers, e.weight});
+  std::vector<Vertex> out;
+  for (auto &kv : in) out.push_back(Vertex{kv.first, std::move(kv.second)});
+  return out;
+}
+
+// SegmentBuilder::Transpose (a flush's in-edge file) against Transposed:
+// the round-trip cases, then random ones with dense ids (the counting
+// sort), ids in both bands, and sparse 64-bit ids (the sort).
+TEST(SegmentTest, TransposeMatchesOracle) {
+  std::vector<std::pair<std::string, std::vector<Vertex>>> cases;
+  for (const RoundTripCase &c : RoundTripCases()) cases.emplace_back(c.name, c.verts);
+  std::mt19937_64 rng(23);
+  for (int kind = 0; kind < 3; kind++) {
+    for (int rep = 0; rep < 4; rep++) {
+      auto id = [&]() -> uint64_t {
+        if (kind == 0) return rng() % 500;
+        if (kind == 1) return rng() % 2 == 0 ? rng() % 300 : GT_HIGH_ID_BASE + rng() % 300;
+        return rng() % 4 == 0 ? rng() % 50 : rng();  // sparse: most ids far apart
+      };
+      std::map<uint64_t, std::vector<Entry>> out;
+      const int n = 1 + static_cast<int>(rng() % 3000);
+      for (int k = 0; k < n; k++) {
+        const bool tomb = rng() % 8 == 0;
+        // Hubs: a few sources and destinations take many edges.
+        const uint64_t src = rng() % 5 == 0 ? rng() % 3 : id();
+        const uint64_t dst = rng() % 5 == 0 ? 7 : id();
+        out[src].push_back(
+            Entry{dst, MakeVers(1 + rng() % 40, tomb), tomb ? 0.0 : 1.0 + static_cast<double>(rng() % 3)});
+      }
+      std::vector<Vertex> verts;
+      for (auto &kv : out) {
+        SortEntries(&kv.second);
+        verts.push_back(Vertex{kv.first, kv.second});
+      }
+      cases.emplace_back("random kind " + std::to_string(kind) + " rep " + std::to_string(rep), verts);
+    }
+  }
+  uint64_t id = 1;
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.first);
+    SegmentBuilder b, in;
+    for (const Vertex &v : c.second) b.AddVertex(v.src, v.ents.data(), v.ents.size());
+    in.AddVertex(5, c.second[0].ents.data(), 1);  // Transpose starts over
+    b.Transpose(&in);
+    const std::vector<Vertex> want = Transposed(c.second);
+    EXPECT_EQ(in.entries(), b.entries());
+    EXPECT_EQ(in.vertices(), want.size());
+    TempDir dir;
+    SegMeta meta;
+    Status st = in.Finish(dir.path(), id, 0, gt::kIn, &meta);
+    ASSERT_TRUE(st.ok()) << st.msg;
+    std::shared_ptr<Segment> seg;
+    st = Segment::Open(dir.path(), id, &seg);
+    ASSERT_TRUE(st.ok()) << st.msg << " " << st.file;
+    CheckContents(*seg, want);
     id++;
   }
 }
