@@ -128,6 +128,15 @@ class Segment {
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
   // First vertex >= v present in this file, or false.
   bool NextVertex(uint64_t v, uint64_t *out) const;
+  // The vertex table read in order, without a search (compaction reads
+  // every input front to back): positions [0, positions()), each a vertex
+  // and its edge index range, empty for a dense table's absent ids.
+  uint64_t positions() const { return (flags_ & kFlagDense) ? table_len_ - 1 : meta_.nverts; }
+  void AtPosition(uint64_t i, uint64_t *v, uint64_t *b, uint64_t *e) const {
+    *v = (flags_ & kFlagDense) ? meta_.min_src + i : srcs_[i];
+    *b = offs_[i];
+    *e = offs_[i + 1];
+  }
 
   uint64_t dst(uint64_t i) const { return dst32_ ? dst32_[i] : dst64_[i]; }
   uint64_t vers(uint64_t i) const { return vers_ ? vers_[i] : 0; }
