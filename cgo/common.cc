@@ -1,12 +1,14 @@
 #include "common.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "dcheck.h"
 
@@ -131,6 +133,28 @@ void DcheckFailed(const char *file, int line, const char *cond, const std::strin
   std::fprintf(stderr, "%s:%d: GT_DCHECK(%s) failed%s%s\n", file, line, cond, msg.empty() ? "" : ": ", msg.c_str());
   std::fflush(stderr);
   std::abort();
+}
+
+Mapping::Mapping(size_t bytes, bool populate) : bytes_(bytes) {
+  void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
+                   -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  p_ = m;
+}
+
+Mapping::~Mapping() {
+  if (p_ != nullptr) ::munmap(p_, bytes_);
+}
+
+Mapping &Mapping::operator=(Mapping &&o) noexcept {
+  if (this != &o) {
+    if (p_ != nullptr) ::munmap(p_, bytes_);
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
 }
 
 }  // namespace gt

@@ -86,4 +86,31 @@ Status ReadWholeFile(const std::string &path, std::string *out);
 std::string JoinPath(const std::string &dir, const std::string &name);
 std::string ErrnoString(int e);
 
+// Zero-filled anonymous memory mapped from the OS and unmapped when this
+// dies: pages cost resident memory only once touched, and leave the
+// resident set at once when unmapped (not lingering in malloc's heap).
+class Mapping {
+ public:
+  Mapping() = default;
+  // populate: fault every page in now (MAP_POPULATE), for memory that
+  // will be touched whole anyway: one call instead of a page fault per
+  // page (the faults were a tenth of Apply's time on fresh MemGraphs, and
+  // of a flush's). Throws std::bad_alloc if the OS refuses.
+  explicit Mapping(size_t bytes, bool populate = false);
+  ~Mapping();
+  Mapping(Mapping &&o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  Mapping &operator=(Mapping &&o) noexcept;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  void *get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 }  // namespace gt

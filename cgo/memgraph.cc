@@ -18,28 +18,6 @@ inline void StoreCell(uint32_t *p, uint32_t x) { __atomic_store_n(p, x, __ATOMIC
 inline uint64_t LoadWord(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 }  // namespace
 
-Mapping::Mapping(size_t bytes, bool populate) : bytes_(bytes) {
-  void *m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
-                   -1, 0);
-  if (m == MAP_FAILED) throw std::bad_alloc();
-  p_ = m;
-}
-
-Mapping::~Mapping() {
-  if (p_ != nullptr) ::munmap(p_, bytes_);
-}
-
-Mapping &Mapping::operator=(Mapping &&o) noexcept {
-  if (this != &o) {
-    if (p_ != nullptr) ::munmap(p_, bytes_);
-    p_ = o.p_;
-    bytes_ = o.bytes_;
-    o.p_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
 bool HelperThread::Post(Task *t) {
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -155,7 +155,9 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   const uint64_t span1 = lo[1] <= hi[1] ? hi[1] - lo[1] + 1 : 0;
   // Every version as the in-direction holds it, (src, vers, weight), in
   // (dst, this builder's order) order.
-  std::vector<Entry> ents(n_);
+  // Populated at once: 24 bytes per version, every page written.
+  Mapping ents_map(n_ * sizeof(Entry), true);
+  Entry *ents = static_cast<Entry *>(ents_map.get());
   auto entry = [&](size_t k, uint64_t i) { return Entry{srcs_[k], has_vers_ ? vers_[i] : 0, has_w_ ? w_[i] : 1.0}; };
   if (span0 + span1 <= 4 * n_ + 4096) {
     // Dense ids (from 0, or from GT_HIGH_ID_BASE, as key dictionaries
@@ -172,7 +174,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
     uint32_t start = 0;
     for (size_t b = 0; b + 1 < at.size(); b++) {
       if (at[b] == start) continue;
-      in->AddVertex(b < span0 ? lo[0] + b : lo[1] + (b - span0), ents.data() + start, at[b] - start);
+      in->AddVertex(b < span0 ? lo[0] + b : lo[1] + (b - span0), ents + start, at[b] - start);
       start = at[b];
     }
   } else {
@@ -190,7 +192,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
     in->Reserve(0, n_);
     for (size_t j = 0, start = 0; j < n_; j++)
       if (j + 1 == n_ || order[j + 1].first != order[j].first) {
-        in->AddVertex(order[j].first, ents.data() + start, j + 1 - start);
+        in->AddVertex(order[j].first, ents + start, j + 1 - start);
         start = j + 1;
       }
   }
