@@ -137,10 +137,10 @@ typedef struct gt_level_metrics {
 } gt_level_metrics;
 
 typedef struct gt_metrics {
-  uint64_t last_seq;       /* newest committed sequence number */
-  uint64_t durable_seq;    /* newest sequence number covered by a flush */
-  uint64_t memgraph_bytes; /* both MemGraphs */
-  uint64_t memgraph_entries;
+  uint64_t last_seq;         /* newest committed sequence number */
+  uint64_t durable_seq;      /* newest sequence number covered by a flush */
+  uint64_t memgraph_bytes;   /* both MemGraphs */
+  uint64_t memgraph_entries; /* edge versions buffered, one per edge op (in-edges are derived from them) */
   uint64_t flushes;
   uint64_t flush_nanos;
   uint64_t flush_bytes; /* bytes written by flushes */

@@ -19,7 +19,7 @@ type Metrics struct {
 	LastSeq                uint64        // newest committed sequence number
 	DurableSeq             uint64        // newest sequence number covered by a flush
 	MemGraphBytes          int64         // both MemGraphs
-	MemGraphEntries        int64         // edge versions in both MemGraphs
+	MemGraphEntries        int64         // edge versions in both MemGraphs, one per edge op (in-edges are derived)
 	Flushes                int64         // completed flushes
 	FlushDuration          time.Duration // total time spent flushing
 	FlushBytes             int64         // bytes written by flushes
