@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <iterator>
 #include <new>
+#include <string>
 #include <system_error>
+
+#include "dcheck.h"
 
 namespace gt {
 namespace {
@@ -246,23 +249,34 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
   uint32_t n = s.n.load(std::memory_order_relaxed);
   Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
   const uint32_t *ops = d.scratch.order.data() + g.start;
-  for (uint32_t i = 0; i < g.count; i++) {
+  auto version = [&](uint32_t i) {
     const gt_op &op = b.ops[ops[i]];
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
-    const Entry e{op.dst, MakeVers(b.seq, tomb), tomb ? 0.0 : op.weight};
+    return Entry{op.dst, MakeVers(b.seq, tomb), tomb ? 0.0 : op.weight};
+  };
+  for (uint32_t i = 0; i < g.count; i++) {
+    const Entry e = version(i);
     if (n < kInline) {
       s.inl[n++] = e;
       continue;
     }
-    if (n == s.cap) {
+    if (n == s.cap || (h->narrow() && !FitsNarrow(e))) {
       // A new block (nothing is copied), large enough for the rest of the
-      // group: a slot gets at most one block per batch.
+      // group: a slot gets at most one block per batch, or two when a
+      // weighted version leaves a narrow one. Narrow when the rest of the
+      // group fits.
+      bool narrow = true;
+      for (uint32_t j = i; j < g.count && narrow; j++) narrow = FitsNarrow(version(j));
       const uint32_t cap = std::min(std::max(NextBlock(s.cap), g.count - i), kMaxBlock);
-      h = new (d.arena.Alloc(sizeof(Block) + size_t(cap) * sizeof(Entry))) Block{h, n, cap};
+      const size_t bytes = sizeof(Block) + size_t(cap) * (narrow ? sizeof(NarrowEntry) : sizeof(Entry));
+      h = new (d.arena.Alloc(bytes)) Block{h, n, cap | (narrow ? Block::kNarrowBit : 0)};
       s.head.store(h, std::memory_order_release);
-      s.cap += cap;
+      s.cap = n + cap;
     }
-    h->data()[n++ - h->base] = e;
+    if (h->narrow())
+      h->thin()[n++ - h->base] = NarrowEntry{e.dst, e.vers};
+    else
+      h->wide()[n++ - h->base] = e;
   }
   s.n.store(n, std::memory_order_release);
 }
@@ -352,7 +366,7 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         const Slot *s = peek(t, i + kDataAhead);
         const Block *h = s != nullptr ? s->head.load(std::memory_order_relaxed) : nullptr;
         const uint32_t n = h != nullptr ? s->n.load(std::memory_order_relaxed) : 0;
-        if (h != nullptr && n < s->cap) __builtin_prefetch(&h->data()[n - h->base], 1);
+        if (h != nullptr && n < s->cap) __builtin_prefetch(h->at(n), 1);
       }
       const uint32_t si = SlotOf(d, sh, gs[i].v);
       if (in_edges_) new (sh.touched.Place(touched++)) uint32_t(si);
@@ -494,15 +508,25 @@ size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *
 void MemGraph::SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t) {
   if (n <= k) return;
   const size_t tb = t->size();
-  // Newest first, then a stable sort into run order.
+  // Newest first, then a stable sort into run order. A block holds the
+  // versions from its base up to the next block's base (or n).
   t->resize(tb + (n - k));
   Entry *o = t->data() + tb;
-  for (; blk != nullptr && blk->base + blk->cap > k; blk = blk->prev) {
-    if (blk->base >= n) continue;  // linked after n was read
-    const uint32_t lo = std::max(k, blk->base), hi = std::min(n, blk->base + blk->cap);
-    o = std::reverse_copy(blk->data() + (lo - blk->base), blk->data() + (hi - blk->base), o);
+  uint32_t upper = n;
+  for (; blk != nullptr && upper > k; blk = blk->prev) {
+    if (blk->base >= upper) continue;  // linked after n was read
+    const uint32_t lo = std::max(k, blk->base), hi = std::min(upper, blk->base + blk->cap());
+    if (blk->narrow()) {
+      for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->thin()[i - 1 - blk->base]);
+    } else {
+      o = std::reverse_copy(blk->wide() + (lo - blk->base), blk->wide() + (hi - blk->base), o);
+    }
+    upper = blk->base;
   }
-  if (k < kInline) std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
+  if (k < kInline) o = std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
+  // Exactly versions [k, n), each once (a block's unused end is not read).
+  GT_DCHECK_MSG(o == t->data() + t->size(),
+                "SortedTail wrote " + std::to_string(o - (t->data() + tb)) + " versions of " + std::to_string(n - k));
   StableSortRun(t->data() + tb, t->data() + t->size());
 }
 

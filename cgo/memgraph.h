@@ -264,18 +264,38 @@ class MemGraph {
   static int ShardOf(uint64_t v) { return static_cast<int>((v * kVertexHashMul) >> 63); }
   static constexpr uint32_t kInline = 1;
 
+  // A version of weight 1 (or a tombstone, whose weight is 0), as a narrow
+  // block keeps it: 16 bytes instead of an Entry's 24. Unweighted streams
+  // are all narrow.
+  struct NarrowEntry {
+    uint64_t dst, vers;
+  };
+  static bool FitsNarrow(const Entry &e) { return VersTomb(e.vers) || e.weight == 1.0; }
+  static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0}; }
+
   // Versions [base, base + cap) of a slot, after prev's (the first block's
-  // prev is null: versions [0, kInline) are inline). Carved from the arena:
-  // this 16-byte header, then cap entries. The header is never changed once
-  // the block is linked.
+  // prev is null: versions [0, kInline) are inline), or fewer: the block
+  // after it starts at its base, and a narrow block is left for a new
+  // (wide) one as soon as a version does not fit it. Carved from the
+  // arena: this 16-byte header, then cap entries, NarrowEntry when narrow
+  // else Entry. The header is never changed once the block is linked.
   struct Block {
+    static constexpr uint32_t kNarrowBit = uint32_t(1) << 31;
     const Block *prev;
-    uint32_t base, cap;
-    Entry *data() { return reinterpret_cast<Entry *>(this + 1); }
-    const Entry *data() const { return reinterpret_cast<const Entry *>(this + 1); }
+    uint32_t base, bits;  // bits: cap, | kNarrowBit when narrow
+    uint32_t cap() const { return bits & ~kNarrowBit; }
+    bool narrow() const { return (bits & kNarrowBit) != 0; }
+    Entry *wide() { return reinterpret_cast<Entry *>(this + 1); }
+    const Entry *wide() const { return reinterpret_cast<const Entry *>(this + 1); }
+    NarrowEntry *thin() { return reinterpret_cast<NarrowEntry *>(this + 1); }
+    const NarrowEntry *thin() const { return reinterpret_cast<const NarrowEntry *>(this + 1); }
+    // Where version i (base <= i < base + cap) is.
+    const void *at(uint32_t i) const {
+      return narrow() ? static_cast<const void *>(thin() + (i - base)) : static_cast<const void *>(wide() + (i - base));
+    }
   };
   static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
-  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below 2^32
+  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below the narrow bit
   // A slot that is full gets a block of an eighth of what it holds (at
   // least kMinBlock, at most kMaxBlock): at most a ninth of its capacity is
   // ever unused (a block as large as all before it leaves up to half unused,
@@ -301,12 +321,13 @@ class MemGraph {
   // INVARIANT: head is set (release) to a new block before n passes the
   // capacity before it, and a version is never changed once n covers it;
   // so with n loaded (acquire) before head, the chain from head holds
-  // versions [kInline, n) (a null head means n <= kInline).
+  // versions [kInline, n) (a null head means n <= kInline), each in the
+  // newest block whose base is at most its index.
   struct Slot {
     explicit Slot(uint64_t vertex) : v(vertex) {}
     const uint64_t v;                          // the vertex
     std::atomic<uint32_t> n{0};                // versions published
-    uint32_t cap = kInline;                    // inline and in blocks; writer only
+    uint32_t cap = kInline;                    // one past what the head block can hold; writer only
     std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
     // A sorted copy of versions [0, cache->k) (null until a read made one).
     // Readers only: published by compare-and-swap (release), never unset.
