@@ -162,49 +162,69 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   }
   const uint64_t span0 = lo[0] <= hi[0] ? hi[0] - lo[0] + 1 : 0;
   const uint64_t span1 = lo[1] <= hi[1] ? hi[1] - lo[1] + 1 : 0;
-  // Every version as the in-direction holds it, (src, vers, weight), in
-  // (dst, this builder's order) order.
-  // Populated at once: 24 bytes per version, every page written.
-  Mapping ents_map(n_ * sizeof(Entry), true);
-  Entry *ents = static_cast<Entry *>(ents_map.get());
-  auto entry = [&](size_t k, uint64_t i) { return Entry{srcs_[k], has_vers_ ? vers_[i] : 0, has_w_ ? w_[i] : 1.0}; };
+  // where[i]: entry i's position in the in-direction's columns, in (dst,
+  // entry) order, so stable; and the in-vertices with where each ends.
+  // Entry counts fit 32 bits: a flush holds one MemGraph
+  // (GT_MAX_MEMGRAPH_BYTES / 16 < 2^32).
+  std::vector<uint32_t> where(n_);
+  in->offs_.push_back(0);
   if (span0 + span1 <= 4 * n_ + 4096) {
     // Dense ids (from 0, or from GT_HIGH_ID_BASE, as key dictionaries
-    // give them): a counting sort, stable. Entry counts fit 32 bits: a
-    // flush holds one MemGraph (GT_MAX_MEMGRAPH_BYTES / 24 < 2^32).
+    // give them): a counting sort.
     auto bucket = [&](uint64_t d) { return d >= GT_HIGH_ID_BASE ? span0 + (d - lo[1]) : d - lo[0]; };
     std::vector<uint32_t> at(span0 + span1 + 1, 0);
     for (uint64_t i = 0; i < n_; i++) at[bucket(dst(i)) + 1]++;
-    for (size_t b = 1; b < at.size(); b++) at[b] += at[b - 1];
-    for (size_t k = 0; k + 1 < offs_.size(); k++)
-      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) ents[at[bucket(dst(i))]++] = entry(k, i);
-    // Now at[b] is where bucket b ends (and b+1 begins).
-    in->Reserve(0, n_);
-    uint32_t start = 0;
     for (size_t b = 0; b + 1 < at.size(); b++) {
-      if (at[b] == start) continue;
-      in->AddVertex(b < span0 ? lo[0] + b : lo[1] + (b - span0), ents + start, at[b] - start);
-      start = at[b];
+      if (at[b + 1] != 0) {
+        in->srcs_.push_back(b < span0 ? lo[0] + b : lo[1] + (b - span0));
+        in->offs_.push_back(in->offs_.back() + at[b + 1]);
+      }
+      at[b + 1] += at[b];
     }
+    for (uint64_t i = 0; i < n_; i++) where[i] = at[bucket(dst(i))]++;
   } else {
-    // Sparse ids: sort (dst, entry index), which is unique (no need for a
-    // stable sort), then gather.
-    std::vector<std::pair<uint64_t, uint64_t>> order(n_);  // (dst, entry)
-    std::vector<uint32_t> vid(n_);                         // entry -> vertex index
-    for (size_t k = 0; k + 1 < offs_.size(); k++)
-      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
-        order[i] = {dst(i), i};
-        vid[i] = static_cast<uint32_t>(k);
-      }
+    // Sparse ids: sort (dst, entry), which is unique.
+    std::vector<std::pair<uint64_t, uint64_t>> order(n_);
+    for (uint64_t i = 0; i < n_; i++) order[i] = {dst(i), i};
     std::sort(order.begin(), order.end());
-    for (size_t j = 0; j < n_; j++) ents[j] = entry(vid[order[j].second], order[j].second);
-    in->Reserve(0, n_);
-    for (size_t j = 0, start = 0; j < n_; j++)
+    for (size_t j = 0; j < n_; j++) {
+      where[order[j].second] = static_cast<uint32_t>(j);
       if (j + 1 == n_ || order[j + 1].first != order[j].first) {
-        in->AddVertex(order[j].first, ents + start, j + 1 - start);
-        start = j + 1;
+        in->srcs_.push_back(order[j].first);
+        in->offs_.push_back(j + 1);
       }
+    }
   }
+  // The columns, scattered: the in-direction's dst is the src here. Every
+  // property the file records is the same in both directions (the seqs,
+  // tombstones, several versions of an edge, weights), but the largest
+  // dst, which is the largest src here.
+  const bool wide = srcs_.back() >= (uint64_t(1) << 32);
+  if (wide)
+    in->d64_.resize(n_);
+  else
+    in->d32_.resize(n_);
+  if (has_vers_) in->vers_.resize(n_);
+  if (has_w_) in->w_.resize(n_);
+  for (size_t k = 0; k + 1 < offs_.size(); k++) {
+    for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
+      const uint32_t p = where[i];
+      if (wide)
+        in->d64_[p] = srcs_[k];
+      else
+        in->d32_[p] = static_cast<uint32_t>(srcs_[k]);
+      if (has_vers_) in->vers_[p] = vers_[i];
+      if (has_w_) in->w_[p] = w_[i];
+    }
+  }
+  in->n_ = n_;
+  in->multi_ = multi_;
+  in->tomb_ = tomb_;
+  in->has_vers_ = has_vers_;
+  in->has_w_ = has_w_;
+  in->max_dst_ = srcs_.back();
+  in->min_seq_ = min_seq_;
+  in->max_seq_ = max_seq_;
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {

@@ -81,8 +81,8 @@ class SegmentBuilder {
   // file, from its out-edge one (GraphOne derives both directions from one
   // edge log). O(n) plus the id span of the dsts when they are dense (a
   // counting sort, as ids from 0 or from GT_HIGH_ID_BASE are), else
-  // O(n log n); 24 bytes per entry and 8 per id of the span besides the
-  // two builders.
+  // O(n log n); it writes *in's columns directly, with 4 bytes per entry
+  // and 4 per id of the span besides the two builders.
   void Transpose(SegmentBuilder *in) const;
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
   Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta);
