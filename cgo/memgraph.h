@@ -44,22 +44,26 @@
 // whose in-edges are read is full sooner. One that no one reads in-edges
 // from never builds it.
 //
-// Apply (issue 12): the vertices are split by a hash into kShards shards, each with its own table, slots and arena, so
-// that the shards are written by different threads with no lock and no shared cache line but the presence bits. Apply
-// gathers a shard's ops, groups them by vertex (a stable counting sort: a vertex's ops keep their order, as later ops
-// win), and then touches each vertex's slot once per batch: one probe, its new versions appended, one publication of
-// its count. The caller applies shard 0 and the MemGraph's helper thread shard 1, joined before Apply returns (small
-// batches are applied on the caller alone; see parallel_min):
+// Apply (issue 12): the vertices are split by a hash into kShards shards,
+// each with its own table, slots and arena, so that the shards are written
+// by different threads with no lock and no shared cache line but the
+// presence bits. Apply gathers a shard's ops, groups them by vertex (a
+// stable counting sort: a vertex's ops keep their order, as later ops
+// win), and then touches each vertex's slot once per batch: one probe, its
+// new versions appended, one publication of its count. The caller applies
+// shard 0 and the MemGraph's helper thread shard 1, joined before Apply
+// returns (small batches are applied on the caller alone; see
+// parallel_min):
 //
 //   caller:  gather+group (shard 0) -> apply (shard 0) -> join
 //   helper:  gather+group (shard 1) -> apply (shard 1) -/
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, AddRuns, VerticesFrom, vertices),
-// which take no lock at all (but in_mu_ to build the in-index), as LSMGraph's MemGraph readers (section 4.3):
-// a reader filters versions by its snapshot's seq, so what the writer
-// appends meanwhile is invisible to it, and the writer never waits for a
-// reader. What makes that safe:
+// which take no lock at all (but in_mu_ to build the in-index), as
+// LSMGraph's MemGraph readers (section 4.3): a reader filters versions by
+// its snapshot's seq, so what the writer appends meanwhile is invisible to
+// it, and the writer never waits for a reader. What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
 //     lives, hub caches included (replaced ones stay until it dies). Slots
 //     live in chunks that never move (SlotChunks); a slot's versions are
@@ -456,10 +460,10 @@ class MemGraph {
   struct Shard {
     // Every vertex with a slot is in table or, while a migration runs, in
     // old (the table before it, which holds slots [0, migrate_end), of
-    // which [0, migrated) are in table too). A reader loads table before old (both
-    // acquire); Grow stores old before table (release), so a reader that
-    // sees a table sees the old table of that table's migration, or a
-    // later value (null once it is done).
+    // which [0, migrated) are in table too). A reader loads table before
+    // old (both acquire); Grow stores old before table (release), so a
+    // reader that sees a table sees the old table of that table's
+    // migration, or a later value (null once it is done).
     // INVARIANT: tables.back() is what table points to; earlier tables
     // stay mapped (readers may still probe them) until the MemGraph dies.
     std::atomic<const Table *> table{nullptr};
@@ -515,7 +519,7 @@ class MemGraph {
   void AppendGroup(const Batch &b, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
   void NewTable(Shard &d, uint64_t cells);
-  // Writer only: moves up to k cells of the old table into the current one.
+  // Writer only: adds up to k more of the old table's slots to the current one.
   void Migrate(Shard &d, uint64_t k);
   // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
   uint32_t Find(const Shard &d, const Table &t, uint64_t v, uint64_t *cell) const;
