@@ -126,7 +126,10 @@ class Store {
   // Purges the vertex deletes no file needs (store_compact.cc), logging
   // the purge as a compaction edit without files.
   Status PurgeVertexDeletes();
-  Status OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs);
+  // Syncs the directory and opens the files a flush or compaction wrote,
+  // each with vdel_clean (store_write.cc).
+  Status OpenWritten(const std::vector<SegMeta> &metas, uint64_t vdel_clean,
+                     std::vector<std::shared_ptr<Segment>> *segs);
   // Records e in the manifest (setting e->next_file); the files it adds
   // stop being pending once it is durable. Then rewrites the manifest if
   // it has outgrown its bound (RewriteManifestLocked); an error there

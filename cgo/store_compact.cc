@@ -307,8 +307,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
     outs.push_back(m);
   }
   std::vector<std::shared_ptr<Segment>> segs;
-  GT_RETURN_IF_ERROR(OpenWritten(outs, &segs));
-  for (const auto &s : segs) s->set_vdel_clean(out_clean);
+  GT_RETURN_IF_ERROR(OpenWritten(outs, out_clean, &segs));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
   ManifestEdit r;
   r.kind = EditKind::kCompact;

@@ -239,8 +239,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     }
   }
   std::vector<std::shared_ptr<Segment>> segs;
-  GT_RETURN_IF_ERROR(OpenWritten(metas, &segs));
-  for (const auto &seg : segs) seg->set_vdel_clean(vdel_clean);
+  GT_RETURN_IF_ERROR(OpenWritten(metas, vdel_clean, &segs));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_FLUSH_BEFORE_EDIT));
   ManifestEdit r;
   r.kind = EditKind::kFlush;
@@ -280,16 +279,20 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   return Status::OK();
 }
 
-// Makes newly written files' directory entries durable and opens them.
+// Makes newly written files' directory entries durable and opens them,
+// each with the vertex-delete clean seq its writer applied (set before the
+// segment is shared).
 // INVARIANT (write ordering): a segment file's data (SegmentBuilder::Finish
 // fsyncs it) and its directory entry (here) are durable before the
 // manifest edit that references it is appended: a durable edit never names
 // a file a crash can take back.
-Status Store::OpenWritten(const std::vector<SegMeta> &metas, std::vector<std::shared_ptr<Segment>> *segs) {
+Status Store::OpenWritten(const std::vector<SegMeta> &metas, uint64_t vdel_clean,
+                          std::vector<std::shared_ptr<Segment>> *segs) {
   if (!metas.empty()) GT_RETURN_IF_ERROR(SyncDir(dir_));
   for (const SegMeta &m : metas) {
     std::shared_ptr<Segment> s;
     GT_RETURN_IF_ERROR(Segment::Open(dir_, m.id, &s));
+    s->set_vdel_clean(vdel_clean);
     segs->push_back(std::move(s));
   }
   return Status::OK();
