@@ -24,7 +24,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -36,6 +35,7 @@
 #include "graphtide.h"
 #include "manifest.h"
 #include "store.h"
+#include "store_test_util.h"
 #include "test_util.h"
 #include "version.h"
 
@@ -47,25 +47,11 @@ using gt_test::TempDir;
 
 using Adj = std::map<uint64_t, std::map<uint64_t, double>>;  // src -> dst -> weight
 
-gt_op Op(uint32_t kind, uint64_t src, uint64_t dst, double w = 1.0) {
-  gt_op op;
-  std::memset(&op, 0, sizeof op);
-  op.kind = kind;
-  op.src = src;
-  op.dst = dst;
-  op.weight = w;
-  return op;
-}
+using gt_store_test::Op;
 
+// The model tests' small store, compacting only when told.
 gt_options Opts(bool read_only = false) {
-  gt_options o;
-  std::memset(&o, 0, sizeof o);
-  o.memgraph_bytes = 64 << 10;
-  o.target_segment_bytes = 16 << 10;
-  o.l0_compaction_trigger = 2;
-  o.size_ratio = 3;
-  o.max_levels = 4;
-  o.in_edges = 1;
+  gt_options o = gt_store_test::SmallOptions();
   o.disable_auto_compaction = 1;
   o.read_only = read_only ? 1 : 0;
   return o;
