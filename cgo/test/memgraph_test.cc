@@ -229,6 +229,19 @@ bool Same(const std::vector<gt::Entry> &a, const std::vector<gt::Entry> &b) {
   return true;
 }
 
+// What a reader racing the writer checks: the versions in got with seq <=
+// tau (the rest are newer batches') are exactly the oracle's for (dir, v)
+// at tau. "" when they are, else the difference.
+std::string VisibleMismatch(const VersionOracle &oracle, int dir, uint64_t v, uint64_t tau,
+                            const std::vector<gt::Entry> &got) {
+  std::vector<gt::Entry> vis;
+  for (const gt::Entry &e : got)
+    if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
+  const auto want = oracle.Want(dir, v, tau);
+  if (Same(vis, want)) return "";
+  return "dir " + std::to_string(dir) + " v " + std::to_string(v) + " tau " + std::to_string(tau) + ShowDiff(vis, want);
+}
+
 // Batches over a few hubs (one of them both a source and a destination
 // hub) and many small vertices; edges repeat within and across batches, as
 // do deletes of them.
@@ -395,12 +408,9 @@ TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
             return;
           }
         }
-        std::vector<gt::Entry> vis;
-        for (const gt::Entry &e : got)
-          if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
-        const auto want = oracle.Want(dir, v, tau);
-        if (!Same(vis, want)) {
-          ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << ShowDiff(vis, want);
+        const std::string bad = VisibleMismatch(oracle, dir, v, tau, got);
+        if (!bad.empty()) {
+          ADD_FAILURE() << bad;
           failed = true;
           return;
         }
@@ -531,6 +541,13 @@ TEST(MemGraphTest, ShardedApplyMatchesOracle) {
           }
         }
       }
+      // The in-edge reads built an in-index, and it counts in bytes().
+      if (in_edges) {
+        EXPECT_GT(m.in_index_bytes(), 0u);
+        EXPECT_GE(m.bytes(), m.in_index_bytes() + m.cache_bytes());
+      } else {
+        EXPECT_EQ(m.in_index_bytes(), 0u);
+      }
       m.Freeze(seq);
       ASSERT_EQ(m.vdels(), vdels);
       std::vector<gt::Entry> scratch;
@@ -607,12 +624,9 @@ TEST(MemGraphTest, ReadersRaceShardedApply) {
       const uint64_t v = r() % 3 == 0 ? r() % 300 : r() % 4;
       got.clear();
       m.Collect(dir, v, &got);
-      std::vector<gt::Entry> vis;
-      for (const gt::Entry &e : got)
-        if (gt::VersSeq(e.vers) <= tau) vis.push_back(e);
-      const auto want = oracle.Want(dir, v, tau);
-      if (!Same(vis, want)) {
-        ADD_FAILURE() << "dir " << dir << " v " << v << " tau " << tau << ShowDiff(vis, want);
+      const std::string bad = VisibleMismatch(oracle, dir, v, tau, got);
+      if (!bad.empty()) {
+        ADD_FAILURE() << bad;
         failed = true;
         return;
       }
