@@ -686,9 +686,6 @@ void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t 
   out->insert(out->end(), all.begin(), all.end());
 }
 
-}  // namespace gt
-
-namespace gt {
 namespace {
 // In-index order: in-vertex, then the edge's src; a stable sort or merge
 // keeps what comes before among equal keys (run order within an edge).

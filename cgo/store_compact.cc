@@ -182,11 +182,7 @@ class InputScan {
   bool live() const { return live_; }
   uint64_t v() const { return v_; }
   // The current vertex's run, verified first.
-  Status AddRun(std::vector<Run> *runs) const {
-    GT_RETURN_IF_ERROR(s_->EnsureVerified(b_, e_));
-    runs->push_back(Run{nullptr, s_, b_, e_});
-    return Status::OK();
-  }
+  Status AddRun(std::vector<Run> *runs) const { return AddVerifiedRun(s_, b_, e_, runs); }
   // Moves to the next vertex with edges here.
   void Next() {
     live_ = false;

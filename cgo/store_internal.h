@@ -1,7 +1,7 @@
 // store_internal.h -- helpers shared by the store's files (store*.cc) and
 // nothing else: timing, a vertex's run of one segment, and VertexCursor, the
-// next-vertex iterator that scans (store_read.cc) and compaction
-// (store_compact.cc) merge.
+// next-vertex iterator that scans merge (store_read.cc; compaction reads
+// its inputs front to back instead, store_compact.cc).
 #pragma once
 
 #include <chrono>
@@ -20,6 +20,13 @@ inline uint64_t NowNanos() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
+}
+
+// Appends the run [b, e) of s to *runs, verifying its chunks first.
+inline Status AddVerifiedRun(const Segment *s, uint64_t b, uint64_t e, std::vector<Run> *runs) {
+  GT_RETURN_IF_ERROR(s->EnsureVerified(b, e));
+  runs->push_back(Run{nullptr, s, b, e});
+  return Status::OK();
 }
 
 // Appends v's run in s to *runs, if s holds v, verifying its chunks first.

@@ -13,9 +13,7 @@ namespace gt {
 Status AddSegmentRun(const Segment *s, uint64_t v, std::vector<Run> *runs) {
   uint64_t b, e;
   if (!s->Find(v, &b, &e)) return Status::OK();
-  GT_RETURN_IF_ERROR(s->EnsureVerified(b, e));
-  runs->push_back(Run{nullptr, s, b, e});
-  return Status::OK();
+  return AddVerifiedRun(s, b, e, runs);
 }
 
 namespace {
