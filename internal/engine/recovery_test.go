@@ -47,13 +47,15 @@ func crashOptions() *Options {
 	return o
 }
 
-// replay rebuilds the oracle after n batches.
-func replay(n uint64) oracle {
-	o := oracle{}
-	for i := uint64(0); i < n; i++ {
-		o.applyOps(crashBatch(i).ops)
+// replayOf rebuilds the oracle after the first n batches of batch.
+func replayOf(batch func(uint64) *Batch) func(n uint64) oracle {
+	return func(n uint64) oracle {
+		o := oracle{}
+		for i := uint64(0); i < n; i++ {
+			o.applyOps(batch(i).ops)
+		}
+		return o
 	}
-	return o
 }
 
 func positionOf(t testing.TB, s *Store) uint64 {
@@ -195,7 +197,7 @@ func crashRounds(t *testing.T, rounds int, env ...string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSnapshot(t, sn, replay(pos), true, nil)
+		checkSnapshot(t, sn, replayOf(crashBatch)(pos), true, nil)
 		sn.Release()
 		if err := s.VerifyAll(); err != nil {
 			t.Fatal(err)
@@ -212,7 +214,7 @@ func crashRounds(t *testing.T, rounds int, env ...string) {
 // of the batches its recorded position covers; it returns that position.
 func checkRecovered(t *testing.T, dir string, last uint64) uint64 {
 	t.Helper()
-	s, pos := reopenChecked(t, dir, last, crashOptions(), replay, true)
+	s, pos := reopenChecked(t, dir, last, crashOptions(), replayOf(crashBatch), true)
 	s.Close()
 	return pos
 }

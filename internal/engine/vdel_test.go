@@ -201,20 +201,12 @@ func vdelCrashBatch(i uint64) *Batch {
 	return b
 }
 
-func vdelReplay(n uint64) oracle {
-	o := oracle{}
-	for i := uint64(0); i < n; i++ {
-		o.applyOps(vdelCrashBatch(i).ops)
-	}
-	return o
-}
-
 // checkVdelRecovered opens dir after a kill, checks it holds exactly what
 // its recorded position covers, and returns the position and the number of
 // vertex-delete records recovered.
 func checkVdelRecovered(t *testing.T, dir string, last uint64) (uint64, int64) {
 	t.Helper()
-	s, pos := reopenChecked(t, dir, last, vdelCrashOptions(), vdelReplay, false)
+	s, pos := reopenChecked(t, dir, last, vdelCrashOptions(), replayOf(vdelCrashBatch), false)
 	defer s.Close()
 	return pos, vertexDeletes(t, s)
 }
