@@ -618,9 +618,16 @@ func TestPollApplyFailureStops(t *testing.T) {
 	if len(e.applies) != 1 || e.applyCalls != 2 {
 		t.Fatalf("%d batches applied (%d attempts), want only the first (and the failed one tried)", len(e.applies), e.applyCalls)
 	}
+	checkStoppedAt(t, e, at(0, 2))
+}
+
+// checkStoppedAt: after a failure, nothing past upTo was committed and the
+// loop polled no further (steps are left).
+func checkStoppedAt(t *testing.T, e *fakeEnv, upTo Position) {
+	t.Helper()
 	for _, c := range e.commits {
-		if !reflect.DeepEqual(c, at(0, 2)) {
-			t.Fatalf("committed %v: beyond the failed batch's start (p0 2)", c)
+		if !reflect.DeepEqual(c, upTo) {
+			t.Fatalf("committed %v, beyond %v", c, upTo)
 		}
 	}
 	if len(e.steps) == 0 {
@@ -741,14 +748,7 @@ func TestPollDictionaryFailureStops(t *testing.T) {
 			if len(e.applies) != 1 || !reflect.DeepEqual(e.applies[0].pos, at(0, 1)) {
 				t.Fatalf("applied %+v, want only the first poll (p0 up to 1)", e.applies)
 			}
-			for _, cm := range e.commits {
-				if !reflect.DeepEqual(cm, at(0, 1)) {
-					t.Fatalf("committed %v, beyond the first poll", cm)
-				}
-			}
-			if len(e.steps) == 0 {
-				t.Fatal("the loop went on polling after the failure")
-			}
+			checkStoppedAt(t, e, at(0, 1))
 		})
 	}
 }
