@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -155,6 +156,49 @@ Mapping &Mapping::operator=(Mapping &&o) noexcept {
     o.bytes_ = 0;
   }
   return *this;
+}
+
+Mapping MappingPool::Take(size_t bytes, size_t *resident) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = free_.size(); i-- > 0;) {
+    if (free_[i].m.bytes() != bytes) continue;
+    Mapping m = std::move(free_[i].m);
+    *resident = free_[i].resident;
+    free_[i] = std::move(free_.back());
+    free_.pop_back();
+    bytes_ -= bytes;
+    return m;
+  }
+  *resident = 0;
+  return Mapping();
+}
+
+void MappingPool::Give(Mapping m, size_t resident) {
+  if (m.get() == nullptr) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (bytes_ + m.bytes() > cap_) return;  // m unmaps itself
+  const size_t n = m.bytes();
+  bytes_ += n;
+  free_.push_back(Kept{std::move(m), std::min(resident, n)});
+}
+
+void MappingPool::Trim(uint64_t bytes) {
+  std::vector<Kept> gone;  // unmapped after the lock is released
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    uint64_t freed = 0;
+    while (freed < bytes && !free_.empty()) {
+      freed += free_.back().m.bytes();
+      gone.push_back(std::move(free_.back()));
+      free_.pop_back();
+    }
+    bytes_ -= freed;
+  }
+}
+
+uint64_t MappingPool::bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return bytes_;
 }
 
 }  // namespace gt

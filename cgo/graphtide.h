@@ -153,10 +153,11 @@ typedef struct gt_metrics {
   uint64_t snapshots_open;
   uint64_t vertex_deletes; /* vertex-delete records held */
   uint64_t background_errors;
-  uint64_t deferred_flushes;  /* gt_flush_async calls made while a flush ran, served after it */
-  uint64_t manifest_bytes;    /* size of the MANIFEST (0 when read-only) */
-  uint64_t manifest_rewrites; /* MANIFEST rewrites as a snapshot since open */
-  uint32_t num_levels;        /* entries used in levels[] (L0 first) */
+  uint64_t deferred_flushes;    /* gt_flush_async calls made while a flush ran, served after it */
+  uint64_t manifest_bytes;      /* size of the MANIFEST (0 when read-only) */
+  uint64_t manifest_rewrites;   /* MANIFEST rewrites as a snapshot since open */
+  uint64_t memgraph_pool_bytes; /* memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size) */
+  uint32_t num_levels;          /* entries used in levels[] (L0 first) */
   uint32_t reserved;
   gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
 } gt_metrics;

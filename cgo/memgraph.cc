@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <new>
 #include <string>
@@ -82,9 +83,11 @@ void HelperThread::Loop() {
   }
 }
 
-MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32_t parallel_min)
+MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32_t parallel_min,
+                   std::shared_ptr<MappingPool> pool)
     : in_edges_(in_edges),
       limit_(limit_bytes),
+      pool_(std::move(pool)),
       hub_min_(hub_min != 0 ? hub_min
                             : static_cast<uint32_t>(std::min<uint64_t>(256, std::max<uint64_t>(8, limit_bytes >> 13)))),
       parallel_min_(parallel_min != 0
@@ -107,25 +110,53 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
 
 MemGraph::~MemGraph() {
   // No reader is left: readers reach a MemGraph through a Version they hold.
+  helper_.Stop();  // nor a writer
+  if (pool_ != nullptr) {
+    for (Shard &sh : out_.shards) {
+      for (std::unique_ptr<Table> &t : sh.tables) {
+        const size_t n = t->cells.bytes();  // populated whole
+        pool_->Give(std::move(t->cells), n);
+      }
+      sh.slots.GiveBack(pool_.get());
+      sh.touched.GiveBack(pool_.get());
+      sh.arena.GiveBack(pool_.get());
+    }
+  }
   for (Cache *c = caches_.load(std::memory_order_acquire); c != nullptr;) {
     std::unique_ptr<Cache> own(c);
     c = c->next;
   }
 }
 
-void *MemGraph::Arena::Alloc(size_t n) {
+void *MemGraph::Arena::Alloc(size_t n, MappingPool *pool) {
   if (n > block_bytes_ / 4) {
-    blocks_.emplace_back(n);
+    if (pool != nullptr) pool->Trim(n);
+    blocks_.push_back(Kept{Mapping(n), n});
     bytes_ += n;
-    return blocks_.back().get();
+    return blocks_.back().m.get();
   }
   if (n > cap_ - used_) {
-    const size_t sz = std::max(n, block_bytes_);
-    blocks_.emplace_back(sz);
-    bytes_ += populated_;  // the previous shared mapping is done
-    cur_ = static_cast<char *>(blocks_.back().get());
-    used_ = populated_ = 0;
-    cap_ = sz;
+    // The previous shared mapping is done.
+    if (cur_ != nullptr) {
+      for (size_t i = blocks_.size(); i-- > 0;) {
+        if (blocks_[i].m.get() != cur_) continue;
+        blocks_[i].resident = populated_;
+        break;
+      }
+    }
+    bytes_ += populated_;
+    // A pooled block's pages are resident as far as its last owner
+    // touched them.
+    Mapping m = pool != nullptr ? pool->Take(block_bytes_, &populated_) : Mapping();
+    if (m.get() == nullptr) {
+      if (pool != nullptr) pool->Trim(block_bytes_);
+      m = Mapping(block_bytes_);
+      populated_ = 0;
+    }
+    cur_ = static_cast<char *>(m.get());
+    blocks_.push_back(Kept{std::move(m), 0});
+    used_ = 0;
+    cap_ = block_bytes_;
   }
   void *p = cur_ + used_;
   used_ += n;
@@ -139,9 +170,23 @@ void *MemGraph::Arena::Alloc(size_t n) {
   return p;
 }
 
+void MemGraph::Arena::GiveBack(MappingPool *pool) {
+  for (Kept &b : blocks_) {
+    const size_t resident = b.m.get() == cur_ ? populated_ : b.resident;
+    pool->Give(std::move(b.m), resident);
+  }
+}
+
 void MemGraph::NewTable(Shard &d, uint64_t cells) {
   auto t = std::make_unique<Table>();
-  t->cells = Mapping(cells * sizeof(uint32_t), true);  // hashed into: every page is touched
+  size_t resident = 0;
+  if (pool_ != nullptr) t->cells = pool_->Take(cells * sizeof(uint32_t), &resident);
+  if (t->cells.get() != nullptr) {
+    std::memset(t->cells.get(), 0, cells * sizeof(uint32_t));  // empty cells are 0
+  } else {
+    if (pool_ != nullptr) pool_->Trim(cells * sizeof(uint32_t));
+    t->cells = Mapping(cells * sizeof(uint32_t), true);  // hashed into: every page is touched
+  }
   t->mask = cells - 1;
   d.table_bytes += cells * sizeof(uint32_t);
   d.table.store(t.get(), std::memory_order_release);
@@ -234,7 +279,7 @@ uint32_t MemGraph::SlotOf(Dir &dir, Shard &d, uint64_t v) {
   if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) Grow(d);
   // The probe again: the table changed (Grow, Migrate) since.
   Find(d, *d.tables.back(), v, &cell);
-  new (d.slots.Place(si)) Slot(v);
+  new (Place(&d.slots, si)) Slot(v);
   // Slot built first, then findable, then counted.
   StoreCell(&d.tables.back()->cell()[cell], si + 1);
   d.nslots.store(si + 1, std::memory_order_release);
@@ -269,7 +314,7 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
       for (uint32_t j = i; j < g.count && narrow; j++) narrow = FitsNarrow(version(j));
       const uint32_t cap = std::min(std::max(NextBlock(s.cap), g.count - i), kMaxBlock);
       const size_t bytes = sizeof(Block) + size_t(cap) * (narrow ? sizeof(NarrowEntry) : sizeof(Entry));
-      h = new (d.arena.Alloc(bytes)) Block{h, n, cap | (narrow ? Block::kNarrowBit : 0)};
+      h = new (d.arena.Alloc(bytes, pool_.get())) Block{h, n, cap | (narrow ? Block::kNarrowBit : 0)};
       s.head.store(h, std::memory_order_release);
       s.cap = n + cap;
     }
@@ -281,15 +326,30 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
   s.n.store(n, std::memory_order_release);
 }
 
-void MemGraph::GatherGroups(const Batch &b, int shard, Shard &sh) const {
-  Scratch &x = sh.scratch;
-  x.ops.clear();
+void MemGraph::Partition(const Batch &b) {
+  // One pass by the caller, over ops it has just validated (in its cache),
+  // instead of one by each shard's thread (the helper's from memory: a
+  // third of its grouping time).
+  uint32_t *to[kShards];
+  size_t len[kShards] = {};
+  for (int i = 0; i < kShards; i++) {
+    std::vector<uint32_t> &ops = out_.shards[i].scratch.ops;
+    ops.resize(b.n);
+    to[i] = ops.data();
+  }
+  const bool skip = !b.skip->empty();
   for (size_t k = 0; k < b.n; k++) {
     const gt_op &op = b.ops[k];
     if (op.kind != GT_OP_UPSERT && op.kind != GT_OP_DELETE_EDGE) continue;
-    if (!b.skip->empty() && (*b.skip)[k]) continue;
-    if (ShardOf(op.src) == shard) x.ops.push_back(static_cast<uint32_t>(k));
+    if (skip && (*b.skip)[k]) continue;
+    const int s = ShardOf(op.src);
+    to[s][len[s]++] = static_cast<uint32_t>(k);
   }
+  for (int i = 0; i < kShards; i++) out_.shards[i].scratch.ops.resize(len[i]);
+}
+
+void MemGraph::GatherGroups(const Batch &b, Shard &sh) const {
+  Scratch &x = sh.scratch;
   // Group by vertex: a small open-addressing map vertex -> group, then a
   // stable counting sort of the ops by group.
   const size_t m = x.ops.size();
@@ -334,7 +394,7 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
   Shard &sh = d.shards[shard];
   uint64_t touched = sh.ntouched.load(std::memory_order_relaxed);
   try {
-    GatherGroups(b, shard, sh);
+    GatherGroups(b, sh);
     const std::vector<Group> &gs = sh.scratch.groups;
     // One probe and one append per vertex, the next vertices' table cells
     // and slots fetched ahead (they are spread over the whole table).
@@ -369,7 +429,7 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         if (h != nullptr && n < s->cap) __builtin_prefetch(h->at(n), 1);
       }
       const uint32_t si = SlotOf(d, sh, gs[i].v);
-      if (in_edges_) new (sh.touched.Place(touched++)) uint32_t(si);
+      if (in_edges_) new (Place(&sh.touched, touched++)) uint32_t(si);
       AppendGroup(b, sh, si, gs[i]);
     }
   } catch (...) {
@@ -388,6 +448,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
   // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
   // Apply returns or throws: nothing of the batch is written after.
+  Partition(b);
   bool posted = false;
   if (n >= parallel_min_) {
     task_.m = this;

@@ -166,7 +166,10 @@ class MemGraph {
   // fewest ops of a batch that Apply splits between the caller and the
   // helper thread; 0 chooses limit_bytes/64Ki within [1, 1024] (a small
   // MemGraph, as in tests, splits every batch).
-  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0, uint32_t parallel_min = 0);
+  // pool (may be null): where its memory comes from first, and goes to
+  // when it dies (see MappingPool).
+  MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0, uint32_t parallel_min = 0,
+           std::shared_ptr<MappingPool> pool = nullptr);
   ~MemGraph();
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
@@ -360,10 +363,15 @@ class MemGraph {
     // Writer only: element i, to change.
     T &mut(uint64_t i) { return const_cast<T &>(at(i)); }
     // Writer only: the memory of element i (the next one), its chunk
-    // mapped if need be, to build it in.
-    void *Place(uint64_t i);
-    // The pages touched so far. Writer only.
+    // mapped (from pool first, if not null) if need be, to build it in.
+    void *Place(uint64_t i, MappingPool *pool);
+    // The pages touched so far (by this or, for a chunk from a pool, its
+    // last owner). Writer only.
     uint64_t bytes() const { return bytes_; }
+    // Gives every chunk to pool. Nothing may read this any more.
+    void GiveBack(MappingPool *pool) {
+      for (int c = 0; c < kChunks; c++) pool->Give(std::move(maps_[c]), touched_[c]);
+    }
 
    private:
     static void Locate(uint64_t i, int *c, size_t *off) {
@@ -373,7 +381,8 @@ class MemGraph {
       *off = static_cast<size_t>(j - (uint64_t(1) << hb));
     }
     std::atomic<T *> chunks_[kChunks] = {};
-    Mapping maps_[kChunks];  // writer only; freed with the MemGraph
+    Mapping maps_[kChunks];           // writer only; freed with the MemGraph
+    uint64_t touched_[kChunks] = {};  // bytes from each chunk's start touched; writer only
     uint64_t bytes_ = 0;
   };
   // 3 KiB of slots first: a small MemGraph is not filled by its slots.
@@ -406,20 +415,28 @@ class MemGraph {
     void SetBlockBytes(uint64_t b) { block_bytes_ = b; }
     Arena(const Arena &) = delete;
     Arena &operator=(const Arena &) = delete;
-    // n bytes, a multiple of 8, 8-aligned. Throws std::bad_alloc if the OS
-    // refuses (GT_ERR_INTERNAL).
-    void *Alloc(size_t n);
+    // n bytes, a multiple of 8, 8-aligned, from pool's mappings first
+    // (may be null). Throws std::bad_alloc if the OS refuses
+    // (GT_ERR_INTERNAL).
+    void *Alloc(size_t n, MappingPool *pool);
+    // Gives every block to pool. Nothing may read this any more.
+    void GiveBack(MappingPool *pool);
     // The pages touched: a shared mapping is carved front to back and its
     // pages are populated kPopulate bytes at a time ahead of the carving
     // (one call instead of a fault per page: a tenth of Apply's time on a
     // fresh MemGraph), so its pages up to there count (its unused end was
-    // 1 MiB per shard: 1.3 bytes per version at 2^20 versions); a request
+    // 1 MiB per shard: 1.3 bytes per version at 2^20 versions), or up to
+    // where its last owner touched it, if it came from a pool; a request
     // of its own counts whole.
     uint64_t bytes() const { return bytes_ + populated_; }
 
    private:
     static constexpr size_t kPopulate = 64 << 10;
-    std::vector<Mapping> blocks_;
+    struct Kept {
+      Mapping m;
+      size_t resident;  // bytes from its start touched, once it is not the current one
+    };
+    std::vector<Kept> blocks_;
     size_t block_bytes_ = 1 << 20;
     char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0, populated_ = 0;
@@ -510,15 +527,22 @@ class MemGraph {
   };
   // Applies the batch's versions of shard `shard`.
   void ApplyShard(const Batch &b, int shard);
-  // Fills sh.scratch: the batch's edge ops of shard `shard`, grouped by
-  // source.
-  void GatherGroups(const Batch &b, int shard, Shard &sh) const;
+  // Caller only, before the helper's task is posted: fills each shard's
+  // scratch.ops with its edge ops of the batch, in batch order.
+  void Partition(const Batch &b);
+  // Fills the rest of sh.scratch from its ops: grouped by source.
+  void GatherGroups(const Batch &b, Shard &sh) const;
   // The slot of v, made if v has none.
   uint32_t SlotOf(Dir &d, Shard &sh, uint64_t v);
   // Appends a group's versions to its slot and publishes them at once.
   void AppendGroup(const Batch &b, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
   void NewTable(Shard &d, uint64_t cells);
+  // Writer only: element i of c, built in.
+  template <typename T, int kBits>
+  void *Place(Chunked<T, kBits> *c, uint64_t i) {
+    return c->Place(i, pool_.get());
+  }
   // Writer only: adds up to k more of the old table's slots to the current one.
   void Migrate(Shard &d, uint64_t k);
   // Slot of v, or kNil; *cell is v's cell, or the empty one that ends its probe.
@@ -569,6 +593,9 @@ class MemGraph {
 
   const bool in_edges_;
   const uint64_t limit_;
+  // Where the mappings below come from first and go to when this dies
+  // (may be null).
+  const std::shared_ptr<MappingPool> pool_;
   const uint32_t hub_min_;
   const uint32_t parallel_min_;
   mutable Dir out_;
@@ -611,14 +638,22 @@ class MemGraph {
 };
 
 template <typename T, int kFirstBits>
-void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i) {
+void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i, MappingPool *pool) {
   int c;
   size_t off;
   Locate(i, &c, &off);
   T *chunk = chunks_[c].load(std::memory_order_relaxed);
   if (chunk == nullptr) {
     const size_t n = size_t(1) << (kFirstBits + c);
-    maps_[c] = Mapping(n * sizeof(T));
+    size_t resident = 0;
+    if (pool != nullptr) maps_[c] = pool->Take(n * sizeof(T), &resident);
+    if (maps_[c].get() == nullptr) {
+      // Its pages become resident as elements are placed: the pool gives
+      // up as much at once.
+      if (pool != nullptr) pool->Trim(n * sizeof(T));
+      maps_[c] = Mapping(n * sizeof(T));
+    }
+    touched_[c] = resident;
     chunk = static_cast<T *>(maps_[c].get());
     // Published before any element of it (the element's index is
     // released later).
@@ -628,7 +663,8 @@ void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i) {
   constexpr uint64_t kPage = 4096;
   const uint64_t before = ((uint64_t(1) << (kFirstBits + c)) - (uint64_t(1) << kFirstBits)) * sizeof(T);
   const uint64_t chunk_bytes = (uint64_t(1) << (kFirstBits + c)) * sizeof(T);
-  bytes_ = before + std::min(chunk_bytes, ((off + 1) * sizeof(T) + kPage - 1) / kPage * kPage);
+  touched_[c] = std::max(touched_[c], std::min(chunk_bytes, ((off + 1) * sizeof(T) + kPage - 1) / kPage * kPage));
+  bytes_ = before + touched_[c];
   return &chunk[off];
 }
 

@@ -17,7 +17,8 @@
 
 namespace gt {
 
-Store::Store(std::string dir, const Options &opt) : dir_(std::move(dir)), opt_(opt) {
+Store::Store(std::string dir, const Options &opt)
+    : dir_(std::move(dir)), opt_(opt), pool_(std::make_shared<MappingPool>(opt.memgraph_bytes)) {
   for (auto &p : pointers_) p.assign(opt_.max_levels, 0);
 }
 
@@ -228,6 +229,7 @@ void Store::GetMetrics(gt_metrics *m) {
   m->background_errors = bg_errors_.load();
   m->deferred_flushes = deferred_flushes_.load();
   m->manifest_bytes = manifest_bytes_.load();
+  m->memgraph_pool_bytes = pool_->bytes();
   m->manifest_rewrites = manifest_rewrites_.load();
   {
     std::lock_guard<std::mutex> l(snap_mu_);

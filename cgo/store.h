@@ -151,9 +151,18 @@ class Store {
   std::vector<uint64_t> PinnedSnapshots();
   void SetBackgroundError(const Status &s);
   uint64_t NewFileId();
+  // An empty MemGraph of the configured size, its memory from pool_ first.
+  // A read-only store never writes: its MemGraph only keeps reads uniform.
+  std::shared_ptr<MemGraph> NewMemGraph() const {
+    if (opt_.read_only) return std::make_shared<MemGraph>(opt_.in_edges, 64u << 10);
+    return std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes, 0, 0, pool_);
+  }
 
   const std::string dir_;
   Options opt_;  // in_edges may be set by Recover (in_edges_as_stored); fixed after
+  // The memory of dead MemGraphs, for the next ones (MappingPool): at most
+  // one MemGraph's worth.
+  const std::shared_ptr<MappingPool> pool_;
   int lock_fd_ = -1;
 
   // Serializes Apply/Flush freezing: the MemGraphs' one writer. No reader

@@ -203,9 +203,7 @@ Status Store::Recover() {
     for (const ManifestEdit &r : mc.edits) {
       VersionEdit e;
       if (r.kind == EditKind::kCreate || r.kind == EditKind::kSnapshot) {
-        // A read-only store never writes; its MemGraph only keeps reads
-        // uniform.
-        e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.read_only ? (64u << 10) : opt_.memgraph_bytes);
+        e.new_active = NewMemGraph();
       }
       for (const SegMeta &m : r.added) {
         auto it = live.find(m.id);

@@ -39,7 +39,7 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
   if (shutting_down_) return Status::Closed("store is closing");
   VersionEdit e;
   e.freeze = true;
-  e.new_active = std::make_shared<MemGraph>(opt_.in_edges, opt_.memgraph_bytes);
+  e.new_active = NewMemGraph();
   current_->active->Freeze(last_seq_.load());
   InstallLocked(e);
   l.unlock();

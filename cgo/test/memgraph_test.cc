@@ -491,14 +491,51 @@ std::vector<uint8_t> SkipOf(const std::vector<gt_op> &b) {
   return skip;
 }
 
+TEST(MappingPoolTest, KeepsUpToItsCapAndGivesExactSizes) {
+  gt::MappingPool pool(3 << 12);
+  gt::Mapping a(1 << 12), b(2 << 12), c(2 << 12);
+  static_cast<char *>(a.get())[5] = 'a';
+  void *const pa = a.get();
+  pool.Give(std::move(a), 100);
+  pool.Give(std::move(b), 1 << 13);
+  EXPECT_EQ(pool.bytes(), uint64_t(3) << 12);
+  pool.Give(std::move(c), 0);  // past the cap: unmapped, not kept
+  EXPECT_EQ(pool.bytes(), uint64_t(3) << 12);
+  size_t resident = 7;
+  EXPECT_EQ(pool.Take(3 << 12, &resident).get(), nullptr);  // no mapping of that size
+  EXPECT_EQ(resident, 0u);
+  gt::Mapping got = pool.Take(1 << 12, &resident);
+  ASSERT_EQ(got.get(), pa);  // the same memory, as its last owner left it
+  EXPECT_EQ(static_cast<char *>(got.get())[5], 'a');
+  EXPECT_EQ(resident, 100u);
+  EXPECT_EQ(pool.bytes(), uint64_t(2) << 12);
+  gt::Mapping got2 = pool.Take(2 << 12, &resident);
+  EXPECT_NE(got2.get(), nullptr);
+  EXPECT_EQ(resident, size_t(1) << 13);
+  EXPECT_EQ(pool.bytes(), 0u);
+  // Trim gives up at least what it is asked to, whole mappings.
+  pool.Give(std::move(got), 0);
+  pool.Give(std::move(got2), 0);
+  pool.Trim(1);
+  EXPECT_LE(pool.bytes(), uint64_t(2) << 12);
+  EXPECT_GT(pool.bytes(), 0u);
+  pool.Trim(1);
+  EXPECT_EQ(pool.bytes(), 0u);
+}
+
 TEST(MemGraphTest, ShardedApplyMatchesOracle) {
   const uint64_t seed = TestSeed(13);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
+  // Each MemGraph after the first writes (partly) into memory the ones
+  // before it wrote and gave back: tables, slots and blocks holding their
+  // stale contents.
+  const auto pool = std::make_shared<gt::MappingPool>(uint64_t(1) << 26);
   for (bool in_edges : {true, false}) {
     for (uint32_t parallel_min : {1u, 5u, UINT32_MAX}) {
       SCOPED_TRACE(std::string(in_edges ? "in-edges" : "out-only") + " parallel_min " + std::to_string(parallel_min));
-      gt::MemGraph m(in_edges, uint64_t(1) << 20, 3, parallel_min);
+      const uint64_t pooled = pool->bytes();
+      gt::MemGraph m(in_edges, uint64_t(1) << 20, 3, parallel_min, pool);
       VersionOracle oracle;
       std::vector<std::pair<uint64_t, uint64_t>> vdels;
       std::set<uint64_t> present[2];
@@ -540,6 +577,10 @@ TEST(MemGraphTest, ShardedApplyMatchesOracle) {
             ASSERT_EQ(List(m, dir, 0, UINT64_MAX, 1 + rng() % 100), want) << "dir " << dir;
           }
         }
+      }
+      // It took memory from the pool, once there was some.
+      if (pooled > 0) {
+        EXPECT_LT(pool->bytes(), pooled);
       }
       // The in-edge reads built an in-index, and it counts in bytes().
       if (in_edges) {

@@ -35,6 +35,7 @@ type Metrics struct {
 	DeferredFlushes        int64          // FlushAsync calls made while a flush ran (served after it)
 	ManifestBytes          int64          // size of the MANIFEST in bytes (0 when read-only)
 	ManifestRewrites       int64          // MANIFEST rewrites as a snapshot since Open
+	MemGraphPoolBytes      int64          // memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size)
 	Levels                 []LevelMetrics // index = level
 }
 
@@ -117,6 +118,7 @@ func (s *Store) Metrics() (Metrics, error) {
 		DeferredFlushes:        int64(c.DeferredFlushes),
 		ManifestBytes:          int64(c.ManifestBytes),
 		ManifestRewrites:       int64(c.ManifestRewrites),
+		MemGraphPoolBytes:      int64(c.MemGraphPoolBytes),
 	}
 	for _, l := range c.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})

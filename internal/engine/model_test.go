@@ -102,6 +102,7 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, max
 	var pins []pinned
 	depth := 0                     // deepest level seen holding files
 	var flushes, compactions int64 // summed over reopens
+	var pooled int64               // largest MemGraph pool seen: later MemGraphs wrote into recycled memory
 	count := func() {
 		m, _ := s.Metrics()
 		flushes += m.Flushes
@@ -140,6 +141,10 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, max
 			}
 		}
 		if m, _ := s.Metrics(); true {
+			if m.MemGraphPoolBytes > smallOptions(inEdges).MemGraphBytes {
+				t.Fatalf("step %d: the MemGraph pool holds %d bytes, more than one MemGraph's %d", step, m.MemGraphPoolBytes, smallOptions(inEdges).MemGraphBytes)
+			}
+			pooled = max(pooled, m.MemGraphPoolBytes)
 			for i, l := range m.Levels {
 				if l.Files > 0 && i > depth {
 					depth = i
@@ -173,6 +178,9 @@ func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, max
 	m, _ := s.Metrics()
 	count()
 	t.Logf("seed %d in=%v: flushes=%d compactions=%d levels=%+v", seed, inEdges, flushes, compactions, m.Levels)
+	if pooled == 0 {
+		t.Fatal("no flushed MemGraph's memory was ever pooled for the next")
+	}
 	if flushes < 5 || compactions < 3 {
 		t.Fatalf("expected many flushes and compactions during the run, got %d and %d", flushes, compactions)
 	}

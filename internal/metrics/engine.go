@@ -27,6 +27,7 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		"durable_seq":       d("durable_sequence", "Newest sequence number covered by a completed flush."),
 		"memgraph_bytes":    d("memgraph_bytes", "Memory held by both MemGraphs."),
 		"memgraph_entries":  d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
+		"memgraph_pool":     d("memgraph_pool_bytes", "Memory of flushed MemGraphs kept for the next ones to write into (at most one MemGraph's size)."),
 		"flushes":           d("flushes_total", "Completed flushes."),
 		"flush_seconds":     d("flush_seconds_total", "Time spent flushing."),
 		"flush_bytes":       d("flush_written_bytes_total", "Bytes written by flushes."),
@@ -75,6 +76,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	g("durable_seq", float64(m.DurableSeq))
 	g("memgraph_bytes", float64(m.MemGraphBytes))
 	g("memgraph_entries", float64(m.MemGraphEntries))
+	g("memgraph_pool", float64(m.MemGraphPoolBytes))
 	cnt("flushes", float64(m.Flushes))
 	cnt("flush_seconds", m.FlushDuration.Seconds())
 	cnt("flush_bytes", float64(m.FlushBytes))

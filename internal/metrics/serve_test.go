@@ -52,6 +52,7 @@ var subjects = []struct {
 		"graphtide_store_files":               dto.MetricType_GAUGE,
 		"graphtide_store_disk_bytes":          dto.MetricType_GAUGE,
 		"graphtide_store_memgraph_bytes":      dto.MetricType_GAUGE,
+		"graphtide_store_memgraph_pool_bytes": dto.MetricType_GAUGE,
 	}},
 	{"write amplification", map[string]dto.MetricType{"graphtide_store_write_amplification_ratio": dto.MetricType_GAUGE}},
 	{"read amplification", map[string]dto.MetricType{"graphtide_store_read_amplification_runs": dto.MetricType_GAUGE}},

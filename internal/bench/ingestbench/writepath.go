@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -74,9 +75,22 @@ func runInEdges(cfg Config, edges []gen.Edge, res *Result, logf func(string, ...
 }
 
 // runApplyCPU applies up to applyCPUEdges edges into one MemGraph large
-// enough to hold them, out-only and with in-edges.
+// enough to hold them, out-only and with in-edges, twice: into the store's
+// first MemGraph (fresh memory: every page faulted in and zeroed by the
+// kernel), then, after a flush, into the next one, which writes into the
+// memory the first gave back (what every MemGraph but a process's first
+// does). The second is the figure; the first is reported beside it.
 func runApplyCPU(cfg Config, edges []gen.Edge, res *Result, logf func(string, ...any)) error {
 	edges = edges[:min(len(edges), applyCPUEdges)]
+	// The batches are built first: the figure is Apply's alone.
+	batches := make([]engine.Batch, 0, len(edges)/cfg.BatchSize+1)
+	for i := 0; i < len(edges); i += cfg.BatchSize {
+		var b engine.Batch
+		for _, e := range edges[i:min(i+cfg.BatchSize, len(edges))] {
+			b.Insert(e.Src, e.Dst)
+		}
+		batches = append(batches, b)
+	}
 	for _, in := range []bool{false, true} {
 		dirs := 1
 		if in {
@@ -87,42 +101,53 @@ func runApplyCPU(cfg Config, edges []gen.Edge, res *Result, logf func(string, ..
 		if err != nil {
 			return err
 		}
-		// The batches are built first: the figure is Apply's alone.
-		batches := make([]engine.Batch, 0, len(edges)/cfg.BatchSize+1)
-		for i := 0; i < len(edges); i += cfg.BatchSize {
-			var b engine.Batch
-			for _, e := range edges[i:min(i+cfg.BatchSize, len(edges))] {
-				b.Insert(e.Src, e.Dst)
+		var nsFirst, ns, cores float64
+		var m engine.Metrics
+		for pass := range 2 {
+			if pass == 1 {
+				if err = s.Flush(); err != nil {
+					break
+				}
 			}
-			batches = append(batches, b)
-		}
-		cpu0, t0 := processCPU(), time.Now()
-		for i := range batches {
-			if _, err := s.Apply(&batches[i]); err != nil {
-				s.Close()
-				return err
+			runtime.GC() // none of the batch building's garbage is collected while Apply is timed
+			cpu0, t0 := processCPU(), time.Now()
+			for i := range batches {
+				if _, err = s.Apply(&batches[i]); err != nil {
+					break
+				}
+			}
+			cpu, wall := processCPU()-cpu0, time.Since(t0)
+			if err != nil {
+				break
+			}
+			ns = float64(cpu.Nanoseconds()) / float64(len(edges)*dirs)
+			cores = cpu.Seconds() / wall.Seconds()
+			if pass == 0 {
+				nsFirst = ns
+			}
+			if m, err = s.Metrics(); err != nil {
+				break
+			}
+			if m.Flushes != int64(pass) {
+				err = fmt.Errorf("the Apply CPU figure needs each pass in one MemGraph, but %d flushes ran", m.Flushes)
+				break
 			}
 		}
-		cpu, wall := processCPU()-cpu0, time.Since(t0)
-		m, err := s.Metrics()
 		if cerr := s.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return err
 		}
-		if m.Flushes != 0 {
-			return fmt.Errorf("the Apply CPU figure needs the stream in one MemGraph, but %d flushes ran", m.Flushes)
-		}
-		ns := float64(cpu.Nanoseconds()) / float64(len(edges)*dirs)
 		if in {
 			res.ApplyCPUNsPerEdgeDirIn = ns
 		} else {
 			res.ApplyCPUNsPerEdgeDir = ns
+			res.ApplyCPUNsPerEdgeDirFirst = nsFirst
 			res.MemGraphBytesPerVersion = float64(m.MemGraphBytes) / float64(m.MemGraphEntries)
 		}
-		logf("apply (%d direction(s), %d edges in one MemGraph): %.0f ns CPU per edge and direction, %.2f cores busy, %.1f MemGraph bytes per version",
-			dirs, len(edges), ns, cpu.Seconds()/wall.Seconds(), float64(m.MemGraphBytes)/float64(m.MemGraphEntries))
+		logf("apply (%d direction(s), %d edges in one MemGraph): %.0f ns CPU per edge and direction (%.0f in the store's first MemGraph), %.2f cores busy, %.1f MemGraph bytes per version",
+			dirs, len(edges), ns, nsFirst, cores, float64(m.MemGraphBytes)/float64(m.MemGraphEntries))
 	}
 	return nil
 }
