@@ -47,16 +47,27 @@
 // Apply (issue 12): the vertices are split by a hash into kShards shards,
 // each with its own table, slots and arena, so that the shards are written
 // by different threads with no lock and no shared cache line but the
-// presence bits. Apply gathers a shard's ops, groups them by vertex (a
-// stable counting sort: a vertex's ops keep their order, as later ops
-// win), and then touches each vertex's slot once per batch: one probe, its
-// new versions appended, one publication of its count. The caller applies
-// shard 0 and the MemGraph's helper thread shard 1, joined before Apply
-// returns (small batches are applied on the caller alone; see
+// presence bits. The caller partitions the batch's ops by shard (one pass,
+// over ops Store::Apply has just validated); each shard's ops are grouped
+// by vertex (a stable counting sort: a vertex's ops keep their order, as
+// later ops win), and then each vertex's slot is touched once per batch:
+// one probe, its new versions appended, one publication of its count. The
+// caller applies shard 0 and the MemGraph's helper thread shard 1, joined
+// before Apply returns (small batches are applied on the caller alone; see
 // parallel_min):
 //
-//   caller:  gather+group (shard 0) -> apply (shard 0) -> join
-//   helper:  gather+group (shard 1) -> apply (shard 1) -/
+//   caller:  partition -> post -> group (shard 0) -> apply (shard 0) -> join
+//   helper:                       group (shard 1) -> apply (shard 1) ---/
+//
+// Memory: tables, slot chunks, touched lists and arena blocks are mappings
+// taken from the store's MappingPool (common.h) when it has one of the
+// size, and given back to it when the MemGraph dies, so that a store's
+// MemGraphs after its first write into pages that are already resident
+// (a fresh page's fault and zeroing were a sixth of Apply's CPU time). A
+// pooled mapping holds its last owner's bytes: a table is zeroed before
+// use; everything else is built in place before it is published, as on
+// fresh memory. bytes() counts a pooled mapping's pages as far as its last
+// owner touched them.
 //
 // Concurrency: one writer (Apply, Freeze; serialized by Store::write_mu_)
 // and any number of readers (Collect, AddRuns, VerticesFrom, vertices),

@@ -619,7 +619,17 @@ TEST(MemGraphTest, ReadersRaceShardedApply) {
   const uint64_t seed = TestSeed(17);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  gt::MemGraph m(true, uint64_t(1) << 20, 4, 1);
+  // The raced MemGraph writes into memory that another one wrote and gave
+  // back to the pool: readers must never see its stale contents.
+  const auto pool = std::make_shared<gt::MappingPool>(uint64_t(1) << 26);
+  {
+    gt::MemGraph dirty(true, uint64_t(1) << 20, 4, 1, pool);
+    std::mt19937_64 drng(seed + 1);
+    uint64_t seq = 0;
+    for (const auto &b : BurstBatches(drng, 300, 300)) dirty.Apply(b.data(), b.size(), ++seq, SkipOf(b), nullptr, 0);
+  }
+  ASSERT_GT(pool->bytes(), 0u);
+  gt::MemGraph m(true, uint64_t(1) << 20, 4, 1, pool);
   const auto batches = BurstBatches(rng, 300, 300);
   VersionOracle oracle;
   // Present vertices per direction after each batch.
