@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "dcheck.h"
@@ -134,6 +135,12 @@ void DcheckFailed(const char *file, int line, const char *cond, const std::strin
   std::fprintf(stderr, "%s:%d: GT_DCHECK(%s) failed%s%s\n", file, line, cond, msg.empty() ? "" : ": ", msg.c_str());
   std::fflush(stderr);
   std::abort();
+}
+
+uint64_t ThreadCpuNanos() {
+  timespec t{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
 }
 
 Mapping::Mapping(size_t bytes, bool populate) : bytes_(bytes) {

@@ -87,6 +87,10 @@ Status ReadWholeFile(const std::string &path, std::string *out);
 std::string JoinPath(const std::string &dir, const std::string &name);
 std::string ErrnoString(int e);
 
+// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in
+// nanoseconds; 0 where the clock is missing.
+uint64_t ThreadCpuNanos();
+
 // Zero-filled anonymous memory mapped from the OS and unmapped when this
 // dies: pages cost resident memory only once touched, and leave the
 // resident set at once when unmapped (not lingering in malloc's heap).

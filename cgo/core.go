@@ -254,7 +254,7 @@ type Metrics struct {
 	Compactions, CompactionNanos, CompactionRead, CompactionWritten    uint64
 	Stalls, StallNanos, SnapshotsOpen, VertexDeletes, BackgroundErrors uint64
 	DeferredFlushes                                                    uint64
-	ManifestBytes, ManifestRewrites, MemGraphPoolBytes                 uint64
+	ManifestBytes, ManifestRewrites, MemGraphPoolBytes, ApplyCPUNanos  uint64
 	Levels                                                             []LevelMetrics
 }
 
@@ -272,7 +272,7 @@ func (s *Store) Metrics() Metrics {
 		VertexDeletes: uint64(c.vertex_deletes), BackgroundErrors: uint64(c.background_errors),
 		DeferredFlushes: uint64(c.deferred_flushes),
 		ManifestBytes:   uint64(c.manifest_bytes), ManifestRewrites: uint64(c.manifest_rewrites),
-		MemGraphPoolBytes: uint64(c.memgraph_pool_bytes),
+		MemGraphPoolBytes: uint64(c.memgraph_pool_bytes), ApplyCPUNanos: uint64(c.apply_cpu_nanos),
 	}
 	for i := 0; i < int(c.num_levels) && i < len(c.levels); i++ {
 		l := c.levels[i]

@@ -157,6 +157,7 @@ typedef struct gt_metrics {
   uint64_t manifest_bytes;      /* size of the MANIFEST (0 when read-only) */
   uint64_t manifest_rewrites;   /* MANIFEST rewrites as a snapshot since open */
   uint64_t memgraph_pool_bytes; /* memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size) */
+  uint64_t apply_cpu_nanos;     /* CPU time spent in gt_apply, the MemGraph's helper thread's share included */
   uint32_t num_levels;          /* entries used in levels[] (L0 first) */
   uint32_t reserved;
   gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */

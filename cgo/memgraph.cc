@@ -442,8 +442,8 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
   if (in_edges_) sh.ntouched.store(touched, std::memory_order_release);
 }
 
-void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
-                     size_t srcpos_len) {
+uint64_t MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
+                         const uint8_t *srcpos, size_t srcpos_len) {
   const Batch b{ops, n, seq, &skip};
   // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
@@ -480,6 +480,7 @@ void MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector
   bytes_.store(ComputeBytes(), std::memory_order_relaxed);
   // Every write of the batch (the helper's joined above) before this.
   applied_seq_.store(seq, std::memory_order_release);
+  return posted ? task_.cpu_nanos : 0;
 }
 
 // Everything the MemGraph holds, capacities and outgrown tables included,

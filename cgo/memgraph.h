@@ -192,8 +192,10 @@ class MemGraph {
   // Writer only (Store::write_mu_); runs beside readers, never waits for them.
   // Uses the helper thread for a batch of parallel_min ops or more, and
   // joins it before returning (also when it throws std::bad_alloc).
-  void Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
-             size_t srcpos_len);
+  // Returns the CPU time the helper thread spent on the batch (0 if it
+  // took no part), in nanoseconds: the caller's own it can measure.
+  uint64_t Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
+                 size_t srcpos_len);
   // Writer only. After it, nothing writes this MemGraph again (and its
   // helper thread is joined).
   void Freeze(uint64_t freeze_seq);
@@ -534,7 +536,12 @@ class MemGraph {
     MemGraph *m = nullptr;
     Batch b{};
     int shard = 0;
-    void Run() override { m->ApplyShard(b, shard); }
+    uint64_t cpu_nanos = 0;  // the helper thread's CPU time in the last Run
+    void Run() override {
+      const uint64_t t0 = ThreadCpuNanos();
+      m->ApplyShard(b, shard);
+      cpu_nanos = ThreadCpuNanos() - t0;
+    }
   };
   // Applies the batch's versions of shard `shard`.
   void ApplyShard(const Batch &b, int shard);

@@ -230,6 +230,7 @@ void Store::GetMetrics(gt_metrics *m) {
   m->deferred_flushes = deferred_flushes_.load();
   m->manifest_bytes = manifest_bytes_.load();
   m->memgraph_pool_bytes = pool_->bytes();
+  m->apply_cpu_nanos = apply_cpu_nanos_.load();
   m->manifest_rewrites = manifest_rewrites_.load();
   {
     std::lock_guard<std::mutex> l(snap_mu_);

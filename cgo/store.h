@@ -235,6 +235,7 @@ class Store {
   std::atomic<uint64_t> flushes_{0}, flush_nanos_{0}, flush_bytes_{0};
   std::atomic<uint64_t> compactions_{0}, compaction_nanos_{0}, compaction_read_{0}, compaction_written_{0};
   std::atomic<uint64_t> stalls_{0}, stall_nanos_{0}, bg_errors_{0};
+  std::atomic<uint64_t> apply_cpu_nanos_{0};  // CPU time in Apply, both of its threads
   std::atomic<uint64_t> deferred_flushes_{0};
 
   std::thread flush_thread_, compact_thread_;

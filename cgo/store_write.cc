@@ -48,6 +48,16 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
 }
 
 Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
+  // The CPU time of this call, the MemGraph's helper thread's share
+  // included (gt_metrics.apply_cpu_nanos), whatever way it returns.
+  struct CpuAccount {
+    std::atomic<uint64_t> *total;
+    uint64_t t0 = ThreadCpuNanos();
+    uint64_t helper = 0;
+    CpuAccount(const CpuAccount &) = delete;
+    CpuAccount &operator=(const CpuAccount &) = delete;
+    ~CpuAccount() { total->fetch_add(ThreadCpuNanos() - t0 + helper, std::memory_order_relaxed); }
+  } cpu{&apply_cpu_nanos_};
   if (opt_.read_only) return Status::Invalid("store is open read-only");
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   bool has_vdel = false;
@@ -102,7 +112,7 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     ver = Current();
   }
   const uint64_t seq = last_seq_.load() + 1;
-  ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
   ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {
     // O(new records) amortized: the map shares its chunks (merge.h).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -215,4 +216,47 @@ func TestFlushAsyncBecomesDurable(t *testing.T) {
 	sn, _ := s.Snapshot()
 	defer sn.Release()
 	checkSnapshot(t, sn, oracle{{4, 5}: 1}, false, []uint64{4})
+}
+
+// processCPU is this process's CPU time so far (all threads).
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Metrics.ApplyCPU counts the CPU time of Apply's threads: it grows with
+// every batch, by no more than the whole process used meanwhile.
+func TestApplyCPUIsCounted(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{MemGraphBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	for i := range uint64(50_000) {
+		b.Insert(i*7919%100_003, i)
+	}
+	m0, _ := s.Metrics()
+	if m0.ApplyCPU != 0 {
+		t.Fatalf("ApplyCPU = %v before any Apply", m0.ApplyCPU)
+	}
+	prev := m0.ApplyCPU
+	for i := range 3 {
+		p0 := processCPU(t)
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		used := processCPU(t) - p0
+		m, _ := s.Metrics()
+		d := m.ApplyCPU - prev
+		// Both clocks count in the same scheduler time; a microsecond of
+		// rounding either way.
+		if d <= 0 || d > used+time.Microsecond {
+			t.Fatalf("batch %d: ApplyCPU grew by %v while the process used %v", i, d, used)
+		}
+		prev = m.ApplyCPU
+	}
 }

@@ -36,6 +36,7 @@ type Metrics struct {
 	ManifestBytes          int64          // size of the MANIFEST in bytes (0 when read-only)
 	ManifestRewrites       int64          // MANIFEST rewrites as a snapshot since Open
 	MemGraphPoolBytes      int64          // memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size)
+	ApplyCPU               time.Duration  // CPU time spent in Apply, the MemGraph's helper thread's share included
 	Levels                 []LevelMetrics // index = level
 }
 
@@ -119,6 +120,7 @@ func (s *Store) Metrics() (Metrics, error) {
 		ManifestBytes:          int64(c.ManifestBytes),
 		ManifestRewrites:       int64(c.ManifestRewrites),
 		MemGraphPoolBytes:      int64(c.MemGraphPoolBytes),
+		ApplyCPU:               time.Duration(c.ApplyCPUNanos),
 	}
 	for _, l := range c.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})

@@ -28,6 +28,7 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		"memgraph_bytes":    d("memgraph_bytes", "Memory held by both MemGraphs."),
 		"memgraph_entries":  d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
 		"memgraph_pool":     d("memgraph_pool_bytes", "Memory of flushed MemGraphs kept for the next ones to write into (at most one MemGraph's size)."),
+		"apply_cpu":         d("apply_cpu_seconds_total", "CPU time spent applying write batches (both of Apply's threads)."),
 		"flushes":           d("flushes_total", "Completed flushes."),
 		"flush_seconds":     d("flush_seconds_total", "Time spent flushing."),
 		"flush_bytes":       d("flush_written_bytes_total", "Bytes written by flushes."),
@@ -77,6 +78,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	g("memgraph_bytes", float64(m.MemGraphBytes))
 	g("memgraph_entries", float64(m.MemGraphEntries))
 	g("memgraph_pool", float64(m.MemGraphPoolBytes))
+	cnt("apply_cpu", m.ApplyCPU.Seconds())
 	cnt("flushes", float64(m.Flushes))
 	cnt("flush_seconds", m.FlushDuration.Seconds())
 	cnt("flush_bytes", float64(m.FlushBytes))

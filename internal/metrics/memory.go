@@ -35,7 +35,7 @@ func NewMemoryCollector(src MemorySources) prometheus.Collector {
 			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom).",
 			[]string{"component"}, nil),
 		used: prometheus.NewDesc("graphtide_memory_bytes",
-			"Memory each component holds now: memgraphs (the store's write buffers), edge_log, analytics, kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), go_runtime (all Go memory not returned to the OS).",
+			"Memory each component holds now: memgraphs (the store's write buffers, and the memory of flushed ones kept for the next), edge_log, analytics, kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), go_runtime (all Go memory not returned to the OS).",
 			[]string{"component"}, nil),
 	}
 }
@@ -64,7 +64,7 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Store != nil {
 		if m, err := c.src.Store.Metrics(); err == nil {
-			used("memgraphs", int64(m.MemGraphBytes))
+			used("memgraphs", int64(m.MemGraphBytes+m.MemGraphPoolBytes))
 		}
 	}
 	if c.src.Views != nil {

@@ -105,6 +105,7 @@ type Result struct {
 	StoreInEdgesPerSec              float64 `json:"store_in_edges_edges_per_sec"`
 	InEdgesOverOutOnly              float64 `json:"in_edges_over_out_only"`
 	ApplyCPUNsPerEdgeDir            float64 `json:"apply_cpu_ns_per_edge_direction"`
+	ApplyProcessCPUNsPerEdgeDir     float64 `json:"apply_process_cpu_ns_per_edge_direction"`
 	ApplyCPUNsPerEdgeDirFirst       float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
 	ApplyCPUNsPerEdgeDirIn          float64 `json:"apply_cpu_ns_per_edge_direction_in_edges"`
 	MemGraphBytesPerVersion         float64 `json:"memgraph_bytes_per_version"`
