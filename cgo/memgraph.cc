@@ -559,7 +559,7 @@ size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *
       SortedTail(s, blk, c->k, n, scratch);
       runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});  // newer: first
     }
-    runs->push_back(Run{c->ents.get(), nullptr, 0, c->k});
+    runs->push_back(Run{c->ents, nullptr, 0, c->k});
     return scratch->size() + c->k;
   }
   CollectSlot(s, scratch, true);
@@ -607,15 +607,18 @@ void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish)
     // The tail is newer than every cached version: on a tie it goes first.
     out->reserve(start + k + tail.size());
     if (tail.empty())
-      out->insert(out->end(), c->ents.get(), c->ents.get() + k);
+      out->insert(out->end(), c->ents, c->ents + k);
     else
-      std::merge(tail.begin(), tail.end(), c->ents.get(), c->ents.get() + k, std::back_inserter(*out), RunLess);
+      std::merge(tail.begin(), tail.end(), c->ents, c->ents + k, std::back_inserter(*out), RunLess);
   }
   if (publish && n >= hub_min_ && n > k) Publish(s, c, out->data() + start, n);
 }
 
 void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const {
-  const uint64_t b = sizeof(Cache) + uint64_t(k) * sizeof(Entry);
+  // Counted as what it may take: a mapped copy in whole huge pages.
+  const uint64_t copy = uint64_t(k) * sizeof(Entry);
+  const uint64_t b =
+      sizeof(Cache) + (copy >= kCacheMapBytes ? (copy + kCacheMapBytes - 1) / kCacheMapBytes * kCacheMapBytes : copy);
   const bool doubles = old == nullptr || k >= 2 * uint64_t(old->k);
   // Racing readers may each pass this check: the budget is exceeded by at
   // most one cache per concurrent reader.
@@ -623,10 +626,23 @@ void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint3
   // Allocation failure only costs the next reads their speed.
   std::unique_ptr<Cache> nc(new (std::nothrow) Cache);
   if (nc == nullptr) return;
-  nc->ents.reset(new (std::nothrow) Entry[k]);
-  if (nc->ents == nullptr) return;
+  Entry *to = nullptr;
+  if (uint64_t(k) * sizeof(Entry) >= kCacheMapBytes) {
+    try {
+      nc->map = Mapping(uint64_t(k) * sizeof(Entry));
+    } catch (const std::bad_alloc &) {
+      return;
+    }
+    ::madvise(nc->map.get(), nc->map.bytes(), MADV_HUGEPAGE);  // a hint: 4 KiB pages if refused
+    to = static_cast<Entry *>(nc->map.get());
+  } else {
+    nc->heap.reset(new (std::nothrow) Entry[k]);
+    to = nc->heap.get();
+  }
+  if (to == nullptr) return;
   nc->k = k;
-  std::copy(ents, ents + k, nc->ents.get());
+  std::copy(ents, ents + k, to);
+  nc->ents = to;
   const Cache *expect = old;
   // Built before published (release); a reader that lost the race drops
   // its copy, which no one else ever saw.
