@@ -392,7 +392,7 @@ void MemGraph::GatherGroups(const Batch &b, Shard &sh) const {
 void MemGraph::ApplyShard(const Batch &b, int shard) {
   Dir &d = out_;
   Shard &sh = d.shards[shard];
-  uint64_t touched = sh.ntouched.load(std::memory_order_relaxed);
+  sh.scratch.touched.clear();
   try {
     GatherGroups(b, sh);
     const std::vector<Group> &gs = sh.scratch.groups;
@@ -429,17 +429,25 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         if (h != nullptr && n < s->cap) __builtin_prefetch(h->at(n), 1);
       }
       const uint32_t si = SlotOf(d, sh, gs[i].v);
-      if (in_edges_) new (Place(&sh.touched, touched++)) uint32_t(si);
+      if (in_edges_) sh.scratch.touched.push_back(si);
       AppendGroup(b, sh, si, gs[i]);
     }
   } catch (...) {
     // What the batch wrote stays listed (its versions past n are not).
-    if (in_edges_) sh.ntouched.store(touched, std::memory_order_release);
+    if (in_edges_) ListTouched(sh);
     throw;
   }
-  // The touched slots after their versions: a reader that loads ntouched
-  // sees the versions this batch wrote to every slot listed below it.
-  if (in_edges_) sh.ntouched.store(touched, std::memory_order_release);
+  if (in_edges_) ListTouched(sh);
+}
+
+void MemGraph::ListTouched(Shard &sh) {
+  // After the slots' versions: a reader that loads ntouched sees the
+  // versions this batch wrote to every slot listed below it. One copy per
+  // batch, not a placement per slot.
+  const std::vector<uint32_t> &t = sh.scratch.touched;
+  const uint64_t at = sh.ntouched.load(std::memory_order_relaxed);
+  if (!t.empty()) sh.touched.Append(at, t.data(), t.size(), pool_.get());
+  sh.ntouched.store(at + t.size(), std::memory_order_release);
 }
 
 uint64_t MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
@@ -862,7 +870,7 @@ void MemGraph::CollectIn(const InIndex &x, uint64_t v, std::vector<Entry> *out) 
   for (size_t i = 0; i + 1 < bounds.size(); i++)
     runs.push_back(Run{parts.data(), nullptr, bounds[i] - start, bounds[i + 1] - start});
   out->resize(start);
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) { out->push_back(Entry{dst, vers, w}); });
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) { AppendEntry(out, dst, vers, w); });
 }
 
 void MemGraph::InVerticesFrom(const InIndex &x, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,

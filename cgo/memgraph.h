@@ -384,7 +384,24 @@ class MemGraph {
     T &mut(uint64_t i) { return const_cast<T &>(at(i)); }
     // Writer only: the memory of element i (the next one), its chunk
     // mapped (from pool first, if not null) if need be, to build it in.
-    void *Place(uint64_t i, MappingPool *pool);
+    void *Place(uint64_t i, MappingPool *pool) { return PlaceRun(i, 1, pool); }
+    // Writer only: the memory of elements [i, i + n) (the next ones), n at
+    // least 1 and all in element i's chunk, mapped if need be.
+    T *PlaceRun(uint64_t i, size_t n, MappingPool *pool);
+    // Writer only: elements [i, i + n) are copies of src[0, n) (trivially
+    // copyable T), over as many chunks as they span.
+    void Append(uint64_t i, const T *src, size_t n, MappingPool *pool) {
+      while (n > 0) {
+        int c;
+        size_t off;
+        Locate(i, &c, &off);
+        const size_t k = std::min(n, (size_t(1) << (kFirstBits + c)) - off);
+        std::copy(src, src + k, PlaceRun(i, k, pool));
+        i += k;
+        src += k;
+        n -= k;
+      }
+    }
     // The pages touched so far (by this or, for a chunk from a pool, its
     // last owner). Writer only.
     uint64_t bytes() const { return bytes_; }
@@ -486,11 +503,12 @@ class MemGraph {
     uint32_t count;
   };
   struct Scratch {
-    std::vector<uint32_t> ops;    // the shard's ops (indices into the batch), in batch order
-    std::vector<uint32_t> gid;    // group of ops[i]
-    std::vector<uint32_t> cells;  // vertex -> group index + 1, open addressing
-    std::vector<Group> groups;    // in order of first appearance
-    std::vector<uint32_t> order;  // ops grouped by vertex, in batch order within a group
+    std::vector<uint32_t> ops;      // the shard's ops (indices into the batch), in batch order
+    std::vector<uint32_t> gid;      // group of ops[i]
+    std::vector<uint32_t> cells;    // vertex -> group index + 1, open addressing
+    std::vector<Group> groups;      // in order of first appearance
+    std::vector<uint32_t> order;    // ops grouped by vertex, in batch order within a group
+    std::vector<uint32_t> touched;  // with in-edges: the slots appended to, in order
   };
 
   // One shard: the vertices v with ShardOf(v) == its index.
@@ -559,6 +577,9 @@ class MemGraph {
   void GatherGroups(const Batch &b, Shard &sh) const;
   // The slot of v, made if v has none.
   uint32_t SlotOf(Dir &d, Shard &sh, uint64_t v);
+  // With in-edges: lists the slots this batch appended to (scratch.touched)
+  // in sh.touched and publishes them. Writer of sh only.
+  void ListTouched(Shard &sh);
   // Appends a group's versions to its slot and publishes them at once.
   void AppendGroup(const Batch &b, Shard &sh, uint32_t si, const Group &g);
   void Mark(Dir &d, uint64_t v) const;
@@ -663,7 +684,7 @@ class MemGraph {
 };
 
 template <typename T, int kFirstBits>
-void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i, MappingPool *pool) {
+T *MemGraph::Chunked<T, kFirstBits>::PlaceRun(uint64_t i, size_t count, MappingPool *pool) {
   int c;
   size_t off;
   Locate(i, &c, &off);
@@ -684,11 +705,11 @@ void *MemGraph::Chunked<T, kFirstBits>::Place(uint64_t i, MappingPool *pool) {
     // released later).
     chunks_[c].store(chunk, std::memory_order_release);
   }
-  // Every chunk before c whole, and c's pages up to element off's end.
+  // Every chunk before c whole, and c's pages up to the last element's end.
   constexpr uint64_t kPage = 4096;
   const uint64_t before = ((uint64_t(1) << (kFirstBits + c)) - (uint64_t(1) << kFirstBits)) * sizeof(T);
   const uint64_t chunk_bytes = (uint64_t(1) << (kFirstBits + c)) * sizeof(T);
-  touched_[c] = std::max(touched_[c], std::min(chunk_bytes, ((off + 1) * sizeof(T) + kPage - 1) / kPage * kPage));
+  touched_[c] = std::max(touched_[c], std::min(chunk_bytes, ((off + count) * sizeof(T) + kPage - 1) / kPage * kPage));
   bytes_ = before + touched_[c];
   return &chunk[off];
 }

@@ -134,7 +134,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
         if (VersTomb(vers)) return;
         vers = 0;
       }
-      out->push_back(Entry{dst, vers, w});
+      AppendEntry(out, dst, vers, w);
     });
     return;
   }
@@ -183,7 +183,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     // version is killed too.
     const uint64_t d = std::max(dsrc, ddst);
     if (seq < d) return;
-    out->push_back(Entry{dst, vers, w});
+    AppendEntry(out, dst, vers, w);
   });
   close_group();
 }
