@@ -270,13 +270,13 @@ uint32_t MemGraph::SlotOf(Dir &dir, Shard &d, uint64_t v) {
   uint32_t si = Find(d, *d.tables.back(), v, &cell);
   if (si == kNil && d.old.load(std::memory_order_relaxed) != nullptr)
     si = Find(d, *d.old.load(std::memory_order_relaxed), v, &old_cell);
-  // A few slots per vertex written: Grow starts adding the C/2 slots of a
-  // half-full table of C cells to one of 2C, and the next Grow comes C/2
-  // new vertices later: by then 4 per vertex have added all of them.
+  // A few slots per vertex written: Grow starts adding the 5C/8 slots of a
+  // full table of C cells to one of 2C, and the next Grow comes 5C/8 new
+  // vertices later: by then 4 per vertex have added all of them.
   Migrate(d, 4);
   if (si != kNil) return si;
   si = d.nslots.load(std::memory_order_relaxed);
-  if ((uint64_t(si) + 1) * 2 > d.tables.back()->mask + 1) Grow(d);
+  if ((uint64_t(si) + 1) * 8 > (d.tables.back()->mask + 1) * 5) Grow(d);
   // The probe again: the table changed (Grow, Migrate) since.
   Find(d, *d.tables.back(), v, &cell);
   new (Place(&d.slots, si)) Slot(v);
@@ -305,7 +305,7 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
       s.inl[n++] = e;
       continue;
     }
-    if (n == s.cap || (h->narrow() && !FitsNarrow(e))) {
+    if (n == s.cap || (s.hnarrow && !FitsNarrow(e))) {
       // A new block (nothing is copied), large enough for the rest of the
       // group: a slot gets at most one block per batch, or two when a
       // weighted version leaves a narrow one. Narrow when the rest of the
@@ -317,11 +317,13 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
       h = new (d.arena.Alloc(bytes, pool_.get())) Block{h, n, cap | (narrow ? Block::kNarrowBit : 0)};
       s.head.store(h, std::memory_order_release);
       s.cap = n + cap;
+      s.hbase = n;
+      s.hnarrow = narrow;
     }
-    if (h->narrow())
-      h->thin()[n++ - h->base] = NarrowEntry{e.dst, e.vers};
+    if (s.hnarrow)
+      h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, e.vers};
     else
-      h->wide()[n++ - h->base] = e;
+      h->wide()[n++ - s.hbase] = e;
   }
   s.n.store(n, std::memory_order_release);
 }
@@ -398,10 +400,10 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
     const std::vector<Group> &gs = sh.scratch.groups;
     // One probe and one append per vertex, the next vertices' table cells
     // and slots fetched ahead (they are spread over the whole table).
-    // Four stages ahead of the append: the vertex's cell, its slot (when
-    // its cell is the first probed), its newest block's header, and where
-    // its next version goes.
-    constexpr size_t kCellsAhead = 16, kSlotsAhead = 10, kHeadAhead = 5, kDataAhead = 2;
+    // Three stages ahead of the append: the vertex's cell, its slot (when
+    // its cell is the first probed), and where its next version goes
+    // (known from the slot: its head block's header is not read).
+    constexpr size_t kCellsAhead = 16, kSlotsAhead = 10, kDataAhead = 4;
     const size_t ng = gs.size();
     // The slot of gs[j], if its first probed cell holds it (a hint: null
     // otherwise).
@@ -418,15 +420,14 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         const uint32_t x = LoadCell(&t.cell()[(HashVertex(gs[i + kSlotsAhead].v) >> 20) & t.mask]);
         if (x != 0) __builtin_prefetch(&sh.slots.at(x - 1));
       }
-      if (i + kHeadAhead < ng) {
-        const Slot *s = peek(t, i + kHeadAhead);
-        if (s != nullptr) __builtin_prefetch(s->head.load(std::memory_order_relaxed));
-      }
       if (i + kDataAhead < ng) {
         const Slot *s = peek(t, i + kDataAhead);
         const Block *h = s != nullptr ? s->head.load(std::memory_order_relaxed) : nullptr;
         const uint32_t n = h != nullptr ? s->n.load(std::memory_order_relaxed) : 0;
-        if (h != nullptr && n < s->cap) __builtin_prefetch(h->at(n), 1);
+        if (h != nullptr && n < s->cap) {
+          const size_t off = size_t(n - s->hbase) * (s->hnarrow ? sizeof(NarrowEntry) : sizeof(Entry));
+          __builtin_prefetch(reinterpret_cast<const char *>(h + 1) + off, 1);
+        }
       }
       const uint32_t si = SlotOf(d, sh, gs[i].v);
       if (in_edges_) sh.scratch.touched.push_back(si);
