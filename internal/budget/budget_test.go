@@ -38,9 +38,9 @@ func TestDivideDefaults(t *testing.T) {
 		}
 	}
 	p, _ := Divide(DefaultBudget, Explicit{})
-	// 1 GiB: a store of about 300 MiB (76.8 MiB MemGraphs), 2.2M edge log
+	// 1 GiB: a store of about 300 MiB (61.4 MiB MemGraphs), 2.2M edge log
 	// operations, 25.6 MiB fetches.
-	if p.MemGraphBytes != DefaultBudget*3/10/4 || p.EdgeLogOps != DefaultBudget/10/EdgeBytes {
+	if p.MemGraphBytes != DefaultBudget*3/10/5 || p.EdgeLogOps != DefaultBudget/10/EdgeBytes {
 		t.Errorf("1 GiB plan %+v", p)
 	}
 }
@@ -50,16 +50,16 @@ func TestDivideExplicit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.MemGraphBytes != 16<<20 || p.Store != 64<<20 || p.EdgeLogOps != 1<<20 {
+	if p.MemGraphBytes != 16<<20 || p.Store != 80<<20 || p.EdgeLogOps != 1<<20 {
 		t.Errorf("explicit parts not taken as given: %+v", p)
 	}
 	for _, c := range []struct {
 		x    Explicit
 		want string
 	}{
-		{Explicit{MemGraphBytes: 128 << 20}, "--memgraph-mib 128 takes 512 MiB for the store"},
+		{Explicit{MemGraphBytes: 128 << 20}, "--memgraph-mib 128 takes 640 MiB for the store"},
 		{Explicit{EdgeLogOps: 10_000_000}, "--view-log-capacity 10000000 takes 457.8 MiB"},
-		{Explicit{MemGraphBytes: 100 << 20, EdgeLogOps: 4 << 20}, "--memgraph-mib 100 takes 400 MiB for the store (4x one MemGraph) and --view-log-capacity 4194304"},
+		{Explicit{MemGraphBytes: 100 << 20, EdgeLogOps: 4 << 20}, "--memgraph-mib 100 takes 500 MiB for the store (5x one MemGraph) and --view-log-capacity 4194304"},
 	} {
 		_, err := Divide(DefaultBudget, c.x)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "raise --memory-budget") {
