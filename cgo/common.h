@@ -137,10 +137,12 @@ class Mapping {
 // over. It keeps at most cap bytes (one MemGraph's size; the rest is
 // unmapped at once), and a MemGraph that maps fresh memory first trims
 // the pool by as much (Trim). So a store's frozen MemGraph, active
-// MemGraph and pool together never hold more than two MemGraphs did
-// before there was a pool: a frozen one's memory moves here when it is
-// flushed, the active one takes from here, and what it maps fresh
-// replaces pooled memory rather than adding to it.
+// MemGraph and pool together stay within two MemGraphs' size: a frozen
+// one's memory moves here when it is flushed, the active one takes from
+// here, and what it maps fresh replaces pooled memory rather than adding
+// to it. That is still more than before there was a pool, when the active
+// MemGraph was mostly small while the frozen one flushed: serve's memory
+// budget counts the pool as a MemGraph of its own (internal/budget).
 // Thread-safe: writers take and trim, whoever drops a MemGraph gives.
 class MappingPool {
  public:
