@@ -521,10 +521,19 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 		return nil, err
 	}
 	defer closeStore()
+	// The records produced, and their latencies, allocated up front: the
+	// callback runs on the ingest path, and growing a slice of millions of
+	// entries there is a copy the Go runtime cannot preempt, which held a
+	// garbage collection's stop-the-world (and so the whole process, the
+	// producer too) for up to half a second.
+	n := min(len(edges), int(float64(rate)*cfg.SteadyFor.Seconds()))
 	var mu sync.Mutex
-	var lat []time.Duration
-	var dump []time.Time // produce times, parallel to lat, when dumping
+	lat := make([]time.Duration, 0, n)
+	var dump []int64 // produce times (Unix µs), parallel to lat, when dumping
 	dumpPath := cfg.LatencyDump
+	if dumpPath != "" {
+		dump = make([]int64, 0, n)
+	}
 	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Brokers, Topics: []string{topic}, Group: topic + "-g",
 		DeadLetterTopic: topic + "-dlq", ResetPolicy: "earliest",
 		OnVisible: func(produced []time.Time, visible time.Time) {
@@ -533,7 +542,9 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 				lat = append(lat, visible.Sub(p))
 			}
 			if dumpPath != "" {
-				dump = append(dump, produced...)
+				for _, p := range produced {
+					dump = append(dump, p.UnixMicro())
+				}
 			}
 			mu.Unlock()
 		}})
@@ -551,7 +562,6 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 		case <-time.After(time.Millisecond):
 		}
 	}
-	n := min(len(edges), int(float64(rate)*cfg.SteadyFor.Seconds()))
 	if _, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Rate: rate, Seed: 9,
 		ClientOpts: []kgo.Opt{kgo.WithHooks(acks)}}, edges[:n]); err != nil {
 		return nil, err
@@ -586,14 +596,14 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	return lat, nil
 }
 
-func writeLatencies(path string, produced []time.Time, lat []time.Duration) error {
+func writeLatencies(path string, produced []int64, lat []time.Duration) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
 	for i, p := range produced {
-		fmt.Fprintf(w, "%d %d\n", p.UnixMicro(), lat[i].Microseconds())
+		fmt.Fprintf(w, "%d %d\n", p, lat[i].Microseconds())
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
