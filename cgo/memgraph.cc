@@ -137,13 +137,7 @@ void *MemGraph::Arena::Alloc(size_t n, MappingPool *pool) {
   }
   if (n > cap_ - used_) {
     // The previous shared mapping is done.
-    if (cur_ != nullptr) {
-      for (size_t i = blocks_.size(); i-- > 0;) {
-        if (blocks_[i].m.get() != cur_) continue;
-        blocks_[i].resident = populated_;
-        break;
-      }
-    }
+    if (cur_ != nullptr) blocks_[cur_block_].resident = populated_;
     bytes_ += populated_;
     // A pooled block's pages are resident as far as its last owner
     // touched them.
@@ -154,6 +148,7 @@ void *MemGraph::Arena::Alloc(size_t n, MappingPool *pool) {
       populated_ = 0;
     }
     cur_ = static_cast<char *>(m.get());
+    cur_block_ = blocks_.size();
     blocks_.push_back(Kept{std::move(m), 0});
     used_ = 0;
     cap_ = block_bytes_;
@@ -171,10 +166,8 @@ void *MemGraph::Arena::Alloc(size_t n, MappingPool *pool) {
 }
 
 void MemGraph::Arena::GiveBack(MappingPool *pool) {
-  for (Kept &b : blocks_) {
-    const size_t resident = b.m.get() == cur_ ? populated_ : b.resident;
-    pool->Give(std::move(b.m), resident);
-  }
+  if (cur_ != nullptr) blocks_[cur_block_].resident = populated_;
+  for (Kept &b : blocks_) pool->Give(std::move(b.m), b.resident);
 }
 
 void MemGraph::NewTable(Shard &d, uint64_t cells) {
@@ -205,7 +198,7 @@ void MemGraph::Migrate(Shard &d, uint64_t k) {
   if (d.old.load(std::memory_order_relaxed) == nullptr) return;
   Table &t = *d.tables.back();
   uint32_t *c = t.cell();
-  auto home = [&](uint64_t si) { return (HashVertex(d.slots.at(si).v) >> 20) & t.mask; };
+  auto home = [&](uint64_t si) { return t.Home(d.slots.at(si).v); };
   const uint64_t end = d.migrated + std::min(k, d.migrate_end - d.migrated);
   for (; d.migrated < end; d.migrated++) {
     // The cells of the next calls' slots, fetched ahead.
@@ -221,7 +214,7 @@ void MemGraph::Migrate(Shard &d, uint64_t k) {
 
 uint32_t MemGraph::Find(const Shard &d, const Table &t, uint64_t v, uint64_t *cell) const {
   const uint32_t *c = t.cell();
-  uint64_t i = (HashVertex(v) >> 20) & t.mask;
+  uint64_t i = t.Home(v);
   for (;;) {
     const uint32_t x = LoadCell(&c[i]);
     if (x == 0) break;
@@ -408,16 +401,16 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
     // The slot of gs[j], if its first probed cell holds it (a hint: null
     // otherwise).
     auto peek = [&](const Table &t, size_t j) -> const Slot * {
-      const uint32_t x = LoadCell(&t.cell()[(HashVertex(gs[j].v) >> 20) & t.mask]);
+      const uint32_t x = LoadCell(&t.cell()[t.Home(gs[j].v)]);
       if (x == 0) return nullptr;
       const Slot *s = &sh.slots.at(x - 1);
       return s->v == gs[j].v ? s : nullptr;
     };
     for (size_t i = 0; i < ng; i++) {
       const Table &t = *sh.tables.back();
-      if (i + kCellsAhead < ng) __builtin_prefetch(&t.cell()[(HashVertex(gs[i + kCellsAhead].v) >> 20) & t.mask]);
+      if (i + kCellsAhead < ng) __builtin_prefetch(&t.cell()[t.Home(gs[i + kCellsAhead].v)]);
       if (i + kSlotsAhead < ng) {
-        const uint32_t x = LoadCell(&t.cell()[(HashVertex(gs[i + kSlotsAhead].v) >> 20) & t.mask]);
+        const uint32_t x = LoadCell(&t.cell()[t.Home(gs[i + kSlotsAhead].v)]);
         if (x != 0) __builtin_prefetch(&sh.slots.at(x - 1));
       }
       if (i + kDataAhead < ng) {
@@ -636,9 +629,9 @@ void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint3
   std::unique_ptr<Cache> nc(new (std::nothrow) Cache);
   if (nc == nullptr) return;
   Entry *to = nullptr;
-  if (uint64_t(k) * sizeof(Entry) >= kCacheMapBytes) {
+  if (copy >= kCacheMapBytes) {
     try {
-      nc->map = Mapping(uint64_t(k) * sizeof(Entry));
+      nc->map = Mapping(copy);
     } catch (const std::bad_alloc &) {
       return;
     }
@@ -773,14 +766,6 @@ void MemGraph::ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t 
   out->insert(out->end(), all.begin(), all.end());
 }
 
-namespace {
-// In-index order: in-vertex, then the edge's src; a stable sort or merge
-// keeps what comes before among equal keys (run order within an edge).
-inline bool InKeyLess(uint64_t ak, uint64_t asrc, uint64_t bk, uint64_t bsrc) {
-  return ak != bk ? ak < bk : asrc < bsrc;
-}
-}  // namespace
-
 std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const {
   auto covers = [&](const std::shared_ptr<const InIndex> &x) {
     const uint64_t need = std::min(tau, applied_seq_.load(std::memory_order_acquire));
@@ -824,8 +809,10 @@ std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const
   }
   // Each edge's versions are one slot's, already in run order: a stable
   // sort by (in-vertex, src) keeps them so.
-  std::stable_sort(run->recs.begin(), run->recs.end(),
-                   [](const InRec &a, const InRec &b) { return InKeyLess(a.key, a.e.dst, b.key, b.e.dst); });
+  // In-index order: in-vertex, then the edge's src; a stable sort or merge
+  // keeps what comes before among equal keys (run order within an edge).
+  auto in_less = [](const InRec &a, const InRec &b) { return a.key != b.key ? a.key < b.key : a.e.dst < b.e.dst; };
+  std::stable_sort(run->recs.begin(), run->recs.end(), in_less);
   auto next = std::make_shared<InIndex>();
   next->covered = applied;
   next->runs.push_back(std::move(run));
@@ -836,8 +823,7 @@ std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const
     const InRun &a = *next->runs[0], &b = *next->runs[1];
     auto m = std::make_shared<InRun>();
     m->recs.reserve(a.recs.size() + b.recs.size());
-    std::merge(a.recs.begin(), a.recs.end(), b.recs.begin(), b.recs.end(), std::back_inserter(m->recs),
-               [](const InRec &p, const InRec &q) { return InKeyLess(p.key, p.e.dst, q.key, q.e.dst); });
+    std::merge(a.recs.begin(), a.recs.end(), b.recs.begin(), b.recs.end(), std::back_inserter(m->recs), in_less);
     next->runs.erase(next->runs.begin(), next->runs.begin() + 2);
     next->runs.insert(next->runs.begin(), std::move(m));
   }

@@ -309,10 +309,6 @@ class MemGraph {
     const Entry *wide() const { return reinterpret_cast<const Entry *>(this + 1); }
     NarrowEntry *thin() { return reinterpret_cast<NarrowEntry *>(this + 1); }
     const NarrowEntry *thin() const { return reinterpret_cast<const NarrowEntry *>(this + 1); }
-    // Where version i (base <= i < base + cap) is.
-    const void *at(uint32_t i) const {
-      return narrow() ? static_cast<const void *>(thin() + (i - base)) : static_cast<const void *>(wide() + (i - base));
-    }
   };
   static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
   static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below the narrow bit
@@ -445,6 +441,8 @@ class MemGraph {
     Mapping cells;  // (mask + 1) uint32 cells
     uint64_t mask = 0;
     uint32_t *cell() const { return static_cast<uint32_t *>(cells.get()); }
+    // The cell v's probe starts at.
+    uint64_t Home(uint64_t v) const { return ((v * kVertexHashMul) >> 20) & mask; }
   };
 
   // Bump allocator for version blocks. Memory is mapped directly from the
@@ -484,6 +482,7 @@ class MemGraph {
     };
     std::vector<Kept> blocks_;
     size_t block_bytes_ = 1 << 20;
+    size_t cur_block_ = 0;  // blocks_[cur_block_] is the current shared mapping, once cur_ is set
     char *cur_ = nullptr;
     size_t used_ = 0, cap_ = 0, populated_ = 0;
     uint64_t bytes_ = 0;  // all but the current shared mapping
