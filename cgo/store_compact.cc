@@ -178,9 +178,12 @@ namespace {
 class InputScan {
  public:
   explicit InputScan(const Segment *s) : s_(s), n_(s->positions()) { Next(); }
-  // The current vertex, while live().
-  bool live() const { return live_; }
-  uint64_t v() const { return v_; }
+  // The current vertex (false once every vertex was read), as
+  // VertexCursor::Head.
+  bool Head(uint64_t *v) const {
+    *v = v_;
+    return live_;
+  }
   // The current vertex's run, verified first.
   Status AddRun(std::vector<Run> *runs) const { return AddVerifiedRun(s_, b_, e_, runs); }
   // Moves to the next vertex with edges here.
@@ -264,18 +267,14 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   std::vector<uint64_t> consumed(inputs.size(), 0);
   for (const auto &s : inputs) read_bytes += s->meta().bytes;
   for (;;) {
-    bool any = false;
-    uint64_t v = 0;
-    for (InputScan &in : scans)
-      if (in.live() && (!any || in.v() < v)) {
-        v = in.v();
-        any = true;
-      }
+    bool any;
+    const uint64_t v = MinHead(scans, &any);
     if (!any) break;
     // v's runs in the inputs' (priority) order.
     runs.clear();
     for (size_t k = 0; k < scans.size(); k++) {
-      if (!scans[k].live() || scans[k].v() != v) continue;
+      uint64_t head;
+      if (!scans[k].Head(&head) || head != v) continue;
       GT_RETURN_IF_ERROR(scans[k].AddRun(&runs));
       consumed[k] = runs.back().e;
       scans[k].Next();

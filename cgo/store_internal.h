@@ -115,8 +115,10 @@ class VertexCursor {
   bool have_ = false;
 };
 
-// The smallest head of cs (*any false when every cursor is exhausted).
-inline uint64_t MinHead(std::vector<VertexCursor> &cs, bool *any) {
+// The smallest head of cs (*any false when every cursor is exhausted): of
+// VertexCursors, or of anything with their bool Head(uint64_t *).
+template <typename Cursor>
+uint64_t MinHead(std::vector<Cursor> &cs, bool *any) {
   uint64_t best = UINT64_MAX;
   *any = false;
   for (auto &c : cs) {
