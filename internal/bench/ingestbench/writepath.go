@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"syscall"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/staticcsr"
@@ -29,15 +29,6 @@ import (
 
 // applyCPUEdges bounds the edges applied for the Apply CPU figure.
 const applyCPUEdges = 4_000_000
-
-// processCPU is the process's user and system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // ingestInto applies edges in batches and flushes: the store's ingest.
 func ingestInto(s *engine.Store, edges []gen.Edge, batch int) (time.Duration, error) {
@@ -126,13 +117,13 @@ func runApplyCPU(cfg Config, edges []gen.Edge, res *Result, logf func(string, ..
 				break
 			}
 			apply0 := m.ApplyCPU
-			cpu0, t0 := processCPU(), time.Now()
+			cpu0, t0 := bench.ProcessCPU(), time.Now()
 			for i := range batches {
 				if _, err = s.Apply(&batches[i]); err != nil {
 					break
 				}
 			}
-			cpu, wall := processCPU()-cpu0, time.Since(t0)
+			cpu, wall := bench.ProcessCPU()-cpu0, time.Since(t0)
 			if err != nil {
 				break
 			}

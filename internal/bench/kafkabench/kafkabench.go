@@ -34,7 +34,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -304,7 +303,7 @@ func rawConsume(ctx context.Context, brokers []string, topic string, total int, 
 	if pooled {
 		opts = append(opts, kgo.WithPools(ingest.NewRecordPool()))
 	}
-	t0, c0 := time.Now(), processCPU()
+	t0, c0 := time.Now(), bench.ProcessCPU()
 	raw, err := kgo.NewClient(opts...)
 	if err != nil {
 		return rr, err
@@ -322,7 +321,7 @@ func rawConsume(ctx context.Context, brokers []string, topic string, total int, 
 	if err := ctx.Err(); err != nil {
 		return rr, err
 	}
-	rr.cpu = processCPU() - c0
+	rr.cpu = bench.ProcessCPU() - c0
 	rr.rate = float64(n) / end.Sub(first.at()).Seconds()
 	rr.startup = first.at().Sub(t0)
 	return rr, nil
@@ -409,7 +408,7 @@ func storeApply(edges []gen.Edge, dir string) (float64, time.Duration, error) {
 	}
 	defer s.Close()
 	var b engine.Batch
-	t0, c0 := time.Now(), processCPU()
+	t0, c0 := time.Now(), bench.ProcessCPU()
 	for lo := 0; lo < len(edges); lo += ingest.DefaultMaxPollRecords {
 		b.Reset()
 		for _, e := range edges[lo:min(lo+ingest.DefaultMaxPollRecords, len(edges))] {
@@ -422,16 +421,7 @@ func storeApply(edges []gen.Edge, dir string) (float64, time.Duration, error) {
 	if err := s.Flush(); err != nil {
 		return 0, 0, err
 	}
-	return float64(len(edges)) / time.Since(t0).Seconds(), processCPU() - c0, nil
-}
-
-// processCPU is the user and system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return float64(len(edges)) / time.Since(t0).Seconds(), bench.ProcessCPU() - c0, nil
 }
 
 type ingestResult struct {
@@ -454,7 +444,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 	var first firstBatch
 	var applied atomic.Int64
 	all := make(chan struct{})
-	t0, c0 := time.Now(), processCPU()
+	t0, c0 := time.Now(), bench.ProcessCPU()
 	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Brokers, Topics: []string{topic}, Group: topic + "-ingest",
 		DeadLetterTopic: topic + "-dlq", FlushInterval: time.Second, ClientOpts: []kgo.Opt{kgo.WithHooks(&first)},
 		OnVisible: func(produced []time.Time, _ time.Time) {
@@ -479,7 +469,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 		return ir, err
 	}
 	end := time.Now()
-	ir.cpu = processCPU() - c0
+	ir.cpu = bench.ProcessCPU() - c0
 	cancel()
 	if err := <-done; err != nil {
 		return ir, err
