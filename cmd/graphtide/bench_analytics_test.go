@@ -1,31 +1,54 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestBenchAnalyticsSmall runs bench analytics at a small scale: the run
-// itself fails unless the analytics agree on the view and on the CSR, and
-// unless every incremental update stays incremental on the inserts.
+// itself fails unless the kernels agree on the view's topology and the
+// CSR's, under every id layout, and unless every update agrees with a
+// recompute on the same graph.
 func TestBenchAnalyticsSmall(t *testing.T) {
 	out, _, err := execute(t, "bench", "analytics", "--scale", "12", "--edge-factor", "8", "--repeats", "1",
-		"--batch-size", "500", "--stream-fraction", "0.05", "--dir", t.TempDir())
+		"--batch-size", "500", "--stream-fraction", "0.05", "--delete-fraction", "0.2", "--vertex-delete-fraction", "0.01", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	keys := []string{"bfs_view_sec", "bfs_csr_sec", "wcc_view_sec", "wcc_csr_sec", "pr_view_sec", "pr_csr_sec"}
-	for _, a := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
-		keys = append(keys, a+"_incremental_sec", a+"_recompute_sec")
-	}
-	for _, k := range keys {
-		if v, ok := res[k].(float64); !ok || v <= 0 {
-			t.Errorf("%s = %v, want a positive number", k, res[k])
+	kernels, _ := res["kernels"].(map[string]any)
+	for _, a := range []string{"bfs", "wcc", "pagerank", "sssp"} {
+		k, _ := kernels[a].(map[string]any)
+		for _, f := range []string{"view_sec", "csr_sec", "fresh_sec", "view_over_csr", "fresh_over_view"} {
+			if v, ok := k[f].(float64); !ok || v <= 0 {
+				t.Errorf("kernels.%s.%s = %v, want a positive number", a, f, k[f])
+			}
 		}
 	}
-	// 5% of 32768 edges in batches of 500.
-	if res["streamed_edges"].(float64) != 1638 || res["batches"].(float64) != 4 {
-		t.Errorf("streamed %v edges in %v batches, want 1638 in 4", res["streamed_edges"], res["batches"])
+	inc, _ := res["incremental"].(map[string]any)
+	for _, a := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
+		x, _ := inc[a].(map[string]any)
+		for _, f := range []string{"update_sec", "recompute_sec", "speedup"} {
+			if v, ok := x[f].(float64); !ok || v <= 0 {
+				t.Errorf("incremental.%s.%s = %v, want a positive number", a, f, x[f])
+			}
+		}
+		if b, _ := x["batches"].(float64); b != res["batches"].(float64) || b < 3 {
+			t.Errorf("incremental.%s.batches = %v of %v", a, x["batches"], res["batches"])
+		}
+	}
+	// 5% of 32768 edges streamed, with about 21% deletes among them, in
+	// batches of 500.
+	if ops := res["streamed_ops"].(float64); ops < 1638 || ops > 1638*1.4 || res["vertex_deletes"].(float64) == 0 {
+		t.Errorf("streamed %v ops with %v vertex deletes", ops, res["vertex_deletes"])
+	}
+	topo, _ := res["topology"].(map[string]any)
+	if b, _ := topo["bytes_per_edge"].(float64); b < 8 || b > 40 {
+		t.Errorf("topology bytes per edge %v", topo["bytes_per_edge"])
 	}
 	// Every layout measured (the run fails unless their results agree),
 	// and each ratio against dense ids reported.
@@ -59,8 +82,32 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 			}
 		}
 	}
-	if v, ok := res["max_sparse_over_dense"].(float64); !ok || v <= 0 {
-		t.Errorf("max_sparse_over_dense = %v", res["max_sparse_over_dense"])
+}
+
+// TestBenchAnalyticsInput runs the benchmark on an edge file with weights
+// and a given root.
+func TestBenchAnalyticsInput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.el")
+	var b strings.Builder
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 6000 {
+		fmt.Fprintf(&b, "%d %d %d\n", r.IntN(1500), r.IntN(1500), 1+r.IntN(9))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "bench", "analytics", "--input", path, "--root", "7", "--repeats", "1",
+		"--batch-size", "100", "--stream-fraction", "0.1", "--delete-fraction", "0.5", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	if res["root"].(float64) != 7 || res["weighted"] != true || res["input"] != path {
+		t.Errorf("root %v, weighted %v, input %v", res["root"], res["weighted"], res["input"])
+	}
+	if ids, _ := res["ids"].(map[string]any); len(ids) != 1 || ids["dense"] == nil {
+		t.Errorf("with --input only dense ids are measured: %v", res["ids"])
 	}
 }
 
@@ -74,5 +121,7 @@ func TestBenchAnalyticsBadFlags(t *testing.T) {
 		"--ids sparse":        `--ids must start with dense (the baseline), got "sparse"`,
 		"--ids dense,odd":     `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
 		"--ids dense,dense":   `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--delete-fraction 2": "--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got 2 and 0.0001",
+		"--root -5":           "--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got -5",
 	})
 }

@@ -153,7 +153,8 @@ func (q Reader) Path(ctx context.Context, from, to uint64, o paths.Options) (Pat
 	return out, nil
 }
 
-// compute runs an analytic of spec from scratch on one fresh view.
+// compute runs an analytic of spec from scratch on the topology of one
+// fresh view.
 func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Analytic, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -162,16 +163,20 @@ func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Ana
 	if err != nil {
 		return nil, err
 	}
-	ga, ok := a.(analytics.GraphAnalytic)
+	ta, ok := a.(analytics.TopoAnalytic)
 	if !ok {
-		return nil, fmt.Errorf("analytic type %s is not computed on a view", spec.Type)
+		return nil, fmt.Errorf("analytic type %s is not computed on a topology", spec.Type)
 	}
 	v, err := q.view(ctx, views.Fresh, engine.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer v.Release()
-	if err := ga.Recompute(ctx, v); err != nil {
+	g, err := views.BuildTopo(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := ta.Recompute(ctx, g); err != nil {
 		return nil, err
 	}
 	return a, nil

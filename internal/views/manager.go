@@ -31,6 +31,9 @@ type Manager struct {
 	log   *edgeLog
 	index vertexIndex
 
+	topoOnce sync.Once
+	topo     *Topology // made on first use
+
 	mu      sync.Mutex
 	closed  bool                     // Protected by mu.
 	views   map[*staticState]struct{} // live static views; Protected by mu.

@@ -1,34 +1,39 @@
-// Package analyticsbench is `graphtide bench analytics`: it loads an RMAT
-// graph into fresh stores, compacts them, and measures in the same run
-// (figures are ratios against baselines taken in that run):
+// Package analyticsbench is `graphtide bench analytics`: it loads a graph
+// (an RMAT graph, or --input) into fresh stores, compacts them, and
+// measures in the same run (figures are ratios against baselines taken in
+// that run):
 //
-//  1. BFS, WCC and PageRank (20 iterations) on a fresh static view and on a
-//     static in-memory CSR built from the same edges, with the same
-//     algorithm code reading either; the two results must agree or the
-//     benchmark fails;
-//  2. then it streams a further 1% of edges in batches of 10,000 and, for
-//     each incremental analytic (bfs, wcc, pagerank, sssp, degree), reports
-//     the mean time of its incremental update per batch against a full
-//     recompute on the same view;
-//  3. both under the ids as generated (dense: 0..2^scale-1) and under other
-//     ids for the same graph, each in a store of its own: sparse (every id v
-//     mapped to (v*K+C) mod 2^62, a bijection that spreads the ids over the
-//     whole numeric range; as serve and load store them, each mapped by a
-//     key dictionary to a dense id in order of first appearance, see
-//     keydict.NumID, the mapping timed with the load), unmapped (the same
-//     sparse ids stored as they are, as in a store written before graphtide
-//     mapped them: the analytics index them through a hash table) and keys
-//     (ids of the string-key band, numbered in order of first appearance
-//     as the key dictionary numbers keys). For
-//     each analytic it reports the recompute time (best of the repeats, on
-//     a static view) and the mean update time per batch under those ids
-//     against dense, as ratios; every result must agree vertex for vertex
-//     with the dense one or the benchmark fails. The layouts take turns at
-//     every measurement, so that other load on the machine falls on all.
+//  1. Static kernels: bfs, wcc, pagerank (20 iterations) and sssp on the
+//     topology of a compacted view (views.Topology, what serve's analytics
+//     read) and on the topology of a plain in-memory CSR built from the
+//     same edges: the same kernels, so the ratio measures the store and
+//     its topology, not the algorithm. The results must agree. The
+//     by-hand comparison with GAPBS is in the README.
+//  2. The stream: a further share of operations in batches, each with
+//     --delete-fraction deletes of existing edges and
+//     --vertex-delete-fraction vertex deletes; every analytic follows it
+//     (bfs, wcc, pagerank and sssp through the shared topology, degree
+//     through a stateful view). Per analytic: the mean time of its update
+//     per batch, of a recompute on the same topology (every third batch,
+//     whose result must equal the update's), and its fallbacks (updates
+//     that recomputed).
+//  3. Then the kernels again on the topology the stream advanced (the
+//     streamed share of edges in its rewritten lists, as fresh data is in
+//     the store's MemGraphs), against the compacted one.
+//
+// All of it under each id layout of --ids, each in a store of its own:
+// dense (the ids as generated or given), sparse (every id v mapped to
+// (v*K+C) mod 2^62 and, as serve and load store them, through the key
+// dictionary to a dense id in order of first appearance, the mapping timed
+// with the load), unmapped (the same sparse ids stored as they are: the
+// analytics index them through a hash table) and keys (ids of the
+// string-key band in order of first appearance). Every result must agree
+// vertex for vertex with the dense one.
 package analyticsbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -44,10 +49,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/bench"
+	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/keydict"
-	"github.com/graphtide/graphtide/internal/staticcsr"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -56,12 +61,20 @@ import (
 type Config struct {
 	Scale, EdgeFactor int
 	Seed              uint64
-	Dir               string // scratch directory for the stores
-	BatchSize         int    // streamed edges per batch (default 10000)
-	StreamFraction    float64
-	Repeats           int // best of this many timed runs on view and CSR (default 3)
+	// Input, when set, is the graph (an edge file, el or bin) instead of
+	// an RMAT graph: its last StreamFraction of edges are streamed.
+	Input string
+	// Root of bfs and sssp (-1: the vertex with the most out-edges).
+	Root           int64
+	Dir            string // scratch directory for the stores
+	BatchSize      int    // streamed operations per batch (default 10000)
+	StreamFraction float64
+	// DeleteFraction of each batch deletes existing edges, and
+	// VertexDeleteFraction deletes vertices with edges.
+	DeleteFraction, VertexDeleteFraction float64
+	Repeats                              int // best of this many timed runs of each kernel (default 3)
 	// IDs are the id layouts measured, dense first (default: all of
-	// Layouts).
+	// Layouts; only dense with Input).
 	IDs        []string
 	CPUProfile string // if set, a Go CPU profile of the whole run goes here
 	Log        io.Writer
@@ -69,7 +82,8 @@ type Config struct {
 
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
-	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, StreamFraction: 0.01, Repeats: 3, IDs: Layouts}
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Root: -1, BatchSize: 10000, StreamFraction: 0.01,
+		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts}
 }
 
 // Bounds of Config.Scale and Config.EdgeFactor.
@@ -81,19 +95,25 @@ const (
 // AddFlags binds the command's flags to c, whose values are the defaults.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "random seed")
-	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed edges per batch")
+	fs.StringVar(&c.Input, "input", c.Input, "run on this edge file (el: \"src dst [weight]\" lines, or bin) instead of an RMAT graph")
+	fs.Int64Var(&c.Root, "root", c.Root, "root vertex of bfs and sssp (default: the vertex with the most out-edges)")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed operations per batch")
 	fs.Float64Var(&c.StreamFraction, "stream-fraction", c.StreamFraction, "share of the graph's edge count streamed after the load")
-	fs.IntVar(&c.Repeats, "repeats", c.Repeats, "timed runs of each static analytic (the best counts)")
+	fs.Float64Var(&c.DeleteFraction, "delete-fraction", c.DeleteFraction, "share of each batch that deletes existing edges")
+	fs.Float64Var(&c.VertexDeleteFraction, "vertex-delete-fraction", c.VertexDeleteFraction, "share of each batch that deletes vertices")
+	fs.IntVar(&c.Repeats, "repeats", c.Repeats, "timed runs of each static kernel (the best counts)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "scratch directory for the stores (default: a temporary one)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a Go CPU profile of the whole run to this file")
 	_ = fs.MarkHidden("cpuprofile")
-	fs.StringSliceVar(&c.IDs, "ids", c.IDs, "id layouts to measure, dense first: dense, sparse, keys")
+	fs.StringSliceVar(&c.IDs, "ids", c.IDs, "id layouts to measure, dense first: dense, sparse, unmapped, keys (with --input: dense only)")
 }
 
 // Validate checks the settings; its messages name the command's flags.
 func (c Config) Validate() error {
-	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
-		return err
+	if c.Input == "" {
+		if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
+			return err
+		}
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000000 {
 		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", c.BatchSize)
@@ -101,8 +121,15 @@ func (c Config) Validate() error {
 	if c.StreamFraction <= 0 || c.StreamFraction > 1 {
 		return fmt.Errorf("--stream-fraction must be in (0, 1], got %v", c.StreamFraction)
 	}
+	if c.DeleteFraction < 0 || c.VertexDeleteFraction < 0 || c.DeleteFraction+c.VertexDeleteFraction > 1 {
+		return fmt.Errorf("--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got %v and %v",
+			c.DeleteFraction, c.VertexDeleteFraction)
+	}
 	if c.Repeats < 1 || c.Repeats > 100 {
 		return fmt.Errorf("--repeats must be between 1 and 100, got %d", c.Repeats)
+	}
+	if c.Root < -1 || c.Root >= int64(engine.HighIDBase) {
+		return fmt.Errorf("--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got %d", c.Root)
 	}
 	if len(c.IDs) == 0 || c.IDs[0] != "dense" {
 		return fmt.Errorf("--ids must start with dense (the baseline), got %q", strings.Join(c.IDs, ","))
@@ -118,46 +145,65 @@ func (c Config) Validate() error {
 // Layouts are the id layouts the benchmark knows.
 var Layouts = []string{"dense", "sparse", "unmapped", "keys"}
 
-// Result is the JSON line the command prints last. The fields up to
-// Speedups are those of dense ids.
+// Kernel is one analytic's static figures (dense ids).
+type Kernel struct {
+	// ViewSec: best of the repeats on the topology of the compacted view;
+	// CSRSec: on the topology of the plain CSR; FreshSec: on the topology
+	// after the stream (its rewritten lists hold the streamed edges).
+	ViewSec       float64 `json:"view_sec"`
+	CSRSec        float64 `json:"csr_sec"`
+	FreshSec      float64 `json:"fresh_sec"`
+	ViewOverCSR   float64 `json:"view_over_csr"`
+	FreshOverView float64 `json:"fresh_over_view"`
+}
+
+// Incremental is one analytic's stream figures (dense ids).
+type Incremental struct {
+	UpdateSec    float64 `json:"update_sec"`    // mean per batch
+	RecomputeSec float64 `json:"recompute_sec"` // mean of the recomputes on the same topology
+	Speedup      float64 `json:"speedup"`       // recompute over update
+	Fallbacks    int     `json:"fallbacks"`     // updates that recomputed
+	Batches      int     `json:"batches"`
+}
+
+// TopologyFigures describe the dense layout's topology.
+type TopologyFigures struct {
+	BuildSec        float64 `json:"build_sec"`     // from the compacted view
+	CSRBuildSec     float64 `json:"csr_build_sec"` // from the plain CSR
+	Bytes           int64   `json:"bytes"`
+	BytesPerEdge    float64 `json:"bytes_per_edge"`
+	AdvanceSec      float64 `json:"advance_sec_per_batch"` // applying one batch from the edge log
+	Edges           int64   `json:"edges"`
+	Vertices        int     `json:"vertices"`
+	EdgesAfterBatch int64   `json:"edges_after_stream"`
+}
+
+// Result is the JSON line the command prints last.
 type Result struct {
-	Edges         int     `json:"edges"`
-	Vertices      uint64  `json:"vertices"`
-	Root          uint64  `json:"root"`
-	BFSViewSec    float64 `json:"bfs_view_sec"`
-	BFSCSRSec     float64 `json:"bfs_csr_sec"`
-	WCCViewSec    float64 `json:"wcc_view_sec"`
-	WCCCSRSec     float64 `json:"wcc_csr_sec"`
-	PRViewSec     float64 `json:"pr_view_sec"`
-	PRCSRSec      float64 `json:"pr_csr_sec"`
-	StreamedEdges int     `json:"streamed_edges"`
-	Batches       int     `json:"batches"`
-	// Per analytic: mean seconds per batch of the incremental update and of
-	// a full recompute on the same view, and their ratio.
-	BFSIncrementalSec      float64            `json:"bfs_incremental_sec"`
-	BFSRecomputeSec        float64            `json:"bfs_recompute_sec"`
-	WCCIncrementalSec      float64            `json:"wcc_incremental_sec"`
-	WCCRecomputeSec        float64            `json:"wcc_recompute_sec"`
-	PageRankIncrementalSec float64            `json:"pagerank_incremental_sec"`
-	PageRankRecomputeSec   float64            `json:"pagerank_recompute_sec"`
-	SSSPIncrementalSec     float64            `json:"sssp_incremental_sec"`
-	SSSPRecomputeSec       float64            `json:"sssp_recompute_sec"`
-	DegreeIncrementalSec   float64            `json:"degree_incremental_sec"`
-	DegreeRecomputeSec     float64            `json:"degree_recompute_sec"`
-	Speedups               map[string]float64 `json:"incremental_speedup"`
+	Input          string  `json:"input,omitempty"`
+	Edges          int     `json:"edges"`    // loaded (before dedupe)
+	Vertices       uint64  `json:"vertices"` // vertex ids (RMAT: 2^scale)
+	Root           uint64  `json:"root"`
+	Weighted       bool    `json:"weighted"`
+	StreamedOps    int     `json:"streamed_ops"`
+	Batches        int     `json:"batches"`
+	DeleteFraction float64 `json:"delete_fraction"`
+	VertexDeletes  int     `json:"vertex_deletes"`
+
+	Topology    TopologyFigures         `json:"topology"`
+	Kernels     map[string]*Kernel      `json:"kernels"`
+	Incremental map[string]*Incremental `json:"incremental"`
 
 	// IDs has the figures of each id layout measured, dense included.
 	IDs map[string]*IDFigures `json:"ids"`
-	// SparseOverDense and KeysOverDense are, per analytic, the time under
-	// sparse (or key) ids over the time under dense ids:
-	// "<analytic>_recompute" (static view, best of the repeats; pagerank
-	// runs 20 iterations) and "<analytic>_update" (mean per batch).
-	SparseOverDense   map[string]float64 `json:"sparse_over_dense,omitempty"`
-	UnmappedOverDense map[string]float64 `json:"unmapped_over_dense,omitempty"`
-	KeysOverDense     map[string]float64 `json:"keys_over_dense,omitempty"`
-	// MaxSparseOverDense is the largest ratio of SparseOverDense (the
-	// issue's target: at most 1.2).
-	MaxSparseOverDense float64 `json:"max_sparse_over_dense,omitempty"`
+	// <layout>OverDense are, per analytic, the time under those ids over
+	// the time under dense ids: "<analytic>_recompute" (the kernel on the
+	// compacted view's topology) and "<analytic>_update" (mean per batch).
+	SparseOverDense    map[string]float64 `json:"sparse_over_dense,omitempty"`
+	UnmappedOverDense  map[string]float64 `json:"unmapped_over_dense,omitempty"`
+	KeysOverDense      map[string]float64 `json:"keys_over_dense,omitempty"`
+	MaxSparseOverDense float64            `json:"max_sparse_over_dense,omitempty"`
+	PeakRSSBytes       int64              `json:"peak_rss_bytes"`
 }
 
 // IDFigures are the figures of one id layout.
@@ -169,15 +215,15 @@ type IDFigures struct {
 	IndexVertices int     `json:"index_vertices"` // indexes, identity regions counted whole
 	IndexHashed   int     `json:"index_hashed"`   // vertices indexed through the hash table
 	IndexBytes    int64   `json:"index_bytes"`
-	// RecomputeSec: per analytic, best of the repeats on a static view.
+	TopologySec   float64 `json:"topology_build_sec"`
+	// RecomputeSec: per analytic, the kernel on the compacted view's
+	// topology (best of the repeats).
 	RecomputeSec map[string]float64 `json:"recompute_sec"`
-	// UpdateSec: per analytic, mean seconds of an incremental update per
-	// batch; StreamRecomputeSec: mean of the recomputes during the stream.
+	// UpdateSec: per analytic, mean seconds of an update per batch;
+	// StreamRecomputeSec: mean of the recomputes during the stream.
 	UpdateSec          map[string]float64 `json:"update_sec"`
 	StreamRecomputeSec map[string]float64 `json:"stream_recompute_sec"`
-	// PageRankIterations: iterations of every pagerank update, summed (the
-	// update stops at a tolerance, so layouts may differ by a few).
-	PageRankIterations int `json:"pagerank_update_iterations"`
+	Fallbacks          map[string]int     `json:"fallbacks"`
 }
 
 // Multiplier and offset of the sparse layout's bijection of [0, 2^62).
@@ -202,15 +248,18 @@ type layout struct {
 	mapSec float64
 }
 
-func graphAnalytic(s analytics.Spec, root uint64) (analytics.GraphAnalytic, analytics.Analytic, error) {
+// wedge is an edge with its weight.
+type wedge struct {
+	src, dst uint64
+	w        float64
+}
+
+// newAnalytic builds the analytic of spec s (validated) at root.
+func newAnalytic(s analytics.Spec, root uint64) (analytics.Analytic, error) {
 	if err := s.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	a, err := analytics.New(s, root, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.(analytics.GraphAnalytic), a, nil
+	return analytics.New(s, root, nil)
 }
 
 // timed runs f once after a collection and returns its time.
@@ -224,7 +273,7 @@ func timed(f func() error) (float64, error) {
 // inFirstAppearance calls f once for each vertex of [0, nv), in the order
 // in which the edge lists name them first (as ingestion sees them), then
 // for the vertices they never name, in order. It stops at f's first error.
-func inFirstAppearance(nv uint64, lists [][]gen.Edge, f func(v uint64) error) error {
+func inFirstAppearance(nv uint64, lists [][]wedge, f func(v uint64) error) error {
 	seen := make([]bool, nv)
 	visit := func(v uint64) error {
 		if seen[v] {
@@ -235,10 +284,10 @@ func inFirstAppearance(nv uint64, lists [][]gen.Edge, f func(v uint64) error) er
 	}
 	for _, es := range lists {
 		for _, e := range es {
-			if err := visit(e.Src); err != nil {
+			if err := visit(e.src); err != nil {
 				return err
 			}
-			if err := visit(e.Dst); err != nil {
+			if err := visit(e.dst); err != nil {
 				return err
 			}
 		}
@@ -252,7 +301,7 @@ func inFirstAppearance(nv uint64, lists [][]gen.Edge, f func(v uint64) error) er
 }
 
 // load applies edges (under ids) to a new store in dir and compacts it.
-func load(dir string, edges []gen.Edge, id func(uint64) uint64) (*engine.Store, error) {
+func load(dir string, edges []wedge, id func(uint64) uint64) (*engine.Store, error) {
 	s, err := engine.Open(dir, &engine.Options{InEdges: true})
 	if err != nil {
 		return nil, err
@@ -261,7 +310,7 @@ func load(dir string, edges []gen.Edge, id func(uint64) uint64) (*engine.Store, 
 	for i := 0; i < len(edges); i += 10000 {
 		b.Reset()
 		for _, e := range edges[i:min(i+10000, len(edges))] {
-			b.Insert(id(e.Src), id(e.Dst))
+			b.InsertWeighted(id(e.src), id(e.dst), e.w)
 		}
 		if _, err := s.Apply(&b); err != nil {
 			s.Close()
@@ -273,6 +322,60 @@ func load(dir string, edges []gen.Edge, id func(uint64) uint64) (*engine.Store, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// readInput reads an edge file (weights from a third column, else 1).
+func readInput(path string) ([]wedge, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	r := edgefile.NewReader(f)
+	var es []wedge
+	nv := uint64(0)
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if e.Src >= engine.HighIDBase || e.Dst >= engine.HighIDBase {
+			return nil, 0, fmt.Errorf("%s: edge %d -> %d: --input takes numeric ids below 2^62", path, e.Src, e.Dst)
+		}
+		w, ok := r.Weight()
+		if !ok {
+			w = 1
+		}
+		es = append(es, wedge{e.Src, e.Dst, w})
+		nv = max(nv, e.Src+1, e.Dst+1)
+	}
+	if len(es) == 0 {
+		return nil, 0, fmt.Errorf("%s holds no edges", path)
+	}
+	return es, nv, nil
+}
+
+// The static kernels measured, with their specs (pagerank: exactly 20
+// iterations).
+var kernelSpecs = []struct {
+	name string
+	spec analytics.Spec
+}{
+	{"bfs", analytics.Spec{Type: "bfs"}},
+	{"wcc", analytics.Spec{Type: "wcc"}},
+	{"pagerank", analytics.Spec{Type: "pagerank", MaxIterations: 20, Tolerance: analytics.MinTolerance}},
+	{"sssp", analytics.Spec{Type: "sssp"}},
+}
+
+// withRoot sets the spec's root when its type needs one.
+func withRoot(s analytics.Spec, root uint64) analytics.Spec {
+	if analytics.NeedsRoot(s.Type) {
+		s.Root = fmt.Sprint(root)
+	}
+	return s
 }
 
 // Run performs the benchmark.
@@ -294,60 +397,83 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 10000
+	if cfg.Input != "" && len(cfg.IDs) == len(Layouts) {
+		cfg.IDs = []string{"dense"}
 	}
-	if cfg.StreamFraction == 0 {
-		cfg.StreamFraction = 0.01
-	}
-	if cfg.Repeats == 0 {
-		cfg.Repeats = 3
-	}
-	if len(cfg.IDs) == 0 {
-		cfg.IDs = Layouts
-	}
-	if cfg.IDs[0] != "dense" {
-		return res, fmt.Errorf("the id layouts must start with dense (the baseline), got %v", cfg.IDs)
-	}
-	for i, n := range cfg.IDs {
-		if !slices.Contains(Layouts, n) || slices.Index(cfg.IDs, n) != i {
-			return res, fmt.Errorf("id layout %q: want distinct layouts among %v", n, Layouts)
-		}
-	}
-	r := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
-	if err := r.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return res, err
 	}
-	edges := r.Generate()
-	nv := uint64(1) << cfg.Scale
-	res.Edges, res.Vertices = len(edges), nv
-	extra := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed + 1}.Generate()
-	extra = extra[:int(float64(len(edges))*cfg.StreamFraction)]
-	res.StreamedEdges = len(extra)
-
-	// Root: the vertex with the most out-edges (reaches the bulk of the graph).
-	deg := make([]uint32, nv)
-	for _, e := range edges {
-		deg[e.Src]++
+	if cfg.Input != "" && len(cfg.IDs) > 1 {
+		return res, fmt.Errorf("--ids: with --input only dense (the file's ids as they are) is measured, got %q", strings.Join(cfg.IDs, ","))
 	}
-	for v := range deg {
-		if deg[v] > deg[res.Root] {
-			res.Root = uint64(v)
+
+	// The graph: loaded edges and the streamed share.
+	var edges, extra []wedge
+	var nv uint64
+	if cfg.Input != "" {
+		all, n, err := readInput(cfg.Input)
+		if err != nil {
+			return res, err
+		}
+		k := int(float64(len(all)) * cfg.StreamFraction)
+		edges, extra, nv = all[:len(all)-k], all[len(all)-k:], n
+		res.Input = cfg.Input
+	} else {
+		r := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
+		if err := r.Validate(); err != nil {
+			return res, err
+		}
+		conv := func(es []gen.Edge) []wedge {
+			out := make([]wedge, len(es))
+			for i, e := range es {
+				out[i] = wedge{e.Src, e.Dst, 1}
+			}
+			return out
+		}
+		edges = conv(r.Generate())
+		more := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed + 1}.Generate()
+		extra = conv(more[:int(float64(len(edges))*cfg.StreamFraction)])
+		nv = uint64(1) << cfg.Scale
+	}
+	res.Edges, res.Vertices = len(edges), nv
+	for _, e := range edges {
+		res.Weighted = res.Weighted || e.w != 1
+	}
+	if cfg.Root >= 0 {
+		res.Root = uint64(cfg.Root)
+	} else {
+		// The vertex with the most out-edges (reaches the bulk of the graph).
+		deg := map[uint64]int{}
+		best := 0
+		for _, e := range edges {
+			deg[e.src]++
+			if d := deg[e.src]; d > best || d == best && e.src < res.Root {
+				res.Root, best = e.src, d
+			}
 		}
 	}
+	ops := streamOps(edges, extra, cfg)
+	res.StreamedOps, res.DeleteFraction = 0, cfg.DeleteFraction
+	for _, b := range ops {
+		res.StreamedOps += len(b)
+		for _, o := range b {
+			if o.Kind == engine.OpDeleteVertex {
+				res.VertexDeletes++
+			}
+		}
+	}
+	res.Batches = len(ops)
 
 	// The layouts' ids. Keys are numbered in order of first appearance;
 	// vertices without edges come last.
 	var ls []*layout
 	for _, name := range cfg.IDs {
 		l := &layout{name: name, fig: &IDFigures{RecomputeSec: map[string]float64{}, UpdateSec: map[string]float64{},
-			StreamRecomputeSec: map[string]float64{}}}
+			StreamRecomputeSec: map[string]float64{}, Fallbacks: map[string]int{}}}
 		switch name {
 		case "dense":
 			l.id = func(v uint64) uint64 { return v }
 		case "sparse":
-			// As ingest and load do: each number through the dictionary,
-			// in order of first appearance.
 			dict, err := keydict.Open(filepath.Join(cfg.Dir, "keys-sparse.dict"))
 			if err != nil {
 				return res, err
@@ -356,7 +482,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			dict.SetMapNumbers(true)
 			t0 := time.Now()
 			ids := make([]uint64, nv)
-			err = inFirstAppearance(nv, [][]gen.Edge{edges, extra}, func(v uint64) (err error) {
+			err = inFirstAppearance(nv, [][]wedge{edges, extra}, func(v uint64) (err error) {
 				ids[v], err = dict.NumID(SparseID(v))
 				return err
 			})
@@ -370,7 +496,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		case "keys":
 			key := make([]uint64, nv)
 			next := engine.HighIDBase
-			_ = inFirstAppearance(nv, [][]gen.Edge{edges, extra}, func(v uint64) error {
+			_ = inFirstAppearance(nv, [][]wedge{edges, extra}, func(v uint64) error {
 				key[v] = next
 				next++
 				return nil
@@ -384,14 +510,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, l := range ls {
 		res.IDs[l.name] = l.fig
 	}
+	dense := ls[0]
 
+	// The plain CSR's topology: the baseline.
 	t0 := time.Now()
-	csr := staticcsr.Build(nv, edges)
-	logf("csr: built in %.2fs, %d distinct edges", time.Since(t0).Seconds(), csr.NumEdges())
+	csrTopo, err := views.BuildTopo(ctx, newEdgeGraph(nv, edges))
+	if err != nil {
+		return res, err
+	}
+	res.Topology.CSRBuildSec = time.Since(t0).Seconds()
+	logf("csr: topology built in %.2fs, %d distinct edges", res.Topology.CSRBuildSec, csrTopo.Out.Edges())
 
-	views1 := map[*layout]*views.StaticView{}
+	// Each layout's store, vertex index and topology (through a stream
+	// that the analytics of part 2 share: it holds the topology).
+	topoOf := map[*layout]*views.TopoStream{}
 	for _, l := range ls {
-		var err error
 		t0 := time.Now()
 		if l.store, err = load(filepath.Join(cfg.Dir, "store-"+l.name), edges, l.id); err != nil {
 			return res, err
@@ -406,183 +539,221 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		views1[l] = v
-		if l.fig.IndexSec, err = timed(func() error { _, err := v.IDs(); return err }); err != nil {
+		l.fig.IndexSec, err = timed(func() error { _, err := v.IDs(); return err })
+		v.Release()
+		if err != nil {
 			return res, err
 		}
-		st := l.m.IndexStats()
-		l.fig.IndexVertices, l.fig.IndexHashed, l.fig.IndexBytes = st.Vertices, st.Hashed, st.Bytes
-		logf("%s ids: store loaded and compacted in %.1fs; vertex index built in %.3fs: %d indexes, %d hashed, %d bytes",
-			l.name, l.fig.LoadSec, l.fig.IndexSec, st.Vertices, st.Hashed, st.Bytes)
+		ist := l.m.IndexStats()
+		l.fig.IndexVertices, l.fig.IndexHashed, l.fig.IndexBytes = ist.Vertices, ist.Hashed, ist.Bytes
+		ts, err := l.m.Topology().Stream(views.StreamOptions{})
+		if err != nil {
+			return res, err
+		}
+		defer ts.Close()
+		topoOf[l] = ts
+		u, err := ts.Pull(ctx) // builds the topology
+		if err != nil {
+			return res, err
+		}
+		u.Done()
+		tst := l.m.Topology().Stats()
+		l.fig.TopologySec = tst.Build.Seconds()
+		logf("%s ids: store loaded and compacted in %.1fs; vertex index built in %.3fs (%d indexes, %d hashed); topology built in %.3fs (%d edges, %.1f bytes per edge)",
+			l.name, l.fig.LoadSec, l.fig.IndexSec, ist.Vertices, ist.Hashed, l.fig.TopologySec, tst.Edges, float64(tst.Bytes)/float64(max(1, tst.Edges)))
+		if l == dense {
+			res.Topology.BuildSec, res.Topology.Bytes, res.Topology.Edges, res.Topology.Vertices = l.fig.TopologySec, tst.Bytes, tst.Edges, tst.Vertices
+			res.Topology.BytesPerEdge = float64(tst.Bytes) / float64(max(1, tst.Edges))
+		}
 	}
-	root := fmt.Sprint(res.Root)
-	dense := ls[0]
 
-	// 1. Static: view vs CSR (dense ids), the same algorithm code; each
-	// layout's view, taking turns.
-	type pair struct {
-		name        string
-		spec        analytics.Spec
-		viewS, csrS *float64 // dense ids' figures; csrS nil: not run on the CSR
-	}
-	cg := csrGraph{C: csr, Sq: views1[dense].Seq()}
-	for _, p := range []pair{
-		{"bfs", analytics.Spec{Type: "bfs", Root: root}, &res.BFSViewSec, &res.BFSCSRSec},
-		{"wcc", analytics.Spec{Type: "wcc"}, &res.WCCViewSec, &res.WCCCSRSec},
-		{"pagerank", analytics.Spec{Type: "pagerank", MaxIterations: 20, Tolerance: analytics.MinTolerance}, &res.PRViewSec, &res.PRCSRSec},
-		{"sssp", analytics.Spec{Type: "sssp", Root: root}, new(float64), nil},
-	} {
-		gas := map[*layout]analytics.GraphAnalytic{}
-		avs := map[*layout]analytics.Analytic{}
+	// 1. Static kernels: each layout's topology and the CSR's, taking turns.
+	res.Kernels = map[string]*Kernel{}
+	kernelRuns := func(phase string) error {
+		out := map[*layout]map[string]analytics.Analytic{}
+		topo := map[*layout]*views.Topo{}
 		for _, l := range ls {
-			var err error
-			if gas[l], avs[l], err = graphAnalytic(p.spec, l.root); err != nil {
-				return res, err
+			out[l] = map[string]analytics.Analytic{}
+			u, err := topoOf[l].PullNow(ctx) // brings the topology to the newest operation
+			if err != nil {
+				return err
 			}
-			l.fig.RecomputeSec[p.name] = math.Inf(1)
+			defer u.Done()
+			topo[l] = u.G
 		}
-		gc, ac, _ := graphAnalytic(p.spec, res.Root)
-		csrBest := math.Inf(1)
-		for rep := 0; rep < cfg.Repeats; rep++ {
-			for _, l := range ls {
-				sec, err := timed(func() error { return gas[l].Recompute(ctx, views1[l]) })
-				if err != nil {
-					return res, fmt.Errorf("%s under %s ids: %w", p.name, l.name, err)
+		for _, k := range kernelSpecs {
+			best := map[*layout]float64{}
+			csrBest := math.Inf(1)
+			var onCSR analytics.Analytic
+			for rep := 0; rep < cfg.Repeats; rep++ {
+				for _, l := range ls {
+					a, err := newAnalytic(withRoot(k.spec, l.root), l.root)
+					if err != nil {
+						return err
+					}
+					sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, topo[l]) })
+					if err != nil {
+						return fmt.Errorf("%s under %s ids: %w", k.name, l.name, err)
+					}
+					if b, ok := best[l]; !ok || sec < b {
+						best[l] = sec
+					}
+					out[l][k.name] = a
 				}
-				l.fig.RecomputeSec[p.name] = math.Min(l.fig.RecomputeSec[p.name], sec)
-			}
-			if p.csrS != nil {
-				sec, err := timed(func() error { return gc.Recompute(ctx, cg) })
-				if err != nil {
-					return res, err
+				if phase == "compacted" {
+					a, err := newAnalytic(withRoot(k.spec, res.Root), res.Root)
+					if err != nil {
+						return err
+					}
+					sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, csrTopo) })
+					if err != nil {
+						return err
+					}
+					csrBest = math.Min(csrBest, sec)
+					onCSR = a
 				}
-				csrBest = math.Min(csrBest, sec)
+			}
+			kf := res.Kernels[k.name]
+			if kf == nil {
+				kf = &Kernel{}
+				res.Kernels[k.name] = kf
+			}
+			if phase == "compacted" {
+				kf.ViewSec, kf.CSRSec = best[dense], csrBest
+				kf.ViewOverCSR = kf.ViewSec / kf.CSRSec
+				for _, l := range ls {
+					l.fig.RecomputeSec[k.name] = best[l]
+				}
+				if err := agreeUnder(k.name, onCSR, out[dense][k.name], func(v uint64) uint64 { return v }, nv, cfg.Seed); err != nil {
+					return fmt.Errorf("the view's topology and the csr's: %w", err)
+				}
+				logf("%s: view %.4fs, csr %.4fs (%.2fx)", k.name, kf.ViewSec, kf.CSRSec, kf.ViewOverCSR)
+			} else {
+				kf.FreshSec = best[dense]
+				kf.FreshOverView = kf.FreshSec / kf.ViewSec
+				logf("%s after the stream: %.4fs, compacted %.4fs (%.2fx)", k.name, kf.FreshSec, kf.ViewSec, kf.FreshOverView)
+			}
+			for _, l := range ls[1:] {
+				if err := agreeUnder(k.name, out[dense][k.name], out[l][k.name], l.id, nv, cfg.Seed); err != nil {
+					return fmt.Errorf("%s, under %s ids: %w", phase, l.name, err)
+				}
+				if phase == "compacted" {
+					logf("%s: %s ids %.4fs, dense %.4fs (%.2fx)", k.name, l.name, best[l], best[dense], best[l]/best[dense])
+				}
 			}
 		}
-		*p.viewS = dense.fig.RecomputeSec[p.name]
-		if p.csrS != nil {
-			*p.csrS = csrBest
-			if err := agree(p.name, avs[dense], ac); err != nil {
-				return res, err
-			}
-			logf("%s: view %.3fs, csr %.3fs (%.2fx)", p.name, *p.viewS, csrBest, *p.viewS/csrBest)
-		}
-		for _, l := range ls[1:] {
-			if err := agreeUnder(p.name, avs[dense], avs[l], l.id, nv, cfg.Seed); err != nil {
-				return res, fmt.Errorf("under %s ids: %w", l.name, err)
-			}
-			logf("%s: %s ids %.3fs, dense %.3fs (%.2fx)", p.name, l.name, l.fig.RecomputeSec[p.name],
-				dense.fig.RecomputeSec[p.name], l.fig.RecomputeSec[p.name]/dense.fig.RecomputeSec[p.name])
-		}
+		return nil
 	}
-	for _, v := range views1 {
-		v.Release()
+	if err := kernelRuns("compacted"); err != nil {
+		return res, err
 	}
-	csr, cg = nil, csrGraph{}
+	csrTopo = nil
 	runtime.GC()
 
-	// 2. Incremental vs recompute, batch by batch, the layouts taking turns.
-	type inc struct {
-		name       string
-		spec       analytics.Spec
-		incS, recS *float64 // dense ids' figures
-	}
-	incs := []inc{
-		{"bfs", analytics.Spec{Type: "bfs", Root: root}, &res.BFSIncrementalSec, &res.BFSRecomputeSec},
-		{"wcc", analytics.Spec{Type: "wcc"}, &res.WCCIncrementalSec, &res.WCCRecomputeSec},
-		{"pagerank", analytics.Spec{Type: "pagerank"}, &res.PageRankIncrementalSec, &res.PageRankRecomputeSec},
-		{"sssp", analytics.Spec{Type: "sssp", Root: root}, &res.SSSPIncrementalSec, &res.SSSPRecomputeSec},
-		{"degree", analytics.Spec{Type: "degree", Threshold: 1000}, &res.DegreeIncrementalSec, &res.DegreeRecomputeSec},
-	}
-	type running struct {
-		ga         analytics.GraphAnalytic
-		a          analytics.Analytic
-		st         *views.Stateful
-		incT, recT []float64
+	// 2. The stream, batch by batch, the layouts taking turns.
+	names := []string{"bfs", "wcc", "pagerank", "sssp", "degree"}
+	specs := map[string]analytics.Spec{"degree": {Type: "degree", Threshold: 1000}, "pagerank": {Type: "pagerank"}}
+	for _, k := range kernelSpecs {
+		if k.name != "pagerank" {
+			specs[k.name] = k.spec
+		}
 	}
 	runs := map[*layout][]*running{}
 	for _, l := range ls {
-		for _, x := range incs {
-			var rn running
-			var err error
-			if rn.ga, rn.a, err = graphAnalytic(x.spec, l.root); err != nil {
+		for _, name := range names {
+			rn := &running{name: name}
+			spec := withRoot(specs[name], l.root)
+			if rn.a, err = newAnalytic(spec, l.root); err != nil {
 				return res, err
 			}
-			if rn.st, err = l.m.Stateful(views.StatefulOptions{}); err != nil {
+			if rn.ref, err = newAnalytic(spec, l.root); err != nil {
 				return res, err
 			}
-			defer rn.st.Close()
-			sec, err := timed(func() error { return rn.ga.Recompute(ctx, rn.st.View()) })
+			var sec float64
+			if name == "degree" {
+				if rn.sf, err = l.m.Stateful(views.StatefulOptions{}); err != nil {
+					return res, err
+				}
+				defer rn.sf.Close()
+				sec, err = timed(func() error { return rn.a.(analytics.GraphAnalytic).Recompute(ctx, rn.sf.View()) })
+			} else {
+				if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{}); err != nil {
+					return res, err
+				}
+				defer rn.ts.Close()
+				sec, err = timed(func() error {
+					u, err := rn.ts.Pull(ctx)
+					if err != nil {
+						return err
+					}
+					defer u.Done()
+					return rn.a.(analytics.TopoAnalytic).Recompute(ctx, u.G)
+				})
+			}
 			if err != nil {
 				return res, err
 			}
-			logf("%s under %s ids: first compute %.3fs", x.name, l.name, sec)
-			runs[l] = append(runs[l], &rn)
+			logf("%s under %s ids: first compute %.3fs", name, l.name, sec)
+			runs[l] = append(runs[l], rn)
 		}
 	}
-	var b engine.Batch
-	for i := 0; i < len(extra); i += cfg.BatchSize {
+	for bi, batch := range ops {
 		for _, l := range ls {
-			b.Reset()
-			for _, e := range extra[i:min(i+cfg.BatchSize, len(extra))] {
-				b.Insert(l.id(e.Src), l.id(e.Dst))
+			var b engine.Batch
+			for _, o := range batch {
+				switch o.Kind {
+				case engine.OpUpsert:
+					b.InsertWeighted(l.id(o.Src), l.id(o.Dst), o.Weight)
+				case engine.OpDeleteEdge:
+					b.DeleteEdge(l.id(o.Src), l.id(o.Dst))
+				case engine.OpDeleteVertex:
+					b.DeleteVertex(l.id(o.Src))
+				}
 			}
 			if _, err := l.store.Apply(&b); err != nil {
 				return res, err
 			}
 		}
-		res.Batches++
 		// Recompute on every third batch (they are slow) and the first.
-		recompute := res.Batches%3 == 1
-		for k, x := range incs {
+		recompute := bi%3 == 0
+		for k := range names {
 			for _, l := range ls {
 				rn := runs[l][k]
-				u, err := rn.st.Pull(ctx)
-				if err != nil {
-					return res, err
-				}
-				var re bool
-				sec, err := timed(func() error { re, err = rn.ga.Update(ctx, u); return err })
-				if err != nil {
-					return res, fmt.Errorf("%s under %s ids: %w", x.name, l.name, err)
-				}
-				if re {
-					return res, fmt.Errorf("%s under %s ids recomputed on an insert-only batch", x.name, l.name)
-				}
-				rn.incT = append(rn.incT, sec)
-				if x.name == "pagerank" {
-					l.fig.PageRankIterations += rn.a.Summary().(analytics.PageRankSummary).Iterations
-				}
-				if recompute {
-					sec, err := timed(func() error { return rn.ga.Recompute(ctx, u.View) })
-					if err != nil {
-						return res, err
-					}
-					rn.recT = append(rn.recT, sec)
+				if err := rn.step(ctx, recompute); err != nil {
+					return res, fmt.Errorf("%s under %s ids, batch %d: %w", rn.name, l.name, bi, err)
 				}
 			}
 		}
 	}
-	res.Speedups = map[string]float64{}
-	for k, x := range incs {
+	res.Incremental = map[string]*Incremental{}
+	for k, name := range names {
 		for _, l := range ls {
 			rn := runs[l][k]
-			l.fig.UpdateSec[x.name], l.fig.StreamRecomputeSec[x.name] = mean(rn.incT), mean(rn.recT)
+			l.fig.UpdateSec[name], l.fig.StreamRecomputeSec[name], l.fig.Fallbacks[name] = mean(rn.incT), mean(rn.reT), rn.fallbacks
 		}
-		*x.incS, *x.recS = dense.fig.UpdateSec[x.name], dense.fig.StreamRecomputeSec[x.name]
-		res.Speedups[x.name] = *x.recS / *x.incS
-		logf("%s: incremental %.5fs per batch, recompute %.3fs (%.0fx)", x.name, *x.incS, *x.recS, res.Speedups[x.name])
+		inc := &Incremental{UpdateSec: dense.fig.UpdateSec[name], RecomputeSec: dense.fig.StreamRecomputeSec[name],
+			Fallbacks: dense.fig.Fallbacks[name], Batches: len(ops)}
+		inc.Speedup = inc.RecomputeSec / inc.UpdateSec
+		res.Incremental[name] = inc
+		logf("%s: update %.5fs per batch, recompute %.4fs (%.1fx), %d fallbacks in %d batches", name, inc.UpdateSec, inc.RecomputeSec, inc.Speedup, inc.Fallbacks, inc.Batches)
 		for _, l := range ls[1:] {
-			// The incremental results agree too (pagerank stops at a
-			// tolerance: its ranks were compared on the static view).
-			if x.name != "pagerank" && x.name != "degree" {
-				if err := agreeUnder(x.name, runs[dense][k].a, runs[l][k].a, l.id, nv, cfg.Seed+1); err != nil {
+			if name != "pagerank" && name != "degree" {
+				if err := agreeUnder(name, runs[dense][k].a, runs[l][k].a, l.id, nv, cfg.Seed+1); err != nil {
 					return res, fmt.Errorf("after the stream, under %s ids: %w", l.name, err)
 				}
 			}
-			logf("%s: update under %s ids %.5fs, dense %.5fs (%.2fx)", x.name, l.name, l.fig.UpdateSec[x.name],
-				dense.fig.UpdateSec[x.name], l.fig.UpdateSec[x.name]/dense.fig.UpdateSec[x.name])
+			logf("%s: update under %s ids %.5fs, dense %.5fs (%.2fx)", name, l.name, l.fig.UpdateSec[name],
+				dense.fig.UpdateSec[name], l.fig.UpdateSec[name]/dense.fig.UpdateSec[name])
 		}
+	}
+	if tst := dense.m.Topology().Stats(); tst.Advances > 0 {
+		res.Topology.AdvanceSec = tst.Advance.Seconds() / float64(tst.Advances)
+		res.Topology.EdgesAfterBatch = tst.Edges
+	}
+
+	// 3. The kernels on the advanced topology.
+	if err := kernelRuns("fresh"); err != nil {
+		return res, err
 	}
 	for _, l := range ls[1:] {
 		ratios := map[string]float64{}
@@ -604,7 +775,153 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.KeysOverDense = ratios
 		}
 	}
+	if m, err := bench.ReadMemory(); err == nil {
+		res.PeakRSSBytes = m.PeakRSS
+	}
 	return res, nil
+}
+
+// running is one analytic following the stream under one layout.
+type running struct {
+	name      string
+	a, ref    analytics.Analytic
+	ts        *views.TopoStream // nil: degree (a stateful view)
+	sf        *views.Stateful
+	incT, reT []float64
+	fallbacks int
+}
+
+// step pulls one batch into the analytic and times its update; when
+// recompute is set it also times a recompute on the same graph, into a
+// second instance whose result must equal the update's.
+func (rn *running) step(ctx context.Context, recompute bool) error {
+	var re bool
+	if rn.ts != nil {
+		u, err := rn.ts.Pull(ctx)
+		if err != nil {
+			return err
+		}
+		defer u.Done()
+		if u.Lost {
+			return errors.New("the topology stream lost operations")
+		}
+		ta := rn.a.(analytics.TopoAnalytic)
+		sec, err := timed(func() error { re, err = ta.Update(ctx, u.G, u.Edges); return err })
+		if err != nil {
+			return err
+		}
+		rn.incT = append(rn.incT, sec)
+		if recompute {
+			sec, err := timed(func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) })
+			if err != nil {
+				return err
+			}
+			rn.reT = append(rn.reT, sec)
+			if err := sameResult(rn.name, rn.a, rn.ref, u.G); err != nil {
+				return fmt.Errorf("the update and a recompute disagree: %w", err)
+			}
+		}
+	} else {
+		u, err := rn.sf.Pull(ctx)
+		if err != nil {
+			return err
+		}
+		ga := rn.a.(analytics.GraphAnalytic)
+		sec, err := timed(func() error { re, err = ga.Update(ctx, u); return err })
+		if err != nil {
+			return err
+		}
+		rn.incT = append(rn.incT, sec)
+		if recompute {
+			sec, err := timed(func() error { return rn.ref.(analytics.GraphAnalytic).Recompute(ctx, u.View) })
+			if err != nil {
+				return err
+			}
+			rn.reT = append(rn.reT, sec)
+		}
+	}
+	if re {
+		rn.fallbacks++
+	}
+	return nil
+}
+
+// sameResult checks an updated analytic against a recompute on g, at
+// every vertex index: equal levels, distances and partitions; PageRank
+// within what its tolerance allows (each is within tol*d/(1-d) of the
+// fixpoint in L1).
+func sameResult(name string, up, re analytics.Analytic, g *views.Topo) error {
+	l1 := 0.0
+	var firstU, firstR = map[uint64]uint64{}, map[uint64]uint64{}
+	for i := 0; i < g.Len(); i++ {
+		v := g.IDs.ID(i)
+		a, _ := up.Vertex(v)
+		b, _ := re.Vertex(v)
+		switch x := a.(type) {
+		case analytics.VertexRank:
+			l1 += math.Abs(x.Rank - b.(analytics.VertexRank).Rank)
+			continue
+		case analytics.VertexComponent:
+			// The same partition: map each side's names onto the other's.
+			y := b.(analytics.VertexComponent)
+			if w, ok := firstU[x.Component]; ok && w != y.Component || x.Size != y.Size {
+				return fmt.Errorf("%s: vertex %d: %+v after the update, %+v recomputed", name, v, x, y)
+			}
+			if w, ok := firstR[y.Component]; ok && w != x.Component {
+				return fmt.Errorf("%s: vertex %d: %+v after the update, %+v recomputed", name, v, x, y)
+			}
+			firstU[x.Component], firstR[y.Component] = y.Component, x.Component
+			continue
+		}
+		if a != b {
+			return fmt.Errorf("%s: vertex %d: %+v after the update, %+v recomputed", name, v, a, b)
+		}
+	}
+	if s := up.Spec(); s.Type == "pagerank" {
+		if lim := 2 * s.Tolerance * s.Damping / (1 - s.Damping) * 1.01; l1 > lim {
+			return fmt.Errorf("pagerank: the ranks differ by %g in L1, more than its tolerance allows (%g)", l1, lim)
+		}
+	}
+	return nil
+}
+
+// streamOps cuts the streamed share into batches of cfg.BatchSize
+// operations: upserts of the extra edges, deletes of existing edges drawn
+// at random (loaded or streamed before), and vertex deletes of vertices
+// with edges.
+func streamOps(edges, extra []wedge, cfg Config) [][]engine.Op {
+	r := rand.New(rand.NewPCG(cfg.Seed, 99))
+	live := make([][2]uint64, 0, len(edges)+len(extra))
+	for _, e := range edges {
+		live = append(live, [2]uint64{e.src, e.dst})
+	}
+	var out [][]engine.Op
+	next := 0
+	for next < len(extra) {
+		batch := make([]engine.Op, 0, cfg.BatchSize)
+		for len(batch) < cfg.BatchSize && next < len(extra) {
+			x := r.Float64()
+			switch {
+			case x < cfg.DeleteFraction && len(live) > 0:
+				k := r.IntN(len(live))
+				e := live[k]
+				live[k] = live[len(live)-1]
+				live = live[:len(live)-1]
+				batch = append(batch, engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge})
+			case x < cfg.DeleteFraction+cfg.VertexDeleteFraction && len(live) > 0:
+				// A vertex with edges (its edges stay in live: deleting one
+				// of them again is a delete of a missing edge, as happens).
+				batch = append(batch, engine.Op{Src: live[r.IntN(len(live))][0], Kind: engine.OpDeleteVertex})
+			default:
+				e := extra[next]
+				next++
+				batch = append(batch, engine.Op{Src: e.src, Dst: e.dst, Weight: e.w, Kind: engine.OpUpsert})
+				live = append(live, [2]uint64{e.src, e.dst})
+			}
+		}
+		out = append(out, batch)
+	}
+	return out
 }
 
 // agreeUnder checks that an analytic computed under other ids (d, whose
@@ -642,7 +959,7 @@ func agreeUnder(name string, a, d analytics.Analytic, id func(uint64) uint64, nv
 			return fmt.Errorf("%s: no comparison for %T", name, ra)
 		}
 		if bad {
-			return fmt.Errorf("%s disagrees on vertex %d (id %d): %+v under the generated ids, %+v", name, v, id(v), ra, rd)
+			return fmt.Errorf("%s disagrees on vertex %d (id %d): %+v vs %+v", name, v, id(v), ra, rd)
 		}
 	}
 	return nil
@@ -654,36 +971,4 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(max(1, len(xs)))
-}
-
-// agree checks that an analytic computed on the view and on the CSR gave
-// the same answer.
-func agree(name string, v, c analytics.Analytic) error {
-	switch sv := v.Summary().(type) {
-	case analytics.BFSSummary:
-		sc := c.Summary().(analytics.BFSSummary)
-		if fmt.Sprint(sv.Levels) != fmt.Sprint(sc.Levels) {
-			return fmt.Errorf("bfs on the view and on the csr disagree: levels %v vs %v", sv.Levels, sc.Levels)
-		}
-	case analytics.WCCSummary:
-		sc := c.Summary().(analytics.WCCSummary)
-		if sv.Components != sc.Components || sv.Largest != sc.Largest {
-			return fmt.Errorf("wcc on the view and on the csr disagree: %+v vs %+v", sv, sc)
-		}
-	case analytics.PageRankSummary:
-		sc := c.Summary().(analytics.PageRankSummary)
-		if len(sv.Top) != len(sc.Top) {
-			return fmt.Errorf("pagerank on the view and on the csr disagree: %+v vs %+v", sv.Top, sc.Top)
-		}
-		for i := range sv.Top {
-			// Both start from 1/N at the N vertices with edges; the sums
-			// run in different orders (rounding).
-			if sv.Top[i].Vertex != sc.Top[i].Vertex || math.Abs(sv.Top[i].Rank-sc.Top[i].Rank) > 1e-6*sc.Top[i].Rank {
-				return fmt.Errorf("pagerank on the view and on the csr disagree: %+v vs %+v", sv.Top, sc.Top)
-			}
-		}
-	default:
-		return fmt.Errorf("%s: no comparison", name)
-	}
-	return nil
 }

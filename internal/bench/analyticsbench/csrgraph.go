@@ -1,74 +1,78 @@
 package analyticsbench
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/staticcsr"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// errCSRNoIn: the static CSR holds out-edges only.
-var errCSRNoIn = errors.New("analyticsbench: the static CSR has no in-edges")
+var _ views.Graph = (*edgeGraph)(nil)
 
-var _ views.Graph = csrGraph{}
-
-// csrGraph adapts a static in-memory CSR (out-edges, no weights) to
-// views.Graph:
-// the baseline that analytics on views are measured against.
-type csrGraph struct {
-	C  *staticcsr.CSR
-	Sq uint64 // reported by Seq
+// edgeGraph is a plain in-memory CSR of an edge list (sorted by source,
+// then head; a repeated edge kept once, with its last weight), read as a
+// views.Graph: what views.BuildTopo makes the baseline topology of.
+type edgeGraph struct {
+	n    uint64
+	off  []int64
+	dst  []uint64
+	w    []float64 // nil: every weight is 1
+	vids []uint64  // sources with edges, in order
 }
 
-func (g csrGraph) IDs() (views.IDSpace, error) { return views.DenseIDs(g.C.NumVertices()), nil }
-func (g csrGraph) Seq() uint64                 { return g.Sq }
-func (g csrGraph) HasIn() bool                 { return false }
+func newEdgeGraph(n uint64, edges []wedge) *edgeGraph {
+	es := slices.Clone(edges)
+	slices.SortStableFunc(es, func(a, b wedge) int { return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst)) })
+	g := &edgeGraph{n: n}
+	weighted := false
+	for k, e := range es {
+		if k+1 < len(es) && es[k+1].src == e.src && es[k+1].dst == e.dst {
+			continue // the last of the repeats wins
+		}
+		if len(g.vids) == 0 || g.vids[len(g.vids)-1] != e.src {
+			g.vids = append(g.vids, e.src)
+			g.off = append(g.off, int64(len(g.dst)))
+		}
+		g.dst = append(g.dst, e.dst)
+		g.w = append(g.w, e.w)
+		weighted = weighted || e.w != 1
+	}
+	g.off = append(g.off, int64(len(g.dst)))
+	if !weighted {
+		g.w = nil
+	}
+	return g
+}
 
-func (g csrGraph) Each(dir engine.Direction, _ bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
+func (g *edgeGraph) IDs() (views.IDSpace, error) { return views.DenseIDs(g.n), nil }
+func (g *edgeGraph) Seq() uint64                 { return 0 }
+func (g *edgeGraph) HasIn() bool                 { return false }
+
+func (g *edgeGraph) Each(dir engine.Direction, weights bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
 	if dir != engine.Out {
 		return errCSRNoIn
 	}
-	n := g.C.NumVertices()
-	for v := uint64(0); v < n; v++ {
-		if nb := g.C.Neighbors(v); len(nb) > 0 {
-			f(v, nb, nil)
+	for k, v := range g.vids {
+		var ws []float64
+		if weights && g.w != nil {
+			ws = g.w[g.off[k]:g.off[k+1]]
 		}
+		f(v, g.dst[g.off[k]:g.off[k+1]], ws)
 	}
 	return nil
 }
 
-func (g csrGraph) GatherEach(vids []uint64, dir engine.Direction, _ bool, f func(i int, nbrs []uint64, ws []float64)) error {
-	if dir != engine.Out {
-		return errCSRNoIn
-	}
-	n := g.C.NumVertices()
-	for i, v := range vids {
-		if v < n {
-			f(i, g.C.Neighbors(v), nil)
-		} else {
-			f(i, nil, nil)
-		}
-	}
-	return nil
+func (g *edgeGraph) GatherEach([]uint64, engine.Direction, bool, func(int, []uint64, []float64)) error {
+	return errCSRNoGather
 }
 
-func (g csrGraph) GatherEachLimit(vids []uint64, dir engine.Direction, _ bool, maxEdges int,
-	f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error) {
-	if dir != engine.Out {
-		return 0, 0, errCSRNoIn
-	}
-	n := g.C.NumVertices()
-	for i, v := range vids {
-		var nb []uint64
-		if v < n {
-			nb = g.C.Neighbors(v)
-		}
-		if read+len(nb) > maxEdges {
-			break
-		}
-		f(i, nb, nil)
-		done, read = i+1, read+len(nb)
-	}
-	return done, read, nil
+func (g *edgeGraph) GatherEachLimit([]uint64, engine.Direction, bool, int, func(int, []uint64, []float64)) (int, int, error) {
+	return 0, 0, errCSRNoGather
 }
+
+var (
+	errCSRNoIn     = errors.New("analyticsbench: the plain CSR holds out-edges only")
+	errCSRNoGather = errors.New("analyticsbench: the plain CSR is read whole (views.BuildTopo), not gathered")
+)

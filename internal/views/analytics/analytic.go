@@ -23,6 +23,19 @@ type GraphAnalytic interface {
 	Update(ctx context.Context, u *views.Update) (recomputed bool, err error)
 }
 
+// TopoAnalytic is maintained over the Manager's shared topology (bfs, wcc,
+// pagerank, sssp): computed from scratch on it, then kept up to date one
+// Update at a time. Calls are serialized by the Registry, each with the
+// topology read-locked; Result and Vertex may run concurrently with them.
+type TopoAnalytic interface {
+	// Recompute replaces the state with one computed from scratch on g.
+	Recompute(ctx context.Context, g *views.Topo) error
+	// Update brings the state to g, applying edges: the operations between
+	// the state's seq and g.Seq, in order. It may recompute when the change
+	// cannot be applied incrementally; it reports whether it did.
+	Update(ctx context.Context, g *views.Topo, edges []views.Edge) (recomputed bool, err error)
+}
+
 // StreamAnalytic is maintained over a stateless stream view with a window.
 type StreamAnalytic interface {
 	// Consume applies one pulled batch: the new operations and those that
@@ -32,7 +45,7 @@ type StreamAnalytic interface {
 	Reset()
 }
 
-// Analytic is what every built-in implements, with one of the two above.
+// Analytic is what every built-in implements, with one of the three above.
 type Analytic interface {
 	Spec() Spec
 	// Summary is the analytic's current result in JSON-able form.
@@ -70,7 +83,8 @@ type Spec struct {
 	// 1) and at most once per Interval (default 0: as soon as they exist).
 	BatchSize int           `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
 	Interval  time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	// Stale: read views of flushed data only (graph analytics).
+	// Stale: read views of flushed data only (degree and fraud; bfs, wcc,
+	// pagerank and sssp read the in-memory topology, always fresh).
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
 	// MaxBehind: when more operations than this wait for one pull, the
 	// analytic does not read them one by one but recomputes from the new
@@ -135,8 +149,9 @@ type kind struct {
 	// monitor: it raises alerts over a threshold; window: over a sliding
 	// window of operations or time.
 	monitor, window bool
-	// stream: it reads a plain stream view (no views of the graph).
-	stream bool
+	// stream: it reads a plain stream view (no views of the graph); topo:
+	// it reads the Manager's topology.
+	stream, topo bool
 	// perVertex is the memory of its state per vertex index; fixed, if
 	// set, what it may hold besides (fraud: one pull's memory).
 	perVertex int64
@@ -147,11 +162,11 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{name: "bfs", root: true, perVertex: 4, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
-	{name: "wcc", perVertex: 12, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
-	{name: "pagerank", perVertex: 17, settings: (*Spec).pagerankSettings,
+	{name: "bfs", topo: true, root: true, perVertex: 4, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
+	{name: "wcc", topo: true, perVertex: 12, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
+	{name: "pagerank", topo: true, perVertex: 17, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
-	{name: "sssp", root: true, perVertex: 8, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
+	{name: "sssp", topo: true, root: true, perVertex: 8, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
 	{name: "degree", monitor: true, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
 	{name: "fanin", monitor: true, window: true, stream: true,
@@ -215,6 +230,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.MaxBehind < s.BatchSize {
 		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
+	}
+	if k.topo && s.Stale {
+		return bad("stale applies to degree and fraud only: %s reads the in-memory topology, which is always fresh and as cheap to read", s.Type)
 	}
 	if k.root && s.Root == "" {
 		return bad("%s needs a root vertex (root: <id or key>)", s.Type)

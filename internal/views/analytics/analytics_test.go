@@ -150,42 +150,85 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 // a few batches and one pull + Update, calling check after each with the
 // oracle graph at the update's seq. It returns how many updates were
 // incremental and how many recomputed.
-func (h *harness) drive(a GraphAnalytic, rounds int, insertOnly, vdel bool, window views.Window,
+func (h *harness) drive(a Analytic, rounds int, insertOnly, vdel bool, window views.Window,
 	check func(g edges, u *views.Update)) (incr, recomp int) {
 	h.t.Helper()
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		h.batch(20, true, false)
 	}
-	st, err := h.m.Stateful(views.StatefulOptions{StreamOptions: views.StreamOptions{Window: window}})
-	if err != nil {
-		h.t.Fatal(err)
+	// pull returns the next update's seq, whether it recomputed, and what
+	// check gets (nil for the first compute).
+	var pull func(first bool) (uint64, bool, *views.Update)
+	switch a := a.(type) {
+	case TopoAnalytic:
+		st, err := h.m.Topology().Stream(views.StreamOptions{})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		defer st.Close()
+		pull = func(first bool) (uint64, bool, *views.Update) {
+			u, err := st.Pull(ctx)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			defer u.Done()
+			if first != u.Lost {
+				h.t.Fatalf("first pull %v, lost %v", first, u.Lost)
+			}
+			if first {
+				if err := a.Recompute(ctx, u.G); err != nil {
+					h.t.Fatal(err)
+				}
+				return u.G.Seq, true, nil
+			}
+			re, err := a.Update(ctx, u.G, u.Edges)
+			if err != nil {
+				h.t.Fatalf("update: %v", err)
+			}
+			return u.G.Seq, re, &views.Update{Edges: u.Edges}
+		}
+	case GraphAnalytic:
+		st, err := h.m.Stateful(views.StatefulOptions{StreamOptions: views.StreamOptions{Window: window}})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		defer st.Close()
+		pull = func(first bool) (uint64, bool, *views.Update) {
+			if first {
+				if err := a.Recompute(ctx, st.View()); err != nil {
+					h.t.Fatal(err)
+				}
+				return st.View().Seq(), true, nil
+			}
+			u, err := st.Pull(ctx)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			re, err := a.Update(ctx, u)
+			if err != nil {
+				h.t.Fatalf("update: %v", err)
+			}
+			return u.View.Seq(), re, u
+		}
+	default:
+		h.t.Fatalf("%T is driven by neither a topology nor a stateful stream", a)
 	}
-	defer st.Close()
-	if err := a.Recompute(ctx, st.View()); err != nil {
-		h.t.Fatal(err)
-	}
-	check(h.states[st.View().Seq()], nil)
+	seq, _, _ := pull(true)
+	check(h.states[seq], nil)
 	for round := 0; round < rounds; round++ {
 		for i := 0; i < 1+h.r.IntN(3); i++ {
 			h.batch(1+h.r.IntN(12), insertOnly, vdel)
 		}
-		u, err := st.Pull(ctx)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		re, err := a.Update(ctx, u)
-		if err != nil {
-			h.t.Fatalf("round %d: update: %v", round, err)
-		}
+		seq, re, u := pull(false)
 		if re {
 			recomp++
 		} else {
 			incr++
 		}
-		g, ok := h.states[u.View.Seq()]
+		g, ok := h.states[seq]
 		if !ok {
-			h.t.Fatalf("no oracle state at seq %d", u.View.Seq())
+			h.t.Fatalf("no oracle state at seq %d", seq)
 		}
 		check(g, u)
 	}
@@ -362,7 +405,7 @@ func TestPageRankColdStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := newPageRank(spec)
-			if err := a.Recompute(context.Background(), v); err != nil {
+			if err := a.Recompute(context.Background(), topoOf(t, v)); err != nil {
 				t.Fatal(err)
 			}
 			want := refPRSteps(g, 0.85, steps)
@@ -412,7 +455,7 @@ func TestSSSPRejectsNegativeWeights(t *testing.T) {
 	}
 	v, _ := h.m.Static(views.StaticOptions{})
 	defer v.Release()
-	if err := a.Recompute(context.Background(), v); err != nil {
+	if err := a.Recompute(context.Background(), topoOf(t, v)); err != nil {
 		t.Fatal(err)
 	}
 	if s := a.Summary().(SSSPSummary); s.Error == "" {
@@ -678,4 +721,14 @@ func TestFraudPullLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// topoOf builds the topology of a view.
+func topoOf(t testing.TB, v views.Graph) *views.Topo {
+	t.Helper()
+	g, err := views.BuildTopo(context.Background(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

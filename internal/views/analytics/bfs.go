@@ -2,9 +2,7 @@ package analytics
 
 import (
 	"context"
-	"slices"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -35,168 +33,103 @@ func newBFS(s Spec, root uint64) *bfs { return &bfs{spec: s, root: root} }
 
 func (a *bfs) Spec() Spec { return a.spec }
 
-// bfsLevels computes the levels from root on g: top-down, reading the
-// frontier's neighbors with one Gather when it is small and with one scan
-// of the whole graph when it is large.
-func bfsLevels(ctx context.Context, g views.Graph, root uint64) (*bfsState, error) {
-	ids, err := g.IDs()
-	if err != nil {
-		return nil, err
+// index is v's index in g, -1 when g has none.
+func index(g *views.Topo, v uint64) int32 {
+	if i, ok := g.IDs.Index(v); ok {
+		return int32(i)
 	}
-	st := &bfsState{ids: ids, level: make([]int32, ids.Len()), seq: g.Seq()}
-	for i := range st.level {
-		st.level[i] = -1
-	}
-	ri, ok := ids.Index(root)
-	if !ok {
-		return st, nil // the root has no edges: it reaches nothing
-	}
-	st.level[ri] = 0
-	frontier := []uint64{root}
-	var next []uint64
-	tr := &translator{ids: ids}
-	for cur := int32(0); len(frontier) > 0; cur++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		next = next[:0]
-		visit := func(nb []uint64) {
-			js := tr.of(nb)
-			for k, j := range js {
-				if st.level[j] == -1 {
-					st.level[j] = cur + 1
-					next = append(next, nb[k])
-				}
-			}
-		}
-		var err error
-		if len(frontier) > ids.Len()/32 {
-			err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-				if i, ok := ids.Index(v); ok && st.level[i] == cur {
-					visit(nb)
-				} else if !ok {
-					tr.fail(v)
-				}
-			})
-		} else {
-			slices.Sort(frontier)
-			err = g.GatherEach(frontier, engine.Out, false, func(_ int, nb []uint64, _ []float64) { visit(nb) })
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := tr.err(); err != nil {
-			return nil, err
-		}
-		frontier, next = next, frontier
-	}
-	return st, nil
+	return -1
 }
 
-func (a *bfs) Recompute(ctx context.Context, g views.Graph) error {
-	st, err := bfsLevels(ctx, g, a.root)
+func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
+	level, err := bfsKernel(ctx, g, index(g, a.root))
 	if err != nil {
 		return err
 	}
-	a.swap(st)
+	a.swap(&bfsState{ids: g.IDs, level: level, seq: g.Seq})
 	return nil
 }
 
-func (a *bfs) Update(ctx context.Context, u *views.Update) (bool, error) {
-	if u.Lost {
-		return true, a.Recompute(ctx, u.View)
-	}
+func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids, err := u.View.IDs()
-	if err != nil {
-		return false, err
-	}
 	var lvl func(uint64) int32
-	st.level, lvl = rooted(st.level, st.ids, ids, a.root, 0, -1)
-	st.ids = ids
-	n := net(u.Edges)
+	st.level, lvl = rooted(st.level, st.ids, g.IDs, a.root, 0, -1)
+	st.ids = g.IDs
+	n := net(edges)
 	recompute := false
 	for _, x := range n.VDels {
 		recompute = recompute || lvl(x) >= 0
 	}
-	var heads []uint64
+	// A tight deleted edge's head keeps its level when it keeps an
+	// in-neighbor one level up (by induction on the level, when every
+	// such head does).
 	for _, d := range n.Deletes {
-		if la := lvl(d[0]); la >= 0 && lvl(d[1]) == la+1 {
-			heads = append(heads, d[1])
+		if recompute {
+			break
 		}
-	}
-	if !recompute && len(heads) > 0 {
-		if !u.View.HasIn() {
-			recompute = true
-		} else {
-			slices.Sort(heads)
-			heads = slices.Compact(heads)
-			err := u.View.GatherEach(heads, engine.In, false, func(i int, nb []uint64, _ []float64) {
-				want := lvl(heads[i]) - 1
-				for _, w := range nb {
-					if lvl(w) == want {
-						return
-					}
-				}
-				recompute = true
-			})
-			if err != nil {
-				return false, err
+		la := lvl(d[0])
+		if la < 0 || lvl(d[1]) != la+1 {
+			continue
+		}
+		b := index(g, d[1])
+		found := false
+		for _, w := range g.In.Nbrs(b) {
+			if st.level[w] == la {
+				found = true
+				break
 			}
 		}
+		recompute = !found
 	}
 	if recompute {
-		return true, a.unlocked(func() error { return a.Recompute(ctx, u.View) })
+		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
 	// Inserts lower levels: relax from the new edges, level by level.
-	buckets := map[int32][]uint64{}
-	minL := int32(-1)
-	missing, bad := uint64(0), false
-	set := func(v uint64, l int32) {
-		i, ok := ids.Index(v)
-		if !ok {
-			missing, bad = v, true
-			return
-		}
-		if st.level[i] == -1 || l < st.level[i] {
-			st.level[i] = l
-			buckets[l] = append(buckets[l], v)
-			if minL == -1 || l < minL {
-				minL = l
-			}
-		}
-	}
+	var frontier, next []int32
 	for _, op := range n.Upserts {
 		if la := lvl(op.Src); la >= 0 {
-			set(op.Dst, la+1)
+			j := index(g, op.Dst)
+			if j < 0 {
+				return false, unindexed(op.Dst)
+			}
+			if l := st.level[j]; l < 0 || la+1 < l {
+				st.level[j] = la + 1
+				frontier = append(frontier, j)
+			}
 		}
 	}
-	for l := minL; l >= 0 && len(buckets) > 0; l++ {
-		vs := buckets[l]
-		delete(buckets, l)
-		keep := vs[:0]
-		for _, v := range vs {
-			if lvl(v) == l {
-				keep = append(keep, v)
+	// Relax in order of level: a bucket queue over the levels met.
+	buckets := map[int32][]int32{}
+	for _, j := range frontier {
+		buckets[st.level[j]] = append(buckets[st.level[j]], j)
+	}
+	for len(buckets) > 0 {
+		l := int32(-1)
+		for k := range buckets {
+			if l < 0 || k < l {
+				l = k
 			}
 		}
-		slices.Sort(keep)
-		keep = slices.Compact(keep)
-		err := u.View.GatherEach(keep, engine.Out, false, func(_ int, nb []uint64, _ []float64) {
-			for _, w := range nb {
-				set(w, l+1)
+		next = append(next[:0], buckets[l]...)
+		delete(buckets, l)
+		for _, u := range next {
+			if st.level[u] != l {
+				continue
 			}
-		})
-		if err != nil {
+			for _, w := range g.Out.Nbrs(u) {
+				if lw := st.level[w]; lw < 0 || l+1 < lw {
+					st.level[w] = l + 1
+					buckets[l+1] = append(buckets[l+1], w)
+				}
+			}
+		}
+		if err := ctx.Err(); err != nil {
 			return false, err
 		}
 	}
-	if bad {
-		return false, unindexed(missing)
-	}
-	st.seq = u.View.Seq()
+	st.seq = g.Seq
 	return false, nil
 }
 

@@ -68,47 +68,6 @@ func unindexed(v uint64) error {
 	return fmt.Errorf("analytics: vertex %d has no index in the view's id space", v)
 }
 
-// translator turns neighbor lists into dense indexes a list at a time
-// (views.IDSpace.Indexes, which fetches the hash table's slots for a group
-// of ids before probing any), reusing one buffer, and remembers the first
-// id the space lacked.
-type translator struct {
-	ids     views.IDSpace
-	buf     []int32
-	missing uint64
-	bad     bool
-}
-
-// of returns the indexes of nb, valid until the next call. When some id
-// of nb is not in the space it returns those before it, and err reports
-// it.
-func (t *translator) of(nb []uint64) []int32 {
-	if cap(t.buf) < len(nb) {
-		t.buf = make([]int32, max(len(nb), 2*cap(t.buf), 256))
-	}
-	x := t.buf[:len(nb)]
-	if k := t.ids.Indexes(nb, x); k < len(nb) {
-		t.fail(nb[k])
-		return x[:k]
-	}
-	return x
-}
-
-// fail records v as missing from the space.
-func (t *translator) fail(v uint64) {
-	if !t.bad {
-		t.missing, t.bad = v, true
-	}
-}
-
-// err is the error of the first id missing, nil when none was.
-func (t *translator) err() error {
-	if t.bad {
-		return unindexed(t.missing)
-	}
-	return nil
-}
-
 // sliceBytes is the memory of a slice's backing array.
 func sliceBytes[T any](a []T) int64 {
 	var zero T

@@ -2,12 +2,10 @@ package analytics
 
 import (
 	"context"
-	"math"
 	"slices"
 	"sort"
 	"sync/atomic"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -43,136 +41,31 @@ func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 
 func (a *pagerank) Spec() Spec { return a.spec }
 
-// prIterate runs power iterations on g from rank (indexed by ids, g's space,
-// updated in place) and returns the state holding it. A cold start (rank
-// nil) starts from 1/N at each of the N present vertices, whatever else the
-// id space holds (ids of an identity region without edges).
-func prIterate(ctx context.Context, g views.Graph, ids views.IDSpace, rank []float64, d, tol float64, maxIter int, track *atomic.Int64) (*prState, error) {
-	cold := rank == nil
-	if cold {
-		// Every index at 1 for the first scan; once it has found the
-		// present vertices, the first iteration is scaled to 1/N (the
-		// scan is linear in the ranks).
-		rank = make([]float64, ids.Len())
-		for i := range rank {
-			rank[i] = 1
-		}
-	}
-	n := ids.Len()
-	next := make([]float64, n)
-	present := make([]bool, n)
-	if track != nil {
-		track.Store(sliceBytes(next) + sliceBytes(present) + sliceBytes(rank))
-		defer track.Store(0)
-	}
-	st := &prState{ids: ids, seq: g.Seq()}
-	tr := &translator{ids: ids}
-	for it := 0; it < maxIter; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		clear(next)
-		clear(present)
-		srcMass := 0.0
-		err := g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-			i, ok := ids.Index(v)
-			if !ok {
-				tr.fail(v)
-				return
-			}
-			present[i] = true
-			r := rank[i]
-			srcMass += r
-			share := r / float64(len(nb))
-			js := tr.of(nb)
-			for _, j := range js {
-				next[j] += share
-				present[j] = true
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := tr.err(); err != nil {
-			return nil, err
-		}
-		np := 0
-		for _, p := range present {
-			if p {
-				np++
-			}
-		}
-		if cold && it == 0 && np > 0 {
-			f := 1 / float64(np)
-			for i, p := range present {
-				next[i] *= f
-				rank[i] = 0
-				if p {
-					rank[i] = f
-				}
-			}
-			srcMass *= f
-		}
-		mass := 0.0
-		for i, p := range present {
-			if p {
-				mass += rank[i]
-			}
-		}
-		st.present = np
-		if np == 0 {
-			clear(rank)
-			st.iterations, st.delta = it+1, 0
-			break
-		}
-		base := (1-d)/float64(np) + d*(mass-srcMass)/float64(np)
-		delta := 0.0
-		for i, p := range present {
-			x := 0.0
-			if p {
-				x = d*next[i] + base
-			}
-			delta += math.Abs(x - rank[i])
-			rank[i] = x
-		}
-		st.iterations, st.delta = it+1, delta
-		if delta <= tol {
-			break
-		}
-	}
-	st.rank = rank
-	return st, nil
-}
-
-func (a *pagerank) run(ctx context.Context, g views.Graph, warm *prState) error {
-	ids, err := g.IDs()
-	if err != nil {
-		return err
-	}
+func (a *pagerank) run(ctx context.Context, g *views.Topo, warm *prState) error {
 	var rank []float64 // nil: a cold start
 	if warm != nil {
-		rank = resize(slices.Clone(warm.rank), warm.ids, ids, 0)
+		rank = resize(slices.Clone(warm.rank), warm.ids, g.IDs, 0)
 	}
-	st, err := prIterate(ctx, g, ids, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations, &a.running)
+	// The run holds its contributions and the warm start's copy.
+	a.running.Store(2 * 8 * int64(g.Len()))
+	defer a.running.Store(0)
+	rank, np, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
 		return err
 	}
-	a.swap(st)
+	a.swap(&prState{ids: g.IDs, rank: rank, seq: g.Seq, present: np, iterations: iters, delta: delta})
 	return nil
 }
 
-func (a *pagerank) Recompute(ctx context.Context, g views.Graph) error { return a.run(ctx, g, nil) }
+func (a *pagerank) Recompute(ctx context.Context, g *views.Topo) error { return a.run(ctx, g, nil) }
 
 // Update warm-starts from the previous ranks; a vertex that appears starts
 // at 0 and the iteration redistributes mass to it.
-func (a *pagerank) Update(ctx context.Context, u *views.Update) (bool, error) {
-	if u.Lost {
-		return true, a.Recompute(ctx, u.View)
-	}
+func (a *pagerank) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (bool, error) {
 	a.mu.RLock()
 	warm := a.st
 	a.mu.RUnlock()
-	return false, a.run(ctx, u.View, warm)
+	return false, a.run(ctx, g, warm)
 }
 
 // PageRankSummary is the result of a pagerank analytic.

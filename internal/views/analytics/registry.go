@@ -186,8 +186,12 @@ type streamView interface{ Close() }
 func (r *Registry) open(s Spec) (streamView, error) {
 	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration},
 		MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
-	if k, _ := kindOf(s.Type); k.stream {
+	k, _ := kindOf(s.Type)
+	if k.stream {
 		return r.m.Stream(so)
+	}
+	if k.topo {
+		return r.m.Topology().Stream(views.StreamOptions{BatchSize: so.BatchSize, MaxBehind: so.MaxBehind})
 	}
 	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
 }
@@ -296,6 +300,33 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			}
 			t0 = time.Now()
 			re, err := a.Update(ctx, u)
+			if err != nil {
+				return err
+			}
+			e.record(re, time.Since(t0), nil)
+			r.observe(s.Name, re, time.Since(t0))
+		}
+	case TopoAnalytic:
+		st := sv.(*views.TopoStream)
+		t0 := time.Now()
+		for first := true; ; first = false {
+			if !first {
+				if err := pace(ctx, s.Interval, t0); err != nil {
+					return err
+				}
+			}
+			u, err := st.Pull(ctx)
+			if err != nil {
+				return err
+			}
+			t0 = time.Now()
+			re := u.Lost
+			if re {
+				err = a.Recompute(ctx, u.G)
+			} else {
+				re, err = a.Update(ctx, u.G, u.Edges)
+			}
+			u.Done()
 			if err != nil {
 				return err
 			}
@@ -517,9 +548,9 @@ type memoryReporter interface{ MemoryBytes() int64 }
 type cutShorter interface{ PullsCutShort() uint64 }
 
 // MemoryBytes is what the analytics hold in all, the views' shared vertex
-// index included.
+// index and topology included.
 func (r *Registry) MemoryBytes() int64 {
-	n := r.m.IndexStats().Bytes
+	n := r.m.IndexStats().Bytes + r.m.Topology().Bytes()
 	for _, e := range r.list() {
 		if m, ok := e.a.(memoryReporter); ok {
 			n += m.MemoryBytes()

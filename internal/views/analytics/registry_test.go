@@ -42,8 +42,8 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		{Type: "bfs", Root: fmt.Sprint(spreadID(2))},
 		{Type: "wcc", BatchSize: 10},
 		{Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000, Interval: 5 * time.Millisecond},
-		{Type: "sssp", Root: fmt.Sprint(spreadID(3)), Stale: true},
-		{Type: "degree", Direction: "both", Threshold: 4},
+		{Type: "sssp", Root: fmt.Sprint(spreadID(3))},
+		{Type: "degree", Direction: "both", Threshold: 4, Stale: true},
 		{Type: "fanin", Threshold: 3, WindowEdges: 30},
 		{Name: "out", Type: "fanout", Threshold: 3, WindowDuration: time.Second},
 		{Type: "fraud", Threshold: 5, MaxCycle: 4},
@@ -57,7 +57,8 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		t.Fatalf("duplicate name: %v", err)
 	}
 	for _, bad := range []Spec{{Type: "nope"}, {Type: "bfs"}, {Type: "pagerank", Damping: 2}, {Type: "fanin"},
-		{Type: "fraud", Threshold: 1, MaxCycle: 20}, {Type: "bfs", Root: "x"}, {Name: "a b", Type: "wcc"}} {
+		{Type: "fraud", Threshold: 1, MaxCycle: 20}, {Type: "bfs", Root: "x"}, {Name: "a b", Type: "wcc"},
+		{Type: "sssp", Root: "1", Stale: true}} {
 		if _, err := r.Register(bad); err == nil {
 			t.Fatalf("spec %+v accepted", bad)
 		}

@@ -1,13 +1,10 @@
 package analytics
 
 import (
-	"container/heap"
 	"context"
-	"fmt"
+	"errors"
 	"math"
-	"slices"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -37,196 +34,94 @@ func newSSSP(s Spec, root uint64) *sssp { return &sssp{spec: s, root: root} }
 
 func (a *sssp) Spec() Spec { return a.spec }
 
-// bucketHeap is a min-heap of bucket numbers.
-type bucketHeap []int64
-
-func (h bucketHeap) Len() int           { return len(h) }
-func (h bucketHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h bucketHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *bucketHeap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *bucketHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
-
-// ssspDelta is the bucket width of delta-stepping.
-const ssspDelta = 1.0
-
-// relax runs delta-stepping from seeds (their dist already lowered):
-// buckets of width ssspDelta are settled smallest first, each round
-// reading the neighbors of all the bucket's vertices in one Gather.
-func (st *ssspState) relax(ctx context.Context, g views.Graph, seeds []uint64) error {
-	buckets := map[int64][]uint64{}
-	var h bucketHeap
-	tr := &translator{ids: st.ids}
-	push := func(v uint64, d float64) {
-		b := int64(math.Floor(d / ssspDelta))
-		if _, ok := buckets[b]; !ok {
-			heap.Push(&h, b)
+func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
+	st := &ssspState{ids: g.IDs, dist: make([]float64, g.Len()), seq: g.Seq}
+	parallelFor(len(st.dist), 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			st.dist[i] = math.Inf(1)
 		}
-		buckets[b] = append(buckets[b], v)
-	}
-	for _, v := range seeds {
-		i, ok := st.ids.Index(v)
-		if !ok {
-			return unindexed(v)
-		}
-		push(v, st.dist[i])
-	}
-	for h.Len() > 0 {
-		if err := ctx.Err(); err != nil {
+	})
+	if ri := index(g, a.root); ri >= 0 {
+		st.dist[ri] = 0
+		if err := deltaStep(ctx, g, st.dist, []int32{ri}); errors.Is(err, errNegative) {
+			st.err = err.Error()
+		} else if err != nil {
 			return err
 		}
-		b := heap.Pop(&h).(int64)
-		for len(buckets[b]) > 0 {
-			vs := buckets[b]
-			buckets[b] = nil
-			keep := vs[:0]
-			for _, v := range vs {
-				i, _ := st.ids.Index(v) // pushed only once indexed
-				if int64(math.Floor(st.dist[i]/ssspDelta)) == b {
-					keep = append(keep, v)
-				}
-			}
-			slices.Sort(keep)
-			keep = slices.Compact(keep)
-			var bad error
-			err := g.GatherEach(keep, engine.Out, true, func(k int, nb []uint64, ws []float64) {
-				i, _ := st.ids.Index(keep[k])
-				dv := st.dist[i]
-				js := tr.of(nb)
-				for x, j := range js {
-					w := nb[x]
-					wt := 1.0
-					if ws != nil {
-						wt = ws[x]
-					}
-					if wt < 0 && bad == nil {
-						bad = fmt.Errorf("negative weight %v on edge (%d, %d): sssp needs non-negative weights", wt, keep[k], w)
-					}
-					if nd := dv + wt; nd < st.dist[j] {
-						st.dist[j] = nd
-						nk := int64(math.Floor(nd / ssspDelta))
-						if nk < b {
-							nk = b // only with a negative weight
-						}
-						if _, ok := buckets[nk]; !ok && nk != b {
-							heap.Push(&h, nk)
-						}
-						buckets[nk] = append(buckets[nk], w)
-					}
-				}
-			})
-			if err != nil {
-				return err
-			}
-			if err := tr.err(); err != nil {
-				return err
-			}
-			if bad != nil {
-				st.err = bad.Error()
-				return nil
-			}
-		}
-		delete(buckets, b)
-	}
-	return nil
-}
-
-func ssspCompute(ctx context.Context, g views.Graph, root uint64) (*ssspState, error) {
-	ids, err := g.IDs()
-	if err != nil {
-		return nil, err
-	}
-	st := &ssspState{ids: ids, dist: make([]float64, ids.Len()), seq: g.Seq()}
-	for i := range st.dist {
-		st.dist[i] = math.Inf(1)
-	}
-	if ri, ok := ids.Index(root); ok {
-		st.dist[ri] = 0
-		if err := st.relax(ctx, g, []uint64{root}); err != nil {
-			return nil, err
-		}
-	}
-	return st, nil
-}
-
-func (a *sssp) Recompute(ctx context.Context, g views.Graph) error {
-	st, err := ssspCompute(ctx, g, a.root)
-	if err != nil {
-		return err
 	}
 	a.swap(st)
 	return nil
 }
 
-// tight reports whether an edge of length w from a distance da reaches db
-// exactly (with room for rounding: erring towards tight only recomputes).
-func tight(da, w, db float64) bool {
-	return !math.IsInf(da, 1) && da+w <= db+1e-9*math.Max(1, math.Abs(db))
+// supported reports whether b keeps its distance through an in-edge from
+// a vertex strictly closer (so that, by induction on the distance, every
+// head of a changed edge that is supported keeps its distance).
+func supported(g *views.Topo, dist []float64, b int32) bool {
+	db := dist[b]
+	for _, u := range g.In.Nbrs(b) {
+		if du := dist[u]; du < db {
+			if w, ok := g.Weight(u, b); ok && du+w == db {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-func (a *sssp) Update(ctx context.Context, u *views.Update) (bool, error) {
+func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
 	a.mu.RLock()
 	failed := a.st.err != ""
 	a.mu.RUnlock()
-	if u.Lost || failed {
-		return true, a.Recompute(ctx, u.View)
+	if failed {
+		return true, a.Recompute(ctx, g)
 	}
-	n := net(u.Edges)
-	// Old lengths of the edges deleted or upserted.
-	pairs := append([][2]uint64(nil), n.Deletes...)
-	for _, op := range n.Upserts {
-		pairs = append(pairs, [2]uint64{op.Src, op.Dst})
-	}
-	old, err := edgeWeights(u.Old, pairs)
-	if err != nil {
-		return false, err
-	}
+	n := net(edges)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids, err := u.View.IDs()
-	if err != nil {
-		return false, err
-	}
 	var dist func(uint64) float64
-	st.dist, dist = rooted(st.dist, st.ids, ids, a.root, 0, math.Inf(1))
-	st.ids = ids
+	st.dist, dist = rooted(st.dist, st.ids, g.IDs, a.root, 0, math.Inf(1))
+	st.ids = g.IDs
 	recompute := false
 	for _, x := range n.VDels {
 		recompute = recompute || !math.IsInf(dist(x), 1)
 	}
-	for _, d := range n.Deletes {
-		if w0, ok := old[d]; ok && tight(dist(d[0]), w0, dist(d[1])) {
-			recompute = true
+	// The head of a deleted edge, or of one whose weight changed, keeps its
+	// distance when it is supported.
+	check := func(src, dst uint64) {
+		if recompute || dst == a.root || math.IsInf(dist(src), 1) || math.IsInf(dist(dst), 1) {
+			return
 		}
+		recompute = !supported(g, st.dist, index(g, dst))
 	}
-	var seeds []uint64
+	for _, d := range n.Deletes {
+		check(d[0], d[1])
+	}
+	var seeds []int32
 	for _, op := range n.Upserts {
-		k := [2]uint64{op.Src, op.Dst}
 		if op.Weight < 0 {
 			recompute = true // the recompute reports it
 		}
-		if w0, ok := old[k]; ok && op.Weight > w0 && tight(dist(op.Src), w0, dist(op.Dst)) {
-			recompute = true
-		}
+		check(op.Src, op.Dst)
 		if recompute {
 			break
 		}
 		if nd := dist(op.Src) + op.Weight; nd < dist(op.Dst) {
-			j, ok := ids.Index(op.Dst)
-			if !ok {
+			j := index(g, op.Dst)
+			if j < 0 {
 				return false, unindexed(op.Dst)
 			}
 			st.dist[j] = nd
-			seeds = append(seeds, op.Dst)
+			seeds = append(seeds, j)
 		}
 	}
 	if recompute {
-		return true, a.unlocked(func() error { return a.Recompute(ctx, u.View) })
+		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
-	if err := st.relax(ctx, u.View, seeds); err != nil {
+	if err := deltaStep(ctx, g, st.dist, seeds); err != nil {
 		return false, err
 	}
-	st.seq = u.View.Seq()
+	st.seq = g.Seq
 	return false, nil
 }
 

@@ -3,7 +3,6 @@ package analytics
 import (
 	"context"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -114,34 +113,28 @@ func (st *wccState) union(i, j int32) {
 	}
 }
 
-func wccCompute(ctx context.Context, g views.Graph) (*wccState, error) {
-	ids, err := g.IDs()
+func wccCompute(ctx context.Context, g *views.Topo) (*wccState, error) {
+	comp, err := afforest(ctx, g)
 	if err != nil {
 		return nil, err
 	}
-	st := newWCCState(ids, g.Seq())
-	tr := &translator{ids: ids}
-	err = g.Each(engine.Out, false, func(v uint64, nb []uint64, _ []float64) {
-		i, ok := ids.Index(v)
-		if !ok {
-			tr.fail(v)
-			return
-		}
-		js := tr.of(nb)
-		for _, j := range js {
-			st.union(int32(i), j)
-		}
-	})
-	if err != nil {
-		return nil, err
+	// Afforest's roots are each component's smallest index: its forest is
+	// the union-find forest (flat). Sizes and smallest ids, per root.
+	n := g.Len()
+	st := &wccState{ids: g.IDs, parent: comp, min: make([]int32, n), size: make([]int32, n), seq: g.Seq}
+	for i := range comp {
+		st.min[i] = int32(i)
 	}
-	if err := tr.err(); err != nil {
-		return nil, err
+	for i, r := range comp {
+		st.size[r]++
+		if int32(i) != r && g.IDs.ID(i) < g.IDs.ID(int(st.min[r])) {
+			st.min[r] = int32(i)
+		}
 	}
-	return st, ctx.Err()
+	return st, nil
 }
 
-func (a *wcc) Recompute(ctx context.Context, g views.Graph) error {
+func (a *wcc) Recompute(ctx context.Context, g *views.Topo) error {
 	st, err := wccCompute(ctx, g)
 	if err != nil {
 		return err
@@ -150,82 +143,48 @@ func (a *wcc) Recompute(ctx context.Context, g views.Graph) error {
 	return nil
 }
 
-func (a *wcc) Update(ctx context.Context, u *views.Update) (bool, error) {
-	if u.Lost {
-		return true, a.Recompute(ctx, u.View)
-	}
-	n := net(u.Edges)
-	recompute := false
-	// A vertex delete splits its component unless the vertex was alone.
-	a.mu.RLock()
-	for _, x := range n.VDels {
-		if i, ok := a.st.ids.Index(x); ok && a.st.size[root(a.st.parent, int32(i))] > 1 {
-			recompute = true
-		}
-	}
-	a.mu.RUnlock()
-	if !recompute && len(n.Deletes) > 0 {
-		// A deleted edge matters if it existed and its reverse does not
-		// remain: check both in one read of each graph.
-		var rev [][2]uint64
-		for _, d := range n.Deletes {
-			rev = append(rev, [2]uint64{d[1], d[0]})
-		}
-		was, err := edgeWeights(u.Old, n.Deletes)
-		if err != nil {
-			return false, err
-		}
-		still, err := edgeWeights(u.View, rev)
-		if err != nil {
-			return false, err
-		}
-		var cut [][2]uint64
-		for _, d := range n.Deletes {
-			_, existed := was[d]
-			_, reverse := still[[2]uint64{d[1], d[0]}]
-			if existed && !reverse && d[0] != d[1] {
-				cut = append(cut, d)
-			}
-		}
-		// If every removed edge's endpoints are still connected in the new
-		// graph, no component split. Searching needs in-edges.
-		for _, d := range cut {
-			if !u.View.HasIn() {
-				recompute = true
-				break
-			}
-			ok, err := connected(u.View, d[0], d[1], wccSearchBudget)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				recompute = true
-				break
-			}
-		}
-	}
-	if recompute {
-		return true, a.Recompute(ctx, u.View)
-	}
+func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
+	n := net(edges)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	ids, err := u.View.IDs()
-	if err != nil {
+	if err := st.grow(g.IDs); err != nil {
 		return false, err
 	}
-	if err := st.grow(ids); err != nil {
-		return false, err
+	recompute := false
+	// A vertex delete splits its component unless the vertex was alone.
+	for _, x := range n.VDels {
+		if i := index(g, x); i >= 0 && st.size[root(st.parent, i)] > 1 {
+			recompute = true
+		}
+	}
+	// A deleted edge splits nothing when its endpoints were in different
+	// components (it did not exist), its reverse remains, or they are
+	// still connected (a bounded search).
+	for _, d := range n.Deletes {
+		if recompute {
+			break
+		}
+		i, j := index(g, d[0]), index(g, d[1])
+		if i < 0 || j < 0 || i == j || find(st.parent, i) != find(st.parent, j) {
+			continue
+		}
+		if _, rev := g.Weight(j, i); rev {
+			continue
+		}
+		recompute = !connected(g, i, j, wccSearchBudget)
+	}
+	if recompute {
+		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
 	for _, op := range n.Upserts {
-		i, ok := ids.Index(op.Src)
-		j, ok2 := ids.Index(op.Dst)
-		if !ok || !ok2 {
+		i, j := index(g, op.Src), index(g, op.Dst)
+		if i < 0 || j < 0 {
 			return false, unindexed(op.Src)
 		}
-		st.union(int32(i), int32(j))
+		st.union(i, j)
 	}
-	st.seq = u.View.Seq()
+	st.seq = g.Seq
 	return false, nil
 }
 
@@ -285,43 +244,35 @@ const wccSearchBudget = 4096
 // connected reports whether a and b are weakly connected in g, searching
 // from both ends at once (out- and in-edges) and visiting at most budget
 // vertices; false when it runs out.
-func connected(g views.Graph, a, b uint64, budget int) (bool, error) {
-	seen := [2]map[uint64]bool{{a: true}, {b: true}}
-	front := [2][]uint64{{a}, {b}}
+func connected(g *views.Topo, a, b int32, budget int) bool {
+	seen := [2]map[int32]bool{{a: true}, {b: true}}
+	front := [2][]int32{{a}, {b}}
 	visited := 2
 	for len(front[0]) > 0 && len(front[1]) > 0 {
 		side := 0
 		if len(front[1]) < len(front[0]) {
 			side = 1
 		}
-		var next []uint64
-		found := false
-		for _, dir := range []engine.Direction{engine.Out, engine.In} {
-			err := g.GatherEach(front[side], dir, false, func(_ int, nb []uint64, _ []float64) {
+		var next []int32
+		for _, u := range front[side] {
+			for _, nb := range [2][]int32{g.Out.Nbrs(u), g.In.Nbrs(u)} {
 				for _, w := range nb {
 					if seen[1-side][w] {
-						found = true
+						return true
 					}
 					if !seen[side][w] {
 						seen[side][w] = true
 						next = append(next, w)
-						visited++
+						if visited++; visited > budget {
+							return false
+						}
 					}
 				}
-			})
-			if err != nil {
-				return false, err
 			}
-		}
-		if found {
-			return true, nil
-		}
-		if visited > budget {
-			return false, nil
 		}
 		front[side] = next
 	}
-	return false, nil
+	return false
 }
 
 func (st *wccState) sequence() uint64 { return st.seq }

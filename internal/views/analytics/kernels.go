@@ -1,0 +1,573 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// The static kernels: the algorithms of the GAP benchmark suite's reference
+// (sbeamer/gapbs) on a views.Topo, on every core. Each takes the context
+// and checks it between steps.
+
+// workers is how many goroutines a kernel runs on.
+func workers() int { return runtime.GOMAXPROCS(0) }
+
+// parallelFor calls f(w, lo, hi) over [0, n) in chunks of grain, handed
+// out to the workers (w is the worker's number) by an atomic counter, and
+// returns when every chunk is done.
+func parallelFor(n, grain int, f func(w, lo, hi int)) {
+	nw := workers()
+	if n <= grain || nw == 1 {
+		if n > 0 {
+			f(0, 0, n)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range nw {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				lo := int(next.Add(int64(grain))) - grain
+				if lo >= n {
+					return
+				}
+				f(w, lo, min(lo+grain, n))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// ---- BFS: direction-optimizing (Beamer, Asanović, Patterson, SC'12) ----
+
+// Switching heuristics of GAPBS's bfs.cc: go bottom-up when the frontier's
+// out-edges are more than the unexplored edges / bfsAlpha, back top-down
+// when the frontier holds fewer than n / bfsBeta vertices and shrinks.
+const (
+	bfsAlpha = 15
+	bfsBeta  = 18
+)
+
+// bfsKernel returns the level of every index from root (-1: unreached).
+func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) {
+	n := g.Len()
+	level := make([]int32, n)
+	parallelFor(n, 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			level[i] = -1
+		}
+	})
+	if root < 0 || int(root) >= n {
+		return level, nil
+	}
+	level[root] = 0
+	queue := []int32{root}
+	edgesToCheck := g.Out.Edges()
+	scout := int64(g.Out.Deg(root))
+	nw := workers()
+	local := make([][]int32, nw)
+	front := make([]uint64, (n+63)/64)
+	next := make([]uint64, (n+63)/64)
+	for depth := int32(0); len(queue) > 0; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if scout > edgesToCheck/bfsAlpha {
+			clear(front)
+			for _, v := range queue {
+				front[v/64] |= 1 << (v % 64)
+			}
+			awake := int64(len(queue))
+			for {
+				old := awake
+				awake = bfsBottomUp(g, level, front, next, depth)
+				depth++
+				front, next = next, front
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if awake == 0 || (awake < old && awake <= int64(n)/bfsBeta) {
+					break
+				}
+			}
+			// Back to a queue of the last level found.
+			queue = queue[:0]
+			for k := range local {
+				local[k] = local[k][:0]
+			}
+			parallelFor(len(front), 1<<10, func(w, lo, hi int) {
+				for x := lo; x < hi; x++ {
+					for b := front[x]; b != 0; b &= b - 1 {
+						local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(b)))
+					}
+				}
+			})
+			for _, l := range local {
+				queue = append(queue, l...)
+			}
+			scout = 1
+			continue
+		}
+		edgesToCheck -= scout
+		var sc atomic.Int64
+		for k := range local {
+			local[k] = local[k][:0]
+		}
+		d := depth + 1
+		parallelFor(len(queue), 256, func(w, lo, hi int) {
+			buf := local[w]
+			s := int64(0)
+			for _, u := range queue[lo:hi] {
+				for _, v := range g.Out.Nbrs(u) {
+					p := &level[v]
+					if atomic.LoadInt32(p) < 0 && atomic.CompareAndSwapInt32(p, -1, d) {
+						buf = append(buf, v)
+						s += int64(g.Out.Deg(v))
+					}
+				}
+			}
+			local[w] = buf
+			sc.Add(s)
+		})
+		scout = sc.Load()
+		queue = queue[:0]
+		for _, l := range local {
+			queue = append(queue, l...)
+		}
+		depth++
+	}
+	return level, nil
+}
+
+// bfsBottomUp runs one bottom-up step: every unreached vertex with an
+// in-neighbor in front joins next at depth+1. It returns how many did.
+// Each worker owns whole words of next (chunks are multiples of 64), so
+// the bitmap needs no atomics; level[i] is written only by i's owner.
+func bfsBottomUp(g *views.Topo, level []int32, front, next []uint64, depth int32) int64 {
+	clear(next)
+	var awake atomic.Int64
+	n := g.Len()
+	parallelFor(n, 1<<12, func(_, lo, hi int) {
+		c := int64(0)
+		for u := lo; u < hi; u++ {
+			if level[u] >= 0 {
+				continue
+			}
+			for _, v := range g.In.Nbrs(int32(u)) {
+				if front[v/64]&(1<<(v%64)) != 0 {
+					level[u] = depth + 1
+					next[u/64] |= 1 << (u % 64)
+					c++
+					break
+				}
+			}
+		}
+		awake.Add(c)
+	})
+	return awake.Load()
+}
+
+// ---- WCC: Afforest (Sutton, Ben-Nun, Barak, IPDPS'18) ----
+
+// afforestRounds is how many of each vertex's first out-neighbors are
+// linked before the largest component is found (GAPBS: 2).
+const afforestRounds = 2
+
+// link joins the trees of u and v, the higher root hooked under the lower
+// (GAPBS's Link).
+func link(comp []int32, u, v int32) {
+	p1 := atomic.LoadInt32(&comp[u])
+	p2 := atomic.LoadInt32(&comp[v])
+	for p1 != p2 {
+		high, low := max(p1, p2), min(p1, p2)
+		ph := atomic.LoadInt32(&comp[high])
+		if ph == low || (ph == high && atomic.CompareAndSwapInt32(&comp[high], high, low)) {
+			return
+		}
+		p1 = atomic.LoadInt32(&comp[atomic.LoadInt32(&comp[high])])
+		p2 = atomic.LoadInt32(&comp[low])
+	}
+}
+
+// compress points every vertex at its root.
+func compress(comp []int32) {
+	parallelFor(len(comp), 1<<14, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for {
+				c := atomic.LoadInt32(&comp[i])
+				cc := atomic.LoadInt32(&comp[c])
+				if c == cc {
+					break
+				}
+				atomic.StoreInt32(&comp[i], cc)
+			}
+		}
+	})
+}
+
+// afforest returns, for every index, the smallest index of its weakly
+// connected component (every index its own root: comp[comp[i]] ==
+// comp[i]).
+func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
+	n := g.Len()
+	comp := make([]int32, n)
+	parallelFor(n, 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			comp[i] = int32(i)
+		}
+	})
+	for r := 0; r < afforestRounds; r++ {
+		parallelFor(n, 1<<12, func(_, lo, hi int) {
+			for u := lo; u < hi; u++ {
+				if nb := g.Out.Nbrs(int32(u)); r < len(nb) {
+					link(comp, int32(u), nb[r])
+				}
+			}
+		})
+		compress(comp)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	c := frequent(comp)
+	parallelFor(n, 1<<12, func(_, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			if atomic.LoadInt32(&comp[u]) == c {
+				continue
+			}
+			nb := g.Out.Nbrs(int32(u))
+			for _, v := range nb[min(afforestRounds, len(nb)):] {
+				link(comp, int32(u), v)
+			}
+			// Directed: the in-edges are edges of the component too.
+			for _, v := range g.In.Nbrs(int32(u)) {
+				link(comp, int32(u), v)
+			}
+		}
+	})
+	compress(comp)
+	return comp, ctx.Err()
+}
+
+// frequent is the most frequent value among 1024 samples of comp (the
+// largest component, most likely), as GAPBS's SampleFrequentElement.
+func frequent(comp []int32) int32 {
+	if len(comp) == 0 {
+		return -1
+	}
+	counts := map[int32]int{}
+	x := uint64(0x9E3779B97F4A7C15)
+	for range 1024 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		counts[comp[x%uint64(len(comp))]]++
+	}
+	best, bc := int32(-1), -1
+	for c, k := range counts {
+		if k > bc || (k == bc && c < best) {
+			best, bc = c, k
+		}
+	}
+	return best
+}
+
+// ---- SSSP: delta-stepping (Meyer, Sanders), as GAPBS's sssp.cc ----
+
+// binThreshold: a worker keeps settling its own current bin without a
+// barrier while it holds fewer than this many vertices (GAPBS's
+// kBinSizeThreshold, bucket fusion).
+const binThreshold = 1000
+
+// fbits returns the float64 at p as bits (distances are never negative, so
+// their bits order as their values).
+func fbits(p *float64) *uint64 { return (*uint64)(unsafe.Pointer(p)) }
+
+// lowerTo sets *p to d when d is smaller, atomically; it reports whether
+// it did.
+func lowerTo(p *float64, d float64) bool {
+	bp := fbits(p)
+	nd := math.Float64bits(d)
+	for {
+		old := atomic.LoadUint64(bp)
+		if nd >= old {
+			return false
+		}
+		if atomic.CompareAndSwapUint64(bp, old, nd) {
+			return true
+		}
+	}
+}
+
+// ssspDeltaFor picks the bucket width for g: the mean edge weight over
+// the mean out-degree (at least the smallest weight), so that a bucket
+// holds about one hop's worth of work; 1 when the graph is unweighted.
+func ssspDeltaFor(g *views.Topo) float64 {
+	if !g.Out.Weighted() {
+		return 1
+	}
+	sum, cnt, minW := 0.0, 0, math.Inf(1)
+	n := g.Len()
+	step := max(1, n/4096)
+	verts := 0
+	for i := 0; i < n; i += step {
+		ws := g.Out.Weights(int32(i))
+		if len(ws) > 0 {
+			verts++
+		}
+		for _, w := range ws {
+			sum += w
+			cnt++
+			minW = min(minW, w)
+		}
+	}
+	if cnt == 0 || sum <= 0 {
+		return 1
+	}
+	d := (sum / float64(cnt)) / (float64(cnt) / float64(verts)) * 2
+	return max(d, minW, 1e-9)
+}
+
+// binWindow is how many bins past the current one the workers keep
+// (vertices further away wait in a pile, binned once the window is
+// used up), so that the bins' memory follows the vertices pushed, never
+// the ratio of the longest distance to delta.
+const binWindow = 1 << 12
+
+// errNegative: sssp met a negative weight (its distances are not valid).
+var errNegative = errors.New("sssp needs non-negative weights")
+
+// deltaStep lowers dist from the seeds (whose dist is already set) until
+// every edge is relaxed: dist[v] <= dist[u] + w(u, v) for every edge. With
+// dist +Inf everywhere but the root at 0 it computes the shortest
+// distances. It returns errNegative when an edge weight is negative.
+func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32) error {
+	delta := ssspDeltaFor(g)
+	nw := workers()
+	// near[w][b-base]: worker w's vertices pushed into bin b, for b in
+	// [base, base+binWindow); far[w]: those pushed further away.
+	near := make([][][]int32, nw)
+	for w := range near {
+		near[w] = make([][]int32, binWindow)
+	}
+	far := make([][]int32, nw)
+	binOf := func(d float64) int64 {
+		if b := d / delta; b < math.MaxInt64/2 {
+			return int64(b)
+		}
+		return math.MaxInt64 / 2
+	}
+	distOf := func(u int32) float64 { return math.Float64frombits(atomic.LoadUint64(fbits(&dist[u]))) }
+	base := int64(math.MaxInt64)
+	for _, s := range seeds {
+		base = min(base, binOf(dist[s]))
+	}
+	push := func(w int, v int32, b int64) {
+		if k := b - base; k < binWindow {
+			near[w][k] = append(near[w][k], v)
+		} else {
+			far[w] = append(far[w], v)
+		}
+	}
+	for _, s := range seeds {
+		push(0, s, binOf(dist[s]))
+	}
+	var negative atomic.Bool
+	relax := func(w int, u int32) {
+		d := distOf(u)
+		nb, ws := g.Out.Nbrs(u), g.Out.Weights(u)
+		for k, v := range nb {
+			wt := 1.0
+			if ws != nil {
+				if wt = ws[k]; wt < 0 {
+					negative.Store(true)
+					continue
+				}
+			}
+			if nd := d + wt; lowerTo(&dist[v], nd) {
+				push(w, v, binOf(nd))
+			}
+		}
+	}
+	var frontier []int32
+	for cur := int64(0); ; {
+		// The next bin: the smallest non-empty one of any worker; when the
+		// window is used up, a new window from the pile.
+		next := int64(-1)
+		for k := cur; k < binWindow && next < 0; k++ {
+			for w := range nw {
+				if len(near[w][k]) > 0 {
+					next = k
+					break
+				}
+			}
+		}
+		if next < 0 {
+			lo := int64(math.MaxInt64)
+			var pile []int32
+			for w := range far {
+				for _, v := range far[w] {
+					if b := binOf(distOf(v)); b >= base+binWindow {
+						lo = min(lo, b)
+						pile = append(pile, v)
+					}
+				}
+				far[w] = far[w][:0]
+			}
+			if len(pile) == 0 {
+				break
+			}
+			base, cur = lo, 0
+			for _, v := range pile {
+				push(0, v, binOf(dist[v]))
+			}
+			continue
+		}
+		cur = next
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bin := base + cur
+		frontier = frontier[:0]
+		for w := range nw {
+			frontier = append(frontier, near[w][cur]...)
+			near[w][cur] = near[w][cur][:0]
+		}
+		parallelFor(len(frontier), 64, func(w, lo, hi int) {
+			for _, u := range frontier[lo:hi] {
+				if binOf(distOf(u)) >= bin { // else settled in an earlier bin already
+					relax(w, u)
+				}
+			}
+			// Bucket fusion: settle the worker's own small current bin
+			// without waiting for the others.
+			for b := near[w][cur]; len(b) > 0 && len(b) < binThreshold; b = near[w][cur] {
+				near[w][cur] = nil
+				for _, u := range b {
+					if binOf(distOf(u)) >= bin {
+						relax(w, u)
+					}
+				}
+			}
+		})
+	}
+	if negative.Load() {
+		return errNegative
+	}
+	return nil
+}
+
+// ---- PageRank: pull over in-edges ----
+
+// prKernel runs power iterations of graphtide's PageRank (see pagerank)
+// on g from rank (indexed by g's indexes, updated in place; nil: a cold
+// start at 1/N) until the L1 change of an iteration is at most tol or
+// maxIter iterations ran. Each iteration pulls over in-edges, each worker
+// writing its own vertices' new ranks: no locks, no atomics. It returns
+// the ranks, the present count N, the iterations run and the last change.
+func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
+	n := g.Len()
+	nw := workers()
+	// present and out-degrees, once.
+	contrib := make([]float64, n)
+	np := 0
+	{
+		cnt := make([]int, nw)
+		parallelFor(n, 1<<14, func(w, lo, hi int) {
+			c := 0
+			for i := lo; i < hi; i++ {
+				if g.Present(int32(i)) {
+					c++
+				}
+			}
+			cnt[w] += c
+		})
+		for _, c := range cnt {
+			np += c
+		}
+	}
+	if rank == nil {
+		rank = make([]float64, n)
+		if np > 0 {
+			f := 1 / float64(np)
+			parallelFor(n, 1<<14, func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					if g.Present(int32(i)) {
+						rank[i] = f
+					}
+				}
+			})
+		}
+	}
+	if np == 0 {
+		clear(rank)
+		return rank, 0, 1, 0, nil
+	}
+	iters, delta := 0, 0.0
+	dang := make([]float64, nw)
+	dl := make([]float64, nw)
+	for it := 0; it < maxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		clear(dang)
+		parallelFor(n, 1<<14, func(w, lo, hi int) {
+			s := 0.0
+			for i := lo; i < hi; i++ {
+				if od := g.Out.Deg(int32(i)); od > 0 {
+					contrib[i] = rank[i] / float64(od)
+				} else {
+					contrib[i] = 0
+					if g.Present(int32(i)) {
+						s += rank[i] // present without out-edges
+					}
+				}
+			}
+			dang[w] += s
+		})
+		mass := 0.0
+		for _, x := range dang {
+			mass += x
+		}
+		base := (1-d)/float64(np) + d*mass/float64(np)
+		clear(dl)
+		parallelFor(n, 1<<12, func(w, lo, hi int) {
+			s := 0.0
+			for i := lo; i < hi; i++ {
+				if !g.Present(int32(i)) {
+					s += math.Abs(rank[i]) // a vertex gone since a warm start
+					rank[i] = 0
+					continue
+				}
+				sum := 0.0
+				for _, u := range g.In.Nbrs(int32(i)) {
+					sum += contrib[u]
+				}
+				x := base + d*sum
+				s += math.Abs(x - rank[i])
+				rank[i] = x
+			}
+			dl[w] += s
+		})
+		delta = 0
+		for _, x := range dl {
+			delta += x
+		}
+		iters = it + 1
+		if delta <= tol {
+			break
+		}
+	}
+	return rank, np, iters, delta, nil
+}

@@ -1,0 +1,577 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// Topo is a graph's adjacency in dense index space: what the graph
+// analytics (bfs, wcc, pagerank, sssp) read, as the best static kernels
+// read a CSR of int32 indexes (GAPBS), whatever the store's ids are.
+// A Manager keeps one, shared by every graph analytic, and advances it in
+// place from the edge log (Topology); a Topo built from a Graph
+// (BuildTopo) is the plain in-memory CSR analytics are benchmarked on.
+//
+// Both directions are kept, whatever the store keeps: the in-lists are the
+// transpose of the out-lists, built at load and then kept by every
+// operation, so bottom-up BFS, pull PageRank and the repairs after deletes
+// work on any store.
+//
+// INVARIANTS: Out.Nbrs(i) is the sorted set of the dense indexes j with an
+// edge (IDs.ID(i), IDs.ID(j)) in the graph at Seq, In.Nbrs(j) the sorted
+// set of those i; the two hold the same edges. Out.W, when not nil, holds
+// each out-edge's weight at the same position as its head (nil: every
+// weight is 1); In has no weights (an in-edge's weight is its out-edge's,
+// found by Weight). Every index below IDs.Len() has a span in both.
+type Topo struct {
+	IDs     IDSpace
+	Seq     uint64
+	Out, In Adj
+}
+
+// span is where one vertex's list lives in its Adj's arrays.
+type span struct {
+	beg int64
+	deg int32
+	_   int32
+}
+
+// Adj is the lists of one direction: a CSR whose vertices point into one
+// array of heads (spans instead of one offset array, so that a list
+// rewritten by an update is written to the array's free tail and the old
+// place is left as garbage, which compaction reclaims).
+//
+// INVARIANT: used <= len(dst) == len(w) when w != nil; the spans' ranges
+// lie within [0, used) and do not overlap; garbage is used minus the sum
+// of the degrees.
+type Adj struct {
+	spans   []span
+	dst     []int32
+	w       []float64
+	used    int64
+	garbage int64
+}
+
+// Nbrs is the sorted list of i's neighbors (valid until the Topo changes).
+func (a *Adj) Nbrs(i int32) []int32 {
+	s := a.spans[i]
+	return a.dst[s.beg : s.beg+int64(s.deg)]
+}
+
+// Weights is the weights of Nbrs(i), or nil when every weight is 1.
+func (a *Adj) Weights(i int32) []float64 {
+	if a.w == nil {
+		return nil
+	}
+	s := a.spans[i]
+	return a.w[s.beg : s.beg+int64(s.deg)]
+}
+
+// Deg is i's degree.
+func (a *Adj) Deg(i int32) int32 { return a.spans[i].deg }
+
+// Weighted reports whether some weight is not 1.
+func (a *Adj) Weighted() bool { return a.w != nil }
+
+// Len is the number of vertex indexes.
+func (a *Adj) Len() int { return len(a.spans) }
+
+// Edges is the number of edges.
+func (a *Adj) Edges() int64 { return a.used - a.garbage }
+
+// Bytes is the memory the lists hold.
+func (a *Adj) Bytes() int64 {
+	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8
+}
+
+// Len is the number of vertex indexes.
+func (t *Topo) Len() int { return t.Out.Len() }
+
+// Bytes is the memory t holds (its id space is the Manager's).
+func (t *Topo) Bytes() int64 { return t.Out.Bytes() + t.In.Bytes() }
+
+// Weight is the weight of the edge (i, j) and whether it exists.
+func (t *Topo) Weight(i, j int32) (float64, bool) {
+	nb := t.Out.Nbrs(i)
+	k, ok := slices.BinarySearch(nb, j)
+	if !ok {
+		return 0, false
+	}
+	if t.Out.w == nil {
+		return 1, true
+	}
+	return t.Out.Weights(i)[k], true
+}
+
+// Present reports whether i has an edge in either direction.
+func (t *Topo) Present(i int32) bool { return t.Out.spans[i].deg > 0 || t.In.spans[i].deg > 0 }
+
+// BuildTopo reads g once (its out-edges, with weights) into a Topo.
+func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
+	ids, err := g.IDs()
+	if err != nil {
+		return nil, err
+	}
+	n := ids.Len()
+	t := &Topo{IDs: ids, Seq: g.Seq()}
+	t.Out.spans = make([]span, n)
+	var dst []int32
+	var w []float64
+	weighted := false
+	var bad error
+	var idx []int32
+	err = g.Each(engine.Out, true, func(v uint64, nb []uint64, ws []float64) {
+		if bad != nil {
+			return
+		}
+		i, ok := ids.Index(v)
+		if !ok {
+			bad = unindexedErr(v)
+			return
+		}
+		if cap(idx) < len(nb) {
+			idx = make([]int32, len(nb))
+		}
+		x := idx[:len(nb)]
+		if k := ids.Indexes(nb, x); k < len(nb) {
+			bad = unindexedErr(nb[k])
+			return
+		}
+		beg := int64(len(dst))
+		dst = append(dst, x...)
+		if ws != nil {
+			if !weighted {
+				for _, wt := range ws {
+					if wt != 1 {
+						weighted = true
+						break
+					}
+				}
+				if weighted && w == nil {
+					w = make([]float64, beg, cap(dst))
+					for k := range w {
+						w[k] = 1
+					}
+				}
+			}
+			if weighted {
+				w = append(w, ws...)
+			}
+		} else if weighted {
+			for range nb {
+				w = append(w, 1)
+			}
+		}
+		if !slices.IsSorted(x) { // hashed ids: their indexes follow first appearance
+			if weighted {
+				sortWithWeights(dst[beg:], w[beg:])
+			} else {
+				slices.Sort(dst[beg:])
+			}
+		}
+		// A graph given as a plain CSR may repeat an edge: keep one (the last).
+		end := int64(dedupe(dst[beg:], w, beg))
+		dst = dst[:beg+end]
+		if weighted {
+			w = w[:beg+end]
+		}
+		t.Out.spans[i] = span{beg: beg, deg: int32(end)}
+		if err := ctx.Err(); err != nil && bad == nil {
+			bad = err
+		}
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := int64(len(dst))
+	t.Out.used = e
+	if w == nil && int64(cap(dst))-e >= headroom(e) {
+		t.Out.dst = dst[:cap(dst)] // the append's slack is the free tail
+	} else {
+		t.Out.dst, t.Out.w = dst, w
+		t.Out.compact(headroom(e), true)
+	}
+	t.In = transpose(&t.Out)
+	return t, nil
+}
+
+func unindexedErr(v uint64) error {
+	return fmt.Errorf("views: vertex %d has no index in the view's id space", v)
+}
+
+// headroom is the free tail an Adj of e edges keeps for rewritten lists.
+func headroom(e int64) int64 { return max(e/8, 1<<14) }
+
+// dedupe drops repeated heads of the sorted list d (whose weights start at
+// w[at] when w is not nil), keeping each head's last weight, and returns
+// the new length.
+func dedupe(d []int32, w []float64, at int64) int {
+	n := 0
+	for k := range d {
+		if n > 0 && d[n-1] == d[k] {
+			n--
+		}
+		d[n] = d[k]
+		if w != nil {
+			w[at+int64(n)] = w[at+int64(k)]
+		}
+		n++
+	}
+	return n
+}
+
+// sortWithWeights sorts heads with their weights.
+func sortWithWeights(dst []int32, w []float64) {
+	type hw struct {
+		d int32
+		w float64
+	}
+	x := make([]hw, len(dst))
+	for k := range dst {
+		x[k] = hw{dst[k], w[k]}
+	}
+	slices.SortStableFunc(x, func(a, b hw) int { return cmp.Compare(a.d, b.d) })
+	for k := range x {
+		dst[k], w[k] = x[k].d, x[k].w
+	}
+}
+
+// compact rewrites the lists in index order into arrays with room more
+// free slots (or, unless force, does nothing when they already have them
+// and no garbage).
+func (a *Adj) compact(room int64, force bool) {
+	live := a.used - a.garbage
+	if !force && a.garbage == 0 && int64(len(a.dst))-a.used >= room {
+		return
+	}
+	dst := make([]int32, live+room)
+	var w []float64
+	if a.w != nil {
+		w = make([]float64, live+room)
+	}
+	at := int64(0)
+	for i := range a.spans {
+		s := &a.spans[i]
+		copy(dst[at:], a.dst[s.beg:s.beg+int64(s.deg)])
+		if w != nil {
+			copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
+		}
+		s.beg = at
+		at += int64(s.deg)
+	}
+	a.dst, a.w, a.used, a.garbage = dst, w, at, 0
+}
+
+// transpose builds the in-lists of out (sorted, since sources are visited
+// in index order), with the same free room.
+func transpose(out *Adj) Adj {
+	n := len(out.spans)
+	in := Adj{spans: make([]span, n)}
+	for i := range out.spans {
+		for _, j := range out.Nbrs(int32(i)) {
+			in.spans[j].deg++
+		}
+	}
+	at := int64(0)
+	for j := range in.spans {
+		in.spans[j].beg = at
+		at += int64(in.spans[j].deg)
+	}
+	in.dst = make([]int32, at+headroom(at))
+	in.used = at
+	fill := make([]int32, n)
+	for i := range out.spans {
+		for _, j := range out.Nbrs(int32(i)) {
+			in.dst[in.spans[j].beg+int64(fill[j])] = int32(i)
+			fill[j]++
+		}
+	}
+	return in
+}
+
+// grow gives the indexes up to n (new vertices) empty lists.
+func (a *Adj) grow(n int) {
+	if n <= len(a.spans) {
+		return
+	}
+	if cap(a.spans) < n {
+		s := make([]span, len(a.spans), n+n/4)
+		copy(s, a.spans)
+		a.spans = s
+	}
+	a.spans = a.spans[:n]
+}
+
+// change is one net edge change of a batch on one list: head j removed
+// (del) or present with weight w.
+type change struct {
+	j   int32
+	del bool
+	w   float64
+}
+
+// rewrite applies the sorted, unique changes to i's list.
+func (a *Adj) rewrite(i int32, cs []change) {
+	s := a.spans[i]
+	old := a.dst[s.beg : s.beg+int64(s.deg)]
+	var oldW []float64
+	if a.w != nil {
+		oldW = a.w[s.beg : s.beg+int64(s.deg)]
+	}
+	adds := 0
+	for _, c := range cs {
+		if !c.del {
+			if _, ok := slices.BinarySearch(old, c.j); !ok {
+				adds++
+			}
+		}
+	}
+	if a.w == nil {
+		for _, c := range cs {
+			if !c.del && c.w != 1 {
+				a.weigh()
+				oldW = a.w[s.beg : s.beg+int64(s.deg)]
+				break
+			}
+		}
+	}
+	// In place when nothing is added (the list only shrinks or reweighs);
+	// else at the free tail, compacting first when it is full.
+	var beg int64
+	if adds == 0 {
+		beg = s.beg
+	} else {
+		need := int64(s.deg) + int64(adds)
+		if a.used+need > int64(len(a.dst)) {
+			a.compact(max(headroom(a.used-a.garbage), 2*need), true)
+			s = a.spans[i]
+			old = a.dst[s.beg : s.beg+int64(s.deg)]
+			if a.w != nil {
+				oldW = a.w[s.beg : s.beg+int64(s.deg)]
+			}
+		}
+		beg = a.used
+		a.used += need
+		a.garbage += int64(s.deg)
+	}
+	// Merge; writing in place is safe since the write position never
+	// passes the read position when nothing is added.
+	at, k := beg, 0
+	put := func(j int32, w float64) {
+		a.dst[at] = j
+		if a.w != nil {
+			a.w[at] = w
+		}
+		at++
+	}
+	for _, c := range cs {
+		for k < len(old) && old[k] < c.j {
+			put(old[k], wAt(oldW, k))
+			k++
+		}
+		if k < len(old) && old[k] == c.j {
+			k++
+		}
+		if !c.del {
+			put(c.j, c.w)
+		}
+	}
+	for ; k < len(old); k++ {
+		put(old[k], wAt(oldW, k))
+	}
+	deg := int32(at - beg)
+	if adds == 0 {
+		a.garbage += int64(s.deg - deg)
+	} else {
+		a.garbage += beg + int64(s.deg) + int64(adds) - at // the reserve's unused slots
+	}
+	a.spans[i] = span{beg: beg, deg: deg}
+}
+
+func wAt(w []float64, k int) float64 {
+	if w == nil {
+		return 1
+	}
+	return w[k]
+}
+
+// weigh gives a an explicit weight array (every weight 1 so far).
+func (a *Adj) weigh() {
+	a.w = make([]float64, len(a.dst))
+	for k := range a.w {
+		a.w[k] = 1
+	}
+}
+
+// remove drops head j from i's list (in place).
+func (a *Adj) remove(i, j int32) {
+	nb := a.Nbrs(i)
+	k, ok := slices.BinarySearch(nb, j)
+	if !ok {
+		return
+	}
+	s := a.spans[i]
+	copy(a.dst[s.beg+int64(k):], a.dst[s.beg+int64(k)+1:s.beg+int64(s.deg)])
+	if a.w != nil {
+		copy(a.w[s.beg+int64(k):], a.w[s.beg+int64(k)+1:s.beg+int64(s.deg)])
+	}
+	a.spans[i].deg--
+	a.garbage++
+}
+
+// clearList empties i's list.
+func (a *Adj) clearList(i int32) {
+	a.garbage += int64(a.spans[i].deg)
+	a.spans[i].deg = 0
+}
+
+// edgeChange is one operation of a batch in index space, for sorting.
+type edgeChange struct {
+	src, dst int32
+	pos      int32
+	del      bool
+	w        float64
+}
+
+// Apply applies ops (the operations with t.Seq < seq <= ids' view seq, in
+// order) and moves t to ids and seq. ids must hold every endpoint of
+// every upsert and extend t.IDs (a new layout is remapped first). Work:
+// the ops plus the degrees of the vertices they touch.
+func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64) error {
+	if !ids.Extends(t.IDs) {
+		t.remap(ids)
+	}
+	t.IDs = ids
+	t.Out.grow(ids.Len())
+	t.In.grow(ids.Len())
+	var run []edgeChange
+	for k, e := range ops {
+		if e.Op.Kind == engine.OpDeleteVertex {
+			t.applyRun(run)
+			run = run[:0]
+			if i, ok := ids.Index(e.Op.Src); ok {
+				t.deleteVertex(int32(i))
+			}
+			continue
+		}
+		i, iok := ids.Index(e.Op.Src)
+		j, jok := ids.Index(e.Op.Dst)
+		del := e.Op.Kind == engine.OpDeleteEdge
+		if !iok || !jok {
+			if del {
+				continue // an edge of a vertex never indexed: it does not exist
+			}
+			if !iok {
+				return unindexedErr(e.Op.Src)
+			}
+			return unindexedErr(e.Op.Dst)
+		}
+		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
+	}
+	t.applyRun(run)
+	t.Seq = seq
+	return nil
+}
+
+// applyRun applies edge operations with no vertex delete among them: the
+// last one on each (src, dst) wins.
+func (t *Topo) applyRun(run []edgeChange) {
+	if len(run) == 0 {
+		return
+	}
+	slices.SortFunc(run, func(a, b edgeChange) int {
+		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst), cmp.Compare(a.pos, b.pos))
+	})
+	// Keep the last per pair.
+	u := run[:0]
+	for k, c := range run {
+		if k+1 < len(run) && run[k+1].src == c.src && run[k+1].dst == c.dst {
+			continue
+		}
+		u = append(u, c)
+	}
+	var cs []change
+	for k := 0; k < len(u); {
+		e := k
+		cs = cs[:0]
+		for ; e < len(u) && u[e].src == u[k].src; e++ {
+			cs = append(cs, change{j: u[e].dst, del: u[e].del, w: u[e].w})
+		}
+		t.Out.rewrite(u[k].src, cs)
+		k = e
+	}
+	slices.SortFunc(u, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
+	for k := 0; k < len(u); {
+		e := k
+		cs = cs[:0]
+		for ; e < len(u) && u[e].dst == u[k].dst; e++ {
+			cs = append(cs, change{j: u[e].src, del: u[e].del, w: 1})
+		}
+		t.In.rewrite(u[k].dst, cs)
+		k = e
+	}
+}
+
+// deleteVertex removes every edge of i.
+func (t *Topo) deleteVertex(i int32) {
+	for _, j := range t.Out.Nbrs(i) {
+		if j != i {
+			t.In.remove(j, i)
+		}
+	}
+	for _, j := range t.In.Nbrs(i) {
+		if j != i {
+			t.Out.remove(j, i)
+		}
+	}
+	t.Out.clearList(i)
+	t.In.clearList(i)
+}
+
+// remap moves t to the indexes of ids, a new layout holding every id of
+// t.IDs.
+func (t *Topo) remap(ids IDSpace) {
+	n := ids.Len()
+	to := make([]int32, t.Len())
+	for i := range to {
+		j, ok := ids.Index(t.IDs.ID(i))
+		if !ok {
+			panic(fmt.Sprintf("views: a new index layout lacks id %d", t.IDs.ID(i)))
+		}
+		to[i] = int32(j)
+	}
+	out := Adj{spans: make([]span, n)}
+	live := t.Out.Edges()
+	out.dst = make([]int32, live+headroom(live))
+	if t.Out.w != nil {
+		out.w = make([]float64, len(out.dst))
+	}
+	for i := range t.Out.spans {
+		nb, ws := t.Out.Nbrs(int32(i)), t.Out.Weights(int32(i))
+		beg := out.used
+		for k, j := range nb {
+			out.dst[beg+int64(k)] = to[j]
+			if ws != nil {
+				out.w[beg+int64(k)] = ws[k]
+			}
+		}
+		out.used += int64(len(nb))
+		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb))}
+		if ws != nil {
+			sortWithWeights(out.dst[beg:out.used], out.w[beg:out.used])
+		} else {
+			slices.Sort(out.dst[beg:out.used])
+		}
+	}
+	t.Out = out
+	t.In = transpose(&t.Out)
+	t.IDs = ids
+}

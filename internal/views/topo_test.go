@@ -1,0 +1,281 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// topoAdj is a Topo's adjacency as adjOf gives the oracle's (in-lists
+// carry their out-edge's weight, through Weight), and fails unless every
+// invariant of the Topo holds.
+func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
+	t.Helper()
+	if g.Out.Len() != g.IDs.Len() || g.In.Len() != g.IDs.Len() {
+		t.Fatalf("spans: out %d in %d, id space %d", g.Out.Len(), g.In.Len(), g.IDs.Len())
+	}
+	var sumDeg [2]int64
+	for k, a := range []*Adj{&g.Out, &g.In} {
+		for i := range a.spans {
+			s := a.spans[i]
+			if s.beg < 0 || s.beg+int64(s.deg) > a.used || a.used > int64(len(a.dst)) {
+				t.Fatalf("span %d of %d out of [0, %d)", i, k, a.used)
+			}
+			sumDeg[k] += int64(s.deg)
+			nb := a.Nbrs(int32(i))
+			for x := 1; x < len(nb); x++ {
+				if nb[x-1] >= nb[x] {
+					t.Fatalf("list of %d (dir %d) not sorted and unique: %v", g.IDs.ID(i), k, nb)
+				}
+			}
+		}
+		if a.used-a.garbage != sumDeg[k] {
+			t.Fatalf("dir %d: used %d garbage %d, degrees %d", k, a.used, a.garbage, sumDeg[k])
+		}
+	}
+	if sumDeg[0] != sumDeg[1] {
+		t.Fatalf("out-edges %d, in-edges %d", sumDeg[0], sumDeg[1])
+	}
+	m := map[uint64][]string{}
+	a := &g.Out
+	if dir == engine.In {
+		a = &g.In
+	}
+	type nw struct {
+		id uint64
+		w  float64
+	}
+	for i := range a.spans {
+		var l []nw
+		for _, j := range a.Nbrs(int32(i)) {
+			src, dst := int32(i), j
+			if dir == engine.In {
+				src, dst = j, int32(i)
+			}
+			w, ok := g.Weight(src, dst)
+			if !ok {
+				t.Fatalf("edge %d->%d in one direction only", g.IDs.ID(int(src)), g.IDs.ID(int(dst)))
+			}
+			l = append(l, nw{g.IDs.ID(int(j)), w})
+		}
+		slices.SortFunc(l, func(a, b nw) int { return cmp.Compare(a.id, b.id) })
+		for _, x := range l {
+			m[g.IDs.ID(i)] = append(m[g.IDs.ID(i)], fmt.Sprintf("%d@%g", x.id, x.w))
+		}
+	}
+	return m
+}
+
+// The shared topology, advanced from the log by streams pulling at their
+// own pace (and built again when the log wraps), equals the oracle at
+// every sequence number a Pull returns, over random upserts, deletes and
+// vertex deletes of ids of every band, with flushes and compactions.
+func TestTopologyFollowsTheOracle(t *testing.T) {
+	for _, inEdges := range []bool{false, true} {
+		s := smallStore(t, inEdges)
+		m, err := NewManager(s, Config{LogCapacity: 4096, IndexRebuildMin: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHistory()
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var final atomic.Uint64 // the last seq, once written
+		final.Store(math.MaxUint64)
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			writer(t, s, h, 8, 420, 300, true)
+		}()
+		// Some edges before the first stream opens: the build reads them.
+		for {
+			h.mu.Lock()
+			n := len(h.states)
+			h.mu.Unlock()
+			if n > 20 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for k, bs := range []int{1, 50} {
+			st, err := m.Topology().Stream(StreamOptions{BatchSize: bs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer st.Close()
+				prev := uint64(0)
+				for pulls := 0; ; pulls++ {
+					u, err := st.Pull(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					g := u.G
+					want := h.at(g.Seq)
+					if got, w := topoAdj(t, g, engine.Out), adjOf(want, engine.Out); !sameAdj(got, w) {
+						t.Errorf("stream %d, seq %d (lost %v, pull %d): out-lists differ from the oracle: %s", k, g.Seq, u.Lost, pulls, adjDiff(got, w))
+					}
+					if got, w := topoAdj(t, g, engine.In), adjOf(want, engine.In); !sameAdj(got, w) {
+						t.Errorf("stream %d, seq %d: in-lists differ from the oracle", k, g.Seq)
+					}
+					if !u.Lost {
+						for _, e := range u.Edges {
+							if e.Seq <= prev || e.Seq > g.Seq {
+								t.Errorf("stream %d: op of seq %d outside (%d, %d]", k, e.Seq, prev, g.Seq)
+							}
+						}
+					}
+					prev = g.Seq
+					u.Done()
+					if t.Failed() || prev == final.Load() {
+						return
+					}
+				}
+			}()
+		}
+		<-wrote
+		// A last batch larger than every stream's batch size, so that each
+		// reaches it.
+		var ops []engine.Op
+		for i := range 60 {
+			ops = append(ops, engine.Op{Src: spread(uint64(i)), Dst: spread(uint64(i + 1)), Weight: 2, Kind: engine.OpUpsert})
+		}
+		h.mu.Lock()
+		seq, err := s.Apply(batchOf(ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := h.states[seq-1].Clone()
+		for _, o := range ops {
+			cur.Apply(o)
+		}
+		h.states[seq] = cur
+		h.mu.Unlock()
+		final.Store(seq)
+		wg.Wait()
+		if st := m.Topology().Stats(); st.Builds == 0 || st.Advances == 0 || st.Bytes != 0 {
+			t.Fatalf("stats after both streams closed: %+v", st)
+		}
+		m.Close()
+	}
+}
+
+// Apply on a Topo built from a CSR-like graph matches the oracle op by op,
+// including weights that appear after an unweighted start, hub lists that
+// outgrow the free tail, and a vertex delete of a hub with a self-loop.
+func TestTopoApplyOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cur := oracle{}
+	var ops []engine.Op
+	for i := 0; i < 2000; i++ {
+		ops = append(ops, engine.Op{Src: spread(uint64(r.IntN(200))), Dst: spread(uint64(r.IntN(200))), Weight: 1, Kind: engine.OpUpsert})
+	}
+	if _, err := s.Apply(batchOf(ops)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ops {
+		cur.Apply(o)
+	}
+	v, err := m.Static(StaticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := BuildTopo(context.Background(), v)
+	v.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Out.Weighted() {
+		t.Fatal("a graph of weight-1 edges keeps no weights")
+	}
+	hub := spread(5)
+	for round := 0; round < 30; round++ {
+		ops = ops[:0]
+		for i := 0; i < 300; i++ {
+			src := spread(uint64(r.IntN(400)))
+			if i%3 == 0 {
+				src = hub
+			}
+			w := 1.0
+			if round >= 10 {
+				w = float64(1 + r.IntN(5))
+			}
+			switch x := r.IntN(100); {
+			case x < 75:
+				ops = append(ops, engine.Op{Src: src, Dst: spread(uint64(r.IntN(400))), Weight: w, Kind: engine.OpUpsert})
+			case x < 98:
+				ops = append(ops, engine.Op{Src: src, Dst: spread(uint64(r.IntN(400))), Kind: engine.OpDeleteEdge})
+			default:
+				ops = append(ops, engine.Op{Src: spread(uint64(r.IntN(400))), Kind: engine.OpDeleteVertex})
+			}
+		}
+		if round == 20 {
+			ops = append(ops, engine.Op{Src: hub, Dst: hub, Weight: 2, Kind: engine.OpUpsert}, engine.Op{Src: hub, Kind: engine.OpDeleteVertex},
+				engine.Op{Src: hub, Dst: spread(1), Weight: 3, Kind: engine.OpUpsert})
+		}
+		seq, err := s.Apply(batchOf(ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range ops {
+			cur.Apply(o)
+		}
+		v, err := m.Static(StaticOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := v.IDs()
+		v.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		es := make([]Edge, len(ops))
+		for k, o := range ops {
+			es[k] = Edge{Seq: seq, Op: o}
+		}
+		if err := g.Apply(es, ids, seq); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []engine.Direction{engine.Out, engine.In} {
+			if got, want := topoAdj(t, g, dir), adjOf(cur, dir); !sameAdj(got, want) {
+				t.Fatalf("round %d, dir %v: the topology differs from the oracle", round, dir)
+			}
+		}
+	}
+	if !g.Out.Weighted() {
+		t.Fatal("weights other than 1 arrived: the topology must keep them")
+	}
+}
+
+// adjDiff describes the first vertex whose lists differ.
+func adjDiff(got, want map[uint64][]string) string {
+	for v, l := range want {
+		if !slices.Equal(got[v], l) {
+			return fmt.Sprintf("vertex %d: got %v, want %v", v, got[v], l)
+		}
+	}
+	for v, l := range got {
+		if _, ok := want[v]; !ok {
+			return fmt.Sprintf("vertex %d: got %v, want none", v, l)
+		}
+	}
+	return "none"
+}

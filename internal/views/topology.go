@@ -1,0 +1,301 @@
+package views
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Topology is a Manager's one shared Topo, kept at the newest sequence
+// number some graph analytic pulled: it is built from a fresh view when
+// the first topology stream opens, then advanced in place from the edge
+// log (work proportional to the operations and the degrees they touch),
+// and dropped when the last stream closes. When the log no longer holds
+// what it needs (it wrapped while nobody pulled), it is built again.
+//
+// Readers (an analytic's update) hold the read lock from Pull until Done;
+// an advance takes the write lock. So an analytic sees one consistent
+// graph for a whole update, and analytics pulling at different paces each
+// get every operation between their previous seq and the topology's.
+type Topology struct {
+	m *Manager
+
+	mu  sync.RWMutex
+	t   *Topo  // nil when no stream is open; Protected by mu.
+	pos uint64 // log position of the first op after t.Seq; Protected by mu.
+
+	smu   sync.Mutex
+	users int           // open streams; Protected by smu.
+	stats TopologyStats // Protected by smu.
+}
+
+// TopologyStats describe a Manager's topology.
+type TopologyStats struct {
+	Builds   uint64        // full builds from a view (the first, and after the log wrapped)
+	Advances uint64        // advances from the log
+	Ops      uint64        // operations applied by advances
+	Build    time.Duration // the last build's time
+	Advance  time.Duration // all advances' time
+	Vertices int
+	Edges    int64
+	Bytes    int64
+}
+
+// Topology returns the Manager's topology (made on first use).
+func (m *Manager) Topology() *Topology {
+	m.topoOnce.Do(func() { m.topo = &Topology{m: m} })
+	return m.topo
+}
+
+// Stats returns the topology's figures (zero sizes when none is held).
+func (t *Topology) Stats() TopologyStats {
+	t.smu.Lock()
+	st := t.stats
+	t.smu.Unlock()
+	t.mu.RLock()
+	if t.t != nil {
+		st.Vertices, st.Edges, st.Bytes = t.t.Len(), t.t.Out.Edges(), t.t.Bytes()
+	}
+	t.mu.RUnlock()
+	return st
+}
+
+// Bytes is the memory the topology holds (0 when no stream is open).
+func (t *Topology) Bytes() int64 {
+	if !t.mu.TryRLock() { // an advance is under way: report what it had
+		t.smu.Lock()
+		defer t.smu.Unlock()
+		return t.stats.Bytes
+	}
+	defer t.mu.RUnlock()
+	if t.t == nil {
+		return 0
+	}
+	return t.t.Bytes()
+}
+
+// advance brings the topology to the newest applied sequence number.
+func (t *Topology) advance(ctx context.Context) error {
+	l := t.m.log
+	_, _, last := l.state()
+	t.mu.RLock()
+	fresh := t.t != nil && t.t.Seq >= last
+	t.mu.RUnlock()
+	if fresh {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, err := t.m.Static(StaticOptions{Kind: Fresh})
+	if err != nil {
+		return err
+	}
+	defer v.Release()
+	if err := l.wait(ctx, func(_, last uint64) bool { return last >= v.Seq() }); err != nil {
+		return err
+	}
+	if t.t != nil && t.t.Seq >= v.Seq() {
+		return nil
+	}
+	t0 := time.Now()
+	if t.t != nil {
+		// INVARIANT: t.t, when not nil, is exactly the graph at t.t.Seq.
+		ok, n, err := t.catchUp(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			t.noteAdvance(time.Since(t0), n)
+			return nil
+		}
+	}
+	for try := 0; ; try++ {
+		g, err := BuildTopo(ctx, v)
+		if err != nil {
+			return err
+		}
+		if p, ok := l.firstAfter(v.Seq()); ok {
+			t.t, t.pos = g, p
+			break
+		}
+		if try == 2 {
+			return errors.New("views: the edge log wrapped three times while the topology was built from a view; raise the log's capacity (serve --view-log-capacity)")
+		}
+	}
+	t.smu.Lock()
+	t.stats.Builds++
+	t.stats.Build = time.Since(t0)
+	t.stats.Bytes = t.t.Bytes()
+	t.smu.Unlock()
+	return nil
+}
+
+// catchUp applies the logged operations up to v's seq, a chunk at a time.
+// It returns false when the log no longer holds them. Protected by mu
+// (held for writing).
+func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
+	l := t.m.log
+	ids, err := v.IDs()
+	if err != nil {
+		return false, 0, err
+	}
+	end, ok := l.posAfterSeq(t.pos, v.Seq())
+	if !ok {
+		return false, 0, nil
+	}
+	n := int(end - t.pos)
+	var buf []Edge
+	for t.pos < end {
+		to := min(end, t.pos+logChunk)
+		if buf, ok = l.read(t.pos, to, buf[:0]); !ok {
+			return false, 0, nil
+		}
+		seq := buf[len(buf)-1].Seq
+		if to == end {
+			seq = v.Seq()
+		}
+		if err := t.t.Apply(buf, ids, seq); err != nil {
+			t.t = nil // half applied: the next advance builds it again
+			return false, 0, fmt.Errorf("views: topology: %w", err)
+		}
+		t.pos = to
+	}
+	t.t.IDs, t.t.Seq = ids, v.Seq()
+	return true, n, nil
+}
+
+func (t *Topology) noteAdvance(d time.Duration, ops int) {
+	t.smu.Lock()
+	t.stats.Advances++
+	t.stats.Ops += uint64(ops)
+	t.stats.Advance += d
+	t.stats.Bytes = t.t.Bytes()
+	t.smu.Unlock()
+}
+
+// TopoStream follows the topology for one graph analytic. Pull is for one
+// consumer.
+type TopoStream struct {
+	t    *Topology
+	opts StreamOptions
+
+	mu      sync.Mutex
+	pos     uint64 // log position of the first op after the last Pull's seq; Protected by mu.
+	started bool   // Protected by mu.
+	closed  bool   // Protected by mu.
+}
+
+// TopoUpdate is what one Pull returns. G is read-locked until Done: call
+// it once the update is computed, and do not keep G (or its lists) after.
+type TopoUpdate struct {
+	G *Topo
+	// Edges are the operations between the previous Pull's seq and G.Seq,
+	// in order.
+	Edges []Edge
+	// Lost: this is the first Pull, or operations were dropped or more
+	// than the stream's MaxBehind: compute from G alone.
+	Lost bool
+	done func()
+}
+
+// Done releases G.
+func (u *TopoUpdate) Done() {
+	if u.done != nil {
+		u.done()
+		u.done = nil
+	}
+}
+
+// Stream opens a topology stream: its first Pull returns the topology
+// (Lost set), each later one the operations since the one before.
+func (t *Topology) Stream(o StreamOptions) (*TopoStream, error) {
+	if err := o.normalize(t.m.cfg.LogCapacity); err != nil {
+		return nil, err
+	}
+	if o.Window.enabled() {
+		return nil, errors.New("views: a topology stream has no window")
+	}
+	s := &TopoStream{t: t, opts: o}
+	if err := t.m.trackStream(s); err != nil {
+		return nil, err
+	}
+	t.smu.Lock()
+	t.users++
+	t.smu.Unlock()
+	return s, nil
+}
+
+// Pull waits until at least BatchSize new operations exist (not for the
+// first Pull), advances the topology to the newest sequence number and
+// returns it read-locked, with the operations this stream had not seen.
+func (s *TopoStream) Pull(ctx context.Context) (*TopoUpdate, error) {
+	return s.pull(ctx, true)
+}
+
+// PullNow is Pull without waiting: the operations there are now (perhaps
+// none).
+func (s *TopoStream) PullNow(ctx context.Context) (*TopoUpdate, error) {
+	return s.pull(ctx, false)
+}
+
+func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	l := s.t.m.log
+	if s.started && wait {
+		if err := l.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.t.advance(ctx); err != nil {
+		return nil, err
+	}
+	t := s.t
+	t.mu.RLock()
+	u := &TopoUpdate{G: t.t, done: t.mu.RUnlock}
+	end := t.pos
+	ok := s.started && end-s.pos <= uint64(s.opts.MaxBehind)
+	if ok {
+		u.Edges, ok = l.read(s.pos, end, nil)
+	}
+	if !ok {
+		u.Lost, u.Edges = true, nil
+		if s.started {
+			s.t.m.noteLost()
+		}
+	}
+	s.pos, s.started = end, true
+	return u, nil
+}
+
+// Close unregisters the stream; the last one closed frees the topology.
+func (s *TopoStream) Close() {
+	s.mu.Lock()
+	was := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if was {
+		return
+	}
+	s.t.m.untrackStream(s)
+	t := s.t
+	t.smu.Lock()
+	t.users--
+	last := t.users == 0
+	t.smu.Unlock()
+	if last {
+		t.mu.Lock()
+		t.smu.Lock()
+		if t.users == 0 {
+			t.t = nil
+			t.stats.Bytes = 0
+		}
+		t.smu.Unlock()
+		t.mu.Unlock()
+	}
+}
