@@ -433,6 +433,7 @@ func (a *Adj) clearList(i int32) {
 	a.spans[i].deg = 0
 }
 
+
 // edgeChange is one operation of a batch in index space, for sorting.
 type edgeChange struct {
 	src, dst int32
@@ -444,8 +445,10 @@ type edgeChange struct {
 // Apply applies ops (the operations with t.Seq < seq <= ids' view seq, in
 // order) and moves t to ids and seq. ids must hold every endpoint of
 // every upsert and extend t.IDs (a new layout is remapped first). Work:
-// the ops plus the degrees of the vertices they touch.
-func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64) error {
+// the ops plus the degrees of the vertices they touch. For the k-th op,
+// when it deletes a vertex, removed(k, edges) gets the edges it removed
+// (as ids, perhaps none); removed may be nil.
+func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64)) error {
 	if !ids.Extends(t.IDs) {
 		t.remap(ids)
 	}
@@ -457,8 +460,13 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64) error {
 		if e.Op.Kind == engine.OpDeleteVertex {
 			t.applyRun(run)
 			run = run[:0]
+
+			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
-				t.deleteVertex(int32(i))
+				es = t.deleteVertex(int32(i))
+			}
+			if removed != nil {
+				removed(k, es)
 			}
 			continue
 		}
@@ -520,8 +528,18 @@ func (t *Topo) applyRun(run []edgeChange) {
 	}
 }
 
-// deleteVertex removes every edge of i.
-func (t *Topo) deleteVertex(i int32) {
+// deleteVertex removes every edge of i and returns them (as ids).
+func (t *Topo) deleteVertex(i int32) [][2]uint64 {
+	v := t.IDs.ID(int(i))
+	var es [][2]uint64
+	for _, j := range t.Out.Nbrs(i) {
+		es = append(es, [2]uint64{v, t.IDs.ID(int(j))})
+	}
+	for _, j := range t.In.Nbrs(i) {
+		if j != i {
+			es = append(es, [2]uint64{t.IDs.ID(int(j)), v})
+		}
+	}
 	for _, j := range t.Out.Nbrs(i) {
 		if j != i {
 			t.In.remove(j, i)
@@ -534,6 +552,7 @@ func (t *Topo) deleteVertex(i int32) {
 	}
 	t.Out.clearList(i)
 	t.In.clearList(i)
+	return es
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of

@@ -136,6 +136,9 @@ func TestTopologyFollowsTheOracle(t *testing.T) {
 								t.Errorf("stream %d: op of seq %d outside (%d, %d]", k, e.Seq, prev, g.Seq)
 							}
 						}
+						if err := checkExpanded(h.at(prev), u.Edges); err != nil {
+							t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
+						}
 					}
 					prev = g.Seq
 					u.Done()
@@ -235,6 +238,7 @@ func TestTopoApplyOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		prevState := cur.Clone()
 		for _, o := range ops {
 			cur.Apply(o)
 		}
@@ -251,8 +255,33 @@ func TestTopoApplyOracle(t *testing.T) {
 		for k, o := range ops {
 			es[k] = Edge{Seq: seq, Op: o}
 		}
-		if err := g.Apply(es, ids, seq); err != nil {
+		var expanded []Edge
+		err = g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
+			expanded = append(expanded, es[k])
+			for _, p := range rm {
+				expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
+			}
+		})
+		if err != nil {
 			t.Fatal(err)
+		}
+		// Interleave: the ops with each vertex delete followed by its edges.
+		var all []Edge
+		x := 0
+		for _, e := range es {
+			if e.Op.Kind != engine.OpDeleteVertex {
+				all = append(all, e)
+				continue
+			}
+			all = append(all, expanded[x])
+			x++
+			for x < len(expanded) && expanded[x].Op.Kind == engine.OpDeleteEdge {
+				all = append(all, expanded[x])
+				x++
+			}
+		}
+		if err := checkExpanded(prevState, all); err != nil {
+			t.Fatalf("round %d: %v", round, err)
 		}
 		for _, dir := range []engine.Direction{engine.Out, engine.In} {
 			if got, want := topoAdj(t, g, dir), adjOf(cur, dir); !sameAdj(got, want) {
@@ -278,4 +307,39 @@ func adjDiff(got, want map[uint64][]string) string {
 		}
 	}
 	return "none"
+}
+
+// checkExpanded replays es on a copy of the graph before them and fails
+// unless every vertex delete is followed by exactly the edge deletes of
+// the edges the vertex had then.
+func checkExpanded(before oracle, es []Edge) error {
+	cur := before.Clone()
+	for k := 0; k < len(es); k++ {
+		op := es[k].Op
+		if op.Kind != engine.OpDeleteVertex {
+			cur.Apply(op)
+			continue
+		}
+		want := map[[2]uint64]bool{}
+		for e := range cur {
+			if e[0] == op.Src || e[1] == op.Src {
+				want[e] = true
+			}
+		}
+		got := map[[2]uint64]bool{}
+		for k+1 < len(es) && es[k+1].Seq == es[k].Seq && es[k+1].Op.Kind == engine.OpDeleteEdge && (es[k+1].Op.Src == op.Src || es[k+1].Op.Dst == op.Src) && len(got) < len(want) {
+			k++
+			got[[2]uint64{es[k].Op.Src, es[k].Op.Dst}] = true
+		}
+		if len(got) != len(want) {
+			return fmt.Errorf("vertex delete of %d: followed by %d edge deletes, it had %d edges", op.Src, len(got), len(want))
+		}
+		for e := range want {
+			if !got[e] {
+				return fmt.Errorf("vertex delete of %d: edge %v not among its edge deletes", op.Src, e)
+			}
+		}
+		cur.Apply(op)
+	}
+	return nil
 }

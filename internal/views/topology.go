@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // Topology is a Manager's one shared Topo, kept at the newest sequence
@@ -25,6 +27,14 @@ type Topology struct {
 	mu  sync.RWMutex
 	t   *Topo  // nil when no stream is open; Protected by mu.
 	pos uint64 // log position of the first op after t.Seq; Protected by mu.
+	// removed holds, by log position, the edges each vertex delete
+	// applied since the topology was built removed (streams hand them
+	// out as edge deletes); entries behind the log's oldest position are
+	// dropped. since is the position the topology was built at: a stream
+	// behind it cannot be told what its vertex deletes removed.
+	// Protected by mu.
+	removed map[uint64][][2]uint64
+	since   uint64
 
 	smu   sync.Mutex
 	users int           // open streams; Protected by smu.
@@ -117,7 +127,7 @@ func (t *Topology) advance(ctx context.Context) error {
 			return err
 		}
 		if p, ok := l.firstAfter(v.Seq()); ok {
-			t.t, t.pos = g, p
+			t.t, t.pos, t.since, t.removed = g, p, p, map[uint64][][2]uint64{}
 			break
 		}
 		if try == 2 {
@@ -147,6 +157,12 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 	}
 	n := int(end - t.pos)
 	var buf []Edge
+	_, oldest, _ := l.state()
+	for p := range t.removed {
+		if p < oldest {
+			delete(t.removed, p)
+		}
+	}
 	for t.pos < end {
 		to := min(end, t.pos+logChunk)
 		if buf, ok = l.read(t.pos, to, buf[:0]); !ok {
@@ -156,7 +172,9 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 		if to == end {
 			seq = v.Seq()
 		}
-		if err := t.t.Apply(buf, ids, seq); err != nil {
+		at := t.pos
+		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es })
+		if err != nil {
 			t.t = nil // half applied: the next advance builds it again
 			return false, 0, fmt.Errorf("views: topology: %w", err)
 		}
@@ -192,7 +210,8 @@ type TopoStream struct {
 type TopoUpdate struct {
 	G *Topo
 	// Edges are the operations between the previous Pull's seq and G.Seq,
-	// in order.
+	// in order; each vertex delete is followed by an edge delete (of the
+	// same Seq) for every edge it removed.
 	Edges []Edge
 	// Lost: this is the first Pull, or operations were dropped or more
 	// than the stream's MaxBehind: compute from G alone.
@@ -259,9 +278,12 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	t.mu.RLock()
 	u := &TopoUpdate{G: t.t, done: t.mu.RUnlock}
 	end := t.pos
-	ok := s.started && end-s.pos <= uint64(s.opts.MaxBehind)
+	ok := s.started && end-s.pos <= uint64(s.opts.MaxBehind) && s.pos >= t.since
 	if ok {
 		u.Edges, ok = l.read(s.pos, end, nil)
+	}
+	if ok {
+		u.Edges, ok = t.expand(u.Edges, s.pos)
 	}
 	if !ok {
 		u.Lost, u.Edges = true, nil
@@ -271,6 +293,36 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	}
 	s.pos, s.started = end, true
 	return u, nil
+}
+
+// expand follows every vertex delete of es (read from log position from)
+// with the edge deletes it applied. It returns false when one is not
+// known (dropped with the log's oldest entries). Protected by mu (read).
+func (t *Topology) expand(es []Edge, from uint64) ([]Edge, bool) {
+	var out []Edge // nil until the first vertex delete
+	for k, e := range es {
+		if e.Op.Kind != engine.OpDeleteVertex {
+			if out != nil {
+				out = append(out, e)
+			}
+			continue
+		}
+		rm, ok := t.removed[from+uint64(k)]
+		if !ok {
+			return nil, false // applied before the build, or dropped
+		}
+		if out == nil {
+			out = append(make([]Edge, 0, len(es)+len(rm)+64), es[:k]...)
+		}
+		out = append(out, e)
+		for _, p := range rm {
+			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}, Time: e.Time})
+		}
+	}
+	if out == nil {
+		return es, true
+	}
+	return out, true
 }
 
 // Close unregisters the stream; the last one closed frees the topology.
