@@ -11,14 +11,14 @@ import (
 //
 // level[i] is the level of the vertex with dense index i, -1 when it is
 // unreached. INVARIANT (between calls): level is exactly the BFS level in
-// the graph at seq. Incremental reasoning: deleting an edge (a, b) that is
-// not tight (level[b] != level[a]+1) changes no level; a tight one changes
-// none either when b keeps an in-neighbor w with level[w] = level[b]-1 in
-// the new graph and every such b does (by induction on the level);
-// inserts only lower levels, which propagate from the new edges.
+// the graph at seq. A recompute is the direction-optimizing kernel; an
+// update repairs the levels the batch changed (repair.go), and recomputes
+// only when that region is over an eighth of the graph.
 type bfs struct {
 	spec Spec
 	root uint64
+	// work is the edges the last update read (its repair). Protected by mu.
+	work int
 
 	guarded[*bfsState]
 }
@@ -51,86 +51,23 @@ func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
 }
 
 func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
+	heads, ups, err := changes(g, edges, false)
+	if err != nil {
+		return false, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	var lvl func(uint64) int32
-	st.level, lvl = rooted(st.level, st.ids, g.IDs, a.root, 0, -1)
+	st.level, _ = rooted(st.level, st.ids, g.IDs, a.root, 0, -1)
 	st.ids = g.IDs
-	n := net(edges)
-	recompute := false
-	for _, x := range n.VDels {
-		recompute = recompute || lvl(x) >= 0
-	}
-	// A tight deleted edge's head keeps its level when it keeps an
-	// in-neighbor one level up (by induction on the level, when every
-	// such head does).
-	for _, d := range n.Deletes {
-		if recompute {
-			break
-		}
-		la := lvl(d[0])
-		if la < 0 || lvl(d[1]) != la+1 {
-			continue
-		}
-		b := index(g, d[1])
-		found := false
-		for _, w := range g.In.Nbrs(b) {
-			if st.level[w] == la {
-				found = true
-				break
-			}
-		}
-		recompute = !found
-	}
-	if recompute {
+	r := &repair[int32]{g: g, d: st.level, root: index(g, a.root), far: -1, unit: true, limit: repairLimit(g.Len())}
+	ok := r.run(heads, ups)
+	a.work = r.work
+	if !ok {
 		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
-	// Inserts lower levels: relax from the new edges, level by level.
-	var frontier, next []int32
-	for _, op := range n.Upserts {
-		if la := lvl(op.Src); la >= 0 {
-			j := index(g, op.Dst)
-			if j < 0 {
-				return false, unindexed(op.Dst)
-			}
-			if l := st.level[j]; l < 0 || la+1 < l {
-				st.level[j] = la + 1
-				frontier = append(frontier, j)
-			}
-		}
-	}
-	// Relax in order of level: a bucket queue over the levels met.
-	buckets := map[int32][]int32{}
-	for _, j := range frontier {
-		buckets[st.level[j]] = append(buckets[st.level[j]], j)
-	}
-	for len(buckets) > 0 {
-		l := int32(-1)
-		for k := range buckets {
-			if l < 0 || k < l {
-				l = k
-			}
-		}
-		next = append(next[:0], buckets[l]...)
-		delete(buckets, l)
-		for _, u := range next {
-			if st.level[u] != l {
-				continue
-			}
-			for _, w := range g.Out.Nbrs(u) {
-				if lw := st.level[w]; lw < 0 || l+1 < lw {
-					st.level[w] = l + 1
-					buckets[l+1] = append(buckets[l+1], w)
-				}
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-	}
 	st.seq = g.Seq
-	return false, nil
+	return false, ctx.Err()
 }
 
 // BFSSummary is the result of a bfs analytic.

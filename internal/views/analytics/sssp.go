@@ -12,13 +12,16 @@ import (
 // weights as lengths (they must not be negative).
 //
 // INVARIANT (between calls, unless err is set): dist is exactly the
-// shortest distance in the graph at seq (+Inf when unreachable). An edge
-// (a, b, w) is tight when dist[a] + w = dist[b]; removing or lengthening an
-// edge that is not tight changes no distance, inserting or shortening one
-// only lowers distances, which relax from its head. Otherwise: recompute.
+// shortest distance in the graph at seq (+Inf when unreachable). A
+// recompute is delta-stepping on every core; an update repairs the
+// distances the batch changed (repair.go), and recomputes only when that
+// region is over an eighth of the graph or a weight is negative (the
+// recompute reports it).
 type sssp struct {
 	spec Spec
 	root uint64
+	// work is the edges the last update read (its repair). Protected by mu.
+	work int
 
 	guarded[*ssspState]
 }
@@ -53,21 +56,6 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 	return nil
 }
 
-// supported reports whether b keeps its distance through an in-edge from
-// a vertex strictly closer (so that, by induction on the distance, every
-// head of a changed edge that is supported keeps its distance).
-func supported(g *views.Topo, dist []float64, b int32) bool {
-	db := dist[b]
-	for _, u := range g.In.Nbrs(b) {
-		if du := dist[u]; du < db {
-			if w, ok := g.Weight(u, b); ok && du+w == db {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
 	a.mu.RLock()
 	failed := a.st.err != ""
@@ -75,54 +63,24 @@ func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (b
 	if failed {
 		return true, a.Recompute(ctx, g)
 	}
-	n := net(edges)
+	// An upsert may lengthen an edge only in a weighted graph.
+	heads, ups, err := changes(g, edges, g.Out.Weighted())
+	if err != nil {
+		return false, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	var dist func(uint64) float64
-	st.dist, dist = rooted(st.dist, st.ids, g.IDs, a.root, 0, math.Inf(1))
+	st.dist, _ = rooted(st.dist, st.ids, g.IDs, a.root, 0, math.Inf(1))
 	st.ids = g.IDs
-	recompute := false
-	for _, x := range n.VDels {
-		recompute = recompute || !math.IsInf(dist(x), 1)
-	}
-	// The head of a deleted edge, or of one whose weight changed, keeps its
-	// distance when it is supported.
-	check := func(src, dst uint64) {
-		if recompute || dst == a.root || math.IsInf(dist(src), 1) || math.IsInf(dist(dst), 1) {
-			return
-		}
-		recompute = !supported(g, st.dist, index(g, dst))
-	}
-	for _, d := range n.Deletes {
-		check(d[0], d[1])
-	}
-	var seeds []int32
-	for _, op := range n.Upserts {
-		if op.Weight < 0 {
-			recompute = true // the recompute reports it
-		}
-		check(op.Src, op.Dst)
-		if recompute {
-			break
-		}
-		if nd := dist(op.Src) + op.Weight; nd < dist(op.Dst) {
-			j := index(g, op.Dst)
-			if j < 0 {
-				return false, unindexed(op.Dst)
-			}
-			st.dist[j] = nd
-			seeds = append(seeds, j)
-		}
-	}
-	if recompute {
+	r := &repair[float64]{g: g, d: st.dist, root: index(g, a.root), far: math.Inf(1), limit: repairLimit(g.Len())}
+	ok := r.run(heads, ups)
+	a.work = r.work
+	if !ok {
 		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
-	if err := deltaStep(ctx, g, st.dist, seeds); err != nil {
-		return false, err
-	}
 	st.seq = g.Seq
-	return false, nil
+	return false, ctx.Err()
 }
 
 // SSSPSummary is the result of an sssp analytic.

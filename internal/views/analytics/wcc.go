@@ -1,23 +1,35 @@
 package analytics
 
 import (
+	"container/heap"
 	"context"
+	"slices"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// wcc keeps the weakly connected components with a union-find over the
-// dense indexes. The component of a vertex is named by its smallest vertex
-// id in the store (where mapped numbers and keys lie above every number
-// below 2^32; see keydict.NumID); a vertex without edges is its own
-// component.
+// wcc keeps the weakly connected components. The component of a vertex is
+// named by its smallest vertex id in the store (where mapped numbers and
+// keys lie above every number below 2^32; see keydict.NumID); a vertex
+// without edges is its own component.
 //
-// INVARIANT (between calls): two vertices share a root iff they are weakly
-// connected in the graph at seq. Inserts only merge (union). A delete may
-// split: when an edge whose reverse is absent goes, the update checks (with
-// in-edges, by a bounded search from both ends) that its endpoints are
-// still connected, and recomputes otherwise; a vertex delete of a vertex
-// with edges recomputes.
+// A recompute is Afforest on every core. An update keeps a support forest
+// (levels), built by one breadth-first pass over both directions the first
+// time a delete needs it: each component has a root at level 0, and every
+// other vertex a neighbor (by an out- or an in-edge) of its component one
+// level down. A deleted edge matters only when it joined levels l and
+// l+1; the vertices left without support are found in order of level (as
+// in repair.go, undirected), re-attached from their supported neighbors,
+// and those that cannot be form new components. An inserted edge between
+// two components relabels (and re-levels) the smaller. So the work follows
+// the vertices whose support or component changes, never the graph.
+//
+// INVARIANTS (between calls): comp[i] is the index of i's component's
+// root (comp[r] == r at a root), and two vertices share one iff they are
+// weakly connected in the graph at seq; at a root, size is the
+// component's vertex count and min the index of its smallest id; level,
+// when not nil, is a support forest as above.
 type wcc struct {
 	spec Spec
 
@@ -25,92 +37,63 @@ type wcc struct {
 }
 
 type wccState struct {
-	ids    views.IDSpace
-	parent []int32 // union-find forest over dense indexes; parent[i] == i at a root
-	min    []int32 // at a root: the dense index of the component's smallest id (by id, not index)
-	size   []int32 // at a root: the component's vertex count
-	seq    uint64
+	ids   views.IDSpace
+	comp  []int32
+	size  []int32
+	min   []int32
+	level []int32 // nil until a delete needs it
+	seq   uint64
+	// work counts the edges read by updates since the last recompute
+	// (the forest's build included).
+	work int
 }
 
 func newWCC(s Spec) *wcc { return &wcc{spec: s} }
 
 func (a *wcc) Spec() Spec { return a.spec }
 
-func newWCCState(ids views.IDSpace, seq uint64) *wccState {
-	n := ids.Len()
-	st := &wccState{ids: ids, parent: make([]int32, n), min: make([]int32, n), size: make([]int32, n), seq: seq}
-	for i := range st.parent {
-		st.parent[i], st.min[i], st.size[i] = int32(i), int32(i), 1
-	}
-	return st
-}
-
-// grow extends the forest to ids (new vertices are singletons).
-func (st *wccState) grow(ids views.IDSpace) error {
-	if ids.Extends(st.ids) && ids.Len() == st.ids.Len() {
-		st.ids = ids
-		return nil
-	}
+// grow extends the state to ids: new vertices are components of their
+// own; a new index generation moves every value to its id's index.
+func (st *wccState) grow(ids views.IDSpace) {
 	if !ids.Extends(st.ids) {
-		// A new index generation: indexes move. Rebuild from the
-		// components (names are ids).
-		old, parent := st.ids, st.parent
-		*st = *newWCCState(ids, st.seq)
-		for i := range parent {
-			r := find(parent, int32(i))
-			j, ok := ids.Index(old.ID(i))
-			k, ok2 := ids.Index(old.ID(int(r)))
-			if !ok || !ok2 {
-				return unindexed(old.ID(i))
-			}
-			st.union(int32(j), int32(k))
+		n := ids.Len()
+		to := make([]int32, len(st.comp))
+		for i := range to {
+			j, _ := ids.Index(st.ids.ID(i)) // a new generation holds every id of the old
+			to[i] = int32(j)
 		}
-		return nil
-	}
-	n0, n := len(st.parent), ids.Len()
-	st.parent = resize(st.parent, st.ids, ids, 0)
-	st.min = resize(st.min, st.ids, ids, 0)
-	st.size = resize(st.size, st.ids, ids, 1)
-	for i := n0; i < n; i++ {
-		st.parent[i], st.min[i] = int32(i), int32(i)
-	}
-	st.ids = ids
-	return nil
-}
-
-// root finds i's root without changing the forest (for readers, who hold
-// only the read lock).
-func root(parent []int32, i int32) int32 {
-	for parent[i] != i {
-		i = parent[i]
-	}
-	return i
-}
-
-// find finds i's root, halving the path (writers only).
-func find(parent []int32, i int32) int32 {
-	for parent[i] != i {
-		parent[i] = parent[parent[i]] // path halving
-		i = parent[i]
-	}
-	return i
-}
-
-// union merges the components of i and j (union by size).
-func (st *wccState) union(i, j int32) {
-	ri, rj := find(st.parent, i), find(st.parent, j)
-	if ri == rj {
+		comp, size, mn := make([]int32, n), make([]int32, n), make([]int32, n)
+		for j := range comp {
+			comp[j], size[j], mn[j] = int32(j), 1, int32(j)
+		}
+		var level []int32
+		if st.level != nil {
+			level = make([]int32, n)
+		}
+		for i, r := range st.comp {
+			comp[to[i]] = to[r]
+			if int32(i) == r {
+				size[to[r]], mn[to[r]] = st.size[r], to[st.min[r]]
+			}
+			if level != nil {
+				level[to[i]] = st.level[i]
+			}
+		}
+		st.comp, st.size, st.min, st.level = comp, size, mn, level
+		st.ids = ids
 		return
 	}
-	if st.size[ri] < st.size[rj] {
-		ri, rj = rj, ri
+	n0, n := len(st.comp), ids.Len()
+	st.comp = resize(st.comp, st.ids, ids, 0)
+	st.size = resize(st.size, st.ids, ids, 1)
+	st.min = resize(st.min, st.ids, ids, 0)
+	if st.level != nil {
+		st.level = resize(st.level, st.ids, ids, 0)
 	}
-	st.parent[rj] = ri
-	st.size[ri] += st.size[rj]
-	// The hash part of an index is not in id order: compare the ids.
-	if st.ids.ID(int(st.min[rj])) < st.ids.ID(int(st.min[ri])) {
-		st.min[ri] = st.min[rj]
+	for i := n0; i < n; i++ {
+		st.comp[i], st.min[i] = int32(i), int32(i)
 	}
+	st.ids = ids
 }
 
 func wccCompute(ctx context.Context, g *views.Topo) (*wccState, error) {
@@ -118,16 +101,16 @@ func wccCompute(ctx context.Context, g *views.Topo) (*wccState, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Afforest's roots are each component's smallest index: its forest is
-	// the union-find forest (flat). Sizes and smallest ids, per root.
+	// Afforest's roots are each component's smallest index. Sizes and
+	// smallest ids, per root.
 	n := g.Len()
-	st := &wccState{ids: g.IDs, parent: comp, min: make([]int32, n), size: make([]int32, n), seq: g.Seq}
+	st := &wccState{ids: g.IDs, comp: comp, min: make([]int32, n), size: make([]int32, n), seq: g.Seq}
 	for i := range comp {
 		st.min[i] = int32(i)
 	}
 	for i, r := range comp {
 		st.size[r]++
-		if int32(i) != r && g.IDs.ID(i) < g.IDs.ID(int(st.min[r])) {
+		if g.IDs.ID(i) < g.IDs.ID(int(st.min[r])) {
 			st.min[r] = int32(i)
 		}
 	}
@@ -143,49 +126,314 @@ func (a *wcc) Recompute(ctx context.Context, g *views.Topo) error {
 	return nil
 }
 
+// levels builds the support forest on g: breadth first over both
+// directions, within each component, from its vertex of highest degree
+// (the one least likely to lose its edges, which would leave the whole
+// component to repair). It returns the vertices it could not reach: those
+// the batch's deletes cut off from it (g is the graph after them).
+func (st *wccState) levels(g *views.Topo) []int32 {
+	n := len(st.comp)
+	st.level = make([]int32, n)
+	hub := make([]int32, n) // at a label: its member of highest degree
+	deg := func(i int32) int32 { return g.Out.Deg(i) + g.In.Deg(i) }
+	for i := range hub {
+		hub[i] = -1
+	}
+	for i, r := range st.comp {
+		st.level[i] = -1
+		if h := hub[r]; h < 0 || deg(int32(i)) > deg(h) {
+			hub[r] = int32(i)
+		}
+	}
+	var frontier, next []int32
+	for _, h := range hub {
+		if h >= 0 {
+			st.level[h] = 0
+			frontier = append(frontier, h)
+		}
+	}
+	for l := int32(1); len(frontier) > 0; l++ {
+		next = next[:0]
+		for _, u := range frontier {
+			st.neighbors(g, u, func(x int32) bool {
+				if st.level[x] < 0 {
+					st.level[x] = l
+					next = append(next, x)
+				}
+				return true
+			})
+		}
+		frontier, next = next, frontier
+	}
+	var cut []int32
+	for i, l := range st.level {
+		if l < 0 {
+			cut = append(cut, int32(i))
+		}
+	}
+	return cut
+}
+
+// idLess orders indexes by their ids.
+func (st *wccState) idLess(i, j int32) bool { return st.ids.ID(int(i)) < st.ids.ID(int(j)) }
+
 func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
-	n := net(edges)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	if err := st.grow(g.IDs); err != nil {
-		return false, err
-	}
-	recompute := false
-	// A vertex delete splits its component unless the vertex was alone.
-	for _, x := range n.VDels {
-		if i := index(g, x); i >= 0 && st.size[root(st.parent, i)] > 1 {
-			recompute = true
+	st.grow(g.IDs)
+	// Deletes first (on g, which holds the batch's inserts: those between
+	// components are merged after).
+	var dels, ups [][2]int32
+	for _, e := range edges {
+		i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
+		switch e.Op.Kind {
+		case engine.OpDeleteVertex:
+			// Its edges follow as edge deletes.
+		case engine.OpDeleteEdge:
+			if i >= 0 && j >= 0 && i != j && st.comp[i] == st.comp[j] {
+				dels = append(dels, [2]int32{i, j})
+			}
+		default:
+			if i < 0 || j < 0 {
+				return false, unindexed(e.Op.Src)
+			}
+			ups = append(ups, [2]int32{i, j})
 		}
 	}
-	// A deleted edge splits nothing when its endpoints were in different
-	// components (it did not exist), its reverse remains, or they are
-	// still connected (a bounded search).
-	for _, d := range n.Deletes {
-		if recompute {
-			break
+	if len(dels) > 0 {
+		var cut []int32
+		if st.level == nil {
+			cut = st.levels(g)
 		}
-		i, j := index(g, d[0]), index(g, d[1])
-		if i < 0 || j < 0 || i == j || find(st.parent, i) != find(st.parent, j) {
-			continue
+		if !st.split(g, dels, cut, repairLimit(g.Len())) {
+			return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 		}
-		if _, rev := g.Weight(j, i); rev {
-			continue
-		}
-		recompute = !connected(g, i, j, wccSearchBudget)
 	}
-	if recompute {
-		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
-	}
-	for _, op := range n.Upserts {
-		i, j := index(g, op.Src), index(g, op.Dst)
-		if i < 0 || j < 0 {
-			return false, unindexed(op.Src)
+	for _, e := range ups {
+		if st.comp[e[0]] != st.comp[e[1]] {
+			if _, present := g.Weight(e[0], e[1]); present {
+				st.merge(g, e[0], e[1])
+			}
 		}
-		st.union(i, j)
 	}
 	st.seq = g.Seq
-	return false, nil
+	return false, ctx.Err()
+}
+
+// neighbors calls f for each neighbor of u (out and in) in u's component.
+func (st *wccState) neighbors(g *views.Topo, u int32, f func(x int32) bool) {
+	c := st.comp[u]
+	for _, nb := range [2][]int32{g.Out.Nbrs(u), g.In.Nbrs(u)} {
+		st.work += len(nb)
+		for _, x := range nb {
+			if st.comp[x] == c && !f(x) {
+				return
+			}
+		}
+	}
+}
+
+// split repairs the components after the deleted edges dels (each within
+// one component); cut are vertices known to have lost their support. It
+// returns false when more than limit vertices lost their support.
+func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int) bool {
+	const (
+		supported = 1
+		affected  = 2
+	)
+	state := map[int32]uint8{}
+	aff := cut
+	if len(aff) > limit {
+		return false
+	}
+	for _, c := range cut {
+		state[c] = affected
+	}
+	h := &distHeap[int32]{}
+	for _, d := range dels {
+		a, b := d[0], d[1]
+		if st.level[b] == st.level[a]+1 {
+			heap.Push(h, heapItem[int32]{st.level[b], b})
+		} else if st.level[a] == st.level[b]+1 {
+			heap.Push(h, heapItem[int32]{st.level[a], a})
+		}
+	}
+	for h.Len() > 0 {
+		c := heap.Pop(h).(heapItem[int32]).v
+		if state[c] != 0 {
+			continue
+		}
+		lc := st.level[c]
+		ok := lc == 0 // a root
+		if !ok {
+			st.neighbors(g, c, func(u int32) bool {
+				ok = st.level[u] == lc-1 && state[u] != affected
+				return !ok
+			})
+		}
+		if ok {
+			state[c] = supported
+			continue
+		}
+		state[c] = affected
+		if aff = append(aff, c); len(aff) > limit {
+			return false
+		}
+		st.neighbors(g, c, func(x int32) bool {
+			if state[x] == 0 && st.level[x] == lc+1 {
+				heap.Push(h, heapItem[int32]{lc + 1, x})
+			}
+			return true
+		})
+	}
+	if len(aff) == 0 {
+		return true
+	}
+	// Re-attach the affected from their supported neighbors, nearest root
+	// first; the rest form new components.
+	isAff := func(x int32) bool { return state[x] == affected }
+	h = &distHeap[int32]{}
+	for _, c := range aff {
+		best := int32(-1)
+		st.neighbors(g, c, func(u int32) bool {
+			if !isAff(u) && (best < 0 || st.level[u] < best) {
+				best = st.level[u]
+			}
+			return true
+		})
+		st.level[c] = -1
+		if best >= 0 {
+			st.level[c] = best + 1
+			heap.Push(h, heapItem[int32]{best + 1, c})
+		}
+	}
+	for h.Len() > 0 {
+		p := heap.Pop(h).(heapItem[int32])
+		if p.d != st.level[p.v] {
+			continue
+		}
+		st.neighbors(g, p.v, func(x int32) bool {
+			if isAff(x) && (st.level[x] < 0 || p.d+1 < st.level[x]) {
+				st.level[x] = p.d + 1
+				heap.Push(h, heapItem[int32]{p.d + 1, x})
+			}
+			return true
+		})
+	}
+	var old int32 // the label of the component being split
+	var lost map[int32]bool
+	for _, c := range aff {
+		if st.level[c] >= 0 {
+			continue
+		}
+		// A new component, rooted at c: breadth first among the affected
+		// left over (they keep their old label until relabelled).
+		old = st.comp[c]
+		members := []int32{c}
+		st.level[c] = 0
+		for k := 0; k < len(members); k++ {
+			u := members[k]
+			st.neighbors(g, u, func(x int32) bool {
+				if isAff(x) && st.level[x] < 0 {
+					st.level[x] = st.level[u] + 1
+					members = append(members, x)
+				}
+				return true
+			})
+		}
+		// INVARIANT: a label is a member (comp[r] == r). When the old
+		// label's own vertex leaves with these, they take the label and
+		// the rest of the old component a new one (a pass over the
+		// indexes; only then).
+		if slices.Contains(members, old) {
+			in := make(map[int32]bool, len(members))
+			for _, u := range members {
+				in[u] = true
+			}
+			var rest []int32
+			for i, r := range st.comp {
+				if r == old && !in[int32(i)] {
+					rest = append(rest, int32(i))
+				}
+			}
+			c = old
+			k := slices.Index(members, old)
+			members[0], members[k] = members[k], members[0]
+			if len(rest) > 0 {
+				st.relabel(rest)
+			}
+		} else {
+			st.size[old] -= int32(len(members))
+		}
+		st.relabel(members)
+		if c != old && st.comp[st.min[old]] != old {
+			if lost == nil {
+				lost = map[int32]bool{}
+			}
+			lost[old] = true
+		}
+	}
+	// A component whose smallest id left with a new one: find its new
+	// smallest (a pass over the indexes; only then).
+	if len(lost) > 0 {
+		for r := range lost {
+			st.min[r] = r
+		}
+		for i, r := range st.comp {
+			if lost[r] && st.idLess(int32(i), st.min[r]) {
+				st.min[r] = int32(i)
+			}
+		}
+	}
+	return true
+}
+
+// relabel makes the vertices ms a component labelled by the first.
+func (st *wccState) relabel(ms []int32) {
+	c, mn := ms[0], ms[0]
+	for _, u := range ms {
+		st.comp[u] = c
+		if st.idLess(u, mn) {
+			mn = u
+		}
+	}
+	st.size[c], st.min[c] = int32(len(ms)), mn
+}
+
+// merge joins the components of a and b (an edge a-b): the smaller is
+// relabelled and, when the forest is kept, re-levelled below the other's
+// endpoint.
+func (st *wccState) merge(g *views.Topo, a, b int32) {
+	ra, rb := st.comp[a], st.comp[b]
+	if st.size[ra] < st.size[rb] {
+		a, b, ra, rb = b, a, rb, ra
+	}
+	// b's component (the smaller) moves under a.
+	if st.level != nil {
+		st.level[b] = st.level[a] + 1
+	}
+	members := []int32{b}
+	st.comp[b] = ra
+	for k := 0; k < len(members); k++ {
+		u := members[k]
+		for _, nb := range [2][]int32{g.Out.Nbrs(u), g.In.Nbrs(u)} {
+			st.work += len(nb)
+			for _, x := range nb {
+				if st.comp[x] == rb {
+					st.comp[x] = ra
+					if st.level != nil {
+						st.level[x] = st.level[u] + 1
+					}
+					members = append(members, x)
+				}
+			}
+		}
+	}
+	st.size[ra] += st.size[rb]
+	if st.idLess(st.min[rb], st.min[ra]) {
+		st.min[ra] = st.min[rb]
+	}
 }
 
 // WCCSummary is the result of a wcc analytic.
@@ -203,8 +451,8 @@ func (a *wcc) Summary() any {
 		return s
 	}
 	s.Seq = a.st.seq
-	for i, p := range a.st.parent {
-		if int(p) != i {
+	for i, r := range a.st.comp {
+		if int(r) != i {
 			continue
 		}
 		// A vertex alone in its component is not counted: its index may be
@@ -233,56 +481,19 @@ func (a *wcc) Vertex(v uint64) (any, bool) {
 	if !ok {
 		return VertexComponent{v, 1}, true
 	}
-	r := root(a.st.parent, int32(i))
+	r := a.st.comp[i]
 	return VertexComponent{a.st.ids.ID(int(a.st.min[r])), int(a.st.size[r])}, true
-}
-
-// wccSearchBudget bounds the vertices one connectivity check may visit
-// before it gives up (and the update recomputes).
-const wccSearchBudget = 4096
-
-// connected reports whether a and b are weakly connected in g, searching
-// from both ends at once (out- and in-edges) and visiting at most budget
-// vertices; false when it runs out.
-func connected(g *views.Topo, a, b int32, budget int) bool {
-	seen := [2]map[int32]bool{{a: true}, {b: true}}
-	front := [2][]int32{{a}, {b}}
-	visited := 2
-	for len(front[0]) > 0 && len(front[1]) > 0 {
-		side := 0
-		if len(front[1]) < len(front[0]) {
-			side = 1
-		}
-		var next []int32
-		for _, u := range front[side] {
-			for _, nb := range [2][]int32{g.Out.Nbrs(u), g.In.Nbrs(u)} {
-				for _, w := range nb {
-					if seen[1-side][w] {
-						return true
-					}
-					if !seen[side][w] {
-						seen[side][w] = true
-						next = append(next, w)
-						if visited++; visited > budget {
-							return false
-						}
-					}
-				}
-			}
-		}
-		front[side] = next
-	}
-	return false
 }
 
 func (st *wccState) sequence() uint64 { return st.seq }
 
-// MemoryBytes is the size of the forest (12 bytes per vertex index).
+// MemoryBytes is the size of the labels, sizes, smallest ids and levels
+// (16 bytes per vertex index).
 func (a *wcc) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.parent) + sliceBytes(a.st.min) + sliceBytes(a.st.size)
+	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level)
 }

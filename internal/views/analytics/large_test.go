@@ -1,0 +1,295 @@
+package analytics
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// bigGraph is a store over an RMAT graph of 2^scale vertices (hubs
+// included) under ids of both bands (spreadID), its oracle, and the
+// topology stream the analytics follow.
+type bigGraph struct {
+	t    *testing.T
+	s    *engine.Store
+	m    *views.Manager
+	cur  edges
+	keys []ekey // the oracle's edges, for drawing deletes
+	r    *rand.Rand
+	nv   uint64
+}
+
+// newBigGraph loads an RMAT graph (uniform: edges between uniformly drawn
+// vertices, plus 8 hubs of 256 out- and 256 in-edges, so that the degrees
+// do not grow with the scale).
+func newBigGraph(t *testing.T, scale, edgeFactor int, seed uint64, uniform bool) *bigGraph {
+	t.Helper()
+	s, err := engine.Open(t.TempDir(), &engine.Options{InEdges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	g := &bigGraph{t: t, s: s, m: m, cur: edges{}, r: rand.New(rand.NewPCG(seed, 3)), nv: 1 << scale}
+	var b engine.Batch
+	es := (gen.RMAT{Scale: scale, EdgeFactor: edgeFactor, Seed: seed}).Generate()
+	if uniform {
+		for i := range es {
+			es[i] = gen.Edge{Src: g.r.Uint64N(g.nv), Dst: g.r.Uint64N(g.nv)}
+		}
+		for h := range uint64(8) {
+			for range 256 {
+				es = append(es, gen.Edge{Src: h, Dst: g.r.Uint64N(g.nv)}, gen.Edge{Src: g.r.Uint64N(g.nv), Dst: h})
+			}
+		}
+	}
+	for _, e := range es {
+		op := engine.Op{Src: spreadID(e.Src), Dst: spreadID(e.Dst), Weight: float64(1 + g.r.IntN(9)), Kind: engine.OpUpsert}
+		b.InsertWeighted(op.Src, op.Dst, op.Weight)
+		if _, ok := g.cur[ekey{op.Src, op.Dst}]; !ok {
+			g.keys = append(g.keys, ekey{op.Src, op.Dst})
+		}
+		g.cur.Apply(op)
+	}
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompactAll(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// batch applies n random operations: upserts (new edges, and new weights
+// of existing ones), deletes of existing edges (share del), deletes of
+// missing ones, and vertex deletes (share vdel, a hub now and then).
+func (g *bigGraph) batch(n int, del, vdel float64) {
+	var b engine.Batch
+	for range n {
+		var op engine.Op
+		switch x := g.r.Float64(); {
+		case x < del && len(g.keys) > 0:
+			k := g.r.IntN(len(g.keys))
+			e := g.keys[k]
+			g.keys[k] = g.keys[len(g.keys)-1]
+			g.keys = g.keys[:len(g.keys)-1]
+			op = engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge}
+		case x < del+vdel:
+			v := spreadID(g.r.Uint64N(g.nv))
+			if g.r.IntN(4) == 0 && len(g.keys) > 0 {
+				v = g.keys[g.r.IntN(len(g.keys))][0] // a vertex with edges, often a hub
+			}
+			op = engine.Op{Src: v, Kind: engine.OpDeleteVertex}
+		case x < del+vdel+0.02:
+			op = engine.Op{Src: spreadID(g.r.Uint64N(g.nv)), Dst: spreadID(g.r.Uint64N(g.nv)), Kind: engine.OpDeleteEdge}
+		default:
+			op = engine.Op{Src: spreadID(g.r.Uint64N(g.nv)), Dst: spreadID(g.r.Uint64N(g.nv)), Weight: float64(1 + g.r.IntN(9)), Kind: engine.OpUpsert}
+			if _, ok := g.cur[ekey{op.Src, op.Dst}]; !ok {
+				g.keys = append(g.keys, ekey{op.Src, op.Dst})
+			}
+		}
+		switch op.Kind {
+		case engine.OpUpsert:
+			b.InsertWeighted(op.Src, op.Dst, op.Weight)
+		case engine.OpDeleteEdge:
+			b.DeleteEdge(op.Src, op.Dst)
+		default:
+			b.DeleteVertex(op.Src)
+		}
+		g.cur.Apply(op)
+	}
+	if _, err := g.s.Apply(&b); err != nil {
+		g.t.Fatal(err)
+	}
+	// Keys of edges a vertex delete removed stay: deleting them again is
+	// a delete of a missing edge.
+}
+
+// TestAnalyticsLargeGraphsReference: bfs, wcc, sssp and pagerank follow a
+// 16384-vertex RMAT graph (hubs; numbers, sparse numbers and keys) through
+// batches of inserts, re-weights, deletes and vertex deletes, checked
+// against the reference algorithms after every batch, and none of bfs,
+// wcc and sssp recomputes.
+func TestAnalyticsLargeGraphsReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large graph")
+	}
+	g := newBigGraph(t, 14, 8, 7, false)
+	root := g.keys[0][0]
+	ctx := context.Background()
+	type run struct {
+		a  Analytic
+		ts *views.TopoStream
+		re int
+	}
+	prSpec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-10, MaxIterations: 1000}
+	if err := prSpec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	runs := []*run{{a: newBFS(Spec{Name: "bfs", Type: "bfs"}, root)}, {a: newWCC(Spec{Name: "wcc", Type: "wcc"})},
+		{a: newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)}, {a: newPageRank(prSpec)}}
+	for _, r := range runs {
+		var err error
+		if r.ts, err = g.m.Topology().Stream(views.StreamOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer r.ts.Close()
+	}
+	pull := func(r *run) {
+		u, err := r.ts.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer u.Done()
+		ta := r.a.(TopoAnalytic)
+		if u.Lost {
+			err = ta.Recompute(ctx, u.G)
+		} else {
+			var re bool
+			re, err = ta.Update(ctx, u.G, u.Edges)
+			if re {
+				r.re++
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range runs {
+		pull(r)
+	}
+	for batch := 0; batch < 12; batch++ {
+		del := 0.05
+		if batch >= 8 {
+			del = 0.5 // then half of each batch deletes
+		}
+		g.batch(1000, del, 0.002)
+		for _, r := range runs {
+			pull(r)
+		}
+		wantL, wantD, wantC := refBFS(g.cur, root), refSSSP(g.cur, root), refWCC(g.cur)
+		vs := allIDs(g.cur)
+		for _, x := range vs {
+			l, _ := runs[0].a.Vertex(x)
+			wl, ok := wantL[x]
+			if !ok {
+				wl = -1
+			}
+			if l.(VertexLevel).Level != wl {
+				t.Fatalf("batch %d: level of %d = %d, reference %d", batch, x, l.(VertexLevel).Level, wl)
+			}
+			c, _ := runs[1].a.Vertex(x)
+			wc, ok := wantC[x]
+			if !ok {
+				wc = x
+			}
+			if c.(VertexComponent).Component != wc {
+				t.Fatalf("batch %d: component of %d = %d, reference %d", batch, x, c.(VertexComponent).Component, wc)
+			}
+			d, _ := runs[2].a.Vertex(x)
+			wd, ok := wantD[x]
+			if d.(VertexDistance).Reachable != ok || ok && d.(VertexDistance).Distance != wd {
+				t.Fatalf("batch %d: distance of %d = %+v, reference %v (%v)", batch, x, d, wd, ok)
+			}
+		}
+		if batch%4 == 3 {
+			want := refPageRank(g.cur, 0.85)
+			l1 := 0.0
+			for _, x := range vs {
+				p, _ := runs[3].a.Vertex(x)
+				l1 += math.Abs(p.(VertexRank).Rank - want[x])
+			}
+			if l1 > 1e-8 {
+				t.Fatalf("batch %d: pagerank is %g from the reference in L1", batch, l1)
+			}
+		}
+	}
+	for _, r := range runs[:3] {
+		if r.re != 0 {
+			t.Errorf("%s recomputed %d times", r.a.Spec().Type, r.re)
+		}
+	}
+}
+
+// TestUpdateWorkFollowsTheChange: the edges bfs, sssp and wcc updates read
+// for a batch of changes grow with the batch, not with the graph: on a
+// graph 16 times larger (of the same degrees: uniform edges and fixed
+// hubs), the same batch costs less than 4 times as much, and a batch 8
+// times larger costs more.
+func TestUpdateWorkFollowsTheChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large graphs")
+	}
+	// work measures the mean edges read per update over batches of n ops.
+	work := func(scale, n int) map[string]float64 {
+		g := newBigGraph(t, scale, 6, 11, true)
+		root := g.keys[0][0]
+		ctx := context.Background()
+		as := []Analytic{newBFS(Spec{Name: "bfs", Type: "bfs"}, root), newSSSP(Spec{Name: "sssp", Type: "sssp"}, root), newWCC(Spec{Name: "wcc", Type: "wcc"})}
+		ts, err := g.m.Topology().Stream(views.StreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ts.Close()
+		out := map[string]float64{}
+		for b := 0; b < 7; b++ {
+			if b > 0 {
+				g.batch(n, 0.2, 0)
+			}
+			u, err := ts.Pull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range as {
+				ta := a.(TopoAnalytic)
+				if u.Lost {
+					err = ta.Recompute(ctx, u.G)
+				} else if re, err2 := ta.Update(ctx, u.G, u.Edges); re || err2 != nil {
+					t.Fatalf("%s: recomputed %v, %v", a.Spec().Type, re, err2)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b < 2 { // the first update builds wcc's forest
+					continue
+				}
+				switch x := a.(type) {
+				case *bfs:
+					out["bfs"] += float64(x.work)
+				case *sssp:
+					out["sssp"] += float64(x.work)
+				case *wcc:
+					out["wcc"] += float64(x.st.work)
+					x.st.work = 0
+				}
+			}
+			if b == 1 {
+				for _, a := range as {
+					if x, ok := a.(*wcc); ok {
+						x.st.work = 0
+					}
+				}
+			}
+			u.Done()
+		}
+		return out
+	}
+	small, large, largeMore := work(11, 100), work(15, 100), work(15, 800)
+	for _, k := range []string{"bfs", "sssp", "wcc"} {
+		t.Logf("%s: edges read for 100 ops: %.0f on 2^11 vertices, %.0f on 2^15; for 800 ops on 2^15: %.0f", k, small[k], large[k], largeMore[k])
+		if large[k] > 4*small[k] {
+			t.Errorf("%s: a graph 16 times larger made the same change cost %.1f times as much", k, large[k]/small[k])
+		}
+		if largeMore[k] <= large[k] {
+			t.Errorf("%s: 8 times the change read no more edges (%.0f vs %.0f)", k, largeMore[k], large[k])
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package analytics
+
+import (
+	"container/heap"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// Repairing single-source distances after a batch of changes, in the
+// style of Ramalingam and Reps (1996): the work follows the vertices whose
+// distance changes and their edges, not the graph.
+//
+// The distances d (BFS levels, or SSSP lengths) are exact for the graph
+// before the batch; g is the graph after it. A vertex c keeps its distance
+// when it is supported: some in-neighbor u, itself keeping its distance,
+// with d[u] < d[c] and d[u] + w(u, c) = d[c]. Deciding vertices in
+// increasing order of d makes that check sound (every possible supporter
+// is decided first). The heads of deleted or lengthened edges are checked;
+// a vertex found unsupported is affected, and its tight out-neighbors are
+// checked in turn. Affected vertices restart from their best unaffected
+// in-neighbor, and a Dijkstra from them and from the heads of inserted or
+// shortened edges settles the rest. Zero-length edges never support (so
+// cycles of them cannot keep each other), which only makes more vertices
+// affected.
+
+// distance is a BFS level (int32, far = -1) or an SSSP length (float64,
+// far = +Inf).
+type distance interface{ ~int32 | ~float64 }
+
+// repair is one repair's problem.
+type repair[T distance] struct {
+	g    *views.Topo
+	d    []T
+	root int32
+	far  T
+	unit bool // every length is 1 (bfs)
+	// limit: more affected or settled vertices than this and the repair
+	// gives up (the caller recomputes with the parallel kernel).
+	limit int
+	// negative is set when a negative weight was met (sssp: recompute,
+	// which reports it).
+	negative bool
+	// work counts the edges the repair read.
+	work int
+}
+
+// lt orders distances with far above every other.
+func (r *repair[T]) lt(a, b T) bool { return a != r.far && (b == r.far || a < b) }
+
+// length is the length of u's k-th out-edge.
+func (r *repair[T]) length(u int32, k int) T {
+	if r.unit {
+		return 1
+	}
+	if ws := r.g.Out.Weights(u); ws != nil {
+		if ws[k] < 0 {
+			r.negative = true
+		}
+		return T(ws[k])
+	}
+	return 1
+}
+
+// lengthOf is the length of the edge (u, v), which exists.
+func (r *repair[T]) lengthOf(u, v int32) T {
+	if r.unit {
+		return 1
+	}
+	w, _ := r.g.Weight(u, v)
+	if w < 0 {
+		r.negative = true
+	}
+	return T(w)
+}
+
+// distHeap is a min-heap of (distance, vertex).
+type distHeap[T distance] struct {
+	d []T
+	v []int32
+}
+
+func (h *distHeap[T]) Len() int           { return len(h.v) }
+func (h *distHeap[T]) Less(i, j int) bool { return h.d[i] < h.d[j] }
+func (h *distHeap[T]) Swap(i, j int) {
+	h.d[i], h.d[j] = h.d[j], h.d[i]
+	h.v[i], h.v[j] = h.v[j], h.v[i]
+}
+func (h *distHeap[T]) Push(x any) {
+	p := x.(heapItem[T])
+	h.d, h.v = append(h.d, p.d), append(h.v, p.v)
+}
+func (h *distHeap[T]) Pop() any {
+	n := len(h.v) - 1
+	p := heapItem[T]{h.d[n], h.v[n]}
+	h.d, h.v = h.d[:n], h.v[:n]
+	return p
+}
+
+type heapItem[T distance] struct {
+	d T
+	v int32
+}
+
+// run repairs d. heads are vertices whose support may be gone (heads of
+// deleted or lengthened edges), ups the edges inserted or shortened. It
+// returns false when the change is too large (over limit) or a weight is
+// negative: d is then not valid and must be recomputed.
+func (r *repair[T]) run(heads []int32, ups [][2]int32) bool {
+	// 1. Affected vertices, by increasing distance.
+	const (
+		supported = 1
+		affected  = 2
+	)
+	state := map[int32]uint8{}
+	var aff []int32
+	h := &distHeap[T]{}
+	for _, c := range heads {
+		if c != r.root && r.d[c] != r.far {
+			heap.Push(h, heapItem[T]{r.d[c], c})
+		}
+	}
+	for h.Len() > 0 {
+		c := heap.Pop(h).(heapItem[T]).v
+		if state[c] != 0 {
+			continue
+		}
+		dc := r.d[c]
+		ok := false
+		for _, u := range r.g.In.Nbrs(c) {
+			r.work++
+			du := r.d[u]
+			if du == r.far || !(du < dc) || state[u] == affected {
+				continue
+			}
+			if du+r.lengthOf(u, c) == dc {
+				ok = true
+				break
+			}
+		}
+		if ok {
+			state[c] = supported
+			continue
+		}
+		state[c] = affected
+		aff = append(aff, c)
+		if len(aff) > r.limit {
+			return false
+		}
+		nb := r.g.Out.Nbrs(c)
+		r.work += len(nb)
+		for k, x := range nb {
+			if x != r.root && state[x] == 0 && r.d[x] != r.far && dc+r.length(c, k) == r.d[x] {
+				heap.Push(h, heapItem[T]{r.d[x], x})
+			}
+		}
+	}
+	// 2. The affected restart from their best unaffected in-neighbor.
+	for _, c := range aff {
+		r.d[c] = r.far
+	}
+	h = &distHeap[T]{}
+	for _, c := range aff {
+		best := r.far
+		for _, u := range r.g.In.Nbrs(c) {
+			r.work++
+			if du := r.d[u]; du != r.far {
+				if x := du + r.lengthOf(u, c); r.lt(x, best) {
+					best = x
+				}
+			}
+		}
+		if best != r.far {
+			r.d[c] = best
+			heap.Push(h, heapItem[T]{best, c})
+		}
+	}
+	for _, e := range ups {
+		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
+			w, present := r.g.Weight(e[0], e[1]) // upserted, then perhaps deleted
+			if !present {
+				continue
+			}
+			if r.unit {
+				w = 1
+			} else if w < 0 {
+				r.negative = true
+			}
+			if x := du + T(w); r.lt(x, r.d[e[1]]) {
+				r.d[e[1]] = x
+				heap.Push(h, heapItem[T]{x, e[1]})
+			}
+		}
+	}
+	// 3. Dijkstra from them.
+	settled := 0
+	for h.Len() > 0 {
+		p := heap.Pop(h).(heapItem[T])
+		if p.d != r.d[p.v] {
+			continue
+		}
+		if settled++; settled > r.limit {
+			return false
+		}
+		nb := r.g.Out.Nbrs(p.v)
+		r.work += len(nb)
+		for k, x := range nb {
+			if nd := p.d + r.length(p.v, k); r.lt(nd, r.d[x]) {
+				r.d[x] = nd
+				heap.Push(h, heapItem[T]{nd, x})
+			}
+		}
+	}
+	return !r.negative
+}
+
+// repairLimit is how many vertices a repair may touch before a recompute
+// (with the parallel kernel) is the cheaper way: an eighth of the graph.
+func repairLimit(n int) int { return max(1024, n/8) }
+
+// changes turns a batch of operations (vertex deletes followed by the edge
+// deletes they applied, as topology streams hand them out) into what a
+// repair needs, in g's indexes: the heads of deleted edges (and, when
+// lengthen is set, of upserted ones, whose weight may have grown) and the
+// upserted edges still present in g. An edge delete of a vertex g does
+// not index deleted nothing.
+func changes(g *views.Topo, edges []views.Edge, lengthen bool) (heads []int32, ups [][2]int32, err error) {
+	for _, e := range edges {
+		switch e.Op.Kind {
+		case engine.OpDeleteVertex:
+			// Its edges follow as edge deletes.
+		case engine.OpDeleteEdge:
+			if j := index(g, e.Op.Dst); j >= 0 && index(g, e.Op.Src) >= 0 {
+				heads = append(heads, j)
+			}
+		default:
+			i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
+			if i < 0 || j < 0 {
+				return nil, nil, unindexed(e.Op.Src)
+			}
+			ups = append(ups, [2]int32{i, j})
+			if lengthen {
+				heads = append(heads, j)
+			}
+		}
+	}
+	return heads, ups, nil
+}
