@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"container/heap"
+	"slices"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -102,11 +103,11 @@ type heapItem[T distance] struct {
 	v int32
 }
 
-// run repairs d. heads are vertices whose support may be gone (heads of
-// deleted or lengthened edges), ups the edges inserted or shortened. It
-// returns false when the change is too large (over limit) or a weight is
-// negative: d is then not valid and must be recomputed.
-func (r *repair[T]) run(heads []int32, ups [][2]int32) bool {
+// run repairs d. cut are the edges deleted or perhaps lengthened (whose
+// head may have lost its support), ups the edges inserted or re-weighted.
+// It returns false when the change is too large (over limit) or a weight
+// is negative: d is then not valid and must be recomputed.
+func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	// 1. Affected vertices, by increasing distance.
 	const (
 		supported = 1
@@ -115,10 +116,22 @@ func (r *repair[T]) run(heads []int32, ups [][2]int32) bool {
 	state := map[int32]uint8{}
 	var aff []int32
 	h := &distHeap[T]{}
-	for _, c := range heads {
-		if c != r.root && r.d[c] != r.far {
-			heap.Push(h, heapItem[T]{r.d[c], c})
+	for _, e := range cut {
+		// Only an edge that was tight supported its head: with unit
+		// lengths, one level apart; else (the old length is gone) one
+		// from a closer vertex that the new length (if any) no longer
+		// makes tight.
+		a, c := e[0], e[1]
+		da, dc := r.d[a], r.d[c]
+		if c == r.root || dc == r.far || da == r.far || !(da < dc) || r.unit && da+1 != dc {
+			continue
 		}
+		if !r.unit {
+			if w, ok := r.g.Weight(a, c); ok && da+T(w) == dc {
+				continue // still tight: still a support
+			}
+		}
+		heap.Push(h, heapItem[T]{dc, c})
 	}
 	for h.Len() > 0 {
 		c := heap.Pop(h).(heapItem[T]).v
@@ -127,13 +140,20 @@ func (r *repair[T]) run(heads []int32, ups [][2]int32) bool {
 		}
 		dc := r.d[c]
 		ok := false
-		for _, u := range r.g.In.Nbrs(c) {
+		in := r.g.In.Nbrs(c)
+		if r.unit && dc == 1 {
+			// Only the root is one level up: look it up (hubs next to the
+			// root have the longest in-lists).
+			_, ok = slices.BinarySearch(in, r.root)
+			in = nil
+		}
+		for _, u := range in {
 			r.work++
 			du := r.d[u]
-			if du == r.far || !(du < dc) || state[u] == affected {
+			if du == r.far || !(du < dc) || (r.unit && du != dc-1) {
 				continue
 			}
-			if du+r.lengthOf(u, c) == dc {
+			if du+r.lengthOf(u, c) == dc && state[u] != affected {
 				ok = true
 				break
 			}
@@ -220,18 +240,17 @@ func repairLimit(n int) int { return max(1024, n/8) }
 
 // changes turns a batch of operations (vertex deletes followed by the edge
 // deletes they applied, as topology streams hand them out) into what a
-// repair needs, in g's indexes: the heads of deleted edges (and, when
-// lengthen is set, of upserted ones, whose weight may have grown) and the
-// upserted edges still present in g. An edge delete of a vertex g does
-// not index deleted nothing.
-func changes(g *views.Topo, edges []views.Edge, lengthen bool) (heads []int32, ups [][2]int32, err error) {
+// repair needs, in g's indexes: the edges deleted (and, when lengthen is
+// set, the upserted ones, whose weight may have grown) and the upserted
+// edges. An edge delete of a vertex g does not index deleted nothing.
+func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]int32, err error) {
 	for _, e := range edges {
 		switch e.Op.Kind {
 		case engine.OpDeleteVertex:
 			// Its edges follow as edge deletes.
 		case engine.OpDeleteEdge:
-			if j := index(g, e.Op.Dst); j >= 0 && index(g, e.Op.Src) >= 0 {
-				heads = append(heads, j)
+			if i, j := index(g, e.Op.Src), index(g, e.Op.Dst); i >= 0 && j >= 0 {
+				cut = append(cut, [2]int32{i, j})
 			}
 		default:
 			i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
@@ -240,9 +259,9 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (heads []int32, u
 			}
 			ups = append(ups, [2]int32{i, j})
 			if lengthen {
-				heads = append(heads, j)
+				cut = append(cut, [2]int32{i, j})
 			}
 		}
 	}
-	return heads, ups, nil
+	return cut, ups, nil
 }
