@@ -34,27 +34,29 @@ type Topo struct {
 	Out, In Adj
 }
 
-// span is where one vertex's list lives in its Adj's arrays.
+// span is where one vertex's list lives in its Adj's arrays: deg heads
+// from beg, in room for cap.
 type span struct {
-	beg int64
-	deg int32
-	_   int32
+	beg      int64
+	deg, cap int32
 }
 
 // Adj is the lists of one direction: a CSR whose vertices point into one
-// array of heads (spans instead of one offset array, so that a list
-// rewritten by an update is written to the array's free tail and the old
-// place is left as garbage, which compaction reclaims).
+// array of heads (spans instead of one offset array, so that a list an
+// update outgrows is moved to the array's free tail, with a quarter more
+// room for the next, and its old place is left as garbage, which
+// compaction reclaims; so a vertex that keeps gaining edges, a hub, moves
+// once per quarter of its degree, not once per batch).
 //
-// INVARIANT: used <= len(dst) == len(w) when w != nil; the spans' ranges
-// lie within [0, used) and do not overlap; garbage is used minus the sum
-// of the degrees.
+// INVARIANT: used <= len(dst) == len(w) when w != nil; each span's room
+// [beg, beg+cap) lies within [0, used), holds its deg heads first, and
+// overlaps no other; live is the sum of the degrees.
 type Adj struct {
-	spans   []span
-	dst     []int32
-	w       []float64
-	used    int64
-	garbage int64
+	spans []span
+	dst   []int32
+	w     []float64
+	used  int64
+	live  int64
 }
 
 // Nbrs is the sorted list of i's neighbors (valid until the Topo changes).
@@ -82,7 +84,7 @@ func (a *Adj) Weighted() bool { return a.w != nil }
 func (a *Adj) Len() int { return len(a.spans) }
 
 // Edges is the number of edges.
-func (a *Adj) Edges() int64 { return a.used - a.garbage }
+func (a *Adj) Edges() int64 { return a.live }
 
 // Bytes is the memory the lists hold.
 func (a *Adj) Bytes() int64 {
@@ -180,7 +182,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		if weighted {
 			w = w[:beg+end]
 		}
-		t.Out.spans[i] = span{beg: beg, deg: int32(end)}
+		t.Out.spans[i] = span{beg: beg, deg: int32(end), cap: int32(end)}
 		if err := ctx.Err(); err != nil && bad == nil {
 			bad = err
 		}
@@ -192,12 +194,12 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		return nil, err
 	}
 	e := int64(len(dst))
-	t.Out.used = e
+	t.Out.used, t.Out.live = e, e
 	if w == nil && int64(cap(dst))-e >= headroom(e) {
 		t.Out.dst = dst[:cap(dst)] // the append's slack is the free tail
 	} else {
 		t.Out.dst, t.Out.w = dst, w
-		t.Out.compact(headroom(e), true)
+		t.Out.compact(headroom(e))
 	}
 	t.In = transpose(&t.Out)
 	return t, nil
@@ -244,18 +246,13 @@ func sortWithWeights(dst []int32, w []float64) {
 	}
 }
 
-// compact rewrites the lists in index order into arrays with room more
-// free slots (or, unless force, does nothing when they already have them
-// and no garbage).
-func (a *Adj) compact(room int64, force bool) {
-	live := a.used - a.garbage
-	if !force && a.garbage == 0 && int64(len(a.dst))-a.used >= room {
-		return
-	}
-	dst := make([]int32, live+room)
+// compact rewrites the lists in index order, each in a room of its size,
+// into arrays with room more free slots.
+func (a *Adj) compact(room int64) {
+	dst := make([]int32, a.live+room)
 	var w []float64
 	if a.w != nil {
-		w = make([]float64, live+room)
+		w = make([]float64, a.live+room)
 	}
 	at := int64(0)
 	for i := range a.spans {
@@ -264,10 +261,10 @@ func (a *Adj) compact(room int64, force bool) {
 		if w != nil {
 			copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
 		}
-		s.beg = at
+		s.beg, s.cap = at, s.deg
 		at += int64(s.deg)
 	}
-	a.dst, a.w, a.used, a.garbage = dst, w, at, 0
+	a.dst, a.w, a.used = dst, w, at
 }
 
 // transpose builds the in-lists of out (sorted, since sources are visited
@@ -282,11 +279,11 @@ func transpose(out *Adj) Adj {
 	}
 	at := int64(0)
 	for j := range in.spans {
-		in.spans[j].beg = at
+		in.spans[j].beg, in.spans[j].cap = at, in.spans[j].deg
 		at += int64(in.spans[j].deg)
 	}
 	in.dst = make([]int32, at+headroom(at))
-	in.used = at
+	in.used, in.live = at, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
@@ -318,85 +315,123 @@ type change struct {
 	w   float64
 }
 
-// rewrite applies the sorted, unique changes to i's list.
+// rewrite applies the sorted, unique changes to i's list: in place when
+// the list fits its room, else moved to the free tail (compacting first
+// when the tail is full) with a quarter more room.
 func (a *Adj) rewrite(i int32, cs []change) {
-	s := a.spans[i]
-	old := a.dst[s.beg : s.beg+int64(s.deg)]
-	var oldW []float64
-	if a.w != nil {
-		oldW = a.w[s.beg : s.beg+int64(s.deg)]
-	}
-	adds := 0
-	for _, c := range cs {
-		if !c.del {
-			if _, ok := slices.BinarySearch(old, c.j); !ok {
-				adds++
-			}
-		}
-	}
 	if a.w == nil {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
 				a.weigh()
-				oldW = a.w[s.beg : s.beg+int64(s.deg)]
 				break
 			}
 		}
 	}
-	// In place when nothing is added (the list only shrinks or reweighs);
-	// else at the free tail, compacting first when it is full.
-	var beg int64
-	if adds == 0 {
-		beg = s.beg
-	} else {
-		need := int64(s.deg) + int64(adds)
-		if a.used+need > int64(len(a.dst)) {
-			a.compact(max(headroom(a.used-a.garbage), 2*need), true)
-			s = a.spans[i]
-			old = a.dst[s.beg : s.beg+int64(s.deg)]
-			if a.w != nil {
-				oldW = a.w[s.beg : s.beg+int64(s.deg)]
+	s := a.spans[i]
+	old := a.dst[s.beg : s.beg+int64(s.deg)]
+	adds, dels := 0, 0
+	for _, c := range cs {
+		if _, ok := slices.BinarySearch(old, c.j); ok == c.del {
+			if c.del {
+				dels++
+			} else {
+				adds++
 			}
 		}
-		beg = a.used
-		a.used += need
-		a.garbage += int64(s.deg)
 	}
-	// Merge; writing in place is safe since the write position never
-	// passes the read position when nothing is added.
-	at, k := beg, 0
-	put := func(j int32, w float64) {
+	deg := s.deg + int32(adds) - int32(dels)
+	if deg > s.cap {
+		// Move to the tail, merging on the way.
+		room := deg + deg/4 + 2
+		if a.used+int64(room) > int64(len(a.dst)) {
+			a.compact(max(headroom(a.live), 2*int64(room)))
+			s = a.spans[i]
+		}
+		beg := a.used
+		a.used += int64(room)
+		at, k := beg, s.beg
+		end := s.beg + int64(s.deg)
+		put := func(j int32, w float64) {
+			a.dst[at] = j
+			if a.w != nil {
+				a.w[at] = w
+			}
+			at++
+		}
+		for _, c := range cs {
+			for k < end && a.dst[k] < c.j {
+				put(a.dst[k], wAt(a.w, k))
+				k++
+			}
+			if k < end && a.dst[k] == c.j {
+				k++
+			}
+			if !c.del {
+				put(c.j, c.w)
+			}
+		}
+		for ; k < end; k++ {
+			put(a.dst[k], wAt(a.w, k))
+		}
+		a.spans[i] = span{beg: beg, deg: deg, cap: room}
+		a.live += int64(deg - s.deg)
+		return
+	}
+	// In place: first drop the deleted heads and reweigh the kept ones
+	// (the write position never passes the read position), then merge the
+	// added ones in from the back.
+	var added []change
+	at, x := s.beg, 0
+	for k := s.beg; k < s.beg+int64(s.deg); k++ {
+		j := a.dst[k]
+		for x < len(cs) && cs[x].j < j {
+			if !cs[x].del {
+				added = append(added, cs[x])
+			}
+			x++
+		}
+		w := wAt(a.w, k)
+		if x < len(cs) && cs[x].j == j {
+			c := cs[x]
+			x++
+			if c.del {
+				continue
+			}
+			w = c.w
+		}
 		a.dst[at] = j
 		if a.w != nil {
 			a.w[at] = w
 		}
 		at++
 	}
-	for _, c := range cs {
-		for k < len(old) && old[k] < c.j {
-			put(old[k], wAt(oldW, k))
-			k++
-		}
-		if k < len(old) && old[k] == c.j {
-			k++
-		}
-		if !c.del {
-			put(c.j, c.w)
+	for ; x < len(cs); x++ {
+		if !cs[x].del {
+			added = append(added, cs[x])
 		}
 	}
-	for ; k < len(old); k++ {
-		put(old[k], wAt(oldW, k))
+	p, q := s.beg+int64(deg)-1, at-1
+	for y := len(added) - 1; y >= 0; p-- {
+		if q >= s.beg && a.dst[q] > added[y].j {
+			a.dst[p] = a.dst[q]
+			if a.w != nil {
+				a.w[p] = a.w[q]
+			}
+			q--
+			continue
+		}
+		a.dst[p] = added[y].j
+		if a.w != nil {
+			a.w[p] = added[y].w
+		}
+		y--
 	}
-	deg := int32(at - beg)
-	if adds == 0 {
-		a.garbage += int64(s.deg - deg)
-	} else {
-		a.garbage += beg + int64(s.deg) + int64(adds) - at // the reserve's unused slots
-	}
-	a.spans[i] = span{beg: beg, deg: deg}
+	a.spans[i].deg = deg
+	a.live += int64(deg - s.deg)
 }
 
-func wAt(w []float64, k int) float64 {
+// wAt is the weight at position k of w (1 when w is nil).
+func wAt(w []float64, k int64) float64 {
 	if w == nil {
 		return 1
 	}
@@ -424,12 +459,12 @@ func (a *Adj) remove(i, j int32) {
 		copy(a.w[s.beg+int64(k):], a.w[s.beg+int64(k)+1:s.beg+int64(s.deg)])
 	}
 	a.spans[i].deg--
-	a.garbage++
+	a.live--
 }
 
 // clearList empties i's list.
 func (a *Adj) clearList(i int32) {
-	a.garbage += int64(a.spans[i].deg)
+	a.live -= int64(a.spans[i].deg)
 	a.spans[i].deg = 0
 }
 
@@ -506,6 +541,23 @@ func (t *Topo) applyRun(run []edgeChange) {
 		}
 		u = append(u, c)
 	}
+	// The two directions are independent: one goroutine each.
+	byDst := slices.Clone(u)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		slices.SortFunc(byDst, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
+		var cs []change
+		for k := 0; k < len(byDst); {
+			e := k
+			cs = cs[:0]
+			for ; e < len(byDst) && byDst[e].dst == byDst[k].dst; e++ {
+				cs = append(cs, change{j: byDst[e].src, del: byDst[e].del, w: 1})
+			}
+			t.In.rewrite(byDst[k].dst, cs)
+			k = e
+		}
+	}()
 	var cs []change
 	for k := 0; k < len(u); {
 		e := k
@@ -516,16 +568,7 @@ func (t *Topo) applyRun(run []edgeChange) {
 		t.Out.rewrite(u[k].src, cs)
 		k = e
 	}
-	slices.SortFunc(u, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
-	for k := 0; k < len(u); {
-		e := k
-		cs = cs[:0]
-		for ; e < len(u) && u[e].dst == u[k].dst; e++ {
-			cs = append(cs, change{j: u[e].src, del: u[e].del, w: 1})
-		}
-		t.In.rewrite(u[k].dst, cs)
-		k = e
-	}
+	<-done
 }
 
 // deleteVertex removes every edge of i and returns them (as ids).
@@ -583,7 +626,8 @@ func (t *Topo) remap(ids IDSpace) {
 			}
 		}
 		out.used += int64(len(nb))
-		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb))}
+		out.live += int64(len(nb))
+		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
 		if ws != nil {
 			sortWithWeights(out.dst[beg:out.used], out.w[beg:out.used])
 		} else {

@@ -27,7 +27,7 @@ func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
 	for k, a := range []*Adj{&g.Out, &g.In} {
 		for i := range a.spans {
 			s := a.spans[i]
-			if s.beg < 0 || s.beg+int64(s.deg) > a.used || a.used > int64(len(a.dst)) {
+			if s.beg < 0 || s.deg > s.cap || s.beg+int64(s.cap) > a.used || a.used > int64(len(a.dst)) {
 				t.Fatalf("span %d of %d out of [0, %d)", i, k, a.used)
 			}
 			sumDeg[k] += int64(s.deg)
@@ -38,8 +38,8 @@ func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
 				}
 			}
 		}
-		if a.used-a.garbage != sumDeg[k] {
-			t.Fatalf("dir %d: used %d garbage %d, degrees %d", k, a.used, a.garbage, sumDeg[k])
+		if a.live != sumDeg[k] {
+			t.Fatalf("dir %d: live %d, degrees %d", k, a.live, sumDeg[k])
 		}
 	}
 	if sumDeg[0] != sumDeg[1] {
