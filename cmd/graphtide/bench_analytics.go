@@ -13,31 +13,31 @@ func newBenchAnalyticsCmd() *cobra.Command {
 	c := analyticsbench.DefaultConfig()
 	return newBenchmarkCmd(&cobra.Command{
 		Use:   "analytics [flags]",
-		Short: "Analytics on views against a static CSR, and incremental updates against recomputes",
-		Long: `Loads an RMAT graph into a fresh store (with in-edges), compacts it, then
-measures in the same run:
-  - bfs, wcc and pagerank (20 iterations) on a fresh static view and on a
-    static in-memory CSR of the same edges, the same algorithm code reading
-    either (best of --repeats; the results must agree);
-  - after streaming a further --stream-fraction of edges in batches of
-    --batch-size, the mean time per batch of each incremental analytic
-    (bfs, wcc, pagerank, sssp, degree) against a full recompute on the same
-    view;
+		Short: "Analytics kernels on the store's topology against a plain CSR, and updates under deletes against recomputes",
+		Long: `Loads a graph (RMAT, or --input FILE: el or bin) into a fresh store (with
+in-edges), compacts it, then measures in the same run:
+  - bfs (from --root, default the vertex with the most out-edges), wcc,
+    pagerank (20 iterations) and sssp on the topology of the compacted
+    view (what serve's analytics read) and on the topology of a plain
+    in-memory CSR of the same edges: the same kernels (best of --repeats;
+    the results must agree);
+  - a stream of a further --stream-fraction of edges in batches of
+    --batch-size operations, --delete-fraction of them deleting existing
+    edges and --vertex-delete-fraction deleting vertices: per analytic
+    (bfs, wcc, pagerank, sssp, degree) the mean update per batch, a
+    recompute on the same graph every third batch (whose result must equal
+    the update's) and the fallbacks (updates that recomputed);
+  - the kernels again on the topology the stream advanced;
   - all of it under each id layout of --ids, each in a store of its own:
-    dense (the generated ids, 0..2^scale-1), sparse (the same graph with
-    each id v mapped to (v*K+C) mod 2^62, spread over the whole numeric
-    range, stored as serve and load store them: mapped to dense ids by
-    the key dictionary, the mapping timed with the load), unmapped (the
-    same sparse ids stored as they are, as in a store written before
-    graphtide mapped them) and keys (ids of the string-key band in order
-    of first appearance, as the key dictionary assigns them). Each
-    analytic's recompute and update time under the other layouts is
-    reported against dense (sparse_over_dense, unmapped_over_dense,
-    keys_over_dense, max_sparse_over_dense), and its results must agree
-    with dense ones vertex for vertex.
+    dense (the ids as generated), sparse (each id v mapped to (v*K+C) mod
+    2^62 and through the key dictionary, as serve and load store them),
+    unmapped (the same sparse ids stored as they are) and keys (ids of the
+    string-key band in order of first appearance). Results must agree with
+    dense ones vertex for vertex. With --input only dense is measured.
 The last line of stdout is one JSON object.`,
 		Example: `  graphtide bench analytics --scale 20 --edge-factor 16
-  graphtide bench analytics --scale 16 --repeats 1 --ids dense,sparse`,
+  graphtide bench analytics --scale 20 --ids dense --delete-fraction 0.5
+  graphtide bench analytics --input g.el --root 7 --ids dense`,
 	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {
 		c.Log = log
 		return analyticsbench.Run(ctx, c)

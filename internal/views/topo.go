@@ -468,7 +468,6 @@ func (a *Adj) clearList(i int32) {
 	a.spans[i].deg = 0
 }
 
-
 // edgeChange is one operation of a batch in index space, for sorting.
 type edgeChange struct {
 	src, dst int32

@@ -118,14 +118,7 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		}
 	}
 	for _, o := range ops {
-		switch o.Kind {
-		case engine.OpUpsert:
-			b.InsertWeighted(o.Src, o.Dst, o.Weight)
-		case engine.OpDeleteEdge:
-			b.DeleteEdge(o.Src, o.Dst)
-		default:
-			b.DeleteVertex(o.Src)
-		}
+		addOp(&b, o)
 		h.cur.Apply(o)
 	}
 	seq, err := h.s.Apply(&b)
@@ -731,4 +724,16 @@ func topoOf(t testing.TB, v views.Graph) *views.Topo {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// addOp adds op to b.
+func addOp(b *engine.Batch, op engine.Op) {
+	switch op.Kind {
+	case engine.OpUpsert:
+		b.InsertWeighted(op.Src, op.Dst, op.Weight)
+	case engine.OpDeleteEdge:
+		b.DeleteEdge(op.Src, op.Dst)
+	default:
+		b.DeleteVertex(op.Src)
+	}
 }

@@ -51,18 +51,14 @@ func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
 }
 
 func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
-	heads, ups, err := changes(g, edges, false)
-	if err != nil {
-		return false, err
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	st.level, _ = rooted(st.level, st.ids, g.IDs, a.root, 0, -1)
-	st.ids = g.IDs
-	r := &repair[int32]{g: g, d: st.level, root: index(g, a.root), far: -1, unit: true, limit: repairLimit(g.Len())}
-	ok := r.run(heads, ups)
-	a.work = r.work
+	level, ok, err := repairDists(g, st.level, st.ids, edges, a.root, -1, true, &a.work)
+	if err != nil {
+		return false, err
+	}
+	st.level, st.ids = level, g.IDs
 	if !ok {
 		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}

@@ -96,14 +96,7 @@ func (g *bigGraph) batch(n int, del, vdel float64) {
 				g.keys = append(g.keys, ekey{op.Src, op.Dst})
 			}
 		}
-		switch op.Kind {
-		case engine.OpUpsert:
-			b.InsertWeighted(op.Src, op.Dst, op.Weight)
-		case engine.OpDeleteEdge:
-			b.DeleteEdge(op.Src, op.Dst)
-		default:
-			b.DeleteVertex(op.Src)
-		}
+		addOp(&b, op)
 		g.cur.Apply(op)
 	}
 	if _, err := g.s.Apply(&b); err != nil {

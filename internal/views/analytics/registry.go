@@ -281,57 +281,39 @@ func (r *Registry) observe(name string, recompute bool, d time.Duration) {
 func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	s := e.a.Spec()
 	defer sv.Close()
+	// step computes one pull of a graph analytic (the first from scratch),
+	// reports whether it recomputed, and sets began once the pull is in
+	// (the time spent waiting for operations is not the update's).
+	var step func(first bool) (bool, error)
+	var began time.Time
 	switch a := e.a.(type) {
 	case GraphAnalytic:
 		st := sv.(*views.Stateful)
-		t0 := time.Now()
-		if err := a.Recompute(ctx, st.View()); err != nil {
-			return err
-		}
-		e.record(true, time.Since(t0), nil)
-		r.observe(s.Name, true, time.Since(t0))
-		for {
-			if err := pace(ctx, s.Interval, t0); err != nil {
-				return err
+		step = func(first bool) (bool, error) {
+			if first {
+				began = time.Now()
+				return true, a.Recompute(ctx, st.View())
 			}
 			u, err := st.Pull(ctx)
 			if err != nil {
-				return err
+				return false, err
 			}
-			t0 = time.Now()
-			re, err := a.Update(ctx, u)
-			if err != nil {
-				return err
-			}
-			e.record(re, time.Since(t0), nil)
-			r.observe(s.Name, re, time.Since(t0))
+			began = time.Now()
+			return a.Update(ctx, u)
 		}
 	case TopoAnalytic:
 		st := sv.(*views.TopoStream)
-		t0 := time.Now()
-		for first := true; ; first = false {
-			if !first {
-				if err := pace(ctx, s.Interval, t0); err != nil {
-					return err
-				}
-			}
-			u, err := st.Pull(ctx)
+		step = func(bool) (bool, error) {
+			u, err := st.Pull(ctx) // the first is Lost: compute from scratch
 			if err != nil {
-				return err
+				return false, err
 			}
-			t0 = time.Now()
-			re := u.Lost
-			if re {
-				err = a.Recompute(ctx, u.G)
-			} else {
-				re, err = a.Update(ctx, u.G, u.Edges)
+			defer u.Done()
+			began = time.Now()
+			if u.Lost {
+				return true, a.Recompute(ctx, u.G)
 			}
-			u.Done()
-			if err != nil {
-				return err
-			}
-			e.record(re, time.Since(t0), nil)
-			r.observe(s.Name, re, time.Since(t0))
+			return a.Update(ctx, u.G, u.Edges)
 		}
 	case StreamAnalytic:
 		st := sv.(*views.Stream)
@@ -358,7 +340,23 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			r.observe(s.Name, false, time.Since(t0))
 		}
 	}
-	return fmt.Errorf("analytic %q has no driver", s.Name)
+	if step == nil {
+		return fmt.Errorf("analytic %q has no driver", s.Name)
+	}
+	for first := true; ; first = false {
+		if !first {
+			if err := pace(ctx, s.Interval, began); err != nil {
+				return err
+			}
+		}
+		re, err := step(first)
+		if err != nil {
+			return err
+		}
+		d := time.Since(began)
+		e.record(re, d, nil)
+		r.observe(s.Name, re, d)
+	}
 }
 
 // pace waits until interval has passed since t0.

@@ -265,3 +265,19 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]in
 	}
 	return cut, ups, nil
 }
+
+// repairDists brings d, single-source distances kept over ids, to g after
+// edges: it returns them over g's ids, and false when the change was too
+// large to repair (the caller recomputes). work gets the edges read.
+func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, root uint64, far T, unit bool, work *int) ([]T, bool, error) {
+	// An upsert may lengthen an edge only in a weighted graph.
+	cut, ups, err := changes(g, edges, !unit && g.Out.Weighted())
+	if err != nil {
+		return d, false, err
+	}
+	d, _ = rooted(d, ids, g.IDs, root, 0, far)
+	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, limit: repairLimit(g.Len())}
+	ok := r.run(cut, ups)
+	*work = r.work
+	return d, ok, nil
+}

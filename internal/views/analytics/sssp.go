@@ -57,26 +57,15 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 }
 
 func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
-	a.mu.RLock()
-	failed := a.st.err != ""
-	a.mu.RUnlock()
-	if failed {
-		return true, a.Recompute(ctx, g)
-	}
-	// An upsert may lengthen an edge only in a weighted graph.
-	heads, ups, err := changes(g, edges, g.Out.Weighted())
-	if err != nil {
-		return false, err
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	st.dist, _ = rooted(st.dist, st.ids, g.IDs, a.root, 0, math.Inf(1))
-	st.ids = g.IDs
-	r := &repair[float64]{g: g, d: st.dist, root: index(g, a.root), far: math.Inf(1), limit: repairLimit(g.Len())}
-	ok := r.run(heads, ups)
-	a.work = r.work
-	if !ok {
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), false, &a.work)
+	if err != nil {
+		return false, err
+	}
+	st.dist, st.ids = dist, g.IDs
+	if !ok || st.err != "" { // a negative weight: the recompute reports it
 		return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 	}
 	st.seq = g.Seq
