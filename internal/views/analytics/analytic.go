@@ -163,8 +163,8 @@ type kind struct {
 
 var kinds = []kind{
 	{name: "bfs", topo: true, root: true, perVertex: 4, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
-	{name: "wcc", topo: true, perVertex: 12, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
-	{name: "pagerank", topo: true, perVertex: 17, settings: (*Spec).pagerankSettings,
+	{name: "wcc", topo: true, perVertex: 16, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
+	{name: "pagerank", topo: true, perVertex: 40, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
 	{name: "sssp", topo: true, root: true, perVertex: 8, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
 	{name: "degree", monitor: true, settings: (*Spec).degreeSettings,

@@ -473,29 +473,37 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 // prKernel runs power iterations of graphtide's PageRank (see pagerank)
 // on g from rank (indexed by g's indexes, updated in place; nil: a cold
 // start at 1/N) until the L1 change of an iteration is at most tol or
-// maxIter iterations ran. Each iteration pulls over in-edges, each worker
-// writing its own vertices' new ranks: no locks, no atomics. It returns
-// the ranks, the present count N, the iterations run and the last change.
+// maxIter iterations ran. Each iteration is one pass that pulls over
+// in-edges, each worker writing its own vertices' new ranks (no locks, no
+// atomics), and computes the contributions the next iteration gathers
+// (rank over out-degree, double-buffered) and its dangling mass. It
+// returns the ranks, the present count N, the iterations run and the last
+// change.
 func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
 	n := g.Len()
 	nw := workers()
-	// present and out-degrees, once.
-	contrib := make([]float64, n)
-	np := 0
-	{
-		cnt := make([]int, nw)
-		parallelFor(n, 1<<14, func(w, lo, hi int) {
-			c := 0
-			for i := lo; i < hi; i++ {
-				if g.Present(int32(i)) {
-					c++
-				}
+	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent.
+	inv := make([]float64, n)
+	cnt := make([]int, nw)
+	parallelFor(n, 1<<14, func(w, lo, hi int) {
+		c := 0
+		for i := lo; i < hi; i++ {
+			switch od := g.Out.Deg(int32(i)); {
+			case od > 0:
+				inv[i] = 1 / float64(od)
+				c++
+			case g.In.Deg(int32(i)) > 0:
+				inv[i] = 0
+				c++
+			default:
+				inv[i] = -1
 			}
-			cnt[w] += c
-		})
-		for _, c := range cnt {
-			np += c
 		}
+		cnt[w] += c
+	})
+	np := 0
+	for _, c := range cnt {
+		np += c
 	}
 	if rank == nil {
 		rank = make([]float64, n)
@@ -503,7 +511,7 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 			f := 1 / float64(np)
 			parallelFor(n, 1<<14, func(_, lo, hi int) {
 				for i := lo; i < hi; i++ {
-					if g.Present(int32(i)) {
+					if inv[i] >= 0 {
 						rank[i] = f
 					}
 				}
@@ -514,52 +522,63 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 		clear(rank)
 		return rank, 0, 1, 0, nil
 	}
-	iters, delta := 0, 0.0
+	contrib, next := make([]float64, n), make([]float64, n)
 	dang := make([]float64, nw)
+	// The first iteration's contributions and dangling mass.
+	parallelFor(n, 1<<14, func(w, lo, hi int) {
+		s := 0.0
+		for i := lo; i < hi; i++ {
+			switch x := inv[i]; {
+			case x > 0:
+				contrib[i] = rank[i] * x
+			case x == 0:
+				contrib[i] = 0
+				s += rank[i] // present without out-edges
+			default:
+				contrib[i] = 0
+			}
+		}
+		dang[w] += s
+	})
+	iters, delta := 0, 0.0
 	dl := make([]float64, nw)
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, 0, err
 		}
-		clear(dang)
-		parallelFor(n, 1<<14, func(w, lo, hi int) {
-			s := 0.0
-			for i := lo; i < hi; i++ {
-				if od := g.Out.Deg(int32(i)); od > 0 {
-					contrib[i] = rank[i] / float64(od)
-				} else {
-					contrib[i] = 0
-					if g.Present(int32(i)) {
-						s += rank[i] // present without out-edges
-					}
-				}
-			}
-			dang[w] += s
-		})
 		mass := 0.0
-		for _, x := range dang {
-			mass += x
+		for w := range dang {
+			mass += dang[w]
+			dang[w], dl[w] = 0, 0
 		}
 		base := (1-d)/float64(np) + d*mass/float64(np)
-		clear(dl)
 		parallelFor(n, 1<<12, func(w, lo, hi int) {
-			s := 0.0
+			s, dm := 0.0, 0.0
 			for i := lo; i < hi; i++ {
-				if !g.Present(int32(i)) {
+				x := inv[i]
+				if x < 0 {
 					s += math.Abs(rank[i]) // a vertex gone since a warm start
-					rank[i] = 0
+					rank[i], next[i] = 0, 0
 					continue
 				}
 				sum := 0.0
+				cb := unsafe.Pointer(unsafe.SliceData(contrib))
 				for _, u := range g.In.Nbrs(int32(i)) {
-					sum += contrib[u]
+					// INVARIANT: u < n (a Topo's heads are its indexes).
+					sum += *(*float64)(unsafe.Add(cb, uintptr(u)*8))
 				}
-				x := base + d*sum
-				s += math.Abs(x - rank[i])
-				rank[i] = x
+				r := base + d*sum
+				s += math.Abs(r - rank[i])
+				rank[i] = r
+				next[i] = r * x
+				if x == 0 {
+					dm += r
+				}
 			}
 			dl[w] += s
+			dang[w] += dm
 		})
+		contrib, next = next, contrib
 		delta = 0
 		for _, x := range dl {
 			delta += x

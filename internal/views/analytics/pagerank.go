@@ -46,8 +46,9 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, warm *prState) error 
 	if warm != nil {
 		rank = resize(slices.Clone(warm.rank), warm.ids, g.IDs, 0)
 	}
-	// The run holds its contributions and the warm start's copy.
-	a.running.Store(2 * 8 * int64(g.Len()))
+	// The run holds two contribution arrays, the inverse degrees and the
+	// warm start's copy.
+	a.running.Store(4 * 8 * int64(g.Len()))
 	defer a.running.Store(0)
 	rank, np, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
@@ -161,8 +162,7 @@ func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
 func (st *prState) sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the ranks (8 bytes per vertex index), and
-// while an update runs, of its second rank array and presence flags (9
-// more).
+// while an update runs, of what the run holds (32 more).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()

@@ -114,6 +114,26 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, byName: map[string]uint64{}}
 }
 
+// topologyNeed estimates the topology's memory from the store's edge
+// versions (an upper bound of its edges: versions a compaction has not
+// merged yet count too): about 10 bytes per edge (its head in both
+// directions and the room lists keep) and 32 per vertex; 8 more per edge
+// when the graph turns out to be weighted, which the estimate cannot know.
+func (r *Registry) topologyNeed() int64 {
+	sm, err := r.m.Store().Metrics()
+	if err != nil {
+		return 0
+	}
+	e := sm.MemGraphEntries
+	for _, l := range sm.Levels {
+		e += l.Entries
+	}
+	if r.m.Store().InEdges() {
+		e /= 2 // the in-edge copies
+	}
+	return 10*e + 32*int64(r.m.IndexStats().Vertices)
+}
+
 // ErrExists is returned by Register for a name already in use.
 var ErrExists = errors.New("analytics: an analytic of that name is registered")
 
@@ -143,6 +163,9 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 	}
 	if lim := r.cfg.MemoryLimit; lim > 0 {
 		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices)
+		if k, _ := kindOf(s.Type); k.topo && r.m.Topology().Bytes() == 0 {
+			need += r.topologyNeed() // the first graph analytic builds it
+		}
 		if held+need > lim {
 			return s, fmt.Errorf("%w: analytic %q needs about %d MiB, and the analytics hold %d MiB of their %d MiB share of the memory budget: "+
 				"raise --memory-budget, remove an analytic, or lower pull_memory_mib", ErrMemory, s.Name, need>>20, held>>20, lim>>20)

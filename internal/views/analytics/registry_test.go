@@ -320,3 +320,34 @@ func TestAlertRingWraps(t *testing.T) {
 		t.Fatalf("b: %v total %d", vertices(al), total)
 	}
 }
+
+// TestRegisterCountsTheTopology: before any graph analytic has built the
+// topology, registering one counts its estimated memory (about 10 bytes
+// per edge) against the analytics' share; a monitor that reads no
+// topology does not.
+func TestRegisterCountsTheTopology(t *testing.T) {
+	h := newHarness(t, 5, false, denseIDs)
+	var b engine.Batch
+	for i := range uint64(20000) {
+		b.Insert(i%5000, (i*7919)%5000)
+	}
+	if _, err := h.s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	// The index and the per-vertex state fit in 1 MiB; 20,000 edges'
+	// topology (about 200 KB) with them does not fit in 100 KB more.
+	idx := h.m.IndexStats().Bytes
+	small := NewRegistry(h.m, RegistryConfig{MemoryLimit: idx + Need(Spec{Type: "bfs"}, 5000) + 100<<10})
+	defer small.Close()
+	if _, err := small.Register(Spec{Type: "bfs", Root: "1"}); !errors.Is(err, ErrMemory) {
+		t.Fatalf("the topology's memory was not counted: %v", err)
+	}
+	if _, err := small.Register(Spec{Type: "degree", Threshold: 10}); err != nil {
+		t.Fatalf("a monitor without a topology: %v", err)
+	}
+	big := NewRegistry(h.m, RegistryConfig{MemoryLimit: 64 << 20})
+	defer big.Close()
+	if _, err := big.Register(Spec{Type: "bfs", Root: "1"}); err != nil {
+		t.Fatal(err)
+	}
+}
