@@ -61,20 +61,51 @@ const (
 
 // bfsKernel returns the level of every index from root (-1: unreached).
 func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) {
+	var sources []int32
+	if root >= 0 && int(root) < g.Len() {
+		sources = []int32{root}
+	}
+	return levelsFrom(ctx, g, sources, nil)
+}
+
+// levels is one breadth-first search: along out-edges (label nil; a
+// bottom-up step searches the in-lists), or along edges of both
+// directions between vertices of one label (wcc's support forest).
+type levels struct {
+	g     *views.Topo
+	label []int32
+	level []int32
+}
+
+func (b *levels) deg(u int32) int64 {
+	d := int64(b.g.Out.Deg(u))
+	if b.label != nil {
+		d += int64(b.g.In.Deg(u))
+	}
+	return d
+}
+
+// levelsFrom returns every index's level from the sources (level 0; -1:
+// unreached), direction-optimizing, on every core.
+func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int32) ([]int32, error) {
 	n := g.Len()
-	level := make([]int32, n)
+	b := &levels{g: g, label: label, level: make([]int32, n)}
+	level := b.level
 	parallelFor(n, 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			level[i] = -1
 		}
 	})
-	if root < 0 || int(root) >= n {
-		return level, nil
-	}
-	level[root] = 0
-	queue := []int32{root}
+	queue := append([]int32(nil), sources...)
 	edgesToCheck := g.Out.Edges()
-	scout := int64(g.Out.Deg(root))
+	if label != nil {
+		edgesToCheck *= 2
+	}
+	scout := int64(0)
+	for _, s := range sources {
+		level[s] = 0
+		scout += b.deg(s)
+	}
 	nw := workers()
 	local := make([][]int32, nw)
 	front := make([]uint64, (n+63)/64)
@@ -91,7 +122,7 @@ func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) 
 			awake := int64(len(queue))
 			for {
 				old := awake
-				awake = bfsBottomUp(g, level, front, next, depth)
+				awake = b.bottomUp(front, next, depth)
 				depth++
 				front, next = next, front
 				if err := ctx.Err(); err != nil {
@@ -108,8 +139,8 @@ func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) 
 			}
 			parallelFor(len(front), 1<<10, func(w, lo, hi int) {
 				for x := lo; x < hi; x++ {
-					for b := front[x]; b != 0; b &= b - 1 {
-						local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(b)))
+					for bt := front[x]; bt != 0; bt &= bt - 1 {
+						local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(bt)))
 					}
 				}
 			})
@@ -129,12 +160,19 @@ func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) 
 			buf := local[w]
 			s := int64(0)
 			for _, u := range queue[lo:hi] {
-				for _, v := range g.Out.Nbrs(u) {
-					p := &level[v]
-					if atomic.LoadInt32(p) < 0 && atomic.CompareAndSwapInt32(p, -1, d) {
-						buf = append(buf, v)
-						s += int64(g.Out.Deg(v))
+				nb := g.Out.Nbrs(u)
+				for pass := 0; ; pass++ {
+					for _, v := range nb {
+						p := &level[v]
+						if atomic.LoadInt32(p) < 0 && (label == nil || label[v] == label[u]) && atomic.CompareAndSwapInt32(p, -1, d) {
+							buf = append(buf, v)
+							s += b.deg(v)
+						}
 					}
+					if label == nil || pass == 1 {
+						break
+					}
+					nb = g.In.Nbrs(u)
 				}
 			}
 			local[w] = buf
@@ -150,27 +188,35 @@ func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) 
 	return level, nil
 }
 
-// bfsBottomUp runs one bottom-up step: every unreached vertex with an
-// in-neighbor in front joins next at depth+1. It returns how many did.
-// Each worker owns whole words of next (chunks are multiples of 64), so
-// the bitmap needs no atomics; level[i] is written only by i's owner.
-func bfsBottomUp(g *views.Topo, level []int32, front, next []uint64, depth int32) int64 {
+// bottomUp runs one bottom-up step: every unreached vertex with a parent
+// in front joins next at depth+1. It returns how many did. Each worker
+// owns whole words of next (chunks are multiples of 64), so the bitmap
+// needs no atomics; level[i] is written only by i's owner.
+func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 	clear(next)
 	var awake atomic.Int64
-	n := g.Len()
-	parallelFor(n, 1<<12, func(_, lo, hi int) {
+	level, label := b.level, b.label
+	parallelFor(len(level), 1<<12, func(_, lo, hi int) {
 		c := int64(0)
 		for u := lo; u < hi; u++ {
 			if level[u] >= 0 {
 				continue
 			}
-			for _, v := range g.In.Nbrs(int32(u)) {
-				if front[v/64]&(1<<(v%64)) != 0 {
-					level[u] = depth + 1
-					next[u/64] |= 1 << (u % 64)
-					c++
+			nb := b.g.In.Nbrs(int32(u))
+		search:
+			for pass := 0; ; pass++ {
+				for _, v := range nb {
+					if front[v/64]&(1<<(v%64)) != 0 && (label == nil || label[v] == label[u]) {
+						level[u] = depth + 1
+						next[u/64] |= 1 << (u % 64)
+						c++
+						break search
+					}
+				}
+				if label == nil || pass == 1 {
 					break
 				}
+				nb = b.g.Out.Nbrs(int32(u))
 			}
 		}
 		awake.Add(c)

@@ -129,49 +129,39 @@ func (a *wcc) Recompute(ctx context.Context, g *views.Topo) error {
 // levels builds the support forest on g: breadth first over both
 // directions, within each component, from its vertex of highest degree
 // (the one least likely to lose its edges, which would leave the whole
-// component to repair). It returns the vertices it could not reach: those
-// the batch's deletes cut off from it (g is the graph after them).
-func (st *wccState) levels(g *views.Topo) []int32 {
+// component to repair), direction-optimizing on every core. It returns
+// the vertices it could not reach: those the batch's deletes cut off
+// (g is the graph after them).
+func (st *wccState) levels(ctx context.Context, g *views.Topo) ([]int32, error) {
 	n := len(st.comp)
-	st.level = make([]int32, n)
 	hub := make([]int32, n) // at a label: its member of highest degree
 	deg := func(i int32) int32 { return g.Out.Deg(i) + g.In.Deg(i) }
 	for i := range hub {
 		hub[i] = -1
 	}
 	for i, r := range st.comp {
-		st.level[i] = -1
 		if h := hub[r]; h < 0 || deg(int32(i)) > deg(h) {
 			hub[r] = int32(i)
 		}
 	}
-	var frontier, next []int32
+	var sources []int32
 	for _, h := range hub {
 		if h >= 0 {
-			st.level[h] = 0
-			frontier = append(frontier, h)
+			sources = append(sources, h)
 		}
 	}
-	for l := int32(1); len(frontier) > 0; l++ {
-		next = next[:0]
-		for _, u := range frontier {
-			st.neighbors(g, u, func(x int32) bool {
-				if st.level[x] < 0 {
-					st.level[x] = l
-					next = append(next, x)
-				}
-				return true
-			})
-		}
-		frontier, next = next, frontier
+	level, err := levelsFrom(ctx, g, sources, st.comp)
+	if err != nil {
+		return nil, err
 	}
+	st.level = level
 	var cut []int32
-	for i, l := range st.level {
+	for i, l := range level {
 		if l < 0 {
 			cut = append(cut, int32(i))
 		}
 	}
-	return cut
+	return cut, nil
 }
 
 // idLess orders indexes by their ids.
@@ -204,7 +194,10 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	if len(dels) > 0 {
 		var cut []int32
 		if st.level == nil {
-			cut = st.levels(g)
+			var err error
+			if cut, err = st.levels(ctx, g); err != nil {
+				return false, err
+			}
 		}
 		if !st.split(g, dels, cut, repairLimit(g.Len())) {
 			return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
