@@ -123,6 +123,14 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	t := &Topo{IDs: ids, Seq: g.Seq()}
 	t.Out.spans = make([]span, n)
 	var dst []int32
+	if h, ok := g.(edgesHinter); ok {
+		// Sized up front: growing the array by appends would allocate
+		// several times its size on the way (and serve's memory budget
+		// counts the garbage until it is collected).
+		if e := h.edgesHint(); e > 0 {
+			dst = make([]int32, 0, e+headroom(e))
+		}
+	}
 	var w []float64
 	weighted := false
 	var bad error
@@ -195,7 +203,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	}
 	e := int64(len(dst))
 	t.Out.used, t.Out.live = e, e
-	if w == nil && int64(cap(dst))-e >= headroom(e) {
+	if w == nil && int64(cap(dst))-e >= headroom(e) && int64(cap(dst)) <= 2*(e+headroom(e)) {
 		t.Out.dst = dst[:cap(dst)] // the append's slack is the free tail
 	} else {
 		t.Out.dst, t.Out.w = dst, w
@@ -204,6 +212,15 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	t.In = transpose(&t.Out)
 	return t, nil
 }
+
+// edgesHinter is a Graph that can tell about how many out-edges it holds
+// (a bound from above is best), so that BuildTopo sizes its arrays once.
+type edgesHinter interface{ edgesHint() int64 }
+
+// edgesHint is the manager's EdgeVersions: at least the view's edges
+// unless versions were merged since, which only makes the build grow its
+// array.
+func (v *StaticView) edgesHint() int64 { return v.m.EdgeVersions() }
 
 func unindexedErr(v uint64) error {
 	return fmt.Errorf("views: vertex %d has no index in the view's id space", v)

@@ -53,6 +53,24 @@ type TopologyStats struct {
 	Bytes    int64
 }
 
+// EdgeVersions is the store's edge versions in its MemGraphs and files
+// (halved when it keeps in-edges): an upper bound of its edges, as long as
+// a compaction has not merged them, for sizing the topology.
+func (m *Manager) EdgeVersions() int64 {
+	sm, err := m.store.Metrics()
+	if err != nil {
+		return 0
+	}
+	e := sm.MemGraphEntries
+	for _, l := range sm.Levels {
+		e += l.Entries
+	}
+	if m.store.InEdges() {
+		e /= 2
+	}
+	return e
+}
+
 // Topology returns the Manager's topology (made on first use).
 func (m *Manager) Topology() *Topology {
 	m.topoOnce.Do(func() { m.topo = &Topology{m: m} })

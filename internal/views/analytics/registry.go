@@ -120,18 +120,7 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 // directions and the room lists keep) and 32 per vertex; 8 more per edge
 // when the graph turns out to be weighted, which the estimate cannot know.
 func (r *Registry) topologyNeed() int64 {
-	sm, err := r.m.Store().Metrics()
-	if err != nil {
-		return 0
-	}
-	e := sm.MemGraphEntries
-	for _, l := range sm.Levels {
-		e += l.Entries
-	}
-	if r.m.Store().InEdges() {
-		e /= 2 // the in-edge copies
-	}
-	return 10*e + 32*int64(r.m.IndexStats().Vertices)
+	return 10*r.m.EdgeVersions() + 32*int64(r.m.IndexStats().Vertices)
 }
 
 // ErrExists is returned by Register for a name already in use.
