@@ -334,9 +334,8 @@ type change struct {
 
 // rewrite applies the sorted, unique changes to i's list: in place when
 // the list fits its room, else moved to the free tail (compacting first
-// when the tail is full) with a quarter more room. When eff is not nil,
-// eff[x] tells what cs[x] did: 1 added a head, -1 removed one, 0 neither.
-func (a *Adj) rewrite(i int32, cs []change, eff []int8) {
+// when the tail is full) with a quarter more room.
+func (a *Adj) rewrite(i int32, cs []change) {
 	if a.w == nil {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
@@ -348,19 +347,13 @@ func (a *Adj) rewrite(i int32, cs []change, eff []int8) {
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
 	adds, dels := 0, 0
-	for x, c := range cs {
-		e := int8(0)
+	for _, c := range cs {
 		if _, ok := slices.BinarySearch(old, c.j); ok == c.del {
 			if c.del {
 				dels++
-				e = -1
 			} else {
 				adds++
-				e = 1
 			}
-		}
-		if eff != nil {
-			eff[x] = e
 		}
 	}
 	deg := s.deg + int32(adds) - int32(dels)
@@ -500,27 +493,13 @@ type edgeChange struct {
 	w        float64
 }
 
-// ApplyHooks let the caller of Apply learn what it changed. Each may be
-// nil.
-type ApplyHooks struct {
-	// Removed gets, for the k-th op when it deletes a vertex, the edges it
-	// removed (as ids, perhaps none).
-	Removed func(k int, edges [][2]uint64)
-	// Changed gets every out-edge added to or removed from the graph (not
-	// re-weighted), as ids, in the order the ops changed them (the changes
-	// of one run of ops between vertex deletes in no particular order:
-	// each edge changes at most once in it).
-	Changed func(src, dst uint64, added bool)
-}
-
 // Apply applies ops (the operations with t.Seq < seq <= ids' view seq, in
 // order) and moves t to ids and seq. ids must hold every endpoint of
 // every upsert and extend t.IDs (a new layout is remapped first). Work:
-// the ops plus the degrees of the vertices they touch. h may be nil.
-func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, h *ApplyHooks) error {
-	if h == nil {
-		h = &ApplyHooks{}
-	}
+// the ops plus the degrees of the vertices they touch. For the k-th op,
+// when it deletes a vertex, removed(k, edges) gets the edges it removed
+// (as ids, perhaps none); removed may be nil.
+func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64)) error {
 	if !ids.Extends(t.IDs) {
 		t.remap(ids)
 	}
@@ -530,20 +509,15 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, h *ApplyHooks) error {
 	var run []edgeChange
 	for k, e := range ops {
 		if e.Op.Kind == engine.OpDeleteVertex {
-			t.applyRun(run, h.Changed)
+			t.applyRun(run)
 			run = run[:0]
 
 			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
 				es = t.deleteVertex(int32(i))
 			}
-			if h.Removed != nil {
-				h.Removed(k, es)
-			}
-			if h.Changed != nil {
-				for _, e := range es {
-					h.Changed(e[0], e[1], false)
-				}
+			if removed != nil {
+				removed(k, es)
 			}
 			continue
 		}
@@ -561,14 +535,14 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, h *ApplyHooks) error {
 		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
 	}
-	t.applyRun(run, h.Changed)
+	t.applyRun(run)
 	t.Seq = seq
 	return nil
 }
 
 // applyRun applies edge operations with no vertex delete among them: the
 // last one on each (src, dst) wins.
-func (t *Topo) applyRun(run []edgeChange, changed func(src, dst uint64, added bool)) {
+func (t *Topo) applyRun(run []edgeChange) {
 	if len(run) == 0 {
 		return
 	}
@@ -596,7 +570,7 @@ func (t *Topo) applyRun(run []edgeChange, changed func(src, dst uint64, added bo
 			for ; e < len(byDst) && byDst[e].dst == byDst[k].dst; e++ {
 				cs = append(cs, change{j: byDst[e].src, del: byDst[e].del, w: 1})
 			}
-			t.In.rewrite(byDst[k].dst, cs, nil)
+			t.In.rewrite(byDst[k].dst, cs)
 			k = e
 		}
 	}()
@@ -607,16 +581,7 @@ func (t *Topo) applyRun(run []edgeChange, changed func(src, dst uint64, added bo
 		for ; e < len(u) && u[e].src == u[k].src; e++ {
 			cs = append(cs, change{j: u[e].dst, del: u[e].del, w: u[e].w})
 		}
-		var eff []int8
-		if changed != nil {
-			eff = make([]int8, len(cs))
-		}
-		t.Out.rewrite(u[k].src, cs, eff)
-		for x, f := range eff {
-			if f != 0 {
-				changed(t.IDs.ID(int(u[k].src)), t.IDs.ID(int(cs[x].j)), f > 0)
-			}
-		}
+		t.Out.rewrite(u[k].src, cs)
 		k = e
 	}
 	<-done

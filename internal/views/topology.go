@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/engine"
 )
@@ -36,12 +35,6 @@ type Topology struct {
 	// Protected by mu.
 	removed map[uint64][][2]uint64
 	since   uint64
-	// changes holds, in order, the out-edges each advance added and
-	// removed, while some stream asks for them (wantChanges of them);
-	// records behind the log's oldest position are dropped. Protected by
-	// mu.
-	changes     []changeRecord
-	wantChanges int
 
 	smu   sync.Mutex
 	users int           // open streams; Protected by smu.
@@ -78,20 +71,6 @@ func (m *Manager) EdgeVersions() int64 {
 	return e
 }
 
-// EdgeChange is an out-edge a batch added to the graph or removed from it
-// (a re-weight changes no edge).
-type EdgeChange struct {
-	Src, Dst uint64
-	Added    bool
-}
-
-// changeRecord is what one advance, of the log positions [from, to),
-// changed.
-type changeRecord struct {
-	from, to uint64
-	ch       []EdgeChange
-}
-
 // Topology returns the Manager's topology (made on first use).
 func (m *Manager) Topology() *Topology {
 	m.topoOnce.Do(func() { m.topo = &Topology{m: m} })
@@ -122,11 +101,7 @@ func (t *Topology) Bytes() int64 {
 	if t.t == nil {
 		return 0
 	}
-	n := t.t.Bytes()
-	for _, r := range t.changes {
-		n += int64(cap(r.ch)) * int64(unsafe.Sizeof(EdgeChange{}))
-	}
-	return n
+	return t.t.Bytes()
 }
 
 // advance brings the topology to the newest applied sequence number.
@@ -170,7 +145,7 @@ func (t *Topology) advance(ctx context.Context) error {
 			return err
 		}
 		if p, ok := l.firstAfter(v.Seq()); ok {
-			t.t, t.pos, t.since, t.removed, t.changes = g, p, p, map[uint64][][2]uint64{}, nil
+			t.t, t.pos, t.since, t.removed = g, p, p, map[uint64][][2]uint64{}
 			break
 		}
 		if try == 2 {
@@ -206,11 +181,6 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			delete(t.removed, p)
 		}
 	}
-	k := 0
-	for k < len(t.changes) && t.changes[k].to <= oldest {
-		k++
-	}
-	t.changes = append(t.changes[:0], t.changes[k:]...)
 	for t.pos < end {
 		to := min(end, t.pos+logChunk)
 		if buf, ok = l.read(t.pos, to, buf[:0]); !ok {
@@ -221,14 +191,7 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			seq = v.Seq()
 		}
 		at := t.pos
-		h := &ApplyHooks{Removed: func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es }}
-		var rec *changeRecord
-		if t.wantChanges > 0 {
-			t.changes = append(t.changes, changeRecord{from: at, to: to})
-			rec = &t.changes[len(t.changes)-1]
-			h.Changed = func(src, dst uint64, added bool) { rec.ch = append(rec.ch, EdgeChange{src, dst, added}) }
-		}
-		err := t.t.Apply(buf, ids, seq, h)
+		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es })
 		if err != nil {
 			t.t = nil // half applied: the next advance builds it again
 			return false, 0, fmt.Errorf("views: topology: %w", err)
@@ -254,8 +217,6 @@ type TopoStream struct {
 	t    *Topology
 	opts StreamOptions
 
-	changes bool // hands out Changes
-
 	mu      sync.Mutex
 	pos     uint64 // log position of the first op after the last Pull's seq; Protected by mu.
 	started bool   // Protected by mu.
@@ -270,10 +231,6 @@ type TopoUpdate struct {
 	// in order; each vertex delete is followed by an edge delete (of the
 	// same Seq) for every edge it removed.
 	Edges []Edge
-	// Changes are the out-edges added and removed between the previous
-	// Pull's seq and G.Seq, in order (only for a stream opened with
-	// WithChanges).
-	Changes []EdgeChange
 	// Lost: this is the first Pull, or operations were dropped or more
 	// than the stream's MaxBehind: compute from G alone.
 	Lost bool
@@ -290,30 +247,16 @@ func (u *TopoUpdate) Done() {
 
 // Stream opens a topology stream: its first Pull returns the topology
 // (Lost set), each later one the operations since the one before.
-func (t *Topology) Stream(o StreamOptions) (*TopoStream, error) { return t.stream(o, false) }
-
-// StreamWithChanges is Stream whose updates also carry the out-edges added
-// and removed (Changes): the topology records them while such a stream
-// is open (24 bytes per change, for as long as the edge log holds it).
-func (t *Topology) StreamWithChanges(o StreamOptions) (*TopoStream, error) { return t.stream(o, true) }
-
-func (t *Topology) stream(o StreamOptions, changes bool) (*TopoStream, error) {
+func (t *Topology) Stream(o StreamOptions) (*TopoStream, error) {
 	if err := o.normalize(t.m.cfg.LogCapacity); err != nil {
 		return nil, err
 	}
 	if o.Window.enabled() {
 		return nil, errors.New("views: a topology stream has no window")
 	}
-	s := &TopoStream{t: t, opts: o, changes: changes}
+	s := &TopoStream{t: t, opts: o}
 	if err := t.m.trackStream(s); err != nil {
 		return nil, err
-	}
-	if changes {
-		// Recorded from the next advance on: this stream's first Pull is
-		// Lost and starts after it.
-		t.mu.Lock()
-		t.wantChanges++
-		t.mu.Unlock()
 	}
 	t.smu.Lock()
 	t.users++
@@ -360,9 +303,6 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	if ok {
 		u.Edges, ok = t.expand(u.Edges, s.pos)
 	}
-	if ok && s.changes {
-		u.Changes, ok = t.changesIn(s.pos, end)
-	}
 	if !ok {
 		u.Lost, u.Edges = true, nil
 		if s.started {
@@ -371,25 +311,6 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	}
 	s.pos, s.started = end, true
 	return u, nil
-}
-
-// changesIn returns the edge changes of the advances that covered the log
-// positions [from, to), false when some were not recorded. Protected by mu
-// (read).
-func (t *Topology) changesIn(from, to uint64) ([]EdgeChange, bool) {
-	var out []EdgeChange
-	at := from
-	for _, r := range t.changes {
-		if r.to <= from {
-			continue
-		}
-		if r.from != at || r.to > to {
-			return nil, false
-		}
-		out = append(out, r.ch...)
-		at = r.to
-	}
-	return out, at == to
 }
 
 // expand follows every vertex delete of es (read from log position from)
@@ -437,19 +358,14 @@ func (s *TopoStream) Close() {
 	t.users--
 	last := t.users == 0
 	t.smu.Unlock()
-	t.mu.Lock()
-	if s.changes {
-		if t.wantChanges--; t.wantChanges == 0 {
-			t.changes = nil
-		}
-	}
 	if last {
+		t.mu.Lock()
 		t.smu.Lock()
 		if t.users == 0 {
 			t.t = nil
 			t.stats.Bytes = 0
 		}
 		t.smu.Unlock()
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
 }
