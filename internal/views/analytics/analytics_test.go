@@ -84,8 +84,9 @@ func (h *harness) vertex() uint64 {
 }
 
 // batch applies one random batch: mostly inserts (some re-weighting
-// existing edges), some edge deletes (mostly of existing edges) and a few
-// vertex deletes when vdel.
+// existing edges; weights in quarters from 0 to 4.75, zero included), some
+// edge deletes (mostly of existing edges) and a few vertex deletes when
+// vdel.
 func (h *harness) batch(n int, insertOnly, vdel bool) {
 	var b engine.Batch
 	var ops []engine.Op
@@ -100,7 +101,7 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		x := h.r.IntN(100)
 		switch {
 		case x < 65 || insertOnly:
-			s, d, w := h.vertex(), h.vertex(), float64(1+h.r.IntN(9))
+			s, d, w := h.vertex(), h.vertex(), float64(h.r.IntN(20))/4
 			if len(keys) > 0 && h.r.IntN(5) == 0 {
 				k := keys[h.r.IntN(len(keys))]
 				s, d = k[0], k[1]

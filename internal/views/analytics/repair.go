@@ -15,15 +15,16 @@ import (
 // The distances d (BFS levels, or SSSP lengths) are exact for the graph
 // before the batch; g is the graph after it. A vertex c keeps its distance
 // when it is supported: some in-neighbor u, itself keeping its distance,
-// with d[u] < d[c] and d[u] + w(u, c) = d[c]. Deciding vertices in
-// increasing order of d makes that check sound (every possible supporter
-// is decided first). The heads of deleted or lengthened edges are checked;
+// with d[u] + w(u, c) = d[c], and d[u] < d[c] or u already found
+// supported (a zero length). Deciding vertices in increasing order of d
+// makes that check sound (every closer supporter is decided first). The heads of deleted or lengthened edges are checked;
 // a vertex found unsupported is affected, and its tight out-neighbors are
 // checked in turn. Affected vertices restart from their best unaffected
 // in-neighbor, and a Dijkstra from them and from the heads of inserted or
-// shortened edges settles the rest. Zero-length edges never support (so
-// cycles of them cannot keep each other), which only makes more vertices
-// affected.
+// shortened edges settles the rest. A zero-length edge supports only from
+// a vertex already found supported (so cycles of them cannot keep each
+// other); one decided before its equal-distance supporter is counted
+// affected, which only makes the repair larger.
 
 // distance is a BFS level (int32, far = -1) or an SSSP length (float64,
 // far = +Inf).
@@ -123,8 +124,8 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		// makes tight.
 		a, c := e[0], e[1]
 		da, dc := r.d[a], r.d[c]
-		if c == r.root || dc == r.far || da == r.far || !(da < dc) || r.unit && da+1 != dc {
-			continue
+		if c == r.root || dc == r.far || da == r.far || da > dc || r.unit && da+1 != dc {
+			continue // (a zero length makes da == dc: such an edge may be tight)
 		}
 		if !r.unit {
 			if w, ok := r.g.Weight(a, c); ok && da+T(w) == dc {
@@ -150,10 +151,12 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		for _, u := range in {
 			r.work++
 			du := r.d[u]
-			if du == r.far || !(du < dc) || (r.unit && du != dc-1) {
+			if du == r.far || du > dc || (r.unit && du != dc-1) {
 				continue
 			}
-			if du+r.lengthOf(u, c) == dc && state[u] != affected {
+			// A closer vertex not found affected, or one as close (a
+			// zero length) already found supported.
+			if du+r.lengthOf(u, c) == dc && (du < dc && state[u] != affected || state[u] == supported) {
 				ok = true
 				break
 			}
