@@ -35,11 +35,11 @@ type Manager struct {
 	topo     *Topology // made on first use
 
 	mu      sync.Mutex
-	closed  bool                     // Protected by mu.
+	closed  bool                      // Protected by mu.
 	views   map[*staticState]struct{} // live static views; Protected by mu.
-	streams map[any]struct{}         // live *Stream and *Stateful; Protected by mu.
-	created map[Kind]uint64          // views created, by kind; Protected by mu.
-	lost    uint64                   // lost-data events of streams; Protected by mu.
+	streams map[any]struct{}          // live *Stream, *Stateful and *TopoStream; Protected by mu.
+	created map[Kind]uint64           // views created, by kind; Protected by mu.
+	lost    uint64                    // lost-data events of streams; Protected by mu.
 }
 
 // NewManager installs the store's apply observer (replacing any other) and
