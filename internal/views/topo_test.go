@@ -343,3 +343,71 @@ func checkExpanded(before oracle, es []Edge) error {
 	}
 	return nil
 }
+
+// A topology stream that falls behind the edge log gets Lost, with the
+// topology built again from a view when the log no longer holds what it
+// needs, and every later update is exact again.
+func TestTopologyLostWhenTheLogWraps(t *testing.T) {
+	s := smallStore(t, true)
+	m, err := NewManager(s, Config{LogCapacity: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st, err := m.Topology().Stream(StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cur := oracle{}
+	apply := func(n int, base uint64) {
+		ops := make([]engine.Op, n)
+		for i := range ops {
+			ops[i] = engine.Op{Src: base + uint64(i), Dst: 1, Weight: 1, Kind: engine.OpUpsert}
+			cur.Apply(ops[i])
+		}
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	check := func(u *TopoUpdate, lost bool) {
+		t.Helper()
+		defer u.Done()
+		if u.Lost != lost {
+			t.Fatalf("lost %v, want %v", u.Lost, lost)
+		}
+		if got, want := topoAdj(t, u.G, engine.In), adjOf(cur, engine.In); !sameAdj(got, want) {
+			t.Fatalf("in-lists: %s", adjDiff(got, want))
+		}
+	}
+	u, err := st.Pull(ctx) // the first: built
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(u, true)
+	apply(5, 100)
+	if u, err = st.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(u, false)
+	builds := m.Topology().Stats().Builds
+	for i := range 4 {
+		apply(10, uint64(200+100*i)) // 40 ops through a ring of 20
+	}
+	if u, err = st.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(u, true)
+	if b := m.Topology().Stats().Builds; b != builds+1 {
+		t.Fatalf("builds %d, want %d: the log no longer held what the topology needed", b, builds+1)
+	}
+	apply(3, 1000)
+	if u, err = st.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(u, false)
+	if len(u.Edges) != 3 {
+		t.Fatalf("%d edges after the resync, want 3", len(u.Edges))
+	}
+}
