@@ -110,9 +110,6 @@ func (t *Topo) Weight(i, j int32) (float64, bool) {
 	return t.Out.Weights(i)[k], true
 }
 
-// Present reports whether i has an edge in either direction.
-func (t *Topo) Present(i int32) bool { return t.Out.spans[i].deg > 0 || t.In.spans[i].deg > 0 }
-
 // BuildTopo reads g once (its out-edges, with weights) into a Topo.
 func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	ids, err := g.IDs()
@@ -178,11 +175,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 			}
 		}
 		if !slices.IsSorted(x) { // hashed ids: their indexes follow first appearance
-			if weighted {
-				sortWithWeights(dst[beg:], w[beg:])
-			} else {
-				slices.Sort(dst[beg:])
-			}
+			sortList(dst[beg:], tail(w, beg))
 		}
 		// A graph given as a plain CSR may repeat an edge: keep one (the last).
 		end := int64(dedupe(dst[beg:], w, beg))
@@ -247,8 +240,13 @@ func dedupe(d []int32, w []float64, at int64) int {
 	return n
 }
 
-// sortWithWeights sorts heads with their weights.
-func sortWithWeights(dst []int32, w []float64) {
+// sortList sorts a list of heads, with their weights when w is not nil
+// (w[k] is the weight of dst[k]).
+func sortList(dst []int32, w []float64) {
+	if w == nil {
+		slices.Sort(dst)
+		return
+	}
 	type hw struct {
 		d int32
 		w float64
@@ -261,6 +259,14 @@ func sortWithWeights(dst []int32, w []float64) {
 	for k := range x {
 		dst[k], w[k] = x[k].d, x[k].w
 	}
+}
+
+// tail is w from position at, nil when w is.
+func tail(w []float64, at int64) []float64 {
+	if w == nil {
+		return nil
+	}
+	return w[at:]
 }
 
 // compact rewrites the lists in index order, each in a room of its size,
@@ -501,7 +507,9 @@ type edgeChange struct {
 // (as ids, perhaps none); removed may be nil.
 func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64)) error {
 	if !ids.Extends(t.IDs) {
-		t.remap(ids)
+		if err := t.remap(ids); err != nil {
+			return err
+		}
 	}
 	t.IDs = ids
 	t.Out.grow(ids.Len())
@@ -511,7 +519,6 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 		if e.Op.Kind == engine.OpDeleteVertex {
 			t.applyRun(run)
 			run = run[:0]
-
 			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
 				es = t.deleteVertex(int32(i))
@@ -615,14 +622,15 @@ func (t *Topo) deleteVertex(i int32) [][2]uint64 {
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of
-// t.IDs.
-func (t *Topo) remap(ids IDSpace) {
+// t.IDs (else it changes nothing and returns an error: the caller builds
+// the topology again).
+func (t *Topo) remap(ids IDSpace) error {
 	n := ids.Len()
 	to := make([]int32, t.Len())
 	for i := range to {
 		j, ok := ids.Index(t.IDs.ID(i))
 		if !ok {
-			panic(fmt.Sprintf("views: a new index layout lacks id %d", t.IDs.ID(i)))
+			return fmt.Errorf("views: a new index layout lacks id %d", t.IDs.ID(i))
 		}
 		to[i] = int32(j)
 	}
@@ -644,13 +652,10 @@ func (t *Topo) remap(ids IDSpace) {
 		out.used += int64(len(nb))
 		out.live += int64(len(nb))
 		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
-		if ws != nil {
-			sortWithWeights(out.dst[beg:out.used], out.w[beg:out.used])
-		} else {
-			slices.Sort(out.dst[beg:out.used])
-		}
+		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
 	t.Out = out
 	t.In = transpose(&t.Out)
 	t.IDs = ids
+	return nil
 }

@@ -362,7 +362,7 @@ func (s *TopoStream) Close() {
 		t.mu.Lock()
 		t.smu.Lock()
 		if t.users == 0 {
-			t.t = nil
+			t.t, t.removed = nil, nil
 			t.stats.Bytes = 0
 		}
 		t.smu.Unlock()
