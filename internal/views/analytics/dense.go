@@ -44,21 +44,14 @@ func resize[T any](a []T, from, to views.IDSpace, fill T) []T {
 }
 
 // rooted extends the per-vertex values of a single-source analytic from the
-// id space from to to (new ids get far), sets the root's value to zero
-// when the root is in the space, and returns the values with a lookup that
-// answers far for ids outside the space. The lookup reads the returned
-// slice, so later writes to it are seen.
-func rooted[T any](vals []T, from, to views.IDSpace, root uint64, zero, far T) ([]T, func(uint64) T) {
+// id space from to to (new ids get far) and sets the root's value to zero
+// when the root is in the space.
+func rooted[T any](vals []T, from, to views.IDSpace, root uint64, zero, far T) []T {
 	vals = resize(vals, from, to, far)
 	if ri, ok := to.Index(root); ok {
 		vals[ri] = zero
 	}
-	return vals, func(v uint64) T {
-		if i, ok := to.Index(v); ok {
-			return vals[i]
-		}
-		return far
-	}
+	return vals
 }
 
 // unindexed is the error of a kernel that met a vertex its view's id space

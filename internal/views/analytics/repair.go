@@ -17,9 +17,10 @@ import (
 // when it is supported: some in-neighbor u, itself keeping its distance,
 // with d[u] + w(u, c) = d[c], and d[u] < d[c] or u already found
 // supported (a zero length). Deciding vertices in increasing order of d
-// makes that check sound (every closer supporter is decided first). The heads of deleted or lengthened edges are checked;
-// a vertex found unsupported is affected, and its tight out-neighbors are
-// checked in turn. Affected vertices restart from their best unaffected
+// makes that check sound (every closer supporter is decided first). The
+// heads of deleted or lengthened edges are checked; a vertex found
+// unsupported is affected, and its tight out-neighbors are checked in
+// turn. Affected vertices restart from their best unaffected
 // in-neighbor, and a Dijkstra from them and from the heads of inserted or
 // shortened edges settles the rest. A zero-length edge supports only from
 // a vertex already found supported (so cycles of them cannot keep each
@@ -278,7 +279,7 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 	if err != nil {
 		return d, false, err
 	}
-	d, _ = rooted(d, ids, g.IDs, root, 0, far)
+	d = rooted(d, ids, g.IDs, root, 0, far)
 	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, limit: repairLimit(g.Len())}
 	ok := r.run(cut, ups)
 	*work = r.work
