@@ -361,13 +361,8 @@ func TestTopologyLostWhenTheLogWraps(t *testing.T) {
 	defer st.Close()
 	cur := oracle{}
 	apply := func(n int, base uint64) {
-		ops := make([]engine.Op, n)
-		for i := range ops {
-			ops[i] = engine.Op{Src: base + uint64(i), Dst: 1, Weight: 1, Kind: engine.OpUpsert}
-			cur.Apply(ops[i])
-		}
-		if _, err := s.Apply(batchOf(ops)); err != nil {
-			t.Fatal(err)
+		for _, o := range fanIn(t, s, n, base) {
+			cur.Apply(o)
 		}
 	}
 	ctx := context.Background()

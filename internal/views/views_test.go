@@ -94,6 +94,20 @@ func randomOps(r *rand.Rand, nv uint64, n int, vdel bool) []engine.Op {
 	return ops
 }
 
+// fanIn applies, as one batch, the n edges from base, base+1, ... to
+// vertex 1, and returns them.
+func fanIn(t testing.TB, s *engine.Store, n int, base uint64) []engine.Op {
+	t.Helper()
+	ops := make([]engine.Op, n)
+	for i := range ops {
+		ops[i] = engine.Op{Src: base + uint64(i), Dst: 1, Weight: 1, Kind: engine.OpUpsert}
+	}
+	if _, err := s.Apply(batchOf(ops)); err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
 func batchOf(ops []engine.Op) *engine.Batch {
 	var b engine.Batch
 	for _, o := range ops {
@@ -1041,15 +1055,7 @@ func TestStatefulLostWhenTheLogWraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sf.Close()
-	apply := func(n int, base uint64) {
-		ops := make([]engine.Op, n)
-		for i := range ops {
-			ops[i] = engine.Op{Src: base + uint64(i), Dst: 1, Weight: 1, Kind: engine.OpUpsert}
-		}
-		if _, err := s.Apply(batchOf(ops)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := func(n int, base uint64) { fanIn(t, s, n, base) }
 	for i := 0; i < 5; i++ {
 		apply(10, uint64(100*i)) // 50 ops through a ring of 20
 	}
