@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -71,7 +72,7 @@ func newBigGraph(t *testing.T, scale, edgeFactor int, seed uint64, uniform bool)
 // batch applies n random operations: upserts (new edges, and new weights
 // of existing ones), deletes of existing edges (share del), deletes of
 // missing ones, and vertex deletes (share vdel, a hub now and then).
-func (g *bigGraph) batch(n int, del, vdel float64) {
+func (g *bigGraph) batch(n int, del, vdel float64) *engine.Batch {
 	var b engine.Batch
 	for range n {
 		var op engine.Op
@@ -104,6 +105,7 @@ func (g *bigGraph) batch(n int, del, vdel float64) {
 	}
 	// Keys of edges a vertex delete removed stay: deleting them again is
 	// a delete of a missing edge.
+	return &b
 }
 
 // TestAnalyticsLargeGraphsReference: bfs, wcc, sssp and pagerank follow a
@@ -170,46 +172,53 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 		for _, r := range runs {
 			pull(r)
 		}
-		wantL, wantD, wantC := refBFS(g.cur, root), refSSSP(g.cur, root), refWCC(g.cur)
-		vs := allIDs(g.cur)
-		for _, x := range vs {
-			l, _ := runs[0].a.Vertex(x)
-			wl, ok := wantL[x]
-			if !ok {
-				wl = -1
-			}
-			if l.(VertexLevel).Level != wl {
-				t.Fatalf("batch %d: level of %d = %d, reference %d", batch, x, l.(VertexLevel).Level, wl)
-			}
-			c, _ := runs[1].a.Vertex(x)
-			wc, ok := wantC[x]
-			if !ok {
-				wc = x
-			}
-			if c.(VertexComponent).Component != wc {
-				t.Fatalf("batch %d: component of %d = %d, reference %d", batch, x, c.(VertexComponent).Component, wc)
-			}
-			d, _ := runs[2].a.Vertex(x)
-			wd, ok := wantD[x]
-			if d.(VertexDistance).Reachable != ok || ok && d.(VertexDistance).Distance != wd {
-				t.Fatalf("batch %d: distance of %d = %+v, reference %v (%v)", batch, x, d, wd, ok)
-			}
-		}
-		if batch%4 == 3 {
-			want := refPageRank(g.cur, 0.85)
-			l1 := 0.0
-			for _, x := range vs {
-				p, _ := runs[3].a.Vertex(x)
-				l1 += math.Abs(p.(VertexRank).Rank - want[x])
-			}
-			if l1 > 1e-8 {
-				t.Fatalf("batch %d: pagerank is %g from the reference in L1", batch, l1)
-			}
-		}
+		checkGraphResults(t, fmt.Sprintf("batch %d", batch), g.cur, root, batch%4 == 3, func(typ string, x uint64) any {
+			v, _ := runs[map[string]int{"bfs": 0, "wcc": 1, "sssp": 2, "pagerank": 3}[typ]].a.Vertex(x)
+			return v
+		})
 	}
 	for _, r := range runs[:3] {
 		if r.re != 0 {
 			t.Errorf("%s recomputed %d times", r.a.Spec().Type, r.re)
+		}
+	}
+}
+
+// checkGraphResults fails unless the per-vertex results get gives for bfs,
+// wcc and sssp (from root), and for pagerank when withPR, match the
+// reference algorithms on cur, over every vertex with an edge.
+func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withPR bool, get func(typ string, x uint64) any) {
+	t.Helper()
+	wantL, wantD, wantC := refBFS(cur, root), refSSSP(cur, root), refWCC(cur)
+	vs := allIDs(cur)
+	for _, x := range vs {
+		wl, ok := wantL[x]
+		if !ok {
+			wl = -1
+		}
+		if l := get("bfs", x).(VertexLevel).Level; l != wl {
+			t.Fatalf("%s: level of %d = %d, reference %d", label, x, l, wl)
+		}
+		wc, ok := wantC[x]
+		if !ok {
+			wc = x
+		}
+		if c := get("wcc", x).(VertexComponent).Component; c != wc {
+			t.Fatalf("%s: component of %d = %d, reference %d", label, x, c, wc)
+		}
+		wd, ok := wantD[x]
+		if d := get("sssp", x).(VertexDistance); d.Reachable != ok || ok && d.Distance != wd {
+			t.Fatalf("%s: distance of %d = %+v, reference %v (%v)", label, x, d, wd, ok)
+		}
+	}
+	if withPR {
+		want := refPageRank(cur, 0.85)
+		l1 := 0.0
+		for _, x := range vs {
+			l1 += math.Abs(get("pagerank", x).(VertexRank).Rank - want[x])
+		}
+		if l1 > 1e-8 {
+			t.Fatalf("%s: pagerank is %g from the reference in L1", label, l1)
 		}
 	}
 }

@@ -91,6 +91,16 @@ type entry struct {
 	lastAt     time.Time
 	err        string
 	registered time.Time
+	// restored: the analytic started from a checkpoint's state (its first
+	// pull is an update); a restart after an error recomputes.
+	restored bool
+
+	// Catch-up requests of a checkpoint (checkpoint.go): ckReqs wait to be
+	// answered; ckWake cancels the wait the analytic is in. Protected by
+	// ckMu.
+	ckMu   sync.Mutex
+	ckReqs []*catchUpReq
+	ckWake context.CancelFunc
 }
 
 // NewRegistry makes an empty registry over m.
@@ -137,6 +147,13 @@ var ErrNotFound = errors.New("analytics: no analytic of that name")
 // and returns its (defaulted) spec. Its first result is ready once its
 // first full compute finishes (Result says so).
 func (r *Registry) Register(s Spec) (Spec, error) {
+	return r.register(s, nil, nil)
+}
+
+// register registers s; restored, when not nil, is the analytic with its
+// state loaded from a checkpoint, which follows the topology from the log
+// position *from on (Restore).
+func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, error) {
 	if err := s.Validate(); err != nil {
 		return s, err
 	}
@@ -168,18 +185,29 @@ func (r *Registry) Register(s Spec) (Spec, error) {
 	if _, ok := r.entries[s.Name]; ok {
 		return s, fmt.Errorf("%w: %q", ErrExists, s.Name)
 	}
-	a, err := New(s, root, func(al []Alert) { r.raise(s.Name, al) })
-	if err != nil {
-		return s, err
+	a := restored
+	if a == nil {
+		var err error
+		if a, err = New(s, root, func(al []Alert) { r.raise(s.Name, al) }); err != nil {
+			return s, err
+		}
 	}
 	// The stream view opens here, so that the analytic sees every
 	// operation applied after Register returns.
-	sv, err := r.open(s)
+	var sv streamView
+	var err error
+	if from != nil {
+		sv, err = r.m.Topology().RestoredStream(r.topoOptions(s), *from)
+	} else {
+		sv, err = r.open(s)
+	}
 	if err != nil {
 		return s, err
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now()}
+	// A restored analytic's result is ready at once: its saved state, at
+	// the checkpoint's seq.
+	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now(), restored: restored != nil, ready: restored != nil}
 	r.entries[s.Name] = e
 	r.wg.Add(1)
 	go func() {
@@ -203,9 +231,14 @@ func (r *Registry) open(s Spec) (streamView, error) {
 		return r.m.Stream(so)
 	}
 	if k.topo {
-		return r.m.Topology().Stream(views.StreamOptions{BatchSize: so.BatchSize, MaxBehind: so.MaxBehind})
+		return r.m.Topology().Stream(r.topoOptions(s))
 	}
 	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
+}
+
+// topoOptions are the options of a graph analytic's topology stream.
+func (r *Registry) topoOptions(s Spec) views.StreamOptions {
+	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
 }
 
 // Unregister stops an analytic and forgets it.
@@ -316,7 +349,15 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	case TopoAnalytic:
 		st := sv.(*views.TopoStream)
 		step = func(bool) (bool, error) {
-			u, err := st.Pull(ctx) // the first is Lost: compute from scratch
+			// The first pull is Lost (compute from scratch), unless the
+			// analytic was restored from a checkpoint. A checkpoint's
+			// catch-up request ends the wait for new operations.
+			wctx, stop := e.waitContext(ctx)
+			u, err := st.Pull(wctx)
+			stop()
+			if err != nil && ctx.Err() == nil && e.pending() {
+				u, err = st.PullNow(ctx)
+			}
 			if err != nil {
 				return false, err
 			}
@@ -357,7 +398,11 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	}
 	for first := true; ; first = false {
 		if !first {
-			if err := pace(ctx, s.Interval, began); err != nil {
+			// A checkpoint's catch-up request cuts the pause short.
+			wctx, stop := e.waitContext(ctx)
+			err := pace(wctx, s.Interval, began)
+			stop()
+			if err != nil && ctx.Err() != nil {
 				return err
 			}
 		}
@@ -368,6 +413,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		d := time.Since(began)
 		e.record(re, d, nil)
 		r.observe(s.Name, re, d)
+		e.answer(e.a.Seq())
 	}
 }
 
@@ -456,13 +502,16 @@ type Result struct {
 	LastSecs   float64   `json:"last_update_seconds"`
 	UpdatedAt  time.Time `json:"updated_at,omitzero"`
 	Error      string    `json:"error,omitempty"`
-	Summary    any       `json:"summary,omitempty"`
+	// Restored: the analytic resumed from a checkpoint's state instead of
+	// computing from scratch.
+	Restored bool `json:"restored,omitempty"`
+	Summary  any  `json:"summary,omitempty"`
 }
 
 func (e *entry) result() Result {
 	e.mu.Lock()
 	res := Result{Spec: e.a.Spec(), Ready: e.ready, Updates: e.updates, Recomputes: e.recomputes,
-		LastSecs: e.last.Seconds(), UpdatedAt: e.lastAt, Error: e.err}
+		LastSecs: e.last.Seconds(), UpdatedAt: e.lastAt, Error: e.err, Restored: e.restored}
 	e.mu.Unlock()
 	if res.Ready {
 		res.Seq = e.a.Seq()

@@ -1,0 +1,318 @@
+package analytics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/checkpoint"
+	"github.com/graphtide/graphtide/internal/views"
+)
+
+// Checkpoints of the graph analytics (bfs, wcc, pagerank, sssp): the
+// topology they read and each one's state, all at one sequence number of
+// the store, with the source position after it. A restart that replays
+// the source from that position (the records after it go through the
+// store again, which changes nothing they had made) restores them there
+// instead of recomputing: see Restore.
+//
+// File layout (package checkpoint): a "meta" section (CheckpointMeta as
+// JSON), a "topology" section (views.SaveTopo), then one "analytic"
+// section per analytic of meta's list, in its order (the name, then the
+// state, over the topology's canonical space).
+
+// CheckpointVersion is the version of the checkpoint's content.
+const CheckpointVersion = 1
+
+// CheckpointMeta describes a checkpoint.
+type CheckpointMeta struct {
+	Version int `json:"version"`
+	// Seq is the store's sequence number the topology and the states are
+	// at; Position the source position after it (opaque here: what the
+	// ingester records with the store's batches).
+	Seq      uint64    `json:"seq"`
+	Position []byte    `json:"position"`
+	Created  time.Time `json:"created"`
+	// Analytics are the specs of the states saved, in section order.
+	Analytics []Spec `json:"analytics"`
+}
+
+// ErrNoCheckpoint is returned by Restore when there is no checkpoint file.
+var ErrNoCheckpoint = checkpoint.ErrNotExist
+
+// catchUpReq asks an analytic's goroutine to bring its state to at least
+// seq and answer on done.
+type catchUpReq struct {
+	seq  uint64
+	done chan struct{}
+}
+
+// request queues a catch-up request and wakes the analytic's wait.
+func (e *entry) request(seq uint64) *catchUpReq {
+	q := &catchUpReq{seq: seq, done: make(chan struct{})}
+	e.ckMu.Lock()
+	e.ckReqs = append(e.ckReqs, q)
+	wake := e.ckWake
+	e.ckMu.Unlock()
+	if wake != nil {
+		wake()
+	}
+	return q
+}
+
+// waitContext is ctx, also canceled as soon as a catch-up request is
+// pending: the analytic's waits (its pace, its stream's Pull) use it.
+func (e *entry) waitContext(ctx context.Context) (context.Context, func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	e.ckMu.Lock()
+	pending := len(e.ckReqs) > 0
+	e.ckWake = cancel
+	e.ckMu.Unlock()
+	if pending {
+		cancel()
+	}
+	return wctx, func() {
+		e.ckMu.Lock()
+		e.ckWake = nil
+		e.ckMu.Unlock()
+		cancel()
+	}
+}
+
+// pending reports whether a catch-up request waits.
+func (e *entry) pending() bool {
+	e.ckMu.Lock()
+	defer e.ckMu.Unlock()
+	return len(e.ckReqs) > 0
+}
+
+// answer answers the requests that seq satisfies.
+func (e *entry) answer(seq uint64) {
+	e.ckMu.Lock()
+	defer e.ckMu.Unlock()
+	k := 0
+	for _, q := range e.ckReqs {
+		if q.seq <= seq {
+			close(q.done)
+			continue
+		}
+		e.ckReqs[k] = q
+		k++
+	}
+	e.ckReqs = e.ckReqs[:k]
+}
+
+// specKey is what must be equal for a saved state to serve a spec: every
+// setting but the cadence (batch size, interval, max behind), which does
+// not change the result.
+func specKey(s Spec) string {
+	s.BatchSize, s.Interval, s.MaxBehind = 0, 0, 0
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Checkpoint writes the topology and the state of every graph analytic to
+// path, all at the store's newest sequence number, with
+// position (the source position after it). Each analytic's goroutine is
+// asked to catch up first; one that does not within ctx is left out (it
+// recomputes after a restart). The caller must keep the store from
+// changing meanwhile (serve's ingester calls it between two batches, once
+// they are durable). With no graph analytic it writes nothing and returns
+// a zero CheckpointMeta.
+func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte) (CheckpointMeta, error) {
+	sm, err := r.m.Store().Metrics()
+	if err != nil {
+		return CheckpointMeta{}, err
+	}
+	head := sm.LastSeq
+	var es []*entry
+	var reqs []*catchUpReq
+	for _, e := range r.list() {
+		if _, ok := e.a.(stateSaver); ok {
+			es = append(es, e)
+			reqs = append(reqs, e.request(head))
+		}
+	}
+	if len(es) == 0 {
+		return CheckpointMeta{}, nil
+	}
+	for i, q := range reqs {
+		select {
+		case <-q.done:
+		case <-ctx.Done():
+			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint; it is left out", "analytic", es[i].a.Spec().Name)
+		}
+	}
+	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
+	err = r.m.Topology().Save(func(g *views.Topo) error {
+		if g.Seq != head {
+			return fmt.Errorf("analytics: the topology is at seq %d, the store at %d: the store changed during the checkpoint", g.Seq, head)
+		}
+		meta.Seq = g.Seq
+		var keep []*entry
+		for _, e := range es {
+			if e.a.Seq() == g.Seq {
+				keep = append(keep, e)
+				meta.Analytics = append(meta.Analytics, e.a.Spec())
+			}
+		}
+		if len(keep) == 0 {
+			return errors.New("analytics: no analytic caught up for the checkpoint")
+		}
+		c, ids, err := views.CanonicalIDs(g)
+		if err != nil {
+			return err
+		}
+		w, err := checkpoint.Create(path)
+		if err != nil {
+			return err
+		}
+		mb, err := json.Marshal(meta)
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		err = w.Section("meta", func(en *checkpoint.Encoder) { en.Bytes(mb) })
+		if err == nil {
+			err = w.Section("topology", func(en *checkpoint.Encoder) { en.Fail(views.SaveTopo(en, g, c, ids)) })
+		}
+		for _, e := range keep {
+			if err != nil {
+				break
+			}
+			err = w.Section("analytic", func(en *checkpoint.Encoder) {
+				en.Bytes([]byte(e.a.Spec().Name))
+				seq, serr := e.a.(stateSaver).saveState(en, c)
+				if serr == nil && seq != g.Seq {
+					serr = fmt.Errorf("analytics: %q moved to seq %d during the checkpoint at %d", e.a.Spec().Name, seq, g.Seq)
+				}
+				en.Fail(serr)
+			})
+		}
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		return w.Commit()
+	})
+	if err != nil {
+		return CheckpointMeta{}, err
+	}
+	return meta, nil
+}
+
+// Restore reads the checkpoint at path and registers, with their saved
+// state, the analytics of specs that it holds a state for (by name, with
+// the same settings but cadence), after accept approved the checkpoint's
+// meta (serve checks it against the store and arranges the replay from
+// meta.Position). They resume from the checkpoint: the operations applied
+// to the store from now on must start with the replay of everything after
+// meta.Seq (see views.Topology.Restore). It returns the names restored;
+// the caller registers the other specs as usual.
+//
+// The whole file is read and checked before anything is registered: a
+// damaged checkpoint (a *checkpoint.CorruptError), one accept refuses, or
+// no file at all (ErrNoCheckpoint) restores nothing. Call it before any
+// graph analytic is registered.
+func (r *Registry) Restore(path string, specs []Spec, accept func(CheckpointMeta) error) ([]string, error) {
+	rd, err := checkpoint.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var meta CheckpointMeta
+	err = rd.Section("meta", func(d *checkpoint.Decoder) error {
+		if b := d.Bytes(); d.Err() == nil {
+			if err := json.Unmarshal(b, &meta); err != nil {
+				d.Fail("%v", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if meta.Version != CheckpointVersion {
+		return nil, fmt.Errorf("analytics: checkpoint %s has content version %d, this graphtide reads %d", path, meta.Version, CheckpointVersion)
+	}
+	if err := accept(meta); err != nil {
+		return nil, err
+	}
+	var g *views.Topo
+	err = rd.Section("topology", func(d *checkpoint.Decoder) (err error) { g, err = views.LoadTopo(d); return err })
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]Spec{}
+	for _, s := range specs {
+		if err := s.Validate(); err == nil {
+			want[s.Name] = s
+		}
+	}
+	type restored struct {
+		s    Spec
+		a    Analytic
+		root uint64
+	}
+	var got []restored
+	for _, saved := range meta.Analytics {
+		err := rd.Section("analytic", func(d *checkpoint.Decoder) error {
+			if name := string(d.Bytes()); d.Err() == nil && name != saved.Name {
+				d.Fail("the state of %q where meta lists %q", name, saved.Name)
+			}
+			s, ok := want[saved.Name]
+			if !ok || specKey(s) != specKey(saved) {
+				d.Skip() // not registered now, or with other settings
+				return nil
+			}
+			var root uint64
+			if NeedsRoot(s.Type) {
+				var err error
+				if root, err = r.cfg.Resolve(s.Root); err != nil {
+					d.Skip()
+					return nil // registered as usual, which reports it
+				}
+			}
+			a, err := New(s, root, func(al []Alert) { r.raise(s.Name, al) })
+			if err != nil {
+				return err
+			}
+			ss, ok := a.(stateSaver)
+			if !ok {
+				d.Fail("%q is a %s analytic, which keeps no state in a checkpoint", s.Name, s.Type)
+				return nil
+			}
+			if err := ss.loadState(d, g.IDs, meta.Seq); err != nil {
+				return err
+			}
+			got = append(got, restored{s, a, root})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := rd.End(); err != nil {
+		return nil, err
+	}
+	if err := rd.Close(); err != nil {
+		return nil, err
+	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	from, err := r.m.Topology().Restore(g)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, x := range got {
+		if _, err := r.register(x.s, x.a, &from); err != nil {
+			return names, err
+		}
+		names = append(names, x.s.Name)
+	}
+	return names, nil
+}
