@@ -146,6 +146,11 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 			err = cerr
 		}
 	}()
+	// serve could not replay what load applies into the analytics of its
+	// checkpoint: they compute from the store at the next start.
+	if err := datadir.DropCheckpoint(o.dir); err != nil {
+		return err
+	}
 
 	start := time.Now()
 	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, progressEvery, start)

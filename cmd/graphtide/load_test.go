@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -593,4 +594,25 @@ func (c *countdownCtx) Err() error {
 	}
 	c.left--
 	return nil
+}
+
+// load into a data directory drops the analytics' checkpoint there: serve
+// could not replay what load applied into the checkpoint's analytics.
+func TestLoadDropsTheAnalyticsCheckpoint(t *testing.T) {
+	tmp, dir := t.TempDir(), t.TempDir()
+	ops := randomOps(4, 100, 50, false)
+	writeText(t, filepath.Join(tmp, "g.el"), ops)
+	if _, _, err := execute(t, "load", "--dir", dir, filepath.Join(tmp, "g.el")); err != nil {
+		t.Fatal(err)
+	}
+	ck := datadir.CheckpointPath(dir)
+	if err := os.WriteFile(ck, []byte("a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "load", "--dir", dir, filepath.Join(tmp, "g.el")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ck); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the checkpoint is still there after load: %v", err)
+	}
 }

@@ -248,6 +248,7 @@ type AnalyticResult struct {
 	LastUpdateSeconds float64    `json:"last_update_seconds"`
 	UpdatedAt         *time.Time `json:"updated_at,omitempty"`
 	Error             string     `json:"error,omitempty"`
+	Restored          bool       `json:"restored,omitempty"`
 	Summary           any        `json:"summary,omitempty"`
 }
 
@@ -363,7 +364,7 @@ func (k keyer) summary(s any) any {
 
 func (k keyer) result(r analytics.Result) AnalyticResult {
 	out := AnalyticResult{Spec: SpecOf(r.Spec), Ready: r.Ready, Seq: r.Seq, Updates: r.Updates, Recomputes: r.Recomputes,
-		LastUpdateSeconds: r.LastSecs, Error: r.Error}
+		LastUpdateSeconds: r.LastSecs, Error: r.Error, Restored: r.Restored}
 	if !r.UpdatedAt.IsZero() {
 		t := r.UpdatedAt.UTC()
 		out.UpdatedAt = &t

@@ -35,6 +35,13 @@ func writeSample(t *testing.T, path string, s sample) {
 }
 
 func readSample(path string) (sample, error) {
+	if _, err := Verify(path); err != nil {
+		return sample{}, err
+	}
+	return readSampleOnly(path)
+}
+
+func readSampleOnly(path string) (sample, error) {
 	var s sample
 	r, err := Open(path)
 	if err != nil {
@@ -73,6 +80,9 @@ func TestRoundTripAndEveryDamageIsReported(t *testing.T) {
 	if err != nil || !same(got, want) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
+	if names, err := Verify(path); err != nil || len(names) != 2 || names[0] != "head" || names[1] != "lists" {
+		t.Fatalf("verify: %v %v", names, err)
+	}
 	if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the temporary file stayed: %v", err)
 	}
@@ -90,8 +100,11 @@ func TestRoundTripAndEveryDamageIsReported(t *testing.T) {
 			if err := os.WriteFile(bad, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := readSample(bad); err == nil {
+			if _, err := readSampleOnly(bad); err == nil {
 				t.Fatalf("bit %d of byte %d flipped: read without error", bit, i)
+			}
+			if _, err := Verify(bad); err == nil {
+				t.Fatalf("bit %d of byte %d flipped: verified without error", bit, i)
 			} else if ce := (*CorruptError)(nil); !errors.As(err, &ce) || ce.File != bad {
 				t.Fatalf("bit %d of byte %d flipped: %v is not a CorruptError naming the file", bit, i, err)
 			}

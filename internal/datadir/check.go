@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
@@ -81,6 +82,18 @@ func Check(path string) (*Report, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	// The analytics' checkpoint holds no data (everything in it is
+	// derived again from the store): damage is a note, since serve then
+	// ignores it and recomputes.
+	if _, err := checkpoint.Verify(CheckpointPath(path)); err != nil && !errors.Is(err, checkpoint.ErrNotExist) {
+		var ce *checkpoint.CorruptError
+		if errors.As(err, &ce) {
+			r.Notes = append(r.Notes, Problem{File: ce.File, Offset: ce.Offset,
+				What: ce.What + "; serve ignores this checkpoint and computes the analytics from the store"})
+		} else {
+			r.Notes = append(r.Notes, Problem{File: CheckpointPath(path), What: err.Error()})
+		}
 	}
 	if r.Store != nil && r.Store.ManifestOK {
 		have := uint64(0)

@@ -40,6 +40,7 @@ const (
 	StoreName          = "store"
 	KeysName           = "keys.dict"
 	EmbeddedBrokerName = "embedded-broker"
+	CheckpointName     = "analytics.ckpt"
 	repairPrefix       = "repair-"
 )
 
@@ -51,6 +52,22 @@ func KeysPath(dir string) string { return filepath.Join(dir, KeysName) }
 
 // EmbeddedBrokerPath is where serve's embedded broker keeps its data.
 func EmbeddedBrokerPath(dir string) string { return filepath.Join(dir, EmbeddedBrokerName) }
+
+// CheckpointPath is the analytics' checkpoint in the data directory dir
+// (package checkpoint; derived state: a damaged one is recomputed).
+func CheckpointPath(dir string) string { return filepath.Join(dir, CheckpointName) }
+
+// DropCheckpoint removes the analytics' checkpoint of dir, if any: what
+// changes the store other than serve's ingestion (load, repair) must call
+// it before, since a restart could not replay that change into the
+// checkpoint's analytics. The checkpoint holds no data (serve computes
+// the analytics from the store without it).
+func DropCheckpoint(dir string) error {
+	if err := os.Remove(CheckpointPath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("datadir: dropping the analytics' checkpoint: %w", err)
+	}
+	return nil
+}
 
 // ErrNoStore is returned (wrapped, with what to do) by Open without Create
 // and by OpenReadOnly when the data directory holds no store.

@@ -2,6 +2,7 @@ package datadir
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -140,5 +141,43 @@ func TestCheckReportsMixedIDs(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("Check problems %v: the mixed ids are not among them", r.Problems)
+	}
+}
+
+// Check reports a damaged analytics checkpoint as a note (it holds no
+// data: serve computes without it), with its file and offset, and writes
+// nothing; DropCheckpoint removes it, and a missing one is no error.
+func TestCheckNotesADamagedCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, d.Store, 1, 2)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ck := CheckpointPath(dir)
+	if err := os.WriteFile(ck, []byte("GTCKPT\x00\x01 and then garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || len(r.Notes) != 1 || r.Notes[0].File != ck || r.Notes[0].Offset != 8 {
+		t.Fatalf("problems %v, notes %v", r.Problems, r.Notes)
+	}
+	if b, err := os.ReadFile(ck); err != nil || string(b) != "GTCKPT\x00\x01 and then garbage" {
+		t.Fatalf("check changed the checkpoint: %q %v", b, err)
+	}
+	if err := DropCheckpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ck); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the checkpoint is still there: %v", err)
+	}
+	if err := DropCheckpoint(dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -350,6 +350,10 @@ func Repair(dir string, yes bool, out io.Writer) error {
 		fmt.Fprintf(out, "nothing was changed: run again with --yes to repair (everything it changes is first kept in %s/repair-<UTC time>)\n", dir)
 		return nil
 	}
+	// The repaired store is not what the analytics' checkpoint followed.
+	if err := DropCheckpoint(dir); err != nil {
+		return err
+	}
 	backup, err := plan.Apply()
 	if err != nil {
 		if backup != "" {

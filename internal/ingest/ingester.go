@@ -87,6 +87,23 @@ type Config struct {
 	// the goroutine that applies batches, in order, and must be quick:
 	// the next batch waits for it. It must not keep produced.
 	OnVisible func(produced []time.Time, visible time.Time)
+	// Checkpoint, when set, is called every CheckpointInterval (and not
+	// before the first interval has passed) between two batches, once
+	// everything applied is durable, with the source position after them
+	// (the bytes the store records with its batches); no batch is applied
+	// until it returns. serve checkpoints its analytics there. An error is
+	// logged; ingestion goes on.
+	Checkpoint         func(ctx context.Context, position []byte) error
+	CheckpointInterval time.Duration
+	// ReplayFrom, when set, is a source position Checkpoint was given,
+	// behind the store's: every partition it records resumes from it
+	// rather than from the store's position, so that the records after
+	// it are applied again (changing nothing in the store: applying again
+	// what follows a state brings back the same state) and reach the
+	// views' stream. serve sets it to bring analytics restored from a
+	// checkpoint forward. It must belong to the store's source (same
+	// cluster and topics): New refuses it otherwise.
+	ReplayFrom []byte
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -278,6 +295,10 @@ type Ingester struct {
 	stallSince     atomic.Int64
 	commitAssigned atomic.Bool
 	lagNow         chan struct{}
+
+	// lastCheckpoint is when Config.Checkpoint last ran (Run's start
+	// before). Owned by the applier's goroutine (Run sets it first).
+	lastCheckpoint time.Time
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -298,8 +319,14 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		c.Logger.Warn("discarding the store's recorded position, which cannot be read (--reset-source-position)", "err", err, "bytes", len(raw))
 		rec, _ = DecodeRecorded(nil)
 	}
+	applied := rec.Position.Clone()
+	if len(c.ReplayFrom) > 0 {
+		if err := replayFrom(applied, rec, c.ReplayFrom, c.Logger); err != nil {
+			return nil, err
+		}
+	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		applied: rec.Position.Clone(), durable: rec.Position, assigned: map[string][]int32{},
+		applied: applied, durable: rec.Position, assigned: map[string][]int32{},
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
 		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
@@ -353,6 +380,36 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)
 	}
 	return in, nil
+}
+
+// replayFrom moves applied (the store's position rec) back to the
+// position encoded in raw, partition by partition, where it is behind.
+func replayFrom(applied Position, rec Recorded, raw []byte, log *slog.Logger) error {
+	rp, err := DecodeRecorded(raw)
+	if err != nil {
+		return fmt.Errorf("ingest: the position to replay from: %w", err)
+	}
+	if rp.ClusterID != rec.ClusterID {
+		return fmt.Errorf("ingest: the position to replay from belongs to cluster %q, the store's to %q", rp.ClusterID, rec.ClusterID)
+	}
+	for t, ps := range rp.Position {
+		if id, ok := rp.TopicIDs[t]; ok && rec.TopicIDs[t] != id {
+			return fmt.Errorf("ingest: the position to replay from belongs to another topic %q than the store's (topic IDs differ)", t)
+		}
+		for p, o := range ps {
+			cur, ok := applied.Get(t, p)
+			switch {
+			case !ok:
+				return fmt.Errorf("ingest: the position to replay from has %s/%d, of which the store has no record", t, p)
+			case o > cur:
+				return fmt.Errorf("ingest: the position to replay from is ahead of the store's in %s/%d (offset %d, the store's %d)", t, p, o, cur)
+			case o < cur:
+				applied.Set(t, p, o)
+				log.Info("replaying records the store holds already, for the analytics' checkpoint", "topic", t, "partition", p, "from", o, "to", cur)
+			}
+		}
+	}
+	return nil
 }
 
 // FetchOptions are the franz-go fetch settings of the ingest consumer
@@ -697,6 +754,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	go func() { defer workers.Done(); in.deadLetterWorker(wctx) }()
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
+	in.lastCheckpoint = time.Now()
 	p := startApplier(env)
 	in.mu.Lock()
 	polled := in.applied

@@ -115,6 +115,9 @@ func runJob(env batchApplier, j *applyJob) error {
 			return err
 		}
 		j.seq = seq
+		if err := env.checkpoint(j); err != nil {
+			return err
+		}
 	}
 	if j.flush {
 		target, err := env.flushAsync()

@@ -113,6 +113,32 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	return seq, nil
 }
 
+// checkpoint makes everything applied durable and calls Config.Checkpoint
+// with the position after j, once CheckpointInterval has passed since the
+// last (or since Run started). It runs on the applier's goroutine: no
+// batch is applied meanwhile.
+func (e liveEnv) checkpoint(j *applyJob) error {
+	in := e.in
+	c := &in.cfg
+	if c.Checkpoint == nil || c.CheckpointInterval <= 0 || time.Since(in.lastCheckpoint) < c.CheckpointInterval {
+		return nil
+	}
+	in.flushMu.Lock()
+	err := in.flush()
+	in.flushMu.Unlock()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := c.Checkpoint(context.Background(), in.encodePosition(j.pos)); err != nil {
+		c.Logger.Warn("checkpoint failed; ingestion goes on, the next is tried after the interval", "err", err)
+	} else {
+		c.Logger.Info("checkpoint written", "seconds", time.Since(t0).Seconds())
+	}
+	in.lastCheckpoint = time.Now()
+	return nil
+}
+
 func (e liveEnv) flushAsync() (uint64, error) {
 	target, err := e.in.store.FlushAsync()
 	if err != nil {

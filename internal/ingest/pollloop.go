@@ -87,6 +87,8 @@ type batchApplier interface {
 	// flushAsync starts a background flush of everything applied and
 	// returns the sequence number that is durable once it ends.
 	flushAsync() (uint64, error)
+	// checkpoint runs Config.Checkpoint after j's batch when it is due.
+	checkpoint(j *applyJob) error
 }
 
 // pollState is the poll loop's state. Owned by the poll loop's goroutine.

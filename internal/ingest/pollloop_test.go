@@ -405,6 +405,10 @@ func (e *fakeEnv) flushAsync() (uint64, error) {
 	return e.seq, nil
 }
 
+// checkpoint: the poll loop's tests set no Config.Checkpoint (liveEnv's
+// checkpoint is tested through serve).
+func (e *fakeEnv) checkpoint(*applyJob) error { return nil }
+
 // set runs f under the fake's lock (a step's do).
 func set(f func(e *fakeEnv)) func(e *fakeEnv) {
 	return func(e *fakeEnv) {

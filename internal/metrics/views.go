@@ -72,6 +72,9 @@ type AnalyticsMetrics struct {
 	age       *prometheus.Desc
 	memory    *prometheus.Desc
 	cutShort  *prometheus.Desc
+	// Checkpoints of the graph analytics (serve's checkpoint).
+	checkpoints    *prometheus.CounterVec
+	checkpointSecs prometheus.Histogram
 }
 
 // NewAnalyticsMetrics builds the metrics and registers them with reg when
@@ -97,9 +100,19 @@ func NewAnalyticsMetrics(reg prometheus.Registerer, store *engine.Store) *Analyt
 			"Memory an analytic holds: per-vertex state, windows, the pull in progress.", []string{"analytic"}, nil),
 		cutShort: prometheus.NewDesc("graphtide_analytics_pulls_cut_short_total",
 			"Pulls of an analytic cut short by their time or memory limit (fraud: pull_timeout, pull_memory_mib).", []string{"analytic"}, nil),
+		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graphtide_analytics_checkpoints_total", Help: "Checkpoints of the graph analytics, by result (ok or failed).",
+		}, []string{"result"}),
+		checkpointSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "graphtide_analytics_checkpoint_duration_seconds",
+			Help:    "Time of one checkpoint of the graph analytics (ingestion waits for it).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 9),
+		}),
 	}
+	m.checkpoints.WithLabelValues("ok")
+	m.checkpoints.WithLabelValues("failed")
 	if reg != nil {
-		reg.MustRegister(m.duration, m.alerts, m)
+		reg.MustRegister(m.duration, m.alerts, m.checkpoints, m.checkpointSecs, m)
 	}
 	return m
 }
@@ -116,6 +129,17 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 		},
 		Alerted: func(name, kind string, n int) { m.alerts.WithLabelValues(name, kind).Add(float64(n)) },
 	}
+}
+
+// Checkpointed records one checkpoint: its error (nil: it was written)
+// and how long it took.
+func (m *AnalyticsMetrics) Checkpointed(err error, d time.Duration) {
+	if err != nil {
+		m.checkpoints.WithLabelValues("failed").Inc()
+		return
+	}
+	m.checkpoints.WithLabelValues("ok").Inc()
+	m.checkpointSecs.Observe(d.Seconds())
 }
 
 // Attach sets the registry whose staleness is reported.

@@ -32,6 +32,7 @@ type Options struct {
 	DeadLetterTimeout   time.Duration
 	ReadyGrace          time.Duration
 	FlushInterval       time.Duration
+	CheckpointInterval  time.Duration
 	Reset               string
 	ResetSourcePosition bool
 	HTTPAddr            string
@@ -70,6 +71,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "checkpoint the graph analytics (bfs, wcc, pagerank, sssp) this often, and at shutdown, so that a restart resumes them instead of recomputing (0: never); ingestion pauses while one is written")
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
@@ -113,6 +115,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FlushInterval < 10*time.Millisecond {
 		return fmt.Errorf("--flush-interval must be at least 10ms, got %v", o.FlushInterval)
+	}
+	if o.CheckpointInterval != 0 && (o.CheckpointInterval < time.Second || o.CheckpointInterval > 24*time.Hour) {
+		return fmt.Errorf("--checkpoint-interval must be between 1s and 24h (or 0: never), got %v", o.CheckpointInterval)
 	}
 	// Zero (options built in code, not from flags): the defaults.
 	if o.DeadLetterTimeout == 0 {
@@ -223,7 +228,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
-		FlushInterval: o.FlushInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
+		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},

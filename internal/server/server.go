@@ -57,16 +57,19 @@ type Config struct {
 
 	// Kafka: with no Kafka.Brokers an embedded broker is started on
 	// EmbeddedPort (0: any free port), keeping its data in the directory.
-	Kafka               kafkaconn.Options
-	EmbeddedPort        int
-	Topics              []string
-	Group               string
-	Format              decode.Format
-	TopicFormats        map[string]decode.Format
-	DeadLetterTopic     string
-	DeadLetterTimeout   time.Duration
-	ReadyGrace          time.Duration
-	FlushInterval       time.Duration
+	Kafka             kafkaconn.Options
+	EmbeddedPort      int
+	Topics            []string
+	Group             string
+	Format            decode.Format
+	TopicFormats      map[string]decode.Format
+	DeadLetterTopic   string
+	DeadLetterTimeout time.Duration
+	ReadyGrace        time.Duration
+	FlushInterval     time.Duration
+	// CheckpointInterval: how often the graph analytics are checkpointed
+	// (and at shutdown), 0 never; see checkpoint.go.
+	CheckpointInterval  time.Duration
 	Reset               string
 	ResetSourcePosition bool
 
@@ -198,7 +201,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.areg = analytics.NewRegistry(s.vm, rcfg)
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
+	restored, replay := s.restoreAnalytics(ctx, sinkOpts)
 	for _, sp := range cfg.Analytics {
+		if err := sp.Validate(); err == nil && restored[sp.Name] {
+			continue
+		}
 		if _, err := s.areg.Register(sp); err != nil {
 			return nil, err
 		}
@@ -211,6 +218,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
+		ReplayFrom: replay, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
 	}); err != nil {
 		return nil, err
 	}
@@ -346,6 +354,15 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.Warn("http requests still running at shutdown were cut off", "err", err)
 		}
 		cancel()
+	}
+	if s.cfg.CheckpointInterval > 0 {
+		// Nothing is applied any more: checkpoint where ingestion stopped,
+		// so that the next start resumes the analytics.
+		if raw, err := s.dir.Store.SourcePosition(); err == nil && len(raw) > 0 {
+			if err := s.checkpoint(context.Background(), raw); err != nil {
+				s.log.Warn("the shutdown checkpoint failed; the analytics recompute at the next start", "err", err)
+			}
+		}
 	}
 	s.areg.Close() // analytics stop before the views and the store go
 	if err := s.dir.Store.Flush(); err != nil {

@@ -2,18 +2,22 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // TestServerIngestsAndStopsDurably: a server with its embedded broker
@@ -22,6 +26,8 @@ import (
 // directory reopens with the same graph. Half the vertices have sparse
 // 64-bit ids: the store holds them mapped to dense ids of the key band,
 // which read back as the numbers sent, before and after the restart.
+// Its wcc and bfs are checkpointed at the stop and restored, unchanged,
+// by the restart.
 func TestServerIngestsAndStopsDurably(t *testing.T) {
 	dir := t.TempDir()
 	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
@@ -30,7 +36,8 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	}
 	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
 		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
-		FlushInterval: 50 * time.Millisecond, Reset: "earliest",
+		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: time.Hour,
+		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -67,13 +74,8 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	}
 	// edgesOf reads the store's edges with the ids as sent.
 	edgesOf := func(srv *Server) testref.Edges {
-		s, dict := srv.Store(), srv.Keys()
-		m, err := views.NewManager(s, views.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		v, err := m.Static(views.StaticOptions{})
+		dict := srv.Keys()
+		v, err := srv.Views().Static(views.StaticOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,17 +102,54 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// summaries waits until the analytics reflect the whole store.
+	summaries := func(srv *Server) string {
+		sm, err := srv.Store().Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []analytics.Result
+		for _, name := range []string{"wcc", "bfs"} {
+			var res analytics.Result
+			for res, _ = srv.Analytics().Result(name); !res.Ready || res.Seq != sm.LastSeq; res, _ = srv.Analytics().Result(name) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s at seq %d (ready %v), the store at %d", name, res.Seq, res.Ready, sm.LastSeq)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			out = append(out, res)
+		}
+		b, err := json.Marshal([]any{out[0].Summary, out[1].Summary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := summaries(srv)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// Closed and durable: the directory opens again, with the same graph.
+	if _, err := os.Stat(datadir.CheckpointPath(dir)); err != nil {
+		t.Fatalf("no checkpoint after the stop: %v", err)
+	}
+	// Closed and durable: the directory opens again, with the same graph,
+	// and the analytics resume from the checkpoint.
 	srv2, err := Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g",
-		Format: decode.FormatBinary, Reset: "earliest", HTTP: HTTPConfig{DisableListening: true}})
+		Format: decode.FormatBinary, Reset: "earliest", HTTP: HTTPConfig{DisableListening: true},
+		Analytics: cfg.Analytics, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatalf("reopening after Run: %v", err)
 	}
 	defer srv2.Close()
+	if after := summaries(srv2); after != before {
+		t.Fatalf("the analytics after the restart: %s, before it: %s", after, before)
+	}
+	for _, name := range []string{"wcc", "bfs"} {
+		if res, _ := srv2.Analytics().Result(name); !res.Restored || res.Recomputes != 0 {
+			t.Fatalf("%s was not restored from the checkpoint: %+v", name, res)
+		}
+	}
 	got := edgesOf(srv2)
 	if len(got) != len(want) {
 		t.Fatalf("after a restart the store holds %d edges, want %d", len(got), len(want))

@@ -18,10 +18,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // The crash tests re-run this test binary as a child process (as
@@ -43,6 +47,14 @@ type childConfig struct {
 	MemBytes   int64
 	FlushEvery time.Duration
 	MaxPoll    int
+
+	// Serve: the child runs graphtide serve (package server) on the data
+	// directory Dir instead of a bare ingester, with these analytics,
+	// checkpointed every CheckpointEvery; it reports "http <addr>" and the
+	// store's position.
+	Serve           bool
+	Analytics       []analytics.Spec
+	CheckpointEvery time.Duration
 }
 
 func runChild(raw string) int {
@@ -59,6 +71,9 @@ func runChild(raw string) int {
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		fmt.Fprintln(os.Stderr, "child config:", err)
 		return 2
+	}
+	if c.Serve {
+		return runServeChild(c)
 	}
 	s, err := engine.Open(c.Dir+"/store", &engine.Options{MemGraphBytes: c.MemBytes})
 	if err != nil {
@@ -113,6 +128,58 @@ func runChild(raw string) int {
 	}
 	if runErr != nil {
 		fmt.Fprintln(os.Stderr, "child: run:", runErr)
+		return 1
+	}
+	return 0
+}
+
+// runServeChild runs serve until SIGTERM, reporting its HTTP address and
+// its store's recorded position.
+func runServeChild(c childConfig) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	plan, err := budget.Divide(512<<20, budget.Explicit{MemGraphBytes: c.MemBytes})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: budget:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srv, err := server.Open(ctx, server.Config{
+		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group,
+		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
+		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics,
+		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: open:", err)
+		return 2
+	}
+	fmt.Printf("http %s\n", srv.HTTPAddr())
+	var mu sync.Mutex
+	report := func() {
+		raw, _ := srv.Store().SourcePosition()
+		mu.Lock()
+		fmt.Printf("store %s\n", hex.EncodeToString(raw))
+		mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				report()
+			}
+		}
+	}()
+	// Run closes the server, and with it the store: report before.
+	err = srv.Run(ctx)
+	close(done)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: run:", err)
 		return 1
 	}
 	return 0
@@ -186,6 +253,13 @@ func (c *child) durable() ingest.Position { return c.out.pos("durable") }
 
 // storePos is the newest position the child saw recorded in its store.
 func (c *child) storePos() ingest.Position { return c.out.pos("store") }
+
+// httpAddr is the HTTP address a serve child reported ("" until then).
+func (c *child) httpAddr() string {
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	return c.out.last["http"]
+}
 
 // lineWriter keeps the newest "<name> <hex position>" line per name.
 type lineWriter struct {

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Checkpoints of the graph analytics, and the restart that resumes them.
+//
+// Every CheckpointInterval the ingester stops between two batches, makes
+// everything applied durable and calls checkpoint with the source position
+// after them: the registry brings every graph analytic to that point and
+// writes them, with the topology they read, to <dir>/analytics.ckpt (at
+// shutdown too). At the next start, restoreAnalytics reads it back; the
+// ingester then resumes every partition from the checkpoint's position
+// rather than from the store's, so that the records after the checkpoint
+// (the store holds some already: applying them again changes nothing in
+// it) bring the restored analytics forward exactly as they went before
+// the restart. Kafka is the log that makes both the store and the
+// analytics whole again.
+
+// checkpointTimeout bounds how long the analytics may take to catch up
+// for a checkpoint (ingestion waits meanwhile); one that does not is left
+// out of it.
+const checkpointTimeout = 30 * time.Second
+
+// checkpoint writes the analytics' checkpoint at the source position pos.
+func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	t0 := time.Now()
+	meta, err := s.areg.Checkpoint(ctx, datadir.CheckpointPath(s.cfg.Dir), pos)
+	s.metrics.Analytics.Checkpointed(err, time.Since(t0))
+	if err == nil && len(meta.Analytics) > 0 {
+		s.log.Info("analytics checkpointed", "seq", meta.Seq, "analytics", len(meta.Analytics), "seconds", time.Since(t0).Seconds())
+	}
+	return err
+}
+
+// restoreAnalytics registers the analytics the checkpoint holds a state
+// for and returns their names and the source position the ingester must
+// replay from (nil: none). A missing checkpoint is normal; one that is
+// damaged, belongs to another source or needs records the brokers no
+// longer have is reported and left alone: every analytic then computes
+// from the store.
+func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[string]bool, []byte) {
+	path := datadir.CheckpointPath(s.cfg.Dir)
+	var replay []byte
+	names, err := s.areg.Restore(path, s.cfg.Analytics, func(meta analytics.CheckpointMeta) error {
+		var err error
+		replay, err = s.replayFor(ctx, meta, opts)
+		return err
+	})
+	switch {
+	case errors.Is(err, analytics.ErrNoCheckpoint):
+		return nil, nil
+	case err != nil:
+		s.log.Warn("the analytics' checkpoint is not used: they compute from the store", "file", path, "err", err)
+		return nil, nil
+	}
+	restored := map[string]bool{}
+	for _, n := range names {
+		restored[n] = true
+	}
+	if len(names) > 0 {
+		s.log.Info("analytics restored from their checkpoint", "names", names, "replay", replay != nil)
+	}
+	return restored, replay
+}
+
+// replayFor checks a checkpoint's meta against the store and the brokers
+// and returns the position to replay from (nil when the checkpoint is at
+// the store's position). It refuses a checkpoint ahead of the store, of
+// another source, after which the store applied operations of no Kafka
+// record, or whose records the brokers have dropped since.
+func (s *Server) replayFor(ctx context.Context, meta analytics.CheckpointMeta, opts []kgo.Opt) ([]byte, error) {
+	st := s.dir.Store
+	sm, err := st.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	if meta.Seq > sm.LastSeq {
+		return nil, fmt.Errorf("the checkpoint is at seq %d, ahead of the store (seq %d)", meta.Seq, sm.LastSeq)
+	}
+	raw, err := st.SourcePosition()
+	if err != nil {
+		return nil, err
+	}
+	store, err := ingest.DecodeRecorded(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the store's source position: %w", err)
+	}
+	ck, err := ingest.DecodeRecorded(meta.Position)
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint's source position: %w", err)
+	}
+	if ck.ClusterID != store.ClusterID {
+		return nil, fmt.Errorf("the checkpoint belongs to Kafka cluster %q, the store to %q", ck.ClusterID, store.ClusterID)
+	}
+	behind := map[string]map[int32]int64{}
+	for t, ps := range ck.Position {
+		for p, o := range ps {
+			cur, ok := store.Position.Get(t, p)
+			if !ok || o > cur {
+				return nil, fmt.Errorf("the checkpoint's offset %d of %s/%d is not behind the store's", o, t, p)
+			}
+			if o < cur {
+				if behind[t] == nil {
+					behind[t] = map[int32]int64{}
+				}
+				behind[t][p] = o
+			}
+		}
+	}
+	if len(behind) == 0 {
+		if meta.Seq != sm.LastSeq {
+			return nil, fmt.Errorf("the store applied operations of no Kafka record after the checkpoint (seq %d to %d)", meta.Seq, sm.LastSeq)
+		}
+		return nil, nil
+	}
+	// The brokers must still hold every record after the checkpoint.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.brokers...)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	topics := make([]string, 0, len(behind))
+	for t := range behind {
+		topics = append(topics, t)
+	}
+	starts, err := kadm.NewClient(cl).ListStartOffsets(lctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing where the topics start, to replay from the checkpoint: %w", err)
+	}
+	for t, ps := range behind {
+		for p, o := range ps {
+			so, ok := starts.Lookup(t, p)
+			if !ok || so.Offset > o {
+				return nil, fmt.Errorf("the records of %s/%d after the checkpoint (from offset %d) are gone from the brokers (retention): the log starts at %d", t, p, o, so.Offset)
+			}
+		}
+	}
+	return meta.Position, nil
+}

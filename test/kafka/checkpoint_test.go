@@ -1,0 +1,150 @@
+package kafkatest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// TestAnalyticsResumeAcrossCrashes runs serve in a child process with bfs,
+// wcc, sssp and pagerank checkpointed every second, SIGKILLs it three
+// times mid-stream while a producer keeps producing upserts, deletes,
+// re-inserts and vertex deletes, restarts it each time, and at the end
+// lets it catch up. Every restart after a checkpoint resumes the analytics
+// from it (the records after it replayed through the store); the last
+// run's analytics must say so, and their results must equal the reference
+// algorithms on the oracle of the whole stream.
+func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
+	addrs := needBroker(t)
+	adm := newAdmin(t)
+	topic := uniq("ckpt")
+	createTopic(t, topic, 2)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	st := newStream(topic, 2, decode.FormatBinary, "", 0, 1500, 1, seed)
+	recs := st.records(14000)
+	const root = 1
+	specs := []analytics.Spec{{Type: "bfs", Root: fmt.Sprint(root)}, {Type: "wcc"}, {Type: "sssp", Root: fmt.Sprint(root)},
+		{Type: "pagerank", Tolerance: 1e-12, MaxIterations: 2000}}
+	dir := t.TempDir()
+	_, log := testLogger(t, "the serve children")
+	cfg := childConfig{
+		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("ckpt-dead"), Dir: dir,
+		MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: specs, CheckpointEvery: time.Second,
+	}
+	prod := startProducing(t, recs, 100, 60*time.Millisecond)
+	// A group of its own per child: a killed child's membership would hold
+	// its partitions until its session times out (the store's position,
+	// not the group's offsets, says where each child resumes).
+	for k := 1; k <= 3; k++ {
+		cfg.Group = uniq("ckpt-group")
+		ch := startChild(t, cfg, log)
+		time.Sleep(time.Duration(1800+r.IntN(1500)) * time.Millisecond)
+		if !ch.alive() {
+			t.Fatalf("child exited before kill %d: %v\n%s", k, ch.err, log.tail(30))
+		}
+		ch.kill(t)
+		t.Logf("kill %d: store at %s", k, fmtPos(ch.storePos()))
+	}
+	if err := <-prod.done; err != nil {
+		t.Fatal(err)
+	}
+	end := endOffsets(t, adm, topic)
+	cfg.Group = uniq("ckpt-group")
+	ch := startChild(t, cfg, log)
+	defer func() {
+		if ch.alive() {
+			ch.kill(t)
+		}
+	}()
+	if !waitFor(90*time.Second, func() bool { return !ch.alive() || covers(ch.storePos(), end) }) {
+		t.Fatalf("the last child did not catch up: store at %s, want %s\n%s", fmtPos(ch.storePos()), fmtPos(end), log.tail(30))
+	}
+	base := "http://" + ch.httpAddr()
+	var stats struct {
+		Store struct {
+			LastSeq uint64 `json:"last_seq"`
+		} `json:"store"`
+	}
+	if !getJSON(base+"/v1/stats", &stats) {
+		t.Fatal("GET /v1/stats failed")
+	}
+	type result struct {
+		Ready      bool   `json:"ready"`
+		Seq        uint64 `json:"seq"`
+		Recomputes uint64 `json:"recomputes"`
+		Restored   bool   `json:"restored"`
+		Error      string `json:"error"`
+	}
+	for _, sp := range specs {
+		var res result
+		ok := waitFor(60*time.Second, func() bool {
+			return getJSON(base+"/v1/analytics/"+sp.Type, &res) && res.Ready && res.Seq == stats.Store.LastSeq
+		})
+		if !ok {
+			t.Fatalf("%s did not reach seq %d: %+v", sp.Type, stats.Store.LastSeq, res)
+		}
+		if !res.Restored {
+			t.Errorf("%s was not restored from the checkpoint in the last run: %+v\n%s", sp.Type, res, log.tail(40))
+		}
+		t.Logf("%s: %+v", sp.Type, res)
+	}
+	// The reference, on the oracle of the whole stream.
+	g := testref.Edges{}
+	for k, w := range oracleOf(recs, nil) {
+		g[[2]uint64{k.src.id, k.dst.id}] = w
+	}
+	lv, dist, pr := testref.BFS(g, root), testref.Dijkstra(g, root), testref.PageRank(g, 0.85)
+	comp, _ := testref.Components(g)
+	type vres struct {
+		Result struct {
+			Level     *int     `json:"level"`
+			Component *uint64  `json:"component"`
+			Distance  *float64 `json:"distance"`
+			Reachable *bool    `json:"reachable"`
+			Rank      *float64 `json:"rank"`
+		} `json:"result"`
+	}
+	get := func(name string, v uint64) vres {
+		var x vres
+		if !getJSON(fmt.Sprintf("%s/v1/analytics/%s/vertices/%d", base, name, v), &x) {
+			t.Fatalf("GET the %s result of %d failed", name, v)
+		}
+		return x
+	}
+	l1 := 0.0
+	for v := range g.Vertices() {
+		wl, ok := lv[v]
+		if !ok {
+			wl = -1
+		}
+		if x := get("bfs", v); x.Result.Level == nil || *x.Result.Level != wl {
+			t.Fatalf("bfs level of %d: %+v, reference %d", v, x.Result, wl)
+		}
+		if x := get("wcc", v); x.Result.Component == nil || *x.Result.Component != comp[v] {
+			t.Fatalf("component of %d: %+v, reference %d", v, x.Result, comp[v])
+		}
+		wd, reach := dist[v]
+		if x := get("sssp", v); x.Result.Reachable == nil || *x.Result.Reachable != reach || reach && *x.Result.Distance != wd {
+			t.Fatalf("distance of %d: %+v, reference %v %v", v, x.Result, wd, reach)
+		}
+		l1 += math.Abs(*get("pagerank", v).Result.Rank - pr[v])
+	}
+	if l1 > 1e-8 {
+		t.Fatalf("pagerank is %g from the reference in L1", l1)
+	}
+	if err := ch.term(t); err != nil {
+		t.Fatalf("the last child: %v", err)
+	}
+	if !log.contains("analytics restored from their checkpoint") {
+		t.Fatal("no run restored the analytics")
+	}
+	t.Logf("%d runs restored the analytics from a checkpoint", log.count("analytics restored from their checkpoint"))
+}
