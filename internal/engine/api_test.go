@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"syscall"
@@ -259,4 +260,36 @@ func TestApplyCPUIsCounted(t *testing.T) {
 		}
 		prev = m.ApplyCPU
 	}
+}
+
+// Tag gives the operations added after it its reference, up to the next
+// Tag; those before the first have none; Reset forgets the tags.
+func TestBatchTags(t *testing.T) {
+	var b Batch
+	b.Insert(1, 2)
+	b.Tag(7)
+	b.Insert(2, 3)
+	b.DeleteEdge(2, 3)
+	b.Tag(8)
+	b.Tag(9) // replaces 8: no operation was added between
+	b.DeleteVertex(4)
+	b.Tag(0)
+	b.Insert(5, 6)
+	var got []uint64
+	b.Refs(func(i int, ref uint64) {
+		if i != len(got) {
+			t.Fatalf("op %d out of order", i)
+		}
+		got = append(got, ref)
+	})
+	if fmt.Sprint(got) != "[0 7 7 9 0]" {
+		t.Fatalf("refs %v", got)
+	}
+	b.Reset()
+	b.Insert(1, 1)
+	b.Refs(func(_ int, ref uint64) {
+		if ref != 0 {
+			t.Fatalf("a tag survived Reset: %d", ref)
+		}
+	})
 }

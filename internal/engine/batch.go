@@ -15,7 +15,15 @@ const MaxVertex = core.MaxVertex
 type Batch struct {
 	ops    []core.Op
 	srcpos []byte
+	tags   []tag // ascending by from
 	err    error
+}
+
+// tag gives the operations from index from on (up to the next tag) the
+// reference ref.
+type tag struct {
+	from int
+	ref  uint64
 }
 
 // Insert adds or updates edge (src, dst) with weight 1.
@@ -100,5 +108,32 @@ func (b *Batch) Len() int { return len(b.ops) }
 func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
 	b.srcpos = b.srcpos[:0]
+	b.tags = b.tags[:0]
 	b.err = nil
+}
+
+// Tag gives the operations added from now on (until the next Tag) the
+// reference ref, an opaque number naming where they came from (ingest: the
+// Kafka record); 0 is none. The store does not keep it: the apply observer
+// sees it (Ref), and the views hand it out with each operation.
+func (b *Batch) Tag(ref uint64) {
+	n := len(b.ops)
+	if k := len(b.tags); k > 0 && b.tags[k-1].from == n {
+		b.tags[k-1].ref = ref
+		return
+	}
+	b.tags = append(b.tags, tag{from: n, ref: ref})
+}
+
+// Refs calls f with the reference of every operation, in order (0 for the
+// operations added before the first Tag).
+func (b *Batch) Refs(f func(i int, ref uint64)) {
+	k, ref := 0, uint64(0)
+	for i := range b.ops {
+		for k < len(b.tags) && b.tags[k].from <= i {
+			ref = b.tags[k].ref
+			k++
+		}
+		f(i, ref)
+	}
 }

@@ -96,6 +96,7 @@ type pollState struct {
 	env           pollEnv
 	flushInterval time.Duration
 	decs          map[string]decode.Decoder
+	topicIndex    map[string]int // each topic's index in Config.Topics (record references)
 	log           *slog.Logger
 	metrics       *Metrics
 
@@ -125,7 +126,11 @@ type pollState struct {
 // newPollState starts the poll loop's state at polled, the position
 // applied so far.
 func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder) *pollState {
-	return &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, log: cfg.Logger, metrics: cfg.Metrics,
+	ti := map[string]int{}
+	for i, t := range cfg.Topics {
+		ti[t] = i
+	}
+	return &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, topicIndex: ti, log: cfg.Logger, metrics: cfg.Metrics,
 		p: p, polled: polled, lastAllow: env.now()}
 }
 
@@ -517,10 +522,15 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 			dec.records, dec.bytes, dec.decodeErrs = map[string]int{}, map[string]int{}, map[string]int{}
 		}
 		dc := s.decs[fp.Topic]
+		ti, known := s.topicIndex[fp.Topic]
+		if !known {
+			ti = -1
+		}
 		nbytes := 0
 		for _, r := range recs {
 			nbytes += len(r.Value)
 			j.stamps = append(j.stamps, r.Timestamp)
+			j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
 			err := dc.Decode(r.Value, j.emit)
 			if err == nil {
 				continue

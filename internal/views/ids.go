@@ -214,8 +214,10 @@ func (s IDSpace) Regions() (dense, keys uint64, hashed int) {
 // bitmap is a set of small integers.
 type bitmap []uint64
 
-func newBitmap(n uint64) bitmap { return make(bitmap, (n+63)/64) }
-func (b bitmap) set(i uint64)   { b[i/64] |= 1 << (i % 64) }
+func newBitmap(n uint64) bitmap    { return make(bitmap, (n+63)/64) }
+func (b bitmap) set(i uint64)      { b[i/64] |= 1 << (i % 64) }
+func (b bitmap) clear(i uint64)    { b[i/64] &^= 1 << (i % 64) }
+func (b bitmap) has(i uint64) bool { return b[i/64]>>(i%64)&1 == 1 }
 
 // idTable is an open-addressing hash table (linear probing) from id to
 // its position in a generation's sparse list.

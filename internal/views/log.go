@@ -13,6 +13,7 @@ type Edge struct {
 	Seq  uint64    // sequence number of the batch that applied it
 	Op   engine.Op // Src, Dst, Weight, Kind (a vertex delete has Dst 0)
 	Time int64     // when it was applied, Unix nanoseconds
+	Ref  uint64    // where it came from (engine.Batch.Tag; serve: the Kafka record), 0 when unknown
 }
 
 // edgeLog is a bounded ring of the newest applied operations, in sequence
@@ -48,14 +49,17 @@ func (l *edgeLog) append(seq uint64, b *engine.Batch, now int64) {
 		l.head += uint64(first)
 		l.dropped = seq
 	}
-	for i := first; i < n; i++ {
+	b.Refs(func(i int, ref uint64) {
+		if i < first {
+			return
+		}
 		slot := &l.buf[l.head%uint64(c)]
 		if l.head >= uint64(c) {
 			l.dropped = max(l.dropped, slot.Seq)
 		}
-		*slot = Edge{Seq: seq, Op: b.Op(i), Time: now}
+		*slot = Edge{Seq: seq, Op: b.Op(i), Time: now, Ref: ref}
 		l.head++
-	}
+	})
 	l.lastSeq = seq
 	close(l.notify)
 	l.notify = make(chan struct{})

@@ -32,6 +32,9 @@ type StreamOptions struct {
 	// MaxBehind: a consumer this many operations behind the head loses
 	// them (default and maximum: the log's capacity).
 	MaxBehind int
+	// Presence (topology streams only): each update says what was there
+	// before each of its operations (TopoUpdate.Prior).
+	Presence bool
 }
 
 func (o *StreamOptions) normalize(logCap int) error {

@@ -504,8 +504,9 @@ type edgeChange struct {
 // every upsert and extend t.IDs (a new layout is remapped first). Work:
 // the ops plus the degrees of the vertices they touch. For the k-th op,
 // when it deletes a vertex, removed(k, edges) gets the edges it removed
-// (as ids, perhaps none); removed may be nil.
-func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64)) error {
+// (as ids, perhaps none); when it upserts or deletes an edge, present(k)
+// is called if the edge existed just before it. Either may be nil.
+func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64), present func(k int)) error {
 	if !ids.Extends(t.IDs) {
 		if err := t.remap(ids); err != nil {
 			return err
@@ -517,7 +518,7 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 	var run []edgeChange
 	for k, e := range ops {
 		if e.Op.Kind == engine.OpDeleteVertex {
-			t.applyRun(run)
+			t.applyRun(run, present)
 			run = run[:0]
 			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
@@ -542,20 +543,34 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
 	}
-	t.applyRun(run)
+	t.applyRun(run, present)
 	t.Seq = seq
 	return nil
 }
 
 // applyRun applies edge operations with no vertex delete among them: the
 // last one on each (src, dst) wins.
-func (t *Topo) applyRun(run []edgeChange) {
+func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	if len(run) == 0 {
 		return
 	}
 	slices.SortFunc(run, func(a, b edgeChange) int {
 		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst), cmp.Compare(a.pos, b.pos))
 	})
+	if present != nil {
+		// Whether each op's edge existed just before it: before the run
+		// as the list says, then as the ops before it on the pair left it.
+		for k := 0; k < len(run); {
+			c := run[k]
+			_, was := slices.BinarySearch(t.Out.Nbrs(c.src), c.dst)
+			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
+				if was {
+					present(int(run[k].pos))
+				}
+				was = !run[k].del
+			}
+		}
+	}
 	// Keep the last per pair.
 	u := run[:0]
 	for k, c := range run {

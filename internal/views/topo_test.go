@@ -107,7 +107,7 @@ func TestTopologyFollowsTheOracle(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		for k, bs := range []int{1, 50} {
-			st, err := m.Topology().Stream(StreamOptions{BatchSize: bs})
+			st, err := m.Topology().Stream(StreamOptions{BatchSize: bs, Presence: k == 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,6 +138,13 @@ func TestTopologyFollowsTheOracle(t *testing.T) {
 						}
 						if err := checkExpanded(h.at(prev), u.Edges); err != nil {
 							t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
+						}
+						if k == 1 {
+							if err := checkPriors(h.at(prev), u.Edges, u.Prior); err != nil {
+								t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
+							}
+						} else if u.Prior != nil {
+							t.Errorf("stream %d without presence has priors", k)
 						}
 					}
 					prev = g.Seq
@@ -256,14 +263,27 @@ func TestTopoApplyOracle(t *testing.T) {
 			es[k] = Edge{Seq: seq, Op: o}
 		}
 		var expanded []Edge
+		was := make([]bool, len(es))
 		err = g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
 			expanded = append(expanded, es[k])
 			for _, p := range rm {
 				expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
 			}
-		})
+		}, func(k int) { was[k] = true })
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Whether each edge op's edge existed just before it, op by op.
+		step := prevState.Clone()
+		for k, o := range ops {
+			if o.Kind != engine.OpDeleteVertex {
+				if _, ok := step[ekey{o.Src, o.Dst}]; ok != was[k] {
+					t.Fatalf("round %d, op %d %+v: present before it %v, Apply says %v", round, k, o, ok, was[k])
+				}
+			} else if was[k] {
+				t.Fatalf("round %d: present called for vertex delete %d", round, k)
+			}
+			step.Apply(o)
 		}
 		// Interleave: the ops with each vertex delete followed by its edges.
 		var all []Edge
@@ -307,6 +327,38 @@ func adjDiff(got, want map[uint64][]string) string {
 		}
 	}
 	return "none"
+}
+
+// checkPriors replays es on a copy of the graph before them and fails
+// unless ps says, for each, what was there just before it.
+func checkPriors(before oracle, es []Edge, ps []Prior) error {
+	if len(ps) != len(es) {
+		return fmt.Errorf("%d priors for %d operations", len(ps), len(es))
+	}
+	cur := before.Clone()
+	for k, e := range es {
+		_, was := cur[ekey{e.Op.Src, e.Op.Dst}]
+		want := WasAbsent
+		switch {
+		case e.Op.Kind == engine.OpDeleteVertex:
+			want = VertexOp
+		case k > 0 && (ps[k-1] == VertexOp || ps[k-1] == Expansion) && e.Op.Kind == engine.OpDeleteEdge && e.Seq == es[k-1].Seq && ps[k] == Expansion:
+			want = Expansion // checkExpanded checks what the expansion holds
+		case was:
+			want = WasPresent
+		}
+		if ps[k] != want {
+			return fmt.Errorf("op %d %+v: prior %d, want %d", k, e.Op, ps[k], want)
+		}
+		// A vertex delete takes effect through its expansion's deletes.
+		if ps[k] == Expansion && !was {
+			return fmt.Errorf("op %d: an expansion of an edge that did not exist", k)
+		}
+		if ps[k] != VertexOp {
+			cur.Apply(e.Op)
+		}
+	}
+	return nil
 }
 
 // checkExpanded replays es on a copy of the graph before them and fails

@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"slices"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -75,9 +76,18 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 			}
 			return bs
 		}
+		// Every op is tagged with its number since the restart began
+		// (refs), which the restored stream must hand out with it.
+		var refs []uint64
 		apply := func(o oracle, bs [][]engine.Op) {
 			for _, ops := range bs {
-				if _, err := s.Apply(batchOf(ops)); err != nil {
+				var b engine.Batch
+				for _, op := range ops {
+					refs = append(refs, uint64(len(refs)+1))
+					b.Tag(refs[len(refs)-1])
+					addTo(&b, op)
+				}
+				if _, err := s.Apply(&b); err != nil {
 					t.Fatal(err)
 				}
 				for _, op := range ops {
@@ -126,6 +136,7 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		final := atD.Clone()
+		refs = nil
 		apply(final, after) // the replay
 		apply(final, gen(15))
 		// Replaying a suffix changes nothing it already made.
@@ -155,6 +166,15 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 		}
 		if err := checkExpanded(atX, u.Edges); err != nil {
 			t.Fatal(err)
+		}
+		var gotRefs []uint64
+		for k, e := range u.Edges {
+			if k == 0 || e.Ref != u.Edges[k-1].Ref { // an expansion carries its vertex delete's
+				gotRefs = append(gotRefs, e.Ref)
+			}
+		}
+		if !slices.Equal(gotRefs, refs) {
+			t.Fatalf("the stream's refs %v, the ops' %v", gotRefs, refs)
 		}
 		check := atX.Clone()
 		for _, e := range u.Edges {

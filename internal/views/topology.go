@@ -35,6 +35,11 @@ type Topology struct {
 	// Protected by mu.
 	removed map[uint64][][2]uint64
 	since   uint64
+	// present holds, by log position (modulo the log's capacity), a bit
+	// per edge operation the topology applied: its edge existed just
+	// before it (TopoUpdate.Prior). Valid for the positions since since
+	// that the log still holds. Protected by mu.
+	present bitmap
 
 	smu   sync.Mutex
 	users int           // open streams; Protected by smu.
@@ -191,7 +196,15 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			seq = v.Seq()
 		}
 		at := t.pos
-		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es })
+		c := uint64(t.m.cfg.LogCapacity)
+		if t.present == nil {
+			t.present = newBitmap(c)
+		}
+		for p := at; p < to; p++ {
+			t.present.clear((p) % c)
+		}
+		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es },
+			func(k int) { t.present.set((at + uint64(k)) % c) })
 		if err != nil {
 			t.t = nil // half applied: the next advance builds it again
 			return false, 0, fmt.Errorf("views: topology: %w", err)
@@ -234,8 +247,25 @@ type TopoUpdate struct {
 	// Lost: this is the first Pull, or operations were dropped or more
 	// than the stream's MaxBehind: compute from G alone.
 	Lost bool
-	done func()
+	// Prior, for a stream opened with Presence, says of each of Edges
+	// what was there just before it: whether an edge upsert's or delete's
+	// edge existed (WasPresent or WasAbsent), or that it is one of the edge
+	// deletes a vertex delete expands into (Expansion: its edge existed),
+	// or a vertex delete (VertexOp). nil otherwise, and when Lost.
+	Prior []Prior
+	done  func()
 }
+
+// Prior is what was there just before one operation of a TopoUpdate.
+type Prior uint8
+
+// The values of Prior.
+const (
+	WasAbsent Prior = iota
+	WasPresent
+	Expansion
+	VertexOp
+)
 
 // Done releases G.
 func (u *TopoUpdate) Done() {
@@ -300,8 +330,11 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	if ok {
 		u.Edges, ok = l.read(s.pos, end, nil)
 	}
+	if ok && s.opts.Presence {
+		u.Prior = t.priors(u.Edges, s.pos)
+	}
 	if ok {
-		u.Edges, ok = t.expand(u.Edges, s.pos)
+		u.Edges, u.Prior, ok = t.expand(u.Edges, u.Prior, s.pos)
 	}
 	if !ok {
 		u.Lost, u.Edges = true, nil
@@ -313,34 +346,64 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	return u, nil
 }
 
+// priors is the Prior of each of es, read from log position from on
+// (before expand). Protected by mu (read).
+func (t *Topology) priors(es []Edge, from uint64) []Prior {
+	c := uint64(t.m.cfg.LogCapacity)
+	out := make([]Prior, len(es))
+	for k, e := range es {
+		switch {
+		case e.Op.Kind == engine.OpDeleteVertex:
+			out[k] = VertexOp
+		case t.present != nil && t.present.has((from+uint64(k))%c):
+			out[k] = WasPresent
+		}
+	}
+	return out
+}
+
 // expand follows every vertex delete of es (read from log position from)
-// with the edge deletes it applied. It returns false when one is not
+// with the edge deletes it applied, and ps (the Prior of each of es, or
+// nil) with an Expansion for each. It returns false when one is not
 // known (dropped with the log's oldest entries). Protected by mu (read).
-func (t *Topology) expand(es []Edge, from uint64) ([]Edge, bool) {
-	var out []Edge // nil until the first vertex delete
+func (t *Topology) expand(es []Edge, ps []Prior, from uint64) ([]Edge, []Prior, bool) {
+	var out []Edge   // nil until the first vertex delete
+	var pout []Prior // likewise, when ps is not nil
 	for k, e := range es {
 		if e.Op.Kind != engine.OpDeleteVertex {
 			if out != nil {
 				out = append(out, e)
+				if ps != nil {
+					pout = append(pout, ps[k])
+				}
 			}
 			continue
 		}
 		rm, ok := t.removed[from+uint64(k)]
 		if !ok {
-			return nil, false // applied before the build, or dropped
+			return nil, nil, false // applied before the build, or dropped
 		}
 		if out == nil {
 			out = append(make([]Edge, 0, len(es)+len(rm)+64), es[:k]...)
+			if ps != nil {
+				pout = append(make([]Prior, 0, cap(out)), ps[:k]...)
+			}
 		}
 		out = append(out, e)
+		if ps != nil {
+			pout = append(pout, ps[k])
+		}
 		for _, p := range rm {
-			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}, Time: e.Time})
+			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}, Time: e.Time, Ref: e.Ref})
+			if ps != nil {
+				pout = append(pout, Expansion)
+			}
 		}
 	}
 	if out == nil {
-		return es, true
+		return es, ps, true
 	}
-	return out, true
+	return out, pout, true
 }
 
 // Close unregisters the stream; the last one closed frees the topology.

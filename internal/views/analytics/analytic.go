@@ -126,7 +126,7 @@ type Spec struct {
 const (
 	MaxBatchSize     = 1_000_000
 	MaxInterval      = time.Hour
-	MaxMaxBehind     = 1 << 22 // operations one pull may carry (48 bytes each: 192 MiB)
+	MaxMaxBehind     = 1 << 22 // operations one pull may carry (56 bytes each: 224 MiB)
 	MinTolerance     = 1e-15
 	MaxTolerance     = 1.0
 	MaxMaxIterations = 10_000
