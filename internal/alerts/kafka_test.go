@@ -3,12 +3,15 @@ package alerts
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -79,5 +82,111 @@ func TestKafkaSinkDeliversAlerts(t *testing.T) {
 		if h[HeaderAnalytic] != want[i].Analytic || h[HeaderKind] != want[i].Kind || string(r.Key) != []string{"3", "9000"}[i] {
 			t.Fatalf("alert %d: key %q headers %v", i, r.Key, h)
 		}
+	}
+}
+
+// consumeIDs reads every alert of topic on c and returns their ID headers.
+func consumeIDs(t *testing.T, c *kfake.Cluster, topic string, n int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var ids []string
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(ids) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == HeaderID {
+					ids = append(ids, string(h.Value))
+				}
+			}
+		})
+	}
+	return ids
+}
+
+// A checkpoint waits for the alerts published before it; a sink resumed
+// from it skips, once each, the IDs delivered after it and publishes the
+// others; a checkpoint after a lost alert fails.
+func TestKafkaSinkResumeSkipsWhatWasDelivered(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	alert := func(id string) analytics.Alert {
+		return analytics.Alert{Analytic: "fraud", Kind: "cycle", Vertex: 1, Cycle: []uint64{1, 2}, ID: id}
+	}
+	k, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Publish([]analytics.Alert{alert("a"), alert("b")})
+	pos, err := k.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, _, _ := k.Stats(); sent != 2 {
+		t.Fatalf("the checkpoint returned with %d of 2 alerts acknowledged", sent)
+	}
+	k.Publish([]analytics.Alert{alert("c"), alert("d")}) // then a crash
+	k.Close(ctx)
+
+	k2, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.Resume(ctx, pos); err != nil {
+		t.Fatal(err)
+	}
+	// The replay raises c and d again, then e; c once more is new.
+	k2.Publish([]analytics.Alert{alert("c"), alert("d"), alert("e"), alert("c")})
+	k2.Close(ctx)
+	if got := consumeIDs(t, c, "alerts", 6); fmt.Sprint(got) != "[a b c d e c]" {
+		t.Fatalf("the topic holds %v", got)
+	}
+
+	// A lost alert (the brokers refuse to take it): the next checkpoint
+	// fails, and so does every later one.
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	// Refused for good (a delivery timeout) or still retried when the
+	// checkpoint's deadline passes: either way no checkpoint is taken.
+	for _, opts := range [][]kgo.Opt{{kgo.RecordDeliveryTimeout(time.Second)}, nil} {
+		k3, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k3.Publish([]analytics.Alert{alert("f")})
+		for range 2 {
+			cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+			_, err := k3.Checkpoint(cctx)
+			cancel()
+			if err == nil {
+				t.Fatalf("options %v: a checkpoint after a lost alert succeeded", opts)
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		k3.Close(cctx)
+		cancel()
 	}
 }

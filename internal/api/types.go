@@ -444,6 +444,15 @@ type Alert struct {
 	Cycle     []Vertex  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0
 	Value     float64   `json:"value"`
 	Threshold float64   `json:"threshold,omitempty"`
+	ID        string    `json:"id"`               // the same in every run for the same trigger
+	Source    *Record   `json:"source,omitempty"` // the Kafka record of the operation that raised it
+}
+
+// Record names a Kafka record.
+type Record struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
 }
 
 // AlertsResponse answers GET /v1/alerts.
@@ -454,7 +463,10 @@ type AlertsResponse struct {
 
 func (k keyer) alert(a analytics.Alert) Alert {
 	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: k.id(a.Vertex), Key: k.key(a.Vertex),
-		Value: a.Value, Threshold: a.Threshold}
+		Value: a.Value, Threshold: a.Threshold, ID: a.ID}
+	if src := a.Source; src != nil {
+		out.Source = &Record{Topic: src.Topic, Partition: src.Partition, Offset: src.Offset}
+	}
 	for _, v := range a.Cycle {
 		out.Cycle = append(out.Cycle, vertexOf(k.dict, v))
 	}

@@ -34,14 +34,10 @@ type SourceRecord struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Source returns the record an operation this ingester applied came from,
-// given the reference it was tagged with (false: 0, or not one of its
-// references).
-func (in *Ingester) Source(ref uint64) (SourceRecord, bool) {
-	return sourceOf(in.cfg.Topics, ref)
-}
-
-func sourceOf(topics []string, ref uint64) (SourceRecord, bool) {
+// SourceOf returns the record an operation came from, given the reference
+// it was tagged with by an ingester of those topics (Config.Topics, in
+// order); false for 0 or a topic index past them.
+func SourceOf(topics []string, ref uint64) (SourceRecord, bool) {
 	ti := int(ref>>(refOffsetBits+refPartBits)) - 1
 	if ti < 0 || ti >= len(topics) {
 		return SourceRecord{}, false

@@ -55,7 +55,7 @@ func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[string]bool, []byte) {
 	path := datadir.CheckpointPath(s.cfg.Dir)
 	var replay []byte
-	names, err := s.areg.Restore(path, s.cfg.Analytics, func(meta analytics.CheckpointMeta) error {
+	names, err := s.areg.Restore(ctx, path, s.cfg.Analytics, func(meta analytics.CheckpointMeta) error {
 		var err error
 		replay, err = s.replayFor(ctx, meta, opts)
 		return err

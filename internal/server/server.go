@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,8 +183,12 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 
+	topics := slices.Clone(cfg.Topics)
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
-		MemoryLimit: p.Analytics}
+		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
+			r, ok := ingest.SourceOf(topics, ref)
+			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
+		}}
 	if cfg.AlertTopic != "" {
 		sink, err := alerts.NewKafkaSink(ctx, s.brokers, cfg.AlertTopic, s.log, sinkOpts...)
 		if err != nil {

@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -147,4 +148,178 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 		t.Fatal("no run restored the analytics")
 	}
 	t.Logf("%d runs restored the analytics from a checkpoint", log.count("analytics restored from their checkpoint"))
+}
+
+// TestFraudAlertsExactlyOnceAcrossCrashes runs serve in a child process
+// with a fraud monitor (cycles of length <= 4, fan-in over a window of 400
+// operations) checkpointed every second, SIGKILLs it three times while
+// transfers stream in (each kill after the child has checkpointed at
+// least once), and lets the last run catch up. The alert topic must hold
+// every simple cycle of length <= 4 of the final graph exactly once, and
+// every fan-in crossing of a reference window over the records in offset
+// order exactly once, named by the record that raised it; no alert ID
+// twice.
+func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
+	addrs := needBroker(t)
+	topic, alertTopic := uniq("fraud-ckpt"), uniq("fraud-alerts")
+	createTopic(t, topic, 1)
+	createTopic(t, alertTopic, 1)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	// Distinct transfers among 150 accounts (inserts only: the cycles new
+	// at each pull add up to the final graph's, however pulls fall), a few
+	// accounts taking many (fan-in).
+	const accounts, window, threshold = 150, 400, 25
+	seen := map[[2]uint64]bool{}
+	var recs []*record
+	for len(recs) < 2500 {
+		src, dst := 1+r.Uint64N(accounts), 1+r.Uint64N(accounts)
+		if r.IntN(5) == 0 {
+			dst = 1 + r.Uint64N(4)
+		}
+		if src == dst || seen[[2]uint64{src, dst}] {
+			continue
+		}
+		seen[[2]uint64{src, dst}] = true
+		ev := event{op: decode.OpUpsert, src: vid{id: src}, dst: vid{id: dst}, w: 1, hasW: true}
+		recs = append(recs, &record{topic: topic, value: encode(decode.FormatBinary, []event{ev}), events: []event{ev}, offset: -1})
+	}
+	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute}
+	dir := t.TempDir()
+	_, log := testLogger(t, "the serve children")
+	cfg := childConfig{
+		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("fraud-dead"), Dir: dir, MemBytes: 256 << 10,
+		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec}, CheckpointEvery: time.Second,
+		AlertTopic: alertTopic,
+	}
+	prod := startProducing(t, recs, 20, 60*time.Millisecond)
+	for k := 1; k <= 3; k++ {
+		cfg.Group = uniq("fraud-group")
+		before := log.count("analytics checkpointed")
+		ch := startChild(t, cfg, log)
+		if !waitFor(60*time.Second, func() bool { return !ch.alive() || log.count("analytics checkpointed") > before }) || !ch.alive() {
+			t.Fatalf("child %d did not checkpoint: %v\n%s", k, ch.err, log.tail(30))
+		}
+		time.Sleep(time.Duration(r.IntN(1200)) * time.Millisecond)
+		ch.kill(t)
+		t.Logf("kill %d: store at %s", k, fmtPos(ch.storePos()))
+	}
+	if err := <-prod.done; err != nil {
+		t.Fatal(err)
+	}
+	end := endOffsets(t, newAdmin(t), topic)
+	cfg.Group = uniq("fraud-group")
+	ch := startChild(t, cfg, log)
+	defer func() {
+		if ch.alive() {
+			ch.kill(t)
+		}
+	}()
+	if !waitFor(90*time.Second, func() bool { return !ch.alive() || covers(ch.storePos(), end) }) {
+		t.Fatalf("the last child did not catch up: store at %s, want %s\n%s", fmtPos(ch.storePos()), fmtPos(end), log.tail(30))
+	}
+	base := "http://" + ch.httpAddr()
+	var stats struct {
+		Store struct {
+			LastSeq uint64 `json:"last_seq"`
+		} `json:"store"`
+	}
+	var res struct {
+		Seq      uint64 `json:"seq"`
+		Restored bool   `json:"restored"`
+		Summary  struct {
+			CutShort  uint64 `json:"pulls_cut_short"`
+			Truncated uint64 `json:"truncated"`
+		} `json:"summary"`
+	}
+	if !getJSON(base+"/v1/stats", &stats) ||
+		!waitFor(60*time.Second, func() bool { return getJSON(base+"/v1/analytics/fraud", &res) && res.Seq == stats.Store.LastSeq }) {
+		t.Fatalf("the fraud monitor did not reach seq %d: %+v", stats.Store.LastSeq, res)
+	}
+	if !res.Restored || res.Summary.CutShort != 0 || res.Summary.Truncated != 0 {
+		t.Fatalf("the last run's fraud monitor: %+v", res)
+	}
+	if err := ch.term(t); err != nil { // delivers what is buffered
+		t.Fatalf("the last child: %v", err)
+	}
+
+	// The reference: the cycles of the final graph, and the fan-in
+	// crossings of the window, operation by operation in offset order.
+	g := testref.Edges{}
+	for k := range seen {
+		g[k] = 1
+	}
+	wantCycles := testref.Cycles(g, 4)
+	type crossing struct {
+		offset int64
+		vertex uint64
+	}
+	wantFan := map[crossing]bool{}
+	count, above := map[uint64]int{}, map[uint64]bool{}
+	var q []uint64
+	for _, rec := range recs {
+		d := rec.events[0].dst.id
+		q = append(q, d)
+		count[d]++
+		if len(q) > window {
+			old := q[0]
+			q = q[1:]
+			if count[old]--; count[old] <= threshold {
+				delete(above, old)
+			}
+		}
+		if count[d] > threshold && !above[d] {
+			above[d] = true
+			wantFan[crossing{rec.offset, d}] = true
+		}
+	}
+	if len(wantCycles) == 0 || len(wantFan) == 0 {
+		t.Fatalf("the transfers hold %d cycles and %d crossings: the test checks too little", len(wantCycles), len(wantFan))
+	}
+	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan), 2*time.Second, 60*time.Second)
+	ids := map[string]bool{}
+	gotCycles := map[string]int{}
+	gotFan := map[crossing]int{}
+	for _, rec := range got {
+		var a analytics.Alert
+		if err := json.Unmarshal(rec.Value, &a); err != nil {
+			t.Fatal(err)
+		}
+		if ids[a.ID] || a.ID == "" {
+			t.Errorf("alert ID %q produced twice (or empty): %+v", a.ID, a)
+		}
+		ids[a.ID] = true
+		if a.Source == nil || a.Source.Topic != topic {
+			t.Fatalf("alert %+v names no record of %s", a, topic)
+		}
+		switch a.Kind {
+		case "cycle":
+			gotCycles[testref.CycleKey(a.Cycle)]++
+		case "fan_in":
+			gotFan[crossing{a.Source.Offset, a.Vertex}]++
+		}
+	}
+	for k := range wantCycles {
+		if gotCycles[k] != 1 {
+			t.Errorf("cycle %v alerted %d times", wantCycles[k], gotCycles[k])
+		}
+	}
+	for k, n := range gotCycles {
+		if _, ok := wantCycles[k]; !ok {
+			t.Errorf("an alert for a cycle the graph does not have (%d times): %q", n, k)
+		}
+	}
+	for c := range wantFan {
+		if gotFan[c] != 1 {
+			t.Errorf("the fan-in crossing of %d at offset %d alerted %d times", c.vertex, c.offset, gotFan[c])
+		}
+	}
+	for c, n := range gotFan {
+		if !wantFan[c] {
+			t.Errorf("a fan-in alert the reference window does not raise (%d times): %+v", n, c)
+		}
+	}
+	t.Logf("%d cycles and %d fan-in crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitor",
+		len(wantCycles), len(wantFan), log.count("analytics restored from their checkpoint"))
 }

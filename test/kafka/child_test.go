@@ -55,6 +55,7 @@ type childConfig struct {
 	Serve           bool
 	Analytics       []analytics.Spec
 	CheckpointEvery time.Duration
+	AlertTopic      string
 }
 
 func runChild(raw string) int {
@@ -147,7 +148,7 @@ func runServeChild(c childConfig) int {
 	srv, err := server.Open(ctx, server.Config{
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
-		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics,
+		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic,
 		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
 	})
 	if err != nil {

@@ -67,6 +67,26 @@ type Alert struct {
 	Cycle     []uint64  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0, from the new edge's source
 	Value     float64   `json:"value"`           // the degree or count (cycle: its length)
 	Threshold float64   `json:"threshold,omitempty"`
+	// ID names the alert for deduplication: the same trigger (the
+	// analytic, the kind, the Kafka record of the operation that raised it,
+	// the vertex or the cycle) gives the same ID in every run, so that an
+	// alert raised again by a replay after a restart is recognized (see
+	// Registry). Alerts of operations from no Kafka record get an ID from
+	// the seq, unique within a run only.
+	ID string `json:"id"`
+	// Source is the Kafka record of the operation that raised the alert
+	// (none when unknown).
+	Source *AlertSource `json:"source,omitempty"`
+	// Ref is the reference of that operation (views.Edge.Ref), which the
+	// registry turns into Source.
+	Ref uint64 `json:"-"`
+}
+
+// AlertSource names a Kafka record.
+type AlertSource struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
 }
 
 // Spec configures one analytic. Only the fields its type uses matter;
@@ -83,8 +103,8 @@ type Spec struct {
 	// 1) and at most once per Interval (default 0: as soon as they exist).
 	BatchSize int           `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
 	Interval  time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	// Stale: read views of flushed data only (degree and fraud; bfs, wcc,
-	// pagerank and sssp read the in-memory topology, always fresh).
+	// Stale: read views of flushed data only (degree; bfs, wcc, pagerank,
+	// sssp and fraud read the in-memory topology, always fresh).
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
 	// MaxBehind: when more operations than this wait for one pull, the
 	// analytic does not read them one by one but recomputes from the new
@@ -173,7 +193,7 @@ var kinds = []kind{
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
 	{name: "fanout", monitor: true, window: true, stream: true,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
-	{name: "fraud", monitor: true, window: true, settings: (*Spec).fraudSettings,
+	{name: "fraud", topo: true, monitor: true, window: true, settings: (*Spec).fraudSettings,
 		fixed: func(s Spec) int64 { return int64(s.PullMemoryMiB) << 20 },
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFraud(s, al) }},
 }
@@ -232,7 +252,7 @@ func (s *Spec) Validate() error {
 		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
 	}
 	if k.topo && s.Stale {
-		return bad("stale applies to degree and fraud only: %s reads the in-memory topology, which is always fresh and as cheap to read", s.Type)
+		return bad("stale applies to degree only: %s reads the in-memory topology, which is always fresh and as cheap to read", s.Type)
 	}
 	if k.root && s.Root == "" {
 		return bad("%s needs a root vertex (root: <id or key>)", s.Type)

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// Checkpoints of the graph analytics (bfs, wcc, pagerank, sssp): the
-// topology they read and each one's state, all at one sequence number of
-// the store, with the source position after it. A restart that replays
+// Checkpoints of the analytics that follow the topology (bfs, wcc,
+// pagerank, sssp and the fraud monitor): the topology they read and each
+// one's state, all at one sequence number of the store, with the source
+// position after it and where the alert sinks' delivered alerts stood. A restart that replays
 // the source from that position (the records after it go through the
 // store again, which changes nothing they had made) restores them there
 // instead of recomputing: see Restore.
@@ -37,6 +40,22 @@ type CheckpointMeta struct {
 	Created  time.Time `json:"created"`
 	// Analytics are the specs of the states saved, in section order.
 	Analytics []Spec `json:"analytics"`
+	// Sinks holds, for each of the registry's alert sinks that can
+	// (checkpointSink), where its delivered alerts stood (nil for others).
+	Sinks [][]byte `json:"sinks,omitempty"`
+}
+
+// checkpointSink is an AlertSink whose delivery a checkpoint covers (the
+// Kafka sink): alerts exactly once across restarts.
+type checkpointSink interface {
+	AlertSink
+	// Checkpoint waits until every alert published so far is delivered
+	// (failing if one was lost since the last) and returns where the
+	// sink's output stands.
+	Checkpoint(ctx context.Context) ([]byte, error)
+	// Resume makes the sink skip the alerts delivered since pos (what a
+	// Checkpoint returned), which the replay after a restart raises again.
+	Resume(ctx context.Context, pos []byte) error
 }
 
 // ErrNoCheckpoint is returned by Restore when there is no checkpoint file.
@@ -104,6 +123,14 @@ func (e *entry) answer(seq uint64) {
 	e.ckReqs = e.ckReqs[:k]
 }
 
+// sinkAt is sinks[i], nil past the end.
+func sinkAt(sinks []AlertSink, i int) AlertSink {
+	if i < len(sinks) {
+		return sinks[i]
+	}
+	return nil
+}
+
 // specKey is what must be equal for a saved state to serve a spec: every
 // setting but the cadence (batch size, interval, max behind), which does
 // not change the result.
@@ -132,11 +159,16 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	for _, e := range r.list() {
 		if _, ok := e.a.(stateSaver); ok {
 			es = append(es, e)
-			reqs = append(reqs, e.request(head))
 		}
 	}
 	if len(es) == 0 {
 		return CheckpointMeta{}, nil
+	}
+	// In name order: the same registry writes the same file.
+	slices.SortFunc(es, func(a, b *entry) int { return strings.Compare(a.a.Spec().Name, b.a.Spec().Name) })
+	reqs = reqs[:0]
+	for _, e := range es {
+		reqs = append(reqs, e.request(head))
 	}
 	for i, q := range reqs {
 		select {
@@ -146,6 +178,17 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		}
 	}
 	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
+	// Every alert raised up to here must be delivered before the
+	// checkpoint is taken past it.
+	for _, sk := range r.cfg.Sinks {
+		var pos []byte
+		if cs, ok := sk.(checkpointSink); ok {
+			if pos, err = cs.Checkpoint(ctx); err != nil {
+				return CheckpointMeta{}, err
+			}
+		}
+		meta.Sinks = append(meta.Sinks, pos)
+	}
 	err = r.m.Topology().Save(func(g *views.Topo) error {
 		if g.Seq != head {
 			return fmt.Errorf("analytics: the topology is at seq %d, the store at %d: the store changed during the checkpoint", g.Seq, head)
@@ -216,7 +259,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 // damaged checkpoint (a *checkpoint.CorruptError), one accept refuses, or
 // no file at all (ErrNoCheckpoint) restores nothing. Call it before any
 // graph analytic is registered.
-func (r *Registry) Restore(path string, specs []Spec, accept func(CheckpointMeta) error) ([]string, error) {
+func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accept func(CheckpointMeta) error) ([]string, error) {
 	rd, err := checkpoint.Open(path)
 	if err != nil {
 		return nil, err
@@ -302,6 +345,15 @@ func (r *Registry) Restore(path string, specs []Spec, accept func(CheckpointMeta
 	}
 	if len(got) == 0 {
 		return nil, nil
+	}
+	// The sinks learn which alerts were delivered since the checkpoint
+	// before the replay raises them again.
+	for i, pos := range meta.Sinks {
+		if cs, ok := sinkAt(r.cfg.Sinks, i).(checkpointSink); ok && pos != nil {
+			if err := cs.Resume(ctx, pos); err != nil {
+				return nil, err
+			}
+		}
 	}
 	from, err := r.m.Topology().Restore(g)
 	if err != nil {

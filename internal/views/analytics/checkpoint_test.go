@@ -109,14 +109,14 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 	}
 	r2 := restart()
 	var ce *checkpoint.CorruptError
-	if got, err := r2.Restore(bad, specs, func(CheckpointMeta) error { return nil }); !errors.As(err, &ce) || len(got) != 0 || len(r2.Results()) != 0 {
+	if got, err := r2.Restore(context.Background(), bad, specs, func(CheckpointMeta) error { return nil }); !errors.As(err, &ce) || len(got) != 0 || len(r2.Results()) != 0 {
 		t.Fatalf("a damaged checkpoint: restored %v, %v", got, err)
 	}
-	if got, err := r2.Restore(filepath.Join(t.TempDir(), "none"), specs, nil); !errors.Is(err, ErrNoCheckpoint) || got != nil {
+	if got, err := r2.Restore(context.Background(), filepath.Join(t.TempDir(), "none"), specs, nil); !errors.Is(err, ErrNoCheckpoint) || got != nil {
 		t.Fatalf("no checkpoint: %v %v", got, err)
 	}
 	refused := errors.New("refused")
-	if _, err := r2.Restore(path, specs, func(CheckpointMeta) error { return refused }); !errors.Is(err, refused) || len(r2.Results()) != 0 {
+	if _, err := r2.Restore(context.Background(), path, specs, func(CheckpointMeta) error { return refused }); !errors.Is(err, refused) || len(r2.Results()) != 0 {
 		t.Fatalf("a refused checkpoint: %v", err)
 	}
 	r2.Close()
@@ -126,13 +126,13 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 	defer r3.Close()
 	changed := append([]Spec(nil), specs...)
 	changed[3].Damping = 0.8 // another pagerank: not restored
-	got, err := r3.Restore(path, changed, func(m CheckpointMeta) error {
+	got, err := r3.Restore(context.Background(), path, changed, func(m CheckpointMeta) error {
 		if string(m.Position) != "position-X" || m.Seq != meta.Seq {
 			return fmt.Errorf("meta %+v", m)
 		}
 		return nil
 	})
-	if err != nil || fmt.Sprint(got) != "[bfs wcc sssp]" {
+	if err != nil || fmt.Sprint(got) != "[bfs sssp wcc]" { // in name order
 		t.Fatalf("restored %v, %v", got, err)
 	}
 	if _, err := r3.Register(specs[3]); err != nil {

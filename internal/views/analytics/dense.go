@@ -2,11 +2,9 @@ package analytics
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"unsafe"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -65,98 +63,6 @@ func unindexed(v uint64) error {
 func sliceBytes[T any](a []T) int64 {
 	var zero T
 	return int64(cap(a)) * int64(unsafe.Sizeof(zero))
-}
-
-// netOps is the net effect of a sequence of operations on each edge and
-// vertex they touch.
-type netOps struct {
-	// Upserts: edges present at the end, in order of their last upsert.
-	Upserts []engine.Op
-	// Deletes: edges removed (by an edge delete, or by a later vertex
-	// delete of an endpoint) that were not upserted again afterwards.
-	Deletes [][2]uint64
-	// VDels: vertices deleted.
-	VDels []uint64
-}
-
-// net computes the net effect of edges, in order.
-func net(edges []views.Edge) netOps {
-	type last struct {
-		i   int
-		del bool
-	}
-	lastOp := map[[2]uint64]last{}
-	lastVDel := map[uint64]int{}
-	var order [][2]uint64
-	var n netOps
-	for i, e := range edges {
-		switch e.Op.Kind {
-		case engine.OpDeleteVertex:
-			if _, seen := lastVDel[e.Op.Src]; !seen {
-				n.VDels = append(n.VDels, e.Op.Src)
-			}
-			lastVDel[e.Op.Src] = i
-		default:
-			k := [2]uint64{e.Op.Src, e.Op.Dst}
-			if _, seen := lastOp[k]; !seen {
-				order = append(order, k)
-			}
-			lastOp[k] = last{i, e.Op.Kind == engine.OpDeleteEdge}
-		}
-	}
-	var ups []int
-	for _, k := range order {
-		l := lastOp[k]
-		vd := -1
-		if j, ok := lastVDel[k[0]]; ok {
-			vd = j
-		}
-		if j, ok := lastVDel[k[1]]; ok && j > vd {
-			vd = j
-		}
-		if l.del || vd > l.i {
-			n.Deletes = append(n.Deletes, k)
-		} else {
-			ups = append(ups, l.i)
-		}
-	}
-	// Upserts in the order they happened.
-	slices.Sort(ups)
-	for _, i := range ups {
-		n.Upserts = append(n.Upserts, edges[i].Op)
-	}
-	return n
-}
-
-// edgeWeights returns, for each (src, dst) asked, its weight in g and
-// whether it exists, reading the neighbors of all sources in one pass.
-func edgeWeights(g views.Graph, pairs [][2]uint64) (map[[2]uint64]float64, error) {
-	out := map[[2]uint64]float64{}
-	if len(pairs) == 0 {
-		return out, nil
-	}
-	want := map[uint64]map[uint64]bool{}
-	var srcs []uint64
-	for _, p := range pairs {
-		if want[p[0]] == nil {
-			want[p[0]] = map[uint64]bool{}
-			srcs = append(srcs, p[0])
-		}
-		want[p[0]][p[1]] = true
-	}
-	err := g.GatherEach(srcs, engine.Out, true, func(i int, nb []uint64, ws []float64) {
-		s := srcs[i]
-		for j, d := range nb {
-			if want[s][d] {
-				w := 1.0
-				if ws != nil {
-					w = ws[j]
-				}
-				out[[2]uint64{s, d}] = w
-			}
-		}
-	})
-	return out, err
 }
 
 // guarded holds a graph analytic's state: a recompute builds a new state

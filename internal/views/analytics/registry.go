@@ -2,6 +2,8 @@ package analytics
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +41,10 @@ type RegistryConfig struct {
 	Sinks   []AlertSink
 	Hooks   Hooks
 	Logger  *slog.Logger
+	// Source, when set, turns the reference of an operation (views.Edge.Ref)
+	// into the Kafka record it came from: alerts then carry it, and their
+	// IDs are derived from it (serve: the ingester's).
+	Source func(ref uint64) (AlertSource, bool)
 	// MemoryLimit, when positive, is the analytics' share of the memory
 	// budget: Register refuses an analytic whose estimated need (its
 	// per-vertex state over the vertices indexed so far, a fraud monitor's
@@ -238,7 +244,13 @@ func (r *Registry) open(s Spec) (streamView, error) {
 
 // topoOptions are the options of a graph analytic's topology stream.
 func (r *Registry) topoOptions(s Spec) views.StreamOptions {
-	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
+	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Presence: s.Type == "fraud"}
+}
+
+// priorUpdater is a TopoAnalytic whose updates need what was there before
+// each operation (fraud: which edges are new); its stream has Presence.
+type priorUpdater interface {
+	UpdatePrior(ctx context.Context, g *views.Topo, edges []views.Edge, prior []views.Prior) (recomputed bool, err error)
 }
 
 // Unregister stops an analytic and forgets it.
@@ -366,6 +378,9 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			if u.Lost {
 				return true, a.Recompute(ctx, u.G)
 			}
+			if p, ok := a.(priorUpdater); ok {
+				return p.UpdatePrior(ctx, u.G, u.Edges, u.Prior)
+			}
 			return a.Update(ctx, u.G, u.Edges)
 		}
 	case StreamAnalytic:
@@ -448,6 +463,12 @@ func (r *Registry) raise(name string, al []Alert) {
 	r.lastAlert = now
 	for i := range al {
 		al[i].Time = now
+		if al[i].Ref != 0 && r.cfg.Source != nil {
+			if src, ok := r.cfg.Source(al[i].Ref); ok {
+				al[i].Source = &src
+			}
+		}
+		al[i].ID = alertID(&al[i])
 	}
 	for _, a := range al {
 		if len(r.alerts) < r.cfg.AlertRing {
@@ -467,6 +488,26 @@ func (r *Registry) raise(name string, al []Alert) {
 			r.cfg.Hooks.Alerted(name, k, n)
 		}
 	}
+}
+
+// alertID derives an alert's ID from what raised it: the analytic, the
+// kind, the Kafka record of the operation (else the seq) and the vertex
+// or, for a cycle, the cycle whatever vertex its list starts at. 32 hex
+// digits (128 bits of SHA-256).
+func alertID(a *Alert) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", a.Analytic, a.Kind)
+	if s := a.Source; s != nil {
+		fmt.Fprintf(h, "record\x00%s\x00%d\x00%d\x00", s.Topic, s.Partition, s.Offset)
+	} else {
+		fmt.Fprintf(h, "seq\x00%d\x00", a.Seq)
+	}
+	if a.Kind == "cycle" {
+		h.Write([]byte(canonicalKey(a.Cycle)))
+	} else {
+		fmt.Fprintf(h, "%d", a.Vertex)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Alerts returns up to limit of the newest alerts (of the named analytic

@@ -211,3 +211,62 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 	a.swap(&wccState{ids: c, comp: comp, size: size, min: mn, seq: seq})
 	return nil
 }
+
+// saveState writes the fraud monitor's fan-in window (each operation's
+// destination, time and whether it upserts) and its counters; its counts
+// are made again from the window on load. It has no per-vertex state over
+// c.
+func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	w := a.win
+	ops := w.q[w.at:]
+	dst, times := make([]uint64, len(ops)), make([]uint64, len(ops))
+	ups := make([]byte, len(ops))
+	for i, op := range ops {
+		dst[i], times[i] = op.dst, uint64(op.time)
+		if op.upsert {
+			ups[i] = 1
+		}
+	}
+	e.Uint64s(dst)
+	e.Uint64s(times)
+	e.Bytes(ups)
+	e.U64(a.cycles)
+	e.U64(a.truncated)
+	e.U64(a.cutShort)
+	return a.seq, e.Err()
+}
+
+func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
+	dst, times, ups := d.Uint64s(), d.Uint64s(), d.Bytes()
+	cycles, truncated, cutShort := d.U64(), d.U64(), d.U64()
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if len(times) != len(dst) || len(ups) != len(dst) || len(dst) > a.win.max {
+		d.Fail("a window of %d, %d and %d values (at most %d)", len(dst), len(times), len(ups), a.win.max)
+		return d.Err()
+	}
+	w := newFanWindow(a.win.cfg, a.win.threshold)
+	for i := range dst {
+		if ups[i] > 1 {
+			d.Fail("an upsert flag of %d", ups[i])
+			return d.Err()
+		}
+		op := winOp{dst: dst[i], time: int64(times[i]), upsert: ups[i] == 1}
+		w.q = append(w.q, op)
+		if op.upsert {
+			w.count[op.dst]++
+		}
+	}
+	for v, n := range w.count {
+		if float64(n) > w.threshold {
+			w.above[v] = true
+		}
+	}
+	a.mu.Lock()
+	a.win, a.seq, a.cycles, a.truncated, a.cutShort = w, seq, cycles, truncated, cutShort
+	a.mu.Unlock()
+	return nil
+}
