@@ -88,7 +88,8 @@ type Config struct {
 	// the next batch waits for it. It must not keep produced.
 	OnVisible func(produced []time.Time, visible time.Time)
 	// Checkpoint, when set, is called every CheckpointInterval (and not
-	// before the first interval has passed) between two batches, once
+	// before the first interval has passed; not again while nothing new
+	// was applied) between two batches or after a timed flush, once
 	// everything applied is durable, with the source position after them
 	// (the bytes the store records with its batches); no batch is applied
 	// until it returns. serve checkpoints its analytics there. An error is
@@ -296,9 +297,9 @@ type Ingester struct {
 	commitAssigned atomic.Bool
 	lagNow         chan struct{}
 
-	// lastCheckpoint is when Config.Checkpoint last ran (Run's start
-	// before). Owned by the applier's goroutine (Run sets it first).
-	lastCheckpoint time.Time
+	// checkpointSeq is the durable seq the last Config.Checkpoint was
+	// given. Owned by the applier's goroutine.
+	checkpointSeq uint64
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -754,7 +755,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 	go func() { defer workers.Done(); in.deadLetterWorker(wctx) }()
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
-	in.lastCheckpoint = time.Now()
 	p := startApplier(env)
 	in.mu.Lock()
 	polled := in.applied

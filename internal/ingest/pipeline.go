@@ -19,14 +19,18 @@ import (
 const pipelineDepth = 16
 
 // applyJob is one poll's work for the applier: a batch, the position it
-// completes, and optionally the start of a timed flush after it.
+// completes, and optionally a checkpoint and the start of a timed flush
+// after it.
 type applyJob struct {
 	batch   engine.Batch
 	records int         // Kafka records the batch covers; 0: flush only
 	pos     Position    // the position after this batch; never modified once set
 	stamps  []time.Time // produce timestamps of the records, for visibility
 	flush   bool        // start a background flush right after the batch
-	emit    func(decode.Edge)
+	// checkpoint: run Config.Checkpoint right after the batch (before the
+	// flush), once everything applied is durable.
+	checkpoint bool
+	emit       func(decode.Edge)
 
 	// Set by the applier.
 	err         error  // the job failed; nothing after it is applied
@@ -46,7 +50,7 @@ func (j *applyJob) add(e decode.Edge) { bulk.Add(&j.batch, e) }
 
 func (j *applyJob) reset() {
 	j.batch.Reset()
-	j.records, j.pos, j.stamps, j.flush = 0, nil, j.stamps[:0], false
+	j.records, j.pos, j.stamps, j.flush, j.checkpoint = 0, nil, j.stamps[:0], false, false
 	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
 }
 
@@ -115,7 +119,9 @@ func runJob(env batchApplier, j *applyJob) error {
 			return err
 		}
 		j.seq = seq
-		if err := env.checkpoint(j); err != nil {
+	}
+	if j.checkpoint {
+		if err := env.checkpoint(); err != nil {
 			return err
 		}
 	}

@@ -114,28 +114,30 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 }
 
 // checkpoint makes everything applied durable and calls Config.Checkpoint
-// with the position after j, once CheckpointInterval has passed since the
-// last (or since Run started). It runs on the applier's goroutine: no
-// batch is applied meanwhile.
-func (e liveEnv) checkpoint(j *applyJob) error {
+// with the position after it, unless nothing was applied since the last.
+// It runs on the applier's goroutine: no batch is applied meanwhile.
+func (e liveEnv) checkpoint() error {
 	in := e.in
 	c := &in.cfg
-	if c.Checkpoint == nil || c.CheckpointInterval <= 0 || time.Since(in.lastCheckpoint) < c.CheckpointInterval {
-		return nil
-	}
 	in.flushMu.Lock()
 	err := in.flush()
 	in.flushMu.Unlock()
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	if err := c.Checkpoint(context.Background(), in.encodePosition(j.pos)); err != nil {
-		c.Logger.Warn("checkpoint failed; ingestion goes on, the next is tried after the interval", "err", err)
-	} else {
-		c.Logger.Info("checkpoint written", "seconds", time.Since(t0).Seconds())
+	in.mu.Lock()
+	pos, seq := in.applied, in.durableSeq
+	in.mu.Unlock()
+	if seq == in.checkpointSeq {
+		return nil // nothing new since the last
 	}
-	in.lastCheckpoint = time.Now()
+	t0 := time.Now()
+	if err := c.Checkpoint(context.Background(), in.encodePosition(pos)); err != nil {
+		c.Logger.Warn("checkpoint failed; ingestion goes on, the next is tried after the interval", "err", err)
+		return nil
+	}
+	in.checkpointSeq = seq
+	c.Logger.Info("checkpoint written", "seconds", time.Since(t0).Seconds())
 	return nil
 }
 

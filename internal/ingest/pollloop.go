@@ -87,8 +87,9 @@ type batchApplier interface {
 	// flushAsync starts a background flush of everything applied and
 	// returns the sequence number that is durable once it ends.
 	flushAsync() (uint64, error)
-	// checkpoint runs Config.Checkpoint after j's batch when it is due.
-	checkpoint(j *applyJob) error
+	// checkpoint makes everything applied durable and runs
+	// Config.Checkpoint (a job that asks for it, after its batch).
+	checkpoint() error
 }
 
 // pollState is the poll loop's state. Owned by the poll loop's goroutine.
@@ -121,6 +122,12 @@ type pollState struct {
 	// commitAssigned: an accepted assignment wants the durable offsets
 	// committed.
 	commitAssigned bool
+	// Checkpoints (Config.Checkpoint): ckEvery is the interval (0: none),
+	// ckAt when the last was asked for, ckDirty that a batch was handed
+	// over since without one.
+	ckEvery time.Duration
+	ckAt    time.Time
+	ckDirty bool
 }
 
 // newPollState starts the poll loop's state at polled, the position
@@ -130,8 +137,12 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 	for i, t := range cfg.Topics {
 		ti[t] = i
 	}
-	return &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, topicIndex: ti, log: cfg.Logger, metrics: cfg.Metrics,
-		p: p, polled: polled, lastAllow: env.now()}
+	s := &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, topicIndex: ti, log: cfg.Logger, metrics: cfg.Metrics,
+		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now()}
+	if cfg.Checkpoint != nil {
+		s.ckEvery = cfg.CheckpointInterval
+	}
+	return s
 }
 
 // durableCheckEvery is how often an idle poll loop looks whether the
@@ -397,7 +408,15 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 // covers it.
 func (s *pollState) dispatch(j *applyJob) {
 	j.flush = s.flushDue()
-	if j.records == 0 && !j.flush {
+	// A checkpoint once the interval has passed and a batch came since
+	// the last (this one, or an earlier: an idle stream's poll, which
+	// returns at least every FlushInterval, asks for it too).
+	if now := s.env.now(); s.ckEvery > 0 && (s.ckDirty || j.records > 0) && now.Sub(s.ckAt) >= s.ckEvery {
+		j.checkpoint, s.ckAt, s.ckDirty = true, now, false
+	} else if j.records > 0 {
+		s.ckDirty = true
+	}
+	if j.records == 0 && !j.flush && !j.checkpoint {
 		s.p.free = append(s.p.free, j)
 		return
 	}

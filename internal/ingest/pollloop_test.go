@@ -91,6 +91,9 @@ type fakeEnv struct {
 	durablePos    Position // ... and as durable
 	durableSeqRec uint64   // the seq durablePos corresponds to
 
+	// When the loop asked for checkpoints.
+	checkpoints []time.Time
+
 	// The group: assigned partitions; every commit (durable offsets of
 	// the assigned partitions), with the store's durable seq then.
 	assigned   map[int32]bool
@@ -405,9 +408,14 @@ func (e *fakeEnv) flushAsync() (uint64, error) {
 	return e.seq, nil
 }
 
-// checkpoint: the poll loop's tests set no Config.Checkpoint (liveEnv's
-// checkpoint is tested through serve).
-func (e *fakeEnv) checkpoint(*applyJob) error { return nil }
+// checkpoint records when the loop asked for a checkpoint (liveEnv's is
+// tested through serve).
+func (e *fakeEnv) checkpoint() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.checkpoints = append(e.checkpoints, e.clock)
+	return nil
+}
 
 // set runs f under the fake's lock (a step's do).
 func set(f func(e *fakeEnv)) func(e *fakeEnv) {
@@ -433,7 +441,13 @@ func runLoop(ctx context.Context, t *testing.T, e *fakeEnv, flushInterval time.D
 // runLoopInflight is runLoop without the check: it returns the batches
 // in flight when run returned, and run's error.
 func runLoopInflight(ctx context.Context, e *fakeEnv, flushInterval time.Duration, keys decode.KeyResolver) (int, error) {
-	cfg := Config{FlushInterval: flushInterval, Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil)}
+	return runLoopConfig(ctx, e, Config{FlushInterval: flushInterval}, keys)
+}
+
+// runLoopConfig is runLoopInflight with a Config (logger and metrics
+// filled in).
+func runLoopConfig(ctx context.Context, e *fakeEnv, cfg Config, keys decode.KeyResolver) (int, error) {
+	cfg.Logger, cfg.Metrics = slog.New(slog.DiscardHandler), NewMetrics(nil)
 	decs := map[string]decode.Decoder{"edges": decode.New(decode.FormatText, keys)}
 	p := startApplier(e)
 	defer p.stop()
@@ -662,6 +676,33 @@ func TestPollTimedFlush(t *testing.T) {
 	}
 	if want := []Position{at(0, 2)}; !reflect.DeepEqual(e.commits, want) {
 		t.Fatalf("commits %v, want %v once the flush ended", e.commits, want)
+	}
+}
+
+// TestPollCheckpoints: with Config.Checkpoint, the loop asks for a
+// checkpoint once CheckpointInterval has passed with a batch applied since
+// the last, whether the stream keeps flowing or has gone idle, and not
+// while nothing new was applied.
+func TestPollCheckpoints(t *testing.T) {
+	const every = time.Second
+	var first, second time.Time
+	steps := idle(60)
+	steps[0] = fakeStep{recs: recs(0, 0, 1), do: set(func(e *fakeEnv) { first = e.clock })}
+	steps[40] = fakeStep{recs: recs(0, 2, 3), do: set(func(e *fakeEnv) { second = e.clock })}
+	e, ctx := newLoopEnv(t, steps)
+	e.autoDurable = true
+	cfg := Config{FlushInterval: 200 * time.Millisecond, CheckpointInterval: every, Checkpoint: func(context.Context, []byte) error { return nil }}
+	if _, err := runLoopConfig(ctx, e, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.checkpoints) != 2 {
+		t.Fatalf("checkpoints at %v, want 2 (one per batch, after the interval); batches at %v and %v, clock at the end %v", e.checkpoints, first, second, e.clock)
+	}
+	if d := e.checkpoints[0].Sub(first); d < 0 || d > every+cfg.FlushInterval {
+		t.Fatalf("the first checkpoint came %v after the batch, want within the interval and one idle poll", d)
+	}
+	if e.checkpoints[1].Before(second) || e.checkpoints[1].Sub(e.checkpoints[0]) < every {
+		t.Fatalf("the second checkpoint at %v: the second batch at %v, the first checkpoint at %v", e.checkpoints[1], second, e.checkpoints[0])
 	}
 }
 

@@ -26,8 +26,8 @@ import (
 // directory reopens with the same graph. Half the vertices have sparse
 // 64-bit ids: the store holds them mapped to dense ids of the key band,
 // which read back as the numbers sent, before and after the restart.
-// Its wcc and bfs are checkpointed at the stop and restored, unchanged,
-// by the restart.
+// Its wcc and bfs are checkpointed while it runs idle and at the stop, and
+// restored, unchanged, by the restart.
 func TestServerIngestsAndStopsDurably(t *testing.T) {
 	dir := t.TempDir()
 	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
@@ -36,7 +36,7 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	}
 	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
 		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
-		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: time.Hour,
+		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: 300 * time.Millisecond,
 		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,6 +126,13 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		return string(b)
 	}
 	before := summaries(srv)
+	// Idle now: a timed flush checkpoints what was applied since.
+	for _, err := os.Stat(datadir.CheckpointPath(dir)); err != nil; _, err = os.Stat(datadir.CheckpointPath(dir)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint while serve ran idle: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
