@@ -135,6 +135,13 @@ func (w *Writer) Section(name string, fill func(e *Encoder)) error {
 	return nil
 }
 
+// Size is the bytes written so far (the file's size before Commit adds its
+// end section, 23 bytes more).
+func (w *Writer) Size() int64 {
+	n, _ := w.f.Seek(0, io.SeekCurrent)
+	return n + int64(w.bw.Buffered())
+}
+
 // Commit writes the end section, syncs the file, renames it into place and
 // syncs the directory. The Writer is done either way.
 func (w *Writer) Commit() error {

@@ -41,7 +41,8 @@ func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 	meta, err := s.areg.Checkpoint(ctx, datadir.CheckpointPath(s.cfg.Dir), pos)
 	s.metrics.Analytics.Checkpointed(err, time.Since(t0))
 	if err == nil && len(meta.Analytics) > 0 {
-		s.log.Info("analytics checkpointed", "seq", meta.Seq, "analytics", len(meta.Analytics), "seconds", time.Since(t0).Seconds())
+		s.log.Info("analytics checkpointed", "seq", meta.Seq, "analytics", len(meta.Analytics), "seconds", time.Since(t0).Seconds(),
+			"catch_up_seconds", meta.CatchUp.Seconds(), "bytes", meta.Bytes)
 	}
 	return err
 }

@@ -43,6 +43,11 @@ type CheckpointMeta struct {
 	// Sinks holds, for each of the registry's alert sinks that can
 	// (checkpointSink), where its delivered alerts stood (nil for others).
 	Sinks [][]byte `json:"sinks,omitempty"`
+	// CatchUp is how long the analytics took to reach Seq (the rest of a
+	// checkpoint's time is the sinks' acknowledgements and the writing);
+	// Bytes the file's size. Not stored.
+	CatchUp time.Duration `json:"-"`
+	Bytes   int64         `json:"-"`
 }
 
 // checkpointSink is an AlertSink whose delivery a checkpoint covers (the
@@ -164,12 +169,14 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	if len(es) == 0 {
 		return CheckpointMeta{}, nil
 	}
+	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
 	// In name order: the same registry writes the same file.
 	slices.SortFunc(es, func(a, b *entry) int { return strings.Compare(a.a.Spec().Name, b.a.Spec().Name) })
 	reqs = reqs[:0]
 	for _, e := range es {
 		reqs = append(reqs, e.request(head))
 	}
+	t0 := time.Now()
 	for i, q := range reqs {
 		select {
 		case <-q.done:
@@ -177,7 +184,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint; it is left out", "analytic", es[i].a.Spec().Name)
 		}
 	}
-	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
+	meta.CatchUp = time.Since(t0)
 	// Every alert raised up to here must be delivered before the
 	// checkpoint is taken past it.
 	for _, sk := range r.cfg.Sinks {
@@ -238,6 +245,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 			w.Abort()
 			return err
 		}
+		meta.Bytes = w.Size()
 		return w.Commit()
 	})
 	if err != nil {
