@@ -514,24 +514,21 @@ func (d *Decoder) Uint64s() []uint64 {
 
 // RawInt32s reads n values written by Encoder.RawInt32s into a slice of
 // length n and capacity at least c.
-func (d *Decoder) RawInt32s(n, c int) []int32 {
-	if n < 0 || uint64(n) > d.left/4 {
-		d.Fail("%d values of 4 bytes, with %d bytes left", n, d.left)
-		return nil
-	}
-	v := make([]int32, n, max(n, c))
-	d.read(asBytes(v))
-	return v
-}
+func (d *Decoder) RawInt32s(n, c int) []int32 { return readRaw[int32](d, n, c) }
 
 // RawFloat64s reads n values written by Encoder.RawFloat64s into a slice
 // of length n and capacity at least c.
-func (d *Decoder) RawFloat64s(n, c int) []float64 {
-	if n < 0 || uint64(n) > d.left/8 {
-		d.Fail("%d values of 8 bytes, with %d bytes left", n, d.left)
+func (d *Decoder) RawFloat64s(n, c int) []float64 { return readRaw[float64](d, n, c) }
+
+// readRaw reads n values of T into a slice of capacity at least c,
+// refusing more than the section holds.
+func readRaw[T int32 | uint64 | float64](d *Decoder, n, c int) []T {
+	size := uint64(unsafe.Sizeof(T(0)))
+	if n < 0 || uint64(n) > d.left/size {
+		d.Fail("%d values of %d bytes, with %d bytes left", n, size, d.left)
 		return nil
 	}
-	v := make([]float64, n, max(n, c))
+	v := make([]T, n, max(n, c))
 	d.read(asBytes(v))
 	return v
 }

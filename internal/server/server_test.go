@@ -38,7 +38,7 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
 		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: 300 * time.Millisecond,
 		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}},
-		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
+		HTTP:      HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv, err := Open(ctx, cfg)

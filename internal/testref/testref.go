@@ -42,6 +42,18 @@ func (g Edges) ApplyBatch(b *engine.Batch) {
 	}
 }
 
+// AddOp adds op to b (the tests build their batches from ops).
+func AddOp(b *engine.Batch, op engine.Op) {
+	switch op.Kind {
+	case engine.OpUpsert:
+		b.InsertWeighted(op.Src, op.Dst, op.Weight)
+	case engine.OpDeleteEdge:
+		b.DeleteEdge(op.Src, op.Dst)
+	default:
+		b.DeleteVertex(op.Src)
+	}
+}
+
 // Clone copies the graph.
 func (g Edges) Clone() Edges {
 	c := make(Edges, len(g))

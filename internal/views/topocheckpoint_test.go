@@ -2,13 +2,14 @@ package views
 
 import (
 	"context"
-	"slices"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
 )
 
 // saveTopoFile writes g to a checkpoint file at path.
@@ -85,7 +86,7 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 				for _, op := range ops {
 					refs = append(refs, uint64(len(refs)+1))
 					b.Tag(refs[len(refs)-1])
-					addTo(&b, op)
+					testref.AddOp(&b, op)
 				}
 				if _, err := s.Apply(&b); err != nil {
 					t.Fatal(err)

@@ -111,21 +111,9 @@ func fanIn(t testing.TB, s *engine.Store, n int, base uint64) []engine.Op {
 func batchOf(ops []engine.Op) *engine.Batch {
 	var b engine.Batch
 	for _, o := range ops {
-		addTo(&b, o)
+		testref.AddOp(&b, o)
 	}
 	return &b
-}
-
-// addTo adds op to b.
-func addTo(b *engine.Batch, o engine.Op) {
-	switch o.Kind {
-	case engine.OpUpsert:
-		b.InsertWeighted(o.Src, o.Dst, o.Weight)
-	case engine.OpDeleteEdge:
-		b.DeleteEdge(o.Src, o.Dst)
-	case engine.OpDeleteVertex:
-		b.DeleteVertex(o.Src)
-	}
 }
 
 // history records the oracle state after every applied batch.

@@ -105,21 +105,9 @@ func runChild(raw string) int {
 		fmt.Printf("durable %s\nstore %s\n", hex.EncodeToString(in.Durable().Encode()), hex.EncodeToString(raw))
 		mu.Unlock()
 	}
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				report()
-			}
-		}
-	}()
+	stopReports := reportEvery(report)
 	runErr := in.Run(ctx)
-	close(done)
+	stopReports()
 	report()
 	if err := dict.Close(); err != nil && runErr == nil {
 		runErr = err
@@ -132,6 +120,26 @@ func runChild(raw string) int {
 		return 1
 	}
 	return 0
+}
+
+// reportEvery calls report every 20 ms until the returned stop is called
+// (it returns once no report runs).
+func reportEvery(report func()) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				report()
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }
 
 // runServeChild runs serve until SIGTERM, reporting its HTTP address and
@@ -163,22 +171,9 @@ func runServeChild(c childConfig) int {
 		fmt.Printf("store %s\n", hex.EncodeToString(raw))
 		mu.Unlock()
 	}
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				report()
-			}
-		}
-	}()
-	// Run closes the server, and with it the store: report before.
-	err = srv.Run(ctx)
-	close(done)
+	stopReports := reportEvery(report)
+	err = srv.Run(ctx) // it closes the store: no report after
+	stopReports()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: run:", err)
 		return 1

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -122,7 +123,7 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		}
 	}
 	for _, o := range ops {
-		addOp(&b, o)
+		testref.AddOp(&b, o)
 		h.cur.Apply(o)
 	}
 	seq, err := h.s.Apply(&b)
@@ -736,16 +737,4 @@ func topoOf(t testing.TB, v views.Graph) *views.Topo {
 		t.Fatal(err)
 	}
 	return g
-}
-
-// addOp adds op to b.
-func addOp(b *engine.Batch, op engine.Op) {
-	switch op.Kind {
-	case engine.OpUpsert:
-		b.InsertWeighted(op.Src, op.Dst, op.Weight)
-	case engine.OpDeleteEdge:
-		b.DeleteEdge(op.Src, op.Dst)
-	default:
-		b.DeleteVertex(op.Src)
-	}
 }

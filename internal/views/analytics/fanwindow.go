@@ -107,13 +107,7 @@ func (w *fanWindow) reset() {
 	clear(w.above)
 }
 
-func (w *fanWindow) aboveCounts() map[uint64]uint64 {
-	m := make(map[uint64]uint64, len(w.above))
-	for v := range w.above {
-		m[v] = w.count[v]
-	}
-	return m
-}
+func (w *fanWindow) aboveCounts() map[uint64]uint64 { return countsOf(w.above, w.count) }
 
 // winOpBytes is what one held operation costs.
 const winOpBytes = 24

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -97,7 +98,7 @@ func (g *bigGraph) batch(n int, del, vdel float64) *engine.Batch {
 				g.keys = append(g.keys, ekey{op.Src, op.Dst})
 			}
 		}
-		addOp(&b, op)
+		testref.AddOp(&b, op)
 		g.cur.Apply(op)
 	}
 	if _, err := g.s.Apply(&b); err != nil {

@@ -242,10 +242,13 @@ func (c *windowCounter) reset() {
 	clear(c.above)
 }
 
-func (c *windowCounter) aboveCounts() map[uint64]uint64 {
-	m := make(map[uint64]uint64, len(c.above))
-	for v := range c.above {
-		m[v] = c.count[v]
+func (c *windowCounter) aboveCounts() map[uint64]uint64 { return countsOf(c.above, c.count) }
+
+// countsOf is count restricted to the vertices of above.
+func countsOf(above map[uint64]bool, count map[uint64]uint64) map[uint64]uint64 {
+	m := make(map[uint64]uint64, len(above))
+	for v := range above {
+		m[v] = count[v]
 	}
 	return m
 }

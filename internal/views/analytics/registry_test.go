@@ -80,25 +80,7 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		last = max(last, q)
 	}
 	final := h.states[last]
-	deadline := time.Now().Add(60 * time.Second)
-	for _, name := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
-		for {
-			res, err := r.Result(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Error != "" {
-				t.Fatalf("%s: %s", name, res.Error)
-			}
-			if res.Ready && res.Seq == last {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s stuck at seq %d (ready %v), last is %d", name, res.Seq, res.Ready, last)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	waitAllAt(t, r, []string{"bfs", "wcc", "pagerank", "sssp", "degree"}, last)
 	ids := allIDs(final)
 	lv := refBFS(final, spreadID(2))
 	cc := refWCC(final)

@@ -24,18 +24,10 @@ type stateSaver interface {
 
 // onCanonical returns vals (over from) as values over c: a vertex of c
 // not in from gets fill, a vertex of from not in c (one without edges) is
-// dropped.
+// dropped. c is a generation of its own, so resize moves every value by
+// its id.
 func onCanonical[T any](vals []T, from, c views.IDSpace, fill T) []T {
-	out := make([]T, c.Len())
-	for j := range out {
-		out[j] = fill
-	}
-	for i := range vals {
-		if j, ok := c.Index(from.ID(i)); ok {
-			out[j] = vals[i]
-		}
-	}
-	return out
+	return resize(vals, from, c, fill)[:c.Len()]
 }
 
 // loadRooted reads the root and the values of a single-source analytic,
