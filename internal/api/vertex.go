@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -91,4 +92,34 @@ func IsLoopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ResolveRoot returns the reader of an analytic's root vertex: as
+// ResolveVertex, but a key or a mapped number the dictionary does not know
+// yet gets its id now (synced before it returns, as ingestion syncs a new
+// key before the edges that use it), the id the first edge naming it will
+// have; so an analytic can be registered before its root has an edge (it
+// is then unreached, alone).
+func ResolveRoot(dict *keydict.Dict) func(string) (uint64, error) {
+	lookup := ResolveVertex(dict)
+	return func(s string) (uint64, error) {
+		id, err := lookup(s)
+		var unknown *UnknownVertexError
+		if !errors.As(err, &unknown) || dict == nil {
+			return id, err
+		}
+		if unknown.Number {
+			v, _ := strconv.ParseUint(s, 10, 64) // it parsed in lookup
+			id, err = dict.NumID(v)
+		} else {
+			id, err = dict.ID(strings.TrimPrefix(s, "key:"))
+		}
+		if err == nil {
+			err = dict.Sync()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("giving root %q an id: %w", s, err)
+		}
+		return id, nil
+	}
 }

@@ -184,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 
 	topics := slices.Clone(cfg.Topics)
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok

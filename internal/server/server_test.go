@@ -37,7 +37,8 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
 		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
 		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: 300 * time.Millisecond,
-		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}},
+		// "late": a root no edge has named yet (it gets its key id now).
+		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}, {Name: "late", Type: "bfs", Root: "key:no-edge-yet"}},
 		HTTP:      HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -183,12 +183,7 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, erro
 				"raise --memory-budget, remove an analytic, or lower pull_memory_mib", ErrMemory, s.Name, need>>20, held>>20, lim>>20)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ctx.Err() != nil {
-		return s, views.ErrClosed
-	}
-	if _, ok := r.entries[s.Name]; ok {
+	if r.exists(s.Name) {
 		return s, fmt.Errorf("%w: %q", ErrExists, s.Name)
 	}
 	a := restored
@@ -210,10 +205,30 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, erro
 	if err != nil {
 		return s, err
 	}
+	ready := restored != nil // its saved state, at the checkpoint's seq
+	if k, _ := kindOf(s.Type); k.topo && k.monitor && restored == nil {
+		// A monitor reports what changes after Register returns: its
+		// first compute (which takes the graph as it is) runs now, not at
+		// its first pull, which may come after more operations. Not under
+		// mu: building the topology takes a while.
+		if err := r.firstCompute(a.(TopoAnalytic), sv.(*views.TopoStream)); err != nil {
+			sv.Close()
+			return s, err
+		}
+		ready = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		sv.Close()
+		return s, views.ErrClosed
+	}
+	if _, ok := r.entries[s.Name]; ok { // registered meanwhile
+		sv.Close()
+		return s, fmt.Errorf("%w: %q", ErrExists, s.Name)
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	// A restored analytic's result is ready at once: its saved state, at
-	// the checkpoint's seq.
-	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now(), restored: restored != nil, ready: restored != nil}
+	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now(), restored: restored != nil, ready: ready}
 	r.entries[s.Name] = e
 	r.wg.Add(1)
 	go func() {
@@ -222,6 +237,24 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, erro
 		r.run(ctx, e, sv)
 	}()
 	return s, nil
+}
+
+// exists reports whether an analytic of that name is registered.
+func (r *Registry) exists(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.entries[name]
+	return ok
+}
+
+// firstCompute computes a on the topology now (its stream's first pull).
+func (r *Registry) firstCompute(a TopoAnalytic, st *views.TopoStream) error {
+	u, err := st.PullNow(r.ctx)
+	if err != nil {
+		return err
+	}
+	defer u.Done()
+	return a.Recompute(r.ctx, u.G)
 }
 
 // streamView is the stream an analytic follows: a *views.Stateful or a

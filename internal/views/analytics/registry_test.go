@@ -333,3 +333,34 @@ func TestRegisterCountsTheTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A fraud monitor reports a cycle closed right after Register returns,
+// before its goroutine ever pulled: its first compute is Register's.
+func TestFraudSeesWhatFollowsRegister(t *testing.T) {
+	for range 5 {
+		h := newHarness(t, 5, false, denseIDs)
+		h.batch(30, true, false) // some graph before
+		sink := &sinkRecorder{}
+		r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink}})
+		if _, err := r.Register(Spec{Type: "fraud", Threshold: 1e9, MaxCycle: 3}); err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
+		var bt engine.Batch
+		bt.Insert(a, b)
+		bt.Insert(b, c)
+		bt.Insert(c, a)
+		seq, err := h.s.Apply(&bt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAllAt(t, r, []string{"fraud"}, seq)
+		sink.mu.Lock()
+		n := len(sink.al)
+		sink.mu.Unlock()
+		r.Close()
+		if n != 1 {
+			t.Fatalf("%d alerts for the one cycle closed after Register", n)
+		}
+	}
+}
