@@ -33,6 +33,9 @@ import (
 // out of it.
 const checkpointTimeout = 30 * time.Second
 
+// restoreTimeout bounds what a restore asks the brokers.
+const restoreTimeout = time.Minute
+
 // checkpoint writes the analytics' checkpoint at the source position pos.
 func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
@@ -56,6 +59,11 @@ func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[string]bool, []byte) {
 	path := datadir.CheckpointPath(s.cfg.Dir)
 	var replay []byte
+	// The brokers are asked where the topics start and which alerts were
+	// delivered: bounded, so that serve starts (computing the analytics)
+	// when they do not answer.
+	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+	defer cancel()
 	names, err := s.areg.Restore(ctx, path, s.cfg.Analytics, func(meta analytics.CheckpointMeta) error {
 		var err error
 		replay, err = s.replayFor(ctx, meta, opts)
@@ -64,9 +72,11 @@ func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[stri
 	switch {
 	case errors.Is(err, analytics.ErrNoCheckpoint):
 		return nil, nil
-	case err != nil:
+	case err != nil && len(names) == 0:
 		s.log.Warn("the analytics' checkpoint is not used: they compute from the store", "file", path, "err", err)
 		return nil, nil
+	case err != nil:
+		s.log.Warn("some analytics of the checkpoint could not be restored: they compute from the store", "file", path, "err", err)
 	}
 	restored := map[string]bool{}
 	for _, n := range names {
@@ -134,13 +144,11 @@ func (s *Server) replayFor(ctx context.Context, meta analytics.CheckpointMeta, o
 		return nil, err
 	}
 	defer cl.Close()
-	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
 	topics := make([]string, 0, len(behind))
 	for t := range behind {
 		topics = append(topics, t)
 	}
-	starts, err := kadm.NewClient(cl).ListStartOffsets(lctx, topics...)
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topics...)
 	if err == nil {
 		err = starts.Error()
 	}

@@ -261,7 +261,9 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 // meta.Position). They resume from the checkpoint: the operations applied
 // to the store from now on must start with the replay of everything after
 // meta.Seq (see views.Topology.Restore). It returns the names restored;
-// the caller registers the other specs as usual.
+// the caller registers the other specs as usual. Names with an error: the
+// checkpoint was used, but some of its analytics could not be registered
+// (the error says why); the replay is needed all the same.
 //
 // The whole file is read and checked before anything is registered: a
 // damaged checkpoint (a *checkpoint.CorruptError), one accept refuses, or
@@ -367,12 +369,17 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	if err != nil {
 		return nil, err
 	}
+	// From here the topology is the checkpoint's: the restored analytics,
+	// and the replay the caller must arrange, go together. One that cannot
+	// be registered (memory) is reported and left out; the others stand.
 	var names []string
+	var errs []error
 	for _, x := range got {
 		if _, err := r.register(x.s, x.a, &from); err != nil {
-			return names, err
+			errs = append(errs, err)
+			continue
 		}
 		names = append(names, x.s.Name)
 	}
-	return names, nil
+	return names, errors.Join(errs...)
 }
