@@ -140,6 +140,21 @@ func (l *edgeLog) posAfterSeq(from, seq uint64) (uint64, bool) {
 	return from + uint64(k), true
 }
 
+// batchEnd returns the position after the batch of the op at position p
+// (the first op of a later batch, or head) and that batch's seq; false
+// when p is no longer retained or not yet written.
+func (l *edgeLog) batchEnd(p uint64) (uint64, uint64, bool) {
+	l.mu.RLock()
+	if p < l.oldestLocked() || p >= l.head {
+		l.mu.RUnlock()
+		return 0, 0, false
+	}
+	seq := l.buf[p%uint64(len(l.buf))].Seq
+	l.mu.RUnlock()
+	end, ok := l.posAfterSeq(p, seq)
+	return end, seq, ok
+}
+
 // firstAfter returns the position of the first op with a seq above seq
 // (head when none), and false when some such op was already dropped or
 // never logged.

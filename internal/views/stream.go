@@ -33,7 +33,9 @@ type StreamOptions struct {
 	// them (default and maximum: the log's capacity).
 	MaxBehind int
 	// Presence (topology streams only): each update says what was there
-	// before each of its operations (TopoUpdate.Prior).
+	// before each of its operations (TopoUpdate.Prior); and a stream
+	// further behind than MaxBehind is not Lost for that, but gets its
+	// operations MaxBehind at a time (TopoUpdate.Partial).
 	Presence bool
 }
 

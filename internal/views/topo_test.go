@@ -458,3 +458,67 @@ func TestTopologyLostWhenTheLogWraps(t *testing.T) {
 		t.Fatalf("%d edges after the resync, want 3", len(u.Edges))
 	}
 }
+
+// A stream with Presence that falls further behind than MaxBehind is not
+// Lost: its pulls carry MaxBehind operations at a time, each up to the end
+// of a batch (Seq that batch's), until it is at the newest; together they
+// hand out every operation once, in order, with the right priors.
+func TestPresenceStreamCatchesUpInParts(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 1 << 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	h := newHistory()
+	ctx := context.Background()
+	st, err := m.Topology().Stream(StreamOptions{MaxBehind: 50, Presence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.Pull(ctx) // the first: Lost, at seq 0
+	if err != nil || !u.Lost {
+		t.Fatalf("first pull: %v %v", u, err)
+	}
+	u.Done()
+	writer(t, s, h, 3, 60, 120, true) // about 60 batches of up to 40 ops: far past 50
+	last := uint64(0)
+	for q := range h.states {
+		last = max(last, q)
+	}
+	prev, parts := uint64(0), 0
+	for prev < last {
+		u, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Lost {
+			t.Fatalf("pull %d: Lost at seq %d", parts, prev)
+		}
+		if u.Partial {
+			parts++
+			if n := len(h.ops[u.Seq]); len(u.Edges) == 0 || u.Edges[len(u.Edges)-1].Seq != u.Seq || n == 0 {
+				t.Fatalf("a partial pull to seq %d does not end with that batch", u.Seq)
+			}
+		} else if u.Seq != u.G.Seq {
+			t.Fatalf("a whole pull at seq %d of %d", u.Seq, u.G.Seq)
+		}
+		for _, e := range u.Edges {
+			if e.Seq <= prev || e.Seq > u.Seq {
+				t.Fatalf("op of seq %d outside (%d, %d]", e.Seq, prev, u.Seq)
+			}
+		}
+		if err := checkExpanded(h.at(prev), u.Edges); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkPriors(h.at(prev), u.Edges, u.Prior); err != nil {
+			t.Fatal(err)
+		}
+		prev = u.Seq
+		u.Done()
+	}
+	if parts < 5 {
+		t.Fatalf("only %d partial pulls", parts)
+	}
+}

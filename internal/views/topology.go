@@ -247,6 +247,13 @@ type TopoUpdate struct {
 	// Lost: this is the first Pull, or operations were dropped or more
 	// than the stream's MaxBehind: compute from G alone.
 	Lost bool
+	// Seq is the sequence number the update brings the stream to: G.Seq,
+	// or, when Partial, that of the last batch Edges hold. Partial: a
+	// stream with Presence further behind than MaxBehind gets the next
+	// MaxBehind operations (to the end of a batch) and the rest at its
+	// next pulls, instead of Lost (G is at the newest seq all the same).
+	Seq     uint64
+	Partial bool
 	// Prior, for a stream opened with Presence, says of each of Edges
 	// what was there just before it: whether an edge upsert's or delete's
 	// edge existed (WasPresent or WasAbsent), or that it is one of the edge
@@ -324,9 +331,19 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	}
 	t := s.t
 	t.mu.RLock()
-	u := &TopoUpdate{G: t.t, done: t.mu.RUnlock}
+	u := &TopoUpdate{G: t.t, Seq: t.t.Seq, done: t.mu.RUnlock}
 	end := t.pos
-	ok := s.started && end-s.pos <= uint64(s.opts.MaxBehind) && s.pos >= t.since
+	near := end-s.pos <= uint64(s.opts.MaxBehind)
+	if s.opts.Presence && s.started && !near {
+		// Too far behind for one pull: this one carries the next
+		// MaxBehind operations, up to the end of the batch they reach
+		// (all of them if that batch reaches the newest).
+		if cut, seq, ok := l.batchEnd(s.pos + uint64(s.opts.MaxBehind) - 1); ok && cut < end {
+			end, u.Seq, u.Partial = cut, seq, true
+		}
+		near = true
+	}
+	ok := s.started && near && s.pos >= t.since
 	if ok {
 		u.Edges, ok = l.read(s.pos, end, nil)
 	}

@@ -195,7 +195,9 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		ev := event{op: decode.OpUpsert, src: vid{id: src}, dst: vid{id: dst}, w: 1, hasW: true}
 		recs = append(recs, &record{topic: topic, value: encode(decode.FormatBinary, []event{ev}), events: []event{ev}, offset: -1})
 	}
-	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute}
+	// max_behind 200: a restart's replay, a burst of hundreds of records,
+	// reaches the monitor 200 operations at a time (never Lost).
+	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
 	dir := t.TempDir()
 	_, log := testLogger(t, "the serve children")
 	cfg := childConfig{

@@ -108,9 +108,10 @@ type Spec struct {
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
 	// MaxBehind: when more operations than this wait for one pull, the
 	// analytic does not read them one by one but recomputes from the new
-	// view (a monitor resets its window and misses what it skipped, counted
-	// as a lost stream); this bounds the memory one pull takes. Default
-	// 262144, at most the edge log's capacity.
+	// view (degree, fanin and fanout reset their windows and miss what they
+	// skipped, counted as a lost stream; fraud instead takes them
+	// MaxBehind at a time, missing nothing); this bounds the memory one
+	// pull takes. Default 262144, at most the edge log's capacity.
 	MaxBehind int `yaml:"max_behind,omitempty" json:"max_behind,omitempty"`
 
 	// PageRank: damping (default 0.85), tolerance on the L1 change of the

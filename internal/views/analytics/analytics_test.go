@@ -183,7 +183,7 @@ func (h *harness) drive(a Analytic, rounds int, insertOnly, vdel bool, window vi
 			}
 			var re bool
 			if withPrior {
-				re, err = pu.UpdatePrior(ctx, u.G, u.Edges, u.Prior)
+				re, err = pu.UpdatePrior(ctx, u)
 			} else {
 				re, err = a.Update(ctx, u.G, u.Edges)
 			}

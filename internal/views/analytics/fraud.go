@@ -86,8 +86,11 @@ func (a *fraud) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (bool
 	return true, a.Recompute(ctx, g)
 }
 
-// UpdatePrior applies one pull: edges with prior (TopoUpdate.Prior).
-func (a *fraud) UpdatePrior(ctx context.Context, g *views.Topo, edges []views.Edge, prior []views.Prior) (bool, error) {
+// UpdatePrior applies one pull of a stream with Presence: its edges with
+// what was there before each (u.Prior), over u.G; the monitor is then at
+// u.Seq (a partial pull leaves the rest for the next).
+func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
+	g, edges, prior := u.G, u.Edges, u.Prior
 	if len(prior) != len(edges) {
 		return true, a.Recompute(ctx, g)
 	}
@@ -111,10 +114,10 @@ func (a *fraud) UpdatePrior(ctx context.Context, g *views.Topo, edges []views.Ed
 		return false, err
 	}
 	for _, c := range cyc {
-		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: g.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)), Ref: c.by.Ref})
+		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)), Ref: c.by.Ref})
 	}
 	a.mu.Lock()
-	a.seq = g.Seq
+	a.seq = u.Seq
 	a.cycles += uint64(len(cyc))
 	a.truncated += uint64(truncated)
 	if cut {

@@ -283,7 +283,7 @@ func (r *Registry) topoOptions(s Spec) views.StreamOptions {
 // priorUpdater is a TopoAnalytic whose updates need what was there before
 // each operation (fraud: which edges are new); its stream has Presence.
 type priorUpdater interface {
-	UpdatePrior(ctx context.Context, g *views.Topo, edges []views.Edge, prior []views.Prior) (recomputed bool, err error)
+	UpdatePrior(ctx context.Context, u *views.TopoUpdate) (recomputed bool, err error)
 }
 
 // Unregister stops an analytic and forgets it.
@@ -412,7 +412,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 				return true, a.Recompute(ctx, u.G)
 			}
 			if p, ok := a.(priorUpdater); ok {
-				return p.UpdatePrior(ctx, u.G, u.Edges, u.Prior)
+				return p.UpdatePrior(ctx, u)
 			}
 			return a.Update(ctx, u.G, u.Edges)
 		}
