@@ -117,6 +117,15 @@ func (s *Server) replayFor(ctx context.Context, meta analytics.CheckpointMeta, o
 	if ck.ClusterID != store.ClusterID {
 		return nil, fmt.Errorf("the checkpoint belongs to Kafka cluster %q, the store to %q", ck.ClusterID, store.ClusterID)
 	}
+	// A partition the store took up after the checkpoint: where its
+	// records began is not known here, so they could not be replayed.
+	for t, ps := range store.Position {
+		for p := range ps {
+			if _, ok := ck.Position.Get(t, p); !ok {
+				return nil, fmt.Errorf("the store ingested %s/%d, which the checkpoint does not know", t, p)
+			}
+		}
+	}
 	behind := map[string]map[int32]int64{}
 	for t, ps := range ck.Position {
 		for p, o := range ps {
