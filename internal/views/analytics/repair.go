@@ -65,9 +65,11 @@ func (r *repair[T]) length(u int32, k int) T {
 	return 1
 }
 
-// lengthOf is the length of the edge (u, v), which exists.
+// lengthOf is the length of the edge (u, v), which exists: 1 without a
+// search when the graph keeps no weights (in-lists carry none, so a
+// weighted one is found in u's out-list).
 func (r *repair[T]) lengthOf(u, v int32) T {
-	if r.unit {
+	if r.unit || !r.g.Out.Weighted() {
 		return 1
 	}
 	w, _ := r.g.Weight(u, v)
