@@ -201,7 +201,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			heap.Push(h, heapItem[T]{best, c})
 		}
 	}
-	for _, e := range ups {
+	for _, e := range r.improving(ups) {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
 			w, present := r.g.Weight(e[0], e[1]) // upserted, then perhaps deleted
 			if !present {
@@ -239,6 +239,37 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	return !r.negative
 }
+
+// improving returns the edges of ups that may shorten their head's
+// distance as d stands: most do not, and reading two distances at random
+// per edge is what a batch's inserts cost (cache misses), so a large
+// batch is filtered on every core first. Dropping the others is exact:
+// the distances only fall from here on, so an edge that does not shorten
+// its head now never will in this repair.
+func (r *repair[T]) improving(ups [][2]int32) [][2]int32 {
+	if len(ups) < improvingGrain || !r.unit && r.g.Out.Weighted() {
+		return ups // small, or weighted (the lengths are searched for below)
+	}
+	keep := make([]bool, len(ups))
+	parallelFor(len(ups), improvingGrain, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			e := ups[i]
+			if du := r.d[e[0]]; du != r.far && r.lt(du+1, r.d[e[1]]) {
+				keep[i] = true
+			}
+		}
+	})
+	out := ups[:0:0]
+	for i, k := range keep {
+		if k {
+			out = append(out, ups[i])
+		}
+	}
+	return out
+}
+
+// improvingGrain is the chunk of improving's parallel filter.
+const improvingGrain = 2048
 
 // repairLimit is how many vertices a repair may touch before a recompute
 // (with the parallel kernel) is the cheaper way: an eighth of the graph.
