@@ -29,6 +29,8 @@ type harness struct {
 	// prev and at are the seqs before and after the last update drive
 	// made (what check gets describes it).
 	prev, at uint64
+	// unit: every upsert has weight 1 (an unweighted graph).
+	unit bool
 }
 
 // idMode is how a harness names its vertices.
@@ -106,6 +108,9 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		switch {
 		case x < 65 || insertOnly:
 			s, d, w := h.vertex(), h.vertex(), float64(h.r.IntN(20))/4
+			if h.unit {
+				w = 1
+			}
 			if len(keys) > 0 && h.r.IntN(5) == 0 {
 				k := keys[h.r.IntN(len(keys))]
 				s, d = k[0], k[1]
@@ -428,25 +433,28 @@ func TestPageRankColdStart(t *testing.T) {
 
 func TestSSSPMatchesReference(t *testing.T) {
 	for i, v := range variants {
-		t.Run(v.name, func(t *testing.T) {
-			h := newHarness(t, uint64(30+i), v.inEdges, v.ids)
-			a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, v.root)
-			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
-				want := refSSSP(g, v.root)
-				for _, x := range allIDs(g) {
-					got, _ := a.Vertex(x)
-					d := got.(VertexDistance)
-					wd, ok := want[x]
-					if d.Reachable != ok || (ok && math.Abs(d.Distance-wd) > 1e-9) {
-						t.Fatalf("seq %d: distance of %d = %+v, reference %v (reachable %v)", a.Seq(), x, d, wd, ok)
+		for _, unit := range []bool{false, true} { // unweighted: the repair is bfs's
+			t.Run(fmt.Sprintf("%s/unit=%v", v.name, unit), func(t *testing.T) {
+				h := newHarness(t, uint64(30+i), v.inEdges, v.ids)
+				h.unit = unit
+				a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, v.root)
+				incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
+					want := refSSSP(g, v.root)
+					for _, x := range allIDs(g) {
+						got, _ := a.Vertex(x)
+						d := got.(VertexDistance)
+						wd, ok := want[x]
+						if d.Reachable != ok || (ok && math.Abs(d.Distance-wd) > 1e-9) {
+							t.Fatalf("seq %d: distance of %d = %+v, reference %v (reachable %v)", a.Seq(), x, d, wd, ok)
+						}
 					}
+				})
+				t.Logf("%d incremental, %d recomputed", incr, recomp)
+				if incr < 10 {
+					t.Fatalf("only %d incremental updates", incr)
 				}
 			})
-			t.Logf("%d incremental, %d recomputed", incr, recomp)
-			if incr < 10 {
-				t.Fatalf("only %d incremental updates", incr)
-			}
-		})
+		}
 	}
 }
 

@@ -60,7 +60,10 @@ func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (b
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), false, &a.work)
+	// Without weights every length is 1: the repair is bfs's, which knows
+	// that no edge joins two vertices at the same distance (a zero length
+	// could, so a weighted repair must look at those too).
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), !g.Out.Weighted(), &a.work)
 	if err != nil {
 		return false, err
 	}
