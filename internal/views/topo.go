@@ -32,6 +32,24 @@ type Topo struct {
 	IDs     IDSpace
 	Seq     uint64
 	Out, In Adj
+	// nonPositive: some weight ever written was not above 0 (a zero or
+	// negative length); once set it stays (PositiveLengths).
+	nonPositive bool
+}
+
+// PositiveLengths reports that every weight is above 0 (so no edge joins
+// two vertices at one shortest-path distance). It is conservative: false
+// once any weight was not, even if that edge is gone.
+func (t *Topo) PositiveLengths() bool { return !t.nonPositive }
+
+// noteWeights records ws among the weights written.
+func (t *Topo) noteWeights(ws []float64) {
+	for _, w := range ws {
+		if !(w > 0) {
+			t.nonPositive = true
+			return
+		}
+	}
 }
 
 // span is where one vertex's list lives in its Adj's arrays: deg heads
@@ -168,6 +186,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 			}
 			if weighted {
 				w = append(w, ws...)
+				t.noteWeights(ws)
 			}
 		} else if weighted {
 			for range nb {
@@ -540,6 +559,9 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 				return unindexedErr(e.Op.Src)
 			}
 			return unindexedErr(e.Op.Dst)
+		}
+		if !del && !(e.Op.Weight > 0) {
+			t.nonPositive = true
 		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -520,5 +521,69 @@ func TestPresenceStreamCatchesUpInParts(t *testing.T) {
 	}
 	if parts < 5 {
 		t.Fatalf("only %d partial pulls", parts)
+	}
+}
+
+// PositiveLengths holds until a weight that is not above 0 is built,
+// applied or loaded, and then stays false.
+func TestTopoPositiveLengths(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	apply := func(ops ...engine.Op) uint64 {
+		seq, err := s.Apply(batchOf(ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	build := func() *Topo {
+		v, err := m.Static(StaticOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		g, err := BuildTopo(context.Background(), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	apply(engine.Op{Src: 1, Dst: 2, Weight: 2.5, Kind: engine.OpUpsert}, engine.Op{Src: 2, Dst: 3, Weight: 1, Kind: engine.OpUpsert})
+	g := build()
+	if !g.PositiveLengths() {
+		t.Fatal("weights 2.5 and 1: not positive")
+	}
+	path := filepath.Join(t.TempDir(), "ck")
+	saveTopoFile(t, path, g)
+	if !loadTopoFile(t, path).PositiveLengths() {
+		t.Fatal("loaded: not positive")
+	}
+	op := engine.Op{Src: 3, Dst: 1, Weight: 0, Kind: engine.OpUpsert}
+	seq := apply(op)
+	v, err := m.Static(StaticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := v.IDs()
+	v.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Apply([]Edge{{Seq: seq, Op: op}}, ids, seq, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g.PositiveLengths() {
+		t.Fatal("a zero weight applied: still positive")
+	}
+	if build().PositiveLengths() {
+		t.Fatal("built with a zero weight: positive")
+	}
+	saveTopoFile(t, path, build())
+	if loadTopoFile(t, path).PositiveLengths() {
+		t.Fatal("loaded with a zero weight: positive")
 	}
 }

@@ -172,6 +172,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 		if err := d.Err(); err != nil {
 			return nil, err
 		}
+		g.noteWeights(g.Out.w[:e])
 	}
 	g.In = transpose(&g.Out)
 	return g, nil

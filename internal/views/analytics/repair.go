@@ -38,6 +38,10 @@ type repair[T distance] struct {
 	root int32
 	far  T
 	unit bool // every length is 1 (bfs)
+	// positive: every length is above 0, so a tight edge joins a closer
+	// vertex to a farther one (else, with zero lengths, two at one
+	// distance may be joined by a tight edge too).
+	positive bool
 	// limit: more affected or settled vertices than this and the repair
 	// gives up (the caller recomputes with the parallel kernel).
 	limit int
@@ -127,7 +131,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		// makes tight.
 		a, c := e[0], e[1]
 		da, dc := r.d[a], r.d[c]
-		if c == r.root || dc == r.far || da == r.far || da > dc || r.unit && da+1 != dc {
+		if c == r.root || dc == r.far || da == r.far || da > dc || r.unit && da+1 != dc || r.positive && da == dc {
 			continue // (a zero length makes da == dc: such an edge may be tight)
 		}
 		if !r.unit {
@@ -154,7 +158,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		for _, u := range in {
 			r.work++
 			du := r.d[u]
-			if du == r.far || du > dc || (r.unit && du != dc-1) {
+			if du == r.far || du > dc || (r.unit && du != dc-1) || r.positive && du == dc {
 				continue
 			}
 			// A closer vertex not found affected, or one as close (a
@@ -307,13 +311,15 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]in
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
 func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, root uint64, far T, unit bool, work *int) ([]T, bool, error) {
+	// Every length is 1 in a unit repair; else above 0 when the graph has
+	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
 	cut, ups, err := changes(g, edges, !unit && g.Out.Weighted())
 	if err != nil {
 		return d, false, err
 	}
 	d = rooted(d, ids, g.IDs, root, 0, far)
-	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, limit: repairLimit(g.Len())}
+	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len())}
 	ok := r.run(cut, ups)
 	*work = r.work
 	return d, ok, nil
