@@ -4,16 +4,17 @@
 //
 // Every built-in has a full recompute and an incremental path, and the
 // incremental path is tested against a single-threaded reference run on a
-// static copy of the same snapshot:
+// static copy of the same graph (package testref):
 //
-//   - bfs: BFS levels from a root; incremental on inserts, repairs deletes
-//     it can prove harmless (with in-edges) and recomputes otherwise;
-//   - wcc: weakly connected components; union-find on inserts, recompute
-//     when a delete may split a component;
+//   - bfs: BFS levels from a root; a direction-optimizing kernel, and a
+//     repair (Ramalingam-Reps style, repair.go) of only the levels a batch
+//     changes, recomputing only when that region is over an eighth of the
+//     graph;
+//   - wcc: weakly connected components; Afforest, then merges on inserts
+//     and a support forest that splits components on deletes (wcc.go);
 //   - pagerank: warm-started power iteration to a tolerance;
 //   - sssp: shortest paths on weights (non-negative) from a root;
-//     relaxation on inserts and decreases, recompute when a tight edge is
-//     deleted or made heavier;
+//     delta-stepping, and bfs's repair with lengths;
 //   - degree: vertices whose degree exceeds a threshold (alerts on
 //     crossing);
 //   - fanin, fanout: operations into / out of a vertex within a sliding
@@ -21,15 +22,24 @@
 //   - fraud: every new directed cycle of length at most k closed by a newly
 //     ingested edge, and fan-in bursts within a window.
 //
-// The graph analytics (bfs, wcc, pagerank, sssp) keep per-vertex state in
-// slices over their view's IDSpace: any id works, numbers over the whole
-// 62-bit range and string keys mixed, and their memory follows the
-// vertices present (4 to 12 bytes per vertex index each, beside the
-// manager's shared index), never the largest id.
+// bfs, wcc, pagerank, sssp and fraud read the Manager's shared topology
+// (views.Topology, dense int32 lists in both directions) and keep
+// per-vertex state in slices over its IDSpace: any id works, numbers over
+// the whole 62-bit range and string keys mixed, and their memory follows
+// the vertices present, never the largest id. degree reads stateful views
+// of the store, fanin and fanout a stream view.
 //
 // The Registry runs each analytic on its own goroutine, pulling its stream
-// view on its own cadence; ingestion, flush and compaction never wait for
-// it. Results are readable at any time, each with the sequence number of
-// the snapshot it corresponds to; monitors publish alerts to the registry's
+// on its own cadence; ingestion, flush and compaction never wait for it
+// (but for a checkpoint). Results are readable at any time, each with the
+// sequence number it corresponds to; monitors publish alerts, each with a
+// deterministic ID and the Kafka record that raised it, to the registry's
 // ring and to any AlertSink (serve writes them to Kafka).
+//
+// Checkpoint and Restore (checkpoint.go) save the topology analytics with
+// their topology at one durable sequence number and bring them back after
+// a restart, whose replay of the source from the checkpoint's position
+// takes them on exactly where they were; with a sink that can
+// (checkpointSink), alerts are then produced once per trigger across
+// crashes.
 package analytics
