@@ -322,8 +322,16 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	applied := rec.Position.Clone()
 	if len(c.ReplayFrom) > 0 {
-		if err := replayFrom(applied, rec, c.ReplayFrom, c.Logger); err != nil {
+		behind, err := PlanReplay(rec, c.ReplayFrom)
+		if err != nil {
 			return nil, err
+		}
+		for t, ps := range behind {
+			for p, o := range ps {
+				cur, _ := applied.Get(t, p)
+				applied.Set(t, p, o)
+				c.Logger.Info("replaying records the store holds already, for the analytics' checkpoint", "topic", t, "partition", p, "from", o, "to", cur)
+			}
 		}
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
@@ -383,34 +391,46 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	return in, nil
 }
 
-// replayFrom moves applied (the store's position rec) back to the
-// position encoded in raw, partition by partition, where it is behind.
-func replayFrom(applied Position, rec Recorded, raw []byte, log *slog.Logger) error {
+// PlanReplay compares a position to replay from (raw, as Config.Checkpoint
+// was given it) with the store's recorded position and returns the
+// partitions behind the store's, each with the offset to replay from. It
+// refuses a position of another cluster or topic, one ahead of the store's
+// on a partition or naming one the store has no record of, and a store
+// that took up a partition the position does not know (where that
+// partition's records began is not known, so they could not be replayed).
+func PlanReplay(store Recorded, raw []byte) (Position, error) {
 	rp, err := DecodeRecorded(raw)
 	if err != nil {
-		return fmt.Errorf("ingest: the position to replay from: %w", err)
+		return nil, fmt.Errorf("ingest: the position to replay from: %w", err)
 	}
-	if rp.ClusterID != rec.ClusterID {
-		return fmt.Errorf("ingest: the position to replay from belongs to cluster %q, the store's to %q", rp.ClusterID, rec.ClusterID)
+	if rp.ClusterID != store.ClusterID {
+		return nil, fmt.Errorf("ingest: the position to replay from belongs to Kafka cluster %q, the store's to %q", rp.ClusterID, store.ClusterID)
 	}
-	for t, ps := range rp.Position {
-		if id, ok := rp.TopicIDs[t]; ok && rec.TopicIDs[t] != id {
-			return fmt.Errorf("ingest: the position to replay from belongs to another topic %q than the store's (topic IDs differ)", t)
-		}
-		for p, o := range ps {
-			cur, ok := applied.Get(t, p)
-			switch {
-			case !ok:
-				return fmt.Errorf("ingest: the position to replay from has %s/%d, of which the store has no record", t, p)
-			case o > cur:
-				return fmt.Errorf("ingest: the position to replay from is ahead of the store's in %s/%d (offset %d, the store's %d)", t, p, o, cur)
-			case o < cur:
-				applied.Set(t, p, o)
-				log.Info("replaying records the store holds already, for the analytics' checkpoint", "topic", t, "partition", p, "from", o, "to", cur)
+	for t, ps := range store.Position {
+		for p := range ps {
+			if _, ok := rp.Position.Get(t, p); !ok {
+				return nil, fmt.Errorf("ingest: the store ingested %s/%d, which the position to replay from does not know", t, p)
 			}
 		}
 	}
-	return nil
+	behind := Position{}
+	for t, ps := range rp.Position {
+		if id, ok := rp.TopicIDs[t]; ok && store.TopicIDs[t] != id {
+			return nil, fmt.Errorf("ingest: the position to replay from belongs to another topic %q than the store's (topic IDs differ)", t)
+		}
+		for p, o := range ps {
+			cur, ok := store.Position.Get(t, p)
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("ingest: the position to replay from has %s/%d, of which the store has no record", t, p)
+			case o > cur:
+				return nil, fmt.Errorf("ingest: the position to replay from is ahead of the store's in %s/%d (offset %d, the store's %d)", t, p, o, cur)
+			case o < cur:
+				behind.Set(t, p, o)
+			}
+		}
+	}
+	return behind, nil
 }
 
 // FetchOptions are the franz-go fetch settings of the ingest consumer

@@ -27,3 +27,42 @@ func TestRecordRefs(t *testing.T) {
 		t.Fatal("a topic index past the topics names a record")
 	}
 }
+
+// PlanReplay returns the partitions behind the store's position, and
+// refuses a position of another cluster or topic, ahead of the store's,
+// naming a partition the store has no record of, or missing one it has.
+func TestPlanReplay(t *testing.T) {
+	pos := func(offs ...int64) Position {
+		p := Position{}
+		for i, o := range offs {
+			p.Set("a", int32(i), o)
+		}
+		return p
+	}
+	ids := map[string]TopicID{"a": {1}}
+	store := Recorded{ClusterID: "c", TopicIDs: ids, Position: pos(10, 20)}
+	enc := func(r Recorded) []byte { return r.Encode() }
+	behind, err := PlanReplay(store, enc(Recorded{ClusterID: "c", TopicIDs: ids, Position: pos(4, 20)}))
+	if err != nil || len(behind) != 1 || behind["a"][0] != 4 || len(behind["a"]) != 1 {
+		t.Fatalf("behind %v, %v", behind, err)
+	}
+	if behind, err := PlanReplay(store, enc(Recorded{ClusterID: "c", TopicIDs: ids, Position: pos(10, 20)})); err != nil || len(behind) != 0 {
+		t.Fatalf("at the store's position: %v, %v", behind, err)
+	}
+	extra := pos(4, 20)
+	extra.Set("a", 2, 0)
+	for name, r := range map[string]Recorded{
+		"another cluster":  {ClusterID: "d", TopicIDs: ids, Position: pos(4, 20)},
+		"another topic":    {ClusterID: "c", TopicIDs: map[string]TopicID{"a": {2}}, Position: pos(4, 20)},
+		"ahead":            {ClusterID: "c", TopicIDs: ids, Position: pos(4, 21)},
+		"unknown to store": {ClusterID: "c", TopicIDs: ids, Position: extra},
+		"missing one":      {ClusterID: "c", TopicIDs: ids, Position: pos(4)},
+	} {
+		if behind, err := PlanReplay(store, enc(r)); err == nil {
+			t.Fatalf("%s: accepted, %v", name, behind)
+		}
+	}
+	if _, err := PlanReplay(store, []byte("junk")); err == nil {
+		t.Fatal("junk accepted")
+	}
+}

@@ -110,36 +110,9 @@ func (s *Server) replayFor(ctx context.Context, meta analytics.CheckpointMeta, o
 	if err != nil {
 		return nil, fmt.Errorf("the store's source position: %w", err)
 	}
-	ck, err := ingest.DecodeRecorded(meta.Position)
+	behind, err := ingest.PlanReplay(store, meta.Position)
 	if err != nil {
-		return nil, fmt.Errorf("the checkpoint's source position: %w", err)
-	}
-	if ck.ClusterID != store.ClusterID {
-		return nil, fmt.Errorf("the checkpoint belongs to Kafka cluster %q, the store to %q", ck.ClusterID, store.ClusterID)
-	}
-	// A partition the store took up after the checkpoint: where its
-	// records began is not known here, so they could not be replayed.
-	for t, ps := range store.Position {
-		for p := range ps {
-			if _, ok := ck.Position.Get(t, p); !ok {
-				return nil, fmt.Errorf("the store ingested %s/%d, which the checkpoint does not know", t, p)
-			}
-		}
-	}
-	behind := map[string]map[int32]int64{}
-	for t, ps := range ck.Position {
-		for p, o := range ps {
-			cur, ok := store.Position.Get(t, p)
-			if !ok || o > cur {
-				return nil, fmt.Errorf("the checkpoint's offset %d of %s/%d is not behind the store's", o, t, p)
-			}
-			if o < cur {
-				if behind[t] == nil {
-					behind[t] = map[int32]int64{}
-				}
-				behind[t][p] = o
-			}
-		}
+		return nil, err
 	}
 	if len(behind) == 0 {
 		if meta.Seq != sm.LastSeq {
