@@ -160,7 +160,6 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	}
 	head := sm.LastSeq
 	var es []*entry
-	var reqs []*catchUpReq
 	for _, e := range r.list() {
 		if _, ok := e.a.(stateSaver); ok {
 			es = append(es, e)
@@ -172,15 +171,28 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
 	// In name order: the same registry writes the same file.
 	slices.SortFunc(es, func(a, b *entry) int { return strings.Compare(a.a.Spec().Name, b.a.Spec().Name) })
-	reqs = reqs[:0]
-	for _, e := range es {
-		reqs = append(reqs, e.request(head))
+	reqs := make([]*catchUpReq, len(es))
+	for i, e := range es {
+		reqs[i] = e.request(head)
+	}
+	// The catch-up gets two thirds of ctx's time: one that does not make
+	// it is left out, and the sinks and the file still get the rest.
+	wctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*2/3))
+		defer cancel()
 	}
 	t0 := time.Now()
 	for i, q := range reqs {
 		select {
 		case <-q.done:
-		case <-ctx.Done():
+			continue
+		default:
+		}
+		select {
+		case <-q.done:
+		case <-wctx.Done():
 			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint; it is left out", "analytic", es[i].a.Spec().Name)
 		}
 	}
