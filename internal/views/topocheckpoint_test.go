@@ -189,3 +189,90 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 		m2.Close()
 	}
 }
+
+// A restored stream with Presence is Lost, rather than handed wrong
+// priors, when another stream advanced the topology past its start while
+// no stream with Presence was open (nothing recorded what was there before
+// those operations); opened before that advance, it gets every operation
+// with the right priors.
+func TestRestoredPresenceStreamNeedsItsPriors(t *testing.T) {
+	for _, opened := range []bool{true, false} {
+		s := smallStore(t, false)
+		m1, err := NewManager(s, Config{LogCapacity: 1 << 14})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(3, 5))
+		cur := oracle{}
+		apply := func(n int) {
+			ops := randomOps(r, 100, n, true)
+			if _, err := s.Apply(batchOf(ops)); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range ops {
+				cur.Apply(op)
+			}
+		}
+		apply(200)
+		st, err := m1.Topology().Stream(StreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.Pull(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "ck")
+		saveTopoFile(t, path, u.G)
+		u.Done()
+		st.Close()
+		m1.Close()
+		atX := cur.Clone()
+
+		m2, err := NewManager(s, Config{LogCapacity: 1 << 14})
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, err := m2.Topology().Restore(loadTopoFile(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := m2.Topology().RestoredStream(StreamOptions{}, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fraud *TopoStream
+		open := func() {
+			if fraud, err = m2.Topology().RestoredStream(StreamOptions{Presence: true}, from); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if opened {
+			open()
+		}
+		apply(50)
+		u, err = plain.Pull(context.Background()) // advances the topology
+		if err != nil || u.Lost {
+			t.Fatalf("plain: %v %v", u, err)
+		}
+		u.Done()
+		if !opened {
+			open()
+		}
+		u, err = fraud.PullNow(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost, perr := u.Lost, checkPriors(atX, u.Edges, u.Prior)
+		u.Done()
+		fraud.Close()
+		plain.Close()
+		m2.Close()
+		if lost != !opened {
+			t.Fatalf("opened before the advance %v: lost %v", opened, lost)
+		}
+		if opened && perr != nil {
+			t.Fatal(perr)
+		}
+	}
+}

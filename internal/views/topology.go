@@ -36,14 +36,19 @@ type Topology struct {
 	removed map[uint64][][2]uint64
 	since   uint64
 	// present holds, by log position (modulo the log's capacity), a bit
-	// per edge operation the topology applied: its edge existed just
-	// before it (TopoUpdate.Prior). Valid for the positions since since
-	// that the log still holds. Protected by mu.
-	present bitmap
+	// per edge operation the topology applied while a stream with
+	// Presence was open: its edge existed just before it
+	// (TopoUpdate.Prior). INVARIANT: when not nil, every position from
+	// presentFrom on that the topology applied has its bit; nil while no
+	// such stream is open. A stream with Presence behind presentFrom (or
+	// with present nil and operations to read) is Lost. Protected by mu.
+	present     bitmap
+	presentFrom uint64
 
-	smu   sync.Mutex
-	users int           // open streams; Protected by smu.
-	stats TopologyStats // Protected by smu.
+	smu      sync.Mutex
+	users    int           // open streams; Protected by smu.
+	presence int           // open streams with Presence; Protected by smu.
+	stats    TopologyStats // Protected by smu.
 }
 
 // TopologyStats describe a Manager's topology.
@@ -179,6 +184,19 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 		return false, 0, nil
 	}
 	n := int(end - t.pos)
+	// What was there before each operation is recorded only for streams
+	// that ask (it costs a search per edge changed).
+	c := uint64(t.m.cfg.LogCapacity)
+	var present func(k int)
+	t.smu.Lock()
+	track := t.presence > 0
+	t.smu.Unlock()
+	switch {
+	case !track:
+		t.present = nil
+	case t.present == nil:
+		t.present, t.presentFrom = newBitmap(c), t.pos
+	}
 	var buf []Edge
 	_, oldest, _ := l.state()
 	for p := range t.removed {
@@ -196,15 +214,13 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			seq = v.Seq()
 		}
 		at := t.pos
-		c := uint64(t.m.cfg.LogCapacity)
-		if t.present == nil {
-			t.present = newBitmap(c)
+		if track {
+			for p := at; p < to; p++ {
+				t.present.clear(p % c)
+			}
+			present = func(k int) { t.present.set((at + uint64(k)) % c) }
 		}
-		for p := at; p < to; p++ {
-			t.present.clear((p) % c)
-		}
-		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es },
-			func(k int) { t.present.set((at + uint64(k)) % c) })
+		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es }, present)
 		if err != nil {
 			t.t = nil // half applied: the next advance builds it again
 			return false, 0, fmt.Errorf("views: topology: %w", err)
@@ -297,6 +313,9 @@ func (t *Topology) Stream(o StreamOptions) (*TopoStream, error) {
 	}
 	t.smu.Lock()
 	t.users++
+	if o.Presence {
+		t.presence++
+	}
 	t.smu.Unlock()
 	return s, nil
 }
@@ -344,6 +363,9 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 		near = true
 	}
 	ok := s.started && near && s.pos >= t.since
+	if ok && s.opts.Presence && end > s.pos && (t.present == nil || s.pos < t.presentFrom) {
+		ok = false // what was there before them was not recorded
+	}
 	if ok {
 		u.Edges, ok = l.read(s.pos, end, nil)
 	}
@@ -372,7 +394,7 @@ func (t *Topology) priors(es []Edge, from uint64) []Prior {
 		switch {
 		case e.Op.Kind == engine.OpDeleteVertex:
 			out[k] = VertexOp
-		case t.present != nil && t.present.has((from+uint64(k))%c):
+		case t.present.has((from + uint64(k)) % c):
 			out[k] = WasPresent
 		}
 	}
@@ -436,13 +458,16 @@ func (s *TopoStream) Close() {
 	t := s.t
 	t.smu.Lock()
 	t.users--
+	if s.opts.Presence {
+		t.presence--
+	}
 	last := t.users == 0
 	t.smu.Unlock()
 	if last {
 		t.mu.Lock()
 		t.smu.Lock()
 		if t.users == 0 {
-			t.t, t.removed = nil, nil
+			t.t, t.removed, t.present = nil, nil, nil
 			t.stats.Bytes = 0
 		}
 		t.smu.Unlock()

@@ -128,6 +128,17 @@ func (e *entry) answer(seq uint64) {
 	e.ckReqs = e.ckReqs[:k]
 }
 
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // sinkAt is sinks[i], nil past the end.
 func sinkAt(sinks []AlertSink, i int) AlertSink {
 	if i < len(sinks) {
@@ -386,6 +397,12 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	// be registered (memory) is reported and left out; the others stand.
 	var names []string
 	var errs []error
+	// Streams with Presence first: another restored analytic's first
+	// pull may advance the topology, and a stream with Presence opened
+	// after that would be Lost.
+	slices.SortStableFunc(got, func(a, b restored) int {
+		return cmpBool(needsPresence(b.s), needsPresence(a.s))
+	})
 	for _, x := range got {
 		if _, err := r.register(x.s, x.a, &from); err != nil {
 			errs = append(errs, err)

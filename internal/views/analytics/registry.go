@@ -277,8 +277,12 @@ func (r *Registry) open(s Spec) (streamView, error) {
 
 // topoOptions are the options of a graph analytic's topology stream.
 func (r *Registry) topoOptions(s Spec) views.StreamOptions {
-	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Presence: s.Type == "fraud"}
+	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Presence: needsPresence(s)}
 }
+
+// needsPresence: the analytic's stream says what was there before each
+// operation (fraud, a priorUpdater).
+func needsPresence(s Spec) bool { return s.Type == "fraud" }
 
 // priorUpdater is a TopoAnalytic whose updates need what was there before
 // each operation (fraud: which edges are new); its stream has Presence.
