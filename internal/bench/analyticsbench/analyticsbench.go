@@ -796,6 +796,7 @@ type running struct {
 // second instance whose result must equal the update's.
 func (rn *running) step(ctx context.Context, recompute bool) error {
 	var re bool
+	var update, redo, check func() error // check: nil for degree
 	if rn.ts != nil {
 		u, err := rn.ts.Pull(ctx)
 		if err != nil {
@@ -806,38 +807,33 @@ func (rn *running) step(ctx context.Context, recompute bool) error {
 			return errors.New("the topology stream lost operations")
 		}
 		ta := rn.a.(analytics.TopoAnalytic)
-		sec, err := timed(func() error { re, err = ta.Update(ctx, u.G, u.Edges); return err })
-		if err != nil {
-			return err
-		}
-		rn.incT = append(rn.incT, sec)
-		if recompute {
-			sec, err := timed(func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) })
-			if err != nil {
-				return err
-			}
-			rn.reT = append(rn.reT, sec)
-			if err := sameResult(rn.name, rn.a, rn.ref, u.G); err != nil {
-				return fmt.Errorf("the update and a recompute disagree: %w", err)
-			}
-		}
+		update = func() (err error) { re, err = ta.Update(ctx, u.G, u.Edges); return err }
+		redo = func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) }
+		check = func() error { return sameResult(rn.name, rn.a, rn.ref, u.G) }
 	} else {
 		u, err := rn.sf.Pull(ctx)
 		if err != nil {
 			return err
 		}
 		ga := rn.a.(analytics.GraphAnalytic)
-		sec, err := timed(func() error { re, err = ga.Update(ctx, u); return err })
+		update = func() (err error) { re, err = ga.Update(ctx, u); return err }
+		redo = func() error { return rn.ref.(analytics.GraphAnalytic).Recompute(ctx, u.View) }
+	}
+	sec, err := timed(update)
+	if err != nil {
+		return err
+	}
+	rn.incT = append(rn.incT, sec)
+	if recompute {
+		sec, err := timed(redo)
 		if err != nil {
 			return err
 		}
-		rn.incT = append(rn.incT, sec)
-		if recompute {
-			sec, err := timed(func() error { return rn.ref.(analytics.GraphAnalytic).Recompute(ctx, u.View) })
-			if err != nil {
-				return err
+		rn.reT = append(rn.reT, sec)
+		if check != nil {
+			if err := check(); err != nil {
+				return fmt.Errorf("the update and a recompute disagree: %w", err)
 			}
-			rn.reT = append(rn.reT, sec)
 		}
 	}
 	if re {
