@@ -250,15 +250,7 @@ func TestTopoApplyOracle(t *testing.T) {
 		for _, o := range ops {
 			cur.Apply(o)
 		}
-		v, err := m.Static(StaticOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := v.IDs()
-		v.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := freshIDs(t, m)
 		es := make([]Edge, len(ops))
 		for k, o := range ops {
 			es[k] = Edge{Seq: seq, Op: o}
@@ -313,6 +305,21 @@ func TestTopoApplyOracle(t *testing.T) {
 	if !g.Out.Weighted() {
 		t.Fatal("weights other than 1 arrived: the topology must keep them")
 	}
+}
+
+// freshIDs is the id space of a fresh view of m.
+func freshIDs(t testing.TB, m *Manager) IDSpace {
+	t.Helper()
+	v, err := m.Static(StaticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	ids, err := v.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // adjDiff describes the first vertex whose lists differ.
@@ -564,16 +571,7 @@ func TestTopoPositiveLengths(t *testing.T) {
 	}
 	op := engine.Op{Src: 3, Dst: 1, Weight: 0, Kind: engine.OpUpsert}
 	seq := apply(op)
-	v, err := m.Static(StaticOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := v.IDs()
-	v.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Apply([]Edge{{Seq: seq, Op: op}}, ids, seq, nil, nil); err != nil {
+	if err := g.Apply([]Edge{{Seq: seq, Op: op}}, freshIDs(t, m), seq, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if g.PositiveLengths() {
