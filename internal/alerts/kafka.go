@@ -8,8 +8,8 @@
 //
 // Exactly once across restarts, with the analytics' checkpoints: a
 // checkpoint waits until every alert published before it is acknowledged
-// (and fails if one was dropped or failed since the last, so that a restart
-// goes back to a checkpoint before it and raises it again), and records
+// (and fails once one was dropped or failed, so that a restart goes back
+// to a checkpoint before it and raises it again), and records
 // the topic's end offsets; a restart from that checkpoint reads the alerts
 // produced since then and skips their IDs when the replay raises them
 // again (Checkpoint, Resume).
@@ -59,9 +59,6 @@ type KafkaSink struct {
 	// restart resumed from (Resume): a replay raises them again. Protected
 	// by mu.
 	skip map[string]struct{}
-	// lost is dropped+failed at the last Checkpoint. Protected by mu.
-	lost    uint64
-	skipped atomic.Uint64
 }
 
 // NewKafkaSink connects to brokers (opts: TLS, SASL, hooks), creates the
@@ -99,7 +96,6 @@ func (k *KafkaSink) SetVertexIDs(ext func(uint64) uint64) { k.ext = ext }
 func (k *KafkaSink) Publish(al []analytics.Alert) {
 	for _, a := range al {
 		if k.delivered(a.ID) {
-			k.skipped.Add(1)
 			continue
 		}
 		if k.ext != nil {
@@ -152,21 +148,17 @@ func (k *KafkaSink) delivered(id string) bool {
 
 // Checkpoint waits until every alert published so far is acknowledged and
 // returns the alert topic's end offsets (JSON, partition to offset): where
-// alerts published after it begin. It fails when an alert was dropped or
-// failed since the last Checkpoint: the checkpoint must not be taken past
-// an alert that was not delivered.
+// alerts published after it begin. It fails once an alert was dropped or
+// failed, and from then on: the checkpoint must not be taken past an alert
+// that was not delivered (a restart goes back to the checkpoint before it
+// and raises it again).
 func (k *KafkaSink) Checkpoint(ctx context.Context) ([]byte, error) {
 	if err := k.cl.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("alerts: waiting for the alerts to be acknowledged: %w", err)
 	}
-	k.mu.Lock()
-	lost := k.dropped.Load() + k.failed.Load()
-	if lost != k.lost {
-		n := lost - k.lost
-		k.mu.Unlock()
-		return nil, fmt.Errorf("alerts: %d alert(s) were dropped or failed since the last checkpoint: no checkpoint is taken after them, so that a restart raises them again", n)
+	if n := k.dropped.Load() + k.failed.Load(); n > 0 {
+		return nil, fmt.Errorf("alerts: %d alert(s) were dropped or failed: no checkpoint is taken after them, so that a restart raises them again", n)
 	}
-	k.mu.Unlock()
 	ends, err := kadm.NewClient(k.cl).ListEndOffsets(ctx, k.topic)
 	if err == nil {
 		err = ends.Error()
