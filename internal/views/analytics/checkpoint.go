@@ -128,17 +128,6 @@ func (e *entry) answer(seq uint64) {
 	e.ckReqs = e.ckReqs[:k]
 }
 
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
 // sinkAt is sinks[i], nil past the end.
 func sinkAt(sinks []AlertSink, i int) AlertSink {
 	if i < len(sinks) {
@@ -401,7 +390,13 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	// pull may advance the topology, and a stream with Presence opened
 	// after that would be Lost.
 	slices.SortStableFunc(got, func(a, b restored) int {
-		return cmpBool(needsPresence(b.s), needsPresence(a.s))
+		switch pa, pb := needsPresence(a.s), needsPresence(b.s); {
+		case pa == pb:
+			return 0
+		case pa:
+			return -1
+		}
+		return 1
 	})
 	for _, x := range got {
 		if _, err := r.register(x.s, x.a, &from); err != nil {
