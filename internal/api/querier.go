@@ -8,7 +8,7 @@ import "context"
 // analytics differ: a data directory computes them on the spot, a
 // server reads a registered analytic.
 type Querier struct {
-	local  *Local  // exactly one of local and client is set
+	local  *Local // exactly one of local and client is set
 	client *Client
 }
 
