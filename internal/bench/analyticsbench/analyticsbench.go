@@ -73,6 +73,10 @@ type Config struct {
 	// VertexDeleteFraction deletes vertices with edges.
 	DeleteFraction, VertexDeleteFraction float64
 	Repeats                              int // best of this many timed runs of each kernel (default 3)
+	// PageRankTolerance is the streamed pagerank's tolerance (its spec's
+	// default, 1e-6, unless set): its updates push residuals only for
+	// changes within twice its target, so it decides which way they go.
+	PageRankTolerance float64
 	// IDs are the id layouts measured, dense first (default: all of
 	// Layouts; only dense with Input).
 	IDs        []string
@@ -83,7 +87,7 @@ type Config struct {
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
 	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Root: -1, BatchSize: 10000, StreamFraction: 0.01,
-		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts}
+		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts, PageRankTolerance: 1e-6}
 }
 
 // Bounds of Config.Scale and Config.EdgeFactor.
@@ -102,6 +106,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.DeleteFraction, "delete-fraction", c.DeleteFraction, "share of each batch that deletes existing edges")
 	fs.Float64Var(&c.VertexDeleteFraction, "vertex-delete-fraction", c.VertexDeleteFraction, "share of each batch that deletes vertices")
 	fs.IntVar(&c.Repeats, "repeats", c.Repeats, "timed runs of each static kernel (the best counts)")
+	fs.Float64Var(&c.PageRankTolerance, "pagerank-tolerance", c.PageRankTolerance, "tolerance of the streamed pagerank (its updates push residuals only for changes within twice its target)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "scratch directory for the stores (default: a temporary one)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a Go CPU profile of the whole run to this file")
 	_ = fs.MarkHidden("cpuprofile")
@@ -124,6 +129,9 @@ func (c Config) Validate() error {
 	if c.DeleteFraction < 0 || c.VertexDeleteFraction < 0 || c.DeleteFraction+c.VertexDeleteFraction > 1 {
 		return fmt.Errorf("--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got %v and %v",
 			c.DeleteFraction, c.VertexDeleteFraction)
+	}
+	if !(c.PageRankTolerance >= analytics.MinTolerance && c.PageRankTolerance <= analytics.MaxTolerance) {
+		return fmt.Errorf("--pagerank-tolerance must be between %v and %v, got %v", analytics.MinTolerance, analytics.MaxTolerance, c.PageRankTolerance)
 	}
 	if c.Repeats < 1 || c.Repeats > 100 {
 		return fmt.Errorf("--repeats must be between 1 and 100, got %d", c.Repeats)
@@ -652,7 +660,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	// 2. The stream, batch by batch, the layouts taking turns.
 	names := []string{"bfs", "wcc", "pagerank", "sssp", "degree"}
-	specs := map[string]analytics.Spec{"degree": {Type: "degree", Threshold: 1000}, "pagerank": {Type: "pagerank"}}
+	specs := map[string]analytics.Spec{"degree": {Type: "degree", Threshold: 1000}, "pagerank": {Type: "pagerank", Tolerance: cfg.PageRankTolerance}}
 	for _, k := range kernelSpecs {
 		if k.name != "pagerank" {
 			specs[k.name] = k.spec
@@ -677,7 +685,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				defer rn.sf.Close()
 				sec, err = timed(func() error { return rn.a.(analytics.GraphAnalytic).Recompute(ctx, rn.sf.View()) })
 			} else {
-				if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{}); err != nil {
+				if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
 					return res, err
 				}
 				defer rn.ts.Close()
@@ -806,8 +814,7 @@ func (rn *running) step(ctx context.Context, recompute bool) error {
 		if u.Lost {
 			return errors.New("the topology stream lost operations")
 		}
-		ta := rn.a.(analytics.TopoAnalytic)
-		update = func() (err error) { re, err = ta.Update(ctx, u.G, u.Edges); return err }
+		update = func() (err error) { re, err = analytics.UpdateTopo(ctx, rn.a.(analytics.TopoAnalytic), u); return err }
 		redo = func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) }
 		check = func() error { return sameResult(rn.name, rn.a, rn.ref, u.G) }
 	} else {

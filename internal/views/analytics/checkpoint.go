@@ -390,7 +390,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	// pull may advance the topology, and a stream with Presence opened
 	// after that would be Lost.
 	slices.SortStableFunc(got, func(a, b restored) int {
-		switch pa, pb := needsPresence(a.s), needsPresence(b.s); {
+		switch pa, pb := NeedsPresence(a.s), NeedsPresence(b.s); {
 		case pa == pb:
 			return 0
 		case pa:

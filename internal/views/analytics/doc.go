@@ -12,7 +12,10 @@
 //     graph;
 //   - wcc: weakly connected components; Afforest, then merges on inserts
 //     and a support forest that splits components on deletes (wcc.go);
-//   - pagerank: warm-started power iteration to a tolerance;
+//   - pagerank: pull power iterations to a tolerance; updates push
+//     residuals of an unnormalized form without global terms (pagerank.go)
+//     when the change is within twice the target, else iterate
+//     warm-started;
 //   - sssp: shortest paths on weights (non-negative) from a root;
 //     delta-stepping, and bfs's repair with lengths;
 //   - degree: vertices whose degree exceeds a threshold (alerts on

@@ -136,7 +136,7 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 		{a: newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)}, {a: newPageRank(prSpec)}}
 	for _, r := range runs {
 		var err error
-		if r.ts, err = g.m.Topology().Stream(views.StreamOptions{}); err != nil {
+		if r.ts, err = g.m.Topology().Stream(views.StreamOptions{Presence: NeedsPresence(r.a.Spec())}); err != nil {
 			t.Fatal(err)
 		}
 		defer r.ts.Close()
@@ -147,15 +147,9 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer u.Done()
-		ta := r.a.(TopoAnalytic)
-		if u.Lost {
-			err = ta.Recompute(ctx, u.G)
-		} else {
-			var re bool
-			re, err = ta.Update(ctx, u.G, u.Edges)
-			if re {
-				r.re++
-			}
+		re, err := UpdateTopo(ctx, r.a.(TopoAnalytic), u)
+		if re && !u.Lost {
+			r.re++
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -182,6 +176,8 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			return v
 		})
 	}
+	// pagerank pushes only changes within pushRatio of its target: these
+	// batches are far larger than its tolerance, so it iterates (warm).
 	for _, r := range runs[:3] {
 		if r.re != 0 {
 			t.Errorf("%s recomputed %d times", r.a.Spec().Type, r.re)
@@ -228,22 +224,29 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 	}
 }
 
-// TestUpdateWorkFollowsTheChange: the edges bfs, sssp and wcc updates read
-// for a batch of changes grow with the batch, not with the graph: on a
-// graph 16 times larger (of the same degrees: uniform edges and fixed
-// hubs), the same batch costs less than 4 times as much, and a batch 8
-// times larger costs more.
+// TestUpdateWorkFollowsTheChange: the edges bfs, sssp, wcc and pagerank
+// updates read for a batch of changes grow with the batch, not with the
+// graph: on a graph 16 times larger (of the same degrees: uniform edges
+// and fixed hubs), the same batch costs less than 4 times as much, and a
+// batch 8 times larger costs more. pagerank's tolerance is one at which
+// its pushes finish these changes (pushRatio), and its ranks stay within
+// their stated bound of the exact ones after every update.
 func TestUpdateWorkFollowsTheChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large graphs")
+	}
+	prSpec := Spec{Name: "pr", Type: "pagerank", Tolerance: 0.05}
+	if err := prSpec.Validate(); err != nil {
+		t.Fatal(err)
 	}
 	// work measures the mean edges read per update over batches of n ops.
 	work := func(scale, n int) map[string]float64 {
 		g := newBigGraph(t, scale, 6, 11, true)
 		root := g.keys[0][0]
 		ctx := context.Background()
-		as := []Analytic{newBFS(Spec{Name: "bfs", Type: "bfs"}, root), newSSSP(Spec{Name: "sssp", Type: "sssp"}, root), newWCC(Spec{Name: "wcc", Type: "wcc"})}
-		ts, err := g.m.Topology().Stream(views.StreamOptions{})
+		as := []Analytic{newBFS(Spec{Name: "bfs", Type: "bfs"}, root), newSSSP(Spec{Name: "sssp", Type: "sssp"}, root), newWCC(Spec{Name: "wcc", Type: "wcc"}),
+			newPageRank(prSpec)}
+		ts, err := g.m.Topology().Stream(views.StreamOptions{Presence: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +264,8 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 				ta := a.(TopoAnalytic)
 				if u.Lost {
 					err = ta.Recompute(ctx, u.G)
-				} else if re, err2 := ta.Update(ctx, u.G, u.Edges); re || err2 != nil {
+				} else if re, err2 := UpdateTopo(ctx, ta, u); re || err2 != nil {
+					u.Done()
 					t.Fatalf("%s: recomputed %v, %v", a.Spec().Type, re, err2)
 				}
 				if err != nil {
@@ -278,6 +282,11 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 				case *wcc:
 					out["wcc"] += float64(x.st.work)
 					x.st.work = 0
+				case *pagerank:
+					out["pagerank"] += float64(x.st.read)
+					if scale == 11 || b == 6 {
+						checkPageRankBound(t, x, g.cur)
+					}
 				}
 			}
 			if b == 1 {
@@ -292,7 +301,7 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 		return out
 	}
 	small, large, largeMore := work(11, 100), work(15, 100), work(15, 800)
-	for _, k := range []string{"bfs", "sssp", "wcc"} {
+	for _, k := range []string{"bfs", "sssp", "wcc", "pagerank"} {
 		t.Logf("%s: edges read for 100 ops: %.0f on 2^11 vertices, %.0f on 2^15; for 800 ops on 2^15: %.0f", k, small[k], large[k], largeMore[k])
 		if large[k] > 4*small[k] {
 			t.Errorf("%s: a graph 16 times larger made the same change cost %.1f times as much", k, large[k]/small[k])
@@ -301,4 +310,93 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 			t.Errorf("%s: 8 times the change read no more edges (%.0f vs %.0f)", k, largeMore[k], large[k])
 		}
 	}
+}
+
+// checkPageRankBound fails unless a's ranks are within the bound its
+// residual states of the exact PageRank of cur: with R/S = Residual, the
+// L1 error of z is at most R/(1-d), so the ranks' is at most
+// 2(R/S)/((1-d)(1 - (R/S)/(1-d))) (normalizing by the exact sum, which is
+// at least S - R/(1-d)).
+func checkPageRankBound(t *testing.T, a *pagerank, cur edges) {
+	t.Helper()
+	d := a.spec.Damping
+	res := a.Summary().(PageRankSummary).Residual
+	bound := 2 * res / ((1 - d) * (1 - res/(1-d)))
+	if res > d*a.spec.Tolerance/2*(1+1e-9) && res > a.st.floor*(1+1e-9) {
+		t.Fatalf("pagerank: residual %g above its target %g", res, max(d*a.spec.Tolerance/2, a.st.floor))
+	}
+	want := refPageRank(cur, d)
+	l1 := 0.0
+	for _, x := range allIDs(cur) {
+		got, _ := a.Vertex(x)
+		l1 += math.Abs(got.(VertexRank).Rank - want[x])
+	}
+	if l1 > bound {
+		t.Fatalf("pagerank: L1 distance %g to the exact ranks, above the bound %g its residual %g states", l1, bound, res)
+	}
+}
+
+// TestPageRankPartialPulls: a pagerank whose stream (with Presence) falls
+// further behind than MaxBehind gets the operations a part at a time
+// (TopoUpdate.Partial, G already at the newest seq): it turns each part
+// into residuals and pushes only once it has them all, so its ranks then
+// are within their stated bound of the exact ones, and its seq never
+// claims a part it has not pushed. The changes are small against the
+// tolerance, so no update recomputes.
+func TestPageRankPartialPulls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large graph")
+	}
+	g := newBigGraph(t, 11, 6, 5, true)
+	spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-2, MaxIterations: 1000}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newPageRank(spec)
+	ctx := context.Background()
+	st, err := g.m.Topology().Stream(views.StreamOptions{Presence: true, MaxBehind: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	partials := 0
+	for round := 0; round < 10; round++ {
+		if round > 0 {
+			for range 4 {
+				g.batch(3, 0.3, 0.02)
+			}
+		}
+		for {
+			u, err := st.Pull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := a.Seq()
+			re, err := UpdateTopo(ctx, a, u)
+			lost, partial, seq := u.Lost, u.Partial, u.G.Seq
+			u.Done()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if re != lost {
+				t.Fatalf("round %d: recomputed %v on a pull lost %v", round, re, lost)
+			}
+			if partial {
+				partials++
+				if a.Seq() != before {
+					t.Fatalf("round %d: a partial pull moved the seq from %d to %d", round, before, a.Seq())
+				}
+				continue
+			}
+			if a.Seq() != seq {
+				t.Fatalf("round %d: at seq %d after a pull to %d", round, a.Seq(), seq)
+			}
+			break
+		}
+		checkPageRankBound(t, a, g.cur)
+	}
+	if partials == 0 {
+		t.Fatal("no pull was partial: the test checks nothing")
+	}
+	t.Logf("%d partial pulls", partials)
 }

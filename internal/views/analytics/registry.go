@@ -277,12 +277,26 @@ func (r *Registry) open(s Spec) (streamView, error) {
 
 // topoOptions are the options of a graph analytic's topology stream.
 func (r *Registry) topoOptions(s Spec) views.StreamOptions {
-	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Presence: needsPresence(s)}
+	return views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Presence: NeedsPresence(s)}
 }
 
-// needsPresence: the analytic's stream says what was there before each
-// operation (fraud, a priorUpdater).
-func needsPresence(s Spec) bool { return s.Type == "fraud" }
+// NeedsPresence says whether the stream of an analytic of spec s is opened
+// with Presence (it says what was there before each operation, which fraud
+// and pagerank, the priorUpdaters, read).
+func NeedsPresence(s Spec) bool { return s.Type == "fraud" || s.Type == "pagerank" }
+
+// UpdateTopo brings a to u, a pull of its stream (opened with Presence
+// when NeedsPresence): a recompute when u is Lost, else its update. It
+// returns whether a recomputed.
+func UpdateTopo(ctx context.Context, a TopoAnalytic, u *views.TopoUpdate) (bool, error) {
+	if u.Lost {
+		return true, a.Recompute(ctx, u.G)
+	}
+	if p, ok := a.(priorUpdater); ok {
+		return p.UpdatePrior(ctx, u)
+	}
+	return a.Update(ctx, u.G, u.Edges)
+}
 
 // priorUpdater is a TopoAnalytic whose updates need what was there before
 // each operation (fraud: which edges are new); its stream has Presence.
@@ -412,13 +426,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			}
 			defer u.Done()
 			began = time.Now()
-			if u.Lost {
-				return true, a.Recompute(ctx, u.G)
-			}
-			if p, ok := a.(priorUpdater); ok {
-				return p.UpdatePrior(ctx, u)
-			}
-			return a.Update(ctx, u.G, u.Edges)
+			return UpdateTopo(ctx, a, u)
 		}
 	case StreamAnalytic:
 		st := sv.(*views.Stream)

@@ -211,15 +211,16 @@ func TestTopRanksMatchesFullSort(t *testing.T) {
 	if _, _, h := ids.Regions(); h < 200 {
 		t.Fatalf("only %d ids hashed: the test wants ranks out of id order", h)
 	}
-	rank := make([]float64, ids.Len())
+	rank, in := make([]float64, ids.Len()), make([]bool, ids.Len())
 	for i := range rank {
 		if r.IntN(4) > 0 {
 			rank[i] = float64(r.IntN(50)) // many ties
 		}
+		in[i] = r.IntN(8) > 0 // some with a rank are not present: left out
 	}
 	var all []VertexRank
 	for i, x := range rank {
-		if x > 0 {
+		if x > 0 && in[i] {
 			all = append(all, VertexRank{ids.ID(i), x})
 		}
 	}
@@ -228,7 +229,7 @@ func TestTopRanksMatchesFullSort(t *testing.T) {
 	})
 	for _, k := range []int{0, 1, 7, 100, len(all), len(all) + 5} {
 		want := all[:min(k, len(all))]
-		if got := topRanks(ids, rank, k); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+		if got := topRanks(ids, rank, in, k); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("k=%d: %v, want %v", k, got, want)
 		}
 	}

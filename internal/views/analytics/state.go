@@ -93,7 +93,7 @@ func (a *pagerank) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, er
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	st := a.st
-	e.Float64s(onCanonical(st.rank, st.ids, c, 0))
+	e.Float64s(onCanonical(st.ranks(), st.ids, c, 0))
 	e.U64(uint64(st.present))
 	e.U64(uint64(st.iterations))
 	e.F64(st.delta)
@@ -117,7 +117,14 @@ func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	a.swap(&prState{ids: c, rank: rank, seq: seq, present: int(present), iterations: int(iters), delta: delta})
+	// The first update builds the state on its graph (prState.restored);
+	// the last recompute's residual was at most d times its last change.
+	in := make([]bool, len(rank))
+	for i, x := range rank {
+		in[i] = x > 0
+	}
+	a.swap(&prState{ids: c, z: rank, in: in, sum: 1, seq: seq, present: int(present), iterations: int(iters), delta: delta,
+		floor: a.spec.Damping * delta, restored: true})
 	return nil
 }
 
