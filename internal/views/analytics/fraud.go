@@ -116,6 +116,11 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	for _, c := range cyc {
 		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)), Ref: c.by.Ref})
 	}
+	if len(al) > 0 && a.alerts != nil {
+		a.alerts(al)
+	}
+	// INVARIANT: the seq moves only once the alerts up to it are handed
+	// over (a reader, or a checkpoint, that sees the seq sees them).
 	a.mu.Lock()
 	a.seq = u.Seq
 	a.cycles += uint64(len(cyc))
@@ -124,9 +129,6 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		a.cutShort++
 	}
 	a.mu.Unlock()
-	if len(al) > 0 && a.alerts != nil {
-		a.alerts(al)
-	}
 	return false, nil
 }
 

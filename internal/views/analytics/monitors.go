@@ -107,9 +107,14 @@ func (a *degree) Update(ctx context.Context, u *views.Update) (bool, error) {
 			delete(a.above, v)
 		}
 	}
+	a.mu.Unlock()
+	// INVARIANT: the seq moves only once the alerts of the operations up
+	// to it are handed over (a reader, or a checkpoint, that sees the seq
+	// sees them).
+	a.publish(al)
+	a.mu.Lock()
 	a.seq = u.View.Seq()
 	a.mu.Unlock()
-	a.publish(al)
 	return false, nil
 }
 
@@ -287,7 +292,6 @@ func (a *fan) kind() string {
 func (a *fan) Consume(b *views.StreamBatch) {
 	a.mu.Lock()
 	crossed := a.c.apply(b.Edges, b.Expired)
-	a.seq = b.Seq
 	a.mu.Unlock()
 	if len(crossed) > 0 && a.alerts != nil {
 		al := make([]Alert, len(crossed))
@@ -296,6 +300,11 @@ func (a *fan) Consume(b *views.StreamBatch) {
 		}
 		a.alerts(al)
 	}
+	// INVARIANT: the seq moves only once the alerts up to it are handed
+	// over (see degree.Update).
+	a.mu.Lock()
+	a.seq = b.Seq
+	a.mu.Unlock()
 }
 
 func (a *fan) Reset() {
