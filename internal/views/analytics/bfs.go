@@ -19,6 +19,9 @@ type bfs struct {
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
+	// scratch is the repairs' per-vertex marks (repairDists). Protected
+	// by mu.
+	scratch []uint8
 
 	guarded[*bfsState]
 }
@@ -54,7 +57,7 @@ func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	level, ok, err := repairDists(g, st.level, st.ids, edges, a.root, -1, true, &a.work)
+	level, ok, err := repairDists(g, st.level, st.ids, edges, a.root, -1, true, &a.work, &a.scratch)
 	if err != nil {
 		return false, err
 	}

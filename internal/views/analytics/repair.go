@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"container/heap"
 	"slices"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -50,6 +49,10 @@ type repair[T distance] struct {
 	negative bool
 	// work counts the edges the repair read.
 	work int
+	// mark: a state per vertex index (all 0 between runs; the caller's
+	// scratch, see repairDists), marked: the vertices run set in it.
+	mark   []uint8
+	marked []int32
 }
 
 // lt orders distances with far above every other.
@@ -83,32 +86,49 @@ func (r *repair[T]) lengthOf(u, v int32) T {
 	return T(w)
 }
 
-// distHeap is a min-heap of (distance, vertex).
+// distHeap is a binary min-heap of (distance, vertex), typed (no boxing
+// through container/heap: a repair pushes once per vertex it reaches).
 type distHeap[T distance] struct {
 	d []T
 	v []int32
 }
 
-func (h *distHeap[T]) Len() int           { return len(h.v) }
-func (h *distHeap[T]) Less(i, j int) bool { return h.d[i] < h.d[j] }
-func (h *distHeap[T]) Swap(i, j int) {
-	h.d[i], h.d[j] = h.d[j], h.d[i]
-	h.v[i], h.v[j] = h.v[j], h.v[i]
-}
-func (h *distHeap[T]) Push(x any) {
-	p := x.(heapItem[T])
-	h.d, h.v = append(h.d, p.d), append(h.v, p.v)
-}
-func (h *distHeap[T]) Pop() any {
-	n := len(h.v) - 1
-	p := heapItem[T]{h.d[n], h.v[n]}
-	h.d, h.v = h.d[:n], h.v[:n]
-	return p
+func (h *distHeap[T]) Len() int { return len(h.v) }
+
+func (h *distHeap[T]) push(d T, v int32) {
+	h.d, h.v = append(h.d, d), append(h.v, v)
+	for i := len(h.v) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !(h.d[i] < h.d[p]) {
+			break
+		}
+		h.d[i], h.d[p] = h.d[p], h.d[i]
+		h.v[i], h.v[p] = h.v[p], h.v[i]
+		i = p
+	}
 }
 
-type heapItem[T distance] struct {
-	d T
-	v int32
+func (h *distHeap[T]) pop() (T, int32) {
+	d, v := h.d[0], h.v[0]
+	n := len(h.v) - 1
+	h.d[0], h.v[0] = h.d[n], h.v[n]
+	h.d, h.v = h.d[:n], h.v[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h.d[l] < h.d[m] {
+			m = l
+		}
+		if l+1 < n && h.d[l+1] < h.d[m] {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h.d[i], h.d[m] = h.d[m], h.d[i]
+		h.v[i], h.v[m] = h.v[m], h.v[i]
+		i = m
+	}
+	return d, v
 }
 
 // run repairs d. cut are the edges deleted or perhaps lengthened (whose
@@ -121,7 +141,19 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		supported = 1
 		affected  = 2
 	)
-	state := map[int32]uint8{}
+	// r.mark holds each vertex's state (0: not decided yet); every vertex
+	// marked is in r.marked, and cleared on return.
+	state := r.mark
+	defer func() {
+		for _, c := range r.marked {
+			state[c] = 0
+		}
+		r.marked = r.marked[:0]
+	}()
+	set := func(c int32, x uint8) {
+		r.marked = append(r.marked, c)
+		state[c] = x
+	}
 	var aff []int32
 	h := &distHeap[T]{}
 	for _, e := range cut {
@@ -139,10 +171,10 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 				continue // still tight: still a support
 			}
 		}
-		heap.Push(h, heapItem[T]{dc, c})
+		h.push(dc, c)
 	}
 	for h.Len() > 0 {
-		c := heap.Pop(h).(heapItem[T]).v
+		_, c := h.pop()
 		if state[c] != 0 {
 			continue
 		}
@@ -169,10 +201,10 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 		}
 		if ok {
-			state[c] = supported
+			set(c, supported)
 			continue
 		}
-		state[c] = affected
+		set(c, affected)
 		aff = append(aff, c)
 		if len(aff) > r.limit {
 			return false
@@ -181,7 +213,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		r.work += len(nb)
 		for k, x := range nb {
 			if x != r.root && state[x] == 0 && r.d[x] != r.far && dc+r.length(c, k) == r.d[x] {
-				heap.Push(h, heapItem[T]{r.d[x], x})
+				h.push(r.d[x], x)
 			}
 		}
 	}
@@ -202,7 +234,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 		if best != r.far {
 			r.d[c] = best
-			heap.Push(h, heapItem[T]{best, c})
+			h.push(best, c)
 		}
 	}
 	for _, e := range r.improving(ups) {
@@ -218,26 +250,26 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 			if x := du + T(w); r.lt(x, r.d[e[1]]) {
 				r.d[e[1]] = x
-				heap.Push(h, heapItem[T]{x, e[1]})
+				h.push(x, e[1])
 			}
 		}
 	}
 	// 3. Dijkstra from them.
 	settled := 0
 	for h.Len() > 0 {
-		p := heap.Pop(h).(heapItem[T])
-		if p.d != r.d[p.v] {
+		pd, pv := h.pop()
+		if pd != r.d[pv] {
 			continue
 		}
 		if settled++; settled > r.limit {
 			return false
 		}
-		nb := r.g.Out.Nbrs(p.v)
+		nb := r.g.Out.Nbrs(pv)
 		r.work += len(nb)
 		for k, x := range nb {
-			if nd := p.d + r.length(p.v, k); r.lt(nd, r.d[x]) {
+			if nd := pd + r.length(pv, k); r.lt(nd, r.d[x]) {
 				r.d[x] = nd
-				heap.Push(h, heapItem[T]{nd, x})
+				h.push(nd, x)
 			}
 		}
 	}
@@ -310,7 +342,10 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]in
 // repairDists brings d, single-source distances kept over ids, to g after
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, root uint64, far T, unit bool, work *int) ([]T, bool, error) {
+//
+// scratch is the caller's, reused across repairs: all 0 between them (a
+// repair clears what it set), grown here to g's length.
+func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, root uint64, far T, unit bool, work *int, scratch *[]uint8) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
@@ -319,7 +354,11 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 		return d, false, err
 	}
 	d = rooted(d, ids, g.IDs, root, 0, far)
-	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len())}
+	if n := g.Len(); len(*scratch) < n {
+		*scratch = append(*scratch, make([]uint8, n-len(*scratch))...)
+	}
+	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
+		mark: *scratch}
 	ok := r.run(cut, ups)
 	*work = r.work
 	return d, ok, nil

@@ -22,6 +22,9 @@ type sssp struct {
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
+	// scratch is the repairs' per-vertex marks (repairDists). Protected
+	// by mu.
+	scratch []uint8
 
 	guarded[*ssspState]
 }
@@ -63,7 +66,7 @@ func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (b
 	// Without weights every length is 1: the repair is bfs's, which knows
 	// that no edge joins two vertices at the same distance (a zero length
 	// could, so a weighted repair must look at those too).
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), !g.Out.Weighted(), &a.work)
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.scratch)
 	if err != nil {
 		return false, err
 	}

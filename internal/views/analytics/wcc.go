@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"container/heap"
 	"context"
 	"slices"
 
@@ -247,13 +246,13 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 	for _, d := range dels {
 		a, b := d[0], d[1]
 		if st.level[b] == st.level[a]+1 {
-			heap.Push(h, heapItem[int32]{st.level[b], b})
+			h.push(st.level[b], b)
 		} else if st.level[a] == st.level[b]+1 {
-			heap.Push(h, heapItem[int32]{st.level[a], a})
+			h.push(st.level[a], a)
 		}
 	}
 	for h.Len() > 0 {
-		c := heap.Pop(h).(heapItem[int32]).v
+		_, c := h.pop()
 		if state[c] != 0 {
 			continue
 		}
@@ -275,7 +274,7 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 		}
 		st.neighbors(g, c, func(x int32) bool {
 			if state[x] == 0 && st.level[x] == lc+1 {
-				heap.Push(h, heapItem[int32]{lc + 1, x})
+				h.push(lc+1, x)
 			}
 			return true
 		})
@@ -298,18 +297,18 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 		st.level[c] = -1
 		if best >= 0 {
 			st.level[c] = best + 1
-			heap.Push(h, heapItem[int32]{best + 1, c})
+			h.push(best+1, c)
 		}
 	}
 	for h.Len() > 0 {
-		p := heap.Pop(h).(heapItem[int32])
-		if p.d != st.level[p.v] {
+		pd, pv := h.pop()
+		if pd != st.level[pv] {
 			continue
 		}
-		st.neighbors(g, p.v, func(x int32) bool {
-			if isAff(x) && (st.level[x] < 0 || p.d+1 < st.level[x]) {
-				st.level[x] = p.d + 1
-				heap.Push(h, heapItem[int32]{p.d + 1, x})
+		st.neighbors(g, pv, func(x int32) bool {
+			if isAff(x) && (st.level[x] < 0 || pd+1 < st.level[x]) {
+				st.level[x] = pd + 1
+				h.push(pd+1, x)
 			}
 			return true
 		})
