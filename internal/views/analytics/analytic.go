@@ -183,11 +183,11 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{name: "bfs", topo: true, root: true, perVertex: 4, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
+	{name: "bfs", topo: true, root: true, perVertex: 5, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
 	{name: "wcc", topo: true, perVertex: 16, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
-	{name: "pagerank", topo: true, perVertex: 40, settings: (*Spec).pagerankSettings,
+	{name: "pagerank", topo: true, perVertex: 62, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
-	{name: "sssp", topo: true, root: true, perVertex: 8, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
+	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
 	{name: "degree", monitor: true, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
 	{name: "fanin", monitor: true, window: true, stream: true,

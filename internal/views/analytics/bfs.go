@@ -128,12 +128,13 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 
 func (st *bfsState) sequence() uint64 { return st.seq }
 
-// MemoryBytes is the size of the levels (4 bytes per vertex index).
+// MemoryBytes is the size of the levels (4 bytes per vertex index) and
+// of the repairs' marks (1).
 func (a *bfs) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.level)
+	return sliceBytes(a.st.level) + sliceBytes(a.scratch)
 }

@@ -130,12 +130,13 @@ func (a *sssp) Vertex(v uint64) (any, bool) {
 
 func (st *ssspState) sequence() uint64 { return st.seq }
 
-// MemoryBytes is the size of the distances (8 bytes per vertex index).
+// MemoryBytes is the size of the distances (8 bytes per vertex index) and
+// of the repairs' marks (1).
 func (a *sssp) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.dist)
+	return sliceBytes(a.st.dist) + sliceBytes(a.scratch)
 }
