@@ -45,6 +45,9 @@ type wccState struct {
 	// work counts the edges read by updates since the last recompute
 	// (the forest's build included).
 	work int
+	// mark is split's per-vertex state, all 0 between splits (any id
+	// layout: it holds nothing then).
+	mark []uint8
 }
 
 func newWCC(s Spec) *wcc { return &wcc{spec: s} }
@@ -234,13 +237,28 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 		supported = 1
 		affected  = 2
 	)
-	state := map[int32]uint8{}
+	// st.mark holds each vertex's state (0: not decided yet), cleared on
+	// return through marked.
+	if n := g.Len(); len(st.mark) < n {
+		st.mark = append(st.mark, make([]uint8, n-len(st.mark))...)
+	}
+	state := st.mark
+	var marked []int32
+	defer func() {
+		for _, c := range marked {
+			state[c] = 0
+		}
+	}()
+	set := func(c int32, x uint8) {
+		marked = append(marked, c)
+		state[c] = x
+	}
 	aff := cut
 	if len(aff) > limit {
 		return false
 	}
 	for _, c := range cut {
-		state[c] = affected
+		set(c, affected)
 	}
 	h := &distHeap[int32]{}
 	for _, d := range dels {
@@ -265,10 +283,10 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 			})
 		}
 		if ok {
-			state[c] = supported
+			set(c, supported)
 			continue
 		}
-		state[c] = affected
+		set(c, affected)
 		if aff = append(aff, c); len(aff) > limit {
 			return false
 		}
@@ -480,12 +498,12 @@ func (a *wcc) Vertex(v uint64) (any, bool) {
 func (st *wccState) sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the labels, sizes, smallest ids and levels
-// (16 bytes per vertex index).
+// (16 bytes per vertex index), and of split's marks (1).
 func (a *wcc) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level)
+	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level) + sliceBytes(a.st.mark)
 }
