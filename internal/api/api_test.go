@@ -618,6 +618,11 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 	if prs.Vertices != len(pr) || len(prs.Top) != 10 {
 		t.Errorf("pagerank summary %+v, want %d vertices and 10 top", prs, len(pr))
 	}
+	// The residual the summary carries is the run's: positive (rounding
+	// leaves some) and at most damping * tolerance (1e-12, the fixture's).
+	if !(prs.Residual > 0 && prs.Residual <= 0.85e-12) {
+		t.Errorf("pagerank summary's residual %v, want in (0, 0.85e-12]", prs.Residual)
+	}
 	ranked := make([]uint64, 0, len(pr))
 	for v := range pr {
 		ranked = append(ranked, v)

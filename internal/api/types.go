@@ -289,11 +289,17 @@ type (
 		Rank   float64 `json:"rank"`
 	}
 	PageRankSummary struct {
-		Seq        uint64       `json:"seq"`
-		Vertices   int          `json:"vertices"`
-		Iterations int          `json:"iterations"`
-		Delta      float64      `json:"delta"`
-		Top        []VertexRank `json:"top"`
+		Seq        uint64  `json:"seq"`
+		Vertices   int     `json:"vertices"`
+		Iterations int     `json:"iterations"`
+		Delta      float64 `json:"delta"`
+		// Residual bounds the ranks' distance to the exact ones (about
+		// 2*residual/(1-damping) in L1); Pushes and EdgesRead are the
+		// last update's work (0 when it iterated).
+		Residual  float64      `json:"residual"`
+		Pushes    int          `json:"pushes"`
+		EdgesRead int          `json:"edges_read"`
+		Top       []VertexRank `json:"top"`
 	}
 	VertexValue struct {
 		Vertex uint64  `json:"vertex"`
@@ -353,7 +359,7 @@ func (k keyer) summary(s any) any {
 	case analytics.SSSPSummary:
 		return SSSPSummary{k.id(s.Root), k.key(s.Root), s.Seq, s.Reached, s.MaxDist, s.Error}
 	case analytics.PageRankSummary:
-		return PageRankSummary{s.Seq, s.Vertices, s.Iterations, s.Delta, k.ranks(s.Top)}
+		return PageRankSummary{s.Seq, s.Vertices, s.Iterations, s.Delta, s.Residual, s.Pushes, s.EdgesRead, k.ranks(s.Top)}
 	case analytics.MonitorSummary:
 		return k.monitor(s)
 	case analytics.FraudSummary:
