@@ -539,7 +539,10 @@ func (a *pagerank) summary(k int) PageRankSummary {
 	}
 	s.Seq, s.Vertices, s.Iterations, s.Delta = st.seq, st.present, st.iterations, st.delta
 	s.Pushes, s.EdgesRead = st.pushes, st.read
-	if st.sum > 0 {
+	switch {
+	case st.restored:
+		s.Residual = st.floor // what the checkpoint's run left, at most
+	case st.sum > 0:
 		s.Residual = st.rsum / st.sum
 	}
 	s.Top = topRanks(st.ids, st.z, st.in, k)
