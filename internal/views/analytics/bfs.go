@@ -57,7 +57,7 @@ func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	level, ok, err := repairDists(g, st.level, st.ids, edges, a.root, -1, true, &a.work, &a.scratch)
+	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &a.work, &a.scratch)
 	if err != nil {
 		return false, err
 	}

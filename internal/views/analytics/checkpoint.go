@@ -272,10 +272,11 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 // meta (serve checks it against the store and arranges the replay from
 // meta.Position). They resume from the checkpoint: the operations applied
 // to the store from now on must start with the replay of everything after
-// meta.Seq (see views.Topology.Restore). It returns the names restored;
-// the caller registers the other specs as usual. Names with an error: the
-// checkpoint was used, but some of its analytics could not be registered
-// (the error says why); the replay is needed all the same.
+// meta.Seq (see views.Topology.Restore). It returns the names restored
+// (in name order); the caller registers the other specs as usual. Names
+// with an error: the checkpoint was used, but some of its analytics could
+// not be registered (the error says why); the replay is needed all the
+// same.
 //
 // The whole file is read and checked before anything is registered: a
 // damaged checkpoint (a *checkpoint.CorruptError), one accept refuses, or
@@ -405,5 +406,6 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 		}
 		names = append(names, x.s.Name)
 	}
+	slices.Sort(names)
 	return names, errors.Join(errs...)
 }

@@ -336,67 +336,96 @@ func checkPageRankBound(t *testing.T, a *pagerank, cur edges) {
 	}
 }
 
-// TestPageRankPartialPulls: a pagerank whose stream (with Presence) falls
+// TestPartialPulls: an analytic whose stream (with Presence) falls
 // further behind than MaxBehind gets the operations a part at a time
-// (TopoUpdate.Partial, G already at the newest seq): it turns each part
-// into residuals and pushes only once it has them all, so its ranks then
-// are within their stated bound of the exact ones, and its seq never
-// claims a part it has not pushed. The changes are small against the
-// tolerance, so no update recomputes.
-func TestPageRankPartialPulls(t *testing.T) {
+// (TopoUpdate.Partial, G already at the newest seq), and its seq never
+// claims a part it has not applied. pagerank turns each part into
+// residuals and pushes once it has them all (the changes are small
+// against its tolerance: no update recomputes), its ranks then within
+// their stated bound of the exact ones; sssp skips the parts and the pull
+// that ends them recomputes, its distances then the reference's.
+func TestPartialPulls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a large graph")
 	}
-	g := newBigGraph(t, 11, 6, 5, true)
-	spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-2, MaxIterations: 1000}
-	if err := spec.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a := newPageRank(spec)
-	ctx := context.Background()
-	st, err := g.m.Topology().Stream(views.StreamOptions{Presence: true, MaxBehind: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	partials := 0
-	for round := 0; round < 10; round++ {
-		if round > 0 {
-			for range 4 {
-				g.batch(3, 0.3, 0.02)
+	for _, typ := range []string{"pagerank", "sssp"} {
+		t.Run(typ, func(t *testing.T) {
+			g := newBigGraph(t, 11, 6, 5, true)
+			root := g.keys[0][0]
+			var a interface {
+				TopoAnalytic
+				Analytic
 			}
-		}
-		for {
-			u, err := st.Pull(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := a.Seq()
-			re, err := UpdateTopo(ctx, a, u)
-			lost, partial, seq := u.Lost, u.Partial, u.G.Seq
-			u.Done()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if re != lost {
-				t.Fatalf("round %d: recomputed %v on a pull lost %v", round, re, lost)
-			}
-			if partial {
-				partials++
-				if a.Seq() != before {
-					t.Fatalf("round %d: a partial pull moved the seq from %d to %d", round, before, a.Seq())
+			var check func(round int)
+			if typ == "pagerank" {
+				spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-2, MaxIterations: 1000}
+				if err := spec.Validate(); err != nil {
+					t.Fatal(err)
 				}
-				continue
+				pr := newPageRank(spec)
+				a, check = pr, func(int) { checkPageRankBound(t, pr, g.cur) }
+			} else {
+				sp := newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)
+				a = sp
+				check = func(round int) {
+					want := refSSSP(g.cur, root)
+					for _, x := range allIDs(g.cur) {
+						wd, ok := want[x]
+						got, _ := sp.Vertex(x)
+						if d := got.(VertexDistance); d.Reachable != ok || ok && d.Distance != wd {
+							t.Fatalf("round %d: distance of %d = %+v, reference %v (%v)", round, x, d, wd, ok)
+						}
+					}
+				}
 			}
-			if a.Seq() != seq {
-				t.Fatalf("round %d: at seq %d after a pull to %d", round, a.Seq(), seq)
+			ctx := context.Background()
+			st, err := g.m.Topology().Stream(views.StreamOptions{Presence: true, MaxBehind: 4})
+			if err != nil {
+				t.Fatal(err)
 			}
-			break
-		}
-		checkPageRankBound(t, a, g.cur)
+			defer st.Close()
+			partials := 0
+			for round := 0; round < 10; round++ {
+				if round > 0 {
+					for range 4 {
+						g.batch(3, 0.3, 0.02)
+					}
+				}
+				afterPartial := false
+				for {
+					u, err := st.Pull(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					before := a.Seq()
+					re, err := UpdateTopo(ctx, a, u)
+					lost, partial, seq := u.Lost, u.Partial, u.G.Seq
+					u.Done()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := lost || typ == "sssp" && afterPartial && !partial; re != want {
+						t.Fatalf("round %d: recomputed %v, want %v (lost %v, partial %v)", round, re, want, lost, partial)
+					}
+					if partial {
+						partials++
+						afterPartial = true
+						if a.Seq() != before {
+							t.Fatalf("round %d: a partial pull moved the seq from %d to %d", round, before, a.Seq())
+						}
+						continue
+					}
+					if a.Seq() != seq {
+						t.Fatalf("round %d: at seq %d after a pull to %d", round, a.Seq(), seq)
+					}
+					break
+				}
+				check(round)
+			}
+			if partials == 0 {
+				t.Fatal("no pull was partial: the test checks nothing")
+			}
+			t.Logf("%d partial pulls", partials)
+		})
 	}
-	if partials == 0 {
-		t.Fatal("no pull was partial: the test checks nothing")
-	}
-	t.Logf("%d partial pulls", partials)
 }

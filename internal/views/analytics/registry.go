@@ -281,9 +281,9 @@ func (r *Registry) topoOptions(s Spec) views.StreamOptions {
 }
 
 // NeedsPresence says whether the stream of an analytic of spec s is opened
-// with Presence (it says what was there before each operation, which fraud
-// and pagerank, the priorUpdaters, read).
-func NeedsPresence(s Spec) bool { return s.Type == "fraud" || s.Type == "pagerank" }
+// with Presence (it says what was there before each operation, which fraud,
+// pagerank and sssp, the priorUpdaters, read).
+func NeedsPresence(s Spec) bool { return s.Type == "fraud" || s.Type == "pagerank" || s.Type == "sssp" }
 
 // UpdateTopo brings a to u, a pull of its stream (opened with Presence
 // when NeedsPresence): a recompute when u is Lost, else its update. It

@@ -316,13 +316,17 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // repair needs, in g's indexes: the edges deleted (and, when lengthen is
 // set, the upserted ones, whose weight may have grown) and the upserted
 // edges. An edge delete of a vertex g does not index deleted nothing.
-func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]int32, err error) {
-	for _, e := range edges {
+// prior (nil, or what was there before each operation) leaves out the
+// operations that changed nothing a distance rests on: deletes of absent
+// edges, and as lengthened edges, upserts of new ones.
+func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool) (cut, ups [][2]int32, err error) {
+	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
+	for k, e := range edges {
 		switch e.Op.Kind {
 		case engine.OpDeleteVertex:
 			// Its edges follow as edge deletes.
 		case engine.OpDeleteEdge:
-			if i, j := index(g, e.Op.Src), index(g, e.Op.Dst); i >= 0 && j >= 0 {
+			if i, j := index(g, e.Op.Src), index(g, e.Op.Dst); i >= 0 && j >= 0 && was(k) {
 				cut = append(cut, [2]int32{i, j})
 			}
 		default:
@@ -331,7 +335,7 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]in
 				return nil, nil, unindexed(e.Op.Src)
 			}
 			ups = append(ups, [2]int32{i, j})
-			if lengthen {
+			if lengthen && was(k) {
 				cut = append(cut, [2]int32{i, j})
 			}
 		}
@@ -345,11 +349,11 @@ func changes(g *views.Topo, edges []views.Edge, lengthen bool) (cut, ups [][2]in
 //
 // scratch is the caller's, reused across repairs: all 0 between them (a
 // repair clears what it set), grown here to g's length.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, root uint64, far T, unit bool, work *int, scratch *[]uint8) ([]T, bool, error) {
+func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, work *int, scratch *[]uint8) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
-	cut, ups, err := changes(g, edges, !unit && g.Out.Weighted())
+	cut, ups, err := changes(g, edges, prior, !unit && g.Out.Weighted())
 	if err != nil {
 		return d, false, err
 	}

@@ -25,6 +25,9 @@ type sssp struct {
 	// scratch is the repairs' per-vertex marks (repairDists). Protected
 	// by mu.
 	scratch []uint8
+	// behind: a partial pull was skipped (UpdatePrior); the pull that
+	// ends the sequence recomputes. Protected by mu.
+	behind bool
 
 	guarded[*ssspState]
 }
@@ -41,6 +44,9 @@ func newSSSP(s Spec, root uint64) *sssp { return &sssp{spec: s, root: root} }
 func (a *sssp) Spec() Spec { return a.spec }
 
 func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
+	a.mu.Lock()
+	a.behind = false // what the skipped partial pulls changed is in g
+	a.mu.Unlock()
 	st := &ssspState{ids: g.IDs, dist: make([]float64, g.Len()), seq: g.Seq}
 	parallelFor(len(st.dist), 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -60,13 +66,39 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 }
 
 func (a *sssp) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bool, error) {
+	return a.update(ctx, g, edges, nil)
+}
+
+// UpdatePrior is Update knowing which upserts were new edges (u.Prior):
+// on a weighted graph only an existing edge's upsert may have lengthened
+// it, so only those are checked as lost supports (each check searches the
+// edge's weight in its tail's list). A partial pull (G ahead of its
+// operations, the rest in the next pulls) cannot be repaired from: the
+// pull that ends it recomputes, as a stream that fell behind would.
+func (a *sssp) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
+	a.mu.Lock()
+	if u.Partial {
+		a.behind = true
+		a.mu.Unlock()
+		return false, nil
+	}
+	behind := a.behind
+	a.behind = false
+	a.mu.Unlock()
+	if behind || len(u.Prior) != len(u.Edges) {
+		return true, a.Recompute(ctx, u.G)
+	}
+	return a.update(ctx, u.G, u.Edges, u.Prior)
+}
+
+func (a *sssp) update(ctx context.Context, g *views.Topo, edges []views.Edge, prior []views.Prior) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
 	// Without weights every length is 1: the repair is bfs's, which knows
 	// that no edge joins two vertices at the same distance (a zero length
 	// could, so a weighted repair must look at those too).
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.scratch)
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.scratch)
 	if err != nil {
 		return false, err
 	}
