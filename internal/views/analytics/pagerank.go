@@ -52,6 +52,9 @@ type pagerank struct {
 	// next-rank array and inverse degrees, and the warm start's copy), 0
 	// between runs.
 	running atomic.Int64
+	// behind: a partial pull found the state unable to follow; the pull
+	// that ends the partial ones iterates on its graph. Protected by mu.
+	behind bool
 
 	guarded[*prState]
 }
@@ -80,10 +83,9 @@ type prState struct {
 	// floor is R/S as the last recompute left it: an update's target is
 	// no tighter (a recompute cut short by MaxIterations leaves more).
 	floor float64
-	// pending: a partial pull applied operations after seq (their
-	// residuals are in r, not pushed yet); touched lists the vertices whose
-	// presence they may have changed.
-	pending bool
+	// touched lists the vertices the operations applied since the last
+	// push changed (their residuals, and perhaps their presence); after a
+	// partial pull they are operations after seq, not pushed yet.
 	touched []int32
 	// restored: ranks loaded from a checkpoint, held in z over ids with
 	// sum 1 (in: those above 0), not yet a state (no r, c or k): the
@@ -209,7 +211,9 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error
 	}
 	st := fromRanks(g, rank, a.spec.Damping)
 	st.iterations, st.delta = iters, delta
-	a.swap(st)
+	a.mu.Lock()
+	a.st, a.behind = st, false
+	a.mu.Unlock()
 	return nil
 }
 
@@ -245,7 +249,7 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 	g := u.G
 	a.mu.Lock()
 	st := a.st
-	ok := st != nil && len(u.Prior) == len(u.Edges)
+	ok := st != nil && !a.behind && len(u.Prior) == len(u.Edges)
 	if ok && st.restored {
 		// Ranks from a checkpoint, not yet a state: built on G once G is
 		// at the end of the operations (G then holds them all).
@@ -259,17 +263,24 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 	} else if ok {
 		ok = st.apply(g, u.Edges, u.Prior, a.spec.Damping)
 		if ok && u.Partial {
-			st.pending = true
 			a.mu.Unlock()
 			return false, nil
 		}
-		ok = ok && st.settle(g)
 	}
+	if u.Partial {
+		// The state cannot follow (ok is false): iterating on G now would
+		// count again the operations the next pulls bring; the pull that
+		// ends the partial ones iterates instead.
+		a.behind = true
+		a.mu.Unlock()
+		return false, nil
+	}
+	ok = ok && st.settle(g)
 	if ok {
 		ok = st.push(ctx, g, a.spec, pushBudget(g))
 	}
 	if ok {
-		st.seq, st.pending = g.Seq, false
+		st.seq = g.Seq
 	}
 	a.mu.Unlock()
 	if ok {
