@@ -429,3 +429,55 @@ func TestPartialPulls(t *testing.T) {
 		})
 	}
 }
+
+// TestPageRankPushesOnALargeGraph: pagerank follows a 16384-vertex RMAT
+// graph (hubs; numbers, sparse numbers and keys) through small batches of
+// inserts, deletes and vertex deletes, its ranks within their stated
+// bound of the exact ones after every batch. The batches are small
+// against its tolerance, so most updates push; one that deletes a hub
+// may be beyond pushRatio and iterate instead.
+func TestPageRankPushesOnALargeGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large graph")
+	}
+	g := newBigGraph(t, 14, 8, 9, false)
+	spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-3}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newPageRank(spec)
+	ctx := context.Background()
+	st, err := g.m.Topology().Stream(views.StreamOptions{Presence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pushed, batches, vdels := 0, 16, 0
+	for b := 0; b <= batches; b++ {
+		if b > 0 {
+			g.batch(10, 0.3, 0.02)
+		}
+		u, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range u.Edges {
+			if e.Op.Kind == engine.OpDeleteVertex {
+				vdels++
+			}
+		}
+		re, err := UpdateTopo(ctx, a, u)
+		u.Done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b > 0 && !re {
+			pushed++
+		}
+		checkPageRankBound(t, a, g.cur)
+	}
+	if pushed < batches/2 || vdels == 0 {
+		t.Fatalf("only %d of %d updates pushed, %d vertex deletes", pushed, batches, vdels)
+	}
+	t.Logf("%d of %d updates pushed, %d vertex deletes", pushed, batches, vdels)
+}
