@@ -160,3 +160,77 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 		}
 	}
 }
+
+// blockingSink holds every Publish until release is closed.
+type blockingSink struct {
+	entered chan struct{} // closed by the first Publish
+	release chan struct{}
+	once    bool
+}
+
+func (s *blockingSink) Publish([]Alert) {
+	if !s.once {
+		s.once = true
+		close(s.entered)
+	}
+	<-s.release
+}
+
+// TestCheckpointLeavesOutWhatDoesNotCatchUp: a fraud monitor stuck
+// handing an alert to a sink cannot reach the checkpoint's seq (its seq
+// moves only once its alerts are handed over). The checkpoint waits two
+// thirds of its time for the catch-up, then saves the analytics that are
+// at the seq (bfs) and leaves the monitor out, without failing; once the
+// sink lets go, the monitor goes on.
+func TestCheckpointLeavesOutWhatDoesNotCatchUp(t *testing.T) {
+	h := newHarness(t, 12, false, denseIDs)
+	h.batch(30, true, false)
+	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink}})
+	defer r.Close()
+	released := false
+	defer func() {
+		if !released {
+			close(sink.release)
+		}
+	}()
+	for _, s := range []Spec{{Type: "bfs", Root: "1"}, {Type: "fraud", Threshold: 1e9, MaxCycle: 3}} {
+		if _, err := r.Register(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
+	var bt engine.Batch
+	bt.Insert(a, b)
+	bt.Insert(b, c)
+	bt.Insert(c, a) // a cycle: the monitor's alert blocks in the sink
+	if _, err := h.s.Apply(&bt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the monitor never published its alert")
+	}
+	seq := lastSeq(t, h.s)
+	waitAllAt(t, r, []string{"bfs"}, seq)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	meta, err := r.Checkpoint(ctx, filepath.Join(t.TempDir(), "analytics.ckpt"), []byte("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Analytics) != 1 || meta.Analytics[0].Name != "bfs" || meta.Seq != seq {
+		t.Fatalf("checkpoint of %+v at seq %d, want bfs alone at %d", meta.Analytics, meta.Seq, seq)
+	}
+	if took := time.Since(t0); took < 1500*time.Millisecond {
+		t.Fatalf("the checkpoint took %v: it did not wait for the monitor's catch-up", took)
+	}
+	if res, _ := r.Result("fraud"); res.Seq == seq {
+		t.Fatalf("the monitor is at seq %d with its alert not handed over", res.Seq)
+	}
+	close(sink.release)
+	released = true
+	waitAllAt(t, r, []string{"fraud"}, seq)
+}
