@@ -202,8 +202,9 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 // start at 1/N) and swaps in the state of their ranks.
 func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error {
 	// The run holds two contribution arrays, the inverse degrees and the
-	// warm start's copy.
-	a.running.Store(4 * 8 * int64(g.Len()))
+	// warm start's copy, then the new state (29 bytes a vertex) beside
+	// the old one.
+	a.running.Store((4*8 + 29) * int64(g.Len()))
 	defer a.running.Store(0)
 	rank, _, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
@@ -629,7 +630,7 @@ func (st *prState) sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
-// (32 more).
+// and the state they build (61 more).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
