@@ -19,9 +19,9 @@ type bfs struct {
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
-	// scratch is the repairs' per-vertex marks (repairDists). Protected
-	// by mu.
-	scratch []uint8
+	// mark is the repairs' per-vertex marks (repairDists). Protected by
+	// mu.
+	mark marks
 
 	guarded[*bfsState]
 }
@@ -57,7 +57,7 @@ func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &a.work, &a.scratch)
+	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}
@@ -136,5 +136,5 @@ func (a *bfs) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.level) + sliceBytes(a.scratch)
+	return sliceBytes(a.st.level) + a.mark.bytes()
 }

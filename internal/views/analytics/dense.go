@@ -65,6 +65,38 @@ func sliceBytes[T any](a []T) int64 {
 	return int64(cap(a)) * int64(unsafe.Sizeof(zero))
 }
 
+// marks is a state per vertex index (0: none) over a slice kept across
+// runs: put records each vertex it marks, and clear returns those to 0, so
+// the slice is all 0 between runs and a run costs the vertices it marks,
+// not the graph.
+type marks struct {
+	state  []uint8
+	marked []int32
+}
+
+// start makes the marks cover n indexes (new ones 0) for a run.
+func (m *marks) start(n int) {
+	if len(m.state) < n {
+		m.state = append(m.state, make([]uint8, n-len(m.state))...)
+	}
+}
+
+// put sets v's state to x (not 0).
+func (m *marks) put(v int32, x uint8) {
+	m.marked = append(m.marked, v)
+	m.state[v] = x
+}
+
+// clear ends a run: every state is 0 again.
+func (m *marks) clear() {
+	for _, v := range m.marked {
+		m.state[v] = 0
+	}
+	m.marked = m.marked[:0]
+}
+
+func (m *marks) bytes() int64 { return sliceBytes(m.state) + sliceBytes(m.marked) }
+
 // guarded holds a graph analytic's state: a recompute builds a new state
 // and swaps it in whole (readers keep the old one until then), an
 // incremental update changes it in place under the write lock.

@@ -49,10 +49,8 @@ type repair[T distance] struct {
 	negative bool
 	// work counts the edges the repair read.
 	work int
-	// mark: a state per vertex index (all 0 between runs; the caller's
-	// scratch, see repairDists), marked: the vertices run set in it.
-	mark   []uint8
-	marked []int32
+	// mark: a state per vertex index (the caller's, see repairDists).
+	mark *marks
 }
 
 // lt orders distances with far above every other.
@@ -141,19 +139,9 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		supported = 1
 		affected  = 2
 	)
-	// r.mark holds each vertex's state (0: not decided yet); every vertex
-	// marked is in r.marked, and cleared on return.
-	state := r.mark
-	defer func() {
-		for _, c := range r.marked {
-			state[c] = 0
-		}
-		r.marked = r.marked[:0]
-	}()
-	set := func(c int32, x uint8) {
-		r.marked = append(r.marked, c)
-		state[c] = x
-	}
+	// Each vertex's state (0: not decided yet), cleared on return.
+	state, set := r.mark.state, r.mark.put
+	defer r.mark.clear()
 	var aff []int32
 	h := &distHeap[T]{}
 	for _, e := range cut {
@@ -347,9 +335,8 @@ func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bo
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
 //
-// scratch is the caller's, reused across repairs: all 0 between them (a
-// repair clears what it set), grown here to g's length.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, work *int, scratch *[]uint8) ([]T, bool, error) {
+// mark is the caller's, reused across repairs.
+func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, work *int, mark *marks) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
@@ -358,11 +345,9 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 		return d, false, err
 	}
 	d = rooted(d, ids, g.IDs, root, 0, far)
-	if n := g.Len(); len(*scratch) < n {
-		*scratch = append(*scratch, make([]uint8, n-len(*scratch))...)
-	}
+	mark.start(g.Len())
 	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
-		mark: *scratch}
+		mark: mark}
 	ok := r.run(cut, ups)
 	*work = r.work
 	return d, ok, nil

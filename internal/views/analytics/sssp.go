@@ -22,9 +22,9 @@ type sssp struct {
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
-	// scratch is the repairs' per-vertex marks (repairDists). Protected
-	// by mu.
-	scratch []uint8
+	// mark is the repairs' per-vertex marks (repairDists). Protected by
+	// mu.
+	mark marks
 	// behind: a partial pull was skipped (UpdatePrior); the pull that
 	// ends the sequence recomputes. Protected by mu.
 	behind bool
@@ -98,7 +98,7 @@ func (a *sssp) update(ctx context.Context, g *views.Topo, edges []views.Edge, pr
 	// Without weights every length is 1: the repair is bfs's, which knows
 	// that no edge joins two vertices at the same distance (a zero length
 	// could, so a weighted repair must look at those too).
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.scratch)
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}
@@ -170,5 +170,5 @@ func (a *sssp) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.dist) + sliceBytes(a.scratch)
+	return sliceBytes(a.st.dist) + a.mark.bytes()
 }

@@ -47,7 +47,7 @@ type wccState struct {
 	work int
 	// mark is split's per-vertex state, all 0 between splits (any id
 	// layout: it holds nothing then).
-	mark []uint8
+	mark marks
 }
 
 func newWCC(s Spec) *wcc { return &wcc{spec: s} }
@@ -237,22 +237,10 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 		supported = 1
 		affected  = 2
 	)
-	// st.mark holds each vertex's state (0: not decided yet), cleared on
-	// return through marked.
-	if n := g.Len(); len(st.mark) < n {
-		st.mark = append(st.mark, make([]uint8, n-len(st.mark))...)
-	}
-	state := st.mark
-	var marked []int32
-	defer func() {
-		for _, c := range marked {
-			state[c] = 0
-		}
-	}()
-	set := func(c int32, x uint8) {
-		marked = append(marked, c)
-		state[c] = x
-	}
+	// Each vertex's state (0: not decided yet), cleared on return.
+	st.mark.start(g.Len())
+	state, set := st.mark.state, st.mark.put
+	defer st.mark.clear()
 	aff := cut
 	if len(aff) > limit {
 		return false
@@ -505,5 +493,5 @@ func (a *wcc) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level) + sliceBytes(a.st.mark)
+	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level) + a.st.mark.bytes()
 }
