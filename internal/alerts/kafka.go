@@ -159,6 +159,17 @@ func (k *KafkaSink) Checkpoint(ctx context.Context) ([]byte, error) {
 	if n := k.dropped.Load() + k.failed.Load(); n > 0 {
 		return nil, fmt.Errorf("alerts: %d alert(s) were dropped or failed: no checkpoint is taken after them, so that a restart raises them again", n)
 	}
+	ends, err := k.endOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pos := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { pos[o.Partition] = o.Offset })
+	return json.Marshal(pos)
+}
+
+// endOffsets lists the alert topic's end offsets.
+func (k *KafkaSink) endOffsets(ctx context.Context) (kadm.ListedOffsets, error) {
 	ends, err := kadm.NewClient(k.cl).ListEndOffsets(ctx, k.topic)
 	if err == nil {
 		err = ends.Error()
@@ -166,9 +177,7 @@ func (k *KafkaSink) Checkpoint(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alerts: the alert topic's end offsets: %w", err)
 	}
-	pos := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { pos[o.Partition] = o.Offset })
-	return json.Marshal(pos)
+	return ends, nil
 }
 
 // Resume reads the alerts produced since pos (what Checkpoint returned)
@@ -179,12 +188,9 @@ func (k *KafkaSink) Resume(ctx context.Context, pos []byte) error {
 	if err := json.Unmarshal(pos, &from); err != nil {
 		return fmt.Errorf("alerts: the checkpoint's alert position: %w", err)
 	}
-	ends, err := kadm.NewClient(k.cl).ListEndOffsets(ctx, k.topic)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := k.endOffsets(ctx)
 	if err != nil {
-		return fmt.Errorf("alerts: the alert topic's end offsets: %w", err)
+		return err
 	}
 	offs := map[int32]kgo.Offset{}
 	left := map[int32]int64{} // partition -> end offset still to reach
