@@ -12,6 +12,25 @@ import (
 	"github.com/graphtide/graphtide/internal/testref"
 )
 
+// saveTopology writes m's topology, brought to the newest seq, to a file
+// of its own and returns its path.
+func saveTopology(t *testing.T, m *Manager) string {
+	t.Helper()
+	st, err := m.Topology().Stream(StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.Pull(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Done()
+	path := filepath.Join(t.TempDir(), "ck")
+	saveTopoFile(t, path, u.G)
+	return path
+}
+
 // saveTopoFile writes g to a checkpoint file at path.
 func saveTopoFile(t *testing.T, path string, g *Topo) {
 	t.Helper()
@@ -102,18 +121,7 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 		}
 		atX := oracle{}
 		apply(atX, gen(30))
-		st, err := m1.Topology().Stream(StreamOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := st.Pull(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "ck")
-		saveTopoFile(t, path, u.G)
-		u.Done()
-		st.Close()
+		path := saveTopology(t, m1)
 		// Past the checkpoint, then the crash.
 		after := gen(20)
 		atD := atX.Clone()
@@ -152,7 +160,7 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 		if !sameAdj(adjOf(replayed, engine.Out), adjOf(atD, engine.Out)) {
 			t.Fatal("test oracle: the checkpoint's graph plus the operations after it is not the graph at the crash")
 		}
-		u, err = rs.Pull(context.Background())
+		u, err := rs.Pull(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,18 +222,7 @@ func TestRestoredPresenceStreamNeedsItsPriors(t *testing.T) {
 			}
 		}
 		apply(200)
-		st, err := m1.Topology().Stream(StreamOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := st.Pull(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "ck")
-		saveTopoFile(t, path, u.G)
-		u.Done()
-		st.Close()
+		path := saveTopology(t, m1)
 		m1.Close()
 		atX := cur.Clone()
 
@@ -251,7 +248,7 @@ func TestRestoredPresenceStreamNeedsItsPriors(t *testing.T) {
 			open()
 		}
 		apply(50)
-		u, err = plain.Pull(context.Background()) // advances the topology
+		u, err := plain.Pull(context.Background()) // advances the topology
 		if err != nil || u.Lost {
 			t.Fatalf("plain: %v %v", u, err)
 		}
