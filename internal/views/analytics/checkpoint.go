@@ -16,10 +16,10 @@ import (
 // Checkpoints of the analytics that follow the topology (bfs, wcc,
 // pagerank, sssp and the fraud monitor): the topology they read and each
 // one's state, all at one sequence number of the store, with the source
-// position after it and where the alert sinks' delivered alerts stood. A restart that replays
-// the source from that position (the records after it go through the
-// store again, which changes nothing they had made) restores them there
-// instead of recomputing: see Restore.
+// position after it and where the alert sinks' delivered alerts stood. A
+// restart that replays the source from that position (the records after
+// it go through the store again, which changes nothing they had made)
+// restores them there instead of recomputing: see Restore.
 //
 // File layout (package checkpoint): a "meta" section (CheckpointMeta as
 // JSON), a "topology" section (views.SaveTopo), then one "analytic"
