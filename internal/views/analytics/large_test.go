@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -181,6 +182,107 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 	for _, r := range runs[:3] {
 		if r.re != 0 {
 			t.Errorf("%s recomputed %d times", r.a.Spec().Type, r.re)
+		}
+	}
+}
+
+// TestRepairsSeeEdgesGoneInTheirBatch: bfs and sssp repairs meet upserts
+// that the same batch deletes again (by an edge delete or a vertex
+// delete), re-inserts, or re-weights, each one a shortcut from the root;
+// in a small batch and in one large enough for the parallel filter
+// (improving). Their results match the references after each.
+func TestRepairsSeeEdgesGoneInTheirBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large graph")
+	}
+	g := newBigGraph(t, 14, 8, 11, false)
+	root := g.keys[0][0]
+	ctx := context.Background()
+	as := []Analytic{newBFS(Spec{Name: "bfs", Type: "bfs"}, root), newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)}
+	var ts []*views.TopoStream
+	for _, a := range as {
+		s, err := g.m.Topology().Stream(views.StreamOptions{Presence: NeedsPresence(a.Spec())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ts = append(ts, s)
+	}
+	pulls := 0
+	pull := func() {
+		pulls++
+		for i, a := range as {
+			u, err := ts[i].Pull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re, err := UpdateTopo(ctx, a.(TopoAnalytic), u)
+			u.Done()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if re && pulls > 1 {
+				t.Errorf("%s recomputed at pull %d", a.Spec().Type, pulls)
+			}
+		}
+	}
+	pull()
+	for _, pad := range []int{0, 3000} {
+		level := refBFS(g.cur, root)
+		var far []uint64 // vertices a shortcut from the root brings closer
+		for v := range g.cur.Vertices() {
+			if l, ok := level[v]; v != root && (!ok || l >= 2) {
+				far = append(far, v)
+			}
+		}
+		slices.Sort(far)
+		g.r.Shuffle(len(far), func(i, j int) { far[i], far[j] = far[j], far[i] })
+		if len(far) < 40 {
+			t.Fatalf("only %d vertices two levels from the root", len(far))
+		}
+		up := func(v uint64, w float64) engine.Op {
+			return engine.Op{Src: root, Dst: v, Weight: w, Kind: engine.OpUpsert}
+		}
+		del := func(v uint64) engine.Op { return engine.Op{Src: root, Dst: v, Kind: engine.OpDeleteEdge} }
+		var ops []engine.Op
+		for i := 0; i < pad; i++ {
+			ops = append(ops, engine.Op{Src: spreadID(g.r.Uint64N(g.nv)), Dst: spreadID(g.r.Uint64N(g.nv)), Weight: 9, Kind: engine.OpUpsert}) // long: few change a distance
+		}
+		for i, v := range far[:40] {
+			switch i % 4 {
+			case 0: // in, then out again
+				ops = append(ops, up(v, 0.25), del(v))
+			case 1: // in, out and in again
+				ops = append(ops, up(v, 0.25), del(v), up(v, 0.5))
+			case 2: // in, then its head deleted
+				ops = append(ops, up(v, 0.25), engine.Op{Src: v, Kind: engine.OpDeleteVertex})
+			case 3: // in short, then longer
+				ops = append(ops, up(v, 0.25), up(v, 9))
+			}
+		}
+		g.r.Shuffle(len(ops[:pad]), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+		var b engine.Batch
+		for _, op := range ops {
+			testref.AddOp(&b, op)
+			g.cur.Apply(op)
+		}
+		if _, err := g.s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		pull()
+		wantL, wantD := refBFS(g.cur, root), refSSSP(g.cur, root)
+		for _, x := range allIDs(g.cur) {
+			wl, ok := wantL[x]
+			if !ok {
+				wl = -1
+			}
+			if l, _ := as[0].Vertex(x); l.(VertexLevel).Level != wl {
+				t.Fatalf("pad %d: level of %d = %d, reference %d", pad, x, l.(VertexLevel).Level, wl)
+			}
+			wd, ok := wantD[x]
+			if d, _ := as[1].Vertex(x); d.(VertexDistance).Reachable != ok || ok && d.(VertexDistance).Distance != wd {
+				t.Fatalf("pad %d: distance of %d = %+v, reference %v (%v)", pad, x, d, wd, ok)
+			}
 		}
 	}
 }

@@ -225,11 +225,16 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			h.push(best, c)
 		}
 	}
+	gone := r.deleted(cut)
 	for _, e := range r.improving(ups) {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
-			w, present := r.g.Weight(e[0], e[1]) // upserted, then perhaps deleted
-			if !present {
-				continue
+			w := 1.0
+			if !r.unit || gone == nil || gone[e] {
+				var present bool
+				w, present = r.g.Weight(e[0], e[1]) // upserted, then perhaps deleted
+				if !present {
+					continue
+				}
 			}
 			if r.unit {
 				w = 1
@@ -263,6 +268,28 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	return !r.negative
 }
+
+// deleted is the set of the pairs cut names, for a unit repair to tell
+// which upserted edges may be absent again (deleted after their upsert in
+// the same batch) without searching for every one of them in its tail's
+// out-list: upserted and not deleted in the batch, an edge is present.
+// It is nil (search every one) for a weighted repair, which needs the
+// weights, and when cut is too long to be worth indexing.
+func (r *repair[T]) deleted(cut [][2]int32) map[[2]int32]bool {
+	if !r.unit || len(cut) > maxIndexedCut {
+		return nil
+	}
+	gone := make(map[[2]int32]bool, len(cut))
+	for _, e := range cut {
+		gone[e] = true
+	}
+	return gone
+}
+
+// maxIndexedCut: a batch's deletes beyond this many (a hub's vertex
+// delete) are not indexed by deleted: the upserts' presence is searched
+// for, as a map that size costs more than the searches it saves.
+const maxIndexedCut = 1 << 14
 
 // improving returns the edges of ups that may shorten their head's
 // distance as d stands: most do not, and reading two distances at random
