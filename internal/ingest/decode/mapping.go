@@ -1,0 +1,811 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// Mapping says where each part of an edge operation is in a Kafka record
+// whose value is JSON of any shape (a payment event, a login, ...): the
+// mapped JSON format. Every field names a source:
+//
+//	/a/b        a JSON pointer (RFC 6901) into the value
+//	key         the whole record key, as a string key
+//	key:/a/b    a JSON pointer into the record key, itself JSON
+//	key:N       the N-th part (from 0) of the record key split at KeySeparator
+//	header:NAME the value of the record header NAME (the last one of that name)
+//	const:TEXT  TEXT itself, for every record (const:payment, const:delete)
+//
+// Src and Dst are required; the rest are optional. What a source may hold:
+//
+//	src, dst  a JSON string, which is always a string key (even "123"), or a
+//	          JSON unsigned integer, a numeric id; from the record key, a
+//	          header or a constant, the text is a string key
+//	op        add or upsert (the default when missing or null), delete (the
+//	          edge), delete_vertex; or the names OpValues maps to those
+//	weight    a JSON number, or a string holding a decimal number ("12.50");
+//	          read for upserts only; missing or null: no weight
+//	time      an RFC 3339 string, or a number of TimeUnit since the Unix
+//	          epoch (a JSON number or a string of digits, a fraction
+//	          allowed); missing or null: none
+//
+// Fields of the value that no source names are ignored. A value is one
+// JSON object, or an array of them (each an operation). A record whose
+// value is null (a tombstone, as on a compacted topic) is, as Tombstone
+// says: ignored ("ignore", the default), a delete of the edge its key
+// names ("delete": TombstoneSrc and TombstoneDst, or Src and Dst when
+// they do not read the value), or dead-lettered ("dead-letter"). A
+// record that does not fit is an *Error whose reason names the field, its
+// source and what was found.
+type Mapping struct {
+	Src          string            `yaml:"src" json:"src"`
+	Dst          string            `yaml:"dst" json:"dst"`
+	Op           string            `yaml:"op,omitempty" json:"op,omitempty"`
+	Weight       string            `yaml:"weight,omitempty" json:"weight,omitempty"`
+	Time         string            `yaml:"time,omitempty" json:"time,omitempty"`
+	TimeUnit     string            `yaml:"time_unit,omitempty" json:"time_unit,omitempty"` // s, ms (default) or us
+	OpValues     map[string]string `yaml:"op_values,omitempty" json:"op_values,omitempty"`
+	KeySeparator string            `yaml:"key_separator,omitempty" json:"key_separator,omitempty"`
+	Tombstone    string            `yaml:"tombstone,omitempty" json:"tombstone,omitempty"` // ignore (default), delete or dead-letter
+	TombstoneSrc string            `yaml:"tombstone_src,omitempty" json:"tombstone_src,omitempty"`
+	TombstoneDst string            `yaml:"tombstone_dst,omitempty" json:"tombstone_dst,omitempty"`
+}
+
+// Header is a Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is what a mapped decoder reads of a Kafka record. Value is nil
+// for a tombstone (a null value); an empty value is not one.
+type Record struct {
+	Key, Value []byte
+	Headers    []Header
+}
+
+// RecordDecoder is a Decoder that reads the whole record (its key and
+// headers too): the mapped decoder. DecodeRecord has Decode's promises.
+type RecordDecoder interface {
+	Decoder
+	DecodeRecord(r *Record, emit func(Edge)) error
+}
+
+// The fields a mapping fills, in the order of mapped.srcs.
+const (
+	mSrc = iota
+	mDst
+	mOp
+	mWeight
+	mTime
+	mTSrc // a tombstone's src
+	mTDst
+	mFields
+)
+
+var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "tombstone_src", "tombstone_dst"}
+
+// source kinds
+type srcKind uint8
+
+const (
+	sNone srcKind = iota
+	sValue
+	sKey
+	sKeyJSON
+	sKeyPart
+	sHeader
+	sConst
+)
+
+// source is one compiled source.
+type source struct {
+	kind srcKind
+	spec string // as written, for reasons
+	part int    // sKeyPart
+	name string // sHeader; sConst: the text
+}
+
+// Tombstone handling.
+const (
+	tombIgnore = iota
+	tombDelete
+	tombDeadLetter
+)
+
+// mapped is the mapped JSON decoder. It is not safe for concurrent use.
+type mapped struct {
+	rules
+	srcs      [mFields]source
+	valueRoot *jnode // the value pointers
+	keyRoot   *jnode // the key pointers (nil: none)
+	unitMicro int64  // microseconds per epoch unit
+	ops       map[string]Op
+	sep       string
+	tomb      int
+	headers   bool // some source reads a header
+
+	vs, ks  jscan // value and key scanners
+	keyVals []jval
+	entries []mEntry
+	scratch []byte
+}
+
+// mRef is a src or dst: a numeric id, or a key's bytes (from the record,
+// or in need of unescaping) resolved once the whole value is valid.
+type mRef struct {
+	id      uint64
+	key     []byte // nil: numeric
+	escaped bool
+	off     int
+}
+
+type mEntry struct {
+	op        Op
+	src, dst  mRef
+	weight    float64
+	hasWeight bool
+	eventTime time.Time
+}
+
+// sourceHelp is what a source may be, for errors.
+const sourceHelp = "a source is /json/pointer, key, key:/json/pointer, key:N, header:NAME or const:TEXT"
+
+// parseSource compiles the source s of field f.
+func parseSource(f, s string) (source, []string, error) {
+	src := source{spec: s}
+	switch {
+	case s == "":
+		return src, nil, nil
+	case strings.HasPrefix(s, "/"):
+		toks, err := pointerTokens(s)
+		if err != nil {
+			return src, nil, fmt.Errorf("%s %q: %w", f, s, err)
+		}
+		src.kind = sValue
+		return src, toks, nil
+	case s == "key":
+		src.kind = sKey
+	case strings.HasPrefix(s, "key:/"):
+		toks, err := pointerTokens(s[len("key:"):])
+		if err != nil {
+			return src, nil, fmt.Errorf("%s %q: %w", f, s, err)
+		}
+		src.kind = sKeyJSON
+		return src, toks, nil
+	case strings.HasPrefix(s, "key:"):
+		n, err := strconv.Atoi(s[len("key:"):])
+		if err != nil || n < 0 || n > 64 {
+			return src, nil, fmt.Errorf("%s %q: key:N needs N from 0 to 64, or key:/pointer", f, s)
+		}
+		src.kind, src.part = sKeyPart, n
+	case strings.HasPrefix(s, "header:") && len(s) > len("header:"):
+		src.kind, src.name = sHeader, s[len("header:"):]
+	case strings.HasPrefix(s, "const:") && len(s) > len("const:"):
+		src.kind, src.name = sConst, s[len("const:"):]
+	default:
+		return src, nil, fmt.Errorf("%s %q: %s", f, s, sourceHelp)
+	}
+	return src, nil, nil
+}
+
+// pointerTokens splits a JSON pointer into its reference tokens,
+// unescaping ~1 and ~0.
+func pointerTokens(p string) ([]string, error) {
+	if p == "/" {
+		return nil, errors.New("a JSON pointer to a member needs a name after '/'")
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, t := range parts {
+		for j := 0; j < len(t); j++ {
+			if t[j] == '~' && (j+1 >= len(t) || t[j+1] != '0' && t[j+1] != '1') {
+				return nil, errors.New("'~' in a JSON pointer must be ~0 or ~1")
+			}
+		}
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// NewMapped returns the decoder of mapping m (keys as in New), or an error
+// saying what in m is wrong and what is allowed.
+func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
+	base := New(FormatJSON, keys).(*jsonDecoder)
+	d := &mapped{rules: base.rules, valueRoot: &jnode{field: -1}, ops: map[string]Op{}}
+	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.TombstoneSrc, m.TombstoneDst}
+	if m.Src == "" || m.Dst == "" {
+		return nil, errors.New("a mapping needs src and dst")
+	}
+	for f, s := range specs {
+		src, toks, err := parseSource(mappedFieldNames[f], s)
+		if err != nil {
+			return nil, err
+		}
+		d.srcs[f] = src
+		switch src.kind {
+		case sValue:
+			if f == mTSrc || f == mTDst {
+				return nil, fmt.Errorf("%s %q: a tombstone has no value; read it from the key or a header", mappedFieldNames[f], s)
+			}
+			d.valueRoot.add(toks, f)
+		case sKeyJSON:
+			if d.keyRoot == nil {
+				d.keyRoot = &jnode{field: -1}
+			}
+			d.keyRoot.add(toks, f)
+		case sKeyPart:
+			if m.KeySeparator == "" {
+				return nil, fmt.Errorf("%s %q: key:N needs key_separator", mappedFieldNames[f], s)
+			}
+		case sHeader:
+			d.headers = true
+		}
+	}
+	d.sep = m.KeySeparator
+	switch m.TimeUnit {
+	case "", "ms":
+		d.unitMicro = 1000
+	case "s":
+		d.unitMicro = 1000000
+	case "us", "µs":
+		d.unitMicro = 1
+	default:
+		return nil, fmt.Errorf("time_unit %q: want s, ms or us", m.TimeUnit)
+	}
+	if len(m.OpValues) == 0 {
+		for k, v := range jsonOpNames {
+			d.ops[k] = v
+		}
+	}
+	names := make([]string, 0, len(m.OpValues))
+	for k := range m.OpValues {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		op, ok := jsonOpNames[m.OpValues[k]]
+		if !ok {
+			return nil, fmt.Errorf("op_values: %q maps to %q: want add, upsert, delete or delete_vertex", k, m.OpValues[k])
+		}
+		d.ops[k] = op
+	}
+	switch m.Tombstone {
+	case "", "ignore":
+		d.tomb = tombIgnore
+	case "dead-letter":
+		d.tomb = tombDeadLetter
+	case "delete":
+		d.tomb = tombDelete
+		for _, p := range [][2]int{{mTSrc, mSrc}, {mTDst, mDst}} {
+			if d.srcs[p[0]].kind != sNone {
+				continue
+			}
+			if d.srcs[p[1]].kind == sValue {
+				return nil, fmt.Errorf("tombstone delete: %s %q reads the value, which a tombstone does not have: set %s to a source in the key or a header", mappedFieldNames[p[1]], d.srcs[p[1]].spec, mappedFieldNames[p[0]])
+			}
+			d.srcs[p[0]] = d.srcs[p[1]]
+		}
+	default:
+		return nil, fmt.Errorf("tombstone %q: want ignore, delete or dead-letter", m.Tombstone)
+	}
+	d.vs.vals = make([]jval, mFields)
+	d.keyVals = make([]jval, mFields)
+	d.ks.vals = d.keyVals
+	return d, nil
+}
+
+func (d *mapped) Format() Format { return FormatJSON }
+
+// Decode decodes a value alone (no key, no headers: as load reads a line).
+func (d *mapped) Decode(value []byte, emit func(Edge)) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return d.DecodeRecord(&Record{Value: value}, emit)
+}
+
+// DecodeRecord decodes one record; see Decoder.Decode.
+func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
+	if len(d.entries) > maxRetainedEdges {
+		d.entries = nil
+	}
+	d.entries = d.entries[:0]
+	if d.keyRoot != nil && r.Key != nil {
+		d.ks.v = r.Key
+		clear(d.keyVals)
+		end, err := d.ks.value(0, d.keyRoot, 0)
+		if err == nil {
+			if end = d.ks.ws(end); end < len(r.Key) {
+				err = d.ks.fail(end, "data after the JSON key")
+			}
+		}
+		if err != nil {
+			return d.errorf(0, "the record key is not JSON: byte offset %d of the key: %s", err.off, err.reason)
+		}
+	}
+	if r.Value == nil {
+		switch d.tomb {
+		case tombIgnore:
+			return nil
+		case tombDeadLetter:
+			return d.errorf(0, "a null value (a tombstone), and the mapping's tombstone setting is dead-letter")
+		}
+		e := mEntry{op: OpDeleteEdge}
+		var err error
+		if e.src, err = d.vertex(r, mTSrc); err != nil {
+			return err
+		}
+		if e.dst, err = d.vertex(r, mTDst); err != nil {
+			return err
+		}
+		d.entries = append(d.entries, e)
+		return d.finish(emit)
+	}
+	d.vs.v = r.Value
+	i := d.vs.ws(0)
+	if i >= len(r.Value) {
+		return d.errorf(i, "empty value: want a JSON object or an array of objects")
+	}
+	switch r.Value[i] {
+	case '{':
+		end, err := d.event(r, i)
+		if err != nil {
+			return err
+		}
+		i = end
+	case '[':
+		i = d.vs.ws(i + 1)
+		if i < len(r.Value) && r.Value[i] == ']' {
+			return d.errorf(i, "empty array: want at least one object")
+		}
+		for {
+			if i >= len(r.Value) || r.Value[i] != '{' {
+				if i >= len(r.Value) {
+					return d.errorf(i, "unexpected end of JSON input")
+				}
+				return d.errorf(i, "an array element is %s: want an object", d.kindAt(i))
+			}
+			end, err := d.event(r, i)
+			if err != nil {
+				return err
+			}
+			i = d.vs.ws(end)
+			if i < len(r.Value) && r.Value[i] == ',' {
+				i = d.vs.ws(i + 1)
+				continue
+			}
+			if i < len(r.Value) && r.Value[i] == ']' {
+				i++
+				break
+			}
+			if i >= len(r.Value) {
+				return d.errorf(i, "unexpected end of JSON input")
+			}
+			return d.errorf(i, "invalid character %s after an array element", quoteByte(r.Value[i]))
+		}
+	default:
+		return d.errorf(i, "the value is %s: want a JSON object or an array of objects", d.kindAt(i))
+	}
+	if i = d.vs.ws(i); i < len(r.Value) {
+		return d.errorf(i, "data after the JSON value")
+	}
+	return d.finish(emit)
+}
+
+// kindAt names what the value at i starts, for an error.
+func (d *mapped) kindAt(i int) string {
+	switch c := d.vs.v[i]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	case d.vs.literal(i, "true") > 0 || d.vs.literal(i, "false") > 0:
+		return "a boolean"
+	case d.vs.literal(i, "null") > 0:
+		return "null"
+	}
+	return "not JSON (" + quoteByte(d.vs.v[i]) + ")"
+}
+
+// event scans the object at i into an entry.
+func (d *mapped) event(r *Record, i int) (int, error) {
+	clear(d.vs.vals)
+	end, jerr := d.vs.value(i, d.valueRoot, 0)
+	if jerr != nil {
+		return end, d.errorf(jerr.off, "%s", jerr.reason)
+	}
+	e := mEntry{op: OpUpsert}
+	var err error
+	if g := d.get(r, mOp); g.kind != jMissing && g.kind != jNull {
+		if g.kind != jString {
+			return end, d.fieldError(mOp, g, "is %s: want a string", g.kind)
+		}
+		op, ok := d.ops[string(d.text(g))]
+		if !ok {
+			return end, d.fieldError(mOp, g, "%s is not an operation: want %s", clip(string(d.text(g))), d.opNames())
+		}
+		e.op = op
+	}
+	if e.src, err = d.vertex(r, mSrc); err != nil {
+		return end, err
+	}
+	if e.op != OpDeleteVertex {
+		if e.dst, err = d.vertex(r, mDst); err != nil {
+			return end, err
+		}
+	}
+	if e.op == OpUpsert {
+		if e.weight, e.hasWeight, err = d.weight(r); err != nil {
+			return end, err
+		}
+	}
+	if e.eventTime, err = d.eventTime(r); err != nil {
+		return end, err
+	}
+	d.entries = append(d.entries, e)
+	return end, nil
+}
+
+// got is what one source holds for one record: a JSON value of b's
+// text, or (from the key, a header or a constant) the bytes of a string.
+type got struct {
+	jval
+	b   []byte // the text the value's offsets index
+	off int    // offset of the value in the record value (0 elsewhere)
+}
+
+// get returns what field f's source holds.
+func (d *mapped) get(r *Record, f int) got {
+	s := &d.srcs[f]
+	whole := func(b []byte) got { return got{jval: jval{kind: jString, end: len(b)}, b: b} }
+	switch s.kind {
+	case sValue:
+		v := d.vs.vals[f]
+		off := v.start
+		if v.kind == jString {
+			off-- // the opening quote
+		}
+		return got{jval: v, b: d.vs.v, off: off}
+	case sKey:
+		if r.Key == nil {
+			return got{}
+		}
+		return whole(r.Key)
+	case sKeyJSON:
+		if r.Key == nil {
+			return got{}
+		}
+		return got{jval: d.keyVals[f], b: r.Key}
+	case sKeyPart:
+		if r.Key == nil {
+			return got{}
+		}
+		k := r.Key
+		for n := 0; ; n++ {
+			j := indexString(k, d.sep)
+			if n == s.part {
+				if j >= 0 {
+					k = k[:j]
+				}
+				return whole(k)
+			}
+			if j < 0 {
+				return got{}
+			}
+			k = k[j+len(d.sep):]
+		}
+	case sHeader:
+		for i := len(r.Headers) - 1; i >= 0; i-- {
+			if r.Headers[i].Key == s.name {
+				return whole(r.Headers[i].Value)
+			}
+		}
+		return got{}
+	case sConst:
+		return whole(unsafe.Slice(unsafe.StringData(s.name), len(s.name)))
+	}
+	return got{}
+}
+
+// indexString is bytes.Index(b, []byte(sep)) without the conversion.
+func indexString(b []byte, sep string) int {
+	for i := 0; i+len(sep) <= len(b); i++ {
+		if string(b[i:i+len(sep)]) == sep {
+			return i
+		}
+	}
+	return -1
+}
+
+// text is g's text (a string's raw text, escapes and all: see unescape).
+func (d *mapped) text(g got) []byte { return g.b[g.start:g.end] }
+
+// str is g's string with its escapes decoded (into scratch when it has
+// any).
+func (d *mapped) str(g got) []byte {
+	if !g.escaped {
+		return d.text(g)
+	}
+	d.scratch = unescape(d.scratch[:0], d.text(g))
+	return d.scratch
+}
+
+// where names the source of field f for a reason.
+func (d *mapped) where(f int) string {
+	s := &d.srcs[f]
+	switch s.kind {
+	case sKey, sKeyJSON, sKeyPart:
+		return fmt.Sprintf("%s (%s of the record key)", mappedFieldNames[f], s.spec)
+	case sHeader:
+		return fmt.Sprintf("%s (header %q)", mappedFieldNames[f], s.name)
+	}
+	return fmt.Sprintf("%s (%s)", mappedFieldNames[f], s.spec)
+}
+
+func (d *mapped) fieldError(f int, g got, format string, args ...any) *Error {
+	return d.errorf(g.off, "%s %s", d.where(f), fmt.Sprintf(format, args...))
+}
+
+func (d *mapped) opNames() string {
+	names := make([]string, 0, len(d.ops))
+	for k := range d.ops {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// vertex reads src or dst (f): a key (resolved later, in finish) or a
+// numeric id.
+func (d *mapped) vertex(r *Record, f int) (mRef, error) {
+	g := d.get(r, f)
+	ref := mRef{off: g.off}
+	switch g.kind {
+	case jMissing:
+		if d.srcs[f].kind == sValue {
+			return ref, d.fieldError(f, g, "is missing")
+		}
+		return ref, d.fieldError(f, g, "is missing (the record has no such key part or header)")
+	case jString:
+		if d.keys == nil {
+			return ref, d.fieldError(f, g, "is the string key %s, but no key dictionary is configured", clip(string(d.str(g))))
+		}
+		b := d.str(g)
+		if reason := keyReasonBytes(b); reason != "" {
+			return ref, d.fieldError(f, g, "is not a key: %s", reason)
+		}
+		ref.key, ref.escaped = d.text(g), g.escaped
+	case jNumber:
+		t := d.text(g)
+		id, ok := parseDigits(bytesString(t))
+		if !ok {
+			if isDigits(bytesString(t)) {
+				return ref, d.fieldError(f, g, "is the vertex id %s, out of range (max %d)", short(string(t)), MaxVertex)
+			}
+			return ref, d.fieldError(f, g, "is the number %s: want an unsigned integer or a string key", short(string(t)))
+		}
+		if reason := d.idReason(id); reason != "" {
+			return ref, d.fieldError(f, g, "is the %s", reason)
+		}
+		ref.id = id
+	default:
+		return ref, d.fieldError(f, g, "is %s: want a string key or an unsigned integer", g.kind)
+	}
+	return ref, nil
+}
+
+// weight reads the weight: a number, or a string holding one.
+func (d *mapped) weight(r *Record) (float64, bool, error) {
+	g := d.get(r, mWeight)
+	switch g.kind {
+	case jMissing, jNull:
+		return 0, false, nil
+	case jNumber, jString:
+		t := d.text(g)
+		if g.kind == jString && g.escaped {
+			return 0, false, d.fieldError(mWeight, g, "is the string %s: want a decimal number", clip(string(d.str(g))))
+		}
+		w, why := parseWeight(t)
+		if why != "" {
+			return 0, false, d.fieldError(mWeight, g, "%s", why)
+		}
+		return w, true, nil
+	}
+	return 0, false, d.fieldError(mWeight, g, "is %s: want a number or a string holding one", g.kind)
+}
+
+// eventTime reads the time: RFC 3339, or the epoch in the mapping's unit.
+func (d *mapped) eventTime(r *Record) (time.Time, error) {
+	g := d.get(r, mTime)
+	switch g.kind {
+	case jMissing, jNull:
+		return time.Time{}, nil
+	case jNumber, jString:
+	default:
+		return time.Time{}, d.fieldError(mTime, g, "is %s: want an RFC 3339 string or a number since the epoch", g.kind)
+	}
+	t := d.text(g)
+	if g.kind == jString && g.escaped {
+		t = d.str(g)
+	}
+	if len(t) > 0 && (t[0] >= '0' && t[0] <= '9') && !looksLikeDate(t) {
+		us, ok := epochMicros(t, d.unitMicro)
+		if !ok {
+			return time.Time{}, d.fieldError(mTime, g, "%s is not a time since the epoch in %s between 1970 and 9999", clip(string(t)), d.unitName())
+		}
+		tm, ok := eventTime(us)
+		if !ok {
+			return time.Time{}, d.fieldError(mTime, g, "%s is out of range (1970 to 9999)", clip(string(t)))
+		}
+		return tm, nil
+	}
+	if g.kind == jNumber {
+		return time.Time{}, d.fieldError(mTime, g, "%s is not a time since the epoch in %s between 1970 and 9999", clip(string(t)), d.unitName())
+	}
+	tm, err := time.Parse(time.RFC3339Nano, bytesString(t))
+	if err != nil {
+		return time.Time{}, d.fieldError(mTime, g, "%s is neither RFC 3339 nor a number of %s since the epoch", clip(string(t)), d.unitName())
+	}
+	tm, ok := eventTime(tm.UnixMicro())
+	if !ok || tm.Year() > 9999 {
+		return time.Time{}, d.fieldError(mTime, g, "%s is out of range (1970 to 9999)", clip(string(t)))
+	}
+	return tm, nil
+}
+
+func (d *mapped) unitName() string {
+	switch d.unitMicro {
+	case 1:
+		return "microseconds"
+	case 1000:
+		return "milliseconds"
+	}
+	return "seconds"
+}
+
+// looksLikeDate reports a digit string that is an RFC 3339 date
+// (dddd-...), not an epoch number.
+func looksLikeDate(t []byte) bool { return len(t) > 4 && t[4] == '-' }
+
+// epochMicros parses digits[.digits] in units of unit microseconds.
+func epochMicros(t []byte, unit int64) (int64, bool) {
+	var whole int64
+	i := 0
+	for ; i < len(t) && t[i] >= '0' && t[i] <= '9'; i++ {
+		if whole > maxEventMicros/10 {
+			return 0, false
+		}
+		whole = whole*10 + int64(t[i]-'0')
+	}
+	if i == 0 || whole > maxEventMicros/unit {
+		return 0, false
+	}
+	us := whole * unit
+	if i < len(t) {
+		if t[i] != '.' || i+1 == len(t) {
+			return 0, false
+		}
+		scale := unit
+		for i++; i < len(t); i++ {
+			c := t[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			scale /= 10
+			us += int64(c-'0') * scale // below a microsecond: truncated
+		}
+	}
+	return us, us <= maxEventMicros
+}
+
+// finish resolves the entries' keys (the whole value is valid) and emits
+// them.
+func (d *mapped) finish(emit func(Edge)) error {
+	for i := range d.entries {
+		e := &d.entries[i]
+		if err := d.resolveRef(&e.src); err != nil {
+			return err
+		}
+		if e.op != OpDeleteVertex {
+			if err := d.resolveRef(&e.dst); err != nil {
+				return err
+			}
+		}
+		if d.nums != nil {
+			if err := d.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range d.entries {
+		e := &d.entries[i]
+		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
+	}
+	return nil
+}
+
+func (d *mapped) resolveRef(r *mRef) error {
+	if r.key == nil {
+		return nil
+	}
+	k := r.key
+	if r.escaped {
+		d.scratch = unescape(d.scratch[:0], k)
+		k = d.scratch
+	}
+	var id uint64
+	var err error
+	if d.keysBytes != nil {
+		id, err = d.keysBytes.IDBytes(k)
+	} else {
+		id, err = d.keys.ID(string(k))
+	}
+	if err != nil {
+		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(string(k)), r.off, err)
+	}
+	if id > MaxVertex {
+		return d.badResolvedID(string(k), id, r.off)
+	}
+	r.id, r.key = id, nil
+	return nil
+}
+
+// bytesString views b as a string for a call that does not keep it (the
+// parse functions, whose errors are turned into reasons at once).
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// ParseMappingFlag parses serve's --mapping value
+// topic:field=source,field=source,... (fields src, dst, op, weight,
+// time, time_unit, key_separator, tombstone, tombstone_src,
+// tombstone_dst, and op_values=name:op|name:op). A source holding ','
+// needs the config file's mappings section instead.
+func ParseMappingFlag(s string) (string, Mapping, error) {
+	var m Mapping
+	topic, rest, ok := strings.Cut(s, ":")
+	if !ok || topic == "" || rest == "" {
+		return "", m, fmt.Errorf("%q: want topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,op=..]", s)
+	}
+	fields := map[string]*string{"src": &m.Src, "dst": &m.Dst, "op": &m.Op, "weight": &m.Weight, "time": &m.Time,
+		"time_unit": &m.TimeUnit, "key_separator": &m.KeySeparator, "tombstone": &m.Tombstone,
+		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return "", m, fmt.Errorf("%q: %q is not field=source", s, kv)
+		}
+		if seen[k] {
+			return "", m, fmt.Errorf("%q: %s given twice", s, k)
+		}
+		seen[k] = true
+		if k == "op_values" {
+			m.OpValues = map[string]string{}
+			for _, p := range strings.Split(v, "|") {
+				name, op, ok := strings.Cut(p, ":")
+				if !ok || name == "" {
+					return "", m, fmt.Errorf("%q: op_values wants name:op|name:op, got %q", s, v)
+				}
+				m.OpValues[name] = op
+			}
+			continue
+		}
+		f, ok := fields[k]
+		if !ok {
+			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
+		}
+		*f = v
+	}
+	if _, err := NewMapped(m, nil); err != nil {
+		return "", m, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	return topic, m, nil
+}
