@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
@@ -28,6 +31,7 @@ type loadOptions struct {
 	batch       int
 	inEdges     bool
 	memgraphMiB int
+	mapping     string // a mapping file
 
 	files        []string // the positional arguments
 	inEdgesGiven bool     // --in-edges was set (flag, environment or file)
@@ -40,6 +44,7 @@ func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; without the flag an existing store keeps its setting)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
+	fs.StringVar(&o.mapping, "mapping", "", "YAML (or JSON) file of a field mapping: read each line as a JSON event through it (src, dst, weight, time, op: see 'graphtide serve --mapping'); implies --format json")
 }
 
 func (o *loadOptions) Validate() error {
@@ -51,6 +56,9 @@ func (o *loadOptions) Validate() error {
 	}
 	if _, ok := bulk.ParseFormat(o.format); !ok {
 		return fmt.Errorf("--format must be one of: %s; got %q", bulk.FormatNames(), o.format)
+	}
+	if o.mapping != "" && o.format != "auto" && o.format != "json" {
+		return fmt.Errorf("--mapping reads JSON lines: --format must be json (or auto), got %q", o.format)
 	}
 	if o.batch < 1 || o.batch > 10_000_000 {
 		return fmt.Errorf("--batch must be between 1 and 10000000, got %d", o.batch)
@@ -90,6 +98,9 @@ Formats (--format auto picks one per file from its first bytes):
         "src":..,"dst":..,"weight":..} or an array of them; src and dst may
         be strings, mapped to ids from 2^62 up by --dir/keys.dict
 Numeric ids must be below 2^62 (the ids from there up belong to string keys).
+With --mapping FILE each line is a JSON event of any shape, read through
+the field mapping in FILE (YAML: src, dst, weight, time, op, ...; the
+same as serve's mappings), e.g. src: /from_account, dst: /to_account.
 
 Progress goes to stderr (a bar on a terminal, a line every 5 s otherwise);
 the last line of stdout gives the edges, the seconds and the edges/s.
@@ -105,7 +116,8 @@ Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
 YAML file given by --config, keyed by flag name.`,
 		Example: `  graphtide load --dir ./graphtide-data g16.bin       # from 'graphtide gen --scale 16 --out g16.bin'
   graphtide load --dir /var/lib/graphtide --in-edges part-*.el
-  graphtide load --format json --batch 50000 transfers.jsonl`,
+  graphtide load --format json --batch 50000 transfers.jsonl
+  graphtide load --mapping payments.yaml payments.jsonl     # events of any shape: see serve --mapping`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.Apply(cmd.Flags()); err != nil {
@@ -125,8 +137,34 @@ YAML file given by --config, keyed by flag name.`,
 	return cmd
 }
 
+// readMapping reads a mapping file (YAML, of which JSON is a part),
+// refusing unknown fields.
+func readMapping(path string) (*decode.Mapping, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--mapping: %w", err)
+	}
+	var m decode.Mapping
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("--mapping %s: %w", path, err)
+	}
+	if _, err := decode.NewMapped(m, nil); err != nil {
+		return nil, fmt.Errorf("--mapping %s: %w", path, err)
+	}
+	return &m, nil
+}
+
 func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err error) {
 	format, _ := bulk.ParseFormat(o.format)
+	var mapping *decode.Mapping
+	if o.mapping != "" {
+		if mapping, err = readMapping(o.mapping); err != nil {
+			return err
+		}
+		format = bulk.JSON
+	}
 	var total int64
 	for _, f := range o.files {
 		if info, err := os.Stat(f); err == nil {
@@ -154,7 +192,7 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 
 	start := time.Now()
 	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, progressEvery, start)
-	n, err := bulk.Load(ctx, bulk.Config{Store: d.Store, Keys: d.Keys, Batch: o.batch, Progress: prog.Update}, o.files, format)
+	n, err := bulk.Load(ctx, bulk.Config{Store: d.Store, Keys: d.Keys, Batch: o.batch, Progress: prog.Update, Mapping: mapping}, o.files, format)
 	// A bar's line must end before an error is printed.
 	prog.Finish(n.BytesRead, n.Total())
 	if err != nil {

@@ -616,3 +616,63 @@ func TestLoadDropsTheAnalyticsCheckpoint(t *testing.T) {
 		t.Fatalf("the checkpoint is still there after load: %v", err)
 	}
 }
+
+// TestLoadWithAMapping loads JSON events of another shape (other field
+// names, amounts as strings, an action field, extra fields) through a
+// mapping file, and compares the store with the oracle; a line that does
+// not fit stops the load with the field named.
+func TestLoadWithAMapping(t *testing.T) {
+	tmp := t.TempDir()
+	ops := randomOps(4, 3000, 200, true)
+	var b bytes.Buffer
+	for i, p := range ops {
+		ev := fmt.Sprintf(`{"id":%d,"meta":{"ip":"10.0.0.%d","tags":["a",{"b":null}]},"from":%s`, i, i%256, p.src.json())
+		switch p.kind {
+		case engine.OpDeleteEdge:
+			ev += fmt.Sprintf(`,"to":%s,"action":"refund"}`, p.dst.json())
+		case engine.OpDeleteVertex:
+			ev += `,"action":"close"}`
+		default:
+			ev += fmt.Sprintf(`,"to":%s,"action":"pay"`, p.dst.json())
+			if p.hasWeight {
+				ev += fmt.Sprintf(`,"amt":"%s"`, strconv.FormatFloat(p.weight, 'f', -1, 64))
+			}
+			ev += "}"
+		}
+		b.WriteString(ev + "\n")
+	}
+	events := filepath.Join(tmp, "events.jsonl")
+	if err := os.WriteFile(events, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mapping := filepath.Join(tmp, "mapping.yaml")
+	if err := os.WriteFile(mapping, []byte("src: /from\ndst: /to\nweight: /amt\nop: /action\nop_values: {pay: upsert, refund: delete, close: delete_vertex}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, _, err := execute(t, "load", "--dir", dir, "--mapping", mapping, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLoadedLine(t, out, 1, ops)
+	want := edgeOracle{}
+	want.apply(ops...)
+	checkStore(t, dir, want)
+
+	bad := filepath.Join(tmp, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"from":"a","to":"b","action":"pay"}`+"\n"+`{"from":"a","to":"b","action":"pay","amt":"1,5"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "load", "--dir", t.TempDir(), "--mapping", mapping, bad); err == nil || !strings.Contains(err.Error(), `bad.jsonl:2:43: weight (/amt) invalid weight "1,5"`) {
+		t.Errorf("a line that does not fit: %v", err)
+	}
+	if _, _, err := execute(t, "load", "--dir", t.TempDir(), "--mapping", mapping, "--format", "text", bad); err == nil || !strings.Contains(err.Error(), "--mapping reads JSON lines: --format must be json") {
+		t.Errorf("--mapping with --format text: %v", err)
+	}
+	if err := os.WriteFile(mapping, []byte("src: /from\ndest: /to\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "load", "--dir", t.TempDir(), "--mapping", mapping, events); err == nil || !strings.Contains(err.Error(), "field dest not found") {
+		t.Errorf("an unknown mapping field: %v", err)
+	}
+}

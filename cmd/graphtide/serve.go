@@ -75,6 +75,9 @@ Command line beats environment beats config file.`,
 			if err := settings.Section(cmd.Flags(), "analytics", &o.Specs); err != nil {
 				return err
 			}
+			if err := settings.Section(cmd.Flags(), "mappings", &o.Mappings); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

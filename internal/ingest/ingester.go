@@ -29,6 +29,9 @@ type Config struct {
 	// Format of record values for topics not in TopicFormats; default binary.
 	Format       decode.Format
 	TopicFormats map[string]decode.Format
+	// Mappings read the JSON records of their topics through a field
+	// mapping (decode.Mapping); a mapped topic's format is json.
+	Mappings map[string]decode.Mapping
 	// DeadLetterTopic receives undecodable records; default "graphtide-dead-letters".
 	DeadLetterTopic string
 	// DeadLetterTimeout bounds one attempt to write a dead letter (serve
@@ -124,6 +127,11 @@ func (c *Config) withDefaults() (Config, error) {
 	for t, f := range o.TopicFormats {
 		if f < decode.FormatBinary || f > decode.FormatText {
 			return o, fmt.Errorf("ingest: topic %q has an unknown format %d", t, f)
+		}
+	}
+	for t, m := range o.Mappings {
+		if _, err := decode.NewMapped(m, nil); err != nil {
+			return o, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
 		}
 	}
 	if o.DeadLetterTopic == "" {
@@ -350,6 +358,13 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 			f = tf
 		}
 		in.decs[t] = decode.New(f, keys)
+		if m, ok := c.Mappings[t]; ok {
+			d, err := decode.NewMapped(m, keys)
+			if err != nil {
+				return nil, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
+			}
+			in.decs[t] = d
+		}
 	}
 	reset := kgo.NewOffset().AtStart()
 	if c.ResetPolicy == "latest" {

@@ -97,6 +97,7 @@ type pollState struct {
 	env           pollEnv
 	flushInterval time.Duration
 	decs          map[string]decode.Decoder
+	rec           decode.Record  // decodeRecord's scratch
 	topicIndex    map[string]int // each topic's index in Config.Topics (record references)
 	log           *slog.Logger
 	metrics       *Metrics
@@ -550,7 +551,7 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 			nbytes += len(r.Value)
 			j.stamps = append(j.stamps, r.Timestamp)
 			j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
-			err := dc.Decode(r.Value, j.emit)
+			err := s.decodeRecord(dc, r, j.emit)
 			if err == nil {
 				continue
 			}
@@ -577,6 +578,22 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0)})
 	})
 	return dec
+}
+
+// decodeRecord decodes r with dc: its value, or the whole record (key and
+// headers too) when dc reads records (a mapping).
+func (s *pollState) decodeRecord(dc decode.Decoder, r *kgo.Record, emit func(decode.Edge)) error {
+	rd, ok := dc.(decode.RecordDecoder)
+	if !ok {
+		return dc.Decode(r.Value, emit)
+	}
+	s.rec.Key, s.rec.Value, s.rec.Headers = r.Key, r.Value, s.rec.Headers[:0]
+	for _, h := range r.Headers {
+		s.rec.Headers = append(s.rec.Headers, decode.Header(h))
+	}
+	err := rd.DecodeRecord(&s.rec, emit)
+	s.rec = decode.Record{Headers: s.rec.Headers[:0]} // keeps no record alive
+	return err
 }
 
 // countDecoded adds a final decode of a poll to the metrics.

@@ -28,6 +28,8 @@ type Options struct {
 	Group               string
 	Format              string
 	TopicFormats        []string
+	MappingFlags        []string                  // from --mapping
+	Mappings            map[string]decode.Mapping // per topic: the config file's mappings section, then --mapping (set by Validate)
 	DeadLetterTopic     string
 	DeadLetterTimeout   time.Duration
 	ReadyGrace          time.Duration
@@ -67,6 +69,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Group, "group", "graphtide", "consumer group")
 	fs.StringVar(&o.Format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.TopicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
+	fs.StringArrayVar(&o.MappingFlags, "mapping", nil, "read a topic's JSON records through a field mapping: topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,op=..,tombstone=ignore|delete|dead-letter] where a SOURCE is /json/pointer, key, key:/pointer, key:N, header:NAME or const:TEXT (repeatable; or the config file's mappings: section)")
 	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
@@ -109,6 +112,9 @@ func (o *Options) Validate() error {
 		if _, err := decode.ParseFormat(f); err != nil {
 			return fmt.Errorf("--topic-format %s: format must be one of: binary, json, text; got %q", t, f)
 		}
+	}
+	if err := o.validateMappings(); err != nil {
+		return err
 	}
 	if o.Reset != "earliest" && o.Reset != "latest" {
 		return fmt.Errorf("--reset must be earliest or latest, got %q", o.Reset)
@@ -178,6 +184,45 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// validateMappings adds --mapping to the config file's mappings and checks
+// each: it compiles, its topic is consumed, and no --topic-format gives
+// the topic a format other than json.
+func (o *Options) validateMappings() error {
+	if o.Mappings == nil {
+		o.Mappings = map[string]decode.Mapping{}
+	}
+	for _, f := range o.MappingFlags {
+		t, m, err := decode.ParseMappingFlag(f)
+		if err != nil {
+			return fmt.Errorf("--mapping %w", err)
+		}
+		o.Mappings[t] = m // beats the config file's
+	}
+	topics := map[string]bool{}
+	for _, t := range o.Topics {
+		topics[t] = true
+	}
+	formats := map[string]string{}
+	for _, tf := range o.TopicFormats {
+		t, f, _ := strings.Cut(tf, "=")
+		formats[t] = f
+	}
+	for t, m := range o.Mappings {
+		if !topics[t] {
+			return fmt.Errorf("a mapping names topic %q, which --topics does not consume (%s)", t, strings.Join(o.Topics, ", "))
+		}
+		if _, err := decode.NewMapped(m, nil); err != nil {
+			return fmt.Errorf("mapping of topic %s: %w", t, err)
+		}
+		// A mapping reads JSON whatever --format says; a --topic-format of
+		// another format for the topic contradicts it.
+		if f, ok := formats[t]; ok && f != "json" {
+			return fmt.Errorf("topic %s has a mapping, which reads JSON records, but --topic-format gives it %s: drop that or make it json", t, f)
+		}
+	}
+	return nil
+}
+
 // validateHTTP checks the HTTP flags and reads the bearer token: serving
 // beyond loopback without one is refused.
 func (o *Options) validateHTTP() error {
@@ -226,7 +271,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 	}
 	return Config{
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan,
-		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf,
+		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic,

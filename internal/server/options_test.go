@@ -2,8 +2,11 @@ package server
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/ingest/decode"
 )
 
 // TestServeHTTPToken: the token from the environment, not both sources, a
@@ -22,5 +25,33 @@ func TestServeHTTPToken(t *testing.T) {
 	t.Setenv("GRAPHTIDE_HTTP_TOKEN", "short")
 	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token must be at least 16 characters (e.g. openssl rand -hex 32), got 5" {
 		t.Errorf("short token: %v", err)
+	}
+}
+
+// TestServeMappings: --mapping beats the config file's mapping of the same
+// topic, and a mapping of a topic not consumed, one that does not compile,
+// or one whose topic --topic-format gives another format is refused.
+func TestServeMappings(t *testing.T) {
+	o := Options{Topics: []string{"payments", "logins"}, Format: "binary",
+		Mappings:     map[string]decode.Mapping{"payments": {Src: "/a", Dst: "/b"}, "logins": {Src: "key", Dst: "/device"}},
+		MappingFlags: []string{"payments:src=/from,dst=/to,weight=/amount"}}
+	if err := o.validateMappings(); err != nil {
+		t.Fatal(err)
+	}
+	if m := o.Mappings["payments"]; m.Src != "/from" || m.Weight != "/amount" || o.Mappings["logins"].Src != "key" {
+		t.Fatalf("mappings: %+v", o.Mappings)
+	}
+	for _, c := range []struct {
+		o      Options
+		reason string
+	}{
+		{Options{Topics: []string{"edges"}, MappingFlags: []string{"payments:src=/a,dst=/b"}}, `a mapping names topic "payments", which --topics does not consume (edges)`},
+		{Options{Topics: []string{"p"}, MappingFlags: []string{"p:src=/a,dst=b"}}, `--mapping topic p: dst "b": a source is`},
+		{Options{Topics: []string{"p"}, Mappings: map[string]decode.Mapping{"p": {Src: "/a"}}}, "mapping of topic p: a mapping needs src and dst"},
+		{Options{Topics: []string{"p"}, TopicFormats: []string{"p=text"}, MappingFlags: []string{"p:src=/a,dst=/b"}}, "topic p has a mapping, which reads JSON records, but --topic-format gives it text"},
+	} {
+		if err := c.o.validateMappings(); err == nil || !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%+v: got %v, want %q", c.o, err, c.reason)
+		}
 	}
 }

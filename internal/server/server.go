@@ -64,6 +64,7 @@ type Config struct {
 	Group             string
 	Format            decode.Format
 	TopicFormats      map[string]decode.Format
+	Mappings          map[string]decode.Mapping // topics read through a field mapping (JSON)
 	DeadLetterTopic   string
 	DeadLetterTimeout time.Duration
 	ReadyGrace        time.Duration
@@ -218,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
-		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats,
+		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,

@@ -89,7 +89,7 @@ func readConfigFile(fs *pflag.FlagSet) (path string, raw []byte, err error) {
 
 // configSections are the keys of the config file that are not flags: the
 // commands that take them read them with Section.
-var configSections = map[string]bool{"analytics": true}
+var configSections = map[string]bool{"analytics": true, "mappings": true}
 
 // Section decodes the section key of the --config file (if any)
 // into out; it leaves out untouched when there is no file or no such key.

@@ -118,6 +118,9 @@ type Config struct {
 	// Progress, if set, is called after every batch with the bytes read
 	// of the input files and the operations applied so far.
 	Progress func(bytesRead, applied int64)
+	// Mapping, if set, reads JSON lines through a field mapping (format
+	// JSON) instead of the native JSON fields.
+	Mapping *decode.Mapping
 }
 
 // Counts are the operations a load applied to the store, and the bytes of
@@ -281,6 +284,13 @@ func (l *loader) loadFile(path string, format Format) error {
 	case Bin:
 		return l.loadBin(path)
 	case JSON:
+		if l.cfg.Mapping != nil {
+			d, err := decode.NewMapped(*l.cfg.Mapping, l.cfg.Keys)
+			if err != nil {
+				return err
+			}
+			return l.loadLines(path, d)
+		}
 		return l.loadLines(path, decode.New(decode.FormatJSON, l.cfg.Keys))
 	default:
 		return l.loadLines(path, decode.New(decode.FormatText, l.cfg.Keys))
