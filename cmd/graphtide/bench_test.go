@@ -66,3 +66,27 @@ func lastJSONLine(t *testing.T, out string) map[string]any {
 	}
 	return res
 }
+
+func TestBenchDecodeSmall(t *testing.T) {
+	out, _, err := execute(t, "bench", "decode", "--records", "3000", "--accounts", "500", "--repeats", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	for _, k := range []string{"mapped", "native", "binary"} {
+		f, _ := res[k].(map[string]any)
+		for _, x := range []string{"records_per_sec", "first_pass_sec", "bytes_per_record"} {
+			if v, ok := f[x].(float64); !ok || v <= 0 {
+				t.Errorf("%s.%s = %v, want a positive number", k, x, f[x])
+			}
+		}
+	}
+	if v, ok := res["mapped_over_native"].(float64); !ok || v <= 0 {
+		t.Errorf("mapped_over_native = %v", res["mapped_over_native"])
+	}
+	wantFlagErrors(t, []string{"bench", "decode"}, map[string]string{
+		"--records 0":  "--records must be between 1 and 100000000, got 0",
+		"--accounts 1": "--accounts must be between 2 and 100000000, got 1",
+		"--repeats 0":  "--repeats must be between 1 and 100, got 0",
+	})
+}
