@@ -477,7 +477,7 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		}
 		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-			in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
+			in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
 		}
 	}
 	return cut, nil
