@@ -113,7 +113,12 @@ func (k *KafkaSink) Publish(al []analytics.Alert) {
 			k.failed.Add(1)
 			continue
 		}
-		rec := &kgo.Record{Key: []byte(strconv.FormatUint(a.Vertex, 10)), Value: v, Headers: []kgo.RecordHeader{
+		// Keyed by the vertex: its string key, else its id.
+		key := a.VertexKey
+		if key == "" {
+			key = strconv.FormatUint(a.Vertex, 10)
+		}
+		rec := &kgo.Record{Key: []byte(key), Value: v, Headers: []kgo.RecordHeader{
 			{Key: HeaderAnalytic, Value: []byte(a.Analytic)}, {Key: HeaderKind, Value: []byte(a.Kind)}, {Key: HeaderID, Value: []byte(a.ID)}}}
 		k.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
 			switch {

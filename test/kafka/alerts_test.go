@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,7 +44,17 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink}})
+	// Named as serve names them: keys and source ids from the dictionary,
+	// the Kafka record of the operation from the ingester's references.
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink},
+		Names: func(id uint64) (uint64, string) {
+			key, _ := dict.Key(id)
+			return dict.SourceID(id), key
+		},
+		Source: func(ref uint64) (analytics.AlertSource, bool) {
+			r, ok := ingest.SourceOf([]string{topic}, ref)
+			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
+		}})
 	if _, err := reg.Register(analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: 1000, BatchSize: 50}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +147,25 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 		if a.Kind != "cycle" {
 			continue
 		}
+		// The alert names its accounts (and its ids as decimal strings),
+		// is keyed by the account it is about, and names the record that
+		// raised it.
 		var keys []string
-		for _, id := range a.Cycle {
+		for i, id := range a.Cycle {
 			k, ok := dict.Key(id)
 			if !ok {
 				t.Fatalf("alert %+v names id %d, which has no key", a, id)
 			}
-			keys = append(keys, k)
+			if len(a.CycleKeys) != len(a.Cycle) || a.CycleKeys[i] != k || a.CycleIDs[i] != strconv.FormatUint(id, 10) {
+				t.Fatalf("alert %s: cycle %v named %v / %v, want key %q at %d", rec.Value, a.Cycle, a.CycleKeys, a.CycleIDs, k, i)
+			}
+			keys = append(keys, a.CycleKeys[i])
+		}
+		if vk, _ := dict.Key(a.Vertex); a.VertexKey != vk || string(rec.Key) != vk || a.VertexID != strconv.FormatUint(a.Vertex, 10) {
+			t.Fatalf("alert %s (record key %q): vertex %d named %q / %q, want %q", rec.Value, rec.Key, a.Vertex, a.VertexKey, a.VertexID, vk)
+		}
+		if a.Source == nil || a.Source.Topic != topic || a.Source.Offset < 0 || a.Source.Offset >= int64(len(trs)) {
+			t.Fatalf("alert %s: source %+v, want a record of %s", rec.Value, a.Source, topic)
 		}
 		k := cycleKey(keys)
 		if got[k] {

@@ -67,6 +67,15 @@ type Alert struct {
 	Cycle     []uint64  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0, from the new edge's source
 	Value     float64   `json:"value"`           // the degree or count (cycle: its length)
 	Threshold float64   `json:"threshold,omitempty"`
+	// VertexID is the vertex as its source named it (a mapped number's
+	// own value), in decimal: exact in every JSON reader, which a number
+	// above 2^53 such as a key's id is not. VertexKey is its string key
+	// ("" for a numeric id). CycleIDs and CycleKeys are the same for a
+	// cycle's vertices. Set by the registry (RegistryConfig.Names).
+	VertexID  string   `json:"vertex_id,omitempty"`
+	VertexKey string   `json:"vertex_key,omitempty"`
+	CycleIDs  []string `json:"cycle_ids,omitempty"`
+	CycleKeys []string `json:"cycle_keys,omitempty"`
 	// ID names the alert for deduplication: the same trigger (the
 	// analytic, the kind, the Kafka record of the operation that raised it,
 	// the vertex or the cycle) gives the same ID in every run, so that an

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -45,6 +46,11 @@ type RegistryConfig struct {
 	// into the Kafka record it came from: alerts then carry it, and their
 	// IDs are derived from it (serve: the ingester's).
 	Source func(ref uint64) (AlertSource, bool)
+	// Names, when set, names a vertex of an alert: the id its source gave
+	// (ext) and its string key ("" when it has none); alerts then carry
+	// them (Alert.VertexID, VertexKey, CycleIDs, CycleKeys). Default: the
+	// store id, no key.
+	Names func(id uint64) (ext uint64, key string)
 	// MemoryLimit, when positive, is the analytics' share of the memory
 	// budget: Register refuses an analytic whose estimated need (its
 	// per-vertex state over the vertices indexed so far, a fraud monitor's
@@ -514,6 +520,7 @@ func (r *Registry) raise(name string, al []Alert) {
 			}
 		}
 		al[i].ID = alertID(&al[i])
+		r.name(&al[i])
 	}
 	for _, a := range al {
 		if len(r.alerts) < r.cfg.AlertRing {
@@ -531,6 +538,30 @@ func (r *Registry) raise(name string, al []Alert) {
 	if r.cfg.Hooks.Alerted != nil {
 		for k, n := range kinds {
 			r.cfg.Hooks.Alerted(name, k, n)
+		}
+	}
+}
+
+// name fills a's vertex names (RegistryConfig.Names).
+func (r *Registry) name(a *Alert) {
+	names := r.cfg.Names
+	if names == nil {
+		names = func(id uint64) (uint64, string) { return id, "" }
+	}
+	ext, key := names(a.Vertex)
+	a.VertexID, a.VertexKey = strconv.FormatUint(ext, 10), key
+	if a.Cycle == nil {
+		return
+	}
+	a.CycleIDs, a.CycleKeys = make([]string, len(a.Cycle)), nil
+	for i, v := range a.Cycle {
+		ext, key := names(v)
+		a.CycleIDs[i] = strconv.FormatUint(ext, 10)
+		if key != "" && a.CycleKeys == nil {
+			a.CycleKeys = make([]string, len(a.Cycle))
+		}
+		if key != "" {
+			a.CycleKeys[i] = key
 		}
 	}
 }

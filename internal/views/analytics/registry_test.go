@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -366,6 +367,71 @@ func TestFraudSeesWhatFollowsRegister(t *testing.T) {
 		r.Close()
 		if n != 1 {
 			t.Fatalf("%d alerts for the one cycle closed after Register", n)
+		}
+	}
+}
+
+// TestAlertsNameTheirVertices: an alert carries its vertices' ids as
+// decimal strings and, through RegistryConfig.Names, their keys; without
+// Names, the store ids and no keys.
+func TestAlertsNameTheirVertices(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		h := newHarness(t, 6, false, denseIDs)
+		sink := &sinkRecorder{}
+		cfg := RegistryConfig{Sinks: []AlertSink{sink}}
+		if named {
+			cfg.Names = func(id uint64) (uint64, string) {
+				if id%2 == 0 {
+					return id + 7, fmt.Sprintf("k%d", id)
+				}
+				return id + 7, ""
+			}
+		}
+		r := NewRegistry(h.m, cfg)
+		if _, err := r.Register(Spec{Type: "fraud", Threshold: 1e9, MaxCycle: 3}); err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
+		var bt engine.Batch
+		bt.Insert(a, b)
+		bt.Insert(b, c)
+		bt.Insert(c, a)
+		seq, err := h.s.Apply(&bt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAllAt(t, r, []string{"fraud"}, seq)
+		r.Close()
+		sink.mu.Lock()
+		al := sink.al
+		sink.mu.Unlock()
+		if len(al) != 1 {
+			t.Fatalf("%d alerts", len(al))
+		}
+		x := al[0]
+		var wantIDs, wantKeys []string
+		for _, v := range x.Cycle {
+			ext, key := v, ""
+			if named {
+				ext = v + 7
+				if v%2 == 0 {
+					key = fmt.Sprintf("k%d", v)
+				}
+			}
+			wantIDs, wantKeys = append(wantIDs, strconv.FormatUint(ext, 10)), append(wantKeys, key)
+		}
+		if !named {
+			wantKeys = nil
+		}
+		if fmt.Sprint(x.CycleIDs) != fmt.Sprint(wantIDs) || fmt.Sprint(x.CycleKeys) != fmt.Sprint(wantKeys) {
+			t.Errorf("named %v: cycle %v named %q / %q, want %q / %q", named, x.Cycle, x.CycleIDs, x.CycleKeys, wantIDs, wantKeys)
+		}
+		wantID := x.Vertex
+		if named {
+			wantID += 7
+		}
+		if x.VertexID != strconv.FormatUint(wantID, 10) || named && x.Vertex%2 == 0 && x.VertexKey != fmt.Sprintf("k%d", x.Vertex) {
+			t.Errorf("named %v: vertex %d named %q / %q", named, x.Vertex, x.VertexID, x.VertexKey)
 		}
 	}
 }
