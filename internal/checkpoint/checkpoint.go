@@ -33,6 +33,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"github.com/graphtide/graphtide/internal/durable"
 )
 
 // magic opens every checkpoint file (format version 1).
@@ -160,7 +162,7 @@ func (w *Writer) Commit() error {
 		err = os.Rename(w.tmp, w.path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(w.path))
+		err = durable.SyncDir(filepath.Dir(w.path))
 	}
 	if err != nil {
 		os.Remove(w.tmp)
@@ -173,15 +175,6 @@ func (w *Writer) Commit() error {
 func (w *Writer) Abort() {
 	w.f.Close()
 	os.Remove(w.tmp)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 type counter struct{ n uint64 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
@@ -195,7 +196,7 @@ func (p *RepairPlan) Apply() (string, error) {
 			return backup, fmt.Errorf("datadir: move aside: %w", err)
 		}
 	}
-	if err := syncDir(backup); err != nil {
+	if err := durable.SyncDir(backup); err != nil {
 		return backup, err
 	}
 	if p.manifestCut >= 0 {
@@ -204,7 +205,7 @@ func (p *RepairPlan) Apply() (string, error) {
 		}
 	}
 	if len(p.moveAside) > 0 {
-		if err := syncDir(sp); err != nil {
+		if err := durable.SyncDir(sp); err != nil {
 			return backup, err
 		}
 	}
@@ -238,7 +239,7 @@ func (p *RepairPlan) Apply() (string, error) {
 	if err := os.WriteFile(filepath.Join(backup, "REPAIR.txt"), log.Bytes(), 0o644); err != nil {
 		return backup, fmt.Errorf("datadir: %w", err)
 	}
-	return backup, syncDir(backup)
+	return backup, durable.SyncDir(backup)
 }
 
 // lockStore takes the store directory's LOCK exclusively, as a writer's
@@ -297,18 +298,6 @@ func truncateSync(path string, size int64) error {
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("datadir: %w", err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("datadir: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("datadir: fsync %s: %w", dir, err)
 	}
 	return nil
 }

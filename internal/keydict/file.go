@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/graphtide/graphtide/internal/durable"
 )
 
 // errWouldBlock is returned by lockFile when another open holds a
@@ -109,21 +111,8 @@ func writeNew(path string, fill func(f *os.File) error, replace bool) (_ *os.Fil
 	// INVARIANT: path names either its old state (nothing, or the file a
 	// repair replaces) or the complete, fsynced new file, never a partial
 	// one; after syncDir, the new file, durably. Only then is it returned.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("keydict: %s: %w", path, err)
 	}
 	return f, nil
-}
-
-// syncDir fsyncs a directory so that entries created in it are durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
 }

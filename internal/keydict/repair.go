@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/graphtide/graphtide/internal/durable"
 )
 
 // RepairPlan is what a repair of a dictionary file would change. It holds
@@ -294,10 +296,10 @@ func backup(src io.ReaderAt, size int64, dir, name string) (err error) {
 	}
 	// INVARIANT: the backup is durable, name and all, before the original
 	// is replaced.
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
