@@ -290,6 +290,16 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		newClient(t, full, "", cov).expect("POST", "/v1/analytics", []byte(`{"type":"wcc","name":"more"}`), 409,
 			fmt.Sprintf("%d analytics are registered, the most allowed", len(fixtureAnalytics)))
 	})
+	t.Run("registrations that cannot be stored", func(t *testing.T) {
+		_, broken := serve(t, f, func(c *Config) { c.Persist = failingPersist{} })
+		bc := newClient(t, broken, "", cov)
+		bc.expect("POST", "/v1/analytics", []byte(`{"type":"wcc","name":"unstored"}`), 500, `storing the registration of "unstored" (not registered): disk full`)
+		bc.expect("GET", "/v1/analytics/unstored", nil, 404, "unstored")
+		bc.expect("DELETE", "/v1/analytics/wcc", nil, 500, `storing the removal of "wcc" (still registered): disk full`)
+		if _, err := f.reg.Result("wcc"); err != nil {
+			t.Fatalf("wcc is gone after a removal that could not be stored: %v", err)
+		}
+	})
 	t.Run("closed store", func(t *testing.T) {
 		checkClosed(t, cov)
 	})
@@ -941,3 +951,9 @@ func TestReaderComputes(t *testing.T) {
 		t.Errorf("%d fresh views open after the computations", st.ViewsOpen[views.Fresh])
 	}
 }
+
+// failingPersist stores nothing: every registration and removal fails.
+type failingPersist struct{}
+
+func (failingPersist) Registered(analytics.Spec) error { return errors.New("disk full") }
+func (failingPersist) Unregistered(string) error       { return errors.New("disk full") }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -288,6 +289,14 @@ func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error 
 	default: // the spec: invalid, or its root is unknown
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
+	if p := s.cfg.Persist; p != nil {
+		if err := p.Registered(spec); err != nil {
+			if uerr := s.cfg.Analytics.Unregister(spec.Name); uerr != nil {
+				s.cfg.Logger.Error("unregistering an analytic whose registration could not be stored", "name", spec.Name, "err", uerr)
+			}
+			return fmt.Errorf("storing the registration of %q (not registered): %w", spec.Name, err)
+		}
+	}
 	w.Header().Set("Location", "/v1/analytics/"+url.PathEscape(spec.Name))
 	writeJSON(w, http.StatusCreated, SpecOf(spec))
 	return nil
@@ -310,6 +319,16 @@ func (s *Server) deleteAnalytic(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("name")
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if _, err := s.cfg.Analytics.Result(name); err != nil {
+		return err
+	}
+	if p := s.cfg.Persist; p != nil {
+		if err := p.Unregistered(name); err != nil {
+			return fmt.Errorf("storing the removal of %q (still registered): %w", name, err)
+		}
+	}
 	if err := s.cfg.Analytics.Unregister(name); err != nil {
 		return err
 	}

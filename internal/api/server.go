@@ -92,6 +92,18 @@ type Config struct {
 	Token  string
 	Limits Limits
 	Logger *slog.Logger // nil: discard
+	// Persist, when set, keeps the analytics registered over the API
+	// across restarts (serve: in the data directory). Registered is called
+	// once an analytic is registered: an error unregisters it and the
+	// request fails. Unregistered is called before an analytic is
+	// unregistered: an error leaves it registered and fails the request.
+	Persist Persist
+}
+
+// Persist is how the API's registrations outlive the process (Config).
+type Persist interface {
+	Registered(analytics.Spec) error
+	Unregistered(name string) error
 }
 
 // Server is the HTTP API. See the package documentation for its promises

@@ -41,6 +41,7 @@ const (
 	KeysName           = "keys.dict"
 	EmbeddedBrokerName = "embedded-broker"
 	CheckpointName     = "analytics.ckpt"
+	RegisteredName     = "registered-analytics.json"
 	repairPrefix       = "repair-"
 )
 
@@ -56,6 +57,10 @@ func EmbeddedBrokerPath(dir string) string { return filepath.Join(dir, EmbeddedB
 // CheckpointPath is the analytics' checkpoint in the data directory dir
 // (package checkpoint; derived state: a damaged one is recomputed).
 func CheckpointPath(dir string) string { return filepath.Join(dir, CheckpointName) }
+
+// RegisteredAnalyticsPath is where serve keeps the analytics registered
+// over the HTTP API (package server).
+func RegisteredAnalyticsPath(dir string) string { return filepath.Join(dir, RegisteredName) }
 
 // DropCheckpoint removes the analytics' checkpoint of dir, if any: what
 // changes the store other than serve's ingestion (load, repair) must call

@@ -56,7 +56,7 @@ func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 // damaged, belongs to another source or needs records the brokers no
 // longer have is reported and left alone: every analytic then computes
 // from the store.
-func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[string]bool, []byte) {
+func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt, specs []analytics.Spec) (map[string]bool, []byte) {
 	path := datadir.CheckpointPath(s.cfg.Dir)
 	var replay []byte
 	// The brokers are asked where the topics start and which alerts were
@@ -64,7 +64,7 @@ func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt) (map[stri
 	// when they do not answer.
 	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
 	defer cancel()
-	names, err := s.areg.Restore(ctx, path, s.cfg.Analytics, func(meta analytics.CheckpointMeta) error {
+	names, err := s.areg.Restore(ctx, path, specs, func(meta analytics.CheckpointMeta) error {
 		var err error
 		replay, err = s.replayFor(ctx, meta, opts)
 		return err

@@ -115,6 +115,7 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics.Serve
 	areg    *analytics.Registry
+	stored  *registered // the analytics registered over the API
 	sink    *alerts.KafkaSink
 	in      *ingest.Ingester
 	http    *http.Server
@@ -210,15 +211,27 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.areg = analytics.NewRegistry(s.vm, rcfg)
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
-	restored, replay := s.restoreAnalytics(ctx, sinkOpts)
-	for _, sp := range cfg.Analytics {
+	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
+		return nil, err
+	}
+	specs := s.stored.startList(cfg.Analytics, s.log)
+	restored, replay := s.restoreAnalytics(ctx, sinkOpts, specs)
+	for i, sp := range specs {
 		if err := sp.Validate(); err == nil && restored[sp.Name] {
 			continue
 		}
 		if _, err := s.areg.Register(sp); err != nil {
-			return nil, err
+			if i < len(cfg.Analytics) {
+				return nil, err
+			}
+			s.log.Warn("an analytic registered over the API could not be registered again (it stays stored; DELETE it to remove it)", "name", sp.Name, "err", err)
+			continue
 		}
-		s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type)
+		from := "configuration"
+		if i >= len(cfg.Analytics) {
+			from = "registered over the API"
+		}
+		s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type, "from", from)
 	}
 
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
@@ -295,7 +308,7 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 func (s *Server) listen() error {
 	h := s.cfg.HTTP
 	apiSrv, err := api.New(api.Config{
-		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Dict: s.dir.Keys, Logger: s.log, Token: h.Token,
+		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},

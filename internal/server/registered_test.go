@@ -1,0 +1,158 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// TestAnalyticsRegisteredOverTheAPIPersist: an analytic POSTed to
+// /v1/analytics is registered again after a restart, a DELETE removes it
+// for good; the configuration's analytics come back at every start and
+// win a name clash with a stored one (which stays stored, with a WARN,
+// until a DELETE of the name); a stored spec that no longer validates is
+// kept but not started; a registration that cannot be stored fails and
+// is not registered; a file that cannot be read stops serve with its
+// path and offset.
+func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
+	dir := t.TempDir()
+	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	open := func() *Server {
+		t.Helper()
+		logs.Reset()
+		srv, err := Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g",
+			Format: decode.FormatBinary, DeadLetterTopic: "dlq", FlushInterval: time.Second, Reset: "earliest",
+			Analytics: []analytics.Spec{{Name: "wcc", Type: "wcc"}},
+			Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+			HTTP:      HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 5 * time.Second, PathBudget: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	call := func(srv *Server, method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+srv.HTTPAddr()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	names := func(srv *Server) string {
+		var out []string
+		for _, r := range srv.Analytics().Results() {
+			out = append(out, r.Spec.Name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	path := datadir.RegisteredAnalyticsPath(dir)
+
+	srv := open()
+	if code, body := call(srv, "POST", "/v1/analytics", `{"name":"reach","type":"bfs","root":"7"}`); code != 201 {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	if code, body := call(srv, "POST", "/v1/analytics", `{"name":"hubs","type":"degree","threshold":100}`); code != 201 {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	if code, _ := call(srv, "POST", "/v1/analytics", `{"name":"wcc","type":"wcc"}`); code != 409 {
+		t.Fatalf("POST of the configuration's name: %d, want 409", code)
+	}
+	if code, body := call(srv, "DELETE", "/v1/analytics/hubs", ""); code != 200 {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	srv.Close()
+	raw, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(raw), `"reach"`) || strings.Contains(string(raw), `"hubs"`) || strings.Contains(string(raw), `"wcc"`) {
+		t.Fatalf("%s holds %s (%v): want reach only", path, raw, err)
+	}
+
+	// The restart: reach is back. Then a stored wcc (the configuration's
+	// name) and a spec that no longer validates are added by hand.
+	srv = open()
+	if got := names(srv); got != "reach,wcc" {
+		t.Fatalf("after a restart: %s, want reach,wcc", got)
+	}
+	if res, err := srv.Analytics().Result("reach"); err != nil || res.Spec.Root != "7" || res.Spec.Type != "bfs" {
+		t.Fatalf("reach after a restart: %+v, %v", res.Spec, err)
+	}
+	srv.Close()
+	raw = bytes.Replace(raw, []byte(`"analytics": [`), []byte(`"analytics": [{"name":"wcc","type":"degree","threshold":5},{"name":"old","type":"bfs"},`), 1)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv = open()
+	if got := names(srv); got != "reach,wcc" {
+		t.Fatalf("with a clash and a bad spec: %s, want reach,wcc", got)
+	}
+	if res, _ := srv.Analytics().Result("wcc"); res.Spec.Type != "wcc" {
+		t.Fatalf("the clash: wcc is a %s, want the configuration's wcc", res.Spec.Type)
+	}
+	for _, w := range []string{`not started: the configuration has one of the same name`, `name=old`, `not started: its spec does not validate`} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("the log lacks %q:\n%s", w, logs.String())
+		}
+	}
+	// DELETE of the clashing name removes both; the bad one stays stored.
+	if code, body := call(srv, "DELETE", "/v1/analytics/wcc", ""); code != 200 {
+		t.Fatalf("DELETE wcc: %d %s", code, body)
+	}
+	if raw, _ := os.ReadFile(path); strings.Contains(string(raw), `"wcc"`) || !strings.Contains(string(raw), `"old"`) {
+		t.Fatalf("after DELETE wcc the file holds %s", raw)
+	}
+	// A registration that cannot be stored is refused and not registered.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := call(srv, "POST", "/v1/analytics", `{"name":"lost","type":"wcc"}`); code != 500 || !strings.Contains(body, `storing the registration of \"lost\" (not registered)`) {
+		t.Fatalf("POST that cannot be stored: %d %s", code, body)
+	}
+	if _, err := srv.Analytics().Result("lost"); err == nil {
+		t.Fatal("an analytic whose registration could not be stored is registered")
+	}
+	if code, body := call(srv, "DELETE", "/v1/analytics/reach", ""); code != 500 || !strings.Contains(body, "still registered") {
+		t.Fatalf("DELETE that cannot be stored: %d %s", code, body)
+	}
+	if _, err := srv.Analytics().Result("reach"); err != nil {
+		t.Fatal("an analytic whose removal could not be stored is gone")
+	}
+	srv.Close()
+
+	// A file that cannot be read stops serve.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"version":1,"analytics":[{"name":"x","type":"bfs"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
+		Reset: "earliest", HTTP: HTTPConfig{DisableListening: true}})
+	if err == nil || !strings.Contains(err.Error(), path+": byte offset") {
+		t.Fatalf("a truncated file: %v", err)
+	}
+}
