@@ -206,7 +206,14 @@ var kinds = []kind{
 	{name: "fraud", topo: true, monitor: true, window: true, settings: (*Spec).fraudSettings,
 		fixed: func(s Spec) int64 { return int64(s.PullMemoryMiB) << 20 },
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFraud(s, al) }},
+	// custom: an analytic built outside the package (graphtide's
+	// user-defined analytics), registered with Registry.RegisterCustom,
+	// never from a spec alone.
+	{name: CustomType, topo: true},
 }
+
+// CustomType is the type of a user-defined analytic (RegisterCustom).
+const CustomType = "custom"
 
 // kindOf returns the row of type t.
 func kindOf(t string) (kind, bool) {
@@ -222,7 +229,9 @@ func kindOf(t string) (kind, bool) {
 var Types = func() []string {
 	var ts []string
 	for _, k := range kinds {
-		ts = append(ts, k.name)
+		if k.build != nil {
+			ts = append(ts, k.name)
+		}
 	}
 	return ts
 }()
@@ -431,6 +440,9 @@ func New(s Spec, root uint64, alerts func([]Alert)) (Analytic, error) {
 	k, ok := kindOf(s.Type)
 	if !ok {
 		return nil, fmt.Errorf("analytic %q: unknown type %q", s.Name, s.Type)
+	}
+	if k.build == nil {
+		return nil, fmt.Errorf("analytic %q: a %s analytic is registered from Go (graphtide.DB.RegisterAnalytic), not from a spec; type must be one of: %s", s.Name, s.Type, strings.Join(Types, ", "))
 	}
 	return k.build(s, root, alerts), nil
 }

@@ -400,7 +400,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 		return 1
 	})
 	for _, x := range got {
-		if _, err := r.register(x.s, x.a, &from); err != nil {
+		if _, err := r.register(x.s, x.a, &from, nil); err != nil {
 			errs = append(errs, err)
 			continue
 		}

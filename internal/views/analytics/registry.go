@@ -159,13 +159,33 @@ var ErrNotFound = errors.New("analytics: no analytic of that name")
 // and returns its (defaulted) spec. Its first result is ready once its
 // first full compute finishes (Result says so).
 func (r *Registry) Register(s Spec) (Spec, error) {
-	return r.register(s, nil, nil)
+	return r.register(s, nil, nil, nil)
+}
+
+// Custom is a user-defined analytic over the topology: its Spec has Type
+// CustomType and a name; the Registry serializes its Recompute and Update
+// calls as for the built-in graph analytics.
+type Custom interface {
+	Analytic
+	TopoAnalytic
+}
+
+// RegisterCustom registers a user-defined analytic and starts it like a
+// built-in graph analytic (it is not checkpointed: a restart computes it
+// from scratch).
+func (r *Registry) RegisterCustom(a Custom) (Spec, error) {
+	s := a.Spec()
+	if s.Type != CustomType {
+		return s, fmt.Errorf("analytic %q: a custom analytic's spec has type %q, got %q", s.Name, CustomType, s.Type)
+	}
+	return r.register(s, nil, nil, a)
 }
 
 // register registers s; restored, when not nil, is the analytic with its
 // state loaded from a checkpoint, which follows the topology from the log
-// position *from on (Restore).
-func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, error) {
+// position *from on (Restore); custom, when not nil, is a user-defined
+// analytic of spec s.
+func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Analytic) (Spec, error) {
 	if err := s.Validate(); err != nil {
 		return s, err
 	}
@@ -193,6 +213,9 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64) (Spec, erro
 		return s, fmt.Errorf("%w: %q", ErrExists, s.Name)
 	}
 	a := restored
+	if custom != nil {
+		a = custom
+	}
 	if a == nil {
 		var err error
 		if a, err = New(s, root, func(al []Alert) { r.raise(s.Name, al) }); err != nil {

@@ -1,0 +1,199 @@
+package graphtide_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/graphtide/graphtide"
+)
+
+// check stops an example at an error.
+func check(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// Open a store, apply a batch of payments between string keys, and read a
+// snapshot.
+func Example() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, &graphtide.Options{InEdges: true})
+	check(err)
+	defer db.Close()
+
+	id := func(key string) uint64 {
+		v, err := db.VertexID(key)
+		check(err)
+		return v
+	}
+	var b graphtide.Batch
+	b.Insert(id("alice"), id("bob"), 12.5)
+	b.Insert(id("alice"), id("carol"), 3)
+	b.Insert(id("carol"), id("bob"), 7)
+	seq, err := db.Apply(&b)
+	check(err)
+
+	sn, err := db.Snapshot()
+	check(err)
+	defer sn.Release()
+	nbrs, _ := sn.Neighbors(id("alice"), graphtide.Out)
+	for _, n := range nbrs {
+		key, _ := db.Key(n.ID)
+		fmt.Printf("alice -> %s (%v)\n", key, n.Weight)
+	}
+	in, _ := sn.Degree(id("bob"), graphtide.In)
+	fmt.Println("bob's in-degree:", in, "at seq", seq)
+	// Output:
+	// alice -> bob (12.5)
+	// alice -> carol (3)
+	// bob's in-degree: 2 at seq 1
+}
+
+// A built-in analytic follows every batch: BFS levels from a root.
+func ExampleDB_Register() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	name, err := db.Register("type=bfs,root=1,name=reach")
+	check(err)
+	var b graphtide.Batch
+	for v := uint64(1); v < 5; v++ {
+		b.Insert(v, v+1, 1) // 1 -> 2 -> 3 -> 4 -> 5
+	}
+	_, err = db.Apply(&b)
+	check(err)
+	b.Reset()
+	b.Insert(1, 4, 1) // a shortcut
+	b.Delete(4, 5)
+	seq, err := db.Apply(&b)
+	check(err)
+	_, err = db.Wait(context.Background(), name, seq)
+	check(err)
+	for v := uint64(1); v <= 5; v++ {
+		level, _, _ := db.VertexResult(name, v)
+		fmt.Println(v, level)
+	}
+	// Output:
+	// 1 {0}
+	// 2 {1}
+	// 3 {2}
+	// 4 {1}
+	// 5 {-1}
+}
+
+// outDegreeMax is an analytic of one's own: the largest out-degree, kept
+// up to date from the changes (recomputed only when the top vertex loses
+// edges).
+type outDegreeMax struct {
+	mu       sync.Mutex // guards what Result reads
+	deg      map[uint64]int
+	top      uint64
+	topDeg   int
+	computes int
+}
+
+func (a *outDegreeMax) Recompute(_ context.Context, g *graphtide.Graph) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.deg, a.top, a.topDeg = map[uint64]int{}, 0, 0
+	a.computes++
+	for i := 0; i < g.Len(); i++ {
+		if d := len(g.Out(i)); d > 0 {
+			a.deg[g.ID(i)] = d
+			a.bump(g.ID(i))
+		}
+	}
+	return nil
+}
+
+func (a *outDegreeMax) bump(v uint64) {
+	if d := a.deg[v]; d > a.topDeg || d == a.topDeg && v < a.top {
+		a.top, a.topDeg = v, d
+	}
+}
+
+func (a *outDegreeMax) Update(ctx context.Context, g *graphtide.Graph, changes []graphtide.Change) (bool, error) {
+	a.mu.Lock()
+	shrunk := false
+	for _, c := range changes {
+		// The degrees after the batch are g's: read them for the vertices
+		// the batch touched.
+		i, ok := g.Index(c.Src)
+		if !ok {
+			continue
+		}
+		a.deg[c.Src] = len(g.Out(i))
+		shrunk = shrunk || c.Src == a.top && a.deg[c.Src] < a.topDeg
+		a.bump(c.Src)
+	}
+	a.mu.Unlock()
+	if shrunk {
+		return true, a.Recompute(ctx, g)
+	}
+	return false, nil
+}
+
+func (a *outDegreeMax) Result() any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("vertex %d has %d out-edges (%d full computes)", a.top, a.topDeg, a.computes)
+}
+
+// An analytic of one's own, registered beside the built-in ones.
+func ExampleDB_RegisterAnalytic() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	check(db.RegisterAnalytic("hub", &outDegreeMax{}))
+	var b graphtide.Batch
+	for _, e := range [][2]uint64{{1, 2}, {1, 3}, {2, 3}, {7, 1}, {7, 2}, {7, 3}} {
+		b.Insert(e[0], e[1], 1)
+	}
+	seq, _ := db.Apply(&b)
+	r, _ := db.Wait(context.Background(), "hub", seq)
+	fmt.Println(r.Summary)
+	b.Reset()
+	b.Insert(1, 9, 1)
+	b.Insert(1, 8, 1)
+	seq, _ = db.Apply(&b)
+	r, _ = db.Wait(context.Background(), "hub", seq)
+	fmt.Println(r.Summary)
+	// Output:
+	// vertex 7 has 3 out-edges (1 full computes)
+	// vertex 1 has 4 out-edges (1 full computes)
+}
+
+// A stream view hands out the operations applied after it opened.
+func ExampleDB_Stream() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	st, err := db.Stream(3)
+	check(err)
+	defer st.Close()
+	var b graphtide.Batch
+	b.Insert(1, 2, 0.5)
+	b.Insert(2, 3, 1)
+	b.Delete(1, 2)
+	_, err = db.Apply(&b)
+	check(err)
+	changes, err := st.Next(context.Background())
+	check(err)
+	for _, c := range changes {
+		fmt.Println(c.Seq, c.Op, c.Src, c.Dst, c.Weight)
+	}
+	// Output:
+	// 1 upsert 1 2 0.5
+	// 1 upsert 2 3 1
+	// 1 delete_edge 1 2 0
+}

@@ -1,0 +1,378 @@
+// Package graphtide is graphtide embedded in a Go program: a streaming graph
+// store (an LSM-tree of CSR files) with snapshots, static and stream views,
+// the built-in analytics (bfs, wcc, pagerank, sssp, and the degree, fan-in,
+// fan-out and fraud monitors) and analytics of your own, kept up to date
+// as batches are applied. `graphtide serve` is the same store fed from
+// Kafka; this package is for a program that applies batches itself.
+//
+// What it promises:
+//
+//   - A batch is atomic: a snapshot or view sees all of it or none of it.
+//     Apply returns the batch's sequence number; a snapshot taken after
+//     Apply returns sees it.
+//   - Durability: an applied batch is durable once Flush or Close returns
+//     (the store also flushes by itself as its write buffers fill); a
+//     crash loses what was applied after the last flush. (serve is
+//     durable through Kafka: it replays what a crash lost.)
+//   - Vertex ids are uint64 below 2^62; string keys get ids from 2^62 up
+//     through the data directory's persistent key dictionary (VertexID),
+//     the same dictionary serve and load use, so a directory can be shared
+//     with them (one process at a time: the directory is locked).
+//   - Analytics follow every batch applied after they are registered, on
+//     their own goroutines; Result says which sequence number a result is
+//     at. A user-defined Analytic is called by one goroutine at a time.
+//
+// The implementation lives under internal/; this package is its stable
+// surface.
+package graphtide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Options of Open. The zero value is fine.
+type Options struct {
+	// InEdges keeps in-edges too: in-degrees and in-neighbors, and repairs
+	// instead of recomputes in the analytics when edges are deleted. Fixed
+	// when the store is created; an existing store keeps its setting.
+	InEdges bool
+	// MemGraphBytes is the size of one write buffer (two alternate);
+	// 0: 64 MiB.
+	MemGraphBytes int64
+	// ViewLogCapacity is how many of the newest operations stream views
+	// and analytics can catch up on (56 bytes each); 0: 1<<20.
+	ViewLogCapacity int
+}
+
+// DB is an open data directory. Its methods are safe for concurrent use.
+type DB struct {
+	dir *datadir.Dir
+	vm  *views.Manager
+	reg *analytics.Registry
+}
+
+// Open opens the data directory dir, creating it when it does not exist.
+func Open(dir string, o *Options) (*DB, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	var in *bool // an existing store keeps its setting
+	if _, err := os.Stat(datadir.StorePath(dir)); errors.Is(err, os.ErrNotExist) {
+		in = &o.InEdges
+	}
+	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes}, InEdges: in, Create: true})
+	if err != nil {
+		return nil, err
+	}
+	vm, err := views.NewManager(d.Store, views.Config{LogCapacity: o.ViewLogCapacity})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys),
+		Names: func(id uint64) (uint64, string) {
+			key, _ := d.Keys.Key(id)
+			return d.Keys.SourceID(id), key
+		}})
+	return &DB{dir: d, vm: vm, reg: reg}, nil
+}
+
+// Close stops the analytics, flushes the store (everything applied is
+// durable when it returns nil) and closes it.
+func (db *DB) Close() error {
+	db.reg.Close()
+	db.vm.Close()
+	ferr := db.dir.Store.Flush()
+	return errors.Join(ferr, db.dir.Close())
+}
+
+// InEdges reports whether the store keeps in-edges.
+func (db *DB) InEdges() bool { return db.dir.Store.InEdges() }
+
+// VertexID returns the id of the string key, giving it the next free id
+// when it is new (durably, before any batch that uses it is applied).
+func (db *DB) VertexID(key string) (uint64, error) { return db.dir.Keys.ID(key) }
+
+// LookupKey returns the id of a key that has one.
+func (db *DB) LookupKey(key string) (uint64, bool) { return db.dir.Keys.Lookup(key) }
+
+// Key returns the string key of id, when id belongs to one.
+func (db *DB) Key(id uint64) (string, bool) { return db.dir.Keys.Key(id) }
+
+// Batch is a set of operations applied atomically, in order. The zero
+// value is an empty batch.
+type Batch struct{ b engine.Batch }
+
+// Insert inserts the edge (src, dst), or sets its weight.
+func (b *Batch) Insert(src, dst uint64, weight float64) { b.b.InsertWeighted(src, dst, weight) }
+
+// Delete deletes the edge (src, dst) (nothing when there is none).
+func (b *Batch) Delete(src, dst uint64) { b.b.DeleteEdge(src, dst) }
+
+// DeleteVertex deletes v's out- and in-edges.
+func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
+
+// Len is the number of operations.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() { b.b.Reset() }
+
+// Apply applies b atomically and returns its sequence number. Ids of keys
+// new since the last Apply are made durable first.
+func (db *DB) Apply(b *Batch) (uint64, error) {
+	if err := db.dir.Keys.Sync(); err != nil {
+		return 0, err
+	}
+	return db.dir.Store.Apply(&b.b)
+}
+
+// Flush makes every applied batch durable.
+func (db *DB) Flush() error { return db.dir.Store.Flush() }
+
+// Direction says which edges of a vertex: Out (the default) or In.
+type Direction uint8
+
+// The directions.
+const (
+	Out Direction = iota
+	In
+)
+
+func (d Direction) engine() engine.Direction {
+	if d == In {
+		return engine.In
+	}
+	return engine.Out
+}
+
+// ErrNoInEdges is returned for in-edges of a store that keeps none.
+var ErrNoInEdges = errors.New("graphtide: the store keeps no in-edges (Options.InEdges, fixed when it was created)")
+
+// Snapshot is the graph as of one sequence number. Release it when done:
+// it holds the store's files.
+type Snapshot struct {
+	sn *engine.Snapshot
+	in bool
+}
+
+// Snapshot takes a snapshot of everything applied so far.
+func (db *DB) Snapshot() (*Snapshot, error) {
+	sn, err := db.dir.Store.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{sn: sn, in: db.dir.Store.InEdges()}, nil
+}
+
+// Seq is the sequence number of the newest batch the snapshot sees.
+func (s *Snapshot) Seq() uint64 { return s.sn.Seq() }
+
+// Release lets the snapshot's files go.
+func (s *Snapshot) Release() { s.sn.Release() }
+
+// Degree is the number of v's edges in direction d.
+func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
+	if d == In && !s.in {
+		return 0, ErrNoInEdges
+	}
+	n, err := s.sn.Degree(v, d.engine())
+	return int(n), err
+}
+
+// Neighbor is one neighbor of a vertex and the weight of the edge.
+type Neighbor struct {
+	ID     uint64
+	Weight float64
+}
+
+// Neighbors returns v's neighbors in direction d, sorted by id.
+func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
+	if d == In && !s.in {
+		return nil, ErrNoInEdges
+	}
+	ids, ws, err := s.sn.Neighbors(v, d.engine(), nil, []float64{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Neighbor, len(ids))
+	for i, x := range ids {
+		out[i] = Neighbor{x, ws[i]}
+	}
+	return out, nil
+}
+
+// View is a static view: the whole graph as of one sequence number, for
+// scans. Release it when done.
+type View struct{ v *views.StaticView }
+
+// View takes a static view of everything applied so far.
+func (db *DB) View() (*View, error) {
+	v, err := db.vm.Static(views.StaticOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &View{v}, nil
+}
+
+// Seq is the sequence number of the newest batch the view sees.
+func (v *View) Seq() uint64 { return v.v.Seq() }
+
+// Release lets the view's data go.
+func (v *View) Release() { v.v.Release() }
+
+// Each calls f for every vertex with edges in direction d, in id order,
+// with its neighbors (sorted) and their weights. f must not keep the
+// slices.
+func (v *View) Each(d Direction, f func(v uint64, nbrs []uint64, weights []float64)) error {
+	if d == In && !v.v.HasIn() {
+		return ErrNoInEdges
+	}
+	return v.v.Each(d.engine(), true, f)
+}
+
+// Op is the kind of an operation.
+type Op uint8
+
+// The operations.
+const (
+	Upsert Op = iota
+	DeleteEdge
+	DeleteVertex
+)
+
+func (o Op) String() string { return [...]string{"upsert", "delete_edge", "delete_vertex"}[o] }
+
+// Change is one applied operation. A vertex delete has Dst 0; it is
+// followed by the edge deletes it applied.
+type Change struct {
+	Seq      uint64 // the sequence number of its batch
+	Op       Op
+	Src, Dst uint64
+	Weight   float64 // of an upsert
+}
+
+func changeOf(e views.Edge) Change {
+	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight}
+	switch e.Op.Kind {
+	case engine.OpDeleteEdge:
+		c.Op = DeleteEdge
+	case engine.OpDeleteVertex:
+		c.Op = DeleteVertex
+	}
+	return c
+}
+
+// Stream is a stream view: the operations applied after it was opened, in
+// order. One goroutine at a time may call Next.
+type Stream struct{ s *views.Stream }
+
+// Stream opens a stream view; Next hands out at least batchSize
+// operations at a time (0: 1).
+func (db *DB) Stream(batchSize int) (*Stream, error) {
+	s, err := db.vm.Stream(views.StreamOptions{BatchSize: max(batchSize, 1)})
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{s}, nil
+}
+
+// Next waits for operations (or ctx) and returns them. A stream that
+// falls further behind than Options.ViewLogCapacity loses operations:
+// Next then returns an error saying so.
+func (s *Stream) Next(ctx context.Context) ([]Change, error) {
+	b, err := s.s.Pull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, len(b.Edges))
+	for i, e := range b.Edges {
+		out[i] = changeOf(e)
+	}
+	return out, nil
+}
+
+// Close closes the stream.
+func (s *Stream) Close() { s.s.Close() }
+
+// Register registers a built-in analytic from its spec, written as serve's
+// --analytic flag takes it ("type=bfs,root=acct-1,name=reach"; see the
+// README's analytics table), and returns its name.
+func (db *DB) Register(spec string) (string, error) {
+	s, err := analytics.ParseSpec(spec)
+	if err != nil {
+		return "", err
+	}
+	s, err = db.reg.Register(s)
+	return s.Name, err
+}
+
+// Unregister stops an analytic and forgets it.
+func (db *DB) Unregister(name string) error { return db.reg.Unregister(name) }
+
+// Result is an analytic's current result.
+type Result struct {
+	Name, Type string
+	Ready      bool   // its first full compute has finished
+	Seq        uint64 // the sequence number it corresponds to
+	Updates    uint64 // incremental updates so far
+	Recomputes uint64 // full computes so far (the first one included)
+	Error      string // the last error, if any
+	Summary    any    // the result itself (a built-in's summary, or your Analytic's Result)
+}
+
+// Result returns the named analytic's result.
+func (db *DB) Result(name string) (Result, error) {
+	r, err := db.reg.Result(name)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Name: r.Spec.Name, Type: r.Spec.Type, Ready: r.Ready, Seq: r.Seq, Updates: r.Updates,
+		Recomputes: r.Recomputes, Error: r.Error, Summary: r.Summary}, nil
+}
+
+// Wait waits until the named analytic's result is at seq or later (or ctx
+// ends) and returns it.
+func (db *DB) Wait(ctx context.Context, name string, seq uint64) (Result, error) {
+	for {
+		r, err := db.Result(name)
+		if err != nil || r.Ready && r.Seq >= seq {
+			return r, err
+		}
+		if r.Error != "" {
+			return r, fmt.Errorf("analytic %q: %s", name, r.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// VertexResult returns the named analytic's result for vertex v (a bfs
+// level, a component, a distance, a rank, a monitor's count; your
+// Analytic's VertexResult), and false when it has none.
+func (db *DB) VertexResult(name string, v uint64) (any, bool, error) {
+	return db.reg.Vertex(name, v)
+}
+
+// Alert is one alert a monitor raised.
+type Alert = analytics.Alert
+
+// Alerts returns up to limit of the newest alerts, oldest first (of the
+// named analytic when name is not empty).
+func (db *DB) Alerts(name string, limit int) []Alert {
+	al, _ := db.reg.Alerts(name, limit)
+	return al
+}

@@ -1,0 +1,259 @@
+package graphtide
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
+)
+
+// edgeCount is a user-defined analytic: the edge count and every vertex's
+// out-degree, by updates from the changes.
+type edgeCount struct {
+	mu      sync.Mutex
+	out     map[uint64]int
+	edges   int64
+	updates int
+}
+
+func (a *edgeCount) Recompute(_ context.Context, g *Graph) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.out = map[uint64]int{}
+	for i := 0; i < g.Len(); i++ {
+		if d := len(g.Out(i)); d > 0 {
+			a.out[g.ID(i)] = d
+		}
+	}
+	a.edges = g.Edges()
+	return nil
+}
+
+func (a *edgeCount) Update(_ context.Context, g *Graph, changes []Change) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.updates++
+	for _, c := range changes {
+		for _, v := range []uint64{c.Src, c.Dst} {
+			if i, ok := g.Index(v); ok {
+				if d := len(g.Out(i)); d > 0 {
+					a.out[v] = d
+				} else {
+					delete(a.out, v)
+				}
+			}
+		}
+	}
+	a.edges = g.Edges()
+	return false, nil
+}
+
+func (a *edgeCount) Result() any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.edges
+}
+
+func (a *edgeCount) VertexResult(v uint64) (any, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.out[v]
+	return d, ok
+}
+
+// TestDBFollowsAnOracle: random batches (inserts, re-weights, deletes,
+// vertex deletes, string keys) applied through the package: snapshots,
+// views, a stream and a user-defined analytic agree with a map of edges
+// after every batch, and after a reopen.
+func TestDBFollowsAnOracle(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{InEdges: true, MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &edgeCount{}
+	if err := db.RegisterAnalytic("count", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RegisterAnalytic("count", a); err == nil {
+		t.Fatal("a second analytic of one name was registered")
+	}
+	if _, err := db.Register("type=custom,name=x"); err == nil {
+		t.Fatal("a custom analytic was registered from a spec")
+	}
+	st, err := db.Stream(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testref.Edges{}
+	r := rand.New(rand.NewPCG(3, 4))
+	vertex := func() uint64 {
+		if r.IntN(4) == 0 {
+			id, err := db.VertexID(fmt.Sprintf("k%d", r.IntN(30)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		return uint64(r.IntN(120))
+	}
+	ctx := context.Background()
+	var streamed []Change
+	var sent []Change
+	for batch := 0; batch < 40; batch++ {
+		var b Batch
+		var ops []engine.Op
+		for range 1 + r.IntN(200) {
+			var op engine.Op
+			switch x := r.IntN(100); {
+			case x < 20 && len(want) > 0:
+				keys := make([][2]uint64, 0, len(want))
+				for k := range want {
+					keys = append(keys, k)
+				}
+				slices.SortFunc(keys, func(a, b [2]uint64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+				k := keys[r.IntN(len(keys))]
+				op = engine.Op{Src: k[0], Dst: k[1], Kind: engine.OpDeleteEdge}
+				b.Delete(op.Src, op.Dst)
+			case x < 22:
+				op = engine.Op{Src: vertex(), Kind: engine.OpDeleteVertex}
+				b.DeleteVertex(op.Src)
+			default:
+				op = engine.Op{Src: vertex(), Dst: vertex(), Weight: float64(r.IntN(9)), Kind: engine.OpUpsert}
+				b.Insert(op.Src, op.Dst, op.Weight)
+			}
+			ops = append(ops, op)
+		}
+		seq, err := db.Apply(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			want.Apply(op)
+			c := Change{Seq: seq, Src: op.Src, Dst: op.Dst, Weight: op.Weight}
+			switch op.Kind {
+			case engine.OpDeleteEdge:
+				c.Op, c.Weight = DeleteEdge, 0
+			case engine.OpDeleteVertex:
+				c.Op, c.Dst, c.Weight = DeleteVertex, 0, 0
+			}
+			sent = append(sent, c)
+		}
+		for len(streamed) < len(sent) {
+			cs, err := st.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				if c.Op != DeleteEdge || len(streamed) < len(sent) && sent[len(streamed)].Op == DeleteEdge && sent[len(streamed)].Src == c.Src && sent[len(streamed)].Dst == c.Dst {
+					streamed = append(streamed, c)
+				} // else: an edge delete a vertex delete applied
+			}
+		}
+		checkDB(t, fmt.Sprintf("batch %d", batch), db, want)
+		res, err := db.Wait(ctx, "count", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.(int64) != int64(len(want)) {
+			t.Fatalf("batch %d: the analytic counts %v edges, want %d", batch, res.Summary, len(want))
+		}
+		for v, d := range testref.Degrees(want, "out") {
+			if got, ok, _ := db.VertexResult("count", v); !ok || uint64(got.(int)) != d {
+				t.Fatalf("batch %d: out-degree of %d = %v (%v), want %d", batch, v, got, ok, d)
+			}
+		}
+	}
+	for i := range sent {
+		if streamed[i] != sent[i] {
+			t.Fatalf("change %d: streamed %+v, applied %+v", i, streamed[i], sent[i])
+		}
+	}
+	if a.updates == 0 {
+		t.Fatal("the analytic was never updated")
+	}
+	st.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !db.InEdges() {
+		t.Fatal("the reopened store lost its in-edges")
+	}
+	checkDB(t, "after a reopen", db, want)
+}
+
+// checkDB compares a snapshot (out- and in-neighbors, degrees) and a
+// static view with want.
+func checkDB(t *testing.T, label string, db *DB, want testref.Edges) {
+	t.Helper()
+	sn, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	vs := map[uint64]bool{}
+	for k := range want {
+		vs[k[0]], vs[k[1]] = true, true
+	}
+	got := testref.Edges{}
+	for v := range vs {
+		nb, err := sn.Neighbors(v, Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nb {
+			got[[2]uint64{v, n.ID}] = n.Weight
+		}
+		in, err := sn.Neighbors(v, In)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := sn.Degree(v, In); d != len(in) {
+			t.Fatalf("%s: in-degree of %d = %d, in-neighbors %d", label, v, d, len(in))
+		}
+		for _, n := range in {
+			if w, ok := want[[2]uint64{n.ID, v}]; !ok || w != n.Weight {
+				out, _ := sn.Neighbors(n.ID, Out)
+				t.Fatalf("%s: in-edge %d->%d (%v) is not in the oracle (%v %v); out of %d: %v", label, n.ID, v, n.Weight, w, ok, n.ID, out)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d edges, want %d", label, len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Fatalf("%s: edge %v = %v (%v), want %v", label, k, g, ok, w)
+		}
+	}
+	v, err := db.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	n := 0
+	if err := v.Each(Out, func(u uint64, nbrs []uint64, ws []float64) {
+		for i, x := range nbrs {
+			if want[[2]uint64{u, x}] != ws[i] {
+				t.Errorf("%s: the view's edge %d->%d (%v) differs", label, u, x, ws[i])
+			}
+			n++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) {
+		t.Fatalf("%s: the view holds %d edges, want %d", label, n, len(want))
+	}
+}
