@@ -50,7 +50,7 @@ type Options struct {
 	// 0: 64 MiB.
 	MemGraphBytes int64
 	// ViewLogCapacity is how many of the newest operations stream views
-	// and analytics can catch up on (56 bytes each); 0: 1<<20.
+	// and analytics can catch up on (64 bytes each); 0: 1<<20.
 	ViewLogCapacity int
 }
 
@@ -121,6 +121,11 @@ func (b *Batch) Delete(src, dst uint64) { b.b.DeleteEdge(src, dst) }
 
 // DeleteVertex deletes v's out- and in-edges.
 func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
+
+// SetEventTime gives the operation added last the time t, when what it
+// records happened: windows of monitors run on it (see the README's
+// "Windows in event time"). Times before 1970 are ignored.
+func (b *Batch) SetEventTime(t time.Time) { b.b.SetEventTime(t.UnixMicro()) }
 
 // Len is the number of operations.
 func (b *Batch) Len() int { return b.b.Len() }
@@ -256,14 +261,18 @@ func (o Op) String() string { return [...]string{"upsert", "delete_edge", "delet
 // Change is one applied operation. A vertex delete has Dst 0; it is
 // followed by the edge deletes it applied.
 type Change struct {
-	Seq      uint64 // the sequence number of its batch
-	Op       Op
-	Src, Dst uint64
-	Weight   float64 // of an upsert
+	Seq       uint64 // the sequence number of its batch
+	Op        Op
+	Src, Dst  uint64
+	Weight    float64   // of an upsert
+	EventTime time.Time // Batch.SetEventTime's, zero when none
 }
 
 func changeOf(e views.Edge) Change {
 	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight}
+	if e.Op.EventTime > 0 {
+		c.EventTime = time.UnixMicro(e.Op.EventTime).UTC()
+	}
 	switch e.Op.Kind {
 	case engine.OpDeleteEdge:
 		c.Op = DeleteEdge

@@ -192,6 +192,7 @@ type Spec struct {
 	Direction     string  `json:"direction,omitempty"`
 	WindowEdges   int     `json:"window_edges,omitempty"`
 	Window        string  `json:"window,omitempty"`
+	Lateness      string  `json:"lateness,omitempty"`
 	MaxCycle      int     `json:"max_cycle,omitempty"`
 	SearchBudget  int     `json:"search_budget,omitempty"`
 	PullTimeout   string  `json:"pull_timeout,omitempty"`
@@ -211,7 +212,7 @@ func SpecOf(s analytics.Spec) Spec {
 	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Interval: duration(s.Interval),
 		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
 		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
-		MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, PullTimeout: duration(s.PullTimeout), PullMemoryMiB: s.PullMemoryMiB,
+		Lateness: duration(s.Lateness), MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, PullTimeout: duration(s.PullTimeout), PullMemoryMiB: s.PullMemoryMiB,
 		MaxBehind: s.MaxBehind}
 }
 
@@ -225,7 +226,7 @@ func (s Spec) Analytics() (analytics.Spec, error) {
 	for _, d := range []struct {
 		name, s string
 		to      *time.Duration
-	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}, {"pull_timeout", s.PullTimeout, &out.PullTimeout}} {
+	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}, {"lateness", s.Lateness, &out.Lateness}, {"pull_timeout", s.PullTimeout, &out.PullTimeout}} {
 		if d.s == "" {
 			continue
 		}
@@ -450,8 +451,9 @@ type Alert struct {
 	Cycle     []Vertex  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0
 	Value     float64   `json:"value"`
 	Threshold float64   `json:"threshold,omitempty"`
-	ID        string    `json:"id"`               // the same in every run for the same trigger
-	Source    *Record   `json:"source,omitempty"` // the Kafka record of the operation that raised it
+	ID        string    `json:"id"`                  // the same in every run for the same trigger
+	Source    *Record   `json:"source,omitempty"`    // the Kafka record of the operation that raised it
+	EventTime time.Time `json:"event_time,omitzero"` // that operation's event time, when its record gave one
 }
 
 // Record names a Kafka record.
@@ -469,7 +471,7 @@ type AlertsResponse struct {
 
 func (k keyer) alert(a analytics.Alert) Alert {
 	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: k.id(a.Vertex), Key: k.key(a.Vertex),
-		Value: a.Value, Threshold: a.Threshold, ID: a.ID}
+		Value: a.Value, Threshold: a.Threshold, ID: a.ID, EventTime: a.EventTime}
 	if src := a.Source; src != nil {
 		out.Source = &Record{Topic: src.Topic, Partition: src.Partition, Offset: src.Offset}
 	}

@@ -40,7 +40,7 @@ const (
 	// then peaked at 1.00-1.04 of its budget.
 	StoreFactor = 5
 	// EdgeBytes is the size of one operation in the edge log (views.Edge).
-	EdgeBytes = 56
+	EdgeBytes = 64
 	// MinBudget and MaxBudget bound --memory-budget.
 	MinBudget = 256 << 20
 	MaxBudget = 1 << 40

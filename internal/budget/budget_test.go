@@ -58,7 +58,7 @@ func TestDivideExplicit(t *testing.T) {
 		want string
 	}{
 		{Explicit{MemGraphBytes: 128 << 20}, "--memgraph-mib 128 takes 640 MiB for the store"},
-		{Explicit{EdgeLogOps: 10_000_000}, "--view-log-capacity 10000000 takes 534.1 MiB"},
+		{Explicit{EdgeLogOps: 10_000_000}, "--view-log-capacity 10000000 takes 610.4 MiB"},
 		{Explicit{MemGraphBytes: 100 << 20, EdgeLogOps: 4 << 20}, "--memgraph-mib 100 takes 500 MiB for the store (5x one MemGraph) and --view-log-capacity 4194304"},
 	} {
 		_, err := Divide(DefaultBudget, c.x)

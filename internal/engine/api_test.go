@@ -293,3 +293,46 @@ func TestBatchTags(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchEventTimes: an event time belongs to the op added last; ops
+// without one read 0, before and after the first that has one; Reset
+// forgets them; the observer sees them.
+func TestBatchEventTimes(t *testing.T) {
+	var b Batch
+	b.SetEventTime(5) // nothing added yet: nothing to time
+	b.Insert(1, 2)
+	b.InsertWeighted(2, 3, 4)
+	b.SetEventTime(1_700_000_000_000_000)
+	b.DeleteEdge(1, 2)
+	b.DeleteVertex(3)
+	b.SetEventTime(1_700_000_000_000_001)
+	b.SetEventTime(-1) // not a time: ignored
+	want := []int64{0, 1_700_000_000_000_000, 0, 1_700_000_000_000_001}
+	for i, w := range want {
+		if got := b.Op(i).EventTime; got != w {
+			t.Errorf("op %d: event time %d, want %d", i, got, w)
+		}
+	}
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var seen []int64
+	s.SetApplyObserver(func(_ uint64, ob *Batch) {
+		for i := 0; i < ob.Len(); i++ {
+			seen = append(seen, ob.Op(i).EventTime)
+		}
+	})
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("the observer saw %v, want %v", seen, want)
+	}
+	b.Reset()
+	b.Insert(1, 2)
+	if b.Op(0).EventTime != 0 {
+		t.Fatal("Reset kept an event time")
+	}
+}

@@ -16,7 +16,10 @@ type Batch struct {
 	ops    []core.Op
 	srcpos []byte
 	tags   []tag // ascending by from
-	err    error
+	// times[i] is op i's event time (Unix µs, 0: none); nil while no op
+	// has one. INVARIANT: nil or len(times) == len(ops).
+	times []int64
+	err   error
 }
 
 // tag gives the operations from index from on (up to the next tag) the
@@ -39,7 +42,29 @@ func (b *Batch) InsertWeighted(src, dst uint64, weight float64) {
 			b.err = fmt.Errorf("%w: weight of op %d must be finite, got %v", ErrInvalid, len(b.ops), weight)
 		}
 	}
-	b.ops = append(b.ops, core.Op{Src: src, Dst: dst, Weight: weight, Kind: core.OpUpsert})
+	b.add(core.Op{Src: src, Dst: dst, Weight: weight, Kind: core.OpUpsert})
+}
+
+// add appends op (with no event time).
+func (b *Batch) add(op core.Op) {
+	b.ops = append(b.ops, op)
+	if b.times != nil {
+		b.times = append(b.times, 0)
+	}
+}
+
+// SetEventTime gives the last operation added the event time us (Unix
+// microseconds, above 0): when what it records happened, as its source
+// says. The store does not keep it: the apply observer sees it
+// (Op.EventTime), and the views' windows run on it.
+func (b *Batch) SetEventTime(us int64) {
+	if len(b.ops) == 0 || us <= 0 {
+		return
+	}
+	if b.times == nil {
+		b.times = make([]int64, len(b.ops), cap(b.ops))
+	}
+	b.times[len(b.ops)-1] = us
 }
 
 // DeleteEdge removes edge (src, dst) if present.
@@ -47,7 +72,7 @@ func (b *Batch) DeleteEdge(src, dst uint64) {
 	if b.err == nil && (src > MaxVertex || dst > MaxVertex) {
 		b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
 	}
-	b.ops = append(b.ops, core.Op{Src: src, Dst: dst, Kind: core.OpDeleteEdge})
+	b.add(core.Op{Src: src, Dst: dst, Kind: core.OpDeleteEdge})
 }
 
 // DeleteVertex removes every edge into or out of v that exists before this
@@ -56,7 +81,7 @@ func (b *Batch) DeleteVertex(v uint64) {
 	if b.err == nil && v > MaxVertex {
 		b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
 	}
-	b.ops = append(b.ops, core.Op{Src: v, Kind: core.OpDeleteVertex})
+	b.add(core.Op{Src: v, Kind: core.OpDeleteVertex})
 }
 
 // SetSourcePosition attaches an opaque position (for example Kafka offsets)
@@ -93,12 +118,19 @@ type Op struct {
 	Src, Dst uint64
 	Weight   float64 // 0 for deletes
 	Kind     OpKind
+	// EventTime is when what it records happened, Unix µs (0: not given);
+	// see Batch.SetEventTime.
+	EventTime int64
 }
 
 // Op returns the i-th operation, 0 <= i < Len().
 func (b *Batch) Op(i int) Op {
 	o := &b.ops[i]
-	return Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind)}
+	op := Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind)}
+	if b.times != nil {
+		op.EventTime = b.times[i]
+	}
+	return op
 }
 
 // Len is the number of operations in the batch.
@@ -109,6 +141,7 @@ func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
+	b.times = nil
 	b.err = nil
 }
 

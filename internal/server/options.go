@@ -89,7 +89,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
-	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 56 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
+	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
 // Validate checks the options, fills the derived ones (Plan, Specs, the

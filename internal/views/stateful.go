@@ -168,7 +168,7 @@ func (s *Stateful) Pull(ctx context.Context) (*Update, error) {
 			return nil, err
 		}
 		if s.win != nil {
-			u.Expired = s.win.advance(u.Edges, s.m.now().UnixNano(), nil)
+			_, u.Expired = s.win.advance(u.Edges) // late ones: in Edges (they changed the graph), never in the window
 		}
 		s.pos = end
 	} else {

@@ -60,7 +60,8 @@ func (o *StreamOptions) normalize(logCap int) error {
 
 // StreamBatch is what one Pull of a stateless stream returns.
 type StreamBatch struct {
-	Edges   []Edge // new operations, in sequence order
+	Edges   []Edge // new operations, in sequence order (with a window: those that entered it)
+	Late    []Edge // new operations that arrived late for an event-time window (Window), not in it
 	Expired []Edge // operations that left the window, oldest first
 	Seq     uint64 // sequence number of the newest operation delivered so far
 }
@@ -129,7 +130,19 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 	}
 	b.Seq = s.seq
 	if s.win != nil {
-		b.Expired = s.win.advance(b.Edges, s.m.now().UnixNano(), nil)
+		b.Late, b.Expired = s.win.advance(b.Edges)
+		if len(b.Late) > 0 { // Edges: the ones that entered
+			in := b.Edges[:0]
+			k := 0
+			for _, e := range b.Edges {
+				if k < len(b.Late) && e == b.Late[k] {
+					k++
+					continue
+				}
+				in = append(in, e)
+			}
+			b.Edges = in
+		}
 	}
 	return b, nil
 }

@@ -1079,3 +1079,105 @@ func TestStatefulLostWhenTheLogWraps(t *testing.T) {
 		t.Fatalf("the first stream missed the big batch's start: %v %+v", err, u)
 	}
 }
+
+// TestEventTimeWindows: a Duration window runs on the operations' event
+// times, out of order within a lateness: what a consumer rebuilds from
+// Edges and Expired is, after every pull, exactly the operations an
+// oracle of the definition holds (time above the newest time seen less
+// lateness less duration), and Late exactly the ones that arrived at or
+// below it. Operations without an event time count at their apply time.
+func TestEventTimeWindows(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const dur, lateness = 10 * time.Second, 3 * time.Second
+	st, err := m.Stream(StreamOptions{Window: Window{Duration: dur, Lateness: lateness}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	held := map[uint64]int64{} // what the consumer rebuilds: dst -> time
+	want := map[uint64]int64{} // the oracle's window
+	var maxT int64
+	base := int64(1_700_000_000_000_000) // µs
+	clock := base
+	late, dst := 0, uint64(0)
+	for step := 0; step < 300; step++ {
+		var b engine.Batch
+		var times []int64
+		for range 1 + r.IntN(5) {
+			clock += int64(r.IntN(800_000))       // up to 0.8 s on
+			t := clock - int64(r.IntN(6_000_000)) // up to 6 s out of order
+			if r.IntN(20) == 0 {
+				t = clock - 13_000_000 - int64(r.IntN(5_000_000)) // beyond the lateness and the duration
+			}
+			b.InsertWeighted(1, dst, 1)
+			b.SetEventTime(t)
+			times = append(times, t*1000)
+			dst++
+		}
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		first := dst - uint64(len(times))
+		for i, tm := range times {
+			if maxT != 0 && tm <= maxT-int64(lateness)-int64(dur) {
+				late++
+				continue
+			}
+			maxT = max(maxT, tm)
+			want[first+uint64(i)] = tm
+		}
+		for d, tm := range want {
+			if tm <= maxT-int64(lateness)-int64(dur) {
+				delete(want, d)
+			}
+		}
+		pb, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range pb.Edges {
+			held[e.Op.Dst] = EventNanos(e)
+		}
+		for _, e := range pb.Late {
+			if e.Op.EventTime*1000 > maxT-int64(lateness)-int64(dur) {
+				t.Fatalf("step %d: %d at %d handed out late, the watermark less the duration is %d", step, e.Op.Dst, e.Op.EventTime, maxT-int64(lateness)-int64(dur))
+			}
+		}
+		for _, e := range pb.Expired {
+			if _, ok := held[e.Op.Dst]; !ok {
+				t.Fatalf("step %d: %d expired, not held", step, e.Op.Dst)
+			}
+			delete(held, e.Op.Dst)
+		}
+		if len(held) != len(want) {
+			t.Fatalf("step %d: the window holds %d, the oracle %d", step, len(held), len(want))
+		}
+		for d, tm := range want {
+			if held[d] != tm {
+				t.Fatalf("step %d: %d at %d in the oracle, %d (held %v) in the window", step, d, tm, held[d], held[d] != 0)
+			}
+		}
+	}
+	if late == 0 || uint64(late) != st.win.late() {
+		t.Fatalf("%d late in the oracle, %d counted by the window", late, st.win.late())
+	}
+	// Without an event time an operation counts at its apply time.
+	var b engine.Batch
+	b.InsertWeighted(1, dst, 1)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	pb, err := st.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pb.Edges) != 1 || EventNanos(pb.Edges[0]) != pb.Edges[0].Time || len(pb.Expired) != len(held) {
+		t.Fatalf("an operation at its apply time (now, after 2023) expires every earlier one: %d in, %d of %d expired", len(pb.Edges), len(pb.Expired), len(held))
+	}
+}

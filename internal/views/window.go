@@ -6,11 +6,22 @@ import (
 )
 
 // Window is a sliding window over the stream: the last Edges operations
-// and/or the operations applied within the last Duration (by the time they
-// were applied). Zero fields do not bound; a zero Window is no window.
+// and/or the operations of the last Duration in event time. Zero fields do
+// not bound; a zero Window is no window.
+//
+// A Duration window runs on event time (TimeWindow): an operation counts
+// at its event time (engine.Op.EventTime, as its record gave it), or when
+// it has none at its apply time; the watermark is the newest such time
+// seen less Lateness; an operation leaves once its time is at or before
+// the watermark less Duration, and one that arrives already there is late:
+// counted, handed out apart (StreamBatch.Late), never in the window. So a
+// replay after a crash gives the windows it gave the first time. With
+// Edges too, the window holds at most that many, the oldest in event time
+// leaving first.
 type Window struct {
 	Edges    int
 	Duration time.Duration
+	Lateness time.Duration
 }
 
 // DefaultMaxWindowEdges bounds the operations a window holds when
@@ -20,17 +31,19 @@ const DefaultMaxWindowEdges = 1 << 20
 func (w Window) enabled() bool { return w.Edges > 0 || w.Duration > 0 }
 
 func (w Window) validate() error {
-	if w.Edges < 0 || w.Duration < 0 {
-		return fmt.Errorf("views: window bounds must not be negative, got %d edges and %v", w.Edges, w.Duration)
+	if w.Edges < 0 || w.Duration < 0 || w.Lateness < 0 {
+		return fmt.Errorf("views: window bounds must not be negative, got %d edges, %v and lateness %v", w.Edges, w.Duration, w.Lateness)
 	}
 	return nil
 }
 
-// window holds the operations inside a Window, oldest first, and says
-// which leave it. Not safe for concurrent use.
+// window holds the operations inside a Window and says which leave it:
+// a TimeWindow for a Duration window, else the last Edges in log order.
+// Not safe for concurrent use.
 type window struct {
 	cfg Window
 	max int // hard bound on what is held: beyond it the oldest leave early
+	tw  *TimeWindow[Edge]
 	q   []Edge
 	at  int // q[at:] is held; the front is compacted lazily
 	// early counts operations that left before their time because of max.
@@ -44,14 +57,44 @@ func newWindow(cfg Window, maxEdges int) *window {
 	if cfg.Edges > 0 && cfg.Edges < maxEdges {
 		maxEdges = cfg.Edges
 	}
-	return &window{cfg: cfg, max: maxEdges}
+	w := &window{cfg: cfg, max: maxEdges}
+	if cfg.Duration > 0 {
+		w.tw = NewTimeWindow[Edge](cfg.Duration, cfg.Lateness, maxEdges)
+	}
+	return w
 }
 
-func (w *window) len() int { return len(w.q) - w.at }
+func (w *window) len() int {
+	if w.tw != nil {
+		return w.tw.Len()
+	}
+	return len(w.q) - w.at
+}
 
-// advance adds the new operations, then appends to expired every held
-// operation that the window no longer covers at time now (Unix ns).
-func (w *window) advance(added []Edge, now int64, expired []Edge) []Edge {
+// late counts the operations that arrived late.
+func (w *window) late() uint64 {
+	if w.tw != nil {
+		return w.tw.Late()
+	}
+	return 0
+}
+
+// advance adds the new operations and returns the late ones (not held)
+// and every held operation that left, oldest first.
+func (w *window) advance(added []Edge) (late, expired []Edge) {
+	if w.tw != nil {
+		leave := func(e Edge) { expired = append(expired, e) }
+		early := w.tw.Early()
+		for _, e := range added {
+			if !w.tw.Add(EventNanos(e), e, leave) {
+				late = append(late, e)
+			}
+		}
+		if w.cfg.Edges == 0 || w.cfg.Edges > w.max {
+			w.early += w.tw.Early() - early
+		}
+		return late, expired
+	}
 	w.q = append(w.q, added...)
 	n := w.len()
 	drop := 0
@@ -61,20 +104,19 @@ func (w *window) advance(added []Edge, now int64, expired []Edge) []Edge {
 			w.early += uint64(drop)
 		}
 	}
-	if w.cfg.Duration > 0 {
-		cut := now - int64(w.cfg.Duration)
-		for drop < n && w.q[w.at+drop].Time <= cut {
-			drop++
-		}
-	}
 	expired = append(expired, w.q[w.at:w.at+drop]...)
 	w.at += drop
 	if w.at > len(w.q)/2 && w.at > 1024 {
 		w.q = append(w.q[:0], w.q[w.at:]...)
 		w.at = 0
 	}
-	return expired
+	return nil, expired
 }
 
 // reset empties the window (after lost data).
-func (w *window) reset() { w.q, w.at = w.q[:0], 0 }
+func (w *window) reset() {
+	w.q, w.at = w.q[:0], 0
+	if w.tw != nil {
+		w.tw.Reset()
+	}
+}

@@ -32,7 +32,7 @@ import (
 
 // Add appends one decoded edge operation to b: the one mapping from a
 // decoded record to a store operation (an upsert without a weight has
-// weight 1).
+// weight 1), with its event time when it has one.
 func Add(b *engine.Batch, e decode.Edge) {
 	switch e.Op {
 	case decode.OpUpsert:
@@ -45,6 +45,9 @@ func Add(b *engine.Batch, e decode.Edge) {
 		b.DeleteEdge(e.Src, e.Dst)
 	case decode.OpDeleteVertex:
 		b.DeleteVertex(e.Src)
+	}
+	if !e.EventTime.IsZero() {
+		b.SetEventTime(e.EventTime.UnixMicro())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -17,19 +18,20 @@ import (
 
 func TestAdd(t *testing.T) {
 	var b engine.Batch
+	at := time.Date(2026, 11, 23, 10, 15, 0, 123456000, time.UTC)
 	for _, e := range []decode.Edge{
 		{Op: decode.OpUpsert, Src: 1, Dst: 2},
-		{Op: decode.OpUpsert, Src: 3, Dst: 4, Weight: 2.5, HasWeight: true},
+		{Op: decode.OpUpsert, Src: 3, Dst: 4, Weight: 2.5, HasWeight: true, EventTime: at},
 		{Op: decode.OpDeleteEdge, Src: 5, Dst: 6, Weight: 9, HasWeight: true},
-		{Op: decode.OpDeleteVertex, Src: 7, Dst: 8},
+		{Op: decode.OpDeleteVertex, Src: 7, Dst: 8, EventTime: at.Add(time.Second)},
 	} {
 		Add(&b, e)
 	}
 	want := []engine.Op{
 		{Src: 1, Dst: 2, Weight: 1, Kind: engine.OpUpsert},
-		{Src: 3, Dst: 4, Weight: 2.5, Kind: engine.OpUpsert},
+		{Src: 3, Dst: 4, Weight: 2.5, Kind: engine.OpUpsert, EventTime: at.UnixMicro()},
 		{Src: 5, Dst: 6, Kind: engine.OpDeleteEdge},
-		{Src: 7, Kind: engine.OpDeleteVertex},
+		{Src: 7, Kind: engine.OpDeleteVertex, EventTime: at.Add(time.Second).UnixMicro()},
 	}
 	if b.Len() != len(want) {
 		t.Fatalf("batch holds %d ops, want %d", b.Len(), len(want))

@@ -86,6 +86,9 @@ type Alert struct {
 	// Source is the Kafka record of the operation that raised the alert
 	// (none when unknown).
 	Source *AlertSource `json:"source,omitempty"`
+	// EventTime is that operation's event time, as its record gave it
+	// (zero when it gave none).
+	EventTime time.Time `json:"event_time,omitzero"`
 	// Ref is the reference of that operation (views.Edge.Ref), which the
 	// registry turns into Source.
 	Ref uint64 `json:"-"`
@@ -137,6 +140,9 @@ type Spec struct {
 	Direction      string        `yaml:"direction,omitempty" json:"direction,omitempty"`
 	WindowEdges    int           `yaml:"window_edges,omitempty" json:"window_edges,omitempty"`
 	WindowDuration time.Duration `yaml:"window,omitempty" json:"window,omitempty"`
+	// Lateness of a window duration: how far behind the newest event time
+	// its watermark runs (views.Window).
+	Lateness time.Duration `yaml:"lateness,omitempty" json:"lateness,omitempty"`
 
 	// Fraud: the longest cycle reported (default 4, at most 8), the most
 	// path extensions searched per new edge (default 100000; a search cut
@@ -156,7 +162,7 @@ type Spec struct {
 const (
 	MaxBatchSize     = 1_000_000
 	MaxInterval      = time.Hour
-	MaxMaxBehind     = 1 << 22 // operations one pull may carry (56 bytes each: 224 MiB)
+	MaxMaxBehind     = 1 << 22 // operations one pull may carry (64 bytes each: 256 MiB)
 	MinTolerance     = 1e-15
 	MaxTolerance     = 1.0
 	MaxMaxIterations = 10_000
@@ -294,6 +300,14 @@ func (s *Spec) Validate() error {
 		if s.WindowDuration < 0 || s.WindowDuration > MaxWindow {
 			return bad("window %v is out of range: allowed 0s..%v", s.WindowDuration, MaxWindow)
 		}
+		if s.Lateness < 0 || s.Lateness > MaxWindow {
+			return bad("lateness %v is out of range: allowed 0s..%v", s.Lateness, MaxWindow)
+		}
+		if s.Lateness > 0 && s.WindowDuration == 0 {
+			return bad("lateness applies to a window of a duration (window=10m): give one")
+		}
+	} else if s.Lateness != 0 {
+		return bad("lateness applies to the windows of fanin, fanout and fraud, not to %s", s.Type)
 	}
 	return nil
 }
@@ -411,6 +425,8 @@ func (s *Spec) set(k, v string) error {
 		i(&s.WindowEdges)
 	case "window":
 		d(&s.WindowDuration)
+	case "lateness":
+		d(&s.Lateness)
 	case "max_cycle":
 		i(&s.MaxCycle)
 	case "search_budget":
@@ -423,7 +439,7 @@ func (s *Spec) set(k, v string) error {
 		i(&s.MaxBehind)
 	default:
 		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
-			"max_iterations", "threshold", "direction", "window_edges", "window", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
+			"max_iterations", "threshold", "direction", "window_edges", "window", "lateness", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
 		sort.Strings(keys)
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
 	}

@@ -746,3 +746,153 @@ func topoOf(t testing.TB, v views.Graph) *views.Topo {
 	}
 	return g
 }
+
+// TestMonitorsRunOnEventTime: fanin and the fraud monitor's fan-in window,
+// with a duration and a lateness, follow the operations' event times,
+// which arrive out of order: after every pull their alerts are exactly the
+// vertices an oracle of the definition (views.Window) makes cross, each
+// with the event time and the reference of the upsert that made it cross,
+// and the late operations are counted, never counted in.
+func TestMonitorsRunOnEventTime(t *testing.T) {
+	h := newHarness(t, 61, false, denseIDs)
+	const dur, lateness, thr = 10 * time.Second, 2 * time.Second, 2
+	spec := Spec{Name: "in", Type: "fanin", Threshold: thr, WindowDuration: dur, Lateness: lateness}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var got []Alert
+	fan := newFan(spec, func(al []Alert) { got = append(got, al...) })
+	st, err := h.m.Stream(views.StreamOptions{Window: views.Window{Duration: dur, Lateness: lateness}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fspec := Spec{Name: "fr", Type: "fraud", Threshold: thr, WindowDuration: dur, Lateness: lateness, MaxCycle: 3}
+	if err := fspec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var fgot []Alert
+	fr := newFraud(fspec, func(al []Alert) {
+		for _, a := range al {
+			if a.Kind == "fan_in" {
+				fgot = append(fgot, a)
+			}
+		}
+	})
+	ts, err := h.m.Topology().Stream(views.StreamOptions{Presence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	u0, err := ts.Pull(ctx) // the graph before the stream: empty
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fr.Recompute(ctx, u0.G)
+	u0.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type held struct{ dst, t int64 }
+	var win []held // the oracle's window
+	count := map[uint64]int{}
+	above := map[uint64]bool{}
+	var maxT int64
+	late := 0
+	clock := int64(1_700_000_000_000_000)
+	ref := uint64(0)
+	for round := 0; round < 150; round++ {
+		var b engine.Batch
+		type want struct {
+			v   uint64
+			t   int64
+			ref uint64
+		}
+		var wants []want
+		for range 1 + h.r.IntN(6) {
+			clock += int64(h.r.IntN(1_500_000))
+			t := clock - int64(h.r.IntN(3_000_000))
+			if h.r.IntN(15) == 0 {
+				t = clock - 12_000_000 - int64(h.r.IntN(4_000_000)) // most likely late
+			}
+			dst := uint64(h.r.IntN(6))
+			ref++
+			b.Tag(ref)
+			b.InsertWeighted(uint64(100+h.r.IntN(50)), dst, 1)
+			b.SetEventTime(t)
+			// The oracle, op by op.
+			ns := t * 1000
+			if maxT != 0 && ns <= maxT-int64(lateness)-int64(dur) {
+				late++
+				continue
+			}
+			maxT = max(maxT, ns)
+			win = append(win, held{int64(dst), ns})
+			count[dst]++
+			keep := win[:0]
+			for _, x := range win {
+				if x.t <= maxT-int64(lateness)-int64(dur) {
+					count[uint64(x.dst)]--
+					continue
+				}
+				keep = append(keep, x)
+			}
+			win = keep
+			for v, c := range count {
+				if c <= thr {
+					delete(above, v)
+				}
+			}
+			if count[dst] > thr && !above[dst] {
+				above[dst] = true
+				wants = append(wants, want{dst, t, ref})
+			}
+		}
+		if _, err := h.s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		// The fraud monitor takes its window in one op at a time: its
+		// alerts are exactly the oracle's.
+		u, err := ts.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fr.UpdatePrior(ctx, u)
+		u.Done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fgot) != len(wants) {
+			t.Fatalf("round %d: fraud's fan-in raised %d alerts, the oracle %d", round, len(fgot), len(wants))
+		}
+		for i, w := range wants {
+			a := fgot[i]
+			if a.Vertex != w.v || a.EventTime.UnixMicro() != w.t || a.Ref != w.ref {
+				t.Fatalf("round %d: fraud alert %+v, want vertex %d at %d by ref %d", round, a, w.v, w.t, w.ref)
+			}
+		}
+		fgot = nil
+		// fanin counts a pull at once: its alerts are the oracle's
+		// vertices above the threshold now that were not before, with the
+		// last upsert into each.
+		pb, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fan.Consume(pb)
+		for _, a := range got {
+			if !above[a.Vertex] || a.EventTime.IsZero() || a.Ref == 0 {
+				t.Fatalf("round %d: fanin alert %+v: the oracle has it above: %v", round, a, above[a.Vertex])
+			}
+		}
+		got = nil
+		if s := fan.Summary().(MonitorSummary); s.Above != len(above) || s.Late != uint64(late) {
+			t.Fatalf("round %d: fanin has %d above, %d late; the oracle %d, %d", round, s.Above, s.Late, len(above), late)
+		}
+		if s := fr.Summary().(FraudSummary); s.FanIn.Above != len(above) || s.FanIn.Late != uint64(late) {
+			t.Fatalf("round %d: fraud has %d above, %d late; the oracle %d, %d", round, s.FanIn.Above, s.FanIn.Late, len(above), late)
+		}
+	}
+	if late == 0 || len(above) == 0 {
+		t.Fatalf("the stream made %d late and %d above: it checks too little", late, len(above))
+	}
+}

@@ -14,6 +14,7 @@ func TestSettingsBounds(t *testing.T) {
 		"pagerank": {Type: "pagerank"},
 		"fanin":    {Type: "fanin", Threshold: 1},
 		"fraud":    {Type: "fraud", Threshold: 1},
+		"timed":    {Type: "fanout", Threshold: 1, WindowDuration: time.Minute},
 		"bfs":      {Type: "bfs", Root: "1"},
 	}
 	type bound struct {
@@ -36,6 +37,7 @@ func TestSettingsBounds(t *testing.T) {
 		{"fanin", "threshold", func(s *Spec, v float64) { s.Threshold = v }, []float64{1e-9, MaxThreshold}, []float64{-1, MaxThreshold * 10}, "needs one in (0, 1e+15]"},
 		{"fanin", "window_edges", i(func(s *Spec) *int { return &s.WindowEdges }), []float64{1, MaxWindowEdges}, []float64{-1, MaxWindowEdges + 1}, "allowed 0..16777216"},
 		{"fanin", "window", d(func(s *Spec) *time.Duration { return &s.WindowDuration }), []float64{1, float64(MaxWindow)}, []float64{float64(1_000_000 * time.Hour)}, "allowed 0s..168h0m0s"},
+		{"timed", "lateness", d(func(s *Spec) *time.Duration { return &s.Lateness }), []float64{0, float64(MaxWindow)}, []float64{-1, float64(MaxWindow + 1)}, "allowed 0s..168h0m0s"},
 		{"fraud", "max_cycle", i(func(s *Spec) *int { return &s.MaxCycle }), []float64{1, MaxMaxCycle}, []float64{-1, 9}, "allowed 1..8"},
 		{"fraud", "search_budget", i(func(s *Spec) *int { return &s.SearchBudget }), []float64{1, MaxSearchBudget}, []float64{-1, MaxSearchBudget + 1}, "allowed 1..10000000"},
 		{"fraud", "pull_timeout", d(func(s *Spec) *time.Duration { return &s.PullTimeout }), []float64{float64(MinPullTimeout), float64(MaxPullTimeout)}, []float64{float64(time.Millisecond), float64(time.Hour)}, "allowed 10ms..1m0s"},
@@ -55,6 +57,12 @@ func TestSettingsBounds(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), b.key) || !strings.Contains(err.Error(), b.want) {
 				t.Errorf("%s %s=%v: %v, want a refusal naming %s and %q", b.typ, b.key, v, err, b.key, b.want)
 			}
+		}
+	}
+	// A lateness needs a window of a duration, of a windowed type.
+	for _, sp := range []Spec{{Type: "fanin", Threshold: 1, WindowEdges: 10, Lateness: time.Second}, {Type: "bfs", Root: "1", Lateness: time.Second}} {
+		if err := sp.Validate(); err == nil || !strings.Contains(err.Error(), "lateness applies to") {
+			t.Errorf("%+v: %v, want a refusal of its lateness", sp, err)
 		}
 	}
 	// The compact form reaches the same checks.

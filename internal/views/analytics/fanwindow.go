@@ -5,19 +5,22 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// fanWindow is the fraud monitor's fan-in window: the last cfg.Edges
-// operations and/or those applied within the last cfg.Duration (at most
-// views.DefaultMaxWindowEdges), taken in one at a time, with the upserts
-// into each vertex counted. A vertex crosses when an upsert takes its
-// count above the threshold; it re-arms once the count falls back to it.
+// fanWindow is the fraud monitor's fan-in window, taken in one operation
+// at a time, with the upserts into each vertex counted: with a duration,
+// a views.TimeWindow in event time (late operations counted, never held);
+// else the last cfg.Edges operations in log order. At most
+// views.DefaultMaxWindowEdges (or cfg.Edges) are held. A vertex crosses
+// when an upsert takes its count above the threshold; it re-arms once the
+// count falls back to it.
 //
-// INVARIANT (between calls): count holds, for every vertex with an upsert
-// in q[at:], how many; above is exactly the vertices whose count exceeds
+// INVARIANT (between calls): count holds, for every vertex with a held
+// upsert, how many; above is exactly the vertices whose count exceeds
 // threshold. Not safe for concurrent use.
 type fanWindow struct {
 	cfg       views.Window
 	max       int
 	threshold float64
+	tw        *views.TimeWindow[winOp] // a duration window; nil: q
 	q         []winOp
 	at        int // q[at:] is held; the front is compacted lazily
 	count     map[uint64]uint64
@@ -27,7 +30,7 @@ type fanWindow struct {
 // winOp is one operation in the window.
 type winOp struct {
 	dst    uint64
-	time   int64 // when it was applied, Unix ns
+	time   int64 // when it counts (views.EventNanos), Unix ns
 	upsert bool
 }
 
@@ -36,22 +39,46 @@ func newFanWindow(cfg views.Window, threshold float64) *fanWindow {
 	if cfg.Edges > 0 && cfg.Edges < m {
 		m = cfg.Edges
 	}
-	return &fanWindow{cfg: cfg, max: m, threshold: threshold, count: map[uint64]uint64{}, above: map[uint64]bool{}}
+	w := &fanWindow{cfg: cfg, max: m, threshold: threshold, count: map[uint64]uint64{}, above: map[uint64]bool{}}
+	if cfg.Duration > 0 {
+		w.tw = views.NewTimeWindow[winOp](cfg.Duration, cfg.Lateness, m)
+	}
+	return w
 }
 
-func (w *fanWindow) len() int { return len(w.q) - w.at }
+func (w *fanWindow) len() int {
+	if w.tw != nil {
+		return w.tw.Len()
+	}
+	return len(w.q) - w.at
+}
 
-// add takes in one operation: what the window no longer covers at its
-// time leaves first, then it enters (and the oldest leaves if the window
-// is full). It returns the vertex it made cross, if any.
+// late counts the operations that came late for a duration window.
+func (w *fanWindow) late() uint64 {
+	if w.tw != nil {
+		return w.tw.Late()
+	}
+	return 0
+}
+
+// add takes in one operation (what the window then no longer covers
+// leaves) and returns the vertex it made cross, if any.
 func (w *fanWindow) add(e views.Edge) (VertexValue, bool) {
-	w.expire(e.Time)
-	op := winOp{dst: e.Op.Dst, time: e.Time, upsert: e.Op.Kind == engine.OpUpsert}
-	w.q = append(w.q, op)
+	op := winOp{dst: e.Op.Dst, time: views.EventNanos(e), upsert: e.Op.Kind == engine.OpUpsert}
+	// It counts in before what it pushes out leaves: they change places at
+	// once, so a vertex it keeps above the threshold does not cross again.
 	if op.upsert {
 		w.count[op.dst]++
 	}
-	if w.len() > w.max {
+	if w.tw != nil {
+		if !w.tw.Add(op.time, op, w.uncount) {
+			w.uncount(op) // late: never in
+			return VertexValue{}, false
+		}
+	} else {
+		w.q = append(w.q, op)
+	}
+	if w.tw == nil && w.len() > w.max {
 		w.drop(w.len() - w.max)
 	}
 	if !op.upsert {
@@ -65,34 +92,26 @@ func (w *fanWindow) add(e views.Edge) (VertexValue, bool) {
 	return VertexValue{}, false
 }
 
-// expire drops what a duration window no longer covers at now (Unix ns).
-func (w *fanWindow) expire(now int64) {
-	if w.cfg.Duration <= 0 {
+// uncount takes op (an upsert: others are not counted) out of the counts.
+func (w *fanWindow) uncount(op winOp) {
+	if !op.upsert {
 		return
 	}
-	cut := now - int64(w.cfg.Duration)
-	n := 0
-	for n < w.len() && w.q[w.at+n].time <= cut {
-		n++
+	c := w.count[op.dst] - 1
+	if c == 0 {
+		delete(w.count, op.dst)
+	} else {
+		w.count[op.dst] = c
 	}
-	w.drop(n)
+	if float64(c) <= w.threshold {
+		delete(w.above, op.dst)
+	}
 }
 
-// drop removes the n oldest operations.
+// drop removes the n oldest operations of q.
 func (w *fanWindow) drop(n int) {
 	for _, op := range w.q[w.at : w.at+n] {
-		if !op.upsert {
-			continue
-		}
-		c := w.count[op.dst] - 1
-		if c == 0 {
-			delete(w.count, op.dst)
-		} else {
-			w.count[op.dst] = c
-		}
-		if float64(c) <= w.threshold {
-			delete(w.above, op.dst)
-		}
+		w.uncount(op)
 	}
 	w.at += n
 	if w.at > len(w.q)/2 && w.at > 1024 {
@@ -101,17 +120,34 @@ func (w *fanWindow) drop(n int) {
 	}
 }
 
+// held returns the held operations (a duration window's in no particular
+// order).
+func (w *fanWindow) held() []winOp {
+	if w.tw != nil {
+		return w.tw.Items()
+	}
+	return w.q[w.at:]
+}
+
 func (w *fanWindow) reset() {
 	w.q, w.at = w.q[:0], 0
+	if w.tw != nil {
+		w.tw.Reset()
+	}
 	clear(w.count)
 	clear(w.above)
 }
 
 func (w *fanWindow) aboveCounts() map[uint64]uint64 { return countsOf(w.above, w.count) }
 
-// winOpBytes is what one held operation costs.
+// winOpBytes is what one held operation costs (a duration window's heap
+// entry is 16 bytes more: its time and arrival number).
 const winOpBytes = 24
 
 func (w *fanWindow) bytes() int64 {
-	return mapEntryBytes*int64(len(w.count)+len(w.above)) + winOpBytes*int64(cap(w.q))
+	held := winOpBytes * int64(cap(w.q))
+	if w.tw != nil {
+		held = (winOpBytes + 16) * int64(w.tw.Cap())
+	}
+	return mapEntryBytes*int64(len(w.count)+len(w.above)) + held
 }

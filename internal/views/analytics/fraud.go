@@ -59,7 +59,7 @@ type fraud struct {
 
 func newFraud(s Spec, alerts func([]Alert)) *fraud {
 	return &fraud{spec: s, alerts: alerts, now: time.Now, maxPullBytes: int64(s.PullMemoryMiB) << 20,
-		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration}, s.Threshold)}
+		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, s.Threshold)}
 }
 
 func (a *fraud) Spec() Spec { return a.spec }
@@ -102,10 +102,9 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		}
 		if x, ok := a.win.add(e); ok {
 			al = append(al, Alert{Analytic: a.spec.Name, Kind: "fan_in", Seq: e.Seq, Vertex: x.Vertex, Value: x.Value,
-				Threshold: a.spec.Threshold, Ref: e.Ref})
+				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: eventTime(e)})
 		}
 	}
-	a.win.expire(a.now().UnixNano())
 	a.mu.Unlock()
 	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: a.maxPullBytes, live: &a.pullBytes}
 	cyc, truncated, cut, err := topoNewCycles(ctx, g, edges, prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
@@ -114,7 +113,8 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		return false, err
 	}
 	for _, c := range cyc {
-		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)), Ref: c.by.Ref})
+		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
+			Ref: c.by.Ref, EventTime: eventTime(c.by)})
 	}
 	if len(al) > 0 && a.alerts != nil {
 		a.alerts(al)
@@ -408,7 +408,14 @@ func (a *fraud) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return FraudSummary{Seq: a.seq, MaxCycle: a.spec.MaxCycle, Cycles: a.cycles, Truncated: a.truncated, CutShort: a.cutShort,
-		FanIn: summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())}
+		FanIn: a.fanIn()}
+}
+
+// fanIn is the summary of the fan-in window. Called with mu held.
+func (a *fraud) fanIn() MonitorSummary {
+	s := summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())
+	s.Late = a.win.late()
+	return s
 }
 
 func (a *fraud) Vertex(v uint64) (any, bool) {

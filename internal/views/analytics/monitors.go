@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -145,6 +146,9 @@ type MonitorSummary struct {
 	Threshold float64       `json:"threshold"`
 	Above     int           `json:"above"` // vertices above the threshold now
 	Top       []VertexValue `json:"top"`   // the 10 highest of them
+	// Late counts the operations that came too late for a window of a
+	// duration (views.Window): counted here, never in the window.
+	Late uint64 `json:"late,omitempty"`
 }
 
 // VertexValue is a vertex with its monitored value.
@@ -207,14 +211,23 @@ func (c *windowCounter) key(e views.Edge) uint64 {
 	return e.Op.Src
 }
 
+// crossing is a vertex that crossed above the threshold, with its count,
+// and the last upsert into (or out of) it that came in.
+type crossing struct {
+	VertexValue
+	by views.Edge
+}
+
 // apply adds the new operations and removes the expired ones, then returns
-// (sorted) the vertices that crossed above the threshold, with their counts.
-func (c *windowCounter) apply(added, expired []views.Edge) []VertexValue {
+// (sorted) the vertices that crossed above the threshold.
+func (c *windowCounter) apply(added, expired []views.Edge) []crossing {
 	touched := map[uint64]bool{}
+	last := map[uint64]views.Edge{}
 	for _, e := range added {
 		if e.Op.Kind == engine.OpUpsert {
 			c.count[c.key(e)]++
 			touched[c.key(e)] = true
+			last[c.key(e)] = e
 		}
 	}
 	for _, e := range expired {
@@ -226,19 +239,19 @@ func (c *windowCounter) apply(added, expired []views.Edge) []VertexValue {
 			touched[k] = true
 		}
 	}
-	var out []VertexValue
+	var out []crossing
 	for v := range touched {
 		n := c.count[v]
 		if float64(n) > c.threshold {
 			if !c.above[v] {
 				c.above[v] = true
-				out = append(out, VertexValue{v, float64(n)})
+				out = append(out, crossing{VertexValue{v, float64(n)}, last[v]}) // only an upsert in makes one cross
 			}
 		} else {
 			delete(c.above, v)
 		}
 	}
-	slices.SortFunc(out, func(x, y VertexValue) int { return cmpU64(x.Vertex, y.Vertex) })
+	slices.SortFunc(out, func(x, y crossing) int { return cmpU64(x.Vertex, y.Vertex) })
 	return out
 }
 
@@ -265,9 +278,10 @@ type fan struct {
 	spec   Spec
 	alerts func([]Alert)
 
-	mu  sync.RWMutex
-	c   *windowCounter // Protected by mu.
-	seq uint64         // Protected by mu.
+	mu   sync.RWMutex
+	c    *windowCounter // Protected by mu.
+	seq  uint64         // Protected by mu.
+	late uint64         // operations late for the window (views.StreamBatch.Late). Protected by mu.
 }
 
 func newFan(s Spec, alerts func([]Alert)) *fan {
@@ -292,11 +306,13 @@ func (a *fan) kind() string {
 func (a *fan) Consume(b *views.StreamBatch) {
 	a.mu.Lock()
 	crossed := a.c.apply(b.Edges, b.Expired)
+	a.late += uint64(len(b.Late))
 	a.mu.Unlock()
 	if len(crossed) > 0 && a.alerts != nil {
 		al := make([]Alert, len(crossed))
 		for i, x := range crossed {
-			al[i] = Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: b.Seq, Vertex: x.Vertex, Value: x.Value, Threshold: a.spec.Threshold}
+			al[i] = Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: b.Seq, Vertex: x.Vertex, Value: x.Value, Threshold: a.spec.Threshold,
+				Ref: x.by.Ref, EventTime: eventTime(x.by)}
 		}
 		a.alerts(al)
 	}
@@ -316,7 +332,17 @@ func (a *fan) Reset() {
 func (a *fan) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return summarize(a.seq, a.spec.Threshold, a.c.aboveCounts())
+	s := summarize(a.seq, a.spec.Threshold, a.c.aboveCounts())
+	s.Late = a.late
+	return s
+}
+
+// eventTime is the event time of the operation e, zero when it has none.
+func eventTime(e views.Edge) time.Time {
+	if e.Op.EventTime <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(e.Op.EventTime).UTC()
 }
 
 func (a *fan) Vertex(v uint64) (any, bool) {

@@ -292,7 +292,7 @@ type streamView interface{ Close() }
 
 // open registers the stream view of an analytic of spec s.
 func (r *Registry) open(s Spec) (streamView, error) {
-	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration},
+	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness},
 		MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
 	k, _ := kindOf(s.Type)
 	if k.stream {

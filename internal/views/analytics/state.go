@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -218,8 +219,8 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	w := a.win
-	ops := w.q[w.at:]
+	ops := a.win.held()
+	slices.SortStableFunc(ops, func(x, y winOp) int { return cmp.Compare(x.time, y.time) }) // a duration window: in time order
 	dst, times := make([]uint64, len(ops)), make([]uint64, len(ops))
 	ups := make([]byte, len(ops))
 	for i, op := range ops {
@@ -253,8 +254,22 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 			d.Fail("an upsert flag of %d", ups[i])
 			return d.Err()
 		}
+		if i > 0 && w.tw != nil && times[i] < times[i-1] {
+			d.Fail("a duration window's operations out of time order at %d", i)
+			return d.Err()
+		}
 		op := winOp{dst: dst[i], time: int64(times[i]), upsert: ups[i] == 1}
-		w.q = append(w.q, op)
+		if w.tw != nil {
+			// In time order, none is late, and none leaves (they were all
+			// held together).
+			left := false
+			if !w.tw.Add(op.time, op, func(winOp) { left = true }) || left {
+				d.Fail("the window's operations do not fit one window (at %d)", i)
+				return d.Err()
+			}
+		} else {
+			w.q = append(w.q, op)
+		}
 		if op.upsert {
 			w.count[op.dst]++
 		}

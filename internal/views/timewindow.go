@@ -1,0 +1,141 @@
+package views
+
+import "time"
+
+// TimeWindow is a sliding window of a Duration in event time: it holds
+// items by the time each counts at, and a watermark, the newest time seen
+// less Lateness, drives it. An item leaves once its time is at or before
+// the watermark less Duration; an item that arrives already there is late:
+// it is counted (Late) and never held. At most max items are held (the
+// oldest leave early, counted by Early). The same items in the same order
+// give the same windows, whenever they are replayed.
+//
+// INVARIANT: h is a min-heap by (t, n); every held item has t above
+// maxT - lateness - dur. Not safe for concurrent use.
+type TimeWindow[T any] struct {
+	dur, lateness int64 // ns
+	max           int
+	h             []timed[T]
+	n             uint64 // items ever held: a tie-break that keeps arrival order
+	maxT          int64  // the newest time seen (0: none yet)
+	late, early   uint64
+}
+
+type timed[T any] struct {
+	t int64
+	n uint64
+	v T
+}
+
+// NewTimeWindow returns an empty window (dur above 0; most, the most items
+// held, at least 1).
+func NewTimeWindow[T any](dur, lateness time.Duration, most int) *TimeWindow[T] {
+	return &TimeWindow[T]{dur: int64(dur), lateness: int64(lateness), max: most}
+}
+
+// EventNanos is the time an operation counts at in a window: its event time
+// (Op.EventTime) when it has one, else when it was applied; Unix ns.
+func EventNanos(e Edge) int64 {
+	if e.Op.EventTime > 0 {
+		return e.Op.EventTime * 1000
+	}
+	return e.Time
+}
+
+// cut is the time at or before which nothing is held.
+func (w *TimeWindow[T]) cut() int64 { return w.maxT - w.lateness - w.dur }
+
+// Add takes v, which counts at time t (Unix ns), and calls leave with every
+// item that leaves the window, oldest first. It returns false when v is
+// late (not held).
+func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
+	if w.maxT != 0 && t <= w.cut() {
+		w.late++
+		return false
+	}
+	w.maxT = max(w.maxT, t)
+	w.push(timed[T]{t, w.n, v})
+	w.n++
+	for len(w.h) > 0 && w.h[0].t <= w.cut() {
+		leave(w.pop())
+	}
+	for len(w.h) > w.max {
+		w.early++
+		leave(w.pop())
+	}
+	return true
+}
+
+// Len is the number of items held.
+func (w *TimeWindow[T]) Len() int { return len(w.h) }
+
+// Cap is the capacity of the held items' array.
+func (w *TimeWindow[T]) Cap() int { return cap(w.h) }
+
+// Late counts the items that arrived late.
+func (w *TimeWindow[T]) Late() uint64 { return w.late }
+
+// Early counts the items that left before their time because the window
+// was full.
+func (w *TimeWindow[T]) Early() uint64 { return w.early }
+
+// Watermark is the newest time seen less the lateness (0 before any).
+func (w *TimeWindow[T]) Watermark() int64 {
+	if w.maxT == 0 {
+		return 0
+	}
+	return w.maxT - w.lateness
+}
+
+// Items returns the held items, in no particular order.
+func (w *TimeWindow[T]) Items() []T {
+	out := make([]T, len(w.h))
+	for i, x := range w.h {
+		out[i] = x.v
+	}
+	return out
+}
+
+// Reset empties the window and forgets the watermark (the counts stay).
+func (w *TimeWindow[T]) Reset() { w.h, w.maxT = w.h[:0], 0 }
+
+func (w *TimeWindow[T]) less(i, j int) bool {
+	a, b := &w.h[i], &w.h[j]
+	return a.t < b.t || a.t == b.t && a.n < b.n
+}
+
+func (w *TimeWindow[T]) push(x timed[T]) {
+	w.h = append(w.h, x)
+	for i := len(w.h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !w.less(i, p) {
+			break
+		}
+		w.h[i], w.h[p] = w.h[p], w.h[i]
+		i = p
+	}
+}
+
+func (w *TimeWindow[T]) pop() T {
+	top := w.h[0].v
+	n := len(w.h) - 1
+	w.h[0] = w.h[n]
+	var zero timed[T]
+	w.h[n] = zero
+	w.h = w.h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && w.less(l, m) {
+			m = l
+		}
+		if l+1 < n && w.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		w.h[i], w.h[m] = w.h[m], w.h[i]
+		i = m
+	}
+	return top
+}
