@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/views"
 )
 
 // TestMappedPaymentStream (issue 14): a stream of payment events as a
@@ -42,6 +44,11 @@ func TestMappedPaymentStream(t *testing.T) {
 	var liveList []edgeKey
 	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	badReasons := map[int]string{}
+	type upsertKey struct {
+		src, dst string
+		w        float64
+	}
+	eventTimes := map[upsertKey]int64{} // µs, of each payment
 	for i := 0; i < 1500; i++ {
 		ev := map[string]any{"event_id": fmt.Sprintf("e-%d", i), "currency": "EUR", "channel": map[string]any{"app": "ios", "v": []any{1, 2, "x"}}}
 		var e event
@@ -72,13 +79,14 @@ func TestMappedPaymentStream(t *testing.T) {
 			recs = append(recs, rec)
 			continue
 		default: // a payment
-			e = event{op: decode.OpUpsert, src: vid{key: acct()}, dst: vid{key: acct()}, w: float64(r.IntN(100000)) / 100, hasW: true}
+			e = event{op: decode.OpUpsert, src: vid{key: acct()}, dst: vid{key: acct()}, w: float64(i) + float64(r.IntN(100))/100, hasW: true} // unique per event
 			if r.IntN(2) == 0 {
 				ev["amount"] = fmt.Sprintf("%.2f", e.w)
 			} else {
 				ev["amount"] = e.w
 			}
 			ts := base.Add(time.Duration(i) * time.Second)
+			eventTimes[upsertKey{e.src.key, e.dst.key, e.w}] = ts.UnixMicro()
 			if r.IntN(2) == 0 {
 				ev["ts"] = ts.Format(time.RFC3339)
 			} else {
@@ -114,6 +122,17 @@ func TestMappedPaymentStream(t *testing.T) {
 	s, dict := openStore(t, dir, 1<<20)
 	defer s.Close()
 	defer dict.Close()
+	// Every operation as the store applies it: its event time must be the
+	// record's.
+	vm, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	applied, err := vm.Stream(views.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	log, _ := testLogger(t, "ingester")
 	dead := uniq("payments-dead")
 	run := startIngester(t, s, dict, ingest.Config{
@@ -135,6 +154,30 @@ func TestMappedPaymentStream(t *testing.T) {
 		t.Fatalf("the stream left only %d edges", len(want))
 	}
 	checkStore(t, "after ingest", s, dict, want)
+	timed := 0
+	for timed < len(eventTimes) {
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		b, err := applied.Pull(pctx)
+		pcancel()
+		if err != nil {
+			t.Fatalf("after %d timed upserts of %d: %v", timed, len(eventTimes), err)
+		}
+		for _, e := range b.Edges {
+			if e.Op.Kind != engine.OpUpsert {
+				if e.Op.EventTime != 0 {
+					t.Errorf("a delete carries the event time %d", e.Op.EventTime)
+				}
+				continue
+			}
+			sk, _ := dict.Key(e.Op.Src)
+			dk, _ := dict.Key(e.Op.Dst)
+			w, ok := eventTimes[upsertKey{sk, dk, e.Op.Weight}]
+			if !ok || e.Op.EventTime != w {
+				t.Fatalf("upsert %s->%s (%v) applied with event time %d, its record says %d (%v)", sk, dk, e.Op.Weight, e.Op.EventTime, w, ok)
+			}
+			timed++
+		}
+	}
 
 	letters := consumeAll(t, dead, len(badReasons), 2*time.Second, 30*time.Second)
 	if len(letters) != len(badReasons) {
