@@ -79,7 +79,7 @@ func TestMappedPaymentStream(t *testing.T) {
 			recs = append(recs, rec)
 			continue
 		default: // a payment
-			e = event{op: decode.OpUpsert, src: vid{key: acct()}, dst: vid{key: acct()}, w: float64(i) + float64(r.IntN(100))/100, hasW: true} // unique per event
+			e = event{op: decode.OpUpsert, src: vid{key: acct()}, dst: vid{key: acct()}, w: float64(i*100+r.IntN(100)) / 100, hasW: true} // unique per event; one rounding, as "%.2f" parses back
 			if r.IntN(2) == 0 {
 				ev["amount"] = fmt.Sprintf("%.2f", e.w)
 			} else {
