@@ -35,7 +35,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/metrics/metricstest"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/settings"
 )
 
 const deployDir = "."
@@ -837,10 +836,7 @@ func loadServeConfig(t *testing.T, where string, yamlText []byte, env, args map[
 	if err := fs.Set("config", p); err != nil {
 		t.Fatal(err)
 	}
-	if err := settings.Apply(fs); err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	if err := settings.Section(fs, "analytics", &o.Specs); err != nil {
+	if err := o.ReadConfig(fs); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
 	if err := o.Validate(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/settings"
 )
 
 func newServeCmd() *cobra.Command {
@@ -69,13 +68,7 @@ Command line beats environment beats config file.`,
       --http-tls-cert /etc/graphtide/tls.crt --http-tls-key /etc/graphtide/tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := settings.Apply(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := settings.Section(cmd.Flags(), "analytics", &o.Specs); err != nil {
-				return err
-			}
-			if err := settings.Section(cmd.Flags(), "mappings", &o.Mappings); err != nil {
+			if err := o.ReadConfig(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {

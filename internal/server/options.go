@@ -92,6 +92,19 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
+// ReadConfig fills the options from the environment and the --config file
+// (settings.Apply: flags beat the environment, which beats the file) and
+// reads the file's analytics and mappings sections. Validate comes next.
+func (o *Options) ReadConfig(fs *pflag.FlagSet) error {
+	if err := settings.Apply(fs); err != nil {
+		return err
+	}
+	if err := settings.Section(fs, "analytics", &o.Specs); err != nil {
+		return err
+	}
+	return settings.Section(fs, "mappings", &o.Mappings)
+}
+
 // Validate checks the options, fills the derived ones (Plan, Specs, the
 // HTTP token) and names the flag and what is allowed when it refuses.
 func (o *Options) Validate() error {

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 )
@@ -53,5 +56,55 @@ func TestServeMappings(t *testing.T) {
 		if err := c.o.validateMappings(); err == nil || !strings.Contains(err.Error(), c.reason) {
 			t.Errorf("%+v: got %v, want %q", c.o, err, c.reason)
 		}
+	}
+}
+
+// TestServeConfigFileMappings: the config file's mappings section (the
+// README's example) is read strictly and validated; an unknown field of a
+// mapping is refused with its name.
+func TestServeConfigFileMappings(t *testing.T) {
+	const file = `topics: [payments, logins]
+brokers: [127.0.0.1:9092]
+mappings:
+  payments:
+    src: /from_account
+    dst: /to_account
+    weight: /amount
+    time: /ts
+    op: /kind
+    op_values: {paid: upsert, refunded: delete, closed: delete_vertex}
+    tombstone: delete
+    key_separator: "|"
+    tombstone_src: key:0
+    tombstone_dst: key:1
+  logins:
+    src: header:user
+    dst: /device/id
+`
+	read := func(text string) (*Options, error) {
+		p := filepath.Join(t.TempDir(), "graphtide.yaml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var o Options
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Set("config", p); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.ReadConfig(fs); err != nil {
+			return nil, err
+		}
+		return &o, o.Validate()
+	}
+	o, err := read(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := o.Mappings["payments"]; m.Src != "/from_account" || m.OpValues["refunded"] != "delete" || m.TombstoneDst != "key:1" || o.Mappings["logins"].Src != "header:user" {
+		t.Fatalf("mappings read: %+v", o.Mappings)
+	}
+	if _, err := read(strings.Replace(file, "    time: /ts", "    when: /ts", 1)); err == nil || !strings.Contains(err.Error(), "field when not found") {
+		t.Fatalf("an unknown mapping field: %v", err)
 	}
 }
