@@ -50,12 +50,15 @@ type jval struct {
 }
 
 // jnode is one step of the compiled pointers: the members (or array
-// elements, by decimal index) it descends into, and the field it fills
-// when a pointer ends here (-1: none).
+// elements, by decimal index) it descends into, the fields it fills when
+// pointers end here (several fields may share a pointer), and every field
+// of its subtree (cleared when a member of its name comes again: the last
+// one wins, as in encoding/json).
 type jnode struct {
-	names []string
-	next  []*jnode
-	field int
+	names  []string
+	next   []*jnode
+	fields []int
+	sub    []int
 }
 
 // child is the node of member name, or nil.
@@ -70,15 +73,24 @@ func (n *jnode) child(name []byte) *jnode {
 
 // add compiles a pointer (its reference tokens, unescaped) for field f.
 func (n *jnode) add(tokens []string, f int) {
+	n.sub = append(n.sub, f)
 	for _, t := range tokens {
 		c := n.child([]byte(t))
 		if c == nil {
-			c = &jnode{field: -1}
+			c = &jnode{}
 			n.names, n.next = append(n.names, t), append(n.next, c)
 		}
 		n = c
+		n.sub = append(n.sub, f)
 	}
-	n.field = f
+	n.fields = append(n.fields, f)
+}
+
+// clear forgets what n's subtree picked.
+func (s *jscan) clear(n *jnode) {
+	for _, f := range n.sub {
+		s.vals[f] = jval{}
+	}
 }
 
 // jscan scans one value. Protected by nothing: one per decoder.
@@ -165,8 +177,10 @@ func (s *jscan) value(i int, n *jnode, depth int) (int, *jerr) {
 	if i < 0 {
 		return start, s.fail(start, "invalid literal (want true, false or null)")
 	}
-	if n != nil && n.field >= 0 {
-		s.vals[n.field] = jval{kind: kind, start: start, end: end, escaped: escaped}
+	if n != nil {
+		for _, f := range n.fields {
+			s.vals[f] = jval{kind: kind, start: start, end: end, escaped: escaped}
+		}
 	}
 	return i, nil
 }
@@ -203,7 +217,9 @@ func (s *jscan) object(i int, n *jnode, depth int) (int, *jerr) {
 				s.name = unescape(s.name[:0], name)
 				name = s.name
 			}
-			child = n.child(name)
+			if child = n.child(name); child != nil {
+				s.clear(child) // a repeated name: the last one wins
+			}
 		}
 		i = s.ws(j)
 		if i >= len(s.v) || s.v[i] != ':' {

@@ -27,15 +27,20 @@ import (
 //	          JSON unsigned integer, a numeric id; from the record key, a
 //	          header or a constant, the text is a string key
 //	op        add or upsert (the default when missing or null), delete (the
-//	          edge), delete_vertex; or the names OpValues maps to those
+//	          edge), delete_vertex; with OpValues, its names instead (only
+//	          those)
 //	weight    a JSON number, or a string holding a decimal number ("12.50");
 //	          read for upserts only; missing or null: no weight
-//	time      an RFC 3339 string, or a number of TimeUnit since the Unix
-//	          epoch (a JSON number or a string of digits, a fraction
-//	          allowed); missing or null: none
+//	time      an RFC 3339 string ("T" and "Z" in either case, a leap
+//	          second counts as the next, a fraction truncated to
+//	          microseconds), or a number of TimeUnit since the Unix epoch
+//	          (a JSON number or a string of digits, a fraction allowed, no
+//	          exponent); missing or null: none
 //
-// Fields of the value that no source names are ignored. A value is one
-// JSON object, or an array of them (each an operation). A record whose
+// Fields of the value that no source names are ignored; of a repeated
+// member the last counts. A value is one JSON object, or an array of them
+// (each an operation). A header with a null value is null. Several fields
+// may share a source. A record whose
 // value is null (a tombstone, as on a compacted topic) is, as Tombstone
 // says: ignored ("ignore", the default), a delete of the edge its key
 // names ("delete": TombstoneSrc and TombstoneDst, or Src and Dst when
@@ -134,6 +139,14 @@ type mapped struct {
 	keyVals []jval
 	entries []mEntry
 	scratch []byte
+	memo    [mFields]memo // per record
+	// The key resolved last (finish), and its id. Cleared per record.
+	lastKey     []byte
+	lastEscaped bool
+	lastID      uint64
+	// gets counts get's calls (the tests check that a record-level source
+	// is read once per record, whatever its operations).
+	gets int
 }
 
 // mRef is a src or dst: a numeric id, or a key's bytes (from the record,
@@ -180,7 +193,7 @@ func parseSource(f, s string) (source, []string, error) {
 		return src, toks, nil
 	case strings.HasPrefix(s, "key:"):
 		n, err := strconv.Atoi(s[len("key:"):])
-		if err != nil || n < 0 || n > 64 {
+		if err != nil || !isDigits(s[len("key:"):]) || n > 64 || len(s) > len("key:")+1 && s[len("key:")] == '0' {
 			return src, nil, fmt.Errorf("%s %q: key:N needs N from 0 to 64, or key:/pointer", f, s)
 		}
 		src.kind, src.part = sKeyPart, n
@@ -197,9 +210,6 @@ func parseSource(f, s string) (source, []string, error) {
 // pointerTokens splits a JSON pointer into its reference tokens,
 // unescaping ~1 and ~0.
 func pointerTokens(p string) ([]string, error) {
-	if p == "/" {
-		return nil, errors.New("a JSON pointer to a member needs a name after '/'")
-	}
 	parts := strings.Split(p[1:], "/")
 	for i, t := range parts {
 		for j := 0; j < len(t); j++ {
@@ -216,10 +226,29 @@ func pointerTokens(p string) ([]string, error) {
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	base := New(FormatJSON, keys).(*jsonDecoder)
-	d := &mapped{rules: base.rules, valueRoot: &jnode{field: -1}, ops: map[string]Op{}}
+	d := &mapped{rules: base.rules, valueRoot: &jnode{}, ops: map[string]Op{}}
 	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.TombstoneSrc, m.TombstoneDst}
 	if m.Src == "" || m.Dst == "" {
 		return nil, errors.New("a mapping needs src and dst")
+	}
+	switch m.Tombstone {
+	case "", "ignore":
+		d.tomb = tombIgnore
+	case "dead-letter":
+		d.tomb = tombDeadLetter
+	case "delete":
+		d.tomb = tombDelete
+		for _, p := range [][2]int{{mTSrc, mSrc}, {mTDst, mDst}} {
+			if specs[p[0]] != "" {
+				continue
+			}
+			if strings.HasPrefix(specs[p[1]], "/") {
+				return nil, fmt.Errorf("tombstone delete: %s %q reads the value, which a tombstone does not have: set %s to a source in the key or a header", mappedFieldNames[p[1]], specs[p[1]], mappedFieldNames[p[0]])
+			}
+			specs[p[0]] = specs[p[1]]
+		}
+	default:
+		return nil, fmt.Errorf("tombstone %q: want ignore, delete or dead-letter", m.Tombstone)
 	}
 	for f, s := range specs {
 		src, toks, err := parseSource(mappedFieldNames[f], s)
@@ -235,7 +264,7 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 			d.valueRoot.add(toks, f)
 		case sKeyJSON:
 			if d.keyRoot == nil {
-				d.keyRoot = &jnode{field: -1}
+				d.keyRoot = &jnode{}
 			}
 			d.keyRoot.add(toks, f)
 		case sKeyPart:
@@ -274,25 +303,6 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 		}
 		d.ops[k] = op
 	}
-	switch m.Tombstone {
-	case "", "ignore":
-		d.tomb = tombIgnore
-	case "dead-letter":
-		d.tomb = tombDeadLetter
-	case "delete":
-		d.tomb = tombDelete
-		for _, p := range [][2]int{{mTSrc, mSrc}, {mTDst, mDst}} {
-			if d.srcs[p[0]].kind != sNone {
-				continue
-			}
-			if d.srcs[p[1]].kind == sValue {
-				return nil, fmt.Errorf("tombstone delete: %s %q reads the value, which a tombstone does not have: set %s to a source in the key or a header", mappedFieldNames[p[1]], d.srcs[p[1]].spec, mappedFieldNames[p[0]])
-			}
-			d.srcs[p[0]] = d.srcs[p[1]]
-		}
-	default:
-		return nil, fmt.Errorf("tombstone %q: want ignore, delete or dead-letter", m.Tombstone)
-	}
 	d.vs.vals = make([]jval, mFields)
 	d.keyVals = make([]jval, mFields)
 	d.ks.vals = d.keyVals
@@ -315,6 +325,15 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 		d.entries = nil
 	}
 	d.entries = d.entries[:0]
+	clear(d.memo[:])
+	if r.Value == nil {
+		switch d.tomb {
+		case tombIgnore:
+			return nil
+		case tombDeadLetter:
+			return d.errorf(0, "a null value (a tombstone), and the mapping's tombstone setting is dead-letter")
+		}
+	}
 	if d.keyRoot != nil && r.Key != nil {
 		d.ks.v = r.Key
 		clear(d.keyVals)
@@ -328,13 +347,7 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 			return d.errorf(0, "the record key is not JSON: byte offset %d of the key: %s", err.off, err.reason)
 		}
 	}
-	if r.Value == nil {
-		switch d.tomb {
-		case tombIgnore:
-			return nil
-		case tombDeadLetter:
-			return d.errorf(0, "a null value (a tombstone), and the mapping's tombstone setting is dead-letter")
-		}
+	if r.Value == nil { // a tombstone to delete by
 		e := mEntry{op: OpDeleteEdge}
 		var err error
 		if e.src, err = d.vertex(r, mTSrc); err != nil {
@@ -353,7 +366,7 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 	}
 	switch r.Value[i] {
 	case '{':
-		end, err := d.event(r, i)
+		end, err := d.event(r, i, 0)
 		if err != nil {
 			return err
 		}
@@ -370,7 +383,7 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 				}
 				return d.errorf(i, "an array element is %s: want an object", d.kindAt(i))
 			}
-			end, err := d.event(r, i)
+			end, err := d.event(r, i, 1) // inside the array
 			if err != nil {
 				return err
 			}
@@ -416,24 +429,17 @@ func (d *mapped) kindAt(i int) string {
 	return "not JSON (" + quoteByte(d.vs.v[i]) + ")"
 }
 
-// event scans the object at i into an entry.
-func (d *mapped) event(r *Record, i int) (int, error) {
+// event scans the object at i, at nesting depth, into an entry.
+func (d *mapped) event(r *Record, i, depth int) (int, error) {
 	clear(d.vs.vals)
-	end, jerr := d.vs.value(i, d.valueRoot, 0)
+	end, jerr := d.vs.value(i, d.valueRoot, depth)
 	if jerr != nil {
 		return end, d.errorf(jerr.off, "%s", jerr.reason)
 	}
 	e := mEntry{op: OpUpsert}
 	var err error
-	if g := d.get(r, mOp); g.kind != jMissing && g.kind != jNull {
-		if g.kind != jString {
-			return end, d.fieldError(mOp, g, "is %s: want a string", g.kind)
-		}
-		op, ok := d.ops[string(d.text(g))]
-		if !ok {
-			return end, d.fieldError(mOp, g, "%s is not an operation: want %s", clip(string(d.text(g))), d.opNames())
-		}
-		e.op = op
+	if e.op, err = d.op(r); err != nil {
+		return end, err
 	}
 	if e.src, err = d.vertex(r, mSrc); err != nil {
 		return end, err
@@ -465,6 +471,7 @@ type got struct {
 
 // get returns what field f's source holds.
 func (d *mapped) get(r *Record, f int) got {
+	d.gets++
 	s := &d.srcs[f]
 	whole := func(b []byte) got { return got{jval: jval{kind: jString, end: len(b)}, b: b} }
 	switch s.kind {
@@ -506,6 +513,9 @@ func (d *mapped) get(r *Record, f int) got {
 	case sHeader:
 		for i := len(r.Headers) - 1; i >= 0; i-- {
 			if r.Headers[i].Key == s.name {
+				if r.Headers[i].Value == nil {
+					return got{jval: jval{kind: jNull}} // a null header value
+				}
 				return whole(r.Headers[i].Value)
 			}
 		}
@@ -564,9 +574,67 @@ func (d *mapped) opNames() string {
 	return strings.Join(names, ", ")
 }
 
+// memo is what a record-level source (the key, a header, a constant:
+// the same for every operation of a record) gave, computed once per
+// record: an array of many operations costs what one does.
+type memo struct {
+	done bool
+	op   Op
+	ref  mRef
+	w    float64
+	has  bool
+	t    time.Time
+	err  error
+}
+
+// perRecord reports whether field f's source is the same for every
+// operation of a record, and its memo.
+func (d *mapped) perRecord(f int) (*memo, bool) {
+	return &d.memo[f], d.srcs[f].kind != sValue
+}
+
+// op reads the operation: the default upsert when missing or null.
+func (d *mapped) op(r *Record) (Op, error) {
+	if m, ok := d.perRecord(mOp); ok {
+		if !m.done {
+			m.op, m.err = d.opOf(r)
+			m.done = true
+		}
+		return m.op, m.err
+	}
+	return d.opOf(r)
+}
+
+func (d *mapped) opOf(r *Record) (Op, error) {
+	g := d.get(r, mOp)
+	if g.kind == jMissing || g.kind == jNull {
+		return OpUpsert, nil
+	}
+	if g.kind != jString {
+		return 0, d.fieldError(mOp, g, "is %s: want a string", g.kind)
+	}
+	name := d.str(g)
+	op, ok := d.ops[string(name)]
+	if !ok {
+		return 0, d.fieldError(mOp, g, "%s is not an operation: want %s", clip(string(name)), d.opNames())
+	}
+	return op, nil
+}
+
 // vertex reads src or dst (f): a key (resolved later, in finish) or a
 // numeric id.
 func (d *mapped) vertex(r *Record, f int) (mRef, error) {
+	if m, ok := d.perRecord(f); ok {
+		if !m.done {
+			m.ref, m.err = d.vertexOf(r, f)
+			m.done = true
+		}
+		return m.ref, m.err
+	}
+	return d.vertexOf(r, f)
+}
+
+func (d *mapped) vertexOf(r *Record, f int) (mRef, error) {
 	g := d.get(r, f)
 	ref := mRef{off: g.off}
 	switch g.kind {
@@ -605,6 +673,17 @@ func (d *mapped) vertex(r *Record, f int) (mRef, error) {
 
 // weight reads the weight: a number, or a string holding one.
 func (d *mapped) weight(r *Record) (float64, bool, error) {
+	if m, ok := d.perRecord(mWeight); ok {
+		if !m.done {
+			m.w, m.has, m.err = d.weightOf(r)
+			m.done = true
+		}
+		return m.w, m.has, m.err
+	}
+	return d.weightOf(r)
+}
+
+func (d *mapped) weightOf(r *Record) (float64, bool, error) {
 	g := d.get(r, mWeight)
 	switch g.kind {
 	case jMissing, jNull:
@@ -625,6 +704,17 @@ func (d *mapped) weight(r *Record) (float64, bool, error) {
 
 // eventTime reads the time: RFC 3339, or the epoch in the mapping's unit.
 func (d *mapped) eventTime(r *Record) (time.Time, error) {
+	if m, ok := d.perRecord(mTime); ok {
+		if !m.done {
+			m.t, m.err = d.eventTimeOf(r)
+			m.done = true
+		}
+		return m.t, m.err
+	}
+	return d.eventTimeOf(r)
+}
+
+func (d *mapped) eventTimeOf(r *Record) (time.Time, error) {
 	g := d.get(r, mTime)
 	switch g.kind {
 	case jMissing, jNull:
@@ -651,12 +741,12 @@ func (d *mapped) eventTime(r *Record) (time.Time, error) {
 	if g.kind == jNumber {
 		return time.Time{}, d.fieldError(mTime, g, "%s is not a time since the epoch in %s between 1970 and 9999", clip(string(t)), d.unitName())
 	}
-	tm, err := time.Parse(time.RFC3339Nano, bytesString(t))
-	if err != nil {
+	us, ok := parseRFC3339(t)
+	if !ok {
 		return time.Time{}, d.fieldError(mTime, g, "%s is neither RFC 3339 nor a number of %s since the epoch", clip(string(t)), d.unitName())
 	}
-	tm, ok := eventTime(tm.UnixMicro())
-	if !ok || tm.Year() > 9999 {
+	tm, ok := eventTime(us)
+	if !ok {
 		return time.Time{}, d.fieldError(mTime, g, "%s is out of range (1970 to 9999)", clip(string(t)))
 	}
 	return tm, nil
@@ -670,6 +760,91 @@ func (d *mapped) unitName() string {
 		return "milliseconds"
 	}
 	return "seconds"
+}
+
+// parseRFC3339 parses an RFC 3339 date-time (section 5.6: "T" and "Z" in
+// either case, a fraction of any length, truncated to microseconds, a
+// leap second 60 counted as the next second) into Unix microseconds. It
+// allocates nothing, whatever the offset.
+func parseRFC3339(b []byte) (int64, bool) {
+	num := func(i, n int) (int, bool) {
+		if i+n > len(b) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	at := func(i int, c byte) bool { return i < len(b) && b[i] == c }
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	dd, ok3 := num(8, 2)
+	hh, ok4 := num(11, 2)
+	mi, ok5 := num(14, 2)
+	ss, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !at(4, '-') || !at(7, '-') || !(at(10, 'T') || at(10, 't')) || !at(13, ':') || !at(16, ':') {
+		return 0, false
+	}
+	if mo < 1 || mo > 12 || dd < 1 || dd > daysIn(y, mo) || hh > 23 || mi > 59 || ss > 60 {
+		return 0, false
+	}
+	i := 19
+	var frac int64
+	if at(i, '.') {
+		i++
+		scale, digits := int64(100000), 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			frac += int64(b[i]-'0') * scale
+			scale /= 10
+			i++
+			digits++
+		}
+		if digits == 0 {
+			return 0, false
+		}
+	}
+	var off int
+	switch {
+	case at(i, 'Z') || at(i, 'z'):
+		i++
+	case at(i, '+') || at(i, '-'):
+		oh, okh := num(i+1, 2)
+		om, okm := num(i+4, 2)
+		if !okh || !okm || !at(i+3, ':') || oh > 23 || om > 59 {
+			return 0, false
+		}
+		off = (oh*60 + om) * 60
+		if b[i] == '-' {
+			off = -off
+		}
+		i += 6
+	default:
+		return 0, false
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	sec := time.Date(y, time.Month(mo), dd, hh, mi, ss, 0, time.UTC).Unix() - int64(off)
+	return sec*1_000_000 + frac, true
+}
+
+// daysIn is the number of days of month mo of year y.
+func daysIn(y, mo int) int {
+	switch mo {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // looksLikeDate reports a digit string that is an RFC 3339 date
@@ -710,6 +885,7 @@ func epochMicros(t []byte, unit int64) (int64, bool) {
 // finish resolves the entries' keys (the whole value is valid) and emits
 // them.
 func (d *mapped) finish(emit func(Edge)) error {
+	d.lastKey = nil // a new record's bytes may sit where the last one's did
 	for i := range d.entries {
 		e := &d.entries[i]
 		if err := d.resolveRef(&e.src); err != nil {
@@ -737,6 +913,14 @@ func (d *mapped) resolveRef(r *mRef) error {
 	if r.key == nil {
 		return nil
 	}
+	// The same bytes as the key resolved last (a record-level source, the
+	// same for every operation of an array): its id, without hashing the
+	// key again.
+	if len(r.key) == len(d.lastKey) && unsafe.SliceData(r.key) == unsafe.SliceData(d.lastKey) && r.escaped == d.lastEscaped {
+		r.id, r.key = d.lastID, nil
+		return nil
+	}
+	d.lastKey, d.lastEscaped = r.key, r.escaped
 	k := r.key
 	if r.escaped {
 		d.scratch = unescape(d.scratch[:0], k)
@@ -753,9 +937,10 @@ func (d *mapped) resolveRef(r *mRef) error {
 		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(string(k)), r.off, err)
 	}
 	if id > MaxVertex {
+		d.lastKey = nil
 		return d.badResolvedID(string(k), id, r.off)
 	}
-	r.id, r.key = id, nil
+	r.id, r.key, d.lastID = id, nil, id
 	return nil
 }
 

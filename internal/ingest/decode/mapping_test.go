@@ -200,9 +200,10 @@ func TestMappingRefused(t *testing.T) {
 		{Mapping{Src: "/s"}, "a mapping needs src and dst"},
 		{Mapping{Src: "s", Dst: "/d"}, `src "s": a source is /json/pointer, key, key:/json/pointer, key:N, header:NAME or const:TEXT`},
 		{Mapping{Src: "/s", Dst: "/d", Weight: "/a~2"}, "must be ~0 or ~1"},
-		{Mapping{Src: "/s", Dst: "/"}, "needs a name after '/'"},
 		{Mapping{Src: "key:0", Dst: "/d"}, "key:N needs key_separator"},
 		{Mapping{Src: "key:x", Dst: "/d"}, "key:N needs N from 0 to 64"},
+		{Mapping{Src: "key:+1", Dst: "/d"}, "key:N needs N from 0 to 64"},
+		{Mapping{Src: "key:01", Dst: "/d"}, "key:N needs N from 0 to 64"},
 		{Mapping{Src: "/s", Dst: "/d", TimeUnit: "ns"}, `time_unit "ns": want s, ms or us`},
 		{Mapping{Src: "/s", Dst: "/d", OpValues: map[string]string{"x": "merge"}}, `op_values: "x" maps to "merge"`},
 		{Mapping{Src: "/s", Dst: "/d", Tombstone: "drop"}, `tombstone "drop": want ignore, delete or dead-letter`},
@@ -290,7 +291,7 @@ func TestMappingAgreesWithTheNativeFormat(t *testing.T) {
 // values it picks are those encoding/json finds at the same pointers.
 func TestScannerAcceptsExactlyJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	root := &jnode{field: -1}
+	root := &jnode{}
 	root.add([]string{"a"}, 0)
 	root.add([]string{"b", "c"}, 1)
 	root.add([]string{"l", "1"}, 2)
