@@ -15,7 +15,6 @@ import (
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -30,15 +29,7 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("transfers"), uniq("alerts")
 	createTopic(t, topic, 2)
-	dir := t.TempDir()
-	s, dict := openStore(t, dir, 256<<10)
-	defer s.Close()
-	defer dict.Close()
-	vm, err := views.NewManager(s, views.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Close()
+	s, dict, vm := openStoreViews(t, 256<<10)
 	ctx := context.Background()
 	sink, err := alerts.NewKafkaSink(ctx, addrs, alertTopic, nil)
 	if err != nil {

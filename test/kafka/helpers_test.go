@@ -23,6 +23,7 @@ import (
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/views"
 )
 
 // ---------------------------------------------------------------- model
@@ -669,6 +670,25 @@ func openStore(t testing.TB, dir string, memBytes int64) (*engine.Store, *keydic
 		t.Fatal(err)
 	}
 	return s, d
+}
+
+// openStoreViews opens a store and its key dictionary in a new directory,
+// and a views manager over them; all are closed when the test ends.
+func openStoreViews(t testing.TB, memBytes int64) (*engine.Store, *keydict.Dict, *views.Manager) {
+	t.Helper()
+	s, dict := openStore(t, t.TempDir(), memBytes)
+	vm, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		s.Close()
+		dict.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		vm.Close()
+		dict.Close()
+		s.Close()
+	})
+	return s, dict, vm
 }
 
 // checkStore compares the store with want, numeric and keyed edges

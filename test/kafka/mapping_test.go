@@ -118,17 +118,9 @@ func TestMappedPaymentStream(t *testing.T) {
 	}
 	end := endOffsets(t, adm, topic)
 
-	dir := t.TempDir()
-	s, dict := openStore(t, dir, 1<<20)
-	defer s.Close()
-	defer dict.Close()
+	s, dict, vm := openStoreViews(t, 1<<20)
 	// Every operation as the store applies it: its event time must be the
 	// record's.
-	vm, err := views.NewManager(s, views.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Close()
 	applied, err := vm.Stream(views.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)

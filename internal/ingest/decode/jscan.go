@@ -136,19 +136,17 @@ func (s *jscan) value(i int, n *jnode, depth int) (int, *jerr) {
 	escaped := false
 	var err *jerr
 	switch c := s.v[i]; {
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth >= maxDepth {
 			return i, s.fail(i, "JSON nested deeper than %d", maxDepth)
 		}
-		kind = jObject
-		i, err = s.object(i, n, depth+1)
-		end = i
-	case c == '[':
-		if depth >= maxDepth {
-			return i, s.fail(i, "JSON nested deeper than %d", maxDepth)
+		if c == '{' {
+			kind = jObject
+			i, err = s.object(i, n, depth+1)
+		} else {
+			kind = jArray
+			i, err = s.array(i, n, depth+1)
 		}
-		kind = jArray
-		i, err = s.array(i, n, depth+1)
 		end = i
 	case c == '"':
 		kind = jString
@@ -231,19 +229,27 @@ func (s *jscan) object(i int, n *jnode, depth int) (int, *jerr) {
 		if i, err = s.value(i+1, child, depth); err != nil {
 			return i, err
 		}
-		i = s.ws(i)
-		if i >= len(s.v) {
-			return i, s.fail(i, "unexpected end of JSON input")
-		}
-		switch s.v[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return i, s.fail(i, "invalid character %s after an object member", quoteByte(s.v[i]))
+		done := false
+		if i, done, err = s.after(i, '}', "an object member"); err != nil || done {
+			return i, err
 		}
 	}
+}
+
+// after reads past what follows a member or an element that ends at i: a
+// ',' (and the space after it), or closer (done).
+func (s *jscan) after(i int, closer byte, what string) (int, bool, *jerr) {
+	i = s.ws(i)
+	if i >= len(s.v) {
+		return i, false, s.fail(i, "unexpected end of JSON input")
+	}
+	switch s.v[i] {
+	case ',':
+		return s.ws(i + 1), false, nil
+	case closer:
+		return i + 1, true, nil
+	}
+	return i, false, s.fail(i, "invalid character %s after %s", quoteByte(s.v[i]), what)
 }
 
 func (s *jscan) array(i int, n *jnode, depth int) (int, *jerr) {
@@ -261,17 +267,9 @@ func (s *jscan) array(i int, n *jnode, depth int) (int, *jerr) {
 		if i, err = s.value(i, child, depth); err != nil {
 			return i, err
 		}
-		i = s.ws(i)
-		if i >= len(s.v) {
-			return i, s.fail(i, "unexpected end of JSON input")
-		}
-		switch s.v[i] {
-		case ',':
-			i++
-		case ']':
-			return i + 1, nil
-		default:
-			return i, s.fail(i, "invalid character %s after an array element", quoteByte(s.v[i]))
+		done := false
+		if i, done, err = s.after(i, ']', "an array element"); err != nil || done {
+			return i, err
 		}
 	}
 }

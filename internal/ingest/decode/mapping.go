@@ -349,13 +349,15 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 	}
 	if r.Value == nil { // a tombstone to delete by
 		e := mEntry{op: OpDeleteEdge}
-		var err error
-		if e.src, err = d.vertex(r, mTSrc); err != nil {
+		v, err := d.field(r, mTSrc)
+		if err != nil {
 			return err
 		}
-		if e.dst, err = d.vertex(r, mTDst); err != nil {
+		e.src = v.ref
+		if v, err = d.field(r, mTDst); err != nil {
 			return err
 		}
+		e.dst = v.ref
 		d.entries = append(d.entries, e)
 		return d.finish(emit)
 	}
@@ -387,19 +389,14 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 			if err != nil {
 				return err
 			}
-			i = d.vs.ws(end)
-			if i < len(r.Value) && r.Value[i] == ',' {
-				i = d.vs.ws(i + 1)
-				continue
+			var done bool
+			var jerr *jerr
+			if i, done, jerr = d.vs.after(end, ']', "an array element"); jerr != nil {
+				return d.errorf(jerr.off, "%s", jerr.reason)
 			}
-			if i < len(r.Value) && r.Value[i] == ']' {
-				i++
+			if done {
 				break
 			}
-			if i >= len(r.Value) {
-				return d.errorf(i, "unexpected end of JSON input")
-			}
-			return d.errorf(i, "invalid character %s after an array element", quoteByte(r.Value[i]))
 		}
 	default:
 		return d.errorf(i, "the value is %s: want a JSON object or an array of objects", d.kindAt(i))
@@ -436,27 +433,32 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 	if jerr != nil {
 		return end, d.errorf(jerr.off, "%s", jerr.reason)
 	}
-	e := mEntry{op: OpUpsert}
-	var err error
-	if e.op, err = d.op(r); err != nil {
+	e := mEntry{}
+	v, err := d.field(r, mOp)
+	if err != nil {
 		return end, err
 	}
-	if e.src, err = d.vertex(r, mSrc); err != nil {
+	e.op = v.op
+	if v, err = d.field(r, mSrc); err != nil {
 		return end, err
 	}
+	e.src = v.ref
 	if e.op != OpDeleteVertex {
-		if e.dst, err = d.vertex(r, mDst); err != nil {
+		if v, err = d.field(r, mDst); err != nil {
 			return end, err
 		}
+		e.dst = v.ref
 	}
 	if e.op == OpUpsert {
-		if e.weight, e.hasWeight, err = d.weight(r); err != nil {
+		if v, err = d.field(r, mWeight); err != nil {
 			return end, err
 		}
+		e.weight, e.hasWeight = v.w, v.has
 	}
-	if e.eventTime, err = d.eventTime(r); err != nil {
+	if v, err = d.field(r, mTime); err != nil {
 		return end, err
 	}
+	e.eventTime = v.t
 	d.entries = append(d.entries, e)
 	return end, nil
 }
@@ -574,37 +576,54 @@ func (d *mapped) opNames() string {
 	return strings.Join(names, ", ")
 }
 
-// memo is what a record-level source (the key, a header, a constant:
-// the same for every operation of a record) gave, computed once per
-// record: an array of many operations costs what one does.
+// fieldVal is what one field of an operation reads to.
+type fieldVal struct {
+	op  Op
+	ref mRef
+	w   float64
+	has bool // a weight
+	t   time.Time
+}
+
+// memo is what a record-level source (the key, a header, a constant: the
+// same for every operation of a record) gave, read once per record: an
+// array of many operations costs what one does.
 type memo struct {
 	done bool
-	op   Op
-	ref  mRef
-	w    float64
-	has  bool
-	t    time.Time
+	v    fieldVal
 	err  error
 }
 
-// perRecord reports whether field f's source is the same for every
-// operation of a record, and its memo.
-func (d *mapped) perRecord(f int) (*memo, bool) {
-	return &d.memo[f], d.srcs[f].kind != sValue
-}
-
-// op reads the operation: the default upsert when missing or null.
-func (d *mapped) op(r *Record) (Op, error) {
-	if m, ok := d.perRecord(mOp); ok {
-		if !m.done {
-			m.op, m.err = d.opOf(r)
-			m.done = true
-		}
-		return m.op, m.err
+// field reads field f of the current operation (through the memo when its
+// source is record-level).
+func (d *mapped) field(r *Record, f int) (fieldVal, error) {
+	if d.srcs[f].kind == sValue {
+		return d.read(r, f)
 	}
-	return d.opOf(r)
+	m := &d.memo[f]
+	if !m.done {
+		m.v, m.err = d.read(r, f)
+		m.done = true
+	}
+	return m.v, m.err
 }
 
+// read reads field f.
+func (d *mapped) read(r *Record, f int) (v fieldVal, err error) {
+	switch f {
+	case mOp:
+		v.op, err = d.opOf(r)
+	case mWeight:
+		v.w, v.has, err = d.weightOf(r)
+	case mTime:
+		v.t, err = d.eventTimeOf(r)
+	default:
+		v.ref, err = d.vertexOf(r, f)
+	}
+	return v, err
+}
+
+// opOf reads the operation: the default upsert when missing or null.
 func (d *mapped) opOf(r *Record) (Op, error) {
 	g := d.get(r, mOp)
 	if g.kind == jMissing || g.kind == jNull {
@@ -621,19 +640,8 @@ func (d *mapped) opOf(r *Record) (Op, error) {
 	return op, nil
 }
 
-// vertex reads src or dst (f): a key (resolved later, in finish) or a
+// vertexOf reads src or dst (f): a key (resolved later, in finish) or a
 // numeric id.
-func (d *mapped) vertex(r *Record, f int) (mRef, error) {
-	if m, ok := d.perRecord(f); ok {
-		if !m.done {
-			m.ref, m.err = d.vertexOf(r, f)
-			m.done = true
-		}
-		return m.ref, m.err
-	}
-	return d.vertexOf(r, f)
-}
-
 func (d *mapped) vertexOf(r *Record, f int) (mRef, error) {
 	g := d.get(r, f)
 	ref := mRef{off: g.off}
@@ -671,18 +679,7 @@ func (d *mapped) vertexOf(r *Record, f int) (mRef, error) {
 	return ref, nil
 }
 
-// weight reads the weight: a number, or a string holding one.
-func (d *mapped) weight(r *Record) (float64, bool, error) {
-	if m, ok := d.perRecord(mWeight); ok {
-		if !m.done {
-			m.w, m.has, m.err = d.weightOf(r)
-			m.done = true
-		}
-		return m.w, m.has, m.err
-	}
-	return d.weightOf(r)
-}
-
+// weightOf reads the weight: a number, or a string holding one.
 func (d *mapped) weightOf(r *Record) (float64, bool, error) {
 	g := d.get(r, mWeight)
 	switch g.kind {
@@ -702,18 +699,7 @@ func (d *mapped) weightOf(r *Record) (float64, bool, error) {
 	return 0, false, d.fieldError(mWeight, g, "is %s: want a number or a string holding one", g.kind)
 }
 
-// eventTime reads the time: RFC 3339, or the epoch in the mapping's unit.
-func (d *mapped) eventTime(r *Record) (time.Time, error) {
-	if m, ok := d.perRecord(mTime); ok {
-		if !m.done {
-			m.t, m.err = d.eventTimeOf(r)
-			m.done = true
-		}
-		return m.t, m.err
-	}
-	return d.eventTimeOf(r)
-}
-
+// eventTimeOf reads the time: RFC 3339, or the epoch in the mapping's unit.
 func (d *mapped) eventTimeOf(r *Record) (time.Time, error) {
 	g := d.get(r, mTime)
 	switch g.kind {

@@ -351,16 +351,7 @@ func TestFraudSeesWhatFollowsRegister(t *testing.T) {
 		if _, err := r.Register(Spec{Type: "fraud", Threshold: 1e9, MaxCycle: 3}); err != nil {
 			t.Fatal(err)
 		}
-		a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
-		var bt engine.Batch
-		bt.Insert(a, b)
-		bt.Insert(b, c)
-		bt.Insert(c, a)
-		seq, err := h.s.Apply(&bt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitAllAt(t, r, []string{"fraud"}, seq)
+		closeTriangle(t, h, r)
 		sink.mu.Lock()
 		n := len(sink.al)
 		sink.mu.Unlock()
@@ -369,6 +360,22 @@ func TestFraudSeesWhatFollowsRegister(t *testing.T) {
 			t.Fatalf("%d alerts for the one cycle closed after Register", n)
 		}
 	}
+}
+
+// closeTriangle applies the three edges of a new triangle among three
+// vertices no edge names yet, and waits until r's fraud monitor is there.
+func closeTriangle(t *testing.T, h *harness, r *Registry) {
+	t.Helper()
+	a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
+	var bt engine.Batch
+	bt.Insert(a, b)
+	bt.Insert(b, c)
+	bt.Insert(c, a)
+	seq, err := h.s.Apply(&bt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAllAt(t, r, []string{"fraud"}, seq)
 }
 
 // TestAlertsNameTheirVertices: an alert carries its vertices' ids as
@@ -391,16 +398,7 @@ func TestAlertsNameTheirVertices(t *testing.T) {
 		if _, err := r.Register(Spec{Type: "fraud", Threshold: 1e9, MaxCycle: 3}); err != nil {
 			t.Fatal(err)
 		}
-		a, b, c := uint64(1<<20), uint64(1<<20+1), uint64(1<<20+2)
-		var bt engine.Batch
-		bt.Insert(a, b)
-		bt.Insert(b, c)
-		bt.Insert(c, a)
-		seq, err := h.s.Apply(&bt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitAllAt(t, r, []string{"fraud"}, seq)
+		closeTriangle(t, h, r)
 		r.Close()
 		sink.mu.Lock()
 		al := sink.al
