@@ -89,3 +89,18 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	v = append(v, ']')
 	benchDecode(b, New(FormatJSON, nil), v, 1000)
 }
+
+// BenchmarkMappedPayment decodes the payment event through its
+// mapping, keys known to a key dictionary.
+func BenchmarkMappedPayment(b *testing.B) {
+	dict, err := keydict.Open(filepath.Join(b.TempDir(), "keys.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dict.Close()
+	d, err := NewMapped(paymentMapping, dict)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecode(b, d, []byte(payment), 1)
+}

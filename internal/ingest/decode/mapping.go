@@ -140,6 +140,8 @@ type mapped struct {
 	entries []mEntry
 	scratch []byte
 	memo    [mFields]memo // per record
+	// perRecord lists the fields whose sources are record-level (memo).
+	perRecord []int
 	// The key resolved last (finish), and its id. Cleared per record.
 	lastKey     []byte
 	lastEscaped bool
@@ -303,6 +305,11 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 		}
 		d.ops[k] = op
 	}
+	for f := range d.srcs {
+		if k := d.srcs[f].kind; k != sValue && k != sNone {
+			d.perRecord = append(d.perRecord, f)
+		}
+	}
 	d.vs.vals = make([]jval, mFields)
 	d.keyVals = make([]jval, mFields)
 	d.ks.vals = d.keyVals
@@ -325,7 +332,9 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 		d.entries = nil
 	}
 	d.entries = d.entries[:0]
-	clear(d.memo[:])
+	for _, f := range d.perRecord {
+		d.memo[f].done = false
+	}
 	if r.Value == nil {
 		switch d.tomb {
 		case tombIgnore:
@@ -349,12 +358,12 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 	}
 	if r.Value == nil { // a tombstone to delete by
 		e := mEntry{op: OpDeleteEdge}
-		v, err := d.field(r, mTSrc)
-		if err != nil {
+		var v fieldVal
+		if err := d.field(r, mTSrc, &v); err != nil {
 			return err
 		}
 		e.src = v.ref
-		if v, err = d.field(r, mTDst); err != nil {
+		if err := d.field(r, mTDst, &v); err != nil {
 			return err
 		}
 		e.dst = v.ref
@@ -433,29 +442,29 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 	if jerr != nil {
 		return end, d.errorf(jerr.off, "%s", jerr.reason)
 	}
-	e := mEntry{}
-	v, err := d.field(r, mOp)
-	if err != nil {
+	var e mEntry
+	var v fieldVal
+	if err := d.field(r, mOp, &v); err != nil {
 		return end, err
 	}
 	e.op = v.op
-	if v, err = d.field(r, mSrc); err != nil {
+	if err := d.field(r, mSrc, &v); err != nil {
 		return end, err
 	}
 	e.src = v.ref
 	if e.op != OpDeleteVertex {
-		if v, err = d.field(r, mDst); err != nil {
+		if err := d.field(r, mDst, &v); err != nil {
 			return end, err
 		}
 		e.dst = v.ref
 	}
 	if e.op == OpUpsert {
-		if v, err = d.field(r, mWeight); err != nil {
+		if err := d.field(r, mWeight, &v); err != nil {
 			return end, err
 		}
 		e.weight, e.hasWeight = v.w, v.has
 	}
-	if v, err = d.field(r, mTime); err != nil {
+	if err := d.field(r, mTime, &v); err != nil {
 		return end, err
 	}
 	e.eventTime = v.t
@@ -594,22 +603,23 @@ type memo struct {
 	err  error
 }
 
-// field reads field f of the current operation (through the memo when its
-// source is record-level).
-func (d *mapped) field(r *Record, f int) (fieldVal, error) {
+// field reads field f of the current operation into *v (through the memo
+// when its source is record-level).
+func (d *mapped) field(r *Record, f int, v *fieldVal) error {
 	if d.srcs[f].kind == sValue {
-		return d.read(r, f)
+		return d.read(r, f, v)
 	}
 	m := &d.memo[f]
 	if !m.done {
-		m.v, m.err = d.read(r, f)
+		m.err = d.read(r, f, &m.v)
 		m.done = true
 	}
-	return m.v, m.err
+	*v = m.v
+	return m.err
 }
 
-// read reads field f.
-func (d *mapped) read(r *Record, f int) (v fieldVal, err error) {
+// read reads field f into *v.
+func (d *mapped) read(r *Record, f int, v *fieldVal) (err error) {
 	switch f {
 	case mOp:
 		v.op, err = d.opOf(r)
@@ -620,7 +630,7 @@ func (d *mapped) read(r *Record, f int) (v fieldVal, err error) {
 	default:
 		v.ref, err = d.vertexOf(r, f)
 	}
-	return v, err
+	return err
 }
 
 // opOf reads the operation: the default upsert when missing or null.
