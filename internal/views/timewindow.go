@@ -1,10 +1,15 @@
 package views
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // TimeWindow is a sliding window of a Duration in event time: it holds
-// items by the time each counts at, and a watermark, the newest time seen
-// less Lateness, drives it. An item leaves once its time is at or before
+// items by the time each counts at (Unix microseconds: event times reach
+// the year 9999, beyond int64 nanoseconds), and a watermark, the newest
+// time seen less Lateness, drives it. An item leaves once its time is at or before
 // the watermark less Duration; an item that arrives already there is late:
 // it is counted (Late) and never held. At most max items are held (the
 // oldest leave early, counted by Early). The same items in the same order
@@ -13,7 +18,7 @@ import "time"
 // INVARIANT: h is a min-heap by (t, n); every held item has t above
 // maxT - lateness - dur. Not safe for concurrent use.
 type TimeWindow[T any] struct {
-	dur, lateness int64 // ns
+	dur, lateness int64 // µs
 	max           int
 	h             []timed[T]
 	n             uint64 // items ever held: a tie-break that keeps arrival order
@@ -30,22 +35,22 @@ type timed[T any] struct {
 // NewTimeWindow returns an empty window (dur above 0; most, the most items
 // held, at least 1).
 func NewTimeWindow[T any](dur, lateness time.Duration, most int) *TimeWindow[T] {
-	return &TimeWindow[T]{dur: int64(dur), lateness: int64(lateness), max: most}
+	return &TimeWindow[T]{dur: int64(dur / time.Microsecond), lateness: int64(lateness / time.Microsecond), max: most}
 }
 
-// EventNanos is the time an operation counts at in a window: its event time
-// (Op.EventTime) when it has one, else when it was applied; Unix ns.
-func EventNanos(e Edge) int64 {
+// EventMicros is the time an operation counts at in a window: its event
+// time (Op.EventTime) when it has one, else when it was applied; Unix µs.
+func EventMicros(e Edge) int64 {
 	if e.Op.EventTime > 0 {
-		return e.Op.EventTime * 1000
+		return e.Op.EventTime
 	}
-	return e.Time
+	return e.Time / 1000
 }
 
 // cut is the time at or before which nothing is held.
 func (w *TimeWindow[T]) cut() int64 { return w.maxT - w.lateness - w.dur }
 
-// Add takes v, which counts at time t (Unix ns), and calls leave with every
+// Add takes v, which counts at time t (Unix µs), and calls leave with every
 // item that leaves the window, oldest first. It returns false when v is
 // late (not held).
 func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
@@ -87,14 +92,22 @@ func (w *TimeWindow[T]) Watermark() int64 {
 	return w.maxT - w.lateness
 }
 
-// Items returns the held items, in no particular order.
-func (w *TimeWindow[T]) Items() []T {
-	out := make([]T, len(w.h))
-	for i, x := range w.h {
-		out[i] = x.v
+// Items returns the held items and their times in the order they leave
+// (time, then arrival): adding them to an empty window in that order
+// rebuilds this one (Restore).
+func (w *TimeWindow[T]) Items() ([]T, []int64) {
+	h := slices.Clone(w.h)
+	slices.SortFunc(h, func(a, b timed[T]) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.n, b.n)) })
+	vs, ts := make([]T, len(h)), make([]int64, len(h))
+	for i, x := range h {
+		vs[i], ts[i] = x.v, x.t
 	}
-	return out
+	return vs, ts
 }
+
+// SetCounts sets the late and early counts (a window restored from
+// Items).
+func (w *TimeWindow[T]) SetCounts(late, early uint64) { w.late, w.early = late, early }
 
 // Reset empties the window and forgets the watermark (the counts stay).
 func (w *TimeWindow[T]) Reset() { w.h, w.maxT = w.h[:0], 0 }

@@ -1094,6 +1094,7 @@ func TestEventTimeWindows(t *testing.T) {
 	}
 	defer m.Close()
 	const dur, lateness = 10 * time.Second, 3 * time.Second
+	const du, lat = int64(dur / time.Microsecond), int64(lateness / time.Microsecond)
 	st, err := m.Stream(StreamOptions{Window: Window{Duration: dur, Lateness: lateness}})
 	if err != nil {
 		t.Fatal(err)
@@ -1117,7 +1118,7 @@ func TestEventTimeWindows(t *testing.T) {
 			}
 			b.InsertWeighted(1, dst, 1)
 			b.SetEventTime(t)
-			times = append(times, t*1000)
+			times = append(times, t)
 			dst++
 		}
 		if _, err := s.Apply(&b); err != nil {
@@ -1125,7 +1126,7 @@ func TestEventTimeWindows(t *testing.T) {
 		}
 		first := dst - uint64(len(times))
 		for i, tm := range times {
-			if maxT != 0 && tm <= maxT-int64(lateness)-int64(dur) {
+			if maxT != 0 && tm <= maxT-lat-du {
 				late++
 				continue
 			}
@@ -1133,7 +1134,7 @@ func TestEventTimeWindows(t *testing.T) {
 			want[first+uint64(i)] = tm
 		}
 		for d, tm := range want {
-			if tm <= maxT-int64(lateness)-int64(dur) {
+			if tm <= maxT-lat-du {
 				delete(want, d)
 			}
 		}
@@ -1142,11 +1143,11 @@ func TestEventTimeWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range pb.Edges {
-			held[e.Op.Dst] = EventNanos(e)
+			held[e.Op.Dst] = EventMicros(e)
 		}
 		for _, e := range pb.Late {
-			if e.Op.EventTime*1000 > maxT-int64(lateness)-int64(dur) {
-				t.Fatalf("step %d: %d at %d handed out late, the watermark less the duration is %d", step, e.Op.Dst, e.Op.EventTime, maxT-int64(lateness)-int64(dur))
+			if e.Op.EventTime > maxT-lat-du {
+				t.Fatalf("step %d: %d at %d handed out late, the watermark less the duration is %d", step, e.Op.Dst, e.Op.EventTime, maxT-lat-du)
 			}
 		}
 		for _, e := range pb.Expired {
@@ -1177,7 +1178,7 @@ func TestEventTimeWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pb.Edges) != 1 || EventNanos(pb.Edges[0]) != pb.Edges[0].Time || len(pb.Expired) != len(held) {
+	if len(pb.Edges) != 1 || EventMicros(pb.Edges[0]) != pb.Edges[0].Time/1000 || len(pb.Expired) != len(held) {
 		t.Fatalf("an operation at its apply time (now, after 2023) expires every earlier one: %d in, %d of %d expired", len(pb.Edges), len(pb.Expired), len(held))
 	}
 }

@@ -15,7 +15,8 @@ import (
 // seen less Lateness; an operation leaves once its time is at or before
 // the watermark less Duration, and one that arrives already there is late:
 // counted, handed out apart (StreamBatch.Late), never in the window. So a
-// replay after a crash gives the windows it gave the first time. With
+// replay after a crash gives the windows it gave the first time, as far as
+// the operations have event times (an apply time is new on replay). With
 // Edges too, the window holds at most that many, the oldest in event time
 // leaving first.
 type Window struct {
@@ -86,7 +87,7 @@ func (w *window) advance(added []Edge) (late, expired []Edge) {
 		leave := func(e Edge) { expired = append(expired, e) }
 		early := w.tw.Early()
 		for _, e := range added {
-			if !w.tw.Add(EventNanos(e), e, leave) {
+			if !w.tw.Add(EventMicros(e), e, leave) {
 				late = append(late, e)
 			}
 		}

@@ -756,6 +756,7 @@ func topoOf(t testing.TB, v views.Graph) *views.Topo {
 func TestMonitorsRunOnEventTime(t *testing.T) {
 	h := newHarness(t, 61, false, denseIDs)
 	const dur, lateness, thr = 10 * time.Second, 2 * time.Second, 2
+	const du, lat = int64(dur / time.Microsecond), int64(lateness / time.Microsecond)
 	spec := Spec{Name: "in", Type: "fanin", Threshold: thr, WindowDuration: dur, Lateness: lateness}
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
@@ -820,8 +821,8 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 			b.InsertWeighted(uint64(100+h.r.IntN(50)), dst, 1)
 			b.SetEventTime(t)
 			// The oracle, op by op.
-			ns := t * 1000
-			if maxT != 0 && ns <= maxT-int64(lateness)-int64(dur) {
+			ns := t // µs
+			if maxT != 0 && ns <= maxT-lat-du {
 				late++
 				continue
 			}
@@ -830,7 +831,7 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 			count[dst]++
 			keep := win[:0]
 			for _, x := range win {
-				if x.t <= maxT-int64(lateness)-int64(dur) {
+				if x.t <= maxT-lat-du {
 					count[uint64(x.dst)]--
 					continue
 				}

@@ -27,7 +27,8 @@ import (
 // state, over the topology's canonical space).
 
 // CheckpointVersion is the version of the checkpoint's content.
-const CheckpointVersion = 1
+// 2: a fraud monitor's window holds event times in µs and its late count.
+const CheckpointVersion = 2
 
 // CheckpointMeta describes a checkpoint.
 type CheckpointMeta struct {

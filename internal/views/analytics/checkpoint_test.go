@@ -234,3 +234,74 @@ func TestCheckpointLeavesOutWhatDoesNotCatchUp(t *testing.T) {
 	released = true
 	waitAllAt(t, r, []string{"fraud"}, seq)
 }
+
+// roundTripFraud saves a's state to a checkpoint file and loads it into a
+// new fraud monitor of the same spec.
+func roundTripFraud(t *testing.T, a *fraud) *fraud {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.ckpt")
+	w, err := checkpoint.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	if err := w.Section("fraud", func(e *checkpoint.Encoder) {
+		var serr error
+		seq, serr = a.saveState(e, views.IDSpace{})
+		e.Fail(serr)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := checkpoint.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	b := newFraud(a.spec, nil)
+	if err := rd.Section("fraud", func(d *checkpoint.Decoder) error { return b.loadState(d, views.IDSpace{}, seq) }); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestFraudWindowCheckpoint: saving a fraud monitor's fan-in window
+// changes nothing in the running one (a window of operations, out of time
+// order), and the restored window goes on exactly as the running one:
+// the same operations leave in the same order (equal event times
+// included) and the late count is kept.
+func TestFraudWindowCheckpoint(t *testing.T) {
+	op := func(dst uint64, us int64) views.Edge {
+		return views.Edge{Op: engine.Op{Src: 1, Dst: dst, Weight: 1, Kind: engine.OpUpsert, EventTime: us}}
+	}
+	for _, spec := range []Spec{
+		{Type: "fraud", Threshold: 1e9, WindowEdges: 3},
+		{Type: "fraud", Threshold: 1e9, WindowEdges: 4, WindowDuration: time.Second},
+	} {
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		a := newFraud(spec, nil)
+		for _, e := range []views.Edge{op(1, 3_000_000), op(2, 2_000_000), op(3, 1_000_000), op(4, 5_000_000), op(5, 9_000_000), op(6, 9_000_000),
+			op(7, 100)} { // the last is late for a duration window
+			a.win.add(e)
+		}
+		before := fmt.Sprint(a.win.held(), a.win.late())
+		b := roundTripFraud(t, a)
+		if after := fmt.Sprint(a.win.held(), a.win.late()); after != before {
+			t.Fatalf("%+v: saving changed the running window: %s, was %s", spec, after, before)
+		}
+		if got := fmt.Sprint(b.win.held(), b.win.late()); got != before {
+			t.Fatalf("%+v: restored %s, the running one holds %s", spec, got, before)
+		}
+		for i := uint64(0); i < 3; i++ {
+			a.win.add(op(10+i, 9_500_000))
+			b.win.add(op(10+i, 9_500_000))
+			if x, y := fmt.Sprint(a.win.held(), a.win.count), fmt.Sprint(b.win.held(), b.win.count); x != y {
+				t.Fatalf("%+v: after %d more, the restored window holds %s, the running one %s", spec, i+1, y, x)
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package analytics
 
 import (
+	"slices"
+
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
@@ -30,7 +32,7 @@ type fanWindow struct {
 // winOp is one operation in the window.
 type winOp struct {
 	dst    uint64
-	time   int64 // when it counts (views.EventNanos), Unix ns
+	time   int64 // when it counts (views.EventMicros), Unix µs
 	upsert bool
 }
 
@@ -64,7 +66,7 @@ func (w *fanWindow) late() uint64 {
 // add takes in one operation (what the window then no longer covers
 // leaves) and returns the vertex it made cross, if any.
 func (w *fanWindow) add(e views.Edge) (VertexValue, bool) {
-	op := winOp{dst: e.Op.Dst, time: views.EventNanos(e), upsert: e.Op.Kind == engine.OpUpsert}
+	op := winOp{dst: e.Op.Dst, time: views.EventMicros(e), upsert: e.Op.Kind == engine.OpUpsert}
 	// It counts in before what it pushes out leaves: they change places at
 	// once, so a vertex it keeps above the threshold does not cross again.
 	if op.upsert {
@@ -120,13 +122,13 @@ func (w *fanWindow) drop(n int) {
 	}
 }
 
-// held returns the held operations (a duration window's in no particular
-// order).
+// held returns a copy of the held operations, in the order they leave.
 func (w *fanWindow) held() []winOp {
 	if w.tw != nil {
-		return w.tw.Items()
+		ops, _ := w.tw.Items()
+		return ops
 	}
-	return w.q[w.at:]
+	return slices.Clone(w.q[w.at:])
 }
 
 func (w *fanWindow) reset() {

@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -219,8 +218,7 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	ops := a.win.held()
-	slices.SortStableFunc(ops, func(x, y winOp) int { return cmp.Compare(x.time, y.time) }) // a duration window: in time order
+	ops := a.win.held() // a copy, in the order they leave
 	dst, times := make([]uint64, len(ops)), make([]uint64, len(ops))
 	ups := make([]byte, len(ops))
 	for i, op := range ops {
@@ -235,12 +233,13 @@ func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error
 	e.U64(a.cycles)
 	e.U64(a.truncated)
 	e.U64(a.cutShort)
+	e.U64(a.win.late())
 	return a.seq, e.Err()
 }
 
 func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
 	dst, times, ups := d.Uint64s(), d.Uint64s(), d.Bytes()
-	cycles, truncated, cutShort := d.U64(), d.U64(), d.U64()
+	cycles, truncated, cutShort, late := d.U64(), d.U64(), d.U64(), d.U64()
 	if d.Err() != nil {
 		return d.Err()
 	}
@@ -254,7 +253,7 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 			d.Fail("an upsert flag of %d", ups[i])
 			return d.Err()
 		}
-		if i > 0 && w.tw != nil && times[i] < times[i-1] {
+		if i > 0 && w.tw != nil && int64(times[i]) < int64(times[i-1]) {
 			d.Fail("a duration window's operations out of time order at %d", i)
 			return d.Err()
 		}
@@ -278,6 +277,9 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 		if float64(n) > w.threshold {
 			w.above[v] = true
 		}
+	}
+	if w.tw != nil {
+		w.tw.SetCounts(late, 0)
 	}
 	a.mu.Lock()
 	a.win, a.seq, a.cycles, a.truncated, a.cutShort = w, seq, cycles, truncated, cutShort
