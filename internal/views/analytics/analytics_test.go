@@ -897,3 +897,27 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 		t.Fatalf("the stream made %d late and %d above: it checks too little", late, len(above))
 	}
 }
+
+// TestFanAlertsCreditTheCrossingUpsert: a fan monitor's alert names the
+// upsert that took the count above the threshold, whichever pull brings
+// the upserts after it.
+func TestFanAlertsCreditTheCrossingUpsert(t *testing.T) {
+	up := func(ref uint64) views.Edge {
+		return views.Edge{Seq: ref, Ref: ref, Op: engine.Op{Src: ref, Dst: 9, Weight: 1, Kind: engine.OpUpsert, EventTime: int64(ref)}}
+	}
+	for _, cuts := range [][][]uint64{{{1}, {2, 3}}, {{1, 2}, {3}}, {{1, 2, 3}}} {
+		var got []Alert
+		a := newFan(Spec{Name: "in", Type: "fanin", Threshold: 1}, func(al []Alert) { got = append(got, al...) })
+		for _, pull := range cuts {
+			var b views.StreamBatch
+			for _, r := range pull {
+				b.Edges = append(b.Edges, up(r))
+			}
+			b.Seq = pull[len(pull)-1]
+			a.Consume(&b)
+		}
+		if len(got) != 1 || got[0].Ref != 2 || got[0].EventTime.UnixMicro() != 2 {
+			t.Errorf("pulls %v: alerts %+v, want one credited to upsert 2", cuts, got)
+		}
+	}
+}

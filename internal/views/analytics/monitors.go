@@ -212,22 +212,27 @@ func (c *windowCounter) key(e views.Edge) uint64 {
 }
 
 // crossing is a vertex that crossed above the threshold, with its count,
-// and the last upsert into (or out of) it that came in.
+// and the upsert that took it above.
 type crossing struct {
 	VertexValue
 	by views.Edge
 }
 
 // apply adds the new operations and removes the expired ones, then returns
-// (sorted) the vertices that crossed above the threshold.
+// (sorted) the vertices that crossed above the threshold, each credited to
+// the first upsert of the pull that took its count above (the counts only
+// fall after the new ones are in, so one did).
 func (c *windowCounter) apply(added, expired []views.Edge) []crossing {
 	touched := map[uint64]bool{}
-	last := map[uint64]views.Edge{}
+	by := map[uint64]views.Edge{}
 	for _, e := range added {
 		if e.Op.Kind == engine.OpUpsert {
-			c.count[c.key(e)]++
-			touched[c.key(e)] = true
-			last[c.key(e)] = e
+			k := c.key(e)
+			c.count[k]++
+			touched[k] = true
+			if _, ok := by[k]; !ok && float64(c.count[k]) > c.threshold && !c.above[k] {
+				by[k] = e
+			}
 		}
 	}
 	for _, e := range expired {
@@ -245,7 +250,7 @@ func (c *windowCounter) apply(added, expired []views.Edge) []crossing {
 		if float64(n) > c.threshold {
 			if !c.above[v] {
 				c.above[v] = true
-				out = append(out, crossing{VertexValue{v, float64(n)}, last[v]}) // only an upsert in makes one cross
+				out = append(out, crossing{VertexValue{v, float64(n)}, by[v]})
 			}
 		} else {
 			delete(c.above, v)
