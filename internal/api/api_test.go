@@ -956,4 +956,4 @@ func TestReaderComputes(t *testing.T) {
 type failingPersist struct{}
 
 func (failingPersist) Registered(analytics.Spec) error { return errors.New("disk full") }
-func (failingPersist) Unregistered(string) error       { return errors.New("disk full") }
+func (failingPersist) Unregistered(string) (bool, error) { return false, errors.New("disk full") }

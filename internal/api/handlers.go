@@ -321,16 +321,20 @@ func (s *Server) deleteAnalytic(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
-	if _, err := s.cfg.Analytics.Result(name); err != nil {
-		return err
-	}
+	_, running := s.cfg.Analytics.Result(name)
+	stored := false
 	if p := s.cfg.Persist; p != nil {
-		if err := p.Unregistered(name); err != nil {
+		var err error
+		if stored, err = p.Unregistered(name); err != nil {
 			return fmt.Errorf("storing the removal of %q (still registered): %w", name, err)
 		}
 	}
-	if err := s.cfg.Analytics.Unregister(name); err != nil {
-		return err
+	if running == nil {
+		if err := s.cfg.Analytics.Unregister(name); err != nil {
+			return err
+		}
+	} else if !stored {
+		return running // not found
 	}
 	writeJSON(w, http.StatusOK, DeletedResponse{name})
 	return nil

@@ -96,14 +96,18 @@ type Config struct {
 	// across restarts (serve: in the data directory). Registered is called
 	// once an analytic is registered: an error unregisters it and the
 	// request fails. Unregistered is called before an analytic is
-	// unregistered: an error leaves it registered and fails the request.
+	// unregistered (or, stored and not running, instead): an error leaves
+	// it registered and fails the request.
 	Persist Persist
 }
 
 // Persist is how the API's registrations outlive the process (Config).
+// Unregistered reports whether name was stored (a stored analytic may not
+// be running: its spec no longer validates, say; DELETE removes it all
+// the same).
 type Persist interface {
 	Registered(analytics.Spec) error
-	Unregistered(name string) error
+	Unregistered(name string) (stored bool, err error)
 }
 
 // Server is the HTTP API. See the package documentation for its promises

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -64,8 +65,25 @@ func loadRegistered(dir string) (*registered, error) {
 	var f registeredFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
+	bad := func(off int64, err error) error {
+		return fmt.Errorf("%s: byte offset %d: %w (the analytics registered over the API; fix the file, or move it away to start without them)", r.path, off, err)
+	}
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: byte offset %d: %w (the analytics registered over the API; fix the file, or move it away to start without them)", r.path, dec.InputOffset(), err)
+		off := dec.InputOffset()
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se): // Offset: past the byte at fault
+			off = se.Offset - 1
+		case errors.As(err, &te):
+			off = te.Offset - 1
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			off = int64(len(raw))
+		}
+		return nil, bad(off, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, bad(dec.InputOffset(), errors.New("data after the list"))
 	}
 	if f.Version != registeredVersion {
 		return nil, fmt.Errorf("%s: content version %d, this graphtide reads %d", r.path, f.Version, registeredVersion)
@@ -137,20 +155,20 @@ func (r *registered) Registered(s analytics.Spec) error {
 	return nil
 }
 
-// Unregistered removes name, if stored.
-func (r *registered) Unregistered(name string) error {
+// Unregistered removes name, if stored, and says whether it was.
+func (r *registered) Unregistered(name string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.specs[name]
 	if !had {
-		return nil // a configured analytic: it comes back at the next start
+		return false, nil // a configured analytic: it comes back at the next start
 	}
 	delete(r.specs, name)
 	if err := r.save(); err != nil {
 		r.specs[name] = old
-		return err
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // save writes the file. Called with mu held.

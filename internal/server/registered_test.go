@@ -122,6 +122,17 @@ func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
 	if raw, _ := os.ReadFile(path); strings.Contains(string(raw), `"wcc"`) || !strings.Contains(string(raw), `"old"`) {
 		t.Fatalf("after DELETE wcc the file holds %s", raw)
 	}
+	// A stored analytic that is not running is deleted all the same; a
+	// name neither running nor stored is 404.
+	if code, body := call(srv, "DELETE", "/v1/analytics/old", ""); code != 200 {
+		t.Fatalf("DELETE of a stored analytic not running: %d %s", code, body)
+	}
+	if raw, _ := os.ReadFile(path); strings.Contains(string(raw), `"old"`) {
+		t.Fatalf("after DELETE old the file holds %s", raw)
+	}
+	if code, _ := call(srv, "DELETE", "/v1/analytics/old", ""); code != 404 {
+		t.Fatalf("DELETE of a name neither running nor stored: %d, want 404", code)
+	}
 	// A registration that cannot be stored is refused and not registered.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
@@ -147,12 +158,20 @@ func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(`{"version":1,"analytics":[{"name":"x","type":"bfs"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
-		Reset: "earliest", HTTP: HTTPConfig{DisableListening: true}})
-	if err == nil || !strings.Contains(err.Error(), path+": byte offset") {
-		t.Fatalf("a truncated file: %v", err)
+	for content, at := range map[string]string{
+		`{"version":1,"analytics":[{"name":"x","type":"bfs"}`:                  "byte offset 51: unexpected EOF",
+		`{"version":1,"analytics":[{"name":"x","type":"bfs"},,]}`:              "byte offset 52: invalid character ','",
+		`{"version":1,"analytics":[{"name":"x","type":"bfs"}]} {"version":1}`:  "data after the list",
+		`{"version":1,"analytics":[{"name":"x","type":"bfs","root":7}]}`:       "byte offset 58: json: cannot unmarshal number",
+		`{"version":1,"analytics":[{"name":"x","type":"bfs"},{"type":"wcc"}]}`: "analytic 1 has no name",
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(context.Background(), Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
+			Reset: "earliest", HTTP: HTTPConfig{DisableListening: true}})
+		if err == nil || !strings.Contains(err.Error(), path+": ") || !strings.Contains(err.Error(), at) {
+			t.Errorf("%s: %v, want one naming %s and %q", content, err, path, at)
+		}
 	}
 }
