@@ -106,8 +106,8 @@ func (g *Graph) Out(i int) []int32 { return g.t.Out.Nbrs(int32(i)) }
 // when every weight is 1 and none is kept).
 func (g *Graph) OutWeights(i int) []float64 { return g.t.Out.Weights(int32(i)) }
 
-// In is the in-neighbors of index i, in increasing order; nil when the
-// store keeps no in-edges. Do not modify it.
+// In is the in-neighbors of index i, in increasing order (the analytics'
+// graph keeps them whether or not the store does). Do not modify it.
 func (g *Graph) In(i int) []int32 {
 	if i >= g.t.In.Len() {
 		return nil

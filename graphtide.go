@@ -31,6 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
@@ -56,10 +58,20 @@ type Options struct {
 
 // DB is an open data directory. Its methods are safe for concurrent use.
 type DB struct {
-	dir *datadir.Dir
-	vm  *views.Manager
-	reg *analytics.Registry
+	dir    *datadir.Dir
+	vm     *views.Manager
+	reg    *analytics.Registry
+	closed atomic.Bool
 }
+
+// ErrClosed is returned by Apply, Wait and Close after Close, and by a
+// Stream's Next after its Close.
+var ErrClosed = errors.New("graphtide: closed")
+
+// ErrStreamLost is returned (wrapped) by Stream.Next when the stream fell
+// further behind than Options.ViewLogCapacity: it lost operations and goes
+// on from the newest.
+var ErrStreamLost = errors.New("graphtide: the stream fell behind and lost operations")
 
 // Open opens the data directory dir, creating it when it does not exist.
 func Open(dir string, o *Options) (*DB, error) {
@@ -67,8 +79,8 @@ func Open(dir string, o *Options) (*DB, error) {
 		o = &Options{}
 	}
 	var in *bool // an existing store keeps its setting
-	if _, err := os.Stat(datadir.StorePath(dir)); errors.Is(err, os.ErrNotExist) {
-		in = &o.InEdges
+	if _, err := os.Stat(filepath.Join(datadir.StorePath(dir), "MANIFEST")); errors.Is(err, os.ErrNotExist) {
+		in = &o.InEdges // no store yet (a store is its MANIFEST first)
 	}
 	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes}, InEdges: in, Create: true})
 	if err != nil {
@@ -90,6 +102,9 @@ func Open(dir string, o *Options) (*DB, error) {
 // Close stops the analytics, flushes the store (everything applied is
 // durable when it returns nil) and closes it.
 func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return ErrClosed
+	}
 	db.reg.Close()
 	db.vm.Close()
 	ferr := db.dir.Store.Flush()
@@ -134,8 +149,16 @@ func (b *Batch) Len() int { return b.b.Len() }
 func (b *Batch) Reset() { b.b.Reset() }
 
 // Apply applies b atomically and returns its sequence number. Ids of keys
-// new since the last Apply are made durable first.
+// new since the last Apply are made durable first. An empty batch applies
+// nothing and returns the newest sequence number.
 func (db *DB) Apply(b *Batch) (uint64, error) {
+	if db.closed.Load() {
+		return 0, ErrClosed
+	}
+	if b.Len() == 0 {
+		m, err := db.dir.Store.Metrics()
+		return m.LastSeq, err
+	}
 	if err := db.dir.Keys.Sync(); err != nil {
 		return 0, err
 	}
@@ -301,7 +324,13 @@ func (db *DB) Stream(batchSize int) (*Stream, error) {
 // Next then returns an error saying so.
 func (s *Stream) Next(ctx context.Context) ([]Change, error) {
 	b, err := s.s.Pull(ctx)
-	if err != nil {
+	var lost *views.LostError
+	switch {
+	case errors.As(err, &lost):
+		return nil, fmt.Errorf("%w: %d operations", ErrStreamLost, lost.Missed)
+	case errors.Is(err, views.ErrClosed):
+		return nil, ErrClosed
+	case err != nil:
 		return nil, err
 	}
 	out := make([]Change, len(b.Edges))
@@ -350,10 +379,18 @@ func (db *DB) Result(name string) (Result, error) {
 		Recomputes: r.Recomputes, Error: r.Error, Summary: r.Summary}, nil
 }
 
-// Wait waits until the named analytic's result is at seq or later (or ctx
-// ends) and returns it.
+// Wait waits until the named analytic's result is at seq or later and
+// returns it. It returns early with ctx's error, with ErrClosed after
+// Close, and with the analytic's error while it has one (an analytic that
+// fails recomputes at its next pull). An analytic waits for the operations
+// it pulls: one with batch_size=N reaches seq only once N operations exist
+// past its last pull, and an analytic sees only the batches that hold
+// operations.
 func (db *DB) Wait(ctx context.Context, name string, seq uint64) (Result, error) {
 	for {
+		if db.closed.Load() {
+			return Result{}, ErrClosed
+		}
 		r, err := db.Result(name)
 		if err != nil || r.Ready && r.Seq >= seq {
 			return r, err

@@ -3,11 +3,13 @@ package graphtide
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -255,5 +257,65 @@ func checkDB(t *testing.T, label string, db *DB, want testref.Edges) {
 	}
 	if n != len(want) {
 		t.Fatalf("%s: the view holds %d edges, want %d", label, n, len(want))
+	}
+}
+
+// TestDBEmptyBatchesAndClose: an empty batch applies nothing and Wait for
+// its seq returns at once; after Close, Apply, Wait and a stream's Next
+// say ErrClosed; a stream that falls behind says ErrStreamLost.
+func TestDBEmptyBatchesAndClose(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{ViewLogCapacity: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Register("type=wcc"); err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Insert(1, 2, 1)
+	seq, err := db.Apply(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty Batch
+	if s2, err := db.Apply(&empty); err != nil || s2 != seq {
+		t.Fatalf("an empty batch: seq %d, %v; want %d", s2, err, seq)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := db.Wait(ctx, "wcc", seq); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Stream(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // more than the log holds: the stream loses them
+		b.Reset()
+		for i := range uint64(1000) {
+			b.Insert(i, i+1, 1)
+		}
+		if _, err := db.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Next(ctx); !errors.Is(err, ErrStreamLost) {
+		t.Fatalf("a stream behind the log: %v, want ErrStreamLost", err)
+	}
+	st.Close()
+	if _, err := st.Next(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Apply(&b); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Apply after Close: %v", err)
+	}
+	if _, err := db.Wait(ctx, "wcc", seq); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait after Close: %v", err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a second Close: %v", err)
 	}
 }
