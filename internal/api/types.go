@@ -312,6 +312,7 @@ type (
 		Threshold float64       `json:"threshold"`
 		Above     int           `json:"above"`
 		Top       []VertexValue `json:"top"`
+		Late      uint64        `json:"late,omitempty"` // operations late for a window of a duration
 	}
 	FraudSummary struct {
 		Seq       uint64         `json:"seq"`
@@ -340,7 +341,7 @@ func (k keyer) ranks(rs []analytics.VertexRank) []VertexRank {
 }
 
 func (k keyer) monitor(m analytics.MonitorSummary) MonitorSummary {
-	out := MonitorSummary{Seq: m.Seq, Threshold: m.Threshold, Above: m.Above, Top: make([]VertexValue, 0, len(m.Top))}
+	out := MonitorSummary{Seq: m.Seq, Threshold: m.Threshold, Above: m.Above, Top: make([]VertexValue, 0, len(m.Top)), Late: m.Late}
 	for _, v := range m.Top {
 		out.Top = append(out.Top, VertexValue{k.id(v.Vertex), k.key(v.Vertex), v.Value})
 	}
