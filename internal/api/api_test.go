@@ -955,5 +955,5 @@ func TestReaderComputes(t *testing.T) {
 // failingPersist stores nothing: every registration and removal fails.
 type failingPersist struct{}
 
-func (failingPersist) Registered(analytics.Spec) error { return errors.New("disk full") }
+func (failingPersist) Registered(analytics.Spec) error   { return errors.New("disk full") }
 func (failingPersist) Unregistered(string) (bool, error) { return false, errors.New("disk full") }

@@ -4,9 +4,9 @@
 // amount as a string or a number, a currency, an RFC 3339 or epoch time,
 // nested metadata the mapping ignores) and decodes them, on one core,
 // with the payment mapping into a real key dictionary; in the same run it
-// decodes the same operations in graphtide's native JSON format (the
-// encoding/json path, the baseline) and in the binary format (numeric
-// ids: the ceiling). It reports records per second of each, the ratio
+// decodes the same operations in graphtide's native JSON format (smaller
+// records of only its fields, on the same scanner) and in the binary
+// format (numeric ids: the ceiling). It reports records per second of each, the ratio
 // mapped over native, and allocations per record. The first pass of each
 // sees every account for the first time (the dictionary grows); the
 // figures are the best of the later passes, as a stream of known accounts.

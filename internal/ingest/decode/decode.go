@@ -151,7 +151,7 @@ func New(f Format, keys KeyResolver) Decoder {
 		return &binaryDecoder{rules: r}
 	case FormatJSON:
 		r.format = f
-		return &jsonDecoder{rules: r}
+		return newJSONDecoder(r)
 	case FormatText:
 		r.format = f
 		return &textDecoder{rules: r}

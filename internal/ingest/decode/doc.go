@@ -29,11 +29,12 @@
 //     a syntax or rule check never assigns dictionary ids. Keys are 1 to
 //     keydict.MaxKeyLen bytes of valid UTF-8. Without a KeyResolver a string
 //     key is an error.
-//   - The binary and text paths do not allocate, per edge or per value (the
-//     text path once its scratch slice has grown; with string keys, when the
-//     resolver implements IDBytes as *keydict.Dict does and the keys are
-//     known). The JSON path allocates: it is built on encoding/json's
-//     tokenizer.
+//   - No path allocates, per edge or per value, once its scratch space has
+//     grown (with string keys: when the resolver implements IDBytes as
+//     *keydict.Dict does and the keys are known). Both JSON paths, the
+//     format's and the mapped one, run on one scanner of their own
+//     (jscan.go), which checks the whole value and picks the fields they
+//     read.
 //   - A Decoder keeps scratch space: it is not safe for concurrent use (make
 //     one per goroutine), and emit must not call Decode on the same Decoder.
 //     emit receives Edge values; nothing refers to the value after Decode

@@ -59,16 +59,27 @@ type jnode struct {
 	next   []*jnode
 	fields []int
 	sub    []int
+	// strict: a member not named here, or named twice, is an error (the
+	// JSON format's fields).
+	strict bool
 }
 
 // child is the node of member name, or nil.
 func (n *jnode) child(name []byte) *jnode {
-	for i, s := range n.names {
-		if s == string(name) {
-			return n.next[i]
-		}
+	if i := n.index(name); i >= 0 {
+		return n.next[i]
 	}
 	return nil
+}
+
+// index is the index of member name in names, or -1.
+func (n *jnode) index(name []byte) int {
+	for i, s := range n.names {
+		if s == string(name) {
+			return i
+		}
+	}
+	return -1
 }
 
 // add compiles a pointer (its reference tokens, unescaped) for field f.
@@ -101,10 +112,12 @@ type jscan struct {
 	name []byte
 }
 
-// jerr is a scan error: the offset and what is wrong.
+// jerr is a scan error: the offset and what is wrong; field is set for a
+// strict object's unknown or repeated member (not a syntax error).
 type jerr struct {
 	off    int
 	reason string
+	field  string
 }
 
 func (s *jscan) fail(off int, format string, args ...any) *jerr {
@@ -196,6 +209,7 @@ func (s *jscan) object(i int, n *jnode, depth int) (int, *jerr) {
 	if i < len(s.v) && s.v[i] == '}' {
 		return i + 1, nil
 	}
+	var seen uint64 // a strict object's members so far
 	for {
 		if i >= len(s.v) {
 			return i, s.fail(i, "unexpected end of JSON input")
@@ -209,14 +223,22 @@ func (s *jscan) object(i int, n *jnode, depth int) (int, *jerr) {
 			return j, err
 		}
 		var child *jnode
-		if n != nil && len(n.names) > 0 {
+		if n != nil && (len(n.names) > 0 || n.strict) {
 			name := s.v[ks : j-1]
 			if escaped {
 				s.name = unescape(s.name[:0], name)
 				name = s.name
 			}
-			if child = n.child(name); child != nil {
+			k := n.index(name)
+			switch {
+			case k >= 0 && n.strict && seen&(1<<k) != 0:
+				return i, &jerr{off: i, reason: fmt.Sprintf("repeated field %q", name), field: string(name)}
+			case k >= 0:
+				seen |= 1 << k
+				child = n.next[k]
 				s.clear(child) // a repeated name: the last one wins
+			case n.strict:
+				return i, &jerr{off: i, reason: "unknown field " + clip(string(name)), field: string(name)}
 			}
 		}
 		i = s.ws(j)

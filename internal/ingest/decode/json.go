@@ -1,11 +1,7 @@
 package decode
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -79,19 +75,41 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// jsonDecoder is the JSON format's decoder, on the scanner of jscan.go
+// (which the mapped format shares): the format's five fields, strictly
+// (an unknown or repeated field is an error), picked in one pass that
+// allocates nothing.
 type jsonDecoder struct {
 	rules
-	reader bytes.Reader
+	s       jscan
+	root    *jnode // the fields, at the top of each object
+	entries []jsonEntry
+	scratch []byte
 }
 
 func (d *jsonDecoder) Format() Format { return FormatJSON }
 
-// jsonRef is src or dst of a parsed object.
+// The fields, in the order of jscan.vals.
+const (
+	jOp = iota
+	jSrc
+	jDst
+	jWeight
+	jTS
+	jFields
+)
+
+var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts"}
+
+// jsonRef is src or dst of a parsed object: a numeric id, or a key (its
+// raw text in the value, escapes and all) resolved once the whole value is
+// valid.
 type jsonRef struct {
 	present bool
 	id      uint64
-	key     string // set if the vertex is given as a key
-	off     int    // byte offset of the value
+	key     []byte
+	escaped bool
+	off     int // byte offset of the value
 }
 
 // jsonEntry is one parsed object.
@@ -103,40 +121,76 @@ type jsonEntry struct {
 	eventTime time.Time
 }
 
-// Field bits, to detect repeated and missing fields.
-const (
-	fieldOp = 1 << iota
-	fieldSrc
-	fieldDst
-	fieldWeight
-	fieldTS
-)
-
-var jsonFields = map[string]int{"op": fieldOp, "src": fieldSrc, "dst": fieldDst, "weight": fieldWeight, "ts": fieldTS}
-
-// jsonParser parses one value.
-type jsonParser struct {
-	*rules
-	v   []byte
-	dec *json.Decoder
+// newJSONDecoder returns the JSON format's decoder of rules r.
+func newJSONDecoder(r rules) *jsonDecoder {
+	d := &jsonDecoder{rules: r, root: &jnode{strict: true}}
+	for f, name := range jsonFieldNames {
+		d.root.add([]string{name}, f)
+	}
+	d.s.vals = make([]jval, jFields)
+	return d
 }
 
 func (d *jsonDecoder) Decode(v []byte, emit func(Edge)) error {
-	// encoding/json turns invalid UTF-8 and escaped lone surrogates into
-	// U+FFFD without a word, so that different keys would become one
-	// vertex: refuse them first, byte for byte.
-	if off, why := checkJSONText(v); why != "" {
-		return d.errorf(off, "%s", why)
+	if len(d.entries) > maxRetainedEdges {
+		d.entries = nil
 	}
-	d.reader.Reset(v)
-	p := jsonParser{rules: &d.rules, v: v, dec: json.NewDecoder(&d.reader)}
-	p.dec.UseNumber()
-	entries, err := p.value()
-	if err != nil {
-		return err
+	d.entries = d.entries[:0]
+	d.s.v = v
+	i := d.s.ws(0)
+	if i == len(v) {
+		return d.errorf(0, "empty value")
 	}
-	for i := range entries {
-		e := &entries[i]
+	switch v[i] {
+	case '{':
+		end, err := d.object(i, 0)
+		if err != nil {
+			return err
+		}
+		i = end
+	case '[':
+		start := i
+		i = d.s.ws(i + 1)
+		if i < len(v) && v[i] == ']' {
+			return d.errorf(start, "value holds no edges: empty array")
+		}
+		for {
+			if i >= len(v) {
+				return d.errorf(len(v), "unexpected end of json value")
+			}
+			if v[i] != '{' {
+				if _, jerr := d.s.value(i, nil, 1); jerr != nil {
+					return d.scanError(jerr)
+				}
+				return d.errorf(i, "array element must be an object")
+			}
+			end, err := d.object(i, 1)
+			if err != nil {
+				return err
+			}
+			var done bool
+			var jerr *jerr
+			if i, done, jerr = d.s.after(end, ']', "an array element"); jerr != nil {
+				return d.scanError(jerr)
+			}
+			if done {
+				break
+			}
+		}
+	default:
+		if _, jerr := d.s.value(i, nil, 0); jerr != nil {
+			return d.scanError(jerr)
+		}
+		return d.errorf(i, "value must be a json object or an array of objects")
+	}
+	if end := d.s.ws(i); end != len(v) {
+		if why := badUTF8At(v, end); why != "" {
+			return d.errorf(end, "%s", why)
+		}
+		return d.errorf(end, "trailing data after the json value")
+	}
+	for k := range d.entries {
+		e := &d.entries[k]
 		if err := d.resolve(&e.src); err != nil {
 			return err
 		}
@@ -147,268 +201,206 @@ func (d *jsonDecoder) Decode(v []byte, emit func(Edge)) error {
 		}
 	}
 	if d.nums != nil {
-		for i := range entries {
-			e := &entries[i]
+		for k := range d.entries {
+			e := &d.entries[k]
 			if err := d.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
 				return err
 			}
 		}
 	}
-	for i := range entries {
-		e := &entries[i]
+	for k := range d.entries {
+		e := &d.entries[k]
 		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
 	}
 	return nil
 }
 
-// resolve replaces the key of r, if any, by its id.
-func (d *jsonDecoder) resolve(r *jsonRef) error {
-	if r.key == "" {
-		return nil
+// scanError turns a scan error into the format's *Error.
+func (d *jsonDecoder) scanError(e *jerr) *Error {
+	if e.off >= len(d.s.v) {
+		return d.errorf(len(d.s.v), "unexpected end of json value")
 	}
-	id, err := d.keys.ID(r.key)
-	if err != nil {
-		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(r.key), r.off, err)
+	if why := badUTF8At(d.s.v, e.off); why != "" {
+		return d.errorf(e.off, "%s", why)
 	}
-	if id > MaxVertex {
-		return d.badResolvedID(r.key, id, r.off)
-	}
-	r.id = id
-	return nil
+	return d.errorf(e.off, "invalid json: %s", e.reason)
 }
 
-// skip returns the offset at which the token after offset i starts: past
-// whitespace and at most one ':' or ','.
-func (p *jsonParser) skip(i int) int {
-	i = p.skipWS(i)
-	if i < len(p.v) && (p.v[i] == ':' || p.v[i] == ',') {
-		i = p.skipWS(i + 1)
+// badUTF8At says why v[i] starts no valid UTF-8 sequence, or "".
+func badUTF8At(v []byte, i int) string {
+	if c := v[i]; c >= utf8.RuneSelf {
+		if r, size := utf8.DecodeRune(v[i:]); r == utf8.RuneError && size == 1 {
+			return fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", c)
+		}
 	}
-	return i
+	return ""
 }
 
-// next returns the next token and the byte offset at which it starts.
-func (p *jsonParser) next() (json.Token, int, error) {
-	start := p.skip(int(p.dec.InputOffset()))
-	tok, err := p.dec.Token()
-	if err != nil {
-		return nil, start, p.syntaxError(err, start)
+// text is the text of a picked value (a string's, between the quotes).
+func (d *jsonDecoder) text(x jval) []byte { return d.s.v[x.start:x.end] }
+
+// str is a picked string, its escapes decoded (into scratch).
+func (d *jsonDecoder) str(x jval) []byte {
+	if !x.escaped {
+		return d.text(x)
 	}
-	return tok, start, nil
+	d.scratch = unescape(d.scratch[:0], d.text(x))
+	return d.scratch
 }
 
-// syntaxError converts an error of json.Decoder.Token into an *Error.
-func (p *jsonParser) syntaxError(err error, start int) *Error {
-	var se *json.SyntaxError
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return p.errorf(len(p.v), "unexpected end of json value")
-	case errors.As(err, &se):
-		// json.Decoder.Token reports the bad byte for errors between
-		// tokens, and a byte at or into the token for errors inside one.
-		off := int(se.Offset)
-		if off < start {
-			off = start
-		}
-		if off > len(p.v) {
-			off = len(p.v)
-		}
-		return p.errorf(off, "invalid json: %v", err)
-	default:
-		return p.errorf(start, "invalid json: %v", err)
+// off is the offset of a picked value (a string's quote).
+func off(x jval) int {
+	if x.kind == jString {
+		return x.start - 1
 	}
+	return x.start
 }
 
-// value parses the whole value: an object or an array of objects.
-func (p *jsonParser) value() ([]jsonEntry, error) {
-	if p.skipWS(0) == len(p.v) {
-		return nil, p.errorf(0, "empty value")
-	}
-	tok, start, err := p.next()
-	if err != nil {
-		return nil, err
-	}
-	var entries []jsonEntry
-	switch tok {
-	case json.Delim('{'):
-		e, err := p.object(start)
-		if err != nil {
-			return nil, err
+// object scans the object at start (nesting depth depth) into an entry
+// and checks it.
+func (d *jsonDecoder) object(start, depth int) (int, error) {
+	clear(d.s.vals)
+	end, jerr := d.s.value(start, d.root, depth)
+	if jerr != nil {
+		if jerr.field != "" {
+			return end, d.errorf(jerr.off, "%s", jerr.reason)
 		}
-		entries = append(entries, e)
-	case json.Delim('['):
-		for p.dec.More() {
-			tok, s, err := p.next()
-			if err != nil {
-				return nil, err
-			}
-			if tok != json.Delim('{') {
-				return nil, p.errorf(s, "array element must be an object")
-			}
-			e, err := p.object(s)
-			if err != nil {
-				return nil, err
-			}
-			entries = append(entries, e)
-		}
-		if _, _, err := p.next(); err != nil { // ']'
-			return nil, err
-		}
-		if len(entries) == 0 {
-			return nil, p.errorf(start, "value holds no edges: empty array")
-		}
-	default:
-		return nil, p.errorf(start, "value must be a json object or an array of objects")
+		return end, d.scanError(jerr)
 	}
-	if end := p.skipWS(int(p.dec.InputOffset())); end != len(p.v) {
-		return nil, p.errorf(end, "trailing data after the json value")
-	}
-	return entries, nil
-}
-
-// skipWS returns the offset of the first non-whitespace byte at or after i.
-func (p *jsonParser) skipWS(i int) int {
-	for i < len(p.v) && (p.v[i] == ' ' || p.v[i] == '\t' || p.v[i] == '\n' || p.v[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// object parses the fields of an object whose '{' at offset start has been
-// read, up to and including its '}', and checks them.
-func (p *jsonParser) object(start int) (jsonEntry, error) {
+	vals := d.s.vals
 	e := jsonEntry{op: OpUpsert}
-	seen := 0
+	if x := vals[jOp]; x.kind != jMissing {
+		if x.kind != jString {
+			return end, d.errorf(off(x), "op must be a string")
+		}
+		name := d.str(x)
+		op, ok := jsonOpNames[string(name)]
+		if !ok {
+			return end, d.errorf(off(x), "unknown op %s: want add, upsert, delete or delete_vertex", clip(string(name)))
+		}
+		e.op = op
+	}
+	var err error
+	if e.src, err = d.vertex("src", vals[jSrc]); err != nil {
+		return end, err
+	}
+	if e.dst, err = d.vertex("dst", vals[jDst]); err != nil {
+		return end, err
+	}
 	weightOff := 0
-	for p.dec.More() {
-		tok, koff, err := p.next()
-		if err != nil {
-			return e, err
+	switch x := vals[jWeight]; x.kind {
+	case jMissing, jNull:
+	case jNumber:
+		weightOff = x.start
+		w, perr := strconv.ParseFloat(bytesString(d.text(x)), 64)
+		if perr != nil {
+			return end, d.errorf(x.start, "weight %s out of range", short(string(d.text(x))))
 		}
-		name, _ := tok.(string) // object keys are always strings
-		bit, known := jsonFields[name]
-		if !known {
-			return e, p.errorf(koff, "unknown field %s", clip(name))
+		if reason := weightReason(w); reason != "" {
+			return end, d.errorf(x.start, "%s", reason)
 		}
-		if seen&bit != 0 {
-			return e, p.errorf(koff, "repeated field %q", name)
-		}
-		seen |= bit
-		val, voff, err := p.next()
-		if err != nil {
-			return e, err
-		}
-		switch bit {
-		case fieldOp:
-			s, ok := val.(string)
-			if !ok {
-				return e, p.errorf(voff, "op must be a string")
-			}
-			op, ok := jsonOpNames[s]
-			if !ok {
-				return e, p.errorf(voff, "unknown op %s: want add, upsert, delete or delete_vertex", clip(s))
-			}
-			e.op = op
-		case fieldSrc:
-			if e.src, err = p.vertex("src", val, voff); err != nil {
-				return e, err
-			}
-		case fieldDst:
-			if e.dst, err = p.vertex("dst", val, voff); err != nil {
-				return e, err
-			}
-		case fieldWeight:
-			weightOff = voff
-			switch w := val.(type) {
-			case nil:
-			case json.Number:
-				f, err := strconv.ParseFloat(string(w), 64)
-				if err != nil {
-					return e, p.errorf(voff, "weight %s out of range", short(string(w)))
-				}
-				if reason := weightReason(f); reason != "" {
-					return e, p.errorf(voff, "%s", reason)
-				}
-				e.weight, e.hasWeight = f, true
-			default:
-				return e, p.errorf(voff, "weight must be a number")
-			}
-		case fieldTS:
-			switch ts := val.(type) {
-			case nil:
-			case string:
-				t, err := time.Parse(time.RFC3339, ts)
-				if err != nil {
-					return e, p.errorf(voff, "ts %s is not an RFC 3339 time", clip(ts))
-				}
-				// RFC 3339 years have 4 digits, so UnixMicro cannot overflow.
-				et, ok := eventTime(t.Truncate(time.Microsecond).UnixMicro())
-				if !ok {
-					return e, p.errorf(voff, "ts %s out of range [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z]", clip(ts))
-				}
-				e.eventTime = et
-			case json.Number:
-				ms, ok := parseDigits(string(ts))
-				if !ok || ms > uint64(maxEventMillis) {
-					return e, p.errorf(voff, "ts %s must be an RFC 3339 string or Unix milliseconds in [0, %d]", short(string(ts)), maxEventMillis)
-				}
-				e.eventTime = time.UnixMilli(int64(ms)).UTC()
-			default:
-				return e, p.errorf(voff, "ts must be an RFC 3339 string or Unix milliseconds")
-			}
-		}
+		e.weight, e.hasWeight = w, true
+	default:
+		return end, d.errorf(off(x), "weight must be a number")
 	}
-	if _, _, err := p.next(); err != nil { // '}'
-		return e, err
+	switch x := vals[jTS]; x.kind {
+	case jMissing, jNull:
+	case jString:
+		ts := d.str(x)
+		us, ok := parseRFC3339(ts)
+		if !ok {
+			return end, d.errorf(off(x), "ts %s is not an RFC 3339 time", clip(string(ts)))
+		}
+		if e.eventTime, ok = eventTime(us); !ok {
+			return end, d.errorf(off(x), "ts %s out of range [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z]", clip(string(ts)))
+		}
+	case jNumber:
+		ms, ok := parseDigits(bytesString(d.text(x)))
+		if !ok || ms > uint64(maxEventMillis) {
+			return end, d.errorf(x.start, "ts %s must be an RFC 3339 string or Unix milliseconds in [0, %d]", short(string(d.text(x))), maxEventMillis)
+		}
+		e.eventTime = time.UnixMilli(int64(ms)).UTC()
+	default:
+		return end, d.errorf(off(x), "ts must be an RFC 3339 string or Unix milliseconds")
 	}
-
 	if !e.src.present {
-		return e, p.errorf(start, "missing src")
+		return end, d.errorf(start, "missing src")
 	}
 	switch e.op {
 	case OpDeleteVertex:
 		if e.dst.present {
-			return e, p.errorf(e.dst.off, "dst not allowed for delete_vertex")
+			return end, d.errorf(e.dst.off, "dst not allowed for delete_vertex")
 		}
 	default:
 		if !e.dst.present {
-			return e, p.errorf(start, "missing dst")
+			return end, d.errorf(start, "missing dst")
 		}
 	}
 	if e.hasWeight && e.op != OpUpsert {
-		return e, p.errorf(weightOff, "weight not allowed for %s", e.op)
+		return end, d.errorf(weightOff, "weight not allowed for %s", e.op)
 	}
-	return e, nil
+	d.entries = append(d.entries, e)
+	return end, nil
 }
 
-// vertex parses the value of src or dst.
-func (p *jsonParser) vertex(field string, val json.Token, off int) (jsonRef, error) {
-	r := jsonRef{present: true, off: off}
-	switch x := val.(type) {
-	case json.Number:
-		id, ok := parseDigits(string(x))
+// vertex checks the value of src or dst (a missing one is not present).
+func (d *jsonDecoder) vertex(field string, x jval) (jsonRef, error) {
+	r := jsonRef{present: x.kind != jMissing, off: off(x)}
+	switch x.kind {
+	case jMissing:
+	case jNumber:
+		t := d.text(x)
+		id, ok := parseDigits(bytesString(t))
 		if !ok {
-			if isDigits(string(x)) {
-				return r, p.errorf(off, "%s: vertex id %s out of range (max %d)", field, short(string(x)), MaxVertex)
+			if isDigits(bytesString(t)) {
+				return r, d.errorf(r.off, "%s: vertex id %s out of range (max %d)", field, short(string(t)), MaxVertex)
 			}
-			return r, p.errorf(off, "%s: vertex id %s is not a non-negative integer", field, short(string(x)))
+			return r, d.errorf(r.off, "%s: vertex id %s is not a non-negative integer", field, short(string(t)))
 		}
-		if reason := p.idReason(id); reason != "" {
-			return r, p.errorf(off, "%s: %s", field, reason)
+		if reason := d.idReason(id); reason != "" {
+			return r, d.errorf(r.off, "%s: %s", field, reason)
 		}
 		r.id = id
-	case string:
-		if p.keys == nil {
-			return r, p.errorf(off, "%s: string key %s, but no key dictionary is configured", field, clip(x))
+	case jString:
+		k := d.str(x)
+		if d.keys == nil {
+			return r, d.errorf(r.off, "%s: string key %s, but no key dictionary is configured", field, clip(string(k)))
 		}
-		if reason := keyReason(x); reason != "" {
-			return r, p.errorf(off, "%s: %s", field, reason)
+		if reason := keyReasonBytes(k); reason != "" {
+			return r, d.errorf(r.off, "%s: %s", field, reason)
 		}
-		r.key = x
+		r.key, r.escaped = d.text(x), x.escaped
 	default:
-		return r, p.errorf(off, "%s must be an unsigned integer or a string key", field)
+		return r, d.errorf(r.off, "%s must be an unsigned integer or a string key", field)
 	}
 	return r, nil
+}
+
+// resolve replaces the key of r, if any, by its id.
+func (d *jsonDecoder) resolve(r *jsonRef) error {
+	if r.key == nil {
+		return nil
+	}
+	k := r.key
+	if r.escaped {
+		d.scratch = unescape(d.scratch[:0], k)
+		k = d.scratch
+	}
+	var id uint64
+	var err error
+	if d.keysBytes != nil {
+		id, err = d.keysBytes.IDBytes(k)
+	} else {
+		id, err = d.keys.ID(string(k))
+	}
+	if err != nil {
+		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(string(k)), r.off, err)
+	}
+	if id > MaxVertex {
+		return d.badResolvedID(string(k), id, r.off)
+	}
+	r.id, r.key = id, nil
+	return nil
 }
 
 // isDigits reports whether s is one or more ASCII digits.

@@ -269,3 +269,30 @@ func TestJSONStringsByteForByte(t *testing.T) {
 		t.Fatalf("accepted %d of the three, keys %q", accepted, keys.keys)
 	}
 }
+
+// TestJSONAllocatesNothing: once its scratch space has grown, the JSON
+// decoder allocates nothing per value, with numbers and with known keys
+// (escaped ones included).
+func TestJSONAllocatesNothing(t *testing.T) {
+	dict, err := keydict.Open(t.TempDir() + "/keys.dict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dict.Close()
+	for _, c := range []struct {
+		keys  KeyResolver
+		value string
+	}{
+		{nil, `[{"src":1,"dst":2,"weight":0.5,"ts":"2026-11-23T10:15:00+05:30"},{"op":"delete","src":3,"dst":4,"ts":1700000000123}]`},
+		{dict, `{"op":"upsert","src":"acct-17","dst":"acct-\u00e94","weight":12.5,"ts":"2026-11-23T10:15:00Z"}`},
+	} {
+		d := New(FormatJSON, c.keys)
+		v := []byte(c.value)
+		if _, err := decodeAll(d, v); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = d.Decode(v, func(Edge) {}) }); n != 0 {
+			t.Errorf("%s: %v allocations per value", c.value, n)
+		}
+	}
+}

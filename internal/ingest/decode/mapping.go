@@ -227,7 +227,7 @@ func pointerTokens(p string) ([]string, error) {
 // NewMapped returns the decoder of mapping m (keys as in New), or an error
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
-	base := New(FormatJSON, keys).(*jsonDecoder)
+	base := New(FormatJSON, keys).(*jsonDecoder) // for its rules
 	d := &mapped{rules: base.rules, valueRoot: &jnode{}, ops: map[string]Op{}}
 	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.TombstoneSrc, m.TombstoneDst}
 	if m.Src == "" || m.Dst == "" {
