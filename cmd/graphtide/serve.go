@@ -64,6 +64,8 @@ the YAML file given by --config, keyed by flag name (brokers: [a:9092]).
 Command line beats environment beats config file.`,
 		Example: `  graphtide serve                               # embedded broker, store in ./graphtide-data
   graphtide serve --brokers 127.0.0.1:9092 --topics payments --format json --dir /var/lib/graphtide
+  graphtide serve --brokers 127.0.0.1:9092 --topics payments \
+      --mapping 'payments:src=/from_account,dst=/to_account,weight=/amount,time=/ts'   # JSON events of any shape
   graphtide serve --brokers 10.0.0.1:9092 --http-addr 0.0.0.0:9464 --http-token-file /etc/graphtide/token \
       --http-tls-cert /etc/graphtide/tls.crt --http-tls-key /etc/graphtide/tls.key`,
 		Args: cobra.NoArgs,
