@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"io"
 	"log/slog"
@@ -13,8 +14,10 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -174,4 +177,76 @@ func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
 			t.Errorf("%s: %v, want one naming %s and %q", content, err, path, at)
 		}
 	}
+}
+
+// TestConfigurationWinsTheMemory: when the analytics of the API restored
+// from the checkpoint hold the memory a configured analytic needs, they
+// stop (and stay stored) so that it registers, rather than serve failing
+// to start.
+func TestConfigurationWinsTheMemory(t *testing.T) {
+	st, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var b engine.Batch
+	for v := uint64(0); v < 40000; v++ {
+		b.Insert(v, v+1)
+	}
+	if _, err := st.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := views.NewManager(st, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{MemoryLimit: 6 << 20})
+	defer reg.Close()
+	var logs bytes.Buffer
+	s := &Server{areg: reg, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	api := analytics.Spec{Name: "ranks", Type: "pagerank"} // about 90 bytes a vertex, as if restored
+	if _, err := reg.Register(api); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(t, func() bool { r, _ := reg.Result("ranks"); return r.Ready }) {
+		t.Fatal("pagerank did not compute")
+	}
+	cfg := analytics.Spec{Name: "rings", Type: "fraud", Threshold: 5, PullMemoryMiB: 3}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reg.Register(cfg)
+	if !errors.Is(err, analytics.ErrMemory) {
+		t.Fatalf("the configured analytic registered beside the API's (%v): the test needs less memory", err)
+	}
+	restored := map[string]bool{"ranks": true}
+	if err := s.makeRoomFor(cfg, []analytics.Spec{api}, restored, err); err != nil {
+		t.Fatalf("makeRoomFor: %v", err)
+	}
+	if _, err := reg.Result("rings"); err != nil {
+		t.Fatal("the configured analytic is not registered")
+	}
+	if _, err := reg.Result("ranks"); err == nil {
+		t.Fatal("the API's analytic still runs")
+	}
+	if !strings.Contains(logs.String(), "the configuration's analytic needs its memory") {
+		t.Fatalf("no WARN: %s", logs.String())
+	}
+	// Not for want of memory: the error as it was, nothing stopped.
+	bad := errors.New("something else")
+	if err := s.makeRoomFor(cfg, []analytics.Spec{api}, map[string]bool{"rings": true}, bad); !errors.Is(err, bad) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
 }

@@ -222,7 +222,13 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		if _, err := s.areg.Register(sp); err != nil {
 			if i < len(cfg.Analytics) {
-				return nil, err
+				// The configuration wins: analytics of the API restored from
+				// the checkpoint before it may hold the memory it needs.
+				if err = s.makeRoomFor(sp, specs[len(cfg.Analytics):], restored, err); err != nil {
+					return nil, err
+				}
+				s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type, "from", "configuration")
+				continue
 			}
 			s.log.Warn("an analytic registered over the API could not be registered again (it stays stored; DELETE it to remove it)", "name", sp.Name, "err", err)
 			continue
@@ -253,6 +259,32 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}
 	return s, nil
+}
+
+// makeRoomFor registers sp, a configured analytic whose registration
+// failed with err, after stopping the analytics of the API that were
+// restored from the checkpoint (the configuration wins: they stay stored,
+// and a WARN says why they do not run) while it fails for want of memory.
+// It returns err when that is not why, or when they are all stopped.
+func (s *Server) makeRoomFor(sp analytics.Spec, stored []analytics.Spec, restored map[string]bool, err error) error {
+	for _, x := range stored {
+		if !errors.Is(err, analytics.ErrMemory) {
+			return err
+		}
+		if !restored[x.Name] {
+			continue
+		}
+		if uerr := s.areg.Unregister(x.Name); uerr != nil {
+			return errors.Join(err, uerr)
+		}
+		restored[x.Name] = false
+		s.log.Warn("an analytic registered over the API is not started: the configuration's analytic needs its memory (it stays stored; DELETE it, or raise --memory-budget)",
+			"name", x.Name, "for", sp.Name)
+		if _, err = s.areg.Register(sp); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // startEmbeddedBroker starts franz-go's in-process broker. It keeps its
