@@ -29,6 +29,9 @@ import (
 //   - A stored analytic whose name the configuration also uses is not
 //     registered (a WARN says so): the configuration's runs. It stays in
 //     the file until a DELETE of that name, which removes both.
+//   - Analytics of the API restored from the checkpoint that hold the
+//     memory a configured analytic needs stop for it (a WARN says so; they
+//     stay stored): Server.makeRoomFor.
 //   - A stored analytic that no longer validates (its type or a setting
 //     changed meaning) is not registered (a WARN says why) and stays
 //     stored.
