@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/budget"
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
