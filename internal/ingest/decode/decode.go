@@ -257,6 +257,31 @@ func keyReasonBytes(key []byte) string {
 	return ""
 }
 
+// resolveKey returns the id of the string key whose JSON text is raw (its
+// escapes decoded into *scratch when it has any) at byte offset off of
+// the value: the JSON paths' one resolution.
+func (r *rules) resolveKey(raw []byte, escaped bool, off int, scratch *[]byte) (uint64, error) {
+	k := raw
+	if escaped {
+		*scratch = unescape((*scratch)[:0], raw)
+		k = *scratch
+	}
+	var id uint64
+	var err error
+	if r.keysBytes != nil {
+		id, err = r.keysBytes.IDBytes(k)
+	} else {
+		id, err = r.keys.ID(string(k))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("decode %s: resolve key %s at byte offset %d: %w", r.format, clip(string(k)), off, err)
+	}
+	if id > MaxVertex {
+		return 0, r.badResolvedID(string(k), id, off)
+	}
+	return id, nil
+}
+
 // badResolvedID is the error for a KeyResolver that gave key an id above
 // MaxVertex: a fault of the resolver, not of the record.
 func (r *rules) badResolvedID(key string, id uint64, off int) error {

@@ -381,23 +381,9 @@ func (d *jsonDecoder) resolve(r *jsonRef) error {
 	if r.key == nil {
 		return nil
 	}
-	k := r.key
-	if r.escaped {
-		d.scratch = unescape(d.scratch[:0], k)
-		k = d.scratch
-	}
-	var id uint64
-	var err error
-	if d.keysBytes != nil {
-		id, err = d.keysBytes.IDBytes(k)
-	} else {
-		id, err = d.keys.ID(string(k))
-	}
+	id, err := d.resolveKey(r.key, r.escaped, r.off, &d.scratch)
 	if err != nil {
-		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(string(k)), r.off, err)
-	}
-	if id > MaxVertex {
-		return d.badResolvedID(string(k), id, r.off)
+		return err
 	}
 	r.id, r.key = id, nil
 	return nil

@@ -916,27 +916,13 @@ func (d *mapped) resolveRef(r *mRef) error {
 		r.id, r.key = d.lastID, nil
 		return nil
 	}
-	d.lastKey, d.lastEscaped = r.key, r.escaped
-	k := r.key
-	if r.escaped {
-		d.scratch = unescape(d.scratch[:0], k)
-		k = d.scratch
-	}
-	var id uint64
-	var err error
-	if d.keysBytes != nil {
-		id, err = d.keysBytes.IDBytes(k)
-	} else {
-		id, err = d.keys.ID(string(k))
-	}
+	id, err := d.resolveKey(r.key, r.escaped, r.off, &d.scratch)
 	if err != nil {
-		return fmt.Errorf("decode json: resolve key %s at byte offset %d: %w", clip(string(k)), r.off, err)
-	}
-	if id > MaxVertex {
 		d.lastKey = nil
-		return d.badResolvedID(string(k), id, r.off)
+		return err
 	}
-	r.id, r.key, d.lastID = id, nil, id
+	d.lastKey, d.lastEscaped, d.lastID = r.key, r.escaped, id
+	r.id, r.key = id, nil
 	return nil
 }
 
