@@ -137,7 +137,21 @@ func (e *Error) Error() string {
 // MaxVertex. New panics if f is not a known Format (use ParseFormat to check
 // user input).
 func New(f Format, keys KeyResolver) Decoder {
-	r := rules{keys: keys, maxNumeric: MaxVertex}
+	r := newRules(f, keys)
+	switch f {
+	case FormatBinary:
+		return &binaryDecoder{rules: r}
+	case FormatJSON:
+		return newJSONDecoder(r)
+	case FormatText:
+		return &textDecoder{rules: r}
+	}
+	panic(fmt.Sprintf("decode: unknown format %v", f))
+}
+
+// newRules returns the rules of a decoder of format f with keys (see New).
+func newRules(f Format, keys KeyResolver) rules {
+	r := rules{format: f, keys: keys, maxNumeric: MaxVertex}
 	if keys != nil {
 		r.maxNumeric = keydict.KeyBase - 1
 		r.keysBytes, _ = keys.(bytesResolver)
@@ -145,18 +159,7 @@ func New(f Format, keys KeyResolver) Decoder {
 			r.nums = n
 		}
 	}
-	switch f {
-	case FormatBinary:
-		r.format = f
-		return &binaryDecoder{rules: r}
-	case FormatJSON:
-		r.format = f
-		return newJSONDecoder(r)
-	case FormatText:
-		r.format = f
-		return &textDecoder{rules: r}
-	}
-	panic(fmt.Sprintf("decode: unknown format %v", f))
+	return r
 }
 
 // Limits on event times: [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z],
@@ -261,11 +264,7 @@ func keyReasonBytes(key []byte) string {
 // escapes decoded into *scratch when it has any) at byte offset off of
 // the value: the JSON paths' one resolution.
 func (r *rules) resolveKey(raw []byte, escaped bool, off int, scratch *[]byte) (uint64, error) {
-	k := raw
-	if escaped {
-		*scratch = unescape((*scratch)[:0], raw)
-		k = *scratch
-	}
+	k := unescaped(raw, escaped, scratch)
 	var id uint64
 	var err error
 	if r.keysBytes != nil {

@@ -49,6 +49,14 @@ type jval struct {
 	escaped    bool
 }
 
+// offset is the byte offset of the value x picked (a string's quote).
+func (x jval) offset() int {
+	if x.kind == jString {
+		return x.start - 1
+	}
+	return x.start
+}
+
 // jnode is one step of the compiled pointers: the members (or array
 // elements, by decimal index) it descends into, the fields it fills when
 // pointers end here (several fields may share a pointer), and every field
@@ -225,10 +233,7 @@ func (s *jscan) object(i int, n *jnode, depth int) (int, *jerr) {
 		var child *jnode
 		if n != nil && (len(n.names) > 0 || n.strict) {
 			name := s.v[ks : j-1]
-			if escaped {
-				s.name = unescape(s.name[:0], name)
-				name = s.name
-			}
+			name = unescaped(name, escaped, &s.name)
 			k := n.index(name)
 			switch {
 			case k >= 0 && n.strict && seen&(1<<k) != 0:
@@ -346,6 +351,17 @@ func (s *jscan) str(i int) (int, bool, *jerr) {
 		}
 	}
 	return len(s.v), escaped, s.fail(len(s.v), "unexpected end of JSON input (an unterminated string)")
+}
+
+// unescaped is the JSON string text raw (between its quotes) with its
+// escapes decoded: raw itself when it has none, else *scratch, which it
+// fills.
+func unescaped(raw []byte, escaped bool, scratch *[]byte) []byte {
+	if !escaped {
+		return raw
+	}
+	*scratch = unescape((*scratch)[:0], raw)
+	return *scratch
 }
 
 // unescape appends the JSON string text src (between its quotes, its

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonOpNames maps the "op" values of the JSON format to ops.
@@ -84,7 +85,7 @@ type jsonDecoder struct {
 	s       jscan
 	root    *jnode // the fields, at the top of each object
 	entries []jsonEntry
-	scratch []byte
+	kc      keyCache
 }
 
 func (d *jsonDecoder) Format() Format { return FormatJSON }
@@ -101,24 +102,84 @@ const (
 
 var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts"}
 
-// jsonRef is src or dst of a parsed object: a numeric id, or a key (its
-// raw text in the value, escapes and all) resolved once the whole value is
-// valid.
+// jsonRef is src or dst of a parsed operation (either JSON path): a
+// numeric id, or a key (its raw text in the record, escapes and all)
+// resolved once the whole value is valid (emitEntries).
 type jsonRef struct {
-	present bool
 	id      uint64
-	key     []byte
+	key     []byte // nil: numeric
 	escaped bool
 	off     int // byte offset of the value
 }
 
-// jsonEntry is one parsed object.
+// jsonEntry is one parsed operation (either JSON path).
 type jsonEntry struct {
 	op        Op
 	src, dst  jsonRef
 	weight    float64
 	hasWeight bool
 	eventTime time.Time
+}
+
+// keyCache is a JSON decoder's scratch for unescaped strings and the key
+// it resolved last (cleared per value): a key that a mapping reads from
+// the record key, a header or a constant is the same bytes for every
+// operation of a record, and is resolved once.
+type keyCache struct {
+	scratch     []byte
+	lastKey     []byte
+	lastEscaped bool
+	lastID      uint64
+}
+
+// emitEntries resolves the keys of entries (the whole value is valid), in
+// order, src before dst; then maps the numbers the rules map; then emits
+// them.
+func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) error {
+	kc.lastKey = nil // a new value's bytes may sit where the last one's did
+	for k := range entries {
+		e := &entries[k]
+		if err := r.resolveRef(&e.src, kc); err != nil {
+			return err
+		}
+		if e.op != OpDeleteVertex {
+			if err := r.resolveRef(&e.dst, kc); err != nil {
+				return err
+			}
+		}
+	}
+	if r.nums != nil {
+		for k := range entries {
+			e := &entries[k]
+			if err := r.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
+				return err
+			}
+		}
+	}
+	for k := range entries {
+		e := &entries[k]
+		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
+	}
+	return nil
+}
+
+// resolveRef replaces the key of ref, if any, by its id.
+func (r *rules) resolveRef(ref *jsonRef, kc *keyCache) error {
+	if ref.key == nil {
+		return nil
+	}
+	if len(ref.key) == len(kc.lastKey) && unsafe.SliceData(ref.key) == unsafe.SliceData(kc.lastKey) && ref.escaped == kc.lastEscaped {
+		ref.id, ref.key = kc.lastID, nil
+		return nil
+	}
+	id, err := r.resolveKey(ref.key, ref.escaped, ref.off, &kc.scratch)
+	if err != nil {
+		kc.lastKey = nil
+		return err
+	}
+	kc.lastKey, kc.lastEscaped, kc.lastID = ref.key, ref.escaped, id
+	ref.id, ref.key = id, nil
+	return nil
 }
 
 // newJSONDecoder returns the JSON format's decoder of rules r.
@@ -189,30 +250,7 @@ func (d *jsonDecoder) Decode(v []byte, emit func(Edge)) error {
 		}
 		return d.errorf(end, "trailing data after the json value")
 	}
-	for k := range d.entries {
-		e := &d.entries[k]
-		if err := d.resolve(&e.src); err != nil {
-			return err
-		}
-		if e.op != OpDeleteVertex {
-			if err := d.resolve(&e.dst); err != nil {
-				return err
-			}
-		}
-	}
-	if d.nums != nil {
-		for k := range d.entries {
-			e := &d.entries[k]
-			if err := d.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
-				return err
-			}
-		}
-	}
-	for k := range d.entries {
-		e := &d.entries[k]
-		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
-	}
-	return nil
+	return d.emitEntries(d.entries, &d.kc, emit)
 }
 
 // scanError turns a scan error into the format's *Error.
@@ -240,21 +278,7 @@ func badUTF8At(v []byte, i int) string {
 func (d *jsonDecoder) text(x jval) []byte { return d.s.v[x.start:x.end] }
 
 // str is a picked string, its escapes decoded (into scratch).
-func (d *jsonDecoder) str(x jval) []byte {
-	if !x.escaped {
-		return d.text(x)
-	}
-	d.scratch = unescape(d.scratch[:0], d.text(x))
-	return d.scratch
-}
-
-// off is the offset of a picked value (a string's quote).
-func off(x jval) int {
-	if x.kind == jString {
-		return x.start - 1
-	}
-	return x.start
-}
+func (d *jsonDecoder) str(x jval) []byte { return unescaped(d.text(x), x.escaped, &d.kc.scratch) }
 
 // object scans the object at start (nesting depth depth) into an entry
 // and checks it.
@@ -271,12 +295,12 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 	e := jsonEntry{op: OpUpsert}
 	if x := vals[jOp]; x.kind != jMissing {
 		if x.kind != jString {
-			return end, d.errorf(off(x), "op must be a string")
+			return end, d.errorf(x.offset(), "op must be a string")
 		}
 		name := d.str(x)
 		op, ok := jsonOpNames[string(name)]
 		if !ok {
-			return end, d.errorf(off(x), "unknown op %s: want add, upsert, delete or delete_vertex", clip(string(name)))
+			return end, d.errorf(x.offset(), "unknown op %s: want add, upsert, delete or delete_vertex", clip(string(name)))
 		}
 		e.op = op
 	}
@@ -301,7 +325,7 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 		}
 		e.weight, e.hasWeight = w, true
 	default:
-		return end, d.errorf(off(x), "weight must be a number")
+		return end, d.errorf(x.offset(), "weight must be a number")
 	}
 	switch x := vals[jTS]; x.kind {
 	case jMissing, jNull:
@@ -309,10 +333,10 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 		ts := d.str(x)
 		us, ok := parseRFC3339(ts)
 		if !ok {
-			return end, d.errorf(off(x), "ts %s is not an RFC 3339 time", clip(string(ts)))
+			return end, d.errorf(x.offset(), "ts %s is not an RFC 3339 time", clip(string(ts)))
 		}
 		if e.eventTime, ok = eventTime(us); !ok {
-			return end, d.errorf(off(x), "ts %s out of range [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z]", clip(string(ts)))
+			return end, d.errorf(x.offset(), "ts %s out of range [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z]", clip(string(ts)))
 		}
 	case jNumber:
 		ms, ok := parseDigits(bytesString(d.text(x)))
@@ -321,20 +345,16 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 		}
 		e.eventTime = time.UnixMilli(int64(ms)).UTC()
 	default:
-		return end, d.errorf(off(x), "ts must be an RFC 3339 string or Unix milliseconds")
+		return end, d.errorf(x.offset(), "ts must be an RFC 3339 string or Unix milliseconds")
 	}
-	if !e.src.present {
+	if vals[jSrc].kind == jMissing {
 		return end, d.errorf(start, "missing src")
 	}
-	switch e.op {
-	case OpDeleteVertex:
-		if e.dst.present {
-			return end, d.errorf(e.dst.off, "dst not allowed for delete_vertex")
-		}
-	default:
-		if !e.dst.present {
-			return end, d.errorf(start, "missing dst")
-		}
+	switch dst := vals[jDst]; {
+	case e.op == OpDeleteVertex && dst.kind != jMissing:
+		return end, d.errorf(dst.offset(), "dst not allowed for delete_vertex")
+	case e.op != OpDeleteVertex && dst.kind == jMissing:
+		return end, d.errorf(start, "missing dst")
 	}
 	if e.hasWeight && e.op != OpUpsert {
 		return end, d.errorf(weightOff, "weight not allowed for %s", e.op)
@@ -345,7 +365,7 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 
 // vertex checks the value of src or dst (a missing one is not present).
 func (d *jsonDecoder) vertex(field string, x jval) (jsonRef, error) {
-	r := jsonRef{present: x.kind != jMissing, off: off(x)}
+	r := jsonRef{off: x.offset()}
 	switch x.kind {
 	case jMissing:
 	case jNumber:
@@ -374,19 +394,6 @@ func (d *jsonDecoder) vertex(field string, x jval) (jsonRef, error) {
 		return r, d.errorf(r.off, "%s must be an unsigned integer or a string key", field)
 	}
 	return r, nil
-}
-
-// resolve replaces the key of r, if any, by its id.
-func (d *jsonDecoder) resolve(r *jsonRef) error {
-	if r.key == nil {
-		return nil
-	}
-	id, err := d.resolveKey(r.key, r.escaped, r.off, &d.scratch)
-	if err != nil {
-		return err
-	}
-	r.id, r.key = id, nil
-	return nil
 }
 
 // isDigits reports whether s is one or more ASCII digits.

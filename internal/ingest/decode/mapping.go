@@ -1,10 +1,10 @@
 package decode
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -131,41 +131,19 @@ type mapped struct {
 	keyRoot   *jnode // the key pointers (nil: none)
 	unitMicro int64  // microseconds per epoch unit
 	ops       map[string]Op
-	sep       string
+	sep       []byte // KeySeparator
 	tomb      int
-	headers   bool // some source reads a header
 
 	vs, ks  jscan // value and key scanners
 	keyVals []jval
-	entries []mEntry
-	scratch []byte
+	entries []jsonEntry
+	kc      keyCache
 	memo    [mFields]memo // per record
 	// perRecord lists the fields whose sources are record-level (memo).
 	perRecord []int
-	// The key resolved last (finish), and its id. Cleared per record.
-	lastKey     []byte
-	lastEscaped bool
-	lastID      uint64
 	// gets counts get's calls (the tests check that a record-level source
 	// is read once per record, whatever its operations).
 	gets int
-}
-
-// mRef is a src or dst: a numeric id, or a key's bytes (from the record,
-// or in need of unescaping) resolved once the whole value is valid.
-type mRef struct {
-	id      uint64
-	key     []byte // nil: numeric
-	escaped bool
-	off     int
-}
-
-type mEntry struct {
-	op        Op
-	src, dst  mRef
-	weight    float64
-	hasWeight bool
-	eventTime time.Time
 }
 
 // sourceHelp is what a source may be, for errors.
@@ -194,11 +172,12 @@ func parseSource(f, s string) (source, []string, error) {
 		src.kind = sKeyJSON
 		return src, toks, nil
 	case strings.HasPrefix(s, "key:"):
-		n, err := strconv.Atoi(s[len("key:"):])
-		if err != nil || !isDigits(s[len("key:"):]) || n > 64 || len(s) > len("key:")+1 && s[len("key:")] == '0' {
+		t := s[len("key:"):]
+		n, ok := parseDigits(t)
+		if !ok || n > 64 || len(t) > 1 && t[0] == '0' {
 			return src, nil, fmt.Errorf("%s %q: key:N needs N from 0 to 64, or key:/pointer", f, s)
 		}
-		src.kind, src.part = sKeyPart, n
+		src.kind, src.part = sKeyPart, int(n)
 	case strings.HasPrefix(s, "header:") && len(s) > len("header:"):
 		src.kind, src.name = sHeader, s[len("header:"):]
 	case strings.HasPrefix(s, "const:") && len(s) > len("const:"):
@@ -227,8 +206,7 @@ func pointerTokens(p string) ([]string, error) {
 // NewMapped returns the decoder of mapping m (keys as in New), or an error
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
-	base := New(FormatJSON, keys).(*jsonDecoder) // for its rules
-	d := &mapped{rules: base.rules, valueRoot: &jnode{}, ops: map[string]Op{}}
+	d := &mapped{rules: newRules(FormatJSON, keys), valueRoot: &jnode{}, ops: map[string]Op{}}
 	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.TombstoneSrc, m.TombstoneDst}
 	if m.Src == "" || m.Dst == "" {
 		return nil, errors.New("a mapping needs src and dst")
@@ -273,11 +251,9 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 			if m.KeySeparator == "" {
 				return nil, fmt.Errorf("%s %q: key:N needs key_separator", mappedFieldNames[f], s)
 			}
-		case sHeader:
-			d.headers = true
 		}
 	}
-	d.sep = m.KeySeparator
+	d.sep = []byte(m.KeySeparator)
 	switch m.TimeUnit {
 	case "", "ms":
 		d.unitMicro = 1000
@@ -357,7 +333,7 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 		}
 	}
 	if r.Value == nil { // a tombstone to delete by
-		e := mEntry{op: OpDeleteEdge}
+		e := jsonEntry{op: OpDeleteEdge}
 		var v fieldVal
 		if err := d.field(r, mTSrc, &v); err != nil {
 			return err
@@ -442,7 +418,7 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 	if jerr != nil {
 		return end, d.errorf(jerr.off, "%s", jerr.reason)
 	}
-	var e mEntry
+	var e jsonEntry
 	var v fieldVal
 	if err := d.field(r, mOp, &v); err != nil {
 		return end, err
@@ -488,11 +464,7 @@ func (d *mapped) get(r *Record, f int) got {
 	switch s.kind {
 	case sValue:
 		v := d.vs.vals[f]
-		off := v.start
-		if v.kind == jString {
-			off-- // the opening quote
-		}
-		return got{jval: v, b: d.vs.v, off: off}
+		return got{jval: v, b: d.vs.v, off: v.offset()}
 	case sKey:
 		if r.Key == nil {
 			return got{}
@@ -509,7 +481,7 @@ func (d *mapped) get(r *Record, f int) got {
 		}
 		k := r.Key
 		for n := 0; ; n++ {
-			j := indexString(k, d.sep)
+			j := bytes.Index(k, d.sep)
 			if n == s.part {
 				if j >= 0 {
 					k = k[:j]
@@ -537,28 +509,12 @@ func (d *mapped) get(r *Record, f int) got {
 	return got{}
 }
 
-// indexString is bytes.Index(b, []byte(sep)) without the conversion.
-func indexString(b []byte, sep string) int {
-	for i := 0; i+len(sep) <= len(b); i++ {
-		if string(b[i:i+len(sep)]) == sep {
-			return i
-		}
-	}
-	return -1
-}
-
 // text is g's text (a string's raw text, escapes and all: see unescape).
 func (d *mapped) text(g got) []byte { return g.b[g.start:g.end] }
 
 // str is g's string with its escapes decoded (into scratch when it has
 // any).
-func (d *mapped) str(g got) []byte {
-	if !g.escaped {
-		return d.text(g)
-	}
-	d.scratch = unescape(d.scratch[:0], d.text(g))
-	return d.scratch
-}
+func (d *mapped) str(g got) []byte { return unescaped(d.text(g), g.escaped, &d.kc.scratch) }
 
 // where names the source of field f for a reason.
 func (d *mapped) where(f int) string {
@@ -588,7 +544,7 @@ func (d *mapped) opNames() string {
 // fieldVal is what one field of an operation reads to.
 type fieldVal struct {
 	op  Op
-	ref mRef
+	ref jsonRef
 	w   float64
 	has bool // a weight
 	t   time.Time
@@ -652,9 +608,9 @@ func (d *mapped) opOf(r *Record) (Op, error) {
 
 // vertexOf reads src or dst (f): a key (resolved later, in finish) or a
 // numeric id.
-func (d *mapped) vertexOf(r *Record, f int) (mRef, error) {
+func (d *mapped) vertexOf(r *Record, f int) (jsonRef, error) {
 	g := d.get(r, f)
-	ref := mRef{off: g.off}
+	ref := jsonRef{off: g.off}
 	switch g.kind {
 	case jMissing:
 		if d.srcs[f].kind == sValue {
@@ -880,51 +836,7 @@ func epochMicros(t []byte, unit int64) (int64, bool) {
 
 // finish resolves the entries' keys (the whole value is valid) and emits
 // them.
-func (d *mapped) finish(emit func(Edge)) error {
-	d.lastKey = nil // a new record's bytes may sit where the last one's did
-	for i := range d.entries {
-		e := &d.entries[i]
-		if err := d.resolveRef(&e.src); err != nil {
-			return err
-		}
-		if e.op != OpDeleteVertex {
-			if err := d.resolveRef(&e.dst); err != nil {
-				return err
-			}
-		}
-		if d.nums != nil {
-			if err := d.mapIDs(e.op, &e.src.id, &e.dst.id); err != nil {
-				return err
-			}
-		}
-	}
-	for i := range d.entries {
-		e := &d.entries[i]
-		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
-	}
-	return nil
-}
-
-func (d *mapped) resolveRef(r *mRef) error {
-	if r.key == nil {
-		return nil
-	}
-	// The same bytes as the key resolved last (a record-level source, the
-	// same for every operation of an array): its id, without hashing the
-	// key again.
-	if len(r.key) == len(d.lastKey) && unsafe.SliceData(r.key) == unsafe.SliceData(d.lastKey) && r.escaped == d.lastEscaped {
-		r.id, r.key = d.lastID, nil
-		return nil
-	}
-	id, err := d.resolveKey(r.key, r.escaped, r.off, &d.scratch)
-	if err != nil {
-		d.lastKey = nil
-		return err
-	}
-	d.lastKey, d.lastEscaped, d.lastID = r.key, r.escaped, id
-	r.id, r.key = id, nil
-	return nil
-}
+func (d *mapped) finish(emit func(Edge)) error { return d.emitEntries(d.entries, &d.kc, emit) }
 
 // bytesString views b as a string for a call that does not keep it (the
 // parse functions, whose errors are turned into reasons at once).
