@@ -92,10 +92,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		return nil, err
 	}
 	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys),
-		Names: func(id uint64) (uint64, string) {
-			key, _ := d.Keys.Key(id)
-			return d.Keys.SourceID(id), key
-		}})
+		Names: d.Keys.Name})
 	return &DB{dir: d, vm: vm, reg: reg}, nil
 }
 

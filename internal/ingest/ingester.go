@@ -129,11 +129,6 @@ func (c *Config) withDefaults() (Config, error) {
 			return o, fmt.Errorf("ingest: topic %q has an unknown format %d", t, f)
 		}
 	}
-	for t, m := range o.Mappings {
-		if _, err := decode.NewMapped(m, nil); err != nil {
-			return o, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
-		}
-	}
 	if o.DeadLetterTopic == "" {
 		o.DeadLetterTopic = "graphtide-dead-letters"
 	}
@@ -357,14 +352,16 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		if tf, ok := c.TopicFormats[t]; ok {
 			f = tf
 		}
-		in.decs[t] = decode.New(f, keys)
-		if m, ok := c.Mappings[t]; ok {
-			d, err := decode.NewMapped(m, keys)
-			if err != nil {
-				return nil, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
-			}
-			in.decs[t] = d
+		m, mapped := c.Mappings[t]
+		if !mapped {
+			in.decs[t] = decode.New(f, keys)
+			continue
 		}
+		d, err := decode.NewMapped(m, keys)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
+		}
+		in.decs[t] = d
 	}
 	reset := kgo.NewOffset().AtStart()
 	if c.ResetPolicy == "latest" {

@@ -438,6 +438,13 @@ func (d *Dict) Number(id uint64) (uint64, bool) {
 	return parseNumKey(d.keys[i])
 }
 
+// Name names id as the sources did: its SourceID, and its string key (""
+// when it has none). The analytics' alerts name their vertices with it.
+func (d *Dict) Name(id uint64) (uint64, string) {
+	key, _ := d.Key(id)
+	return d.SourceID(id), key
+}
+
 // SourceID is the vertex id as the sources gave it: the number that id
 // stands for when it is a mapped number's, else id itself.
 func (d *Dict) SourceID(id uint64) uint64 {

@@ -190,10 +190,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
-		}, Names: func(id uint64) (uint64, string) {
-			key, _ := d.Keys.Key(id)
-			return d.Keys.SourceID(id), key
-		}}
+		}, Names: d.Keys.Name}
 	if cfg.AlertTopic != "" {
 		sink, err := alerts.NewKafkaSink(ctx, s.brokers, cfg.AlertTopic, s.log, sinkOpts...)
 		if err != nil {

@@ -38,10 +38,7 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 	// Named as serve names them: keys and source ids from the dictionary,
 	// the Kafka record of the operation from the ingester's references.
 	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink},
-		Names: func(id uint64) (uint64, string) {
-			key, _ := dict.Key(id)
-			return dict.SourceID(id), key
-		},
+		Names: dict.Name,
 		Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf([]string{topic}, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
