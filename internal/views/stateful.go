@@ -52,11 +52,11 @@ type Stateful struct {
 	opts StatefulOptions
 
 	mu     sync.Mutex
-	view   *StaticView // Protected by mu.
-	old    *StaticView // Protected by mu.
-	pos    uint64      // log position of the first op after view.Seq(); Protected by mu.
-	win    *window     // Protected by mu.
-	closed bool        // Protected by mu.
+	view   *StaticView       // Protected by mu.
+	old    *StaticView       // Protected by mu.
+	pos    uint64            // log position of the first op after view.Seq(); Protected by mu.
+	win    *ItemWindow[Edge] // Protected by mu.
+	closed bool              // Protected by mu.
 	// lostNext: ops between view and pos were dropped; the next Pull
 	// reports Lost. Protected by mu.
 	lostNext bool
@@ -80,7 +80,7 @@ func (m *Manager) Stateful(o StatefulOptions) (*Stateful, error) {
 	s.resumeAfter(v.Seq())
 	s.view = v
 	if o.Window.enabled() {
-		s.win = newWindow(o.Window, o.MaxWindowEdges)
+		s.win = NewItemWindow[Edge](o.Window, o.MaxWindowEdges)
 	}
 	if err := m.trackStream(s); err != nil {
 		v.Release()
@@ -168,13 +168,13 @@ func (s *Stateful) Pull(ctx context.Context) (*Update, error) {
 			return nil, err
 		}
 		if s.win != nil {
-			_, u.Expired = s.win.advance(u.Edges) // late ones: in Edges (they changed the graph), never in the window
+			_, u.Expired = advance(s.win, u.Edges) // late ones: in Edges (they changed the graph), never in the window
 		}
 		s.pos = end
 	} else {
 		u.Lost, u.All, u.Edges = true, true, nil
 		if s.win != nil {
-			s.win.reset()
+			s.win.Reset()
 		}
 		s.m.noteLost()
 		s.lostNext = false

@@ -72,11 +72,11 @@ type Stream struct {
 	m    *Manager
 	opts StreamOptions
 
-	mu     sync.Mutex // held by Pull and Close
-	pos    uint64     // next log position to deliver; Protected by mu.
-	seq    uint64     // newest seq delivered; Protected by mu.
-	win    *window    // nil without a window; Protected by mu.
-	closed bool       // Protected by mu.
+	mu     sync.Mutex        // held by Pull and Close
+	pos    uint64            // next log position to deliver; Protected by mu.
+	seq    uint64            // newest seq delivered; Protected by mu.
+	win    *ItemWindow[Edge] // nil without a window; Protected by mu.
+	closed bool              // Protected by mu.
 }
 
 // Stream registers a stateless stream view that starts with the next
@@ -88,7 +88,7 @@ func (m *Manager) Stream(o StreamOptions) (*Stream, error) {
 	head, _, last := m.log.state()
 	s := &Stream{m: m, opts: o, pos: head, seq: last}
 	if o.Window.enabled() {
-		s.win = newWindow(o.Window, o.MaxWindowEdges)
+		s.win = NewItemWindow[Edge](o.Window, o.MaxWindowEdges)
 	}
 	if err := m.trackStream(s); err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 		missed := head - s.pos // every op it skips, dropped or not
 		s.pos = head
 		if s.win != nil {
-			s.win.reset()
+			s.win.Reset()
 		}
 		s.m.noteLost()
 		return nil, &LostError{Missed: missed}
@@ -130,7 +130,7 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 	}
 	b.Seq = s.seq
 	if s.win != nil {
-		b.Late, b.Expired = s.win.advance(b.Edges)
+		b.Late, b.Expired = advance(s.win, b.Edges)
 		if len(b.Late) > 0 { // Edges: the ones that entered
 			in := b.Edges[:0]
 			k := 0

@@ -74,9 +74,6 @@ func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
 // Len is the number of items held.
 func (w *TimeWindow[T]) Len() int { return len(w.h) }
 
-// Cap is the capacity of the held items' array.
-func (w *TimeWindow[T]) Cap() int { return cap(w.h) }
-
 // Late counts the items that arrived late.
 func (w *TimeWindow[T]) Late() uint64 { return w.late }
 
@@ -84,30 +81,18 @@ func (w *TimeWindow[T]) Late() uint64 { return w.late }
 // was full.
 func (w *TimeWindow[T]) Early() uint64 { return w.early }
 
-// Watermark is the newest time seen less the lateness (0 before any).
-func (w *TimeWindow[T]) Watermark() int64 {
-	if w.maxT == 0 {
-		return 0
-	}
-	return w.maxT - w.lateness
-}
-
-// Items returns the held items and their times in the order they leave
-// (time, then arrival): adding them to an empty window in that order
-// rebuilds this one (Restore).
-func (w *TimeWindow[T]) Items() ([]T, []int64) {
+// Items returns a copy of the held items in the order they leave (time,
+// then arrival): adding them to an empty window in that order rebuilds
+// this one.
+func (w *TimeWindow[T]) Items() []T {
 	h := slices.Clone(w.h)
 	slices.SortFunc(h, func(a, b timed[T]) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.n, b.n)) })
-	vs, ts := make([]T, len(h)), make([]int64, len(h))
+	vs := make([]T, len(h))
 	for i, x := range h {
-		vs[i], ts[i] = x.v, x.t
+		vs[i] = x.v
 	}
-	return vs, ts
+	return vs
 }
-
-// SetCounts sets the late and early counts (a window restored from
-// Items).
-func (w *TimeWindow[T]) SetCounts(late, early uint64) { w.late, w.early = late, early }
 
 // Reset empties the window and forgets the watermark (the counts stay).
 func (w *TimeWindow[T]) Reset() { w.h, w.maxT = w.h[:0], 0 }

@@ -606,7 +606,7 @@ func TestStreamWindows(t *testing.T) {
 		now = now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
 		clock.Unlock()
 	}
-	if small.win.early == 0 {
+	if small.win.Early() == 0 {
 		t.Fatal("the bounded window never dropped edges early")
 	}
 }
@@ -1165,8 +1165,8 @@ func TestEventTimeWindows(t *testing.T) {
 			}
 		}
 	}
-	if late == 0 || uint64(late) != st.win.late() {
-		t.Fatalf("%d late in the oracle, %d counted by the window", late, st.win.late())
+	if late == 0 || uint64(late) != st.win.Late() {
+		t.Fatalf("%d late in the oracle, %d counted by the window", late, st.win.Late())
 	}
 	// Without an event time an operation counts at its apply time.
 	var b engine.Batch

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -38,86 +39,133 @@ func (w Window) validate() error {
 	return nil
 }
 
-// window holds the operations inside a Window and says which leave it:
-// a TimeWindow for a Duration window, else the last Edges in log order.
-// Not safe for concurrent use.
-type window struct {
-	cfg Window
-	max int // hard bound on what is held: beyond it the oldest leave early
-	tw  *TimeWindow[Edge]
-	q   []Edge
+// ItemWindow holds the items inside a Window, whatever they stand for
+// (a stream view's operations, a monitor's record of them), and says which
+// leave it: a TimeWindow for a Duration window, else the last Edges in the
+// order they came. At most a hard bound of them are held; beyond it the
+// oldest leave early. Not safe for concurrent use.
+type ItemWindow[T any] struct {
+	tw  *TimeWindow[T] // a Duration window; nil: q
+	q   []T
 	at  int // q[at:] is held; the front is compacted lazily
-	// early counts operations that left before their time because of max.
-	early uint64
+	max int // the most held: Window.Edges, or the hard bound when lower
+	// hard: max is the hard bound, not Window.Edges (Early counts).
+	hard  bool
+	early uint64 // of q
 }
 
-func newWindow(cfg Window, maxEdges int) *window {
-	if maxEdges <= 0 {
-		maxEdges = DefaultMaxWindowEdges
+// NewItemWindow returns an empty window of cfg holding at most maxItems
+// (0: DefaultMaxWindowEdges).
+func NewItemWindow[T any](cfg Window, maxItems int) *ItemWindow[T] {
+	if maxItems <= 0 {
+		maxItems = DefaultMaxWindowEdges
 	}
-	if cfg.Edges > 0 && cfg.Edges < maxEdges {
-		maxEdges = cfg.Edges
+	w := &ItemWindow[T]{max: maxItems, hard: true}
+	if cfg.Edges > 0 && cfg.Edges <= maxItems {
+		w.max, w.hard = cfg.Edges, false
 	}
-	w := &window{cfg: cfg, max: maxEdges}
 	if cfg.Duration > 0 {
-		w.tw = NewTimeWindow[Edge](cfg.Duration, cfg.Lateness, maxEdges)
+		w.tw = NewTimeWindow[T](cfg.Duration, cfg.Lateness, w.max)
 	}
 	return w
 }
 
-func (w *window) len() int {
+// Add takes v, which counts at time t (Unix µs: see EventMicros; a window
+// without a duration ignores it), and calls leave with every item that
+// leaves the window, oldest first. It returns false when v is late (not
+// held).
+func (w *ItemWindow[T]) Add(t int64, v T, leave func(T)) bool {
+	if w.tw != nil {
+		return w.tw.Add(t, v, leave)
+	}
+	w.q = append(w.q, v)
+	if len(w.q)-w.at > w.max {
+		w.early++
+		leave(w.q[w.at])
+		var zero T
+		w.q[w.at] = zero
+		w.at++
+		if w.at > len(w.q)/2 && w.at > 1024 {
+			w.q = append(w.q[:0], w.q[w.at:]...)
+			w.at = 0
+		}
+	}
+	return true
+}
+
+// Max is the most items held.
+func (w *ItemWindow[T]) Max() int { return w.max }
+
+// Len is the number of items held.
+func (w *ItemWindow[T]) Len() int {
 	if w.tw != nil {
 		return w.tw.Len()
 	}
 	return len(w.q) - w.at
 }
 
-// late counts the operations that arrived late.
-func (w *window) late() uint64 {
+// Late counts the items that arrived late (a Duration window's).
+func (w *ItemWindow[T]) Late() uint64 {
 	if w.tw != nil {
 		return w.tw.Late()
 	}
 	return 0
 }
 
-// advance adds the new operations and returns the late ones (not held)
-// and every held operation that left, oldest first.
-func (w *window) advance(added []Edge) (late, expired []Edge) {
-	if w.tw != nil {
-		leave := func(e Edge) { expired = append(expired, e) }
-		early := w.tw.Early()
-		for _, e := range added {
-			if !w.tw.Add(EventMicros(e), e, leave) {
-				late = append(late, e)
-			}
-		}
-		if w.cfg.Edges == 0 || w.cfg.Edges > w.max {
-			w.early += w.tw.Early() - early
-		}
-		return late, expired
+// Early counts the items that left before their time because the hard
+// bound was reached.
+func (w *ItemWindow[T]) Early() uint64 {
+	switch {
+	case !w.hard:
+		return 0
+	case w.tw != nil:
+		return w.tw.Early()
 	}
-	w.q = append(w.q, added...)
-	n := w.len()
-	drop := 0
-	if n > w.max {
-		drop = n - w.max
-		if w.cfg.Edges == 0 || w.cfg.Edges > w.max {
-			w.early += uint64(drop)
-		}
-	}
-	expired = append(expired, w.q[w.at:w.at+drop]...)
-	w.at += drop
-	if w.at > len(w.q)/2 && w.at > 1024 {
-		w.q = append(w.q[:0], w.q[w.at:]...)
-		w.at = 0
-	}
-	return nil, expired
+	return w.early
 }
 
-// reset empties the window (after lost data).
-func (w *window) reset() {
+// Items returns a copy of the held items in the order they leave: adding
+// them to an empty window of the same Window in that order rebuilds this
+// one.
+func (w *ItemWindow[T]) Items() []T {
+	if w.tw != nil {
+		return w.tw.Items()
+	}
+	return slices.Clone(w.q[w.at:])
+}
+
+// SetLate sets the late count (a window rebuilt from Items).
+func (w *ItemWindow[T]) SetLate(n uint64) {
+	if w.tw != nil {
+		w.tw.late = n
+	}
+}
+
+// Bytes is the memory of the held items' array, item bytes each.
+func (w *ItemWindow[T]) Bytes(item int64) int64 {
+	if w.tw != nil {
+		return (item + 16) * int64(cap(w.tw.h)) // and its time and arrival number
+	}
+	return item * int64(cap(w.q))
+}
+
+// Reset empties the window (after lost data; the counts stay).
+func (w *ItemWindow[T]) Reset() {
+	clear(w.q)
 	w.q, w.at = w.q[:0], 0
 	if w.tw != nil {
 		w.tw.Reset()
 	}
+}
+
+// advance adds a pull's new operations to w and returns the late ones
+// (not held) and every held operation that left, oldest first.
+func advance(w *ItemWindow[Edge], added []Edge) (late, expired []Edge) {
+	leave := func(e Edge) { expired = append(expired, e) }
+	for _, e := range added {
+		if !w.Add(EventMicros(e), e, leave) {
+			late = append(late, e)
+		}
+	}
+	return late, expired
 }

@@ -288,18 +288,18 @@ func TestFraudWindowCheckpoint(t *testing.T) {
 			op(7, 100)} { // the last is late for a duration window
 			a.win.add(e)
 		}
-		before := fmt.Sprint(a.win.held(), a.win.late())
+		before := fmt.Sprint(a.win.win.Items(), a.win.win.Late())
 		b := roundTripFraud(t, a)
-		if after := fmt.Sprint(a.win.held(), a.win.late()); after != before {
+		if after := fmt.Sprint(a.win.win.Items(), a.win.win.Late()); after != before {
 			t.Fatalf("%+v: saving changed the running window: %s, was %s", spec, after, before)
 		}
-		if got := fmt.Sprint(b.win.held(), b.win.late()); got != before {
+		if got := fmt.Sprint(b.win.win.Items(), b.win.win.Late()); got != before {
 			t.Fatalf("%+v: restored %s, the running one holds %s", spec, got, before)
 		}
 		for i := uint64(0); i < 3; i++ {
 			a.win.add(op(10+i, 9_500_000))
 			b.win.add(op(10+i, 9_500_000))
-			if x, y := fmt.Sprint(a.win.held(), a.win.count), fmt.Sprint(b.win.held(), b.win.count); x != y {
+			if x, y := fmt.Sprint(a.win.win.Items(), a.win.count), fmt.Sprint(b.win.win.Items(), b.win.count); x != y {
 				t.Fatalf("%+v: after %d more, the restored window holds %s, the running one %s", spec, i+1, y, x)
 			}
 		}

@@ -414,7 +414,7 @@ func (a *fraud) Summary() any {
 // fanIn is the summary of the fan-in window. Called with mu held.
 func (a *fraud) fanIn() MonitorSummary {
 	s := summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())
-	s.Late = a.win.late()
+	s.Late = a.win.win.Late()
 	return s
 }
 

@@ -218,7 +218,7 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	ops := a.win.held() // a copy, in the order they leave
+	ops := a.win.win.Items() // a copy, in the order they leave
 	dst, times := make([]uint64, len(ops)), make([]uint64, len(ops))
 	ups := make([]byte, len(ops))
 	for i, op := range ops {
@@ -233,7 +233,7 @@ func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error
 	e.U64(a.cycles)
 	e.U64(a.truncated)
 	e.U64(a.cutShort)
-	e.U64(a.win.late())
+	e.U64(a.win.win.Late())
 	return a.seq, e.Err()
 }
 
@@ -243,31 +243,27 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 	if d.Err() != nil {
 		return d.Err()
 	}
-	if len(times) != len(dst) || len(ups) != len(dst) || len(dst) > a.win.max {
-		d.Fail("a window of %d, %d and %d values (at most %d)", len(dst), len(times), len(ups), a.win.max)
+	if most := a.win.win.Max(); len(times) != len(dst) || len(ups) != len(dst) || len(dst) > most {
+		d.Fail("a window of %d, %d and %d values (at most %d)", len(dst), len(times), len(ups), most)
 		return d.Err()
 	}
 	w := newFanWindow(a.win.cfg, a.win.threshold)
+	left := false
 	for i := range dst {
 		if ups[i] > 1 {
 			d.Fail("an upsert flag of %d", ups[i])
 			return d.Err()
 		}
-		if i > 0 && w.tw != nil && int64(times[i]) < int64(times[i-1]) {
+		if i > 0 && w.cfg.Duration > 0 && int64(times[i]) < int64(times[i-1]) {
 			d.Fail("a duration window's operations out of time order at %d", i)
 			return d.Err()
 		}
+		// In the order they leave, none is late and none leaves (they were
+		// all held together).
 		op := winOp{dst: dst[i], time: int64(times[i]), upsert: ups[i] == 1}
-		if w.tw != nil {
-			// In time order, none is late, and none leaves (they were all
-			// held together).
-			left := false
-			if !w.tw.Add(op.time, op, func(winOp) { left = true }) || left {
-				d.Fail("the window's operations do not fit one window (at %d)", i)
-				return d.Err()
-			}
-		} else {
-			w.q = append(w.q, op)
+		if !w.win.Add(op.time, op, func(winOp) { left = true }) || left {
+			d.Fail("the window's operations do not fit one window (at %d)", i)
+			return d.Err()
 		}
 		if op.upsert {
 			w.count[op.dst]++
@@ -278,9 +274,7 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 			w.above[v] = true
 		}
 	}
-	if w.tw != nil {
-		w.tw.SetCounts(late, 0)
-	}
+	w.win.SetLate(late)
 	a.mu.Lock()
 	a.win, a.seq, a.cycles, a.truncated, a.cutShort = w, seq, cycles, truncated, cutShort
 	a.mu.Unlock()
