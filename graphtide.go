@@ -30,8 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -78,11 +76,8 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	var in *bool // an existing store keeps its setting
-	if _, err := os.Stat(filepath.Join(datadir.StorePath(dir), "MANIFEST")); errors.Is(err, os.ErrNotExist) {
-		in = &o.InEdges // no store yet (a store is its MANIFEST first)
-	}
-	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes}, InEdges: in, Create: true})
+	// A new store as asked; an existing one keeps its setting.
+	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: o.InEdges}, Create: true})
 	if err != nil {
 		return nil, err
 	}

@@ -111,11 +111,11 @@ func (e *InUseError) Unwrap() error { return e.err }
 
 // Options of Open.
 type Options struct {
-	// Store configures the engine. InEdges and InEdgesAsStored are set
-	// from InEdges below.
+	// Store configures the engine. InEdgesAsStored is set, and InEdges
+	// from InEdges below when given.
 	Store engine.Options
 	// InEdges nil: the store keeps the in-edge setting it was created with
-	// (a new store: none); else it must match an existing store's.
+	// (a new store: Store.InEdges); else it must match an existing store's.
 	InEdges *bool
 	// Create makes a new data directory when there is none (serve, load);
 	// without it a missing store is ErrNoStore.
@@ -148,7 +148,9 @@ func Open(path string, o Options) (*Dir, error) {
 	// setting asked for is then compared with it.
 	so := o.Store
 	so.ReadOnly = false
-	so.InEdges = o.InEdges != nil && *o.InEdges
+	if o.InEdges != nil {
+		so.InEdges = *o.InEdges
+	}
 	so.InEdgesAsStored = true
 	s, err := engine.Open(StorePath(path), &so)
 	if err != nil {
