@@ -284,10 +284,7 @@ type Change struct {
 }
 
 func changeOf(e views.Edge) Change {
-	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight}
-	if e.Op.EventTime > 0 {
-		c.EventTime = time.UnixMicro(e.Op.EventTime).UTC()
-	}
+	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight, EventTime: e.Op.Time()}
 	switch e.Op.Kind {
 	case engine.OpDeleteEdge:
 		c.Op = DeleteEdge

@@ -312,6 +312,14 @@ func TestBatchEventTimes(t *testing.T) {
 		if got := b.Op(i).EventTime; got != w {
 			t.Errorf("op %d: event time %d, want %d", i, got, w)
 		}
+		// Time: the zero time for none, else those µs in UTC.
+		wt := time.Time{}
+		if w != 0 {
+			wt = time.Unix(w/1_000_000, w%1_000_000*1000).UTC()
+		}
+		if got := b.Op(i).Time(); !got.Equal(wt) || got.Location() != time.UTC {
+			t.Errorf("op %d: Time %v, want %v", i, got, wt)
+		}
 	}
 	s, err := Open(t.TempDir(), nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
 )
@@ -121,6 +122,14 @@ type Op struct {
 	// EventTime is when what it records happened, Unix µs (0: not given);
 	// see Batch.SetEventTime.
 	EventTime int64
+}
+
+// Time is the operation's event time, the zero time when it has none.
+func (o Op) Time() time.Time {
+	if o.EventTime <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(o.EventTime).UTC()
 }
 
 // Op returns the i-th operation, 0 <= i < Len().

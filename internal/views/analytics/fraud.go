@@ -102,7 +102,7 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		}
 		if x, ok := a.win.add(e); ok {
 			al = append(al, Alert{Analytic: a.spec.Name, Kind: "fan_in", Seq: e.Seq, Vertex: x.Vertex, Value: x.Value,
-				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: eventTime(e)})
+				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
 		}
 	}
 	a.mu.Unlock()
@@ -114,7 +114,7 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	}
 	for _, c := range cyc {
 		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
-			Ref: c.by.Ref, EventTime: eventTime(c.by)})
+			Ref: c.by.Ref, EventTime: c.by.Op.Time()})
 	}
 	if len(al) > 0 && a.alerts != nil {
 		a.alerts(al)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -317,7 +316,7 @@ func (a *fan) Consume(b *views.StreamBatch) {
 		al := make([]Alert, len(crossed))
 		for i, x := range crossed {
 			al[i] = Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: b.Seq, Vertex: x.Vertex, Value: x.Value, Threshold: a.spec.Threshold,
-				Ref: x.by.Ref, EventTime: eventTime(x.by)}
+				Ref: x.by.Ref, EventTime: x.by.Op.Time()}
 		}
 		a.alerts(al)
 	}
@@ -340,14 +339,6 @@ func (a *fan) Summary() any {
 	s := summarize(a.seq, a.spec.Threshold, a.c.aboveCounts())
 	s.Late = a.late
 	return s
-}
-
-// eventTime is the event time of the operation e, zero when it has none.
-func eventTime(e views.Edge) time.Time {
-	if e.Op.EventTime <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(e.Op.EventTime).UTC()
 }
 
 func (a *fan) Vertex(v uint64) (any, bool) {
