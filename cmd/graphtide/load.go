@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"gopkg.in/yaml.v3"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -145,9 +143,7 @@ func readMapping(path string) (*decode.Mapping, error) {
 		return nil, fmt.Errorf("--mapping: %w", err)
 	}
 	var m decode.Mapping
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
+	if err := settings.DecodeStrict(raw, &m); err != nil {
 		return nil, fmt.Errorf("--mapping %s: %w", path, err)
 	}
 	if _, err := decode.NewMapped(m, nil); err != nil {

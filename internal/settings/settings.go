@@ -118,7 +118,13 @@ func decodeStrict(n *yaml.Node, out any) error {
 	if err != nil {
 		return err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
+	return DecodeStrict(b, out)
+}
+
+// DecodeStrict decodes a YAML (or JSON) document into out, rejecting
+// fields out does not have.
+func DecodeStrict(raw []byte, out any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	return dec.Decode(out)
 }
