@@ -132,6 +132,9 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Names == nil {
+		cfg.Names = func(id uint64) (uint64, string) { return id, "" }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, byName: map[string]uint64{}}
 }
@@ -567,25 +570,22 @@ func (r *Registry) raise(name string, al []Alert) {
 
 // name fills a's vertex names (RegistryConfig.Names).
 func (r *Registry) name(a *Alert) {
-	names := r.cfg.Names
-	if names == nil {
-		names = func(id uint64) (uint64, string) { return id, "" }
-	}
-	ext, key := names(a.Vertex)
+	ext, key := r.cfg.Names(a.Vertex)
 	a.VertexID, a.VertexKey = strconv.FormatUint(ext, 10), key
 	if a.Cycle == nil {
 		return
 	}
 	a.CycleIDs, a.CycleKeys = make([]string, len(a.Cycle)), nil
 	for i, v := range a.Cycle {
-		ext, key := names(v)
+		ext, key := r.cfg.Names(v)
 		a.CycleIDs[i] = strconv.FormatUint(ext, 10)
-		if key != "" && a.CycleKeys == nil {
+		if key == "" {
+			continue
+		}
+		if a.CycleKeys == nil { // only a cycle through a key has keys
 			a.CycleKeys = make([]string, len(a.Cycle))
 		}
-		if key != "" {
-			a.CycleKeys[i] = key
-		}
+		a.CycleKeys[i] = key
 	}
 }
 
