@@ -66,8 +66,14 @@ func extID(dict *keydict.Dict, id uint64) uint64 {
 	return id
 }
 
-// vertexOf is id as the sources gave it, with its key.
-func vertexOf(dict *keydict.Dict, id uint64) Vertex { return Vertex{extID(dict, id), keyOf(dict, id)} }
+// vertexOf is id as the sources gave it, with its key (keydict.Dict.Name).
+func vertexOf(dict *keydict.Dict, id uint64) Vertex {
+	if dict == nil {
+		return Vertex{ID: id}
+	}
+	ext, key := dict.Name(id)
+	return Vertex{ext, key}
+}
 
 // keyOf returns the string key of id, or "" when id is a number or dict is
 // nil.
