@@ -110,7 +110,7 @@ func writeNew(path string, fill func(f *os.File) error, replace bool) (_ *os.Fil
 	renamed = true
 	// INVARIANT: path names either its old state (nothing, or the file a
 	// repair replaces) or the complete, fsynced new file, never a partial
-	// one; after syncDir, the new file, durably. Only then is it returned.
+	// one; after durable.SyncDir, the new file, durably. Only then is it returned.
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("keydict: %s: %w", path, err)
 	}
