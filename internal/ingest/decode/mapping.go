@@ -679,23 +679,18 @@ func (d *mapped) eventTimeOf(r *Record) (time.Time, error) {
 	if g.kind == jString && g.escaped {
 		t = d.str(g)
 	}
-	if len(t) > 0 && (t[0] >= '0' && t[0] <= '9') && !looksLikeDate(t) {
-		us, ok := epochMicros(t, d.unitMicro)
-		if !ok {
-			return time.Time{}, d.fieldError(mTime, g, "%s is not a time since the epoch in %s between 1970 and 9999", clip(string(t)), d.unitName())
+	var us int64
+	ok := false
+	switch {
+	case len(t) > 0 && (t[0] >= '0' && t[0] <= '9') && !looksLikeDate(t):
+		us, ok = epochMicros(t, d.unitMicro)
+	case g.kind == jString:
+		if us, ok = parseRFC3339(t); !ok {
+			return time.Time{}, d.fieldError(mTime, g, "%s is neither RFC 3339 nor a number of %s since the epoch", clip(string(t)), d.unitName())
 		}
-		tm, ok := eventTime(us)
-		if !ok {
-			return time.Time{}, d.fieldError(mTime, g, "%s is out of range (1970 to 9999)", clip(string(t)))
-		}
-		return tm, nil
 	}
-	if g.kind == jNumber {
+	if !ok { // digits that are no such time, or a number that is not digits
 		return time.Time{}, d.fieldError(mTime, g, "%s is not a time since the epoch in %s between 1970 and 9999", clip(string(t)), d.unitName())
-	}
-	us, ok := parseRFC3339(t)
-	if !ok {
-		return time.Time{}, d.fieldError(mTime, g, "%s is neither RFC 3339 nor a number of %s since the epoch", clip(string(t)), d.unitName())
 	}
 	tm, ok := eventTime(us)
 	if !ok {

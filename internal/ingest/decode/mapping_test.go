@@ -155,6 +155,7 @@ func TestMappingErrors(t *testing.T) {
 		{"time before 1970", paymentMapping, Record{Value: []byte(`{"from_account":"a","to_account":"b","ts":"1969-12-31T23:59:59Z"}`)}, 42, "out of range"},
 		{"time too large", paymentMapping, Record{Value: []byte(`{"from_account":"a","to_account":"b","ts":99999999999999999}`)}, 42, "is not a time since the epoch in milliseconds"},
 		{"time negative", paymentMapping, Record{Value: []byte(`{"from_account":"a","to_account":"b","ts":-5}`)}, 42, "is not a time since the epoch"},
+		{"time before 1970", paymentMapping, Record{Value: []byte(`{"from_account":"a","to_account":"b","ts":"1960-01-01T00:00:00Z"}`)}, 42, `time (/ts) "1960-01-01T00:00:00Z" is out of range (1970 to 9999)`},
 		{"a float id", paymentMapping, Record{Value: []byte(`{"from_account":1.5,"to_account":"b"}`)}, 16, "src (/from_account) is the number 1.5: want an unsigned integer or a string key"},
 		{"an id too large", paymentMapping, Record{Value: []byte(`{"from_account":99999999999999999999,"to_account":"b"}`)}, 16, "out of range"},
 		{"an id in the key range", paymentMapping, Record{Value: []byte(fmt.Sprintf(`{"from_account":%d,"to_account":"b"}`, keydict.KeyBase))}, 16, "must be below"},
