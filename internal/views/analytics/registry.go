@@ -526,6 +526,13 @@ func (r *Registry) raise(name string, al []Alert) {
 	kinds := map[string]int{}
 	for i := range al {
 		kinds[al[i].Kind]++
+		if al[i].Ref != 0 && r.cfg.Source != nil {
+			if src, ok := r.cfg.Source(al[i].Ref); ok {
+				al[i].Source = &src
+			}
+		}
+		al[i].ID = alertID(&al[i])
+		r.name(&al[i])
 	}
 	r.amu.Lock()
 	// The time is read under amu, so that the ring (and every sink's
@@ -540,19 +547,10 @@ func (r *Registry) raise(name string, al []Alert) {
 	r.lastAlert = now
 	for i := range al {
 		al[i].Time = now
-		if al[i].Ref != 0 && r.cfg.Source != nil {
-			if src, ok := r.cfg.Source(al[i].Ref); ok {
-				al[i].Source = &src
-			}
-		}
-		al[i].ID = alertID(&al[i])
-		r.name(&al[i])
-	}
-	for _, a := range al {
 		if len(r.alerts) < r.cfg.AlertRing {
-			r.alerts = append(r.alerts, a)
+			r.alerts = append(r.alerts, al[i])
 		} else {
-			r.alerts[r.anext%uint64(r.cfg.AlertRing)] = a
+			r.alerts[r.anext%uint64(r.cfg.AlertRing)] = al[i]
 		}
 		r.anext++
 	}
