@@ -86,7 +86,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		d.Close()
 		return nil, err
 	}
-	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys),
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: api.ResolveTypes(d.Types),
 		Names: d.Keys.Name})
 	return &DB{dir: d, vm: vm, reg: reg}, nil
 }

@@ -4,10 +4,14 @@
 // Contract:
 //  - Status is the only way errors travel inside the core. No function in
 //    src/ throws on purpose; the C API (capi.cc) still catches everything.
-//  - An edge version is (dst, vers, weight) where vers = seq << 1 | tombstone.
-//    seq 0 means "older than every snapshot" and is produced only by
-//    compaction into the bottommost level (RetainVersions, merge.h; run by
-//    store_compact.cc).
+//  - An edge version is (dst, vers, weight) where
+//    vers = type << 48 | seq << 1 | tombstone: the edge's type (0 to
+//    GT_MAX_EDGE_TYPES-1) in the top 16 bits, so that (src, dst, type) is an
+//    edge's identity and ordering versions by vers >> 1 descending groups
+//    them by type, newest first (VersOrder). seq 0 means "older than every
+//    snapshot" and is produced only by compaction into the bottommost level
+//    (RetainVersions, merge.h; run by store_compact.cc).
+//    INVARIANT: seq <= kMaxSeq (store_write.cc refuses a batch past it).
 #pragma once
 
 #include <cstddef>
@@ -63,9 +67,42 @@ struct Problem {
     if (!_s.ok()) return _s;     \
   } while (0)
 
-inline uint64_t MakeVers(uint64_t seq, bool tomb) { return (seq << 1) | (tomb ? 1u : 0u); }
-inline uint64_t VersSeq(uint64_t vers) { return vers >> 1; }
+constexpr int kTypeShift = 48;
+constexpr uint32_t kMaxEdgeTypes = 1024;  // GT_MAX_EDGE_TYPES
+constexpr uint64_t kMaxSeq = (uint64_t{1} << (kTypeShift - 1)) - 1;
+constexpr uint64_t kTypeBits = ~uint64_t{0} << kTypeShift;
+inline uint64_t MakeVers(uint64_t seq, bool tomb, uint32_t type = 0) {
+  return (uint64_t{type} << kTypeShift) | (seq << 1) | (tomb ? 1u : 0u);
+}
+inline uint64_t VersSeq(uint64_t vers) { return (vers >> 1) & kMaxSeq; }
 inline bool VersTomb(uint64_t vers) { return (vers & 1u) != 0; }
+inline uint32_t VersType(uint64_t vers) { return static_cast<uint32_t>(vers >> kTypeShift); }
+// The merge key within one dst: versions come in descending VersOrder, so
+// type descending, then seq descending.
+inline uint64_t VersOrder(uint64_t vers) { return vers >> 1; }
+// vers with its seq and tombstone bit cleared: a live version of the same
+// type at seq 0 (what compaction into the bottommost level writes).
+inline uint64_t VersTypeOnly(uint64_t vers) { return vers & kTypeBits; }
+
+// A set of edge types (a read's filter): one bit per type, GT_MAX_EDGE_TYPES
+// bits. A null TypeSet pointer means every type.
+struct TypeSet {
+  uint64_t bits[kMaxEdgeTypes / 64];
+  bool Has(uint32_t t) const { return t < kMaxEdgeTypes && ((bits[t >> 6] >> (t & 63)) & 1) != 0; }
+  // Every type in [lo, hi] is in the set.
+  bool HasAll(uint32_t lo, uint32_t hi) const {
+    for (uint32_t t = lo; t <= hi; t++)
+      if (!Has(t)) return false;
+    return true;
+  }
+  // Some type in [lo, hi] is in the set.
+  bool HasAny(uint32_t lo, uint32_t hi) const {
+    for (uint32_t t = lo; t <= hi && t < kMaxEdgeTypes; t++)
+      if (Has(t)) return true;
+    return false;
+  }
+};
+inline bool Wanted(const TypeSet *ts, uint32_t t) { return ts == nullptr || ts->Has(t); }
 
 // One edge version as the MemGraph and the merge code see it.
 struct Entry {

@@ -42,6 +42,7 @@ const (
 	FileDst32        = uint32(C.GT_FILE_DST32)
 	FileMultiVersion = uint32(C.GT_FILE_MULTI_VERSION)
 	FileTombstones   = uint32(C.GT_FILE_TOMBSTONES)
+	FileTypes        = uint32(C.GT_FILE_TYPES)
 )
 
 // MaxVertex is GT_MAX_VERTEX.
@@ -93,14 +94,35 @@ type Op struct {
 	Src, Dst uint64
 	Weight   float64
 	Kind     uint32
-	_        uint32
+	Type     uint32 // edge type, below MaxEdgeTypes
 }
+
+// MaxEdgeTypes is GT_MAX_EDGE_TYPES: edge types are 0 to MaxEdgeTypes-1.
+const MaxEdgeTypes = int(C.GT_MAX_EDGE_TYPES)
+
+// TypeSet mirrors gt_type_set: bit t set means type t is in the set.
+type TypeSet [MaxEdgeTypes / 64]uint64
 
 func init() {
 	if unsafe.Sizeof(Op{}) != unsafe.Sizeof(C.gt_op{}) ||
-		unsafe.Offsetof(Op{}.Kind) != unsafe.Offsetof(C.gt_op{}.kind) {
+		unsafe.Offsetof(Op{}.Kind) != unsafe.Offsetof(C.gt_op{}.kind) ||
+		unsafe.Offsetof(Op{}.Type) != unsafe.Offsetof(C.gt_op{}._type) {
 		panic("core: Op layout does not match gt_op")
 	}
+	if unsafe.Sizeof(TypeSet{}) != unsafe.Sizeof(C.gt_type_set{}) {
+		panic("core: TypeSet layout does not match gt_type_set")
+	}
+}
+
+// tsp passes a type filter (nil: every type). The core only reads it
+// during the call.
+func tsp(ts *TypeSet) *C.gt_type_set { return (*C.gt_type_set)(unsafe.Pointer(ts)) }
+
+func u16p(s []uint16) *C.uint16_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.uint16_t)(unsafe.Pointer(&s[0]))
 }
 
 // Options mirrors gt_options; zero fields mean the core's defaults.
@@ -355,14 +377,14 @@ func (sn *Snapshot) VertexBounds() (low, high uint64) {
 	return uint64(l), uint64(h)
 }
 
-// Gather calls gt_snapshot_gather; len(offs) must be len(vids)+1 and w,
-// when not nil, as long as dsts. On CodeBuffer, ne is the edge count the
-// first vertex needs.
-func (sn *Snapshot) Gather(vids []uint64, dir uint32, offs, dsts []uint64, w []float64) (done, ne int, err *Error) {
+// Gather calls gt_snapshot_gather; len(offs) must be len(vids)+1 and w
+// and t, when not nil, as long as dsts. On CodeBuffer, ne is the edge count
+// the first vertex needs.
+func (sn *Snapshot) Gather(vids []uint64, dir uint32, ts *TypeSet, offs, dsts []uint64, w []float64, t []uint16) (done, ne int, err *Error) {
 	var cdone, cne C.size_t
 	var e C.gt_error
-	rc := C.gt_snapshot_gather(sn.h, u64p(vids), C.size_t(len(vids)), C.uint32_t(dir), u64p(offs), u64p(dsts), f64p(w),
-		C.size_t(len(dsts)), &cdone, &cne, &e)
+	rc := C.gt_snapshot_gather(sn.h, u64p(vids), C.size_t(len(vids)), C.uint32_t(dir), tsp(ts), u64p(offs), u64p(dsts),
+		f64p(w), u16p(t), C.size_t(len(dsts)), &cdone, &cne, &e)
 	if rc != 0 {
 		return int(cdone), int(cne), takeError(rc, &e)
 	}
@@ -370,50 +392,52 @@ func (sn *Snapshot) Gather(vids []uint64, dir uint32, offs, dsts []uint64, w []f
 }
 
 // Degree calls gt_snapshot_degree.
-func (sn *Snapshot) Degree(v uint64, dir uint32) (uint64, *Error) {
+func (sn *Snapshot) Degree(v uint64, dir uint32, ts *TypeSet) (uint64, *Error) {
 	var d C.uint64_t
 	var e C.gt_error
-	if rc := C.gt_snapshot_degree(sn.h, C.uint64_t(v), C.uint32_t(dir), &d, &e); rc != 0 {
+	if rc := C.gt_snapshot_degree(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), &d, &e); rc != 0 {
 		return 0, takeError(rc, &e)
 	}
 	return uint64(d), nil
 }
 
-// Neighbors calls gt_snapshot_neighbors with dsts (and w unless nil) as the
-// caller buffers; n is the full count even when it exceeds len(dsts)
-// (CodeBuffer).
-func (sn *Snapshot) Neighbors(v uint64, dir uint32, dsts []uint64, w []float64) (int, *Error) {
+// Neighbors calls gt_snapshot_neighbors with dsts (and w and t unless nil)
+// as the caller buffers; n is the full count even when it exceeds
+// len(dsts) (CodeBuffer).
+func (sn *Snapshot) Neighbors(v uint64, dir uint32, ts *TypeSet, dsts []uint64, w []float64, t []uint16) (int, *Error) {
 	var n C.size_t
 	var e C.gt_error
-	rc := C.gt_snapshot_neighbors(sn.h, C.uint64_t(v), C.uint32_t(dir), u64p(dsts), f64p(w), C.size_t(len(dsts)), &n, &e)
+	rc := C.gt_snapshot_neighbors(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), u64p(dsts), f64p(w), u16p(t),
+		C.size_t(len(dsts)), &n, &e)
 	if rc != 0 {
 		return int(n), takeError(rc, &e)
 	}
 	return int(n), nil
 }
 
-// NeighborsAfter calls gt_snapshot_neighbors_after with dsts (and w unless
-// nil, as long as dsts) as the page buffer.
-func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, after uint64, hasAfter bool, dsts []uint64, w []float64) (n int, more bool, err *Error) {
+// NeighborsAfter calls gt_snapshot_neighbors_after with dsts (and w and t
+// unless nil, as long as dsts) as the page buffer; the page starts past
+// the edge (after, afterType).
+func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, ts *TypeSet, after uint64, afterType uint16, hasAfter bool, dsts []uint64, w []float64, t []uint16) (n int, more bool, err *Error) {
 	var cn C.size_t
 	var cmore C.uint32_t
 	var e C.gt_error
-	rc := C.gt_snapshot_neighbors_after(sn.h, C.uint64_t(v), C.uint32_t(dir), C.uint64_t(after), b2u(hasAfter),
-		u64p(dsts), f64p(w), C.size_t(len(dsts)), &cn, &cmore, &e)
+	rc := C.gt_snapshot_neighbors_after(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), C.uint64_t(after),
+		C.uint32_t(afterType), b2u(hasAfter), u64p(dsts), f64p(w), u16p(t), C.size_t(len(dsts)), &cn, &cmore, &e)
 	if rc != 0 {
 		return 0, false, takeError(rc, &e)
 	}
 	return int(cn), cmore != 0, nil
 }
 
-// Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, when
-// not nil, as long as dsts.
-func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, vids, offs, dsts []uint64, w []float64) (nv, ne int, next uint64, err *Error) {
+// Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w and t,
+// when not nil, as long as dsts.
+func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, ts *TypeSet, vids, offs, dsts []uint64, w []float64, t []uint16) (nv, ne int, next uint64, err *Error) {
 	var cnv, cne C.size_t
 	var cnext C.uint64_t
 	var e C.gt_error
-	rc := C.gt_snapshot_scan(sn.h, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(dir), u64p(vids), u64p(offs),
-		C.size_t(len(vids)), u64p(dsts), f64p(w), C.size_t(len(dsts)), &cnv, &cne, &cnext, &e)
+	rc := C.gt_snapshot_scan(sn.h, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(dir), tsp(ts), u64p(vids), u64p(offs),
+		C.size_t(len(vids)), u64p(dsts), f64p(w), u16p(t), C.size_t(len(dsts)), &cnv, &cne, &cnext, &e)
 	if rc != 0 {
 		return int(cnv), int(cne), uint64(cnext), takeError(rc, &e)
 	}

@@ -113,10 +113,24 @@ typedef enum gt_test_point {
                                          the old file still open for appending */
 } gt_test_point;
 
+/* Edge types: an edge is (src, dst, type), type in [0, GT_MAX_EDGE_TYPES);
+ * two edges between the same vertices with different types are different
+ * edges. Type 0 is the default: a store that never names another type
+ * stores no type at all. Names for types are the caller's (graphtide's
+ * type dictionary). */
+#define GT_MAX_EDGE_TYPES 1024
+
+/* A set of edge types, a read's filter: type t is in it when bit t is set
+ * (bits[t / 64] >> (t % 64) & 1). Every read takes a const gt_type_set *;
+ * NULL means every type. */
+typedef struct gt_type_set {
+  uint64_t bits[GT_MAX_EDGE_TYPES / 64];
+} gt_type_set;
+
 typedef enum gt_op_kind {
-  GT_OP_UPSERT = 0,       /* insert or update edge (src,dst) with weight */
-  GT_OP_DELETE_EDGE = 1,  /* delete edge (src,dst) */
-  GT_OP_DELETE_VERTEX = 2 /* delete every edge incident to src; dst ignored */
+  GT_OP_UPSERT = 0,       /* insert or update edge (src,dst,type) with weight */
+  GT_OP_DELETE_EDGE = 1,  /* delete edge (src,dst,type) */
+  GT_OP_DELETE_VERTEX = 2 /* delete every edge incident to src, of every type; dst ignored, type 0 */
 } gt_op_kind;
 
 /* One operation of a batch. Layout is mirrored by the Go side. */
@@ -125,7 +139,7 @@ typedef struct gt_op {
   uint64_t dst;
   double weight;
   uint32_t kind; /* gt_op_kind */
-  uint32_t reserved;
+  uint32_t type; /* edge type, below GT_MAX_EDGE_TYPES */
 } gt_op;
 
 typedef enum gt_dir { GT_OUT = 0, GT_IN = 1 } gt_dir;
@@ -232,43 +246,54 @@ uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap);
  * id at or above it (0 if none). Upper bounds, never smaller than the truth. */
 void gt_snapshot_vertex_bounds(const gt_snapshot *snap, uint64_t *low, uint64_t *high);
 
-int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *out, gt_error *err);
+/* Reads of edges. Each takes types, the edge types to read (NULL: every
+ * type), and writes each edge's dst, weight and type at the same index of
+ * dsts, weights and types_out (weights and types_out may be NULL). A
+ * vertex's edges come sorted by dst, and those to one dst by type
+ * descending: (dst asc, type desc). */
 
-/* Neighbors of v visible in the snapshot, sorted by dst, into dsts[0..cap)
- * and weights[0..cap) (weights may be NULL). *n receives the count; if it is
- * larger than cap, GT_ERR_BUFFER is returned and nothing useful is copied. */
-int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t *dsts, double *weights, size_t cap,
-                          size_t *n, gt_error *err);
+/* The number of v's edges of the given types visible in the snapshot. */
+int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t *out,
+                       gt_error *err);
 
-/* One page of v's neighbors: those with an id above after (all of them when
- * has_after is 0), sorted by dst, at most cap of them into dsts[0..cap) and
- * weights (may be NULL). *n receives how many were written and *more is 1
- * when more remain past them. Memory is bounded by cap whatever the degree;
- * a compacted vertex is found by binary search. */
-int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, uint64_t after, uint32_t has_after,
-                                uint64_t *dsts, double *weights, size_t cap, size_t *n, uint32_t *more, gt_error *err);
+/* Edges of v visible in the snapshot into dsts[0..cap) (and weights,
+ * types_out). *n receives the count; if it is larger than cap, GT_ERR_BUFFER
+ * is returned and nothing useful is copied. */
+int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t *dsts,
+                          double *weights, uint16_t *types_out, size_t cap, size_t *n, gt_error *err);
 
-/* Neighbors of every vertex in [lo, hi) that has at least one visible edge,
- * in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge offsets into dsts,
- * offs[0] = 0), dsts/weights[0..*ne). Stops early when either buffer is full
- * (a vertex is never split) and sets *next to the first vertex not yet
- * reported (hi when done). offs must have room for vcap+1 entries. If the
- * first vertex alone needs more than ecap edges, GT_ERR_BUFFER is returned
- * and *ne holds the edge count it needs. */
-int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, uint64_t *vids, uint64_t *offs,
-                     size_t vcap, uint64_t *dsts, double *weights, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
-                     gt_error *err);
+/* One page of v's edges: those after the edge (after, after_type) in
+ * (dst asc, type desc) order (all of them when has_after is 0), at most cap
+ * of them into dsts[0..cap) (and weights, types_out). To page, pass the
+ * last edge's dst and type as the next call's cursor. *n receives how many
+ * were written and *more is 1 when more remain past them. Memory is bounded
+ * by cap whatever the degree; a compacted vertex is found by binary search. */
+int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t after,
+                                uint32_t after_type, uint32_t has_after, uint64_t *dsts, double *weights,
+                                uint16_t *types_out, size_t cap, size_t *n, uint32_t *more, gt_error *err);
 
-/* Neighbors of the vertices vids[0..n) (any order, repeats allowed) in one
- * call: vertex i's neighbors, sorted by dst, are dsts[offs[i]..offs[i+1]) (and
- * weights, when not NULL). offs must have room for n+1 entries; offs[0] = 0.
- * Vertices with no visible edge get an empty range. Stops before the first
- * vertex whose neighbors do not fit in ecap and sets *done to the number of
- * vertices filled (n when all fit). If vertex 0 alone needs more than ecap
- * edges, GT_ERR_BUFFER is returned and *ne holds the count it needs;
- * otherwise *ne is the number of edges written. */
-int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, uint64_t *offs, uint64_t *dsts,
-                       double *weights, size_t ecap, size_t *done, size_t *ne, gt_error *err);
+/* Edges of every vertex in [lo, hi) that has at least one visible edge of
+ * the given types, in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge
+ * offsets into dsts, offs[0] = 0), dsts/weights/types_out[0..*ne). Stops
+ * early when either buffer is full (a vertex is never split) and sets *next
+ * to the first vertex not yet reported (hi when done). offs must have room
+ * for vcap+1 entries. If the first vertex alone needs more than ecap edges,
+ * GT_ERR_BUFFER is returned and *ne holds the edge count it needs. */
+int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, const gt_type_set *types,
+                     uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *weights, uint16_t *types_out,
+                     size_t ecap, size_t *nv, size_t *ne, uint64_t *next, gt_error *err);
+
+/* Edges of the vertices vids[0..n) (any order, repeats allowed) in one
+ * call: vertex i's edges are dsts[offs[i]..offs[i+1]) (and weights,
+ * types_out). offs must have room for n+1 entries; offs[0] = 0. Vertices
+ * with no visible edge get an empty range. Stops before the first vertex
+ * whose edges do not fit in ecap and sets *done to the number of vertices
+ * filled (n when all fit). If vertex 0 alone needs more than ecap edges,
+ * GT_ERR_BUFFER is returned and *ne holds the count it needs; otherwise *ne
+ * is the number of edges written. */
+int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, const gt_type_set *types,
+                       uint64_t *offs, uint64_t *dsts, double *weights, uint16_t *types_out, size_t ecap, size_t *done,
+                       size_t *ne, gt_error *err);
 
 /* The bits of gt_file_info.flags (as the segment file's header stores them). */
 #define GT_FILE_DENSE 0x01u         /* a dense vertex table (else a sparse index) */
@@ -277,6 +302,7 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
 #define GT_FILE_DST32 0x08u         /* destinations stored in 32 bits */
 #define GT_FILE_MULTI_VERSION 0x10u /* some edge has several versions */
 #define GT_FILE_TOMBSTONES 0x20u    /* some version is a delete */
+#define GT_FILE_TYPES 0x40u         /* a type column (some edge's type is not 0) */
 
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {

@@ -290,7 +290,7 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
   auto version = [&](uint32_t i) {
     const gt_op &op = b.ops[ops[i]];
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
-    return Entry{op.dst, MakeVers(b.seq, tomb), tomb ? 0.0 : op.weight};
+    return Entry{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight};
   };
   for (uint32_t i = 0; i < g.count; i++) {
     const Entry e = version(i);
@@ -512,12 +512,12 @@ void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
 }
 
 namespace {
-// Run order: (dst asc, seq desc). Sorting is stable and starts from arrival
-// order reversed, so among versions of one batch (equal seq) the later op
-// comes first and wins.
+// Run order: (dst asc, type desc, seq desc) (VersOrder). Sorting is stable
+// and starts from arrival order reversed, so among versions of one edge in
+// one batch (equal type and seq) the later op comes first and wins.
 inline bool RunLess(const Entry &a, const Entry &b) {
   if (a.dst != b.dst) return a.dst < b.dst;
-  return VersSeq(a.vers) > VersSeq(b.vers);
+  return VersOrder(a.vers) > VersOrder(b.vers);
 }
 
 void StableSortRun(Entry *b, Entry *e) {
@@ -808,10 +808,15 @@ std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const
     in_pos_[k] = end;
   }
   // Each edge's versions are one slot's, already in run order: a stable
-  // sort by (in-vertex, src) keeps them so.
-  // In-index order: in-vertex, then the edge's src; a stable sort or merge
-  // keeps what comes before among equal keys (run order within an edge).
-  auto in_less = [](const InRec &a, const InRec &b) { return a.key != b.key ? a.key < b.key : a.e.dst < b.e.dst; };
+  // sort by (in-vertex, src, type desc) keeps them so.
+  // In-index order: in-vertex, then the edge's src, then its type
+  // descending; a stable sort or merge keeps what comes before among equal
+  // keys (run order within an edge).
+  auto in_less = [](const InRec &a, const InRec &b) {
+    if (a.key != b.key) return a.key < b.key;
+    if (a.e.dst != b.e.dst) return a.e.dst < b.e.dst;
+    return VersType(a.e.vers) > VersType(b.e.vers);
+  };
   std::stable_sort(run->recs.begin(), run->recs.end(), in_less);
   auto next = std::make_shared<InIndex>();
   next->covered = applied;

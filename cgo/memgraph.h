@@ -246,7 +246,7 @@ class MemGraph {
   const std::string &srcpos() const { return srcpos_; }
 
   // Any thread, no lock. Appends v's versions sorted into run order:
-  // (dst asc, seq desc), and among equal seqs the later op first. Versions
+  // (dst asc, type desc, seq desc), and among equal seqs the later op first. Versions
   // newer than the caller's snapshot may be among them (filter by seq).
   // For a hub, O(d) with a cache that covers all but a few of them, and it
   // may publish a new cache (see the top of this file). In-edges: every
@@ -624,7 +624,7 @@ class MemGraph {
     uint64_t key;
     Entry e;
   };
-  // Sorted by (key asc, e.dst asc, seq desc), the later op first among
+  // Sorted by (key asc, e.dst asc, type desc, seq desc), the later op first among
   // equal seqs: for each in-vertex, its versions in run order.
   struct InRun {
     std::vector<InRec> recs;

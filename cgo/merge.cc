@@ -112,12 +112,13 @@ void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
   std::sort(out->begin(), out->end());
 }
 
-// For each dst, versions arrive newest first. A version is kept iff it is the
-// newest in its snapshot stripe (stripe = index of the first pinned snapshot
-// >= seq; the newest stripe has no snapshot above it). At the bottommost
-// level the oldest kept version of a dst is dropped if it is a tombstone, and
-// otherwise has its seq set to 0 when every snapshot can see it, so that a
-// fully compacted file needs no version column.
+// For each edge (dst, type), versions arrive newest first. A version is kept
+// iff it is the newest in its snapshot stripe (stripe = index of the first
+// pinned snapshot >= seq; the newest stripe has no snapshot above it). At
+// the bottommost level the oldest kept version of an edge is dropped if it
+// is a tombstone, and otherwise has its seq set to 0 (its type kept) when
+// every snapshot can see it, so that a fully compacted file needs no
+// version column.
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out) {
   const std::vector<uint64_t> &snaps = *p.snaps;
   if (snaps.empty() && (p.vdel == nullptr || p.vdel->empty())) {
@@ -126,13 +127,16 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     // the bottommost level it is dropped if a tombstone, else made seq 0.
     bool have = false;
     uint64_t cur = 0;
+    uint32_t curt = 0;
     MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
-      if (have && dst == cur) return;
+      const uint32_t t = VersType(vers);
+      if (have && dst == cur && t == curt) return;
       have = true;
       cur = dst;
+      curt = t;
       if (p.bottommost) {
         if (VersTomb(vers)) return;
-        vers = 0;
+        vers = VersTypeOnly(vers);
       }
       AppendEntry(out, dst, vers, w);
     });
@@ -150,6 +154,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
   size_t group_start = out->size();
   bool have = false;
   uint64_t cur = 0;
+  uint32_t curt = 0;
   size_t last_stripe = SIZE_MAX;
   uint64_t ddst = 0;
   bool dst_has_vdel = false;
@@ -161,18 +166,23 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     while (out->size() > group_start && VersTomb(out->back().vers)) out->pop_back();
     if (out->size() == group_start) return;
     Entry &last = out->back();
-    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel) last.vers = 0;
+    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel) last.vers = VersTypeOnly(last.vers);
   };
 
   MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
-    if (!have || dst != cur) {
+    const uint32_t t = VersType(vers);
+    if (!have || dst != cur || t != curt) {
       close_group();
+      const bool same_dst = have && dst == cur;
       have = true;
       cur = dst;
+      curt = t;
       group_start = out->size();
       last_stripe = SIZE_MAX;
-      ddst = vdel_latest(dst);
-      dst_has_vdel = p.vdel != nullptr && p.vdel->Has(dst);
+      if (!same_dst) {
+        ddst = vdel_latest(dst);
+        dst_has_vdel = p.vdel != nullptr && p.vdel->Has(dst);
+      }
     }
     const uint64_t seq = VersSeq(vers);
     size_t stripe = static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());

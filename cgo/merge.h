@@ -3,13 +3,15 @@
 // Readers, flush and compaction all see a vertex as a list of sorted runs in
 // priority order (newest source first: active MemGraph, frozen MemGraph, L0
 // files newest first, then L1, L2, ...). MergeRuns visits every version in
-// (dst asc, seq desc, run index asc) order; ties on seq are won by the
-// higher-priority run, which is what makes seq-0 (compacted) versions and
-// versions of one batch resolve correctly.
+// (dst asc, type desc, seq desc, run index asc) order (VersOrder, common.h);
+// ties on (type, seq) are won by the higher-priority run, which is what
+// makes seq-0 (compacted) versions and versions of one batch resolve
+// correctly.
 //
-// Visibility at snapshot tau: for each dst the first version with seq <= tau
-// decides; it is absent if it is a tombstone or if a vertex delete of src or
-// dst with seq d (d <= tau) has seq(version) < d.
+// An edge is (src, dst, type). Visibility at snapshot tau: for each (dst,
+// type) the first version with seq <= tau decides; it is absent if it is a
+// tombstone or if a vertex delete of src or dst with seq d (d <= tau) has
+// seq(version) < d.
 #pragma once
 
 #include <algorithm>
@@ -48,14 +50,14 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
   std::vector<uint64_t> pos(runs.size());
   for (size_t k = 0; k < runs.size(); k++) pos[k] = runs[k].b;
   for (;;) {
-    // The first and second heads in merge order; on equal (dst, seq) the
-    // lower run index is first.
+    // The first and second heads in merge order; on equal (dst, VersOrder)
+    // the lower run index is first.
     int best = -1, second = -1;
     uint64_t bd = 0, bs = 0, sd = 0, ss = 0;
     for (size_t k = 0; k < runs.size(); k++) {
       if (pos[k] >= runs[k].e) continue;
       const uint64_t d = runs[k].dst(pos[k]);
-      const uint64_t s = VersSeq(runs[k].vers(pos[k]));
+      const uint64_t s = VersOrder(runs[k].vers(pos[k]));
       if (best < 0 || d < bd || (d == bd && s > bs)) {
         second = best;
         sd = bd;
@@ -83,7 +85,7 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
       const uint64_t d = r.dst(i);
       if (d > sd) break;
       if (d == sd) {
-        const uint64_t s = VersSeq(r.vers(i));
+        const uint64_t s = VersOrder(r.vers(i));
         if (s < ss || (s == ss && best > second)) break;
       }
       f(d, r.vers(i), r.weight(i));
@@ -150,22 +152,27 @@ class VdelMap {
   uint64_t purged_ = 0;
 };
 
-// Emits the versions of one vertex visible at tau, in dst order.
+// Emits emit(dst, type, weight) for the edges of one vertex visible at tau
+// whose type ts holds (null: every type), in (dst asc, type desc) order.
 template <typename F>
-void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, F &&emit) {
+void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                     F &&emit) {
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
   const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
   bool have = false;
   uint64_t cur = 0;
+  uint32_t curt = 0;
   MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
-    if (have && dst == cur) return;  // an older version of a decided dst
+    const uint32_t t = VersType(vers);
+    if (have && dst == cur && t == curt) return;  // an older version of a decided edge
     const uint64_t seq = VersSeq(vers);
     if (seq > tau) return;  // not yet visible; an older version may be
     have = true;
     cur = dst;
-    if (VersTomb(vers) || seq < dsrc) return;
+    curt = t;
+    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return;
     if (seq < newest && seq < vdel.Latest(dst, tau)) return;
-    emit(dst, w);
+    emit(dst, t, w);
   });
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
 constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 1: before edge types (read as all type 0)
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
@@ -126,19 +126,29 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
       d64_.push_back(d);
       std::vector<uint32_t>().swap(d32_);
     }
-    if (e[i].vers != 0 && !has_vers_) {
+    const uint64_t sv = e[i].vers & ~kTypeBits;  // seq and tombstone
+    if (sv != 0 && !has_vers_) {
       vers_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
       vers_.assign(n_, 0);
       has_vers_ = true;
     }
-    if (has_vers_) vers_.push_back(e[i].vers);
+    if (has_vers_) vers_.push_back(sv);
+    const uint32_t t = VersType(e[i].vers);
+    if (t != 0 && !has_types_) {
+      types_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
+      types_.assign(n_, 0);
+      has_types_ = true;
+    }
+    if (has_types_) types_.push_back(static_cast<uint16_t>(t));
+    min_type_ = std::min(min_type_, t);
+    max_type_ = std::max(max_type_, t);
     if (e[i].weight != 1.0 && !has_w_) {
       w_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
       w_.assign(n_, 1.0);
       has_w_ = true;
     }
     if (has_w_) w_.push_back(e[i].weight);
-    if (i > 0 && d == e[i - 1].dst) multi_ = true;
+    if (i > 0 && d == e[i - 1].dst && t == VersType(e[i - 1].vers)) multi_ = true;
     if (VersTomb(e[i].vers)) tomb_ = true;
     max_dst_ = std::max(max_dst_, d);
     const uint64_t s = VersSeq(e[i].vers);
@@ -206,6 +216,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
     in->d32_.resize(n_);
   if (has_vers_) in->vers_.resize(n_);
   if (has_w_) in->w_.resize(n_);
+  if (has_types_) in->types_.resize(n_);
   for (size_t k = 0; k + 1 < offs_.size(); k++) {
     for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
       const uint32_t p = where[i];
@@ -215,6 +226,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
         in->d32_[p] = static_cast<uint32_t>(srcs_[k]);
       if (has_vers_) in->vers_[p] = vers_[i];
       if (has_w_) in->w_[p] = w_[i];
+      if (has_types_) in->types_[p] = types_[i];
     }
   }
   in->n_ = n_;
@@ -222,15 +234,18 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->tomb_ = tomb_;
   in->has_vers_ = has_vers_;
   in->has_w_ = has_w_;
+  in->has_types_ = has_types_;
   in->max_dst_ = srcs_.back();
   in->min_seq_ = min_seq_;
   in->max_seq_ = max_seq_;
+  in->min_type_ = min_type_;
+  in->max_type_ = max_type_;
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {
   const uint64_t table =
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
-  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8;
+  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2;
   return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
 }
 
@@ -248,11 +263,14 @@ void SegmentBuilder::Reset() {
   d64_.clear();
   vers_.clear();
   w_.clear();
+  types_.clear();
   n_ = 0;
-  multi_ = tomb_ = has_vers_ = has_w_ = false;
+  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = false;
   max_dst_ = 0;
   min_seq_ = UINT64_MAX;
   max_seq_ = 0;
+  min_type_ = UINT32_MAX;
+  max_type_ = 0;
 }
 
 Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta) {
@@ -273,6 +291,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (d64_.empty()) flags |= kFlagDst32;
   if (multi_) flags |= kFlagMultiVersion;
   if (tomb_) flags |= kFlagTombstones;
+  if (has_types_) flags |= kFlagTypes;
   uint64_t table_len = dense ? dense_len : nv;
 
   uint8_t hdr[kHeaderSize] = {0};
@@ -291,6 +310,10 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   Put<uint64_t>(hdr + 80, max_seq_);
   Put<uint64_t>(hdr + 88, table_len);
   Put<uint64_t>(hdr + 96, kChunkSize);
+  if (has_types_) {
+    Put<uint16_t>(hdr + 120, static_cast<uint16_t>(min_type_));
+    Put<uint16_t>(hdr + 122, static_cast<uint16_t>(max_type_));
+  }
   Put<uint32_t>(hdr + 124, Crc32c(hdr, 124));
   GT_RETURN_IF_ERROR(WriteAll(fd, hdr, kHeaderSize, path));
 
@@ -316,6 +339,10 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   }
   if (flags & kFlagVers) GT_RETURN_IF_ERROR(w.Append(vers_.data(), ne * 8));
   if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
+  if (flags & kFlagTypes) {
+    GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
+    GT_RETURN_IF_ERROR(w.Pad8());
+  }
   w.CloseChunk();
   const uint64_t body_end = w.pos();
   std::vector<uint32_t> crcs = w.crcs();
@@ -367,9 +394,24 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
 
   if (std::memcmp(h, kMagic, 8) != 0) return Status::Corruption("bad segment magic", path, 0);
   if (Get<uint32_t>(h + 124) != Crc32c(h, 124)) return Status::Corruption("segment header checksum mismatch", path, 0);
-  if (Get<uint32_t>(h + 8) != kFormatVersion)
-    return Status::Corruption("unsupported segment format version " + std::to_string(Get<uint32_t>(h + 8)), path, 8);
+  const uint32_t version = Get<uint32_t>(h + 8);
+  if (version != kFormatVersion && version != 1)
+    return Status::Corruption("unsupported segment format version " + std::to_string(version) +
+                                  " (this build reads 1 and " + std::to_string(kFormatVersion) + ")",
+                              path, 8);
   s->flags_ = Get<uint32_t>(h + 12);
+  s->min_type_ = Get<uint16_t>(h + 120);
+  s->max_type_ = Get<uint16_t>(h + 122);
+  if (s->flags_ & kFlagTypes) {
+    if (version == 1) return Status::Corruption("a format version 1 segment with a type column", path, 12);
+    if (s->min_type_ > s->max_type_ || s->max_type_ >= kMaxEdgeTypes)
+      return Status::Corruption("segment type range [" + std::to_string(s->min_type_) + ", " +
+                                    std::to_string(s->max_type_) + "] is not within [0, " +
+                                    std::to_string(kMaxEdgeTypes - 1) + "]",
+                                path, 120);
+  } else if (s->min_type_ != 0 || s->max_type_ != 0) {
+    return Status::Corruption("segment without a type column has a type range", path, 120);
+  }
   SegMeta &mt = s->meta_;
   mt.id = Get<uint64_t>(h + 16);
   mt.level = Get<uint32_t>(h + 24);
@@ -430,6 +472,10 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->w_off_ = off;
     off += ne * 8;
   }
+  if (s->flags_ & kFlagTypes) {
+    s->types_off_ = off;
+    off += Align8(ne * 2);
+  }
   if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
   s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
   for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
@@ -453,6 +499,7 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->dst64_ = reinterpret_cast<const uint64_t *>(s->base_ + s->dst_off_);
   if (s->flags_ & kFlagVers) s->vers_ = reinterpret_cast<const uint64_t *>(s->base_ + s->vers_off_);
   if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
+  if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
   *out = std::move(s);
   return Status::OK();
 }
@@ -512,8 +559,17 @@ void Segment::CopyWeights(uint64_t b, uint64_t e, double *out) const {
   }
 }
 
+void Segment::CopyTypes(uint64_t b, uint64_t e, uint16_t *out) const {
+  if (types_) {
+    std::memcpy(out, types_ + b, (e - b) * 2);
+  } else {
+    std::memset(out, 0, (e - b) * 2);
+  }
+}
+
 Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                            double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const {
+                            double *w, uint16_t *t, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                            uint64_t *need) const {
   *next = hi;
   *need = 0;
   lo = std::max(lo, meta_.min_src);
@@ -545,6 +601,7 @@ Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *
     GT_RETURN_IF_ERROR(EnsureVerified(first_edge, last_edge));
     CopyDsts(first_edge, last_edge, dsts + ne0);
     if (w) CopyWeights(first_edge, last_edge, w + ne0);
+    if (t) CopyTypes(first_edge, last_edge, t + ne0);
   }
   *nv = v_out;
   *ne = ne0 + (last_edge - first_edge);
@@ -560,6 +617,7 @@ void Segment::ReleasePages(uint64_t upto) const {
   drop(dst_off_, dst_off_ + upto * (dst32_ ? 4 : 8));
   if (vers_) drop(vers_off_, vers_off_ + upto * 8);
   if (w_) drop(w_off_, w_off_ + upto * 8);
+  if (types_) drop(types_off_, types_off_ + upto * 2);
 }
 
 Status Segment::VerifyChunk(uint64_t c) const {
@@ -591,6 +649,7 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   GT_RETURN_IF_ERROR(VerifyBytes(dst_off_ + b * dw, dst_off_ + e * dw));
   if (vers_) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * 8, vers_off_ + e * 8));
   if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
+  if (types_) GT_RETURN_IF_ERROR(VerifyBytes(types_off_ + b * 2, types_off_ + e * 2));
   return Status::OK();
 }
 

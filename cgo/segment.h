@@ -1,7 +1,7 @@
 // segment.h -- the immutable on-disk CSR file ("segment") of the core.
 //
 // One file holds the edges of a set of source vertices, each vertex's edge
-// versions stored contiguously and sorted by (dst asc, seq desc). L0 files
+// versions stored contiguously and sorted by (dst asc, type desc, seq desc). L0 files
 // come from flushes; L1+ files are segments of that level's single CSR and
 // cover disjoint vertex ranges.
 //
@@ -10,7 +10,11 @@
 //             u64 file id, u32 level, u32 dir, u64 nverts, u64 nentries,
 //             u64 min_src, u64 max_src, u64 max_dst, u64 min_seq, u64 max_seq,
 //             u64 table_len, u64 chunk_size, 16 reserved bytes,
-//             u32 reserved, u32 crc32c of bytes [0,124).
+//             u16 min_type, u16 max_type (both 0 without kTypes),
+//             u32 crc32c of bytes [0,124).
+//             Format version 2; version 1 (before edge types) is the same
+//             without kTypes and with 0 for min_type and max_type, and is
+//             read as a file whose every edge has type 0.
 //   vertex table: dense (flag kDense): u64 off[table_len], table_len =
 //             max_src-min_src+2, edges of v are [off[v-min], off[v-min+1]);
 //             sparse: u64 src[nverts] then u64 off[nverts+1].
@@ -18,12 +22,17 @@
 //   vers column: u64[nentries] (seq<<1|tombstone), present iff kVers;
 //             absent means every version has seq 0 and is live.
 //   weight column: f64[nentries], present iff kWeights; absent means 1.0.
+//   type column: u16[nentries] padded to 8 bytes, present iff kTypes;
+//             absent means every edge has type 0 (so a store of one type
+//             pays nothing for types). In memory a version's type is in
+//             the top bits of its vers word (common.h); the file keeps it
+//             apart, in 2 bytes instead of 8.
 //   chunk crc table: u32 crc32c per chunk_size bytes of [128, body_end).
 //   footer (32 bytes): u64 body_end, u64 nchunks, u32 crc of the crc table,
 //             u32 crc of footer bytes [0,20), u64 magic "GTSEGEND".
 //
-// INVARIANT: within one vertex, at most one version per dst unless flag
-// kMultiVersion is set (compaction kept versions for pinned snapshots).
+// INVARIANT: within one vertex, at most one version per (dst, type) unless
+// flag kMultiVersion is set (compaction kept versions for pinned snapshots).
 // Header, footer, crc table and vertex table are verified when the file is
 // opened; data chunks are verified on first touch (EnsureVerified) so that a
 // flipped byte is reported with file name and offset and never read.
@@ -53,6 +62,7 @@ constexpr uint32_t kFlagWeights = 1u << 2;
 constexpr uint32_t kFlagDst32 = 1u << 3;
 constexpr uint32_t kFlagMultiVersion = 1u << 4;
 constexpr uint32_t kFlagTombstones = 1u << 5;
+constexpr uint32_t kFlagTypes = 1u << 6;
 
 std::string SegmentFileName(uint64_t id);
 
@@ -63,7 +73,7 @@ std::string SegmentFileName(uint64_t id);
 // about the file size; callers cut segments at a target size.
 class SegmentBuilder {
  public:
-  // Appends src's versions, already sorted by (dst asc, seq desc).
+  // Appends src's versions, already sorted by (dst asc, type desc, seq desc).
   // INVARIANT: src strictly greater than the previous call's src.
   void AddVertex(uint64_t src, const Entry *e, size_t n);
   size_t entries() const { return n_; }
@@ -90,13 +100,15 @@ class SegmentBuilder {
 
  private:
   std::vector<uint64_t> srcs_, offs_;
-  std::vector<uint32_t> d32_;   // while every dst < 2^32
-  std::vector<uint64_t> d64_;   // once one is not
-  std::vector<uint64_t> vers_;  // kept once has_vers_ (some vers not 0)
-  std::vector<double> w_;       // kept once has_w_ (some weight not 1)
+  std::vector<uint32_t> d32_;    // while every dst < 2^32
+  std::vector<uint64_t> d64_;    // once one is not
+  std::vector<uint64_t> vers_;   // kept once has_vers_ (some seq or tombstone bit not 0); no type bits
+  std::vector<double> w_;        // kept once has_w_ (some weight not 1)
+  std::vector<uint16_t> types_;  // kept once has_types_ (some type not 0)
   uint64_t n_ = 0, reserve_entries_ = 0;
-  bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false;
+  bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
+  uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
 };
 
 // A read-only, memory-mapped segment. Shared by Versions via shared_ptr;
@@ -139,21 +151,30 @@ class Segment {
   }
 
   uint64_t dst(uint64_t i) const { return dst32_ ? dst32_[i] : dst64_[i]; }
-  uint64_t vers(uint64_t i) const { return vers_ ? vers_[i] : 0; }
+  // The version word as in memory: the type column's type in the top bits.
+  uint64_t vers(uint64_t i) const { return (vers_ ? vers_[i] : 0) | (types_ ? uint64_t{types_[i]} << kTypeShift : 0); }
+  uint32_t type(uint64_t i) const { return types_ ? types_[i] : 0; }
   double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
   bool has_weights() const { return w_ != nullptr; }
+  // The smallest and largest edge type here (0 and 0 without a type column).
+  uint32_t min_type() const { return min_type_; }
+  uint32_t max_type() const { return max_type_; }
+  // Every edge here has a type ts holds (null: every type), so a filtered
+  // read can copy runs out whole.
+  bool AllTypesIn(const TypeSet *ts) const { return ts == nullptr || ts->HasAll(min_type_, max_type_); }
   // Copies dsts [b,e) widened to u64.
   void CopyDsts(uint64_t b, uint64_t e, uint64_t *out) const;
   void CopyWeights(uint64_t b, uint64_t e, double *out) const;
+  void CopyTypes(uint64_t b, uint64_t e, uint16_t *out) const;
 
   // Appends the vertices of [lo, hi) present here, with all their entries,
   // to a scan's output: vids[*nv..], offs[*nv+1..] (offsets continue from
-  // *ne), dsts/w[*ne..]. Requires a clean-enough file (the caller checks
+  // *ne), dsts/w/t[*ne..] (w and t may be null). Requires a clean-enough file (the caller checks
   // that every entry is visible and unique per dst). Stops before a vertex
   // that does not fit in vcap/ecap and sets *next to it (else to hi);
   // *need is that vertex's edge count when it alone exceeds ecap.
   Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
-                     size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
+                     uint16_t *t, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
 
   // Verifies the checksums of the chunks holding entries [b,e).
   Status EnsureVerified(uint64_t b, uint64_t e) const;
@@ -185,7 +206,9 @@ class Segment {
   const uint64_t *dst64_ = nullptr;
   const uint64_t *vers_ = nullptr;
   const double *w_ = nullptr;
-  uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0;
+  const uint16_t *types_ = nullptr;
+  uint32_t min_type_ = 0, max_type_ = 0;
+  uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0;
   uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;
   const uint32_t *crcs_ = nullptr;
   // One bit per chunk: set once its crc matched. Relaxed races only cause

@@ -242,6 +242,14 @@ class Store {
 };
 
 // A pinned read view at one sequence number.
+// Where a read writes the edges it returns, each at the same index of
+// every column: their dsts, and when not null their weights and types.
+struct EdgeOut {
+  uint64_t *dsts;
+  double *w;
+  uint16_t *t;
+};
+
 class SnapshotReader {
  public:
   // Takes the store's vertex bounds as they are now (after the pin).
@@ -252,14 +260,16 @@ class SnapshotReader {
   uint64_t high_bound() const { return high_; }
   Store *store() const { return store_; }
 
-  Status Degree(uint64_t v, int dir, uint64_t *out);
-  Status Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n);
-  Status Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
-              size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
-  Status Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w, size_t ecap,
-                size_t *done, size_t *ne);
-  Status NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w, size_t cap,
-                        size_t *n, bool *more);
+  // Every read takes a type filter ts (null: every type) and writes edges
+  // to an EdgeOut; the C API (graphtide.h) documents each.
+  Status Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *out);
+  Status Neighbors(uint64_t v, int dir, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n);
+  Status Scan(uint64_t lo, uint64_t hi, int dir, const TypeSet *ts, uint64_t *vids, uint64_t *offs, size_t vcap,
+              const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next);
+  Status Gather(const uint64_t *vids, size_t n, int dir, const TypeSet *ts, uint64_t *offs, const EdgeOut &o,
+                size_t ecap, size_t *done, size_t *ne);
+  Status NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bool has_after, uint64_t after, uint32_t after_type,
+                        const EdgeOut &o, size_t cap, size_t *n, bool *more);
 
  private:
   Store *store_;

@@ -77,32 +77,43 @@ Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t
 bool VdelFree(const Segment &s, uint64_t tau, const VdelMap &vdel) { return !vdel.AnyIn(s.vdel_floor(), tau); }
 
 // True when one file run can be copied out as is: every version in it is
-// visible at tau, live, and unique per dst, and no vertex delete applies.
-bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel) {
+// visible at tau, live, unique per edge and of a type ts holds, and no
+// vertex delete applies.
+bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel, const TypeSet *ts) {
   if (runs.size() != 1 || runs[0].seg == nullptr) return false;
-  return runs[0].seg->AllVisibleAt(tau) && VdelFree(*runs[0].seg, tau, vdel);
+  const Segment &s = *runs[0].seg;
+  return s.AllVisibleAt(tau) && s.AllTypesIn(ts) && VdelFree(s, tau, vdel);
 }
 
-// Writes v's visible neighbors (from its runs) to dsts/w[at..cap) and
-// returns the end position at + count. A result above cap means they did
-// not fit: nothing past cap was written and the caller must not use them.
-size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, uint64_t *dsts,
-                     double *w, size_t at, size_t cap) {
-  if (FastRun(runs, tau, vdel)) {
+// Writes edge k (dst d, weight wt, type ty) to the outputs (w, t may be null).
+inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty) {
+  o.dsts[k] = d;
+  if (o.w) o.w[k] = wt;
+  if (o.t) o.t[k] = static_cast<uint16_t>(ty);
+}
+
+// Copies a segment's entries [b, e) to the outputs from position at.
+inline void CopyOut(const Segment &s, uint64_t b, uint64_t e, const EdgeOut &o, size_t at) {
+  s.CopyDsts(b, e, o.dsts + at);
+  if (o.w) s.CopyWeights(b, e, o.w + at);
+  if (o.t) s.CopyTypes(b, e, o.t + at);
+}
+
+// Writes v's visible edges of the types ts holds (from its runs) to
+// o[at..cap) and returns the end position at + count. A result above cap
+// means they did not fit: nothing past cap was written and the caller must
+// not use them.
+size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                     const EdgeOut &o, size_t at, size_t cap) {
+  if (FastRun(runs, tau, vdel, ts)) {
     const Run &r = runs[0];
     const size_t end = at + (r.e - r.b);
-    if (end <= cap) {
-      r.seg->CopyDsts(r.b, r.e, dsts + at);
-      if (w) r.seg->CopyWeights(r.b, r.e, w + at);
-    }
+    if (end <= cap) CopyOut(*r.seg, r.b, r.e, o, at);
     return end;
   }
   size_t k = at;
-  VisibleVersions(runs, v, tau, vdel, [&](uint64_t d, double wt) {
-    if (k < cap) {
-      dsts[k] = d;
-      if (w) w[k] = wt;
-    }
+  VisibleVersions(runs, v, tau, vdel, ts, [&](uint64_t d, uint32_t ty, double wt) {
+    if (k < cap) Put(o, k, d, wt, ty);
     k++;
   });
   return k;
@@ -169,33 +180,42 @@ class VdelFilter {
   std::vector<uint64_t> bloom_;
 };
 
+// What a clean run's version needs besides being there to be read: a type
+// ts holds (null: any), and, with a vertex-delete filter, no delete of src
+// (its newest is dsrc) or of its dst newer than it.
+inline bool Keep(const Segment &s, uint64_t i, const TypeSet *ts, const VdelFilter *filt, uint64_t dsrc, uint64_t d) {
+  if (!Wanted(ts, s.type(i))) return false;
+  if (filt == nullptr) return true;
+  const uint64_t seq = VersSeq(s.vers(i));
+  return seq >= dsrc && seq >= filt->Latest(d);
+}
+
 // Writes the versions of a clean run (every version visible at tau, live,
-// unique per dst) that filt leaves visible to dsts/w[at..cap), as
-// AppendVisible does.
-size_t AppendFiltered(const Run &r, uint64_t v, const VdelFilter &filt, uint64_t *dsts, double *w, size_t at,
+// unique per edge) that Keep leaves to o[at..cap), as AppendVisible does.
+size_t AppendFiltered(const Run &r, uint64_t v, const TypeSet *ts, const VdelFilter *filt, const EdgeOut &o, size_t at,
                       size_t cap) {
-  const uint64_t dsrc = filt.Latest(v);
+  const uint64_t dsrc = filt != nullptr ? filt->Latest(v) : 0;
   size_t k = at;
   for (uint64_t i = r.b; i < r.e; i++) {
-    const uint64_t seq = VersSeq(r.seg->vers(i)), d = r.seg->dst(i);
-    if (seq < dsrc || seq < filt.Latest(d)) continue;
-    if (k < cap) {
-      dsts[k] = d;
-      if (w) w[k] = r.seg->weight(i);
-    }
+    const uint64_t d = r.seg->dst(i);
+    if (!Keep(*r.seg, i, ts, filt, dsrc, d)) continue;
+    if (k < cap) Put(o, k, d, r.seg->weight(i), r.seg->type(i));
     k++;
   }
   return k;
 }
 
 // Segment::AppendRange (the same contract) for a segment of a clean level
-// that a live vertex delete may touch: each vertex's versions the deletes
-// leave visible at tau, a vertex left with none skipped. With a filter
-// (worth building when the range holds many more edges than there are
-// deletes) every edge is checked against it, else merged per vertex.
+// that a live vertex delete or a type filter may touch: each vertex's
+// versions the deletes leave visible at tau and ts holds, a vertex left
+// with none skipped. With a filter (worth building when the range holds
+// many more edges than there are deletes; or with none when no delete
+// applies: vdel_free) every edge is checked against it, else merged per
+// vertex.
 Status AppendRangeVisible(const Segment &s, uint64_t lo, uint64_t hi, uint64_t tau, const VdelMap &vdel,
-                          const VdelFilter *filt, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                          double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
+                          const TypeSet *ts, bool vdel_free, const VdelFilter *filt, uint64_t *vids, uint64_t *offs,
+                          size_t vcap, const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                          uint64_t *need) {
   *next = hi;
   *need = 0;
   const uint64_t end = std::min(hi, s.meta().max_src + 1);
@@ -208,9 +228,8 @@ Status AppendRangeVisible(const Segment &s, uint64_t lo, uint64_t hi, uint64_t t
     }
     runs.clear();
     GT_RETURN_IF_ERROR(AddSegmentRun(&s, x, &runs));
-    const size_t k = filt != nullptr ? AppendFiltered(runs[0], x, *filt, dsts, w, *ne, ecap)
-                                     : AppendVisible(runs, x, tau, vdel, dsts, w, *ne, ecap);
-
+    const size_t k = filt != nullptr || vdel_free ? AppendFiltered(runs[0], x, ts, filt, o, *ne, ecap)
+                                                  : AppendVisible(runs, x, tau, vdel, ts, o, *ne, ecap);
     if (k > ecap) {
       if (*nv == 0) *need = k - *ne;
       *next = x;
@@ -224,31 +243,33 @@ Status AppendRangeVisible(const Segment &s, uint64_t lo, uint64_t hi, uint64_t t
   return Status::OK();
 }
 
-// Segment::AppendRange (the same contract) through a filter: bulk copies,
-// each followed by dropping in place what the deletes hide (a vertex left
-// with no edges too), until the range or the buffers end. A first vertex
-// too large before filtering is left to AppendRangeVisible, whose count is
-// exact.
+// Segment::AppendRange (the same contract) through a filter (a type set
+// and/or a vertex-delete filter; filt null: no delete applies here): bulk
+// copies, each followed by dropping in place what Keep drops (a vertex
+// left with no edges too), until the range or the buffers end. A first
+// vertex too large before filtering is left to AppendRangeVisible, whose
+// count is exact.
 Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t tau, const VdelMap &vdel,
-                           const VdelFilter &filt, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                           double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
+                           const TypeSet *ts, const VdelFilter *filt, uint64_t *vids, uint64_t *offs, size_t vcap,
+                           const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
   for (uint64_t pos = lo;;) {
     const size_t nv0 = *nv, ne0 = *ne;
-    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need));
+    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, o.dsts, o.w, o.t, ecap, nv, ne, next, need));
     if (*need > 0)
-      return AppendRangeVisible(s, pos, hi, tau, vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, need);
+      return AppendRangeVisible(s, pos, hi, tau, vdel, ts, filt == nullptr, filt, vids, offs, vcap, o, ecap, nv, ne,
+                                next, need);
     if (*nv == nv0) return Status::OK();  // the range or the buffers ended
     uint64_t base, unused;
     s.Find(vids[nv0], &base, &unused);  // the entry copied to dsts[ne0]
     size_t outv = nv0, oute = ne0, from = ne0;
     for (size_t j = nv0; j < *nv; j++) {
-      const uint64_t v = vids[j], dsrc = filt.Latest(v);
+      const uint64_t v = vids[j], dsrc = filt != nullptr ? filt->Latest(v) : 0;
       const size_t to = offs[j + 1], start = oute;
       for (size_t k = from; k < to; k++) {
-        const uint64_t seq = VersSeq(s.vers(base + (k - ne0)));
-        if (seq < dsrc || seq < filt.Latest(dsts[k])) continue;
-        dsts[oute] = dsts[k];
-        if (w) w[oute] = w[k];
+        if (!Keep(s, base + (k - ne0), ts, filt, dsrc, o.dsts[k])) continue;
+        o.dsts[oute] = o.dsts[k];
+        if (o.w) o.w[oute] = o.w[k];
+        if (o.t) o.t[oute] = o.t[k];
         oute++;
       }
       from = to;
@@ -265,21 +286,28 @@ Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t 
 
 // Appends the vertices of [lo, hi) held by the clean level lv to a scan's
 // output: a bulk copy of each segment no live vertex delete up to tau
-// touches (see Segment::AppendRange), a filtered copy of any other (*filt,
-// built here once the scan needs it, is kept for its later calls). *done
-// is false when the buffers filled first: *next is then the first vertex
-// not copied. A first vertex that alone exceeds ecap is GT_ERR_BUFFER with
-// its count in *ne.
+// touches and whose types ts all holds (see Segment::AppendRange), a
+// filtered copy of any other (*filt, built here once the scan needs it, is
+// kept for its later calls); a segment with no type ts holds is skipped.
+// *done is false when the buffers filled first: *next is then the first
+// vertex not copied. A first vertex that alone exceeds ecap is
+// GT_ERR_BUFFER with its count in *ne.
 Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, uint64_t hi, uint64_t tau,
-                const VdelMap &vdel, std::unique_ptr<VdelFilter> *filt, uint64_t *vids, uint64_t *offs, size_t vcap,
-                uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, bool *done) {
+                const VdelMap &vdel, const TypeSet *ts, std::unique_ptr<VdelFilter> *filt, uint64_t *vids,
+                uint64_t *offs, size_t vcap, const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                bool *done) {
   *done = false;
   for (const auto &s : lv) {
     const SegMeta &m = s->meta();
     if (m.max_src < lo || m.min_src >= hi) continue;
+    if (ts != nullptr && !ts->HasAny(s->min_type(), s->max_type())) continue;
     uint64_t need;
     if (VdelFree(*s, tau, vdel)) {
-      GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+      if (s->AllTypesIn(ts))
+        GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, o.dsts, o.w, o.t, ecap, nv, ne, next, &need));
+      else
+        GT_RETURN_IF_ERROR(
+            AppendRangeFiltered(*s, lo, hi, tau, vdel, ts, nullptr, vids, offs, vcap, o, ecap, nv, ne, next, &need));
     } else {
       // The edges of [lo, hi) here, estimated by the share of the range.
       const uint64_t a = std::max(lo, m.min_src), b = std::min(hi - 1, m.max_src);
@@ -287,11 +315,11 @@ Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, ui
       if (*filt == nullptr && static_cast<double>(m.nentries) * share >= 4.0 * static_cast<double>(vdel.size()))
         *filt = std::make_unique<VdelFilter>(vdel, tau);
       if (*filt != nullptr)
-        GT_RETURN_IF_ERROR(
-            AppendRangeFiltered(*s, lo, hi, tau, vdel, **filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+        GT_RETURN_IF_ERROR(AppendRangeFiltered(*s, lo, hi, tau, vdel, ts, filt->get(), vids, offs, vcap, o, ecap, nv,
+                                               ne, next, &need));
       else
-        GT_RETURN_IF_ERROR(
-            AppendRangeVisible(*s, lo, hi, tau, vdel, nullptr, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &need));
+        GT_RETURN_IF_ERROR(AppendRangeVisible(*s, lo, hi, tau, vdel, ts, false, nullptr, vids, offs, vcap, o, ecap, nv,
+                                              ne, next, &need));
     }
     if (need > 0) {
       *ne = need;
@@ -306,7 +334,7 @@ Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, ui
 
 }  // namespace
 
-Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
+Status SnapshotReader::Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *out) {
   auto ver = store_->Current();
   std::vector<Entry> m[2];
   std::vector<Run> runs;
@@ -315,16 +343,16 @@ Status SnapshotReader::Degree(uint64_t v, int dir, uint64_t *out) {
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
   }
   uint64_t n = 0;
-  if (FastRun(runs, tau_, *ver->vdel)) {
+  if (FastRun(runs, tau_, *ver->vdel, ts)) {
     n = runs[0].e - runs[0].b;
   } else {
-    VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t, double) { n++; });
+    VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t, double) { n++; });
   }
   *out = n;
   return Status::OK();
 }
 
-Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w, size_t cap, size_t *n) {
+Status SnapshotReader::Neighbors(uint64_t v, int dir, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n) {
   auto ver = store_->Current();
   std::vector<Entry> m[2];
   std::vector<Run> runs;
@@ -332,14 +360,14 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, uint64_t *dsts, double *w,
     VisibleMems mems(*ver, tau_);
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
   }
-  const size_t k = AppendVisible(runs, v, tau_, *ver->vdel, dsts, w, 0, cap);
+  const size_t k = AppendVisible(runs, v, tau_, *ver->vdel, ts, o, 0, cap);
   *n = k;
   if (k > cap) return Status{Code::kBuffer, "neighbor buffer too small", "", 0};
   return Status::OK();
 }
 
-Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, uint64_t *offs, size_t vcap,
-                            uint64_t *dsts, double *w, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
+Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, const TypeSet *ts, uint64_t *vids, uint64_t *offs,
+                            size_t vcap, const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next) {
   *nv = 0;
   *ne = 0;
   *next = hi;
@@ -352,7 +380,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
     bool done;
     std::unique_ptr<VdelFilter> filt;  // built by the first BulkCopy that needs it
     if (!mems.Any(dir))
-      return BulkCopy(*lv, lo, hi, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done);
+      return BulkCopy(*lv, lo, hi, tau_, *ver->vdel, ts, &filt, vids, offs, vcap, o, ecap, nv, ne, next, &done);
     // Bulk copies between the vertices the MemGraphs hold; those merge
     // their MemGraph versions with the level's run one by one.
     std::vector<VertexCursor> mc;
@@ -366,7 +394,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
       if (!any) d = hi;
       if (pos < d) {
         GT_RETURN_IF_ERROR(
-            BulkCopy(*lv, pos, d, tau_, *ver->vdel, &filt, vids, offs, vcap, dsts, w, ecap, nv, ne, next, &done));
+            BulkCopy(*lv, pos, d, tau_, *ver->vdel, ts, &filt, vids, offs, vcap, o, ecap, nv, ne, next, &done));
         if (!done) return Status::OK();
       }
       if (d >= hi) break;
@@ -375,7 +403,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
         return Status::OK();
       }
       GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, d, m, &runs));
-      const size_t k = AppendVisible(runs, d, tau_, *ver->vdel, dsts, w, *ne, ecap);
+      const size_t k = AppendVisible(runs, d, tau_, *ver->vdel, ts, o, *ne, ecap);
       if (k > ecap) {
         *next = d;
         if (*nv == 0) {
@@ -415,7 +443,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
       break;
     }
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
-    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    const size_t k = AppendVisible(runs, v, tau_, vdel, ts, o, oute, ecap);
     if (k > ecap) {
       if (outv == 0) {
         *ne = k;
@@ -436,8 +464,8 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, uint64_t *vids, u
   return Status::OK();
 }
 
-Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t *offs, uint64_t *dsts, double *w,
-                              size_t ecap, size_t *done, size_t *ne) {
+Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, const TypeSet *ts, uint64_t *offs,
+                              const EdgeOut &o, size_t ecap, size_t *done, size_t *ne) {
   *done = 0;
   *ne = 0;
   offs[0] = 0;
@@ -451,7 +479,7 @@ Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t 
   for (size_t i = 0; i < n; i++) {
     const uint64_t v = vids[i];
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
-    const size_t k = AppendVisible(runs, v, tau_, vdel, dsts, w, oute, ecap);
+    const size_t k = AppendVisible(runs, v, tau_, vdel, ts, o, oute, ecap);
     if (k > ecap) {
       if (i == 0) {
         *ne = k;
@@ -467,8 +495,8 @@ Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, uint64_t 
   return Status::OK();
 }
 
-Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint64_t after, uint64_t *dsts, double *w,
-                                      size_t cap, size_t *n, bool *more) {
+Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bool has_after, uint64_t after,
+                                      uint32_t after_type, const EdgeOut &o, size_t cap, size_t *n, bool *more) {
   *n = 0;
   *more = false;
   auto ver = store_->Current();
@@ -478,30 +506,31 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, bool has_after, uint6
     VisibleMems mems(*ver, tau_);
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
   }
-  if (FastRun(runs, tau_, *ver->vdel)) {
-    // One clean run, sorted and unique by dst: seek, then copy a page.
+  // Edges come in (dst asc, type desc) order; the page starts past the
+  // edge (after, after_type).
+  auto past = [&](uint64_t d, uint32_t t) { return d > after || (d == after && t < after_type); };
+  if (FastRun(runs, tau_, *ver->vdel, ts)) {
+    // One clean run, sorted and unique by edge: seek, then copy a page.
     const Run &r = runs[0];
     uint64_t lo = r.b, hi = r.e;
     while (has_after && lo < hi) {
       const uint64_t mid = lo + (hi - lo) / 2;
-      if (r.seg->dst(mid) <= after)
+      if (!past(r.seg->dst(mid), r.seg->type(mid)))
         lo = mid + 1;
       else
         hi = mid;
     }
     const uint64_t end = std::min<uint64_t>(r.e, lo + cap);
-    r.seg->CopyDsts(lo, end, dsts);
-    if (w) r.seg->CopyWeights(lo, end, w);
+    CopyOut(*r.seg, lo, end, o, 0);
     *n = end - lo;
     *more = end < r.e;
     return Status::OK();
   }
   size_t k = 0;
-  VisibleVersions(runs, v, tau_, *ver->vdel, [&](uint64_t d, double wt) {
-    if (has_after && d <= after) return;
+  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt) {
+    if (has_after && !past(d, t)) return;
     if (k < cap) {
-      dsts[k] = d;
-      if (w) w[k] = wt;
+      Put(o, k, d, wt, t);
       k++;
     } else {
       *more = true;

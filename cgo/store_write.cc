@@ -71,6 +71,12 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
                              std::to_string(GT_MAX_VERTEX) + ")");
     if (op.kind == GT_OP_UPSERT && !std::isfinite(op.weight))
       return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
+    if (op.type >= kMaxEdgeTypes)
+      return Status::Invalid("op " + std::to_string(i) + ": edge type " + std::to_string(op.type) +
+                             " out of range (max " + std::to_string(kMaxEdgeTypes - 1) + ")");
+    if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
+      return Status::Invalid("op " + std::to_string(i) +
+                             ": a vertex delete removes edges of every type; its type must be 0");
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
     for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX ? op.src : op.dst}) {
       if (v < GT_HIGH_ID_BASE)
@@ -112,6 +118,7 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     ver = Current();
   }
   const uint64_t seq = last_seq_.load() + 1;
+  if (seq > kMaxSeq) return Status::Invalid("sequence numbers exhausted (max " + std::to_string(kMaxSeq) + ")");
   cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
   ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {

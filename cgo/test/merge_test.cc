@@ -110,7 +110,8 @@ Visible RefVisible(const std::vector<std::vector<Entry>> &runs, uint64_t src, ui
 
 Visible CoreVisible(const std::vector<std::vector<Entry>> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel) {
   Visible out;
-  gt::VisibleVersions(Runs(runs), src, tau, vdel, [&](uint64_t d, double w) { out.emplace_back(d, w); });
+  gt::VisibleVersions(Runs(runs), src, tau, vdel, nullptr,
+                      [&](uint64_t d, uint32_t, double w) { out.emplace_back(d, w); });
   return out;
 }
 

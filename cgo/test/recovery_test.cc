@@ -75,8 +75,8 @@ Adj ScanDir(gt_snapshot *snap, uint32_t dir) {
     size_t nv = 0, ne = 0;
     uint64_t next = 0;
     Err err;
-    const int rc = gt_snapshot_scan(snap, pos, hi, dir, vids.data(), offs.data(), vids.size(), dsts.data(), ws.data(),
-                                    dsts.size(), &nv, &ne, &next, err.get());
+    const int rc = gt_snapshot_scan(snap, pos, hi, dir, nullptr, vids.data(), offs.data(), vids.size(), dsts.data(),
+                                    ws.data(), nullptr, dsts.size(), &nv, &ne, &next, err.get());
     EXPECT_EQ(rc, GT_OK) << err.msg();
     if (rc != GT_OK) break;
     for (size_t i = 0; i < nv; i++)

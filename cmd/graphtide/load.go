@@ -188,7 +188,7 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 
 	start := time.Now()
 	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, progressEvery, start)
-	n, err := bulk.Load(ctx, bulk.Config{Store: d.Store, Keys: d.Keys, Batch: o.batch, Progress: prog.Update, Mapping: mapping}, o.files, format)
+	n, err := bulk.Load(ctx, bulk.Config{Store: d.Store, Keys: d.Keys, Types: d.Types, Batch: o.batch, Progress: prog.Update, Mapping: mapping}, o.files, format)
 	// A bar's line must end before an error is printed.
 	prog.Finish(n.BytesRead, n.Total())
 	if err != nil {

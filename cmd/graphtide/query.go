@@ -35,6 +35,8 @@ type queryOptions struct {
 	view      string
 	limit     int
 	after     string
+	afterType string
+	types     string
 	weighted  bool
 	maxDepth  int
 	budget    int64
@@ -199,20 +201,28 @@ the YAML file given by --config, keyed by flag name.`
 		}
 		return c
 	}
+	typesFlag := func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.types, "types", "", "read only edges of these types: comma-separated names or numbers (default: every type)")
+	}
 	dirFlags := func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.direction, "direction", o.direction, "out-edges or in-edges (in needs a store with in-edges)")
 		fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
+		typesFlag(fs)
 	}
 	cmd.AddCommand(
-		sub("neighbors V", "List a vertex's neighbors with the edges' weights, in id order",
-			"  graphtide query neighbors alice\n  graphtide query neighbors 42 --limit 100 --after 977 --server http://127.0.0.1:9464",
+		sub("neighbors V", "List a vertex's neighbors with the edges' weights and types, in id order",
+			"  graphtide query neighbors alice --types payment\n  graphtide query neighbors 42 --limit 100 --after 977 --server http://127.0.0.1:9464",
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				dirFlags(fs)
 				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
-				fs.StringVar(&o.after, "after", "", "list only neighbors above this id (or key): the next page")
+				fs.StringVar(&o.after, "after", "", "list only edges past this neighbor id (or key): the next page")
+				fs.StringVar(&o.afterType, "after-type", "", "with --after: the type of the last edge listed (the next page starts past it)")
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				r, err := q.Neighbors(ctx, args[0], o.read(), o.after, o.limit)
+				if o.afterType != "" && o.after == "" {
+					return nil, nil, errors.New("--after-type needs --after")
+				}
+				r, err := q.Neighbors(ctx, args[0], o.read(), o.after, o.afterType, o.limit)
 				return r, r.WriteText, err
 			}),
 		sub("degree V", "Print a vertex's out- or in-degree",
@@ -228,9 +238,10 @@ the YAML file given by --config, keyed by flag name.`
 				fs.BoolVar(&o.weighted, "weighted", false, "least total weight (weights must not be negative) instead of fewest hops")
 				fs.IntVar(&o.maxDepth, "max-depth", 0, "the most hops of the path (0: no bound)")
 				fs.Int64Var(&o.budget, "budget", o.budget, "edges the search may read before it gives up (--dir only)")
+				typesFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				r, err := q.Path(ctx, args[0], args[1], o.weighted, o.maxDepth)
+				r, err := q.Path(ctx, args[0], args[1], o.types, o.weighted, o.maxDepth)
 				return r, r.WriteText, err
 			}),
 		sub("top-pagerank", "List the vertices of highest PageRank",
@@ -291,7 +302,7 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 func (o *queryOptions) read() api.ReadOptions {
-	return api.ReadOptions{Dir: o.direction, View: o.view}
+	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types}
 }
 
 func (o *queryOptions) analyticQuery() api.AnalyticQuery {

@@ -137,6 +137,9 @@ func analyticPath(name string) string { return "/v1/analytics/" + url.PathEscape
 type ReadOptions struct {
 	Dir  string // "out" or "in"
 	View string // "fresh" or "stale"
+	// Types lists the edge types to read, comma-separated names or
+	// numbers; "": every type.
+	Types string
 }
 
 func (o ReadOptions) values() url.Values {
@@ -147,6 +150,9 @@ func (o ReadOptions) values() url.Values {
 	if o.View != "" {
 		q.Set("view", o.View)
 	}
+	if o.Types != "" {
+		q.Set("types", o.Types)
+	}
 	return q
 }
 
@@ -156,9 +162,9 @@ func (c *Client) Degree(ctx context.Context, v string, o ReadOptions) (DegreeRes
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/degree", o.values(), nil, &r)
 }
 
-// Neighbors asks for one page of v's neighbors: at most limit (0: the
-// server's default) above after ("" from the first).
-func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+// Neighbors asks for one page of v's edges: at most limit (0: the
+// server's default) past the edge (after, afterType) ("" from the first).
+func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
 	q := o.values()
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -166,14 +172,20 @@ func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after s
 	if after != "" {
 		q.Set("after", after)
 	}
+	if afterType != "" {
+		q.Set("after_type", afterType)
+	}
 	var r NeighborsResponse
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/neighbors", q, nil, &r)
 }
 
 // Path asks for a shortest path from one vertex to another (by hops, or
 // by weight; maxDepth 0: no bound).
-func (c *Client) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
 	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(weighted)}, "max_depth": {strconv.Itoa(maxDepth)}}
+	if types != "" {
+		q.Set("types", types)
+	}
 	var r PathResponse
 	return r, c.do(ctx, http.MethodGet, "/v1/paths", q, nil, &r)
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -142,7 +143,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view")
+	q, err := params(r, "dir", "view", "types")
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.reader.Degree(r.Context(), v, dir, kind)
+	out, err := s.reader.Degree(r.Context(), v, dir, kind, q.Get("types"))
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "limit", "after")
+	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types")
 	if err != nil {
 		return err
 	}
@@ -187,15 +188,19 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var after *uint64
+	var after *engine.EdgeCursor
 	if a := q.Get("after"); a != "" {
 		id, err := s.vertex("after", a)
 		if err != nil {
 			return err
 		}
-		after = &id
+		if after, err = s.reader.Cursor(id, q.Get("after_type")); err != nil {
+			return err
+		}
+	} else if q.Get("after_type") != "" {
+		return errorf(http.StatusBadRequest, "after_type needs after")
 	}
-	out, err := s.reader.Neighbors(r.Context(), v, dir, kind, after, limit)
+	out, err := s.reader.Neighbors(r.Context(), v, dir, kind, q.Get("types"), after, limit)
 	if err != nil {
 		return err
 	}
@@ -204,7 +209,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "weighted", "max_depth")
+	q, err := params(r, "from", "to", "weighted", "max_depth", "types")
 	if err != nil {
 		return err
 	}
@@ -231,7 +236,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	out, err := s.reader.Path(r.Context(), ends[0], ends[1], paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
+	out, err := s.reader.Path(r.Context(), ends[0], ends[1], q.Get("types"), paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func OpenLocal(dir string) (*Local, error) {
 		d.Close()
 		return nil, err
 	}
-	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys}}, nil
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types}}, nil
 }
 
 // Close releases the views and the data directory.
@@ -70,34 +70,36 @@ func (l *Local) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResp
 	if err != nil {
 		return DegreeResponse{}, err
 	}
-	return l.q.Degree(ctx, id, dir, kind)
+	return l.q.Degree(ctx, id, dir, kind, o.Types)
 }
 
-// Neighbors is one page of v's neighbors: at most limit above after (""
-// from the first).
-func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+// Neighbors is one page of v's edges: at most limit past the edge (after,
+// afterType) ("" from the first).
+func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
 	id, err := l.vertex(v)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	var from *uint64
+	var from *engine.EdgeCursor
 	if after != "" {
 		a, err := l.vertex(after)
 		if err != nil {
 			return NeighborsResponse{}, fmt.Errorf("after: %w", err)
 		}
-		from = &a
+		if from, err = l.q.Cursor(a, afterType); err != nil {
+			return NeighborsResponse{}, err
+		}
 	}
 	dir, kind, err := o.parse()
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	return l.q.Neighbors(ctx, id, dir, kind, from, limit)
+	return l.q.Neighbors(ctx, id, dir, kind, o.Types, from, limit)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound).
-func (l *Local) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
 	a, err := l.vertex(from)
 	if err != nil {
 		return PathResponse{}, err
@@ -110,7 +112,7 @@ func (l *Local) Path(ctx context.Context, from, to string, weighted bool, maxDep
 	if budget == 0 {
 		budget = DefaultPathBudget
 	}
-	return l.q.Path(ctx, a, b, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
+	return l.q.Path(ctx, a, b, types, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
 }
 
 // TopPageRank computes PageRank and returns the k highest vertices.

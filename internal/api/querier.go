@@ -56,22 +56,23 @@ func (q *Querier) Degree(ctx context.Context, v string, o ReadOptions) (DegreeRe
 	return q.client.Degree(ctx, v, o)
 }
 
-// Neighbors is one page of v's neighbors: at most limit above after (""
-// from the first).
-func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after string, limit int) (NeighborsResponse, error) {
+// Neighbors is one page of v's edges: at most limit past the edge
+// (after, afterType) ("" from the first).
+func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
 	if q.local != nil {
-		return q.local.Neighbors(ctx, v, o, after, limit)
+		return q.local.Neighbors(ctx, v, o, after, afterType, limit)
 	}
-	return q.client.Neighbors(ctx, v, o, after, limit)
+	return q.client.Neighbors(ctx, v, o, after, afterType, limit)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by
-// weight; maxDepth 0: no bound).
-func (q *Querier) Path(ctx context.Context, from, to string, weighted bool, maxDepth int) (PathResponse, error) {
+// weight; maxDepth 0: no bound) over the edges of types (a comma-separated
+// list; "": every type).
+func (q *Querier) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
 	if q.local != nil {
-		return q.local.Path(ctx, from, to, weighted, maxDepth)
+		return q.local.Path(ctx, from, to, types, weighted, maxDepth)
 	}
-	return q.client.Path(ctx, from, to, weighted, maxDepth)
+	return q.client.Path(ctx, from, to, types, weighted, maxDepth)
 }
 
 // AnalyticQuery says which analytic a query reads. A server reads the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -63,15 +64,55 @@ func ParseView(s string) (views.Kind, error) {
 type Reader struct {
 	Views *views.Manager
 	Dict  *keydict.Dict
+	// Types names the edge types (nil: type numbers and "default" only).
+	Types *typedict.Dict
 }
 
-// view takes a static view of kind for a read in dir, and checks ctx once
-// it has it (taking a view can wait for a snapshot).
-func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction) (*views.StaticView, error) {
+// TypeFilter parses a comma-separated list of edge types, names or
+// numbers, into a read filter; "" is nil, every type. An unknown name is
+// a 400 that lists the known ones.
+func (q Reader) TypeFilter(list string) (*engine.TypeSet, error) {
+	if list == "" {
+		return nil, nil
+	}
+	ts, err := q.Types.Set(list)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "types: %v", err)
+	}
+	return &ts, nil
+}
+
+// Cursor is the edge a page starts after: the vertex after and the type
+// afterType (a name or number; "": the default type 0).
+func (q Reader) Cursor(after uint64, afterType string) (*engine.EdgeCursor, error) {
+	c := &engine.EdgeCursor{Dst: after}
+	if afterType != "" {
+		t, err := q.Types.Lookup(afterType)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "after_type: %v", err)
+		}
+		c.Type = t
+	}
+	return c, nil
+}
+
+// typeName names type t in a response: "" for the default type 0, which
+// responses leave out.
+func (q Reader) typeName(t uint16) string {
+	if t == 0 {
+		return ""
+	}
+	return q.Types.Name(t)
+}
+
+// view takes a static view of kind for a read in dir of the edges of
+// types (nil: all), and checks ctx once it has it (taking a view can wait
+// for a snapshot).
+func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction, types *engine.TypeSet) (*views.StaticView, error) {
 	if dir == engine.In && !q.Views.Store().InEdges() {
 		return nil, errorf(http.StatusBadRequest, "dir=in needs in-edges, which this store does not keep (they are chosen when the store is created: serve or load --in-edges)")
 	}
-	v, err := q.Views.Static(views.StaticOptions{Kind: kind})
+	v, err := q.Views.Static(views.StaticOptions{Kind: kind, Types: types})
 	if err != nil {
 		return nil, err
 	}
@@ -82,9 +123,14 @@ func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction)
 	return v, nil
 }
 
-// Degree is the number of dir-edges of vertex u in a view of kind.
-func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind) (DegreeResponse, error) {
-	v, err := q.view(ctx, kind, dir)
+// Degree is the number of dir-edges of vertex u of the given types (a
+// TypeFilter list) in a view of kind.
+func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, types string) (DegreeResponse, error) {
+	ts, err := q.TypeFilter(types)
+	if err != nil {
+		return DegreeResponse{}, err
+	}
+	v, err := q.view(ctx, kind, dir, ts)
 	if err != nil {
 		return DegreeResponse{}, err
 	}
@@ -96,14 +142,19 @@ func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind
 	return DegreeResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(), Degree: d}, nil
 }
 
-// Neighbors returns one page of u's dir-neighbors in id order: at most
-// limit of those above after (all of them when after is nil), with their
-// weights, and NextAfter when more remain.
-func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, after *uint64, limit int) (NeighborsResponse, error) {
+// Neighbors returns one page of u's dir-edges of the given types (a
+// TypeFilter list) in (neighbor id, type descending) order: at most limit
+// of those past after (all of them when after is nil), with their weights
+// and types, and NextAfter (and NextAfterType) when more remain.
+func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, types string, after *engine.EdgeCursor, limit int) (NeighborsResponse, error) {
 	if limit < 1 {
 		return NeighborsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
 	}
-	v, err := q.view(ctx, kind, dir)
+	ts, err := q.TypeFilter(types)
+	if err != nil {
+		return NeighborsResponse{}, err
+	}
+	v, err := q.view(ctx, kind, dir, ts)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
@@ -114,26 +165,31 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	ns, ws, more, err := v.NeighborsPage(u, dir, after, limit, true)
+	p, err := v.NeighborsPage(u, dir, after, limit, true)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
 	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
-		Degree: deg, Neighbors: make([]Neighbor, 0, len(ns))}
-	for i, w := range ns {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: ws[i]})
+		Degree: deg, Neighbors: make([]Neighbor, 0, len(p.Dsts))}
+	for i, w := range p.Dsts {
+		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: p.Weights[i], Type: q.typeName(p.Types[i])})
 	}
-	if more && len(ns) > 0 {
-		last := extID(q.Dict, ns[len(ns)-1])
-		out.NextAfter = &last
+	if last, ok := p.Last(); p.More && ok {
+		id := extID(q.Dict, last.Dst)
+		out.NextAfter = &id
+		out.NextAfterType = q.typeName(last.Type)
 	}
 	return out, nil
 }
 
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
-func (q Reader) Path(ctx context.Context, from, to uint64, o paths.Options) (PathResponse, error) {
-	v, err := q.view(ctx, views.Fresh, engine.Out)
+func (q Reader) Path(ctx context.Context, from, to uint64, types string, o paths.Options) (PathResponse, error) {
+	ts, err := q.TypeFilter(types)
+	if err != nil {
+		return PathResponse{}, err
+	}
+	v, err := q.view(ctx, views.Fresh, engine.Out, ts)
 	if err != nil {
 		return PathResponse{}, err
 	}
@@ -167,7 +223,11 @@ func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Ana
 	if !ok {
 		return nil, fmt.Errorf("analytic type %s is not computed on a topology", spec.Type)
 	}
-	v, err := q.view(ctx, views.Fresh, engine.Out)
+	ts, err := q.TypeFilter(spec.Types)
+	if err != nil {
+		return nil, err
+	}
+	v, err := q.view(ctx, views.Fresh, engine.Out, ts)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -82,6 +83,7 @@ type Config struct {
 	Views     *views.Manager      // required, over Store
 	Analytics *analytics.Registry // required, over Views
 	Dict      *keydict.Dict       // the key dictionary; nil: ids only
+	Types     *typedict.Dict      // the type dictionary; nil: type numbers only
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error
@@ -134,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), token: sha256.Sum256([]byte(cfg.Token)), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)

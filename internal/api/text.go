@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -29,13 +30,31 @@ func (r DegreeResponse) WriteText(w io.Writer) {
 func (r NeighborsResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
+	// A TYPE column only where some edge has a type other than the default.
+	typed := slices.ContainsFunc(r.Neighbors, func(n Neighbor) bool { return n.Type != "" })
+	if typed {
+		fmt.Fprintln(tw, "ID\tKEY\tWEIGHT\tTYPE")
+	} else {
+		fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
+	}
 	for _, n := range r.Neighbors {
-		fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
+		if !typed {
+			fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
+			continue
+		}
+		t := n.Type
+		if t == "" {
+			t = "default"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%v\t%s\n", n.ID, n.Key, n.Weight, t)
 	}
 	tw.Flush()
 	if r.NextAfter != nil {
-		fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
+		if r.NextAfterType != "" {
+			fmt.Fprintf(w, "more: --after %d --after-type %s\n", *r.NextAfter, r.NextAfterType)
+		} else {
+			fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
+		}
 	}
 }
 

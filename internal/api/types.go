@@ -41,15 +41,19 @@ type DegreeResponse struct {
 	Degree uint64 `json:"degree"`
 }
 
-// Neighbor is one neighbor with the weight of the edge to (or from) it.
+// Neighbor is one neighbor with the weight and type of the edge to (or
+// from) it. A neighbor joined by edges of several types comes once per
+// type.
 type Neighbor struct {
 	ID     uint64  `json:"id"`
 	Key    string  `json:"key,omitempty"`
 	Weight float64 `json:"weight"`
+	Type   string  `json:"type,omitempty"` // the edge type's name; left out for the default type
 }
 
 // NeighborsResponse answers GET /v1/vertices/{v}/neighbors: one page of
-// neighbors in id order, those above After.
+// edges in (neighbor id, type descending) order, those past after (and
+// after_type).
 type NeighborsResponse struct {
 	Vertex    uint64     `json:"vertex"`
 	Key       string     `json:"key,omitempty"`
@@ -59,8 +63,10 @@ type NeighborsResponse struct {
 	Degree    uint64     `json:"degree"` // all neighbors, every page
 	Neighbors []Neighbor `json:"neighbors"`
 	// NextAfter is the last id of this page when more remain: pass it as
-	// after= for the next page.
-	NextAfter *uint64 `json:"next_after,omitempty"`
+	// after= for the next page, with NextAfterType (when set) as
+	// after_type=.
+	NextAfter     *uint64 `json:"next_after,omitempty"`
+	NextAfterType string  `json:"next_after_type,omitempty"`
 }
 
 // PathResponse answers GET /v1/paths.

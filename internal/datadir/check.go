@@ -8,6 +8,7 @@ import (
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Problem is one finding of Check: the file it is about, a byte offset in
@@ -42,7 +43,8 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check checks the data directory at path without writing a byte: the store
-// (engine.Check), the key dictionary (keydict.Check), and that the store
+// (engine.Check), the key dictionary (keydict.Check), the type dictionary
+// (typedict.OpenReadOnly, which only reads), and that the store
 // uses no more key ids than the dictionary holds. It fails only when it
 // cannot check at all: no data directory, or a writer has it open
 // (engine.ErrLocked).
@@ -82,6 +84,11 @@ func Check(path string) (*Report, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	// The type dictionary: a damaged one stops serve from opening (its
+	// names are how records and queries reach typed edges).
+	if _, err := typedict.OpenReadOnly(TypesPath(path)); err != nil {
+		r.Problems = append(r.Problems, Problem{File: TypesPath(path), What: err.Error()})
 	}
 	// The analytics' checkpoint holds no data (everything in it is
 	// derived again from the store): damage is a note, since serve then

@@ -6,6 +6,8 @@
 //
 //	<dir>/store            the engine's store (segment files, MANIFEST, LOCK)
 //	<dir>/keys.dict        the string-key dictionary (internal/keydict)
+//	<dir>/types.json       the names of edge types (internal/typedict); absent
+//	                       while no record has named one
 //	<dir>/embedded-broker  the embedded Kafka broker's data (serve without --brokers)
 //	<dir>/repair-<time>    what graphtide repair changed, as it was before
 //
@@ -33,12 +35,14 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Names of the parts of a data directory.
 const (
 	StoreName          = "store"
 	KeysName           = "keys.dict"
+	TypesName          = "types.json"
 	EmbeddedBrokerName = "embedded-broker"
 	CheckpointName     = "analytics.ckpt"
 	RegisteredName     = "registered-analytics.json"
@@ -47,6 +51,9 @@ const (
 
 // StorePath is the store's directory in the data directory dir.
 func StorePath(dir string) string { return filepath.Join(dir, StoreName) }
+
+// TypesPath is the type dictionary's file in the data directory dir.
+func TypesPath(dir string) string { return filepath.Join(dir, TypesName) }
 
 // KeysPath is the key dictionary's file in the data directory dir.
 func KeysPath(dir string) string { return filepath.Join(dir, KeysName) }
@@ -129,6 +136,10 @@ type Dir struct {
 	// Keys is the key dictionary. A read-only Dir without keys.dict has
 	// none (nil); a read-write Dir always has one (created if missing).
 	Keys *keydict.Dict
+	// Types names the edge types; always there (empty when types.json is
+	// missing). Read-only in a read-only Dir. Written under the store's
+	// LOCK, which keeps other writers out.
+	Types *typedict.Dict
 }
 
 // Open opens the data directory at path for reading and writing: the store,
@@ -184,6 +195,10 @@ func Open(path string, o Options) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if d.Types, err = typedict.Open(TypesPath(path)); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -212,6 +227,10 @@ func OpenReadOnly(path string) (*Dir, error) {
 		return nil, err
 	}
 	if err := d.decideMapping(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if d.Types, err = typedict.OpenReadOnly(TypesPath(path)); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -20,6 +20,7 @@ type Batch struct {
 	// times[i] is op i's event time (Unix µs, 0: none); nil while no op
 	// has one. INVARIANT: nil or len(times) == len(ops).
 	times []int64
+	typed bool // some op has a type other than 0
 	err   error
 }
 
@@ -29,6 +30,9 @@ type tag struct {
 	from int
 	ref  uint64
 }
+
+// MaxEdgeTypes is the number of edge types: a type is 0 to MaxEdgeTypes-1.
+const MaxEdgeTypes = core.MaxEdgeTypes
 
 // Insert adds or updates edge (src, dst) with weight 1.
 func (b *Batch) Insert(src, dst uint64) { b.InsertWeighted(src, dst, 1) }
@@ -53,6 +57,33 @@ func (b *Batch) add(op core.Op) {
 		b.times = append(b.times, 0)
 	}
 }
+
+// SetType gives the last operation added the edge type t (0 to
+// MaxEdgeTypes-1; operations have type 0 until set): (src, dst, type) is an
+// edge's identity, so an insert or delete of type t touches only the edge
+// of that type. A vertex delete removes edges of every type and takes
+// none.
+func (b *Batch) SetType(t uint16) {
+	if len(b.ops) == 0 {
+		return
+	}
+	op := &b.ops[len(b.ops)-1]
+	if b.err == nil {
+		switch {
+		case int(t) >= MaxEdgeTypes:
+			b.err = fmt.Errorf("%w: edge type %d of op %d out of range (max %d)", ErrInvalid, t, len(b.ops)-1, MaxEdgeTypes-1)
+		case op.Kind == core.OpDeleteVertex && t != 0:
+			b.err = fmt.Errorf("%w: op %d deletes a vertex, which removes edges of every type: it takes no type", ErrInvalid, len(b.ops)-1)
+		}
+	}
+	op.Type = uint32(t)
+	if t != 0 {
+		b.typed = true
+	}
+}
+
+// Typed reports whether some operation has a type other than 0.
+func (b *Batch) Typed() bool { return b.typed }
 
 // SetEventTime gives the last operation added the event time us (Unix
 // microseconds, above 0): when what it records happened, as its source
@@ -96,9 +127,9 @@ type OpKind uint8
 
 // The kinds of operations.
 const (
-	OpUpsert       OpKind = 0 // insert or update edge (Src, Dst) with Weight
-	OpDeleteEdge   OpKind = 1 // delete edge (Src, Dst)
-	OpDeleteVertex OpKind = 2 // delete every edge of Src; Dst is 0
+	OpUpsert       OpKind = 0 // insert or update edge (Src, Dst, Type) with Weight
+	OpDeleteEdge   OpKind = 1 // delete edge (Src, Dst, Type)
+	OpDeleteVertex OpKind = 2 // delete every edge of Src, of every type; Dst and Type are 0
 )
 
 // String names the kind as the JSON record format does.
@@ -119,6 +150,7 @@ type Op struct {
 	Src, Dst uint64
 	Weight   float64 // 0 for deletes
 	Kind     OpKind
+	Type     uint16 // the edge's type (Batch.SetType)
 	// EventTime is when what it records happened, Unix µs (0: not given);
 	// see Batch.SetEventTime.
 	EventTime int64
@@ -135,7 +167,7 @@ func (o Op) Time() time.Time {
 // Op returns the i-th operation, 0 <= i < Len().
 func (b *Batch) Op(i int) Op {
 	o := &b.ops[i]
-	op := Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind)}
+	op := Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind), Type: uint16(o.Type)}
 	if b.times != nil {
 		op.EventTime = b.times[i]
 	}
@@ -151,6 +183,7 @@ func (b *Batch) Reset() {
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
 	b.times = nil
+	b.typed = false
 	b.err = nil
 }
 

@@ -29,7 +29,51 @@ type Snapshot struct {
 	// it on Close); the Snapshot itself only its user holds, so that a
 	// dropped one can be caught (package leakcheck, race builds).
 	*snapState
+	// types is the view's type filter (nil: every type), read by the core
+	// during each call only. Set by OfTypes, never changed after.
+	types *core.TypeSet
+	// parent is the snapshot an OfTypes view was made from, kept
+	// reachable while the view is (leakcheck watches the parent).
+	parent *Snapshot
 }
+
+// TypeSet is a set of edge types (0 to MaxEdgeTypes-1), a read filter. The
+// zero value is empty.
+type TypeSet struct{ bits core.TypeSet }
+
+// TypesOf is the set of the types ts.
+func TypesOf(ts ...uint16) TypeSet {
+	var s TypeSet
+	for _, t := range ts {
+		s.Add(t)
+	}
+	return s
+}
+
+// Add puts t in the set; a type of MaxEdgeTypes or more is ignored.
+func (s *TypeSet) Add(t uint16) {
+	if int(t) < MaxEdgeTypes {
+		s.bits[t/64] |= 1 << (t % 64)
+	}
+}
+
+// Has reports whether t is in the set.
+func (s *TypeSet) Has(t uint16) bool { return int(t) < MaxEdgeTypes && s.bits[t/64]>>(t%64)&1 != 0 }
+
+// OfTypes is a view of the snapshot that reads only the edges whose type is
+// in ts: degrees, neighbors, scans and gathers count and return those
+// alone. It shares the snapshot's pin: releasing either releases both.
+func (sn *Snapshot) OfTypes(ts TypeSet) *Snapshot {
+	bits := ts.bits
+	parent := sn
+	if sn.parent != nil {
+		parent = sn.parent
+	}
+	return &Snapshot{snapState: sn.snapState, types: &bits, parent: parent}
+}
+
+// Typed reports whether the view reads only some types (OfTypes).
+func (sn *Snapshot) Typed() bool { return sn.types != nil }
 
 // snapState is an open snapshot's state.
 type snapState struct {
@@ -70,7 +114,7 @@ func (s *Store) snapshot(durable bool) (*Snapshot, error) {
 		s.snapMu.Lock()
 		s.snaps[st] = struct{}{}
 		s.snapMu.Unlock()
-		sn = &Snapshot{st}
+		sn = &Snapshot{snapState: st}
 		leakcheck.Watch(sn, "store snapshot", st.open)
 		return nil
 	})
@@ -139,7 +183,7 @@ func (sn *Snapshot) Degree(v uint64, dir Direction) (uint64, error) {
 	var d uint64
 	err := sn.read(func(c *core.Snapshot) error {
 		var e *core.Error
-		if d, e = c.Degree(v, uint32(dir)); e != nil {
+		if d, e = c.Degree(v, uint32(dir), sn.types); e != nil {
 			return fmt.Errorf("degree of %d: %w", v, fromCore(e))
 		}
 		return nil
@@ -149,7 +193,8 @@ func (sn *Snapshot) Degree(v uint64, dir Direction) (uint64, error) {
 
 // Neighbors returns v's dir-neighbors sorted by id, reusing dsts (and
 // weights) if they have room. Weights are filled only when weights is not
-// nil; otherwise the returned weights are nil.
+// nil; otherwise the returned weights are nil. A neighbor joined to v by
+// edges of several types comes once per type (NeighborsPage gives the types).
 func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []float64) ([]uint64, []float64, error) {
 	withW := weights != nil
 	err := sn.read(func(c *core.Snapshot) error {
@@ -163,7 +208,7 @@ func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []
 				weights = weights[:len(dsts)]
 				w = weights
 			}
-			n, e := c.Neighbors(v, uint32(dir), dsts, w)
+			n, e := c.Neighbors(v, uint32(dir), sn.types, dsts, w, nil)
 			if e != nil && e.Code == core.CodeBuffer && n > len(dsts) {
 				dsts = make([]uint64, n)
 				continue
@@ -192,6 +237,9 @@ type ScanBuffer struct {
 	Offsets  []uint64
 	Dsts     []uint64
 	Weights  []float64
+	// Types, when not nil, receives each edge's type at the same
+	// positions as Dsts.
+	Types []uint16
 }
 
 // NewScanBuffer makes a buffer for up to maxVertices vertices and maxEdges
@@ -234,15 +282,15 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 		}
 		buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
 		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
-		withW := buf.Weights != nil
+		withW, withT := buf.Weights != nil, buf.Types != nil
 		for {
 			if withW {
-				if cap(buf.Weights) < len(buf.Dsts) {
-					buf.Weights = make([]float64, len(buf.Dsts))
-				}
-				buf.Weights = buf.Weights[:len(buf.Dsts)]
+				buf.Weights = fit(buf.Weights, len(buf.Dsts))
 			}
-			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights)
+			if withT {
+				buf.Types = fit(buf.Types, len(buf.Dsts))
+			}
+			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), sn.types, buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights, buf.Types)
 			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
 				buf.Dsts = make([]uint64, ne)
 				continue
@@ -255,6 +303,9 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 			buf.Dsts = buf.Dsts[:ne]
 			if withW {
 				buf.Weights = buf.Weights[:ne]
+			}
+			if withT {
+				buf.Types = buf.Types[:ne]
 			}
 			next = nx
 			return nil
@@ -271,6 +322,17 @@ type GatherBuffer struct {
 	Offsets []uint64
 	Dsts    []uint64
 	Weights []float64
+	// Types, when not nil, receives each edge's type at the same
+	// positions as Dsts.
+	Types []uint16
+}
+
+// fit returns s with length n, reallocated only when its capacity is short.
+func fit[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // NewGatherBuffer makes a buffer for about maxEdges edges per Gather call,
@@ -296,39 +358,65 @@ func (sn *Snapshot) Gather(vids []uint64, dir Direction, buf *GatherBuffer) (int
 	return done, err
 }
 
-// NeighborsPage returns up to limit of v's dir-neighbors, sorted by id,
-// those above *after when after is not nil, with their weights when asked,
-// and whether more remain past them. Its memory is bounded by limit
-// whatever v's degree, and a compacted vertex is found by binary search.
-func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *uint64, limit int, weights bool) ([]uint64, []float64, bool, error) {
+// EdgeCursor names one edge of a vertex's list: its neighbor and type.
+// A vertex's edges come in (Dst ascending, Type descending) order.
+type EdgeCursor struct {
+	Dst  uint64
+	Type uint16
+}
+
+// Page is one page of a vertex's edges: neighbors, their weights (when
+// asked) and types at the same positions, and whether more remain.
+type Page struct {
+	Dsts    []uint64
+	Weights []float64
+	Types   []uint16
+	More    bool
+}
+
+// Last is the cursor of the page's last edge, from which the next page
+// starts; false for an empty page.
+func (p *Page) Last() (EdgeCursor, bool) {
+	if len(p.Dsts) == 0 {
+		return EdgeCursor{}, false
+	}
+	n := len(p.Dsts) - 1
+	return EdgeCursor{Dst: p.Dsts[n], Type: p.Types[n]}, true
+}
+
+// NeighborsPage returns up to limit of v's dir-edges, in (neighbor id
+// ascending, type descending) order, those past the edge after when after
+// is not nil, with their weights when asked and their types. Its memory is
+// bounded by limit whatever v's degree, and a compacted vertex is found by
+// binary search.
+func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, limit int, weights bool) (Page, error) {
 	if limit < 1 {
-		return nil, nil, false, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
+		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
 	}
-	dsts := make([]uint64, limit)
-	var ws []float64
+	p := Page{Dsts: make([]uint64, limit), Types: make([]uint16, limit)}
 	if weights {
-		ws = make([]float64, limit)
+		p.Weights = make([]float64, limit)
 	}
-	var a uint64
+	var a EdgeCursor
 	if after != nil {
 		a = *after
 	}
 	var n int
-	var more bool
 	err := sn.read(func(c *core.Snapshot) error {
 		var e *core.Error
-		if n, more, e = c.NeighborsAfter(v, uint32(dir), a, after != nil, dsts, ws); e != nil {
+		if n, p.More, e = c.NeighborsAfter(v, uint32(dir), sn.types, a.Dst, a.Type, after != nil, p.Dsts, p.Weights, p.Types); e != nil {
 			return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, false, err
+		return Page{}, err
 	}
+	p.Dsts, p.Types = p.Dsts[:n], p.Types[:n]
 	if weights {
-		ws = ws[:n]
+		p.Weights = p.Weights[:n]
 	}
-	return dsts[:n], ws, more, nil
+	return p, nil
 }
 
 // GatherLimit is Gather reading at most maxEdges edges: it fills buf
@@ -355,12 +443,12 @@ func (sn *Snapshot) gather(vids []uint64, dir Direction, buf *GatherBuffer, maxE
 			ecap := min(cap(buf.Dsts), maxEdges)
 			buf.Dsts = buf.Dsts[:ecap]
 			if buf.Weights != nil {
-				if cap(buf.Weights) < ecap {
-					buf.Weights = make([]float64, ecap)
-				}
-				buf.Weights = buf.Weights[:ecap]
+				buf.Weights = fit(buf.Weights, ecap)
 			}
-			d, ne, e := c.Gather(vids, uint32(dir), buf.Offsets, buf.Dsts, buf.Weights)
+			if buf.Types != nil {
+				buf.Types = fit(buf.Types, ecap)
+			}
+			d, ne, e := c.Gather(vids, uint32(dir), sn.types, buf.Offsets, buf.Dsts, buf.Weights, buf.Types)
 			if e != nil && e.Code == core.CodeBuffer {
 				if ne <= maxEdges && ne > cap(buf.Dsts) {
 					buf.Dsts = make([]uint64, ne) // the first vertex, within the limit

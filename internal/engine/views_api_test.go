@@ -233,15 +233,16 @@ func TestNeighborsPageAndGatherLimit(t *testing.T) {
 				e := exp[v]
 				sort.Slice(e, func(i, j int) bool { return e[i] < e[j] })
 				var got []uint64
-				var after *uint64
+				var after *EdgeCursor
 				for pages := 0; ; pages++ {
 					if pages > 1000 {
 						t.Fatalf("%s: paging %d does not end", stage, v)
 					}
-					ns, ws, more, err := sn.NeighborsPage(v, dir, after, 1+r.IntN(4), true)
+					p, err := sn.NeighborsPage(v, dir, after, 1+r.IntN(4), true)
 					if err != nil {
 						t.Fatal(err)
 					}
+					ns, ws, more := p.Dsts, p.Weights, p.More
 					for i, d := range ns {
 						k := edgeKey{v, d}
 						if dir == In {
@@ -258,7 +259,7 @@ func TestNeighborsPageAndGatherLimit(t *testing.T) {
 					if len(ns) == 0 {
 						t.Fatalf("%s: more with an empty page", stage)
 					}
-					last := ns[len(ns)-1]
+					last, _ := p.Last()
 					after = &last
 				}
 				if fmt.Sprint(got) != fmt.Sprint(e) && !(len(got) == 0 && len(e) == 0) {
@@ -330,11 +331,12 @@ func TestNeighborsPageSeeksCompactedRuns(t *testing.T) {
 	sn, _ := s.Snapshot()
 	defer sn.Release()
 	for _, after := range []uint64{0, 1, 3, 4, 4998, 4999, 10000} {
-		a := after
-		ns, ws, more, err := sn.NeighborsPage(7, Out, &a, 3, true)
+		a := EdgeCursor{Dst: after}
+		p, err := sn.NeighborsPage(7, Out, &a, 3, true)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ns, ws, more := p.Dsts, p.Weights, p.More
 		var want []uint64
 		for d := uint64(0); d < 5000; d += 3 {
 			if d > after && d != 9 && len(want) < 3 {

@@ -19,6 +19,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Config of an Ingester. Zero fields take the documented defaults.
@@ -29,6 +30,10 @@ type Config struct {
 	// Format of record values for topics not in TopicFormats; default binary.
 	Format       decode.Format
 	TopicFormats map[string]decode.Format
+	// Types names the edge types records give by name (the data
+	// directory's type dictionary); nil: records may give type numbers
+	// only.
+	Types *typedict.Dict
 	// Mappings read the JSON records of their topics through a field
 	// mapping (decode.Mapping); a mapped topic's format is json.
 	Mappings map[string]decode.Mapping
@@ -346,6 +351,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	var keys decode.KeyResolver
 	if dict != nil {
 		keys = dict
+	}
+	if c.Types != nil {
+		keys = decode.WithTypes(keys, c.Types)
 	}
 	for _, t := range c.Topics {
 		f := c.Format

@@ -186,7 +186,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 
 	topics := slices.Clone(cfg.Topics)
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: api.ResolveTypes(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
@@ -238,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
-		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings,
+		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
@@ -337,7 +337,7 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 func (s *Server) listen() error {
 	h := s.cfg.HTTP
 	apiSrv, err := api.New(api.Config{
-		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Logger: s.log, Token: h.Token,
+		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},

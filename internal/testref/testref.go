@@ -52,6 +52,9 @@ func AddOp(b *engine.Batch, op engine.Op) {
 	default:
 		b.DeleteVertex(op.Src)
 	}
+	if op.Type != 0 {
+		b.SetType(op.Type)
+	}
 }
 
 // Clone copies the graph.

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -31,8 +32,14 @@ type Manager struct {
 	log   *edgeLog
 	index vertexIndex
 
-	topoOnce sync.Once
-	topo     *Topology // made on first use
+	tmu   sync.Mutex
+	topos map[topoKey]*Topology // by the edge types they read, made on first use; Protected by tmu.
+
+	// typed is set once the store may hold an edge whose type is not 0
+	// (a file with a type column at start, or an applied operation with
+	// one since): from then on, a topology of several types normalizes
+	// the operations it applies (Topology). Never cleared.
+	typed atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool                      // Protected by mu.
@@ -62,8 +69,21 @@ func NewManager(store *engine.Store, cfg Config) (*Manager, error) {
 	// Observer first: every batch applied after this point reaches the log,
 	// so every view taken later is followed by all the ops after it.
 	store.SetApplyObserver(func(seq uint64, b *engine.Batch) {
+		if b.Typed() {
+			m.typed.Store(true)
+		}
 		m.log.append(seq, b, m.cfg.Now().UnixNano())
 	})
+	files, err := store.Files()
+	if err != nil {
+		store.SetApplyObserver(nil)
+		return nil, err
+	}
+	for _, f := range files {
+		if f.Types {
+			m.typed.Store(true)
+		}
+	}
 	sm, err := store.Metrics()
 	if err != nil {
 		store.SetApplyObserver(nil)

@@ -2,6 +2,7 @@ package views
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/graphtide/graphtide/internal/engine"
 )
@@ -14,13 +15,24 @@ type memGraph struct {
 
 // memDir is one direction: vids lists, sorted, the vertices with at least
 // one edge; the neighbors of vids[i] are dst[off[i]:off[i+1]], sorted, with
-// weights w at the same positions (w is nil when weights were not copied:
-// every weight reads as 1). Lookups are binary searches in vids.
+// weights w and types t at the same positions (w is nil when weights were
+// not copied: every weight reads as 1; t is nil when every edge has type
+// 0). A vertex's entries are in (dst asc, type desc) order, as the store
+// gives them. Lookups are binary searches in vids.
 type memDir struct {
 	vids []uint64
 	off  []uint64 // len(vids)+1 entries
 	dst  []uint64
 	w    []float64
+	t    []uint16
+}
+
+// typeAt is entry i's type.
+func (d *memDir) typeAt(i uint64) uint16 {
+	if d.t == nil {
+		return 0
+	}
+	return d.t[i]
 }
 
 // copyGraph reads every edge of the snapshot in the asked directions;
@@ -32,8 +44,10 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 		dirs = append(dirs, engine.In)
 	}
 	buf := engine.NewScanBuffer(4096, 1<<16, weights)
+	buf.Types = make([]uint16, len(buf.Dsts))
 	for _, dir := range dirs {
 		d := &memDir{off: []uint64{0}}
+		typed := false // some type is not 0
 		err := ranges(func(lo, hi uint64) error {
 			for lo < hi {
 				nx, err := sn.Scan(lo, hi, dir, buf)
@@ -48,12 +62,17 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 						d.w = append(d.w, buf.Weights[buf.Offsets[i]:buf.Offsets[i+1]]...)
 					}
 				}
+				d.t = append(d.t, buf.Types...)
+				typed = typed || slices.ContainsFunc(buf.Types, func(t uint16) bool { return t != 0 })
 				lo = nx
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		if !typed {
+			d.t = nil
 		}
 		g.dirs[dir] = d
 	}
@@ -99,7 +118,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		buf.Offsets = make([]uint64, len(buf.Vertices)+1)
 	}
 	buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
-	withW := buf.Weights != nil
+	withW, withT := buf.Weights != nil, buf.Types != nil
 	nv, ne := 0, 0
 	buf.Offsets[0] = 0
 	ecap := cap(buf.Dsts)
@@ -119,7 +138,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		if ne+k > ecap { // the first vertex alone: grow
 			ecap = ne + k
 		}
-		buf.Dsts, buf.Weights = d.appendRun(buf.Dsts, buf.Weights, withW, ne, ecap, b, e)
+		buf.Dsts, buf.Weights, buf.Types = d.appendRun(buf.Dsts, buf.Weights, buf.Types, withW, withT, ne, ecap, b, e)
 		ne += k
 		buf.Vertices[nv] = v
 		nv++
@@ -130,6 +149,9 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 	buf.Dsts = buf.Dsts[:ne]
 	if withW {
 		buf.Weights = buf.Weights[:ne]
+	}
+	if withT {
+		buf.Types = buf.Types[:ne]
 	}
 	return next
 }
@@ -142,7 +164,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 	}
 	buf.Offsets = buf.Offsets[:len(vids)+1]
 	buf.Offsets[0] = 0
-	withW := buf.Weights != nil
+	withW, withT := buf.Weights != nil, buf.Types != nil
 	ecap := max(cap(buf.Dsts), 1)
 	ne, done := 0, 0
 	for j, v := range vids {
@@ -154,7 +176,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 			}
 			ecap = k // the first vertex alone: grow
 		}
-		buf.Dsts, buf.Weights = d.appendRun(buf.Dsts, buf.Weights, withW, ne, ecap, b, e)
+		buf.Dsts, buf.Weights, buf.Types = d.appendRun(buf.Dsts, buf.Weights, buf.Types, withW, withT, ne, ecap, b, e)
 		ne += k
 		done = j + 1
 		buf.Offsets[done] = uint64(ne)
@@ -164,8 +186,9 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 }
 
 // appendRun writes entries [b, e) of d after the first ne of dsts (and of
-// ws when withW), growing dsts to capacity ecap when it lacks room.
-func (d *memDir) appendRun(dsts []uint64, ws []float64, withW bool, ne, ecap int, b, e uint64) ([]uint64, []float64) {
+// ws when withW, ts when withT), growing dsts to capacity ecap when it
+// lacks room.
+func (d *memDir) appendRun(dsts []uint64, ws []float64, ts []uint16, withW, withT bool, ne, ecap int, b, e uint64) ([]uint64, []float64, []uint16) {
 	if cap(dsts) < ne+int(e-b) {
 		nd := make([]uint64, ne, ecap)
 		copy(nd, dsts[:ne])
@@ -175,7 +198,33 @@ func (d *memDir) appendRun(dsts []uint64, ws []float64, withW bool, ne, ecap int
 	if withW {
 		ws = appendWeights(ws[:ne], d, b, e)
 	}
-	return dsts, ws
+	if withT {
+		ts = ts[:ne]
+		for i := b; i < e; i++ {
+			ts = append(ts, d.typeAt(i))
+		}
+	}
+	return dsts, ws, ts
+}
+
+// page is one page of u's entries in dir: those past after (all when nil),
+// at most limit (engine.Snapshot.NeighborsPage's contract).
+func (g *memGraph) page(u uint64, dir engine.Direction, after *engine.EdgeCursor, limit int, weights bool) engine.Page {
+	d := g.dirs[dir]
+	b, e := d.run(u)
+	start := b
+	if after != nil {
+		// Entries come in (dst asc, type desc) order: the first past after.
+		start = b + uint64(sort.Search(int(e-b), func(i int) bool {
+			x := b + uint64(i)
+			return d.dst[x] > after.Dst || (d.dst[x] == after.Dst && d.typeAt(x) < after.Type)
+		}))
+	}
+	end := min(e, start+uint64(limit))
+	var p engine.Page
+	p.Dsts, p.Weights, p.Types = d.appendRun(nil, nil, nil, weights, true, 0, int(end-start), start, end)
+	p.More = end < e
+	return p
 }
 
 func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {

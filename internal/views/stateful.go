@@ -109,7 +109,7 @@ func (s *Stateful) newView(ctx context.Context) (*StaticView, error) {
 	if s.opts.Stale {
 		k = Stale
 	}
-	v, err := s.m.Static(StaticOptions{Kind: k})
+	v, err := s.m.Static(StaticOptions{Kind: k, Types: s.opts.Types})
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +159,7 @@ func (s *Stateful) Pull(ctx context.Context) (*Update, error) {
 	end, ok := s.m.log.posAfterSeq(s.pos, v.Seq())
 	if ok && !s.lostNext && end-s.pos <= uint64(s.opts.MaxBehind) {
 		u.Edges, ok = s.m.log.read(s.pos, end, nil)
+		u.Edges = ofTypes(u.Edges, s.opts.Types)
 	} else {
 		ok = false
 	}

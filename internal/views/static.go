@@ -3,8 +3,6 @@ package views
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -49,6 +47,9 @@ type StaticOptions struct {
 	// For Private views: also copy in-edges (the store must keep them) and
 	// weights. Out-edges are always copied.
 	PrivateIn, PrivateWeights bool
+	// Types, when not nil, makes the view see only the edges of these
+	// types (engine.Snapshot.OfTypes); nil: every type.
+	Types *engine.TypeSet
 }
 
 // StaticView is a consistent, read-only graph as of one sequence number.
@@ -106,6 +107,9 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Types != nil {
+		sn = sn.OfTypes(*o.Types)
 	}
 	low, high := sn.VertexBounds()
 	v := &StaticView{&staticState{m: m, kind: o.Kind, seq: sn.Seq(), low: low, high: high,
@@ -311,40 +315,28 @@ func (v *StaticView) Gather(vids []uint64, dir engine.Direction, buf *engine.Gat
 	return done, err
 }
 
-// NeighborsPage returns up to limit of u's dir-neighbors above *after (all
-// when after is nil), sorted by id, with their weights when asked, and
-// whether more remain; its memory is bounded by limit whatever the degree
-// (see engine.Snapshot.NeighborsPage).
-func (v *StaticView) NeighborsPage(u uint64, dir engine.Direction, after *uint64, limit int, weights bool) ([]uint64, []float64, bool, error) {
+// NeighborsPage returns up to limit of u's dir-edges past after (all when
+// after is nil), in (neighbor ascending, type descending) order, with their
+// weights when asked and their types, and whether more remain; its memory
+// is bounded by limit whatever the degree (see
+// engine.Snapshot.NeighborsPage).
+func (v *StaticView) NeighborsPage(u uint64, dir engine.Direction, after *engine.EdgeCursor, limit int, weights bool) (engine.Page, error) {
 	if err := v.checkDir(dir); err != nil {
-		return nil, nil, false, err
+		return engine.Page{}, err
 	}
 	if limit < 1 {
-		return nil, nil, false, fmt.Errorf("views: page limit must be positive, got %d", limit)
+		return engine.Page{}, fmt.Errorf("views: page limit must be positive, got %d", limit)
 	}
-	var (
-		ns   []uint64
-		ws   []float64
-		more bool
-	)
+	var p engine.Page
 	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
 		if g == nil {
-			ns, ws, more, err = sn.NeighborsPage(u, dir, after, limit, weights)
+			p, err = sn.NeighborsPage(u, dir, after, limit, weights)
 			return err
 		}
-		all := g.neighbors(u, dir)
-		start := 0
-		if after != nil {
-			start = sort.Search(len(all), func(i int) bool { return all[i] > *after })
-		}
-		end := min(len(all), start+limit)
-		ns, more = slices.Clone(all[start:end]), end < len(all)
-		if weights {
-			ws = slices.Clone(g.weightsOf(u, dir, len(all))[start:end])
-		}
+		p = g.page(u, dir, after, limit, weights)
 		return nil
 	})
-	return ns, ws, more, err
+	return p, err
 }
 
 // GatherEachLimit is GatherEach reading at most maxEdges edges: it calls f

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // LostError tells a stream consumer that operations it had not read were
@@ -37,6 +39,27 @@ type StreamOptions struct {
 	// further behind than MaxBehind is not Lost for that, but gets its
 	// operations MaxBehind at a time (TopoUpdate.Partial).
 	Presence bool
+	// Types, when not nil, keeps the edge operations of these edge types
+	// only (vertex deletes, which remove edges of every type, are kept):
+	// a stream hands out no others, a stateful stream's views read only
+	// these types. Topology streams take their types from their Topology
+	// (Manager.TopologyOf) instead.
+	Types *engine.TypeSet
+}
+
+// ofTypes drops from es, in place, the edge operations whose type ts
+// (nil: every type) does not hold.
+func ofTypes(es []Edge, ts *engine.TypeSet) []Edge {
+	if ts == nil {
+		return es
+	}
+	out := es[:0]
+	for _, e := range es {
+		if e.Op.Kind == engine.OpDeleteVertex || ts.Has(e.Op.Type) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (o *StreamOptions) normalize(logCap int) error {
@@ -129,6 +152,7 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 		s.seq = b.Edges[n-1].Seq
 	}
 	b.Seq = s.seq
+	b.Edges = ofTypes(b.Edges, s.opts.Types)
 	if s.win != nil {
 		b.Late, b.Expired = advance(s.win, b.Edges)
 		if len(b.Late) > 0 { // Edges: the ones that entered

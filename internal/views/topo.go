@@ -150,6 +150,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	weighted := false
 	var bad error
 	var idx []int32
+	_, least := g.(*StaticView)
 	err = g.Each(engine.Out, true, func(v uint64, nb []uint64, ws []float64) {
 		if bad != nil {
 			return
@@ -196,8 +197,10 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		if !slices.IsSorted(x) { // hashed ids: their indexes follow first appearance
 			sortList(dst[beg:], tail(w, beg))
 		}
-		// A graph given as a plain CSR may repeat an edge: keep one (the last).
-		end := int64(dedupe(dst[beg:], w, beg))
+		// A graph given as a plain CSR may repeat an edge: keep one (the
+		// last). A store's view repeats a neighbor joined by edges of
+		// several types: keep the least weight (see Topology).
+		end := int64(dedupe(dst[beg:], w, beg, least))
 		dst = dst[:beg+end]
 		if weighted {
 			w = w[:beg+end]
@@ -242,13 +245,17 @@ func unindexedErr(v uint64) error {
 func headroom(e int64) int64 { return max(e/8, 1<<14) }
 
 // dedupe drops repeated heads of the sorted list d (whose weights start at
-// w[at] when w is not nil), keeping each head's last weight, and returns
-// the new length.
-func dedupe(d []int32, w []float64, at int64) int {
+// w[at] when w is not nil), keeping each head's last weight (least: its
+// least weight), and returns the new length.
+func dedupe(d []int32, w []float64, at int64, least bool) int {
 	n := 0
 	for k := range d {
 		if n > 0 && d[n-1] == d[k] {
 			n--
+			if least && w != nil && w[at+int64(n)] < w[at+int64(k)] {
+				n++ // the kept weight is the smaller
+				continue
+			}
 		}
 		d[n] = d[k]
 		if w != nil {

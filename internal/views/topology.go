@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,8 +22,21 @@ import (
 // an advance takes the write lock. So an analytic sees one consistent
 // graph for a whole update, and analytics pulling at different paces each
 // get every operation between their previous seq and the topology's.
+//
+// Edge types: a Topology reads the edges of a set of types (nil: all). Its
+// graph is simple: a has an edge to b when some edge (a, b, t) of its
+// types exists, weighing the least of their weights. An operation on a
+// type outside the set is left out of the graph and of its streams. When
+// the set holds one type, an operation is its graph's as it is; when it
+// may hold several (a set of several, or all types once the store is
+// typed: Manager.typed), each edge operation is replaced by what it
+// leaves of its (a, b) when the topology applies it: an upsert with the
+// least weight if some edge of the set's types joins them at the seq the
+// topology advances to, else a delete. So every operation a stream hands
+// out is one on the simple graph, and the graph after them is exact.
 type Topology struct {
-	m *Manager
+	m     *Manager
+	types *engine.TypeSet // nil: every type
 
 	mu  sync.RWMutex
 	t   *Topo  // nil when no stream is open; Protected by mu.
@@ -44,6 +58,11 @@ type Topology struct {
 	// with present nil and operations to read) is Lost. Protected by mu.
 	present     bitmap
 	presentFrom uint64
+	// norm holds, by log position, how the topology applied each
+	// operation it did not apply as logged (left out, or replaced: see
+	// Topology); entries behind the log's oldest position are dropped.
+	// Protected by mu.
+	norm map[uint64]normOp
 
 	smu      sync.Mutex
 	users    int           // open streams; Protected by smu.
@@ -81,10 +100,87 @@ func (m *Manager) EdgeVersions() int64 {
 	return e
 }
 
-// Topology returns the Manager's topology (made on first use).
-func (m *Manager) Topology() *Topology {
-	m.topoOnce.Do(func() { m.topo = &Topology{m: m} })
-	return m.topo
+// topoKey names a topology by the edge types it reads.
+type topoKey struct {
+	some  bool // false: every type
+	types engine.TypeSet
+}
+
+// normOp is how a topology applied one logged operation (Topology.norm).
+type normOp struct {
+	skip   bool // left out: a type outside the set
+	kind   engine.OpKind
+	weight float64
+}
+
+// Topology returns the Manager's topology of every edge type (made on
+// first use).
+func (m *Manager) Topology() *Topology { return m.TopologyOf(nil) }
+
+// TopologyOf returns the Manager's topology of the edge types ts (nil:
+// every type), made on first use.
+func (m *Manager) TopologyOf(ts *engine.TypeSet) *Topology {
+	k := topoKey{}
+	if ts != nil {
+		k = topoKey{some: true, types: *ts}
+	}
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
+	if m.topos == nil {
+		m.topos = map[topoKey]*Topology{}
+	}
+	t := m.topos[k]
+	if t == nil {
+		t = &Topology{m: m, norm: map[uint64]normOp{}}
+		if ts != nil {
+			c := *ts
+			t.types = &c
+		}
+		m.topos[k] = t
+	}
+	return t
+}
+
+// TopologiesBytes is the memory every topology holds.
+func (m *Manager) TopologiesBytes() int64 {
+	m.tmu.Lock()
+	ts := make([]*Topology, 0, len(m.topos))
+	for _, t := range m.topos {
+		ts = append(ts, t)
+	}
+	m.tmu.Unlock()
+	var n int64
+	for _, t := range ts {
+		n += t.Bytes()
+	}
+	return n
+}
+
+// Types is the set of edge types the topology reads (nil: every type).
+func (t *Topology) Types() *engine.TypeSet { return t.types }
+
+// single reports whether the topology's set holds exactly one type.
+func (t *Topology) single() bool {
+	if t.types == nil {
+		return false
+	}
+	n := 0
+	for i := 0; i < engine.MaxEdgeTypes && n < 2; i++ {
+		if t.types.Has(uint16(i)) {
+			n++
+		}
+	}
+	return n == 1
+}
+
+// normalizing reports whether the topology replaces edge operations by the
+// state they leave (see Topology): its set may hold several types that
+// the store's edges have.
+func (t *Topology) normalizing() bool {
+	if t.types == nil {
+		return t.m.typed.Load()
+	}
+	return !t.single()
 }
 
 // Stats returns the topology's figures (zero sizes when none is held).
@@ -126,7 +222,7 @@ func (t *Topology) advance(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, err := t.m.Static(StaticOptions{Kind: Fresh})
+	v, err := t.m.Static(StaticOptions{Kind: Fresh, Types: t.types})
 	if err != nil {
 		return err
 	}
@@ -155,7 +251,7 @@ func (t *Topology) advance(ctx context.Context) error {
 			return err
 		}
 		if p, ok := l.firstAfter(v.Seq()); ok {
-			t.t, t.pos, t.since, t.removed = g, p, p, map[uint64][][2]uint64{}
+			t.t, t.pos, t.since, t.removed, t.norm = g, p, p, map[uint64][][2]uint64{}, map[uint64]normOp{}
 			break
 		}
 		if try == 2 {
@@ -204,6 +300,14 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			delete(t.removed, p)
 		}
 	}
+	for p := range t.norm {
+		if p < oldest {
+			delete(t.norm, p)
+		}
+	}
+	states := map[[2]uint64]normOp{} // the (a, b) read at v's seq, for normalizing
+	var ops []Edge
+	var pos []int
 	for t.pos < end {
 		to := min(end, t.pos+logChunk)
 		if buf, ok = l.read(t.pos, to, buf[:0]); !ok {
@@ -214,13 +318,18 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			seq = v.Seq()
 		}
 		at := t.pos
+		// ops[k] is the operation at log position at+pos[k] as the
+		// topology applies it.
+		if ops, pos, err = t.normalize(v, buf, at, states, ops[:0], pos[:0]); err != nil {
+			return false, 0, err
+		}
 		if track {
 			for p := at; p < to; p++ {
 				t.present.clear(p % c)
 			}
-			present = func(k int) { t.present.set((at + uint64(k)) % c) }
+			present = func(k int) { t.present.set((at + uint64(pos[k])) % c) }
 		}
-		err := t.t.Apply(buf, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(k)] = es }, present)
+		err := t.t.Apply(ops, ids, seq, func(k int, es [][2]uint64) { t.removed[at+uint64(pos[k])] = es }, present)
 		if err != nil {
 			t.t = nil // half applied: the next advance builds it again
 			return false, 0, fmt.Errorf("views: topology: %w", err)
@@ -229,6 +338,72 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 	}
 	t.t.IDs, t.t.Seq = ids, v.Seq()
 	return true, n, nil
+}
+
+// normalize returns the operations buf (read from log position at) as
+// the topology applies them, each with its index in buf, and records in
+// t.norm those it does not apply as logged (see Topology). states caches
+// what v (the view the topology advances to) holds of each (a, b).
+// Protected by mu (held for writing).
+func (t *Topology) normalize(v *StaticView, buf []Edge, at uint64, states map[[2]uint64]normOp, ops []Edge, pos []int) ([]Edge, []int, error) {
+	norm := t.normalizing()
+	for k, e := range buf {
+		if e.Op.Kind != engine.OpDeleteVertex {
+			if t.types != nil && !t.types.Has(e.Op.Type) {
+				t.norm[at+uint64(k)] = normOp{skip: true}
+				continue
+			}
+			if norm {
+				key := [2]uint64{e.Op.Src, e.Op.Dst}
+				st, ok := states[key]
+				if !ok {
+					var err error
+					if st, err = edgeState(v, e.Op.Src, e.Op.Dst); err != nil {
+						return nil, nil, err
+					}
+					states[key] = st
+				}
+				if st.kind != e.Op.Kind || st.weight != e.Op.Weight || e.Op.Type != 0 {
+					t.norm[at+uint64(k)] = st
+					e.Op.Kind, e.Op.Weight, e.Op.Type = st.kind, st.weight, 0
+				}
+			}
+		}
+		ops = append(ops, e)
+		pos = append(pos, k)
+	}
+	return ops, pos, nil
+}
+
+// edgeState is what v holds of a's out-edges to b: an upsert with the
+// least weight of those edges (v reads the topology's types), or a delete
+// when there is none.
+func edgeState(v *StaticView, a, b uint64) (normOp, error) {
+	var after *engine.EdgeCursor
+	if b > 0 {
+		// Past (b-1, type 0), the last edge to b-1: the first edges are b's.
+		after = &engine.EdgeCursor{Dst: b - 1}
+	}
+	st := normOp{kind: engine.OpDeleteEdge}
+	for {
+		p, err := v.NeighborsPage(a, engine.Out, after, 16, true)
+		if err != nil {
+			return st, err
+		}
+		for i, d := range p.Dsts {
+			if d != b {
+				return st, nil
+			}
+			if st.kind != engine.OpUpsert || p.Weights[i] < st.weight {
+				st = normOp{kind: engine.OpUpsert, weight: p.Weights[i]}
+			}
+		}
+		last, ok := p.Last()
+		if !p.More || !ok {
+			return st, nil
+		}
+		after = &last
+	}
 }
 
 func (t *Topology) noteAdvance(d time.Duration, ops int) {
@@ -257,8 +432,9 @@ type TopoStream struct {
 type TopoUpdate struct {
 	G *Topo
 	// Edges are the operations between the previous Pull's seq and G.Seq,
-	// in order; each vertex delete is followed by an edge delete (of the
-	// same Seq) for every edge it removed.
+	// in order, as the topology applied them (see Topology: of its edge
+	// types, and on its simple graph); each vertex delete is followed by an
+	// edge delete (of the same Seq) for every edge it removed.
 	Edges []Edge
 	// Lost: this is the first Pull, or operations were dropped or more
 	// than the stream's MaxBehind: compute from G alone.
@@ -369,11 +545,8 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	if ok {
 		u.Edges, ok = l.read(s.pos, end, nil)
 	}
-	if ok && s.opts.Presence {
-		u.Prior = t.priors(u.Edges, s.pos)
-	}
 	if ok {
-		u.Edges, u.Prior, ok = t.expand(u.Edges, u.Prior, s.pos)
+		u.Edges, u.Prior, ok = t.edgesFrom(u.Edges, s.pos, s.opts.Presence)
 	}
 	if !ok {
 		u.Lost, u.Edges = true, nil
@@ -385,64 +558,70 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 	return u, nil
 }
 
-// priors is the Prior of each of es, read from log position from on
-// (before expand). Protected by mu (read).
-func (t *Topology) priors(es []Edge, from uint64) []Prior {
+// edgesFrom is es (read from log position from) as the topology applied
+// them (t.norm: those it left out are dropped, those it replaced
+// replaced), each vertex delete followed by the edge deletes it applied,
+// and, when presence, the Prior of each. It returns false when what a
+// vertex delete removed is not known (applied before the build, or
+// dropped with the log's oldest entries). Protected by mu (read).
+func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []Prior, bool) {
 	c := uint64(t.m.cfg.LogCapacity)
-	out := make([]Prior, len(es))
-	for k, e := range es {
-		switch {
-		case e.Op.Kind == engine.OpDeleteVertex:
-			out[k] = VertexOp
-		case t.present.has((from + uint64(k)) % c):
-			out[k] = WasPresent
-		}
+	plain := len(t.norm) == 0 // nothing to drop or replace
+	var ps []Prior
+	if presence {
+		ps = make([]Prior, 0, len(es))
 	}
-	return out
-}
-
-// expand follows every vertex delete of es (read from log position from)
-// with the edge deletes it applied, and ps (the Prior of each of es, or
-// nil) with an Expansion for each. It returns false when one is not
-// known (dropped with the log's oldest entries). Protected by mu (read).
-func (t *Topology) expand(es []Edge, ps []Prior, from uint64) ([]Edge, []Prior, bool) {
-	var out []Edge   // nil until the first vertex delete
-	var pout []Prior // likewise, when ps is not nil
-	for k, e := range es {
-		if e.Op.Kind != engine.OpDeleteVertex {
-			if out != nil {
-				out = append(out, e)
-				if ps != nil {
-					pout = append(pout, ps[k])
+	if plain && !slices.ContainsFunc(es, func(e Edge) bool { return e.Op.Kind == engine.OpDeleteVertex }) {
+		// The common case: es as they are.
+		for k := range es {
+			if presence {
+				pr := WasAbsent
+				if t.present.has((from + uint64(k)) % c) {
+					pr = WasPresent
 				}
+				ps = append(ps, pr)
+			}
+		}
+		return es, ps, true
+	}
+	out := make([]Edge, 0, len(es))
+	for k, e := range es {
+		p := from + uint64(k)
+		if !plain {
+			if n, ok := t.norm[p]; ok {
+				if n.skip {
+					continue
+				}
+				e.Op.Kind, e.Op.Weight, e.Op.Type = n.kind, n.weight, 0
+			}
+		}
+		if e.Op.Kind != engine.OpDeleteVertex {
+			out = append(out, e)
+			if presence {
+				pr := WasAbsent
+				if t.present.has(p % c) {
+					pr = WasPresent
+				}
+				ps = append(ps, pr)
 			}
 			continue
 		}
-		rm, ok := t.removed[from+uint64(k)]
+		rm, ok := t.removed[p]
 		if !ok {
-			return nil, nil, false // applied before the build, or dropped
-		}
-		if out == nil {
-			out = append(make([]Edge, 0, len(es)+len(rm)+64), es[:k]...)
-			if ps != nil {
-				pout = append(make([]Prior, 0, cap(out)), ps[:k]...)
-			}
+			return nil, nil, false
 		}
 		out = append(out, e)
-		if ps != nil {
-			pout = append(pout, ps[k])
+		if presence {
+			ps = append(ps, VertexOp)
 		}
-		for _, p := range rm {
-			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}, Time: e.Time, Ref: e.Ref})
-			if ps != nil {
-				pout = append(pout, Expansion)
+		for _, x := range rm {
+			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: x[0], Dst: x[1], Kind: engine.OpDeleteEdge}, Time: e.Time, Ref: e.Ref})
+			if presence {
+				ps = append(ps, Expansion)
 			}
 		}
 	}
-	if out == nil {
-		return es, ps, true
-	}
-	return out, pout, true
+	return out, ps, true
 }
 
 // Close unregisters the stream; the last one closed frees the topology.

@@ -215,15 +215,15 @@ func runHub(cfg Config, res *Result, logf func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	var page []uint64
-	after := uint64(hubVersions / 2)
+	var page engine.Page
+	after := engine.EdgeCursor{Dst: uint64(hubVersions / 2)}
 	res.HubPageMs = 1000 * bestOf(func() {
 		if err == nil {
-			page, _, _, err = sn.NeighborsPage(7, engine.Out, &after, 1, false)
+			page, err = sn.NeighborsPage(7, engine.Out, &after, 1, false)
 		}
 	})
-	if err == nil && (len(page) != 1 || page[0] != after+1) {
-		err = fmt.Errorf("hub page after %d: %v, want [%d]", after, page, after+1)
+	if err == nil && (len(page.Dsts) != 1 || page.Dsts[0] != after.Dst+1) {
+		err = fmt.Errorf("hub page after %d: %v, want [%d]", after.Dst, page.Dsts, after.Dst+1)
 	}
 	if err != nil {
 		return err

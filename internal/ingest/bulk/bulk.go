@@ -28,11 +28,12 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Add appends one decoded edge operation to b: the one mapping from a
 // decoded record to a store operation (an upsert without a weight has
-// weight 1), with its event time when it has one.
+// weight 1), with its type and its event time when it has them.
 func Add(b *engine.Batch, e decode.Edge) {
 	switch e.Op {
 	case decode.OpUpsert:
@@ -45,6 +46,9 @@ func Add(b *engine.Batch, e decode.Edge) {
 		b.DeleteEdge(e.Src, e.Dst)
 	case decode.OpDeleteVertex:
 		b.DeleteVertex(e.Src)
+	}
+	if e.Type != 0 {
+		b.SetType(e.Type)
 	}
 	if !e.EventTime.IsZero() {
 		b.SetEventTime(e.EventTime.UnixMicro())
@@ -117,7 +121,10 @@ func (e *InputError) Where() string {
 type Config struct {
 	Store *engine.Store
 	Keys  *keydict.Dict // the data directory's key dictionary
-	Batch int           // operations per store batch; at least 1
+	// Types is the data directory's type dictionary, for records that name
+	// edge types; nil: type numbers only.
+	Types *typedict.Dict
+	Batch int // operations per store batch; at least 1
 	// Progress, if set, is called after every batch with the bytes read
 	// of the input files and the operations applied so far.
 	Progress func(bytesRead, applied int64)
@@ -288,13 +295,13 @@ func (l *loader) loadFile(path string, format Format) error {
 		return l.loadBin(path)
 	case JSON:
 		if l.cfg.Mapping != nil {
-			d, err := decode.NewMapped(*l.cfg.Mapping, l.cfg.Keys)
+			d, err := decode.NewMapped(*l.cfg.Mapping, l.resolver())
 			if err != nil {
 				return err
 			}
 			return l.loadLines(path, d)
 		}
-		return l.loadLines(path, decode.New(decode.FormatJSON, l.cfg.Keys))
+		return l.loadLines(path, decode.New(decode.FormatJSON, l.resolver()))
 	default:
 		return l.loadLines(path, decode.New(decode.FormatText, l.cfg.Keys))
 	}
@@ -379,4 +386,17 @@ func (l *loader) loadBin(path string) error {
 			return err
 		}
 	}
+}
+
+// resolver is what the JSON decoders resolve names through: the key
+// dictionary, with the type dictionary when there is one.
+func (l *loader) resolver() decode.KeyResolver {
+	var keys decode.KeyResolver
+	if l.cfg.Keys != nil {
+		keys = l.cfg.Keys
+	}
+	if l.cfg.Types != nil {
+		return decode.WithTypes(keys, l.cfg.Types)
+	}
+	return keys
 }

@@ -9,16 +9,19 @@ import (
 // Binary entry layout; see the package documentation.
 const (
 	binFixedSize = 18 // op, flags, src, dst
-	binOptSize   = 8  // each optional field
+	binOptSize   = 8  // the weight and the event time
+	binTypeSize  = 2  // the edge type
 
 	flagWeight    = 1 << 0
 	flagEventTime = 1 << 1
-	flagsKnown    = flagWeight | flagEventTime
+	flagType      = 1 << 2
+	flagsKnown    = flagWeight | flagEventTime | flagType
 )
 
 // AppendBinary appends e as one binary entry to dst and returns the extended
 // slice. The weight is written if e.HasWeight, the event time if
-// e.EventTime is not zero (as Unix microseconds). AppendBinary does not
+// e.EventTime is not zero (as Unix microseconds), the type if e.Type is
+// not 0. AppendBinary does not
 // validate e: an Edge that breaks the rules yields an entry that Decode
 // rejects.
 func AppendBinary(dst []byte, e Edge) []byte {
@@ -29,6 +32,9 @@ func AppendBinary(dst []byte, e Edge) []byte {
 	if !e.EventTime.IsZero() {
 		flags |= flagEventTime
 	}
+	if e.Type != 0 {
+		flags |= flagType
+	}
 	dst = append(dst, byte(e.Op), flags)
 	dst = binary.LittleEndian.AppendUint64(dst, e.Src)
 	dst = binary.LittleEndian.AppendUint64(dst, e.Dst)
@@ -37,6 +43,9 @@ func AppendBinary(dst []byte, e Edge) []byte {
 	}
 	if !e.EventTime.IsZero() {
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.EventTime.UnixMicro()))
+	}
+	if e.Type != 0 {
+		dst = binary.LittleEndian.AppendUint16(dst, e.Type)
 	}
 	return dst
 }
@@ -105,6 +114,10 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 			e.EventTime = time.UnixMicro(int64(binary.LittleEndian.Uint64(rest[p:]))).UTC()
 			p += binOptSize
 		}
+		if flags&flagType != 0 {
+			e.Type = binary.LittleEndian.Uint16(rest[p:])
+			p += binTypeSize
+		}
 		emit(e)
 		off += p
 	}
@@ -119,6 +132,9 @@ func entrySize(flags byte) int {
 	}
 	if flags&flagEventTime != 0 {
 		size += binOptSize
+	}
+	if flags&flagType != 0 {
+		size += binTypeSize
 	}
 	return size
 }
@@ -147,6 +163,12 @@ func (d *binaryDecoder) check(v []byte, off int) (int, error) {
 	if flags&flagEventTime != 0 {
 		size += binOptSize
 	}
+	if flags&flagType != 0 {
+		if op == OpDeleteVertex {
+			return 0, d.errorf(off+1, "an edge type is not allowed for delete_vertex (it deletes edges of every type)")
+		}
+		size += binTypeSize
+	}
 	if len(rest) < size {
 		return 0, d.errorf(off, "truncated entry: %d bytes left, this entry takes %d", len(rest), size)
 	}
@@ -173,6 +195,12 @@ func (d *binaryDecoder) check(v []byte, off int) (int, error) {
 		us := int64(binary.LittleEndian.Uint64(rest[p:]))
 		if us < minEventMicros || us > maxEventMicros {
 			return 0, d.errorf(off+p, "event time %d us out of range [%d, %d]", us, minEventMicros, maxEventMicros)
+		}
+		p += binOptSize
+	}
+	if flags&flagType != 0 {
+		if t := binary.LittleEndian.Uint16(rest[p:]); int(t) >= MaxEdgeTypes {
+			return 0, d.errorf(off+p, "edge type %d out of range (max %d)", t, MaxEdgeTypes-1)
 		}
 	}
 	return size, nil

@@ -115,7 +115,7 @@ func TestBinaryInvalid(t *testing.T) {
 		{"weight cut short", false, cat(entry(0, 1, 1, 2), []byte{1, 2, 3}), 0, "truncated entry"},
 		{"unknown op", false, entry(3, 0, 1, 2), 0, "unknown op 3"},
 		{"unknown op 255 in second entry", false, cat(good, entry(255, 0, 1, 2)), 18, "unknown op 255"},
-		{"unknown flag", false, entry(0, 4, 1, 2), 1, "unknown flag bits 0x04"},
+		{"unknown flag", false, entry(0, 8, 1, 2), 1, "unknown flag bits 0x08"},
 		{"high flag", false, entry(0, 0x81, 1, 2, w(1)), 1, "unknown flag bits 0x80"},
 		{"src too large", false, entry(0, 0, MaxVertex+1, 2), 2, "vertex id 9223372036854775808 out of range"},
 		{"dst too large", false, entry(0, 0, 1, 1<<64-1), 10, "vertex id 18446744073709551615 out of range"},

@@ -1,12 +1,14 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
 
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Op is the kind of an edge operation.
@@ -46,7 +48,35 @@ type Edge struct {
 	Weight    float64 // 0 unless HasWeight
 	HasWeight bool
 	EventTime time.Time // zero if absent; otherwise UTC, microsecond precision
+	// Type is the edge's type, below MaxEdgeTypes; 0 (the default type)
+	// when the record names none, and always for OpDeleteVertex.
+	Type uint16
 }
+
+// MaxEdgeTypes is the number of edge types (engine.MaxEdgeTypes).
+const MaxEdgeTypes = typedict.MaxTypes
+
+// TypeResolver maps edge type names to type numbers; *typedict.Dict
+// implements it. An error that is a *typedict.NameError is the record's
+// fault (dead-lettered); any other is returned as is, as a KeyResolver's.
+type TypeResolver interface {
+	ID(name string) (uint16, error)
+}
+
+// WithTypes is keys with a type dictionary: pass it to New or NewMapped
+// where records name edge types (keys may be nil: no key dictionary).
+func WithTypes(keys KeyResolver, types TypeResolver) KeyResolver {
+	return &withTypes{keys: keys, types: types}
+}
+
+// withTypes is WithTypes' resolver pair; newRules takes it apart. Its ID
+// is never called.
+type withTypes struct {
+	keys  KeyResolver
+	types TypeResolver
+}
+
+func (w *withTypes) ID(key string) (uint64, error) { return w.keys.ID(key) }
 
 // KeyResolver maps string vertex keys to vertex ids; *keydict.Dict implements
 // it. ID must return an id in [keydict.KeyBase, MaxVertex]. An error from ID
@@ -151,7 +181,11 @@ func New(f Format, keys KeyResolver) Decoder {
 
 // newRules returns the rules of a decoder of format f with keys (see New).
 func newRules(f Format, keys KeyResolver) rules {
-	r := rules{format: f, keys: keys, maxNumeric: MaxVertex}
+	var types TypeResolver
+	if w, ok := keys.(*withTypes); ok {
+		keys, types = w.keys, w.types
+	}
+	r := rules{format: f, keys: keys, types: types, maxNumeric: MaxVertex}
 	if keys != nil {
 		r.maxNumeric = keydict.KeyBase - 1
 		r.keysBytes, _ = keys.(bytesResolver)
@@ -177,6 +211,7 @@ const maxRetainedEdges = 1 << 16
 type rules struct {
 	format     Format
 	keys       KeyResolver   // nil: string keys are an error
+	types      TypeResolver  // nil: type names are an error (type numbers are not)
 	keysBytes  bytesResolver // keys, if it implements IDBytes
 	maxNumeric uint64        // largest numeric vertex id accepted
 	nums       numResolver   // maps numeric ids from keydict.MapFrom up; nil: kept as they are
@@ -304,4 +339,77 @@ func clip(s string) string {
 		return fmt.Sprintf("%q...", s[:most])
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// typeRef is the edge type of a parsed operation (either JSON path): a
+// number, or a name (its raw text in the record, escapes and all)
+// resolved once the whole value is valid (rules.resolveType).
+type typeRef struct {
+	id      uint16
+	name    []byte // nil: a number
+	escaped bool
+	off     int
+}
+
+// typeOf checks a type value of kind k whose text is raw (a string's,
+// between the quotes, decoded into *scratch when escaped): a string names
+// a type, an integer below MaxEdgeTypes is one, missing or null is type 0.
+// It returns why the value is no type, or "".
+func (r *rules) typeOf(k jkind, raw []byte, escaped bool, off int, scratch *[]byte) (typeRef, string) {
+	t := typeRef{off: off}
+	switch k {
+	case jMissing, jNull:
+	case jNumber:
+		n, ok := parseDigits(bytesString(raw))
+		if !ok || n >= uint64(MaxEdgeTypes) {
+			return t, fmt.Sprintf("is the number %s: a type number is an integer from 0 to %d", short(string(raw)), MaxEdgeTypes-1)
+		}
+		t.id = uint16(n)
+	case jString:
+		name := unescaped(raw, escaped, scratch)
+		if isDigits(bytesString(name)) {
+			n, ok := parseDigits(bytesString(name))
+			if !ok || n >= uint64(MaxEdgeTypes) {
+				return t, fmt.Sprintf("is the number %s: a type number is an integer from 0 to %d", short(string(name)), MaxEdgeTypes-1)
+			}
+			t.id = uint16(n)
+			return t, ""
+		}
+		if string(name) == typedict.Default {
+			return t, ""
+		}
+		if why := typedict.NameReason(string(name)); why != "" {
+			return t, why
+		}
+		if r.types == nil {
+			return t, fmt.Sprintf("is the type name %s, but no type dictionary is configured", clip(string(name)))
+		}
+		t.name, t.escaped = raw, escaped
+	default:
+		return t, fmt.Sprintf("is %s: want a type name or number", k)
+	}
+	return t, ""
+}
+
+// resolveType replaces the name of t, if any, by its number. A name the
+// dictionary refuses (it is full) is an *Error; any other failure is the
+// dictionary's.
+func (r *rules) resolveType(t *typeRef, scratch *[]byte) error {
+	if t.name == nil {
+		return nil
+	}
+	name := string(unescaped(t.name, t.escaped, scratch))
+	id, err := r.types.ID(name)
+	if err != nil {
+		var bad *typedict.NameError
+		if errors.As(err, &bad) {
+			return r.errorf(t.off, "type %s: %s", clip(name), bad.Reason)
+		}
+		return fmt.Errorf("decode %s: resolve type %s at byte offset %d: %w", r.format, clip(name), t.off, err)
+	}
+	if int(id) >= MaxEdgeTypes {
+		return fmt.Errorf("decode %s: type resolver gave type %s the number %d, above the maximum %d", r.format, clip(name), id, MaxEdgeTypes-1)
+	}
+	t.id, t.name = id, nil
+	return nil
 }

@@ -16,7 +16,8 @@
 //     keydict.KeyBase (1<<62), the range above being reserved for ids of
 //     string keys; Dst is 0 for OpDeleteVertex; only OpUpsert carries a
 //     weight, and a weight is finite (no NaN or Inf), and Weight is 0 when
-//     HasWeight is false; EventTime is either the zero Time or a UTC time with
+//     HasWeight is false; Type is below MaxEdgeTypes, and 0 for
+//     OpDeleteVertex (the text format has no types); EventTime is either the zero Time or a UTC time with
 //     microsecond precision between 1970-01-01T00:00:00Z and
 //     9999-12-31T23:59:59.999999Z; a value holds at least one edge.
 //   - A value that breaks a rule or the format's syntax yields an *Error with
@@ -28,7 +29,10 @@
 //     checked, in order of appearance (src before dst), so a value rejected by
 //     a syntax or rule check never assigns dictionary ids. Keys are 1 to
 //     keydict.MaxKeyLen bytes of valid UTF-8. Without a KeyResolver a string
-//     key is an error.
+//     key is an error. Type names likewise: resolved (by the TypeResolver of
+//     WithTypes) only once the value is valid, before its keys; a name is
+//     checked by typedict.NameReason; without a TypeResolver a type name is
+//     an error.
 //   - No path allocates, per edge or per value, once its scratch space has
 //     grown (with string keys: when the resolver implements IDBytes as
 //     *keydict.Dict does and the keys are known). Both JSON paths, the
@@ -46,15 +50,17 @@
 //
 //	byte  0       op: 0 upsert, 1 delete edge, 2 delete vertex (others are errors)
 //	byte  1       flags: bit 0 weight present, bit 1 event time present,
-//	              bits 2-7 must be 0
+//	              bit 2 edge type present, bits 3-7 must be 0
 //	bytes 2..9    src, uint64 little-endian
 //	bytes 10..17  dst, uint64 little-endian; must be 0 for a vertex delete
 //	then 8 bytes  weight, IEEE-754 float64 little-endian, if flags bit 0
 //	              (only for op 0)
 //	then 8 bytes  event time, int64 little-endian Unix microseconds, if flags
 //	              bit 1
+//	then 2 bytes  edge type, uint16 little-endian below MaxEdgeTypes, if
+//	              flags bit 2 (not for op 2); absent: type 0
 //
-// so an entry is 18, 26 or 34 bytes long. An empty value, or one that ends
+// so an entry is 18 to 36 bytes long. An empty value, or one that ends
 // inside an entry, is an error. AppendBinary writes an entry; decoding a valid
 // value and appending its edges with AppendBinary reproduces the value byte
 // for byte.
@@ -79,6 +85,10 @@
 //	ts      event time: an RFC 3339 string (fractions of a second below a
 //	        microsecond are truncated) or Unix milliseconds as plain digits;
 //	        optional; null = absent
+//	type    the edge type: a name ("payment", resolved by the type
+//	        dictionary, see WithTypes; "default" is type 0) or its number
+//	        (an integer, or a string of digits, below MaxEdgeTypes);
+//	        optional; null = absent = type 0; not for "delete_vertex"
 //
 // Unknown or repeated fields and trailing data after the value are errors.
 // The offset of an error is that of the offending token (for some syntax

@@ -20,7 +20,8 @@ var jsonOpNames = map[string]Op{
 // slice. src and dst are written as the strings srcKey and dstKey when those
 // are not empty, else as numbers. The op is written as "add", "delete" or
 // "delete_vertex"; dst is left out for a vertex delete; weight is written if
-// e.HasWeight, ts (as an RFC 3339 string in UTC) if e.EventTime is not zero.
+// e.HasWeight, ts (as an RFC 3339 string in UTC) if e.EventTime is not zero,
+// type (its number) if e.Type is not 0.
 // AppendJSON does not validate e or the keys.
 func AppendJSON(dst []byte, e Edge, srcKey, dstKey string) []byte {
 	dst = append(dst, `{"op":`...)
@@ -48,6 +49,10 @@ func AppendJSON(dst []byte, e Edge, srcKey, dstKey string) []byte {
 		dst = append(dst, `,"ts":"`...)
 		dst = e.EventTime.UTC().AppendFormat(dst, time.RFC3339Nano)
 		dst = append(dst, '"')
+	}
+	if e.Type != 0 {
+		dst = append(dst, `,"type":`...)
+		dst = strconv.AppendUint(dst, uint64(e.Type), 10)
 	}
 	return append(dst, '}')
 }
@@ -97,10 +102,11 @@ const (
 	jDst
 	jWeight
 	jTS
+	jType
 	jFields
 )
 
-var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts"}
+var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts", "type"}
 
 // jsonRef is src or dst of a parsed operation (either JSON path): a
 // numeric id, or a key (its raw text in the record, escapes and all)
@@ -119,6 +125,7 @@ type jsonEntry struct {
 	weight    float64
 	hasWeight bool
 	eventTime time.Time
+	typ       typeRef
 }
 
 // keyCache is a JSON decoder's scratch for unescaped strings and the key
@@ -132,11 +139,16 @@ type keyCache struct {
 	lastID      uint64
 }
 
-// emitEntries resolves the keys of entries (the whole value is valid), in
-// order, src before dst; then maps the numbers the rules map; then emits
-// them.
+// emitEntries resolves the type names of entries (the whole value is
+// valid), then their keys, in order, src before dst; then maps the numbers
+// the rules map; then emits them.
 func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) error {
 	kc.lastKey = nil // a new value's bytes may sit where the last one's did
+	for k := range entries {
+		if err := r.resolveType(&entries[k].typ, &kc.scratch); err != nil {
+			return err
+		}
+	}
 	for k := range entries {
 		e := &entries[k]
 		if err := r.resolveRef(&e.src, kc); err != nil {
@@ -158,7 +170,7 @@ func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) 
 	}
 	for k := range entries {
 		e := &entries[k]
-		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime})
+		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime, Type: e.typ.id})
 	}
 	return nil
 }
@@ -358,6 +370,15 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 	}
 	if e.hasWeight && e.op != OpUpsert {
 		return end, d.errorf(weightOff, "weight not allowed for %s", e.op)
+	}
+	if x := vals[jType]; x.kind != jMissing {
+		if e.op == OpDeleteVertex && x.kind != jNull {
+			return end, d.errorf(x.offset(), "type not allowed for delete_vertex (it deletes edges of every type)")
+		}
+		var why string
+		if e.typ, why = d.typeOf(x.kind, d.text(x), x.escaped, x.offset(), &d.kc.scratch); why != "" {
+			return end, d.errorf(x.offset(), "type %s", why)
+		}
 	}
 	d.entries = append(d.entries, e)
 	return end, nil

@@ -36,6 +36,9 @@ import (
 //	          microseconds), or a number of TimeUnit since the Unix epoch
 //	          (a JSON number or a string of digits, a fraction allowed, no
 //	          exponent); missing or null: none
+//	type      a string, the edge type's name (const:login), or an integer,
+//	          its number (0 to MaxEdgeTypes-1); missing or null: type 0,
+//	          the default; not read for delete_vertex
 //
 // Fields of the value that no source names are ignored; of a repeated
 // member the last counts. A value is one JSON object, or an array of them
@@ -53,6 +56,7 @@ type Mapping struct {
 	Op           string            `yaml:"op,omitempty" json:"op,omitempty"`
 	Weight       string            `yaml:"weight,omitempty" json:"weight,omitempty"`
 	Time         string            `yaml:"time,omitempty" json:"time,omitempty"`
+	Type         string            `yaml:"type,omitempty" json:"type,omitempty"`
 	TimeUnit     string            `yaml:"time_unit,omitempty" json:"time_unit,omitempty"` // s, ms (default) or us
 	OpValues     map[string]string `yaml:"op_values,omitempty" json:"op_values,omitempty"`
 	KeySeparator string            `yaml:"key_separator,omitempty" json:"key_separator,omitempty"`
@@ -88,12 +92,13 @@ const (
 	mOp
 	mWeight
 	mTime
+	mType
 	mTSrc // a tombstone's src
 	mTDst
 	mFields
 )
 
-var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "tombstone_src", "tombstone_dst"}
+var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "type", "tombstone_src", "tombstone_dst"}
 
 // source kinds
 type srcKind uint8
@@ -207,7 +212,7 @@ func pointerTokens(p string) ([]string, error) {
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	d := &mapped{rules: newRules(FormatJSON, keys), valueRoot: &jnode{}, ops: map[string]Op{}}
-	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.TombstoneSrc, m.TombstoneDst}
+	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.Type, m.TombstoneSrc, m.TombstoneDst}
 	if m.Src == "" || m.Dst == "" {
 		return nil, errors.New("a mapping needs src and dst")
 	}
@@ -343,6 +348,12 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 			return err
 		}
 		e.dst = v.ref
+		if k := d.srcs[mType].kind; k != sValue && k != sNone { // the type, when the key, a header or a constant says it
+			if err := d.field(r, mType, &v); err != nil {
+				return err
+			}
+			e.typ = v.typ
+		}
 		d.entries = append(d.entries, e)
 		return d.finish(emit)
 	}
@@ -444,6 +455,12 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 		return end, err
 	}
 	e.eventTime = v.t
+	if e.op != OpDeleteVertex && d.srcs[mType].kind != sNone {
+		if err := d.field(r, mType, &v); err != nil {
+			return end, err
+		}
+		e.typ = v.typ
+	}
 	d.entries = append(d.entries, e)
 	return end, nil
 }
@@ -548,6 +565,7 @@ type fieldVal struct {
 	w   float64
 	has bool // a weight
 	t   time.Time
+	typ typeRef
 }
 
 // memo is what a record-level source (the key, a header, a constant: the
@@ -583,6 +601,8 @@ func (d *mapped) read(r *Record, f int, v *fieldVal) (err error) {
 		v.w, v.has, err = d.weightOf(r)
 	case mTime:
 		v.t, err = d.eventTimeOf(r)
+	case mType:
+		v.typ, err = d.typeOfField(r)
 	default:
 		v.ref, err = d.vertexOf(r, f)
 	}
@@ -643,6 +663,16 @@ func (d *mapped) vertexOf(r *Record, f int) (jsonRef, error) {
 		return ref, d.fieldError(f, g, "is %s: want a string key or an unsigned integer", g.kind)
 	}
 	return ref, nil
+}
+
+// typeOfField reads the edge type: a name or a number.
+func (d *mapped) typeOfField(r *Record) (typeRef, error) {
+	g := d.get(r, mType)
+	t, why := d.typeOf(g.kind, d.text(g), g.escaped, g.off, &d.kc.scratch)
+	if why != "" {
+		return t, d.fieldError(mType, g, "%s", why)
+	}
+	return t, nil
 }
 
 // weightOf reads the weight: a number, or a string holding one.

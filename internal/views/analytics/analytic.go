@@ -111,6 +111,15 @@ type Spec struct {
 	// the key dictionary).
 	Root string `yaml:"root,omitempty" json:"root,omitempty"`
 
+	// Types, when set, is the edge types the analytic reads: a
+	// comma-separated list of type names or numbers (resolved through the
+	// type dictionary: RegistryConfig.Types). Default: every type. A graph
+	// analytic over several types sees an edge from a to b when an edge of
+	// one of them joins a to b, weighing the least of their weights
+	// (views.Topology). An analytic with types is not checkpointed: it
+	// computes from the store when serve starts.
+	Types string `yaml:"types,omitempty" json:"types,omitempty"`
+
 	// Cadence: pull once at least BatchSize new operations exist (default
 	// 1) and at most once per Interval (default 0: as soon as they exist).
 	BatchSize int           `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`

@@ -162,7 +162,9 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	head := sm.LastSeq
 	var es []*entry
 	for _, e := range r.list() {
-		if _, ok := e.a.(stateSaver); ok {
+		// An analytic of some edge types follows a topology of its own,
+		// which the checkpoint does not hold: it computes again on start.
+		if _, ok := e.a.(stateSaver); ok && e.a.Spec().Types == "" {
 			es = append(es, e)
 		}
 	}
@@ -330,7 +332,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 				d.Fail("the state of %q where meta lists %q", name, saved.Name)
 			}
 			s, ok := want[saved.Name]
-			if !ok || specKey(s) != specKey(saved) {
+			if !ok || specKey(s) != specKey(saved) || s.Types != "" {
 				d.Skip() // not registered now, or with other settings
 				return nil
 			}

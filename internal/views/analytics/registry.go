@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -39,9 +41,12 @@ type RegistryConfig struct {
 	// Resolve turns a root given as a string into a vertex id (serve: a
 	// number, or a string key through the key dictionary). Default: numbers only.
 	Resolve func(string) (uint64, error)
-	Sinks   []AlertSink
-	Hooks   Hooks
-	Logger  *slog.Logger
+	// Types turns a spec's types (a comma-separated list) into a set
+	// (serve: through the type dictionary). Default: type numbers only.
+	Types  func(string) (*engine.TypeSet, error)
+	Sinks  []AlertSink
+	Hooks  Hooks
+	Logger *slog.Logger
 	// Source, when set, turns the reference of an operation (views.Edge.Ref)
 	// into the Kafka record it came from: alerts then carry it, and their
 	// IDs are derived from it (serve: the ingester's).
@@ -132,6 +137,19 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Types == nil {
+		cfg.Types = func(list string) (*engine.TypeSet, error) {
+			var ts engine.TypeSet
+			for _, f := range strings.Split(list, ",") {
+				n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+				if err != nil || int(n) >= engine.MaxEdgeTypes {
+					return nil, fmt.Errorf("edge type %q is not a type number (0 to %d): names need a type dictionary", f, engine.MaxEdgeTypes-1)
+				}
+				ts.Add(uint16(n))
+			}
+			return &ts, nil
+		}
+	}
 	if cfg.Names == nil {
 		cfg.Names = func(id uint64) (uint64, string) { return id, "" }
 	}
@@ -199,12 +217,16 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 			return s, fmt.Errorf("analytic %q: %w", s.Name, err)
 		}
 	}
+	ts, err := r.types(s)
+	if err != nil {
+		return s, err
+	}
 	if s.Type == "degree" && s.Direction != "out" && !r.m.Store().InEdges() {
 		return s, fmt.Errorf("analytic %q: direction %s needs in-edges (serve --in-edges)", s.Name, s.Direction)
 	}
 	if lim := r.cfg.MemoryLimit; lim > 0 {
 		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices)
-		if k, _ := kindOf(s.Type); k.topo && r.m.Topology().Bytes() == 0 {
+		if k, _ := kindOf(s.Type); k.topo && r.m.TopologyOf(ts).Bytes() == 0 {
 			need += r.topologyNeed() // the first graph analytic builds it
 		}
 		if held+need > lim {
@@ -228,11 +250,10 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	// The stream view opens here, so that the analytic sees every
 	// operation applied after Register returns.
 	var sv streamView
-	var err error
 	if from != nil {
 		sv, err = r.m.Topology().RestoredStream(r.topoOptions(s), *from)
 	} else {
-		sv, err = r.open(s)
+		sv, err = r.open(s, ts)
 	}
 	if err != nil {
 		return s, err
@@ -293,16 +314,29 @@ func (r *Registry) firstCompute(a TopoAnalytic, st *views.TopoStream) error {
 // *views.Stream.
 type streamView interface{ Close() }
 
-// open registers the stream view of an analytic of spec s.
-func (r *Registry) open(s Spec) (streamView, error) {
+// types is the set of edge types an analytic of spec s reads (nil: all).
+func (r *Registry) types(s Spec) (*engine.TypeSet, error) {
+	if s.Types == "" {
+		return nil, nil
+	}
+	ts, err := r.cfg.Types(s.Types)
+	if err != nil {
+		return nil, fmt.Errorf("analytic %q: types: %w", s.Name, err)
+	}
+	return ts, nil
+}
+
+// open registers the stream view of an analytic of spec s, which reads
+// the edge types ts (nil: all).
+func (r *Registry) open(s Spec, ts *engine.TypeSet) (streamView, error) {
 	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness},
-		MaxBehind: min(s.MaxBehind, r.m.LogCapacity())}
+		MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Types: ts}
 	k, _ := kindOf(s.Type)
 	if k.stream {
 		return r.m.Stream(so)
 	}
 	if k.topo {
-		return r.m.Topology().Stream(r.topoOptions(s))
+		return r.m.TopologyOf(ts).Stream(r.topoOptions(s))
 	}
 	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
 }
@@ -383,8 +417,11 @@ func (r *Registry) run(ctx context.Context, e *entry, sv streamView) {
 	log := r.cfg.Logger.With("analytic", s.Name)
 	for ctx.Err() == nil {
 		if sv == nil {
-			var err error
-			if sv, err = r.open(s); err != nil {
+			ts, err := r.types(s) // resolved at Register: names do not go away
+			if err == nil {
+				sv, err = r.open(s, ts)
+			}
+			if err != nil {
 				if errors.Is(err, views.ErrClosed) {
 					return
 				}
@@ -747,7 +784,7 @@ type cutShorter interface{ PullsCutShort() uint64 }
 // MemoryBytes is what the analytics hold in all, the views' shared vertex
 // index and topology included.
 func (r *Registry) MemoryBytes() int64 {
-	n := r.m.IndexStats().Bytes + r.m.Topology().Bytes()
+	n := r.m.IndexStats().Bytes + r.m.TopologiesBytes()
 	for _, e := range r.list() {
 		if m, ok := e.a.(memoryReporter); ok {
 			n += m.MemoryBytes()

@@ -1,0 +1,221 @@
+package views
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
+)
+
+// typedOracle is the store's typed edges: (src, dst, type) -> weight.
+type typedOracle map[[3]uint64]float64
+
+func (o typedOracle) apply(op engine.Op) {
+	switch op.Kind {
+	case engine.OpUpsert:
+		o[[3]uint64{op.Src, op.Dst, uint64(op.Type)}] = op.Weight
+	case engine.OpDeleteEdge:
+		delete(o, [3]uint64{op.Src, op.Dst, uint64(op.Type)})
+	case engine.OpDeleteVertex:
+		for k := range o {
+			if k[0] == op.Src || k[1] == op.Src {
+				delete(o, k)
+			}
+		}
+	}
+}
+
+// simple is the simple graph of the types ts holds (nil: all): (a, b)
+// with the least weight of its edges.
+func (o typedOracle) simple(ts *engine.TypeSet) map[[2]uint64]float64 {
+	g := map[[2]uint64]float64{}
+	for k, w := range o {
+		if ts != nil && !ts.Has(uint16(k[2])) {
+			continue
+		}
+		e := [2]uint64{k[0], k[1]}
+		if old, ok := g[e]; !ok || w < old {
+			g[e] = w
+		}
+	}
+	return g
+}
+
+// adjOfSimple is a simple graph's out-lists as topoAdj gives a Topo's.
+func adjOfSimple(g map[[2]uint64]float64) map[uint64][]string {
+	type nw struct {
+		id uint64
+		w  float64
+	}
+	ls := map[uint64][]nw{}
+	for e, w := range g {
+		ls[e[0]] = append(ls[e[0]], nw{e[1], w})
+	}
+	m := map[uint64][]string{}
+	for v, l := range ls {
+		slices.SortFunc(l, func(a, b nw) int {
+			if a.id < b.id {
+				return -1
+			}
+			if a.id > b.id {
+				return 1
+			}
+			return 0
+		})
+		for _, x := range l {
+			m[v] = append(m[v], fmt.Sprintf("%d@%g", x.id, x.w))
+		}
+	}
+	return m
+}
+
+// Topologies of several type sets, over random typed upserts, deletes and
+// vertex deletes (parallel edges of several types between the same
+// vertices, flushes, compactions): each topology equals the oracle's
+// simple graph of its types after every pull, and the operations its
+// stream hands out, applied to a plain map from the previous pull's
+// graph, give that graph too, with a Prior that says what was there.
+func TestTypedTopologiesFollowTheOracle(t *testing.T) {
+	s := smallStore(t, true)
+	m, err := NewManager(s, Config{LogCapacity: 1 << 14, IndexRebuildMin: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 8))
+	o := typedOracle{}
+	apply := func(ops []engine.Op) {
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			o.apply(op)
+		}
+	}
+	const nv = 30
+	randomOps := func(types []uint16, n int) []engine.Op {
+		var ops []engine.Op
+		for range n {
+			a, b := uint64(r.IntN(nv)), uint64(r.IntN(nv))
+			ty := types[r.IntN(len(types))]
+			switch x := r.IntN(100); {
+			case x < 60:
+				ops = append(ops, engine.Op{Src: a, Dst: b, Type: ty, Weight: float64(1 + r.IntN(9)), Kind: engine.OpUpsert})
+			case x < 97:
+				ops = append(ops, engine.Op{Src: a, Dst: b, Type: ty, Kind: engine.OpDeleteEdge})
+			default:
+				ops = append(ops, engine.Op{Src: a, Kind: engine.OpDeleteVertex})
+			}
+		}
+		return ops
+	}
+	// Untyped edges first: the topology of every type starts as the plain
+	// one, and must start normalizing when the first typed edge comes.
+	apply(randomOps([]uint16{0}, 200))
+	one, two := engine.TypesOf(1), engine.TypesOf(0, 2)
+	type follower struct {
+		name  string
+		types *engine.TypeSet
+		st    *TopoStream
+		g     map[[2]uint64]float64 // the graph as its stream's operations make it
+	}
+	var fs []*follower
+	for _, f := range []*follower{{name: "all"}, {name: "{1}", types: &one}, {name: "{0,2}", types: &two}} {
+		if f.st, err = m.TopologyOf(f.types).Stream(StreamOptions{Presence: true}); err != nil {
+			t.Fatal(err)
+		}
+		defer f.st.Close()
+		fs = append(fs, f)
+	}
+	check := func(round int) {
+		for _, f := range fs {
+			u, err := f.st.PullNow(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer u.Done() // before a Fatalf's Close
+			want := o.simple(f.types)
+			if got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(want); !sameAdj(got, w) {
+				t.Fatalf("round %d, %s: the topology differs from the oracle: %s", round, f.name, adjDiff(got, w))
+			}
+			if u.Lost {
+				f.g = maps(want)
+			} else {
+				for k, e := range u.Edges {
+					key := [2]uint64{e.Op.Src, e.Op.Dst}
+					_, had := f.g[key]
+					switch e.Op.Kind {
+					case engine.OpUpsert, engine.OpDeleteEdge:
+						// An op of the set's one type as logged, or a
+						// normalized one (type 0).
+						if e.Op.Type != 0 && f.types != nil && !f.types.Has(e.Op.Type) {
+							t.Fatalf("round %d, %s: an op of another type: %+v", round, f.name, e.Op)
+						}
+						if p := u.Prior[k]; p != Expansion && (p == WasPresent) != had {
+							t.Fatalf("round %d, %s: op %d (%+v): prior %d, but the edge was there: %v", round, f.name, k, e.Op, p, had)
+						}
+						if e.Op.Kind == engine.OpUpsert {
+							f.g[key] = e.Op.Weight
+						} else {
+							delete(f.g, key)
+						}
+					}
+				}
+				if got, w := adjOfSimple(f.g), adjOfSimple(want); !sameAdj(got, w) {
+					t.Fatalf("round %d, %s: its stream's operations make %s", round, f.name, adjDiff(got, w))
+				}
+			}
+		}
+	}
+	check(0)
+	for round := 1; round <= 60; round++ {
+		apply(randomOps([]uint16{0, 1, 2, 3}, 1+r.IntN(80)))
+		switch r.IntN(6) {
+		case 0:
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			if err := s.CompactAll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(round)
+	}
+	// Topologies built on a typed store (every stream closed: they are
+	// dropped) read parallel edges from their typed views.
+	for _, f := range fs {
+		f.st.Close()
+	}
+	for _, ts := range []*engine.TypeSet{nil, &two} {
+		st, err := m.TopologyOf(ts).Stream(StreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.PullNow(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !u.Lost {
+			t.Error("the first pull of a new topology is not a build")
+		}
+		got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.simple(ts))
+		u.Done()
+		st.Close()
+		if !sameAdj(got, w) {
+			t.Fatalf("a topology of %v built on a typed store: %s", ts, adjDiff(got, w))
+		}
+	}
+}
+
+func maps(g map[[2]uint64]float64) map[[2]uint64]float64 {
+	c := make(map[[2]uint64]float64, len(g))
+	for k, v := range g {
+		c[k] = v
+	}
+	return c
+}
