@@ -113,6 +113,14 @@ func (db *DB) VertexID(key string) (uint64, error) { return db.dir.Keys.ID(key) 
 // LookupKey returns the id of a key that has one.
 func (db *DB) LookupKey(key string) (uint64, bool) { return db.dir.Keys.Lookup(key) }
 
+// TypeID is the number of the edge type named name, naming it (durably)
+// when new; "default" is type 0.
+func (db *DB) TypeID(name string) (uint16, error) { return db.dir.Types.ID(name) }
+
+// TypeName is the name of edge type t ("default" for 0; the number as text
+// for a type never named).
+func (db *DB) TypeName(t uint16) string { return db.dir.Types.Name(t) }
+
 // Key returns the string key of id, when id belongs to one.
 func (db *DB) Key(id uint64) (string, bool) { return db.dir.Keys.Key(id) }
 
@@ -128,6 +136,12 @@ func (b *Batch) Delete(src, dst uint64) { b.b.DeleteEdge(src, dst) }
 
 // DeleteVertex deletes v's out- and in-edges.
 func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
+
+// SetType gives the operation added last (an insert or delete) the edge
+// type t, a number from DB.TypeID or 0 (the default, the type of an edge
+// given none): (src, dst, type) is an edge's identity, so two edges of
+// different types may join the same vertices.
+func (b *Batch) SetType(t uint16) { b.b.SetType(t) }
 
 // SetEventTime gives the operation added last the time t, when what it
 // records happened: windows of monitors run on it (see the README's
@@ -201,6 +215,13 @@ func (s *Snapshot) Seq() uint64 { return s.sn.Seq() }
 // Release lets the snapshot's files go.
 func (s *Snapshot) Release() { s.sn.Release() }
 
+// OfTypes is a view of the snapshot that reads only the edges of the types
+// ts (numbers from DB.TypeID). It shares the snapshot's pin: release one of
+// them.
+func (s *Snapshot) OfTypes(ts ...uint16) *Snapshot {
+	return &Snapshot{sn: s.sn.OfTypes(engine.TypesOf(ts...)), in: s.in}
+}
+
 // Degree is the number of v's edges in direction d.
 func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
 	if d == In && !s.in {
@@ -210,26 +231,37 @@ func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
 	return int(n), err
 }
 
-// Neighbor is one neighbor of a vertex and the weight of the edge.
+// Neighbor is one neighbor of a vertex and the weight and type of the
+// edge.
 type Neighbor struct {
 	ID     uint64
 	Weight float64
+	Type   uint16
 }
 
-// Neighbors returns v's neighbors in direction d, sorted by id.
+// Neighbors returns v's edges in direction d, sorted by neighbor id (a
+// neighbor joined by edges of several types comes once per type, the
+// larger type first).
 func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 	if d == In && !s.in {
 		return nil, ErrNoInEdges
 	}
-	ids, ws, err := s.sn.Neighbors(v, d.engine(), nil, []float64{})
-	if err != nil {
-		return nil, err
+	var out []Neighbor
+	var after *engine.EdgeCursor
+	for {
+		p, err := s.sn.NeighborsPage(v, d.engine(), after, 4096, true)
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range p.Dsts {
+			out = append(out, Neighbor{x, p.Weights[i], p.Types[i]})
+		}
+		last, ok := p.Last()
+		if !p.More || !ok {
+			return out, nil
+		}
+		after = &last
 	}
-	out := make([]Neighbor, len(ids))
-	for i, x := range ids {
-		out[i] = Neighbor{x, ws[i]}
-	}
-	return out, nil
 }
 
 // View is a static view: the whole graph as of one sequence number, for
@@ -280,11 +312,12 @@ type Change struct {
 	Op        Op
 	Src, Dst  uint64
 	Weight    float64   // of an upsert
+	Type      uint16    // the edge's type (0 for a vertex delete)
 	EventTime time.Time // Batch.SetEventTime's, zero when none
 }
 
 func changeOf(e views.Edge) Change {
-	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight, EventTime: e.Op.Time()}
+	c := Change{Seq: e.Seq, Src: e.Op.Src, Dst: e.Op.Dst, Weight: e.Op.Weight, Type: e.Op.Type, EventTime: e.Op.Time()}
 	switch e.Op.Kind {
 	case engine.OpDeleteEdge:
 		c.Op = DeleteEdge

@@ -319,3 +319,78 @@ func TestDBEmptyBatchesAndClose(t *testing.T) {
 		t.Fatalf("a second Close: %v", err)
 	}
 }
+
+// Edge types from the root package: named types, two edges of different
+// types between the same vertices, reads of some types, an analytic of
+// one type, and the names after a reopen.
+func TestDBEdgeTypes(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, err := db.TypeID("payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := db.TypeID("login")
+	if err != nil || pay == login || pay == 0 || login == 0 {
+		t.Fatalf("types payment %d, login %d: %v", pay, login, err)
+	}
+	if _, err := db.Register("name=paid,type=wcc,types=payment"); err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Insert(1, 2, 10)
+	b.SetType(pay)
+	b.Insert(1, 2, 1)
+	b.SetType(login)
+	b.Insert(2, 3, 1)
+	b.SetType(login)
+	b.Insert(4, 5, 1) // the default type
+	seq, err := db.Apply(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := sn.Neighbors(1, Out)
+	want := []Neighbor{{2, 1, login}, {2, 10, pay}}
+	if login < pay {
+		want[0], want[1] = want[1], want[0]
+	}
+	if err != nil || fmt.Sprint(all) != fmt.Sprint(want) {
+		t.Errorf("neighbors of 1: %v, %v; want %v", all, err, want)
+	}
+	if d, err := sn.OfTypes(pay).Degree(1, Out); err != nil || d != 1 {
+		t.Errorf("payment degree of 1: %d, %v", d, err)
+	}
+	if d, err := sn.OfTypes(pay).Degree(2, Out); err != nil || d != 0 {
+		t.Errorf("payment degree of 2: %d, %v", d, err)
+	}
+	sn.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := db.Wait(ctx, "paid", seq); err != nil {
+		t.Fatal(err)
+	}
+	// Over payments only, 3 is not joined to 1 (login edges do not count).
+	c1, _, err1 := db.VertexResult("paid", 1)
+	c3, _, err3 := db.VertexResult("paid", 3)
+	if err1 != nil || err3 != nil || fmt.Sprint(c1) == fmt.Sprint(c3) {
+		t.Errorf("paid components of 1 and 3: %v %v (%v %v)", c1, c3, err1, err3)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.TypeName(pay) != "payment" || db.TypeName(0) != "default" {
+		t.Errorf("after a reopen: %q %q", db.TypeName(pay), db.TypeName(0))
+	}
+}

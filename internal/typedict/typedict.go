@@ -14,7 +14,7 @@
 //     store ever has a number the dictionary lost, and a name keeps its
 //     number forever.
 //   - A name is 1 to MaxNameLen bytes of valid UTF-8 without control
-//     characters or commas (a filter is a comma-separated list), and not
+//     characters, commas or '|' (they separate types in lists), and not
 //     only digits (a number in a record or a filter is the type number
 //     itself).
 //   - Open refuses a file that breaks these rules, saying what and where;
@@ -131,8 +131,8 @@ func NameReason(n string) string {
 		return fmt.Sprintf("the type name %q is not valid UTF-8", n)
 	case n == Default:
 		return fmt.Sprintf("%q names type 0", Default)
-	case strings.ContainsAny(n, ","):
-		return fmt.Sprintf("the type name %q has a comma", n)
+	case strings.ContainsAny(n, ",|"):
+		return fmt.Sprintf("the type name %q has a comma or a '|' (they separate types in lists)", n)
 	case strings.IndexFunc(n, unicode.IsControl) >= 0:
 		return fmt.Sprintf("the type name %q has a control character", n)
 	case strings.Trim(n, "0123456789") == "":

@@ -112,7 +112,8 @@ type Spec struct {
 	Root string `yaml:"root,omitempty" json:"root,omitempty"`
 
 	// Types, when set, is the edge types the analytic reads: a
-	// comma-separated list of type names or numbers (resolved through the
+	// comma-separated list of type names or numbers ('|'-separated in
+	// ParseSpec's key=value form: types=payment|refund), resolved through the
 	// type dictionary: RegistryConfig.Types). Default: every type. A graph
 	// analytic over several types sees an edge from a to b when an edge of
 	// one of them joins a to b, weighing the least of their weights
@@ -411,6 +412,8 @@ func (s *Spec) set(k, v string) error {
 		s.Type = v
 	case "root":
 		s.Root = v
+	case "types": // the commas separate the pairs here: types=payment|refund
+		s.Types = strings.ReplaceAll(v, "|", ",")
 	case "batch_size":
 		i(&s.BatchSize)
 	case "interval":
