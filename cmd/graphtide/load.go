@@ -42,7 +42,7 @@ func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; without the flag an existing store keeps its setting)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
-	fs.StringVar(&o.mapping, "mapping", "", "YAML (or JSON) file of a field mapping: read each line as a JSON event through it (src, dst, weight, time, op: see 'graphtide serve --mapping'); implies --format json")
+	fs.StringVar(&o.mapping, "mapping", "", "YAML (or JSON) file of a field mapping: read each line as a JSON event through it (src, dst, weight, time, type, op: see 'graphtide serve --mapping'); implies --format json")
 }
 
 func (o *loadOptions) Validate() error {

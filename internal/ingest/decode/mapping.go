@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Mapping says where each part of an edge operation is in a Kafka record
@@ -255,6 +257,16 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 		case sKeyPart:
 			if m.KeySeparator == "" {
 				return nil, fmt.Errorf("%s %q: key:N needs key_separator", mappedFieldNames[f], s)
+			}
+		}
+	}
+	if c := d.srcs[mType]; c.kind == sConst {
+		// A constant type that can be none would dead-letter every record.
+		if n, ok := parseDigits(c.name); ok && n >= uint64(MaxEdgeTypes) {
+			return nil, fmt.Errorf("type %q: a type number is an integer from 0 to %d", c.spec, MaxEdgeTypes-1)
+		} else if !isDigits(c.name) && c.name != typedict.Default {
+			if why := typedict.NameReason(c.name); why != "" {
+				return nil, fmt.Errorf("type %q: %s", c.spec, why)
 			}
 		}
 	}
@@ -869,7 +881,7 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 
 // ParseMappingFlag parses serve's --mapping value
 // topic:field=source,field=source,... (fields src, dst, op, weight,
-// time, time_unit, key_separator, tombstone, tombstone_src,
+// time, type, time_unit, key_separator, tombstone, tombstone_src,
 // tombstone_dst, and op_values=name:op|name:op). A source holding ','
 // needs the config file's mappings section instead.
 func ParseMappingFlag(s string) (string, Mapping, error) {
@@ -878,7 +890,7 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 	if !ok || topic == "" || rest == "" {
 		return "", m, fmt.Errorf("%q: want topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,op=..]", s)
 	}
-	fields := map[string]*string{"src": &m.Src, "dst": &m.Dst, "op": &m.Op, "weight": &m.Weight, "time": &m.Time,
+	fields := map[string]*string{"src": &m.Src, "dst": &m.Dst, "op": &m.Op, "weight": &m.Weight, "time": &m.Time, "type": &m.Type,
 		"time_unit": &m.TimeUnit, "key_separator": &m.KeySeparator, "tombstone": &m.Tombstone,
 		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst}
 	seen := map[string]bool{}
@@ -904,7 +916,7 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 		}
 		f, ok := fields[k]
 		if !ok {
-			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
+			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, type, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
 		}
 		*f = v
 	}

@@ -113,3 +113,16 @@ func TestBadEdgeTypesAreRecordFaults(t *testing.T) {
 		t.Errorf("mapped: %v", err)
 	}
 }
+
+func TestMappingTypeConstantsAreCheckedAtStart(t *testing.T) {
+	if _, err := NewMapped(Mapping{Src: "/s", Dst: "/d", Type: "const:a,b"}, nil); err == nil || !strings.Contains(err.Error(), "comma") {
+		t.Errorf("a constant type with a comma: %v", err)
+	}
+	if _, err := NewMapped(Mapping{Src: "/s", Dst: "/d", Type: "const:login"}, nil); err != nil {
+		t.Errorf("a good constant type without a dictionary (checked at start): %v", err)
+	}
+	topic, m, err := ParseMappingFlag("logins:src=/user,dst=/owner,type=const:login")
+	if err != nil || topic != "logins" || m.Type != "const:login" {
+		t.Errorf("--mapping with a type: %q %+v %v", topic, m, err)
+	}
+}

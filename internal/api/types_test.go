@@ -1,0 +1,106 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/typedict"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// Typed reads over HTTP, each response validated against openapi.yaml:
+// neighbors with their types, filtered by types, paged through
+// (after, after_type) one edge at a time, degrees and paths of some
+// types, and an unknown type refused.
+func TestTypedReadsOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	s, err := engine.Open(filepath.Join(dir, "store"), &engine.Options{InEdges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	types, err := typedict.Open(filepath.Join(dir, "types.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Types: ResolveTypes(types)})
+	defer reg.Close()
+	pay, _ := types.ID("payment")
+	login, _ := types.ID("login")
+	var b engine.Batch
+	// 1 -> 2 by payment, login and the default type; 1 -> 3 by login;
+	// 2 -> 4 by payment.
+	for _, e := range []struct {
+		s, d uint64
+		t    uint16
+		w    float64
+	}{{1, 2, pay, 5}, {1, 2, login, 1}, {1, 2, 0, 2}, {1, 3, login, 1}, {2, 4, pay, 7}} {
+		b.InsertWeighted(e.s, e.d, e.w)
+		b.SetType(e.t)
+	}
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Store: s, Views: vm, Analytics: reg, Types: types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	c := newClient(t, hs, "", &coverage{})
+
+	var all NeighborsResponse
+	c.get("/v1/vertices/1/neighbors", &all)
+	got := fmt.Sprint(all.Neighbors)
+	// Edges to 2 by type, the later-named first: login (2), payment (1), default.
+	want := fmt.Sprint([]Neighbor{{ID: 2, Weight: 1, Type: "login"}, {ID: 2, Weight: 5, Type: "payment"}, {ID: 2, Weight: 2}, {ID: 3, Weight: 1, Type: "login"}})
+	if got != want || all.Degree != 4 {
+		t.Errorf("neighbors of 1: %s (degree %d); want %s (4)", got, all.Degree, want)
+	}
+	var paid NeighborsResponse
+	c.get("/v1/vertices/1/neighbors?types=payment,default", &paid)
+	if got, want := fmt.Sprint(paid.Neighbors), fmt.Sprint([]Neighbor{{ID: 2, Weight: 5, Type: "payment"}, {ID: 2, Weight: 2}}); got != want || paid.Degree != 2 {
+		t.Errorf("payments and default of 1: %s (degree %d); want %s (2)", got, paid.Degree, want)
+	}
+	// One edge per page, following next_after and next_after_type.
+	var paged []Neighbor
+	q := "/v1/vertices/1/neighbors?limit=1"
+	for pages := 0; pages < 10; pages++ {
+		var p NeighborsResponse
+		c.get(q, &p)
+		paged = append(paged, p.Neighbors...)
+		if p.NextAfter == nil {
+			break
+		}
+		q = fmt.Sprintf("/v1/vertices/1/neighbors?limit=1&after=%d", *p.NextAfter)
+		if p.NextAfterType != "" {
+			q += "&after_type=" + p.NextAfterType
+		}
+	}
+	if fmt.Sprint(paged) != fmt.Sprint(all.Neighbors) {
+		t.Errorf("pages of one: %v; want %v", paged, all.Neighbors)
+	}
+	var d DegreeResponse
+	if c.get("/v1/vertices/2/degree?dir=in&types=login", &d); d.Degree != 1 {
+		t.Errorf("login in-degree of 2: %d", d.Degree)
+	}
+	var p PathResponse
+	if c.get("/v1/paths?from=1&to=4&types=payment", &p); !p.Found || len(p.Path) != 3 {
+		t.Errorf("a payment path 1 -> 4: %+v", p)
+	}
+	if c.get("/v1/paths?from=1&to=4&types=login", &p); p.Found {
+		t.Errorf("a login path 1 -> 4: %+v", p)
+	}
+	c.expect("GET", "/v1/vertices/1/neighbors?types=wire", nil, http.StatusBadRequest, `unknown edge type "wire"`)
+	c.expect("GET", "/v1/vertices/1/neighbors?after_type=login", nil, http.StatusBadRequest, "after_type needs after")
+}
