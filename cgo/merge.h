@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,15 +37,28 @@ struct Run {
   double weight(uint64_t i) const { return seg ? seg->weight(i) : ents[i].weight; }
 };
 
-// Calls f(dst, vers, weight) for every version in merge order. A run whose
-// head is first goes on without looking at the others until it passes the
-// second-best head, so merging a long run with short ones (a hub's cached
-// versions and the few written since) costs about what one run does.
+// Calls f(dst, vers, weight) for every version in merge order, until f
+// returns false (f returns bool), or for every one (f returns nothing). A
+// run whose head is first goes on without looking at the others until it
+// passes the second-best head, so merging a long run with short ones (a
+// hub's cached versions and the few written since) costs about what one
+// run does.
 template <typename F>
 void MergeRuns(const std::vector<Run> &runs, F &&f) {
+  // go: f's answer, true when f returns nothing (the compiler drops the
+  // checks).
+  auto go = [&](uint64_t d, uint64_t v, double w) -> bool {
+    if constexpr (std::is_same_v<decltype(f(d, v, w)), bool>) {
+      return f(d, v, w);
+    } else {
+      f(d, v, w);
+      return true;
+    }
+  };
   if (runs.size() == 1) {
     const Run &r = runs[0];
-    for (uint64_t i = r.b; i < r.e; i++) f(r.dst(i), r.vers(i), r.weight(i));
+    for (uint64_t i = r.b; i < r.e; i++)
+      if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
     return;
   }
   std::vector<uint64_t> pos(runs.size());
@@ -75,12 +89,13 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
     const Run &r = runs[best];
     uint64_t &i = pos[best];
     if (second < 0) {
-      for (; i < r.e; i++) f(r.dst(i), r.vers(i), r.weight(i));
+      for (; i < r.e; i++)
+        if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
       return;
     }
     // best's versions while they come before second's head (best < second
     // wins a tie only when it has the lower index).
-    f(r.dst(i), r.vers(i), r.weight(i));
+    if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
     for (i++; i < r.e; i++) {
       const uint64_t d = r.dst(i);
       if (d > sd) break;
@@ -88,7 +103,7 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
         const uint64_t s = VersOrder(r.vers(i));
         if (s < ss || (s == ss && best > second)) break;
       }
-      f(d, r.vers(i), r.weight(i));
+      if (!go(d, r.vers(i), r.weight(i))) return;
     }
   }
 }
@@ -152,27 +167,48 @@ class VdelMap {
   uint64_t purged_ = 0;
 };
 
+// The first position of r at or after r.b whose dst is at least d (runs
+// are sorted by dst): a read that starts at d skips what lies before.
+inline uint64_t SeekDst(const Run &r, uint64_t d) {
+  uint64_t lo = r.b, hi = r.e;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (r.dst(mid) < d)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // Emits emit(dst, type, weight) for the edges of one vertex visible at tau
-// whose type ts holds (null: every type), in (dst asc, type desc) order.
+// whose type ts holds (null: every type), in (dst asc, type desc) order;
+// until emit returns false, when it returns bool.
 template <typename F>
 void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
                      F &&emit) {
+  auto go = [&](uint64_t d, uint32_t t, double w) -> bool {
+    if constexpr (std::is_same_v<decltype(emit(d, t, w)), bool>) {
+      return emit(d, t, w);
+    } else {
+      emit(d, t, w);
+      return true;
+    }
+  };
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
   const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
-  bool have = false;
-  uint64_t cur = 0;
+  uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
   uint32_t curt = 0;
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) -> bool {
     const uint32_t t = VersType(vers);
-    if (have && dst == cur && t == curt) return;  // an older version of a decided edge
+    if (dst == cur && t == curt) return true;  // an older version of a decided edge
     const uint64_t seq = VersSeq(vers);
-    if (seq > tau) return;  // not yet visible; an older version may be
-    have = true;
+    if (seq > tau) return true;  // not yet visible; an older version may be
     cur = dst;
     curt = t;
-    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return;
-    if (seq < newest && seq < vdel.Latest(dst, tau)) return;
-    emit(dst, t, w);
+    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
+    if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
+    return go(dst, t, w);
   });
 }
 

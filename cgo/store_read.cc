@@ -526,15 +526,22 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bo
     *more = end < r.e;
     return Status::OK();
   }
+  // Versions of a dst below after decide nothing past the cursor: each
+  // run starts at after's versions, found by binary search (a hub's
+  // MemGraph versions are one sorted run).
+  if (has_after) {
+    for (Run &r : runs) r.b = SeekDst(r, after);
+  }
   size_t k = 0;
-  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt) {
-    if (has_after && !past(d, t)) return;
-    if (k < cap) {
-      Put(o, k, d, wt, t);
-      k++;
-    } else {
-      *more = true;
+  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt) -> bool {
+    if (has_after && !past(d, t)) return true;
+    if (k == cap) {
+      *more = true;  // one past the page is all it needs to know
+      return false;
     }
+    Put(o, k, d, wt, t);
+    k++;
+    return true;
   });
   *n = k;
   return Status::OK();
