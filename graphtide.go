@@ -145,7 +145,8 @@ func (b *Batch) SetType(t uint16) { b.b.SetType(t) }
 
 // SetEventTime gives the operation added last the time t, when what it
 // records happened: windows of monitors run on it (see the README's
-// "Windows in event time"). Times before 1970 are ignored.
+// "Windows in event time"), and an insert's or delete's is kept with its
+// edge (Neighbor.Time). Times before 1970 are ignored.
 func (b *Batch) SetEventTime(t time.Time) { b.b.SetEventTime(t.UnixMicro()) }
 
 // Len is the number of operations.
@@ -237,6 +238,7 @@ type Neighbor struct {
 	ID     uint64
 	Weight float64
 	Type   uint16
+	Time   time.Time // the event time its operation gave (Batch.SetEventTime); zero when none
 }
 
 // Neighbors returns v's edges in direction d, sorted by neighbor id (a
@@ -254,7 +256,11 @@ func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 			return nil, err
 		}
 		for i, x := range p.Dsts {
-			out = append(out, Neighbor{x, p.Weights[i], p.Types[i]})
+			n := Neighbor{ID: x, Weight: p.Weights[i], Type: p.Types[i]}
+			if t := p.Times[i]; t > 0 {
+				n.Time = time.UnixMicro(t).UTC()
+			}
+			out = append(out, n)
 		}
 		last, ok := p.Last()
 		if !p.More || !ok {

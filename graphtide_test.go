@@ -321,8 +321,9 @@ func TestDBEmptyBatchesAndClose(t *testing.T) {
 }
 
 // Edge types from the root package: named types, two edges of different
-// types between the same vertices, reads of some types, an analytic of
-// one type, and the names after a reopen.
+// types between the same vertices (one with an event time, which reads
+// return), reads of some types, an analytic of one type, and the names
+// after a reopen.
 func TestDBEdgeTypes(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, nil)
@@ -341,8 +342,10 @@ func TestDBEdgeTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b Batch
+	paidAt := time.Date(2026, 11, 23, 10, 15, 0, 123456000, time.UTC)
 	b.Insert(1, 2, 10)
 	b.SetType(pay)
+	b.SetEventTime(paidAt)
 	b.Insert(1, 2, 1)
 	b.SetType(login)
 	b.Insert(2, 3, 1)
@@ -357,7 +360,7 @@ func TestDBEdgeTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, err := sn.Neighbors(1, Out)
-	want := []Neighbor{{2, 1, login}, {2, 10, pay}}
+	want := []Neighbor{{2, 1, login, time.Time{}}, {2, 10, pay, paidAt}}
 	if login < pay {
 		want[0], want[1] = want[1], want[0]
 	}

@@ -200,28 +200,30 @@ int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_typ
 }
 
 int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t *dsts,
-                          double *weights, uint16_t *types_out, size_t cap, size_t *n, gt_error *err) {
+                          double *weights, uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n,
+                          gt_error *err) {
   return Guard(err, [&] {
     if (int rc = CheckDir(snap, dir, err)) return rc;
-    return Done(
-        snap->r.Neighbors(v, static_cast<int>(dir), Types(types), gt::EdgeOut{dsts, weights, types_out}, cap, n), err);
+    return Done(snap->r.Neighbors(v, static_cast<int>(dir), Types(types),
+                                  gt::EdgeOut{dsts, weights, types_out, times_out}, cap, n),
+                err);
   });
 }
 
 int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, const gt_type_set *types,
                      uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *weights, uint16_t *types_out,
-                     size_t ecap, size_t *nv, size_t *ne, uint64_t *next, gt_error *err) {
+                     int64_t *times_out, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, gt_error *err) {
   return Guard(err, [&] {
     if (int rc = CheckDir(snap, dir, err)) return rc;
     return Done(snap->r.Scan(lo, hi, static_cast<int>(dir), Types(types), vids, offs, vcap,
-                             gt::EdgeOut{dsts, weights, types_out}, ecap, nv, ne, next),
+                             gt::EdgeOut{dsts, weights, types_out, times_out}, ecap, nv, ne, next),
                 err);
   });
 }
 
 int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, const gt_type_set *types,
-                       uint64_t *offs, uint64_t *dsts, double *weights, uint16_t *types_out, size_t ecap, size_t *done,
-                       size_t *ne, gt_error *err) {
+                       uint64_t *offs, uint64_t *dsts, double *weights, uint16_t *types_out, int64_t *times_out,
+                       size_t ecap, size_t *done, size_t *ne, gt_error *err) {
   return Guard(err, [&] {
     *done = 0;
     *ne = 0;
@@ -229,23 +231,25 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
     if (n > 0 && (vids == nullptr || offs == nullptr))
       return Fail(gt::Status::Invalid("vids and offs are required"), err);
     return Done(snap->r.Gather(vids, n, static_cast<int>(dir), Types(types), offs,
-                               gt::EdgeOut{dsts, weights, types_out}, ecap, done, ne),
+                               gt::EdgeOut{dsts, weights, types_out, times_out}, ecap, done, ne),
                 err);
   });
 }
 
 int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t after,
                                 uint32_t after_type, uint32_t has_after, uint64_t *dsts, double *weights,
-                                uint16_t *types_out, size_t cap, size_t *n, uint32_t *more, gt_error *err) {
+                                uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, uint32_t *more,
+                                gt_error *err) {
   return Guard(err, [&] {
     *n = 0;
     *more = 0;
     if (int rc = CheckDir(snap, dir, err)) return rc;
     if (cap > 0 && dsts == nullptr) return Fail(gt::Status::Invalid("dsts is required"), err);
     bool m = false;
-    const int rc = Done(snap->r.NeighborsAfter(v, static_cast<int>(dir), Types(types), has_after != 0, after,
-                                               after_type, gt::EdgeOut{dsts, weights, types_out}, cap, n, &m),
-                        err);
+    const int rc =
+        Done(snap->r.NeighborsAfter(v, static_cast<int>(dir), Types(types), has_after != 0, after, after_type,
+                                    gt::EdgeOut{dsts, weights, types_out, times_out}, cap, n, &m),
+             err);
     *more = m ? 1 : 0;
     return rc;
   });

@@ -4,7 +4,8 @@
 // Contract:
 //  - Status is the only way errors travel inside the core. No function in
 //    src/ throws on purpose; the C API (capi.cc) still catches everything.
-//  - An edge version is (dst, vers, weight) where
+//  - An edge version is (dst, vers, weight, time) where time is its event
+//    time (Unix µs; 0: none) and
 //    vers = type << 48 | seq << 1 | tombstone: the edge's type (0 to
 //    GT_MAX_EDGE_TYPES-1) in the top 16 bits, so that (src, dst, type) is an
 //    edge's identity and ordering versions by vers >> 1 descending groups
@@ -104,23 +105,26 @@ struct TypeSet {
 };
 inline bool Wanted(const TypeSet *ts, uint32_t t) { return ts == nullptr || ts->Has(t); }
 
-// One edge version as the MemGraph and the merge code see it.
+// One edge version as the MemGraph and the merge code see it. time is the
+// event time its operation gave (Unix µs), 0 when none.
 struct Entry {
   uint64_t dst;
   uint64_t vers;
   double weight;
+  int64_t time = 0;
 };
 
-// Appends (dst, vers, weight) to *out field by field. push_back(Entry{...})
-// built the entry on the stack in three 8-byte stores and copied it with
-// one 16-byte load, which cannot be forwarded from them: a stall per entry
-// that was a quarter of compaction's retention loop.
-inline void AppendEntry(std::vector<Entry> *out, uint64_t dst, uint64_t vers, double weight) {
+// Appends (dst, vers, weight, time) to *out field by field.
+// push_back(Entry{...}) built the entry on the stack in 8-byte stores and
+// copied it with 16-byte loads, which cannot be forwarded from them: a
+// stall per entry that was a quarter of compaction's retention loop.
+inline void AppendEntry(std::vector<Entry> *out, uint64_t dst, uint64_t vers, double weight, int64_t time) {
   out->emplace_back();
   Entry &e = out->back();
   e.dst = dst;
   e.vers = vers;
   e.weight = weight;
+  e.time = time;
 }
 
 constexpr int kOut = 0;

@@ -43,6 +43,7 @@ const (
 	FileMultiVersion = uint32(C.GT_FILE_MULTI_VERSION)
 	FileTombstones   = uint32(C.GT_FILE_TOMBSTONES)
 	FileTypes        = uint32(C.GT_FILE_TYPES)
+	FileTimes        = uint32(C.GT_FILE_TIMES)
 )
 
 // MaxVertex is GT_MAX_VERTEX.
@@ -95,6 +96,7 @@ type Op struct {
 	Weight   float64
 	Kind     uint32
 	Type     uint32 // edge type, below MaxEdgeTypes
+	Time     int64  // event time, Unix µs (0: none)
 }
 
 // MaxEdgeTypes is GT_MAX_EDGE_TYPES: edge types are 0 to MaxEdgeTypes-1.
@@ -106,7 +108,8 @@ type TypeSet [MaxEdgeTypes / 64]uint64
 func init() {
 	if unsafe.Sizeof(Op{}) != unsafe.Sizeof(C.gt_op{}) ||
 		unsafe.Offsetof(Op{}.Kind) != unsafe.Offsetof(C.gt_op{}.kind) ||
-		unsafe.Offsetof(Op{}.Type) != unsafe.Offsetof(C.gt_op{}._type) {
+		unsafe.Offsetof(Op{}.Type) != unsafe.Offsetof(C.gt_op{}._type) ||
+		unsafe.Offsetof(Op{}.Time) != unsafe.Offsetof(C.gt_op{}.time) {
 		panic("core: Op layout does not match gt_op")
 	}
 	if unsafe.Sizeof(TypeSet{}) != unsafe.Sizeof(C.gt_type_set{}) {
@@ -117,6 +120,13 @@ func init() {
 // tsp passes a type filter (nil: every type). The core only reads it
 // during the call.
 func tsp(ts *TypeSet) *C.gt_type_set { return (*C.gt_type_set)(unsafe.Pointer(ts)) }
+
+func i64p(s []int64) *C.int64_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&s[0]))
+}
 
 func u16p(s []uint16) *C.uint16_t {
 	if len(s) == 0 {
@@ -377,14 +387,14 @@ func (sn *Snapshot) VertexBounds() (low, high uint64) {
 	return uint64(l), uint64(h)
 }
 
-// Gather calls gt_snapshot_gather; len(offs) must be len(vids)+1 and w
-// and t, when not nil, as long as dsts. On CodeBuffer, ne is the edge count
-// the first vertex needs.
-func (sn *Snapshot) Gather(vids []uint64, dir uint32, ts *TypeSet, offs, dsts []uint64, w []float64, t []uint16) (done, ne int, err *Error) {
+// Gather calls gt_snapshot_gather; len(offs) must be len(vids)+1 and w,
+// t and tm, when not nil, as long as dsts. On CodeBuffer, ne is the edge
+// count the first vertex needs.
+func (sn *Snapshot) Gather(vids []uint64, dir uint32, ts *TypeSet, offs, dsts []uint64, w []float64, t []uint16, tm []int64) (done, ne int, err *Error) {
 	var cdone, cne C.size_t
 	var e C.gt_error
 	rc := C.gt_snapshot_gather(sn.h, u64p(vids), C.size_t(len(vids)), C.uint32_t(dir), tsp(ts), u64p(offs), u64p(dsts),
-		f64p(w), u16p(t), C.size_t(len(dsts)), &cdone, &cne, &e)
+		f64p(w), u16p(t), i64p(tm), C.size_t(len(dsts)), &cdone, &cne, &e)
 	if rc != 0 {
 		return int(cdone), int(cne), takeError(rc, &e)
 	}
@@ -401,43 +411,43 @@ func (sn *Snapshot) Degree(v uint64, dir uint32, ts *TypeSet) (uint64, *Error) {
 	return uint64(d), nil
 }
 
-// Neighbors calls gt_snapshot_neighbors with dsts (and w and t unless nil)
-// as the caller buffers; n is the full count even when it exceeds
+// Neighbors calls gt_snapshot_neighbors with dsts (and w, t and tm unless
+// nil) as the caller buffers; n is the full count even when it exceeds
 // len(dsts) (CodeBuffer).
-func (sn *Snapshot) Neighbors(v uint64, dir uint32, ts *TypeSet, dsts []uint64, w []float64, t []uint16) (int, *Error) {
+func (sn *Snapshot) Neighbors(v uint64, dir uint32, ts *TypeSet, dsts []uint64, w []float64, t []uint16, tm []int64) (int, *Error) {
 	var n C.size_t
 	var e C.gt_error
 	rc := C.gt_snapshot_neighbors(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), u64p(dsts), f64p(w), u16p(t),
-		C.size_t(len(dsts)), &n, &e)
+		i64p(tm), C.size_t(len(dsts)), &n, &e)
 	if rc != 0 {
 		return int(n), takeError(rc, &e)
 	}
 	return int(n), nil
 }
 
-// NeighborsAfter calls gt_snapshot_neighbors_after with dsts (and w and t
-// unless nil, as long as dsts) as the page buffer; the page starts past
+// NeighborsAfter calls gt_snapshot_neighbors_after with dsts (and w, t and
+// tm unless nil, as long as dsts) as the page buffer; the page starts past
 // the edge (after, afterType).
-func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, ts *TypeSet, after uint64, afterType uint16, hasAfter bool, dsts []uint64, w []float64, t []uint16) (n int, more bool, err *Error) {
+func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, ts *TypeSet, after uint64, afterType uint16, hasAfter bool, dsts []uint64, w []float64, t []uint16, tm []int64) (n int, more bool, err *Error) {
 	var cn C.size_t
 	var cmore C.uint32_t
 	var e C.gt_error
 	rc := C.gt_snapshot_neighbors_after(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), C.uint64_t(after),
-		C.uint32_t(afterType), b2u(hasAfter), u64p(dsts), f64p(w), u16p(t), C.size_t(len(dsts)), &cn, &cmore, &e)
+		C.uint32_t(afterType), b2u(hasAfter), u64p(dsts), f64p(w), u16p(t), i64p(tm), C.size_t(len(dsts)), &cn, &cmore, &e)
 	if rc != 0 {
 		return 0, false, takeError(rc, &e)
 	}
 	return int(cn), cmore != 0, nil
 }
 
-// Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w and t,
-// when not nil, as long as dsts.
-func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, ts *TypeSet, vids, offs, dsts []uint64, w []float64, t []uint16) (nv, ne int, next uint64, err *Error) {
+// Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, t and
+// tm, when not nil, as long as dsts.
+func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, ts *TypeSet, vids, offs, dsts []uint64, w []float64, t []uint16, tm []int64) (nv, ne int, next uint64, err *Error) {
 	var cnv, cne C.size_t
 	var cnext C.uint64_t
 	var e C.gt_error
 	rc := C.gt_snapshot_scan(sn.h, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(dir), tsp(ts), u64p(vids), u64p(offs),
-		C.size_t(len(vids)), u64p(dsts), f64p(w), u16p(t), C.size_t(len(dsts)), &cnv, &cne, &cnext, &e)
+		C.size_t(len(vids)), u64p(dsts), f64p(w), u16p(t), i64p(tm), C.size_t(len(dsts)), &cnv, &cne, &cnext, &e)
 	if rc != 0 {
 		return int(cnv), int(cne), uint64(cnext), takeError(rc, &e)
 	}

@@ -140,6 +140,8 @@ typedef struct gt_op {
   double weight;
   uint32_t kind; /* gt_op_kind */
   uint32_t type; /* edge type, below GT_MAX_EDGE_TYPES */
+  int64_t time;  /* event time (Unix microseconds, at least 0; 0: none): an upsert's or delete's is kept
+                    with its version and returned by reads; a vertex delete's is not kept */
 } gt_op;
 
 typedef enum gt_dir { GT_OUT = 0, GT_IN = 1 } gt_dir;
@@ -247,8 +249,9 @@ uint64_t gt_snapshot_vertex_bound(const gt_snapshot *snap);
 void gt_snapshot_vertex_bounds(const gt_snapshot *snap, uint64_t *low, uint64_t *high);
 
 /* Reads of edges. Each takes types, the edge types to read (NULL: every
- * type), and writes each edge's dst, weight and type at the same index of
- * dsts, weights and types_out (weights and types_out may be NULL). A
+ * type), and writes each edge's dst, weight, type and event time (Unix
+ * microseconds, 0 when its operation gave none) at the same index of dsts,
+ * weights, types_out and times_out (all but dsts may be NULL). A
  * vertex's edges come sorted by dst, and those to one dst by type
  * descending: (dst asc, type desc). */
 
@@ -260,7 +263,8 @@ int gt_snapshot_degree(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_typ
  * types_out). *n receives the count; if it is larger than cap, GT_ERR_BUFFER
  * is returned and nothing useful is copied. */
 int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t *dsts,
-                          double *weights, uint16_t *types_out, size_t cap, size_t *n, gt_error *err);
+                          double *weights, uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n,
+                          gt_error *err);
 
 /* One page of v's edges: those after the edge (after, after_type) in
  * (dst asc, type desc) order (all of them when has_after is 0), at most cap
@@ -270,7 +274,8 @@ int gt_snapshot_neighbors(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_
  * by cap whatever the degree; a compacted vertex is found by binary search. */
 int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types, uint64_t after,
                                 uint32_t after_type, uint32_t has_after, uint64_t *dsts, double *weights,
-                                uint16_t *types_out, size_t cap, size_t *n, uint32_t *more, gt_error *err);
+                                uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, uint32_t *more,
+                                gt_error *err);
 
 /* Edges of every vertex in [lo, hi) that has at least one visible edge of
  * the given types, in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge
@@ -281,7 +286,7 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, con
  * GT_ERR_BUFFER is returned and *ne holds the edge count it needs. */
 int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, const gt_type_set *types,
                      uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *weights, uint16_t *types_out,
-                     size_t ecap, size_t *nv, size_t *ne, uint64_t *next, gt_error *err);
+                     int64_t *times_out, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, gt_error *err);
 
 /* Edges of the vertices vids[0..n) (any order, repeats allowed) in one
  * call: vertex i's edges are dsts[offs[i]..offs[i+1]) (and weights,
@@ -292,8 +297,8 @@ int gt_snapshot_scan(gt_snapshot *snap, uint64_t lo, uint64_t hi, uint32_t dir, 
  * GT_ERR_BUFFER is returned and *ne holds the count it needs; otherwise *ne
  * is the number of edges written. */
 int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32_t dir, const gt_type_set *types,
-                       uint64_t *offs, uint64_t *dsts, double *weights, uint16_t *types_out, size_t ecap, size_t *done,
-                       size_t *ne, gt_error *err);
+                       uint64_t *offs, uint64_t *dsts, double *weights, uint16_t *types_out, int64_t *times_out,
+                       size_t ecap, size_t *done, size_t *ne, gt_error *err);
 
 /* The bits of gt_file_info.flags (as the segment file's header stores them). */
 #define GT_FILE_DENSE 0x01u         /* a dense vertex table (else a sparse index) */
@@ -303,6 +308,7 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
 #define GT_FILE_MULTI_VERSION 0x10u /* some edge has several versions */
 #define GT_FILE_TOMBSTONES 0x20u    /* some version is a delete */
 #define GT_FILE_TYPES 0x40u         /* a type column (some edge's type is not 0) */
+#define GT_FILE_TIMES 0x80u         /* a time column (some version has an event time) */
 
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {

@@ -290,7 +290,7 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
   auto version = [&](uint32_t i) {
     const gt_op &op = b.ops[ops[i]];
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
-    return Entry{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight};
+    return Entry{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight, op.time};
   };
   for (uint32_t i = 0; i < g.count; i++) {
     const Entry e = version(i);
@@ -298,25 +298,32 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
       s.inl[n++] = e;
       continue;
     }
-    if (n == s.cap || (s.hnarrow && !FitsNarrow(e))) {
+    if (n == s.cap || KindOf(e) > s.hkind) {
       // A new block (nothing is copied), large enough for the rest of the
-      // group: a slot gets at most one block per batch, or two when a
-      // weighted version leaves a narrow one. Narrow when the rest of the
-      // group fits.
-      bool narrow = true;
-      for (uint32_t j = i; j < g.count && narrow; j++) narrow = FitsNarrow(version(j));
+      // group: a slot gets at most one block per batch, or a few when
+      // versions of a larger kind leave a block. Of the largest kind the
+      // rest of the group needs.
+      Kind kind = kNarrow;
+      for (uint32_t j = i; j < g.count && kind != kTimed; j++) kind = std::max(kind, KindOf(version(j)));
       const uint32_t cap = std::min(std::max(NextBlock(s.cap), g.count - i), kMaxBlock);
-      const size_t bytes = sizeof(Block) + size_t(cap) * (narrow ? sizeof(NarrowEntry) : sizeof(Entry));
-      h = new (d.arena.Alloc(bytes, pool_.get())) Block{h, n, cap | (narrow ? Block::kNarrowBit : 0)};
+      const size_t bytes = sizeof(Block) + size_t(cap) * KindBytes(kind);
+      h = new (d.arena.Alloc(bytes, pool_.get())) Block{h, n, cap | (uint32_t(kind) << Block::kKindShift)};
       s.head.store(h, std::memory_order_release);
       s.cap = n + cap;
       s.hbase = n;
-      s.hnarrow = narrow;
+      s.hkind = kind;
     }
-    if (s.hnarrow)
-      h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, e.vers};
-    else
-      h->wide()[n++ - s.hbase] = e;
+    switch (s.hkind) {
+      case kNarrow:
+        h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, e.vers};
+        break;
+      case kWide:
+        h->wide()[n++ - s.hbase] = WideEntry{e.dst, e.vers, e.weight};
+        break;
+      case kTimed:
+        h->full()[n++ - s.hbase] = e;
+        break;
+    }
   }
   s.n.store(n, std::memory_order_release);
 }
@@ -418,7 +425,7 @@ void MemGraph::ApplyShard(const Batch &b, int shard) {
         const Block *h = s != nullptr ? s->head.load(std::memory_order_relaxed) : nullptr;
         const uint32_t n = h != nullptr ? s->n.load(std::memory_order_relaxed) : 0;
         if (h != nullptr && n < s->cap) {
-          const size_t off = size_t(n - s->hbase) * (s->hnarrow ? sizeof(NarrowEntry) : sizeof(Entry));
+          const size_t off = size_t(n - s->hbase) * KindBytes(s->hkind);
           __builtin_prefetch(reinterpret_cast<const char *>(h + 1) + off, 1);
         }
       }
@@ -580,10 +587,16 @@ void MemGraph::SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t 
   for (; blk != nullptr && upper > k; blk = blk->prev) {
     if (blk->base >= upper) continue;  // linked after n was read
     const uint32_t lo = std::max(k, blk->base), hi = std::min(upper, blk->base + blk->cap());
-    if (blk->narrow()) {
-      for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->thin()[i - 1 - blk->base]);
-    } else {
-      o = std::reverse_copy(blk->wide() + (lo - blk->base), blk->wide() + (hi - blk->base), o);
+    switch (blk->kind()) {
+      case kNarrow:
+        for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->thin()[i - 1 - blk->base]);
+        break;
+      case kWide:
+        for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->wide()[i - 1 - blk->base]);
+        break;
+      case kTimed:
+        o = std::reverse_copy(blk->full() + (lo - blk->base), blk->full() + (hi - blk->base), o);
+        break;
     }
     upper = blk->base;
   }
@@ -802,7 +815,7 @@ std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const
       if (n <= cov[si]) continue;
       tail.clear();
       SortedTail(s, blk, cov[si], n, &tail);
-      for (const Entry &e : tail) run->recs.push_back(InRec{e.dst, Entry{s.v, e.vers, e.weight}});
+      for (const Entry &e : tail) run->recs.push_back(InRec{e.dst, Entry{s.v, e.vers, e.weight, e.time}});
       cov[si] = n;
     }
     in_pos_[k] = end;
@@ -862,7 +875,7 @@ void MemGraph::CollectIn(const InIndex &x, uint64_t v, std::vector<Entry> *out) 
   for (size_t i = 0; i + 1 < bounds.size(); i++)
     runs.push_back(Run{parts.data(), nullptr, bounds[i] - start, bounds[i + 1] - start});
   out->resize(start);
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) { AppendEntry(out, dst, vers, w); });
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) { AppendEntry(out, dst, vers, w, tm); });
 }
 
 void MemGraph::InVerticesFrom(const InIndex &x, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,

@@ -284,34 +284,51 @@ class MemGraph {
   static int ShardOf(uint64_t v) { return static_cast<int>((v * kVertexHashMul) >> 63); }
   static constexpr uint32_t kInline = 1;
 
-  // A version of weight 1 (or a tombstone, whose weight is 0), as a narrow
-  // block keeps it: 16 bytes instead of an Entry's 24. Unweighted streams
-  // are all narrow.
+  // A version of weight 1 (or a tombstone, whose weight is 0) without an
+  // event time, as a narrow block keeps it: 16 bytes instead of an Entry's
+  // 32. Unweighted streams without event times are all narrow.
   struct NarrowEntry {
     uint64_t dst, vers;
   };
-  static bool FitsNarrow(const Entry &e) { return VersTomb(e.vers) || e.weight == 1.0; }
-  static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0}; }
+  // A version without an event time, as a wide block keeps it: 24 bytes.
+  struct WideEntry {
+    uint64_t dst, vers;
+    double weight;
+  };
+  // The kinds of block, each holding the versions of the kinds below it
+  // too: narrow (NarrowEntry), wide (WideEntry), timed (Entry).
+  enum Kind : uint8_t { kNarrow = 0, kWide = 1, kTimed = 2 };
+  static Kind KindOf(const Entry &e) {
+    if (e.time != 0) return kTimed;
+    return VersTomb(e.vers) || e.weight == 1.0 ? kNarrow : kWide;
+  }
+  static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0, 0}; }
+  static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers, x.weight, 0}; }
+  static size_t KindBytes(Kind k) {
+    return k == kNarrow ? sizeof(NarrowEntry) : k == kWide ? sizeof(WideEntry) : sizeof(Entry);
+  }
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
   // prev is null: versions [0, kInline) are inline), or fewer: the block
-  // after it starts at its base, and a narrow block is left for a new
-  // (wide) one as soon as a version does not fit it. Carved from the
-  // arena: this 16-byte header, then cap entries, NarrowEntry when narrow
-  // else Entry. The header is never changed once the block is linked.
+  // after it starts at its base, and a block is left for a new one of a
+  // larger kind as soon as a version does not fit it. Carved from the
+  // arena: this 16-byte header, then cap entries of its kind. The header
+  // is never changed once the block is linked.
   struct Block {
-    static constexpr uint32_t kNarrowBit = uint32_t(1) << 31;
+    static constexpr uint32_t kKindShift = 30;  // bits: cap | kind << kKindShift
     const Block *prev;
-    uint32_t base, bits;  // bits: cap, | kNarrowBit when narrow
-    uint32_t cap() const { return bits & ~kNarrowBit; }
-    bool narrow() const { return (bits & kNarrowBit) != 0; }
-    Entry *wide() { return reinterpret_cast<Entry *>(this + 1); }
-    const Entry *wide() const { return reinterpret_cast<const Entry *>(this + 1); }
+    uint32_t base, bits;
+    uint32_t cap() const { return bits & ((uint32_t(1) << kKindShift) - 1); }
+    Kind kind() const { return static_cast<Kind>(bits >> kKindShift); }
     NarrowEntry *thin() { return reinterpret_cast<NarrowEntry *>(this + 1); }
     const NarrowEntry *thin() const { return reinterpret_cast<const NarrowEntry *>(this + 1); }
+    WideEntry *wide() { return reinterpret_cast<WideEntry *>(this + 1); }
+    const WideEntry *wide() const { return reinterpret_cast<const WideEntry *>(this + 1); }
+    Entry *full() { return reinterpret_cast<Entry *>(this + 1); }
+    const Entry *full() const { return reinterpret_cast<const Entry *>(this + 1); }
   };
   static_assert(sizeof(Block) % alignof(Entry) == 0 && alignof(Block) <= alignof(Entry), "entries follow the header");
-  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below the narrow bit
+  static constexpr uint32_t kMaxBlock = uint32_t(1) << 28;  // entries; keeps cap below the kind bits
   // A slot that is full gets a block of an eighth of what it holds (at
   // least kMinBlock, at most kMaxBlock): at most a ninth of its capacity is
   // ever unused (a block as large as all before it leaves up to half unused,
@@ -355,11 +372,11 @@ class MemGraph {
     // A sorted copy of versions [0, cache->k) (null until a read made one).
     // Readers only: published by compare-and-swap (release), never unset.
     mutable std::atomic<const Cache *> cache{nullptr};
-    // Writer only: the head block's base and narrowness, so that where the
+    // Writer only: the head block's base and kind, so that where the
     // next version goes is known from the slot alone (the block's header
     // is another cache miss).
     uint32_t hbase = 0;
-    bool hnarrow = false;
+    Kind hkind = kNarrow;
     Entry inl[kInline];
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");

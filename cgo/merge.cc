@@ -128,7 +128,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     bool have = false;
     uint64_t cur = 0;
     uint32_t curt = 0;
-    MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
+    MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
       const uint32_t t = VersType(vers);
       if (have && dst == cur && t == curt) return;
       have = true;
@@ -138,7 +138,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
         if (VersTomb(vers)) return;
         vers = VersTypeOnly(vers);
       }
-      AppendEntry(out, dst, vers, w);
+      AppendEntry(out, dst, vers, w, tm);
     });
     return;
   }
@@ -169,7 +169,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel) last.vers = VersTypeOnly(last.vers);
   };
 
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) {
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
     const uint32_t t = VersType(vers);
     if (!have || dst != cur || t != curt) {
       close_group();
@@ -193,7 +193,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     // version is killed too.
     const uint64_t d = std::max(dsrc, ddst);
     if (seq < d) return;
-    AppendEntry(out, dst, vers, w);
+    AppendEntry(out, dst, vers, w, tm);
   });
   close_group();
 }

@@ -35,30 +35,37 @@ struct Run {
   uint64_t dst(uint64_t i) const { return seg ? seg->dst(i) : ents[i].dst; }
   uint64_t vers(uint64_t i) const { return seg ? seg->vers(i) : ents[i].vers; }
   double weight(uint64_t i) const { return seg ? seg->weight(i) : ents[i].weight; }
+  int64_t time(uint64_t i) const { return seg ? seg->time(i) : ents[i].time; }
 };
 
-// Calls f(dst, vers, weight) for every version in merge order, until f
+// Calls f(dst, vers, weight, time) for every version in merge order, until f
 // returns false (f returns bool), or for every one (f returns nothing). A
 // run whose head is first goes on without looking at the others until it
 // passes the second-best head, so merging a long run with short ones (a
 // hub's cached versions and the few written since) costs about what one
 // run does.
+// Calls f(a...) and returns its answer, or true when f returns nothing (the
+// compiler then drops the checks). Always inlined: it sits in the loops
+// that visit every version (a call per version was most of a hub's degree).
+template <typename F, typename... A>
+[[gnu::always_inline]] inline bool Visit(F &f, A... a) {
+  if constexpr (std::is_same_v<decltype(f(a...)), bool>) {
+    return f(a...);
+  } else {
+    f(a...);
+    return true;
+  }
+}
+
 template <typename F>
 void MergeRuns(const std::vector<Run> &runs, F &&f) {
-  // go: f's answer, true when f returns nothing (the compiler drops the
-  // checks).
-  auto go = [&](uint64_t d, uint64_t v, double w) -> bool {
-    if constexpr (std::is_same_v<decltype(f(d, v, w)), bool>) {
-      return f(d, v, w);
-    } else {
-      f(d, v, w);
-      return true;
-    }
+  auto go = [&](const Run &r, uint64_t i) __attribute__((always_inline)) {
+    return Visit(f, r.dst(i), r.vers(i), r.weight(i), r.time(i));
   };
   if (runs.size() == 1) {
     const Run &r = runs[0];
     for (uint64_t i = r.b; i < r.e; i++)
-      if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
+      if (!go(r, i)) return;
     return;
   }
   std::vector<uint64_t> pos(runs.size());
@@ -90,12 +97,12 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
     uint64_t &i = pos[best];
     if (second < 0) {
       for (; i < r.e; i++)
-        if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
+        if (!go(r, i)) return;
       return;
     }
     // best's versions while they come before second's head (best < second
     // wins a tie only when it has the lower index).
-    if (!go(r.dst(i), r.vers(i), r.weight(i))) return;
+    if (!go(r, i)) return;
     for (i++; i < r.e; i++) {
       const uint64_t d = r.dst(i);
       if (d > sd) break;
@@ -103,7 +110,7 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
         const uint64_t s = VersOrder(r.vers(i));
         if (s < ss || (s == ss && best > second)) break;
       }
-      if (!go(d, r.vers(i), r.weight(i))) return;
+      if (!go(r, i)) return;
     }
   }
 }
@@ -181,25 +188,17 @@ inline uint64_t SeekDst(const Run &r, uint64_t d) {
   return lo;
 }
 
-// Emits emit(dst, type, weight) for the edges of one vertex visible at tau
+// Emits emit(dst, type, weight, time) for the edges of one vertex visible at tau
 // whose type ts holds (null: every type), in (dst asc, type desc) order;
 // until emit returns false, when it returns bool.
 template <typename F>
 void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
                      F &&emit) {
-  auto go = [&](uint64_t d, uint32_t t, double w) -> bool {
-    if constexpr (std::is_same_v<decltype(emit(d, t, w)), bool>) {
-      return emit(d, t, w);
-    } else {
-      emit(d, t, w);
-      return true;
-    }
-  };
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
   const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
   uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
   uint32_t curt = 0;
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w) -> bool {
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) -> bool {
     const uint32_t t = VersType(vers);
     if (dst == cur && t == curt) return true;  // an older version of a decided edge
     const uint64_t seq = VersSeq(vers);
@@ -208,7 +207,7 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
     curt = t;
     if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
     if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
-    return go(dst, t, w);
+    return Visit(emit, dst, t, w, tm);
   });
 }
 

@@ -140,6 +140,12 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
       has_types_ = true;
     }
     if (has_types_) types_.push_back(static_cast<uint16_t>(t));
+    if (e[i].time != 0 && !has_times_) {
+      times_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
+      times_.assign(n_, 0);
+      has_times_ = true;
+    }
+    if (has_times_) times_.push_back(e[i].time);
     min_type_ = std::min(min_type_, t);
     max_type_ = std::max(max_type_, t);
     if (e[i].weight != 1.0 && !has_w_) {
@@ -217,6 +223,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   if (has_vers_) in->vers_.resize(n_);
   if (has_w_) in->w_.resize(n_);
   if (has_types_) in->types_.resize(n_);
+  if (has_times_) in->times_.resize(n_);
   for (size_t k = 0; k + 1 < offs_.size(); k++) {
     for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
       const uint32_t p = where[i];
@@ -227,6 +234,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
       if (has_vers_) in->vers_[p] = vers_[i];
       if (has_w_) in->w_[p] = w_[i];
       if (has_types_) in->types_[p] = types_[i];
+      if (has_times_) in->times_[p] = times_[i];
     }
   }
   in->n_ = n_;
@@ -235,6 +243,7 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->has_vers_ = has_vers_;
   in->has_w_ = has_w_;
   in->has_types_ = has_types_;
+  in->has_times_ = has_times_;
   in->max_dst_ = srcs_.back();
   in->min_seq_ = min_seq_;
   in->max_seq_ = max_seq_;
@@ -245,7 +254,8 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
 uint64_t SegmentBuilder::EstimatedBytes() const {
   const uint64_t table =
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
-  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2;
+  const uint64_t cols =
+      d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 + times_.size() * 8;
   return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
 }
 
@@ -264,8 +274,9 @@ void SegmentBuilder::Reset() {
   vers_.clear();
   w_.clear();
   types_.clear();
+  times_.clear();
   n_ = 0;
-  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = false;
+  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = has_times_ = false;
   max_dst_ = 0;
   min_seq_ = UINT64_MAX;
   max_seq_ = 0;
@@ -292,6 +303,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (multi_) flags |= kFlagMultiVersion;
   if (tomb_) flags |= kFlagTombstones;
   if (has_types_) flags |= kFlagTypes;
+  if (has_times_) flags |= kFlagTimes;
   uint64_t table_len = dense ? dense_len : nv;
 
   uint8_t hdr[kHeaderSize] = {0};
@@ -339,6 +351,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   }
   if (flags & kFlagVers) GT_RETURN_IF_ERROR(w.Append(vers_.data(), ne * 8));
   if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
+  if (flags & kFlagTimes) GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
   if (flags & kFlagTypes) {
     GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
     GT_RETURN_IF_ERROR(w.Pad8());
@@ -402,8 +415,9 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   s->flags_ = Get<uint32_t>(h + 12);
   s->min_type_ = Get<uint16_t>(h + 120);
   s->max_type_ = Get<uint16_t>(h + 122);
+  if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))
+    return Status::Corruption("a format version 1 segment with a type or time column", path, 12);
   if (s->flags_ & kFlagTypes) {
-    if (version == 1) return Status::Corruption("a format version 1 segment with a type column", path, 12);
     if (s->min_type_ > s->max_type_ || s->max_type_ >= kMaxEdgeTypes)
       return Status::Corruption("segment type range [" + std::to_string(s->min_type_) + ", " +
                                     std::to_string(s->max_type_) + "] is not within [0, " +
@@ -472,6 +486,10 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->w_off_ = off;
     off += ne * 8;
   }
+  if (s->flags_ & kFlagTimes) {
+    s->times_off_ = off;
+    off += ne * 8;
+  }
   if (s->flags_ & kFlagTypes) {
     s->types_off_ = off;
     off += Align8(ne * 2);
@@ -500,6 +518,7 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (s->flags_ & kFlagVers) s->vers_ = reinterpret_cast<const uint64_t *>(s->base_ + s->vers_off_);
   if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
   if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
+  if (s->flags_ & kFlagTimes) s->times_ = reinterpret_cast<const int64_t *>(s->base_ + s->times_off_);
   *out = std::move(s);
   return Status::OK();
 }
@@ -567,8 +586,16 @@ void Segment::CopyTypes(uint64_t b, uint64_t e, uint16_t *out) const {
   }
 }
 
+void Segment::CopyTimes(uint64_t b, uint64_t e, int64_t *out) const {
+  if (times_) {
+    std::memcpy(out, times_ + b, (e - b) * 8);
+  } else {
+    std::memset(out, 0, (e - b) * 8);
+  }
+}
+
 Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts,
-                            double *w, uint16_t *t, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                            double *w, uint16_t *t, int64_t *tm, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
                             uint64_t *need) const {
   *next = hi;
   *need = 0;
@@ -602,6 +629,7 @@ Status Segment::AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *
     CopyDsts(first_edge, last_edge, dsts + ne0);
     if (w) CopyWeights(first_edge, last_edge, w + ne0);
     if (t) CopyTypes(first_edge, last_edge, t + ne0);
+    if (tm) CopyTimes(first_edge, last_edge, tm + ne0);
   }
   *nv = v_out;
   *ne = ne0 + (last_edge - first_edge);
@@ -618,6 +646,7 @@ void Segment::ReleasePages(uint64_t upto) const {
   if (vers_) drop(vers_off_, vers_off_ + upto * 8);
   if (w_) drop(w_off_, w_off_ + upto * 8);
   if (types_) drop(types_off_, types_off_ + upto * 2);
+  if (times_) drop(times_off_, times_off_ + upto * 8);
 }
 
 Status Segment::VerifyChunk(uint64_t c) const {
@@ -650,6 +679,7 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   if (vers_) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * 8, vers_off_ + e * 8));
   if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
   if (types_) GT_RETURN_IF_ERROR(VerifyBytes(types_off_ + b * 2, types_off_ + e * 2));
+  if (times_) GT_RETURN_IF_ERROR(VerifyBytes(times_off_ + b * 8, times_off_ + e * 8));
   return Status::OK();
 }
 

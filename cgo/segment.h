@@ -22,6 +22,8 @@
 //   vers column: u64[nentries] (seq<<1|tombstone), present iff kVers;
 //             absent means every version has seq 0 and is live.
 //   weight column: f64[nentries], present iff kWeights; absent means 1.0.
+//   time column: i64[nentries], each version's event time (Unix µs; 0:
+//             none), present iff kTimes (some version has one).
 //   type column: u16[nentries] padded to 8 bytes, present iff kTypes;
 //             absent means every edge has type 0 (so a store of one type
 //             pays nothing for types). In memory a version's type is in
@@ -63,6 +65,7 @@ constexpr uint32_t kFlagDst32 = 1u << 3;
 constexpr uint32_t kFlagMultiVersion = 1u << 4;
 constexpr uint32_t kFlagTombstones = 1u << 5;
 constexpr uint32_t kFlagTypes = 1u << 6;
+constexpr uint32_t kFlagTimes = 1u << 7;
 
 std::string SegmentFileName(uint64_t id);
 
@@ -105,8 +108,9 @@ class SegmentBuilder {
   std::vector<uint64_t> vers_;   // kept once has_vers_ (some seq or tombstone bit not 0); no type bits
   std::vector<double> w_;        // kept once has_w_ (some weight not 1)
   std::vector<uint16_t> types_;  // kept once has_types_ (some type not 0)
+  std::vector<int64_t> times_;   // kept once has_times_ (some time not 0)
   uint64_t n_ = 0, reserve_entries_ = 0;
-  bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false;
+  bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false, has_times_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
 };
@@ -154,6 +158,7 @@ class Segment {
   // The version word as in memory: the type column's type in the top bits.
   uint64_t vers(uint64_t i) const { return (vers_ ? vers_[i] : 0) | (types_ ? uint64_t{types_[i]} << kTypeShift : 0); }
   uint32_t type(uint64_t i) const { return types_ ? types_[i] : 0; }
+  int64_t time(uint64_t i) const { return times_ ? times_[i] : 0; }
   double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
   bool has_weights() const { return w_ != nullptr; }
   // The smallest and largest edge type here (0 and 0 without a type column).
@@ -166,15 +171,17 @@ class Segment {
   void CopyDsts(uint64_t b, uint64_t e, uint64_t *out) const;
   void CopyWeights(uint64_t b, uint64_t e, double *out) const;
   void CopyTypes(uint64_t b, uint64_t e, uint16_t *out) const;
+  void CopyTimes(uint64_t b, uint64_t e, int64_t *out) const;
 
   // Appends the vertices of [lo, hi) present here, with all their entries,
   // to a scan's output: vids[*nv..], offs[*nv+1..] (offsets continue from
-  // *ne), dsts/w/t[*ne..] (w and t may be null). Requires a clean-enough file (the caller checks
+  // *ne), dsts/w/t/tm[*ne..] (w, t and tm may be null). Requires a clean-enough file (the caller checks
   // that every entry is visible and unique per dst). Stops before a vertex
   // that does not fit in vcap/ecap and sets *next to it (else to hi);
   // *need is that vertex's edge count when it alone exceeds ecap.
   Status AppendRange(uint64_t lo, uint64_t hi, uint64_t *vids, uint64_t *offs, size_t vcap, uint64_t *dsts, double *w,
-                     uint16_t *t, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) const;
+                     uint16_t *t, int64_t *tm, size_t ecap, size_t *nv, size_t *ne, uint64_t *next,
+                     uint64_t *need) const;
 
   // Verifies the checksums of the chunks holding entries [b,e).
   Status EnsureVerified(uint64_t b, uint64_t e) const;
@@ -207,8 +214,9 @@ class Segment {
   const uint64_t *vers_ = nullptr;
   const double *w_ = nullptr;
   const uint16_t *types_ = nullptr;
+  const int64_t *times_ = nullptr;
   uint32_t min_type_ = 0, max_type_ = 0;
-  uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0;
+  uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0, times_off_ = 0;
   uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;
   const uint32_t *crcs_ = nullptr;
   // One bit per chunk: set once its crc matched. Relaxed races only cause

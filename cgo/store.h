@@ -243,11 +243,13 @@ class Store {
 
 // A pinned read view at one sequence number.
 // Where a read writes the edges it returns, each at the same index of
-// every column: their dsts, and when not null their weights and types.
+// every column: their dsts, and when not null their weights, types and
+// event times (0: none).
 struct EdgeOut {
   uint64_t *dsts;
   double *w;
   uint16_t *t;
+  int64_t *tm;
 };
 
 class SnapshotReader {

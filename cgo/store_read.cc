@@ -86,10 +86,11 @@ bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel, co
 }
 
 // Writes edge k (dst d, weight wt, type ty) to the outputs (w, t may be null).
-inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty) {
+inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty, int64_t tm) {
   o.dsts[k] = d;
   if (o.w) o.w[k] = wt;
   if (o.t) o.t[k] = static_cast<uint16_t>(ty);
+  if (o.tm) o.tm[k] = tm;
 }
 
 // Copies a segment's entries [b, e) to the outputs from position at.
@@ -97,6 +98,7 @@ inline void CopyOut(const Segment &s, uint64_t b, uint64_t e, const EdgeOut &o, 
   s.CopyDsts(b, e, o.dsts + at);
   if (o.w) s.CopyWeights(b, e, o.w + at);
   if (o.t) s.CopyTypes(b, e, o.t + at);
+  if (o.tm) s.CopyTimes(b, e, o.tm + at);
 }
 
 // Writes v's visible edges of the types ts holds (from its runs) to
@@ -112,8 +114,8 @@ size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, con
     return end;
   }
   size_t k = at;
-  VisibleVersions(runs, v, tau, vdel, ts, [&](uint64_t d, uint32_t ty, double wt) {
-    if (k < cap) Put(o, k, d, wt, ty);
+  VisibleVersions(runs, v, tau, vdel, ts, [&](uint64_t d, uint32_t ty, double wt, int64_t tm) {
+    if (k < cap) Put(o, k, d, wt, ty, tm);
     k++;
   });
   return k;
@@ -199,7 +201,7 @@ size_t AppendFiltered(const Run &r, uint64_t v, const TypeSet *ts, const VdelFil
   for (uint64_t i = r.b; i < r.e; i++) {
     const uint64_t d = r.seg->dst(i);
     if (!Keep(*r.seg, i, ts, filt, dsrc, d)) continue;
-    if (k < cap) Put(o, k, d, r.seg->weight(i), r.seg->type(i));
+    if (k < cap) Put(o, k, d, r.seg->weight(i), r.seg->type(i), r.seg->time(i));
     k++;
   }
   return k;
@@ -254,7 +256,7 @@ Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t 
                            const EdgeOut &o, size_t ecap, size_t *nv, size_t *ne, uint64_t *next, uint64_t *need) {
   for (uint64_t pos = lo;;) {
     const size_t nv0 = *nv, ne0 = *ne;
-    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, o.dsts, o.w, o.t, ecap, nv, ne, next, need));
+    GT_RETURN_IF_ERROR(s.AppendRange(pos, hi, vids, offs, vcap, o.dsts, o.w, o.t, o.tm, ecap, nv, ne, next, need));
     if (*need > 0)
       return AppendRangeVisible(s, pos, hi, tau, vdel, ts, filt == nullptr, filt, vids, offs, vcap, o, ecap, nv, ne,
                                 next, need);
@@ -270,6 +272,7 @@ Status AppendRangeFiltered(const Segment &s, uint64_t lo, uint64_t hi, uint64_t 
         o.dsts[oute] = o.dsts[k];
         if (o.w) o.w[oute] = o.w[k];
         if (o.t) o.t[oute] = o.t[k];
+        if (o.tm) o.tm[oute] = o.tm[k];
         oute++;
       }
       from = to;
@@ -304,7 +307,7 @@ Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, ui
     uint64_t need;
     if (VdelFree(*s, tau, vdel)) {
       if (s->AllTypesIn(ts))
-        GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, o.dsts, o.w, o.t, ecap, nv, ne, next, &need));
+        GT_RETURN_IF_ERROR(s->AppendRange(lo, hi, vids, offs, vcap, o.dsts, o.w, o.t, o.tm, ecap, nv, ne, next, &need));
       else
         GT_RETURN_IF_ERROR(
             AppendRangeFiltered(*s, lo, hi, tau, vdel, ts, nullptr, vids, offs, vcap, o, ecap, nv, ne, next, &need));
@@ -346,7 +349,7 @@ Status SnapshotReader::Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *
   if (FastRun(runs, tau_, *ver->vdel, ts)) {
     n = runs[0].e - runs[0].b;
   } else {
-    VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t, double) { n++; });
+    VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t, double, int64_t) { n++; });
   }
   *out = n;
   return Status::OK();
@@ -533,13 +536,13 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bo
     for (Run &r : runs) r.b = SeekDst(r, after);
   }
   size_t k = 0;
-  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt) -> bool {
+  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt, int64_t tm) -> bool {
     if (has_after && !past(d, t)) return true;
     if (k == cap) {
       *more = true;  // one past the page is all it needs to know
       return false;
     }
-    Put(o, k, d, wt, t);
+    Put(o, k, d, wt, t, tm);
     k++;
     return true;
   });

@@ -74,6 +74,9 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     if (op.type >= kMaxEdgeTypes)
       return Status::Invalid("op " + std::to_string(i) + ": edge type " + std::to_string(op.type) +
                              " out of range (max " + std::to_string(kMaxEdgeTypes - 1) + ")");
+    if (op.time < 0)
+      return Status::Invalid("op " + std::to_string(i) + ": event time " + std::to_string(op.time) +
+                             " is negative (Unix microseconds; 0 for none)");
     if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
       return Status::Invalid("op " + std::to_string(i) +
                              ": a vertex delete removes edges of every type; its type must be 0");

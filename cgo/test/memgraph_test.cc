@@ -272,7 +272,9 @@ size_t ViaRuns(const gt::MemGraph &m, int dir, uint64_t v, uint64_t tau, std::ve
   last_runs.clear();
   const size_t n = m.AddRuns(dir, v, tau, scratch, &last_runs);
   got->clear();
-  gt::MergeRuns(last_runs, [&](uint64_t d, uint64_t vers, double w) { got->push_back(gt::Entry{d, vers, w}); });
+  gt::MergeRuns(last_runs, [&](uint64_t d, uint64_t vers, double w, int64_t tm) {
+    got->push_back(gt::Entry{d, vers, w, tm});
+  });
   if (last_runs.size() > 2) ADD_FAILURE() << last_runs.size() << " runs";
   return n;
 }

@@ -111,7 +111,7 @@ Visible RefVisible(const std::vector<std::vector<Entry>> &runs, uint64_t src, ui
 Visible CoreVisible(const std::vector<std::vector<Entry>> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel) {
   Visible out;
   gt::VisibleVersions(Runs(runs), src, tau, vdel, nullptr,
-                      [&](uint64_t d, uint32_t, double w) { out.emplace_back(d, w); });
+                      [&](uint64_t d, uint32_t, double w, int64_t) { out.emplace_back(d, w); });
   return out;
 }
 
@@ -239,7 +239,7 @@ TEST(MergeRunsTest, OrderAndTies) {
       {E(0, 0, false, 30), E(2, 3, true), E(2, 0, false, 31)},
   };
   std::vector<Entry> got;
-  gt::MergeRuns(Runs(rs), [&](uint64_t d, uint64_t v, double w) { got.push_back(Entry{d, v, w}); });
+  gt::MergeRuns(Runs(rs), [&](uint64_t d, uint64_t v, double w, int64_t tm) { got.push_back(Entry{d, v, w, tm}); });
   std::vector<Entry> want = RefMergeOrder(rs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); i++) EXPECT_TRUE(SameEntry(got[i], want[i])) << i << " " << Str(got);
@@ -263,7 +263,7 @@ TEST(MergeRunsTest, LongAndShortRunsRandomized) {
       SortRun(&rs[k]);
     }
     std::vector<Entry> got;
-    gt::MergeRuns(Runs(rs), [&](uint64_t d, uint64_t v, double w) { got.push_back(Entry{d, v, w}); });
+    gt::MergeRuns(Runs(rs), [&](uint64_t d, uint64_t v, double w, int64_t tm) { got.push_back(Entry{d, v, w, tm}); });
     const std::vector<Entry> want = RefMergeOrder(rs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); i++) ASSERT_TRUE(SameEntry(got[i], want[i])) << "trial " << trial << " at " << i;

@@ -76,7 +76,7 @@ Adj ScanDir(gt_snapshot *snap, uint32_t dir) {
     uint64_t next = 0;
     Err err;
     const int rc = gt_snapshot_scan(snap, pos, hi, dir, nullptr, vids.data(), offs.data(), vids.size(), dsts.data(),
-                                    ws.data(), nullptr, dsts.size(), &nv, &ne, &next, err.get());
+                                    ws.data(), nullptr, nullptr, dsts.size(), &nv, &ne, &next, err.get());
     EXPECT_EQ(rc, GT_OK) << err.msg();
     if (rc != GT_OK) break;
     for (size_t i = 0; i < nv; i++)

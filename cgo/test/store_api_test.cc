@@ -213,10 +213,10 @@ TEST(StoreApiTest, InEdgesDisabledAndBadDirection) {
     SCOPED_TRACE("dir " + std::to_string(dir_arg));
     Err e1, e2, e3;
     EXPECT_EQ(gt_snapshot_degree(snap.s, 2, dir_arg, nullptr, &deg, e1.get()), GT_ERR_INVALID);
-    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 2, dir_arg, nullptr, dsts, nullptr, nullptr, 4, &n, e2.get()),
+    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 2, dir_arg, nullptr, dsts, nullptr, nullptr, nullptr, 4, &n, e2.get()),
               GT_ERR_INVALID);
-    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 10, dir_arg, nullptr, vids, offs, 4, dsts, nullptr, nullptr, 4, &nv, &ne,
-                               &next, e3.get()),
+    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 10, dir_arg, nullptr, vids, offs, 4, dsts, nullptr, nullptr, nullptr, 4, &nv,
+                               &ne, &next, e3.get()),
               GT_ERR_INVALID);
     EXPECT_FALSE(e1.msg().empty());
   }
@@ -245,20 +245,20 @@ TEST(StoreApiTest, ScanBufferContract) {
     size_t nv = 0, ne = 0;
     Err err;
     // vcap 0: nothing fits.
-    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 0, dsts, w, nullptr, 16, &nv, &ne, &next,
-                               err.get()),
+    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 0, dsts, w, nullptr, nullptr, 16, &nv, &ne,
+                               &next, err.get()),
               GT_ERR_BUFFER);
     err.Reset();
     // First vertex (5, 10 edges) does not fit in 4 edges.
-    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, 4, &nv, &ne, &next,
-                               err.get()),
+    EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, nullptr, 4, &nv, &ne,
+                               &next, err.get()),
               GT_ERR_BUFFER);
     EXPECT_EQ(ne, 10u);
     EXPECT_EQ(next, 5u);
     err.Reset();
     // 10 edges fit, then vertex 6 does not: stop before it.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, 10, &nv, &ne, &next,
-                               err.get()),
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, nullptr, 10, &nv, &ne,
+                               &next, err.get()),
               GT_OK)
         << err.msg();
     EXPECT_EQ(nv, 1u);
@@ -267,25 +267,25 @@ TEST(StoreApiTest, ScanBufferContract) {
     EXPECT_EQ(next, 6u);
     EXPECT_EQ(w[3], 3.0);
     // vcap 1 from 6: vertex 6 then next = 8.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 6, 100, GT_OUT, nullptr, vids, offs, 1, dsts, w, nullptr, 16, &nv, &ne, &next,
-                               err.get()),
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 6, 100, GT_OUT, nullptr, vids, offs, 1, dsts, w, nullptr, nullptr, 16, &nv, &ne,
+                               &next, err.get()),
               GT_OK);
     EXPECT_EQ(nv, 1u);
     EXPECT_EQ(vids[0], 6u);
     EXPECT_EQ(next, 8u);
     // Empty and inverted ranges.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 9, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, 16, &nv, &ne, &next,
-                               err.get()),
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 9, 100, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, nullptr, 16, &nv, &ne,
+                               &next, err.get()),
               GT_OK);
     EXPECT_EQ(nv, 0u);
     EXPECT_EQ(next, 100u);
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 50, 10, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, 16, &nv, &ne, &next,
-                               err.get()),
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 50, 10, GT_OUT, nullptr, vids, offs, 4, dsts, w, nullptr, nullptr, 16, &nv, &ne,
+                               &next, err.get()),
               GT_OK);
     EXPECT_EQ(nv, 0u);
     // In-edges of 1: from 6 and 8.
-    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_IN, nullptr, vids, offs, 4, dsts, w, nullptr, 16, &nv, &ne, &next,
-                               err.get()),
+    ASSERT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_IN, nullptr, vids, offs, 4, dsts, w, nullptr, nullptr, 16, &nv, &ne,
+                               &next, err.get()),
               GT_OK);
     ASSERT_GE(nv, 1u);
     EXPECT_EQ(vids[0], 1u);
@@ -538,7 +538,7 @@ TEST(StoreApiTest, GatherContract) {
   size_t done = 0, ne = 0;
   Err err;
   ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data(), vs.size(), GT_OUT, nullptr, offs.data(), dsts.data(), nullptr,
-                               nullptr, dsts.size(), &done, &ne, err.get()),
+                               nullptr, nullptr, dsts.size(), &done, &ne, err.get()),
             GT_OK)
       << err.msg();
   EXPECT_EQ(done, 4u);
@@ -547,30 +547,30 @@ TEST(StoreApiTest, GatherContract) {
   EXPECT_EQ(std::vector<uint64_t>(dsts.begin(), dsts.begin() + 5), (std::vector<uint64_t>{6, 2, 3, 4, 6}));
   // Room for vertex 5 and not for vertex 1 after it: stops after one.
   ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data(), vs.size(), GT_OUT, nullptr, offs.data(), dsts.data(), nullptr,
-                               nullptr, 2, &done, &ne, err.get()),
+                               nullptr, nullptr, 2, &done, &ne, err.get()),
             GT_OK);
   EXPECT_EQ(done, 1u);
   EXPECT_EQ(ne, 1u);
   // The first vertex alone does not fit: GT_ERR_BUFFER with its count.
-  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data() + 1, 1, GT_OUT, nullptr, offs.data(), dsts.data(), nullptr, nullptr, 2,
-                               &done, &ne, err.get()),
+  ASSERT_EQ(gt_snapshot_gather(snap.s, vs.data() + 1, 1, GT_OUT, nullptr, offs.data(), dsts.data(), nullptr, nullptr,
+                               nullptr, 2, &done, &ne, err.get()),
             GT_ERR_BUFFER);
   EXPECT_EQ(done, 0u);
   EXPECT_EQ(ne, 3u);
   EXPECT_NE(err.e.message, nullptr);
   err.Reset();
   // No vertices: nothing to do.
-  ASSERT_EQ(gt_snapshot_gather(snap.s, nullptr, 0, GT_OUT, nullptr, offs.data(), dsts.data(), nullptr, nullptr, 0,
-                               &done, &ne, err.get()),
+  ASSERT_EQ(gt_snapshot_gather(snap.s, nullptr, 0, GT_OUT, nullptr, offs.data(), dsts.data(), nullptr, nullptr, nullptr,
+                               0, &done, &ne, err.get()),
             GT_OK);
   EXPECT_EQ(done, 0u);
   // In-edges are not kept; a bad direction is rejected.
-  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, GT_IN, nullptr, offs.data(), dsts.data(), nullptr, nullptr, 8,
-                               &done, &ne, err.get()),
+  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, GT_IN, nullptr, offs.data(), dsts.data(), nullptr, nullptr,
+                               nullptr, 8, &done, &ne, err.get()),
             GT_ERR_INVALID);
   err.Reset();
-  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, 7, nullptr, offs.data(), dsts.data(), nullptr, nullptr, 8, &done,
-                               &ne, err.get()),
+  EXPECT_EQ(gt_snapshot_gather(snap.s, vs.data(), 1, 7, nullptr, offs.data(), dsts.data(), nullptr, nullptr, nullptr, 8,
+                               &done, &ne, err.get()),
             GT_ERR_INVALID);
   err.Reset();
 }
@@ -758,7 +758,8 @@ TEST(StoreApiTest, CorruptSegmentReported) {
     std::vector<uint64_t> d(20000);
     std::vector<double> w(20000);
     size_t n = 0;
-    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, nullptr, d.data(), w.data(), nullptr, d.size(), &n, err.get()),
+    EXPECT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, nullptr, d.data(), w.data(), nullptr, nullptr, d.size(), &n,
+                                    err.get()),
               GT_ERR_CORRUPTION);
     EXPECT_EQ(err.file(), seg);
     EXPECT_EQ(L.Chunk(err.e.offset), chunk) << err.e.offset;
@@ -771,7 +772,7 @@ TEST(StoreApiTest, CorruptSegmentReported) {
     size_t nv = 0, ne = 0;
     uint64_t next = 0;
     EXPECT_EQ(gt_snapshot_scan(snap.s, 0, 100, GT_OUT, nullptr, vids.data(), offs.data(), 64, d.data(), w.data(),
-                               nullptr, d.size(), &nv, &ne, &next, err.get()),
+                               nullptr, nullptr, d.size(), &nv, &ne, &next, err.get()),
               GT_ERR_CORRUPTION);
     EXPECT_EQ(err.file(), seg);
     snap = Snap();

@@ -358,8 +358,8 @@ TEST(StoreConcurrencyTest, SnapshotsSeeWholeBatches) {
         for (int pass = 0; pass < 2; pass++) {
           size_t n = 0;
           Err e;
-          if (gt_snapshot_neighbors(snap, v, GT_OUT, nullptr, d.data(), w.data(), nullptr, d.size(), &n, e.get()) !=
-              GT_OK) {
+          if (gt_snapshot_neighbors(snap, v, GT_OUT, nullptr, d.data(), w.data(), nullptr, nullptr, d.size(), &n,
+                                    e.get()) != GT_OK) {
             bad++;
             continue;
           }

@@ -286,7 +286,7 @@ inline void ScanAll(gt_snapshot *snap, uint32_t dir, uint64_t lo, uint64_t hi, s
     uint64_t next = 0;
     Err err;
     int rc = gt_snapshot_scan(snap, pos, hi, dir, nullptr, vids.data(), offs.data(), vcap, dsts.data(), ws.data(),
-                              nullptr, ecap, &nv, &ne, &next, err.get());
+                              nullptr, nullptr, ecap, &nv, &ne, &next, err.get());
     ASSERT_LT(++pages, 1000000) << "scan does not progress";
     if (rc == GT_ERR_BUFFER) {
       // The first vertex alone needs more than ecap edges: *ne says how many.
@@ -334,14 +334,16 @@ inline void CheckNeighbors(gt_snapshot *snap, uint32_t dir, uint64_t v, const Ed
   std::vector<uint64_t> d(want.size() + 2, 0);
   std::vector<double> w(want.size() + 2, 0);
   size_t n = 0;
-  ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), w.data(), nullptr, d.size(), &n, err.get()), GT_OK)
+  ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), w.data(), nullptr, nullptr, d.size(), &n, err.get()),
+            GT_OK)
       << err.msg();
   ASSERT_EQ(n, want.size());
   EdgeList got;
   for (size_t i = 0; i < n; i++) got.emplace_back(d[i], w[i]);
   EXPECT_EQ(got, want) << Str(got) << " vs " << Str(want);
   // Without weights.
-  ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), nullptr, nullptr, d.size(), &n, err.get()), GT_OK)
+  ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), nullptr, nullptr, nullptr, d.size(), &n, err.get()),
+            GT_OK)
       << err.msg();
   ASSERT_EQ(n, want.size());
   for (size_t i = 0; i < n; i++) EXPECT_EQ(d[i], want[i].first);
@@ -355,8 +357,8 @@ inline void CheckNeighbors(gt_snapshot *snap, uint32_t dir, uint64_t v, const Ed
       uint64_t pd[2];
       double pw[2];
       size_t pn = 99;
-      ASSERT_EQ(gt_snapshot_neighbors_after(snap, v, dir, nullptr, after, 0, has_after, pd, pw, nullptr, 2, &pn, &more,
-                                            err.get()),
+      ASSERT_EQ(gt_snapshot_neighbors_after(snap, v, dir, nullptr, after, 0, has_after, pd, pw, nullptr, nullptr, 2,
+                                            &pn, &more, err.get()),
                 GT_OK)
           << err.msg();
       ASSERT_LE(pn, 2u);
@@ -371,7 +373,8 @@ inline void CheckNeighbors(gt_snapshot *snap, uint32_t dir, uint64_t v, const Ed
   if (!want.empty()) {
     // One slot short: GT_ERR_BUFFER with the required count.
     n = 0;
-    int rc = gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), w.data(), nullptr, want.size() - 1, &n, err.get());
+    int rc = gt_snapshot_neighbors(snap, v, dir, nullptr, d.data(), w.data(), nullptr, nullptr, want.size() - 1, &n,
+                                   err.get());
     EXPECT_EQ(rc, GT_ERR_BUFFER);
     EXPECT_EQ(n, want.size());
     EXPECT_NE(err.e.message, nullptr);
@@ -394,7 +397,7 @@ inline void CheckGather(gt_snapshot *snap, uint32_t dir, const std::vector<uint6
     size_t done = 99999, ne = 99999;
     Err err;
     int rc = gt_snapshot_gather(snap, vs.data() + at, n, dir, nullptr, offs.data(), dsts.data(), ws.data(), nullptr,
-                                ecap, &done, &ne, err.get());
+                                nullptr, ecap, &done, &ne, err.get());
     if (rc == GT_ERR_BUFFER) {
       ASSERT_EQ(done, 0u);
       ASSERT_GT(ne, ecap) << err.msg();

@@ -1,7 +1,8 @@
-// types_test.cc -- edge types through the whole core: an edge is (src, dst,
-// type); random batches of typed upserts, deletes and vertex deletes, with
+// types_test.cc -- edge types and event times through the whole core: an
+// edge is (src, dst, type), and each version keeps its event time; random
+// batches of typed, timed upserts, deletes and vertex deletes, with
 // flushes, compactions, pinned snapshots and reopens, checked after each
-// step against a std::map oracle of (src, dst, type) -> weight, through
+// step against a std::map oracle of (src, dst, type) -> (weight, time), through
 // every read of the C API (degree, neighbors, paged neighbors, scan,
 // gather), in both directions, with several type filters. Also: a store of
 // one type writes no type column, a segment of format version 1 (before
@@ -33,7 +34,8 @@ struct TEdge {
   uint64_t n;
   uint32_t t;
   double w;
-  bool operator==(const TEdge &o) const { return n == o.n && t == o.t && w == o.w; }
+  int64_t tm = 0;  // event time, 0: none
+  bool operator==(const TEdge &o) const { return n == o.n && t == o.t && w == o.w && tm == o.tm; }
 };
 using TList = std::vector<TEdge>;
 using TAdj = std::map<uint64_t, TList>;
@@ -41,7 +43,8 @@ using TAdj = std::map<uint64_t, TList>;
 std::string Str(const TList &l) {
   std::string s = "[";
   for (size_t i = 0; i < l.size() && i < 30; i++)
-    s += (i ? " " : "") + std::to_string(l[i].n) + "/" + std::to_string(l[i].t) + ":" + std::to_string(l[i].w);
+    s += (i ? " " : "") + std::to_string(l[i].n) + "/" + std::to_string(l[i].t) + ":" + std::to_string(l[i].w) + "@" +
+         std::to_string(l[i].tm);
   return s + (l.size() > 30 ? " ...]" : "]");
 }
 
@@ -59,7 +62,7 @@ class TypedOracle {
     for (const gt_op &op : ops) {
       switch (op.kind) {
         case GT_OP_UPSERT:
-          e_[{op.src, op.dst, op.type}] = op.weight;
+          e_[{op.src, op.dst, op.type}] = {op.weight, op.time};
           break;
         case GT_OP_DELETE_EDGE:
           e_.erase({op.src, op.dst, op.type});
@@ -77,9 +80,9 @@ class TypedOracle {
       const auto &[s, d, t] = kv.first;
       if (!In(ts, t)) continue;
       if (dir == GT_OUT)
-        a[s].push_back({d, t, kv.second});
+        a[s].push_back({d, t, kv.second.first, kv.second.second});
       else
-        a[d].push_back({s, t, kv.second});
+        a[d].push_back({s, t, kv.second.first, kv.second.second});
     }
     for (auto &kv : a)
       std::sort(kv.second.begin(), kv.second.end(),
@@ -88,7 +91,7 @@ class TypedOracle {
   }
 
  private:
-  std::map<std::tuple<uint64_t, uint64_t, uint32_t>, double> e_;
+  std::map<std::tuple<uint64_t, uint64_t, uint32_t>, std::pair<double, int64_t>> e_;
 };
 
 // Every read of snap, through ts, in direction dir, against want.
@@ -99,21 +102,23 @@ void CheckReads(gt_snapshot *snap, uint32_t dir, const gt_type_set *ts, const TA
   std::vector<uint64_t> vids(3), offs(4), dsts(7);
   std::vector<double> w(7);
   std::vector<uint16_t> t(7);
+  std::vector<int64_t> tms(7);
   for (uint64_t pos = 0; pos <= maxv;) {
     size_t nv = 0, ne = 0;
     uint64_t next = 0;
     Err err;  // one per call: a failed call fills it
     int rc = gt_snapshot_scan(snap, pos, maxv + 1, dir, ts, vids.data(), offs.data(), vids.size(), dsts.data(),
-                              w.data(), t.data(), dsts.size(), &nv, &ne, &next, err.get());
+                              w.data(), t.data(), tms.data(), dsts.size(), &nv, &ne, &next, err.get());
     if (rc == GT_ERR_BUFFER) {  // one vertex bigger than the page: grow it
       dsts.resize(ne);
       w.resize(ne);
       t.resize(ne);
+      tms.resize(ne);
       continue;
     }
     ASSERT_EQ(rc, GT_OK) << err.msg();
     for (size_t i = 0; i < nv; i++)
-      for (uint64_t k = offs[i]; k < offs[i + 1]; k++) got[vids[i]].push_back({dsts[k], t[k], w[k]});
+      for (uint64_t k = offs[i]; k < offs[i + 1]; k++) got[vids[i]].push_back({dsts[k], t[k], w[k], tms[k]});
     ASSERT_GT(next, pos);
     pos = next;
   }
@@ -136,11 +141,14 @@ void CheckReads(gt_snapshot *snap, uint32_t dir, const gt_type_set *ts, const TA
     std::vector<uint64_t> d(wl.size() + 1);
     std::vector<double> ww(wl.size() + 1);
     std::vector<uint16_t> tt(wl.size() + 1);
+    std::vector<int64_t> tmv(wl.size() + 1);
     size_t n = 0;
-    ASSERT_EQ(gt_snapshot_neighbors(snap, v, dir, ts, d.data(), ww.data(), tt.data(), d.size(), &n, err.get()), GT_OK)
+    ASSERT_EQ(
+        gt_snapshot_neighbors(snap, v, dir, ts, d.data(), ww.data(), tt.data(), tmv.data(), d.size(), &n, err.get()),
+        GT_OK)
         << err.msg();
     TList nl;
-    for (size_t i = 0; i < n; i++) nl.push_back({d[i], tt[i], ww[i]});
+    for (size_t i = 0; i < n; i++) nl.push_back({d[i], tt[i], ww[i], tmv[i]});
     EXPECT_EQ(Str(nl), Str(wl)) << what << " neighbors of " << v;
     // Pages of 2 through the (dst, type) cursor.
     TList paged;
@@ -151,12 +159,13 @@ void CheckReads(gt_snapshot *snap, uint32_t dir, const gt_type_set *ts, const TA
       uint64_t pd[2];
       double pw[2];
       uint16_t pt[2];
+      int64_t ptm[2];
       size_t pn = 0;
-      ASSERT_EQ(gt_snapshot_neighbors_after(snap, v, dir, ts, after, after_t, has_after, pd, pw, pt, 2, &pn, &more,
+      ASSERT_EQ(gt_snapshot_neighbors_after(snap, v, dir, ts, after, after_t, has_after, pd, pw, pt, ptm, 2, &pn, &more,
                                             err.get()),
                 GT_OK)
           << err.msg();
-      for (size_t i = 0; i < pn; i++) paged.push_back({pd[i], pt[i], pw[i]});
+      for (size_t i = 0; i < pn; i++) paged.push_back({pd[i], pt[i], pw[i], ptm[i]});
       if (pn > 0) {
         after = pd[pn - 1];
         after_t = pt[pn - 1];
@@ -171,16 +180,17 @@ void CheckReads(gt_snapshot *snap, uint32_t dir, const gt_type_set *ts, const TA
   std::vector<uint64_t> goffs(all.size() + 1), gd(total + 1);
   std::vector<double> gw(total + 1);
   std::vector<uint16_t> gtys(total + 1);
+  std::vector<int64_t> gtm(total + 1);
   size_t done = 0, ne = 0;
   ASSERT_EQ(gt_snapshot_gather(snap, all.data(), all.size(), dir, ts, goffs.data(), gd.data(), gw.data(), gtys.data(),
-                               gd.size(), &done, &ne, err.get()),
+                               gtm.data(), gd.size(), &done, &ne, err.get()),
             GT_OK)
       << err.msg();
   ASSERT_EQ(done, all.size());
   EXPECT_EQ(ne, total) << what;
   for (size_t i = 0; i < all.size(); i++) {
     TList gl;
-    for (uint64_t k = goffs[i]; k < goffs[i + 1]; k++) gl.push_back({gd[k], gtys[k], gw[k]});
+    for (uint64_t k = goffs[i]; k < goffs[i + 1]; k++) gl.push_back({gd[k], gtys[k], gw[k], gtm[k]});
     auto it = want.find(all[i]);
     EXPECT_EQ(Str(gl), Str(it == want.end() ? TList{} : it->second)) << what << " gather of " << all[i];
   }
@@ -198,9 +208,10 @@ void CheckAll(gt_snapshot *snap, const TypedOracle &o, uint64_t maxv, const std:
                  what + " dir " + std::to_string(dir) + " types " + names[f]);
 }
 
-gt_op TOp(uint32_t kind, uint64_t s, uint64_t d, uint32_t t, double w) {
+gt_op TOp(uint32_t kind, uint64_t s, uint64_t d, uint32_t t, double w, int64_t tm = 0) {
   gt_op op = gt_store_test::Op(kind, s, d, w);
   op.type = t;
+  op.time = tm;
   return op;
 }
 
@@ -223,10 +234,13 @@ TEST(TypesTest, RandomTypedBatchesMatchTheOracle) {
       const uint64_t s = rng() % (maxv + 1), d = rng() % (maxv + 1);
       const uint32_t t = kTypes[rng() % 5];
       const uint64_t r = rng() % 100;
+      // Half the edge operations have an event time: narrow, wide and
+      // timed versions mix in the MemGraph and in the files.
+      const int64_t tm = rng() % 2 ? 1700000000000000 + static_cast<int64_t>(rng() % 1000000) : 0;
       if (r < 70)
-        ops.push_back(TOp(GT_OP_UPSERT, s, d, t, static_cast<double>(rng() % 5) + (rng() % 2 ? 1.0 : 0.5)));
+        ops.push_back(TOp(GT_OP_UPSERT, s, d, t, rng() % 3 ? 1.0 : 2.5, tm));
       else if (r < 97)
-        ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, t, 0));
+        ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, t, 0, tm));
       else
         ops.push_back(TOp(GT_OP_DELETE_VERTEX, s, 0, 0, 0));
     }
@@ -285,7 +299,10 @@ TEST(TypesTest, OnlyAStoreWithTypesPaysForThem) {
   gt_store_test::Open(dir.path(), gt_store_test::SmallOptions(), &h.s);
   gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 0, 1.0), TOp(GT_OP_UPSERT, 2, 3, 0, 1.0)});
   gt_store_test::CompactAll(h.s);
-  for (uint32_t f : FileFlags(h.s)) EXPECT_EQ(f & GT_FILE_TYPES, 0u) << "a one-type store wrote a type column";
+  for (uint32_t f : FileFlags(h.s)) {
+    EXPECT_EQ(f & GT_FILE_TYPES, 0u) << "a one-type store wrote a type column";
+    EXPECT_EQ(f & GT_FILE_TIMES, 0u) << "a store without event times wrote a time column";
+  }
   gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 3, 1.0)});
   gt_store_test::CompactAll(h.s);
   bool any = false;
@@ -297,7 +314,7 @@ TEST(TypesTest, OnlyAStoreWithTypesPaysForThem) {
   uint64_t d[4];
   uint16_t t[4];
   size_t n = 0;
-  ASSERT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, nullptr, d, nullptr, t, 4, &n, err.get()), GT_OK);
+  ASSERT_EQ(gt_snapshot_neighbors(snap.s, 1, GT_OUT, nullptr, d, nullptr, t, nullptr, 4, &n, err.get()), GT_OK);
   ASSERT_EQ(n, 2u);
   EXPECT_EQ(d[0], 2u);
   EXPECT_EQ(t[0], 3u);
@@ -317,6 +334,10 @@ TEST(TypesTest, BadTypesAreRefused) {
   gt_op vdel = TOp(GT_OP_DELETE_VERTEX, 1, 0, 4, 0);
   EXPECT_EQ(gt_apply(h.s, &vdel, 1, nullptr, 0, &seq, e2.get()), GT_ERR_INVALID);
   EXPECT_NE(e2.msg().find("every type"), std::string::npos) << e2.msg();
+  Err e3;
+  gt_op past = TOp(GT_OP_UPSERT, 1, 2, 0, 1.0, -5);
+  EXPECT_EQ(gt_apply(h.s, &past, 1, nullptr, 0, &seq, e3.get()), GT_ERR_INVALID);
+  EXPECT_NE(e3.msg().find("negative"), std::string::npos) << e3.msg();
 }
 
 // A segment written before edge types (format version 1: no type column,

@@ -61,7 +61,7 @@ int Hub(uint64_t versions) {
     uint64_t dst = 0;
     size_t n = 0;
     uint32_t more = 0;
-    gt_snapshot_neighbors_after(snap, 7, 0, nullptr, 0, 0, 0, &dst, nullptr, nullptr, 1, &n, &more, &err);
+    gt_snapshot_neighbors_after(snap, 7, 0, nullptr, 0, 0, 0, &dst, nullptr, nullptr, nullptr, 1, &n, &more, &err);
     auto t2 = std::chrono::steady_clock::now();
     std::printf("hub of %llu versions in the MemGraph: degree %llu in %.3f ms, one-edge page in %.3f ms\n",
                 static_cast<unsigned long long>(versions), static_cast<unsigned long long>(deg), Ms(t1 - t0),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -96,6 +97,15 @@ func (q Reader) Cursor(after uint64, afterType string) (*engine.EdgeCursor, erro
 	return c, nil
 }
 
+// eventTime is an event time (Unix µs) in a response: RFC 3339 in UTC,
+// "" for none.
+func eventTime(us int64) string {
+	if us <= 0 {
+		return ""
+	}
+	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+}
+
 // typeName names type t in a response: "" for the default type 0, which
 // responses leave out.
 func (q Reader) typeName(t uint16) string {
@@ -172,7 +182,8 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
 		Degree: deg, Neighbors: make([]Neighbor, 0, len(p.Dsts))}
 	for i, w := range p.Dsts {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: p.Weights[i], Type: q.typeName(p.Types[i])})
+		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: p.Weights[i],
+			Type: q.typeName(p.Types[i]), Time: eventTime(p.Times[i])})
 	}
 	if last, ok := p.Last(); p.More && ok {
 		id := extID(q.Dict, last.Dst)

@@ -30,23 +30,35 @@ func (r DegreeResponse) WriteText(w io.Writer) {
 func (r NeighborsResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// A TYPE column only where some edge has a type other than the default.
+	// TYPE and TIME columns only where some edge has a type other than the
+	// default, or an event time.
 	typed := slices.ContainsFunc(r.Neighbors, func(n Neighbor) bool { return n.Type != "" })
+	timed := slices.ContainsFunc(r.Neighbors, func(n Neighbor) bool { return n.Time != "" })
+	head := "ID\tKEY\tWEIGHT"
 	if typed {
-		fmt.Fprintln(tw, "ID\tKEY\tWEIGHT\tTYPE")
-	} else {
-		fmt.Fprintln(tw, "ID\tKEY\tWEIGHT")
+		head += "\tTYPE"
 	}
+	if timed {
+		head += "\tTIME"
+	}
+	fmt.Fprintln(tw, head)
 	for _, n := range r.Neighbors {
-		if !typed {
-			fmt.Fprintf(tw, "%d\t%s\t%v\n", n.ID, n.Key, n.Weight)
-			continue
+		line := fmt.Sprintf("%d\t%s\t%v", n.ID, n.Key, n.Weight)
+		if typed {
+			t := n.Type
+			if t == "" {
+				t = "default"
+			}
+			line += "\t" + t
 		}
-		t := n.Type
-		if t == "" {
-			t = "default"
+		if timed {
+			t := n.Time
+			if t == "" {
+				t = "-"
+			}
+			line += "\t" + t
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%v\t%s\n", n.ID, n.Key, n.Weight, t)
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
 	if r.NextAfter != nil {

@@ -49,6 +49,9 @@ type Neighbor struct {
 	Key    string  `json:"key,omitempty"`
 	Weight float64 `json:"weight"`
 	Type   string  `json:"type,omitempty"` // the edge type's name; left out for the default type
+	// Time is the event time the edge's operation gave (RFC 3339, UTC,
+	// microseconds); left out when it gave none.
+	Time string `json:"time,omitempty"`
 }
 
 // NeighborsResponse answers GET /v1/vertices/{v}/neighbors: one page of

@@ -14,7 +14,7 @@ import (
 )
 
 // Typed reads over HTTP, each response validated against openapi.yaml:
-// neighbors with their types, filtered by types, paged through
+// neighbors with their types and event times, filtered by types, paged through
 // (after, after_type) one edge at a time, degrees and paths of some
 // types, and an unknown type refused.
 func TestTypedReadsOverHTTP(t *testing.T) {
@@ -47,6 +47,9 @@ func TestTypedReadsOverHTTP(t *testing.T) {
 	}{{1, 2, pay, 5}, {1, 2, login, 1}, {1, 2, 0, 2}, {1, 3, login, 1}, {2, 4, pay, 7}} {
 		b.InsertWeighted(e.s, e.d, e.w)
 		b.SetType(e.t)
+		if e.t == pay {
+			b.SetEventTime(1763892900123456) // 2025-11-23T10:15:00.123456Z
+		}
 	}
 	if _, err := s.Apply(&b); err != nil {
 		t.Fatal(err)
@@ -63,13 +66,14 @@ func TestTypedReadsOverHTTP(t *testing.T) {
 	c.get("/v1/vertices/1/neighbors", &all)
 	got := fmt.Sprint(all.Neighbors)
 	// Edges to 2 by type, the later-named first: login (2), payment (1), default.
-	want := fmt.Sprint([]Neighbor{{ID: 2, Weight: 1, Type: "login"}, {ID: 2, Weight: 5, Type: "payment"}, {ID: 2, Weight: 2}, {ID: 3, Weight: 1, Type: "login"}})
+	want := fmt.Sprint([]Neighbor{{ID: 2, Weight: 1, Type: "login"}, {ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"},
+		{ID: 2, Weight: 2}, {ID: 3, Weight: 1, Type: "login"}})
 	if got != want || all.Degree != 4 {
 		t.Errorf("neighbors of 1: %s (degree %d); want %s (4)", got, all.Degree, want)
 	}
 	var paid NeighborsResponse
 	c.get("/v1/vertices/1/neighbors?types=payment,default", &paid)
-	if got, want := fmt.Sprint(paid.Neighbors), fmt.Sprint([]Neighbor{{ID: 2, Weight: 5, Type: "payment"}, {ID: 2, Weight: 2}}); got != want || paid.Degree != 2 {
+	if got, want := fmt.Sprint(paid.Neighbors), fmt.Sprint([]Neighbor{{ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"}, {ID: 2, Weight: 2}}); got != want || paid.Degree != 2 {
 		t.Errorf("payments and default of 1: %s (degree %d); want %s (2)", got, paid.Degree, want)
 	}
 	// One edge per page, following next_after and next_after_type.

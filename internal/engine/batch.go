@@ -17,11 +17,8 @@ type Batch struct {
 	ops    []core.Op
 	srcpos []byte
 	tags   []tag // ascending by from
-	// times[i] is op i's event time (Unix µs, 0: none); nil while no op
-	// has one. INVARIANT: nil or len(times) == len(ops).
-	times []int64
-	typed bool // some op has a type other than 0
-	err   error
+	typed  bool  // some op has a type other than 0
+	err    error
 }
 
 // tag gives the operations from index from on (up to the next tag) the
@@ -51,12 +48,7 @@ func (b *Batch) InsertWeighted(src, dst uint64, weight float64) {
 }
 
 // add appends op (with no event time).
-func (b *Batch) add(op core.Op) {
-	b.ops = append(b.ops, op)
-	if b.times != nil {
-		b.times = append(b.times, 0)
-	}
-}
+func (b *Batch) add(op core.Op) { b.ops = append(b.ops, op) }
 
 // SetType gives the last operation added the edge type t (0 to
 // MaxEdgeTypes-1; operations have type 0 until set): (src, dst, type) is an
@@ -87,16 +79,14 @@ func (b *Batch) Typed() bool { return b.typed }
 
 // SetEventTime gives the last operation added the event time us (Unix
 // microseconds, above 0): when what it records happened, as its source
-// says. The store does not keep it: the apply observer sees it
-// (Op.EventTime), and the views' windows run on it.
+// says. The store keeps an insert's or delete's with its edge version and
+// reads return it (Page.Times, ScanBuffer.Times); the apply observer sees
+// every operation's (Op.EventTime), and the views' windows run on it.
 func (b *Batch) SetEventTime(us int64) {
 	if len(b.ops) == 0 || us <= 0 {
 		return
 	}
-	if b.times == nil {
-		b.times = make([]int64, len(b.ops), cap(b.ops))
-	}
-	b.times[len(b.ops)-1] = us
+	b.ops[len(b.ops)-1].Time = us
 }
 
 // DeleteEdge removes edge (src, dst) if present.
@@ -167,11 +157,7 @@ func (o Op) Time() time.Time {
 // Op returns the i-th operation, 0 <= i < Len().
 func (b *Batch) Op(i int) Op {
 	o := &b.ops[i]
-	op := Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind), Type: uint16(o.Type)}
-	if b.times != nil {
-		op.EventTime = b.times[i]
-	}
-	return op
+	return Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind), Type: uint16(o.Type), EventTime: o.Time}
 }
 
 // Len is the number of operations in the batch.
@@ -182,7 +168,6 @@ func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
-	b.times = nil
 	b.typed = false
 	b.err = nil
 }

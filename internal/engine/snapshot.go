@@ -208,7 +208,7 @@ func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []
 				weights = weights[:len(dsts)]
 				w = weights
 			}
-			n, e := c.Neighbors(v, uint32(dir), sn.types, dsts, w, nil)
+			n, e := c.Neighbors(v, uint32(dir), sn.types, dsts, w, nil, nil)
 			if e != nil && e.Code == core.CodeBuffer && n > len(dsts) {
 				dsts = make([]uint64, n)
 				continue
@@ -237,9 +237,10 @@ type ScanBuffer struct {
 	Offsets  []uint64
 	Dsts     []uint64
 	Weights  []float64
-	// Types, when not nil, receives each edge's type at the same
-	// positions as Dsts.
+	// Types and Times, when not nil, receive each edge's type and event
+	// time (Unix µs; 0: none) at the same positions as Dsts.
 	Types []uint16
+	Times []int64
 }
 
 // NewScanBuffer makes a buffer for up to maxVertices vertices and maxEdges
@@ -282,7 +283,7 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 		}
 		buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
 		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
-		withW, withT := buf.Weights != nil, buf.Types != nil
+		withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 		for {
 			if withW {
 				buf.Weights = fit(buf.Weights, len(buf.Dsts))
@@ -290,7 +291,10 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 			if withT {
 				buf.Types = fit(buf.Types, len(buf.Dsts))
 			}
-			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), sn.types, buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights, buf.Types)
+			if withTm {
+				buf.Times = fit(buf.Times, len(buf.Dsts))
+			}
+			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), sn.types, buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights, buf.Types, buf.Times)
 			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
 				buf.Dsts = make([]uint64, ne)
 				continue
@@ -307,6 +311,9 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 			if withT {
 				buf.Types = buf.Types[:ne]
 			}
+			if withTm {
+				buf.Times = buf.Times[:ne]
+			}
 			next = nx
 			return nil
 		}
@@ -322,9 +329,10 @@ type GatherBuffer struct {
 	Offsets []uint64
 	Dsts    []uint64
 	Weights []float64
-	// Types, when not nil, receives each edge's type at the same
-	// positions as Dsts.
+	// Types and Times, when not nil, receive each edge's type and event
+	// time (Unix µs; 0: none) at the same positions as Dsts.
 	Types []uint16
+	Times []int64
 }
 
 // fit returns s with length n, reallocated only when its capacity is short.
@@ -366,11 +374,13 @@ type EdgeCursor struct {
 }
 
 // Page is one page of a vertex's edges: neighbors, their weights (when
-// asked) and types at the same positions, and whether more remain.
+// asked), types and event times (Unix µs; 0: none) at the same positions,
+// and whether more remain.
 type Page struct {
 	Dsts    []uint64
 	Weights []float64
 	Types   []uint16
+	Times   []int64
 	More    bool
 }
 
@@ -393,7 +403,7 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	if limit < 1 {
 		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
 	}
-	p := Page{Dsts: make([]uint64, limit), Types: make([]uint16, limit)}
+	p := Page{Dsts: make([]uint64, limit), Types: make([]uint16, limit), Times: make([]int64, limit)}
 	if weights {
 		p.Weights = make([]float64, limit)
 	}
@@ -404,7 +414,7 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	var n int
 	err := sn.read(func(c *core.Snapshot) error {
 		var e *core.Error
-		if n, p.More, e = c.NeighborsAfter(v, uint32(dir), sn.types, a.Dst, a.Type, after != nil, p.Dsts, p.Weights, p.Types); e != nil {
+		if n, p.More, e = c.NeighborsAfter(v, uint32(dir), sn.types, a.Dst, a.Type, after != nil, p.Dsts, p.Weights, p.Types, p.Times); e != nil {
 			return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
 		}
 		return nil
@@ -412,7 +422,7 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	if err != nil {
 		return Page{}, err
 	}
-	p.Dsts, p.Types = p.Dsts[:n], p.Types[:n]
+	p.Dsts, p.Types, p.Times = p.Dsts[:n], p.Types[:n], p.Times[:n]
 	if weights {
 		p.Weights = p.Weights[:n]
 	}
@@ -448,7 +458,10 @@ func (sn *Snapshot) gather(vids []uint64, dir Direction, buf *GatherBuffer, maxE
 			if buf.Types != nil {
 				buf.Types = fit(buf.Types, ecap)
 			}
-			d, ne, e := c.Gather(vids, uint32(dir), sn.types, buf.Offsets, buf.Dsts, buf.Weights, buf.Types)
+			if buf.Times != nil {
+				buf.Times = fit(buf.Times, ecap)
+			}
+			d, ne, e := c.Gather(vids, uint32(dir), sn.types, buf.Offsets, buf.Dsts, buf.Weights, buf.Types, buf.Times)
 			if e != nil && e.Code == core.CodeBuffer {
 				if ne <= maxEdges && ne > cap(buf.Dsts) {
 					buf.Dsts = make([]uint64, ne) // the first vertex, within the limit

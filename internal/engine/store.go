@@ -207,8 +207,9 @@ type FileInfo struct {
 	MaxSeq   uint64
 	// Layout flags of the file (see cgo/segment.h).
 	Dense, Versions, Weights, Dst32, MultiVersion, Tombstones bool
-	// Types: the file has a type column (some edge's type is not 0).
-	Types bool
+	// Types: the file has a type column (some edge's type is not 0);
+	// Times: a time column (some version has an event time).
+	Types, Times bool
 }
 
 // Files lists the live files: for out-edges then in-edges, L0 newest first,
@@ -230,7 +231,7 @@ func (s *Store) Files() ([]FileInfo, error) {
 			Dense: f.Flags&core.FileDense != 0, Versions: f.Flags&core.FileVersions != 0,
 			Weights: f.Flags&core.FileWeights != 0, Dst32: f.Flags&core.FileDst32 != 0,
 			MultiVersion: f.Flags&core.FileMultiVersion != 0, Tombstones: f.Flags&core.FileTombstones != 0,
-			Types: f.Flags&core.FileTypes != 0}
+			Types: f.Flags&core.FileTypes != 0, Times: f.Flags&core.FileTimes != 0}
 	}
 	return out, nil
 }

@@ -97,6 +97,26 @@ func (x *vertexIndex) spaceFor(v *StaticView) (IDSpace, error) {
 			return x.gen.space(), nil
 		}
 	}
+	if v.typed {
+		// INVARIANT: the index holds every vertex of the store, of every
+		// type (the topologies of all type sets share it): it is built from
+		// a view of every type, at least as new as v, whose space covers
+		// v's vertices (older adds them when v is older than it).
+		u, err := x.m.Static(StaticOptions{Kind: Fresh})
+		if err != nil {
+			return IDSpace{}, err
+		}
+		defer u.Release()
+		if err := x.scan(u); err != nil {
+			return IDSpace{}, err
+		}
+		if v.seq < x.base {
+			if err := x.older(v); err != nil {
+				return IDSpace{}, err
+			}
+		}
+		return x.gen.space(), nil
+	}
 	if err := x.scan(v); err != nil {
 		return IDSpace{}, err
 	}

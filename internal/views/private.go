@@ -25,6 +25,15 @@ type memDir struct {
 	dst  []uint64
 	w    []float64
 	t    []uint16
+	tm   []int64 // event times; nil when no edge has one
+}
+
+// timeAt is entry i's event time (0: none).
+func (d *memDir) timeAt(i uint64) int64 {
+	if d.tm == nil {
+		return 0
+	}
+	return d.tm[i]
 }
 
 // typeAt is entry i's type.
@@ -45,9 +54,10 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 	}
 	buf := engine.NewScanBuffer(4096, 1<<16, weights)
 	buf.Types = make([]uint16, len(buf.Dsts))
+	buf.Times = make([]int64, len(buf.Dsts))
 	for _, dir := range dirs {
 		d := &memDir{off: []uint64{0}}
-		typed := false // some type is not 0
+		typed, timed := false, false // some type, some time is not 0
 		err := ranges(func(lo, hi uint64) error {
 			for lo < hi {
 				nx, err := sn.Scan(lo, hi, dir, buf)
@@ -64,6 +74,8 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 				}
 				d.t = append(d.t, buf.Types...)
 				typed = typed || slices.ContainsFunc(buf.Types, func(t uint16) bool { return t != 0 })
+				d.tm = append(d.tm, buf.Times...)
+				timed = timed || slices.ContainsFunc(buf.Times, func(t int64) bool { return t != 0 })
 				lo = nx
 			}
 			return nil
@@ -73,6 +85,9 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 		}
 		if !typed {
 			d.t = nil
+		}
+		if !timed {
+			d.tm = nil
 		}
 		g.dirs[dir] = d
 	}
@@ -118,7 +133,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		buf.Offsets = make([]uint64, len(buf.Vertices)+1)
 	}
 	buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
-	withW, withT := buf.Weights != nil, buf.Types != nil
+	withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 	nv, ne := 0, 0
 	buf.Offsets[0] = 0
 	ecap := cap(buf.Dsts)
@@ -138,7 +153,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		if ne+k > ecap { // the first vertex alone: grow
 			ecap = ne + k
 		}
-		buf.Dsts, buf.Weights, buf.Types = d.appendRun(buf.Dsts, buf.Weights, buf.Types, withW, withT, ne, ecap, b, e)
+		buf.Dsts, buf.Weights, buf.Types, buf.Times = d.appendRun(buf.Dsts, buf.Weights, buf.Types, buf.Times, withW, withT, withTm, ne, ecap, b, e)
 		ne += k
 		buf.Vertices[nv] = v
 		nv++
@@ -153,6 +168,9 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 	if withT {
 		buf.Types = buf.Types[:ne]
 	}
+	if withTm {
+		buf.Times = buf.Times[:ne]
+	}
 	return next
 }
 
@@ -164,7 +182,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 	}
 	buf.Offsets = buf.Offsets[:len(vids)+1]
 	buf.Offsets[0] = 0
-	withW, withT := buf.Weights != nil, buf.Types != nil
+	withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 	ecap := max(cap(buf.Dsts), 1)
 	ne, done := 0, 0
 	for j, v := range vids {
@@ -176,7 +194,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 			}
 			ecap = k // the first vertex alone: grow
 		}
-		buf.Dsts, buf.Weights, buf.Types = d.appendRun(buf.Dsts, buf.Weights, buf.Types, withW, withT, ne, ecap, b, e)
+		buf.Dsts, buf.Weights, buf.Types, buf.Times = d.appendRun(buf.Dsts, buf.Weights, buf.Types, buf.Times, withW, withT, withTm, ne, ecap, b, e)
 		ne += k
 		done = j + 1
 		buf.Offsets[done] = uint64(ne)
@@ -188,7 +206,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 // appendRun writes entries [b, e) of d after the first ne of dsts (and of
 // ws when withW, ts when withT), growing dsts to capacity ecap when it
 // lacks room.
-func (d *memDir) appendRun(dsts []uint64, ws []float64, ts []uint16, withW, withT bool, ne, ecap int, b, e uint64) ([]uint64, []float64, []uint16) {
+func (d *memDir) appendRun(dsts []uint64, ws []float64, ts []uint16, tms []int64, withW, withT, withTm bool, ne, ecap int, b, e uint64) ([]uint64, []float64, []uint16, []int64) {
 	if cap(dsts) < ne+int(e-b) {
 		nd := make([]uint64, ne, ecap)
 		copy(nd, dsts[:ne])
@@ -204,7 +222,13 @@ func (d *memDir) appendRun(dsts []uint64, ws []float64, ts []uint16, withW, with
 			ts = append(ts, d.typeAt(i))
 		}
 	}
-	return dsts, ws, ts
+	if withTm {
+		tms = tms[:ne]
+		for i := b; i < e; i++ {
+			tms = append(tms, d.timeAt(i))
+		}
+	}
+	return dsts, ws, ts, tms
 }
 
 // page is one page of u's entries in dir: those past after (all when nil),
@@ -222,7 +246,7 @@ func (g *memGraph) page(u uint64, dir engine.Direction, after *engine.EdgeCursor
 	}
 	end := min(e, start+uint64(limit))
 	var p engine.Page
-	p.Dsts, p.Weights, p.Types = d.appendRun(nil, nil, nil, weights, true, 0, int(end-start), start, end)
+	p.Dsts, p.Weights, p.Types, p.Times = d.appendRun(nil, nil, nil, nil, weights, true, true, 0, int(end-start), start, end)
 	p.More = end < e
 	return p
 }

@@ -71,6 +71,7 @@ type staticState struct {
 	low, high uint64
 	hasIn     bool
 	weights   bool // weights readable (always for store views)
+	typed     bool // the view reads some edge types only (StaticOptions.Types)
 	created   time.Time
 
 	// mu is held for reading by every read and for writing by Release.
@@ -113,7 +114,7 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	}
 	low, high := sn.VertexBounds()
 	v := &StaticView{&staticState{m: m, kind: o.Kind, seq: sn.Seq(), low: low, high: high,
-		hasIn: m.store.InEdges(), weights: true, created: m.now()}}
+		hasIn: m.store.InEdges(), weights: true, typed: o.Types != nil, created: m.now()}}
 	if o.Kind == Private {
 		g, err := copyGraph(sn, v.Ranges, o.PrivateIn, o.PrivateWeights)
 		sn.Release()

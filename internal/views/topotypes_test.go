@@ -219,3 +219,59 @@ func maps(g map[[2]uint64]float64) map[[2]uint64]float64 {
 	}
 	return c
 }
+
+// The vertex index the topologies share holds every vertex, whatever the
+// types of the topology that built it first: a topology of type 1 built
+// first, then one of every type, which must index vertices with edges of
+// type 0 only.
+func TestTypedTopologyFirstIndexesEveryVertex(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	o := typedOracle{}
+	apply := func(ops ...engine.Op) {
+		if _, err := s.Apply(batchOf(ops)); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			o.apply(op)
+		}
+	}
+	apply(engine.Op{Src: 1, Dst: 2, Type: 1, Weight: 1, Kind: engine.OpUpsert},
+		engine.Op{Src: 5, Dst: 6, Weight: 1, Kind: engine.OpUpsert}) // 5 and 6: type 0 only
+	one := engine.TypesOf(1)
+	var sts []*TopoStream
+	check := func(what string) {
+		for k, ts := range []*engine.TypeSet{&one, nil} {
+			u, err := sts[k].PullNow(ctx)
+			if err != nil {
+				t.Fatalf("%s, types %v: %v", what, ts, err)
+			}
+			got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.simple(ts))
+			u.Done()
+			if !sameAdj(got, w) {
+				t.Fatalf("%s, types %v: %s", what, ts, adjDiff(got, w))
+			}
+		}
+	}
+	for _, ts := range []*engine.TypeSet{&one, nil} {
+		st, err := m.TopologyOf(ts).Stream(StreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sts = append(sts, st)
+		u, err := st.PullNow(ctx) // the type-1 topology builds the index first
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Done()
+	}
+	check("built")
+	apply(engine.Op{Src: 5, Dst: 7, Weight: 3, Kind: engine.OpUpsert}, engine.Op{Src: 6, Dst: 1, Type: 1, Weight: 2, Kind: engine.OpUpsert})
+	check("advanced")
+}
