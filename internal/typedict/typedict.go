@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,7 +166,7 @@ func (d *Dict) ID(name string) (uint16, error) {
 	if len(d.names) >= engine.MaxEdgeTypes {
 		return 0, &NameError{Reason: fmt.Sprintf("no room for the type %q: the dictionary holds the most types there can be (%d)", name, engine.MaxEdgeTypes)}
 	}
-	names := append(d.names[:len(d.names):len(d.names)], name)
+	names := slices.Concat(d.names, []string{name}) // a new array: readers may hold d.names
 	b, err := json.Marshal(file{Format: fileFormat, Types: names})
 	if err != nil {
 		return 0, fmt.Errorf("typedict: %w", err)
