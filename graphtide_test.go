@@ -181,13 +181,7 @@ func TestDBFollowsAnOracle(t *testing.T) {
 		t.Fatal("the analytic was never updated")
 	}
 	st.Close()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopen(t, db, dir)
 	defer db.Close()
 	if !db.InEdges() {
 		t.Fatal("the reopened store lost its in-edges")
@@ -385,15 +379,22 @@ func TestDBEdgeTypes(t *testing.T) {
 	if err1 != nil || err3 != nil || fmt.Sprint(c1) == fmt.Sprint(c3) {
 		t.Errorf("paid components of 1 and 3: %v %v (%v %v)", c1, c3, err1, err3)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopen(t, db, dir)
 	defer db.Close()
 	if db.TypeName(pay) != "payment" || db.TypeName(0) != "default" {
 		t.Errorf("after a reopen: %q %q", db.TypeName(pay), db.TypeName(0))
 	}
+}
+
+// reopen closes db and opens its directory again.
+func reopen(t *testing.T, db *DB, dir string) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -742,3 +742,25 @@ func consumeAll(t testing.TB, topic string, n int, idle, timeout time.Duration) 
 	}
 	return out
 }
+
+// eachKeyedEdge calls f with every out-edge of a keyed vertex in v (both
+// ends string keys): its keys and its position k in buf, which v.Scan
+// filled (with the columns buf asks for).
+func eachKeyedEdge(t testing.TB, v *engine.Snapshot, dict *keydict.Dict, buf *engine.ScanBuffer, f func(sk, dk string, k uint64)) {
+	t.Helper()
+	_, high := v.VertexBounds()
+	for lo := engine.HighIDBase; lo < high; {
+		next, err := v.Scan(lo, high, engine.Out, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, src := range buf.Vertices {
+			sk, _ := dict.Key(src)
+			for k := buf.Offsets[i]; k < buf.Offsets[i+1]; k++ {
+				dk, _ := dict.Key(buf.Dsts[k])
+				f(sk, dk, k)
+			}
+		}
+		lo = next
+	}
+}

@@ -158,23 +158,12 @@ func TestMappedPaymentStream(t *testing.T) {
 	buf := engine.NewScanBuffer(256, 4096, true)
 	buf.Times = make([]int64, 4096)
 	checked := 0
-	for lo, hi := engine.HighIDBase, engine.HighIDBase+1<<20; lo < hi; {
-		next, err := sn.Scan(lo, hi, engine.Out, buf)
-		if err != nil {
-			t.Fatal(err)
+	eachKeyedEdge(t, sn, dict, buf, func(sk, dk string, k uint64) {
+		if w, ok := eventTimes[upsertKey{sk, dk, buf.Weights[k]}]; !ok || buf.Times[k] != w {
+			t.Errorf("the edge %s->%s (%v) reads with event time %d, its payment's is %d (%v)", sk, dk, buf.Weights[k], buf.Times[k], w, ok)
 		}
-		for i, src := range buf.Vertices {
-			sk, _ := dict.Key(src)
-			for k := buf.Offsets[i]; k < buf.Offsets[i+1]; k++ {
-				dk, _ := dict.Key(buf.Dsts[k])
-				if w, ok := eventTimes[upsertKey{sk, dk, buf.Weights[k]}]; !ok || buf.Times[k] != w {
-					t.Errorf("the edge %s->%s (%v) reads with event time %d, its payment's is %d (%v)", sk, dk, buf.Weights[k], buf.Times[k], w, ok)
-				}
-				checked++
-			}
-		}
-		lo = next
-	}
+		checked++
+	})
 	sn.Release()
 	if checked != len(want) {
 		t.Errorf("read the event times of %d edges, the store holds %d", checked, len(want))

@@ -112,23 +112,9 @@ func TestTypedEventsFromTwoTopics(t *testing.T) {
 		got := map[tkey]float64{}
 		buf := engine.NewScanBuffer(256, 4096, true)
 		buf.Types = make([]uint16, 4096)
-		low, high := v.VertexBounds()
-		for _, rg := range [][2]uint64{{0, low}, {engine.HighIDBase, high}} {
-			for lo := rg[0]; lo < rg[1]; {
-				next, err := v.Scan(lo, rg[1], engine.Out, buf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, src := range buf.Vertices {
-					sk, _ := dict.Key(src)
-					for k := buf.Offsets[i]; k < buf.Offsets[i+1]; k++ {
-						dk, _ := dict.Key(buf.Dsts[k])
-						got[tkey{sk, dk, types.Name(buf.Types[k])}] = buf.Weights[k]
-					}
-				}
-				lo = next
-			}
-		}
+		eachKeyedEdge(t, v, dict, buf, func(sk, dk string, k uint64) {
+			got[tkey{sk, dk, types.Name(buf.Types[k])}] = buf.Weights[k]
+		})
 		return got
 	}
 	check := func(what string, got, want map[tkey]float64) {
