@@ -85,7 +85,8 @@ bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel, co
   return s.AllVisibleAt(tau) && s.AllTypesIn(ts) && VdelFree(s, tau, vdel);
 }
 
-// Writes edge k (dst d, weight wt, type ty) to the outputs (w, t may be null).
+// Writes edge k (dst d, weight wt, type ty, event time tm) to the outputs
+// (w, t and tm may be null).
 inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty, int64_t tm) {
   o.dsts[k] = d;
   if (o.w) o.w[k] = wt;
