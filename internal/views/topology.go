@@ -113,6 +113,12 @@ type normOp struct {
 	weight float64
 }
 
+// ErrLogWrapped is a topology's advance that could not build it: the
+// edge log dropped the operations after the view it was built from three
+// times over while it was built (writes outran the build). The next Pull
+// tries again; raising the log's capacity makes it rarer.
+var ErrLogWrapped = errors.New("views: the edge log wrapped three times while the topology was built from a view; raise the log's capacity (serve --view-log-capacity)")
+
 // Topology returns the Manager's topology of every edge type (made on
 // first use).
 func (m *Manager) Topology() *Topology { return m.TopologyOf(nil) }
@@ -255,7 +261,7 @@ func (t *Topology) advance(ctx context.Context) error {
 			break
 		}
 		if try == 2 {
-			return errors.New("views: the edge log wrapped three times while the topology was built from a view; raise the log's capacity (serve --view-log-capacity)")
+			return ErrLogWrapped
 		}
 	}
 	t.smu.Lock()
