@@ -191,6 +191,7 @@ type Spec struct {
 	Name          string  `json:"name,omitempty"`
 	Type          string  `json:"type"`
 	Root          string  `json:"root,omitempty"`
+	Types         string  `json:"types,omitempty"`
 	BatchSize     int     `json:"batch_size,omitempty"`
 	Interval      string  `json:"interval,omitempty"`
 	Stale         bool    `json:"stale,omitempty"`
@@ -218,7 +219,7 @@ func duration(d time.Duration) string {
 
 // SpecOf converts an analytics.Spec.
 func SpecOf(s analytics.Spec) Spec {
-	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Interval: duration(s.Interval),
+	return Spec{Name: s.Name, Type: s.Type, Root: s.Root, Types: s.Types, BatchSize: s.BatchSize, Interval: duration(s.Interval),
 		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
 		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
 		Lateness: duration(s.Lateness), MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, PullTimeout: duration(s.PullTimeout), PullMemoryMiB: s.PullMemoryMiB,
@@ -227,7 +228,7 @@ func SpecOf(s analytics.Spec) Spec {
 
 // Analytics converts the spec to an analytics.Spec (not yet validated).
 func (s Spec) Analytics() (analytics.Spec, error) {
-	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, BatchSize: s.BatchSize, Stale: s.Stale,
+	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, Types: s.Types, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
 		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
 		PullMemoryMiB: s.PullMemoryMiB,

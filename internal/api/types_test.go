@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/typedict"
@@ -107,4 +109,37 @@ func TestTypedReadsOverHTTP(t *testing.T) {
 	}
 	c.expect("GET", "/v1/vertices/1/neighbors?types=wire", nil, http.StatusBadRequest, `unknown edge type "wire"`)
 	c.expect("GET", "/v1/vertices/1/neighbors?after_type=login", nil, http.StatusBadRequest, "after_type needs after")
+}
+
+// The API's Spec carries every field of analytics.Spec, both ways: a spec
+// with every field set comes back the same through SpecOf and Analytics
+// (types was once dropped on the way in, so a typed analytic registered
+// over HTTP read every type).
+func TestSpecCarriesEveryField(t *testing.T) {
+	var in analytics.Spec
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(fmt.Sprintf("v%d", i))
+		case reflect.Int:
+			f.SetInt(int64(i + 1))
+		case reflect.Int64: // durations
+			f.SetInt(int64(i+1) * int64(time.Millisecond))
+		case reflect.Float64:
+			f.SetFloat(float64(i) + 0.5)
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			t.Fatalf("field %s of kind %s: teach this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	out, err := SpecOf(in).Analytics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("through the API's Spec:\n%+v\nbecame\n%+v", in, out)
+	}
 }
