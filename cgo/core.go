@@ -121,19 +121,21 @@ func init() {
 // during the call.
 func tsp(ts *TypeSet) *C.gt_type_set { return (*C.gt_type_set)(unsafe.Pointer(ts)) }
 
-func i64p(s []int64) *C.int64_t {
+// cptr passes a Go slice of plain numbers to the core as a pointer to its
+// first element of the C type P of the same layout (nil when empty); the
+// core only borrows it for the call. u64p, f64p, i64p and u16p are its
+// instances.
+func cptr[P, T any](s []T) *P {
 	if len(s) == 0 {
 		return nil
 	}
-	return (*C.int64_t)(unsafe.Pointer(&s[0]))
+	return (*P)(unsafe.Pointer(&s[0]))
 }
 
-func u16p(s []uint16) *C.uint16_t {
-	if len(s) == 0 {
-		return nil
-	}
-	return (*C.uint16_t)(unsafe.Pointer(&s[0]))
-}
+func u64p(s []uint64) *C.uint64_t { return cptr[C.uint64_t](s) }
+func f64p(s []float64) *C.double  { return cptr[C.double](s) }
+func i64p(s []int64) *C.int64_t   { return cptr[C.int64_t](s) }
+func u16p(s []uint16) *C.uint16_t { return cptr[C.uint16_t](s) }
 
 // Options mirrors gt_options; zero fields mean the core's defaults.
 type Options struct {
@@ -452,20 +454,6 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, ts *TypeSet, vids, offs, dst
 		return int(cnv), int(cne), uint64(cnext), takeError(rc, &e)
 	}
 	return int(cnv), int(cne), uint64(cnext), nil
-}
-
-func u64p(s []uint64) *C.uint64_t {
-	if len(s) == 0 {
-		return nil
-	}
-	return (*C.uint64_t)(unsafe.Pointer(&s[0]))
-}
-
-func f64p(s []float64) *C.double {
-	if len(s) == 0 {
-		return nil
-	}
-	return (*C.double)(unsafe.Pointer(&s[0]))
 }
 
 // Finding kinds, as in gt_finding_kind.

@@ -278,3 +278,42 @@ func CycleKey(c []uint64) string {
 	}
 	return fmt.Sprint(append(slices.Clone(c[m:]), c[:m]...))
 }
+
+// TypedEdges is a store with edge types as a plain map (src, dst, type) ->
+// weight.
+type TypedEdges map[[3]uint64]float64
+
+// Apply applies one op: an upsert sets the weight of its typed edge, a
+// delete removes that typed edge only, a vertex delete removes every edge
+// into or out of the vertex, of every type.
+func (g TypedEdges) Apply(op engine.Op) {
+	switch op.Kind {
+	case engine.OpUpsert:
+		g[[3]uint64{op.Src, op.Dst, uint64(op.Type)}] = op.Weight
+	case engine.OpDeleteEdge:
+		delete(g, [3]uint64{op.Src, op.Dst, uint64(op.Type)})
+	case engine.OpDeleteVertex:
+		for k := range g {
+			if k[0] == op.Src || k[1] == op.Src {
+				delete(g, k)
+			}
+		}
+	}
+}
+
+// Simple is the simple graph of the types ts holds (nil: all) that the
+// analytics read: an edge (a, b) where an edge of one of those types joins
+// a to b, weighing the least of their weights.
+func (g TypedEdges) Simple(ts *engine.TypeSet) Edges {
+	out := Edges{}
+	for k, w := range g {
+		if ts != nil && !ts.Has(uint16(k[2])) {
+			continue
+		}
+		e := [2]uint64{k[0], k[1]}
+		if old, ok := out[e]; !ok || w < old {
+			out[e] = w
+		}
+	}
+	return out
+}

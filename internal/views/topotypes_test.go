@@ -8,44 +8,11 @@ import (
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
 )
 
-// typedOracle is the store's typed edges: (src, dst, type) -> weight.
-type typedOracle map[[3]uint64]float64
-
-func (o typedOracle) apply(op engine.Op) {
-	switch op.Kind {
-	case engine.OpUpsert:
-		o[[3]uint64{op.Src, op.Dst, uint64(op.Type)}] = op.Weight
-	case engine.OpDeleteEdge:
-		delete(o, [3]uint64{op.Src, op.Dst, uint64(op.Type)})
-	case engine.OpDeleteVertex:
-		for k := range o {
-			if k[0] == op.Src || k[1] == op.Src {
-				delete(o, k)
-			}
-		}
-	}
-}
-
-// simple is the simple graph of the types ts holds (nil: all): (a, b)
-// with the least weight of its edges.
-func (o typedOracle) simple(ts *engine.TypeSet) map[[2]uint64]float64 {
-	g := map[[2]uint64]float64{}
-	for k, w := range o {
-		if ts != nil && !ts.Has(uint16(k[2])) {
-			continue
-		}
-		e := [2]uint64{k[0], k[1]}
-		if old, ok := g[e]; !ok || w < old {
-			g[e] = w
-		}
-	}
-	return g
-}
-
 // adjOfSimple is a simple graph's out-lists as topoAdj gives a Topo's.
-func adjOfSimple(g map[[2]uint64]float64) map[uint64][]string {
+func adjOfSimple(g testref.Edges) map[uint64][]string {
 	type nw struct {
 		id uint64
 		w  float64
@@ -87,13 +54,13 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 	defer m.Close()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
-	o := typedOracle{}
+	o := testref.TypedEdges{}
 	apply := func(ops []engine.Op) {
 		if _, err := s.Apply(batchOf(ops)); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range ops {
-			o.apply(op)
+			o.Apply(op)
 		}
 	}
 	const nv = 30
@@ -121,7 +88,7 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 		name  string
 		types *engine.TypeSet
 		st    *TopoStream
-		g     map[[2]uint64]float64 // the graph as its stream's operations make it
+		g     testref.Edges // the graph as its stream's operations make it
 	}
 	var fs []*follower
 	for _, f := range []*follower{{name: "all"}, {name: "{1}", types: &one}, {name: "{0,2}", types: &two}} {
@@ -138,12 +105,12 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer u.Done() // before a Fatalf's Close
-			want := o.simple(f.types)
+			want := o.Simple(f.types)
 			if got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(want); !sameAdj(got, w) {
 				t.Fatalf("round %d, %s: the topology differs from the oracle: %s", round, f.name, adjDiff(got, w))
 			}
 			if u.Lost {
-				f.g = maps(want)
+				f.g = want.Clone()
 			} else {
 				for k, e := range u.Edges {
 					key := [2]uint64{e.Op.Src, e.Op.Dst}
@@ -203,21 +170,13 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 		if !u.Lost {
 			t.Error("the first pull of a new topology is not a build")
 		}
-		got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.simple(ts))
+		got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.Simple(ts))
 		u.Done()
 		st.Close()
 		if !sameAdj(got, w) {
 			t.Fatalf("a topology of %v built on a typed store: %s", ts, adjDiff(got, w))
 		}
 	}
-}
-
-func maps(g map[[2]uint64]float64) map[[2]uint64]float64 {
-	c := make(map[[2]uint64]float64, len(g))
-	for k, v := range g {
-		c[k] = v
-	}
-	return c
 }
 
 // The vertex index the topologies share holds every vertex, whatever the
@@ -232,13 +191,13 @@ func TestTypedTopologyFirstIndexesEveryVertex(t *testing.T) {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	o := typedOracle{}
+	o := testref.TypedEdges{}
 	apply := func(ops ...engine.Op) {
 		if _, err := s.Apply(batchOf(ops)); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range ops {
-			o.apply(op)
+			o.Apply(op)
 		}
 	}
 	apply(engine.Op{Src: 1, Dst: 2, Type: 1, Weight: 1, Kind: engine.OpUpsert},
@@ -251,7 +210,7 @@ func TestTypedTopologyFirstIndexesEveryVertex(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, types %v: %v", what, ts, err)
 			}
-			got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.simple(ts))
+			got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(o.Simple(ts))
 			u.Done()
 			if !sameAdj(got, w) {
 				t.Fatalf("%s, types %v: %s", what, ts, adjDiff(got, w))

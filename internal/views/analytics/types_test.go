@@ -42,30 +42,23 @@ func TestTypedAnalyticsMatchTheReference(t *testing.T) {
 	if _, err := r.Register(Spec{Name: "bad", Type: "wcc", Types: "payment"}); err == nil {
 		t.Fatal("a type name without a type dictionary was accepted")
 	}
-	typed := map[[3]uint64]float64{}
+	typed := testref.TypedEdges{}
 	for round := range 120 {
 		var b engine.Batch
 		for range 1 + h.r.IntN(12) {
 			a, d := uint64(h.r.IntN(14)), uint64(h.r.IntN(14))
 			ty := uint16(h.r.IntN(3))
+			var op engine.Op
 			switch x := h.r.IntN(100); {
 			case x < 65:
-				w := float64(h.r.IntN(20))/4 + 0.25
-				b.InsertWeighted(a, d, w)
-				b.SetType(ty)
-				typed[[3]uint64{a, d, uint64(ty)}] = w
+				op = engine.Op{Src: a, Dst: d, Type: ty, Weight: float64(h.r.IntN(20))/4 + 0.25, Kind: engine.OpUpsert}
 			case x < 96:
-				b.DeleteEdge(a, d)
-				b.SetType(ty)
-				delete(typed, [3]uint64{a, d, uint64(ty)})
+				op = engine.Op{Src: a, Dst: d, Type: ty, Kind: engine.OpDeleteEdge}
 			default:
-				b.DeleteVertex(a)
-				for k := range typed {
-					if k[0] == a || k[1] == a {
-						delete(typed, k)
-					}
-				}
+				op = engine.Op{Src: a, Kind: engine.OpDeleteVertex}
 			}
+			testref.AddOp(&b, op)
+			typed.Apply(op)
 		}
 		if _, err := h.s.Apply(&b); err != nil {
 			t.Fatal(err)
@@ -92,16 +85,7 @@ func TestTypedAnalyticsMatchTheReference(t *testing.T) {
 	}
 	waitAllAt(t, r, names, last)
 	for list, ts := range sets {
-		g := testref.Edges{}
-		for k, w := range typed {
-			if ts != nil && !ts.Has(uint16(k[2])) {
-				continue
-			}
-			e := [2]uint64{k[0], k[1]}
-			if old, ok := g[e]; !ok || w < old {
-				g[e] = w
-			}
-		}
+		g := typed.Simple(ts)
 		if ts == nil { // every type: the fan-in edges too
 			for _, src := range []uint64{101, 102, 103} {
 				g[[2]uint64{src, 100}] = 1
