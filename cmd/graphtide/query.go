@@ -251,6 +251,7 @@ the YAML file given by --config, keyed by flag name.`
 				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered pagerank analytic to read (default: the one named pagerank)")
 				fs.Float64Var(&o.damping, "damping", o.damping, "--dir: damping factor")
 				fs.Float64Var(&o.tolerance, "tolerance", o.tolerance, "--dir: iterate until the ranks change by at most this (L1)")
+				fs.StringVar(&o.types, "types", "", "--dir: compute over the edges of these types only: comma-separated names or numbers (default: every type)")
 			},
 			func(ctx context.Context, q *api.Querier, _ []string) (any, func(io.Writer), error) {
 				r, err := q.TopPageRank(ctx, o.k, o.analyticQuery())
@@ -260,6 +261,7 @@ the YAML file given by --config, keyed by flag name.`
 			"  graphtide query component alice\n  graphtide query component 42 --server http://127.0.0.1:9464 --analytic wcc",
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				fs.StringVar(&o.analytic, "analytic", "", "--server: the registered wcc analytic to read (default: the one named wcc)")
+				fs.StringVar(&o.types, "types", "", "--dir: compute over the edges of these types only: comma-separated names or numbers (default: every type)")
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
 				r, err := q.Component(ctx, args[0], o.analyticQuery())
@@ -306,7 +308,7 @@ func (o *queryOptions) read() api.ReadOptions {
 }
 
 func (o *queryOptions) analyticQuery() api.AnalyticQuery {
-	return api.AnalyticQuery{Name: o.analytic, Damping: o.damping, Tolerance: o.tolerance}
+	return api.AnalyticQuery{Name: o.analytic, Damping: o.damping, Tolerance: o.tolerance, Types: o.types}
 }
 
 // hint adds to an error of the server what to do about it on this

@@ -921,7 +921,7 @@ func TestReaderComputes(t *testing.T) {
 		ranked = append(ranked, v)
 	}
 	sort.Slice(ranked, func(i, j int) bool { return pr[ranked[i]] > pr[ranked[j]] })
-	top, err := q.TopPageRank(t.Context(), 15, 0, 1e-13)
+	top, err := q.TopPageRank(t.Context(), 15, 0, 1e-13, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,7 +935,7 @@ func TestReaderComputes(t *testing.T) {
 	}
 	comp, size := refComponents(f.live)
 	for _, v := range f.sample(nv) {
-		r, err := q.Component(t.Context(), v)
+		r, err := q.Component(t.Context(), v, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,15 +116,15 @@ func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool,
 }
 
 // TopPageRank computes PageRank and returns the k highest vertices.
-func (l *Local) TopPageRank(ctx context.Context, k int, damping, tolerance float64) (TopResponse, error) {
-	return l.q.TopPageRank(ctx, k, damping, tolerance)
+func (l *Local) TopPageRank(ctx context.Context, k int, damping, tolerance float64, types string) (TopResponse, error) {
+	return l.q.TopPageRank(ctx, k, damping, tolerance, types)
 }
 
 // Component computes the weakly connected components and returns v's.
-func (l *Local) Component(ctx context.Context, v string) (VertexResultResponse, error) {
+func (l *Local) Component(ctx context.Context, v, types string) (VertexResultResponse, error) {
 	id, err := l.vertex(v)
 	if err != nil {
 		return VertexResultResponse{}, err
 	}
-	return l.q.Component(ctx, id)
+	return l.q.Component(ctx, id, types)
 }

@@ -1,6 +1,9 @@
 package api
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Querier answers the queries of 'graphtide query' alike from a data
 // directory (through a Local) or from a running server (through a
@@ -77,17 +80,26 @@ func (q *Querier) Path(ctx context.Context, from, to, types string, weighted boo
 
 // AnalyticQuery says which analytic a query reads. A server reads the
 // registered analytic Name (default: the one named like its type; a
-// *NotRegisteredError says which there are); a data directory ignores
-// Name and computes PageRank with Damping and Tolerance.
+// *NotRegisteredError says which there are), over the edge types it was
+// registered with; a data directory ignores Name and computes PageRank
+// with Damping and Tolerance, over the edges of Types (a comma-separated
+// list; "": every type).
 type AnalyticQuery struct {
 	Name               string
 	Damping, Tolerance float64
+	Types              string
 }
+
+// errServerTypes refuses Types for a server's registered analytic.
+var errServerTypes = errors.New("--types applies to --dir; a server's analytic reads the edge types it was registered with (its spec's types)")
 
 // TopPageRank is the k vertices of highest PageRank.
 func (q *Querier) TopPageRank(ctx context.Context, k int, a AnalyticQuery) (TopResponse, error) {
 	if q.local != nil {
-		return q.local.TopPageRank(ctx, k, a.Damping, a.Tolerance)
+		return q.local.TopPageRank(ctx, k, a.Damping, a.Tolerance, a.Types)
+	}
+	if a.Types != "" {
+		return TopResponse{}, errServerTypes
 	}
 	name, err := q.client.Registered(ctx, "pagerank", a.Name)
 	if err != nil {
@@ -100,7 +112,10 @@ func (q *Querier) TopPageRank(ctx context.Context, k int, a AnalyticQuery) (TopR
 // ResultAs).
 func (q *Querier) Component(ctx context.Context, v string, a AnalyticQuery) (VertexResultResponse, error) {
 	if q.local != nil {
-		return q.local.Component(ctx, v)
+		return q.local.Component(ctx, v, a.Types)
+	}
+	if a.Types != "" {
+		return VertexResultResponse{}, errServerTypes
 	}
 	name, err := q.client.Registered(ctx, "wcc", a.Name)
 	if err != nil {

@@ -257,8 +257,8 @@ func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Ana
 // pagerank analytic does (damping and tolerance 0 take its defaults), and
 // returns the k highest ranks: `graphtide query --dir` uses it where a
 // server would read a registered analytic.
-func (q Reader) TopPageRank(ctx context.Context, k int, damping, tolerance float64) (TopResponse, error) {
-	a, err := q.compute(ctx, analytics.Spec{Type: "pagerank", Damping: damping, Tolerance: tolerance, MaxIterations: 10000})
+func (q Reader) TopPageRank(ctx context.Context, k int, damping, tolerance float64, types string) (TopResponse, error) {
+	a, err := q.compute(ctx, analytics.Spec{Type: "pagerank", Damping: damping, Tolerance: tolerance, MaxIterations: 10000, Types: types})
 	if err != nil {
 		return TopResponse{}, err
 	}
@@ -273,8 +273,8 @@ func (q Reader) TopPageRank(ctx context.Context, k int, damping, tolerance float
 
 // Component computes the weakly connected components from scratch on a
 // fresh view, as the wcc analytic does, and returns u's.
-func (q Reader) Component(ctx context.Context, u uint64) (VertexResultResponse, error) {
-	a, err := q.compute(ctx, analytics.Spec{Type: "wcc"})
+func (q Reader) Component(ctx context.Context, u uint64, types string) (VertexResultResponse, error) {
+	a, err := q.compute(ctx, analytics.Spec{Type: "wcc", Types: types})
 	if err != nil {
 		return VertexResultResponse{}, err
 	}

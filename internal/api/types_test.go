@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
@@ -141,5 +143,64 @@ func TestSpecCarriesEveryField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Errorf("through the API's Spec:\n%+v\nbecame\n%+v", in, out)
+	}
+}
+
+// A data directory computes wcc and pagerank over the edge types asked
+// (query component|top-pagerank --types --dir), and a server refuses
+// --types for its registered analytics.
+func TestLocalAnalyticsOfTypes(t *testing.T) {
+	dir := t.TempDir()
+	d, err := datadir.Open(dir, datadir.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, err := d.Types.ID("payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b engine.Batch
+	b.Insert(1, 2)
+	b.SetType(pay)
+	b.Insert(2, 3) // the default type
+	if _, err := d.Store.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Store.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := OpenQuerier(Target{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := t.Context()
+	size := func(types string) int {
+		r, err := q.Component(ctx, "3", AnalyticQuery{Types: types})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ResultAs[ComponentResult](r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Size
+	}
+	if all, paid := size(""), size("default"); all != 3 || paid != 2 {
+		t.Errorf("the component of 3: %d vertices over every type (want 3), %d over the default type (want 2)", all, paid)
+	}
+	top, err := q.TopPageRank(ctx, 5, AnalyticQuery{Damping: 0.85, Tolerance: 1e-9, Types: "payment"})
+	if err != nil || len(top.Top) == 0 || top.Top[0].Vertex != 2 {
+		t.Errorf("pagerank over payments: %+v, %v; want vertex 2 first", top, err)
+	}
+	if _, err := q.Component(ctx, "3", AnalyticQuery{Types: "wire"}); err == nil {
+		t.Error("an unknown type was accepted")
+	}
+	srv := &Querier{client: &Client{}}
+	if _, err := srv.Component(ctx, "3", AnalyticQuery{Types: "payment"}); !errors.Is(err, errServerTypes) {
+		t.Errorf("a server's component with --types: %v", err)
 	}
 }
