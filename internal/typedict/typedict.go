@@ -143,6 +143,8 @@ func NameReason(n string) string {
 }
 
 // ID is the number of the type named name, adding it (durably) when new.
+// It does not keep name (a decoder passes a view of a record's bytes): a
+// name it adds is copied.
 // A name that breaks the rules is an *NameError; a full dictionary, a
 // read-only one or a failed write is another error.
 func (d *Dict) ID(name string) (uint16, error) {
@@ -163,6 +165,7 @@ func (d *Dict) ID(name string) (uint16, error) {
 	if d.readOnly {
 		return 0, fmt.Errorf("typedict: %s is open read-only: cannot add the type %q", d.path, name)
 	}
+	name = strings.Clone(name) // kept: the caller's may be a view of its bytes
 	if len(d.names) >= engine.MaxEdgeTypes {
 		return 0, &NameError{Reason: fmt.Sprintf("no room for the type %q: the dictionary holds the most types there can be (%d)", name, engine.MaxEdgeTypes)}
 	}

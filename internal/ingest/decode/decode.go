@@ -57,8 +57,10 @@ type Edge struct {
 const MaxEdgeTypes = typedict.MaxTypes
 
 // TypeResolver maps edge type names to type numbers; *typedict.Dict
-// implements it. An error that is a *typedict.NameError is the record's
-// fault (dead-lettered); any other is returned as is, as a KeyResolver's.
+// implements it. ID must not keep name past the call (it may be a view of
+// the record's bytes): it copies a name it keeps. An error that is a
+// *typedict.NameError is the record's fault (dead-lettered); any other is
+// returned as is, as a KeyResolver's.
 type TypeResolver interface {
 	ID(name string) (uint16, error)
 }
@@ -375,10 +377,10 @@ func (r *rules) typeOf(k jkind, raw []byte, escaped bool, off int, scratch *[]by
 			t.id = uint16(n)
 			return t, ""
 		}
-		if string(name) == typedict.Default {
+		if bytesString(name) == typedict.Default {
 			return t, ""
 		}
-		if why := typedict.NameReason(string(name)); why != "" {
+		if why := typedict.NameReason(bytesString(name)); why != "" {
 			return t, why
 		}
 		if r.types == nil {
@@ -398,7 +400,8 @@ func (r *rules) resolveType(t *typeRef, scratch *[]byte) error {
 	if t.name == nil {
 		return nil
 	}
-	name := string(unescaped(t.name, t.escaped, scratch))
+	// A view of the record's bytes: the dictionary copies a name it keeps.
+	name := bytesString(unescaped(t.name, t.escaped, scratch))
 	id, err := r.types.ID(name)
 	if err != nil {
 		var bad *typedict.NameError
