@@ -362,35 +362,47 @@ func (r *rules) typeOf(k jkind, raw []byte, escaped bool, off int, scratch *[]by
 	switch k {
 	case jMissing, jNull:
 	case jNumber:
-		n, ok := parseDigits(bytesString(raw))
-		if !ok || n >= uint64(MaxEdgeTypes) {
-			return t, fmt.Sprintf("is the number %s: a type number is an integer from 0 to %d", short(string(raw)), MaxEdgeTypes-1)
-		}
-		t.id = uint16(n)
+		var why string
+		t.id, why = typeNumber(bytesString(raw))
+		return t, why
 	case jString:
-		name := unescaped(raw, escaped, scratch)
-		if isDigits(bytesString(name)) {
-			n, ok := parseDigits(bytesString(name))
-			if !ok || n >= uint64(MaxEdgeTypes) {
-				return t, fmt.Sprintf("is the number %s: a type number is an integer from 0 to %d", short(string(name)), MaxEdgeTypes-1)
-			}
-			t.id = uint16(n)
-			return t, ""
-		}
-		if bytesString(name) == typedict.Default {
-			return t, ""
-		}
-		if why := typedict.NameReason(bytesString(name)); why != "" {
+		name := bytesString(unescaped(raw, escaped, scratch))
+		id, named, why := typeText(name)
+		if why != "" || !named {
+			t.id = id
 			return t, why
 		}
 		if r.types == nil {
-			return t, fmt.Sprintf("is the type name %s, but no type dictionary is configured", clip(string(name)))
+			return t, fmt.Sprintf("is the type name %s, but no type dictionary is configured", clip(name))
 		}
 		t.name, t.escaped = raw, escaped
 	default:
 		return t, fmt.Sprintf("is %s: want a type name or number", k)
 	}
 	return t, ""
+}
+
+// typeNumber reads s as a type number; why says what is wrong, or "".
+func typeNumber(s string) (id uint16, why string) {
+	n, ok := parseDigits(s)
+	if !ok || n >= uint64(MaxEdgeTypes) {
+		return 0, fmt.Sprintf("is the number %s: a type number is an integer from 0 to %d", short(s), MaxEdgeTypes-1)
+	}
+	return uint16(n), ""
+}
+
+// typeText reads a type given as text: digits are its number,
+// typedict.Default is type 0, anything else a name (named) that
+// typedict.NameReason must accept. why says what is wrong, or "".
+func typeText(s string) (id uint16, named bool, why string) {
+	switch {
+	case isDigits(s):
+		id, why = typeNumber(s)
+		return id, false, why
+	case s == typedict.Default:
+		return 0, false, ""
+	}
+	return 0, true, typedict.NameReason(s)
 }
 
 // resolveType replaces the name of t, if any, by its number. A name the

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 	"unsafe"
-
-	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Mapping says where each part of an edge operation is in a Kafka record
@@ -262,12 +260,8 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	}
 	if c := d.srcs[mType]; c.kind == sConst {
 		// A constant type that can be none would dead-letter every record.
-		if n, ok := parseDigits(c.name); ok && n >= uint64(MaxEdgeTypes) {
-			return nil, fmt.Errorf("type %q: a type number is an integer from 0 to %d", c.spec, MaxEdgeTypes-1)
-		} else if !isDigits(c.name) && c.name != typedict.Default {
-			if why := typedict.NameReason(c.name); why != "" {
-				return nil, fmt.Errorf("type %q: %s", c.spec, why)
-			}
+		if _, _, why := typeText(c.name); why != "" {
+			return nil, fmt.Errorf("type %q %s", c.spec, why)
 		}
 	}
 	d.sep = []byte(m.KeySeparator)
