@@ -111,6 +111,16 @@ std::string SegmentFileName(uint64_t id) {
   return buf;
 }
 
+template <typename T>
+void SegmentBuilder::AddKept(std::vector<T> *col, bool *kept, T x, T dflt, uint64_t n, uint64_t room) {
+  if (x != dflt && !*kept) {
+    col->reserve(std::max<uint64_t>(reserve_entries_, room));
+    col->assign(n, dflt);
+    *kept = true;
+  }
+  if (*kept) col->push_back(x);
+}
+
 void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
   if (n == 0) return;
   if (offs_.empty()) offs_.push_back(0);
@@ -126,34 +136,14 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
       d64_.push_back(d);
       std::vector<uint32_t>().swap(d32_);
     }
-    const uint64_t sv = e[i].vers & ~kTypeBits;  // seq and tombstone
-    if (sv != 0 && !has_vers_) {
-      vers_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
-      vers_.assign(n_, 0);
-      has_vers_ = true;
-    }
-    if (has_vers_) vers_.push_back(sv);
     const uint32_t t = VersType(e[i].vers);
-    if (t != 0 && !has_types_) {
-      types_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
-      types_.assign(n_, 0);
-      has_types_ = true;
-    }
-    if (has_types_) types_.push_back(static_cast<uint16_t>(t));
-    if (e[i].time != 0 && !has_times_) {
-      times_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
-      times_.assign(n_, 0);
-      has_times_ = true;
-    }
-    if (has_times_) times_.push_back(e[i].time);
+    const uint64_t room = n_ + n;
+    AddKept(&vers_, &has_vers_, e[i].vers & ~kTypeBits, uint64_t{0}, n_, room);  // seq and tombstone
+    AddKept(&types_, &has_types_, static_cast<uint16_t>(t), uint16_t{0}, n_, room);
+    AddKept(&times_, &has_times_, e[i].time, int64_t{0}, n_, room);
+    AddKept(&w_, &has_w_, e[i].weight, 1.0, n_, room);
     min_type_ = std::min(min_type_, t);
     max_type_ = std::max(max_type_, t);
-    if (e[i].weight != 1.0 && !has_w_) {
-      w_.reserve(std::max<uint64_t>(reserve_entries_, n_ + n));
-      w_.assign(n_, 1.0);
-      has_w_ = true;
-    }
-    if (has_w_) w_.push_back(e[i].weight);
     if (i > 0 && d == e[i - 1].dst && t == VersType(e[i - 1].vers)) multi_ = true;
     if (VersTomb(e[i].vers)) tomb_ = true;
     max_dst_ = std::max(max_dst_, d);

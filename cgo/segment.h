@@ -102,6 +102,12 @@ class SegmentBuilder {
   void Reset();
 
  private:
+  // Appends x to col, a column kept only once some value is not dflt
+  // (*kept): the first such value fills dflt in for the n entries before
+  // it, in room for at least room entries (or what Reserve asked).
+  template <typename T>
+  void AddKept(std::vector<T> *col, bool *kept, T x, T dflt, uint64_t n, uint64_t room);
+
   std::vector<uint64_t> srcs_, offs_;
   std::vector<uint32_t> d32_;    // while every dst < 2^32
   std::vector<uint64_t> d64_;    // once one is not
