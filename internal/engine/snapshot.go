@@ -231,16 +231,48 @@ func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []
 
 // ScanBuffer receives the neighbors of a vertex range. Vertex i of the last
 // Scan is Vertices[i] with neighbors Dsts[Offsets[i]:Offsets[i+1]] (and
-// weights at the same positions when Weights is not nil).
+// their weights, types and times at the same positions in the Columns in
+// use).
 type ScanBuffer struct {
 	Vertices []uint64
 	Offsets  []uint64
 	Dsts     []uint64
-	Weights  []float64
-	// Types and Times, when not nil, receive each edge's type and event
-	// time (Unix µs; 0: none) at the same positions as Dsts.
-	Types []uint16
-	Times []int64
+	Columns
+}
+
+// Columns are a read buffer's optional columns, at the same positions as
+// its Dsts, each filled when not nil: the edges' weights, types and event
+// times (Unix µs; 0: none).
+type Columns struct {
+	Weights []float64
+	Types   []uint16
+	Times   []int64
+}
+
+// fit gives every column in use length n.
+func (c *Columns) fit(n int) {
+	if c.Weights != nil {
+		c.Weights = fit(c.Weights, n)
+	}
+	if c.Types != nil {
+		c.Types = fit(c.Types, n)
+	}
+	if c.Times != nil {
+		c.Times = fit(c.Times, n)
+	}
+}
+
+// Trim cuts every column in use to its first n.
+func (c *Columns) Trim(n int) {
+	if c.Weights != nil {
+		c.Weights = c.Weights[:n]
+	}
+	if c.Types != nil {
+		c.Types = c.Types[:n]
+	}
+	if c.Times != nil {
+		c.Times = c.Times[:n]
+	}
 }
 
 // NewScanBuffer makes a buffer for up to maxVertices vertices and maxEdges
@@ -283,17 +315,8 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 		}
 		buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
 		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
-		withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 		for {
-			if withW {
-				buf.Weights = fit(buf.Weights, len(buf.Dsts))
-			}
-			if withT {
-				buf.Types = fit(buf.Types, len(buf.Dsts))
-			}
-			if withTm {
-				buf.Times = fit(buf.Times, len(buf.Dsts))
-			}
+			buf.fit(len(buf.Dsts))
 			nv, ne, nx, e := c.Scan(lo, hi, uint32(dir), sn.types, buf.Vertices, buf.Offsets, buf.Dsts, buf.Weights, buf.Types, buf.Times)
 			if e != nil && e.Code == core.CodeBuffer && ne > len(buf.Dsts) {
 				buf.Dsts = make([]uint64, ne)
@@ -305,15 +328,7 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 			buf.Vertices = buf.Vertices[:nv]
 			buf.Offsets = buf.Offsets[:nv+1]
 			buf.Dsts = buf.Dsts[:ne]
-			if withW {
-				buf.Weights = buf.Weights[:ne]
-			}
-			if withT {
-				buf.Types = buf.Types[:ne]
-			}
-			if withTm {
-				buf.Times = buf.Times[:ne]
-			}
+			buf.Trim(ne)
 			next = nx
 			return nil
 		}
@@ -323,16 +338,12 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 
 // GatherBuffer receives the neighbors of a list of vertices. After Gather
 // returned done, vertex Vertices[i] (i < done) has neighbors
-// Dsts[Offsets[i]:Offsets[i+1]] (and weights at the same positions when
-// Weights is not nil).
+// Dsts[Offsets[i]:Offsets[i+1]] (and their weights, types and times at the
+// same positions in the Columns in use).
 type GatherBuffer struct {
 	Offsets []uint64
 	Dsts    []uint64
-	Weights []float64
-	// Types and Times, when not nil, receive each edge's type and event
-	// time (Unix µs; 0: none) at the same positions as Dsts.
-	Types []uint16
-	Times []int64
+	Columns
 }
 
 // fit returns s with length n, reallocated only when its capacity is short.
@@ -377,11 +388,9 @@ type EdgeCursor struct {
 // asked), types and event times (Unix µs; 0: none) at the same positions,
 // and whether more remain.
 type Page struct {
-	Dsts    []uint64
-	Weights []float64
-	Types   []uint16
-	Times   []int64
-	More    bool
+	Dsts []uint64
+	Columns
+	More bool
 }
 
 // Last is the cursor of the page's last edge, from which the next page
@@ -403,7 +412,7 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	if limit < 1 {
 		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
 	}
-	p := Page{Dsts: make([]uint64, limit), Types: make([]uint16, limit), Times: make([]int64, limit)}
+	p := Page{Dsts: make([]uint64, limit), Columns: Columns{Types: make([]uint16, limit), Times: make([]int64, limit)}}
 	if weights {
 		p.Weights = make([]float64, limit)
 	}
@@ -422,10 +431,8 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	if err != nil {
 		return Page{}, err
 	}
-	p.Dsts, p.Types, p.Times = p.Dsts[:n], p.Types[:n], p.Times[:n]
-	if weights {
-		p.Weights = p.Weights[:n]
-	}
+	p.Dsts = p.Dsts[:n]
+	p.Trim(n)
 	return p, nil
 }
 
@@ -452,15 +459,7 @@ func (sn *Snapshot) gather(vids []uint64, dir Direction, buf *GatherBuffer, maxE
 		for {
 			ecap := min(cap(buf.Dsts), maxEdges)
 			buf.Dsts = buf.Dsts[:ecap]
-			if buf.Weights != nil {
-				buf.Weights = fit(buf.Weights, ecap)
-			}
-			if buf.Types != nil {
-				buf.Types = fit(buf.Types, ecap)
-			}
-			if buf.Times != nil {
-				buf.Times = fit(buf.Times, ecap)
-			}
+			buf.fit(ecap)
 			d, ne, e := c.Gather(vids, uint32(dir), sn.types, buf.Offsets, buf.Dsts, buf.Weights, buf.Types, buf.Times)
 			if e != nil && e.Code == core.CodeBuffer {
 				if ne <= maxEdges && ne > cap(buf.Dsts) {

@@ -133,7 +133,6 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		buf.Offsets = make([]uint64, len(buf.Vertices)+1)
 	}
 	buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
-	withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 	nv, ne := 0, 0
 	buf.Offsets[0] = 0
 	ecap := cap(buf.Dsts)
@@ -153,7 +152,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		if ne+k > ecap { // the first vertex alone: grow
 			ecap = ne + k
 		}
-		buf.Dsts, buf.Weights, buf.Types, buf.Times = d.appendRun(buf.Dsts, buf.Weights, buf.Types, buf.Times, withW, withT, withTm, ne, ecap, b, e)
+		buf.Dsts = d.appendRun(buf.Dsts, &buf.Columns, ne, ecap, b, e)
 		ne += k
 		buf.Vertices[nv] = v
 		nv++
@@ -162,15 +161,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 	buf.Vertices = buf.Vertices[:nv]
 	buf.Offsets = buf.Offsets[:nv+1]
 	buf.Dsts = buf.Dsts[:ne]
-	if withW {
-		buf.Weights = buf.Weights[:ne]
-	}
-	if withT {
-		buf.Types = buf.Types[:ne]
-	}
-	if withTm {
-		buf.Times = buf.Times[:ne]
-	}
+	buf.Trim(ne)
 	return next
 }
 
@@ -182,7 +173,6 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 	}
 	buf.Offsets = buf.Offsets[:len(vids)+1]
 	buf.Offsets[0] = 0
-	withW, withT, withTm := buf.Weights != nil, buf.Types != nil, buf.Times != nil
 	ecap := max(cap(buf.Dsts), 1)
 	ne, done := 0, 0
 	for j, v := range vids {
@@ -194,7 +184,7 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 			}
 			ecap = k // the first vertex alone: grow
 		}
-		buf.Dsts, buf.Weights, buf.Types, buf.Times = d.appendRun(buf.Dsts, buf.Weights, buf.Types, buf.Times, withW, withT, withTm, ne, ecap, b, e)
+		buf.Dsts = d.appendRun(buf.Dsts, &buf.Columns, ne, ecap, b, e)
 		ne += k
 		done = j + 1
 		buf.Offsets[done] = uint64(ne)
@@ -204,31 +194,31 @@ func (g *memGraph) gather(vids []uint64, dir engine.Direction, buf *engine.Gathe
 }
 
 // appendRun writes entries [b, e) of d after the first ne of dsts (and of
-// ws when withW, ts when withT), growing dsts to capacity ecap when it
-// lacks room.
-func (d *memDir) appendRun(dsts []uint64, ws []float64, ts []uint16, tms []int64, withW, withT, withTm bool, ne, ecap int, b, e uint64) ([]uint64, []float64, []uint16, []int64) {
+// each column of c in use), growing dsts to capacity ecap when it lacks
+// room, and returns dsts.
+func (d *memDir) appendRun(dsts []uint64, c *engine.Columns, ne, ecap int, b, e uint64) []uint64 {
 	if cap(dsts) < ne+int(e-b) {
 		nd := make([]uint64, ne, ecap)
 		copy(nd, dsts[:ne])
 		dsts = nd
 	}
 	dsts = append(dsts[:ne], d.dst[b:e]...)
-	if withW {
-		ws = appendWeights(ws[:ne], d, b, e)
+	if c.Weights != nil {
+		c.Weights = appendWeights(c.Weights[:ne], d, b, e)
 	}
-	if withT {
-		ts = ts[:ne]
+	if c.Types != nil {
+		c.Types = c.Types[:ne]
 		for i := b; i < e; i++ {
-			ts = append(ts, d.typeAt(i))
+			c.Types = append(c.Types, d.typeAt(i))
 		}
 	}
-	if withTm {
-		tms = tms[:ne]
+	if c.Times != nil {
+		c.Times = c.Times[:ne]
 		for i := b; i < e; i++ {
-			tms = append(tms, d.timeAt(i))
+			c.Times = append(c.Times, d.timeAt(i))
 		}
 	}
-	return dsts, ws, ts, tms
+	return dsts
 }
 
 // page is one page of u's entries in dir: those past after (all when nil),
@@ -245,10 +235,12 @@ func (g *memGraph) page(u uint64, dir engine.Direction, after *engine.EdgeCursor
 		}))
 	}
 	end := min(e, start+uint64(limit))
-	var p engine.Page
-	p.Dsts, p.Weights, p.Types, p.Times = d.appendRun(nil, nil, nil, nil, weights, true, true, 0, int(end-start), start, end)
-	p.More = end < e
-	return p
+	c := engine.Columns{Types: []uint16{}, Times: []int64{}} // in use: not nil
+	if weights {
+		c.Weights = []float64{}
+	}
+	dsts := d.appendRun(nil, &c, 0, int(end-start), start, end)
+	return engine.Page{Dsts: dsts, Columns: c, More: end < e}
 }
 
 func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {
