@@ -572,6 +572,13 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 // dropped with the log's oldest entries). Protected by mu (read).
 func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []Prior, bool) {
 	c := uint64(t.m.cfg.LogCapacity)
+	// prior is what was there before the edge operation at log position p.
+	prior := func(p uint64) Prior {
+		if t.present.has(p % c) {
+			return WasPresent
+		}
+		return WasAbsent
+	}
 	plain := len(t.norm) == 0 // nothing to drop or replace
 	var ps []Prior
 	if presence {
@@ -579,13 +586,9 @@ func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []P
 	}
 	if plain && !slices.ContainsFunc(es, func(e Edge) bool { return e.Op.Kind == engine.OpDeleteVertex }) {
 		// The common case: es as they are.
-		for k := range es {
-			if presence {
-				pr := WasAbsent
-				if t.present.has((from + uint64(k)) % c) {
-					pr = WasPresent
-				}
-				ps = append(ps, pr)
+		if presence {
+			for k := range es {
+				ps = append(ps, prior(from+uint64(k)))
 			}
 		}
 		return es, ps, true
@@ -604,11 +607,7 @@ func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []P
 		if e.Op.Kind != engine.OpDeleteVertex {
 			out = append(out, e)
 			if presence {
-				pr := WasAbsent
-				if t.present.has(p % c) {
-					pr = WasPresent
-				}
-				ps = append(ps, pr)
+				ps = append(ps, prior(p))
 			}
 			continue
 		}
