@@ -36,6 +36,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -86,7 +87,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		d.Close()
 		return nil, err
 	}
-	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: api.ResolveTypes(d.Types),
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types),
 		Names: d.Keys.Name})
 	return &DB{dir: d, vm: vm, reg: reg}, nil
 }

@@ -37,7 +37,7 @@ func TestTypedReadsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vm.Close()
-	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Types: ResolveTypes(types)})
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Types: typedict.Resolver(types)})
 	defer reg.Close()
 	pay, _ := types.ID("payment")
 	login, _ := types.ID("login")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
-	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // UnknownVertexError is ResolveVertex's error for a string that is neither
@@ -99,20 +98,6 @@ func IsLoopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// ResolveTypes turns an analytic's types (a comma-separated list of
-// names or numbers) into a set through the type dictionary, naming the
-// types it does not know yet (as ResolveRoot gives a new key its id): a
-// monitor may be registered before the first edge of its type.
-func ResolveTypes(types *typedict.Dict) func(string) (*engine.TypeSet, error) {
-	return func(list string) (*engine.TypeSet, error) {
-		ts, err := types.Resolve(list)
-		if err != nil {
-			return nil, err
-		}
-		return &ts, nil
-	}
 }
 
 // ResolveRoot returns the reader of an analytic's root vertex: as

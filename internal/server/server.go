@@ -45,6 +45,7 @@ import (
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/metrics"
+	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -186,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 
 	topics := slices.Clone(cfg.Topics)
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: api.ResolveTypes(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok

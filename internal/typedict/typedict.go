@@ -241,6 +241,19 @@ func (d *Dict) Lookup(s string) (uint16, error) {
 // filter; an empty list, or an unknown name, is an error.
 func (d *Dict) Set(list string) (engine.TypeSet, error) { return d.set(list, d.Lookup) }
 
+// Resolver is d's Resolve as an analytics registry takes it
+// (analytics.RegistryConfig.Types); a nil d reads type numbers and
+// Default only.
+func Resolver(d *Dict) func(string) (*engine.TypeSet, error) {
+	return func(list string) (*engine.TypeSet, error) {
+		ts, err := d.Resolve(list)
+		if err != nil {
+			return nil, err
+		}
+		return &ts, nil
+	}
+}
+
 // Resolve is Set adding the names it does not know (as ID does): for an
 // analytic registered before the first edge of its type arrives.
 func (d *Dict) Resolve(list string) (engine.TypeSet, error) {

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -42,7 +42,8 @@ type RegistryConfig struct {
 	// number, or a string key through the key dictionary). Default: numbers only.
 	Resolve func(string) (uint64, error)
 	// Types turns a spec's types (a comma-separated list) into a set
-	// (serve: through the type dictionary). Default: type numbers only.
+	// (serve: through the type dictionary, typedict.Resolver). Default:
+	// type numbers and "default" only.
 	Types  func(string) (*engine.TypeSet, error)
 	Sinks  []AlertSink
 	Hooks  Hooks
@@ -138,17 +139,7 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Types == nil {
-		cfg.Types = func(list string) (*engine.TypeSet, error) {
-			var ts engine.TypeSet
-			for _, f := range strings.Split(list, ",") {
-				n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
-				if err != nil || int(n) >= engine.MaxEdgeTypes {
-					return nil, fmt.Errorf("edge type %q is not a type number (0 to %d): names need a type dictionary", f, engine.MaxEdgeTypes-1)
-				}
-				ts.Add(uint16(n))
-			}
-			return &ts, nil
-		}
+		cfg.Types = typedict.Resolver(nil)
 	}
 	if cfg.Names == nil {
 		cfg.Names = func(id uint64) (uint64, string) { return id, "" }
