@@ -16,6 +16,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // The integrity tests damage a data directory one bit at a time and check
@@ -24,16 +25,25 @@ import (
 // use each either refuse with a typed error naming the damaged file, or
 // give exactly the original contents; verify changes no byte.
 
-// contents is everything a data directory holds: edges both ways with
-// weights, every key by id, and the recorded source position.
+// contents is everything a data directory holds: edges (src, dst, type)
+// both ways with weights and event times, every key by id, the names of
+// the edge types, and the recorded source position.
 type contents struct {
-	out, in map[[2]uint64]float64
+	out, in map[[3]uint64]edgeVal
 	keys    map[uint64]string
+	types   []string
 	pos     string
 }
 
+// edgeVal is what an edge carries besides its identity.
+type edgeVal struct {
+	w    float64
+	time int64
+}
+
 func (c contents) equal(o contents) bool {
-	return maps.Equal(c.out, o.out) && maps.Equal(c.in, o.in) && maps.Equal(c.keys, o.keys) && c.pos == o.pos
+	return maps.Equal(c.out, o.out) && maps.Equal(c.in, o.in) && maps.Equal(c.keys, o.keys) &&
+		slices.Equal(c.types, o.types) && c.pos == o.pos
 }
 
 // readContents reads all of d; a damaged data block read on the way is an
@@ -46,9 +56,10 @@ func readContents(d *datadir.Dir) (contents, error) {
 	}
 	defer sn.Release()
 	low, high := sn.VertexBounds()
-	scan := func(dir engine.Direction) (map[[2]uint64]float64, error) {
-		got := map[[2]uint64]float64{}
+	scan := func(dir engine.Direction) (map[[3]uint64]edgeVal, error) {
+		got := map[[3]uint64]edgeVal{}
 		buf := engine.NewScanBuffer(64, 256, true)
+		buf.Types, buf.Times = []uint16{}, []int64{}
 		for _, band := range [][2]uint64{{0, low}, {engine.HighIDBase, high}} {
 			for lo := band[0]; lo < band[1]; {
 				if lo, err = sn.Scan(lo, band[1], dir, buf); err != nil {
@@ -56,7 +67,8 @@ func readContents(d *datadir.Dir) (contents, error) {
 				}
 				for i := 0; i < buf.Len(); i++ {
 					for j, dst := range buf.Neighbors(i) {
-						got[[2]uint64{buf.Vertices[i], dst}] = buf.Weights[int(buf.Offsets[i])+j]
+						k := int(buf.Offsets[i]) + j
+						got[[3]uint64{buf.Vertices[i], dst, uint64(buf.Types[k])}] = edgeVal{buf.Weights[k], buf.Times[k]}
 					}
 				}
 			}
@@ -76,15 +88,17 @@ func readContents(d *datadir.Dir) (contents, error) {
 			}
 		}
 	}
+	c.types = d.Types.Names()
 	pos, err := d.Store.SourcePosition()
 	c.pos = string(pos)
 	return c, err
 }
 
 // buildIntegrityDir makes a small data directory with in-edges, several
-// flushes, a full compaction, edge and vertex deletes, string keys and a
-// source position, checks it against the oracle, and returns it with its
-// contents.
+// flushes, a full compaction, edge and vertex deletes, string keys, edges
+// of named types with event times (a type and a time column, types.json)
+// and a source position, checks the untyped part against the oracle, and
+// returns it with its contents.
 func buildIntegrityDir(t *testing.T) (string, contents) {
 	t.Helper()
 	tmp, dir := t.TempDir(), t.TempDir()
@@ -112,9 +126,30 @@ func buildIntegrityDir(t *testing.T) (string, contents) {
 	setSourcePosition(t, dir, ingest.Position{"edges": {0: 9, 1: 4}}.Encode())
 	oracle.apply(testOp{kind: engine.OpUpsert, src: vtx{id: 1}, dst: vtx{id: 299}})
 	checkStore(t, dir, oracle)
+	// Typed, timed edges beside the untyped ones: 1 -> 299, which an
+	// untyped edge joins too, gets two more, of two types.
+	typed := filepath.Join(tmp, "typed.json")
+	if err := os.WriteFile(typed, []byte(`{"src":1,"dst":299,"type":"payment","weight":2.5,"ts":"2026-11-23T10:15:00Z"}
+{"src":1,"dst":299,"type":"login","ts":1763892900000}
+{"src":"alice","dst":"bob","type":"shares-device"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "load", "--dir", dir, typed); err != nil {
+		t.Fatal(err)
+	}
 	c := readDir(t, dir)
-	if len(c.keys) == 0 || len(c.out) == 0 {
-		t.Fatalf("the test directory should hold keys and edges: %d keys, %d edges", len(c.keys), len(c.out))
+	if len(c.keys) == 0 || len(c.out) == 0 || len(c.types) != 4 {
+		t.Fatalf("the test directory should hold keys, edges and types: %d keys, %d edges, types %v", len(c.keys), len(c.out), c.types)
+	}
+	var timed int
+	for _, v := range c.out {
+		if v.time != 0 {
+			timed++
+		}
+	}
+	if timed != 2 {
+		t.Fatalf("%d edges with an event time, want 2", timed)
 	}
 	return dir, c
 }
@@ -170,7 +205,10 @@ func namesFile(err error, file string) bool {
 	var ce *engine.CorruptionError
 	var ke *keydict.CorruptError
 	var be *datadir.KeyBoundError
+	var te *typedict.CorruptError
 	switch {
+	case errors.As(err, &te):
+		return te.Path == file
 	case errors.As(err, &ce):
 		return ce.File == file
 	case errors.As(err, &ke):
@@ -266,7 +304,7 @@ func segmentSample(size int64) []int64 {
 func TestEveryBitFlipIsRefusedOrHarmless(t *testing.T) {
 	src, want := buildIntegrityDir(t)
 	var cases []damage
-	for _, f := range []string{filepath.Join(datadir.StoreName, "MANIFEST"), datadir.KeysName} {
+	for _, f := range []string{filepath.Join(datadir.StoreName, "MANIFEST"), datadir.KeysName, datadir.TypesName} {
 		info, err := os.Stat(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)

@@ -17,15 +17,20 @@
 //     characters, commas or '|' (they separate types in lists), and not
 //     only digits (a number in a record or a filter is the type number
 //     itself).
-//   - Open refuses a file that breaks these rules, saying what and where;
-//     OpenReadOnly and Check never write.
+//   - Open refuses, with a *CorruptError naming the file and a byte offset,
+//     a file that breaks these rules, whose CRC-32C of the names does not
+//     match, or that differs in any byte from what this package writes for
+//     its names (so no damaged byte goes unnoticed); OpenReadOnly never
+//     writes.
 //   - Safe for concurrent use.
 package typedict
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"slices"
 	"strconv"
@@ -50,10 +55,40 @@ const Default = "default"
 // fileFormat is the version of types.json this package writes and reads.
 const fileFormat = 1
 
-// file is types.json: Types[i] names type i (Types[0] is Default).
+// file is types.json: Types[i] names type i (Types[0] is Default), and
+// CRC32C is the CRC-32C of the JSON of Types.
 type file struct {
 	Format int      `json:"format"`
 	Types  []string `json:"types"`
+	CRC32C uint32   `json:"crc32c"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum is the CRC-32C of the JSON of names.
+func checksum(names []string) uint32 {
+	b, _ := json.Marshal(names) // strings always marshal
+	return crc32.Checksum(b, castagnoli)
+}
+
+// encode is the file for names, byte for byte: what ID writes, and the
+// only bytes open accepts for them.
+func encode(names []string) []byte {
+	b, _ := json.Marshal(file{Format: fileFormat, Types: names, CRC32C: checksum(names)}) // plain fields always marshal
+	return append(b, '\n')
+}
+
+// CorruptError is a type dictionary file that is not one graphtide wrote:
+// what is wrong, and the byte offset where it was found (0 when it is the
+// file as a whole).
+type CorruptError struct {
+	Path   string
+	Offset int64
+	What   string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("typedict: %s: byte offset %d: %s", e.Path, e.Offset, e.What)
 }
 
 // Dict is the type dictionary of one data directory.
@@ -85,40 +120,57 @@ func open(path string, readOnly bool) (*Dict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("typedict: %w", err)
 	}
-	if err := d.parse(b); err != nil {
-		return nil, fmt.Errorf("typedict: %s: %w", path, err)
+	if off, what := d.parse(b); what != "" {
+		return nil, &CorruptError{Path: path, Offset: off, What: what}
 	}
 	return d, nil
 }
 
-// parse loads the file's bytes, checking every rule.
-func (d *Dict) parse(b []byte) error {
+// parse loads the file's bytes, checking every rule, its checksum and that
+// they are the bytes encode writes; it says what is wrong and where, or
+// "".
+func (d *Dict) parse(b []byte) (int64, string) {
 	var f file
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("not a type dictionary (byte offset %d): %w", dec.InputOffset(), err)
+		off := dec.InputOffset()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return off, fmt.Sprintf("not a type dictionary: %v", err)
 	}
 	if f.Format != fileFormat {
-		return fmt.Errorf("format %d: this build reads format %d", f.Format, fileFormat)
+		return 0, fmt.Sprintf("format %d: this build reads format %d", f.Format, fileFormat)
 	}
 	if len(f.Types) == 0 || f.Types[0] != Default {
-		return fmt.Errorf("type 0 must be %q", Default)
+		return 0, fmt.Sprintf("type 0 must be %q", Default)
 	}
 	if len(f.Types) > engine.MaxEdgeTypes {
-		return fmt.Errorf("%d types: at most %d", len(f.Types), engine.MaxEdgeTypes)
+		return 0, fmt.Sprintf("%d types: at most %d", len(f.Types), engine.MaxEdgeTypes)
 	}
 	for i, n := range f.Types[1:] {
 		if why := NameReason(n); why != "" {
-			return fmt.Errorf("type %d: %s", i+1, why)
+			return 0, fmt.Sprintf("type %d: %s", i+1, why)
 		}
 		if _, dup := d.byName[n]; dup {
-			return fmt.Errorf("type %d: the name %q is taken by type %d", i+1, n, d.byName[n])
+			return 0, fmt.Sprintf("type %d: the name %q is taken by type %d", i+1, n, d.byName[n])
 		}
 		d.names = append(d.names, n)
 		d.byName[n] = uint16(i + 1)
 	}
-	return nil
+	if c := checksum(f.Types); c != f.CRC32C {
+		return 0, fmt.Sprintf("checksum mismatch: stored %d, computed %d from the names", f.CRC32C, c)
+	}
+	if e := encode(f.Types); !bytes.Equal(b, e) {
+		off := 0
+		for off < len(b) && off < len(e) && b[off] == e[off] {
+			off++
+		}
+		return int64(off), "not in the form graphtide writes (a byte changed outside the names, or bytes after the object)"
+	}
+	return 0, ""
 }
 
 // NameReason says why n cannot name a type, or "".
@@ -170,12 +222,8 @@ func (d *Dict) ID(name string) (uint16, error) {
 		return 0, &NameError{Reason: fmt.Sprintf("no room for the type %q: the dictionary holds the most types there can be (%d)", name, engine.MaxEdgeTypes)}
 	}
 	names := slices.Concat(d.names, []string{name}) // a new array: readers may hold d.names
-	b, err := json.Marshal(file{Format: fileFormat, Types: names})
-	if err != nil {
-		return 0, fmt.Errorf("typedict: %w", err)
-	}
 	// INVARIANT: the name's number is durable before anyone can use it.
-	if err := durable.WriteFile(d.path, append(b, '\n'), 0o644); err != nil {
+	if err := durable.WriteFile(d.path, encode(names), 0o644); err != nil {
 		return 0, fmt.Errorf("typedict: adding the type %q: %w", name, err)
 	}
 	t = uint16(len(d.names))

@@ -1,9 +1,11 @@
 package typedict
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +120,39 @@ func TestDamagedFilesAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want an error naming the file and saying %q", c.body, err, c.why)
 		}
+	}
+}
+
+// Every byte of a file this package wrote is covered: a flip anywhere is
+// refused with a *CorruptError naming the file.
+func TestEveryFlippedByteIsRefused(t *testing.T) {
+	good := encode([]string{Default, "payment", "login"})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "types.json")
+	if err := os.WriteFile(path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := OpenReadOnly(path); err != nil || d.Name(2) != "login" {
+		t.Fatalf("the good file: %v", err)
+	}
+	for off := range good {
+		for bit := range 8 {
+			b := slices.Clone(good)
+			b[off] ^= 1 << bit
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenReadOnly(path)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Path != path {
+				t.Fatalf("byte %d bit %d (%q): %v, want a *CorruptError naming the file", off, bit, b, err)
+			}
+		}
+	}
+	if err := os.WriteFile(path, append(slices.Clone(good), ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(path); err == nil || !strings.Contains(err.Error(), "not in the form") {
+		t.Errorf("a byte after the object: %v", err)
 	}
 }
