@@ -88,7 +88,12 @@ func Check(path string) (*Report, error) {
 	// The type dictionary: a damaged one stops serve from opening (its
 	// names are how records and queries reach typed edges).
 	if _, err := typedict.OpenReadOnly(TypesPath(path)); err != nil {
-		r.Problems = append(r.Problems, Problem{File: TypesPath(path), What: err.Error()})
+		p := Problem{File: TypesPath(path), What: err.Error()}
+		var ce *typedict.CorruptError
+		if errors.As(err, &ce) {
+			p.Offset, p.What = ce.Offset, ce.What
+		}
+		r.Problems = append(r.Problems, p)
 	}
 	// The analytics' checkpoint holds no data (everything in it is
 	// derived again from the store): damage is a note, since serve then
