@@ -72,6 +72,7 @@ func sliceBytes[T any](a []T) int64 {
 type marks struct {
 	state  []uint8
 	marked []int32
+	q      levelQueue // the unit searches' queue, reused
 }
 
 // start makes the marks cover n indexes (new ones 0) for a run.
@@ -95,7 +96,9 @@ func (m *marks) clear() {
 	m.marked = m.marked[:0]
 }
 
-func (m *marks) bytes() int64 { return sliceBytes(m.state) + sliceBytes(m.marked) }
+func (m *marks) bytes() int64 {
+	return sliceBytes(m.state) + sliceBytes(m.marked) + m.q.bytes()
+}
 
 // guarded holds a graph analytic's state: a recompute builds a new state
 // and swaps it in whole (readers keep the old one until then), an

@@ -129,21 +129,54 @@ func (h *distHeap[T]) pop() (T, int32) {
 	return d, v
 }
 
+// distQueue pops (distance, vertex) pairs lowest first: through a
+// levelQueue when every length is 1, else a distHeap.
+type distQueue[T distance] struct {
+	unit bool
+	h    distHeap[T]
+	q    *levelQueue // unit: the caller's, reset
+}
+
+func newDistQueue[T distance](unit bool, q *levelQueue) *distQueue[T] {
+	x := &distQueue[T]{unit: unit}
+	if unit {
+		q.reset()
+		x.q = q
+	}
+	return x
+}
+
+func (x *distQueue[T]) push(d T, v int32) {
+	if x.unit {
+		x.q.push(int32(d), v)
+		return
+	}
+	x.h.push(d, v)
+}
+
+// pop returns the lowest pair; ok is false when x is empty.
+func (x *distQueue[T]) pop() (d T, v int32, ok bool) {
+	if x.unit {
+		l, v, ok := x.q.pop()
+		return T(l), v, ok
+	}
+	if x.h.Len() == 0 {
+		return d, 0, false
+	}
+	d, v = x.h.pop()
+	return d, v, true
+}
+
 // run repairs d. cut are the edges deleted or perhaps lengthened (whose
 // head may have lost its support), ups the edges inserted or re-weighted.
 // It returns false when the change is too large (over limit) or a weight
 // is negative: d is then not valid and must be recomputed.
 func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	// 1. Affected vertices, by increasing distance.
-	const (
-		supported = 1
-		affected  = 2
-	)
 	// Each vertex's state (0: not decided yet), cleared on return.
-	state, set := r.mark.state, r.mark.put
 	defer r.mark.clear()
 	var aff []int32
-	h := &distHeap[T]{}
+	h := newDistQueue[T](r.unit, &r.mark.q)
 	for _, e := range cut {
 		// Only an edge that was tight supported its head: with unit
 		// lengths, one level apart; else (the old length is gone) one
@@ -161,46 +194,48 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 		h.push(dc, c)
 	}
-	for h.Len() > 0 {
-		_, c := h.pop()
-		if state[c] != 0 {
-			continue
-		}
-		dc := r.d[c]
-		ok := false
-		in := r.g.In.Nbrs(c)
-		if r.unit && dc == 1 {
-			// Only the root is one level up: look it up (hubs next to the
-			// root have the longest in-lists).
-			_, ok = slices.BinarySearch(in, r.root)
-			in = nil
-		}
-		for _, u := range in {
-			r.work++
-			du := r.d[u]
-			if du == r.far || du > dc || (r.unit && du != dc-1) || r.positive && du == dc {
-				continue
-			}
-			// A closer vertex not found affected, or one as close (a
-			// zero length) already found supported.
-			if du+r.lengthOf(u, c) == dc && (du < dc && state[u] != affected || state[u] == supported) {
-				ok = true
+	if r.unit {
+		// Level by level: a level's vertices depend only on the levels
+		// before it, so a large one is decided on every core.
+		for {
+			l, level, more := h.q.popLevel()
+			if !more {
 				break
 			}
+			var outs [maxWorkers]decided
+			nw := 1
+			if len(level) >= parallelLevel {
+				nw = min(workers(), maxWorkers)
+			}
+			parallelFor(nw, 1, func(_, p, _ int) { r.decide(level, p, nw, T(l), &outs[p]) })
+			for w := range nw {
+				o := &outs[w]
+				r.mark.marked = append(r.mark.marked, o.marked...)
+				r.work += o.work
+				aff = append(aff, o.aff...)
+				for _, x := range o.next {
+					h.push(T(l+1), x)
+				}
+			}
+			if len(aff) > r.limit {
+				return false
+			}
 		}
-		if ok {
-			set(c, supported)
-			continue
-		}
-		set(c, affected)
-		aff = append(aff, c)
-		if len(aff) > r.limit {
-			return false
-		}
-		nb := r.g.Out.Nbrs(c)
-		r.work += len(nb)
-		for k, x := range nb {
-			if x != r.root && state[x] == 0 && r.d[x] != r.far && dc+r.length(c, k) == r.d[x] {
+	} else {
+		var o decided
+		for {
+			_, c, more := h.pop()
+			if !more {
+				break
+			}
+			o = decided{marked: o.marked[:0], next: o.next[:0]}
+			r.decide([]int32{c}, 0, 1, r.d[c], &o)
+			r.mark.marked = append(r.mark.marked, o.marked...)
+			r.work += o.work
+			if aff = append(aff, o.aff...); len(aff) > r.limit {
+				return false
+			}
+			for _, x := range o.next {
 				h.push(r.d[x], x)
 			}
 		}
@@ -209,7 +244,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	for _, c := range aff {
 		r.d[c] = r.far
 	}
-	h = &distHeap[T]{}
+	h = newDistQueue[T](r.unit, &r.mark.q)
 	for _, c := range aff {
 		best := r.far
 		for _, u := range r.g.In.Nbrs(c) {
@@ -229,7 +264,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	for _, e := range r.improving(ups) {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
 			w := 1.0
-			if !r.unit || gone == nil || gone[e] {
+			if gone == nil || gone.mayHold(e) {
 				var present bool
 				w, present = r.g.Weight(e[0], e[1]) // upserted, then perhaps deleted
 				if !present {
@@ -249,8 +284,11 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	// 3. Dijkstra from them.
 	settled := 0
-	for h.Len() > 0 {
-		pd, pv := h.pop()
+	for {
+		pd, pv, more := h.pop()
+		if !more {
+			break
+		}
 		if pd != r.d[pv] {
 			continue
 		}
@@ -269,27 +307,121 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	return !r.negative
 }
 
-// deleted is the set of the pairs cut names, for a unit repair to tell
+// The states of phase 1 (0: not decided yet).
+const (
+	supported = 1
+	affected  = 2
+)
+
+// parallelLevel is the smallest level of phase 1 decided on every core
+// (a variable for the tests, which lower it to take that path on small
+// graphs); maxWorkers bounds the cores a level is split over.
+var parallelLevel = 2048
+
+const maxWorkers = 8
+
+// decided is what deciding some vertices found: the vertices it marked,
+// those affected, the out-neighbors to check next, the edges read.
+type decided struct {
+	marked, aff, next []int32
+	work              int
+}
+
+// decide decides the vertices of cs at distance dc (those v with v%nw ==
+// w, so that workers deciding one level share no vertex) that are not
+// decided yet: supported by an in-neighbor that is closer and not
+// affected (or, with a zero length, as close and supported), else
+// affected, with their tight out-neighbors to check. It writes only the
+// states of its own vertices; what else it finds goes to o.
+//
+// INVARIANT: with nw > 1 every length is 1: the supporters it reads are
+// one level up, decided before this level began, and the out-neighbors
+// one level down, decided after it ends.
+func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
+	state := r.mark.state
+	for _, c := range cs {
+		if nw > 1 && int(c)%nw != w || state[c] != 0 {
+			continue
+		}
+		ok := false
+		in := r.g.In.Nbrs(c)
+		if r.unit && dc == 1 {
+			// Only the root is one level up: look it up (hubs next to the
+			// root have the longest in-lists).
+			_, ok = slices.BinarySearch(in, r.root)
+			in = nil
+		}
+		for _, u := range in {
+			o.work++
+			du := r.d[u]
+			if du == r.far || du > dc || (r.unit && du != dc-1) || r.positive && du == dc {
+				continue
+			}
+			// A closer vertex not found affected, or one as close (a
+			// zero length) already found supported.
+			if du+r.lengthOf(u, c) == dc && (du < dc && state[u] != affected || state[u] == supported) {
+				ok = true
+				break
+			}
+		}
+		o.marked = append(o.marked, c)
+		if ok {
+			state[c] = supported
+			continue
+		}
+		state[c] = affected
+		o.aff = append(o.aff, c)
+		nb := r.g.Out.Nbrs(c)
+		o.work += len(nb)
+		for k, x := range nb {
+			// (x's distance first: a vertex of this level, another
+			// worker's, is not read.)
+			if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && state[x] == 0 {
+				o.next = append(o.next, x)
+			}
+		}
+	}
+}
+
+// deleted is a filter of the pairs cut names, for a unit repair to tell
 // which upserted edges may be absent again (deleted after their upsert in
 // the same batch) without searching for every one of them in its tail's
 // out-list: upserted and not deleted in the batch, an edge is present.
-// It is nil (search every one) for a weighted repair, which needs the
-// weights, and when cut is too long to be worth indexing.
-func (r *repair[T]) deleted(cut [][2]int32) map[[2]int32]bool {
-	if !r.unit || len(cut) > maxIndexedCut {
+// A pair the filter does not hold was not cut; one it holds may have
+// been (one hash into about 8 bits a pair: an eighth of the others are
+// searched for needlessly). It is nil (search every one) for a weighted
+// repair, which needs the weights.
+func (r *repair[T]) deleted(cut [][2]int32) pairFilter {
+	if !r.unit {
 		return nil
 	}
-	gone := make(map[[2]int32]bool, len(cut))
+	f := make(pairFilter, max(1, (8*len(cut)+63)/64))
 	for _, e := range cut {
-		gone[e] = true
+		f.add(e)
 	}
-	return gone
+	return f
 }
 
-// maxIndexedCut: a batch's deletes beyond this many (a hub's vertex
-// delete) are not indexed by deleted: the upserts' presence is searched
-// for, as a map that size costs more than the searches it saves.
-const maxIndexedCut = 1 << 14
+// pairFilter is a one-hash Bloom filter of vertex pairs; its length in
+// words is at least 1.
+type pairFilter []uint64
+
+func (f pairFilter) bit(e [2]int32) (int, uint64) {
+	h := (uint64(uint32(e[0]))<<32 | uint64(uint32(e[1]))) * 0x9e3779b97f4a7c15
+	k := (h >> 32) % uint64(len(f)*64)
+	return int(k / 64), 1 << (k % 64)
+}
+
+func (f pairFilter) add(e [2]int32) {
+	w, b := f.bit(e)
+	f[w] |= b
+}
+
+// mayHold is false only for a pair never added.
+func (f pairFilter) mayHold(e [2]int32) bool {
+	w, b := f.bit(e)
+	return f[w]&b != 0
+}
 
 // improving returns the edges of ups that may shorten their head's
 // distance as d stands: most do not, and reading two distances at random
@@ -298,29 +430,39 @@ const maxIndexedCut = 1 << 14
 // the distances only fall from here on, so an edge that does not shorten
 // its head now never will in this repair.
 func (r *repair[T]) improving(ups [][2]int32) [][2]int32 {
-	if len(ups) < improvingGrain || !r.unit && r.g.Out.Weighted() {
-		return ups // small, or weighted (the lengths are searched for below)
+	if !r.unit && r.g.Out.Weighted() {
+		return ups // weighted: the lengths are searched for below
 	}
-	keep := make([]bool, len(ups))
-	parallelFor(len(ups), improvingGrain, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			e := ups[i]
-			if du := r.d[e[0]]; du != r.far && r.lt(du+1, r.d[e[1]]) {
-				keep[i] = true
-			}
-		}
+	return keepPairs(ups, func(e [2]int32) bool {
+		du := r.d[e[0]]
+		return du != r.far && r.lt(du+1, r.d[e[1]])
 	})
-	out := ups[:0:0]
-	for i, k := range keep {
-		if k {
-			out = append(out, ups[i])
+}
+
+// keepPairs returns the pairs of es that keep holds for, in order: a large
+// es is filtered on every core first (keep reads at random, and the cache
+// misses are the cost). keep must only read.
+func keepPairs(es [][2]int32, keep func(e [2]int32) bool) [][2]int32 {
+	var kept []bool
+	if len(es) >= keepGrain {
+		kept = make([]bool, len(es))
+		parallelFor(len(es), keepGrain, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				kept[i] = keep(es[i])
+			}
+		})
+	}
+	out := es[:0:0]
+	for i, e := range es {
+		if kept != nil && kept[i] || kept == nil && keep(e) {
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// improvingGrain is the chunk of improving's parallel filter.
-const improvingGrain = 2048
+// keepGrain is the chunk of keepPairs' parallel filter.
+const keepGrain = 2048
 
 // repairLimit is how many vertices a repair may touch before a recompute
 // (with the parallel kernel) is the cheaper way: an eighth of the graph.

@@ -176,15 +176,15 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	st.grow(g.IDs)
 	// Deletes first (on g, which holds the batch's inserts: those between
 	// components are merged after).
-	var dels, ups [][2]int32
+	var dels, ups, gone [][2]int32
 	for _, e := range edges {
 		i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
 		switch e.Op.Kind {
 		case engine.OpDeleteVertex:
 			// Its edges follow as edge deletes.
 		case engine.OpDeleteEdge:
-			if i >= 0 && j >= 0 && i != j && st.comp[i] == st.comp[j] {
-				dels = append(dels, [2]int32{i, j})
+			if i >= 0 && j >= 0 && i != j {
+				gone = append(gone, [2]int32{i, j})
 			}
 		default:
 			if i < 0 || j < 0 {
@@ -193,6 +193,9 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 			ups = append(ups, [2]int32{i, j})
 		}
 	}
+	// The deletes within a component (between two, a delete changes
+	// nothing), read at random: on every core.
+	dels = keepPairs(gone, func(e [2]int32) bool { return st.comp[e[0]] == st.comp[e[1]] })
 	if len(dels) > 0 {
 		var cut []int32
 		if st.level == nil {
@@ -205,9 +208,19 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 			return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 		}
 	}
-	for _, e := range ups {
+	// The inserts between components (most join two vertices of one),
+	// filtered on every core; whether an upsert's edge is still there is
+	// searched for only when the batch deleted that pair (may have: a
+	// filter of the deletes).
+	f := make(pairFilter, max(1, (8*len(gone)+63)/64))
+	for _, e := range gone {
+		f.add(e)
+	}
+	for _, e := range keepPairs(ups, func(e [2]int32) bool { return st.comp[e[0]] != st.comp[e[1]] }) {
 		if st.comp[e[0]] != st.comp[e[1]] {
-			if _, present := g.Weight(e[0], e[1]); present {
+			if !f.mayHold(e) {
+				st.merge(g, e[0], e[1])
+			} else if _, present := g.Weight(e[0], e[1]); present {
 				st.merge(g, e[0], e[1])
 			}
 		}
@@ -248,7 +261,8 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 	for _, c := range cut {
 		set(c, affected)
 	}
-	h := &distHeap[int32]{}
+	h := &st.mark.q
+	h.reset()
 	for _, d := range dels {
 		a, b := d[0], d[1]
 		if st.level[b] == st.level[a]+1 {
@@ -257,8 +271,11 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 			h.push(st.level[a], a)
 		}
 	}
-	for h.Len() > 0 {
-		_, c := h.pop()
+	for {
+		_, c, more := h.pop()
+		if !more {
+			break
+		}
 		if state[c] != 0 {
 			continue
 		}
@@ -291,7 +308,7 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 	// Re-attach the affected from their supported neighbors, nearest root
 	// first; the rest form new components.
 	isAff := func(x int32) bool { return state[x] == affected }
-	h = &distHeap[int32]{}
+	h.reset()
 	for _, c := range aff {
 		best := int32(-1)
 		st.neighbors(g, c, func(u int32) bool {
@@ -306,8 +323,11 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 			h.push(best+1, c)
 		}
 	}
-	for h.Len() > 0 {
-		pd, pv := h.pop()
+	for {
+		pd, pv, more := h.pop()
+		if !more {
+			break
+		}
 		if pd != st.level[pv] {
 			continue
 		}
