@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -530,66 +531,71 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
 	n := g.Len()
 	nw := workers()
-	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent.
+	const grain = 1 << 14
+	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent. pres:
+	// the present indexes, ascending: the iterations pass over those only
+	// (an id space has room for ids to come, and ids without edges).
 	inv := make([]float64, n)
-	cnt := make([]int, nw)
-	parallelFor(n, 1<<14, func(w, lo, hi int) {
-		c := 0
+	lists := make([][]int32, (n+grain-1)/grain)
+	parallelFor(n, grain, func(_, lo, hi int) {
+		var l []int32
 		for i := lo; i < hi; i++ {
 			switch od := g.Out.Deg(int32(i)); {
 			case od > 0:
 				inv[i] = 1 / float64(od)
-				c++
 			case g.In.Deg(int32(i)) > 0:
 				inv[i] = 0
-				c++
 			default:
 				inv[i] = -1
+				continue
 			}
+			l = append(l, int32(i))
 		}
-		cnt[w] += c
+		lists[lo/grain] = l
 	})
-	np := 0
-	for _, c := range cnt {
-		np += c
-	}
+	pres := slices.Concat(lists...)
+	np := len(pres)
+	gone := make([]float64, nw) // a warm start's ranks of vertices gone since
 	if rank == nil {
 		rank = make([]float64, n)
 		if np > 0 {
 			f := 1 / float64(np)
-			parallelFor(n, 1<<14, func(_, lo, hi int) {
-				for i := lo; i < hi; i++ {
-					if inv[i] >= 0 {
-						rank[i] = f
-					}
-				}
-			})
+			for _, i := range pres {
+				rank[i] = f
+			}
 		}
+	} else {
+		parallelFor(n, grain, func(w, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if inv[i] < 0 {
+					gone[w] += math.Abs(rank[i])
+					rank[i] = 0
+				}
+			}
+		})
 	}
 	if np == 0 {
 		clear(rank)
 		return rank, 0, 1, 0, nil
 	}
+	// contrib and next stay 0 at absent indexes (never written).
 	contrib, next := make([]float64, n), make([]float64, n)
 	dang := make([]float64, nw)
 	// The first iteration's contributions and dangling mass.
-	parallelFor(n, 1<<14, func(w, lo, hi int) {
+	parallelFor(np, grain, func(w, lo, hi int) {
 		s := 0.0
-		for i := lo; i < hi; i++ {
-			switch x := inv[i]; {
-			case x > 0:
+		for _, i := range pres[lo:hi] {
+			if x := inv[i]; x > 0 {
 				contrib[i] = rank[i] * x
-			case x == 0:
-				contrib[i] = 0
+			} else {
 				s += rank[i] // present without out-edges
-			default:
-				contrib[i] = 0
 			}
 		}
 		dang[w] += s
 	})
 	iters, delta := 0, 0.0
 	dl := make([]float64, nw)
+	copy(dl, gone)
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, 0, err
@@ -597,27 +603,32 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 		mass := 0.0
 		for w := range dang {
 			mass += dang[w]
-			dang[w], dl[w] = 0, 0
+			dang[w] = 0
 		}
 		base := (1-d)/float64(np) + d*mass/float64(np)
-		parallelFor(n, 1<<12, func(w, lo, hi int) {
+		parallelFor(np, 1<<12, func(w, lo, hi int) {
 			s, dm := 0.0, 0.0
-			for i := lo; i < hi; i++ {
-				x := inv[i]
-				if x < 0 {
-					s += math.Abs(rank[i]) // a vertex gone since a warm start
-					rank[i], next[i] = 0, 0
-					continue
+			cb := unsafe.Pointer(unsafe.SliceData(contrib))
+			for _, i := range pres[lo:hi] {
+				// Four sums, four shorter chains of dependent adds.
+				// INVARIANT: u < n (a Topo's heads are its indexes).
+				nb := g.In.Nbrs(i)
+				var s0, s1, s2, s3 float64
+				for len(nb) >= 4 {
+					s0 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[0]))*8))
+					s1 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[1]))*8))
+					s2 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[2]))*8))
+					s3 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[3]))*8))
+					nb = nb[4:]
 				}
-				sum := 0.0
-				cb := unsafe.Pointer(unsafe.SliceData(contrib))
-				for _, u := range g.In.Nbrs(int32(i)) {
-					// INVARIANT: u < n (a Topo's heads are its indexes).
-					sum += *(*float64)(unsafe.Add(cb, uintptr(u)*8))
+				for _, u := range nb {
+					s0 += *(*float64)(unsafe.Add(cb, uintptr(uint32(u))*8))
 				}
+				sum := (s0 + s1) + (s2 + s3)
 				r := base + d*sum
 				s += math.Abs(r - rank[i])
 				rank[i] = r
+				x := inv[i]
 				next[i] = r * x
 				if x == 0 {
 					dm += r
@@ -628,8 +639,9 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 		})
 		contrib, next = next, contrib
 		delta = 0
-		for _, x := range dl {
+		for w, x := range dl {
 			delta += x
+			dl[w] = 0
 		}
 		iters = it + 1
 		if delta <= tol {
