@@ -17,7 +17,8 @@ func newBenchAnalyticsCmd() *cobra.Command {
 		Long: `Loads a graph (RMAT, or --input FILE: el or bin) into a fresh store (with
 in-edges), compacts it, then measures in the same run:
   - bfs (from --root, default the vertex with the most out-edges), wcc,
-    pagerank (20 iterations) and sssp on the topology of the compacted
+    pagerank (to its default tolerance, at most 20 iterations; their
+    count is printed) and sssp on the topology of the compacted
     view (what serve's analytics read) and on the topology of a plain
     in-memory CSR of the same edges: the same kernels (best of --repeats;
     the results must agree);

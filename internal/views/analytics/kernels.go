@@ -578,15 +578,38 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 		clear(rank)
 		return rank, 0, 1, 0, nil
 	}
+	if tol >= prSingleTolerance {
+		return prIterate[float32](ctx, g, rank, inv, pres, gone, d, tol, maxIter)
+	}
+	return prIterate[float64](ctx, g, rank, inv, pres, gone, d, tol, maxIter)
+}
+
+// prSingleTolerance is the least tolerance at which the iterations gather
+// float32 contributions (as GAPBS does): half the bytes, a working set
+// that stays in cache longer, about 12% faster at scale 20 (four
+// interleaved rounds). Rounding a contribution errs by at most 2^-24 of
+// it, so an iteration's ranks by at most about 6e-8 in L1 (they sum to 1),
+// and the fixpoint moves by at most that over 1-d (4e-7 at d 0.85): well
+// under the distance d*tol/(1-d) (5.7e-6 here) that stopping at tol
+// leaves anyway. Below it the contributions are float64.
+const prSingleTolerance = 1e-6
+
+// prIterate is prKernel's iterations with contributions of type C, over
+// the present indexes pres (inv as prKernel's; gone: per worker, a warm
+// start's rank at indexes now absent).
+func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
+	n, nw, np := g.Len(), workers(), len(pres)
+	const grain = 1 << 14
+	size := unsafe.Sizeof(C(0))
 	// contrib and next stay 0 at absent indexes (never written).
-	contrib, next := make([]float64, n), make([]float64, n)
+	contrib, next := make([]C, n), make([]C, n)
 	dang := make([]float64, nw)
 	// The first iteration's contributions and dangling mass.
 	parallelFor(np, grain, func(w, lo, hi int) {
 		s := 0.0
 		for _, i := range pres[lo:hi] {
 			if x := inv[i]; x > 0 {
-				contrib[i] = rank[i] * x
+				contrib[i] = C(rank[i] * x)
 			} else {
 				s += rank[i] // present without out-edges
 			}
@@ -615,21 +638,21 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 				nb := g.In.Nbrs(i)
 				var s0, s1, s2, s3 float64
 				for len(nb) >= 4 {
-					s0 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[0]))*8))
-					s1 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[1]))*8))
-					s2 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[2]))*8))
-					s3 += *(*float64)(unsafe.Add(cb, uintptr(uint32(nb[3]))*8))
+					s0 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[0]))*size)))
+					s1 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[1]))*size)))
+					s2 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[2]))*size)))
+					s3 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[3]))*size)))
 					nb = nb[4:]
 				}
 				for _, u := range nb {
-					s0 += *(*float64)(unsafe.Add(cb, uintptr(uint32(u))*8))
+					s0 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(u))*size)))
 				}
 				sum := (s0 + s1) + (s2 + s3)
 				r := base + d*sum
 				s += math.Abs(r - rank[i])
 				rank[i] = r
 				x := inv[i]
-				next[i] = r * x
+				next[i] = C(r * x)
 				if x == 0 {
 					dm += r
 				}

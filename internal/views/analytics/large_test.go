@@ -586,3 +586,55 @@ func TestPageRankPushesOnALargeGraph(t *testing.T) {
 	}
 	t.Logf("%d of %d updates pushed, %d vertex deletes", pushed, batches, vdels)
 }
+
+// TestPageRankSinglePrecisionWithinItsTolerance: at the default tolerance
+// the kernel gathers float32 contributions (prSingleTolerance); on a
+// 16384-vertex RMAT graph with hubs, a recompute, and again after a batch
+// with deletes and vertex deletes, lands within the stated distance
+// d*tol/(1-d) (twice, for the rounding's share) of the exact ranks, and
+// within the bound its own residual states.
+func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large graph")
+	}
+	g := newBigGraph(t, 14, 8, 11, false)
+	spec := Spec{Name: "pr", Type: "pagerank"}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Tolerance < prSingleTolerance {
+		t.Fatalf("the default tolerance %g takes the float64 path: this test covers the float32 one", spec.Tolerance)
+	}
+	a := newPageRank(spec)
+	ctx := context.Background()
+	st, err := g.m.Topology().Stream(views.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := spec.Damping
+	for round := range 2 {
+		if round > 0 {
+			g.batch(2000, 0.3, 0.01)
+		}
+		u, err := st.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = a.Recompute(ctx, u.G)
+		u.Done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPageRankBound(t, a, g.cur)
+		want := refPageRank(g.cur, d)
+		l1 := 0.0
+		for _, x := range allIDs(g.cur) {
+			got, _ := a.Vertex(x)
+			l1 += math.Abs(got.(VertexRank).Rank - want[x])
+		}
+		if lim := 2 * d * spec.Tolerance / (1 - d); l1 > lim {
+			t.Fatalf("round %d: L1 distance %g to the exact ranks, above %g", round, l1, lim)
+		}
+	}
+}
