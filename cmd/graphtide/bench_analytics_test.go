@@ -29,10 +29,16 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 			}
 		}
 	}
+	pr, _ := kernels["pagerank"].(map[string]any)
+	for _, f := range []string{"iterations", "fresh_iterations"} {
+		if v, ok := pr[f].(float64); !ok || v < 1 || v > 20 {
+			t.Errorf("kernels.pagerank.%s = %v, want 1 to 20", f, pr[f])
+		}
+	}
 	inc, _ := res["incremental"].(map[string]any)
 	for _, a := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
 		x, _ := inc[a].(map[string]any)
-		for _, f := range []string{"update_sec", "recompute_sec", "speedup"} {
+		for _, f := range []string{"update_sec", "max_update_sec", "warmup_update_sec", "recompute_sec", "speedup"} {
 			if v, ok := x[f].(float64); !ok || v <= 0 {
 				t.Errorf("incremental.%s.%s = %v, want a positive number", a, f, x[f])
 			}
@@ -108,6 +114,11 @@ func TestBenchAnalyticsInput(t *testing.T) {
 	}
 	if ids, _ := res["ids"].(map[string]any); len(ids) != 1 || ids["dense"] == nil {
 		t.Errorf("with --input only dense ids are measured: %v", res["ids"])
+	}
+	// A share of the file too small to stream one edge is refused.
+	_, _, err = execute(t, "bench", "analytics", "--input", path, "--stream-fraction", "0.0001", "--dir", t.TempDir())
+	if want := "--stream-fraction 0.0001 of 6000 edges streams none: raise it"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }
 

@@ -22,11 +22,12 @@ import (
 func workers() int { return runtime.GOMAXPROCS(0) }
 
 // parallelFor calls f(w, lo, hi) over [0, n) in chunks of grain, handed
-// out to the workers (w is the worker's number) by an atomic counter, and
-// returns when every chunk is done.
-func parallelFor(n, grain int, f func(w, lo, hi int)) {
-	nw := workers()
-	if n <= grain || nw == 1 {
+// out to nw workers (w is the worker's number, below nw: a caller sizes
+// its per-worker slices with the nw it passes, read once from workers(),
+// which can change between calls) by an atomic counter, and returns when
+// every chunk is done.
+func parallelFor(nw, n, grain int, f func(w, lo, hi int)) {
+	if n <= grain || nw <= 1 {
 		if n > 0 {
 			f(0, 0, n)
 		}
@@ -92,7 +93,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 	n := g.Len()
 	b := &levels{g: g, label: label, level: make([]int32, n)}
 	level := b.level
-	parallelFor(n, 1<<16, func(_, lo, hi int) {
+	parallelFor(workers(), n, 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			level[i] = -1
 		}
@@ -138,7 +139,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 			for k := range local {
 				local[k] = local[k][:0]
 			}
-			parallelFor(len(front), 1<<10, func(w, lo, hi int) {
+			parallelFor(nw, len(front), 1<<10, func(w, lo, hi int) {
 				for x := lo; x < hi; x++ {
 					for bt := front[x]; bt != 0; bt &= bt - 1 {
 						local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(bt)))
@@ -157,7 +158,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 			local[k] = local[k][:0]
 		}
 		d := depth + 1
-		parallelFor(len(queue), 256, func(w, lo, hi int) {
+		parallelFor(nw, len(queue), 256, func(w, lo, hi int) {
 			buf := local[w]
 			s := int64(0)
 			for _, u := range queue[lo:hi] {
@@ -197,7 +198,7 @@ func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 	clear(next)
 	var awake atomic.Int64
 	level, label := b.level, b.label
-	parallelFor(len(level), 1<<12, func(_, lo, hi int) {
+	parallelFor(workers(), len(level), 1<<12, func(_, lo, hi int) {
 		c := int64(0)
 		for u := lo; u < hi; u++ {
 			if level[u] >= 0 {
@@ -249,7 +250,7 @@ func link(comp []int32, u, v int32) {
 
 // compress points every vertex at its root.
 func compress(comp []int32) {
-	parallelFor(len(comp), 1<<14, func(_, lo, hi int) {
+	parallelFor(workers(), len(comp), 1<<14, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for {
 				c := atomic.LoadInt32(&comp[i])
@@ -269,13 +270,13 @@ func compress(comp []int32) {
 func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 	n := g.Len()
 	comp := make([]int32, n)
-	parallelFor(n, 1<<16, func(_, lo, hi int) {
+	parallelFor(workers(), n, 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			comp[i] = int32(i)
 		}
 	})
 	for r := 0; r < afforestRounds; r++ {
-		parallelFor(n, 1<<12, func(_, lo, hi int) {
+		parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
 			for u := lo; u < hi; u++ {
 				if nb := g.Out.Nbrs(int32(u)); r < len(nb) {
 					link(comp, int32(u), nb[r])
@@ -288,7 +289,7 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 		}
 	}
 	c := frequent(comp)
-	parallelFor(n, 1<<12, func(_, lo, hi int) {
+	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			if atomic.LoadInt32(&comp[u]) == c {
 				continue
@@ -493,7 +494,7 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 			frontier = append(frontier, near[w][cur]...)
 			near[w][cur] = near[w][cur][:0]
 		}
-		parallelFor(len(frontier), 64, func(w, lo, hi int) {
+		parallelFor(nw, len(frontier), 64, func(w, lo, hi int) {
 			for _, u := range frontier[lo:hi] {
 				if binOf(distOf(u)) >= bin { // else settled in an earlier bin already
 					relax(w, u)
@@ -519,6 +520,9 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 
 // ---- PageRank: pull over in-edges ----
 
+// prGrain is the chunk of the pagerank kernel's per-vertex passes.
+const prGrain = 1 << 14
+
 // prKernel runs power iterations of graphtide's PageRank (see pagerank)
 // on g from rank (indexed by g's indexes, updated in place; nil: a cold
 // start at 1/N) until the L1 change of an iteration is at most tol or
@@ -531,13 +535,12 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
 	n := g.Len()
 	nw := workers()
-	const grain = 1 << 14
 	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent. pres:
 	// the present indexes, ascending: the iterations pass over those only
 	// (an id space has room for ids to come, and ids without edges).
 	inv := make([]float64, n)
-	lists := make([][]int32, (n+grain-1)/grain)
-	parallelFor(n, grain, func(_, lo, hi int) {
+	lists := make([][]int32, (n+prGrain-1)/prGrain)
+	parallelFor(nw, n, prGrain, func(_, lo, hi int) {
 		var l []int32
 		for i := lo; i < hi; i++ {
 			switch od := g.Out.Deg(int32(i)); {
@@ -551,7 +554,7 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 			}
 			l = append(l, int32(i))
 		}
-		lists[lo/grain] = l
+		lists[lo/prGrain] = l
 	})
 	pres := slices.Concat(lists...)
 	np := len(pres)
@@ -565,7 +568,7 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 			}
 		}
 	} else {
-		parallelFor(n, grain, func(w, lo, hi int) {
+		parallelFor(nw, n, prGrain, func(w, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if inv[i] < 0 {
 					gone[w] += math.Abs(rank[i])
@@ -578,34 +581,50 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 		clear(rank)
 		return rank, 0, 1, 0, nil
 	}
-	if tol >= prSingleTolerance {
-		return prIterate[float32](ctx, g, rank, inv, pres, gone, d, tol, maxIter)
+	if singlePrecision(d, tol) {
+		return prIterate[float32](ctx, g, nw, rank, inv, pres, gone, d, tol, maxIter)
 	}
-	return prIterate[float64](ctx, g, rank, inv, pres, gone, d, tol, maxIter)
+	return prIterate[float64](ctx, g, nw, rank, inv, pres, gone, d, tol, maxIter)
 }
 
-// prSingleTolerance is the least tolerance at which the iterations gather
-// float32 contributions (as GAPBS does): half the bytes, a working set
-// that stays in cache longer, about 12% faster at scale 20 (four
-// interleaved rounds). Rounding a contribution errs by at most 2^-24 of
-// it, so an iteration's ranks by at most about 6e-8 in L1 (they sum to 1),
-// and the fixpoint moves by at most that over 1-d (4e-7 at d 0.85): well
-// under the distance d*tol/(1-d) (5.7e-6 here) that stopping at tol
-// leaves anyway. Below it the contributions are float64.
-const prSingleTolerance = 1e-6
+// singlePrecision reports whether prKernel's iterations may gather float32
+// contributions (as GAPBS does: half the bytes, a working set that stays
+// in cache longer). Rounding a contribution errs by at most 2^-24 of it,
+// so an iteration's ranks by at most eps = d*2^-24 in L1 (they sum to 1).
+// Two things must stay true:
+//   - the iterations stop: with that error each step, successive changes
+//     fall to at most 2*eps/(1-d) in the worst case, which must stay
+//     under tol: float32 only when tol*(1-d) >= 2.5*d*2^-24 (the default
+//     damping 0.85 and tolerance 1e-6 qualify; damping 0.9 does not);
+//   - the ranks move from the exact fixpoint by at most eps/(1-d) (3.4e-7
+//     at d 0.85), under the d*tol/(1-d) that stopping at tol leaves anyway
+//     (RoundingL1 reports it).
+//
+// Otherwise the contributions are float64.
+func singlePrecision(d, tol float64) bool { return tol*(1-d) >= 2.5*d*0x1p-24 }
+
+// RoundingL1 is how far in L1 a recompute of a pagerank with damping d and
+// tolerance tol may land from the exact fixpoint because of its float32
+// contributions, beyond what its tolerance leaves: d*2^-24/(1-d), or 0 when
+// it gathers float64 ones.
+func RoundingL1(d, tol float64) float64 {
+	if !singlePrecision(d, tol) {
+		return 0
+	}
+	return d * 0x1p-24 / (1 - d)
+}
 
 // prIterate is prKernel's iterations with contributions of type C, over
-// the present indexes pres (inv as prKernel's; gone: per worker, a warm
-// start's rank at indexes now absent).
-func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
-	n, nw, np := g.Len(), workers(), len(pres)
-	const grain = 1 << 14
+// the present indexes pres on nw workers (inv as prKernel's; gone: per
+// worker, a warm start's rank at indexes now absent).
+func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
+	n, np := g.Len(), len(pres)
 	size := unsafe.Sizeof(C(0))
 	// contrib and next stay 0 at absent indexes (never written).
 	contrib, next := make([]C, n), make([]C, n)
 	dang := make([]float64, nw)
 	// The first iteration's contributions and dangling mass.
-	parallelFor(np, grain, func(w, lo, hi int) {
+	parallelFor(nw, np, prGrain, func(w, lo, hi int) {
 		s := 0.0
 		for _, i := range pres[lo:hi] {
 			if x := inv[i]; x > 0 {
@@ -629,7 +648,7 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, rank, in
 			dang[w] = 0
 		}
 		base := (1-d)/float64(np) + d*mass/float64(np)
-		parallelFor(np, 1<<12, func(w, lo, hi int) {
+		parallelFor(nw, np, 1<<12, func(w, lo, hi int) {
 			s, dm := 0.0, 0.0
 			cb := unsafe.Pointer(unsafe.SliceData(contrib))
 			for _, i := range pres[lo:hi] {

@@ -5,16 +5,16 @@ import "slices"
 // levelQueue hands out (level, vertex) pairs in nondecreasing order of
 // level at O(1) a pair, for the searches whose every length is 1 (bfs's
 // and unweighted sssp's repairs, wcc's support forest), where a binary
-// heap's O(log n) a pair was most of a batch's repair (scale-20 RMAT,
-// 10,000 operations: 2,000 to 30,000 pushes).
+// heap costs O(log n) a pair.
 //
 // Use: push seeds at any levels, then pop; once popping has begun a push
-// is at the level being popped or the next one (a unit length). A push
-// further ahead is still served in order, through a heap kept for that
-// case (no unit search makes one).
+// is at the level being popped or the next one (a unit length). Any other
+// push is still served in order, through a heap kept for that case (no
+// unit search makes one). Once pop reports empty, pushes are seeds again.
 //
 // INVARIANT: while popping, cur[ci:] are pairs at level, next those at
-// level+1, seeds[si:] (sorted) and later the rest, each at level or more.
+// level+1 (both empty when later holds a pair below level), seeds[si:]
+// (sorted, each at level or more) and later the rest.
 type levelQueue struct {
 	seeds   []uint64 // level<<32 | vertex, sorted when popping starts
 	si      int
@@ -39,6 +39,18 @@ func (q *levelQueue) push(l, v int32) {
 	switch {
 	case !q.popping:
 		q.seeds = append(q.seeds, uint64(l)<<32|uint64(uint32(v)))
+	case l < q.level || q.later.Len() > 0 && q.later.d[0] < q.level:
+		// Below the level popped (no unit search does this), or since
+		// one was: what is queued waits in the heap, which serves it in
+		// order.
+		for _, x := range q.cur[q.ci:] {
+			q.later.push(q.level, x)
+		}
+		for _, x := range q.next {
+			q.later.push(q.level+1, x)
+		}
+		q.cur, q.ci, q.next = q.cur[:0], 0, q.next[:0]
+		q.later.push(l, v)
 	case l == q.level:
 		q.cur = append(q.cur, v)
 	case l == q.level+1:
@@ -73,6 +85,7 @@ func (q *levelQueue) pop() (l, v int32, ok bool) {
 			nl, have = q.later.d[0], true
 		}
 		if !have {
+			q.reset() // empty: the next pushes are seeds
 			return 0, 0, false
 		}
 		if nl == q.level+1 {
@@ -94,12 +107,12 @@ func (q *levelQueue) pop() (l, v int32, ok bool) {
 
 // popLevel returns every pair queued at the lowest level (a push at that
 // level after this call is returned by the next); ok is false when q is
-// empty. The slice is valid until the next popLevel.
+// empty. The slice is valid until the next push or pop.
 func (q *levelQueue) popLevel() (l int32, vs []int32, ok bool) {
 	if l, _, ok = q.pop(); !ok {
 		return 0, nil, false
 	}
-	vs = q.cur[q.ci-1:]
+	vs = q.cur[q.ci-1 : len(q.cur) : len(q.cur)]
 	q.ci = len(q.cur)
 	return l, vs, true
 }

@@ -133,7 +133,7 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 		k: make([]int32, n), in: make([]bool, n), queued: make([]bool, n)}
 	nw := workers()
 	np, tot, dang := make([]int, nw), make([]float64, nw), make([]float64, nw)
-	parallelFor(n, 1<<14, func(w, lo, hi int) {
+	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			k := g.Out.Deg(int32(i))
 			st.k[i] = k
@@ -162,7 +162,7 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 		gg = math.Inf(1)
 	}
 	zs, rs := make([]float64, nw), make([]float64, nw)
-	parallelFor(n, 1<<14, func(w, lo, hi int) {
+	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
 		s := 0.0
 		for i := lo; i < hi; i++ {
 			x[i] /= gg
@@ -173,7 +173,7 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 		}
 		zs[w] += s
 	})
-	parallelFor(n, 1<<12, func(w, lo, hi int) {
+	parallelFor(nw, n, 1<<12, func(w, lo, hi int) {
 		s := 0.0
 		for i := lo; i < hi; i++ {
 			if !st.in[i] {
@@ -201,10 +201,11 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 // run runs power iterations from rank (over g's indexes; nil: a cold
 // start at 1/N) and swaps in the state of their ranks.
 func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error {
-	// The run holds two contribution arrays, the inverse degrees and the
-	// warm start's copy, then the new state (29 bytes a vertex) beside
-	// the old one.
-	a.running.Store((4*8 + 29) * int64(g.Len()))
+	// The run holds two contribution arrays (float64 at most), the
+	// inverse degrees, the warm start's copy and the present indexes (their
+	// chunks and their join), then the new state (29 bytes a vertex)
+	// beside the old one.
+	a.running.Store((4*8 + 8 + 29) * int64(g.Len()))
 	defer a.running.Store(0)
 	rank, _, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
@@ -630,7 +631,7 @@ func (st *prState) sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
-// and the state they build (61 more).
+// and the state they build (69 more).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()

@@ -207,7 +207,11 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			if len(level) >= parallelLevel {
 				nw = min(workers(), maxWorkers)
 			}
-			parallelFor(nw, 1, func(_, p, _ int) { r.decide(level, p, nw, T(l), &outs[p]) })
+			parallelFor(nw, nw, 1, func(_, lo, hi int) {
+				for p := lo; p < hi; p++ {
+					r.decide(level, p, nw, T(l), &outs[p])
+				}
+			})
 			for w := range nw {
 				o := &outs[w]
 				r.mark.marked = append(r.mark.marked, o.marked...)
@@ -228,7 +232,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			if !more {
 				break
 			}
-			o = decided{marked: o.marked[:0], next: o.next[:0]}
+			o = decided{marked: o.marked[:0], aff: o.aff[:0], next: o.next[:0]}
 			r.decide([]int32{c}, 0, 1, r.d[c], &o)
 			r.mark.marked = append(r.mark.marked, o.marked...)
 			r.work += o.work
@@ -339,6 +343,8 @@ type decided struct {
 // one level down, decided after it ends.
 func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 	state := r.mark.state
+	work := 0 // (o.work is next to another worker's: counted here)
+	defer func() { o.work += work }()
 	for _, c := range cs {
 		if nw > 1 && int(c)%nw != w || state[c] != 0 {
 			continue
@@ -352,7 +358,7 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 			in = nil
 		}
 		for _, u := range in {
-			o.work++
+			work++
 			du := r.d[u]
 			if du == r.far || du > dc || (r.unit && du != dc-1) || r.positive && du == dc {
 				continue
@@ -372,7 +378,7 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 		state[c] = affected
 		o.aff = append(o.aff, c)
 		nb := r.g.Out.Nbrs(c)
-		o.work += len(nb)
+		work += len(nb)
 		for k, x := range nb {
 			// (x's distance first: a vertex of this level, another
 			// worker's, is not read.)
@@ -395,16 +401,22 @@ func (r *repair[T]) deleted(cut [][2]int32) pairFilter {
 	if !r.unit {
 		return nil
 	}
-	f := make(pairFilter, max(1, (8*len(cut)+63)/64))
-	for _, e := range cut {
-		f.add(e)
-	}
-	return f
+	return newPairFilter(cut)
 }
 
 // pairFilter is a one-hash Bloom filter of vertex pairs; its length in
 // words is at least 1.
 type pairFilter []uint64
+
+// newPairFilter is a filter of ps, about 8 bits a pair (an eighth of the
+// pairs it does not hold seem held).
+func newPairFilter(ps [][2]int32) pairFilter {
+	f := make(pairFilter, max(1, (8*len(ps)+63)/64))
+	for _, e := range ps {
+		f.add(e)
+	}
+	return f
+}
 
 func (f pairFilter) bit(e [2]int32) (int, uint64) {
 	h := (uint64(uint32(e[0]))<<32 | uint64(uint32(e[1]))) * 0x9e3779b97f4a7c15
@@ -446,7 +458,7 @@ func keepPairs(es [][2]int32, keep func(e [2]int32) bool) [][2]int32 {
 	var kept []bool
 	if len(es) >= keepGrain {
 		kept = make([]bool, len(es))
-		parallelFor(len(es), keepGrain, func(_, lo, hi int) {
+		parallelFor(workers(), len(es), keepGrain, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				kept[i] = keep(es[i])
 			}

@@ -48,7 +48,7 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 	a.behind = false // what the skipped partial pulls changed is in g
 	a.mu.Unlock()
 	st := &ssspState{ids: g.IDs, dist: make([]float64, g.Len()), seq: g.Seq}
-	parallelFor(len(st.dist), 1<<16, func(_, lo, hi int) {
+	parallelFor(workers(), len(st.dist), 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			st.dist[i] = math.Inf(1)
 		}

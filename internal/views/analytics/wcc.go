@@ -212,17 +212,11 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	// filtered on every core; whether an upsert's edge is still there is
 	// searched for only when the batch deleted that pair (may have: a
 	// filter of the deletes).
-	f := make(pairFilter, max(1, (8*len(gone)+63)/64))
-	for _, e := range gone {
-		f.add(e)
-	}
+	f := newPairFilter(gone)
+	present := func(e [2]int32) bool { _, ok := g.Weight(e[0], e[1]); return ok }
 	for _, e := range keepPairs(ups, func(e [2]int32) bool { return st.comp[e[0]] != st.comp[e[1]] }) {
-		if st.comp[e[0]] != st.comp[e[1]] {
-			if !f.mayHold(e) {
-				st.merge(g, e[0], e[1])
-			} else if _, present := g.Weight(e[0], e[1]); present {
-				st.merge(g, e[0], e[1])
-			}
+		if st.comp[e[0]] != st.comp[e[1]] && (!f.mayHold(e) || present(e)) {
+			st.merge(g, e[0], e[1])
 		}
 	}
 	st.seq = g.Seq
@@ -246,10 +240,6 @@ func (st *wccState) neighbors(g *views.Topo, u int32, f func(x int32) bool) {
 // one component); cut are vertices known to have lost their support. It
 // returns false when more than limit vertices lost their support.
 func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int) bool {
-	const (
-		supported = 1
-		affected  = 2
-	)
 	// Each vertex's state (0: not decided yet), cleared on return.
 	st.mark.start(g.Len())
 	state, set := st.mark.state, st.mark.put
