@@ -35,6 +35,24 @@ type Topo struct {
 	// nonPositive: some weight ever written was not above 0 (a zero or
 	// negative length); once set it stays (PositiveLengths).
 	nonPositive bool
+	// INVARIANT: no index from bound up has an edge, in or out (set by a
+	// scan when the lists are built, raised by Apply's inserts, left by
+	// its deletes: an upper bound, not always the least).
+	bound int
+}
+
+// Bound is an index from which up no vertex has an edge (the id space's
+// room for ids to come lies there): a kernel's passes over every index
+// may stop at it.
+func (t *Topo) Bound() int { return t.bound }
+
+// setBound scans for the least bound (after the lists are built).
+func (t *Topo) setBound() {
+	i := t.Len()
+	for i > 0 && t.Out.spans[i-1].deg == 0 && t.In.spans[i-1].deg == 0 {
+		i--
+	}
+	t.bound = i
 }
 
 // PositiveLengths reports that every weight is above 0 (so no edge joins
@@ -225,6 +243,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		t.Out.compact(headroom(e))
 	}
 	t.In = transpose(&t.Out)
+	t.setBound()
 	return t, nil
 }
 
@@ -570,6 +589,9 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 		if !del && !(e.Op.Weight > 0) {
 			t.nonPositive = true
 		}
+		if !del {
+			t.bound = max(t.bound, i+1, j+1)
+		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
 	}
 	t.applyRun(run, present)
@@ -701,5 +723,6 @@ func (t *Topo) remap(ids IDSpace) error {
 	t.Out = out
 	t.In = transpose(&t.Out)
 	t.IDs = ids
+	t.setBound()
 	return nil
 }

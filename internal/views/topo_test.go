@@ -33,6 +33,9 @@ func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
 				t.Fatalf("span %d of %d out of [0, %d)", i, k, a.used)
 			}
 			sumDeg[k] += int64(s.deg)
+			if i >= g.Bound() && s.deg > 0 {
+				t.Fatalf("vertex %d (dir %d) has edges at or past the bound %d", g.IDs.ID(i), k, g.Bound())
+			}
 			nb := a.Nbrs(int32(i))
 			for x := 1; x < len(nb); x++ {
 				if nb[x-1] >= nb[x] {
@@ -134,33 +137,38 @@ func TestTopologyFollowsTheOracle(t *testing.T) {
 						return
 					}
 					wrapped = 0
-					g := u.G
-					want := h.at(g.Seq)
-					if got, w := topoAdj(t, g, engine.Out), adjOf(want, engine.Out); !sameAdj(got, w) {
-						t.Errorf("stream %d, seq %d (lost %v, pull %d): out-lists differ from the oracle: %s", k, g.Seq, u.Lost, pulls, adjDiff(got, w))
-					}
-					if got, w := topoAdj(t, g, engine.In), adjOf(want, engine.In); !sameAdj(got, w) {
-						t.Errorf("stream %d, seq %d: in-lists differ from the oracle", k, g.Seq)
-					}
-					if !u.Lost {
-						for _, e := range u.Edges {
-							if e.Seq <= prev || e.Seq > g.Seq {
-								t.Errorf("stream %d: op of seq %d outside (%d, %d]", k, e.Seq, prev, g.Seq)
+					// The checks release the pull however they end (topoAdj's
+					// Fatal ends this goroutine: the pull still held would
+					// stall the topology's Close).
+					func() {
+						defer u.Done()
+						g := u.G
+						want := h.at(g.Seq)
+						if got, w := topoAdj(t, g, engine.Out), adjOf(want, engine.Out); !sameAdj(got, w) {
+							t.Errorf("stream %d, seq %d (lost %v, pull %d): out-lists differ from the oracle: %s", k, g.Seq, u.Lost, pulls, adjDiff(got, w))
+						}
+						if got, w := topoAdj(t, g, engine.In), adjOf(want, engine.In); !sameAdj(got, w) {
+							t.Errorf("stream %d, seq %d: in-lists differ from the oracle", k, g.Seq)
+						}
+						if !u.Lost {
+							for _, e := range u.Edges {
+								if e.Seq <= prev || e.Seq > g.Seq {
+									t.Errorf("stream %d: op of seq %d outside (%d, %d]", k, e.Seq, prev, g.Seq)
+								}
 							}
-						}
-						if err := checkExpanded(h.at(prev), u.Edges); err != nil {
-							t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
-						}
-						if k == 1 {
-							if err := checkPriors(h.at(prev), u.Edges, u.Prior); err != nil {
+							if err := checkExpanded(h.at(prev), u.Edges); err != nil {
 								t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
 							}
-						} else if u.Prior != nil {
-							t.Errorf("stream %d without presence has priors", k)
+							if k == 1 {
+								if err := checkPriors(h.at(prev), u.Edges, u.Prior); err != nil {
+									t.Errorf("stream %d, seq %d: %v", k, g.Seq, err)
+								}
+							} else if u.Prior != nil {
+								t.Errorf("stream %d without presence has priors", k)
+							}
 						}
-					}
-					prev = g.Seq
-					u.Done()
+						prev = g.Seq
+					}()
 					if t.Failed() || prev == final.Load() {
 						return
 					}

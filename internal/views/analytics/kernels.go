@@ -130,7 +130,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				if awake == 0 || (awake < old && awake <= int64(n)/bfsBeta) {
+				if awake == 0 || (awake < old && awake <= int64(g.Bound())/bfsBeta) {
 					break
 				}
 			}
@@ -198,7 +198,8 @@ func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 	clear(next)
 	var awake atomic.Int64
 	level, label := b.level, b.label
-	parallelFor(workers(), len(level), 1<<12, func(_, lo, hi int) {
+	// (No index from g.Bound() up has an in- or out-neighbor.)
+	parallelFor(workers(), b.g.Bound(), 1<<12, func(_, lo, hi int) {
 		c := int64(0)
 		for u := lo; u < hi; u++ {
 			if level[u] >= 0 {
@@ -275,6 +276,8 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 			comp[i] = int32(i)
 		}
 	})
+	// Indexes from g.Bound() up have no edge: each is its own component.
+	n = g.Bound()
 	for r := 0; r < afforestRounds; r++ {
 		parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
 			for u := lo; u < hi; u++ {
@@ -283,12 +286,12 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 				}
 			}
 		})
-		compress(comp)
+		compress(comp[:n])
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	c := frequent(comp)
+	c := frequent(comp[:n])
 	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			if atomic.LoadInt32(&comp[u]) == c {
@@ -304,7 +307,7 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 			}
 		}
 	})
-	compress(comp)
+	compress(comp[:n])
 	return comp, ctx.Err()
 }
 
@@ -535,12 +538,14 @@ const prGrain = 1 << 14
 func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
 	n := g.Len()
 	nw := workers()
-	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent. pres:
-	// the present indexes, ascending: the iterations pass over those only
-	// (an id space has room for ids to come, and ids without edges).
+	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent (and
+	// unset from g.Bound() up, where no index is present). pres: the
+	// present indexes, ascending: the iterations pass over those only (an
+	// id space has room for ids to come, and ids without edges).
 	inv := make([]float64, n)
-	lists := make([][]int32, (n+prGrain-1)/prGrain)
-	parallelFor(nw, n, prGrain, func(_, lo, hi int) {
+	bound := g.Bound()
+	lists := make([][]int32, (bound+prGrain-1)/prGrain)
+	parallelFor(nw, bound, prGrain, func(_, lo, hi int) {
 		var l []int32
 		for i := lo; i < hi; i++ {
 			switch od := g.Out.Deg(int32(i)); {
@@ -570,7 +575,7 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 	} else {
 		parallelFor(nw, n, prGrain, func(w, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				if inv[i] < 0 {
+				if i >= bound || inv[i] < 0 {
 					gone[w] += math.Abs(rank[i])
 					rank[i] = 0
 				}

@@ -110,7 +110,12 @@ func wccCompute(ctx context.Context, g *views.Topo) (*wccState, error) {
 	for i := range comp {
 		st.min[i] = int32(i)
 	}
-	for i, r := range comp {
+	// From g.Bound() up each index is a component of its own.
+	bound := g.Bound()
+	for i := bound; i < n; i++ {
+		st.size[i] = 1
+	}
+	for i, r := range comp[:bound] {
 		st.size[r]++
 		if g.IDs.ID(i) < g.IDs.ID(int(st.min[r])) {
 			st.min[r] = int32(i)
