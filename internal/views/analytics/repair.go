@@ -490,6 +490,7 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // edges, and as lengthened edges, upserts of new ones.
 func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool) (cut, ups [][2]int32, err error) {
 	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
+	ups = make([][2]int32, 0, len(edges)) // most operations are upserts
 	for k, e := range edges {
 		switch e.Op.Kind {
 		case engine.OpDeleteVertex:

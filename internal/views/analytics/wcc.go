@@ -48,6 +48,8 @@ type wccState struct {
 	// mark is split's per-vertex state, all 0 between splits (any id
 	// layout: it holds nothing then).
 	mark marks
+	// members is merge's list, reused.
+	members []int32
 }
 
 func newWCC(s Spec) *wcc { return &wcc{spec: s} }
@@ -181,7 +183,8 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	st.grow(g.IDs)
 	// Deletes first (on g, which holds the batch's inserts: those between
 	// components are merged after).
-	var dels, ups, gone [][2]int32
+	var dels [][2]int32
+	ups, gone := make([][2]int32, 0, len(edges)), [][2]int32(nil)
 	for _, e := range edges {
 		i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
 		switch e.Op.Kind {
@@ -426,7 +429,7 @@ func (st *wccState) merge(g *views.Topo, a, b int32) {
 	if st.level != nil {
 		st.level[b] = st.level[a] + 1
 	}
-	members := []int32{b}
+	members := append(st.members[:0], b)
 	st.comp[b] = ra
 	for k := 0; k < len(members); k++ {
 		u := members[k]
@@ -443,6 +446,7 @@ func (st *wccState) merge(g *views.Topo, a, b int32) {
 			}
 		}
 	}
+	st.members = members[:0]
 	st.size[ra] += st.size[rb]
 	if st.idLess(st.min[rb], st.min[ra]) {
 		st.min[ra] = st.min[rb]
@@ -508,5 +512,6 @@ func (a *wcc) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level) + a.st.mark.bytes()
+	return sliceBytes(a.st.comp) + sliceBytes(a.st.min) + sliceBytes(a.st.size) + sliceBytes(a.st.level) + a.st.mark.bytes() +
+		sliceBytes(a.st.members)
 }
