@@ -429,7 +429,8 @@ func (st *wccState) merge(g *views.Topo, a, b int32) {
 	if st.level != nil {
 		st.level[b] = st.level[a] + 1
 	}
-	members := append(st.members[:0], b)
+	st.members = append(st.members[:0], b)
+	members := st.members
 	st.comp[b] = ra
 	for k := 0; k < len(members); k++ {
 		u := members[k]
