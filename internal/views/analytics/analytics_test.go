@@ -784,15 +784,7 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	u0, err := ts.Pull(ctx) // the graph before the stream: empty
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = fr.Recompute(ctx, u0.G)
-	u0.Done()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recomputeOnPull(ctx, t, ts, fr) // the graph before the stream: empty
 	type held struct{ dst, t int64 }
 	var win []held // the oracle's window
 	count := map[uint64]int{}
@@ -919,5 +911,19 @@ func TestFanAlertsCreditTheCrossingUpsert(t *testing.T) {
 		if len(got) != 1 || got[0].Ref != 2 || got[0].EventTime.UnixMicro() != 2 {
 			t.Errorf("pulls %v: alerts %+v, want one credited to upsert 2", cuts, got)
 		}
+	}
+}
+
+// recomputeOnPull pulls ts once and recomputes a on the graph it gives.
+func recomputeOnPull(ctx context.Context, t *testing.T, ts *views.TopoStream, a TopoAnalytic) {
+	t.Helper()
+	u, err := ts.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Recompute(ctx, u.G)
+	u.Done()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

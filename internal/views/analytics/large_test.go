@@ -654,15 +654,7 @@ func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
 		if round > 0 {
 			g.batch(2000, 0.3, 0.01)
 		}
-		u, err := st.Pull(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = a.Recompute(ctx, u.G)
-		u.Done()
-		if err != nil {
-			t.Fatal(err)
-		}
+		recomputeOnPull(ctx, t, st, a)
 		if it := a.Summary().(PageRankSummary).Iterations; it >= spec.MaxIterations {
 			t.Fatalf("round %d: ran to the cap of %d iterations", round, it)
 		}
