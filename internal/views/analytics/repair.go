@@ -177,7 +177,10 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	defer r.mark.clear()
 	var aff []int32
 	h := newDistQueue[T](r.unit, &r.mark.q)
-	for _, e := range cut {
+	// The cut edges that supported their head, filtered on every core (a
+	// hub's vertex delete cuts tens of thousands, each two distances read
+	// at random).
+	for _, e := range keepPairs(cut, func(e [2]int32) bool {
 		// Only an edge that was tight supported its head: with unit
 		// lengths, one level apart; else (the old length is gone) one
 		// from a closer vertex that the new length (if any) no longer
@@ -185,14 +188,16 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		a, c := e[0], e[1]
 		da, dc := r.d[a], r.d[c]
 		if c == r.root || dc == r.far || da == r.far || da > dc || r.unit && da+1 != dc || r.positive && da == dc {
-			continue // (a zero length makes da == dc: such an edge may be tight)
+			return false // (a zero length makes da == dc: such an edge may be tight)
 		}
 		if !r.unit {
 			if w, ok := r.g.Weight(a, c); ok && da+T(w) == dc {
-				continue // still tight: still a support
+				return false // still tight: still a support
 			}
 		}
-		h.push(dc, c)
+		return true
+	}) {
+		h.push(r.d[e[1]], e[1])
 	}
 	if r.unit {
 		// Level by level: a level's vertices depend only on the levels
