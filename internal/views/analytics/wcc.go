@@ -432,7 +432,9 @@ func (st *wccState) merge(g *views.Topo, a, b int32) {
 	st.members = append(st.members[:0], b)
 	members := st.members
 	st.comp[b] = ra
-	for k := 0; k < len(members); k++ {
+	// A component of one vertex (most: the vertices an insert brings) has
+	// no other member to find: its lists are not read.
+	for k := 0; k < len(members) && st.size[rb] > 1; k++ {
 		u := members[k]
 		for _, nb := range [2][]int32{g.Out.Nbrs(u), g.In.Nbrs(u)} {
 			st.work += len(nb)
