@@ -46,8 +46,11 @@ type Topo struct {
 // may stop at it.
 func (t *Topo) Bound() int { return t.bound }
 
-// setBound scans for the least bound (after the lists are built).
-func (t *Topo) setBound() {
+// finish makes the in-lists from the out-lists and scans for the least
+// bound: the last step of every build of t's lists (from a graph, a
+// remap, a checkpoint).
+func (t *Topo) finish() {
+	t.In = transpose(&t.Out)
 	i := t.Len()
 	for i > 0 && t.Out.spans[i-1].deg == 0 && t.In.spans[i-1].deg == 0 {
 		i--
@@ -242,8 +245,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		t.Out.dst, t.Out.w = dst, w
 		t.Out.compact(headroom(e))
 	}
-	t.In = transpose(&t.Out)
-	t.setBound()
+	t.finish()
 	return t, nil
 }
 
@@ -721,8 +723,7 @@ func (t *Topo) remap(ids IDSpace) error {
 		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
 	t.Out = out
-	t.In = transpose(&t.Out)
 	t.IDs = ids
-	t.setBound()
+	t.finish()
 	return nil
 }

@@ -174,8 +174,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 		}
 		g.noteWeights(g.Out.w[:e])
 	}
-	g.In = transpose(&g.Out)
-	g.setBound()
+	g.finish()
 	return g, nil
 }
 
