@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 
 	core "github.com/graphtide/graphtide/cgo"
@@ -59,6 +60,15 @@ func (s *TypeSet) Add(t uint16) {
 
 // Has reports whether t is in the set.
 func (s *TypeSet) Has(t uint16) bool { return int(t) < MaxEdgeTypes && s.bits[t/64]>>(t%64)&1 != 0 }
+
+// Len is how many types the set holds.
+func (s *TypeSet) Len() int {
+	n := 0
+	for _, w := range s.bits {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
 
 // OfTypes is a view of the snapshot that reads only the edges whose type is
 // in ts: degrees, neighbors, scans and gathers count and return those

@@ -187,3 +187,17 @@ func TestTypedTimedStoreFollowsTheOracle(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestTypeSetLen: Len counts the types added, once each, across the set's
+// words, and ignores types past MaxEdgeTypes.
+func TestTypeSetLen(t *testing.T) {
+	for _, c := range []struct {
+		ts   []uint16
+		want int
+	}{{nil, 0}, {[]uint16{0}, 1}, {[]uint16{1, 900, 900}, 2}, {[]uint16{63, 64, 1023, uint16(MaxEdgeTypes)}, 3}} {
+		s := TypesOf(c.ts...)
+		if got := s.Len(); got != c.want {
+			t.Errorf("TypesOf(%v).Len() = %d, want %d", c.ts, got, c.want)
+		}
+	}
+}

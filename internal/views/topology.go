@@ -167,16 +167,7 @@ func (t *Topology) Types() *engine.TypeSet { return t.types }
 
 // single reports whether the topology's set holds exactly one type.
 func (t *Topology) single() bool {
-	if t.types == nil {
-		return false
-	}
-	n := 0
-	for i := 0; i < engine.MaxEdgeTypes && n < 2; i++ {
-		if t.types.Has(uint16(i)) {
-			n++
-		}
-	}
-	return n == 1
+	return t.types != nil && t.types.Len() == 1
 }
 
 // normalizing reports whether the topology replaces edge operations by the
