@@ -210,15 +210,10 @@ func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []
 	err := sn.read(func(c *core.Snapshot) error {
 		dsts = dsts[:cap(dsts)]
 		for {
-			var w []float64
 			if withW {
-				if cap(weights) < len(dsts) {
-					weights = make([]float64, len(dsts))
-				}
-				weights = weights[:len(dsts)]
-				w = weights
+				weights = fit(weights, len(dsts))
 			}
-			n, e := c.Neighbors(v, uint32(dir), sn.types, dsts, w, nil, nil)
+			n, e := c.Neighbors(v, uint32(dir), sn.types, dsts, weights, nil, nil)
 			if e != nil && e.Code == core.CodeBuffer && n > len(dsts) {
 				dsts = make([]uint64, n)
 				continue
