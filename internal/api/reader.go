@@ -116,13 +116,17 @@ func (q Reader) typeName(t uint16) string {
 }
 
 // view takes a static view of kind for a read in dir of the edges of
-// types (nil: all), and checks ctx once it has it (taking a view can wait
-// for a snapshot).
-func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction, types *engine.TypeSet) (*views.StaticView, error) {
+// types (a TypeFilter list; "": all), and checks ctx once it has it
+// (taking a view can wait for a snapshot).
+func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction, types string) (*views.StaticView, error) {
+	ts, err := q.TypeFilter(types)
+	if err != nil {
+		return nil, err
+	}
 	if dir == engine.In && !q.Views.Store().InEdges() {
 		return nil, errorf(http.StatusBadRequest, "dir=in needs in-edges, which this store does not keep (they are chosen when the store is created: serve or load --in-edges)")
 	}
-	v, err := q.Views.Static(views.StaticOptions{Kind: kind, Types: types})
+	v, err := q.Views.Static(views.StaticOptions{Kind: kind, Types: ts})
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +140,7 @@ func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction,
 // Degree is the number of dir-edges of vertex u of the given types (a
 // TypeFilter list) in a view of kind.
 func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, types string) (DegreeResponse, error) {
-	ts, err := q.TypeFilter(types)
-	if err != nil {
-		return DegreeResponse{}, err
-	}
-	v, err := q.view(ctx, kind, dir, ts)
+	v, err := q.view(ctx, kind, dir, types)
 	if err != nil {
 		return DegreeResponse{}, err
 	}
@@ -160,11 +160,7 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	if limit < 1 {
 		return NeighborsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
 	}
-	ts, err := q.TypeFilter(types)
-	if err != nil {
-		return NeighborsResponse{}, err
-	}
-	v, err := q.view(ctx, kind, dir, ts)
+	v, err := q.view(ctx, kind, dir, types)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
@@ -196,11 +192,7 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
 func (q Reader) Path(ctx context.Context, from, to uint64, types string, o paths.Options) (PathResponse, error) {
-	ts, err := q.TypeFilter(types)
-	if err != nil {
-		return PathResponse{}, err
-	}
-	v, err := q.view(ctx, views.Fresh, engine.Out, ts)
+	v, err := q.view(ctx, views.Fresh, engine.Out, types)
 	if err != nil {
 		return PathResponse{}, err
 	}
@@ -234,11 +226,7 @@ func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Ana
 	if !ok {
 		return nil, fmt.Errorf("analytic type %s is not computed on a topology", spec.Type)
 	}
-	ts, err := q.TypeFilter(spec.Types)
-	if err != nil {
-		return nil, err
-	}
-	v, err := q.view(ctx, views.Fresh, engine.Out, ts)
+	v, err := q.view(ctx, views.Fresh, engine.Out, spec.Types)
 	if err != nil {
 		return nil, err
 	}
