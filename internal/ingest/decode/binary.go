@@ -153,22 +153,13 @@ func (d *binaryDecoder) check(v []byte, off int) (int, error) {
 	if flags&^flagsKnown != 0 {
 		return 0, d.errorf(off+1, "unknown flag bits %#02x", flags&^flagsKnown)
 	}
-	size := binFixedSize
-	if flags&flagWeight != 0 {
-		if op != OpUpsert {
-			return 0, d.errorf(off+1, "weight not allowed for %s", op)
-		}
-		size += binOptSize
+	if flags&flagWeight != 0 && op != OpUpsert {
+		return 0, d.errorf(off+1, "weight not allowed for %s", op)
 	}
-	if flags&flagEventTime != 0 {
-		size += binOptSize
+	if flags&flagType != 0 && op == OpDeleteVertex {
+		return 0, d.errorf(off+1, "an edge type is not allowed for delete_vertex (it deletes edges of every type)")
 	}
-	if flags&flagType != 0 {
-		if op == OpDeleteVertex {
-			return 0, d.errorf(off+1, "an edge type is not allowed for delete_vertex (it deletes edges of every type)")
-		}
-		size += binTypeSize
-	}
+	size := entrySize(flags)
 	if len(rest) < size {
 		return 0, d.errorf(off, "truncated entry: %d bytes left, this entry takes %d", len(rest), size)
 	}
