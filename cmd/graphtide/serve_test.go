@@ -244,7 +244,7 @@ func TestServeBadFlags(t *testing.T) {
 		"--dead-letter-timeout 10ms":                         "--dead-letter-timeout must be between 1s and 10m, got 10ms",
 		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
 		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
-		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, stale, threshold, tolerance, type, window, window_edges`,
+		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
 		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,
 		"--analytic type=fanin,threshold=5,window=1000000h":  `analytic "fanin": window 1000000h0m0s is out of range: allowed 0s..168h0m0s`,
 		"--http-addr 0.0.0.0:9464":                           "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",

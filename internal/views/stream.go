@@ -86,7 +86,7 @@ type StreamBatch struct {
 	Edges   []Edge // new operations, in sequence order (with a window: those that entered it)
 	Late    []Edge // new operations that arrived late for an event-time window (Window), not in it
 	Expired []Edge // operations that left the window, oldest first
-	Seq     uint64 // sequence number of the newest operation delivered so far
+	Seq     uint64 // every operation up to this sequence number is delivered
 }
 
 // Stream is a stateless stream view (GraphOne's reg-stream-view): a
@@ -119,20 +119,52 @@ func (m *Manager) Stream(o StreamOptions) (*Stream, error) {
 	return s, nil
 }
 
+// RestoredStream opens a stream for an analytic restored from a
+// checkpoint, at log position from (what Topology.Restore or
+// ResumePosition returned): its first Pull hands out the operations
+// applied since, the restart's replay first.
+func (m *Manager) RestoredStream(o StreamOptions, from uint64) (*Stream, error) {
+	s, err := m.Stream(o)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.pos = from
+	s.mu.Unlock()
+	return s, nil
+}
+
+// ResumePosition is the log position of the next operation to be applied:
+// where streams restored from a checkpoint start when no topology is
+// restored with them (see Topology.Restore).
+func (m *Manager) ResumePosition() uint64 {
+	head, _, _ := m.log.state()
+	return head
+}
+
 // Pull blocks until at least BatchSize new operations exist (or ctx ends,
 // or the manager closes: ErrClosed) and returns them with the operations
 // that left the window. A *LostError means the stream fell behind; it has
 // resumed at the head.
-func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
+func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) { return s.pull(ctx, true) }
+
+// PullNow is Pull without the wait: it returns what exists now, maybe no
+// operation (a checkpoint's catch-up uses it).
+func (s *Stream) PullNow(ctx context.Context) (*StreamBatch, error) { return s.pull(ctx, false) }
+
+func (s *Stream) pull(ctx context.Context, wait bool) (*StreamBatch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if err := s.m.log.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
-		return nil, err
+	if wait {
+		if err := s.m.log.waitNew(ctx, s.pos, s.opts.BatchSize); err != nil {
+			return nil, err
+		}
 	}
-	head, _, _ := s.m.log.state()
+	// INVARIANT: every operation of a seq up to last lies below head.
+	head, _, last := s.m.log.state()
 	b := &StreamBatch{}
 	var ok bool
 	if head-s.pos <= uint64(s.opts.MaxBehind) {
@@ -148,7 +180,9 @@ func (s *Stream) Pull(ctx context.Context) (*StreamBatch, error) {
 		return nil, &LostError{Missed: missed}
 	}
 	s.pos += uint64(len(b.Edges))
-	if n := len(b.Edges); n > 0 {
+	if s.pos == head {
+		s.seq = last // batches without operations too
+	} else if n := len(b.Edges); n > 0 {
 		s.seq = b.Edges[n-1].Seq
 	}
 	b.Seq = s.seq

@@ -198,11 +198,16 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	// max_behind 200: a restart's replay, a burst of hundreds of records,
 	// reaches the monitor 200 operations at a time (never Lost).
 	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
+	// Beside it, on the same stream: a degree monitor (out plus in) and a
+	// fanout monitor, checkpointed with it.
+	const degThreshold, outThreshold = 30, 5
+	degSpec := analytics.Spec{Type: "degree", Direction: "both", Threshold: degThreshold, MaxBehind: 200}
+	outSpec := analytics.Spec{Type: "fanout", Threshold: outThreshold, WindowEdges: window, MaxBehind: 1 << 18}
 	dir := t.TempDir()
 	_, log := testLogger(t, "the serve children")
 	cfg := childConfig{
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("fraud-dead"), Dir: dir, MemBytes: 256 << 10,
-		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec}, CheckpointEvery: time.Second,
+		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, degSpec, outSpec}, CheckpointEvery: time.Second,
 		AlertTopic: alertTopic,
 	}
 	prod := startProducing(t, recs, 20, 60*time.Millisecond)
@@ -236,6 +241,15 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	if !res.Restored || res.Summary.CutShort != 0 || res.Summary.Truncated != 0 {
 		t.Fatalf("the last run's fraud monitor: %+v", res)
 	}
+	for _, name := range []string{"degree", "fanout"} {
+		var mres struct {
+			Seq      uint64 `json:"seq"`
+			Restored bool   `json:"restored"`
+		}
+		if !waitFor(60*time.Second, func() bool { return getJSON(base+"/v1/analytics/"+name, &mres) && mres.Seq == lastSeq }) || !mres.Restored {
+			t.Fatalf("the last run's %s monitor: %+v (seq %d)", name, mres, lastSeq)
+		}
+	}
 	if err := ch.term(t); err != nil { // delivers what is buffered
 		t.Fatalf("the last child: %v", err)
 	}
@@ -251,32 +265,51 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		offset int64
 		vertex uint64
 	}
-	wantFan := map[crossing]bool{}
-	count, above := map[uint64]int{}, map[uint64]bool{}
-	var q []uint64
-	for _, rec := range recs {
-		d := rec.events[0].dst.id
-		q = append(q, d)
-		count[d]++
-		if len(q) > window {
-			old := q[0]
-			q = q[1:]
-			if count[old]--; count[old] <= threshold {
-				delete(above, old)
+	// windowCrossings are the crossings of a window of the last `window`
+	// records, counting each record for key(record).
+	windowCrossings := func(key func(*record) uint64, thr int) map[crossing]bool {
+		want := map[crossing]bool{}
+		count, above := map[uint64]int{}, map[uint64]bool{}
+		var q []uint64
+		for _, rec := range recs {
+			d := key(rec)
+			q = append(q, d)
+			count[d]++
+			if len(q) > window {
+				old := q[0]
+				q = q[1:]
+				if count[old]--; count[old] <= thr {
+					delete(above, old)
+				}
+			}
+			if count[d] > thr && !above[d] {
+				above[d] = true
+				want[crossing{rec.offset, d}] = true
 			}
 		}
-		if count[d] > threshold && !above[d] {
-			above[d] = true
-			wantFan[crossing{rec.offset, d}] = true
+		return want
+	}
+	wantFan := windowCrossings(func(r *record) uint64 { return r.events[0].dst.id }, threshold)
+	wantOut := windowCrossings(func(r *record) uint64 { return r.events[0].src.id }, outThreshold)
+	// Degrees (out plus in) only grow: each vertex crosses once, at the
+	// record that takes it above.
+	wantDeg := map[crossing]bool{}
+	deg := map[uint64]int{}
+	for _, rec := range recs {
+		for _, v := range []uint64{rec.events[0].src.id, rec.events[0].dst.id} {
+			if deg[v]++; deg[v] == degThreshold+1 {
+				wantDeg[crossing{rec.offset, v}] = true
+			}
 		}
 	}
-	if len(wantCycles) == 0 || len(wantFan) == 0 {
-		t.Fatalf("the transfers hold %d cycles and %d crossings: the test checks too little", len(wantCycles), len(wantFan))
+	if len(wantCycles) == 0 || len(wantFan) == 0 || len(wantOut) == 0 || len(wantDeg) == 0 {
+		t.Fatalf("the transfers hold %d cycles, %d fan-in, %d fan-out and %d degree crossings: the test checks too little",
+			len(wantCycles), len(wantFan), len(wantOut), len(wantDeg))
 	}
-	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan), 2*time.Second, 60*time.Second)
+	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan)+len(wantOut)+len(wantDeg), 2*time.Second, 60*time.Second)
 	ids := map[string]bool{}
 	gotCycles := map[string]int{}
-	gotFan := map[crossing]int{}
+	gotFan, gotOut, gotDeg := map[crossing]int{}, map[crossing]int{}, map[crossing]int{}
 	for _, rec := range got {
 		var a analytics.Alert
 		if err := json.Unmarshal(rec.Value, &a); err != nil {
@@ -294,6 +327,12 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			gotCycles[testref.CycleKey(a.Cycle)]++
 		case "fan_in":
 			gotFan[crossing{a.Source.Offset, a.Vertex}]++
+		case "fan_out":
+			gotOut[crossing{a.Source.Offset, a.Vertex}]++
+		case "degree":
+			gotDeg[crossing{a.Source.Offset, a.Vertex}]++
+		default:
+			t.Errorf("an alert of kind %q: %+v", a.Kind, a)
 		}
 	}
 	for k := range wantCycles {
@@ -306,16 +345,22 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			t.Errorf("an alert for a cycle the graph does not have (%d times): %q", n, k)
 		}
 	}
-	for c := range wantFan {
-		if gotFan[c] != 1 {
-			t.Errorf("the fan-in crossing of %d at offset %d alerted %d times", c.vertex, c.offset, gotFan[c])
+	for _, k := range []struct {
+		what string
+		want map[crossing]bool
+		got  map[crossing]int
+	}{{"fan-in", wantFan, gotFan}, {"fan-out", wantOut, gotOut}, {"degree", wantDeg, gotDeg}} {
+		for c := range k.want {
+			if k.got[c] != 1 {
+				t.Errorf("the %s crossing of %d at offset %d alerted %d times", k.what, c.vertex, c.offset, k.got[c])
+			}
+		}
+		for c, n := range k.got {
+			if !k.want[c] {
+				t.Errorf("a %s alert the reference does not raise (%d times): %+v", k.what, n, c)
+			}
 		}
 	}
-	for c, n := range gotFan {
-		if !wantFan[c] {
-			t.Errorf("a fan-in alert the reference window does not raise (%d times): %+v", n, c)
-		}
-	}
-	t.Logf("%d cycles and %d fan-in crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitor",
-		len(wantCycles), len(wantFan), log.count("analytics restored from their checkpoint"))
+	t.Logf("%d cycles, %d fan-in, %d fan-out and %d degree crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitors",
+		len(wantCycles), len(wantFan), len(wantOut), len(wantDeg), log.count("analytics restored from their checkpoint"))
 }

@@ -13,8 +13,7 @@
 //  2. The stream: a further share of operations in batches, each with
 //     --delete-fraction deletes of existing edges and
 //     --vertex-delete-fraction vertex deletes; every analytic follows it
-//     (bfs, wcc, pagerank and sssp through the shared topology, degree
-//     through a stateful view). Per analytic: the mean time of its update
+//     through the shared topology). Per analytic: the mean time of its update
 //     per batch after the first (a warm-up, reported apart), of a
 //     recompute on the same topology (every third batch, whose result
 //     must equal the update's), and its fallbacks (updates that
@@ -704,27 +703,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			if rn.ref, err = newAnalytic(spec, l.root); err != nil {
 				return res, err
 			}
-			var sec float64
-			if name == "degree" {
-				if rn.sf, err = l.m.Stateful(views.StatefulOptions{}); err != nil {
-					return res, err
-				}
-				defer rn.sf.Close()
-				sec, err = timed(func() error { return rn.a.(analytics.GraphAnalytic).Recompute(ctx, rn.sf.View()) })
-			} else {
-				if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
-					return res, err
-				}
-				defer rn.ts.Close()
-				sec, err = timed(func() error {
-					u, err := rn.ts.Pull(ctx)
-					if err != nil {
-						return err
-					}
-					defer u.Done()
-					return rn.a.(analytics.TopoAnalytic).Recompute(ctx, u.G)
-				})
+			if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
+				return res, err
 			}
+			defer rn.ts.Close()
+			sec, err := timed(func() error {
+				u, err := rn.ts.Pull(ctx)
+				if err != nil {
+					return err
+				}
+				defer u.Done()
+				return rn.a.(analytics.TopoAnalytic).Recompute(ctx, u.G)
+			})
 			if err != nil {
 				return res, err
 			}
@@ -823,8 +813,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 type running struct {
 	name      string
 	a, ref    analytics.Analytic
-	ts        *views.TopoStream // nil: degree (a stateful view)
-	sf        *views.Stateful
+	ts        *views.TopoStream
 	incT, reT []float64
 	fallbacks int
 }
@@ -843,28 +832,16 @@ func (rn *running) steady() []float64 {
 // second instance whose result must equal the update's.
 func (rn *running) step(ctx context.Context, recompute bool) error {
 	var re bool
-	var update, redo, check func() error // check: nil for degree
-	if rn.ts != nil {
-		u, err := rn.ts.Pull(ctx)
-		if err != nil {
-			return err
-		}
-		defer u.Done()
-		if u.Lost {
-			return errors.New("the topology stream lost operations")
-		}
-		update = func() (err error) { re, err = analytics.UpdateTopo(ctx, rn.a.(analytics.TopoAnalytic), u); return err }
-		redo = func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) }
-		check = func() error { return sameResult(rn.name, rn.a, rn.ref, u.G) }
-	} else {
-		u, err := rn.sf.Pull(ctx)
-		if err != nil {
-			return err
-		}
-		ga := rn.a.(analytics.GraphAnalytic)
-		update = func() (err error) { re, err = ga.Update(ctx, u); return err }
-		redo = func() error { return rn.ref.(analytics.GraphAnalytic).Recompute(ctx, u.View) }
+	u, err := rn.ts.Pull(ctx)
+	if err != nil {
+		return err
 	}
+	defer u.Done()
+	if u.Lost {
+		return errors.New("the topology stream lost operations")
+	}
+	update := func() (err error) { re, err = analytics.UpdateTopo(ctx, rn.a.(analytics.TopoAnalytic), u); return err }
+	redo := func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) }
 	sec, err := timed(update)
 	if err != nil {
 		return err
@@ -876,10 +853,8 @@ func (rn *running) step(ctx context.Context, recompute bool) error {
 			return err
 		}
 		rn.reT = append(rn.reT, sec)
-		if check != nil {
-			if err := check(); err != nil {
-				return fmt.Errorf("the update and a recompute disagree: %w", err)
-			}
+		if err := sameResult(rn.name, rn.a, rn.ref, u.G); err != nil {
+			return fmt.Errorf("the update and a recompute disagree: %w", err)
 		}
 	}
 	if re {

@@ -10,21 +10,8 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// GraphAnalytic is maintained over a stateful stream view: it is computed
-// from scratch on a graph, then kept up to date one Update at a time.
-// Calls are serialized by the Registry; Result and Vertex may run
-// concurrently with them.
-type GraphAnalytic interface {
-	// Recompute replaces the state with one computed from scratch on g.
-	Recompute(ctx context.Context, g views.Graph) error
-	// Update brings the state from u.Old to u.View. It may recompute on
-	// u.View when the change cannot be applied incrementally; it reports
-	// whether it did.
-	Update(ctx context.Context, u *views.Update) (recomputed bool, err error)
-}
-
 // TopoAnalytic is maintained over the Manager's shared topology (bfs, wcc,
-// pagerank, sssp): computed from scratch on it, then kept up to date one
+// pagerank, sssp, degree, fraud): computed from scratch on it, then kept up to date one
 // Update at a time. Calls are serialized by the Registry, each with the
 // topology read-locked; Result and Vertex may run concurrently with them.
 type TopoAnalytic interface {
@@ -125,13 +112,16 @@ type Spec struct {
 	// 1) and at most once per Interval (default 0: as soon as they exist).
 	BatchSize int           `yaml:"batch_size,omitempty" json:"batch_size,omitempty"`
 	Interval  time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	// Stale: read views of flushed data only (degree; bfs, wcc, pagerank,
-	// sssp and fraud read the in-memory topology, always fresh).
+	// Stale is refused: every analytic that reads the graph reads the
+	// in-memory topology, always fresh (degree read views, where stale
+	// ones were cheaper, before it followed the topology too). Kept so
+	// that a spec that sets it gets an error saying so.
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
 	// MaxBehind: when more operations than this wait for one pull, the
 	// analytic does not read them one by one but recomputes from the new
-	// view (degree, fanin and fanout reset their windows and miss what they
-	// skipped, counted as a lost stream; fraud instead takes them
+	// view (fanin and fanout reset their windows and miss what they
+	// skipped, counted as a lost stream; the analytics whose stream has
+	// Presence, fraud, degree, pagerank and sssp, instead take them
 	// MaxBehind at a time, missing nothing); this bounds the memory one
 	// pull takes. Default 262144, at most the edge log's capacity.
 	MaxBehind int `yaml:"max_behind,omitempty" json:"max_behind,omitempty"`
@@ -213,7 +203,7 @@ var kinds = []kind{
 	{name: "pagerank", topo: true, perVertex: 98, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
 	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
-	{name: "degree", monitor: true, settings: (*Spec).degreeSettings,
+	{name: "degree", topo: true, monitor: true, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
 	{name: "fanin", monitor: true, window: true, stream: true,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
@@ -286,8 +276,8 @@ func (s *Spec) Validate() error {
 	if s.MaxBehind < s.BatchSize {
 		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
 	}
-	if k.topo && s.Stale {
-		return bad("stale applies to degree only: %s reads the in-memory topology, which is always fresh and as cheap to read", s.Type)
+	if s.Stale {
+		return bad("stale is not a setting of %s: every analytic reads the in-memory topology or the edge log, always fresh and as cheap to read; remove it", s.Type)
 	}
 	if k.root && s.Root == "" {
 		return bad("%s needs a root vertex (root: <id or key>)", s.Type)
@@ -450,7 +440,7 @@ func (s *Spec) set(k, v string) error {
 	case "max_behind":
 		i(&s.MaxBehind)
 	default:
-		keys := []string{"name", "type", "root", "batch_size", "interval", "stale", "damping", "tolerance",
+		keys := []string{"name", "type", "root", "types", "batch_size", "interval", "damping", "tolerance",
 			"max_iterations", "threshold", "direction", "window_edges", "window", "lateness", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
 		sort.Strings(keys)
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
@@ -462,8 +452,8 @@ func (s *Spec) set(k, v string) error {
 }
 
 // New builds the analytic of a validated spec; root is the resolved root
-// vertex of bfs and sssp. It returns the analytic and which of
-// GraphAnalytic or StreamAnalytic drives it.
+// vertex of bfs and sssp. A TopoAnalytic or a StreamAnalytic, it is
+// driven as one.
 func New(s Spec, root uint64, alerts func([]Alert)) (Analytic, error) {
 	k, ok := kindOf(s.Type)
 	if !ok {

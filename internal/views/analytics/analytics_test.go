@@ -31,6 +31,8 @@ type harness struct {
 	prev, at uint64
 	// unit: every upsert has weight 1 (an unweighted graph).
 	unit bool
+	// log is every operation applied, in order.
+	log []engine.Op
 }
 
 // idMode is how a harness names its vertices.
@@ -131,6 +133,7 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 		testref.AddOp(&b, o)
 		h.cur.Apply(o)
 	}
+	h.log = append(h.log, ops...)
 	seq, err := h.s.Apply(&b)
 	if err != nil {
 		h.t.Fatal(err)
@@ -149,11 +152,11 @@ func (h *harness) batch(n int, insertOnly, vdel bool) {
 	}
 }
 
-// drive registers a on a stateful stream, computes it, then runs rounds of
+// drive registers a on a topology stream, computes it, then runs rounds of
 // a few batches and one pull + Update, calling check after each with the
 // oracle graph at the update's seq. It returns how many updates were
 // incremental and how many recomputed.
-func (h *harness) drive(a Analytic, rounds int, insertOnly, vdel bool, window views.Window,
+func (h *harness) drive(a Analytic, rounds int, insertOnly, vdel bool,
 	check func(g edges, u *views.Update)) (incr, recomp int) {
 	h.t.Helper()
 	ctx := context.Background()
@@ -197,31 +200,8 @@ func (h *harness) drive(a Analytic, rounds int, insertOnly, vdel bool, window vi
 			}
 			return u.G.Seq, re, &views.Update{Edges: u.Edges}
 		}
-	case GraphAnalytic:
-		st, err := h.m.Stateful(views.StatefulOptions{StreamOptions: views.StreamOptions{Window: window}})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		defer st.Close()
-		pull = func(first bool) (uint64, bool, *views.Update) {
-			if first {
-				if err := a.Recompute(ctx, st.View()); err != nil {
-					h.t.Fatal(err)
-				}
-				return st.View().Seq(), true, nil
-			}
-			u, err := st.Pull(ctx)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			re, err := a.Update(ctx, u)
-			if err != nil {
-				h.t.Fatalf("update: %v", err)
-			}
-			return u.View.Seq(), re, u
-		}
 	default:
-		h.t.Fatalf("%T is driven by neither a topology nor a stateful stream", a)
+		h.t.Fatalf("%T is not driven by a topology", a)
 	}
 	seq, _, _ := pull(true)
 	h.prev, h.at = 0, seq
@@ -288,7 +268,7 @@ func TestBFSMatchesReference(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			h := newHarness(t, uint64(i+1), v.inEdges, v.ids)
 			a := newBFS(Spec{Name: "bfs", Type: "bfs"}, v.root)
-			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, u *views.Update) {
 				want := refBFS(g, v.root)
 				for _, x := range allIDs(g) {
 					got, _ := a.Vertex(x)
@@ -320,7 +300,7 @@ func TestWCCMatchesReference(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			h := newHarness(t, uint64(10+i), v.inEdges, v.ids)
 			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
-			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, _ *views.Update) {
 				want := refWCC(g)
 				for _, x := range allIDs(g) {
 					got, _ := a.Vertex(x)
@@ -355,7 +335,7 @@ func TestPageRankMatchesReference(t *testing.T) {
 			}
 			a := newPageRank(spec)
 			iters := 0
-			h.drive(a, 60, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
+			h.drive(a, 60, v.insertOnly, v.vdel, func(g edges, u *views.Update) {
 				want := refPageRank(g, 0.85)
 				l1 := 0.0
 				for _, x := range allIDs(g) {
@@ -438,7 +418,7 @@ func TestSSSPMatchesReference(t *testing.T) {
 				h := newHarness(t, uint64(30+i), v.inEdges, v.ids)
 				h.unit = unit
 				a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, v.root)
-				incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, views.Window{}, func(g edges, _ *views.Update) {
+				incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, _ *views.Update) {
 					want := refSSSP(g, v.root)
 					for _, x := range allIDs(g) {
 						got, _ := a.Vertex(x)
@@ -480,35 +460,53 @@ func TestSSSPRejectsNegativeWeights(t *testing.T) {
 func TestDegreeMonitorMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		for _, dir := range []string{"out", "in", "both"} {
-			if dir != "out" && !v.inEdges {
-				continue
-			}
 			t.Run(v.name+"/"+dir, func(t *testing.T) {
 				h := newHarness(t, uint64(40+i), v.inEdges, v.ids)
 				var got []Alert
-				a := newDegree(Spec{Name: "deg", Type: "degree", Direction: dir, Threshold: 3}, func(al []Alert) { got = append(got, al...) })
-				prev := map[uint64]bool{}
+				const thr = 3
+				a := newDegree(Spec{Name: "deg", Type: "degree", Direction: dir, Threshold: thr}, func(al []Alert) { got = append(got, al...) })
+				// The oracle takes the operations one at a time: an upsert
+				// that takes its source (out, both) or its destination (in,
+				// both) above the threshold raises that vertex's alert,
+				// source first.
+				g, above, done := edges{}, map[uint64]bool{}, 0
 				alerts := 0
-				h.drive(a, 100, v.insertOnly, v.vdel, views.Window{}, func(g edges, u *views.Update) {
-					above := map[uint64]bool{}
-					for x, d := range refDegrees(g, dir) {
-						if d > 3 {
-							above[x] = true
-						}
-					}
+				h.drive(a, 100, v.insertOnly, v.vdel, func(at edges, u *views.Update) {
 					var want []uint64
-					for x := range above {
-						if !prev[x] {
-							want = append(want, x)
+					for _, o := range h.log[done:] {
+						g.Apply(o)
+						now := map[uint64]bool{}
+						for x, d := range refDegrees(g, dir) {
+							if d > thr {
+								now[x] = true
+							}
 						}
+						if o.Kind == engine.OpUpsert && u != nil {
+							var cand []uint64
+							if dir != "in" {
+								cand = append(cand, o.Src)
+							}
+							if dir != "out" && (len(cand) == 0 || o.Dst != o.Src) {
+								cand = append(cand, o.Dst)
+							}
+							for _, x := range cand {
+								if now[x] && !above[x] {
+									want = append(want, x)
+								}
+							}
+						}
+						above = now
 					}
-					sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
-					if u == nil {
-						want = nil // the first compute raises nothing
+					done = len(h.log)
+					if fmt.Sprint(g) != fmt.Sprint(at) {
+						t.Fatalf("seq %d: the oracle's operations do not make the pull's graph", a.Seq())
 					}
 					var gotV []uint64
 					for _, al := range got {
 						gotV = append(gotV, al.Vertex)
+						if al.Kind != "degree" || !(al.Value > thr) {
+							t.Fatalf("alert %+v", al)
+						}
 					}
 					if fmt.Sprint(gotV) != fmt.Sprint(want) && !(len(gotV) == 0 && len(want) == 0) {
 						t.Fatalf("seq %d: alerts for %v, reference %v", a.Seq(), gotV, want)
@@ -517,7 +515,7 @@ func TestDegreeMonitorMatchesReference(t *testing.T) {
 						t.Fatalf("above %d, reference %d", s.Above, len(above))
 					}
 					alerts += len(got)
-					got, prev = nil, above
+					got = nil
 				})
 				if alerts == 0 {
 					t.Fatal("no alert was ever raised")
@@ -527,9 +525,10 @@ func TestDegreeMonitorMatchesReference(t *testing.T) {
 	}
 }
 
-// TestFanMonitorsMatchReference runs fanin and fanout over stateless
-// streams with count and time windows against counts recomputed from the
-// whole delivered stream.
+// TestFanMonitorsMatchReference runs fanin and fanout, with count and
+// time windows, over a plain stream against an oracle that takes the
+// operations one at a time: after each pull, the alerts are exactly the
+// upserts that took their vertex above the threshold, in order.
 func TestFanMonitorsMatchReference(t *testing.T) {
 	for _, typ := range []string{"fanin", "fanout"} {
 		for _, win := range []views.Window{{Edges: 15}, {Duration: 5 * time.Second}} {
@@ -542,14 +541,26 @@ func TestFanMonitorsMatchReference(t *testing.T) {
 				}
 				defer m2.Close()
 				var got []Alert
-				a := newFan(Spec{Name: typ, Type: typ, Threshold: 2}, func(al []Alert) { got = append(got, al...) })
-				st, err := m2.Stream(views.StreamOptions{Window: win})
+				const thr = 2
+				spec := Spec{Name: typ, Type: typ, Threshold: thr, WindowEdges: win.Edges, WindowDuration: win.Duration}
+				if err := spec.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				a := newFan(spec, func(al []Alert) { got = append(got, al...) })
+				st, err := m2.Stream(views.StreamOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				var all []views.Edge
-				prev := map[uint64]bool{}
-				total := 0
+				// The oracle's window: every operation (upsert or not) with
+				// the time it was applied at (µs).
+				type held struct {
+					key uint64
+					t   int64
+					up  bool
+				}
+				var q []held
+				count, above := map[uint64]int{}, map[uint64]bool{}
+				done, total := 0, 0
 				for round := 0; round < 80; round++ {
 					for i := 0; i < 1+h.r.IntN(3); i++ {
 						h.batch(1+h.r.IntN(6), false, true)
@@ -559,35 +570,30 @@ func TestFanMonitorsMatchReference(t *testing.T) {
 						t.Fatal(err)
 					}
 					a.Consume(b)
-					all = append(all, b.Edges...)
-					// The window now: the last 15 ops, or those of the last 5 s.
-					var in []views.Edge
-					for j, e := range all {
-						if (win.Edges > 0 && j >= len(all)-win.Edges) || (win.Duration > 0 && e.Time > now.UnixNano()-int64(win.Duration)) {
-							in = append(in, e)
-						}
-					}
-					count := map[uint64]int{}
-					for _, e := range in {
-						if e.Op.Kind == engine.OpUpsert {
-							k := e.Op.Src
-							if typ == "fanin" {
-								k = e.Op.Dst
-							}
-							count[k]++
-						}
-					}
-					above := map[uint64]bool{}
 					var want []uint64
-					for x, c := range count {
-						if c > 2 {
-							above[x] = true
-							if !prev[x] {
-								want = append(want, x)
+					for _, o := range h.log[done:] {
+						x := held{o.Src, now.UnixMicro(), o.Kind == engine.OpUpsert}
+						if typ == "fanin" {
+							x.key = o.Dst
+						}
+						q = append(q, x)
+						if x.up {
+							count[x.key]++
+						}
+						for len(q) > 0 && (win.Edges > 0 && len(q) > win.Edges || win.Duration > 0 && q[0].t <= x.t-win.Duration.Microseconds()) {
+							if q[0].up {
+								if count[q[0].key]--; count[q[0].key] <= thr {
+									delete(above, q[0].key)
+								}
 							}
+							q = q[1:]
+						}
+						if x.up && count[x.key] > thr && !above[x.key] {
+							above[x.key] = true
+							want = append(want, x.key)
 						}
 					}
-					sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+					done = len(h.log)
 					var gotV []uint64
 					for _, al := range got {
 						gotV = append(gotV, al.Vertex)
@@ -599,7 +605,7 @@ func TestFanMonitorsMatchReference(t *testing.T) {
 						t.Fatalf("round %d: above %d, reference %d", round, s.Above, len(above))
 					}
 					total += len(got)
-					got, prev = nil, above
+					got = nil
 					now = now.Add(time.Duration(h.r.IntN(2000)) * time.Millisecond)
 				}
 				if total == 0 {
@@ -625,7 +631,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 				}
 				a := newFraud(spec, func(al []Alert) { got = append(got, al...) })
 				total := 0
-				h.drive(a, 100, v.insertOnly, v.vdel, views.Window{Edges: 100}, func(g edges, u *views.Update) {
+				h.drive(a, 100, v.insertOnly, v.vdel, func(g edges, u *views.Update) {
 					if u == nil {
 						return
 					}
@@ -704,7 +710,7 @@ func TestFraudPullLimits(t *testing.T) {
 				a.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 			}
 			pulls, missed, last := 0, 0, uint64(0)
-			h.drive(a, 60, true, false, views.Window{Edges: 100}, func(g edges, u *views.Update) {
+			h.drive(a, 60, true, false, func(g edges, u *views.Update) {
 				if u == nil {
 					return
 				}
@@ -750,8 +756,8 @@ func topoOf(t testing.TB, v views.Graph) *views.Topo {
 // TestMonitorsRunOnEventTime: fanin and the fraud monitor's fan-in window,
 // with a duration and a lateness, follow the operations' event times,
 // which arrive out of order: after every pull their alerts are exactly the
-// vertices an oracle of the definition (views.Window) makes cross, each
-// with the event time and the reference of the upsert that made it cross,
+// upserts an oracle of the definition (views.Window) makes cross a vertex,
+// each with the event time and the reference of the upsert,
 // and the late operations are counted, never counted in.
 func TestMonitorsRunOnEventTime(t *testing.T) {
 	h := newHarness(t, 61, false, denseIDs)
@@ -763,7 +769,7 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 	}
 	var got []Alert
 	fan := newFan(spec, func(al []Alert) { got = append(got, al...) })
-	st, err := h.m.Stream(views.StreamOptions{Window: views.Window{Duration: dur, Lateness: lateness}})
+	st, err := h.m.Stream(views.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -864,17 +870,19 @@ func TestMonitorsRunOnEventTime(t *testing.T) {
 			}
 		}
 		fgot = nil
-		// fanin counts a pull at once: its alerts are the oracle's
-		// vertices above the threshold now that were not before, with the
-		// last upsert into each.
+		// So does fanin, over a plain stream.
 		pb, err := st.Pull(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fan.Consume(pb)
-		for _, a := range got {
-			if !above[a.Vertex] || a.EventTime.IsZero() || a.Ref == 0 {
-				t.Fatalf("round %d: fanin alert %+v: the oracle has it above: %v", round, a, above[a.Vertex])
+		if len(got) != len(wants) {
+			t.Fatalf("round %d: fanin raised %d alerts, the oracle %d", round, len(got), len(wants))
+		}
+		for i, w := range wants {
+			a := got[i]
+			if a.Vertex != w.v || a.EventTime.UnixMicro() != w.t || a.Ref != w.ref || a.Kind != "fan_in" {
+				t.Fatalf("round %d: fanin alert %+v, want vertex %d at %d by ref %d", round, a, w.v, w.t, w.ref)
 			}
 		}
 		got = nil

@@ -13,22 +13,26 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// Checkpoints of the analytics that follow the topology (bfs, wcc,
-// pagerank, sssp and the fraud monitor): the topology they read and each
-// one's state, all at one sequence number of the store, with the source
-// position after it and where the alert sinks' delivered alerts stood. A
-// restart that replays the source from that position (the records after
-// it go through the store again, which changes nothing they had made)
-// restores them there instead of recomputing: see Restore.
+// Checkpoints of the built-in analytics (every one but those of some edge
+// types that follow a topology of their own): the topology the graph
+// analytics and the degree and fraud monitors read, and each one's state
+// (the fanin and fanout monitors' windows need no topology), all at one
+// sequence number of the store, with the source position after it and
+// where the alert sinks' delivered alerts stood. A restart that replays
+// the source from that position (the records after it go through the
+// store again, which changes nothing they had made) restores them there
+// instead of recomputing: see Restore.
 //
 // File layout (package checkpoint): a "meta" section (CheckpointMeta as
-// JSON), a "topology" section (views.SaveTopo), then one "analytic"
-// section per analytic of meta's list, in its order (the name, then the
-// state, over the topology's canonical space).
+// JSON), a "topology" section (views.SaveTopo) when meta.Topology, then
+// one "analytic" section per analytic of meta's list, in its order (the
+// name, then the state, over the topology's canonical space).
 
 // CheckpointVersion is the version of the checkpoint's content.
 // 2: a fraud monitor's window holds event times in µs and its late count.
-const CheckpointVersion = 2
+// 3: the degree, fanin and fanout monitors are in it; the topology may not
+// be (meta.Topology); a window's late count follows its operations.
+const CheckpointVersion = 3
 
 // CheckpointMeta describes a checkpoint.
 type CheckpointMeta struct {
@@ -41,6 +45,9 @@ type CheckpointMeta struct {
 	Created  time.Time `json:"created"`
 	// Analytics are the specs of the states saved, in section order.
 	Analytics []Spec `json:"analytics"`
+	// Topology: the file holds the topology (some analytic saved reads
+	// it).
+	Topology bool `json:"topology"`
 	// Sinks holds, for each of the registry's alert sinks that can
 	// (checkpointSink), where its delivered alerts stood (nil for others).
 	Sinks [][]byte `json:"sinks,omitempty"`
@@ -146,14 +153,14 @@ func specKey(s Spec) string {
 	return string(b)
 }
 
-// Checkpoint writes the topology and the state of every graph analytic to
-// path, all at the store's newest sequence number, with
-// position (the source position after it). Each analytic's goroutine is
-// asked to catch up first; one that does not within ctx is left out (it
-// recomputes after a restart). The caller must keep the store from
-// changing meanwhile (serve's ingester calls it between two batches, once
-// they are durable). With no graph analytic it writes nothing and returns
-// a zero CheckpointMeta.
+// Checkpoint writes the state of every built-in analytic (and the
+// topology, when one of them reads it) to path, all at the store's newest
+// sequence number, with position (the source position after it). Each
+// analytic's goroutine is asked to catch up first; one that does not
+// within ctx is left out (it recomputes after a restart). The caller must
+// keep the store from changing meanwhile (serve's ingester calls it
+// between two batches, once they are durable). With no such analytic it
+// writes nothing and returns a zero CheckpointMeta.
 func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte) (CheckpointMeta, error) {
 	sm, err := r.m.Store().Metrics()
 	if err != nil {
@@ -162,9 +169,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	head := sm.LastSeq
 	var es []*entry
 	for _, e := range r.list() {
-		// An analytic of some edge types follows a topology of its own,
-		// which the checkpoint does not hold: it computes again on start.
-		if _, ok := e.a.(stateSaver); ok && e.a.Spec().Types == "" {
+		if checkpointed(e.a.Spec()) {
 			es = append(es, e)
 		}
 	}
@@ -211,14 +216,15 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		}
 		meta.Sinks = append(meta.Sinks, pos)
 	}
-	err = r.m.Topology().Save(func(g *views.Topo) error {
-		if g.Seq != head {
+	// write writes the file, with g's topology unless g is nil.
+	write := func(g *views.Topo) error {
+		if g != nil && g.Seq != head {
 			return fmt.Errorf("analytics: the topology is at seq %d, the store at %d: the store changed during the checkpoint", g.Seq, head)
 		}
-		meta.Seq = g.Seq
+		meta.Seq, meta.Topology = head, g != nil
 		var keep []*entry
 		for _, e := range es {
-			if e.a.Seq() == g.Seq {
+			if e.a.Seq() == head {
 				keep = append(keep, e)
 				meta.Analytics = append(meta.Analytics, e.a.Spec())
 			}
@@ -226,9 +232,13 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		if len(keep) == 0 {
 			return errors.New("analytics: no analytic caught up for the checkpoint")
 		}
-		c, ids, err := views.CanonicalIDs(g)
-		if err != nil {
-			return err
+		var c views.IDSpace // the topology's canonical space (none without one)
+		var ids []uint64
+		if g != nil {
+			var err error
+			if c, ids, err = views.CanonicalIDs(g); err != nil {
+				return err
+			}
 		}
 		w, err := checkpoint.Create(path)
 		if err != nil {
@@ -240,7 +250,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 			return err
 		}
 		err = w.Section("meta", func(en *checkpoint.Encoder) { en.Bytes(mb) })
-		if err == nil {
+		if err == nil && g != nil {
 			err = w.Section("topology", func(en *checkpoint.Encoder) { en.Fail(views.SaveTopo(en, g, c, ids)) })
 		}
 		for _, e := range keep {
@@ -250,8 +260,8 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 			err = w.Section("analytic", func(en *checkpoint.Encoder) {
 				en.Bytes([]byte(e.a.Spec().Name))
 				seq, serr := e.a.(stateSaver).saveState(en, c)
-				if serr == nil && seq != g.Seq {
-					serr = fmt.Errorf("analytics: %q moved to seq %d during the checkpoint at %d", e.a.Spec().Name, seq, g.Seq)
+				if serr == nil && seq != head {
+					serr = fmt.Errorf("analytics: %q moved to seq %d during the checkpoint at %d", e.a.Spec().Name, seq, head)
 				}
 				en.Fail(serr)
 			})
@@ -262,11 +272,25 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		}
 		meta.Bytes = w.Size()
 		return w.Commit()
-	})
+	}
+	if slices.ContainsFunc(es, func(e *entry) bool { k, _ := kindOf(e.a.Spec().Type); return k.topo }) {
+		err = r.m.Topology().Save(write)
+	} else {
+		err = write(nil)
+	}
 	if err != nil {
 		return CheckpointMeta{}, err
 	}
 	return meta, nil
+}
+
+// checkpointed says whether a checkpoint keeps the state of an analytic of
+// spec s: a built-in one (a custom analytic's state is its own) that does
+// not follow a topology of some edge types (the checkpoint holds the
+// topology of every type only: it computes again on start).
+func checkpointed(s Spec) bool {
+	k, _ := kindOf(s.Type)
+	return k.build != nil && (k.stream || s.Types == "")
 }
 
 // Restore reads the checkpoint at path and registers, with their saved
@@ -309,10 +333,14 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	if err := accept(meta); err != nil {
 		return nil, err
 	}
-	var g *views.Topo
-	err = rd.Section("topology", func(d *checkpoint.Decoder) (err error) { g, err = views.LoadTopo(d); return err })
-	if err != nil {
-		return nil, err
+	var g *views.Topo // nil: the file holds no topology
+	var c views.IDSpace
+	if meta.Topology {
+		err = rd.Section("topology", func(d *checkpoint.Decoder) (err error) { g, err = views.LoadTopo(d); return err })
+		if err != nil {
+			return nil, err
+		}
+		c = g.IDs
 	}
 	want := map[string]Spec{}
 	for _, s := range specs {
@@ -332,7 +360,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 				d.Fail("the state of %q where meta lists %q", name, saved.Name)
 			}
 			s, ok := want[saved.Name]
-			if !ok || specKey(s) != specKey(saved) || s.Types != "" {
+			if !ok || specKey(s) != specKey(saved) || !checkpointed(s) {
 				d.Skip() // not registered now, or with other settings
 				return nil
 			}
@@ -353,7 +381,11 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 				d.Fail("%q is a %s analytic, which keeps no state in a checkpoint", s.Name, s.Type)
 				return nil
 			}
-			if err := ss.loadState(d, g.IDs, meta.Seq); err != nil {
+			if k, _ := kindOf(s.Type); k.topo && g == nil {
+				d.Fail("the state of %s analytic %q without the topology it reads", s.Type, s.Name)
+				return nil
+			}
+			if err := ss.loadState(d, c, meta.Seq); err != nil {
 				return err
 			}
 			got = append(got, restored{s, a, root})
@@ -381,9 +413,11 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 			}
 		}
 	}
-	from, err := r.m.Topology().Restore(g)
-	if err != nil {
-		return nil, err
+	from := r.m.ResumePosition()
+	if g != nil {
+		if from, err = r.m.Topology().Restore(g); err != nil {
+			return nil, err
+		}
 	}
 	// From here the topology is the checkpoint's: the restored analytics,
 	// and the replay the caller must arrange, go together. One that cannot

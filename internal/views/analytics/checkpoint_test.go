@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -303,5 +308,192 @@ func TestFraudWindowCheckpoint(t *testing.T) {
 				t.Fatalf("%+v: after %d more, the restored window holds %s, the running one %s", spec, i+1, y, x)
 			}
 		}
+	}
+}
+
+// collectSink keeps every alert published, as (kind, vertex, ref).
+type collectSink struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *collectSink) Publish(al []Alert) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range al {
+		s.got = append(s.got, fmt.Sprintf("%s/%s/%d/%d", a.Analytic, a.Kind, a.Vertex, a.Ref))
+	}
+}
+
+func (s *collectSink) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// TestMonitorCheckpointsReplayExactly: the degree, fanin and fanout
+// monitors (one of them with types: not checkpointed), checkpointed, the
+// store going on past the checkpoint, restored over the same store and
+// brought forward by the replay of what followed it: the alerts raised
+// up to the checkpoint plus those after the restore are exactly those of
+// a run without the restart (each by the same operation), and the
+// restored monitors did not start over. With only fanin and fanout, the
+// checkpoint holds no topology.
+func TestMonitorCheckpointsReplayExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	// Batches of tagged operations with event times: upserts into a few
+	// hot vertices, deletes and vertex deletes.
+	var batches [][]engine.Op
+	var refs [][]uint64
+	ref := uint64(0)
+	clock := int64(1_700_000_000_000_000)
+	for range 60 {
+		var ops []engine.Op
+		var rs []uint64
+		for range 1 + r.IntN(40) {
+			ref++
+			clock += int64(r.IntN(300_000))
+			src, dst := r.Uint64N(60), r.Uint64N(60)
+			if r.IntN(3) == 0 {
+				dst = r.Uint64N(3)
+			}
+			op := engine.Op{Src: src, Dst: dst, Weight: 1, Kind: engine.OpUpsert, EventTime: clock - int64(r.IntN(1_000_000))}
+			switch x := r.IntN(100); {
+			case x < 15:
+				op.Kind = engine.OpDeleteEdge
+			case x < 17:
+				op.Kind = engine.OpDeleteVertex
+			}
+			ops, rs = append(ops, op), append(rs, ref)
+		}
+		batches, refs = append(batches, ops), append(refs, rs)
+	}
+	batchOf := func(k int) *engine.Batch {
+		var b engine.Batch
+		for i, op := range batches[k] {
+			b.Tag(refs[k][i])
+			testref.AddOp(&b, op)
+			b.SetEventTime(op.EventTime)
+		}
+		return &b
+	}
+	for _, withTopology := range []bool{true, false} {
+		t.Run(fmt.Sprintf("topology=%v", withTopology), func(t *testing.T) {
+			specs := []Spec{
+				{Type: "fanin", Threshold: 6, WindowEdges: 50},
+				{Type: "fanout", Threshold: 2, WindowDuration: 2 * time.Second, Lateness: 500 * time.Millisecond},
+			}
+			if withTopology {
+				specs = append(specs, Spec{Type: "degree", Direction: "both", Threshold: 9},
+					Spec{Name: "deg-in", Type: "degree", Direction: "in", Threshold: 5})
+			}
+			var names []string
+			for i := range specs {
+				if err := specs[i].Validate(); err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, specs[i].Name)
+			}
+			slices.Sort(names)
+			open := func() (*engine.Store, *views.Manager) {
+				s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := views.NewManager(s, views.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s, m
+			}
+			start := func(m *views.Manager, sink AlertSink) *Registry {
+				reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
+				for _, s := range specs {
+					if _, err := reg.Register(s); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return reg
+			}
+			apply := func(s *engine.Store, from, to int) {
+				for k := from; k < to; k++ {
+					if _, err := s.Apply(batchOf(k)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			const cut, crash = 25, 40 // the checkpoint after batch cut, the crash after crash
+
+			// The run without a restart.
+			sa, ma := open()
+			want := &collectSink{}
+			ra := start(ma, want)
+			apply(sa, 0, len(batches))
+			waitAllAt(t, ra, names, lastSeq(t, sa))
+			ra.Close()
+			ma.Close()
+			sa.Close()
+
+			// The run with one.
+			sb, mb := open()
+			defer sb.Close()
+			before := &collectSink{}
+			rb := start(mb, before)
+			apply(sb, 0, cut)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			path := filepath.Join(t.TempDir(), "analytics.ckpt")
+			meta, err := rb.Checkpoint(ctx, path, []byte("pos"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(meta.Analytics) != len(specs) || meta.Topology != withTopology {
+				t.Fatalf("checkpoint meta %+v", meta)
+			}
+			upTo := len(before.all()) // delivered by the checkpoint
+			apply(sb, cut, crash)     // applied, then lost with the process
+			rb.Close()
+			mb.Close()
+			mb, err = views.NewManager(sb, views.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mb.Close()
+			after := &collectSink{}
+			rc := NewRegistry(mb, RegistryConfig{Sinks: []AlertSink{after}})
+			defer rc.Close()
+			typed := Spec{Name: "typed", Type: "fanin", Threshold: 6, WindowEdges: 50, Types: "0"}
+			if err := typed.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := rc.Restore(ctx, path, append(slices.Clone(specs), typed), func(CheckpointMeta) error { return nil })
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(names) {
+				t.Fatalf("restored %v (want %v): %v", got, names, err)
+			}
+			apply(sb, cut, len(batches)) // the replay, then what follows
+			waitAllAt(t, rc, names, lastSeq(t, sb))
+			// Each analytic's alerts in order (analytics raise on
+			// goroutines of their own: the interleaving is not theirs).
+			byAnalytic := func(al []string) []string {
+				slices.SortStableFunc(al, func(a, b string) int {
+					return strings.Compare(a[:strings.IndexByte(a, '/')], b[:strings.IndexByte(b, '/')])
+				})
+				return al
+			}
+			all := byAnalytic(append(before.all()[:upTo], after.all()...))
+			if fmt.Sprint(all) != fmt.Sprint(byAnalytic(want.all())) {
+				t.Fatalf("alerts across the restart:\n%v\nwithout one:\n%v", all, want.all())
+			}
+			for _, name := range names {
+				res, _ := rc.Result(name)
+				if !res.Restored || res.Recomputes != 0 {
+					t.Fatalf("%s after the restore: %+v", name, res)
+				}
+			}
+			if len(want.all()) < 10 {
+				t.Fatalf("only %d alerts: the test checks too little", len(want.all()))
+			}
+			t.Logf("%d alerts, %d before the checkpoint", len(want.all()), upTo)
+		})
 	}
 }

@@ -18,19 +18,20 @@
 //     warm-started;
 //   - sssp: shortest paths on weights (non-negative) from a root;
 //     delta-stepping, and bfs's repair with lengths;
-//   - degree: vertices whose degree exceeds a threshold (alerts on
-//     crossing);
-//   - fanin, fanout: operations into / out of a vertex within a sliding
-//     window above a threshold (alerts on crossing);
+//   - degree: vertices whose degree exceeds a threshold (an alert by the
+//     operation that takes one above, decided operation by operation);
+//   - fanin, fanout: upserts into / out of a vertex within a sliding
+//     window above a threshold (an alert by the upsert that takes one
+//     above, the window taken operation by operation);
 //   - fraud: every new directed cycle of length at most k closed by a newly
 //     ingested edge, and fan-in bursts within a window.
 //
-// bfs, wcc, pagerank, sssp and fraud read the Manager's shared topology
+// bfs, wcc, pagerank, sssp, degree and fraud read the Manager's shared topology
 // (views.Topology, dense int32 lists in both directions) and keep
 // per-vertex state in slices over its IDSpace: any id works, numbers over
 // the whole 62-bit range and string keys mixed, and their memory follows
-// the vertices present, never the largest id. degree reads stateful views
-// of the store, fanin and fanout a stream view.
+// the vertices present, never the largest id. fanin and fanout read a
+// plain stream view of the edge log and hold their own windows.
 //
 // The Registry runs each analytic on its own goroutine, pulling its stream
 // on its own cadence; ingestion, flush and compaction never wait for it
@@ -39,8 +40,9 @@
 // deterministic ID and the Kafka record that raised it, to the registry's
 // ring and to any AlertSink (serve writes them to Kafka).
 //
-// Checkpoint and Restore (checkpoint.go) save the topology analytics with
-// their topology at one durable sequence number and bring them back after
+// Checkpoint and Restore (checkpoint.go) save every built-in analytic (and
+// the topology, when one reads it) at one durable sequence number and
+// bring them back after
 // a restart, whose replay of the source from the checkpoint's position
 // takes them on exactly where they were; with a sink that can
 // (checkpointSink), alerts are then produced once per trigger across

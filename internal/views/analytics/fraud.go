@@ -59,7 +59,7 @@ type fraud struct {
 
 func newFraud(s Spec, alerts func([]Alert)) *fraud {
 	return &fraud{spec: s, alerts: alerts, now: time.Now, maxPullBytes: int64(s.PullMemoryMiB) << 20,
-		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, s.Threshold)}
+		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, true, s.Threshold)}
 }
 
 func (a *fraud) Spec() Spec { return a.spec }

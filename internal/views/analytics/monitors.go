@@ -9,13 +9,27 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// degree raises an alert when a vertex's degree (out, in or both) comes to
-// exceed the threshold, and re-arms when it falls back to it or below.
+// degree raises an alert when an operation takes a vertex's degree (out,
+// in or both: out plus in) above the threshold, and re-arms the vertex
+// when its degree falls back to the threshold or below. It follows the
+// Manager's topology (TopoAnalytic, with Presence), so a degree is the
+// number of distinct neighbors in the simple graph every graph analytic
+// reads, read in O(1), and its state checkpoints with the topology.
+//
+// It decides operation by operation, in log order: each upsert that adds
+// an edge, each delete that removes one (a vertex delete's expansion
+// included) moves its endpoints' degrees by one, and the upsert that
+// takes a vertex above raises its alert, naming that operation's record.
+// So the alerts depend on the operations only, not on how pulls cut them:
+// a replay after a restart raises the same alerts (exactly once, with the
+// alert sinks' checkpoint).
+//
 // INVARIANT (between calls): above holds exactly the vertices whose degree
-// in the graph at seq exceeds the threshold.
+// in the graph at seq exceeds the threshold, each with its degree.
 type degree struct {
-	spec   Spec
-	alerts func([]Alert)
+	spec              Spec
+	alerts            func([]Alert)
+	countOut, countIn bool // which lists count
 
 	mu    sync.RWMutex
 	above map[uint64]uint64 // vertex -> degree; Protected by mu.
@@ -23,7 +37,8 @@ type degree struct {
 }
 
 func newDegree(s Spec, alerts func([]Alert)) *degree {
-	return &degree{spec: s, alerts: alerts, above: map[uint64]uint64{}}
+	return &degree{spec: s, alerts: alerts, above: map[uint64]uint64{},
+		countOut: s.Direction != "in", countIn: s.Direction == "in" || s.Direction == "both"}
 }
 
 func (a *degree) Spec() Spec { return a.spec }
@@ -34,99 +49,137 @@ func (a *degree) Seq() uint64 {
 	return a.seq
 }
 
-func (a *degree) dirs() []engine.Direction {
-	switch a.spec.Direction {
-	case "in":
-		return []engine.Direction{engine.In}
-	case "both":
-		return []engine.Direction{engine.Out, engine.In}
+// deg is vertex index i's degree in g.
+func (a *degree) deg(g *views.Topo, i int32) uint64 {
+	var d uint64
+	if a.countOut {
+		d += uint64(g.Out.Deg(i))
 	}
-	return []engine.Direction{engine.Out}
+	if a.countIn {
+		d += uint64(g.In.Deg(i))
+	}
+	return d
 }
 
 // Recompute finds every vertex above the threshold. It raises no alerts:
-// those are for crossings seen by updates.
-func (a *degree) Recompute(ctx context.Context, g views.Graph) error {
-	deg := map[uint64]uint64{}
-	for _, dir := range a.dirs() {
-		err := g.Each(dir, false, func(v uint64, nb []uint64, _ []float64) { deg[v] += uint64(len(nb)) })
-		if err != nil {
-			return err
-		}
-	}
+// those are for crossings that operations make.
+func (a *degree) Recompute(ctx context.Context, g *views.Topo) error {
 	above := map[uint64]uint64{}
-	for v, d := range deg {
-		if float64(d) > a.spec.Threshold {
-			above[v] = d
+	for i := range int32(g.Bound()) {
+		if d := a.deg(g, i); float64(d) > a.spec.Threshold {
+			above[g.IDs.ID(int(i))] = d
 		}
 	}
 	a.mu.Lock()
-	a.above, a.seq = above, g.Seq()
+	a.above, a.seq = above, g.Seq
 	a.mu.Unlock()
 	return ctx.Err()
 }
 
-func (a *degree) Update(ctx context.Context, u *views.Update) (bool, error) {
-	if u.All {
-		// The changed set is unknown: rescan, and alert for vertices that
-		// were not above before.
-		a.mu.RLock()
-		before := a.above
-		a.mu.RUnlock()
-		if err := a.Recompute(ctx, u.View); err != nil {
-			return true, err
-		}
-		var al []Alert
-		a.mu.RLock()
-		for v, d := range a.above {
-			if _, was := before[v]; !was {
-				al = append(al, a.alert(v, d, u.View.Seq()))
-			}
-		}
-		a.mu.RUnlock()
-		a.publish(al)
-		return true, nil
+// Update without what was there before each operation cannot tell which
+// changed a degree: the registry calls UpdatePrior (its stream has
+// Presence).
+func (a *degree) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (bool, error) {
+	return true, a.Recompute(ctx, g)
+}
+
+// UpdatePrior applies one pull: the degrees after it are g's; walking the
+// operations back from them gives each touched vertex's degree before the
+// pull, and walking forward again finds, operation by operation, the
+// upserts that take a vertex above.
+func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
+	g, edges, prior := u.G, u.Edges, u.Prior
+	if len(prior) != len(edges) {
+		return true, a.Recompute(ctx, g)
 	}
-	deg := make([]uint64, len(u.Changed))
-	for _, dir := range a.dirs() {
-		err := u.View.GatherEach(u.Changed, dir, false, func(i int, nb []uint64, _ []float64) { deg[i] += uint64(len(nb)) })
-		if err != nil {
-			return false, err
+	// step is what operation k does to the degrees of its endpoints: +1
+	// (an upsert of an absent edge), -1 (a delete of a present one, or an
+	// expansion) or 0.
+	step := func(k int) int64 {
+		switch op := edges[k].Op.Kind; {
+		case prior[k] == views.VertexOp:
+			return 0
+		case op == engine.OpUpsert && prior[k] == views.WasAbsent:
+			return 1
+		case op == engine.OpDeleteEdge && prior[k] != views.WasAbsent:
+			return -1
+		}
+		return 0
+	}
+	// deg: each touched vertex's degree, first after the pull (g's), then
+	// walked back to before it.
+	deg := map[uint64]int64{}
+	touch := func(v uint64) {
+		if _, ok := deg[v]; !ok {
+			var d int64
+			if i, ok := g.IDs.Index(v); ok && i < g.Len() {
+				d = int64(a.deg(g, int32(i)))
+			}
+			deg[v] = d
+		}
+	}
+	for k, e := range edges {
+		if step(k) != 0 {
+			touch(e.Op.Src)
+			touch(e.Op.Dst)
+		}
+	}
+	for k := len(edges) - 1; k >= 0; k-- {
+		if d := step(k); d != 0 {
+			a.move(deg, edges[k].Op, -d)
 		}
 	}
 	var al []Alert
 	a.mu.Lock()
-	for i, v := range u.Changed {
-		_, was := a.above[v]
-		if now := float64(deg[i]) > a.spec.Threshold; now {
-			a.above[v] = deg[i]
-			if !was {
-				al = append(al, a.alert(v, deg[i], u.View.Seq()))
+	for k, e := range edges {
+		d := step(k)
+		if d == 0 {
+			continue
+		}
+		for _, v := range a.move(deg, e.Op, d) {
+			n := deg[v]
+			_, was := a.above[v]
+			switch now := float64(n) > a.spec.Threshold; {
+			case now && !was:
+				a.above[v] = uint64(n)
+				al = append(al, Alert{Analytic: a.spec.Name, Kind: "degree", Seq: e.Seq, Vertex: v, Value: float64(n),
+					Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
+			case now:
+				a.above[v] = uint64(n)
+			case was:
+				delete(a.above, v)
 			}
-		} else if was {
-			delete(a.above, v)
 		}
 	}
 	a.mu.Unlock()
+	if len(al) > 0 && a.alerts != nil {
+		a.alerts(al)
+	}
 	// INVARIANT: the seq moves only once the alerts of the operations up
 	// to it are handed over (a reader, or a checkpoint, that sees the seq
 	// sees them).
-	a.publish(al)
 	a.mu.Lock()
-	a.seq = u.View.Seq()
+	a.seq = u.Seq
 	a.mu.Unlock()
-	return false, nil
+	return false, ctx.Err()
 }
 
-func (a *degree) alert(v, d, seq uint64) Alert {
-	return Alert{Analytic: a.spec.Name, Kind: "degree", Seq: seq, Vertex: v, Value: float64(d), Threshold: a.spec.Threshold}
-}
-
-func (a *degree) publish(al []Alert) {
-	if len(al) > 0 && a.alerts != nil {
-		slices.SortFunc(al, func(x, y Alert) int { return cmpU64(x.Vertex, y.Vertex) })
-		a.alerts(al)
+// move adds d to the degrees op's edge counts in (its source's out-degree,
+// its destination's in-degree, as the direction counts them) and returns
+// the vertices whose degree it moved, source first (one for a self-loop).
+func (a *degree) move(deg map[uint64]int64, op engine.Op, d int64) []uint64 {
+	var vs []uint64
+	if a.countOut {
+		deg[op.Src] += d
+		vs = append(vs, op.Src)
 	}
+	if a.countIn {
+		deg[op.Dst] += d
+		if len(vs) == 0 || op.Dst != op.Src {
+			vs = append(vs, op.Dst)
+		}
+	}
+	return vs
 }
 
 func cmpU64(a, b uint64) int {
@@ -189,83 +242,6 @@ func (a *degree) Vertex(v uint64) (any, bool) {
 	return VertexValue{v, float64(d)}, ok
 }
 
-// windowCounter counts upserts per vertex (by source or by destination)
-// over a window's worth of operations, and reports vertices whose count
-// comes to exceed a threshold. Not safe for concurrent use.
-type windowCounter struct {
-	byDst     bool
-	threshold float64
-	count     map[uint64]uint64
-	above     map[uint64]bool
-}
-
-func newWindowCounter(byDst bool, thr float64) *windowCounter {
-	return &windowCounter{byDst: byDst, threshold: thr, count: map[uint64]uint64{}, above: map[uint64]bool{}}
-}
-
-func (c *windowCounter) key(e views.Edge) uint64 {
-	if c.byDst {
-		return e.Op.Dst
-	}
-	return e.Op.Src
-}
-
-// crossing is a vertex that crossed above the threshold, with its count,
-// and the upsert that took it above.
-type crossing struct {
-	VertexValue
-	by views.Edge
-}
-
-// apply adds the new operations and removes the expired ones, then returns
-// (sorted) the vertices that crossed above the threshold, each credited to
-// the first upsert of the pull that took its count above (the counts only
-// fall after the new ones are in, so one did).
-func (c *windowCounter) apply(added, expired []views.Edge) []crossing {
-	touched := map[uint64]bool{}
-	by := map[uint64]views.Edge{}
-	for _, e := range added {
-		if e.Op.Kind == engine.OpUpsert {
-			k := c.key(e)
-			c.count[k]++
-			touched[k] = true
-			if _, ok := by[k]; !ok && float64(c.count[k]) > c.threshold && !c.above[k] {
-				by[k] = e
-			}
-		}
-	}
-	for _, e := range expired {
-		if e.Op.Kind == engine.OpUpsert {
-			k := c.key(e)
-			if c.count[k]--; c.count[k] == 0 {
-				delete(c.count, k)
-			}
-			touched[k] = true
-		}
-	}
-	var out []crossing
-	for v := range touched {
-		n := c.count[v]
-		if float64(n) > c.threshold {
-			if !c.above[v] {
-				c.above[v] = true
-				out = append(out, crossing{VertexValue{v, float64(n)}, by[v]})
-			}
-		} else {
-			delete(c.above, v)
-		}
-	}
-	slices.SortFunc(out, func(x, y crossing) int { return cmpU64(x.Vertex, y.Vertex) })
-	return out
-}
-
-func (c *windowCounter) reset() {
-	clear(c.count)
-	clear(c.above)
-}
-
-func (c *windowCounter) aboveCounts() map[uint64]uint64 { return countsOf(c.above, c.count) }
-
 // countsOf is count restricted to the vertices of above.
 func countsOf(above map[uint64]bool, count map[uint64]uint64) map[uint64]uint64 {
 	m := make(map[uint64]uint64, len(above))
@@ -275,21 +251,24 @@ func countsOf(above map[uint64]bool, count map[uint64]uint64) map[uint64]uint64 
 	return m
 }
 
-// fan is the fanin (by destination) or fanout (by source) monitor over a
-// stateless stream with a window: it raises an alert when a vertex's
-// upserts within the window, as of a pull, come to exceed the threshold.
+// fan is the fanin (by destination) or fanout (by source) monitor: it
+// raises an alert when an upsert takes a vertex's upserts within the
+// window above the threshold (fanWindow: one operation at a time, so
+// that a replay raises the same alerts, each naming its upsert). It reads
+// a plain stream view without a window: the window is its own, which a
+// checkpoint keeps.
 type fan struct {
 	spec   Spec
 	alerts func([]Alert)
 
-	mu   sync.RWMutex
-	c    *windowCounter // Protected by mu.
-	seq  uint64         // Protected by mu.
-	late uint64         // operations late for the window (views.StreamBatch.Late). Protected by mu.
+	mu  sync.RWMutex
+	win *fanWindow // Protected by mu.
+	seq uint64     // Protected by mu.
 }
 
 func newFan(s Spec, alerts func([]Alert)) *fan {
-	return &fan{spec: s, alerts: alerts, c: newWindowCounter(s.Type == "fanin", s.Threshold)}
+	cfg := views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}
+	return &fan{spec: s, alerts: alerts, win: newFanWindow(cfg, s.Type == "fanin", s.Threshold)}
 }
 
 func (a *fan) Spec() Spec { return a.spec }
@@ -308,20 +287,20 @@ func (a *fan) kind() string {
 }
 
 func (a *fan) Consume(b *views.StreamBatch) {
+	var al []Alert
 	a.mu.Lock()
-	crossed := a.c.apply(b.Edges, b.Expired)
-	a.late += uint64(len(b.Late))
-	a.mu.Unlock()
-	if len(crossed) > 0 && a.alerts != nil {
-		al := make([]Alert, len(crossed))
-		for i, x := range crossed {
-			al[i] = Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: b.Seq, Vertex: x.Vertex, Value: x.Value, Threshold: a.spec.Threshold,
-				Ref: x.by.Ref, EventTime: x.by.Op.Time()}
+	for _, e := range b.Edges {
+		if x, ok := a.win.add(e); ok {
+			al = append(al, Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: e.Seq, Vertex: x.Vertex, Value: x.Value,
+				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
 		}
+	}
+	a.mu.Unlock()
+	if len(al) > 0 && a.alerts != nil {
 		a.alerts(al)
 	}
 	// INVARIANT: the seq moves only once the alerts up to it are handed
-	// over (see degree.Update).
+	// over (see degree.UpdatePrior).
 	a.mu.Lock()
 	a.seq = b.Seq
 	a.mu.Unlock()
@@ -329,22 +308,22 @@ func (a *fan) Consume(b *views.StreamBatch) {
 
 func (a *fan) Reset() {
 	a.mu.Lock()
-	a.c.reset()
+	a.win.reset()
 	a.mu.Unlock()
 }
 
 func (a *fan) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	s := summarize(a.seq, a.spec.Threshold, a.c.aboveCounts())
-	s.Late = a.late
+	s := summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())
+	s.Late = a.win.win.Late()
 	return s
 }
 
 func (a *fan) Vertex(v uint64) (any, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	n, ok := a.c.count[v]
+	n, ok := a.win.count[v]
 	return VertexValue{v, float64(n)}, ok
 }
 
@@ -359,11 +338,9 @@ func (a *degree) MemoryBytes() int64 {
 	return mapEntryBytes * int64(len(a.above))
 }
 
-func (c *windowCounter) bytes() int64 { return mapEntryBytes * int64(len(c.count)+len(c.above)) }
-
-// MemoryBytes is the size of the window's counts.
+// MemoryBytes is the size of the window and its counts.
 func (a *fan) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return a.c.bytes()
+	return a.win.bytes()
 }

@@ -212,9 +212,6 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	if err != nil {
 		return s, err
 	}
-	if s.Type == "degree" && s.Direction != "out" && !r.m.Store().InEdges() {
-		return s, fmt.Errorf("analytic %q: direction %s needs in-edges (serve --in-edges)", s.Name, s.Direction)
-	}
 	if lim := r.cfg.MemoryLimit; lim > 0 {
 		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices)
 		if k, _ := kindOf(s.Type); k.topo && r.m.TopologyOf(ts).Bytes() == 0 {
@@ -241,11 +238,7 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	// The stream view opens here, so that the analytic sees every
 	// operation applied after Register returns.
 	var sv streamView
-	if from != nil {
-		sv, err = r.m.Topology().RestoredStream(r.topoOptions(s), *from)
-	} else {
-		sv, err = r.open(s, ts)
-	}
+	sv, err = r.open(s, ts, from)
 	if err != nil {
 		return s, err
 	}
@@ -301,7 +294,7 @@ func (r *Registry) firstCompute(a TopoAnalytic, st *views.TopoStream) error {
 	return a.Recompute(r.ctx, u.G)
 }
 
-// streamView is the stream an analytic follows: a *views.Stateful or a
+// streamView is the stream an analytic follows: a *views.TopoStream or a
 // *views.Stream.
 type streamView interface{ Close() }
 
@@ -318,18 +311,22 @@ func (r *Registry) types(s Spec) (*engine.TypeSet, error) {
 }
 
 // open registers the stream view of an analytic of spec s, which reads
-// the edge types ts (nil: all).
-func (r *Registry) open(s Spec, ts *engine.TypeSet) (streamView, error) {
-	so := views.StreamOptions{BatchSize: s.BatchSize, Window: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness},
-		MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Types: ts}
+// the edge types ts (nil: all); from, when not nil, is the log position a
+// restored analytic's stream starts at (Restore).
+func (r *Registry) open(s Spec, ts *engine.TypeSet, from *uint64) (streamView, error) {
 	k, _ := kindOf(s.Type)
 	if k.stream {
+		// The fan monitors hold their window themselves (fanWindow).
+		so := views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Types: ts}
+		if from != nil {
+			return r.m.RestoredStream(so, *from)
+		}
 		return r.m.Stream(so)
 	}
-	if k.topo {
-		return r.m.TopologyOf(ts).Stream(r.topoOptions(s))
+	if from != nil { // a checkpoint holds the topology of every type only
+		return r.m.Topology().RestoredStream(r.topoOptions(s), *from)
 	}
-	return r.m.Stateful(views.StatefulOptions{StreamOptions: so, Stale: s.Stale})
+	return r.m.TopologyOf(ts).Stream(r.topoOptions(s))
 }
 
 // topoOptions are the options of a graph analytic's topology stream.
@@ -339,8 +336,10 @@ func (r *Registry) topoOptions(s Spec) views.StreamOptions {
 
 // NeedsPresence says whether the stream of an analytic of spec s is opened
 // with Presence (it says what was there before each operation, which fraud,
-// pagerank and sssp, the priorUpdaters, read).
-func NeedsPresence(s Spec) bool { return s.Type == "fraud" || s.Type == "pagerank" || s.Type == "sssp" }
+// degree, pagerank and sssp, the priorUpdaters, read).
+func NeedsPresence(s Spec) bool {
+	return s.Type == "fraud" || s.Type == "degree" || s.Type == "pagerank" || s.Type == "sssp"
+}
 
 // UpdateTopo brings a to u, a pull of its stream (opened with Presence
 // when NeedsPresence): a recompute when u is Lost, else its update. It
@@ -410,7 +409,7 @@ func (r *Registry) run(ctx context.Context, e *entry, sv streamView) {
 		if sv == nil {
 			ts, err := r.types(s) // resolved at Register: names do not go away
 			if err == nil {
-				sv, err = r.open(s, ts)
+				sv, err = r.open(s, ts, nil)
 			}
 			if err != nil {
 				if errors.Is(err, views.ErrClosed) {
@@ -455,20 +454,6 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	var step func(first bool) (bool, error)
 	var began time.Time
 	switch a := e.a.(type) {
-	case GraphAnalytic:
-		st := sv.(*views.Stateful)
-		step = func(first bool) (bool, error) {
-			if first {
-				began = time.Now()
-				return true, a.Recompute(ctx, st.View())
-			}
-			u, err := st.Pull(ctx)
-			if err != nil {
-				return false, err
-			}
-			began = time.Now()
-			return a.Update(ctx, u)
-		}
 	case TopoAnalytic:
 		st := sv.(*views.TopoStream)
 		step = func(bool) (bool, error) {
@@ -490,13 +475,21 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		}
 	case StreamAnalytic:
 		st := sv.(*views.Stream)
-		e.record(true, 0, nil)
+		e.record(!e.restored, 0, nil) // ready: an empty window, or the checkpoint's
 		t0 := time.Now()
 		for {
-			if err := pace(ctx, s.Interval, t0); err != nil {
-				return err
+			// A checkpoint's catch-up request cuts the pause and the wait
+			// for operations short: the pull then takes what there is.
+			wctx, stop := e.waitContext(ctx)
+			err := pace(wctx, s.Interval, t0)
+			var b *views.StreamBatch
+			if err == nil {
+				b, err = st.Pull(wctx)
 			}
-			b, err := st.Pull(ctx)
+			stop()
+			if err != nil && ctx.Err() == nil && e.pending() {
+				b, err = st.PullNow(ctx)
+			}
 			var lost *views.LostError
 			if errors.As(err, &lost) {
 				a.Reset()
@@ -511,6 +504,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			a.Consume(b)
 			e.record(false, time.Since(t0), nil)
 			r.observe(s.Name, false, time.Since(t0))
+			e.answer(e.a.Seq())
 		}
 	}
 	if step == nil {

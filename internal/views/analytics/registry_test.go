@@ -46,7 +46,7 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		{Type: "wcc", BatchSize: 10},
 		{Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000, Interval: 5 * time.Millisecond},
 		{Type: "sssp", Root: fmt.Sprint(spreadID(3))},
-		{Type: "degree", Direction: "both", Threshold: 4, Stale: true},
+		{Type: "degree", Direction: "both", Threshold: 4},
 		{Type: "fanin", Threshold: 3, WindowEdges: 30},
 		{Name: "out", Type: "fanout", Threshold: 3, WindowDuration: time.Second},
 		{Type: "fraud", Threshold: 5, MaxCycle: 4},
@@ -328,8 +328,14 @@ func TestRegisterCountsTheTopology(t *testing.T) {
 	if _, err := small.Register(Spec{Type: "bfs", Root: "1"}); !errors.Is(err, ErrMemory) {
 		t.Fatalf("the topology's memory was not counted: %v", err)
 	}
-	if _, err := small.Register(Spec{Type: "degree", Threshold: 10}); err != nil {
+	if _, err := small.Register(Spec{Type: "degree", Threshold: 10}); !errors.Is(err, ErrMemory) {
+		t.Fatalf("the degree monitor reads the topology too: %v", err)
+	}
+	if _, err := small.Register(Spec{Type: "fanout", Threshold: 10}); err != nil {
 		t.Fatalf("a monitor without a topology: %v", err)
+	}
+	if _, err := small.Register(Spec{Type: "degree", Stale: true, Threshold: 10}); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("stale is refused with a reason: %v", err)
 	}
 	big := NewRegistry(h.m, RegistryConfig{MemoryLimit: 64 << 20})
 	defer big.Close()

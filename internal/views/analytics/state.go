@@ -211,72 +211,89 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 	return nil
 }
 
-// saveState writes the fraud monitor's fan-in window (each operation's
-// destination, time and whether it upserts) and its counters; its counts
-// are made again from the window on load. It has no per-vertex state over
-// c.
+// saveState writes the fraud monitor's fan-in window (fanWindow.save) and
+// its counters. It has no per-vertex state over c.
 func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	ops := a.win.win.Items() // a copy, in the order they leave
-	dst, times := make([]uint64, len(ops)), make([]uint64, len(ops))
-	ups := make([]byte, len(ops))
-	for i, op := range ops {
-		dst[i], times[i] = op.dst, uint64(op.time)
-		if op.upsert {
-			ups[i] = 1
-		}
-	}
-	e.Uint64s(dst)
-	e.Uint64s(times)
-	e.Bytes(ups)
+	a.win.save(e)
 	e.U64(a.cycles)
 	e.U64(a.truncated)
 	e.U64(a.cutShort)
-	e.U64(a.win.win.Late())
 	return a.seq, e.Err()
 }
 
 func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
-	dst, times, ups := d.Uint64s(), d.Uint64s(), d.Bytes()
-	cycles, truncated, cutShort, late := d.U64(), d.U64(), d.U64(), d.U64()
+	w := loadFanWindow(d, a.win)
+	cycles, truncated, cutShort := d.U64(), d.U64(), d.U64()
 	if d.Err() != nil {
 		return d.Err()
 	}
-	if most := a.win.win.Max(); len(times) != len(dst) || len(ups) != len(dst) || len(dst) > most {
-		d.Fail("a window of %d, %d and %d values (at most %d)", len(dst), len(times), len(ups), most)
-		return d.Err()
-	}
-	w := newFanWindow(a.win.cfg, a.win.threshold)
-	left := false
-	for i := range dst {
-		if ups[i] > 1 {
-			d.Fail("an upsert flag of %d", ups[i])
-			return d.Err()
-		}
-		if i > 0 && w.cfg.Duration > 0 && int64(times[i]) < int64(times[i-1]) {
-			d.Fail("a duration window's operations out of time order at %d", i)
-			return d.Err()
-		}
-		// In the order they leave, none is late and none leaves (they were
-		// all held together).
-		op := winOp{dst: dst[i], time: int64(times[i]), upsert: ups[i] == 1}
-		if !w.win.Add(op.time, op, func(winOp) { left = true }) || left {
-			d.Fail("the window's operations do not fit one window (at %d)", i)
-			return d.Err()
-		}
-		if op.upsert {
-			w.count[op.dst]++
-		}
-	}
-	for v, n := range w.count {
-		if float64(n) > w.threshold {
-			w.above[v] = true
-		}
-	}
-	w.win.SetLate(late)
 	a.mu.Lock()
 	a.win, a.seq, a.cycles, a.truncated, a.cutShort = w, seq, cycles, truncated, cutShort
+	a.mu.Unlock()
+	return nil
+}
+
+// saveState writes the fan monitor's window (fanWindow.save). It has no
+// per-vertex state over c: it needs no topology.
+func (a *fan) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	a.win.save(e)
+	return a.seq, e.Err()
+}
+
+func (a *fan) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
+	w := loadFanWindow(d, a.win)
+	if d.Err() != nil {
+		return d.Err()
+	}
+	a.mu.Lock()
+	a.win, a.seq = w, seq
+	a.mu.Unlock()
+	return nil
+}
+
+// saveState writes the vertices above the degree monitor's threshold with
+// their degrees, by id (the rest of its state is the topology's).
+func (a *degree) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	vs := make([]uint64, 0, len(a.above))
+	for v := range a.above {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs) // the same state writes the same bytes
+	ds := make([]uint64, len(vs))
+	for i, v := range vs {
+		ds[i] = a.above[v]
+	}
+	e.Uint64s(vs)
+	e.Uint64s(ds)
+	return a.seq, e.Err()
+}
+
+// loadState checks that every vertex read is above the threshold once.
+func (a *degree) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
+	vs, ds := d.Uint64s(), d.Uint64s()
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if len(vs) != len(ds) {
+		d.Fail("%d vertices and %d degrees", len(vs), len(ds))
+		return d.Err()
+	}
+	above := make(map[uint64]uint64, len(vs))
+	for i, v := range vs {
+		if _, dup := above[v]; dup || !(float64(ds[i]) > a.spec.Threshold) {
+			d.Fail("vertex %d: degree %d, twice or not above the threshold %v", v, ds[i], a.spec.Threshold)
+			return d.Err()
+		}
+		above[v] = ds[i]
+	}
+	a.mu.Lock()
+	a.above, a.seq = above, seq
 	a.mu.Unlock()
 	return nil
 }
