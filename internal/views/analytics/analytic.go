@@ -203,7 +203,7 @@ var kinds = []kind{
 	{name: "pagerank", topo: true, perVertex: 98, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
 	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
-	{name: "degree", topo: true, monitor: true, settings: (*Spec).degreeSettings,
+	{name: "degree", topo: true, monitor: true, perVertex: 4, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
 	{name: "fanin", monitor: true, window: true, stream: true,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},

@@ -935,3 +935,48 @@ func recomputeOnPull(ctx context.Context, t *testing.T, ts *views.TopoStream, a 
 		t.Fatal(err)
 	}
 }
+
+// TestDegreeRecomputeAfterLostOperations: the first compute raises no
+// alert; a later one (its stream lost operations) raises one for each
+// vertex above the threshold that was not, naming no operation.
+func TestDegreeRecomputeAfterLostOperations(t *testing.T) {
+	h := newHarness(t, 3, false, denseIDs)
+	var got []Alert
+	a := newDegree(Spec{Name: "deg", Type: "degree", Direction: "out", Threshold: 3}, func(al []Alert) { got = append(got, al...) })
+	apply := func(src uint64, dsts ...uint64) {
+		var b engine.Batch
+		for _, d := range dsts {
+			b.Insert(src, d)
+		}
+		if _, err := h.s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compute := func() {
+		v, err := h.m.Static(views.StaticOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		if err := a.Recompute(context.Background(), topoOf(t, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(1, 10, 11, 12, 13)
+	apply(2, 10)
+	compute()
+	if len(got) != 0 {
+		t.Fatalf("the first compute raised %+v", got)
+	}
+	apply(2, 11, 12, 13)
+	apply(3, 10, 11, 12, 13, 14)
+	compute()
+	if len(got) != 2 || got[0].Vertex != 2 || got[1].Vertex != 3 || got[0].Ref != 0 || got[1].Value != 5 {
+		t.Fatalf("after lost operations: %+v, want vertices 2 and 3", got)
+	}
+	got = nil
+	compute()
+	if len(got) != 0 {
+		t.Fatalf("a compute of the same graph raised %+v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -31,9 +32,18 @@ type degree struct {
 	alerts            func([]Alert)
 	countOut, countIn bool // which lists count
 
+	// Scratch of UpdatePrior, which the Registry serializes. INVARIANT
+	// (between calls): every acc is 0.
+	acc     []int32
+	ends    [][2]int32
+	scratch atomic.Int64 // their bytes, for MemoryBytes
+
 	mu    sync.RWMutex
 	above map[uint64]uint64 // vertex -> degree; Protected by mu.
 	seq   uint64            // Protected by mu.
+	// computed: a state exists (a compute or a checkpoint's). Protected
+	// by mu.
+	computed bool
 }
 
 func newDegree(s Spec, alerts func([]Alert)) *degree {
@@ -61,8 +71,11 @@ func (a *degree) deg(g *views.Topo, i int32) uint64 {
 	return d
 }
 
-// Recompute finds every vertex above the threshold. It raises no alerts:
-// those are for crossings that operations make.
+// Recompute finds every vertex above the threshold. The first raises no
+// alerts (they are for crossings operations make); a later one (its
+// stream lost operations, so which made a vertex cross is unknown) raises
+// one, naming no operation, for each vertex above now that was not
+// before.
 func (a *degree) Recompute(ctx context.Context, g *views.Topo) error {
 	above := map[uint64]uint64{}
 	for i := range int32(g.Bound()) {
@@ -70,8 +83,24 @@ func (a *degree) Recompute(ctx context.Context, g *views.Topo) error {
 			above[g.IDs.ID(int(i))] = d
 		}
 	}
+	var al []Alert
 	a.mu.Lock()
-	a.above, a.seq = above, g.Seq
+	if a.computed {
+		for v, d := range above {
+			if _, was := a.above[v]; !was {
+				al = append(al, Alert{Analytic: a.spec.Name, Kind: "degree", Seq: g.Seq, Vertex: v, Value: float64(d), Threshold: a.spec.Threshold})
+			}
+		}
+	}
+	a.above, a.computed = above, true
+	a.mu.Unlock()
+	if len(al) > 0 && a.alerts != nil {
+		slices.SortFunc(al, func(x, y Alert) int { return cmpU64(x.Vertex, y.Vertex) })
+		a.alerts(al)
+	}
+	// INVARIANT: the seq moves only once the alerts are handed over.
+	a.mu.Lock()
+	a.seq = g.Seq
 	a.mu.Unlock()
 	return ctx.Err()
 }
@@ -83,10 +112,10 @@ func (a *degree) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (boo
 	return true, a.Recompute(ctx, g)
 }
 
-// UpdatePrior applies one pull: the degrees after it are g's; walking the
-// operations back from them gives each touched vertex's degree before the
-// pull, and walking forward again finds, operation by operation, the
-// upserts that take a vertex above.
+// UpdatePrior applies one pull. The degrees after it are g's; acc holds,
+// per touched index, what the operations still to walk will add: minus
+// the pull's net change before the forward walk, so that g's degree plus
+// acc is the degree before each operation, and zero again after it.
 func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
 	g, edges, prior := u.G, u.Edges, u.Prior
 	if len(prior) != len(edges) {
@@ -95,7 +124,7 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 	// step is what operation k does to the degrees of its endpoints: +1
 	// (an upsert of an absent edge), -1 (a delete of a present one, or an
 	// expansion) or 0.
-	step := func(k int) int64 {
+	step := func(k int) int32 {
 		switch op := edges[k].Op.Kind; {
 		case prior[k] == views.VertexOp:
 			return 0
@@ -106,38 +135,43 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 		}
 		return 0
 	}
-	// deg: each touched vertex's degree, first after the pull (g's), then
-	// walked back to before it.
-	deg := map[uint64]int64{}
-	touch := func(v uint64) {
-		if _, ok := deg[v]; !ok {
-			var d int64
-			if i, ok := g.IDs.Index(v); ok && i < g.Len() {
-				d = int64(a.deg(g, int32(i)))
-			}
-			deg[v] = d
-		}
+	if len(a.acc) < g.Len() {
+		a.acc = append(a.acc, make([]int32, g.Len()-len(a.acc))...)
 	}
+	// ends are the operations' endpoints as indexes of g (-1: no step).
+	ends := a.ends[:0]
 	for k, e := range edges {
-		if step(k) != 0 {
-			touch(e.Op.Src)
-			touch(e.Op.Dst)
-		}
-	}
-	for k := len(edges) - 1; k >= 0; k-- {
+		i, j := int32(-1), int32(-1)
 		if d := step(k); d != 0 {
-			a.move(deg, edges[k].Op, -d)
+			x, ok1 := g.IDs.Index(e.Op.Src)
+			y, ok2 := g.IDs.Index(e.Op.Dst)
+			if !ok1 || !ok2 || x >= g.Len() || y >= g.Len() {
+				// An edge the topology added or removed has both ends.
+				return true, a.Recompute(ctx, g)
+			}
+			i, j = int32(x), int32(y)
+		}
+		ends = append(ends, [2]int32{i, j})
+	}
+	a.ends = ends
+	a.scratch.Store(int64(cap(a.acc))*4 + int64(cap(a.ends))*8)
+	for k, ij := range ends {
+		if ij[0] >= 0 {
+			a.move(ij[0], ij[1], -step(k))
 		}
 	}
 	var al []Alert
 	a.mu.Lock()
 	for k, e := range edges {
-		d := step(k)
-		if d == 0 {
+		i, j := ends[k][0], ends[k][1]
+		if i < 0 {
 			continue
 		}
-		for _, v := range a.move(deg, e.Op, d) {
-			n := deg[v]
+		d := step(k)
+		a.move(i, j, d)
+		check := func(x int32) {
+			n := int64(a.deg(g, x)) + int64(a.acc[x])
+			v := g.IDs.ID(int(x))
 			_, was := a.above[v]
 			switch now := float64(n) > a.spec.Threshold; {
 			case now && !was:
@@ -149,6 +183,13 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 			case was:
 				delete(a.above, v)
 			}
+		}
+		// Source first; a self-loop's one vertex once.
+		if a.countOut {
+			check(i)
+		}
+		if a.countIn && (!a.countOut || j != i) {
+			check(j)
 		}
 	}
 	a.mu.Unlock()
@@ -164,22 +205,16 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 	return false, ctx.Err()
 }
 
-// move adds d to the degrees op's edge counts in (its source's out-degree,
-// its destination's in-degree, as the direction counts them) and returns
-// the vertices whose degree it moved, source first (one for a self-loop).
-func (a *degree) move(deg map[uint64]int64, op engine.Op, d int64) []uint64 {
-	var vs []uint64
+// move adds d to acc at the indexes whose degree the edge (i, j) counts
+// in: its source's out-degree, its destination's in-degree, as the
+// direction counts them.
+func (a *degree) move(i, j int32, d int32) {
 	if a.countOut {
-		deg[op.Src] += d
-		vs = append(vs, op.Src)
+		a.acc[i] += d
 	}
 	if a.countIn {
-		deg[op.Dst] += d
-		if len(vs) == 0 || op.Dst != op.Src {
-			vs = append(vs, op.Dst)
-		}
+		a.acc[j] += d
 	}
-	return vs
 }
 
 func cmpU64(a, b uint64) int {
@@ -331,11 +366,11 @@ func (a *fan) Vertex(v uint64) (any, bool) {
 // included (rounded up).
 const mapEntryBytes = 48
 
-// MemoryBytes is the size of the degree map.
+// MemoryBytes is the size of the degree map and of the update's scratch.
 func (a *degree) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return mapEntryBytes * int64(len(a.above))
+	return mapEntryBytes*int64(len(a.above)) + a.scratch.Load()
 }
 
 // MemoryBytes is the size of the window and its counts.

@@ -293,7 +293,7 @@ func (a *degree) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) e
 		above[v] = ds[i]
 	}
 	a.mu.Lock()
-	a.above, a.seq = above, seq
+	a.above, a.seq, a.computed = above, seq, true
 	a.mu.Unlock()
 	return nil
 }
