@@ -110,8 +110,8 @@ func (g *bigGraph) batch(n int, del, vdel float64) *engine.Batch {
 	return &b
 }
 
-// TestAnalyticsLargeGraphsReference: bfs, wcc, sssp and pagerank follow a
-// 16384-vertex RMAT graph (hubs; numbers, sparse numbers and keys) through
+// TestAnalyticsLargeGraphsReference: bfs, wcc, sssp, pagerank and the
+// degree monitor follow a 16384-vertex RMAT graph (hubs; numbers, sparse numbers and keys) through
 // batches of inserts, re-weights, deletes and vertex deletes (weights in
 // quarters from 0.25 to 9; zero weights, which make sssp's repair larger,
 // are in the small graphs' tests), checked
@@ -136,8 +136,10 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 	if err := prSpec.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	const degThreshold = 24
+	deg := newDegree(Spec{Name: "deg", Type: "degree", Direction: "both", Threshold: degThreshold}, nil)
 	runs := []*run{{a: newBFS(Spec{Name: "bfs", Type: "bfs"}, root)}, {a: newWCC(Spec{Name: "wcc", Type: "wcc"})},
-		{a: newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)}, {a: newPageRank(prSpec)}}
+		{a: newSSSP(Spec{Name: "sssp", Type: "sssp"}, root)}, {a: newPageRank(prSpec)}, {a: deg}}
 	for _, r := range runs {
 		var err error
 		if r.ts, err = g.m.Topology().Stream(views.StreamOptions{Presence: NeedsPresence(r.a.Spec())}); err != nil {
@@ -179,10 +181,24 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			v, _ := runs[map[string]int{"bfs": 0, "wcc": 1, "sssp": 2, "pagerank": 3}[typ]].a.Vertex(x)
 			return v
 		})
+		// The degree monitor: exactly the vertices above, with their
+		// degrees (out plus in).
+		above := 0
+		for x, d := range refDegrees(g.cur, "both") {
+			if d > degThreshold {
+				above++
+				if v, ok := deg.Vertex(x); !ok || v.(VertexValue).Value != float64(d) {
+					t.Fatalf("batch %d: vertex %d of degree %d: the monitor has %v, %v", batch, x, d, v, ok)
+				}
+			}
+		}
+		if s := deg.Summary().(MonitorSummary); s.Above != above || above == 0 {
+			t.Fatalf("batch %d: %d above, the reference %d", batch, s.Above, above)
+		}
 	}
 	// pagerank pushes only changes within pushRatio of its target: these
 	// batches are far larger than its tolerance, so it iterates (warm).
-	for _, r := range runs[:3] {
+	for _, r := range append(runs[:3:3], runs[4]) {
 		if r.re != 0 {
 			t.Errorf("%s recomputed %d times", r.a.Spec().Type, r.re)
 		}
