@@ -38,10 +38,16 @@ in-edges), compacts it, then measures in the same run:
     unmapped (the same sparse ids stored as they are) and keys (ids of the
     string-key band in order of first appearance). Results must agree with
     dense ones vertex for vertex. With --input only dense is measured.
+With --kernels-only it times only the bare kernels (bfs, wcc, pagerank to
+its default tolerance, sssp) on a plain CSR topology of the whole graph,
+--repeats times each, taking turns, with no store and no stream in the
+process: the min and median of each, and pagerank's time per iteration
+past the first (for a by-hand comparison with GAPBS, see the README).
 The last line of stdout is one JSON object.`,
 		Example: `  graphtide bench analytics --scale 20 --edge-factor 16
   graphtide bench analytics --scale 20 --ids dense --delete-fraction 0.5
-  graphtide bench analytics --input g.el --root 7 --ids dense`,
+  graphtide bench analytics --input g.el --root 7 --ids dense
+  graphtide bench analytics --input g20.el --root 872144 --kernels-only --repeats 8`,
 	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {
 		c.Log = log
 		return analyticsbench.Run(ctx, c)

@@ -122,6 +122,39 @@ func TestBenchAnalyticsInput(t *testing.T) {
 	}
 }
 
+// TestBenchAnalyticsKernelsOnly times the bare kernels on the whole edge
+// file (a share too small to stream is fine here: nothing streams), each
+// --repeats times, and measures nothing else.
+func TestBenchAnalyticsKernelsOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.el")
+	var b strings.Builder
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 6000 {
+		fmt.Fprintf(&b, "%d %d %d\n", r.IntN(1500), r.IntN(1500), 1+r.IntN(9))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "bench", "analytics", "--input", path, "--kernels-only", "--repeats", "3", "--stream-fraction", "0.0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	ks, _ := res["kernels_only"].(map[string]any)
+	for _, name := range []string{"bfs", "wcc", "pagerank", "sssp"} {
+		k, _ := ks[name].(map[string]any)
+		if min, med := k["min_sec"], k["median_sec"]; min == nil || med == nil || !(min.(float64) > 0 && min.(float64) <= med.(float64)) {
+			t.Errorf("%s: %v", name, k)
+		}
+	}
+	if pr, _ := ks["pagerank"].(map[string]any); pr["iterations"] == nil || !(pr["per_iteration_sec"].(float64) > 0) {
+		t.Errorf("pagerank: %v", pr)
+	}
+	if len(ks) != 4 || res["incremental"] != nil || res["batches"].(float64) != 0 {
+		t.Errorf("--kernels-only measured more: %v", res)
+	}
+}
+
 func TestBenchAnalyticsBadFlags(t *testing.T) {
 	wantFlagErrors(t, []string{"bench", "analytics"}, map[string]string{
 		"--scale 40":             "--scale must be between 1 and 26, got 40",

@@ -80,9 +80,14 @@ type Config struct {
 	PageRankTolerance float64
 	// IDs are the id layouts measured, dense first (default: all of
 	// Layouts; only dense with Input).
-	IDs        []string
-	CPUProfile string // if set, a Go CPU profile of the whole run goes here
-	Log        io.Writer
+	IDs []string
+	// KernelsOnly: only the static kernels, bare (analytics.RunKernel), on
+	// the plain CSR's topology of the whole graph, each --repeats times:
+	// no store and no stream, so that the process holds little besides
+	// the graph (a by-hand comparison with GAPBS's kernels).
+	KernelsOnly bool
+	CPUProfile  string // if set, a Go CPU profile of the whole run goes here
+	Log         io.Writer
 }
 
 // DefaultConfig is the command's defaults, without Dir.
@@ -112,6 +117,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a Go CPU profile of the whole run to this file")
 	_ = fs.MarkHidden("cpuprofile")
 	fs.StringSliceVar(&c.IDs, "ids", c.IDs, "id layouts to measure, dense first: dense, sparse, unmapped, keys (with --input: dense only)")
+	fs.BoolVar(&c.KernelsOnly, "kernels-only", c.KernelsOnly, "time only the bare static kernels on the whole graph's plain CSR topology, --repeats times each (min and median; for a by-hand comparison with GAPBS)")
 }
 
 // Validate checks the settings; its messages name the command's flags.
@@ -170,6 +176,17 @@ type Kernel struct {
 	FreshIterations int `json:"fresh_iterations,omitempty"`
 }
 
+// BareKernel is one kernel's figures under --kernels-only.
+type BareKernel struct {
+	MinSec    float64 `json:"min_sec"`
+	MedianSec float64 `json:"median_sec"`
+	// pagerank: the iterations to the default tolerance, and the least
+	// time of one iteration past the first (min_sec less the least time of
+	// a run of one iteration, over the iterations after the first).
+	Iterations      int     `json:"iterations,omitempty"`
+	PerIterationSec float64 `json:"per_iteration_sec,omitempty"`
+}
+
 // Incremental is one analytic's stream figures (dense ids).
 type Incremental struct {
 	UpdateSec    float64 `json:"update_sec"`     // mean per batch, the first (the warm-up) left out
@@ -209,8 +226,11 @@ type Result struct {
 	DeleteFraction float64 `json:"delete_fraction"`
 	VertexDeletes  int     `json:"vertex_deletes"`
 
-	Topology    TopologyFigures         `json:"topology"`
-	Kernels     map[string]*Kernel      `json:"kernels"`
+	Topology TopologyFigures    `json:"topology"`
+	Kernels  map[string]*Kernel `json:"kernels"`
+	// KernelsOnly holds the figures of --kernels-only (nothing else is
+	// measured then).
+	KernelsOnly map[string]*BareKernel  `json:"kernels_only,omitempty"`
 	Incremental map[string]*Incremental `json:"incremental"`
 
 	// IDs has the figures of each id layout measured, dense included.
@@ -437,6 +457,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 		k := int(float64(len(all)) * cfg.StreamFraction)
+		if cfg.KernelsOnly {
+			k = 0 // the whole graph
+		}
 		edges, extra, nv = all[:len(all)-k], all[len(all)-k:], n
 		res.Input = cfg.Input
 	} else {
@@ -456,7 +479,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		extra = conv(more[:int(float64(len(edges))*cfg.StreamFraction)])
 		nv = uint64(1) << cfg.Scale
 	}
-	if len(extra) == 0 {
+	if len(extra) == 0 && !cfg.KernelsOnly {
 		return res, fmt.Errorf("--stream-fraction %v of %d edges streams none: raise it", cfg.StreamFraction, len(edges))
 	}
 	res.Edges, res.Vertices = len(edges), nv
@@ -475,6 +498,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				res.Root, best = e.src, d
 			}
 		}
+	}
+	if cfg.KernelsOnly {
+		return kernelsOnly(ctx, cfg, res, edges, nv, logf)
 	}
 	ops := streamOps(edges, extra, cfg)
 	res.StreamedOps, res.DeleteFraction = 0, cfg.DeleteFraction
@@ -802,6 +828,63 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		case "keys":
 			res.KeysOverDense = ratios
 		}
+	}
+	if m, err := bench.ReadMemory(); err == nil {
+		res.PeakRSSBytes = m.PeakRSS
+	}
+	return res, nil
+}
+
+// kernelsOnly times the bare kernels (analytics.RunKernel) on the plain
+// CSR's topology of edges, cfg.Repeats times each, the kernels taking
+// turns; pagerank also runs one iteration as often, to tell its
+// iterations from its setup.
+func kernelsOnly(ctx context.Context, cfg Config, res Result, edges []wedge, nv uint64, logf func(string, ...any)) (Result, error) {
+	t0 := time.Now()
+	g, err := views.BuildTopo(ctx, newEdgeGraph(nv, edges))
+	if err != nil {
+		return res, err
+	}
+	res.Topology.CSRBuildSec = time.Since(t0).Seconds()
+	res.Topology.Edges, res.Topology.Bytes = g.Out.Edges(), g.Bytes()
+	logf("csr: topology built in %.2fs, %d distinct edges; root %d", res.Topology.CSRBuildSec, g.Out.Edges(), res.Root)
+	runtime.GC()
+	names := []string{"bfs", "wcc", "pagerank", "pagerank-1", "sssp"}
+	times := map[string][]float64{}
+	iters := 0
+	for range cfg.Repeats {
+		for _, name := range names {
+			typ, most := name, 20
+			if name == "pagerank-1" {
+				typ, most = "pagerank", 1
+			}
+			var it int
+			sec, err := timed(func() (err error) { it, err = analytics.RunKernel(ctx, typ, g, res.Root, most); return err })
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", name, err)
+			}
+			times[name] = append(times[name], sec)
+			if name == "pagerank" {
+				iters = it
+			}
+		}
+	}
+	res.KernelsOnly = map[string]*BareKernel{}
+	for _, name := range names {
+		ts := slices.Sorted(slices.Values(times[name]))
+		k := &BareKernel{MinSec: ts[0], MedianSec: ts[len(ts)/2]}
+		if name == "pagerank-1" {
+			continue
+		}
+		if name == "pagerank" {
+			k.Iterations = iters
+			if iters > 1 {
+				k.PerIterationSec = (k.MinSec - slices.Min(times["pagerank-1"])) / float64(iters-1)
+			}
+			logf("pagerank: %d iterations, %.4fs each past the first", iters, k.PerIterationSec)
+		}
+		res.KernelsOnly[name] = k
+		logf("%s: min %.4fs, median %.4fs of %d runs", name, k.MinSec, k.MedianSec, len(ts))
 	}
 	if m, err := bench.ReadMemory(); err == nil {
 		res.PeakRSSBytes = m.PeakRSS

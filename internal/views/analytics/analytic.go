@@ -334,15 +334,22 @@ func durIn(key string, p *time.Duration, def, lo, hi time.Duration) error {
 	return nil
 }
 
+// PageRank's defaults: damping, and tolerance on the L1 change of the
+// ranks.
+const (
+	DefaultDamping   = 0.85
+	DefaultTolerance = 1e-6
+)
+
 func (s *Spec) pagerankSettings() error {
 	if s.Damping == 0 {
-		s.Damping = 0.85
+		s.Damping = DefaultDamping
 	}
 	if !(s.Damping > 0 && s.Damping < 1) {
 		return fmt.Errorf("damping %v is out of range: allowed (0, 1)", s.Damping)
 	}
 	if s.Tolerance == 0 {
-		s.Tolerance = 1e-6
+		s.Tolerance = DefaultTolerance
 	}
 	if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
 		return fmt.Errorf("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)

@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"runtime"
@@ -696,4 +697,38 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 		}
 	}
 	return rank, np, iters, delta, nil
+}
+
+// RunKernel runs the static kernel of analytic type typ (bfs, wcc,
+// pagerank, sssp) on g, from root for bfs and sssp, without building the
+// analytic's state around its result: what a comparison with another
+// system's kernels times (graphtide bench analytics --kernels-only).
+// pagerank runs at the default damping to the default tolerance, at most
+// maxIter iterations; it returns the iterations run (1 for the others).
+func RunKernel(ctx context.Context, typ string, g *views.Topo, root uint64, maxIter int) (int, error) {
+	switch typ {
+	case "bfs":
+		_, err := bfsKernel(ctx, g, index(g, root))
+		return 1, err
+	case "wcc":
+		_, err := afforest(ctx, g)
+		return 1, err
+	case "pagerank":
+		_, _, iters, _, err := prKernel(ctx, g, nil, DefaultDamping, DefaultTolerance, maxIter)
+		return iters, err
+	case "sssp":
+		dist := make([]float64, g.Len())
+		parallelFor(workers(), len(dist), 1<<16, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dist[i] = math.Inf(1)
+			}
+		})
+		ri := index(g, root)
+		if ri < 0 {
+			return 1, nil
+		}
+		dist[ri] = 0
+		return 1, deltaStep(ctx, g, dist, []int32{ri})
+	}
+	return 0, fmt.Errorf("analytics: no kernel for type %q (bfs, wcc, pagerank, sssp)", typ)
 }
