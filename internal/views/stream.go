@@ -39,6 +39,11 @@ type StreamOptions struct {
 	// further behind than MaxBehind is not Lost for that, but gets its
 	// operations MaxBehind at a time (TopoUpdate.Partial).
 	Presence bool
+	// InChunks (plain streams): a stream further behind than MaxBehind is
+	// not Lost for that while the log still holds its operations, but
+	// gets them MaxBehind at a time (StreamBatch.Seq then stays at the
+	// last batch handed out whole).
+	InChunks bool
 	// Types, when not nil, keeps the edge operations of these edge types
 	// only (vertex deletes, which remove edges of every type, are kept):
 	// a stream hands out no others, a stateful stream's views read only
@@ -167,8 +172,12 @@ func (s *Stream) pull(ctx context.Context, wait bool) (*StreamBatch, error) {
 	head, _, last := s.m.log.state()
 	b := &StreamBatch{}
 	var ok bool
-	if head-s.pos <= uint64(s.opts.MaxBehind) {
-		b.Edges, ok = s.m.log.read(s.pos, head, nil)
+	to := head
+	if s.opts.InChunks {
+		to = min(head, s.pos+uint64(s.opts.MaxBehind))
+	}
+	if to-s.pos <= uint64(s.opts.MaxBehind) {
+		b.Edges, ok = s.m.log.read(s.pos, to, nil)
 	}
 	if !ok {
 		missed := head - s.pos // every op it skips, dropped or not
@@ -183,7 +192,21 @@ func (s *Stream) pull(ctx context.Context, wait bool) (*StreamBatch, error) {
 	if s.pos == head {
 		s.seq = last // batches without operations too
 	} else if n := len(b.Edges); n > 0 {
-		s.seq = b.Edges[n-1].Seq
+		// A chunk: its seq is that of the last batch it holds whole (the
+		// next operation, if of the same seq, goes with the next chunk;
+		// unchanged when the chunk is all of one batch).
+		lastSeq := b.Edges[n-1].Seq
+		next, ok := s.m.log.read(s.pos, s.pos+1, nil)
+		if ok && (len(next) == 0 || next[0].Seq != lastSeq) {
+			s.seq = lastSeq
+		} else {
+			for k := n - 1; k >= 0; k-- {
+				if b.Edges[k].Seq != lastSeq {
+					s.seq = b.Edges[k].Seq
+					break
+				}
+			}
+		}
 	}
 	b.Seq = s.seq
 	b.Edges = ofTypes(b.Edges, s.opts.Types)

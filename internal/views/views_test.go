@@ -538,6 +538,79 @@ func TestStreamLostWhenFarBehind(t *testing.T) {
 	}
 }
 
+// TestStreamInChunksCatchesUp: a stream with InChunks further behind than
+// its MaxBehind gets every operation, in order, at most MaxBehind a pull;
+// its Seq never names a batch it has not handed out whole, and reaches
+// the head's; it is Lost only once the log no longer holds what it needs.
+func TestStreamInChunksCatchesUp(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{LogCapacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st, err := m.Stream(StreamOptions{MaxBehind: 7, InChunks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	var want []uint64
+	var seqs []uint64        // the seq of each batch, in order
+	ends := map[uint64]int{} // seq -> ops applied up to its end
+	next := uint64(0)
+	apply := func(n int) {
+		ops := make([]engine.Op, n)
+		for i := range ops {
+			ops[i] = engine.Op{Src: 1, Dst: next, Weight: 1, Kind: engine.OpUpsert}
+			want = append(want, next)
+			next++
+		}
+		seq, err := s.Apply(batchOf(ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, seq)
+		ends[seq] = len(want)
+	}
+	ctx := context.Background()
+	var got []uint64
+	for round := 0; round < 30; round++ {
+		for range 1 + r.IntN(4) {
+			apply(1 + r.IntN(12)) // some batches larger than MaxBehind
+		}
+		for len(got) < len(want) {
+			b, err := st.PullNow(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Edges) > 7 {
+				t.Fatalf("a pull of %d operations, MaxBehind 7", len(b.Edges))
+			}
+			for _, e := range b.Edges {
+				got = append(got, e.Op.Dst)
+			}
+			// Seq: every operation of its batch is handed out.
+			if b.Seq != 0 && ends[b.Seq] > len(got) {
+				t.Fatalf("seq %d (its batch ends at %d) after %d operations", b.Seq, ends[b.Seq], len(got))
+			}
+			if len(got) == len(want) && b.Seq != seqs[len(seqs)-1] {
+				t.Fatalf("caught up at seq %d, the head is %d", b.Seq, seqs[len(seqs)-1])
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("handed out %v, applied %v", got, want)
+	}
+	// Behind what the log holds: Lost, as any stream.
+	for range 12 {
+		apply(10)
+	}
+	var lost *LostError
+	if _, err := st.Pull(ctx); !errors.As(err, &lost) {
+		t.Fatalf("120 operations behind a log of 100: %v", err)
+	}
+}
+
 func TestStreamWindows(t *testing.T) {
 	s := smallStore(t, false)
 	now := time.Unix(1000, 0)

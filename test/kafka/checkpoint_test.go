@@ -202,7 +202,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	// fanout monitor, checkpointed with it.
 	const degThreshold, outThreshold = 30, 5
 	degSpec := analytics.Spec{Type: "degree", Direction: "both", Threshold: degThreshold, MaxBehind: 200}
-	outSpec := analytics.Spec{Type: "fanout", Threshold: outThreshold, WindowEdges: window, MaxBehind: 1 << 18}
+	outSpec := analytics.Spec{Type: "fanout", Threshold: outThreshold, WindowEdges: window, MaxBehind: 200}
 	dir := t.TempDir()
 	_, log := testLogger(t, "the serve children")
 	cfg := childConfig{

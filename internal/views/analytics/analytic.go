@@ -119,10 +119,9 @@ type Spec struct {
 	Stale bool `yaml:"stale,omitempty" json:"stale,omitempty"`
 	// MaxBehind: when more operations than this wait for one pull, the
 	// analytic does not read them one by one but recomputes from the new
-	// view (fanin and fanout reset their windows and miss what they
-	// skipped, counted as a lost stream; the analytics whose stream has
-	// Presence, fraud, degree, pagerank and sssp, instead take them
-	// MaxBehind at a time, missing nothing); this bounds the memory one
+	// view (bfs and wcc; the others, fraud, degree, pagerank, sssp, fanin
+	// and fanout, instead take them MaxBehind at a time, missing nothing
+	// while the edge log holds them); this bounds the memory one
 	// pull takes. Default 262144, at most the edge log's capacity.
 	MaxBehind int `yaml:"max_behind,omitempty" json:"max_behind,omitempty"`
 

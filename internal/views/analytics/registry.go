@@ -316,8 +316,9 @@ func (r *Registry) types(s Spec) (*engine.TypeSet, error) {
 func (r *Registry) open(s Spec, ts *engine.TypeSet, from *uint64) (streamView, error) {
 	k, _ := kindOf(s.Type)
 	if k.stream {
-		// The fan monitors hold their window themselves (fanWindow).
-		so := views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Types: ts}
+		// The fan monitors hold their window themselves (fanWindow), and
+		// take a burst (a restart's replay) MaxBehind at a time.
+		so := views.StreamOptions{BatchSize: s.BatchSize, MaxBehind: min(s.MaxBehind, r.m.LogCapacity()), Types: ts, InChunks: true}
 		if from != nil {
 			return r.m.RestoredStream(so, *from)
 		}
