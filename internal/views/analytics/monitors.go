@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -15,30 +14,27 @@ import (
 // when its degree falls back to the threshold or below. It follows the
 // Manager's topology (TopoAnalytic, with Presence), so a degree is the
 // number of distinct neighbors in the simple graph every graph analytic
-// reads, read in O(1), and its state checkpoints with the topology.
+// reads, and its state checkpoints with the topology.
 //
 // It decides operation by operation, in log order: each upsert that adds
 // an edge, each delete that removes one (a vertex delete's expansion
 // included) moves its endpoints' degrees by one, and the upsert that
 // takes a vertex above raises its alert, naming that operation's record.
-// So the alerts depend on the operations only, not on how pulls cut them:
-// a replay after a restart raises the same alerts (exactly once, with the
-// alert sinks' checkpoint).
+// So the alerts depend on the operations only, not on how pulls cut them
+// (a partial pull included): a replay after a restart raises the same
+// alerts (exactly once, with the alert sinks' checkpoint).
 //
-// INVARIANT (between calls): above holds exactly the vertices whose degree
-// in the graph at seq exceeds the threshold, each with its degree.
+// INVARIANT (between calls): deg holds, over ids, each index's degree in
+// the graph at seq; above holds exactly the vertices whose degree exceeds
+// the threshold, each with its degree.
 type degree struct {
 	spec              Spec
 	alerts            func([]Alert)
 	countOut, countIn bool // which lists count
 
-	// Scratch of UpdatePrior, which the Registry serializes. INVARIANT
-	// (between calls): every acc is 0.
-	acc     []int32
-	ends    [][2]int32
-	scratch atomic.Int64 // their bytes, for MemoryBytes
-
 	mu    sync.RWMutex
+	ids   views.IDSpace     // Protected by mu.
+	deg   []int32           // Protected by mu.
 	above map[uint64]uint64 // vertex -> degree; Protected by mu.
 	seq   uint64            // Protected by mu.
 	// computed: a state exists (a compute or a checkpoint's). Protected
@@ -59,28 +55,24 @@ func (a *degree) Seq() uint64 {
 	return a.seq
 }
 
-// deg is vertex index i's degree in g.
-func (a *degree) deg(g *views.Topo, i int32) uint64 {
-	var d uint64
-	if a.countOut {
-		d += uint64(g.Out.Deg(i))
-	}
-	if a.countIn {
-		d += uint64(g.In.Deg(i))
-	}
-	return d
-}
-
-// Recompute finds every vertex above the threshold. The first raises no
-// alerts (they are for crossings operations make); a later one (its
-// stream lost operations, so which made a vertex cross is unknown) raises
-// one, naming no operation, for each vertex above now that was not
-// before.
+// Recompute takes every degree from g. The first raises no alerts (they
+// are for crossings operations make); a later one (its stream lost
+// operations, so which made a vertex cross is unknown) raises one, naming
+// no operation, for each vertex above now that was not before.
 func (a *degree) Recompute(ctx context.Context, g *views.Topo) error {
+	deg := make([]int32, g.Len())
 	above := map[uint64]uint64{}
 	for i := range int32(g.Bound()) {
-		if d := a.deg(g, i); float64(d) > a.spec.Threshold {
-			above[g.IDs.ID(int(i))] = d
+		var d int32
+		if a.countOut {
+			d += g.Out.Deg(i)
+		}
+		if a.countIn {
+			d += g.In.Deg(i)
+		}
+		deg[i] = d
+		if float64(d) > a.spec.Threshold {
+			above[g.IDs.ID(int(i))] = uint64(d)
 		}
 	}
 	var al []Alert
@@ -92,7 +84,7 @@ func (a *degree) Recompute(ctx context.Context, g *views.Topo) error {
 			}
 		}
 	}
-	a.above, a.computed = above, true
+	a.ids, a.deg, a.above, a.computed = g.IDs, deg, above, true
 	a.mu.Unlock()
 	if len(al) > 0 && a.alerts != nil {
 		slices.SortFunc(al, func(x, y Alert) int { return cmpU64(x.Vertex, y.Vertex) })
@@ -112,87 +104,78 @@ func (a *degree) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (boo
 	return true, a.Recompute(ctx, g)
 }
 
-// UpdatePrior applies one pull. The degrees after it are g's; acc holds,
-// per touched index, what the operations still to walk will add: minus
-// the pull's net change before the forward walk, so that g's degree plus
-// acc is the degree before each operation, and zero again after it.
+// UpdatePrior applies one pull's operations, in order, to the degrees:
+// never reading g's (a partial pull's g is ahead of its operations).
 func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
 	g, edges, prior := u.G, u.Edges, u.Prior
 	if len(prior) != len(edges) {
 		return true, a.Recompute(ctx, g)
 	}
-	// step is what operation k does to the degrees of its endpoints: +1
-	// (an upsert of an absent edge), -1 (a delete of a present one, or an
-	// expansion) or 0.
-	step := func(k int) int32 {
-		switch op := edges[k].Op.Kind; {
-		case prior[k] == views.VertexOp:
-			return 0
-		case op == engine.OpUpsert && prior[k] == views.WasAbsent:
-			return 1
-		case op == engine.OpDeleteEdge && prior[k] != views.WasAbsent:
-			return -1
-		}
-		return 0
-	}
-	if len(a.acc) < g.Len() {
-		a.acc = append(a.acc, make([]int32, g.Len()-len(a.acc))...)
-	}
-	// ends are the operations' endpoints as indexes of g (-1: no step).
-	ends := a.ends[:0]
-	for k, e := range edges {
-		i, j := int32(-1), int32(-1)
-		if d := step(k); d != 0 {
-			x, ok1 := g.IDs.Index(e.Op.Src)
-			y, ok2 := g.IDs.Index(e.Op.Dst)
-			if !ok1 || !ok2 || x >= g.Len() || y >= g.Len() {
-				// An edge the topology added or removed has both ends.
-				return true, a.Recompute(ctx, g)
-			}
-			i, j = int32(x), int32(y)
-		}
-		ends = append(ends, [2]int32{i, j})
-	}
-	a.ends = ends
-	a.scratch.Store(int64(cap(a.acc))*4 + int64(cap(a.ends))*8)
-	for k, ij := range ends {
-		if ij[0] >= 0 {
-			a.move(ij[0], ij[1], -step(k))
-		}
-	}
 	var al []Alert
+	bad := false
 	a.mu.Lock()
+	if a.ids != g.IDs {
+		a.deg, a.ids = resize(a.deg, a.ids, g.IDs, 0), g.IDs
+	}
+	check := func(x int32, e views.Edge) {
+		n := a.deg[x]
+		if n < 0 {
+			bad = true // cannot be: recompute
+			return
+		}
+		v := g.IDs.ID(int(x))
+		_, was := a.above[v]
+		switch now := float64(n) > a.spec.Threshold; {
+		case now && !was:
+			a.above[v] = uint64(n)
+			al = append(al, Alert{Analytic: a.spec.Name, Kind: "degree", Seq: e.Seq, Vertex: v, Value: float64(n),
+				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
+		case now:
+			a.above[v] = uint64(n)
+		case was:
+			delete(a.above, v)
+		}
+	}
 	for k, e := range edges {
-		i, j := ends[k][0], ends[k][1]
-		if i < 0 {
+		// What the operation does to its endpoints' degrees: +1 (an
+		// upsert of an absent edge), -1 (a delete of a present one, or an
+		// expansion) or nothing.
+		var d int32
+		switch op := e.Op.Kind; {
+		case prior[k] == views.VertexOp:
+		case op == engine.OpUpsert && prior[k] == views.WasAbsent:
+			d = 1
+		case op == engine.OpDeleteEdge && prior[k] != views.WasAbsent:
+			d = -1
+		}
+		if d == 0 {
 			continue
 		}
-		d := step(k)
-		a.move(i, j, d)
-		check := func(x int32) {
-			n := int64(a.deg(g, x)) + int64(a.acc[x])
-			v := g.IDs.ID(int(x))
-			_, was := a.above[v]
-			switch now := float64(n) > a.spec.Threshold; {
-			case now && !was:
-				a.above[v] = uint64(n)
-				al = append(al, Alert{Analytic: a.spec.Name, Kind: "degree", Seq: e.Seq, Vertex: v, Value: float64(n),
-					Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
-			case now:
-				a.above[v] = uint64(n)
-			case was:
-				delete(a.above, v)
-			}
+		x, ok1 := g.IDs.Index(e.Op.Src)
+		y, ok2 := g.IDs.Index(e.Op.Dst)
+		if !ok1 || !ok2 || x >= len(a.deg) || y >= len(a.deg) {
+			bad = true // an edge the topology added or removed has both ends
+			break
 		}
+		i, j := int32(x), int32(y)
 		// Source first; a self-loop's one vertex once.
 		if a.countOut {
-			check(i)
+			a.deg[i] += d
+		}
+		if a.countIn {
+			a.deg[j] += d
+		}
+		if a.countOut {
+			check(i, e)
 		}
 		if a.countIn && (!a.countOut || j != i) {
-			check(j)
+			check(j, e)
 		}
 	}
 	a.mu.Unlock()
+	if bad {
+		return true, a.Recompute(ctx, g)
+	}
 	if len(al) > 0 && a.alerts != nil {
 		a.alerts(al)
 	}
@@ -203,18 +186,6 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 	a.seq = u.Seq
 	a.mu.Unlock()
 	return false, ctx.Err()
-}
-
-// move adds d to acc at the indexes whose degree the edge (i, j) counts
-// in: its source's out-degree, its destination's in-degree, as the
-// direction counts them.
-func (a *degree) move(i, j int32, d int32) {
-	if a.countOut {
-		a.acc[i] += d
-	}
-	if a.countIn {
-		a.acc[j] += d
-	}
 }
 
 func cmpU64(a, b uint64) int {
@@ -366,11 +337,11 @@ func (a *fan) Vertex(v uint64) (any, bool) {
 // included (rounded up).
 const mapEntryBytes = 48
 
-// MemoryBytes is the size of the degree map and of the update's scratch.
+// MemoryBytes is the size of the degrees and of the map of those above.
 func (a *degree) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return mapEntryBytes*int64(len(a.above)) + a.scratch.Load()
+	return mapEntryBytes*int64(len(a.above)) + sliceBytes(a.deg)
 }
 
 // MemoryBytes is the size of the window and its counts.

@@ -255,11 +255,12 @@ func (a *fan) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) erro
 	return nil
 }
 
-// saveState writes the vertices above the degree monitor's threshold with
-// their degrees, by id (the rest of its state is the topology's).
-func (a *degree) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
+// saveState writes the degree monitor's degrees over c, then the vertices
+// above its threshold with their degrees, by id.
+func (a *degree) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	e.Int32s(onCanonical(a.deg, a.ids, c, 0))
 	vs := make([]uint64, 0, len(a.above))
 	for v := range a.above {
 		vs = append(vs, v)
@@ -274,26 +275,35 @@ func (a *degree) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, erro
 	return a.seq, e.Err()
 }
 
-// loadState checks that every vertex read is above the threshold once.
-func (a *degree) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) error {
-	vs, ds := d.Uint64s(), d.Uint64s()
+// loadState checks what it reads: no degree is negative, and the vertices
+// above are exactly those whose degree exceeds the threshold, each with
+// that degree.
+func (a *degree) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) error {
+	deg, vs, ds := d.Int32s(), d.Uint64s(), d.Uint64s()
 	if d.Err() != nil {
 		return d.Err()
 	}
-	if len(vs) != len(ds) {
-		d.Fail("%d vertices and %d degrees", len(vs), len(ds))
+	if len(deg) != c.Len() || len(vs) != len(ds) {
+		d.Fail("%d degrees for %d vertices, %d vertices above and %d degrees", len(deg), c.Len(), len(vs), len(ds))
 		return d.Err()
 	}
 	above := make(map[uint64]uint64, len(vs))
 	for i, v := range vs {
-		if _, dup := above[v]; dup || !(float64(ds[i]) > a.spec.Threshold) {
-			d.Fail("vertex %d: degree %d, twice or not above the threshold %v", v, ds[i], a.spec.Threshold)
+		j, ok := c.Index(v)
+		if _, dup := above[v]; dup || !ok || uint64(deg[j]) != ds[i] || !(float64(ds[i]) > a.spec.Threshold) {
+			d.Fail("vertex %d: above with degree %d, twice, unknown, or not its degree or not above the threshold %v", v, ds[i], a.spec.Threshold)
 			return d.Err()
 		}
 		above[v] = ds[i]
 	}
+	for j, n := range deg {
+		if n < 0 || float64(n) > a.spec.Threshold && above[c.ID(j)] == 0 {
+			d.Fail("vertex %d: degree %d, negative or above the threshold but not listed", c.ID(j), n)
+			return d.Err()
+		}
+	}
 	a.mu.Lock()
-	a.above, a.seq, a.computed = above, seq, true
+	a.ids, a.deg, a.above, a.seq, a.computed = c, deg, above, seq, true
 	a.mu.Unlock()
 	return nil
 }
