@@ -90,19 +90,26 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 	}
 }
 
-// TestBenchAnalyticsInput runs the benchmark on an edge file with weights
-// and a given root.
-func TestBenchAnalyticsInput(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "g.el")
+// writeRandomEL writes an edge file of 6,000 random weighted edges among
+// 1,500 vertices (weights 1 to 9) and returns its path.
+func writeRandomEL(t *testing.T, seed1, seed2 uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "g.el")
 	var b strings.Builder
-	r := rand.New(rand.NewPCG(1, 2))
+	r := rand.New(rand.NewPCG(seed1, seed2))
 	for range 6000 {
 		fmt.Fprintf(&b, "%d %d %d\n", r.IntN(1500), r.IntN(1500), 1+r.IntN(9))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// TestBenchAnalyticsInput runs the benchmark on an edge file with weights
+// and a given root.
+func TestBenchAnalyticsInput(t *testing.T) {
+	path := writeRandomEL(t, 1, 2)
 	out, _, err := execute(t, "bench", "analytics", "--input", path, "--root", "7", "--repeats", "1",
 		"--batch-size", "100", "--stream-fraction", "0.1", "--delete-fraction", "0.5", "--dir", t.TempDir())
 	if err != nil {
@@ -126,15 +133,7 @@ func TestBenchAnalyticsInput(t *testing.T) {
 // file (a share too small to stream is fine here: nothing streams), each
 // --repeats times, and measures nothing else.
 func TestBenchAnalyticsKernelsOnly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g.el")
-	var b strings.Builder
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 6000 {
-		fmt.Fprintf(&b, "%d %d %d\n", r.IntN(1500), r.IntN(1500), 1+r.IntN(9))
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeRandomEL(t, 3, 4)
 	out, _, err := execute(t, "bench", "analytics", "--input", path, "--kernels-only", "--repeats", "3", "--stream-fraction", "0.0001")
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +142,7 @@ func TestBenchAnalyticsKernelsOnly(t *testing.T) {
 	ks, _ := res["kernels_only"].(map[string]any)
 	for _, name := range []string{"bfs", "wcc", "pagerank", "sssp"} {
 		k, _ := ks[name].(map[string]any)
-		if min, med := k["min_sec"], k["median_sec"]; min == nil || med == nil || !(min.(float64) > 0 && min.(float64) <= med.(float64)) {
+		if lo, med := k["min_sec"], k["median_sec"]; lo == nil || med == nil || !(lo.(float64) > 0 && lo.(float64) <= med.(float64)) {
 			t.Errorf("%s: %v", name, k)
 		}
 	}

@@ -427,12 +427,7 @@ func checkExpanded(before oracle, es []Edge) error {
 // topology built again from a view when the log no longer holds what it
 // needs, and every later update is exact again.
 func TestTopologyLostWhenTheLogWraps(t *testing.T) {
-	s := smallStore(t, true)
-	m, err := NewManager(s, Config{LogCapacity: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, true, 20)
 	st, err := m.Topology().Stream(StreamOptions{})
 	if err != nil {
 		t.Fatal(err)

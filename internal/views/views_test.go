@@ -61,6 +61,19 @@ func smallStore(t testing.TB, inEdges bool) *engine.Store {
 	return s
 }
 
+// smallLogManager is a Manager over a smallStore whose edge log holds
+// logCap operations (closed when the test ends).
+func smallLogManager(t testing.TB, inEdges bool, logCap int) (*engine.Store, *Manager) {
+	t.Helper()
+	s := smallStore(t, inEdges)
+	m, err := NewManager(s, Config{LogCapacity: logCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return s, m
+}
+
 // spread maps the vertex numbers [0, nv) of the random tests onto ids
 // over the whole range, injectively: a third stay small numbers, a third
 // become string-key ids, and a third scatter over [2^61, 2^62), some right
@@ -493,12 +506,7 @@ func TestStreamDeliversEveryOpOnceInOrder(t *testing.T) {
 }
 
 func TestStreamLostWhenFarBehind(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{LogCapacity: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 100)
 	st, _ := m.Stream(StreamOptions{})
 	bounded, _ := m.Stream(StreamOptions{MaxBehind: 10})
 	apply := func(from, n int) {
@@ -543,12 +551,7 @@ func TestStreamLostWhenFarBehind(t *testing.T) {
 // its Seq never names a batch it has not handed out whole, and reaches
 // the head's; it is Lost only once the log no longer holds what it needs.
 func TestStreamInChunksCatchesUp(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{LogCapacity: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 100)
 	st, err := m.Stream(StreamOptions{MaxBehind: 7, InChunks: true})
 	if err != nil {
 		t.Fatal(err)

@@ -534,9 +534,8 @@ const prGrain = 1 << 14
 // in-edges, each worker writing its own vertices' new ranks (no locks, no
 // atomics), and computes the contributions the next iteration gathers
 // (rank over out-degree, double-buffered) and its dangling mass. It
-// returns the ranks, the present count N, the iterations run and the last
-// change.
-func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
+// returns the ranks, the iterations run and the last change.
+func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
 	n := g.Len()
 	nw := workers()
 	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent (and
@@ -585,7 +584,7 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 	}
 	if np == 0 {
 		clear(rank)
-		return rank, 0, 1, 0, nil
+		return rank, 1, 0, nil
 	}
 	if singlePrecision(d, tol) {
 		return prIterate[float32](ctx, g, nw, rank, inv, pres, gone, d, tol, maxIter)
@@ -623,7 +622,7 @@ func RoundingL1(d, tol float64) float64 {
 // prIterate is prKernel's iterations with contributions of type C, over
 // the present indexes pres on nw workers (inv as prKernel's; gone: per
 // worker, a warm start's rank at indexes now absent).
-func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, int, float64, error) {
+func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
 	n, np := g.Len(), len(pres)
 	size := unsafe.Sizeof(C(0))
 	// contrib and next stay 0 at absent indexes (never written).
@@ -646,7 +645,7 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 	copy(dl, gone)
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, 0, 0, err
+			return nil, 0, 0, err
 		}
 		mass := 0.0
 		for w := range dang {
@@ -696,7 +695,7 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 			break
 		}
 	}
-	return rank, np, iters, delta, nil
+	return rank, iters, delta, nil
 }
 
 // RunKernel runs the static kernel of analytic type typ (bfs, wcc,
@@ -714,7 +713,7 @@ func RunKernel(ctx context.Context, typ string, g *views.Topo, root uint64, maxI
 		_, err := afforest(ctx, g)
 		return 1, err
 	case "pagerank":
-		_, _, iters, _, err := prKernel(ctx, g, nil, DefaultDamping, DefaultTolerance, maxIter)
+		_, iters, _, err := prKernel(ctx, g, nil, DefaultDamping, DefaultTolerance, maxIter)
 		return iters, err
 	case "sssp":
 		dist := make([]float64, g.Len())

@@ -207,7 +207,7 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error
 	// beside the old one.
 	a.running.Store((4*8 + 8 + 29) * int64(g.Len()))
 	defer a.running.Store(0)
-	rank, _, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	rank, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
 		return err
 	}
