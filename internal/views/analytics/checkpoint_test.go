@@ -497,3 +497,30 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreRefusesAnotherContentVersion: a checkpoint of another
+// content version (an older graphtide's, whose sections this one would
+// misread) restores nothing and says which versions.
+func TestRestoreRefusesAnotherContentVersion(t *testing.T) {
+	h := newHarness(t, 9, false, denseIDs)
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	w, err := checkpoint.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"version":%d,"seq":0,"analytics":[{"name":"fanin","type":"fanin","threshold":3}]}`, CheckpointVersion-1)
+	if err := w.Section("meta", func(en *checkpoint.Encoder) { en.Bytes([]byte(meta)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(h.m, RegistryConfig{})
+	defer r.Close()
+	spec := Spec{Type: "fanin", Threshold: 3}
+	got, err := r.Restore(context.Background(), path, []Spec{spec}, func(CheckpointMeta) error { return nil })
+	want := fmt.Sprintf("content version %d, this graphtide reads %d", CheckpointVersion-1, CheckpointVersion)
+	if err == nil || !strings.Contains(err.Error(), want) || len(got) != 0 || len(r.Results()) != 0 {
+		t.Fatalf("restored %v, %v; want an error saying %q", got, err, want)
+	}
+}
