@@ -413,8 +413,10 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 			}
 		}
 	}
+	// The topology is restored only for analytics that read it: held with
+	// no stream open, it would be memory nobody uses.
 	from := r.m.ResumePosition()
-	if g != nil {
+	if g != nil && slices.ContainsFunc(got, func(x restored) bool { k, _ := kindOf(x.s.Type); return k.topo }) {
 		if from, err = r.m.Topology().Restore(g); err != nil {
 			return nil, err
 		}

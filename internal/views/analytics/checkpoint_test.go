@@ -524,3 +524,43 @@ func TestRestoreRefusesAnotherContentVersion(t *testing.T) {
 		t.Fatalf("restored %v, %v; want an error saying %q", got, err, want)
 	}
 }
+
+// TestRestoreHoldsTheTopologyOnlyForItsReaders: a checkpoint with the
+// topology (a degree monitor's) restored for a fanin monitor alone brings
+// fanin back without holding the topology, which nothing would read.
+func TestRestoreHoldsTheTopologyOnlyForItsReaders(t *testing.T) {
+	h := newHarness(t, 13, false, denseIDs)
+	specs := []Spec{{Type: "degree", Threshold: 2}, {Type: "fanin", Threshold: 2, WindowEdges: 20}}
+	r1 := NewRegistry(h.m, RegistryConfig{})
+	for _, s := range specs {
+		if _, err := r1.Register(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		h.batch(20, false, true)
+	}
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	meta, err := r1.Checkpoint(ctx, path, []byte("p"))
+	if err != nil || !meta.Topology || len(meta.Analytics) != 2 {
+		t.Fatalf("checkpoint %+v: %v", meta, err)
+	}
+	r1.Close()
+	h.m.Close()
+	m, err := views.NewManager(h.s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r2 := NewRegistry(m, RegistryConfig{})
+	defer r2.Close()
+	got, err := r2.Restore(ctx, path, specs[1:], func(CheckpointMeta) error { return nil })
+	if err != nil || fmt.Sprint(got) != "[fanin]" {
+		t.Fatalf("restored %v: %v", got, err)
+	}
+	if b := m.Topology().Stats().Bytes; b != 0 {
+		t.Fatalf("the topology is held (%d bytes) with no analytic to read it", b)
+	}
+}
