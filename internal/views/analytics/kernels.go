@@ -402,6 +402,23 @@ const binWindow = 1 << 12
 // errNegative: sssp met a negative weight (its distances are not valid).
 var errNegative = errors.New("sssp needs non-negative weights")
 
+// ssspKernel returns the shortest distance of every index from root (+Inf:
+// unreached; all +Inf when root is -1, not in g). A negative weight gives
+// errNegative with the distances found.
+func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, error) {
+	dist := make([]float64, g.Len())
+	parallelFor(workers(), len(dist), 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dist[i] = math.Inf(1)
+		}
+	})
+	if root < 0 {
+		return dist, nil
+	}
+	dist[root] = 0
+	return dist, deltaStep(ctx, g, dist, []int32{root})
+}
+
 // deltaStep lowers dist from the seeds (whose dist is already set) until
 // every edge is relaxed: dist[v] <= dist[u] + w(u, v) for every edge. With
 // dist +Inf everywhere but the root at 0 it computes the shortest
@@ -716,18 +733,8 @@ func RunKernel(ctx context.Context, typ string, g *views.Topo, root uint64, maxI
 		_, iters, _, err := prKernel(ctx, g, nil, DefaultDamping, DefaultTolerance, maxIter)
 		return iters, err
 	case "sssp":
-		dist := make([]float64, g.Len())
-		parallelFor(workers(), len(dist), 1<<16, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dist[i] = math.Inf(1)
-			}
-		})
-		ri := index(g, root)
-		if ri < 0 {
-			return 1, nil
-		}
-		dist[ri] = 0
-		return 1, deltaStep(ctx, g, dist, []int32{ri})
+		_, err := ssspKernel(ctx, g, index(g, root))
+		return 1, err
 	}
 	return 0, fmt.Errorf("analytics: no kernel for type %q (bfs, wcc, pagerank, sssp)", typ)
 }

@@ -47,19 +47,12 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 	a.mu.Lock()
 	a.behind = false // what the skipped partial pulls changed is in g
 	a.mu.Unlock()
-	st := &ssspState{ids: g.IDs, dist: make([]float64, g.Len()), seq: g.Seq}
-	parallelFor(workers(), len(st.dist), 1<<16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			st.dist[i] = math.Inf(1)
-		}
-	})
-	if ri := index(g, a.root); ri >= 0 {
-		st.dist[ri] = 0
-		if err := deltaStep(ctx, g, st.dist, []int32{ri}); errors.Is(err, errNegative) {
-			st.err = err.Error()
-		} else if err != nil {
-			return err
-		}
+	dist, err := ssspKernel(ctx, g, index(g, a.root))
+	st := &ssspState{ids: g.IDs, dist: dist, seq: g.Seq}
+	if errors.Is(err, errNegative) {
+		st.err = err.Error()
+	} else if err != nil {
+		return err
 	}
 	a.swap(st)
 	return nil
