@@ -459,14 +459,8 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		st := sv.(*views.TopoStream)
 		step = func(bool) (bool, error) {
 			// The first pull is Lost (compute from scratch), unless the
-			// analytic was restored from a checkpoint. A checkpoint's
-			// catch-up request ends the wait for new operations.
-			wctx, stop := e.waitContext(ctx)
-			u, err := st.Pull(wctx)
-			stop()
-			if err != nil && ctx.Err() == nil && e.pending() {
-				u, err = st.PullNow(ctx)
-			}
+			// analytic was restored from a checkpoint.
+			u, err := pullFor(ctx, e, st.Pull, st.PullNow)
 			if err != nil {
 				return false, err
 			}
@@ -479,18 +473,10 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		e.record(!e.restored, 0, nil) // ready: an empty window, or the checkpoint's
 		t0 := time.Now()
 		for {
-			// A checkpoint's catch-up request cuts the pause and the wait
-			// for operations short: the pull then takes what there is.
-			wctx, stop := e.waitContext(ctx)
-			err := pace(wctx, s.Interval, t0)
-			var b *views.StreamBatch
-			if err == nil {
-				b, err = st.Pull(wctx)
+			if err := e.pace(ctx, s.Interval, t0); err != nil {
+				return err
 			}
-			stop()
-			if err != nil && ctx.Err() == nil && e.pending() {
-				b, err = st.PullNow(ctx)
-			}
+			b, err := pullFor(ctx, e, st.Pull, st.PullNow)
 			var lost *views.LostError
 			if errors.As(err, &lost) {
 				a.Reset()
@@ -513,11 +499,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 	}
 	for first := true; ; first = false {
 		if !first {
-			// A checkpoint's catch-up request cuts the pause short.
-			wctx, stop := e.waitContext(ctx)
-			err := pace(wctx, s.Interval, began)
-			stop()
-			if err != nil && ctx.Err() != nil {
+			if err := e.pace(ctx, s.Interval, began); err != nil {
 				return err
 			}
 		}
@@ -530,6 +512,30 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		r.observe(s.Name, re, d)
 		e.answer(e.a.Seq())
 	}
+}
+
+// pace waits until interval has passed since t0, cut short by a
+// checkpoint's catch-up request; it fails only when ctx ends.
+func (e *entry) pace(ctx context.Context, interval time.Duration, t0 time.Time) error {
+	wctx, stop := e.waitContext(ctx)
+	defer stop()
+	if err := pace(wctx, interval, t0); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
+// pullFor pulls an analytic's stream with pull, waiting for new
+// operations, unless a checkpoint's catch-up request comes meanwhile: then
+// with now, which takes what there is.
+func pullFor[B any](ctx context.Context, e *entry, pull, now func(context.Context) (B, error)) (B, error) {
+	wctx, stop := e.waitContext(ctx)
+	b, err := pull(wctx)
+	stop()
+	if err != nil && ctx.Err() == nil && e.pending() {
+		b, err = now(ctx)
+	}
+	return b, err
 }
 
 // pace waits until interval has passed since t0.
