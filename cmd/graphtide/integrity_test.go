@@ -208,7 +208,7 @@ func namesFile(err error, file string) bool {
 	var te *typedict.CorruptError
 	switch {
 	case errors.As(err, &te):
-		return te.Path == file
+		return te.File == file
 	case errors.As(err, &ce):
 		return ce.File == file
 	case errors.As(err, &ke):

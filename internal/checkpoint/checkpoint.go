@@ -50,16 +50,8 @@ const maxName = 255
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // CorruptError is a checkpoint file that cannot be read: what is wrong and
-// where.
-type CorruptError struct {
-	File   string
-	Offset int64
-	What   string
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("checkpoint %s at byte offset %d: %s", e.File, e.Offset, e.What)
-}
+// where; its Kind is "checkpoint".
+type CorruptError = durable.CorruptError
 
 // Writer writes one checkpoint file. Not safe for concurrent use.
 type Writer struct {
@@ -299,7 +291,7 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) corrupt(off int64, what string, args ...any) error {
-	return &CorruptError{File: r.path, Offset: off, What: fmt.Sprintf(what, args...)}
+	return &CorruptError{Kind: "checkpoint", File: r.path, Offset: off, What: fmt.Sprintf(what, args...)}
 }
 
 // Section reads the next section, which must be called name (any name

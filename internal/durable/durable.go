@@ -60,3 +60,19 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	return SyncDir(dir)
 }
+
+// CorruptError is a file graphtide wrote that does not read back as
+// written: which kind of file, which file, the byte offset of the damage
+// (0: the file as a whole) and what is wrong. The type dictionary and the
+// analytics' checkpoint report damage with it, so that one check (errors.As)
+// reads either.
+type CorruptError struct {
+	Kind   string // "typedict", "checkpoint"
+	File   string
+	Offset int64
+	What   string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: %s: byte offset %d: %s", e.Kind, e.File, e.Offset, e.What)
+}

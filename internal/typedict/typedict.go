@@ -80,16 +80,8 @@ func encode(names []string) []byte {
 
 // CorruptError is a type dictionary file that is not one graphtide wrote:
 // what is wrong, and the byte offset where it was found (0 when it is the
-// file as a whole).
-type CorruptError struct {
-	Path   string
-	Offset int64
-	What   string
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("typedict: %s: byte offset %d: %s", e.Path, e.Offset, e.What)
-}
+// file as a whole); its Kind is "typedict".
+type CorruptError = durable.CorruptError
 
 // Dict is the type dictionary of one data directory.
 type Dict struct {
@@ -121,7 +113,7 @@ func open(path string, readOnly bool) (*Dict, error) {
 		return nil, fmt.Errorf("typedict: %w", err)
 	}
 	if off, what := d.parse(b); what != "" {
-		return nil, &CorruptError{Path: path, Offset: off, What: what}
+		return nil, &CorruptError{Kind: "typedict", File: path, Offset: off, What: what}
 	}
 	return d, nil
 }

@@ -144,7 +144,7 @@ func TestEveryFlippedByteIsRefused(t *testing.T) {
 			}
 			_, err := OpenReadOnly(path)
 			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Path != path {
+			if !errors.As(err, &ce) || ce.File != path {
 				t.Fatalf("byte %d bit %d (%q): %v, want a *CorruptError naming the file", off, bit, b, err)
 			}
 		}
