@@ -433,8 +433,11 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 		near[w] = make([][]int32, binWindow)
 	}
 	far := make([][]int32, nw)
+	// A vertex at distance d is in bin d*inv (a product, not a quotient:
+	// every bin is computed by binOf, so they agree).
+	inv := 1 / delta
 	binOf := func(d float64) int64 {
-		if b := d / delta; b < math.MaxInt64/2 {
+		if b := d * inv; b < math.MaxInt64/2 {
 			return int64(b)
 		}
 		return math.MaxInt64 / 2
@@ -455,16 +458,26 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 		push(0, s, binOf(dist[s]))
 	}
 	var negative atomic.Bool
+	// Every weight is above 0 unless the graph ever had one that is not:
+	// only then is each weight checked for a negative one.
+	check := !g.PositiveLengths()
 	relax := func(w int, u int32) {
 		d := distOf(u)
 		nb, ws := g.Out.Nbrs(u), g.Out.Weights(u)
-		for k, v := range nb {
-			wt := 1.0
-			if ws != nil {
-				if wt = ws[k]; wt < 0 {
-					negative.Store(true)
-					continue
+		if ws == nil {
+			for _, v := range nb {
+				if nd := d + 1; lowerTo(&dist[v], nd) {
+					push(w, v, binOf(nd))
 				}
+			}
+			return
+		}
+		ws = ws[:len(nb)]
+		for k, v := range nb {
+			wt := ws[k]
+			if check && wt < 0 {
+				negative.Store(true)
+				continue
 			}
 			if nd := d + wt; lowerTo(&dist[v], nd) {
 				push(w, v, binOf(nd))
