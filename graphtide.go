@@ -271,6 +271,32 @@ func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 	}
 }
 
+// Edges returns the edges from src to dst (their ID is dst), one per edge
+// type that links them, the larger type first; none when there is no such
+// edge. A lookup searches src's edges by binary search in each file and
+// MemGraph, so it costs about the same for a hub as for any vertex.
+func (s *Snapshot) Edges(src, dst uint64) ([]Neighbor, error) {
+	c, err := s.sn.Edge(src, dst)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Neighbor, len(c.Types))
+	for i := range out {
+		out[i] = Neighbor{ID: dst, Weight: c.Weights[i], Type: c.Types[i]}
+		if t := c.Times[i]; t > 0 {
+			out[i].Time = time.UnixMicro(t).UTC()
+		}
+	}
+	return out, nil
+}
+
+// HasEdge reports whether the snapshot holds an edge from src to dst (of
+// any of its types).
+func (s *Snapshot) HasEdge(src, dst uint64) (bool, error) {
+	c, err := s.sn.Edge(src, dst)
+	return len(c.Types) > 0, err
+}
+
 // View is a static view: the whole graph as of one sequence number, for
 // scans. Release it when done.
 type View struct{ v *views.StaticView }

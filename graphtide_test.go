@@ -361,6 +361,22 @@ func TestDBEdgeTypes(t *testing.T) {
 	if err != nil || fmt.Sprint(all) != fmt.Sprint(want) {
 		t.Errorf("neighbors of 1: %v, %v; want %v", all, err, want)
 	}
+	// Edge lookups: both types of 1 -> 2, as Neighbors lists them; one
+	// through a type filter; none the other way.
+	if es, err := sn.Edges(1, 2); err != nil || fmt.Sprint(es) != fmt.Sprint(want) {
+		t.Errorf("edges 1 -> 2: %v, %v; want %v", es, err, want)
+	}
+	if es, err := sn.OfTypes(pay).Edges(1, 2); err != nil || len(es) != 1 || es[0].Type != pay || es[0].Weight != 10 || !es[0].Time.Equal(paidAt) {
+		t.Errorf("payment edges 1 -> 2: %v, %v", es, err)
+	}
+	for _, c := range []struct {
+		src, dst uint64
+		want     bool
+	}{{1, 2, true}, {2, 1, false}, {4, 5, true}, {5, 4, false}, {1, 3, false}} {
+		if has, err := sn.HasEdge(c.src, c.dst); err != nil || has != c.want {
+			t.Errorf("has edge %d -> %d: %v, %v; want %v", c.src, c.dst, has, err, c.want)
+		}
+	}
 	if d, err := sn.OfTypes(pay).Degree(1, Out); err != nil || d != 1 {
 		t.Errorf("payment degree of 1: %d, %v", d, err)
 	}

@@ -255,6 +255,14 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, con
   });
 }
 
+int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
+                     uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, gt_error *err) {
+  return Guard(err, [&] {
+    *n = 0;
+    return Done(snap->r.Edge(src, dst, Types(types), gt::EdgeOut{nullptr, weights, types_out, times_out}, cap, n), err);
+  });
+}
+
 void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n) {
   try {
     std::vector<gt_file_info> fs = s->s->Files();

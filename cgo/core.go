@@ -442,6 +442,20 @@ func (sn *Snapshot) NeighborsAfter(v uint64, dir uint32, ts *TypeSet, after uint
 	return int(cn), cmore != 0, nil
 }
 
+// Edge calls gt_snapshot_edge with w (and t and tm unless nil, as long as
+// w) as the buffer of the edges from src to dst; n is the full count even
+// when it exceeds len(w) (CodeBuffer).
+func (sn *Snapshot) Edge(src, dst uint64, ts *TypeSet, w []float64, t []uint16, tm []int64) (int, *Error) {
+	var n C.size_t
+	var e C.gt_error
+	rc := C.gt_snapshot_edge(sn.h, C.uint64_t(src), C.uint64_t(dst), tsp(ts), f64p(w), u16p(t), i64p(tm),
+		C.size_t(len(w)), &n, &e)
+	if rc != 0 {
+		return int(n), takeError(rc, &e)
+	}
+	return int(n), nil
+}
+
 // Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, t and
 // tm, when not nil, as long as dsts.
 func (sn *Snapshot) Scan(lo, hi uint64, dir uint32, ts *TypeSet, vids, offs, dsts []uint64, w []float64, t []uint16, tm []int64) (nv, ne int, next uint64, err *Error) {

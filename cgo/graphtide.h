@@ -277,6 +277,18 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, con
                                 uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, uint32_t *more,
                                 gt_error *err);
 
+/* Edge lookup: the visible edges from src to dst of the given types (at
+ * most one per type; several when src links to dst by edges of several
+ * types), in type descending order, their weights, types and event times
+ * into weights, types_out and times_out[0..cap) (each may be NULL). *n
+ * receives the count (0: no such edge); if it is larger than cap,
+ * GT_ERR_BUFFER is returned and nothing useful is copied (cap
+ * GT_MAX_EDGE_TYPES always suffices). Each file holding src is searched
+ * by binary search within src's edges, a MemGraph hub's cached versions
+ * too, so a lookup costs O(log degree) per file, not the degree. */
+int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
+                     uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, gt_error *err);
+
 /* Edges of every vertex in [lo, hi) that has at least one visible edge of
  * the given types, in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge
  * offsets into dsts, offs[0] = 0), dsts/weights/types_out[0..*ne). Stops

@@ -576,34 +576,89 @@ size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *
   return scratch->size();
 }
 
-void MemGraph::SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t) {
-  if (n <= k) return;
-  const size_t tb = t->size();
-  // Newest first, then a stable sort into run order. A block holds the
-  // versions from its base up to the next block's base (or n).
-  t->resize(tb + (n - k));
-  Entry *o = t->data() + tb;
+template <typename F>
+void MemGraph::ForTailNewestFirst(const Slot &s, const Block *blk, uint32_t k, uint32_t n, F &&f) {
+  // A block holds the versions from its base up to the next block's base
+  // (or n).
   uint32_t upper = n;
   for (; blk != nullptr && upper > k; blk = blk->prev) {
     if (blk->base >= upper) continue;  // linked after n was read
     const uint32_t lo = std::max(k, blk->base), hi = std::min(upper, blk->base + blk->cap());
     switch (blk->kind()) {
       case kNarrow:
-        for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->thin()[i - 1 - blk->base]);
+        for (uint32_t i = hi; i > lo; i--) f(Widen(blk->thin()[i - 1 - blk->base]));
         break;
       case kWide:
-        for (uint32_t i = hi; i > lo; i--) *o++ = Widen(blk->wide()[i - 1 - blk->base]);
+        for (uint32_t i = hi; i > lo; i--) f(Widen(blk->wide()[i - 1 - blk->base]));
         break;
       case kTimed:
-        o = std::reverse_copy(blk->full() + (lo - blk->base), blk->full() + (hi - blk->base), o);
+        for (uint32_t i = hi; i > lo; i--) f(blk->full()[i - 1 - blk->base]);
         break;
     }
     upper = blk->base;
   }
-  if (k < kInline) o = std::reverse_copy(s.inl + k, s.inl + std::min(n, kInline), o);
+  for (uint32_t i = std::min(n, kInline); i > k; i--) f(s.inl[i - 1]);
+}
+
+namespace {
+// The index range [*b, *e) of the versions with dst d in ents[0, n),
+// sorted in run order.
+void DstRange(const Entry *ents, size_t n, uint64_t d, uint64_t *b, uint64_t *e) {
+  const Entry *lo = std::lower_bound(ents, ents + n, d, [](const Entry &x, uint64_t y) { return x.dst < y; });
+  const Entry *hi = std::upper_bound(lo, ents + n, d, [](uint64_t y, const Entry &x) { return y < x.dst; });
+  *b = static_cast<uint64_t>(lo - ents);
+  *e = static_cast<uint64_t>(hi - ents);
+}
+}  // namespace
+
+size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+  scratch->clear();
+  const Slot *sp = Lookup(out_, v);
+  if (sp == nullptr) return 0;
+  const Slot &s = *sp;
+  // n before head, then the cache, as in AddRuns.
+  const uint32_t n = s.n.load(std::memory_order_acquire);
+  const Block *blk = s.head.load(std::memory_order_acquire);
+  const Cache *c = s.cache.load(std::memory_order_acquire);
+  const uint32_t k = c != nullptr ? c->k : 0;
+  uint64_t b = 0, e = 0;
+  if (c != nullptr ? n - std::min(n, k) <= k / 8 : n < hub_min_) {
+    // The versions past the cache (all of them without one) to dst, then
+    // the cache's: the newer run first.
+    SortedTailTo(s, blk, k, n, dst, scratch);
+    if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
+    if (c != nullptr) {
+      DstRange(c->ents, k, dst, &b, &e);
+      if (b < e) runs->push_back(Run{c->ents, nullptr, b, e});
+    }
+    return scratch->size() + (e - b);
+  }
+  CollectSlot(s, scratch, true);
+  DstRange(scratch->data(), scratch->size(), dst, &b, &e);
+  if (b < e) runs->push_back(Run{scratch->data(), nullptr, b, e});
+  return e - b;
+}
+
+void MemGraph::SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t) {
+  if (n <= k) return;
+  const size_t tb = t->size();
+  // Newest first, then a stable sort into run order.
+  t->resize(tb + (n - k));
+  Entry *o = t->data() + tb;
+  ForTailNewestFirst(s, blk, k, n, [&o](const Entry &e) { *o++ = e; });
   // Exactly versions [k, n), each once (a block's unused end is not read).
   GT_DCHECK_MSG(o == t->data() + t->size(),
                 "SortedTail wrote " + std::to_string(o - (t->data() + tb)) + " versions of " + std::to_string(n - k));
+  StableSortRun(t->data() + tb, t->data() + t->size());
+}
+
+void MemGraph::SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_t n, uint64_t dst,
+                            std::vector<Entry> *t) {
+  if (n <= k) return;
+  const size_t tb = t->size();
+  ForTailNewestFirst(s, blk, k, n, [&](const Entry &e) {
+    if (e.dst == dst) t->push_back(e);
+  });
   StableSortRun(t->data() + tb, t->data() + t->size());
 }
 

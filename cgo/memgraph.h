@@ -263,6 +263,14 @@ class MemGraph {
   // scratch, of every batch up to tau at least (the caller's snapshot),
   // from the in-index, built up to tau first if need be (in_mu_).
   size_t AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  // Any thread, no lock. As AddRuns for the out-versions of the edges from
+  // v to dst only (an edge lookup): at most two runs, the newer first, of
+  // the versions with that dst. A hub with a cache: a binary search of the
+  // cache and a scan of the versions written since (while they are at most
+  // an eighth of it, as AddRuns); a vertex below hub_min versions: a scan
+  // of its versions; else as AddRuns (which may publish a cache), then a
+  // binary search.
+  size_t AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
   // Any thread, no lock (in-edges: as AddRuns). Up to max sorted vertices
   // of dir in [lo, hi); *resume is where the next call should start (hi
   // when exhausted). On an active MemGraph it may list vertices only newer
@@ -630,6 +638,12 @@ class MemGraph {
   // Appends the slot's versions [k, n) sorted into run order (blk: its
   // head, loaded after n).
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
+  // Appends to *t the versions [k, n) of s whose dst is dst, sorted into
+  // run order.
+  static void SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_t n, uint64_t dst, std::vector<Entry> *t);
+  // Calls f(e) for each version [k, n) of s, the newest first.
+  template <typename F>
+  static void ForTailNewestFirst(const Slot &s, const Block *blk, uint32_t k, uint32_t n, F &&f);
   const Dir &SortedOut() const;
   void Grow(Shard &d);
   void BuildSorted(Dir &d) const;

@@ -272,6 +272,9 @@ class SnapshotReader {
                 size_t ecap, size_t *done, size_t *ne);
   Status NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bool has_after, uint64_t after, uint32_t after_type,
                         const EdgeOut &o, size_t cap, size_t *n, bool *more);
+  // The visible edges from v to dst (one per type ts holds), as
+  // gt_snapshot_edge documents.
+  Status Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n);
 
  private:
   Store *store_;

@@ -55,19 +55,38 @@ struct VisibleMems {
 
 // Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
 // must outlive the runs, as must ver (a hub's MemGraph run may point into
-// the MemGraph's cache: MemGraph::AddRuns).
+// the MemGraph's cache: MemGraph::AddRuns). With only_dst (out-edges only),
+// the runs hold only the versions of the edges to *only_dst: an edge
+// lookup, a binary search in each run (MemGraph::AddEdgeRuns).
 Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
-                  std::vector<Run> *runs) {
+                  std::vector<Run> *runs, const uint64_t *only_dst = nullptr) {
   runs->clear();
   for (int k = 0; k < 2; k++) {
     if (mems.m[k] == nullptr || mems.m[k]->vertices(dir) == 0) continue;
-    mems.m[k]->AddRuns(dir, v, mems.tau, &m[k], runs);
+    if (only_dst != nullptr)
+      mems.m[k]->AddEdgeRuns(v, *only_dst, &m[k], runs);
+    else
+      mems.m[k]->AddRuns(dir, v, mems.tau, &m[k], runs);
   }
+  const size_t from = runs->size();
   const Tree &t = ver.trees[dir];
   for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
   for (size_t i = 1; i < t.levels.size(); i++) {
     const Segment *s = FindSegment(t.levels[i], v);
     if (s != nullptr) GT_RETURN_IF_ERROR(AddSegmentRun(s, v, runs));
+  }
+  if (only_dst != nullptr) {
+    // Each file's run narrowed to the versions to *only_dst; empty ones
+    // dropped (GT_MAX_VERTEX is below UINT64_MAX, so *only_dst + 1 does
+    // not wrap for any dst a file holds).
+    size_t w = from;
+    for (size_t i = from; i < runs->size(); i++) {
+      Run r = (*runs)[i];
+      r.b = SeekDst(r, *only_dst);
+      r.e = *only_dst == UINT64_MAX ? r.e : SeekDst(r, *only_dst + 1);
+      if (r.b < r.e) (*runs)[w++] = r;
+    }
+    runs->resize(w);
   }
   return Status::OK();
 }
@@ -86,9 +105,10 @@ bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel, co
 }
 
 // Writes edge k (dst d, weight wt, type ty, event time tm) to the outputs
-// (w, t and tm may be null).
+// (w, t and tm may be null; dsts too for an edge lookup, whose dst is
+// known).
 inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty, int64_t tm) {
-  o.dsts[k] = d;
+  if (o.dsts) o.dsts[k] = d;
   if (o.w) o.w[k] = wt;
   if (o.t) o.t[k] = static_cast<uint16_t>(ty);
   if (o.tm) o.tm[k] = tm;
@@ -367,6 +387,25 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, const TypeSet *ts, const E
   const size_t k = AppendVisible(runs, v, tau_, *ver->vdel, ts, o, 0, cap);
   *n = k;
   if (k > cap) return Status{Code::kBuffer, "neighbor buffer too small", "", 0};
+  return Status::OK();
+}
+
+Status SnapshotReader::Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n) {
+  *n = 0;
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, kOut, v, m, &runs, &dst));
+  }
+  size_t k = 0;
+  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt, int64_t tm) {
+    if (k < cap) Put(o, k, d, wt, t, tm);
+    k++;
+  });
+  *n = k;
+  if (k > cap) return Status{Code::kBuffer, "edge buffer too small", "", 0};
   return Status::OK();
 }
 

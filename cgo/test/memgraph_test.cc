@@ -279,6 +279,18 @@ size_t ViaRuns(const gt::MemGraph &m, int dir, uint64_t v, uint64_t tau, std::ve
   return n;
 }
 
+// The versions of the edges from v to dst through AddEdgeRuns, merged
+// (runs of a cache hold a slice of it: b may be above 0).
+size_t ViaEdgeRuns(const gt::MemGraph &m, uint64_t v, uint64_t dst, std::vector<gt::Entry> *scratch,
+                   std::vector<gt::Entry> *got) {
+  std::vector<gt::Run> runs;
+  const size_t n = m.AddEdgeRuns(v, dst, scratch, &runs);
+  got->clear();
+  gt::MergeRuns(runs, [&](uint64_t d, uint64_t vers, double w, int64_t tm) { got->push_back(gt::Entry{d, vers, w, tm}); });
+  if (runs.size() > 2) ADD_FAILURE() << runs.size() << " runs";
+  return n;
+}
+
 TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
   const uint64_t seed = TestSeed(5);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
@@ -319,6 +331,24 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
           const auto want = oracle.Want(dir, v, seq);
           ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
                                        << "\n want " << Show(want);
+          if (dir != 0) continue;
+          // Edge lookups of v: a dst it has versions to (the first, the
+          // last, one at random) and one it has none to (-1 is no dst).
+          std::vector<uint64_t> dsts{~uint64_t{0} >> 2, rng() % 256};
+          if (!want.empty()) {
+            dsts.push_back(want.front().dst);
+            dsts.push_back(want.back().dst);
+            dsts.push_back(want[rng() % want.size()].dst);
+          }
+          for (uint64_t d : dsts) {
+            std::vector<gt::Entry> wd, scratch{gt::Entry{7, 7, 7}};
+            for (const gt::Entry &x : want)
+              if (x.dst == d) wd.push_back(x);
+            const size_t n = ViaEdgeRuns(m, v, d, &scratch, &got);
+            ASSERT_EQ(n, got.size());
+            ASSERT_TRUE(Same(got, wd)) << "edge " << v << " -> " << d << " seq " << seq << "\n got  " << Show(got)
+                                       << "\n want " << Show(wd);
+          }
         }
       };
       for (const auto &b : batches) {

@@ -173,6 +173,25 @@ void CheckReads(gt_snapshot *snap, uint32_t dir, const gt_type_set *ts, const TA
       }
     }
     EXPECT_EQ(Str(paged), Str(wl)) << what << " paged neighbors of " << v;
+    if (dir != GT_OUT) continue;
+    // Edge lookups: every dst, present or not (maxv + 1 never is).
+    for (uint64_t d = 0; d <= maxv + 1; d++) {
+      TList el;
+      for (const TEdge &x : wl)
+        if (x.n == d) el.push_back(x);
+      double lw[GT_MAX_EDGE_TYPES];
+      uint16_t lt[GT_MAX_EDGE_TYPES];
+      int64_t ltm[GT_MAX_EDGE_TYPES];
+      size_t ln = 0;
+      ASSERT_EQ(gt_snapshot_edge(snap, v, d, ts, lw, lt, ltm, GT_MAX_EDGE_TYPES, &ln, err.get()), GT_OK) << err.msg();
+      TList got_el;
+      for (size_t i = 0; i < ln; i++) got_el.push_back({d, lt[i], lw[i], ltm[i]});
+      EXPECT_EQ(Str(got_el), Str(el)) << what << " edge lookup " << v << " -> " << d;
+      if (el.size() > 1) {  // too small a buffer says so
+        ASSERT_EQ(gt_snapshot_edge(snap, v, d, ts, lw, lt, ltm, 1, &ln, err.get()), GT_ERR_BUFFER);
+        EXPECT_EQ(ln, el.size());
+      }
+    }
   }
   // Gather of every vertex in one call.
   size_t total = 0;

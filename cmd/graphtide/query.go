@@ -133,7 +133,7 @@ func newQueryCmd() *cobra.Command {
 		analytic: "", damping: 0.85, tolerance: 1e-9}
 	cmd := &cobra.Command{
 		Use:   "query",
-		Short: "Ask a store or a running server for neighbors, degrees, paths, PageRank or components",
+		Short: "Ask a store or a running server for neighbors, degrees, edges, paths, PageRank or components",
 		Long: `query answers graph questions, either from a data directory (--dir, the
 default ./graphtide-data, while serve is not running on it) or from a
 running graphtide serve (--server URL, with --token-file when serve has a
@@ -141,6 +141,7 @@ bearer token).
 
   neighbors V      V's out- (or --direction in) neighbors with weights, paged
   degree V         V's out- or in-degree
+  edge A B         the edges from A to B (one per edge type), or none
   path A B         a shortest path from A to B (by hops, or --weighted)
   top-pagerank     the -k highest PageRank vertices
   component V      V's weakly connected component and its size
@@ -230,6 +231,16 @@ the YAML file given by --config, keyed by flag name.`
 			cobra.ExactArgs(1), dirFlags,
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
 				r, err := q.Degree(ctx, args[0], o.read())
+				return r, r.WriteText, err
+			}),
+		sub("edge A B", "Look up the edges from A to B: their weights, types and event times",
+			"  graphtide query edge alice bob\n  graphtide query edge 42 977 --types payment --server http://127.0.0.1:9464",
+			cobra.ExactArgs(2), func(fs *pflag.FlagSet) {
+				fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
+				typesFlag(fs)
+			},
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Edge(ctx, args[0], args[1], o.read())
 				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",

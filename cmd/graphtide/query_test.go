@@ -268,6 +268,30 @@ func checkQueries(t *testing.T, g *queryGraph, src, prArgs []string, prTol float
 		t.Errorf("paths found %d times and not %d times: the sample should give both often", found[true], found[false])
 	}
 
+	// Edge lookups: each sampled vertex to each of its out-neighbors, and
+	// to the other sampled vertices (mostly no edge).
+	edgesFound := map[bool]int{}
+	for _, a := range vs {
+		targets := append(slices.Clone(vs), g.adj(engine.Out)[a]...)
+		for _, b := range targets {
+			var r api.EdgeResponse
+			queryJSON(t, &r, with("edge", g.arg(a), g.arg(b))...)
+			w, ok := g.edges[[2]uint64{a, b}]
+			edgesFound[ok]++
+			want := api.EdgeResponse{Src: api.Vertex{ID: a, Key: g.names[a]}, Dst: api.Vertex{ID: b, Key: g.names[b]},
+				View: "fresh", Seq: r.Seq, Found: ok, Edges: []api.Neighbor{}}
+			if ok {
+				want.Edges = []api.Neighbor{{ID: b, Key: g.names[b], Weight: w}}
+			}
+			if fmt.Sprint(r) != fmt.Sprint(want) {
+				t.Errorf("edge %d -> %d: %+v, want %+v", a, b, r, want)
+			}
+		}
+	}
+	if edgesFound[true] < 10 || edgesFound[false] < 10 {
+		t.Errorf("edges found %d times and not %d times: the sample should give both often", edgesFound[true], edgesFound[false])
+	}
+
 	pr := g.pagerank()
 	ranked := slices.Collect(maps.Keys(pr))
 	sort.Slice(ranked, func(i, j int) bool { return pr[ranked[i]] > pr[ranked[j]] })
@@ -312,6 +336,14 @@ func checkQueries(t *testing.T, g *queryGraph, src, prArgs []string, prTol float
 	if err != nil || !strings.Contains(out, fmt.Sprintf("out-neighbors of 42 (%d): %d in all", g.keys["42"], len(ns))) ||
 		!strings.Contains(out, fmt.Sprintf("\n%d ", ns[0])) || !strings.HasSuffix(out, fmt.Sprintf("more: --after %d\n", ns[0])) {
 		t.Errorf("query neighbors key:42 --limit 1: %q, %v", out, err)
+	}
+	out, _, err = execute(t, with("query", "edge", "key:42", g.arg(ns[0]))...)
+	if err != nil || !strings.HasPrefix(out, fmt.Sprintf("edges from 42 (%d) to %s: 1 (fresh view at seq ", g.keys["42"], api.VertexName(ns[0], g.names[ns[0]]))) {
+		t.Errorf("query edge key:42 %s: %q, %v", g.arg(ns[0]), out, err)
+	}
+	out, _, err = execute(t, with("query", "edge", "key:42", "key:42")...)
+	if _, self := g.edges[[2]uint64{g.keys["42"], g.keys["42"]}]; err != nil || self || !strings.HasPrefix(out, fmt.Sprintf("no edge from 42 (%d) to 42 (%d) (fresh view at seq ", g.keys["42"], g.keys["42"])) {
+		t.Errorf("query edge key:42 key:42: %q, %v", out, err)
 	}
 	out, _, err = execute(t, with(append([]string{"query", "top-pagerank", "-k", "3"}, prArgs...)...)...)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 4 || !strings.HasPrefix(lines[1], "1 ") {

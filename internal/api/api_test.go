@@ -197,6 +197,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/vertices/1/neighbors?after=nobody", nil, 404, `vertex "nobody"`)
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=1&limit=2", nil, 400, `query parameter "limit" is given 2 times`)
 		c.expect("GET", "/v1/vertices/1/degree?direction=in", nil, 400, `unknown query parameter "direction"; allowed: dir, view`)
+		c.expect("GET", "/v1/edges/1/nobody", nil, 404, `vertex "nobody" is neither an id nor a known key`)
+		c.expect("GET", "/v1/edges/1/2?dir=in", nil, 400, `unknown query parameter "dir"; allowed: view, types`)
+		c.expect("GET", "/v1/edges/9223372036854775808/2", nil, 400, "src: vertex id 9223372036854775808 is above the largest allowed")
 	})
 	t.Run("paths", func(t *testing.T) {
 		c.t = t
@@ -275,7 +278,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		// A server whose deadline has passed before any work starts.
 		_, slow := serve(t, f, func(c *Config) { c.Limits.RequestTimeout = time.Nanosecond })
 		sc := newClient(t, slow, "", cov)
-		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/paths?from=1&to=2"} {
+		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2"} {
 			sc.expect("GET", p, nil, 503, "request took longer than its timeout of 1ns (serve --http-request-timeout)")
 		}
 		// A path search with a budget of one edge.
@@ -381,6 +384,27 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 					want := Neighbor{ID: w, Key: keyOf(f.dict, w), Weight: g.Weight(v, w, dir)}
 					if got[i] != want {
 						t.Errorf("%s %s neighbor %d of %d: %+v, want %+v", view, dirName(dir), i, v, got[i], want)
+					}
+				}
+				if dir != engine.Out {
+					continue
+				}
+				// Edge lookups: to each out-neighbor, and to the sampled
+				// vertices (mostly none).
+				for _, w := range append(slices.Clone(adj[v]), f.sample(nv)...) {
+					var e EdgeResponse
+					vq := "?view=" + view
+					if view == "fresh" {
+						vq = ""
+					}
+					c.get(fmt.Sprintf("/v1/edges/%s/%s%s", vp, url.PathEscape(f.vertexParam(w)), vq), &e)
+					_, ok := g[[2]uint64{v, w}]
+					want := EdgeResponse{Src: vertexOf(f.dict, v), Dst: vertexOf(f.dict, w), View: view, Seq: seq, Found: ok, Edges: []Neighbor{}}
+					if ok {
+						want.Edges = []Neighbor{{ID: w, Key: keyOf(f.dict, w), Weight: g.Weight(v, w, dir)}}
+					}
+					if fmt.Sprint(e) != fmt.Sprint(want) {
+						t.Errorf("%s edge %d -> %d: %+v, want %+v", view, v, w, e, want)
 					}
 				}
 			}

@@ -179,6 +179,15 @@ func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after, 
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/neighbors", q, nil, &r)
 }
 
+// Edge asks for the edges from src to dst (o.Dir is not sent: a lookup
+// reads out-edges).
+func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {
+	q := o.values()
+	q.Del("dir")
+	var r EdgeResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/edges/"+url.PathEscape(src)+"/"+url.PathEscape(dst), q, nil, &r)
+}
+
 // Path asks for a shortest path from one vertex to another (by hops, or
 // by weight; maxDepth 0: no bound).
 func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {

@@ -167,6 +167,31 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "view", "types")
+	if err != nil {
+		return err
+	}
+	kind, err := ParseView(q.Get("view"))
+	if err != nil {
+		return err
+	}
+	src, err := s.vertex("src", r.PathValue("src"))
+	if err != nil {
+		return err
+	}
+	dst, err := s.vertex("dst", r.PathValue("dst"))
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Edge(r.Context(), src, dst, kind, q.Get("types"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types")
 	if err != nil {

@@ -97,6 +97,24 @@ func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after, a
 	return l.q.Neighbors(ctx, id, dir, kind, o.Types, from, limit)
 }
 
+// Edge is the edges from src to dst (ids or string keys); o.Dir is not
+// read (a lookup reads out-edges).
+func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {
+	a, err := l.vertex(src)
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	b, err := l.vertex(dst)
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	_, kind, err := o.parse()
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	return l.q.Edge(ctx, a, b, kind, o.Types)
+}
+
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound).
 func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {

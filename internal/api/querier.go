@@ -68,6 +68,14 @@ func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after,
 	return q.client.Neighbors(ctx, v, o, after, afterType, limit)
 }
 
+// Edge is the edges from src to dst (ids or string keys).
+func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {
+	if q.local != nil {
+		return q.local.Edge(ctx, src, dst, o)
+	}
+	return q.client.Edge(ctx, src, dst, o)
+}
+
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound) over the edges of types (a comma-separated
 // list; "": every type).

@@ -189,6 +189,28 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	return out, nil
 }
 
+// Edge looks up the edges from src to dst of the given types (a
+// TypeFilter list) in a view of kind: a binary search in src's edges in
+// each file, not a read of its list.
+func (q Reader) Edge(ctx context.Context, src, dst uint64, kind views.Kind, types string) (EdgeResponse, error) {
+	v, err := q.view(ctx, kind, engine.Out, types)
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	defer v.Release()
+	c, err := v.Edge(src, dst)
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	out := EdgeResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), View: kind.String(), Seq: v.Seq(),
+		Found: len(c.Types) > 0, Edges: make([]Neighbor, len(c.Types))}
+	for i := range c.Types {
+		out.Edges[i] = Neighbor{ID: out.Dst.ID, Key: out.Dst.Key, Weight: c.Weights[i], Type: q.typeName(c.Types[i]),
+			Time: eventTime(c.Times[i])}
+	}
+	return out, nil
+}
+
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
 func (q Reader) Path(ctx context.Context, from, to uint64, types string, o paths.Options) (PathResponse, error) {

@@ -29,11 +29,23 @@ func (r DegreeResponse) WriteText(w io.Writer) {
 // WriteText prints the page as a table, and how to ask for the next one.
 func (r NeighborsResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
+	writeEdges(w, r.Neighbors)
+	if r.NextAfter != nil {
+		if r.NextAfterType != "" {
+			fmt.Fprintf(w, "more: --after %d --after-type %s\n", *r.NextAfter, r.NextAfterType)
+		} else {
+			fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
+		}
+	}
+}
+
+// writeEdges prints edges as a table: each one's neighbor id, key and
+// weight, and its TYPE and TIME columns only where some edge has a type
+// other than the default, or an event time.
+func writeEdges(w io.Writer, ns []Neighbor) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// TYPE and TIME columns only where some edge has a type other than the
-	// default, or an event time.
-	typed := slices.ContainsFunc(r.Neighbors, func(n Neighbor) bool { return n.Type != "" })
-	timed := slices.ContainsFunc(r.Neighbors, func(n Neighbor) bool { return n.Time != "" })
+	typed := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Type != "" })
+	timed := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Time != "" })
 	head := "ID\tKEY\tWEIGHT"
 	if typed {
 		head += "\tTYPE"
@@ -42,7 +54,7 @@ func (r NeighborsResponse) WriteText(w io.Writer) {
 		head += "\tTIME"
 	}
 	fmt.Fprintln(tw, head)
-	for _, n := range r.Neighbors {
+	for _, n := range ns {
 		line := fmt.Sprintf("%d\t%s\t%v", n.ID, n.Key, n.Weight)
 		if typed {
 			t := n.Type
@@ -61,13 +73,17 @@ func (r NeighborsResponse) WriteText(w io.Writer) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
-	if r.NextAfter != nil {
-		if r.NextAfterType != "" {
-			fmt.Fprintf(w, "more: --after %d --after-type %s\n", *r.NextAfter, r.NextAfterType)
-		} else {
-			fmt.Fprintf(w, "more: --after %d\n", *r.NextAfter)
-		}
+}
+
+// WriteText prints the edges found, or that there is none.
+func (r EdgeResponse) WriteText(w io.Writer) {
+	from, to := VertexName(r.Src.ID, r.Src.Key), VertexName(r.Dst.ID, r.Dst.Key)
+	if !r.Found {
+		fmt.Fprintf(w, "no edge from %s to %s (%s view at seq %d)\n", from, to, r.View, r.Seq)
+		return
 	}
+	fmt.Fprintf(w, "edges from %s to %s: %d (%s view at seq %d)\n", from, to, len(r.Edges), r.View, r.Seq)
+	writeEdges(w, r.Edges)
 }
 
 // WriteText prints the path, or that there is none.

@@ -72,6 +72,19 @@ type NeighborsResponse struct {
 	NextAfterType string  `json:"next_after_type,omitempty"`
 }
 
+// EdgeResponse answers GET /v1/edges/{src}/{dst}: the edges from src to
+// dst, one per edge type that links them (the larger type first), each
+// with its weight, type and event time (its ID is dst); Found is false and
+// Edges empty when there is none.
+type EdgeResponse struct {
+	Src   Vertex     `json:"src"`
+	Dst   Vertex     `json:"dst"`
+	View  string     `json:"view"`
+	Seq   uint64     `json:"seq"`
+	Found bool       `json:"found"`
+	Edges []Neighbor `json:"edges"`
+}
+
 // PathResponse answers GET /v1/paths.
 type PathResponse struct {
 	From      Vertex   `json:"from"`

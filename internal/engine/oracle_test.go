@@ -128,6 +128,7 @@ func checkSnapshot(t testing.TB, sn *Snapshot, want oracle, inEdges bool, probe 
 	}
 	for _, v := range probe {
 		checkVertex(t, sn, want, Out, v)
+		checkLookups(t, sn, want, v)
 		if inEdges {
 			checkVertex(t, sn, rev, In, v)
 		}
@@ -205,5 +206,30 @@ func checkVertex(t testing.TB, sn *Snapshot, want oracle, dir Direction, v uint6
 	}
 	if deg != uint64(len(exp)) {
 		t.Fatalf("seq %d degree(%d) = %d want %d", sn.Seq(), v, deg, len(exp))
+	}
+}
+
+// checkLookups looks up the edge from v to each of its out-neighbors in
+// want and to as many vertices it has no edge to (the ids just past them,
+// and the bound), and compares each with want.
+func checkLookups(t testing.TB, sn *Snapshot, want oracle, v uint64) {
+	t.Helper()
+	dsts := []uint64{sn.VertexBound(), 0}
+	for k := range want {
+		if k[0] == v {
+			dsts = append(dsts, k[1], k[1]+1)
+		}
+	}
+	for _, d := range dsts {
+		w, ok := want[edgeKey{v, d}]
+		c, err := sn.Edge(v, d)
+		switch {
+		case err != nil:
+			t.Fatalf("edge(%d, %d): %v", v, d, err)
+		case ok && (len(c.Weights) != 1 || c.Weights[0] != w || c.Types[0] != 0):
+			t.Fatalf("seq %d edge(%d, %d) = %+v, want weight %v", sn.Seq(), v, d, c, w)
+		case !ok && len(c.Weights) != 0:
+			t.Fatalf("seq %d edge(%d, %d) = %+v, want none", sn.Seq(), v, d, c)
+		}
 	}
 }

@@ -441,6 +441,34 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	return p, nil
 }
 
+// Edge looks up the edges from src to dst visible in the snapshot, of
+// its types: one per edge type that links them, in type descending order,
+// their weights, types and event times (Unix µs; 0: none) at the same
+// positions of the columns; empty columns when there is none. It searches
+// src's edges in each file and MemGraph by binary search, so its cost
+// follows the number of files, not src's degree.
+func (sn *Snapshot) Edge(src, dst uint64) (Columns, error) {
+	c := Columns{Weights: make([]float64, 1), Types: make([]uint16, 1), Times: make([]int64, 1)}
+	err := sn.read(func(cs *core.Snapshot) error {
+		for {
+			n, e := cs.Edge(src, dst, sn.types, c.Weights, c.Types, c.Times)
+			if e != nil && e.Code == core.CodeBuffer && n > len(c.Weights) {
+				c.fit(n) // several types link them: room for every one
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("edge %d -> %d: %w", src, dst, fromCore(e))
+			}
+			c.Trim(n)
+			return nil
+		}
+	})
+	if err != nil {
+		return Columns{}, err
+	}
+	return c, nil
+}
+
 // GatherLimit is Gather reading at most maxEdges edges: it fills buf
 // (growing it as a vertex within the limit needs) with as many of vids,
 // from the first, as fit within maxEdges. When the first vertex alone needs

@@ -168,6 +168,28 @@ func TestTypedTimedStoreFollowsTheOracle(t *testing.T) {
 					if fmt.Sprint(paged) != fmt.Sprint(w) && len(paged)+len(w) > 0 {
 						t.Fatalf("%s: pages %v, want %v", what, paged, w)
 					}
+					if dir != Out {
+						continue
+					}
+					// Edge lookups of every dst, present or not (nv never is).
+					for d := uint64(0); d <= nv; d++ {
+						var we, ge []typedEdge
+						for _, e := range w {
+							if e.dst == d {
+								we = append(we, e)
+							}
+						}
+						c, err := view.Edge(v, d)
+						if err != nil {
+							t.Fatalf("%s: edge to %d: %v", what, d, err)
+						}
+						for i := range c.Types {
+							ge = append(ge, typedEdge{d, c.Types[i], c.Weights[i], c.Times[i]})
+						}
+						if fmt.Sprint(ge) != fmt.Sprint(we) {
+							t.Fatalf("%s: edge to %d: %v, want %v", what, d, ge, we)
+						}
+					}
 				}
 			}
 		}

@@ -243,6 +243,18 @@ func (g *memGraph) page(u uint64, dir engine.Direction, after *engine.EdgeCursor
 	return engine.Page{Dsts: dsts, Columns: c, More: end < e}
 }
 
+// edge is the edges from u to dst (engine.Snapshot.Edge): the range of
+// u's out-run with that dst, found by binary search.
+func (g *memGraph) edge(u, dst uint64) engine.Columns {
+	d := g.dirs[engine.Out]
+	b, e := d.run(u)
+	lo := b + uint64(sort.Search(int(e-b), func(i int) bool { return d.dst[b+uint64(i)] >= dst }))
+	hi := lo + uint64(sort.Search(int(e-lo), func(i int) bool { return d.dst[lo+uint64(i)] > dst }))
+	c := engine.Columns{Weights: []float64{}, Types: []uint16{}, Times: []int64{}}
+	d.appendRun(nil, &c, 0, int(hi-lo), lo, hi)
+	return c
+}
+
 func appendWeights(w []float64, d *memDir, b, e uint64) []float64 {
 	if d.w != nil {
 		return append(w, d.w[b:e]...)

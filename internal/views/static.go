@@ -340,6 +340,21 @@ func (v *StaticView) NeighborsPage(u uint64, dir engine.Direction, after *engine
 	return p, err
 }
 
+// Edge is the edges from src to dst in the view, one per edge type that
+// links them (engine.Snapshot.Edge): a binary search in src's edges.
+func (v *StaticView) Edge(src, dst uint64) (engine.Columns, error) {
+	var c engine.Columns
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g == nil {
+			c, err = sn.Edge(src, dst)
+			return err
+		}
+		c = g.edge(src, dst)
+		return nil
+	})
+	return c, err
+}
+
 // GatherEachLimit is GatherEach reading at most maxEdges edges: it calls f
 // for vids in order until the next vertex's edges would pass maxEdges, and
 // returns how many vertices it did and the edges it read.

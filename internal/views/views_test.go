@@ -249,6 +249,21 @@ func viewAdj(t testing.TB, v *StaticView, dir engine.Direction) map[uint64][]str
 		if err != nil || deg != uint64(len(nb)) || len(nb) != len(got[u]) {
 			t.Fatalf("vertex %d: degree %d (%v), neighbors %v %v, scan %v", u, deg, err, nb, ws, got[u])
 		}
+		if dir != engine.Out {
+			continue
+		}
+		// Edge lookups: each neighbor's, and the next id's when it is none.
+		for j, d := range nb {
+			c, err := v.Edge(u, d)
+			if err != nil || len(c.Weights) != 1 || c.Weights[0] != ws[j] {
+				t.Fatalf("seq %d %v edge(%d, %d) = %+v (%v), want weight %v", v.Seq(), v.Kind(), u, d, c, err, ws[j])
+			}
+			if _, found := slices.BinarySearch(nb, d+1); !found {
+				if c, err := v.Edge(u, d+1); err != nil || len(c.Weights) != 0 {
+					t.Fatalf("seq %d %v edge(%d, %d) = %+v (%v), want none", v.Seq(), v.Kind(), u, d+1, c, err)
+				}
+			}
+		}
 	}
 	return got
 }
