@@ -44,6 +44,7 @@ const (
 	FileTombstones   = uint32(C.GT_FILE_TOMBSTONES)
 	FileTypes        = uint32(C.GT_FILE_TYPES)
 	FileTimes        = uint32(C.GT_FILE_TIMES)
+	FileBloom        = uint32(C.GT_FILE_BLOOM)
 )
 
 // MaxVertex is GT_MAX_VERTEX.

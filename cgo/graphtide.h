@@ -96,6 +96,10 @@ typedef struct gt_options {
   uint64_t test_manifest_rewrite_bytes; /* testing only: the MANIFEST size past which it is
                                            rewritten as a snapshot (still at least twice the
                                            snapshot's size); 0 = 4 MiB */
+  uint32_t test_segment_format;         /* testing only: write segment files of this older format
+                                           version, 2 (before edge filters), as an older build
+                                           did; 0 = the current one, 3 */
+  uint32_t reserved;
 } gt_options;
 
 /* Testing only (crash tests): where gt_options.test_pause_at makes a flush
@@ -321,6 +325,7 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
 #define GT_FILE_TOMBSTONES 0x20u    /* some version is a delete */
 #define GT_FILE_TYPES 0x40u         /* a type column (some edge's type is not 0) */
 #define GT_FILE_TIMES 0x80u         /* a time column (some version has an event time) */
+#define GT_FILE_BLOOM 0x100u        /* an edge filter (out-edge files): lookups skip files without the edge */
 
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {

@@ -18,7 +18,9 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
 constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kFormatVersion = 2;  // 1: before edge types (read as all type 0)
+// 3; 2: before the edge filter; 1: also before edge types (read as all
+// type 0).
+constexpr uint32_t kFormatVersion = 3;
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
@@ -246,7 +248,9 @@ uint64_t SegmentBuilder::EstimatedBytes() const {
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
   const uint64_t cols =
       d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 + times_.size() * 8;
-  return kHeaderSize + table + cols + cols / (kChunkSize / 4) + kFooterSize;
+  // An out-edge file's filter: at most kBloomBitsPerPair bits an entry.
+  const uint64_t bloom = BloomBlocks(n_) * kBloomBlockWords * 4;
+  return kHeaderSize + table + cols + bloom + cols / (kChunkSize / 4) + kFooterSize;
 }
 
 void SegmentBuilder::Reserve(uint64_t nverts, uint64_t nentries) {
@@ -295,10 +299,27 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (has_types_) flags |= kFlagTypes;
   if (has_times_) flags |= kFlagTimes;
   uint64_t table_len = dense ? dense_len : nv;
+  // The edge filter of an out-edge file, over its distinct (src, dst)
+  // pairs (a vertex's versions come sorted by dst: a pair's are adjacent).
+  std::vector<uint32_t> bloom;
+  uint64_t bloom_blocks = 0;
+  const uint32_t version = format_ != 0 ? format_ : kFormatVersion;
+  if (edge_dir == kOut && version >= 3 && edge_filter_) {
+    auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
+    uint64_t pairs = 0;
+    for (uint64_t k = 0; k < nv; k++)
+      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) pairs += i == offs_[k] || dst_at(i) != dst_at(i - 1);
+    bloom_blocks = BloomBlocks(pairs);
+    bloom.assign(bloom_blocks * kBloomBlockWords, 0);
+    for (uint64_t k = 0; k < nv; k++)
+      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++)
+        if (i == offs_[k] || dst_at(i) != dst_at(i - 1)) BloomAdd(bloom.data(), bloom_blocks, srcs_[k], dst_at(i));
+    flags |= kFlagBloom;
+  }
 
   uint8_t hdr[kHeaderSize] = {0};
   std::memcpy(hdr, kMagic, 8);
-  Put<uint32_t>(hdr + 8, kFormatVersion);
+  Put<uint32_t>(hdr + 8, version);
   Put<uint32_t>(hdr + 12, flags);
   Put<uint64_t>(hdr + 16, id);
   Put<uint32_t>(hdr + 24, level);
@@ -312,6 +333,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   Put<uint64_t>(hdr + 80, max_seq_);
   Put<uint64_t>(hdr + 88, table_len);
   Put<uint64_t>(hdr + 96, kChunkSize);
+  Put<uint64_t>(hdr + 104, bloom_blocks);
   if (has_types_) {
     Put<uint16_t>(hdr + 120, static_cast<uint16_t>(min_type_));
     Put<uint16_t>(hdr + 122, static_cast<uint16_t>(max_type_));
@@ -346,6 +368,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
     GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
     GT_RETURN_IF_ERROR(w.Pad8());
   }
+  if (flags & kFlagBloom) GT_RETURN_IF_ERROR(w.Append(bloom.data(), bloom.size() * 4));
   w.CloseChunk();
   const uint64_t body_end = w.pos();
   std::vector<uint32_t> crcs = w.crcs();
@@ -398,11 +421,18 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (std::memcmp(h, kMagic, 8) != 0) return Status::Corruption("bad segment magic", path, 0);
   if (Get<uint32_t>(h + 124) != Crc32c(h, 124)) return Status::Corruption("segment header checksum mismatch", path, 0);
   const uint32_t version = Get<uint32_t>(h + 8);
-  if (version != kFormatVersion && version != 1)
+  if (version < 1 || version > kFormatVersion)
     return Status::Corruption("unsupported segment format version " + std::to_string(version) +
-                                  " (this build reads 1 and " + std::to_string(kFormatVersion) + ")",
+                                  " (this build reads 1 to " + std::to_string(kFormatVersion) + ")",
                               path, 8);
   s->flags_ = Get<uint32_t>(h + 12);
+  s->bloom_blocks_ = Get<uint64_t>(h + 104);
+  if (version < 3 && (s->flags_ & kFlagBloom))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with an edge filter", path, 12);
+  if ((s->flags_ & kFlagBloom) ? s->bloom_blocks_ == 0 : s->bloom_blocks_ != 0)
+    return Status::Corruption("segment edge filter size " + std::to_string(s->bloom_blocks_) +
+                                  " does not match its flag",
+                              path, 104);
   s->min_type_ = Get<uint16_t>(h + 120);
   s->max_type_ = Get<uint16_t>(h + 122);
   if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))
@@ -484,10 +514,23 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->types_off_ = off;
     off += Align8(ne * 2);
   }
+  uint64_t bloom_off = 0;
+  if (s->flags_ & kFlagBloom) {
+    // Blocks are at most one per 32 bytes of the file: a larger count is
+    // damage (and would overflow below).
+    if (s->bloom_blocks_ > s->size_ / (kBloomBlockWords * 4))
+      return Status::Corruption("segment edge filter larger than the file", path, 104);
+    bloom_off = off;
+    off += s->bloom_blocks_ * kBloomBlockWords * 4;
+  }
   if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
   s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
   for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
   GT_RETURN_IF_ERROR(s->VerifyBytes(table_off, table_off + table_bytes));
+  if (s->flags_ & kFlagBloom) {
+    GT_RETURN_IF_ERROR(s->VerifyBytes(bloom_off, s->body_end_));
+    s->bloom_ = reinterpret_cast<const uint32_t *>(s->base_ + bloom_off);
+  }
 
   if (s->flags_ & kFlagDense) {
     s->offs_ = reinterpret_cast<const uint64_t *>(s->base_ + table_off);

@@ -9,10 +9,12 @@
 //   [0,128)   header: magic "GTSEG001", u32 format version, u32 flags,
 //             u64 file id, u32 level, u32 dir, u64 nverts, u64 nentries,
 //             u64 min_src, u64 max_src, u64 max_dst, u64 min_seq, u64 max_seq,
-//             u64 table_len, u64 chunk_size, 16 reserved bytes,
+//             u64 table_len, u64 chunk_size, u64 bloom_blocks (0
+//             without kBloom), 8 reserved bytes (0),
 //             u16 min_type, u16 max_type (both 0 without kTypes),
 //             u32 crc32c of bytes [0,124).
-//             Format version 2; version 1 (before edge types) is the same
+//             Format version 3; version 2 (before the edge filter) is the
+//             same without kBloom, and version 1 (before edge types) also
 //             without kTypes and with 0 for min_type and max_type, and is
 //             read as a file whose every edge has type 0.
 //   vertex table: dense (flag kDense): u64 off[table_len], table_len =
@@ -29,6 +31,10 @@
 //             pays nothing for types). In memory a version's type is in
 //             the top bits of its vers word (common.h); the file keeps it
 //             apart, in 2 bytes instead of 8.
+//   edge filter: u32[8 * bloom_blocks], present iff kBloom (an out-edge
+//             file's, but for one compaction wrote to the bottommost
+//             level: bloom.h), over every (src, dst) pair of the file,
+//             tombstones' included (a lookup must find them).
 //   chunk crc table: u32 crc32c per chunk_size bytes of [128, body_end).
 //   footer (32 bytes): u64 body_end, u64 nchunks, u32 crc of the crc table,
 //             u32 crc of footer bytes [0,20), u64 magic "GTSEGEND".
@@ -45,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "bloom.h"
 #include "common.h"
 
 namespace gt {
@@ -66,6 +73,7 @@ constexpr uint32_t kFlagMultiVersion = 1u << 4;
 constexpr uint32_t kFlagTombstones = 1u << 5;
 constexpr uint32_t kFlagTypes = 1u << 6;
 constexpr uint32_t kFlagTimes = 1u << 7;
+constexpr uint32_t kFlagBloom = 1u << 8;
 
 std::string SegmentFileName(uint64_t id);
 
@@ -97,6 +105,15 @@ class SegmentBuilder {
   // O(n log n); it writes *in's columns directly, with 4 bytes per entry
   // and 4 per id of the span besides the two builders.
   void Transpose(SegmentBuilder *in) const;
+  // Testing only: write format version 2 (no edge filter), as an older
+  // build did; 0 is the current format.
+  void set_format(uint32_t v) { format_ = v; }
+  // Whether an out-edge file gets an edge filter (the default). Compaction
+  // leaves it out of files written to the bottommost level (RocksDB's
+  // optimize_filters_for_hits): a lookup that reaches that level searches
+  // the one segment holding src there anyway, and it holds most of the
+  // edges, so the filters' bytes go where they skip files.
+  void set_edge_filter(bool on) { edge_filter_ = on; }
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
   Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta);
   void Reset();
@@ -119,6 +136,8 @@ class SegmentBuilder {
   bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false, has_times_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
+  uint32_t format_ = 0;  // 0: the current one
+  bool edge_filter_ = true;
 };
 
 // A read-only, memory-mapped segment. Shared by Versions via shared_ptr;
@@ -145,6 +164,12 @@ class Segment {
   // is shared.
   uint64_t vdel_floor() const { return meta_.min_seq > vdel_clean_ ? meta_.min_seq : vdel_clean_; }
   void set_vdel_clean(uint64_t seq) { vdel_clean_ = seq; }
+
+  // False only when no version of an edge from src to dst is here (the
+  // edge filter says so); always true for a file without one.
+  bool MayHold(uint64_t src, uint64_t dst) const {
+    return bloom_ == nullptr || BloomMayHold(bloom_, bloom_blocks_, src, dst);
+  }
 
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
@@ -221,6 +246,8 @@ class Segment {
   const double *w_ = nullptr;
   const uint16_t *types_ = nullptr;
   const int64_t *times_ = nullptr;
+  const uint32_t *bloom_ = nullptr;  // verified at open
+  uint64_t bloom_blocks_ = 0;
   uint32_t min_type_ = 0, max_type_ = 0;
   uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0, times_off_ = 0;
   uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;

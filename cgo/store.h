@@ -66,6 +66,9 @@ struct Options {
   // The MANIFEST rewrite bound (manifest.h, "Rewriting"); tests make it
   // small (gt_options.test_manifest_rewrite_bytes).
   uint64_t manifest_rewrite_bytes = kManifestRewriteBytes;
+  // The format version of the segment files written (gt_options.
+  // test_segment_format; 0: the current one).
+  uint32_t segment_format = 0;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.

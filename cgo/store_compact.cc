@@ -257,6 +257,8 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   for (const auto &s : inputs) scans.emplace_back(s.get());
   std::vector<SegMeta> outs;
   SegmentBuilder b;
+  b.set_format(opt_.segment_format);
+  b.set_edge_filter(!plan.bottommost);
   // Output segments are cut at the target size; size the columns for one
   // (4-byte dsts, the common case) so that they do not double past it.
   const uint64_t seg_entries = opt_.target_segment_bytes / 4;

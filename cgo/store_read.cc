@@ -70,10 +70,14 @@ Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t
   }
   const size_t from = runs->size();
   const Tree &t = ver.trees[dir];
-  for (const auto &s : t.l0) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
+  // A lookup skips the files whose edge filter says they hold no version
+  // of the edge (no vertex table read, no search).
+  auto wanted = [&](const Segment *s) { return only_dst == nullptr || s->MayHold(v, *only_dst); };
+  for (const auto &s : t.l0)
+    if (wanted(s.get())) GT_RETURN_IF_ERROR(AddSegmentRun(s.get(), v, runs));
   for (size_t i = 1; i < t.levels.size(); i++) {
     const Segment *s = FindSegment(t.levels[i], v);
-    if (s != nullptr) GT_RETURN_IF_ERROR(AddSegmentRun(s, v, runs));
+    if (s != nullptr && wanted(s)) GT_RETURN_IF_ERROR(AddSegmentRun(s, v, runs));
   }
   if (only_dst != nullptr) {
     // Each file's run narrowed to the versions to *only_dst; empty ones

@@ -234,6 +234,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
   SegmentBuilder b;
+  b.set_format(opt_.segment_format);
   std::vector<Run> runs(1);
   // A frozen MemGraph has no writer: this thread took it from the
   // Version published, under mu_, after Freeze and so after every write.
@@ -253,6 +254,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
       // treats an edge's two ends alike, so it keeps the same versions of
       // each edge in either direction.
       SegmentBuilder in;
+      in.set_format(opt_.segment_format);
       b.Transpose(&in);
       GT_RETURN_IF_ERROR(in.Finish(dir_, NewFileId(), 0, kIn, &m));
       metas.push_back(m);

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -396,10 +397,61 @@ TEST(SegmentTest, BuilderResetStartsOver) {
   std::shared_ptr<Segment> seg;
   ASSERT_TRUE(Segment::Open(dir.path(), 9, &seg).ok());
   // Nothing of the first vertex may leak into the flags or metadata.
-  EXPECT_EQ(seg->flags(), gt::kFlagDense | gt::kFlagDst32);
+  EXPECT_EQ(seg->flags(), gt::kFlagDense | gt::kFlagDst32 | gt::kFlagBloom);
   EXPECT_EQ(m.max_dst, 2u);
   EXPECT_EQ(m.max_seq, 0u);
   CheckContents(*seg, {{1, small}});
+}
+
+// An out-edge file's edge filter holds every (src, dst) pair of the file,
+// tombstones' included, and passes few others; an in-edge file has none;
+// a flipped byte of the filter fails the open (it is verified there).
+TEST(SegmentTest, EdgeFilterHoldsEveryPairAndFewOthers) {
+  TempDir dir;
+  std::mt19937_64 rng(7);
+  std::vector<Vertex> verts;
+  std::set<std::pair<uint64_t, uint64_t>> pairs;
+  for (uint64_t s = 0; s < 2000; s += 1 + rng() % 3) {
+    Vertex v{s, {}};
+    std::set<uint64_t> ds;
+    const uint64_t deg = s % 100 == 0 ? 3000 : 1 + rng() % 20;  // a few hubs
+    while (ds.size() < deg) ds.insert(rng() % (uint64_t{1} << 36));
+    for (uint64_t d : ds) {
+      v.ents.push_back(E(d, 10 + rng() % 5, rng() % 10 == 0));
+      if (rng() % 4 == 0) v.ents.push_back(E(d, 5));  // an older version of the same pair
+      pairs.insert({s, d});
+    }
+    verts.push_back(v);
+  }
+  SegMeta meta;
+  ASSERT_TRUE(Build(dir.path(), 1, verts, &meta, 0, 0).ok());
+  ASSERT_TRUE(Build(dir.path(), 2, verts, &meta, 0, 1).ok());
+  std::shared_ptr<Segment> out, in;
+  ASSERT_TRUE(Segment::Open(dir.path(), 1, &out).ok());
+  ASSERT_TRUE(Segment::Open(dir.path(), 2, &in).ok());
+  EXPECT_TRUE(out->flags() & gt::kFlagBloom);
+  EXPECT_FALSE(in->flags() & gt::kFlagBloom);
+  for (const auto &p : pairs) ASSERT_TRUE(out->MayHold(p.first, p.second)) << p.first << " -> " << p.second;
+  uint64_t passed = 0, tried = 0;
+  for (; tried < 200000; tried++) {
+    const uint64_t s = rng() % 2000, d = rng() % (uint64_t{1} << 36);
+    if (pairs.count({s, d})) continue;
+    passed += out->MayHold(s, d);
+    EXPECT_TRUE(in->MayHold(s, d));  // no filter: every pair may be there
+  }
+  EXPECT_LT(double(passed) / double(tried), 0.03) << passed << " of " << tried << " absent pairs passed";
+  out.reset();
+  const std::string path = SegPath(dir, 1), original = gt_test::ReadFile(path);
+  const gt_test::Layout L(original);
+  ASSERT_GT(L.bloom_bytes, 0u);
+  for (uint64_t off = L.bloom_off; off < L.bloom_off + L.bloom_bytes; off += L.bloom_bytes / 7 + 1) {
+    gt_test::WriteFile(path, original);
+    gt_test::FlipByte(path, off);
+    std::shared_ptr<Segment> seg;
+    const Status st = Segment::Open(dir.path(), 1, &seg);
+    EXPECT_EQ(st.code, Code::kCorruption) << "filter byte " << off << ": " << st.msg;
+    EXPECT_EQ(st.file, path);
+  }
 }
 
 TEST(SegmentTest, MissingFileIsIOError) {

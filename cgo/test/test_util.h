@@ -105,6 +105,7 @@ constexpr uint64_t kFooterSize = 32;
 struct Layout {
   uint64_t size, flags, nverts, nentries, table_len, chunk_size;
   uint64_t table_off, table_bytes, dst_off, dst_width, vers_off, w_off, body_end, nchunks, crc_off, foot_off;
+  uint64_t times_off = 0, types_off = 0, bloom_off = 0, bloom_bytes = 0;
 
   explicit Layout(const std::string &d) {
     size = d.size();
@@ -126,6 +127,19 @@ struct Layout {
     if (flags & gt::kFlagWeights) {
       w_off = off;
       off += nentries * 8;
+    }
+    if (flags & gt::kFlagTimes) {
+      times_off = off;
+      off += nentries * 8;
+    }
+    if (flags & gt::kFlagTypes) {
+      types_off = off;
+      off += (nentries * 2 + 7) & ~uint64_t(7);
+    }
+    if (flags & gt::kFlagBloom) {
+      bloom_off = off;
+      bloom_bytes = GetLE<uint64_t>(d, 104) * 32;  // blocks of 8 u32 words
+      off += bloom_bytes;
     }
     foot_off = size - kFooterSize;
     body_end = GetLE<uint64_t>(d, foot_off);

@@ -361,9 +361,54 @@ TEST(TypesTest, BadTypesAreRefused) {
 
 // A segment written before edge types (format version 1: no type column,
 // 0 in the type range) reads as a file whose every edge has type 0.
+// Files of format version 2 (before edge filters), as an older build wrote
+// them: every read, lookups included, as from new files; compaction then
+// writes files with filters that read the same.
+TEST(TypesTest, FormatVersionTwoReadsWithoutEdgeFilters) {
+  TempDir dir;
+  gt_options o = gt_store_test::SmallOptions();
+  o.test_segment_format = 2;
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  std::mt19937_64 rng(gt_store_test::Seed());
+  TypedOracle oracle;
+  std::vector<gt_op> ops;
+  for (int i = 0; i < 400; i++)
+    ops.push_back(TOp(GT_OP_UPSERT, rng() % 30, rng() % 30, kTypes[rng() % 5], 1.0 + double(rng() % 4)));
+  gt_store_test::Apply(h.s, ops);
+  oracle.Apply(ops);
+  gt_store_test::CompactAll(h.s);
+  for (uint32_t f : FileFlags(h.s)) EXPECT_EQ(f & GT_FILE_BLOOM, 0u) << "a version 2 file has a filter";
+  gt_store_test::Close(&h.s);
+  o.test_segment_format = 0;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  {
+    Snap snap(h.s);
+    CheckAll(snap.s, oracle, 30, "version 2 files");
+  }
+  ops.clear();
+  for (int i = 0; i < 100; i++) ops.push_back(TOp(GT_OP_DELETE_EDGE, rng() % 30, rng() % 30, kTypes[rng() % 5], 0));
+  gt_store_test::Apply(h.s, ops);
+  oracle.Apply(ops);
+  gt_store_test::Flush(h.s);  // an L0 file with a filter over the version 2 ones
+  bool filtered = false;
+  for (uint32_t f : FileFlags(h.s)) filtered = filtered || (f & GT_FILE_BLOOM) != 0;
+  EXPECT_TRUE(filtered) << "the flush wrote no file with an edge filter";
+  {
+    Snap snap(h.s);
+    CheckAll(snap.s, oracle, 30, "a version 3 file over version 2 ones");
+  }
+  gt_store_test::CompactAll(h.s);
+  // All of it in the bottommost level now, whose files have no filter.
+  for (uint32_t f : FileFlags(h.s)) EXPECT_EQ(f & GT_FILE_BLOOM, 0u) << "a bottommost file has a filter";
+  Snap snap(h.s);
+  CheckAll(snap.s, oracle, 30, "compacted into version 3 files");
+}
+
 TEST(TypesTest, FormatVersionOneReadsAsTypeZero) {
   TempDir dir;
   gt_options o = gt_store_test::SmallOptions();
+  o.test_segment_format = 2;  // version 1 is version 2 without types
   StoreHolder h;
   gt_store_test::Open(dir.path(), o, &h.s);
   TypedOracle oracle;
@@ -389,6 +434,7 @@ TEST(TypesTest, FormatVersionOneReadsAsTypeZero) {
     ASSERT_EQ(::pwrite(fd, hdr, sizeof hdr, 0), 128);
     ::close(fd);
   }
+  o.test_segment_format = 0;
   gt_store_test::Open(dir.path(), o, &h.s);
   Snap snap(h.s);
   const gt_type_set only0 = Set({0}), other = Set({1});

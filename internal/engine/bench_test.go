@@ -228,3 +228,107 @@ func BenchmarkConcurrentNeighbors(b *testing.B) {
 	close(stop)
 	<-done
 }
+
+// BenchmarkEdgeLookupCompacted looks up edges in a compacted store of 16M
+// random edges over 2^20 vertices (the size of a scale-20 graph), on one
+// goroutine: every other lookup is of an edge the store holds, the others
+// of random pairs (almost never an edge).
+// Run: go test -run '^$' -bench EdgeLookupCompacted -benchtime 2000000x ./internal/engine
+func BenchmarkEdgeLookupCompacted(b *testing.B) { benchLookupStore(b, true) }
+
+// BenchmarkEdgeLookupUncompacted is BenchmarkEdgeLookupCompacted on the
+// store as ingest leaves it: L0 files, levels that background compaction
+// has not merged yet and a MemGraph, each searched.
+// Run: go test -run '^$' -bench EdgeLookupUncompacted -benchtime 2000000x ./internal/engine
+func BenchmarkEdgeLookupUncompacted(b *testing.B) { benchLookupStore(b, false) }
+
+func benchLookupStore(b *testing.B, compact bool) {
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 20
+	// The edges are those applyRandomEdges draws from this seed: the first
+	// million of them, drawn again, are the ones looked up.
+	applyRandomEdges(b, s, rand.New(rand.NewPCG(3, 3)), 1600, n)
+	if compact {
+		if err := s.CompactAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if m, err := s.Metrics(); err == nil {
+		b.Logf("levels: %+v", m.Levels)
+	}
+	again := rand.New(rand.NewPCG(3, 3))
+	held := make([][2]uint64, 1<<20)
+	for i := range held {
+		held[i] = [2]uint64{again.Uint64N(n), again.Uint64N(n)}
+	}
+	benchLookups(b, s, func(r *rand.Rand, i int) (uint64, uint64) {
+		if i%2 == 0 {
+			e := held[r.IntN(len(held))]
+			return e[0], e[1]
+		}
+		return r.Uint64N(n), r.Uint64N(n)
+	})
+}
+
+// BenchmarkEdgeLookupHub looks up edges of one hub whose 2M versions are
+// all in the MemGraph (after one read of its list, which makes the hub's
+// sorted cache), to random vertices (about a fifth of them present).
+// Run: go test -run '^$' -bench EdgeLookupHub -benchtime 200000x ./internal/engine
+func BenchmarkEdgeLookupHub(b *testing.B) {
+	s, err := Open(b.TempDir(), &Options{MemGraphBytes: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(4, 4))
+	const n = 1 << 23
+	var batch Batch
+	for i := 0; i < 200; i++ {
+		batch.Reset()
+		for j := 0; j < 10000; j++ {
+			batch.Insert(0, r.Uint64N(n))
+		}
+		if _, err := s.Apply(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if m, _ := s.Metrics(); m.Flushes != 0 {
+		b.Fatalf("the hub's versions were flushed (%d flushes): the MemGraph must hold them", m.Flushes)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sn.Degree(0, Out); err != nil { // the read that sorts the hub once
+		b.Fatal(err)
+	}
+	sn.Release()
+	benchLookups(b, s, func(r *rand.Rand, _ int) (uint64, uint64) { return 0, r.Uint64N(n) })
+}
+
+// benchLookups times b.N edge lookups of the pairs pick gives (lookup i
+// is pick(r, i)) on one snapshot of s, and reports lookups/s and the
+// edges found per lookup.
+func benchLookups(b *testing.B, s *Store, pick func(r *rand.Rand, i int) (uint64, uint64)) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sn.Release()
+	r := rand.New(rand.NewPCG(5, 5))
+	found := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := sn.Edge(pick(r, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		found += len(c.Types)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+	b.ReportMetric(float64(found)/float64(b.N), "found/op")
+}

@@ -210,6 +210,9 @@ type FileInfo struct {
 	// Types: the file has a type column (some edge's type is not 0);
 	// Times: a time column (some version has an event time).
 	Types, Times bool
+	// Bloom: an edge filter (out-edge files of format 3), which lets an
+	// edge lookup skip the file when it holds no version of the edge.
+	Bloom bool
 }
 
 // Files lists the live files: for out-edges then in-edges, L0 newest first,
@@ -231,7 +234,7 @@ func (s *Store) Files() ([]FileInfo, error) {
 			Dense: f.Flags&core.FileDense != 0, Versions: f.Flags&core.FileVersions != 0,
 			Weights: f.Flags&core.FileWeights != 0, Dst32: f.Flags&core.FileDst32 != 0,
 			MultiVersion: f.Flags&core.FileMultiVersion != 0, Tombstones: f.Flags&core.FileTombstones != 0,
-			Types: f.Flags&core.FileTypes != 0, Times: f.Flags&core.FileTimes != 0}
+			Types: f.Flags&core.FileTypes != 0, Times: f.Flags&core.FileTimes != 0, Bloom: f.Flags&core.FileBloom != 0}
 	}
 	return out, nil
 }
