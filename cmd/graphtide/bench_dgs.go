@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphtide/graphtide/internal/bench/dgsbench"
+)
+
+func newBenchDGSCmd() *cobra.Command {
+	c := dgsbench.DefaultConfig()
+	return newBenchmarkCmd(&cobra.Command{
+		Use:   "dgs [flags]",
+		Short: "The dynamic-graph-storage study's operations and protocols, against a static CSR",
+		Long: `Runs the operations of the dynamic-graph-storage study (INSEDGE, DELEDGE,
+SEARCHEDGE, SCANNBR) and its protocols on an RMAT stream, in order:
+  - load: the first --load share of the stream in batches of 10,000;
+  - INSEDGE: the next --ops edges as single updates (--write-batch per
+    Apply), each timed;
+  - SEARCHEDGE: --ops lookups of random edges of the graph, and SCANNBR:
+    --ops/10 full neighbor lists of vertices drawn by degree, on the store
+    (a fresh snapshot every 100) and on a static CSR of the same edges
+    built in the same process (each answer checked against it);
+  - DELEDGE: --ops single deletes of random edges (then none is found);
+  - mixed streams of --ops operations: 50/50 and 80/20 reads (SEARCHEDGE)
+    to writes (INSEDGE);
+  - --readers goroutines doing SEARCHEDGE beside a writer doing INSEDGE
+    for --duration.
+It reports operations per second with p50 and p99 latency in µs for each,
+neighbors per second for SCANNBR, the store's reads against the CSR's, and
+the store's bytes on disk per edge against the CSR's. Vertex records
+(INSVTX, GETVTX) are not measured: the store keeps vertices only through
+their edges. The last line of stdout is one JSON object, with
+searchedge_ops_per_sec, insedge_ops_per_sec, deledge_ops_per_sec,
+scannbr_ops_per_sec, searchedge_store_over_csr and disk_bytes_per_edge
+among its keys.`,
+		Example: `  graphtide bench dgs --scale 20
+  graphtide bench dgs --scale 18 --ops 50000 --readers 4 --duration 5s`,
+	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {
+		c.Log = log
+		return dgsbench.Run(ctx, c)
+	})
+}

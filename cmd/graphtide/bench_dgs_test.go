@@ -1,0 +1,50 @@
+package main
+
+import (
+	"testing"
+)
+
+// TestBenchDGSSmall runs bench dgs at a tiny scale and checks the JSON
+// line: every operation ran and was timed (the run itself checks each
+// lookup and list against the CSR, and fails on a wrong one), and the
+// ratios and memory figures are there.
+func TestBenchDGSSmall(t *testing.T) {
+	out, _, err := execute(t, "bench", "dgs", "--scale", "10", "--edge-factor", "8", "--ops", "500",
+		"--duration", "200ms", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	for _, k := range []string{"load_edges_per_sec", "searchedge_ops_per_sec", "insedge_ops_per_sec", "deledge_ops_per_sec",
+		"scannbr_ops_per_sec", "scannbr_edges_per_sec", "csr_scannbr_edges_per_sec", "searchedge_store_over_csr",
+		"scannbr_store_over_csr", "mixed_50_50_ops_per_sec", "mixed_80_20_ops_per_sec", "concurrent_read_ops_per_sec",
+		"disk_bytes_per_edge", "csr_bytes_per_edge", "peak_rss_bytes"} {
+		if v, ok := res[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	if res["edges"].(float64) != 8192 || res["loaded_edges"].(float64) != 6553 {
+		t.Errorf("edges %v, loaded %v; want 8192 and 6553", res["edges"], res["loaded_edges"])
+	}
+	for _, k := range []string{"insedge", "searchedge", "csr_searchedge", "scannbr", "deledge", "concurrent_writer"} {
+		o, _ := res[k].(map[string]any)
+		if o == nil || o["ops"].(float64) < 1 || o["p99_us"].(float64) < o["p50_us"].(float64) || o["p50_us"].(float64) <= 0 {
+			t.Errorf("%s = %v: want ops, and 0 < p50 <= p99", k, res[k])
+		}
+	}
+	if ins := res["insedge"].(map[string]any); ins["ops"].(float64) != 500 {
+		t.Errorf("INSEDGE ran %v operations, want 500", ins["ops"])
+	}
+}
+
+func TestBenchDGSBadFlags(t *testing.T) {
+	wantFlagErrors(t, []string{"bench", "dgs"}, map[string]string{
+		"--scale 99":      "--scale must be between 1 and 26, got 99",
+		"--load 1":        "--load must be in (0, 1), got 1",
+		"--ops 5":         "--ops must be between 100 and 100000000, got 5",
+		"--write-batch 0": "--write-batch must be between 1 and 100000, got 0",
+		"--readers 65":    "--readers must be between 0 and 64, got 65",
+		"--duration 1ms":  "--duration must be between 10ms and 1h, got 1ms",
+		"--edge-factor 0": "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0",
+	})
+}

@@ -1,0 +1,600 @@
+// Package dgsbench is `graphtide bench dgs`: the operations and protocols
+// of the dynamic-graph-storage study (../shared/papers/dgs-study-*; its
+// section 5, "micro OP stream") run against the store, beside a static CSR
+// of the same graph in the same process.
+//
+// Protocol, in order, on one RMAT stream (shuffled, so the study's "first
+// 80% then the rest" is a random split):
+//
+//  1. load: the first --load share of the stream in batches of 10,000,
+//     then a flush (load_edges_per_sec);
+//  2. INSEDGE: the next edges of the stream as single updates (one
+//     operation per Apply, as the study's write queries; --write-batch
+//     groups them), each timed;
+//  3. the static CSR of every edge applied so far, built in memory: the
+//     baseline of the reads and the oracle they are checked against;
+//  4. SEARCHEDGE: lookups of random edges of the graph (each must be
+//     found), on the store and on the CSR (binary search);
+//  5. SCANNBR: full neighbor lists of vertices drawn in proportion to
+//     their degree (each list's length must be the CSR's), on both;
+//  6. DELEDGE: single deletes of random edges, each timed; a sample of
+//     them is then looked up (none may be found);
+//  7. mixed read/write streams at 50/50 and 80/20 (reads: SEARCHEDGE;
+//     writes: INSEDGE of the stream's next edges), each operation timed;
+//  8. --readers goroutines doing SEARCHEDGE beside a writer streaming
+//     INSEDGE for --duration: both rates and the writer's latency.
+//
+// Reads take a fresh snapshot every 100 operations (a reader of fresh
+// data, as the study records latency per hundred operations); the store
+// is as ingest leaves it (L0 files, levels, background compaction), not
+// compacted. Memory: the store's bytes on disk per edge and its MemGraph
+// bytes, against the CSR's bytes per edge (8-byte offsets, 4-byte
+// neighbors), and the process's peak resident set (which includes the
+// generated stream and the CSR).
+//
+// Vertex records (INSVTX, GETVTX) are not part of it yet: the store keeps
+// vertices only through their edges.
+package dgsbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/graphtide/graphtide/internal/bench"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
+)
+
+// Config of one run (DefaultConfig has the defaults).
+type Config struct {
+	Scale, EdgeFactor int           // (20, 16)
+	Seed              uint64        // (1)
+	Dir               string        // scratch directory; must not exist or be empty
+	Load              float64       // share of the stream loaded before the operations (0.8)
+	Ops               int           // operations of each micro stream (200,000)
+	WriteBatch        int           // operations per Apply in the write streams (1)
+	Readers           int           // reader goroutines of the concurrent phase (2)
+	Duration          time.Duration // how long the concurrent phase runs (10s)
+	Log               io.Writer     // progress; nil = discard
+}
+
+// DefaultConfig is the command's defaults, without Dir.
+func DefaultConfig() Config {
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Load: 0.8, Ops: 200_000, WriteBatch: 1, Readers: 2,
+		Duration: 10 * time.Second}
+}
+
+// MaxScale bounds Config.Scale (the stream and the CSR are in memory).
+const MaxScale = 26
+
+// AddFlags binds the command's flags to c, whose values are the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT stream", "random seed of the stream and of the operations")
+	fs.Float64Var(&c.Load, "load", c.Load, "share of the stream loaded before the operations, in (0, 1)")
+	fs.IntVar(&c.Ops, "ops", c.Ops, "operations of each micro stream (INSEDGE, SEARCHEDGE, SCANNBR, DELEDGE, each mixed stream)")
+	fs.IntVar(&c.WriteBatch, "write-batch", c.WriteBatch, "operations per Apply in the write streams (1: single updates, as the study)")
+	fs.IntVar(&c.Readers, "readers", c.Readers, "reader goroutines beside the writer in the concurrent phase")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long the concurrent phase runs")
+	fs.StringVar(&c.Dir, "dir", c.Dir, "directory for the store; must not exist or be empty (default: a temporary directory, removed afterwards)")
+}
+
+// Validate checks the settings; its messages name the command's flags.
+func (c Config) Validate() error {
+	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, 0); err != nil {
+		return err
+	}
+	if err := (gen.RMAT{Scale: c.Scale, EdgeFactor: c.EdgeFactor, Seed: c.Seed}).Validate(); err != nil {
+		return err
+	}
+	switch {
+	case !(c.Load > 0 && c.Load < 1):
+		return fmt.Errorf("--load must be in (0, 1), got %v", c.Load)
+	case c.Ops < 100 || c.Ops > 100_000_000:
+		return fmt.Errorf("--ops must be between 100 and 100000000, got %d", c.Ops)
+	case c.WriteBatch < 1 || c.WriteBatch > 100_000:
+		return fmt.Errorf("--write-batch must be between 1 and 100000, got %d", c.WriteBatch)
+	case c.Readers < 0 || c.Readers > 64:
+		return fmt.Errorf("--readers must be between 0 and 64, got %d", c.Readers)
+	case c.Duration < 10*time.Millisecond || c.Duration > time.Hour:
+		return fmt.Errorf("--duration must be between 10ms and 1h, got %v", c.Duration)
+	}
+	return nil
+}
+
+// Op is what one stream of one operation measured: operations per second
+// and the latency of one (for writes, of one Apply of WriteBatch ops).
+type Op struct {
+	Ops       int     `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Us     float64 `json:"p50_us"`
+	P99Us     float64 `json:"p99_us"`
+}
+
+// Result is the JSON line the command prints last.
+type Result struct {
+	Edges         int `json:"edges"`          // of the stream
+	LoadedEdges   int `json:"loaded_edges"`   // before the operations
+	GraphEdges    int `json:"graph_edges"`    // distinct, after INSEDGE (the CSR's)
+	GraphVertices int `json:"graph_vertices"` // the CSR's vertex range
+	WriteBatch    int `json:"write_batch"`
+
+	LoadEdgesPerSec float64 `json:"load_edges_per_sec"`
+	InsEdge         Op      `json:"insedge"`
+	SearchEdge      Op      `json:"searchedge"`
+	CSRSearchEdge   Op      `json:"csr_searchedge"`
+	ScanNbr         Op      `json:"scannbr"`
+	CSRScanNbr      Op      `json:"csr_scannbr"`
+	DelEdge         Op      `json:"deledge"`
+	// Neighbors read per second by SCANNBR, on the store and the CSR.
+	ScanNbrEdgesPerSec    float64 `json:"scannbr_edges_per_sec"`
+	CSRScanNbrEdgesPerSec float64 `json:"csr_scannbr_edges_per_sec"`
+	// Mixed streams: all operations per second, and each kind's latency.
+	Mixed50Reads, Mixed50Writes Op      `json:"-"`
+	Mixed80Reads, Mixed80Writes Op      `json:"-"`
+	Mixed5050OpsPerSec          float64 `json:"mixed_50_50_ops_per_sec"`
+	Mixed8020OpsPerSec          float64 `json:"mixed_80_20_ops_per_sec"`
+	// Concurrent phase: the writer's single updates and the readers'
+	// lookups per second, and the writer's latency.
+	ConcurrentReaders       int     `json:"concurrent_readers"`
+	ConcurrentWriter        Op      `json:"concurrent_writer"`
+	ConcurrentReadOpsPerSec float64 `json:"concurrent_read_ops_per_sec"`
+
+	// Ratios in this run: the store's reads against the CSR's.
+	SearchEdgeOverCSR float64 `json:"searchedge_store_over_csr"`
+	ScanNbrOverCSR    float64 `json:"scannbr_store_over_csr"`
+	// Flat keys of the headline figures.
+	SearchEdgeOpsPerSec float64 `json:"searchedge_ops_per_sec"`
+	InsEdgeOpsPerSec    float64 `json:"insedge_ops_per_sec"`
+	DelEdgeOpsPerSec    float64 `json:"deledge_ops_per_sec"`
+	ScanNbrOpsPerSec    float64 `json:"scannbr_ops_per_sec"`
+
+	// Memory and disk, per distinct edge of the graph after INSEDGE.
+	DiskBytesPerEdge float64 `json:"disk_bytes_per_edge"`
+	CSRBytesPerEdge  float64 `json:"csr_bytes_per_edge"`
+	MemGraphBytes    int64   `json:"memgraph_bytes"`
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+}
+
+// readEvery: a reader takes a fresh snapshot every this many operations.
+const readEvery = 100
+
+// scanSink receives a sum of the neighbors the CSR's SCANNBR reads, so
+// that the compiler keeps the reads.
+var scanSink uint64
+
+// Run performs the benchmark.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	logf := func(f string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, f+"\n", a...)
+		}
+	}
+	stream := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}.Generate()
+	res.Edges, res.WriteBatch = len(stream), cfg.WriteBatch
+	load := int(float64(len(stream)) * cfg.Load)
+	res.LoadedEdges = load
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x646773))
+
+	s, err := engine.Open(filepath.Join(cfg.Dir, "store"), nil)
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+
+	// 1. Load.
+	t0 := time.Now()
+	var b engine.Batch
+	for i := 0; i < load; i += 10000 {
+		b.Reset()
+		for _, e := range stream[i:min(i+10000, load)] {
+			b.Insert(e.Src, e.Dst)
+		}
+		if _, err := s.Apply(&b); err != nil {
+			return res, err
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return res, err
+	}
+	res.LoadEdgesPerSec = float64(load) / time.Since(t0).Seconds()
+	logf("dgs: loaded %d of %d edges: %.0f edges/s", load, len(stream), res.LoadEdgesPerSec)
+
+	// 2. INSEDGE: the stream's next edges, single updates.
+	w := &writer{s: s, stream: stream, pos: load, batch: cfg.WriteBatch}
+	lat := make([]time.Duration, 0, cfg.Ops/cfg.WriteBatch+1)
+	t0 = time.Now()
+	for done := 0; done < cfg.Ops && w.pos < len(stream); done += cfg.WriteBatch {
+		d, err := w.insert()
+		if err != nil {
+			return res, err
+		}
+		lat = append(lat, d)
+	}
+	res.InsEdge = op(w.pos-load, time.Since(t0), lat)
+	logf("dgs: INSEDGE %s", res.InsEdge)
+
+	// 3. The CSR of every edge applied so far: the baseline and the oracle.
+	g := newCSR(stream[:min(w.pos, len(stream))])
+	res.GraphEdges, res.GraphVertices = len(g.nbrs), len(g.off)-1
+	res.CSRBytesPerEdge = float64(g.bytes()) / float64(len(g.nbrs))
+	if m, err := s.Metrics(); err == nil {
+		res.DiskBytesPerEdge = float64(m.DiskBytes()) / float64(len(g.nbrs))
+		res.MemGraphBytes = int64(m.MemGraphBytes)
+	}
+
+	// 4. SEARCHEDGE: random edges of the graph, each must be found.
+	targets := make([][2]uint64, cfg.Ops)
+	for i := range targets {
+		targets[i] = g.edge(rng)
+	}
+	res.SearchEdge, err = timeReads(s, len(targets), func(sn *engine.Snapshot, i int) (int, error) {
+		c, err := sn.Edge(targets[i][0], targets[i][1])
+		if err == nil && len(c.Types) != 1 {
+			err = fmt.Errorf("SEARCHEDGE %d -> %d found %d edges, the graph has 1", targets[i][0], targets[i][1], len(c.Types))
+		}
+		return 1, err
+	})
+	if err != nil {
+		return res, err
+	}
+	res.CSRSearchEdge, _ = timeReads(nil, len(targets), func(_ *engine.Snapshot, i int) (int, error) {
+		if !g.has(targets[i][0], targets[i][1]) {
+			return 0, fmt.Errorf("the CSR lacks %v", targets[i])
+		}
+		return 1, nil
+	})
+	logf("dgs: SEARCHEDGE %s; on the CSR %s", res.SearchEdge, res.CSRSearchEdge)
+
+	// 5. SCANNBR: vertices drawn by degree, each list checked against the CSR.
+	scans := make([]uint64, max(cfg.Ops/10, 100))
+	for i := range scans {
+		scans[i] = g.edge(rng)[0]
+	}
+	var storeEdges, csrEdges int
+	var buf []uint64 // the lists read, reused (as a reader's buffer is)
+	res.ScanNbr, err = timeReads(s, len(scans), func(sn *engine.Snapshot, i int) (int, error) {
+		var err error
+		buf, _, err = sn.Neighbors(scans[i], engine.Out, buf, nil)
+		n := len(buf)
+		if err == nil && n != g.degree(scans[i]) {
+			err = fmt.Errorf("SCANNBR of %d read %d neighbors, the graph has %d", scans[i], n, g.degree(scans[i]))
+		}
+		storeEdges += n
+		return 1, err
+	})
+	if err != nil {
+		return res, err
+	}
+	res.CSRScanNbr, _ = timeReads(nil, len(scans), func(_ *engine.Snapshot, i int) (int, error) {
+		l := g.nbrsOf(scans[i])
+		for _, x := range l {
+			scanSink += uint64(x) // read every neighbor, as the store's scan copies each
+		}
+		csrEdges += len(l)
+		return 1, nil
+	})
+	res.ScanNbrEdgesPerSec = float64(storeEdges) / (float64(res.ScanNbr.Ops) / res.ScanNbr.OpsPerSec)
+	res.CSRScanNbrEdgesPerSec = float64(csrEdges) / (float64(res.CSRScanNbr.Ops) / res.CSRScanNbr.OpsPerSec)
+	logf("dgs: SCANNBR %s (%.0f edges/s); on the CSR %s (%.0f edges/s)", res.ScanNbr, res.ScanNbrEdgesPerSec,
+		res.CSRScanNbr, res.CSRScanNbrEdgesPerSec)
+
+	// 6. DELEDGE: distinct random edges, single deletes; then none is found.
+	gone := map[[2]uint64]bool{}
+	var dels [][2]uint64
+	for len(dels) < min(cfg.Ops, len(g.nbrs)/2) {
+		if e := g.edge(rng); !gone[e] {
+			gone[e] = true
+			dels = append(dels, e)
+		}
+	}
+	lat = lat[:0]
+	t0 = time.Now()
+	for i := 0; i < len(dels); i += cfg.WriteBatch {
+		b.Reset()
+		for _, e := range dels[i:min(i+cfg.WriteBatch, len(dels))] {
+			b.DeleteEdge(e[0], e[1])
+		}
+		t := time.Now()
+		if _, err := s.Apply(&b); err != nil {
+			return res, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	res.DelEdge = op(len(dels), time.Since(t0), lat)
+	if _, err := timeReads(s, min(len(dels), 1000), func(sn *engine.Snapshot, i int) (int, error) {
+		if c, err := sn.Edge(dels[i][0], dels[i][1]); err != nil || len(c.Types) != 0 {
+			return 0, fmt.Errorf("deleted edge %d -> %d is still found (%v)", dels[i][0], dels[i][1], err)
+		}
+		return 1, nil
+	}); err != nil {
+		return res, err
+	}
+	logf("dgs: DELEDGE %s", res.DelEdge)
+
+	// 7. Mixed streams: SEARCHEDGE reads, INSEDGE writes.
+	for _, m := range []struct {
+		reads        float64
+		rOut, wOut   *Op
+		opsPerSecOut *float64
+	}{{0.5, &res.Mixed50Reads, &res.Mixed50Writes, &res.Mixed5050OpsPerSec},
+		{0.8, &res.Mixed80Reads, &res.Mixed80Writes, &res.Mixed8020OpsPerSec}} {
+		if err := mixed(s, w, g, rng, cfg.Ops, m.reads, m.rOut, m.wOut, m.opsPerSecOut); err != nil {
+			return res, err
+		}
+		logf("dgs: mixed %.0f/%.0f: %.0f ops/s; reads %s; writes %s", 100*m.reads, 100*(1-m.reads), *m.opsPerSecOut, *m.rOut, *m.wOut)
+	}
+
+	// 8. Readers beside the writer.
+	res.ConcurrentReaders = cfg.Readers
+	if err := concurrent(ctx, s, w, g, cfg, &res); err != nil {
+		return res, err
+	}
+	logf("dgs: %d readers beside the writer: writer %s; readers %.0f lookups/s", cfg.Readers, res.ConcurrentWriter,
+		res.ConcurrentReadOpsPerSec)
+
+	res.SearchEdgeOverCSR = res.SearchEdge.OpsPerSec / res.CSRSearchEdge.OpsPerSec
+	res.ScanNbrOverCSR = res.ScanNbrEdgesPerSec / res.CSRScanNbrEdgesPerSec
+	res.SearchEdgeOpsPerSec, res.InsEdgeOpsPerSec = res.SearchEdge.OpsPerSec, res.InsEdge.OpsPerSec
+	res.DelEdgeOpsPerSec, res.ScanNbrOpsPerSec = res.DelEdge.OpsPerSec, res.ScanNbr.OpsPerSec
+	if m, err := bench.ReadMemory(); err == nil {
+		res.PeakRSSBytes = m.PeakRSS
+	}
+	logf("dgs: store/CSR: SEARCHEDGE %.2fx, SCANNBR %.2fx; disk %.2f bytes per edge, CSR %.2f; MemGraph %d bytes; peak RSS %d bytes",
+		res.SearchEdgeOverCSR, res.ScanNbrOverCSR, res.DiskBytesPerEdge, res.CSRBytesPerEdge, res.MemGraphBytes, res.PeakRSSBytes)
+	return res, nil
+}
+
+func (o Op) String() string {
+	return fmt.Sprintf("%d ops, %.0f/s, p50 %.2f µs, p99 %.2f µs", o.Ops, o.OpsPerSec, o.P50Us, o.P99Us)
+}
+
+// op is the figures of n operations that took total, with the latencies
+// lat (sorted here).
+func op(n int, total time.Duration, lat []time.Duration) Op {
+	o := Op{Ops: n, OpsPerSec: float64(n) / total.Seconds()}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		o.P50Us = float64(lat[len(lat)*50/100]) / 1e3
+		o.P99Us = float64(lat[len(lat)*99/100]) / 1e3
+	}
+	return o
+}
+
+// timeReads runs read(sn, i) for i in [0, n), each timed, on a fresh
+// snapshot of s every readEvery operations (sn is nil when s is: a read of
+// the CSR). read returns how many operations it did.
+func timeReads(s *engine.Store, n int, read func(sn *engine.Snapshot, i int) (int, error)) (Op, error) {
+	lat := make([]time.Duration, 0, n)
+	var sn *engine.Snapshot
+	defer func() {
+		if sn != nil {
+			sn.Release()
+		}
+	}()
+	done := 0
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		if s != nil && i%readEvery == 0 {
+			if sn != nil {
+				sn.Release()
+			}
+			var err error
+			if sn, err = s.Snapshot(); err != nil {
+				return Op{}, err
+			}
+		}
+		k, err := read(sn, i)
+		if err != nil {
+			return Op{}, err
+		}
+		done += k
+		lat = append(lat, time.Since(t))
+	}
+	return op(done, time.Since(t0), lat), nil
+}
+
+// writer applies the stream's next edges as INSEDGE. Used by one
+// goroutine at a time.
+type writer struct {
+	s      *engine.Store
+	stream []gen.Edge
+	pos    int // edges applied (the stream wraps around: later inserts upsert)
+	batch  int
+	b      engine.Batch
+}
+
+// insert applies the next batch of edges and returns how long Apply took.
+func (w *writer) insert() (time.Duration, error) {
+	w.b.Reset()
+	for range w.batch {
+		e := w.stream[w.pos%len(w.stream)]
+		w.b.Insert(e.Src, e.Dst)
+		w.pos++
+	}
+	t := time.Now()
+	_, err := w.s.Apply(&w.b)
+	return time.Since(t), err
+}
+
+// mixed runs n operations, a share reads of them SEARCHEDGE (of edges of
+// g, some of them deleted since: found or not, a lookup is a read) and the
+// rest INSEDGE, each timed.
+func mixed(s *engine.Store, w *writer, g *csr, rng *rand.Rand, n int, reads float64, rOut, wOut *Op, opsPerSec *float64) error {
+	var rl, wl []time.Duration
+	var sn *engine.Snapshot
+	defer func() {
+		if sn != nil {
+			sn.Release()
+		}
+	}()
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		if rng.Float64() >= reads {
+			d, err := w.insert()
+			if err != nil {
+				return err
+			}
+			wl = append(wl, d)
+			continue
+		}
+		t := time.Now()
+		if len(rl)%readEvery == 0 {
+			if sn != nil {
+				sn.Release()
+			}
+			var err error
+			if sn, err = s.Snapshot(); err != nil {
+				return err
+			}
+		}
+		e := g.edge(rng)
+		if _, err := sn.Edge(e[0], e[1]); err != nil {
+			return err
+		}
+		rl = append(rl, time.Since(t))
+	}
+	total := time.Since(t0)
+	*opsPerSec = float64(n) / total.Seconds()
+	*rOut, *wOut = op(len(rl), total, rl), op(len(wl)*w.batch, total, wl)
+	return nil
+}
+
+// concurrent runs cfg.Readers goroutines of SEARCHEDGE beside the writer's
+// INSEDGE for cfg.Duration.
+func concurrent(ctx context.Context, s *engine.Store, w *writer, g *csr, cfg Config, res *Result) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Readers)
+	for r := range cfg.Readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
+			for ctx.Err() == nil {
+				sn, err := s.Snapshot()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for range readEvery {
+					e := g.edge(rng)
+					if _, err := sn.Edge(e[0], e[1]); err != nil {
+						sn.Release()
+						errs <- err
+						return
+					}
+				}
+				sn.Release()
+				reads.Add(readEvery)
+			}
+		}()
+	}
+	var lat []time.Duration
+	t0 := time.Now()
+	for ctx.Err() == nil {
+		d, err := w.insert()
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		lat = append(lat, d)
+	}
+	total := time.Since(t0)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	res.ConcurrentWriter = op(len(lat)*w.batch, total, lat)
+	res.ConcurrentReadOpsPerSec = float64(reads.Load()) / total.Seconds()
+	return nil
+}
+
+// csr is a static CSR of a set of edges: offsets and sorted, distinct
+// neighbors, over vertices [0, len(off)-1).
+type csr struct {
+	off  []int64
+	nbrs []uint32
+	srcs []uint32 // the source of each edge, for drawing edges uniformly
+}
+
+func newCSR(edges []gen.Edge) *csr {
+	n := uint64(0)
+	for _, e := range edges {
+		n = max(n, e.Src+1, e.Dst+1)
+	}
+	g := &csr{off: make([]int64, n+1)}
+	for _, e := range edges {
+		g.off[e.Src+1]++
+	}
+	for i := range n {
+		g.off[i+1] += g.off[i]
+	}
+	at := slices.Clone(g.off[:n])
+	g.nbrs = make([]uint32, len(edges))
+	for _, e := range edges {
+		g.nbrs[at[e.Src]] = uint32(e.Dst)
+		at[e.Src]++
+	}
+	// Sort each list and drop repeated edges (the stream repeats some).
+	w := int64(0)
+	beg := int64(0)
+	for v := range n {
+		l := g.nbrs[beg:g.off[v+1]]
+		slices.Sort(l)
+		l = slices.Compact(l)
+		beg = g.off[v+1]
+		g.off[v] = w
+		w += int64(copy(g.nbrs[w:], l))
+	}
+	g.off[n] = w
+	g.nbrs = g.nbrs[:w:w]
+	g.srcs = make([]uint32, w)
+	for v := range n {
+		for k := g.off[v]; k < g.off[v+1]; k++ {
+			g.srcs[k] = uint32(v)
+		}
+	}
+	return g
+}
+
+func (g *csr) nbrsOf(v uint64) []uint32 {
+	if v+1 >= uint64(len(g.off)) {
+		return nil
+	}
+	return g.nbrs[g.off[v]:g.off[v+1]]
+}
+
+func (g *csr) degree(v uint64) int { return len(g.nbrsOf(v)) }
+
+func (g *csr) has(a, b uint64) bool {
+	_, ok := slices.BinarySearch(g.nbrsOf(a), uint32(b))
+	return ok
+}
+
+// edge draws an edge uniformly (so its source in proportion to degree).
+func (g *csr) edge(rng *rand.Rand) [2]uint64 {
+	k := rng.IntN(len(g.nbrs))
+	return [2]uint64{uint64(g.srcs[k]), uint64(g.nbrs[k])}
+}
+
+// bytes is the CSR's memory as a static store keeps it: 8-byte offsets and
+// 4-byte neighbors (not the sources kept here for drawing edges).
+func (g *csr) bytes() int64 { return int64(len(g.off))*8 + int64(len(g.nbrs))*4 }
