@@ -169,6 +169,21 @@ int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err) { return NewS
 
 int gt_snapshot_new_durable(gt_store *s, gt_snapshot **out, gt_error *err) { return NewSnapshot(s, true, out, err); }
 
+int gt_snapshot_new_at(gt_store *s, uint64_t seq, gt_snapshot **out, gt_error *err) {
+  return Guard(err, [&] {
+    // Allocate first so that a failed allocation leaves nothing pinned.
+    auto snap = std::make_unique<gt_snapshot>(gt_snapshot{gt::SnapshotReader(s->s.get(), seq)});
+    if (int rc = Done(s->s->PinSnapshotAt(seq), err)) return rc;
+    snap->r = gt::SnapshotReader(s->s.get(), seq);
+    *out = snap.release();
+    return static_cast<int>(GT_OK);
+  });
+}
+
+int gt_set_history_floor(gt_store *s, uint64_t seq, gt_error *err) {
+  return Guard(err, [&] { return Done(s->s->SetHistoryFloor(seq), err); });
+}
+
 void gt_snapshot_release(gt_snapshot *snap) {
   if (!snap) return;
   snap->r.store()->UnpinSnapshot(snap->r.tau());

@@ -99,7 +99,13 @@ typedef struct gt_options {
   uint32_t test_segment_format;         /* testing only: write segment files of this older format
                                            version, 2 (before edge filters), as an older build
                                            did; 0 = the current one, 3 */
-  uint32_t reserved;
+  uint32_t keep_history;                /* nonzero: keep history (reads as of a past seq,
+                                           gt_snapshot_new_at): flush and compaction keep every
+                                           version above the history floor (see
+                                           gt_set_history_floor), which history_seqs raises */
+  uint64_t history_seqs;                /* with keep_history: keep at least the last this many
+                                           seqs readable (the floor follows the newest seq);
+                                           0 = only gt_set_history_floor raises the floor */
 } gt_options;
 
 /* Testing only (crash tests): where gt_options.test_pause_at makes a flush
@@ -178,6 +184,8 @@ typedef struct gt_metrics {
   uint64_t manifest_rewrites;   /* MANIFEST rewrites as a snapshot since open */
   uint64_t memgraph_pool_bytes; /* memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size) */
   uint64_t apply_cpu_nanos;     /* CPU time spent in gt_apply, the MemGraph's helper thread's share included */
+  uint64_t oldest_readable_seq; /* the oldest seq a snapshot can pin (gt_snapshot_new_at): the history
+                                   floor with keep_history, else last_seq */
   uint32_t num_levels;          /* entries used in levels[] (L0 first) */
   uint32_t reserved;
   gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
@@ -238,6 +246,17 @@ void gt_get_metrics(gt_store *s, gt_metrics *out);
 
 /* Pins the newest committed sequence number. Free with gt_snapshot_release. */
 int gt_snapshot_new(gt_store *s, gt_snapshot **out, gt_error *err);
+/* Pins a past sequence number seq (keep_history): the snapshot reads the
+ * store as it was when seq was the newest. GT_ERR_INVALID when seq is above
+ * the newest or below the oldest readable one (gt_metrics.
+ * oldest_readable_seq), with both named. Free with gt_snapshot_release. */
+int gt_snapshot_new_at(gt_store *s, uint64_t seq, gt_snapshot **out, gt_error *err);
+/* Raises the history floor to seq (never lowers it; above the newest seq it
+ * stops at the newest): versions at or below it that no snapshot at the
+ * floor or later reads may be dropped by the next flush or compaction.
+ * keep_history only (GT_ERR_INVALID otherwise). */
+int gt_set_history_floor(gt_store *s, uint64_t seq, gt_error *err);
+
 /* Pins the newest durable sequence number (gt_metrics.durable_seq): the
  * snapshot sees only flushed data, so its reads skip the MemGraphs and a
  * compacted range is copied out in bulk. Free with gt_snapshot_release. */

@@ -185,8 +185,12 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       }
     }
     const uint64_t seq = VersSeq(vers);
-    size_t stripe = static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());
-    if (stripe == last_stripe) return;  // superseded within its stripe
+    // A version above the history floor is a stripe of its own (a snapshot
+    // at its seq reads it); one at or below it is in its snapshot stripe.
+    size_t stripe = p.history && seq > p.history_floor
+                        ? SIZE_MAX - 1
+                        : static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());
+    if (stripe == last_stripe && stripe != SIZE_MAX - 1) return;  // superseded within its stripe
     last_stripe = stripe;
     // Killed by a durable vertex delete that every snapshot already sees
     // (d <= clean <= oldest): invisible to all readers, and every older

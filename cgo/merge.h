@@ -215,10 +215,18 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
 struct RetainParams {
   const std::vector<uint64_t> *snaps;  // pinned snapshot seqs, ascending
   const VdelMap *vdel;                 // may be null
-  // Only vertex deletes <= min(durable_seq, oldest snapshot) are applied:
-  // VdelCleanSeq.
+  // Only vertex deletes <= min(durable_seq, oldest snapshot, history
+  // floor) are applied: VdelCleanSeq.
   uint64_t durable_seq;
   bool bottommost;  // nothing older exists below the output
+  // History retention (issue 15's reads as of the past): every version
+  // with seq above history_floor is kept, and below it what a snapshot
+  // pinned at history_floor needs, so that a snapshot at any seq from
+  // history_floor on reads what it read when that seq was the newest.
+  // INVARIANT: with history, snaps holds history_floor (Store::Retention):
+  // it is the oldest stripe boundary, and VdelCleanSeq is at most it.
+  bool history = false;
+  uint64_t history_floor = 0;
 };
 
 // The seq below which RetainVersions drops what vertex deletes hide: its

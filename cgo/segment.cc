@@ -316,6 +316,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
         if (i == offs_[k] || dst_at(i) != dst_at(i - 1)) BloomAdd(bloom.data(), bloom_blocks, srcs_[k], dst_at(i));
     flags |= kFlagBloom;
   }
+  if (history_ && version >= 3) flags |= kFlagHistory;
 
   uint8_t hdr[kHeaderSize] = {0};
   std::memcpy(hdr, kMagic, 8);
@@ -334,6 +335,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   Put<uint64_t>(hdr + 88, table_len);
   Put<uint64_t>(hdr + 96, kChunkSize);
   Put<uint64_t>(hdr + 104, bloom_blocks);
+  if (flags & kFlagHistory) Put<uint64_t>(hdr + 112, history_floor_);
   if (has_types_) {
     Put<uint16_t>(hdr + 120, static_cast<uint16_t>(min_type_));
     Put<uint16_t>(hdr + 122, static_cast<uint16_t>(max_type_));
@@ -429,6 +431,11 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   s->bloom_blocks_ = Get<uint64_t>(h + 104);
   if (version < 3 && (s->flags_ & kFlagBloom))
     return Status::Corruption("a format version " + std::to_string(version) + " segment with an edge filter", path, 12);
+  s->history_floor_ = Get<uint64_t>(h + 112);
+  if (version < 3 && (s->flags_ & kFlagHistory))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with a history floor", path, 12);
+  if (!(s->flags_ & kFlagHistory) && s->history_floor_ != 0)
+    return Status::Corruption("segment without history has a history floor", path, 112);
   if ((s->flags_ & kFlagBloom) ? s->bloom_blocks_ == 0 : s->bloom_blocks_ != 0)
     return Status::Corruption("segment edge filter size " + std::to_string(s->bloom_blocks_) +
                                   " does not match its flag",

@@ -10,7 +10,7 @@
 //             u64 file id, u32 level, u32 dir, u64 nverts, u64 nentries,
 //             u64 min_src, u64 max_src, u64 max_dst, u64 min_seq, u64 max_seq,
 //             u64 table_len, u64 chunk_size, u64 bloom_blocks (0
-//             without kBloom), 8 reserved bytes (0),
+//             without kBloom), u64 history_floor (0 without kHistory),
 //             u16 min_type, u16 max_type (both 0 without kTypes),
 //             u32 crc32c of bytes [0,124).
 //             Format version 3; version 2 (before the edge filter) is the
@@ -74,6 +74,7 @@ constexpr uint32_t kFlagTombstones = 1u << 5;
 constexpr uint32_t kFlagTypes = 1u << 6;
 constexpr uint32_t kFlagTimes = 1u << 7;
 constexpr uint32_t kFlagBloom = 1u << 8;
+constexpr uint32_t kFlagHistory = 1u << 9;  // written keeping history above history_floor
 
 std::string SegmentFileName(uint64_t id);
 
@@ -114,6 +115,13 @@ class SegmentBuilder {
   // the one segment holding src there anyway, and it holds most of the
   // edges, so the filters' bytes go where they skip files.
   void set_edge_filter(bool on) { edge_filter_ = on; }
+  // Written keeping history (RetainParams): every version above floor is
+  // in the file. Without it a file may have dropped any version a
+  // snapshot below its max_seq reads.
+  void set_history(bool on, uint64_t floor) {
+    history_ = on;
+    history_floor_ = floor;
+  }
   // Writes, fsyncs and closes dir/SegmentFileName(id). Fills *meta.
   Status Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta);
   void Reset();
@@ -138,6 +146,8 @@ class SegmentBuilder {
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
   uint32_t format_ = 0;  // 0: the current one
   bool edge_filter_ = true;
+  bool history_ = false;
+  uint64_t history_floor_ = 0;
 };
 
 // A read-only, memory-mapped segment. Shared by Versions via shared_ptr;
@@ -170,6 +180,11 @@ class Segment {
   bool MayHold(uint64_t src, uint64_t dst) const {
     return bloom_ == nullptr || BloomMayHold(bloom_, bloom_blocks_, src, dst);
   }
+
+  // The oldest seq a snapshot reads this file correctly at: the history
+  // floor it was written with, or its max_seq when it was written keeping
+  // no history.
+  uint64_t history_floor() const { return (flags_ & kFlagHistory) ? history_floor_ : meta_.max_seq; }
 
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
@@ -248,6 +263,7 @@ class Segment {
   const int64_t *times_ = nullptr;
   const uint32_t *bloom_ = nullptr;  // verified at open
   uint64_t bloom_blocks_ = 0;
+  uint64_t history_floor_ = 0;  // with kFlagHistory
   uint32_t min_type_ = 0, max_type_ = 0;
   uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0, times_off_ = 0;
   uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;

@@ -70,13 +70,6 @@ void Store::SetBackgroundError(const Status &s) {
   cv_.notify_all();
 }
 
-std::vector<uint64_t> Store::PinnedSnapshots() {
-  std::lock_guard<std::mutex> l(snap_mu_);
-  std::vector<uint64_t> v(snaps_.begin(), snaps_.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
 uint64_t Store::PinSnapshot(bool durable) {
   // The durable seq is read under snap_mu_ (from its atomic copy, so that
   // pins never wait for mu_), so that a compaction either sees this pin or
@@ -87,6 +80,57 @@ uint64_t Store::PinSnapshot(bool durable) {
       durable ? durable_pub_.load(std::memory_order_acquire) : last_seq_.load(std::memory_order_acquire);
   snaps_.insert(tau);
   return tau;
+}
+
+uint64_t Store::OldestReadableLocked() {
+  const uint64_t last = last_seq_.load(std::memory_order_acquire);
+  if (!opt_.keep_history) return last;
+  if (opt_.history_seqs != 0 && last > opt_.history_seqs)
+    history_floor_ = std::max(history_floor_, last - opt_.history_seqs);
+  return history_floor_;
+}
+
+uint64_t Store::OldestReadable() {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  return OldestReadableLocked();
+}
+
+Status Store::PinSnapshotAt(uint64_t tau) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  const uint64_t last = last_seq_.load(std::memory_order_acquire), oldest = OldestReadableLocked();
+  if (tau > last)
+    return Status::Invalid("seq " + std::to_string(tau) + " is not applied yet: the newest is " + std::to_string(last));
+  if (tau < oldest) {
+    if (!opt_.keep_history)
+      return Status::Invalid("seq " + std::to_string(tau) +
+                             " is in the past, and this store keeps no history (keep_history): only the newest, " +
+                             std::to_string(last) + ", is readable");
+    return Status::Invalid("seq " + std::to_string(tau) + " is older than the oldest readable one, " +
+                           std::to_string(oldest) + " (history retention)");
+  }
+  snaps_.insert(tau);
+  return Status::OK();
+}
+
+Status Store::SetHistoryFloor(uint64_t seq) {
+  if (!opt_.keep_history) return Status::Invalid("this store keeps no history (keep_history)");
+  std::lock_guard<std::mutex> l(snap_mu_);
+  history_floor_ = std::max(history_floor_, std::min(seq, last_seq_.load(std::memory_order_acquire)));
+  return Status::OK();
+}
+
+Retention Store::RetentionNow() {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  Retention r;
+  r.snaps.assign(snaps_.begin(), snaps_.end());
+  if (opt_.keep_history) {
+    r.history = true;
+    r.floor = OldestReadableLocked();
+    r.snaps.push_back(r.floor);
+    std::sort(r.snaps.begin(), r.snaps.end());
+  }
+  r.snaps.erase(std::unique(r.snaps.begin(), r.snaps.end()), r.snaps.end());
+  return r;
 }
 
 void Store::UnpinSnapshot(uint64_t tau) {
@@ -235,6 +279,7 @@ void Store::GetMetrics(gt_metrics *m) {
   {
     std::lock_guard<std::mutex> l(snap_mu_);
     m->snapshots_open = snaps_.size();
+    m->oldest_readable_seq = OldestReadableLocked();
   }
   m->vertex_deletes = ver->vdel->size();
   m->num_levels = opt_.max_levels;

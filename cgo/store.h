@@ -69,6 +69,18 @@ struct Options {
   // The format version of the segment files written (gt_options.
   // test_segment_format; 0: the current one).
   uint32_t segment_format = 0;
+  // History (gt_options.keep_history, history_seqs).
+  bool keep_history = false;
+  uint64_t history_seqs = 0;
+};
+
+// What a flush or compaction must keep for readers: the pinned snapshots,
+// ascending and distinct, with the history floor among them when history is
+// kept (RetainParams).
+struct Retention {
+  std::vector<uint64_t> snaps;
+  bool history = false;
+  uint64_t floor = 0;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -98,7 +110,14 @@ class Store {
   // Pins and returns the newest committed seq, or with durable the newest
   // durable one. Unpin with UnpinSnapshot.
   uint64_t PinSnapshot(bool durable = false);
+  // Pins tau, a past seq (history): kInvalid when it is above the newest or
+  // below the oldest readable seq.
+  Status PinSnapshotAt(uint64_t tau);
   void UnpinSnapshot(uint64_t tau);
+  // Raises the history floor to seq (history only).
+  Status SetHistoryFloor(uint64_t seq);
+  // The oldest seq PinSnapshotAt takes.
+  uint64_t OldestReadable();
   uint64_t low_bound() const { return low_bound_.load(std::memory_order_acquire); }
   uint64_t high_bound() const { return high_bound_.load(std::memory_order_acquire); }
   // Live files of the current Version, in gt_list_files order.
@@ -151,7 +170,13 @@ class Store {
   Status TestPause(uint32_t point);
   LevelState PlanState(const Version &v, int dir) const;
   PlanConfig PlanCfg() const;
-  std::vector<uint64_t> PinnedSnapshots();
+  // The pins and the history floor, raised first by history_seqs, taken
+  // together under snap_mu_ (so that a pin at a past seq either is among
+  // them or was checked against a floor at least this one).
+  Retention RetentionNow();
+  // Raises history_floor_ by history_seqs and returns the oldest readable
+  // seq. Requires snap_mu_ held.
+  uint64_t OldestReadableLocked();
   void SetBackgroundError(const Status &s);
   uint64_t NewFileId();
   // An empty MemGraph of the configured size, its memory from pool_ first.
@@ -223,6 +248,10 @@ class Store {
   // erase by readers, and for a copy of the pins by flush and compaction.
   std::mutex snap_mu_;
   std::multiset<uint64_t> snaps_;  // Protected by snap_mu_.
+  // With history: every version above it is kept. Only grows; set at open
+  // to the largest floor any live file was written with. Protected by
+  // snap_mu_.
+  uint64_t history_floor_ = 0;
 
   std::atomic<uint64_t> last_seq_{0};
   // durable_seq_, published for readers that must not take mu_ (pins).

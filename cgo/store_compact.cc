@@ -128,7 +128,7 @@ Status Store::CompactAll() {
       ptrs = pointers_[dir];
     }
     if (ver->vdel->empty()) continue;
-    const std::vector<uint64_t> snaps = PinnedSnapshots();
+    const std::vector<uint64_t> snaps = RetentionNow().snaps;  // the history floor among them
     const uint64_t clean = std::min(durable, snaps.empty() ? UINT64_MAX : snaps.front());
     const auto &levels = ver->trees[dir].levels;
     for (size_t i = 1; i < levels.size(); i++) {
@@ -244,8 +244,8 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   // invisible at such a tau. (Read the other way round, a flush in between
   // could let the compaction apply a vertex delete newer than the tau of a
   // durable snapshot it did not see pinned.)
-  const std::vector<uint64_t> snaps = PinnedSnapshots();
-  RetainParams rp{&snaps, ver->vdel.get(), durable, plan.bottommost};
+  const Retention ret = RetentionNow();
+  RetainParams rp{&ret.snaps, ver->vdel.get(), durable, plan.bottommost, ret.history, ret.floor};
   // The outputs hold no version a delete up to VdelCleanSeq hides (those
   // were dropped), nor one a delete up to every input's floor hides.
   uint64_t in_floor = UINT64_MAX;
@@ -259,6 +259,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   SegmentBuilder b;
   b.set_format(opt_.segment_format);
   b.set_edge_filter(!plan.bottommost);
+  b.set_history(ret.history, ret.floor);
   // Output segments are cut at the target size; size the columns for one
   // (4-byte dsts, the common case) so that they do not double past it.
   const uint64_t seg_entries = opt_.target_segment_bytes / 4;

@@ -66,6 +66,10 @@ Status ValidateOptions(const gt_options *c, Options *o) {
     return Status::Invalid("test_segment_format must be 0 (the current format) or 2, got " +
                            std::to_string(c->test_segment_format));
   o->segment_format = c->test_segment_format;
+  o->keep_history = c->keep_history != 0;
+  if (c->history_seqs != 0 && c->keep_history == 0)
+    return Status::Invalid("history_seqs needs keep_history");
+  o->history_seqs = c->history_seqs;
   return Status::OK();
 }
 
@@ -224,6 +228,16 @@ Status Store::Recover() {
       e.has_srcpos = r.has_srcpos;
       e.srcpos = r.srcpos;
       InstallLocked(e);
+    }
+  }
+  // History kept by the files: a snapshot at a seq below the floor some
+  // live file was written with may miss versions that file dropped.
+  {
+    std::lock_guard<std::mutex> l(snap_mu_);
+    for (const Tree &t : current_->trees) {
+      for (const auto &s : t.l0) history_floor_ = std::max(history_floor_, s->history_floor());
+      for (const auto &lv : t.levels)
+        for (const auto &s : lv) history_floor_ = std::max(history_floor_, s->history_floor());
     }
   }
   durable_low_ = ms.low_bound;

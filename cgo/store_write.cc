@@ -228,13 +228,14 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     vdel = current_->vdel;
     durable = durable_seq_;
   }
-  const std::vector<uint64_t> snaps = PinnedSnapshots();  // after durable: see RunCompaction
-  RetainParams rp{&snaps, vdel.get(), durable, false};
+  const Retention ret = RetentionNow();  // after durable: see RunCompaction
+  RetainParams rp{&ret.snaps, vdel.get(), durable, false, ret.history, ret.floor};
   const uint64_t vdel_clean = VdelCleanSeq(rp);
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
   SegmentBuilder b;
   b.set_format(opt_.segment_format);
+  b.set_history(ret.history, ret.floor);
   std::vector<Run> runs(1);
   // A frozen MemGraph has no writer: this thread took it from the
   // Version published, under mu_, after Freeze and so after every write.
@@ -255,6 +256,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
       // each edge in either direction.
       SegmentBuilder in;
       in.set_format(opt_.segment_format);
+      in.set_history(ret.history, ret.floor);
       b.Transpose(&in);
       GT_RETURN_IF_ERROR(in.Finish(dir_, NewFileId(), 0, kIn, &m));
       metas.push_back(m);

@@ -362,6 +362,130 @@ TEST(TypesTest, BadTypesAreRefused) {
 
 // A segment written before edge types (format version 1: no type column,
 // 0 in the type range) reads as a file whose every edge has type 0.
+// The newest seq of s and the oldest one a snapshot can pin.
+std::pair<uint64_t, uint64_t> Seqs(gt_store *s) {
+  gt_metrics m;
+  gt_get_metrics(s, &m);
+  return {m.last_seq, m.oldest_readable_seq};
+}
+
+// History: random typed batches (deletes and vertex deletes among them)
+// with flushes, compactions and reopens; snapshots at past seqs within the
+// retention read exactly what the oracle held at that seq, with every
+// read, and seqs outside it are refused, naming the oldest readable one.
+TEST(HistoryTest, ReadsAsOfEveryRetainedSeqMatchTheOracle) {
+  TempDir dir;
+  gt_options o = gt_store_test::SmallOptions();
+  o.keep_history = 1;
+  o.history_seqs = 25;
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  std::mt19937_64 rng(gt_store_test::Seed());
+  const uint64_t maxv = 30;
+  TypedOracle oracle;
+  std::map<uint64_t, TypedOracle> at;  // the oracle as of each seq
+  at[0] = oracle;
+  int checked = 0;
+  for (int round = 0; round < 90; round++) {
+    std::vector<gt_op> ops;
+    const int n = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; i++) {
+      const uint64_t s = rng() % (maxv + 1), d = rng() % (maxv + 1), r = rng() % 100;
+      if (r < 70)
+        ops.push_back(TOp(GT_OP_UPSERT, s, d, kTypes[rng() % 5], 1.0 + double(rng() % 4)));
+      else if (r < 97)
+        ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, kTypes[rng() % 5], 0));
+      else
+        ops.push_back(TOp(GT_OP_DELETE_VERTEX, s, 0, 0, 0));
+    }
+    gt_store_test::Apply(h.s, ops);
+    oracle.Apply(ops);
+    at[Seqs(h.s).first] = oracle;
+    switch (rng() % 6) {
+      case 0:
+        gt_store_test::Flush(h.s);
+        break;
+      case 1:
+        gt_store_test::CompactAll(h.s);
+        break;
+      case 2:
+        if (round % 4 == 0) {  // a reopen: everything flushed keeps its seqs
+          gt_store_test::Flush(h.s);
+          gt_store_test::Close(&h.s);
+          gt_store_test::Open(dir.path(), o, &h.s);
+        }
+        break;
+      default:
+        break;
+    }
+    const auto [last, oldest] = Seqs(h.s);
+    EXPECT_EQ(oldest, last > o.history_seqs ? last - o.history_seqs : 0) << "round " << round;
+    for (int k = 0; k < 3; k++) {
+      const uint64_t seq = oldest + rng() % (last - oldest + 1);
+      gt_snapshot *sn = nullptr;
+      Err err;
+      ASSERT_EQ(gt_snapshot_new_at(h.s, seq, &sn, err.get()), GT_OK) << err.msg();
+      // The oracle of the newest batch at or below seq (a reopen's seqs
+      // continue from the durable one).
+      auto it = at.upper_bound(seq);
+      --it;
+      CheckAll(sn, it->second, maxv, "round " + std::to_string(round) + " as of seq " + std::to_string(seq));
+      gt_snapshot_release(sn);
+      checked++;
+      if (::testing::Test::HasFailure()) return;
+    }
+    Err err;
+    gt_snapshot *sn = nullptr;
+    if (oldest > 0) {
+      EXPECT_EQ(gt_snapshot_new_at(h.s, oldest - 1, &sn, err.get()), GT_ERR_INVALID);
+      EXPECT_NE(err.msg().find("older than the oldest readable one, " + std::to_string(oldest)), std::string::npos)
+          << err.msg();
+      err.Reset();
+    }
+    EXPECT_EQ(gt_snapshot_new_at(h.s, last + 1, &sn, err.get()), GT_ERR_INVALID);
+    EXPECT_NE(err.msg().find("the newest is " + std::to_string(last)), std::string::npos) << err.msg();
+  }
+  EXPECT_GT(checked, 200);
+  // Reopened with a longer retention, the history floor is the one the
+  // files were written with: what they dropped below it stays unreadable.
+  gt_store_test::Flush(h.s);
+  gt_store_test::CompactAll(h.s);
+  const uint64_t was_oldest = Seqs(h.s).second;
+  gt_store_test::Close(&h.s);
+  o.history_seqs = 1000;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  const auto [last, oldest] = Seqs(h.s);
+  EXPECT_EQ(oldest, was_oldest) << "last " << last;
+  gt_snapshot *sn = nullptr;
+  Err err;
+  ASSERT_EQ(gt_snapshot_new_at(h.s, oldest, &sn, err.get()), GT_OK) << err.msg();
+  auto it = at.upper_bound(oldest);
+  --it;
+  CheckAll(sn, it->second, maxv, "reopened, as of the oldest readable seq");
+  gt_snapshot_release(sn);
+  EXPECT_EQ(gt_snapshot_new_at(h.s, oldest - 1, &sn, err.get()), GT_ERR_INVALID);
+}
+
+// Without history only the newest seq is readable, and a past one is
+// refused saying why; the history floor cannot be set.
+TEST(HistoryTest, WithoutHistoryOnlyTheNewestSeqIsReadable) {
+  TempDir dir;
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), gt_store_test::SmallOptions(), &h.s);
+  gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 0, 1)});
+  gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 3, 0, 1)});
+  const auto [last, oldest] = Seqs(h.s);
+  EXPECT_EQ(oldest, last);
+  gt_snapshot *sn = nullptr;
+  Err err;
+  ASSERT_EQ(gt_snapshot_new_at(h.s, last, &sn, err.get()), GT_OK) << err.msg();
+  gt_snapshot_release(sn);
+  EXPECT_EQ(gt_snapshot_new_at(h.s, last - 1, &sn, err.get()), GT_ERR_INVALID);
+  EXPECT_NE(err.msg().find("keeps no history"), std::string::npos) << err.msg();
+  err.Reset();
+  EXPECT_EQ(gt_set_history_floor(h.s, 1, err.get()), GT_ERR_INVALID);
+}
+
 // Files of format version 2 (before edge filters), as an older build wrote
 // them: every read, lookups included, as from new files; compaction then
 // writes files with filters that read the same.
