@@ -147,6 +147,8 @@ type Options struct {
 	ReadOnly                                  bool
 	TestPauseAt                               uint32 // gt_test_point; testing only
 	TestManifestRewriteBytes                  uint64 // testing only; 0 = the core's bound
+	KeepHistory                               bool   // gt_options.keep_history
+	HistorySeqs                               uint64 // gt_options.history_seqs
 }
 
 // Test points of gt_test_point (Options.TestPauseAt).
@@ -184,6 +186,8 @@ func Open(dir string, o Options) (*Store, *Error) {
 		read_only:                   b2u(o.ReadOnly),
 		test_pause_at:               C.uint32_t(o.TestPauseAt),
 		test_manifest_rewrite_bytes: C.uint64_t(o.TestManifestRewriteBytes),
+		keep_history:                b2u(o.KeepHistory),
+		history_seqs:                C.uint64_t(o.HistorySeqs),
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
@@ -290,6 +294,7 @@ type Metrics struct {
 	Stalls, StallNanos, SnapshotsOpen, VertexDeletes, BackgroundErrors uint64
 	DeferredFlushes                                                    uint64
 	ManifestBytes, ManifestRewrites, MemGraphPoolBytes, ApplyCPUNanos  uint64
+	OldestReadableSeq                                                  uint64
 	Levels                                                             []LevelMetrics
 }
 
@@ -308,6 +313,7 @@ func (s *Store) Metrics() Metrics {
 		DeferredFlushes: uint64(c.deferred_flushes),
 		ManifestBytes:   uint64(c.manifest_bytes), ManifestRewrites: uint64(c.manifest_rewrites),
 		MemGraphPoolBytes: uint64(c.memgraph_pool_bytes), ApplyCPUNanos: uint64(c.apply_cpu_nanos),
+		OldestReadableSeq: uint64(c.oldest_readable_seq),
 	}
 	for i := 0; i < int(c.num_levels) && i < len(c.levels); i++ {
 		l := c.levels[i]
@@ -336,6 +342,25 @@ func (s *Store) Snapshot(durable bool) (*Snapshot, *Error) {
 		return nil, takeError(rc, &e)
 	}
 	return &Snapshot{h: h}, nil
+}
+
+// SnapshotAt calls gt_snapshot_new_at: a snapshot of the past seq.
+func (s *Store) SnapshotAt(seq uint64) (*Snapshot, *Error) {
+	var h *C.gt_snapshot
+	var e C.gt_error
+	if rc := C.gt_snapshot_new_at(s.h, C.uint64_t(seq), &h, &e); rc != 0 {
+		return nil, takeError(rc, &e)
+	}
+	return &Snapshot{h: h}, nil
+}
+
+// SetHistoryFloor calls gt_set_history_floor.
+func (s *Store) SetHistoryFloor(seq uint64) *Error {
+	var e C.gt_error
+	if rc := C.gt_set_history_floor(s.h, C.uint64_t(seq), &e); rc != 0 {
+		return takeError(rc, &e)
+	}
+	return nil
 }
 
 // FileInfo mirrors gt_file_info.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ type queryOptions struct {
 	limit     int
 	after     string
 	afterType string
+	asOfSeq   string
 	types     string
 	weighted  bool
 	maxDepth  int
@@ -102,6 +104,12 @@ func (o *queryOptions) Validate() error {
 	}
 	if _, err := api.ParseView(o.view); err != nil {
 		return fmt.Errorf("--view must be fresh or stale, got %q", o.view)
+	}
+	if _, err := api.ParsePoint(o.view, o.asOfSeq); err != nil {
+		if _, perr := strconv.ParseUint(o.asOfSeq, 10, 64); perr != nil {
+			return fmt.Errorf("--as-of-seq must be a sequence number (an unsigned integer), got %q", o.asOfSeq)
+		}
+		return fmt.Errorf("--as-of-seq reads the store as it was at that seq: it goes with --view fresh, not --view %s", o.view)
 	}
 	if o.limit < 1 || o.limit > 10000 {
 		return fmt.Errorf("--limit must be between 1 and 10000, got %d", o.limit)
@@ -205,10 +213,14 @@ the YAML file given by --config, keyed by flag name.`
 	typesFlag := func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.types, "types", "", "read only edges of these types: comma-separated names or numbers (default: every type)")
 	}
+	asOfFlag := func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.asOfSeq, "as-of-seq", "", "read the store as it was at this sequence number (the store must keep it: serve --history-seqs)")
+	}
 	dirFlags := func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.direction, "direction", o.direction, "out-edges or in-edges (in needs a store with in-edges)")
 		fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
 		typesFlag(fs)
+		asOfFlag(fs)
 	}
 	cmd.AddCommand(
 		sub("neighbors V", "List a vertex's neighbors with the edges' weights and types, in id order",
@@ -238,6 +250,7 @@ the YAML file given by --config, keyed by flag name.`
 			cobra.ExactArgs(2), func(fs *pflag.FlagSet) {
 				fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
 				typesFlag(fs)
+				asOfFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
 				r, err := q.Edge(ctx, args[0], args[1], o.read())
@@ -250,9 +263,10 @@ the YAML file given by --config, keyed by flag name.`
 				fs.IntVar(&o.maxDepth, "max-depth", 0, "the most hops of the path (0: no bound)")
 				fs.Int64Var(&o.budget, "budget", o.budget, "edges the search may read before it gives up (--dir only)")
 				typesFlag(fs)
+				asOfFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				r, err := q.Path(ctx, args[0], args[1], o.types, o.weighted, o.maxDepth)
+				r, err := q.Path(ctx, args[0], args[1], o.types, o.weighted, o.maxDepth, o.asOfSeq)
 				return r, r.WriteText, err
 			}),
 		sub("top-pagerank", "List the vertices of highest PageRank",
@@ -315,7 +329,7 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 func (o *queryOptions) read() api.ReadOptions {
-	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types}
+	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types, AsOfSeq: o.asOfSeq}
 }
 
 func (o *queryOptions) analyticQuery() api.AnalyticQuery {

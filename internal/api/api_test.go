@@ -303,6 +303,24 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 			t.Fatalf("wcc is gone after a removal that could not be stored: %v", err)
 		}
 	})
+	t.Run("reads as of a seq outside the history", func(t *testing.T) {
+		c.t = t
+		c.expect("GET", fmt.Sprintf("/v1/vertices/1/degree?as_of_seq=%d", f.lastSeq+1), nil, 400,
+			fmt.Sprintf("as_of_seq %d: seq %d is not applied yet: the newest is %d (readable now: 0 to %d)", f.lastSeq+1, f.lastSeq+1, f.lastSeq, f.lastSeq))
+		c.expect("GET", "/v1/vertices/1/neighbors?as_of_seq=yesterday", nil, 400, `as_of_seq must be a sequence number (an unsigned integer), got "yesterday"`)
+		c.expect("GET", "/v1/edges/1/2?as_of_seq=1&view=stale", nil, 400, "as_of_seq reads the store as it was at that seq: it goes with view=fresh, not view=stale")
+		// The history floor raised past the durable seq: reads as of it are
+		// gone (410), and name what is readable.
+		if err := f.store.SetHistoryFloor(f.lastSeq); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("as_of_seq %d: seq %d is older than the oldest readable one, %d (history retention) (readable now: %d to %d)",
+			f.durableSeq, f.durableSeq, f.lastSeq, f.lastSeq, f.lastSeq)
+		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2"} {
+			c.expect("GET", fmt.Sprintf("%s?as_of_seq=%d", p, f.durableSeq), nil, 410, want)
+		}
+		c.expect("GET", fmt.Sprintf("/v1/paths?from=1&to=2&as_of_seq=%d", f.durableSeq), nil, 410, want)
+	})
 	t.Run("closed store", func(t *testing.T) {
 		checkClosed(t, cov)
 	})
@@ -336,22 +354,31 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 	if inEdges {
 		dirs = append(dirs, engine.In)
 	}
-	for _, view := range []string{"fresh", "stale"} {
+	// "as of" reads the fresh view as of the durable seq (the fixture keeps
+	// history), which must be what a stale view reads now.
+	for _, view := range []string{"fresh", "stale", "as of"} {
 		g, seq := f.live, f.lastSeq
-		if view == "stale" {
+		if view != "fresh" {
 			g, seq = f.durable, f.durableSeq
+		}
+		viewName := view
+		if view == "as of" {
+			viewName = "fresh"
 		}
 		for _, dir := range dirs {
 			adj := g.Adj(dir)
 			for _, v := range f.sample(nv) {
 				vp := url.PathEscape(f.vertexParam(v))
 				q := fmt.Sprintf("dir=%s&view=%s", dirName(dir), view)
-				if view == "fresh" && dir == engine.Out {
+				switch {
+				case view == "as of":
+					q = fmt.Sprintf("dir=%s&as_of_seq=%d", dirName(dir), seq)
+				case view == "fresh" && dir == engine.Out:
 					q = "" // the defaults
 				}
 				var d DegreeResponse
 				c.get(fmt.Sprintf("/v1/vertices/%s/degree?%s", vp, q), &d)
-				want := DegreeResponse{Vertex: v, Key: keyOf(f.dict, v), Dir: dirName(dir), View: view, Seq: seq, Degree: uint64(len(adj[v]))}
+				want := DegreeResponse{Vertex: v, Key: keyOf(f.dict, v), Dir: dirName(dir), View: viewName, Seq: seq, Degree: uint64(len(adj[v]))}
 				if d != want {
 					t.Errorf("degree of %d: %+v, want %+v", v, d, want)
 				}
@@ -370,6 +397,11 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 					}
 					if len(n.Neighbors) != 7 || *n.NextAfter != n.Neighbors[6].ID {
 						t.Fatalf("neighbors of %d: a page of %d ends with next_after %d", v, len(n.Neighbors), *n.NextAfter)
+					}
+					// The fixture keeps history: a fresh page names its seq for
+					// the next pages to pin (a stale one does not).
+					if pin := view != "stale"; (n.NextAsOfSeq != nil) != pin || pin && *n.NextAsOfSeq != seq {
+						t.Fatalf("%s neighbors of %d: next_as_of_seq %v, want the page's seq %d: %v", view, v, n.NextAsOfSeq, seq, pin)
 					}
 					// Alternate giving after as an id and as the key.
 					after = "&after=" + strconv.FormatUint(*n.NextAfter, 10)
@@ -394,12 +426,15 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 				for _, w := range append(slices.Clone(adj[v]), f.sample(nv)...) {
 					var e EdgeResponse
 					vq := "?view=" + view
-					if view == "fresh" {
+					switch view {
+					case "fresh":
 						vq = ""
+					case "as of":
+						vq = fmt.Sprintf("?as_of_seq=%d", seq)
 					}
 					c.get(fmt.Sprintf("/v1/edges/%s/%s%s", vp, url.PathEscape(f.vertexParam(w)), vq), &e)
 					_, ok := g[[2]uint64{v, w}]
-					want := EdgeResponse{Src: vertexOf(f.dict, v), Dst: vertexOf(f.dict, w), View: view, Seq: seq, Found: ok, Edges: []Neighbor{}}
+					want := EdgeResponse{Src: vertexOf(f.dict, v), Dst: vertexOf(f.dict, w), View: viewName, Seq: seq, Found: ok, Edges: []Neighbor{}}
 					if ok {
 						want.Edges = []Neighbor{{ID: w, Key: keyOf(f.dict, w), Weight: g.Weight(v, w, dir)}}
 					}

@@ -140,6 +140,9 @@ type ReadOptions struct {
 	// Types lists the edge types to read, comma-separated names or
 	// numbers; "": every type.
 	Types string
+	// AsOfSeq reads the store as it was at that sequence number (a fresh
+	// view; the store must keep it: history retention); "": the newest.
+	AsOfSeq string
 }
 
 func (o ReadOptions) values() url.Values {
@@ -152,6 +155,9 @@ func (o ReadOptions) values() url.Values {
 	}
 	if o.Types != "" {
 		q.Set("types", o.Types)
+	}
+	if o.AsOfSeq != "" {
+		q.Set("as_of_seq", o.AsOfSeq)
 	}
 	return q
 }
@@ -189,11 +195,14 @@ func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edge
 }
 
 // Path asks for a shortest path from one vertex to another (by hops, or
-// by weight; maxDepth 0: no bound).
-func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
+// by weight; maxDepth 0: no bound), as of the seq asOf ("": the newest).
+func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
 	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(weighted)}, "max_depth": {strconv.Itoa(maxDepth)}}
 	if types != "" {
 		q.Set("types", types)
+	}
+	if asOf != "" {
+		q.Set("as_of_seq", asOf)
 	}
 	var r PathResponse
 	return r, c.do(ctx, http.MethodGet, "/v1/paths", q, nil, &r)

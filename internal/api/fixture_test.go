@@ -112,8 +112,9 @@ func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.dict.Close() })
-	// MemGraphs large enough that only the fixture's flush runs.
-	if f.store, err = engine.Open(filepath.Join(dir, "store"), &engine.Options{InEdges: inEdges, MemGraphBytes: 4 << 20}); err != nil {
+	// MemGraphs large enough that only the fixture's flush runs; all
+	// history kept, so that reads as of f.durableSeq see f.durable.
+	if f.store, err = engine.Open(filepath.Join(dir, "store"), &engine.Options{InEdges: inEdges, MemGraphBytes: 4 << 20, KeepHistory: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.store.Close() })

@@ -143,7 +143,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "types")
+	q, err := params(r, "dir", "view", "types", "as_of_seq")
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kind, err := ParseView(q.Get("view"))
+	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.reader.Degree(r.Context(), v, dir, kind, q.Get("types"))
+	out, err := s.reader.Degree(r.Context(), v, dir, at, q.Get("types"))
 	if err != nil {
 		return err
 	}
@@ -168,11 +168,11 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "types")
+	q, err := params(r, "view", "types", "as_of_seq")
 	if err != nil {
 		return err
 	}
-	kind, err := ParseView(q.Get("view"))
+	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.reader.Edge(r.Context(), src, dst, kind, q.Get("types"))
+	out, err := s.reader.Edge(r.Context(), src, dst, at, q.Get("types"))
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types")
+	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq")
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kind, err := ParseView(q.Get("view"))
+	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	} else if q.Get("after_type") != "" {
 		return errorf(http.StatusBadRequest, "after_type needs after")
 	}
-	out, err := s.reader.Neighbors(r.Context(), v, dir, kind, q.Get("types"), after, limit)
+	out, err := s.reader.Neighbors(r.Context(), v, dir, at, q.Get("types"), after, limit)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "weighted", "max_depth", "types")
+	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq")
 	if err != nil {
 		return err
 	}
@@ -255,13 +255,17 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	at, err := ParsePoint("", q.Get("as_of_seq"))
+	if err != nil {
+		return err
+	}
 	select {
 	case s.paths <- struct{}{}:
 		defer func() { <-s.paths }()
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	out, err := s.reader.Path(r.Context(), ends[0], ends[1], q.Get("types"), paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
+	out, err := s.reader.Path(r.Context(), ends[0], ends[1], at.AsOf, q.Get("types"), paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
 	if err != nil {
 		return err
 	}

@@ -51,13 +51,13 @@ func (l *Local) Close() error {
 func (l *Local) vertex(v string) (uint64, error) { return ResolveVertex(l.d.Keys)(v) }
 
 // parse reads the options as the server reads its query parameters.
-func (o ReadOptions) parse() (engine.Direction, views.Kind, error) {
+func (o ReadOptions) parse() (engine.Direction, Point, error) {
 	dir, err := ParseDir(o.Dir)
 	if err != nil {
-		return 0, 0, err
+		return 0, Point{}, err
 	}
-	kind, err := ParseView(o.View)
-	return dir, kind, err
+	at, err := ParsePoint(o.View, o.AsOfSeq)
+	return dir, at, err
 }
 
 // Degree is v's degree; v is an id or a string key.
@@ -66,11 +66,11 @@ func (l *Local) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResp
 	if err != nil {
 		return DegreeResponse{}, err
 	}
-	dir, kind, err := o.parse()
+	dir, at, err := o.parse()
 	if err != nil {
 		return DegreeResponse{}, err
 	}
-	return l.q.Degree(ctx, id, dir, kind, o.Types)
+	return l.q.Degree(ctx, id, dir, at, o.Types)
 }
 
 // Neighbors is one page of v's edges: at most limit past the edge (after,
@@ -90,11 +90,11 @@ func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after, a
 			return NeighborsResponse{}, err
 		}
 	}
-	dir, kind, err := o.parse()
+	dir, at, err := o.parse()
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	return l.q.Neighbors(ctx, id, dir, kind, o.Types, from, limit)
+	return l.q.Neighbors(ctx, id, dir, at, o.Types, from, limit)
 }
 
 // Edge is the edges from src to dst (ids or string keys); o.Dir is not
@@ -108,16 +108,20 @@ func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeR
 	if err != nil {
 		return EdgeResponse{}, err
 	}
-	_, kind, err := o.parse()
+	_, at, err := o.parse()
 	if err != nil {
 		return EdgeResponse{}, err
 	}
-	return l.q.Edge(ctx, a, b, kind, o.Types)
+	return l.q.Edge(ctx, a, b, at, o.Types)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by
-// weight; maxDepth 0: no bound).
-func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
+// weight; maxDepth 0: no bound), as of the seq asOf ("": the newest).
+func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
+	at, err := ParsePoint("", asOf)
+	if err != nil {
+		return PathResponse{}, err
+	}
 	a, err := l.vertex(from)
 	if err != nil {
 		return PathResponse{}, err
@@ -130,7 +134,7 @@ func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool,
 	if budget == 0 {
 		budget = DefaultPathBudget
 	}
-	return l.q.Path(ctx, a, b, types, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
+	return l.q.Path(ctx, a, b, at.AsOf, types, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
 }
 
 // TopPageRank computes PageRank and returns the k highest vertices.

@@ -79,11 +79,11 @@ func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edg
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound) over the edges of types (a comma-separated
 // list; "": every type).
-func (q *Querier) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int) (PathResponse, error) {
+func (q *Querier) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
 	if q.local != nil {
-		return q.local.Path(ctx, from, to, types, weighted, maxDepth)
+		return q.local.Path(ctx, from, to, types, weighted, maxDepth, asOf)
 	}
-	return q.client.Path(ctx, from, to, types, weighted, maxDepth)
+	return q.client.Path(ctx, from, to, types, weighted, maxDepth, asOf)
 }
 
 // AnalyticQuery says which analytic a query reads. A server reads the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -57,6 +58,30 @@ func ParseView(s string) (views.Kind, error) {
 		return views.Stale, nil
 	}
 	return 0, errorf(http.StatusBadRequest, "view must be fresh or stale, got %q", s)
+}
+
+// Point is where a read reads: a view kind, and for a fresh view perhaps a
+// past sequence number (as_of_seq; nil: the newest).
+type Point struct {
+	Kind views.Kind
+	AsOf *uint64
+}
+
+// ParsePoint reads a view kind (ParseView) and an as_of_seq ("": the
+// newest) as the query parameters give them.
+func ParsePoint(view, asOf string) (Point, error) {
+	kind, err := ParseView(view)
+	if err != nil || asOf == "" {
+		return Point{Kind: kind}, err
+	}
+	seq, err := strconv.ParseUint(asOf, 10, 64)
+	if err != nil {
+		return Point{}, errorf(http.StatusBadRequest, "as_of_seq must be a sequence number (an unsigned integer), got %q", asOf)
+	}
+	if kind != views.Fresh {
+		return Point{}, errorf(http.StatusBadRequest, "as_of_seq reads the store as it was at that seq: it goes with view=fresh, not view=%s", kind)
+	}
+	return Point{Kind: kind, AsOf: &seq}, nil
 }
 
 // Reader answers the read queries, each on one static view of the store
@@ -115,10 +140,12 @@ func (q Reader) typeName(t uint16) string {
 	return q.Types.Name(t)
 }
 
-// view takes a static view of kind for a read in dir of the edges of
-// types (a TypeFilter list; "": all), and checks ctx once it has it
-// (taking a view can wait for a snapshot).
-func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction, types string) (*views.StaticView, error) {
+// view takes a static view at p for a read in dir of the edges of types (a
+// TypeFilter list; "": all), and checks ctx once it has it (taking a view
+// can wait for a snapshot). A seq outside the store's history is a 410
+// (below the oldest readable one) or a 400 (not applied yet), naming the
+// readable range.
+func (q Reader) view(ctx context.Context, p Point, dir engine.Direction, types string) (*views.StaticView, error) {
 	ts, err := q.TypeFilter(types)
 	if err != nil {
 		return nil, err
@@ -126,7 +153,15 @@ func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction,
 	if dir == engine.In && !q.Views.Store().InEdges() {
 		return nil, errorf(http.StatusBadRequest, "dir=in needs in-edges, which this store does not keep (they are chosen when the store is created: serve or load --in-edges)")
 	}
-	v, err := q.Views.Static(views.StaticOptions{Kind: kind, Types: ts})
+	v, err := q.Views.Static(views.StaticOptions{Kind: p.Kind, Types: ts, AsOf: p.AsOf})
+	var se *engine.SeqError
+	if errors.As(err, &se) {
+		status := http.StatusBadRequest
+		if se.Seq < se.Oldest {
+			status = http.StatusGone
+		}
+		return nil, errorf(status, "as_of_seq %d: %s (readable now: %d to %d)", se.Seq, se.Msg, se.Oldest, se.Newest)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +174,8 @@ func (q Reader) view(ctx context.Context, kind views.Kind, dir engine.Direction,
 
 // Degree is the number of dir-edges of vertex u of the given types (a
 // TypeFilter list) in a view of kind.
-func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, types string) (DegreeResponse, error) {
-	v, err := q.view(ctx, kind, dir, types)
+func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, p Point, types string) (DegreeResponse, error) {
+	v, err := q.view(ctx, p, dir, types)
 	if err != nil {
 		return DegreeResponse{}, err
 	}
@@ -149,18 +184,18 @@ func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, kind
 	if err != nil {
 		return DegreeResponse{}, err
 	}
-	return DegreeResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(), Degree: d}, nil
+	return DegreeResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: p.Kind.String(), Seq: v.Seq(), Degree: d}, nil
 }
 
 // Neighbors returns one page of u's dir-edges of the given types (a
 // TypeFilter list) in (neighbor id, type descending) order: at most limit
 // of those past after (all of them when after is nil), with their weights
 // and types, and NextAfter (and NextAfterType) when more remain.
-func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, kind views.Kind, types string, after *engine.EdgeCursor, limit int) (NeighborsResponse, error) {
+func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, at Point, types string, after *engine.EdgeCursor, limit int) (NeighborsResponse, error) {
 	if limit < 1 {
 		return NeighborsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
 	}
-	v, err := q.view(ctx, kind, dir, types)
+	v, err := q.view(ctx, at, dir, types)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
@@ -175,7 +210,7 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: kind.String(), Seq: v.Seq(),
+	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: at.Kind.String(), Seq: v.Seq(),
 		Degree: deg, Neighbors: make([]Neighbor, 0, len(p.Dsts))}
 	for i, w := range p.Dsts {
 		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: p.Weights[i],
@@ -185,6 +220,14 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 		id := extID(q.Dict, last.Dst)
 		out.NextAfter = &id
 		out.NextAfterType = q.typeName(last.Type)
+		// The next pages can read this page's view while the store keeps
+		// its seq readable (history): pass next_as_of_seq with next_after.
+		if at.Kind == views.Fresh {
+			if m, err := q.Views.Store().Metrics(); err == nil && m.OldestReadableSeq <= v.Seq() && m.OldestReadableSeq < m.LastSeq {
+				seq := v.Seq()
+				out.NextAsOfSeq = &seq
+			}
+		}
 	}
 	return out, nil
 }
@@ -192,8 +235,8 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, k
 // Edge looks up the edges from src to dst of the given types (a
 // TypeFilter list) in a view of kind: a binary search in src's edges in
 // each file, not a read of its list.
-func (q Reader) Edge(ctx context.Context, src, dst uint64, kind views.Kind, types string) (EdgeResponse, error) {
-	v, err := q.view(ctx, kind, engine.Out, types)
+func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string) (EdgeResponse, error) {
+	v, err := q.view(ctx, p, engine.Out, types)
 	if err != nil {
 		return EdgeResponse{}, err
 	}
@@ -202,7 +245,7 @@ func (q Reader) Edge(ctx context.Context, src, dst uint64, kind views.Kind, type
 	if err != nil {
 		return EdgeResponse{}, err
 	}
-	out := EdgeResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), View: kind.String(), Seq: v.Seq(),
+	out := EdgeResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), View: p.Kind.String(), Seq: v.Seq(),
 		Found: len(c.Types) > 0, Edges: make([]Neighbor, len(c.Types))}
 	for i := range c.Types {
 		out.Edges[i] = Neighbor{ID: out.Dst.ID, Key: out.Dst.Key, Weight: c.Weights[i], Type: q.typeName(c.Types[i]),
@@ -213,8 +256,8 @@ func (q Reader) Edge(ctx context.Context, src, dst uint64, kind views.Kind, type
 
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
-func (q Reader) Path(ctx context.Context, from, to uint64, types string, o paths.Options) (PathResponse, error) {
-	v, err := q.view(ctx, views.Fresh, engine.Out, types)
+func (q Reader) Path(ctx context.Context, from, to uint64, asOf *uint64, types string, o paths.Options) (PathResponse, error) {
+	v, err := q.view(ctx, Point{Kind: views.Fresh, AsOf: asOf}, engine.Out, types)
 	if err != nil {
 		return PathResponse{}, err
 	}
@@ -248,7 +291,7 @@ func (q Reader) compute(ctx context.Context, spec analytics.Spec) (analytics.Ana
 	if !ok {
 		return nil, fmt.Errorf("analytic type %s is not computed on a topology", spec.Type)
 	}
-	v, err := q.view(ctx, views.Fresh, engine.Out, spec.Types)
+	v, err := q.view(ctx, Point{Kind: views.Fresh}, engine.Out, spec.Types)
 	if err != nil {
 		return nil, err
 	}

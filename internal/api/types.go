@@ -70,6 +70,10 @@ type NeighborsResponse struct {
 	// after_type=.
 	NextAfter     *uint64 `json:"next_after,omitempty"`
 	NextAfterType string  `json:"next_after_type,omitempty"`
+	// NextAsOfSeq, with NextAfter, is this page's seq when the store keeps
+	// it readable (history retention): pass it as as_of_seq= so that every
+	// page comes from the view the first one read.
+	NextAsOfSeq *uint64 `json:"next_as_of_seq,omitempty"`
 }
 
 // EdgeResponse answers GET /v1/edges/{src}/{dst}: the edges from src to

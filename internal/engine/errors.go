@@ -31,6 +31,19 @@ func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("engine: corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
+// SeqError reports a read as of a sequence number the store cannot read:
+// above the newest (Seq > Newest), or below the oldest readable one (the
+// history retention let it go, or the store keeps no history). It wraps
+// ErrInvalid.
+type SeqError struct {
+	Seq, Oldest, Newest uint64
+	Msg                 string // the core's words
+}
+
+func (e *SeqError) Error() string { return "engine: " + e.Msg }
+
+func (e *SeqError) Unwrap() error { return ErrInvalid }
+
 // IOError reports an operating-system failure on a store file.
 type IOError struct {
 	File   string

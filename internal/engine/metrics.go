@@ -32,12 +32,15 @@ type Metrics struct {
 	SnapshotsOpen          int64
 	VertexDeletes          int64 // vertex-delete records held
 	BackgroundErrors       int64
-	DeferredFlushes        int64          // FlushAsync calls made while a flush ran (served after it)
-	ManifestBytes          int64          // size of the MANIFEST in bytes (0 when read-only)
-	ManifestRewrites       int64          // MANIFEST rewrites as a snapshot since Open
-	MemGraphPoolBytes      int64          // memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size)
-	ApplyCPU               time.Duration  // CPU time spent in Apply, the MemGraph's helper thread's share included
-	Levels                 []LevelMetrics // index = level
+	DeferredFlushes        int64         // FlushAsync calls made while a flush ran (served after it)
+	ManifestBytes          int64         // size of the MANIFEST in bytes (0 when read-only)
+	ManifestRewrites       int64         // MANIFEST rewrites as a snapshot since Open
+	MemGraphPoolBytes      int64         // memory of flushed MemGraphs kept for the next ones (at most one MemGraph's size)
+	ApplyCPU               time.Duration // CPU time spent in Apply, the MemGraph's helper thread's share included
+	// OldestReadableSeq is the oldest sequence number SnapshotAt takes:
+	// the history floor with KeepHistory, else LastSeq.
+	OldestReadableSeq uint64
+	Levels            []LevelMetrics // index = level
 }
 
 // WriteAmplification is bytes written by flushes and compactions divided by
@@ -121,6 +124,7 @@ func (s *Store) Metrics() (Metrics, error) {
 		ManifestRewrites:       int64(c.ManifestRewrites),
 		MemGraphPoolBytes:      int64(c.MemGraphPoolBytes),
 		ApplyCPU:               time.Duration(c.ApplyCPUNanos),
+		OldestReadableSeq:      c.OldestReadableSeq,
 	}
 	for _, l := range c.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})

@@ -41,6 +41,14 @@ type Options struct {
 	// lock with each other and exclude a writer (ErrLocked either way).
 	// InEdges is then as stored.
 	ReadOnly bool
+	// KeepHistory keeps the store readable as of past sequence numbers
+	// (SnapshotAt): flush and compaction keep every version above the
+	// history floor, which HistorySeqs and SetHistoryFloor raise. A
+	// read-only open keeps, and reads, whatever history the files hold.
+	KeepHistory bool
+	// HistorySeqs, with KeepHistory, keeps at least the last this many
+	// sequence numbers readable (0: only SetHistoryFloor raises the floor).
+	HistorySeqs uint64
 
 	// testPauseAt makes a flush or compaction stop at a core test point
 	// (crash tests only; see gt_test_point).
@@ -58,6 +66,9 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%w: %s must be between %d and %d (or 0 for the default), got %d", ErrInvalid, name, lo, hi, v)
 		}
 		return nil
+	}
+	if o.HistorySeqs != 0 && !o.KeepHistory {
+		return fmt.Errorf("%w: HistorySeqs needs KeepHistory", ErrInvalid)
 	}
 	for _, c := range []struct {
 		name      string

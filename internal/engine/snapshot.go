@@ -112,10 +112,44 @@ func (s *Store) Snapshot() (*Snapshot, error) { return s.snapshot(false) }
 // MemGraphs and a compacted range is copied out in bulk (a stale view).
 func (s *Store) DurableSnapshot() (*Snapshot, error) { return s.snapshot(true) }
 
+// SnapshotAt pins a past sequence number seq: the snapshot reads the
+// store as it was when seq was the newest (Options.KeepHistory). seq must
+// be between Metrics().OldestReadableSeq and the newest (ErrInvalid,
+// naming both, otherwise).
+func (s *Store) SnapshotAt(seq uint64) (*Snapshot, error) {
+	var refused string // the core's words when seq is out of range
+	sn, err := s.pin("snapshot", func(c *core.Store) (*core.Snapshot, *core.Error) {
+		cs, e := c.SnapshotAt(seq)
+		if e != nil && e.Code == core.CodeInvalid {
+			refused = e.Msg
+		}
+		return cs, e
+	})
+	if refused != "" {
+		// Which bounds, read now (the core checked them under its lock).
+		if m, merr := s.Metrics(); merr == nil {
+			return nil, &SeqError{Seq: seq, Oldest: m.OldestReadableSeq, Newest: m.LastSeq, Msg: refused}
+		}
+	}
+	return sn, err
+}
+
+// SetHistoryFloor raises the history floor to seq (never lowers it):
+// reads as of seqs below it may fail from the next flush or compaction on
+// (Options.KeepHistory only).
+func (s *Store) SetHistoryFloor(seq uint64) error {
+	return s.with("set history floor", func(c *core.Store) *core.Error { return c.SetHistoryFloor(seq) })
+}
+
 func (s *Store) snapshot(durable bool) (*Snapshot, error) {
+	return s.pin("snapshot", func(c *core.Store) (*core.Snapshot, *core.Error) { return c.Snapshot(durable) })
+}
+
+// pin makes a Snapshot of the core snapshot take gives.
+func (s *Store) pin(what string, take func(c *core.Store) (*core.Snapshot, *core.Error)) (*Snapshot, error) {
 	var sn *Snapshot
-	err := s.with("snapshot", func(c *core.Store) *core.Error {
-		cs, e := c.Snapshot(durable)
+	err := s.with(what, func(c *core.Store) *core.Error {
+		cs, e := take(c)
 		if e != nil {
 			return e
 		}

@@ -79,6 +79,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 		ReadOnly:                 o.ReadOnly,
 		TestPauseAt:              o.testPauseAt,
 		TestManifestRewriteBytes: o.testManifestRewriteBytes,
+		KeepHistory:              o.KeepHistory || o.ReadOnly,
+		HistorySeqs:              o.HistorySeqs,
 	})
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))

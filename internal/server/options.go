@@ -42,7 +42,8 @@ type Options struct {
 	MemoryBudget        string
 	Plan                budget.Plan // the budget divided (set by Validate)
 	InEdges             bool
-	InEdgesGiven        bool // --in-edges was set (flag, environment or file)
+	InEdgesGiven        bool   // --in-edges was set (flag, environment or file)
+	HistorySeqs         uint64 // reads as of the last this many seqs stay possible (0: no history)
 	EmbeddedPort        int
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
@@ -86,6 +87,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
 	fs.IntVar(&o.MemGraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 6% of --memory-budget)")
 	fs.BoolVar(&o.InEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
+	fs.Uint64Var(&o.HistorySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as_of_seq in queries; every version they need stays on disk until then); 0: only the newest")
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
@@ -283,7 +285,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		tf[t], _ = decode.ParseFormat(f)
 	}
 	return Config{
-		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan,
+		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,

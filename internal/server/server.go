@@ -56,6 +56,9 @@ type Config struct {
 	Dir     string
 	InEdges *bool // nil: as the store was created (false for a new one)
 	Plan    budget.Plan
+	// HistorySeqs keeps the store readable as of each of the last this
+	// many seqs (engine.Options.HistorySeqs); 0: no history.
+	HistorySeqs uint64
 
 	// Kafka: with no Kafka.Brokers an embedded broker is started on
 	// EmbeddedPort (0: any free port), keeping its data in the directory.
@@ -152,7 +155,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
 	// The data directory first: a damaged one is refused before anything
 	// else starts.
-	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes}, InEdges: cfg.InEdges, Create: true})
+	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
+		KeepHistory: cfg.HistorySeqs > 0, HistorySeqs: cfg.HistorySeqs}, InEdges: cfg.InEdges, Create: true})
 	if err != nil {
 		return nil, err
 	}

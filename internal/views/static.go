@@ -50,6 +50,10 @@ type StaticOptions struct {
 	// Types, when not nil, makes the view see only the edges of these
 	// types (engine.Snapshot.OfTypes); nil: every type.
 	Types *engine.TypeSet
+	// AsOf, when not nil, makes a Fresh view read the store as of that
+	// past sequence number (engine.Store.SnapshotAt: within the store's
+	// history retention).
+	AsOf *uint64
 }
 
 // StaticView is a consistent, read-only graph as of one sequence number.
@@ -101,9 +105,14 @@ func (m *Manager) Static(o StaticOptions) (*StaticView, error) {
 	if o.Kind == Private && o.PrivateIn && !m.store.InEdges() {
 		return nil, fmt.Errorf("views: a private view with in-edges needs a store that keeps them (--in-edges)")
 	}
-	if stale {
+	switch {
+	case o.AsOf != nil && o.Kind != Fresh:
+		return nil, fmt.Errorf("views: a view as of a past seq is a fresh view, not %v", o.Kind)
+	case o.AsOf != nil:
+		sn, err = m.store.SnapshotAt(*o.AsOf)
+	case stale:
 		sn, err = m.store.DurableSnapshot()
-	} else {
+	default:
 		sn, err = m.store.Snapshot()
 	}
 	if err != nil {
