@@ -29,6 +29,7 @@ type loadOptions struct {
 	batch       int
 	inEdges     bool
 	memgraphMiB int
+	historySeqs uint64
 	mapping     string // a mapping file
 
 	files        []string // the positional arguments
@@ -42,6 +43,7 @@ func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")
 	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; without the flag an existing store keeps its setting)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
+	fs.Uint64Var(&o.historySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as serve's; each batch is one); 0: only the newest")
 	fs.StringVar(&o.mapping, "mapping", "", "YAML (or JSON) file of a field mapping: read each line as a JSON event through it (src, dst, weight, time, type, op: see 'graphtide serve --mapping'); implies --format json")
 }
 
@@ -171,7 +173,8 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20}, InEdges: inEdges, Create: true})
+	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20,
+		KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs}, InEdges: inEdges, Create: true})
 	if err != nil {
 		return err
 	}

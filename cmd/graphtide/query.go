@@ -37,6 +37,9 @@ type queryOptions struct {
 	limit     int
 	after     string
 	afterType string
+	afterDst  string
+	fromSeq   uint64
+	toSeq     uint64
 	asOfSeq   string
 	types     string
 	weighted  bool
@@ -150,6 +153,7 @@ bearer token).
   neighbors V      V's out- (or --direction in) neighbors with weights, paged
   degree V         V's out- or in-degree
   edge A B         the edges from A to B (one per edge type), or none
+  changes          the edges that differ between --from and --to seqs
   path A B         a shortest path from A to B (by hops, or --weighted)
   top-pagerank     the -k highest PageRank vertices
   component V      V's weakly connected component and its size
@@ -254,6 +258,24 @@ the YAML file given by --config, keyed by flag name.`
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
 				r, err := q.Edge(ctx, args[0], args[1], o.read())
+				return r, r.WriteText, err
+			}),
+		sub("changes", "List the edges that differ between two sequence numbers (added, removed, re-weighted)",
+			"  graphtide query changes --from 1200 --to 1300\n  graphtide query changes --from 1200 --to 1300 --after 42 --after-dst 977 --server http://127.0.0.1:9464",
+			cobra.NoArgs, func(fs *pflag.FlagSet) {
+				fs.Uint64Var(&o.fromSeq, "from", 0, "the earlier sequence number (within the store's history: serve --history-seqs)")
+				fs.Uint64Var(&o.toSeq, "to", 0, "the later sequence number")
+				fs.IntVar(&o.limit, "limit", o.limit, "changes to list (at most 10000)")
+				fs.StringVar(&o.after, "after", "", "list only changes past this source vertex (with --after-dst): the next page")
+				fs.StringVar(&o.afterDst, "after-dst", "", "with --after: the destination of the last change listed")
+				fs.StringVar(&o.afterType, "after-type", "", "with --after: the type of the last change listed")
+				typesFlag(fs)
+			},
+			func(ctx context.Context, q *api.Querier, _ []string) (any, func(io.Writer), error) {
+				if (o.after == "") != (o.afterDst == "") || o.afterType != "" && o.after == "" {
+					return nil, nil, errors.New("--after and --after-dst go together (the previous page's more: line), with --after-type when it gave one")
+				}
+				r, err := q.Changes(ctx, o.fromSeq, o.toSeq, o.types, o.after, o.afterDst, o.afterType, o.limit)
 				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",

@@ -587,3 +587,83 @@ func TestLargeNumbersMapped(t *testing.T) {
 		t.Errorf("inspect: %v\n%s", err, out)
 	}
 }
+
+// TestQueryAsOfAndChanges loads two files, one edge a batch, into a store
+// that keeps history, and reads it as of the seq between them: degree,
+// edge lookups and neighbors as they were, and the changes between the
+// two points; a seq not applied yet is refused.
+func TestQueryAsOfAndChanges(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	a, b := filepath.Join(tmp, "a.el"), filepath.Join(tmp, "b.json")
+	if err := os.WriteFile(a, []byte("1 2 1.5\n2 3\n3 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte(`{"op":"delete","src":1,"dst":2}
+{"op":"add","src":4,"dst":5,"weight":2}
+{"op":"add","src":2,"dst":3,"weight":7}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{a, b} {
+		if _, _, err := execute(t, "load", "--dir", dir, "--batch", "1", "--history-seqs", "100", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d api.DegreeResponse
+	queryJSON(t, &d, "degree", "1", "--dir", dir, "--as-of-seq", "3")
+	if d.Degree != 1 || d.Seq != 3 {
+		t.Errorf("degree of 1 as of seq 3: %+v, want 1 at seq 3", d)
+	}
+	queryJSON(t, &d, "degree", "1", "--dir", dir)
+	if d.Degree != 0 || d.Seq != 6 {
+		t.Errorf("degree of 1 now: %+v, want 0 at seq 6", d)
+	}
+	var e api.EdgeResponse
+	queryJSON(t, &e, "edge", "2", "3", "--dir", dir, "--as-of-seq", "3")
+	if !e.Found || e.Edges[0].Weight != 1 {
+		t.Errorf("edge 2 -> 3 as of seq 3: %+v, want weight 1", e)
+	}
+	queryJSON(t, &e, "edge", "2", "3", "--dir", dir)
+	if !e.Found || e.Edges[0].Weight != 7 {
+		t.Errorf("edge 2 -> 3 now: %+v, want weight 7", e)
+	}
+	var n api.NeighborsResponse
+	queryJSON(t, &n, "neighbors", "1", "--dir", dir, "--as-of-seq", "2")
+	if len(n.Neighbors) != 1 || n.Neighbors[0] != (api.Neighbor{ID: 2, Weight: 1.5}) {
+		t.Errorf("neighbors of 1 as of seq 2: %+v", n)
+	}
+	var c api.ChangesResponse
+	queryJSON(t, &c, "changes", "--from", "3", "--to", "6", "--dir", dir)
+	want := []api.Change{{Src: 1, Dst: 2, Change: "removed", Weight: 1.5}, {Src: 2, Dst: 3, Change: "changed", Weight: 7, OldWeight: 1},
+		{Src: 4, Dst: 5, Change: "added", Weight: 2}}
+	if fmt.Sprint(c.Changes) != fmt.Sprint(want) || c.NextAfter != nil {
+		t.Errorf("changes from 3 to 6: %+v, want %+v", c.Changes, want)
+	}
+	// Paged one at a time, the same.
+	var paged []api.Change
+	args := []string{"changes", "--from", "3", "--to", "6", "--dir", dir, "--limit", "1"}
+	for i := 0; i < 5; i++ {
+		var p api.ChangesResponse
+		queryJSON(t, &p, args...)
+		paged = append(paged, p.Changes...)
+		if p.NextAfter == nil {
+			break
+		}
+		args = []string{"changes", "--from", "3", "--to", "6", "--dir", dir, "--limit", "1",
+			"--after", strconv.FormatUint(*p.NextAfter, 10), "--after-dst", strconv.FormatUint(*p.NextAfterDst, 10)}
+	}
+	if fmt.Sprint(paged) != fmt.Sprint(want) {
+		t.Errorf("changes paged one at a time: %+v, want %+v", paged, want)
+	}
+	out, _, err := execute(t, "query", "changes", "--from", "3", "--to", "6", "--dir", dir)
+	if err != nil || !strings.HasPrefix(out, "changes from seq 3 to seq 6: 3 on this page") || !strings.Contains(out, "changed  2    3    default  7       1") {
+		t.Errorf("query changes as text: %q, %v", out, err)
+	}
+	if _, _, err := execute(t, "query", "degree", "1", "--dir", dir, "--as-of-seq", "7"); err == nil || !strings.Contains(err.Error(), "seq 7 is not applied yet: the newest is 6") {
+		t.Errorf("degree as of a seq not applied yet: %v", err)
+	}
+	if _, _, err := execute(t, "query", "degree", "1", "--dir", dir, "--as-of-seq", "x"); err == nil || err.Error() != `--as-of-seq must be a sequence number (an unsigned integer), got "x"` {
+		t.Errorf("--as-of-seq x: %v", err)
+	}
+}

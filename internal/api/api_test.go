@@ -1,9 +1,11 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -278,7 +280,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		// A server whose deadline has passed before any work starts.
 		_, slow := serve(t, f, func(c *Config) { c.Limits.RequestTimeout = time.Nanosecond })
 		sc := newClient(t, slow, "", cov)
-		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2"} {
+		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2", "/v1/changes?from=1&to=1"} {
 			sc.expect("GET", p, nil, 503, "request took longer than its timeout of 1ns (serve --http-request-timeout)")
 		}
 		// A path search with a budget of one edge.
@@ -303,6 +305,15 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 			t.Fatalf("wcc is gone after a removal that could not be stored: %v", err)
 		}
 	})
+	t.Run("changes", func(t *testing.T) {
+		c.t = t
+		checkChanges(t, c, f)
+		c.expect("GET", "/v1/changes?from=5", nil, 400, "to is required: a sequence number")
+		c.expect("GET", "/v1/changes?from=9&to=3", nil, 400, "from (9) must not be above to (3)")
+		c.expect("GET", "/v1/changes?from=1&to=2&after=1", nil, 400, "after and after_dst go together")
+		c.expect("GET", fmt.Sprintf("/v1/changes?from=1&to=%d", f.lastSeq+5), nil, 400, "is not applied yet")
+		c.expect("GET", "/v1/changes?from=1&to=2&after=nobody&after_dst=1", nil, 404, `vertex "nobody"`)
+	})
 	t.Run("reads as of a seq outside the history", func(t *testing.T) {
 		c.t = t
 		c.expect("GET", fmt.Sprintf("/v1/vertices/1/degree?as_of_seq=%d", f.lastSeq+1), nil, 400,
@@ -320,6 +331,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 			c.expect("GET", fmt.Sprintf("%s?as_of_seq=%d", p, f.durableSeq), nil, 410, want)
 		}
 		c.expect("GET", fmt.Sprintf("/v1/paths?from=1&to=2&as_of_seq=%d", f.durableSeq), nil, 410, want)
+		c.expect("GET", fmt.Sprintf("/v1/changes?from=%d&to=%d", f.durableSeq, f.lastSeq), nil, 410, "older than the oldest readable one")
 	})
 	t.Run("closed store", func(t *testing.T) {
 		checkClosed(t, cov)
@@ -330,6 +342,72 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		if !cov.seen[k] {
 			t.Errorf("no test produced the documented response %s", k)
 		}
+	}
+}
+
+// checkChanges pages through the changes between the durable seq and the
+// newest with a small limit, and compares them with the difference of the
+// fixture's two graphs; and from a seq to itself, none.
+func checkChanges(t *testing.T, c *client, f *fixture) {
+	want := map[[2]uint64]string{}
+	for e, w := range f.durable {
+		switch nw, ok := f.live[e]; {
+		case !ok:
+			want[e] = fmt.Sprintf("removed %v", w)
+		case nw != w:
+			want[e] = fmt.Sprintf("changed %v from %v", nw, w)
+		}
+	}
+	for e, w := range f.live {
+		if _, ok := f.durable[e]; !ok {
+			want[e] = fmt.Sprintf("added %v", w)
+		}
+	}
+	if len(want) < 20 {
+		t.Fatalf("the fixture's last fifth changed only %d edges", len(want))
+	}
+	got := map[[2]uint64]string{}
+	var order [][2]uint64
+	after := ""
+	for pages := 0; ; pages++ {
+		var r ChangesResponse
+		c.get(fmt.Sprintf("/v1/changes?from=%d&to=%d&limit=7%s", f.durableSeq, f.lastSeq, after), &r)
+		if r.From != f.durableSeq || r.To != f.lastSeq || len(r.Changes) > 7 || pages > 10000 {
+			t.Fatalf("changes page %d: %+v", pages, r)
+		}
+		for _, x := range r.Changes {
+			e := [2]uint64{x.Src, x.Dst}
+			if x.SrcKey != keyOf(f.dict, x.Src) || x.DstKey != keyOf(f.dict, x.Dst) {
+				t.Errorf("change %+v: keys, want %q and %q", x, keyOf(f.dict, x.Src), keyOf(f.dict, x.Dst))
+			}
+			d := fmt.Sprintf("%s %v", x.Change, x.Weight)
+			if x.Change == "changed" {
+				d += fmt.Sprintf(" from %v", x.OldWeight)
+			}
+			if _, dup := got[e]; dup {
+				t.Fatalf("change of %v listed twice", e)
+			}
+			got[e] = d
+			order = append(order, e)
+		}
+		if r.NextAfter == nil {
+			break
+		}
+		if len(r.Changes) != 7 {
+			t.Fatalf("a page of %d changes has a cursor", len(r.Changes))
+		}
+		after = fmt.Sprintf("&after=%d&after_dst=%d", *r.NextAfter, *r.NextAfterDst)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("changes from %d to %d: %d, want %d:\n got  %v\n want %v", f.durableSeq, f.lastSeq, len(got), len(want), got, want)
+	}
+	if !slices.IsSortedFunc(order, func(a, b [2]uint64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		t.Errorf("changes are not in (src, dst) order: %v", order)
+	}
+	var none ChangesResponse
+	c.get(fmt.Sprintf("/v1/changes?from=%d&to=%d", f.lastSeq, f.lastSeq), &none)
+	if len(none.Changes) != 0 || none.NextAfter != nil {
+		t.Errorf("changes from the newest seq to itself: %+v", none)
 	}
 }
 

@@ -194,6 +194,23 @@ func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edge
 	return r, c.do(ctx, http.MethodGet, "/v1/edges/"+url.PathEscape(src)+"/"+url.PathEscape(dst), q, nil, &r)
 }
 
+// Changes asks for a page of the out-edges (of types) that differ between
+// seq from and seq to: at most limit (0: the server's default) past the
+// change (after, afterDst, afterType) ("" from the first).
+func (c *Client) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+	q := url.Values{"from": {strconv.FormatUint(from, 10)}, "to": {strconv.FormatUint(to, 10)}}
+	for k, v := range map[string]string{"types": types, "after": after, "after_dst": afterDst, "after_type": afterType} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var r ChangesResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/changes", q, nil, &r)
+}
+
 // Path asks for a shortest path from one vertex to another (by hops, or
 // by weight; maxDepth 0: no bound), as of the seq asOf ("": the newest).
 func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {

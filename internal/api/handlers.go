@@ -192,6 +192,52 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "from", "to", "types", "limit", "after", "after_dst", "after_type")
+	if err != nil {
+		return err
+	}
+	var seqs [2]uint64
+	for i, name := range []string{"from", "to"} {
+		v := q.Get(name)
+		if v == "" {
+			return errorf(http.StatusBadRequest, "%s is required: a sequence number", name)
+		}
+		if seqs[i], err = strconv.ParseUint(v, 10, 64); err != nil {
+			return errorf(http.StatusBadRequest, "%s must be a sequence number (an unsigned integer), got %q", name, v)
+		}
+	}
+	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
+	if err != nil {
+		return err
+	}
+	var after *ChangeCursor
+	switch a, d := q.Get("after"), q.Get("after_dst"); {
+	case a != "" && d != "":
+		c := &ChangeCursor{}
+		if c.Src, err = s.vertex("after", a); err != nil {
+			return err
+		}
+		if c.Dst, err = s.vertex("after_dst", d); err != nil {
+			return err
+		}
+		ec, err := s.reader.Cursor(c.Dst, q.Get("after_type"))
+		if err != nil {
+			return err
+		}
+		c.Type = ec.Type
+		after = c
+	case a != "" || d != "" || q.Get("after_type") != "":
+		return errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page), with after_type when it gave one")
+	}
+	out, err := s.reader.Changes(r.Context(), seqs[0], seqs[1], q.Get("types"), after, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq")
 	if err != nil {

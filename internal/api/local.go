@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -113,6 +114,32 @@ func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeR
 		return EdgeResponse{}, err
 	}
 	return l.q.Edge(ctx, a, b, at, o.Types)
+}
+
+// Changes is a page of the out-edges (of types) that differ between seq
+// from and seq to: at most limit past the change (after, afterDst,
+// afterType) ("" from the first).
+func (l *Local) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+	var c *ChangeCursor
+	if after != "" || afterDst != "" {
+		if after == "" || afterDst == "" {
+			return ChangesResponse{}, errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page)")
+		}
+		c = &ChangeCursor{}
+		var err error
+		if c.Src, err = l.vertex(after); err != nil {
+			return ChangesResponse{}, fmt.Errorf("after: %w", err)
+		}
+		if c.Dst, err = l.vertex(afterDst); err != nil {
+			return ChangesResponse{}, fmt.Errorf("after_dst: %w", err)
+		}
+		ec, err := l.q.Cursor(c.Dst, afterType)
+		if err != nil {
+			return ChangesResponse{}, err
+		}
+		c.Type = ec.Type
+	}
+	return l.q.Changes(ctx, from, to, types, c, limit)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by

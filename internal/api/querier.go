@@ -76,6 +76,15 @@ func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edg
 	return q.client.Edge(ctx, src, dst, o)
 }
 
+// Changes is a page of the out-edges (of types) that differ between seq
+// from and seq to (see Reader.Changes).
+func (q *Querier) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+	if q.local != nil {
+		return q.local.Changes(ctx, from, to, types, after, afterDst, afterType, limit)
+	}
+	return q.client.Changes(ctx, from, to, types, after, afterDst, afterType, limit)
+}
+
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound) over the edges of types (a comma-separated
 // list; "": every type).

@@ -146,6 +146,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /v1/vertices/{v}/degree", s.degree)
 	s.handle("GET /v1/vertices/{v}/neighbors", s.neighbors)
 	s.handle("GET /v1/edges/{src}/{dst}", s.edge)
+	s.handle("GET /v1/changes", s.changes)
 	s.handle("GET /v1/paths", s.path)
 	s.handle("GET /v1/analytics", s.listAnalytics)
 	s.handle("POST /v1/analytics", s.registerAnalytic)

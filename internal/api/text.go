@@ -89,6 +89,32 @@ func (r EdgeResponse) WriteText(w io.Writer) {
 	writeEdges(w, r.Edges)
 }
 
+// WriteText prints the changes as a table, and how to ask for the next
+// page.
+func (r ChangesResponse) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "changes from seq %d to seq %d: %d on this page (%d edges read)\n", r.From, r.To, len(r.Changes), r.EdgesRead)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tSRC\tDST\tTYPE\tWEIGHT\tWAS")
+	for _, c := range r.Changes {
+		t, was := c.Type, ""
+		if t == "" {
+			t = "default"
+		}
+		if c.Change == "changed" {
+			was = strconv.FormatFloat(c.OldWeight, 'g', -1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", c.Change, VertexName(c.Src, c.SrcKey), VertexName(c.Dst, c.DstKey), t, c.Weight, was)
+	}
+	tw.Flush()
+	if r.NextAfter != nil {
+		more := fmt.Sprintf("more: --after %d --after-dst %d", *r.NextAfter, *r.NextAfterDst)
+		if r.NextAfterType != "" {
+			more += " --after-type " + r.NextAfterType
+		}
+		fmt.Fprintln(w, more)
+	}
+}
+
 // WriteText prints the path, or that there is none.
 func (r PathResponse) WriteText(w io.Writer) {
 	by := "hops"
