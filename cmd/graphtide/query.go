@@ -38,9 +38,9 @@ type queryOptions struct {
 	after     string
 	afterType string
 	afterDst  string
-	fromSeq   uint64
-	toSeq     uint64
+	from, to  api.AsOf // of changes
 	asOfSeq   string
+	asOfTime  string
 	types     string
 	weighted  bool
 	maxDepth  int
@@ -108,11 +108,18 @@ func (o *queryOptions) Validate() error {
 	if _, err := api.ParseView(o.view); err != nil {
 		return fmt.Errorf("--view must be fresh or stale, got %q", o.view)
 	}
-	if _, err := api.ParsePoint(o.view, o.asOfSeq); err != nil {
-		if _, perr := strconv.ParseUint(o.asOfSeq, 10, 64); perr != nil {
+	if _, err := api.ParsePoint(o.view, api.AsOf{Seq: o.asOfSeq, Time: o.asOfTime}); err != nil {
+		switch _, perr := strconv.ParseUint(o.asOfSeq, 10, 64); {
+		case o.asOfSeq != "" && o.asOfTime != "":
+			return errors.New("give --as-of-seq or --as-of-time, not both")
+		case o.asOfSeq != "" && perr != nil:
 			return fmt.Errorf("--as-of-seq must be a sequence number (an unsigned integer), got %q", o.asOfSeq)
+		case o.asOfTime != "":
+			if _, terr := time.Parse(time.RFC3339Nano, o.asOfTime); terr != nil {
+				return fmt.Errorf("--as-of-time must be an RFC 3339 time such as 2026-11-26T10:15:00Z, got %q", o.asOfTime)
+			}
 		}
-		return fmt.Errorf("--as-of-seq reads the store as it was at that seq: it goes with --view fresh, not --view %s", o.view)
+		return fmt.Errorf("--as-of-seq and --as-of-time read the store as it was then: they go with --view fresh, not --view %s", o.view)
 	}
 	if o.limit < 1 || o.limit > 10000 {
 		return fmt.Errorf("--limit must be between 1 and 10000, got %d", o.limit)
@@ -218,7 +225,8 @@ the YAML file given by --config, keyed by flag name.`
 		fs.StringVar(&o.types, "types", "", "read only edges of these types: comma-separated names or numbers (default: every type)")
 	}
 	asOfFlag := func(fs *pflag.FlagSet) {
-		fs.StringVar(&o.asOfSeq, "as-of-seq", "", "read the store as it was at this sequence number (the store must keep it: serve --history-seqs)")
+		fs.StringVar(&o.asOfSeq, "as-of-seq", "", "read the store as it was at this sequence number (the store must keep it: serve --history-seqs or --history-retention)")
+		fs.StringVar(&o.asOfTime, "as-of-time", "", "read the store as it was at this RFC 3339 time, e.g. 2026-11-26T10:15:00Z (the seq that was newest then)")
 	}
 	dirFlags := func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.direction, "direction", o.direction, "out-edges or in-edges (in needs a store with in-edges)")
@@ -263,8 +271,10 @@ the YAML file given by --config, keyed by flag name.`
 		sub("changes", "List the edges that differ between two sequence numbers (added, removed, re-weighted)",
 			"  graphtide query changes --from 1200 --to 1300\n  graphtide query changes --from 1200 --to 1300 --after 42 --after-dst 977 --server http://127.0.0.1:9464",
 			cobra.NoArgs, func(fs *pflag.FlagSet) {
-				fs.Uint64Var(&o.fromSeq, "from", 0, "the earlier sequence number (within the store's history: serve --history-seqs)")
-				fs.Uint64Var(&o.toSeq, "to", 0, "the later sequence number")
+				fs.StringVar(&o.from.Seq, "from", "", "the earlier sequence number (within the store's history: serve --history-seqs or --history-retention)")
+				fs.StringVar(&o.from.Time, "from-time", "", "the earlier point as an RFC 3339 time (instead of --from)")
+				fs.StringVar(&o.to.Seq, "to", "", "the later sequence number")
+				fs.StringVar(&o.to.Time, "to-time", "", "the later point as an RFC 3339 time (instead of --to)")
 				fs.IntVar(&o.limit, "limit", o.limit, "changes to list (at most 10000)")
 				fs.StringVar(&o.after, "after", "", "list only changes past this source vertex (with --after-dst): the next page")
 				fs.StringVar(&o.afterDst, "after-dst", "", "with --after: the destination of the last change listed")
@@ -275,7 +285,7 @@ the YAML file given by --config, keyed by flag name.`
 				if (o.after == "") != (o.afterDst == "") || o.afterType != "" && o.after == "" {
 					return nil, nil, errors.New("--after and --after-dst go together (the previous page's more: line), with --after-type when it gave one")
 				}
-				r, err := q.Changes(ctx, o.fromSeq, o.toSeq, o.types, o.after, o.afterDst, o.afterType, o.limit)
+				r, err := q.Changes(ctx, o.from, o.to, o.types, o.after, o.afterDst, o.afterType, o.limit)
 				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",
@@ -288,7 +298,7 @@ the YAML file given by --config, keyed by flag name.`
 				asOfFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				r, err := q.Path(ctx, args[0], args[1], o.types, o.weighted, o.maxDepth, o.asOfSeq)
+				r, err := q.Path(ctx, args[0], args[1], o.types, o.weighted, o.maxDepth, api.AsOf{Seq: o.asOfSeq, Time: o.asOfTime})
 				return r, r.WriteText, err
 			}),
 		sub("top-pagerank", "List the vertices of highest PageRank",
@@ -351,7 +361,7 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 func (o *queryOptions) read() api.ReadOptions {
-	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types, AsOfSeq: o.asOfSeq}
+	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types, AsOfSeq: o.asOfSeq, AsOfTime: o.asOfTime}
 }
 
 func (o *queryOptions) analyticQuery() api.AnalyticQuery {

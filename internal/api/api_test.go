@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -308,18 +310,56 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("changes", func(t *testing.T) {
 		c.t = t
 		checkChanges(t, c, f)
-		c.expect("GET", "/v1/changes?from=5", nil, 400, "to is required: a sequence number")
+		c.expect("GET", "/v1/changes?from=5", nil, 400, "to (a sequence number) or to_time (an RFC 3339 time) is required")
+		c.expect("GET", "/v1/changes?from=5&to_time=noon", nil, 400, `to_time must be an RFC 3339 time such as 2026-11-26T10:15:00Z, got "noon"`)
 		c.expect("GET", "/v1/changes?from=9&to=3", nil, 400, "from (9) must not be above to (3)")
 		c.expect("GET", "/v1/changes?from=1&to=2&after=1", nil, 400, "after and after_dst go together")
 		c.expect("GET", fmt.Sprintf("/v1/changes?from=1&to=%d", f.lastSeq+5), nil, 400, "is not applied yet")
 		c.expect("GET", "/v1/changes?from=1&to=2&after=nobody&after_dst=1", nil, 404, `vertex "nobody"`)
+	})
+	t.Run("reads as of a time", func(t *testing.T) {
+		c.t = t
+		c.expect("GET", "/v1/vertices/1/degree?as_of_time=2026-11-26T10:15:00Z", nil, 400, "as_of_time needs the store's time index")
+		// A server with a time index: the durable seq was newest from t1,
+		// the newest from t2.
+		idx, err := history.Open(filepath.Join(t.TempDir(), history.FileName), f.lastSeq, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idx.Close()
+		t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+		t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+		for _, s := range []history.Sample{{Time: t0, Seq: 1}, {Time: t1, Seq: f.durableSeq}, {Time: t2, Seq: f.lastSeq}} {
+			if err := idx.Record(s.Time, s.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, hs := serve(t, f, func(c *Config) { c.Times = idx })
+		tc := newClient(t, hs, "", cov)
+		at := url.QueryEscape(t1.Add(30 * time.Second).Format(time.RFC3339Nano))
+		adj := f.durable.Adj(engine.Out)
+		for _, v := range f.sample(nv)[:20] {
+			var d DegreeResponse
+			tc.get(fmt.Sprintf("/v1/vertices/%s/degree?as_of_time=%s", url.PathEscape(f.vertexParam(v)), at), &d)
+			if d.Seq != f.durableSeq || d.Degree != uint64(len(adj[v])) {
+				t.Errorf("degree of %d as of %s: %+v, want %d at seq %d", v, at, d, len(adj[v]), f.durableSeq)
+			}
+		}
+		var ch ChangesResponse
+		tc.get(fmt.Sprintf("/v1/changes?from_time=%s&to_time=%s&limit=1", url.QueryEscape(t1.Format(time.RFC3339)), url.QueryEscape(t2.Format(time.RFC3339))), &ch)
+		if ch.From != f.durableSeq || ch.To != f.lastSeq || len(ch.Changes) != 1 {
+			t.Errorf("changes from %v to %v: %+v", t1, t2, ch)
+		}
+		tc.expect("GET", "/v1/edges/1/2?as_of_time=2026-11-26T09:00:00Z", nil, 410,
+			"as_of_time 2026-11-26T09:00:00Z is before the oldest time the index knows, 2026-11-26T10:00:00Z")
 	})
 	t.Run("reads as of a seq outside the history", func(t *testing.T) {
 		c.t = t
 		c.expect("GET", fmt.Sprintf("/v1/vertices/1/degree?as_of_seq=%d", f.lastSeq+1), nil, 400,
 			fmt.Sprintf("as_of_seq %d: seq %d is not applied yet: the newest is %d (readable now: 0 to %d)", f.lastSeq+1, f.lastSeq+1, f.lastSeq, f.lastSeq))
 		c.expect("GET", "/v1/vertices/1/neighbors?as_of_seq=yesterday", nil, 400, `as_of_seq must be a sequence number (an unsigned integer), got "yesterday"`)
-		c.expect("GET", "/v1/edges/1/2?as_of_seq=1&view=stale", nil, 400, "as_of_seq reads the store as it was at that seq: it goes with view=fresh, not view=stale")
+		c.expect("GET", "/v1/edges/1/2?as_of_seq=1&view=stale", nil, 400, "as_of_seq and as_of_time read the store as it was then: they go with view=fresh, not view=stale")
+		c.expect("GET", "/v1/edges/1/2?as_of_seq=1&as_of_time=2026-11-26T10:15:00Z", nil, 400, "give as_of_seq or as_of_time, not both")
 		// The history floor raised past the durable seq: reads as of it are
 		// gone (410), and name what is readable.
 		if err := f.store.SetHistoryFloor(f.lastSeq); err != nil {

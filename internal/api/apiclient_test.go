@@ -94,7 +94,7 @@ func TestClientAgainstOracle(t *testing.T) {
 	alice := f.keys["alice"]
 	dist := refDists(f.live, alice, false, 0)
 	for _, v := range f.sample(nv) {
-		r, err := c.Path(ctx, "alice", f.vertexParam(v), "", false, 0, "")
+		r, err := c.Path(ctx, "alice", f.vertexParam(v), "", false, 0, AsOf{})
 		if err != nil {
 			t.Fatalf("path alice %d: %v", v, err)
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -49,22 +50,52 @@ type ChangeCursor struct {
 	Type     uint16
 }
 
+// changeEnds parses the two points of a changes request, each a seq or a
+// time (from or from_time, to or to_time).
+func changeEnds(from, to AsOf) ([2]Point, error) {
+	var ends [2]Point
+	for i, e := range []struct {
+		name string
+		at   AsOf
+	}{{"from", from}, {"to", to}} {
+		if e.at.Seq == "" && e.at.Time == "" {
+			return ends, errorf(http.StatusBadRequest, "%s (a sequence number) or %s_time (an RFC 3339 time) is required", e.name, e.name)
+		}
+		p, err := ParsePoint("", e.at)
+		if err != nil {
+			return ends, errorf(http.StatusBadRequest, "%s", strings.NewReplacer("as_of_seq", e.name, "as_of_time", e.name+"_time").Replace(err.Error()))
+		}
+		ends[i] = p
+	}
+	return ends, nil
+}
+
 // changeScan is how many vertices and edges one scan of a view reads at a
 // time (a vertex with more edges grows the buffer).
 const changeScanVertices, changeScanEdges = 1024, 1 << 16
 
 // Changes lists up to limit out-edges (of types, a TypeFilter list) that
-// differ between seq from and seq to, both within the store's history,
+// differ between the points from and to (each a seq or a time, both
+// within the store's history),
 // past after (nil: from the first vertex). The net difference: an edge
 // added and deleted again between them is no change. It reads both views
 // from the cursor on, a window of vertices at a time, so a page costs the
 // edges up to its last change and the whole listing the edges of both
 // views.
-func (q Reader) Changes(ctx context.Context, from, to uint64, types string, after *ChangeCursor, limit int) (ChangesResponse, error) {
-	out := ChangesResponse{From: from, To: to, Changes: []Change{}}
+func (q Reader) Changes(ctx context.Context, fromAt, toAt Point, types string, after *ChangeCursor, limit int) (ChangesResponse, error) {
+	out := ChangesResponse{Changes: []Change{}}
 	if limit < 1 {
 		return out, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
 	}
+	var err error
+	if fromAt, err = q.resolve(fromAt); err != nil {
+		return out, err
+	}
+	if toAt, err = q.resolve(toAt); err != nil {
+		return out, err
+	}
+	from, to := *fromAt.AsOf, *toAt.AsOf
+	out.From, out.To = from, to
 	if from > to {
 		return out, errorf(http.StatusBadRequest, "from (%d) must not be above to (%d)", from, to)
 	}

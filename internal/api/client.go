@@ -143,6 +143,9 @@ type ReadOptions struct {
 	// AsOfSeq reads the store as it was at that sequence number (a fresh
 	// view; the store must keep it: history retention); "": the newest.
 	AsOfSeq string
+	// AsOfTime reads it as it was at that RFC 3339 time (the seq that was
+	// newest then); at most one of the two.
+	AsOfTime string
 }
 
 func (o ReadOptions) values() url.Values {
@@ -158,6 +161,9 @@ func (o ReadOptions) values() url.Values {
 	}
 	if o.AsOfSeq != "" {
 		q.Set("as_of_seq", o.AsOfSeq)
+	}
+	if o.AsOfTime != "" {
+		q.Set("as_of_time", o.AsOfTime)
 	}
 	return q
 }
@@ -197,9 +203,10 @@ func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edge
 // Changes asks for a page of the out-edges (of types) that differ between
 // seq from and seq to: at most limit (0: the server's default) past the
 // change (after, afterDst, afterType) ("" from the first).
-func (c *Client) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
-	q := url.Values{"from": {strconv.FormatUint(from, 10)}, "to": {strconv.FormatUint(to, 10)}}
-	for k, v := range map[string]string{"types": types, "after": after, "after_dst": afterDst, "after_type": afterType} {
+func (c *Client) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"from": from.Seq, "from_time": from.Time, "to": to.Seq, "to_time": to.Time,
+		"types": types, "after": after, "after_dst": afterDst, "after_type": afterType} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -213,13 +220,16 @@ func (c *Client) Changes(ctx context.Context, from, to uint64, types string, aft
 
 // Path asks for a shortest path from one vertex to another (by hops, or
 // by weight; maxDepth 0: no bound), as of the seq asOf ("": the newest).
-func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
+func (c *Client) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf AsOf) (PathResponse, error) {
 	q := url.Values{"from": {from}, "to": {to}, "weighted": {strconv.FormatBool(weighted)}, "max_depth": {strconv.Itoa(maxDepth)}}
 	if types != "" {
 		q.Set("types", types)
 	}
-	if asOf != "" {
-		q.Set("as_of_seq", asOf)
+	if asOf.Seq != "" {
+		q.Set("as_of_seq", asOf.Seq)
+	}
+	if asOf.Time != "" {
+		q.Set("as_of_time", asOf.Time)
 	}
 	var r PathResponse
 	return r, c.do(ctx, http.MethodGet, "/v1/paths", q, nil, &r)

@@ -143,7 +143,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "types", "as_of_seq")
+	q, err := params(r, "dir", "view", "types", "as_of_seq", "as_of_time")
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
+	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
 	if err != nil {
 		return err
 	}
@@ -168,11 +168,11 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "types", "as_of_seq")
+	q, err := params(r, "view", "types", "as_of_seq", "as_of_time")
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
+	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
 	if err != nil {
 		return err
 	}
@@ -193,19 +193,13 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "types", "limit", "after", "after_dst", "after_type")
+	q, err := params(r, "from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type")
 	if err != nil {
 		return err
 	}
-	var seqs [2]uint64
-	for i, name := range []string{"from", "to"} {
-		v := q.Get(name)
-		if v == "" {
-			return errorf(http.StatusBadRequest, "%s is required: a sequence number", name)
-		}
-		if seqs[i], err = strconv.ParseUint(v, 10, 64); err != nil {
-			return errorf(http.StatusBadRequest, "%s must be a sequence number (an unsigned integer), got %q", name, v)
-		}
+	ends, err := changeEnds(AsOf{q.Get("from"), q.Get("from_time")}, AsOf{q.Get("to"), q.Get("to_time")})
+	if err != nil {
+		return err
 	}
 	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
 	if err != nil {
@@ -230,7 +224,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	case a != "" || d != "" || q.Get("after_type") != "":
 		return errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page), with after_type when it gave one")
 	}
-	out, err := s.reader.Changes(r.Context(), seqs[0], seqs[1], q.Get("types"), after, limit)
+	out, err := s.reader.Changes(r.Context(), ends[0], ends[1], q.Get("types"), after, limit)
 	if err != nil {
 		return err
 	}
@@ -239,7 +233,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq")
+	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq", "as_of_time")
 	if err != nil {
 		return err
 	}
@@ -247,7 +241,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), q.Get("as_of_seq"))
+	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
 	if err != nil {
 		return err
 	}
@@ -280,7 +274,7 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq")
+	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time")
 	if err != nil {
 		return err
 	}
@@ -301,7 +295,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint("", q.Get("as_of_seq"))
+	at, err := ParsePoint("", AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
 	if err != nil {
 		return err
 	}
@@ -311,7 +305,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	out, err := s.reader.Path(r.Context(), ends[0], ends[1], at.AsOf, q.Get("types"), paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
+	out, err := s.reader.Path(r.Context(), ends[0], ends[1], at, q.Get("types"), paths.Options{Weighted: weighted, MaxDepth: depth, Budget: s.cfg.Limits.PathBudget})
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/paths"
 )
@@ -40,7 +42,21 @@ func OpenLocal(dir string) (*Local, error) {
 		d.Close()
 		return nil, err
 	}
-	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types}}, nil
+	// The time index, read only (none where the store keeps no history).
+	m, err := d.Store.Metrics()
+	var times *history.Index
+	if err == nil {
+		times, err = history.Open(filepath.Join(dir, history.FileName), m.LastSeq, true)
+	}
+	if err != nil {
+		vm.Close()
+		d.Close()
+		return nil, err
+	}
+	if times.Len() == 0 {
+		times = nil
+	}
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: times}}, nil
 }
 
 // Close releases the views and the data directory.
@@ -57,7 +73,7 @@ func (o ReadOptions) parse() (engine.Direction, Point, error) {
 	if err != nil {
 		return 0, Point{}, err
 	}
-	at, err := ParsePoint(o.View, o.AsOfSeq)
+	at, err := ParsePoint(o.View, AsOf{o.AsOfSeq, o.AsOfTime})
 	return dir, at, err
 }
 
@@ -119,14 +135,17 @@ func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeR
 // Changes is a page of the out-edges (of types) that differ between seq
 // from and seq to: at most limit past the change (after, afterDst,
 // afterType) ("" from the first).
-func (l *Local) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+func (l *Local) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+	ends, err := changeEnds(from, to)
+	if err != nil {
+		return ChangesResponse{}, err
+	}
 	var c *ChangeCursor
 	if after != "" || afterDst != "" {
 		if after == "" || afterDst == "" {
 			return ChangesResponse{}, errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page)")
 		}
 		c = &ChangeCursor{}
-		var err error
 		if c.Src, err = l.vertex(after); err != nil {
 			return ChangesResponse{}, fmt.Errorf("after: %w", err)
 		}
@@ -139,12 +158,12 @@ func (l *Local) Changes(ctx context.Context, from, to uint64, types string, afte
 		}
 		c.Type = ec.Type
 	}
-	return l.q.Changes(ctx, from, to, types, c, limit)
+	return l.q.Changes(ctx, ends[0], ends[1], types, c, limit)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound), as of the seq asOf ("": the newest).
-func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
+func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf AsOf) (PathResponse, error) {
 	at, err := ParsePoint("", asOf)
 	if err != nil {
 		return PathResponse{}, err
@@ -161,7 +180,7 @@ func (l *Local) Path(ctx context.Context, from, to, types string, weighted bool,
 	if budget == 0 {
 		budget = DefaultPathBudget
 	}
-	return l.q.Path(ctx, a, b, at.AsOf, types, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
+	return l.q.Path(ctx, a, b, at, types, paths.Options{Weighted: weighted, MaxDepth: maxDepth, Budget: budget})
 }
 
 // TopPageRank computes PageRank and returns the k highest vertices.

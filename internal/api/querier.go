@@ -78,7 +78,7 @@ func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edg
 
 // Changes is a page of the out-edges (of types) that differ between seq
 // from and seq to (see Reader.Changes).
-func (q *Querier) Changes(ctx context.Context, from, to uint64, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+func (q *Querier) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
 	if q.local != nil {
 		return q.local.Changes(ctx, from, to, types, after, afterDst, afterType, limit)
 	}
@@ -88,7 +88,7 @@ func (q *Querier) Changes(ctx context.Context, from, to uint64, types string, af
 // Path is a shortest path from one vertex to another (by hops, or by
 // weight; maxDepth 0: no bound) over the edges of types (a comma-separated
 // list; "": every type).
-func (q *Querier) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf string) (PathResponse, error) {
+func (q *Querier) Path(ctx context.Context, from, to, types string, weighted bool, maxDepth int, asOf AsOf) (PathResponse, error) {
 	if q.local != nil {
 		return q.local.Path(ctx, from, to, types, weighted, maxDepth, asOf)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
@@ -61,27 +62,67 @@ func ParseView(s string) (views.Kind, error) {
 }
 
 // Point is where a read reads: a view kind, and for a fresh view perhaps a
-// past sequence number (as_of_seq; nil: the newest).
+// past sequence number (as_of_seq) or time (as_of_time, which the time
+// index turns into the seq that was newest then); both nil: the newest.
 type Point struct {
-	Kind views.Kind
-	AsOf *uint64
+	Kind     views.Kind
+	AsOf     *uint64
+	AsOfTime *time.Time
 }
 
-// ParsePoint reads a view kind (ParseView) and an as_of_seq ("": the
-// newest) as the query parameters give them.
-func ParsePoint(view, asOf string) (Point, error) {
+// AsOf is a past point as a request gives it: a seq or an RFC 3339 time
+// (at most one; both "": the newest).
+type AsOf struct{ Seq, Time string }
+
+// ParsePoint reads a view kind (ParseView) and a past point as the query
+// parameters give them.
+func ParsePoint(view string, at AsOf) (Point, error) {
 	kind, err := ParseView(view)
-	if err != nil || asOf == "" {
+	if err != nil || at.Seq == "" && at.Time == "" {
 		return Point{Kind: kind}, err
 	}
-	seq, err := strconv.ParseUint(asOf, 10, 64)
-	if err != nil {
-		return Point{}, errorf(http.StatusBadRequest, "as_of_seq must be a sequence number (an unsigned integer), got %q", asOf)
+	p := Point{Kind: kind}
+	switch {
+	case at.Seq != "" && at.Time != "":
+		return Point{}, errorf(http.StatusBadRequest, "give as_of_seq or as_of_time, not both")
+	case at.Seq != "":
+		seq, err := strconv.ParseUint(at.Seq, 10, 64)
+		if err != nil {
+			return Point{}, errorf(http.StatusBadRequest, "as_of_seq must be a sequence number (an unsigned integer), got %q", at.Seq)
+		}
+		p.AsOf = &seq
+	default:
+		t, err := time.Parse(time.RFC3339Nano, at.Time)
+		if err != nil {
+			return Point{}, errorf(http.StatusBadRequest, "as_of_time must be an RFC 3339 time such as 2026-11-26T10:15:00Z, got %q", at.Time)
+		}
+		p.AsOfTime = &t
 	}
 	if kind != views.Fresh {
-		return Point{}, errorf(http.StatusBadRequest, "as_of_seq reads the store as it was at that seq: it goes with view=fresh, not view=%s", kind)
+		return Point{}, errorf(http.StatusBadRequest, "as_of_seq and as_of_time read the store as it was then: they go with view=fresh, not view=%s", kind)
 	}
-	return Point{Kind: kind, AsOf: &seq}, nil
+	return p, nil
+}
+
+// resolve turns p's time into the seq that was newest then (the time
+// index), or says why it cannot.
+func (q Reader) resolve(p Point) (Point, error) {
+	if p.AsOfTime == nil {
+		return p, nil
+	}
+	if q.Times == nil {
+		return p, errorf(http.StatusBadRequest, "as_of_time needs the store's time index, which it keeps only with history (serve --history-retention or --history-seqs); as_of_seq reads a seq")
+	}
+	seq, ok := q.Times.SeqAt(*p.AsOfTime)
+	if !ok {
+		if o, any := q.Times.Oldest(); any {
+			return p, errorf(http.StatusGone, "as_of_time %s is before the oldest time the index knows, %s",
+				p.AsOfTime.UTC().Format(time.RFC3339Nano), o.Time.UTC().Format(time.RFC3339Nano))
+		}
+		return p, errorf(http.StatusGone, "as_of_time %s: the time index has no sample yet", p.AsOfTime.UTC().Format(time.RFC3339Nano))
+	}
+	p.AsOf = &seq
+	return p, nil
 }
 
 // Reader answers the read queries, each on one static view of the store
@@ -92,6 +133,8 @@ type Reader struct {
 	Dict  *keydict.Dict
 	// Types names the edge types (nil: type numbers and "default" only).
 	Types *typedict.Dict
+	// Times is the store's time index (nil: none; as_of_time is refused).
+	Times *history.Index
 }
 
 // TypeFilter parses a comma-separated list of edge types, names or
@@ -146,6 +189,10 @@ func (q Reader) typeName(t uint16) string {
 // (below the oldest readable one) or a 400 (not applied yet), naming the
 // readable range.
 func (q Reader) view(ctx context.Context, p Point, dir engine.Direction, types string) (*views.StaticView, error) {
+	p, perr := q.resolve(p)
+	if perr != nil {
+		return nil, perr
+	}
 	ts, err := q.TypeFilter(types)
 	if err != nil {
 		return nil, err
@@ -256,8 +303,8 @@ func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string
 
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
-func (q Reader) Path(ctx context.Context, from, to uint64, asOf *uint64, types string, o paths.Options) (PathResponse, error) {
-	v, err := q.view(ctx, Point{Kind: views.Fresh, AsOf: asOf}, engine.Out, types)
+func (q Reader) Path(ctx context.Context, from, to uint64, at Point, types string, o paths.Options) (PathResponse, error) {
+	v, err := q.view(ctx, at, engine.Out, types)
 	if err != nil {
 		return PathResponse{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
@@ -84,6 +85,7 @@ type Config struct {
 	Analytics *analytics.Registry // required, over Views
 	Dict      *keydict.Dict       // the key dictionary; nil: ids only
 	Types     *typedict.Dict      // the type dictionary; nil: type numbers only
+	Times     *history.Index      // the store's time index; nil: as_of_time is refused
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error
@@ -136,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), token: sha256.Sum256([]byte(cfg.Token)), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)

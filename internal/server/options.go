@@ -42,8 +42,9 @@ type Options struct {
 	MemoryBudget        string
 	Plan                budget.Plan // the budget divided (set by Validate)
 	InEdges             bool
-	InEdgesGiven        bool   // --in-edges was set (flag, environment or file)
-	HistorySeqs         uint64 // reads as of the last this many seqs stay possible (0: no history)
+	InEdgesGiven        bool          // --in-edges was set (flag, environment or file)
+	HistorySeqs         uint64        // reads as of the last this many seqs stay possible (0: not by seqs)
+	HistoryRetention    time.Duration // reads as of every seq newest within this long stay possible (0: not by time)
 	EmbeddedPort        int
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
@@ -87,7 +88,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
 	fs.IntVar(&o.MemGraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 6% of --memory-budget)")
 	fs.BoolVar(&o.InEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
-	fs.Uint64Var(&o.HistorySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as_of_seq in queries; every version they need stays on disk until then); 0: only the newest")
+	fs.Uint64Var(&o.HistorySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as_of_seq in queries; every version they need stays on disk until then); 0: not by seqs")
+	fs.DurationVar(&o.HistoryRetention, "history-retention", 0, "keep the store readable as of every moment of the last this long, e.g. 24h (as_of_time and as_of_seq in queries; with --history-seqs a seq stays while either keeps it); 0: not by time")
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
@@ -115,6 +117,9 @@ func (o *Options) Validate() error {
 	}
 	if len(o.Topics) == 0 {
 		return errors.New("--topics needs at least one topic")
+	}
+	if o.HistoryRetention < 0 {
+		return fmt.Errorf("--history-retention must not be negative, got %v", o.HistoryRetention)
 	}
 	if _, err := decode.ParseFormat(o.Format); err != nil {
 		return fmt.Errorf("--format must be one of: binary, json, text; got %q", o.Format)
@@ -285,7 +290,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		tf[t], _ = decode.ParseFormat(f)
 	}
 	return Config{
-		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs,
+		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,

@@ -40,6 +40,7 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
@@ -57,8 +58,12 @@ type Config struct {
 	InEdges *bool // nil: as the store was created (false for a new one)
 	Plan    budget.Plan
 	// HistorySeqs keeps the store readable as of each of the last this
-	// many seqs (engine.Options.HistorySeqs); 0: no history.
-	HistorySeqs uint64
+	// many seqs, and HistoryRetention as of every seq that was newest
+	// within that long (a seq is kept while either keeps it); both 0: no
+	// history. With history, a time index (history.idx) maps times to
+	// seqs for as_of_time.
+	HistorySeqs      uint64
+	HistoryRetention time.Duration
 
 	// Kafka: with no Kafka.Brokers an embedded broker is started on
 	// EmbeddedPort (0: any free port), keeping its data in the directory.
@@ -126,7 +131,8 @@ type Server struct {
 	addr    string
 
 	stopBackground context.CancelFunc
-	closers        []func() // in the order Open acquired them; Close runs them backwards
+	closers        []func()       // in the order Open acquired them; Close runs them backwards
+	times          *history.Index // the time index; nil without history
 	closed         bool
 }
 
@@ -155,13 +161,25 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
 	// The data directory first: a damaged one is refused before anything
 	// else starts.
+	// History by seqs alone is the core's to keep (history_seqs); by time
+	// the floor is set here, from the time index, every second.
+	keep := cfg.HistorySeqs > 0 || cfg.HistoryRetention > 0
+	coreSeqs := cfg.HistorySeqs
+	if cfg.HistoryRetention > 0 {
+		coreSeqs = 0
+	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: cfg.HistorySeqs > 0, HistorySeqs: cfg.HistorySeqs}, InEdges: cfg.InEdges, Create: true})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true})
 	if err != nil {
 		return nil, err
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
+	if keep {
+		if err := s.startHistory(bctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	clientOpts, err := cfg.Kafka.ClientOpts()
 	if err != nil {
 		return nil, err
@@ -342,7 +360,7 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 func (s *Server) listen() error {
 	h := s.cfg.HTTP
 	apiSrv, err := api.New(api.Config{
-		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Logger: s.log, Token: h.Token,
+		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.times, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
