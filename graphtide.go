@@ -53,6 +53,10 @@ type Options struct {
 	// ViewLogCapacity is how many of the newest operations stream views
 	// and analytics can catch up on (64 bytes each); 0: 1<<20.
 	ViewLogCapacity int
+	// HistorySeqs keeps the store readable as of each of the last this
+	// many sequence numbers (DB.SnapshotAt): every version such a read
+	// needs stays on disk until then. 0: only the newest.
+	HistorySeqs uint64
 }
 
 // DB is an open data directory. Its methods are safe for concurrent use.
@@ -78,7 +82,8 @@ func Open(dir string, o *Options) (*DB, error) {
 		o = &Options{}
 	}
 	// A new store as asked; an existing one keeps its setting.
-	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: o.InEdges}, Create: true})
+	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: o.InEdges,
+		KeepHistory: o.HistorySeqs > 0, HistorySeqs: o.HistorySeqs}, Create: true})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +210,17 @@ type Snapshot struct {
 // Snapshot takes a snapshot of everything applied so far.
 func (db *DB) Snapshot() (*Snapshot, error) {
 	sn, err := db.dir.Store.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{sn: sn, in: db.dir.Store.InEdges()}, nil
+}
+
+// SnapshotAt takes a snapshot of the graph as it was when seq was the
+// newest sequence number (an earlier Apply's), within Options.HistorySeqs
+// of the newest; outside it, an error naming the readable range.
+func (db *DB) SnapshotAt(seq uint64) (*Snapshot, error) {
+	sn, err := db.dir.Store.SnapshotAt(seq)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -413,4 +415,66 @@ func reopen(t *testing.T, db *DB, dir string) *DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// TestDBSnapshotAt reads the graph as of each earlier batch within the
+// history, across a reopen (which flushes), against the edges each batch
+// left (a map oracle), and refuses a seq the history let go.
+func TestDBSnapshotAt(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{HistorySeqs: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]map[[2]uint64]float64{}
+	cur := map[[2]uint64]float64{}
+	var last uint64
+	for i := range 40 {
+		var b Batch
+		b.Insert(uint64(i%7), uint64(i%5), float64(i))
+		if i%3 == 0 {
+			b.Delete(uint64((i+2)%7), uint64((i+1)%5))
+			delete(cur, [2]uint64{uint64((i + 2) % 7), uint64((i + 1) % 5)})
+		}
+		cur[[2]uint64{uint64(i % 7), uint64(i % 5)}] = float64(i)
+		if last, err = db.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		want[last] = maps.Clone(cur)
+		if i == 25 { // a reopen with the same history
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open(dir, &Options{HistorySeqs: 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(seq uint64) {
+		sn, err := db.SnapshotAt(seq)
+		if err != nil {
+			t.Fatalf("snapshot at %d: %v", seq, err)
+		}
+		defer sn.Release()
+		got := map[[2]uint64]float64{}
+		for v := uint64(0); v < 7; v++ {
+			ns, err := sn.Neighbors(v, Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range ns {
+				got[[2]uint64{v, n.ID}] = n.Weight
+			}
+		}
+		if !maps.Equal(got, want[seq]) {
+			t.Errorf("as of seq %d: %v, want %v", seq, got, want[seq])
+		}
+	}
+	for seq := last - 20; seq <= last; seq++ {
+		check(seq)
+	}
+	if _, err := db.SnapshotAt(last - 21); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the oldest readable one, %d", last-20)) {
+		t.Errorf("a snapshot before the history: %v", err)
+	}
+	db.Close()
 }
