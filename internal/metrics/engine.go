@@ -25,6 +25,7 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 	return &StoreCollector{store: s, descs: map[string]*prometheus.Desc{
 		"last_seq":          d("last_sequence", "Newest committed batch sequence number."),
 		"durable_seq":       d("durable_sequence", "Newest sequence number covered by a completed flush."),
+		"oldest_readable":   d("oldest_readable_sequence", "Oldest sequence number a read as of the past can read (the history floor; the newest when no history is kept)."),
 		"memgraph_bytes":    d("memgraph_bytes", "Memory held by both MemGraphs."),
 		"memgraph_entries":  d("memgraph_edge_versions", "Edge versions held by both MemGraphs."),
 		"memgraph_pool":     d("memgraph_pool_bytes", "Memory of flushed MemGraphs kept for the next ones to write into (at most one MemGraph's size)."),
@@ -75,6 +76,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g("last_seq", float64(m.LastSeq))
 	g("durable_seq", float64(m.DurableSeq))
+	g("oldest_readable", float64(m.OldestReadableSeq))
 	g("memgraph_bytes", float64(m.MemGraphBytes))
 	g("memgraph_entries", float64(m.MemGraphEntries))
 	g("memgraph_pool", float64(m.MemGraphPoolBytes))
