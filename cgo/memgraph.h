@@ -640,7 +640,8 @@ class MemGraph {
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
   // Appends to *t the versions [k, n) of s whose dst is dst, sorted into
   // run order.
-  static void SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_t n, uint64_t dst, std::vector<Entry> *t);
+  static void SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_t n, uint64_t dst,
+                           std::vector<Entry> *t);
   // Calls f(e) for each version [k, n) of s, the newest first.
   template <typename F>
   static void ForTailNewestFirst(const Slot &s, const Block *blk, uint32_t k, uint32_t n, F &&f);

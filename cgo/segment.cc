@@ -433,13 +433,13 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     return Status::Corruption("a format version " + std::to_string(version) + " segment with an edge filter", path, 12);
   s->history_floor_ = Get<uint64_t>(h + 112);
   if (version < 3 && (s->flags_ & kFlagHistory))
-    return Status::Corruption("a format version " + std::to_string(version) + " segment with a history floor", path, 12);
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with a history floor", path,
+                              12);
   if (!(s->flags_ & kFlagHistory) && s->history_floor_ != 0)
     return Status::Corruption("segment without history has a history floor", path, 112);
   if ((s->flags_ & kFlagBloom) ? s->bloom_blocks_ == 0 : s->bloom_blocks_ != 0)
-    return Status::Corruption("segment edge filter size " + std::to_string(s->bloom_blocks_) +
-                                  " does not match its flag",
-                              path, 104);
+    return Status::Corruption(
+        "segment edge filter size " + std::to_string(s->bloom_blocks_) + " does not match its flag", path, 104);
   s->min_type_ = Get<uint16_t>(h + 120);
   s->max_type_ = Get<uint16_t>(h + 122);
   if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))

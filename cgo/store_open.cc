@@ -67,8 +67,7 @@ Status ValidateOptions(const gt_options *c, Options *o) {
                            std::to_string(c->test_segment_format));
   o->segment_format = c->test_segment_format;
   o->keep_history = c->keep_history != 0;
-  if (c->history_seqs != 0 && c->keep_history == 0)
-    return Status::Invalid("history_seqs needs keep_history");
+  if (c->history_seqs != 0 && c->keep_history == 0) return Status::Invalid("history_seqs needs keep_history");
   o->history_seqs = c->history_seqs;
   return Status::OK();
 }

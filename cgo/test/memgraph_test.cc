@@ -286,7 +286,9 @@ size_t ViaEdgeRuns(const gt::MemGraph &m, uint64_t v, uint64_t dst, std::vector<
   std::vector<gt::Run> runs;
   const size_t n = m.AddEdgeRuns(v, dst, scratch, &runs);
   got->clear();
-  gt::MergeRuns(runs, [&](uint64_t d, uint64_t vers, double w, int64_t tm) { got->push_back(gt::Entry{d, vers, w, tm}); });
+  gt::MergeRuns(runs, [&](uint64_t d, uint64_t vers, double w, int64_t tm) {
+    got->push_back(gt::Entry{d, vers, w, tm});
+  });
   if (runs.size() > 2) ADD_FAILURE() << runs.size() << " runs";
   return n;
 }

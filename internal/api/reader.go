@@ -115,7 +115,7 @@ func (q Reader) resolve(p Point) (Point, error) {
 	}
 	seq, ok := q.Times.SeqAt(*p.AsOfTime)
 	if !ok {
-		if o, any := q.Times.Oldest(); any {
+		if o, ok := q.Times.Oldest(); ok {
 			return p, errorf(http.StatusGone, "as_of_time %s is before the oldest time the index knows, %s",
 				p.AsOfTime.UTC().Format(time.RFC3339Nano), o.Time.UTC().Format(time.RFC3339Nano))
 		}

@@ -89,7 +89,6 @@ func Open(path string, last uint64, readOnly bool) (*Index, error) {
 		if binary.LittleEndian.Uint32(r[16:]) != crc32.Checksum(r[:16], castagnoli) || binary.LittleEndian.Uint32(r[20:]) != 0 {
 			if off+recordSize == end && allZero(r) {
 				torn = true // a zero-filled tail: the last append never landed
-				end = off
 				break
 			}
 			return nil, &durable.CorruptError{Kind: "history", File: path, Offset: at, What: "record checksum mismatch"}
