@@ -37,6 +37,8 @@ enum Tag : uint8_t {
   kTagVdelClean = 11,      // u64 (flush, compaction)
   kTagVdelPurge = 12,      // u64 (compaction, snapshot)
   kTagVdelCleanFile = 13,  // u64 file id, u64 vdel_clean (repeated; kSnapshot)
+  // Added with history; records written before lack it (read as 0).
+  kTagHistoryFloor = 14,  // u64 (flush, compaction, snapshot)
 };
 
 std::string Hex32(uint32_t v) {
@@ -191,6 +193,10 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(c.first);
     x.Put(c.second);
   }
+  if (e.history_floor != 0) {
+    x.Put(static_cast<uint8_t>(kTagHistoryFloor));
+    x.Put(e.history_floor);
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -209,7 +215,7 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     return false;
   }
   e->kind = static_cast<EditKind>(kind);
-  bool has_next = false, has_clean = false, has_purge = false;
+  bool has_next = false, has_clean = false, has_purge = false, has_floor = false;
   auto once = [&](bool *seen, const char *name) {
     if (*seen) *why = std::string("field ") + name + " given twice";
     return !*seen && (*seen = true);
@@ -264,6 +270,9 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
         break;
       case kTagVdelPurge:
         ok = once(&has_purge, "vdel_purge") && d.Get(&e->vdel_purge);
+        break;
+      case kTagHistoryFloor:
+        ok = once(&has_floor, "history_floor") && d.Get(&e->history_floor);
         break;
       case kTagVdelCleanFile: {
         std::pair<uint64_t, uint64_t> c;
@@ -486,6 +495,7 @@ void AdvanceState(ManifestState *st, const ManifestEdit &e) {
   for (const auto &c : e.vdel_cleans)  // a snapshot's, per file
     if (c.second != 0 && st->live.count(c.first) != 0) st->vdel_clean[c.first] = c.second;
   st->vdel_purge = std::max(st->vdel_purge, e.vdel_purge);
+  st->history_floor = std::max(st->history_floor, e.history_floor);
   if (e.has_in_edges) st->in_edges = e.in_edges != 0;
   if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
   if (e.has_srcpos) {
@@ -518,6 +528,7 @@ ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_
               vdels.end());
   e.vdels = std::move(vdels);
   e.vdel_purge = st.vdel_purge;
+  e.history_floor = st.history_floor;
   for (const auto &kv : st.vdel_clean)
     if (st.live.count(kv.first) != 0) e.vdel_cleans.push_back(kv);
   e.obsolete = std::move(obsolete);

@@ -120,6 +120,11 @@ struct ManifestEdit {
   uint64_t vdel_clean = 0;
   uint64_t vdel_purge = 0;
   std::vector<std::pair<uint64_t, uint64_t>> vdel_cleans;
+  // History (tag added with it; absent in older records, read as 0).
+  // kFlush, kCompact: the history floor the edit's files were written
+  // with (it may have dropped versions below it, even with no file to
+  // record it); kSnapshot: the largest floor of the edits it stands for.
+  uint64_t history_floor = 0;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -173,6 +178,9 @@ struct ManifestState {
   // Live file -> the vdel_clean of the edit that added it (a snapshot's
   // per-file value); files with 0 are left out.
   std::map<uint64_t, uint64_t> vdel_clean;
+  // The largest history floor any edit recorded: reads as of a seq below
+  // it may miss versions a flush or compaction dropped.
+  uint64_t history_floor = 0;
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones

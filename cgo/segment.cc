@@ -248,8 +248,9 @@ uint64_t SegmentBuilder::EstimatedBytes() const {
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
   const uint64_t cols =
       d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 + times_.size() * 8;
-  // An out-edge file's filter: at most kBloomBitsPerPair bits an entry.
-  const uint64_t bloom = BloomBlocks(n_) * kBloomBlockWords * 4;
+  // The edge filter, when it will be written: at most kBloomBitsPerPair
+  // bits an entry.
+  const uint64_t bloom = edge_filter_ && (format_ == 0 || format_ >= 3) ? BloomBlocks(n_) * kBloomBlockWords * 4 : 0;
   return kHeaderSize + table + cols + bloom + cols / (kChunkSize / 4) + kFooterSize;
 }
 

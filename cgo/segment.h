@@ -109,8 +109,10 @@ class SegmentBuilder {
   // Testing only: write format version 2 (no edge filter), as an older
   // build did; 0 is the current format.
   void set_format(uint32_t v) { format_ = v; }
-  // Whether an out-edge file gets an edge filter (the default). Compaction
-  // leaves it out of files written to the bottommost level (RocksDB's
+  // Whether an out-edge file gets an edge filter (the default; an in-edge
+  // file never has one, and its builder should say so for
+  // EstimatedBytes). Compaction leaves it out of files written to the
+  // bottommost level (RocksDB's
   // optimize_filters_for_hits): a lookup that reaches that level searches
   // the one segment holding src there anyway, and it holds most of the
   // edges, so the filters' bytes go where they skip files.
@@ -181,10 +183,12 @@ class Segment {
     return bloom_ == nullptr || BloomMayHold(bloom_, bloom_blocks_, src, dst);
   }
 
-  // The oldest seq a snapshot reads this file correctly at: the history
-  // floor it was written with, or its max_seq when it was written keeping
-  // no history.
-  uint64_t history_floor() const { return (flags_ & kFlagHistory) ? history_floor_ : meta_.max_seq; }
+  // Written keeping history (kFlagHistory): every version above
+  // history_floor() is in it. A file written keeping none may have dropped
+  // any version below the durable seq of its writing (the store's open
+  // takes its durable seq as the floor then).
+  bool keeps_history() const { return (flags_ & kFlagHistory) != 0; }
+  uint64_t history_floor() const { return history_floor_; }
 
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;

@@ -258,7 +258,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   std::vector<SegMeta> outs;
   SegmentBuilder b;
   b.set_format(opt_.segment_format);
-  b.set_edge_filter(!plan.bottommost);
+  b.set_edge_filter(!plan.bottommost && dir == kOut);
   b.set_history(ret.history, ret.floor);
   // Output segments are cut at the target size; size the columns for one
   // (4-byte dsts, the common case) so that they do not double past it.
@@ -312,6 +312,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   for (const auto &s : inputs) r.removed.push_back(s->meta().id);
   r.added = outs;
   r.vdel_clean = out_clean;
+  if (ret.history) r.history_floor = ret.floor;
   r.vdel_purge = VdelPurgePoint(*ver, inputs, segs, durable);
   // INVARIANT: a purge never passes the durable seq (recovery refuses a
   // record that does: a later flush could replay a purged delete).

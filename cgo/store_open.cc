@@ -229,15 +229,24 @@ Status Store::Recover() {
       InstallLocked(e);
     }
   }
-  // History kept by the files: a snapshot at a seq below the floor some
-  // live file was written with may miss versions that file dropped.
+  // The history the store kept: a snapshot at a seq below the largest
+  // floor a flush or compaction recorded may miss versions it dropped
+  // (with or without a file to show for it); a file written keeping no
+  // history may miss any version below the durable seq (a compaction that
+  // kept none zeroes seqs and drops tombstones). The MemGraph is gone, so
+  // the durable seq is the newest: no floor above it.
   {
     std::lock_guard<std::mutex> l(snap_mu_);
+    history_floor_ = ms.history_floor;
     for (const Tree &t : current_->trees) {
-      for (const auto &s : t.l0) history_floor_ = std::max(history_floor_, s->history_floor());
+      auto note = [&](const std::shared_ptr<Segment> &s) {
+        history_floor_ = std::max(history_floor_, s->keeps_history() ? s->history_floor() : ms.durable_seq);
+      };
+      for (const auto &s : t.l0) note(s);
       for (const auto &lv : t.levels)
-        for (const auto &s : lv) history_floor_ = std::max(history_floor_, s->history_floor());
+        for (const auto &s : lv) note(s);
     }
+    history_floor_ = std::min(history_floor_, ms.durable_seq);
   }
   durable_low_ = ms.low_bound;
   durable_high_ = ms.high_bound;

@@ -256,6 +256,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
       // each edge in either direction.
       SegmentBuilder in;
       in.set_format(opt_.segment_format);
+      in.set_edge_filter(false);  // in-edge files have none
       in.set_history(ret.history, ret.floor);
       b.Transpose(&in);
       GT_RETURN_IF_ERROR(in.Finish(dir_, NewFileId(), 0, kIn, &m));
@@ -272,6 +273,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   r.added = metas;
   r.vdels = mem->vdels();
   r.vdel_clean = vdel_clean;
+  if (ret.history) r.history_floor = ret.floor;
   r.has_srcpos = mem->has_srcpos();
   r.srcpos = mem->srcpos();
   // The bounds of what is durable once this edit is: they never count an

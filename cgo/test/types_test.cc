@@ -11,11 +11,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -360,8 +362,6 @@ TEST(TypesTest, BadTypesAreRefused) {
   EXPECT_NE(e3.msg().find("negative"), std::string::npos) << e3.msg();
 }
 
-// A segment written before edge types (format version 1: no type column,
-// 0 in the type range) reads as a file whose every edge has type 0.
 // The newest seq of s and the oldest one a snapshot can pin.
 std::pair<uint64_t, uint64_t> Seqs(gt_store *s) {
   gt_metrics m;
@@ -466,6 +466,112 @@ TEST(HistoryTest, ReadsAsOfEveryRetainedSeqMatchTheOracle) {
   EXPECT_EQ(gt_snapshot_new_at(h.s, oldest - 1, &sn, err.get()), GT_ERR_INVALID);
 }
 
+// v's out-neighbors in sn, as "d,d,...".
+std::string OutOf(gt_snapshot *sn, uint64_t v) {
+  uint64_t d[64];
+  double w[64];
+  size_t n = 0;
+  Err err;
+  EXPECT_EQ(gt_snapshot_neighbors(sn, v, GT_OUT, nullptr, d, w, nullptr, nullptr, 64, &n, err.get()), GT_OK)
+      << err.msg();
+  std::string s;
+  for (size_t i = 0; i < n; i++) s += (i ? "," : "") + std::to_string(d[i]);
+  return s;
+}
+
+// A store written without history, reopened with it: its files may have
+// dropped any version below the durable seq (a bottommost compaction
+// zeroes seqs and drops tombstones), so that is the floor; nothing older
+// is readable. (A review found the floor restored as the files' max_seq,
+// 0 here, and seq 1 read as {3}.)
+TEST(HistoryTest, ReopenWithHistoryOverFilesWrittenWithoutIt) {
+  TempDir dir;
+  gt_options o = gt_store_test::SmallOptions();
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 0, 1.0)});     // seq 1
+  gt_store_test::Apply(h.s, {TOp(GT_OP_DELETE_EDGE, 1, 2, 0, 0)});  // seq 2
+  gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 3, 0, 1.0)});     // seq 3
+  gt_store_test::CompactAll(h.s);
+  gt_store_test::Close(&h.s);
+  o.keep_history = 1;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  const auto [last, oldest] = Seqs(h.s);
+  EXPECT_EQ(last, 3u);
+  EXPECT_EQ(oldest, 3u);
+  gt_snapshot *sn = nullptr;
+  Err err;
+  EXPECT_EQ(gt_snapshot_new_at(h.s, 1, &sn, err.get()), GT_ERR_INVALID);
+  err.Reset();
+  ASSERT_EQ(gt_snapshot_new_at(h.s, 3, &sn, err.get()), GT_OK) << err.msg();
+  EXPECT_EQ(OutOf(sn, 1), "3");
+  gt_snapshot_release(sn);
+}
+
+// The floor a compaction used is kept by the manifest even when the
+// compaction wrote no file to record it in (everything at or below the
+// floor was a tombstone). (A review found it lost by a reopen.)
+TEST(HistoryTest, FloorKeptWhenACompactionWritesNoFile) {
+  TempDir dir;
+  gt_options o = gt_store_test::SmallOptions();
+  o.keep_history = 1;
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 0, 1.0)});     // seq 1
+  gt_store_test::Apply(h.s, {TOp(GT_OP_DELETE_EDGE, 1, 2, 0, 0)});  // seq 2
+  gt_store_test::Flush(h.s);
+  Err err;
+  ASSERT_EQ(gt_set_history_floor(h.s, 2, err.get()), GT_OK);
+  gt_store_test::CompactAll(h.s);
+  EXPECT_EQ(Seqs(h.s).second, 2u);
+  gt_store_test::Close(&h.s);
+  gt_store_test::Open(dir.path(), o, &h.s);
+  EXPECT_EQ(Seqs(h.s).second, 2u) << "the floor went back after a reopen";
+  gt_snapshot *sn = nullptr;
+  EXPECT_EQ(gt_snapshot_new_at(h.s, 1, &sn, err.get()), GT_ERR_INVALID);
+}
+
+// The floor follows the newest seq (history_seqs), which runs ahead of the
+// durable one; a compaction records it, and a reopen (no flush at close)
+// goes back to the durable seq: the floor is capped there, so the newest
+// seq stays readable. (A review found the floor above it after a reopen.)
+TEST(HistoryTest, FloorNotAboveTheNewestSeqAfterAReopen) {
+  TempDir dir;
+  gt_options o = gt_store_test::SmallOptions();
+  o.keep_history = 1;
+  o.history_seqs = 1;
+  o.disable_auto_compaction = 1;
+  o.memgraph_bytes = 8 << 20;  // no automatic flush during the compaction
+  StoreHolder h;
+  gt_store_test::Open(dir.path(), o, &h.s);
+  std::mt19937_64 rng(7);
+  auto batch = [&] {
+    std::vector<gt_op> ops;
+    for (int k = 0; k < 4; k++) ops.push_back(TOp(GT_OP_UPSERT, rng() % 5000, rng() % 5000, 0, 1.0));
+    gt_store_test::Apply(h.s, ops);
+  };
+  for (int f = 0; f < 3; f++) {
+    for (int i = 0; i < 3000; i++) batch();
+    gt_store_test::Flush(h.s);
+  }
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    Err err;
+    EXPECT_EQ(gt_compact_all(h.s, err.get()), GT_OK) << err.msg();
+    done = true;
+  });
+  while (!done) batch();  // writes beside the compaction, never flushed
+  t.join();
+  gt_store_test::Close(&h.s);
+  gt_store_test::Open(dir.path(), o, &h.s);
+  const auto [last, oldest] = Seqs(h.s);
+  EXPECT_LE(oldest, last);
+  gt_snapshot *sn = nullptr;
+  Err err;
+  EXPECT_EQ(gt_snapshot_new_at(h.s, last, &sn, err.get()), GT_OK) << err.msg();
+  if (sn) gt_snapshot_release(sn);
+}
+
 // Without history only the newest seq is readable, and a past one is
 // refused saying why; the history floor cannot be set.
 TEST(HistoryTest, WithoutHistoryOnlyTheNewestSeqIsReadable) {
@@ -530,6 +636,8 @@ TEST(TypesTest, FormatVersionTwoReadsWithoutEdgeFilters) {
   CheckAll(snap.s, oracle, 30, "compacted into version 3 files");
 }
 
+// A segment written before edge types (format version 1: no type column,
+// 0 in the type range) reads as a file whose every edge has type 0.
 TEST(TypesTest, FormatVersionOneReadsAsTypeZero) {
   TempDir dir;
   gt_options o = gt_store_test::SmallOptions();
