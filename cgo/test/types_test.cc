@@ -508,13 +508,23 @@ TEST(HistoryTest, ReopenWithHistoryOverFilesWrittenWithoutIt) {
   gt_snapshot_release(sn);
 }
 
+void FloorKeptWithManifestRewrites(uint64_t rewrite);
+
 // The floor a compaction used is kept by the manifest even when the
 // compaction wrote no file to record it in (everything at or below the
 // floor was a tombstone). (A review found it lost by a reopen.)
 TEST(HistoryTest, FloorKeptWhenACompactionWritesNoFile) {
+  for (uint64_t rewrite : {uint64_t{0}, uint64_t{1}}) {  // 1: the MANIFEST is rewritten after every edit
+    SCOPED_TRACE("manifest rewrite bound " + std::to_string(rewrite));
+    FloorKeptWithManifestRewrites(rewrite);
+  }
+}
+
+void FloorKeptWithManifestRewrites(uint64_t rewrite) {
   TempDir dir;
   gt_options o = gt_store_test::SmallOptions();
   o.keep_history = 1;
+  o.test_manifest_rewrite_bytes = rewrite;
   StoreHolder h;
   gt_store_test::Open(dir.path(), o, &h.s);
   gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 1, 2, 0, 1.0)});     // seq 1
@@ -524,6 +534,15 @@ TEST(HistoryTest, FloorKeptWhenACompactionWritesNoFile) {
   ASSERT_EQ(gt_set_history_floor(h.s, 2, err.get()), GT_OK);
   gt_store_test::CompactAll(h.s);
   EXPECT_EQ(Seqs(h.s).second, 2u);
+  for (uint64_t i = 0; i < 20; i++) {  // later edits, and with rewrites a snapshot record over the compaction's
+    gt_store_test::Apply(h.s, {TOp(GT_OP_UPSERT, 5 + i, 6, 0, 1.0)});
+    gt_store_test::Flush(h.s);
+  }
+  if (rewrite != 0) {
+    gt_metrics m;
+    gt_get_metrics(h.s, &m);
+    EXPECT_GT(m.manifest_rewrites, 0u);
+  }
   gt_store_test::Close(&h.s);
   gt_store_test::Open(dir.path(), o, &h.s);
   EXPECT_EQ(Seqs(h.s).second, 2u) << "the floor went back after a reopen";
