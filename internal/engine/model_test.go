@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -228,7 +229,8 @@ func TestConcurrentReaders(t *testing.T) {
 					sn.Release()
 					return
 				}
-				// Read it twice with a pause so compaction can run between.
+				// Read it twice with a pause so compaction can run between;
+				// then look up edges it holds and pairs it does not.
 				for i := 0; i < 2; i++ {
 					if d := diffOracle(want.(oracle), scanAllErr(ft, sn, Out)); d != "" || ft.err != nil {
 						errc <- errors.Join(ft.err, errors.New("concurrent reader: "+d))
@@ -236,6 +238,11 @@ func TestConcurrentReaders(t *testing.T) {
 						return
 					}
 					time.Sleep(time.Millisecond)
+				}
+				if err := lookUpAgainst(sn, want.(oracle), rand.New(rand.NewPCG(uint64(g), sn.Seq()))); err != nil {
+					errc <- err
+					sn.Release()
+					return
 				}
 				sn.Release()
 				checked.Add(1)
@@ -267,6 +274,37 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	m, _ := s.Metrics()
 	t.Logf("checked %d snapshots; flushes=%d compactions=%d", checked.Load(), m.Flushes, m.Compactions)
+}
+
+// lookUpAgainst looks up in sn every edge of want (up to 50) and as many
+// random pairs, and reports the first answer that differs from want.
+func lookUpAgainst(sn *Snapshot, want oracle, r *rand.Rand) error {
+	n := 0
+	check := func(k edgeKey) error {
+		w, ok := want[k]
+		c, err := sn.Edge(k[0], k[1])
+		switch {
+		case err != nil:
+			return err
+		case ok != (len(c.Weights) == 1) || ok && c.Weights[0] != w:
+			return fmt.Errorf("concurrent reader: seq %d edge %v: %+v, want %v (present %v)", sn.Seq(), k, c, w, ok)
+		}
+		return nil
+	}
+	for k := range want {
+		if n++; n > 50 {
+			break
+		}
+		if err := check(k); err != nil {
+			return err
+		}
+	}
+	for range 50 {
+		if err := check(edgeKey{r.Uint64N(200), r.Uint64N(200)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fatalRecorder lets scanAll run on a goroutine other than the test's.
