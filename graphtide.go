@@ -216,9 +216,13 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 	return &Snapshot{sn: sn, in: db.dir.Store.InEdges()}, nil
 }
 
+// SeqError is SnapshotAt's error for a seq it cannot read: above the
+// newest (Seq > Newest), or below the oldest readable one (Seq < Oldest).
+type SeqError = engine.SeqError
+
 // SnapshotAt takes a snapshot of the graph as it was when seq was the
 // newest sequence number (an earlier Apply's), within Options.HistorySeqs
-// of the newest; outside it, an error naming the readable range.
+// of the newest; outside it, a *SeqError naming the readable range.
 func (db *DB) SnapshotAt(seq uint64) (*Snapshot, error) {
 	sn, err := db.dir.Store.SnapshotAt(seq)
 	if err != nil {

@@ -473,8 +473,10 @@ func TestDBSnapshotAt(t *testing.T) {
 	for seq := last - 20; seq <= last; seq++ {
 		check(seq)
 	}
-	if _, err := db.SnapshotAt(last - 21); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the oldest readable one, %d", last-20)) {
-		t.Errorf("a snapshot before the history: %v", err)
+	var se *SeqError
+	if _, err := db.SnapshotAt(last - 21); !errors.As(err, &se) || se.Seq != last-21 || se.Oldest != last-20 || se.Newest != last ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the oldest readable one, %d", last-20)) {
+		t.Errorf("a snapshot before the history: %v (%+v)", err, se)
 	}
 	db.Close()
 }

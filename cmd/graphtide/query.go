@@ -285,6 +285,17 @@ the YAML file given by --config, keyed by flag name.`
 				if (o.after == "") != (o.afterDst == "") || o.afterType != "" && o.after == "" {
 					return nil, nil, errors.New("--after and --after-dst go together (the previous page's more: line), with --after-type when it gave one")
 				}
+				for _, e := range []struct {
+					name string
+					at   api.AsOf
+				}{{"from", o.from}, {"to", o.to}} {
+					switch {
+					case e.at.Seq == "" && e.at.Time == "":
+						return nil, nil, fmt.Errorf("--%s (a sequence number) or --%s-time (an RFC 3339 time) is required", e.name, e.name)
+					case e.at.Seq != "" && e.at.Time != "":
+						return nil, nil, fmt.Errorf("give --%s or --%s-time, not both", e.name, e.name)
+					}
+				}
 				r, err := q.Changes(ctx, o.from, o.to, o.types, o.after, o.afterDst, o.afterType, o.limit)
 				return r, r.WriteText, err
 			}),

@@ -635,10 +635,11 @@ func TestQueryAsOfAndChanges(t *testing.T) {
 	}
 	var c api.ChangesResponse
 	queryJSON(t, &c, "changes", "--from", "3", "--to", "6", "--dir", dir)
-	want := []api.Change{{Src: 1, Dst: 2, Change: "removed", Weight: 1.5}, {Src: 2, Dst: 3, Change: "changed", Weight: 7, OldWeight: 1},
+	one := 1.0
+	want := []api.Change{{Src: 1, Dst: 2, Change: "removed", Weight: 1.5}, {Src: 2, Dst: 3, Change: "changed", Weight: 7, OldWeight: &one},
 		{Src: 4, Dst: 5, Change: "added", Weight: 2}}
-	if fmt.Sprint(c.Changes) != fmt.Sprint(want) || c.NextAfter != nil {
-		t.Errorf("changes from 3 to 6: %+v, want %+v", c.Changes, want)
+	if describeChanges(c.Changes) != describeChanges(want) || c.NextAfter != nil {
+		t.Errorf("changes from 3 to 6: %s, want %s", describeChanges(c.Changes), describeChanges(want))
 	}
 	// Paged one at a time, the same.
 	var paged []api.Change
@@ -653,8 +654,8 @@ func TestQueryAsOfAndChanges(t *testing.T) {
 		args = []string{"changes", "--from", "3", "--to", "6", "--dir", dir, "--limit", "1",
 			"--after", strconv.FormatUint(*p.NextAfter, 10), "--after-dst", strconv.FormatUint(*p.NextAfterDst, 10)}
 	}
-	if fmt.Sprint(paged) != fmt.Sprint(want) {
-		t.Errorf("changes paged one at a time: %+v, want %+v", paged, want)
+	if describeChanges(paged) != describeChanges(want) {
+		t.Errorf("changes paged one at a time: %s, want %s", describeChanges(paged), describeChanges(want))
 	}
 	out, _, err := execute(t, "query", "changes", "--from", "3", "--to", "6", "--dir", dir)
 	if err != nil || !strings.HasPrefix(out, "changes from seq 3 to seq 6: 3 on this page") || !strings.Contains(out, "changed  2    3    default  7       1") {
@@ -666,4 +667,28 @@ func TestQueryAsOfAndChanges(t *testing.T) {
 	if _, _, err := execute(t, "query", "degree", "1", "--dir", dir, "--as-of-seq", "x"); err == nil || err.Error() != `--as-of-seq must be a sequence number (an unsigned integer), got "x"` {
 		t.Errorf("--as-of-seq x: %v", err)
 	}
+	for args, want := range map[string]string{
+		"changes --to 6": "--from (a sequence number) or --from-time (an RFC 3339 time) is required",
+		"changes --from 3 --from-time 2026-11-26T10:00:00Z --to 6": "give --from or --from-time, not both",
+		"degree 1 --as-of-time 2026-11-26T10:00:00Z":               "this store has none: read as of a seq instead (as_of_seq)",
+		"degree 1 --as-of-seq 3 --as-of-time 2026-11-26T10:00:00Z": "give --as-of-seq or --as-of-time, not both",
+	} {
+		_, _, err := execute(t, append(append([]string{"query"}, strings.Fields(args)...), "--dir", dir)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("query %s: %v, want an error containing %q", args, err, want)
+		}
+	}
+}
+
+// describeChanges writes changes as text, old weights by value.
+func describeChanges(cs []api.Change) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%d %q -> %d %q %s %s %v", c.Src, c.SrcKey, c.Dst, c.DstKey, c.Type, c.Change, c.Weight)
+		if c.OldWeight != nil {
+			fmt.Fprintf(&b, " from %v", *c.OldWeight)
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
 }

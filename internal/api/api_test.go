@@ -421,8 +421,11 @@ func checkChanges(t *testing.T, c *client, f *fixture) {
 				t.Errorf("change %+v: keys, want %q and %q", x, keyOf(f.dict, x.Src), keyOf(f.dict, x.Dst))
 			}
 			d := fmt.Sprintf("%s %v", x.Change, x.Weight)
-			if x.Change == "changed" {
-				d += fmt.Sprintf(" from %v", x.OldWeight)
+			if (x.OldWeight != nil) != (x.Change == "changed") {
+				t.Errorf("change %+v: old_weight goes with changed and only with it", x)
+			}
+			if x.OldWeight != nil {
+				d += fmt.Sprintf(" from %v", *x.OldWeight)
 			}
 			if _, dup := got[e]; dup {
 				t.Fatalf("change of %v listed twice", e)

@@ -15,17 +15,17 @@ import (
 // Change is one edge that differs between the two seqs: "added" (there at
 // to, not at from), "removed" (the other way) or "changed" (its weight or
 // event time). Weight and Time are the edge's at to (at from for a
-// removed one); OldWeight its weight at from for a changed one.
+// removed one); OldWeight its weight at from, for a changed one only.
 type Change struct {
-	Src       uint64  `json:"src"`
-	SrcKey    string  `json:"src_key,omitempty"`
-	Dst       uint64  `json:"dst"`
-	DstKey    string  `json:"dst_key,omitempty"`
-	Type      string  `json:"type,omitempty"`
-	Change    string  `json:"change"`
-	Weight    float64 `json:"weight"`
-	OldWeight float64 `json:"old_weight,omitempty"`
-	Time      string  `json:"time,omitempty"`
+	Src       uint64   `json:"src"`
+	SrcKey    string   `json:"src_key,omitempty"`
+	Dst       uint64   `json:"dst"`
+	DstKey    string   `json:"dst_key,omitempty"`
+	Type      string   `json:"type,omitempty"`
+	Change    string   `json:"change"`
+	Weight    float64  `json:"weight"`
+	OldWeight *float64 `json:"old_weight,omitempty"` // a changed edge's only
+	Time      string   `json:"time,omitempty"`
 }
 
 // ChangesResponse answers GET /v1/changes: a page of the out-edges that
@@ -114,18 +114,17 @@ func (q Reader) Changes(ctx context.Context, fromAt, toAt Point, types string, a
 	for _, b := range bufs {
 		b.Types, b.Times = []uint16{}, []int64{}
 	}
-	// The id ranges of both views: numbers, then keys.
+	// The id ranges of both views, band by band (numbers, then keys): a
+	// band either view has is scanned in both, to the larger bound.
 	type span struct{ lo, hi uint64 }
-	var spans []span
+	spans := []span{{0, 0}, {engine.HighIDBase, engine.HighIDBase}}
 	for _, v := range []*views.StaticView{va, vb} {
-		i := 0
 		err := v.Ranges(func(lo, hi uint64) error {
-			if i < len(spans) {
-				spans[i].hi = max(spans[i].hi, hi)
-			} else {
-				spans = append(spans, span{lo, hi})
+			band := 0
+			if lo >= engine.HighIDBase {
+				band = 1
 			}
-			i++
+			spans[band].hi = max(spans[band].hi, hi)
 			return nil
 		})
 		if err != nil {
@@ -145,7 +144,7 @@ func (q Reader) Changes(ctx context.Context, fromAt, toAt Point, types string, a
 		c := Change{Src: extID(q.Dict, src), SrcKey: keyOf(q.Dict, src), Dst: extID(q.Dict, dst), DstKey: keyOf(q.Dict, dst),
 			Type: q.typeName(t), Change: kind, Weight: w, Time: eventTime(tm)}
 		if kind == "changed" {
-			c.OldWeight = old
+			c.OldWeight = &old
 		}
 		out.Changes = append(out.Changes, c)
 		return true

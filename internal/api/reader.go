@@ -111,7 +111,7 @@ func (q Reader) resolve(p Point) (Point, error) {
 		return p, nil
 	}
 	if q.Times == nil {
-		return p, errorf(http.StatusBadRequest, "as_of_time needs the store's time index, which it keeps only with history (serve --history-retention or --history-seqs); as_of_seq reads a seq")
+		return p, errorf(http.StatusBadRequest, "as_of_time needs the store's time index (history.idx in the data directory), which serve keeps while it keeps history (--history-retention or --history-seqs); this store has none: read as of a seq instead (as_of_seq)")
 	}
 	seq, ok := q.Times.SeqAt(*p.AsOfTime)
 	if !ok {
@@ -189,6 +189,10 @@ func (q Reader) typeName(t uint16) string {
 // (below the oldest readable one) or a 400 (not applied yet), naming the
 // readable range.
 func (q Reader) view(ctx context.Context, p Point, dir engine.Direction, types string) (*views.StaticView, error) {
+	at := ""
+	if p.AsOfTime != nil {
+		at = "as_of_time " + p.AsOfTime.UTC().Format(time.RFC3339Nano) + ", "
+	}
 	p, perr := q.resolve(p)
 	if perr != nil {
 		return nil, perr
@@ -207,7 +211,7 @@ func (q Reader) view(ctx context.Context, p Point, dir engine.Direction, types s
 		if se.Seq < se.Oldest {
 			status = http.StatusGone
 		}
-		return nil, errorf(status, "as_of_seq %d: %s (readable now: %d to %d)", se.Seq, se.Msg, se.Oldest, se.Newest)
+		return nil, errorf(status, "%sas_of_seq %d: %s (readable now: %d to %d)", at, se.Seq, se.Msg, se.Oldest, se.Newest)
 	}
 	if err != nil {
 		return nil, err

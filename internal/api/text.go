@@ -100,8 +100,8 @@ func (r ChangesResponse) WriteText(w io.Writer) {
 		if t == "" {
 			t = "default"
 		}
-		if c.Change == "changed" {
-			was = strconv.FormatFloat(c.OldWeight, 'g', -1, 64)
+		if c.OldWeight != nil {
+			was = strconv.FormatFloat(*c.OldWeight, 'g', -1, 64)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", c.Change, VertexName(c.Src, c.SrcKey), VertexName(c.Dst, c.DstKey), t, c.Weight, was)
 	}

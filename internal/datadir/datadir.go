@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -174,6 +175,22 @@ func Open(path string, o Options) (*Dir, error) {
 			have = "with"
 		}
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
+	}
+	// The time index of a store that kept history: its samples of seqs the
+	// store no longer has (a crash's replay will give them to other
+	// batches) go now, whoever opens the store next (load, or serve without
+	// history, would otherwise apply new batches under them).
+	if _, err := os.Stat(filepath.Join(path, history.FileName)); err == nil {
+		m, err := s.Metrics()
+		var x *history.Index
+		if err == nil {
+			x, err = history.Open(filepath.Join(path, history.FileName), m.LastSeq, false)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		x.Close()
 	}
 	d := &Dir{Path: path, Store: s}
 	if _, err := os.Stat(KeysPath(path)); errors.Is(err, os.ErrNotExist) {

@@ -3,10 +3,13 @@ package datadir
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
@@ -179,5 +182,53 @@ func TestCheckNotesADamagedCheckpoint(t *testing.T) {
 	}
 	if err := DropCheckpoint(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenDropsTimeSamplesTheStoreLost: a time index sample of a seq above
+// the store's newest (written before a crash lost that seq) is dropped by
+// the next read-write open, whoever opens the store, before anything new
+// is applied under that seq.
+func TestOpenDropsTimeSamplesTheStoreLost(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		var b engine.Batch
+		b.Insert(uint64(i), uint64(i+1))
+		if _, err := d.Store.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Store.Flush(); err != nil { // seq 3 is durable
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, history.FileName)
+	x, err := history.Open(path, 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	for i, seq := range []uint64{2, 5} { // 5: applied, sampled, then lost
+		if err := x.Record(t0.Add(time.Duration(i)*time.Second), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Close()
+	if d, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	y, err := history.Open(path, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq, ok := y.SeqAt(t0.Add(time.Hour)); y.Len() != 1 || !ok || seq != 2 {
+		t.Fatalf("after the open: %d samples, the newest seq %d; want only the sample of seq 2", y.Len(), seq)
 	}
 }

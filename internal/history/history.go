@@ -14,9 +14,12 @@
 // The file (history.idx in the data directory): the 8-byte magic
 // "GTTIME01", then 24-byte records: u64 unix nanoseconds, u64 seq (both
 // little-endian), u32 crc32c (Castagnoli) of those 16 bytes, u32 zero.
-// Each record is appended with one write. Open cuts only a torn tail (a
-// partial last record, or a last record of zeros); any other damage is
-// refused, naming the file and byte offset, and nothing is changed.
+// Each record is appended with one write and synced before the next, so a
+// crash can tear only the last one: Open cuts a partial last record, and
+// a last record whose checksum fails (a write cut at a sector boundary
+// leaves some of its bytes and zeros; at worst one sample is lost); any
+// other damage is refused, naming the file and byte offset, and nothing
+// is changed.
 package history
 
 import (
@@ -87,8 +90,8 @@ func Open(path string, last uint64, readOnly bool) (*Index, error) {
 		r := body[off : off+recordSize]
 		at := int64(len(magic) + off)
 		if binary.LittleEndian.Uint32(r[16:]) != crc32.Checksum(r[:16], castagnoli) || binary.LittleEndian.Uint32(r[20:]) != 0 {
-			if off+recordSize == end && allZero(r) {
-				torn = true // a zero-filled tail: the last append never landed
+			if off+recordSize == end {
+				torn = true // the last append, cut short by a crash
 				break
 			}
 			return nil, &durable.CorruptError{Kind: "history", File: path, Offset: at, What: "record checksum mismatch"}
@@ -117,15 +120,6 @@ func Open(path string, last uint64, readOnly bool) (*Index, error) {
 	return x, nil
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func record(s Sample) []byte {
 	r := make([]byte, recordSize)
 	binary.LittleEndian.PutUint64(r, uint64(s.Time.UnixNano()))
@@ -144,21 +138,26 @@ func (x *Index) encode() []byte {
 	return b
 }
 
-// Record notes that at t, seq is the newest sequence number applied. It
-// does nothing when seq is not above the last sample's (nothing new), and
-// refuses a t before the last sample's. The record is synced to disk.
+// Record notes that at t, seq is the newest sequence number applied (read
+// the seq first, then the clock: a sample may say less than was newest,
+// never more). It does nothing when seq is not above the last sample's
+// (nothing new). Times are wall-clock times (t's monotonic reading is
+// dropped, as the file keeps none); one before the last sample's (the
+// clock stepped back) is taken as the last sample's, so samples stay in
+// order. The record is synced to disk.
 func (x *Index) Record(t time.Time, seq uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.f == nil {
-		return errors.New("history: the time index is open read-only")
+		return errors.New("history: the time index is not open for writing")
 	}
+	t = t.Round(0)
 	if n := len(x.samples); n > 0 {
 		if seq <= x.samples[n-1].Seq {
 			return nil
 		}
 		if t.Before(x.samples[n-1].Time) {
-			return fmt.Errorf("history: time %v is before the last sample's, %v", t.UTC(), x.samples[n-1].Time.UTC())
+			t = x.samples[n-1].Time
 		}
 	}
 	s := Sample{Time: t, Seq: seq}
@@ -223,11 +222,12 @@ func (x *Index) Trim(floor uint64) error {
 		x.samples = old
 		return err
 	}
+	x.f.Close() // the old file, replaced
 	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return err
+		x.f = nil // Record fails from now on, saying so, rather than write to the replaced file
+		return fmt.Errorf("history: %s: %w", x.path, err)
 	}
-	x.f.Close()
 	x.f = f
 	return nil
 }

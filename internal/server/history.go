@@ -31,7 +31,7 @@ func (s *Server) startHistory(ctx context.Context, cfg Config) error {
 		t := time.NewTicker(historyTick)
 		defer t.Stop()
 		for {
-			s.keepHistory(idx, cfg, time.Now())
+			s.keepHistory(idx, cfg, time.Now)
 			select {
 			case <-hctx.Done():
 				return
@@ -47,19 +47,22 @@ func (s *Server) startHistory(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// keepHistory samples (now, the newest seq) into the time index and, with
+// keepHistory samples (the clock, the newest seq) into the time index and, with
 // a retention by time, raises the history floor to the seq that was newest
 // HistoryRetention ago (or, with HistorySeqs too, to the lower of that and
 // the newest less HistorySeqs: a seq stays while either rule keeps it);
 // then drops the samples no read can use any more. Errors are logged: a
 // missed sample only makes the index coarser, a floor not raised only
 // keeps more.
-func (s *Server) keepHistory(idx *history.Index, cfg Config, now time.Time) {
+func (s *Server) keepHistory(idx *history.Index, cfg Config, clock func() time.Time) {
 	st := s.dir.Store
 	m, err := st.Metrics()
 	if err != nil {
 		return // closed
 	}
+	// The seq first, then the time: the sample may say less than was
+	// newest at now, never more.
+	now := clock()
 	if err := idx.Record(now, m.LastSeq); err != nil {
 		s.log.Warn("the time index missed a sample", "err", err)
 	}

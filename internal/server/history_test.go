@@ -53,7 +53,7 @@ func TestHistoryFloorFollowsTheRetention(t *testing.T) {
 					}
 				}
 				now := t0.Add(time.Duration(tick) * time.Second)
-				s.keepHistory(idx, cfg, now)
+				s.keepHistory(idx, cfg, func() time.Time { return now })
 				m, _ := d.Store.Metrics()
 				newest[tick] = m.LastSeq
 				want := uint64(0)

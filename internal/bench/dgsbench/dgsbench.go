@@ -343,6 +343,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	// 8. Readers beside the writer.
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
 	res.ConcurrentReaders = cfg.Readers
 	if err := concurrent(ctx, s, w, g, cfg, &res); err != nil {
 		return res, err
