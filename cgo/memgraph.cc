@@ -558,11 +558,7 @@ size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *
   const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
   const Slot &s = *sp;
-  // n before head (see Slot), then the cache: every version published
-  // before this call began is below n, so a cache covering n holds them all.
-  const uint32_t n = s.n.load(std::memory_order_acquire);
-  const Block *blk = s.head.load(std::memory_order_acquire);
-  const Cache *c = s.cache.load(std::memory_order_acquire);
+  const auto [n, blk, c] = ReadSlot(s);
   if (c != nullptr && n - std::min(n, c->k) <= c->k / 8) {
     if (n > c->k) {
       SortedTail(s, blk, c->k, n, scratch);
@@ -616,10 +612,7 @@ size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scrat
   const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
   const Slot &s = *sp;
-  // n before head, then the cache, as in AddRuns.
-  const uint32_t n = s.n.load(std::memory_order_acquire);
-  const Block *blk = s.head.load(std::memory_order_acquire);
-  const Cache *c = s.cache.load(std::memory_order_acquire);
+  const auto [n, blk, c] = ReadSlot(s);
   const uint32_t k = c != nullptr ? c->k : 0;
   uint64_t b = 0, e = 0;
   if (c != nullptr ? n - std::min(n, k) <= k / 8 : n < hub_min_) {
@@ -664,11 +657,9 @@ void MemGraph::SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_
 
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const {
   const size_t start = out->size();
-  // n before head: see Slot. The cache may have been published after n was
-  // loaded and cover more than n versions: all of them published ones.
-  const uint32_t n = s.n.load(std::memory_order_acquire);
-  const Block *blk = s.head.load(std::memory_order_acquire);
-  const Cache *c = s.cache.load(std::memory_order_acquire);
+  // The cache may have been published after n was loaded and cover more
+  // than n versions: all of them published ones.
+  const auto [n, blk, c] = ReadSlot(s);
   const uint32_t k = c != nullptr ? c->k : 0;
   // The tail [k, n), sorted.
   std::vector<Entry> tail;

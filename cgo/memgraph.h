@@ -638,6 +638,21 @@ class MemGraph {
   // Appends the slot's versions [k, n) sorted into run order (blk: its
   // head, loaded after n).
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
+  // What a reader of a slot reads of it: n before head (see Slot), then
+  // the cache, so that a cache covering n holds every version published
+  // before the read began.
+  struct SlotRead {
+    uint32_t n;
+    const Block *blk;
+    const Cache *c;
+  };
+  static SlotRead ReadSlot(const Slot &s) {
+    SlotRead r;
+    r.n = s.n.load(std::memory_order_acquire);
+    r.blk = s.head.load(std::memory_order_acquire);
+    r.c = s.cache.load(std::memory_order_acquire);
+    return r;
+  }
   // Appends to *t the versions [k, n) of s whose dst is dst, sorted into
   // run order.
   static void SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_t n, uint64_t dst,

@@ -237,6 +237,28 @@ gt_op TOp(uint32_t kind, uint64_t s, uint64_t d, uint32_t t, double w, int64_t t
   return op;
 }
 
+// A batch of 1 to most operations over vertices [0, maxv]: 70% upserts
+// (weights 1 and 2.5), 27% edge deletes, 3% vertex deletes, of the types
+// kTypes; half the edge operations have an event time, so that narrow,
+// wide and timed versions mix in the MemGraph and in the files.
+std::vector<gt_op> RandomTypedOps(std::mt19937_64 &rng, int most, uint64_t maxv) {
+  std::vector<gt_op> ops;
+  const int n = 1 + static_cast<int>(rng() % static_cast<uint64_t>(most));
+  for (int i = 0; i < n; i++) {
+    const uint64_t s = rng() % (maxv + 1), d = rng() % (maxv + 1);
+    const uint32_t t = kTypes[rng() % 5];
+    const uint64_t r = rng() % 100;
+    const int64_t tm = rng() % 2 ? 1700000000000000 + static_cast<int64_t>(rng() % 1000000) : 0;
+    if (r < 70)
+      ops.push_back(TOp(GT_OP_UPSERT, s, d, t, rng() % 3 ? 1.0 : 2.5, tm));
+    else if (r < 97)
+      ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, t, 0, tm));
+    else
+      ops.push_back(TOp(GT_OP_DELETE_VERTEX, s, 0, 0, 0));
+  }
+  return ops;
+}
+
 TEST(TypesTest, RandomTypedBatchesMatchTheOracle) {
   TempDir dir;
   gt_options o = gt_store_test::SmallOptions();
@@ -250,22 +272,7 @@ TEST(TypesTest, RandomTypedBatchesMatchTheOracle) {
   std::unique_ptr<Snap> pinned;
   TypedOracle at_pin;
   for (int round = 0; round < 60; round++) {
-    std::vector<gt_op> ops;
-    const int n = 1 + static_cast<int>(rng() % 60);
-    for (int i = 0; i < n; i++) {
-      const uint64_t s = rng() % (maxv + 1), d = rng() % (maxv + 1);
-      const uint32_t t = kTypes[rng() % 5];
-      const uint64_t r = rng() % 100;
-      // Half the edge operations have an event time: narrow, wide and
-      // timed versions mix in the MemGraph and in the files.
-      const int64_t tm = rng() % 2 ? 1700000000000000 + static_cast<int64_t>(rng() % 1000000) : 0;
-      if (r < 70)
-        ops.push_back(TOp(GT_OP_UPSERT, s, d, t, rng() % 3 ? 1.0 : 2.5, tm));
-      else if (r < 97)
-        ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, t, 0, tm));
-      else
-        ops.push_back(TOp(GT_OP_DELETE_VERTEX, s, 0, 0, 0));
-    }
+    const std::vector<gt_op> ops = RandomTypedOps(rng, 60, maxv);
     gt_store_test::Apply(h.s, ops);
     oracle.Apply(ops);
     switch (rng() % 8) {
@@ -387,17 +394,7 @@ TEST(HistoryTest, ReadsAsOfEveryRetainedSeqMatchTheOracle) {
   at[0] = oracle;
   int checked = 0;
   for (int round = 0; round < 90; round++) {
-    std::vector<gt_op> ops;
-    const int n = 1 + static_cast<int>(rng() % 30);
-    for (int i = 0; i < n; i++) {
-      const uint64_t s = rng() % (maxv + 1), d = rng() % (maxv + 1), r = rng() % 100;
-      if (r < 70)
-        ops.push_back(TOp(GT_OP_UPSERT, s, d, kTypes[rng() % 5], 1.0 + double(rng() % 4)));
-      else if (r < 97)
-        ops.push_back(TOp(GT_OP_DELETE_EDGE, s, d, kTypes[rng() % 5], 0));
-      else
-        ops.push_back(TOp(GT_OP_DELETE_VERTEX, s, 0, 0, 0));
-    }
+    const std::vector<gt_op> ops = RandomTypedOps(rng, 30, maxv);
     gt_store_test::Apply(h.s, ops);
     oracle.Apply(ops);
     at[Seqs(h.s).first] = oracle;
