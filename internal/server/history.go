@@ -34,6 +34,7 @@ func (s *Server) startHistory(ctx context.Context, cfg Config) error {
 			s.keepHistory(idx, cfg, time.Now)
 			select {
 			case <-hctx.Done():
+				s.keepHistory(idx, cfg, time.Now) // the last state, at the stop
 				return
 			case <-t.C:
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -37,6 +39,7 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
 		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
 		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: 300 * time.Millisecond,
+		HistoryRetention: time.Hour, // the time index is kept while serve runs
 		// "late": a root no edge has named yet (it gets its key id now).
 		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}, {Name: "late", Type: "bfs", Root: "key:no-edge-yet"}},
 		HTTP:      HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
@@ -140,6 +143,15 @@ func TestServerIngestsAndStopsDurably(t *testing.T) {
 	}
 	if _, err := os.Stat(datadir.CheckpointPath(dir)); err != nil {
 		t.Fatalf("no checkpoint after the stop: %v", err)
+	}
+	// The time index sampled the store while it ran, and at the stop: its
+	// newest sample names a seq that ingested something.
+	times, err := history.Open(filepath.Join(dir, history.FileName), ^uint64(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq, ok := times.SeqAt(time.Now()); !ok || seq == 0 || times.Len() == 0 {
+		t.Fatalf("the time index after the run: %d samples, newest seq %d (%v)", times.Len(), seq, ok)
 	}
 	// Closed and durable: the directory opens again, with the same graph,
 	// and the analytics resume from the checkpoint.
