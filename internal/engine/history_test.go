@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -74,5 +75,64 @@ func TestSnapshotAtFollowsTheOracle(t *testing.T) {
 	m, _ := s.Metrics()
 	if m.Compactions == 0 {
 		t.Fatal("no compaction ran: the history was never rewritten")
+	}
+}
+
+// TestNeighborsPageRefills reads a vertex of 1,000 edges (two types to
+// most neighbors) in pages of several limits, below and above the buffer
+// a page starts with: each page holds the limit's next edges, in order,
+// and the pages together are the whole list.
+func TestNeighborsPageRefills(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	var want []EdgeCursor
+	for d := uint64(0); d < 600; d++ {
+		for _, ty := range []uint16{7, 2} { // (dst asc, type desc)
+			if d%3 == 0 && ty == 7 {
+				continue
+			}
+			b.InsertWeighted(1, d, float64(d))
+			b.SetType(ty)
+			want = append(want, EdgeCursor{Dst: d, Type: ty})
+		}
+	}
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	for _, limit := range []int{1, 63, 64, 65, 200, 999, 1000, 5000} {
+		var got []EdgeCursor
+		var after *EdgeCursor
+		for pages := 0; ; pages++ {
+			p, err := sn.NeighborsPage(1, Out, after, limit, true)
+			if err != nil || pages > len(want) {
+				t.Fatalf("limit %d, page %d: %v", limit, pages, err)
+			}
+			if len(p.Dsts) > limit || p.More && len(p.Dsts) != limit {
+				t.Fatalf("limit %d, page %d: %d edges, more %v", limit, pages, len(p.Dsts), p.More)
+			}
+			for i, d := range p.Dsts {
+				if p.Weights[i] != float64(d) {
+					t.Fatalf("limit %d: edge to %d has weight %v", limit, d, p.Weights[i])
+				}
+				got = append(got, EdgeCursor{Dst: d, Type: p.Types[i]})
+			}
+			last, ok := p.Last()
+			if !p.More || !ok {
+				break
+			}
+			after = &last
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("limit %d: %d edges read, want %d (first differences: %v / %v)", limit, len(got), len(want), got[:min(5, len(got))], want[:5])
+		}
 	}
 }

@@ -451,28 +451,60 @@ func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, li
 	if limit < 1 {
 		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
 	}
-	p := Page{Dsts: make([]uint64, limit), Columns: Columns{Types: make([]uint16, limit), Times: make([]int64, limit)}}
+	// The buffers start small and double while the page fills them (each
+	// refill reads on from the last edge read), so that a vertex of a few
+	// edges does not cost a buffer of limit entries.
+	size := min(limit, pageStart)
+	p := Page{Dsts: make([]uint64, size), Columns: Columns{Types: make([]uint16, size), Times: make([]int64, size)}}
 	if weights {
-		p.Weights = make([]float64, limit)
+		p.Weights = make([]float64, size)
 	}
 	var a EdgeCursor
 	if after != nil {
 		a = *after
 	}
-	var n int
+	hasAfter, got := after != nil, 0
 	err := sn.read(func(c *core.Snapshot) error {
-		var e *core.Error
-		if n, p.More, e = c.NeighborsAfter(v, uint32(dir), sn.types, a.Dst, a.Type, after != nil, p.Dsts, p.Weights, p.Types, p.Times); e != nil {
-			return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
+		for {
+			w := p.Weights
+			if w != nil {
+				w = w[got:]
+			}
+			n, more, e := c.NeighborsAfter(v, uint32(dir), sn.types, a.Dst, a.Type, hasAfter, p.Dsts[got:], w, p.Types[got:], p.Times[got:])
+			if e != nil {
+				return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
+			}
+			got += n
+			p.More = more
+			if !more || got == limit {
+				return nil
+			}
+			// Full, and more remain: room for more, past the last edge.
+			a, hasAfter = EdgeCursor{Dst: p.Dsts[got-1], Type: p.Types[got-1]}, true
+			size = min(limit, 2*size)
+			p.Dsts = grow(p.Dsts, size)
+			p.Types, p.Times = grow(p.Types, size), grow(p.Times, size)
+			if p.Weights != nil {
+				p.Weights = grow(p.Weights, size)
+			}
 		}
-		return nil
 	})
 	if err != nil {
 		return Page{}, err
 	}
-	p.Dsts = p.Dsts[:n]
-	p.Trim(n)
+	p.Dsts = p.Dsts[:got]
+	p.Trim(got)
 	return p, nil
+}
+
+// pageStart is the buffer a page of neighbors starts with.
+const pageStart = 64
+
+// grow returns s with length n (n >= len(s)), its elements kept.
+func grow[T any](s []T, n int) []T {
+	out := make([]T, n)
+	copy(out, s)
+	return out
 }
 
 // Edge looks up the edges from src to dst visible in the snapshot, of
