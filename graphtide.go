@@ -178,6 +178,73 @@ func (db *DB) Apply(b *Batch) (uint64, error) {
 	return db.dir.Store.Apply(&b.b)
 }
 
+// Condition is a precondition of ApplyIf; make one with EdgeExists,
+// EdgeAbsent, WeightIs, WeightBelow, VertexExists or DegreeAtMost (and
+// OfType for an edge of another type than the default).
+type Condition struct{ c engine.Condition }
+
+// EdgeExists holds when the edge from src to dst is there.
+func EdgeExists(src, dst uint64) Condition {
+	return Condition{engine.Condition{Kind: engine.CondEdgeExists, Src: src, Dst: dst}}
+}
+
+// EdgeAbsent holds when it is not.
+func EdgeAbsent(src, dst uint64) Condition {
+	return Condition{engine.Condition{Kind: engine.CondEdgeAbsent, Src: src, Dst: dst}}
+}
+
+// WeightIs holds when the edge is there with weight w.
+func WeightIs(src, dst uint64, w float64) Condition {
+	return Condition{engine.Condition{Kind: engine.CondWeightEquals, Src: src, Dst: dst, Value: w}}
+}
+
+// WeightBelow holds when the edge is there with a weight below w.
+func WeightBelow(src, dst uint64, w float64) Condition {
+	return Condition{engine.Condition{Kind: engine.CondWeightBelow, Src: src, Dst: dst, Value: w}}
+}
+
+// VertexExists holds when v has an edge (out, or in when the store keeps
+// in-edges).
+func VertexExists(v uint64) Condition {
+	return Condition{engine.Condition{Kind: engine.CondVertexExists, Src: v}}
+}
+
+// DegreeAtMost holds when v has at most n out-edges.
+func DegreeAtMost(v uint64, n int) Condition {
+	return Condition{engine.Condition{Kind: engine.CondDegreeAtMost, Src: v, Value: float64(n)}}
+}
+
+// OfType is c about the edge of type t (DB.TypeID) instead of the default
+// type.
+func (c Condition) OfType(t uint16) Condition {
+	c.c.Type = t
+	return c
+}
+
+// PreconditionError is ApplyIf's error when a condition does not hold:
+// nothing of the batch was applied. It names the condition, what the graph
+// held instead, and the seq it was evaluated at.
+type PreconditionError = engine.PreconditionError
+
+// ApplyIf applies b atomically if every condition holds on the graph as of
+// the newest batch (evaluated with the one writer held, so no batch lands
+// between the check and the apply: every conditional batch is serializable
+// with every other, in seq order), and returns its sequence number; else
+// nothing is applied and the error is a *PreconditionError.
+func (db *DB) ApplyIf(b *Batch, conds ...Condition) (uint64, error) {
+	if db.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := db.dir.Keys.Sync(); err != nil {
+		return 0, err
+	}
+	cs := make([]engine.Condition, len(conds))
+	for i, c := range conds {
+		cs[i] = c.c
+	}
+	return db.dir.Store.ApplyIf(&b.b, cs)
+}
+
 // Flush makes every applied batch durable.
 func (db *DB) Flush() error { return db.dir.Store.Flush() }
 

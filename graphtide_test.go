@@ -480,3 +480,49 @@ func TestDBSnapshotAt(t *testing.T) {
 	}
 	db.Close()
 }
+
+// TestDBApplyIf: a transfer edge added only while the accounts are not
+// linked, a weight raised only while it is still below a bound, and a
+// typed condition; a refused batch changes nothing and says why.
+func TestDBApplyIf(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pay, err := db.TypeID("payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Insert(1, 2, 10)
+	b.SetType(pay)
+	if _, err := db.ApplyIf(&b, EdgeAbsent(1, 2).OfType(pay)); err != nil {
+		t.Fatal(err)
+	}
+	var pe *PreconditionError
+	if _, err := db.ApplyIf(&b, EdgeAbsent(1, 2).OfType(pay)); !errors.As(err, &pe) || pe.Actual != "it exists" {
+		t.Fatalf("a second link: %v", err)
+	}
+	if _, err := db.ApplyIf(&b, EdgeAbsent(1, 2)); err != nil { // the default type: not linked
+		t.Fatalf("a condition on the default type: %v", err)
+	}
+	b.Reset()
+	b.Insert(1, 2, 20)
+	b.SetType(pay)
+	if _, err := db.ApplyIf(&b, WeightBelow(1, 2, 15).OfType(pay), VertexExists(1), DegreeAtMost(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ApplyIf(&b, WeightBelow(1, 2, 15).OfType(pay)); !errors.As(err, &pe) || pe.Actual != "its weight is 20" {
+		t.Fatalf("raised past the bound: %v", err)
+	}
+	sn, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	es, err := sn.OfTypes(pay).Edges(1, 2)
+	if err != nil || len(es) != 1 || es[0].Weight != 20 {
+		t.Fatalf("the payment 1 -> 2: %v, %v", es, err)
+	}
+}

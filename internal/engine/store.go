@@ -140,6 +140,11 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
+	return s.applyLocked(b)
+}
+
+// applyLocked is Apply with applyMu held.
+func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	var seq uint64
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
 		seq, e = c.Apply(b.ops, b.srcpos)
