@@ -2,6 +2,7 @@ package graphtide_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -196,4 +197,65 @@ func ExampleDB_Stream() {
 	// 1 upsert 1 2 0.5
 	// 1 upsert 2 3 1
 	// 1 delete_edge 1 2 0
+}
+
+// A read-write transaction: link two accounts only while they are not
+// linked, and raise a limit only while it is still below a bound. A
+// refused batch applies nothing and says which condition failed.
+func ExampleDB_ApplyIf() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+
+	var b graphtide.Batch
+	b.Insert(1, 2, 100) // account 1 may send account 2 up to 100
+	_, err = db.ApplyIf(&b, graphtide.EdgeAbsent(1, 2))
+	fmt.Println("linked:", err)
+	_, err = db.ApplyIf(&b, graphtide.EdgeAbsent(1, 2))
+	fmt.Println("linked again:", err)
+
+	b.Reset()
+	b.Insert(1, 2, 150)
+	_, err = db.ApplyIf(&b, graphtide.WeightBelow(1, 2, 120))
+	fmt.Println("raised to 150:", err)
+	_, err = db.ApplyIf(&b, graphtide.WeightBelow(1, 2, 120))
+	var refused *graphtide.PreconditionError
+	fmt.Println("raised again:", errors.As(err, &refused), refused.Actual)
+	// Output:
+	// linked: <nil>
+	// linked again: engine: precondition 0 (edge (1, 2, type 0) is absent) failed as of seq 1: it exists
+	// raised to 150: <nil>
+	// raised again: true its weight is 150
+}
+
+// Reads as of an earlier batch, kept by Options.HistorySeqs.
+func ExampleDB_SnapshotAt() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, &graphtide.Options{HistorySeqs: 100})
+	check(err)
+	defer db.Close()
+
+	var b graphtide.Batch
+	b.Insert(1, 2, 1)
+	before, err := db.Apply(&b)
+	check(err)
+	b.Reset()
+	b.Delete(1, 2)
+	_, err = db.Apply(&b)
+	check(err)
+
+	for _, read := range []func() (*graphtide.Snapshot, error){db.Snapshot, func() (*graphtide.Snapshot, error) { return db.SnapshotAt(before) }} {
+		sn, err := read()
+		check(err)
+		has, err := sn.HasEdge(1, 2)
+		check(err)
+		fmt.Printf("seq %d: 1 -> 2 %v\n", sn.Seq(), has)
+		sn.Release()
+	}
+	// Output:
+	// seq 2: 1 -> 2 false
+	// seq 1: 1 -> 2 true
 }
