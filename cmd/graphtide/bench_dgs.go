@@ -23,7 +23,9 @@ SEARCHEDGE, SCANNBR) and its protocols on an RMAT stream, in order:
     --ops/10 full neighbor lists of vertices drawn by degree, on the store
     (a fresh snapshot every 100) and on a static CSR of the same edges
     built in the same process (each answer checked against it);
-  - DELEDGE: --ops single deletes of random edges (then none is found);
+  - DELEDGE: --ops single deletes of random edges (then none is found),
+    then the same edges inserted only while absent (ApplyIf, a read-write
+    transaction each: all applied), and once more (all refused);
   - mixed streams of --ops operations: 50/50 and 80/20 reads (SEARCHEDGE)
     to writes (INSEDGE);
   - --readers goroutines doing SEARCHEDGE beside a writer doing INSEDGE

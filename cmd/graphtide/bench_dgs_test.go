@@ -26,7 +26,7 @@ func TestBenchDGSSmall(t *testing.T) {
 	if res["edges"].(float64) != 8192 || res["loaded_edges"].(float64) != 6553 {
 		t.Errorf("edges %v, loaded %v; want 8192 and 6553", res["edges"], res["loaded_edges"])
 	}
-	for _, k := range []string{"insedge", "searchedge", "csr_searchedge", "scannbr", "deledge", "concurrent_writer"} {
+	for _, k := range []string{"insedge", "searchedge", "csr_searchedge", "scannbr", "deledge", "cond_insedge", "cond_insedge_refused", "concurrent_writer"} {
 		o, _ := res[k].(map[string]any)
 		if o == nil || o["ops"].(float64) < 1 || o["p99_us"].(float64) < o["p50_us"].(float64) || o["p50_us"].(float64) <= 0 {
 			t.Errorf("%s = %v: want ops, and 0 < p50 <= p99", k, res[k])

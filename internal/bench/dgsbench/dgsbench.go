@@ -18,7 +18,10 @@
 //  5. SCANNBR: full neighbor lists of vertices drawn in proportion to
 //     their degree (each list's length must be the CSR's), on both;
 //  6. DELEDGE: single deletes of random edges, each timed; a sample of
-//     them is then looked up (none may be found);
+//     them is then looked up (none may be found); then the same edges
+//     inserted again only while absent (engine.Store.ApplyIf, a
+//     read-write transaction each: all applied), and once more (all
+//     refused), each timed;
 //  7. mixed read/write streams at 50/50 and 80/20 (reads: SEARCHEDGE;
 //     writes: INSEDGE of the stream's next edges), each operation timed;
 //  8. --readers goroutines doing SEARCHEDGE beside a writer streaming
@@ -38,6 +41,7 @@ package dgsbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -134,6 +138,9 @@ type Result struct {
 	ScanNbr         Op      `json:"scannbr"`
 	CSRScanNbr      Op      `json:"csr_scannbr"`
 	DelEdge         Op      `json:"deledge"`
+	// Conditional inserts (ApplyIf, edge absent): applied, then refused.
+	CondInsEdge        Op `json:"cond_insedge"`
+	CondInsEdgeRefused Op `json:"cond_insedge_refused"`
 	// Neighbors read per second by SCANNBR, on the store and the CSR.
 	ScanNbrEdgesPerSec    float64 `json:"scannbr_edges_per_sec"`
 	CSRScanNbrEdgesPerSec float64 `json:"csr_scannbr_edges_per_sec"`
@@ -328,6 +335,39 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	logf("dgs: DELEDGE %s", res.DelEdge)
+
+	// 6b. Conditional inserts (ApplyIf, a read-write transaction each): the
+	// deleted edges again, each only while absent (all are applied), then
+	// again (all are refused: they exist).
+	for pass, want := range []bool{true, false} {
+		lat = lat[:0]
+		t0 = time.Now()
+		refused := 0
+		for _, e := range dels {
+			b.Reset()
+			b.Insert(e[0], e[1])
+			t := time.Now()
+			_, err := s.ApplyIf(&b, []engine.Condition{{Kind: engine.CondEdgeAbsent, Src: e[0], Dst: e[1]}})
+			lat = append(lat, time.Since(t))
+			var pe *engine.PreconditionError
+			switch {
+			case errors.As(err, &pe):
+				refused++
+			case err != nil:
+				return res, err
+			}
+		}
+		if applied := len(dels) - refused; want && refused != 0 || !want && applied != 0 {
+			return res, fmt.Errorf("conditional inserts, pass %d: %d applied and %d refused of %d", pass+1, applied, refused, len(dels))
+		}
+		o := op(len(dels), time.Since(t0), lat)
+		if want {
+			res.CondInsEdge = o
+		} else {
+			res.CondInsEdgeRefused = o
+		}
+	}
+	logf("dgs: conditional INSEDGE (applied while absent) %s; refused (present) %s", res.CondInsEdge, res.CondInsEdgeRefused)
 
 	// 7. Mixed streams: SEARCHEDGE reads, INSEDGE writes.
 	for _, m := range []struct {
