@@ -426,22 +426,16 @@ func op(n int, total time.Duration, lat []time.Duration) Op {
 // the CSR). read returns how many operations it did.
 func timeReads(s *engine.Store, n int, read func(sn *engine.Snapshot, i int) (int, error)) (Op, error) {
 	lat := make([]time.Duration, 0, n)
-	var sn *engine.Snapshot
-	defer func() {
-		if sn != nil {
-			sn.Release()
-		}
-	}()
+	fr := &freshReader{s: s}
+	defer fr.close()
 	done := 0
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		t := time.Now()
-		if s != nil && i%readEvery == 0 {
-			if sn != nil {
-				sn.Release()
-			}
+		var sn *engine.Snapshot
+		if s != nil {
 			var err error
-			if sn, err = s.Snapshot(); err != nil {
+			if sn, err = fr.next(); err != nil {
 				return Op{}, err
 			}
 		}
@@ -453,6 +447,33 @@ func timeReads(s *engine.Store, n int, read func(sn *engine.Snapshot, i int) (in
 		lat = append(lat, time.Since(t))
 	}
 	return op(done, time.Since(t0), lat), nil
+}
+
+// freshReader hands out a snapshot of s for each read, a fresh one every
+// readEvery reads (as a reader of fresh data takes them).
+type freshReader struct {
+	s  *engine.Store
+	sn *engine.Snapshot
+	n  int // reads so far
+}
+
+func (r *freshReader) next() (*engine.Snapshot, error) {
+	if r.n%readEvery == 0 {
+		r.close()
+		var err error
+		if r.sn, err = r.s.Snapshot(); err != nil {
+			return nil, err
+		}
+	}
+	r.n++
+	return r.sn, nil
+}
+
+func (r *freshReader) close() {
+	if r.sn != nil {
+		r.sn.Release()
+		r.sn = nil
+	}
 }
 
 // writer applies the stream's next edges as INSEDGE. Used by one
@@ -483,12 +504,8 @@ func (w *writer) insert() (time.Duration, error) {
 // rest INSEDGE, each timed.
 func mixed(s *engine.Store, w *writer, g *csr, rng *rand.Rand, n int, reads float64, rOut, wOut *Op, opsPerSec *float64) error {
 	var rl, wl []time.Duration
-	var sn *engine.Snapshot
-	defer func() {
-		if sn != nil {
-			sn.Release()
-		}
-	}()
+	fr := &freshReader{s: s}
+	defer fr.close()
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if rng.Float64() >= reads {
@@ -500,14 +517,9 @@ func mixed(s *engine.Store, w *writer, g *csr, rng *rand.Rand, n int, reads floa
 			continue
 		}
 		t := time.Now()
-		if len(rl)%readEvery == 0 {
-			if sn != nil {
-				sn.Release()
-			}
-			var err error
-			if sn, err = s.Snapshot(); err != nil {
-				return err
-			}
+		sn, err := fr.next()
+		if err != nil {
+			return err
 		}
 		e := g.edge(rng)
 		if _, err := sn.Edge(e[0], e[1]); err != nil {
@@ -534,22 +546,19 @@ func concurrent(ctx context.Context, s *engine.Store, w *writer, g *csr, cfg Con
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
+			fr := &freshReader{s: s}
+			defer fr.close()
 			for ctx.Err() == nil {
-				sn, err := s.Snapshot()
+				sn, err := fr.next()
+				if err == nil {
+					e := g.edge(rng)
+					_, err = sn.Edge(e[0], e[1])
+				}
 				if err != nil {
 					errs <- err
 					return
 				}
-				for range readEvery {
-					e := g.edge(rng)
-					if _, err := sn.Edge(e[0], e[1]); err != nil {
-						sn.Release()
-						errs <- err
-						return
-					}
-				}
-				sn.Release()
-				reads.Add(readEvery)
+				reads.Add(1)
 			}
 		}()
 	}
