@@ -548,6 +548,8 @@ func concurrent(ctx context.Context, s *engine.Store, w *writer, g *csr, cfg Con
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 			fr := &freshReader{s: s}
 			defer fr.close()
+			n := int64(0) // added once: the readers do not share a counter per read
+			defer func() { reads.Add(n) }()
 			for ctx.Err() == nil {
 				sn, err := fr.next()
 				if err == nil {
@@ -558,7 +560,7 @@ func concurrent(ctx context.Context, s *engine.Store, w *writer, g *csr, cfg Con
 					errs <- err
 					return
 				}
-				reads.Add(1)
+				n++
 			}
 		}()
 	}
