@@ -108,14 +108,18 @@ bool FastRun(const std::vector<Run> &runs, uint64_t tau, const VdelMap &vdel, co
   return s.AllVisibleAt(tau) && s.AllTypesIn(ts) && VdelFree(s, tau, vdel);
 }
 
-// Writes edge k (dst d, weight wt, type ty, event time tm) to the outputs
-// (w, t and tm may be null; dsts too for an edge lookup, whose dst is
-// known).
-inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty, int64_t tm) {
-  if (o.dsts) o.dsts[k] = d;
+// Writes edge k's weight wt, type ty and event time tm to the outputs that
+// are there (w, t and tm may be null).
+inline void PutColumns(const EdgeOut &o, size_t k, double wt, uint32_t ty, int64_t tm) {
   if (o.w) o.w[k] = wt;
   if (o.t) o.t[k] = static_cast<uint16_t>(ty);
   if (o.tm) o.tm[k] = tm;
+}
+
+// Writes edge k (dst d, and PutColumns) to the outputs.
+inline void Put(const EdgeOut &o, size_t k, uint64_t d, double wt, uint32_t ty, int64_t tm) {
+  o.dsts[k] = d;
+  PutColumns(o, k, wt, ty, tm);
 }
 
 // Copies a segment's entries [b, e) to the outputs from position at.
@@ -403,9 +407,11 @@ Status SnapshotReader::Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const E
     VisibleMems mems(*ver, tau_);
     GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, kOut, v, m, &runs, &dst));
   }
+  // Every edge found goes to dst: only its weight, type and time are
+  // written (o.dsts is not used).
   size_t k = 0;
-  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t d, uint32_t t, double wt, int64_t tm) {
-    if (k < cap) Put(o, k, d, wt, t, tm);
+  VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t t, double wt, int64_t tm) {
+    if (k < cap) PutColumns(o, k, wt, t, tm);
     k++;
   });
   *n = k;
