@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/paths"
 )
@@ -42,21 +40,7 @@ func OpenLocal(dir string) (*Local, error) {
 		d.Close()
 		return nil, err
 	}
-	// The time index, read only (none where the store keeps no history).
-	m, err := d.Store.Metrics()
-	var times *history.Index
-	if err == nil {
-		times, err = history.Open(filepath.Join(dir, history.FileName), m.LastSeq, true)
-	}
-	if err != nil {
-		vm.Close()
-		d.Close()
-		return nil, err
-	}
-	if times.Len() == 0 {
-		times = nil
-	}
-	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: times}}, nil
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: d.Times}}, nil
 }
 
 // Close releases the views and the data directory.

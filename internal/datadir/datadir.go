@@ -128,6 +128,9 @@ type Options struct {
 	// Create makes a new data directory when there is none (serve, load);
 	// without it a missing store is ErrNoStore.
 	Create bool
+	// Times keeps the time index open for writing (Dir.Times), creating it
+	// when missing: serve keeping history.
+	Times bool
 }
 
 // Dir is an open data directory.
@@ -137,6 +140,10 @@ type Dir struct {
 	// Keys is the key dictionary. A read-only Dir without keys.dict has
 	// none (nil); a read-write Dir always has one (created if missing).
 	Keys *keydict.Dict
+	// Times is the time index of a store that kept history (history.idx):
+	// open for writing with Options.Times, read-only in a read-only Dir
+	// that has one; else nil.
+	Times *history.Index
 	// Types names the edge types; always there (empty when types.json is
 	// missing). Read-only in a read-only Dir. Written under the store's
 	// LOCK, which keeps other writers out.
@@ -176,32 +183,29 @@ func Open(path string, o Options) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
 	}
-	// The time index of a store that kept history: its samples of seqs the
-	// store no longer has (a crash's replay will give them to other
-	// batches) go now, whoever opens the store next (load, or serve without
-	// history, would otherwise apply new batches under them).
-	if _, err := os.Stat(filepath.Join(path, history.FileName)); err == nil {
-		m, err := s.Metrics()
-		var x *history.Index
-		if err == nil {
-			x, err = history.Open(filepath.Join(path, history.FileName), m.LastSeq, false)
-		}
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		x.Close()
+	// The time index: its samples of seqs the store no longer has (a
+	// crash's replay will give them to other batches) go at the open,
+	// whoever opens the store next (load, or serve without history, would
+	// otherwise apply new batches under them).
+	times, err := openTimes(path, s, o.Times, false)
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
-	d := &Dir{Path: path, Store: s}
+	if !o.Times && times != nil {
+		times.Close()
+		times = nil
+	}
+	d := &Dir{Path: path, Store: s, Times: times}
 	if _, err := os.Stat(KeysPath(path)); errors.Is(err, os.ErrNotExist) {
 		// A new dictionary only where the store uses no key id.
 		if err := d.checkKeyBound(); err != nil {
-			s.Close()
+			d.Close() // no dictionary yet: the store and the time index
 			return nil, err
 		}
 	}
 	if d.Keys, err = keydict.Open(KeysPath(path)); err != nil {
-		s.Close()
+		d.Close()
 		return nil, err
 	}
 	if err := d.checkKeyBound(); err != nil {
@@ -229,14 +233,19 @@ func OpenReadOnly(path string) (*Dir, error) {
 	if err != nil {
 		return nil, storeOpenError(path, err)
 	}
-	d := &Dir{Path: path, Store: s}
+	times, err := openTimes(path, s, false, true)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	d := &Dir{Path: path, Store: s, Times: times}
 	if _, err := os.Stat(KeysPath(path)); err == nil {
 		if d.Keys, err = keydict.OpenReadOnly(KeysPath(path)); err != nil {
-			s.Close()
+			d.Close()
 			return nil, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		s.Close()
+		d.Close()
 		return nil, fmt.Errorf("datadir: %w", err)
 	}
 	if err := d.checkKeyBound(); err != nil {
@@ -307,8 +316,32 @@ func (d *Dir) Close() error {
 	if d.Keys != nil {
 		errs = append(errs, d.Keys.Close())
 	}
+	if d.Times != nil {
+		errs = append(errs, d.Times.Close())
+	}
 	errs = append(errs, d.Store.Close())
 	return errors.Join(errs...)
+}
+
+// openTimes opens the time index of the store s in path: created when
+// missing with create, nil when missing without it (or read-only and
+// empty); read-only with readOnly.
+func openTimes(path string, s *engine.Store, create, readOnly bool) (*history.Index, error) {
+	file := filepath.Join(path, history.FileName)
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && !create {
+		return nil, nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	m, err := s.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	x, err := history.Open(file, m.LastSeq, readOnly)
+	if err != nil || !readOnly || x.Len() > 0 {
+		return x, err
+	}
+	return nil, nil
 }
 
 // KeyIDs is how many key ids the store's data may use: its key-id bound

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/history"
@@ -12,18 +11,11 @@ import (
 // retention by time, the history floor moves.
 const historyTick = time.Second
 
-// startHistory opens the time index of the data directory and keeps it and
-// the history floor (keepHistory) until Close.
-func (s *Server) startHistory(ctx context.Context, cfg Config) error {
-	m, err := s.dir.Store.Metrics()
-	if err != nil {
-		return err
-	}
-	idx, err := history.Open(filepath.Join(cfg.Dir, history.FileName), m.LastSeq, false)
-	if err != nil {
-		return err
-	}
-	s.times = idx
+// startHistory keeps the time index of the data directory (open for
+// writing: datadir.Options.Times) and the history floor (keepHistory)
+// until Close.
+func (s *Server) startHistory(ctx context.Context, cfg Config) {
+	idx := s.dir.Times
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -40,12 +32,10 @@ func (s *Server) startHistory(ctx context.Context, cfg Config) error {
 			}
 		}
 	}()
-	s.closers = append(s.closers, func() {
+	s.closers = append(s.closers, func() { // before the data directory closes the index
 		cancel()
 		<-done
-		idx.Close()
 	})
-	return nil
 }
 
 // keepHistory samples (the clock, the newest seq) into the time index and, with

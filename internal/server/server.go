@@ -40,7 +40,6 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
@@ -131,8 +130,7 @@ type Server struct {
 	addr    string
 
 	stopBackground context.CancelFunc
-	closers        []func()       // in the order Open acquired them; Close runs them backwards
-	times          *history.Index // the time index; nil without history
+	closers        []func() // in the order Open acquired them; Close runs them backwards
 	closed         bool
 }
 
@@ -169,16 +167,14 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep})
 	if err != nil {
 		return nil, err
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
 	if keep {
-		if err := s.startHistory(bctx, cfg); err != nil {
-			return nil, err
-		}
+		s.startHistory(bctx, cfg)
 	}
 	clientOpts, err := cfg.Kafka.ClientOpts()
 	if err != nil {
@@ -360,7 +356,7 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 func (s *Server) listen() error {
 	h := s.cfg.HTTP
 	apiSrv, err := api.New(api.Config{
-		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.times, Logger: s.log, Token: h.Token,
+		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
