@@ -94,23 +94,30 @@ func (s *Store) ApplyIf(b *Batch, conds []Condition) (uint64, error) {
 	defer s.applyMu.Unlock()
 	// With applyMu held no batch applies until this one: the snapshot is of
 	// the state the batch applies to.
-	sn, err := s.Snapshot()
-	if err != nil {
+	if err := s.check(conds); err != nil {
 		return 0, err
 	}
+	return s.applyLocked(b)
+}
+
+// check evaluates conds on a snapshot of the newest batch: nil when all
+// hold, else a *PreconditionError (or the error of a read).
+func (s *Store) check(conds []Condition) error {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.Release()
 	for i, c := range conds {
 		actual, ok, err := s.holds(sn, c)
 		if err != nil {
-			sn.Release()
-			return 0, err
+			return err
 		}
 		if !ok {
-			sn.Release()
-			return 0, &PreconditionError{Index: i, Cond: c, Actual: actual, Seq: sn.Seq()}
+			return &PreconditionError{Index: i, Cond: c, Actual: actual, Seq: sn.Seq()}
 		}
 	}
-	sn.Release()
-	return s.applyLocked(b)
+	return nil
 }
 
 // holds evaluates c on sn: whether it holds, and if not what sn holds.
