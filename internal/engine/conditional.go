@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -79,45 +80,76 @@ func (e *PreconditionError) Error() string {
 // applies nothing and returns a *PreconditionError naming the first that
 // failed. See the top of this file for the isolation it gives.
 func (s *Store) ApplyIf(b *Batch, conds []Condition) (uint64, error) {
+	return s.ApplyIfThen(b, conds, nil)
+}
+
+// validConditions checks each condition's kind and type.
+func validConditions(conds []Condition) error {
+	for i, c := range conds {
+		if c.Kind < CondEdgeExists || c.Kind > CondDegreeAtMost {
+			return fmt.Errorf("%w: condition %d has an unknown kind %d", ErrInvalid, i, c.Kind)
+		}
+		if int(c.Type) >= MaxEdgeTypes {
+			return fmt.Errorf("%w: condition %d: edge type %d is not below %d", ErrInvalid, i, c.Type, MaxEdgeTypes)
+		}
+	}
+	return nil
+}
+
+// ApplyIfThen is ApplyIf with a step between the evaluation and the
+// apply: before (when not nil) is called with the outcome, the sequence
+// number the batch is about to get (next) or the *PreconditionError that
+// refuses it (perr), while no other batch can apply. If before fails,
+// nothing is applied and its error is returned. The writes topic records
+// each conditional batch's outcome there (synced before the batch can
+// become durable), so that a replay repeats it.
+func (s *Store) ApplyIfThen(b *Batch, conds []Condition, before func(next uint64, perr *PreconditionError) error) (uint64, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	for i, c := range conds {
-		if c.Kind < CondEdgeExists || c.Kind > CondDegreeAtMost {
-			return 0, fmt.Errorf("%w: condition %d has an unknown kind %d", ErrInvalid, i, c.Kind)
-		}
-		if int(c.Type) >= MaxEdgeTypes {
-			return 0, fmt.Errorf("%w: condition %d: edge type %d is not below %d", ErrInvalid, i, c.Type, MaxEdgeTypes)
-		}
+	if err := validConditions(conds); err != nil {
+		return 0, err
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	// With applyMu held no batch applies until this one: the snapshot is of
-	// the state the batch applies to.
-	if err := s.check(conds); err != nil {
+	// the state the batch applies to, and its seq plus one is the seq the
+	// batch gets (the core numbers batches one by one, all under applyMu).
+	newest, err := s.check(conds)
+	var perr *PreconditionError
+	if err != nil && !errors.As(err, &perr) {
 		return 0, err
+	}
+	if before != nil {
+		if berr := before(newest+1, perr); berr != nil {
+			return 0, berr
+		}
+	}
+	if perr != nil {
+		return 0, perr
 	}
 	return s.applyLocked(b)
 }
 
-// check evaluates conds on a snapshot of the newest batch: nil when all
-// hold, else a *PreconditionError (or the error of a read).
-func (s *Store) check(conds []Condition) error {
+// check evaluates conds on a snapshot of the newest batch and returns
+// that batch's seq: the error is nil when all hold, else a
+// *PreconditionError (or the error of a read).
+func (s *Store) check(conds []Condition) (uint64, error) {
 	sn, err := s.Snapshot()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer sn.Release()
 	for i, c := range conds {
 		actual, ok, err := s.holds(sn, c)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !ok {
-			return &PreconditionError{Index: i, Cond: c, Actual: actual, Seq: sn.Seq()}
+			return sn.Seq(), &PreconditionError{Index: i, Cond: c, Actual: actual, Seq: sn.Seq()}
 		}
 	}
-	return nil
+	return sn.Seq(), nil
 }
 
 // holds evaluates c on sn: whether it holds, and if not what sn holds.

@@ -218,3 +218,87 @@ func TestApplyIfRefusesBadConditions(t *testing.T) {
 		t.Fatalf("a refused batch was applied: the newest seq is %d", m.LastSeq)
 	}
 }
+
+// TestApplyIfThenToldTheSeqItGets checks the seq ApplyIfThen's step is
+// told against the seq the batch gets, with empty batches, refused ones
+// and plain applies from another goroutine in between; a failing step
+// applies nothing.
+func TestApplyIfThenToldTheSeqItGets(t *testing.T) {
+	s, err := Open(t.TempDir(), smallOptions(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // plain applies racing the conditional ones
+		defer wg.Done()
+		var b Batch
+		for i := uint64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b.Reset()
+			b.Insert(1000+i%50, 2000)
+			if _, err := s.Apply(&b); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	r := rand.New(rand.NewPCG(3, 4))
+	refused := 0
+	for i := range 2000 {
+		var b Batch
+		if r.IntN(3) > 0 {
+			b.Insert(r.Uint64N(20), r.Uint64N(20))
+		}
+		conds := []Condition{{Kind: CondEdgeAbsent, Src: r.Uint64N(20), Dst: r.Uint64N(20)}}
+		var told uint64
+		var toldErr *PreconditionError
+		seq, err := s.ApplyIfThen(&b, conds, func(next uint64, perr *PreconditionError) error {
+			told, toldErr = next, perr
+			return nil
+		})
+		var perr *PreconditionError
+		switch {
+		case errors.As(err, &perr):
+			refused++
+			if toldErr != perr || perr.Seq+1 != told {
+				t.Fatalf("batch %d refused at seq %d, but the step was told %d, %v", i, perr.Seq, told, toldErr)
+			}
+		case err != nil:
+			t.Fatal(err)
+		case seq != told || toldErr != nil:
+			t.Fatalf("batch %d got seq %d, but the step was told %d, %v", i, seq, told, toldErr)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if refused == 0 || refused == 2000 {
+		t.Fatalf("%d of 2000 refused: the test exercises one outcome only", refused)
+	}
+	// A failing step applies nothing.
+	before, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Release()
+	var b Batch
+	b.Insert(77, 78)
+	boom := errors.New("boom")
+	if _, err := s.ApplyIfThen(&b, nil, func(uint64, *PreconditionError) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the step's error", err)
+	}
+	after, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Release()
+	if d, _ := after.Degree(77, Out); d != 0 || after.Seq() != before.Seq() {
+		t.Fatalf("a failed step applied its batch: degree %d, seq %d -> %d", d, before.Seq(), after.Seq())
+	}
+}
