@@ -126,7 +126,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	f.waitAnalytics(t)
 
 	var notReady atomic.Bool
+	fw := &fakeWriter{}
 	_, hs := serve(t, f, func(c *Config) {
+		c.Writes = fw
 		c.Token = testToken
 		c.Ready = func() error {
 			if notReady.Load() {
@@ -227,6 +229,12 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("alerts", func(t *testing.T) {
 		c.t = t
 		checkAlerts(t, c, f)
+	})
+	t.Run("batches", func(t *testing.T) {
+		c.t = t
+		checkBatches(t, c, fw)
+		_, off := serve(t, f, nil) // no writes topic
+		newClient(t, off, "", cov).expect("POST", "/v1/batches", []byte(`{"ops":[{"src":1,"dst":2}]}`), 404, "writes are off")
 	})
 	t.Run("auth and unknown parameters on every operation", func(t *testing.T) {
 		c.t = t

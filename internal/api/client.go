@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Client asks a running graphtide serve through its HTTP API and decodes
@@ -72,6 +74,7 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 type StatusError struct {
 	Status  int
 	Message string // the server's error message
+	body    []byte // the whole answer
 }
 
 func (e *StatusError) Error() string {
@@ -117,7 +120,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
 		}
-		return &StatusError{resp.StatusCode, e.Error}
+		return &StatusError{resp.StatusCode, e.Error, b}
 	}
 	if out == nil {
 		return nil
@@ -126,6 +129,23 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return fmt.Errorf("server: reading the answer to %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// PostBatch sends a batch (POST /v1/batches) and returns its outcome:
+// applied, or refused by a precondition (the server's 409: Applied is
+// false and Precondition names it; the error is nil). Any other answer is
+// a *StatusError (a 503 leaves the outcome unknown: retry with the same
+// idempotency key).
+func (c *Client) PostBatch(ctx context.Context, r *writes.Request) (BatchResponse, error) {
+	var out BatchResponse
+	err := c.do(ctx, http.MethodPost, "/v1/batches", nil, r, &out)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusConflict && se.body != nil {
+		if jerr := json.Unmarshal(se.body, &out); jerr == nil && out.Precondition != nil {
+			return out, nil
+		}
+	}
+	return out, err
 }
 
 func vertexPath(v string) string { return "/v1/vertices/" + url.PathEscape(v) }

@@ -103,6 +103,9 @@ type Config struct {
 	// unregistered (or, stored and not running, instead): an error leaves
 	// it registered and fails the request.
 	Persist Persist
+	// Writes, when set, takes POST /v1/batches (serve: the writes topic);
+	// nil: that endpoint answers 404.
+	Writes Writer
 }
 
 // Persist is how the API's registrations outlive the process (Config).
@@ -149,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /v1/vertices/{v}/neighbors", s.neighbors)
 	s.handle("GET /v1/edges/{src}/{dst}", s.edge)
 	s.handle("GET /v1/changes", s.changes)
+	s.handle("POST /v1/batches", s.batches)
 	s.handle("GET /v1/paths", s.path)
 	s.handle("GET /v1/analytics", s.listAnalytics)
 	s.handle("POST /v1/analytics", s.registerAnalytic)

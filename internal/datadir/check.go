@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
+	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Problem is one finding of Check: the file it is about, a byte offset in
@@ -90,6 +92,16 @@ func Check(path string) (*Report, error) {
 	if _, err := typedict.OpenReadOnly(TypesPath(path)); err != nil {
 		p := Problem{File: TypesPath(path), What: err.Error()}
 		var ce *typedict.CorruptError
+		if errors.As(err, &ce) {
+			p.Offset, p.What = ce.Offset, ce.What
+		}
+		r.Problems = append(r.Problems, p)
+	}
+	// The writes topic's outcome log: a damaged one stops serve from
+	// opening (it decides how writes replay).
+	if _, err := writes.OpenLog(WritesLogPath(path), true); err != nil {
+		p := Problem{File: WritesLogPath(path), What: err.Error()}
+		var ce *durable.CorruptError
 		if errors.As(err, &ce) {
 			p.Offset, p.What = ce.Offset, ce.What
 		}

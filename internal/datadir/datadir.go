@@ -37,6 +37,7 @@ import (
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Names of the parts of a data directory.
@@ -131,6 +132,9 @@ type Options struct {
 	// Times keeps the time index open for writing (Dir.Times), creating it
 	// when missing: serve keeping history.
 	Times bool
+	// Writes opens the writes topic's outcome log (Dir.Writes), creating
+	// it when missing: serve with a writes topic.
+	Writes bool
 }
 
 // Dir is an open data directory.
@@ -144,6 +148,9 @@ type Dir struct {
 	// open for writing with Options.Times, read-only in a read-only Dir
 	// that has one; else nil.
 	Times *history.Index
+	// Writes is the outcome log of the writes topic (writes.log): open
+	// with Options.Writes, else nil. A damaged one refuses the open.
+	Writes *writes.Log
 	// Types names the edge types; always there (empty when types.json is
 	// missing). Read-only in a read-only Dir. Written under the store's
 	// LOCK, which keeps other writers out.
@@ -220,8 +227,17 @@ func Open(path string, o Options) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if o.Writes {
+		if d.Writes, err = writes.OpenLog(WritesLogPath(path), false); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
+
+// WritesLogPath is the writes topic's outcome log in the data directory.
+func WritesLogPath(dir string) string { return filepath.Join(dir, writes.LogFileName) }
 
 // OpenReadOnly opens the data directory at path without writing a byte:
 // the store read-only, the key dictionary read-only when there is one.
@@ -318,6 +334,9 @@ func (d *Dir) Close() error {
 	}
 	if d.Times != nil {
 		errs = append(errs, d.Times.Close())
+	}
+	if d.Writes != nil {
+		errs = append(errs, d.Writes.Close())
 	}
 	errs = append(errs, d.Store.Close())
 	return errors.Join(errs...)

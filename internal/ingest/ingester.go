@@ -113,6 +113,10 @@ type Config struct {
 	// checkpoint forward. It must belong to the store's source (same
 	// cluster and topics): New refuses it otherwise.
 	ReplayFrom []byte
+	// Writes, when set, makes one of Topics graphtide's own writes topic
+	// (writes.go): its records are batches, with conditions and
+	// idempotency keys, applied one by one.
+	Writes *WritesConfig
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -141,6 +145,22 @@ func (c *Config) withDefaults() (Config, error) {
 		if t == o.DeadLetterTopic {
 			return o, fmt.Errorf("ingest: topic %q is also the dead-letter topic", t)
 		}
+	}
+	if o.Writes != nil {
+		w := *o.Writes
+		if w.Log == nil {
+			return o, errors.New("ingest: the writes topic needs its outcome log")
+		}
+		if !slices.Contains(o.Topics, w.Topic) {
+			return o, fmt.Errorf("ingest: the writes topic %q is not one of the topics", w.Topic)
+		}
+		if _, mapped := o.Mappings[w.Topic]; mapped {
+			return o, fmt.Errorf("ingest: the writes topic %q cannot have a mapping: its records are batches", w.Topic)
+		}
+		if w.Retention == 0 {
+			w.Retention = 24 * time.Hour
+		}
+		o.Writes = &w
 	}
 	if o.FlushInterval == 0 {
 		o.FlushInterval = 2 * time.Second
@@ -308,6 +328,10 @@ type Ingester struct {
 	// checkpointSeq is the durable seq the last Config.Checkpoint was
 	// given. Owned by the applier's goroutine.
 	checkpointSeq uint64
+	// checkpointPos is the position of the newest analytics checkpoint
+	// (from which serve replays after a restart; nil: none). Protected
+	// by mu.
+	checkpointPos Position
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -347,6 +371,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
 		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+	if len(c.ReplayFrom) > 0 {
+		in.checkpointPos = applied
+	}
 	in.health.lastAnswer.Store(time.Now().UnixNano())
 	var keys decode.KeyResolver
 	if dict != nil {
@@ -361,6 +388,10 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 			f = tf
 		}
 		m, mapped := c.Mappings[t]
+		if c.Writes != nil && t == c.Writes.Topic {
+			in.decs[t] = decode.New(decode.FormatJSON, keys) // the ops of a write
+			continue
+		}
 		if !mapped {
 			in.decs[t] = decode.New(f, keys)
 			continue
@@ -862,6 +893,11 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 // the store stalls, fetching of the assigned partitions pauses until it
 // takes the batch.
 func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
+	return in.applyWith(b, func() (uint64, error) { return in.store.Apply(b) })
+}
+
+// applyWith is apply with f in place of the store's Apply of b.
+func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64, error) {
 	m := in.cfg.Metrics
 	t0 := time.Now()
 	done := make(chan struct{})
@@ -878,7 +914,7 @@ func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 			paused <- true
 		}
 	}()
-	seq, err := in.store.Apply(b)
+	seq, err := f()
 	close(done)
 	if <-paused {
 		in.stallSince.Store(0)

@@ -31,6 +31,9 @@ type applyJob struct {
 	// flush), once everything applied is durable.
 	checkpoint bool
 	emit       func(decode.Edge)
+	// writes are the writes topic's records of the poll, in log order per
+	// partition, applied after batch (writes.go).
+	writes []*pendingWrite
 
 	// Set by the applier.
 	err         error  // the job failed; nothing after it is applied
@@ -51,6 +54,8 @@ func (j *applyJob) add(e decode.Edge) { bulk.Add(&j.batch, e) }
 func (j *applyJob) reset() {
 	j.batch.Reset()
 	j.records, j.pos, j.stamps, j.flush, j.checkpoint = 0, nil, j.stamps[:0], false, false
+	clear(j.writes)
+	j.writes = j.writes[:0]
 	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
 }
 

@@ -55,11 +55,13 @@ func (e liveEnv) durableSeq() (uint64, error) { return e.in.store.DurableSeq() }
 func (e liveEnv) markDurable(seq uint64, pos Position) bool {
 	in := e.in
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	if seq <= in.durableSeq {
+		in.mu.Unlock()
 		return false
 	}
 	in.durable, in.durableSeq = pos, seq
+	in.mu.Unlock()
+	in.pruneWrites(time.Now())
 	return true
 }
 
@@ -97,8 +99,14 @@ func (e liveEnv) unblockAcked(polled Position) (Position, int) { return e.in.unb
 // visibility.
 func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	in := e.in
-	j.batch.SetSourcePosition(in.encodePosition(j.pos))
-	seq, err := in.apply(&j.batch)
+	var seq uint64
+	var err error
+	if len(j.writes) > 0 {
+		seq, err = e.applyJobWrites(j)
+	} else {
+		j.batch.SetSourcePosition(in.encodePosition(j.pos))
+		seq, err = in.apply(&j.batch)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -138,6 +146,9 @@ func (e liveEnv) checkpoint() error {
 		return nil
 	}
 	in.checkpointSeq = seq
+	in.mu.Lock()
+	in.checkpointPos = pos
+	in.mu.Unlock()
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // The poll loop: the state machine of exactly-once ingestion (doc.go has
@@ -99,8 +100,12 @@ type pollState struct {
 	decs          map[string]decode.Decoder
 	rec           decode.Record  // decodeRecord's scratch
 	topicIndex    map[string]int // each topic's index in Config.Topics (record references)
-	log           *slog.Logger
-	metrics       *Metrics
+	// writesTopic is Config.Writes' topic ("": none), whose records are
+	// decoded into writes; waiters hear of those that are dead letters.
+	writesTopic string
+	waiters     *writes.Waiters
+	log         *slog.Logger
+	metrics     *Metrics
 
 	// p is the pipeline to the applier.
 	// INVARIANT: allowRebalance is called only when p.inflight == 0: a poll
@@ -142,6 +147,9 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now()}
 	if cfg.Checkpoint != nil {
 		s.ckEvery = cfg.CheckpointInterval
+	}
+	if cfg.Writes != nil {
+		s.writesTopic, s.waiters = cfg.Writes.Topic, cfg.Writes.Waiters
 	}
 	return s
 }
@@ -376,6 +384,9 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 		return nil, true, dec.fatal
 	}
 	s.countDecoded(dec)
+	for _, f := range dec.deadWrites {
+		s.waiters.Deliver(f.request, writes.Result{Err: f.reason, Partition: f.partition, Offset: f.offset})
+	}
 	next := dec.next
 	if unblocked > 0 {
 		// The dead-lettered records are covered by this batch.
@@ -492,6 +503,8 @@ type decoded struct {
 	dead []deadRecord
 	// fatal: the key dictionary failed (Run returns it).
 	fatal error
+	// deadWrites are the writes among dead, for their waiters.
+	deadWrites []writeFailure
 	// For the metrics once the poll is final (countDecoded): per topic.
 	records, bytes, decodeErrs map[string]int
 	lag                        []partitionLag
@@ -547,11 +560,22 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 			ti = -1
 		}
 		nbytes := 0
+		isWrites := fp.Topic == s.writesTopic
 		for _, r := range recs {
 			nbytes += len(r.Value)
 			j.stamps = append(j.stamps, r.Timestamp)
-			j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
-			err := s.decodeRecord(dc, r, j.emit)
+			var err error
+			var w *pendingWrite
+			if isWrites {
+				w, err = decodeWrite(dc, r, recordRef(ti, r.Partition, r.Offset))
+				if err == nil {
+					j.writes = append(j.writes, w)
+					continue
+				}
+			} else {
+				j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
+				err = s.decodeRecord(dc, r, j.emit)
+			}
 			if err == nil {
 				continue
 			}
@@ -559,6 +583,9 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 			if errors.As(err, &de) {
 				dec.decodeErrs[r.Topic]++
 				dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
+				if w != nil {
+					dec.deadWrites = append(dec.deadWrites, writeFailure{w.request, err.Error(), r.Partition, r.Offset})
+				}
 				continue
 			}
 			// The key dictionary failed: the record is not at fault.

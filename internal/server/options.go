@@ -48,6 +48,8 @@ type Options struct {
 	EmbeddedPort        int
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
+	WritesTopic         string
+	WritesRetention     time.Duration
 	LogCapacity         int
 	Specs               []analytics.Spec // from --analytic and the config file's analytics section
 
@@ -93,6 +95,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
+	fs.StringVar(&o.WritesTopic, "writes-topic", "graphtide-writes", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (empty: no writes over HTTP)")
+	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
@@ -134,6 +138,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := o.validateMappings(); err != nil {
+		return err
+	}
+	if err := o.validateWrites(); err != nil {
 		return err
 	}
 	if o.Reset != "earliest" && o.Reset != "latest" {
@@ -243,6 +250,30 @@ func (o *Options) validateMappings() error {
 	return nil
 }
 
+// validateWrites checks the writes topic: a topic of its own.
+func (o *Options) validateWrites() error {
+	if o.WritesTopic == "" {
+		return nil
+	}
+	for _, t := range o.Topics {
+		if t == o.WritesTopic {
+			return fmt.Errorf("--writes-topic %q is also in --topics: the writes topic holds batches of its own format, give it a topic of its own (or --writes-topic '' for none)", t)
+		}
+	}
+	for flag, t := range map[string]string{"--dead-letter-topic": o.DeadLetterTopic, "--alert-topic": o.AlertTopic} {
+		if t == o.WritesTopic {
+			return fmt.Errorf("--writes-topic %q is also %s: give it a topic of its own", t, flag)
+		}
+	}
+	if _, mapped := o.Mappings[o.WritesTopic]; mapped {
+		return fmt.Errorf("a mapping names the writes topic %q: its records are batches, not mapped JSON", o.WritesTopic)
+	}
+	if o.WritesRetention < time.Minute {
+		return fmt.Errorf("--writes-key-retention must be at least 1m, got %v", o.WritesRetention)
+	}
+	return nil
+}
+
 // validateHTTP checks the HTTP flags and reads the bearer token: serving
 // beyond loopback without one is refused.
 func (o *Options) validateHTTP() error {
@@ -294,7 +325,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,

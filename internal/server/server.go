@@ -83,6 +83,13 @@ type Config struct {
 	Reset               string
 	ResetSourcePosition bool
 
+	// WritesTopic is graphtide's own writes topic, which POST /v1/batches
+	// produces to and ingestion consumes beside Topics ("": no writes);
+	// WritesRetention is how long an idempotency key is remembered
+	// (default 24h).
+	WritesTopic     string
+	WritesRetention time.Duration
+
 	Analytics  []analytics.Spec // registered at Open, before anything is ingested
 	AlertTopic string           // "" = alerts are not produced to Kafka
 
@@ -126,6 +133,7 @@ type Server struct {
 	stored  *registered // the analytics registered over the API
 	sink    *alerts.KafkaSink
 	in      *ingest.Ingester
+	writer  *writer // nil without a writes topic
 	http    *http.Server
 	addr    string
 
@@ -167,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: cfg.WritesTopic != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +212,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 
-	topics := slices.Clone(cfg.Topics)
+	topics := s.topics() // the ingester's, whose indexes the record references use
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
@@ -256,8 +264,16 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type, "from", from)
 	}
 
+	var wc *ingest.WritesConfig
+	if cfg.WritesTopic != "" {
+		if s.writer, err = s.newWriter(ctx, sinkOpts); err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, s.writer.close)
+		wc = &ingest.WritesConfig{Topic: cfg.WritesTopic, Log: d.Writes, Waiters: s.writer.waiters, Retention: cfg.WritesRetention}
+	}
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
-		Brokers: s.brokers, Topics: cfg.Topics, Group: cfg.Group, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
+		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
@@ -303,6 +319,20 @@ func (s *Server) makeRoomFor(sp analytics.Spec, stored []analytics.Spec, restore
 	return err
 }
 
+// topics are the topics ingestion consumes: Config.Topics and the
+// writes topic.
+func (s *Server) topics() []string {
+	return append(slices.Clone(s.cfg.Topics), s.writesTopics()...)
+}
+
+// writesTopics is the writes topic, if any, as a list.
+func (s *Server) writesTopics() []string {
+	if s.cfg.WritesTopic == "" {
+		return nil
+	}
+	return []string{s.cfg.WritesTopic}
+}
+
 // startEmbeddedBroker starts franz-go's in-process broker. It keeps its
 // topics, offsets, committed offsets and IDs in <dir>/embedded-broker, so
 // that a restart on the same directory finds the cluster and topics its
@@ -314,7 +344,7 @@ func (s *Server) makeRoomFor(sp analytics.Spec, stored []analytics.Spec, restore
 // its disk stays bounded however long it is fed.
 func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 	cfg := s.cfg
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(cfg.EmbeddedPort), kfake.SeedTopics(4, cfg.Topics...),
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(cfg.EmbeddedPort), kfake.SeedTopics(4, cfg.Topics...), kfake.SeedTopics(1, s.writesTopics()...),
 		kfake.DataDir(datadir.EmbeddedBrokerPath(cfg.Dir)), kfake.ClusterID(newClusterID()),
 		kfake.BrokerConfigs(map[string]string{
 			"log.retention.bytes": strconv.Itoa(embeddedRetentionBytes),
@@ -327,9 +357,13 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 	}
 	s.broker = c
 	s.closers = append(s.closers, c.Close)
-	for _, t := range cfg.Topics { // seeded only into a new directory
+	for _, t := range s.topics() { // seeded only into a new directory
 		if c.TopicInfo(t) == nil {
-			if err := c.CreateTopic(t, 4, nil); err != nil {
+			parts := int32(4)
+			if t == cfg.WritesTopic {
+				parts = 1
+			}
+			if err := c.CreateTopic(t, parts, nil); err != nil {
 				return fmt.Errorf("creating topic %s on the embedded broker: %w", t, err)
 			}
 		}
@@ -355,8 +389,12 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 // listen starts the HTTP API.
 func (s *Server) listen() error {
 	h := s.cfg.HTTP
+	var wr api.Writer
+	if s.writer != nil {
+		wr = s.writer
+	}
 	apiSrv, err := api.New(api.Config{
-		Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
+		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},

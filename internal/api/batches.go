@@ -1,0 +1,135 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/typedict"
+	"github.com/graphtide/graphtide/internal/writes"
+)
+
+// Writer sends a batch through graphtide's writes topic and waits until
+// it is applied (serve's, see package writes). An error is the topic's or
+// the deadline's: the batch may or may not have been applied.
+type Writer interface {
+	Submit(ctx context.Context, r *writes.Request) (writes.Result, error)
+}
+
+// BatchResponse is the answer to POST /v1/batches, applied (200) or
+// refused by a precondition (409).
+type BatchResponse struct {
+	Applied bool `json:"applied"`
+	// Seq: applied, the batch's sequence number (read as_of_seq it or
+	// later to see it); refused, the seq its conditions were evaluated
+	// against.
+	Seq uint64 `json:"seq"`
+	// Duplicate: the idempotency key was seen before; this is the first
+	// write's outcome, and nothing was applied now.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Partition and Offset of the write's record in the writes topic.
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+	// Error and Precondition: the condition that failed (409 only).
+	Error        string        `json:"error,omitempty"`
+	Precondition *Precondition `json:"precondition,omitempty"`
+}
+
+// Precondition names the condition that refused a batch.
+type Precondition struct {
+	Index     int    `json:"index"`
+	Condition string `json:"condition"`
+	Actual    string `json:"actual"`
+	Seq       uint64 `json:"seq"`
+}
+
+// checkOnly resolves every key and type name to 0 without assigning
+// anything: a decoder with it checks a batch's ops as ingestion will
+// decode them (only a key or type dictionary that fails could refuse
+// them then).
+type checkOnly struct{ keys bool }
+
+func (c checkOnly) ID(string) (uint64, error) {
+	if !c.keys {
+		return 0, errors.New("this store has no string keys: give vertex ids as numbers")
+	}
+	return 0, nil
+}
+
+type checkTypes struct{}
+
+func (checkTypes) ID(name string) (uint16, error) {
+	if why := typedict.NameReason(name); why != "" {
+		return 0, &typedict.NameError{Reason: why}
+	}
+	return 0, nil
+}
+
+// batches is POST /v1/batches.
+func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	if s.cfg.Writes == nil {
+		return errorf(http.StatusNotFound, "writes are off: serve runs with an empty --writes-topic")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes))
+	if err != nil {
+		return err
+	}
+	var req writes.Request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return errorf(http.StatusBadRequest, `body must be one batch as a JSON object {"ops": [...], "conditions": [...]}: %v`, err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "body must hold one JSON object, and nothing after it")
+	}
+	if h := r.Header.Get("Idempotency-Key"); h != "" {
+		if req.IdempotencyKey != "" && req.IdempotencyKey != h {
+			return errorf(http.StatusBadRequest, "the Idempotency-Key header and the body's idempotency_key differ: give one")
+		}
+		req.IdempotencyKey = h
+	}
+	if err := req.Check(); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	var keys decode.KeyResolver = checkOnly{keys: s.cfg.Dict != nil}
+	if err := decode.New(decode.FormatJSON, decode.WithTypes(keys, checkTypes{})).Decode(req.Ops, func(decode.Edge) {}); err != nil {
+		return errorf(http.StatusBadRequest, "ops: %v", err)
+	}
+	for i, c := range req.Conditions {
+		for _, v := range [][]byte{c.Src, c.Dst, c.Vertex} {
+			if id, _, err := writes.ParseVertex(v); v != nil && err == nil && s.cfg.Dict != nil && id >= keydict.KeyBase {
+				return errorf(http.StatusBadRequest, "condition %d: vertex id %d is in the range of string keys (from %d)", i, id, uint64(keydict.KeyBase))
+			}
+		}
+	}
+	res, err := s.cfg.Writes.Submit(r.Context(), &req)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "%v", err)
+	}
+	switch {
+	case res.Err != "":
+		return errorf(http.StatusUnprocessableEntity, "the batch could not be applied (it went to the dead letters): %s", res.Err)
+	case res.Mismatch:
+		return errorf(http.StatusUnprocessableEntity, "the idempotency key %q was used by another batch (partition %d, offset %d): use a new key for a new batch",
+			req.IdempotencyKey, res.Partition, res.Offset)
+	}
+	out := BatchResponse{Applied: res.Applied, Seq: res.Seq, Duplicate: res.Duplicate, Partition: res.Partition, Offset: res.Offset}
+	if res.Applied {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	out.Precondition = &Precondition{Index: res.Index, Condition: res.Condition, Actual: res.Actual, Seq: res.Seq}
+	out.Error = fmt.Sprintf("precondition %d (%s) failed as of seq %d: %s; nothing was applied", res.Index, res.Condition, res.Seq, res.Actual)
+	writeJSON(w, http.StatusConflict, out)
+	return nil
+}

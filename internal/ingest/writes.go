@@ -1,0 +1,383 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/bulk"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/writes"
+)
+
+// The writes topic (Config.Writes; package writes has the record and the
+// outcome log). Its records are batches, each applied as a store batch of
+// its own (with its conditions, atomically), in log order, after the
+// other records of the same poll (which are of other partitions: any
+// order between partitions is an order the log allows).
+//
+// How a write is applied (applyWrite), first rule that fits:
+//  1. The outcome log has its record (a replay after a crash, or of an
+//     analytics checkpoint): the logged outcome is repeated, without
+//     evaluating again (the state may differ: records of other partitions
+//     can interleave differently on a replay).
+//  2. Its idempotency key has an entry: a retry. Nothing is applied; the
+//     first write's outcome is the answer.
+//  3. No key and no conditions: applied as any record.
+//  4. Otherwise the conditions are evaluated with the store's writer lock
+//     held (engine.ApplyIfThen), the outcome is appended to the log and
+//     synced, and only then is the batch applied (or not).
+//
+// A write that applies nothing still advances the position: an empty
+// batch carries it, so every write ends in exactly one store batch.
+//
+// INVARIANT: a keyed or conditional write's outcome is in the log, synced,
+// before its batch is in the store, hence before any flush can make the
+// position after it durable; so a write whose record the store's position
+// covers is never evaluated again.
+
+// WritesConfig is graphtide's own writes topic (serve --writes-topic).
+type WritesConfig struct {
+	// Topic is one of Config.Topics.
+	Topic string
+	// Log holds the outcomes (required).
+	Log *writes.Log
+	// Waiters receive the results of the writes this process produced
+	// (nil: nobody waits).
+	Waiters *writes.Waiters
+	// Retention: an entry is kept at least this long (default 24h), and
+	// while a replay could reach its record (see pruneWrites).
+	Retention time.Duration
+}
+
+// pendingWrite is a decoded write record, for the applier.
+type pendingWrite struct {
+	partition int32
+	offset    int64
+	request   string // HeaderRequest
+	key       string // HeaderKey
+	print     [16]byte
+	conds     []writes.Condition
+	batch     engine.Batch
+}
+
+// decodeWrite makes a pendingWrite of a writes-topic record: its ops
+// decoded by dc (the JSON format, assigning key ids as any record does).
+// An error is the record's fault: it goes to the dead letters, and its
+// waiter is told.
+func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, error) {
+	w := &pendingWrite{partition: r.Partition, offset: r.Offset, print: writes.Fingerprint(r.Value)}
+	for _, h := range r.Headers {
+		switch h.Key {
+		case writes.HeaderRequest:
+			w.request = string(h.Value)
+		case writes.HeaderKey:
+			w.key = string(h.Value)
+		}
+	}
+	if len(w.key) > writes.MaxKeyLen {
+		return w, &decode.Error{Reason: fmt.Sprintf("writes: the idempotency key is %d bytes; at most %d", len(w.key), writes.MaxKeyLen)}
+	}
+	ops, conds, err := writes.Parse(r.Value)
+	if err != nil {
+		return w, &decode.Error{Reason: err.Error()}
+	}
+	w.conds = conds
+	w.batch.Tag(ref)
+	if err := dc.Decode(ops, func(e decode.Edge) { bulk.Add(&w.batch, e) }); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// writeFailure is a write record that went to the dead letters.
+type writeFailure struct {
+	request, reason string
+	partition       int32
+	offset          int64
+}
+
+// errStaticRefusal stops ApplyIfThen once a refusal decided without the
+// store is logged.
+var errStaticRefusal = errors.New("refused by a condition on a vertex or type never seen")
+
+// resolved is a write's conditions as the store evaluates them.
+type resolved struct {
+	conds []engine.Condition
+	index []int // of each in the request
+	// static is the first condition that fails whatever the store holds
+	// (it names a vertex or type never seen), -1 if none; the conditions
+	// before it are in conds, those after it are not evaluated.
+	static       int
+	staticActual string
+}
+
+// resolveConditions turns a write's conditions into the store's, looking
+// keys and type names up without assigning anything: a vertex or type
+// never seen has no edge, so its condition holds or fails without the
+// store.
+func (in *Ingester) resolveConditions(cs []writes.Condition) resolved {
+	r := resolved{static: -1}
+	for i, c := range cs {
+		ec := engine.Condition{}
+		missing := ""
+		vertex := func(raw []byte) uint64 {
+			v, why := in.lookupVertex(raw)
+			if why != "" && missing == "" {
+				missing = why
+			}
+			return v
+		}
+		if c.Type != nil {
+			t, why := in.lookupType(c.Type)
+			if why != "" {
+				missing = why
+			}
+			ec.Type = t
+		}
+		switch c.Kind {
+		case writes.KindEdgeExists, writes.KindEdgeAbsent, writes.KindWeightEquals, writes.KindWeightBelow:
+			ec.Src, ec.Dst = vertex(c.Src), vertex(c.Dst)
+		default:
+			ec.Src = vertex(c.Vertex)
+		}
+		if c.Value != nil {
+			ec.Value = *c.Value
+		}
+		ec.Kind = map[string]engine.CondKind{
+			writes.KindEdgeExists: engine.CondEdgeExists, writes.KindEdgeAbsent: engine.CondEdgeAbsent,
+			writes.KindWeightEquals: engine.CondWeightEquals, writes.KindWeightBelow: engine.CondWeightBelow,
+			writes.KindVertexExists: engine.CondVertexExists, writes.KindDegreeAtMost: engine.CondDegreeAtMost,
+		}[c.Kind]
+		if missing != "" {
+			// Nothing of it is in the graph.
+			holds := ec.Kind == engine.CondEdgeAbsent || ec.Kind == engine.CondDegreeAtMost && ec.Value >= 0
+			if holds {
+				continue
+			}
+			r.static, r.staticActual = i, missing
+			return r
+		}
+		r.conds = append(r.conds, ec)
+		r.index = append(r.index, i)
+	}
+	return r
+}
+
+// lookupVertex is the id of a condition's vertex, or why it has none.
+func (in *Ingester) lookupVertex(raw []byte) (uint64, string) {
+	n, key, err := writes.ParseVertex(raw)
+	if err != nil {
+		return 0, err.Error()
+	}
+	d := in.dict
+	if key != "" {
+		if d == nil {
+			return 0, fmt.Sprintf("vertex %q: this store has no string keys", key)
+		}
+		id, ok := d.Lookup(key)
+		if !ok {
+			return 0, fmt.Sprintf("vertex %q has never been in the graph", key)
+		}
+		return id, ""
+	}
+	if n > engine.MaxVertex || d != nil && n >= keydict.KeyBase {
+		return 0, fmt.Sprintf("vertex %d is out of range", n)
+	}
+	if d != nil {
+		id, ok := d.LookupNum(n)
+		if !ok {
+			return 0, fmt.Sprintf("vertex %d has never been in the graph", n)
+		}
+		return id, ""
+	}
+	return n, ""
+}
+
+// lookupType is the number of a condition's type, or why it has none.
+func (in *Ingester) lookupType(raw []byte) (uint16, string) {
+	n, name, err := writes.ParseType(raw)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if name == "" {
+		if int(n) >= engine.MaxEdgeTypes {
+			return 0, fmt.Sprintf("edge type %d is out of range", n)
+		}
+		return n, ""
+	}
+	if in.cfg.Types == nil {
+		return 0, fmt.Sprintf("edge type %q is unknown", name)
+	}
+	t, err := in.cfg.Types.Lookup(name)
+	if err != nil {
+		return 0, fmt.Sprintf("edge type %q is unknown", name)
+	}
+	return t, ""
+}
+
+// applyWrite applies one write (the rules at the top of this file) bound
+// to srcpos, tells its waiter, and returns the seq of the store batch it
+// ended in.
+func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
+	wc := in.cfg.Writes
+	w.batch.SetSourcePosition(srcpos)
+	res := writes.Result{Partition: w.partition, Offset: w.offset}
+	empty := func() (uint64, error) {
+		var b engine.Batch
+		b.SetSourcePosition(srcpos)
+		return in.apply(&b)
+	}
+	if e, ok := wc.Log.At(wc.Topic, w.partition, w.offset); ok {
+		res.Outcome = e.Outcome
+		var seq uint64
+		var err error
+		if e.Applied {
+			seq, err = in.apply(&w.batch)
+		} else {
+			seq, err = empty()
+		}
+		if err == nil {
+			wc.Waiters.Deliver(w.request, res)
+		}
+		return seq, err
+	}
+	if w.key != "" {
+		if e, ok := wc.Log.ByKey(w.key); ok {
+			res.Outcome, res.Duplicate, res.Mismatch = e.Outcome, true, e.Print != w.print
+			res.Partition, res.Offset = e.Partition, e.Offset
+			seq, err := empty()
+			if err == nil {
+				wc.Waiters.Deliver(w.request, res)
+			}
+			return seq, err
+		}
+	}
+	if w.key == "" && len(w.conds) == 0 {
+		seq, err := in.apply(&w.batch)
+		if err == nil {
+			res.Applied, res.Seq = true, seq
+			wc.Waiters.Deliver(w.request, res)
+		}
+		return seq, err
+	}
+	r := in.resolveConditions(w.conds)
+	entry := writes.Entry{Topic: wc.Topic, Partition: w.partition, Offset: w.offset, Key: w.key, Print: w.print}
+	seq, err := in.applyWith(&w.batch, func() (uint64, error) {
+		return in.store.ApplyIfThen(&w.batch, r.conds, func(next uint64, perr *engine.PreconditionError) error {
+			entry.At = time.Now()
+			switch {
+			case perr != nil:
+				entry.Outcome = writes.Outcome{Seq: perr.Seq, Index: r.index[perr.Index], Condition: conditionText(w.conds[r.index[perr.Index]]), Actual: perr.Actual}
+			case r.static >= 0:
+				entry.Outcome = writes.Outcome{Seq: next - 1, Index: r.static, Condition: conditionText(w.conds[r.static]), Actual: r.staticActual}
+			default:
+				entry.Outcome = writes.Outcome{Applied: true, Seq: next}
+			}
+			if err := wc.Log.Append(entry); err != nil {
+				return fmt.Errorf("ingest: the writes outcome log: %w", err)
+			}
+			if r.static >= 0 {
+				return errStaticRefusal
+			}
+			return nil
+		})
+	})
+	var perr *engine.PreconditionError
+	if errors.As(err, &perr) || errors.Is(err, errStaticRefusal) {
+		seq, err = empty()
+	}
+	if err != nil {
+		return 0, err
+	}
+	res.Outcome = entry.Outcome
+	wc.Waiters.Deliver(w.request, res)
+	return seq, nil
+}
+
+// conditionText is a condition as a request gave it, for the outcome.
+func conditionText(c writes.Condition) string {
+	s := c.Kind
+	add := func(name string, v []byte) {
+		if v != nil {
+			s += " " + name + "=" + string(v)
+		}
+	}
+	add("src", c.Src)
+	add("dst", c.Dst)
+	add("vertex", c.Vertex)
+	add("type", c.Type)
+	if c.Value != nil {
+		s += fmt.Sprintf(" value=%v", *c.Value)
+	}
+	return s
+}
+
+// applyJobWrites applies a job that holds writes: the other records'
+// batch first (if it has operations), bound to the position with each
+// writes partition before its first write; then each write, bound to the
+// position after it (the last to the job's position). It returns the seq
+// of the last store batch.
+func (e liveEnv) applyJobWrites(j *applyJob) (uint64, error) {
+	in := e.in
+	topic := in.cfg.Writes.Topic
+	cur := j.pos.Clone()
+	for i := len(j.writes) - 1; i >= 0; i-- { // the first write of each partition wins
+		cur.Set(topic, j.writes[i].partition, j.writes[i].offset)
+	}
+	var seq uint64
+	var err error
+	if j.batch.Len() > 0 {
+		j.batch.SetSourcePosition(in.encodePosition(cur))
+		if seq, err = in.apply(&j.batch); err != nil {
+			return 0, err
+		}
+	}
+	for i, w := range j.writes {
+		pos := j.pos
+		if i < len(j.writes)-1 {
+			cur.Set(topic, w.partition, w.offset+1)
+			pos = cur
+		}
+		if seq, err = in.applyWrite(w, in.encodePosition(pos)); err != nil {
+			return 0, err
+		}
+	}
+	return seq, nil
+}
+
+// pruneWrites drops the outcome log's entries no replay or retry needs:
+// older than the retention, and of a record that neither the store's
+// durable position nor an analytics checkpoint's (from which serve
+// replays) would reach again.
+func (in *Ingester) pruneWrites(now time.Time) {
+	wc := in.cfg.Writes
+	if wc == nil {
+		return
+	}
+	in.mu.Lock()
+	durable, ck := in.durable, in.checkpointPos
+	in.mu.Unlock()
+	covered := func(p Position, part int32, off int64) bool {
+		if p == nil {
+			return true
+		}
+		next, ok := p.Get(wc.Topic, part)
+		return ok && off < next
+	}
+	n, err := wc.Log.Prune(func(e *writes.Entry) bool {
+		// Another topic's entries (the writes topic was renamed) serve
+		// no replay.
+		return now.Sub(e.At) > wc.Retention && (e.Topic != wc.Topic ||
+			covered(durable, e.Partition, e.Offset) && covered(ck, e.Partition, e.Offset))
+	})
+	if err != nil {
+		in.cfg.Logger.Warn("pruning the writes outcome log failed; it is tried again later", "err", err)
+	} else if n > 0 {
+		in.cfg.Logger.Info("pruned the writes outcome log", "entries", n)
+	}
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/writes"
+)
+
+// writer is POST /v1/batches' way into the writes topic (api.Writer): it
+// produces the batch (acks from every in-sync replica, idempotent: the
+// franz-go defaults) with a request id, and waits for the applier to hand
+// back the outcome under that id.
+type writer struct {
+	cl      *kgo.Client // Owned by writer; closed by close.
+	topic   string
+	waiters *writes.Waiters
+}
+
+// newWriter connects a producer to the writes topic, creating the topic
+// (one partition: one order for every write) when missing; a failure to
+// create it is logged (the topic may exist, or be created by an admin).
+func (s *Server) newWriter(ctx context.Context, opts []kgo.Opt) (*writer, error) {
+	topic := s.cfg.WritesTopic
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("the writes topic's producer: %w", err)
+	}
+	resp, err := kadm.NewClient(cl).CreateTopics(ctx, 1, -1, nil, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		s.log.Warn("could not create the writes topic (POST /v1/batches waits for it)", "topic", topic, "err", err)
+	}
+	return &writer{cl: cl, topic: topic, waiters: writes.NewWaiters()}, nil
+}
+
+// Submit implements api.Writer.
+func (w *writer) Submit(ctx context.Context, r *writes.Request) (writes.Result, error) {
+	value, err := writes.Encode(r)
+	if err != nil {
+		return writes.Result{}, err
+	}
+	id, ch := w.waiters.Add()
+	defer w.waiters.Done(id)
+	rec := &kgo.Record{Topic: w.topic, Value: value, Headers: []kgo.RecordHeader{{Key: writes.HeaderRequest, Value: []byte(id)}}}
+	if r.IdempotencyKey != "" {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: writes.HeaderKey, Value: []byte(r.IdempotencyKey)})
+	}
+	if err := w.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return writes.Result{}, fmt.Errorf("the writes topic %s did not take the batch (it may still be applied: retry with an idempotency key to be sure it applies once): %w", w.topic, err)
+	}
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-ctx.Done():
+		return writes.Result{}, fmt.Errorf("the batch is in the writes topic (partition %d, offset %d) but was not applied within the deadline; it will be (ingestion is behind or paused: see /readyz); retry with the same idempotency key to learn its outcome",
+			rec.Partition, rec.Offset)
+	}
+}
+
+func (w *writer) close() { w.cl.Close() }

@@ -1,0 +1,245 @@
+// Package writes is graphtide's own writes topic (issue 15's durable
+// writes outside topics): a batch sent over HTTP (POST /v1/batches) is
+// produced to that topic and applied by the ingester in log order, like
+// every other record, so it has the same exactly-once and crash
+// guarantees. A batch may carry preconditions (a conditional batch) and
+// an idempotency key.
+//
+// This package holds what both ends share: the request and its record
+// (Request, Encode, Parse), the outcome log that makes outcomes survive
+// crashes and retries (Log), and the waiters that hand an outcome to the
+// HTTP request that produced it (Waiters).
+//
+// What it promises:
+//   - A record's value is the batch alone; the same request always gives
+//     the same value, so its SHA-256 (Fingerprint) tells a retry from a
+//     different batch under the same key.
+//   - Every keyed or conditional write has its outcome (applied, with
+//     its seq; or refused, naming the failed precondition) in the Log,
+//     synced, before the batch can become durable in the store: a replay
+//     of its record after a crash repeats the outcome instead of
+//     evaluating again on a state that may differ (records of other
+//     partitions can interleave differently), and a retry with the key
+//     gets the first outcome instead of applying again.
+package writes
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Record headers of a write.
+const (
+	// HeaderRequest is a random id of the HTTP request that produced the
+	// record: the process that waits for its outcome knows it.
+	HeaderRequest = "graphtide-request"
+	// HeaderKey is the idempotency key, when the request has one.
+	HeaderKey = "graphtide-idempotency-key"
+)
+
+// Bounds of one request.
+const (
+	MaxKeyLen     = 256 // bytes of an idempotency key
+	MaxOps        = 10000
+	MaxConditions = 100
+)
+
+// Condition kinds as requests name them.
+const (
+	KindEdgeExists   = "edge_exists"
+	KindEdgeAbsent   = "edge_absent"
+	KindWeightEquals = "weight_equals"
+	KindWeightBelow  = "weight_below"
+	KindVertexExists = "vertex_exists"
+	KindDegreeAtMost = "degree_at_most"
+)
+
+// Condition is one precondition of a request. Src, Dst and Vertex are
+// vertices as in the JSON record format: a JSON integer is an id, a JSON
+// string a key. Type is a type name or number (absent: type 0).
+type Condition struct {
+	Kind   string          `json:"kind"`
+	Src    json.RawMessage `json:"src,omitempty"`
+	Dst    json.RawMessage `json:"dst,omitempty"`
+	Vertex json.RawMessage `json:"vertex,omitempty"`
+	Type   json.RawMessage `json:"type,omitempty"`
+	Value  *float64        `json:"value,omitempty"`
+}
+
+// Request is the body of POST /v1/batches.
+type Request struct {
+	// Ops are edge operations in the JSON record format (package decode):
+	// [{"op":"add","src":1,"dst":2,"weight":0.5,"type":"pay"}, ...].
+	Ops json.RawMessage `json:"ops"`
+	// Conditions must all hold on the graph the batch applies to, or
+	// nothing of it is applied.
+	Conditions []Condition `json:"conditions,omitempty"`
+	// IdempotencyKey (or the Idempotency-Key header): a retry with the same
+	// key and batch applies once and gets the first outcome.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// value is a record's value: the batch without its key.
+type value struct {
+	Ops        json.RawMessage `json:"ops"`
+	Conditions []Condition     `json:"conditions,omitempty"`
+}
+
+// Check validates the request's shape (not its ops' contents, which the
+// caller checks with a decoder): ops a non-empty JSON array of at most
+// MaxOps, known condition kinds with the fields each needs, a key within
+// MaxKeyLen.
+func (r *Request) Check() error {
+	if len(r.IdempotencyKey) > MaxKeyLen {
+		return fmt.Errorf("the idempotency key is %d bytes; at most %d", len(r.IdempotencyKey), MaxKeyLen)
+	}
+	if !utf8.ValidString(r.IdempotencyKey) {
+		return errors.New("the idempotency key is not valid UTF-8")
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(r.Ops, &ops); err != nil || len(ops) == 0 {
+		return errors.New(`"ops" must be a non-empty array of operations in the JSON record format`)
+	}
+	if len(ops) > MaxOps {
+		return fmt.Errorf("a batch has at most %d ops, got %d", MaxOps, len(ops))
+	}
+	if len(r.Conditions) > MaxConditions {
+		return fmt.Errorf("a batch has at most %d conditions, got %d", MaxConditions, len(r.Conditions))
+	}
+	for i, c := range r.Conditions {
+		if err := c.check(); err != nil {
+			return fmt.Errorf("condition %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (c *Condition) check() error {
+	edge, val := false, false
+	switch c.Kind {
+	case KindEdgeExists, KindEdgeAbsent:
+		edge = true
+	case KindWeightEquals, KindWeightBelow:
+		edge, val = true, true
+	case KindVertexExists:
+	case KindDegreeAtMost:
+		val = true
+	default:
+		return fmt.Errorf("unknown kind %q: one of %s, %s, %s, %s, %s, %s", c.Kind,
+			KindEdgeExists, KindEdgeAbsent, KindWeightEquals, KindWeightBelow, KindVertexExists, KindDegreeAtMost)
+	}
+	if edge {
+		if c.Src == nil || c.Dst == nil || c.Vertex != nil {
+			return fmt.Errorf("%s takes src and dst (and no vertex)", c.Kind)
+		}
+	} else if c.Vertex == nil || c.Src != nil || c.Dst != nil || c.Type != nil {
+		return fmt.Errorf("%s takes vertex (and no src, dst or type)", c.Kind)
+	}
+	if val != (c.Value != nil) {
+		if val {
+			return fmt.Errorf("%s takes a value", c.Kind)
+		}
+		return fmt.Errorf("%s takes no value", c.Kind)
+	}
+	for _, v := range []json.RawMessage{c.Src, c.Dst, c.Vertex} {
+		if v != nil {
+			if _, _, err := ParseVertex(v); err != nil {
+				return err
+			}
+		}
+	}
+	if c.Type != nil {
+		if _, _, err := ParseType(c.Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseVertex reads a vertex as the JSON record format gives it: an id
+// (plain digits) or a key (a JSON string, always a key).
+func ParseVertex(v json.RawMessage) (id uint64, key string, err error) {
+	v = bytes.TrimSpace(v)
+	if len(v) > 0 && v[0] == '"' {
+		if err := json.Unmarshal(v, &key); err != nil || key == "" {
+			return 0, "", fmt.Errorf("vertex %s is not a non-empty JSON string", v)
+		}
+		return 0, key, nil
+	}
+	id, err = strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("vertex %s is neither an unsigned integer nor a string key", v)
+	}
+	return id, "", nil
+}
+
+// ParseType reads an edge type: a name (a JSON string) or a number.
+func ParseType(v json.RawMessage) (num uint16, name string, err error) {
+	v = bytes.TrimSpace(v)
+	if len(v) > 0 && v[0] == '"' {
+		if err := json.Unmarshal(v, &name); err != nil || name == "" {
+			return 0, "", fmt.Errorf("type %s is not a non-empty JSON string", v)
+		}
+		return 0, name, nil
+	}
+	n, err := strconv.ParseUint(string(v), 10, 16)
+	if err != nil {
+		return 0, "", fmt.Errorf("type %s is neither a number nor a name", v)
+	}
+	return uint16(n), "", nil
+}
+
+// Encode is the record value of r (after Check): compact JSON of its ops
+// and conditions, the key left out (it goes in HeaderKey).
+func Encode(r *Request) ([]byte, error) {
+	var ops bytes.Buffer
+	if err := json.Compact(&ops, r.Ops); err != nil {
+		return nil, err
+	}
+	cs := make([]Condition, len(r.Conditions))
+	for i, c := range r.Conditions {
+		cs[i] = c
+		for _, f := range []*json.RawMessage{&cs[i].Src, &cs[i].Dst, &cs[i].Vertex, &cs[i].Type} {
+			if *f != nil {
+				var b bytes.Buffer
+				if err := json.Compact(&b, *f); err != nil {
+					return nil, err
+				}
+				*f = b.Bytes()
+			}
+		}
+	}
+	return json.Marshal(value{Ops: ops.Bytes(), Conditions: cs})
+}
+
+// Parse reads a record value: its ops (the JSON array, for a decoder)
+// and conditions. Any error is the record's fault (a dead letter).
+func Parse(b []byte) (ops json.RawMessage, conds []Condition, err error) {
+	var v value
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&v); err != nil {
+		return nil, nil, fmt.Errorf("writes: not a batch: %w", err)
+	}
+	if d.More() {
+		return nil, nil, errors.New("writes: not a batch: data after the object")
+	}
+	r := Request{Ops: v.Ops, Conditions: v.Conditions}
+	if err := r.Check(); err != nil {
+		return nil, nil, fmt.Errorf("writes: %w", err)
+	}
+	return v.Ops, v.Conditions, nil
+}
+
+// Fingerprint identifies a record value: equal values, equal prints.
+func Fingerprint(value []byte) [16]byte {
+	s := sha256.Sum256(value)
+	var f [16]byte
+	copy(f[:], s[:])
+	return f
+}
