@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +57,10 @@ type childConfig struct {
 	Analytics       []analytics.Spec
 	CheckpointEvery time.Duration
 	AlertTopic      string
+	// WritesTopic: serve's writes topic ("" none); HTTPAddr: its API's
+	// address (default 127.0.0.1:0: any port).
+	WritesTopic string
+	HTTPAddr    string
 }
 
 func runChild(raw string) int {
@@ -157,7 +162,8 @@ func runServeChild(c childConfig) int {
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
 		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic,
-		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
+		WritesTopic: c.WritesTopic, WritesRetention: time.Hour,
+		HTTP: server.HTTPConfig{Addr: cmp.Or(c.HTTPAddr, "127.0.0.1:0"), RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: open:", err)
