@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/graphtide/graphtide/internal/progress"
@@ -18,6 +19,10 @@ func main() {
 	// Cobra has already printed the error (and, for usage errors, a hint)
 	// to stderr.
 	if err := newRootCmd().Execute(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }

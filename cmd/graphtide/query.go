@@ -75,18 +75,8 @@ func (o *queryOptions) Validate() error {
 			return fmt.Errorf("--server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", o.server)
 		}
 		o.server = strings.TrimRight(o.server, "/")
-		env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
-		switch {
-		case fromEnv && o.tokenFile != "":
-			return errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
-		case fromEnv:
-			o.token = strings.TrimSpace(env)
-		case o.tokenFile != "":
-			b, err := os.ReadFile(o.tokenFile)
-			if err != nil {
-				return fmt.Errorf("--token-file: %w", err)
-			}
-			o.token = strings.TrimSpace(string(b))
+		if o.token, err = readToken(o.tokenFile); err != nil {
+			return err
 		}
 	} else {
 		if o.dir == "" {
@@ -358,17 +348,46 @@ func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 // is started) or a client of the server.
 func (o *queryOptions) open() (*api.Querier, error) {
 	t := api.Target{Dir: o.dir, PathBudget: o.budget, Server: o.server, Client: api.ClientOptions{Token: o.token, Timeout: o.timeout}}
-	if o.serverCA != "" {
-		pem, err := os.ReadFile(o.serverCA)
-		if err != nil {
-			return nil, fmt.Errorf("--server-ca: %w", err)
-		}
-		t.Client.RootCAs = x509.NewCertPool()
-		if !t.Client.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", o.serverCA)
-		}
+	var err error
+	if t.Client.RootCAs, err = readCA(o.serverCA); err != nil {
+		return nil, err
 	}
 	return api.OpenQuerier(t)
+}
+
+// readToken reads a server's bearer token from --token-file or
+// GRAPHTIDE_HTTP_TOKEN ("" when neither is given).
+func readToken(tokenFile string) (string, error) {
+	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	switch {
+	case fromEnv && tokenFile != "":
+		return "", errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
+	case fromEnv:
+		return strings.TrimSpace(env), nil
+	case tokenFile != "":
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
+}
+
+// readCA reads --server-ca (nil when not given: the system roots).
+func readCA(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--server-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 func (o *queryOptions) read() api.ReadOptions {

@@ -19,12 +19,13 @@ Kafka into an LSM-tree of CSR files and serves consistent snapshots.
   compact compact a store fully into its deepest level
   repair  say what can be repaired in a damaged data directory; --yes repairs
   query   neighbors, degree, paths, PageRank, components (a store or a server)
+  write   send a batch, with preconditions, to a running serve (durably)
   gen     generate a Graph500 R-MAT stream into a file or a Kafka topic
   produce send edge events, one record per line, from files or stdin to Kafka
   bench   measure ingest, scans, the Kafka path and analytics against baselines
 
 Exit codes: 0 success, 1 any error (the message says what went wrong and,
-for a bad flag, what is allowed).`,
+for a bad flag, what is allowed), 3 a write refused by a precondition.`,
 		// Errors are printed by cobra; do not follow a runtime failure with
 		// the usage text, which only helps for syntax errors.
 		SilenceUsage: true,
@@ -40,6 +41,7 @@ for a bad flag, what is allowed).`,
 		newCompactCmd(),
 		newRepairCmd(),
 		newQueryCmd(),
+		newWriteCmd(),
 	)
 	return root
 }

@@ -37,6 +37,11 @@ type Metrics struct {
 	DeadLetterBlocked    *prometheus.GaugeVec // by topic and partition
 	DeadLetterFailures   prometheus.Counter
 	DeadLettersTruncated prometheus.Counter
+	// Writes counts the writes topic's batches by outcome: applied,
+	// refused (a precondition failed), duplicate (a retry of a key:
+	// nothing applied), reused (a key reused with another batch: nothing
+	// applied), dead_letter (could not be decoded).
+	Writes *prometheus.CounterVec
 }
 
 // NewMetrics builds the metrics and registers them with reg when not nil.
@@ -98,9 +103,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DeadLettersTruncated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_dead_letters_truncated_total", Help: "Dead letters whose value (or key) was cut to fit the dead-letter topic's max.message.bytes; their headers carry the original size and SHA-256.",
 		}),
+		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graphtide_writes_total", Help: "Batches of the writes topic (POST /v1/batches) by outcome: applied, refused (a precondition failed), duplicate (a retried idempotency key), reused (a key reused with another batch), dead_letter.",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{"applied", "refused", "duplicate", "reused", "dead_letter"} {
+		m.Writes.WithLabelValues(o) // every series from the start
 	}
 	if reg != nil {
-		reg.MustRegister(m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
+		reg.MustRegister(m.Writes, m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
 			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility, m.SourceConflict, m.SourceConflicts,
 			m.DeadLetterBlocked, m.DeadLetterFailures, m.DeadLettersTruncated)
 	}

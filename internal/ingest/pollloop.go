@@ -385,6 +385,7 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 	}
 	s.countDecoded(dec)
 	for _, f := range dec.deadWrites {
+		s.metrics.Writes.WithLabelValues("dead_letter").Inc()
 		s.waiters.Deliver(f.request, writes.Result{Err: f.reason, Partition: f.partition, Offset: f.offset})
 	}
 	next := dec.next

@@ -242,6 +242,7 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 			seq, err = empty()
 		}
 		if err == nil {
+			in.countWrite(res)
 			wc.Waiters.Deliver(w.request, res)
 		}
 		return seq, err
@@ -252,6 +253,7 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 			res.Partition, res.Offset = e.Partition, e.Offset
 			seq, err := empty()
 			if err == nil {
+				in.countWrite(res)
 				wc.Waiters.Deliver(w.request, res)
 			}
 			return seq, err
@@ -261,6 +263,7 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		seq, err := in.apply(&w.batch)
 		if err == nil {
 			res.Applied, res.Seq = true, seq
+			in.countWrite(res)
 			wc.Waiters.Deliver(w.request, res)
 		}
 		return seq, err
@@ -295,8 +298,23 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		return 0, err
 	}
 	res.Outcome = entry.Outcome
+	in.countWrite(res)
 	wc.Waiters.Deliver(w.request, res)
 	return seq, nil
+}
+
+// countWrite adds a write's outcome to the metrics.
+func (in *Ingester) countWrite(r writes.Result) {
+	o := "refused"
+	switch {
+	case r.Mismatch:
+		o = "reused"
+	case r.Duplicate:
+		o = "duplicate"
+	case r.Applied:
+		o = "applied"
+	}
+	in.cfg.Metrics.Writes.WithLabelValues(o).Inc()
 }
 
 // conditionText is a condition as a request gave it, for the outcome.

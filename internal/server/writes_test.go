@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"testing"
 	"time"
 
@@ -112,6 +114,26 @@ func TestWritesAreSerializableAndApplyOnce(t *testing.T) {
 		t.Error(p)
 	}
 	sameGraph(t, graphOf(t, srv), oracle.Graph)
+	// The metrics count the outcomes.
+	wantCount := map[string]int{}
+	for _, o := range oracle.ByOffset {
+		if o.Applied {
+			wantCount["applied"]++
+		} else {
+			wantCount["refused"]++
+		}
+	}
+	for _, a := range answers {
+		if a.Reused {
+			wantCount["reused"]++
+		}
+	}
+	wantCount["duplicate"] = len(recs) - len(oracle.ByOffset) - wantCount["reused"]
+	for o, n := range wantCount {
+		if got := testutil.ToFloat64(srv.Metrics().Ingest.Writes.WithLabelValues(o)); int(got) != n {
+			t.Errorf("graphtide_writes_total{outcome=%q} = %v, want %d", o, got, n)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
