@@ -98,7 +98,7 @@ func (o *writeOptions) run(c *cobra.Command, args []string) error {
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
 	}
-	var in io.Reader = c.InOrStdin()
+	in := c.InOrStdin()
 	name := "stdin"
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])
