@@ -13,7 +13,9 @@
 //   - Durability: an applied batch is durable once Flush or Close returns
 //     (the store also flushes by itself as its write buffers fill); a
 //     crash loses what was applied after the last flush. (serve is
-//     durable through Kafka: it replays what a crash lost.)
+//     durable through Kafka: it replays what a crash lost. A program that
+//     writes through a running serve, Dial and Server.Write, gets that
+//     durability, with preconditions and idempotency keys.)
 //   - Vertex ids are uint64 below 2^62; string keys get ids from 2^62 up
 //     through the data directory's persistent key dictionary (VertexID),
 //     the same dictionary serve and load use, so a directory can be shared

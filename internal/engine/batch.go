@@ -74,6 +74,11 @@ func (b *Batch) SetType(t uint16) {
 	}
 }
 
+// Err is the first invalid operation's error (an id out of range, a
+// weight that is not finite, a bad type), which Apply returns; nil when
+// every operation is valid.
+func (b *Batch) Err() error { return b.err }
+
 // Typed reports whether some operation has a type other than 0.
 func (b *Batch) Typed() bool { return b.typed }
 

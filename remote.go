@@ -1,0 +1,155 @@
+package graphtide
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/writes"
+)
+
+// Server is a running `graphtide serve`, reached over its HTTP API: the
+// durable write of a Go program that does not embed the store. Write
+// sends a batch through serve's writes topic (POST /v1/batches): once it
+// returns, the batch is applied, visible to reads, and as durable as any
+// record of Kafka (a crash of serve replays it), applied exactly once.
+// Safe for concurrent use.
+type Server struct{ c *api.Client }
+
+// ServerOptions configure Dial. The zero value is fine for a local serve
+// without a token.
+type ServerOptions struct {
+	Token   string         // serve's bearer token, if it has one
+	RootCAs *x509.CertPool // verify an https server (default: the system roots)
+	Timeout time.Duration  // of each request (default 30s)
+}
+
+// Dial returns the serve at url, such as http://127.0.0.1:9464. It does
+// not connect until the first call.
+func Dial(url string, o *ServerOptions) (*Server, error) {
+	var opts ServerOptions
+	if o != nil {
+		opts = *o
+	}
+	c, err := api.NewClient(url, api.ClientOptions{Token: opts.Token, RootCAs: opts.RootCAs, Timeout: opts.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{c: c}, nil
+}
+
+// Close releases idle connections.
+func (s *Server) Close() { s.c.Close() }
+
+// WriteOptions are the optional parts of a Write.
+type WriteOptions struct {
+	// IdempotencyKey makes a retry safe: a batch whose key serve has seen
+	// (within its --writes-key-retention) is not applied again, and the
+	// answer is the first one's outcome (Duplicate).
+	IdempotencyKey string
+	// Conditions must all hold on the graph the batch applies to, or
+	// nothing of it is applied (Applied false, Failed says which).
+	Conditions []Condition
+}
+
+// WriteResult is the outcome of a Write.
+type WriteResult struct {
+	Applied bool
+	// Seq: applied, the batch's sequence number; refused, the one its
+	// conditions were evaluated against.
+	Seq uint64
+	// Duplicate: the key was seen before; this is the first batch's
+	// outcome, and nothing was applied now.
+	Duplicate bool
+	// Failed names the condition that refused the batch (nil when
+	// applied).
+	Failed *FailedCondition
+	// Partition and Offset of the batch's record in the writes topic.
+	Partition int32
+	Offset    int64
+}
+
+// FailedCondition is the condition that refused a batch.
+type FailedCondition struct {
+	Index     int    // in WriteOptions.Conditions
+	Condition string // as serve read it
+	Actual    string // what the graph held instead
+}
+
+// Write sends b (vertex ids as the server's sources give them; a key
+// vertex is the HTTP API's, see the README) and returns once serve has
+// applied it or a condition refused it. An error leaves the outcome
+// unknown: retry with the same IdempotencyKey to learn it without
+// applying the batch twice.
+func (s *Server) Write(ctx context.Context, b *Batch, o WriteOptions) (WriteResult, error) {
+	req, err := requestOf(b, o)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	r, err := s.c.PostBatch(ctx, req)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	out := WriteResult{Applied: r.Applied, Seq: r.Seq, Duplicate: r.Duplicate, Partition: r.Partition, Offset: r.Offset}
+	if p := r.Precondition; p != nil {
+		out.Failed = &FailedCondition{Index: p.Index, Condition: p.Condition, Actual: p.Actual}
+	}
+	return out, nil
+}
+
+// requestOf is the HTTP request of b and o.
+func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
+	if err := b.b.Err(); err != nil {
+		return nil, err
+	}
+	if b.Len() == 0 {
+		return nil, errors.New("graphtide: an empty batch: nothing to write")
+	}
+	ops := []byte{'['}
+	for i := range b.Len() {
+		op := b.b.Op(i)
+		e := decode.Edge{Src: op.Src, Dst: op.Dst, Type: op.Type, EventTime: op.Time()}
+		switch op.Kind {
+		case engine.OpUpsert:
+			e.Op, e.Weight, e.HasWeight = decode.OpUpsert, op.Weight, true
+		case engine.OpDeleteEdge:
+			e.Op = decode.OpDeleteEdge
+		default:
+			e.Op, e.Dst = decode.OpDeleteVertex, 0
+		}
+		if i > 0 {
+			ops = append(ops, ',')
+		}
+		ops = decode.AppendJSON(ops, e, "", "")
+	}
+	ops = append(ops, ']')
+	req := &writes.Request{Ops: ops, IdempotencyKey: o.IdempotencyKey}
+	num := func(v uint64) json.RawMessage { return strconv.AppendUint(nil, v, 10) }
+	kinds := map[engine.CondKind]string{engine.CondEdgeExists: writes.KindEdgeExists, engine.CondEdgeAbsent: writes.KindEdgeAbsent,
+		engine.CondWeightEquals: writes.KindWeightEquals, engine.CondWeightBelow: writes.KindWeightBelow,
+		engine.CondVertexExists: writes.KindVertexExists, engine.CondDegreeAtMost: writes.KindDegreeAtMost}
+	for _, c := range o.Conditions {
+		wc := writes.Condition{Kind: kinds[c.c.Kind]}
+		switch c.c.Kind {
+		case engine.CondVertexExists, engine.CondDegreeAtMost:
+			wc.Vertex = num(c.c.Src)
+		default:
+			wc.Src, wc.Dst = num(c.c.Src), num(c.c.Dst)
+			if c.c.Type != 0 {
+				wc.Type = num(uint64(c.c.Type))
+			}
+		}
+		if c.c.Kind == engine.CondWeightEquals || c.c.Kind == engine.CondWeightBelow || c.c.Kind == engine.CondDegreeAtMost {
+			v := c.c.Value
+			wc.Value = &v
+		}
+		req.Conditions = append(req.Conditions, wc)
+	}
+	return req, req.Check()
+}

@@ -1,0 +1,94 @@
+package graphtide
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/server"
+)
+
+// TestServerWrite writes through a serve with its embedded broker:
+// applied, retried under a key, refused by a condition, with types,
+// event times and a vertex delete; the store holds what was applied.
+func TestServerWrite(t *testing.T) {
+	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Open(ctx, server.Config{Dir: t.TempDir(), Plan: plan, Topics: []string{"edges"}, Group: "g",
+		Format: decode.FormatBinary, DeadLetterTopic: "dlq", FlushInterval: 50 * time.Millisecond, Reset: "earliest",
+		WritesTopic: "writes", WritesRetention: time.Hour,
+		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+		srv.Close()
+	}()
+	s, err := Dial("http://"+srv.HTTPAddr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	at := time.Date(2026, 11, 26, 10, 0, 0, 123456000, time.UTC)
+	var b Batch
+	b.Insert(1, 2, 5)
+	b.Insert(1, 3, 0.5)
+	b.SetType(7)
+	b.SetEventTime(at)
+	b.Insert(4, 1, 1)
+	r, err := s.Write(ctx, &b, WriteOptions{IdempotencyKey: "first", Conditions: []Condition{EdgeAbsent(1, 2), DegreeAtMost(1, 0)}})
+	if err != nil || !r.Applied || r.Duplicate || r.Failed != nil {
+		t.Fatalf("first write: %+v, %v", r, err)
+	}
+	again, err := s.Write(ctx, &b, WriteOptions{IdempotencyKey: "first", Conditions: []Condition{EdgeAbsent(1, 2), DegreeAtMost(1, 0)}})
+	if err != nil || !again.Applied || !again.Duplicate || again.Seq != r.Seq || again.Offset != r.Offset {
+		t.Fatalf("the retry: %+v, %v; first %+v", again, err, r)
+	}
+	b.Reset()
+	b.Insert(1, 2, 6)
+	refused, err := s.Write(ctx, &b, WriteOptions{Conditions: []Condition{WeightBelow(1, 2, 6), EdgeExists(1, 3).OfType(7), WeightIs(1, 2, 4)}})
+	if err != nil || refused.Applied || refused.Failed == nil || refused.Failed.Index != 2 || refused.Failed.Actual != "its weight is 5" {
+		t.Fatalf("a refused write: %+v, %v", refused, err)
+	}
+	b.Reset()
+	b.DeleteVertex(4)
+	b.Delete(1, 2)
+	if r, err := s.Write(ctx, &b, WriteOptions{Conditions: []Condition{VertexExists(4)}}); err != nil || !r.Applied {
+		t.Fatalf("deletes: %+v, %v", r, err)
+	}
+	sn, err := srv.Store().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	cols, err := sn.Edge(1, 3)
+	if err != nil || len(cols.Types) != 1 || cols.Types[0] != 7 || cols.Weights[0] != 0.5 || cols.Times[0] != at.UnixMicro() {
+		t.Fatalf("edge (1, 3): %+v, %v", cols, err)
+	}
+	for _, v := range []uint64{1, 4} {
+		if d, err := sn.Degree(v, engine.Out); err != nil || d != map[uint64]uint64{1: 1, 4: 0}[v] {
+			t.Fatalf("out-degree of %d: %d, %v", v, d, err)
+		}
+	}
+	b.Reset()
+	b.Insert(1, 1<<63, 1) // out of range: refused before anything is sent
+	if _, err := s.Write(ctx, &b, WriteOptions{}); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("an id out of range: %v", err)
+	}
+	b.Reset()
+	if _, err := s.Write(ctx, &b, WriteOptions{}); err == nil {
+		t.Fatal("an empty batch was sent")
+	}
+}
