@@ -33,7 +33,8 @@ type BatchResponse struct {
 	// Duplicate: the idempotency key was seen before; this is the first
 	// write's outcome, and nothing was applied now.
 	Duplicate bool `json:"duplicate,omitempty"`
-	// Partition and Offset of the write's record in the writes topic.
+	// Partition and Offset of the record that decided the outcome in the
+	// writes topic: this request's, or for a duplicate its key's first.
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
 	// Error and Precondition: the condition that failed (409 only).
@@ -113,7 +114,10 @@ func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	res, err := s.cfg.Writes.Submit(r.Context(), &req)
-	if err != nil {
+	switch {
+	case errors.Is(err, writes.ErrTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, "%v", err)
+	case err != nil:
 		return errorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	switch {

@@ -8,6 +8,10 @@
 //	<dir>/keys.dict        the string-key dictionary (internal/keydict)
 //	<dir>/types.json       the names of edge types (internal/typedict); absent
 //	                       while no record has named one
+//	<dir>/history.idx      the time index of a store that keeps history
+//	                       (internal/history)
+//	<dir>/writes.log       the outcomes of the writes topic's keyed and
+//	                       conditional batches (internal/writes)
 //	<dir>/embedded-broker  the embedded Kafka broker's data (serve without --brokers)
 //	<dir>/repair-<time>    what graphtide repair changed, as it was before
 //

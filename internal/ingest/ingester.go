@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -113,6 +114,11 @@ type Config struct {
 	// checkpoint forward. It must belong to the store's source (same
 	// cluster and topics): New refuses it otherwise.
 	ReplayFrom []byte
+	// CheckpointFloor is the source position of the newest analytics
+	// checkpoint on disk, used or not (serve replays from it at a later
+	// start if it can): the writes outcome log keeps what a replay from
+	// it needs. nil: none.
+	CheckpointFloor []byte
 	// Writes, when set, makes one of Topics graphtide's own writes topic
 	// (writes.go): its records are batches, with conditions and
 	// idempotency keys, applied one by one.
@@ -159,6 +165,9 @@ func (c *Config) withDefaults() (Config, error) {
 		}
 		if w.Retention == 0 {
 			w.Retention = 24 * time.Hour
+		}
+		if w.MaxEntries == 0 {
+			w.MaxEntries = 1 << 20
 		}
 		o.Writes = &w
 	}
@@ -371,8 +380,22 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
 		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
-	if len(c.ReplayFrom) > 0 {
+	switch {
+	case len(c.CheckpointFloor) > 0:
+		// The newest checkpoint on disk: a restart may replay from it.
+		if ck, err := DecodeRecorded(c.CheckpointFloor); err == nil {
+			in.checkpointPos = ck.Position
+		} else {
+			in.checkpointPos = Position{} // unknown: nothing of the writes topic is pruned
+		}
+	case len(c.ReplayFrom) > 0:
 		in.checkpointPos = applied
+	}
+	if w := c.Writes; w != nil && w.Log.Created() {
+		if _, had := rec.Position[w.Topic]; had {
+			os.Remove(w.Log.Path()) // the empty file this start made: the next start must refuse too
+			return nil, fmt.Errorf("ingest: the store has consumed the writes topic %q, but its outcome log %s is missing: replays could apply refused or retried batches; restore the file, or start with the store and the log of one backup", w.Topic, w.Log.Path())
+		}
 	}
 	in.health.lastAnswer.Store(time.Now().UnixNano())
 	var keys decode.KeyResolver

@@ -50,8 +50,11 @@ type WritesConfig struct {
 	// (nil: nobody waits).
 	Waiters *writes.Waiters
 	// Retention: an entry is kept at least this long (default 24h), and
-	// while a replay could reach its record (see pruneWrites).
-	Retention time.Duration
+	// while a replay could reach its record (see pruneWrites); but of the
+	// entries no replay needs, at most MaxEntries (default 1<<20) are
+	// kept, however young: about 250 bytes of memory each.
+	Retention  time.Duration
+	MaxEntries int
 }
 
 // pendingWrite is a decoded write record, for the applier.
@@ -232,11 +235,22 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		b.SetSourcePosition(srcpos)
 		return in.apply(&b)
 	}
-	if e, ok := wc.Log.At(wc.Topic, w.partition, w.offset); ok {
-		res.Outcome = e.Outcome
+	in.mu.Lock()
+	topicID := in.topicIDs[wc.Topic]
+	in.mu.Unlock()
+	if e, ok := wc.Log.At(wc.Topic, w.partition, w.offset); ok && e.TopicID == topicID {
+		// Rule 1: this record's outcome is logged.
+		if e.Print != w.print {
+			return 0, fmt.Errorf("ingest: %s holds the outcome of %s/%d@%d, but for another batch than that record holds: the log does not belong to this topic; refusing to guess (move the log aside only if the topic was re-created)",
+				wc.Log.Path(), wc.Topic, w.partition, w.offset)
+		}
+		res.Outcome, res.Duplicate, res.Mismatch = e.Outcome, e.Retry, e.Mismatch
+		if e.Retry {
+			res.Partition, res.Offset = e.FirstPartition, e.FirstOffset
+		}
 		var seq uint64
 		var err error
-		if e.Applied {
+		if e.Applied && !e.Retry {
 			seq, err = in.apply(&w.batch)
 		} else {
 			seq, err = empty()
@@ -247,10 +261,22 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		}
 		return seq, err
 	}
+	entry := writes.Entry{Topic: wc.Topic, TopicID: topicID, Partition: w.partition, Offset: w.offset, Key: w.key, Print: w.print}
 	if w.key != "" {
 		if e, ok := wc.Log.ByKey(w.key); ok {
+			// Rule 2: a retry. Its own entry says so before the empty
+			// batch can be durable: a replay of it must not apply it, even
+			// once the first entry of its key is pruned.
 			res.Outcome, res.Duplicate, res.Mismatch = e.Outcome, true, e.Print != w.print
 			res.Partition, res.Offset = e.Partition, e.Offset
+			if e.Retry {
+				res.Partition, res.Offset = e.FirstPartition, e.FirstOffset
+			}
+			entry.At, entry.Outcome, entry.Retry, entry.Mismatch = time.Now(), res.Outcome, true, res.Mismatch
+			entry.FirstPartition, entry.FirstOffset = res.Partition, res.Offset
+			if err := wc.Log.Append(entry); err != nil {
+				return 0, fmt.Errorf("ingest: the writes outcome log: %w", err)
+			}
 			seq, err := empty()
 			if err == nil {
 				in.countWrite(res)
@@ -269,7 +295,6 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		return seq, err
 	}
 	r := in.resolveConditions(w.conds)
-	entry := writes.Entry{Topic: wc.Topic, Partition: w.partition, Offset: w.offset, Key: w.key, Print: w.print}
 	seq, err := in.applyWith(&w.batch, func() (uint64, error) {
 		return in.store.ApplyIfThen(&w.batch, r.conds, func(next uint64, perr *engine.PreconditionError) error {
 			entry.At = time.Now()
@@ -368,10 +393,12 @@ func (e liveEnv) applyJobWrites(j *applyJob) (uint64, error) {
 	return seq, nil
 }
 
-// pruneWrites drops the outcome log's entries no replay or retry needs:
-// older than the retention, and of a record that neither the store's
-// durable position nor an analytics checkpoint's (from which serve
-// replays) would reach again.
+// pruneWrites drops the outcome log's oldest entries that no replay or
+// retry needs: older than the retention (or beyond MaxEntries), and of a
+// record that neither the store's durable position nor the newest
+// analytics checkpoint's (from which serve replays after a restart)
+// would reach again. Entries are in log order: it stops at the first it
+// must keep.
 func (in *Ingester) pruneWrites(now time.Time) {
 	wc := in.cfg.Writes
 	if wc == nil {
@@ -382,19 +409,22 @@ func (in *Ingester) pruneWrites(now time.Time) {
 	in.mu.Unlock()
 	covered := func(p Position, part int32, off int64) bool {
 		if p == nil {
-			return true
+			return true // no checkpoint to replay from
 		}
 		next, ok := p.Get(wc.Topic, part)
 		return ok && off < next
 	}
-	n, err := wc.Log.Prune(func(e *writes.Entry) bool {
-		// Another topic's entries (the writes topic was renamed) serve
-		// no replay.
-		return now.Sub(e.At) > wc.Retention && (e.Topic != wc.Topic ||
-			covered(durable, e.Partition, e.Offset) && covered(ck, e.Partition, e.Offset))
+	total := wc.Log.Len()
+	n, err := wc.Log.Prune(func(i int, e *writes.Entry) bool {
+		if e.Topic == wc.Topic && !(covered(durable, e.Partition, e.Offset) && covered(ck, e.Partition, e.Offset)) {
+			return false // a replay would read its record again
+		}
+		// Another topic's entries (the writes topic was renamed) serve no
+		// replay.
+		return now.Sub(e.At) > wc.Retention || total-i > wc.MaxEntries
 	})
 	if err != nil {
-		in.cfg.Logger.Warn("pruning the writes outcome log failed; it is tried again later", "err", err)
+		in.cfg.Logger.Warn("pruning the writes outcome log failed", "err", err)
 	} else if n > 0 {
 		in.cfg.Logger.Info("pruned the writes outcome log", "entries", n)
 	}

@@ -65,6 +65,8 @@ func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt, specs []a
 	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
 	defer cancel()
 	names, err := s.areg.Restore(ctx, path, specs, func(meta analytics.CheckpointMeta) error {
+		// Used or not, a later start may replay from it.
+		s.checkpointFloor = meta.Position
 		var err error
 		replay, err = s.replayFor(ctx, meta, opts)
 		return err

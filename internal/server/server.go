@@ -134,6 +134,9 @@ type Server struct {
 	sink    *alerts.KafkaSink
 	in      *ingest.Ingester
 	writer  *writer // nil without a writes topic
+	// checkpointFloor is the source position of the analytics'
+	// checkpoint found at Open (nil: none).
+	checkpointFloor []byte
 	http    *http.Server
 	addr    string
 
@@ -278,7 +281,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
-		ReplayFrom: replay, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
+		ReplayFrom: replay, CheckpointFloor: s.checkpointFloor, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
 	}); err != nil {
 		return nil, err
 	}

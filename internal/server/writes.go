@@ -55,15 +55,26 @@ func (w *writer) Submit(ctx context.Context, r *writes.Request) (writes.Result, 
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: writes.HeaderKey, Value: []byte(r.IdempotencyKey)})
 	}
 	if err := w.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return writes.Result{}, fmt.Errorf("the writes topic %s did not take the batch (it may still be applied: retry with an idempotency key to be sure it applies once): %w", w.topic, err)
+		if errors.Is(err, kerr.MessageTooLarge) {
+			return writes.Result{}, fmt.Errorf("%w (%d bytes)", writes.ErrTooLarge, len(value))
+		}
+		return writes.Result{}, fmt.Errorf("the writes topic %s did not take the batch (it may still be applied%s): %w", w.topic, retryHint(r), err)
 	}
 	select {
 	case res := <-ch:
 		return res, nil
 	case <-ctx.Done():
-		return writes.Result{}, fmt.Errorf("the batch is in the writes topic (partition %d, offset %d) but was not applied within the deadline; it will be (ingestion is behind or paused: see /readyz); retry with the same idempotency key to learn its outcome",
-			rec.Partition, rec.Offset)
+		return writes.Result{}, fmt.Errorf("the batch is in the writes topic (partition %d, offset %d) but its outcome did not come within the deadline: ingestion is behind or paused (see /readyz), or the record went to the dead letters%s",
+			rec.Partition, rec.Offset, retryHint(r))
 	}
+}
+
+// retryHint says how to learn a write's outcome.
+func retryHint(r *writes.Request) string {
+	if r.IdempotencyKey == "" {
+		return "; it has no idempotency key: a retry may apply it twice"
+	}
+	return ": retry with the same idempotency key to learn its outcome"
 }
 
 func (w *writer) close() { w.cl.Close() }

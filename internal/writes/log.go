@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/graphtide/graphtide/internal/durable"
 )
@@ -30,9 +31,13 @@ const (
 	maxPayload    = 1 << 16
 	recordHeader  = 12
 	flagApplied   = 1
-	entryHead     = 1 + 4 + 8 + 8 + 16 + 8 + 4 // before the four strings
+	flagRetry     = 2
+	flagMismatch  = 4
+	entryHead     = 1 + 16 + 4 + 8 + 8 + 16 + 8 + 4 + 4 + 8 // before the four strings
 	payloadFixed  = entryHead + 4*2
-	maxEntryField = 1<<16 - 1
+	// maxField bounds each string of an entry, so that an entry fits
+	// maxPayload.
+	maxField = (maxPayload - payloadFixed) / 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -53,12 +58,22 @@ type Outcome struct {
 
 // Entry is the outcome of one write record.
 type Entry struct {
-	Topic     string
+	Topic string
+	// TopicID is the Kafka ID of the topic the record was read from: a
+	// topic deleted and re-created under the same name has another, and
+	// its records are not this entry's.
+	TopicID   [16]byte
 	Partition int32
 	Offset    int64
 	Key       string   // "" for a conditional write without a key
 	Print     [16]byte // Fingerprint of the record's value
 	At        time.Time
+	// Retry: the record repeated a key seen before (at FirstPartition,
+	// FirstOffset) and applied nothing; Outcome is the first record's.
+	// Mismatch: with another batch than the first.
+	Retry, Mismatch             bool
+	FirstPartition              int32
+	FirstOffset                 int64
 	Outcome
 }
 
@@ -71,6 +86,8 @@ type pos struct {
 // Log is the outcome log. Safe for concurrent use.
 type Log struct {
 	path string
+	// created: OpenLog found no file and made an empty one.
+	created bool
 	mu   sync.Mutex
 	// f is the file, appended to (nil when read-only). Protected by mu.
 	f *os.File
@@ -95,7 +112,7 @@ func OpenLog(path string, readOnly bool) (*Log, error) {
 		if err := durable.WriteFile(path, []byte(logMagic), 0o644); err != nil {
 			return nil, err
 		}
-		data = []byte(logMagic)
+		data, l.created = []byte(logMagic), true
 	case err != nil:
 		return nil, err
 	}
@@ -161,7 +178,9 @@ func tornByZeros(data []byte, off int) bool {
 	for z > off && data[z-1] == 0 {
 		z--
 	}
-	return z == off || z%512 == 0 && z < len(data)
+	// The zeros start at a sector boundary at or after z (the bytes just
+	// before it may be zeros of the record itself).
+	return z == off || (z+511)/512*512 < len(data)
 }
 
 func (l *Log) corrupt(off int, what string) error {
@@ -189,13 +208,22 @@ func encodeEntry(e *Entry) []byte {
 	if e.Applied {
 		flags |= flagApplied
 	}
+	if e.Retry {
+		flags |= flagRetry
+	}
+	if e.Mismatch {
+		flags |= flagMismatch
+	}
 	b := []byte{flags}
+	b = append(b, e.TopicID[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.Partition))
 	b = binary.LittleEndian.AppendUint64(b, uint64(e.Offset))
 	b = binary.LittleEndian.AppendUint64(b, uint64(e.At.UnixNano()))
 	b = append(b, e.Print[:]...)
 	b = binary.LittleEndian.AppendUint64(b, e.Seq)
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.Index))
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.FirstPartition))
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.FirstOffset))
 	for _, s := range []string{e.Topic, e.Key, e.Condition, e.Actual} {
 		b = appendStr(b, s)
 	}
@@ -203,17 +231,21 @@ func encodeEntry(e *Entry) []byte {
 }
 
 func decodeEntry(p []byte) (*Entry, error) {
-	if p[0]&^flagApplied != 0 {
+	if p[0]&^(flagApplied|flagRetry|flagMismatch) != 0 {
 		return nil, fmt.Errorf("unknown flags %#x", p[0])
 	}
 	e := &Entry{}
-	e.Applied = p[0]&flagApplied != 0
-	e.Partition = int32(binary.LittleEndian.Uint32(p[1:]))
-	e.Offset = int64(binary.LittleEndian.Uint64(p[5:]))
-	e.At = time.Unix(0, int64(binary.LittleEndian.Uint64(p[13:])))
-	copy(e.Print[:], p[21:37])
-	e.Seq = binary.LittleEndian.Uint64(p[37:])
-	e.Index = int(binary.LittleEndian.Uint32(p[45:]))
+	e.Applied, e.Retry, e.Mismatch = p[0]&flagApplied != 0, p[0]&flagRetry != 0, p[0]&flagMismatch != 0
+	copy(e.TopicID[:], p[1:17])
+	q := p[17:]
+	e.Partition = int32(binary.LittleEndian.Uint32(q))
+	e.Offset = int64(binary.LittleEndian.Uint64(q[4:]))
+	e.At = time.Unix(0, int64(binary.LittleEndian.Uint64(q[12:])))
+	copy(e.Print[:], q[20:36])
+	e.Seq = binary.LittleEndian.Uint64(q[36:])
+	e.Index = int(binary.LittleEndian.Uint32(q[44:]))
+	e.FirstPartition = int32(binary.LittleEndian.Uint32(q[48:]))
+	e.FirstOffset = int64(binary.LittleEndian.Uint64(q[52:]))
 	rest := p[entryHead:]
 	var strs [4]string
 	for i := range strs {
@@ -250,6 +282,12 @@ func (l *Log) encode() []byte {
 	return b
 }
 
+// Created reports whether OpenLog made the file (there was none).
+func (l *Log) Created() bool { return l.created }
+
+// Path is the log's file.
+func (l *Log) Path() string { return l.path }
+
 // At is the entry of the record at (topic, partition, offset).
 func (l *Log) At(topic string, partition int32, offset int64) (Entry, bool) {
 	l.mu.Lock()
@@ -279,12 +317,17 @@ func (l *Log) Len() int {
 	return len(l.entries)
 }
 
-// Append adds e and syncs it to disk. Strings longer than 65535 bytes
-// are cut (a key is at most MaxKeyLen; the texts are made here).
+// Append adds e and syncs it to disk. A string longer than maxField
+// bytes is cut there (a topic name is at most 249 bytes and a key
+// MaxKeyLen; the texts are made here), on a UTF-8 boundary.
 func (l *Log) Append(e Entry) error {
 	for _, s := range []*string{&e.Topic, &e.Key, &e.Condition, &e.Actual} {
-		if len(*s) > maxEntryField/4 {
-			*s = (*s)[:maxEntryField/4]
+		if len(*s) > maxField {
+			n := maxField
+			for n > 0 && !utf8.RuneStart((*s)[n]) {
+				n--
+			}
+			*s = (*s)[:n]
 		}
 	}
 	e.At = e.At.Round(0)
@@ -303,47 +346,62 @@ func (l *Log) Append(e Entry) error {
 	return nil
 }
 
-// Prune drops the entries drop says no replay or retry needs any more. It
+// Prune drops the oldest entries while drop(i, e) says so (entries are
+// in log order, so what no replay or retry needs any more is a prefix;
+// i is e's index, so len-i entries would be left from it on). It
 // rewrites the file atomically, and only when that drops at least half of
 // the entries (and 1,024 at least), so that its cost is amortized; it
-// reports how many it dropped.
-func (l *Log) Prune(drop func(*Entry) bool) (int, error) {
+// reports how many it dropped. If the rewrite fails after it replaced the
+// file, the file is written again whole; if that fails too, Append fails
+// from then on (the log no longer says what it holds).
+func (l *Log) Prune(drop func(i int, e *Entry) bool) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return 0, nil
 	}
 	n := 0
-	for _, e := range l.entries {
-		if drop(e) {
-			n++
-		}
+	for n < len(l.entries) && drop(n, l.entries[n]) {
+		n++
 	}
 	if n < 1024 || 2*n < len(l.entries) {
 		return 0, nil
 	}
 	old := l.entries
-	l.entries, l.byPos, l.byKey = nil, map[pos]*Entry{}, map[string]*Entry{}
-	for _, e := range old {
-		if !drop(e) {
-			l.add(e)
-		}
-	}
-	if err := durable.WriteFile(l.path, l.encode(), 0o644); err != nil {
-		l.entries, l.byPos, l.byKey = nil, map[pos]*Entry{}, map[string]*Entry{}
-		for _, e := range old {
-			l.add(e)
+	l.index(old[n:])
+	if err := l.replace(); err != nil {
+		l.index(old)
+		if rerr := l.replace(); rerr != nil {
+			l.f.Close()
+			l.f = nil
+			return 0, fmt.Errorf("writes: %s: pruning failed (%w) and so did writing it again whole: the log stops taking entries", l.path, errors.Join(err, rerr))
 		}
 		return 0, err
 	}
-	l.f.Close() // the old file, replaced
+	return n, nil
+}
+
+// index makes es the entries. Requires mu held.
+func (l *Log) index(es []*Entry) {
+	l.entries, l.byPos, l.byKey = nil, map[pos]*Entry{}, map[string]*Entry{}
+	for _, e := range es {
+		l.add(e)
+	}
+}
+
+// replace writes the file whole from the entries, atomically, and
+// reopens it for appends. Requires mu held, with l.f open.
+func (l *Log) replace() error {
+	if err := durable.WriteFile(l.path, l.encode(), 0o644); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		l.f = nil // Append fails from now on, saying so
-		return n, fmt.Errorf("writes: %s: %w", l.path, err)
+		return fmt.Errorf("writes: %s: %w", l.path, err)
 	}
+	l.f.Close() // the old file, replaced
 	l.f = f
-	return n, nil
+	return nil
 }
 
 // Close closes the file.

@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // Record headers of a write.
@@ -41,6 +43,10 @@ const (
 	// HeaderKey is the idempotency key, when the request has one.
 	HeaderKey = "graphtide-idempotency-key"
 )
+
+// ErrTooLarge: the writes topic refused the batch's record as too large
+// (its max.message.bytes); no retry can succeed.
+var ErrTooLarge = errors.New("the batch is larger than the writes topic takes (its max.message.bytes): split it")
 
 // Bounds of one request.
 const (
@@ -175,6 +181,9 @@ func ParseVertex(v json.RawMessage) (id uint64, key string, err error) {
 	if err != nil {
 		return 0, "", fmt.Errorf("vertex %s is neither an unsigned integer nor a string key", v)
 	}
+	if id > engine.MaxVertex {
+		return 0, "", fmt.Errorf("vertex id %d is above the largest allowed, %d", id, uint64(engine.MaxVertex))
+	}
 	return id, "", nil
 }
 
@@ -188,8 +197,8 @@ func ParseType(v json.RawMessage) (num uint16, name string, err error) {
 		return 0, name, nil
 	}
 	n, err := strconv.ParseUint(string(v), 10, 16)
-	if err != nil {
-		return 0, "", fmt.Errorf("type %s is neither a number nor a name", v)
+	if err != nil || n >= uint64(engine.MaxEdgeTypes) {
+		return 0, "", fmt.Errorf("type %s is neither a name nor a number below %d", v, engine.MaxEdgeTypes)
 	}
 	return uint16(n), "", nil
 }
@@ -214,7 +223,13 @@ func Encode(r *Request) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(value{Ops: ops.Bytes(), Conditions: cs})
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // '<' stays one byte: a record is no larger than its request
+	if err := enc.Encode(value{Ops: ops.Bytes(), Conditions: cs}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
 
 // Parse reads a record value: its ops (the JSON array, for a decoder)

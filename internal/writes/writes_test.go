@@ -25,7 +25,11 @@ func entries(n int) []Entry {
 		if !e.Applied {
 			e.Index, e.Condition, e.Actual = i%5, "edge_absent src=1 dst=2", "it exists"
 		}
+		if i%7 == 6 {
+			e.Retry, e.Mismatch, e.FirstPartition, e.FirstOffset = true, i%14 == 13, 2, int64(i/2)
+		}
 		e.Print[0], e.Print[15] = byte(i), byte(i>>8)
+		e.TopicID[0], e.TopicID[15] = 7, byte(i)
 		es = append(es, e)
 	}
 	return es
@@ -185,10 +189,11 @@ func TestLogPruneKeepsWhatIsNotDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Dropping too few rewrites nothing.
-	if n, err := l.Prune(func(e *Entry) bool { return e.Offset < 100 }); err != nil || n != 0 || l.Len() != 5000 {
+	if n, err := l.Prune(func(_ int, e *Entry) bool { return e.Offset < 100 }); err != nil || n != 0 || l.Len() != 5000 {
 		t.Fatalf("a small prune: %d dropped, %v, %d left", n, err, l.Len())
 	}
-	n, err := l.Prune(func(e *Entry) bool { return e.Offset < 4000 })
+	// Only a prefix goes: entry 4500 would go too, but 4000 stays.
+	n, err := l.Prune(func(_ int, e *Entry) bool { return e.Offset < 4000 || e.Offset == 4500 })
 	if err != nil || n != 4000 || l.Len() != 1000 {
 		t.Fatalf("prune: %d dropped, %v, %d left", n, err, l.Len())
 	}
@@ -202,6 +207,38 @@ func TestLogPruneKeepsWhatIsNotDropped(t *testing.T) {
 	got := readAll(t, path)
 	if want := append(append([]Entry(nil), es[4000:]...), es[0]); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after prune and append: %d entries, not the ones kept", len(got))
+	}
+}
+
+// TestLogTornAtSectorBoundaryWithZerosBefore: an append torn at a sector
+// boundary whose last bytes before it are zeros of the record itself
+// (the high bytes of a little-endian length) is a torn tail too.
+func TestLogTornAtSectorBoundaryWithZerosBefore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), LogFileName)
+	// The first record is 500 bytes: the second starts at 508, its length
+	// field ends at 512.
+	first := Entry{Topic: "w", Key: strings.Repeat("k", 500-recordHeader-payloadFixed-1), At: time.Unix(1, 0)}
+	appendAll(t, path, []Entry{first, {Topic: "w", Offset: 1, At: time.Unix(2, 0)}})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) <= 512 || data[511] != 0 {
+		t.Fatalf("setup: %d bytes, byte 511 is %#x", len(data), data[511])
+	}
+	for i := 512; i < len(data); i++ {
+		data[i] = 0
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLog(path, false)
+	if err != nil {
+		t.Fatalf("a tail torn at a sector boundary: %v", err)
+	}
+	defer l.Close()
+	if l.Len() != 1 {
+		t.Fatalf("%d entries after the torn one was cut", l.Len())
 	}
 }
 
