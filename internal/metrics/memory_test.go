@@ -64,7 +64,8 @@ func TestMemoryCollector(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewMemoryCollector(MemorySources{Plan: plan, Store: s, Views: vm,
-		Analytics: func() int64 { return 12345 }, KafkaFetch: func() int64 { return 678 }, Keys: func() int64 { return 910 }}))
+		Analytics: func() int64 { return 12345 }, KafkaFetch: func() int64 { return 678 }, Keys: func() int64 { return 910 },
+		WritesLog: func() int64 { return 1112 }}))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestMemoryCollector(t *testing.T) {
 		t.Errorf("memgraphs %v, the store says %d held and %d pooled before, %d and %d after", used["memgraphs"],
 			before.MemGraphBytes, before.MemGraphPoolBytes, after.MemGraphBytes, after.MemGraphPoolBytes)
 	}
-	if used["edge_log"] != 1000*budget.EdgeBytes || used["analytics"] != 12345 || used["kafka_fetch"] != 678 || used["key_dictionary"] != 910 ||
+	if used["edge_log"] != 1000*budget.EdgeBytes || used["analytics"] != 12345 || used["kafka_fetch"] != 678 || used["key_dictionary"] != 910 || used["writes_log"] != 1112 ||
 		used["go_runtime"] <= 0 {
 		t.Errorf("memory by component: %v", used)
 	}

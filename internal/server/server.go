@@ -137,8 +137,8 @@ type Server struct {
 	// checkpointFloor is the source position of the analytics'
 	// checkpoint found at Open (nil: none).
 	checkpointFloor []byte
-	http    *http.Server
-	addr    string
+	http            *http.Server
+	addr            string
 
 	stopBackground context.CancelFunc
 	closers        []func() // in the order Open acquired them; Close runs them backwards
@@ -285,8 +285,12 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	regr.MustRegister(metrics.NewMemoryCollector(metrics.MemorySources{Plan: p, Store: d.Store, Views: s.vm,
-		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes, Keys: d.Keys.MemoryBytes}))
+	ms := metrics.MemorySources{Plan: p, Store: d.Store, Views: s.vm,
+		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes, Keys: d.Keys.MemoryBytes}
+	if d.Writes != nil {
+		ms.WritesLog = d.Writes.MemoryBytes
+	}
+	regr.MustRegister(metrics.NewMemoryCollector(ms))
 
 	if !cfg.HTTP.DisableListening {
 		if err := s.listen(); err != nil {

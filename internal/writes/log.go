@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/durable"
 )
@@ -27,14 +28,14 @@ const LogFileName = "writes.log"
 // or a last record whose checksum fails; any other damage is refused,
 // naming the file and byte offset, and nothing is changed.
 const (
-	logMagic      = "GTWRIT01"
-	maxPayload    = 1 << 16
-	recordHeader  = 12
-	flagApplied   = 1
-	flagRetry     = 2
-	flagMismatch  = 4
-	entryHead     = 1 + 16 + 4 + 8 + 8 + 16 + 8 + 4 + 4 + 8 // before the four strings
-	payloadFixed  = entryHead + 4*2
+	logMagic     = "GTWRIT01"
+	maxPayload   = 1 << 16
+	recordHeader = 12
+	flagApplied  = 1
+	flagRetry    = 2
+	flagMismatch = 4
+	entryHead    = 1 + 16 + 4 + 8 + 8 + 16 + 8 + 4 + 4 + 8 // before the four strings
+	payloadFixed = entryHead + 4*2
 	// maxField bounds each string of an entry, so that an entry fits
 	// maxPayload.
 	maxField = (maxPayload - payloadFixed) / 4
@@ -71,9 +72,9 @@ type Entry struct {
 	// Retry: the record repeated a key seen before (at FirstPartition,
 	// FirstOffset) and applied nothing; Outcome is the first record's.
 	// Mismatch: with another batch than the first.
-	Retry, Mismatch             bool
-	FirstPartition              int32
-	FirstOffset                 int64
+	Retry, Mismatch bool
+	FirstPartition  int32
+	FirstOffset     int64
 	Outcome
 }
 
@@ -88,7 +89,7 @@ type Log struct {
 	path string
 	// created: OpenLog found no file and made an empty one.
 	created bool
-	mu   sync.Mutex
+	mu      sync.Mutex
 	// f is the file, appended to (nil when read-only). Protected by mu.
 	f *os.File
 	// The entries, in append order, and indexed by position and by key
@@ -97,6 +98,7 @@ type Log struct {
 	entries []*Entry
 	byPos   map[pos]*Entry
 	byKey   map[string]*Entry
+	bytes   int64 // entryBytes of the entries
 }
 
 // OpenLog reads the log at path. A read-write open creates a missing
@@ -187,8 +189,25 @@ func (l *Log) corrupt(off int, what string) error {
 	return &durable.CorruptError{Kind: "writes", File: l.path, Offset: int64(off), What: what}
 }
 
+// entryOverhead is an entry's memory beside its strings: the struct, its
+// pointer in entries and its places in the two maps (estimated).
+const entryOverhead = int64(unsafe.Sizeof(Entry{})) + 8 + 2*64
+
+// entryBytes estimates the memory e holds.
+func entryBytes(e *Entry) int64 {
+	return entryOverhead + int64(len(e.Topic)+len(e.Key)+len(e.Condition)+len(e.Actual))
+}
+
+// MemoryBytes estimates the memory the entries hold.
+func (l *Log) MemoryBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}
+
 // add indexes e. Requires mu held (or no sharing yet).
 func (l *Log) add(e *Entry) {
+	l.bytes += entryBytes(e)
 	l.entries = append(l.entries, e)
 	l.byPos[pos{e.Topic, e.Partition, e.Offset}] = e
 	if e.Key != "" {
@@ -383,7 +402,7 @@ func (l *Log) Prune(drop func(i int, e *Entry) bool) (int, error) {
 
 // index makes es the entries. Requires mu held.
 func (l *Log) index(es []*Entry) {
-	l.entries, l.byPos, l.byKey = nil, map[pos]*Entry{}, map[string]*Entry{}
+	l.entries, l.byPos, l.byKey, l.bytes = nil, map[pos]*Entry{}, map[string]*Entry{}, 0
 	for _, e := range es {
 		l.add(e)
 	}

@@ -192,6 +192,10 @@ func TestLogPruneKeepsWhatIsNotDropped(t *testing.T) {
 	if n, err := l.Prune(func(_ int, e *Entry) bool { return e.Offset < 100 }); err != nil || n != 0 || l.Len() != 5000 {
 		t.Fatalf("a small prune: %d dropped, %v, %d left", n, err, l.Len())
 	}
+	before := l.MemoryBytes()
+	if before < 5000*entryOverhead {
+		t.Fatalf("5000 entries hold %d bytes, not even their overhead", before)
+	}
 	// Only a prefix goes: entry 4500 would go too, but 4000 stays.
 	n, err := l.Prune(func(_ int, e *Entry) bool { return e.Offset < 4000 || e.Offset == 4500 })
 	if err != nil || n != 4000 || l.Len() != 1000 {
@@ -199,6 +203,9 @@ func TestLogPruneKeepsWhatIsNotDropped(t *testing.T) {
 	}
 	if _, ok := l.ByKey(es[10].Key); ok {
 		t.Fatal("a dropped key is still known")
+	}
+	if after := l.MemoryBytes(); after*4 > before || after < 1000*entryOverhead {
+		t.Fatalf("1000 of 5000 entries left hold %d of %d bytes", after, before)
 	}
 	if err := l.Append(es[0]); err != nil { // appends go to the new file
 		t.Fatal(err)
