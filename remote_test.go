@@ -6,35 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/writes/writestest"
 )
 
 // TestServerWrite writes through a serve with its embedded broker:
 // applied, retried under a key, refused by a condition, with types,
 // event times and a vertex delete; the store holds what was applied.
 func TestServerWrite(t *testing.T) {
-	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, server.Config{Dir: t.TempDir(), Plan: plan, Topics: []string{"edges"}, Group: "g",
-		Format: decode.FormatBinary, DeadLetterTopic: "dlq", FlushInterval: 50 * time.Millisecond, Reset: "earliest",
-		WritesTopic: "writes", WritesRetention: time.Hour,
-		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-		srv.Close()
-	}()
+	srv, _ := writestest.Serve(t, server.Config{})
+	ctx := context.Background()
 	s, err := Dial("http://"+srv.HTTPAddr(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,42 +1,22 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/writes/writestest"
 )
 
 // TestWrite sends batches through write to a serve with its embedded
 // broker: applied, refused (exit status 3), retried under a key, and
 // refused before sending; and reads the result back with query.
 func TestWrite(t *testing.T) {
-	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, server.Config{Dir: t.TempDir(), Plan: plan, Topics: []string{"edges"}, Group: "g",
-		Format: decode.FormatJSON, DeadLetterTopic: "dlq", FlushInterval: 50 * time.Millisecond, Reset: "earliest",
-		WritesTopic: "writes", WritesRetention: time.Hour,
-		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 10 * time.Second, PathBudget: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-		srv.Close()
-	}()
+	srv, _ := writestest.Serve(t, server.Config{Format: decode.FormatJSON})
 	url := "http://" + srv.HTTPAddr()
 
 	out, _, err := executeIn(t, strings.NewReader(`[{"src":"alice","dst":"bob","weight":5},{"src":"bob","dst":"carol"}]`), "write", "--server", url)

@@ -27,9 +27,9 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -77,11 +77,7 @@ func NewKafkaSink(ctx context.Context, brokers []string, topic string, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("alerts: kafka client: %w", err)
 	}
-	resp, err := kadm.NewClient(cl).CreateTopics(ctx, 1, -1, nil, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kafkaconn.EnsureTopic(ctx, cl, topic, 1); err != nil {
 		log.Warn("could not create the alert topic (producing retries)", "topic", topic, "err", err)
 	}
 	return &KafkaSink{cl: cl, topic: topic, log: log, opts: append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)}, nil

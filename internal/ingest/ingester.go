@@ -19,6 +19,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -902,12 +903,7 @@ const idCheckEvery = 2 * time.Second
 // that clusters without topic auto-creation work. Failure is logged: the
 // dead-letter producer retries until the topic exists.
 func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
-	adm := kadm.NewClient(in.cl)
-	resp, err := adm.CreateTopics(ctx, 1, -1, nil, in.cfg.DeadLetterTopic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kafkaconn.EnsureTopic(ctx, in.cl, in.cfg.DeadLetterTopic, 1); err != nil {
 		in.cfg.Logger.Warn("could not create the dead-letter topic", "topic", in.cfg.DeadLetterTopic, "err", err)
 	}
 }

@@ -8,6 +8,7 @@
 package kafkaconn
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -92,4 +95,17 @@ func (o *Options) ClientOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: o.SASLUser, Pass: o.SASLPassword}.AsSha512Mechanism()))
 	}
 	return opts, nil
+}
+
+// EnsureTopic creates topic with partitions partitions (and the brokers'
+// default replication) unless it exists; nil when it exists either way.
+func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	resp, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, -1, nil, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	return err
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/writes"
 )
 
@@ -32,11 +32,7 @@ func (s *Server) newWriter(ctx context.Context, opts []kgo.Opt) (*writer, error)
 	if err != nil {
 		return nil, fmt.Errorf("the writes topic's producer: %w", err)
 	}
-	resp, err := kadm.NewClient(cl).CreateTopics(ctx, 1, -1, nil, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kafkaconn.EnsureTopic(ctx, cl, topic, 1); err != nil {
 		s.log.Warn("could not create the writes topic (POST /v1/batches waits for it)", "topic", topic, "err", err)
 	}
 	return &writer{cl: cl, topic: topic, waiters: writes.NewWaiters()}, nil

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -8,16 +8,15 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/writes"
 	"github.com/graphtide/graphtide/internal/writes/writestest"
 )
 
 // graphOf reads the store's type-0 out-edges.
-func graphOf(t *testing.T, srv *Server) map[writestest.Edge]float64 {
+func graphOf(t *testing.T, srv *server.Server) map[writestest.Edge]float64 {
 	t.Helper()
 	v, err := srv.Views().Static(views.StaticOptions{})
 	if err != nil {
@@ -58,29 +57,15 @@ func sameGraph(t *testing.T, got, want map[writestest.Edge]float64) {
 // restart, retries get the same answers and change nothing.
 func TestWritesAreSerializableAndApplyOnce(t *testing.T) {
 	dir := t.TempDir()
-	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
-		DeadLetterTopic: "dlq", FlushInterval: 50 * time.Millisecond, Reset: "earliest",
-		WritesTopic: "writes", WritesRetention: time.Hour,
-		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 20 * time.Second, PathBudget: 1000}}
-	run := func() (*Server, context.CancelFunc, chan error, *api.Client) {
-		ctx, cancel := context.WithCancel(context.Background())
-		srv, err := Open(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx) }()
+	run := func() (*server.Server, func(), *api.Client) {
+		srv, stop := writestest.Serve(t, server.Config{Dir: dir})
 		c, err := api.NewClient("http://"+srv.HTTPAddr(), api.ClientOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return srv, cancel, done, c
+		return srv, stop, c
 	}
-	srv, cancel, done, c := run()
+	srv, stopServe, c := run()
 	ctx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer stop()
 	answers, unanswered := writestest.RunClients(ctx, c, 4, 60, 8, 1)
@@ -134,19 +119,10 @@ func TestWritesAreSerializableAndApplyOnce(t *testing.T) {
 			t.Errorf("graphtide_writes_total{outcome=%q} = %v, want %d", o, got, n)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	srv.Close()
+	stopServe()
 
 	// A restart: the outcomes are remembered; retries apply nothing.
-	srv, cancel, done, c = run()
-	defer func() {
-		cancel()
-		<-done
-		srv.Close()
-	}()
+	srv, _, c = run()
 	var again []writestest.Answer
 	for _, a := range answers[:40] {
 		if a.Reused {

@@ -44,7 +44,7 @@ const (
 	HeaderKey = "graphtide-idempotency-key"
 )
 
-// ErrTooLarge: the writes topic refused the batch's record as too large
+// ErrTooLarge is the error of a batch whose record the writes topic refused as too large
 // (its max.message.bytes); no retry can succeed.
 var ErrTooLarge = errors.New("the batch is larger than the writes topic takes (its max.message.bytes): split it")
 

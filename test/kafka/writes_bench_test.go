@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/budget"
-	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
+	"github.com/graphtide/graphtide/internal/writes/writestest"
 )
 
 // BenchmarkWrites measures POST /v1/batches on the real broker, from the
@@ -30,27 +29,11 @@ func BenchmarkWrites(b *testing.B) {
 	if broker.startErr != nil {
 		b.Skipf("no Kafka broker: %v", broker.startErr)
 	}
-	plan, err := budget.Divide(512<<20, budget.Explicit{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	edges := uniq("wb-edges")
 	createTopic(b, edges, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, server.Config{Dir: b.TempDir(), Plan: plan, Kafka: kafkaconn.Options{Brokers: addrs},
-		Topics: []string{edges}, Group: uniq("wb-group"), Format: decode.FormatBinary, DeadLetterTopic: uniq("wb-dead"),
-		FlushInterval: 2 * time.Second, Reset: "earliest", WritesTopic: uniq("wb-writes"), WritesRetention: time.Hour,
-		HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 30 * time.Second, PathBudget: 1000}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-		srv.Close()
-	}()
+	srv, _ := writestest.Serve(b, server.Config{Kafka: kafkaconn.Options{Brokers: addrs}, Topics: []string{edges},
+		Group: uniq("wb-group"), DeadLetterTopic: uniq("wb-dead"), FlushInterval: 2 * time.Second, WritesTopic: uniq("wb-writes")})
+	ctx := context.Background()
 	c, err := api.NewClient("http://"+srv.HTTPAddr(), api.ClientOptions{})
 	if err != nil {
 		b.Fatal(err)

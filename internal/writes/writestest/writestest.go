@@ -7,6 +7,7 @@
 package writestest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,12 +15,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
 )
 
@@ -388,4 +393,56 @@ func RequestOf(r Record) (*writes.Request, error) {
 		return nil, err
 	}
 	return &writes.Request{Ops: ops, Conditions: conds, IdempotencyKey: r.Key}, nil
+}
+
+// Serve runs graphtide serve (package server) with a writes topic until
+// stop is called or the test ends: cfg as given, its zero fields filled
+// (a new data directory, the embedded broker unless cfg.Kafka names
+// brokers, topic "edges", writes topic "writes", HTTP on a free loopback
+// port). stop ends Run, checks it returned nil, and closes the server.
+func Serve(tb testing.TB, cfg server.Config) (srv *server.Server, stop func()) {
+	tb.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = tb.TempDir()
+	}
+	if cfg.Plan.Total == 0 {
+		plan, err := budget.Divide(512<<20, budget.Explicit{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.Plan = plan
+	}
+	if len(cfg.Topics) == 0 {
+		cfg.Topics = []string{"edges"}
+	}
+	cfg.Group = cmp.Or(cfg.Group, "g")
+	cfg.Format = cmp.Or(cfg.Format, decode.FormatBinary)
+	cfg.DeadLetterTopic = cmp.Or(cfg.DeadLetterTopic, "dlq")
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 50*time.Millisecond)
+	cfg.Reset = cmp.Or(cfg.Reset, "earliest")
+	cfg.WritesTopic = cmp.Or(cfg.WritesTopic, "writes")
+	cfg.WritesRetention = cmp.Or(cfg.WritesRetention, time.Hour)
+	cfg.HTTP.Addr = cmp.Or(cfg.HTTP.Addr, "127.0.0.1:0")
+	cfg.HTTP.RequestTimeout = cmp.Or(cfg.HTTP.RequestTimeout, 30*time.Second)
+	cfg.HTTP.PathBudget = cmp.Or(cfg.HTTP.PathBudget, 1000)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Open(ctx, cfg)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("serve: %v", err)
+			}
+			srv.Close()
+		})
+	}
+	tb.Cleanup(stop)
+	return srv, stop
 }
