@@ -11,6 +11,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 func apply(t *testing.T, s *engine.Store, src, dst uint64) {
@@ -230,5 +231,49 @@ func TestOpenDropsTimeSamplesTheStoreLost(t *testing.T) {
 	}
 	if seq, ok := y.SeqAt(t0.Add(time.Hour)); y.Len() != 1 || !ok || seq != 2 {
 		t.Fatalf("after the open: %d samples, the newest seq %d; want only the sample of seq 2", y.Len(), seq)
+	}
+}
+
+// TestCheckReportsADamagedWritesLog: a damaged writes.log is a problem
+// of the data directory, with its byte offset, which Check reports
+// without writing and a read-write Open with writes refuses.
+func TestCheckReportsADamagedWritesLog(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Create: true, Writes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := range int64(2) {
+		if err := d.Writes.Append(writes.Entry{Topic: "w", Offset: off, Key: "k", At: time.Unix(1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Check(dir); err != nil || !r.OK() {
+		t.Fatalf("a sound writes.log: %v, %+v", err, r)
+	}
+	wl := WritesLogPath(dir)
+	b, err := os.ReadFile(wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[30] ^= 1 // in the first record's payload
+	if err := os.WriteFile(wl, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || len(r.Problems) != 1 || r.Problems[0].File != wl || r.Problems[0].Offset != 8 {
+		t.Fatalf("problems %+v", r.Problems)
+	}
+	if after, err := os.ReadFile(wl); err != nil || string(after) != string(b) {
+		t.Fatal("check changed writes.log")
+	}
+	if _, err := Open(dir, Options{Writes: true}); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("opening with a damaged writes.log: %v", err)
 	}
 }
