@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Dead letters: how a record that cannot be ingested reaches the
@@ -447,7 +449,8 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 			continue // the partition is cut at an earlier record
 		}
 		b := &dlBlock{tp: k, offset: r.Offset, epoch: r.LeaderEpoch,
-			src:    &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)},
+			src: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...),
+				Headers: requestHeader(r)},
 			reason: dr.reason, size: len(r.Key) + len(r.Value), since: time.Now(), lastErr: err}
 		if !done {
 			b.lastErr = fmt.Errorf("not acknowledged within %v (still trying)", wait)
@@ -649,6 +652,12 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 		m.Records.WithLabelValues(b.topic).Inc()
 		m.Bytes.WithLabelValues(b.topic).Add(float64(len(b.src.Value)))
 		m.DeadLetterBlocked.WithLabelValues(b.topic, strconv.Itoa(int(b.partition))).Set(0)
+		if w := in.cfg.Writes; w != nil && b.topic == w.Topic {
+			// A write whose dead letter had to wait: its request hears of
+			// it now (one written at once heard at its decode).
+			m.Writes.WithLabelValues("dead_letter").Inc()
+			w.Waiters.Deliver(requestOf(b.src), writes.Result{Err: b.reason, Partition: b.partition, Offset: b.offset})
+		}
 		in.cfg.Logger.Warn("record dead-lettered; the partition resumes after it", "topic", b.topic, "partition", b.partition, "offset", b.offset,
 			"blocked_for", time.Since(b.since).Round(time.Millisecond), "attempts", b.tries+1, "blocked_partitions", n)
 	}

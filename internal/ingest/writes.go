@@ -73,12 +73,9 @@ type pendingWrite struct {
 // An error is the record's fault: it goes to the dead letters, and its
 // waiter is told.
 func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, error) {
-	w := &pendingWrite{partition: r.Partition, offset: r.Offset, print: writes.Fingerprint(r.Value)}
+	w := &pendingWrite{partition: r.Partition, offset: r.Offset, print: writes.Fingerprint(r.Value), request: requestOf(r)}
 	for _, h := range r.Headers {
-		switch h.Key {
-		case writes.HeaderRequest:
-			w.request = string(h.Value)
-		case writes.HeaderKey:
+		if h.Key == writes.HeaderKey {
 			w.key = string(h.Value)
 		}
 	}
@@ -95,6 +92,25 @@ func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, e
 		return w, err
 	}
 	return w, nil
+}
+
+// requestOf is the request id a write record carries ("" none).
+func requestOf(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == writes.HeaderRequest {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// requestHeader is a copy of r's request id header, alone (nil: none):
+// what a dead-letter block keeps of a write's headers, to answer it.
+func requestHeader(r *kgo.Record) []kgo.RecordHeader {
+	if id := requestOf(r); id != "" {
+		return []kgo.RecordHeader{{Key: writes.HeaderRequest, Value: []byte(id)}}
+	}
+	return nil
 }
 
 // writeFailure is a write record that went to the dead letters.

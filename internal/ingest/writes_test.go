@@ -242,3 +242,32 @@ func TestMissingLogIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadLetteredWriteIsAnsweredWhenItsBlockEnds: a write whose dead
+// letter could not be written at once is answered (with why) when the
+// dead letter is acknowledged and its partition resumes.
+func TestDeadLetteredWriteIsAnsweredWhenItsBlockEnds(t *testing.T) {
+	in, _, _ := writesIngester(t, time.Hour)
+	wt := writes.NewWaiters()
+	in.cfg.Writes.Waiters = wt
+	id, ch := wt.Add()
+	r := &kgo.Record{Topic: "w", Partition: 0, Offset: 7, Value: []byte("not a batch"),
+		Headers: []kgo.RecordHeader{{Key: "other", Value: []byte("x")}, {Key: writes.HeaderRequest, Value: []byte(id)}}}
+	src := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: r.Value, Headers: requestHeader(r)}
+	r.Headers[1].Value[0] ^= 1 // the block keeps a copy
+	in.dl.mu.Lock()
+	in.dl.blocks[tp{"w", 0}] = &dlBlock{tp: tp{"w", 0}, offset: 7, src: src, reason: "writes: not a batch", acked: true, since: time.Now()}
+	in.dl.mu.Unlock()
+	next, n := in.unblockAcked(Position{"w": {0: 7}})
+	if o, _ := next.Get("w", 0); o != 8 || n != 1 {
+		t.Fatalf("unblocked to %d, %d records", o, n)
+	}
+	select {
+	case res := <-ch:
+		if res.Err != "writes: not a batch" || res.Offset != 7 {
+			t.Fatalf("answered %+v", res)
+		}
+	default:
+		t.Fatal("the write's request was not answered")
+	}
+}
