@@ -21,12 +21,16 @@ import (
 // order between partitions is an order the log allows).
 //
 // How a write is applied (applyWrite), first rule that fits:
-//  1. The outcome log has its record (a replay after a crash, or of an
-//     analytics checkpoint): the logged outcome is repeated, without
+//  1. The outcome log has an entry for its record, of this incarnation of
+//     the topic (its topic ID): a replay after a crash, or from an
+//     analytics checkpoint. The logged outcome is repeated, without
 //     evaluating again (the state may differ: records of other partitions
-//     can interleave differently on a replay).
-//  2. Its idempotency key has an entry: a retry. Nothing is applied; the
-//     first write's outcome is the answer.
+//     can interleave differently on a replay). An entry for another batch
+//     at that offset stops ingestion: the log is not this topic's.
+//  2. Its idempotency key has an entry: a retry. An entry of its own says
+//     so (logged and synced first, so that a replay of it applies
+//     nothing even once its key's first entry is pruned); nothing is
+//     applied; the first write's outcome is the answer.
 //  3. No key and no conditions: applied as any record.
 //  4. Otherwise the conditions are evaluated with the store's writer lock
 //     held (engine.ApplyIfThen), the outcome is appended to the log and
