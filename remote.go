@@ -3,9 +3,7 @@ package graphtide
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
@@ -130,26 +128,8 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 	}
 	ops = append(ops, ']')
 	req := &writes.Request{Ops: ops, IdempotencyKey: o.IdempotencyKey}
-	num := func(v uint64) json.RawMessage { return strconv.AppendUint(nil, v, 10) }
-	kinds := map[engine.CondKind]string{engine.CondEdgeExists: writes.KindEdgeExists, engine.CondEdgeAbsent: writes.KindEdgeAbsent,
-		engine.CondWeightEquals: writes.KindWeightEquals, engine.CondWeightBelow: writes.KindWeightBelow,
-		engine.CondVertexExists: writes.KindVertexExists, engine.CondDegreeAtMost: writes.KindDegreeAtMost}
 	for _, c := range o.Conditions {
-		wc := writes.Condition{Kind: kinds[c.c.Kind]}
-		switch c.c.Kind {
-		case engine.CondVertexExists, engine.CondDegreeAtMost:
-			wc.Vertex = num(c.c.Src)
-		default:
-			wc.Src, wc.Dst = num(c.c.Src), num(c.c.Dst)
-			if c.c.Type != 0 {
-				wc.Type = num(uint64(c.c.Type))
-			}
-		}
-		if c.c.Kind == engine.CondWeightEquals || c.c.Kind == engine.CondWeightBelow || c.c.Kind == engine.CondDegreeAtMost {
-			v := c.c.Value
-			wc.Value = &v
-		}
-		req.Conditions = append(req.Conditions, wc)
+		req.Conditions = append(req.Conditions, writes.ConditionOf(c.c))
 	}
 	return req, req.Check()
 }

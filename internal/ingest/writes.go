@@ -162,20 +162,15 @@ func (in *Ingester) resolveConditions(cs []writes.Condition) resolved {
 			}
 			ec.Type = t
 		}
-		switch c.Kind {
-		case writes.KindEdgeExists, writes.KindEdgeAbsent, writes.KindWeightEquals, writes.KindWeightBelow:
+		if c.Vertex == nil { // an edge's condition (Parse checked the fields)
 			ec.Src, ec.Dst = vertex(c.Src), vertex(c.Dst)
-		default:
+		} else {
 			ec.Src = vertex(c.Vertex)
 		}
 		if c.Value != nil {
 			ec.Value = *c.Value
 		}
-		ec.Kind = map[string]engine.CondKind{
-			writes.KindEdgeExists: engine.CondEdgeExists, writes.KindEdgeAbsent: engine.CondEdgeAbsent,
-			writes.KindWeightEquals: engine.CondWeightEquals, writes.KindWeightBelow: engine.CondWeightBelow,
-			writes.KindVertexExists: engine.CondVertexExists, writes.KindDegreeAtMost: engine.CondDegreeAtMost,
-		}[c.Kind]
+		ec.Kind = writes.EngineKind(c.Kind)
 		if missing != "" {
 			// Nothing of it is in the graph.
 			holds := ec.Kind == engine.CondEdgeAbsent || ec.Kind == engine.CondDegreeAtMost && ec.Value >= 0

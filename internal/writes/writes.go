@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -64,6 +65,66 @@ const (
 	KindVertexExists = "vertex_exists"
 	KindDegreeAtMost = "degree_at_most"
 )
+
+// kindInfo pairs a request kind with the engine's, and says what the
+// condition takes: an edge (src, dst, type; else a vertex) and a value.
+type kindInfo struct {
+	name        string
+	kind        engine.CondKind
+	edge, value bool
+}
+
+var kinds = []kindInfo{
+	{KindEdgeExists, engine.CondEdgeExists, true, false},
+	{KindEdgeAbsent, engine.CondEdgeAbsent, true, false},
+	{KindWeightEquals, engine.CondWeightEquals, true, true},
+	{KindWeightBelow, engine.CondWeightBelow, true, true},
+	{KindVertexExists, engine.CondVertexExists, false, false},
+	{KindDegreeAtMost, engine.CondDegreeAtMost, false, true},
+}
+
+// kindOf is the kind named name.
+func kindOf(name string) (kindInfo, bool) {
+	for _, k := range kinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return kindInfo{}, false
+}
+
+// EngineKind is the engine's kind of a request's kind name (0: unknown).
+func EngineKind(name string) engine.CondKind {
+	k, _ := kindOf(name)
+	return k.kind
+}
+
+// ConditionOf is the request's form of the engine's condition c, its
+// vertices and type as numbers (a condition of an unknown kind has none
+// of them: Check refuses it).
+func ConditionOf(c engine.Condition) Condition {
+	num := func(v uint64) json.RawMessage { return strconv.AppendUint(nil, v, 10) }
+	for _, k := range kinds {
+		if k.kind != c.Kind {
+			continue
+		}
+		out := Condition{Kind: k.name}
+		if k.edge {
+			out.Src, out.Dst = num(c.Src), num(c.Dst)
+			if c.Type != 0 {
+				out.Type = num(uint64(c.Type))
+			}
+		} else {
+			out.Vertex = num(c.Src)
+		}
+		if k.value {
+			v := c.Value
+			out.Value = &v
+		}
+		return out
+	}
+	return Condition{Kind: fmt.Sprintf("engine kind %d", c.Kind)}
+}
 
 // Condition is one precondition of a request. Src, Dst and Vertex are
 // vertices as in the JSON record format: a JSON integer is an id, a JSON
@@ -126,19 +187,15 @@ func (r *Request) Check() error {
 }
 
 func (c *Condition) check() error {
-	edge, val := false, false
-	switch c.Kind {
-	case KindEdgeExists, KindEdgeAbsent:
-		edge = true
-	case KindWeightEquals, KindWeightBelow:
-		edge, val = true, true
-	case KindVertexExists:
-	case KindDegreeAtMost:
-		val = true
-	default:
-		return fmt.Errorf("unknown kind %q: one of %s, %s, %s, %s, %s, %s", c.Kind,
-			KindEdgeExists, KindEdgeAbsent, KindWeightEquals, KindWeightBelow, KindVertexExists, KindDegreeAtMost)
+	k, ok := kindOf(c.Kind)
+	if !ok {
+		names := make([]string, len(kinds))
+		for j, k := range kinds {
+			names[j] = k.name
+		}
+		return fmt.Errorf("unknown kind %q: one of %s", c.Kind, strings.Join(names, ", "))
 	}
+	edge, val := k.edge, k.value
 	if edge {
 		if c.Src == nil || c.Dst == nil || c.Vertex != nil {
 			return fmt.Errorf("%s takes src and dst (and no vertex)", c.Kind)
