@@ -172,21 +172,17 @@ func (o *writeOptions) run(c *cobra.Command, args []string) error {
 // parseBatch reads a batch: a request object, or a bare list of ops.
 func parseBatch(raw []byte) (*writes.Request, error) {
 	raw = bytes.TrimSpace(raw)
-	var req writes.Request
 	if len(raw) > 0 && raw[0] == '[' {
-		req.Ops = raw
-		return &req, nil
+		return &writes.Request{Ops: raw}, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&req); err != nil {
-		return nil, fmt.Errorf(`a batch is a JSON list of operations or an object {"ops": [...], "conditions": [...]}: %w`, err)
-	}
-	if d.More() {
+	req, err := writes.DecodeRequest(raw)
+	switch {
+	case errors.Is(err, writes.ErrTrailingData):
 		return nil, errors.New("data after the batch")
-	}
-	if strings.TrimSpace(string(req.Ops)) == "" {
+	case err != nil:
+		return nil, fmt.Errorf(`a batch is a JSON list of operations or an object {"ops": [...], "conditions": [...]}: %w`, err)
+	case strings.TrimSpace(string(req.Ops)) == "":
 		return nil, errors.New(`the batch has no "ops"`)
 	}
-	return &req, nil
+	return req, nil
 }

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,14 +82,12 @@ func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req writes.Request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return errorf(http.StatusBadRequest, `body must be one batch as a JSON object {"ops": [...], "conditions": [...]}: %v`, err)
-	}
-	if dec.More() {
+	req, err := writes.DecodeRequest(body)
+	switch {
+	case errors.Is(err, writes.ErrTrailingData):
 		return errorf(http.StatusBadRequest, "body must hold one JSON object, and nothing after it")
+	case err != nil:
+		return errorf(http.StatusBadRequest, `body must be one batch as a JSON object {"ops": [...], "conditions": [...]}: %v`, err)
 	}
 	if h := r.Header.Get("Idempotency-Key"); h != "" {
 		if req.IdempotencyKey != "" && req.IdempotencyKey != h {
@@ -113,7 +109,7 @@ func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	res, err := s.cfg.Writes.Submit(r.Context(), &req)
+	res, err := s.cfg.Writes.Submit(r.Context(), req)
 	switch {
 	case errors.Is(err, writes.ErrTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "%v", err)

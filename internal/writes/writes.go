@@ -293,19 +293,40 @@ func Encode(r *Request) ([]byte, error) {
 // and conditions. Any error is the record's fault (a dead letter).
 func Parse(b []byte) (ops json.RawMessage, conds []Condition, err error) {
 	var v value
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&v); err != nil {
+	if err := decodeOne(b, &v); err != nil {
 		return nil, nil, fmt.Errorf("writes: not a batch: %w", err)
-	}
-	if d.More() {
-		return nil, nil, errors.New("writes: not a batch: data after the object")
 	}
 	r := Request{Ops: v.Ops, Conditions: v.Conditions}
 	if err := r.Check(); err != nil {
 		return nil, nil, fmt.Errorf("writes: %w", err)
 	}
 	return v.Ops, v.Conditions, nil
+}
+
+// ErrTrailingData is the error of a body or value with data after its JSON object.
+var ErrTrailingData = errors.New("data after the object")
+
+// DecodeRequest reads a request body: one JSON object of a Request's
+// fields only (not yet checked: see Check).
+func DecodeRequest(b []byte) (*Request, error) {
+	var r Request
+	if err := decodeOne(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// decodeOne decodes b, one JSON object with only v's fields, into v.
+func decodeOne(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return ErrTrailingData
+	}
+	return nil
 }
 
 // Fingerprint identifies a record value: equal values, equal prints.
