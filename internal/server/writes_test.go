@@ -164,3 +164,26 @@ func TestWritesAreSerializableAndApplyOnce(t *testing.T) {
 		t.Fatal("a plain batch is not visible when its answer comes")
 	}
 }
+
+// TestRestartAfterPlainWritesOnly: a store whose writes topic saw only
+// plain batches (no entry in writes.log) starts again: the log's file is
+// there from the first start, marking that it goes with the store.
+func TestRestartAfterPlainWritesOnly(t *testing.T) {
+	dir := t.TempDir()
+	srv, stop := writestest.Serve(t, server.Config{Dir: dir})
+	c, err := api.NewClient("http://"+srv.HTTPAddr(), api.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.PostBatch(context.Background(), &writes.Request{Ops: []byte(`[{"src":1,"dst":2}]`)}); err != nil || !r.Applied {
+		t.Fatalf("a plain batch: %+v, %v", r, err)
+	}
+	if err := srv.Store().Flush(); err != nil { // the position names the writes topic
+		t.Fatal(err)
+	}
+	stop()
+	srv, _ = writestest.Serve(t, server.Config{Dir: dir})
+	if g := graphOf(t, srv); g[writestest.Edge{Src: 1, Dst: 2}] != 1 || len(g) != 1 {
+		t.Fatalf("after the restart: %v", g)
+	}
+}

@@ -87,14 +87,17 @@ type pos struct {
 // Log is the outcome log. Safe for concurrent use.
 type Log struct {
 	path string
-	// created: OpenLog found no file and made an empty one.
+	// created: OpenLog found no file and made an empty one. (The file
+	// marks that the store's consumption of the writes topic goes with
+	// this log: a store with a position in the topic and no file is
+	// refused, see ingest.New, which removes the empty file it refuses.)
 	created bool
 	mu      sync.Mutex
 	// f is the file, appended to (nil when read-only). Protected by mu.
 	f *os.File
 	// The entries, in append order, and indexed by position and by key
-	// (the first entry of a key: later records with it are retries, which
-	// get no entry). Protected by mu.
+	// (the key's first entry: a retry's own entry does not replace it).
+	// Protected by mu.
 	entries []*Entry
 	byPos   map[pos]*Entry
 	byKey   map[string]*Entry
