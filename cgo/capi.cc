@@ -61,7 +61,7 @@ int Done(const gt::Status &st, gt_error *err) { return st.ok() ? GT_OK : Fail(st
 
 // GT_OK, or the failure for a direction the snapshot cannot read.
 int CheckDir(const gt_snapshot *snap, uint32_t dir, gt_error *err) {
-  if (dir > 1) return Fail(gt::Status::Invalid("dir must be 0 (out) or 1 (in)"), err);
+  if (dir > 2) return Fail(gt::Status::Invalid("dir must be 0 (out), 1 (in) or 2 (vertex cells)"), err);
   if (dir == 1 && !snap->r.store()->in_edges())
     return Fail(gt::Status::Invalid("in-edges are not kept by this store (open it with in_edges)"), err);
   return GT_OK;

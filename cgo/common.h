@@ -129,6 +129,8 @@ inline void AppendEntry(std::vector<Entry> *out, uint64_t dst, uint64_t vers, do
 
 constexpr int kOut = 0;
 constexpr int kIn = 1;
+constexpr int kVtx = 2;    // the vertex records' cells (GT_VERTEX)
+constexpr int kTrees = 3;  // out, in, vertex cells
 
 // CRC32C (Castagnoli). Hardware instruction when available, table otherwise.
 uint32_t Crc32c(const void *data, size_t n, uint32_t seed = 0);

@@ -89,6 +89,16 @@ const (
 	OpUpsert       = uint32(C.GT_OP_UPSERT)
 	OpDeleteEdge   = uint32(C.GT_OP_DELETE_EDGE)
 	OpDeleteVertex = uint32(C.GT_OP_DELETE_VERTEX)
+	OpPutCell      = uint32(C.GT_OP_PUT_CELL)
+	OpDeleteCell   = uint32(C.GT_OP_DELETE_CELL)
+)
+
+// Vertex records' cells (see GT_OP_PUT_CELL): a cell's Dst is CellBase
+// plus its index, below MaxCells; reads in direction DirVertex return them.
+const (
+	CellBase  = uint64(C.GT_CELL_BASE)
+	MaxCells  = int(C.GT_MAX_CELLS)
+	DirVertex = uint32(C.GT_VERTEX)
 )
 
 // Op mirrors gt_op byte for byte (checked in init).

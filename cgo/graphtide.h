@@ -138,10 +138,27 @@ typedef struct gt_type_set {
 } gt_type_set;
 
 typedef enum gt_op_kind {
-  GT_OP_UPSERT = 0,       /* insert or update edge (src,dst,type) with weight */
-  GT_OP_DELETE_EDGE = 1,  /* delete edge (src,dst,type) */
-  GT_OP_DELETE_VERTEX = 2 /* delete every edge incident to src, of every type; dst ignored, type 0 */
+  GT_OP_UPSERT = 0,        /* insert or update edge (src,dst,type) with weight */
+  GT_OP_DELETE_EDGE = 1,   /* delete edge (src,dst,type) */
+  GT_OP_DELETE_VERTEX = 2, /* delete every edge incident to src, of every type, and every cell of src's
+                              vertex record; dst ignored, type 0 */
+  GT_OP_PUT_CELL = 3,      /* set cell dst of src's vertex record to (weight, time); type 0 */
+  GT_OP_DELETE_CELL = 4    /* clear cell dst of src's vertex record; type 0 */
 } gt_op_kind;
+
+/* Vertex records. A vertex's record is a row of up to GT_MAX_CELLS cells,
+ * each a versioned (weight, time) pair, kept in a tree of their own
+ * (GT_VERTEX) beside the edges: in the MemGraphs, flushed to files of
+ * direction GT_VERTEX, compacted with the rest, retained under the same
+ * history rules, and hidden by a vertex delete as its edges are. A cell's
+ * dst is GT_CELL_BASE + its index: above every vertex id, so no vertex
+ * delete names it, and a read of src in direction GT_VERTEX (degree,
+ * neighbors, scan, gather) returns src's live cells as edges (dst, weight,
+ * time) in index order. The core gives cells no meaning: graphtide's Go
+ * engine stores a vertex's label and property document in them. A
+ * GT_OP_PUT_CELL's weight must be finite and its time at least 0. */
+#define GT_CELL_BASE ((uint64_t)0x8000000000000000ULL)
+#define GT_MAX_CELLS 4096
 
 /* One operation of a batch. Layout is mirrored by the Go side. */
 typedef struct gt_op {
@@ -154,7 +171,8 @@ typedef struct gt_op {
                     with its version and returned by reads; a vertex delete's is not kept */
 } gt_op;
 
-typedef enum gt_dir { GT_OUT = 0, GT_IN = 1 } gt_dir;
+/* GT_VERTEX: the vertex records' cells (see GT_OP_PUT_CELL). */
+typedef enum gt_dir { GT_OUT = 0, GT_IN = 1, GT_VERTEX = 2 } gt_dir;
 
 typedef struct gt_level_metrics {
   uint64_t files;
@@ -188,7 +206,7 @@ typedef struct gt_metrics {
                                    floor with keep_history, else last_seq */
   uint32_t num_levels;          /* entries used in levels[] (L0 first) */
   uint32_t reserved;
-  gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees summed */
+  gt_level_metrics levels[GT_MAX_LEVELS]; /* out- and in-edge trees and vertex cells summed */
 } gt_metrics;
 
 typedef struct gt_store gt_store;
@@ -359,7 +377,7 @@ typedef struct gt_file_info {
 } gt_file_info;
 
 /* Copies up to cap live files (L0 newest first, then each level by min_src;
- * out-edges before in-edges) into out. *n receives the total count; if it is
+ * out-edges, then in-edges, then vertex cells) into out. *n receives the total count; if it is
  * larger than cap only cap were copied. The file name of id is
  * printf("%08llu.seg", id) in the store directory. */
 void gt_list_files(gt_store *s, gt_file_info *out, size_t cap, size_t *n);

@@ -457,7 +457,7 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
       if (m.id == 0 || !used.insert(m.id).second)
         return fail(i, "edit adds file number " + std::to_string(m.id) + ", which is already in use");
       const bool level_ok = e.kind == EditKind::kSnapshot || (e.kind == EditKind::kFlush) == (m.level == 0);
-      if (m.dir > 1 || m.level >= GT_MAX_LEVELS || !level_ok)
+      if (m.dir >= kTrees || m.level >= GT_MAX_LEVELS || !level_ok)
         return fail(i, "edit adds " + SegmentFileName(m.id) + " at level " + std::to_string(m.level) +
                            " in direction " + std::to_string(m.dir) + ", which a " +
                            (e.kind == EditKind::kFlush ? "flush" : "compaction") + " cannot write");

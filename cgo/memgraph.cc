@@ -84,7 +84,7 @@ void HelperThread::Loop() {
 }
 
 MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32_t parallel_min,
-                   std::shared_ptr<MappingPool> pool)
+                   std::shared_ptr<MappingPool> pool, bool cells)
     : in_edges_(in_edges),
       limit_(limit_bytes),
       pool_(std::move(pool)),
@@ -106,6 +106,11 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
     b.cap_words = cap_words;
   }
   bytes_.store(ComputeBytes());
+  // Vertex records are few beside edges: a 64th of the budget to start
+  // (its arena grows as any MemGraph's; bytes() counts it either way).
+  if (!cells)
+    cells_ = std::make_unique<MemGraph>(false, std::max<uint64_t>(64u << 10, limit_bytes / 64), 0, UINT32_MAX, nullptr,
+                                        true);
 }
 
 MemGraph::~MemGraph() {
@@ -502,12 +507,17 @@ uint64_t MemGraph::ComputeBytes() const {
 }
 
 void MemGraph::Freeze(uint64_t freeze_seq) {
+  if (cells_ != nullptr) cells_->Freeze(freeze_seq);
   freeze_seq_ = freeze_seq;
   helper_.Stop();
   frozen_.store(true, std::memory_order_release);
 }
 
 void MemGraph::Collect(int dir, uint64_t v, std::vector<Entry> *out) const {
+  if (dir == kVtx) {
+    if (cells_ != nullptr) cells_->Collect(kOut, v, out);
+    return;
+  }
   if (dir == kIn) {
     if (!in_edges_) return;
     const std::shared_ptr<const InIndex> x = InIndexAt(UINT64_MAX);
@@ -545,6 +555,10 @@ void StableSortRun(Entry *b, Entry *e) {
 }  // namespace
 
 size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+  if (dir == kVtx) {
+    scratch->clear();
+    return cells_ != nullptr ? cells_->AddRuns(kOut, v, tau, scratch, runs) : 0;
+  }
   scratch->clear();
   if (dir == kIn) {
     if (!in_edges_) return 0;
@@ -733,6 +747,11 @@ void MemGraph::BuildSorted(Dir &d) const {
 
 void MemGraph::VerticesFrom(int dir, uint64_t lo, uint64_t hi, uint64_t tau, size_t max, std::vector<uint64_t> *out,
                             uint64_t *resume) const {
+  if (dir == kVtx) {
+    *resume = hi;
+    if (cells_ != nullptr) cells_->VerticesFrom(kOut, lo, hi, tau, max, out, resume);
+    return;
+  }
   const Dir &d = out_;
   *resume = hi;
   if (hi <= lo || vertices(dir) == 0 || max == 0) return;

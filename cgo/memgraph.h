@@ -179,8 +179,10 @@ class MemGraph {
   // MemGraph, as in tests, splits every batch).
   // pool (may be null): where its memory comes from first, and goes to
   // when it dies (see MappingPool).
+  // Every MemGraph but a cells one (cells true) holds a cells MemGraph
+  // of its own for the vertex records' cells (kVtx): see cells().
   MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min = 0, uint32_t parallel_min = 0,
-           std::shared_ptr<MappingPool> pool = nullptr);
+           std::shared_ptr<MappingPool> pool = nullptr, bool cells = false);
   ~MemGraph();
   MemGraph(const MemGraph &) = delete;
   MemGraph &operator=(const MemGraph &) = delete;
@@ -199,6 +201,15 @@ class MemGraph {
   // Writer only. After it, nothing writes this MemGraph again (and its
   // helper thread is joined).
   void Freeze(uint64_t freeze_seq);
+  // The MemGraph of the vertex records' cells (null in a cells MemGraph
+  // itself): a cell op is an edge op there (dst: GT_CELL_BASE + index),
+  // applied by the writer with the batch's seq before the batch's edge ops
+  // here (Store::Apply), frozen with this one, and flushed to a file of
+  // direction kVtx. The reads below given kVtx read it as out-edges. It
+  // keeps no in-edges, never uses a helper thread, and its memory counts in
+  // bytes().
+  MemGraph *cells() { return cells_.get(); }
+  const MemGraph *cells() const { return cells_.get(); }
   // Raises the per-band vertex bounds of what this MemGraph holds (one past
   // the largest id below GT_HIGH_ID_BASE, and at or above it). Writers only.
   void RaiseBounds(uint64_t low, uint64_t high) {
@@ -219,7 +230,7 @@ class MemGraph {
   // Everything held, hub caches and the in-index included (any thread).
   uint64_t bytes() const {
     return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed) +
-           in_bytes_.load(std::memory_order_relaxed);
+           in_bytes_.load(std::memory_order_relaxed) + (cells_ != nullptr ? cells_->bytes() : 0);
   }
   // Of bytes(), what the hub caches take (any thread).
   uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
@@ -233,6 +244,7 @@ class MemGraph {
   // in-edges, the same count: it is not 0 exactly when some in-version
   // exists (every edge op makes one of each).
   size_t vertices(int dir) const {
+    if (dir == kVtx) return cells_ != nullptr ? cells_->vertices(kOut) : 0;
     if (dir == kIn && !in_edges_) return 0;
     size_t n = 0;
     for (const Shard &sh : out_.shards) n += sh.nslots.load(std::memory_order_acquire);
@@ -694,6 +706,9 @@ class MemGraph {
 
   const bool in_edges_;
   const uint64_t limit_;
+  // The vertex records' cells (cells()); null in a cells MemGraph. Made
+  // with this one and never replaced.
+  std::unique_ptr<MemGraph> cells_;
   // Where the mappings below come from first and go to when this dies
   // (may be null).
   const std::shared_ptr<MappingPool> pool_;

@@ -123,6 +123,12 @@ class Store {
   // Live files of the current Version, in gt_list_files order.
   std::vector<gt_file_info> Files();
   bool in_edges() const { return opt_.in_edges; }
+  // The trees this store keeps, in the order compaction visits them:
+  // out-edges, in-edges (with in_edges), vertex cells.
+  std::vector<int> Trees() const {
+    if (opt_.in_edges) return {kOut, kIn, kVtx};
+    return {kOut, kVtx};
+  }
 
  private:
   Store(std::string dir, const Options &opt);
@@ -222,7 +228,7 @@ class Store {
   std::set<uint64_t> pending_files_;
   bool shutting_down_ = false;
   Status bg_error_;
-  std::vector<uint64_t> pointers_[2];
+  std::vector<uint64_t> pointers_[kTrees];
   bool compaction_wanted_ = false;
   // Newest seq a flush was requested for while another flush ran; the
   // flush thread freezes the active MemGraph for it once that one is done.

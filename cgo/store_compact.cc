@@ -76,7 +76,7 @@ void Store::CompactLoop() {
     for (;;) {
       std::lock_guard<std::mutex> cl(compaction_mu_);
       bool did = false;
-      for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+      for (int dir : Trees()) {
         auto ver = Current();
         CompactionPlan plan;
         std::vector<uint64_t> ptrs;
@@ -102,7 +102,7 @@ Status Store::CompactAll() {
   if (opt_.read_only) return Status::Invalid("store is open read-only");
   GT_RETURN_IF_ERROR(Flush());
   std::lock_guard<std::mutex> cl(compaction_mu_);
-  for (int dir = 0; dir < (opt_.in_edges ? 2 : 1); dir++) {
+  for (int dir : Trees()) {
     for (;;) {
       {
         std::lock_guard<std::mutex> l(mu_);
@@ -258,7 +258,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   std::vector<SegMeta> outs;
   SegmentBuilder b;
   b.set_format(opt_.segment_format);
-  b.set_edge_filter(!plan.bottommost && dir == kOut);
+  b.set_edge_filter(!plan.bottommost && dir == kOut);  // out-edge files only
   b.set_history(ret.history, ret.floor);
   // Output segments are cut at the target size; size the columns for one
   // (4-byte dsts, the common case) so that they do not double past it.

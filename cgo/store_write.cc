@@ -61,15 +61,24 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   if (opt_.read_only) return Status::Invalid("store is open read-only");
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   bool has_vdel = false;
+  size_t ncells = 0;
   uint64_t max_low = 0, max_high = 0;  // one past, per band
   for (size_t i = 0; i < n; i++) {
     const gt_op &op = ops[i];
-    if (op.kind > GT_OP_DELETE_VERTEX)
+    if (op.kind > GT_OP_DELETE_CELL)
       return Status::Invalid("op " + std::to_string(i) + ": unknown kind " + std::to_string(op.kind));
-    if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && op.dst > GT_MAX_VERTEX))
+    const bool cell = op.kind == GT_OP_PUT_CELL || op.kind == GT_OP_DELETE_CELL;
+    if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && !cell && op.dst > GT_MAX_VERTEX))
       return Status::Invalid("op " + std::to_string(i) + ": vertex id out of range (max " +
                              std::to_string(GT_MAX_VERTEX) + ")");
-    if (op.kind == GT_OP_UPSERT && !std::isfinite(op.weight))
+    if (cell) {
+      if (op.dst < GT_CELL_BASE || op.dst - GT_CELL_BASE >= GT_MAX_CELLS)
+        return Status::Invalid("op " + std::to_string(i) + ": a cell's dst must be GT_CELL_BASE plus an index below " +
+                               std::to_string(GT_MAX_CELLS));
+      if (op.type != 0) return Status::Invalid("op " + std::to_string(i) + ": a cell takes no type");
+      ncells++;
+    }
+    if ((op.kind == GT_OP_UPSERT || op.kind == GT_OP_PUT_CELL) && !std::isfinite(op.weight))
       return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
     if (op.type >= kMaxEdgeTypes)
       return Status::Invalid("op " + std::to_string(i) + ": edge type " + std::to_string(op.type) +
@@ -81,15 +90,16 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
       return Status::Invalid("op " + std::to_string(i) +
                              ": a vertex delete removes edges of every type; its type must be 0");
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
-    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX ? op.src : op.dst}) {
+    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX || cell ? op.src : op.dst}) {
       if (v < GT_HIGH_ID_BASE)
         max_low = std::max(max_low, v + 1);
       else
         max_high = std::max(max_high, v + 1);
     }
   }
-  // An edge op followed, in the same batch, by a delete of one of its
-  // vertices is dead on arrival; it must not survive with the delete's seq.
+  // An edge (or cell) op followed, in the same batch, by a delete of one of
+  // its vertices is dead on arrival; it must not survive with the delete's
+  // seq. (A cell's dst is above every vertex id: only its src matters.)
   std::vector<uint8_t> skip;
   if (has_vdel) {
     skip.assign(n, 0);
@@ -100,6 +110,21 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
       if (ops[i].kind == GT_OP_DELETE_VERTEX) continue;
       auto a = last_del.find(ops[i].src), b = last_del.find(ops[i].dst);
       if ((a != last_del.end() && a->second > i) || (b != last_del.end() && b->second > i)) skip[i] = 1;
+    }
+  }
+  // With cells, the edge ops and the cell ops apart, each with its skips:
+  // the cell ops go to the cells MemGraph as edge ops.
+  std::vector<gt_op> eops, cops;
+  std::vector<uint8_t> eskip, cskip;
+  if (ncells > 0) {
+    eops.reserve(n - ncells);
+    cops.reserve(ncells);
+    for (size_t i = 0; i < n; i++) {
+      const bool cell = ops[i].kind == GT_OP_PUT_CELL || ops[i].kind == GT_OP_DELETE_CELL;
+      std::vector<gt_op> &to = cell ? cops : eops;
+      to.push_back(ops[i]);
+      if (cell) to.back().kind = ops[i].kind == GT_OP_PUT_CELL ? GT_OP_UPSERT : GT_OP_DELETE_EDGE;
+      if (!skip.empty()) (cell ? cskip : eskip).push_back(skip[i]);
     }
   }
 
@@ -122,7 +147,14 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   }
   const uint64_t seq = last_seq_.load() + 1;
   if (seq > kMaxSeq) return Status::Invalid("sequence numbers exhausted (max " + std::to_string(kMaxSeq) + ")");
-  cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  if (ncells > 0) {
+    // Cells first: the edge MemGraph's Apply counts the batch (empty(),
+    // first_seq) and records its source position, so it goes last.
+    ver->active->cells()->Apply(cops.data(), cops.size(), seq, cskip, nullptr, 0);
+    cpu.helper = ver->active->Apply(eops.data(), eops.size(), seq, eskip, srcpos, srcpos_len);
+  } else {
+    cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+  }
   ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {
     // O(new records) amortized: the map shares its chunks (merge.h).
@@ -239,13 +271,17 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
   std::vector<Run> runs(1);
   // A frozen MemGraph has no writer: this thread took it from the
   // Version published, under mu_, after Freeze and so after every write.
+  // The versions of g that the retention keeps, into b.
+  auto retained = [&](const MemGraph &g) {
+    g.ForEachSorted(&ents, [&](uint64_t v, const std::vector<Entry> &vs) {
+      runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
+      kept.clear();
+      RetainVersions(runs, v, rp, &kept);
+      b.AddVertex(v, kept.data(), kept.size());
+    });
+  };
   b.Reserve(mem->vertices(kOut), mem->entries());
-  mem->ForEachSorted(&ents, [&](uint64_t v, const std::vector<Entry> &vs) {
-    runs[0] = Run{vs.data(), nullptr, 0, vs.size()};
-    kept.clear();
-    RetainVersions(runs, v, rp, &kept);
-    b.AddVertex(v, kept.data(), kept.size());
-  });
+  retained(*mem);
   if (!b.empty()) {
     SegMeta m;
     GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, kOut, &m));
@@ -260,6 +296,18 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
       in.set_history(ret.history, ret.floor);
       b.Transpose(&in);
       GT_RETURN_IF_ERROR(in.Finish(dir_, NewFileId(), 0, kIn, &m));
+      metas.push_back(m);
+    }
+  }
+  if (const MemGraph *cells = mem->cells(); cells != nullptr && !cells->empty()) {
+    // The vertex cells' file, retained by the same rules (a vertex delete
+    // hides a cell as it hides an edge of its src).
+    b.Reset();
+    b.set_edge_filter(false);
+    retained(*cells);
+    if (!b.empty()) {
+      SegMeta m;
+      GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), 0, kVtx, &m));
       metas.push_back(m);
     }
   }

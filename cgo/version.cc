@@ -53,7 +53,7 @@ std::shared_ptr<Version> NextVersion(const Version &base, const VersionEdit &e) 
   }
   for (const auto &s : e.added) {
     const SegMeta &m = s->meta();
-    GT_DCHECK_MSG(m.dir < 2 && m.level < v->trees[m.dir].levels.size(),
+    GT_DCHECK_MSG(m.dir < kTrees && m.level < v->trees[m.dir].levels.size(),
                   FileName(*s) + " is at level " + std::to_string(m.level) + " of direction " + std::to_string(m.dir) +
                       ", outside the Version's trees");
     Tree &t = v->trees[m.dir];
@@ -70,7 +70,7 @@ std::shared_ptr<Version> NextVersion(const Version &base, const VersionEdit &e) 
 }
 
 std::string VersionProblem(const Version &v) {
-  for (int d = 0; d < 2; d++) {
+  for (int d = 0; d < kTrees; d++) {
     const Tree &t = v.trees[d];
     const std::string tree = d == 0 ? "out-edges" : "in-edges";
     for (size_t k = 0; k < t.l0.size(); k++) {
@@ -132,7 +132,7 @@ std::string VersionProblem(const Version &v) {
            " is not after imm's freeze seq " + std::to_string(v.imm->freeze_seq());
   const MemGraph *oldest = v.imm != nullptr ? v.imm.get() : v.active.get();
   if (oldest != nullptr && oldest->first_seq() != 0) {
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < kTrees; d++) {
       const auto &l0 = v.trees[d].l0;
       if (!l0.empty() && l0.front()->meta().max_seq >= oldest->first_seq())
         return "the oldest MemGraph's first seq " + std::to_string(oldest->first_seq()) + " is not after " +
@@ -167,7 +167,7 @@ std::string EditProblem(const Version &base, const VersionEdit &e) {
     return "a purge of a Version without a vertex-delete map";
   for (const auto &s : e.added) {
     const SegMeta &m = s->meta();
-    if (m.dir > 1 || m.level >= base.trees[m.dir > 1 ? 0 : m.dir].levels.size())
+    if (m.dir >= kTrees || m.level >= base.trees[m.dir >= kTrees ? 0 : m.dir].levels.size())
       return FileName(*s) + " is at level " + std::to_string(m.level) + " of direction " + std::to_string(m.dir) +
              ", outside the Version's trees";
   }

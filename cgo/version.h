@@ -37,7 +37,7 @@
 
 namespace gt {
 
-// One direction's files.
+// One tree's files: out-edges, in-edges or vertex cells (kTrees).
 // INVARIANT: l0 is newest first (file numbers descending; a flush adds in
 // front). levels[i], i >= 1, is sorted by min_src and its segments' vertex
 // ranges are disjoint; every segment in levels[i] says level i. levels[0]
@@ -52,7 +52,7 @@ struct Version {
   // numbered v.number + 1.
   uint64_t number = 0;
   std::shared_ptr<MemGraph> active, imm;
-  Tree trees[2];
+  Tree trees[kTrees];  // indexed by direction: kOut, kIn, kVtx
   std::shared_ptr<const VdelMap> vdel;
 };
 

@@ -15,6 +15,7 @@ const MaxVertex = core.MaxVertex
 // A Batch is not safe for concurrent use; reuse it with Reset.
 type Batch struct {
 	ops    []core.Op
+	vrecs  []vrec // PutVertex calls, ascending by at (vertex.go)
 	srcpos []byte
 	tags   []tag // ascending by from
 	typed  bool  // some op has a type other than 0
@@ -102,8 +103,9 @@ func (b *Batch) DeleteEdge(src, dst uint64) {
 	b.add(core.Op{Src: src, Dst: dst, Kind: core.OpDeleteEdge})
 }
 
-// DeleteVertex removes every edge into or out of v that exists before this
-// op. Edges added later (even later in the same batch) are kept.
+// DeleteVertex removes every edge into or out of v, and v's record
+// (PutVertex), that exist before this op. Edges and records added later
+// (even later in the same batch) are kept.
 func (b *Batch) DeleteVertex(v uint64) {
 	if b.err == nil && v > MaxVertex {
 		b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
@@ -171,6 +173,7 @@ func (b *Batch) Len() int { return len(b.ops) }
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
+	b.vrecs = b.vrecs[:0]
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
 	b.typed = false

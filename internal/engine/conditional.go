@@ -26,8 +26,8 @@ const (
 	CondWeightEquals
 	// CondWeightBelow holds when it is there with a weight below Value.
 	CondWeightBelow
-	// CondVertexExists holds when Src has an edge, out or (in a store that
-	// keeps in-edges) in.
+	// CondVertexExists holds when Src has a vertex record or an edge, out
+	// or (in a store that keeps in-edges) in (Snapshot.VertexExists).
 	CondVertexExists
 	// CondDegreeAtMost holds when Src has at most Value out-edges (of
 	// every type).
@@ -156,17 +156,8 @@ func (s *Store) check(conds []Condition) (uint64, error) {
 func (s *Store) holds(sn *Snapshot, c Condition) (string, bool, error) {
 	switch c.Kind {
 	case CondVertexExists:
-		out, err := sn.Degree(c.Src, Out)
-		if err != nil || out > 0 {
-			return "", err == nil, err
-		}
-		if s.InEdges() {
-			in, err := sn.Degree(c.Src, In)
-			if err != nil || in > 0 {
-				return "", err == nil, err
-			}
-		}
-		return "it has no edge", false, nil
+		ok, err := sn.VertexExists(c.Src)
+		return "it has no record and no edge", ok, err
 	case CondDegreeAtMost:
 		d, err := sn.Degree(c.Src, Out)
 		if err != nil {

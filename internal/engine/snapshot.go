@@ -11,13 +11,16 @@ import (
 )
 
 // Direction selects out-edges or in-edges (in-edges need Options.InEdges).
-// Direction chooses out-edges or in-edges.
 type Direction uint32
 
 // The directions.
 const (
 	Out Direction = 0
 	In  Direction = 1
+	// VertexRecords is the direction of the files that hold vertex
+	// records (FileInfo.Dir). Reads take Out or In; Snapshot.Vertex
+	// reads the records.
+	VertexRecords Direction = 2
 )
 
 // Snapshot is a consistent read view pinned at one sequence number. It

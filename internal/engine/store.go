@@ -146,8 +146,15 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 // applyLocked is Apply with applyMu held.
 func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	var seq uint64
+	ops := b.ops
+	if len(b.vrecs) > 0 {
+		var err error
+		if ops, err = s.vertexOps(b); err != nil {
+			return 0, err
+		}
+	}
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
-		seq, e = c.Apply(b.ops, b.srcpos)
+		seq, e = c.Apply(ops, b.srcpos)
 		return e
 	})
 	// INVARIANT: applyMu is held from the core's Apply to here, so the

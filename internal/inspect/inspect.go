@@ -115,8 +115,11 @@ type Verify struct {
 }
 
 func direction(d engine.Direction) string {
-	if d == engine.In {
+	switch d {
+	case engine.In:
 		return "in"
+	case engine.VertexRecords:
+		return "vertex"
 	}
 	return "out"
 }

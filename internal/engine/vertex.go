@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// Vertex records. A vertex has a record once PutVertex set one: a label
+// and a small property document (a JSON object). A vertex with a record
+// exists even with no edge (an isolated vertex); DeleteVertex removes the
+// record with the edges.
+//
+// Storage: the core keeps a record as a row of cells of its src (see
+// GT_OP_PUT_CELL in cgo/graphtide.h), in a tree of their own beside the
+// edges, so records are versioned, flushed, compacted, retained for reads
+// as of the past and hidden by vertex deletes exactly as edges are. This
+// file gives the cells their meaning:
+//
+//	cell 0:      weight = the payload's length in bytes, time = recordFormat
+//	cell 1..k:   13 bytes of the payload each: 6 in the weight (an integer
+//	             below 2^48, so exact in a float64) and 7 in the time (an
+//	             integer below 2^56, so at least 0 as the core wants)
+//	payload:     u8 label length, the label, the property document
+//
+// INVARIANT: a vertex's live cells are exactly 0..k: a put that makes a
+// record shorter deletes the cells past it (Store.applyLocked reads the
+// record's length under applyMu), so a read needs no cell beyond the
+// header's count.
+
+// The limits of a vertex record.
+const (
+	MaxVertexLabel = 255      // bytes of UTF-8
+	MaxVertexProps = 4 << 10 // bytes of the property document's JSON
+)
+
+const (
+	recordFormat   = 1  // cell 0's time
+	cellBytes      = 13 // payload bytes per data cell
+	weightBytes    = 6
+	maxRecordCells = 1 + (1+MaxVertexLabel+MaxVertexProps+cellBytes-1)/cellBytes
+)
+
+// Vertex is a vertex record.
+type Vertex struct {
+	Label string
+	// Props is the property document, a JSON object (nil: none).
+	Props json.RawMessage
+}
+
+// vrec is a PutVertex of a batch, applied before the batch's operation at
+// (the number of operations added before it).
+type vrec struct {
+	at      int
+	v       uint64
+	payload []byte
+}
+
+// CheckVertex is the error PutVertex would record for this label and
+// document, or nil.
+func CheckVertex(label string, props []byte) error {
+	switch {
+	case len(label) > MaxVertexLabel:
+		return fmt.Errorf("%w: a vertex label has at most %d bytes, got %d", ErrInvalid, MaxVertexLabel, len(label))
+	case !utf8.ValidString(label):
+		return fmt.Errorf("%w: a vertex label must be UTF-8", ErrInvalid)
+	case len(props) > MaxVertexProps:
+		return fmt.Errorf("%w: a vertex's property document has at most %d bytes, got %d", ErrInvalid, MaxVertexProps, len(props))
+	case len(props) > 0 && (!json.Valid(props) || bytes.TrimSpace(props)[0] != '{'):
+		return fmt.Errorf("%w: a vertex's property document must be a JSON object", ErrInvalid)
+	}
+	return nil
+}
+
+// PutVertex sets v's record: its label (may be empty) and its property
+// document (a JSON object of at most MaxVertexProps bytes, or empty for
+// none), replacing the record it had. v exists from then on, with or
+// without edges. Like every operation it takes effect in batch order: a
+// DeleteVertex of v later in the batch removes it.
+func (b *Batch) PutVertex(v uint64, label string, props []byte) {
+	if b.err == nil {
+		if v > MaxVertex {
+			b.err = fmt.Errorf("%w: vertex id out of range in op %d (max %d)", ErrInvalid, len(b.ops), MaxVertex)
+		} else if err := CheckVertex(label, props); err != nil {
+			b.err = fmt.Errorf("vertex %d: %w", v, err)
+		}
+	}
+	p := make([]byte, 0, 1+len(label)+len(props))
+	p = append(p, byte(len(label)))
+	p = append(p, label...)
+	p = append(p, bytes.TrimSpace(props)...)
+	b.vrecs = append(b.vrecs, vrec{at: len(b.ops), v: v, payload: p})
+}
+
+// Vertices is the number of PutVertex calls in the batch (Len counts the
+// edge and vertex-delete operations only).
+func (b *Batch) Vertices() int { return len(b.vrecs) }
+
+// VertexAt returns the i-th PutVertex of the batch (0 <= i < Vertices())
+// and how many of the other operations were added before it.
+func (b *Batch) VertexAt(i int) (v uint64, rec Vertex, before int) {
+	r := b.vrecs[i]
+	return r.v, decodePayload(r.payload), r.at
+}
+
+func decodePayload(p []byte) Vertex {
+	n := int(p[0])
+	rec := Vertex{Label: string(p[1 : 1+n])}
+	if len(p) > 1+n {
+		rec.Props = json.RawMessage(append([]byte(nil), p[1+n:]...))
+	}
+	return rec
+}
+
+// cellCount is how many cells (the header included) a payload of n bytes
+// takes.
+func cellCount(n int) int { return 1 + (n+cellBytes-1)/cellBytes }
+
+// appendCells appends the cell ops of v's record, then deletes of its
+// cells from the record's length up to prev (the cells the record had).
+func appendCells(ops []core.Op, v uint64, payload []byte, prev int) []core.Op {
+	k := cellCount(len(payload))
+	ops = append(ops, core.Op{Src: v, Dst: core.CellBase, Kind: core.OpPutCell, Weight: float64(len(payload)), Time: recordFormat})
+	var chunk [cellBytes]byte
+	for i := 1; i < k; i++ {
+		chunk = [cellBytes]byte{}
+		copy(chunk[:], payload[(i-1)*cellBytes:])
+		var w, t uint64
+		for j := weightBytes - 1; j >= 0; j-- {
+			w = w<<8 | uint64(chunk[j])
+		}
+		for j := cellBytes - 1; j >= weightBytes; j-- {
+			t = t<<8 | uint64(chunk[j])
+		}
+		ops = append(ops, core.Op{Src: v, Dst: core.CellBase + uint64(i), Kind: core.OpPutCell, Weight: float64(w), Time: int64(t)})
+	}
+	for i := k; i < prev; i++ {
+		ops = append(ops, core.Op{Src: v, Dst: core.CellBase + uint64(i), Kind: core.OpDeleteCell})
+	}
+	return ops
+}
+
+// withVertexOps is b's operations with its vertex records' cells in their
+// places. cur reads the number of cells a vertex's record has now (0:
+// none); a record put or deleted earlier in the batch counts instead.
+func (b *Batch) withVertexOps(cur func(v uint64) (int, error)) ([]core.Op, error) {
+	ops := make([]core.Op, 0, len(b.ops)+len(b.vrecs)*4)
+	cells := make(map[uint64]int, len(b.vrecs))
+	prev := func(v uint64) (int, error) {
+		if n, ok := cells[v]; ok {
+			return n, nil
+		}
+		return cur(v)
+	}
+	k := 0
+	for i := 0; i <= len(b.ops); i++ {
+		for ; k < len(b.vrecs) && b.vrecs[k].at == i; k++ {
+			r := b.vrecs[k]
+			p, err := prev(r.v)
+			if err != nil {
+				return nil, err
+			}
+			ops = appendCells(ops, r.v, r.payload, p)
+			cells[r.v] = cellCount(len(r.payload))
+		}
+		if i < len(b.ops) {
+			op := b.ops[i]
+			if op.Kind == core.OpDeleteVertex {
+				cells[op.Src] = 0
+			}
+			ops = append(ops, op)
+		}
+	}
+	return ops, nil
+}
+
+// vertexOps is b's operations with its records' cells, for an apply with
+// applyMu held: the lengths of the records they replace are read from the
+// newest batch, which is the state b applies to.
+func (s *Store) vertexOps(b *Batch) ([]core.Op, error) {
+	var ops []core.Op
+	var rerr error
+	err := s.with("vertex records", func(c *core.Store) *core.Error {
+		sn, e := c.Snapshot(false)
+		if e != nil {
+			return e
+		}
+		defer sn.Release()
+		ops, rerr = b.withVertexOps(func(v uint64) (int, error) { return cellsNow(sn, v) })
+		return nil
+	})
+	if err == nil {
+		err = rerr
+	}
+	return ops, err
+}
+
+// Vertex is v's record in the snapshot, and whether v has one (a vertex
+// with edges but no record has none: see VertexExists).
+func (sn *Snapshot) Vertex(v uint64) (Vertex, bool, error) {
+	var rec Vertex
+	var ok bool
+	err := sn.read(func(c *core.Snapshot) error {
+		var e error
+		rec, ok, e = readVertex(c, v)
+		return e
+	})
+	return rec, ok, err
+}
+
+// cellBufs are a record's cells as read.
+type cellBufs struct {
+	dsts  []uint64
+	w     []float64
+	times []int64
+}
+
+func readCells(c *core.Snapshot, v uint64, buf *cellBufs) (int, error) {
+	n := maxRecordCells
+	for {
+		buf.dsts, buf.w, buf.times = fit(buf.dsts, n), fit(buf.w, n), fit(buf.times, n)
+		got, e := c.Neighbors(v, core.DirVertex, nil, buf.dsts, buf.w, nil, buf.times)
+		if e != nil && e.Code == core.CodeBuffer && got > n {
+			n = got
+			continue
+		}
+		if e != nil {
+			return 0, fmt.Errorf("vertex record of %d: %w", v, fromCore(e))
+		}
+		return got, nil
+	}
+}
+
+func readVertex(c *core.Snapshot, v uint64) (Vertex, bool, error) {
+	var buf cellBufs
+	n, err := readCells(c, v, &buf)
+	if err != nil || n == 0 {
+		return Vertex{}, false, err
+	}
+	bad := func(what string) (Vertex, bool, error) {
+		return Vertex{}, false, fmt.Errorf("engine: the vertex record of %d is malformed: %s", v, what)
+	}
+	if buf.dsts[0] != core.CellBase || buf.times[0] != recordFormat {
+		return bad(fmt.Sprintf("no header cell of format %d", recordFormat))
+	}
+	size := buf.w[0]
+	if size < 1 || size > 1+MaxVertexLabel+MaxVertexProps || size != math.Trunc(size) {
+		return bad(fmt.Sprintf("a length of %v", size))
+	}
+	k := cellCount(int(size))
+	if n != k {
+		return bad(fmt.Sprintf("%d cells where its length needs %d", n, k))
+	}
+	p := make([]byte, 0, (k-1)*cellBytes)
+	for i := 1; i < k; i++ {
+		if buf.dsts[i] != core.CellBase+uint64(i) {
+			return bad(fmt.Sprintf("cell %d is missing", i))
+		}
+		w, t := uint64(buf.w[i]), uint64(buf.times[i])
+		for j := 0; j < weightBytes; j++ {
+			p = append(p, byte(w>>(8*j)))
+		}
+		for j := 0; j < cellBytes-weightBytes; j++ {
+			p = append(p, byte(t>>(8*j)))
+		}
+	}
+	p = p[:int(size)]
+	if int(p[0]) > len(p)-1 {
+		return bad("a label longer than the record")
+	}
+	return decodePayload(p), true, nil
+}
+
+// cellsNow is the number of cells v's record has in c (0: none).
+func cellsNow(c *core.Snapshot, v uint64) (int, error) {
+	d, e := c.Degree(v, core.DirVertex, nil)
+	if e != nil {
+		return 0, fmt.Errorf("vertex record of %d: %w", v, fromCore(e))
+	}
+	return int(d), nil
+}
+
+// VertexExists reports whether v exists in the snapshot: it has a record
+// or an edge (out, or in when the store keeps in-edges), of any type.
+func (sn *Snapshot) VertexExists(v uint64) (bool, error) {
+	var ok bool
+	err := sn.read(func(c *core.Snapshot) error {
+		for _, dir := range []uint32{core.DirVertex, uint32(Out), uint32(In)} {
+			if dir == uint32(In) && !sn.store.InEdges() {
+				continue
+			}
+			d, e := c.Degree(v, dir, nil)
+			if e != nil {
+				return fmt.Errorf("vertex %d: %w", v, fromCore(e))
+			}
+			if d > 0 {
+				ok = true
+				return nil
+			}
+		}
+		return nil
+	})
+	return ok, err
+}

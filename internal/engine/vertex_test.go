@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// recOracle is the vertex records a store should hold.
+type recOracle map[uint64]Vertex
+
+func (o recOracle) clone() recOracle {
+	c := make(recOracle, len(o))
+	for k, v := range o {
+		c[k] = v
+	}
+	return c
+}
+
+// apply applies b's records and vertex deletes in batch order to o, and
+// b's edge ops to e.
+func (o recOracle) apply(b *Batch, e oracle) {
+	k := 0
+	for i := 0; i <= b.Len(); i++ {
+		for ; k < b.Vertices(); k++ {
+			v, rec, before := b.VertexAt(k)
+			if before != i {
+				break
+			}
+			o[v] = rec
+		}
+		if i < b.Len() {
+			op := b.ops[i]
+			if op.Kind == core.OpDeleteVertex {
+				delete(o, op.Src)
+			}
+			e.applyOps([]core.Op{op})
+		}
+	}
+}
+
+// randomProps is a JSON object of about n bytes.
+func randomProps(r *rand.Rand, n int) []byte {
+	m := map[string]any{}
+	for i := 0; len(mustJSON(m)) < n; i++ {
+		switch r.IntN(3) {
+		case 0:
+			m[fmt.Sprintf("k%d", i)] = strings.Repeat("é", r.IntN(40))
+		case 1:
+			m[fmt.Sprintf("n%d", i)] = r.Float64() * 1e6
+		default:
+			m[fmt.Sprintf("l%d", i)] = []any{true, nil, "x\u0000y"}
+		}
+	}
+	p := mustJSON(m)
+	for len(p) > MaxVertexProps {
+		for k := range m {
+			delete(m, k)
+			break
+		}
+		p = mustJSON(m)
+	}
+	return p
+}
+
+func mustJSON(v any) []byte {
+	p, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func sameVertex(a, b Vertex) bool { return a.Label == b.Label && bytes.Equal(a.Props, b.Props) }
+
+// checkRecords compares every vertex's record and existence in sn with
+// the oracles.
+func checkRecords(t testing.TB, sn *Snapshot, want recOracle, edges oracle, vs []uint64, what string) {
+	t.Helper()
+	has := map[uint64]bool{}
+	for k := range edges {
+		has[k[0]], has[k[1]] = true, true
+	}
+	for _, v := range vs {
+		got, ok, err := sn.Vertex(v)
+		if err != nil {
+			t.Fatalf("%s: vertex %d: %v", what, v, err)
+		}
+		w, wok := want[v]
+		if ok != wok || (ok && !sameVertex(got, w)) {
+			t.Fatalf("%s: vertex %d: got (%q, %.60s, %v), want (%q, %.60s, %v)", what, v, got.Label, got.Props, ok, w.Label, w.Props, wok)
+		}
+		ex, err := sn.VertexExists(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex != (wok || has[v]) {
+			t.Fatalf("%s: vertex %d exists: %v, want %v (record %v, edges %v)", what, v, ex, !ex, wok, has[v])
+		}
+	}
+}
+
+// TestVertexRecordsFollowTheOracle applies random batches of records
+// (labels, documents from empty to the limit, growing and shrinking),
+// edges, edge deletes and vertex deletes, with flushes, compactions and a
+// reopen, and checks every vertex's record and existence against the
+// oracle, now and as of past seqs within the history retention; the edges
+// stay exactly the edge oracle's (no record shows among them).
+func TestVertexRecordsFollowTheOracle(t *testing.T) {
+	o := smallOptions(true)
+	o.KeepHistory, o.HistorySeqs = true, 60
+	dir := t.TempDir()
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	r := rand.New(rand.NewPCG(41, 42))
+	recs, edges := recOracle{}, oracle{}
+	type state struct {
+		recs  recOracle
+		edges oracle
+	}
+	at := map[uint64]state{}
+	const nv = 30
+	var vs []uint64
+	for v := range uint64(nv) {
+		vs = append(vs, v, HighIDBase+v)
+	}
+	vertex := func() uint64 { return vs[r.IntN(len(vs))] }
+	labels := []string{"", "account", "merchant", "ünïcödé", strings.Repeat("L", MaxVertexLabel)}
+	for step := range 300 {
+		var b Batch
+		for range 1 + r.IntN(12) {
+			switch v := vertex(); r.IntN(10) {
+			case 0:
+				b.DeleteVertex(v)
+			case 1, 2:
+				b.Insert(v, vertex())
+			case 3:
+				b.DeleteEdge(v, vertex())
+			default:
+				var props []byte
+				switch r.IntN(4) {
+				case 0:
+				case 1:
+					props = randomProps(r, MaxVertexProps-r.IntN(100))
+				default:
+					props = randomProps(r, r.IntN(300))
+				}
+				b.PutVertex(v, labels[r.IntN(len(labels))], props)
+			}
+		}
+		seq, err := s.Apply(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs.apply(&b, edges)
+		at[seq] = state{recs.clone(), edges.clone()}
+		switch r.IntN(30) {
+		case 0:
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			if err := s.CompactAll(); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(dir, o); err != nil {
+				t.Fatal(err)
+			}
+			if m, _ := s.Metrics(); m.LastSeq != seq {
+				t.Fatalf("reopened at seq %d after a flush at %d", m.LastSeq, seq)
+			}
+		}
+		if step%20 != 19 {
+			continue
+		}
+		sn, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRecords(t, sn, recs, edges, vs, fmt.Sprintf("step %d", step))
+		// (checkSnapshot's gathers walk every id below the bound, which
+		// the high band puts at 2^62: the scans compare every edge.)
+		if d := diffOracle(edges, scanAll(t, sn, Out)); d != "" {
+			t.Fatalf("step %d: out-edges differ from the oracle: %s", step, d)
+		}
+		if d := diffOracle(edges.reversed(), scanAll(t, sn, In)); d != "" {
+			t.Fatalf("step %d: in-edges differ from the oracle: %s", step, d)
+		}
+		sn.Release()
+		m, err := s.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			q := m.OldestReadableSeq + r.Uint64N(m.LastSeq-m.OldestReadableSeq+1)
+			if _, ok := at[q]; !ok {
+				continue
+			}
+			sn, err := s.SnapshotAt(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRecords(t, sn, at[q].recs, at[q].edges, vs, fmt.Sprintf("as of seq %d", q))
+			sn.Release()
+		}
+	}
+	files, err := s.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if f.Dir == VertexRecords {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no file holds vertex records")
+	}
+}
+
+// TestPutVertexRefusesWhatItCannotKeep: a label or document over its
+// limit, a label that is not UTF-8, a document that is not a JSON object,
+// an id out of range; nothing of such a batch applies.
+func TestPutVertexRefusesWhatItCannotKeep(t *testing.T) {
+	s, err := Open(t.TempDir(), smallOptions(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		v     uint64
+		label string
+		props string
+		want  string
+	}{
+		{1, strings.Repeat("x", MaxVertexLabel+1), "", "at most 255 bytes"},
+		{1, "\xff", "", "UTF-8"},
+		{1, "a", `[1,2]`, "JSON object"},
+		{1, "a", `{"a":`, "JSON object"},
+		{1, "a", `{"a":"` + strings.Repeat("x", MaxVertexProps) + `"}`, "at most 4096 bytes"},
+		{MaxVertex + 1, "a", "", "out of range"},
+	} {
+		var b Batch
+		b.Insert(7, 8)
+		b.PutVertex(c.v, c.label, []byte(c.props))
+		_, err := s.Apply(&b)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("PutVertex(%d, %.20q, %.20q): %v, want ErrInvalid saying %q", c.v, c.label, c.props, err, c.want)
+		}
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	if sn.Seq() != 0 {
+		t.Fatalf("refused batches applied: seq %d", sn.Seq())
+	}
+}
+
+// TestVertexExistsCondition: a vertex with a record and no edge exists
+// for ApplyIf, and stops existing once deleted.
+func TestVertexExistsCondition(t *testing.T) {
+	s, err := Open(t.TempDir(), smallOptions(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var put Batch
+	put.PutVertex(5, "account", []byte(`{"owner":"ann"}`))
+	if _, err := s.Apply(&put); err != nil {
+		t.Fatal(err)
+	}
+	cond := []Condition{{Kind: CondVertexExists, Src: 5}}
+	var b Batch
+	b.Insert(5, 6)
+	if _, err := s.ApplyIf(&b, cond); err != nil {
+		t.Fatalf("an isolated vertex with a record does not exist: %v", err)
+	}
+	var del Batch
+	del.DeleteVertex(5)
+	if _, err := s.Apply(&del); err != nil {
+		t.Fatal(err)
+	}
+	var perr *PreconditionError
+	if _, err := s.ApplyIf(&b, cond); !errors.As(err, &perr) {
+		t.Fatalf("a deleted vertex exists: %v", err)
+	}
+}
