@@ -34,7 +34,7 @@ import (
 
 // The limits of a vertex record.
 const (
-	MaxVertexLabel = 255      // bytes of UTF-8
+	MaxVertexLabel = 255     // bytes of UTF-8
 	MaxVertexProps = 4 << 10 // bytes of the property document's JSON
 )
 
