@@ -142,8 +142,26 @@ func (b *Batch) Insert(src, dst uint64, weight float64) { b.b.InsertWeighted(src
 // Delete deletes the edge (src, dst) (nothing when there is none).
 func (b *Batch) Delete(src, dst uint64) { b.b.DeleteEdge(src, dst) }
 
-// DeleteVertex deletes v's out- and in-edges.
+// DeleteVertex deletes v's out- and in-edges and its record.
 func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
+
+// PutVertex sets v's record: a label (at most MaxVertexLabel bytes of
+// UTF-8; may be empty) and a property document (a JSON object of at most
+// MaxVertexProps bytes; nil for none), replacing the one it had. v then
+// exists with or without edges (Snapshot.Vertex, Snapshot.VertexExists).
+// A label or document over its limit, or props that are not a JSON
+// object, makes Apply fail with nothing applied.
+func (b *Batch) PutVertex(v uint64, label string, props []byte) { b.b.PutVertex(v, label, props) }
+
+// The limits of a vertex record.
+const (
+	MaxVertexLabel = engine.MaxVertexLabel
+	MaxVertexProps = engine.MaxVertexProps
+)
+
+// Vertex is a vertex record: its label and its property document (a JSON
+// object; nil when it has none).
+type Vertex = engine.Vertex
 
 // SetType gives the operation added last (an insert or delete) the edge
 // type t, a number from DB.TypeID or 0 (the default, the type of an edge
@@ -157,8 +175,8 @@ func (b *Batch) SetType(t uint16) { b.b.SetType(t) }
 // edge (Neighbor.Time). Times before 1970 are ignored.
 func (b *Batch) SetEventTime(t time.Time) { b.b.SetEventTime(t.UnixMicro()) }
 
-// Len is the number of operations.
-func (b *Batch) Len() int { return b.b.Len() }
+// Len is the number of operations, vertex records included.
+func (b *Batch) Len() int { return b.b.Len() + b.b.Vertices() }
 
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() { b.b.Reset() }
@@ -170,7 +188,7 @@ func (db *DB) Apply(b *Batch) (uint64, error) {
 	if db.closed.Load() {
 		return 0, ErrClosed
 	}
-	if b.Len() == 0 {
+	if b.b.Empty() {
 		m, err := db.dir.Store.Metrics()
 		return m.LastSeq, err
 	}
@@ -378,6 +396,14 @@ func (s *Snapshot) Edges(src, dst uint64) ([]Neighbor, error) {
 	}
 	return out, nil
 }
+
+// Vertex is v's record in the snapshot, and whether it has one (a vertex
+// known only by its edges has none).
+func (s *Snapshot) Vertex(v uint64) (Vertex, bool, error) { return s.sn.Vertex(v) }
+
+// VertexExists reports whether v has a record or an edge (out, or in when
+// the store keeps in-edges) in the snapshot.
+func (s *Snapshot) VertexExists(v uint64) (bool, error) { return s.sn.VertexExists(v) }
 
 // HasEdge reports whether the snapshot holds an edge from src to dst (of
 // any of its types).

@@ -110,7 +110,24 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 		return nil, errors.New("graphtide: an empty batch: nothing to write")
 	}
 	ops := []byte{'['}
-	for i := range b.Len() {
+	add := func(e decode.Edge) {
+		if len(ops) > 1 {
+			ops = append(ops, ',')
+		}
+		ops = decode.AppendJSON(ops, e, "", "")
+	}
+	k := 0 // the next vertex record
+	for i := 0; i <= b.b.Len(); i++ {
+		for ; k < b.b.Vertices(); k++ {
+			v, rec, before := b.b.VertexAt(k)
+			if before != i {
+				break
+			}
+			add(decode.Edge{Op: decode.OpPutVertex, Src: v, Label: []byte(rec.Label), Props: rec.Props})
+		}
+		if i == b.b.Len() {
+			break
+		}
 		op := b.b.Op(i)
 		e := decode.Edge{Src: op.Src, Dst: op.Dst, Type: op.Type, EventTime: op.Time()}
 		switch op.Kind {
@@ -121,10 +138,7 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 		default:
 			e.Op, e.Dst = decode.OpDeleteVertex, 0
 		}
-		if i > 0 {
-			ops = append(ops, ',')
-		}
-		ops = decode.AppendJSON(ops, e, "", "")
+		add(e)
 	}
 	ops = append(ops, ']')
 	req := &writes.Request{Ops: ops, IdempotencyKey: o.IdempotencyKey}

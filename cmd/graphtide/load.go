@@ -198,7 +198,7 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 		return err
 	}
 	secs := time.Since(start).Seconds()
-	_, err = fmt.Fprintf(out, "loaded %d edges (%d upserts, %d edge deletes, %d vertex deletes) from %d files into %s in %.3f s: %.0f edges/s, flushed\n",
-		n.Total(), n.Upserts, n.Deletes, n.VertexDeletes, len(o.files), datadir.StorePath(o.dir), secs, float64(n.Total())/secs)
+	_, err = fmt.Fprintf(out, "loaded %d operations (%d upserts, %d edge deletes, %d vertex deletes, %d vertex records) from %d files into %s in %.3f s: %.0f ops/s, flushed\n",
+		n.Total(), n.Upserts, n.Deletes, n.VertexDeletes, n.Vertices, len(o.files), datadir.StorePath(o.dir), secs, float64(n.Total())/secs)
 	return err
 }

@@ -303,7 +303,7 @@ func checkStore(t *testing.T, dir string, want edgeOracle) {
 	}
 }
 
-var loadedLine = regexp.MustCompile(`^loaded (\d+) edges \((\d+) upserts, (\d+) edge deletes, (\d+) vertex deletes\) from (\d+) files into \S+ in [0-9.]+ s: \d+ edges/s, flushed\n$`)
+var loadedLine = regexp.MustCompile(`^loaded (\d+) operations \((\d+) upserts, (\d+) edge deletes, (\d+) vertex deletes, (\d+) vertex records\) from (\d+) files into \S+ in [0-9.]+ s: \d+ ops/s, flushed\n$`)
 
 func countKinds(ops []testOp) (up, del, vdel int) {
 	for _, p := range ops {
@@ -322,7 +322,7 @@ func countKinds(ops []testOp) (up, del, vdel int) {
 func checkLoadedLine(t *testing.T, out string, files int, ops []testOp) {
 	t.Helper()
 	up, del, vdel := countKinds(ops)
-	want := []string{strconv.Itoa(len(ops)), strconv.Itoa(up), strconv.Itoa(del), strconv.Itoa(vdel), strconv.Itoa(files)}
+	want := []string{strconv.Itoa(len(ops)), strconv.Itoa(up), strconv.Itoa(del), strconv.Itoa(vdel), "0", strconv.Itoa(files)}
 	m := loadedLine.FindStringSubmatch(out)
 	if m == nil || strings.Join(m[1:], " ") != strings.Join(want, " ") {
 		t.Fatalf("load printed %q, want a line matching %v with %v", out, loadedLine, want)

@@ -100,6 +100,10 @@ func (b *Batch) PutVertex(v uint64, label string, props []byte) {
 // edge and vertex-delete operations only).
 func (b *Batch) Vertices() int { return len(b.vrecs) }
 
+// Empty reports whether the batch holds no operation at all (no edge
+// operation, vertex delete or vertex record).
+func (b *Batch) Empty() bool { return len(b.ops) == 0 && len(b.vrecs) == 0 }
+
 // VertexAt returns the i-th PutVertex of the batch (0 <= i < Vertices())
 // and how many of the other operations were added before it.
 func (b *Batch) VertexAt(i int) (v uint64, rec Vertex, before int) {

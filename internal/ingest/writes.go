@@ -389,7 +389,7 @@ func (e liveEnv) applyJobWrites(j *applyJob) (uint64, error) {
 	}
 	var seq uint64
 	var err error
-	if j.batch.Len() > 0 {
+	if !j.batch.Empty() {
 		j.batch.SetSourcePosition(in.encodePosition(cur))
 		if seq, err = in.apply(&j.batch); err != nil {
 			return 0, err

@@ -46,6 +46,10 @@ func Add(b *engine.Batch, e decode.Edge) {
 		b.DeleteEdge(e.Src, e.Dst)
 	case decode.OpDeleteVertex:
 		b.DeleteVertex(e.Src)
+	case decode.OpPutVertex:
+		// PutVertex copies the label and props (views of the record).
+		b.PutVertex(e.Src, string(e.Label), e.Props)
+		return // a record has no type or event time
 	}
 	if e.Type != 0 {
 		b.SetType(e.Type)
@@ -137,11 +141,12 @@ type Config struct {
 // input it read.
 type Counts struct {
 	Upserts, Deletes, VertexDeletes int64
+	Vertices                        int64 // vertex records set
 	BytesRead                       int64
 }
 
 // Total is the number of operations applied.
-func (c Counts) Total() int64 { return c.Upserts + c.Deletes + c.VertexDeletes }
+func (c Counts) Total() int64 { return c.Upserts + c.Deletes + c.VertexDeletes + c.Vertices }
 
 // Load applies the files, in order, to cfg.Store in batches and flushes
 // at the end: when it returns nil every operation is durable. A
@@ -209,7 +214,7 @@ func (l *loader) maybeApply() error {
 // apply hands the batch to the store. New dictionary keys are synced first:
 // the store may make the batch durable (a background flush) at once.
 func (l *loader) apply() error {
-	if l.batch.Len() == 0 {
+	if l.batch.Empty() {
 		return nil
 	}
 	if l.ctx.Err() != nil {
@@ -234,6 +239,7 @@ func (l *loader) apply() error {
 			l.counts.VertexDeletes++
 		}
 	}
+	l.counts.Vertices += int64(l.batch.Vertices())
 	l.batch.Reset()
 	if l.cfg.Progress != nil {
 		l.cfg.Progress(l.bytesBefore+l.cur.n, l.counts.Total())

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"time"
 )
@@ -21,7 +22,8 @@ const (
 // AppendBinary appends e as one binary entry to dst and returns the extended
 // slice. The weight is written if e.HasWeight, the event time if
 // e.EventTime is not zero (as Unix microseconds), the type if e.Type is
-// not 0. AppendBinary does not
+// not 0; a vertex record (OpPutVertex) is written with its label and
+// props, and no flags. AppendBinary does not
 // validate e: an Edge that breaks the rules yields an entry that Decode
 // rejects.
 func AppendBinary(dst []byte, e Edge) []byte {
@@ -34,6 +36,15 @@ func AppendBinary(dst []byte, e Edge) []byte {
 	}
 	if e.Type != 0 {
 		flags |= flagType
+	}
+	if e.Op == OpPutVertex {
+		dst = append(dst, byte(e.Op), 0)
+		dst = binary.LittleEndian.AppendUint64(dst, e.Src)
+		dst = binary.LittleEndian.AppendUint64(dst, 0)
+		dst = append(dst, byte(len(e.Label)))
+		dst = append(dst, e.Label...)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(e.Props)))
+		return append(dst, e.Props...)
 	}
 	dst = append(dst, byte(e.Op), flags)
 	dst = binary.LittleEndian.AppendUint64(dst, e.Src)
@@ -77,7 +88,7 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 	// emits nothing; the emitting pass then takes them in order.
 	ids := d.ids[:0]
 	if anyMapped {
-		for off := 0; off < len(v); off += entrySize(v[off+1]) {
+		for off := 0; off < len(v); off += entrySizeAt(v[off:]) {
 			e := v[off:]
 			src, dst := binary.LittleEndian.Uint64(e[2:]), binary.LittleEndian.Uint64(e[10:])
 			if d.mapped(src) || d.mapped(dst) {
@@ -105,6 +116,12 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 			e.Src, e.Dst, ids = ids[0], ids[1], ids[2:]
 		}
 		p := binFixedSize
+		if e.Op == OpPutVertex {
+			e.Label, e.Props, p = vertexFields(rest)
+			emit(e)
+			off += p
+			continue
+		}
 		if flags&flagWeight != 0 {
 			e.Weight = math.Float64frombits(binary.LittleEndian.Uint64(rest[p:]))
 			e.HasWeight = true
@@ -124,7 +141,31 @@ func (d *binaryDecoder) Decode(v []byte, emit func(Edge)) error {
 	return nil
 }
 
-// entrySize is the size of a valid entry with these flags.
+// vertexFields are the label and props of the valid vertex record entry
+// e, and the entry's size.
+func vertexFields(e []byte) (label, props []byte, size int) {
+	p := binFixedSize
+	n := int(e[p])
+	label = e[p+1 : p+1+n]
+	p += 1 + n
+	m := int(binary.LittleEndian.Uint16(e[p:]))
+	props = e[p+2 : p+2+m]
+	if m == 0 {
+		props = nil
+	}
+	return label, props, p + 2 + m
+}
+
+// entrySizeAt is the size of the valid entry at the start of e.
+func entrySizeAt(e []byte) int {
+	if Op(e[0]) == OpPutVertex {
+		_, _, size := vertexFields(e)
+		return size
+	}
+	return entrySize(e[1])
+}
+
+// entrySize is the size of a valid edge entry with these flags.
 func entrySize(flags byte) int {
 	size := binFixedSize
 	if flags&flagWeight != 0 {
@@ -139,6 +180,41 @@ func entrySize(flags byte) int {
 	return size
 }
 
+// checkVertex validates the vertex record entry at v[off:] and returns its
+// size.
+func (d *binaryDecoder) checkVertex(v []byte, off int) (int, error) {
+	rest := v[off:]
+	if rest[1] != 0 {
+		return 0, d.errorf(off+1, "flags must be 0 for a vertex record, got %#02x", rest[1])
+	}
+	if src := binary.LittleEndian.Uint64(rest[2:]); src > d.maxNumeric {
+		return 0, d.errorf(off+2, "src: %s", d.idReason(src))
+	}
+	if dst := binary.LittleEndian.Uint64(rest[10:]); dst != 0 {
+		return 0, d.errorf(off+10, "dst must be 0 for a vertex record, got %d", dst)
+	}
+	p := binFixedSize
+	if len(rest) < p+1 {
+		return 0, d.errorf(off, "truncated vertex record: no label length")
+	}
+	p += 1 + int(rest[p])
+	if len(rest) < p+2 {
+		return 0, d.errorf(off, "truncated vertex record: %d bytes left, its label ends at %d and a props length follows", len(rest), p)
+	}
+	m := int(binary.LittleEndian.Uint16(rest[p:]))
+	if len(rest) < p+2+m {
+		return 0, d.errorf(off, "truncated vertex record: %d bytes left, it takes %d", len(rest), p+2+m)
+	}
+	label, props, size := vertexFields(rest)
+	if why := vertexReason(label, props); why != "" {
+		return 0, d.errorf(off+binFixedSize, "%s", why)
+	}
+	if len(props) > 0 && !json.Valid(props) {
+		return 0, d.errorf(off+binFixedSize+1+len(label)+2, "a vertex's props must be a JSON object (invalid JSON)")
+	}
+	return size, nil
+}
+
 // check validates the entry at v[off:] and returns its size.
 func (d *binaryDecoder) check(v []byte, off int) (int, error) {
 	rest := v[off:]
@@ -146,10 +222,13 @@ func (d *binaryDecoder) check(v []byte, off int) (int, error) {
 		return 0, d.errorf(off, "truncated entry: %d bytes left, an entry takes at least %d", len(rest), binFixedSize)
 	}
 	op := Op(rest[0])
-	if op > OpDeleteVertex {
+	if op > OpPutVertex {
 		return 0, d.errorf(off, "unknown op %d", rest[0])
 	}
 	flags := rest[1]
+	if op == OpPutVertex {
+		return d.checkVertex(v, off)
+	}
 	if flags&^flagsKnown != 0 {
 		return 0, d.errorf(off+1, "unknown flag bits %#02x", flags&^flagsKnown)
 	}

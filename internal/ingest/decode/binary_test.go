@@ -113,7 +113,7 @@ func TestBinaryInvalid(t *testing.T) {
 		{"missing weight", false, entry(0, 1, 1, 2), 0, "this entry takes 26"},
 		{"missing time after weight", false, entry(0, 3, 1, 2, w(1)), 0, "this entry takes 34"},
 		{"weight cut short", false, cat(entry(0, 1, 1, 2), []byte{1, 2, 3}), 0, "truncated entry"},
-		{"unknown op", false, entry(3, 0, 1, 2), 0, "unknown op 3"},
+		{"unknown op", false, entry(4, 0, 1, 2), 0, "unknown op 4"},
 		{"unknown op 255 in second entry", false, cat(good, entry(255, 0, 1, 2)), 18, "unknown op 255"},
 		{"unknown flag", false, entry(0, 8, 1, 2), 1, "unknown flag bits 0x08"},
 		{"high flag", false, entry(0, 0x81, 1, 2, w(1)), 1, "unknown flag bits 0x80"},

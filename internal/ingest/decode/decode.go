@@ -19,11 +19,14 @@ const (
 	OpUpsert Op = 0
 	// OpDeleteEdge removes the edge (src, dst).
 	OpDeleteEdge Op = 1
-	// OpDeleteVertex removes vertex src and its edges; Dst is 0.
+	// OpDeleteVertex removes vertex src, its edges and its record; Dst is 0.
 	OpDeleteVertex Op = 2
+	// OpPutVertex sets the record of vertex src: Label and Props; Dst is 0.
+	OpPutVertex Op = 3
 )
 
-// String returns "upsert", "delete_edge" or "delete_vertex".
+// String returns "upsert", "delete_edge", "delete_vertex" or
+// "put_vertex".
 func (o Op) String() string {
 	switch o {
 	case OpUpsert:
@@ -32,6 +35,8 @@ func (o Op) String() string {
 		return "delete_edge"
 	case OpDeleteVertex:
 		return "delete_vertex"
+	case OpPutVertex:
+		return "put_vertex"
 	default:
 		return fmt.Sprintf("Op(%d)", uint8(o))
 	}
@@ -49,8 +54,42 @@ type Edge struct {
 	HasWeight bool
 	EventTime time.Time // zero if absent; otherwise UTC, microsecond precision
 	// Type is the edge's type, below MaxEdgeTypes; 0 (the default type)
-	// when the record names none, and always for OpDeleteVertex.
+	// when the record names none, and always for OpDeleteVertex and
+	// OpPutVertex.
 	Type uint16
+	// Label and Props are an OpPutVertex's record (empty otherwise): a
+	// label of at most MaxVertexLabel bytes of UTF-8, and a property
+	// document, a JSON object of at most MaxVertexProps bytes (empty:
+	// none). Both are valid only during the emit call (views of the
+	// value or of scratch space): copy what is kept.
+	Label, Props []byte
+}
+
+// The limits of a vertex record (engine.MaxVertexLabel and
+// engine.MaxVertexProps; a test holds them equal).
+const (
+	MaxVertexLabel = 255
+	MaxVertexProps = 4 << 10
+)
+
+// vertexReason says why a vertex record's label or property document is
+// refused, or "". props is checked for size and for being an object; its
+// JSON syntax is the format's to check (the JSON paths scan it; the
+// binary format calls validProps).
+func vertexReason(label, props []byte) string {
+	switch {
+	case len(label) > MaxVertexLabel:
+		return fmt.Sprintf("a vertex label has at most %d bytes, got %d", MaxVertexLabel, len(label))
+	case !utf8.Valid(label):
+		return "a vertex label must be UTF-8"
+	case len(props) > MaxVertexProps:
+		return fmt.Sprintf("a vertex's props have at most %d bytes, got %d", MaxVertexProps, len(props))
+	case len(props) > 0 && props[0] != '{':
+		return "a vertex's props must be a JSON object"
+	case !utf8.Valid(props):
+		return "a vertex's props must be UTF-8"
+	}
+	return ""
 }
 
 // MaxEdgeTypes is the number of edge types (engine.MaxEdgeTypes).
@@ -230,7 +269,7 @@ func (r *rules) mapped(id uint64) bool {
 // failed or is full) is not an *Error.
 func (r *rules) mapIDs(op Op, src, dst *uint64) error {
 	for i, p := range [2]*uint64{src, dst} {
-		if i == 1 && op == OpDeleteVertex || !r.mapped(*p) {
+		if i == 1 && (op == OpDeleteVertex || op == OpPutVertex) || !r.mapped(*p) {
 			continue
 		}
 		id, err := r.nums.NumID(*p)

@@ -1,12 +1,15 @@
 package decode
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/graphtide/graphtide/internal/keydict"
 )
@@ -44,11 +47,23 @@ func (f *fakeKeys) key(id uint64) (string, bool) {
 	return f.keys[id-keydict.KeyBase], true
 }
 
-// decodeAll decodes v and returns the emitted edges.
+// decodeAll decodes v and returns the emitted edges, each with its own
+// copy of its label and props (which are valid only during emit).
 func decodeAll(d Decoder, v []byte) ([]Edge, error) {
 	var out []Edge
-	err := d.Decode(v, func(e Edge) { out = append(out, e) })
+	err := d.Decode(v, func(e Edge) { out = append(out, keep(e)) })
 	return out, err
+}
+
+// keep is e with its own copy of its label and props.
+func keep(e Edge) Edge {
+	if e.Label != nil {
+		e.Label = bytes.Clone(e.Label)
+	}
+	if e.Props != nil {
+		e.Props = bytes.Clone(e.Props)
+	}
+	return e
 }
 
 // us returns the event time for Unix microseconds, as decoders produce it.
@@ -90,7 +105,8 @@ func checkEdges(t *testing.T, got, want []Edge) {
 func sameEdge(a, b Edge) bool {
 	return a.Op == b.Op && a.Src == b.Src && a.Dst == b.Dst && a.HasWeight == b.HasWeight &&
 		math.Float64bits(a.Weight) == math.Float64bits(b.Weight) &&
-		a.EventTime.Equal(b.EventTime) && a.EventTime.IsZero() == b.EventTime.IsZero()
+		a.EventTime.Equal(b.EventTime) && a.EventTime.IsZero() == b.EventTime.IsZero() &&
+		bytes.Equal(a.Label, b.Label) && bytes.Equal(a.Props, b.Props)
 }
 
 // ruleViolation returns why an emitted edge breaks the package rules, or "".
@@ -112,11 +128,25 @@ func ruleViolation(e Edge, keys *fakeKeys) string {
 		}
 		return fmt.Sprintf("vertex id %d out of range", id)
 	}
-	if e.Op > OpDeleteVertex {
+	if e.Op > OpPutVertex {
 		return "bad op"
 	}
 	if r := checkID(e.Src); r != "" {
 		return "src " + r
+	}
+	if e.Op == OpPutVertex {
+		switch {
+		case e.Dst != 0 || e.HasWeight || e.Weight != 0 || e.Type != 0 || !e.EventTime.IsZero():
+			return "a vertex record with a dst, weight, type or event time"
+		case len(e.Label) > MaxVertexLabel || !utf8.Valid(e.Label):
+			return "a vertex label too long or not UTF-8"
+		case len(e.Props) > MaxVertexProps || len(e.Props) > 0 && (e.Props[0] != '{' || !json.Valid(e.Props)):
+			return "vertex props that are not a JSON object of at most MaxVertexProps bytes"
+		}
+		return ""
+	}
+	if len(e.Label) > 0 || len(e.Props) > 0 {
+		return "a label or props on an edge operation"
 	}
 	if e.Op == OpDeleteVertex {
 		if e.Dst != 0 {

@@ -14,12 +14,15 @@ var jsonOpNames = map[string]Op{
 	"upsert":        OpUpsert,
 	"delete":        OpDeleteEdge,
 	"delete_vertex": OpDeleteVertex,
+	"add_vertex":    OpPutVertex,
+	"put_vertex":    OpPutVertex,
 }
 
 // AppendJSON appends e as one JSON object to dst and returns the extended
 // slice. src and dst are written as the strings srcKey and dstKey when those
-// are not empty, else as numbers. The op is written as "add", "delete" or
-// "delete_vertex"; dst is left out for a vertex delete; weight is written if
+// are not empty, else as numbers. The op is written as "add", "delete",
+// "delete_vertex" or "add_vertex"; dst is left out for a vertex delete and
+// a vertex record, which has its label and props when not empty; weight is written if
 // e.HasWeight, ts (as an RFC 3339 string in UTC) if e.EventTime is not zero,
 // type (its number) if e.Type is not 0.
 // AppendJSON does not validate e or the keys.
@@ -32,12 +35,23 @@ func AppendJSON(dst []byte, e Edge, srcKey, dstKey string) []byte {
 		dst = append(dst, `"delete"`...)
 	case OpDeleteVertex:
 		dst = append(dst, `"delete_vertex"`...)
+	case OpPutVertex:
+		dst = append(dst, `"add_vertex"`...)
 	default:
 		dst = appendJSONString(dst, e.Op.String())
 	}
 	dst = append(dst, `,"src":`...)
 	dst = appendJSONVertex(dst, e.Src, srcKey)
-	if e.Op != OpDeleteVertex {
+	if e.Op == OpPutVertex {
+		if len(e.Label) > 0 {
+			dst = append(dst, `,"label":`...)
+			dst = appendJSONString(dst, string(e.Label))
+		}
+		if len(e.Props) > 0 {
+			dst = append(dst, `,"props":`...)
+			dst = append(dst, e.Props...)
+		}
+	} else if e.Op != OpDeleteVertex {
 		dst = append(dst, `,"dst":`...)
 		dst = appendJSONVertex(dst, e.Dst, dstKey)
 	}
@@ -103,10 +117,12 @@ const (
 	jWeight
 	jTS
 	jType
+	jLabel
+	jProps
 	jFields
 )
 
-var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts", "type"}
+var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts", "type", "label", "props"}
 
 // jsonRef is src or dst of a parsed operation (either JSON path): a
 // numeric id, or a key (its raw text in the record, escapes and all)
@@ -126,6 +142,11 @@ type jsonEntry struct {
 	hasWeight bool
 	eventTime time.Time
 	typ       typeRef
+	// An OpPutVertex's label (its raw text in the value, unescaped when
+	// emitted) and props (the object's text).
+	label        []byte
+	labelEscaped bool
+	props        []byte
 }
 
 // keyCache is a JSON decoder's scratch for unescaped strings and the key
@@ -154,7 +175,7 @@ func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) 
 		if err := r.resolveRef(&e.src, kc); err != nil {
 			return err
 		}
-		if e.op != OpDeleteVertex {
+		if e.op != OpDeleteVertex && e.op != OpPutVertex {
 			if err := r.resolveRef(&e.dst, kc); err != nil {
 				return err
 			}
@@ -170,7 +191,12 @@ func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) 
 	}
 	for k := range entries {
 		e := &entries[k]
-		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime, Type: e.typ.id})
+		var label []byte
+		if e.label != nil {
+			label = unescaped(e.label, e.labelEscaped, &kc.scratch)
+		}
+		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime, Type: e.typ.id,
+			Label: label, Props: e.props})
 	}
 	return nil
 }
@@ -312,7 +338,7 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 		name := d.str(x)
 		op, ok := jsonOpNames[string(name)]
 		if !ok {
-			return end, d.errorf(x.offset(), "unknown op %s: want add, upsert, delete or delete_vertex", clip(string(name)))
+			return end, d.errorf(x.offset(), "unknown op %s: want add, upsert, delete, delete_vertex or add_vertex", clip(string(name)))
 		}
 		e.op = op
 	}
@@ -362,18 +388,25 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 	if vals[jSrc].kind == jMissing {
 		return end, d.errorf(start, "missing src")
 	}
+	vertexOp := e.op == OpDeleteVertex || e.op == OpPutVertex
 	switch dst := vals[jDst]; {
-	case e.op == OpDeleteVertex && dst.kind != jMissing:
-		return end, d.errorf(dst.offset(), "dst not allowed for delete_vertex")
-	case e.op != OpDeleteVertex && dst.kind == jMissing:
+	case vertexOp && dst.kind != jMissing:
+		return end, d.errorf(dst.offset(), "dst not allowed for %s", e.op)
+	case !vertexOp && dst.kind == jMissing:
 		return end, d.errorf(start, "missing dst")
 	}
 	if e.hasWeight && e.op != OpUpsert {
 		return end, d.errorf(weightOff, "weight not allowed for %s", e.op)
 	}
+	if err := d.record(&e, vals[jLabel], vals[jProps], vals[jTS]); err != nil {
+		return end, err
+	}
 	if x := vals[jType]; x.kind != jMissing {
 		if e.op == OpDeleteVertex && x.kind != jNull {
 			return end, d.errorf(x.offset(), "type not allowed for delete_vertex (it deletes edges of every type)")
+		}
+		if e.op == OpPutVertex && x.kind != jNull {
+			return end, d.errorf(x.offset(), "type not allowed for add_vertex (a vertex has a label)")
 		}
 		var why string
 		if e.typ, why = d.typeOf(x.kind, d.text(x), x.escaped, x.offset(), &d.kc.scratch); why != "" {
@@ -382,6 +415,49 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 	}
 	d.entries = append(d.entries, e)
 	return end, nil
+}
+
+// record checks an entry's label and props (allowed for add_vertex only;
+// null is absent) and takes them into e. An add_vertex has no event time.
+func (d *jsonDecoder) record(e *jsonEntry, label, props, ts jval) error {
+	if e.op != OpPutVertex {
+		for _, x := range []struct {
+			v    jval
+			name string
+		}{{label, "label"}, {props, "props"}} {
+			if x.v.kind != jMissing && x.v.kind != jNull {
+				return d.errorf(x.v.offset(), "%s not allowed for %s (only for add_vertex)", x.name, e.op)
+			}
+		}
+		return nil
+	}
+	if ts.kind != jMissing && ts.kind != jNull {
+		return d.errorf(ts.offset(), "ts not allowed for add_vertex (a vertex record has no event time)")
+	}
+	var text []byte
+	switch label.kind {
+	case jMissing, jNull:
+	case jString:
+		e.label, e.labelEscaped = d.text(label), label.escaped
+		text = d.str(label)
+	default:
+		return d.errorf(label.offset(), "label must be a string")
+	}
+	switch props.kind {
+	case jMissing, jNull:
+	case jObject:
+		e.props = d.text(props)
+	default:
+		return d.errorf(props.offset(), "props must be a JSON object")
+	}
+	if why := vertexReason(text, e.props); why != "" {
+		off := label.offset()
+		if props.kind == jObject && len(text) <= MaxVertexLabel {
+			off = props.offset()
+		}
+		return d.errorf(off, "%s", why)
+	}
+	return nil
 }
 
 // vertex checks the value of src or dst (a missing one is not present).

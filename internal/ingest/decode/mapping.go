@@ -27,8 +27,9 @@ import (
 //	          JSON unsigned integer, a numeric id; from the record key, a
 //	          header or a constant, the text is a string key
 //	op        add or upsert (the default when missing or null), delete (the
-//	          edge), delete_vertex; with OpValues, its names instead (only
-//	          those)
+//	          edge), delete_vertex, add_vertex (a vertex record: src, label
+//	          and props; dst, weight, time and type are not read); with
+//	          OpValues, its names instead (only those)
 //	weight    a JSON number, or a string holding a decimal number ("12.50");
 //	          read for upserts only; missing or null: no weight
 //	time      an RFC 3339 string ("T" and "Z" in either case, a leap
@@ -39,6 +40,11 @@ import (
 //	type      a string, the edge type's name (const:login), or an integer,
 //	          its number (0 to MaxEdgeTypes-1); missing or null: type 0,
 //	          the default; not read for delete_vertex
+//	label     a string, an add_vertex's label (at most MaxVertexLabel
+//	          bytes); missing or null: none
+//	props     a JSON object, an add_vertex's property document (at most
+//	          MaxVertexProps bytes of its text), from the value or the key's
+//	          JSON; missing or null: none
 //
 // Fields of the value that no source names are ignored; of a repeated
 // member the last counts. A value is one JSON object, or an array of them
@@ -63,6 +69,8 @@ type Mapping struct {
 	Tombstone    string            `yaml:"tombstone,omitempty" json:"tombstone,omitempty"` // ignore (default), delete or dead-letter
 	TombstoneSrc string            `yaml:"tombstone_src,omitempty" json:"tombstone_src,omitempty"`
 	TombstoneDst string            `yaml:"tombstone_dst,omitempty" json:"tombstone_dst,omitempty"`
+	Label        string            `yaml:"label,omitempty" json:"label,omitempty"`
+	Props        string            `yaml:"props,omitempty" json:"props,omitempty"`
 }
 
 // Header is a Kafka record header.
@@ -95,10 +103,12 @@ const (
 	mType
 	mTSrc // a tombstone's src
 	mTDst
+	mLabel
+	mProps
 	mFields
 )
 
-var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "type", "tombstone_src", "tombstone_dst"}
+var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "type", "tombstone_src", "tombstone_dst", "label", "props"}
 
 // source kinds
 type srcKind uint8
@@ -212,7 +222,7 @@ func pointerTokens(p string) ([]string, error) {
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	d := &mapped{rules: newRules(FormatJSON, keys), valueRoot: &jnode{}, ops: map[string]Op{}}
-	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.Type, m.TombstoneSrc, m.TombstoneDst}
+	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.Type, m.TombstoneSrc, m.TombstoneDst, m.Label, m.Props}
 	if m.Src == "" || m.Dst == "" {
 		return nil, errors.New("a mapping needs src and dst")
 	}
@@ -288,7 +298,7 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	for _, k := range names {
 		op, ok := jsonOpNames[m.OpValues[k]]
 		if !ok {
-			return nil, fmt.Errorf("op_values: %q maps to %q: want add, upsert, delete or delete_vertex", k, m.OpValues[k])
+			return nil, fmt.Errorf("op_values: %q maps to %q: want add, upsert, delete, delete_vertex or add_vertex", k, m.OpValues[k])
 		}
 		d.ops[k] = op
 	}
@@ -445,6 +455,13 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 		return end, err
 	}
 	e.src = v.ref
+	if e.op == OpPutVertex {
+		if err := d.record(r, &e); err != nil {
+			return end, err
+		}
+		d.entries = append(d.entries, e)
+		return end, nil
+	}
 	if e.op != OpDeleteVertex {
 		if err := d.field(r, mDst, &v); err != nil {
 			return end, err
@@ -469,6 +486,55 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 	}
 	d.entries = append(d.entries, e)
 	return end, nil
+}
+
+// record reads an add_vertex's label and props into e.
+func (d *mapped) record(r *Record, e *jsonEntry) error {
+	var v fieldVal
+	if err := d.field(r, mLabel, &v); err != nil {
+		return err
+	}
+	e.label, e.labelEscaped = v.label, v.labelEscaped
+	if err := d.field(r, mProps, &v); err != nil {
+		return err
+	}
+	e.props = v.props
+	label := e.label
+	if e.labelEscaped {
+		label = unescaped(label, true, &d.kc.scratch)
+	}
+	if why := vertexReason(label, e.props); why != "" {
+		f := mLabel
+		if len(label) <= MaxVertexLabel {
+			f = mProps
+		}
+		return d.fieldError(f, d.get(r, f), "%s", why)
+	}
+	return nil
+}
+
+// labelOf reads an add_vertex's label (raw text; nil: none).
+func (d *mapped) labelOf(r *Record) ([]byte, bool, error) {
+	g := d.get(r, mLabel)
+	switch g.kind {
+	case jMissing, jNull:
+		return nil, false, nil
+	case jString:
+		return d.text(g), g.escaped, nil
+	}
+	return nil, false, d.fieldError(mLabel, g, "is %s: want a string", g.kind)
+}
+
+// propsOf reads an add_vertex's props (the object's text; nil: none).
+func (d *mapped) propsOf(r *Record) ([]byte, error) {
+	g := d.get(r, mProps)
+	switch g.kind {
+	case jMissing, jNull:
+		return nil, nil
+	case jObject:
+		return d.text(g), nil
+	}
+	return nil, d.fieldError(mProps, g, "is %s: want a JSON object", g.kind)
 }
 
 // got is what one source holds for one record: a JSON value of b's
@@ -572,6 +638,11 @@ type fieldVal struct {
 	has bool // a weight
 	t   time.Time
 	typ typeRef
+	// An add_vertex's label (raw text, and whether it has escapes) and
+	// props.
+	label        []byte
+	labelEscaped bool
+	props        []byte
 }
 
 // memo is what a record-level source (the key, a header, a constant: the
@@ -609,6 +680,10 @@ func (d *mapped) read(r *Record, f int, v *fieldVal) (err error) {
 		v.t, err = d.eventTimeOf(r)
 	case mType:
 		v.typ, err = d.typeOfField(r)
+	case mLabel:
+		v.label, v.labelEscaped, err = d.labelOf(r)
+	case mProps:
+		v.props, err = d.propsOf(r)
 	default:
 		v.ref, err = d.vertexOf(r, f)
 	}
@@ -875,8 +950,8 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 
 // ParseMappingFlag parses serve's --mapping value
 // topic:field=source,field=source,... (fields src, dst, op, weight,
-// time, type, time_unit, key_separator, tombstone, tombstone_src,
-// tombstone_dst, and op_values=name:op|name:op). A source holding ','
+// time, type, label, props, time_unit, key_separator, tombstone,
+// tombstone_src, tombstone_dst, and op_values=name:op|name:op). A source holding ','
 // needs the config file's mappings section instead.
 func ParseMappingFlag(s string) (string, Mapping, error) {
 	var m Mapping
@@ -886,7 +961,7 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 	}
 	fields := map[string]*string{"src": &m.Src, "dst": &m.Dst, "op": &m.Op, "weight": &m.Weight, "time": &m.Time, "type": &m.Type,
 		"time_unit": &m.TimeUnit, "key_separator": &m.KeySeparator, "tombstone": &m.Tombstone,
-		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst}
+		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst, "label": &m.Label, "props": &m.Props}
 	seen := map[string]bool{}
 	for _, kv := range strings.Split(rest, ",") {
 		k, v, ok := strings.Cut(kv, "=")
@@ -910,7 +985,7 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 		}
 		f, ok := fields[k]
 		if !ok {
-			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, type, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
+			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, type, label, props, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
 		}
 		*f = v
 	}

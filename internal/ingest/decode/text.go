@@ -9,7 +9,8 @@ import (
 
 // AppendText appends e as one text line, ending in "\n", to dst and returns
 // the extended slice: "src dst[ weight]" for an upsert, "d src dst" for an
-// edge delete, "dv src" for a vertex delete. The weight is written in the
+// edge delete, "dv src" for a vertex delete, "v src[ label]" for a vertex
+// record (its props are dropped: the text format has none). The weight is written in the
 // shortest form that reads back exactly; the event time is dropped (the text
 // format has none). AppendText does not validate e; an Op it does not know is
 // written as an upsert line that Decode reads as an upsert.
@@ -20,6 +21,14 @@ func AppendText(dst []byte, e Edge) []byte {
 	case OpDeleteVertex:
 		dst = append(dst, "dv "...)
 		dst = strconv.AppendUint(dst, e.Src, 10)
+		return append(dst, '\n')
+	case OpPutVertex:
+		dst = append(dst, "v "...)
+		dst = strconv.AppendUint(dst, e.Src, 10)
+		if len(e.Label) > 0 {
+			dst = append(dst, ' ')
+			dst = append(dst, e.Label...)
+		}
 		return append(dst, '\n')
 	}
 	dst = strconv.AppendUint(dst, e.Src, 10)
@@ -47,6 +56,8 @@ type textEntry struct {
 	weight    float64
 	line      int // byte offset of the line
 	hasKeys   bool
+	// A vertex record's label: value[labelStart:labelEnd].
+	labelStart, labelEnd int
 }
 
 type textDecoder struct {
@@ -107,6 +118,17 @@ func (d *textDecoder) Decode(v []byte, emit func(Edge)) error {
 				return d.errorf(line, "vertex delete line needs 1 field after \"dv\", has %d", n-1)
 			}
 			e.op, first, nids = OpDeleteVertex, 1, 1
+		case string(f0) == "v":
+			if n != 2 && n != 3 {
+				return d.errorf(line, "vertex line needs 1 or 2 fields after \"v\" (src [label]), has %d", n-1)
+			}
+			e.op, first, nids = OpPutVertex, 1, 1
+			if n == 3 {
+				e.labelStart, e.labelEnd = fields[2][0], fields[2][1]
+				if why := vertexReason(v[e.labelStart:e.labelEnd], nil); why != "" {
+					return d.errorf(line, "%s", why)
+				}
+			}
 		case n == 1:
 			return d.errorf(line, "missing dst: want \"src dst [weight]\"")
 		case n > 3:
@@ -165,7 +187,7 @@ func (d *textDecoder) Decode(v []byte, emit func(Edge)) error {
 			if err := d.resolve(v, &e.src); err != nil {
 				return err
 			}
-			if e.op != OpDeleteVertex {
+			if e.op != OpDeleteVertex && e.op != OpPutVertex {
 				if err := d.resolve(v, &e.dst); err != nil {
 					return err
 				}
@@ -182,7 +204,11 @@ func (d *textDecoder) Decode(v []byte, emit func(Edge)) error {
 	}
 	for i := range entries {
 		e := &entries[i]
-		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight})
+		var label []byte
+		if e.labelEnd > e.labelStart {
+			label = v[e.labelStart:e.labelEnd]
+		}
+		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, Label: label})
 	}
 	return nil
 }
