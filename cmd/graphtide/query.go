@@ -149,6 +149,7 @@ bearer token).
 
   neighbors V      V's out- (or --direction in) neighbors with weights, paged
   degree V         V's out- or in-degree
+  vertex V         whether V exists, and its record (label and props)
   edge A B         the edges from A to B (one per edge type), or none
   changes          the edges that differ between --from and --to seqs
   path A B         a shortest path from A to B (by hops, or --weighted)
@@ -245,6 +246,16 @@ the YAML file given by --config, keyed by flag name.`
 			cobra.ExactArgs(1), dirFlags,
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
 				r, err := q.Degree(ctx, args[0], o.read())
+				return r, r.WriteText, err
+			}),
+		sub("vertex V", "Print whether a vertex exists, and its record: its label and property document",
+			"  graphtide query vertex alice\n  graphtide query vertex 42 --as-of-seq 1200 --server http://127.0.0.1:9464 --json",
+			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
+				fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
+				asOfFlag(fs)
+			},
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				r, err := q.Vertex(ctx, args[0], o.read())
 				return r, r.WriteText, err
 			}),
 		sub("edge A B", "Look up the edges from A to B: their weights, types and event times",

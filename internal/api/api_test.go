@@ -290,7 +290,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		// A server whose deadline has passed before any work starts.
 		_, slow := serve(t, f, func(c *Config) { c.Limits.RequestTimeout = time.Nanosecond })
 		sc := newClient(t, slow, "", cov)
-		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2", "/v1/changes?from=1&to=1"} {
+		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2", "/v1/changes?from=1&to=1"} {
 			sc.expect("GET", p, nil, 503, "request took longer than its timeout of 1ns (serve --http-request-timeout)")
 		}
 		// A path search with a budget of one edge.
@@ -361,6 +361,41 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		tc.expect("GET", "/v1/edges/1/2?as_of_time=2026-11-26T09:00:00Z", nil, 410,
 			"as_of_time 2026-11-26T09:00:00Z is before the oldest time the index knows, 2026-11-26T10:00:00Z")
 	})
+	t.Run("vertex records", func(t *testing.T) {
+		c.t = t
+		if len(f.records) == 0 || len(f.durableRecords) == 0 {
+			t.Fatal("the fixture wrote no vertex records")
+		}
+		ids := f.sample(nv)
+		for v := range f.records {
+			ids = append(ids, v)
+		}
+		for _, k := range fixtureKeys {
+			ids = append(ids, f.keys[k])
+		}
+		for _, at := range []struct {
+			q    string
+			seq  uint64
+			g    graph
+			recs map[uint64]engine.Vertex
+		}{{"", f.lastSeq, f.live, f.records}, {fmt.Sprintf("?as_of_seq=%d", f.durableSeq), f.durableSeq, f.durable, f.durableRecords}} {
+			has := map[uint64]bool{}
+			for e := range at.g {
+				has[e[0]], has[e[1]] = true, true // the fixture keeps in-edges
+			}
+			for _, v := range ids {
+				var got VertexResponse
+				c.get("/v1/vertices/"+url.PathEscape(f.vertexParam(v))+at.q, &got)
+				rec, ok := at.recs[v]
+				want := VertexResponse{Vertex: vertexOf(f.dict, v), View: "fresh", Seq: at.seq, Exists: ok || has[v], Record: ok, Label: rec.Label, Props: rec.Props}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("GET /v1/vertices/%d%s: %+v (props %s), want %+v (props %s)", v, at.q, got, got.Props, want, want.Props)
+				}
+			}
+		}
+		c.expect("GET", "/v1/vertices/nobody", nil, 404, `vertex "nobody" is neither an id nor a known key`)
+		c.expect("GET", "/v1/vertices/1?types=a", nil, 400, `unknown query parameter "types"; allowed: view, as_of_seq, as_of_time`)
+	})
 	t.Run("reads as of a seq outside the history", func(t *testing.T) {
 		c.t = t
 		c.expect("GET", fmt.Sprintf("/v1/vertices/1/degree?as_of_seq=%d", f.lastSeq+1), nil, 400,
@@ -375,7 +410,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		}
 		want := fmt.Sprintf("as_of_seq %d: seq %d is older than the oldest readable one, %d (history retention) (readable now: %d to %d)",
 			f.durableSeq, f.durableSeq, f.lastSeq, f.lastSeq, f.lastSeq)
-		for _, p := range []string{"/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2"} {
+		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2"} {
 			c.expect("GET", fmt.Sprintf("%s?as_of_seq=%d", p, f.durableSeq), nil, 410, want)
 		}
 		c.expect("GET", fmt.Sprintf("/v1/paths?from=1&to=2&as_of_seq=%d", f.durableSeq), nil, 410, want)

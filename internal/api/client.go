@@ -211,6 +211,16 @@ func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after, 
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/neighbors", q, nil, &r)
 }
 
+// Vertex asks for v's record and whether it exists (o.Dir and o.Types
+// are not sent).
+func (c *Client) Vertex(ctx context.Context, v string, o ReadOptions) (VertexResponse, error) {
+	q := o.values()
+	q.Del("dir")
+	q.Del("types")
+	var r VertexResponse
+	return r, c.do(ctx, http.MethodGet, vertexPath(v), q, nil, &r)
+}
+
 // Edge asks for the edges from src to dst (o.Dir is not sent: a lookup
 // reads out-edges).
 func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {

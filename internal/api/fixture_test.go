@@ -70,6 +70,9 @@ var (
 // (only "key:42" reaches it).
 var fixtureKeys = []string{"alice", "bob", "carol", "acct 7/x", "42", "émile"}
 
+// fixtureLabels are the labels of the fixture's vertex records.
+var fixtureLabels = []string{"", "account", "merchant", "ünï"}
+
 // fixture is a store with data, its key dictionary, views and analytics,
 // and oracles of its live and its durable (flushed) graph.
 type fixture struct {
@@ -83,6 +86,8 @@ type fixture struct {
 	// lastSeq and durableSeq are the sequence numbers Apply returned for
 	// the last batch and for the last one before the flush.
 	lastSeq, durableSeq uint64
+	// The vertex records, live and as of durableSeq.
+	records, durableRecords map[uint64]engine.Vertex
 }
 
 // fixtureAnalytics are registered before any edge is written, so that the
@@ -106,7 +111,7 @@ var fixtureAnalytics = []string{
 func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{live: graph{}, keys: map[string]uint64{}}
+	f := &fixture{live: graph{}, keys: map[string]uint64{}, records: map[uint64]engine.Vertex{}}
 	var err error
 	if f.dict, err = keydict.Open(filepath.Join(dir, "keys.dict")); err != nil {
 		t.Fatal(err)
@@ -168,7 +173,17 @@ func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []s
 	for i := 0; i < nops; i++ {
 		switch x := r.IntN(100); {
 		case x < 1:
-			b.DeleteVertex(vertex())
+			v := vertex()
+			b.DeleteVertex(v)
+			delete(f.records, v)
+		case x < 3:
+			v := vertex()
+			rec := engine.Vertex{Label: fixtureLabels[r.IntN(len(fixtureLabels))]}
+			if r.IntN(2) == 0 {
+				rec.Props = fmt.Appendf(nil, `{"n":%d,"s":"é\u0000%d"}`, i, r.IntN(1000))
+			}
+			b.PutVertex(v, rec.Label, rec.Props)
+			f.records[v] = rec
 		case x < 12 && len(ups) > 0:
 			e := ups[r.IntN(len(ups))]
 			b.DeleteEdge(e[0], e[1])
@@ -186,6 +201,7 @@ func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []s
 				t.Fatal(err)
 			}
 			f.durable, f.durableSeq = maps.Clone(f.live), f.lastSeq
+			f.durableRecords = maps.Clone(f.records)
 		}
 	}
 	apply()

@@ -192,6 +192,27 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r, "view", "as_of_seq", "as_of_time")
+	if err != nil {
+		return err
+	}
+	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
+	if err != nil {
+		return err
+	}
+	u, err := s.vertex("v", r.PathValue("v"))
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Vertex(r.Context(), u, at)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	q, err := params(r, "from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type")
 	if err != nil {

@@ -98,6 +98,20 @@ func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after, a
 	return l.q.Neighbors(ctx, id, dir, at, o.Types, from, limit)
 }
 
+// Vertex is v's record and whether it exists (v is an id or a string
+// key); o.Dir and o.Types are not read.
+func (l *Local) Vertex(ctx context.Context, v string, o ReadOptions) (VertexResponse, error) {
+	id, err := l.vertex(v)
+	if err != nil {
+		return VertexResponse{}, err
+	}
+	_, at, err := o.parse()
+	if err != nil {
+		return VertexResponse{}, err
+	}
+	return l.q.Vertex(ctx, id, at)
+}
+
 // Edge is the edges from src to dst (ids or string keys); o.Dir is not
 // read (a lookup reads out-edges).
 func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {

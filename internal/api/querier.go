@@ -68,6 +68,14 @@ func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after,
 	return q.client.Neighbors(ctx, v, o, after, afterType, limit)
 }
 
+// Vertex is v's record and whether it exists (v an id or a string key).
+func (q *Querier) Vertex(ctx context.Context, v string, o ReadOptions) (VertexResponse, error) {
+	if q.local != nil {
+		return q.local.Vertex(ctx, v, o)
+	}
+	return q.client.Vertex(ctx, v, o)
+}
+
 // Edge is the edges from src to dst (ids or string keys).
 func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {
 	if q.local != nil {

@@ -305,6 +305,28 @@ func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string
 	return out, nil
 }
 
+// Vertex is u's record and whether u exists, in a view of kind (as of a
+// past point when p says so).
+func (q Reader) Vertex(ctx context.Context, u uint64, p Point) (VertexResponse, error) {
+	v, err := q.view(ctx, p, engine.Out, "")
+	if err != nil {
+		return VertexResponse{}, err
+	}
+	defer v.Release()
+	rec, ok, err := v.Vertex(u)
+	if err != nil {
+		return VertexResponse{}, err
+	}
+	out := VertexResponse{Vertex: vertexOf(q.Dict, u), View: p.Kind.String(), Seq: v.Seq(), Record: ok, Exists: ok,
+		Label: rec.Label, Props: rec.Props}
+	if !ok {
+		if out.Exists, err = v.VertexExists(u); err != nil {
+			return VertexResponse{}, err
+		}
+	}
+	return out, nil
+}
+
 // Path finds a shortest path from one vertex to another on one fresh view
 // (see FindPath).
 func (q Reader) Path(ctx context.Context, from, to uint64, at Point, types string, o paths.Options) (PathResponse, error) {

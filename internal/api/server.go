@@ -148,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /metrics", s.metrics)
 	s.handle("GET /v1/openapi.yaml", s.openapi)
 	s.handle("GET /v1/stats", s.stats)
+	s.handle("GET /v1/vertices/{v}", s.getVertex)
 	s.handle("GET /v1/vertices/{v}/degree", s.degree)
 	s.handle("GET /v1/vertices/{v}/neighbors", s.neighbors)
 	s.handle("GET /v1/edges/{src}/{dst}", s.edge)

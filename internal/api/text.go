@@ -26,6 +26,22 @@ func (r DegreeResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-degree of %s: %d (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
 }
 
+// WriteText prints whether the vertex exists, and its record.
+func (r VertexResponse) WriteText(w io.Writer) {
+	name := VertexName(r.Vertex.ID, r.Vertex.Key)
+	switch {
+	case r.Record:
+		fmt.Fprintf(w, "vertex %s (%s view at seq %d)\nlabel: %s\n", name, r.View, r.Seq, r.Label)
+		if len(r.Props) > 0 {
+			fmt.Fprintf(w, "props: %s\n", r.Props)
+		}
+	case r.Exists:
+		fmt.Fprintf(w, "vertex %s exists by its edges and has no record (%s view at seq %d)\n", name, r.View, r.Seq)
+	default:
+		fmt.Fprintf(w, "vertex %s does not exist (%s view at seq %d)\n", name, r.View, r.Seq)
+	}
+}
+
 // WriteText prints the page as a table, and how to ask for the next one.
 func (r NeighborsResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -74,6 +75,20 @@ type NeighborsResponse struct {
 	// it readable (history retention): pass it as as_of_seq= so that every
 	// page comes from the view the first one read.
 	NextAsOfSeq *uint64 `json:"next_as_of_seq,omitempty"`
+}
+
+// VertexResponse answers GET /v1/vertices/{v}: whether the vertex exists
+// (it has a record or an edge of any type), and its record when it has
+// one (Record true: its label, maybe empty, and its property document,
+// absent when it has none).
+type VertexResponse struct {
+	Vertex Vertex          `json:"vertex"`
+	View   string          `json:"view"`
+	Seq    uint64          `json:"seq"`
+	Exists bool            `json:"exists"`
+	Record bool            `json:"record"`
+	Label  string          `json:"label,omitempty"`
+	Props  json.RawMessage `json:"props,omitempty"`
 }
 
 // EdgeResponse answers GET /v1/edges/{src}/{dst}: the edges from src to

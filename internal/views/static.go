@@ -364,6 +364,38 @@ func (v *StaticView) Edge(src, dst uint64) (engine.Columns, error) {
 	return c, err
 }
 
+// errNoRecords is a private view's answer to a vertex record read.
+var errNoRecords = fmt.Errorf("views: a private view holds no vertex records (read them from a fresh or stale view)")
+
+// Vertex is u's record in the view, and whether it has one
+// (engine.Snapshot.Vertex); the view's type filter does not apply.
+func (v *StaticView) Vertex(u uint64) (engine.Vertex, bool, error) {
+	var rec engine.Vertex
+	var ok bool
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			return errNoRecords
+		}
+		rec, ok, err = sn.Vertex(u)
+		return err
+	})
+	return rec, ok, err
+}
+
+// VertexExists reports whether u has a record or an edge of any type in
+// the view (engine.Snapshot.VertexExists).
+func (v *StaticView) VertexExists(u uint64) (bool, error) {
+	var ok bool
+	err := v.read(func(sn *engine.Snapshot, g *memGraph) (err error) {
+		if g != nil {
+			return errNoRecords
+		}
+		ok, err = sn.VertexExists(u)
+		return err
+	})
+	return ok, err
+}
+
 // GatherEachLimit is GatherEach reading at most maxEdges edges: it calls f
 // for vids in order until the next vertex's edges would pass maxEdges, and
 // returns how many vertices it did and the edges it read.
