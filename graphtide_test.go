@@ -526,3 +526,60 @@ func TestDBApplyIf(t *testing.T) {
 		t.Fatalf("the payment 1 -> 2: %v, %v", es, err)
 	}
 }
+
+// TestDBVertexRecords: a record makes an isolated vertex exist, a later
+// put replaces it (as of the earlier seq the old one reads), and a vertex
+// delete removes it; the records survive a reopen.
+func TestDBVertexRecords(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{HistorySeqs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.PutVertex(1, "account", []byte(`{"limit":100}`))
+	b.PutVertex(2, "", nil)
+	first, err := db.Apply(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.PutVertex(1, "merchant", nil)
+	b.DeleteVertex(2)
+	if _, err := db.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, &Options{HistorySeqs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check := func(sn *Snapshot, v uint64, label, props string, ok bool) {
+		t.Helper()
+		rec, got, err := sn.Vertex(v)
+		if err != nil || got != ok || rec.Label != label || string(rec.Props) != props {
+			t.Errorf("seq %d vertex %d: (%q, %s, %v), %v; want (%q, %s, %v)", sn.Seq(), v, rec.Label, rec.Props, got, err, label, props, ok)
+		}
+		if ex, err := sn.VertexExists(v); err != nil || ex != ok {
+			t.Errorf("seq %d vertex %d exists: %v, %v; want %v", sn.Seq(), v, ex, err, ok)
+		}
+	}
+	sn, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(sn, 1, "merchant", "", true)
+	check(sn, 2, "", "", false)
+	sn.Release()
+	if sn, err = db.SnapshotAt(first); err != nil {
+		t.Fatal(err)
+	}
+	check(sn, 1, "account", `{"limit":100}`, true)
+	check(sn, 2, "", "", true)
+	sn.Release()
+}

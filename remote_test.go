@@ -3,6 +3,7 @@ package graphtide
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,32 @@ func TestServerWrite(t *testing.T) {
 		if d, err := sn.Degree(v, engine.Out); err != nil || d != map[uint64]uint64{1: 1, 4: 0}[v] {
 			t.Fatalf("out-degree of %d: %d, %v", v, d, err)
 		}
+	}
+	// Vertex records, in order among the batch's other operations: 6's
+	// record dies with the vertex delete after it; 5's lives.
+	b.Reset()
+	b.PutVertex(6, "gone", nil)
+	b.Insert(5, 6, 1)
+	b.DeleteVertex(6)
+	b.PutVertex(5, "account", []byte(`{"owner":"ann <a&b>"}`))
+	if r, err := s.Write(ctx, &b, WriteOptions{Conditions: []Condition{VertexExists(1)}}); err != nil || !r.Applied {
+		t.Fatalf("vertex records: %+v, %v", r, err)
+	}
+	sv, err := srv.Store().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Release()
+	if rec, ok, err := sv.Vertex(5); err != nil || !ok || rec.Label != "account" || string(rec.Props) != `{"owner":"ann <a&b>"}` {
+		t.Fatalf("vertex 5: %+v %s, %v, %v", rec, rec.Props, ok, err)
+	}
+	if rec, ok, err := sv.Vertex(6); err != nil || ok {
+		t.Fatalf("vertex 6 after its delete: %+v, %v, %v", rec, ok, err)
+	}
+	b.Reset()
+	b.PutVertex(7, strings.Repeat("x", MaxVertexLabel+1), nil) // refused before anything is sent
+	if _, err := s.Write(ctx, &b, WriteOptions{}); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a label over the limit: %v", err)
 	}
 	b.Reset()
 	b.Insert(1, 1<<63, 1) // out of range: refused before anything is sent

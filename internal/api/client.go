@@ -90,11 +90,15 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		// Without HTML escaping: a batch's JSON (a vertex's props) reaches
+		// the server as the caller wrote it, '<' as '<' and not \u003c.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(body); err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		rd = &b
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {

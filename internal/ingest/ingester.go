@@ -946,6 +946,7 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 	m.ApplySecs.Observe(time.Since(t0).Seconds())
 	m.BatchEdges.Observe(float64(b.Len()))
 	m.Edges.Add(float64(b.Len()))
+	m.Vertices.Add(float64(b.Vertices()))
 	return seq, nil
 }
 

@@ -13,6 +13,7 @@ import (
 type Metrics struct {
 	Records     *prometheus.CounterVec // by topic
 	Edges       prometheus.Counter
+	Vertices    prometheus.Counter // vertex records set
 	Bytes       *prometheus.CounterVec // by topic
 	DecodeErrs  *prometheus.CounterVec // by topic
 	DeadLetters *prometheus.CounterVec // by topic
@@ -52,6 +53,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		Edges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_edges_total", Help: "Edge operations applied to the store.",
+		}),
+		Vertices: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "graphtide_ingest_vertex_records_total", Help: "Vertex records (add_vertex operations) applied to the store.",
 		}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "graphtide_ingest_bytes_total", Help: "Bytes of record values consumed.",
@@ -111,7 +115,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Writes.WithLabelValues(o) // every series from the start
 	}
 	if reg != nil {
-		reg.MustRegister(m.Writes, m.Records, m.Edges, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
+		reg.MustRegister(m.Writes, m.Records, m.Edges, m.Vertices, m.Bytes, m.DecodeErrs, m.DeadLetters, m.BatchEdges, m.ApplySecs,
 			m.FlushSecs, m.Paused, m.FetchErrs, m.Lag, m.Visibility, m.SourceConflict, m.SourceConflicts,
 			m.DeadLetterBlocked, m.DeadLetterFailures, m.DeadLettersTruncated)
 	}

@@ -205,7 +205,7 @@ func (l *loader) add(e decode.Edge) { Add(&l.batch, e) }
 
 // maybeApply applies the batch once it holds cfg.Batch operations.
 func (l *loader) maybeApply() error {
-	if l.batch.Len() < l.cfg.Batch {
+	if l.batch.Len()+l.batch.Vertices() < l.cfg.Batch {
 		return nil
 	}
 	return l.apply()
