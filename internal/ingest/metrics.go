@@ -13,7 +13,7 @@ import (
 type Metrics struct {
 	Records     *prometheus.CounterVec // by topic
 	Edges       prometheus.Counter
-	Vertices    prometheus.Counter // vertex records set
+	Vertices    prometheus.Counter     // vertex records set
 	Bytes       *prometheus.CounterVec // by topic
 	DecodeErrs  *prometheus.CounterVec // by topic
 	DeadLetters *prometheus.CounterVec // by topic
