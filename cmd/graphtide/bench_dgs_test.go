@@ -18,7 +18,8 @@ func TestBenchDGSSmall(t *testing.T) {
 	for _, k := range []string{"load_edges_per_sec", "searchedge_ops_per_sec", "insedge_ops_per_sec", "deledge_ops_per_sec",
 		"scannbr_ops_per_sec", "scannbr_edges_per_sec", "csr_scannbr_edges_per_sec", "searchedge_store_over_csr",
 		"scannbr_store_over_csr", "mixed_50_50_ops_per_sec", "mixed_80_20_ops_per_sec", "concurrent_read_ops_per_sec",
-		"disk_bytes_per_edge", "csr_bytes_per_edge", "peak_rss_bytes"} {
+		"disk_bytes_per_edge", "csr_bytes_per_edge", "peak_rss_bytes", "insvtx_ops_per_sec", "getvtx_ops_per_sec",
+		"getvtx_store_over_map"} {
 		if v, ok := res[k].(float64); !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", k, res[k])
 		}
@@ -26,7 +27,8 @@ func TestBenchDGSSmall(t *testing.T) {
 	if res["edges"].(float64) != 8192 || res["loaded_edges"].(float64) != 6553 {
 		t.Errorf("edges %v, loaded %v; want 8192 and 6553", res["edges"], res["loaded_edges"])
 	}
-	for _, k := range []string{"insedge", "searchedge", "csr_searchedge", "scannbr", "deledge", "cond_insedge", "cond_insedge_refused", "concurrent_writer"} {
+	for _, k := range []string{"insedge", "insvtx", "getvtx", "map_getvtx", "searchedge", "csr_searchedge", "scannbr", "deledge",
+		"cond_insedge", "cond_insedge_refused", "concurrent_writer"} {
 		o, _ := res[k].(map[string]any)
 		if o == nil || o["ops"].(float64) < 1 || o["p99_us"].(float64) < o["p50_us"].(float64) || o["p50_us"].(float64) <= 0 {
 			t.Errorf("%s = %v: want ops, and 0 < p50 <= p99", k, res[k])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	core "github.com/graphtide/graphtide/cgo"
@@ -223,6 +224,10 @@ type cellBufs struct {
 	times []int64
 }
 
+// cellPool holds cellBufs between reads: each is 8 KiB, which a read
+// allocating its own spent most of its time on.
+var cellPool = sync.Pool{New: func() any { return new(cellBufs) }}
+
 func readCells(c *core.Snapshot, v uint64, buf *cellBufs) (int, error) {
 	n := maxRecordCells
 	for {
@@ -240,8 +245,9 @@ func readCells(c *core.Snapshot, v uint64, buf *cellBufs) (int, error) {
 }
 
 func readVertex(c *core.Snapshot, v uint64) (Vertex, bool, error) {
-	var buf cellBufs
-	n, err := readCells(c, v, &buf)
+	buf := cellPool.Get().(*cellBufs)
+	defer cellPool.Put(buf)
+	n, err := readCells(c, v, buf)
 	if err != nil || n == 0 {
 		return Vertex{}, false, err
 	}

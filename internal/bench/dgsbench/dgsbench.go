@@ -13,6 +13,11 @@
 //     groups them), each timed;
 //  3. the static CSR of every edge applied so far, built in memory: the
 //     baseline of the reads and the oracle they are checked against;
+//     INSVTX: vertex records (a label and a property document of about
+//     60 bytes) for vertices of the graph and, one in eight, new isolated
+//     ones past its range, as single updates, each timed; GETVTX: reads
+//     of random vertices' records (each checked against a Go map of
+//     them, the baseline), on the store and on the map;
 //  4. SEARCHEDGE: lookups of random edges of the graph (each must be
 //     found), on the store and on the CSR (binary search);
 //  5. SCANNBR: full neighbor lists of vertices drawn in proportion to
@@ -34,9 +39,6 @@
 // bytes, against the CSR's bytes per edge (8-byte offsets, 4-byte
 // neighbors), and the process's peak resident set (which includes the
 // generated stream and the CSR).
-//
-// Vertex records (INSVTX, GETVTX) are not part of it yet: the store keeps
-// vertices only through their edges.
 package dgsbench
 
 import (
@@ -84,7 +86,7 @@ const MaxScale = 26
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT stream", "random seed of the stream and of the operations")
 	fs.Float64Var(&c.Load, "load", c.Load, "share of the stream loaded before the operations, in (0, 1)")
-	fs.IntVar(&c.Ops, "ops", c.Ops, "operations of each micro stream (INSEDGE, SEARCHEDGE, SCANNBR, DELEDGE, each mixed stream)")
+	fs.IntVar(&c.Ops, "ops", c.Ops, "operations of each micro stream (INSEDGE, INSVTX, GETVTX, SEARCHEDGE, SCANNBR, DELEDGE, each mixed stream)")
 	fs.IntVar(&c.WriteBatch, "write-batch", c.WriteBatch, "operations per Apply in the write streams (1: single updates, as the study)")
 	fs.IntVar(&c.Readers, "readers", c.Readers, "reader goroutines beside the writer in the concurrent phase")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long the concurrent phase runs")
@@ -133,6 +135,11 @@ type Result struct {
 
 	LoadEdgesPerSec float64 `json:"load_edges_per_sec"`
 	InsEdge         Op      `json:"insedge"`
+	// Vertex records: single puts, and reads on the store and on a Go map
+	// of the same records.
+	InsVtx    Op `json:"insvtx"`
+	GetVtx    Op `json:"getvtx"`
+	MapGetVtx Op `json:"map_getvtx"`
 	SearchEdge      Op      `json:"searchedge"`
 	CSRSearchEdge   Op      `json:"csr_searchedge"`
 	ScanNbr         Op      `json:"scannbr"`
@@ -158,11 +165,14 @@ type Result struct {
 	// Ratios in this run: the store's reads against the CSR's.
 	SearchEdgeOverCSR float64 `json:"searchedge_store_over_csr"`
 	ScanNbrOverCSR    float64 `json:"scannbr_store_over_csr"`
+	GetVtxOverMap     float64 `json:"getvtx_store_over_map"`
 	// Flat keys of the headline figures.
 	SearchEdgeOpsPerSec float64 `json:"searchedge_ops_per_sec"`
 	InsEdgeOpsPerSec    float64 `json:"insedge_ops_per_sec"`
 	DelEdgeOpsPerSec    float64 `json:"deledge_ops_per_sec"`
 	ScanNbrOpsPerSec    float64 `json:"scannbr_ops_per_sec"`
+	InsVtxOpsPerSec     float64 `json:"insvtx_ops_per_sec"`
+	GetVtxOpsPerSec     float64 `json:"getvtx_ops_per_sec"`
 
 	// Memory and disk, per distinct edge of the graph after INSEDGE.
 	DiskBytesPerEdge float64 `json:"disk_bytes_per_edge"`
@@ -237,6 +247,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.DiskBytesPerEdge = float64(m.DiskBytes()) / float64(len(g.nbrs))
 		res.MemGraphBytes = int64(m.MemGraphBytes)
 	}
+
+	// 3b. INSVTX and GETVTX.
+	if err := vertexRecords(s, g, rng, cfg.Ops, &res); err != nil {
+		return res, err
+	}
+	logf("dgs: INSVTX %s; GETVTX %s; on a Go map %s", res.InsVtx, res.GetVtx, res.MapGetVtx)
 
 	// 4. SEARCHEDGE: random edges of the graph, each must be found.
 	targets := make([][2]uint64, cfg.Ops)
@@ -397,12 +413,74 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.ScanNbrOverCSR = res.ScanNbrEdgesPerSec / res.CSRScanNbrEdgesPerSec
 	res.SearchEdgeOpsPerSec, res.InsEdgeOpsPerSec = res.SearchEdge.OpsPerSec, res.InsEdge.OpsPerSec
 	res.DelEdgeOpsPerSec, res.ScanNbrOpsPerSec = res.DelEdge.OpsPerSec, res.ScanNbr.OpsPerSec
+	res.InsVtxOpsPerSec, res.GetVtxOpsPerSec = res.InsVtx.OpsPerSec, res.GetVtx.OpsPerSec
+	res.GetVtxOverMap = res.GetVtx.OpsPerSec / res.MapGetVtx.OpsPerSec
 	if m, err := bench.ReadMemory(); err == nil {
 		res.PeakRSSBytes = m.PeakRSS
 	}
 	logf("dgs: store/CSR: SEARCHEDGE %.2fx, SCANNBR %.2fx; disk %.2f bytes per edge, CSR %.2f; MemGraph %d bytes; peak RSS %d bytes",
 		res.SearchEdgeOverCSR, res.ScanNbrOverCSR, res.DiskBytesPerEdge, res.CSRBytesPerEdge, res.MemGraphBytes, res.PeakRSSBytes)
 	return res, nil
+}
+
+// vertexRecords runs INSVTX (n single puts: vertices of g, and one in
+// eight a new isolated vertex past its range; a vertex may be put again,
+// replacing its record) and GETVTX (n reads of random vertices with a
+// record, each checked against a Go map of the records, whose own reads
+// are the baseline).
+func vertexRecords(s *engine.Store, g *csr, rng *rand.Rand, n int, res *Result) error {
+	labels := []string{"account", "merchant", "device", "person"}
+	recs := make(map[uint64]engine.Vertex, n)
+	var ids []uint64
+	var b engine.Batch
+	lat := make([]time.Duration, 0, n)
+	nv := uint64(len(g.off) - 1)
+	t0 := time.Now()
+	for i := range n {
+		v := uint64(rng.IntN(int(nv)))
+		if i%8 == 7 {
+			v = nv + uint64(i)
+		}
+		rec := engine.Vertex{Label: labels[rng.IntN(len(labels))],
+			Props: fmt.Appendf(nil, `{"since":%d,"score":%.3f,"region":"r%d"}`, 1_700_000_000+i, rng.Float64(), rng.IntN(64))}
+		b.Reset()
+		b.PutVertex(v, rec.Label, rec.Props)
+		t := time.Now()
+		if _, err := s.Apply(&b); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t))
+		if _, ok := recs[v]; !ok {
+			ids = append(ids, v)
+		}
+		recs[v] = rec
+	}
+	res.InsVtx = op(n, time.Since(t0), lat)
+	gets := make([]uint64, n)
+	for i := range gets {
+		gets[i] = ids[rng.IntN(len(ids))]
+	}
+	var err error
+	res.GetVtx, err = timeReads(s, n, func(sn *engine.Snapshot, i int) (int, error) {
+		rec, ok, err := sn.Vertex(gets[i])
+		if err == nil && (!ok || rec.Label != recs[gets[i]].Label || len(rec.Props) != len(recs[gets[i]].Props)) {
+			err = fmt.Errorf("GETVTX %d: %+v (found %v), want %+v", gets[i], rec, ok, recs[gets[i]])
+		}
+		return 1, err
+	})
+	if err != nil {
+		return err
+	}
+	var sum int
+	res.MapGetVtx, _ = timeReads(nil, n, func(_ *engine.Snapshot, i int) (int, error) {
+		rec := recs[gets[i]]
+		sum += len(rec.Label) + len(rec.Props) // read it, as the store's read copies it
+		return 1, nil
+	})
+	if sum == 0 {
+		return errors.New("GETVTX on the map read nothing")
+	}
+	return nil
 }
 
 func (o Op) String() string {
