@@ -33,6 +33,8 @@ type contents struct {
 	keys    map[uint64]string
 	types   []string
 	pos     string
+	// vertex records: label and props, as one string each
+	records map[uint64][2]string
 }
 
 // edgeVal is what an edge carries besides its identity.
@@ -43,13 +45,13 @@ type edgeVal struct {
 
 func (c contents) equal(o contents) bool {
 	return maps.Equal(c.out, o.out) && maps.Equal(c.in, o.in) && maps.Equal(c.keys, o.keys) &&
-		slices.Equal(c.types, o.types) && c.pos == o.pos
+		slices.Equal(c.types, o.types) && c.pos == o.pos && maps.Equal(c.records, o.records)
 }
 
 // readContents reads all of d; a damaged data block read on the way is an
 // error (a *engine.CorruptionError).
 func readContents(d *datadir.Dir) (contents, error) {
-	c := contents{keys: map[uint64]string{}}
+	c := contents{keys: map[uint64]string{}, records: map[uint64][2]string{}}
 	sn, err := d.Store.Snapshot()
 	if err != nil {
 		return c, err
@@ -79,6 +81,12 @@ func readContents(d *datadir.Dir) (contents, error) {
 		return c, err
 	}
 	if c.in, err = scan(engine.In); err != nil {
+		return c, err
+	}
+	if err := sn.ScanVertices(0, engine.MaxVertex+1, func(v uint64, rec engine.Vertex) error {
+		c.records[v] = [2]string{rec.Label, string(rec.Props)}
+		return nil
+	}); err != nil {
 		return c, err
 	}
 	if d.Keys != nil {
@@ -118,11 +126,33 @@ func buildIntegrityDir(t *testing.T) (string, contents) {
 		oracle.apply(ops...)
 	}
 	load("a.el", randomOps(21, 400, 60, false), "--in-edges")
+	// Vertex records (files of direction vertex), compacted with the
+	// rest, and then some in an L0 file: a long one (many cells), a
+	// replaced one, a deleted one.
+	records := func(name, body string) {
+		t.Helper()
+		file := filepath.Join(tmp, name)
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := execute(t, "load", "--dir", dir, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records("v1.json", `{"op":"add_vertex","src":5000,"label":"account","props":{"owner":"ann","notes":"`+strings.Repeat("n", 900)+`"}}
+{"op":"add_vertex","src":5001,"label":"merchant"}
+{"op":"add_vertex","src":"carol","props":{"k":1}}
+`)
 	load("b.json", randomOps(22, 300, 40, true))
 	if _, _, err := execute(t, "compact", "--dir", dir); err != nil {
 		t.Fatal(err)
 	}
 	load("c.json", randomOps(23, 200, 40, true))
+	records("v2.json", `{"op":"add_vertex","src":5001,"label":"merchant","props":{"mcc":5411}}
+{"op":"add_vertex","src":5002,"label":"device"}
+{"op":"delete_vertex","src":5002}
+{"op":"add_vertex","src":5003,"label":"person"}
+`)
 	setSourcePosition(t, dir, ingest.Position{"edges": {0: 9, 1: 4}}.Encode())
 	oracle.apply(testOp{kind: engine.OpUpsert, src: vtx{id: 1}, dst: vtx{id: 299}})
 	checkStore(t, dir, oracle)
@@ -139,8 +169,9 @@ func buildIntegrityDir(t *testing.T) (string, contents) {
 		t.Fatal(err)
 	}
 	c := readDir(t, dir)
-	if len(c.keys) == 0 || len(c.out) == 0 || len(c.types) != 4 {
-		t.Fatalf("the test directory should hold keys, edges and types: %d keys, %d edges, types %v", len(c.keys), len(c.out), c.types)
+	if len(c.keys) == 0 || len(c.out) == 0 || len(c.types) != 4 || len(c.records) < 3 {
+		t.Fatalf("the test directory should hold keys, edges, types and vertex records: %d keys, %d edges, types %v, %d records",
+			len(c.keys), len(c.out), c.types, len(c.records))
 	}
 	var timed int
 	for _, v := range c.out {

@@ -251,26 +251,33 @@ func readVertex(c *core.Snapshot, v uint64) (Vertex, bool, error) {
 	if err != nil || n == 0 {
 		return Vertex{}, false, err
 	}
-	bad := func(what string) (Vertex, bool, error) {
-		return Vertex{}, false, fmt.Errorf("engine: the vertex record of %d is malformed: %s", v, what)
+	rec, err := decodeCells(v, buf.dsts[:n], buf.w[:n], buf.times[:n])
+	return rec, err == nil, err
+}
+
+// decodeCells is the record of v's live cells (dsts, weights and times,
+// in index order, at least one).
+func decodeCells(v uint64, dsts []uint64, ws []float64, times []int64) (Vertex, error) {
+	bad := func(what string) (Vertex, error) {
+		return Vertex{}, fmt.Errorf("engine: the vertex record of %d is malformed: %s", v, what)
 	}
-	if buf.dsts[0] != core.CellBase || buf.times[0] != recordFormat {
+	if dsts[0] != core.CellBase || times[0] != recordFormat {
 		return bad(fmt.Sprintf("no header cell of format %d", recordFormat))
 	}
-	size := buf.w[0]
+	size := ws[0]
 	if size < 1 || size > 1+MaxVertexLabel+MaxVertexProps || size != math.Trunc(size) {
 		return bad(fmt.Sprintf("a length of %v", size))
 	}
 	k := cellCount(int(size))
-	if n != k {
-		return bad(fmt.Sprintf("%d cells where its length needs %d", n, k))
+	if len(dsts) != k {
+		return bad(fmt.Sprintf("%d cells where its length needs %d", len(dsts), k))
 	}
 	p := make([]byte, 0, (k-1)*cellBytes)
 	for i := 1; i < k; i++ {
-		if buf.dsts[i] != core.CellBase+uint64(i) {
+		if dsts[i] != core.CellBase+uint64(i) {
 			return bad(fmt.Sprintf("cell %d is missing", i))
 		}
-		w, t := uint64(buf.w[i]), uint64(buf.times[i])
+		w, t := uint64(ws[i]), uint64(times[i])
 		for j := 0; j < weightBytes; j++ {
 			p = append(p, byte(w>>(8*j)))
 		}
@@ -282,7 +289,48 @@ func readVertex(c *core.Snapshot, v uint64) (Vertex, bool, error) {
 	if int(p[0]) > len(p)-1 {
 		return bad("a label longer than the record")
 	}
-	return decodePayload(p), true, nil
+	return decodePayload(p), nil
+}
+
+// ScanVertices calls f with every vertex in [lo, hi) that has a record,
+// in id order, and its record (SCANVTX), reading them in pages of bounded
+// memory. It stops at f's first error and returns it.
+func (sn *Snapshot) ScanVertices(lo, hi uint64, f func(v uint64, rec Vertex) error) error {
+	const vcap, ecap = 256, 256 * 8
+	vids, offs := make([]uint64, vcap), make([]uint64, vcap+1)
+	dsts, ws, times := make([]uint64, ecap), make([]float64, ecap), make([]int64, ecap)
+	for lo < hi {
+		var nv, ne int
+		var next uint64
+		err := sn.read(func(c *core.Snapshot) error {
+			var e *core.Error
+			nv, ne, next, e = c.Scan(lo, hi, core.DirVertex, nil, vids, offs, dsts, ws, nil, times)
+			if e != nil && e.Code == core.CodeBuffer && ne > len(dsts) {
+				dsts, ws, times = make([]uint64, ne), make([]float64, ne), make([]int64, ne)
+				nv, next = 0, lo // read the page again with room for it
+				return nil
+			}
+			if e != nil {
+				return fmt.Errorf("vertex records from %d: %w", lo, fromCore(e))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := 0; i < nv; i++ {
+			b, e := offs[i], offs[i+1]
+			rec, err := decodeCells(vids[i], dsts[b:e], ws[b:e], times[b:e])
+			if err != nil {
+				return err
+			}
+			if err := f(vids[i], rec); err != nil {
+				return err
+			}
+		}
+		lo = next
+	}
+	return nil
 }
 
 // cellsNow is the number of cells v's record has in c (0: none).

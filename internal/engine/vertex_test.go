@@ -104,6 +104,32 @@ func checkRecords(t testing.TB, sn *Snapshot, want recOracle, edges oracle, vs [
 			t.Fatalf("%s: vertex %d exists: %v, want %v (record %v, edges %v)", what, v, ex, !ex, wok, has[v])
 		}
 	}
+	// SCANVTX: every record, in id order, whole and from a midpoint.
+	for _, lo := range []uint64{0, HighIDBase + 7} {
+		var prev uint64
+		n := 0
+		err := sn.ScanVertices(lo, MaxVertex+1, func(v uint64, rec Vertex) error {
+			w, ok := want[v]
+			switch {
+			case n > 0 && v <= prev:
+				return fmt.Errorf("vertex %d after %d", v, prev)
+			case !ok || !sameVertex(rec, w):
+				return fmt.Errorf("vertex %d: (%q, %.40s), want (%q, %.40s, %v)", v, rec.Label, rec.Props, w.Label, w.Props, ok)
+			}
+			prev = v
+			n++
+			return nil
+		})
+		count := 0
+		for v := range want {
+			if v >= lo {
+				count++
+			}
+		}
+		if err != nil || n != count {
+			t.Fatalf("%s: ScanVertices from %d: %d records, %v; want %d", what, lo, n, err, count)
+		}
+	}
 }
 
 // TestVertexRecordsFollowTheOracle applies random batches of records
