@@ -137,14 +137,14 @@ type Result struct {
 	InsEdge         Op      `json:"insedge"`
 	// Vertex records: single puts, and reads on the store and on a Go map
 	// of the same records.
-	InsVtx    Op `json:"insvtx"`
-	GetVtx    Op `json:"getvtx"`
-	MapGetVtx Op `json:"map_getvtx"`
-	SearchEdge      Op      `json:"searchedge"`
-	CSRSearchEdge   Op      `json:"csr_searchedge"`
-	ScanNbr         Op      `json:"scannbr"`
-	CSRScanNbr      Op      `json:"csr_scannbr"`
-	DelEdge         Op      `json:"deledge"`
+	InsVtx        Op `json:"insvtx"`
+	GetVtx        Op `json:"getvtx"`
+	MapGetVtx     Op `json:"map_getvtx"`
+	SearchEdge    Op `json:"searchedge"`
+	CSRSearchEdge Op `json:"csr_searchedge"`
+	ScanNbr       Op `json:"scannbr"`
+	CSRScanNbr    Op `json:"csr_scannbr"`
+	DelEdge       Op `json:"deledge"`
 	// Conditional inserts (ApplyIf, edge absent): applied, then refused.
 	CondInsEdge        Op `json:"cond_insedge"`
 	CondInsEdgeRefused Op `json:"cond_insedge_refused"`
