@@ -106,11 +106,13 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
     b.cap_words = cap_words;
   }
   bytes_.store(ComputeBytes());
-  // Vertex records are few beside edges: a 64th of the budget to start
-  // (its arena grows as any MemGraph's; bytes() counts it either way).
-  if (!cells)
-    cells_ = std::make_unique<MemGraph>(false, std::max<uint64_t>(64u << 10, limit_bytes / 64), 0, UINT32_MAX, nullptr,
-                                        true);
+  // The cells MemGraph is sized as this one, for what its size sets: the
+  // hub caches' budget and threshold, so that the cells of a vertex whose
+  // record is put over and over are read as a hub's edges are (a cache and
+  // a short tail), not sorted whole by every read and every put (which
+  // reads the length of the record it replaces). Its memory is taken as
+  // it is used, and bytes() counts it against this one's limit.
+  if (!cells) cells_ = std::make_unique<MemGraph>(false, limit_bytes, 0, UINT32_MAX, nullptr, true);
 }
 
 MemGraph::~MemGraph() {

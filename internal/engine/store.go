@@ -148,10 +148,7 @@ func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	var seq uint64
 	ops := b.ops
 	if len(b.vrecs) > 0 {
-		var err error
-		if ops, err = s.vertexOps(b); err != nil {
-			return 0, err
-		}
+		ops = b.vertexOps()
 	}
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
 		seq, e = c.Apply(ops, b.srcpos)

@@ -28,10 +28,15 @@ import (
 //	             integer below 2^56, so at least 0 as the core wants)
 //	payload:     u8 label length, the label, the property document
 //
-// INVARIANT: a vertex's live cells are exactly 0..k: a put that makes a
-// record shorter deletes the cells past it (Store.applyLocked reads the
-// record's length under applyMu), so a read needs no cell beyond the
-// header's count.
+// A put writes cells 0..k of its record and nothing else: it does not read
+// the record it replaces (a read there would cost every put the versions
+// the MemGraph holds of the vertex, so one vertex put over and over would
+// slow ingestion for everyone). So cells past k may be left live by a
+// longer record before; a read takes the k its header cell names and
+// ignores the rest. They are at most maxRecordCells a vertex, and a
+// vertex delete hides them with the rest.
+// INVARIANT: cells 0..k of a vertex's newest record are all of the same
+// put (a put writes every one of them, in one batch).
 
 // The limits of a vertex record.
 const (
@@ -125,9 +130,8 @@ func decodePayload(p []byte) Vertex {
 // takes.
 func cellCount(n int) int { return 1 + (n+cellBytes-1)/cellBytes }
 
-// appendCells appends the cell ops of v's record, then deletes of its
-// cells from the record's length up to prev (the cells the record had).
-func appendCells(ops []core.Op, v uint64, payload []byte, prev int) []core.Op {
+// appendCells appends the cell ops of v's record.
+func appendCells(ops []core.Op, v uint64, payload []byte) []core.Op {
 	k := cellCount(len(payload))
 	ops = append(ops, core.Op{Src: v, Dst: core.CellBase, Kind: core.OpPutCell, Weight: float64(len(payload)), Time: recordFormat})
 	var chunk [cellBytes]byte
@@ -143,65 +147,23 @@ func appendCells(ops []core.Op, v uint64, payload []byte, prev int) []core.Op {
 		}
 		ops = append(ops, core.Op{Src: v, Dst: core.CellBase + uint64(i), Kind: core.OpPutCell, Weight: float64(w), Time: int64(t)})
 	}
-	for i := k; i < prev; i++ {
-		ops = append(ops, core.Op{Src: v, Dst: core.CellBase + uint64(i), Kind: core.OpDeleteCell})
-	}
 	return ops
 }
 
-// withVertexOps is b's operations with its vertex records' cells in their
-// places. cur reads the number of cells a vertex's record has now (0:
-// none); a record put or deleted earlier in the batch counts instead.
-func (b *Batch) withVertexOps(cur func(v uint64) (int, error)) ([]core.Op, error) {
+// vertexOps is b's operations with its vertex records' cells in their
+// places (a record's cells where its PutVertex was added).
+func (b *Batch) vertexOps() []core.Op {
 	ops := make([]core.Op, 0, len(b.ops)+len(b.vrecs)*4)
-	cells := make(map[uint64]int, len(b.vrecs))
-	prev := func(v uint64) (int, error) {
-		if n, ok := cells[v]; ok {
-			return n, nil
-		}
-		return cur(v)
-	}
 	k := 0
 	for i := 0; i <= len(b.ops); i++ {
 		for ; k < len(b.vrecs) && b.vrecs[k].at == i; k++ {
-			r := b.vrecs[k]
-			p, err := prev(r.v)
-			if err != nil {
-				return nil, err
-			}
-			ops = appendCells(ops, r.v, r.payload, p)
-			cells[r.v] = cellCount(len(r.payload))
+			ops = appendCells(ops, b.vrecs[k].v, b.vrecs[k].payload)
 		}
 		if i < len(b.ops) {
-			op := b.ops[i]
-			if op.Kind == core.OpDeleteVertex {
-				cells[op.Src] = 0
-			}
-			ops = append(ops, op)
+			ops = append(ops, b.ops[i])
 		}
 	}
-	return ops, nil
-}
-
-// vertexOps is b's operations with its records' cells, for an apply with
-// applyMu held: the lengths of the records they replace are read from the
-// newest batch, which is the state b applies to.
-func (s *Store) vertexOps(b *Batch) ([]core.Op, error) {
-	var ops []core.Op
-	var rerr error
-	err := s.with("vertex records", func(c *core.Store) *core.Error {
-		sn, e := c.Snapshot(false)
-		if e != nil {
-			return e
-		}
-		defer sn.Release()
-		ops, rerr = b.withVertexOps(func(v uint64) (int, error) { return cellsNow(sn, v) })
-		return nil
-	})
-	if err == nil {
-		err = rerr
-	}
-	return ops, err
+	return ops
 }
 
 // Vertex is v's record in the snapshot, and whether v has one (a vertex
@@ -269,7 +231,7 @@ func decodeCells(v uint64, dsts []uint64, ws []float64, times []int64) (Vertex, 
 		return bad(fmt.Sprintf("a length of %v", size))
 	}
 	k := cellCount(int(size))
-	if len(dsts) != k {
+	if len(dsts) < k {
 		return bad(fmt.Sprintf("%d cells where its length needs %d", len(dsts), k))
 	}
 	p := make([]byte, 0, (k-1)*cellBytes)
@@ -331,15 +293,6 @@ func (sn *Snapshot) ScanVertices(lo, hi uint64, f func(v uint64, rec Vertex) err
 		lo = next
 	}
 	return nil
-}
-
-// cellsNow is the number of cells v's record has in c (0: none).
-func cellsNow(c *core.Snapshot, v uint64) (int, error) {
-	d, e := c.Degree(v, core.DirVertex, nil)
-	if e != nil {
-		return 0, fmt.Errorf("vertex record of %d: %w", v, fromCore(e))
-	}
-	return int(d), nil
 }
 
 // VertexExists reports whether v exists in the snapshot: it has a record

@@ -330,3 +330,34 @@ func TestVertexExistsCondition(t *testing.T) {
 		t.Fatalf("a deleted vertex exists: %v", err)
 	}
 }
+
+// BenchmarkPutVertexOneHub puts 4 KiB records on one vertex over and over
+// (each put reads the length of the one it replaces) and reads it back:
+// the cost of a put must not grow with the versions the MemGraph holds.
+func BenchmarkPutVertexOneHub(b *testing.B) {
+	s, err := Open(b.TempDir(), &Options{MemGraphBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	props := []byte(`{"blob":"` + strings.Repeat("x", MaxVertexProps-20) + `"}`)
+	var bt Batch
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bt.Reset()
+		bt.PutVertex(7, "hub", props)
+		if _, err := s.Apply(&bt); err != nil {
+			b.Fatal(err)
+		}
+		if i%16 == 0 {
+			sn, err := s.Snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok, err := sn.Vertex(7); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			sn.Release()
+		}
+	}
+}
