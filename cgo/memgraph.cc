@@ -109,8 +109,7 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
   // The cells MemGraph is sized as this one, for what its size sets: the
   // hub caches' budget and threshold, so that the cells of a vertex whose
   // record is put over and over are read as a hub's edges are (a cache and
-  // a short tail), not sorted whole by every read and every put (which
-  // reads the length of the record it replaces). Its memory is taken as
+  // a short tail), not sorted whole by every read. Its memory is taken as
   // it is used, and bytes() counts it against this one's limit.
   if (!cells) cells_ = std::make_unique<MemGraph>(false, limit_bytes, 0, UINT32_MAX, nullptr, true);
 }
