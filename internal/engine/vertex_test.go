@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -14,14 +15,6 @@ import (
 
 // recOracle is the vertex records a store should hold.
 type recOracle map[uint64]Vertex
-
-func (o recOracle) clone() recOracle {
-	c := make(recOracle, len(o))
-	for k, v := range o {
-		c[k] = v
-	}
-	return c
-}
 
 // apply applies b's records and vertex deletes in batch order to o, and
 // b's edge ops to e.
@@ -188,7 +181,7 @@ func TestVertexRecordsFollowTheOracle(t *testing.T) {
 			t.Fatal(err)
 		}
 		recs.apply(&b, edges)
-		at[seq] = state{recs.clone(), edges.clone()}
+		at[seq] = state{maps.Clone(recs), edges.clone()}
 		switch r.IntN(30) {
 		case 0:
 			if err := s.Flush(); err != nil {
