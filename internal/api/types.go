@@ -142,6 +142,7 @@ type StoreStats struct {
 	Files                  int64        `json:"files"`
 	DiskBytes              int64        `json:"disk_bytes"`
 	Levels                 []LevelStats `json:"levels"`
+	VertexRecords          RecordStats  `json:"vertex_records"`
 	Flushes                int64        `json:"flushes"`
 	FlushSeconds           float64      `json:"flush_seconds"`
 	FlushBytes             int64        `json:"flush_bytes"`
@@ -156,6 +157,14 @@ type StoreStats struct {
 	BackgroundErrors       int64        `json:"background_errors"`
 	WriteAmplification     float64      `json:"write_amplification"`
 	ReadAmplification      float64      `json:"read_amplification"`
+}
+
+// RecordStats is the vertex records' files: not among the levels, whose
+// entries are edge versions.
+type RecordStats struct {
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
+	Cells int64 `json:"cells"`
 }
 
 // ViewStats is views.Stats.
@@ -197,6 +206,7 @@ func storeStats(m engine.Metrics, inEdges bool) StoreStats {
 		WriteStalls: m.WriteStalls, WriteStallSeconds: m.WriteStallDuration.Seconds(),
 		SnapshotsOpen: m.SnapshotsOpen, VertexDeletes: m.VertexDeletes, BackgroundErrors: m.BackgroundErrors,
 		WriteAmplification: m.WriteAmplification(), ReadAmplification: m.ReadAmplification(inEdges),
+		VertexRecords: RecordStats{Files: m.VertexRecords.Files, Bytes: m.VertexRecords.Bytes, Cells: m.VertexRecords.Entries},
 	}
 	for i, l := range m.Levels {
 		s.Levels = append(s.Levels, LevelStats{Level: i, Files: l.Files, Bytes: l.Bytes, Entries: l.Entries})

@@ -6,11 +6,12 @@ import (
 	core "github.com/graphtide/graphtide/cgo"
 )
 
-// LevelMetrics describes one level (L0 first), out- and in-edge trees summed.
+// LevelMetrics describes one level (L0 first), out- and in-edge trees
+// summed, or (Metrics.VertexRecords) the vertex records' files.
 type LevelMetrics struct {
 	Files   int64
 	Bytes   int64 // bytes on disk
-	Entries int64 // stored edge versions, tombstones included
+	Entries int64 // stored edge versions, tombstones included (records: cells)
 }
 
 // Metrics is a point-in-time copy of the store's counters and gauges.
@@ -40,7 +41,10 @@ type Metrics struct {
 	// OldestReadableSeq is the oldest sequence number SnapshotAt takes:
 	// the history floor with KeepHistory, else LastSeq.
 	OldestReadableSeq uint64
-	Levels            []LevelMetrics // index = level
+	Levels            []LevelMetrics // index = level; the edge trees' files
+	// VertexRecords is the vertex records' files (every level): not in
+	// Levels, so that edge counts and read amplification are the edges'.
+	VertexRecords LevelMetrics
 }
 
 // WriteAmplification is bytes written by flushes and compactions divided by
@@ -74,18 +78,18 @@ func (m *Metrics) ReadAmplification(inEdges bool) float64 {
 	return n
 }
 
-// DiskBytes is the total size of live files.
+// DiskBytes is the total size of live files, vertex records' included.
 func (m *Metrics) DiskBytes() int64 {
-	var b int64
+	b := m.VertexRecords.Bytes
 	for _, l := range m.Levels {
 		b += l.Bytes
 	}
 	return b
 }
 
-// Files is the number of live files.
+// Files is the number of live files, vertex records' included.
 func (m *Metrics) Files() int64 {
-	var n int64
+	n := m.VertexRecords.Files
 	for _, l := range m.Levels {
 		n += l.Files
 	}
@@ -95,8 +99,10 @@ func (m *Metrics) Files() int64 {
 // Metrics returns the store's metrics. It never blocks on background work.
 func (s *Store) Metrics() (Metrics, error) {
 	var c core.Metrics
+	var files []core.FileInfo
 	err := s.with("metrics", func(cs *core.Store) *core.Error {
 		c = cs.Metrics()
+		files = cs.Files()
 		return nil
 	})
 	if err != nil {
@@ -126,8 +132,20 @@ func (s *Store) Metrics() (Metrics, error) {
 		ApplyCPU:               time.Duration(c.ApplyCPUNanos),
 		OldestReadableSeq:      c.OldestReadableSeq,
 	}
-	for _, l := range c.Levels {
-		m.Levels = append(m.Levels, LevelMetrics{Files: int64(l.Files), Bytes: int64(l.Bytes), Entries: int64(l.Entries)})
+	// The levels from the files (one Version's), apart by tree: the core
+	// sums every tree in its level figures.
+	m.Levels = make([]LevelMetrics, len(c.Levels))
+	for _, f := range files {
+		l := &m.VertexRecords
+		if Direction(f.Dir) != VertexRecords {
+			if int(f.Level) >= len(m.Levels) {
+				m.Levels = append(m.Levels, make([]LevelMetrics, int(f.Level)+1-len(m.Levels))...)
+			}
+			l = &m.Levels[f.Level]
+		}
+		l.Files++
+		l.Bytes += int64(f.Bytes)
+		l.Entries += int64(f.Entries)
 	}
 	return m, nil
 }

@@ -354,3 +354,43 @@ func BenchmarkPutVertexOneHub(b *testing.B) {
 		}
 	}
 }
+
+// TestMetricsKeepRecordsApart: the levels' figures (edge counts, read
+// amplification) are the edges'; the records' files are counted apart,
+// and in the totals.
+func TestMetricsKeepRecordsApart(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{MemGraphBytes: 1 << 20, DisableAutoCompaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for round := range 2 {
+		var b Batch
+		for i := range uint64(5) {
+			b.Insert(i, i+1)
+		}
+		for v := range uint64(3) {
+			b.PutVertex(v, "account", []byte(`{"n":1}`)) // 15 bytes of payload: a header and 2 cells
+		}
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files, entries int64
+		for _, l := range m.Levels {
+			files += l.Files
+			entries += l.Entries
+		}
+		n := int64(round + 1)
+		if files != n || entries != 5*n || m.VertexRecords.Files != n || m.VertexRecords.Entries != 9*n ||
+			m.Files() != 2*n || m.DiskBytes() <= m.VertexRecords.Bytes || m.ReadAmplification(false) != float64(n) {
+			t.Fatalf("after %d flushes: levels %+v, records %+v, files %d, read amplification %v", n, m.Levels, m.VertexRecords, m.Files(), m.ReadAmplification(false))
+		}
+	}
+}

@@ -52,6 +52,9 @@ func NewStoreCollector(s *engine.Store) *StoreCollector {
 		"level_files":       d("level_files", "Files per level.", "level"),
 		"level_bytes":       d("level_bytes", "Bytes on disk per level.", "level"),
 		"level_entries":     d("level_edge_versions", "Stored edge versions per level.", "level"),
+		"vtx_files":         d("vertex_record_files", "Live files of vertex records (not among the levels' files)."),
+		"vtx_bytes":         d("vertex_record_bytes", "Bytes on disk of vertex records' files."),
+		"vtx_cells":         d("vertex_record_cells", "Stored vertex record cells (13 bytes of a record each, versions included)."),
 	}}
 }
 
@@ -106,4 +109,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		g("level_bytes", float64(l.Bytes), lv)
 		g("level_entries", float64(l.Entries), lv)
 	}
+	g("vtx_files", float64(m.VertexRecords.Files))
+	g("vtx_bytes", float64(m.VertexRecords.Bytes))
+	g("vtx_cells", float64(m.VertexRecords.Entries))
 }
