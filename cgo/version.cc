@@ -72,7 +72,7 @@ std::shared_ptr<Version> NextVersion(const Version &base, const VersionEdit &e) 
 std::string VersionProblem(const Version &v) {
   for (int d = 0; d < kTrees; d++) {
     const Tree &t = v.trees[d];
-    const std::string tree = d == 0 ? "out-edges" : "in-edges";
+    const std::string tree = d == kOut ? "out-edges" : d == kIn ? "in-edges" : "vertex cells";
     for (size_t k = 0; k < t.l0.size(); k++) {
       const SegMeta &m = t.l0[k]->meta();
       if (m.level != 0 || m.dir != static_cast<uint32_t>(d))

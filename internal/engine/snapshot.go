@@ -23,6 +23,15 @@ const (
 	VertexRecords Direction = 2
 )
 
+// edgeDir is nil for Out and In, the directions edge reads take (the
+// core reads the records' cells in direction 2 too: Snapshot.Vertex).
+func edgeDir(dir Direction) error {
+	if dir != Out && dir != In {
+		return fmt.Errorf("%w: direction must be out (0) or in (1), got %d", ErrInvalid, dir)
+	}
+	return nil
+}
+
 // Snapshot is a consistent read view pinned at one sequence number. It
 // keeps returning the same contents while writes, flushes and compactions
 // continue, until Release. A snapshot holds no MemGraph or file open; while
@@ -227,6 +236,9 @@ func (sn *Snapshot) read(f func(c *core.Snapshot) error) error {
 
 // Degree is the number of dir-edges of v visible in the snapshot.
 func (sn *Snapshot) Degree(v uint64, dir Direction) (uint64, error) {
+	if err := edgeDir(dir); err != nil {
+		return 0, err
+	}
 	var d uint64
 	err := sn.read(func(c *core.Snapshot) error {
 		var e *core.Error
@@ -243,6 +255,9 @@ func (sn *Snapshot) Degree(v uint64, dir Direction) (uint64, error) {
 // nil; otherwise the returned weights are nil. A neighbor joined to v by
 // edges of several types comes once per type (NeighborsPage gives the types).
 func (sn *Snapshot) Neighbors(v uint64, dir Direction, dsts []uint64, weights []float64) ([]uint64, []float64, error) {
+	if err := edgeDir(dir); err != nil {
+		return nil, nil, err
+	}
 	withW := weights != nil
 	err := sn.read(func(c *core.Snapshot) error {
 		dsts = dsts[:cap(dsts)]
@@ -346,6 +361,9 @@ func (b *ScanBuffer) Neighbors(i int) []uint64 { return b.Dsts[b.Offsets[i]:b.Of
 // splits across calls; one whose edges exceed the buffer grows it. One call
 // crosses into the core once.
 func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64, error) {
+	if err := edgeDir(dir); err != nil {
+		return lo, err
+	}
 	var next uint64
 	err := sn.read(func(c *core.Snapshot) error {
 		buf.Vertices = buf.Vertices[:cap(buf.Vertices)]
@@ -451,6 +469,9 @@ func (p *Page) Last() (EdgeCursor, bool) {
 // bounded by limit whatever v's degree, and a compacted vertex is found by
 // binary search.
 func (sn *Snapshot) NeighborsPage(v uint64, dir Direction, after *EdgeCursor, limit int, weights bool) (Page, error) {
+	if err := edgeDir(dir); err != nil {
+		return Page{}, err
+	}
 	if limit < 1 {
 		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
 	}
@@ -550,6 +571,9 @@ func (sn *Snapshot) GatherLimit(vids []uint64, dir Direction, buf *GatherBuffer,
 // gather is Gather and GatherLimit: one call into the core per buffer
 // size, growing the buffer for a first vertex within maxEdges.
 func (sn *Snapshot) gather(vids []uint64, dir Direction, buf *GatherBuffer, maxEdges int) (done, need int, err error) {
+	if err := edgeDir(dir); err != nil {
+		return 0, 0, err
+	}
 	err = sn.read(func(c *core.Snapshot) error {
 		if cap(buf.Offsets) < len(vids)+1 {
 			buf.Offsets = make([]uint64, len(vids)+1)

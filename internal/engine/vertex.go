@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/jsontext"
 )
 
 // Vertex records. A vertex has a record once PutVertex set one: a label
@@ -78,6 +79,13 @@ func CheckVertex(label string, props []byte) error {
 		return fmt.Errorf("%w: a vertex's property document has at most %d bytes, got %d", ErrInvalid, MaxVertexProps, len(props))
 	case len(props) > 0 && (!json.Valid(props) || bytes.TrimSpace(props)[0] != '{'):
 		return fmt.Errorf("%w: a vertex's property document must be a JSON object", ErrInvalid)
+	}
+	// The decoders' rules too (valid UTF-8, no escaped lone surrogate,
+	// nesting at most jsontext.MaxDepth): what a record of any format
+	// cannot carry, the Go API does not store either, and a document read
+	// back is valid JSON text.
+	if off, why := jsontext.Check(props); why != "" {
+		return fmt.Errorf("%w: a vertex's property document: %s at byte %d", ErrInvalid, why, off)
 	}
 	return nil
 }

@@ -274,6 +274,9 @@ func TestPutVertexRefusesWhatItCannotKeep(t *testing.T) {
 		{1, "a", `[1,2]`, "JSON object"},
 		{1, "a", `{"a":`, "JSON object"},
 		{1, "a", `{"a":"` + strings.Repeat("x", MaxVertexProps) + `"}`, "at most 4096 bytes"},
+		{1, "a", "{\"a\":\"\xff\"}", "invalid UTF-8 (byte 0xff) at byte 6"},
+		{1, "a", `{"a":"\ud800"}`, "escaped lone surrogate \\ud800"},
+		{1, "a", `{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, "JSON nested deeper than 64 at byte 68"},
 		{MaxVertex + 1, "a", "", "out of range"},
 	} {
 		var b Batch
@@ -322,11 +325,24 @@ func TestVertexExistsCondition(t *testing.T) {
 	if _, err := s.ApplyIf(&b, cond); !errors.As(err, &perr) {
 		t.Fatalf("a deleted vertex exists: %v", err)
 	}
+	// Edge reads refuse the records' direction: Vertex reads records.
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	if _, err := sn.Degree(5, VertexRecords); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a degree in the records' direction: %v", err)
+	}
+	if _, _, err := sn.Neighbors(5, VertexRecords, nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("neighbors in the records' direction: %v", err)
+	}
 }
 
-// BenchmarkPutVertexOneHub puts 4 KiB records on one vertex over and over
-// (each put reads the length of the one it replaces) and reads it back:
-// the cost of a put must not grow with the versions the MemGraph holds.
+// BenchmarkPutVertexOneHub puts 4 KiB records on one vertex over and over,
+// reading it back every 16 puts: a put writes its cells and reads nothing,
+// so its cost must not grow with the versions the MemGraph holds of the
+// vertex (a read's does, until a flush).
 func BenchmarkPutVertexOneHub(b *testing.B) {
 	s, err := Open(b.TempDir(), &Options{MemGraphBytes: 64 << 20})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/graphtide/graphtide/internal/jsontext"
 )
 
 // A scanner over one JSON text that picks out the values at a few JSON
@@ -21,7 +23,7 @@ import (
 
 // maxDepth bounds the nesting of a mapped value (deeper is an error, not
 // a deep recursion).
-const maxDepth = 64
+const maxDepth = jsontext.MaxDepth
 
 // jkind is the kind of a picked JSON value.
 type jkind uint8
@@ -319,13 +321,13 @@ func (s *jscan) str(i int) (int, bool, *jerr) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j += 2
 			case 'u':
-				u, ok := hex4(s.v, j+2)
+				u, ok := jsontext.Hex4(s.v, j+2)
 				if !ok {
 					return j, escaped, s.fail(j, "invalid \\u escape in a string")
 				}
 				switch {
 				case u >= 0xd800 && u <= 0xdbff:
-					lo, ok := hex4(s.v, j+8)
+					lo, ok := jsontext.Hex4(s.v, j+8)
 					if !ok || s.v[j+6] != '\\' || s.v[j+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
 						return j, escaped, s.fail(j, "escaped lone surrogate \\u%04x in a string (not followed by a low surrogate)", u)
 					}
@@ -386,9 +388,9 @@ func unescape(dst, src []byte) []byte {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			u, _ := hex4(src, j+2)
+			u, _ := jsontext.Hex4(src, j+2)
 			if u >= 0xd800 && u <= 0xdbff {
-				lo, _ := hex4(src, j+8)
+				lo, _ := jsontext.Hex4(src, j+8)
 				dst = utf8.AppendRune(dst, 0x10000+(u-0xd800)<<10+(lo-0xdc00))
 				j += 12
 				continue

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/graphtide/graphtide/internal/jsontext"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
@@ -326,7 +327,7 @@ func TestScannerAcceptsExactlyJSON(t *testing.T) {
 		s := jscan{v: v, vals: make([]jval, 3)}
 		end, jerr := s.value(0, root, 0)
 		ok := jerr == nil && s.ws(end) == len(v)
-		_, why := checkJSONText(v)
+		_, why := jsontext.Check(v)
 		want := json.Valid(v) && utf8.Valid(v) && why == ""
 		if ok != want {
 			t.Fatalf("%q: scanner says %v (%v), oracle %v", v, ok, jerr, want)
