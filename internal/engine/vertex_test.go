@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
 )
@@ -340,9 +341,10 @@ func TestVertexExistsCondition(t *testing.T) {
 }
 
 // BenchmarkPutVertexOneHub puts 4 KiB records on one vertex over and over,
-// reading it back every 16 puts: a put writes its cells and reads nothing,
-// so its cost must not grow with the versions the MemGraph holds of the
-// vertex (a read's does, until a flush).
+// reading it back every 16 puts, and reports each apart: put-ns/op (a put
+// writes its cells and reads nothing, so it must not grow with the
+// versions the MemGraph holds of the vertex) and read-ns/op (which does,
+// until a flush).
 func BenchmarkPutVertexOneHub(b *testing.B) {
 	s, err := Open(b.TempDir(), &Options{MemGraphBytes: 64 << 20})
 	if err != nil {
@@ -351,14 +353,19 @@ func BenchmarkPutVertexOneHub(b *testing.B) {
 	defer s.Close()
 	props := []byte(`{"blob":"` + strings.Repeat("x", MaxVertexProps-20) + `"}`)
 	var bt Batch
+	var puts, reads time.Duration
+	nreads := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		bt.Reset()
 		bt.PutVertex(7, "hub", props)
+		t0 := time.Now()
 		if _, err := s.Apply(&bt); err != nil {
 			b.Fatal(err)
 		}
+		puts += time.Since(t0)
 		if i%16 == 0 {
+			t0 = time.Now()
 			sn, err := s.Snapshot()
 			if err != nil {
 				b.Fatal(err)
@@ -367,8 +374,12 @@ func BenchmarkPutVertexOneHub(b *testing.B) {
 				b.Fatal(ok, err)
 			}
 			sn.Release()
+			reads += time.Since(t0)
+			nreads++
 		}
 	}
+	b.ReportMetric(float64(puts.Nanoseconds())/float64(b.N), "put-ns/op")
+	b.ReportMetric(float64(reads.Nanoseconds())/float64(nreads), "read-ns/op")
 }
 
 // TestMetricsKeepRecordsApart: the levels' figures (edge counts, read
