@@ -206,11 +206,15 @@ func (d *binaryDecoder) checkVertex(v []byte, off int) (int, error) {
 		return 0, d.errorf(off, "truncated vertex record: %d bytes left, it takes %d", len(rest), p+2+m)
 	}
 	label, props, size := vertexFields(rest)
-	if why := vertexReason(label, props); why != "" {
+	if why := labelReason(label); why != "" {
 		return 0, d.errorf(off+binFixedSize, "%s", why)
 	}
+	propsOff := off + binFixedSize + 1 + len(label) + 2
+	if why := propsReason(props); why != "" {
+		return 0, d.errorf(propsOff, "%s", why)
+	}
 	if len(props) > 0 && !json.Valid(props) {
-		return 0, d.errorf(off+binFixedSize+1+len(label)+2, "a vertex's props must be a JSON object (invalid JSON)")
+		return 0, d.errorf(propsOff, "a vertex's props must be a JSON object (invalid JSON)")
 	}
 	return size, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/graphtide/graphtide/internal/jsontext"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -72,22 +73,31 @@ const (
 	MaxVertexProps = 4 << 10
 )
 
-// vertexReason says why a vertex record's label or property document is
-// refused, or "". props is checked for size and for being an object; its
-// JSON syntax is the format's to check (the JSON paths scan it; the
-// binary format calls validProps).
-func vertexReason(label, props []byte) string {
+// labelReason says why a vertex record's label is refused, or "".
+func labelReason(label []byte) string {
 	switch {
 	case len(label) > MaxVertexLabel:
 		return fmt.Sprintf("a vertex label has at most %d bytes, got %d", MaxVertexLabel, len(label))
 	case !utf8.Valid(label):
 		return "a vertex label must be UTF-8"
+	}
+	return ""
+}
+
+// propsReason says why a vertex record's property document is refused,
+// or "": its size, that it is an object, and jsontext's rules (which the
+// engine applies too: a document a format let through that the engine
+// refuses would fail its whole batch). Its JSON syntax is the format's to
+// check: the JSON paths scan it, the binary format calls json.Valid.
+func propsReason(props []byte) string {
+	switch {
 	case len(props) > MaxVertexProps:
 		return fmt.Sprintf("a vertex's props have at most %d bytes, got %d", MaxVertexProps, len(props))
 	case len(props) > 0 && props[0] != '{':
 		return "a vertex's props must be a JSON object"
-	case !utf8.Valid(props):
-		return "a vertex's props must be UTF-8"
+	}
+	if off, why := jsontext.Check(props); why != "" {
+		return fmt.Sprintf("a vertex's props: %s at byte %d of them", why, off)
 	}
 	return ""
 }

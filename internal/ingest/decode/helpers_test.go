@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/graphtide/graphtide/internal/jsontext"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
@@ -142,6 +143,9 @@ func ruleViolation(e Edge, keys *fakeKeys) string {
 			return "a vertex label too long or not UTF-8"
 		case len(e.Props) > MaxVertexProps || len(e.Props) > 0 && (e.Props[0] != '{' || !json.Valid(e.Props)):
 			return "vertex props that are not a JSON object of at most MaxVertexProps bytes"
+		}
+		if _, why := jsontext.Check(e.Props); why != "" {
+			return "vertex props the engine refuses: " + why
 		}
 		return ""
 	}

@@ -450,12 +450,11 @@ func (d *jsonDecoder) record(e *jsonEntry, label, props, ts jval) error {
 	default:
 		return d.errorf(props.offset(), "props must be a JSON object")
 	}
-	if why := vertexReason(text, e.props); why != "" {
-		off := label.offset()
-		if props.kind == jObject && len(text) <= MaxVertexLabel {
-			off = props.offset()
-		}
-		return d.errorf(off, "%s", why)
+	if why := labelReason(text); why != "" {
+		return d.errorf(label.offset(), "%s", why)
+	}
+	if why := propsReason(e.props); why != "" {
+		return d.errorf(props.offset(), "%s", why)
 	}
 	return nil
 }

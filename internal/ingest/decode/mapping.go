@@ -503,12 +503,11 @@ func (d *mapped) record(r *Record, e *jsonEntry) error {
 	if e.labelEscaped {
 		label = unescaped(label, true, &d.kc.scratch)
 	}
-	if why := vertexReason(label, e.props); why != "" {
-		f := mLabel
-		if len(label) <= MaxVertexLabel {
-			f = mProps
-		}
-		return d.fieldError(f, d.get(r, f), "%s", why)
+	if why := labelReason(label); why != "" {
+		return d.fieldError(mLabel, d.get(r, mLabel), "%s", why)
+	}
+	if why := propsReason(e.props); why != "" {
+		return d.fieldError(mProps, d.get(r, mProps), "%s", why)
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func (d *textDecoder) Decode(v []byte, emit func(Edge)) error {
 			e.op, first, nids = OpPutVertex, 1, 1
 			if n == 3 {
 				e.labelStart, e.labelEnd = fields[2][0], fields[2][1]
-				if why := vertexReason(v[e.labelStart:e.labelEnd], nil); why != "" {
+				if why := labelReason(v[e.labelStart:e.labelEnd]); why != "" {
 					return d.errorf(line, "%s", why)
 				}
 			}
