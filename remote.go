@@ -116,18 +116,7 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 		}
 		ops = decode.AppendJSON(ops, e, "", "")
 	}
-	k := 0 // the next vertex record
-	for i := 0; i <= b.b.Len(); i++ {
-		for ; k < b.b.Vertices(); k++ {
-			v, rec, before := b.b.VertexAt(k)
-			if before != i {
-				break
-			}
-			add(decode.Edge{Op: decode.OpPutVertex, Src: v, Label: []byte(rec.Label), Props: rec.Props})
-		}
-		if i == b.b.Len() {
-			break
-		}
+	b.b.InOrder(func(i int) {
 		op := b.b.Op(i)
 		e := decode.Edge{Src: op.Src, Dst: op.Dst, Type: op.Type, EventTime: op.Time()}
 		switch op.Kind {
@@ -139,7 +128,10 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 			e.Op, e.Dst = decode.OpDeleteVertex, 0
 		}
 		add(e)
-	}
+	}, func(k int) {
+		v, rec := b.b.VertexAt(k)
+		add(decode.Edge{Op: decode.OpPutVertex, Src: v, Label: []byte(rec.Label), Props: rec.Props})
+	})
 	ops = append(ops, ']')
 	req := &writes.Request{Ops: ops, IdempotencyKey: o.IdempotencyKey}
 	for _, c := range o.Conditions {

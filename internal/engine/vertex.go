@@ -118,11 +118,25 @@ func (b *Batch) Vertices() int { return len(b.vrecs) }
 // operation, vertex delete or vertex record).
 func (b *Batch) Empty() bool { return len(b.ops) == 0 && len(b.vrecs) == 0 }
 
-// VertexAt returns the i-th PutVertex of the batch (0 <= i < Vertices())
-// and how many of the other operations were added before it.
-func (b *Batch) VertexAt(i int) (v uint64, rec Vertex, before int) {
+// VertexAt returns the i-th PutVertex of the batch (0 <= i < Vertices()).
+func (b *Batch) VertexAt(i int) (v uint64, rec Vertex) {
 	r := b.vrecs[i]
-	return r.v, decodePayload(r.payload), r.at
+	return r.v, decodePayload(r.payload)
+}
+
+// InOrder calls op(i) for the i-th operation (Op(i)) and vertex(k) for
+// the k-th PutVertex (VertexAt(k)), all in the order they were added: the
+// order they apply in.
+func (b *Batch) InOrder(op func(i int), vertex func(k int)) {
+	k := 0
+	for i := 0; i <= len(b.ops); i++ {
+		for ; k < len(b.vrecs) && b.vrecs[k].at == i; k++ {
+			vertex(k)
+		}
+		if i < len(b.ops) {
+			op(i)
+		}
+	}
 }
 
 func decodePayload(p []byte) Vertex {
@@ -162,15 +176,8 @@ func appendCells(ops []core.Op, v uint64, payload []byte) []core.Op {
 // places (a record's cells where its PutVertex was added).
 func (b *Batch) vertexOps() []core.Op {
 	ops := make([]core.Op, 0, len(b.ops)+len(b.vrecs)*4)
-	k := 0
-	for i := 0; i <= len(b.ops); i++ {
-		for ; k < len(b.vrecs) && b.vrecs[k].at == i; k++ {
-			ops = appendCells(ops, b.vrecs[k].v, b.vrecs[k].payload)
-		}
-		if i < len(b.ops) {
-			ops = append(ops, b.ops[i])
-		}
-	}
+	b.InOrder(func(i int) { ops = append(ops, b.ops[i]) },
+		func(k int) { ops = appendCells(ops, b.vrecs[k].v, b.vrecs[k].payload) })
 	return ops
 }
 

@@ -18,15 +18,13 @@ import (
 type recOracle map[uint64]Vertex
 
 // apply applies b's records and vertex deletes in batch order to o, and
-// b's edge ops to e.
+// b's edge ops to e (walking the batch itself, not with InOrder, which the
+// store's apply uses).
 func (o recOracle) apply(b *Batch, e oracle) {
 	k := 0
 	for i := 0; i <= b.Len(); i++ {
-		for ; k < b.Vertices(); k++ {
-			v, rec, before := b.VertexAt(k)
-			if before != i {
-				break
-			}
+		for ; k < b.Vertices() && b.vrecs[k].at == i; k++ {
+			v, rec := b.VertexAt(k)
 			o[v] = rec
 		}
 		if i < b.Len() {
