@@ -52,8 +52,9 @@ HTTP on --http-addr (default loopback only): the JSON API under /v1
 document at /v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
 /readyz answers 503 with the reasons while partitions are not assigned
 or would split the graph, no broker has answered for --ready-grace,
-partitions were lost, a partition waits for its dead letter, or the store
-has stalled for --ready-grace.
+partitions were lost, a partition waits for its dead letter, the store
+has stalled for --ready-grace, or the assigned partitions are more than
+--ready-max-lag records behind the brokers' end offsets.
 With a bearer token (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
 request needs "Authorization: Bearer <token>"; /metrics, /healthz and
 /readyz stay open. An address beyond loopback is refused without a token;

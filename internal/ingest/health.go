@@ -26,6 +26,8 @@ import (
 //   - dead letters that cannot be written (deadletter.go).
 //   - a store stall (Apply blocked, both MemGraphs full) longer than
 //     ReadyGrace.
+//   - with ReadyMaxLag, assigned partitions more records behind the
+//     brokers' end offsets than it, together.
 //
 // Lag is computed from the brokers' end offsets (kadm ListEndOffsets) for
 // the assigned partitions every LagInterval and after each assignment,
@@ -96,7 +98,19 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 	}
 	in.mu.Lock()
 	lost := in.lost
+	var behind int64
+	var worst tp
+	for k, l := range in.lags {
+		behind += l
+		if l > in.lags[worst] || l == in.lags[worst] && (k.topic < worst.topic || k.topic == worst.topic && k.partition < worst.partition) {
+			worst = k
+		}
+	}
+	worstLag := in.lags[worst]
 	in.mu.Unlock()
+	if limit := in.cfg.ReadyMaxLag; limit > 0 && behind > limit {
+		errs = append(errs, fmt.Errorf("%d records behind the brokers' end offsets (more than --ready-max-lag %d; the most behind: %s/%d by %d), as measured every %v", behind, limit, worst.topic, worst.partition, worstLag, in.cfg.LagInterval))
+	}
 	if len(lost) > 0 {
 		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", lost))
 	}
@@ -167,7 +181,12 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 					continue
 				}
 			}
-			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
+			lag := max(end.Offset-pos, 0)
+			if in.lags == nil {
+				in.lags = map[tp]int64{}
+			}
+			in.lags[tp{t, p}] = lag
+			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(lag))
 		}
 	}
 }

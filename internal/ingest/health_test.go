@@ -255,6 +255,51 @@ func TestReadyReasons(t *testing.T) {
 	}
 }
 
+// TestReadyMaxLag: with ReadyMaxLag, Ready says so while the assigned
+// partitions' lag together is above it (naming the one most behind), not
+// at it, not without the limit, and not for a partition revoked since.
+func TestReadyMaxLag(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges"}, ReadyMaxLag: -1}); err == nil || !strings.Contains(err.Error(), "ready max lag") {
+		t.Fatalf("a negative limit: %v", err)
+	}
+	for _, limit := range []int64{0, 100} {
+		in, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges"}, ReadyMaxLag: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.health.lastAnswer.Store(time.Now().UnixNano())
+		in.mu.Lock()
+		in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1, 2}}
+		in.lags = map[tp]int64{{"edges", 0}: 30, {"edges", 1}: 70, {"edges", 2}: 0}
+		in.mu.Unlock()
+		if err := in.Ready(); err != nil {
+			t.Fatalf("limit %d, 100 records behind: %v", limit, err)
+		}
+		in.mu.Lock()
+		in.lags[tp{"edges", 2}] = 1
+		in.mu.Unlock()
+		err = in.Ready()
+		if limit == 0 {
+			if err != nil {
+				t.Fatalf("no limit, 101 records behind: %v", err)
+			}
+		} else if want := "101 records behind the brokers' end offsets (more than --ready-max-lag 100; the most behind: edges/1 by 70)"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("limit 100, 101 records behind: %v; want it to say %q", err, want)
+		}
+		// Partition 1 goes to another member: 31 behind.
+		in.removeAssigned(map[string][]int32{"edges": {1}})
+		if err := in.Ready(); err != nil {
+			t.Fatalf("limit %d, after the revoke: %v", limit, err)
+		}
+		in.cl.Close()
+	}
+}
+
 // TestFetchConfig: the fetch buffers default to today's values and are
 // validated.
 func TestFetchConfig(t *testing.T) {

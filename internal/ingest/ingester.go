@@ -55,6 +55,13 @@ type Config struct {
 	// LagInterval is how often the lag of the assigned partitions is
 	// computed from the brokers' end offsets; default 10s.
 	LagInterval time.Duration
+	// ReadyMaxLag (serve --ready-max-lag), when above 0, is how many
+	// records the assigned partitions may be behind the brokers' end
+	// offsets, together, before Ready says so (as the lag loop last
+	// measured them against the position applied to the store), so that
+	// a replica that fell behind leaves a load balancer's rotation; 0: no
+	// limit.
+	ReadyMaxLag int64
 	// The consumer's fetch buffers (see FetchOptions): FetchMaxBytes per
 	// fetch request (default 32 MiB, 1 KiB..100 MiB), FetchMaxPartitionBytes
 	// per partition in one (default 1 MiB, 1 KiB..FetchMaxBytes; a larger
@@ -196,6 +203,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if o.LagInterval < 10*time.Millisecond || o.LagInterval > time.Hour {
 		return o, fmt.Errorf("ingest: lag interval must be between 10ms and 1h, got %v", o.LagInterval)
 	}
+	if o.ReadyMaxLag < 0 {
+		return o, fmt.Errorf("ingest: ready max lag must be 0 (no limit) or more records, got %d", o.ReadyMaxLag)
+	}
 	if o.FetchMaxBytes == 0 {
 		o.FetchMaxBytes = DefaultFetchMaxBytes
 	}
@@ -328,9 +338,11 @@ type Ingester struct {
 	// assignment (Protected by mu); stallSince is when the Apply that
 	// stalls began (unix ns, 0: none); commitAssigned asks the poll loop
 	// to commit the durable offsets of a new assignment; lagNow wakes the
-	// lag loop.
+	// lag loop; lags is each assigned partition's lag as the lag loop
+	// last measured it against the applied position (Protected by mu).
 	health         *health
 	lost           partitionSet
+	lags           map[tp]int64
 	stallSince     atomic.Int64
 	commitAssigned atomic.Bool
 	lagNow         chan struct{}
@@ -698,6 +710,7 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 	for t, ps := range gone {
 		// Another member reports these partitions' lag now.
 		for _, p := range ps {
+			delete(in.lags, tp{t, p})
 			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			delete(in.starts[t], p)

@@ -33,6 +33,7 @@ type Options struct {
 	DeadLetterTopic     string
 	DeadLetterTimeout   time.Duration
 	ReadyGrace          time.Duration
+	ReadyMaxLag         int64
 	FlushInterval       time.Duration
 	CheckpointInterval  time.Duration
 	Reset               string
@@ -77,6 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
+	fs.Int64Var(&o.ReadyMaxLag, "ready-max-lag", 0, "records the assigned partitions may be behind the brokers' end offsets, together, before /readyz answers 503 (measured every 10s against what is applied), so that a lagging replica leaves a load balancer's rotation; 0: no limit")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "checkpoint the analytics and monitors (every built-in one but those with types that read a topology) this often, and at shutdown, so that a restart resumes them, their windows and their alerts instead of recomputing (0: never); ingestion pauses while one is written")
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
@@ -164,6 +166,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
+	}
+	if o.ReadyMaxLag < 0 {
+		return fmt.Errorf("--ready-max-lag must be 0 (no limit) or a number of records, got %d", o.ReadyMaxLag)
 	}
 	if o.MemGraphMiB < 0 || o.MemGraphMiB > 65536 {
 		return fmt.Errorf("--memgraph-mib must be between 1 and 65536 (or 0: sized from --memory-budget), got %d", o.MemGraphMiB)
@@ -323,7 +328,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 	return Config{
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
-		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace,
+		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,

@@ -76,6 +76,7 @@ type Config struct {
 	DeadLetterTopic   string
 	DeadLetterTimeout time.Duration
 	ReadyGrace        time.Duration
+	ReadyMaxLag       int64 // records behind the brokers before /readyz says so; 0: no limit
 	FlushInterval     time.Duration
 	// CheckpointInterval: how often the graph analytics are checkpointed
 	// (and at shutdown), 0 never; see checkpoint.go.
@@ -277,7 +278,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
-		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace,
+		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,6 +189,57 @@ func TestRestartCommitsGroupOffsets(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.Records.WithLabelValues(topic)); got != 0 {
 		t.Errorf("%v records consumed after the restart, want none: the test needs nothing new", got)
+	}
+	if err := run.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestReadyMaxLagFollowsTheBroker: a replica whose applier is held while
+// the topic holds more than --ready-max-lag records past what it applied
+// is not ready, saying how far behind it is, and is ready again once it
+// caught up (the lag measured against the broker's end offsets).
+func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
+	addrs := needBroker(t)
+	adm := newAdmin(t)
+	topic := uniq("ready-lag")
+	createTopic(t, topic, 2)
+	recs := newStream(topic, 2, decode.FormatBinary, "", 0, 500, 2, uint64(time.Now().UnixNano())).records(1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := produce(ctx, newProducer(t), recs); err != nil {
+		t.Fatal(err)
+	}
+	end := endOffsets(t, adm, topic)
+	s, dict := openStore(t, t.TempDir(), 1<<20)
+	defer s.Close()
+	defer dict.Close()
+	log, _ := testLogger(t, "ingester")
+	// The first batch applied holds the applier until gate closes.
+	gate, held := make(chan struct{}), make(chan struct{})
+	var once, release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	defer open()
+	cfg := ingest.Config{
+		Brokers: addrs, Topics: []string{topic}, Group: uniq("ready-lag-group"),
+		DeadLetterTopic: uniq("ready-lag-dead"), FlushInterval: 100 * time.Millisecond, MaxPollRecords: 50,
+		LagInterval: 200 * time.Millisecond, ReadyMaxLag: 100, Logger: log,
+		OnVisible: func([]time.Time, time.Time) { once.Do(func() { close(held); <-gate }) },
+	}
+	run := startIngester(t, s, dict, cfg)
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("nothing applied within a minute")
+	}
+	want := "records behind the brokers' end offsets (more than --ready-max-lag 100"
+	if !waitFor(30*time.Second, func() bool { err := run.in.Ready(); return err != nil && strings.Contains(err.Error(), want) }) {
+		t.Fatalf("held after one batch of at most 50 of 1000 records: Ready says %v, want %q", run.in.Ready(), want)
+	}
+	open()
+	run.waitDurable(t, end, time.Minute)
+	if !waitFor(30*time.Second, func() bool { return run.in.Ready() == nil }) {
+		t.Fatalf("caught up: Ready says %v", run.in.Ready())
 	}
 	if err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
