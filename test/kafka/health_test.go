@@ -101,15 +101,9 @@ func TestReadyFollowsBrokers(t *testing.T) {
 func TestRestartCommitsGroupOffsets(t *testing.T) {
 	addrs := needBroker(t)
 	adm := newAdmin(t)
-	topic := uniq("restart-commit")
-	createTopic(t, topic, 3)
-	recs := newStream(topic, 3, decode.FormatBinary, "", 0, 500, 2, uint64(time.Now().UnixNano())).records(900)
+	topic, end := producedTopic(t, "restart-commit", 3, 900)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := produce(ctx, newProducer(t), recs); err != nil {
-		t.Fatal(err)
-	}
-	end := endOffsets(t, adm, topic)
 	group := uniq("restart-commit-group")
 	s, dict := openStore(t, t.TempDir(), 1<<20)
 	defer s.Close()
@@ -201,16 +195,7 @@ func TestRestartCommitsGroupOffsets(t *testing.T) {
 // caught up (the lag measured against the broker's end offsets).
 func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
 	addrs := needBroker(t)
-	adm := newAdmin(t)
-	topic := uniq("ready-lag")
-	createTopic(t, topic, 2)
-	recs := newStream(topic, 2, decode.FormatBinary, "", 0, 500, 2, uint64(time.Now().UnixNano())).records(1000)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := produce(ctx, newProducer(t), recs); err != nil {
-		t.Fatal(err)
-	}
-	end := endOffsets(t, adm, topic)
+	topic, end := producedTopic(t, "ready-lag", 2, 1000)
 	s, dict := openStore(t, t.TempDir(), 1<<20)
 	defer s.Close()
 	defer dict.Close()
@@ -244,4 +229,20 @@ func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
 	if err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// producedTopic creates a topic named after prefix with the given
+// partitions, produces n binary records of a random stream of 500
+// vertices to it, and returns its name and end offsets.
+func producedTopic(t *testing.T, prefix string, partitions, n int) (string, ingest.Position) {
+	t.Helper()
+	topic := uniq(prefix)
+	createTopic(t, topic, partitions)
+	recs := newStream(topic, partitions, decode.FormatBinary, "", 0, 500, 2, uint64(time.Now().UnixNano())).records(n)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := produce(ctx, newProducer(t), recs); err != nil {
+		t.Fatal(err)
+	}
+	return topic, endOffsets(t, newAdmin(t), topic)
 }
