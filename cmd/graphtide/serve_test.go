@@ -243,6 +243,8 @@ func TestServeBadFlags(t *testing.T) {
 		"--flush-interval 1ms":                               "--flush-interval must be at least 10ms, got 1ms",
 		"--dead-letter-timeout 10ms":                         "--dead-letter-timeout must be between 1s and 10m, got 10ms",
 		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
+		"--ready-max-lag -1":                                 "--ready-max-lag must be 0 (no limit) or a number of records, got -1",
+		"--group-instance-id pod/0":                          `--group-instance-id "pod/0": only letters, digits, '.', '_' and '-' are allowed`,
 		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
 		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
 		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,

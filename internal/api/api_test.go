@@ -126,6 +126,8 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	f.waitAnalytics(t)
 
 	var notReady atomic.Bool
+	var behind atomic.Int64 // -1: not measured
+	behind.Store(-1)
 	fw := &fakeWriter{}
 	_, hs := serve(t, f, func(c *Config) {
 		c.Writes = fw
@@ -136,6 +138,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 			}
 			return nil
 		}
+		c.Behind = func() (int64, bool) { n := behind.Load(); return n, n >= 0 }
 	})
 	c := newClient(t, hs, testToken, cov)
 
@@ -145,8 +148,12 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		if c.get("/healthz", &st); st.Status != "ok" {
 			t.Errorf("/healthz status %q", st.Status)
 		}
-		if c.get("/readyz", &st); st.Status != "ready" {
-			t.Errorf("/readyz status %q", st.Status)
+		if c.get("/readyz", &st); st.Status != "ready" || st.Behind != nil {
+			t.Errorf("/readyz, no lag measured: status %q, behind %v", st.Status, st.Behind)
+		}
+		behind.Store(12)
+		if c.get("/readyz", &st); st.Status != "ready" || st.Behind == nil || *st.Behind != 12 {
+			t.Errorf("/readyz, 12 records behind: status %q, behind %v", st.Status, st.Behind)
 		}
 		notReady.Store(true)
 		c.expect("GET", "/readyz", nil, 503, "not ready: no partitions assigned yet")

@@ -90,7 +90,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	if m.BackgroundErrors > 0 {
 		return errorf(http.StatusServiceUnavailable, "store failed: %d background flushes or compactions failed (see the log)", m.BackgroundErrors)
 	}
-	writeJSON(w, http.StatusOK, StatusResponse{"ok"})
+	writeJSON(w, http.StatusOK, StatusResponse{Status: "ok"})
 	return nil
 }
 
@@ -100,7 +100,13 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) error {
 			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
 		}
 	}
-	writeJSON(w, http.StatusOK, StatusResponse{"ready"})
+	resp := StatusResponse{Status: "ready"}
+	if s.cfg.Behind != nil {
+		if n, ok := s.cfg.Behind(); ok {
+			resp.Behind = &n
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 

@@ -89,6 +89,9 @@ type Config struct {
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error
+	// Behind, when not nil, tells /readyz how many records ingestion is
+	// behind the brokers' end offsets, when known (see StatusResponse).
+	Behind func() (int64, bool)
 	// Metrics serves /metrics (the Prometheus handler); nil: 404.
 	Metrics http.Handler
 	// Token, when not empty, is required as "Authorization: Bearer <Token>"

@@ -24,6 +24,9 @@ type ErrorResponse struct {
 // StatusResponse is the body of /healthz and /readyz when all is well.
 type StatusResponse struct {
 	Status string `json:"status"`
+	// Behind (/readyz, when Config.Behind knows it) is how many records
+	// the assigned partitions are behind the brokers' end offsets.
+	Behind *int64 `json:"behind,omitempty"`
 }
 
 // Vertex is a vertex id with its string key, if it has one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,18 +99,10 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 	}
 	in.mu.Lock()
 	lost := in.lost
-	var behind int64
-	var worst tp
-	for k, l := range in.lags {
-		behind += l
-		if l > in.lags[worst] || l == in.lags[worst] && (k.topic < worst.topic || k.topic == worst.topic && k.partition < worst.partition) {
-			worst = k
-		}
-	}
-	worstLag := in.lags[worst]
+	behind, worst, worstLag, _ := in.lagSummary()
 	in.mu.Unlock()
 	if limit := in.cfg.ReadyMaxLag; limit > 0 && behind > limit {
-		errs = append(errs, fmt.Errorf("%d records behind the brokers' end offsets (more than --ready-max-lag %d; the most behind: %s/%d by %d), as measured every %v", behind, limit, worst.topic, worst.partition, worstLag, in.cfg.LagInterval))
+		errs = append(errs, fmt.Errorf("%d records behind the brokers' end offsets (more than --ready-max-lag %d; the most behind: %s/%d by %d)", behind, limit, worst.topic, worst.partition, worstLag))
 	}
 	if len(lost) > 0 {
 		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", lost))
@@ -181,14 +174,67 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 					continue
 				}
 			}
-			lag := max(end.Offset-pos, 0)
-			if in.lags == nil {
-				in.lags = map[tp]int64{}
-			}
-			in.lags[tp{t, p}] = lag
-			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(lag))
+			in.noteEnd(tp{t, p}, end.Offset)
+			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
 		}
 	}
+}
+
+// Behind is how many records the assigned partitions are behind the
+// brokers' end offsets, together: the newest end offset known of each
+// (from the lag loop, or the high watermark of its last fetch) minus the
+// position applied to the store; false before any end offset is known.
+func (in *Ingester) Behind() (int64, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n, _, _, ok := in.lagSummary()
+	return n, ok
+}
+
+// noteEnds records the end offsets of a poll's fetches.
+func (in *Ingester) noteEnds(lags []partitionLag) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, l := range lags {
+		in.noteEnd(l.tp, l.end)
+	}
+}
+
+// noteEnd records end as k's end offset unless a newer one is known, and
+// only while k is assigned. in.mu must be held.
+func (in *Ingester) noteEnd(k tp, end int64) {
+	if !slices.Contains(in.assigned[k.topic], k.partition) {
+		return // revoked meanwhile: another member reports it
+	}
+	if in.ends == nil {
+		in.ends = map[tp]int64{}
+	}
+	if cur, ok := in.ends[k]; !ok || end > cur {
+		in.ends[k] = end
+	}
+}
+
+// lagSummary is how far behind the assigned partitions with a known end
+// offset are, together, the partition most behind (the first in order
+// among equals) with its lag, and whether any end offset is known. A
+// partition's lag is its end offset minus its applied position (or, with
+// nothing of it applied yet, the offset it starts at). in.mu must be held.
+func (in *Ingester) lagSummary() (total int64, worst tp, worstLag int64, known bool) {
+	first := true
+	for k, end := range in.ends {
+		pos, ok := in.applied.Get(k.topic, k.partition)
+		if !ok {
+			if pos, ok = in.starts.Get(k.topic, k.partition); !ok {
+				continue
+			}
+		}
+		l := max(end-pos, 0)
+		total += l
+		if first || l > worstLag || l == worstLag && (k.topic < worst.topic || k.topic == worst.topic && k.partition < worst.partition) {
+			worst, worstLag, first = k, l, false
+		}
+	}
+	return total, worst, worstLag, len(in.ends) > 0
 }
 
 // wakeLag asks lagLoop for a refresh now.

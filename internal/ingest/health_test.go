@@ -255,9 +255,11 @@ func TestReadyReasons(t *testing.T) {
 	}
 }
 
-// TestReadyMaxLag: with ReadyMaxLag, Ready says so while the assigned
-// partitions' lag together is above it (naming the one most behind), not
-// at it, not without the limit, and not for a partition revoked since.
+// TestReadyMaxLag: Behind is the assigned partitions' end offsets minus
+// their applied positions, together, the end offsets from the lag loop or
+// a fetch (the newest kept); with ReadyMaxLag, Ready says so while that is
+// above it (naming the partition most behind), not at it, not without the
+// limit, and not for a partition revoked since.
 func TestReadyMaxLag(t *testing.T) {
 	s, err := engine.Open(t.TempDir(), nil)
 	if err != nil {
@@ -273,15 +275,24 @@ func TestReadyMaxLag(t *testing.T) {
 			t.Fatal(err)
 		}
 		in.health.lastAnswer.Store(time.Now().UnixNano())
+		if n, ok := in.Behind(); n != 0 || ok {
+			t.Fatalf("nothing measured: Behind says %d, %v", n, ok)
+		}
 		in.mu.Lock()
 		in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1, 2}}
-		in.lags = map[tp]int64{{"edges", 0}: 30, {"edges", 1}: 70, {"edges", 2}: 0}
+		in.applied = Position{"edges": {0: 100, 1: 100, 2: 100}}
+		in.noteEnd(tp{"edges", 0}, 130)
+		in.noteEnd(tp{"other", 0}, 1000) // not assigned: not counted
 		in.mu.Unlock()
+		in.noteEnds([]partitionLag{{tp: tp{"edges", 1}, end: 170}, {tp: tp{"edges", 2}, end: 100}, {tp: tp{"edges", 0}, end: 120}}) // an older end of 0: kept at 130
 		if err := in.Ready(); err != nil {
 			t.Fatalf("limit %d, 100 records behind: %v", limit, err)
 		}
+		if n, ok := in.Behind(); n != 100 || !ok {
+			t.Fatalf("100 records behind: Behind says %d, %v", n, ok)
+		}
 		in.mu.Lock()
-		in.lags[tp{"edges", 2}] = 1
+		in.applied = Position{"edges": {0: 100, 1: 100, 2: 99}}
 		in.mu.Unlock()
 		err = in.Ready()
 		if limit == 0 {
@@ -295,6 +306,9 @@ func TestReadyMaxLag(t *testing.T) {
 		in.removeAssigned(map[string][]int32{"edges": {1}})
 		if err := in.Ready(); err != nil {
 			t.Fatalf("limit %d, after the revoke: %v", limit, err)
+		}
+		if n, ok := in.Behind(); n != 31 || !ok {
+			t.Fatalf("after the revoke: Behind says %d, %v, want 31", n, ok)
 		}
 		in.cl.Close()
 	}

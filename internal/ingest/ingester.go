@@ -338,11 +338,12 @@ type Ingester struct {
 	// assignment (Protected by mu); stallSince is when the Apply that
 	// stalls began (unix ns, 0: none); commitAssigned asks the poll loop
 	// to commit the durable offsets of a new assignment; lagNow wakes the
-	// lag loop; lags is each assigned partition's lag as the lag loop
-	// last measured it against the applied position (Protected by mu).
+	// lag loop; ends is the newest end offset known of each assigned
+	// partition, from the lag loop or a fetch's high watermark (Protected
+	// by mu).
 	health         *health
 	lost           partitionSet
-	lags           map[tp]int64
+	ends           map[tp]int64
 	stallSince     atomic.Int64
 	commitAssigned atomic.Bool
 	lagNow         chan struct{}
@@ -710,7 +711,7 @@ func (in *Ingester) removeAssigned(gone map[string][]int32) {
 	for t, ps := range gone {
 		// Another member reports these partitions' lag now.
 		for _, p := range ps {
-			delete(in.lags, tp{t, p})
+			delete(in.ends, tp{t, p})
 			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			delete(in.starts[t], p)

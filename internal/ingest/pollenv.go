@@ -92,6 +92,8 @@ func (e liveEnv) deadLetter(ctx context.Context, dead []deadRecord) (bool, error
 
 func (e liveEnv) cuts() map[tp]int64 { return e.in.dl.cuts() }
 
+func (e liveEnv) noteEnds(lags []partitionLag) { e.in.noteEnds(lags) }
+
 func (e liveEnv) unblockAcked(polled Position) (Position, int) { return e.in.unblockAcked(polled) }
 
 // apply binds j's batch to the source and the position after it, applies

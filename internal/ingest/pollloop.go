@@ -73,6 +73,9 @@ type pollEnv interface {
 	deadLetter(ctx context.Context, dead []deadRecord) (blocked bool, err error)
 	// cuts returns the offset each blocked partition is cut at (nil: none).
 	cuts() map[tp]int64
+	// noteEnds records the brokers' end offsets (high watermarks) a poll's
+	// fetches gave, for how far behind ingestion is (Ingester.Behind).
+	noteEnds(lags []partitionLag)
 	// unblockAcked resumes the blocked partitions whose dead letter is
 	// acknowledged (only right after a poll returned something) and
 	// returns polled advanced past their records and how many they are.
@@ -513,7 +516,8 @@ type decoded struct {
 
 type partitionLag struct {
 	tp
-	lag int64
+	lag int64 // the end offset minus the position after the poll
+	end int64 // the end offset (the fetch's high watermark)
 }
 
 // decodeInto decodes fetches into j's batch (and produce timestamps) and
@@ -603,7 +607,7 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 		if cur, ok := dec.next.Get(fp.Topic, fp.Partition); !ok || o > cur {
 			dec.next.Set(fp.Topic, fp.Partition, o)
 		}
-		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0)})
+		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0), fp.HighWatermark})
 	})
 	return dec
 }
@@ -638,5 +642,8 @@ func (s *pollState) countDecoded(dec decoded) {
 	}
 	for _, l := range dec.lag {
 		m.Lag.WithLabelValues(l.topic, strconv.Itoa(int(l.partition))).Set(float64(l.lag))
+	}
+	if len(dec.lag) > 0 {
+		s.env.noteEnds(dec.lag)
 	}
 }

@@ -199,6 +199,8 @@ func fetchesOf(rs []fakeRec, empty []int32) kgo.Fetches {
 	return kgo.Fetches{{Topics: []kgo.FetchTopic{ft}}}
 }
 
+func (e *fakeEnv) noteEnds([]partitionLag) {}
+
 func (e *fakeEnv) rebalanceWaiting() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

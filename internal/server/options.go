@@ -26,6 +26,7 @@ type Options struct {
 	Kafka               kafkaconn.Options // brokers (none: the embedded broker), TLS, SASL
 	Topics              []string
 	Group               string
+	GroupInstanceID     string
 	Format              string
 	TopicFormats        []string
 	MappingFlags        []string                  // from --mapping
@@ -72,13 +73,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Kafka.AddFlags(fs, nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
 	fs.StringSliceVar(&o.Topics, "topics", []string{"edges"}, "topics to consume")
 	fs.StringVar(&o.Group, "group", "graphtide", "consumer group")
+	fs.StringVar(&o.GroupInstanceID, "group-instance-id", "", "static membership of the consumer group (Kafka's group.instance.id; letters, digits, '.', '_' and '-'): a restart within the group's session timeout (45s) takes its partitions back at once instead of waiting it out; give each instance its own, for example the pod name (empty: dynamic membership)")
 	fs.StringVar(&o.Format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.TopicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
 	fs.StringArrayVar(&o.MappingFlags, "mapping", nil, "read a topic's JSON records through a field mapping: topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,type=..,op=..,tombstone=ignore|delete|dead-letter] where a SOURCE is /json/pointer, key, key:/pointer, key:N, header:NAME or const:TEXT (repeatable; or the config file's mappings: section)")
 	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
-	fs.Int64Var(&o.ReadyMaxLag, "ready-max-lag", 0, "records the assigned partitions may be behind the brokers' end offsets, together, before /readyz answers 503 (measured every 10s against what is applied), so that a lagging replica leaves a load balancer's rotation; 0: no limit")
+	fs.Int64Var(&o.ReadyMaxLag, "ready-max-lag", 0, "records the assigned partitions may be behind the brokers' end offsets, together, before /readyz answers 503 (what is applied against the newest end offsets known: each fetch's, and the brokers' every 10s), so that a lagging replica leaves a load balancer's rotation; 0: no limit")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "checkpoint the analytics and monitors (every built-in one but those with types that read a topology) this often, and at shutdown, so that a restart resumes them, their windows and their alerts instead of recomputing (0: never); ingestion pauses while one is written")
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
@@ -166,6 +168,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
+	}
+	if err := checkInstanceID(o.GroupInstanceID); err != nil {
+		return err
 	}
 	if o.ReadyMaxLag < 0 {
 		return fmt.Errorf("--ready-max-lag must be 0 (no limit) or a number of records, got %d", o.ReadyMaxLag)
@@ -327,7 +332,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 	}
 	return Config{
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
-		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, Format: format, TopicFormats: tf, Mappings: o.Mappings,
+		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
@@ -335,4 +340,18 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,
 	}
+}
+
+// checkInstanceID checks a --group-instance-id: empty, or at most 249 of
+// the characters Kafka allows in names.
+func checkInstanceID(id string) error {
+	if len(id) > 249 {
+		return fmt.Errorf("--group-instance-id must be at most 249 characters, got %d", len(id))
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("--group-instance-id %q: only letters, digits, '.', '_' and '-' are allowed", id)
+		}
+	}
+	return nil
 }

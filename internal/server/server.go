@@ -70,6 +70,7 @@ type Config struct {
 	EmbeddedPort      int
 	Topics            []string
 	Group             string
+	GroupInstanceID   string // static group membership ("": dynamic)
 	Format            decode.Format
 	TopicFormats      map[string]decode.Format
 	Mappings          map[string]decode.Mapping // topics read through a field mapping (JSON)
@@ -215,6 +216,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// kprom registers its metrics for one client: the consumer's.
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
+	if cfg.GroupInstanceID != "" {
+		clientOpts = append(clientOpts, kgo.InstanceID(cfg.GroupInstanceID))
+	}
 
 	topics := s.topics() // the ingester's, whose indexes the record references use
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
@@ -405,6 +409,7 @@ func (s *Server) listen() error {
 		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
+		Behind:  s.in.Behind,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
 	})
 	if err != nil {

@@ -159,7 +159,7 @@ func runServeChild(c childConfig) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	srv, err := server.Open(ctx, server.Config{
-		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group,
+		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group, GroupInstanceID: c.Instance,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
 		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic,
 		WritesTopic: c.WritesTopic, WritesRetention: time.Hour,

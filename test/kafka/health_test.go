@@ -223,8 +223,9 @@ func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
 	}
 	open()
 	run.waitDurable(t, end, time.Minute)
-	if !waitFor(30*time.Second, func() bool { return run.in.Ready() == nil }) {
-		t.Fatalf("caught up: Ready says %v", run.in.Ready())
+	if !waitFor(30*time.Second, func() bool { n, ok := run.in.Behind(); return run.in.Ready() == nil && n == 0 && ok }) {
+		n, ok := run.in.Behind()
+		t.Fatalf("caught up: Ready says %v, Behind %d (%v)", run.in.Ready(), n, ok)
 	}
 	if err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -1,0 +1,183 @@
+package kafkatest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+)
+
+// TestReplicasConverge runs three serve replicas in replica mode: each a
+// child process with a data directory and a consumer group of its own, so
+// each consumes every partition of the topic into a complete store. One
+// stream of upserts, re-weights, deletes and vertex deletes goes to three
+// partitions. One replica is SIGKILLed mid-stream; while it is down the
+// other two stay ready and answer neighbor queries for every vertex
+// exactly as the oracle of the records produced so far (the producer
+// paused, both caught up). It restarts, ready at once (static group
+// membership, --group-instance-id), and the stream resumes. At the end
+// every replica's store holds exactly the oracle of the whole stream, and
+// each replica's group has committed the end offsets (lag tools see each
+// replica).
+func TestReplicasConverge(t *testing.T) {
+	addrs := needBroker(t)
+	adm := newAdmin(t)
+	topic := uniq("replicas")
+	createTopic(t, topic, 3)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	st := newStream(topic, 3, decode.FormatBinary, "", 0, 1500, 2, seed)
+	first, second := st.records(6000), st.records(6000)
+	_, log := testLogger(t, "the replicas")
+	dead := uniq("replicas-dead")
+	cfgs := make([]childConfig, 3)
+	chs := make([]*child, 3)
+	for i := range cfgs {
+		cfgs[i] = childConfig{
+			Brokers: addrs, Topics: []string{topic}, Group: uniq(fmt.Sprintf("replica-%d", i)),
+			Instance:   fmt.Sprintf("replica-%d", i), // static membership: a restart takes its partitions back at once
+			DeadLetter: dead, Dir: t.TempDir(), MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true,
+		}
+		chs[i] = startChild(t, cfgs[i], log)
+	}
+	t.Cleanup(func() {
+		for _, ch := range chs {
+			if ch.alive() {
+				ch.kill(t)
+			}
+		}
+	})
+
+	prod := startProducing(t, first, 100, 40*time.Millisecond)
+	time.Sleep(time.Duration(800+r.IntN(1500)) * time.Millisecond)
+	if !chs[1].alive() {
+		t.Fatalf("replica 1 exited before the kill: %v\n%s", chs[1].err, log.tail(30))
+	}
+	if prod.produced.Load() == int64(len(first)) {
+		t.Fatal("the stream was all produced before the kill: the kill tests nothing (make it longer)")
+	}
+	chs[1].kill(t)
+	t.Logf("replica 1 killed after %d of %d records", prod.produced.Load(), len(first))
+	if err := <-prod.done; err != nil {
+		t.Fatal(err)
+	}
+
+	// The other two: caught up, ready, and answering as the oracle.
+	end := endOffsets(t, adm, topic)
+	want := oracleOf(first, nil)
+	for _, i := range []int{0, 2} {
+		if !waitFor(90*time.Second, func() bool { return !chs[i].alive() || covers(chs[i].storePos(), end) }) {
+			t.Fatalf("replica %d did not catch up: store at %s, want %s\n%s", i, fmtPos(chs[i].storePos()), fmtPos(end), log.tail(30))
+		}
+		base := "http://" + chs[i].httpAddr()
+		var ready api.StatusResponse
+		if code, body := httpGet(base + "/readyz"); code != 200 || json.Unmarshal(body, &ready) != nil || ready.Behind == nil {
+			t.Fatalf("replica %d, its peer down: /readyz %d %s (want 200 saying how far behind it is)", i, code, body)
+		}
+		if d := diff(want, neighborsOf(t, base, st)); d != "" {
+			t.Fatalf("replica %d, its peer down: its answers differ from the oracle: %s", i, d)
+		}
+	}
+
+	// Static membership: the restart takes its partitions back at once,
+	// not after the killed member's session timeout (45 s).
+	restarted := time.Now()
+	chs[1] = startChild(t, cfgs[1], log)
+	if !waitFor(20*time.Second, func() bool {
+		code, _ := httpGet("http://" + chs[1].httpAddr() + "/readyz")
+		return !chs[1].alive() || code == 200
+	}) || !chs[1].alive() {
+		t.Fatalf("replica 1 not ready 20 s after its restart (group instance id %s)\n%s", cfgs[1].Instance, log.tail(30))
+	}
+	t.Logf("replica 1 ready %v after its restart", time.Since(restarted).Round(time.Millisecond))
+	prod = startProducing(t, second, 100, 40*time.Millisecond)
+	if err := <-prod.done; err != nil {
+		t.Fatal(err)
+	}
+	end = endOffsets(t, adm, topic)
+	for i, ch := range chs {
+		if !waitFor(90*time.Second, func() bool { return !ch.alive() || covers(ch.storePos(), end) }) {
+			t.Fatalf("replica %d did not catch up: store at %s, want %s\n%s", i, fmtPos(ch.storePos()), fmtPos(end), log.tail(30))
+		}
+	}
+	for i, ch := range chs {
+		if err := ch.term(t); err != nil {
+			t.Fatalf("replica %d: %v\n%s", i, err, log.tail(30))
+		}
+	}
+	want = oracleOf(append(slices.Clone(first), second...), nil)
+	t.Logf("oracle: %d edges", len(want))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, c := range cfgs {
+		d, err := datadir.OpenReadOnly(c.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, problems, err := readStore(d.Store, d.Keys)
+		d.Close()
+		if err != nil || len(problems) > 0 {
+			t.Fatalf("replica %d: reading its store: %v %v", i, err, problems)
+		}
+		if df := diff(want, got); df != "" {
+			t.Errorf("replica %d: its store differs from the oracle: %s", i, df)
+		}
+		resp, err := adm.FetchOffsets(ctx, c.Group)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("replica %d: fetching its group's offsets: %v", i, err)
+		}
+		committed := ingest.Position{}
+		resp.Each(func(o kadm.OffsetResponse) { committed.Set(o.Topic, o.Partition, o.At) })
+		if !samePosition(restrict(committed, end), end) {
+			t.Errorf("replica %d: group %s committed %s, want %s", i, c.Group, fmtPos(committed), fmtPos(end))
+		}
+	}
+}
+
+// neighborsOf reads every vertex of st's out-edges through the API at
+// base (GET /v1/vertices/{v}/neighbors, page by page) into an oracle.
+func neighborsOf(t *testing.T, base string, st *stream) oracle {
+	t.Helper()
+	got := oracle{}
+	for i := range st.vertices {
+		src := st.vertex(i)
+		after := ""
+		for {
+			u := fmt.Sprintf("%s/v1/vertices/%d/neighbors?limit=500%s", base, src.id, after)
+			code, body := httpGet(u)
+			if code == 404 {
+				break // never seen
+			}
+			var page api.NeighborsResponse
+			if code != 200 || json.Unmarshal(body, &page) != nil {
+				t.Fatalf("GET %s: %d %s", u, code, body)
+			}
+			for _, n := range page.Neighbors {
+				got[edgeKey{src, vid{id: n.ID}}] = n.Weight
+			}
+			if page.NextAfter == nil {
+				break
+			}
+			after = "&after=" + url.QueryEscape(fmt.Sprint(*page.NextAfter))
+			if page.NextAsOfSeq != nil {
+				after += fmt.Sprintf("&as_of_seq=%d", *page.NextAsOfSeq)
+			}
+		}
+	}
+	return got
+}
