@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Health: what Ready reports besides the assignment (binding.go).
@@ -21,7 +22,11 @@ import (
 //   - brokers: a franz-go hook notes every successful read from a broker
 //     (fetches, heartbeats, metadata, the lag timer's requests: a working
 //     consumer hears from a broker every few seconds). No answer for
-//     longer than ReadyGrace: not ready, with the last connection error.
+//     longer than ReadyGrace: not ready, with the last connection error;
+//     but while a JoinGroup request written since the last answer is
+//     pending (the coordinator holds it until the group rebalances: up to
+//     a dead member's session timeout), for up to joinWait, not ready as
+//     waiting for the rebalance.
 //   - lost partitions (onLost: the group moved on without this member)
 //     until the next assignment.
 //   - dead letters that cannot be written (deadletter.go).
@@ -35,9 +40,10 @@ import (
 // against the position applied to the store; it is also refreshed from the
 // high watermarks of the records fetched.
 
-// health is what the broker hook records.
+// health is what the broker hooks record.
 type health struct {
 	lastAnswer atomic.Int64 // unix nanoseconds of the last successful read from a broker
+	joinSent   atomic.Int64 // unix nanoseconds of the last JoinGroup request written
 	errMu      sync.Mutex
 	lastErr    error // the last connection or read error; Protected by errMu.
 }
@@ -50,6 +56,21 @@ func (h *health) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Du
 	}
 	h.noteErr(err)
 }
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (h *health) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil && key == joinGroupKey {
+		h.joinSent.Store(time.Now().UnixNano())
+	}
+}
+
+// joinGroupKey is the JoinGroup request's API key.
+var joinGroupKey = kmsg.NewPtrJoinGroupRequest().Key()
+
+// joinWait is how long a pending JoinGroup may go unanswered before the
+// silence counts against the brokers: franz-go's session timeout (how
+// long a dead member may hold the group), its rebalance timeout beside.
+const joinWait = 45*time.Second + 60*time.Second
 
 // OnBrokerConnect implements kgo.HookBrokerConnect.
 func (h *health) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
@@ -90,7 +111,11 @@ func (e readyError) Unwrap() []error { return e }
 func (in *Ingester) healthReasons(now time.Time) []error {
 	var errs []error
 	grace := in.cfg.ReadyGrace
-	if d, err := in.health.silence(now); d > grace {
+	d, err := in.health.silence(now)
+	join := time.Unix(0, in.health.joinSent.Load())
+	if pending := now.Sub(join); d > grace && join.UnixNano() > in.health.lastAnswer.Load() && pending <= joinWait {
+		errs = append(errs, fmt.Errorf("waiting %v for consumer group %q to rebalance (its coordinator holds the join until then: a member that died holds the group until its session times out, 45s, unless it restarts with the same --group-instance-id)", pending.Truncate(100*time.Millisecond), in.cfg.Group))
+	} else if d > grace {
 		msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Truncate(100*time.Millisecond), grace, strings.Join(in.cfg.Brokers, ","))
 		if err != nil {
 			msg += ": last error: " + err.Error()

@@ -253,6 +253,32 @@ func TestReadyReasons(t *testing.T) {
 	if err := in.Ready(); err != nil {
 		t.Fatalf("a fresh stall: %v", err)
 	}
+	in.stallSince.Store(0)
+
+	// A JoinGroup written after the last answer and pending (the group
+	// waits for a dead member's session): the silence is the rebalance's,
+	// until joinWait.
+	in.health.OnBrokerWrite(kgo.BrokerMetadata{}, kmsg.NewPtrHeartbeatRequest().Key(), 10, 0, 0, nil)
+	if in.health.joinSent.Load() != 0 {
+		t.Fatal("a heartbeat counted as a join")
+	}
+	in.health.lastAnswer.Store(time.Now().Add(-40 * time.Second).UnixNano())
+	in.health.OnBrokerWrite(kgo.BrokerMetadata{}, joinGroupKey, 10, 0, 0, nil)
+	in.health.joinSent.Store(time.Now().Add(-35 * time.Second).UnixNano())
+	err = in.Ready()
+	if err == nil || !strings.Contains(err.Error(), "waiting 35") || !strings.Contains(err.Error(), `consumer group "graphtide" to rebalance`) || strings.Contains(err.Error(), "no Kafka broker") {
+		t.Errorf("a pending join: Ready says %v", err)
+	}
+	in.health.joinSent.Store(time.Now().Add(-joinWait - time.Second).UnixNano())
+	if err := in.Ready(); err == nil || !strings.Contains(err.Error(), "no Kafka broker has answered for 40") {
+		t.Errorf("a join pending past joinWait: Ready says %v", err)
+	}
+	// An answer after the join: the join was answered.
+	in.health.joinSent.Store(time.Now().Add(-35 * time.Second).UnixNano())
+	in.health.lastAnswer.Store(time.Now().UnixNano())
+	if err := in.Ready(); err != nil {
+		t.Errorf("answered: %v", err)
+	}
 }
 
 // TestReadyMaxLag: Behind is the assigned partitions' end offsets minus
