@@ -57,8 +57,8 @@ type Config struct {
 	LagInterval time.Duration
 	// ReadyMaxLag (serve --ready-max-lag), when above 0, is how many
 	// records the assigned partitions may be behind the brokers' end
-	// offsets, together, before Ready says so (as the lag loop last
-	// measured them against the position applied to the store), so that
+	// offsets, together, before Ready says so (Behind: the position
+	// applied to the store against the newest end offsets known), so that
 	// a replica that fell behind leaves a load balancer's rotation; 0: no
 	// limit.
 	ReadyMaxLag int64
