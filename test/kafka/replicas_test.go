@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"slices"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/ingest"
-	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // TestReplicasConverge runs three serve replicas in replica mode: each a
@@ -27,18 +26,13 @@ import (
 // exactly as the oracle of the records produced so far (the producer
 // paused, both caught up). It restarts, ready at once (static group
 // membership, --group-instance-id), and the stream resumes. At the end
-// every replica's store holds exactly the oracle of the whole stream, and
-// each replica's group has committed the end offsets (lag tools see each
-// replica).
+// every replica's bfs and wcc equal the references on the oracle of the
+// whole stream, its store holds exactly that oracle, and its group has
+// committed the end offsets (lag tools see each replica).
 func TestReplicasConverge(t *testing.T) {
 	addrs := needBroker(t)
 	adm := newAdmin(t)
-	topic := uniq("replicas")
-	createTopic(t, topic, 3)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 3))
-	st := newStream(topic, 3, decode.FormatBinary, "", 0, 1500, 2, seed)
+	topic, st, r := seededTopic(t, "replicas", 3, 1500, 2, 3)
 	first, second := st.records(6000), st.records(6000)
 	_, log := testLogger(t, "the replicas")
 	dead := uniq("replicas-dead")
@@ -49,6 +43,7 @@ func TestReplicasConverge(t *testing.T) {
 			Brokers: addrs, Topics: []string{topic}, Group: uniq(fmt.Sprintf("replica-%d", i)),
 			Instance:   fmt.Sprintf("replica-%d", i), // static membership: a restart takes its partitions back at once
 			DeadLetter: dead, Dir: t.TempDir(), MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true,
+			Analytics: []analytics.Spec{{Type: "bfs", Root: "1"}, {Type: "wcc"}},
 		}
 		chs[i] = startChild(t, cfgs[i], log)
 	}
@@ -112,13 +107,22 @@ func TestReplicasConverge(t *testing.T) {
 			t.Fatalf("replica %d did not catch up: store at %s, want %s\n%s", i, fmtPos(ch.storePos()), fmtPos(end), log.tail(30))
 		}
 	}
+	// Every replica runs the analytics too: bfs and wcc at its last seq
+	// equal the references on the oracle.
+	want = oracleOf(append(slices.Clone(first), second...), nil)
+	t.Logf("oracle: %d edges", len(want))
+	for _, ch := range chs {
+		base := "http://" + ch.httpAddr()
+		seq := lastSeqOf(t, base)
+		waitAnalytic(t, base, "bfs", seq)
+		waitAnalytic(t, base, "wcc", seq)
+		checkAnalyticResults(t, base, want, 1, false)
+	}
 	for i, ch := range chs {
 		if err := ch.term(t); err != nil {
 			t.Fatalf("replica %d: %v\n%s", i, err, log.tail(30))
 		}
 	}
-	want = oracleOf(append(slices.Clone(first), second...), nil)
-	t.Logf("oracle: %d edges", len(want))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i, c := range cfgs {
