@@ -995,7 +995,12 @@ type k8sStatefulSet struct {
 				Image string   `yaml:"image"`
 				Args  []string `yaml:"args"`
 				Env   []struct {
-					Name string `yaml:"name"`
+					Name      string `yaml:"name"`
+					ValueFrom struct {
+						FieldRef struct {
+							FieldPath string `yaml:"fieldPath"`
+						} `yaml:"fieldRef"`
+					} `yaml:"valueFrom"`
 				} `yaml:"env"`
 				Ports []struct {
 					Name          string `yaml:"name"`
@@ -1121,8 +1126,8 @@ func TestDeployKubernetes(t *testing.T) {
 	if err := byKind["StatefulSet"][0].Spec.Decode(&ss); err != nil {
 		t.Fatal(err)
 	}
-	if ss.Replicas != 1 {
-		t.Errorf("replicas %d: one store per consumer group (see the comment in statefulset.yaml)", ss.Replicas)
+	if ss.Replicas < 1 {
+		t.Errorf("replicas %d: want at least one", ss.Replicas)
 	}
 	pod := ss.Template.Spec
 	podLabels := ss.Template.Metadata.Labels
@@ -1144,10 +1149,40 @@ func TestDeployKubernetes(t *testing.T) {
 	c := pod.Containers[0]
 
 	// Settings: the args are serve's flags, and with them the ConfigMap's
-	// graphtide.yaml is a valid serve config.
+	// graphtide.yaml is a valid serve config (in the first pod: the
+	// kubelet expands $(POD_NAME), the pod's name, from the env).
+	pod0 := byKind["StatefulSet"][0].Metadata.Name + "-0"
+	podName := ""
+	for _, e := range c.Env {
+		if e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			podName = "$(" + e.Name + ")"
+		}
+	}
 	flags := checkServeArgs(t, "StatefulSet args", c.Args)
+	group := flags["group"] // as written, before the expansion
+	for k, v := range flags {
+		if podName != "" {
+			flags[k] = strings.ReplaceAll(v, podName, pod0)
+		}
+	}
 	cm := byKind["ConfigMap"][0]
 	o := loadServeConfig(t, "configmap.yaml graphtide.yaml", []byte(cm.Data["graphtide.yaml"]), nil, flags)
+	// Replicas (README, "Replicas"): a consumer group and a group instance
+	// id of each pod's own, readiness on lag, and alerts from one pod.
+	if ss.Replicas > 1 {
+		if podName == "" || !strings.Contains(group, podName) {
+			t.Errorf("%d replicas: each pod needs a consumer group of its own (--group naming the pod, from an env of its metadata.name); --group is %q", ss.Replicas, group)
+		}
+		if o.GroupInstanceID != pod0 {
+			t.Errorf("%d replicas: --group-instance-id is %q in the first pod, want its name %s", ss.Replicas, o.GroupInstanceID, pod0)
+		}
+		if o.AlertTopic != "" && o.AlertLeader != pod0 {
+			t.Errorf("%d replicas: alert-leader is %q, want the first pod %s (a pod that always exists)", ss.Replicas, o.AlertLeader, pod0)
+		}
+		if o.ReadyMaxLag <= 0 {
+			t.Errorf("%d replicas: set ready-max-lag, so that a pod behind the brokers leaves the Service", ss.Replicas)
+		}
+	}
 	host, portStr, err := net.SplitHostPort(o.HTTPAddr)
 	if err != nil || (host != "0.0.0.0" && host != "" && host != "::") {
 		t.Errorf("ConfigMap http-addr %q: a pod must bind every address (0.0.0.0)", o.HTTPAddr)

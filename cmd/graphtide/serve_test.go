@@ -245,6 +245,8 @@ func TestServeBadFlags(t *testing.T) {
 		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
 		"--ready-max-lag -1":                                 "--ready-max-lag must be 0 (no limit) or a number of records, got -1",
 		"--group-instance-id pod/0":                          `--group-instance-id "pod/0": only letters, digits, '.', '_' and '-' are allowed`,
+		"--alert-leader pod-0":                               `--alert-leader "pod-0" names the replica that produces alerts by its --group-instance-id: give this instance its --group-instance-id too`,
+		"--group-instance-id a --alert-leader b:0":           `--alert-leader "b:0": only letters, digits, '.', '_' and '-' are allowed`,
 		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
 		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
 		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,

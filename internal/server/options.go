@@ -50,6 +50,7 @@ type Options struct {
 	EmbeddedPort        int
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
+	AlertLeader         string
 	WritesTopic         string
 	WritesRetention     time.Duration
 	LogCapacity         int
@@ -99,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
+	fs.StringVar(&o.AlertLeader, "alert-leader", "", "replicas: the --group-instance-id of the one replica that produces alerts to --alert-topic; the others raise them for GET /v1/alerts only (empty: this instance produces them)")
 	fs.StringVar(&o.WritesTopic, "writes-topic", "graphtide-writes", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (empty: no writes over HTTP)")
 	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
@@ -169,8 +171,13 @@ func (o *Options) Validate() error {
 	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
 	}
-	if err := checkInstanceID(o.GroupInstanceID); err != nil {
-		return err
+	for flag, id := range map[string]string{"--group-instance-id": o.GroupInstanceID, "--alert-leader": o.AlertLeader} {
+		if err := checkInstanceID(flag, id); err != nil {
+			return err
+		}
+	}
+	if o.AlertLeader != "" && o.GroupInstanceID == "" {
+		return fmt.Errorf("--alert-leader %q names the replica that produces alerts by its --group-instance-id: give this instance its --group-instance-id too", o.AlertLeader)
 	}
 	if o.ReadyMaxLag < 0 {
 		return fmt.Errorf("--ready-max-lag must be 0 (no limit) or a number of records, got %d", o.ReadyMaxLag)
@@ -335,22 +342,22 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertLeader: o.AlertLeader, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,
 	}
 }
 
-// checkInstanceID checks a --group-instance-id: empty, or at most 249 of
-// the characters Kafka allows in names.
-func checkInstanceID(id string) error {
+// checkInstanceID checks a group instance id given to flag: empty, or at
+// most 249 of the characters Kafka allows in names.
+func checkInstanceID(flag, id string) error {
 	if len(id) > 249 {
-		return fmt.Errorf("--group-instance-id must be at most 249 characters, got %d", len(id))
+		return fmt.Errorf("%s must be at most 249 characters, got %d", flag, len(id))
 	}
 	for _, c := range id {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("--group-instance-id %q: only letters, digits, '.', '_' and '-' are allowed", id)
+			return fmt.Errorf("%s %q: only letters, digits, '.', '_' and '-' are allowed", flag, id)
 		}
 	}
 	return nil

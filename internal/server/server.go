@@ -94,6 +94,10 @@ type Config struct {
 
 	Analytics  []analytics.Spec // registered at Open, before anything is ingested
 	AlertTopic string           // "" = alerts are not produced to Kafka
+	// AlertLeader, when not empty, is the GroupInstanceID of the replica
+	// that produces alerts to AlertTopic: on any other, AlertTopic is
+	// ignored (alerts are raised, kept for GET /v1/alerts, not produced).
+	AlertLeader string
 
 	HTTP HTTPConfig
 
@@ -226,8 +230,13 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
 		}, Names: d.Keys.Name}
-	if cfg.AlertTopic != "" {
-		sink, err := alerts.NewKafkaSink(ctx, s.brokers, cfg.AlertTopic, s.log, sinkOpts...)
+	alertTopic := cfg.AlertTopic
+	if cfg.AlertLeader != "" && cfg.AlertLeader != cfg.GroupInstanceID && alertTopic != "" {
+		s.log.Info("alerts go to Kafka from another replica (--alert-leader); this one keeps its own for GET /v1/alerts", "alert_leader", cfg.AlertLeader, "alert_topic", alertTopic)
+		alertTopic = ""
+	}
+	if alertTopic != "" {
+		sink, err := alerts.NewKafkaSink(ctx, s.brokers, alertTopic, s.log, sinkOpts...)
 		if err != nil {
 			return nil, err
 		}

@@ -57,6 +57,7 @@ type childConfig struct {
 	Analytics       []analytics.Spec
 	CheckpointEvery time.Duration
 	AlertTopic      string
+	AlertLeader     string
 	// WritesTopic: serve's writes topic ("" none); HTTPAddr: its API's
 	// address (default 127.0.0.1:0: any port).
 	WritesTopic string
@@ -161,7 +162,7 @@ func runServeChild(c childConfig) int {
 	srv, err := server.Open(ctx, server.Config{
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group, GroupInstanceID: c.Instance,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
-		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic,
+		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic, AlertLeader: c.AlertLeader,
 		WritesTopic: c.WritesTopic, WritesRetention: time.Hour,
 		HTTP: server.HTTPConfig{Addr: cmp.Or(c.HTTPAddr, "127.0.0.1:0"), RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
 	})

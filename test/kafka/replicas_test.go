@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/ingest"
@@ -35,7 +36,7 @@ func TestReplicasConverge(t *testing.T) {
 	topic, st, r := seededTopic(t, "replicas", 3, 1500, 2, 3)
 	first, second := st.records(6000), st.records(6000)
 	_, log := testLogger(t, "the replicas")
-	dead := uniq("replicas-dead")
+	dead, alertTopic := uniq("replicas-dead"), uniq("replicas-alerts")
 	cfgs := make([]childConfig, 3)
 	chs := make([]*child, 3)
 	for i := range cfgs {
@@ -43,7 +44,8 @@ func TestReplicasConverge(t *testing.T) {
 			Brokers: addrs, Topics: []string{topic}, Group: uniq(fmt.Sprintf("replica-%d", i)),
 			Instance:   fmt.Sprintf("replica-%d", i), // static membership: a restart takes its partitions back at once
 			DeadLetter: dead, Dir: t.TempDir(), MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true,
-			Analytics: []analytics.Spec{{Type: "bfs", Root: "1"}, {Type: "wcc"}},
+			Analytics:  []analytics.Spec{{Type: "bfs", Root: "1"}, {Type: "wcc"}, {Type: "degree", Direction: "out", Threshold: 6}},
+			AlertTopic: alertTopic, AlertLeader: "replica-0",
 		}
 		chs[i] = startChild(t, cfgs[i], log)
 	}
@@ -118,6 +120,37 @@ func TestReplicasConverge(t *testing.T) {
 		waitAnalytic(t, base, "wcc", seq)
 		checkAnalyticResults(t, base, want, 1, false)
 	}
+	// Alerts: every replica raises them, only the leader (replica 0,
+	// never killed here) produces them, each once.
+	raised := make([]uint64, len(chs))
+	for i, ch := range chs {
+		var al api.AlertsResponse
+		if !getJSON("http://"+ch.httpAddr()+"/v1/alerts?limit=1", &al) {
+			t.Fatalf("replica %d: GET /v1/alerts failed", i)
+		}
+		raised[i] = al.Total
+	}
+	if raised[0] == 0 || raised[2] == 0 {
+		t.Fatalf("alerts raised by the replicas: %v; the test needs some (lower the degree threshold)", raised)
+	}
+	got := consumeAll(t, alertTopic, int(raised[0]), 2*time.Second, 60*time.Second)
+	ids := map[string]int{}
+	for _, r := range got {
+		for _, h := range r.Headers {
+			if h.Key == alerts.HeaderID {
+				ids[string(h.Value)]++
+			}
+		}
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("alert %s is in the alert topic %d times", id, n)
+		}
+	}
+	if len(got) != int(raised[0]) || len(ids) != len(got) {
+		t.Errorf("the alert topic holds %d alerts (%d IDs); the leader raised %d, the others %d and %d", len(got), len(ids), raised[0], raised[1], raised[2])
+	}
+	t.Logf("alerts raised: %v; produced: %d", raised, len(got))
 	for i, ch := range chs {
 		if err := ch.term(t); err != nil {
 			t.Fatalf("replica %d: %v\n%s", i, err, log.tail(30))
