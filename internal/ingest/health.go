@@ -193,11 +193,9 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 			if !ok || end.Err != nil || end.Offset < 0 {
 				continue
 			}
-			pos, ok := in.applied.Get(t, p)
+			pos, ok := in.lagFrom(t, p)
 			if !ok {
-				if pos, ok = in.starts.Get(t, p); !ok {
-					continue
-				}
+				continue
 			}
 			in.noteEnd(tp{t, p}, end.Offset)
 			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
@@ -239,19 +237,26 @@ func (in *Ingester) noteEnd(k tp, end int64) {
 	}
 }
 
+// lagFrom is the position a partition's lag counts from: after
+// everything of it applied, or, with nothing applied yet, the offset it
+// starts at; false when neither is known. in.mu must be held.
+func (in *Ingester) lagFrom(t string, p int32) (int64, bool) {
+	if pos, ok := in.applied.Get(t, p); ok {
+		return pos, true
+	}
+	return in.starts.Get(t, p)
+}
+
 // lagSummary is how far behind the assigned partitions with a known end
 // offset are, together, the partition most behind (the first in order
 // among equals) with its lag, and whether any end offset is known. A
-// partition's lag is its end offset minus its applied position (or, with
-// nothing of it applied yet, the offset it starts at). in.mu must be held.
+// partition's lag is its end offset minus lagFrom. in.mu must be held.
 func (in *Ingester) lagSummary() (total int64, worst tp, worstLag int64, known bool) {
 	first := true
 	for k, end := range in.ends {
-		pos, ok := in.applied.Get(k.topic, k.partition)
+		pos, ok := in.lagFrom(k.topic, k.partition)
 		if !ok {
-			if pos, ok = in.starts.Get(k.topic, k.partition); !ok {
-				continue
-			}
+			continue
 		}
 		l := max(end-pos, 0)
 		total += l

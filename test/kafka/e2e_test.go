@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -96,20 +95,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// The group's committed offsets follow the durable position.
-	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer ccancel()
-	offs, err := adm.FetchOffsets(cctx, group)
-	if err == nil {
-		err = offs.Error()
-	}
-	if err != nil {
-		t.Errorf("fetch committed offsets: %v", err)
-	} else {
-		committed := ingest.Position{}
-		offs.Each(func(o kadm.OffsetResponse) { committed.Set(o.Topic, o.Partition, o.At) })
-		if !samePosition(committed, end) {
-			t.Errorf("committed offsets %s, want %s", fmtPos(committed), fmtPos(end))
-		}
+	if committed := committedOffsets(t, adm, group); !samePosition(committed, end) {
+		t.Errorf("committed offsets %s, want %s", fmtPos(committed), fmtPos(end))
 	}
 
 	// Durable: the same after reopening.

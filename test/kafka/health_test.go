@@ -128,22 +128,7 @@ func TestRestartCommitsGroupOffsets(t *testing.T) {
 	if _, err := adm.DeleteOffsets(ctx, group, set); err != nil {
 		t.Fatalf("deleting the group's offsets: %v", err)
 	}
-	committed := func() ingest.Position {
-		resp, err := adm.FetchOffsets(ctx, group)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatalf("fetching the group's offsets: %v", err)
-		}
-		p := ingest.Position{}
-		resp.Each(func(o kadm.OffsetResponse) {
-			if o.At >= 0 {
-				p.Set(o.Topic, o.Partition, o.At)
-			}
-		})
-		return p
-	}
+	committed := func() ingest.Position { return committedOffsets(t, adm, group) }
 	if c := committed(); len(c) > 0 {
 		t.Fatalf("the group still has offsets %s", fmtPos(c))
 	}
@@ -233,16 +218,14 @@ func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
 }
 
 // producedTopic creates a topic named after prefix with the given
-// partitions, produces n binary records of a random stream of 500
-// vertices to it, and returns its name and end offsets.
+// partitions (seededTopic), produces n binary records of a random stream
+// of 500 vertices to it, and returns its name and end offsets.
 func producedTopic(t *testing.T, prefix string, partitions, n int) (string, ingest.Position) {
 	t.Helper()
-	topic := uniq(prefix)
-	createTopic(t, topic, partitions)
-	recs := newStream(topic, partitions, decode.FormatBinary, "", 0, 500, 2, uint64(time.Now().UnixNano())).records(n)
+	topic, st, _ := seededTopic(t, prefix, partitions, 500, 2, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := produce(ctx, newProducer(t), recs); err != nil {
+	if err := produce(ctx, newProducer(t), st.records(n)); err != nil {
 		t.Fatal(err)
 	}
 	return topic, endOffsets(t, newAdmin(t), topic)

@@ -764,3 +764,25 @@ func eachKeyedEdge(t testing.TB, v *engine.Snapshot, dict *keydict.Dict, buf *en
 		lo = next
 	}
 }
+
+// committedOffsets is the offsets group has committed (a partition
+// without one is left out).
+func committedOffsets(t testing.TB, adm *kadm.Client, group string) ingest.Position {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("fetching the offsets of group %s: %v", group, err)
+	}
+	p := ingest.Position{}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.At >= 0 {
+			p.Set(o.Topic, o.Partition, o.At)
+		}
+	})
+	return p
+}

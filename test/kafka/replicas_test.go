@@ -1,7 +1,6 @@
 package kafkatest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -9,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
-	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -156,8 +152,6 @@ func TestReplicasConverge(t *testing.T) {
 			t.Fatalf("replica %d: %v\n%s", i, err, log.tail(30))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	for i, c := range cfgs {
 		d, err := datadir.OpenReadOnly(c.Dir)
 		if err != nil {
@@ -171,15 +165,7 @@ func TestReplicasConverge(t *testing.T) {
 		if df := diff(want, got); df != "" {
 			t.Errorf("replica %d: its store differs from the oracle: %s", i, df)
 		}
-		resp, err := adm.FetchOffsets(ctx, c.Group)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatalf("replica %d: fetching its group's offsets: %v", i, err)
-		}
-		committed := ingest.Position{}
-		resp.Each(func(o kadm.OffsetResponse) { committed.Set(o.Topic, o.Partition, o.At) })
+		committed := committedOffsets(t, adm, c.Group)
 		if !samePosition(restrict(committed, end), end) {
 			t.Errorf("replica %d: group %s committed %s, want %s", i, c.Group, fmtPos(committed), fmtPos(end))
 		}
