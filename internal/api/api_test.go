@@ -426,6 +426,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("closed store", func(t *testing.T) {
 		checkClosed(t, cov)
 	})
+	t.Run("partitioned mode", func(t *testing.T) {
+		checkPartitioned(t, cov)
+	})
 
 	// Every documented response was produced.
 	for _, k := range sortedKeys(documented(loadDoc(t))) {

@@ -71,6 +71,7 @@ type client struct {
 	token  string
 	router routers.Router
 	cov    *coverage
+	header http.Header // sent with every request, beside the token
 }
 
 func newClient(t *testing.T, srv *httptest.Server, token string, cov *coverage) *client {
@@ -113,6 +114,9 @@ func (c *client) do(method, path string, body []byte, valid bool) reply {
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, vs := range c.header {
+		req.Header[k] = vs
 	}
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {

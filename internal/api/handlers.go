@@ -301,6 +301,9 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Route != nil {
+		return graphWide("a path crosses the partitions of several owners")
+	}
 	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time")
 	if err != nil {
 		return err
@@ -383,7 +386,7 @@ func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error 
 	case err == nil:
 	case errors.Is(err, analytics.ErrExists):
 		return errorf(http.StatusConflict, "an analytic named %q is registered: delete it first, or choose another name", spec.Name)
-	case errors.Is(err, analytics.ErrMemory):
+	case errors.Is(err, analytics.ErrMemory), errors.Is(err, analytics.ErrGraphWide):
 		return errorf(http.StatusConflict, "%v", err)
 	case errors.Is(err, views.ErrClosed):
 		return err

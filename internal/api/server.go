@@ -109,6 +109,11 @@ type Config struct {
 	// Writes, when set, takes POST /v1/batches (serve: the writes topic);
 	// nil: that endpoint answers 404.
 	Writes Writer
+	// Route, when set, is partitioned mode (serve --owners): a request
+	// about one vertex is answered by the vertex's owner (proxied there,
+	// with its bearer token, when that is another instance); a request
+	// that needs every owner's edges (dir=in, paths) is refused with 409.
+	Route Router
 }
 
 // Persist is how the API's registrations outlive the process (Config).
@@ -132,6 +137,7 @@ type Server struct {
 	token   [sha256.Size]byte // of cfg.Token
 	paths   chan struct{}     // one slot per running path search
 	regMu   sync.Mutex        // serializes registrations (the MaxAnalytics check)
+	proxy   http.Handler      // to a vertex's owner (partitioned mode)
 }
 
 // New builds a server. It does not listen: serve Handler() yourself, or
@@ -151,10 +157,10 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /metrics", s.metrics)
 	s.handle("GET /v1/openapi.yaml", s.openapi)
 	s.handle("GET /v1/stats", s.stats)
-	s.handle("GET /v1/vertices/{v}", s.getVertex)
-	s.handle("GET /v1/vertices/{v}/degree", s.degree)
-	s.handle("GET /v1/vertices/{v}/neighbors", s.neighbors)
-	s.handle("GET /v1/edges/{src}/{dst}", s.edge)
+	s.handleVertex("GET /v1/vertices/{v}", "v", false, s.getVertex)
+	s.handleVertex("GET /v1/vertices/{v}/degree", "v", true, s.degree)
+	s.handleVertex("GET /v1/vertices/{v}/neighbors", "v", true, s.neighbors)
+	s.handleVertex("GET /v1/edges/{src}/{dst}", "src", false, s.edge)
 	s.handle("GET /v1/changes", s.changes)
 	s.handle("POST /v1/batches", s.batches)
 	s.handle("GET /v1/paths", s.path)
@@ -162,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST /v1/analytics", s.registerAnalytic)
 	s.handle("GET /v1/analytics/{name}", s.getAnalytic)
 	s.handle("DELETE /v1/analytics/{name}", s.deleteAnalytic)
-	s.handle("GET /v1/analytics/{name}/vertices/{v}", s.analyticVertex)
+	s.handleVertex("GET /v1/analytics/{name}/vertices/{v}", "v", false, s.analyticVertex)
 	s.handle("GET /v1/analytics/{name}/top", s.top)
 	s.handle("GET /v1/alerts", s.alerts)
 	// The Go runtime's profiles, to find where memory and time go. Not API
@@ -173,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	s.proxy = s.newProxy()
 	s.handler = s.wrap(s.mux)
 	return s, nil
 }

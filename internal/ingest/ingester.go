@@ -127,6 +127,18 @@ type Config struct {
 	// start if it can): the writes outcome log keeps what a replay from
 	// it needs. nil: none.
 	CheckpointFloor []byte
+	// Own, when not nil, is partitioned mode (serve --own-partitions): the
+	// ingester consumes these partitions of every topic, assigned by
+	// itself instead of by the group, which it does not join; it reads the
+	// group's committed offsets and commits its own there. Every topic
+	// must have exactly Partitions partitions. Run refuses (an
+	// *OwnershipError) to start where the store holds the history of a
+	// partition not in Own, or the group has committed offsets for a
+	// partition of Own that the store has no history of (another store's)
+	// and that is not in Adopt: an adopted partition new to the store
+	// starts at the start of its log (see owned.go).
+	Own, Adopt []int32
+	Partitions int32
 	// Writes, when set, makes one of Topics graphtide's own writes topic
 	// (writes.go): its records are batches, with conditions and
 	// idempotency keys, applied one by one.
@@ -236,6 +248,9 @@ func (c *Config) withDefaults() (Config, error) {
 	case "earliest", "latest":
 	default:
 		return o, fmt.Errorf("ingest: reset policy must be earliest or latest, got %q", o.ResetPolicy)
+	}
+	if err := o.checkOwn(); err != nil {
+		return o, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -447,11 +462,22 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	// joins the group only then (see bindSource).
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
-		kgo.ConsumerGroup(c.Group),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
 	}, fetchOptions(c.FetchMaxBytes, c.FetchMaxPartitionBytes, c.MaxConcurrentFetches)...)
+	if c.Own == nil {
+		// Partitioned mode joins no group: it assigns itself its
+		// partitions (assignOwned) and commits with kadm.
+		opts = append(opts,
+			kgo.ConsumerGroup(c.Group),
+			kgo.DisableAutoCommit(),
+			kgo.BlockRebalanceOnPoll(),
+			kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
+			kgo.OnPartitionsAssigned(in.onAssigned),
+			kgo.OnPartitionsRevoked(in.onRevoked),
+			kgo.OnPartitionsLost(in.onLost),
+			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
+		)
+	}
 	opts = append(opts,
 		// The client produces only dead letters (deadletter.go): batches
 		// sized by the dead-letter topic's limit, uncompressed so that a
@@ -463,11 +489,6 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		kgo.RecordDeliveryTimeout(c.DeadLetterTimeout),
 		kgo.WithHooks(in.health),
 		kgo.AllowAutoTopicCreation(),
-		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.OnPartitionsAssigned(in.onAssigned),
-		kgo.OnPartitionsRevoked(in.onRevoked),
-		kgo.OnPartitionsLost(in.onLost),
-		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
 		// The poll loop recycles every record once it is decoded (and
 		// dead-lettered if need be).
 		kgo.WithPools(NewRecordPool()),
@@ -613,7 +634,7 @@ func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32
 		for t := range resolve {
 			topics = append(topics, t)
 		}
-		starts, err := in.resetOffsets(ctx, topics)
+		starts, err := in.listOffsets(ctx, topics, in.cfg.ResetPolicy != "latest")
 		if err != nil {
 			return nil, err
 		}
@@ -649,19 +670,20 @@ func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
 	return 0, false
 }
 
-// resetOffsets lists where partitions of topics without a recorded or
-// committed offset start by the reset policy: the log start offset, or
-// the last stable offset (the end, for a read-committed consumer).
+// listOffsets lists where the partitions of topics start: the log start
+// offset (start), else the last stable offset (the end, for a
+// read-committed consumer). It says where partitions without a recorded
+// or committed offset start by the reset policy (start: earliest).
 // Retried until it succeeds or ctx ends.
-func (in *Ingester) resetOffsets(ctx context.Context, topics []string) (Position, error) {
+func (in *Ingester) listOffsets(ctx context.Context, topics []string, start bool) (Position, error) {
 	adm := kadm.NewClient(in.cl)
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		var l kadm.ListedOffsets
 		var err error
-		if in.cfg.ResetPolicy == "latest" {
-			l, err = adm.ListCommittedOffsets(ctx, topics...)
-		} else {
+		if start {
 			l, err = adm.ListStartOffsets(ctx, topics...)
+		} else {
+			l, err = adm.ListCommittedOffsets(ctx, topics...)
 		}
 		if err == nil {
 			err = l.Error()
@@ -854,8 +876,20 @@ func (in *Ingester) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// Only now does the client join the group and fetch.
-	in.cl.AddConsumeTopics(in.cfg.Topics...)
+	// Only now does the client join the group (or, partitioned, assign
+	// itself its partitions) and fetch.
+	if in.cfg.Own != nil {
+		offs, err := in.assignOwned(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		in.cl.AddConsumePartitions(offs)
+	} else {
+		in.cl.AddConsumeTopics(in.cfg.Topics...)
+	}
 	in.ensureDeadLetterTopic(ctx)
 	in.readDeadLetterLimit(ctx)
 	wctx, wcancel := context.WithCancel(ctx)
@@ -1018,6 +1052,12 @@ func (in *Ingester) commit(ctx context.Context) {
 		}
 	}
 	in.mu.Unlock()
+	if len(offs) > 0 && in.cfg.Own != nil {
+		if err := in.commitOwned(ctx, offs); err != nil && ctx.Err() == nil {
+			in.cfg.Logger.Warn("committing group offsets failed (the store's position stays authoritative)", "err", err)
+		}
+		return
+	}
 	if len(offs) > 0 {
 		in.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {

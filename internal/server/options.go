@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
+	"github.com/graphtide/graphtide/internal/ownership"
 	"github.com/graphtide/graphtide/internal/settings"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -51,6 +53,11 @@ type Options struct {
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
 	AlertLeader         string
+	Owners              string         // --owners
+	OwnPartitions       string         // --own-partitions
+	AdoptPartitions     string         // --adopt-partitions
+	Partitioning        *ownership.Map // from --owners and --own-partitions (set by Validate); nil: not partitioned
+	Adopt               []int32        // from --adopt-partitions (set by Validate)
 	WritesTopic         string
 	WritesRetention     time.Duration
 	LogCapacity         int
@@ -101,6 +108,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
 	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
 	fs.StringVar(&o.AlertLeader, "alert-leader", "", "replicas: the --group-instance-id of the one replica that produces alerts to --alert-topic; the others raise them for GET /v1/alerts only (empty: this instance produces them)")
+	fs.StringVar(&o.Owners, "owners", "", "partitioned mode: every owner of the topics' partitions as PARTITIONS=URL,... with each URL the owner's API (or a Service over its replicas), e.g. 0-1=http://graphtide-a:9464,2-3=http://graphtide-b:9464 ('+' joins ranges: 0+2); the same on every instance (empty: every instance holds every partition)")
+	fs.StringVar(&o.OwnPartitions, "own-partitions", "", "partitioned mode: the partitions of every topic this instance ingests, one entry of --owners, e.g. 0-1")
+	fs.StringVar(&o.AdoptPartitions, "adopt-partitions", "", "partitioned mode, hand-over: owned partitions new to this store that it replays from the start of their log although the consumer group committed offsets for them (another store held them), e.g. 2")
 	fs.StringVar(&o.WritesTopic, "writes-topic", "graphtide-writes", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (empty: no writes over HTTP)")
 	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
@@ -179,6 +189,9 @@ func (o *Options) Validate() error {
 	if o.AlertLeader != "" && o.GroupInstanceID == "" {
 		return fmt.Errorf("--alert-leader %q names the replica that produces alerts by its --group-instance-id: give this instance its --group-instance-id too", o.AlertLeader)
 	}
+	if err := o.validatePartitioning(); err != nil {
+		return err
+	}
 	if o.ReadyMaxLag < 0 {
 		return fmt.Errorf("--ready-max-lag must be 0 (no limit) or a number of records, got %d", o.ReadyMaxLag)
 	}
@@ -219,6 +232,9 @@ func (o *Options) Validate() error {
 		sp := &o.Specs[i]
 		if err := sp.Validate(); err != nil {
 			return err
+		}
+		if o.Partitioning != nil && !analytics.VertexLocal(*sp) {
+			return fmt.Errorf("analytic %q (type %s) reads more than each vertex's out-edges, which partitioned mode (--owners) cannot answer: it runs degree (direction out) and fanout monitors only; run replica mode for the others", sp.Name, sp.Type)
 		}
 		if names[sp.Name] {
 			return fmt.Errorf("two analytics are named %q: give each a distinct name", sp.Name)
@@ -342,7 +358,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertLeader: o.AlertLeader, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,
@@ -360,5 +376,37 @@ func checkInstanceID(flag, id string) error {
 			return fmt.Errorf("%s %q: only letters, digits, '.', '_' and '-' are allowed", flag, id)
 		}
 	}
+	return nil
+}
+
+// validatePartitioning reads --owners, --own-partitions and
+// --adopt-partitions: partitioned mode needs the first two, and takes no
+// writes topic (a batch may name vertices of several owners).
+func (o *Options) validatePartitioning() error {
+	o.Partitioning, o.Adopt = nil, nil
+	if o.Owners == "" && o.OwnPartitions == "" {
+		if o.AdoptPartitions != "" {
+			return errors.New("--adopt-partitions is a hand-over of partitioned mode: it needs --owners and --own-partitions")
+		}
+		return nil
+	}
+	m, err := ownership.Parse(o.Owners, o.OwnPartitions)
+	if err != nil {
+		return err
+	}
+	if o.WritesTopic != "" {
+		return fmt.Errorf("partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; give --writes-topic '' (producers write to the topics, keyed by source vertex)")
+	}
+	if o.AdoptPartitions != "" {
+		if o.Adopt, err = ownership.ParseSet(o.AdoptPartitions); err != nil {
+			return fmt.Errorf("--adopt-partitions: %w", err)
+		}
+		for _, p := range o.Adopt {
+			if !slices.Contains(m.Own(), p) {
+				return fmt.Errorf("--adopt-partitions: partition %d is not one of --own-partitions %s: an instance adopts partitions it owns", p, ownership.FormatSet(m.Own()))
+			}
+		}
+	}
+	o.Partitioning = m
 	return nil
 }

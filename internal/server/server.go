@@ -45,6 +45,7 @@ import (
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/metrics"
+	"github.com/graphtide/graphtide/internal/ownership"
 	"github.com/graphtide/graphtide/internal/typedict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -94,6 +95,15 @@ type Config struct {
 
 	Analytics  []analytics.Spec // registered at Open, before anything is ingested
 	AlertTopic string           // "" = alerts are not produced to Kafka
+	// Owners, when set, is partitioned mode (serve --owners,
+	// --own-partitions): the instance ingests its own partitions of every
+	// topic (Owners.Own) and no others, routes requests about other
+	// vertices to their owners, and refuses graph-wide analytics and
+	// queries. Adopt are owned partitions to take over from the start of
+	// their log although the group committed offsets for them (the
+	// hand-over; see ingest.Config.Adopt).
+	Owners *ownership.Map
+	Adopt  []int32
 	// AlertLeader, when not empty, is the GroupInstanceID of the replica
 	// that produces alerts to AlertTopic: on any other, AlertTopic is
 	// ignored (alerts are raised, kept for GET /v1/alerts, not produced).
@@ -220,7 +230,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// kprom registers its metrics for one client: the consumer's.
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
-	if cfg.GroupInstanceID != "" {
+	if cfg.GroupInstanceID != "" && cfg.Owners == nil {
+		// Partitioned mode joins no group: there the id only names the
+		// instance for AlertLeader.
 		clientOpts = append(clientOpts, kgo.InstanceID(cfg.GroupInstanceID))
 	}
 
@@ -229,7 +241,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
-		}, Names: d.Keys.Name}
+		}, Names: d.Keys.Name, VertexLocal: cfg.Owners != nil}
 	alertTopic := cfg.AlertTopic
 	if cfg.AlertLeader != "" && cfg.AlertLeader != cfg.GroupInstanceID && alertTopic != "" {
 		s.log.Info("alerts go to Kafka from another replica (--alert-leader); this one keeps its own for GET /v1/alerts", "alert_leader", cfg.AlertLeader, "alert_topic", alertTopic)
@@ -289,6 +301,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.closers = append(s.closers, s.writer.close)
 		wc = &ingest.WritesConfig{Topic: cfg.WritesTopic, Log: d.Writes, Waiters: s.writer.waiters, Retention: cfg.WritesRetention}
 	}
+	var own []int32
+	var count int32
+	if m := cfg.Owners; m != nil {
+		own, count = m.Own(), m.Count
+	}
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
@@ -296,6 +313,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
 		ReplayFrom: replay, CheckpointFloor: s.checkpointFloor, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
+		Own: own, Adopt: cfg.Adopt, Partitions: count,
 	}); err != nil {
 		return nil, err
 	}
@@ -414,13 +432,17 @@ func (s *Server) listen() error {
 	if s.writer != nil {
 		wr = s.writer
 	}
-	apiSrv, err := api.New(api.Config{
+	acfg := api.Config{
 		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Behind:  s.in.Behind,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
-	})
+	}
+	if s.cfg.Owners != nil {
+		acfg.Route = s.cfg.Owners
+	}
+	apiSrv, err := api.New(acfg)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/ownership"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -62,6 +63,10 @@ type childConfig struct {
 	// address (default 127.0.0.1:0: any port).
 	WritesTopic string
 	HTTPAddr    string
+	// Owners, OwnPartitions, Adopt: partitioned mode (serve --owners,
+	// --own-partitions, --adopt-partitions); empty: replica mode.
+	Owners, OwnPartitions string
+	Adopt                 []int32
 }
 
 func runChild(raw string) int {
@@ -157,9 +162,16 @@ func runServeChild(c childConfig) int {
 		fmt.Fprintln(os.Stderr, "child: budget:", err)
 		return 2
 	}
+	var owners *ownership.Map
+	if c.Owners != "" {
+		if owners, err = ownership.Parse(c.Owners, c.OwnPartitions); err != nil {
+			fmt.Fprintln(os.Stderr, "child: owners:", err)
+			return 2
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv, err := server.Open(ctx, server.Config{
+	srv, err := server.Open(ctx, server.Config{Owners: owners, Adopt: c.Adopt,
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group, GroupInstanceID: c.Instance,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
 		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic, AlertLeader: c.AlertLeader,

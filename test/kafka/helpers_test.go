@@ -154,6 +154,9 @@ func readStore(s *engine.Store, dict *keydict.Dict) (got oracle, problems []stri
 			if k, ok := dict.Key(id); ok {
 				return vid{key: k}
 			}
+			if n, ok := dict.Number(id); ok {
+				return vid{id: n} // a mapped number (2^32 and up)
+			}
 		}
 		unknown[id] = true
 		return vid{key: fmt.Sprintf("<unknown key id %d>", id-keydict.KeyBase)}
@@ -224,6 +227,9 @@ type stream struct {
 	vertices   int
 	maxPerRec  int // events per record value: 1..maxPerRec
 
+	// ids, when set, are the vertices' ids (vertex i is ids[i]).
+	ids []uint64
+
 	r       *rand.Rand
 	seq     int
 	live    [][][2]int // per partition: recently upserted edges (vertex indices)
@@ -237,6 +243,9 @@ func newStream(topic string, partitions int, format decode.Format, keyPrefix str
 }
 
 func (s *stream) vertex(i int) vid {
+	if s.ids != nil {
+		return vid{id: s.ids[i]}
+	}
 	if s.keyPrefix != "" {
 		return vid{key: fmt.Sprintf("%s-%d", s.keyPrefix, i)}
 	}

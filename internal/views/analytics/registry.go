@@ -62,6 +62,23 @@ type RegistryConfig struct {
 	// per-vertex state over the vertices indexed so far, a fraud monitor's
 	// pull_memory_mib) would take what the analytics hold past it.
 	MemoryLimit int64
+	// VertexLocal, when set, is partitioned mode (serve --owners): the
+	// store holds the out-edges of some vertices only, and Register
+	// refuses (ErrGraphWide) every analytic but those that read one
+	// vertex's out-edges (VertexLocal).
+	VertexLocal bool
+}
+
+// ErrGraphWide is Register's refusal, in partitioned mode, of an analytic
+// that reads the whole graph.
+var ErrGraphWide = errors.New("analytics: a graph-wide analytic in partitioned mode")
+
+// VertexLocal reports whether an analytic of spec s (validated) reads
+// nothing but each vertex's own out-edges: an out-degree monitor, a
+// fan-out monitor. Those run on any part of a graph partitioned by source
+// vertex and give each vertex the result the whole graph would.
+func VertexLocal(s Spec) bool {
+	return s.Type == "fanout" || s.Type == "degree" && s.Direction == "out"
 }
 
 // Need estimates the memory an analytic of spec s (validated) will hold
@@ -200,6 +217,10 @@ func (r *Registry) RegisterCustom(a Custom) (Spec, error) {
 func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Analytic) (Spec, error) {
 	if err := s.Validate(); err != nil {
 		return s, err
+	}
+	if r.cfg.VertexLocal && !VertexLocal(s) {
+		return s, fmt.Errorf("%w: analytic %q (%s) reads more than each vertex's out-edges, and this instance holds the out-edges of its own partitions' vertices only (serve --owners): it would give a partial answer. "+
+			"Partitioned mode runs out-degree (degree, direction out) and fanout monitors; run replica mode, where every instance holds the whole graph, for bfs, wcc, pagerank, sssp, fraud, fanin and in-degree", ErrGraphWide, s.Name, describe(s))
 	}
 	var root uint64
 	if NeedsRoot(s.Type) {
@@ -818,4 +839,12 @@ func (r *Registry) Freshness(head uint64) map[string]Freshness {
 		out[name] = f
 	}
 	return out
+}
+
+// describe names s's type, with its direction for a degree monitor.
+func describe(s Spec) string {
+	if s.Type == "degree" {
+		return "degree, direction " + s.Direction
+	}
+	return s.Type
 }

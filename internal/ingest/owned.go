@@ -1,0 +1,260 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Partitioned mode (Config.Own): the ingester assigns itself the
+// partitions it owns, of every topic, instead of joining a consumer group.
+// Kafka still records everything across instances: each store's position
+// names the partitions it has the history of (bound to the cluster and
+// the topics' IDs), and the group's committed offsets name the partitions
+// whose history is in some store. assignOwned reads both before anything
+// is fetched and refuses to start when ingesting would mix histories:
+//
+//   - the store holds the history of a partition that is not its own
+//     (another instance owns it now: the store would answer for its
+//     vertices with what it froze at);
+//   - an owned partition has no history here but the group has a
+//     committed offset for it (another store took it: its history is
+//     there), unless the partition is adopted (Config.Adopt), which
+//     replays it from the start of its log: the documented hand-over.
+//
+// Every topic must have exactly Config.Partitions partitions: routing
+// computes a vertex's partition, as producers do, modulo that count.
+
+// OwnershipError is Run's refusal in partitioned mode: what the store and
+// the group hold does not fit the partitions given to own.
+type OwnershipError struct {
+	Group string
+	// Gone: partitions this store has the history of that it does not
+	// own. Foreign: owned partitions without history here that the group
+	// has committed offsets for.
+	Gone, Foreign partitionSet
+	// Count: a topic whose partition count is not Config.Partitions
+	// (empty: none); Has, Want: its count and the one expected.
+	Count     string
+	Has, Want int32
+}
+
+func (e *OwnershipError) Error() string {
+	if e.Count != "" {
+		return fmt.Sprintf("partitioned mode: topic %q has %d partitions, but --owners maps %d: a vertex's partition is its key's hash modulo the count, so every topic must have exactly that many (create the topics with %d partitions, or give --owners for %d)",
+			e.Count, e.Has, e.Want, e.Want, e.Has)
+	}
+	var parts []string
+	if len(e.Gone) > 0 {
+		parts = append(parts, fmt.Sprintf("this store holds the history of %s, which it does not own (--own-partitions): another instance owns them now", e.Gone))
+	}
+	if len(e.Foreign) > 0 {
+		parts = append(parts, fmt.Sprintf("consumer group %q committed offsets for %s, of which this store has no history: their history is in another store", e.Group, e.Foreign))
+	}
+	return "partitioned mode: " + strings.Join(parts, "; ") +
+		". Ownership moves only by hand-over (README, Partitioned mode): copy the data directory of the partitions' owner, or start on a new data directory with --adopt-partitions to replay them from the start of their log; or give --own-partitions as before"
+}
+
+// assignOwned starts partitioned mode: it waits until every topic exists,
+// checks the partition counts and what the store and the group hold
+// (OwnershipError), takes the owned partitions without history into
+// history, and returns where each owned partition starts: the store's
+// position; for one new to the store, the start of its log when adopted,
+// else (ResetSourcePosition) the group's committed offset, else the reset
+// policy. ResetSourcePosition logs a mismatch as a WARN and goes on.
+func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.Offset, error) {
+	topics := in.cfg.Topics
+	src, err := in.fetchSource(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	if mm := in.learnSource(src, topics); mm != nil {
+		return nil, mm
+	}
+	for _, t := range topics {
+		if n := src.partitions[t]; n != in.cfg.Partitions {
+			return nil, &OwnershipError{Count: t, Has: n, Want: in.cfg.Partitions}
+		}
+	}
+	committed, err := in.groupOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	adopt := func(p int32) bool { return slices.Contains(in.cfg.Adopt, p) }
+	oe := &OwnershipError{Group: in.cfg.Group, Gone: partitionSet{}, Foreign: partitionSet{}}
+	offs := map[string]map[int32]kgo.Offset{}
+	fromGroup, fromLog, byPolicy := Position{}, map[string][]int32{}, map[string][]int32{}
+	in.mu.Lock()
+	for t, ps := range in.history {
+		for p := range ps {
+			if !slices.Contains(in.cfg.Own, p) {
+				oe.Gone.add(t, p)
+			}
+		}
+	}
+	for _, t := range topics {
+		offs[t] = map[int32]kgo.Offset{}
+		for _, p := range in.cfg.Own {
+			if next, ok := in.resumeOffset(t, p); ok {
+				offs[t][p] = kgo.NewOffset().At(next)
+				continue
+			}
+			c, ok := committed.Get(t, p)
+			switch {
+			case adopt(p):
+				fromLog[t] = append(fromLog[t], p)
+			case ok && in.cfg.ResetSourcePosition:
+				fromGroup.Set(t, p, c)
+			case ok:
+				oe.Foreign.add(t, p)
+			default:
+				byPolicy[t] = append(byPolicy[t], p)
+			}
+		}
+	}
+	in.mu.Unlock()
+	if len(oe.Gone) > 0 || len(oe.Foreign) > 0 {
+		if !in.cfg.ResetSourcePosition {
+			return nil, oe
+		}
+		in.cfg.Logger.Warn("ingesting as --reset-source-position asks: " + oe.Error())
+	}
+	starts := fromGroup.Clone()
+	for _, byLog := range []bool{true, false} {
+		want := byPolicy
+		if byLog {
+			want = fromLog
+		}
+		if len(want) == 0 {
+			continue
+		}
+		ts := make([]string, 0, len(want))
+		for t := range want {
+			ts = append(ts, t)
+		}
+		listed, err := in.listOffsets(ctx, ts, byLog || in.cfg.ResetPolicy != "latest")
+		if err != nil {
+			return nil, err
+		}
+		for t, ps := range want {
+			for _, p := range ps {
+				s, ok := listed.Get(t, p)
+				if !ok {
+					return nil, fmt.Errorf("ingest: the brokers listed no start offset for %s/%d", t, p)
+				}
+				starts.Set(t, p, s)
+			}
+		}
+	}
+	in.mu.Lock()
+	for _, t := range topics {
+		in.assigned[t] = slices.Clone(in.cfg.Own)
+	}
+	for t, ps := range starts {
+		for p, s := range ps {
+			offs[t][p] = kgo.NewOffset().At(s)
+			in.starts.Set(t, p, s)
+			in.history.add(t, p)
+			in.accepted.Set(t, p, s)
+			in.pending.Set(t, p, s)
+			how := "by --reset " + in.cfg.ResetPolicy
+			switch {
+			case adopt(p):
+				how = "adopted (--adopt-partitions): from the start of its log"
+			case fromGroup.has(t, p):
+				how = "at the group's committed offset (--reset-source-position)"
+			}
+			in.cfg.Logger.Info("partition new to this store", "topic", t, "partition", p, "offset", s, "start", how)
+		}
+	}
+	in.evaluated, in.checking = true, nil
+	in.mu.Unlock()
+	in.cfg.Logger.Info("partitioned mode: consuming the owned partitions of every topic", "own", in.cfg.Own, "of", in.cfg.Partitions, "topics", topics)
+	in.commitAssigned.Store(true)
+	in.wakeLag()
+	return offs, nil
+}
+
+// has reports whether p has an offset for partition q of topic t.
+func (p Position) has(t string, q int32) bool {
+	_, ok := p.Get(t, q)
+	return ok
+}
+
+// groupOffsets reads the offsets the group has committed (partitioned
+// mode: the group is not joined, only read and written), retried until it
+// succeeds or ctx ends.
+func (in *Ingester) groupOffsets(ctx context.Context) (Position, error) {
+	adm := kadm.NewClient(in.cl)
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		os, err := adm.FetchOffsets(ctx, in.cfg.Group)
+		if err == nil {
+			err = os.Error()
+		}
+		if err == nil {
+			p := Position{}
+			os.Each(func(o kadm.OffsetResponse) {
+				if o.At >= 0 {
+					p.Set(o.Topic, o.Partition, o.At)
+				}
+			})
+			in.setChecking(nil)
+			return p, nil
+		}
+		in.setChecking(fmt.Errorf("reading the offsets consumer group %q committed: %w", in.cfg.Group, err))
+		in.cfg.Logger.Warn("reading the group's committed offsets failed; retrying", "group", in.cfg.Group, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// commitOwned commits offs to the group without joining it (partitioned
+// mode), so that lag tools show the owned partitions.
+func (in *Ingester) commitOwned(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) error {
+	var os kadm.Offsets
+	for t, ps := range offs {
+		for p, o := range ps {
+			os.Add(kadm.Offset{Topic: t, Partition: p, At: o.Offset, LeaderEpoch: -1})
+		}
+	}
+	resp, err := kadm.NewClient(in.cl).CommitOffsets(ctx, in.cfg.Group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	return err
+}
+
+// checkOwn checks the partitioned mode's settings of a Config.
+func (c *Config) checkOwn() error {
+	if c.Own == nil {
+		if len(c.Adopt) > 0 || c.Partitions != 0 {
+			return fmt.Errorf("ingest: adopted partitions and a partition count need owned partitions (partitioned mode)")
+		}
+		return nil
+	}
+	if len(c.Own) == 0 {
+		return fmt.Errorf("ingest: partitioned mode needs at least one owned partition")
+	}
+	if c.Writes != nil {
+		return fmt.Errorf("ingest: partitioned mode takes no writes topic: a batch may name vertices of several owners")
+	}
+	for _, p := range c.Own {
+		if p < 0 || p >= c.Partitions {
+			return fmt.Errorf("ingest: owned partition %d is not one of the %d partitions", p, c.Partitions)
+		}
+	}
+	for _, p := range c.Adopt {
+		if !slices.Contains(c.Own, p) {
+			return fmt.Errorf("ingest: adopted partition %d is not an owned one", p)
+		}
+	}
+	return nil
+}
