@@ -63,6 +63,9 @@ var deployFiles = []string{
 	"kubernetes/service.yaml",
 	"kubernetes/statefulset.yaml",
 	"kubernetes/servicemonitor.yaml",
+	"kubernetes/partitioned/kustomization.yaml",
+	"kubernetes/partitioned/configmap.yaml",
+	"kubernetes/partitioned/owners.yaml",
 	"docker/Dockerfile",
 }
 
@@ -1056,9 +1059,10 @@ type k8sService struct {
 	} `yaml:"ports"`
 }
 
-func loadK8s(t *testing.T) []k8sObject {
+// loadK8s reads the objects of the YAML files in deploy/kubernetes/dir.
+func loadK8s(t *testing.T, dir string) []k8sObject {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(deployDir, "kubernetes", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(deployDir, "kubernetes", dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1107,7 +1111,7 @@ func subset(sub, super map[string]string) bool {
 }
 
 func TestDeployKubernetes(t *testing.T) {
-	objs := loadK8s(t)
+	objs := loadK8s(t, "")
 	byKind := map[string][]k8sObject{}
 	for _, o := range objs {
 		byKind[o.Kind] = append(byKind[o.Kind], o)
@@ -1385,6 +1389,104 @@ func TestDeployKubernetes(t *testing.T) {
 	image, _, _ := strings.Cut(c.Image, ":")
 	if len(kz.Images) != 1 || kz.Images[0].Name != image {
 		t.Errorf("kustomization images %+v do not name the StatefulSet's image %s", kz.Images, image)
+	}
+}
+
+// TestDeployPartitioned checks the example of partitioned mode: each
+// owner's pods pass serve's validation with the shared ConfigMap (their
+// flags as the kubelet expands them), own one entry of the owners map
+// whose URL is the Service of exactly their pods, and together own every
+// partition once; replica k of every owner shares group graphtide-r<k>;
+// each owner has its own alert leader and readiness on lag.
+func TestDeployPartitioned(t *testing.T) {
+	byKind := map[string][]k8sObject{}
+	for _, o := range loadK8s(t, "partitioned") {
+		byKind[o.Kind] = append(byKind[o.Kind], o)
+	}
+	if len(byKind["ConfigMap"]) != 1 || len(byKind["StatefulSet"]) < 2 {
+		t.Fatalf("want one ConfigMap and a StatefulSet per owner (at least two), got %d and %d", len(byKind["ConfigMap"]), len(byKind["StatefulSet"]))
+	}
+	cm := byKind["ConfigMap"][0].Data["graphtide.yaml"]
+	services := map[string]k8sService{}
+	for _, so := range byKind["Service"] {
+		var s k8sService
+		if err := so.Spec.Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		services[so.Metadata.Name] = s
+	}
+	owned := map[int32]string{}
+	var count int32
+	for _, so := range byKind["StatefulSet"] {
+		var ss k8sStatefulSet
+		if err := so.Spec.Decode(&ss); err != nil {
+			t.Fatal(err)
+		}
+		name := so.Metadata.Name
+		if len(ss.Template.Spec.Containers) != 1 {
+			t.Fatalf("%s: want one container", name)
+		}
+		c := ss.Template.Spec.Containers[0]
+		vars := map[string]string{}
+		for _, e := range c.Env {
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				vars["$("+e.Name+")"] = name + "-0"
+			case "metadata.labels['apps.kubernetes.io/pod-index']":
+				vars["$("+e.Name+")"] = "0"
+			}
+		}
+		flags := checkServeArgs(t, name+" args", c.Args)
+		group := flags["group"]
+		for k, v := range flags {
+			for from, to := range vars {
+				v = strings.ReplaceAll(v, from, to)
+			}
+			flags[k] = v
+		}
+		o := loadServeConfig(t, name, []byte(cm), nil, flags)
+		m := o.Partitioning
+		if m == nil {
+			t.Fatalf("%s: not in partitioned mode (owners and own-partitions)", name)
+		}
+		count = m.Count
+		for _, p := range m.Own() {
+			if prev, dup := owned[p]; dup {
+				t.Errorf("partition %d is owned by %s and %s", p, prev, name)
+			}
+			owned[p] = name
+		}
+		// Its entry's URL is the Service of exactly its pods, on their port.
+		u := m.Owners[m.Self].URL
+		host, port, _ := net.SplitHostPort(u.Host)
+		svc, ok := services[host]
+		if !ok || !subset(svc.Selector, ss.Template.Metadata.Labels) || !subset(ss.Selector.MatchLabels, svc.Selector) {
+			t.Errorf("%s: its owners entry %s is not a Service selecting exactly its pods", name, u)
+		}
+		if len(svc.Ports) == 0 || strconv.Itoa(svc.Ports[0].Port) != port {
+			t.Errorf("%s: its owners entry %s is not its Service's port", name, u)
+		}
+		if !strings.Contains(group, "$(") || flags["group"] != "graphtide-r0" {
+			t.Errorf("%s: --group %q; want replica k of every owner in one group, graphtide-r<k>", name, group)
+		}
+		if o.GroupInstanceID != name+"-0" || o.AlertLeader != name+"-0" {
+			t.Errorf("%s: group instance id %q and alert leader %q in its first pod, want %s-0 for both", name, o.GroupInstanceID, o.AlertLeader, name)
+		}
+		if o.ReadyMaxLag <= 0 || ss.Replicas < 2 {
+			t.Errorf("%s: want replicas (%d) of the owner with readiness on lag (ready-max-lag %d)", name, ss.Replicas, o.ReadyMaxLag)
+		}
+	}
+	if int32(len(owned)) != count {
+		t.Errorf("the StatefulSets own %d of the %d partitions", len(owned), count)
+	}
+	var kz struct {
+		Resources []string `yaml:"resources"`
+	}
+	decodeYAML(t, "kubernetes/partitioned/kustomization.yaml", &kz)
+	for _, want := range []string{"configmap.yaml", "owners.yaml"} {
+		if !slices.Contains(kz.Resources, want) {
+			t.Errorf("partitioned/kustomization.yaml does not list %s", want)
+		}
 	}
 }
 
