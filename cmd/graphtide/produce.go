@@ -23,6 +23,7 @@ type produceOptions struct {
 	kafka   kafkaconn.Options
 	topic   string
 	key     string
+	parts   int
 	timeout time.Duration
 	files   []string
 }
@@ -32,6 +33,7 @@ func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
 	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
 	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")
+	fs.IntVar(&o.parts, "partitions", 0, "create the topic with this many partitions if it is missing, and refuse one with another count (partitioned mode routes by it); 0: leave the topic as the brokers make it")
 	fs.DurationVar(&o.timeout, "timeout", genkafka.DefaultTimeout, "give up when no broker answers, or acknowledges a record, within this long")
 }
 
@@ -47,6 +49,9 @@ func (o *produceOptions) Validate() error {
 	}
 	if o.key != "src" && o.key != "none" {
 		return fmt.Errorf("--key must be src or none, got %q", o.key)
+	}
+	if o.parts < 0 || o.parts > 1<<20 {
+		return fmt.Errorf("--partitions must be between 1 and %d (or 0: as the brokers make the topic), got %d", 1<<20, o.parts)
 	}
 	if o.timeout < time.Second || o.timeout > time.Hour {
 		return fmt.Errorf("--timeout must be between 1s and 1h, got %v", o.timeout)
@@ -70,7 +75,8 @@ acknowledging records. Progress goes to stderr (a bar on a terminal, a
 line every 5 s otherwise). Every flag can be set with GRAPHTIDE_<FLAG> or
 in the --config file.`,
 		Example: `  printf '{"op":"add","src":"alice","dst":"bob","weight":12.5}\n' | graphtide produce --topic payments
-  graphtide produce --brokers 127.0.0.1:19092 --topic edges edges.txt`,
+  graphtide produce --brokers 127.0.0.1:19092 --topic edges edges.txt
+  graphtide produce --brokers 127.0.0.1:19092 --topic edges --partitions 4 edges.txt   # partitioned mode`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.Apply(cmd.Flags()); err != nil {
 				return err
@@ -117,7 +123,7 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	stop := prog.Follow(done, acked.Load)
 	defer stop()
 	n, err := genkafka.ProduceLines(ctx, genkafka.LinesConfig{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic,
-		KeyBySource: o.key == "src", Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
+		KeyBySource: o.key == "src", Partitions: o.parts, Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,6 +60,51 @@ func TestProduceSendsEveryLine(t *testing.T) {
 	}
 	if _, _, err := execute(t, "produce", "--sasl-mechanism", "plain"); err == nil || err.Error() != "--sasl-user is required with --sasl-mechanism" {
 		t.Fatalf("--sasl-mechanism without --sasl-user: %v", err)
+	}
+}
+
+// TestProducePartitions: --partitions creates a missing topic with that
+// many partitions, accepts one that has them, and refuses one that has
+// another count, naming both.
+func TestProducePartitions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	file := filepath.Join(t.TempDir(), "e.txt")
+	if err := os.WriteFile(file, []byte("1 2\n3 4\nalice bob\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broker := c.ListenAddrs()[0]
+	for _, run := range []struct {
+		topic string
+		n     string
+		err   string
+	}{
+		{"fresh", "5", ""},
+		{"fresh", "5", ""},
+		{"three", "3", ""},
+		{"three", "4", "topic three exists with 3 partitions, not 4 (--partitions): produce to a topic of 4 partitions, or give --partitions 3"},
+		{"fresh", "0", ""},
+		{"fresh", "-1", "--partitions must be between 1 and 1048576 (or 0: as the brokers make the topic), got -1"},
+	} {
+		_, _, err := execute(t, "produce", "--brokers", broker, "--topic", run.topic, "--partitions", run.n, file)
+		if (err == nil) != (run.err == "") || err != nil && err.Error() != run.err {
+			t.Fatalf("produce --topic %s --partitions %s: %v, want %q", run.topic, run.n, err, run.err)
+		}
+	}
+	adm := kadm.NewClient(func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}())
+	td, err := adm.ListTopics(context.Background(), "fresh")
+	if err != nil || len(td["fresh"].Partitions) != 5 {
+		t.Fatalf("topic fresh: %v %v; want 5 partitions", td, err)
 	}
 }
 

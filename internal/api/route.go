@@ -69,13 +69,14 @@ func (s *Server) handleVertex(pattern, param string, outOnly bool, h func(w http
 		}
 		v := r.PathValue(param)
 		owner, p := s.cfg.Route.Owner(v)
-		w.Header().Set(PartitionHeader, strconv.Itoa(int(p)))
 		if owner == nil {
+			w.Header().Set(PartitionHeader, strconv.Itoa(int(p)))
 			return h(w, r)
 		}
 		if from := r.Header.Get(RoutedHeader); from != "" {
 			return errorf(http.StatusMisdirectedRequest, "vertex %s (partition %d) was routed here as partition %s, but this instance's --owners gives partition %d to %s: the instances' --owners differ; give every instance the same", v, p, from, p, owner)
 		}
+		// The owner's answer carries PartitionHeader.
 		r.Header.Set(RoutedHeader, strconv.Itoa(int(p)))
 		s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, owner)))
 		return nil

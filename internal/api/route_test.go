@@ -71,8 +71,8 @@ func checkPartitioned(t *testing.T, cov *coverage) {
 		for i, c := range cs {
 			path := "/v1/vertices/" + param + "/neighbors"
 			r := c.do("GET", path, nil, true)
-			if r.header.Get(PartitionHeader) != strconv.Itoa(int(p)) {
-				t.Fatalf("vertex %s via instance %d: %s %q, want %d", param, i, PartitionHeader, r.header.Get(PartitionHeader), p)
+			if hs := r.header.Values(PartitionHeader); len(hs) != 1 || hs[0] != strconv.Itoa(int(p)) {
+				t.Fatalf("vertex %s via instance %d: %s %q, want %d once", param, i, PartitionHeader, r.header.Values(PartitionHeader), p)
 			}
 			bodies[i] = string(r.body)
 			if r.status == http.StatusNotFound {

@@ -3,6 +3,7 @@ package genkafka
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -21,7 +24,11 @@ type LinesConfig struct {
 	// KeyBySource keys each record by its source vertex (SourceKey), so
 	// that every event of a vertex lands on one partition, in order.
 	KeyBySource bool
-	Timeout     time.Duration // as Config.Timeout
+	// Partitions, when above 0, is the topic's partition count: it is
+	// created with that many if missing, and must have that many if not
+	// (partitioned mode routes by the count: see EnsurePartitions).
+	Partitions int
+	Timeout    time.Duration // as Config.Timeout
 	// Read and Acked, if set, count the bytes read and the records the
 	// brokers acknowledged (for progress).
 	Read, Acked *atomic.Int64
@@ -41,6 +48,11 @@ func ProduceLines(ctx context.Context, cfg LinesConfig, files []string, stdin io
 	defer cl.Close()
 	if err := WaitForBroker(ctx, cl, cfg.Brokers, timeout); err != nil {
 		return 0, err
+	}
+	if cfg.Partitions > 0 {
+		if err := EnsurePartitions(ctx, cl, cfg.Topic, cfg.Partitions); err != nil {
+			return 0, err
+		}
 	}
 	read := cfg.Read
 	if read == nil {
@@ -145,4 +157,35 @@ func (a *acks) failed(topic string, brokers []string, timeout time.Duration) err
 	default:
 		return nil
 	}
+}
+
+// EnsurePartitions creates topic with n partitions (and the brokers'
+// default replication) if it does not exist, and otherwise checks that it
+// has n: records keyed by source vertex go to murmur2(key) mod the count,
+// which serve's partitioned mode routes by, so a topic of another count
+// is an error, not something to fix silently (adding partitions would
+// move keys that have history).
+func EnsurePartitions(ctx context.Context, cl *kgo.Client, topic string, n int) error {
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, int32(n), -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating topic %s with %d partitions: %w", topic, n, err)
+	}
+	td, err := adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("reading topic %s: %w", topic, err)
+	}
+	if got := len(td[topic].Partitions); got != n {
+		return fmt.Errorf("topic %s exists with %d partitions, not %d (--partitions): produce to a topic of %d partitions, or give --partitions %d", topic, got, n, n, got)
+	}
+	return nil
 }
