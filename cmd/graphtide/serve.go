@@ -32,6 +32,14 @@ assigns this instance only some partitions of its topics, or partitions
 whose history is in another store, serve pauses ingestion, /readyz says why,
 and it resumes by itself once the assignment no longer conflicts.
 
+Partitioned mode (--owners, --own-partitions): the instance ingests only
+its own partitions of every topic (records keyed by source vertex), answers
+a request about any vertex by asking its owner, and refuses what needs the
+whole graph (in-edges, paths, graph-wide analytics). It refuses to start
+when its store holds a partition it does not own, or lacks an owned one
+whose history the group says is in another store (--adopt-partitions
+replays such a partition from the start of its log: the hand-over).
+
 Without --brokers, serve starts an embedded Kafka-compatible broker in the
 process (franz-go's kfake), with its topics, offsets and IDs kept in
 <dir>/embedded-broker across restarts, and prints its address, so that

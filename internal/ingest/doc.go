@@ -34,6 +34,14 @@
 // once an assignment no longer conflicts (source.go has the rules,
 // binding.go how they are applied). One data directory per consumer group.
 //
+// Partitioned mode (Config.Own, owned.go) is the exception that proves the
+// rule: a store holds the partitions it owns, of every topic, and no
+// others. The ingester assigns them to itself instead of joining the
+// group, and before it fetches anything refuses to start where the store
+// holds the history of a partition it does not own, or the group has a
+// committed offset for an owned partition the store has none of (another
+// store's), but those it adopts, which replay from the start of their log.
+//
 // String keys: new key ids are synced to the dictionary file before the
 // batch that uses them is handed to the store, since the store may make a
 // batch durable (a background flush) as soon as it has it.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -139,6 +140,23 @@ func split(o oracle) (numeric, keyed oracle) {
 // to keys through dict (nil: no keys expected). An id in the key range that
 // the dictionary does not know is reported in problems and kept as the
 // pseudo-key "<unknown key id N>".
+// storeOf reads the edges of the data directory dir (opened read-only:
+// serve must have stopped) into an oracle; a store it cannot read whole
+// fails the test.
+func storeOf(t testing.TB, dir string) oracle {
+	t.Helper()
+	d, err := datadir.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got, problems, err := readStore(d.Store, d.Keys)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("reading the store of %s: %v %v", dir, err, problems)
+	}
+	return got
+}
+
 func readStore(s *engine.Store, dict *keydict.Dict) (got oracle, problems []string, err error) {
 	sn, err := s.Snapshot()
 	if err != nil {

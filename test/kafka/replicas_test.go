@@ -10,7 +10,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -153,16 +152,7 @@ func TestReplicasConverge(t *testing.T) {
 		}
 	}
 	for i, c := range cfgs {
-		d, err := datadir.OpenReadOnly(c.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, problems, err := readStore(d.Store, d.Keys)
-		d.Close()
-		if err != nil || len(problems) > 0 {
-			t.Fatalf("replica %d: reading its store: %v %v", i, err, problems)
-		}
-		if df := diff(want, got); df != "" {
+		if df := diff(want, storeOf(t, c.Dir)); df != "" {
 			t.Errorf("replica %d: its store differs from the oracle: %s", i, df)
 		}
 		committed := committedOffsets(t, adm, c.Group)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/writes/writestest"
 )
@@ -99,15 +98,7 @@ func TestWritesSurviveCrashes(t *testing.T) {
 	for _, p := range writestest.Check(replayed, answers) {
 		t.Error(p)
 	}
-	d, err := datadir.OpenReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	got, problems, err := readStore(d.Store, d.Keys)
-	if err != nil || len(problems) > 0 {
-		t.Fatalf("reading the store: %v %v", err, problems)
-	}
+	got := storeOf(t, dir)
 	want := oracle{}
 	for e, w := range replayed.Graph {
 		want[edgeKey{vid{id: e.Src}, vid{id: e.Dst}}] = w
