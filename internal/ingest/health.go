@@ -187,6 +187,7 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.checkCount(ends)
 	for t, ps := range in.assigned {
 		for _, p := range ps {
 			end, ok := ends.Lookup(t, p)

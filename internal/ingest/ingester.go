@@ -326,6 +326,9 @@ type Ingester struct {
 	checking  error
 	fatal     error
 	evaluated bool
+	// grown: partitioned mode, a topic's partition count changed while Run
+	// ran (checkCount). Protected by mu.
+	grown     *OwnershipError
 	accepting string // the conflict last ingested anyway (ResetSourcePosition); Protected by mu.
 
 	// pauseMu orders the pauses and resumes of fetching; pausedFor holds
@@ -790,8 +793,8 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 // not (for /readyz). About the assignment: no partitions assigned yet; the
 // assignment would split the graph between stores (see checkAssignment;
 // fetching is paused until it no longer does); the assignment could not be
-// checked against the brokers yet; or the source changed under it (Run
-// returns that error). About health (health.go): no broker has answered
+// checked against the brokers yet; the source changed under it (Run
+// returns that error); or, partitioned, a topic's partition count changed. About health (health.go): no broker has answered
 // for longer than ReadyGrace; assigned partitions were lost (until the
 // next assignment); a partition is paused because its dead letter cannot
 // be written; the store has stalled for longer than ReadyGrace. When more
@@ -820,6 +823,8 @@ func (in *Ingester) assignmentReady() error {
 		return in.fatal
 	case in.conflict != nil:
 		return in.conflict
+	case in.grown != nil:
+		return in.grown
 	case in.checking != nil:
 		return in.checking
 	case !in.evaluated:

@@ -42,9 +42,15 @@ type OwnershipError struct {
 	// (empty: none); Has, Want: its count and the one expected.
 	Count     string
 	Has, Want int32
+	// Grown: the count changed while Run ran (noticed by the lag loop).
+	Grown bool
 }
 
 func (e *OwnershipError) Error() string {
+	if e.Grown {
+		return fmt.Sprintf("partitioned mode: topic %q has %d partitions now, but --owners maps %d: records keyed to a partition from %d up are ingested by no owner, and a vertex's events are split between partitions by two counts. Kafka cannot lower a count: produce the events again to topics of one count, and build the owners' stores from them",
+			e.Count, e.Has, e.Want, e.Want)
+	}
 	if e.Count != "" {
 		return fmt.Sprintf("partitioned mode: topic %q has %d partitions, but --owners maps %d: a vertex's partition is its key's hash modulo the count, so every topic must have exactly that many (create the topics with %d partitions, or give --owners for %d)",
 			e.Count, e.Has, e.Want, e.Want, e.Has)
@@ -257,4 +263,24 @@ func (c *Config) checkOwn() error {
 		}
 	}
 	return nil
+}
+
+// checkCount is the lag loop's watch on partitioned mode: when a topic's
+// partition count (listed, from the brokers' end offsets) is no longer
+// Config.Partitions, Ready says so from then on, one ERROR line tells, and
+// the source-conflict metric is set; ingestion of the owned partitions
+// goes on. Call with mu held.
+func (in *Ingester) checkCount(listed kadm.ListedOffsets) {
+	if in.cfg.Own == nil || in.grown != nil {
+		return
+	}
+	for t, ps := range listed {
+		if n := int32(len(ps)); n != in.cfg.Partitions {
+			in.grown = &OwnershipError{Count: t, Has: n, Want: in.cfg.Partitions, Grown: true}
+			in.cfg.Logger.Error(in.grown.Error())
+			in.cfg.Metrics.SourceConflicts.Inc()
+			in.cfg.Metrics.SourceConflict.Set(1)
+			return
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,9 @@ func inPartitions(ps ...int32) func(*record) bool {
 //     store untouched; so does B restarted to give partition 2 up;
 //   - the documented hand-over, a new data directory with
 //     --adopt-partitions, replays B's partitions from their start and
-//     then answers as B did.
+//     then answers as B did;
+//   - when the topic grows a partition, the owner is no longer ready and
+//     says why.
 func TestPartitionedOwners(t *testing.T) {
 	addrs := needBroker(t)
 	adm := newAdmin(t)
@@ -285,6 +288,21 @@ func TestPartitionedOwners(t *testing.T) {
 		if !getJSON(u, &e) || !e.Found || len(e.Edges) != 1 || e.Edges[0].Weight != w {
 			t.Fatalf("GET %s after the hand-over: %+v, want weight %v", u, e, w)
 		}
+	}
+	// The topic grows a partition: its keys move, and the owner says so.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreatePartitions(ctx, 1, topic); err != nil {
+		t.Fatal(err)
+	}
+	grown := fmt.Sprintf("topic %q has 5 partitions now, but --owners maps 4", topic)
+	if !waitFor(40*time.Second, func() bool {
+		code, body := httpGet(base + "/readyz")
+		var e api.ErrorResponse
+		return code == 503 && json.Unmarshal(body, &e) == nil && strings.Contains(e.Error, grown)
+	}) {
+		code, body := httpGet(base + "/readyz")
+		t.Fatalf("after the topic grew: /readyz %d %s; want 503 saying %s", code, body, grown)
 	}
 	if err := chs[2].term(t); err != nil {
 		t.Fatalf("the adopting owner: %v\n%s", err, log.tail(20))
