@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -332,4 +336,136 @@ func runToExit(t *testing.T, c childConfig, log *logBuffer, want string) error {
 		return fmt.Errorf("the instance exited with %w; want an error saying %q\n%s", ch.err, want, log.tail(20))
 	}
 	return nil
+}
+
+// readyProxy is a stand-in for an owner's Kubernetes Service: it listens
+// on addr and passes each request to the first of backends (host:port,
+// read when the request comes) whose /readyz answers 200.
+func readyProxy(t *testing.T, addr string, backends func() []string) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, b := range backends() {
+			if code, _ := httpGet("http://" + b + "/readyz"); code == 200 {
+				httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: b}).ServeHTTP(w, r)
+				return
+			}
+		}
+		http.Error(w, "no ready backend", http.StatusServiceUnavailable)
+	})}
+	go srv.Serve(l) //nolint:errcheck // ends with Close
+	t.Cleanup(func() { srv.Close() })
+}
+
+// TestPartitionedReplicas runs replicas of an owner in partitioned mode:
+// owner A (partitions 0-1) as two replicas behind a stand-in Service, each
+// with a data directory and a group of its own (replica k of every owner
+// in group r<k>, as deploy/kubernetes/partitioned does), and owner B
+// (2-3). One replica of A is SIGKILLed mid-stream; while it is down, B
+// answers every vertex's neighbors as the owners' oracles, A's through the
+// other replica. It restarts and resumes; at the end both of A's stores
+// hold exactly A's oracle, and each group has committed the end offsets of
+// the partitions its members own.
+func TestPartitionedReplicas(t *testing.T) {
+	addrs := needBroker(t)
+	adm := newAdmin(t)
+	topic := uniq("owned-replicas")
+	createTopic(t, topic, 4)
+	st := keyedStream(topic, 4, 1<<40, 900, 43)
+	first, _ := keyedRecords(st, 2000)
+	second, _ := keyedRecords(st, 2000)
+	_, log := testLogger(t, "the owners' replicas")
+	var addr [4]string // A0, A1, B, A's Service
+	for i := range addr {
+		addr[i] = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	}
+	owners := fmt.Sprintf("0-1=http://%s,2-3=http://%s", addr[3], addr[2])
+	groups := [2]string{uniq("r0"), uniq("r1")}
+	cfg := func(i int, own, group string) childConfig {
+		return childConfig{Brokers: addrs, Topics: []string{topic}, Group: group, Instance: fmt.Sprintf("owner-%d", i), DeadLetter: uniq("owned-dead"),
+			Dir: t.TempDir(), MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true, HTTPAddr: addr[i],
+			Owners: owners, OwnPartitions: own}
+	}
+	cfgs := []childConfig{cfg(0, "0-1", groups[0]), cfg(1, "0-1", groups[1]), cfg(2, "2-3", groups[0])}
+	chs := make([]*child, len(cfgs))
+	for i, c := range cfgs {
+		chs[i] = startChild(t, c, log)
+	}
+	t.Cleanup(func() {
+		for _, ch := range chs {
+			if ch.alive() {
+				ch.kill(t)
+			}
+		}
+	})
+	readyProxy(t, addr[3], func() []string { return []string{addr[0], addr[1]} })
+
+	own := [][]int32{{0, 1}, {0, 1}, {2, 3}}
+	caughtUp := func(i int) {
+		t.Helper()
+		end := endOffsets(t, adm, topic)
+		want := ingest.Position{}
+		for _, p := range own[i] {
+			o, _ := end.Get(topic, p)
+			want.Set(topic, p, o)
+		}
+		if !waitFor(90*time.Second, func() bool { return !chs[i].alive() || samePosition(chs[i].storePos(), want) }) {
+			t.Fatalf("instance %d: store at %s, want %s\n%s", i, fmtPos(chs[i].storePos()), fmtPos(want), log.tail(30))
+		}
+	}
+	produceKeyed(t, first[:1000])
+	for i := range chs {
+		caughtUp(i)
+	}
+	chs[0].kill(t)
+	produceKeyed(t, first[1000:])
+	caughtUp(1)
+	caughtUp(2)
+	answers := func(base string, recs []*record) {
+		t.Helper()
+		want := oracle{}
+		for _, ps := range [][]int32{own[0], own[2]} {
+			for k, w := range oracleOf(recs, inPartitions(ps...)) {
+				want[k] = w
+			}
+		}
+		if d := diff(want, neighborsOf(t, base, st)); d != "" {
+			t.Fatalf("%s answers unlike the owners' oracles: %s\n%s", base, d, log.tail(20))
+		}
+	}
+	answers("http://"+addr[2], first) // A's vertices through its live replica
+
+	chs[0] = startChild(t, cfgs[0], log)
+	produceKeyed(t, second)
+	all := append(slices.Clone(first), second...)
+	for i := range chs {
+		caughtUp(i)
+	}
+	answers("http://"+addr[0], all)
+	answers("http://"+addr[2], all)
+	end := endOffsets(t, adm, topic)
+	for i, ch := range chs {
+		if err := ch.term(t); err != nil {
+			t.Fatalf("instance %d: %v\n%s", i, err, log.tail(20))
+		}
+	}
+	wantA := oracleOf(all, inPartitions(own[0]...))
+	for i := range 2 {
+		if d := diff(wantA, storeOf(t, cfgs[i].Dir)); d != "" {
+			t.Errorf("replica %d of owner A: its store differs from A's oracle: %s", i, d)
+		}
+	}
+	for g, parts := range map[string][]int32{groups[0]: {0, 1, 2, 3}, groups[1]: {0, 1}} {
+		want := ingest.Position{}
+		for _, p := range parts {
+			o, _ := end.Get(topic, p)
+			want.Set(topic, p, o)
+		}
+		if got := committedOffsets(t, adm, g); !samePosition(got, want) {
+			t.Errorf("group %s committed %s, want %s", g, fmtPos(got), fmtPos(want))
+		}
+	}
 }
