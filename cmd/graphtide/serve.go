@@ -82,10 +82,10 @@ Command line beats environment beats config file.`,
 			if err := o.ReadConfig(cmd.Flags()); err != nil {
 				return err
 			}
+			o.InEdgesGiven = cmd.Flags().Changed("in-edges") // by flag, environment or file
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			o.InEdgesGiven = cmd.Flags().Changed("in-edges")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, &o, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cmd.OutOrStdout())

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
@@ -36,8 +37,16 @@ type ownerKey struct{}
 // newProxy is the reverse proxy to a vertex's owner: the request as it
 // came (path, query, the bearer token), to the owner's base URL in its
 // context; an owner that does not answer is a 502 naming it.
+//
+// Its transport is its own: no HTTP proxy from the environment (owners are
+// the instances' own addresses), and idle connections kept for as many
+// requests as run at once to one owner.
 func (s *Server) newProxy() *httputil.ReverseProxy {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConnsPerHost = 64
 	return &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(ownerKey{}).(*url.URL))
 			pr.Out.Host = pr.Out.URL.Host
@@ -45,7 +54,10 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			owner := r.Context().Value(ownerKey{}).(*url.URL)
 			status := http.StatusBadGateway
-			if r.Context().Err() != nil {
+			switch {
+			case errors.Is(r.Context().Err(), context.Canceled):
+				return // the client went away: nobody to answer
+			case r.Context().Err() != nil:
 				status = http.StatusGatewayTimeout
 			}
 			s.cfg.Logger.Warn("routing a request to the vertex's owner failed", "path", r.URL.Path, "owner", owner.String(), "err", err)
@@ -76,7 +88,10 @@ func (s *Server) handleVertex(pattern, param string, outOnly bool, h func(w http
 		if from := r.Header.Get(RoutedHeader); from != "" {
 			return errorf(http.StatusMisdirectedRequest, "vertex %s (partition %d) was routed here as partition %s, but this instance's --owners gives partition %d to %s: the instances' --owners differ; give every instance the same", v, p, from, p, owner)
 		}
-		// The owner's answer carries PartitionHeader.
+		// The owner's answer carries PartitionHeader, and the headers wrap
+		// sets on every answer.
+		w.Header().Del("Cache-Control")
+		w.Header().Del("X-Content-Type-Options")
 		r.Header.Set(RoutedHeader, strconv.Itoa(int(p)))
 		s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, owner)))
 		return nil

@@ -71,6 +71,11 @@ func checkPartitioned(t *testing.T, cov *coverage) {
 		for i, c := range cs {
 			path := "/v1/vertices/" + param + "/neighbors"
 			r := c.do("GET", path, nil, true)
+			for _, h := range []string{"Cache-Control", "X-Content-Type-Options"} {
+				if len(r.header.Values(h)) != 1 {
+					t.Fatalf("vertex %s via instance %d: %s %q, want one", param, i, h, r.header.Values(h))
+				}
+			}
 			if hs := r.header.Values(PartitionHeader); len(hs) != 1 || hs[0] != strconv.Itoa(int(p)) {
 				t.Fatalf("vertex %s via instance %d: %s %q, want %d once", param, i, PartitionHeader, r.header.Values(PartitionHeader), p)
 			}

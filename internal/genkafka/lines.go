@@ -3,6 +3,7 @@ package genkafka
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/ownership"
 )
 
 // LinesConfig of one ProduceLines call ('graphtide produce').
@@ -99,28 +102,44 @@ func ProduceLines(ctx context.Context, cfg LinesConfig, files []string, stdin io
 	return n, failed()
 }
 
-// SourceKey returns the key of a JSON or text record line: its "src" value
-// or first field (a deletion's "dv"/"d" marker is skipped), so that every
-// event of a vertex lands on one partition, in order.
+// SourceKey returns the key of a JSON or text record line: the source
+// vertex of its (first) event, as ownership.Key writes it (a number as its
+// canonical decimal), so that every event of a vertex lands on one
+// partition, in order, the one partitioned mode routes the vertex to: a
+// JSON object's (or an array's first object's) "src"; a text line's first
+// field, after a "d", "dv" or "v" marker. "" when there is none.
 func SourceKey(line string) string {
-	if strings.HasPrefix(line, "{") {
-		i := strings.Index(line, `"src"`)
-		if i < 0 {
+	if strings.HasPrefix(line, "{") || strings.HasPrefix(line, "[") {
+		var ev struct {
+			Src json.RawMessage `json:"src"`
+		}
+		raw := []byte(line)
+		if strings.HasPrefix(line, "[") {
+			var evs []json.RawMessage
+			if json.Unmarshal(raw, &evs) != nil || len(evs) == 0 {
+				return ""
+			}
+			raw = evs[0]
+		}
+		if json.Unmarshal(raw, &ev) != nil || len(ev.Src) == 0 {
 			return ""
 		}
-		rest := strings.TrimLeft(line[i+5:], " :")
-		end := strings.IndexAny(rest, ",}")
-		if end < 0 {
-			return ""
+		var key string
+		if json.Unmarshal(ev.Src, &key) == nil {
+			return key // a string key, as it is
 		}
-		return strings.Trim(strings.TrimSpace(rest[:end]), `"`)
+		var n json.Number
+		if json.Unmarshal(ev.Src, &n) == nil {
+			return ownership.Key(n.String())
+		}
+		return ""
 	}
 	f := strings.Fields(line)
-	if len(f) > 1 && (f[0] == "d" || f[0] == "dv") {
-		return f[1]
+	if len(f) > 1 && (f[0] == "d" || f[0] == "dv" || f[0] == "v") {
+		return ownership.Key(f[1])
 	}
 	if len(f) > 0 {
-		return f[0]
+		return ownership.Key(f[0])
 	}
 	return ""
 }

@@ -907,7 +907,11 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.mu.Lock()
 	polled := in.applied
 	in.mu.Unlock()
-	err := newPollState(env, p, polled, &in.cfg, in.decs).run(ctx)
+	ps := newPollState(env, p, polled, &in.cfg, in.decs)
+	if in.cfg.Own != nil {
+		ps.owner = newOwnerCheck(in.cfg.Partitions, in.dict)
+	}
+	err := ps.run(ctx)
 	p.stop()
 	wcancel()
 	workers.Wait()

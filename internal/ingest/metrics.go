@@ -26,6 +26,7 @@ type Metrics struct {
 	Visibility  *LatencyHistogram    // record produce time -> visible in snapshots
 	// SourceConflict is 1 while ingestion is paused because the
 	// assignment would split the graph between stores (see Ingester.Ready),
+	// or, partitioned, since a topic's partition count changed (checkCount),
 	// else 0; SourceConflicts counts the times that began.
 	SourceConflict  prometheus.Gauge
 	SourceConflicts prometheus.Counter
@@ -91,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic", "partition"}),
 		SourceConflict: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "graphtide_ingest_source_conflict",
-			Help: "1 while ingestion is paused because the consumer group's assignment would split the graph between stores (partitions held by another member, or whose history is in another store), else 0.",
+			Help: "1 while ingestion is paused because the consumer group's assignment would split the graph between stores (partitions held by another member, or whose history is in another store), or, in partitioned mode, since a topic's partition count changed (its keys moved), else 0.",
 		}),
 		SourceConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_source_conflicts_total",

@@ -1,14 +1,20 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/ownership"
 )
 
 // Partitioned mode (Config.Own): the ingester assigns itself the
@@ -275,7 +281,13 @@ func (in *Ingester) checkCount(listed kadm.ListedOffsets) {
 		return
 	}
 	for t, ps := range listed {
-		if n := int32(len(ps)); n != in.cfg.Partitions {
+		// A listing with an error (kadm lists a topic's error as partition
+		// -1) says nothing about the count.
+		whole := true
+		for p, o := range ps {
+			whole = whole && p >= 0 && o.Err == nil
+		}
+		if n := int32(len(ps)); whole && n != in.cfg.Partitions {
 			in.grown = &OwnershipError{Count: t, Has: n, Want: in.cfg.Partitions, Grown: true}
 			in.cfg.Logger.Error(in.grown.Error())
 			in.cfg.Metrics.SourceConflicts.Inc()
@@ -283,4 +295,64 @@ func (in *Ingester) checkCount(listed kadm.ListedOffsets) {
 			return
 		}
 	}
+}
+
+// ownerCheck is partitioned mode's check of every record the poll loop
+// decodes: each event's source vertex must belong to the record's
+// partition (Kafka's partition of the vertex's key), else the record is a
+// dead letter: ingested, its edges would sit in a store that no request
+// about its vertex reaches. Events are held (buf) until the record passes.
+// Owned by the poll loop.
+type ownerCheck struct {
+	count int32
+	part  ownership.Partitioner
+	name  func(id uint64) (ext uint64, key string) // nil: ids are numbers
+	buf   []decode.Edge
+}
+
+func newOwnerCheck(count int32, dict *keydict.Dict) *ownerCheck {
+	c := &ownerCheck{count: count, part: ownership.NewPartitioner()}
+	if dict != nil {
+		c.name = dict.Name
+	}
+	return c
+}
+
+// add holds e, with copies of what is valid only during the emit call.
+func (c *ownerCheck) add(e decode.Edge) {
+	if len(e.Label) > 0 || len(e.Props) > 0 {
+		e.Label, e.Props = bytes.Clone(e.Label), bytes.Clone(e.Props)
+	}
+	c.buf = append(c.buf, e)
+}
+
+// misplaced returns why the held events cannot be a record of partition
+// p, or nil.
+func (c *ownerCheck) misplaced(p int32) error {
+	for _, e := range c.buf {
+		ext, key := e.Src, ""
+		if c.name != nil {
+			ext, key = c.name(e.Src)
+		}
+		if key == "" {
+			key = strconv.FormatUint(ext, 10)
+		}
+		if q := c.part.Of(key, c.count); q != p {
+			return &MisplacedError{Key: key, Partition: q, Record: p, Count: c.count}
+		}
+	}
+	return nil
+}
+
+// MisplacedError is the dead-letter reason of a record, in partitioned
+// mode, whose event's source vertex belongs to another partition.
+type MisplacedError struct {
+	Key               string
+	Partition, Record int32
+	Count             int32
+}
+
+func (e *MisplacedError) Error() string {
+	return fmt.Sprintf("partitioned mode: source vertex %q belongs to partition %d of %d, not to this record's partition %d: its owner would never see the edge; key each record by its source vertex (README, Partitioned mode)",
+		e.Key, e.Partition, e.Count, e.Record)
 }

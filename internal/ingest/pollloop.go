@@ -137,6 +137,9 @@ type pollState struct {
 	ckEvery time.Duration
 	ckAt    time.Time
 	ckDirty bool
+	// owner: partitioned mode's check of each record (nil: not
+	// partitioned).
+	owner *ownerCheck
 }
 
 // newPollState starts the poll loop's state at polled, the position
@@ -579,13 +582,14 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 				}
 			} else {
 				j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
-				err = s.decodeRecord(dc, r, j.emit)
+				err = s.decodeChecked(dc, r, j.emit)
 			}
 			if err == nil {
 				continue
 			}
 			var de *decode.Error
-			if errors.As(err, &de) {
+			var me *MisplacedError
+			if errors.As(err, &de) || errors.As(err, &me) {
 				dec.decodeErrs[r.Topic]++
 				dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
 				if w != nil {
@@ -610,6 +614,27 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0), fp.HighWatermark})
 	})
 	return dec
+}
+
+// decodeChecked decodes r into emit; in partitioned mode (owner) only once
+// every event's source vertex is found to belong to r's partition, else
+// it returns a *MisplacedError and emits nothing.
+func (s *pollState) decodeChecked(dc decode.Decoder, r *kgo.Record, emit func(decode.Edge)) error {
+	c := s.owner
+	if c == nil {
+		return s.decodeRecord(dc, r, emit)
+	}
+	c.buf = c.buf[:0]
+	if err := s.decodeRecord(dc, r, c.add); err != nil {
+		return err
+	}
+	if err := c.misplaced(r.Partition); err != nil {
+		return err
+	}
+	for _, e := range c.buf {
+		emit(e)
+	}
+	return nil
 }
 
 // decodeRecord decodes r with dc: its value, or the whole record (key and

@@ -37,7 +37,21 @@ type Map struct {
 	Self   int
 	// owner[p] is the index in Owners of partition p's owner.
 	owner []int
-	part  kgo.TopicPartitioner
+	part  Partitioner
+}
+
+// Partitioner computes partitions as Kafka's default partitioner does for
+// keyed records. Safe for concurrent use.
+type Partitioner struct{ tp kgo.TopicPartitioner }
+
+// NewPartitioner returns a Partitioner.
+func NewPartitioner() Partitioner {
+	return Partitioner{kgo.StickyKeyPartitioner(nil).ForTopic("")}
+}
+
+// Of returns the partition, of n, of a record keyed by key.
+func (p Partitioner) Of(key string, n int32) int32 {
+	return int32(p.tp.Partition(&kgo.Record{Key: []byte(key)}, int(n)))
 }
 
 // Parse reads --owners ("PARTITIONS=URL,...", where PARTITIONS is a set
@@ -60,8 +74,8 @@ func Parse(owners, own string) (*Map, error) {
 			return nil, fmt.Errorf("--owners %q: %w", e, err)
 		}
 		base, err := url.Parse(u)
-		if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || (base.Path != "" && base.Path != "/") || base.RawQuery != "" {
-			return nil, fmt.Errorf("--owners %q: the owner must be a base URL http://host:port or https://host:port (its API's address), got %q", e, u)
+		if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || (base.Path != "" && base.Path != "/") || base.RawQuery != "" || base.User != nil {
+			return nil, fmt.Errorf("--owners %q: the owner must be a base URL http://host:port or https://host:port (its API's address; no user or password: requests carry the bearer token), got %q", e, u)
 		}
 		base.Path = ""
 		for _, p := range set {
@@ -97,7 +111,7 @@ func Parse(owners, own string) (*Map, error) {
 		return nil, fmt.Errorf("--own-partitions %s is not one entry of --owners (%s): an instance owns exactly the partitions --owners gives its address, so that every instance routes a vertex to the one that ingests it",
 			FormatSet(mine), strings.Join(entries, "; "))
 	}
-	m.part = kgo.StickyKeyPartitioner(nil).ForTopic("")
+	m.part = NewPartitioner()
 	return m, nil
 }
 
@@ -154,14 +168,26 @@ func (m *Map) Own() []int32 { return m.Owners[m.Self].Partitions }
 
 // Partition returns the partition of a record keyed by key.
 func (m *Map) Partition(key string) int32 {
-	return int32(m.part.Partition(&kgo.Record{Key: []byte(key)}, int(m.Count)))
+	return m.part.Of(key, m.Count)
 }
 
-// Owner returns the partition of vertex v, as a request names it (a
-// "key:" prefix is not part of the key), and the base URL of its owner,
-// nil when it is this instance.
+// Key is the record key of vertex v as a request or a record names it: a
+// number as its canonical decimal ("007" is 7, "7"), a string key as it
+// is; "key:" forces a string key (as in requests) and is not part of it.
+func Key(v string) string {
+	if k, ok := strings.CutPrefix(v, "key:"); ok {
+		return k
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	return v
+}
+
+// Owner returns the partition of vertex v, as a request names it (see
+// Key), and the base URL of its owner, nil when it is this instance.
 func (m *Map) Owner(v string) (*url.URL, int32) {
-	p := m.Partition(strings.TrimPrefix(v, "key:"))
+	p := m.Partition(Key(v))
 	o := m.owner[p]
 	if o == m.Self {
 		return nil, p

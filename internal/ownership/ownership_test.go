@@ -78,6 +78,9 @@ func TestPartitionIsKafkas(t *testing.T) {
 			if u2, p2 := m.Owner("key:" + key); p2 != p || u2 != u {
 				t.Fatalf("Owner(key:%s) differs from Owner(%s)", key, key)
 			}
+			if _, p3 := m.Owner("00" + key); !strings.HasPrefix(key, "user-") && p3 != p {
+				t.Fatalf("Owner(00%s) is partition %d, Owner(%s) %d: a number's key is its canonical decimal", key, p3, key, p)
+			}
 		}
 		for p, c := range counts {
 			if c == 0 {
@@ -101,6 +104,7 @@ func TestParse(t *testing.T) {
 		{"0-1", "0-1", "must look like PARTITIONS=URL"},
 		{"0-1=ftp://a:1", "0-1", "base URL"},
 		{"0-1=http://a:1/api", "0-1", "base URL"},
+		{"0-1=http://u:secret@a:1", "0-1", "no user or password"},
 		{"0-1=http://a:1,1-2=http://b:1", "0-1", "partition 1 is given to http://a:1 and to http://b:1"},
 		{"0-1=http://a:1,3=http://b:1", "0-1", "none owns partition 2"},
 		{"0-1=http://a:1,2=http://b:1", "0", "is not one entry of --owners (0-1; 2)"},
@@ -133,6 +137,15 @@ func TestSets(t *testing.T) {
 	for _, bad := range []string{"", ",", "a", "1-", "-1", "3-2", "1048576"} {
 		if _, err := ParseSet(bad); err == nil {
 			t.Errorf("ParseSet(%q) accepted", bad)
+		}
+	}
+}
+
+func TestKey(t *testing.T) {
+	for in, want := range map[string]string{"7": "7", "007": "7", "0": "0", "key:007": "007", "alice": "alice", "key:alice": "alice",
+		"18446744073709551615": "18446744073709551615", "18446744073709551616": "18446744073709551616", "-1": "-1", "1e3": "1e3"} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

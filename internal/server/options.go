@@ -233,8 +233,10 @@ func (o *Options) Validate() error {
 		if err := sp.Validate(); err != nil {
 			return err
 		}
-		if o.Partitioning != nil && !analytics.VertexLocal(*sp) {
-			return fmt.Errorf("analytic %q (type %s) reads more than each vertex's out-edges, which partitioned mode (--owners) cannot answer: it runs degree (direction out) and fanout monitors only; run replica mode for the others", sp.Name, sp.Type)
+		if o.Partitioning != nil {
+			if err := analytics.VertexLocal(*sp); err != nil {
+				return err
+			}
 		}
 		if names[sp.Name] {
 			return fmt.Errorf("two analytics are named %q: give each a distinct name", sp.Name)
@@ -393,6 +395,9 @@ func (o *Options) validatePartitioning() error {
 	m, err := ownership.Parse(o.Owners, o.OwnPartitions)
 	if err != nil {
 		return err
+	}
+	if o.InEdgesGiven && o.InEdges {
+		return fmt.Errorf("partitioned mode (--owners) keeps no in-edges: an owner would hold only those from its own vertices (dir=in is refused there); leave --in-edges out")
 	}
 	if o.WritesTopic != "" {
 		return fmt.Errorf("partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; give --writes-topic '' (producers write to the topics, keyed by source vertex)")

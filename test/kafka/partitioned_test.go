@@ -102,7 +102,8 @@ func inPartitions(ps ...int32) func(*record) bool {
 // partitioner:
 //
 //   - each owner ingests its own partitions only, and its store holds
-//     exactly the oracle of their records;
+//     exactly the oracle of their records; records whose source vertex
+//     belongs to another partition are dead letters, with the reason;
 //   - every vertex's neighbors, asked of either owner, are its owner's
 //     answer (the oracles' union: each source's out-edges are in one
 //     store), and so are an out-degree monitor's per-vertex results;
@@ -129,6 +130,18 @@ func TestPartitionedOwners(t *testing.T) {
 		if r.part != home[i] {
 			t.Fatalf("record %d (key %s) went to partition %d, not its home %d", i, r.key, r.part, home[i])
 		}
+	}
+	// Five records on partition 0 whose source is partition 2's: dead
+	// letters at A, in no store.
+	var misplaced []*record
+	for i := range 5 {
+		e := event{op: decode.OpUpsert, src: st.vertex(2 + 4*i), dst: st.vertex(5)}
+		misplaced = append(misplaced, &record{topic: topic, part: 0, key: []byte("misplaced"), value: encode(st.format, []event{e}), events: []event{e}})
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	if err := produce(pctx, newProducer(t), misplaced); err != nil {
+		t.Fatal(err)
 	}
 	_, log := testLogger(t, "the owners")
 	group := uniq("owners")
@@ -169,6 +182,21 @@ func TestPartitionedOwners(t *testing.T) {
 		}
 	}
 	oracles := []oracle{oracleOf(recs, inPartitions(own[0]...)), oracleOf(recs, inPartitions(own[1]...))}
+	dead := consumeAll(t, cfgs[0].DeadLetter, len(misplaced), 2*time.Second, 60*time.Second)
+	if len(dead) != len(misplaced) {
+		t.Fatalf("owner A dead-lettered %d records, want the %d misplaced ones", len(dead), len(misplaced))
+	}
+	for _, r := range dead {
+		reason := ""
+		for _, h := range r.Headers {
+			if h.Key == ingest.HeaderReason {
+				reason = string(h.Value)
+			}
+		}
+		if !strings.Contains(reason, "belongs to partition 2 of 4, not to this record's partition 0") {
+			t.Fatalf("dead letter of a misplaced record: reason %q", reason)
+		}
+	}
 	union := oracle{}
 	for _, o := range oracles {
 		for k, w := range o {

@@ -64,8 +64,8 @@ type RegistryConfig struct {
 	MemoryLimit int64
 	// VertexLocal, when set, is partitioned mode (serve --owners): the
 	// store holds the out-edges of some vertices only, and Register
-	// refuses (ErrGraphWide) every analytic but those that read one
-	// vertex's out-edges (VertexLocal).
+	// refuses (ErrGraphWide) every analytic whose results would differ
+	// from the whole graph's (see VertexLocal).
 	VertexLocal bool
 }
 
@@ -73,12 +73,23 @@ type RegistryConfig struct {
 // that reads the whole graph.
 var ErrGraphWide = errors.New("analytics: a graph-wide analytic in partitioned mode")
 
-// VertexLocal reports whether an analytic of spec s (validated) reads
-// nothing but each vertex's own out-edges: an out-degree monitor, a
-// fan-out monitor. Those run on any part of a graph partitioned by source
-// vertex and give each vertex the result the whole graph would.
-func VertexLocal(s Spec) bool {
-	return s.Type == "fanout" || s.Type == "degree" && s.Direction == "out"
+// VertexLocal returns nil when an analytic of spec s (validated) gives
+// each vertex, on the part of a graph that holds some vertices' out-edges
+// (partitioned by source vertex), the result the whole graph would: an
+// out-degree monitor, or a fan-out monitor over a window of time (a window
+// of operations would span more time on a part that sees a share of
+// them). Else an error wrapping ErrGraphWide says why, and what to run.
+func VertexLocal(s Spec) error {
+	switch {
+	case s.Type == "degree" && s.Direction == "out":
+		return nil
+	case s.Type == "fanout" && s.WindowDuration > 0 && s.WindowEdges == 0:
+		return nil
+	case s.Type == "fanout":
+		return fmt.Errorf("%w: fanout monitor %q counts over a window of operations, and this instance sees only its partitions' share of them (serve --owners), so its window would span more time than the whole stream's: give it a window of time (window=1m) and no window_edges", ErrGraphWide, s.Name)
+	}
+	return fmt.Errorf("%w: analytic %q (%s) reads more than each vertex's out-edges, and this instance holds the out-edges of its own partitions' vertices only (serve --owners): it would give a partial answer. "+
+		"Partitioned mode runs out-degree monitors (degree, direction out) and fanout monitors over a window of time; run replica mode, where every instance holds the whole graph, for bfs, wcc, pagerank, sssp, fraud, fanin and in-degree", ErrGraphWide, s.Name, describe(s))
 }
 
 // Need estimates the memory an analytic of spec s (validated) will hold
@@ -218,9 +229,10 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	if err := s.Validate(); err != nil {
 		return s, err
 	}
-	if r.cfg.VertexLocal && !VertexLocal(s) {
-		return s, fmt.Errorf("%w: analytic %q (%s) reads more than each vertex's out-edges, and this instance holds the out-edges of its own partitions' vertices only (serve --owners): it would give a partial answer. "+
-			"Partitioned mode runs out-degree (degree, direction out) and fanout monitors; run replica mode, where every instance holds the whole graph, for bfs, wcc, pagerank, sssp, fraud, fanin and in-degree", ErrGraphWide, s.Name, describe(s))
+	if r.cfg.VertexLocal {
+		if err := VertexLocal(s); err != nil {
+			return s, err
+		}
 	}
 	var root uint64
 	if NeedsRoot(s.Type) {
