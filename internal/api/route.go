@@ -60,6 +60,8 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 			case r.Context().Err() != nil:
 				status = http.StatusGatewayTimeout
 			}
+			w.Header().Set("Cache-Control", "no-store") // handleVertex took wrap's off
+			w.Header().Set("X-Content-Type-Options", "nosniff")
 			s.cfg.Logger.Warn("routing a request to the vertex's owner failed", "path", r.URL.Path, "owner", owner.String(), "err", err)
 			writeJSON(w, status, ErrorResponse{fmt.Sprintf("the owner of this vertex's partition, %s, did not answer: %v", owner, err)})
 		},

@@ -102,14 +102,14 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 	offs := map[string]map[int32]kgo.Offset{}
 	fromGroup, fromLog, byPolicy := Position{}, map[string][]int32{}, map[string][]int32{}
 	in.mu.Lock()
-	for t, ps := range in.history {
-		for p := range ps {
+	for _, t := range topics {
+		// Only the configured topics count, as in group mode: a topic
+		// left out of the configuration keeps its history unread.
+		for p := range in.history[t] {
 			if !slices.Contains(in.cfg.Own, p) {
 				oe.Gone.add(t, p)
 			}
 		}
-	}
-	for _, t := range topics {
 		offs[t] = map[int32]kgo.Offset{}
 		for _, p := range in.cfg.Own {
 			if next, ok := in.resumeOffset(t, p); ok {
