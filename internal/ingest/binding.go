@@ -95,28 +95,45 @@ func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]
 // topic. It retries until the answer includes every topic of need or ctx
 // ends; while it cannot, Ready says why.
 func (in *Ingester) fetchSource(ctx context.Context, need []string) (sourceInfo, error) {
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		src, err := in.requestSource(ctx)
-		if err == nil {
-			for _, t := range need {
-				if _, ok := src.ids[t]; !ok {
-					err = fmt.Errorf("topic %q is assigned but its metadata says it does not exist", t)
-					break
-				}
+	var src sourceInfo
+	err := in.retry(ctx, "reading the Kafka cluster ID and topic IDs", func() error {
+		var err error
+		if src, err = in.requestSource(ctx); err != nil {
+			return err
+		}
+		for _, t := range need {
+			if _, ok := src.ids[t]; !ok {
+				return fmt.Errorf("topic %q is assigned but its metadata says it does not exist", t)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return sourceInfo{}, err
+	}
+	in.setChecking(nil)
+	return src, nil
+}
+
+// retry calls f until it returns nil, or ctx ends (then it returns ctx's
+// error), waiting 100ms after the first failure and twice as long after
+// each next, at most 5s. While f fails, Ready says why (what: what f
+// does), and each failure is a WARN. The caller clears Ready's reason
+// (setChecking) when its work is done.
+func (in *Ingester) retry(ctx context.Context, what string, f func() error) error {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := f()
 		if err == nil {
-			in.setChecking(nil)
-			return src, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return sourceInfo{}, ctx.Err()
+			return ctx.Err()
 		}
-		in.setChecking(fmt.Errorf("reading the Kafka cluster ID and topic IDs: %w", err))
-		in.cfg.Logger.Warn("reading the Kafka cluster ID and topic IDs failed; retrying", "err", err, "backoff", backoff)
+		in.setChecking(fmt.Errorf("%s: %w", what, err))
+		in.cfg.Logger.Warn(what+" failed; retrying", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
-			return sourceInfo{}, ctx.Err()
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 	}

@@ -680,7 +680,8 @@ func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
 // Retried until it succeeds or ctx ends.
 func (in *Ingester) listOffsets(ctx context.Context, topics []string, start bool) (Position, error) {
 	adm := kadm.NewClient(in.cl)
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+	var p Position
+	err := in.retry(ctx, fmt.Sprintf("listing the start offsets of %v", topics), func() error {
 		var l kadm.ListedOffsets
 		var err error
 		if start {
@@ -691,23 +692,21 @@ func (in *Ingester) listOffsets(ctx context.Context, topics []string, start bool
 		if err == nil {
 			err = l.Error()
 		}
-		if err == nil {
-			p := Position{}
-			l.Each(func(o kadm.ListedOffset) {
-				if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
-					p.Set(o.Topic, o.Partition, o.Offset)
-				}
-			})
-			return p, nil
+		if err != nil {
+			return err
 		}
-		in.setChecking(fmt.Errorf("listing the start offsets of %v: %w", topics, err))
-		in.cfg.Logger.Warn("listing start offsets of assigned partitions failed; retrying", "topics", topics, "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
+		p = Position{}
+		l.Each(func(o kadm.ListedOffset) {
+			if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
+				p.Set(o.Topic, o.Partition, o.Offset)
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return p, nil
 }
 
 func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[string][]int32) {

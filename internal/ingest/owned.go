@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -203,29 +202,28 @@ func (p Position) has(t string, q int32) bool {
 // succeeds or ctx ends.
 func (in *Ingester) groupOffsets(ctx context.Context) (Position, error) {
 	adm := kadm.NewClient(in.cl)
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+	var p Position
+	err := in.retry(ctx, fmt.Sprintf("reading the offsets consumer group %q committed", in.cfg.Group), func() error {
 		os, err := adm.FetchOffsets(ctx, in.cfg.Group)
 		if err == nil {
 			err = os.Error()
 		}
-		if err == nil {
-			p := Position{}
-			os.Each(func(o kadm.OffsetResponse) {
-				if o.At >= 0 {
-					p.Set(o.Topic, o.Partition, o.At)
-				}
-			})
-			in.setChecking(nil)
-			return p, nil
+		if err != nil {
+			return err
 		}
-		in.setChecking(fmt.Errorf("reading the offsets consumer group %q committed: %w", in.cfg.Group, err))
-		in.cfg.Logger.Warn("reading the group's committed offsets failed; retrying", "group", in.cfg.Group, "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
+		p = Position{}
+		os.Each(func(o kadm.OffsetResponse) {
+			if o.At >= 0 {
+				p.Set(o.Topic, o.Partition, o.At)
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	in.setChecking(nil)
+	return p, nil
 }
 
 // commitOwned commits offs to the group without joining it (partitioned

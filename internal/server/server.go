@@ -439,7 +439,7 @@ func (s *Server) listen() error {
 		Behind:  s.in.Behind,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
 	}
-	if s.cfg.Owners != nil {
+	if s.cfg.Owners != nil { // a nil *ownership.Map in Route would not be a nil Router
 		acfg.Route = s.cfg.Owners
 	}
 	apiSrv, err := api.New(acfg)
