@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -139,14 +140,15 @@ func needBroker(t *testing.T) []string {
 // freePortPair finds P such that 127.0.0.1:P and :P+1 are both free (the
 // client and the KRaft controller port).
 func freePortPair() (int, error) {
-	for i := 0; i < 50; i++ {
-		l1, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the kernel's ephemeral range: TestBrokerRestart binds the
+	// ports again minutes later, and a port of that range may meanwhile be
+	// the local port of any outgoing connection (it was, once: the restart
+	// failed with "Address already in use").
+	low := ephemeralLow()
+	for i := 0; i < 200; i++ {
+		p := 10000 + rand.IntN(low-10001)
+		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return 0, err
-		}
-		p := l1.Addr().(*net.TCPAddr).Port
-		if p >= 65535 {
-			l1.Close()
 			continue
 		}
 		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
@@ -157,7 +159,22 @@ func freePortPair() (int, error) {
 		l2.Close()
 		return p, nil
 	}
-	return 0, errors.New("no free pair of adjacent loopback ports found")
+	return 0, fmt.Errorf("no free pair of adjacent loopback ports found between 10000 and %d", low)
+}
+
+// ephemeralLow is the lowest port the kernel gives outgoing connections
+// (net.ipv4.ip_local_port_range), 32768 when it cannot be read or leaves
+// too little below it.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				return n
+			}
+		}
+	}
+	return 32768
 }
 
 // script runs kafka.sh with args and returns its stdout and stderr.
