@@ -103,8 +103,26 @@ func (g *Graph) Index(v uint64) (int, bool) { return g.t.IDs.Index(v) }
 func (g *Graph) Out(i int) []int32 { return g.t.Out.Nbrs(int32(i)) }
 
 // OutWeights is the weights of Out(i)'s edges, in the same order (nil
-// when every weight is 1 and none is kept).
-func (g *Graph) OutWeights(i int) []float64 { return g.t.Out.Weights(int32(i)) }
+// when every weight is 1 and none is kept). While every weight is a whole
+// number the graph keeps them packed beside the heads, and this returns a
+// new slice each call; OutWeight reads one without allocating.
+func (g *Graph) OutWeights(i int) []float64 {
+	if ws := g.t.Out.Floats(int32(i)); ws != nil {
+		return ws
+	}
+	pl := g.t.Out.Packed(int32(i))
+	if pl == nil {
+		return nil
+	}
+	ws := make([]float64, len(pl))
+	for k, e := range pl {
+		ws[k] = float64(e.W)
+	}
+	return ws
+}
+
+// OutWeight is the weight of Out(i)'s k-th edge (1 when none is kept).
+func (g *Graph) OutWeight(i, k int) float64 { return g.t.Out.Weights(int32(i)).At(k) }
 
 // In is the in-neighbors of index i, in increasing order (the analytics'
 // graph keeps them whether or not the store does). Do not modify it.

@@ -583,3 +583,102 @@ func TestDBVertexRecords(t *testing.T) {
 	check(sn, 2, "", "", true)
 	sn.Release()
 }
+
+// outWeights is a user-defined analytic that reads every edge with its
+// weight through Out, OutWeights and OutWeight, on each pull.
+type outWeights struct {
+	mu  sync.Mutex
+	got testref.Edges
+	bad error
+}
+
+func (a *outWeights) read(g *Graph) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = testref.Edges{}
+	for i := 0; i < g.Len(); i++ {
+		ws := g.OutWeights(i)
+		for k, j := range g.Out(i) {
+			w := 1.0
+			if ws != nil {
+				w = ws[k]
+			}
+			if x := g.OutWeight(i, k); x != w && a.bad == nil {
+				a.bad = fmt.Errorf("edge (%d, %d): OutWeight %v, OutWeights %v", g.ID(i), g.ID(int(j)), x, w)
+			}
+			a.got[[2]uint64{g.ID(i), g.ID(int(j))}] = w
+		}
+	}
+}
+
+func (a *outWeights) Recompute(_ context.Context, g *Graph) error { a.read(g); return nil }
+
+func (a *outWeights) Update(_ context.Context, g *Graph, _ []Change) (bool, error) {
+	a.read(g)
+	return false, nil
+}
+
+func (a *outWeights) Result() any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.got.Clone()
+}
+
+func (a *outWeights) VertexResult(uint64) (any, bool) { return nil, false }
+
+// TestGraphOutWeights: a user-defined analytic reads the weights the
+// store holds, while every weight is whole (kept packed) and after
+// weights that are not (kept as float64s), with re-weights, deletes and
+// vertex deletes.
+func TestGraphOutWeights(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := &outWeights{}
+	if err := db.RegisterAnalytic("w", a); err != nil {
+		t.Fatal(err)
+	}
+	want := testref.Edges{}
+	r := rand.New(rand.NewPCG(8, 9))
+	ctx := context.Background()
+	for batch := 0; batch < 20; batch++ {
+		var b Batch
+		for range 200 {
+			src, dst := uint64(r.IntN(100)), uint64(r.IntN(100))
+			switch x := r.IntN(100); {
+			case x < 15:
+				b.Delete(src, dst)
+				want.Apply(engine.Op{Src: src, Dst: dst, Kind: engine.OpDeleteEdge})
+			case x < 17:
+				b.DeleteVertex(src)
+				want.Apply(engine.Op{Src: src, Kind: engine.OpDeleteVertex})
+			default:
+				w := float64(r.IntN(9))
+				if batch >= 10 && x%4 == 0 {
+					w += 0.5
+				}
+				b.Insert(src, dst, w)
+				want.Apply(engine.Op{Src: src, Dst: dst, Weight: w, Kind: engine.OpUpsert})
+			}
+		}
+		seq, err := db.Apply(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := db.Wait(ctx, "w", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.mu.Lock()
+		bad := a.bad
+		a.mu.Unlock()
+		if bad != nil {
+			t.Fatalf("batch %d: %v", batch, bad)
+		}
+		if got := res.Summary.(testref.Edges); !maps.Equal(got, want) {
+			t.Fatalf("batch %d: the analytic read %d edges, the oracle holds %d (or weights differ)", batch, len(got), len(want))
+		}
+	}
+}

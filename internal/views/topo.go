@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -24,10 +25,10 @@ import (
 //
 // INVARIANTS: Out.Nbrs(i) is the sorted set of the dense indexes j with an
 // edge (IDs.ID(i), IDs.ID(j)) in the graph at Seq, In.Nbrs(j) the sorted
-// set of those i; the two hold the same edges. Out.W, when not nil, holds
-// each out-edge's weight at the same position as its head (nil: every
-// weight is 1); In has no weights (an in-edge's weight is its out-edge's,
-// found by Weight). Every index below IDs.Len() has a span in both.
+// set of those i; the two hold the same edges. Out's weights (Weights)
+// are kept at the same positions as the heads (none: every weight is 1);
+// In has no weights (an in-edge's weight is its out-edge's, found by
+// Weight). Every index below IDs.Len() has a span in both.
 type Topo struct {
 	IDs     IDSpace
 	Seq     uint64
@@ -87,15 +88,56 @@ type span struct {
 // compaction reclaims; so a vertex that keeps gaining edges, a hub, moves
 // once per quarter of its degree, not once per batch).
 //
-// INVARIANT: used <= len(dst) == len(w) when w != nil; each span's room
-// [beg, beg+cap) lies within [0, used), holds its deg heads first, and
-// overlaps no other; live is the sum of the degrees.
+// Weights are kept in one of two ways. While every weight is a whole
+// number from 0 to MaxWhole, pw holds each head again with its weight as
+// a uint32, packed (GAPBS's weighted layout: one stream of 8 bytes an edge
+// for shortest paths, whose kernel then keeps 32-bit integer distances);
+// from the first weight that is not, w holds them as float64. Either
+// costs 8 bytes an edge beside the heads. A layout never goes back from
+// w to pw but by a rebuild (pack).
+//
+// INVARIANT: used <= len(dst); at most one of w, pw is not nil, and its
+// length is len(dst); when pw is not nil, pw[k].V == dst[k] at every
+// position k of every span's deg heads. Each span's room [beg, beg+cap)
+// lies within [0, used), holds its deg heads first, and overlaps no
+// other; live is the sum of the degrees.
 type Adj struct {
 	spans []span
 	dst   []int32
 	w     []float64
+	pw    []WNode
 	used  int64
 	live  int64
+}
+
+// WNode is a head with its whole-number weight (Adj.Packed).
+type WNode struct {
+	V int32
+	W uint32
+}
+
+// MaxWhole is the largest weight a packed list holds (so that a sum of
+// two fits in 32 bits).
+const MaxWhole = 1<<31 - 1
+
+// whole reports whether weight w can be packed.
+func whole(w float64) bool { return w >= 0 && w <= MaxWhole && w == math.Trunc(w) }
+
+// Lengths is the weights of one list (Adj.Weights): At(k) is the k-th.
+type Lengths struct {
+	f []float64
+	p []WNode
+}
+
+// At is the k-th weight (1 when the list's Adj keeps none).
+func (l Lengths) At(k int) float64 {
+	if l.p != nil {
+		return float64(l.p[k].W)
+	}
+	if l.f != nil {
+		return l.f[k]
+	}
+	return 1
 }
 
 // Nbrs is the sorted list of i's neighbors (valid until the Topo changes).
@@ -104,8 +146,21 @@ func (a *Adj) Nbrs(i int32) []int32 {
 	return a.dst[s.beg : s.beg+int64(s.deg)]
 }
 
-// Weights is the weights of Nbrs(i), or nil when every weight is 1.
-func (a *Adj) Weights(i int32) []float64 {
+// Weights is the weights of Nbrs(i) (every one 1 when !Weighted()).
+func (a *Adj) Weights(i int32) Lengths {
+	s := a.spans[i]
+	switch {
+	case a.pw != nil:
+		return Lengths{p: a.pw[s.beg : s.beg+int64(s.deg)]}
+	case a.w != nil:
+		return Lengths{f: a.w[s.beg : s.beg+int64(s.deg)]}
+	}
+	return Lengths{}
+}
+
+// Floats is the weights of Nbrs(i) as float64s when a keeps them so (some
+// weight is not whole), else nil.
+func (a *Adj) Floats(i int32) []float64 {
 	if a.w == nil {
 		return nil
 	}
@@ -113,11 +168,24 @@ func (a *Adj) Weights(i int32) []float64 {
 	return a.w[s.beg : s.beg+int64(s.deg)]
 }
 
+// Packed is i's list with its weights, packed, when a keeps them so
+// (every weight whole, see Adj), else nil.
+func (a *Adj) Packed(i int32) []WNode {
+	if a.pw == nil {
+		return nil
+	}
+	s := a.spans[i]
+	return a.pw[s.beg : s.beg+int64(s.deg)]
+}
+
+// Whole reports that a keeps weights and every one is whole (Packed).
+func (a *Adj) Whole() bool { return a.pw != nil }
+
 // Deg is i's degree.
 func (a *Adj) Deg(i int32) int32 { return a.spans[i].deg }
 
-// Weighted reports whether some weight is not 1.
-func (a *Adj) Weighted() bool { return a.w != nil }
+// Weighted reports whether a keeps weights (some weight was not 1).
+func (a *Adj) Weighted() bool { return a.w != nil || a.pw != nil }
 
 // Len is the number of vertex indexes.
 func (a *Adj) Len() int { return len(a.spans) }
@@ -127,7 +195,7 @@ func (a *Adj) Edges() int64 { return a.live }
 
 // Bytes is the memory the lists hold.
 func (a *Adj) Bytes() int64 {
-	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8
+	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8
 }
 
 // Len is the number of vertex indexes.
@@ -143,10 +211,7 @@ func (t *Topo) Weight(i, j int32) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	if t.Out.w == nil {
-		return 1, true
-	}
-	return t.Out.Weights(i)[k], true
+	return t.Out.Weights(i).At(k), true
 }
 
 // BuildTopo reads g once (its out-edges, with weights) into a Topo.
@@ -245,6 +310,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		t.Out.dst, t.Out.w = dst, w
 		t.Out.compact(headroom(e))
 	}
+	t.Out.pack()
 	t.finish()
 	return t, nil
 }
@@ -321,20 +387,100 @@ func tail(w []float64, at int64) []float64 {
 func (a *Adj) compact(room int64) {
 	dst := make([]int32, a.live+room)
 	var w []float64
+	var pw []WNode
 	if a.w != nil {
 		w = make([]float64, a.live+room)
+	}
+	if a.pw != nil {
+		pw = make([]WNode, a.live+room)
 	}
 	at := int64(0)
 	for i := range a.spans {
 		s := &a.spans[i]
-		copy(dst[at:], a.dst[s.beg:s.beg+int64(s.deg)])
+		end := s.beg + int64(s.deg)
+		copy(dst[at:], a.dst[s.beg:end])
 		if w != nil {
-			copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
+			copy(w[at:], a.w[s.beg:end])
+		}
+		if pw != nil {
+			copy(pw[at:], a.pw[s.beg:end])
 		}
 		s.beg, s.cap = at, s.deg
 		at += int64(s.deg)
 	}
-	a.dst, a.w, a.used = dst, w, at
+	a.dst, a.w, a.pw, a.used = dst, w, pw, at
+}
+
+// pack keeps a's float64 weights packed (pw) when every live one is
+// whole, in place: w's array becomes pw's (both 8 bytes an element, no
+// pointers), so the build that calls it needs no more memory.
+func (a *Adj) pack() {
+	if a.w == nil {
+		return
+	}
+	for _, s := range a.spans {
+		for _, w := range a.w[s.beg : s.beg+int64(s.deg)] {
+			if !whole(w) {
+				return
+			}
+		}
+	}
+	pw := unsafe.Slice((*WNode)(unsafe.Pointer(unsafe.SliceData(a.w))), len(a.w))
+	for _, s := range a.spans {
+		for k := s.beg; k < s.beg+int64(s.deg); k++ {
+			w := a.w[k] // read before pw[k], the same 8 bytes, is written
+			pw[k] = WNode{V: a.dst[k], W: uint32(w)}
+		}
+	}
+	a.w, a.pw = nil, pw
+}
+
+// unpack keeps a's packed weights as float64s from now on, in place (see
+// pack): for a weight that is not whole.
+func (a *Adj) unpack() {
+	w := unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(a.pw))), len(a.pw))
+	for k := range a.pw {
+		x := float64(a.pw[k].W) // read before w[k], the same 8 bytes, is written
+		w[k] = x
+	}
+	a.w, a.pw = w, nil
+}
+
+// wAt is the weight at position k (1 when a keeps none).
+func (a *Adj) wAt(k int64) float64 {
+	switch {
+	case a.pw != nil:
+		return float64(a.pw[k].W)
+	case a.w != nil:
+		return a.w[k]
+	}
+	return 1
+}
+
+// setW sets the weight at position k, whose head is j (unpacking a's
+// weights when w is not whole); nothing when a keeps no weights.
+func (a *Adj) setW(k int64, j int32, w float64) {
+	if a.pw != nil {
+		if whole(w) {
+			a.pw[k] = WNode{V: j, W: uint32(w)}
+			return
+		}
+		a.unpack()
+	}
+	if a.w != nil {
+		a.w[k] = w
+	}
+}
+
+// moveW copies the weight at position from to position to (whose head
+// becomes from's).
+func (a *Adj) moveW(to, from int64) {
+	switch {
+	case a.pw != nil:
+		a.pw[to] = a.pw[from]
+	case a.w != nil:
+		a.w[to] = a.w[from]
+	}
 }
 
 // transpose builds the in-lists of out (sorted, since sources are visited
@@ -389,7 +535,7 @@ type change struct {
 // the list fits its room, else moved to the free tail (compacting first
 // when the tail is full) with a quarter more room.
 func (a *Adj) rewrite(i int32, cs []change) {
-	if a.w == nil {
+	if !a.Weighted() {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
 				a.weigh()
@@ -423,14 +569,12 @@ func (a *Adj) rewrite(i int32, cs []change) {
 		end := s.beg + int64(s.deg)
 		put := func(j int32, w float64) {
 			a.dst[at] = j
-			if a.w != nil {
-				a.w[at] = w
-			}
+			a.setW(at, j, w)
 			at++
 		}
 		for _, c := range cs {
 			for k < end && a.dst[k] < c.j {
-				put(a.dst[k], wAt(a.w, k))
+				put(a.dst[k], a.wAt(k))
 				k++
 			}
 			if k < end && a.dst[k] == c.j {
@@ -441,7 +585,7 @@ func (a *Adj) rewrite(i int32, cs []change) {
 			}
 		}
 		for ; k < end; k++ {
-			put(a.dst[k], wAt(a.w, k))
+			put(a.dst[k], a.wAt(k))
 		}
 		a.spans[i] = span{beg: beg, deg: deg, cap: room}
 		a.live += int64(deg - s.deg)
@@ -460,7 +604,7 @@ func (a *Adj) rewrite(i int32, cs []change) {
 			}
 			x++
 		}
-		w := wAt(a.w, k)
+		w := a.wAt(k)
 		if x < len(cs) && cs[x].j == j {
 			c := cs[x]
 			x++
@@ -470,9 +614,7 @@ func (a *Adj) rewrite(i int32, cs []change) {
 			w = c.w
 		}
 		a.dst[at] = j
-		if a.w != nil {
-			a.w[at] = w
-		}
+		a.setW(at, j, w)
 		at++
 	}
 	for ; x < len(cs); x++ {
@@ -484,35 +626,23 @@ func (a *Adj) rewrite(i int32, cs []change) {
 	for y := len(added) - 1; y >= 0; p-- {
 		if q >= s.beg && a.dst[q] > added[y].j {
 			a.dst[p] = a.dst[q]
-			if a.w != nil {
-				a.w[p] = a.w[q]
-			}
+			a.moveW(p, q)
 			q--
 			continue
 		}
 		a.dst[p] = added[y].j
-		if a.w != nil {
-			a.w[p] = added[y].w
-		}
+		a.setW(p, added[y].j, added[y].w)
 		y--
 	}
 	a.spans[i].deg = deg
 	a.live += int64(deg - s.deg)
 }
 
-// wAt is the weight at position k of w (1 when w is nil).
-func wAt(w []float64, k int64) float64 {
-	if w == nil {
-		return 1
-	}
-	return w[k]
-}
-
-// weigh gives a an explicit weight array (every weight 1 so far).
+// weigh gives a weights (every weight 1 so far: packed).
 func (a *Adj) weigh() {
-	a.w = make([]float64, len(a.dst))
-	for k := range a.w {
-		a.w[k] = 1
+	a.pw = make([]WNode, len(a.dst))
+	for k, j := range a.dst {
+		a.pw[k] = WNode{V: j, W: 1}
 	}
 }
 
@@ -527,6 +657,9 @@ func (a *Adj) remove(i, j int32) {
 	copy(a.dst[s.beg+int64(k):], a.dst[s.beg+int64(k)+1:s.beg+int64(s.deg)])
 	if a.w != nil {
 		copy(a.w[s.beg+int64(k):], a.w[s.beg+int64(k)+1:s.beg+int64(s.deg)])
+	}
+	if a.pw != nil {
+		copy(a.pw[s.beg+int64(k):], a.pw[s.beg+int64(k)+1:s.beg+int64(s.deg)])
 	}
 	a.spans[i].deg--
 	a.live--
@@ -705,7 +838,8 @@ func (t *Topo) remap(ids IDSpace) error {
 	out := Adj{spans: make([]span, n)}
 	live := t.Out.Edges()
 	out.dst = make([]int32, live+headroom(live))
-	if t.Out.w != nil {
+	weighted := t.Out.Weighted()
+	if weighted {
 		out.w = make([]float64, len(out.dst))
 	}
 	for i := range t.Out.spans {
@@ -713,8 +847,8 @@ func (t *Topo) remap(ids IDSpace) error {
 		beg := out.used
 		for k, j := range nb {
 			out.dst[beg+int64(k)] = to[j]
-			if ws != nil {
-				out.w[beg+int64(k)] = ws[k]
+			if weighted {
+				out.w[beg+int64(k)] = ws.At(k)
 			}
 		}
 		out.used += int64(len(nb))
@@ -722,6 +856,7 @@ func (t *Topo) remap(ids IDSpace) error {
 		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
 		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
+	out.pack()
 	t.Out = out
 	t.IDs = ids
 	t.finish()

@@ -248,6 +248,9 @@ func TestTopoApplyOracle(t *testing.T) {
 			if round >= 10 {
 				w = float64(1 + r.IntN(5))
 			}
+			if round >= 25 && i%7 == 0 {
+				w += 0.5 // the first weight that is not whole: unpacked
+			}
 			switch x := r.IntN(100); {
 			case x < 75:
 				ops = append(ops, engine.Op{Src: src, Dst: spread(uint64(r.IntN(400))), Weight: w, Kind: engine.OpUpsert})
@@ -319,6 +322,11 @@ func TestTopoApplyOracle(t *testing.T) {
 			if got, want := topoAdj(t, g, dir), adjOf(cur, dir); !sameAdj(got, want) {
 				t.Fatalf("round %d, dir %v: the topology differs from the oracle", round, dir)
 			}
+		}
+		// Weights 1-5 from round 10 are kept packed; from round 25 some
+		// are not whole, and all are kept as float64s.
+		if g.Out.Whole() != (round >= 10 && round < 25) || g.Out.Weighted() != (round >= 10) {
+			t.Fatalf("round %d: Weighted %v, Whole %v", round, g.Out.Weighted(), g.Out.Whole())
 		}
 	}
 	if !g.Out.Weighted() {

@@ -75,7 +75,10 @@ func SaveTopo(e *checkpoint.Encoder, g *Topo, c IDSpace, ids []uint64) error {
 			buf = append(buf, to[k])
 		}
 		if weighted {
-			wbuf = append(wbuf, g.Out.Weights(i)...)
+			ws := g.Out.Weights(i)
+			for k := range g.Out.Deg(i) {
+				wbuf = append(wbuf, ws.At(int(k)))
+			}
 			sortList(buf, wbuf)
 		} else {
 			sortList(buf, nil)
@@ -173,6 +176,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 			return nil, err
 		}
 		g.noteWeights(g.Out.w[:e])
+		g.Out.pack()
 	}
 	g.finish()
 	return g, nil

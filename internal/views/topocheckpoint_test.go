@@ -78,18 +78,25 @@ func loadTopoFile(t *testing.T, path string) *Topo {
 // expanded against the checkpoint's graph. Weighted and unweighted, ids
 // of every band, vertex deletes.
 func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
-	for _, weighted := range []bool{false, true} {
+	// Weights: all 1 (none kept), whole 1-9 (packed), and whole plus a
+	// quarter (float64).
+	for _, kind := range []string{"unit", "whole", "fractional"} {
+		weighted := kind != "unit"
 		s := smallStore(t, false)
 		r := rand.New(rand.NewPCG(7, 9))
 		gen := func(n int) [][]engine.Op {
 			var bs [][]engine.Op
 			for range n {
 				ops := randomOps(r, 200, 1+r.IntN(40), true)
-				if !weighted {
-					for i := range ops {
-						if ops[i].Kind == engine.OpUpsert {
-							ops[i].Weight = 1
-						}
+				for i := range ops {
+					if ops[i].Kind != engine.OpUpsert {
+						continue
+					}
+					switch kind {
+					case "unit":
+						ops[i].Weight = 1
+					case "fractional":
+						ops[i].Weight += 0.25
 					}
 				}
 				bs = append(bs, ops)
@@ -135,6 +142,9 @@ func TestTopologyRestoreFollowsTheReplay(t *testing.T) {
 		g := loadTopoFile(t, path)
 		if got, want := topoAdj(t, g, engine.Out), adjOf(atX, engine.Out); !sameAdj(got, want) {
 			t.Fatalf("loaded topology differs from the checkpoint's graph: %s", adjDiff(got, want))
+		}
+		if g.Out.Weighted() != weighted || g.Out.Whole() != (kind == "whole") {
+			t.Fatalf("%s weights: loaded with Weighted %v, Whole %v", kind, g.Out.Weighted(), g.Out.Whole())
 		}
 		from, err := m2.Topology().Restore(g)
 		if err != nil {

@@ -438,6 +438,81 @@ func TestSSSPMatchesReference(t *testing.T) {
 	}
 }
 
+// TestSSSPWholeWeights: with every weight whole the topology packs them
+// and the sssp kernel keeps 32-bit distances. On a 12,000-vertex graph
+// with hubs, zero weights and both id bands, its distances equal
+// Dijkstra's; with weights near MaxWhole, whose sums pass 32 bits, it
+// falls back to float64 distances, also exact; and a weight that is not
+// whole unpacks the lists, again exact.
+func TestSSSPWholeWeights(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		weight func(r *rand.Rand) float64
+		whole  bool
+	}{
+		{"weights 0-255", func(r *rand.Rand) float64 { return float64(r.IntN(256)) }, true},
+		{"near MaxWhole", func(r *rand.Rand) float64 { return float64(views.MaxWhole - r.IntN(3)) }, true},
+		{"one not whole", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 77, false, denseIDs)
+			r := rand.New(rand.NewPCG(5, 6))
+			g := edges{}
+			var b engine.Batch
+			id := func() uint64 {
+				x := uint64(r.IntN(12000))
+				if x < 200 {
+					x %= 8 // hubs
+				}
+				if x%5 == 0 {
+					return engine.HighIDBase + x
+				}
+				return x
+			}
+			w := c.weight
+			if w == nil {
+				w = func(r *rand.Rand) float64 { return float64(1 + r.IntN(9)) }
+			}
+			for range 60000 {
+				src, dst, wt := id(), id(), w(r)
+				b.InsertWeighted(src, dst, wt)
+				g[[2]uint64{src, dst}] = wt
+			}
+			if !c.whole {
+				b.InsertWeighted(1, 2, 2.5)
+				g[[2]uint64{1, 2}] = 2.5
+			}
+			if _, err := h.s.Apply(&b); err != nil {
+				t.Fatal(err)
+			}
+			v, _ := h.m.Static(views.StaticOptions{})
+			defer v.Release()
+			topo := topoOf(t, v)
+			if topo.Out.Whole() != c.whole {
+				t.Fatalf("Whole() = %v", topo.Out.Whole())
+			}
+			root := uint64(1)
+			dist, err := ssspKernel(context.Background(), topo, index(topo, root))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := refSSSP(g, root)
+			over := false
+			for x := range g.Vertices() {
+				i, _ := topo.IDs.Index(x)
+				wd, ok := want[x]
+				if got := dist[i]; ok != !math.IsInf(got, 1) || ok && got != wd {
+					t.Fatalf("vertex %d: distance %v, Dijkstra's %v (reachable %v)", x, got, wd, ok)
+				}
+				over = over || wd >= math.MaxUint32
+			}
+			if c.name == "near MaxWhole" && !over {
+				t.Fatal("test: no distance passes 32 bits")
+			}
+		})
+	}
+}
+
 func TestSSSPRejectsNegativeWeights(t *testing.T) {
 	h := newHarness(t, 99, false, denseIDs)
 	a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)

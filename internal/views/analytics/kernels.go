@@ -339,8 +339,14 @@ func frequent(comp []int32) int32 {
 
 // binThreshold: a worker keeps settling its own current bin without a
 // barrier while it holds fewer than this many vertices (GAPBS's
-// kBinSizeThreshold, bucket fusion).
-const binThreshold = 1000
+// kBinSizeThreshold, bucket fusion) with fewer than fuseEdges out-edges
+// together (the second bound is graphtide's: the first bins of a root
+// that is a hub hold few vertices with many edges, which one worker
+// would otherwise relax alone).
+const (
+	binThreshold = 1000
+	fuseEdges    = 16 << 10
+)
 
 // fbits returns the float64 at p as bits (distances are never negative, so
 // their bits order as their values).
@@ -362,6 +368,19 @@ func lowerTo(p *float64, d float64) bool {
 	}
 }
 
+// lowerTo32 is lowerTo for a whole-number distance.
+func lowerTo32(p *uint32, d uint32) bool {
+	for {
+		old := atomic.LoadUint32(p)
+		if d >= old {
+			return false
+		}
+		if atomic.CompareAndSwapUint32(p, old, d) {
+			return true
+		}
+	}
+}
+
 // ssspDeltaFor picks the bucket width for g: a quarter of the mean edge
 // weight over the mean out-degree, at least the smallest weight; 1 when
 // the graph is unweighted. (On the scale-20 RMAT graph with GAPBS's
@@ -376,11 +395,12 @@ func ssspDeltaFor(g *views.Topo) float64 {
 	step := max(1, n/4096)
 	verts := 0
 	for i := 0; i < n; i += step {
-		ws := g.Out.Weights(int32(i))
-		if len(ws) > 0 {
+		ws, deg := g.Out.Weights(int32(i)), int(g.Out.Deg(int32(i)))
+		if deg > 0 {
 			verts++
 		}
-		for _, w := range ws {
+		for k := range deg {
+			w := ws.At(k)
 			sum += w
 			cnt++
 			minW = min(minW, w)
@@ -404,8 +424,16 @@ var errNegative = errors.New("sssp needs non-negative weights")
 
 // ssspKernel returns the shortest distance of every index from root (+Inf:
 // unreached; all +Inf when root is -1, not in g). A negative weight gives
-// errNegative with the distances found.
+// errNegative with the distances found. When every weight is whole (or
+// 1) it keeps the distances as uint32s while it runs, as GAPBS does
+// (exact: whole sums), and goes back to float64 only when a distance does
+// not fit.
 func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, error) {
+	if root >= 0 && (!g.Out.Weighted() || g.Out.Whole()) {
+		if dist, ok, err := ssspWhole(ctx, g, root); ok || err != nil {
+			return dist, err
+		}
+	}
 	dist := make([]float64, g.Len())
 	parallelFor(workers(), len(dist), 1<<16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -419,23 +447,81 @@ func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, erro
 	return dist, deltaStep(ctx, g, dist, []int32{root})
 }
 
+// ssspWhole is ssspKernel on 32-bit whole distances (g's weights are all
+// whole, Packed, or all 1). ok is false when some distance does not fit
+// in 32 bits (the caller runs the float64 kernel).
+func ssspWhole(ctx context.Context, g *views.Topo, root int32) (dist []float64, ok bool, err error) {
+	nw := workers()
+	d32 := make([]uint32, g.Len())
+	parallelFor(nw, len(d32), 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d32[i] = math.MaxUint32
+		}
+	})
+	d32[root] = 0
+	inv := 1 / ssspDeltaFor(g)
+	binOf := func(d uint32) int64 { return int64(float64(d) * inv) }
+	var over atomic.Bool
+	relax := func(w int, us []int32, bin int64, push pushFunc) {
+		for _, u := range us {
+			du := atomic.LoadUint32(&d32[u])
+			if binOf(du) < bin {
+				continue
+			}
+			d := uint64(du)
+			if pl := g.Out.Packed(u); pl != nil {
+				for _, e := range pl {
+					nd := d + uint64(e.W)
+					if nd >= math.MaxUint32 {
+						over.Store(true)
+						continue
+					}
+					if lowerTo32(&d32[e.V], uint32(nd)) {
+						push(w, e.V, binOf(uint32(nd)))
+					}
+				}
+				continue
+			}
+			nd := d + 1
+			if nd >= math.MaxUint32 {
+				over.Store(true)
+				continue
+			}
+			for _, v := range g.Out.Nbrs(u) {
+				if lowerTo32(&d32[v], uint32(nd)) {
+					push(w, v, binOf(uint32(nd)))
+				}
+			}
+		}
+	}
+	bin := func(u int32) int64 { return binOf(atomic.LoadUint32(&d32[u])) }
+	if err := settle(ctx, g, nw, []int32{root}, bin, relax); err != nil {
+		return nil, false, err
+	}
+	if over.Load() {
+		return nil, false, nil
+	}
+	dist = make([]float64, len(d32))
+	parallelFor(nw, len(dist), 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if d := d32[i]; d == math.MaxUint32 {
+				dist[i] = math.Inf(1)
+			} else {
+				dist[i] = float64(d)
+			}
+		}
+	})
+	return dist, true, nil
+}
+
 // deltaStep lowers dist from the seeds (whose dist is already set) until
 // every edge is relaxed: dist[v] <= dist[u] + w(u, v) for every edge. With
 // dist +Inf everywhere but the root at 0 it computes the shortest
 // distances. It returns errNegative when an edge weight is negative.
 func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32) error {
-	delta := ssspDeltaFor(g)
-	nw := workers()
-	// near[w][b-base]: worker w's vertices pushed into bin b, for b in
-	// [base, base+binWindow); far[w]: those pushed further away.
-	near := make([][][]int32, nw)
-	for w := range near {
-		near[w] = make([][]int32, binWindow)
-	}
-	far := make([][]int32, nw)
 	// A vertex at distance d is in bin d*inv (a product, not a quotient:
 	// every bin is computed by binOf, so they agree).
-	inv := 1 / delta
+	inv := 1 / ssspDeltaFor(g)
 	binOf := func(d float64) int64 {
 		if b := d * inv; b < math.MaxInt64/2 {
 			return int64(b)
@@ -443,9 +529,86 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 		return math.MaxInt64 / 2
 	}
 	distOf := func(u int32) float64 { return math.Float64frombits(atomic.LoadUint64(fbits(&dist[u]))) }
+	var negative atomic.Bool
+	// Every weight is above 0 unless the graph ever had one that is not:
+	// only then is each weight checked for a negative one.
+	check := !g.PositiveLengths()
+	relax := func(w int, us []int32, bin int64, push pushFunc) {
+		for _, u := range us {
+			d := distOf(u)
+			if binOf(d) < bin {
+				continue
+			}
+			nb := g.Out.Nbrs(u)
+			if pl := g.Out.Packed(u); pl != nil {
+				for _, e := range pl {
+					if nd := d + float64(e.W); lowerTo(&dist[e.V], nd) {
+						push(w, e.V, binOf(nd))
+					}
+				}
+				continue
+			}
+			ws := g.Out.Floats(u)
+			if ws == nil {
+				for _, v := range nb {
+					if nd := d + 1; lowerTo(&dist[v], nd) {
+						push(w, v, binOf(nd))
+					}
+				}
+				continue
+			}
+			ws = ws[:len(nb)]
+			for k, v := range nb {
+				wt := ws[k]
+				if check && wt < 0 {
+					negative.Store(true)
+					continue
+				}
+				if nd := d + wt; lowerTo(&dist[v], nd) {
+					push(w, v, binOf(nd))
+				}
+			}
+		}
+	}
+	if err := settle(ctx, g, workers(), seeds, func(u int32) int64 { return binOf(distOf(u)) }, relax); err != nil {
+		return err
+	}
+	if negative.Load() {
+		return errNegative
+	}
+	return nil
+}
+
+// pushFunc puts vertex v, at bin b, among worker w's vertices.
+type pushFunc func(w int, v int32, b int64)
+
+// settle runs delta-stepping's rounds from the seeds on nw workers,
+// GAPBS's way: the workers take the current bin's frontier in chunks,
+// then each settles its own small current bin alone (bucket fusion),
+// then worker 0 picks the next bin between two barriers. binOf(u) is the
+// bin of u's current distance; relax(w, us, bin, push) relaxes the
+// out-edges of each vertex of us still in bin (one whose bin is below
+// was settled already and is skipped), pushing each head it lowers: one
+// call a chunk, not a vertex, so that the check is the kernel's own code.
+// The workers live for the whole run (a goroutine per bin cost a tenth of
+// the kernel on GAPBS's graph).
+//
+// Worker w pushes into near[w][b-base] for a bin b in [base,
+// base+binWindow), or into far[w] past the window. INVARIANT: only worker
+// w touches near[w], far[w] and spare[w] while the workers relax; base,
+// cur, bin and the frontier change only in control, which worker 0 runs
+// between two barriers. (A first version that kept this state in a
+// struct and called relax once a vertex ran 10-20% slower on GAPBS's
+// graph.)
+func settle(ctx context.Context, g *views.Topo, nw int, seeds []int32, binOf func(u int32) int64, relax func(w int, us []int32, bin int64, push pushFunc)) error {
+	near := make([][][]int32, nw)
+	for w := range near {
+		near[w] = make([][]int32, binWindow)
+	}
+	far, spare := make([][]int32, nw), make([][]int32, nw)
 	base := int64(math.MaxInt64)
 	for _, s := range seeds {
-		base = min(base, binOf(dist[s]))
+		base = min(base, binOf(s))
 	}
 	push := func(w int, v int32, b int64) {
 		if k := b - base; k < binWindow {
@@ -455,101 +618,143 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 		}
 	}
 	for _, s := range seeds {
-		push(0, s, binOf(dist[s]))
+		push(0, s, binOf(s))
 	}
-	var negative atomic.Bool
-	// Every weight is above 0 unless the graph ever had one that is not:
-	// only then is each weight checked for a negative one.
-	check := !g.PositiveLengths()
-	relax := func(w int, u int32) {
-		d := distOf(u)
-		nb, ws := g.Out.Nbrs(u), g.Out.Weights(u)
-		if ws == nil {
-			for _, v := range nb {
-				if nd := d + 1; lowerTo(&dist[v], nd) {
-					push(w, v, binOf(nd))
+	var (
+		frontier []int32
+		cur, bin int64
+		done     bool
+		err      error
+		chunk    atomic.Int64
+		bar      = barrier{n: int32(nw)}
+	)
+	// control picks the next bin (the smallest non-empty one of any
+	// worker; when the window is used up, a new window from the pile) and
+	// makes it the frontier, or sets done.
+	control := func() {
+		for {
+			next := int64(-1)
+			for k := cur; k < binWindow && next < 0; k++ {
+				for w := range nw {
+					if len(near[w][k]) > 0 {
+						next = k
+						break
+					}
 				}
 			}
-			return
-		}
-		ws = ws[:len(nb)]
-		for k, v := range nb {
-			wt := ws[k]
-			if check && wt < 0 {
-				negative.Store(true)
+			if next < 0 {
+				lo := int64(math.MaxInt64)
+				var pile []int32
+				for w := range far {
+					for _, v := range far[w] {
+						if x := binOf(v); x >= base+binWindow {
+							lo = min(lo, x)
+							pile = append(pile, v)
+						}
+					}
+					far[w] = far[w][:0]
+				}
+				if len(pile) == 0 {
+					done = true
+					return
+				}
+				base, cur = lo, 0
+				for _, v := range pile {
+					push(0, v, binOf(v))
+				}
 				continue
 			}
-			if nd := d + wt; lowerTo(&dist[v], nd) {
-				push(w, v, binOf(nd))
+			cur = next
+			if err = ctx.Err(); err != nil {
+				done = true
+				return
 			}
+			bin = base + cur
+			frontier = frontier[:0]
+			for w := range nw {
+				frontier = append(frontier, near[w][cur]...)
+				near[w][cur] = near[w][cur][:0]
+			}
+			chunk.Store(0)
+			return
 		}
 	}
-	var frontier []int32
-	for cur := int64(0); ; {
-		// The next bin: the smallest non-empty one of any worker; when the
-		// window is used up, a new window from the pile.
-		next := int64(-1)
-		for k := cur; k < binWindow && next < 0; k++ {
-			for w := range nw {
-				if len(near[w][k]) > 0 {
-					next = k
+	small := func(l []int32) bool {
+		if len(l) >= binThreshold {
+			return false
+		}
+		e := 0
+		for _, u := range l {
+			e += int(g.Out.Deg(u))
+		}
+		return e < fuseEdges
+	}
+	const grain = 64
+	work := func(w int) {
+		var sense int32
+		for {
+			for {
+				lo := int(chunk.Add(grain)) - grain
+				if lo >= len(frontier) {
 					break
 				}
+				relax(w, frontier[lo:min(lo+grain, len(frontier))], bin, push)
+			}
+			for l := near[w][cur]; len(l) > 0 && small(l); l = near[w][cur] {
+				near[w][cur] = spare[w][:0]
+				relax(w, l, bin, push)
+				spare[w] = l
+			}
+			bar.wait(&sense)
+			if w == 0 {
+				control()
+			}
+			bar.wait(&sense)
+			if done {
+				return
 			}
 		}
-		if next < 0 {
-			lo := int64(math.MaxInt64)
-			var pile []int32
-			for w := range far {
-				for _, v := range far[w] {
-					if b := binOf(distOf(v)); b >= base+binWindow {
-						lo = min(lo, b)
-						pile = append(pile, v)
-					}
-				}
-				far[w] = far[w][:0]
-			}
-			if len(pile) == 0 {
-				break
-			}
-			base, cur = lo, 0
-			for _, v := range pile {
-				push(0, v, binOf(dist[v]))
-			}
-			continue
-		}
-		cur = next
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		bin := base + cur
-		frontier = frontier[:0]
-		for w := range nw {
-			frontier = append(frontier, near[w][cur]...)
-			near[w][cur] = near[w][cur][:0]
-		}
-		parallelFor(nw, len(frontier), 64, func(w, lo, hi int) {
-			for _, u := range frontier[lo:hi] {
-				if binOf(distOf(u)) >= bin { // else settled in an earlier bin already
-					relax(w, u)
-				}
-			}
-			// Bucket fusion: settle the worker's own small current bin
-			// without waiting for the others.
-			for b := near[w][cur]; len(b) > 0 && len(b) < binThreshold; b = near[w][cur] {
-				near[w][cur] = nil
-				for _, u := range b {
-					if binOf(distOf(u)) >= bin {
-						relax(w, u)
-					}
-				}
-			}
-		})
 	}
-	if negative.Load() {
-		return errNegative
+	control()
+	if done {
+		return err
 	}
-	return nil
+	var wg sync.WaitGroup
+	for w := 1; w < nw; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(w)
+		}()
+	}
+	work(0)
+	wg.Wait()
+	return err
+}
+
+// barrier is a sense-reversing barrier for n goroutines that spin (and
+// yield their P after a few rounds) while they wait: a round of
+// delta-stepping can take microseconds, shorter than parking a goroutine.
+type barrier struct {
+	n     int32
+	count atomic.Int32
+	sense atomic.Int32
+}
+
+// wait returns when all n goroutines called it; each passes its own
+// sense, which starts at 0.
+func (b *barrier) wait(local *int32) {
+	*local ^= 1
+	if b.count.Add(1) == b.n {
+		b.count.Store(0)
+		b.sense.Store(*local)
+		return
+	}
+	for i := 0; b.sense.Load() != *local; i++ {
+		if i >= 64 {
+			runtime.Gosched()
+		}
+	}
 }
 
 // ---- PageRank: pull over in-edges ----

@@ -61,13 +61,11 @@ func (r *repair[T]) length(u int32, k int) T {
 	if r.unit {
 		return 1
 	}
-	if ws := r.g.Out.Weights(u); ws != nil {
-		if ws[k] < 0 {
-			r.negative = true
-		}
-		return T(ws[k])
+	w := r.g.Out.Weights(u).At(k)
+	if w < 0 {
+		r.negative = true
 	}
-	return 1
+	return T(w)
 }
 
 // lengthOf is the length of the edge (u, v), which exists: 1 without a
