@@ -103,9 +103,10 @@ func (g *Graph) Index(v uint64) (int, bool) { return g.t.IDs.Index(v) }
 func (g *Graph) Out(i int) []int32 { return g.t.Out.Nbrs(int32(i)) }
 
 // OutWeights is the weights of Out(i)'s edges, in the same order (nil
-// when every weight is 1 and none is kept). While every weight is a whole
-// number the graph keeps them packed beside the heads, and this returns a
-// new slice each call; OutWeight reads one without allocating.
+// when every weight is 1 and none is kept). Do not modify it. While every
+// weight is a whole number the graph keeps them packed beside the heads,
+// and this returns a new slice each call (8 bytes an edge of garbage):
+// prefer OutWeight, which reads one without allocating.
 func (g *Graph) OutWeights(i int) []float64 {
 	if ws := g.t.Out.Floats(int32(i)); ws != nil {
 		return ws

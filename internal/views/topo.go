@@ -120,8 +120,11 @@ type WNode struct {
 // two fits in 32 bits).
 const MaxWhole = 1<<31 - 1
 
-// whole reports whether weight w can be packed.
-func whole(w float64) bool { return w >= 0 && w <= MaxWhole && w == math.Trunc(w) }
+// whole reports whether weight w can be packed (not -0: packed, it would
+// read back as +0).
+func whole(w float64) bool {
+	return w >= 0 && w <= MaxWhole && w == math.Trunc(w) && !math.Signbit(w)
+}
 
 // Lengths is the weights of one list (Adj.Weights): At(k) is the k-th.
 type Lengths struct {
@@ -436,7 +439,9 @@ func (a *Adj) pack() {
 }
 
 // unpack keeps a's packed weights as float64s from now on, in place (see
-// pack): for a weight that is not whole.
+// pack): for a weight that is not whole. (pw's array is 8-byte aligned,
+// as float64s need: Go aligns an allocation whose size is a multiple of
+// 8 to 8.)
 func (a *Adj) unpack() {
 	w := unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(a.pw))), len(a.pw))
 	for k := range a.pw {

@@ -607,3 +607,61 @@ func TestTopoPositiveLengths(t *testing.T) {
 		t.Fatal("loaded with a zero weight: positive")
 	}
 }
+
+// TestTopoKeepsNegativeZero: a weight of -0 is kept as written (not
+// packed, where it would read back as +0), built, applied and loaded.
+func TestTopoKeepsNegativeZero(t *testing.T) {
+	s := smallStore(t, false)
+	m, err := NewManager(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	negZero := math.Copysign(0, -1)
+	check := func(label string, g *Topo, i, j uint64) {
+		t.Helper()
+		a, _ := g.IDs.Index(i)
+		b, _ := g.IDs.Index(j)
+		if w, ok := g.Weight(int32(a), int32(b)); !ok || w != 0 || !math.Signbit(w) {
+			t.Fatalf("%s: weight of (%d, %d) = %v (present %v), want -0", label, i, j, w, ok)
+		}
+		if g.Out.Whole() {
+			t.Fatalf("%s: a -0 weight is kept packed", label)
+		}
+	}
+	if _, err := s.Apply(batchOf([]engine.Op{{Src: 1, Dst: 2, Weight: negZero, Kind: engine.OpUpsert}, {Src: 2, Dst: 3, Weight: 4, Kind: engine.OpUpsert}})); err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.Static(StaticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := BuildTopo(context.Background(), v)
+	v.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("built", g, 1, 2)
+	path := filepath.Join(t.TempDir(), "ck")
+	saveTopoFile(t, path, g)
+	check("loaded", loadTopoFile(t, path), 1, 2)
+	// Applied to a packed topology.
+	op := engine.Op{Src: 3, Dst: 1, Weight: negZero, Kind: engine.OpUpsert}
+	if _, err := s.Apply(batchOf([]engine.Op{{Src: 1, Dst: 2, Weight: 5, Kind: engine.OpUpsert}})); err != nil {
+		t.Fatal(err)
+	}
+	v, _ = m.Static(StaticOptions{})
+	g, err = BuildTopo(context.Background(), v)
+	v.Release()
+	if err != nil || !g.Out.Whole() {
+		t.Fatalf("weights 5 and 4: Whole %v (%v)", g.Out.Whole(), err)
+	}
+	seq, err := s.Apply(batchOf([]engine.Op{op}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Apply([]Edge{{Seq: seq, Op: op}}, freshIDs(t, m), seq, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("applied", g, 3, 1)
+}

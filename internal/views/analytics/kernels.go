@@ -424,10 +424,11 @@ var errNegative = errors.New("sssp needs non-negative weights")
 
 // ssspKernel returns the shortest distance of every index from root (+Inf:
 // unreached; all +Inf when root is -1, not in g). A negative weight gives
-// errNegative with the distances found. When every weight is whole (or
-// 1) it keeps the distances as uint32s while it runs, as GAPBS does
-// (exact: whole sums), and goes back to float64 only when a distance does
-// not fit.
+// errNegative with the distances found; on another error (ctx) the
+// distances are nil. When every weight is whole (or 1) it keeps the
+// distances as uint32s while it runs, as GAPBS does (exact: whole sums),
+// and reruns with float64 ones when some sum it formed reached 2^32-1
+// (the uint32 run's "unreached").
 func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, error) {
 	if root >= 0 && (!g.Out.Weighted() || g.Out.Whole()) {
 		if dist, ok, err := ssspWhole(ctx, g, root); ok || err != nil {
