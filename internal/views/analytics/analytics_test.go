@@ -439,7 +439,8 @@ func TestSSSPMatchesReference(t *testing.T) {
 }
 
 // TestSSSPWholeWeights: with every weight whole the topology packs them
-// and the sssp kernel keeps 32-bit distances. On a 12,000-vertex graph
+// and the sssp kernel keeps 32-bit distances, on every worker. On a
+// 12,000-vertex graph
 // with hubs, zero weights and both id bands, its distances equal
 // Dijkstra's; with weights near MaxWhole, whose sums pass 32 bits, it
 // falls back to float64 distances, also exact; and a weight that is not
@@ -473,7 +474,7 @@ func TestSSSPWholeWeights(t *testing.T) {
 			if w == nil {
 				w = func(r *rand.Rand) float64 { return float64(1 + r.IntN(9)) }
 			}
-			for range 60000 {
+			for range 100000 {
 				src, dst, wt := id(), id(), w(r)
 				b.InsertWeighted(src, dst, wt)
 				g[[2]uint64{src, dst}] = wt
@@ -490,6 +491,9 @@ func TestSSSPWholeWeights(t *testing.T) {
 			topo := topoOf(t, v)
 			if topo.Out.Whole() != c.whole {
 				t.Fatalf("Whole() = %v", topo.Out.Whole())
+			}
+			if topo.Out.Edges() < settleAlone {
+				t.Fatalf("test: %d edges, below %d: the kernel runs on one worker", topo.Out.Edges(), settleAlone)
 			}
 			root := uint64(1)
 			dist, err := ssspKernel(context.Background(), topo, index(topo, root))

@@ -580,6 +580,9 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 	return nil
 }
 
+// settleAlone: settle runs on one worker for a graph of fewer edges.
+const settleAlone = 1 << 16
+
 // pushFunc puts vertex v, at bin b, among worker w's vertices.
 type pushFunc func(w int, v int32, b int64)
 
@@ -602,6 +605,9 @@ type pushFunc func(w int, v int32, b int64)
 // struct and called relax once a vertex ran 10-20% slower on GAPBS's
 // graph.)
 func settle(ctx context.Context, g *views.Topo, nw int, seeds []int32, binOf func(u int32) int64, relax func(w int, us []int32, bin int64, push pushFunc)) error {
+	if g.Out.Edges() < settleAlone {
+		nw = 1 // a small graph: the workers would cost more than they do
+	}
 	near := make([][][]int32, nw)
 	for w := range near {
 		near[w] = make([][]int32, binWindow)
@@ -627,7 +633,7 @@ func settle(ctx context.Context, g *views.Topo, nw int, seeds []int32, binOf fun
 		done     bool
 		err      error
 		chunk    atomic.Int64
-		bar      = barrier{n: int32(nw)}
+		bar      = newBarrier(nw)
 	)
 	// control picks the next bin (the smallest non-empty one of any
 	// worker; when the window is used up, a new window from the pile) and
@@ -733,25 +739,54 @@ func settle(ctx context.Context, g *views.Topo, nw int, seeds []int32, binOf fun
 	return err
 }
 
-// barrier is a sense-reversing barrier for n goroutines that spin (and
-// yield their P after a few rounds) while they wait: a round of
-// delta-stepping can take microseconds, shorter than parking a goroutine.
+// barrier is a sense-reversing barrier for n goroutines. A waiter spins
+// first (yielding its P after a few rounds: a round of delta-stepping can
+// take microseconds, shorter than parking a goroutine), then parks on the
+// round's channel, so that a worker waiting on a long round (or on one
+// the OS descheduled, beside ingestion or other processes) leaves the
+// core to them, as OpenMP's spin-then-sleep does.
+//
+// INVARIANT: ch is the current round's channel, replaced (under mu) by
+// the round's last arriver before it flips sense and closes the old one;
+// a goroutine reads ch before it counts itself in, so it holds its own
+// round's channel.
 type barrier struct {
 	n     int32
 	count atomic.Int32
 	sense atomic.Int32
+	mu    sync.Mutex
+	ch    chan struct{} // Protected by mu.
 }
+
+func newBarrier(n int) *barrier { return &barrier{n: int32(n), ch: make(chan struct{})} }
+
+// barrierSpins is how many rounds a waiter spins before it parks.
+const barrierSpins = 1 << 10
 
 // wait returns when all n goroutines called it; each passes its own
 // sense, which starts at 0.
 func (b *barrier) wait(local *int32) {
 	*local ^= 1
+	if b.n == 1 {
+		return
+	}
+	b.mu.Lock()
+	ch := b.ch
+	b.mu.Unlock()
 	if b.count.Add(1) == b.n {
 		b.count.Store(0)
+		b.mu.Lock()
+		b.ch = make(chan struct{})
+		b.mu.Unlock()
 		b.sense.Store(*local)
+		close(ch)
 		return
 	}
 	for i := 0; b.sense.Load() != *local; i++ {
+		if i >= barrierSpins {
+			<-ch
+			return
+		}
 		if i >= 64 {
 			runtime.Gosched()
 		}
