@@ -41,6 +41,19 @@ func (p Position) Clone() Position {
 	return c
 }
 
+// Behind reports whether some partition of q is further than p has it
+// (one p does not hold counts as behind), and names the first it finds.
+func (p Position) Behind(q Position) (string, int32, bool) {
+	for t, m := range q {
+		for part, o := range m {
+			if x, ok := p.Get(t, part); !ok || x < o {
+				return t, part, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
 // Encode records p with an unknown source (an empty cluster ID and zero
 // topic IDs): Recorded{Position: p}.Encode(). An ingester refuses to resume
 // from such a position on a cluster that reports an ID.

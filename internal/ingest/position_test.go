@@ -232,3 +232,29 @@ func FuzzRecordedRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestPositionBehind: p is behind q when some partition of q is further
+// than p has it, or missing from p; never for partitions only p holds.
+func TestPositionBehind(t *testing.T) {
+	q := Position{}
+	q.Set("edges", 0, 48000)
+	q.Set("edges", 1, 10)
+	for _, c := range []struct {
+		name   string
+		p      func() Position
+		behind bool
+	}{
+		{"equal", func() Position { return q.Clone() }, false},
+		{"ahead", func() Position { p := q.Clone(); p.Set("edges", 0, 50000); return p }, false},
+		{"replaying", func() Position { p := q.Clone(); p.Set("edges", 0, 28000); return p }, true},
+		{"a partition missing", func() Position { p := Position{}; p.Set("edges", 0, 48000); return p }, true},
+		{"more partitions", func() Position { p := q.Clone(); p.Set("other", 3, 1); return p }, false},
+	} {
+		if _, _, got := c.p().Behind(q); got != c.behind {
+			t.Errorf("%s: Behind %v, want %v", c.name, got, c.behind)
+		}
+	}
+	if tp, part, _ := func() Position { p := q.Clone(); p.Set("edges", 1, 9); return p }().Behind(q); tp != "edges" || part != 1 {
+		t.Errorf("Behind names %s/%d, want edges/1", tp, part)
+	}
+}

@@ -50,6 +50,18 @@ func (s *Server) checkpoint(ctx context.Context, pos []byte) error {
 	return err
 }
 
+// replayUnfinished reports whether the ingester has applied less than the
+// store's recorded position raw holds (a replay for a restored checkpoint
+// that has not caught up with what the store held at the start), naming
+// a partition behind.
+func (s *Server) replayUnfinished(raw []byte) (string, int32, bool) {
+	stored, err := ingest.DecodePosition(raw)
+	if err != nil {
+		return "", 0, false // the checkpoint reports it
+	}
+	return s.in.Applied().Behind(stored)
+}
+
 // restoreAnalytics registers the analytics the checkpoint holds a state
 // for and returns their names and the source position the ingester must
 // replay from (nil: none). A missing checkpoint is normal; one that is

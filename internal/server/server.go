@@ -509,9 +509,18 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.cfg.CheckpointInterval > 0 {
 		// Nothing is applied any more: checkpoint where ingestion stopped,
-		// so that the next start resumes the analytics.
+		// so that the next start resumes the analytics. Not while the
+		// replay for a restored checkpoint is unfinished: the store holds
+		// records this process has not applied again, which the restored
+		// analytics and topology never saw, and a checkpoint at the
+		// store's position would stamp them as having seen them (they
+		// would resume wrong). The checkpoint on disk, the one restored,
+		// stays the newest, and the next start replays from it again.
 		if raw, err := s.dir.Store.SourcePosition(); err == nil && len(raw) > 0 {
-			if err := s.checkpoint(context.Background(), raw); err != nil {
+			if t, p, behind := s.replayUnfinished(raw); behind {
+				s.log.Info("no shutdown checkpoint: the replay for the analytics' checkpoint had not reached the store's position; the next start replays from the checkpoint on disk again",
+					"topic", t, "partition", p)
+			} else if err := s.checkpoint(context.Background(), raw); err != nil {
 				s.log.Warn("the shutdown checkpoint failed; the analytics recompute at the next start", "err", err)
 			}
 		}
