@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -26,14 +25,10 @@ import (
 // on the oracle of everything produced, also when restored after it.
 func TestNoShutdownCheckpointBeforeTheReplay(t *testing.T) {
 	dir := t.TempDir()
-	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
-		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
-		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: time.Hour,
-		Analytics: []analytics.Spec{{Type: "bfs", Root: "0"}}, HTTP: HTTPConfig{DisableListening: true}}
+	cfg := testConfig(t, dir)
+	cfg.CheckpointInterval = time.Hour // only the stops checkpoint
+	cfg.Analytics = []analytics.Spec{{Type: "bfs", Root: "0"}}
+	cfg.HTTP = HTTPConfig{DisableListening: true}
 	oracle := testref.Edges{}
 	ckpt := datadir.CheckpointPath(dir)
 	// serve opens a server and runs it until ctx ends: with a live ctx it

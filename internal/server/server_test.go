@@ -22,6 +22,20 @@ import (
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
+// testConfig is a server's configuration for the tests: the smallest
+// memory budget, binary records of topic "edges" in group "g" (the
+// embedded broker), quick flushes.
+func testConfig(t *testing.T, dir string) Config {
+	t.Helper()
+	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
+		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
+		FlushInterval: 50 * time.Millisecond, Reset: "earliest"}
+}
+
 // TestServerIngestsAndStopsDurably: a server with its embedded broker
 // ingests what is produced to it, its store then holds exactly those
 // edges (a map oracle), and after Run returns everything is flushed: the
@@ -32,17 +46,13 @@ import (
 // restored, unchanged, by the restart.
 func TestServerIngestsAndStopsDurably(t *testing.T) {
 	dir := t.TempDir()
-	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g", Format: decode.FormatBinary,
-		DeadLetterTopic: "dlq", DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second,
-		FlushInterval: 50 * time.Millisecond, Reset: "earliest", CheckpointInterval: 300 * time.Millisecond,
-		HistoryRetention: time.Hour, // the time index is kept while serve runs
-		// "late": a root no edge has named yet (it gets its key id now).
-		Analytics: []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}, {Name: "late", Type: "bfs", Root: "key:no-edge-yet"}},
-		HTTP:      HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}}
+	cfg := testConfig(t, dir)
+	cfg.CheckpointInterval = 300 * time.Millisecond
+	cfg.HistoryRetention = time.Hour // the time index is kept while serve runs
+	// "late": a root no edge has named yet (it gets its key id now).
+	cfg.Analytics = []analytics.Spec{{Type: "wcc"}, {Type: "bfs", Root: "0"}, {Name: "late", Type: "bfs", Root: "key:no-edge-yet"}}
+	cfg.HTTP = HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: time.Second, PathBudget: 1000}
+	plan := cfg.Plan
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv, err := Open(ctx, cfg)

@@ -224,15 +224,7 @@ func TestTopoApplyOracle(t *testing.T) {
 	for _, o := range ops {
 		cur.Apply(o)
 	}
-	v, err := m.Static(StaticOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := BuildTopo(context.Background(), v)
-	v.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := freshTopo(t, m)
 	if g.Out.Weighted() {
 		t.Fatal("a graph of weight-1 edges keeps no weights")
 	}
@@ -332,6 +324,21 @@ func TestTopoApplyOracle(t *testing.T) {
 	if !g.Out.Weighted() {
 		t.Fatal("weights other than 1 arrived: the topology must keep them")
 	}
+}
+
+// freshTopo is the topology built from a fresh view of m.
+func freshTopo(t testing.TB, m *Manager) *Topo {
+	t.Helper()
+	v, err := m.Static(StaticOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	g, err := BuildTopo(context.Background(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // freshIDs is the id space of a fresh view of m.
@@ -569,18 +576,7 @@ func TestTopoPositiveLengths(t *testing.T) {
 		}
 		return seq
 	}
-	build := func() *Topo {
-		v, err := m.Static(StaticOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Release()
-		g, err := BuildTopo(context.Background(), v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
+	build := func() *Topo { return freshTopo(t, m) }
 	apply(engine.Op{Src: 1, Dst: 2, Weight: 2.5, Kind: engine.OpUpsert}, engine.Op{Src: 2, Dst: 3, Weight: 1, Kind: engine.OpUpsert})
 	g := build()
 	if !g.PositiveLengths() {
@@ -632,15 +628,7 @@ func TestTopoKeepsNegativeZero(t *testing.T) {
 	if _, err := s.Apply(batchOf([]engine.Op{{Src: 1, Dst: 2, Weight: negZero, Kind: engine.OpUpsert}, {Src: 2, Dst: 3, Weight: 4, Kind: engine.OpUpsert}})); err != nil {
 		t.Fatal(err)
 	}
-	v, err := m.Static(StaticOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := BuildTopo(context.Background(), v)
-	v.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := freshTopo(t, m)
 	check("built", g, 1, 2)
 	path := filepath.Join(t.TempDir(), "ck")
 	saveTopoFile(t, path, g)
@@ -650,11 +638,8 @@ func TestTopoKeepsNegativeZero(t *testing.T) {
 	if _, err := s.Apply(batchOf([]engine.Op{{Src: 1, Dst: 2, Weight: 5, Kind: engine.OpUpsert}})); err != nil {
 		t.Fatal(err)
 	}
-	v, _ = m.Static(StaticOptions{})
-	g, err = BuildTopo(context.Background(), v)
-	v.Release()
-	if err != nil || !g.Out.Whole() {
-		t.Fatalf("weights 5 and 4: Whole %v (%v)", g.Out.Whole(), err)
+	if g = freshTopo(t, m); !g.Out.Whole() {
+		t.Fatal("weights 5 and 4: not packed")
 	}
 	seq, err := s.Apply(batchOf([]engine.Op{op}))
 	if err != nil {
