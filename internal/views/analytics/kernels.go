@@ -52,6 +52,17 @@ func parallelFor(nw, n, grain int, f func(w, lo, hi int)) {
 	wg.Wait()
 }
 
+// filled returns n copies of x, written on nw workers.
+func filled[T any](nw, n int, x T) []T {
+	a := make([]T, n)
+	parallelFor(nw, n, 1<<16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a[i] = x
+		}
+	})
+	return a
+}
+
 // ---- BFS: direction-optimizing (Beamer, Asanović, Patterson, SC'12) ----
 
 // Switching heuristics of GAPBS's bfs.cc: go bottom-up when the frontier's
@@ -92,13 +103,8 @@ func (b *levels) deg(u int32) int64 {
 // unreached), direction-optimizing, on every core.
 func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int32) ([]int32, error) {
 	n := g.Len()
-	b := &levels{g: g, label: label, level: make([]int32, n)}
+	b := &levels{g: g, label: label, level: filled(workers(), n, int32(-1))}
 	level := b.level
-	parallelFor(workers(), n, 1<<16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			level[i] = -1
-		}
-	})
 	queue := append([]int32(nil), sources...)
 	edgesToCheck := g.Out.Edges()
 	if label != nil {
@@ -435,12 +441,7 @@ func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, erro
 			return dist, err
 		}
 	}
-	dist := make([]float64, g.Len())
-	parallelFor(workers(), len(dist), 1<<16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dist[i] = math.Inf(1)
-		}
-	})
+	dist := filled(workers(), g.Len(), math.Inf(1))
 	if root < 0 {
 		return dist, nil
 	}
@@ -453,12 +454,7 @@ func ssspKernel(ctx context.Context, g *views.Topo, root int32) ([]float64, erro
 // in 32 bits (the caller runs the float64 kernel).
 func ssspWhole(ctx context.Context, g *views.Topo, root int32) (dist []float64, ok bool, err error) {
 	nw := workers()
-	d32 := make([]uint32, g.Len())
-	parallelFor(nw, len(d32), 1<<16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			d32[i] = math.MaxUint32
-		}
-	})
+	d32 := filled(nw, g.Len(), uint32(math.MaxUint32))
 	d32[root] = 0
 	inv := 1 / ssspDeltaFor(g)
 	binOf := func(d uint32) int64 { return int64(float64(d) * inv) }
