@@ -452,15 +452,7 @@ func (a *Adj) unpack() {
 }
 
 // wAt is the weight at position k (1 when a keeps none).
-func (a *Adj) wAt(k int64) float64 {
-	switch {
-	case a.pw != nil:
-		return float64(a.pw[k].W)
-	case a.w != nil:
-		return a.w[k]
-	}
-	return 1
-}
+func (a *Adj) wAt(k int64) float64 { return Lengths{f: a.w, p: a.pw}.At(int(k)) }
 
 // setW sets the weight at position k, whose head is j (unpacking a's
 // weights when w is not whole); nothing when a keeps no weights.
