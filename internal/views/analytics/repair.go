@@ -212,7 +212,11 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 			parallelFor(nw, nw, 1, func(_, lo, hi int) {
 				for p := lo; p < hi; p++ {
-					r.decide(level, p, nw, T(l), &outs[p])
+					if l >= 2 {
+						r.decideUnit(level, p, nw, l, &outs[p])
+					} else {
+						r.decide(level, p, nw, T(l), &outs[p])
+					}
 				}
 			})
 			for w := range nw {
@@ -290,6 +294,9 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 	}
 	// 3. Dijkstra from them.
+	if r.unit {
+		return r.searchUnit(h.q)
+	}
 	settled := 0
 	for {
 		pd, pv, more := h.pop()
@@ -314,6 +321,42 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	return !r.negative
 }
 
+// searchUnit is phase 3 of a unit repair: a search from q's vertices,
+// level by level. Each level is staged so that its random reads overlap:
+// first the lists of every vertex still at that level, then their heads'
+// levels (Dijkstra's loop, one vertex at a time, follows one chain of reads
+// at a time: the list's place, the list, each head). It returns false when
+// it settles more than limit vertices.
+func (r *repair[T]) searchUnit(q *levelQueue) bool {
+	settled := 0
+	var lists [][]int32
+	for {
+		l, level, more := q.popLevel()
+		if !more {
+			return true
+		}
+		at, next := T(l), T(l+1)
+		lists = lists[:0]
+		for _, v := range level {
+			if r.d[v] == at { // (else it was queued again, nearer)
+				lists = append(lists, r.g.Out.Nbrs(v))
+			}
+		}
+		if settled += len(lists); settled > r.limit {
+			return false
+		}
+		for _, nb := range lists {
+			r.work += len(nb)
+			for _, x := range nb {
+				if r.lt(next, r.d[x]) {
+					r.d[x] = next
+					q.push(l+1, x)
+				}
+			}
+		}
+	}
+}
+
 // The states of phase 1 (0: not decided yet).
 const (
 	supported = 1
@@ -332,6 +375,10 @@ const maxWorkers = 8
 type decided struct {
 	marked, aff, next []int32
 	work              int
+	// decideUnit's scratch: the vertices it decides, those still open,
+	// and their in-lists.
+	todo, open []int32
+	ins        [][]int32
 }
 
 // decide decides the vertices of cs at distance dc (those v with v%nw ==
@@ -391,6 +438,89 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 		}
 	}
 }
+
+// decideUnit is decide for a unit repair at level l >= 2, staged so that
+// its random reads overlap: each step is one tight loop over the level's
+// undecided vertices whose reads do not depend on one another (every
+// vertex's in-list; then the k-th in-neighbor of each vertex not yet
+// supported, and its level and state; then the out-lists of the affected),
+// where decide follows one vertex's chain of reads at a time. It decides
+// as decide does; the INVARIANT written there holds here too.
+func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
+	state := r.mark.state
+	work := 0 // (o.work is next to another worker's: counted here)
+	defer func() { o.work += work }()
+	// The level's undecided vertices, each once, pending until decided.
+	todo := o.todo[:0]
+	for _, c := range cs {
+		if (nw == 1 || int(c)%nw == w) && state[c] == 0 {
+			state[c] = pending
+			todo = append(todo, c)
+		}
+	}
+	o.marked = append(o.marked, todo...)
+	ins := o.ins[:0]
+	for _, c := range todo {
+		ins = append(ins, r.g.In.Nbrs(c))
+	}
+	// Rounds: the k-th in-neighbor of every vertex not yet supported and
+	// whose list goes on (most are supported by one of their first).
+	up, down := T(l-1), T(l+1)
+	open := append(o.open[:0], todo...)
+	for k := 0; k < stagedRounds && len(open) > 0; k++ {
+		n := 0
+		for i, c := range open {
+			in := ins[i]
+			if k == len(in) { // (only at round 0: an empty list)
+				continue
+			}
+			work++
+			if u := in[k]; r.d[u] == up && state[u] != affected {
+				state[c] = supported
+				continue
+			}
+			if k+1 < len(in) {
+				open[n], ins[n] = c, in
+				n++
+			}
+		}
+		open, ins = open[:n], ins[:n]
+	}
+	for i, c := range open {
+		for _, u := range ins[i][stagedRounds:] {
+			work++
+			if r.d[u] == up && state[u] != affected {
+				state[c] = supported
+				break
+			}
+		}
+	}
+	for _, c := range todo {
+		if state[c] == supported {
+			continue
+		}
+		state[c] = affected
+		o.aff = append(o.aff, c)
+		nb := r.g.Out.Nbrs(c)
+		work += len(nb)
+		for _, x := range nb {
+			// (x's level first: a vertex of this level, another worker's,
+			// is not read.)
+			if r.d[x] == down && x != r.root && state[x] == 0 {
+				o.next = append(o.next, x)
+			}
+		}
+	}
+	o.todo, o.ins, o.open = todo, ins[:0], open[:0]
+}
+
+// stagedRounds is how many in-neighbors decideUnit tries for every
+// undecided vertex, round by round, before it scans the rest of each list
+// one vertex at a time.
+const stagedRounds = 3
+
+// pending is the state of a vertex decideUnit is deciding.
+const pending = 3
 
 // deleted is a filter of the pairs cut names, for a unit repair to tell
 // which upserted edges may be absent again (deleted after their upsert in
@@ -493,17 +623,25 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // edges, and as lengthened edges, upserts of new ones.
 func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool) (cut, ups [][2]int32, err error) {
 	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
+	ids := g.IDs
+	at := func(v uint64) int32 { // index, inlined (it is not: it copies g.IDs)
+		if i, ok := ids.Index(v); ok {
+			return int32(i)
+		}
+		return -1
+	}
 	ups = make([][2]int32, 0, len(edges)) // most operations are upserts
-	for k, e := range edges {
+	for k := range edges {
+		e := &edges[k]
 		switch e.Op.Kind {
 		case engine.OpDeleteVertex:
 			// Its edges follow as edge deletes.
 		case engine.OpDeleteEdge:
-			if i, j := index(g, e.Op.Src), index(g, e.Op.Dst); i >= 0 && j >= 0 && was(k) {
+			if i, j := at(e.Op.Src), at(e.Op.Dst); i >= 0 && j >= 0 && was(k) {
 				cut = append(cut, [2]int32{i, j})
 			}
 		default:
-			i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
+			i, j := at(e.Op.Src), at(e.Op.Dst)
 			if i < 0 || j < 0 {
 				return nil, nil, unindexed(e.Op.Src)
 			}
