@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -183,27 +182,13 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	st.grow(g.IDs)
 	// Deletes first (on g, which holds the batch's inserts: those between
 	// components are merged after).
-	var dels [][2]int32
-	ups, gone := make([][2]int32, 0, len(edges)), [][2]int32(nil)
-	for _, e := range edges {
-		i, j := index(g, e.Op.Src), index(g, e.Op.Dst)
-		switch e.Op.Kind {
-		case engine.OpDeleteVertex:
-			// Its edges follow as edge deletes.
-		case engine.OpDeleteEdge:
-			if i >= 0 && j >= 0 && i != j {
-				gone = append(gone, [2]int32{i, j})
-			}
-		default:
-			if i < 0 || j < 0 {
-				return false, unindexed(e.Op.Src)
-			}
-			ups = append(ups, [2]int32{i, j})
-		}
+	gone, ups, err := changes(g, edges, nil, false)
+	if err != nil {
+		return false, err
 	}
 	// The deletes within a component (between two, a delete changes
-	// nothing), read at random: on every core.
-	dels = keepPairs(gone, func(e [2]int32) bool { return st.comp[e[0]] == st.comp[e[1]] })
+	// nothing; nor does a loop's), read at random: on every core.
+	dels := keepPairs(gone, func(e [2]int32) bool { return e[0] != e[1] && st.comp[e[0]] == st.comp[e[1]] })
 	if len(dels) > 0 {
 		var cut []int32
 		if st.level == nil {
