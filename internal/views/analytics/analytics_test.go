@@ -324,6 +324,87 @@ func TestWCCMatchesReference(t *testing.T) {
 	}
 }
 
+// TestWCCSplitSeesNewEdgesBetweenComponents: a vertex cut from its
+// component in the same batch that gives it an edge (out, or in) to a
+// vertex of another component, one level below it in that one's support
+// forest, is not supported by it (their labels differ): it leaves its
+// component and joins the other, whose label it reads only because the
+// batch inserted that edge.
+func TestWCCSplitSeesNewEdgesBetweenComponents(t *testing.T) {
+	for _, out := range []bool{true, false} {
+		t.Run(fmt.Sprintf("out=%v", out), func(t *testing.T) {
+			s, err := engine.Open(t.TempDir(), &engine.Options{InEdges: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := views.NewManager(s, views.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { m.Close(); s.Close() }()
+			ts, err := m.Topology().Stream(views.StreamOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ts.Close()
+			ctx := context.Background()
+			cur := edges{}
+			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
+			apply := func(ops ...engine.Op) {
+				var b engine.Batch
+				for _, op := range ops {
+					testref.AddOp(&b, op)
+					cur.Apply(op)
+				}
+				if _, err := s.Apply(&b); err != nil {
+					t.Fatal(err)
+				}
+				u, err := ts.Pull(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer u.Done()
+				if a.Seq() == 0 {
+					err = a.Recompute(ctx, u.G)
+				} else if re, err2 := UpdateTopo(ctx, a, u); re || err2 != nil {
+					t.Fatalf("recomputed %v, %v", re, err2)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := refWCC(cur)
+				for _, x := range allIDs(cur) {
+					got, _ := a.Vertex(x)
+					wc, ok := want[x]
+					if !ok {
+						wc = x // no edges: alone
+					}
+					if c := got.(VertexComponent).Component; c != wc {
+						t.Fatalf("component of %d = %d, reference %d", x, c, wc)
+					}
+				}
+			}
+			up := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Weight: 1, Kind: engine.OpUpsert} }
+			del := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Kind: engine.OpDeleteEdge} }
+			// Component 1: hub 1 (its forest's root), 2 at level 1, and 3
+			// at level 2 below 2 only. Component 10: hub 10, 11 at level 1.
+			apply(up(1, 2), up(2, 3), up(1, 4), up(1, 5), up(1, 6),
+				up(10, 11), up(10, 12), up(10, 13), up(10, 14), up(11, 15))
+			apply(del(1, 6)) // the first delete builds the forest
+			if out {
+				apply(del(2, 3), up(3, 11))
+			} else {
+				apply(del(2, 3), up(11, 3))
+			}
+			c3, _ := a.Vertex(3)
+			c11, _ := a.Vertex(11)
+			if c3 != c11 || c3.(VertexComponent).Size != 7 {
+				t.Fatalf("vertex 3 is in component %+v, 11 in %+v: want one of 7", c3, c11)
+			}
+		})
+	}
+}
+
 func TestPageRankMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {

@@ -189,6 +189,12 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	// The deletes within a component (between two, a delete changes
 	// nothing; nor does a loop's), read at random: on every core.
 	dels := keepPairs(gone, func(e [2]int32) bool { return e[0] != e[1] && st.comp[e[0]] == st.comp[e[1]] })
+	// The inserts between components (most join two vertices of one),
+	// filtered on every core. A split leaves them so (it runs on g, which
+	// holds them, and only splits), and they are the only edges of g
+	// between components: the split needs to read a neighbor's label only
+	// when the edge to it may be one of them.
+	cross := keepPairs(ups, func(e [2]int32) bool { return st.comp[e[0]] != st.comp[e[1]] })
 	if len(dels) > 0 {
 		var cut []int32
 		if st.level == nil {
@@ -197,17 +203,15 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 				return false, err
 			}
 		}
-		if !st.split(g, dels, cut, repairLimit(g.Len())) {
+		if !st.split(g, dels, cut, repairLimit(g.Len()), newPairFilter(cross)) {
 			return true, a.unlocked(func() error { return a.Recompute(ctx, g) })
 		}
 	}
-	// The inserts between components (most join two vertices of one),
-	// filtered on every core; whether an upsert's edge is still there is
-	// searched for only when the batch deleted that pair (may have: a
-	// filter of the deletes).
+	// Whether an upsert's edge is still there is searched for only when
+	// the batch deleted that pair (may have: a filter of the deletes).
 	f := newPairFilter(gone)
 	present := func(e [2]int32) bool { _, ok := g.Weight(e[0], e[1]); return ok }
-	for _, e := range keepPairs(ups, func(e [2]int32) bool { return st.comp[e[0]] != st.comp[e[1]] }) {
+	for _, e := range cross {
 		if st.comp[e[0]] != st.comp[e[1]] && (!f.mayHold(e) || present(e)) {
 			st.merge(g, e[0], e[1])
 		}
@@ -230,9 +234,10 @@ func (st *wccState) neighbors(g *views.Topo, u int32, f func(x int32) bool) {
 }
 
 // split repairs the components after the deleted edges dels (each within
-// one component); cut are vertices known to have lost their support. It
+// one component); cut are vertices known to have lost their support, and
+// cross holds (may hold) every edge of g between two components. It
 // returns false when more than limit vertices lost their support.
-func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int) bool {
+func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int, cross pairFilter) bool {
 	// Each vertex's state (0: not decided yet), cleared on return.
 	st.mark.start(g.Len())
 	state, set := st.mark.state, st.mark.put
@@ -254,36 +259,15 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 			h.push(st.level[a], a)
 		}
 	}
+	var sc splitScratch
 	for {
-		_, c, more := h.pop()
+		lc, cs, more := h.popLevel()
 		if !more {
 			break
 		}
-		if state[c] != 0 {
-			continue
-		}
-		lc := st.level[c]
-		ok := lc == 0 // a root
-		if !ok {
-			st.neighbors(g, c, func(u int32) bool {
-				ok = st.level[u] == lc-1 && state[u] != affected
-				return !ok
-			})
-		}
-		if ok {
-			set(c, supported)
-			continue
-		}
-		set(c, affected)
-		if aff = append(aff, c); len(aff) > limit {
+		if aff = st.decideLevel(g, cs, lc, aff, cross, &sc); len(aff) > limit {
 			return false
 		}
-		st.neighbors(g, c, func(x int32) bool {
-			if state[x] == 0 && st.level[x] == lc+1 {
-				h.push(lc+1, x)
-			}
-			return true
-		})
 	}
 	if len(aff) == 0 {
 		return true
@@ -388,6 +372,109 @@ func (st *wccState) split(g *views.Topo, dels [][2]int32, cut []int32, limit int
 		}
 	}
 	return true
+}
+
+// splitScratch is decideLevel's buffers, kept across the levels of a
+// split.
+type splitScratch struct {
+	todo, open []int32
+	lists      [][2][]int32
+}
+
+// decideLevel decides split's undecided vertices of level lc among cs:
+// supported by a neighbor of their component one level down that is not
+// affected (a root always), else affected, appended to aff, and their
+// neighbors one level up queued to be decided. It is staged as repair.go's
+// decideUnit is, so that its random reads overlap: every vertex's lists
+// and label first, then the k-th neighbor of every vertex not yet
+// supported, round by round, then the rest of each list.
+func (st *wccState) decideLevel(g *views.Topo, cs []int32, lc int32, aff []int32, cross pairFilter, sc *splitScratch) []int32 {
+	state := st.mark.state
+	todo := sc.todo[:0]
+	for _, c := range cs {
+		if state[c] == 0 {
+			st.mark.put(c, pending)
+			todo = append(todo, c)
+		}
+	}
+	sc.todo = todo
+	if lc == 0 { // roots
+		for _, c := range todo {
+			state[c] = supported
+		}
+		return aff
+	}
+	lists := sc.lists[:0]
+	for _, c := range todo {
+		lists = append(lists, [2][]int32{g.Out.Nbrs(c), g.In.Nbrs(c)})
+	}
+	// supports reports whether u, a neighbor of c, is one: its label is
+	// read only when the edge may join two components.
+	supports := func(c, u int32) bool {
+		return st.level[u] == lc-1 && state[u] != affected &&
+			(!cross.mayHold([2]int32{c, u}) && !cross.mayHold([2]int32{u, c}) || st.comp[u] == st.comp[c])
+	}
+	// Rounds over the k-th neighbor (out-lists, then in-lists).
+	open := append(sc.open[:0], todo...)
+	var deg int
+	for k := 0; k < stagedRounds && len(open) > 0; k++ {
+		n := 0
+		for i, c := range open {
+			l := lists[i]
+			if deg = len(l[0]) + len(l[1]); k == deg { // (only at round 0)
+				continue
+			}
+			st.work++
+			u := int32(0)
+			if k < len(l[0]) {
+				u = l[0][k]
+			} else {
+				u = l[1][k-len(l[0])]
+			}
+			if supports(c, u) {
+				state[c] = supported
+				continue
+			}
+			if k+1 < deg {
+				open[n], lists[n] = c, l
+				n++
+			}
+		}
+		open, lists = open[:n], lists[:n]
+	}
+	for i, c := range open {
+		k := stagedRounds
+	scan:
+		for _, nb := range lists[i] {
+			if k >= len(nb) {
+				k -= len(nb)
+				continue
+			}
+			for _, u := range nb[k:] {
+				st.work++
+				if supports(c, u) {
+					state[c] = supported
+					break scan
+				}
+			}
+			k = 0
+		}
+	}
+	sc.open, sc.lists = open[:0], lists[:0]
+	for _, c := range todo {
+		if state[c] == supported {
+			continue
+		}
+		state[c] = affected
+		aff = append(aff, c)
+		st.neighbors(g, c, func(x int32) bool {
+			if state[x] == 0 && st.level[x] == lc+1 {
+				st.mark.q.push(lc+1, x)
+			}
+			return true
+		})
+	}
+	return aff
 }
 
 // relabel makes the vertices ms a component labelled by the first.
