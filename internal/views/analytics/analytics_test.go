@@ -300,19 +300,7 @@ func TestWCCMatchesReference(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			h := newHarness(t, uint64(10+i), v.inEdges, v.ids)
 			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
-			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, _ *views.Update) {
-				want := refWCC(g)
-				for _, x := range allIDs(g) {
-					got, _ := a.Vertex(x)
-					wc, ok := want[x]
-					if !ok {
-						wc = x // no edges: alone
-					}
-					if c := got.(VertexComponent).Component; c != wc {
-						t.Fatalf("component of %d = %d, reference %d", x, c, wc)
-					}
-				}
-			})
+			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, _ *views.Update) { checkWCC(t, a, g) })
 			t.Logf("%d incremental, %d recomputed", incr, recomp)
 			if v.insertOnly && recomp > 0 {
 				t.Fatalf("inserts only, yet %d recomputes", recomp)
@@ -321,6 +309,23 @@ func TestWCCMatchesReference(t *testing.T) {
 				t.Fatalf("only %d incremental updates", incr)
 			}
 		})
+	}
+}
+
+// checkWCC fails t unless a names every vertex of g by the component the
+// reference finds.
+func checkWCC(t *testing.T, a *wcc, g edges) {
+	t.Helper()
+	want := refWCC(g)
+	for _, x := range allIDs(g) {
+		got, _ := a.Vertex(x)
+		wc, ok := want[x]
+		if !ok {
+			wc = x // no edges: alone
+		}
+		if c := got.(VertexComponent).Component; c != wc {
+			t.Fatalf("component of %d = %d, reference %d", x, c, wc)
+		}
 	}
 }
 
@@ -333,15 +338,7 @@ func TestWCCMatchesReference(t *testing.T) {
 func TestWCCSplitSeesNewEdgesBetweenComponents(t *testing.T) {
 	for _, out := range []bool{true, false} {
 		t.Run(fmt.Sprintf("out=%v", out), func(t *testing.T) {
-			s, err := engine.Open(t.TempDir(), &engine.Options{InEdges: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := views.NewManager(s, views.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { m.Close(); s.Close() }()
+			s, m := openStore(t)
 			ts, err := m.Topology().Stream(views.StreamOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -372,17 +369,7 @@ func TestWCCSplitSeesNewEdgesBetweenComponents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := refWCC(cur)
-				for _, x := range allIDs(cur) {
-					got, _ := a.Vertex(x)
-					wc, ok := want[x]
-					if !ok {
-						wc = x // no edges: alone
-					}
-					if c := got.(VertexComponent).Component; c != wc {
-						t.Fatalf("component of %d = %d, reference %d", x, c, wc)
-					}
-				}
+				checkWCC(t, a, cur)
 			}
 			up := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Weight: 1, Kind: engine.OpUpsert} }
 			del := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Kind: engine.OpDeleteEdge} }

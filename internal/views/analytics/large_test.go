@@ -14,6 +14,23 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
+// openStore opens a store with in-edges in a temporary directory, and a
+// view manager over it, both closed when t ends.
+func openStore(t *testing.T) (*engine.Store, *views.Manager) {
+	t.Helper()
+	s, err := engine.Open(t.TempDir(), &engine.Options{InEdges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return s, m
+}
+
 // bigGraph is a store over an RMAT graph of 2^scale vertices (hubs
 // included) under ids of both bands (spreadID), its oracle, and the
 // topology stream the analytics follow.
@@ -32,15 +49,7 @@ type bigGraph struct {
 // do not grow with the scale).
 func newBigGraph(t *testing.T, scale, edgeFactor int, seed uint64, uniform bool) *bigGraph {
 	t.Helper()
-	s, err := engine.Open(t.TempDir(), &engine.Options{InEdges: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := views.NewManager(s, views.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(); s.Close() })
+	s, m := openStore(t)
 	g := &bigGraph{t: t, s: s, m: m, cur: edges{}, r: rand.New(rand.NewPCG(seed, 3)), nv: 1 << scale}
 	var b engine.Batch
 	es := (gen.RMAT{Scale: scale, EdgeFactor: edgeFactor, Seed: seed}).Generate()

@@ -425,18 +425,25 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 			state[c] = supported
 			continue
 		}
-		state[c] = affected
-		o.aff = append(o.aff, c)
-		nb := r.g.Out.Nbrs(c)
-		work += len(nb)
-		for k, x := range nb {
-			// (x's distance first: a vertex of this level, another
-			// worker's, is not read.)
-			if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && state[x] == 0 {
-				o.next = append(o.next, x)
-			}
+		work += r.affect(c, dc, o)
+	}
+}
+
+// affect marks c, at distance dc, affected and queues in o its tight
+// out-neighbors not decided yet; it returns the edges it read.
+func (r *repair[T]) affect(c int32, dc T, o *decided) int {
+	state := r.mark.state
+	state[c] = affected
+	o.aff = append(o.aff, c)
+	nb := r.g.Out.Nbrs(c)
+	for k, x := range nb {
+		// (x's distance first: a vertex of this level, another worker's,
+		// is not read.)
+		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && state[x] == 0 {
+			o.next = append(o.next, x)
 		}
 	}
+	return len(nb)
 }
 
 // decideUnit is decide for a unit repair at level l >= 2, staged so that
@@ -465,8 +472,9 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 	}
 	// Rounds: the k-th in-neighbor of every vertex not yet supported and
 	// whose list goes on (most are supported by one of their first).
-	up, down := T(l-1), T(l+1)
-	open := append(o.open[:0], todo...)
+	up := T(l - 1)
+	open := o.open[:0]
+	open = append(open, todo...)
 	for k := 0; k < stagedRounds && len(open) > 0; k++ {
 		n := 0
 		for i, c := range open {
@@ -496,19 +504,8 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 		}
 	}
 	for _, c := range todo {
-		if state[c] == supported {
-			continue
-		}
-		state[c] = affected
-		o.aff = append(o.aff, c)
-		nb := r.g.Out.Nbrs(c)
-		work += len(nb)
-		for _, x := range nb {
-			// (x's level first: a vertex of this level, another worker's,
-			// is not read.)
-			if r.d[x] == down && x != r.root && state[x] == 0 {
-				o.next = append(o.next, x)
-			}
+		if state[c] != supported {
+			work += r.affect(c, T(l), o)
 		}
 	}
 	o.todo, o.ins, o.open = todo, ins[:0], open[:0]

@@ -415,7 +415,8 @@ func (st *wccState) decideLevel(g *views.Topo, cs []int32, lc int32, aff []int32
 			(!cross.mayHold([2]int32{c, u}) && !cross.mayHold([2]int32{u, c}) || st.comp[u] == st.comp[c])
 	}
 	// Rounds over the k-th neighbor (out-lists, then in-lists).
-	open := append(sc.open[:0], todo...)
+	open := sc.open[:0]
+	open = append(open, todo...)
 	var deg int
 	for k := 0; k < stagedRounds && len(open) > 0; k++ {
 		n := 0
