@@ -386,8 +386,8 @@ type splitScratch struct {
 // affected (a root always), else affected, appended to aff, and their
 // neighbors one level up queued to be decided. It is staged as repair.go's
 // decideUnit is, so that its random reads overlap: every vertex's lists
-// and label first, then the k-th neighbor of every vertex not yet
-// supported, round by round, then the rest of each list.
+// first, then the k-th neighbor of every vertex not yet supported, round
+// by round, then the rest of each list.
 func (st *wccState) decideLevel(g *views.Topo, cs []int32, lc int32, aff []int32, cross pairFilter, sc *splitScratch) []int32 {
 	state := st.mark.state
 	todo := sc.todo[:0]
