@@ -85,6 +85,7 @@ func (s *Server) restoreAnalytics(ctx context.Context, opts []kgo.Opt, specs []a
 	})
 	switch {
 	case errors.Is(err, analytics.ErrNoCheckpoint):
+		s.log.Info("no analytics checkpoint yet: they compute from the store", "file", path)
 		return nil, nil
 	case err != nil && len(names) == 0:
 		s.log.Warn("the analytics' checkpoint is not used: they compute from the store", "file", path, "err", err)
