@@ -207,12 +207,7 @@ func TestTopologyFollowsTheOracle(t *testing.T) {
 // outgrow the free tail, and a vertex delete of a hub with a self-loop.
 func TestTopoApplyOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	cur := oracle{}
 	var ops []engine.Op
 	for i := 0; i < 2000; i++ {
@@ -563,12 +558,7 @@ func TestPresenceStreamCatchesUpInParts(t *testing.T) {
 // PositiveLengths holds until a weight that is not above 0 is built,
 // applied or loaded, and then stays false.
 func TestTopoPositiveLengths(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	apply := func(ops ...engine.Op) uint64 {
 		seq, err := s.Apply(batchOf(ops))
 		if err != nil {
@@ -607,12 +597,7 @@ func TestTopoPositiveLengths(t *testing.T) {
 // TestTopoKeepsNegativeZero: a weight of -0 is kept as written (not
 // packed, where it would read back as +0), built, applied and loaded.
 func TestTopoKeepsNegativeZero(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	negZero := math.Copysign(0, -1)
 	check := func(label string, g *Topo, i, j uint64) {
 		t.Helper()

@@ -62,7 +62,7 @@ func smallStore(t testing.TB, inEdges bool) *engine.Store {
 }
 
 // smallLogManager is a Manager over a smallStore whose edge log holds
-// logCap operations (closed when the test ends).
+// logCap operations (0: the default; closed when the test ends).
 func smallLogManager(t testing.TB, inEdges bool, logCap int) (*engine.Store, *Manager) {
 	t.Helper()
 	s := smallStore(t, inEdges)
@@ -299,12 +299,7 @@ func checkView(t testing.TB, v *StaticView, want oracle) {
 func TestStaticViewsNeverChange(t *testing.T) {
 	for _, inEdges := range []bool{false, true} {
 		t.Run(fmt.Sprintf("in=%v", inEdges), func(t *testing.T) {
-			s := smallStore(t, inEdges)
-			m, err := NewManager(s, Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			s, m := smallLogManager(t, inEdges, 0)
 			h := newHistory()
 			done := make(chan struct{})
 			tick := make(chan struct{})
@@ -959,12 +954,7 @@ func TestVertexIndex(t *testing.T) {
 // deleted since included), and once the log's operations from it on are
 // read, older views need no scan of their own.
 func TestVertexIndexOlderView(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	var b engine.Batch
 	b.Insert(5, 1<<60)
 	if _, err := s.Apply(&b); err != nil {
@@ -1014,12 +1004,7 @@ func TestVertexIndexOlderView(t *testing.T) {
 // hash table, rebuilding generations) and a writer applies; run under the
 // race detector.
 func TestVertexIndexConcurrent(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	var mu sync.Mutex
 	applied := []uint64{} // ids applied so far, in order
 	stop := make(chan struct{})
@@ -1178,12 +1163,7 @@ func TestStatefulLostWhenTheLogWraps(t *testing.T) {
 // lateness less duration), and Late exactly the ones that arrived at or
 // below it. Operations without an event time count at their apply time.
 func TestEventTimeWindows(t *testing.T) {
-	s := smallStore(t, false)
-	m, err := NewManager(s, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s, m := smallLogManager(t, false, 0)
 	const dur, lateness = 10 * time.Second, 3 * time.Second
 	const du, lat = int64(dur / time.Microsecond), int64(lateness / time.Microsecond)
 	st, err := m.Stream(StreamOptions{Window: Window{Duration: dur, Lateness: lateness}})
