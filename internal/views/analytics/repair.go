@@ -199,16 +199,20 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	if r.unit {
 		// Level by level: a level's vertices depend only on the levels
-		// before it, so a large one is decided on every core.
+		// before it, so a large one is decided on every core. (Each
+		// worker's findings, kept across levels for their buffers.)
+		var outs [maxWorkers]decided
 		for {
 			l, level, more := h.q.popLevel()
 			if !more {
 				break
 			}
-			var outs [maxWorkers]decided
 			nw := 1
 			if len(level) >= parallelLevel {
 				nw = min(workers(), maxWorkers)
+			}
+			for w := range nw {
+				outs[w].reset()
 			}
 			parallelFor(nw, nw, 1, func(_, lo, hi int) {
 				for p := lo; p < hi; p++ {
@@ -239,7 +243,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			if !more {
 				break
 			}
-			o = decided{marked: o.marked[:0], aff: o.aff[:0], next: o.next[:0]}
+			o.reset()
 			r.decide([]int32{c}, 0, 1, r.d[c], &o)
 			r.mark.marked = append(r.mark.marked, o.marked...)
 			r.work += o.work
@@ -379,6 +383,11 @@ type decided struct {
 	// and their in-lists.
 	todo, open []int32
 	ins        [][]int32
+}
+
+// reset empties o for the next vertices, keeping its buffers.
+func (o *decided) reset() {
+	o.marked, o.aff, o.next, o.work = o.marked[:0], o.aff[:0], o.next[:0], 0
 }
 
 // decide decides the vertices of cs at distance dc (those v with v%nw ==
