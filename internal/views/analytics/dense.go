@@ -73,6 +73,9 @@ type marks struct {
 	state  []uint8
 	marked []int32
 	q      levelQueue // the unit searches' queue, reused
+	// cut, ups: the buffers of changes, reused (a batch's are read until
+	// the next run).
+	cut, ups [][2]int32
 }
 
 // start makes the marks cover n indexes (new ones 0) for a run.
@@ -97,7 +100,7 @@ func (m *marks) clear() {
 }
 
 func (m *marks) bytes() int64 {
-	return sliceBytes(m.state) + sliceBytes(m.marked) + m.q.bytes()
+	return sliceBytes(m.state) + sliceBytes(m.marked) + m.q.bytes() + sliceBytes(m.cut) + sliceBytes(m.ups)
 }
 
 // guarded holds a graph analytic's state: a recompute builds a new state

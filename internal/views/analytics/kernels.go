@@ -27,6 +27,12 @@ func workers() int { return runtime.GOMAXPROCS(0) }
 // its per-worker slices with the nw it passes, read once from workers(),
 // which can change between calls) by an atomic counter, and returns when
 // every chunk is done.
+//
+// The caller is worker 0 and takes chunks too; it waits only for chunks
+// another worker has begun, never for a worker to start. A helper on an
+// idle core can take a few hundred microseconds to be scheduled (its
+// vCPU halted, on this machine), longer than a repair's whole filter: a
+// late helper finds no chunk left and returns.
 func parallelFor(nw, n, grain int, f func(w, lo, hi int)) {
 	if n <= grain || nw <= 1 {
 		if n > 0 {
@@ -34,22 +40,41 @@ func parallelFor(nw, n, grain int, f func(w, lo, hi int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				lo := int(next.Add(int64(grain))) - grain
-				if lo >= n {
-					return
-				}
-				f(w, lo, min(lo+grain, n))
+	goFor(nw, n, grain, f)()
+}
+
+// goFor is parallelFor begun in the background: its helpers (workers 1
+// to nw-1, at least one: w is below max(nw, 2)) start on it at once, and the caller calls wait,
+// once or more, before it reads what f wrote. wait makes the caller
+// worker 0, as in parallelFor: it takes the chunks left, then waits for
+// those begun.
+func goFor(nw, n, grain int, f func(w, lo, hi int)) (wait func()) {
+	chunks := int64((n + grain - 1) / grain)
+	var next, done atomic.Int64
+	fin := make(chan struct{})
+	work := func(w int) {
+		for {
+			c := next.Add(1) - 1
+			if c >= chunks {
+				return
 			}
-		}()
+			lo := int(c) * grain
+			f(w, lo, min(lo+grain, n))
+			if done.Add(1) == chunks {
+				close(fin)
+			}
+		}
 	}
-	wg.Wait()
+	if chunks == 0 {
+		return func() {}
+	}
+	for w := 1; w < max(2, nw) && int64(w) <= chunks; w++ {
+		go work(w)
+	}
+	return func() {
+		work(0)
+		<-fin
+	}
 }
 
 // filled returns n copies of x, written on nw workers.

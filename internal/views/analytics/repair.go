@@ -175,26 +175,33 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	defer r.mark.clear()
 	var aff []int32
 	h := newDistQueue[T](r.unit, &r.mark.q)
+	better := r.improving(ups)
+	defer better() // (its helpers read d: done before it is returned)
 	// The cut edges that supported their head, filtered on every core (a
 	// hub's vertex delete cuts tens of thousands, each two distances read
 	// at random).
-	for _, e := range keepPairs(cut, func(e [2]int32) bool {
-		// Only an edge that was tight supported its head: with unit
-		// lengths, one level apart; else (the old length is gone) one
-		// from a closer vertex that the new length (if any) no longer
-		// makes tight.
-		a, c := e[0], e[1]
-		da, dc := r.d[a], r.d[c]
-		if c == r.root || dc == r.far || da == r.far || da > dc || r.unit && da+1 != dc || r.positive && da == dc {
-			return false // (a zero length makes da == dc: such an edge may be tight)
-		}
-		if !r.unit {
-			if w, ok := r.g.Weight(a, c); ok && da+T(w) == dc {
-				return false // still tight: still a support
+	kc := keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
+		d, root, far, unit, positive := r.d, r.root, r.far, r.unit, r.positive
+		for _, e := range part {
+			// Only an edge that was tight supported its head: with unit
+			// lengths, one level apart; else (the old length is gone) one
+			// from a closer vertex that the new length (if any) no longer
+			// makes tight.
+			a, c := e[0], e[1]
+			da, dc := d[a], d[c]
+			if c == root || dc == far || da == far || da > dc || unit && da+1 != dc || positive && da == dc {
+				continue // (a zero length makes da == dc: such an edge may be tight)
 			}
+			if !unit {
+				if w, ok := r.g.Weight(a, c); ok && da+T(w) == dc {
+					continue // still tight: still a support
+				}
+			}
+			out = append(out, e)
 		}
-		return true
-	}) {
+		return out
+	})
+	for _, e := range kc {
 		h.push(r.d[e[1]], e[1])
 	}
 	if r.unit {
@@ -256,6 +263,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 	}
 	// 2. The affected restart from their best unaffected in-neighbor.
+	better() // (d is written from here on)
 	for _, c := range aff {
 		r.d[c] = r.far
 	}
@@ -276,7 +284,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 	}
 	gone := r.deleted(cut)
-	for _, e := range r.improving(ups) {
+	for _, e := range better() {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
 			w := 1.0
 			if gone == nil || gone.mayHold(e) {
@@ -447,8 +455,9 @@ func (r *repair[T]) affect(c int32, dc T, o *decided) int {
 	nb := r.g.Out.Nbrs(c)
 	for k, x := range nb {
 		// (x's distance first: a vertex of this level, another worker's,
-		// is not read.)
-		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && state[x] == 0 {
+		// is not read. With unit lengths x is on the next level, which is
+		// decided after this one: its state is 0, and not read.)
+		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && (r.unit || state[x] == 0) {
 			o.next = append(o.next, x)
 		}
 	}
@@ -533,7 +542,7 @@ const pending = 3
 // the same batch) without searching for every one of them in its tail's
 // out-list: upserted and not deleted in the batch, an edge is present.
 // A pair the filter does not hold was not cut; one it holds may have
-// been (one hash into about 8 bits a pair: an eighth of the others are
+// been (one hash into about 32 bits a pair: one in 32 of the others is
 // searched for needlessly). It is nil (search every one) for a weighted
 // repair, which needs the weights.
 func (r *repair[T]) deleted(cut [][2]int32) pairFilter {
@@ -547,10 +556,11 @@ func (r *repair[T]) deleted(cut [][2]int32) pairFilter {
 // words is at least 1.
 type pairFilter []uint64
 
-// newPairFilter is a filter of ps, about 8 bits a pair (an eighth of the
-// pairs it does not hold seem held).
+// newPairFilter is a filter of ps, about 32 bits a pair (one in 32 of
+// the pairs it does not hold seems held: a batch's 10,000 operations take
+// 40 KB, and each pair that seems held costs a search at random).
 func newPairFilter(ps [][2]int32) pairFilter {
-	f := make(pairFilter, max(1, (8*len(ps)+63)/64))
+	f := make(pairFilter, max(1, (32*len(ps)+63)/64))
 	for _, e := range ps {
 		f.add(e)
 	}
@@ -575,41 +585,65 @@ func (f pairFilter) mayHold(e [2]int32) bool {
 }
 
 // improving returns the edges of ups that may shorten their head's
-// distance as d stands: most do not, and reading two distances at random
-// per edge is what a batch's inserts cost (cache misses), so a large
-// batch is filtered on every core first. Dropping the others is exact:
-// the distances only fall from here on, so an edge that does not shorten
-// its head now never will in this repair.
-func (r *repair[T]) improving(ups [][2]int32) [][2]int32 {
+// distance, filtered in the background on d as it stands before phase 2
+// (most do not, and reading two distances at random per edge is what a
+// batch's inserts cost: cache misses), while phase 1 runs (it reads d
+// only): wait returns them, and must be called before d is written.
+// Weighted, all of ups (their lengths are searched for after).
+//
+// INVARIANT: phases 1 and 2 change only the distances of the affected,
+// so an upsert between two vertices that are not shortens its head
+// after phase 2 only if it did before; into an affected vertex, phase 2
+// read it (its restart reads every in-edge of g, the batch's upserts
+// among them); out of one, the search relaxes it (an affected vertex is
+// queued, else unreached). Dropping the others is exact: the distances
+// only fall from phase 2 on, so an edge that does not shorten its head
+// then never will in this repair.
+func (r *repair[T]) improving(ups [][2]int32) (wait func() [][2]int32) {
 	if !r.unit && r.g.Out.Weighted() {
-		return ups // weighted: the lengths are searched for below
+		return func() [][2]int32 { return ups }
 	}
-	return keepPairs(ups, func(e [2]int32) bool {
-		du := r.d[e[0]]
-		return du != r.far && r.lt(du+1, r.d[e[1]])
+	return goKeepPairs(ups, func(part, out [][2]int32) [][2]int32 {
+		d, far := r.d, r.far
+		for _, e := range part {
+			if du := d[e[0]]; du != far && r.lt(du+1, d[e[1]]) {
+				out = append(out, e)
+			}
+		}
+		return out
 	})
 }
 
-// keepPairs returns the pairs of es that keep holds for, in order: a large
-// es is filtered on every core first (keep reads at random, and the cache
-// misses are the cost). keep must only read.
-func keepPairs(es [][2]int32, keep func(e [2]int32) bool) [][2]int32 {
-	var kept []bool
-	if len(es) >= keepGrain {
-		kept = make([]bool, len(es))
-		parallelFor(workers(), len(es), keepGrain, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				kept[i] = keep(es[i])
-			}
-		})
+// keepPairs returns the pairs of es that keep keeps, in order: keep(part,
+// out) appends to out the pairs of part to keep. Its loop is the caller's,
+// so that the test is inlined in it: the cost is the test's reads at
+// random (cache misses), and called once a pair, the test let half as
+// many of them overlap. A large es is filtered on every core first. keep
+// must only read.
+func keepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) [][2]int32 {
+	if len(es) <= keepGrain {
+		return keep(es, nil)
 	}
-	out := es[:0:0]
-	for i, e := range es {
-		if kept != nil && kept[i] || kept == nil && keep(e) {
-			out = append(out, e)
+	return goKeepPairs(es, keep)()
+}
+
+// goKeepPairs is keepPairs begun in the background (goFor): wait returns
+// the pairs kept (called again, the same).
+func goKeepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) (wait func() [][2]int32) {
+	nw := workers()
+	parts := make([][][2]int32, (len(es)+keepGrain-1)/keepGrain)
+	done := goFor(nw, len(es), keepGrain, func(_, lo, hi int) {
+		parts[lo/keepGrain] = keep(es[lo:hi], nil)
+	})
+	var kept [][2]int32
+	waited := false
+	return func() [][2]int32 {
+		if !waited {
+			done()
+			kept, waited = slices.Concat(parts...), true
 		}
+		return kept
 	}
-	return out
 }
 
 // keepGrain is the chunk of keepPairs' parallel filter.
@@ -626,8 +660,10 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // edges. An edge delete of a vertex g does not index deleted nothing.
 // prior (nil, or what was there before each operation) leaves out the
 // operations that changed nothing a distance rests on: deletes of absent
-// edges, and as lengthened edges, upserts of new ones.
-func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool) (cut, ups [][2]int32, err error) {
+// edges, and as lengthened edges, upserts of new ones. The two lists are
+// m's buffers (m.cut, m.ups), valid until its next changes: a fresh
+// list per batch cost more than reading the batch (zeroed, then grown).
+func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool, m *marks) (cut, ups [][2]int32, err error) {
 	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
 	ids := g.IDs
 	at := func(v uint64) int32 { // index, inlined (it is not: it copies g.IDs)
@@ -636,7 +672,8 @@ func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bo
 		}
 		return -1
 	}
-	ups = make([][2]int32, 0, len(edges)) // most operations are upserts
+	cut, ups = m.cut[:0], m.ups[:0]
+	defer func() { m.cut, m.ups = cut, ups }()
 	for k := range edges {
 		e := &edges[k]
 		switch e.Op.Kind {
@@ -669,7 +706,7 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
-	cut, ups, err := changes(g, edges, prior, !unit && g.Out.Weighted())
+	cut, ups, err := changes(g, edges, prior, !unit && g.Out.Weighted(), mark)
 	if err != nil {
 		return d, false, err
 	}

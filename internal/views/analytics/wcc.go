@@ -182,19 +182,35 @@ func (a *wcc) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	st.grow(g.IDs)
 	// Deletes first (on g, which holds the batch's inserts: those between
 	// components are merged after).
-	gone, ups, err := changes(g, edges, nil, false)
+	gone, ups, err := changes(g, edges, nil, false, &st.mark)
 	if err != nil {
 		return false, err
 	}
+	// The inserts between components (most join two vertices of one),
+	// filtered in the background while the deletes are. A split leaves
+	// them so (it runs on g, which holds them, and only splits), and they
+	// are the only edges of g between components: the split needs to read
+	// a neighbor's label only when the edge to it may be one of them.
+	comp := st.comp
+	crossing := goKeepPairs(ups, func(part, out [][2]int32) [][2]int32 {
+		for _, e := range part {
+			if comp[e[0]] != comp[e[1]] {
+				out = append(out, e)
+			}
+		}
+		return out
+	})
 	// The deletes within a component (between two, a delete changes
 	// nothing; nor does a loop's), read at random: on every core.
-	dels := keepPairs(gone, func(e [2]int32) bool { return e[0] != e[1] && st.comp[e[0]] == st.comp[e[1]] })
-	// The inserts between components (most join two vertices of one),
-	// filtered on every core. A split leaves them so (it runs on g, which
-	// holds them, and only splits), and they are the only edges of g
-	// between components: the split needs to read a neighbor's label only
-	// when the edge to it may be one of them.
-	cross := keepPairs(ups, func(e [2]int32) bool { return st.comp[e[0]] != st.comp[e[1]] })
+	dels := keepPairs(gone, func(part, out [][2]int32) [][2]int32 {
+		for _, e := range part {
+			if e[0] != e[1] && comp[e[0]] == comp[e[1]] {
+				out = append(out, e)
+			}
+		}
+		return out
+	})
+	cross := crossing()
 	if len(dels) > 0 {
 		var cut []int32
 		if st.level == nil {
