@@ -329,6 +329,64 @@ func checkWCC(t *testing.T, a *wcc, g edges) {
 	}
 }
 
+// stepped is an analytic driven batch by batch on a store of its own:
+// apply applies ops to the store and to cur (the reference's edges),
+// brings the analytic to them (its first compute, then updates, which
+// must not recompute) and calls check.
+type stepped struct {
+	t  *testing.T
+	s  *engine.Store
+	ts *views.TopoStream
+	a  interface {
+		Analytic
+		TopoAnalytic
+	}
+	cur   edges
+	check func(ops []engine.Op)
+}
+
+func newStepped(t *testing.T, a interface {
+	Analytic
+	TopoAnalytic
+}, check func(cur edges, ops []engine.Op)) *stepped {
+	s, m := openStore(t)
+	ts, err := m.Topology().Stream(views.StreamOptions{Presence: NeedsPresence(a.Spec())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	st := &stepped{t: t, s: s, ts: ts, a: a, cur: edges{}}
+	st.check = func(ops []engine.Op) { check(st.cur, ops) }
+	return st
+}
+
+func (st *stepped) apply(ops ...engine.Op) {
+	t, ctx := st.t, context.Background()
+	t.Helper()
+	var b engine.Batch
+	for _, op := range ops {
+		testref.AddOp(&b, op)
+		st.cur.Apply(op)
+	}
+	if _, err := st.s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.ts.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Done()
+	if st.a.Seq() == 0 {
+		err = st.a.Recompute(ctx, u.G)
+	} else if re, err2 := UpdateTopo(ctx, st.a, u); re || err2 != nil {
+		t.Fatalf("recomputed %v, %v", re, err2)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.check(ops)
+}
+
 // TestWCCSplitSeesNewEdgesBetweenComponents: a vertex cut from its
 // component in the same batch that gives it an edge (out, or in) to a
 // vertex of another component, one level below it in that one's support
@@ -338,39 +396,8 @@ func checkWCC(t *testing.T, a *wcc, g edges) {
 func TestWCCSplitSeesNewEdgesBetweenComponents(t *testing.T) {
 	for _, out := range []bool{true, false} {
 		t.Run(fmt.Sprintf("out=%v", out), func(t *testing.T) {
-			s, m := openStore(t)
-			ts, err := m.Topology().Stream(views.StreamOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ts.Close()
-			ctx := context.Background()
-			cur := edges{}
 			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
-			apply := func(ops ...engine.Op) {
-				var b engine.Batch
-				for _, op := range ops {
-					testref.AddOp(&b, op)
-					cur.Apply(op)
-				}
-				if _, err := s.Apply(&b); err != nil {
-					t.Fatal(err)
-				}
-				u, err := ts.Pull(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer u.Done()
-				if a.Seq() == 0 {
-					err = a.Recompute(ctx, u.G)
-				} else if re, err2 := UpdateTopo(ctx, a, u); re || err2 != nil {
-					t.Fatalf("recomputed %v, %v", re, err2)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkWCC(t, a, cur)
-			}
+			apply := newStepped(t, a, func(cur edges, _ []engine.Op) { checkWCC(t, a, cur) }).apply
 			up := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Weight: 1, Kind: engine.OpUpsert} }
 			del := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Kind: engine.OpDeleteEdge} }
 			// Component 1: hub 1 (its forest's root), 2 at level 1, and 3
@@ -408,37 +435,7 @@ func TestRepairsReadInsertsThroughTheAffected(t *testing.T) {
 			if typ == "sssp" {
 				a = newSSSP(Spec{Name: "sssp", Type: "sssp"}, 1)
 			}
-			s, m := openStore(t)
-			ts, err := m.Topology().Stream(views.StreamOptions{Presence: NeedsPresence(a.Spec())})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ts.Close()
-			ctx := context.Background()
-			cur := edges{}
-			apply := func(ops ...engine.Op) {
-				t.Helper()
-				var b engine.Batch
-				for _, op := range ops {
-					testref.AddOp(&b, op)
-					cur.Apply(op)
-				}
-				if _, err := s.Apply(&b); err != nil {
-					t.Fatal(err)
-				}
-				u, err := ts.Pull(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer u.Done()
-				if a.Seq() == 0 {
-					err = a.Recompute(ctx, u.G)
-				} else if re, err2 := UpdateTopo(ctx, a, u); re || err2 != nil {
-					t.Fatalf("recomputed %v, %v", re, err2)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			apply := newStepped(t, a, func(cur edges, ops []engine.Op) {
 				want := refBFS(cur, 1)
 				for _, x := range allIDs(cur) {
 					got, _ := a.Vertex(x)
@@ -459,7 +456,7 @@ func TestRepairsReadInsertsThroughTheAffected(t *testing.T) {
 						t.Fatalf("after %v: level of %d = %d, reference %d", ops, x, gl, wl)
 					}
 				}
-			}
+			}).apply
 			up := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Weight: 1, Kind: engine.OpUpsert} }
 			del := func(x, y uint64) engine.Op { return engine.Op{Src: x, Dst: y, Kind: engine.OpDeleteEdge} }
 			// Levels: 1 (the root) 0; 2, 3, 10 1; 4, 5, 11 2; 6, 9 3.
