@@ -44,10 +44,10 @@ func parallelFor(nw, n, grain int, f func(w, lo, hi int)) {
 }
 
 // goFor is parallelFor begun in the background: its helpers (workers 1
-// to nw-1, at least one: w is below max(nw, 2)) start on it at once, and the caller calls wait,
-// once or more, before it reads what f wrote. wait makes the caller
-// worker 0, as in parallelFor: it takes the chunks left, then waits for
-// those begun.
+// to nw-1, at least one: w is below max(nw, 2)) start on it at once, and
+// the caller calls wait, once or more, before it reads what f wrote. wait
+// makes the caller worker 0, as in parallelFor: it takes the chunks left,
+// then waits for those begun.
 func goFor(nw, n, grain int, f func(w, lo, hi int)) (wait func()) {
 	chunks := int64((n + grain - 1) / grain)
 	var next, done atomic.Int64
