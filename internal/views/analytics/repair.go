@@ -264,17 +264,28 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	// 2. The affected restart from their best unaffected in-neighbor.
 	better() // (d is written from here on)
-	for _, c := range aff {
+	was := make([]T, len(aff))
+	for i, c := range aff {
+		was[i] = r.d[c]
 		r.d[c] = r.far
 	}
 	h = newDistQueue[T](r.unit, &r.mark.q)
-	for _, c := range aff {
+	for i, c := range aff {
 		best := r.far
 		for _, u := range r.g.In.Nbrs(c) {
 			r.work++
 			if du := r.d[u]; du != r.far {
 				if x := du + r.lengthOf(u, c); r.lt(x, best) {
 					best = x
+				}
+				// With unit lengths an in-neighbor nearer than c was is
+				// an affected one (restarted, it is queued: the search
+				// relaxes its edges) or the tail of a batch's insert (the
+				// loop below reads those): the others are as far as c
+				// was or farther (one a level nearer would have supported
+				// c). So one as far as c was gives the best of them.
+				if r.unit && du == was[i] {
+					break
 				}
 			}
 		}
