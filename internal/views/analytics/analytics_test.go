@@ -363,14 +363,7 @@ func newStepped(t *testing.T, a interface {
 func (st *stepped) apply(ops ...engine.Op) {
 	t, ctx := st.t, context.Background()
 	t.Helper()
-	var b engine.Batch
-	for _, op := range ops {
-		testref.AddOp(&b, op)
-		st.cur.Apply(op)
-	}
-	if _, err := st.s.Apply(&b); err != nil {
-		t.Fatal(err)
-	}
+	applyOps(t, st.s, st.cur, ops)
 	u, err := st.ts.Pull(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,20 @@ func openStore(t *testing.T) (*engine.Store, *views.Manager) {
 	return s, m
 }
 
+// applyOps applies ops to the store s, as one batch, and to cur, the
+// reference's edges.
+func applyOps(t testing.TB, s *engine.Store, cur edges, ops []engine.Op) {
+	t.Helper()
+	var b engine.Batch
+	for _, op := range ops {
+		testref.AddOp(&b, op)
+		cur.Apply(op)
+	}
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // bigGraph is a store over an RMAT graph of 2^scale vertices (hubs
 // included) under ids of both bands (spreadID), its oracle, and the
 // topology stream the analytics follow.
@@ -319,14 +333,7 @@ func TestRepairsSeeEdgesGoneInTheirBatch(t *testing.T) {
 			}
 		}
 		g.r.Shuffle(len(ops[:pad]), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
-		var b engine.Batch
-		for _, op := range ops {
-			testref.AddOp(&b, op)
-			g.cur.Apply(op)
-		}
-		if _, err := g.s.Apply(&b); err != nil {
-			t.Fatal(err)
-		}
+		applyOps(t, g.s, g.cur, ops)
 		pull()
 		wantL, wantD, wantC := refBFS(g.cur, root), refSSSP(g.cur, root), refWCC(g.cur)
 		for _, x := range allIDs(g.cur) {
