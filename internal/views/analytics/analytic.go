@@ -197,7 +197,7 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{name: "bfs", topo: true, root: true, perVertex: 5, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
+	{name: "bfs", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
 	{name: "wcc", topo: true, perVertex: 17, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
 	{name: "pagerank", topo: true, perVertex: 98, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},

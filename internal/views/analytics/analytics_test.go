@@ -283,6 +283,7 @@ func TestBFSMatchesReference(t *testing.T) {
 				if s := a.Summary().(BFSSummary); s.Reached != len(want) {
 					t.Fatalf("reached %d, reference %d", s.Reached, len(want))
 				}
+				checkParents(t, a, g, want)
 			})
 			t.Logf("%d incremental, %d recomputed", incr, recomp)
 			if v.insertOnly && recomp > 0 {
@@ -309,6 +310,32 @@ func TestWCCMatchesReference(t *testing.T) {
 				t.Fatalf("only %d incremental updates", incr)
 			}
 		})
+	}
+}
+
+// checkParents fails t unless every vertex a reaches but its root has a
+// parent (a's repairs rely on them, repair.parent) that is an in-neighbor
+// in g one level nearer by want, the reference's levels. A state loaded
+// from a checkpoint has none until its first update.
+func checkParents(t *testing.T, a *bfs, g edges, want map[uint64]int) {
+	t.Helper()
+	st := a.st
+	if st.parent == nil {
+		return
+	}
+	for i, l := range st.level {
+		v := st.ids.ID(i)
+		if l <= 0 {
+			continue
+		}
+		p := st.parent[i]
+		if p < 0 {
+			t.Fatalf("seq %d: vertex %d at level %d has no parent", a.Seq(), v, l)
+		}
+		u := st.ids.ID(int(p))
+		if _, ok := g[ekey{u, v}]; !ok || want[u]+1 != want[v] {
+			t.Fatalf("seq %d: the parent of %d (level %d) is %d: edge %v, its level %d", a.Seq(), v, want[v], u, ok, want[u])
+		}
 	}
 }
 

@@ -29,7 +29,11 @@ type bfs struct {
 type bfsState struct {
 	ids   views.IDSpace
 	level []int32
-	seq   uint64
+	// parent: for the repairs, an in-neighbor of each reached vertex but
+	// the root one level nearer, or -1 (see repair.parent); nil after a
+	// checkpoint is loaded (the next update finds them). Not a result.
+	parent []int32
+	seq    uint64
 }
 
 func newBFS(s Spec, root uint64) *bfs { return &bfs{spec: s, root: root} }
@@ -45,11 +49,11 @@ func index(g *views.Topo, v uint64) int32 {
 }
 
 func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
-	level, err := bfsKernel(ctx, g, index(g, a.root))
+	level, parent, err := bfsKernel(ctx, g, index(g, a.root))
 	if err != nil {
 		return err
 	}
-	a.swap(&bfsState{ids: g.IDs, level: level, seq: g.Seq})
+	a.swap(&bfsState{ids: g.IDs, level: level, parent: parent, seq: g.Seq})
 	return nil
 }
 
@@ -57,7 +61,7 @@ func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &a.work, &a.mark)
+	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &st.parent, &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}
@@ -128,13 +132,13 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 
 func (st *bfsState) sequence() uint64 { return st.seq }
 
-// MemoryBytes is the size of the levels (4 bytes per vertex index) and
-// of the repairs' marks (1).
+// MemoryBytes is the size of the levels and parents (4 bytes each per
+// vertex index) and of the repairs' marks (1).
 func (a *bfs) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.level) + a.mark.bytes()
+	return sliceBytes(a.st.level) + sliceBytes(a.st.parent) + a.mark.bytes()
 }

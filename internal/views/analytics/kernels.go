@@ -98,13 +98,19 @@ const (
 	bfsBeta  = 18
 )
 
-// bfsKernel returns the level of every index from root (-1: unreached).
-func bfsKernel(ctx context.Context, g *views.Topo, root int32) ([]int32, error) {
+// bfsKernel returns the level of every index from root (-1: unreached)
+// and a parent of every index reached but the root: an in-neighbor one
+// level nearer (-1 for the others), as GAPBS's bfs returns.
+func bfsKernel(ctx context.Context, g *views.Topo, root int32) (level, parent []int32, err error) {
 	var sources []int32
 	if root >= 0 && int(root) < g.Len() {
 		sources = []int32{root}
 	}
-	return levelsFrom(ctx, g, sources, nil)
+	b, err := levelsFrom(ctx, g, sources, nil, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.level, b.parent, nil
 }
 
 // levels is one breadth-first search: along out-edges (label nil; a
@@ -114,6 +120,11 @@ type levels struct {
 	g     *views.Topo
 	label []int32
 	level []int32
+	// parent (when asked for): the vertex each reached one was found
+	// from, -1 for the sources and the unreached. Written once per
+	// vertex, by the worker whose CAS set its level (top-down) or that
+	// owns it (bottom-up).
+	parent []int32
 }
 
 func (b *levels) deg(u int32) int64 {
@@ -124,12 +135,16 @@ func (b *levels) deg(u int32) int64 {
 	return d
 }
 
-// levelsFrom returns every index's level from the sources (level 0; -1:
-// unreached), direction-optimizing, on every core.
-func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int32) ([]int32, error) {
+// levelsFrom finds every index's level from the sources (level 0; -1:
+// unreached), direction-optimizing, on every core, and with parents set
+// each one's parent.
+func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int32, parents bool) (*levels, error) {
 	n := g.Len()
 	b := &levels{g: g, label: label, level: filled(workers(), n, int32(-1))}
-	level := b.level
+	if parents {
+		b.parent = filled(workers(), n, int32(-1))
+	}
+	level, parent := b.level, b.parent
 	queue := append([]int32(nil), sources...)
 	edgesToCheck := g.Out.Edges()
 	if label != nil {
@@ -199,6 +214,9 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 					for _, v := range nb {
 						p := &level[v]
 						if atomic.LoadInt32(p) < 0 && (label == nil || label[v] == label[u]) && atomic.CompareAndSwapInt32(p, -1, d) {
+							if parent != nil {
+								parent[v] = u
+							}
 							buf = append(buf, v)
 							s += b.deg(v)
 						}
@@ -219,7 +237,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 		}
 		depth++
 	}
-	return level, nil
+	return b, nil
 }
 
 // bottomUp runs one bottom-up step: every unreached vertex with a parent
@@ -229,7 +247,7 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 	clear(next)
 	var awake atomic.Int64
-	level, label := b.level, b.label
+	level, label, parent := b.level, b.label, b.parent
 	// (No index from g.Bound() up has an in- or out-neighbor.)
 	parallelFor(workers(), b.g.Bound(), 1<<12, func(_, lo, hi int) {
 		c := int64(0)
@@ -243,6 +261,9 @@ func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 				for _, v := range nb {
 					if front[v/64]&(1<<(v%64)) != 0 && (label == nil || label[v] == label[u]) {
 						level[u] = depth + 1
+						if parent != nil {
+							parent[u] = v
+						}
 						next[u/64] |= 1 << (u % 64)
 						c++
 						break search
@@ -999,7 +1020,7 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 func RunKernel(ctx context.Context, typ string, g *views.Topo, root uint64, maxIter int) (int, error) {
 	switch typ {
 	case "bfs":
-		_, err := bfsKernel(ctx, g, index(g, root))
+		_, _, err := bfsKernel(ctx, g, index(g, root))
 		return 1, err
 	case "wcc":
 		_, err := afforest(ctx, g)

@@ -204,6 +204,7 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			v, _ := runs[map[string]int{"bfs": 0, "wcc": 1, "sssp": 2, "pagerank": 3}[typ]].a.Vertex(x)
 			return v
 		})
+		checkParents(t, runs[0].a.(*bfs), g.cur, refBFS(g.cur, root))
 		// The degree monitor: exactly the vertices above, with their
 		// degrees (out plus in).
 		above := 0
@@ -399,12 +400,19 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 }
 
 // TestUpdateWorkFollowsTheChange: the edges bfs, sssp, wcc and pagerank
-// updates read for a batch of changes grow with the batch, not with the
-// graph: on a graph 16 times larger (of the same degrees: uniform edges
-// and fixed hubs), the same batch costs less than 4 times as much, and a
-// batch 8 times larger costs more. pagerank's tolerance is one at which
-// its pushes finish these changes (pushRatio), and its ranks stay within
-// their stated bound of the exact ones after every update.
+// updates read for a batch of changes grow with the change, not with the
+// graph, and a batch 8 times larger costs more. pagerank's tolerance is
+// one at which its pushes finish these changes (pushRatio), and its ranks
+// stay within their stated bound of the exact ones after every update.
+//
+// wcc and pagerank: on a graph 16 times larger (of the same degrees:
+// uniform edges and fixed hubs), the same batch costs less than 4 times
+// as much. bfs and sssp: every update reads at most the size of its
+// change in the sense of Ramalingam and Reps (changeSize: the batch's
+// operations, the in-edges of their heads, and the edges of every vertex
+// whose distance changed), on both graphs. Their change itself grows with
+// the graph here: the larger one is deeper (9 levels against 6), and the
+// same batches moved 140 vertices against 38.
 func TestUpdateWorkFollowsTheChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large graphs")
@@ -436,6 +444,7 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 			}
 			for _, a := range as {
 				ta := a.(TopoAnalytic)
+				was := distsOf(a)
 				if u.Lost {
 					err = ta.Recompute(ctx, u.G)
 				} else if re, err2 := UpdateTopo(ctx, ta, u); re || err2 != nil {
@@ -449,10 +458,17 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 					continue
 				}
 				switch x := a.(type) {
-				case *bfs:
-					out["bfs"] += float64(x.work)
-				case *sssp:
-					out["sssp"] += float64(x.work)
+				case *bfs, *sssp:
+					typ, work := "bfs", 0
+					if bf, ok := x.(*bfs); ok {
+						work = bf.work
+					} else {
+						typ, work = "sssp", x.(*sssp).work
+					}
+					out[typ] += float64(work)
+					if size := changeSize(u, was, distsOf(a)); work > size {
+						t.Errorf("%s, batch %d on 2^%d vertices: the update read %d edges, its change is %d", typ, b, scale, work, size)
+					}
 				case *wcc:
 					out["wcc"] += float64(x.st.work)
 					x.st.work = 0
@@ -477,13 +493,68 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 	small, large, largeMore := work(11, 100), work(15, 100), work(15, 800)
 	for _, k := range []string{"bfs", "sssp", "wcc", "pagerank"} {
 		t.Logf("%s: edges read for 100 ops: %.0f on 2^11 vertices, %.0f on 2^15; for 800 ops on 2^15: %.0f", k, small[k], large[k], largeMore[k])
-		if large[k] > 4*small[k] {
+		if (k == "wcc" || k == "pagerank") && large[k] > 4*small[k] {
 			t.Errorf("%s: a graph 16 times larger made the same change cost %.1f times as much", k, large[k]/small[k])
 		}
 		if largeMore[k] <= large[k] {
 			t.Errorf("%s: 8 times the change read no more edges (%.0f vs %.0f)", k, largeMore[k], large[k])
 		}
 	}
+}
+
+// dists is a single-source analytic's distances by vertex id.
+type dists struct {
+	ids views.IDSpace
+	d   []float64
+}
+
+// distsOf copies a bfs's levels or an sssp's distances (+Inf: unreached),
+// or returns nil for another analytic or one with no state yet.
+func distsOf(a Analytic) *dists {
+	switch x := a.(type) {
+	case *bfs:
+		if x.st != nil {
+			d := make([]float64, len(x.st.level))
+			for i, l := range x.st.level {
+				d[i] = float64(l)
+				if l < 0 {
+					d[i] = math.Inf(1)
+				}
+			}
+			return &dists{x.st.ids, d}
+		}
+	case *sssp:
+		if x.st != nil {
+			return &dists{x.st.ids, slices.Clone(x.st.dist)}
+		}
+	}
+	return nil
+}
+
+// changeSize is the size of u's change to a single-source analytic whose
+// distances went from was to now, as Ramalingam and Reps measure it: each
+// operation, the in-edges of each edge operation's head, and the in- and
+// out-edges of every vertex whose distance changed (in u.G). A repair
+// bounded by it reads what the change touches, whatever the graph.
+func changeSize(u *views.TopoUpdate, was, now *dists) int {
+	g := u.G
+	size := 0
+	for _, e := range u.Edges {
+		size++
+		if j, ok := g.IDs.Index(e.Op.Dst); ok && e.Op.Kind != engine.OpDeleteVertex {
+			size += int(g.In.Deg(int32(j)))
+		}
+	}
+	for j, d := range now.d {
+		old := math.Inf(1)
+		if i, ok := was.ids.Index(now.ids.ID(j)); ok && i < len(was.d) {
+			old = was.d[i]
+		}
+		if d != old && j < g.Len() {
+			size += int(g.In.Deg(int32(j)) + g.Out.Deg(int32(j)))
+		}
+	}
+	return size
 }
 
 // checkPageRankBound fails unless a's ranks are within the bound its

@@ -51,6 +51,38 @@ type repair[T distance] struct {
 	work int
 	// mark: a state per vertex index (the caller's, see repairDists).
 	mark *marks
+	// parent (a unit repair's, when its caller keeps them; else nil): for
+	// each vertex reached but the root, one supporter (its parent) or -1
+	// (none known).
+	//
+	// INVARIANT: when run begins, parent[v] >= 0 is an in-neighbor of v in
+	// g one level nearer (d[parent[v]] + 1 == d[v]), unless the edge
+	// between them is one the batch cut; when it returns, one in g at the
+	// repaired levels. So a vertex keeps its level when its parent does
+	// and the edge from it was not cut: phase 1 decides only the heads of
+	// tight cut edges from their parent and the tight out-neighbors of an
+	// affected vertex that is their parent (with -1, each one, as without
+	// parents). After a hub's vertex delete that is a few hundred of its
+	// thousands of children.
+	parent []int32
+}
+
+// orphaned reports whether c, the head of a tight edge from u that was cut
+// or whose tail is affected, must be decided: u is its parent, or it has
+// none known (without parents, always).
+func (r *repair[T]) orphaned(c, u int32) bool {
+	if r.parent == nil {
+		return true
+	}
+	p := r.parent[c]
+	return p < 0 || p == u
+}
+
+// adopt records u as c's parent (c keeps or takes the level after u's).
+func (r *repair[T]) adopt(c, u int32) {
+	if r.parent != nil {
+		r.parent[c] = u
+	}
 }
 
 // lt orders distances with far above every other.
@@ -181,13 +213,24 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	// hub's vertex delete cuts tens of thousands, each two distances read
 	// at random).
 	kc := keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
-		d, root, far, unit, positive := r.d, r.root, r.far, r.unit, r.positive
+		d, root, far, unit, positive, parent := r.d, r.root, r.far, r.unit, r.positive, r.parent
 		for _, e := range part {
 			// Only an edge that was tight supported its head: with unit
 			// lengths, one level apart; else (the old length is gone) one
 			// from a closer vertex that the new length (if any) no longer
 			// makes tight.
 			a, c := e[0], e[1]
+			if parent != nil {
+				// One read, not two: a vertex with a parent other than a
+				// is still supported by it, and a is a parent one level
+				// nearer (see parent). Only one with none is read on.
+				if p := parent[c]; p >= 0 {
+					if p == a {
+						out = append(out, e)
+					}
+					continue
+				}
+			}
 			da, dc := d[a], d[c]
 			if c == root || dc == far || da == far || da > dc || unit && da+1 != dc || positive && da == dc {
 				continue // (a zero length makes da == dc: such an edge may be tight)
@@ -271,12 +314,12 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	}
 	h = newDistQueue[T](r.unit, &r.mark.q)
 	for i, c := range aff {
-		best := r.far
+		best, from := r.far, int32(-1)
 		for _, u := range r.g.In.Nbrs(c) {
 			r.work++
 			if du := r.d[u]; du != r.far {
 				if x := du + r.lengthOf(u, c); r.lt(x, best) {
-					best = x
+					best, from = x, u
 				}
 				// With unit lengths an in-neighbor nearer than c was is
 				// an affected one (restarted, it is queued: the search
@@ -289,6 +332,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 				}
 			}
 		}
+		r.adopt(c, from) // (-1 when unreached)
 		if best != r.far {
 			r.d[c] = best
 			h.push(best, c)
@@ -312,6 +356,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 			if x := du + T(w); r.lt(x, r.d[e[1]]) {
 				r.d[e[1]] = x
+				r.adopt(e[1], e[0])
 				h.push(x, e[1])
 			}
 		}
@@ -353,26 +398,29 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 func (r *repair[T]) searchUnit(q *levelQueue) bool {
 	settled := 0
 	var lists [][]int32
+	var from []int32
 	for {
 		l, level, more := q.popLevel()
 		if !more {
 			return true
 		}
 		at, next := T(l), T(l+1)
-		lists = lists[:0]
+		lists, from = lists[:0], from[:0]
 		for _, v := range level {
 			if r.d[v] == at { // (else it was queued again, nearer)
 				lists = append(lists, r.g.Out.Nbrs(v))
+				from = append(from, v)
 			}
 		}
 		if settled += len(lists); settled > r.limit {
 			return false
 		}
-		for _, nb := range lists {
+		for i, nb := range lists {
 			r.work += len(nb)
 			for _, x := range nb {
 				if r.lt(next, r.d[x]) {
 					r.d[x] = next
+					r.adopt(x, from[i])
 					q.push(l+1, x)
 				}
 			}
@@ -427,13 +475,13 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 		if nw > 1 && int(c)%nw != w || state[c] != 0 {
 			continue
 		}
-		ok := false
+		ok, by := false, int32(-1)
 		in := r.g.In.Nbrs(c)
 		if r.unit && dc == 1 {
 			// Only the root is one level up: look it up (hubs next to the
 			// root have the longest in-lists).
 			_, ok = slices.BinarySearch(in, r.root)
-			in = nil
+			in, by = nil, r.root
 		}
 		for _, u := range in {
 			work++
@@ -444,13 +492,14 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 			// A closer vertex not found affected, or one as close (a
 			// zero length) already found supported.
 			if du+r.lengthOf(u, c) == dc && (du < dc && state[u] != affected || state[u] == supported) {
-				ok = true
+				ok, by = true, u
 				break
 			}
 		}
 		o.marked = append(o.marked, c)
 		if ok {
 			state[c] = supported
+			r.adopt(c, by)
 			continue
 		}
 		work += r.affect(c, dc, o)
@@ -466,9 +515,10 @@ func (r *repair[T]) affect(c int32, dc T, o *decided) int {
 	nb := r.g.Out.Nbrs(c)
 	for k, x := range nb {
 		// (x's distance first: a vertex of this level, another worker's,
-		// is not read. With unit lengths x is on the next level, which is
-		// decided after this one: its state is 0, and not read.)
-		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && (r.unit || state[x] == 0) {
+		// is not read, nor its parent, which that worker may write. With
+		// unit lengths x is on the next level, which is decided after
+		// this one: its state is 0, and not read.)
+		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && (r.unit || state[x] == 0) && r.orphaned(x, c) {
 			o.next = append(o.next, x)
 		}
 	}
@@ -514,6 +564,7 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 			work++
 			if u := in[k]; r.d[u] == up && state[u] != affected {
 				state[c] = supported
+				r.adopt(c, u)
 				continue
 			}
 			if k+1 < len(in) {
@@ -528,6 +579,7 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 			work++
 			if r.d[u] == up && state[u] != affected {
 				state[c] = supported
+				r.adopt(c, u)
 				break
 			}
 		}
@@ -712,8 +764,10 @@ func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bo
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
 //
-// mark is the caller's, reused across repairs.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, work *int, mark *marks) ([]T, bool, error) {
+// parent (nil, or a unit repair's caller's parents over ids, nil when it
+// has none yet) is brought to g's ids and kept (see repair.parent). mark
+// is the caller's, reused across repairs.
+func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, parent *[]int32, work *int, mark *marks) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
@@ -725,7 +779,42 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 	mark.start(g.Len())
 	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
 		mark: mark}
+	if parent != nil && unit {
+		*parent = parentsOn(g, d, *parent, ids, r.root, far)
+		r.parent = *parent
+	}
 	ok := r.run(cut, ups)
 	*work = r.work
 	return d, ok, nil
+}
+
+// parentsOn returns par, parents over the id space from, over g's, for
+// the levels d (over g's, exact before the batch g ends): in place when
+// g's space extends from (an index keeps its vertex). Else, or when par
+// is nil (a loaded checkpoint keeps none), it finds them again on every
+// core: each vertex reached but the root gets its first in-neighbor in g
+// one level nearer, or -1 when it has none (the batch cut the edges from
+// all of them: phase 1 decides it). Either way parent's INVARIANT holds.
+func parentsOn[T distance](g *views.Topo, d []T, par []int32, from views.IDSpace, root int32, far T) []int32 {
+	n := g.Len()
+	if par != nil && g.IDs.Extends(from) && len(par) <= n {
+		return resize(par, from, g.IDs, -1)
+	}
+	par = make([]int32, n, n+n/4)
+	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			par[v] = -1
+			dv := d[v]
+			if dv == far || int32(v) == root {
+				continue
+			}
+			for _, u := range g.In.Nbrs(int32(v)) {
+				if du := d[u]; du != far && du+1 == dv {
+					par[v] = u
+					break
+				}
+			}
+		}
+	})
+	return par
 }

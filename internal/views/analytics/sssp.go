@@ -91,7 +91,7 @@ func (a *sssp) update(ctx context.Context, g *views.Topo, edges []views.Edge, pr
 	// Without weights every length is 1: the repair is bfs's, which knows
 	// that no edge joins two vertices at the same distance (a zero length
 	// could, so a weighted repair must look at those too).
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), &a.work, &a.mark)
+	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), nil, &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}

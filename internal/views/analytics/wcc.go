@@ -158,10 +158,11 @@ func (st *wccState) levels(ctx context.Context, g *views.Topo) ([]int32, error) 
 			sources = append(sources, h)
 		}
 	}
-	level, err := levelsFrom(ctx, g, sources, st.comp)
+	b, err := levelsFrom(ctx, g, sources, st.comp, false)
 	if err != nil {
 		return nil, err
 	}
+	level := b.level
 	st.level = level
 	var cut []int32
 	for i, l := range level {
