@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -67,21 +68,19 @@ type repair[T distance] struct {
 	parent []int32
 }
 
-// orphaned reports whether c, the head of a tight edge from u that was cut
-// or whose tail is affected, must be decided: u is its parent, or it has
-// none known (without parents, always).
-func (r *repair[T]) orphaned(c, u int32) bool {
-	if r.parent == nil {
-		return true
-	}
-	p := r.parent[c]
-	return p < 0 || p == u
-}
-
 // adopt records u as c's parent (c keeps or takes the level after u's).
 func (r *repair[T]) adopt(c, u int32) {
 	if r.parent != nil {
 		r.parent[c] = u
+	}
+}
+
+// adoptShared is adopt in phase 1, where affect may read c's parent from
+// another worker (atomic; a locked store waits for the loads before it,
+// so the later phases, on one goroutine, use adopt).
+func (r *repair[T]) adoptShared(c, u int32) {
+	if r.parent != nil {
+		atomic.StoreInt32(&r.parent[c], u)
 	}
 }
 
@@ -499,7 +498,7 @@ func (r *repair[T]) decide(cs []int32, w, nw int, dc T, o *decided) {
 		o.marked = append(o.marked, c)
 		if ok {
 			state[c] = supported
-			r.adopt(c, by)
+			r.adoptShared(c, by)
 			continue
 		}
 		work += r.affect(c, dc, o)
@@ -513,12 +512,25 @@ func (r *repair[T]) affect(c int32, dc T, o *decided) int {
 	state[c] = affected
 	o.aff = append(o.aff, c)
 	nb := r.g.Out.Nbrs(c)
+	if par := r.parent; par != nil {
+		// One read an out-neighbor, not two: a parent is one level
+		// nearer (see parent), so an x whose parent is c is on the next
+		// level. (Atomic: an x of this level may be another worker's,
+		// who may be writing its parent, never to c.)
+		for _, x := range nb {
+			if p := atomic.LoadInt32(&par[x]); p == c {
+				o.next = append(o.next, x)
+			} else if p < 0 && x != r.root && r.d[x] == dc+1 {
+				o.next = append(o.next, x) // (none known)
+			}
+		}
+		return len(nb)
+	}
 	for k, x := range nb {
 		// (x's distance first: a vertex of this level, another worker's,
-		// is not read, nor its parent, which that worker may write. With
-		// unit lengths x is on the next level, which is decided after
-		// this one: its state is 0, and not read.)
-		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && (r.unit || state[x] == 0) && r.orphaned(x, c) {
+		// is not read. With unit lengths x is on the next level, which is
+		// decided after this one: its state is 0, and not read.)
+		if dx := r.d[x]; x != r.root && dx != r.far && dc+r.length(c, k) == dx && (r.unit || state[x] == 0) {
 			o.next = append(o.next, x)
 		}
 	}
@@ -564,7 +576,7 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 			work++
 			if u := in[k]; r.d[u] == up && state[u] != affected {
 				state[c] = supported
-				r.adopt(c, u)
+				r.adoptShared(c, u)
 				continue
 			}
 			if k+1 < len(in) {
@@ -579,7 +591,7 @@ func (r *repair[T]) decideUnit(cs []int32, w, nw int, l int32, o *decided) {
 			work++
 			if r.d[u] == up && state[u] != affected {
 				state[c] = supported
-				r.adopt(c, u)
+				r.adoptShared(c, u)
 				break
 			}
 		}
