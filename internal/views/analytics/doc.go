@@ -9,7 +9,8 @@
 //   - bfs: BFS levels from a root; a direction-optimizing kernel, and a
 //     repair (Ramalingam-Reps style, repair.go) of only the levels a batch
 //     changes, recomputing only when that region is over an eighth of the
-//     graph;
+//     graph; it keeps a parent per vertex so that a repair decides only
+//     the vertices that lost theirs;
 //   - wcc: weakly connected components; Afforest, then merges on inserts
 //     and a support forest that splits components on deletes (wcc.go);
 //   - pagerank: pull power iterations to a tolerance; updates push
