@@ -315,8 +315,9 @@ func TestWCCMatchesReference(t *testing.T) {
 
 // checkParents fails t unless every vertex a reaches but its root has a
 // parent (a's repairs rely on them, repair.parent) that is an in-neighbor
-// in g one level nearer by want, the reference's levels. A state loaded
-// from a checkpoint has none until its first update.
+// in g one level nearer by want, the reference's levels, and the root and
+// the unreached have none (-1). A state loaded from a checkpoint has no
+// parents until its first update.
 func checkParents(t *testing.T, a *bfs, g edges, want map[uint64]int) {
 	t.Helper()
 	st := a.st
@@ -325,10 +326,13 @@ func checkParents(t *testing.T, a *bfs, g edges, want map[uint64]int) {
 	}
 	for i, l := range st.level {
 		v := st.ids.ID(i)
+		p := st.parent[i]
 		if l <= 0 {
+			if p != -1 { // the root, and the unreached
+				t.Fatalf("seq %d: vertex %d at level %d has parent %d", a.Seq(), v, l, p)
+			}
 			continue
 		}
-		p := st.parent[i]
 		if p < 0 {
 			t.Fatalf("seq %d: vertex %d at level %d has no parent", a.Seq(), v, l)
 		}

@@ -100,7 +100,8 @@ const (
 
 // bfsKernel returns the level of every index from root (-1: unreached)
 // and a parent of every index reached but the root: an in-neighbor one
-// level nearer (-1 for the others), as GAPBS's bfs returns.
+// level nearer (-1 for the root and the others; GAPBS's bfs returns
+// such parents, with the root its own).
 func bfsKernel(ctx context.Context, g *views.Topo, root int32) (level, parent []int32, err error) {
 	var sources []int32
 	if root >= 0 && int(root) < g.Len() {
