@@ -469,11 +469,11 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 						typ, work = "sssp", x.(*sssp).work
 					}
 					out[typ] += float64(work)
-					size := changeSize(u, was, distsOf(a))
+					size, moved := changeSize(u, was, distsOf(a))
 					if work > 2*size {
 						t.Errorf("%s, batch %d on 2^%d vertices: the update read %d edges, its change is %d", typ, b, scale, work, size)
 					}
-					out[typ+" moved"] += float64(moved(was, distsOf(a)))
+					out[typ+" moved"] += float64(moved)
 				case *wcc:
 					out["wcc"] += float64(x.st.work)
 					x.st.work = 0
@@ -514,17 +514,6 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 			t.Errorf("%s: 8 times the change read no more edges (%.0f vs %.0f)", k, largeMore[k], large[k])
 		}
 	}
-}
-
-// moved counts the vertices whose distance differs between was and now.
-func moved(was, now *dists) int {
-	n := 0
-	for j, d := range now.d {
-		if d != was.of(now.ids.ID(j)) {
-			n++
-		}
-	}
-	return n
 }
 
 // dists is a single-source analytic's distances by vertex id.
@@ -571,12 +560,12 @@ func distsOf(a Analytic) *dists {
 // head of each edge that may have supported its head and is gone or
 // longer (an existing edge deleted, or upserted anew with a weight, from
 // a nearer tail: its head must look for another support); the in- and
-// out-edges of every vertex whose distance changed. Its stream must have
-// Presence (u.Prior).
-func changeSize(u *views.TopoUpdate, was, now *dists) int {
+// out-edges of every vertex whose distance changed. It returns the size
+// and how many vertices moved (their distance changed). Its stream must
+// have Presence (u.Prior).
+func changeSize(u *views.TopoUpdate, was, now *dists) (size, moved int) {
 	g := u.G
 	dist := was.of
-	size := 0
 	for k, e := range u.Edges {
 		size++
 		if e.Op.Kind == engine.OpDeleteVertex || u.Prior[k] == views.WasAbsent {
@@ -590,11 +579,15 @@ func changeSize(u *views.TopoUpdate, was, now *dists) int {
 		}
 	}
 	for j, d := range now.d {
-		if d != dist(now.ids.ID(j)) && j < g.Len() {
+		if d == dist(now.ids.ID(j)) {
+			continue
+		}
+		moved++
+		if j < g.Len() {
 			size += int(g.In.Deg(int32(j)) + g.Out.Deg(int32(j)))
 		}
 	}
-	return size
+	return size, moved
 }
 
 // checkPageRankBound fails unless a's ranks are within the bound its
