@@ -212,6 +212,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := s.startEmbeddedBroker(bctx); err != nil {
 			return nil, err
 		}
+	} else if err := checkKafkaAccess(ctx, s.brokers, clientOpts); err != nil {
+		return nil, err
 	}
 	if s.vm, err = views.NewManager(d.Store, views.Config{LogCapacity: p.EdgeLogOps}); err != nil {
 		return nil, err
