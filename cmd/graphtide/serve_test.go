@@ -360,8 +360,8 @@ func TestServeHTTPSWithToken(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.HTTPToken != token {
-		t.Fatalf("token read as %q, want %q (trimmed)", o.HTTPToken, token)
+	if len(o.HTTPTokens) != 1 || o.HTTPTokens[0] != (api.Token{Secret: token, Scopes: api.AllScopes}) {
+		t.Fatalf("tokens read as %+v, want %q with every scope (trimmed)", o.HTTPTokens, token)
 	}
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
