@@ -119,7 +119,8 @@ func refusedRun(t *testing.T, what string, r cliRun, hint, cause string) {
 
 // TestKafkaMutualTLS: over the broker's SSL listener, which requires
 // client certificates, produce and serve with --tls-cert and --tls-key
-// round-trip every edge (and serve's own producer, the writes topic, too);
+// round-trip every edge (and serve's own producer, the writes topic, too),
+// and bench kafka runs;
 // without a certificate, or with one of a CA the broker does not trust,
 // each is refused at once with an error that names --tls-cert.
 func TestKafkaMutualTLS(t *testing.T) {
@@ -132,10 +133,17 @@ func TestKafkaMutualTLS(t *testing.T) {
 	lines, edges := edgeLines(200, 1000)
 	produceOver(t, nil, mtls, topic, lines)
 	serveOver(t, mtls, topic, edges)
+	// bench kafka too: its producer, plain consumer and ingester, whose
+	// store must hold exactly what was produced.
+	r := runGraphtide(t, nil, "", 3*time.Minute, append([]string{"bench", "kafka", "--scale", "8", "--edge-factor", "4",
+		"--partitions", "1", "--steady-for", "1s"}, mtls...)...)
+	if r.err != nil || !strings.Contains(r.stdout, `"ingest_edges_per_sec"`) {
+		t.Errorf("bench kafka over mTLS: %v\n%s\n%s", r.err, lastLines(r.stdout, 3), lastLines(r.stderr, 10))
+	}
 
 	// Refused: no certificate; a certificate of another CA.
 	const hint = "the broker did not accept this client's certificate (check --tls-cert and --tls-key"
-	r := runGraphtide(t, nil, lines, time.Minute, append(append([]string{"produce"}, tlsFlags...), "--topic", topic)...)
+	r = runGraphtide(t, nil, lines, time.Minute, append(append([]string{"produce"}, tlsFlags...), "--topic", topic)...)
 	refusedRun(t, "produce without a client certificate", r, hint, "tls: ")
 	cert, key := foreignCert(t)
 	r = runGraphtide(t, nil, lines, time.Minute, append(append([]string{"produce"}, tlsFlags...), "--topic", topic, "--tls-cert", cert, "--tls-key", key)...)
