@@ -367,22 +367,32 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 // readToken reads a server's bearer token from --token-file or
-// GRAPHTIDE_HTTP_TOKEN ("" when neither is given).
+// GRAPHTIDE_HTTP_TOKEN ("" when neither is given): a bare token, or one
+// line of serve's --http-token-file format (TOKEN SCOPES).
 func readToken(tokenFile string) (string, error) {
 	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	source, data := "GRAPHTIDE_HTTP_TOKEN", []byte(env)
 	switch {
 	case fromEnv && tokenFile != "":
 		return "", errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
 	case fromEnv:
-		return strings.TrimSpace(env), nil
 	case tokenFile != "":
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return "", fmt.Errorf("--token-file: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		source, data = "--token-file "+tokenFile, b
+	default:
+		return "", nil
 	}
-	return "", nil
+	tokens, err := api.ParseTokens(source, data)
+	if err != nil {
+		return "", err
+	}
+	if len(tokens) != 1 {
+		return "", fmt.Errorf("%s holds %d tokens: give the client one", source, len(tokens))
+	}
+	return tokens[0].Secret, nil
 }
 
 // readCA reads --server-ca (nil when not given: the system roots).

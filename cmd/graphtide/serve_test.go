@@ -239,7 +239,7 @@ func TestServeBadFlags(t *testing.T) {
 		"--format csv":                                       `--format must be one of: binary, json, text; got "csv"`,
 		"--reset middle":                                     `--reset must be earliest or latest, got "middle"`,
 		"--topic-format edges":                               `--topic-format must look like topic=format, got "edges"`,
-		"--sasl-mechanism gssapi":                            `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
+		"--sasl-mechanism gssapi":                            `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512, oauthbearer; got "gssapi"`,
 		"--flush-interval 1ms":                               "--flush-interval must be at least 10ms, got 1ms",
 		"--dead-letter-timeout 10ms":                         "--dead-letter-timeout must be between 1s and 10m, got 10ms",
 		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
@@ -360,8 +360,8 @@ func TestServeHTTPSWithToken(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.HTTPToken != token {
-		t.Fatalf("token read as %q, want %q (trimmed)", o.HTTPToken, token)
+	if len(o.HTTPTokens) != 1 || o.HTTPTokens[0] != (api.Token{Secret: token, Scopes: api.AllScopes}) {
+		t.Fatalf("tokens read as %+v, want %q with every scope (trimmed)", o.HTTPTokens, token)
 	}
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

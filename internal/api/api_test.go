@@ -132,6 +132,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	_, hs := serve(t, f, func(c *Config) {
 		c.Writes = fw
 		c.Token = testToken
+		c.Tokens = []Token{{readToken, ScopeRead}, {writeToken, ScopeWrite}}
 		c.Ready = func() error {
 			if notReady.Load() {
 				return errors.New("no partitions assigned yet")
@@ -247,6 +248,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.t = t
 		anon := newClient(t, hs, "", cov)
 		wrong := newClient(t, hs, "not-the-token-0123456789", cov)
+		readOnly, writeOnly := newClient(t, hs, readToken, cov), newClient(t, hs, writeToken, cov)
 		doc := loadDoc(t)
 		for path, item := range doc.Paths.Map() {
 			concrete := strings.NewReplacer("{v}", "1", "{name}", "wcc").Replace(path)
@@ -266,6 +268,13 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 				if r.header.Get("WWW-Authenticate") == "" {
 					t.Errorf("%s %s: 401 without WWW-Authenticate", method, path)
 				}
+				// A token without the operation's scope: 403 naming it.
+				need, _ := item.GetOperation(method).Extensions["x-graphtide-scope"].(string)
+				lacking := readOnly
+				if need == "read" {
+					lacking = writeOnly
+				}
+				lacking.expect(method, concrete, nil, 403, "that needs the "+need+" scope")
 				c.expect(method, concrete+"?bogus=1", nil, 400, `unknown query parameter "bogus"`)
 			}
 		}

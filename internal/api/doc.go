@@ -22,10 +22,15 @@
 //     (1 MiB), pages and top-k lists are capped, a path search stops with
 //     422 once it has read more edges than its budget, and at most a few
 //     path searches run at once.
-//   - When a bearer token is configured, every /v1 endpoint requires
-//     "Authorization: Bearer <token>" (compared in constant time; 401
-//     otherwise). /healthz, /readyz and /metrics stay open so that probes and
-//     scrapers need no secret; they reveal no graph data.
+//   - When bearer tokens are configured, every /v1 endpoint and the
+//     profiles of /debug/pprof/ require "Authorization: Bearer <token>" of
+//     one of them (compared in constant time with every token; 401
+//     otherwise), and the token's scopes must hold the route's: read for
+//     every GET of /v1, write for POST /v1/batches, admin for registering
+//     and deleting analytics and for the profiles (403 naming the scope
+//     otherwise). Every route has its scope decided: New refuses a route
+//     that has none. /healthz, /readyz and /metrics stay open so that probes
+//     and scrapers need no secret; they reveal no graph data.
 //
 // Ids are JSON integers up to 2^63-1; string keys' ids start at 2^62, above
 // what a JavaScript number holds exactly, so such clients should read ids

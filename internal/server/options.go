@@ -72,11 +72,8 @@ type Options struct {
 	HTTPTLSKey     string
 	HTTPTimeout    time.Duration
 	HTTPPathBudget int64
-	HTTPToken      string // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
+	HTTPTokens     []api.Token // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
 }
-
-// minTokenLen is the shortest bearer token serve accepts.
-const minTokenLen = 16
 
 // AddFlags adds serve's flags to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -99,7 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
-	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
+	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file of the bearer tokens /v1 requests must carry, one 'TOKEN SCOPES' a line with scopes read, write, admin (a file of one bare token: every scope); or GRAPHTIDE_HTTP_TOKEN; required when --http-addr is not loopback")
 	fs.StringVar(&o.HTTPTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
 	fs.StringVar(&o.HTTPTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fs.DurationVar(&o.HTTPTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
@@ -348,22 +345,28 @@ func (o *Options) validateHTTP() error {
 		return errors.New("--http-tls-cert and --http-tls-key go together: give both, or neither")
 	}
 	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	var source string
+	var tokens []byte
 	switch {
 	case fromEnv && o.HTTPTokenFile != "":
 		return errors.New("the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
 	case fromEnv:
-		o.HTTPToken = strings.TrimSpace(env)
+		source, tokens = "GRAPHTIDE_HTTP_TOKEN", []byte(env)
 	case o.HTTPTokenFile != "":
 		b, err := os.ReadFile(o.HTTPTokenFile)
 		if err != nil {
 			return fmt.Errorf("--http-token-file: %w", err)
 		}
-		o.HTTPToken = strings.TrimSpace(string(b))
+		source, tokens = "--http-token-file "+o.HTTPTokenFile, b
 	}
-	if (fromEnv || o.HTTPTokenFile != "") && len(o.HTTPToken) < minTokenLen {
-		return fmt.Errorf("the HTTP token must be at least %d characters (e.g. openssl rand -hex 32), got %d", minTokenLen, len(o.HTTPToken))
+	o.HTTPTokens = nil
+	if source != "" {
+		var err error
+		if o.HTTPTokens, err = api.ParseTokens(source, tokens); err != nil {
+			return err
+		}
 	}
-	if o.HTTPToken == "" && !api.IsLoopbackAddr(o.HTTPAddr) {
+	if len(o.HTTPTokens) == 0 && !api.IsLoopbackAddr(o.HTTPAddr) {
 		return fmt.Errorf("--http-addr %s is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)", o.HTTPAddr)
 	}
 	return nil
@@ -387,7 +390,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
-		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
+		HTTP: HTTPConfig{Addr: o.HTTPAddr, Tokens: o.HTTPTokens, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,
 	}

@@ -134,8 +134,8 @@ type Config struct {
 // HTTPConfig is the HTTP API's part of Config.
 type HTTPConfig struct {
 	Addr             string
-	Token            string // "" = none (then Addr must be loopback; cmd checks)
-	TLSCert, TLSKey  string // PEM files; both or neither
+	Tokens           []api.Token // none: no bearer token needed (then Addr must be loopback; cmd checks)
+	TLSCert, TLSKey  string      // PEM files; both or neither
 	RequestTimeout   time.Duration
 	PathBudget       int64
 	DisableListening bool // tests that need no HTTP
@@ -226,6 +226,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := s.startEmbeddedBroker(bctx); err != nil {
 			return nil, err
 		}
+	} else if err := checkKafkaAccess(ctx, s.brokers, clientOpts); err != nil {
+		return nil, err
 	}
 	if s.vm, err = views.NewManager(d.Store, views.Config{LogCapacity: p.EdgeLogOps}); err != nil {
 		return nil, err
@@ -462,7 +464,7 @@ func (s *Server) listen() error {
 		wr = s.writer
 	}
 	acfg := api.Config{
-		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
+		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Behind:  s.in.Behind,
@@ -507,7 +509,7 @@ func (s *Server) listen() error {
 	if useTLS {
 		tlsNote = " (TLS)"
 	}
-	s.log.Info("serving", "http", s.addr, "tls", useTLS, "token", h.Token != "", "brokers", strings.Join(s.brokers, ","),
+	s.log.Info("serving", "http", s.addr, "tls", useTLS, "tokens", len(h.Tokens), "brokers", strings.Join(s.brokers, ","),
 		"topics", strings.Join(s.cfg.Topics, ","), "dir", s.cfg.Dir)
 	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n", s.addr, tlsNote)
 	return nil
