@@ -959,12 +959,17 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 		`{"type":"wcc"} {"type":"bfs"}`:                          "nothing after it",
 		`{"type":"fanin","window":"a while"}`:                    `window: want a duration such as 500ms or 2s, got "a while"`,
 		`{"type":"pagerank","damping":3}`:                        "damping 3 is out of range: allowed (0, 1)",
-		`{"type":"bfs","root":"nobody"}`:                         `vertex "nobody" is neither an id nor a known key`,
 		`[1, 2]`:                                                 "body must be one analytic spec as a JSON object",
 		`{"type":"wcc","name":"no spaces"}`:                      "a name may hold only letters, digits",
 		`{"type":"degree","threshold":1,"direction":"sideways"}`: `direction must be out, in or both; got "sideways"`,
 	} {
 		c.expect("POST", "/v1/analytics", []byte(body), 400, want)
+	}
+	// A root no edge has named: the API never assigns it an id.
+	before := f.dict.Len()
+	c.expect("POST", "/v1/analytics", []byte(`{"type":"bfs","root":"nobody"}`), 404, `vertex "nobody" is neither an id nor a known key (the API never assigns ids`)
+	if f.dict.Len() != before {
+		t.Errorf("registering a root no edge has named took an id: %d keys, were %d", f.dict.Len(), before)
 	}
 	big := []byte(`{"type":"wcc","name":"` + strings.Repeat("x", 2<<20) + `"}`)
 	c.expect("POST", "/v1/analytics", big, 413, "request body is larger than 1048576 bytes")

@@ -11,7 +11,9 @@
 //     4xx or 5xx status that says whose fault it is.
 //   - A vertex can be given wherever one is expected as a decimal id or as a
 //     string key known to the key dictionary ("key:" forces a key that looks
-//     like a number); unknown keys are 404, never assigned an id. Every id in
+//     like a number); unknown keys are 404, never assigned an id (an
+//     analytic's root included: no request writes to the key
+//     dictionary). Every id in
 //     a response that belongs to a string key carries that key next to it.
 //   - Each read is answered from one static view (fresh by default, stale on
 //     request), so its numbers are consistent with each other and with the

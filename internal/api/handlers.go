@@ -390,7 +390,11 @@ func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error 
 		return errorf(http.StatusConflict, "%v", err)
 	case errors.Is(err, views.ErrClosed):
 		return err
-	default: // the spec: invalid, or its root is unknown
+	case errors.As(err, new(*UnknownVertexError)):
+		// The API never assigns an id: a root no edge has named is
+		// unknown, and nothing is written to the key dictionary.
+		return errorf(http.StatusNotFound, "%v (the API never assigns ids: register it once an edge names it)", err)
+	default: // the spec is invalid
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	if p := s.cfg.Persist; p != nil {
