@@ -429,6 +429,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("partitioned mode", func(t *testing.T) {
 		checkPartitioned(t, cov)
 	})
+	t.Run("bounds of every request string", func(t *testing.T) {
+		checkBounded(t, cov)
+	})
 
 	// Every documented response was produced.
 	for _, k := range sortedKeys(documented(loadDoc(t))) {

@@ -25,10 +25,24 @@ import (
 //go:embed openapi.yaml
 var OpenAPI []byte
 
-// params checks r's query against the parameters the endpoint takes: an
-// unknown one (a typo would otherwise be ignored) or one given twice is an
-// error.
-func params(r *http.Request, allowed ...string) (url.Values, error) {
+// queryParams are the query parameters each route takes, by its pattern
+// (none when absent); checkBounds bounds each value (ParamLimit).
+var queryParams = map[string][]string{
+	"GET /v1/vertices/{v}":           {"view", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/degree":    {"dir", "view", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "after", "after_type", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/edges/{src}/{dst}":      {"view", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type"},
+	"GET /v1/paths":                  {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/analytics/{name}/top":   {"k"},
+	"GET /v1/alerts":                 {"analytic", "limit"},
+}
+
+// params checks r's query against the parameters its route takes
+// (queryParams): an unknown one (a typo would otherwise be ignored) or
+// one given twice is an error.
+func params(r *http.Request) (url.Values, error) {
+	allowed := queryParams[r.Pattern]
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "malformed query: %v", err)
@@ -149,7 +163,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -174,7 +188,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -199,7 +213,7 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -220,7 +234,7 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -260,7 +274,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -304,7 +318,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Route != nil {
 		return graphWide("a path crosses the partitions of several owners")
 	}
-	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -478,7 +492,7 @@ func (s *Server) analyticVertex(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) top(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "k")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -503,7 +517,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) alerts(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "analytic", "limit")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}

@@ -216,8 +216,13 @@ func (s *Server) HTTPServer() *http.Server {
 // returns any error, which handle turns into the error response.
 func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
 	s.routes = append(s.routes, pattern)
+	wild := wildcards(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := checkBounds(r, wild) // before anything reads the request
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			s.fail(w, r, err)
 		}
 	})

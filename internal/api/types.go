@@ -271,8 +271,12 @@ func SpecOf(s analytics.Spec) Spec {
 		MaxBehind: s.MaxBehind}
 }
 
-// Analytics converts the spec to an analytics.Spec (not yet validated).
+// Analytics converts the spec to an analytics.Spec (not yet validated),
+// refusing a string longer than its bound (SpecLimits).
 func (s Spec) Analytics() (analytics.Spec, error) {
+	if err := s.checkLengths(); err != nil {
+		return analytics.Spec{}, err
+	}
 	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, Types: s.Types, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
 		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
