@@ -38,6 +38,7 @@ const (
 var paramLimits = map[string]int{
 	"after": MaxVertexBytes, "after_dst": MaxVertexBytes, "from": MaxVertexBytes, "to": MaxVertexBytes,
 	"after_type": typedict.MaxNameLen, "types": analytics.MaxTypesLen, "analytic": analytics.MaxNameLen,
+	"cursor": MaxCursorBytes,
 }
 
 // pathLimits are the path parameters with a bound of their own.

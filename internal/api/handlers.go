@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -30,9 +29,9 @@ var OpenAPI []byte
 var queryParams = map[string][]string{
 	"GET /v1/vertices/{v}":           {"view", "as_of_seq", "as_of_time"},
 	"GET /v1/vertices/{v}/degree":    {"dir", "view", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "after", "after_type", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "cursor", "after", "after_type", "types", "as_of_seq", "as_of_time"},
 	"GET /v1/edges/{src}/{dst}":      {"view", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type"},
+	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type"},
 	"GET /v1/paths":                  {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
 	"GET /v1/analytics/{name}/top":   {"k"},
 	"GET /v1/alerts":                 {"analytic", "limit"},
@@ -87,14 +86,7 @@ func boolParam(q url.Values, name string) (bool, error) {
 }
 
 // vertex resolves a vertex given as an id or a key.
-func (s *Server) vertex(name, v string) (uint64, error) {
-	id, err := ResolveVertex(s.cfg.Dict)(v)
-	var unknown *UnknownVertexError
-	if err != nil && !errors.As(err, &unknown) {
-		return 0, errorf(http.StatusBadRequest, "%s: %v", name, err)
-	}
-	return id, err
-}
+func (s *Server) vertex(name, v string) (uint64, error) { return s.reader.resolveVertex(name, v) }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	m, err := s.cfg.Store.Metrics()
@@ -238,32 +230,14 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ends, err := changeEnds(AsOf{q.Get("from"), q.Get("from_time")}, AsOf{q.Get("to"), q.Get("to_time")})
-	if err != nil {
-		return err
-	}
 	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
 	if err != nil {
 		return err
 	}
-	var after *ChangeCursor
-	switch a, d := q.Get("after"), q.Get("after_dst"); {
-	case a != "" && d != "":
-		c := &ChangeCursor{}
-		if c.Src, err = s.vertex("after", a); err != nil {
-			return err
-		}
-		if c.Dst, err = s.vertex("after_dst", d); err != nil {
-			return err
-		}
-		ec, err := s.reader.Cursor(c.Dst, q.Get("after_type"))
-		if err != nil {
-			return err
-		}
-		c.Type = ec.Type
-		after = c
-	case a != "" || d != "" || q.Get("after_type") != "":
-		return errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page), with after_type when it gave one")
+	ends, after, err := s.reader.changesStart(AsOf{q.Get("from"), q.Get("from_time")}, AsOf{q.Get("to"), q.Get("to_time")},
+		PageOptions{Cursor: q.Get("cursor"), After: q.Get("after"), AfterDst: q.Get("after_dst"), AfterType: q.Get("after_type")})
+	if err != nil {
+		return err
 	}
 	out, err := s.reader.Changes(r.Context(), ends[0], ends[1], q.Get("types"), after, limit)
 	if err != nil {
@@ -282,7 +256,8 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
+	at, after, err := s.reader.neighborsStart(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")},
+		PageOptions{Cursor: q.Get("cursor"), After: q.Get("after"), AfterType: q.Get("after_type")})
 	if err != nil {
 		return err
 	}
@@ -293,18 +268,6 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.vertex("vertex", r.PathValue("v"))
 	if err != nil {
 		return err
-	}
-	var after *engine.EdgeCursor
-	if a := q.Get("after"); a != "" {
-		id, err := s.vertex("after", a)
-		if err != nil {
-			return err
-		}
-		if after, err = s.reader.Cursor(id, q.Get("after_type")); err != nil {
-			return err
-		}
-	} else if q.Get("after_type") != "" {
-		return errorf(http.StatusBadRequest, "after_type needs after")
 	}
 	out, err := s.reader.Neighbors(r.Context(), v, dir, at, q.Get("types"), after, limit)
 	if err != nil {

@@ -150,7 +150,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), token: sha256.Sum256([]byte(cfg.Token)), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -152,4 +153,16 @@ func AssignRoots(dict *keydict.Dict, specs []analytics.Spec) error {
 		}
 	}
 	return nil
+}
+
+// resolveVertex resolves a vertex given as an id or a key (ResolveVertex):
+// an unknown one is an *UnknownVertexError (404), any other problem a 400
+// naming the parameter.
+func (q Reader) resolveVertex(name, v string) (uint64, error) {
+	id, err := ResolveVertex(q.Dict)(v)
+	var unknown *UnknownVertexError
+	if err != nil && !errors.As(err, &unknown) {
+		return 0, errorf(http.StatusBadRequest, "%s: %v", name, err)
+	}
+	return id, err
 }
