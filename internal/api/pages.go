@@ -32,11 +32,11 @@ import (
 
 // pageEdge is one edge of a page with its position.
 type pageEdge struct {
-	dst  uint64
-	typ  uint16
-	w    float64
-	tm   int64
-	pos  Position
+	dst uint64
+	typ uint16
+	w   float64
+	tm  int64
+	pos Position
 }
 
 // pageChunk is how many edges one read of the store takes while a page
