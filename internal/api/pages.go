@@ -76,14 +76,14 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 	}
 	past := func(p Position) bool { return after == nil || comparePositions(p, *after) > 0 }
 	// read calls f with each of u's edges from the one past cur (nil: the
-	// first) on, in the store's order, until f returns false or none is
-	// left.
-	read := func(cur *engine.EdgeCursor, f func(e pageEdge) bool) error {
+	// first) on, in the store's order, chunk at a time, until f returns
+	// false or none is left.
+	read := func(cur *engine.EdgeCursor, chunk int, f func(e pageEdge) bool) error {
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			p, err := v.NeighborsPage(u, dir, cur, pageChunk, true)
+			p, err := v.NeighborsPage(u, dir, cur, chunk, true)
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,8 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 			return true
 		}
 		full := false
-		err := read(start, func(e pageEdge) bool {
+		// The page and the edge after it, in reads of at least 64.
+		err := read(start, min(pageChunk, max(limit+1, 64)), func(e pageEdge) bool {
 			if e.dst >= split {
 				keyBand = true
 				return false
@@ -157,7 +158,7 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 	room := limit - len(out)
 	h := make(edgeHeap, 0, min(room, pageChunk))
 	inBand := 0
-	err := read(&engine.EdgeCursor{Dst: split - 1, Type: 0}, func(e pageEdge) bool {
+	err := read(&engine.EdgeCursor{Dst: split - 1, Type: 0}, pageChunk, func(e pageEdge) bool {
 		e.pos = q.vertexPos(e.dst)
 		e.pos.Type = typeName(e.typ)
 		if !past(e.pos) {

@@ -202,7 +202,7 @@ func TestPagesAlternateBetweenReplicas(t *testing.T) {
 					}
 				}
 				slices.SortFunc(want, compareDescribed)
-				for _, limit := range []int{1, 3, 50} {
+				for _, limit := range []int{1, 2, 3, 7, 50} {
 					got := walk(t, reps, v, dir, limit, func(c string) string { return "cursor=" + url.QueryEscape(c) })
 					if !slices.Equal(got, want) {
 						t.Fatalf("history %v: %s-neighbors of %s, %d a page, alternating replicas: %d edges\n got  %v\n want %v", history, dir, v.param(), limit, len(got), got, want)
@@ -290,11 +290,17 @@ func walk(t *testing.T, reps [2]replica, v name, dir string, limit int, next fun
 			}
 			got = append(got, describe(nm, x.Type, x.Weight))
 		}
+		if i > 0 && len(n.Neighbors) == 0 {
+			t.Fatalf("GET %s: an empty page after a cursor", u)
+		}
 		if n.NextCursor == "" {
 			if n.NextAfter != nil || len(n.Neighbors) == limit && len(got) < int(n.Degree) {
 				t.Fatalf("GET %s: no cursor, %d of %d listed", u, len(got), n.Degree)
 			}
 			return got
+		}
+		if len(n.Neighbors) != limit {
+			t.Fatalf("GET %s: a page of %d (limit %d) with a cursor", u, len(n.Neighbors), limit)
 		}
 		if i > 2000 {
 			t.Fatalf("more than 2000 pages of %s", v.param())
