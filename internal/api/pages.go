@@ -65,13 +65,20 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 	if q.Dict != nil {
 		split = keydict.KeyBase
 	}
+	// Type names, looked up once a type in a page: most edges of a run
+	// share the last one's type.
 	names := map[uint16]string{}
+	lastType, lastName := uint16(0), q.typeName(0)
 	typeName := func(t uint16) string {
+		if t == lastType {
+			return lastName
+		}
 		n, ok := names[t]
 		if !ok {
 			n = q.typeName(t)
 			names[t] = n
 		}
+		lastType, lastName = t, n
 		return n
 	}
 	past := func(p Position) bool { return after == nil || comparePositions(p, *after) > 0 }
