@@ -67,9 +67,16 @@ type Config struct {
 
 	// Kafka: with no Kafka.Brokers an embedded broker is started on
 	// EmbeddedPort (0: any free port), keeping its data in the directory.
-	Kafka             kafkaconn.Options
-	EmbeddedPort      int
-	Topics            []string
+	Kafka        kafkaconn.Options
+	EmbeddedPort int
+	Topics       []string
+	// Graph names the graph the store holds (package graphid), which its
+	// replicas share: "" takes the one the store recorded, else derives
+	// one from Topics. Derive says which of Group, WritesTopic,
+	// AlertTopic and DeadLetterTopic default from it (the flags not
+	// given); see graph.go.
+	Graph             string
+	Derive            DeriveNames
 	Group             string
 	GroupInstanceID   string // static group membership ("": dynamic)
 	Format            decode.Format
@@ -104,9 +111,12 @@ type Config struct {
 	// hand-over; see ingest.Config.Adopt).
 	Owners *ownership.Map
 	Adopt  []int32
-	// AlertLeader, when not empty, is the GroupInstanceID of the replica
-	// that produces alerts to AlertTopic: on any other, AlertTopic is
-	// ignored (alerts are raised, kept for GET /v1/alerts, not produced).
+	// AlertSessionTimeout: how long a replica producing the alerts that
+	// died silently holds production before another takes over (the
+	// election group's session timeout; 0: 10s). See package alerts.
+	AlertSessionTimeout time.Duration
+	// AlertLeader is ignored (it named the one replica that produced the
+	// alerts, before production failed over by itself): a WARN says so.
 	AlertLeader string
 
 	HTTP HTTPConfig
@@ -194,12 +204,16 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: cfg.WritesTopic != ""})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg)})
 	if err != nil {
 		return nil, err
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
+	if err := s.resolveGraph(); err != nil {
+		return nil, err
+	}
+	cfg = s.cfg
 	if keep {
 		s.startHistory(bctx, cfg)
 	}
@@ -230,9 +244,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// kprom registers its metrics for one client: the consumer's.
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
-	if cfg.GroupInstanceID != "" && cfg.Owners == nil {
-		// Partitioned mode joins no group: there the id only names the
-		// instance for AlertLeader.
+	if cfg.GroupInstanceID != "" && cfg.Owners == nil { // partitioned mode joins no group
 		clientOpts = append(clientOpts, kgo.InstanceID(cfg.GroupInstanceID))
 	}
 
@@ -246,18 +258,23 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
 		}, Names: d.Keys.Name, VertexLocal: cfg.Owners != nil}
-	alertTopic := cfg.AlertTopic
-	if cfg.AlertLeader != "" && cfg.AlertLeader != cfg.GroupInstanceID && alertTopic != "" {
-		s.log.Info("alerts go to Kafka from another replica (--alert-leader); this one keeps its own for GET /v1/alerts", "alert_leader", cfg.AlertLeader, "alert_topic", alertTopic)
-		alertTopic = ""
+	if cfg.AlertLeader != "" {
+		s.log.Warn("--alert-leader is ignored: alert production fails over by itself (every replica takes part; Kafka's group of alert producers decides which one produces, see --alert-failover-timeout)",
+			"alert_leader", cfg.AlertLeader)
 	}
-	if alertTopic != "" {
-		sink, err := alerts.NewKafkaSink(ctx, s.brokers, alertTopic, s.log, sinkOpts...)
+	if cfg.AlertTopic != "" {
+		acfg := alerts.Config{Brokers: s.brokers, Topic: cfg.AlertTopic, Graph: cfg.Graph, Opts: sinkOpts, Logger: s.log,
+			SessionTimeout: cfg.AlertSessionTimeout}
+		if cfg.Owners != nil {
+			acfg.Shard = ownership.FormatSet(cfg.Owners.Own())
+		}
+		sink, err := alerts.NewKafkaSink(ctx, acfg)
 		if err != nil {
 			return nil, err
 		}
 		sink.SetVertexIDs(d.Keys.SourceID)
 		s.sink = sink
+		registerSinkMetrics(regr, sink)
 		s.closers = append(s.closers, func() {
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -275,7 +292,19 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	specs := s.stored.startList(cfg.Analytics, s.log)
+	floor, err := d.Store.SourcePosition()
+	if err != nil {
+		return nil, err
+	}
 	restored, replay := s.restoreAnalytics(ctx, sinkOpts, specs)
+	if len(restored) > 0 && len(s.checkpointFloor) > 0 {
+		floor = s.checkpointFloor // the restored analytics raise again what follows it
+	}
+	if s.sink != nil {
+		if err := s.sink.Start(floor); err != nil {
+			return nil, err
+		}
+	}
 	for i, sp := range specs {
 		if err := sp.Validate(); err == nil && restored[sp.Name] {
 			continue
@@ -314,7 +343,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		own, count = m.Own(), m.Count
 	}
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
-		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
+		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Graph: cfg.Graph, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
