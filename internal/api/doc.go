@@ -11,8 +11,16 @@
 //     4xx or 5xx status that says whose fault it is.
 //   - A vertex can be given wherever one is expected as a decimal id or as a
 //     string key known to the key dictionary ("key:" forces a key that looks
-//     like a number); unknown keys are 404, never assigned an id. Every id in
+//     like a number); unknown keys are 404, never assigned an id (an
+//     analytic's root included: no request writes to the key
+//     dictionary). Every id in
 //     a response that belongs to a string key carries that key next to it.
+//   - Replicas (serve instances of one graph, each with its own data
+//     directory and consumer group) are interchangeable for a client that
+//     names vertices by number or key: pages of neighbors come in an order
+//     every replica shares (cursor.go) and any replica continues another's
+//     next_cursor. The ids of keys, seqs and type numbers are each
+//     replica's own, and said so wherever they are answered.
 //   - Each read is answered from one static view (fresh by default, stale on
 //     request), so its numbers are consistent with each other and with the
 //     view's sequence number, which the response reports. Every view a

@@ -152,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
@@ -242,8 +242,13 @@ func (s *Server) HTTPServer() *http.Server {
 func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
 	s.routes = append(s.routes, pattern)
 	s.patterns = append(s.patterns, pattern)
+	wild := wildcards(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := checkBounds(r, wild) // before anything reads the request
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			s.fail(w, r, err)
 		}
 	})

@@ -251,7 +251,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	topics := s.topics() // the ingester's, whose indexes the record references use
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+	// Roots resolve without assigning ids: an analytic of the API whose
+	// root no edge has named is refused (404), and one it stored is not
+	// registered again (a WARN says why). Only the configuration's roots,
+	// the operator's, are assigned (api.AssignRoots, below).
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
@@ -284,6 +288,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
 	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if err := api.AssignRoots(d.Keys, cfg.Analytics); err != nil {
 		return nil, err
 	}
 	specs := s.stored.startList(cfg.Analytics, s.log)

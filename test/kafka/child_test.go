@@ -70,6 +70,8 @@ type childConfig struct {
 	// address (default 127.0.0.1:0: any port).
 	WritesTopic string
 	HTTPAddr    string
+	// HistorySeqs: serve --history-seqs (0: no history).
+	HistorySeqs uint64
 	// Owners, OwnPartitions, Adopt: partitioned mode (serve --owners,
 	// --own-partitions, --adopt-partitions); empty: replica mode.
 	Owners, OwnPartitions string
@@ -186,7 +188,7 @@ func runServeChild(c childConfig) int {
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group, GroupInstanceID: c.Instance,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
 		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic, Graph: c.Graph, AlertSessionTimeout: c.AlertFailover,
-		WritesTopic: c.WritesTopic, WritesRetention: time.Hour,
+		WritesTopic: c.WritesTopic, WritesRetention: time.Hour, HistorySeqs: c.HistorySeqs,
 		HTTP: server.HTTPConfig{Addr: cmp.Or(c.HTTPAddr, "127.0.0.1:0"), RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
 	})
 	if err != nil {
