@@ -9,17 +9,29 @@
 // seq, and each was true when it was recorded, for the store it was
 // opened with: samples of seqs above the store's newest at open (seqs a
 // crash's replay gives to other batches) are dropped then. A sample lost
-// in a crash only makes the index coarser.
+// in a crash only makes the index coarser; a sample the store's durable
+// state depends on is never lost silently (below).
 //
 // The file (history.idx in the data directory): the 8-byte magic
 // "GTTIME01", then 24-byte records: u64 unix nanoseconds, u64 seq (both
 // little-endian), u32 crc32c (Castagnoli) of those 16 bytes, u32 zero.
 // Each record is appended with one write and synced before the next, so a
-// crash can tear only the last one: Open cuts a partial last record, and
-// a last record whose checksum fails (a write cut at a sector boundary
-// leaves some of its bytes and zeros; at worst one sample is lost); any
-// other damage is refused, naming the file and byte offset, and nothing
-// is changed.
+// crash can tear only the last one.
+//
+// What a torn tail is. The data directory records, with every flush of
+// the store, the seq of the index's newest sample when the flush's last
+// batch applied (a Claim; internal/datadir): a sample that was synced
+// before that batch, so no crash can tear it or anything before it. Open
+// given the claim cuts a partial last record, or a last record whose
+// checksum fails (a write cut at a sector boundary leaves some of its
+// bytes and zeros), only when the records before it still reach the
+// claimed sample: what lies past the durable state. Everything else is
+// refused with a *durable.CorruptError naming the file and byte offset,
+// and nothing is changed: any other damaged record; a damaged last record
+// or a file that ends (cut at a record boundary) before the claimed
+// sample; a missing file the claim proves existed. Without a claim (a
+// store that recorded none: written before claims) a damaged last record
+// is taken for a torn one, as it always was.
 package history
 
 import (
@@ -30,6 +42,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/durable"
@@ -59,16 +72,43 @@ type Index struct {
 	f *os.File
 	// samples, ascending in Time and Seq. Protected by mu.
 	samples []Sample
+	// newest is the newest sample's seq (0: none), for Claim without the
+	// lock (Record holds it while it syncs).
+	newest atomic.Uint64
 }
 
-// Open reads the index at path for a store whose newest seq is last. A
-// read-write open creates a missing file, cuts a torn tail and drops the
-// samples of seqs above last (rewriting the file atomically); a read-only
-// one changes nothing and leaves those samples out.
+// Claim is what the store's durable state recorded of the index (the data
+// directory keeps it with every flush, see the package doc): that the
+// file existed, and the seq of its newest sample then (0: none yet).
+type Claim struct {
+	Newest uint64
+}
+
+// Claim is the index's claim now: the seq of its newest sample, which is
+// synced.
+func (x *Index) Claim() Claim { return Claim{Newest: x.newest.Load()} }
+
+// Open reads the index at path for a store whose newest seq is last,
+// without a claim (OpenClaimed).
 func Open(path string, last uint64, readOnly bool) (*Index, error) {
+	return OpenClaimed(path, last, readOnly, nil)
+}
+
+// OpenClaimed reads the index at path for a store whose newest seq is
+// last and whose durable state recorded c of it (nil: nothing recorded).
+// A read-write open creates a missing file (unless c proves one existed),
+// cuts a torn tail and drops the samples of seqs above last (rewriting the
+// file atomically); a read-only one changes nothing and leaves those
+// samples out. What it refuses is in the package doc.
+func OpenClaimed(path string, last uint64, readOnly bool, c *Claim) (*Index, error) {
 	x := &Index{path: path}
+	corrupt := func(off int64, what string) error {
+		return &durable.CorruptError{Kind: "history", File: path, Offset: off, What: what}
+	}
 	data, err := os.ReadFile(path)
 	switch {
+	case errors.Is(err, os.ErrNotExist) && c != nil:
+		return nil, corrupt(0, fmt.Sprintf("missing: the store's durable state records the time index with a sample of seq %d (reads as of a time would answer older seqs, or nothing); restore the file from a backup, or run 'graphtide repair' to start a new index", c.Newest))
 	case errors.Is(err, os.ErrNotExist):
 		if readOnly {
 			return x, nil
@@ -81,31 +121,46 @@ func Open(path string, last uint64, readOnly bool) (*Index, error) {
 		return nil, err
 	}
 	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
-		return nil, &durable.CorruptError{Kind: "history", File: path, Offset: 0, What: "not a time index (bad magic)"}
+		return nil, corrupt(0, "not a time index (bad magic)")
+	}
+	// reached: the intact samples reach the claimed one.
+	reached := func() bool {
+		return c == nil || c.Newest == 0 || len(x.samples) > 0 && x.samples[len(x.samples)-1].Seq >= c.Newest
 	}
 	body := data[len(magic):]
 	end := len(body) / recordSize * recordSize
 	torn := end != len(body) // a partial last record: an append cut short
+	tornAt := int64(len(magic) + end)
 	for off := 0; off < end; off += recordSize {
 		r := body[off : off+recordSize]
 		at := int64(len(magic) + off)
 		if binary.LittleEndian.Uint32(r[16:]) != crc32.Checksum(r[:16], castagnoli) || binary.LittleEndian.Uint32(r[20:]) != 0 {
-			if off+recordSize == end {
-				torn = true // the last append, cut short by a crash
+			if off+recordSize == end && !torn {
+				torn, tornAt = true, at // the last append, cut short by a crash
 				break
 			}
-			return nil, &durable.CorruptError{Kind: "history", File: path, Offset: at, What: "record checksum mismatch"}
+			return nil, corrupt(at, "record checksum mismatch")
 		}
 		s := Sample{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(r))), Seq: binary.LittleEndian.Uint64(r[8:])}
 		if n := len(x.samples); n > 0 && (s.Seq < x.samples[n-1].Seq || s.Time.Before(x.samples[n-1].Time)) {
-			return nil, &durable.CorruptError{Kind: "history", File: path, Offset: at,
-				What: fmt.Sprintf("sample (%v, seq %d) is older than the one before it", s.Time.UTC(), s.Seq)}
+			return nil, corrupt(at, fmt.Sprintf("sample (%v, seq %d) is older than the one before it", s.Time.UTC(), s.Seq))
 		}
 		x.samples = append(x.samples, s)
+	}
+	if !reached() {
+		have := "no sample"
+		if n := len(x.samples); n > 0 {
+			have = fmt.Sprintf("samples up to seq %d", x.samples[n-1].Seq)
+		}
+		if torn {
+			return nil, corrupt(tornAt, fmt.Sprintf("damaged record (checksum mismatch or cut short) that the store's durable state depends on: the records before it hold %s, and the store recorded a sample of seq %d (a torn tail is only what lies past that)", have, c.Newest))
+		}
+		return nil, corrupt(int64(len(data)), fmt.Sprintf("the file ends at %s, but the store's durable state records a sample of seq %d: samples were lost (the file was cut or replaced)", have, c.Newest))
 	}
 	keep := sort.Search(len(x.samples), func(i int) bool { return x.samples[i].Seq > last })
 	stale := keep < len(x.samples)
 	x.samples = x.samples[:keep]
+	x.setNewest()
 	if readOnly {
 		return x, nil
 	}
@@ -118,6 +173,15 @@ func Open(path string, last uint64, readOnly bool) (*Index, error) {
 		return nil, err
 	}
 	return x, nil
+}
+
+// setNewest keeps newest. Requires mu held (or no sharing yet).
+func (x *Index) setNewest() {
+	var n uint64
+	if len(x.samples) > 0 {
+		n = x.samples[len(x.samples)-1].Seq
+	}
+	x.newest.Store(n)
 }
 
 func record(s Sample) []byte {
@@ -168,6 +232,7 @@ func (x *Index) Record(t time.Time, seq uint64) error {
 		return fmt.Errorf("history: %s: %w", x.path, err)
 	}
 	x.samples = append(x.samples, s)
+	x.setNewest()
 	return nil
 }
 
@@ -222,6 +287,7 @@ func (x *Index) Trim(floor uint64) error {
 		x.samples = old
 		return err
 	}
+	x.setNewest() // the same: the newest sample is kept
 	x.f.Close() // the old file, replaced
 	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
