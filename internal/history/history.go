@@ -288,7 +288,7 @@ func (x *Index) Trim(floor uint64) error {
 		return err
 	}
 	x.setNewest() // the same: the newest sample is kept
-	x.f.Close() // the old file, replaced
+	x.f.Close()   // the old file, replaced
 	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		x.f = nil // Record fails from now on, saying so, rather than write to the replaced file
