@@ -34,9 +34,11 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
+	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -139,6 +141,9 @@ type Options struct {
 	// Writes opens the writes topic's outcome log (Dir.Writes), creating
 	// it when missing: serve with a writes topic.
 	Writes bool
+	// Registered opens the file of the analytics registered over the
+	// HTTP API (Dir.Registered): serve.
+	Registered bool
 }
 
 // Dir is an open data directory.
@@ -159,6 +164,14 @@ type Dir struct {
 	// missing). Read-only in a read-only Dir. Written under the store's
 	// LOCK, which keeps other writers out.
 	Types *typedict.Dict
+	// Registered is registered-analytics.json: open with
+	// Options.Registered, else nil.
+	Registered *Registered
+
+	// claims is what the store's durable state recorded of the files at
+	// Open (nil: nothing, a store written before claims); the claims of
+	// files this Dir does not follow are carried into every new record.
+	claims Claims
 }
 
 // Open opens the data directory at path for reading and writing: the store,
@@ -194,11 +207,20 @@ func Open(path string, o Options) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
 	}
+	claims, err := storeClaims(path, s)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
+		s.Close()
+		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
+	}
 	// The time index: its samples of seqs the store no longer has (a
 	// crash's replay will give them to other batches) go at the open,
 	// whoever opens the store next (load, or serve without history, would
 	// otherwise apply new batches under them).
-	times, err := openTimes(path, s, o.Times, false)
+	times, err := openTimes(path, s, claims, o.Times, false)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -207,7 +229,7 @@ func Open(path string, o Options) (*Dir, error) {
 		times.Close()
 		times = nil
 	}
-	d := &Dir{Path: path, Store: s, Times: times}
+	d := &Dir{Path: path, Store: s, Times: times, claims: claims}
 	if _, err := os.Stat(KeysPath(path)); errors.Is(err, os.ErrNotExist) {
 		// A new dictionary only where the store uses no key id.
 		if err := d.checkKeyBound(); err != nil {
@@ -231,13 +253,82 @@ func Open(path string, o Options) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.checkClaims(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	if o.Writes {
-		if d.Writes, err = writes.OpenLog(WritesLogPath(path), false); err != nil {
+		if d.Writes, err = writes.OpenLogClaimed(WritesLogPath(path), false, writesClaim(claims)); err != nil {
 			d.Close()
 			return nil, err
 		}
 	}
+	if o.Registered {
+		if d.Registered, err = OpenRegistered(RegisteredAnalyticsPath(path), claims.ptr(RegisteredName)); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	// INVARIANT: every batch applied from here on records the claims of
+	// the files as they are when it applies (see Claims).
+	s.SetAnnex(d.annex)
 	return d, nil
+}
+
+// storeClaims is what the store s of the data directory path recorded of
+// its files.
+func storeClaims(path string, s *engine.Store) (Claims, error) {
+	raw, err := s.Annex()
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeClaims(raw)
+	if err != nil {
+		return nil, &durable.CorruptError{Kind: "datadir", File: filepath.Join(StorePath(path), "MANIFEST"), What: err.Error()}
+	}
+	return c, nil
+}
+
+// checkClaims refuses a type dictionary with fewer names than claimed.
+// (A missing claimed file is refused first thing; the time index, the
+// outcome log and the registered analytics check their own claims as
+// they open.)
+func (d *Dir) checkClaims() error {
+	if n, ok := d.claims.get(TypesName); ok && uint64(d.Types.Len()) < n {
+		return typesShort(d.Path, d.Types.Len(), n)
+	}
+	return nil
+}
+
+// annex is the claims of the files now: those this Dir follows as they
+// are, the others as recorded at Open.
+func (d *Dir) annex() []byte {
+	c := maps.Clone(d.claims)
+	if c == nil {
+		c = Claims{}
+	}
+	for i := range Entries {
+		e := &Entries[i]
+		if e.claim == nil {
+			continue
+		}
+		v, exists, tracked := e.claim(d)
+		switch {
+		case !tracked:
+		case exists:
+			c[e.Name] = v
+		default:
+			delete(c, e.Name)
+		}
+	}
+	return c.encode()
+}
+
+func writesClaim(c Claims) *writes.Claim {
+	if v, ok := c.get(WritesName); ok {
+		return &writes.Claim{Records: v}
+	}
+	return nil
 }
 
 // WritesLogPath is the writes topic's outcome log in the data directory.
@@ -253,12 +344,21 @@ func OpenReadOnly(path string) (*Dir, error) {
 	if err != nil {
 		return nil, storeOpenError(path, err)
 	}
-	times, err := openTimes(path, s, false, true)
+	claims, err := storeClaims(path, s)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	d := &Dir{Path: path, Store: s, Times: times}
+	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
+		s.Close()
+		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
+	}
+	times, err := openTimes(path, s, claims, false, true)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	d := &Dir{Path: path, Store: s, Times: times, claims: claims}
 	if _, err := os.Stat(KeysPath(path)); err == nil {
 		if d.Keys, err = keydict.OpenReadOnly(KeysPath(path)); err != nil {
 			d.Close()
@@ -277,6 +377,10 @@ func OpenReadOnly(path string) (*Dir, error) {
 		return nil, err
 	}
 	if d.Types, err = typedict.OpenReadOnly(TypesPath(path)); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.checkClaims(); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -349,9 +453,13 @@ func (d *Dir) Close() error {
 // openTimes opens the time index of the store s in path: created when
 // missing with create, nil when missing without it (or read-only and
 // empty); read-only with readOnly.
-func openTimes(path string, s *engine.Store, create, readOnly bool) (*history.Index, error) {
+func openTimes(path string, s *engine.Store, claims Claims, create, readOnly bool) (*history.Index, error) {
 	file := filepath.Join(path, history.FileName)
-	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && !create {
+	var c *history.Claim
+	if v, ok := claims.get(HistoryName); ok {
+		c = &history.Claim{Newest: v}
+	}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && !create && c == nil {
 		return nil, nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("datadir: %w", err)
@@ -360,7 +468,7 @@ func openTimes(path string, s *engine.Store, create, readOnly bool) (*history.In
 	if err != nil {
 		return nil, err
 	}
-	x, err := history.Open(file, m.LastSeq, readOnly)
+	x, err := history.OpenClaimed(file, m.LastSeq, readOnly, c)
 	if err != nil || !readOnly || x.Len() > 0 {
 		return x, err
 	}

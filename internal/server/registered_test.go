@@ -102,7 +102,9 @@ func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
 		t.Fatalf("reach after a restart: %+v, %v", res.Spec, err)
 	}
 	srv.Close()
-	raw = bytes.Replace(raw, []byte(`"analytics": [`), []byte(`"analytics": [{"name":"wcc","type":"degree","threshold":5},{"name":"old","type":"bfs"},`), 1)
+	// By hand, in the file's format 1 (unchecksummed, read as generation
+	// 0, which the store's claims allow: no batch recorded one here).
+	raw = []byte(`{"version": 1, "analytics": [{"name":"wcc","type":"degree","threshold":5},{"name":"old","type":"bfs"},{"name":"reach","type":"bfs","root":"7"}]}`)
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: cfg.WritesTopic != ""})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: cfg.WritesTopic != "", Registered: true})
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.areg = analytics.NewRegistry(s.vm, rcfg)
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
-	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
+	if s.stored, err = loadRegistered(d); err != nil {
 		return nil, err
 	}
 	specs := s.stored.startList(cfg.Analytics, s.log)
