@@ -296,6 +296,11 @@ func parseRegisteredV1(raw []byte, bad func(int64, string) *durable.CorruptError
 	return 0, specs, nil
 }
 
+// trailingError is data after a line's object, at Offset in the line.
+type trailingError struct{ Offset int64 }
+
+func (e *trailingError) Error() string { return "data after the object" }
+
 // strictJSON decodes line, one JSON object with only v's fields, into v.
 func strictJSON(line []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -303,8 +308,8 @@ func strictJSON(line []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
-		return errors.New("data after the object")
+	if off := dec.InputOffset(); off != int64(len(line)) {
+		return &trailingError{Offset: off}
 	}
 	return nil
 }
@@ -314,11 +319,14 @@ func strictJSON(line []byte, v any) error {
 func jsonErrorOffset(err error, line []byte) int64 {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var tr *trailingError
 	switch {
 	case errors.As(err, &se):
 		return max(se.Offset-1, 0)
 	case errors.As(err, &te):
 		return max(te.Offset-1, 0)
+	case errors.As(err, &tr):
+		return tr.Offset
 	}
 	return int64(len(line))
 }
