@@ -275,6 +275,11 @@ func Open(path string, o Options) (*Dir, error) {
 	return d, nil
 }
 
+// Claims is what the store's durable state recorded of the files beside
+// it when the Dir was opened (nil: nothing, a store written before
+// claims).
+func (d *Dir) Claims() Claims { return maps.Clone(d.claims) }
+
 // storeClaims is what the store s of the data directory path recorded of
 // its files.
 func storeClaims(path string, s *engine.Store) (Claims, error) {

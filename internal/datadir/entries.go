@@ -35,6 +35,9 @@ type Entry struct {
 	// Damage says what a flipped bit, a cut and a deletion each do.
 	Damage string
 
+	// Counts says what the entry's claim counts ("" when not claimed).
+	Counts string
+
 	// Claimed entries are in the Claims: claim is what an open Dir
 	// claims of the file now (tracked false: this Dir does not follow
 	// the file, and the claim recorded at open is carried on; exists
@@ -115,6 +118,7 @@ var Entries = []Entry{
 		Name:   TypesName,
 		Guard:  "a CRC-32C of the names, and every byte must be what graphtide writes for them; claimed: the number of named types",
 		Damage: "a flipped bit or a cut is refused with the byte offset; deletion, or fewer names than claimed, is refused (the next new name would take a lost name's number and its edges)",
+		Counts: "type names, type 0 included",
 		claim: func(d *Dir) (uint64, bool, bool) {
 			n := d.Types.Len()
 			return uint64(n), n > 1, d.Types != nil
@@ -126,6 +130,7 @@ var Entries = []Entry{
 		Name:   HistoryName,
 		Guard:  "a CRC-32C per sample; claimed: the seq of the newest sample when each flush's last batch applied (a torn tail is only what lies past it)",
 		Damage: "a flipped bit or a cut in a claimed sample, or a cut at a sample boundary before it, is refused with the byte offset; past the claim it is a torn tail, cut (a sample lost makes reads as of a time coarser); deletion is refused",
+		Counts: "seq of the newest sample",
 		claim: func(d *Dir) (uint64, bool, bool) {
 			if d.Times == nil {
 				return 0, false, false
@@ -139,6 +144,7 @@ var Entries = []Entry{
 		Name:   WritesName,
 		Guard:  "a CRC-32C per record (lengths authenticated) and of the header; claimed: how many records were appended when each flush's last batch applied (a torn tail is only what lies past it)",
 		Damage: "a flipped bit or a cut in a claimed record, or a cut at a record boundary before it, is refused with the byte offset; past the claim it is a torn tail, cut (that write is evaluated again when Kafka replays it); deletion is refused",
+		Counts: "records appended",
 		claim: func(d *Dir) (uint64, bool, bool) {
 			if d.Writes == nil {
 				return 0, false, false
@@ -152,6 +158,7 @@ var Entries = []Entry{
 		Name:   RegisteredName,
 		Guard:  "a CRC-32C per line, and every byte must be what graphtide writes; claimed: the file's generation (how many times it was saved)",
 		Damage: "a flipped bit or a cut is refused with the byte offset; deletion, or an older generation than claimed, is refused (every analytic registered over the API would be dropped without a word)",
+		Counts: "generation: saves of the file",
 		claim: func(d *Dir) (uint64, bool, bool) {
 			if d.Registered == nil {
 				return 0, false, false
