@@ -38,12 +38,12 @@ type Report struct {
 	// Claims: what the store's durable state records of the files beside
 	// it (datadir.Claims), by file name; null: none recorded (a store
 	// written before claims, until its next flush).
-	Claims map[string]uint64 `json:"claims"`
-	Levels         []Level         `json:"levels"`
-	Total          Size            `json:"total"`
-	Files          []File          `json:"files"`
-	Verify         *Verify         `json:"verify,omitempty"`
-	metrics        engine.Metrics  // for the text form
+	Claims  map[string]uint64 `json:"claims"`
+	Levels  []Level           `json:"levels"`
+	Total   Size              `json:"total"`
+	Files   []File            `json:"files"`
+	Verify  *Verify           `json:"verify,omitempty"`
+	metrics engine.Metrics    // for the text form
 }
 
 // VertexBounds are the store's id bounds in its two bands.
