@@ -289,10 +289,10 @@ func TestWritesLogTailTheStoreDependsOn(t *testing.T) {
 }
 
 // TestHistoryTailTheStoreDependsOn: a flipped bit in the last sample of
-// history.idx, or a cut, when the store's durable state covers that
-// sample, is refused (by Check too) instead of dropping the sample (a
-// read as of its time would answer an older seq); a deleted index is
-// refused.
+// history.idx, or a cut of 1 byte, is refused (by Check too) instead of
+// dropping the sample (a read as of its time would answer an older seq):
+// the store's durable state claims it, and the index's clean close sealed
+// it; a deleted index is refused.
 func TestHistoryTailTheStoreDependsOn(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Create: true, Times: true, Store: engine.Options{KeepHistory: true}}

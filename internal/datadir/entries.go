@@ -128,8 +128,8 @@ var Entries = []Entry{
 	},
 	{
 		Name:   HistoryName,
-		Guard:  "a CRC-32C per sample; claimed: the seq of the newest sample when each flush's last batch applied (a torn tail is only what lies past it)",
-		Damage: "a flipped bit or a cut in a claimed sample, or a cut at a sample boundary before it, is refused with the byte offset; past the claim it is a torn tail, cut (a sample lost makes reads as of a time coarser); deletion is refused",
+		Guard:  "a CRC-32C per sample and of the header, which seals every sample the file held when it was last written whole (a clean stop writes it whole); claimed: the seq of the newest sample when each flush's last batch applied (a torn tail is only what lies past both)",
+		Damage: "a flipped bit or a cut in a sealed or claimed sample, or a cut at a sample boundary before one, is refused with the byte offset; past both (a sample recorded after the last clean stop and the last flush) it is a torn tail, cut (a sample lost makes reads as of a time coarser); deletion is refused",
 		Counts: "seq of the newest sample",
 		claim: func(d *Dir) (uint64, bool, bool) {
 			if d.Times == nil {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,82 @@ func TestClaimSurvivesTrimAndStaleDrop(t *testing.T) {
 	}
 	if c := x.Claim(); c.Newest != 100 || x.Len() != 2 { // 90 (the trim kept it: it maps times up to 100) and 100
 		t.Fatalf("after the drop: claim %+v, %d samples", c, x.Len())
+	}
+	x.Close()
+}
+
+// TestCloseSealsEverySample: a clean Close writes the file whole with
+// every sample sealed, so that a flipped bit anywhere and a cut anywhere
+// (a whole record included) is refused, without any claim; samples
+// recorded after a reopen are past the seal (a crash may tear the last),
+// until the next close; format 1 opens and is rewritten.
+func TestCloseSealsEverySample(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	writeSamples(t, path, 3)
+	x, err := Open(path, 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := os.ReadFile(path)
+	if len(sealed) != headerSize+3*recordSize {
+		t.Fatalf("sealed: %d bytes", len(sealed))
+	}
+	refused := func(what string, b []byte) {
+		t.Helper()
+		os.WriteFile(path, b, 0o644)
+		for _, ro := range []bool{true, false} {
+			var ce *durable.CorruptError
+			if _, err := Open(path, 1000, ro); !errors.As(err, &ce) || ce.File != path {
+				t.Fatalf("%s (read-only %v): %v, want a refusal", what, ro, err)
+			}
+			if after, _ := os.ReadFile(path); string(after) != string(b) {
+				t.Fatalf("%s: a refused open changed the file", what)
+			}
+		}
+	}
+	for i := range sealed {
+		for bit := range 8 {
+			b := append([]byte(nil), sealed...)
+			b[i] ^= 1 << bit
+			refused(fmt.Sprintf("bit %d of byte %d flipped", bit, i), b)
+		}
+	}
+	for cut := range len(sealed) {
+		refused(fmt.Sprintf("cut at %d", cut), sealed[:cut])
+	}
+	// Reopened: a new sample is past the seal; a crash may tear it.
+	os.WriteFile(path, sealed, 0o644)
+	x, err = Open(path, 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Record(time.Unix(2000, 0), 99); err != nil {
+		t.Fatal(err)
+	}
+	appended, _ := os.ReadFile(path)
+	x.Close()
+	os.WriteFile(path, appended[:len(appended)-1], 0o644)
+	if x, err = Open(path, 1000, true); err != nil || x.Len() != 3 {
+		t.Fatalf("the unsealed sample torn: %v", err)
+	}
+	os.WriteFile(path, appended[:len(appended)-recordSize-1], 0o644)
+	if _, err = Open(path, 1000, true); err == nil {
+		t.Fatal("a cut into a sealed sample was taken")
+	}
+	// Format 1: read, and rewritten in format 2 by a read-write open.
+	v1 := append([]byte(magicV1), sealed[headerSize:]...)
+	os.WriteFile(path, v1, 0o644)
+	if x, err = Open(path, 1000, true); err != nil || x.Len() != 3 {
+		t.Fatalf("format 1: %v", err)
+	}
+	if x, err = Open(path, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != string(sealed) {
+		t.Fatal("format 1 after a read-write open is not format 2 with every sample sealed")
 	}
 	x.Close()
 }

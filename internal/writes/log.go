@@ -395,6 +395,17 @@ func (l *Log) ByKey(key string) (Entry, bool) {
 	return *e, true
 }
 
+// Entries are the entries, in log order.
+func (l *Log) Entries() []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Entry, len(l.entries))
+	for i, e := range l.entries {
+		out[i] = *e
+	}
+	return out
+}
+
 // Len is the number of entries.
 func (l *Log) Len() int {
 	l.mu.Lock()
