@@ -339,3 +339,83 @@ func TestHistoryTailTheStoreDependsOn(t *testing.T) {
 	os.Remove(path)
 	refusedNaming(t, dir, path, 0, Options{Times: true}, true)
 }
+
+// TestRepairReplacesLostFiles: repair puts a new sealed time index (one
+// sample: now and the durable seq) in place of a lost one, and an empty
+// list at the claimed generation in place of a damaged
+// registered-analytics.json, keeping the damaged file in its backup; the
+// directory is sound after. A lost types.json or writes.log it cannot
+// repair: it says so and changes nothing.
+func TestRepairReplacesLostFiles(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Create: true, Times: true, Writes: true, Registered: true, Store: engine.Options{KeepHistory: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Types.ID("pay"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Registered.Save(testSpecs); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Writes.Append(writes.Entry{Topic: "w", Key: "k", At: time.Unix(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	applyFlush(t, d, 0)
+	m, _ := d.Store.Metrics()
+	if err := d.Times.Record(time.Unix(1000, 0), m.LastSeq); err != nil {
+		t.Fatal(err)
+	}
+	applyFlush(t, d, 0)
+	m, _ = d.Store.Metrics()
+	d.Close()
+
+	os.Remove(filepath.Join(dir, HistoryName))
+	reg := RegisteredAnalyticsPath(dir)
+	damagedReg, _ := os.ReadFile(reg)
+	damagedReg[len(damagedReg)-5] ^= 1
+	os.WriteFile(reg, damagedReg, 0o644)
+	var out strings.Builder
+	if err := Repair(dir, false, &out); err != nil {
+		t.Fatalf("plan: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "put a new time index") || !strings.Contains(out.String(), "put an empty list") {
+		t.Fatalf("the plan does not say what it would do:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Repair(dir, true, &out); err != nil {
+		t.Fatalf("repair: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "check after the repair: ok") {
+		t.Fatalf("repair:\n%s", out.String())
+	}
+	backups, _ := filepath.Glob(filepath.Join(dir, "repair-*", RegisteredName))
+	if len(backups) != 1 {
+		t.Fatalf("backups of the damaged file: %v", backups)
+	}
+	if b, _ := os.ReadFile(backups[0]); string(b) != string(damagedReg) {
+		t.Fatal("the backup is not the damaged file")
+	}
+	d, err = Open(dir, Options{Times: true, Writes: true, Registered: true, Store: engine.Options{KeepHistory: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Times.Samples(); len(s) != 1 || s[0].Seq != m.DurableSeq {
+		t.Fatalf("the new index: %+v, want one sample of seq %d", s, m.DurableSeq)
+	}
+	if len(d.Registered.Specs()) != 0 {
+		t.Fatal("the new list of registered analytics is not empty")
+	}
+	d.Close()
+
+	// Lost types.json: cannot be repaired; nothing changes.
+	os.Remove(TypesPath(dir))
+	before := snapshotFiles(t, dir)
+	out.Reset()
+	if err := Repair(dir, true, &out); err == nil || !strings.Contains(out.String(), "CANNOT REPAIR: "+TypesPath(dir)) {
+		t.Fatalf("repair of a lost types.json: %v\n%s", err, out.String())
+	}
+	if !equalFiles(before, snapshotFiles(t, dir)) {
+		t.Fatal("a refused repair changed the data directory")
+	}
+}

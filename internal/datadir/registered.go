@@ -122,6 +122,16 @@ func (r *Registered) Save(specs []json.RawMessage) error {
 	return nil
 }
 
+// writeEmptyRegistered writes an empty list at generation gen to path,
+// atomically: what a repair puts in place of a lost or damaged file.
+func writeEmptyRegistered(path string, gen uint64) error {
+	b, err := encodeRegistered(gen, nil)
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(path, b, 0o644)
+}
+
 func (r *Registered) corrupt(off int64, what string) error {
 	return &durable.CorruptError{Kind: "registered analytics", File: r.path, Offset: off, What: what}
 }

@@ -200,6 +200,19 @@ func OpenClaimed(path string, last uint64, readOnly bool, c *Claim) (*Index, err
 	return x, nil
 }
 
+// WriteNew writes a new index at path holding samples (ascending in time
+// and seq), every one sealed, atomically: what a repair puts in place of
+// a lost or damaged index.
+func WriteNew(path string, samples []Sample) error {
+	x := &Index{path: path, samples: samples}
+	for i := 1; i < len(samples); i++ {
+		if samples[i].Seq < samples[i-1].Seq || samples[i].Time.Before(samples[i-1].Time) {
+			return fmt.Errorf("history: sample %d is older than the one before it", i)
+		}
+	}
+	return x.rewrite()
+}
+
 // rewrite writes the file whole, sealing every sample. Requires mu held
 // (or no sharing yet).
 func (x *Index) rewrite() error {
