@@ -469,6 +469,59 @@ func TestEveryFileKind(t *testing.T) {
 		t.Logf("%s: %d damaged copies: %v", name, tried[name], outcomes[name])
 	}
 
+	// serve itself refuses the damage the issue found, before it starts
+	// anything, naming the file, and changes nothing.
+	cutLast := func(p string) error {
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		return os.Truncate(p, info.Size()-1)
+	}
+	flipLast := func(p string) error {
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		return flipBit(p, info.Size()-3)
+	}
+	for _, c := range []struct {
+		rel    string
+		how    string
+		damage func(string) error
+	}{
+		{datadir.TypesName, "deleted", os.Remove},
+		{datadir.WritesName, "a bit flipped in its last record", flipLast},
+		{datadir.WritesName, "cut by 1 byte", cutLast},
+		{datadir.HistoryName, "a bit flipped in its last sample", flipLast},
+		{datadir.HistoryName, "cut by 1 byte", cutLast},
+		{datadir.RegisteredName, "damping 0.85 read as 0.84", func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "0.85", "0.84", 1)), 0o644)
+		}},
+		{datadir.RegisteredName, "deleted", os.Remove},
+	} {
+		copyTree(t, src, work)
+		path := filepath.Join(work, c.rel)
+		if err := c.damage(path); err != nil {
+			t.Fatal(err)
+		}
+		before := hashDir(t, work)
+		err := runServe(context.Background(), serveOptionsFor(t, work), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Fatalf("serve with %s %s: %v, want a refusal naming it", c.rel, c.how, err)
+		}
+		after := hashDir(t, work)
+		delete(before, filepath.Join(datadir.StoreName, "LOCK"))
+		delete(after, filepath.Join(datadir.StoreName, "LOCK"))
+		if !maps.Equal(before, after) {
+			t.Fatalf("serve with %s %s changed the data directory it refused", c.rel, c.how)
+		}
+	}
+
 	// The embedded broker's data deleted: serve starts a new cluster,
 	// which the store refuses (its offsets are of the old one).
 	copyTree(t, src, work)
