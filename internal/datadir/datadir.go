@@ -2,7 +2,9 @@
 // way to open, check and repair one. serve, load, query, inspect, compact
 // and repair all go through it.
 //
-// Layout:
+// Layout (Entries lists every kind of entry, with what protects it and
+// what each kind of damage does; nothing else belongs in a data
+// directory):
 //
 //	<dir>/store            the engine's store (segment files, MANIFEST, LOCK)
 //	<dir>/keys.dict        the string-key dictionary (internal/keydict)
@@ -12,8 +14,55 @@
 //	                       (internal/history)
 //	<dir>/writes.log       the outcomes of the writes topic's keyed and
 //	                       conditional batches (internal/writes)
+//	<dir>/registered-analytics.json
+//	                       the analytics registered over the HTTP API
+//	                       (Registered; what they mean is internal/server's)
+//	<dir>/analytics.ckpt   the analytics' checkpoint (internal/checkpoint):
+//	                       derived state, computed again when damaged
 //	<dir>/embedded-broker  the embedded Kafka broker's data (serve without --brokers)
 //	<dir>/repair-<time>    what graphtide repair changed, as it was before
+//
+// Every file is held to the core's rule: checksummed, read by Check
+// (inspect --verify), and refused with file and byte offset when damaged,
+// or provably harmless. What makes a missing or short file provable is
+// the store's own record of the files beside it (Claims): with every
+// flush, the MANIFEST records, as the store's annex (engine.SetAnnex), how
+// much of each file the durable data depends on (the type names, the
+// writes records, the newest time sample, the registered analytics'
+// generation), as they were when the flush's last batch applied. The
+// MANIFEST is the root of trust: its own loss or damage the store refuses,
+// so a claim cannot vanish unnoticed; and the claim is taken at the moment
+// the data that depends on the file is applied, so it never claims what a
+// crash could still tear. A store written before claims opens unchanged,
+// with nothing proven, and records them with its next flush. The claims
+// ride in the MANIFEST's one opaque slot beside ingest's source position
+// (the engine wraps both in an envelope), so the C++ core is unchanged
+// and ingest never sees them; a file of claims of its own would need a
+// proof of its own existence, and the key dictionary or the analytics'
+// checkpoint can be missing legitimately (no string keys; derived state).
+//
+// What damage does, file by file (a flipped bit, a cut, a deletion; the
+// same in Entries, and tested by cmd/graphtide's TestEveryFileKind):
+//
+//   - store/MANIFEST: a flip is refused; a cut is refused unless it
+//     provably tears the last record (the store then opens at the flush
+//     before it, and Kafka replays the rest); a deletion is refused.
+//   - store/*.seg: a flip, a cut, a deletion of a live file are refused.
+//   - keys.dict: a flip is refused; a cut or a deletion is refused when
+//     it takes ids the store uses (else it drops only keys no edge uses).
+//   - types.json: a flip, a cut, a deletion (once claimed) are refused.
+//   - history.idx, writes.log: a flip or a cut is refused anywhere the
+//     claims (and, for the time index, the seal a clean stop writes)
+//     prove whole; past that it is a torn tail, cut (a sample or a write's
+//     outcome that no durable data depends on); a deletion is refused.
+//   - registered-analytics.json: a flip, a cut, a deletion (once claimed)
+//     are refused.
+//   - analytics.ckpt: any damage is noted, and serve computes the
+//     analytics from the store instead.
+//   - store/LOCK, leftovers of interrupted writes (*.tmp), repair-<time>:
+//     never read as data, any damage is harmless; embedded-broker: the
+//     broker's own (kfake checksums it), and a broker that lost it has a
+//     new cluster ID, which serve refuses.
 //
 // What it promises:
 //
@@ -21,12 +70,23 @@
 //     pair that disagrees: a store whose key-id bound exceeds the ids the
 //     dictionary holds (the dictionary lost keys the graph uses, and its
 //     next new key would take a used id and inherit that vertex's edges).
+//   - Open and OpenReadOnly refuse, before they create or change anything,
+//     a data directory missing a file its claims prove existed; each file
+//     they read is refused when damaged, or when it holds less than its
+//     claim (a type dictionary with fewer names, whose next new name would
+//     take over a lost name's edges; a time index or an outcome log that
+//     lost claimed records). A torn tail (what a crash leaves of the last
+//     append) is cut only past what the claims, and a time index's seal,
+//     prove whole. (A read-only open checks writes.log and
+//     registered-analytics.json only for being there: it does not read
+//     them. Check reads everything.)
 //   - OpenReadOnly writes nothing, creates nothing and deletes nothing: the
 //     store is opened read-only (engine.Options.ReadOnly) and the dictionary
 //     read-only (keydict.OpenReadOnly); both share their locks with other
 //     readers and exclude a writer.
-//   - Check reports every problem of the store, of the dictionary and
-//     between them, with file and byte offset, without writing a byte.
+//   - Check reports every problem of the store, of the dictionary, between
+//     them and of every other file against its claim, with file and byte
+//     offset, without writing a byte.
 //   - Repair changes nothing until told to, and first moves or copies
 //     everything it changes into a backup directory beside the store.
 package datadir
