@@ -36,7 +36,6 @@ func TestRegisteredRoundTrip(t *testing.T) {
 			t.Fatalf("after save %d: claim %d %v", gen, g, ok)
 		}
 	}
-	raw, _ := os.ReadFile(path)
 	r, err = OpenRegistered(path, ptr(3))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +46,7 @@ func TestRegisteredRoundTrip(t *testing.T) {
 	if err := r.Save(testSpecs); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ = os.ReadFile(path)
+	raw, _ := os.ReadFile(path)
 	r, err = OpenRegistered(path, ptr(4))
 	if err != nil {
 		t.Fatal(err)
