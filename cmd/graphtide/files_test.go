@@ -38,7 +38,10 @@ import (
 // the kind allows it, be what a crash leaves: a torn tail past what the
 // store's durable state claims, cut; a MANIFEST back at an earlier flush.
 //
-// A new kind of file is one entry in datadir.Entries and one here.
+// A new kind of file (an alert history, say) is one entry in
+// datadir.Entries (with its claim and verify when the store depends on
+// it) and one entry in fileKindTests; fillLikeServe must make serve write
+// one, and readView read its content, so that "harmless" compares it too.
 
 // outcome is what a damage must do.
 type outcome int
