@@ -22,6 +22,10 @@
 //     match, or that differs in any byte from what this package writes for
 //     its names (so no damaged byte goes unnoticed); OpenReadOnly never
 //     writes.
+//   - Len counts the names; the data directory records it with every
+//     flush of the store (internal/datadir's claims), so that a deleted
+//     or older types.json, whose next new name would take a lost name's
+//     number and its edges, is refused there.
 //   - Safe for concurrent use.
 package typedict
 
