@@ -204,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg)})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true})
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.areg = analytics.NewRegistry(s.vm, rcfg)
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
-	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
+	if s.stored, err = loadRegistered(d); err != nil {
 		return nil, err
 	}
 	if err := api.AssignRoots(d.Keys, cfg.Analytics); err != nil {
