@@ -42,6 +42,7 @@ type Options struct {
 	CheckpointWait      time.Duration // --checkpoint-restore-wait
 	Reset               string
 	ResetSourcePosition bool
+	AcceptLostRecords   bool
 	HTTPAddr            string
 	MemGraphMiB         int // 0: sized from the memory budget
 	MemoryBudget        string
@@ -95,6 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CheckpointWait, "checkpoint-restore-wait", DefaultCheckpointRestoreWait, "how long a start waits for the Kafka brokers to check the analytics' checkpoint (/readyz answers 503 meanwhile); past it serve exits 1 rather than drop the analytics' state")
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
+	fs.BoolVar(&o.AcceptLostRecords, "accept-lost-records", false, "ingest a partition whose log no longer holds records the store needs (deleted by retention or DeleteRecords: a new store on a log that does not start at offset 0, or a store whose position fell behind the log start) from its log start, without them (a WARN names them); without it serve refuses (partitioned mode) or pauses those partitions, /readyz saying why; for one deliberate start")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
 	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
 	fs.StringVar(&o.HTTPTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
@@ -367,7 +369,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
-		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, CheckpointRestoreWait: o.CheckpointWait, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
+		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, CheckpointRestoreWait: o.CheckpointWait, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition, AcceptLostRecords: o.AcceptLostRecords,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},

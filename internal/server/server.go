@@ -91,6 +91,9 @@ type Config struct {
 	Reset               string
 	ResetSourcePosition bool
 
+	// AcceptLostRecords: a partition whose log lost records the store
+	// needs starts at its log start (see ingest.Config.AcceptLostRecords).
+	AcceptLostRecords bool
 	// CheckpointRestoreWait bounds how long Open waits for the brokers to
 	// check the analytics' checkpoint (0: DefaultCheckpointRestoreWait);
 	// past it Open fails rather than drop the analytics' state.
@@ -335,7 +338,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
-		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
+		ResetSourcePosition: cfg.ResetSourcePosition, AcceptLostRecords: cfg.AcceptLostRecords, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
 		ReplayFrom: replay, CheckpointFloor: s.checkpointFloor, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
 		Own: own, Adopt: cfg.Adopt, Partitions: count,
