@@ -186,8 +186,11 @@ func (s *Server) startBrokerWait(path string, opts []kgo.Opt) *brokerWait {
 func (w *brokerWait) wait(ctx context.Context, err error) error {
 	s := w.s
 	for {
-		s.start.set(fmt.Errorf("starting: waiting since %s (%v) for the Kafka brokers (%s) to check the analytics' checkpoint %s against them; at most --checkpoint-restore-wait %v, then serve exits: last error: %v",
-			w.since.UTC().Format(time.RFC3339), time.Since(w.since).Truncate(time.Second), strings.Join(s.brokers, ","), w.path, w.deadline.Sub(w.since), err))
+		last := err
+		s.start.setFunc(func() error {
+			return fmt.Errorf("starting: waiting since %s (%v) for the Kafka brokers (%s) to check the analytics' checkpoint %s against them; at most --checkpoint-restore-wait %v, then serve exits: last error: %w",
+				w.since.UTC().Format(time.RFC3339), time.Since(w.since).Truncate(time.Second), strings.Join(s.brokers, ","), w.path, w.deadline.Sub(w.since), last)
+		})
 		if time.Now().After(w.deadline) {
 			return fmt.Errorf("the analytics' checkpoint %s could not be checked: the Kafka brokers (%s) did not answer within --checkpoint-restore-wait %v (last error: %w); serve does not start rather than drop the analytics' state (the monitors' windows): start it again once the brokers answer, or give a longer --checkpoint-restore-wait; deleting the file makes the analytics compute from the store instead",
 				w.path, strings.Join(s.brokers, ","), w.deadline.Sub(w.since), err)

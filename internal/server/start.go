@@ -19,7 +19,7 @@ import (
 
 // startState is why serve is not yet open (nil: it is).
 type startState struct {
-	reason atomic.Pointer[error]
+	reason atomic.Pointer[func() error]
 }
 
 // set makes err the reason serve is starting; nil: it has started.
@@ -28,13 +28,16 @@ func (st *startState) set(err error) {
 		st.reason.Store(nil)
 		return
 	}
-	st.reason.Store(&err)
+	st.setFunc(func() error { return err })
 }
+
+// setFunc makes f, asked at each request, the reason serve is starting.
+func (st *startState) setFunc(f func() error) { st.reason.Store(&f) }
 
 // err is why serve is starting, or nil once it has started.
 func (st *startState) err() error {
 	if p := st.reason.Load(); p != nil {
-		return *p
+		return (*p)()
 	}
 	return nil
 }
