@@ -66,18 +66,26 @@ func getStatus(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestCheckpointRestoreWaitsForTheBrokers: serve with a fanin monitor
-// and an alert topic on a broker (kfake, its data on disk) ingests
-// transfers and stops, checkpointing the monitor. The broker is then down
-// when serve starts again: Open waits for it instead of computing the
-// analytics from the store, /readyz answers 503 saying why and since
-// when, other paths answer 503 too, /healthz 200, and the log says so
-// once. The broker comes back on the same port: Open returns, the
-// monitor is restored and its window holds every transfer (the oracle:
-// the upserts into each account, all within the window). With the broker
-// down for longer than --checkpoint-restore-wait, Open fails, leaving the
-// checkpoint as it was.
+// TestCheckpointRestoreWaitsForTheBrokers: serve with a fanin monitor on
+// a broker (kfake, its data on disk) ingests transfers and stops,
+// checkpointing the monitor. The broker is then down when serve starts
+// again: Open waits for it instead of computing the analytics from the
+// store, /readyz answers 503 saying why and since when, other paths
+// answer 503 too, /healthz 200, and the log says so once. The broker
+// comes back on the same port: Open returns, the monitor is restored and
+// its window holds every transfer (the oracle: the upserts into each
+// account, all within the window). With the broker down for longer than
+// --checkpoint-restore-wait, Open fails, leaving the checkpoint as it
+// was. Two ways a restore needs the brokers: an alert topic (the sink
+// reads which alerts were delivered since the checkpoint), and a
+// checkpoint behind the store (as after a SIGKILL: where the topics start
+// is asked, and the replay brings the monitor forward).
 func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
+	t.Run("alert topic", func(t *testing.T) { testRestoreWait(t, "alerts", false) })
+	t.Run("checkpoint behind the store", func(t *testing.T) { testRestoreWait(t, "", true) })
+}
+
+func testRestoreWait(t *testing.T, alertTopic string, behind bool) {
 	port := freePort(t)
 	bdir := t.TempDir()
 	startBroker := func() *kfake.Cluster {
@@ -95,7 +103,7 @@ func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
 	cfg.Kafka = kafkaconn.Options{Brokers: broker.ListenAddrs()}
-	cfg.AlertTopic = "alerts"
+	cfg.AlertTopic = alertTopic
 	cfg.CheckpointInterval = time.Hour // only the stop checkpoints
 	cfg.CheckpointRestoreWait = 2 * time.Minute
 	const threshold = 4
@@ -105,31 +113,20 @@ func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 
-	// 1. Transfers into accounts 1..12, account a taking a of them.
+	// 1. Transfers into accounts 1..12, account a taking a of them (twice
+	// with a checkpoint behind the store).
 	want := map[uint64]float64{}
-	var recs []*kgo.Record
-	for a := uint64(1); a <= 12; a++ {
-		for i := uint64(0); i < a; i++ {
-			e := decode.Edge{Op: decode.OpUpsert, Src: 100 + 13*a + i, Dst: a, Weight: 1}
-			recs = append(recs, &kgo.Record{Topic: "edges", Value: decode.AppendBinary(nil, e)})
-			want[a]++
+	transfers := func(round uint64) []*kgo.Record {
+		var recs []*kgo.Record
+		for a := uint64(1); a <= 12; a++ {
+			for i := uint64(0); i < a; i++ {
+				e := decode.Edge{Op: decode.OpUpsert, Src: 1000*round + 100 + 13*a + i, Dst: a, Weight: 1}
+				recs = append(recs, &kgo.Record{Topic: "edges", Value: decode.AppendBinary(nil, e)})
+				want[a]++
+			}
 		}
+		return recs
 	}
-	srv, err := Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	prod.Close()
 	fanin := func(srv *Server) (analytics.Result, analytics.MonitorSummary) {
 		res, err := srv.Analytics().Result("fanin")
 		if err != nil {
@@ -152,13 +149,48 @@ func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
 		}
 		return ""
 	}
-	if !waitFor(t, func() bool { return windowDiff(srv) == "" }) {
-		t.Fatalf("the fanin monitor did not take in the %d transfers: %s", len(recs), windowDiff(srv))
+	// ingest runs serve until its monitor has taken in recs, then stops
+	// it (which checkpoints); it returns the monitor's summary then.
+	ingest := func(recs []*kgo.Record) analytics.MonitorSummary {
+		t.Helper()
+		srv, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx) }()
+		prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		prod.Close()
+		if !waitFor(t, func() bool { return windowDiff(srv) == "" }) {
+			t.Fatalf("the fanin monitor did not take in the %d transfers: %s", len(recs), windowDiff(srv))
+		}
+		_, sum := fanin(srv)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return sum
 	}
-	_, before := fanin(srv)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	before := ingest(transfers(1))
+	var old []byte // with behind: the first run's checkpoint
+	if behind {
+		// A checkpoint older than the store, as a SIGKILL after the
+		// second run's flush would leave.
+		var err error
+		if old, err = os.ReadFile(datadir.CheckpointPath(dir)); err != nil {
+			t.Fatal(err)
+		}
+		before = ingest(transfers(2))
+		if err := os.WriteFile(datadir.CheckpointPath(dir), old, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// 2. The broker goes down; serve starts again meanwhile.
@@ -209,18 +241,22 @@ func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
 	if o.err != nil {
 		t.Fatalf("Open: %v\n%s", o.err, logs.String())
 	}
-	srv = o.srv
-	ctx, cancel = context.WithCancel(context.Background())
+	srv := o.srv
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done = make(chan error, 1)
+	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	res, after := fanin(srv)
-	if !res.Restored {
+	if res, _ := fanin(srv); !res.Restored {
 		t.Errorf("the fanin monitor was not restored from its checkpoint: %+v\n%s", res, logs.String())
 	}
-	if d := windowDiff(srv); d != "" {
-		t.Errorf("after the restart: %s", d)
+	if behind && !strings.Contains(logs.String(), "replay=true") {
+		t.Errorf("no replay from the checkpoint\n%s", logs.String())
 	}
+	// (A replay brings it forward from the checkpoint.)
+	if !waitFor(t, func() bool { return windowDiff(srv) == "" }) {
+		t.Errorf("after the restart: %s", windowDiff(srv))
+	}
+	_, after := fanin(srv)
 	var above []analytics.VertexValue
 	for a, n := range want {
 		if n > threshold {
@@ -248,6 +284,11 @@ func TestCheckpointRestoreWaitsForTheBrokers(t *testing.T) {
 	// 4. Past --checkpoint-restore-wait Open fails, and the checkpoint
 	// stays as it was for the next start.
 	broker.Close()
+	if behind { // the stop checkpointed at the store's position
+		if err := os.WriteFile(datadir.CheckpointPath(dir), old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ckpt, err := os.ReadFile(datadir.CheckpointPath(dir))
 	if err != nil {
 		t.Fatal(err)
