@@ -321,6 +321,25 @@ func TestLostLogStartPartitionedMode(t *testing.T) {
 	if d := diff(f.oracle(map[int32]int64{0: 15, 1: 0}, nil), storeContents(t, f.s)); d != "" {
 		t.Fatalf("the store: %s", d)
 	}
+
+	// A new owner adopting partition 0 (the group committed offsets for
+	// it) replays it from the start of its log: refused too.
+	s2, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	in, err = New(s2, nil, Config{Brokers: f.addrs, Topics: []string{"edges"}, Group: "owners", Own: []int32{0}, Adopt: []int32{0}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx2, cancel2 := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel2()
+	err = in.Run(rctx2)
+	lre = nil
+	if !errors.As(err, &lre) || len(lre.Lost) != 1 || lre.Lost[0] != (LostRecords{Topic: "edges", Partition: 0, Need: 0, LogStart: 15, New: true}) {
+		t.Fatalf("Run adopting partition 0: %v", err)
+	}
 }
 
 // TestLostRecordsWhileRunning: while partition 1's fetching is held up
