@@ -397,3 +397,44 @@ func TestLostRecordsWhileRunning(t *testing.T) {
 		t.Fatalf("the store: %s", d)
 	}
 }
+
+// TestLostLogStartNewPartitionWhileRunning: a running ingester is
+// assigned a partition added to its topic whose log has lost its start by
+// then: it pauses that partition and is not ready, naming it, while Run
+// goes on and the other partitions flow.
+func TestLostLogStartNewPartitionWhileRunning(t *testing.T) {
+	f := newLostFixture(t, 2)
+	f.produce(0, 20)
+	f.produce(1, 20)
+	in, stop := f.run(Config{})
+	defer stop()
+	f.waitUntil(in, "both partitions ingested", func() bool { return durableAt(in, map[int32]int64{0: 20, 1: 20}) && in.Ready() == nil })
+	// The ingester refreshes its metadata every 5 minutes by default: it
+	// learns of the partition when told to, after its start is gone.
+	f.addPartition()
+	f.produce(2, 30)
+	f.deleteBefore(2, 12)
+	in.cl.ForceMetadataRefresh()
+	f.waitUntil(in, "partition 2 held", func() bool { return len(lostOf(in)) > 0 })
+	if got := lostOf(in); len(got) != 1 || got[0] != (LostRecords{Topic: "edges", Partition: 2, Need: 0, LogStart: 12, New: true}) {
+		t.Fatalf("Ready names %+v", got)
+	}
+	f.produce(0, 5)
+	f.produce(1, 5)
+	f.waitUntil(in, "partitions 0 and 1 ingested on", func() bool { return durableAt(in, map[int32]int64{0: 25, 1: 25}) })
+	if _, ok := in.Applied().Get("edges", 2); ok {
+		t.Fatalf("partition 2 was ingested: %v", in.Applied())
+	}
+	if d := diff(f.oracle(map[int32]int64{0: 0, 1: 0}, nil), storeContents(t, f.s)); d != "" {
+		t.Fatalf("the store: %s", d)
+	}
+}
+
+// lostOf is what in's Ready names as lost (nil: nothing).
+func lostOf(in *Ingester) []LostRecords {
+	var lre *LostRecordsError
+	if errors.As(in.Ready(), &lre) {
+		return lre.Lost
+	}
+	return nil
+}
