@@ -81,7 +81,7 @@ func (s *Server) replayUnfinished(raw []byte) (string, int32, bool) {
 //
 // Checking the checkpoint may need the brokers (where the topics start,
 // when it is behind the store; which alerts were delivered since, with an
-// alert sink). While they do not answer, it waits for them (waitBrokers):
+// alert sink). While they do not answer, it waits for them (brokerWait):
 // a rolling restart of Kafka must not drop the monitors' windows. It
 // returns an error (Open fails) only when they have not answered within
 // Config.CheckpointRestoreWait, or ctx ended meanwhile.
@@ -146,12 +146,19 @@ func (e *brokersError) Unwrap() error { return e.err }
 
 // brokersDidNotAnswer reports whether err, a Restore's, is one the
 // brokers may answer differently later: a *brokersError of replayFor, an
-// alert sink that could not resume (it reads the alert topic), or a
-// restore attempt that timed out.
+// alert sink that could not resume (it reads the alert topic; but not a
+// topic the brokers say does not exist: deleted since the checkpoint), or
+// a restore attempt that timed out.
 func brokersDidNotAnswer(err error) bool {
 	var be *brokersError
 	var re *analytics.ResumeError
-	return errors.As(err, &be) || errors.As(err, &re) || errors.Is(err, context.DeadlineExceeded)
+	switch {
+	case errors.As(err, &be):
+		return true
+	case errors.As(err, &re):
+		return !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.UnknownTopicID)
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // brokerWait is a restore waiting for the brokers: it says so once in
@@ -213,8 +220,9 @@ func (w *brokerWait) wait(ctx context.Context, err error) error {
 	}
 }
 
-// done ends the wait successfully: the brokers answered the check.
+// done ends the wait: the brokers answered the check.
 func (w *brokerWait) done() {
+	w.s.start.set(errOpening)
 	w.s.log.Info("the Kafka brokers answered: the analytics' checkpoint is checked", "file", w.path, "waited_seconds", time.Since(w.since).Seconds())
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -306,5 +308,30 @@ func testRestoreWait(t *testing.T, alertTopic string, behind bool) {
 	}
 	if now, err := os.ReadFile(datadir.CheckpointPath(dir)); err != nil || !bytes.Equal(now, ckpt) {
 		t.Errorf("the checkpoint changed (%v)", err)
+	}
+}
+
+// TestBrokersDidNotAnswer: which failures of a restore are waited out
+// (the brokers may answer later) and which make the analytics compute
+// from the store at once (the checkpoint is unusable).
+func TestBrokersDidNotAnswer(t *testing.T) {
+	dial := errors.New("unable to dial: dial tcp 127.0.0.1:9092: connect: connection refused")
+	for _, c := range []struct {
+		err  error
+		wait bool
+	}{
+		{&brokersError{dial}, true},
+		{fmt.Errorf("analytics: %w", &analytics.ResumeError{Err: dial}), true},
+		{&analytics.ResumeError{Err: fmt.Errorf("alerts: the alert topic's end offsets: %w", kerr.LeaderNotAvailable)}, true},
+		{fmt.Errorf("listing: %w", context.DeadlineExceeded), true},
+		{&analytics.ResumeError{Err: fmt.Errorf("alerts: the alert topic's end offsets: %w", kerr.UnknownTopicOrPartition)}, false},
+		{errors.New("the records of edges/0 after the checkpoint (from offset 3) are gone from the brokers (retention): the log starts at 9"), false},
+		{errors.New("the checkpoint is at seq 9, ahead of the store (seq 3)"), false},
+		{analytics.ErrNoCheckpoint, false},
+		{nil, false},
+	} {
+		if got := brokersDidNotAnswer(c.err); got != c.wait {
+			t.Errorf("%v: waited out %v, want %v", c.err, got, c.wait)
+		}
 	}
 }
