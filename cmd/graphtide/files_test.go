@@ -119,6 +119,7 @@ var fileKindTests = map[string]kindTest{
 	"types.json":                {flip: every, cut: every, flipWant: refused, cutWant: refused, deleteWant: refused, roReads: true},
 	"history.idx":               {flip: every, cut: every, flipWant: tornPastClaim, cutWant: tornPastClaim, deleteWant: refused, roReads: true},
 	"writes.log":                {flip: every, cut: every, flipWant: tornPastClaim, cutWant: tornPastClaim, deleteWant: refused},
+	"alerts.log":                {flip: sample(150), cut: sample(150), flipWant: tornPastClaim, cutWant: tornPastClaim, deleteWant: refused, roReads: false},
 	"registered-analytics.json": {flip: every, cut: every, flipWant: refused, cutWant: refused, deleteWant: refused},
 	"analytics.ckpt":            {flip: sample(64), cut: sample(64), flipWant: harmless, cutWant: harmless, deleteWant: harmless},
 	"analytics.ckpt.tmp":        {make: makeFile("analytics.ckpt.tmp"), garbageWant: harmless, deleteWant: harmless},
@@ -156,16 +157,17 @@ type fileView struct {
 	samples    []history.Sample
 	entries    []writes.Entry
 	specs      []string
+	alerts     []string
 }
 
 func (v fileView) equal(o fileView) bool {
 	return v.contents.equal(o.contents) && v.durableSeq == o.durableSeq && slices.Equal(v.samples, o.samples) &&
 		slices.EqualFunc(v.entries, o.entries, func(a, b writes.Entry) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) &&
-		slices.Equal(v.specs, o.specs)
+		slices.Equal(v.specs, o.specs) && slices.Equal(v.alerts, o.alerts)
 }
 
 // serveOptions is the read-write open serve makes.
-var serveOptions = datadir.Options{Store: engine.Options{KeepHistory: true}, Times: true, Writes: true, Registered: true}
+var serveOptions = datadir.Options{Store: engine.Options{KeepHistory: true}, Times: true, Writes: true, Registered: true, Alerts: true}
 
 // readView opens dir (read-only, or as serve does) and reads everything.
 func readView(dir string, readOnly bool) (fileView, error) {
@@ -195,6 +197,13 @@ func readView(dir string, readOnly bool) (fileView, error) {
 	if d.Writes != nil {
 		v.entries = d.Writes.Entries()
 	}
+	if d.Alerts != nil {
+		al, total, _ := d.Alerts.Alerts()
+		for _, a := range al {
+			v.alerts = append(v.alerts, a.ID)
+		}
+		v.alerts = append(v.alerts, fmt.Sprint("total ", total))
+	}
 	if d.Registered != nil {
 		for _, s := range d.Registered.Specs() {
 			v.specs = append(v.specs, string(s.JSON))
@@ -211,7 +220,7 @@ func serveOptionsFor(t *testing.T, dir string) *server.Options {
 	o := &server.Options{Dir: dir, Topics: []string{"edges"}, Group: "g", Format: "json", DeadLetterTopic: "dlq",
 		FlushInterval: 100 * time.Millisecond, CheckpointInterval: time.Hour, Reset: "earliest", HTTPAddr: "127.0.0.1:0",
 		MemGraphMiB: 1, EmbeddedPort: 0, LogCapacity: 1 << 16, HistoryRetention: time.Hour, WritesTopic: "writes",
-		AnalyticFlags: []string{"type=wcc"}, WritesRetention: time.Hour, HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget}
+		AnalyticFlags: []string{"type=wcc", "type=fanin,threshold=2,window_edges=1000"}, WritesRetention: time.Hour, HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +391,7 @@ func TestEveryFileKind(t *testing.T) {
 	_, orig.keyBound = sn.VertexBounds()
 	sn.Release()
 	d.Close()
-	for _, name := range []string{datadir.TypesName, datadir.HistoryName, datadir.WritesName, datadir.RegisteredName} {
+	for _, name := range []string{datadir.TypesName, datadir.HistoryName, datadir.WritesName, datadir.RegisteredName, datadir.AlertsName} {
 		if _, ok := orig.claims[name]; !ok {
 			t.Fatalf("the store's durable state does not claim %s: claims %v", name, orig.claims)
 		}
@@ -392,9 +401,9 @@ func TestEveryFileKind(t *testing.T) {
 	if orig.rw, err = readView(work, false); err != nil {
 		t.Fatal(err)
 	}
-	if len(orig.rw.samples) < 2 || len(orig.rw.entries) < 3 || len(orig.rw.specs) != 1 || len(orig.rw.types) < 4 || len(orig.rw.keys) < 10 {
-		t.Fatalf("serve left too little to damage: %d samples, %d writes, %d registered, types %v, %d keys",
-			len(orig.rw.samples), len(orig.rw.entries), len(orig.rw.specs), orig.rw.types, len(orig.rw.keys))
+	if len(orig.rw.samples) < 2 || len(orig.rw.entries) < 3 || len(orig.rw.specs) != 1 || len(orig.rw.types) < 4 || len(orig.rw.keys) < 10 || len(orig.rw.alerts) < 4 {
+		t.Fatalf("serve left too little to damage: %d samples, %d writes, %d registered, types %v, %d keys, alerts %v",
+			len(orig.rw.samples), len(orig.rw.entries), len(orig.rw.specs), orig.rw.types, len(orig.rw.keys), orig.rw.alerts)
 	}
 	// The read-write open of an undamaged copy reads what the read-only
 	// one does.
@@ -616,6 +625,12 @@ func judgeDamage(t *testing.T, work, path string, c damaged, orig original) stri
 				t.Fatalf("%s: the claimed last sample (seq %d, claim %d) was taken for a torn tail: %s", what, torn.samples[n-1].Seq, orig.claims[datadir.HistoryName], describe())
 			}
 			torn.samples = torn.samples[:n-1]
+		case datadir.AlertsName:
+			n := len(torn.alerts) - 1 // the last is the total
+			if uint64(n) <= orig.claims[datadir.AlertsName] {
+				t.Fatalf("%s: the claimed last alert (%d, claim %d) was taken for a torn tail: %s", what, n, orig.claims[datadir.AlertsName], describe())
+			}
+			torn.alerts = append(torn.alerts[:n-1:n-1], fmt.Sprint("total ", n-1))
 		case datadir.WritesName:
 			n := len(torn.entries)
 			if uint64(n) <= orig.claims[datadir.WritesName] {

@@ -12,6 +12,7 @@
 //	                       while no record has named one
 //	<dir>/history.idx      the time index of a store that keeps history
 //	                       (internal/history)
+//	<dir>/alerts.log       the alert history behind GET /v1/alerts (internal/alertlog)
 //	<dir>/writes.log       the outcomes of the writes topic's keyed and
 //	                       conditional batches (internal/writes)
 //	<dir>/registered-analytics.json
@@ -98,6 +99,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/graphtide/graphtide/internal/alertlog"
 	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
@@ -204,6 +206,11 @@ type Options struct {
 	// Registered opens the file of the analytics registered over the
 	// HTTP API (Dir.Registered): serve.
 	Registered bool
+	// Alerts opens the alert history (Dir.Alerts), keeping at most
+	// AlertsKeep alerts (0: alertlog.DefaultKeep), creating it when
+	// missing: serve.
+	Alerts     bool
+	AlertsKeep int
 }
 
 // Dir is an open data directory.
@@ -227,6 +234,9 @@ type Dir struct {
 	// Registered is registered-analytics.json: open with
 	// Options.Registered, else nil.
 	Registered *Registered
+	// Alerts is the alert history (alerts.log): open with Options.Alerts,
+	// else nil. A damaged one refuses the open.
+	Alerts *alertlog.Log
 
 	// claims is what the store's durable state recorded of the files at
 	// Open (nil: nothing, a store written before claims); the claims of
@@ -329,6 +339,12 @@ func Open(path string, o Options) (*Dir, error) {
 			return nil, err
 		}
 	}
+	if o.Alerts {
+		if d.Alerts, err = alertlog.Open(AlertsPath(path), o.AlertsKeep, false, alertsClaim(claims.ptr(AlertsName))); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	// INVARIANT: every batch applied from here on records the claims of
 	// the files as they are when it applies (see Claims).
 	s.SetAnnex(d.annex)
@@ -394,6 +410,17 @@ func writesClaim(c Claims) *writes.Claim {
 		return &writes.Claim{Records: v}
 	}
 	return nil
+}
+
+// AlertsPath is the alert history in the data directory dir.
+func AlertsPath(dir string) string { return filepath.Join(dir, AlertsName) }
+
+// alertsClaim is the alert history's claim of c (nil: none).
+func alertsClaim(c *uint64) *alertlog.Claim {
+	if c == nil {
+		return nil
+	}
+	return &alertlog.Claim{Records: *c}
 }
 
 // WritesLogPath is the writes topic's outcome log in the data directory.
@@ -510,6 +537,9 @@ func (d *Dir) Close() error {
 	}
 	if d.Writes != nil {
 		errs = append(errs, d.Writes.Close())
+	}
+	if d.Alerts != nil {
+		errs = append(errs, d.Alerts.Close())
 	}
 	errs = append(errs, d.Store.Close())
 	return errors.Join(errs...)

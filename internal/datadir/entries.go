@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/graphtide/graphtide/internal/alertlog"
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/history"
@@ -81,6 +82,9 @@ const HistoryName = history.FileName
 
 // WritesName is the writes topic's outcome log (package writes).
 const WritesName = writes.LogFileName
+
+// AlertsName is the alert history (package alertlog).
+const AlertsName = alertlog.FileName
 
 // Entries are the kinds of entries of a data directory.
 var Entries = []Entry{
@@ -168,6 +172,20 @@ var Entries = []Entry{
 		},
 		missing: "every analytic registered over the API would be dropped without a word; restore the file from a backup, or run 'graphtide repair' to start without them (register them again)",
 		verify:  verifyRegistered,
+	},
+	{
+		Name:   AlertsName,
+		Guard:  "a CRC-32C per record (lengths authenticated) and of the header; claimed: how many alerts it held synced when each flush's last batch applied (serve syncs it before every analytics checkpoint; a torn tail is only what lies past the claim)",
+		Damage: "a flipped bit or a cut in a claimed record, or a cut at a record boundary before it, is refused with the byte offset; past the claim it is a torn tail, cut (those alerts were raised after the analytics checkpoint, and its replay raises them again); deletion is refused",
+		Counts: "alerts appended and synced",
+		claim: func(d *Dir) (uint64, bool, bool) {
+			if d.Alerts == nil {
+				return 0, false, false
+			}
+			return d.Alerts.Claim().Records, true, true
+		},
+		missing: "GET /v1/alerts would lose the alerts raised before this start; restore the file from a backup, or run 'graphtide repair' to start an empty history",
+		verify:  verifyAlerts,
 	},
 	{
 		Name:   CheckpointName,
@@ -288,6 +306,16 @@ func verifyWrites(dir string, claim *uint64, r *Report) {
 		c = &writes.Claim{Records: *claim}
 	}
 	if _, err := writes.OpenLogClaimed(file, true, c); err != nil {
+		r.Problems = append(r.Problems, problemOf(file, err))
+	}
+}
+
+func verifyAlerts(dir string, claim *uint64, r *Report) {
+	file := AlertsPath(dir)
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if _, err := alertlog.Open(file, 0, true, alertsClaim(claim)); err != nil {
 		r.Problems = append(r.Problems, problemOf(file, err))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/alertlog"
 	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
@@ -65,6 +66,10 @@ type RepairPlan struct {
 	// registeredGen in place of registered-analytics.json.
 	newTimes, newRegistered bool
 	timesSeq, registeredGen uint64
+	// newAlerts: an empty alert history whose first alert is alertsFirst
+	// (the claim) in place of alerts.log.
+	newAlerts   bool
+	alertsFirst uint64
 }
 
 // Close releases what the plan holds (the key dictionary's lock, held from
@@ -188,6 +193,12 @@ func (p *RepairPlan) planFiles(after *engine.CheckReport) {
 				p.newTimes, p.timesSeq = true, after.DurableSeq
 				p.Actions = append(p.Actions, fmt.Sprintf("put a new time index in place of %s (the damaged or lost one goes into the backup directory): one sample, now and the store's durable seq %d; reads as of a time before the repair fail, rather than answer an older seq", q.File, after.DurableSeq))
 			}
+		case q.File == AlertsPath(p.Dir):
+			if !p.newAlerts {
+				claims, _ := checkClaims(p.Dir, p.Before)
+				p.newAlerts, p.alertsFirst = true, claims[AlertsName]
+				p.Actions = append(p.Actions, fmt.Sprintf("put an empty alert history in place of %s (the damaged or lost one goes into the backup directory): GET /v1/alerts lists only the alerts raised from then on", q.File))
+			}
 		case q.File == RegisteredAnalyticsPath(p.Dir):
 			if !p.newRegistered {
 				claims, _ := checkClaims(p.Dir, p.Before)
@@ -217,6 +228,12 @@ func (p *RepairPlan) applyFiles(backup string) error {
 		if err := replace(path, func() error {
 			return history.WriteNew(path, []history.Sample{{Time: time.Now().Round(0), Seq: p.timesSeq}})
 		}); err != nil {
+			return err
+		}
+	}
+	if p.newAlerts {
+		path := AlertsPath(p.Dir)
+		if err := replace(path, func() error { return alertlog.WriteEmpty(path, p.alertsFirst) }); err != nil {
 			return err
 		}
 	}

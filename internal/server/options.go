@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/alertlog"
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/graphid"
@@ -58,6 +59,7 @@ type Options struct {
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
 	AlertLeader         string // deprecated, ignored
+	AlertHistory        int
 	AlertSessionTimeout time.Duration
 	Owners              string         // --owners
 	OwnPartitions       string         // --own-partitions
@@ -115,6 +117,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AlertTopic, "alert-topic", "", "Kafka topic that receives the monitors' alerts as JSON (default graphtide.<graph>.alerts; '' given: none)")
 	fs.StringVar(&o.AlertLeader, "alert-leader", "", "ignored: alert production fails over by itself (see --alert-failover-timeout)")
 	_ = fs.MarkDeprecated("alert-leader", "alert production fails over by itself: every replica takes part, and Kafka's group decides which one produces")
+	fs.IntVar(&o.AlertHistory, "alert-history", alertlog.DefaultKeep, "how many of the newest alerts GET /v1/alerts lists, kept across restarts and crashes in <dir>/alerts.log (1 to 1000000; the file holds at most twice as many)")
 	fs.DurationVar(&o.AlertSessionTimeout, "alert-failover-timeout", 10*time.Second, "replicas: how long the replica producing the alerts may be silent (dead, or cut off) before another takes over production (the session timeout of the alert producers' consumer group, 6s to 5m)")
 	fs.StringVar(&o.Owners, "owners", "", "partitioned mode: every owner of the topics' partitions as PARTITIONS=URL,... with each URL the owner's API (or a Service over its replicas), e.g. 0-1=http://graphtide-a:9464,2-3=http://graphtide-b:9464 ('+' joins ranges: 0+2); the same on every instance (empty: every instance holds every partition)")
 	fs.StringVar(&o.OwnPartitions, "own-partitions", "", "partitioned mode: the partitions of every topic this instance ingests, one entry of --owners, e.g. 0-1")
@@ -204,6 +207,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
+	}
+	if o.AlertHistory < 0 || o.AlertHistory > 1000000 {
+		return fmt.Errorf("--alert-history must be between 1 and 1000000 (0: %d), got %d", alertlog.DefaultKeep, o.AlertHistory)
 	}
 	if err := checkInstanceID("--group-instance-id", o.GroupInstanceID); err != nil {
 		return err
@@ -399,7 +405,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Graph: o.Graph, Derive: o.Derive, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, CheckpointRestoreWait: o.CheckpointWait, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition, AcceptLostRecords: o.AcceptLostRecords,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertHistory: o.AlertHistory, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Tokens: o.HTTPTokens, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,

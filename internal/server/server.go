@@ -124,6 +124,9 @@ type Config struct {
 	// hand-over; see ingest.Config.Adopt).
 	Owners *ownership.Map
 	Adopt  []int32
+	// AlertHistory is how many of the newest alerts GET /v1/alerts keeps,
+	// across restarts (<dir>/alerts.log; 0: alertlog.DefaultKeep).
+	AlertHistory int
 	// AlertSessionTimeout: how long a replica producing the alerts that
 	// died silently holds production before another takes over (the
 	// election group's session timeout; 0: 10s). See package alerts.
@@ -222,7 +225,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true,
+		Alerts: true, AlertsKeep: cfg.AlertHistory})
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +278,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// registered again (a WARN says why). Only the configuration's roots,
 	// the operator's, are assigned (api.AssignRoots, below).
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+		History: d.Alerts, AlertRing: cfg.AlertHistory,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok

@@ -32,7 +32,7 @@ const LogFileName = "writes.log"
 // length whose checksum holds but that runs past the end is a torn
 // append; one whose checksum fails is damage, unless what follows is one
 // append that a crash left zeros in from a sector boundary on
-// (tornByZeros); a last record whose payload checksum fails is a torn
+// (durable.ScanRecords); a last record whose payload checksum fails is a torn
 // append too. But a torn tail is only what lies past the store's durable
 // state: the data directory records, with every flush of the store, how
 // many records the log held when the flush's last batch applied (a
@@ -47,7 +47,7 @@ const (
 	logMagicV1   = "GTWRIT01"
 	logHeader    = len(logMagic) + 8 + 4
 	maxPayload   = 1 << 16
-	recordHeader = 12
+	recordHeader = durable.RecordHeader
 	flagApplied  = 1
 	flagRetry    = 2
 	flagMismatch = 4
@@ -58,7 +58,7 @@ const (
 	maxField = (maxPayload - payloadFixed) / 4
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var castagnoli = durable.Castagnoli
 
 // Outcome is what became of a write.
 type Outcome struct {
@@ -176,41 +176,23 @@ func OpenLogClaimed(path string, readOnly bool, c *Claim) (*Log, error) {
 	default:
 		l.first, off = binary.LittleEndian.Uint64(data[8:]), logHeader
 	}
-	torn, tornAt := false, 0
-	for off < len(data) && !torn {
-		rest := data[off:]
-		tornAt = off
-		if len(rest) < recordHeader {
-			torn = true
-			break
-		}
-		n := int(binary.LittleEndian.Uint32(rest))
-		if binary.LittleEndian.Uint32(rest[4:]) != crc32.Checksum(rest[:4], castagnoli) || n > maxPayload || n < payloadFixed {
-			if tornByZeros(data, off) {
-				torn = true
-				break
-			}
-			return nil, l.corrupt(off, fmt.Sprintf("record header damaged (length %d)", n))
-		}
-		if len(rest) < recordHeader+n {
-			torn = true // the last append, cut short (its length is intact)
-			break
-		}
-		payload := rest[recordHeader : recordHeader+n]
-		if binary.LittleEndian.Uint32(rest[8:]) != crc32.Checksum(payload, castagnoli) {
-			if off+recordHeader+n == len(data) {
-				torn = true // the last append, cut short by a crash
-				break
-			}
-			return nil, l.corrupt(off, "record checksum mismatch")
-		}
+	var derr error
+	scan := durable.ScanRecords(data, off, payloadFixed, maxPayload, func(at int, payload []byte) bool {
 		e, err := decodeEntry(payload)
 		if err != nil {
-			return nil, l.corrupt(off, err.Error())
+			derr = l.corrupt(at, err.Error())
+			return false
 		}
 		l.add(e)
-		off += recordHeader + n
+		return true
+	})
+	switch {
+	case derr != nil:
+		return nil, derr
+	case scan.Damage != "":
+		return nil, l.corrupt(scan.DamagedAt, scan.Damage)
 	}
+	torn, tornAt := scan.Torn, scan.TornAt
 	have := l.first + uint64(len(l.entries))
 	if c != nil && have < c.Records {
 		if torn {
@@ -231,22 +213,6 @@ func OpenLogClaimed(path string, readOnly bool, c *Claim) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-// tornByZeros reports whether the bytes from off on can be one append
-// torn by a crash that left its later sectors zeros: at most one record
-// long, and zeros from a sector boundary (512 bytes) to the end.
-func tornByZeros(data []byte, off int) bool {
-	if len(data)-off > recordHeader+maxPayload {
-		return false
-	}
-	z := len(data)
-	for z > off && data[z-1] == 0 {
-		z--
-	}
-	// The zeros start at a sector boundary at or after z (the bytes just
-	// before it may be zeros of the record itself).
-	return z == off || (z+511)/512*512 < len(data)
 }
 
 func (l *Log) corrupt(off int, what string) error {
@@ -348,13 +314,7 @@ func decodeEntry(p []byte) (*Entry, error) {
 	return e, nil
 }
 
-func record(e *Entry) []byte {
-	p := encodeEntry(e)
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(p)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, castagnoli))
-	return append(b, p...)
-}
+func record(e *Entry) []byte { return durable.AppendRecord(nil, encodeEntry(e)) }
 
 // encode is the whole file. Requires mu held (or no sharing yet).
 func (l *Log) encode() []byte {

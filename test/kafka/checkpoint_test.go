@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -290,6 +291,13 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	}) {
 		t.Fatalf("the last run does not produce its alerts: producing %v, pending %v", scrapeSum(base, "graphtide_alerts_producing"), scrapeSum(base, "graphtide_alerts_pending"))
 	}
+	// GET /v1/alerts of the last run lists every alert of every run once
+	// (alerts.log kept them across the kills; the replays raised some
+	// again): the topic's, below.
+	var listed api.AlertsResponse
+	if !getJSON(base+"/v1/alerts?limit=10000", &listed) {
+		t.Fatal("GET /v1/alerts failed")
+	}
 	if err := ch.term(t); err != nil {
 		t.Fatalf("the last child: %v", err)
 	}
@@ -373,6 +381,22 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			gotDeg[crossing{a.Source.Offset, a.Vertex}]++
 		default:
 			t.Errorf("an alert of kind %q: %+v", a.Kind, a)
+		}
+	}
+	listedIDs := map[string]bool{}
+	for _, a := range listed.Alerts {
+		if listedIDs[a.ID] {
+			t.Errorf("GET /v1/alerts lists alert %s twice", a.ID)
+		}
+		listedIDs[a.ID] = true
+	}
+	// It keeps the newest 10,000 (--alert-history), and counts them all.
+	if len(listedIDs) != min(len(ids), 10000) || listed.Total != uint64(len(ids)) {
+		t.Errorf("GET /v1/alerts after three kills lists %d alerts (total %d); the topic holds %d", len(listedIDs), listed.Total, len(ids))
+	}
+	for id := range listedIDs {
+		if !ids[id] {
+			t.Errorf("GET /v1/alerts lists alert %s, which is not on the topic", id)
 		}
 	}
 	for k := range wantCycles {

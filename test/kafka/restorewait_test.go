@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +16,17 @@ import (
 
 // TestCheckpointRestoreWaitsForTheBroker runs serve in a child process
 // with a fanin monitor and an alert topic, lets it take in transfers into
-// a dozen accounts and stops it (SIGTERM checkpoints the monitor). With
-// the broker stopped (kafka.sh stop), serve starts again: it waits for
-// the broker instead of computing the monitor from the store, /readyz
-// answers 503 saying so and since when, and the log says so once. The
-// broker starts again on the same ports and data: serve finishes
-// starting, the monitor says "restored": true, and its window holds every
-// transfer (the oracle: the upserts into each account).
+// a dozen accounts, in two runs each stopped by SIGTERM (which
+// checkpoints the monitor); the first run's checkpoint is then put back,
+// behind the store, as a SIGKILL after the second run's flushes leaves
+// it (a checkpoint at the store's position needs no broker to restore).
+// With the broker stopped (kafka.sh stop), serve starts again: it waits
+// for the broker (where the topics start, to replay from the checkpoint)
+// instead of computing the monitor from the store, /readyz answers 503
+// saying so and since when, and the log says so once. The broker starts
+// again on the same ports and data: serve finishes starting, the monitor
+// says "restored": true, and its window holds every transfer (the oracle:
+// the upserts into each account).
 func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 	addrs := needBroker(t)
 	if !broker.own {
@@ -39,7 +45,8 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 			want[a]++
 		}
 	}
-	if err := produce(context.Background(), newProducer(t), recs); err != nil {
+	half := len(recs) / 2
+	if err := produce(context.Background(), newProducer(t), recs[:half]); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +64,7 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 	}
 	// windowDiff is "" when the fanin window of the serve at base holds
 	// want, else the first difference.
-	windowDiff := func() string {
+	windowDiff := func(want map[uint64]float64) string {
 		for a, n := range want {
 			var res struct {
 				Result struct {
@@ -71,20 +78,43 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 		return ""
 	}
 
-	ch := startChild(t, cfg, log)
-	t.Cleanup(func() {
-		if ch.alive() {
-			ch.kill(t)
+	// run ingests until the window holds w, then stops (a checkpoint).
+	var ch *child
+	run := func(w map[uint64]float64) {
+		t.Helper()
+		before := log.count("analytics checkpointed")
+		ch = startChild(t, cfg, log)
+		t.Cleanup(func() {
+			if ch.alive() {
+				ch.kill(t)
+			}
+		})
+		if !waitFor(60*time.Second, func() bool { return !ch.alive() || windowDiff(w) == "" }) {
+			t.Fatalf("the fanin monitor did not take in the transfers: %s\n%s", windowDiff(w), log.tail(30))
 		}
-	})
-	if !waitFor(60*time.Second, func() bool { return !ch.alive() || windowDiff() == "" }) {
-		t.Fatalf("the fanin monitor did not take in the transfers: %s\n%s", windowDiff(), log.tail(30))
+		if err := ch.term(t); err != nil {
+			t.Fatalf("a child: %v\n%s", err, log.tail(30))
+		}
+		if log.count("analytics checkpointed") == before {
+			t.Fatalf("no checkpoint at the stop\n%s", log.tail(30))
+		}
 	}
-	if err := ch.term(t); err != nil {
-		t.Fatalf("the first child: %v\n%s", err, log.tail(30))
+	first := map[uint64]float64{}
+	for _, r := range recs[:half] {
+		first[r.events[0].dst.id]++
 	}
-	if !log.contains("analytics checkpointed") {
-		t.Fatalf("no checkpoint at the stop\n%s", log.tail(30))
+	run(first)
+	ckpt := filepath.Join(cfg.Dir, "analytics.ckpt")
+	old, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(context.Background(), newProducer(t), recs[half:]); err != nil {
+		t.Fatal(err)
+	}
+	run(want)
+	if err := os.WriteFile(ckpt, old, 0o644); err != nil { // behind the store
+		t.Fatal(err)
 	}
 
 	// The broker stops; serve starts meanwhile.
@@ -134,8 +164,9 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 	if !res.Restored {
 		t.Errorf("the fanin monitor was not restored: %+v\n%s", res, log.tail(40))
 	}
-	if d := windowDiff(); d != "" {
-		t.Errorf("after the restart: %s", d)
+	// The replay from the checkpoint brings the window forward.
+	if !waitFor(60*time.Second, func() bool { return windowDiff(want) == "" }) {
+		t.Errorf("after the restart: %s", windowDiff(want))
 	}
 	if err := ch.term(t); err != nil {
 		t.Errorf("the second child: %v", err)

@@ -233,6 +233,13 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		}
 		meta.Sinks = append(meta.Sinks, pos)
 	}
+	// Every alert kept up to here is durable before the checkpoint: one a
+	// crash takes from the history was raised after it, and comes again.
+	if h := r.cfg.History; h != nil {
+		if err := h.Sync(); err != nil {
+			return CheckpointMeta{}, fmt.Errorf("analytics: the alert history: %w", err)
+		}
+	}
 	// write writes the file, with g's topology unless g is nil.
 	write := func(g *views.Topo) error {
 		if g != nil && g.Seq != head {

@@ -39,6 +39,13 @@ type Hooks struct {
 type RegistryConfig struct {
 	// AlertRing is how many recent alerts are kept for reading (default 10000).
 	AlertRing int
+	// History, when set, keeps the alerts beyond the process: the ring
+	// starts from it, every alert kept goes to it, and a checkpoint syncs
+	// it first. An alert whose ID the history held at the start (raised
+	// before a restart, raised again by the replay) is not kept again,
+	// once per alert held; the sinks get it still (they match it against
+	// what they delivered).
+	History AlertHistory
 	// Resolve turns a root given as a string into a vertex id (serve: a
 	// number, or a string key through the key dictionary). Default: numbers only.
 	Resolve func(string) (uint64, error)
@@ -118,10 +125,10 @@ type Registry struct {
 	entries map[string]*entry // Protected by mu.
 
 	amu       sync.Mutex
-	alerts    []Alert           // ring of the newest; Protected by amu.
-	lastAlert time.Time         // Time of the newest alert; Protected by amu.
-	anext     uint64            // alerts ever raised; Protected by amu.
-	byName    map[string]uint64 // alerts ever raised, per analytic; Protected by amu.
+	ring      *alertRing // the newest alerts and the counts; Protected by amu.
+	lastAlert time.Time  // Time of the newest alert; Protected by amu.
+	// historyErr: the history failed; said once. Protected by amu.
+	historyErr bool
 }
 
 // entry is one registered analytic and its run statistics.
@@ -174,7 +181,15 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 		cfg.Names = func(id uint64) (uint64, string) { return id, "" }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, byName: map[string]uint64{}}
+	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing)}
+	if h := cfg.History; h != nil {
+		al, total, byName := h.Alerts()
+		r.ring.seed(al, total, byName)
+		if n := len(al); n > 0 {
+			r.lastAlert = al[n-1].Time
+		}
+	}
+	return r
 }
 
 // topologyNeed estimates the topology's memory from the store's edge
@@ -608,23 +623,31 @@ func (r *Registry) raise(name string, al []Alert) {
 		now = r.lastAlert
 	}
 	r.lastAlert = now
+	fresh := al[:0:0]
 	for i := range al {
 		al[i].Time = now
-		if len(r.alerts) < r.cfg.AlertRing {
-			r.alerts = append(r.alerts, al[i])
-		} else {
-			r.alerts[r.anext%uint64(r.cfg.AlertRing)] = al[i]
+		if r.ring.replayed(al[i].ID) {
+			kinds[al[i].Kind]-- // raised before a restart: kept once
+			continue
 		}
-		r.anext++
+		r.ring.add(al[i])
+		fresh = append(fresh, al[i])
 	}
-	r.byName[name] += uint64(len(al))
+	if h := r.cfg.History; h != nil && len(fresh) > 0 {
+		if err := h.Append(fresh); err != nil && !r.historyErr {
+			r.historyErr = true
+			r.cfg.Logger.Error("the alert history failed: alerts raised from now on are not kept across a restart (GET /v1/alerts still lists them until then)", "err", err)
+		}
+	}
 	r.amu.Unlock()
 	for _, s := range r.cfg.Sinks {
 		s.Publish(al)
 	}
 	if r.cfg.Hooks.Alerted != nil {
 		for k, n := range kinds {
-			r.cfg.Hooks.Alerted(name, k, n)
+			if n > 0 {
+				r.cfg.Hooks.Alerted(name, k, n)
+			}
 		}
 	}
 }
@@ -709,25 +732,11 @@ func canonicalNames(c []string) string {
 
 // Alerts returns up to limit of the newest alerts (of the named analytic
 // when name is not empty), oldest first, and how many were ever raised (by
-// that analytic when name is not empty).
+// that analytic when name is not empty), across restarts with a History.
 func (r *Registry) Alerts(name string, limit int) ([]Alert, uint64) {
 	r.amu.Lock()
 	defer r.amu.Unlock()
-	var out []Alert
-	c := uint64(r.cfg.AlertRing)
-	// The i-th newest alert is at (anext-1-i) mod c (the ring fills from 0).
-	for i := uint64(0); i < uint64(len(r.alerts)) && len(out) < limit; i++ {
-		if a := r.alerts[(r.anext-1-i)%c]; name == "" || a.Analytic == name {
-			out = append(out, a)
-		}
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	if name != "" {
-		return out, r.byName[name]
-	}
-	return out, r.anext
+	return r.ring.newest(name, limit)
 }
 
 // Result is an analytic's state as the API reports it.

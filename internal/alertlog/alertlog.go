@@ -1,0 +1,319 @@
+// Package alertlog keeps the alerts graphtide's monitors raised, so that
+// GET /v1/alerts answers the same across restarts and crashes: the data
+// directory's alerts.log, the newest alerts (at most a bound, default
+// 10,000) and how many each analytic ever raised.
+//
+// What it promises:
+//
+//   - Every alert Append took is in the file, in the order given; Sync
+//     makes them durable and seals them: it rewrites the file whole
+//     (atomically) with a header that vouches for every alert in it.
+//     serve syncs before every analytics checkpoint and at a clean stop,
+//     so an alert a crash (even power loss) takes from the file was raised
+//     after the checkpoint, and the restart's replay raises it again (the
+//     registry keeps an alert once by its ID).
+//   - The store's durable state records, with every flush, how many
+//     records the file held sealed then (a Claim; internal/datadir). A
+//     torn tail (ScanRecords' rule) is cut only past both the seal and the
+//     claim; any damage before them, a file that ends before them, or a
+//     missing file the claim proves existed, is refused with file and byte
+//     offset, and nothing changes.
+//   - The file stays within twice the bound (plus one alert): once it
+//     holds that many, it is rewritten atomically with the newest ones,
+//     and the counts of those it drops go into its header.
+//   - Open with readOnly writes nothing.
+//
+// The file (format 1): the 8-byte magic "GTALRT01", u64 first (records
+// appended before the file's first), u64 sealed (records, counted as
+// first is, that the header vouches for: every one the file held when it
+// was last written whole), u32 n, n bytes of JSON: the count of alerts
+// each analytic raised among those first records (an object of analytic
+// name to count), u32 CRC-32C of everything before it; then the records
+// (durable.AppendRecord), each the JSON of one analytics.Alert.
+package alertlog
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/graphtide/graphtide/internal/durable"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// FileName is the log's file in the data directory.
+const FileName = "alerts.log"
+
+// DefaultKeep is how many alerts the log keeps by default.
+const DefaultKeep = 10000
+
+const (
+	magic      = "GTALRT01"
+	maxPayload = 1 << 20 // an alert: a cycle of keys
+	minPayload = 2       // "{}"
+	maxHeader  = 1 << 20 // the counts of every analytic ever
+)
+
+// Claim is what the store's durable state recorded of the log: that the
+// file existed, and how many records it held synced then.
+type Claim struct {
+	Records uint64
+}
+
+// Log is the alert log. Safe for concurrent use.
+type Log struct {
+	path string
+	keep int
+	mu   sync.Mutex
+	// f is the file, appended to (nil when read-only). Protected by mu.
+	f *os.File
+	// first: records appended before alerts[0]; base: by analytic, how
+	// many of those first. alerts: the records of the file, in order.
+	// Protected by mu.
+	first  uint64
+	base   map[string]uint64
+	alerts []analytics.Alert
+	// sealed is first+len(alerts) when the file was last written whole
+	// (Sync, Open): what a claim may say the file holds.
+	sealed atomic.Uint64
+	// broken: a rewrite failed after it replaced the file; Append fails
+	// from then on. Protected by mu.
+	broken error
+}
+
+// Open reads the log at path, keeping at most keep alerts (0:
+// DefaultKeep), of which the store's durable state recorded c (nil:
+// nothing). A read-write open creates a missing file (unless c proves one
+// existed) and cuts a torn tail past c; a read-only one changes nothing
+// (a missing file is an empty log).
+func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	l := &Log{path: path, keep: keep, base: map[string]uint64{}}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && c != nil:
+		return nil, l.corrupt(0, fmt.Sprintf("missing: the store's durable state records this log with %d alerts (GET /v1/alerts would lose them); restore the file from a backup, or run 'graphtide repair' to start an empty one", c.Records))
+	case errors.Is(err, os.ErrNotExist):
+		if readOnly {
+			return l, nil
+		}
+		if err := durable.WriteFile(path, l.encode(), 0o644); err != nil {
+			return nil, err
+		}
+		data = l.encode()
+	case err != nil:
+		return nil, err
+	}
+	off, err := l.readHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	var derr error
+	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
+		var a analytics.Alert
+		if err := json.Unmarshal(payload, &a); err != nil {
+			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
+			return false
+		}
+		l.alerts = append(l.alerts, a)
+		return true
+	})
+	switch {
+	case derr != nil:
+		return nil, derr
+	case scan.Damage != "":
+		return nil, l.corrupt(scan.DamagedAt, scan.Damage)
+	}
+	have, vouched := l.first+uint64(len(l.alerts)), l.sealed.Load()
+	why := "its header vouches for"
+	if c != nil && c.Records > vouched {
+		vouched, why = c.Records, "the store's durable state records"
+	}
+	if have < vouched {
+		if scan.Torn {
+			return nil, l.corrupt(scan.TornAt, fmt.Sprintf("damaged alert %d (checksum mismatch, cut short or zeroed), of the %d alerts %s: a torn tail is only what lies past them; restore the file from a backup, or run 'graphtide repair' to start an empty one", have, vouched, why))
+		}
+		return nil, l.corrupt(len(data), fmt.Sprintf("the file ends after alert %d, but %s %d: alerts were lost (the file was cut or replaced); restore the file from a backup, or run 'graphtide repair' to start an empty one", have, why, vouched))
+	}
+	if readOnly {
+		return l, nil
+	}
+	if err := l.writeWhole(); err != nil { // cuts a torn tail, seals the rest
+		return nil, err
+	}
+	return l, nil
+}
+
+// readHeader reads the header of data and returns where the records
+// begin.
+func (l *Log) readHeader(data []byte) (int, error) {
+	if len(data) < len(magic)+20 || string(data[:len(magic)]) != magic {
+		return 0, l.corrupt(0, "not an alert log (bad magic)")
+	}
+	n := int(binary.LittleEndian.Uint32(data[24:]))
+	if n > maxHeader || len(data) < 28+n+4 {
+		return 0, l.corrupt(24, fmt.Sprintf("header length %d runs past the end of the file", n))
+	}
+	end := 28 + n
+	if binary.LittleEndian.Uint32(data[end:]) != crc32.Checksum(data[:end], durable.Castagnoli) {
+		return 0, l.corrupt(end, "header checksum mismatch")
+	}
+	l.first = binary.LittleEndian.Uint64(data[8:])
+	l.sealed.Store(binary.LittleEndian.Uint64(data[16:]))
+	if err := json.Unmarshal(data[28:end], &l.base); err != nil {
+		return 0, l.corrupt(28, "header counts do not read back: "+err.Error())
+	}
+	return end + 4, nil
+}
+
+func (l *Log) corrupt(off int, what string) error {
+	return &durable.CorruptError{Kind: "alerts", File: l.path, Offset: int64(off), What: what}
+}
+
+// encode is the whole file. Requires mu held (or no sharing yet).
+func (l *Log) encode() []byte {
+	counts, _ := json.Marshal(l.base) // a map of string to number: never fails
+	b := []byte(magic)
+	b = binary.LittleEndian.AppendUint64(b, l.first)
+	b = binary.LittleEndian.AppendUint64(b, l.first+uint64(len(l.alerts))) // sealed: every record written here
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(counts)))
+	b = append(b, counts...)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, durable.Castagnoli))
+	for i := range l.alerts {
+		p, _ := json.Marshal(&l.alerts[i]) // an Alert: never fails
+		b = durable.AppendRecord(b, p)
+	}
+	return b
+}
+
+// Path is the log's file.
+func (l *Log) Path() string { return l.path }
+
+// Claim is the log's claim now: the records sealed.
+func (l *Log) Claim() Claim { return Claim{Records: l.sealed.Load()} }
+
+// Alerts returns the alerts the log keeps (at most its bound, the newest),
+// oldest first, and how many were ever appended, in all and by analytic.
+func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[string]uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	from := max(0, len(l.alerts)-l.keep)
+	byAnalytic = map[string]uint64{}
+	for name, n := range l.base {
+		byAnalytic[name] = n
+	}
+	for _, a := range l.alerts {
+		byAnalytic[a.Analytic]++
+	}
+	return append([]analytics.Alert(nil), l.alerts[from:]...), l.first + uint64(len(l.alerts)), byAnalytic
+}
+
+// Append writes al to the file (not synced: Sync), and rewrites it with
+// the newest alerts once it holds twice the bound.
+func (l *Log) Append(al []analytics.Alert) error {
+	if len(al) == 0 {
+		return nil
+	}
+	var b []byte
+	for i := range al {
+		p, err := json.Marshal(&al[i])
+		if err != nil {
+			return fmt.Errorf("alertlog: %w", err)
+		}
+		if len(p) > maxPayload {
+			return fmt.Errorf("alertlog: an alert of %d bytes, more than %d", len(p), maxPayload)
+		}
+		b = durable.AppendRecord(b, p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.broken != nil:
+		return l.broken
+	case l.f == nil:
+		return errors.New("alertlog: the log is not open for writing")
+	}
+	if _, err := l.f.Write(b); err != nil {
+		return fmt.Errorf("alertlog: %s: %w", l.path, err)
+	}
+	l.alerts = append(l.alerts, al...)
+	if len(l.alerts) >= 2*l.keep {
+		return l.rewrite()
+	}
+	return nil
+}
+
+// rewrite drops all but the newest keep alerts (their counts go into the
+// header) and writes the file whole. Requires mu held.
+func (l *Log) rewrite() error {
+	drop := len(l.alerts) - l.keep
+	for _, a := range l.alerts[:drop] {
+		l.base[a.Analytic]++
+	}
+	l.first += uint64(drop)
+	l.alerts = append(l.alerts[:0:0], l.alerts[drop:]...)
+	return l.writeWhole()
+}
+
+// writeWhole replaces the file with what the log holds, sealed, durably,
+// and appends to it from then on. Requires mu held (or no sharing yet).
+func (l *Log) writeWhole() error {
+	if err := durable.WriteFile(l.path, l.encode(), 0o644); err != nil {
+		l.broken = fmt.Errorf("alertlog: writing %s failed (the log no longer says what it holds): %w", l.path, err)
+		return l.broken
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		l.broken = fmt.Errorf("alertlog: %s: %w", l.path, err)
+		return l.broken
+	}
+	l.f = f
+	l.sealed.Store(l.first + uint64(len(l.alerts)))
+	return nil
+}
+
+// Sync makes every alert appended so far durable, and seals them (the
+// file is written whole: a bounded cost, at most twice the bound).
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.f == nil:
+		return nil
+	case l.broken != nil:
+		return l.broken
+	case l.sealed.Load() == l.first+uint64(len(l.alerts)):
+		return nil // nothing new
+	}
+	return l.writeWhole()
+}
+
+// Close syncs and closes the file.
+func (l *Log) Close() error {
+	err := l.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		err = errors.Join(err, l.f.Close())
+		l.f = nil
+	}
+	return err
+}
+
+// WriteEmpty writes an empty log at path whose first alert would be
+// number first (graphtide repair: in place of a damaged or lost one,
+// whose claim, first, it must meet).
+func WriteEmpty(path string, first uint64) error {
+	l := &Log{path: path, first: first, base: map[string]uint64{}}
+	return durable.WriteFile(path, l.encode(), 0o644)
+}
