@@ -323,6 +323,7 @@ type Ingester struct {
 	// Run (the source changed under it); evaluated: an assignment was
 	// judged. Protected by mu.
 	conflict  *assignmentConflict
+	conflicts conflictRun // the run of conflicts in.conflict belongs to (reportConflict)
 	checking  error
 	fatal     error
 	evaluated bool
@@ -821,6 +822,9 @@ func (in *Ingester) assignmentReady() error {
 	case in.fatal != nil:
 		return in.fatal
 	case in.conflict != nil:
+		if in.conflicts.reported == "" {
+			return in.conflicts.waiting(in.conflict, in.cfg.ReadyGrace)
+		}
 		return in.conflict
 	case in.grown != nil:
 		return in.grown
