@@ -382,6 +382,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if err != nil {
 		return nil, err
 	}
+	c.Metrics.forTopics(c.Topics)
 	raw, err := store.SourcePosition()
 	if err != nil {
 		return nil, err
