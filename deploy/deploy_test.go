@@ -49,6 +49,7 @@ var deployFiles = []string{
 	"README.md",
 	"prometheus/prometheus.yml",
 	"prometheus/graphtide-rules.yml",
+	"prometheus/graphtide-rules.test.yml",
 	"prometheus/run.sh",
 	"prometheus/consoles/graphtide.html",
 	"grafana/graphtide-dashboard.json",
