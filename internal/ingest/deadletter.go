@@ -480,7 +480,9 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		}
 		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-			in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
+			if in.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
+				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
+			}
 		}
 	}
 	return cut, nil
