@@ -93,8 +93,8 @@ func TestStallsLogOneLinePerInterval(t *testing.T) {
 	if paused != stalls+1 || n != paused {
 		t.Errorf("the lines count %d stalls, the metric %v; want %d", n, paused, stalls+1)
 	}
-	if max := int(elapsed/interval) + 2; len(lines) > max || len(lines) < 2 {
-		t.Errorf("%d lines about stalls in %v with a %v interval; want between 2 and %d:\n%s", len(lines), elapsed, interval, max, strings.Join(lines, "\n"))
+	if most := int(elapsed/interval) + 2; len(lines) > most || len(lines) < 2 {
+		t.Errorf("%d lines about stalls in %v with a %v interval; want between 2 and %d:\n%s", len(lines), elapsed, interval, most, strings.Join(lines, "\n"))
 	}
 	if inProgress == 0 {
 		t.Errorf("no line reported the stall in progress:\n%s", strings.Join(lines, "\n"))
@@ -172,8 +172,8 @@ func TestDeadLettersLogAggregated(t *testing.T) {
 	if n != poison {
 		t.Errorf("the log accounts for %d dead letters (%d full lines, %d summaries), want %d", n, len(full), len(more), poison)
 	}
-	if max := int(elapsed/interval) + 2; len(full) > max || len(more) > max {
-		t.Errorf("%d full lines and %d summaries of %d dead letters in %v with a %v interval; want at most %d of each", len(full), len(more), poison, elapsed, interval, max)
+	if most := int(elapsed/interval) + 2; len(full) > most || len(more) > most {
+		t.Errorf("%d full lines and %d summaries of %d dead letters in %v with a %v interval; want at most %d of each", len(full), len(more), poison, elapsed, interval, most)
 	}
 	for _, l := range full {
 		if !strings.Contains(l, "offset=") || !strings.Contains(l, "reason=") {

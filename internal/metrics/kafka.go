@@ -135,7 +135,7 @@ func (r *kafkaRegisterer) Register(c prometheus.Collector) error {
 	if !ok {
 		return r.reg.Register(c) // not one metric: as kprom made it
 	}
-	var reg prometheus.Collector = c
+	reg := c
 	switch {
 	case kafkaUnfed[name]:
 		reg = nil

@@ -96,7 +96,7 @@ func open(ctx context.Context, t testing.TB, listen bool) (*server.Server, *prom
 }
 
 // run runs srv until the test ends.
-func run(t testing.TB, srv *server.Server, ctx context.Context, cancel context.CancelFunc) {
+func run(ctx context.Context, t testing.TB, srv *server.Server, cancel context.CancelFunc) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
@@ -116,7 +116,7 @@ func NewFresh(t testing.TB) *Serve {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, reg, rec := open(ctx, t, true)
-	run(t, srv, ctx, cancel)
+	run(ctx, t, srv, cancel)
 	url := "http://" + srv.HTTPAddr() + "/readyz"
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(url)
@@ -144,7 +144,7 @@ func NewServe(t testing.TB) *Serve {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, reg, rec := open(ctx, t, false)
-	run(t, srv, ctx, cancel)
+	run(ctx, t, srv, cancel)
 
 	edges := gen.RMAT{Scale: 9, EdgeFactor: 4, Seed: 5}.Generate()
 	recs := make([]*kgo.Record, 0, len(edges)+3)
