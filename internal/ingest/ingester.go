@@ -907,7 +907,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 		in.cl.AddConsumeTopics(in.cfg.Topics...)
 	}
 	in.ensureDeadLetterTopic(ctx)
-	in.readDeadLetterLimit(ctx)
+	in.readDeadLetterLimit(ctx, 2*time.Second)
 	wctx, wcancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	workers.Add(2)

@@ -7,12 +7,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -218,5 +221,61 @@ func TestFetchErrorsLogAggregated(t *testing.T) {
 	}
 	if n != 150 || testutil.ToFloat64(in.cfg.Metrics.FetchErrs) != 150 {
 		t.Errorf("the lines account for %d errors, the metric %v; want 150", n, testutil.ToFloat64(in.cfg.Metrics.FetchErrs))
+	}
+}
+
+// TestDeadLetterLimitOfANewTopic: at start the dead-letter topic, created
+// a moment ago, may be unknown to the broker asked for its
+// max.message.bytes for a moment; that is normal on a first start and is
+// waited for, without the WARN that the limit could not be read.
+func TestDeadLetterLimitOfANewTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var unknown atomic.Int32
+	c.ControlKey(int16(kmsg.DescribeConfigs), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if unknown.Add(1) > 3 {
+			return nil, nil, false
+		}
+		req := kr.(*kmsg.DescribeConfigsRequest)
+		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range req.Resources {
+			r := kmsg.NewDescribeConfigsResponseResource()
+			r.ResourceType, r.ResourceName, r.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, r)
+		}
+		return resp, nil, true
+	})
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lb := &syncBuffer{}
+	in, err := New(s, nil, Config{Brokers: c.ListenAddrs(), Topics: []string{"edges"}, Metrics: NewMetrics(nil),
+		Logger: slog.New(slog.NewTextHandler(lb, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	for deadline := time.Now().Add(20 * time.Second); len(logLines(lb, "dead-letter topic limit"))+len(logLines(lb, "could not read the dead-letter")) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the dead-letter topic's limit was not read within 20 s")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w := logLines(lb, "could not read the dead-letter"); len(w) > 0 || unknown.Load() <= 3 {
+		t.Errorf("%d answers, the WARN %q", unknown.Load(), w)
+	}
+	if l := logLines(lb, "dead-letter topic limit"); len(l) != 1 || !strings.Contains(l[0], "max_message_bytes=") {
+		t.Errorf("the limit line: %q", l)
 	}
 }
