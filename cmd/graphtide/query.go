@@ -35,6 +35,7 @@ type queryOptions struct {
 	direction string
 	view      string
 	limit     int
+	cursor    string
 	after     string
 	afterType string
 	afterDst  string
@@ -166,7 +167,7 @@ Output is a table, or with --json the HTTP API's JSON body. Every flag can
 be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_SERVER, or in the YAML file
 given by --config, keyed by flag name.`,
 		Example: `  graphtide query degree alice --dir ./graphtide-data
-  graphtide query neighbors 42 --direction in --limit 100 --after 7
+  graphtide query neighbors 42 --direction in --limit 100
   graphtide query path alice bob --weighted --server http://127.0.0.1:9464
   graphtide query top-pagerank -k 20 --server https://graph.internal:9464 --token-file token --server-ca ca.pem --json
   graphtide query component key:42 --server http://127.0.0.1:9464 --analytic components`,
@@ -226,19 +227,23 @@ the YAML file given by --config, keyed by flag name.`
 		asOfFlag(fs)
 	}
 	cmd.AddCommand(
-		sub("neighbors V", "List a vertex's neighbors with the edges' weights and types, in id order",
-			"  graphtide query neighbors alice --types payment\n  graphtide query neighbors 42 --limit 100 --after 977 --server http://127.0.0.1:9464",
+		sub("neighbors V", "List a vertex's neighbors with the edges' weights and types, numbers first, then keys",
+			"  graphtide query neighbors alice --types payment\n  graphtide query neighbors 42 --limit 100 --cursor AW4BBQ... --server http://127.0.0.1:9464",
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				dirFlags(fs)
 				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
-				fs.StringVar(&o.after, "after", "", "list only edges past this neighbor id (or key): the next page")
+				fs.StringVar(&o.cursor, "cursor", "", "the next page: the cursor of the previous page's more: line (any replica continues it)")
+				fs.StringVar(&o.after, "after", "", "list only edges past this neighbor (a number, or a key): the next page")
 				fs.StringVar(&o.afterType, "after-type", "", "with --after: the type of the last edge listed (the next page starts past it)")
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				if o.afterType != "" && o.after == "" {
+				switch {
+				case o.afterType != "" && o.after == "":
 					return nil, nil, errors.New("--after-type needs --after")
+				case o.cursor != "" && o.after != "":
+					return nil, nil, errors.New("give --cursor or --after, not both")
 				}
-				r, err := q.Neighbors(ctx, args[0], o.read(), o.after, o.afterType, o.limit)
+				r, err := q.Neighbors(ctx, args[0], o.read(), api.PageOptions{Cursor: o.cursor, After: o.after, AfterType: o.afterType, Limit: o.limit})
 				return r, r.WriteText, err
 			}),
 		sub("degree V", "Print a vertex's out- or in-degree",
@@ -297,7 +302,7 @@ the YAML file given by --config, keyed by flag name.`
 						return nil, nil, fmt.Errorf("give --%s or --%s-time, not both", e.name, e.name)
 					}
 				}
-				r, err := q.Changes(ctx, o.from, o.to, o.types, o.after, o.afterDst, o.afterType, o.limit)
+				r, err := q.Changes(ctx, o.from, o.to, o.types, api.PageOptions{After: o.after, AfterDst: o.afterDst, AfterType: o.afterType, Limit: o.limit})
 				return r, r.WriteText, err
 			}),
 		sub("path A B", "Find a shortest directed path from A to B",
@@ -367,22 +372,32 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 // readToken reads a server's bearer token from --token-file or
-// GRAPHTIDE_HTTP_TOKEN ("" when neither is given).
+// GRAPHTIDE_HTTP_TOKEN ("" when neither is given): a bare token, or one
+// line of serve's --http-token-file format (TOKEN SCOPES).
 func readToken(tokenFile string) (string, error) {
 	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	source, data := "GRAPHTIDE_HTTP_TOKEN", []byte(env)
 	switch {
 	case fromEnv && tokenFile != "":
 		return "", errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
 	case fromEnv:
-		return strings.TrimSpace(env), nil
 	case tokenFile != "":
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return "", fmt.Errorf("--token-file: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		source, data = "--token-file "+tokenFile, b
+	default:
+		return "", nil
 	}
-	return "", nil
+	tokens, err := api.ParseTokens(source, data)
+	if err != nil {
+		return "", err
+	}
+	if len(tokens) != 1 {
+		return "", fmt.Errorf("%s holds %d tokens: give the client one", source, len(tokens))
+	}
+	return tokens[0].Secret, nil
 }
 
 // readCA reads --server-ca (nil when not given: the system roots).

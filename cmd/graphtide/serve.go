@@ -63,10 +63,16 @@ or would split the graph, no broker has answered for --ready-grace,
 partitions were lost, a partition waits for its dead letter, the store
 has stalled for --ready-grace, or the assigned partitions are more than
 --ready-max-lag records behind the brokers' end offsets.
-With a bearer token (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
-request needs "Authorization: Bearer <token>"; /metrics, /healthz and
-/readyz stay open. An address beyond loopback is refused without a token;
---http-tls-cert and --http-tls-key serve HTTPS.
+With bearer tokens (--http-token-file, or GRAPHTIDE_HTTP_TOKEN), every /v1
+request needs "Authorization: Bearer <token>" of a token with the scope it
+needs: read (GETs), write (POST /v1/batches) or admin (registering and
+deleting analytics, /debug/pprof/); the file holds one "TOKEN SCOPES" a
+line (read,write,admin), or one bare token that may do everything.
+/metrics, /healthz and /readyz stay open. An address beyond loopback is
+refused without a token; --http-tls-cert and --http-tls-key serve HTTPS.
+Brokers that refuse serve's TLS or SASL settings stop it at start with
+what to check (--tls-cert and --tls-key for client certificates,
+--sasl-mechanism oauthbearer with --sasl-oauth-* for OAuth).
 SIGINT or SIGTERM: stop fetching, flush, commit offsets, exit 0.
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_BROKERS, or in
 the YAML file given by --config, keyed by flag name (brokers: [a:9092]).

@@ -236,33 +236,33 @@ func getJSON(t *testing.T, url string, v any) {
 
 func TestServeBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"--format csv":                                                `--format must be one of: binary, json, text; got "csv"`,
-		"--reset middle":                                              `--reset must be earliest or latest, got "middle"`,
-		"--topic-format edges":                                        `--topic-format must look like topic=format, got "edges"`,
-		"--sasl-mechanism gssapi":                                     `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512; got "gssapi"`,
-		"--flush-interval 1ms":                                        "--flush-interval must be at least 10ms, got 1ms",
-		"--dead-letter-timeout 10ms":                                  "--dead-letter-timeout must be between 1s and 10m, got 10ms",
-		"--ready-grace 50ms":                                          "--ready-grace must be between 100ms and 24h, got 50ms",
-		"--ready-max-lag -1":                                          "--ready-max-lag must be 0 (no limit) or a number of records, got -1",
-		"--group-instance-id pod/0":                                   `--group-instance-id "pod/0": only letters, digits, '.', '_' and '-' are allowed`,
-		"--alert-leader pod-0":                                        `--alert-leader "pod-0" names the replica that produces alerts by its --group-instance-id: give this instance its --group-instance-id too`,
-		"--group-instance-id a --alert-leader b:0":                    `--alert-leader "b:0": only letters, digits, '.', '_' and '-' are allowed`,
-		"--analytic type=bfs":                                         `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
-		"--analytic colour=red":                                       `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
-		"--analytic type=pagerank,max_iterations=1000000000":          `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,
-		"--analytic type=fanin,threshold=5,window=1000000h":           `analytic "fanin": window 1000000h0m0s is out of range: allowed 0s..168h0m0s`,
-		"--http-addr 0.0.0.0:9464":                                    "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
-		"--http-addr :9464":                                           "--http-addr :9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
-		"--http-tls-cert c.pem":                                       "--http-tls-cert and --http-tls-key go together: give both, or neither",
-		"--http-request-timeout 0":                                    "--http-request-timeout must be between 1ms and 1h, got 0s",
-		"--http-path-budget 0":                                        "--http-path-budget must be positive, got 0",
-		"--http-token-file /nonexistent/token":                        "--http-token-file: open /nonexistent/token: no such file or directory",
-		"--own-partitions 0-1":                                        "partitioned mode needs both --owners (PARTITIONS=URL,... for every partition) and --own-partitions (this instance's entry)",
-		"--adopt-partitions 1":                                        "--adopt-partitions is a hand-over of partitioned mode: it needs --owners and --own-partitions",
-		"--owners 0-1=http://a:1,2-3=http://b:1 --own-partitions 0-2": "--own-partitions 0-2 is not one entry of --owners (0-1; 2-3): an instance owns exactly the partitions --owners gives its address, so that every instance routes a vertex to the one that ingests it",
-		"--owners 0-1=http://a:1,3=http://b:1 --own-partitions 0-1":   "--owners gives partitions up to 3 but none owns partition 2: every partition of the topics, from 0, needs an owner",
-		"--owners 0-1=a:1,2=http://b:1 --own-partitions 2":            `--owners "0-1=a:1": the owner must be a base URL http://host:port or https://host:port (its API's address; no user or password: requests carry the bearer token), got "a:1"`,
-		"--owners 0-1=http://a:1,2=http://b:1 --own-partitions 2":     "partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; give --writes-topic '' (producers write to the topics, keyed by source vertex)",
+		"--format csv":                                       `--format must be one of: binary, json, text; got "csv"`,
+		"--reset middle":                                     `--reset must be earliest or latest, got "middle"`,
+		"--topic-format edges":                               `--topic-format must look like topic=format, got "edges"`,
+		"--sasl-mechanism gssapi":                            `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512, oauthbearer; got "gssapi"`,
+		"--flush-interval 1ms":                               "--flush-interval must be at least 10ms, got 1ms",
+		"--dead-letter-timeout 10ms":                         "--dead-letter-timeout must be between 1s and 10m, got 10ms",
+		"--ready-grace 50ms":                                 "--ready-grace must be between 100ms and 24h, got 50ms",
+		"--ready-max-lag -1":                                 "--ready-max-lag must be 0 (no limit) or a number of records, got -1",
+		"--group-instance-id pod/0":                          `--group-instance-id "pod/0": only letters, digits, '.', '_' and '-' are allowed`,
+		"--alert-failover-timeout 1s":                        "--alert-failover-timeout must be between 6s and 5m (Kafka's brokers refuse a shorter session by default), got 1s",
+		"--graph a/b":                                        `--graph: graph name "a/b": only letters, digits, '.', '_' and '-' are allowed`,
+		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
+		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
+		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,
+		"--analytic type=fanin,threshold=5,window=1000000h":  `analytic "fanin": window 1000000h0m0s is out of range: allowed 0s..168h0m0s`,
+		"--http-addr 0.0.0.0:9464":                           "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-addr :9464":                                  "--http-addr :9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",
+		"--http-tls-cert c.pem":                              "--http-tls-cert and --http-tls-key go together: give both, or neither",
+		"--http-request-timeout 0":                           "--http-request-timeout must be between 1ms and 1h, got 0s",
+		"--http-path-budget 0":                               "--http-path-budget must be positive, got 0",
+		"--http-token-file /nonexistent/token":               "--http-token-file: open /nonexistent/token: no such file or directory",
+		"--own-partitions 0-1":                               "partitioned mode needs both --owners (PARTITIONS=URL,... for every partition) and --own-partitions (this instance's entry)",
+		"--adopt-partitions 1":                               "--adopt-partitions is a hand-over of partitioned mode: it needs --owners and --own-partitions",
+		"--owners 0-1=http://a:1,2-3=http://b:1 --own-partitions 0-2":                                                "--own-partitions 0-2 is not one entry of --owners (0-1; 2-3): an instance owns exactly the partitions --owners gives its address, so that every instance routes a vertex to the one that ingests it",
+		"--owners 0-1=http://a:1,3=http://b:1 --own-partitions 0-1":                                                  "--owners gives partitions up to 3 but none owns partition 2: every partition of the topics, from 0, needs an owner",
+		"--owners 0-1=a:1,2=http://b:1 --own-partitions 2":                                                           `--owners "0-1=a:1": the owner must be a base URL http://host:port or https://host:port (its API's address; no user or password: requests carry the bearer token), got "a:1"`,
+		"--owners 0-1=http://a:1,2=http://b:1 --own-partitions 2 --writes-topic w":                                   "partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; leave --writes-topic out (producers write to the topics, keyed by source vertex)",
 		"--owners 0-1=http://a:1,2=http://b:1 --own-partitions 2 --writes-topic= --adopt-partitions 1":               "--adopt-partitions: partition 1 is not one of --own-partitions 2: an instance adopts partitions it owns",
 		"--owners 0-1=http://a:1,2=http://b:1 --own-partitions 2 --writes-topic= --analytic type=wcc":                `analytics: a graph-wide analytic in partitioned mode: analytic "wcc" (wcc) reads more than each vertex's out-edges, and this instance holds the out-edges of its own partitions' vertices only (serve --owners): it would give a partial answer. Partitioned mode runs out-degree monitors (degree, direction out) and fanout monitors over a window of time; run replica mode, where every instance holds the whole graph, for bfs, wcc, pagerank, sssp, fraud, fanin and in-degree`,
 		"--owners 0-1=http://a:1,2=http://b:1 --own-partitions 2 --writes-topic= --in-edges":                         "partitioned mode (--owners) keeps no in-edges: an owner would hold only those from its own vertices (dir=in is refused there); leave --in-edges out",
@@ -360,8 +360,8 @@ func TestServeHTTPSWithToken(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.HTTPToken != token {
-		t.Fatalf("token read as %q, want %q (trimmed)", o.HTTPToken, token)
+	if len(o.HTTPTokens) != 1 || o.HTTPTokens[0] != (api.Token{Secret: token, Scopes: api.AllScopes}) {
+		t.Fatalf("tokens read as %+v, want %q with every scope (trimmed)", o.HTTPTokens, token)
 	}
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

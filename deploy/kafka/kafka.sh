@@ -3,7 +3,10 @@
 # broker+controller in one JVM) on 127.0.0.1, from the Apache Kafka jars on
 # Maven Central. No Docker, no Kafka tarball: Java 17+ and Maven are enough.
 #
-# This is a test/dev broker: one node, replication factor 1, no security.
+# This is a test/dev broker: one node, replication factor 1. Beside the
+# PLAINTEXT listener, start can add an SSL listener that requires client
+# certificates (mTLS; the script makes a CA and the certificates) and a
+# SASL_PLAINTEXT listener with SCRAM and, given a JWKS URL, OAUTHBEARER.
 #
 # Run `kafka.sh --help` for usage.
 set -euo pipefail
@@ -43,6 +46,8 @@ Commands:
   install                   Download the Kafka jars into the cache dir (once;
                             later runs are no-ops).
   start  [--port P] [--controller-port C] [--dir D]
+         [--ssl-port S] [--sasl-port A]
+         [--oauth-jwks-url URL [--oauth-issuer I] [--oauth-audience AUD]]
                             Install if needed, format D if needed, start the
                             broker in the background and wait until it accepts
                             connections. Prints the bootstrap address
@@ -58,6 +63,22 @@ Options:
   --controller-port C  KRaft controller port. Default P+1.
   --dir D              Data/state dir (server.properties, PID file, logs/,
                        data/). Default ./.kafka-data.
+  --ssl-port S         Also an SSL listener on 127.0.0.1:S that requires a
+                       client certificate signed by the script's CA. The
+                       CA, the broker's keystore and a client certificate
+                       are made (once) in D/tls: ca.pem, client.pem and
+                       client.key are the client's files.
+  --sasl-port A        Also a SASL_PLAINTEXT listener on 127.0.0.1:A with
+                       SCRAM-SHA-256 and SCRAM-SHA-512 (create users with
+                       the Admin API, AlterUserScramCredentials) and, with
+                       --oauth-jwks-url, OAUTHBEARER.
+  --oauth-jwks-url URL OAUTHBEARER on the SASL listener: tokens are JWTs
+                       checked by Kafka's OAuthBearerValidatorCallbackHandler
+                       against the keys this JWKS URL serves (the JVM is
+                       allowed that URL by the system property
+                       org.apache.kafka.sasl.oauthbearer.allowed.urls).
+  --oauth-issuer I     The iss claim tokens must carry (default: any).
+  --oauth-audience AUD An aud value tokens must carry (default: any).
 
 Environment:
   GRAPHTIDE_KAFKA_HOME           Jar cache dir.
@@ -198,6 +219,59 @@ configured_port() {
 	sed -n 's/^advertised\.listeners=PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "${dir}/server.properties" | head -n1
 }
 
+# configured_listeners DIR: the advertised listeners of DIR/server.properties.
+configured_listeners() {
+	local dir="$1"
+	[[ -f "${dir}/server.properties" ]] || return 1
+	sed -n 's/^advertised\.listeners=//p' "${dir}/server.properties" | head -n1
+}
+
+# make_tls DIR: the CA, the broker's keystore and truststore, and a client
+# certificate, in DIR/tls (made once; kept across restarts).
+make_tls() {
+	local tls="$1/tls"
+	if [[ -f "${tls}/broker.p12" && -f "${tls}/truststore.p12" && -f "${tls}/client.pem" && -f "${tls}/client.key" ]]; then
+		return 0
+	fi
+	command -v openssl >/dev/null 2>&1 || die "--ssl-port needs openssl"
+	local keytool="keytool"
+	if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/keytool" ]]; then
+		keytool="${JAVA_HOME}/bin/keytool"
+	fi
+	command -v "${keytool}" >/dev/null 2>&1 || die "--ssl-port needs keytool (it comes with the JDK)"
+	rm -rf "${tls}"
+	mkdir -p "${tls}"
+	chmod 700 "${tls}"
+	local out="${tls}/make.log" pw
+	pw="$(openssl rand -hex 16)"
+	echo "${pw}" >"${tls}/store.password"
+	{
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=graphtide test CA" \
+			-keyout "${tls}/ca.key" -out "${tls}/ca.pem" &&
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+				-keyout "${tls}/broker.key" -out "${tls}/broker.csr" &&
+			printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"${tls}/broker.ext" &&
+			openssl x509 -req -days 3650 -in "${tls}/broker.csr" -CA "${tls}/ca.pem" -CAkey "${tls}/ca.key" \
+				-CAcreateserial -extfile "${tls}/broker.ext" -out "${tls}/broker.pem" &&
+			openssl pkcs12 -export -name broker -in "${tls}/broker.pem" -inkey "${tls}/broker.key" \
+				-certfile "${tls}/ca.pem" -passout "pass:${pw}" -out "${tls}/broker.p12" &&
+			"${keytool}" -importcert -noprompt -alias ca -file "${tls}/ca.pem" \
+				-keystore "${tls}/truststore.p12" -storetype PKCS12 -storepass "${pw}" &&
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=graphtide-client" \
+				-keyout "${tls}/client.key" -out "${tls}/client.csr" &&
+			printf 'extendedKeyUsage=clientAuth\n' >"${tls}/client.ext" &&
+			openssl x509 -req -days 3650 -in "${tls}/client.csr" -CA "${tls}/ca.pem" -CAkey "${tls}/ca.key" \
+				-CAcreateserial -extfile "${tls}/client.ext" -out "${tls}/client.pem"
+	} >"${out}" 2>&1 || {
+		tail -n 20 "${out}" >&2
+		rm -f "${tls}/broker.p12" "${tls}/client.pem"
+		die "making the TLS files in ${tls} failed (see ${out})"
+	}
+	chmod 600 "${tls}"/*.key "${tls}/store.password" "${tls}/broker.p12"
+	rm -f "${tls}"/*.csr "${tls}"/*.ext
+	log "made a CA, the broker's keystore and a client certificate in ${tls}"
+}
+
 log_tail() {
 	local dir="$1" f
 	for f in "${dir}/logs/server.log" "${dir}/logs/kafka.out"; do
@@ -208,17 +282,29 @@ log_tail() {
 	done
 }
 
+# advertised_listeners PORT SSL_PORT SASL_PORT: the client listeners.
+advertised_listeners() {
+	local l="PLAINTEXT://127.0.0.1:$1"
+	[[ -z "$2" ]] || l+=",SSL://127.0.0.1:$2"
+	[[ -z "$3" ]] || l+=",SASL_PLAINTEXT://127.0.0.1:$3"
+	echo "${l}"
+}
+
+# write_server_properties DIR PORT CPORT SSL_PORT SASL_PORT JWKS ISSUER AUDIENCE
+# (the last five may be empty).
 write_server_properties() {
-	local dir="$1" port="$2" cport="$3"
+	local dir="$1" port="$2" cport="$3" sslport="$4" saslport="$5" jwks="$6" issuer="$7" audience="$8"
+	local adv
+	adv="$(advertised_listeners "${port}" "${sslport}" "${saslport}")"
 	cat >"${dir}/server.properties" <<EOF
 # Generated by ${PROG}; rewritten on every start.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:${cport}
-listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${cport}
-advertised.listeners=PLAINTEXT://127.0.0.1:${port}
+listeners=${adv},CONTROLLER://127.0.0.1:${cport}
+advertised.listeners=${adv}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs=${dir}/data
 num.partitions=1
@@ -232,6 +318,42 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.cleaner.dedupe.buffer.size=${DEDUPE_BUFFER}
 EOF
+	if [[ -n "${sslport}" ]]; then
+		local pw
+		pw="$(cat "${dir}/tls/store.password")"
+		cat >>"${dir}/server.properties" <<EOF
+# The SSL listener: the broker's certificate, and client certificates
+# required, signed by the CA of tls/ca.pem.
+listener.name.ssl.ssl.keystore.type=PKCS12
+listener.name.ssl.ssl.keystore.location=${dir}/tls/broker.p12
+listener.name.ssl.ssl.keystore.password=${pw}
+listener.name.ssl.ssl.key.password=${pw}
+listener.name.ssl.ssl.truststore.type=PKCS12
+listener.name.ssl.ssl.truststore.location=${dir}/tls/truststore.p12
+listener.name.ssl.ssl.truststore.password=${pw}
+listener.name.ssl.ssl.client.auth=required
+EOF
+	fi
+	if [[ -n "${saslport}" ]]; then
+		local mechs="SCRAM-SHA-256,SCRAM-SHA-512"
+		[[ -z "${jwks}" ]] || mechs+=",OAUTHBEARER"
+		cat >>"${dir}/server.properties" <<EOF
+# The SASL_PLAINTEXT listener.
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=${mechs}
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+		if [[ -n "${jwks}" ]]; then
+			cat >>"${dir}/server.properties" <<EOF
+# OAUTHBEARER: JWTs validated against the keys of the JWKS endpoint.
+listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.jwks.endpoint.url=${jwks}
+EOF
+			[[ -z "${issuer}" ]] || echo "sasl.oauthbearer.expected.issuer=${issuer}" >>"${dir}/server.properties"
+			[[ -z "${audience}" ]] || echo "sasl.oauthbearer.expected.audience=${audience}" >>"${dir}/server.properties"
+		fi
+	fi
 }
 
 write_log4j2() {
@@ -293,7 +415,7 @@ format_dir() {
 # ---------------------------------------------------------------- start
 
 cmd_start() {
-	local port="9092" cport="" dir="${DEFAULT_DIR}"
+	local port="9092" cport="" dir="${DEFAULT_DIR}" sslport="" saslport="" jwks="" issuer="" audience=""
 	while (($#)); do
 		case "$1" in
 		--port) [[ $# -ge 2 ]] || die "--port needs a value"; port="$2"; shift 2 ;;
@@ -302,6 +424,16 @@ cmd_start() {
 		--controller-port=*) cport="${1#*=}"; shift ;;
 		--dir) [[ $# -ge 2 ]] || die "--dir needs a value"; dir="$2"; shift 2 ;;
 		--dir=*) dir="${1#*=}"; shift ;;
+		--ssl-port) [[ $# -ge 2 ]] || die "--ssl-port needs a value"; sslport="$2"; shift 2 ;;
+		--ssl-port=*) sslport="${1#*=}"; shift ;;
+		--sasl-port) [[ $# -ge 2 ]] || die "--sasl-port needs a value"; saslport="$2"; shift 2 ;;
+		--sasl-port=*) saslport="${1#*=}"; shift ;;
+		--oauth-jwks-url) [[ $# -ge 2 ]] || die "--oauth-jwks-url needs a value"; jwks="$2"; shift 2 ;;
+		--oauth-jwks-url=*) jwks="${1#*=}"; shift ;;
+		--oauth-issuer) [[ $# -ge 2 ]] || die "--oauth-issuer needs a value"; issuer="$2"; shift 2 ;;
+		--oauth-issuer=*) issuer="${1#*=}"; shift ;;
+		--oauth-audience) [[ $# -ge 2 ]] || die "--oauth-audience needs a value"; audience="$2"; shift 2 ;;
+		--oauth-audience=*) audience="${1#*=}"; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) die "start: unknown argument '$1' (see --help)" ;;
 		esac
@@ -310,7 +442,28 @@ cmd_start() {
 	[[ -n "${cport}" ]] || cport=$((port + 1))
 	if ! is_uint "${cport}" || ((cport < 1 || cport > 65535)); then die "invalid --controller-port '${cport}': want 1-65535"; fi
 	((cport != port)) || die "--controller-port must differ from --port"
+	local -A taken=(["${port}"]=--port ["${cport}"]=--controller-port)
+	local name p
+	for name in ssl-port sasl-port; do
+		p="${sslport}"
+		[[ "${name}" == ssl-port ]] || p="${saslport}"
+		[[ -n "${p}" ]] || continue
+		if ! is_uint "${p}" || ((p < 1 || p > 65535)); then die "invalid --${name} '${p}': want 1-65535"; fi
+		[[ -z "${taken[${p}]:-}" ]] || die "--${name} ${p} is also ${taken[${p}]}: give each listener a port of its own"
+		taken["${p}"]="--${name}"
+	done
+	if [[ -n "${jwks}${issuer}${audience}" && -z "${saslport}" ]]; then
+		die "--oauth-jwks-url, --oauth-issuer and --oauth-audience configure OAUTHBEARER on the SASL listener: they need --sasl-port"
+	fi
+	if [[ -n "${issuer}${audience}" && -z "${jwks}" ]]; then
+		die "--oauth-issuer and --oauth-audience need --oauth-jwks-url"
+	fi
+	if [[ -n "${jwks}" && ! "${jwks}" =~ ^https?:// ]]; then
+		die "--oauth-jwks-url must be an http:// or https:// URL, got '${jwks}'"
+	fi
 	dir="$(abs_dir "${dir}")"
+	local want_listeners
+	want_listeners="$(advertised_listeners "${port}" "${sslport}" "${saslport}")"
 
 	# Already running for this dir?
 	local pid
@@ -319,6 +472,10 @@ cmd_start() {
 		cur="$(configured_port "${dir}" || true)"
 		if [[ -n "${cur}" && "${cur}" != "${port}" ]]; then
 			die "a broker for ${dir} is already running (pid ${pid}) on port ${cur}, not ${port}; stop it first"
+		fi
+		cur="$(configured_listeners "${dir}" || true)"
+		if [[ -n "${cur}" && "${cur}" != "${want_listeners}" ]]; then
+			die "a broker for ${dir} is already running (pid ${pid}) with listeners ${cur}, not ${want_listeners}; stop it first"
 		fi
 		if port_open "${port}"; then
 			log "already running (pid ${pid})"
@@ -338,13 +495,19 @@ cmd_start() {
 	if port_open "${cport}"; then
 		die "controller port ${cport} on 127.0.0.1 is already in use by another process (use --controller-port)"
 	fi
+	for p in ${sslport} ${saslport}; do
+		if port_open "${p}"; then
+			die "port ${p} (${taken[${p}]}) on 127.0.0.1 is already in use by another process"
+		fi
+	done
 
 	cmd_install
 	local java
 	java="$(java_bin)"
 
 	mkdir -p "${dir}/logs" "${dir}/data"
-	write_server_properties "${dir}" "${port}" "${cport}"
+	[[ -z "${sslport}" ]] || make_tls "${dir}"
+	write_server_properties "${dir}" "${port}" "${cport}" "${sslport}" "${saslport}" "${jwks}" "${issuer}" "${audience}"
 	write_log4j2 "${dir}"
 
 	local cp="${LIB_DIR}/*"
@@ -354,6 +517,8 @@ cmd_start() {
 
 	# shellcheck disable=SC2206
 	local -a jvm=(${HEAP_OPTS} ${EXTRA_JVM_OPTS})
+	# Kafka 4 fetches only the OAuth URLs the JVM is allowed.
+	[[ -z "${jwks}" ]] || jvm+=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=${jwks}")
 	: >"${dir}/logs/kafka.out"
 	nohup "${java}" "${jvm[@]}" -XX:+UseG1GC -Djava.awt.headless=true \
 		"${log_opts[@]}" -cp "${cp}" kafka.Kafka "${dir}/server.properties" \
@@ -363,6 +528,11 @@ cmd_start() {
 	log "started broker pid ${pid} (logs: ${dir}/logs)"
 
 	wait_ready "${dir}" "${port}" "${pid}"
+	for p in ${sslport} ${saslport}; do
+		wait_ready "${dir}" "${p}" "${pid}"
+	done
+	[[ -z "${sslport}" ]] || log "SSL (client certificates required) on 127.0.0.1:${sslport}; the client's files: ${dir}/tls/ca.pem, ${dir}/tls/client.pem, ${dir}/tls/client.key"
+	[[ -z "${saslport}" ]] || log "SASL_PLAINTEXT on 127.0.0.1:${saslport}: SCRAM-SHA-256, SCRAM-SHA-512${jwks:+, OAUTHBEARER (keys from ${jwks})}"
 	echo "127.0.0.1:${port}"
 }
 

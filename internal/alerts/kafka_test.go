@@ -8,38 +8,127 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
-// The sink against franz-go's in-process broker; the real-broker test of
-// alerts end to end lives in test/kafka. The sink turns the store's ids
-// into the sources' (here: ids from 4 up stand for 1000 times themselves),
-// without changing the alerts it was given.
+// The sink against franz-go's in-process broker; the real-broker tests of
+// alerts end to end, and of a producing replica killed mid-stream, live in
+// test/kafka.
+
+func newCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "alerts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newSink(t *testing.T, c *kfake.Cluster, graph string) *KafkaSink {
+	t.Helper()
+	return newSinkConfig(t, Config{Brokers: c.ListenAddrs(), Topic: "alerts", Graph: graph, SessionTimeout: 6 * time.Second})
+}
+
+func newSinkConfig(t *testing.T, cfg Config) *KafkaSink {
+	t.Helper()
+	k, err := NewKafkaSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func start(t *testing.T, k *KafkaSink, floor []byte) {
+	t.Helper()
+	if err := k.Start(floor); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func closeSink(k *KafkaSink) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k.Close(ctx)
+}
+
+// waitFor polls cond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// consumed is what a read_committed reader finds on the topic.
+type consumed struct {
+	rec   *kgo.Record
+	alert alertRecord
+}
+
+// consume reads the topic until n alerts came or 10s passed, as a
+// read_committed consumer (what the package asks of readers).
+func consume(t *testing.T, c *kfake.Cluster, n int) []consumed {
+	t.Helper()
+	return consumeFor(t, c, n, 10*time.Second)
+}
+
+// consumeFor is consume for up to d.
+func consumeFor(t *testing.T, c *kfake.Cluster, n int, d time.Duration) []consumed {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("alerts"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []consumed
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for len(got) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			var a alertRecord
+			if err := json.Unmarshal(r.Value, &a); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, consumed{r, a})
+		})
+	}
+	return got
+}
+
+func ids(cs []consumed) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = header(c.rec, HeaderID)
+	}
+	return out
+}
+
+// The sink turns the store's ids into the sources' (here: ids from 4 up
+// stand for 1000 times themselves) without changing the alerts it was
+// given, and names the graph in each record.
 func TestKafkaSinkDeliversAlerts(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := context.Background()
-	k, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCluster(t)
+	k := newSink(t, c, "payments")
 	k.SetVertexIDs(func(v uint64) uint64 {
 		if v >= 4 {
 			return v * 1000
 		}
 		return v
 	})
+	start(t, k, nil)
+	defer closeSink(k)
 	given := []analytics.Alert{
-		{Analytic: "fraud", Kind: "cycle", Seq: 7, Vertex: 3, Cycle: []uint64{3, 4, 5}, Value: 3},
-		{Analytic: "hubs", Kind: "fan_in", Seq: 8, Vertex: 9, Value: 12, Threshold: 10},
+		{Analytic: "fraud", Kind: "cycle", Seq: 7, Vertex: 3, Cycle: []uint64{3, 4, 5}, Value: 3, ID: "c1"},
+		{Analytic: "hubs", Kind: "fan_in", Seq: 8, Vertex: 9, Value: 12, Threshold: 10, ID: "f1"},
 	}
 	k.Publish(given)
 	if given[0].Cycle[1] != 4 || given[1].Vertex != 9 {
@@ -49,144 +138,257 @@ func TestKafkaSinkDeliversAlerts(t *testing.T) {
 		{Analytic: "fraud", Kind: "cycle", Seq: 7, Vertex: 3, Cycle: []uint64{3, 4000, 5000}, Value: 3},
 		{Analytic: "hubs", Kind: "fan_in", Seq: 8, Vertex: 9000, Value: 12, Threshold: 10},
 	}
-	k.Close(ctx)
-	if sent, dropped, failed := k.Stats(); sent != 2 || dropped != 0 || failed != 0 {
-		t.Fatalf("sent %d dropped %d failed %d", sent, dropped, failed)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("alerts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var got []*kgo.Record
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for len(got) < 2 && cctx.Err() == nil {
-		cl.PollFetches(cctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
-	}
+	got := consume(t, c, 2)
 	if len(got) != 2 {
 		t.Fatalf("consumed %d alerts", len(got))
 	}
 	for i, r := range got {
-		var a analytics.Alert
-		if err := json.Unmarshal(r.Value, &a); err != nil {
-			t.Fatal(err)
-		}
-		if a.Analytic != want[i].Analytic || a.Kind != want[i].Kind || a.Vertex != want[i].Vertex || !slices.Equal(a.Cycle, want[i].Cycle) {
+		a := r.alert
+		if a.Analytic != want[i].Analytic || a.Kind != want[i].Kind || a.Vertex != want[i].Vertex || !slices.Equal(a.Cycle, want[i].Cycle) || a.Graph != "payments" {
 			t.Fatalf("alert %d: %+v, want %+v", i, a, want[i])
 		}
-		h := map[string]string{}
-		for _, x := range r.Headers {
-			h[x.Key] = string(x.Value)
+		if header(r.rec, HeaderAnalytic) != want[i].Analytic || header(r.rec, HeaderKind) != want[i].Kind || header(r.rec, HeaderGraph) != "payments" ||
+			string(r.rec.Key) != []string{"3", "9000"}[i] {
+			t.Fatalf("alert %d: key %q headers %v", i, r.rec.Key, r.rec.Headers)
 		}
-		if h[HeaderAnalytic] != want[i].Analytic || h[HeaderKind] != want[i].Kind || string(r.Key) != []string{"3", "9000"}[i] {
-			t.Fatalf("alert %d: key %q headers %v", i, r.Key, h)
-		}
+	}
+	if !waitFor(5*time.Second, func() bool { st := k.Stats(); return st.Pending == 0 && st.Produced == 2 }) {
+		t.Fatalf("stats after delivery: %+v", k.Stats())
 	}
 }
 
-// consumeIDs reads every alert of topic on c and returns their ID headers.
-func consumeIDs(t *testing.T, c *kfake.Cluster, topic string, n int) []string {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var ids []string
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for len(ids) < n && ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			for _, h := range r.Headers {
-				if h.Key == HeaderID {
-					ids = append(ids, string(h.Value))
-				}
-			}
-		})
-	}
-	return ids
+func alert(id string) analytics.Alert {
+	return analytics.Alert{Analytic: "fraud", Kind: "cycle", Vertex: 1, Cycle: []uint64{1, 2}, ID: id}
 }
 
-// A checkpoint waits for the alerts published before it; a sink resumed
-// from it skips, once each, the IDs delivered after it and publishes the
-// others; a checkpoint after a lost alert fails.
-func TestKafkaSinkResumeSkipsWhatWasDelivered(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := context.Background()
-	alert := func(id string) analytics.Alert {
-		return analytics.Alert{Analytic: "fraud", Kind: "cycle", Vertex: 1, Cycle: []uint64{1, 2}, ID: id}
-	}
-	k, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+// A checkpoint keeps what is pending; a sink resumed from it matches the
+// alerts its replay raises again against what the topic got since, and
+// produces the rest: across a crash each alert is on the topic once.
+func TestKafkaSinkResumeProducesEachOnce(t *testing.T) {
+	c := newCluster(t)
+	k := newSink(t, c, "g")
+	start(t, k, nil)
 	k.Publish([]analytics.Alert{alert("a"), alert("b")})
-	pos, err := k.Checkpoint(ctx)
+	if !waitFor(10*time.Second, func() bool { return k.Stats().Produced == 2 }) {
+		t.Fatalf("not produced: %+v", k.Stats())
+	}
+	state, err := k.Checkpoint(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent, _, _ := k.Stats(); sent != 2 {
-		t.Fatalf("the checkpoint returned with %d of 2 alerts acknowledged", sent)
+	k.Publish([]analytics.Alert{alert("c"), alert("d")}) // produced, then a crash
+	if !waitFor(10*time.Second, func() bool { return k.Stats().Produced == 4 }) {
+		t.Fatalf("not produced: %+v", k.Stats())
 	}
-	k.Publish([]analytics.Alert{alert("c"), alert("d")}) // then a crash
-	k.Close(ctx)
+	closeSink(k)
 
-	k2, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil)
-	if err != nil {
+	k2 := newSink(t, c, "g")
+	if err := k2.Resume(context.Background(), state); err != nil {
 		t.Fatal(err)
 	}
-	if err := k2.Resume(ctx, pos); err != nil {
-		t.Fatal(err)
-	}
-	// The replay raises c and d again, then e; c once more is new.
+	start(t, k2, nil)
+	defer closeSink(k2)
+	// The replay raises c and d again, then e; c once more is a new alert.
 	k2.Publish([]analytics.Alert{alert("c"), alert("d"), alert("e"), alert("c")})
-	k2.Close(ctx)
-	if got := consumeIDs(t, c, "alerts", 6); fmt.Sprint(got) != "[a b c d e c]" {
+	if got := ids(consume(t, c, 6)); fmt.Sprint(got) != "[a b c d e c]" {
 		t.Fatalf("the topic holds %v", got)
 	}
+	// Nothing left: the topic holds everything k2 raised.
+	if !waitFor(5*time.Second, func() bool { st := k2.Stats(); return st.Pending == 0 && st.Ahead == 0 }) {
+		t.Fatalf("stats: %+v", k2.Stats())
+	}
+}
 
-	// A lost alert (the brokers refuse to take it): the next checkpoint
-	// fails, and so does every later one.
-	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+// A checkpoint taken while alerts wait (no producer yet) carries them,
+// and a start from it produces them.
+func TestKafkaSinkCheckpointCarriesPending(t *testing.T) {
+	c := newCluster(t)
+	k := newSink(t, c, "g")
+	k.Publish([]analytics.Alert{alert("p1"), alert("p2")}) // not started: nothing is produced
+	state, err := k.Checkpoint(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Close(context.Background())
+	k2 := newSink(t, c, "g")
+	if err := k2.Resume(context.Background(), state); err != nil {
+		t.Fatal(err)
+	}
+	start(t, k2, nil)
+	defer closeSink(k2)
+	if got := ids(consume(t, c, 2)); fmt.Sprint(got) != "[p1 p2]" {
+		t.Fatalf("the topic holds %v", got)
+	}
+}
+
+// Two replicas raise the same alerts, one ahead of the other; one produces
+// them. Stopping it hands production over: the other produces what the
+// first had not, and nothing twice; a third graph's sink on the same topic
+// changes nothing of theirs.
+func TestKafkaSinkHandOver(t *testing.T) {
+	c := newCluster(t)
+	a, b := newSink(t, c, "g"), newSink(t, c, "g")
+	other := newSink(t, c, "h")
+	start(t, a, nil)
+	if !waitFor(15*time.Second, func() bool { return a.Stats().Leading }) {
+		t.Fatal("the only replica does not produce")
+	}
+	start(t, b, nil)
+	start(t, other, nil)
+	defer closeSink(other)
+	other.Publish([]analytics.Alert{alert("x0"), alert("x1")}) // another graph's: its own election
+	var all []analytics.Alert
+	for i := range 40 {
+		all = append(all, alert(fmt.Sprintf("a%02d", i)))
+	}
+	a.Publish(all[:30])
+	b.Publish(all[:10]) // b is behind
+	if !waitFor(10*time.Second, func() bool { return a.Stats().Produced == 30 }) {
+		t.Fatalf("a: %+v", a.Stats())
+	}
+	if !waitFor(10*time.Second, func() bool { return b.Stats().Pending == 0 }) {
+		t.Fatalf("b still holds alerts a produced: %+v", b.Stats())
+	}
+	b.Publish(all[10:35]) // b passes a
+	closeSink(a)          // a stops: b takes over
+	if !waitFor(20*time.Second, func() bool { st := b.Stats(); return st.Leading && st.Pending == 0 }) {
+		t.Fatalf("b did not take over: %+v", b.Stats())
+	}
+	b.Publish(all[35:])
+	defer closeSink(b)
+	got := consume(t, c, 42)
+	var mine []string
+	theirs := 0
+	for _, r := range got {
+		if r.alert.Graph == "g" {
+			mine = append(mine, header(r.rec, HeaderID))
+		} else {
+			theirs++
+		}
+	}
+	want := make([]string, len(all))
+	for i, x := range all {
+		want[i] = x.ID
+	}
+	if !slices.Equal(mine, want) || theirs != 2 {
+		t.Fatalf("the topic holds %v of g (want %v) and %d of h", mine, want, theirs)
+	}
+	if st := b.Stats(); st.Produced != 10 {
+		t.Fatalf("b produced %d, want the 10 a had not: %+v", st.Produced, st)
+	}
+}
+
+// A replica that takes over while the old producer still produces (a
+// partition, a pause) fences it: the old one's transactions fail, and
+// every alert is on the topic once. Both hold every alert when the second
+// takes over, and gather them for 300ms before producing: without the
+// fence both would produce them all.
+func TestKafkaSinkFencesTheOldProducer(t *testing.T) {
+	c := newCluster(t)
+	cfg := Config{Brokers: c.ListenAddrs(), Topic: "alerts", Graph: "g", SessionTimeout: 6 * time.Second, Linger: 300 * time.Millisecond}
+	a, b := newSinkConfig(t, cfg), newSinkConfig(t, cfg)
+	start(t, a, nil)
+	defer closeSink(a)
+	if !waitFor(15*time.Second, func() bool { return a.Stats().Leading }) {
+		t.Fatal("a does not produce")
+	}
+	start(t, b, nil)
+	defer closeSink(b)
+	var all []analytics.Alert
+	for i := range 200 {
+		all = append(all, alert(fmt.Sprintf("f%03d", i)))
+	}
+	a.Publish(all)
+	b.Publish(all)
+	// b believes it leads too (as if the group had moved the partition and
+	// a had not heard yet).
+	b.gen.Add(1)
+	b.leading.Store(true)
+	b.poke()
+	if !waitFor(20*time.Second, func() bool { return a.Stats().Pending == 0 && b.Stats().Pending == 0 }) {
+		t.Fatalf("alerts still pending: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	got := ids(consumeFor(t, c, len(all)+1, 2*time.Second))
+	want := make([]string, len(all))
+	for i, x := range all {
+		want[i] = x.ID
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the topic holds %d alerts, want each of %d once (a %+v, b %+v)", len(got), len(want), a.Stats(), b.Stats())
+	}
+	if a.Stats().TxErrors == 0 {
+		t.Fatalf("a was not fenced: a %+v, b %+v", a.Stats(), b.Stats())
+	}
+}
+
+// A new producer reads the topic to its end before it produces: what the
+// old one produced is not produced again, even when the new one's reader
+// is slow (here: its fetches wait until the take-over had time to
+// happen).
+func TestKafkaSinkTakeOverReadsToTheEnd(t *testing.T) {
+	c := newCluster(t)
+	var all []analytics.Alert
+	for i := range 50 {
+		all = append(all, alert(fmt.Sprintf("e%02d", i)))
+	}
+	a := newSink(t, c, "g")
+	start(t, a, nil)
+	a.Publish(all)
+	if !waitFor(10*time.Second, func() bool { return a.Stats().Produced == uint64(len(all)) }) {
+		t.Fatalf("a: %+v", a.Stats())
+	}
+	closeSink(a)
+	b := newSink(t, c, "g")
+	b.Publish(all)
+	gate := make(chan struct{})
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range pr.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+		select {
+		case <-gate:
+		default:
+			c.SleepControl(func() { <-gate })
 		}
-		return resp, nil, true
+		return nil, nil, false
 	})
-	// Refused for good (a delivery timeout) or still retried when the
-	// checkpoint's deadline passes: either way no checkpoint is taken.
-	for _, opts := range [][]kgo.Opt{{kgo.RecordDeliveryTimeout(time.Second)}, nil} {
-		k3, err := NewKafkaSink(ctx, c.ListenAddrs(), "alerts", nil, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k3.Publish([]analytics.Alert{alert("f")})
-		for range 2 {
-			cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-			_, err := k3.Checkpoint(cctx)
-			cancel()
-			if err == nil {
-				t.Fatalf("options %v: a checkpoint after a lost alert succeeded", opts)
-			}
-		}
-		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		k3.Close(cctx)
-		cancel()
+	start(t, b, nil)
+	defer closeSink(b)
+	time.Sleep(1500 * time.Millisecond)
+	close(gate)
+	if !waitFor(15*time.Second, func() bool { st := b.Stats(); return st.Leading && st.Pending == 0 }) {
+		t.Fatalf("b: %+v", b.Stats())
+	}
+	if got := consumeFor(t, c, len(all)+1, 2*time.Second); len(got) != len(all) || b.Stats().Produced != 0 {
+		t.Fatalf("the topic holds %d alerts, want %d; b produced %d", len(got), len(all), b.Stats().Produced)
+	}
+}
+
+// Alerts on the topic from records below the floor (the analytics are
+// past them) are not kept as ahead; those above are, and match.
+func TestKafkaSinkFloor(t *testing.T) {
+	c := newCluster(t)
+	a := newSink(t, c, "g")
+	start(t, a, nil)
+	src := func(off int64) *analytics.AlertSource {
+		return &analytics.AlertSource{Topic: "edges", Partition: 0, Offset: off}
+	}
+	old, later := alert("old"), alert("later")
+	old.Source, later.Source = src(5), src(50)
+	a.Publish([]analytics.Alert{old, later})
+	if !waitFor(10*time.Second, func() bool { return a.Stats().Produced == 2 }) {
+		t.Fatalf("a: %+v", a.Stats())
+	}
+	closeSink(a)
+	floor := ingest.Position{}
+	floor.Set("edges", 0, 10)
+	b := newSink(t, c, "g")
+	start(t, b, floor.Encode())
+	defer closeSink(b)
+	if !waitFor(10*time.Second, func() bool { return b.Stats().Ahead == 1 }) {
+		t.Fatalf("b: %+v, want the one alert above the floor ahead", b.Stats())
+	}
+	b.Publish([]analytics.Alert{later})
+	if st := b.Stats(); st.Ahead != 0 || st.Pending != 0 {
+		t.Fatalf("b: %+v", st)
 	}
 }

@@ -132,6 +132,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	_, hs := serve(t, f, func(c *Config) {
 		c.Writes = fw
 		c.Token = testToken
+		c.Tokens = []Token{{readToken, ScopeRead}, {writeToken, ScopeWrite}}
 		c.Ready = func() error {
 			if notReady.Load() {
 				return errors.New("no partitions assigned yet")
@@ -207,7 +208,13 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/vertices/1/neighbors?view=private", nil, 400, `view must be fresh or stale, got "private"`)
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=10001", nil, 400, `limit must be an integer between 1 and 10000, got "10001"`)
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=0", nil, 400, "limit must be an integer between 1 and 10000")
-		c.expect("GET", "/v1/vertices/1/neighbors?after=nobody", nil, 404, `vertex "nobody"`)
+		// A key or number after names a position, known here or not; the
+		// id of a key must be this store's.
+		c.get("/v1/vertices/1/neighbors?after=nobody", nil)
+		c.get("/v1/vertices/1/neighbors?after=8589934592", nil)
+		c.expect("GET", fmt.Sprintf("/v1/vertices/1/neighbors?after=%d", f.keys[fixtureKeys[0]]+1000), nil, 404, "names no key here")
+		c.expect("GET", "/v1/vertices/1/neighbors?cursor=AAAA", nil, 400, "not a cursor this API gave")
+		c.expect("GET", "/v1/vertices/1/neighbors?cursor=x&after=1", nil, 400, "not both")
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=1&limit=2", nil, 400, `query parameter "limit" is given 2 times`)
 		c.expect("GET", "/v1/vertices/1/degree?direction=in", nil, 400, `unknown query parameter "direction"; allowed: dir, view`)
 		c.expect("GET", "/v1/edges/1/nobody", nil, 404, `vertex "nobody" is neither an id nor a known key`)
@@ -247,6 +254,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.t = t
 		anon := newClient(t, hs, "", cov)
 		wrong := newClient(t, hs, "not-the-token-0123456789", cov)
+		readOnly, writeOnly := newClient(t, hs, readToken, cov), newClient(t, hs, writeToken, cov)
 		doc := loadDoc(t)
 		for path, item := range doc.Paths.Map() {
 			concrete := strings.NewReplacer("{v}", "1", "{name}", "wcc").Replace(path)
@@ -266,6 +274,13 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 				if r.header.Get("WWW-Authenticate") == "" {
 					t.Errorf("%s %s: 401 without WWW-Authenticate", method, path)
 				}
+				// A token without the operation's scope: 403 naming it.
+				need, _ := item.GetOperation(method).Extensions["x-graphtide-scope"].(string)
+				lacking := readOnly
+				if need == "read" {
+					lacking = writeOnly
+				}
+				lacking.expect(method, concrete, nil, 403, "that needs the "+need+" scope")
 				c.expect(method, concrete+"?bogus=1", nil, 400, `unknown query parameter "bogus"`)
 			}
 		}
@@ -331,6 +346,22 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/changes?from=1&to=2&after=1", nil, 400, "after and after_dst go together")
 		c.expect("GET", fmt.Sprintf("/v1/changes?from=1&to=%d", f.lastSeq+5), nil, 400, "is not applied yet")
 		c.expect("GET", "/v1/changes?from=1&to=2&after=nobody&after_dst=1", nil, 404, `vertex "nobody"`)
+		// A cursor: continued without from and to, or with the same ones;
+		// refused with others, with after, and by another server (its
+		// seqs and ids would be another replica's).
+		var first ChangesResponse
+		c.get(fmt.Sprintf("/v1/changes?from=%d&to=%d&limit=1", f.durableSeq, f.lastSeq), &first)
+		var next, again ChangesResponse
+		c.get("/v1/changes?limit=1&cursor="+first.NextCursor, &next)
+		c.get(fmt.Sprintf("/v1/changes?from=%d&to=%d&limit=1&cursor=%s", f.durableSeq, f.lastSeq, first.NextCursor), &again)
+		if next.From != f.durableSeq || next.To != f.lastSeq || len(next.Changes) != 1 || fmt.Sprint(next.Changes, next.NextCursor) != fmt.Sprint(again.Changes, again.NextCursor) || fmt.Sprint(next.Changes) == fmt.Sprint(first.Changes) {
+			t.Errorf("the page after the first change: %+v and %+v (the first %+v)", next, again, first)
+		}
+		c.expect("GET", fmt.Sprintf("/v1/changes?from=%d&limit=1&cursor=%s", f.durableSeq+1, first.NextCursor), nil, 400,
+			fmt.Sprintf("the cursor continues the listing from seq %d to seq %d, and from names seq %d", f.durableSeq, f.lastSeq, f.durableSeq+1))
+		c.expect("GET", "/v1/changes?cursor="+first.NextCursor+"&after=1&after_dst=2", nil, 400, "not both")
+		_, other := serve(t, f, nil)
+		newClient(t, other, "", cov).expect("GET", "/v1/changes?cursor="+first.NextCursor, nil, 409, "made by another server")
 	})
 	t.Run("reads as of a time", func(t *testing.T) {
 		c.t = t
@@ -429,6 +460,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("partitioned mode", func(t *testing.T) {
 		checkPartitioned(t, cov)
 	})
+	t.Run("bounds of every request string", func(t *testing.T) {
+		checkBounded(t, cov)
+	})
 
 	// Every documented response was produced.
 	for _, k := range sortedKeys(documented(loadDoc(t))) {
@@ -489,10 +523,14 @@ func checkChanges(t *testing.T, c *client, f *fixture) {
 		if r.NextAfter == nil {
 			break
 		}
-		if len(r.Changes) != 7 {
-			t.Fatalf("a page of %d changes has a cursor", len(r.Changes))
+		if len(r.Changes) != 7 || r.NextCursor == "" {
+			t.Fatalf("a page of %d changes has a cursor (next_cursor %q)", len(r.Changes), r.NextCursor)
 		}
+		// Alternate the cursor and the legacy after and after_dst.
 		after = fmt.Sprintf("&after=%d&after_dst=%d", *r.NextAfter, *r.NextAfterDst)
+		if pages%2 == 0 {
+			after = "&cursor=" + r.NextCursor
+		}
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("changes from %d to %d: %d, want %d:\n got  %v\n want %v", f.durableSeq, f.lastSeq, len(got), len(want), got, want)
@@ -561,7 +599,11 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 				after := ""
 				for pages := 0; ; pages++ {
 					var n NeighborsResponse
-					c.get(fmt.Sprintf("/v1/vertices/%s/neighbors?%s&limit=7%s", vp, q, after), &n)
+					pq := q
+					if strings.HasSuffix(after, "&as_of_seq=-") {
+						pq, after = "dir="+dirName(dir), strings.TrimSuffix(after, "&as_of_seq=-")
+					}
+					c.get(fmt.Sprintf("/v1/vertices/%s/neighbors?%s&limit=7%s", vp, pq, after), &n)
 					if n.Vertex != v || n.Key != keyOf(f.dict, v) || n.Degree != uint64(len(adj[v])) || len(n.Neighbors) > 7 {
 						t.Fatalf("neighbors of %d: %+v", v, n)
 					}
@@ -577,16 +619,25 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 					if pin := view != "stale"; (n.NextAsOfSeq != nil) != pin || pin && *n.NextAsOfSeq != seq {
 						t.Fatalf("%s neighbors of %d: next_as_of_seq %v, want the page's seq %d: %v", view, v, n.NextAsOfSeq, seq, pin)
 					}
-					// Alternate giving after as an id and as the key.
-					after = "&after=" + strconv.FormatUint(*n.NextAfter, 10)
-					if pages%2 == 1 {
+					// Alternate the cursor and the legacy after, as an id
+					// and as the key (with as_of_seq, when pinned).
+					switch pages % 3 {
+					case 0:
+						// The cursor pins the view as of seq itself.
+						after = "&cursor=" + n.NextCursor
+						if view == "as of" {
+							after += "&as_of_seq=-" // dropped below
+						}
+					case 1:
+						after = "&after=" + strconv.FormatUint(*n.NextAfter, 10)
+					default:
 						after = "&after=" + url.QueryEscape(f.vertexParam(*n.NextAfter))
 					}
 				}
 				if len(got) != len(adj[v]) {
 					t.Fatalf("%s %s neighbors of %d: %d, want %d", view, dirName(dir), v, len(got), len(adj[v]))
 				}
-				for i, w := range adj[v] {
+				for i, w := range inPositionOrder(f.dict, slices.Clone(adj[v])) {
 					want := Neighbor{ID: w, Key: keyOf(f.dict, w), Weight: g.Weight(v, w, dir)}
 					if got[i] != want {
 						t.Errorf("%s %s neighbor %d of %d: %+v, want %+v", view, dirName(dir), i, v, got[i], want)
@@ -959,12 +1010,17 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 		`{"type":"wcc"} {"type":"bfs"}`:                          "nothing after it",
 		`{"type":"fanin","window":"a while"}`:                    `window: want a duration such as 500ms or 2s, got "a while"`,
 		`{"type":"pagerank","damping":3}`:                        "damping 3 is out of range: allowed (0, 1)",
-		`{"type":"bfs","root":"nobody"}`:                         `vertex "nobody" is neither an id nor a known key`,
 		`[1, 2]`:                                                 "body must be one analytic spec as a JSON object",
 		`{"type":"wcc","name":"no spaces"}`:                      "a name may hold only letters, digits",
 		`{"type":"degree","threshold":1,"direction":"sideways"}`: `direction must be out, in or both; got "sideways"`,
 	} {
 		c.expect("POST", "/v1/analytics", []byte(body), 400, want)
+	}
+	// A root no edge has named: the API never assigns it an id.
+	before := f.dict.Len()
+	c.expect("POST", "/v1/analytics", []byte(`{"type":"bfs","root":"nobody"}`), 404, `vertex "nobody" is neither an id nor a known key (the API never assigns ids`)
+	if f.dict.Len() != before {
+		t.Errorf("registering a root no edge has named took an id: %d keys, were %d", f.dict.Len(), before)
 	}
 	big := []byte(`{"type":"wcc","name":"` + strings.Repeat("x", 2<<20) + `"}`)
 	c.expect("POST", "/v1/analytics", big, 413, "request body is larger than 1048576 bytes")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +90,12 @@ func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return errorf(http.StatusBadRequest, `body must be one batch as a JSON object {"ops": [...], "conditions": [...]}: %v`, err)
 	}
+	if h := r.Header.Get("Idempotency-Key"); len(h) > writes.MaxKeyLen {
+		return tooLong(http.StatusBadRequest, "the Idempotency-Key header", len(h), writes.MaxKeyLen)
+	}
+	if err := checkBatchLengths(req); err != nil {
+		return err
+	}
 	if h := r.Header.Get("Idempotency-Key"); h != "" {
 		if req.IdempotencyKey != "" && req.IdempotencyKey != h {
 			return errorf(http.StatusBadRequest, "the Idempotency-Key header and the body's idempotency_key differ: give one")
@@ -131,5 +138,50 @@ func (s *Server) batches(w http.ResponseWriter, r *http.Request) error {
 	out.Precondition = &Precondition{Index: res.Index, Condition: res.Condition, Actual: res.Actual, Seq: res.Seq}
 	out.Error = fmt.Sprintf("precondition %d (%s) failed as of seq %d: %s; nothing was applied", res.Index, res.Condition, res.Seq, res.Actual)
 	writeJSON(w, http.StatusConflict, out)
+	return nil
+}
+
+// BatchLimits is the most bytes of each string of a POST /v1/batches
+// body, by its JSON name ("conditions[].src": a condition's). A vertex's
+// and a type's is of the string a JSON string holds (a key, a name); a
+// number is shorter. The ops' strings are the JSON record format's, which
+// its decoder bounds (keys, type names, labels, props) before the batch
+// goes anywhere.
+var BatchLimits = map[string]int{
+	"idempotency_key":   writes.MaxKeyLen,
+	"conditions[].kind": MaxParamBytes, "conditions[].src": keydict.MaxKeyLen, "conditions[].dst": keydict.MaxKeyLen,
+	"conditions[].vertex": keydict.MaxKeyLen, "conditions[].type": typedict.MaxNameLen,
+}
+
+// checkBatchLengths refuses a string of the batch longer than its bound
+// (BatchLimits), before anything parses or echoes it.
+func checkBatchLengths(req *writes.Request) error {
+	if n := len(req.IdempotencyKey); n > BatchLimits["idempotency_key"] {
+		return tooLong(http.StatusBadRequest, "idempotency_key", n, BatchLimits["idempotency_key"])
+	}
+	for i, c := range req.Conditions {
+		if n, most := len(c.Kind), BatchLimits["conditions[].kind"]; n > most {
+			return tooLong(http.StatusBadRequest, fmt.Sprintf("condition %d: kind", i), n, most)
+		}
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"src", c.Src}, {"dst", c.Dst}, {"vertex", c.Vertex}, {"type", c.Type}} {
+			most := BatchLimits["conditions[]."+f.name]
+			// A JSON string of most bytes takes at most 6 bytes a byte
+			// (\u escapes) and its quotes.
+			n := len(f.raw)
+			if n <= 6*most+2 {
+				var str string
+				if json.Unmarshal(f.raw, &str) != nil {
+					continue // not a string: Check reads it
+				}
+				n = len(str)
+			}
+			if n > most {
+				return tooLong(http.StatusBadRequest, fmt.Sprintf("condition %d: %s", i, f.name), n, most)
+			}
+		}
+	}
 	return nil
 }

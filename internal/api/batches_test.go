@@ -102,7 +102,7 @@ func checkBatches(t *testing.T, c *client, fw *fakeWriter) {
 		`{"ops":[{"src":1,"dst":2}],"colour":"red"}`:                                                       `unknown field "colour"`,
 		`{"ops":[{"src":1,"dst":2}]} {}`:                                                                   "nothing after it",
 		`{"ops":[{"src":1,"dst":2}],"conditions":[{"kind":"vertex_exists","vertex":4611686018427387904}]}`: "in the range of string keys",
-		`{"ops":[{"src":1,"dst":2}],"idempotency_key":"` + strings.Repeat("k", 257) + `"}`:                 "the idempotency key is 257 bytes; at most 256",
+		`{"ops":[{"src":1,"dst":2}],"idempotency_key":"` + strings.Repeat("k", 257) + `"}`:                 "idempotency_key is 257 bytes; at most 256",
 	} {
 		c.expect("POST", "/v1/batches", []byte(body), 400, want)
 	}

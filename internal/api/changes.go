@@ -30,14 +30,18 @@ type Change struct {
 
 // ChangesResponse answers GET /v1/changes: a page of the out-edges that
 // differ between seq From and seq To, in (src, dst, type descending)
-// order, and when more remain the cursor of the last one (pass it as
-// after, after_dst and after_type).
+// order of this store's ids, and when more remain the cursor of the last
+// one (NextCursor; or after, after_dst and after_type). Seqs and the ids
+// of keys are each replica's own: a listing is continued on the server
+// that began it (another refuses its cursor with 409).
 type ChangesResponse struct {
 	From    uint64   `json:"from"`
 	To      uint64   `json:"to"`
 	Changes []Change `json:"changes"`
 	// EdgesRead counts the edges both views read for this page.
-	EdgesRead     int64   `json:"edges_read"`
+	EdgesRead int64 `json:"edges_read"`
+	// NextCursor continues the listing on this server: pass it as cursor=.
+	NextCursor    string  `json:"next_cursor,omitempty"`
 	NextAfter     *uint64 `json:"next_after,omitempty"`
 	NextAfterDst  *uint64 `json:"next_after_dst,omitempty"`
 	NextAfterType string  `json:"next_after_type,omitempty"`
@@ -61,13 +65,88 @@ func changeEnds(from, to AsOf) ([2]Point, error) {
 		if e.at.Seq == "" && e.at.Time == "" {
 			return ends, errorf(http.StatusBadRequest, "%s (a sequence number) or %s_time (an RFC 3339 time) is required", e.name, e.name)
 		}
-		p, err := ParsePoint("", e.at)
+		p, err := changeEnd(e.name, e.at)
 		if err != nil {
-			return ends, errorf(http.StatusBadRequest, "%s", strings.NewReplacer("as_of_seq", e.name, "as_of_time", e.name+"_time").Replace(err.Error()))
+			return ends, err
 		}
 		ends[i] = p
 	}
 	return ends, nil
+}
+
+// changeEnd parses one point of a changes request, named name.
+func changeEnd(name string, at AsOf) (Point, error) {
+	p, err := ParsePoint("", at)
+	if err != nil {
+		return p, errorf(http.StatusBadRequest, "%s", strings.NewReplacer("as_of_seq", name, "as_of_time", name+"_time").Replace(err.Error()))
+	}
+	return p, nil
+}
+
+// changesStart reads the two points of a listing of changes and where
+// its page starts: from a cursor of this server (a cursor of another is
+// 409: its seqs and ids are that server's own), whose listing from and to
+// may repeat; else from and to, and the legacy after, after_dst and
+// after_type (vertices by id or key, resolved here).
+func (q Reader) changesStart(from, to AsOf, pg PageOptions) ([2]Point, *ChangeCursor, error) {
+	var ends [2]Point
+	if pg.Cursor == "" {
+		ends, err := changeEnds(from, to)
+		if err != nil {
+			return ends, nil, err
+		}
+		switch {
+		case pg.After != "" && pg.AfterDst != "":
+			c := &ChangeCursor{}
+			if c.Src, err = q.resolveVertex("after", pg.After); err != nil {
+				return ends, nil, err
+			}
+			if c.Dst, err = q.resolveVertex("after_dst", pg.AfterDst); err != nil {
+				return ends, nil, err
+			}
+			ec, err := q.Cursor(c.Dst, pg.AfterType)
+			if err != nil {
+				return ends, nil, err
+			}
+			c.Type = ec.Type
+			return ends, c, nil
+		case pg.After != "" || pg.AfterDst != "" || pg.AfterType != "":
+			return ends, nil, errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page), with after_type when it gave one")
+		}
+		return ends, nil, nil
+	}
+	if pg.After != "" || pg.AfterDst != "" || pg.AfterType != "" {
+		return ends, nil, errorf(http.StatusBadRequest, "give cursor (the previous page's next_cursor), or after, after_dst and after_type, not both")
+	}
+	c, err := decodeCursor(pg.Cursor, cursorChange)
+	if err != nil {
+		return ends, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if c.origin != q.Origin || q.Origin == (Origin{}) {
+		return ends, nil, errorf(http.StatusConflict, "this cursor continues a listing of changes made by another server (another replica, or this one before a restart): "+
+			"the seqs and store ids in it are that server's own; list the changes again here, from its first page")
+	}
+	ends = [2]Point{{Kind: views.Fresh, AsOf: &c.from}, {Kind: views.Fresh, AsOf: &c.to}}
+	for _, e := range []struct {
+		name string
+		at   AsOf
+		seq  uint64
+	}{{"from", from, c.from}, {"to", to, c.to}} {
+		if e.at == (AsOf{}) {
+			continue
+		}
+		p, err := changeEnd(e.name, e.at)
+		if err == nil {
+			p, err = q.resolve(p)
+		}
+		if err != nil {
+			return ends, nil, err
+		}
+		if *p.AsOf != e.seq {
+			return ends, nil, errorf(http.StatusBadRequest, "the cursor continues the listing from seq %d to seq %d, and %s names seq %d: leave out from and to, or give the first page's", c.from, c.to, e.name, *p.AsOf)
+		}
+	}
+	return ends, &c.change, nil
 }
 
 // changeScan is how many vertices and edges one scan of a view reads at a
@@ -131,16 +210,19 @@ func (q Reader) Changes(ctx context.Context, fromAt, toAt Point, types string, a
 			return out, err
 		}
 	}
+	var last ChangeCursor // of the page's last change, in store ids
 	emit := func(src, dst uint64, t uint16, kind string, w, old float64, tm int64) bool {
 		if after != nil && (src < after.Src || src == after.Src && (dst < after.Dst || dst == after.Dst && t >= after.Type)) {
 			return true // at or before the cursor
 		}
 		if len(out.Changes) == limit { // one more: the page ends at the last
-			last := out.Changes[len(out.Changes)-1]
-			out.NextAfter, out.NextAfterDst = &last.Src, &last.Dst
-			out.NextAfterType = last.Type
+			lc := out.Changes[len(out.Changes)-1]
+			out.NextAfter, out.NextAfterDst = &lc.Src, &lc.Dst
+			out.NextAfterType = lc.Type
+			out.NextCursor = cursor{kind: cursorChange, origin: q.Origin, from: from, to: to, change: last}.encode()
 			return false
 		}
+		last = ChangeCursor{Src: src, Dst: dst, Type: t}
 		c := Change{Src: extID(q.Dict, src), SrcKey: keyOf(q.Dict, src), Dst: extID(q.Dict, dst), DstKey: keyOf(q.Dict, dst),
 			Type: q.typeName(t), Change: kind, Weight: w, Time: eventTime(tm)}
 		if kind == "changed" {

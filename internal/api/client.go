@@ -198,21 +198,25 @@ func (c *Client) Degree(ctx context.Context, v string, o ReadOptions) (DegreeRes
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/degree", o.values(), nil, &r)
 }
 
-// Neighbors asks for one page of v's edges: at most limit (0: the
-// server's default) past the edge (after, afterType) ("" from the first).
-func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
+// Neighbors asks for one page of v's edges, past the edge pg names (at
+// most pg.Limit; 0: the server's default).
+func (c *Client) Neighbors(ctx context.Context, v string, o ReadOptions, pg PageOptions) (NeighborsResponse, error) {
 	q := o.values()
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if after != "" {
-		q.Set("after", after)
-	}
-	if afterType != "" {
-		q.Set("after_type", afterType)
-	}
+	pg.set(q)
 	var r NeighborsResponse
 	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/neighbors", q, nil, &r)
+}
+
+// set adds the page's parameters to q.
+func (pg PageOptions) set(q url.Values) {
+	for k, v := range map[string]string{"cursor": pg.Cursor, "after": pg.After, "after_type": pg.AfterType, "after_dst": pg.AfterDst} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if pg.Limit > 0 {
+		q.Set("limit", strconv.Itoa(pg.Limit))
+	}
 }
 
 // Vertex asks for v's record and whether it exists (o.Dir and o.Types
@@ -235,19 +239,16 @@ func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edge
 }
 
 // Changes asks for a page of the out-edges (of types) that differ between
-// seq from and seq to: at most limit (0: the server's default) past the
-// change (after, afterDst, afterType) ("" from the first).
-func (c *Client) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+// seq from and seq to, past the change pg names (at most pg.Limit; 0: the
+// server's default). With a cursor, from and to may be left out.
+func (c *Client) Changes(ctx context.Context, from, to AsOf, types string, pg PageOptions) (ChangesResponse, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"from": from.Seq, "from_time": from.Time, "to": to.Seq, "to_time": to.Time,
-		"types": types, "after": after, "after_dst": afterDst, "after_type": afterType} {
+	for k, v := range map[string]string{"from": from.Seq, "from_time": from.Time, "to": to.Seq, "to_time": to.Time, "types": types} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+	pg.set(q)
 	var r ChangesResponse
 	return r, c.do(ctx, http.MethodGet, "/v1/changes", q, nil, &r)
 }

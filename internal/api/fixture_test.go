@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -245,4 +246,22 @@ func (f *fixture) waitAnalytics(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// inPositionOrder sorts vertex ids (in place, and returns them) as a page
+// of neighbors lists them: numbers by the value the sources gave, then
+// string keys by their bytes.
+func inPositionOrder(dict *keydict.Dict, ids []uint64) []uint64 {
+	sort.SliceStable(ids, func(i, j int) bool {
+		ki, iKey := dict.Key(ids[i])
+		kj, jKey := dict.Key(ids[j])
+		switch {
+		case iKey != jKey:
+			return jKey
+		case iKey:
+			return ki < kj
+		}
+		return dict.SourceID(ids[i]) < dict.SourceID(ids[j])
+	})
+	return ids
 }

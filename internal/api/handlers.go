@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -25,10 +24,24 @@ import (
 //go:embed openapi.yaml
 var OpenAPI []byte
 
-// params checks r's query against the parameters the endpoint takes: an
-// unknown one (a typo would otherwise be ignored) or one given twice is an
-// error.
-func params(r *http.Request, allowed ...string) (url.Values, error) {
+// queryParams are the query parameters each route takes, by its pattern
+// (none when absent); checkBounds bounds each value (ParamLimit).
+var queryParams = map[string][]string{
+	"GET /v1/vertices/{v}":           {"view", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/degree":    {"dir", "view", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "cursor", "after", "after_type", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/edges/{src}/{dst}":      {"view", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type"},
+	"GET /v1/paths":                  {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/analytics/{name}/top":   {"k"},
+	"GET /v1/alerts":                 {"analytic", "limit"},
+}
+
+// params checks r's query against the parameters its route takes
+// (queryParams): an unknown one (a typo would otherwise be ignored) or
+// one given twice is an error.
+func params(r *http.Request) (url.Values, error) {
+	allowed := queryParams[r.Pattern]
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "malformed query: %v", err)
@@ -73,14 +86,7 @@ func boolParam(q url.Values, name string) (bool, error) {
 }
 
 // vertex resolves a vertex given as an id or a key.
-func (s *Server) vertex(name, v string) (uint64, error) {
-	id, err := ResolveVertex(s.cfg.Dict)(v)
-	var unknown *UnknownVertexError
-	if err != nil && !errors.As(err, &unknown) {
-		return 0, errorf(http.StatusBadRequest, "%s: %v", name, err)
-	}
-	return id, err
-}
+func (s *Server) vertex(name, v string) (uint64, error) { return s.reader.resolveVertex(name, v) }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	m, err := s.cfg.Store.Metrics()
@@ -149,7 +155,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -174,7 +180,7 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -199,7 +205,7 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "view", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -220,11 +226,7 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "from", "to", "from_time", "to_time", "types", "limit", "after", "after_dst", "after_type")
-	if err != nil {
-		return err
-	}
-	ends, err := changeEnds(AsOf{q.Get("from"), q.Get("from_time")}, AsOf{q.Get("to"), q.Get("to_time")})
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -232,24 +234,10 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var after *ChangeCursor
-	switch a, d := q.Get("after"), q.Get("after_dst"); {
-	case a != "" && d != "":
-		c := &ChangeCursor{}
-		if c.Src, err = s.vertex("after", a); err != nil {
-			return err
-		}
-		if c.Dst, err = s.vertex("after_dst", d); err != nil {
-			return err
-		}
-		ec, err := s.reader.Cursor(c.Dst, q.Get("after_type"))
-		if err != nil {
-			return err
-		}
-		c.Type = ec.Type
-		after = c
-	case a != "" || d != "" || q.Get("after_type") != "":
-		return errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page), with after_type when it gave one")
+	ends, after, err := s.reader.changesStart(AsOf{q.Get("from"), q.Get("from_time")}, AsOf{q.Get("to"), q.Get("to_time")},
+		PageOptions{Cursor: q.Get("cursor"), After: q.Get("after"), AfterDst: q.Get("after_dst"), AfterType: q.Get("after_type")})
+	if err != nil {
+		return err
 	}
 	out, err := s.reader.Changes(r.Context(), ends[0], ends[1], q.Get("types"), after, limit)
 	if err != nil {
@@ -260,7 +248,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "dir", "view", "limit", "after", "after_type", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -268,7 +256,8 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
+	at, after, err := s.reader.neighborsStart(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")},
+		PageOptions{Cursor: q.Get("cursor"), After: q.Get("after"), AfterType: q.Get("after_type")})
 	if err != nil {
 		return err
 	}
@@ -279,18 +268,6 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.vertex("vertex", r.PathValue("v"))
 	if err != nil {
 		return err
-	}
-	var after *engine.EdgeCursor
-	if a := q.Get("after"); a != "" {
-		id, err := s.vertex("after", a)
-		if err != nil {
-			return err
-		}
-		if after, err = s.reader.Cursor(id, q.Get("after_type")); err != nil {
-			return err
-		}
-	} else if q.Get("after_type") != "" {
-		return errorf(http.StatusBadRequest, "after_type needs after")
 	}
 	out, err := s.reader.Neighbors(r.Context(), v, dir, at, q.Get("types"), after, limit)
 	if err != nil {
@@ -304,7 +281,7 @@ func (s *Server) path(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Route != nil {
 		return graphWide("a path crosses the partitions of several owners")
 	}
-	q, err := params(r, "from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -390,7 +367,11 @@ func (s *Server) registerAnalytic(w http.ResponseWriter, r *http.Request) error 
 		return errorf(http.StatusConflict, "%v", err)
 	case errors.Is(err, views.ErrClosed):
 		return err
-	default: // the spec: invalid, or its root is unknown
+	case errors.As(err, new(*UnknownVertexError)):
+		// The API never assigns an id: a root no edge has named is
+		// unknown, and nothing is written to the key dictionary.
+		return errorf(http.StatusNotFound, "%v (the API never assigns ids: register it once an edge names it)", err)
+	default: // the spec is invalid
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	if p := s.cfg.Persist; p != nil {
@@ -474,7 +455,7 @@ func (s *Server) analyticVertex(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) top(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "k")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}
@@ -499,7 +480,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) alerts(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r, "analytic", "limit")
+	q, err := params(r)
 	if err != nil {
 		return err
 	}

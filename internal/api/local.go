@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -40,7 +38,7 @@ func OpenLocal(dir string) (*Local, error) {
 		d.Close()
 		return nil, err
 	}
-	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: d.Times}}, nil
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: d.Times, Origin: newOrigin()}}, nil
 }
 
 // Close releases the views and the data directory.
@@ -74,28 +72,31 @@ func (l *Local) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResp
 	return l.q.Degree(ctx, id, dir, at, o.Types)
 }
 
-// Neighbors is one page of v's edges: at most limit past the edge (after,
-// afterType) ("" from the first).
-func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
+// Neighbors is one page of v's edges, past the edge pg names (from the
+// first when it names none).
+func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, pg PageOptions) (NeighborsResponse, error) {
 	id, err := l.vertex(v)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	var from *engine.EdgeCursor
-	if after != "" {
-		a, err := l.vertex(after)
-		if err != nil {
-			return NeighborsResponse{}, fmt.Errorf("after: %w", err)
-		}
-		if from, err = l.q.Cursor(a, afterType); err != nil {
-			return NeighborsResponse{}, err
-		}
-	}
-	dir, at, err := o.parse()
+	dir, err := ParseDir(o.Dir)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	return l.q.Neighbors(ctx, id, dir, at, o.Types, from, limit)
+	at, after, err := l.q.neighborsStart(o.View, AsOf{o.AsOfSeq, o.AsOfTime}, pg)
+	if err != nil {
+		return NeighborsResponse{}, err
+	}
+	return l.q.Neighbors(ctx, id, dir, at, o.Types, after, pageLimit(pg.Limit))
+}
+
+// pageLimit is a page's limit: 0 takes the server's default
+// (Limits.DefaultPage), 1000.
+func pageLimit(n int) int {
+	if n == 0 {
+		return 1000
+	}
+	return n
 }
 
 // Vertex is v's record and whether it exists (v is an id or a string
@@ -131,32 +132,14 @@ func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeR
 }
 
 // Changes is a page of the out-edges (of types) that differ between seq
-// from and seq to: at most limit past the change (after, afterDst,
-// afterType) ("" from the first).
-func (l *Local) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
-	ends, err := changeEnds(from, to)
+// from and seq to, past the change pg names (from the first when it
+// names none).
+func (l *Local) Changes(ctx context.Context, from, to AsOf, types string, pg PageOptions) (ChangesResponse, error) {
+	ends, after, err := l.q.changesStart(from, to, pg)
 	if err != nil {
 		return ChangesResponse{}, err
 	}
-	var c *ChangeCursor
-	if after != "" || afterDst != "" {
-		if after == "" || afterDst == "" {
-			return ChangesResponse{}, errorf(http.StatusBadRequest, "after and after_dst go together (next_after and next_after_dst of the previous page)")
-		}
-		c = &ChangeCursor{}
-		if c.Src, err = l.vertex(after); err != nil {
-			return ChangesResponse{}, fmt.Errorf("after: %w", err)
-		}
-		if c.Dst, err = l.vertex(afterDst); err != nil {
-			return ChangesResponse{}, fmt.Errorf("after_dst: %w", err)
-		}
-		ec, err := l.q.Cursor(c.Dst, afterType)
-		if err != nil {
-			return ChangesResponse{}, err
-		}
-		c.Type = ec.Type
-	}
-	return l.q.Changes(ctx, ends[0], ends[1], types, c, limit)
+	return l.q.Changes(ctx, ends[0], ends[1], types, after, pageLimit(pg.Limit))
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by

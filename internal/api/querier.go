@@ -59,13 +59,12 @@ func (q *Querier) Degree(ctx context.Context, v string, o ReadOptions) (DegreeRe
 	return q.client.Degree(ctx, v, o)
 }
 
-// Neighbors is one page of v's edges: at most limit past the edge
-// (after, afterType) ("" from the first).
-func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, after, afterType string, limit int) (NeighborsResponse, error) {
+// Neighbors is one page of v's edges, past the edge pg names.
+func (q *Querier) Neighbors(ctx context.Context, v string, o ReadOptions, pg PageOptions) (NeighborsResponse, error) {
 	if q.local != nil {
-		return q.local.Neighbors(ctx, v, o, after, afterType, limit)
+		return q.local.Neighbors(ctx, v, o, pg)
 	}
-	return q.client.Neighbors(ctx, v, o, after, afterType, limit)
+	return q.client.Neighbors(ctx, v, o, pg)
 }
 
 // Vertex is v's record and whether it exists (v an id or a string key).
@@ -86,11 +85,11 @@ func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edg
 
 // Changes is a page of the out-edges (of types) that differ between seq
 // from and seq to (see Reader.Changes).
-func (q *Querier) Changes(ctx context.Context, from, to AsOf, types string, after, afterDst, afterType string, limit int) (ChangesResponse, error) {
+func (q *Querier) Changes(ctx context.Context, from, to AsOf, types string, pg PageOptions) (ChangesResponse, error) {
 	if q.local != nil {
-		return q.local.Changes(ctx, from, to, types, after, afterDst, afterType, limit)
+		return q.local.Changes(ctx, from, to, types, pg)
 	}
-	return q.client.Changes(ctx, from, to, types, after, afterDst, afterType, limit)
+	return q.client.Changes(ctx, from, to, types, pg)
 }
 
 // Path is a shortest path from one vertex to another (by hops, or by

@@ -135,6 +135,10 @@ type Reader struct {
 	Types *typedict.Dict
 	// Times is the store's time index (nil: none; as_of_time is refused).
 	Times *history.Index
+	// Origin names the server (or Local) in the cursors it gives: a
+	// cursor's pin, and a listing of changes, are honoured only where
+	// they were made (cursor.go). The zero Origin honours none.
+	Origin Origin
 }
 
 // TypeFilter parses a comma-separated list of edge types, names or
@@ -239,10 +243,12 @@ func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, p Po
 }
 
 // Neighbors returns one page of u's dir-edges of the given types (a
-// TypeFilter list) in (neighbor id, type descending) order: at most limit
-// of those past after (all of them when after is nil), with their weights
-// and types, and NextAfter (and NextAfterType) when more remain.
-func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, at Point, types string, after *engine.EdgeCursor, limit int) (NeighborsResponse, error) {
+// TypeFilter list) in Position order (numbers first by value, then keys
+// by bytes; a neighbor's types by name, the default first: the same on
+// every replica): at most limit of those past after (all of them when
+// after is nil), with their weights and types, and when more remain the
+// cursor of the last (NextCursor, and the legacy NextAfter).
+func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, at Point, types string, after *Position, limit int) (NeighborsResponse, error) {
 	if limit < 1 {
 		return NeighborsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
 	}
@@ -251,34 +257,36 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, a
 		return NeighborsResponse{}, err
 	}
 	defer v.Release()
-	// One page read, not the whole list: memory follows limit, whatever the
-	// degree.
 	deg, err := v.Degree(u, dir)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	p, err := v.NeighborsPage(u, dir, after, limit, true)
+	page, more, err := q.orderedPage(ctx, v, u, dir, after, limit)
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
 	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: at.Kind.String(), Seq: v.Seq(),
-		Degree: deg, Neighbors: make([]Neighbor, 0, len(p.Dsts))}
-	for i, w := range p.Dsts {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, w), Key: keyOf(q.Dict, w), Weight: p.Weights[i],
-			Type: q.typeName(p.Types[i]), Time: eventTime(p.Times[i])})
+		Degree: deg, Neighbors: make([]Neighbor, 0, len(page))}
+	for _, e := range page {
+		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, e.dst), Key: keyOf(q.Dict, e.dst), Weight: e.w,
+			Type: q.typeName(e.typ), Time: eventTime(e.tm)})
 	}
-	if last, ok := p.Last(); p.More && ok {
-		id := extID(q.Dict, last.Dst)
+	if more && len(page) > 0 {
+		last := page[len(page)-1]
+		c := cursor{kind: cursorNeighbor, pos: last.pos}
+		id := extID(q.Dict, last.dst)
 		out.NextAfter = &id
-		out.NextAfterType = q.typeName(last.Type)
+		out.NextAfterType = last.pos.Type
 		// The next pages can read this page's view while the store keeps
-		// its seq readable (history): pass next_as_of_seq with next_after.
+		// its seq readable (history): the cursor pins it, on this server.
 		if at.Kind == views.Fresh {
 			if m, err := q.Views.Store().Metrics(); err == nil && m.OldestReadableSeq <= v.Seq() && m.OldestReadableSeq < m.LastSeq {
 				seq := v.Seq()
 				out.NextAsOfSeq = &seq
+				c.pinned, c.origin, c.seq = true, q.Origin, seq
 			}
 		}
+		out.NextCursor = c.encode()
 	}
 	return out, nil
 }

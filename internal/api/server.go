@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,9 +92,12 @@ type Config struct {
 	Behind func() (int64, bool)
 	// Metrics serves /metrics (the Prometheus handler); nil: 404.
 	Metrics http.Handler
-	// Token, when not empty, is required as "Authorization: Bearer <Token>"
-	// by every /v1 endpoint.
+	// Token and Tokens are the bearer tokens: with any, every /v1 and
+	// /debug/pprof/ request needs "Authorization: Bearer <token>" of one
+	// of them (401 otherwise), whose scopes hold the scope of the route
+	// (403 otherwise; see routeScopes). Token may do everything.
 	Token  string
+	Tokens []Token
 	Limits Limits
 	Logger *slog.Logger // nil: discard
 	// Persist, when set, keeps the analytics registered over the API
@@ -128,16 +129,17 @@ type Persist interface {
 // Server is the HTTP API. See the package documentation for its promises
 // and openapi.yaml for its endpoints.
 type Server struct {
-	cfg     Config
-	reader  Reader
-	keys    keyer
-	mux     *http.ServeMux
-	routes  []string
-	handler http.Handler
-	token   [sha256.Size]byte // of cfg.Token
-	paths   chan struct{}     // one slot per running path search
-	regMu   sync.Mutex        // serializes registrations (the MaxAnalytics check)
-	proxy   http.Handler      // to a vertex's owner (partitioned mode)
+	cfg      Config
+	reader   Reader
+	keys     keyer
+	mux      *http.ServeMux
+	routes   []string // the API's routes
+	patterns []string // every pattern of mux: the routes and the profiles
+	handler  http.Handler
+	tokens   tokenTable
+	paths    chan struct{} // one slot per running path search
+	regMu    sync.Mutex    // serializes registrations (the MaxAnalytics check)
+	proxy    http.Handler  // to a vertex's owner (partitioned mode)
 }
 
 // New builds a server. It does not listen: serve Handler() yourself, or
@@ -150,8 +152,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times}, keys: keyer{cfg.Dict},
-		mux: http.NewServeMux(), token: sha256.Sum256([]byte(cfg.Token)), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
+		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
 	s.handle("GET /metrics", s.metrics)
@@ -173,12 +175,17 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET /v1/alerts", s.alerts)
 	// The Go runtime's profiles, to find where memory and time go. Not API
 	// routes: no deadline (a CPU profile takes ?seconds=N, at most the
-	// server's write timeout), the bearer token as for /v1.
-	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// server's write timeout), a bearer token with the admin scope.
+	s.handleRaw("GET /debug/pprof/", pprof.Index)
+	s.handleRaw("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.handleRaw("GET /debug/pprof/profile", pprof.Profile)
+	s.handleRaw("GET /debug/pprof/symbol", pprof.Symbol)
+	s.handleRaw("GET /debug/pprof/trace", pprof.Trace)
+	for _, p := range s.patterns {
+		if _, ok := routeScopes[p]; !ok {
+			return nil, fmt.Errorf("api: route %q has no scope: add it to routeScopes", p)
+		}
+	}
 	s.proxy = s.newProxy()
 	s.handler = s.wrap(s.mux)
 	return s, nil
@@ -196,6 +203,24 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Routes lists the registered routes as "METHOD /path/{param}".
 func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+// Patterns lists every pattern the server serves: the routes, and the
+// profiles of /debug/pprof/.
+func (s *Server) Patterns() []string { return append([]string(nil), s.patterns...) }
+
+// RouteScope is the scope a bearer token needs for the route of pattern
+// (a pattern of Patterns; 0: open to all), and whether pattern is one.
+func RouteScope(pattern string) (Scope, bool) {
+	sc, ok := routeScopes[pattern]
+	return sc, ok
+}
+
+// handleRaw registers h for pattern as it is: no deadline, no error
+// response (the profiles).
+func (s *Server) handleRaw(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
 
 // HTTPServer returns an http.Server for the API with read, write and idle
 // timeouts derived from the limits (the write timeout leaves room for a
@@ -216,23 +241,40 @@ func (s *Server) HTTPServer() *http.Server {
 // returns any error, which handle turns into the error response.
 func (s *Server) handle(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
 	s.routes = append(s.routes, pattern)
+	s.patterns = append(s.patterns, pattern)
+	wild := wildcards(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := checkBounds(r, wild) // before anything reads the request
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			s.fail(w, r, err)
 		}
 	})
 }
 
-// wrap adds what every request gets: the deadline, the bearer token check
-// on /v1, and JSON bodies for requests that match no route.
+// wrap adds what every request gets: the deadline, the bearer token and
+// scope check on /v1 and /debug/, and JSON bodies for requests that match
+// no route.
 func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		if guarded(r.URL.Path) && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="graphtide"`)
-			writeJSON(w, http.StatusUnauthorized, ErrorResponse{"missing or wrong bearer token: send Authorization: Bearer <token> (the token serve was given by --http-token-file or GRAPHTIDE_HTTP_TOKEN)"})
-			return
+		if guarded(r.URL.Path) && !s.tokens.open() {
+			// A request that matches no route needs a known token, and
+			// no scope, to be told so.
+			_, pattern := mux.Handler(r)
+			need := routeScopes[pattern]
+			if status, msg := s.tokens.authorize(r, need); status != 0 {
+				challenge := `Bearer realm="graphtide"`
+				if status == http.StatusForbidden {
+					challenge += fmt.Sprintf(`, error="insufficient_scope", scope="%s"`, need) // RFC 6750, 3.1
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				writeJSON(w, status, ErrorResponse{msg})
+				return
+			}
 		}
 		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
 			mux.ServeHTTP(w, r)
@@ -249,23 +291,6 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// authorized reports whether r carries the bearer token (always, when
-// there is none). The comparison takes the same time whatever the token
-// sent.
-func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return true
-	}
-	// The scheme name is case-insensitive (RFC 9110, 11.1).
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	ok = ok && strings.EqualFold(scheme, "Bearer")
-	if !ok {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 }
 
 // noRouteWriter replaces the mux's plain-text 404 and 405 bodies by JSON.

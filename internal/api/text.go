@@ -46,15 +46,8 @@ func (r VertexResponse) WriteText(w io.Writer) {
 func (r NeighborsResponse) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s-neighbors of %s: %d in all (%s view at seq %d)\n", r.Dir, VertexName(r.Vertex, r.Key), r.Degree, r.View, r.Seq)
 	writeEdges(w, r.Neighbors)
-	if r.NextAfter != nil {
-		more := fmt.Sprintf("more: --after %d", *r.NextAfter)
-		if r.NextAfterType != "" {
-			more += " --after-type " + r.NextAfterType
-		}
-		if r.NextAsOfSeq != nil {
-			more += fmt.Sprintf(" --as-of-seq %d", *r.NextAsOfSeq)
-		}
-		fmt.Fprintln(w, more)
+	if r.NextCursor != "" {
+		fmt.Fprintln(w, "more: --cursor "+r.NextCursor)
 	}
 }
 

@@ -59,8 +59,9 @@ type Neighbor struct {
 }
 
 // NeighborsResponse answers GET /v1/vertices/{v}/neighbors: one page of
-// edges in (neighbor id, type descending) order, those past after (and
-// after_type).
+// edges in Position order (numbers by value, then keys by bytes; a
+// neighbor's types by name: the same on every replica), those past the
+// cursor (or after and after_type).
 type NeighborsResponse struct {
 	Vertex    uint64     `json:"vertex"`
 	Key       string     `json:"key,omitempty"`
@@ -69,14 +70,21 @@ type NeighborsResponse struct {
 	Seq       uint64     `json:"seq"`
 	Degree    uint64     `json:"degree"` // all neighbors, every page
 	Neighbors []Neighbor `json:"neighbors"`
+	// NextCursor, when more remain, continues the listing on any replica:
+	// pass it as cursor= for the next page. It names the page's last edge
+	// alike on every replica, and pins the next pages to this page's view
+	// (when the store keeps its seq readable) on this server.
+	NextCursor string `json:"next_cursor,omitempty"`
 	// NextAfter is the last id of this page when more remain: pass it as
 	// after= for the next page, with NextAfterType (when set) as
-	// after_type=.
+	// after_type=. The id of a key is this replica's own: send the
+	// cursor (or the key) to another.
 	NextAfter     *uint64 `json:"next_after,omitempty"`
 	NextAfterType string  `json:"next_after_type,omitempty"`
 	// NextAsOfSeq, with NextAfter, is this page's seq when the store keeps
 	// it readable (history retention): pass it as as_of_seq= so that every
-	// page comes from the view the first one read.
+	// page comes from the view the first one read. Seqs are each
+	// replica's own.
 	NextAsOfSeq *uint64 `json:"next_as_of_seq,omitempty"`
 }
 
@@ -271,8 +279,12 @@ func SpecOf(s analytics.Spec) Spec {
 		MaxBehind: s.MaxBehind}
 }
 
-// Analytics converts the spec to an analytics.Spec (not yet validated).
+// Analytics converts the spec to an analytics.Spec (not yet validated),
+// refusing a string longer than its bound (SpecLimits).
 func (s Spec) Analytics() (analytics.Spec, error) {
+	if err := s.checkLengths(); err != nil {
+		return analytics.Spec{}, err
+	}
 	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, Types: s.Types, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
 		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
@@ -446,7 +458,7 @@ type (
 		Level int `json:"level"`
 	} // bfs: -1 when unreached
 	ComponentResult struct {
-		Component    uint64 `json:"component"` // the member with the smallest store id (numbers below 2^32 first, then keys and mapped numbers in order of first sight)
+		Component    uint64 `json:"component"` // the member with the smallest store id (numbers below 2^32 first, then keys and mapped numbers in order of first sight): each replica's own choice
 		ComponentKey string `json:"component_key,omitempty"`
 		Size         int    `json:"size"`
 	}

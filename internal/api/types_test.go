@@ -69,15 +69,16 @@ func TestTypedReadsOverHTTP(t *testing.T) {
 	var all NeighborsResponse
 	c.get("/v1/vertices/1/neighbors", &all)
 	got := fmt.Sprint(all.Neighbors)
-	// Edges to 2 by type, the later-named first: login (2), payment (1), default.
-	want := fmt.Sprint([]Neighbor{{ID: 2, Weight: 1, Type: "login"}, {ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"},
-		{ID: 2, Weight: 2}, {ID: 3, Weight: 1, Type: "login"}})
+	// Edges to 2 by type name, the default first: default, login, payment
+	// (named in the other order: type numbers are each replica's own).
+	want := fmt.Sprint([]Neighbor{{ID: 2, Weight: 2}, {ID: 2, Weight: 1, Type: "login"},
+		{ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"}, {ID: 3, Weight: 1, Type: "login"}})
 	if got != want || all.Degree != 4 {
 		t.Errorf("neighbors of 1: %s (degree %d); want %s (4)", got, all.Degree, want)
 	}
 	var paid NeighborsResponse
 	c.get("/v1/vertices/1/neighbors?types=payment,default", &paid)
-	if got, want := fmt.Sprint(paid.Neighbors), fmt.Sprint([]Neighbor{{ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"}, {ID: 2, Weight: 2}}); got != want || paid.Degree != 2 {
+	if got, want := fmt.Sprint(paid.Neighbors), fmt.Sprint([]Neighbor{{ID: 2, Weight: 2}, {ID: 2, Weight: 5, Type: "payment", Time: "2025-11-23T10:15:00.123456Z"}}); got != want || paid.Degree != 2 {
 		t.Errorf("payments and default of 1: %s (degree %d); want %s (2)", got, paid.Degree, want)
 	}
 	// One edge per page, following next_after and next_after_type.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // UnknownVertexError is ResolveVertex's error for a string that is neither
@@ -100,12 +102,15 @@ func IsLoopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ResolveRoot returns the reader of an analytic's root vertex: as
-// ResolveVertex, but a key or a mapped number the dictionary does not know
-// yet gets its id now (synced before it returns, as ingestion syncs a new
-// key before the edges that use it), the id the first edge naming it will
-// have; so an analytic can be registered before its root has an edge (it
-// is then unreached, alone).
+// ResolveRoot returns the reader of an analytic's root vertex for the
+// operator's analytics (serve's configuration, AssignRoots; the Go
+// library): as ResolveVertex, but a key or a mapped number the dictionary
+// does not know yet gets its id now (synced before it returns, as
+// ingestion syncs a new key before the edges that use it), the id the
+// first edge naming it will have; so an analytic can be registered before
+// its root has an edge (it is then unreached, alone). The API never uses
+// it: a root it is sent resolves with ResolveVertex (unknown: 404), so no
+// request writes to the dictionary.
 func ResolveRoot(dict *keydict.Dict) func(string) (uint64, error) {
 	lookup := ResolveVertex(dict)
 	return func(s string) (uint64, error) {
@@ -128,4 +133,36 @@ func ResolveRoot(dict *keydict.Dict) func(string) (uint64, error) {
 		}
 		return id, nil
 	}
+}
+
+// AssignRoots gives the root of each of specs (serve's configuration: the
+// operator's analytics) that the dictionary does not know yet its id
+// (ResolveRoot), so that they resolve afterwards without assigning. A
+// spec that does not validate is left for its registration to refuse.
+// The analytics of the API, and those it stored, never come here.
+func AssignRoots(dict *keydict.Dict, specs []analytics.Spec) error {
+	if dict == nil {
+		return nil
+	}
+	for _, s := range specs {
+		if c := s; c.Validate() != nil || !analytics.NeedsRoot(s.Type) {
+			continue
+		}
+		if _, err := ResolveRoot(dict)(s.Root); err != nil {
+			return fmt.Errorf("analytic %q: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// resolveVertex resolves a vertex given as an id or a key (ResolveVertex):
+// an unknown one is an *UnknownVertexError (404), any other problem a 400
+// naming the parameter.
+func (q Reader) resolveVertex(name, v string) (uint64, error) {
+	id, err := ResolveVertex(q.Dict)(v)
+	var unknown *UnknownVertexError
+	if err != nil && !errors.As(err, &unknown) {
+		return 0, errorf(http.StatusBadRequest, "%s: %v", name, err)
+	}
+	return id, err
 }

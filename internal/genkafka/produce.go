@@ -17,6 +17,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 )
 
 // Config of one Produce call.
@@ -49,15 +50,23 @@ func (c Config) timeout() time.Duration {
 
 // WaitForBroker returns once a broker of cl answers, or an error that
 // names the brokers and the timeout when none does within timeout (or
-// ctx's error if ctx ends first).
+// ctx's error if ctx ends first). Brokers that refuse this client's TLS
+// or SASL settings are not waited for: that is a *kafkaconn.RefusedError
+// once the same refusal came three times in a row.
 func WaitForBroker(ctx context.Context, cl *kgo.Client, brokers []string, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
+	refusals := 0
 	for {
 		err := cl.Ping(wctx)
 		if err == nil {
 			return nil
+		}
+		if re := kafkaconn.Refused(err); re == nil {
+			refusals = 0
+		} else if refusals++; refusals == 3 {
+			return re
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			last = err

@@ -446,7 +446,7 @@ func (in *Ingester) takePending(polled Position) (Position, error) {
 // encodePosition binds p to the source for the store to record.
 func (in *Ingester) encodePosition(p Position) []byte {
 	in.mu.Lock()
-	r := Recorded{ClusterID: in.clusterID, TopicIDs: in.topicIDs, Position: p}
+	r := Recorded{Graph: in.cfg.Graph, ClusterID: in.clusterID, TopicIDs: in.topicIDs, Position: p}
 	in.mu.Unlock()
 	return r.Encode() // topicIDs is copy-on-write
 }

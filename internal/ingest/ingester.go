@@ -29,6 +29,13 @@ type Config struct {
 	Brokers []string // required
 	Topics  []string // required
 	Group   string   // consumer group; default "graphtide"
+	// Graph is the graph the store belongs to (package graphid), recorded
+	// with every position; "" for a store that recorded none (it keeps
+	// the names every store shared before graphs had names). New refuses
+	// a store that recorded another graph. The writes topic's records
+	// addressed to another graph (graphid.HeaderGraph) are skipped, never
+	// applied.
+	Graph string
 	// Format of record values for topics not in TopicFormats; default binary.
 	Format       decode.Format
 	TopicFormats map[string]decode.Format
@@ -399,6 +406,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		}
 		c.Logger.Warn("discarding the store's recorded position, which cannot be read (--reset-source-position)", "err", err, "bytes", len(raw))
 		rec, _ = DecodeRecorded(nil)
+	}
+	if rec.Graph != "" && rec.Graph != c.Graph {
+		return nil, &GraphMismatchError{Recorded: rec.Graph, Given: c.Graph}
 	}
 	applied := rec.Position.Clone()
 	if len(c.ReplayFrom) > 0 {

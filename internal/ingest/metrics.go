@@ -42,7 +42,8 @@ type Metrics struct {
 	// Writes counts the writes topic's batches by outcome: applied,
 	// refused (a precondition failed), duplicate (a retry of a key:
 	// nothing applied), reused (a key reused with another batch: nothing
-	// applied), dead_letter (could not be decoded).
+	// applied), dead_letter (could not be decoded), other_graph (addressed
+	// to another graph: skipped).
 	Writes *prometheus.CounterVec
 }
 
@@ -109,7 +110,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "graphtide_ingest_dead_letters_truncated_total", Help: "Dead letters whose value (or key) was cut to fit the dead-letter topic's max.message.bytes; their headers carry the original size and SHA-256.",
 		}),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "graphtide_writes_total", Help: "Batches of the writes topic (POST /v1/batches) by outcome: applied, refused (a precondition failed), duplicate (a retried idempotency key), reused (a key reused with another batch), dead_letter.",
+			Name: "graphtide_writes_total", Help: "Batches of the writes topic (POST /v1/batches) by outcome: applied, refused (a precondition failed), duplicate (a retried idempotency key), reused (a key reused with another batch), dead_letter, other_graph (addressed to another graph: skipped).",
 		}, []string{"outcome"}),
 	}
 	for _, o := range writeOutcomes {
@@ -124,7 +125,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // writeOutcomes are the values of graphtide_writes_total's outcome label.
-var writeOutcomes = []string{"applied", "refused", "duplicate", "reused", "dead_letter"}
+var writeOutcomes = []string{"applied", "refused", "duplicate", "reused", "dead_letter", "other_graph"}
 
 // forTopics creates, at 0, the series of the per-topic counters for each
 // of topics (New calls it with the configured topics). A series created at

@@ -106,9 +106,13 @@ type pollState struct {
 	// writesTopic is Config.Writes' topic ("": none), whose records are
 	// decoded into writes; waiters hear of those that are dead letters.
 	writesTopic string
-	waiters     *writes.Waiters
-	log         *slog.Logger
-	metrics     *Metrics
+	// graph is Config.Graph; otherGraphLogged is when records of each
+	// other graph were last logged. Owned by the poll loop's goroutine.
+	graph            string
+	otherGraphLogged map[string]time.Time
+	waiters          *writes.Waiters
+	log              *slog.Logger
+	metrics          *Metrics
 
 	// p is the pipeline to the applier.
 	// INVARIANT: allowRebalance is called only when p.inflight == 0: a poll
@@ -156,6 +160,7 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 	}
 	if cfg.Writes != nil {
 		s.writesTopic, s.waiters = cfg.Writes.Topic, cfg.Writes.Waiters
+		s.graph, s.otherGraphLogged = cfg.Graph, map[string]time.Time{}
 	}
 	return s
 }
@@ -512,6 +517,9 @@ type decoded struct {
 	fatal error
 	// deadWrites are the writes among dead, for their waiters.
 	deadWrites []writeFailure
+	// otherGraph counts the writes-topic records skipped as addressed to
+	// another graph, by graph.
+	otherGraph map[string]int
 	// For the metrics once the poll is final (countDecoded): per topic.
 	records, bytes, decodeErrs map[string]int
 	lag                        []partitionLag
@@ -575,6 +583,13 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 			var err error
 			var w *pendingWrite
 			if isWrites {
+				if g, other := otherGraph(r, s.graph); other {
+					if dec.otherGraph == nil {
+						dec.otherGraph = map[string]int{}
+					}
+					dec.otherGraph[g]++
+					continue
+				}
 				w, err = decodeWrite(dc, r, recordRef(ti, r.Partition, r.Offset))
 				if err == nil {
 					j.writes = append(j.writes, w)
@@ -670,5 +685,13 @@ func (s *pollState) countDecoded(dec decoded) {
 	}
 	if len(dec.lag) > 0 {
 		s.env.noteEnds(dec.lag)
+	}
+	for g, n := range dec.otherGraph {
+		m.Writes.WithLabelValues("other_graph").Add(float64(n))
+		if last, ok := s.otherGraphLogged[g]; !ok || time.Since(last) >= time.Minute {
+			s.otherGraphLogged[g] = time.Now()
+			s.log.Warn("skipped records of the writes topic addressed to another graph (two graphs were given one writes topic: give each its own, or leave --writes-topic out); said once a minute per graph, graphtide_writes_total{outcome=\"other_graph\"} counts them",
+				"topic", s.writesTopic, "graph", s.graph, "their_graph", g, "records", n)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+
+	"github.com/graphtide/graphtide/internal/graphid"
 )
 
 // Position is the next offset to consume per topic and partition: every
@@ -85,6 +87,12 @@ func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(
 // TopicIDs, and ClusterID and TopicIDs are what the brokers reported when
 // those offsets were consumed.
 type Recorded struct {
+	// Graph is the graph the store belongs to (package graphid): recorded
+	// by serve, so that a store keeps its graph, and the Kafka names
+	// derived from it, whatever its flags say later. "" for a store whose
+	// position was recorded before graphs had names (it keeps the names
+	// every store shared then: graphid.Defaults("")).
+	Graph string
 	// ClusterID is the brokers' cluster ID ("": unknown or never recorded).
 	ClusterID string
 	// TopicIDs holds the ID of each topic of Position. Encode writes the
@@ -97,17 +105,25 @@ type Recorded struct {
 	Position Position
 }
 
-// recordedVersion is the first byte of an encoded Recorded. Version 1 (a
-// bare Position, before the source was recorded) is refused.
-const recordedVersion = 2
+// recordedVersion is the first byte of an encoded Recorded without a
+// graph, recordedGraphVersion of one with a graph. Version 1 (a bare
+// Position, before the source was recorded) is refused.
+const (
+	recordedVersion      = 2
+	recordedGraphVersion = 3
+)
 
 // Encode lays r out as follows; every integer is little-endian:
 //
 //	offset  size  field
-//	0       1     version: 2
-//	1       2     C: length of the cluster ID
-//	3       C     cluster ID bytes (empty: unknown)
-//	3+C     4     T: number of topics
+//	0       1     version: 2 without a graph, 3 with one
+//	then, in version 3 only:
+//	        2     G: length of the graph name, at least 1
+//	        G     graph name bytes (a graphid.Validate name)
+//	then:
+//	        2     C: length of the cluster ID
+//	        C     cluster ID bytes (empty: unknown)
+//	        4     T: number of topics
 //	then T topics, in increasing byte order of their names, names distinct:
 //	        2     N: length of the topic name, at least 1
 //	        N     topic name bytes
@@ -118,8 +134,10 @@ const recordedVersion = 2
 //	        8     next offset (signed, >= 0)
 //
 // The layout is canonical: DecodeRecorded accepts exactly the bytes Encode
-// can produce, so Encode(DecodeRecorded(b)) == b for every b it accepts.
-// Cluster IDs and topic names longer than 65535 bytes, partitions or
+// can produce, so Encode(DecodeRecorded(b)) == b for every b it accepts
+// (a version 3 with an empty graph is refused: Encode writes version 2).
+// Version 2 stays what a store without a graph records, so that a
+// graphtide that knows only version 2 still reads it. Cluster IDs and topic names longer than 65535 bytes, partitions or
 // offsets below zero cannot be recorded (Kafka allows none of them); Encode
 // panics on them rather than write what DecodeRecorded would refuse.
 func (r Recorded) Encode() []byte {
@@ -137,6 +155,14 @@ func (r Recorded) Encode() []byte {
 	}
 	sort.Strings(topics)
 	b := []byte{recordedVersion}
+	if r.Graph != "" {
+		if err := graphid.Validate(r.Graph); err != nil {
+			panic(fmt.Sprintf("ingest: %v", err))
+		}
+		b = []byte{recordedGraphVersion}
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(r.Graph)))
+		b = append(b, r.Graph...)
+	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.ClusterID)))
 	b = append(b, r.ClusterID...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(topics)))
@@ -177,14 +203,24 @@ func DecodeRecorded(b []byte) (Recorded, error) {
 	if len(b) == 0 {
 		return r, nil
 	}
+	d := decoder{b: b, off: 1}
 	switch b[0] {
 	case recordedVersion:
+	case recordedGraphVersion:
+		at := d.off
+		g, err := d.bytes(int(d.u16("graph name length")), "graph name")
+		if err != nil {
+			return Recorded{}, err
+		}
+		if err := graphid.Validate(string(g)); err != nil {
+			return Recorded{}, fmt.Errorf("source position: byte %d: %w", at, err)
+		}
+		r.Graph = string(g)
 	case 1:
-		return Recorded{}, fmt.Errorf("source position: version 1 is not readable: it was written by an older graphtide that did not record which Kafka cluster and topics its offsets belong to (this version reads version %d)", recordedVersion)
+		return Recorded{}, fmt.Errorf("source position: version 1 is not readable: it was written by an older graphtide that did not record which Kafka cluster and topics its offsets belong to (this version reads versions %d and %d)", recordedVersion, recordedGraphVersion)
 	default:
-		return Recorded{}, fmt.Errorf("source position: unknown version %d (this version reads version %d)", b[0], recordedVersion)
+		return Recorded{}, fmt.Errorf("source position: unknown version %d (this version reads versions %d and %d)", b[0], recordedVersion, recordedGraphVersion)
 	}
-	d := decoder{b: b, off: 1}
 	cl, err := d.bytes(int(d.u16("cluster ID length")), "cluster ID")
 	if err != nil {
 		return Recorded{}, err

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/graphid"
 )
 
 func sampleRecorded() Recorded {
@@ -67,6 +69,11 @@ func TestRecordedLayout(t *testing.T) {
 	if got := r.Encode(); !bytes.Equal(got, want) {
 		t.Fatalf("an ID without offsets was recorded:\n got % x\nwant % x", got, want)
 	}
+	// With a graph: version 3, the graph's name, then version 2's fields.
+	r.Graph = "pay"
+	if got, want3 := r.Encode(), append([]byte{3, 3, 0, 'p', 'a', 'y'}, want[1:]...); !bytes.Equal(got, want3) {
+		t.Fatalf("Encode with a graph:\n got % x\nwant % x", got, want3)
+	}
 	if s := (TopicID{0xfb, 0xff}).String(); s != "-_8AAAAAAAAAAAAAAAAAAA" || len(s) != 22 {
 		t.Errorf("TopicID.String() = %q, want Kafka's base64url without padding", s)
 	}
@@ -105,7 +112,10 @@ func TestRecordedDecodeErrors(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		"version 3":             {mod(func(b []byte) []byte { b[0] = 3; return b }), "unknown version 3"},
+		"version 4":             {mod(func(b []byte) []byte { b[0] = 4; return b }), "unknown version 4"},
+		"version 3, no graph":   {append([]byte{3, 0, 0}, good[1:]...), "graph name must not be empty"},
+		"version 3, bad graph":  {append([]byte{3, 3, 0, 'a', ' ', 'b'}, good[1:]...), "byte 1: graph name \"a b\""},
+		"version 3, graph cut":  {[]byte{3, 5, 0, 'a'}, "truncated at byte 3"},
 		"version 0":             {[]byte{0}, "unknown version 0"},
 		"only the version":      {good[:1], "truncated at byte 1"},
 		"cluster ID cut":        {good[:3], "truncated at byte 3"},
@@ -156,6 +166,9 @@ func randomRecorded(r *rand.Rand) Recorded {
 		return string(b)
 	}
 	x.ClusterID = randBytes(r.IntN(30))
+	if r.IntN(2) == 0 {
+		x.Graph = graphid.Derive([]string{randBytes(1 + r.IntN(20))})
+	}
 	for range r.IntN(5) {
 		t := randBytes(1 + r.IntN(12))
 		var id TopicID
@@ -195,6 +208,7 @@ func FuzzDecodeRecorded(f *testing.F) {
 	f.Add([]byte{1, 1, 0, 0, 0, 1, 0, 't', 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{2, 0xff, 0xff})
 	f.Add([]byte{2, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{3, 1, 0, 'g', 0, 0, 0, 0, 0, 0})
 	r := rand.New(rand.NewPCG(2, 2))
 	for range 8 {
 		f.Add(randomRecorded(r).Encode())

@@ -51,6 +51,9 @@ type VertexBounds struct {
 // SourcePosition is the source position recorded with the durable data.
 type SourcePosition struct {
 	Bytes int `json:"bytes"`
+	// Graph is the graph the store belongs to ("" when the position
+	// records none: a store from before graphs had names).
+	Graph string `json:"graph,omitempty"`
 	// ClusterID is the Kafka cluster the offsets belong to ("" when the
 	// position records none).
 	ClusterID string        `json:"cluster_id,omitempty"`
@@ -238,7 +241,7 @@ func Collect(d *datadir.Dir) (*Report, error) {
 	if len(pos) > 0 {
 		sp := &SourcePosition{Bytes: len(pos)}
 		if r, err := ingest.DecodeRecorded(pos); err == nil {
-			sp.ClusterID = r.ClusterID
+			sp.ClusterID, sp.Graph = r.ClusterID, r.Graph
 			for topic, parts := range r.Position {
 				id := ""
 				if tid, ok := r.TopicIDs[topic]; ok {
@@ -308,6 +311,11 @@ func (r *Report) writeText(w io.Writer) error {
 			parts[i] = fmt.Sprintf("%s/%d next offset %d", k.Topic, k.Partition, k.NextOffset)
 		}
 		fmt.Fprintf(w, "source position: Kafka %s\n", strings.Join(parts, ", "))
+		if sp.Graph != "" {
+			fmt.Fprintf(w, "graph: %s\n", sp.Graph)
+		} else {
+			fmt.Fprintln(w, "graph: none recorded (the store keeps the Kafka names every graph shared before graphs had names)")
+		}
 		if sp.ClusterID != "" {
 			ids := []string{}
 			seen := map[string]bool{}

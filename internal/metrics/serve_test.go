@@ -283,7 +283,7 @@ func TestFirstScrape(t *testing.T) {
 		}
 	}
 	// The enumerated labels, as the README documents them.
-	for _, o := range []string{"applied", "refused", "duplicate", "reused", "dead_letter"} {
+	for _, o := range []string{"applied", "refused", "duplicate", "reused", "dead_letter", "other_graph"} {
 		zero("graphtide_writes_total", map[string]string{"outcome": o})
 	}
 	for _, r := range []string{"ok", "failed"} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/budget"
+	"github.com/graphtide/graphtide/internal/graphid"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/ownership"
@@ -27,6 +28,8 @@ type Options struct {
 	Dir                 string
 	Kafka               kafkaconn.Options // brokers (none: the embedded broker), TLS, SASL
 	Topics              []string
+	Graph               string      // --graph ("": the store's recorded graph, else derived from Topics)
+	Derive              DeriveNames // the Kafka names not given, which default from the graph (set by ReadConfig)
 	Group               string
 	GroupInstanceID     string
 	Format              string
@@ -52,7 +55,8 @@ type Options struct {
 	EmbeddedPort        int
 	AnalyticFlags       []string // compact specs from --analytic
 	AlertTopic          string
-	AlertLeader         string
+	AlertLeader         string // deprecated, ignored
+	AlertSessionTimeout time.Duration
 	Owners              string         // --owners
 	OwnPartitions       string         // --own-partitions
 	AdoptPartitions     string         // --adopt-partitions
@@ -68,11 +72,8 @@ type Options struct {
 	HTTPTLSKey     string
 	HTTPTimeout    time.Duration
 	HTTPPathBudget int64
-	HTTPToken      string // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
+	HTTPTokens     []api.Token // from --http-token-file or GRAPHTIDE_HTTP_TOKEN (set by Validate)
 }
-
-// minTokenLen is the shortest bearer token serve accepts.
-const minTokenLen = 16
 
 // AddFlags adds serve's flags to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -80,12 +81,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Dir, "dir", "graphtide-data", "store directory (created if missing)")
 	o.Kafka.AddFlags(fs, nil, "Kafka bootstrap brokers, comma separated; without it an embedded broker is started (for trying graphtide out only)")
 	fs.StringSliceVar(&o.Topics, "topics", []string{"edges"}, "topics to consume")
-	fs.StringVar(&o.Group, "group", "graphtide", "consumer group")
+	fs.StringVar(&o.Graph, "graph", "", "the graph this store holds, shared by its replicas: the Kafka names below default from it (letters, digits, '.', '_' and '-'; default: the graph the store recorded, else the topic of --topics, or for several a name derived from all of them)")
+	fs.StringVar(&o.Group, "group", "", "consumer group (default graphtide.<graph>)")
 	fs.StringVar(&o.GroupInstanceID, "group-instance-id", "", "static membership of the consumer group (Kafka's group.instance.id; letters, digits, '.', '_' and '-'): a restart within the group's session timeout (45s) takes its partitions back at once instead of waiting it out; give each instance its own, for example the pod name (empty: dynamic membership)")
 	fs.StringVar(&o.Format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.TopicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
 	fs.StringArrayVar(&o.MappingFlags, "mapping", nil, "read a topic's JSON records through a field mapping: topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,type=..,op=..,tombstone=ignore|delete|dead-letter] where a SOURCE is /json/pointer, key, key:/pointer, key:N, header:NAME or const:TEXT (repeatable; or the config file's mappings: section)")
-	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "graphtide-dead-letters", "topic that receives records that cannot be ingested")
+	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "", "topic that receives records that cannot be ingested (default graphtide.<graph>.dead-letters)")
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
 	fs.Int64Var(&o.ReadyMaxLag, "ready-max-lag", 0, "records the assigned partitions may be behind the brokers' end offsets, together, before /readyz answers 503 (what is applied against the newest end offsets known: each fetch's, and the brokers' every 10s), so that a lagging replica leaves a load balancer's rotation; 0: no limit")
@@ -94,7 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
-	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file holding the bearer token that every /v1 request must carry (or GRAPHTIDE_HTTP_TOKEN); required when --http-addr is not loopback")
+	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file of the bearer tokens /v1 requests must carry, one 'TOKEN SCOPES' a line with scopes read, write, admin (a file of one bare token: every scope); or GRAPHTIDE_HTTP_TOKEN; required when --http-addr is not loopback")
 	fs.StringVar(&o.HTTPTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
 	fs.StringVar(&o.HTTPTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fs.DurationVar(&o.HTTPTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
@@ -106,12 +108,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HistoryRetention, "history-retention", 0, "keep the store readable as of every moment of the last this long, e.g. 24h (as_of_time and as_of_seq in queries; with --history-seqs a seq stays while either keeps it); 0: not by time")
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
 	fs.StringArrayVar(&o.AnalyticFlags, "analytic", nil, "register an analytic: type=bfs|wcc|pagerank|sssp|degree|fanin|fanout|fraud,name=..,root=..,... (repeatable; or the config file's analytics: list)")
-	fs.StringVar(&o.AlertTopic, "alert-topic", "graphtide-alerts", "Kafka topic that receives the monitors' alerts as JSON (empty: none)")
-	fs.StringVar(&o.AlertLeader, "alert-leader", "", "replicas: the --group-instance-id of the one replica that produces alerts to --alert-topic; the others raise them for GET /v1/alerts only (empty: this instance produces them)")
+	fs.StringVar(&o.AlertTopic, "alert-topic", "", "Kafka topic that receives the monitors' alerts as JSON (default graphtide.<graph>.alerts; '' given: none)")
+	fs.StringVar(&o.AlertLeader, "alert-leader", "", "ignored: alert production fails over by itself (see --alert-failover-timeout)")
+	_ = fs.MarkDeprecated("alert-leader", "alert production fails over by itself: every replica takes part, and Kafka's group decides which one produces")
+	fs.DurationVar(&o.AlertSessionTimeout, "alert-failover-timeout", 10*time.Second, "replicas: how long the replica producing the alerts may be silent (dead, or cut off) before another takes over production (the session timeout of the alert producers' consumer group, 6s to 5m)")
 	fs.StringVar(&o.Owners, "owners", "", "partitioned mode: every owner of the topics' partitions as PARTITIONS=URL,... with each URL the owner's API (or a Service over its replicas), e.g. 0-1=http://graphtide-a:9464,2-3=http://graphtide-b:9464 ('+' joins ranges: 0+2); the same on every instance (empty: every instance holds every partition)")
 	fs.StringVar(&o.OwnPartitions, "own-partitions", "", "partitioned mode: the partitions of every topic this instance ingests, one entry of --owners, e.g. 0-1")
 	fs.StringVar(&o.AdoptPartitions, "adopt-partitions", "", "partitioned mode, hand-over: owned partitions new to this store that it replays from the start of their log although the consumer group committed offsets for them (another store held them), e.g. 2")
-	fs.StringVar(&o.WritesTopic, "writes-topic", "graphtide-writes", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (empty: no writes over HTTP)")
+	fs.StringVar(&o.WritesTopic, "writes-topic", "", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (default graphtide.<graph>.writes, none in partitioned mode; '' given: no writes over HTTP)")
 	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
@@ -123,6 +127,10 @@ func (o *Options) ReadConfig(fs *pflag.FlagSet) error {
 	if err := settings.Apply(fs); err != nil {
 		return err
 	}
+	// A name not given (by flag, environment or file) defaults from the
+	// graph; '' given means none.
+	o.Derive = DeriveNames{Group: !fs.Changed("group"), Writes: !fs.Changed("writes-topic"),
+		Alerts: !fs.Changed("alert-topic"), DeadLetters: !fs.Changed("dead-letter-topic")}
 	if err := settings.Section(fs, "analytics", &o.Specs); err != nil {
 		return err
 	}
@@ -138,6 +146,12 @@ func (o *Options) Validate() error {
 	if len(o.Topics) == 0 {
 		return errors.New("--topics needs at least one topic")
 	}
+	if o.Graph != "" {
+		if err := graphid.Validate(o.Graph); err != nil {
+			return fmt.Errorf("--graph: %w", err)
+		}
+	}
+
 	if o.HistoryRetention < 0 {
 		return fmt.Errorf("--history-retention must not be negative, got %v", o.HistoryRetention)
 	}
@@ -181,13 +195,11 @@ func (o *Options) Validate() error {
 	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
 		return fmt.Errorf("--ready-grace must be between 100ms and 24h, got %v", o.ReadyGrace)
 	}
-	for flag, id := range map[string]string{"--group-instance-id": o.GroupInstanceID, "--alert-leader": o.AlertLeader} {
-		if err := checkInstanceID(flag, id); err != nil {
-			return err
-		}
+	if err := checkInstanceID("--group-instance-id", o.GroupInstanceID); err != nil {
+		return err
 	}
-	if o.AlertLeader != "" && o.GroupInstanceID == "" {
-		return fmt.Errorf("--alert-leader %q names the replica that produces alerts by its --group-instance-id: give this instance its --group-instance-id too", o.AlertLeader)
+	if o.AlertSessionTimeout != 0 && (o.AlertSessionTimeout < 6*time.Second || o.AlertSessionTimeout > 5*time.Minute) {
+		return fmt.Errorf("--alert-failover-timeout must be between 6s and 5m (Kafka's brokers refuse a shorter session by default), got %v", o.AlertSessionTimeout)
 	}
 	if err := o.validatePartitioning(); err != nil {
 		return err
@@ -285,26 +297,37 @@ func (o *Options) validateMappings() error {
 	return nil
 }
 
-// validateWrites checks the writes topic: a topic of its own.
+// validateWrites checks the writes topic's flags (names that default from
+// the graph are checked once it is known: checkTopicNames).
 func (o *Options) validateWrites() error {
-	if o.WritesTopic == "" {
+	if err := checkTopicNames(o.Topics, o.WritesTopic, o.DeadLetterTopic, o.AlertTopic, o.Mappings); err != nil {
+		return err
+	}
+	derived := o.Derive.Writes && o.Owners == "" && o.OwnPartitions == ""
+	if (o.WritesTopic != "" || derived) && o.WritesRetention < time.Minute {
+		return fmt.Errorf("--writes-key-retention must be at least 1m, got %v", o.WritesRetention)
+	}
+	return nil
+}
+
+// checkTopicNames checks that the writes topic, if any, is a topic of its
+// own: not consumed, not the dead-letter or alert topic, not mapped.
+func checkTopicNames(topics []string, writes, dead, alerts string, mappings map[string]decode.Mapping) error {
+	if writes == "" {
 		return nil
 	}
-	for _, t := range o.Topics {
-		if t == o.WritesTopic {
+	for _, t := range topics {
+		if t == writes {
 			return fmt.Errorf("--writes-topic %q is also in --topics: the writes topic holds batches of its own format, give it a topic of its own (or --writes-topic '' for none)", t)
 		}
 	}
-	for flag, t := range map[string]string{"--dead-letter-topic": o.DeadLetterTopic, "--alert-topic": o.AlertTopic} {
-		if t == o.WritesTopic {
+	for flag, t := range map[string]string{"--dead-letter-topic": dead, "--alert-topic": alerts} {
+		if t == writes {
 			return fmt.Errorf("--writes-topic %q is also %s: give it a topic of its own", t, flag)
 		}
 	}
-	if _, mapped := o.Mappings[o.WritesTopic]; mapped {
-		return fmt.Errorf("a mapping names the writes topic %q: its records are batches, not mapped JSON", o.WritesTopic)
-	}
-	if o.WritesRetention < time.Minute {
-		return fmt.Errorf("--writes-key-retention must be at least 1m, got %v", o.WritesRetention)
+	if _, mapped := mappings[writes]; mapped {
+		return fmt.Errorf("a mapping names the writes topic %q: its records are batches, not mapped JSON", writes)
 	}
 	return nil
 }
@@ -322,22 +345,28 @@ func (o *Options) validateHTTP() error {
 		return errors.New("--http-tls-cert and --http-tls-key go together: give both, or neither")
 	}
 	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
+	var source string
+	var tokens []byte
 	switch {
 	case fromEnv && o.HTTPTokenFile != "":
 		return errors.New("the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
 	case fromEnv:
-		o.HTTPToken = strings.TrimSpace(env)
+		source, tokens = "GRAPHTIDE_HTTP_TOKEN", []byte(env)
 	case o.HTTPTokenFile != "":
 		b, err := os.ReadFile(o.HTTPTokenFile)
 		if err != nil {
 			return fmt.Errorf("--http-token-file: %w", err)
 		}
-		o.HTTPToken = strings.TrimSpace(string(b))
+		source, tokens = "--http-token-file "+o.HTTPTokenFile, b
 	}
-	if (fromEnv || o.HTTPTokenFile != "") && len(o.HTTPToken) < minTokenLen {
-		return fmt.Errorf("the HTTP token must be at least %d characters (e.g. openssl rand -hex 32), got %d", minTokenLen, len(o.HTTPToken))
+	o.HTTPTokens = nil
+	if source != "" {
+		var err error
+		if o.HTTPTokens, err = api.ParseTokens(source, tokens); err != nil {
+			return err
+		}
 	}
-	if o.HTTPToken == "" && !api.IsLoopbackAddr(o.HTTPAddr) {
+	if len(o.HTTPTokens) == 0 && !api.IsLoopbackAddr(o.HTTPAddr) {
 		return fmt.Errorf("--http-addr %s is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)", o.HTTPAddr)
 	}
 	return nil
@@ -357,11 +386,11 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 	}
 	return Config{
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
-		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
+		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Graph: o.Graph, Derive: o.Derive, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
-		HTTP: HTTPConfig{Addr: o.HTTPAddr, Token: o.HTTPToken, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
+		HTTP: HTTPConfig{Addr: o.HTTPAddr, Tokens: o.HTTPTokens, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,
 	}
@@ -400,7 +429,7 @@ func (o *Options) validatePartitioning() error {
 		return fmt.Errorf("partitioned mode (--owners) keeps no in-edges: an owner would hold only those from its own vertices (dir=in is refused there); leave --in-edges out")
 	}
 	if o.WritesTopic != "" {
-		return fmt.Errorf("partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; give --writes-topic '' (producers write to the topics, keyed by source vertex)")
+		return fmt.Errorf("partitioned mode (--owners) takes no writes topic: a batch of POST /v1/batches may name vertices of several owners; leave --writes-topic out (producers write to the topics, keyed by source vertex)")
 	}
 	if o.AdoptPartitions != "" {
 		if o.Adopt, err = ownership.ParseSet(o.AdoptPartitions); err != nil {

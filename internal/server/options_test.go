@@ -3,12 +3,14 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 )
 
@@ -17,8 +19,8 @@ import (
 func TestServeHTTPToken(t *testing.T) {
 	o := Options{HTTPAddr: "0.0.0.0:9464", HTTPTimeout: time.Second, HTTPPathBudget: 1}
 	t.Setenv("GRAPHTIDE_HTTP_TOKEN", " env-token-0123456789 \n")
-	if err := o.validateHTTP(); err != nil || o.HTTPToken != "env-token-0123456789" {
-		t.Fatalf("token from the environment: %q, %v", o.HTTPToken, err)
+	if err := o.validateHTTP(); err != nil || !slices.Equal(o.HTTPTokens, []api.Token{{Secret: "env-token-0123456789", Scopes: api.AllScopes}}) {
+		t.Fatalf("token from the environment: %+v, %v", o.HTTPTokens, err)
 	}
 	o.HTTPTokenFile = filepath.Join(t.TempDir(), "token")
 	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token comes from --http-token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both" {
@@ -26,8 +28,25 @@ func TestServeHTTPToken(t *testing.T) {
 	}
 	o.HTTPTokenFile = ""
 	t.Setenv("GRAPHTIDE_HTTP_TOKEN", "short")
-	if err := o.validateHTTP(); err == nil || err.Error() != "the HTTP token must be at least 16 characters (e.g. openssl rand -hex 32), got 5" {
+	if err := o.validateHTTP(); err == nil || err.Error() != "GRAPHTIDE_HTTP_TOKEN: line 1: a token must be at least 16 characters (e.g. openssl rand -hex 32), got 5" {
 		t.Errorf("short token: %v", err)
+	}
+	// A file of tokens with their scopes; a malformed one, naming the line.
+	os.Unsetenv("GRAPHTIDE_HTTP_TOKEN")
+	o.HTTPTokenFile = filepath.Join(t.TempDir(), "tokens")
+	const reader, admin = "reader-0123456789abcdef", "admin-0123456789abcdef"
+	if err := os.WriteFile(o.HTTPTokenFile, []byte("# dashboards\n"+reader+" read\n# operators\n"+admin+" read,write,admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.Token{{Secret: reader, Scopes: api.ScopeRead}, {Secret: admin, Scopes: api.AllScopes}}
+	if err := o.validateHTTP(); err != nil || !slices.Equal(o.HTTPTokens, want) {
+		t.Errorf("tokens file: %+v, %v; want %+v", o.HTTPTokens, err, want)
+	}
+	if err := os.WriteFile(o.HTTPTokenFile, []byte(reader+" read\n"+admin+" everything\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validateHTTP(); err == nil || err.Error() != "--http-token-file "+o.HTTPTokenFile+`: line 2: unknown scope "everything"; the scopes are read, write and admin` {
+		t.Errorf("malformed tokens file: %v", err)
 	}
 }
 

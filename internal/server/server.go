@@ -67,9 +67,16 @@ type Config struct {
 
 	// Kafka: with no Kafka.Brokers an embedded broker is started on
 	// EmbeddedPort (0: any free port), keeping its data in the directory.
-	Kafka             kafkaconn.Options
-	EmbeddedPort      int
-	Topics            []string
+	Kafka        kafkaconn.Options
+	EmbeddedPort int
+	Topics       []string
+	// Graph names the graph the store holds (package graphid), which its
+	// replicas share: "" takes the one the store recorded, else derives
+	// one from Topics. Derive says which of Group, WritesTopic,
+	// AlertTopic and DeadLetterTopic default from it (the flags not
+	// given); see graph.go.
+	Graph             string
+	Derive            DeriveNames
 	Group             string
 	GroupInstanceID   string // static group membership ("": dynamic)
 	Format            decode.Format
@@ -104,9 +111,12 @@ type Config struct {
 	// hand-over; see ingest.Config.Adopt).
 	Owners *ownership.Map
 	Adopt  []int32
-	// AlertLeader, when not empty, is the GroupInstanceID of the replica
-	// that produces alerts to AlertTopic: on any other, AlertTopic is
-	// ignored (alerts are raised, kept for GET /v1/alerts, not produced).
+	// AlertSessionTimeout: how long a replica producing the alerts that
+	// died silently holds production before another takes over (the
+	// election group's session timeout; 0: 10s). See package alerts.
+	AlertSessionTimeout time.Duration
+	// AlertLeader is ignored (it named the one replica that produced the
+	// alerts, before production failed over by itself): a WARN says so.
 	AlertLeader string
 
 	HTTP HTTPConfig
@@ -124,8 +134,8 @@ type Config struct {
 // HTTPConfig is the HTTP API's part of Config.
 type HTTPConfig struct {
 	Addr             string
-	Token            string // "" = none (then Addr must be loopback; cmd checks)
-	TLSCert, TLSKey  string // PEM files; both or neither
+	Tokens           []api.Token // none: no bearer token needed (then Addr must be loopback; cmd checks)
+	TLSCert, TLSKey  string      // PEM files; both or neither
 	RequestTimeout   time.Duration
 	PathBudget       int64
 	DisableListening bool // tests that need no HTTP
@@ -194,12 +204,16 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: cfg.WritesTopic != ""})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg)})
 	if err != nil {
 		return nil, err
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
+	if err := s.resolveGraph(); err != nil {
+		return nil, err
+	}
+	cfg = s.cfg
 	if keep {
 		s.startHistory(bctx, cfg)
 	}
@@ -212,6 +226,8 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := s.startEmbeddedBroker(bctx); err != nil {
 			return nil, err
 		}
+	} else if err := checkKafkaAccess(ctx, s.brokers, clientOpts); err != nil {
+		return nil, err
 	}
 	if s.vm, err = views.NewManager(d.Store, views.Config{LogCapacity: p.EdgeLogOps}); err != nil {
 		return nil, err
@@ -232,30 +248,37 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.metrics.Kafka.Topics(s.topics(), []string{cfg.DeadLetterTopic})
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
-	if cfg.GroupInstanceID != "" && cfg.Owners == nil {
-		// Partitioned mode joins no group: there the id only names the
-		// instance for AlertLeader.
+	if cfg.GroupInstanceID != "" && cfg.Owners == nil { // partitioned mode joins no group
 		clientOpts = append(clientOpts, kgo.InstanceID(cfg.GroupInstanceID))
 	}
 
 	topics := s.topics() // the ingester's, whose indexes the record references use
-	rcfg := analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
+	// Roots resolve without assigning ids: an analytic of the API whose
+	// root no edge has named is refused (404), and one it stored is not
+	// registered again (a WARN says why). Only the configuration's roots,
+	// the operator's, are assigned (api.AssignRoots, below).
+	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
 		}, Names: d.Keys.Name, VertexLocal: cfg.Owners != nil}
-	alertTopic := cfg.AlertTopic
-	if cfg.AlertLeader != "" && cfg.AlertLeader != cfg.GroupInstanceID && alertTopic != "" {
-		s.log.Info("alerts go to Kafka from another replica (--alert-leader); this one keeps its own for GET /v1/alerts", "alert_leader", cfg.AlertLeader, "alert_topic", alertTopic)
-		alertTopic = ""
+	if cfg.AlertLeader != "" {
+		s.log.Warn("--alert-leader is ignored: alert production fails over by itself (every replica takes part; Kafka's group of alert producers decides which one produces, see --alert-failover-timeout)",
+			"alert_leader", cfg.AlertLeader)
 	}
-	if alertTopic != "" {
-		sink, err := alerts.NewKafkaSink(ctx, s.brokers, alertTopic, s.log, sinkOpts...)
+	if cfg.AlertTopic != "" {
+		acfg := alerts.Config{Brokers: s.brokers, Topic: cfg.AlertTopic, Graph: cfg.Graph, Opts: sinkOpts, Logger: s.log,
+			SessionTimeout: cfg.AlertSessionTimeout}
+		if cfg.Owners != nil {
+			acfg.Shard = ownership.FormatSet(cfg.Owners.Own())
+		}
+		sink, err := alerts.NewKafkaSink(ctx, acfg)
 		if err != nil {
 			return nil, err
 		}
 		sink.SetVertexIDs(d.Keys.SourceID)
 		s.sink = sink
+		registerSinkMetrics(regr, sink)
 		s.closers = append(s.closers, func() {
 			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -269,8 +292,23 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
 		return nil, err
 	}
+	if err := api.AssignRoots(d.Keys, cfg.Analytics); err != nil {
+		return nil, err
+	}
 	specs := s.stored.startList(cfg.Analytics, s.log)
+	floor, err := d.Store.SourcePosition()
+	if err != nil {
+		return nil, err
+	}
 	restored, replay := s.restoreAnalytics(ctx, sinkOpts, specs)
+	if len(restored) > 0 && len(s.checkpointFloor) > 0 {
+		floor = s.checkpointFloor // the restored analytics raise again what follows it
+	}
+	if s.sink != nil {
+		if err := s.sink.Start(floor); err != nil {
+			return nil, err
+		}
+	}
 	for i, sp := range specs {
 		if err := sp.Validate(); err == nil && restored[sp.Name] {
 			continue
@@ -309,7 +347,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		own, count = m.Own(), m.Count
 	}
 	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
-		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
+		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Graph: cfg.Graph, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
 		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
@@ -435,7 +473,7 @@ func (s *Server) listen() error {
 		wr = s.writer
 	}
 	acfg := api.Config{
-		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Token: h.Token,
+		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.in.Ready,
 		Behind:  s.in.Behind,
@@ -480,7 +518,7 @@ func (s *Server) listen() error {
 	if useTLS {
 		tlsNote = " (TLS)"
 	}
-	s.log.Info("serving", "http", s.addr, "tls", useTLS, "token", h.Token != "", "brokers", strings.Join(s.brokers, ","),
+	s.log.Info("serving", "http", s.addr, "tls", useTLS, "tokens", len(h.Tokens), "brokers", strings.Join(s.brokers, ","),
 		"topics", strings.Join(s.cfg.Topics, ","), "dir", s.cfg.Dir)
 	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n", s.addr, tlsNote)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/graphid"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/writes"
 )
@@ -19,6 +20,7 @@ import (
 type writer struct {
 	cl      *kgo.Client // Owned by writer; closed by close.
 	topic   string
+	graph   string // the graph the batches are for (graphid.HeaderGraph; "": none)
 	waiters *writes.Waiters
 }
 
@@ -35,7 +37,7 @@ func (s *Server) newWriter(ctx context.Context, opts []kgo.Opt) (*writer, error)
 	if err := kafkaconn.EnsureTopic(ctx, cl, topic, 1); err != nil {
 		s.log.Warn("could not create the writes topic (POST /v1/batches waits for it)", "topic", topic, "err", err)
 	}
-	return &writer{cl: cl, topic: topic, waiters: writes.NewWaiters()}, nil
+	return &writer{cl: cl, topic: topic, graph: s.cfg.Graph, waiters: writes.NewWaiters()}, nil
 }
 
 // Submit implements api.Writer.
@@ -47,6 +49,9 @@ func (w *writer) Submit(ctx context.Context, r *writes.Request) (writes.Result, 
 	id, ch := w.waiters.Add()
 	defer w.waiters.Done(id)
 	rec := &kgo.Record{Topic: w.topic, Value: value, Headers: []kgo.RecordHeader{{Key: writes.HeaderRequest, Value: []byte(id)}}}
+	if w.graph != "" {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: graphid.HeaderGraph, Value: []byte(w.graph)})
+	}
 	if r.IdempotencyKey != "" {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: writes.HeaderKey, Value: []byte(r.IdempotencyKey)})
 	}

@@ -31,8 +31,11 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 	createTopic(t, topic, 2)
 	s, dict, vm := openStoreViews(t, 256<<10)
 	ctx := context.Background()
-	sink, err := alerts.NewKafkaSink(ctx, addrs, alertTopic, nil)
+	sink, err := alerts.NewKafkaSink(ctx, alerts.Config{Brokers: addrs, Topic: alertTopic, Graph: "transfers"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(nil); err != nil {
 		t.Fatal(err)
 	}
 	// Named as serve names them: keys and source ids from the dictionary,
@@ -129,7 +132,7 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 		for _, h := range rec.Headers {
 			hdr[h.Key] = string(h.Value)
 		}
-		if hdr[alerts.HeaderAnalytic] != "fraud" || hdr[alerts.HeaderKind] != a.Kind {
+		if hdr[alerts.HeaderAnalytic] != "fraud" || hdr[alerts.HeaderKind] != a.Kind || hdr[alerts.HeaderGraph] != "transfers" {
 			t.Fatalf("alert headers %v for %+v", hdr, a)
 		}
 		if a.Kind != "cycle" {

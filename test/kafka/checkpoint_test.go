@@ -283,7 +283,14 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			t.Fatalf("the last run's %s monitor: %+v (seq %d)", name, mres, lastSeq)
 		}
 	}
-	if err := ch.term(t); err != nil { // delivers what is buffered
+	// The last run produces the alerts once the alert producers' group has
+	// dropped the killed runs' sessions (--alert-failover-timeout).
+	if !waitFor(60*time.Second, func() bool {
+		return scrapeSum(base, "graphtide_alerts_producing") == 1 && scrapeSum(base, "graphtide_alerts_pending") == 0
+	}) {
+		t.Fatalf("the last run does not produce its alerts: producing %v, pending %v", scrapeSum(base, "graphtide_alerts_producing"), scrapeSum(base, "graphtide_alerts_pending"))
+	}
+	if err := ch.term(t); err != nil {
 		t.Fatalf("the last child: %v", err)
 	}
 

@@ -58,11 +58,20 @@ type childConfig struct {
 	Analytics       []analytics.Spec
 	CheckpointEvery time.Duration
 	AlertTopic      string
-	AlertLeader     string
+	// Graph: serve's graph ("": derived from the topics); AlertFailover:
+	// the alert producers' session timeout (0: serve's default).
+	Graph         string
+	AlertFailover time.Duration
+	// DefaultNames: the group and the writes, alert and dead-letter
+	// topics are left to default from the graph (serve without those
+	// flags); Group, DeadLetter, AlertTopic and WritesTopic are ignored.
+	DefaultNames bool
 	// WritesTopic: serve's writes topic ("" none); HTTPAddr: its API's
 	// address (default 127.0.0.1:0: any port).
 	WritesTopic string
 	HTTPAddr    string
+	// HistorySeqs: serve --history-seqs (0: no history).
+	HistorySeqs uint64
 	// Owners, OwnPartitions, Adopt: partitioned mode (serve --owners,
 	// --own-partitions, --adopt-partitions); empty: replica mode.
 	Owners, OwnPartitions string
@@ -171,11 +180,15 @@ func runServeChild(c childConfig) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv, err := server.Open(ctx, server.Config{Owners: owners, Adopt: c.Adopt,
+	var derive server.DeriveNames
+	if c.DefaultNames {
+		derive = server.DeriveNames{Group: true, Writes: true, Alerts: true, DeadLetters: true}
+	}
+	srv, err := server.Open(ctx, server.Config{Owners: owners, Adopt: c.Adopt, Derive: derive,
 		Dir: c.Dir, Plan: plan, Kafka: kafkaconn.Options{Brokers: c.Brokers}, Topics: c.Topics, Group: c.Group, GroupInstanceID: c.Instance,
 		Format: decode.FormatBinary, TopicFormats: c.Formats, DeadLetterTopic: c.DeadLetter, FlushInterval: c.FlushEvery,
-		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic, AlertLeader: c.AlertLeader,
-		WritesTopic: c.WritesTopic, WritesRetention: time.Hour,
+		CheckpointInterval: c.CheckpointEvery, Reset: "earliest", Analytics: c.Analytics, AlertTopic: c.AlertTopic, Graph: c.Graph, AlertSessionTimeout: c.AlertFailover,
+		WritesTopic: c.WritesTopic, WritesRetention: time.Hour, HistorySeqs: c.HistorySeqs,
 		HTTP: server.HTTPConfig{Addr: cmp.Or(c.HTTPAddr, "127.0.0.1:0"), RequestTimeout: 10 * time.Second, PathBudget: 1 << 20}, Logger: log,
 	})
 	if err != nil {

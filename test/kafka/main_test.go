@@ -118,6 +118,9 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "kafka test: broker %s ready in %v (dir %s)\n", broker.addrs[0], time.Since(t0).Round(time.Millisecond), dir)
 	}
 	code = m.Run()
+	for i := len(afterAll) - 1; i >= 0; i-- {
+		afterAll[i]()
+	}
 	if built.path != "" {
 		os.RemoveAll(filepath.Dir(built.path))
 	}

@@ -46,13 +46,15 @@ import (
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/staticcsr"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
 // Config of one run.
 type Config struct {
-	Brokers           []string
+	Kafka             kafkaconn.Options // the brokers, TLS and SASL, as serve's flags
+	conn              []kgo.Opt         // Kafka's TLS and SASL options (set by Run)
 	Scale, EdgeFactor int
 	Seed              uint64
 	Partitions        int
@@ -65,7 +67,7 @@ type Config struct {
 	Log         io.Writer
 }
 
-// DefaultConfig is the command's defaults, without Brokers and Dir.
+// DefaultConfig is the command's defaults, without the brokers and Dir.
 func DefaultConfig() Config {
 	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Partitions: 4, SteadyFor: 10 * time.Second}
 }
@@ -78,7 +80,7 @@ const (
 
 // AddFlags binds the command's flags to c, whose values are the defaults.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&c.Brokers, "brokers", c.Brokers, "Kafka bootstrap brokers (required)")
+	c.Kafka.AddFlags(fs, c.Kafka.Brokers, "Kafka bootstrap brokers (required)")
 	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "random seed")
 	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "partitions of the benchmark topics")
 	fs.DurationVar(&c.SteadyFor, "steady-for", c.SteadyFor, "length of the steady-rate visibility phase")
@@ -90,8 +92,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 
 // Validate checks the settings; its messages name the command's flags.
 func (c Config) Validate() error {
-	if len(c.Brokers) == 0 {
+	if len(c.Kafka.Brokers) == 0 {
 		return errors.New("--brokers is required (start one with deploy/kafka/kafka.sh)")
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		return err
 	}
 	if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
 		return err
@@ -167,9 +172,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := r.Validate(); err != nil {
 		return res, err
 	}
+	var err error
+	if cfg.conn, err = cfg.Kafka.ClientOpts(); err != nil {
+		return res, err
+	}
 	edges := r.Generate()
 	res.Edges, res.Partitions = len(edges), cfg.Partitions
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...)}, cfg.conn...)...)
 	if err != nil {
 		return res, err
 	}
@@ -182,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }() // best effort: a benchmark topic left behind is harmless
 
-	st, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Seed: cfg.Seed}, edges)
+	st, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Kafka.Brokers, ClientOpts: cfg.conn, Topic: topic, Format: decode.FormatBinary, Seed: cfg.Seed}, edges)
 	if err != nil {
 		return res, err
 	}
@@ -196,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// ingester's fetch settings and poll size, once as is and once with
 	// the ingester's record pool; the faster one counts.
 	for _, pooled := range []bool{false, true} {
-		rr, err := rawConsume(ctx, cfg.Brokers, topic, len(edges), pooled)
+		rr, err := rawConsume(ctx, cfg, topic, len(edges), pooled)
 		if err != nil {
 			return res, err
 		}
@@ -295,11 +304,12 @@ type rawResult struct {
 // Without the pool the client allocates more and the garbage collector
 // works more, on the other core if one is free; with it, the poll loop
 // touches every record.
-func rawConsume(ctx context.Context, brokers []string, topic string, total int, pooled bool) (rawResult, error) {
+func rawConsume(ctx context.Context, cfg Config, topic string, total int, pooled bool) (rawResult, error) {
 	var rr rawResult
 	var first firstBatch
-	opts := append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&first)}, ingest.FetchOptions()...)
+	opts = append(opts, cfg.conn...)
 	if pooled {
 		opts = append(opts, kgo.WithPools(ingest.NewRecordPool()))
 	}
@@ -445,8 +455,8 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 	var applied atomic.Int64
 	all := make(chan struct{})
 	t0, c0 := time.Now(), bench.ProcessCPU()
-	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Brokers, Topics: []string{topic}, Group: topic + "-ingest",
-		DeadLetterTopic: topic + "-dlq", FlushInterval: time.Second, ClientOpts: []kgo.Opt{kgo.WithHooks(&first)},
+	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Kafka.Brokers, Topics: []string{topic}, Group: topic + "-ingest",
+		DeadLetterTopic: topic + "-dlq", FlushInterval: time.Second, ClientOpts: append([]kgo.Opt{kgo.WithHooks(&first)}, cfg.conn...),
 		OnVisible: func(produced []time.Time, _ time.Time) {
 			if applied.Add(int64(len(produced))) == int64(total) {
 				close(all)
@@ -496,7 +506,7 @@ func ingestAll(ctx context.Context, cfg Config, topic string, total int, dir str
 // The store must end with exactly the produced edges.
 func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir string, stamp int64, acks *ackLatency) ([]time.Duration, error) {
 	topic := fmt.Sprintf("graphtide-bench-steady-%d", stamp)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...)}, cfg.conn...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -524,8 +534,8 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 	if dumpPath != "" {
 		dump = make([]int64, 0, n)
 	}
-	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Brokers, Topics: []string{topic}, Group: topic + "-g",
-		DeadLetterTopic: topic + "-dlq", ResetPolicy: "earliest",
+	in, err := ingest.New(s, nil, ingest.Config{Brokers: cfg.Kafka.Brokers, Topics: []string{topic}, Group: topic + "-g",
+		DeadLetterTopic: topic + "-dlq", ResetPolicy: "earliest", ClientOpts: cfg.conn,
 		OnVisible: func(produced []time.Time, visible time.Time) {
 			mu.Lock()
 			for _, p := range produced {
@@ -552,8 +562,8 @@ func visibility(ctx context.Context, cfg Config, rate int, edges []gen.Edge, dir
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if _, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Brokers, Topic: topic, Format: decode.FormatBinary, Rate: rate, Seed: 9,
-		ClientOpts: []kgo.Opt{kgo.WithHooks(acks)}}, edges[:n]); err != nil {
+	if _, err := genkafka.Produce(ctx, genkafka.Config{Brokers: cfg.Kafka.Brokers, Topic: topic, Format: decode.FormatBinary, Rate: rate, Seed: 9,
+		ClientOpts: append([]kgo.Opt{kgo.WithHooks(acks)}, cfg.conn...)}, edges[:n]); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -174,7 +175,30 @@ const (
 	MinPullTimeout   = 10 * time.Millisecond
 	MaxPullTimeout   = time.Minute
 	MaxPullMemoryMiB = 4096
+
+	// The strings of a spec (a spec comes over the HTTP API too): name, a
+	// type word (type, direction), root (a key with its "key:" prefix),
+	// and the types list. Validate refuses a longer one, naming it and
+	// its limit, before it reads or echoes it.
+	MaxNameLen  = 128
+	MaxWordLen  = 32
+	MaxRootLen  = keydict.MaxKeyLen + len("key:")
+	MaxTypesLen = 4096
 )
+
+// StringLimits is the most bytes of each string setting of a Spec, by its
+// name in a spec (the JSON and YAML field).
+var StringLimits = map[string]int{"name": MaxNameLen, "type": MaxWordLen, "root": MaxRootLen, "types": MaxTypesLen, "direction": MaxWordLen}
+
+// checkLengths refuses a string setting longer than its StringLimits.
+func (s *Spec) checkLengths() error {
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"type", s.Type}, {"root", s.Root}, {"types", s.Types}, {"direction", s.Direction}} {
+		if most := StringLimits[f.name]; len(f.v) > most {
+			return fmt.Errorf("analytic spec: %s is %d bytes; at most %d", f.name, len(f.v), most)
+		}
+	}
+	return nil
+}
 
 // kind is one built-in analytic type: everything the package switches on
 // by type is here, in one row.
@@ -260,6 +284,9 @@ func NeedsRoot(t string) bool {
 // Validate fills defaults and checks the spec. resolve turns a root given
 // as a string key into an id (nil: only numeric roots are accepted).
 func (s *Spec) Validate() error {
+	if err := s.checkLengths(); err != nil {
+		return err
+	}
 	k, known := kindOf(s.Type)
 	if !known {
 		return fmt.Errorf("analytic %q: type must be one of: %s; got %q", s.Name, strings.Join(Types, ", "), s.Type)

@@ -62,12 +62,13 @@ type CheckpointMeta struct {
 // Kafka sink): alerts exactly once across restarts.
 type checkpointSink interface {
 	AlertSink
-	// Checkpoint waits until every alert published so far is delivered
-	// (failing if one was lost since the last) and returns where the
-	// sink's output stands.
-	Checkpoint(ctx context.Context) ([]byte, error)
-	// Resume makes the sink skip the alerts delivered since pos (what a
-	// Checkpoint returned), which the replay after a restart raises again.
+	// Checkpoint returns the sink's state once every analytic has seen
+	// the records below position (the checkpoint's source position),
+	// failing if an alert published so far was lost: what a restart
+	// needs to deliver each alert once.
+	Checkpoint(ctx context.Context, position []byte) ([]byte, error)
+	// Resume gives the sink back its state (what a Checkpoint returned),
+	// before the replay after a restart raises the alerts since again.
 	Resume(ctx context.Context, pos []byte) error
 }
 
@@ -205,12 +206,12 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		}
 	}
 	meta.CatchUp = time.Since(t0)
-	// Every alert raised up to here must be delivered before the
-	// checkpoint is taken past it.
+	// Every alert raised up to here must be delivered, or kept by its
+	// sink, before the checkpoint is taken past it.
 	for _, sk := range r.cfg.Sinks {
 		var pos []byte
 		if cs, ok := sk.(checkpointSink); ok {
-			if pos, err = cs.Checkpoint(ctx); err != nil {
+			if pos, err = cs.Checkpoint(ctx, position); err != nil {
 				return CheckpointMeta{}, err
 			}
 		}

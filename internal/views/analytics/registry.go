@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -611,8 +612,8 @@ func (r *Registry) raise(name string, al []Alert) {
 				al[i].Source = &src
 			}
 		}
-		al[i].ID = alertID(&al[i])
 		r.name(&al[i])
+		al[i].ID = alertID(&al[i])
 	}
 	r.amu.Lock()
 	// The time is read under amu, so that the ring (and every sink's
@@ -669,8 +670,12 @@ func (r *Registry) name(a *Alert) {
 
 // alertID derives an alert's ID from what raised it: the analytic, the
 // kind, the Kafka record of the operation (else the seq) and the vertex
-// or, for a cycle, the cycle whatever vertex its list starts at. 32 hex
-// digits (128 bits of SHA-256).
+// or, for a cycle, the cycle whatever vertex its list starts at, each
+// vertex by the name its source gave it (its key, else its id as the
+// source gave it: a.VertexKey and a.VertexID, set by name first), never
+// by the store's id for it, which differs between replicas (each numbers
+// keys in the order it met them). So every replica gives one trigger
+// one ID. 32 hex digits (128 bits of SHA-256).
 func alertID(a *Alert) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", a.Analytic, a.Kind)
@@ -680,11 +685,44 @@ func alertID(a *Alert) string {
 		fmt.Fprintf(h, "seq\x00%d\x00", a.Seq)
 	}
 	if a.Kind == "cycle" {
-		h.Write([]byte(canonicalKey(a.Cycle)))
+		names := make([]string, len(a.CycleIDs))
+		for i := range names {
+			names[i] = vertexName(a.CycleIDs[i], a.CycleKeys, i)
+		}
+		h.Write([]byte(canonicalNames(names)))
 	} else {
-		fmt.Fprintf(h, "%d", a.Vertex)
+		h.Write([]byte(vertexName(a.VertexID, []string{a.VertexKey}, 0)))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// vertexName is a vertex as its source named it: "k:" and its key when
+// keys[i] is one, else "n:" and id (the source's id in decimal).
+func vertexName(id string, keys []string, i int) string {
+	if i < len(keys) && keys[i] != "" {
+		return "k:" + keys[i]
+	}
+	return "n:" + id
+}
+
+// canonicalNames is a cycle of vertex names as one string, from its
+// least name (in byte order) on, whatever name its list starts at; each
+// name after its length (a uvarint), so that no two cycles give one
+// string.
+func canonicalNames(c []string) string {
+	m := 0
+	for i, v := range c {
+		if v < c[m] {
+			m = i
+		}
+	}
+	var b []byte
+	for i := range c {
+		n := c[(m+i)%len(c)]
+		b = binary.AppendUvarint(b, uint64(len(n)))
+		b = append(b, n...)
+	}
+	return string(b)
 }
 
 // Alerts returns up to limit of the newest alerts (of the named analytic
