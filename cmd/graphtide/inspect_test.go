@@ -226,10 +226,19 @@ func TestInspectOtherSourcePositionAndNoKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 numbers from 2^32 up mapped to dense ids, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n"} {
+	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 numbers from 2^32 up mapped to dense ids, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n",
+		"files recorded with the store: no file beside the store that it depends on\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
+	}
+	// Typed edges: the store records the type dictionary with them.
+	writeFile(t, file, `{"src":1,"dst":2,"type":"pay"}`+"\n")
+	if _, _, err := execute(t, "load", "--dir", dir, file); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err = execute(t, "inspect", "--dir", dir); err != nil || !strings.Contains(out, "files recorded with the store: types.json 2 (type names, type 0 included)\n") {
+		t.Fatalf("after a typed load: %v\n%s", err, out)
 	}
 	setSourcePosition(t, dir, []byte("file:offset=17"))
 	if err := os.Remove(datadir.KeysPath(dir)); err != nil {
@@ -276,7 +285,7 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("\nverify: ok, no problem found (1 segment files, %d bytes read; manifest and key dictionary checked)\n", info.Size()); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("\nverify: ok, no problem found (1 segment files, %d bytes read; the manifest, the key dictionary and every file beside the store checked)\n", info.Size()); !strings.Contains(out, want) {
 		t.Fatalf("verify of a sound store printed:\n%s\nwant %q", out, want)
 	}
 

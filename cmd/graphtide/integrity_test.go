@@ -80,8 +80,10 @@ func readContents(d *datadir.Dir) (contents, error) {
 	if c.out, err = scan(engine.Out); err != nil {
 		return c, err
 	}
-	if c.in, err = scan(engine.In); err != nil {
-		return c, err
+	if d.Store.InEdges() {
+		if c.in, err = scan(engine.In); err != nil {
+			return c, err
+		}
 	}
 	if err := sn.ScanVertices(0, engine.MaxVertex+1, func(v uint64, rec engine.Vertex) error {
 		c.records[v] = [2]string{rec.Label, string(rec.Props)}

@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
-	"github.com/graphtide/graphtide/internal/checkpoint"
-	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/keydict"
-	"github.com/graphtide/graphtide/internal/typedict"
-	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Problem is one finding of Check: the file it is about, a byte offset in
@@ -45,9 +42,12 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check checks the data directory at path without writing a byte: the store
-// (engine.Check), the key dictionary (keydict.Check), the type dictionary
-// (typedict.OpenReadOnly, which only reads), and that the store
-// uses no more key ids than the dictionary holds. It fails only when it
+// (engine.Check), the key dictionary (keydict.Check), that the store
+// uses no more key ids than the dictionary holds, and every other file
+// (Entries: the type dictionary, the time index, the writes outcome log,
+// the registered analytics, the analytics' checkpoint) against what the
+// store's durable state claims of it (Claims), a missing claimed file
+// included. It fails only when it
 // cannot check at all: no data directory, or a writer has it open
 // (engine.ErrLocked).
 func Check(path string) (*Report, error) {
@@ -87,36 +87,16 @@ func Check(path string) (*Report, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("datadir: %w", err)
 	}
-	// The type dictionary: a damaged one stops serve from opening (its
-	// names are how records and queries reach typed edges).
-	if _, err := typedict.OpenReadOnly(TypesPath(path)); err != nil {
-		p := Problem{File: TypesPath(path), What: err.Error()}
-		var ce *typedict.CorruptError
-		if errors.As(err, &ce) {
-			p.Offset, p.What = ce.Offset, ce.What
-		}
-		r.Problems = append(r.Problems, p)
+	// The files beside the store, each against what the store's durable
+	// state claims of it.
+	claims, err := checkClaims(path, r)
+	if err != nil {
+		r.Problems = append(r.Problems, Problem{File: filepath.Join(StorePath(path), "MANIFEST"), What: err.Error()})
 	}
-	// The writes topic's outcome log: a damaged one stops serve from
-	// opening (it decides how writes replay).
-	if _, err := writes.OpenLog(WritesLogPath(path), true); err != nil {
-		p := Problem{File: WritesLogPath(path), What: err.Error()}
-		var ce *durable.CorruptError
-		if errors.As(err, &ce) {
-			p.Offset, p.What = ce.Offset, ce.What
-		}
-		r.Problems = append(r.Problems, p)
-	}
-	// The analytics' checkpoint holds no data (everything in it is
-	// derived again from the store): damage is a note, since serve then
-	// ignores it and recomputes.
-	if _, err := checkpoint.Verify(CheckpointPath(path)); err != nil && !errors.Is(err, checkpoint.ErrNotExist) {
-		var ce *checkpoint.CorruptError
-		if errors.As(err, &ce) {
-			r.Notes = append(r.Notes, Problem{File: ce.File, Offset: ce.Offset,
-				What: ce.What + "; serve ignores this checkpoint and computes the analytics from the store"})
-		} else {
-			r.Notes = append(r.Notes, Problem{File: CheckpointPath(path), What: err.Error()})
+	r.Problems = append(r.Problems, missingClaimed(path, claims)...)
+	for i := range Entries {
+		if e := &Entries[i]; e.verify != nil {
+			e.verify(path, claims.ptr(e.Name), r)
 		}
 	}
 	if r.Store != nil && r.Store.ManifestOK {
@@ -138,4 +118,22 @@ func Check(path string) (*Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkClaims reads what the store in path recorded of the files (nil
+// when the store could not be checked: its problems are reported).
+func checkClaims(path string, r *Report) (Claims, error) {
+	if r.Store == nil || !r.Store.ManifestOK {
+		return nil, nil
+	}
+	s, err := engine.Open(StorePath(path), &engine.Options{ReadOnly: true})
+	if err != nil {
+		return nil, nil // the store's check reports why
+	}
+	defer s.Close()
+	raw, err := s.Annex()
+	if err != nil {
+		return nil, err
+	}
+	return decodeClaims(raw)
 }

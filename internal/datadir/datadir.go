@@ -2,7 +2,9 @@
 // way to open, check and repair one. serve, load, query, inspect, compact
 // and repair all go through it.
 //
-// Layout:
+// Layout (Entries lists every kind of entry, with what protects it and
+// what each kind of damage does; nothing else belongs in a data
+// directory):
 //
 //	<dir>/store            the engine's store (segment files, MANIFEST, LOCK)
 //	<dir>/keys.dict        the string-key dictionary (internal/keydict)
@@ -12,8 +14,55 @@
 //	                       (internal/history)
 //	<dir>/writes.log       the outcomes of the writes topic's keyed and
 //	                       conditional batches (internal/writes)
+//	<dir>/registered-analytics.json
+//	                       the analytics registered over the HTTP API
+//	                       (Registered; what they mean is internal/server's)
+//	<dir>/analytics.ckpt   the analytics' checkpoint (internal/checkpoint):
+//	                       derived state, computed again when damaged
 //	<dir>/embedded-broker  the embedded Kafka broker's data (serve without --brokers)
 //	<dir>/repair-<time>    what graphtide repair changed, as it was before
+//
+// Every file is held to the core's rule: checksummed, read by Check
+// (inspect --verify), and refused with file and byte offset when damaged,
+// or provably harmless. What makes a missing or short file provable is
+// the store's own record of the files beside it (Claims): with every
+// flush, the MANIFEST records, as the store's annex (engine.SetAnnex), how
+// much of each file the durable data depends on (the type names, the
+// writes records, the newest time sample, the registered analytics'
+// generation), as they were when the flush's last batch applied. The
+// MANIFEST is the root of trust: its own loss or damage the store refuses,
+// so a claim cannot vanish unnoticed; and the claim is taken at the moment
+// the data that depends on the file is applied, so it never claims what a
+// crash could still tear. A store written before claims opens unchanged,
+// with nothing proven, and records them with its next flush. The claims
+// ride in the MANIFEST's one opaque slot beside ingest's source position
+// (the engine wraps both in an envelope), so the C++ core is unchanged
+// and ingest never sees them; a file of claims of its own would need a
+// proof of its own existence, and the key dictionary or the analytics'
+// checkpoint can be missing legitimately (no string keys; derived state).
+//
+// What damage does, file by file (a flipped bit, a cut, a deletion; the
+// same in Entries, and tested by cmd/graphtide's TestEveryFileKind):
+//
+//   - store/MANIFEST: a flip is refused; a cut is refused unless it
+//     provably tears the last record (the store then opens at the flush
+//     before it, and Kafka replays the rest); a deletion is refused.
+//   - store/*.seg: a flip, a cut, a deletion of a live file are refused.
+//   - keys.dict: a flip is refused; a cut or a deletion is refused when
+//     it takes ids the store uses (else it drops only keys no edge uses).
+//   - types.json: a flip, a cut, a deletion (once claimed) are refused.
+//   - history.idx, writes.log: a flip or a cut is refused anywhere the
+//     claims (and, for the time index, the seal a clean stop writes)
+//     prove whole; past that it is a torn tail, cut (a sample or a write's
+//     outcome that no durable data depends on); a deletion is refused.
+//   - registered-analytics.json: a flip, a cut, a deletion (once claimed)
+//     are refused.
+//   - analytics.ckpt: any damage is noted, and serve computes the
+//     analytics from the store instead.
+//   - store/LOCK, leftovers of interrupted writes (*.tmp), repair-<time>:
+//     never read as data, any damage is harmless; embedded-broker: the
+//     broker's own (kfake checksums it), and a broker that lost it has a
+//     new cluster ID, which serve refuses.
 //
 // What it promises:
 //
@@ -21,12 +70,23 @@
 //     pair that disagrees: a store whose key-id bound exceeds the ids the
 //     dictionary holds (the dictionary lost keys the graph uses, and its
 //     next new key would take a used id and inherit that vertex's edges).
+//   - Open and OpenReadOnly refuse, before they create or change anything,
+//     a data directory missing a file its claims prove existed; each file
+//     they read is refused when damaged, or when it holds less than its
+//     claim (a type dictionary with fewer names, whose next new name would
+//     take over a lost name's edges; a time index or an outcome log that
+//     lost claimed records). A torn tail (what a crash leaves of the last
+//     append) is cut only past what the claims, and a time index's seal,
+//     prove whole. (A read-only open checks writes.log and
+//     registered-analytics.json only for being there: it does not read
+//     them. Check reads everything.)
 //   - OpenReadOnly writes nothing, creates nothing and deletes nothing: the
 //     store is opened read-only (engine.Options.ReadOnly) and the dictionary
 //     read-only (keydict.OpenReadOnly); both share their locks with other
 //     readers and exclude a writer.
-//   - Check reports every problem of the store, of the dictionary and
-//     between them, with file and byte offset, without writing a byte.
+//   - Check reports every problem of the store, of the dictionary, between
+//     them and of every other file against its claim, with file and byte
+//     offset, without writing a byte.
 //   - Repair changes nothing until told to, and first moves or copies
 //     everything it changes into a backup directory beside the store.
 package datadir
@@ -34,9 +94,11 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
+	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -139,6 +201,9 @@ type Options struct {
 	// Writes opens the writes topic's outcome log (Dir.Writes), creating
 	// it when missing: serve with a writes topic.
 	Writes bool
+	// Registered opens the file of the analytics registered over the
+	// HTTP API (Dir.Registered): serve.
+	Registered bool
 }
 
 // Dir is an open data directory.
@@ -159,6 +224,14 @@ type Dir struct {
 	// missing). Read-only in a read-only Dir. Written under the store's
 	// LOCK, which keeps other writers out.
 	Types *typedict.Dict
+	// Registered is registered-analytics.json: open with
+	// Options.Registered, else nil.
+	Registered *Registered
+
+	// claims is what the store's durable state recorded of the files at
+	// Open (nil: nothing, a store written before claims); the claims of
+	// files this Dir does not follow are carried into every new record.
+	claims Claims
 }
 
 // Open opens the data directory at path for reading and writing: the store,
@@ -194,11 +267,20 @@ func Open(path string, o Options) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
 	}
+	claims, err := storeClaims(path, s)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
+		s.Close()
+		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
+	}
 	// The time index: its samples of seqs the store no longer has (a
 	// crash's replay will give them to other batches) go at the open,
 	// whoever opens the store next (load, or serve without history, would
 	// otherwise apply new batches under them).
-	times, err := openTimes(path, s, o.Times, false)
+	times, err := openTimes(path, s, claims, o.Times, false)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -207,7 +289,7 @@ func Open(path string, o Options) (*Dir, error) {
 		times.Close()
 		times = nil
 	}
-	d := &Dir{Path: path, Store: s, Times: times}
+	d := &Dir{Path: path, Store: s, Times: times, claims: claims}
 	if _, err := os.Stat(KeysPath(path)); errors.Is(err, os.ErrNotExist) {
 		// A new dictionary only where the store uses no key id.
 		if err := d.checkKeyBound(); err != nil {
@@ -231,13 +313,87 @@ func Open(path string, o Options) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.checkClaims(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	if o.Writes {
-		if d.Writes, err = writes.OpenLog(WritesLogPath(path), false); err != nil {
+		if d.Writes, err = writes.OpenLogClaimed(WritesLogPath(path), false, writesClaim(claims)); err != nil {
 			d.Close()
 			return nil, err
 		}
 	}
+	if o.Registered {
+		if d.Registered, err = OpenRegistered(RegisteredAnalyticsPath(path), claims.ptr(RegisteredName)); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	// INVARIANT: every batch applied from here on records the claims of
+	// the files as they are when it applies (see Claims).
+	s.SetAnnex(d.annex)
 	return d, nil
+}
+
+// Claims is what the store's durable state recorded of the files beside
+// it when the Dir was opened (nil: nothing, a store written before
+// claims).
+func (d *Dir) Claims() Claims { return maps.Clone(d.claims) }
+
+// storeClaims is what the store s of the data directory path recorded of
+// its files.
+func storeClaims(path string, s *engine.Store) (Claims, error) {
+	raw, err := s.Annex()
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeClaims(raw)
+	if err != nil {
+		return nil, &durable.CorruptError{Kind: "datadir", File: filepath.Join(StorePath(path), "MANIFEST"), What: err.Error()}
+	}
+	return c, nil
+}
+
+// checkClaims refuses a type dictionary with fewer names than claimed.
+// (A missing claimed file is refused first thing; the time index, the
+// outcome log and the registered analytics check their own claims as
+// they open.)
+func (d *Dir) checkClaims() error {
+	if n, ok := d.claims.get(TypesName); ok && uint64(d.Types.Len()) < n {
+		return typesShort(d.Path, d.Types.Len(), n)
+	}
+	return nil
+}
+
+// annex is the claims of the files now: those this Dir follows as they
+// are, the others as recorded at Open.
+func (d *Dir) annex() []byte {
+	c := maps.Clone(d.claims)
+	if c == nil {
+		c = Claims{}
+	}
+	for i := range Entries {
+		e := &Entries[i]
+		if e.claim == nil {
+			continue
+		}
+		v, exists, tracked := e.claim(d)
+		switch {
+		case !tracked:
+		case exists:
+			c[e.Name] = v
+		default:
+			delete(c, e.Name)
+		}
+	}
+	return c.encode()
+}
+
+func writesClaim(c Claims) *writes.Claim {
+	if v, ok := c.get(WritesName); ok {
+		return &writes.Claim{Records: v}
+	}
+	return nil
 }
 
 // WritesLogPath is the writes topic's outcome log in the data directory.
@@ -253,12 +409,21 @@ func OpenReadOnly(path string) (*Dir, error) {
 	if err != nil {
 		return nil, storeOpenError(path, err)
 	}
-	times, err := openTimes(path, s, false, true)
+	claims, err := storeClaims(path, s)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	d := &Dir{Path: path, Store: s, Times: times}
+	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
+		s.Close()
+		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
+	}
+	times, err := openTimes(path, s, claims, false, true)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	d := &Dir{Path: path, Store: s, Times: times, claims: claims}
 	if _, err := os.Stat(KeysPath(path)); err == nil {
 		if d.Keys, err = keydict.OpenReadOnly(KeysPath(path)); err != nil {
 			d.Close()
@@ -277,6 +442,10 @@ func OpenReadOnly(path string) (*Dir, error) {
 		return nil, err
 	}
 	if d.Types, err = typedict.OpenReadOnly(TypesPath(path)); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.checkClaims(); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -349,9 +518,13 @@ func (d *Dir) Close() error {
 // openTimes opens the time index of the store s in path: created when
 // missing with create, nil when missing without it (or read-only and
 // empty); read-only with readOnly.
-func openTimes(path string, s *engine.Store, create, readOnly bool) (*history.Index, error) {
+func openTimes(path string, s *engine.Store, claims Claims, create, readOnly bool) (*history.Index, error) {
 	file := filepath.Join(path, history.FileName)
-	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && !create {
+	var c *history.Claim
+	if v, ok := claims.get(HistoryName); ok {
+		c = &history.Claim{Newest: v}
+	}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) && !create && c == nil {
 		return nil, nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("datadir: %w", err)
@@ -360,7 +533,7 @@ func openTimes(path string, s *engine.Store, create, readOnly bool) (*history.In
 	if err != nil {
 		return nil, err
 	}
-	x, err := history.Open(file, m.LastSeq, readOnly)
+	x, err := history.OpenClaimed(file, m.LastSeq, readOnly, c)
 	if err != nil || !readOnly || x.Len() > 0 {
 		return x, err
 	}

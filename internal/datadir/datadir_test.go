@@ -259,7 +259,7 @@ func TestCheckReportsADamagedWritesLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[30] ^= 1 // in the first record's payload
+	b[40] ^= 1 // in the first record's payload (the record starts after the file's 20-byte header)
 	if err := os.WriteFile(wl, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestCheckReportsADamagedWritesLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.OK() || len(r.Problems) != 1 || r.Problems[0].File != wl || r.Problems[0].Offset != 8 {
+	if r.OK() || len(r.Problems) != 1 || r.Problems[0].File != wl || r.Problems[0].Offset != 20 {
 		t.Fatalf("problems %+v", r.Problems)
 	}
 	if after, err := os.ReadFile(wl); err != nil || string(after) != string(b) {

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
@@ -28,12 +30,21 @@ import (
 //     neither live nor provably garbage, and every file that only the cut
 //     records referred to;
 //   - repair keys.dict (keydict.PlanRepair): retire damaged and lost ids so
-//     that no id the store uses is ever given to another key.
+//     that no id the store uses is ever given to another key;
+//   - put a new, sealed time index in place of a lost or damaged
+//     history.idx (moving the damaged one aside): one sample, the store's
+//     durable seq at the time of the repair, so that reads as of earlier
+//     times fail rather than answer wrong;
+//   - put an empty list, at the generation the store claims, in place of a
+//     lost or damaged registered-analytics.json (moving the damaged one
+//     aside): the analytics registered over the API must be registered
+//     again.
 //
 // What it cannot do is listed in Unrepairable: damaged data in a live
 // segment file, a damaged MANIFEST header or create record, live files that
-// are missing. Those need a backup, or the store moved away and rebuilt
-// from Kafka.
+// are missing, a damaged or lost types.json (edge types would lose their
+// names) or writes.log (applied writes would lose their outcomes). Those
+// need a backup, or the store moved away and rebuilt from Kafka.
 type RepairPlan struct {
 	Dir string
 	// Actions, one line each, in the order Apply takes them.
@@ -49,6 +60,11 @@ type RepairPlan struct {
 	moveAside    []string // file names in the store directory
 	keys         *keydict.RepairPlan
 	createKeys   uint64 // keys.dict is missing: create it with this many retired ids
+	// newTimes: put a new time index (one sample, seq timesSeq) in place
+	// of history.idx; newRegistered: an empty list at generation
+	// registeredGen in place of registered-analytics.json.
+	newTimes, newRegistered bool
+	timesSeq, registeredGen uint64
 }
 
 // Close releases what the plan holds (the key dictionary's lock, held from
@@ -152,7 +168,65 @@ func PlanRepair(path string) (*RepairPlan, error) {
 		p.createKeys = minIDs
 		p.Actions = append(p.Actions, fmt.Sprintf("create %s holding %d retired ids (the store uses that many string-key ids and their keys are lost: those vertices keep their edges but have no key)", kp, minIDs))
 	}
+	if before.Store != nil { // else every problem is unrepairable already
+		p.planFiles(after)
+	}
 	return p, nil
+}
+
+// planFiles plans the repair of the files beside the store and the key
+// dictionary (Entries), given the store as the repair leaves it (after).
+func (p *RepairPlan) planFiles(after *engine.CheckReport) {
+	sp := StorePath(p.Dir) + string(filepath.Separator)
+	for _, q := range p.Before.Problems {
+		if strings.HasPrefix(q.File, sp) || q.File == StorePath(p.Dir) || q.File == KeysPath(p.Dir) {
+			continue // the store's and the dictionary's: planned above
+		}
+		switch {
+		case q.File == filepath.Join(p.Dir, HistoryName) && after != nil && after.ManifestOK:
+			if !p.newTimes {
+				p.newTimes, p.timesSeq = true, after.DurableSeq
+				p.Actions = append(p.Actions, fmt.Sprintf("put a new time index in place of %s (the damaged or lost one goes into the backup directory): one sample, now and the store's durable seq %d; reads as of a time before the repair fail, rather than answer an older seq", q.File, after.DurableSeq))
+			}
+		case q.File == RegisteredAnalyticsPath(p.Dir):
+			if !p.newRegistered {
+				claims, _ := checkClaims(p.Dir, p.Before)
+				p.newRegistered, p.registeredGen = true, claims[RegisteredName]
+				p.Actions = append(p.Actions, fmt.Sprintf("put an empty list in place of %s (the damaged or lost one goes into the backup directory): every analytic registered over the API is dropped; register them again", q.File))
+			}
+		default:
+			p.Unrepairable = append(p.Unrepairable, q)
+		}
+	}
+}
+
+// applyFiles does what planFiles planned, moving what it replaces into
+// backup first.
+func (p *RepairPlan) applyFiles(backup string) error {
+	replace := func(path string, write func() error) error {
+		if err := os.Rename(path, filepath.Join(backup, filepath.Base(path))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("datadir: move aside: %w", err)
+		}
+		if err := durable.SyncDir(backup); err != nil {
+			return err
+		}
+		return write()
+	}
+	if p.newTimes {
+		path := filepath.Join(p.Dir, HistoryName)
+		if err := replace(path, func() error {
+			return history.WriteNew(path, []history.Sample{{Time: time.Now().Round(0), Seq: p.timesSeq}})
+		}); err != nil {
+			return err
+		}
+	}
+	if p.newRegistered {
+		path := RegisteredAnalyticsPath(p.Dir)
+		if err := replace(path, func() error { return writeEmptyRegistered(path, p.registeredGen) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Apply does what the plan says, after copying or moving everything it
@@ -232,6 +306,9 @@ func (p *RepairPlan) Apply() (string, error) {
 		if err := kp.Apply(backup); err != nil {
 			return backup, err
 		}
+	}
+	if err := p.applyFiles(backup); err != nil {
+		return backup, err
 	}
 	for _, a := range p.Actions {
 		fmt.Fprintln(&log, "-", a)

@@ -62,12 +62,14 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 }
 
 // CorruptError is a file graphtide wrote that does not read back as
-// written: which kind of file, which file, the byte offset of the damage
-// (0: the file as a whole) and what is wrong. The type dictionary and the
-// analytics' checkpoint report damage with it, so that one check (errors.As)
-// reads either.
+// written, or that is missing while the store's records prove it existed:
+// which kind of file, which file, the byte offset of the damage (0: the
+// file as a whole) and what is wrong. Every file beside the store reports
+// damage with it (the type dictionary, the time index, the writes outcome
+// log, the registered analytics, the analytics' checkpoint, and the data
+// directory for a missing file), so that one check (errors.As) reads any.
 type CorruptError struct {
-	Kind   string // "typedict", "checkpoint"
+	Kind   string // "typedict", "history", "writes", "registered analytics", "checkpoint", "datadir"
 	File   string
 	Offset int64
 	What   string

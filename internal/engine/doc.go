@@ -27,7 +27,8 @@
 //     The opaque source position given with the newest batch of that flush is
 //     recorded with it and returned by SourcePosition after reopening, so a
 //     Kafka consumer can replay exactly what was lost: Kafka is the write-ahead
-//     log.
+//     log. An owner's annex (SetAnnex) is recorded beside it, at the same
+//     point, and returned by Annex.
 //   - Every file and manifest record is checksummed. Corruption is reported as
 //     a *CorruptionError naming the file and byte offset; corrupt data is never
 //     returned.

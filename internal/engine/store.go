@@ -24,6 +24,11 @@ type Store struct {
 	// serializes applies anyway, so it costs no concurrency.)
 	applyMu  sync.Mutex
 	observer atomic.Pointer[ApplyObserver]
+	// annex is SetAnnex's function (nil: none); lastAnnex and lastPos the
+	// annex and source position recorded with the newest batch (at Open:
+	// the durable ones). See annex.go. Protected by applyMu.
+	annex              func() []byte
+	lastAnnex, lastPos []byte
 }
 
 // ApplyObserver is called with every batch the store applies, in sequence
@@ -85,7 +90,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if e != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
 	}
-	return &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*snapState]struct{}{}}, nil
+	s := &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*snapState]struct{}{}}
+	s.lastAnnex, s.lastPos = splitAnnex(c.SourcePosition())
+	return s, nil
 }
 
 // Dir is the directory the store lives in.
@@ -150,10 +157,14 @@ func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	if len(b.vrecs) > 0 {
 		ops = b.vertexOps()
 	}
+	rec, commit := s.recordFor(b)
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
-		seq, e = c.Apply(ops, b.srcpos)
+		seq, e = c.Apply(ops, rec)
 		return e
 	})
+	if err == nil {
+		commit()
+	}
 	// INVARIANT: applyMu is held from the core's Apply to here, so the
 	// observer sees seqs in increasing order, and SetApplyObserver (which
 	// takes applyMu) never lands in the middle of an Apply.
@@ -256,8 +267,23 @@ func (s *Store) VerifyAll() error {
 }
 
 // SourcePosition returns the source position recorded by the newest durable
-// flush (nil if none was ever recorded).
+// flush (nil if none was ever recorded). The annex recorded with it
+// (SetAnnex) is not part of it.
 func (s *Store) SourcePosition() ([]byte, error) {
+	raw, err := s.rawSourcePosition()
+	if err != nil {
+		return nil, err
+	}
+	_, pos := splitAnnex(raw)
+	if len(pos) == 0 {
+		return nil, nil
+	}
+	return pos, nil
+}
+
+// rawSourcePosition is what the newest durable flush recorded: a source
+// position, or an envelope of an annex and one.
+func (s *Store) rawSourcePosition() ([]byte, error) {
 	var p []byte
 	err := s.with("source position", func(c *core.Store) *core.Error {
 		p = c.SourcePosition()

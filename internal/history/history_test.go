@@ -96,7 +96,8 @@ func TestIndexFollowsTheReferenceAcrossReopens(t *testing.T) {
 	y.Close()
 }
 
-// writeSamples makes an index of n samples and returns its bytes.
+// writeSamples makes an index of n samples as a crash leaves it (not
+// sealed by a Close) and returns its bytes.
 func writeSamples(t *testing.T, path string, n int) []byte {
 	t.Helper()
 	x, err := Open(path, 0, false)
@@ -108,9 +109,12 @@ func writeSamples(t *testing.T, path string, n int) []byte {
 			t.Fatal(err)
 		}
 	}
-	x.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	if err := os.WriteFile(path, b, 0o644); err != nil { // the seal away
 		t.Fatal(err)
 	}
 	return b
@@ -127,8 +131,8 @@ func TestTornTailsAreCutAndDamageRefused(t *testing.T) {
 		{"a partial last record", good[:len(good)-7], 4},
 		{"a zero-filled last record", append(append([]byte{}, good[:len(good)-recordSize]...), make([]byte, recordSize)...), 4},
 		{"a last record cut at a sector (its start, then zeros)", append(append([]byte{}, good[:len(good)-10]...), make([]byte, 10)...), 4},
-		{"a zero-filled record before the last", append(append(append([]byte{}, good[:len(magic)+recordSize]...), make([]byte, recordSize)...), good[len(magic)+2*recordSize:]...), -1},
-		{"the magic only", good[:len(magic)], 0},
+		{"a zero-filled record before the last", append(append(append([]byte{}, good[:headerSize+recordSize]...), make([]byte, recordSize)...), good[headerSize+2*recordSize:]...), -1},
+		{"the header only", good[:headerSize], 0},
 	} {
 		if err := os.WriteFile(path, c.data, 0o644); err != nil {
 			t.Fatal(err)
@@ -138,8 +142,8 @@ func TestTornTailsAreCutAndDamageRefused(t *testing.T) {
 			x, err := Open(path, 1000, ro)
 			var ce *durable.CorruptError
 			switch {
-			case c.want < 0 && (!errors.As(err, &ce) || ce.File != path || ce.Offset != int64(len(magic)+recordSize)):
-				t.Errorf("%s (read-only %v): %v, want a corruption at byte offset %d", c.name, ro, err, len(magic)+recordSize)
+			case c.want < 0 && (!errors.As(err, &ce) || ce.File != path || ce.Offset != int64(headerSize+recordSize)):
+				t.Errorf("%s (read-only %v): %v, want a corruption at byte offset %d", c.name, ro, err, headerSize+recordSize)
 			case c.want >= 0 && err != nil:
 				t.Errorf("%s (read-only %v): %v", c.name, ro, err)
 			case c.want >= 0 && x.Len() != c.want:

@@ -43,7 +43,8 @@ const (
 // every assigned partition (and those of extra, being assigned) while any
 // reason holds, or resumes every paused partition when none is left, but
 // those paused because their dead letter cannot be written (dlPaused:
-// they resume on their own, see unblockAcked). Called without mu held.
+// they resume on their own, see unblockAcked) or their log lost records
+// (lostPaused, logstart.go). Called without mu held.
 func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]kgo.Offset) {
 	in.pauseMu.Lock()
 	defer in.pauseMu.Unlock()
@@ -76,7 +77,7 @@ func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]
 		for t, ps := range cur {
 			keep := ps[:0]
 			for _, p := range ps {
-				if !in.dlPaused.has(t, p) {
+				if !in.dlPaused.has(t, p) && !in.lostPaused.has(t, p) {
 					keep = append(keep, p)
 				}
 			}

@@ -34,6 +34,15 @@
 // once an assignment no longer conflicts (source.go has the rules,
 // binding.go how they are applied). One data directory per consumer group.
 //
+// No silently partial graph either: before a partition is fetched, the
+// offset the store needs it from (its recorded position; 0 for a
+// partition new to the store read from the start of its log) is checked
+// against where its log starts now (retention and DeleteRecords delete
+// the oldest records), and so is every fetch that jumps past the position.
+// Records lost that way pause that partition (group mode; Ready says why)
+// or refuse the start (partitioned mode), unless
+// Config.AcceptLostRecords starts it at its log start (logstart.go).
+//
 // Partitioned mode (Config.Own, owned.go) is the exception that proves the
 // rule: a store holds the partitions it owns, of every topic, and no
 // others. The ingester assigns them to itself instead of joining the

@@ -101,6 +101,14 @@ type Config struct {
 	// group's committed offset. Meant for one deliberate restart: while it
 	// is set, nothing protects the store from a split group.
 	ResetSourcePosition bool
+	// AcceptLostRecords (serve --accept-lost-records) lets a partition
+	// whose log no longer holds records the store needs (deleted by
+	// retention or DeleteRecords: a new store on a log that does not start
+	// at offset 0, or a store whose position fell behind the log start)
+	// start at its log start, without them, with a WARN. Without it,
+	// partitioned mode refuses to start (a *LostRecordsError) and group
+	// mode pauses those partitions, Ready saying why (logstart.go).
+	AcceptLostRecords bool
 	// ClientOpts are extra franz-go options: TLS, SASL, hooks (kprom).
 	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
@@ -359,6 +367,15 @@ type Ingester struct {
 	// Protected by pauseMu.
 	dl       *deadLetters
 	dlPaused partitionSet
+	// lostPaused are the partitions paused because their log lost records
+	// the store needs (logstart.go): like dlPaused, they stay paused
+	// whatever else resumes fetching. Protected by pauseMu. truncated
+	// says what each lost. Protected by mu.
+	lostPaused partitionSet
+	truncated  map[tp]LostRecords
+	// acceptedLost: the log start each partition was started at by
+	// AcceptLostRecords when assigned. Protected by mu.
+	acceptedLost map[tp]int64
 
 	// Health (health.go). lost is the partitions lost since the last
 	// assignment (Protected by mu); stallSince is when the Apply that
@@ -428,7 +445,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		applied: applied, durable: rec.Position, assigned: map[string][]int32{},
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
 		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
-		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, lostPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
 	switch {
 	case len(c.CheckpointFloor) > 0:
 		// The newest checkpoint on disk: a restart may replay from it.
@@ -630,34 +647,51 @@ func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32
 	}
 	// Partitions without history or committed offset start by the reset
 	// policy, resolved here so that their start is known.
+	// needs is the first offset the store needs of each partition that will
+	// be ingested, against where its log starts (logstart.go).
 	resolve := map[string][]int32{}
+	needs, isNew := Position{}, partitionSet{}
 	in.mu.Lock()
 	for t, ps := range offs {
 		for p, o := range ps {
 			if next, ok := in.resumeOffset(t, p); ok {
 				ps[p] = kgo.NewOffset().At(next)
+				needs.Set(t, p, next)
 				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", next)
 				continue
 			}
+			isNew.add(t, p)
 			if c := o.EpochOffset().Offset; c >= 0 {
 				// The group consumed it before: into another store, unless
 				// --reset-source-position takes the group's word for it.
 				in.starts.Set(t, p, c)
 				in.committed.add(t, p)
+				if in.cfg.ResetSourcePosition {
+					needs.Set(t, p, c)
+				}
 				continue
 			}
 			resolve[t] = append(resolve[t], p)
+			if in.cfg.ResetPolicy != "latest" {
+				needs.Set(t, p, 0) // the whole log
+			}
 		}
 	}
 	in.mu.Unlock()
+	logStarts, err := in.logStartsFor(ctx, needs)
+	if err != nil {
+		return nil, err
+	}
 	if len(resolve) > 0 {
-		topics := make([]string, 0, len(resolve))
-		for t := range resolve {
-			topics = append(topics, t)
-		}
-		starts, err := in.listOffsets(ctx, topics, in.cfg.ResetPolicy != "latest")
-		if err != nil {
-			return nil, err
+		starts := logStarts
+		if in.cfg.ResetPolicy == "latest" {
+			topics := make([]string, 0, len(resolve))
+			for t := range resolve {
+				topics = append(topics, t)
+			}
+			if starts, err = in.listOffsets(ctx, topics, false); err != nil {
+				return nil, err
+			}
 		}
 		in.mu.Lock()
 		for t, ps := range resolve {
@@ -673,6 +707,12 @@ func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32
 		}
 		in.mu.Unlock()
 	}
+	lost := lostRecords(needs, logStarts, isNew.has)
+	if in.cfg.AcceptLostRecords {
+		in.acceptLost(lost, offs)
+		lost = nil
+	}
+	in.holdLost(lost, offs)
 	in.evaluate(offs)
 	return offs, nil
 }
@@ -782,6 +822,7 @@ func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[st
 		in.cfg.Logger.Error("flush on revoke failed", "err", err)
 	}
 	in.dropBlocks(revoked)
+	in.dropLost(revoked)
 	in.removeAssigned(revoked)
 }
 
@@ -800,6 +841,7 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 	}
 	in.mu.Unlock()
 	in.dropBlocks(lost)
+	in.dropLost(lost)
 	in.removeAssigned(lost)
 	if err := in.flush(); err != nil {
 		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)
@@ -811,7 +853,9 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 // assignment would split the graph between stores (see checkAssignment;
 // fetching is paused until it no longer does); the assignment could not be
 // checked against the brokers yet; the source changed under it (Run
-// returns that error); or, partitioned, a topic's partition count changed. About health (health.go): no broker has answered
+// returns that error); or, partitioned, a topic's partition count changed.
+// Assigned partitions whose log lost records the store needs (a
+// *LostRecordsError; logstart.go). About health (health.go): no broker has answered
 // for longer than ReadyGrace; assigned partitions were lost (until the
 // next assignment); a partition is paused because its dead letter cannot
 // be written; the store has stalled for longer than ReadyGrace. When more
@@ -820,6 +864,9 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 func (in *Ingester) Ready() error {
 	var errs []error
 	if err := in.assignmentReady(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := in.lostReady(); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, in.healthReasons(time.Now())...)

@@ -77,7 +77,9 @@ func (e *OwnershipError) Error() string {
 // history, and returns where each owned partition starts: the store's
 // position; for one new to the store, the start of its log when adopted,
 // else (ResetSourcePosition) the group's committed offset, else the reset
-// policy. ResetSourcePosition logs a mismatch as a WARN and goes on.
+// policy. ResetSourcePosition logs a mismatch as a WARN and goes on. A
+// log that lost records the store needs is refused (a *LostRecordsError),
+// unless AcceptLostRecords starts it at its log start (logstart.go).
 func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.Offset, error) {
 	topics := in.cfg.Topics
 	src, err := in.fetchSource(ctx, topics)
@@ -100,6 +102,9 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 	oe := &OwnershipError{Group: in.cfg.Group, Gone: partitionSet{}, Foreign: partitionSet{}}
 	offs := map[string]map[int32]kgo.Offset{}
 	fromGroup, fromLog, byPolicy := Position{}, map[string][]int32{}, map[string][]int32{}
+	// needs is the first offset the store needs of each owned partition,
+	// against where its log starts (logstart.go).
+	needs, isNew := Position{}, partitionSet{}
 	in.mu.Lock()
 	for _, t := range topics {
 		// Only the configured topics count, as in group mode: a topic
@@ -113,18 +118,25 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 		for _, p := range in.cfg.Own {
 			if next, ok := in.resumeOffset(t, p); ok {
 				offs[t][p] = kgo.NewOffset().At(next)
+				needs.Set(t, p, next)
 				continue
 			}
+			isNew.add(t, p)
 			c, ok := committed.Get(t, p)
 			switch {
 			case adopt(p):
 				fromLog[t] = append(fromLog[t], p)
+				needs.Set(t, p, 0)
 			case ok && in.cfg.ResetSourcePosition:
 				fromGroup.Set(t, p, c)
+				needs.Set(t, p, c)
 			case ok:
 				oe.Foreign.add(t, p)
 			default:
 				byPolicy[t] = append(byPolicy[t], p)
+				if in.cfg.ResetPolicy != "latest" {
+					needs.Set(t, p, 0)
+				}
 			}
 		}
 	}
@@ -135,6 +147,10 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 		}
 		in.cfg.Logger.Warn("ingesting as --reset-source-position asks: " + oe.Error())
 	}
+	logStarts, err := in.logStartsFor(ctx, needs)
+	if err != nil {
+		return nil, err
+	}
 	starts := fromGroup.Clone()
 	for _, byLog := range []bool{true, false} {
 		want := byPolicy
@@ -144,13 +160,15 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 		if len(want) == 0 {
 			continue
 		}
-		ts := make([]string, 0, len(want))
-		for t := range want {
-			ts = append(ts, t)
-		}
-		listed, err := in.listOffsets(ctx, ts, byLog || in.cfg.ResetPolicy != "latest")
-		if err != nil {
-			return nil, err
+		listed := logStarts
+		if !byLog && in.cfg.ResetPolicy == "latest" {
+			ts := make([]string, 0, len(want))
+			for t := range want {
+				ts = append(ts, t)
+			}
+			if listed, err = in.listOffsets(ctx, ts, false); err != nil {
+				return nil, err
+			}
 		}
 		for t, ps := range want {
 			for _, p := range ps {
@@ -161,6 +179,19 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 				starts.Set(t, p, s)
 			}
 		}
+	}
+	// Its assignment is fixed: a log that lost what the store needs is
+	// refused before anything is fetched, unless --accept-lost-records.
+	if lost := lostRecords(needs, logStarts, isNew.has); len(lost) > 0 {
+		if !in.cfg.AcceptLostRecords {
+			return nil, &LostRecordsError{Lost: lost}
+		}
+		for _, l := range lost {
+			if _, ok := starts.Get(l.Topic, l.Partition); ok {
+				starts.Set(l.Topic, l.Partition, l.LogStart)
+			}
+		}
+		in.acceptLost(lost, offs)
 	}
 	in.mu.Lock()
 	for _, t := range topics {

@@ -96,6 +96,8 @@ func (e liveEnv) noteEnds(lags []partitionLag) { e.in.noteEnds(lags) }
 
 func (e liveEnv) unblockAcked(polled Position) (Position, int) { return e.in.unblockAcked(polled) }
 
+func (e liveEnv) holdLost(lost []LostRecords) []LostRecords { return e.in.lostWhileRunning(lost) }
+
 // apply binds j's batch to the source and the position after it, applies
 // it (see Ingester.apply), publishes the position as applied and records
 // visibility.

@@ -80,6 +80,12 @@ type pollEnv interface {
 	// acknowledged (only right after a poll returned something) and
 	// returns polled advanced past their records and how many they are.
 	unblockAcked(polled Position) (Position, int)
+	// holdLost is told of partitions whose log lost records past the
+	// position while they were consumed (their fetch resumed at the log
+	// start: logstart.go) and returns those to hold: none of their records
+	// is decoded, and their fetching pauses (with AcceptLostRecords none:
+	// a WARN names what was lost, and the records are taken).
+	holdLost(lost []LostRecords) []LostRecords
 }
 
 // batchApplier is what the applier goroutine needs (pipeline.go).
@@ -359,8 +365,9 @@ func (s *pollState) poll(ctx context.Context) (fetches kgo.Fetches, ok bool, err
 }
 
 // handleFetches makes a job of a poll: partitions whose dead letter is now
-// acknowledged resume after it, the records are decoded, the undecodable
-// ones dead-lettered, new keys synced. It returns the job (nil: nothing to
+// acknowledged resume after it, partitions whose log lost records past
+// the position are held (heldLost), the records are decoded, the
+// undecodable ones dead-lettered, new keys synced. It returns the job (nil: nothing to
 // hand over), or stop (with nothing in flight) when ctx ended, or the
 // error that ends Run without applying the poll.
 func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *applyJob, stop bool, err error) {
@@ -374,7 +381,8 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 	if len(fetches) > 0 {
 		s.polled, unblocked = s.env.unblockAcked(s.polled)
 	}
-	dec := s.decodeInto(j, fetches, s.env.cuts())
+	held := s.heldLost(fetches)
+	dec := s.decodeInto(j, fetches, withCuts(s.env.cuts(), held))
 	if dec.fatal == nil && len(dec.dead) > 0 {
 		// Before the position past them can become durable.
 		blocked, err := s.env.deadLetter(ctx, dec.dead)
@@ -386,7 +394,7 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 			// failed: decode the poll again without it and what follows
 			// it in its partition.
 			j.reset()
-			dec = s.decodeInto(j, fetches, s.env.cuts())
+			dec = s.decodeInto(j, fetches, withCuts(s.env.cuts(), held))
 		}
 	}
 	if dec.fatal != nil {
@@ -421,6 +429,46 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 		j.pos = next
 	}
 	return j, false, nil
+}
+
+// heldLost finds the partitions of fetches whose records begin past the
+// position with the log now starting past it too: the log lost the
+// records between while they were consumed (retention outran ingestion;
+// franz-go then resumes at the log start without a word). It returns a
+// cut at the position for each that the environment holds.
+func (s *pollState) heldLost(fetches kgo.Fetches) map[tp]int64 {
+	var lost []LostRecords
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		if cur, ok := s.polled.Get(fp.Topic, fp.Partition); ok && fp.Records[0].Offset > cur && fp.LogStartOffset > cur {
+			lost = append(lost, LostRecords{Topic: fp.Topic, Partition: fp.Partition, Need: cur, LogStart: fp.LogStartOffset})
+		}
+	})
+	if len(lost) == 0 {
+		return nil
+	}
+	held := map[tp]int64{}
+	for _, l := range s.env.holdLost(lost) {
+		held[tp{l.Topic, l.Partition}] = l.Need
+	}
+	return held
+}
+
+// withCuts is cuts with extra's added (cuts itself when extra is empty).
+func withCuts(cuts, extra map[tp]int64) map[tp]int64 {
+	if len(extra) == 0 {
+		return cuts
+	}
+	all := make(map[tp]int64, len(cuts)+len(extra))
+	for k, o := range cuts {
+		all[k] = o
+	}
+	for k, o := range extra {
+		all[k] = o
+	}
+	return all
 }
 
 // dispatch hands j (made by handleFetches) to the applier, asking for a

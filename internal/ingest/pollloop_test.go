@@ -201,6 +201,10 @@ func fetchesOf(rs []fakeRec, empty []int32) kgo.Fetches {
 
 func (e *fakeEnv) noteEnds([]partitionLag) {}
 
+// holdLost holds every partition it is told of (the fake fetches start
+// every log at 0: none).
+func (e *fakeEnv) holdLost(lost []LostRecords) []LostRecords { return lost }
+
 func (e *fakeEnv) rebalanceWaiting() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -33,11 +35,15 @@ type Report struct {
 	VertexBounds   VertexBounds    `json:"vertex_bounds"`
 	SourcePosition *SourcePosition `json:"source_position"` // null: none recorded
 	KeyDictionary  *KeyDictionary  `json:"key_dictionary"`  // null: no keys.dict
-	Levels         []Level         `json:"levels"`
-	Total          Size            `json:"total"`
-	Files          []File          `json:"files"`
-	Verify         *Verify         `json:"verify,omitempty"`
-	metrics        engine.Metrics  // for the text form
+	// Claims: what the store's durable state records of the files beside
+	// it (datadir.Claims), by file name; null: none recorded (a store
+	// written before claims, until its next flush).
+	Claims  map[string]uint64 `json:"claims"`
+	Levels  []Level           `json:"levels"`
+	Total   Size              `json:"total"`
+	Files   []File            `json:"files"`
+	Verify  *Verify           `json:"verify,omitempty"`
+	metrics engine.Metrics    // for the text form
 }
 
 // VertexBounds are the store's id bounds in its two bands.
@@ -260,6 +266,9 @@ func Collect(d *datadir.Dir) (*Report, error) {
 		}
 		rep.SourcePosition = sp
 	}
+	if c := d.Claims(); c != nil {
+		rep.Claims = c
+	}
 	if d.Keys != nil {
 		info, err := os.Stat(datadir.KeysPath(d.Path))
 		if err != nil {
@@ -341,6 +350,22 @@ func (r *Report) writeText(w io.Writer) error {
 	} else {
 		fmt.Fprintln(w, "key dictionary: none")
 	}
+	if r.Claims == nil {
+		fmt.Fprintln(w, "files recorded with the store: none yet (a store written before graphtide recorded them: its next flush does)")
+	} else {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(r.Claims)) {
+			what := "claim"
+			if e := datadir.Lookup(name); e != nil && e.Counts != "" {
+				what = e.Counts
+			}
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", name, r.Claims[name], what))
+		}
+		if len(parts) == 0 {
+			parts = []string{"no file beside the store that it depends on"}
+		}
+		fmt.Fprintf(w, "files recorded with the store: %s\n", strings.Join(parts, ", "))
+	}
 	fmt.Fprintf(w, "size: %d bytes in %d files\n\nlevels:\n", r.Total.Bytes, r.Total.Files)
 	if err := datadir.WriteLevels(w, r.metrics); err != nil {
 		return err
@@ -367,7 +392,7 @@ func (v *Verify) writeText(w io.Writer, dir string) error {
 		fmt.Fprintf(w, "note: %s at byte offset %d: %s\n", n.File, n.Offset, n.What)
 	}
 	if v.OK {
-		_, err := fmt.Fprintf(w, "verify: ok, no problem found (%d segment files, %d bytes read; manifest and key dictionary checked)\n", v.FilesChecked, v.BytesChecked)
+		_, err := fmt.Fprintf(w, "verify: ok, no problem found (%d segment files, %d bytes read; the manifest, the key dictionary and every file beside the store checked)\n", v.FilesChecked, v.BytesChecked)
 		return err
 	}
 	for _, p := range v.Problems {

@@ -42,8 +42,10 @@ type Options struct {
 	ReadyMaxLag         int64
 	FlushInterval       time.Duration
 	CheckpointInterval  time.Duration
+	CheckpointWait      time.Duration // --checkpoint-restore-wait
 	Reset               string
 	ResetSourcePosition bool
+	AcceptLostRecords   bool
 	HTTPAddr            string
 	MemGraphMiB         int // 0: sized from the memory budget
 	MemoryBudget        string
@@ -93,8 +95,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.ReadyMaxLag, "ready-max-lag", 0, "records the assigned partitions may be behind the brokers' end offsets, together, before /readyz answers 503 (what is applied against the newest end offsets known: each fetch's, and the brokers' every 10s), so that a lagging replica leaves a load balancer's rotation; 0: no limit")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", 2*time.Second, "make ingested data durable at least this often (bounds replay after a crash)")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "checkpoint the analytics and monitors (every built-in one but those with types that read a topology) this often, and at shutdown, so that a restart resumes them, their windows and their alerts instead of recomputing (0: never); ingestion pauses while one is written")
+	fs.DurationVar(&o.CheckpointWait, "checkpoint-restore-wait", DefaultCheckpointRestoreWait, "how long a start waits for the Kafka brokers to check the analytics' checkpoint (/readyz answers 503 meanwhile); past it serve exits 1 rather than drop the analytics' state")
 	fs.StringVar(&o.Reset, "reset", "earliest", "where to start partitions with no recorded or committed offset: earliest or latest")
 	fs.BoolVar(&o.ResetSourcePosition, "reset-source-position", false, "discard the store's recorded Kafka offsets where they belong to another cluster or to a topic deleted and re-created since, and ingest partitions whose history is in another store or a partial assignment, starting them at the group's committed offsets (then --reset); for one deliberate restart")
+	fs.BoolVar(&o.AcceptLostRecords, "accept-lost-records", false, "ingest a partition whose log no longer holds records the store needs (deleted by retention or DeleteRecords: a new store on a log that does not start at offset 0, or a store whose position fell behind the log start) from its log start, without them (a WARN names them); without it serve refuses (partitioned mode) or pauses those partitions, /readyz saying why; for one deliberate start")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:9464", "address of the HTTP API, /metrics, /healthz and /readyz (beyond loopback it needs a bearer token)")
 	fs.StringVar(&o.HTTPTokenFile, "http-token-file", "", "file of the bearer tokens /v1 requests must carry, one 'TOKEN SCOPES' a line with scopes read, write, admin (a file of one bare token: every scope); or GRAPHTIDE_HTTP_TOKEN; required when --http-addr is not loopback")
 	fs.StringVar(&o.HTTPTLSCert, "http-tls-cert", "", "PEM certificate (chain) to serve HTTPS with (needs --http-tls-key)")
@@ -183,6 +187,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--checkpoint-interval must be between 1s and 24h (or 0: never), got %v", o.CheckpointInterval)
 	}
 	// Zero (options built in code, not from flags): the defaults.
+	if o.CheckpointWait == 0 {
+		o.CheckpointWait = DefaultCheckpointRestoreWait
+	}
+	if o.CheckpointWait < time.Second || o.CheckpointWait > 24*time.Hour {
+		return fmt.Errorf("--checkpoint-restore-wait must be between 1s and 24h, got %v", o.CheckpointWait)
+	}
 	if o.DeadLetterTimeout == 0 {
 		o.DeadLetterTimeout = 10 * time.Second
 	}
@@ -388,7 +398,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Dir: o.Dir, InEdges: inEdges, Plan: o.Plan, HistorySeqs: o.HistorySeqs, HistoryRetention: o.HistoryRetention,
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Graph: o.Graph, Derive: o.Derive, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
-		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition,
+		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, CheckpointRestoreWait: o.CheckpointWait, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition, AcceptLostRecords: o.AcceptLostRecords,
 		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Tokens: o.HTTPTokens, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},

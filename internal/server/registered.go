@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
-	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -37,66 +34,45 @@ import (
 //     stored.
 //
 // A file that cannot be read as that list stops serve at start with the
-// file and the byte offset: nothing in it is dropped silently.
-
-// registeredVersion is the content version of the file.
-const registeredVersion = 1
-
-type registeredFile struct {
-	Version   int        `json:"version"`
-	Analytics []api.Spec `json:"analytics"`
-}
+// file and the byte offset: nothing in it is dropped silently. The file's
+// format (checksummed; the data directory claims it, so a deleted or
+// older copy is refused too) is package datadir's (datadir.Registered);
+// this file says what its specs mean.
 
 // registered is the stored list. It implements api.Persist.
 type registered struct {
+	file *datadir.Registered
 	path string
 	mu   sync.Mutex
 	// specs by name, the file's content. Protected by mu.
 	specs map[string]api.Spec
 }
 
-// loadRegistered reads dir's stored list (none: empty).
-func loadRegistered(dir string) (*registered, error) {
-	r := &registered{path: datadir.RegisteredAnalyticsPath(dir), specs: map[string]api.Spec{}}
-	raw, err := os.ReadFile(r.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return r, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var f registeredFile
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	bad := func(off int64, err error) error {
-		return fmt.Errorf("%s: byte offset %d: %w (the analytics registered over the API; fix the file, or move it away to start without them)", r.path, off, err)
-	}
-	if err := dec.Decode(&f); err != nil {
-		off := dec.InputOffset()
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se): // Offset: past the byte at fault
-			off = se.Offset - 1
-		case errors.As(err, &te):
-			off = te.Offset - 1
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			off = int64(len(raw))
+// loadRegistered reads the stored list of the data directory d (opened
+// with datadir.Options.Registered).
+func loadRegistered(d *datadir.Dir) (*registered, error) {
+	r := &registered{file: d.Registered, path: d.Registered.Path(), specs: map[string]api.Spec{}}
+	for i, raw := range d.Registered.Specs() {
+		var s api.Spec
+		dec := json.NewDecoder(bytes.NewReader(raw.JSON))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			switch {
+			case errors.As(err, &se): // Offset: past the byte at fault
+				off = se.Offset - 1
+			case errors.As(err, &te):
+				off = te.Offset - 1
+			}
+			return nil, fmt.Errorf("%s: byte offset %d: %w (analytic %d of those registered over the API; restore the file from a backup)", r.path, raw.Offset+off, err, i)
 		}
-		return nil, bad(off, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, bad(dec.InputOffset(), errors.New("data after the list"))
-	}
-	if f.Version != registeredVersion {
-		return nil, fmt.Errorf("%s: content version %d, this graphtide reads %d", r.path, f.Version, registeredVersion)
-	}
-	for i, s := range f.Analytics {
 		if s.Name == "" {
-			return nil, fmt.Errorf("%s: analytic %d has no name", r.path, i)
+			return nil, fmt.Errorf("%s: byte offset %d: analytic %d has no name", r.path, raw.Offset, i)
 		}
 		if _, dup := r.specs[s.Name]; dup {
-			return nil, fmt.Errorf("%s: two analytics are named %q", r.path, s.Name)
+			return nil, fmt.Errorf("%s: byte offset %d: two analytics are named %q", r.path, raw.Offset, s.Name)
 		}
 		r.specs[s.Name] = s
 	}
@@ -176,13 +152,13 @@ func (r *registered) Unregistered(name string) (bool, error) {
 
 // save writes the file. Called with mu held.
 func (r *registered) save() error {
-	f := registeredFile{Version: registeredVersion, Analytics: []api.Spec{}}
+	specs := make([]json.RawMessage, 0, len(r.specs))
 	for _, n := range r.sortedNames() {
-		f.Analytics = append(f.Analytics, r.specs[n])
+		b, err := json.Marshal(r.specs[n])
+		if err != nil {
+			return err
+		}
+		specs = append(specs, b)
 	}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	return durable.WriteFile(r.path, append(b, '\n'), 0o644)
+	return r.file.Save(specs)
 }

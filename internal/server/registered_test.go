@@ -102,7 +102,9 @@ func TestAnalyticsRegisteredOverTheAPIPersist(t *testing.T) {
 		t.Fatalf("reach after a restart: %+v, %v", res.Spec, err)
 	}
 	srv.Close()
-	raw = bytes.Replace(raw, []byte(`"analytics": [`), []byte(`"analytics": [{"name":"wcc","type":"degree","threshold":5},{"name":"old","type":"bfs"},`), 1)
+	// By hand, in the file's format 1 (unchecksummed, read as generation
+	// 0, which the store's claims allow: no batch recorded one here).
+	raw = []byte(`{"version": 1, "analytics": [{"name":"wcc","type":"degree","threshold":5},{"name":"old","type":"bfs"},{"name":"reach","type":"bfs","root":"7"}]}`)
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -249,4 +251,93 @@ func waitFor(t *testing.T, cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// TestRegisteredFileDamageIsRefused: once the store's durable state
+// follows an analytic registered over the API, a flipped digit of its
+// spec (pagerank's damping 0.85 read as 0.84) or a deleted file stops
+// serve with the file and offset, and inspect --verify's check reports it,
+// instead of running another analytic or none.
+func TestRegisteredFileDamageIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	plan, err := budget.Divide(budget.MinBudget, budget.Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dir: dir, Plan: plan, Topics: []string{"edges"}, Group: "g",
+		Format: decode.FormatBinary, DeadLetterTopic: "dlq", FlushInterval: time.Second, Reset: "earliest",
+		HTTP: HTTPConfig{Addr: "127.0.0.1:0", RequestTimeout: 5 * time.Second, PathBudget: 1000}}
+	srv, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+srv.HTTPAddr()+"/v1/analytics", "application/json", strings.NewReader(`{"name":"pr","type":"pagerank","damping":0.85}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+	// A batch of the stream, flushed: the store's durable state now
+	// depends on the registration.
+	var b engine.Batch
+	b.Insert(1, 2)
+	if _, err := srv.dir.Store.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.dir.Store.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	path := datadir.RegisteredAnalyticsPath(dir)
+	good, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(good, []byte("0.85")) {
+		t.Fatalf("%s: %s, %v", path, good, err)
+	}
+	cfg.HTTP = HTTPConfig{DisableListening: true}
+	for _, c := range []struct {
+		name   string
+		damage func() error
+	}{
+		{"damping 0.85 flipped to 0.84", func() error {
+			return os.WriteFile(path, bytes.Replace(good, []byte("0.85"), []byte("0.84"), 1), 0o644)
+		}},
+		{"deleted", func() error { return os.Remove(path) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.damage(); err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(path, good, 0o644)
+			srv, err := Open(context.Background(), cfg)
+			if err == nil {
+				res, rerr := srv.Analytics().Result("pr")
+				srv.Close()
+				t.Fatalf("serve started (analytic pr: %+v, %v)", res.Spec, rerr)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("serve: %v, want an error naming %s", err, path)
+			}
+			r, err := datadir.Check(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range r.Problems {
+				found = found || p.File == path
+			}
+			if !found {
+				t.Fatalf("check: %+v, want a problem naming %s", r.Problems, path)
+			}
+		})
+	}
+	srv, err = Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("the file restored: %v", err)
+	}
+	defer srv.Close()
+	if res, err := srv.Analytics().Result("pr"); err != nil || res.Spec.Damping != 0.85 {
+		t.Fatalf("restored: %+v, %v", res.Spec, err)
+	}
 }

@@ -1,15 +1,20 @@
 // Package server is graphtide serve as a library: Open builds, in order,
 // the data directory (store and key dictionary), the embedded broker when
-// no brokers are given, the views, the metrics, the analytics and their
-// alert sink, the ingester and the HTTP API; Run ingests until its context
+// no brokers are given, the views, the metrics, the analytics' alert sink,
+// the writes producer, the HTTP API (only the probes answer until Open
+// returns), the analytics (restored from their checkpoint, waiting for the
+// brokers if need be), and the ingester; Run ingests until its context
 // ends and then shuts down in the order that loses nothing; Close releases
 // whatever Open acquired.
 //
 // What it promises: a damaged data directory is refused before anything
 // else starts; Open either returns a running server or releases what it
-// acquired; Run returns nil only after everything ingested is flushed and
-// its offsets committed; requests in flight finish (each within its
-// deadline) before the analytics, the views and the store go.
+// acquired; the analytics' state in a usable checkpoint is never dropped
+// because the brokers do not answer (Open waits for them, and fails past
+// Config.CheckpointRestoreWait); Run returns nil only after everything
+// ingested is flushed and its offsets committed; requests in flight
+// finish (each within its deadline) before the analytics, the views and
+// the store go.
 package server
 
 import (
@@ -93,6 +98,14 @@ type Config struct {
 	Reset               string
 	ResetSourcePosition bool
 
+	// AcceptLostRecords: a partition whose log lost records the store
+	// needs starts at its log start (see ingest.Config.AcceptLostRecords).
+	AcceptLostRecords bool
+	// CheckpointRestoreWait bounds how long Open waits for the brokers to
+	// check the analytics' checkpoint (0: DefaultCheckpointRestoreWait);
+	// past it Open fails rather than drop the analytics' state.
+	CheckpointRestoreWait time.Duration
+
 	// WritesTopic is graphtide's own writes topic, which POST /v1/batches
 	// produces to and ingestion consumes beside Topics ("": no writes);
 	// WritesRetention is how long an idempotency key is remembered
@@ -165,6 +178,8 @@ type Server struct {
 	checkpointFloor []byte
 	http            *http.Server
 	addr            string
+	// start says why Open has not finished (start.go).
+	start startState
 
 	stopBackground context.CancelFunc
 	closers        []func() // in the order Open acquired them; Close runs them backwards
@@ -173,6 +188,8 @@ type Server struct {
 
 // Open builds a server; it starts the embedded broker and the HTTP
 // listener, and registers the analytics, but ingests nothing until Run.
+// While it restores the analytics' checkpoint it may wait for the brokers
+// (/readyz says so), at most Config.CheckpointRestoreWait.
 func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -181,6 +198,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.Out = io.Discard
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.start.set(errOpening)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -204,7 +222,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg)})
+		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true})
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +307,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.areg = analytics.NewRegistry(s.vm, rcfg)
 	s.closers = append(s.closers, s.areg.Close)
 	s.metrics.Analytics.Attach(s.areg)
-	if s.stored, err = loadRegistered(cfg.Dir); err != nil {
+	if s.stored, err = loadRegistered(d); err != nil {
 		return nil, err
 	}
 	if err := api.AssignRoots(d.Keys, cfg.Analytics); err != nil {
@@ -300,7 +318,25 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	restored, replay := s.restoreAnalytics(ctx, sinkOpts, specs)
+	var wc *ingest.WritesConfig
+	if cfg.WritesTopic != "" {
+		if s.writer, err = s.newWriter(ctx, sinkOpts); err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, s.writer.close)
+		wc = &ingest.WritesConfig{Topic: cfg.WritesTopic, Log: d.Writes, Waiters: s.writer.waiters, Retention: cfg.WritesRetention}
+	}
+	// The API listens before the restore, which may wait for the brokers:
+	// until Open returns only the probes answer (start.go).
+	if !cfg.HTTP.DisableListening {
+		if err := s.listen(); err != nil {
+			return nil, err
+		}
+	}
+	restored, replay, err := s.restoreAnalytics(ctx, sinkOpts, specs)
+	if err != nil {
+		return nil, err
+	}
 	if len(restored) > 0 && len(s.checkpointFloor) > 0 {
 		floor = s.checkpointFloor // the restored analytics raise again what follows it
 	}
@@ -333,14 +369,6 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.log.Info("analytic registered", "name", sp.Name, "type", sp.Type, "from", from)
 	}
 
-	var wc *ingest.WritesConfig
-	if cfg.WritesTopic != "" {
-		if s.writer, err = s.newWriter(ctx, sinkOpts); err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, s.writer.close)
-		wc = &ingest.WritesConfig{Topic: cfg.WritesTopic, Log: d.Writes, Waiters: s.writer.waiters, Retention: cfg.WritesRetention}
-	}
 	var own []int32
 	var count int32
 	if m := cfg.Owners; m != nil {
@@ -350,7 +378,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Graph: cfg.Graph, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
-		ResetSourcePosition: cfg.ResetSourcePosition, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
+		ResetSourcePosition: cfg.ResetSourcePosition, AcceptLostRecords: cfg.AcceptLostRecords, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
 		ReplayFrom: replay, CheckpointFloor: s.checkpointFloor, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
 		Own: own, Adopt: cfg.Adopt, Partitions: count,
@@ -363,12 +391,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ms.WritesLog = d.Writes.MemoryBytes
 	}
 	regr.MustRegister(metrics.NewMemoryCollector(ms))
-
-	if !cfg.HTTP.DisableListening {
-		if err := s.listen(); err != nil {
-			return nil, err
-		}
-	}
+	s.start.set(nil) // after s.in is set: see Server.ready
 	return s, nil
 }
 
@@ -475,8 +498,8 @@ func (s *Server) listen() error {
 	acfg := api.Config{
 		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
-		Ready:   s.in.Ready,
-		Behind:  s.in.Behind,
+		Ready:   s.ready,
+		Behind:  s.behind,
 		Limits:  api.Limits{RequestTimeout: h.RequestTimeout, PathBudget: h.PathBudget},
 	}
 	if s.cfg.Owners != nil { // a nil *ownership.Map in Route would not be a nil Router
@@ -487,6 +510,7 @@ func (s *Server) listen() error {
 		return err
 	}
 	srv := apiSrv.HTTPServer()
+	srv.Handler = s.startGate(srv.Handler)
 	if h.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(h.TLSCert, h.TLSKey)
 		if err != nil {

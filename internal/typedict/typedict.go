@@ -22,6 +22,10 @@
 //     match, or that differs in any byte from what this package writes for
 //     its names (so no damaged byte goes unnoticed); OpenReadOnly never
 //     writes.
+//   - Len counts the names; the data directory records it with every
+//     flush of the store (internal/datadir's claims), so that a deleted
+//     or older types.json, whose next new name would take a lost name's
+//     number and its edges, is refused there.
 //   - Safe for concurrent use.
 package typedict
 
@@ -36,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -91,6 +96,9 @@ type Dict struct {
 	mu     sync.RWMutex
 	names  []string          // names[t] names type t; Protected by mu.
 	byName map[string]uint16 // Protected by mu.
+	// n is len(names), for Len without the lock (ID holds it while it
+	// writes the file).
+	n atomic.Int32
 }
 
 // Open opens the dictionary at path for reading and adding names; a
@@ -115,7 +123,21 @@ func open(path string, readOnly bool) (*Dict, error) {
 	if off, what := d.parse(b); what != "" {
 		return nil, &CorruptError{Kind: "typedict", File: path, Offset: off, What: what}
 	}
+	d.n.Store(int32(len(d.names)))
 	return d, nil
+}
+
+// Len is the number of types with a name, type 0 (Default) included: 1
+// while the file does not exist. It only grows, and a number it counts
+// is durable.
+func (d *Dict) Len() int {
+	if d == nil {
+		return 1
+	}
+	if n := int(d.n.Load()); n > 0 {
+		return n
+	}
+	return 1
 }
 
 // parse loads the file's bytes, checking every rule, its checksum and that
@@ -221,6 +243,7 @@ func (d *Dict) ID(name string) (uint16, error) {
 	t = uint16(len(d.names))
 	d.names = names
 	d.byName[name] = t
+	d.n.Store(int32(len(names)))
 	return t, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -17,18 +18,34 @@ import (
 // LogFileName is the outcome log's file in the data directory.
 const LogFileName = "writes.log"
 
-// The file: the 8-byte magic "GTWRIT01", then records: u32 payload
-// length, u32 crc32c (Castagnoli) of those 4 bytes, u32 crc32c of the
-// payload (all little-endian), the payload (encodeEntry). A length
-// whose checksum holds but that runs past the end is a torn append; one
-// whose checksum fails is damage, unless what follows is one append that
-// a crash left zeros in from a sector boundary on (tornByZeros). Each record is appended with
-// one write and synced before the write it describes can become durable,
-// so a crash can tear only the last one: Open cuts a partial last record
-// or a last record whose checksum fails; any other damage is refused,
-// naming the file and byte offset, and nothing is changed.
+// The file (format 2): the 8-byte magic "GTWRIT02", u64 first: how many
+// records were appended before the file's first one (Prune drops the
+// oldest), u32 crc32c (Castagnoli) of those 16 bytes; then records: u32
+// payload length, u32 crc32c of those 4 bytes, u32 crc32c of the payload
+// (all little-endian), the payload (encodeEntry). Record i of the file is
+// the log's record first+i, counting from 0 since the log was created.
+// Format 1 (the magic "GTWRIT01", records from byte 8) reads as first 0;
+// a read-write open rewrites it in format 2.
+//
+// Each record is appended with one write and synced before the write it
+// describes can become durable, so a crash can tear only the last one. A
+// length whose checksum holds but that runs past the end is a torn
+// append; one whose checksum fails is damage, unless what follows is one
+// append that a crash left zeros in from a sector boundary on
+// (tornByZeros); a last record whose payload checksum fails is a torn
+// append too. But a torn tail is only what lies past the store's durable
+// state: the data directory records, with every flush of the store, how
+// many records the log held when the flush's last batch applied (a
+// Claim; internal/datadir), and every one of those was synced before
+// that batch, so no crash can tear it. OpenLog cuts a torn tail only past
+// the claimed records; everything else is refused, naming the file and
+// byte offset, and nothing is changed: any damaged record the claim
+// covers, a file that ends (cut at a record boundary, or pruned by hand)
+// before the claimed records, a missing file the claim proves existed.
 const (
-	logMagic     = "GTWRIT01"
+	logMagic     = "GTWRIT02"
+	logMagicV1   = "GTWRIT01"
+	logHeader    = len(logMagic) + 8 + 4
 	maxPayload   = 1 << 16
 	recordHeader = 12
 	flagApplied  = 1
@@ -102,31 +119,67 @@ type Log struct {
 	byPos   map[pos]*Entry
 	byKey   map[string]*Entry
 	bytes   int64 // entryBytes of the entries
+	// first is how many records were appended before entries[0] (pruned).
+	// Protected by mu.
+	first uint64
+	// records is first+len(entries): every record ever appended, each
+	// synced (for Claim without the lock: Append holds it while it syncs).
+	records atomic.Uint64
 }
 
-// OpenLog reads the log at path. A read-write open creates a missing
-// file and cuts a torn tail; a read-only one changes nothing.
+// Claim is what the store's durable state recorded of the log (the data
+// directory keeps it with every flush, see the file's layout above): that
+// the file existed, and how many records had been appended to it then.
+type Claim struct {
+	Records uint64
+}
+
+// Claim is the log's claim now: every record appended so far, each
+// synced.
+func (l *Log) Claim() Claim { return Claim{Records: l.records.Load()} }
+
+// OpenLog reads the log at path, without a claim (OpenLogClaimed).
 func OpenLog(path string, readOnly bool) (*Log, error) {
+	return OpenLogClaimed(path, readOnly, nil)
+}
+
+// OpenLogClaimed reads the log at path, of which the store's durable
+// state recorded c (nil: nothing recorded). A read-write open creates a
+// missing file (unless c proves one existed), cuts a torn tail (only past
+// what c covers) and rewrites a format 1 file in format 2; a read-only one
+// changes nothing.
+func OpenLogClaimed(path string, readOnly bool, c *Claim) (*Log, error) {
 	l := &Log{path: path, byPos: map[pos]*Entry{}, byKey: map[string]*Entry{}}
 	data, err := os.ReadFile(path)
 	switch {
+	case errors.Is(err, os.ErrNotExist) && c != nil:
+		return nil, l.corrupt(0, fmt.Sprintf("missing: the store's durable state records this log with %d records (keyed and conditional writes the store applied would lose their outcomes); restore the file from a backup, or start with the store and the log of one backup", c.Records))
 	case errors.Is(err, os.ErrNotExist):
 		if readOnly {
 			return l, nil
 		}
-		if err := durable.WriteFile(path, []byte(logMagic), 0o644); err != nil {
+		data, l.created = l.encode(), true
+		if err := durable.WriteFile(path, data, 0o644); err != nil {
 			return nil, err
 		}
-		data, l.created = []byte(logMagic), true
 	case err != nil:
 		return nil, err
 	}
-	if len(data) < len(logMagic) || string(data[:len(logMagic)]) != logMagic {
+	off, rewrite := 0, false
+	switch {
+	case len(data) >= len(logMagicV1) && string(data[:len(logMagicV1)]) == logMagicV1:
+		off, rewrite = len(logMagicV1), true
+	case len(data) < logHeader || string(data[:len(logMagic)]) != logMagic:
 		return nil, l.corrupt(0, "not a writes outcome log (bad magic)")
+	case binary.LittleEndian.Uint32(data[16:]) != crc32.Checksum(data[:16], castagnoli):
+		return nil, l.corrupt(0, "header checksum mismatch")
+	default:
+		l.first, off = binary.LittleEndian.Uint64(data[8:]), logHeader
 	}
-	off, torn := len(logMagic), false
-	for off < len(data) {
+	torn, tornAt := false, 0
+	for off < len(data) && !torn {
 		rest := data[off:]
+		tornAt = off
 		if len(rest) < recordHeader {
 			torn = true
 			break
@@ -158,10 +211,18 @@ func OpenLog(path string, readOnly bool) (*Log, error) {
 		l.add(e)
 		off += recordHeader + n
 	}
+	have := l.first + uint64(len(l.entries))
+	if c != nil && have < c.Records {
+		if torn {
+			return nil, l.corrupt(tornAt, fmt.Sprintf("damaged record %d (checksum mismatch, cut short or zeroed) that the store's durable state depends on: the store recorded %d records, so this one was synced before a flush covered its write (a torn tail is only what lies past that); restore the file from a backup", have, c.Records))
+		}
+		return nil, l.corrupt(len(data), fmt.Sprintf("the file ends after record %d, but the store's durable state records %d: records were lost (the file was cut or replaced); restore the file from a backup", have, c.Records))
+	}
+	l.records.Store(have)
 	if readOnly {
 		return l, nil
 	}
-	if torn {
+	if torn || rewrite {
 		if err := durable.WriteFile(path, l.encode(), 0o644); err != nil {
 			return nil, err
 		}
@@ -298,6 +359,8 @@ func record(e *Entry) []byte {
 // encode is the whole file. Requires mu held (or no sharing yet).
 func (l *Log) encode() []byte {
 	b := []byte(logMagic)
+	b = binary.LittleEndian.AppendUint64(b, l.first)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	for _, e := range l.entries {
 		b = append(b, record(e)...)
 	}
@@ -330,6 +393,17 @@ func (l *Log) ByKey(key string) (Entry, bool) {
 		return Entry{}, false
 	}
 	return *e, true
+}
+
+// Entries are the entries, in log order.
+func (l *Log) Entries() []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Entry, len(l.entries))
+	for i, e := range l.entries {
+		out[i] = *e
+	}
+	return out
 }
 
 // Len is the number of entries.
@@ -365,6 +439,7 @@ func (l *Log) Append(e Entry) error {
 		return fmt.Errorf("writes: %s: %w", l.path, err)
 	}
 	l.add(&e)
+	l.records.Add(1)
 	return nil
 }
 
@@ -391,8 +466,10 @@ func (l *Log) Prune(drop func(i int, e *Entry) bool) (int, error) {
 	}
 	old := l.entries
 	l.index(old[n:])
+	l.first += uint64(n)
 	if err := l.replace(); err != nil {
 		l.index(old)
+		l.first -= uint64(n)
 		if rerr := l.replace(); rerr != nil {
 			l.f.Close()
 			l.f = nil

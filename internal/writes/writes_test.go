@@ -104,8 +104,8 @@ func TestLogRoundTripsAndIndexes(t *testing.T) {
 // TestLogTornTailIsCutDamageIsRefused cuts the file at every length
 // within its last record (a torn append: the earlier entries survive, the
 // read-only open changes nothing and the read-write one cuts it) and flips
-// every byte of the first record (refused naming the file and offset 8,
-// nothing changed).
+// every byte of the first record (refused naming the file and the
+// record's offset, nothing changed).
 func TestLogTornTailIsCutDamageIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, LogFileName)
@@ -155,7 +155,7 @@ func TestLogTornTailIsCutDamageIsRefused(t *testing.T) {
 		t.Fatal("no sector boundary inside the last record: the test tears none")
 	}
 	first := len(record(&want[0]))
-	for i := len(logMagic); i < len(logMagic)+first; i++ {
+	for i := logHeader; i < logHeader+first; i++ {
 		b := append([]byte(nil), full...)
 		b[i] ^= 0x40
 		if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -164,15 +164,15 @@ func TestLogTornTailIsCutDamageIsRefused(t *testing.T) {
 		for _, ro := range []bool{true, false} {
 			_, err := OpenLog(path, ro)
 			var ce *durable.CorruptError
-			if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(len(logMagic)) {
-				t.Fatalf("byte %d flipped (read-only %v): got %v, want damage at offset %d", i, ro, err, len(logMagic))
+			if !errors.As(err, &ce) || ce.File != path || ce.Offset != int64(logHeader) {
+				t.Fatalf("byte %d flipped (read-only %v): got %v, want damage at offset %d", i, ro, err, logHeader)
 			}
 			if after, _ := os.ReadFile(path); string(after) != string(b) {
 				t.Fatal("a refused open changed the file")
 			}
 		}
 	}
-	if err := os.WriteFile(path, []byte("GTWRIT02"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("GTWRIT03"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenLog(path, false); err == nil || !strings.Contains(err.Error(), "bad magic") {
@@ -222,9 +222,9 @@ func TestLogPruneKeepsWhatIsNotDropped(t *testing.T) {
 // (the high bytes of a little-endian length) is a torn tail too.
 func TestLogTornAtSectorBoundaryWithZerosBefore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), LogFileName)
-	// The first record is 500 bytes: the second starts at 508, its length
-	// field ends at 512.
-	first := Entry{Topic: "w", Key: strings.Repeat("k", 500-recordHeader-payloadFixed-1), At: time.Unix(1, 0)}
+	// The first record (after the 20-byte file header) is 488 bytes: the
+	// second starts at 508, its length field ends at 512.
+	first := Entry{Topic: "w", Key: strings.Repeat("k", 508-logHeader-recordHeader-payloadFixed-1), At: time.Unix(1, 0)}
 	appendAll(t, path, []Entry{first, {Topic: "w", Offset: 1, At: time.Unix(2, 0)}})
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -49,6 +49,11 @@ func TestTwoGraphsOnOneCluster(t *testing.T) {
 	}
 	// The tour's write, to the first graph only: a vertex neither stream
 	// names.
+	for i, g := range gs {
+		if !waitFor(30*time.Second, func() bool { return g.ch.httpAddr() != "" }) {
+			t.Fatalf("graph %d does not serve HTTP\n%s", i, g.log.tail(20))
+		}
+	}
 	c, err := api.NewClient("http://"+gs[0].ch.httpAddr(), api.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)

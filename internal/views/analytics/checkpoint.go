@@ -75,6 +75,22 @@ type checkpointSink interface {
 // ErrNoCheckpoint is returned by Restore when there is no checkpoint file.
 var ErrNoCheckpoint = checkpoint.ErrNotExist
 
+// ResumeError is Restore's error when an alert sink could not learn which
+// of its alerts were delivered since the checkpoint (the Kafka sink asks
+// the brokers): nothing was registered, and the checkpoint itself was
+// read whole and accepted, so a later Restore of the same file may
+// succeed once the sink's brokers answer.
+type ResumeError struct {
+	Sink int // the sink's index in RegistryConfig.Sinks
+	Err  error
+}
+
+func (e *ResumeError) Error() string {
+	return fmt.Sprintf("analytics: alert sink %d could not learn which alerts were delivered since the checkpoint: %v", e.Sink, e.Err)
+}
+
+func (e *ResumeError) Unwrap() error { return e.Err }
+
 // catchUpReq asks an analytic's goroutine to bring its state to at least
 // seq and answer on done.
 type catchUpReq struct {
@@ -308,7 +324,9 @@ func checkpointed(s Spec) bool {
 //
 // The whole file is read and checked before anything is registered: a
 // damaged checkpoint (a *checkpoint.CorruptError), one accept refuses, or
-// no file at all (ErrNoCheckpoint) restores nothing. Call it before any
+// no file at all (ErrNoCheckpoint) restores nothing; so does a sink that
+// cannot resume (a *ResumeError): Restore may then be called again (a
+// sink's Resume replaces what an earlier one learnt). Call it before any
 // graph analytic is registered.
 func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accept func(CheckpointMeta) error) ([]string, error) {
 	rd, err := checkpoint.Open(path)
@@ -410,7 +428,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	for i, pos := range meta.Sinks {
 		if cs, ok := sinkAt(r.cfg.Sinks, i).(checkpointSink); ok && pos != nil {
 			if err := cs.Resume(ctx, pos); err != nil {
-				return nil, err
+				return nil, &ResumeError{Sink: i, Err: err}
 			}
 		}
 	}
