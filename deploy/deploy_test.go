@@ -50,6 +50,7 @@ var deployFiles = []string{
 	"README.md",
 	"prometheus/prometheus.yml",
 	"prometheus/graphtide-rules.yml",
+	"prometheus/graphtide-rules.test.yml",
 	"prometheus/run.sh",
 	"prometheus/consoles/graphtide.html",
 	"grafana/graphtide-dashboard.json",
@@ -151,13 +152,6 @@ func TestDeployFilesParse(t *testing.T) {
 
 // ---------------------------------------------------------------- metrics
 
-// kpromErrorCounters are kprom metrics that have samples only after a
-// Kafka connection or I/O error, so the fixture cannot show them; kprom
-// registers and feeds them with serve's options (kprom.go, OnBrokerConnect,
-// OnBrokerWrite, OnBrokerRead, OnBrokerDisconnect).
-var kpromErrorCounters = set("graphtide_kafka_connect_errors_total", "graphtide_kafka_write_errors_total",
-	"graphtide_kafka_read_errors_total", "graphtide_kafka_disconnects_total")
-
 // prometheusSeries are series Prometheus makes itself for every target.
 var prometheusSeries = set("up")
 
@@ -189,7 +183,7 @@ func newServeMetrics(t *testing.T) *serveMetrics {
 
 // labels of a series name (a histogram's x_bucket has le), or an error
 // when serve does not export it. known is false for names whose labels
-// cannot be seen (the kprom error counters).
+// cannot be seen (Prometheus's own up).
 func (sm *serveMetrics) labels(name string) (ls map[string]bool, known bool, err error) {
 	family, suffix := name, ""
 	if sm.families[name] == nil {
@@ -202,8 +196,6 @@ func (sm *serveMetrics) labels(name string) (ls map[string]bool, known bool, err
 	mf := sm.families[family]
 	switch {
 	case prometheusSeries[name]:
-		return nil, false, nil
-	case kpromErrorCounters[name] && sm.registered[name]:
 		return nil, false, nil
 	case mf == nil && sm.registered[name]:
 		return nil, false, fmt.Errorf("%s is registered but serve never exports it (no sample in the running fixture)", name)

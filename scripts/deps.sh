@@ -2,9 +2,11 @@
 # Installs what building, testing and linting graphtide needs, if it is
 # missing: Go (>= 1.26.7, checked, not installed), g++ with C++17, make,
 # cmake, ninja and GoogleTest (the C++ core and its sanitizer tests),
-# clang-format, clang-tidy and shellcheck (from the distribution's
-# packages), and golangci-lint, pinned, built from the Go module proxy into
-# .tools/bin. Safe to run repeatedly; prints only what it does.
+# clang-format, clang-tidy, shellcheck and promtool (the metrics and
+# alerting-rule tests; Debian ships it in its prometheus package) from the
+# distribution's packages, and golangci-lint, pinned, built from the Go
+# module proxy into .tools/bin. Safe to run repeatedly; prints only what
+# it does.
 # `make deps` runs it; `make build` never does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# promtool: Debian ships it in its prometheus package (without its
+# recommends, which would add prometheus-node-exporter, a second service).
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "deps: installing prometheus (for promtool) with apt-get" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  command -v promtool >/dev/null 2>&1 || { echo "deps: the prometheus package installed no promtool on PATH" >&2; exit 1; }
 fi
 
 if ! command -v go >/dev/null 2>&1; then

@@ -353,7 +353,8 @@ func (in *Ingester) checkRecreated(ctx context.Context, topics []string) {
 
 // evaluate judges the current assignment (checkAssignment). On a conflict
 // it pauses fetching of every assigned partition and of extra (being
-// assigned), makes Ready say why, logs one ERROR and counts it; otherwise
+// assigned), makes Ready say why, and reports it (reportConflict: one
+// ERROR, counted, at once or once it lasts); otherwise
 // it takes every assigned partition without history into history at its
 // start offset and resumes fetching. With ResetSourcePosition a conflict
 // is logged as a WARN and ingested as if there were none.
@@ -385,8 +386,9 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 				in.pending.Set(t, p, s)
 			}
 		}
-		in.conflict = nil
+		in.conflict, in.conflicts = nil, conflictRun{}
 	} else {
+		in.conflicts.begin(in.conflict == nil)
 		in.conflict = c
 	}
 	in.evaluated, in.checking = true, nil
@@ -402,13 +404,7 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 	m := in.cfg.Metrics
 	switch {
 	case !accept:
-		if prev == nil || prev.Error() != c.Error() {
-			in.cfg.Logger.Error("ingestion paused: " + c.Error())
-		}
-		if prev == nil {
-			m.SourceConflicts.Inc()
-		}
-		m.SourceConflict.Set(1)
+		in.reportConflict(c)
 	case c != nil:
 		if warn {
 			in.cfg.Logger.Warn("ingesting an assignment that splits the graph, as --reset-source-position asks: " + c.Error())

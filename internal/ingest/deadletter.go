@@ -290,12 +290,24 @@ func clientCap(cl *kgo.Client) int32 {
 
 // readDeadLetterLimit reads the dead-letter topic's max.message.bytes and
 // makes the client's batch limit follow it. If it cannot be read, the
-// last known limit stays (Kafka's default at first).
-func (in *Ingester) readDeadLetterLimit(ctx context.Context) {
+// last known limit stays (Kafka's default at first). While the brokers do
+// not know the topic, it asks again for up to patience: at start, right
+// after ensureDeadLetterTopic created it, the broker that answers may not
+// know it yet (a WARN for what is normal on a first start).
+func (in *Ingester) readDeadLetterLimit(ctx context.Context, patience time.Duration) {
 	d := in.dl
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	limit, err := describeMaxMessageBytes(rctx, kadm.NewClient(in.cl), d.topic)
+retry:
+	for wait, until := 50*time.Millisecond, time.Now().Add(patience); errors.Is(err, kerr.UnknownTopicOrPartition) && time.Now().Add(wait).Before(until); wait *= 2 {
+		select {
+		case <-rctx.Done():
+			break retry
+		case <-time.After(wait):
+		}
+		limit, err = describeMaxMessageBytes(rctx, kadm.NewClient(in.cl), d.topic)
+	}
 	if err != nil {
 		d.mu.Lock()
 		assumed := d.topicLimit
@@ -480,7 +492,9 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		}
 		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-			in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
+			if in.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
+				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
+			}
 		}
 	}
 	return cut, nil
@@ -729,7 +743,7 @@ func (in *Ingester) deadLetterWorker(ctx context.Context) {
 			continue
 		}
 		if stale {
-			in.readDeadLetterLimit(ctx)
+			in.readDeadLetterLimit(ctx, 0)
 		}
 		for _, b := range due {
 			in.produceDeadLetter(ctx, b.src, b.reason, func(err error) { in.attemptDone(b, err) })

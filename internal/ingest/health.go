@@ -275,3 +275,67 @@ func (in *Ingester) wakeLag() {
 	default:
 	}
 }
+
+// conflictRun is what reportConflict knows of the run of conflicting
+// assignments the current conflict belongs to (a run ends when an
+// assignment no longer conflicts). Protected by Ingester.mu.
+type conflictRun struct {
+	since time.Time // when the run began
+	// reported is the conflict last logged as an ERROR in this run ("":
+	// none yet: the run is not reported, Ready says it waits); noted, the
+	// one last logged as waiting.
+	reported, noted string
+}
+
+// begin notes a conflict found by evaluate; fresh: the assignment did not
+// conflict before (a new run).
+func (r *conflictRun) begin(fresh bool) {
+	if fresh {
+		*r = conflictRun{since: time.Now()}
+	}
+}
+
+// waiting is Ready's reason for conflict c while its run is not reported.
+func (r *conflictRun) waiting(c *assignmentConflict, grace time.Duration) error {
+	return fmt.Errorf("waiting for consumer group %q to assign partitions %s: they are not assigned to this member, and this store has no history of them (partitions new to the group are assigned at its next rebalance, once its leader's metadata lists them); fetching is paused meanwhile, and if they are still assigned elsewhere after %v (--ready-grace) it is reported as a source conflict",
+		c.group, c.elsewhere, grace)
+}
+
+// reportConflict reports c, the conflict evaluate just found: an ERROR
+// line (again when what conflicts changes), the source-conflict gauge, and
+// one count per run. A certain conflict (assignmentConflict.certain) is
+// reported at once; any other only once its run has lasted ReadyGrace (a
+// timer checks again), so that a topic that appears while the group
+// forms, which the group assigns a moment later, is an INFO line and not
+// an ERROR. Fetching is paused all along (evaluate).
+func (in *Ingester) reportConflict(c *assignmentConflict) {
+	in.mu.Lock()
+	if in.conflict != c {
+		in.mu.Unlock()
+		return // judged again since
+	}
+	run := &in.conflicts
+	if wait := in.cfg.ReadyGrace - time.Since(run.since); !c.certain() && run.reported == "" && wait > 0 {
+		note := run.noted != c.Error()
+		run.noted = c.Error()
+		in.mu.Unlock()
+		if note {
+			in.cfg.Logger.Info("waiting for the consumer group to assign the partitions of this store's topics that it has not assigned here; fetching is paused meanwhile",
+				"group", c.group, "partitions", c.elsewhere.String(), "reported_as_a_conflict_after", in.cfg.ReadyGrace)
+		}
+		time.AfterFunc(wait, func() { in.reportConflict(c) })
+		return
+	}
+	// The metrics under mu: an evaluate that ends the run (and zeroes the
+	// gauge after it unlocks) cannot come in between.
+	if run.reported == "" {
+		in.cfg.Metrics.SourceConflicts.Inc()
+	}
+	in.cfg.Metrics.SourceConflict.Set(1)
+	say := run.reported != c.Error()
+	run.reported = c.Error()
+	in.mu.Unlock()
+	if say {
+		in.cfg.Logger.Error("ingestion paused: " + c.Error())
+	}
+}

@@ -338,6 +338,7 @@ type Ingester struct {
 	// Run (the source changed under it); evaluated: an assignment was
 	// judged. Protected by mu.
 	conflict  *assignmentConflict
+	conflicts conflictRun // the run of conflicts in.conflict belongs to (reportConflict)
 	checking  error
 	fatal     error
 	evaluated bool
@@ -390,6 +391,11 @@ type Ingester struct {
 	commitAssigned atomic.Bool
 	lagNow         chan struct{}
 
+	// The aggregated log lines (logsummary.go): the store's stalls, dead
+	// letters by topic, fetch errors by topic and error.
+	stalls            *stallLog
+	deadLog, fetchLog *repeats
+
 	// checkpointSeq is the durable seq the last Config.Checkpoint was
 	// given. Owned by the applier's goroutine.
 	checkpointSeq uint64
@@ -405,6 +411,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if err != nil {
 		return nil, err
 	}
+	c.Metrics.forTopics(c.Topics)
 	raw, err := store.SourcePosition()
 	if err != nil {
 		return nil, err
@@ -457,6 +464,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		}
 	}
 	in.health.lastAnswer.Store(time.Now().UnixNano())
+	in.setLogInterval(logInterval)
 	var keys decode.KeyResolver
 	if dict != nil {
 		keys = dict
@@ -878,6 +886,9 @@ func (in *Ingester) assignmentReady() error {
 	case in.fatal != nil:
 		return in.fatal
 	case in.conflict != nil:
+		if in.conflicts.reported == "" {
+			return in.conflicts.waiting(in.conflict, in.cfg.ReadyGrace)
+		}
 		return in.conflict
 	case in.grown != nil:
 		return in.grown
@@ -931,6 +942,7 @@ func (in *Ingester) Applied() Position {
 // decoding and the client's next fetch thus overlap the store's Apply.
 func (in *Ingester) Run(ctx context.Context) error {
 	defer in.cl.Close()
+	defer in.closeLogs()
 	if err := in.bindSource(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before anything was consumed
@@ -952,7 +964,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 		in.cl.AddConsumeTopics(in.cfg.Topics...)
 	}
 	in.ensureDeadLetterTopic(ctx)
-	in.readDeadLetterLimit(ctx)
+	in.readDeadLetterLimit(ctx, 2*time.Second)
 	wctx, wcancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	workers.Add(2)
@@ -997,7 +1009,9 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 			return
 		}
 		in.cfg.Metrics.FetchErrs.Inc()
-		in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+		if in.fetchLog.note(t + "\x00" + err.Error()) {
+			in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
+		}
 		if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(unknownID, t) {
 			unknownID = append(unknownID, t)
 		}
@@ -1042,7 +1056,7 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 			in.stallSince.Store(t0.UnixNano())
 			in.setPaused(pauseStall, true, nil)
 			m.Paused.Inc()
-			in.cfg.Logger.Info("store stalled; fetching paused")
+			in.stalls.begin(t0)
 			paused <- true
 		}
 	}()
@@ -1051,7 +1065,7 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 	if <-paused {
 		in.stallSince.Store(0)
 		in.setPaused(pauseStall, false, nil) // unless the assignment conflicts
-		in.cfg.Logger.Info("store caught up; fetching resumed", "stalled", time.Since(t0))
+		in.stalls.end(time.Since(t0))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("ingest: apply: %w", err)

@@ -113,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "graphtide_writes_total", Help: "Batches of the writes topic (POST /v1/batches) by outcome: applied, refused (a precondition failed), duplicate (a retried idempotency key), reused (a key reused with another batch), dead_letter, other_graph (addressed to another graph: skipped).",
 		}, []string{"outcome"}),
 	}
-	for _, o := range []string{"applied", "refused", "duplicate", "reused", "dead_letter", "other_graph"} {
+	for _, o := range writeOutcomes {
 		m.Writes.WithLabelValues(o) // every series from the start
 	}
 	if reg != nil {
@@ -122,6 +122,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.DeadLetterBlocked, m.DeadLetterFailures, m.DeadLettersTruncated)
 	}
 	return m
+}
+
+// writeOutcomes are the values of graphtide_writes_total's outcome label.
+var writeOutcomes = []string{"applied", "refused", "duplicate", "reused", "dead_letter", "other_graph"}
+
+// forTopics creates, at 0, the series of the per-topic counters for each
+// of topics (New calls it with the configured topics). A series created at
+// its first event starts above 0, and Prometheus' increase() and rate()
+// never see that first event: two dead letters made no alert.
+func (m *Metrics) forTopics(topics []string) {
+	for _, t := range topics {
+		m.Records.WithLabelValues(t)
+		m.Bytes.WithLabelValues(t)
+		m.DecodeErrs.WithLabelValues(t)
+		m.DeadLetters.WithLabelValues(t)
+	}
 }
 
 // LatencyBuckets is the number of finite buckets of a LatencyHistogram:

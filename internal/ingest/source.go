@@ -253,6 +253,19 @@ func checkAssignment(f assignmentFacts) *assignmentConflict {
 	return c
 }
 
+// certain reports whether the conflict shows another store at once: the
+// group committed offsets for partitions assigned here without history
+// here, or this store holds the history of partitions assigned elsewhere.
+// Otherwise it is partitions new to this store that are not assigned
+// here, which is also what a group looks like for a moment when a topic
+// appears: franz-go joins as soon as one of its topics has partitions, the
+// leader assigns from the metadata it has, and a topic created meanwhile
+// (or auto-created by that very metadata request) is assigned at the next
+// rebalance, a few hundred milliseconds later (reportConflict waits).
+func (c *assignmentConflict) certain() bool {
+	return len(c.foreign) > 0 || len(c.elsewhereHistory) > 0
+}
+
 // Error says what conflicts, why that would split the graph, and what to
 // do; it is the reason /readyz gives and the ERROR line serve logs.
 func (c *assignmentConflict) Error() string {

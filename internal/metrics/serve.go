@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
@@ -16,7 +15,7 @@ import (
 // Serve holds every metric `graphtide serve` exports.
 type Serve struct {
 	Ingest    *ingest.Metrics
-	Kafka     *kprom.Metrics // franz-go's own client metrics (pass as a kgo hook)
+	Kafka     *Kafka // franz-go's own client metrics (pass as a kgo hook)
 	Analytics *AnalyticsMetrics
 }
 
@@ -28,7 +27,7 @@ func NewServe(reg prometheus.Registerer, store *engine.Store, m *views.Manager) 
 	reg.MustRegister(NewStoreCollector(store), NewViewsCollector(m))
 	return &Serve{
 		Ingest:    ingest.NewMetrics(reg),
-		Kafka:     kprom.NewMetrics("graphtide_kafka", kprom.Registerer(reg)),
+		Kafka:     newKafka(reg),
 		Analytics: NewAnalyticsMetrics(reg, store),
 	}
 }

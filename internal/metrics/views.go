@@ -128,6 +128,21 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 			m.duration.WithLabelValues(name, mode).Observe(d.Seconds())
 		},
 		Alerted: func(name, kind string, n int) { m.alerts.WithLabelValues(name, kind).Add(float64(n)) },
+		// An analytic's series exist from its registration, at 0 (a series
+		// created at its first event hides that event from increase()),
+		// and go with it.
+		Registered: func(s analytics.Spec) {
+			for _, k := range analytics.AlertKinds(s.Type) {
+				m.alerts.WithLabelValues(s.Name, k)
+			}
+			for _, mode := range []string{"incremental", "recompute"} {
+				m.duration.WithLabelValues(s.Name, mode)
+			}
+		},
+		Unregistered: func(name string) {
+			m.alerts.DeletePartialMatch(prometheus.Labels{"analytic": name})
+			m.duration.DeletePartialMatch(prometheus.Labels{"analytic": name})
+		},
 	}
 }
 

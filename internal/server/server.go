@@ -265,7 +265,9 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		regr = s.reg
 	}
 	s.metrics = metrics.NewServe(regr, d.Store, s.vm)
-	// kprom registers its metrics for one client: the consumer's.
+	// kprom registers its metrics for one client: the consumer's, which
+	// produces only dead letters.
+	s.metrics.Kafka.Topics(s.topics(), []string{cfg.DeadLetterTopic})
 	sinkOpts := clientOpts
 	clientOpts = append(clientOpts[:len(clientOpts):len(clientOpts)], kgo.WithHooks(s.metrics.Kafka))
 	if cfg.GroupInstanceID != "" && cfg.Owners == nil { // partitioned mode joins no group

@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -215,6 +216,8 @@ type kind struct {
 	// set, what it may hold besides (fraud: one pull's memory).
 	perVertex int64
 	fixed     func(s Spec) int64
+	// alerts are the kinds of the alerts it raises (Alert.Kind).
+	alerts []string
 	// settings fills the defaults of its own settings and checks them.
 	settings func(s *Spec) error
 	build    func(s Spec, root uint64, alerts func([]Alert)) Analytic
@@ -226,13 +229,13 @@ var kinds = []kind{
 	{name: "pagerank", topo: true, perVertex: 98, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
 	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
-	{name: "degree", topo: true, monitor: true, perVertex: 4, settings: (*Spec).degreeSettings,
+	{name: "degree", topo: true, monitor: true, perVertex: 4, alerts: []string{"degree"}, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
-	{name: "fanin", monitor: true, window: true, stream: true,
+	{name: "fanin", monitor: true, window: true, stream: true, alerts: []string{"fan_in"},
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
-	{name: "fanout", monitor: true, window: true, stream: true,
+	{name: "fanout", monitor: true, window: true, stream: true, alerts: []string{"fan_out"},
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
-	{name: "fraud", topo: true, monitor: true, window: true, settings: (*Spec).fraudSettings,
+	{name: "fraud", topo: true, monitor: true, window: true, alerts: []string{"fan_in", "cycle"}, settings: (*Spec).fraudSettings,
 		fixed: func(s Spec) int64 { return int64(s.PullMemoryMiB) << 20 },
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFraud(s, al) }},
 	// custom: an analytic built outside the package (graphtide's
@@ -264,6 +267,13 @@ var Types = func() []string {
 	}
 	return ts
 }()
+
+// AlertKinds lists the kinds of the alerts analytics of type t raise
+// (Alert.Kind); none for the graph analytics.
+func AlertKinds(t string) []string {
+	k, _ := kindOf(t)
+	return slices.Clone(k.alerts)
+}
 
 // NeedsRoot reports whether analytics of type t need a root vertex.
 func NeedsRoot(t string) bool {

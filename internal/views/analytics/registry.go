@@ -33,6 +33,12 @@ type Hooks struct {
 	Updated func(name string, recompute bool, d time.Duration)
 	// Alerted: an analytic raised n alerts of a kind.
 	Alerted func(name, kind string, n int)
+	// Registered: an analytic was registered (before it runs);
+	// Unregistered: it was unregistered and has stopped (not called if
+	// another of its name was registered meanwhile). Both are called under
+	// the registry's lock: they must not call the Registry.
+	Registered   func(s Spec)
+	Unregistered func(name string)
 }
 
 // RegistryConfig configures a Registry. Zero fields take defaults.
@@ -316,6 +322,9 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	ctx, cancel := context.WithCancel(r.ctx)
 	e := &entry{a: a, cancel: cancel, done: make(chan struct{}), registered: time.Now(), restored: restored != nil, ready: ready}
 	r.entries[s.Name] = e
+	if r.cfg.Hooks.Registered != nil {
+		r.cfg.Hooks.Registered(s)
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -421,6 +430,15 @@ func (r *Registry) Unregister(name string) error {
 	}
 	e.cancel()
 	<-e.done
+	if r.cfg.Hooks.Unregistered != nil {
+		// Under mu, as Registered: not after the Registered of an analytic
+		// of the same name registered meanwhile.
+		r.mu.Lock()
+		if _, again := r.entries[name]; !again {
+			r.cfg.Hooks.Unregistered(name)
+		}
+		r.mu.Unlock()
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,8 +38,11 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 	sink := &sinkRecorder{}
 	var hookMu sync.Mutex
 	updates := map[string]int{}
+	registered, unregistered := map[string]string{}, map[string]int{} // name -> type; unregistrations
 	r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink}, AlertRing: 1 << 16, Hooks: Hooks{
-		Updated: func(name string, _ bool, _ time.Duration) { hookMu.Lock(); updates[name]++; hookMu.Unlock() },
+		Updated:      func(name string, _ bool, _ time.Duration) { hookMu.Lock(); updates[name]++; hookMu.Unlock() },
+		Registered:   func(s Spec) { hookMu.Lock(); registered[s.Name] = s.Type; hookMu.Unlock() },
+		Unregistered: func(name string) { hookMu.Lock(); unregistered[name]++; hookMu.Unlock() },
 	}})
 	defer r.Close()
 	specs := []Spec{
@@ -134,7 +138,17 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		t.Fatalf("ring holds %d of %d alerts", len(al), total)
 	}
 	cycles := 0
+	kinds := map[string]bool{} // type/kind seen
 	for _, a := range al {
+		// Every alert's kind is one AlertKinds lists for its type (the
+		// series serve's metrics create for an analytic at registration).
+		hookMu.Lock()
+		typ := registered[a.Analytic]
+		hookMu.Unlock()
+		if !slices.Contains(AlertKinds(typ), a.Kind) {
+			t.Fatalf("alert %+v of a %q analytic: kind not in AlertKinds %v", a, typ, AlertKinds(typ))
+		}
+		kinds[typ+"/"+a.Kind] = true
 		if a.Kind != "cycle" {
 			continue
 		}
@@ -172,12 +186,32 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		t.Fatalf("hooks saw %v", updates)
 	}
 	hookMu.Unlock()
+	for _, want := range []string{"degree/degree", "fanin/fan_in", "fanout/fan_out", "fraud/cycle"} {
+		if !kinds[want] {
+			t.Errorf("no alert of type/kind %s (seen %v)", want, kinds)
+		}
+	}
+	for _, typ := range []string{"bfs", "wcc", "pagerank", "sssp"} {
+		if k := AlertKinds(typ); len(k) != 0 {
+			t.Errorf("AlertKinds(%s) = %v: a graph analytic raises no alert", typ, k)
+		}
+	}
+	hookMu.Lock()
+	if len(registered) != len(specs) || len(unregistered) != 0 {
+		t.Errorf("Registered saw %v, Unregistered %v; want the %d analytics and none", registered, unregistered, len(specs))
+	}
+	hookMu.Unlock()
 	if err := r.Unregister("bfs"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Result("bfs"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("result of an unregistered analytic: %v", err)
 	}
+	hookMu.Lock()
+	if len(unregistered) != 1 || unregistered["bfs"] != 1 {
+		t.Errorf("Unregistered saw %v, want bfs once", unregistered)
+	}
+	hookMu.Unlock()
 	if len(r.Results()) != len(specs)-1 {
 		t.Fatalf("%d results", len(r.Results()))
 	}
