@@ -33,12 +33,14 @@ import (
 )
 
 // Topic is the topic the fixture produces to and ingests from; WritesTopic
-// is serve's writes topic and DeadLetterTopic its dead-letter topic;
+// is serve's writes topic, DeadLetterTopic its dead-letter topic and
+// AlertTopic its alert topic;
 // Analytics are the analytics it runs.
 const (
 	Topic           = "edges"
 	WritesTopic     = "writes"
 	DeadLetterTopic = "dead-letters"
+	AlertTopic      = "alerts"
 )
 
 // Analytics are the fixture's analytics: "wcc" and the fan-in monitor
@@ -85,7 +87,7 @@ func open(ctx context.Context, t testing.TB, listen bool) (*server.Server, *prom
 		Dir: t.TempDir(),
 		// Small MemGraphs, so that flushes run; no Go memory limit.
 		Plan:   budget.Plan{Total: 256 << 20, MemGraphBytes: 64 << 10, EdgeLogOps: 1 << 16},
-		Topics: []string{Topic}, Group: "metricstest", Format: decode.FormatBinary, DeadLetterTopic: DeadLetterTopic, WritesTopic: WritesTopic,
+		Topics: []string{Topic}, Group: "metricstest", Format: decode.FormatBinary, DeadLetterTopic: DeadLetterTopic, WritesTopic: WritesTopic, AlertTopic: AlertTopic,
 		DeadLetterTimeout: 10 * time.Second, ReadyGrace: 30 * time.Second, FlushInterval: 50 * time.Millisecond, Reset: "earliest",
 		Analytics: specs, HTTP: server.HTTPConfig{Addr: "127.0.0.1:0", DisableListening: !listen}, Registry: reg, Registerer: rec,
 	})
