@@ -152,21 +152,44 @@ func (l *ledger) dropOldestAhead() {
 	for len(l.aheadOrder) > 0 {
 		r := l.aheadOrder[0]
 		l.aheadOrder = l.aheadOrder[1:]
-		es := l.ahead[r.id]
-		for j, e := range es {
-			if e.seq == r.seq {
-				es = append(es[:j:j], es[j+1:]...)
-				if len(es) == 0 {
-					delete(l.ahead, r.id)
-				} else {
-					l.ahead[r.id] = es
-				}
-				l.aheadN--
-				l.droppedAhead++
-				return
-			}
+		if l.removeAhead(r, nil) {
+			l.droppedAhead++
+			return
 		}
 	}
+}
+
+// removeAhead removes the ahead entry r refers to when it is still held
+// and drop (nil: any) says so of it; it reports whether it did.
+func (l *ledger) removeAhead(r aheadRef, drop func(aheadEntry) bool) bool {
+	es := l.ahead[r.id]
+	for j, e := range es {
+		if e.seq != r.seq {
+			continue
+		}
+		if drop != nil && !drop(e) {
+			return false
+		}
+		es = append(es[:j:j], es[j+1:]...)
+		if len(es) == 0 {
+			delete(l.ahead, r.id)
+		} else {
+			l.ahead[r.id] = es
+		}
+		l.aheadN--
+		return true
+	}
+	return false
+}
+
+// holds reports whether the ahead entry r refers to is still held.
+func (l *ledger) holds(r aheadRef) bool {
+	for _, e := range l.ahead[r.id] {
+		if e.seq == r.seq {
+			return true
+		}
+	}
+	return false
 }
 
 // compact drops gone items from the head, and copies the queue once more
@@ -212,28 +235,10 @@ func (l *ledger) resend() {
 func (l *ledger) forget(below func(*analytics.AlertSource) bool) {
 	keep := l.aheadOrder[:0]
 	for _, r := range l.aheadOrder {
-		es := l.ahead[r.id]
-		j := -1
-		for i, e := range es {
-			if e.seq == r.seq {
-				j = i
-				break
-			}
+		gone := l.removeAhead(r, func(e aheadEntry) bool { return e.src != nil && below(e.src) })
+		if !gone && l.holds(r) {
+			keep = append(keep, r)
 		}
-		if j < 0 {
-			continue // consumed
-		}
-		if e := es[j]; e.src != nil && below(e.src) {
-			es = append(es[:j:j], es[j+1:]...)
-			if len(es) == 0 {
-				delete(l.ahead, r.id)
-			} else {
-				l.ahead[r.id] = es
-			}
-			l.aheadN--
-			continue
-		}
-		keep = append(keep, r)
 	}
 	l.aheadOrder = keep
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/typedict"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/writes"
 )
 
@@ -417,5 +418,68 @@ func TestRepairReplacesLostFiles(t *testing.T) {
 	}
 	if !equalFiles(before, snapshotFiles(t, dir)) {
 		t.Fatal("a refused repair changed the data directory")
+	}
+}
+
+// TestAlertHistoryClaimedAndRepaired: the store records the alerts
+// alerts.log holds sealed; a deleted alerts.log is refused (by both opens
+// and the check, naming it), and so is a flipped bit in a sealed alert;
+// repair puts an empty history at the claimed count in its place, keeping
+// the damaged file in its backup, and the directory is sound after.
+func TestAlertHistoryClaimedAndRepaired(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Create: true, Alerts: true, AlertsKeep: 100}
+	d, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := []analytics.Alert{{Analytic: "hubs", Kind: "fan_in", ID: "a1"}, {Analytic: "hubs", Kind: "fan_in", ID: "a2"}}
+	if err := d.Alerts.Append(al); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Alerts.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	applyFlush(t, d, 0)
+	d.Close()
+	path := AlertsPath(dir)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := ro.Claims().get(AlertsName); !ok || n != 2 {
+		t.Fatalf("the store claims %d alerts (%v), want 2", n, ok)
+	}
+	ro.Close()
+
+	os.Remove(path)
+	refusedNaming(t, dir, path, 0, o, false)
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)-4] ^= 1
+	os.WriteFile(path, flipped, 0o644)
+	refusedNaming(t, dir, path, -1, o, false)
+
+	var out strings.Builder
+	if err := Repair(dir, true, &out); err != nil || !strings.Contains(out.String(), "put an empty alert history") || !strings.Contains(out.String(), "check after the repair: ok") {
+		t.Fatalf("repair: %v\n%s", err, out.String())
+	}
+	backups, _ := filepath.Glob(filepath.Join(dir, "repair-*", AlertsName))
+	if len(backups) != 1 {
+		t.Fatalf("backups of the damaged file: %v", backups)
+	}
+	if b, _ := os.ReadFile(backups[0]); string(b) != string(flipped) {
+		t.Fatal("the backup is not the damaged file")
+	}
+	d, err = Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, total, _ := d.Alerts.Alerts(); len(got) != 0 || total != 2 {
+		t.Fatalf("the repaired history: %d alerts, total %d; want none, total 2", len(got), total)
 	}
 }

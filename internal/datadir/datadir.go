@@ -277,14 +277,10 @@ func Open(path string, o Options) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
 	}
-	claims, err := storeClaims(path, s)
+	claims, err := claimsAtOpen(path, s)
 	if err != nil {
 		s.Close()
 		return nil, err
-	}
-	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
-		s.Close()
-		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
 	}
 	// The time index: its samples of seqs the store no longer has (a
 	// crash's replay will give them to other batches) go at the open,
@@ -355,6 +351,20 @@ func Open(path string, o Options) (*Dir, error) {
 // it when the Dir was opened (nil: nothing, a store written before
 // claims).
 func (d *Dir) Claims() Claims { return maps.Clone(d.claims) }
+
+// claimsAtOpen is what the store s of the data directory path recorded of
+// its files, refused when a file it records is missing (checked before
+// anything is created).
+func claimsAtOpen(path string, s *engine.Store) (Claims, error) {
+	claims, err := storeClaims(path, s)
+	if err != nil {
+		return nil, err
+	}
+	if ps := missingClaimed(path, claims); len(ps) > 0 {
+		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
+	}
+	return claims, nil
+}
 
 // storeClaims is what the store s of the data directory path recorded of
 // its files.
@@ -436,14 +446,10 @@ func OpenReadOnly(path string) (*Dir, error) {
 	if err != nil {
 		return nil, storeOpenError(path, err)
 	}
-	claims, err := storeClaims(path, s)
+	claims, err := claimsAtOpen(path, s)
 	if err != nil {
 		s.Close()
 		return nil, err
-	}
-	if ps := missingClaimed(path, claims); len(ps) > 0 { // before anything is created
-		s.Close()
-		return nil, &durable.CorruptError{Kind: "datadir", File: ps[0].File, What: ps[0].What}
 	}
 	times, err := openTimes(path, s, claims, false, true)
 	if err != nil {

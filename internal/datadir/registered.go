@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/graphtide/graphtide/internal/durable"
+	"github.com/graphtide/graphtide/internal/jsontext"
 )
 
 // registered-analytics.json holds the analytics registered over the HTTP
@@ -246,20 +247,8 @@ func parseRegisteredV1(raw []byte, bad func(int64, string) *durable.CorruptError
 		Version   int               `json:"version"`
 		Analytics []json.RawMessage `json:"analytics"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		off := dec.InputOffset()
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se): // Offset: past the byte at fault
-			off = se.Offset - 1
-		case errors.As(err, &te):
-			off = te.Offset - 1
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			off = int64(len(raw))
-		}
+	dec, off, err := jsontext.DecodeStrict(raw, &f)
+	if err != nil {
 		return 0, nil, bad(off, err.Error())
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

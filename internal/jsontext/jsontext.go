@@ -7,7 +7,11 @@
 package jsontext
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"unicode/utf8"
 )
 
@@ -90,4 +94,28 @@ func Hex4(v []byte, i int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// DecodeStrict decodes the JSON value at the start of raw into v, refusing
+// fields v does not have, and returns dec to read on. On an error it
+// returns the offset in raw of the byte at fault (best known: the end of
+// raw for a value cut short).
+func DecodeStrict(raw []byte, v any) (dec *json.Decoder, off int64, err error) {
+	dec = json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err = dec.Decode(v); err == nil {
+		return dec, 0, nil
+	}
+	off = dec.InputOffset()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se): // Offset: past the byte at fault
+		off = se.Offset - 1
+	case errors.As(err, &te):
+		off = te.Offset - 1
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(raw))
+	}
+	return dec, off, err
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/datadir"
+	"github.com/graphtide/graphtide/internal/jsontext"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -54,18 +53,7 @@ func loadRegistered(d *datadir.Dir) (*registered, error) {
 	r := &registered{file: d.Registered, path: d.Registered.Path(), specs: map[string]api.Spec{}}
 	for i, raw := range d.Registered.Specs() {
 		var s api.Spec
-		dec := json.NewDecoder(bytes.NewReader(raw.JSON))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			off := dec.InputOffset()
-			var se *json.SyntaxError
-			var te *json.UnmarshalTypeError
-			switch {
-			case errors.As(err, &se): // Offset: past the byte at fault
-				off = se.Offset - 1
-			case errors.As(err, &te):
-				off = te.Offset - 1
-			}
+		if _, off, err := jsontext.DecodeStrict(raw.JSON, &s); err != nil {
 			return nil, fmt.Errorf("%s: byte offset %d: %w (analytic %d of those registered over the API; restore the file from a backup)", r.path, raw.Offset+off, err, i)
 		}
 		if s.Name == "" {

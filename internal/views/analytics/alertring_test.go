@@ -54,11 +54,8 @@ func TestAlertsKeptOnceAcrossARestart(t *testing.T) {
 			reg := NewRegistry(nil, RegistryConfig{AlertRing: ring, History: h, Sinks: []AlertSink{sink}})
 			// The replay: some of the newest alerts of the run before
 			// raised again (the same triggers), then new ones.
-			var raised []string
 			back := r.IntN(min(len(model), ring) + 1)
-			for _, id := range model[len(model)-back:] {
-				raised = append(raised, id)
-			}
+			raised := append([]string(nil), model[len(model)-back:]...)
 			for range r.IntN(12) {
 				raised = append(raised, fmt.Sprintf("a%d", next))
 				next++
