@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
@@ -129,7 +130,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	var behind atomic.Int64 // -1: not measured
 	behind.Store(-1)
 	fw := &fakeWriter{}
+	var logs syncLog
 	_, hs := serve(t, f, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		c.Writes = fw
 		c.Token = testToken
 		c.Tokens = []Token{{readToken, ScopeRead}, {writeToken, ScopeWrite}}
@@ -157,7 +160,12 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 			t.Errorf("/readyz, 12 records behind: status %q, behind %v", st.Status, st.Behind)
 		}
 		notReady.Store(true)
-		c.expect("GET", "/readyz", nil, 503, "not ready: no partitions assigned yet")
+		for range 3 {
+			c.expect("GET", "/readyz", nil, 503, "not ready: no partitions assigned yet")
+		}
+		if strings.Contains(logs.String(), "/readyz") {
+			t.Errorf("a probe's 503 was logged (once per probe, a line every few seconds while not ready):\n%s", logs.String())
+		}
 		notReady.Store(false)
 		if r := c.get("/metrics", nil); !strings.Contains(string(r.body), "graphtide_test_total 0") {
 			t.Errorf("/metrics does not serve the Prometheus handler:\n%s", r.body)

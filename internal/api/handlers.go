@@ -103,7 +103,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) error {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+			// A probe's answer, not a failure of the request: not logged
+			// per probe (what makes serve not ready logs itself).
+			writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{"not ready: " + err.Error()})
+			return nil
 		}
 	}
 	resp := StatusResponse{Status: "ready"}
