@@ -198,7 +198,10 @@ func readView(dir string, readOnly bool) (fileView, error) {
 		v.entries = d.Writes.Entries()
 	}
 	if d.Alerts != nil {
-		al, total, _ := d.Alerts.Alerts()
+		al, total, _, err := d.Alerts.Alerts()
+		if err != nil {
+			return v, err
+		}
 		for _, a := range al {
 			v.alerts = append(v.alerts, a.ID)
 		}

@@ -22,6 +22,8 @@
 //     holds that many, it is rewritten atomically with the newest ones,
 //     and the counts of those it drops go into its header.
 //   - Open with readOnly writes nothing.
+//   - Memory: a few words per alert in the file (where each record starts,
+//     its analytic), never the alerts: Alerts reads them from the file.
 //
 // The file (format 1): the 8-byte magic "GTALRT01", u64 first (records
 // appended before the file's first), u64 sealed (records, counted as
@@ -33,11 +35,14 @@
 package alertlog
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -54,9 +59,10 @@ const DefaultKeep = 10000
 
 const (
 	magic      = "GTALRT01"
-	maxPayload = 1 << 20 // an alert: a cycle of keys
-	minPayload = 2       // "{}"
-	maxHeader  = 1 << 20 // the counts of every analytic ever
+	maxPayload = 1 << 20   // an alert: a cycle of keys
+	minPayload = 2         // "{}"
+	maxHeader  = 1 << 20   // the counts of every analytic ever
+	chunk      = 256 << 10 // Append writes at least this much at a time
 )
 
 // Claim is what the store's durable state recorded of the log: that the
@@ -72,18 +78,31 @@ type Log struct {
 	mu   sync.Mutex
 	// f is the file, appended to (nil when read-only). Protected by mu.
 	f *os.File
-	// first: records appended before alerts[0]; base: by analytic, how
-	// many of those first. alerts: the records of the file, in order.
-	// Protected by mu.
-	first  uint64
-	base   map[string]uint64
-	alerts []analytics.Alert
-	// sealed is first+len(alerts) when the file was last written whole
+	// first: records appended before recs[0]; base: by analytic, how many
+	// of those first. recs: the records of the file, in order; end: the
+	// file's size. Protected by mu.
+	first uint64
+	base  map[string]uint64
+	recs  []rec
+	end   int64
+	// sealed is first+len(recs) when the file was last written whole
 	// (Sync, Open): what a claim may say the file holds.
 	sealed atomic.Uint64
 	// broken: a rewrite failed after it replaced the file; Append fails
 	// from then on. Protected by mu.
 	broken error
+	// json and out are Append's buffers, reused (a monitor may raise many
+	// alerts a second: no garbage per alert). Protected by mu.
+	json bytes.Buffer
+	enc  *json.Encoder
+	out  []byte
+}
+
+// rec is where a record starts in the file and its alert's analytic (for
+// the counts of the records a rewrite drops).
+type rec struct {
+	off      int64
+	analytic string
 }
 
 // Open reads the log at path, keeping at most keep alerts (0:
@@ -104,34 +123,18 @@ func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
 		if readOnly {
 			return l, nil
 		}
-		if err := durable.WriteFile(path, l.encode(), 0o644); err != nil {
+		data = l.header()
+		if err := durable.WriteFile(path, data, 0o644); err != nil {
 			return nil, err
 		}
-		data = l.encode()
 	case err != nil:
 		return nil, err
 	}
-	off, err := l.readHeader(data)
+	scan, err := l.read(data)
 	if err != nil {
 		return nil, err
 	}
-	var derr error
-	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
-		var a analytics.Alert
-		if err := json.Unmarshal(payload, &a); err != nil {
-			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
-			return false
-		}
-		l.alerts = append(l.alerts, a)
-		return true
-	})
-	switch {
-	case derr != nil:
-		return nil, derr
-	case scan.Damage != "":
-		return nil, l.corrupt(scan.DamagedAt, scan.Damage)
-	}
-	have, vouched := l.first+uint64(len(l.alerts)), l.sealed.Load()
+	have, vouched := l.first+uint64(len(l.recs)), l.sealed.Load()
 	why := "its header vouches for"
 	if c != nil && c.Records > vouched {
 		vouched, why = c.Records, "the store's durable state records"
@@ -145,10 +148,50 @@ func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
 	if readOnly {
 		return l, nil
 	}
-	if err := l.writeWhole(); err != nil { // cuts a torn tail, seals the rest
+	l.end = int64(len(data))
+	if scan.Torn {
+		l.end = int64(scan.TornAt)
+	}
+	if err := l.writeWhole(0); err != nil { // cuts a torn tail, seals the rest
 		return nil, err
 	}
 	return l, nil
+}
+
+// read reads the header and the records of data, keeping where each
+// record starts; it returns where the records stopped.
+func (l *Log) read(data []byte) (durable.ScanResult, error) {
+	off, err := l.readHeader(data)
+	if err != nil {
+		return durable.ScanResult{}, err
+	}
+	var derr error
+	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
+		var a struct {
+			Analytic string `json:"analytic"`
+		}
+		if err := json.Unmarshal(payload, &a); err != nil {
+			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
+			return false
+		}
+		l.recs = append(l.recs, rec{off: int64(at), analytic: l.intern(a.Analytic)})
+		return true
+	})
+	switch {
+	case derr != nil:
+		return scan, derr
+	case scan.Damage != "":
+		return scan, l.corrupt(scan.DamagedAt, scan.Damage)
+	}
+	return scan, nil
+}
+
+// intern returns the analytic's name, shared with the records before it.
+func (l *Log) intern(name string) string {
+	if n := len(l.recs); n > 0 && l.recs[n-1].analytic == name {
+		return l.recs[n-1].analytic
+	}
+	return name
 }
 
 // readHeader reads the header of data and returns where the records
@@ -177,20 +220,16 @@ func (l *Log) corrupt(off int, what string) error {
 	return &durable.CorruptError{Kind: "alerts", File: l.path, Offset: int64(off), What: what}
 }
 
-// encode is the whole file. Requires mu held (or no sharing yet).
-func (l *Log) encode() []byte {
+// header is the file's header for what the log holds, every record
+// sealed. Requires mu held (or no sharing yet).
+func (l *Log) header() []byte {
 	counts, _ := json.Marshal(l.base) // a map of string to number: never fails
 	b := []byte(magic)
 	b = binary.LittleEndian.AppendUint64(b, l.first)
-	b = binary.LittleEndian.AppendUint64(b, l.first+uint64(len(l.alerts))) // sealed: every record written here
+	b = binary.LittleEndian.AppendUint64(b, l.first+uint64(len(l.recs)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(counts)))
 	b = append(b, counts...)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, durable.Castagnoli))
-	for i := range l.alerts {
-		p, _ := json.Marshal(&l.alerts[i]) // an Alert: never fails
-		b = durable.AppendRecord(b, p)
-	}
-	return b
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, durable.Castagnoli))
 }
 
 // Path is the log's file.
@@ -200,19 +239,47 @@ func (l *Log) Path() string { return l.path }
 func (l *Log) Claim() Claim { return Claim{Records: l.sealed.Load()} }
 
 // Alerts returns the alerts the log keeps (at most its bound, the newest),
-// oldest first, and how many were ever appended, in all and by analytic.
-func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[string]uint64) {
+// oldest first, read from the file, and how many were ever appended, in
+// all and by analytic.
+func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[string]uint64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	from := max(0, len(l.alerts)-l.keep)
 	byAnalytic = map[string]uint64{}
 	for name, n := range l.base {
 		byAnalytic[name] = n
 	}
-	for _, a := range l.alerts {
-		byAnalytic[a.Analytic]++
+	for _, r := range l.recs {
+		byAnalytic[r.analytic]++
 	}
-	return append([]analytics.Alert(nil), l.alerts[from:]...), l.first + uint64(len(l.alerts)), byAnalytic
+	total = l.first + uint64(len(l.recs))
+	from := max(0, len(l.recs)-l.keep)
+	if from == len(l.recs) {
+		return nil, total, byAnalytic, nil
+	}
+	data, err := os.ReadFile(l.path)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("alertlog: %w", err)
+	}
+	end := int64(len(data))
+	if l.end > 0 && l.end < end {
+		end = l.end
+	}
+	res := durable.ScanRecords(data[:end], int(l.recs[from].off), minPayload, maxPayload, func(at int, payload []byte) bool {
+		var a analytics.Alert
+		if err = json.Unmarshal(payload, &a); err != nil {
+			err = l.corrupt(at, "an alert that does not read back: "+err.Error())
+			return false
+		}
+		alerts = append(alerts, a)
+		return true
+	})
+	if err == nil && (res.Damage != "" || res.Torn || len(alerts) != len(l.recs)-from) {
+		err = l.corrupt(int(l.recs[from].off), "the alerts changed under the log")
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return alerts, total, byAnalytic, nil
 }
 
 // Append writes al to the file (not synced: Sync), and rewrites it with
@@ -220,17 +287,6 @@ func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[s
 func (l *Log) Append(al []analytics.Alert) error {
 	if len(al) == 0 {
 		return nil
-	}
-	var b []byte
-	for i := range al {
-		p, err := json.Marshal(&al[i])
-		if err != nil {
-			return fmt.Errorf("alertlog: %w", err)
-		}
-		if len(p) > maxPayload {
-			return fmt.Errorf("alertlog: an alert of %d bytes, more than %d", len(p), maxPayload)
-		}
-		b = durable.AppendRecord(b, p)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -240,34 +296,99 @@ func (l *Log) Append(al []analytics.Alert) error {
 	case l.f == nil:
 		return errors.New("alertlog: the log is not open for writing")
 	}
-	if _, err := l.f.Write(b); err != nil {
-		return fmt.Errorf("alertlog: %s: %w", l.path, err)
+	if l.enc == nil {
+		l.enc = json.NewEncoder(&l.json)
 	}
-	l.alerts = append(l.alerts, al...)
-	if len(l.alerts) >= 2*l.keep {
-		return l.rewrite()
+	// Written a chunk at a time, so that a burst of alerts (a fraud pull
+	// may raise hundreds of thousands) holds no more than a chunk.
+	b := l.out[:0]
+	write := func() error {
+		if _, err := l.f.Write(b); err != nil {
+			// Part of b may be in the file: nothing may follow it.
+			l.broken = fmt.Errorf("alertlog: %s: %w (the log takes no more alerts until serve restarts, which cuts what was written of them)", l.path, err)
+			return l.broken
+		}
+		l.end += int64(len(b))
+		b = b[:0]
+		return nil
 	}
-	return nil
+	var skipped error // an alert that cannot be written is left out; the others are kept
+	for i := range al {
+		l.json.Reset()
+		if err := l.enc.Encode(&al[i]); err != nil {
+			skipped = cmp.Or(skipped, fmt.Errorf("alertlog: an alert left out: %w", err))
+			continue
+		}
+		p := bytes.TrimSuffix(l.json.Bytes(), []byte("\n"))
+		if len(p) > maxPayload {
+			skipped = cmp.Or(skipped, fmt.Errorf("alertlog: an alert of %d bytes left out, more than %d", len(p), maxPayload))
+			continue
+		}
+		l.recs = append(l.recs, rec{off: l.end + int64(len(b)), analytic: l.intern(al[i].Analytic)})
+		if b = durable.AppendRecord(b, p); len(b) >= chunk {
+			if err := write(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	if cap(b) <= 4*chunk {
+		l.out = b // reused; one larger than that is left to the collector
+	}
+	if len(l.recs) >= 2*l.keep {
+		drop := len(l.recs) - l.keep
+		for _, r := range l.recs[:drop] {
+			l.base[r.analytic]++
+		}
+		if err := l.writeWhole(drop); err != nil {
+			return err
+		}
+	}
+	return skipped
 }
 
-// rewrite drops all but the newest keep alerts (their counts go into the
-// header) and writes the file whole. Requires mu held.
-func (l *Log) rewrite() error {
-	drop := len(l.alerts) - l.keep
-	for _, a := range l.alerts[:drop] {
-		l.base[a.Analytic]++
+// writeWhole replaces the file with its records from drop on, under a new
+// header (first moved past the dropped ones, every record sealed),
+// durably, copying them from the file as it is; and appends to it from
+// then on. Requires mu held (or no sharing yet).
+func (l *Log) writeWhole(drop int) error {
+	from := int64(-1)
+	if drop < len(l.recs) {
+		from = l.recs[drop].off
 	}
 	l.first += uint64(drop)
-	l.alerts = append(l.alerts[:0:0], l.alerts[drop:]...)
-	return l.writeWhole()
-}
-
-// writeWhole replaces the file with what the log holds, sealed, durably,
-// and appends to it from then on. Requires mu held (or no sharing yet).
-func (l *Log) writeWhole() error {
-	if err := durable.WriteFile(l.path, l.encode(), 0o644); err != nil {
+	l.recs = append(l.recs[:0:0], l.recs[drop:]...)
+	hdr := l.header()
+	err := durable.WriteFileFrom(l.path, 0o644, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		if from < 0 {
+			return nil
+		}
+		src, err := os.Open(l.path)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(w, io.NewSectionReader(src, from, l.end-from))
+		return err
+	})
+	if err != nil {
 		l.broken = fmt.Errorf("alertlog: writing %s failed (the log no longer says what it holds): %w", l.path, err)
 		return l.broken
+	}
+	// The records moved by the change of header and what was dropped.
+	if from < 0 {
+		l.end = int64(len(hdr))
+	} else {
+		shift := int64(len(hdr)) - from
+		for i := range l.recs {
+			l.recs[i].off += shift
+		}
+		l.end += shift
 	}
 	if l.f != nil {
 		l.f.Close()
@@ -278,12 +399,13 @@ func (l *Log) writeWhole() error {
 		return l.broken
 	}
 	l.f = f
-	l.sealed.Store(l.first + uint64(len(l.alerts)))
+	l.sealed.Store(l.first + uint64(len(l.recs)))
 	return nil
 }
 
-// Sync makes every alert appended so far durable, and seals them (the
-// file is written whole: a bounded cost, at most twice the bound).
+// Sync makes every alert appended so far durable, and seals them: the
+// file is written whole, copied (a bounded cost: at most twice the bound
+// of alerts, and nothing of them held in memory).
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -292,10 +414,10 @@ func (l *Log) Sync() error {
 		return nil
 	case l.broken != nil:
 		return l.broken
-	case l.sealed.Load() == l.first+uint64(len(l.alerts)):
+	case l.sealed.Load() == l.first+uint64(len(l.recs)):
 		return nil // nothing new
 	}
-	return l.writeWhole()
+	return l.writeWhole(0)
 }
 
 // Close syncs and closes the file.
@@ -315,5 +437,5 @@ func (l *Log) Close() error {
 // whose claim, first, it must meet).
 func WriteEmpty(path string, first uint64) error {
 	l := &Log{path: path, first: first, base: map[string]uint64{}}
-	return durable.WriteFile(path, l.encode(), 0o644)
+	return durable.WriteFile(path, l.header(), 0o644)
 }

@@ -51,7 +51,10 @@ func TestLogKeepsTheNewestAndEveryCount(t *testing.T) {
 			}
 			l = open(t, path, keep, &Claim{Records: uint64(len(all))})
 		}
-		got, total, by := l.Alerts()
+		got, total, by, err := l.Alerts()
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := all[max(0, len(all)-keep):]
 		if !reflect.DeepEqual(got, want) || total != uint64(len(all)) {
 			t.Fatalf("round %d: %d alerts (total %d), want %d (total %d)", round, len(got), total, len(want), len(all))
@@ -157,7 +160,7 @@ func TestLogDamage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a torn last record past the seal and the claim: %v", err)
 	}
-	if got, total, _ := l2.Alerts(); len(got) != 5 || total != 5 {
+	if got, total, _, err := l2.Alerts(); err != nil || len(got) != 5 || total != 5 {
 		t.Fatalf("after cutting the torn tail: %d alerts, total %d", len(got), total)
 	}
 	l2.Close()
@@ -197,7 +200,7 @@ func TestWriteEmptyMeetsTheClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := open(t, path, 10, &Claim{Records: 42})
-	if got, total, _ := l.Alerts(); len(got) != 0 || total != 42 {
+	if got, total, _, err := l.Alerts(); err != nil || len(got) != 0 || total != 42 {
 		t.Fatalf("%d alerts, total %d", len(got), total)
 	}
 	l.Close()

@@ -479,7 +479,7 @@ func TestAlertHistoryClaimedAndRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if got, total, _ := d.Alerts.Alerts(); len(got) != 0 || total != 2 {
+	if got, total, _, err := d.Alerts.Alerts(); err != nil || len(got) != 0 || total != 2 {
 		t.Fatalf("the repaired history: %d alerts, total %d; want none, total 2", len(got), total)
 	}
 }

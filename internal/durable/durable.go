@@ -9,6 +9,7 @@ package durable
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -30,7 +31,16 @@ func SyncDir(dir string) error {
 // beside path, fsyncs it, renames it over path and fsyncs the directory.
 // On an error the temporary file is removed and path is as it was (unless
 // the error is the directory's fsync: path may then be either).
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return WriteFileFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileFrom is WriteFile with the content written by write (which
+// may stream it: a copy of another file, say).
+func WriteFileFrom(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -43,7 +53,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		return err
 	}
 	if err = f.Chmod(perm); err != nil {

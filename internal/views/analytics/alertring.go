@@ -6,7 +6,7 @@ package analytics
 type AlertHistory interface {
 	// Alerts returns the alerts kept (the newest, oldest first) and how
 	// many were ever appended, in all and by analytic.
-	Alerts() (alerts []Alert, total uint64, byAnalytic map[string]uint64)
+	Alerts() (alerts []Alert, total uint64, byAnalytic map[string]uint64, err error)
 	// Append keeps al after the alerts before it, in order. It need not
 	// be durable before Sync.
 	Append(al []Alert) error

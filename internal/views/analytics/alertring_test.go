@@ -13,12 +13,12 @@ type memHistory struct {
 	syncs  int
 }
 
-func (h *memHistory) Alerts() ([]Alert, uint64, map[string]uint64) {
+func (h *memHistory) Alerts() ([]Alert, uint64, map[string]uint64, error) {
 	by := map[string]uint64{}
 	for _, a := range h.alerts {
 		by[a.Analytic]++
 	}
-	return append([]Alert(nil), h.alerts...), uint64(len(h.alerts)), by
+	return append([]Alert(nil), h.alerts...), uint64(len(h.alerts)), by, nil
 }
 
 func (h *memHistory) Append(al []Alert) error {

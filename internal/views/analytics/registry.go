@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -189,7 +190,10 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing)}
 	if h := cfg.History; h != nil {
-		al, total, byName := h.Alerts()
+		al, total, byName, err := h.Alerts()
+		if err != nil {
+			cfg.Logger.Error("the alert history could not be read: GET /v1/alerts starts empty", "err", err)
+		}
 		r.ring.seed(al, total, byName)
 		if n := len(al); n > 0 {
 			r.lastAlert = al[n-1].Time
@@ -641,15 +645,20 @@ func (r *Registry) raise(name string, al []Alert) {
 		now = r.lastAlert
 	}
 	r.lastAlert = now
-	fresh := al[:0:0]
+	fresh := al // the alerts kept: all of them, unless a replay raised some again
 	for i := range al {
 		al[i].Time = now
 		if r.ring.replayed(al[i].ID) {
 			kinds[al[i].Kind]-- // raised before a restart: kept once
+			if len(fresh) == len(al) {
+				fresh = slices.Clone(al[:i])
+			}
 			continue
 		}
 		r.ring.add(al[i])
-		fresh = append(fresh, al[i])
+		if len(fresh) < len(al) {
+			fresh = append(fresh, al[i])
+		}
 	}
 	if h := r.cfg.History; h != nil && len(fresh) > 0 {
 		if err := h.Append(fresh); err != nil && !r.historyErr {
