@@ -115,6 +115,7 @@ func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
 		keep = DefaultKeep
 	}
 	l := &Log{path: path, keep: keep, base: map[string]uint64{}}
+	created := false
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && c != nil:
@@ -123,10 +124,7 @@ func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
 		if readOnly {
 			return l, nil
 		}
-		data = l.header()
-		if err := durable.WriteFile(path, data, 0o644); err != nil {
-			return nil, err
-		}
+		data, created = l.header(), true // written below
 	case err != nil:
 		return nil, err
 	}
@@ -149,10 +147,17 @@ func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
 		return l, nil
 	}
 	l.end = int64(len(data))
-	if scan.Torn {
-		l.end = int64(scan.TornAt)
+	if created || scan.Torn || have > l.sealed.Load() {
+		if scan.Torn {
+			l.end = int64(scan.TornAt)
+		}
+		// Creates a missing file, cuts a torn tail, seals the rest.
+		if err := l.writeWhole(0); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
-	if err := l.writeWhole(0); err != nil { // cuts a torn tail, seals the rest
+	if l.f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
 		return nil, err
 	}
 	return l, nil

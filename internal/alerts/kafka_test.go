@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -107,7 +108,7 @@ func consumeFor(t *testing.T, c *kfake.Cluster, n int, d time.Duration) []consum
 func ids(cs []consumed) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = header(c.rec, HeaderID)
+		out[i] = kafkaconn.Header(c.rec, HeaderID)
 	}
 	return out
 }
@@ -147,7 +148,7 @@ func TestKafkaSinkDeliversAlerts(t *testing.T) {
 		if a.Analytic != want[i].Analytic || a.Kind != want[i].Kind || a.Vertex != want[i].Vertex || !slices.Equal(a.Cycle, want[i].Cycle) || a.Graph != "payments" {
 			t.Fatalf("alert %d: %+v, want %+v", i, a, want[i])
 		}
-		if header(r.rec, HeaderAnalytic) != want[i].Analytic || header(r.rec, HeaderKind) != want[i].Kind || header(r.rec, HeaderGraph) != "payments" ||
+		if kafkaconn.Header(r.rec, HeaderAnalytic) != want[i].Analytic || kafkaconn.Header(r.rec, HeaderKind) != want[i].Kind || kafkaconn.Header(r.rec, HeaderGraph) != "payments" ||
 			string(r.rec.Key) != []string{"3", "9000"}[i] {
 			t.Fatalf("alert %d: key %q headers %v", i, r.rec.Key, r.rec.Headers)
 		}
@@ -261,7 +262,7 @@ func TestKafkaSinkHandOver(t *testing.T) {
 	theirs := 0
 	for _, r := range got {
 		if r.alert.Graph == "g" {
-			mine = append(mine, header(r.rec, HeaderID))
+			mine = append(mine, kafkaconn.Header(r.rec, HeaderID))
 		} else {
 			theirs++
 		}

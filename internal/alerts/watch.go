@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -109,10 +110,10 @@ func (k *KafkaSink) seeLocked(r *kgo.Record) {
 		close(k.moved)
 		k.moved = make(chan struct{})
 	}
-	if r.Attrs.IsControl() || header(r, HeaderGraph) != k.cfg.Graph || header(r, HeaderShard) != k.cfg.Shard {
+	if r.Attrs.IsControl() || kafkaconn.Header(r, HeaderGraph) != k.cfg.Graph || kafkaconn.Header(r, HeaderShard) != k.cfg.Shard {
 		return
 	}
-	id := header(r, HeaderID)
+	id := kafkaconn.Header(r, HeaderID)
 	if id == "" {
 		return
 	}
@@ -124,16 +125,6 @@ func (k *KafkaSink) seeLocked(r *kgo.Record) {
 		return // raised from a record the analytics are past: never raised here again
 	}
 	k.led.see(id, v.Source)
-}
-
-// header is the value of r's header key ("" none).
-func header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
 }
 
 // waitWatched waits until the watcher has read every partition of ends up

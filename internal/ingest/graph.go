@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/graphid"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 )
 
 // A store belongs to one graph (Config.Graph, package graphid): the name is
@@ -33,19 +34,9 @@ func (e *GraphMismatchError) Error() string {
 		e.Recorded, given, e.Recorded)
 }
 
-// graphOf is the graph a record is addressed to ("" when it names none).
-func graphOf(r *kgo.Record) string {
-	for _, h := range r.Headers {
-		if h.Key == graphid.HeaderGraph {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
 // otherGraph reports whether r, a record of the writes topic, is
 // addressed to another graph than ours.
 func otherGraph(r *kgo.Record, ours string) (string, bool) {
-	g := graphOf(r)
+	g := kafkaconn.Header(r, graphid.HeaderGraph) // "": a record that names no graph
 	return g, g != "" && g != ours
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/writes"
 )
@@ -99,14 +100,7 @@ func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, e
 }
 
 // requestOf is the request id a write record carries ("" none).
-func requestOf(r *kgo.Record) string {
-	for _, h := range r.Headers {
-		if h.Key == writes.HeaderRequest {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+func requestOf(r *kgo.Record) string { return kafkaconn.Header(r, writes.HeaderRequest) }
 
 // requestHeader is a copy of r's request id header, alone (nil: none):
 // what a dead-letter block keeps of a write's headers, to answer it.

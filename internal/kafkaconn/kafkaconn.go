@@ -340,6 +340,18 @@ func scopes(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
+// Header is the value of r's first header named key ("" when it has
+// none): the headers graphtide's own records carry (the graph, a write's
+// request id, an alert's ID).
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 // EnsureTopic creates topic with partitions partitions (and the brokers'
 // default replication) unless it exists; nil when it exists either way.
 func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {

@@ -3,9 +3,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/graphid"
 	"github.com/graphtide/graphtide/internal/ingest"
 )
@@ -49,24 +46,24 @@ func (s *Server) resolveGraph() error {
 		return err
 	}
 	rec, err := ingest.DecodeRecorded(raw)
-	unreadable := err != nil // ingest.New refuses it (or discards it, with --reset-source-position)
+	// An unreadable position is ingest.New's to refuse (or discard, with
+	// --reset-source-position): the store is then taken as new.
+	recorded, old := err == nil && rec.Graph != "", err == nil && len(raw) > 0 && rec.Graph == ""
 	given := c.Graph
 	switch {
-	case !unreadable && rec.Graph != "":
+	case recorded:
 		if given != "" && given != rec.Graph {
 			return &ingest.GraphMismatchError{Recorded: rec.Graph, Given: given}
 		}
 		c.Graph = rec.Graph
-	case !unreadable && len(raw) > 0 && given == "":
-		// Recorded before graphs had names: the names of then.
-		c.Graph = ""
+	case old && given == "":
+		// Recorded before graphs had names: the names of then (c.Graph "").
 		s.log.Warn("this store recorded no graph (its position was written by an older graphtide): it keeps the Kafka names every graph shared then, which another graph on this cluster may use too; give it a graph of its own with --graph (its default topics then move to graphtide.<graph>.*: let the old writes topic drain first)",
 			"names", fmt.Sprintf("%+v", graphid.Defaults("")))
+	case old:
+		s.log.Warn("this store recorded no graph (written by an older graphtide); it becomes graph "+given+" (--graph), recorded with its next flush", "graph", given)
 	case given == "":
 		c.Graph = graphid.Derive(c.Topics)
-	}
-	if len(raw) > 0 && !unreadable && rec.Graph == "" && given != "" {
-		s.log.Warn("this store recorded no graph (written by an older graphtide); it becomes graph "+given+" (--graph), recorded with its next flush", "graph", given)
 	}
 	d := graphid.Defaults(c.Graph)
 	if c.Derive.Group {
@@ -101,27 +98,4 @@ type Names struct {
 func (s *Server) Names() Names {
 	c := s.cfg
 	return Names{Graph: c.Graph, Group: c.Group, WritesTopic: c.WritesTopic, AlertTopic: c.AlertTopic, DeadLetter: c.DeadLetterTopic}
-}
-
-// registerSinkMetrics exports what the alert sink does.
-func registerSinkMetrics(reg prometheus.Registerer, sink *alerts.KafkaSink) {
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "graphtide_alerts_producing",
-			Help: "1 while this replica produces the graph's alerts to the alert topic (the member of the alert producers' group that holds its partition 0), else 0; summed over the replicas of a graph, 1 (0 for longer than --alert-failover-timeout: nobody produces)."},
-			func() float64 {
-				if sink.Stats().Leading {
-					return 1
-				}
-				return 0
-			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "graphtide_alerts_pending",
-			Help: "Alerts this replica raised that the alert topic does not hold yet (the producer, this replica or another, has not produced them)."},
-			func() float64 { return float64(sink.Stats().Pending) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_produced_total",
-			Help: "Alerts this replica produced to the alert topic (committed)."},
-			func() float64 { return float64(sink.Stats().Produced) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_dropped_total",
-			Help: "Alerts dropped because too many waited for the alert topic (100000); no analytics checkpoint is taken after one, so that a restart raises it again."},
-			func() float64 { return float64(sink.Stats().Dropped) }),
-	)
 }

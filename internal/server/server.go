@@ -646,3 +646,26 @@ func newClusterID() string {
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// registerSinkMetrics exports what the alert sink does.
+func registerSinkMetrics(reg prometheus.Registerer, sink *alerts.KafkaSink) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "graphtide_alerts_producing",
+			Help: "1 while this replica produces the graph's alerts to the alert topic (the member of the alert producers' group that holds its partition 0), else 0; summed over the replicas of a graph, 1 (0 for longer than --alert-failover-timeout: nobody produces)."},
+			func() float64 {
+				if sink.Stats().Leading {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "graphtide_alerts_pending",
+			Help: "Alerts this replica raised that the alert topic does not hold yet (the producer, this replica or another, has not produced them)."},
+			func() float64 { return float64(sink.Stats().Pending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_produced_total",
+			Help: "Alerts this replica produced to the alert topic (committed)."},
+			func() float64 { return float64(sink.Stats().Produced) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_dropped_total",
+			Help: "Alerts dropped because too many waited for the alert topic (100000); no analytics checkpoint is taken after one, so that a restart raises it again."},
+			func() float64 { return float64(sink.Stats().Dropped) }),
+	)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/alerts"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -120,12 +121,7 @@ func alertIDs(t *testing.T, topic string, n int) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, rec := range consumeAll(t, topic, n, 3*time.Second, 60*time.Second) {
-		id := ""
-		for _, h := range rec.Headers {
-			if h.Key == alerts.HeaderID {
-				id = string(h.Value)
-			}
-		}
+		id := kafkaconn.Header(rec, alerts.HeaderID)
 		if id == "" || !strings.Contains(string(rec.Value), `"id":"`+id+`"`) {
 			t.Fatalf("alert record without a matching ID header: %s", fmt.Sprint(rec.Headers))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/graphid"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/writes"
 )
@@ -92,10 +93,8 @@ func TestTwoGraphsOnOneCluster(t *testing.T) {
 			t.Errorf("graph %d: its alert topic holds %d alerts, it raised %d", i, len(recs), al.Total)
 		}
 		for _, r := range recs {
-			for _, h := range r.Headers {
-				if h.Key == alerts.HeaderGraph && string(h.Value) != name {
-					t.Fatalf("graph %s's alert topic holds an alert of graph %s", name, h.Value)
-				}
+			if g := kafkaconn.Header(r, alerts.HeaderGraph); g != name {
+				t.Fatalf("graph %s's alert topic holds an alert of graph %q", name, g)
 			}
 		}
 		// Its group is its own, and at the end of its own topic only.

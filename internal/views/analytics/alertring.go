@@ -56,6 +56,10 @@ func (g *alertRing) seed(alerts []Alert, total uint64, byName map[string]uint64)
 	}
 }
 
+// replaying reports whether some alert the ring was seeded with has not
+// been matched yet (replayed may still find one).
+func (g *alertRing) replaying() bool { return len(g.replay) > 0 }
+
 // replayed reports whether an alert with that ID was kept before the
 // restart the ring was seeded at, and not matched since (a replay raises
 // it again): it matches it.

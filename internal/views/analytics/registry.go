@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -645,20 +644,24 @@ func (r *Registry) raise(name string, al []Alert) {
 		now = r.lastAlert
 	}
 	r.lastAlert = now
-	fresh := al // the alerts kept: all of them, unless a replay raised some again
 	for i := range al {
 		al[i].Time = now
-		if r.ring.replayed(al[i].ID) {
-			kinds[al[i].Kind]-- // raised before a restart: kept once
-			if len(fresh) == len(al) {
-				fresh = slices.Clone(al[:i])
+	}
+	// The alerts kept: all of them, but while alerts kept before a
+	// restart may be raised again (a replay), those are kept once.
+	fresh := al
+	if r.ring.replaying() {
+		fresh = make([]Alert, 0, len(al))
+		for _, a := range al {
+			if r.ring.replayed(a.ID) {
+				kinds[a.Kind]--
+				continue
 			}
-			continue
+			fresh = append(fresh, a)
 		}
-		r.ring.add(al[i])
-		if len(fresh) < len(al) {
-			fresh = append(fresh, al[i])
-		}
+	}
+	for _, a := range fresh {
+		r.ring.add(a)
 	}
 	if h := r.cfg.History; h != nil && len(fresh) > 0 {
 		if err := h.Append(fresh); err != nil && !r.historyErr {
