@@ -102,8 +102,11 @@ Command line beats environment beats config file.`,
 }
 
 // runServe runs graphtide serve with validated options until ctx ends.
+// The commands its notices suggest start with the program as invoked.
 func runServe(ctx context.Context, o *server.Options, log *slog.Logger, out io.Writer) error {
-	srv, err := server.Open(ctx, o.Config(log, out))
+	cfg := o.Config(log, out)
+	cfg.Program = os.Args[0]
+	srv, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
