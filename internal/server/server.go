@@ -570,6 +570,9 @@ func (s *Server) Run(ctx context.Context) error {
 		defer debug.SetMemoryLimit(prev)
 	}
 	if err := s.in.Run(ctx); err != nil {
+		if mm := (*ingest.SourceMismatchError)(nil); errors.As(err, &mm) {
+			mm.Dir = s.cfg.Dir
+		}
 		return err
 	}
 	if s.http != nil {
