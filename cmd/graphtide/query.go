@@ -180,8 +180,9 @@ given by --config, keyed by flag name.`,
 		run queryRun) *cobra.Command {
 		long := short + `.
 
-The vertex arguments are ids or string keys; see 'graphtide query --help'
-for --dir and --server. Every flag can be set with GRAPHTIDE_<FLAG> or in
+Vertices, as arguments or flag values, are ids or string keys ("key:42"
+for a key that looks like a number); see 'graphtide query --help' for
+--dir and --server. Every flag can be set with GRAPHTIDE_<FLAG> or in
 the YAML file given by --config, keyed by flag name.`
 		c := &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
 			RunE: func(c *cobra.Command, args []string) error {
