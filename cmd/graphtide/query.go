@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +74,7 @@ func (o *queryOptions) Validate() error {
 			return fmt.Errorf("--server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", o.server)
 		}
 		o.server = strings.TrimRight(o.server, "/")
-		if o.token, err = readToken(o.tokenFile); err != nil {
+		if o.token, err = api.ClientToken(o.tokenFile); err != nil {
 			return err
 		}
 	} else {
@@ -366,55 +364,10 @@ func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 func (o *queryOptions) open() (*api.Querier, error) {
 	t := api.Target{Dir: o.dir, PathBudget: o.budget, Server: o.server, Client: api.ClientOptions{Token: o.token, Timeout: o.timeout}}
 	var err error
-	if t.Client.RootCAs, err = readCA(o.serverCA); err != nil {
+	if t.Client.RootCAs, err = api.ServerCA(o.serverCA); err != nil {
 		return nil, err
 	}
 	return api.OpenQuerier(t)
-}
-
-// readToken reads a server's bearer token from --token-file or
-// GRAPHTIDE_HTTP_TOKEN ("" when neither is given): a bare token, or one
-// line of serve's --http-token-file format (TOKEN SCOPES).
-func readToken(tokenFile string) (string, error) {
-	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
-	source, data := "GRAPHTIDE_HTTP_TOKEN", []byte(env)
-	switch {
-	case fromEnv && tokenFile != "":
-		return "", errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
-	case fromEnv:
-	case tokenFile != "":
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
-		}
-		source, data = "--token-file "+tokenFile, b
-	default:
-		return "", nil
-	}
-	tokens, err := api.ParseTokens(source, data)
-	if err != nil {
-		return "", err
-	}
-	if len(tokens) != 1 {
-		return "", fmt.Errorf("%s holds %d tokens: give the client one", source, len(tokens))
-	}
-	return tokens[0].Secret, nil
-}
-
-// readCA reads --server-ca (nil when not given: the system roots).
-func readCA(path string) (*x509.CertPool, error) {
-	if path == "" {
-		return nil, nil
-	}
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--server-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 func (o *queryOptions) read() api.ReadOptions {
