@@ -5,7 +5,7 @@ BIN := bin/graphtide
 SCALE ?= 20
 EDGE_FACTOR ?= 16
 
-.PHONY: all build deps deps-build deps-kafka lint test test-go test-cpp test-kafka vet run bench clean
+.PHONY: all build deps lint test test-go test-cpp test-kafka vet run bench clean
 
 all: build
 
@@ -13,6 +13,8 @@ all: build
 # group); `make build` installs nothing.
 deps:
 	@scripts/deps.sh
+
+.PHONY: deps-build deps-kafka
 
 # Only what building and running need: Go (checked) and g++ (cgo).
 deps-build:
