@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // TestClientUnreachable: a request that reaches no server is an
@@ -75,5 +78,18 @@ func TestClientUnreachable(t *testing.T) {
 		if strings.Contains(err.Error(), "/v1/vertices") {
 			t.Errorf("%s: the error repeats the request: %v", c.url, err)
 		}
+	}
+
+	// A batch that timed out may have been applied: the error says so,
+	// and how to apply it once.
+	cl, err := NewClient(slow.URL, ClientOptions{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = cl.PostBatch(context.Background(), &writes.Request{Ops: json.RawMessage(`[{"src":1,"dst":2}]`)})
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !ue.Sent || !strings.Contains(err.Error(), "may or may not have been applied") || !strings.Contains(err.Error(), "--idempotency-key") {
+		t.Errorf("a batch that timed out: %v, want an *UnreachableError saying its outcome is unknown", err)
 	}
 }
