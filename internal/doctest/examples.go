@@ -1,0 +1,84 @@
+package doctest
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strings"
+)
+
+// Example is the source of an Example function of a _test.go file.
+type Example struct {
+	File  string
+	Name  string
+	Lines []string // its lines, func line to closing brace, normalized (see normalize)
+}
+
+// Examples returns the Example functions of a _test.go file's source.
+func Examples(file, src string) ([]Example, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	lines := splitLines(src)
+	var exs []Example
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Example") {
+			continue
+		}
+		from, to := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
+		exs = append(exs, Example{File: file, Name: fd.Name.Name, Lines: normalize(lines[from-1 : to])})
+	}
+	return exs, nil
+}
+
+// normalize is what "verbatim, modulo indentation" compares: each line
+// without its leading and trailing white space, blank lines left out.
+func normalize(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// CheckGoBlock returns "" if the lines of a go block appear, in order and
+// contiguous (indentation and blank lines aside), in one of the examples;
+// else what is closest: the example that holds the longest prefix of the
+// block and the first line that differs.
+func CheckGoBlock(block []string, examples []Example) string {
+	want := normalize(block)
+	if len(want) == 0 {
+		return "the go block is empty"
+	}
+	best, bestEx, bestAt := -1, -1, 0
+	for ei, ex := range examples {
+		for i := range ex.Lines {
+			n := 0
+			for n < len(want) && i+n < len(ex.Lines) && ex.Lines[i+n] == want[n] {
+				n++
+			}
+			if n == len(want) {
+				return ""
+			}
+			if n > best {
+				best, bestEx, bestAt = n, ei, i
+			}
+		}
+	}
+	if best <= 0 {
+		return fmt.Sprintf("its first line %q is in no Example function of a _test.go file (a go block of the docs is the code of an Example, copied verbatim)", want[0])
+	}
+	ex := examples[bestEx]
+	got := "(the end of the function)"
+	if bestAt+best < len(ex.Lines) {
+		got = fmt.Sprintf("%q", ex.Lines[bestAt+best])
+	}
+	return fmt.Sprintf("it is not the code of an Example: %s (%s) has its first %d lines, then %s where the block has %q",
+		ex.Name, ex.File, best, got, want[best])
+}

@@ -1,0 +1,57 @@
+package doctest
+
+import (
+	"strings"
+	"testing"
+)
+
+const exampleFile = `package graphtide_test
+
+import "fmt"
+
+func helper() {
+	db := open()
+}
+
+// ExampleOpen opens a store.
+func ExampleOpen() {
+	db, err := graphtide.Open(dir, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	defer db.Close()
+	fmt.Println("ok")
+	// Output: ok
+}
+`
+
+func TestCheckGoBlock(t *testing.T) {
+	exs, err := Examples("x_test.go", exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exs) != 1 || exs[0].Name != "ExampleOpen" {
+		t.Fatalf("examples %+v, want ExampleOpen only", exs)
+	}
+	for _, tc := range []struct {
+		block []string
+		want  string // "" or a part of the message
+	}{
+		{[]string{"db, err := graphtide.Open(dir, nil)", "if err != nil {", "    panic(err)", "}", "", "", "defer db.Close()"}, ""},
+		{[]string{"func ExampleOpen() {", "\tdb, err := graphtide.Open(dir, nil)"}, ""},
+		{[]string{"fmt.Println(\"ok\")", "// Output: ok", "}"}, ""},
+		{[]string{"db := open()"}, "in no Example function"}, // in a helper, not an Example
+		{[]string{"db, err := graphtide.Open(dir, nil)", "defer db.Close()"}, "ExampleOpen (x_test.go) has its first 1 lines, then \"if err != nil {\""},
+		{[]string{"defer db.Close() // closes"}, "in no Example function"}, // a comment differs
+		{[]string{"", "  "}, "empty"},
+	} {
+		msg := CheckGoBlock(tc.block, exs)
+		if tc.want == "" && msg != "" || tc.want != "" && !strings.Contains(msg, tc.want) {
+			t.Errorf("CheckGoBlock(%q) = %q, want %q", tc.block, msg, tc.want)
+		}
+	}
+	if _, err := Examples("bad_test.go", "package x\nfunc {"); err == nil {
+		t.Error("a file that does not parse was accepted")
+	}
+}
