@@ -48,7 +48,7 @@ bench: deps build
 
 # Every benchmark with the commands docs/benchmarks.md states: their JSON
 # into docs/bench/, then the page rendered from it (scripts/bench-report.sh;
-# about half an hour on 2 cores, a broker of its own for kafka and serve).
+# about 20 minutes on 2 cores, a broker of its own for kafka and serve).
 bench-report:
 	scripts/bench-report.sh
 

@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
 	--only) only="${2:?--only needs a list of names}"; shift 2 ;;
 	--brokers) brokers="${2:?--brokers needs host:port}"; shift 2 ;;
 	--render) render_only=1; shift ;;
-	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-report.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

@@ -102,8 +102,8 @@ func renderPage(m Machine, runs map[string]*Run) ([]byte, error) {
 		{"memory", gib(m.MemoryBytes)},
 		{"kernel", m.Kernel},
 		{"Go", m.GoVersion},
-		{"load average when the run started (1, 5, 15 min)", fmt.Sprintf("%.2f, %.2f, %.2f", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2])},
-		{"calibration when the run started", calibration(m.Start)},
+		{"load average when the latest run started (1, 5, 15 min)", fmt.Sprintf("%.2f, %.2f, %.2f", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2])},
+		{"calibration when the latest run started", calibration(m.Start)},
 	})
 	p.line("The calibration is the same fixed work in every run: the sort of the same")
 	p.line("2^20 pseudo-random 64-bit keys on one goroutine (best of 5: CPU speed), a")

@@ -24,8 +24,8 @@ func TestRenderFixture(t *testing.T) {
 		// machine.json
 		"| CPU | AMD EPYC |",
 		"| memory | 23.5 GiB |", // 25276182528 / 2^30 = 23.54
-		"| load average when the run started (1, 5, 15 min) | 1.25, 1.50, 2.00 |",
-		"| calibration when the run started | sort 88.5 ms, copy 12.8 GB/s, random read 175 ns |",
+		"| load average when the latest run started (1, 5, 15 min) | 1.25, 1.50, 2.00 |",
+		"| calibration when the latest run started | sort 88.5 ms, copy 12.8 GB/s, random read 175 ns |",
 		// ingest.json: store 2804369 edges/s, Pebble 1154174, ratio 2.4298
 		"| ingest, batches of 10,000, final flush included | 2.80M edges/s | Pebble: 1.15M edges/s | 2.43x |",
 		// 4.6156 / 8.9421 = 0.516
