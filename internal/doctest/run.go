@@ -171,19 +171,22 @@ func RunPage(ctx context.Context, cfg Config, page, dir string) (*Result, error)
 		return nil, err
 	}
 	pgid := cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error // written before done is closed
+	done := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var waitErr error
 	var exited, timedOut, canceled bool
 	var running string
 	select {
-	case waitErr = <-done:
+	case <-done:
 		exited = true
 	case <-timer.C:
 		timedOut = true
@@ -632,8 +635,8 @@ func pageEnv(tmp string) []string {
 // stopAll stops what the page left running: its process group (SIGTERM,
 // then SIGKILL after grace), then the brokers and Prometheus servers it
 // started through the deploy scripts (which detach from the group).
-// exited says whether the script has exited (done has delivered).
-func stopAll(pgid int, exited bool, done <-chan error, grace time.Duration, work, state, root string) error {
+// exited says whether the script has exited (done is closed then).
+func stopAll(pgid int, exited bool, done <-chan struct{}, grace time.Duration, work, state, root string) error {
 	if !exited {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
