@@ -219,8 +219,15 @@ func RunPage(ctx context.Context, cfg Config, page, dir string) (*Result, error)
 	if stopErr != nil {
 		return res, &Failure{Page: page, Msg: stopErr.Error(), Log: logTail}
 	}
+	if _, err := os.Stat(filepath.Join(work, MakeRunDir)); err == nil {
+		return res, &Failure{Page: page, Log: logTail, Msg: "the page used ./" + MakeRunDir + ", the data directory of make run (a reader's store that the example would mix with or refuse): give its commands a --dir of their own"}
+	}
 	return res, nil
 }
+
+// MakeRunDir is the data directory make run uses (serve's default --dir):
+// a page that leaves it in its working directory fails.
+const MakeRunDir = "graphtide-data"
 
 // buildSteps turns the page's blocks into script steps, mapped.
 func buildSteps(page string, blocks []Block, m *Mapping) ([]step, error) {
