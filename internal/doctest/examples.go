@@ -5,6 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
+	"strconv"
 	"strings"
 )
 
@@ -13,6 +15,9 @@ type Example struct {
 	File  string
 	Name  string
 	Lines []string // its lines, func line to closing brace, normalized (see normalize)
+	// Internal: the file is in an internal directory or imports an
+	// internal package, so another module cannot write the same code.
+	Internal bool
 }
 
 // Examples returns the Example functions of a _test.go file's source.
@@ -23,6 +28,12 @@ func Examples(file, src string) ([]Example, error) {
 		return nil, err
 	}
 	lines := splitLines(src)
+	internal := hasInternal(path.Dir(file))
+	for _, im := range f.Imports {
+		if p, err := strconv.Unquote(im.Path.Value); err == nil && hasInternal(p) {
+			internal = true
+		}
+	}
 	var exs []Example
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
@@ -30,9 +41,20 @@ func Examples(file, src string) ([]Example, error) {
 			continue
 		}
 		from, to := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
-		exs = append(exs, Example{File: file, Name: fd.Name.Name, Lines: normalize(lines[from-1 : to])})
+		exs = append(exs, Example{File: file, Name: fd.Name.Name, Lines: normalize(lines[from-1 : to]), Internal: internal})
 	}
 	return exs, nil
+}
+
+// hasInternal reports whether a path has an element "internal" (Go lets
+// only the tree above it import it).
+func hasInternal(p string) bool {
+	for _, e := range strings.Split(p, "/") {
+		if e == "internal" {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize is what "verbatim, modulo indentation" compares: each line
@@ -48,10 +70,32 @@ func normalize(lines []string) []string {
 }
 
 // CheckGoBlock returns "" if the lines of a go block appear, in order and
-// contiguous (indentation and blank lines aside), in one of the examples;
-// else what is closest: the example that holds the longest prefix of the
-// block and the first line that differs.
+// contiguous (indentation and blank lines aside), in one of the examples
+// that is not Internal; else why not: the internal example that holds it,
+// or what is closest (the example that holds the longest prefix of the
+// block and the first line that differs).
 func CheckGoBlock(block []string, examples []Example) string {
+	var public, internal []Example
+	for _, ex := range examples {
+		if ex.Internal {
+			internal = append(internal, ex)
+		} else {
+			public = append(public, ex)
+		}
+	}
+	msg := checkGoBlock(block, public)
+	if msg == "" {
+		return ""
+	}
+	for _, ex := range internal {
+		if checkGoBlock(block, []Example{ex}) == "" {
+			return fmt.Sprintf("it is the code of %s (%s), which uses internal packages another module cannot import: a page shows what a program of another module can write", ex.Name, ex.File)
+		}
+	}
+	return msg
+}
+
+func checkGoBlock(block []string, examples []Example) string {
 	want := normalize(block)
 	if len(want) == 0 {
 		return "the go block is empty"

@@ -51,6 +51,22 @@ func TestCheckGoBlock(t *testing.T) {
 			t.Errorf("CheckGoBlock(%q) = %q, want %q", tc.block, msg, tc.want)
 		}
 	}
+	for file, src := range map[string]string{
+		"internal/views/x_test.go": "package views_test\n\nfunc ExampleViews() {\n\tv := views.New()\n}\n",
+		"x_test.go":                "package graphtide_test\n\nimport \"github.com/graphtide/graphtide/internal/engine\"\n\nfunc ExampleEngine() {\n\tv := views.New()\n}\n",
+	} {
+		internal, err := Examples(file, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(internal) != 1 || !internal[0].Internal {
+			t.Fatalf("%s: %+v, want one Internal example", file, internal)
+		}
+		msg := CheckGoBlock([]string{"v := views.New()"}, append(exs, internal...))
+		if !strings.Contains(msg, "which uses internal packages another module cannot import") {
+			t.Errorf("a block of an example of %s: %q", file, msg)
+		}
+	}
 	if _, err := Examples("bad_test.go", "package x\nfunc {"); err == nil {
 		t.Error("a file that does not parse was accepted")
 	}
