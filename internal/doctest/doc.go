@@ -1,7 +1,7 @@
 // Package doctest checks the documentation against the repository: it runs
 // the shell examples of README.md and docs/*.md, checks their transcripts'
-// output, checks that every `go` block of a page is the code of an Example
-// function, and that every link of a Markdown file resolves to a file of
+// output, checks that every `go` block of a page is code of an example
+// file (Example functions and what they use), and that every link of a Markdown file resolves to a file of
 // the repository and every #anchor to a heading of it.
 //
 // The convention it implements is described for contributors in

@@ -44,8 +44,8 @@ type Mapping struct {
 
 // NewMapping maps the ports named in texts and the FixedPorts: each to
 // fixed[P] if given (the shared broker's port for TourBrokerPort), else to
-// a port from alloc (one not given to another port of the page), and /tmp
-// to tmp.
+// a port from alloc (neither it nor the one above it given to another
+// port of the page or named by it), and /tmp to tmp.
 func NewMapping(texts []string, fixed map[int]int, alloc func() (int, error), tmp string) (*Mapping, error) {
 	m := &Mapping{ports: map[int]int{}, reverse: map[int]int{}, tmp: tmp}
 	want := map[int]bool{}
@@ -67,6 +67,12 @@ func NewMapping(texts []string, fixed map[int]int, alloc func() (int, error), tm
 			m.ports[p], m.reverse[a] = a, p
 		}
 	}
+	// used: the ports given out and the one above each (a broker's
+	// controller port is its client port + 1).
+	used := map[int]bool{}
+	for a := range m.reverse {
+		used[a], used[a+1] = true, true
+	}
 	for _, p := range ports {
 		if _, ok := m.ports[p]; ok {
 			continue
@@ -76,8 +82,9 @@ func NewMapping(texts []string, fixed map[int]int, alloc func() (int, error), tm
 			if err != nil {
 				return nil, fmt.Errorf("a port for %d: %w", p, err)
 			}
-			if _, taken := m.reverse[a]; !taken && !want[a] {
+			if !used[a] && !used[a+1] && !want[a] && !want[a+1] {
 				m.ports[p], m.reverse[a] = a, p
+				used[a], used[a+1] = true, true
 				break
 			}
 			if tries > 100 {

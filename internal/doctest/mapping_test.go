@@ -19,8 +19,11 @@ func TestMapping(t *testing.T) {
 	next := 30000
 	alloc := func() (int, error) {
 		next += 2
-		if next == 30004 {
+		switch next {
+		case 30004:
 			return 9464, nil // a docs' port: must not be taken
+		case 30008:
+			return 30003, nil // the port above 30002, taken by 9090's broker's controller
 		}
 		return next, nil
 	}
@@ -30,14 +33,15 @@ func TestMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	// FixedPorts and the page's, sorted: 9090, 9092, 9464, 9465 get
-	// allocated ports (the allocator's 9464 refused), 19092 the broker's.
-	want := map[int]int{9090: 30002, 9092: 30006, 9464: 30008, 9465: 30010, 19092: 25000}
+	// allocated ports (the allocator's 9464 and 30003 refused), 19092 the
+	// broker's.
+	want := map[int]int{9090: 30002, 9092: 30006, 9464: 30010, 9465: 30012, 19092: 25000}
 	if !reflect.DeepEqual(m.ports, want) {
 		t.Errorf("ports %v, want %v", m.ports, want)
 	}
 	for in, out := range map[string]string{
-		"curl -s 127.0.0.1:9464/readyz":                       "curl -s 127.0.0.1:30008/readyz",
-		"--http-addr localhost:9465 --http-addr=0.0.0.0:9090": "--http-addr localhost:30010 --http-addr=0.0.0.0:30002",
+		"curl -s 127.0.0.1:9464/readyz":                       "curl -s 127.0.0.1:30010/readyz",
+		"--http-addr localhost:9465 --http-addr=0.0.0.0:9090": "--http-addr localhost:30012 --http-addr=0.0.0.0:30002",
 		"kafka.sh start --port 19092 --dir /tmp/gt-kafka":     "kafka.sh start --port 25000 --dir /work/t/tmp/gt-kafka",
 		"--embedded-port=9092 --port 1234 10.0.0.1:9464":      "--embedded-port=30006 --port 1234 10.0.0.1:9464",
 		"dir: /tmp\nx=/tmp/a y='/tmp/b' /tmpx a/tmp/b":        "dir: /work/t/tmp\nx=/work/t/tmp/a y='/work/t/tmp/b' /tmpx a/tmp/b",
@@ -48,7 +52,7 @@ func TestMapping(t *testing.T) {
 		}
 	}
 	for in, out := range map[string]string{
-		"listening on 127.0.0.1:30008, broker 127.0.0.1:25000": "listening on 127.0.0.1:9464, broker 127.0.0.1:19092",
+		"listening on 127.0.0.1:30010, broker 127.0.0.1:25000": "listening on 127.0.0.1:9464, broker 127.0.0.1:19092",
 		"data in /work/t/tmp/data, 127.0.0.1:30009":            "data in /tmp/data, 127.0.0.1:30009",
 	} {
 		if got := m.Reverse(in); got != out {

@@ -80,8 +80,9 @@ func TestLinks(t *testing.T) {
 }
 
 // TestGoBlocksAreExamples checks that the go blocks of README.md and
-// docs/ are the code of Example functions (which go test runs and whose
-// output it checks), copied verbatim up to indentation.
+// docs/ are code of example files (_test.go files with Example functions,
+// which go test compiles and runs, checking their output), copied verbatim
+// up to indentation, and that those files use no internal package.
 func TestGoBlocksAreExamples(t *testing.T) {
 	root := repoRoot(t)
 	repo := repoFiles(t, root)

@@ -171,19 +171,22 @@ func RunPage(ctx context.Context, cfg Config, page, dir string) (*Result, error)
 		return nil, err
 	}
 	pgid := cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error // written before done is closed
+	done := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var waitErr error
 	var exited, timedOut, canceled bool
 	var running string
 	select {
-	case waitErr = <-done:
+	case <-done:
 		exited = true
 	case <-timer.C:
 		timedOut = true
@@ -216,8 +219,15 @@ func RunPage(ctx context.Context, cfg Config, page, dir string) (*Result, error)
 	if stopErr != nil {
 		return res, &Failure{Page: page, Msg: stopErr.Error(), Log: logTail}
 	}
+	if _, err := os.Stat(filepath.Join(work, MakeRunDir)); err == nil {
+		return res, &Failure{Page: page, Log: logTail, Msg: "the page used ./" + MakeRunDir + ", the data directory of make run (a reader's store that the example would mix with or refuse): give its commands a --dir of their own"}
+	}
 	return res, nil
 }
+
+// MakeRunDir is the data directory make run uses (serve's default --dir):
+// a page that leaves it in its working directory fails.
+const MakeRunDir = "graphtide-data"
 
 // buildSteps turns the page's blocks into script steps, mapped.
 func buildSteps(page string, blocks []Block, m *Mapping) ([]step, error) {
@@ -632,8 +642,8 @@ func pageEnv(tmp string) []string {
 // stopAll stops what the page left running: its process group (SIGTERM,
 // then SIGKILL after grace), then the brokers and Prometheus servers it
 // started through the deploy scripts (which detach from the group).
-// exited says whether the script has exited (done has delivered).
-func stopAll(pgid int, exited bool, done <-chan error, grace time.Duration, work, state, root string) error {
+// exited says whether the script has exited (done is closed then).
+func stopAll(pgid int, exited bool, done <-chan struct{}, grace time.Duration, work, state, root string) error {
 	if !exited {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {

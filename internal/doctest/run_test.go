@@ -250,3 +250,14 @@ func TestRunPageRefusesBadPages(t *testing.T) {
 		mustFailure(t, err)
 	}
 }
+
+func TestRunPageRefusesMakeRunsDataDir(t *testing.T) {
+	_, _, err := runPage(t, "```sh\nmkdir -p graphtide-data/store\n```\n", Config{})
+	f := mustFailure(t, err)
+	if !strings.Contains(f.Msg, "the page used ./graphtide-data") {
+		t.Errorf("a page that used ./graphtide-data: %v", f)
+	}
+	if _, _, err := runPage(t, "```sh\nmkdir -p tour-data/store\n```\n", Config{}); err != nil {
+		t.Errorf("a page on a data directory of its own: %v", err)
+	}
+}

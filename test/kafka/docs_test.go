@@ -57,6 +57,8 @@ func TestDocs(t *testing.T) {
 		Timeout:  30 * time.Second,
 	}
 	adm := docsAdmin(t, addrs)
+	t0 := time.Now()
+	defer func() { t.Logf("%d pages in %v", len(pages), time.Since(t0).Round(time.Millisecond)) }()
 	for _, page := range pages {
 		t.Run(doctest.PageName(page), func(t *testing.T) {
 			topics, groups := brokerState(t, adm)
