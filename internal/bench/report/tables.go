@@ -175,7 +175,7 @@ func renderAnalytics(p *page, result []byte) error {
 		rows = append(rows, []string{k, duration(in.Update), duration(in.Max), duration(in.Warmup), duration(in.Recompute), ratio(in.Speedup), fmt.Sprintf("%d of %d", in.Fallbacks, in.Batches)})
 	}
 	p.table([]string{"analytic", "update per batch (mean)", "slowest", "warm-up batch", "recompute", "recompute / update", "updates that recomputed"}, rows)
-	p.table([]string{"topology", "built from the compacted view", "from the plain CSR", "bytes per edge (both directions)", "one batch applied to it"}, [][]string{
+	p.table([]string{"topology", "built from the compacted view", "from the generated edge list (its sort included)", "bytes per edge (both directions)", "one batch applied to it"}, [][]string{
 		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), duration(r.Topology.Advance)},
 	})
 	if len(r.Sparse)+len(r.Unmapped)+len(r.Keys) > 0 {
