@@ -5,7 +5,7 @@ BIN := bin/graphtide
 SCALE ?= 20
 EDGE_FACTOR ?= 16
 
-.PHONY: all build deps lint test test-go test-cpp test-kafka vet run bench clean
+.PHONY: all build deps lint test test-go test-cpp test-kafka vet run bench bench-report clean
 
 all: build
 
@@ -55,6 +55,12 @@ test: lint vet test-go test-cpp test-kafka
 # The ingest benchmark (store vs Pebble vs static CSR); see README.
 bench: deps build
 	$(BIN) bench ingest --scale $(SCALE) --edge-factor $(EDGE_FACTOR)
+
+# Every benchmark with the commands docs/benchmarks.md states: their JSON
+# into docs/bench/, then the page rendered from it (scripts/bench-report.sh;
+# about 20 minutes on 2 cores, a broker of its own for kafka and serve).
+bench-report: deps-build deps-kafka
+	scripts/bench-report.sh
 
 # The main job: graphtide serve, on ./graphtide-data. Without BROKERS it
 # starts the embedded broker (for trying it out); e.g. make run

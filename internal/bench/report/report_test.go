@@ -1,0 +1,171 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/page.golden from testdata/*.json")
+
+// TestRenderFixture renders testdata/*.json (small runs of the real
+// benchmarks; decode left out) and checks rows worked out by hand from those
+// files, then the whole page against testdata/page.golden.
+func TestRenderFixture(t *testing.T) {
+	page, err := Render("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		// machine.json
+		"| CPU | AMD EPYC |",
+		"| memory | 23.5 GiB |", // 25276182528 / 2^30 = 23.54
+		"| load average when the latest run started (1, 5, 15 min) | 1.25, 1.50, 2.00 |",
+		"| calibration when the latest run started | sort 88.5 ms, copy 12.8 GB/s, random read 175 ns |",
+		// ingest.json: store 2804369 edges/s, Pebble 1154174, ratio 2.4298
+		"| ingest, batches of 10,000, final flush included | 2.80M edges/s | Pebble: 1.15M edges/s | 2.43x |",
+		// 4.6156 / 8.9421 = 0.516
+		"| on disk after `CompactAll`, per distinct edge | 4.62 bytes | Pebble: 8.94 bytes | 0.52x |",
+		"| the same, keeping in-edges | 18.9 ns | out-edges only: 37.2 ns | 0.51x |",
+		"It took 61.5 s; just before it: load average 1.50, calibration sort 90.1 ms, copy 12.5 GB/s, random read 180 ns.",
+		"65,536 edges (53,518 distinct) over 4,096 vertex ids, MemGraphs of 64.0 MiB.",
+		// analytics.json: bfs view 182.802 µs, csr 144.324 µs, ratio 1.2666; fresh 110.945 µs, 0.6069
+		"| bfs | 183 µs | 144 µs | 1.27x | 111 µs (0.61x) |",
+		"| pagerank (10 iterations; 12 after the stream) | 704 µs | 707 µs | 1.00x | 795 µs (0.94x) |",
+		"| bfs | 64.0 µs | 64.0 µs | 64.0 µs | 170 µs | 2.66x | 0 of 1 |",
+		// kafka.json: ingest 951471, raw 4778205, 0.1991
+		"| ingest from Kafka into a store, final flush included | 951K edges/s | plain consumer: 4.78M records/s | 0.20x |",
+		// 0.046422 / (0.016698 + 0.013303) = 1.547
+		"| CPU time | 0.05 s | plain consumer 0.02 s + store alone 0.01 s | 1.55x |",
+		// serve.json: 307060736 B = 292.8 MiB, over 256 MiB 1.1439; not within the budget
+		"| peak anonymous memory (what the budget bounds) | 293 MiB | 1.14x |",
+		"| within the budget | **no** |  |",
+		"| `memgraphs` | 2.31 MiB |  |",
+		"| `store` |  | 76.8 MiB |",
+		// mixed.json: readers 2: p99 0.063425 over 0.054541 = 1.163
+		"| 2 | 0.014 ms | 0.0634 ms (1.16x) | 10.6 ms | 16.0 ms | 1,001 (989/s) | 99.8 (5.55M edges/s) | 0, 0, 0 | 8.63 |",
+		// dgs.json: searchedge 212207/s against 6724904/s: 0.0316
+		"| SEARCHEDGE | 212K/s | 0.54 / 1.59 µs | static CSR: 6.72M/s, 0.07 / 0.45 µs | 0.03x |",
+		// 122351 / 232144 = 0.527
+		"| INSVTX, single puts of a vertex record | 122K/s | 2.09 / 11.1 µs | INSEDGE: 232K/s | 0.53x |",
+		// decode.json is missing: not run, with its command
+		"```text\nbin/graphtide bench decode\n```\n\nNot run in this report: `scripts/bench-report.sh --only decode` runs it.",
+		"```text\nbin/graphtide bench kafka --brokers $BROKERS --scale 20 --edge-factor 16\n```",
+		"· [`bench dgs`](#bench-dgs-the-dynamic-graph-storage-studys-operations)",
+	} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the page lacks\n%s", want)
+		}
+	}
+	golden := filepath.Join("testdata", "page.golden")
+	if *update {
+		if err := os.WriteFile(golden, page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(page, want) {
+		t.Errorf("the page differs from %s (go test -run TestRenderFixture ./internal/bench/report -update rewrites it; check the diff)", golden)
+	}
+}
+
+// TestCommittedPageMatchesItsData is what keeps docs/benchmarks.md from
+// drifting from docs/bench/*.json: the committed page must be exactly the
+// rendering of the committed data.
+func TestCommittedPageMatchesItsData(t *testing.T) {
+	docs := filepath.Join("..", "..", "..", "docs")
+	page, err := Render(filepath.Join(docs, "bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile(filepath.Join(docs, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(page, committed) {
+		t.Error("docs/benchmarks.md is not the rendering of docs/bench/*.json: run `scripts/bench-report.sh --render` (or the whole report) and commit both")
+	}
+}
+
+// TestRenderRefusesAnotherCommand: a result run with another command than
+// the one the page states is not shown under it.
+func TestRenderRefusesAnotherCommand(t *testing.T) {
+	dir := t.TempDir()
+	copyFixture(t, dir, "machine.json")
+	run := `{"name":"decode","command":"bin/graphtide bench decode --records 10","seconds":1,"before":{},"result":{"records":10}}`
+	if err := os.WriteFile(filepath.Join(dir, "decode.json"), []byte(run), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Render(dir)
+	if err == nil || !strings.Contains(err.Error(), "--records 10") || !strings.Contains(err.Error(), "--only decode") {
+		t.Fatalf("Render = %v, want a refusal naming the command and how to run it again", err)
+	}
+}
+
+// TestRenderRefusesAResultWithoutItsFigures: a result that lacks a figure
+// a table shows is an error, not a row of zeros.
+func TestRenderRefusesAResultWithoutItsFigures(t *testing.T) {
+	dir := t.TempDir()
+	copyFixture(t, dir, "machine.json")
+	run, err := json.Marshal(Run{Name: "decode", Command: "bin/graphtide bench decode", Result: json.RawMessage(`{"records":10,"mapped":{"records_per_sec":5}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "decode.json"), run, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Render(dir)
+	if err == nil || !strings.Contains(err.Error(), "binary") || !strings.Contains(err.Error(), "native") {
+		t.Fatalf("Render = %v, want an error naming the missing figures", err)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{sig(0), "0"}, {sig(0.0123456), "0.0123"}, {sig(1.234), "1.23"}, {sig(12.34), "12.3"}, {sig(1234.5), "1,234"}, {sig(1234567), "1,234,567"},
+		{rate(950), "950"}, {rate(12345), "12.3K"}, {rate(698000), "698K"}, {rate(10870000), "10.9M"}, {rate(1.25e9), "1.25G"},
+		{duration(0.000012), "12.0 µs"}, {duration(0.0167), "16.7 ms"}, {duration(19.4), "19.4 s"}, {duration(150), "2.5 min"},
+		{ratio(0.8), "0.80x"}, {commas("-1234"), "-1,234"},
+		{anchor("`bench ingest`: the store against Pebble and a static CSR"), "bench-ingest-the-store-against-pebble-and-a-static-csr"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestBenchmarksAreDistinct: every benchmark has its own name (its file)
+// and its command runs `graphtide bench <name>`.
+func TestBenchmarksAreDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for _, b := range Benchmarks {
+		if seen[b.Name] {
+			t.Errorf("two benchmarks named %s", b.Name)
+		}
+		seen[b.Name] = true
+		if len(b.Args) < 2 || b.Args[0] != "bench" || b.Args[1] != b.Name {
+			t.Errorf("%s runs %q", b.Name, b.Command())
+		}
+		if b.NeedsBroker() != (b.Name == "kafka" || b.Name == "serve") {
+			t.Errorf("%s: NeedsBroker %v", b.Name, b.NeedsBroker())
+		}
+	}
+}
+
+func copyFixture(t *testing.T, dir, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

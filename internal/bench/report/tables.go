@@ -1,0 +1,488 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// decode reads a benchmark's result into v. A field the page does not show
+// is not an error (benchmarks add figures); a missing one reads as zero,
+// which need catches for the figures a table cannot do without.
+func decode(result []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(result))
+	return d.Decode(v)
+}
+
+// need fails when a figure the page shows is missing (zero) from a result.
+func need(figures map[string]float64) error {
+	var missing []string
+	for k, v := range figures {
+		if v == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("the result lacks %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func renderIngest(p *page, result []byte) error {
+	var r struct {
+		Edges            int     `json:"edges"`
+		Distinct         uint64  `json:"distinct_edges"`
+		Vertices         uint64  `json:"vertices"`
+		BatchSize        int     `json:"batch_size"`
+		MemGraphBytes    int64   `json:"memgraph_bytes"`
+		Store            float64 `json:"store_edges_per_sec"`
+		Pebble           float64 `json:"pebble_edges_per_sec"`
+		StoreVsPebble    float64 `json:"store_vs_pebble"`
+		StoreScan        float64 `json:"store_scan_sec"`
+		CSRScan          float64 `json:"csr_scan_sec"`
+		ScanRatio        float64 `json:"scan_store_over_csr"`
+		StoreBytes       float64 `json:"store_bytes_per_edge"`
+		PebbleBytes      float64 `json:"pebble_bytes_per_edge"`
+		WriteAmp         float64 `json:"write_amplification"`
+		Flushes          int64   `json:"flushes"`
+		Compactions      int64   `json:"compactions"`
+		WriteStalls      int64   `json:"write_stalls"`
+		StoreExtra       int64   `json:"store_peak_rss_over_baseline_bytes"`
+		StoreAnon        int64   `json:"store_peak_anon_rss_over_baseline_bytes"`
+		StoreFile        int64   `json:"store_peak_file_rss_bytes"`
+		InEdges          float64 `json:"store_in_edges_edges_per_sec"`
+		InOverOut        float64 `json:"in_edges_over_out_only"`
+		ApplyNs          float64 `json:"apply_cpu_ns_per_edge_direction"`
+		ApplyProcessNs   float64 `json:"apply_process_cpu_ns_per_edge_direction"`
+		ApplyFirstNs     float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
+		ApplyInNs        float64 `json:"apply_cpu_ns_per_edge_direction_in_edges"`
+		BytesPerVersion  float64 `json:"memgraph_bytes_per_version"`
+		HubDegreeMs      float64 `json:"hub_degree_ms"`
+		HubPageMs        float64 `json:"hub_page_ms"`
+		ScanAfterDeletes float64 `json:"scan_after_vertex_deletes_over_clean"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if err := need(map[string]float64{"store_edges_per_sec": r.Store, "pebble_edges_per_sec": r.Pebble, "store_scan_sec": r.StoreScan,
+		"csr_scan_sec": r.CSRScan, "store_bytes_per_edge": r.StoreBytes, "pebble_bytes_per_edge": r.PebbleBytes,
+		"store_in_edges_edges_per_sec": r.InEdges, "apply_cpu_ns_per_edge_direction": r.ApplyNs}); err != nil {
+		return err
+	}
+	p.line("%s edges (%s distinct) over %s vertex ids, MemGraphs of %s.",
+		count(int64(r.Edges)), count(int64(r.Distinct)), count(int64(r.Vertices)), mib(r.MemGraphBytes))
+	p.line("")
+	p.table([]string{"figure", "graphtide", "baseline", "graphtide / baseline"}, [][]string{
+		{"ingest, batches of " + count(int64(r.BatchSize)) + ", final flush included", rate(r.Store) + " edges/s", "Pebble: " + rate(r.Pebble) + " edges/s", ratio(r.StoreVsPebble)},
+		{"full out-neighbor scan of the compacted store", duration(r.StoreScan), "static CSR: " + duration(r.CSRScan), ratio(r.ScanRatio)},
+		{"on disk after `CompactAll`, per distinct edge", sig(r.StoreBytes) + " bytes", "Pebble: " + sig(r.PebbleBytes) + " bytes", ratio(r.StoreBytes / r.PebbleBytes)},
+		{"ingest into a store that keeps in-edges", rate(r.InEdges) + " edges/s", "out-edges only: " + rate(r.Store) + " edges/s", ratio(r.InOverOut)},
+		{"`Apply`'s CPU time per edge and direction (its two threads)", sig(r.ApplyNs) + " ns", "", ""},
+		{"the same, keeping in-edges", sig(r.ApplyInNs) + " ns", "out-edges only: " + sig(r.ApplyNs) + " ns", ratio(r.ApplyInNs / r.ApplyNs)},
+		{"the whole process's CPU time over the same passes", sig(r.ApplyProcessNs) + " ns", "`Apply`'s threads: " + sig(r.ApplyNs) + " ns", ratio(r.ApplyProcessNs / r.ApplyNs)},
+		{"`Apply` into a process's first MemGraph (fresh pages)", sig(r.ApplyFirstNs) + " ns", "recycled memory: " + sig(r.ApplyNs) + " ns", ratio(r.ApplyFirstNs / r.ApplyNs)},
+		{"MemGraph bytes per buffered version", sig(r.BytesPerVersion), "", ""},
+		{"degree of a hub with 2M versions in the MemGraph", duration(r.HubDegreeMs / 1e3), "", ""},
+		{"a one-edge page of that hub's neighbors", duration(r.HubPageMs / 1e3), "", ""},
+		{"full scan after 1% of the vertices were deleted and compacted away", "", "the store that had no deletes", ratio(r.ScanAfterDeletes)},
+		{"the store's peak resident memory above the benchmark's own data", mib(r.StoreExtra) + " (" + mib(r.StoreAnon) + " anonymous, " + mib(r.StoreFile) + " mapped files)", "", ""},
+		{"write amplification; flushes, compactions, write stalls", fmt.Sprintf("%s; %d, %d, %d", sig(r.WriteAmp), r.Flushes, r.Compactions, r.WriteStalls), "", ""},
+	})
+	return nil
+}
+
+func renderAnalytics(p *page, result []byte) error {
+	type kernel struct {
+		View            float64 `json:"view_sec"`
+		CSR             float64 `json:"csr_sec"`
+		Fresh           float64 `json:"fresh_sec"`
+		ViewOverCSR     float64 `json:"view_over_csr"`
+		FreshOverView   float64 `json:"fresh_over_view"`
+		Iterations      int     `json:"iterations"`
+		FreshIterations int     `json:"fresh_iterations"`
+	}
+	type incremental struct {
+		Update    float64 `json:"update_sec"`
+		Max       float64 `json:"max_update_sec"`
+		Warmup    float64 `json:"warmup_update_sec"`
+		Recompute float64 `json:"recompute_sec"`
+		Speedup   float64 `json:"speedup"`
+		Fallbacks int     `json:"fallbacks"`
+		Batches   int     `json:"batches"`
+	}
+	var r struct {
+		Edges          int     `json:"edges"`
+		Vertices       uint64  `json:"vertices"`
+		Root           uint64  `json:"root"`
+		Weighted       bool    `json:"weighted"`
+		StreamedOps    int     `json:"streamed_ops"`
+		Batches        int     `json:"batches"`
+		DeleteFraction float64 `json:"delete_fraction"`
+		VertexDeletes  int     `json:"vertex_deletes"`
+		Topology       struct {
+			Build        float64 `json:"build_sec"`
+			CSRBuild     float64 `json:"csr_build_sec"`
+			Bytes        int64   `json:"bytes"`
+			BytesPerEdge float64 `json:"bytes_per_edge"`
+			Advance      float64 `json:"advance_sec_per_batch"`
+			Edges        int64   `json:"edges"`
+			Vertices     int     `json:"vertices"`
+		} `json:"topology"`
+		Kernels     map[string]*kernel      `json:"kernels"`
+		Incremental map[string]*incremental `json:"incremental"`
+		Sparse      map[string]float64      `json:"sparse_over_dense"`
+		Unmapped    map[string]float64      `json:"unmapped_over_dense"`
+		Keys        map[string]float64      `json:"keys_over_dense"`
+		PeakRSS     int64                   `json:"peak_rss_bytes"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	kernels := []string{"bfs", "wcc", "pagerank", "sssp"}
+	for _, k := range kernels {
+		if r.Kernels[k] == nil {
+			return fmt.Errorf("the result has no kernel %s", k)
+		}
+	}
+	weights := "unweighted (sssp's lengths are all 1)"
+	if r.Weighted {
+		weights = "weighted"
+	}
+	p.line("%s edges loaded (%s distinct) over %s vertex ids, %s; bfs and sssp from vertex %d; then %s operations streamed in %d batches, %.0f%% of them edge deletes, %d vertex deletes.",
+		count(int64(r.Edges)), count(r.Topology.Edges), count(int64(r.Vertices)), weights, r.Root, count(int64(r.StreamedOps)), r.Batches, r.DeleteFraction*100, r.VertexDeletes)
+	p.line("")
+	var rows [][]string
+	for _, k := range kernels {
+		kr := r.Kernels[k]
+		name := k
+		if kr.Iterations > 0 {
+			name = fmt.Sprintf("%s (%d iterations; %d after the stream)", k, kr.Iterations, kr.FreshIterations)
+		}
+		rows = append(rows, []string{name, duration(kr.View), duration(kr.CSR), ratio(kr.ViewOverCSR), duration(kr.Fresh) + " (" + ratio(kr.FreshOverView) + ")"})
+	}
+	p.table([]string{"kernel", "topology of the compacted view", "of a plain CSR", "view / CSR", "after the stream (over before)"}, rows)
+	rows = nil
+	names := make([]string, 0, len(r.Incremental))
+	for k := range r.Incremental {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
+	for _, k := range names {
+		in := r.Incremental[k]
+		rows = append(rows, []string{k, duration(in.Update), duration(in.Max), duration(in.Warmup), duration(in.Recompute), ratio(in.Speedup), fmt.Sprintf("%d of %d", in.Fallbacks, in.Batches)})
+	}
+	p.table([]string{"analytic", "update per batch (mean)", "slowest", "warm-up batch", "recompute", "recompute / update", "updates that recomputed"}, rows)
+	p.table([]string{"topology", "built from the compacted view", "from the generated edge list (its sort included)", "bytes per edge (both directions)", "one batch applied to it"}, [][]string{
+		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), duration(r.Topology.Advance)},
+	})
+	if len(r.Sparse)+len(r.Unmapped)+len(r.Keys) > 0 {
+		rows = nil
+		for _, k := range names {
+			for _, mode := range []string{"recompute", "update"} {
+				key := k + "_" + mode
+				if _, ok := r.Sparse[key]; !ok {
+					continue
+				}
+				rows = append(rows, []string{k + ", " + mode, ratio(r.Sparse[key]), ratio(r.Keys[key]), ratio(r.Unmapped[key])})
+			}
+		}
+		p.line("The same under other vertex ids, each over dense ids:")
+		p.line("")
+		p.table([]string{"analytic", "sparse ids, mapped", "string keys", "sparse ids, unmapped"}, rows)
+	}
+	p.line("Peak resident memory of the process (the store, its topology and the CSR baseline): %s.", gib(r.PeakRSS))
+	p.line("")
+	return nil
+}
+
+// order is the page's order of analytics.
+func order(name string) int {
+	i := slices.Index([]string{"bfs", "wcc", "pagerank", "sssp", "degree"}, name)
+	if i < 0 {
+		return 100
+	}
+	return i
+}
+
+func renderKafka(p *page, result []byte) error {
+	var r struct {
+		Edges          int                `json:"edges"`
+		Partitions     int                `json:"partitions"`
+		Produce        float64            `json:"produce_edges_per_sec"`
+		Raw            float64            `json:"raw_consume_edges_per_sec"`
+		Ingest         float64            `json:"ingest_edges_per_sec"`
+		IngestOverRaw  float64            `json:"ingest_over_raw"`
+		Steady         int                `json:"steady_rate_edges_per_sec"`
+		VisP50         float64            `json:"visibility_p50_ms"`
+		VisP99         float64            `json:"visibility_p99_ms"`
+		AckP50         float64            `json:"produce_ack_p50_ms"`
+		AckP99         float64            `json:"produce_ack_p99_ms"`
+		RawStartup     float64            `json:"raw_startup_ms"`
+		IngestStartup  float64            `json:"ingest_startup_ms"`
+		StoreApply     float64            `json:"store_apply_edges_per_sec"`
+		OverStoreApply float64            `json:"ingest_over_store_apply"`
+		RawCPU         float64            `json:"raw_consume_cpu_sec"`
+		IngestCPU      float64            `json:"ingest_cpu_sec"`
+		StoreApplyCPU  float64            `json:"store_apply_cpu_sec"`
+		Stages         map[string]float64 `json:"ingest_stage_cpu_sec"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if err := need(map[string]float64{"raw_consume_edges_per_sec": r.Raw, "ingest_edges_per_sec": r.Ingest,
+		"store_apply_edges_per_sec": r.StoreApply, "visibility_p99_ms": r.VisP99}); err != nil {
+		return err
+	}
+	p.line("%s records of one edge each, %d partitions, produced at %s records/s.", count(int64(r.Edges)), r.Partitions, rate(r.Produce))
+	p.line("")
+	p.table([]string{"figure", "graphtide", "baseline", "graphtide / baseline"}, [][]string{
+		{"ingest from Kafka into a store, final flush included", rate(r.Ingest) + " edges/s", "plain consumer: " + rate(r.Raw) + " records/s", ratio(r.IngestOverRaw)},
+		{"", "", "the same edges applied straight to a store: " + rate(r.StoreApply) + " edges/s", ratio(r.OverStoreApply)},
+		{"CPU time", fmt.Sprintf("%.2f s", r.IngestCPU), fmt.Sprintf("plain consumer %.2f s + store alone %.2f s", r.RawCPU, r.StoreApplyCPU), ratio(r.IngestCPU / (r.RawCPU + r.StoreApplyCPU))},
+		{"visibility at a steady " + rate(float64(r.Steady)) + " edges/s, p50 / p99", ms(r.VisP50) + " / " + ms(r.VisP99), "of which the broker's produce acknowledgement: " + ms(r.AckP50) + " / " + ms(r.AckP99), ""},
+		{"from start to the first record batch", ms(r.IngestStartup), "plain consumer: " + ms(r.RawStartup), ""},
+	})
+	if len(r.Stages) > 0 {
+		stages := make([]string, 0, len(r.Stages))
+		total := 0.0
+		for k, v := range r.Stages {
+			stages = append(stages, k)
+			total += v
+		}
+		slices.SortFunc(stages, func(a, b string) int {
+			if r.Stages[a] != r.Stages[b] {
+				if r.Stages[a] > r.Stages[b] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		var rows [][]string
+		for _, k := range stages {
+			rows = append(rows, []string{"`" + k + "`", fmt.Sprintf("%.2f s", r.Stages[k]), fmt.Sprintf("%.0f%%", 100*r.Stages[k]/total)})
+		}
+		p.line("Where the ingest path's CPU time went (a CPU profile of the ingest phase):")
+		p.line("")
+		p.table([]string{"stage", "CPU time", "share"}, rows)
+	}
+	return nil
+}
+
+func renderServe(p *page, result []byte) error {
+	var r struct {
+		Events            int              `json:"events"`
+		Budget            int64            `json:"budget_bytes"`
+		PeakRSS           int64            `json:"peak_rss_bytes"`
+		PeakAnon          int64            `json:"peak_anon_bytes"`
+		PeakFile          int64            `json:"peak_file_bytes"`
+		AnonOverBudget    float64          `json:"peak_anon_over_budget"`
+		RSSOverBudget     float64          `json:"peak_rss_over_budget"`
+		WithinBudget      bool             `json:"within_budget"`
+		CatchUp           float64          `json:"catch_up_seconds"`
+		EventsPerSec      float64          `json:"events_per_sec"`
+		Memory            map[string]int64 `json:"memory_bytes_by_component"`
+		BudgetByComponent map[string]int64 `json:"budget_bytes_by_component"`
+		Analytics         []string         `json:"analytics"`
+		DeleteShare       float64          `json:"delete_share"`
+		CutShort          float64          `json:"fraud_pulls_cut_short"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if err := need(map[string]float64{"budget_bytes": float64(r.Budget), "peak_anon_bytes": float64(r.PeakAnon), "events_per_sec": r.EventsPerSec}); err != nil {
+		return err
+	}
+	within := "yes"
+	if !r.WithinBudget {
+		within = "**no**"
+	}
+	p.line("%s events (%.0f%% deletes), analytics `%s`.", count(int64(r.Events)), r.DeleteShare*100, strings.Join(r.Analytics, "`, `"))
+	p.line("")
+	p.table([]string{"figure", "value", "of the budget (" + gib(r.Budget) + ")"}, [][]string{
+		{"ingested and analysed, from the first record produced to every analytic caught up", fmt.Sprintf("%s events/s (%s)", rate(r.EventsPerSec), duration(r.CatchUp)), ""},
+		{"peak anonymous memory (what the budget bounds)", mib(r.PeakAnon), ratio(r.AnonOverBudget)},
+		{"within the budget", within, ""},
+		{"peak resident set", mib(r.PeakRSS), ratio(r.RSSOverBudget)},
+		{"of which file-backed (mapped store files: page cache)", mib(r.PeakFile), ""},
+		{"fraud pulls cut short by `pull_timeout` or `pull_memory_mib`", fmt.Sprint(r.CutShort), ""},
+	})
+	names := map[string]bool{}
+	for k := range r.Memory {
+		names[k] = true
+	}
+	for k := range r.BudgetByComponent {
+		if k != "total" {
+			names[k] = true
+		}
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var rows [][]string
+	for _, k := range keys {
+		held, share := "", ""
+		if v, ok := r.Memory[k]; ok {
+			held = mib(v)
+		}
+		if v, ok := r.BudgetByComponent[k]; ok {
+			share = mib(v)
+		}
+		rows = append(rows, []string{"`" + k + "`", held, share})
+	}
+	p.line("Memory by component (`graphtide_memory_bytes` at the end, and the budget's division; the store's share holds the MemGraphs, the Go runtime's the key dictionary and the writes log):")
+	p.line("")
+	p.table([]string{"component", "held at the end", "its share of the budget"}, rows)
+	return nil
+}
+
+func renderMixed(p *page, result []byte) error {
+	type phase struct {
+		Readers            int     `json:"readers"`
+		Batches            int     `json:"batches"`
+		BatchesPerSec      float64 `json:"batches_per_sec"`
+		P50                float64 `json:"apply_p50_ms"`
+		P99                float64 `json:"apply_p99_ms"`
+		P999               float64 `json:"apply_p999_ms"`
+		Max                float64 `json:"apply_max_ms"`
+		ScansPerSec        float64 `json:"scans_per_sec"`
+		ScannedEdgesPerSec float64 `json:"scanned_edges_per_sec"`
+		WriteStalls        int64   `json:"write_stalls"`
+		Flushes            int64   `json:"flushes"`
+		Compactions        int64   `json:"compactions"`
+		LoadAvg            float64 `json:"load_avg_1m"`
+	}
+	var r struct {
+		Edges     int     `json:"edges"`
+		Preloaded int     `json:"preloaded_edges"`
+		BatchSize int     `json:"batch_size"`
+		Rate      int     `json:"rate_batches_per_sec"`
+		PhaseSec  float64 `json:"phase_sec"`
+		Phases    []phase `json:"phases"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if len(r.Phases) == 0 {
+		return fmt.Errorf("the result has no phases")
+	}
+	p.line("%s edges preloaded of %s; batches of %d operations at %s batches/s for %s a phase.",
+		count(int64(r.Preloaded)), count(int64(r.Edges)), r.BatchSize, count(int64(r.Rate)), duration(r.PhaseSec))
+	p.line("")
+	base := r.Phases[0]
+	var rows [][]string
+	for _, ph := range r.Phases {
+		scans := ""
+		if ph.Readers > 0 {
+			scans = fmt.Sprintf("%s (%s edges/s)", sig(ph.ScansPerSec), rate(ph.ScannedEdgesPerSec))
+		}
+		rows = append(rows, []string{fmt.Sprint(ph.Readers), ms(ph.P50), ms(ph.P99) + " (" + ratio(ph.P99/base.P99) + ")", ms(ph.P999), ms(ph.Max),
+			fmt.Sprintf("%s (%s/s)", count(int64(ph.Batches)), sig(ph.BatchesPerSec)), scans,
+			fmt.Sprintf("%d, %d, %d", ph.WriteStalls, ph.Flushes, ph.Compactions), fmt.Sprintf("%.2f", ph.LoadAvg)})
+	}
+	p.table([]string{"readers", "apply p50", fmt.Sprintf("p99 (over %d readers)", base.Readers), "p99.9", "max", "batches applied", "scans/s", "write stalls, flushes, compactions", "load average"}, rows)
+	return nil
+}
+
+func renderDGS(p *page, result []byte) error {
+	type op struct {
+		Ops       int     `json:"ops"`
+		OpsPerSec float64 `json:"ops_per_sec"`
+		P50       float64 `json:"p50_us"`
+		P99       float64 `json:"p99_us"`
+	}
+	var r struct {
+		Edges            int     `json:"edges"`
+		Loaded           int     `json:"loaded_edges"`
+		GraphEdges       int     `json:"graph_edges"`
+		GraphVertices    int     `json:"graph_vertices"`
+		Load             float64 `json:"load_edges_per_sec"`
+		InsEdge          op      `json:"insedge"`
+		InsVtx           op      `json:"insvtx"`
+		GetVtx           op      `json:"getvtx"`
+		MapGetVtx        op      `json:"map_getvtx"`
+		SearchEdge       op      `json:"searchedge"`
+		CSRSearchEdge    op      `json:"csr_searchedge"`
+		ScanNbr          op      `json:"scannbr"`
+		CSRScanNbr       op      `json:"csr_scannbr"`
+		DelEdge          op      `json:"deledge"`
+		CondIns          op      `json:"cond_insedge"`
+		CondRefused      op      `json:"cond_insedge_refused"`
+		ScanNbrEdges     float64 `json:"scannbr_edges_per_sec"`
+		CSRScanNbrEdges  float64 `json:"csr_scannbr_edges_per_sec"`
+		Mixed5050        float64 `json:"mixed_50_50_ops_per_sec"`
+		Mixed8020        float64 `json:"mixed_80_20_ops_per_sec"`
+		Readers          int     `json:"concurrent_readers"`
+		Writer           op      `json:"concurrent_writer"`
+		ReadOps          float64 `json:"concurrent_read_ops_per_sec"`
+		SearchOverCSR    float64 `json:"searchedge_store_over_csr"`
+		ScanOverCSR      float64 `json:"scannbr_store_over_csr"`
+		GetVtxOverMap    float64 `json:"getvtx_store_over_map"`
+		DiskBytesPerEdge float64 `json:"disk_bytes_per_edge"`
+		CSRBytesPerEdge  float64 `json:"csr_bytes_per_edge"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if err := need(map[string]float64{"insedge": r.InsEdge.OpsPerSec, "searchedge": r.SearchEdge.OpsPerSec, "csr_searchedge": r.CSRSearchEdge.OpsPerSec,
+		"scannbr": r.ScanNbr.OpsPerSec, "deledge": r.DelEdge.OpsPerSec, "insvtx": r.InsVtx.OpsPerSec, "getvtx": r.GetVtx.OpsPerSec}); err != nil {
+		return err
+	}
+	lat := func(o op) string { return sig(o.P50) + " / " + sig(o.P99) + " µs" }
+	p.line("%s edges of a stream of %s loaded; %s distinct edges over %s vertex ids after the inserts; %s operations a stream.",
+		count(int64(r.Loaded)), count(int64(r.Edges)), count(int64(r.GraphEdges)), count(int64(r.GraphVertices)), count(int64(r.InsEdge.Ops)))
+	p.line("")
+	p.table([]string{"operation", "graphtide", "latency p50 / p99", "baseline", "graphtide / baseline"}, [][]string{
+		{"load, batches of 10,000", rate(r.Load) + " edges/s", "", "", ""},
+		{"INSEDGE, single updates", rate(r.InsEdge.OpsPerSec) + "/s", lat(r.InsEdge), "", ""},
+		{"DELEDGE, single deletes", rate(r.DelEdge.OpsPerSec) + "/s", lat(r.DelEdge), "", ""},
+		{"INSEDGE only while absent (`ApplyIf`), applied", rate(r.CondIns.OpsPerSec) + "/s", lat(r.CondIns), "", ""},
+		{"the same, refused (present)", rate(r.CondRefused.OpsPerSec) + "/s", lat(r.CondRefused), "", ""},
+		{"SEARCHEDGE", rate(r.SearchEdge.OpsPerSec) + "/s", lat(r.SearchEdge), "static CSR: " + rate(r.CSRSearchEdge.OpsPerSec) + "/s, " + lat(r.CSRSearchEdge), ratio(r.SearchOverCSR)},
+		{"SCANNBR", rate(r.ScanNbr.OpsPerSec) + " lists/s, " + rate(r.ScanNbrEdges) + " neighbors/s", lat(r.ScanNbr), "static CSR: " + rate(r.CSRScanNbrEdges) + " neighbors/s", ratio(r.ScanOverCSR)},
+		{"mixed 50/50 (SEARCHEDGE, INSEDGE)", rate(r.Mixed5050) + " ops/s", "", "", ""},
+		{"mixed 80/20", rate(r.Mixed8020) + " ops/s", "", "", ""},
+		{fmt.Sprintf("%d readers (SEARCHEDGE) beside a writer (INSEDGE)", r.Readers), "writer " + rate(r.Writer.OpsPerSec) + "/s, readers " + rate(r.ReadOps) + "/s", "writer " + lat(r.Writer), "", ""},
+		{"INSVTX, single puts of a vertex record", rate(r.InsVtx.OpsPerSec) + "/s", lat(r.InsVtx), "INSEDGE: " + rate(r.InsEdge.OpsPerSec) + "/s", ratio(r.InsVtx.OpsPerSec / r.InsEdge.OpsPerSec)},
+		{"GETVTX", rate(r.GetVtx.OpsPerSec) + "/s", lat(r.GetVtx), "a Go map: " + rate(r.MapGetVtx.OpsPerSec) + "/s", ratio(r.GetVtxOverMap)},
+		{"bytes per edge (the store on disk as ingest leaves it)", sig(r.DiskBytesPerEdge), "", "static CSR in memory: " + sig(r.CSRBytesPerEdge), ratio(r.DiskBytesPerEdge / r.CSRBytesPerEdge)},
+	})
+	return nil
+}
+
+func renderDecode(p *page, result []byte) error {
+	type figures struct {
+		RecordsPerSec   float64 `json:"records_per_sec"`
+		FirstPass       float64 `json:"first_pass_sec"`
+		BytesPerRecord  float64 `json:"bytes_per_record"`
+		AllocsPerRecord float64 `json:"allocs_per_record"`
+	}
+	var r struct {
+		Records int     `json:"records"`
+		Mapped  figures `json:"mapped"`
+		Native  figures `json:"native"`
+		Binary  figures `json:"binary"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	if err := need(map[string]float64{"mapped": r.Mapped.RecordsPerSec, "native": r.Native.RecordsPerSec, "binary": r.Binary.RecordsPerSec}); err != nil {
+		return err
+	}
+	p.line("%s records a pass.", count(int64(r.Records)))
+	p.line("")
+	row := func(name string, f figures) []string {
+		return []string{name, rate(f.RecordsPerSec), sig(f.BytesPerRecord), sig(f.AllocsPerRecord), duration(f.FirstPass), ratio(f.RecordsPerSec / r.Native.RecordsPerSec)}
+	}
+	p.table([]string{"decoder", "records/s", "bytes per record", "allocations per record", "first pass (new keys)", "over native JSON"}, [][]string{
+		row("JSON through the field mapping", r.Mapped),
+		row("native JSON", r.Native),
+		row("binary, numeric ids", r.Binary),
+	})
+	return nil
+}
