@@ -61,7 +61,7 @@ func ExampleDB_Register() {
 	db, err := graphtide.Open(dir, nil)
 	check(err)
 	defer db.Close()
-	name, err := db.Register("type=bfs,root=1,name=reach")
+	name, err := db.Register(graphtide.BFS{Name: "reach", Root: 1})
 	check(err)
 	var b graphtide.Batch
 	for v := uint64(1); v < 5; v++ {
@@ -225,7 +225,7 @@ func ExampleDB_ApplyIf() {
 	fmt.Println("raised again:", errors.As(err, &refused), refused.Actual)
 	// Output:
 	// linked: <nil>
-	// linked again: engine: precondition 0 (edge (1, 2, type 0) is absent) failed as of seq 1: it exists
+	// linked again: precondition 0 failed as of seq 1: edge (1, 2, type default) is absent, but it exists; nothing of the batch was applied: read the graph again and retry with conditions that hold
 	// raised to 150: <nil>
 	// raised again: true its weight is 150
 }

@@ -52,7 +52,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Register("type=wcc"); err != nil {
+	if _, err := db.Register(graphtide.Spec("type=wcc")); err != nil {
 		log.Fatal(err)
 	}
 	if err := db.RegisterAnalytic("edges", &edges{}); err != nil {
