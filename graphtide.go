@@ -347,9 +347,9 @@ func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
 // Neighbor is one neighbor of a vertex and the weight and type of the
 // edge.
 type Neighbor struct {
-	ID     uint64
-	Weight float64
-	Type   uint16
+	ID     uint64    // the neighbor
+	Weight float64   // the edge's weight
+	Type   uint16    // the edge's type (DB.TypeID; 0 the default)
 	Time   time.Time // the event time its operation gave (Batch.SetEventTime); zero when none
 }
 
@@ -466,9 +466,9 @@ func (o Op) String() string { return [...]string{"upsert", "delete_edge", "delet
 // Change is one applied operation. A vertex delete has Dst 0; it is
 // followed by the edge deletes it applied.
 type Change struct {
-	Seq       uint64 // the sequence number of its batch
-	Op        Op
-	Src, Dst  uint64
+	Seq       uint64    // the sequence number of its batch
+	Op        Op        // what it did
+	Src, Dst  uint64    // the edge's vertices (a vertex delete: Src)
 	Weight    float64   // of an upsert
 	Type      uint16    // the edge's type (0 for a vertex delete)
 	EventTime time.Time // Batch.SetEventTime's, zero when none

@@ -41,18 +41,20 @@ func (s Spec) spec() (analytics.Spec, error) { return analytics.ParseSpec(string
 // root: Result's Summary is a BFSSummary, VertexResult a VertexLevel.
 // Spec form: type=bfs,root=1 (or root=key:acct-1).
 type BFS struct {
-	Name string
+	Name string // registered under this name; default: the type (see BuiltIn)
 	// Root is the root vertex's id (0 is vertex 0), unless RootKey is set.
 	Root uint64
 	// RootKey is the root vertex's string key (DB.VertexID): a key not
 	// yet used gets its id now, and the root is unreached until it has an
 	// edge. Set Root or RootKey, not both.
 	RootKey   string
-	Types     []string
-	BatchSize int
-	Interval  time.Duration
-	MaxBehind int
+	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
+	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind int           // the most operations of one pull (see BuiltIn); default 262144
 }
+
+func (o BFS) rootKey() string { return o.RootKey }
 
 func (o BFS) spec() (analytics.Spec, error) {
 	s := common("bfs", o.Name, o.Types, o.BatchSize, o.Interval, o.MaxBehind)
@@ -62,11 +64,11 @@ func (o BFS) spec() (analytics.Spec, error) {
 // WCC keeps the weakly connected components: Result's Summary is a
 // WCCSummary, VertexResult a VertexComponent. Spec form: type=wcc.
 type WCC struct {
-	Name      string
-	Types     []string
-	BatchSize int
-	Interval  time.Duration
-	MaxBehind int
+	Name      string        // registered under this name; default: the type (see BuiltIn)
+	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
+	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o WCC) spec() (analytics.Spec, error) {
@@ -77,7 +79,7 @@ func (o WCC) spec() (analytics.Spec, error) {
 // PageRankSummary, VertexResult a VertexRank. Spec form:
 // type=pagerank,damping=0.85.
 type PageRank struct {
-	Name string
+	Name string // registered under this name; default: the type (see BuiltIn)
 	// Damping is the damping factor, in (0, 1); default 0.85.
 	Damping float64
 	// Tolerance is the L1 change of the ranks at which an update stops,
@@ -86,10 +88,10 @@ type PageRank struct {
 	// MaxIterations is the most iterations of one update, 1..10000;
 	// default 100.
 	MaxIterations int
-	Types         []string
-	BatchSize     int
-	Interval      time.Duration
-	MaxBehind     int
+	Types         []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize     int           // pull once this many operations wait, 1..1000000; default 1
+	Interval      time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind     int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o PageRank) spec() (analytics.Spec, error) {
@@ -102,15 +104,17 @@ func (o PageRank) spec() (analytics.Spec, error) {
 // vertex from a root: Result's Summary is an SSSPSummary, VertexResult a
 // VertexDistance. Spec form: type=sssp,root=1.
 type SSSP struct {
-	Name string
+	Name string // registered under this name; default: the type (see BuiltIn)
 	// Root is the root vertex's id, unless RootKey is set (see BFS).
 	Root      uint64
-	RootKey   string
-	Types     []string
-	BatchSize int
-	Interval  time.Duration
-	MaxBehind int
+	RootKey   string        // the root vertex's string key (see BFS)
+	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
+	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind int           // the most operations of one pull (see BuiltIn); default 262144
 }
+
+func (o SSSP) rootKey() string { return o.RootKey }
 
 func (o SSSP) spec() (analytics.Spec, error) {
 	s := common("sssp", o.Name, o.Types, o.BatchSize, o.Interval, o.MaxBehind)
@@ -122,16 +126,16 @@ func (o SSSP) spec() (analytics.Spec, error) {
 // MonitorSummary, VertexResult a VertexValue (of the vertices above the
 // threshold). Spec form: type=degree,threshold=100,direction=in.
 type Degree struct {
-	Name string
+	Name string // registered under this name; default: the type (see BuiltIn)
 	// Threshold is the degree to exceed, in (0, 1e15]; required.
-	Threshold float64
+	Threshold float64 // the count to exceed, in (0, 1e15]; required
 	// Direction is the degree monitored: "out" (the default), "in" or
 	// "both".
 	Direction string
-	Types     []string
-	BatchSize int
-	Interval  time.Duration
-	MaxBehind int
+	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
+	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o Degree) spec() (analytics.Spec, error) {
@@ -145,22 +149,22 @@ func (o Degree) spec() (analytics.Spec, error) {
 // Result's Summary is a MonitorSummary, VertexResult a VertexValue (the
 // count in the window). Spec form: type=fanin,threshold=200,window=1m.
 type FanIn struct {
-	Name string
+	Name string // registered under this name; default: the type (see BuiltIn)
 	// Threshold is the count to exceed, in (0, 1e15]; required.
-	Threshold float64
+	Threshold float64 // the count to exceed, in (0, 1e15]; required
 	// Window is the window's length in event time (Batch.SetEventTime;
 	// the time of applying for an operation without one), 0..168h;
 	// WindowEdges its length in operations, 0..16777216. With both the
 	// window holds what is within both; with neither, 10000 operations.
-	Window      time.Duration
-	WindowEdges int
+	Window      time.Duration // the window in event time, 0..168h (see FanIn)
+	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
 	// Lateness is how far behind the newest event time a window of time
 	// waits for late operations (0..168h; only with Window).
-	Lateness  time.Duration
-	Types     []string
-	BatchSize int
-	Interval  time.Duration
-	MaxBehind int
+	Lateness  time.Duration // how long a window of time waits for late operations, 0..168h
+	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
+	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o FanIn) spec() (analytics.Spec, error) {
@@ -173,15 +177,15 @@ func (o FanIn) spec() (analytics.Spec, error) {
 // inserted out of a vertex within the window exceed Threshold. Spec form:
 // type=fanout,threshold=200,window=1m.
 type FanOut struct {
-	Name        string
-	Threshold   float64
-	Window      time.Duration
-	WindowEdges int
-	Lateness    time.Duration
-	Types       []string
-	BatchSize   int
-	Interval    time.Duration
-	MaxBehind   int
+	Name        string        // registered under this name; default: the type (see BuiltIn)
+	Threshold   float64       // the count to exceed, in (0, 1e15]; required
+	Window      time.Duration // the window in event time, 0..168h (see FanIn)
+	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
+	Lateness    time.Duration // how long a window of time waits for late operations, 0..168h
+	Types       []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize   int           // pull once this many operations wait, 1..1000000; default 1
+	Interval    time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind   int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o FanOut) spec() (analytics.Spec, error) {
@@ -196,11 +200,11 @@ func (o FanOut) spec() (analytics.Spec, error) {
 // Result's Summary is a FraudSummary, VertexResult a VertexValue (the
 // fan-in count). Spec form: type=fraud,threshold=50,max_cycle=4.
 type Fraud struct {
-	Name        string
-	Threshold   float64 // the fan-in to exceed, in (0, 1e15]; required
-	Window      time.Duration
-	WindowEdges int
-	Lateness    time.Duration
+	Name        string        // registered under this name; default: the type (see BuiltIn)
+	Threshold   float64       // the fan-in to exceed, in (0, 1e15]; required
+	Window      time.Duration // the window in event time, 0..168h (see FanIn)
+	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
+	Lateness    time.Duration // how long a window of time waits for late operations, 0..168h
 	// MaxCycle is the longest cycle reported, 1..8; default 4.
 	MaxCycle int
 	// SearchBudget is the most path extensions searched per new edge,
@@ -211,11 +215,11 @@ type Fraud struct {
 	// default 64) bound one pull's searches; a pull over either is cut
 	// short and counted (FraudSummary.PullsCutShort).
 	PullTimeout   time.Duration
-	PullMemoryMiB int
-	Types         []string
-	BatchSize     int
-	Interval      time.Duration
-	MaxBehind     int
+	PullMemoryMiB int           // see PullTimeout
+	Types         []string      // the edge types it reads, by name; default: all (see BuiltIn)
+	BatchSize     int           // pull once this many operations wait, 1..1000000; default 1
+	Interval      time.Duration // pull at most once per Interval, 0..1h; default 0
+	MaxBehind     int           // the most operations of one pull (see BuiltIn); default 262144
 }
 
 func (o Fraud) spec() (analytics.Spec, error) {

@@ -2,6 +2,7 @@ package graphtide
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,11 +20,15 @@ func (db *DB) Register(a BuiltIn) (string, error) {
 		return "", ErrClosed
 	}
 	s, err := a.spec()
-	if err != nil {
-		return "", db.err(err)
+	if err == nil {
+		s, err = db.reg.Register(s)
 	}
-	s, err = db.reg.Register(s)
-	return s.Name, db.err(err)
+	err = db.err(err)
+	var oe *OptionError
+	if k, ok := a.(interface{ rootKey() string }); ok && k.rootKey() != "" && errors.As(err, &oe) && oe.Option == "root" {
+		oe.Field = "RootKey" // the root was given by its key
+	}
+	return s.Name, err
 }
 
 // Unregister stops an analytic and forgets it (ErrUnknownAnalytic when
@@ -50,41 +55,40 @@ type Result struct {
 
 // BFSSummary is the Summary of a bfs analytic.
 type BFSSummary struct {
-	Root     uint64 `json:"root"`     // the root vertex
-	RootKey  string `json:"root_key"` // its string key ("" when it has none)
-	Seq      uint64 `json:"seq"`      // the sequence number it is at
-	Reached  int    `json:"reached"`  // vertices at a finite level, the root included
-	MaxLevel int    `json:"max_level"`
-	Levels   []int  `json:"levels"` // Levels[l] is the number of vertices at level l
+	Root     uint64 `json:"root"`      // the root vertex
+	RootKey  string `json:"root_key"`  // its string key ("" when it has none)
+	Seq      uint64 `json:"seq"`       // the sequence number it is at
+	Reached  int    `json:"reached"`   // vertices at a finite level, the root included
+	MaxLevel int    `json:"max_level"` // the deepest level reached
+	Levels   []int  `json:"levels"`    // Levels[l] is the number of vertices at level l
 }
 
 // WCCSummary is the Summary of a wcc analytic.
 type WCCSummary struct {
-	Seq        uint64 `json:"seq"`
+	Seq        uint64 `json:"seq"`        // the sequence number it is at
 	Components int    `json:"components"` // components of two or more vertices
 	Largest    int    `json:"largest"`    // vertices of the largest component
 }
 
 // PageRankSummary is the Summary of a pagerank analytic.
 type PageRankSummary struct {
-	Seq        uint64  `json:"seq"`
+	Seq        uint64  `json:"seq"`        // the sequence number it is at
 	Vertices   int     `json:"vertices"`   // vertices with an edge (N)
 	Iterations int     `json:"iterations"` // of the last full compute
 	Delta      float64 `json:"delta"`      // the L1 change of its last iteration
 	// Residual bounds the error: the ranks are within about
 	// 2*Residual/(1-damping) of the exact ones.
-	Residual float64 `json:"residual"`
-	// Pushes and EdgesRead are the work of the last update.
-	Pushes    int          `json:"pushes"`
-	EdgesRead int          `json:"edges_read"`
-	Top       []VertexRank `json:"top"` // the 10 highest ranks, highest first
+	Residual  float64      `json:"residual"`
+	Pushes    int          `json:"pushes"`     // the residual pushes of the last update
+	EdgesRead int          `json:"edges_read"` // the edges the last update read
+	Top       []VertexRank `json:"top"`        // the 10 highest ranks, highest first
 }
 
 // SSSPSummary is the Summary of an sssp analytic.
 type SSSPSummary struct {
-	Root        uint64  `json:"root"`
-	RootKey     string  `json:"root_key"`
-	Seq         uint64  `json:"seq"`
+	Root        uint64  `json:"root"`         // the root vertex
+	RootKey     string  `json:"root_key"`     // its string key ("" when it has none)
+	Seq         uint64  `json:"seq"`          // the sequence number it is at
 	Reached     int     `json:"reached"`      // vertices with a path from the root, the root included
 	MaxDistance float64 `json:"max_distance"` // the largest finite distance
 	// Error says why the distances are not kept (a negative weight),
@@ -95,10 +99,10 @@ type SSSPSummary struct {
 // MonitorSummary is the Summary of the degree, fanin and fanout monitors
 // (and FraudSummary's FanIn).
 type MonitorSummary struct {
-	Seq       uint64        `json:"seq"`
-	Threshold float64       `json:"threshold"`
-	Above     int           `json:"above"` // vertices above the threshold now
-	Top       []VertexValue `json:"top"`   // the 10 highest of them, highest first
+	Seq       uint64        `json:"seq"`       // the sequence number it is at
+	Threshold float64       `json:"threshold"` // the monitor's threshold
+	Above     int           `json:"above"`     // vertices above the threshold now
+	Top       []VertexValue `json:"top"`       // the 10 highest of them, highest first
 	// Late counts the operations that came too late for a window of time
 	// (see FanIn.Lateness): counted here, never in the window.
 	Late uint64 `json:"late"`
@@ -106,8 +110,8 @@ type MonitorSummary struct {
 
 // FraudSummary is the Summary of a fraud analytic.
 type FraudSummary struct {
-	Seq           uint64         `json:"seq"`
-	MaxCycle      int            `json:"max_cycle"`
+	Seq           uint64         `json:"seq"`             // the sequence number it is at
+	MaxCycle      int            `json:"max_cycle"`       // the longest cycle it reports (Fraud.MaxCycle)
 	Cycles        uint64         `json:"cycles"`          // new cycles reported so far (alerts of kind AlertCycle)
 	Truncated     uint64         `json:"truncated"`       // searches cut short by Fraud.SearchBudget
 	PullsCutShort uint64         `json:"pulls_cut_short"` // pulls cut short by Fraud.PullTimeout or PullMemoryMiB
@@ -128,7 +132,7 @@ type VertexComponent struct {
 // VertexRank is a pagerank analytic's VertexResult, and an entry of
 // PageRankSummary.Top.
 type VertexRank struct {
-	Vertex uint64  `json:"vertex"`
+	Vertex uint64  `json:"vertex"`        // the vertex
 	Key    string  `json:"key,omitempty"` // its string key ("" when it has none)
 	Rank   float64 `json:"rank"`          // its rank; the ranks of all vertices sum to 1
 }
@@ -143,9 +147,9 @@ type VertexDistance struct {
 // above the threshold; fanin, fanout and fraud: its count in the window),
 // and an entry of MonitorSummary.Top.
 type VertexValue struct {
-	Vertex uint64  `json:"vertex"`
+	Vertex uint64  `json:"vertex"`        // the vertex
 	Key    string  `json:"key,omitempty"` // its string key ("" when it has none)
-	Value  float64 `json:"value"`
+	Value  float64 `json:"value"`         // its degree or count
 }
 
 // Result returns the named analytic's result (ErrUnknownAnalytic when
@@ -270,21 +274,22 @@ type Alert struct {
 	// batch, the vertex or the cycle) gives the same ID.
 	ID       string    `json:"id"`
 	Analytic string    `json:"analytic"` // the monitor's name
-	Kind     AlertKind `json:"kind"`
-	Time     time.Time `json:"time"` // when it was raised
-	Seq      uint64    `json:"seq"`  // the sequence number of the batch that raised it
+	Kind     AlertKind `json:"kind"`     // what it reports
+	Time     time.Time `json:"time"`     // when it was raised
+	Seq      uint64    `json:"seq"`      // the sequence number of the batch that raised it
 	// Vertex is the vertex it is about (a cycle's: the new edge's
-	// source), Key its string key ("" when it has none).
+	// source).
 	Vertex uint64 `json:"vertex"`
-	Key    string `json:"key,omitempty"`
+	Key    string `json:"key,omitempty"` // Vertex's string key ("" when it has none)
 	// Value is what crossed the threshold: the degree or the count in the
 	// window; a cycle's length.
 	Value     float64 `json:"value"`
-	Threshold float64 `json:"threshold,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"` // the threshold it crossed (0 for a cycle)
 	// Cycle is a cycle's vertices, v0 -> v1 -> ... -> v0 from the new
-	// edge's source (nil for another kind); CycleKeys their keys, when
-	// some have keys ("" for one without).
-	Cycle     []uint64 `json:"cycle,omitempty"`
+	// edge's source (nil for another kind).
+	Cycle []uint64 `json:"cycle,omitempty"`
+	// CycleKeys are the keys of Cycle's vertices ("" for one without),
+	// when some have keys; else nil.
 	CycleKeys []string `json:"cycle_keys,omitempty"`
 	// EventTime is the event time of the operation that raised it
 	// (Batch.SetEventTime); zero when it had none.
