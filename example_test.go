@@ -54,13 +54,15 @@ func Example() {
 	// bob's in-degree: 2 at seq 1
 }
 
-// A built-in analytic follows every batch: BFS levels from a root.
+// A built-in analytic follows every batch: BFS levels from a root,
+// registered with typed options and read as named types.
 func ExampleDB_Register() {
 	dir, _ := os.MkdirTemp("", "graphtide-example")
 	defer os.RemoveAll(dir)
 	db, err := graphtide.Open(dir, nil)
 	check(err)
 	defer db.Close()
+
 	name, err := db.Register(graphtide.BFS{Name: "reach", Root: 1})
 	check(err)
 	var b graphtide.Batch
@@ -74,18 +76,23 @@ func ExampleDB_Register() {
 	b.Delete(4, 5)
 	seq, err := db.Apply(&b)
 	check(err)
-	_, err = db.Wait(context.Background(), name, seq)
+
+	r, err := db.Wait(context.Background(), name, seq)
 	check(err)
+	sum := r.Summary.(graphtide.BFSSummary)
+	fmt.Println("reached:", sum.Reached, "levels:", sum.Levels)
 	for v := uint64(1); v <= 5; v++ {
-		level, _, _ := db.VertexResult(name, v)
-		fmt.Println(v, level)
+		x, _, err := db.VertexResult(name, v)
+		check(err)
+		fmt.Println(v, "is at level", x.(graphtide.VertexLevel).Level)
 	}
 	// Output:
-	// 1 {0}
-	// 2 {1}
-	// 3 {2}
-	// 4 {1}
-	// 5 {-1}
+	// reached: 4 levels: [1 2 1]
+	// 1 is at level 0
+	// 2 is at level 1
+	// 3 is at level 2
+	// 4 is at level 1
+	// 5 is at level -1
 }
 
 // outDegreeMax is an analytic of one's own: the largest out-degree, kept
