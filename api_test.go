@@ -563,7 +563,8 @@ func TestCorruptionErrorIsTyped(t *testing.T) {
 // the conversion as it is, and an engine error keeps its cause.
 func TestPublicErrKeepsOwnErrors(t *testing.T) {
 	pe := &PreconditionError{Index: 1}
-	if got := publicErr(pe, namer{}); got != error(pe) {
+	var got *PreconditionError
+	if err := publicErr(pe, namer{}); !errors.As(err, &got) || got != pe {
 		t.Errorf("own error converted: %v", got)
 	}
 	err := publicErr(engine.ErrClosed, namer{})

@@ -266,3 +266,47 @@ func ExampleDB_SnapshotAt() {
 	// seq 2: 1 -> 2 false
 	// seq 1: 1 -> 2 true
 }
+
+// Edge types and vertex records: a payment beside a default-type edge of
+// the same accounts, read together or by type, and an account's record.
+func ExampleDB_TypeID() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	alice, err := db.VertexID("alice")
+	check(err)
+	bob, err := db.VertexID("bob")
+	check(err)
+	pay, err := db.TypeID("payment")
+	check(err)
+
+	var b graphtide.Batch
+	b.Insert(alice, bob, 1) // the default type: alice knows bob
+	b.Insert(alice, bob, 40)
+	b.SetType(pay) // and paid bob 40
+	b.PutVertex(alice, "account", []byte(`{"limit":5000}`))
+	_, err = db.Apply(&b)
+	check(err)
+
+	sn, err := db.Snapshot()
+	check(err)
+	defer sn.Release()
+	both, err := sn.Edges(alice, bob)
+	check(err)
+	for _, e := range both {
+		fmt.Println("alice -> bob:", db.TypeName(e.Type), e.Weight)
+	}
+	paid, err := sn.OfTypes(pay).Degree(alice, graphtide.Out)
+	check(err)
+	fmt.Println("payments out of alice:", paid)
+	rec, ok, err := sn.Vertex(alice)
+	check(err)
+	fmt.Println(ok, rec.Label, string(rec.Props))
+	// Output:
+	// alice -> bob: payment 40
+	// alice -> bob: default 1
+	// payments out of alice: 1
+	// true account {"limit":5000}
+}

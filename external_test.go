@@ -145,6 +145,16 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 		t.Fatal(err)
 	}
 	goLine := regexp.MustCompile(`(?m)^go .*$`).Find(gomod)
+	// The program uses only what docs/embedding.md shows.
+	page, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`graphtide\.(\w+)`).FindAllStringSubmatch(embedder, -1) {
+		if !regexp.MustCompile(`\b` + m[1] + `\b`).Match(page) {
+			t.Errorf("the program uses graphtide.%s, which docs/embedding.md does not show", m[1])
+		}
+	}
 	mod := t.TempDir()
 	files := map[string]string{
 		"go.mod":  "module example.com/embedder\n\n" + string(goLine) + "\n\nrequire github.com/graphtide/graphtide v0.0.0\n\nreplace github.com/graphtide/graphtide => " + root + "\n",
@@ -187,4 +197,36 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 		}
 	}
 	t.Logf("%s", out)
+}
+
+// TestEmbeddingPageShowsExamples: every go block of docs/embedding.md is
+// the text of an example file of this package (an Example function, which
+// go test runs and whose output it checks, or a declaration they use), so
+// the page shows only code that runs.
+func TestEmbeddingPageShowsExamples(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("example*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	blocks := regexp.MustCompile("(?ms)^```go\n(.*?)^```\n").FindAllStringSubmatch(string(page), -1)
+	if len(blocks) < 10 {
+		t.Fatalf("docs/embedding.md has %d go blocks", len(blocks))
+	}
+	for _, b := range blocks {
+		if !strings.Contains(src.String(), b[1]) {
+			t.Errorf("a go block of docs/embedding.md is in no example file:\n%s", b[1])
+		}
+	}
 }

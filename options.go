@@ -128,7 +128,7 @@ func (o SSSP) spec() (analytics.Spec, error) {
 type Degree struct {
 	Name string // registered under this name; default: the type (see BuiltIn)
 	// Threshold is the degree to exceed, in (0, 1e15]; required.
-	Threshold float64 // the count to exceed, in (0, 1e15]; required
+	Threshold float64
 	// Direction is the degree monitored: "out" (the default), "in" or
 	// "both".
 	Direction string
@@ -151,16 +151,16 @@ func (o Degree) spec() (analytics.Spec, error) {
 type FanIn struct {
 	Name string // registered under this name; default: the type (see BuiltIn)
 	// Threshold is the count to exceed, in (0, 1e15]; required.
-	Threshold float64 // the count to exceed, in (0, 1e15]; required
+	Threshold float64
 	// Window is the window's length in event time (Batch.SetEventTime;
 	// the time of applying for an operation without one), 0..168h;
 	// WindowEdges its length in operations, 0..16777216. With both the
 	// window holds what is within both; with neither, 10000 operations.
-	Window      time.Duration // the window in event time, 0..168h (see FanIn)
-	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
+	Window      time.Duration
+	WindowEdges int // see Window
 	// Lateness is how far behind the newest event time a window of time
 	// waits for late operations (0..168h; only with Window).
-	Lateness  time.Duration // how long a window of time waits for late operations, 0..168h
+	Lateness  time.Duration
 	Types     []string      // the edge types it reads, by name; default: all (see BuiltIn)
 	BatchSize int           // pull once this many operations wait, 1..1000000; default 1
 	Interval  time.Duration // pull at most once per Interval, 0..1h; default 0
