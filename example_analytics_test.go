@@ -11,6 +11,31 @@ import (
 	"github.com/graphtide/graphtide"
 )
 
+// graphtide embedded in a program: a store in a directory, a BFS from a
+// key kept up to date as batches are applied, and its result read as a
+// named type.
+func Example_embedding() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	_, err = db.Register(graphtide.BFS{Name: "reach", RootKey: "alice"})
+	check(err)
+	alice, _ := db.VertexID("alice")
+	bob, _ := db.VertexID("bob")
+	var b graphtide.Batch
+	b.Insert(alice, bob, 25) // alice pays bob 25
+	seq, err := db.Apply(&b)
+	check(err)
+	r, err := db.Wait(context.Background(), "reach", seq)
+	check(err)
+	fmt.Println(r.Summary.(graphtide.BFSSummary).Reached, "accounts reachable from alice")
+	// Output:
+	// 2 accounts reachable from alice
+}
+
 // A built-in analytic by its spec, as serve's --analytic flag takes it:
 // PageRank over payments between string keys.
 func ExampleSpec() {
