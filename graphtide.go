@@ -160,10 +160,10 @@ func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
 // object, makes Apply fail with nothing applied.
 func (b *Batch) PutVertex(v uint64, label string, props []byte) { b.b.PutVertex(v, label, props) }
 
-// The limits of a vertex record.
+// The limits of a vertex record (the store's: TestVertexLimitsAreTheStores).
 const (
-	MaxVertexLabel = engine.MaxVertexLabel
-	MaxVertexProps = engine.MaxVertexProps
+	MaxVertexLabel = 255     // bytes of UTF-8 of a label
+	MaxVertexProps = 4 << 10 // bytes of a property document's JSON
 )
 
 // Vertex is a vertex record (Batch.PutVertex, Snapshot.Vertex).

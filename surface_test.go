@@ -10,14 +10,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/engine"
 )
 
 // TestSurfaceNamesOnlyItsOwnTypes reads the package's source as go doc
 // does: no exported type is an alias (go doc shows an alias's target,
 // whose fields another module cannot see), no exported function, method
 // or field takes or returns a type of an internal package (another module
-// cannot name it), and every exported field of an exported struct has a
-// comment (go doc shows it with its meaning).
+// cannot name it), no exported constant or variable is an internal one's
+// (go doc would show its name, not its value), and every exported field
+// of an exported struct has a comment (go doc shows it with its meaning).
 func TestSurfaceNamesOnlyItsOwnTypes(t *testing.T) {
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
@@ -35,7 +38,7 @@ func TestSurfaceNamesOnlyItsOwnTypes(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	if len(files) < 5 {
+	if len(files) < 3 {
 		t.Fatalf("%d files of the package", len(files))
 	}
 	var problems []string
@@ -80,6 +83,19 @@ func TestSurfaceNamesOnlyItsOwnTypes(t *testing.T) {
 				}
 			case *ast.GenDecl:
 				for _, spec := range d.Specs {
+					if vs, ok := spec.(*ast.ValueSpec); ok && vs.Names[0].IsExported() {
+						for _, v := range vs.Values {
+							if l := leaks(v); len(l) > 0 {
+								bad(vs.Pos(), "%s is %v: go doc shows no value", vs.Names[0].Name, l)
+							}
+						}
+						if vs.Type != nil {
+							if l := leaks(vs.Type); len(l) > 0 {
+								bad(vs.Pos(), "%s is of %v", vs.Names[0].Name, l)
+							}
+						}
+						continue
+					}
 					ts, ok := spec.(*ast.TypeSpec)
 					if !ok || !ts.Name.IsExported() {
 						continue
@@ -131,4 +147,12 @@ func exportedRecv(r *ast.FieldList) bool {
 	}
 	id, ok := e.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// TestVertexLimitsAreTheStores: the limits of a vertex record this
+// package states (as numbers, so that go doc shows them) are the store's.
+func TestVertexLimitsAreTheStores(t *testing.T) {
+	if MaxVertexLabel != engine.MaxVertexLabel || MaxVertexProps != engine.MaxVertexProps {
+		t.Errorf("MaxVertexLabel %d, MaxVertexProps %d; the store's: %d, %d", MaxVertexLabel, MaxVertexProps, engine.MaxVertexLabel, engine.MaxVertexProps)
+	}
 }
