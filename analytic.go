@@ -37,7 +37,7 @@ type VertexResulter interface {
 func (db *DB) RegisterAnalytic(name string, a Analytic) error {
 	c := &custom{spec: analytics.Spec{Name: name, Type: analytics.CustomType}, a: a}
 	_, err := db.reg.RegisterCustom(c)
-	return err
+	return db.err(err)
 }
 
 // custom adapts an Analytic to the registry.

@@ -54,14 +54,16 @@ func Example() {
 	// bob's in-degree: 2 at seq 1
 }
 
-// A built-in analytic follows every batch: BFS levels from a root.
+// A built-in analytic follows every batch: BFS levels from a root,
+// registered with typed options and read as named types.
 func ExampleDB_Register() {
 	dir, _ := os.MkdirTemp("", "graphtide-example")
 	defer os.RemoveAll(dir)
 	db, err := graphtide.Open(dir, nil)
 	check(err)
 	defer db.Close()
-	name, err := db.Register("type=bfs,root=1,name=reach")
+
+	name, err := db.Register(graphtide.BFS{Name: "reach", Root: 1})
 	check(err)
 	var b graphtide.Batch
 	for v := uint64(1); v < 5; v++ {
@@ -74,18 +76,23 @@ func ExampleDB_Register() {
 	b.Delete(4, 5)
 	seq, err := db.Apply(&b)
 	check(err)
-	_, err = db.Wait(context.Background(), name, seq)
+
+	r, err := db.Wait(context.Background(), name, seq)
 	check(err)
+	sum := r.Summary.(graphtide.BFSSummary)
+	fmt.Println("reached:", sum.Reached, "levels:", sum.Levels)
 	for v := uint64(1); v <= 5; v++ {
-		level, _, _ := db.VertexResult(name, v)
-		fmt.Println(v, level)
+		x, _, err := db.VertexResult(name, v)
+		check(err)
+		fmt.Println(v, "is at level", x.(graphtide.VertexLevel).Level)
 	}
 	// Output:
-	// 1 {0}
-	// 2 {1}
-	// 3 {2}
-	// 4 {1}
-	// 5 {-1}
+	// reached: 4 levels: [1 2 1]
+	// 1 is at level 0
+	// 2 is at level 1
+	// 3 is at level 2
+	// 4 is at level 1
+	// 5 is at level -1
 }
 
 // outDegreeMax is an analytic of one's own: the largest out-degree, kept
@@ -225,7 +232,7 @@ func ExampleDB_ApplyIf() {
 	fmt.Println("raised again:", errors.As(err, &refused), refused.Actual)
 	// Output:
 	// linked: <nil>
-	// linked again: engine: precondition 0 (edge (1, 2, type 0) is absent) failed as of seq 1: it exists
+	// linked again: precondition 0 failed as of seq 1: edge (1, 2, type default) is absent, but it exists; nothing of the batch was applied: read the graph again and retry with conditions that hold
 	// raised to 150: <nil>
 	// raised again: true its weight is 150
 }
@@ -258,4 +265,48 @@ func ExampleDB_SnapshotAt() {
 	// Output:
 	// seq 2: 1 -> 2 false
 	// seq 1: 1 -> 2 true
+}
+
+// Edge types and vertex records: a payment beside a default-type edge of
+// the same accounts, read together or by type, and an account's record.
+func ExampleDB_TypeID() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	alice, err := db.VertexID("alice")
+	check(err)
+	bob, err := db.VertexID("bob")
+	check(err)
+	pay, err := db.TypeID("payment")
+	check(err)
+
+	var b graphtide.Batch
+	b.Insert(alice, bob, 1) // the default type: alice knows bob
+	b.Insert(alice, bob, 40)
+	b.SetType(pay) // and paid bob 40
+	b.PutVertex(alice, "account", []byte(`{"limit":5000}`))
+	_, err = db.Apply(&b)
+	check(err)
+
+	sn, err := db.Snapshot()
+	check(err)
+	defer sn.Release()
+	both, err := sn.Edges(alice, bob)
+	check(err)
+	for _, e := range both {
+		fmt.Println("alice -> bob:", db.TypeName(e.Type), e.Weight)
+	}
+	paid, err := sn.OfTypes(pay).Degree(alice, graphtide.Out)
+	check(err)
+	fmt.Println("payments out of alice:", paid)
+	rec, ok, err := sn.Vertex(alice)
+	check(err)
+	fmt.Println(ok, rec.Label, string(rec.Props))
+	// Output:
+	// alice -> bob: payment 40
+	// alice -> bob: default 1
+	// payments out of alice: 1
+	// true account {"limit":5000}
 }

@@ -10,16 +10,22 @@ import (
 )
 
 // embedder is a program of another module: it embeds graphtide through the
-// root package alone (internal/ is out of its reach), with a built-in and
-// a user-defined analytic.
+// root package alone (internal/ is out of its reach), using what
+// docs/embedding.md shows: built-in analytics registered by typed options
+// and by a spec, a user-defined analytic, the summaries and per-vertex
+// results read as named types, the alerts' fields, and typed errors
+// (errors.As, errors.Is). That it compiles is half the test: a result of
+// an internal type could not be named here.
 const embedder = `package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/graphtide/graphtide"
 )
@@ -52,14 +58,22 @@ func main() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Register("type=wcc"); err != nil {
-		log.Fatal(err)
+	// Registered by typed options and by a spec.
+	for _, a := range []graphtide.BuiltIn{
+		graphtide.WCC{},
+		graphtide.BFS{Name: "reach", RootKey: "a"},
+		graphtide.FanIn{Name: "mules", Threshold: 1, Window: time.Minute},
+		graphtide.Spec("type=fraud,name=rings,threshold=100,max_cycle=4"),
+	} {
+		if _, err := db.Register(a); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if err := db.RegisterAnalytic("edges", &edges{}); err != nil {
 		log.Fatal(err)
 	}
 	var b graphtide.Batch
-	for _, k := range [][2]string{{"a", "b"}, {"b", "c"}, {"x", "y"}} {
+	for _, k := range [][2]string{{"a", "b"}, {"b", "c"}, {"x", "y"}, {"c", "a"}, {"x", "c"}} {
 		src, _ := db.VertexID(k[0])
 		dst, _ := db.VertexID(k[1])
 		b.Insert(src, dst, 1)
@@ -69,13 +83,50 @@ func main() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, name := range []string{"wcc", "edges"} {
-		r, err := db.Wait(ctx, name, seq)
-		if err != nil {
+	results := map[string]graphtide.Result{}
+	for _, name := range []string{"wcc", "reach", "mules", "rings", "edges"} {
+		if results[name], err = db.Wait(ctx, name, seq); err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%s at seq %d: %v\n", name, r.Seq, r.Summary)
 	}
+	// The summaries, as named types.
+	var (
+		wcc   graphtide.WCCSummary     = results["wcc"].Summary.(graphtide.WCCSummary)
+		reach graphtide.BFSSummary     = results["reach"].Summary.(graphtide.BFSSummary)
+		mules graphtide.MonitorSummary = results["mules"].Summary.(graphtide.MonitorSummary)
+		rings graphtide.FraudSummary   = results["rings"].Summary.(graphtide.FraudSummary)
+	)
+	fmt.Printf("wcc: %d components, the largest of %d\n", wcc.Components, wcc.Largest)
+	fmt.Printf("reach from %s: %d vertices, levels %v\n", reach.RootKey, reach.Reached, reach.Levels)
+	fmt.Printf("mules: %d above %v, the first %s with %v\n", mules.Above, mules.Threshold, mules.Top[0].Key, mules.Top[0].Value)
+	fmt.Printf("rings: %d cycles\n", rings.Cycles)
+	fmt.Printf("edges at seq %d: %v\n", results["edges"].Seq, results["edges"].Summary)
+	c, _ := db.VertexID("c")
+	level, _, err := db.VertexResult("reach", c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("level of c:", level.(graphtide.VertexLevel).Level)
+	// The alerts' fields.
+	for _, al := range db.Alerts("", 10) {
+		var kind graphtide.AlertKind = al.Kind
+		fmt.Printf("alert %s %s: %s %v (keys %v)\n", al.Analytic, kind, al.Key, al.Value, al.CycleKeys)
+	}
+	// A typed error.
+	_, err = db.Register(graphtide.FanIn{Threshold: -1})
+	var bad *graphtide.OptionError
+	if !errors.As(err, &bad) || !errors.Is(err, graphtide.ErrInvalid) {
+		log.Fatalf("an invalid threshold: %v", err)
+	}
+	fmt.Printf("refused: %s (field %s)\n", err, bad.Field)
+	var refused *graphtide.PreconditionError
+	a, _ := db.VertexID("a")
+	b.Reset()
+	b.Insert(a, c, 1)
+	if _, err := db.ApplyIf(&b, graphtide.EdgeExists(a, c)); !errors.As(err, &refused) {
+		log.Fatalf("a condition that fails: %v", err)
+	}
+	fmt.Printf("refused: %s: %s\n", refused.Condition, refused.Actual)
 }
 `
 
@@ -94,6 +145,16 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 		t.Fatal(err)
 	}
 	goLine := regexp.MustCompile(`(?m)^go .*$`).Find(gomod)
+	// The program uses only what docs/embedding.md shows.
+	page, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`graphtide\.(\w+)`).FindAllStringSubmatch(embedder, -1) {
+		if !regexp.MustCompile(`\b` + m[1] + `\b`).Match(page) {
+			t.Errorf("the program uses graphtide.%s, which docs/embedding.md does not show", m[1])
+		}
+	}
 	mod := t.TempDir()
 	files := map[string]string{
 		"go.mod":  "module example.com/embedder\n\n" + string(goLine) + "\n\nrequire github.com/graphtide/graphtide v0.0.0\n\nreplace github.com/graphtide/graphtide => " + root + "\n",
@@ -118,9 +179,54 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go run in another module: %v\n%s", err, out)
 	}
-	want := "edges at seq 1: 3"
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "wcc at seq 1: ") {
-		t.Fatalf("the program printed:\n%s\nwant lines for wcc and %q", out, want)
+	// What the program must print: the oracle is the graph it builds, a -> b -> c -> a and x -> y, x -> c.
+	for _, want := range []string{
+		"wcc: 1 components, the largest of 5\n",
+		"reach from a: 3 vertices, levels [1 1 1]\n",
+		"mules: 1 above 1, the first c with 2\n",
+		"rings: 1 cycles\n",
+		"edges at seq 1: 5\n",
+		"level of c: 2\n",
+		"alert mules fan_in: c 2 (keys [])\n",
+		"alert rings cycle: c 3 (keys [c a b])\n",
+		"refused: analytic \"fanin\": threshold -1 is out of range: fanin needs one in (0, 1e+15] (field Threshold)\n",
+		"refused: edge (\"a\", \"c\", type default) exists: it is absent\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the program printed:\n%s\nwant the line %q", out, want)
+		}
 	}
 	t.Logf("%s", out)
+}
+
+// TestEmbeddingPageShowsExamples: every go block of docs/embedding.md is
+// the text of an example file of this package (an Example function, which
+// go test runs and whose output it checks, or a declaration they use), so
+// the page shows only code that runs.
+func TestEmbeddingPageShowsExamples(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("example*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	blocks := regexp.MustCompile("(?ms)^```go\n(.*?)^```\n").FindAllStringSubmatch(string(page), -1)
+	if len(blocks) < 10 {
+		t.Fatalf("docs/embedding.md has %d go blocks", len(blocks))
+	}
+	for _, b := range blocks {
+		if !strings.Contains(src.String(), b[1]) {
+			t.Errorf("a go block of docs/embedding.md is in no example file:\n%s", b[1])
+		}
+	}
 }

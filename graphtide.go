@@ -30,6 +30,7 @@ package graphtide
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -87,12 +88,12 @@ func Open(dir string, o *Options) (*DB, error) {
 	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: o.InEdges,
 		KeepHistory: o.HistorySeqs > 0, HistorySeqs: o.HistorySeqs}, Create: true})
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err, namer{})
 	}
 	vm, err := views.NewManager(d.Store, views.Config{LogCapacity: o.ViewLogCapacity})
 	if err != nil {
 		d.Close()
-		return nil, err
+		return nil, publicErr(err, namer{})
 	}
 	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Resolve: api.ResolveRoot(d.Keys), Types: typedict.Resolver(d.Types),
 		Names: d.Keys.Name})
@@ -108,7 +109,7 @@ func (db *DB) Close() error {
 	db.reg.Close()
 	db.vm.Close()
 	ferr := db.dir.Store.Flush()
-	return errors.Join(ferr, db.dir.Close())
+	return db.err(errors.Join(ferr, db.dir.Close()))
 }
 
 // InEdges reports whether the store keeps in-edges.
@@ -116,14 +117,20 @@ func (db *DB) InEdges() bool { return db.dir.Store.InEdges() }
 
 // VertexID returns the id of the string key, giving it the next free id
 // when it is new (durably, before any batch that uses it is applied).
-func (db *DB) VertexID(key string) (uint64, error) { return db.dir.Keys.ID(key) }
+func (db *DB) VertexID(key string) (uint64, error) {
+	id, err := db.dir.Keys.ID(key)
+	return id, db.err(err)
+}
 
 // LookupKey returns the id of a key that has one.
 func (db *DB) LookupKey(key string) (uint64, bool) { return db.dir.Keys.Lookup(key) }
 
 // TypeID is the number of the edge type named name, naming it (durably)
 // when new; "default" is type 0.
-func (db *DB) TypeID(name string) (uint16, error) { return db.dir.Types.ID(name) }
+func (db *DB) TypeID(name string) (uint16, error) {
+	t, err := db.dir.Types.ID(name)
+	return t, db.err(err)
+}
 
 // TypeName is the name of edge type t ("default" for 0; the number as text
 // for a type never named).
@@ -153,15 +160,19 @@ func (b *Batch) DeleteVertex(v uint64) { b.b.DeleteVertex(v) }
 // object, makes Apply fail with nothing applied.
 func (b *Batch) PutVertex(v uint64, label string, props []byte) { b.b.PutVertex(v, label, props) }
 
-// The limits of a vertex record.
+// The limits of a vertex record (the store's: TestVertexLimitsAreTheStores).
 const (
-	MaxVertexLabel = engine.MaxVertexLabel
-	MaxVertexProps = engine.MaxVertexProps
+	MaxVertexLabel = 255     // bytes of UTF-8 of a label
+	MaxVertexProps = 4 << 10 // bytes of a property document's JSON
 )
 
-// Vertex is a vertex record: its label and its property document (a JSON
-// object; nil when it has none).
-type Vertex = engine.Vertex
+// Vertex is a vertex record (Batch.PutVertex, Snapshot.Vertex).
+type Vertex struct {
+	// Label is the vertex's label (may be empty).
+	Label string
+	// Props is its property document, a JSON object; nil when it has none.
+	Props json.RawMessage
+}
 
 // SetType gives the operation added last (an insert or delete) the edge
 // type t, a number from DB.TypeID or 0 (the default, the type of an edge
@@ -190,12 +201,13 @@ func (db *DB) Apply(b *Batch) (uint64, error) {
 	}
 	if b.b.Empty() {
 		m, err := db.dir.Store.Metrics()
-		return m.LastSeq, err
+		return m.LastSeq, db.err(err)
 	}
 	if err := db.dir.Keys.Sync(); err != nil {
-		return 0, err
+		return 0, db.err(err)
 	}
-	return db.dir.Store.Apply(&b.b)
+	seq, err := db.dir.Store.Apply(&b.b)
+	return seq, db.err(err)
 }
 
 // Condition is a precondition of ApplyIf; make one with EdgeExists,
@@ -241,11 +253,6 @@ func (c Condition) OfType(t uint16) Condition {
 	return c
 }
 
-// PreconditionError is ApplyIf's error when a condition does not hold:
-// nothing of the batch was applied. It names the condition, what the graph
-// held instead, and the seq it was evaluated at.
-type PreconditionError = engine.PreconditionError
-
 // ApplyIf applies b atomically if every condition holds on the graph as of
 // the newest batch (evaluated with the one writer held, so no batch lands
 // between the check and the apply: every conditional batch is serializable
@@ -256,17 +263,18 @@ func (db *DB) ApplyIf(b *Batch, conds ...Condition) (uint64, error) {
 		return 0, ErrClosed
 	}
 	if err := db.dir.Keys.Sync(); err != nil {
-		return 0, err
+		return 0, db.err(err)
 	}
 	cs := make([]engine.Condition, len(conds))
 	for i, c := range conds {
 		cs[i] = c.c
 	}
-	return db.dir.Store.ApplyIf(&b.b, cs)
+	seq, err := db.dir.Store.ApplyIf(&b.b, cs)
+	return seq, db.err(err)
 }
 
 // Flush makes every applied batch durable.
-func (db *DB) Flush() error { return db.dir.Store.Flush() }
+func (db *DB) Flush() error { return db.err(db.dir.Store.Flush()) }
 
 // Direction says which edges of a vertex: Out (the default) or In.
 type Direction uint8
@@ -298,14 +306,10 @@ type Snapshot struct {
 func (db *DB) Snapshot() (*Snapshot, error) {
 	sn, err := db.dir.Store.Snapshot()
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &Snapshot{sn: sn, in: db.dir.Store.InEdges()}, nil
 }
-
-// SeqError is SnapshotAt's error for a seq it cannot read: above the
-// newest (Seq > Newest), or below the oldest readable one (Seq < Oldest).
-type SeqError = engine.SeqError
 
 // SnapshotAt takes a snapshot of the graph as it was when seq was the
 // newest sequence number (an earlier Apply's), within Options.HistorySeqs
@@ -313,7 +317,7 @@ type SeqError = engine.SeqError
 func (db *DB) SnapshotAt(seq uint64) (*Snapshot, error) {
 	sn, err := db.dir.Store.SnapshotAt(seq)
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &Snapshot{sn: sn, in: db.dir.Store.InEdges()}, nil
 }
@@ -337,15 +341,15 @@ func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
 		return 0, ErrNoInEdges
 	}
 	n, err := s.sn.Degree(v, d.engine())
-	return int(n), err
+	return int(n), publicErr(err, namer{})
 }
 
 // Neighbor is one neighbor of a vertex and the weight and type of the
 // edge.
 type Neighbor struct {
-	ID     uint64
-	Weight float64
-	Type   uint16
+	ID     uint64    // the neighbor
+	Weight float64   // the edge's weight
+	Type   uint16    // the edge's type (DB.TypeID; 0 the default)
 	Time   time.Time // the event time its operation gave (Batch.SetEventTime); zero when none
 }
 
@@ -361,7 +365,7 @@ func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 	for {
 		p, err := s.sn.NeighborsPage(v, d.engine(), after, 4096, true)
 		if err != nil {
-			return nil, err
+			return nil, publicErr(err, namer{})
 		}
 		for i, x := range p.Dsts {
 			n := Neighbor{ID: x, Weight: p.Weights[i], Type: p.Types[i]}
@@ -385,7 +389,7 @@ func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 func (s *Snapshot) Edges(src, dst uint64) ([]Neighbor, error) {
 	c, err := s.sn.Edge(src, dst)
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err, namer{})
 	}
 	out := make([]Neighbor, len(c.Types))
 	for i := range out {
@@ -399,17 +403,23 @@ func (s *Snapshot) Edges(src, dst uint64) ([]Neighbor, error) {
 
 // Vertex is v's record in the snapshot, and whether it has one (a vertex
 // known only by its edges has none).
-func (s *Snapshot) Vertex(v uint64) (Vertex, bool, error) { return s.sn.Vertex(v) }
+func (s *Snapshot) Vertex(v uint64) (Vertex, bool, error) {
+	x, ok, err := s.sn.Vertex(v)
+	return Vertex{Label: x.Label, Props: x.Props}, ok, publicErr(err, namer{})
+}
 
 // VertexExists reports whether v has a record or an edge (out, or in when
 // the store keeps in-edges) in the snapshot.
-func (s *Snapshot) VertexExists(v uint64) (bool, error) { return s.sn.VertexExists(v) }
+func (s *Snapshot) VertexExists(v uint64) (bool, error) {
+	ok, err := s.sn.VertexExists(v)
+	return ok, publicErr(err, namer{})
+}
 
 // HasEdge reports whether the snapshot holds an edge from src to dst (of
 // any of its types).
 func (s *Snapshot) HasEdge(src, dst uint64) (bool, error) {
 	c, err := s.sn.Edge(src, dst)
-	return len(c.Types) > 0, err
+	return len(c.Types) > 0, publicErr(err, namer{})
 }
 
 // View is a static view: the whole graph as of one sequence number, for
@@ -456,9 +466,9 @@ func (o Op) String() string { return [...]string{"upsert", "delete_edge", "delet
 // Change is one applied operation. A vertex delete has Dst 0; it is
 // followed by the edge deletes it applied.
 type Change struct {
-	Seq       uint64 // the sequence number of its batch
-	Op        Op
-	Src, Dst  uint64
+	Seq       uint64    // the sequence number of its batch
+	Op        Op        // what it did
+	Src, Dst  uint64    // the edge's vertices (a vertex delete: Src)
 	Weight    float64   // of an upsert
 	Type      uint16    // the edge's type (0 for a vertex delete)
 	EventTime time.Time // Batch.SetEventTime's, zero when none
@@ -512,83 +522,3 @@ func (s *Stream) Next(ctx context.Context) ([]Change, error) {
 
 // Close closes the stream.
 func (s *Stream) Close() { s.s.Close() }
-
-// Register registers a built-in analytic from its spec, written as serve's
-// --analytic flag takes it ("type=bfs,root=acct-1,name=reach"; see the
-// README's analytics table), and returns its name.
-func (db *DB) Register(spec string) (string, error) {
-	s, err := analytics.ParseSpec(spec)
-	if err != nil {
-		return "", err
-	}
-	s, err = db.reg.Register(s)
-	return s.Name, err
-}
-
-// Unregister stops an analytic and forgets it.
-func (db *DB) Unregister(name string) error { return db.reg.Unregister(name) }
-
-// Result is an analytic's current result.
-type Result struct {
-	Name, Type string
-	Ready      bool   // its first full compute has finished
-	Seq        uint64 // the sequence number it corresponds to
-	Updates    uint64 // incremental updates so far
-	Recomputes uint64 // full computes so far (the first one included)
-	Error      string // the last error, if any
-	Summary    any    // the result itself (a built-in's summary, or your Analytic's Result)
-}
-
-// Result returns the named analytic's result.
-func (db *DB) Result(name string) (Result, error) {
-	r, err := db.reg.Result(name)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Name: r.Spec.Name, Type: r.Spec.Type, Ready: r.Ready, Seq: r.Seq, Updates: r.Updates,
-		Recomputes: r.Recomputes, Error: r.Error, Summary: r.Summary}, nil
-}
-
-// Wait waits until the named analytic's result is at seq or later and
-// returns it. It returns early with ctx's error, with ErrClosed after
-// Close, and with the analytic's error while it has one (an analytic that
-// fails recomputes at its next pull). An analytic waits for the operations
-// it pulls: one with batch_size=N reaches seq only once N operations exist
-// past its last pull, and an analytic sees only the batches that hold
-// operations.
-func (db *DB) Wait(ctx context.Context, name string, seq uint64) (Result, error) {
-	for {
-		if db.closed.Load() {
-			return Result{}, ErrClosed
-		}
-		r, err := db.Result(name)
-		if err != nil || r.Ready && r.Seq >= seq {
-			return r, err
-		}
-		if r.Error != "" {
-			return r, fmt.Errorf("analytic %q: %s", name, r.Error)
-		}
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
-// VertexResult returns the named analytic's result for vertex v (a bfs
-// level, a component, a distance, a rank, a monitor's count; your
-// Analytic's VertexResult), and false when it has none.
-func (db *DB) VertexResult(name string, v uint64) (any, bool, error) {
-	return db.reg.Vertex(name, v)
-}
-
-// Alert is one alert a monitor raised.
-type Alert = analytics.Alert
-
-// Alerts returns up to limit of the newest alerts, oldest first (of the
-// named analytic when name is not empty).
-func (db *DB) Alerts(name string, limit int) []Alert {
-	al, _ := db.reg.Alerts(name, limit)
-	return al
-}

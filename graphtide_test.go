@@ -88,7 +88,7 @@ func TestDBFollowsAnOracle(t *testing.T) {
 	if err := db.RegisterAnalytic("count", a); err == nil {
 		t.Fatal("a second analytic of one name was registered")
 	}
-	if _, err := db.Register("type=custom,name=x"); err == nil {
+	if _, err := db.Register(Spec("type=custom,name=x")); err == nil {
 		t.Fatal("a custom analytic was registered from a spec")
 	}
 	st, err := db.Stream(1)
@@ -264,7 +264,7 @@ func TestDBEmptyBatchesAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Register("type=wcc"); err != nil {
+	if _, err := db.Register(Spec("type=wcc")); err != nil {
 		t.Fatal(err)
 	}
 	var b Batch
@@ -334,7 +334,7 @@ func TestDBEdgeTypes(t *testing.T) {
 	if err != nil || pay == login || pay == 0 || login == 0 {
 		t.Fatalf("types payment %d, login %d: %v", pay, login, err)
 	}
-	if _, err := db.Register("name=paid,type=wcc,types=payment"); err != nil {
+	if _, err := db.Register(Spec("name=paid,type=wcc,types=payment")); err != nil {
 		t.Fatal(err)
 	}
 	var b Batch
@@ -475,7 +475,7 @@ func TestDBSnapshotAt(t *testing.T) {
 	}
 	var se *SeqError
 	if _, err := db.SnapshotAt(last - 21); !errors.As(err, &se) || se.Seq != last-21 || se.Oldest != last-20 || se.Newest != last ||
-		!strings.Contains(err.Error(), fmt.Sprintf("the oldest readable one, %d", last-20)) {
+		!strings.Contains(err.Error(), fmt.Sprintf("the store reads seqs %d to %d", last-20, last)) || !errors.Is(err, ErrInvalid) {
 		t.Errorf("a snapshot before the history: %v (%+v)", err, se)
 	}
 	db.Close()

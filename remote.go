@@ -58,7 +58,7 @@ type WriteOptions struct {
 
 // WriteResult is the outcome of a Write.
 type WriteResult struct {
-	Applied bool
+	Applied bool // the batch was applied (now, or by the first Write of its IdempotencyKey)
 	// Seq: applied, the batch's sequence number; refused, the one its
 	// conditions were evaluated against.
 	Seq uint64
@@ -70,7 +70,7 @@ type WriteResult struct {
 	Failed *FailedCondition
 	// Partition and Offset of the batch's record in the writes topic.
 	Partition int32
-	Offset    int64
+	Offset    int64 // see Partition
 }
 
 // FailedCondition is the condition that refused a batch.

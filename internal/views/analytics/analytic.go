@@ -190,11 +190,35 @@ const (
 // name in a spec (the JSON and YAML field).
 var StringLimits = map[string]int{"name": MaxNameLen, "type": MaxWordLen, "root": MaxRootLen, "types": MaxTypesLen, "direction": MaxWordLen}
 
+// SettingError is the refusal of one setting of a spec: every error of
+// Validate and ParseSpec (and Registry.Register's of a root or types that
+// do not resolve) is one, so that a caller can tell which setting to fix.
+type SettingError struct {
+	// Key is the setting as a spec names it (batch_size, window, root,
+	// ...); "" when the spec as a whole is malformed (ParseSpec).
+	Key string
+	// Msg is the whole message: the analytic, the setting, its value and
+	// what is allowed.
+	Msg string
+	// Err is the cause, when another error is (a root that does not
+	// resolve).
+	Err error
+}
+
+func (e *SettingError) Error() string { return e.Msg }
+
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// settingErr is a *SettingError of key; its message is the format's.
+func settingErr(key, format string, a ...any) *SettingError {
+	return &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)}
+}
+
 // checkLengths refuses a string setting longer than its StringLimits.
 func (s *Spec) checkLengths() error {
 	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"type", s.Type}, {"root", s.Root}, {"types", s.Types}, {"direction", s.Direction}} {
 		if most := StringLimits[f.name]; len(f.v) > most {
-			return fmt.Errorf("analytic spec: %s is %d bytes; at most %d", f.name, len(f.v), most)
+			return settingErr(f.name, "analytic spec: %s is %d bytes; at most %d", f.name, len(f.v), most)
 		}
 	}
 	return nil
@@ -219,7 +243,7 @@ type kind struct {
 	// alerts are the kinds of the alerts it raises (Alert.Kind).
 	alerts []string
 	// settings fills the defaults of its own settings and checks them.
-	settings func(s *Spec) error
+	settings func(s *Spec) *SettingError
 	build    func(s Spec, root uint64, alerts func([]Alert)) Analytic
 }
 
@@ -289,83 +313,88 @@ func (s *Spec) Validate() error {
 	}
 	k, known := kindOf(s.Type)
 	if !known {
-		return fmt.Errorf("analytic %q: type must be one of: %s; got %q", s.Name, strings.Join(Types, ", "), s.Type)
+		return settingErr("type", "analytic %q: type must be one of: %s; got %q", s.Name, strings.Join(Types, ", "), s.Type)
 	}
 	if s.Name == "" {
 		s.Name = s.Type
 	}
 	for _, r := range s.Name {
 		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return fmt.Errorf("analytic %q: a name may hold only letters, digits, '-', '_' and '.'", s.Name)
+			return settingErr("name", "analytic %q: a name may hold only letters, digits, '-', '_' and '.'", s.Name)
 		}
 	}
-	bad := func(f string, a ...any) error { return fmt.Errorf("analytic %q: "+f, append([]any{s.Name}, a...)...) }
+	bad := func(key, f string, a ...any) error {
+		return settingErr(key, "analytic %q: "+f, append([]any{s.Name}, a...)...)
+	}
+	// named is a *SettingError of a helper (intIn, a kind's settings)
+	// with the analytic's name in front.
+	named := func(err *SettingError) error { return bad(err.Key, "%s", err.Msg) }
 	if err := intIn("batch_size", &s.BatchSize, 1, MaxBatchSize); err != nil {
-		return bad("%v", err)
+		return named(err)
 	}
 	if err := durIn("interval", &s.Interval, 0, 0, MaxInterval); err != nil {
-		return bad("%v", err)
+		return named(err)
 	}
 	if err := intIn("max_behind", &s.MaxBehind, max(1<<18, s.BatchSize), MaxMaxBehind); err != nil {
-		return bad("%v", err)
+		return named(err)
 	}
 	if s.MaxBehind < s.BatchSize {
-		return bad("max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
+		return bad("max_behind", "max_behind (%d) must be at least batch_size (%d)", s.MaxBehind, s.BatchSize)
 	}
 	if s.Stale {
-		return bad("stale is not a setting of %s: every analytic reads the in-memory topology or the edge log, always fresh and as cheap to read; remove it", s.Type)
+		return bad("stale", "stale is not a setting of %s: every analytic reads the in-memory topology or the edge log, always fresh and as cheap to read; remove it", s.Type)
 	}
 	if k.root && s.Root == "" {
-		return bad("%s needs a root vertex (root: <id or key>)", s.Type)
+		return bad("root", "%s needs a root vertex (root: <id or key>)", s.Type)
 	}
 	if k.settings != nil {
 		if err := k.settings(s); err != nil {
-			return bad("%v", err)
+			return named(err)
 		}
 	}
 	if k.monitor && !(s.Threshold > 0 && s.Threshold <= MaxThreshold) {
-		return bad("threshold %v is out of range: %s needs one in (0, %g]", s.Threshold, s.Type, MaxThreshold)
+		return bad("threshold", "threshold %v is out of range: %s needs one in (0, %g]", s.Threshold, s.Type, MaxThreshold)
 	}
 	if k.window {
 		if s.WindowEdges == 0 && s.WindowDuration == 0 {
 			s.WindowEdges = 10000
 		}
 		if s.WindowEdges < 0 || s.WindowEdges > MaxWindowEdges {
-			return bad("window_edges %d is out of range: allowed 0..%d", s.WindowEdges, MaxWindowEdges)
+			return bad("window_edges", "window_edges %d is out of range: allowed 0..%d", s.WindowEdges, MaxWindowEdges)
 		}
 		if s.WindowDuration < 0 || s.WindowDuration > MaxWindow {
-			return bad("window %v is out of range: allowed 0s..%v", s.WindowDuration, MaxWindow)
+			return bad("window", "window %v is out of range: allowed 0s..%v", s.WindowDuration, MaxWindow)
 		}
 		if s.Lateness < 0 || s.Lateness > MaxWindow {
-			return bad("lateness %v is out of range: allowed 0s..%v", s.Lateness, MaxWindow)
+			return bad("lateness", "lateness %v is out of range: allowed 0s..%v", s.Lateness, MaxWindow)
 		}
 		if s.Lateness > 0 && s.WindowDuration == 0 {
-			return bad("lateness applies to a window of a duration (window=10m): give one")
+			return bad("lateness", "lateness applies to a window of a duration (window=10m): give one")
 		}
 	} else if s.Lateness != 0 {
-		return bad("lateness applies to the windows of fanin, fanout and fraud, not to %s", s.Type)
+		return bad("lateness", "lateness applies to the windows of fanin, fanout and fraud, not to %s", s.Type)
 	}
 	return nil
 }
 
 // intIn fills *p with def when zero and checks it against [1, hi].
-func intIn(key string, p *int, def, hi int) error {
+func intIn(key string, p *int, def, hi int) *SettingError {
 	if *p == 0 {
 		*p = def
 	}
 	if *p < 1 || *p > hi {
-		return fmt.Errorf("%s %d is out of range: allowed 1..%d", key, *p, hi)
+		return settingErr(key, "%s %d is out of range: allowed 1..%d", key, *p, hi)
 	}
 	return nil
 }
 
 // durIn is intIn for a duration.
-func durIn(key string, p *time.Duration, def, lo, hi time.Duration) error {
+func durIn(key string, p *time.Duration, def, lo, hi time.Duration) *SettingError {
 	if *p == 0 {
 		*p = def
 	}
 	if *p < lo || *p > hi {
-		return fmt.Errorf("%s %v is out of range: allowed %v..%v", key, *p, lo, hi)
+		return settingErr(key, "%s %v is out of range: allowed %v..%v", key, *p, lo, hi)
 	}
 	return nil
 }
@@ -377,33 +406,33 @@ const (
 	DefaultTolerance = 1e-6
 )
 
-func (s *Spec) pagerankSettings() error {
+func (s *Spec) pagerankSettings() *SettingError {
 	if s.Damping == 0 {
 		s.Damping = DefaultDamping
 	}
 	if !(s.Damping > 0 && s.Damping < 1) {
-		return fmt.Errorf("damping %v is out of range: allowed (0, 1)", s.Damping)
+		return settingErr("damping", "damping %v is out of range: allowed (0, 1)", s.Damping)
 	}
 	if s.Tolerance == 0 {
 		s.Tolerance = DefaultTolerance
 	}
 	if !(s.Tolerance >= MinTolerance && s.Tolerance <= MaxTolerance) {
-		return fmt.Errorf("tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
+		return settingErr("tolerance", "tolerance %v is out of range: allowed %v..%v", s.Tolerance, MinTolerance, MaxTolerance)
 	}
 	return intIn("max_iterations", &s.MaxIterations, 100, MaxMaxIterations)
 }
 
-func (s *Spec) degreeSettings() error {
+func (s *Spec) degreeSettings() *SettingError {
 	if s.Direction == "" {
 		s.Direction = "out"
 	}
 	if s.Direction != "out" && s.Direction != "in" && s.Direction != "both" {
-		return fmt.Errorf("direction must be out, in or both; got %q", s.Direction)
+		return settingErr("direction", "direction must be out, in or both; got %q", s.Direction)
 	}
 	return nil
 }
 
-func (s *Spec) fraudSettings() error {
+func (s *Spec) fraudSettings() *SettingError {
 	if err := intIn("max_cycle", &s.MaxCycle, 4, MaxMaxCycle); err != nil {
 		return err
 	}
@@ -424,10 +453,12 @@ func ParseSpec(s string) (Spec, error) {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || k == "" {
-			return sp, fmt.Errorf("analytic %q: want key=value pairs separated by commas, got %q", s, kv)
+			return sp, settingErr("", "analytic %q: want key=value pairs separated by commas, got %q", s, kv)
 		}
 		if err := sp.set(k, v); err != nil {
-			return sp, fmt.Errorf("analytic %q: %w", s, err)
+			e := settingErr(k, "analytic %q: %v", s, err)
+			e.Err = err
+			return sp, e
 		}
 	}
 	return sp, nil

@@ -263,7 +263,7 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 	if NeedsRoot(s.Type) {
 		var err error
 		if root, err = r.cfg.Resolve(s.Root); err != nil {
-			return s, fmt.Errorf("analytic %q: %w", s.Name, err)
+			return s, &SettingError{Key: "root", Msg: fmt.Sprintf("analytic %q: %v", s.Name, err), Err: err}
 		}
 	}
 	ts, err := r.types(s)
@@ -366,7 +366,7 @@ func (r *Registry) types(s Spec) (*engine.TypeSet, error) {
 	}
 	ts, err := r.cfg.Types(s.Types)
 	if err != nil {
-		return nil, fmt.Errorf("analytic %q: types: %w", s.Name, err)
+		return nil, &SettingError{Key: "types", Msg: fmt.Sprintf("analytic %q: types: %v", s.Name, err), Err: err}
 	}
 	return ts, nil
 }

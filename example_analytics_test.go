@@ -1,0 +1,247 @@
+package graphtide_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/graphtide/graphtide"
+)
+
+// graphtide embedded in a program: a store in a directory, a BFS from a
+// key kept up to date as batches are applied, and its result read as a
+// named type.
+func Example_embedding() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	_, err = db.Register(graphtide.BFS{Name: "reach", RootKey: "alice"})
+	check(err)
+	alice, _ := db.VertexID("alice")
+	bob, _ := db.VertexID("bob")
+	var b graphtide.Batch
+	b.Insert(alice, bob, 25) // alice pays bob 25
+	seq, err := db.Apply(&b)
+	check(err)
+	r, err := db.Wait(context.Background(), "reach", seq)
+	check(err)
+	fmt.Println(r.Summary.(graphtide.BFSSummary).Reached, "accounts reachable from alice")
+	// Output:
+	// 2 accounts reachable from alice
+}
+
+// A built-in analytic by its spec, as serve's --analytic flag takes it:
+// PageRank over payments between string keys.
+func ExampleSpec() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+
+	name, err := db.Register(graphtide.Spec("type=pagerank,name=rank,damping=0.85"))
+	check(err)
+	var b graphtide.Batch
+	for _, e := range [][2]string{{"ann", "bob"}, {"bob", "cy"}, {"cy", "ann"}, {"dan", "cy"}} {
+		src, err := db.VertexID(e[0])
+		check(err)
+		dst, err := db.VertexID(e[1])
+		check(err)
+		b.Insert(src, dst, 1)
+	}
+	seq, err := db.Apply(&b)
+	check(err)
+
+	r, err := db.Wait(context.Background(), name, seq)
+	check(err)
+	ranks := r.Summary.(graphtide.PageRankSummary)
+	for _, v := range ranks.Top {
+		fmt.Printf("%s %.2f\n", v.Key, v.Rank)
+	}
+	// Output:
+	// cy 0.33
+	// ann 0.32
+	// bob 0.31
+	// dan 0.04
+}
+
+// A fan-in monitor over a minute of event time: an account that receives
+// from more than two others within a minute raises an alert, which names
+// it by its key.
+func ExampleFanIn() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	id := func(key string) uint64 {
+		v, err := db.VertexID(key)
+		check(err)
+		return v
+	}
+
+	_, err = db.Register(graphtide.FanIn{Name: "mules", Threshold: 2, Window: time.Minute})
+	check(err)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	var b graphtide.Batch
+	for i, from := range []string{"ann", "bob", "cy"} {
+		b.Insert(id(from), id("mule"), 100)
+		b.SetEventTime(at.Add(time.Duration(i) * 20 * time.Second))
+	}
+	b.Insert(id("dan"), id("mule"), 100) // two minutes later: the others left the window
+	b.SetEventTime(at.Add(2 * time.Minute))
+	seq, err := db.Apply(&b)
+	check(err)
+	r, err := db.Wait(context.Background(), "mules", seq)
+	check(err)
+
+	for _, al := range db.Alerts("mules", 10) {
+		fmt.Println(al.Kind, al.Key, al.Value, ">", al.Threshold, "at", al.EventTime.Format(time.TimeOnly))
+	}
+	now, _, err := db.VertexResult("mules", id("mule"))
+	check(err)
+	fmt.Println("in the window now:", now.(graphtide.VertexValue).Value)
+	fmt.Println("above now:", r.Summary.(graphtide.MonitorSummary).Above)
+	// Output:
+	// fan_in mule 3 > 2 at 10:00:40
+	// in the window now: 1
+	// above now: 0
+}
+
+// The fraud monitor reports each new cycle of payments, its accounts by
+// their keys.
+func ExampleFraud() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	id := func(key string) uint64 {
+		v, err := db.VertexID(key)
+		check(err)
+		return v
+	}
+
+	_, err = db.Register(graphtide.Fraud{Name: "rings", Threshold: 1000, MaxCycle: 4})
+	check(err)
+	var b graphtide.Batch
+	b.Insert(id("ann"), id("bob"), 900)
+	b.Insert(id("bob"), id("cy"), 880)
+	b.Insert(id("cy"), id("ann"), 860) // closes the ring
+	seq, err := db.Apply(&b)
+	check(err)
+	r, err := db.Wait(context.Background(), "rings", seq)
+	check(err)
+
+	for _, al := range db.Alerts("rings", 10) {
+		if al.Kind == graphtide.AlertCycle {
+			fmt.Println("cycle of", al.Value, "payments:", strings.Join(al.CycleKeys, " -> "))
+		}
+	}
+	fmt.Println("cycles so far:", r.Summary.(graphtide.FraudSummary).Cycles)
+	// Output:
+	// cycle of 3 payments: cy -> ann -> bob
+	// cycles so far: 1
+}
+
+// An option out of its range is refused before anything runs, the same
+// way for the typed options and for a spec, naming the option and its
+// range.
+func ExampleOptionError() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+
+	_, err = db.Register(graphtide.FanIn{Threshold: 200, Window: 30 * 24 * time.Hour})
+	fmt.Println(err)
+	var bad *graphtide.OptionError
+	if errors.As(err, &bad) {
+		fmt.Println("fix FanIn."+bad.Field, "("+bad.Option+" in a spec)")
+	}
+	_, err = db.Register(graphtide.Spec("type=fanin,threshold=200,window=720h"))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, graphtide.ErrInvalid))
+	// Output:
+	// analytic "fanin": window 720h0m0s is out of range: allowed 0s..168h0m0s
+	// fix FanIn.Window (window in a spec)
+	// analytic "fanin": window 720h0m0s is out of range: allowed 0s..168h0m0s
+	// true
+}
+
+// Errors name vertices by their keys, say what to do, and match the
+// package's sentinels (errors.Is) and types (errors.As).
+func Example_errors() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	alice, err := db.VertexID("alice")
+	check(err)
+	bob, err := db.VertexID("bob")
+	check(err)
+
+	var b graphtide.Batch
+	b.Insert(alice, bob, 50)
+	_, err = db.ApplyIf(&b, graphtide.EdgeAbsent(alice, bob))
+	check(err)
+	_, err = db.ApplyIf(&b, graphtide.EdgeAbsent(alice, bob))
+	var refused *graphtide.PreconditionError
+	if errors.As(err, &refused) {
+		fmt.Println(refused.Condition, "-", refused.Actual)
+	}
+	fmt.Println(err)
+
+	_, err = db.Result("rings")
+	fmt.Println(errors.Is(err, graphtide.ErrUnknownAnalytic))
+	fmt.Println(err)
+
+	_, err = graphtide.Open(dir, nil) // db holds it
+	fmt.Println(errors.Is(err, graphtide.ErrLocked))
+	// Output:
+	// edge ("alice", "bob", type default) is absent - it exists
+	// precondition 0 failed as of seq 1: edge ("alice", "bob", type default) is absent, but it exists; nothing of the batch was applied: read the graph again and retry with conditions that hold
+	// true
+	// no analytic of that name is registered: "rings": register it first (DB.Register, DB.RegisterAnalytic), or use the name Register returned
+	// true
+}
+
+// Writing through a running serve (its writes topic): applied once, even
+// when retried under the same idempotency key, and only while its
+// conditions hold.
+func ExampleDial() {
+	url, stop := startServe() // `graphtide serve --writes-topic writes`, at http://127.0.0.1:9464 by default
+	defer stop()
+
+	s, err := graphtide.Dial(url, nil)
+	check(err)
+	defer s.Close()
+	ctx := context.Background()
+	var b graphtide.Batch
+	b.Insert(1, 2, 10)
+	o := graphtide.WriteOptions{IdempotencyKey: "transfer-1", Conditions: []graphtide.Condition{graphtide.EdgeAbsent(1, 2)}}
+	r, err := s.Write(ctx, &b, o)
+	check(err)
+	fmt.Println("applied:", r.Applied, "duplicate:", r.Duplicate)
+	r, err = s.Write(ctx, &b, o) // a retry, as after a timeout: not applied twice
+	check(err)
+	fmt.Println("applied:", r.Applied, "duplicate:", r.Duplicate)
+
+	b.Reset()
+	b.Insert(1, 2, 20)
+	r, err = s.Write(ctx, &b, graphtide.WriteOptions{Conditions: []graphtide.Condition{graphtide.EdgeAbsent(1, 2)}})
+	check(err)
+	fmt.Println("applied:", r.Applied, "refused by:", r.Failed.Condition, "-", r.Failed.Actual)
+	// Output:
+	// applied: true duplicate: false
+	// applied: true duplicate: true
+	// applied: false refused by: edge_absent src=1 dst=2 - it exists
+}
