@@ -9,5 +9,8 @@
 // the broker cannot be started the tests fail with the script's output,
 // unless -short is given, in which case they skip.
 //
+// TestDocs runs the shell examples of README.md and docs/*.md against the
+// same broker, a subtest per page (docs/doctest.md; internal/doctest).
+//
 // The package has no non-test code.
 package kafkatest

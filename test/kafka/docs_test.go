@@ -1,0 +1,176 @@
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/doctest"
+)
+
+// TestDocs runs the shell examples of README.md and docs/*.md, a subtest
+// per page (TestDocs/README, TestDocs/getting-started ...), as
+// docs/doctest.md describes: each page's sh and console blocks as one bash
+// script in a directory of its own, its ports free ones, the tour's broker
+// (127.0.0.1:19092) this package's shared broker, whose topics and groups
+// the page created are deleted after it.
+func TestDocs(t *testing.T) {
+	addrs := needBroker(t)
+	host, portText, err := net.SplitHostPort(addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "127.0.0.1" && host != "localhost" {
+		t.Fatalf("the docs' broker is on 127.0.0.1; the shared broker %s is not on loopback", addrs[0])
+	}
+	brokerPort, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := doctest.Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := graphtideBinary(t)
+	defaults, err := doctest.FlagDefaults(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := doctest.Config{
+		Root:     root,
+		Binary:   bin,
+		Defaults: defaults,
+		Fixed:    map[int]int{doctest.TourBrokerPort: brokerPort},
+		Alloc:    freePortPair,
+		Timeout:  30 * time.Second,
+	}
+	adm := docsAdmin(t, addrs)
+	t0 := time.Now()
+	defer func() { t.Logf("%d pages in %v", len(pages), time.Since(t0).Round(time.Millisecond)) }()
+	for _, page := range pages {
+		t.Run(doctest.PageName(page), func(t *testing.T) {
+			topics, groups := brokerState(t, adm)
+			t.Cleanup(func() { forgetPage(t, adm, topics, groups) })
+			res, err := doctest.RunPage(context.Background(), cfg, page, t.TempDir())
+			if res != nil {
+				t.Logf("%s: %d blocks run, %d skipped, %v (ports %s)", page, res.Blocks, res.Skipped, res.Took.Round(time.Millisecond), res.Ports)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func docsAdmin(t *testing.T, addrs []string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// brokerState is the broker's topics and consumer groups.
+func brokerState(t *testing.T, adm *kadm.Client) (topics, groups map[string]bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatalf("listing the broker's topics: %v", err)
+	}
+	topics = map[string]bool{}
+	for _, n := range td.Names() {
+		topics[n] = true
+	}
+	gl, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatalf("listing the broker's groups: %v", err)
+	}
+	groups = map[string]bool{}
+	for _, n := range gl.Groups() {
+		groups[n] = true
+	}
+	return topics, groups
+}
+
+// forgetPage deletes the topics and groups that appeared on the broker
+// since before (the page's: nothing else runs beside TestDocs), and waits
+// until the topics are gone, so that the next page starts from the same
+// broker.
+func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[string]bool) {
+	t.Helper()
+	topics, groups := brokerState(t, adm)
+	var newTopics, newGroups []string
+	for n := range topics {
+		if !topicsBefore[n] {
+			newTopics = append(newTopics, n)
+		}
+	}
+	for n := range groups {
+		if !groupsBefore[n] {
+			newGroups = append(newGroups, n)
+		}
+	}
+	sort.Strings(newTopics)
+	sort.Strings(newGroups)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if len(newGroups) > 0 {
+		res, err := adm.DeleteGroups(ctx, newGroups...)
+		if err != nil {
+			t.Errorf("deleting the page's groups %v: %v", newGroups, err)
+		}
+		for _, g := range res.Sorted() {
+			if g.Err != nil {
+				t.Errorf("deleting the page's group %s: %v", g.Group, g.Err)
+			}
+		}
+	}
+	if len(newTopics) == 0 {
+		return
+	}
+	res, err := adm.DeleteTopics(ctx, newTopics...)
+	if err != nil {
+		t.Errorf("deleting the page's topics %v: %v", newTopics, err)
+		return
+	}
+	for _, r := range res.Sorted() {
+		if r.Err != nil {
+			t.Errorf("deleting the page's topic %s: %v", r.Topic, r.Err)
+		}
+	}
+	for {
+		td, err := adm.ListTopics(ctx, newTopics...)
+		left := 0
+		if err == nil {
+			for _, d := range td {
+				if d.Err == nil {
+					left++
+				}
+			}
+		}
+		if err == nil && left == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Errorf("the page's topics %v are not gone 30 s after their deletion: %v", newTopics, fmt.Sprint(err))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
