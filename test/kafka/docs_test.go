@@ -131,6 +131,32 @@ func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if len(newGroups) > 0 {
+		// A static member (--group-instance-id) does not leave its group
+		// when it stops: it keeps it until its session times out, and a
+		// group with members cannot be deleted. The page's processes are
+		// stopped: remove their static members.
+		described, err := adm.DescribeGroups(ctx, newGroups...)
+		if err != nil {
+			t.Errorf("describing the page's groups %v: %v", newGroups, err)
+		}
+		for _, g := range described.Sorted() {
+			var ids []string
+			for _, m := range g.Members {
+				if m.InstanceID != nil {
+					ids = append(ids, *m.InstanceID)
+				}
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			lr, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g.Group).InstanceIDs(ids...))
+			if err == nil {
+				err = lr.Error()
+			}
+			if err != nil {
+				t.Errorf("removing the static members %v of the page's group %s: %v", ids, g.Group, err)
+			}
+		}
 		res, err := adm.DeleteGroups(ctx, newGroups...)
 		if err != nil {
 			t.Errorf("deleting the page's groups %v: %v", newGroups, err)
@@ -172,5 +198,53 @@ func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[s
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDocsForgetsStaticMembers: a page's group with a static member that
+// stopped (it does not leave the group) is deleted after the page all the
+// same, as a group of dynamic members is.
+func TestDocsForgetsStaticMembers(t *testing.T) {
+	addrs := needBroker(t)
+	adm := docsAdmin(t, addrs)
+	topics, groups := brokerState(t, adm)
+	topic, group := uniq("docs-static"), uniq("docs-static-group")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, instance := range []string{"replica-0", ""} {
+		opts := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group + instance)}
+		if instance != "" {
+			opts = append(opts, kgo.InstanceID(instance))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Joined once the group has this member.
+		for {
+			d, err := adm.DescribeGroups(ctx, group+instance)
+			if err == nil && len(d[group+instance].Members) == 1 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the consumer did not join %s: %v", group+instance, err)
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			cl.PollRecords(pctx, 1)
+			pcancel()
+		}
+		cl.Close()
+	}
+	d, err := adm.DescribeGroups(ctx, group+"replica-0")
+	if err != nil || len(d[group+"replica-0"].Members) != 1 {
+		t.Fatalf("the static member is expected to stay in its group after Close: %v %+v", err, d)
+	}
+	forgetPage(t, adm, topics, groups)
+	after, afterGroups := brokerState(t, adm)
+	if after[topic] || afterGroups[group+"replica-0"] || afterGroups[group] {
+		t.Errorf("after forgetPage: topic %s left %v, groups left: static %v, dynamic %v", topic, after[topic], afterGroups[group+"replica-0"], afterGroups[group])
 	}
 }
