@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/graphtide/graphtide/internal/doctest"
 )
@@ -56,13 +57,13 @@ func TestDocs(t *testing.T) {
 		Alloc:    freePortPair,
 		Timeout:  30 * time.Second,
 	}
-	adm := docsAdmin(t, addrs)
+	b := docsAdmin(t, addrs)
 	t0 := time.Now()
 	defer func() { t.Logf("%d pages in %v", len(pages), time.Since(t0).Round(time.Millisecond)) }()
 	for _, page := range pages {
 		t.Run(doctest.PageName(page), func(t *testing.T) {
-			topics, groups := brokerState(t, adm)
-			t.Cleanup(func() { forgetPage(t, adm, topics, groups) })
+			topics, groups := brokerState(t, b)
+			t.Cleanup(func() { forgetPage(t, b, topics, groups) })
 			res, err := doctest.RunPage(context.Background(), cfg, page, t.TempDir())
 			if res != nil {
 				t.Logf("%s: %d blocks run, %d skipped, %v (ports %s)", page, res.Blocks, res.Skipped, res.Took.Round(time.Millisecond), res.Ports)
@@ -74,30 +75,56 @@ func TestDocs(t *testing.T) {
 	}
 }
 
-func docsAdmin(t *testing.T, addrs []string) *kadm.Client {
+// docsBroker is a client of the shared broker for TestDocs's cleanup.
+type docsBroker struct {
+	cl  *kgo.Client
+	adm *kadm.Client
+}
+
+func docsAdmin(t *testing.T, addrs []string) docsBroker {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return docsBroker{cl, kadm.NewClient(cl)}
+}
+
+// topics lists the broker's topics (of names, if given) by a metadata
+// request of its own: kadm's ListTopics answers from the client's
+// metadata cache, which lists topics deleted seconds ago.
+func (b docsBroker) topics(ctx context.Context, names ...string) (map[string]bool, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	for _, n := range names {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, b.cl)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 && !t.IsInternal {
+			live[*t.Topic] = true
+		}
+	}
+	return live, nil
 }
 
 // brokerState is the broker's topics and consumer groups.
-func brokerState(t *testing.T, adm *kadm.Client) (topics, groups map[string]bool) {
+func brokerState(t *testing.T, b docsBroker) (topics, groups map[string]bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	td, err := adm.ListTopics(ctx)
+	topics, err := b.topics(ctx)
 	if err != nil {
 		t.Fatalf("listing the broker's topics: %v", err)
 	}
-	topics = map[string]bool{}
-	for _, n := range td.Names() {
-		topics[n] = true
-	}
-	gl, err := adm.ListGroups(ctx)
+	gl, err := b.adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatalf("listing the broker's groups: %v", err)
 	}
@@ -112,9 +139,10 @@ func brokerState(t *testing.T, adm *kadm.Client) (topics, groups map[string]bool
 // since before (the page's: nothing else runs beside TestDocs), and waits
 // until the topics are gone, so that the next page starts from the same
 // broker.
-func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[string]bool) {
+func forgetPage(t *testing.T, b docsBroker, topicsBefore, groupsBefore map[string]bool) {
 	t.Helper()
-	topics, groups := brokerState(t, adm)
+	adm := b.adm
+	topics, groups := brokerState(t, b)
 	var newTopics, newGroups []string
 	for n := range topics {
 		if !topicsBefore[n] {
@@ -131,6 +159,32 @@ func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if len(newGroups) > 0 {
+		// A static member (--group-instance-id) does not leave its group
+		// when it stops: it keeps it until its session times out, and a
+		// group with members cannot be deleted. The page's processes are
+		// stopped: remove their static members.
+		described, err := adm.DescribeGroups(ctx, newGroups...)
+		if err != nil {
+			t.Errorf("describing the page's groups %v: %v", newGroups, err)
+		}
+		for _, g := range described.Sorted() {
+			var ids []string
+			for _, m := range g.Members {
+				if m.InstanceID != nil {
+					ids = append(ids, *m.InstanceID)
+				}
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			lr, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g.Group).InstanceIDs(ids...))
+			if err == nil {
+				err = lr.Error()
+			}
+			if err != nil {
+				t.Errorf("removing the static members %v of the page's group %s: %v", ids, g.Group, err)
+			}
+		}
 		res, err := adm.DeleteGroups(ctx, newGroups...)
 		if err != nil {
 			t.Errorf("deleting the page's groups %v: %v", newGroups, err)
@@ -155,16 +209,8 @@ func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[s
 		}
 	}
 	for {
-		td, err := adm.ListTopics(ctx, newTopics...)
-		left := 0
-		if err == nil {
-			for _, d := range td {
-				if d.Err == nil {
-					left++
-				}
-			}
-		}
-		if err == nil && left == 0 {
+		left, err := b.topics(ctx, newTopics...)
+		if err == nil && len(left) == 0 {
 			return
 		}
 		if ctx.Err() != nil {
@@ -172,5 +218,54 @@ func forgetPage(t *testing.T, adm *kadm.Client, topicsBefore, groupsBefore map[s
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDocsForgetsStaticMembers: a page's group with a static member that
+// stopped (it does not leave the group) is deleted after the page all the
+// same, as a group of dynamic members is.
+func TestDocsForgetsStaticMembers(t *testing.T) {
+	addrs := needBroker(t)
+	b := docsAdmin(t, addrs)
+	adm := b.adm
+	topics, groups := brokerState(t, b)
+	topic, group := uniq("docs-static"), uniq("docs-static-group")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, instance := range []string{"replica-0", ""} {
+		opts := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group + instance)}
+		if instance != "" {
+			opts = append(opts, kgo.InstanceID(instance))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Joined once the group has this member.
+		for {
+			d, err := adm.DescribeGroups(ctx, group+instance)
+			if err == nil && len(d[group+instance].Members) == 1 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the consumer did not join %s: %v", group+instance, err)
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			cl.PollRecords(pctx, 1)
+			pcancel()
+		}
+		cl.Close()
+	}
+	d, err := adm.DescribeGroups(ctx, group+"replica-0")
+	if err != nil || len(d[group+"replica-0"].Members) != 1 {
+		t.Fatalf("the static member is expected to stay in its group after Close: %v %+v", err, d)
+	}
+	forgetPage(t, b, topics, groups)
+	after, afterGroups := brokerState(t, b)
+	if after[topic] || afterGroups[group+"replica-0"] || afterGroups[group] {
+		t.Errorf("after forgetPage: topic %s left %v, groups left: static %v, dynamic %v", topic, after[topic], afterGroups[group+"replica-0"], afterGroups[group])
 	}
 }
