@@ -181,7 +181,7 @@ type Vertex struct {
 func (b *Batch) SetType(t uint16) { b.b.SetType(t) }
 
 // SetEventTime gives the operation added last the time t, when what it
-// records happened: windows of monitors run on it (see the README's
+// records happened: windows of monitors run on it (see docs/analytics.md,
 // "Windows in event time"), and an insert's or delete's is kept with its
 // edge (Neighbor.Time). Times before 1970 are ignored.
 func (b *Batch) SetEventTime(t time.Time) { b.b.SetEventTime(t.UnixMicro()) }

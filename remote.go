@@ -81,7 +81,7 @@ type FailedCondition struct {
 }
 
 // Write sends b (vertex ids as the server's sources give them; a key
-// vertex is the HTTP API's, see the README) and returns once serve has
+// vertex is the HTTP API's, see docs/http-api.md) and returns once serve has
 // applied it or a condition refused it. An error leaves the outcome
 // unknown: retry with the same IdempotencyKey to learn it without
 // applying the batch twice.

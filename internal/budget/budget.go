@@ -35,7 +35,7 @@ import (
 // Sizes of the parts, as this package models them.
 const (
 	// StoreFactor: the store's resident memory is about this many times one
-	// MemGraph (measured: README, bench ingest and bench serve). It was 4
+	// MemGraph (measured: bench ingest and bench serve, docs/benchmarks.md). It was 4
 	// before flushed MemGraphs' memory was kept for the next ones: serve
 	// then peaked at 1.00-1.04 of its budget.
 	StoreFactor = 5

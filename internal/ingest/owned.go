@@ -68,7 +68,7 @@ func (e *OwnershipError) Error() string {
 		parts = append(parts, fmt.Sprintf("consumer group %q committed offsets for %s, of which this store has no history: their history is in another store", e.Group, e.Foreign))
 	}
 	return "partitioned mode: " + strings.Join(parts, "; ") +
-		". Ownership moves only by hand-over (README, Partitioned mode): copy the data directory of the partitions' owner, or start on a new data directory with --adopt-partitions to replay them from the start of their log; or give --own-partitions as before"
+		". Ownership moves only by hand-over (docs/partitioned.md, Hand-over): copy the data directory of the partitions' owner, or start on a new data directory with --adopt-partitions to replay them from the start of their log; or give --own-partitions as before"
 }
 
 // assignOwned starts partitioned mode: it waits until every topic exists,
@@ -382,6 +382,6 @@ type MisplacedError struct {
 }
 
 func (e *MisplacedError) Error() string {
-	return fmt.Sprintf("partitioned mode: source vertex %q belongs to partition %d of %d, not to this record's partition %d: its owner would never see the edge; key each record by its source vertex (README, Partitioned mode)",
+	return fmt.Sprintf("partitioned mode: source vertex %q belongs to partition %d of %d, not to this record's partition %d: its owner would never see the edge; key each record by its source vertex (docs/partitioned.md, Producers)",
 		e.Key, e.Partition, e.Count, e.Record)
 }

@@ -64,7 +64,7 @@ var castagnoli = durable.Castagnoli
 type Outcome struct {
 	Applied bool
 	// Seq: applied, the seq the batch got when first applied (a crash's
-	// replay may give it another, see the README); refused, the seq its
+	// replay may give it another, see docs/guarantees.md); refused, the seq its
 	// conditions were evaluated against.
 	Seq uint64
 	// Refused: which condition failed (its index in the request), as

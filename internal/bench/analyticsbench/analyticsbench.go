@@ -8,8 +8,8 @@
 //     topology of a compacted view (views.Topology, what serve's analytics
 //     read) and on the topology of a plain in-memory CSR built from the
 //     same edges: the same kernels, so the ratio measures the store and
-//     its topology, not the algorithm. The results must agree. The
-//     by-hand comparison with GAPBS is in the README.
+//     its topology, not the algorithm. The results must agree
+//     (docs/benchmarks.md has the results).
 //  2. The stream: a further share of operations in batches, each with
 //     --delete-fraction deletes of existing edges and
 //     --vertex-delete-fraction vertex deletes; every analytic follows it

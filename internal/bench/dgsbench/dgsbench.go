@@ -1,5 +1,5 @@
 // Package dgsbench is `graphtide bench dgs`: the operations and protocols
-// of the dynamic-graph-storage study (../shared/papers/dgs-study-*; its
+// of the dynamic-graph-storage study (docs/architecture.md cites it; its
 // section 5, "micro OP stream") run against the store, beside a static CSR
 // of the same graph in the same process.
 //

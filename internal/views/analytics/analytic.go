@@ -158,7 +158,7 @@ type Spec struct {
 	PullMemoryMiB int           `yaml:"pull_memory_mib,omitempty" json:"pull_memory_mib,omitempty"`
 }
 
-// Limits of the settings: every one has a documented range (README,
+// Limits of the settings: every one has a documented range (docs/analytics.md,
 // openapi.yaml); Validate refuses a value outside it, naming the range.
 const (
 	MaxBatchSize     = 1_000_000
