@@ -1172,7 +1172,7 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 	cm := byKind["ConfigMap"][0]
 	o := loadServeConfig(t, "configmap.yaml graphtide.yaml", []byte(cm.Data["graphtide.yaml"]), nil, flags)
-	// Replicas (README, "Replicas"): a consumer group and a group instance
+	// Replicas (docs/replicas.md): a consumer group and a group instance
 	// id of each pod's own, readiness on lag, and alerts from one pod.
 	if ss.Replicas > 1 {
 		if podName == "" || !strings.Contains(group, podName) {

@@ -16,7 +16,7 @@ import (
 // B: a data directory and a group each, one alert topic) and a reference
 // instance alone (graph "ref", an alert topic of its own), with a degree
 // and a fan-in monitor, on a stream of one partition (so that every
-// instance raises the same alerts: see the README's Order). A starts first
+// instance raises the same alerts: see docs/concepts.md, Order). A starts first
 // and takes production; mid-stream it is SIGKILLed, and B must take over
 // within the failover timeout. At the end the replicas' alert topic must
 // hold each alert of the reference's topic once, and no other.

@@ -51,7 +51,7 @@ func keyedStream(topic string, partitions int, base uint64, vertices int, seed u
 
 // keyedRecords are n records of the stream, each keyed by the source of
 // its first event (every event of a record has a source of the record's
-// home partition), as graphtide's producers and the README ask of
+// home partition), as graphtide's producers and docs/partitioned.md ask of
 // partitioned mode; the partition is left to the producer (produceKeyed),
 // and home keeps the stream's.
 func keyedRecords(st *stream, n int) (recs []*record, home []int32) {
