@@ -413,23 +413,31 @@ func (s *Snapshot) HasEdge(src, dst uint64) (bool, error) {
 }
 
 // View is a static view: the whole graph as of one sequence number, for
-// scans. Release it when done.
-type View struct{ v *views.StaticView }
+// scans and reads (a Fresh, Stale or Private one: OpenView). Release it
+// when done.
+type View struct {
+	v     *views.StaticView
+	owned bool // a StatefulStream's: the stream releases it
+}
 
-// View takes a static view of everything applied so far.
+// View takes a fresh static view of everything applied so far.
 func (db *DB) View() (*View, error) {
 	v, err := db.vm.Static(views.StaticOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return &View{v}, nil
+	return &View{v: v}, nil
 }
 
 // Seq is the sequence number of the newest batch the view sees.
 func (v *View) Seq() uint64 { return v.v.Seq() }
 
-// Release lets the view's data go.
-func (v *View) Release() { v.v.Release() }
+// Release lets the view's data go (nothing on a StatefulStream's view).
+func (v *View) Release() {
+	if !v.owned {
+		v.v.Release()
+	}
+}
 
 // Each calls f for every vertex with edges in direction d, in id order,
 // with its neighbors (sorted) and their weights. f must not keep the
