@@ -96,7 +96,10 @@ func (o *queryOptions) Validate() error {
 	if _, err := api.ParseDir(o.direction); err != nil {
 		return fmt.Errorf("--direction must be out or in, got %q", o.direction)
 	}
-	if _, err := api.ParseView(o.view); err != nil {
+	if _, err := api.ParseView(o.view); errors.Is(err, api.ErrPrivateView) {
+		return errors.New("--view private is not offered by query: a private view is a copy of the graph that one program owns for a long computation, " +
+			"and a query holds its view only while it reads; use --view fresh or --view stale, or embed the Go package github.com/graphtide/graphtide (docs/embedding.md)")
+	} else if err != nil {
 		return fmt.Errorf("--view must be fresh or stale, got %q", o.view)
 	}
 	if _, err := api.ParsePoint(o.view, api.AsOf{Seq: o.asOfSeq, Time: o.asOfTime}); err != nil {
