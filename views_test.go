@@ -120,8 +120,8 @@ func TestViewsFollowAnOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 6))
 	model := testref.TypedEdges{}
 	states := map[uint64]testref.TypedEdges{0: {}} // the model at each seq
-	var sent []Change                               // every op applied, as a stream hands it out
-	flushed := uint64(0)                            // seq of the last Flush
+	var sent []Change                              // every op applied, as a stream hands it out
+	flushed := uint64(0)                           // seq of the last Flush
 	vset := map[uint64]bool{}
 	var kept []viewCase // views opened early, checked again at the end
 	ctx := context.Background()

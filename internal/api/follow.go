@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -408,4 +409,85 @@ func (f *follower) stream(ctx context.Context, w http.ResponseWriter) error {
 			return nil
 		}
 	}
+}
+
+// Follow sends one long poll of GET /v1/changes: the changes after cursor
+// (a previous poll's next_cursor or a change's cursor), or after seq from
+// when cursor is "" (from "" too: the newest seq), of types ("": all),
+// waiting up to wait (at most the client's timeout less a margin) for one.
+func (c *Client) Follow(ctx context.Context, from, cursor, types string, wait time.Duration) (FollowResponse, error) {
+	q := map[string][]string{"follow": {"1"}, "wait": {c.followWait(wait).String()}}
+	for k, v := range map[string]string{"from": from, "cursor": cursor, "types": types} {
+		if v != "" {
+			q[k] = []string{v}
+		}
+	}
+	var r FollowResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/changes", q, nil, &r)
+}
+
+// followWait is wait within the client's timeout, with room for the
+// answer.
+func (c *Client) followWait(wait time.Duration) time.Duration {
+	room := c.hc.Timeout - max(c.hc.Timeout/4, time.Second)
+	return max(0, min(wait, room)).Truncate(time.Millisecond)
+}
+
+// FollowChanges follows a server's changes by long polling, from seq from
+// ("": the newest) or past cursor, and calls f with each change, in seq
+// order and each once, until ctx ends (it then returns nil) or f or a poll
+// fails. Only a server has changes to follow: with a data directory it
+// says so.
+func (q *Querier) FollowChanges(ctx context.Context, from, cursor, types string, f func(FollowChange) error) error {
+	if q.client == nil {
+		return errors.New("following changes needs a running serve (--server): nothing ingests into a data directory read here")
+	}
+	for {
+		r, err := q.client.Follow(ctx, from, cursor, types, 30*time.Second)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range r.Changes {
+			if err := f(c); err != nil {
+				return err
+			}
+		}
+		from, cursor = "", r.NextCursor
+	}
+}
+
+// WriteText prints the change in one line: its seq, its operation, the
+// edge (a vertex by its key when it has one, else its id), its type, its
+// weight and event time when it has them, and the cursor to resume after
+// it: "12 upsert acct-1 -> 42 type=pay weight=3 cursor=12:1@9c…".
+func (c FollowChange) WriteText(w io.Writer) {
+	name := func(id uint64, key string) string {
+		if key == "" {
+			return strconv.FormatUint(id, 10)
+		}
+		if _, err := strconv.ParseUint(key, 10, 64); err == nil {
+			return "key:" + key // not the id of that number
+		}
+		return key
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s %s", c.Seq, c.Op, name(c.Src, c.SrcKey))
+	if c.Dst != nil {
+		t := c.Type
+		if t == "" {
+			t = "default"
+		}
+		fmt.Fprintf(&b, " -> %s type=%s", name(*c.Dst, c.DstKey), t)
+	}
+	if c.Weight != nil {
+		fmt.Fprintf(&b, " weight=%v", *c.Weight)
+	}
+	if c.Time != "" {
+		fmt.Fprintf(&b, " time=%s", c.Time)
+	}
+	fmt.Fprintf(&b, " cursor=%s\n", c.Cursor)
+	_, _ = io.WriteString(w, b.String())
 }

@@ -253,6 +253,10 @@ func TestFollowLongPoll(t *testing.T) {
 	// From a seq.
 	r, _ = poll(t, c, fmt.Sprintf("from=%d", seqs[1]))
 	sameChanges(t, "from a seq", r.Changes, fs.after(seqs[1], nil))
+	// Without from: from the newest seq.
+	if r, _ = poll(t, c, "wait=0s"); len(r.Changes) != 0 || r.Seq != seqs[3] || r.More {
+		t.Errorf("a poll without from: %s, want none at seq %d", js(r), seqs[3])
+	}
 	// Of one type (vertex deletes too).
 	r, _ = poll(t, c, "from=0&types=pay")
 	sameChanges(t, "of type pay", r.Changes, fs.after(0, map[string]bool{"pay": true}))
