@@ -142,6 +142,13 @@ func followMode(r *http.Request) (string, error) {
 	return "", errorf(http.StatusBadRequest, "follow must be 1 (long polling) or sse (Server-Sent Events), got %q", f)
 }
 
+// followsChanges reports whether r asks to follow (a request of GET
+// /v1/changes).
+func followsChanges(r *http.Request) bool {
+	mode, _ := followMode(r)
+	return mode != ""
+}
+
 // follow answers GET /v1/changes in follow mode.
 func (s *Server) follow(w http.ResponseWriter, r *http.Request, q map[string][]string, mode string) error {
 	get := func(k string) string {

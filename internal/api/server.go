@@ -320,7 +320,7 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 			return
 		}
 		timeout := s.cfg.Limits.RequestTimeout
-		if mode, _ := followMode(r); mode != "" && r.URL.Path == "/v1/changes" {
+		if r.URL.Path == "/v1/changes" && followsChanges(r) {
 			// A follow lasts longer than a request: it bounds itself
 			// (follow.go).
 			timeout += max(s.cfg.Limits.MaxFollowWait, s.cfg.Limits.FollowMaxDuration)

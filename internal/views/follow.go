@@ -76,6 +76,9 @@ func (m *Manager) ReadLog(ctx context.Context, pos uint64, n int, out []Edge) (e
 		return out, false, fmt.Errorf("views: read of %d operations", n)
 	}
 	l := m.log
+	if head, _, _ := l.state(); pos > head {
+		return out, false, fmt.Errorf("views: log position %d is past the head, %d", pos, head)
+	}
 	if err := l.waitNew(ctx, pos, 1); err != nil {
 		return out, false, err
 	}
@@ -83,7 +86,7 @@ func (m *Manager) ReadLog(ctx context.Context, pos uint64, n int, out []Edge) (e
 	out, ok := l.read(pos, pos+uint64(n), out)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if !ok {
+	if !ok || len(out) == k { // nothing read: pos was dropped meanwhile
 		return out[:k], false, &LogGoneError{Oldest: max(l.start, l.dropped)}
 	}
 	next := pos + uint64(len(out)-k)
