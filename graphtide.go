@@ -1,5 +1,6 @@
 // Package graphtide is graphtide embedded in a Go program: a streaming graph
-// store (an LSM-tree of CSR files) with snapshots, static and stream views,
+// store (an LSM-tree of CSR files) with snapshots, static views (fresh,
+// stale and private: OpenView) and stream views (Stream, StatefulStream),
 // the built-in analytics (bfs, wcc, pagerank, sssp, and the degree, fan-in,
 // fan-out and fraud monitors) and analytics of your own, kept up to date
 // as batches are applied. `graphtide serve` is the same store fed from

@@ -10,26 +10,25 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// The views of GraphOne (Kumar and Huang, "GraphOne: A Data Store for
-// Real-time Analytics on Evolving Graphs", section 6), as this package
-// offers them:
+// ViewKind says what a static view sees. The views are GraphOne's (Kumar
+// and Huang, "GraphOne: A Data Store for Real-time Analytics on Evolving
+// Graphs", section 6):
 //
-//   - static views, for batch analytics and queries (OpenView): Fresh sees
-//     every batch applied so far; Stale sees only what is flushed, so it may
-//     lag behind the newest batches to read cheaper (no write buffers);
-//     Private is a copy of the edges that the view owns, so it holds back
-//     no flush or compaction however long it lives (it is read-only like
-//     the others: "private" is about who holds the data, not who may
-//     change it);
-//   - stream views, for stream analytics: a Stream (stateless) hands out
-//     the operations applied after it opened, in order; a StatefulStream
-//     keeps a static view that each Next advances to the newest batch and
-//     says which operations and vertices changed since the previous one.
+//   - static views, for batch analytics and queries (DB.OpenView): Fresh
+//     sees every batch applied so far; Stale sees only what is flushed, so
+//     it may lag behind the newest batches to read cheaper (no write
+//     buffers); Private is a copy of the edges that the view owns, so it
+//     holds back no flush or compaction however long it lives (it is
+//     read-only like the others: "private" is about who holds the data,
+//     not who may change it);
+//   - stream views, for stream analytics: a Stream (stateless, DB.Stream)
+//     hands out the operations applied after it opened, in order; a
+//     StatefulStream (DB.StatefulStream) keeps a static view that each
+//     Next advances to the newest batch and says which operations and
+//     vertices changed since the previous one.
 //
 // Snapshot and SnapshotAt are fresh static views too, read a vertex at a
-// time; a View is read a vertex at a time or scanned whole (Each).
-
-// ViewKind says what a static view sees.
+// time; a View is read a vertex at a time or scanned whole (View.Each).
 type ViewKind uint8
 
 // The kinds of static views.
