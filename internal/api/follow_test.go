@@ -436,12 +436,12 @@ func openSSE(t *testing.T, base, query, lastID string) *sseStream {
 // next reads the next event (false at the end of the stream).
 func (s *sseStream) next() (sseEvent, bool) {
 	var e sseEvent
-	any := false
+	seen := false
 	for s.sc.Scan() {
 		line := s.sc.Text()
 		switch {
 		case line == "":
-			if any {
+			if seen {
 				return e, true
 			}
 		case strings.HasPrefix(line, ":"):
@@ -450,11 +450,11 @@ func (s *sseStream) next() (sseEvent, bool) {
 			k, v, _ := strings.Cut(line, ": ")
 			switch k {
 			case "event":
-				e.event, any = v, true
+				e.event, seen = v, true
 			case "id":
-				e.id, any = v, true
+				e.id, seen = v, true
 			case "data":
-				e.data, any = v, true
+				e.data, seen = v, true
 			case "retry":
 			default:
 				panic("unknown field " + line)
