@@ -649,3 +649,75 @@ func TestFollowCursors(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowSlowClient: a client that opens an event stream and never
+// reads is cut off once a write has waited FollowWriteTimeout, and its
+// follower slot is free again; an event stream of one type moves its
+// place on with progress events over operations of other types.
+func TestFollowSlowClient(t *testing.T) {
+	fs := newFollowStore(t, 1<<20)
+	_, hs := fs.server(func(c *Config) {
+		c.Limits.MaxFollowers = 1
+		c.Limits.FollowWriteTimeout = 300 * time.Millisecond
+		c.Limits.FollowMaxDuration = 5 * time.Second // a stream that misses its progress event ends
+	})
+	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "GET /v1/changes?follow=sse HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// It holds the one slot.
+	c := newClient(t, hs, "", &coverage{})
+	deadline := time.Now().Add(10 * time.Second)
+	for c.do("GET", "/v1/changes?follow=1&wait=0s", nil, false).status != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never took the follower slot")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Far more than the socket buffers take, unread.
+	for range 40 {
+		fs.apply(5000)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		rep := c.do("GET", "/v1/changes?follow=1&wait=0s", nil, false)
+		if rep.status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that does not read still holds its slot: %v", rep)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Progress: a stream of type pay, over a batch whose last operation is
+	// of the default type.
+	_, newest := fs.vm.LogSeqs()
+	st := openSSE(t, hs.URL, fmt.Sprintf("follow=sse&types=pay&from=%d", newest), "")
+	defer st.close()
+	seq := fs.apply(2) // k=fs.n*1000: pay, then default
+	want := fs.after(newest, map[string]bool{"pay": true})
+	var got []FollowChange
+	for {
+		e, ok := st.next()
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		if e.event == "progress" {
+			if !strings.HasPrefix(e.id, fmt.Sprintf("%d@", seq)) || e.data != fmt.Sprintf(`{"seq":%d}`, seq) {
+				t.Fatalf("progress event %+v, want the end of batch %d", e, seq)
+			}
+			break
+		}
+		var ch FollowChange
+		if err := json.Unmarshal([]byte(e.data), &ch); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ch)
+	}
+	sameChanges(t, "of type pay", got, want)
+}
