@@ -9,10 +9,20 @@ EDGE_FACTOR ?= 16
 
 all: build
 
-# Installs what is missing to build, test and lint (scripts/deps.sh);
-# `make build` installs nothing.
+# Installs what is missing to build, test and lint (scripts/deps.sh, every
+# group); `make build` installs nothing.
 deps:
 	@scripts/deps.sh
+
+.PHONY: deps-build deps-kafka
+
+# Only what building and running need: Go (checked) and g++ (cgo).
+deps-build:
+	@scripts/deps.sh build
+
+# What the real broker (deploy/kafka/kafka.sh) needs: Java 17+ and Maven.
+deps-kafka:
+	@scripts/deps.sh kafka
 
 build:
 	$(GO) build -o $(BIN) ./cmd/graphtide
@@ -46,10 +56,13 @@ test: lint vet test-go test-cpp test-kafka
 bench: deps build
 	$(BIN) bench ingest --scale $(SCALE) --edge-factor $(EDGE_FACTOR)
 
-# The main job: graphtide serve. Without BROKERS it starts the embedded
-# broker (for trying it out); e.g. make run BROKERS=127.0.0.1:9092
+# The main job: graphtide serve, on ./graphtide-data. Without BROKERS it
+# starts the embedded broker (for trying it out); e.g. make run
+# BROKERS=127.0.0.1:9092. It installs only what building and running
+# need (deps-build). Other settings as GRAPHTIDE_<FLAG> variables, e.g.
+# GRAPHTIDE_HTTP_ADDR=127.0.0.1:9500 GRAPHTIDE_EMBEDDED_PORT=9300 make run.
 BROKERS ?=
-run: deps build
+run: deps-build build
 	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:

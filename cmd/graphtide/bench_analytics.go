@@ -42,7 +42,8 @@ With --kernels-only it times only the bare kernels (bfs, wcc, pagerank to
 its default tolerance, sssp) on a plain CSR topology of the whole graph,
 --repeats times each, taking turns, with no store and no stream in the
 process: the min and median of each, and pagerank's time per iteration
-past the first (for a by-hand comparison with GAPBS, see the README).
+past the first (for a by-hand comparison with GAPBS, see
+docs/benchmarks.md).
 The last line of stdout is one JSON object.`,
 		Example: `  graphtide bench analytics --scale 20 --edge-factor 16
   graphtide bench analytics --scale 20 --ids dense --delete-fraction 0.5

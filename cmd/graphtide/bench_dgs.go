@@ -14,11 +14,17 @@ func newBenchDGSCmd() *cobra.Command {
 	return newBenchmarkCmd(&cobra.Command{
 		Use:   "dgs [flags]",
 		Short: "The dynamic-graph-storage study's operations and protocols, against a static CSR",
-		Long: `Runs the operations of the dynamic-graph-storage study (INSEDGE, DELEDGE,
-SEARCHEDGE, SCANNBR) and its protocols on an RMAT stream, in order:
+		Long: `Runs the operations of the dynamic-graph-storage study (INSEDGE, INSVTX,
+GETVTX, SEARCHEDGE, SCANNBR, DELEDGE) and its protocols on an RMAT stream,
+in order:
   - load: the first --load share of the stream in batches of 10,000;
   - INSEDGE: the next --ops edges as single updates (--write-batch per
     Apply), each timed;
+  - INSVTX: --ops vertex records (a label and a property document of about
+    60 bytes) for vertices of the graph and, one in eight, new isolated
+    ones, as single updates, each timed; GETVTX: --ops reads of random
+    vertices' records, on the store and on a Go map of them (each answer
+    checked against it);
   - SEARCHEDGE: --ops lookups of random edges of the graph, and SCANNBR:
     --ops/10 full neighbor lists of vertices drawn by degree, on the store
     (a fresh snapshot every 100) and on a static CSR of the same edges
@@ -32,11 +38,11 @@ SEARCHEDGE, SCANNBR) and its protocols on an RMAT stream, in order:
     for --duration.
 It reports operations per second with p50 and p99 latency in µs for each,
 neighbors per second for SCANNBR, the store's reads against the CSR's, and
-the store's bytes on disk per edge against the CSR's. Vertex records
-(INSVTX, GETVTX) are not measured: the store keeps vertices only through
-their edges. The last line of stdout is one JSON object, with
-searchedge_ops_per_sec, insedge_ops_per_sec, deledge_ops_per_sec,
-scannbr_ops_per_sec, searchedge_store_over_csr and disk_bytes_per_edge
+GETVTX against the map's, and the store's bytes on disk per edge against
+the CSR's. The last line of stdout is one JSON object, with
+searchedge_ops_per_sec, insedge_ops_per_sec, insvtx_ops_per_sec,
+getvtx_ops_per_sec, deledge_ops_per_sec, scannbr_ops_per_sec,
+searchedge_store_over_csr, getvtx_store_over_map and disk_bytes_per_edge
 among its keys.`,
 		Example: `  graphtide bench dgs --scale 20
   graphtide bench dgs --scale 18 --ops 50000 --readers 4 --duration 5s`,

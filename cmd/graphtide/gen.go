@@ -44,7 +44,7 @@ func (o *genOptions) AddFlags(fs *pflag.FlagSet) {
 		"log2 of the vertex count, %d..%d; memory needed is about 16 bytes x edge-factor x 2^scale", gen.MinScale, gen.MaxScale))
 	fs.IntVar(&o.edgeFactor, "edge-factor", 16, "edges per vertex (Graph500 uses 16)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same flags always produce the same file")
-	fs.StringVar(&o.out, "out", "", "path of the edge file to write (required)")
+	fs.StringVar(&o.out, "out", "", "path of the edge file to write (give --out, --brokers, or both)")
 	fs.StringVar(&o.format, "format", "", `output format, "el" (text "src dst" lines) or "bin" (GTEL0001 binary); default: bin if --out ends in .bin, else el`)
 	o.kafka.AddFlags(fs, nil, "produce the stream to Kafka at these brokers instead of (or besides) writing --out")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to (with --brokers)")
@@ -66,7 +66,7 @@ func (o *genOptions) Validate() error {
 		return fmt.Errorf("--edge-factor %d is too large for --scale %d: edge-factor x 2^scale must fit in a signed 64-bit integer", o.edgeFactor, o.scale)
 	}
 	if o.out == "" && len(o.kafka.Brokers) == 0 {
-		return fmt.Errorf("--out or --brokers is required: give the edge file to write or the Kafka brokers to produce to")
+		return fmt.Errorf("give one of --out or --brokers (or both): the edge file to write, or the Kafka brokers to produce to")
 	}
 	if err := o.kafka.Validate(); err != nil {
 		return err
@@ -110,13 +110,15 @@ func (o *genOptions) rmat() gen.RMAT {
 func newGenCmd() *cobra.Command {
 	var o genOptions
 	cmd := &cobra.Command{
-		Use:   "gen --out FILE [flags]",
-		Short: "Generate a Graph500 R-MAT edge stream into an edge file",
+		Use:   "gen [--out FILE] [--brokers ADDR] [flags]",
+		Short: "Generate a Graph500 R-MAT edge stream into an edge file or a Kafka topic",
 		Long: `Generate a Graph500 Kronecker (R-MAT) graph with edge-factor x 2^scale
 directed edges over 2^scale vertices, using the Graph500 probabilities
 a=0.57, b=0.19, c=0.19, d=0.05. Vertex ids are randomly permuted and the
 edge list is shuffled; the output is deterministic for a seed. Self-loops
-and duplicate edges are kept, as in Graph500.
+and duplicate edges are kept, as in Graph500. gen writes the stream to
+the edge file --out, produces it to Kafka (--brokers), or both: give at
+least one.
 
 The "el" format writes one "src dst" line per edge; the "bin" format writes
 the GTEL0001 header and 16-byte little-endian records.

@@ -96,7 +96,7 @@ func TestGenFlagErrors(t *testing.T) {
 		{[]string{"--edge-factor", "0", "--out", out}, "--edge-factor must be at least 1, got 0"},
 		{[]string{"--scale", "32", "--edge-factor", "4294967296", "--out", out}, "--edge-factor 4294967296 is too large for --scale 32"},
 		{[]string{"--format", "csv", "--out", out}, `--format must be one of: el, bin; got "csv"`},
-		{[]string{"--scale", "4"}, "--out or --brokers is required"},
+		{[]string{"--scale", "4"}, "give one of --out or --brokers"},
 		{[]string{"--scale", "4", "--brokers", "127.0.0.1:1", "--sasl-mechanism", "gssapi", "--sasl-user", "u"}, `--sasl-mechanism must be one of: plain, scram-sha-256, scram-sha-512, oauthbearer; got "gssapi"`},
 		{[]string{"--scale", "4", "--brokers", "127.0.0.1:1", "--tls-ca", "ca.pem"}, "--tls-ca needs --tls"},
 		{[]string{"--seed", "-1", "--out", out}, `invalid argument "-1" for "--seed"`},

@@ -91,12 +91,16 @@ the same --dir (the store is locked while it is open).
 Formats (--format auto picks one per file from its first bytes):
   text  SNAP edge-list lines: "src dst [weight]" (insert or update),
         "d src dst" (delete the edge), "dv src" (delete the vertex and its
-        edges); blank lines and lines starting with # or % are skipped;
-        a field that is not all digits is a string key (see json)
+        edges), "v src [label]" (the vertex's record); blank lines and lines
+        starting with # or % are skipped; a field that is not all digits is
+        a string key (see json)
   bin   the GTEL0001 binary edge file that 'graphtide gen --format bin' writes
   json  one JSON value per line: {"op":"add"|"delete"|"delete_vertex",
-        "src":..,"dst":..,"weight":..} or an array of them; src and dst may
-        be strings, mapped to ids from 2^62 up by --dir/keys.dict
+        "src":..,"dst":..,"weight":..,"type":..,"ts":..} (type: the edge
+        type's name or number; ts: the event time) or
+        {"op":"add_vertex","src":..,"label":..,"props":{..}} (the vertex's
+        record), or an array of them; src and dst may be strings, mapped to
+        ids from 2^62 up by --dir/keys.dict
 Numeric ids must be below 2^62 (the ids from there up belong to string keys).
 With --mapping FILE each line is a JSON event of any shape, read through
 the field mapping in FILE (YAML: src, dst, weight, time, op, ...; the

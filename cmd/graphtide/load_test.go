@@ -532,8 +532,14 @@ func TestLoadInEdgesFixedAtCreation(t *testing.T) {
 		t.Fatalf("in-edges = %v, want 3", in)
 	}
 	_, _, err := execute(t, "load", "--dir", dir, "--in-edges=false", file)
-	if want := "--in-edges=false does not match the store " + datadir.StorePath(dir) + ", which was created with in-edges (fixed at creation): leave out --in-edges"; err == nil || err.Error() != want {
-		t.Fatalf("error = %v, want %q", err, want)
+	var me *datadir.InEdgesMismatchError
+	if !errors.As(err, &me) || me.Dir != dir || me.Given {
+		t.Fatalf("error = %v, want an *InEdgesMismatchError for --in-edges=false on %s", err, dir)
+	}
+	for _, w := range []string{"--in-edges=false", dir, "created with in-edges", "leave out --in-edges", "another --dir"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error lacks %q: %v", w, err)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ type produceOptions struct {
 
 func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
 	settings.AddConfigFlag(fs)
-	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (default: serve's embedded broker)")
+	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (the default is where serve's embedded broker listens)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
 	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")
 	fs.IntVar(&o.parts, "partitions", 0, "create the topic with this many partitions if it is missing, and refuse one with another count (partitioned mode routes by it); 0: leave the topic as the brokers make it")
@@ -65,10 +65,12 @@ func newProduceCmd() *cobra.Command {
 		Use:   "produce [flags] [FILE...]",
 		Short: "Produce edge events, one record per line, from files or stdin to a Kafka topic",
 		Long: `produce sends every non-empty line of the files (or of stdin with no file
-or "-") as one Kafka record, as serve's json and text formats read them:
-JSON objects {"op":"add","src":..,"dst":..,"weight":..} (src/dst may be
-string keys), or text lines "src dst [weight]", "d src dst", "dv src".
-Records are keyed by the source vertex so that the events of one vertex
+or "-") as one Kafka record, unchanged: lines of serve's json format
+({"op":"add","src":..,"dst":..,"weight":..,"type":..}, src and dst ids or
+string keys; {"op":"add_vertex",...} records), of its text format
+("src dst [weight]", "d src dst", "dv src", "v src [label]"; see
+'graphtide load --help' for both), or JSON events of any shape for a
+topic serve reads through a --mapping. Records are keyed by the source vertex so that the events of one vertex
 keep their order. produce first checks that a broker answers and gives up
 after --timeout (default 30s) if none does, or if the brokers stop
 acknowledging records. Progress goes to stderr (a bar on a terminal, a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +79,7 @@ func (o *queryOptions) Validate() error {
 			return fmt.Errorf("--server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", o.server)
 		}
 		o.server = strings.TrimRight(o.server, "/")
-		if o.token, err = readToken(o.tokenFile); err != nil {
+		if o.token, err = api.ClientToken(o.tokenFile); err != nil {
 			return err
 		}
 	} else {
@@ -191,8 +190,9 @@ given by --config, keyed by flag name.`,
 		run queryRun) *cobra.Command {
 		long := short + `.
 
-The vertex arguments are ids or string keys; see 'graphtide query --help'
-for --dir and --server. Every flag can be set with GRAPHTIDE_<FLAG> or in
+Vertices, as arguments or flag values, are ids or string keys ("key:42"
+for a key that looks like a number); see 'graphtide query --help' for
+--dir and --server. Every flag can be set with GRAPHTIDE_<FLAG> or in
 the YAML file given by --config, keyed by flag name.`
 		c := &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
 			RunE: func(c *cobra.Command, args []string) error {
@@ -389,55 +389,10 @@ func (o *queryOptions) print(out io.Writer, v any, text func(io.Writer)) error {
 func (o *queryOptions) open() (*api.Querier, error) {
 	t := api.Target{Dir: o.dir, PathBudget: o.budget, Server: o.server, Client: api.ClientOptions{Token: o.token, Timeout: o.timeout}}
 	var err error
-	if t.Client.RootCAs, err = readCA(o.serverCA); err != nil {
+	if t.Client.RootCAs, err = api.ServerCA(o.serverCA); err != nil {
 		return nil, err
 	}
 	return api.OpenQuerier(t)
-}
-
-// readToken reads a server's bearer token from --token-file or
-// GRAPHTIDE_HTTP_TOKEN ("" when neither is given): a bare token, or one
-// line of serve's --http-token-file format (TOKEN SCOPES).
-func readToken(tokenFile string) (string, error) {
-	env, fromEnv := os.LookupEnv("GRAPHTIDE_HTTP_TOKEN")
-	source, data := "GRAPHTIDE_HTTP_TOKEN", []byte(env)
-	switch {
-	case fromEnv && tokenFile != "":
-		return "", errors.New("the token comes from --token-file or GRAPHTIDE_HTTP_TOKEN: give one, not both")
-	case fromEnv:
-	case tokenFile != "":
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
-		}
-		source, data = "--token-file "+tokenFile, b
-	default:
-		return "", nil
-	}
-	tokens, err := api.ParseTokens(source, data)
-	if err != nil {
-		return "", err
-	}
-	if len(tokens) != 1 {
-		return "", fmt.Errorf("%s holds %d tokens: give the client one", source, len(tokens))
-	}
-	return tokens[0].Secret, nil
-}
-
-// readCA reads --server-ca (nil when not given: the system roots).
-func readCA(path string) (*x509.CertPool, error) {
-	if path == "" {
-		return nil, nil
-	}
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--server-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--server-ca: %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 func (o *queryOptions) read() api.ReadOptions {

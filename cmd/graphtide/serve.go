@@ -17,12 +17,11 @@ func newServeCmd() *cobra.Command {
 	var o server.Options
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Consume edge events from Kafka into a store and serve metrics",
+		Short: "Consume edge events from Kafka into a store; serve queries, analytics, alerts and metrics over HTTP",
 		Long: `serve consumes edge events from Kafka topics into the store in --dir with
 an exactly-once effect: the offsets each flush covers are recorded with the
 flush, with the Kafka cluster ID and topic IDs they belong to, and
 partitions resume from there after a restart or a crash.
-Records that cannot be ingested go to the dead-letter topic.
 
 The recorded offsets bind the store to its source: serve refuses to start
 (exit 1) when the brokers are another cluster, or a topic was deleted and
@@ -42,9 +41,11 @@ replays such a partition from the start of its log: the hand-over).
 
 Without --brokers, serve starts an embedded Kafka-compatible broker in the
 process (franz-go's kfake), with its topics, offsets and IDs kept in
-<dir>/embedded-broker across restarts, and prints its address, so that
-'graphtide gen --brokers ADDR --topic edges' can feed it. The embedded broker
+<dir>/embedded-broker across restarts, and prints its address and a
+'graphtide gen --brokers ADDR' command that feeds it. The embedded broker
 is for trying graphtide out only: use a real Kafka cluster in production.
+Once the HTTP API listens, serve prints its address and the first queries
+to try.
 
 Analytics (--analytic, repeatable, or an analytics: list in the config
 file) run beside ingestion on views of the store; monitors' alerts go to
@@ -56,8 +57,9 @@ SHA-256). If its dead letter cannot be written, only its partition pauses
 at it until it can; the others go on.
 
 HTTP on --http-addr (default loopback only): the JSON API under /v1
-(stats, degree, neighbors, paths, analytics and alerts; the OpenAPI
-document at /v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
+(stats, vertices and their records, degrees, neighbors, edges, changes,
+paths, batches of writes, analytics and alerts; the OpenAPI document at
+/v1/openapi.yaml), /metrics (Prometheus), /healthz, /readyz.
 /readyz answers 503 with the reasons while partitions are not assigned
 or would split the graph, no broker has answered for --ready-grace,
 partitions were lost, a partition waits for its dead letter, the store
@@ -102,8 +104,11 @@ Command line beats environment beats config file.`,
 }
 
 // runServe runs graphtide serve with validated options until ctx ends.
+// The commands its notices suggest start with the program as invoked.
 func runServe(ctx context.Context, o *server.Options, log *slog.Logger, out io.Writer) error {
-	srv, err := server.Open(ctx, o.Config(log, out))
+	cfg := o.Config(log, out)
+	cfg.Program = os.Args[0]
+	srv, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

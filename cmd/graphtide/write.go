@@ -128,11 +128,11 @@ func (o *writeOptions) run(c *cobra.Command, args []string) error {
 	if err := req.Check(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	token, err := readToken(o.tokenFile)
+	token, err := api.ClientToken(o.tokenFile)
 	if err != nil {
 		return err
 	}
-	cas, err := readCA(o.serverCA)
+	cas, err := api.ServerCA(o.serverCA)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,9 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/../lib/daemon.sh"
 # small heap; 16 MB is plenty for a test broker.
 DEDUPE_BUFFER="${GRAPHTIDE_KAFKA_DEDUPE_BUFFER:-16777216}"
 
+# What a missing Java or Maven message suggests.
+INSTALL_HINT="in a graphtide checkout, scripts/deps.sh kafka (make deps-kafka) installs both with apt-get; or apt-get install default-jre-headless maven"
+
 LIB_DIR="${KAFKA_HOME_DIR}/lib"
 MARKER="${KAFKA_HOME_DIR}/.installed-kafka_${SCALA_VERSION}-${KAFKA_VERSION}"
 
@@ -100,7 +103,7 @@ java_bin() {
 	elif command -v java >/dev/null 2>&1; then
 		j="$(command -v java)"
 	else
-		die "java not found (set JAVA_HOME or put java 17+ on PATH)"
+		die "java not found (set JAVA_HOME or put java 17+ on PATH; ${INSTALL_HINT})"
 	fi
 	local ver major
 	ver="$("$j" -version 2>&1 | awk -F'"' '/version/ && v == "" {v = $2} END {print v}')"
@@ -109,7 +112,7 @@ java_bin() {
 		major="$(echo "${ver}" | cut -d. -f2)"
 	fi
 	if ! is_uint "${major}" || ((major < 17)); then
-		die "Kafka ${KAFKA_VERSION} needs Java 17 or newer; ${j} is version '${ver}'"
+		die "Kafka ${KAFKA_VERSION} needs Java 17 or newer; ${j} is version '${ver}' (set JAVA_HOME to a newer one; ${INSTALL_HINT})"
 	fi
 	echo "$j"
 }
@@ -163,7 +166,7 @@ cmd_install() {
 		return 0
 	fi
 	local mvn="${MVN:-mvn}"
-	command -v "${mvn%% *}" >/dev/null 2>&1 || die "maven ('${mvn}') not found; it is needed to download the Kafka jars"
+	command -v "${mvn%% *}" >/dev/null 2>&1 || die "maven ('${mvn}') not found; it is needed to download the Kafka jars (${INSTALL_HINT})"
 	java_bin >/dev/null
 
 	mkdir -p "${KAFKA_HOME_DIR}"

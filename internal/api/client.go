@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -81,6 +82,50 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("server: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
+// UnreachableError is a request that reached no server: nothing listens
+// at the address (or its name does not resolve), or it did not answer in
+// time (Timeout).
+type UnreachableError struct {
+	URL     string        // the server's base URL
+	Timeout time.Duration // non-zero: it did not answer within this long
+	// Sent: the request may have reached the server (a timeout of a
+	// POST): its effect is unknown.
+	Sent bool
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	if e.Timeout > 0 {
+		unknown := ""
+		if e.Sent {
+			unknown = "; the batch may or may not have been applied: send it again with the same --idempotency-key to apply it once"
+		}
+		return fmt.Sprintf("the server at %s did not answer within %s (--timeout): is --server graphtide serve's --http-addr, and is serve overloaded or stalled (its /readyz says)?%s", e.URL, e.Timeout, unknown)
+	}
+	return fmt.Sprintf("the server at %s is not reachable (%v): is graphtide serve running, and is --server its --http-addr (serve prints it: \"http listening on ...\"; default http://127.0.0.1:9464)?", e.URL, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// transportError turns an error of the HTTP client's Do of a method
+// request into one that says what to check when no server answered.
+func (c *Client) transportError(method string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		return &UnreachableError{URL: c.base, Timeout: c.hc.Timeout, Sent: method == http.MethodPost, Err: err}
+	}
+	var oe *net.OpError
+	var de *net.DNSError
+	if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, &de) {
+		inner := err
+		if ue != nil {
+			inner = ue.Err // without the method and the whole URL
+		}
+		return &UnreachableError{URL: c.base, Err: inner}
+	}
+	return err
+}
+
 // do sends method path?q with body (JSON, or none) and decodes a 2xx
 // answer into out (unless out is nil).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
@@ -112,7 +157,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return err
+		return c.transportError(method, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxClientBody))

@@ -186,6 +186,23 @@ func (e *InUseError) Error() string {
 
 func (e *InUseError) Unwrap() error { return e.err }
 
+// InEdgesMismatchError reports --in-edges given against a store created
+// with the other setting: whether a store keeps in-edges is fixed when it
+// is created.
+type InEdgesMismatchError struct {
+	Dir   string
+	Given bool // what --in-edges asked for; the store has the other
+}
+
+func (e *InEdgesMismatchError) Error() string {
+	have, want := "without", "with"
+	if !e.Given {
+		have, want = "with", "without"
+	}
+	return fmt.Sprintf("--in-edges=%v does not match the store in %s, which was created %s in-edges (fixed at creation): to use this store as it is, leave out --in-edges; for a store %s in-edges, give another --dir (a new store there is created %s them) and ingest the data into it again",
+		e.Given, e.Dir, have, want, want)
+}
+
 // Options of Open.
 type Options struct {
 	// Store configures the engine. InEdgesAsStored is set, and InEdges
@@ -271,11 +288,7 @@ func Open(path string, o Options) (*Dir, error) {
 	}
 	if o.InEdges != nil && *o.InEdges != s.InEdges() {
 		s.Close()
-		have := "without"
-		if s.InEdges() {
-			have = "with"
-		}
-		return nil, fmt.Errorf("--in-edges=%v does not match the store %s, which was created %s in-edges (fixed at creation): leave out --in-edges", *o.InEdges, StorePath(path), have)
+		return nil, &InEdgesMismatchError{Dir: path, Given: *o.InEdges}
 	}
 	claims, err := claimsAtOpen(path, s)
 	if err != nil {

@@ -277,3 +277,54 @@ func TestCheckReportsADamagedWritesLog(t *testing.T) {
 		t.Fatalf("opening with a damaged writes.log: %v", err)
 	}
 }
+
+// TestInEdgesMismatchSaysBothWaysOut: --in-edges against a store created
+// with the other setting is refused with an error that names the data
+// directory and both ways out, and both work: leaving the flag out opens
+// the store as it is, another --dir gets a new store with the setting.
+func TestInEdgesMismatchSaysBothWaysOut(t *testing.T) {
+	for _, created := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "graphtide-data")
+		d, err := Open(dir, Options{Create: true, InEdges: &created})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given := !created
+		_, err = Open(dir, Options{Create: true, InEdges: &given})
+		var me *InEdgesMismatchError
+		if !errors.As(err, &me) || me.Dir != dir || me.Given != given {
+			t.Fatalf("created with in-edges %v, opened with %v: %v, want an *InEdgesMismatchError for %s", created, given, err, dir)
+		}
+		for _, w := range []string{dir, "leave out --in-edges", "another --dir"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("the error lacks %q: %v", w, err)
+			}
+		}
+		// Way out 1: without the flag, the store as it is.
+		d, err = Open(dir, Options{Create: true})
+		if err != nil {
+			t.Fatalf("leaving out --in-edges: %v", err)
+		}
+		if d.Store.InEdges() != created {
+			t.Errorf("the store opened without --in-edges has in-edges %v, want %v", d.Store.InEdges(), created)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Way out 2: another --dir, a new store with the setting asked for.
+		other := filepath.Join(t.TempDir(), "graphtide-other")
+		d, err = Open(other, Options{Create: true, InEdges: &given})
+		if err != nil {
+			t.Fatalf("another --dir: %v", err)
+		}
+		if d.Store.InEdges() != given {
+			t.Errorf("the new store has in-edges %v, want %v", d.Store.InEdges(), given)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -23,6 +23,9 @@ import (
 // one it is started as.
 type GraphMismatchError struct {
 	Recorded, Given string
+	// Dir is the store's data directory, when the caller knows it (serve
+	// sets it): the error names it.
+	Dir string
 }
 
 func (e *GraphMismatchError) Error() string {
@@ -30,8 +33,16 @@ func (e *GraphMismatchError) Error() string {
 	if e.Given == "" {
 		given = "no graph"
 	}
-	return fmt.Sprintf("ingest: the store belongs to graph %q (recorded with its position) but is started as %s: a store holds one graph, and its writes and alerts are that graph's; leave --graph out (the store keeps its own) or give --graph %s",
-		e.Recorded, given, e.Recorded)
+	store := "the store"
+	if e.Dir != "" {
+		store = "the store in " + e.Dir
+	}
+	newStore := "start a new store in another --dir"
+	if e.Given != "" {
+		newStore = fmt.Sprintf("to start graph %q, give it a new store in another --dir", e.Given)
+	}
+	return fmt.Sprintf("ingest: %s belongs to graph %q (recorded with its position) but is started as %s: a store holds one graph, and its writes and alerts are that graph's; to use this store, leave --graph out (the store keeps its own) or give --graph %s; or %s",
+		store, e.Recorded, given, e.Recorded, newStore)
 }
 
 // otherGraph reports whether r, a record of the writes topic, is

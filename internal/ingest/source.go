@@ -53,6 +53,9 @@ type SourceMismatchError struct {
 	// brokers were replaced, or a topic was re-created); restarting applies
 	// the rule above.
 	WhileRunning bool
+	// Dir is the store's data directory, when the caller knows it (serve
+	// sets it): the error names it.
+	Dir string
 }
 
 // OtherCluster reports whether the whole position belongs to another
@@ -65,13 +68,17 @@ const resetHint = "--reset-source-position discards them and resumes from the gr
 func (e *SourceMismatchError) Error() string {
 	var b strings.Builder
 	b.WriteString("ingest: ")
+	store := "the store"
+	if e.Dir != "" {
+		store = "the store in " + e.Dir
+	}
 	recorded := "the store recorded its offsets with"
 	if e.WhileRunning {
 		b.WriteString("the Kafka source changed while ingesting: ")
 		recorded = "it was ingested with"
 	}
 	if e.OtherCluster() {
-		fmt.Fprintf(&b, "the store's recorded offsets belong to another Kafka cluster: recorded cluster ID %q, the brokers' cluster ID %q", e.RecordedCluster, e.Cluster)
+		fmt.Fprintf(&b, "%s recorded offsets of another Kafka cluster: recorded cluster ID %q, the brokers' cluster ID %q", store, e.RecordedCluster, e.Cluster)
 	} else {
 		for i, t := range e.Topics {
 			if i > 0 {
@@ -86,9 +93,15 @@ func (e *SourceMismatchError) Error() string {
 	}
 	if e.WhileRunning {
 		b.WriteString("; restart serve: on start the recorded offsets are checked again, and " + resetHint)
-	} else {
-		b.WriteString("; they would skip or replay records of the wrong log, so serve does not start: " + resetHint)
+		return b.String()
 	}
+	b.WriteString("; they would skip or replay records of the wrong log, so serve does not start. To go on: ")
+	if e.OtherCluster() {
+		b.WriteString("point --brokers at the cluster this store was filled from; or, for a store of this cluster's topics, start a new one in another --dir; or ")
+	} else {
+		b.WriteString("for a store of the topics as they are now, start a new one in another --dir; or ")
+	}
+	b.WriteString(resetHint + ", on top of the edges the store holds")
 	return b.String()
 }
 

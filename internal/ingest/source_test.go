@@ -238,14 +238,15 @@ func TestCheckSource(t *testing.T) {
 		})
 	}
 
-	msg := (&SourceMismatchError{RecordedCluster: "c1", Cluster: "c2"}).Error()
-	for _, w := range []string{`"c1"`, `"c2"`, "--reset-source-position", "another Kafka cluster"} {
+	msg := (&SourceMismatchError{RecordedCluster: "c1", Cluster: "c2", Dir: "./graphtide-data"}).Error()
+	for _, w := range []string{`"c1"`, `"c2"`, "--reset-source-position", "another Kafka cluster", "the store in ./graphtide-data",
+		"point --brokers at the cluster", "another --dir"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("cluster mismatch message lacks %q: %s", w, msg)
 		}
 	}
 	msg = (&SourceMismatchError{RecordedCluster: "c1", Cluster: "c1", Topics: []TopicMismatch{{Topic: "e", Recorded: idA, Found: idB}}}).Error()
-	for _, w := range []string{`"e"`, idA.String(), idB.String(), "--reset-source-position", "re-created"} {
+	for _, w := range []string{`"e"`, idA.String(), idB.String(), "--reset-source-position", "re-created", "another --dir"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("topic mismatch message lacks %q: %s", w, msg)
 		}

@@ -53,7 +53,7 @@ func (s *Server) resolveGraph() error {
 	switch {
 	case recorded:
 		if given != "" && given != rec.Graph {
-			return &ingest.GraphMismatchError{Recorded: rec.Graph, Given: given}
+			return &ingest.GraphMismatchError{Recorded: rec.Graph, Given: given, Dir: c.Dir}
 		}
 		c.Graph = rec.Graph
 	case old && given == "":

@@ -74,6 +74,12 @@ func TestStoreKeepsItsGraph(t *testing.T) {
 	if !errors.As(err, &gm) || gm.Recorded != "payments" || gm.Given != "ledger" {
 		t.Fatalf("started as another graph: %v", err)
 	}
+	// The error names the directory and both ways out.
+	for _, w := range []string{"the store in " + cfg.Dir, "leave --graph out", "another --dir"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the graph mismatch error lacks %q: %v", w, err)
+		}
+	}
 }
 
 // withDefaults fills what writestest.Serve would.

@@ -139,6 +139,9 @@ type Config struct {
 
 	Logger *slog.Logger // default: discard
 	Out    io.Writer    // one-line notices for whoever started serve (default: discard)
+	// Program is how serve was invoked (os.Args[0], e.g. bin/graphtide):
+	// the commands the notices suggest start with it (default: graphtide).
+	Program string
 	// Registry, when set, is what /metrics serves (tests pass a pedantic
 	// one); default: a new one. Registerer, when set, is where the metrics
 	// are registered (tests wrap Registry to see every registration);
@@ -489,7 +492,7 @@ func (s *Server) startEmbeddedBroker(ctx context.Context) error {
 	}()
 	s.brokers = c.ListenAddrs()
 	s.log.Warn("no --brokers given: started an EMBEDDED broker for trying graphtide out (data in "+datadir.EmbeddedBrokerPath(cfg.Dir)+", the newest 32 MiB per partition; not for production)", "address", s.brokers[0])
-	fmt.Fprintf(cfg.Out, "embedded broker listening on %s; feed it with: graphtide gen --brokers %s --topic %s\n", s.brokers[0], s.brokers[0], cfg.Topics[0])
+	fmt.Fprintf(cfg.Out, "embedded broker listening on %s; feed it with: %s\n", s.brokers[0], feedCommand(cfg.program(), s.brokers[0], cfg.Topics[0]))
 	return nil
 }
 
@@ -549,7 +552,7 @@ func (s *Server) listen() error {
 	}
 	s.log.Info("serving", "http", s.addr, "tls", useTLS, "tokens", len(h.Tokens), "brokers", strings.Join(s.brokers, ","),
 		"topics", strings.Join(s.cfg.Topics, ","), "dir", s.cfg.Dir)
-	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n", s.addr, tlsNote)
+	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n%s", s.addr, tlsNote, queryHint(s.cfg.program(), s.addr, useTLS, len(h.Tokens) > 0, s.broker != nil))
 	return nil
 }
 
@@ -567,6 +570,9 @@ func (s *Server) Run(ctx context.Context) error {
 		defer debug.SetMemoryLimit(prev)
 	}
 	if err := s.in.Run(ctx); err != nil {
+		if mm := (*ingest.SourceMismatchError)(nil); errors.As(err, &mm) {
+			mm.Dir = s.cfg.Dir
+		}
 		return err
 	}
 	if s.http != nil {
