@@ -1,5 +1,6 @@
 // Package graphtide is graphtide embedded in a Go program: a streaming graph
-// store (an LSM-tree of CSR files) with snapshots, static and stream views,
+// store (an LSM-tree of CSR files) with snapshots, static views (fresh,
+// stale and private: OpenView) and stream views (Stream, StatefulStream),
 // the built-in analytics (bfs, wcc, pagerank, sssp, and the degree, fan-in,
 // fan-out and fraud monitors) and analytics of your own, kept up to date
 // as batches are applied. `graphtide serve` is the same store fed from
@@ -423,23 +424,31 @@ func (s *Snapshot) HasEdge(src, dst uint64) (bool, error) {
 }
 
 // View is a static view: the whole graph as of one sequence number, for
-// scans. Release it when done.
-type View struct{ v *views.StaticView }
+// scans and reads (a Fresh, Stale or Private one: OpenView). Release it
+// when done.
+type View struct {
+	v     *views.StaticView
+	owned bool // a StatefulStream's: the stream releases it
+}
 
-// View takes a static view of everything applied so far.
+// View takes a fresh static view of everything applied so far.
 func (db *DB) View() (*View, error) {
 	v, err := db.vm.Static(views.StaticOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return &View{v}, nil
+	return &View{v: v}, nil
 }
 
 // Seq is the sequence number of the newest batch the view sees.
 func (v *View) Seq() uint64 { return v.v.Seq() }
 
-// Release lets the view's data go.
-func (v *View) Release() { v.v.Release() }
+// Release lets the view's data go (nothing on a StatefulStream's view).
+func (v *View) Release() {
+	if !v.owned {
+		v.v.Release()
+	}
+}
 
 // Each calls f for every vertex with edges in direction d, in id order,
 // with its neighbors (sorted) and their weights. f must not keep the

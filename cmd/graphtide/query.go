@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,6 +51,8 @@ type queryOptions struct {
 	analytic  string
 	damping   float64
 	tolerance float64
+	follow    bool      // changes: follow them (--follow)
+	out       io.Writer // where a follow prints, a change at a time
 
 	dirOnCommandLine bool
 	token            string // read by Validate
@@ -87,6 +92,9 @@ func (o *queryOptions) Validate() error {
 		if o.analytic != "" {
 			return errors.New("--analytic names a registered analytic of a server (--server); with --dir, the analytic is computed here")
 		}
+		if o.follow {
+			return errors.New("--follow follows what a running serve applies: give --server (nothing ingests into a data directory that query reads)")
+		}
 	}
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
@@ -94,7 +102,10 @@ func (o *queryOptions) Validate() error {
 	if _, err := api.ParseDir(o.direction); err != nil {
 		return fmt.Errorf("--direction must be out or in, got %q", o.direction)
 	}
-	if _, err := api.ParseView(o.view); err != nil {
+	if _, err := api.ParseView(o.view); errors.Is(err, api.ErrPrivateView) {
+		return errors.New("--view private is not offered by query: a private view is a copy of the graph that one program owns for a long computation, " +
+			"and a query holds its view only while it reads; use --view fresh or --view stale, or embed the Go package github.com/graphtide/graphtide (docs/embedding.md)")
+	} else if err != nil {
 		return fmt.Errorf("--view must be fresh or stale, got %q", o.view)
 	}
 	if _, err := api.ParsePoint(o.view, api.AsOf{Seq: o.asOfSeq, Time: o.asOfTime}); err != nil {
@@ -150,7 +161,8 @@ bearer token).
   degree V         V's out- or in-degree
   vertex V         whether V exists, and its record (label and props)
   edge A B         the edges from A to B (one per edge type), or none
-  changes          the edges that differ between --from and --to seqs
+  changes          the edges that differ between --from and --to seqs, or
+                   with --follow the operations as they are applied (--server)
   path A B         a shortest path from A to B (by hops, or --weighted)
   top-pagerank     the -k highest PageRank vertices
   component V      V's weakly connected component and its size
@@ -198,12 +210,16 @@ the YAML file given by --config, keyed by flag name.`
 				if err != nil {
 					return err
 				}
+				o.out = c.OutOrStdout()
 				r, text, err := run(c.Context(), q, args)
 				if cerr := q.Close(); err == nil {
 					err = cerr
 				}
 				if err != nil {
 					return o.hint(err)
+				}
+				if text == nil { // printed as it went (changes --follow)
+					return nil
 				}
 				return o.print(c.OutOrStdout(), r, text)
 			}}
@@ -273,9 +289,12 @@ the YAML file given by --config, keyed by flag name.`
 				r, err := q.Edge(ctx, args[0], args[1], o.read())
 				return r, r.WriteText, err
 			}),
-		sub("changes", "List the edges that differ between two sequence numbers (added, removed, re-weighted)",
-			"  graphtide query changes --from 1200 --to 1300\n  graphtide query changes --from 1200 --to 1300 --after 42 --after-dst 977 --server http://127.0.0.1:9464",
+		sub("changes", "List the edges that differ between two sequence numbers (added, removed, re-weighted), or follow the operations as they are applied",
+			"  graphtide query changes --from 1200 --to 1300\n  graphtide query changes --from 1200 --to 1300 --after 42 --after-dst 977 --server http://127.0.0.1:9464\n"+
+				"  graphtide query changes --follow --server http://127.0.0.1:9464\n  graphtide query changes --follow --from 1200 --types payment --server http://127.0.0.1:9464 --json",
 			cobra.NoArgs, func(fs *pflag.FlagSet) {
+				fs.BoolVar(&o.follow, "follow", false, "print the operations applied after --from (default: the newest seq) as they come, a line each (with --json, a JSON object each), until interrupted; needs --server")
+				fs.StringVar(&o.cursor, "cursor", "", "with --follow: resume right after the change whose cursor this is (the cursor= of its line), instead of --from")
 				fs.StringVar(&o.from.Seq, "from", "", "the earlier sequence number (within the store's history: serve --history-seqs or --history-retention)")
 				fs.StringVar(&o.from.Time, "from-time", "", "the earlier point as an RFC 3339 time (instead of --from)")
 				fs.StringVar(&o.to.Seq, "to", "", "the later sequence number")
@@ -287,6 +306,12 @@ the YAML file given by --config, keyed by flag name.`
 				typesFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, _ []string) (any, func(io.Writer), error) {
+				if o.follow {
+					return nil, nil, o.followChanges(ctx, q)
+				}
+				if o.cursor != "" {
+					return nil, nil, errors.New("--cursor resumes a --follow; a listing's next page is --after and --after-dst")
+				}
 				if (o.after == "") != (o.afterDst == "") || o.afterType != "" && o.after == "" {
 					return nil, nil, errors.New("--after and --after-dst go together (the previous page's more: line), with --after-type when it gave one")
 				}
@@ -392,4 +417,28 @@ func (o *queryOptions) hint(err error) error {
 		return fmt.Errorf("%w (choose with --analytic)", err)
 	}
 	return err
+}
+
+// followChanges prints the changes a server applies, a line (or with
+// --json a JSON object) each, until interrupted.
+func (o *queryOptions) followChanges(ctx context.Context, q *api.Querier) error {
+	switch {
+	case o.to != (api.AsOf{}) || o.from.Time != "":
+		return errors.New("--follow follows from --from (a seq) or --cursor; --to, --to-time and --from-time are for listing the changes between two points")
+	case o.after != "" || o.afterDst != "" || o.afterType != "":
+		return errors.New("--after, --after-dst and --after-type page a listing; --follow resumes with --cursor")
+	case o.cursor != "" && o.from.Seq != "":
+		return errors.New("give --from or --cursor, not both")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(o.out)
+	enc.SetEscapeHTML(false)
+	return q.FollowChanges(ctx, o.from.Seq, o.cursor, o.types, func(c api.FollowChange) error {
+		if o.json {
+			return enc.Encode(c)
+		}
+		c.WriteText(o.out)
+		return nil
+	})
 }

@@ -213,7 +213,17 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/vertices/key:7/neighbors", nil, 404, `vertex "7" is neither an id nor a known key`)
 		c.expect("GET", "/v1/vertices/9223372036854775808/degree", nil, 400, "above the largest allowed")
 		c.expect("GET", "/v1/vertices/1/degree?dir=up", nil, 400, `dir must be out or in, got "up"`)
-		c.expect("GET", "/v1/vertices/1/neighbors?view=private", nil, 400, `view must be fresh or stale, got "private"`)
+		// view=private is refused with the reason and what to use instead,
+		// on every read that takes a view.
+		for _, path := range []string{"/v1/vertices/1/neighbors", "/v1/vertices/1/degree", "/v1/vertices/1", "/v1/edges/1/2"} {
+			r := c.expect("GET", path+"?view=private", nil, 400, "view=private is not offered over HTTP: a private view is a copy of the graph that one program owns")
+			for _, want := range []string{"use view=fresh", "view=stale", "DB.OpenView (docs/embedding.md)"} {
+				if !strings.Contains(r.errorMsg(), want) {
+					t.Errorf("%s?view=private: %q does not say %q", path, r.errorMsg(), want)
+				}
+			}
+		}
+		c.expect("GET", "/v1/vertices/1/neighbors?view=copy", nil, 400, `view must be fresh or stale, got "copy"`)
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=10001", nil, 400, `limit must be an integer between 1 and 10000, got "10001"`)
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=0", nil, 400, "limit must be an integer between 1 and 10000")
 		// A key or number after names a position, known here or not; the

@@ -29,7 +29,11 @@
 //     request timeout, checked between batches of work), bodies are capped
 //     (1 MiB), pages and top-k lists are capped, a path search stops with
 //     422 once it has read more edges than its budget, and at most a few
-//     path searches run at once.
+//     path searches run at once. A request that follows GET /v1/changes
+//     (long polling or Server-Sent Events) holds no queue of its own: it
+//     reads the views' edge log, is told 410 when it falls behind what
+//     the log keeps, and is bounded in number, wait, duration and write
+//     time (follow.go); shutdown ends it.
 //   - When bearer tokens are configured, every /v1 endpoint and the
 //     profiles of /debug/pprof/ require "Authorization: Bearer <token>" of
 //     one of them (compared in constant time with every token; 401

@@ -31,7 +31,7 @@ var queryParams = map[string][]string{
 	"GET /v1/vertices/{v}/degree":    {"dir", "view", "types", "as_of_seq", "as_of_time"},
 	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "cursor", "after", "after_type", "types", "as_of_seq", "as_of_time"},
 	"GET /v1/edges/{src}/{dst}":      {"view", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type"},
+	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type", "follow", "wait"},
 	"GET /v1/paths":                  {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
 	"GET /v1/analytics/{name}/top":   {"k"},
 	"GET /v1/alerts":                 {"analytic", "limit"},
@@ -232,6 +232,16 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	q, err := params(r)
 	if err != nil {
 		return err
+	}
+	mode, err := followMode(r)
+	if err != nil {
+		return err
+	}
+	if mode != "" {
+		return s.follow(w, r, q, mode)
+	}
+	if q.Get("wait") != "" {
+		return errorf(http.StatusBadRequest, "wait is for following the changes (follow=1)")
 	}
 	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
 	if err != nil {

@@ -49,17 +49,29 @@ func dirName(d engine.Direction) string {
 }
 
 // ParseView reads a view kind for a query: "fresh" (also the default, "":
-// everything ingested so far) or "stale" (flushed data only). Private views
-// copy the graph and are not offered to queries.
+// everything ingested so far) or "stale" (flushed data only). A private
+// view is refused with the reason (ErrPrivateView).
 func ParseView(s string) (views.Kind, error) {
 	switch s {
 	case "", "fresh":
 		return views.Fresh, nil
 	case "stale":
 		return views.Stale, nil
+	case "private":
+		return 0, ErrPrivateView
 	}
 	return 0, errorf(http.StatusBadRequest, "view must be fresh or stale, got %q", s)
 }
+
+// ErrPrivateView is ParseView's answer to view=private (a 400). A private
+// view (GraphOne's) is a copy of the graph that one program owns for a
+// long computation, so that it holds back no flush or compaction; a
+// request reads for as long as one read and releases its view before it
+// answers, so a copy would only cost a whole graph's memory and time per
+// request and show what a fresh view shows.
+var ErrPrivateView = errorf(http.StatusBadRequest, "view=private is not offered over HTTP: a private view is a copy of the graph that one program owns "+
+	"for a long computation, and a request holds its view only while it reads; use view=fresh (everything ingested) or view=stale (flushed data only), "+
+	"or embed the Go package github.com/graphtide/graphtide and open one with DB.OpenView (docs/embedding.md)")
 
 // Point is where a read reads: a view kind, and for a fresh view perhaps a
 // past sequence number (as_of_seq) or time (as_of_time, which the time

@@ -50,6 +50,20 @@ type Limits struct {
 	// MaxAnalytics is how many analytics may be registered (by any means)
 	// for POST /v1/analytics to add one more (default 64; 409 beyond).
 	MaxAnalytics int
+	// MaxFollowers is how many requests may follow GET /v1/changes at once
+	// (default 64; 503 beyond). See follow.go for what one may cost.
+	MaxFollowers int
+	// MaxFollowWait caps a long poll's wait (default 60s).
+	MaxFollowWait time.Duration
+	// FollowMaxDuration is how long one event stream lasts before the
+	// server ends it and the client reconnects (default 10m).
+	FollowMaxDuration time.Duration
+	// FollowHeartbeat is how often an idle event stream sends a comment
+	// (default 15s): proxies keep it open, and a client gone is noticed.
+	FollowHeartbeat time.Duration
+	// FollowWriteTimeout is how long one write of an event stream may take
+	// before a client that does not read is cut off (default 10s).
+	FollowWriteTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -74,6 +88,16 @@ func (l *Limits) defaults() {
 	}
 	def(&l.MaxPathSearches, 4)
 	def(&l.MaxAnalytics, 64)
+	def(&l.MaxFollowers, 64)
+	dur := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	dur(&l.MaxFollowWait, time.Minute)
+	dur(&l.FollowMaxDuration, 10*time.Minute)
+	dur(&l.FollowHeartbeat, 15*time.Second)
+	dur(&l.FollowWriteTimeout, 10*time.Second)
 }
 
 // Config is what a Server is built from.
@@ -140,7 +164,18 @@ type Server struct {
 	paths    chan struct{} // one slot per running path search
 	regMu    sync.Mutex    // serializes registrations (the MaxAnalytics check)
 	proxy    http.Handler  // to a vertex's owner (partitioned mode)
+	// followers holds a slot per request following changes (follow.go);
+	// stopping ends when the server shuts down (StopFollowers), and every
+	// follower with it.
+	followers chan struct{}
+	stopping  context.Context
+	stop      context.CancelFunc
 }
+
+// StopFollowers ends every request that follows changes (GET /v1/changes
+// in follow mode) and refuses new ones; the server's http.Server
+// (HTTPServer) calls it when it shuts down.
+func (s *Server) StopFollowers() { s.stop() }
 
 // New builds a server. It does not listen: serve Handler() yourself, or
 // use HTTPServer.
@@ -153,7 +188,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits.defaults()
 	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
-		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches)}
+		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches),
+		followers: make(chan struct{}, cfg.Limits.MaxFollowers)}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
 	s.handle("GET /metrics", s.metrics)
@@ -226,7 +263,7 @@ func (s *Server) handleRaw(pattern string, h http.HandlerFunc) {
 // timeouts derived from the limits (the write timeout leaves room for a
 // request that runs to its deadline to say so).
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -235,6 +272,8 @@ func (s *Server) HTTPServer() *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(s.StopFollowers) // Shutdown does not wait out the followers
+	return srv
 }
 
 // handle registers one route; h writes its own success response and
@@ -280,7 +319,13 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.RequestTimeout)
+		timeout := s.cfg.Limits.RequestTimeout
+		if r.URL.Path == "/v1/changes" && followsChanges(r) {
+			// A follow lasts longer than a request: it bounds itself
+			// (follow.go).
+			timeout += max(s.cfg.Limits.MaxFollowWait, s.cfg.Limits.FollowMaxDuration)
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		if _, pattern := mux.Handler(r); pattern == "" {

@@ -22,7 +22,10 @@
 //     ingestion time), so that aggregates can subtract them;
 //   - a Stateful stream advances an attached static view to the newest
 //     snapshot on every Pull and says which vertices changed since the
-//     previous one, with the batch of new edges.
+//     previous one, with the batch of new edges;
+//   - a follower (LogPosition, ReadLog; the HTTP API's follow mode of
+//     GET /v1/changes) holds only a position in the log, from any seq the
+//     log still holds, and registers nothing.
 //
 // What it promises:
 //
