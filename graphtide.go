@@ -435,7 +435,7 @@ type View struct {
 func (db *DB) View() (*View, error) {
 	v, err := db.vm.Static(views.StaticOptions{})
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &View{v: v}, nil
 }
@@ -457,7 +457,7 @@ func (v *View) Each(d Direction, f func(v uint64, nbrs []uint64, weights []float
 	if d == In && !v.v.HasIn() {
 		return ErrNoInEdges
 	}
-	return v.v.Each(d.engine(), true, f)
+	return publicErr(v.v.Each(d.engine(), true, f), namer{})
 }
 
 // Op is the kind of an operation.
@@ -503,7 +503,7 @@ type Stream struct{ s *views.Stream }
 func (db *DB) Stream(batchSize int) (*Stream, error) {
 	s, err := db.vm.Stream(views.StreamOptions{BatchSize: max(batchSize, 1)})
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &Stream{s}, nil
 }
@@ -520,7 +520,7 @@ func (s *Stream) Next(ctx context.Context) ([]Change, error) {
 	case errors.Is(err, views.ErrClosed):
 		return nil, ErrClosed
 	case err != nil:
-		return nil, err
+		return nil, publicErr(err, namer{})
 	}
 	out := make([]Change, len(b.Edges))
 	for i, e := range b.Edges {

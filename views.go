@@ -61,6 +61,7 @@ func (k ViewKind) String() string {
 // ViewOptions choose what OpenView's view sees. The zero value is a fresh
 // view of every edge type.
 type ViewOptions struct {
+	// Kind is the view's kind: Fresh (the zero value), Stale or Private.
 	Kind ViewKind
 	// StaleBase makes a Private view a copy of the flushed batches only
 	// (GraphOne's private stale view) instead of every batch applied.
@@ -109,7 +110,7 @@ func (db *DB) OpenView(o ViewOptions) (*View, error) {
 	}
 	v, err := db.vm.Static(so)
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &View{v: v}, nil
 }
@@ -135,7 +136,7 @@ func (v *View) Degree(u uint64, d Direction) (int, error) {
 		return 0, ErrNoInEdges
 	}
 	n, err := v.v.Degree(u, d.engine())
-	return int(n), err
+	return int(n), publicErr(err, namer{})
 }
 
 // Neighbors returns u's edges in direction d, sorted by neighbor id (a
@@ -150,7 +151,7 @@ func (v *View) Neighbors(u uint64, d Direction) ([]Neighbor, error) {
 	for {
 		p, err := v.v.NeighborsPage(u, d.engine(), after, 4096, true)
 		if err != nil {
-			return nil, err
+			return nil, publicErr(err, namer{})
 		}
 		out = appendNeighbors(out, p)
 		last, ok := p.Last()
@@ -177,7 +178,7 @@ func appendNeighbors(out []Neighbor, p engine.Page) []Neighbor {
 // type it sees).
 func (v *View) HasEdge(src, dst uint64) (bool, error) {
 	c, err := v.v.Edge(src, dst)
-	return len(c.Types) > 0, err
+	return len(c.Types) > 0, publicErr(err, namer{})
 }
 
 // StatefulOptions configure DB.StatefulStream. The zero value follows
@@ -217,7 +218,7 @@ func (db *DB) StatefulStream(o StatefulOptions) (*StatefulStream, error) {
 	}
 	s, err := db.vm.Stateful(so)
 	if err != nil {
-		return nil, err
+		return nil, db.err(err)
 	}
 	return &StatefulStream{s}, nil
 }
@@ -254,7 +255,7 @@ func (s *StatefulStream) Next(ctx context.Context) (Update, error) {
 		return Update{}, ErrClosed
 	}
 	if err != nil {
-		return Update{}, err
+		return Update{}, publicErr(err, namer{})
 	}
 	out := Update{View: &View{v: u.View, owned: true}, Old: &View{v: u.Old, owned: true}, Changed: u.Changed, All: u.All, Lost: u.Lost,
 		Changes: make([]Change, len(u.Edges))}
