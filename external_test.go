@@ -198,35 +198,3 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
-
-// TestEmbeddingPageShowsExamples: every go block of docs/embedding.md is
-// the text of an example file of this package (an Example function, which
-// go test runs and whose output it checks, or a declaration they use), so
-// the page shows only code that runs.
-func TestEmbeddingPageShowsExamples(t *testing.T) {
-	page, err := os.ReadFile(filepath.Join("docs", "embedding.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob("example*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src.Write(b)
-	}
-	blocks := regexp.MustCompile("(?ms)^```go\n(.*?)^```\n").FindAllStringSubmatch(string(page), -1)
-	if len(blocks) < 10 {
-		t.Fatalf("docs/embedding.md has %d go blocks", len(blocks))
-	}
-	for _, b := range blocks {
-		if !strings.Contains(src.String(), b[1]) {
-			t.Errorf("a go block of docs/embedding.md is in no example file:\n%s", b[1])
-		}
-	}
-}
