@@ -305,3 +305,24 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
+
+// TestNoKafkaTestStartsNoBroker runs this test binary again with a -run
+// that selects no test and checks that it starts no broker (it used to
+// start one in TestMain, about a minute for nothing).
+func TestNoKafkaTestStartsNoBroker(t *testing.T) {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, brokersEnv+"=") && !strings.HasPrefix(kv, childEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -test.run=^$: %v\n%s", os.Args[0], err, out)
+	}
+	if strings.Contains(string(out), "kafka test:") || strings.Contains(string(out), "broker") {
+		t.Errorf("a run without Kafka tests touched a broker:\n%s", out)
+	}
+}
