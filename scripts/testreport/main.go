@@ -1,15 +1,17 @@
-// Command testreport reads the output of `go test -json` on stdin and
-// prints it as plain `go test` does (a line per package; the whole output
-// of a failed test, of a failed package and of a failed build), saves the
-// JSON stream to a file (-save), and can print the slowest tests of one
-// or more saved streams (-slowest), so that `make test` shows where its
-// time goes.
+// Command testreport runs `go test -json` (the command after --) and
+// prints its result as plain `go test` does: a line per package, and the
+// whole output of a failed test, of a failed package and of a failed
+// build. It saves the JSON stream to a file (-save) and prints the
+// slowest tests (-slowest), so that `make test` shows where its time
+// goes. Given files instead of a command, it prints the slowest tests of
+// those saved streams.
 //
-//	go test -json ./... | go run ./scripts/testreport -save go.json
+//	go run ./scripts/testreport -save go.json -slowest 10 -- go test -json ./...
 //	go run ./scripts/testreport -slowest 10 go.json kafka.json
 //
-// It exits with status 1 when a test, a package or a build failed (or
-// the stream holds no package result at all), 2 on bad usage or input.
+// It exits with status 1 when the command fails, or a test, a package or
+// a build failed (or the stream holds no package result at all), and 2
+// on bad usage or input.
 package main
 
 import (
@@ -20,43 +22,89 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 )
 
 func main() {
-	save := flag.String("save", "", "also write the JSON stream read on stdin to this file")
-	slowest := flag.Int("slowest", 0, "print the N slowest tests of the JSON files named as arguments, and exit")
+	save := flag.String("save", "", "also write the command's JSON stream to this file")
+	slowest := flag.Int("slowest", 0, "print the N slowest tests")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: testreport [-save FILE] [-slowest N] -- go test -json ...\n       testreport -slowest N FILE...")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
-	if *slowest > 0 {
-		if err := printSlowest(os.Stdout, *slowest, flag.Args()); err != nil {
+	args := flag.Args()
+	dash := len(os.Args) > len(args) && os.Args[len(os.Args)-len(args)-1] == "--"
+	switch {
+	case !dash && *slowest > 0 && len(args) > 0:
+		if err := printSlowest(os.Stdout, *slowest, args); err != nil {
 			fmt.Fprintln(os.Stderr, "testreport:", err)
 			os.Exit(2)
 		}
-		return
-	}
-	if flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: go test -json ... | testreport [-save FILE]; testreport -slowest N FILE...")
+	case dash && len(args) > 0:
+		os.Exit(run(os.Stdout, args, *save, *slowest))
+	default:
+		flag.Usage()
 		os.Exit(2)
 	}
-	in := io.Reader(os.Stdin)
-	if *save != "" {
-		f, err := os.Create(*save)
+}
+
+// run runs the command, renders its stream and returns the exit status.
+func run(w io.Writer, args []string, save string, slowest int) int {
+	if save == "" {
+		f, err := os.CreateTemp("", "testreport-*.json")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testreport:", err)
-			os.Exit(2)
+			return 2
 		}
-		defer f.Close()
-		in = io.TeeReader(os.Stdin, f)
+		save = f.Name()
+		f.Close()
+		defer os.Remove(save)
 	}
-	ok, err := render(os.Stdout, in)
+	f, err := os.Create(save)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
-		os.Exit(2)
+		return 2
 	}
-	if !ok {
-		os.Exit(1)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		return 2
 	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		return 2
+	}
+	ok, rerr := render(w, io.TeeReader(stdout, f))
+	if rerr != nil {
+		_, _ = io.Copy(io.Discard, stdout) // let the command finish
+	}
+	werr := cmd.Wait()
+	if err := f.Close(); err != nil && rerr == nil {
+		rerr = err
+	}
+	status := 0
+	switch {
+	case rerr != nil:
+		fmt.Fprintln(os.Stderr, "testreport:", rerr)
+		status = 2
+	case werr != nil || !ok:
+		status = 1
+	}
+	if werr != nil && ok && rerr == nil {
+		fmt.Fprintf(os.Stderr, "testreport: %s: %v\n", strings.Join(args, " "), werr)
+	}
+	if slowest > 0 && rerr == nil {
+		if err := printSlowest(w, slowest, []string{save}); err != nil {
+			fmt.Fprintln(os.Stderr, "testreport:", err)
+			status = 2
+		}
+	}
+	return status
 }
 
 // event is one line of `go test -json` (cmd/test2json, plus the build

@@ -46,8 +46,8 @@ func TestX(t *testing.T) { undefinedThing() }
 `,
 }
 
-// goTestJSON runs go test -json over the sample module.
-func goTestJSON(t *testing.T, pkgs ...string) []byte {
+// writeSample writes the sample module into a new directory.
+func writeSample(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range sample {
@@ -59,9 +59,18 @@ func goTestJSON(t *testing.T, pkgs ...string) []byte {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+var sampleEnv = []string{"GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local"}
+
+// goTestJSON runs go test -json over the sample module.
+func goTestJSON(t *testing.T, pkgs ...string) []byte {
+	t.Helper()
+	dir := writeSample(t)
 	cmd := exec.Command("go", append([]string{"test", "-json", "-count=1"}, pkgs...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), sampleEnv...)
 	out, err := cmd.Output()
 	if err == nil && len(pkgs) > 1 {
 		t.Fatalf("go test passed over a failing module:\n%s", out)
@@ -180,4 +189,40 @@ func readers(bs ...[]byte) []io.Reader {
 		rs = append(rs, bytes.NewReader(b))
 	}
 	return rs
+}
+
+func TestRunHonoursTheCommand(t *testing.T) {
+	dir := writeSample(t)
+	for _, kv := range sampleEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	save := filepath.Join(t.TempDir(), "good.json")
+	var out bytes.Buffer
+	if st := run(&out, []string{"go", "test", "-C", dir, "-json", "-count=1", "./good"}, save, 2); st != 0 {
+		t.Fatalf("a passing run: status %d:\n%s", st, out.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, "ok  \texample.com/sample/good") || !strings.Contains(s, "the 2 slowest tests:") || !strings.Contains(s, "example.com/sample/good  TestSleeps") {
+		t.Errorf("output:\n%s", s)
+	}
+	saved, err := os.ReadFile(save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := render(io.Discard, bytes.NewReader(saved)); err != nil || !ok {
+		t.Errorf("the saved stream does not render as a passing run: %v, %v", ok, err)
+	}
+	out.Reset()
+	if st := run(&out, []string{"go", "test", "-C", dir, "-json", "-count=1", "./bad"}, "", 0); st != 1 {
+		t.Errorf("a failing run: status %d, want 1:\n%s", st, out.String())
+	}
+	// A command that fails without a test failing in its stream.
+	out.Reset()
+	if st := run(&out, []string{"sh", "-c", `echo '{"Action":"pass","Package":"p","Elapsed":1}'; exit 3`}, "", 0); st != 1 {
+		t.Errorf("a command exiting 3 after a passing stream: status %d, want 1", st)
+	}
+	if st := run(&out, []string{"/nonexistent/command"}, "", 0); st != 2 {
+		t.Errorf("a missing command: status %d, want 2", st)
+	}
 }
