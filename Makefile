@@ -71,4 +71,4 @@ run: deps build
 	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:
-	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy
+	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy $(TEST_OUT)
