@@ -31,12 +31,42 @@ step golangci-lint .tools/bin/golangci-lint run --allow-serial-runners ./...
 mapfile -t cpp < <(git ls-files 'cgo/*.cc' 'cgo/*.h')
 step "clang-format (${#cpp[@]} files)" clang-format --dry-run -Werror "${cpp[@]}"
 
+# clang-tidy's verdict on a translation unit is kept when it is clean, in
+# ${GT_TIDY_CACHE:-~/.cache/graphtide/clang-tidy} (GT_TIDY_CACHE=none: no
+# cache), under a hash of everything it read: the unit, every header of
+# the core, the compile commands (with this clone's path taken out), the
+# .clang-tidy checks and the versions of clang-tidy and of the compiler
+# (the system headers). A unit is analysed again when any of them changes.
+tidy_one() {
+  local build=$1 tu=$2 key
+  if [ "$GT_TIDY_CACHE" != none ]; then
+    key=$({
+      clang-tidy --version
+      c++ --version
+      cat cgo/.clang-tidy
+      sed "s|$PWD|@ROOT@|g" "$build/compile_commands.json"
+      echo "$tu"
+      cat "$tu"
+      git ls-files -z 'cgo/*.h' | xargs -0 cat
+    } | sha256sum | cut -d' ' -f1)
+    [ -e "$GT_TIDY_CACHE/$key" ] && return 0
+  fi
+  if ! clang-tidy -p "$build" --quiet --warnings-as-errors='*' "$tu" 2>/dev/null; then
+    echo "clang-tidy: $tu: failed" >&2
+    return 1
+  fi
+  if [ "$GT_TIDY_CACHE" != none ]; then
+    mkdir -p "$GT_TIDY_CACHE" && : >"$GT_TIDY_CACHE/$key"
+  fi
+}
 tidy() {
   local build="${GT_TIDY_BUILD_DIR:-cgo/build-tidy}"
   cmake -S cgo -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null || return 1
+  export GT_TIDY_CACHE="${GT_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphtide/clang-tidy}"
+  export -f tidy_one
   # shellcheck disable=SC2016 # $0 and $1 are the inner shell's
   git ls-files -z 'cgo/*.cc' ':!:cgo/test/*' |
-    xargs -0 -n 1 -P "$(nproc)" sh -c 'clang-tidy -p "$0" --quiet --warnings-as-errors="*" "$1" 2>/dev/null || { echo "clang-tidy: $1: failed" >&2; exit 1; }' "$build"
+    xargs -0 -n 1 -P "$(nproc)" bash -c 'tidy_one "$0" "$1"' "$build"
 }
 step "clang-tidy ($(git ls-files 'cgo/*.cc' ':!:cgo/test/*' | wc -l) translation units)" tidy
 

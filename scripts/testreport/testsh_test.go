@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,8 @@ func testSh(t *testing.T, makefile string) (string, int) {
 	cmd.Env = append(os.Environ(), "TEST_OUT="+filepath.Join(root, "out"), "GT_TEST_PARTS=")
 	out, err := cmd.CombinedOutput()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
