@@ -27,30 +27,48 @@ deps-kafka:
 build:
 	$(GO) build -o $(BIN) ./cmd/graphtide
 
-vet: deps
+# The parts of make test below each install what is missing first
+# (scripts/deps.sh); NO_DEPS=1 leaves that out (scripts/test.sh runs deps
+# once, then the parts at the same time).
+TEST_DEPS := $(if $(NO_DEPS),,deps)
+# Where the Go test parts save their go test -json streams.
+TEST_OUT ?= .test-out
+# Test binaries go test runs at once: above the 2 cores of a small
+# machine, as many packages mostly wait (on fsync, sockets, subprocesses).
+GO_TEST_P ?= 4
+
+vet: $(TEST_DEPS)
 	$(GO) vet ./...
 
-# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh);
-# make test runs it first.
-lint: deps
+# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh).
+lint: $(TEST_DEPS)
 	scripts/lint.sh
 
 # Go tests under the race detector (the C++ core is compiled in by cgo).
 # The Kafka integration tests (test/kafka) run in test-kafka instead.
-test-go: deps
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/kafka)
+# Prints failures whole, then the ten slowest tests (scripts/testreport).
+test-go: $(TEST_DEPS)
+	@mkdir -p $(TEST_OUT)
+	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go.json -slowest 10 -- \
+		$(GO) test -json -race -count=1 -p $(GO_TEST_P) -timeout 20m $$($(GO) list ./... | grep -v /test/kafka)
 
 # Integration tests of the ingest path against a real Apache Kafka broker,
-# started from deploy/kafka on free loopback ports (set
-# GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
-test-kafka: deps
-	$(GO) test -race -count=1 -timeout 15m ./test/kafka/...
+# started from deploy/kafka on free loopback ports when the first test
+# needs it (set GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
+test-kafka: $(TEST_DEPS)
+	@mkdir -p $(TEST_OUT)
+	$(GO) run ./scripts/testreport -save $(TEST_OUT)/kafka.json -slowest 10 -- \
+		$(GO) test -json -race -count=1 -timeout 15m ./test/kafka/...
 
 # The C++ core's own tests under AddressSanitizer and UBSan.
-test-cpp: deps
+test-cpp: $(TEST_DEPS)
 	cgo/test/run_asan.sh
 
-test: lint vet test-go test-cpp test-kafka
+# Every part above, at the same time (scripts/test.sh): each part's output
+# printed whole when it ends, then each part's wall time and the ten
+# slowest tests. Fails when any part fails.
+test: deps
+	@scripts/test.sh
 
 # The ingest benchmark (store vs Pebble vs static CSR); see README.
 bench: deps build
@@ -72,4 +90,4 @@ run: deps-build build
 	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:
-	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy
+	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy $(TEST_OUT)

@@ -10,25 +10,81 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fail=0
-step() { echo "== lint: $*" >&2; }
+# The linters run at the same time (clang-tidy a translation unit per
+# core), each into its own log, printed in this order once all are done.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+pids=()
+names=()
+step() {
+  local name=$1
+  shift
+  names+=("$name")
+  ("$@" >"$logs/${#names[@]}" 2>&1) &
+  pids+=($!)
+}
 
-step golangci-lint
-.tools/bin/golangci-lint run ./... || fail=1
+# Another golangci-lint on this machine (another clone's make test) holds
+# the lock on its cache: wait for it rather than fail.
+step golangci-lint .tools/bin/golangci-lint run --allow-serial-runners ./...
 
 mapfile -t cpp < <(git ls-files 'cgo/*.cc' 'cgo/*.h')
-step "clang-format (${#cpp[@]} files)"
-clang-format --dry-run -Werror "${cpp[@]}" || fail=1
+step "clang-format (${#cpp[@]} files)" clang-format --dry-run -Werror "${cpp[@]}"
 
-step clang-tidy
-build="${GT_TIDY_BUILD_DIR:-cgo/build-tidy}"
-cmake -S cgo -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
-mapfile -t tus < <(git ls-files 'cgo/*.cc' ':!:cgo/test/*')
-clang-tidy -p "$build" --quiet --warnings-as-errors='*' "${tus[@]}" 2>/dev/null || fail=1
+# clang-tidy's verdict on a translation unit is kept when it is clean, in
+# ${GT_TIDY_CACHE:-~/.cache/graphtide/clang-tidy} (GT_TIDY_CACHE=none: no
+# cache), under a hash of everything it read: the unit, every header of
+# the core, the compile commands (with this clone's path taken out), the
+# .clang-tidy checks and the versions of clang-tidy and of the compiler
+# (the system headers). A unit is analysed again when any of them changes.
+tidy_one() {
+  local build=$1 tu=$2 key
+  if [ "$GT_TIDY_CACHE" != none ]; then
+    key=$({
+      clang-tidy --version
+      c++ --version
+      cat cgo/.clang-tidy
+      sed "s|$PWD|@ROOT@|g" "$build/compile_commands.json"
+      echo "$tu"
+      cat "$tu"
+      git ls-files -z 'cgo/*.h' | xargs -0 cat
+    } | sha256sum | cut -d' ' -f1)
+    [ -e "$GT_TIDY_CACHE/$key" ] && return 0
+  fi
+  if ! clang-tidy -p "$build" --quiet --warnings-as-errors='*' "$tu" 2>/dev/null; then
+    echo "clang-tidy: $tu: failed" >&2
+    return 1
+  fi
+  if [ "$GT_TIDY_CACHE" != none ]; then
+    mkdir -p "$GT_TIDY_CACHE" && : >"$GT_TIDY_CACHE/$key"
+  fi
+}
+tidy() {
+  local build="${GT_TIDY_BUILD_DIR:-cgo/build-tidy}"
+  cmake -S cgo -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null || return 1
+  export GT_TIDY_CACHE="${GT_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphtide/clang-tidy}"
+  export -f tidy_one
+  # shellcheck disable=SC2016 # $0 and $1 are the inner shell's
+  git ls-files -z 'cgo/*.cc' ':!:cgo/test/*' |
+    xargs -0 -n 1 -P "$(nproc)" bash -c 'tidy_one "$0" "$1"' "$build"
+}
+step "clang-tidy ($(git ls-files 'cgo/*.cc' ':!:cgo/test/*' | wc -l) translation units)" tidy
 
 mapfile -t sh < <(git ls-files '*.sh' .ci/run)
-step "shellcheck (${#sh[@]} scripts)"
-shellcheck "${sh[@]}" || fail=1
+step "shellcheck (${#sh[@]} scripts)" shellcheck "${sh[@]}"
+
+fail=0
+for i in "${!pids[@]}"; do
+  status=0
+  wait "${pids[$i]}" || status=$?
+  if [ "$status" = 0 ]; then
+    echo "== lint: ${names[$i]}: ok" >&2
+  else
+    echo "== lint: ${names[$i]}: FAILED" >&2
+    fail=1
+  fi
+  cat "$logs/$((i + 1))" >&2
+done
 
 if [ "$fail" != 0 ]; then
   echo "lint: FAILED (see above)" >&2

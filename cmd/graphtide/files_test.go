@@ -21,6 +21,7 @@ import (
 	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
+	"github.com/graphtide/graphtide/internal/memdir"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
 )
@@ -399,7 +400,9 @@ func TestEveryFileKind(t *testing.T) {
 			t.Fatalf("the store's durable state does not claim %s: claims %v", name, orig.claims)
 		}
 	}
-	work := filepath.Join(t.TempDir(), "d")
+	// The directory copied and opened per case: on tmpfs (memdir), not
+	// the disk.
+	work := filepath.Join(memdir.TempDir(t), "d")
 	copyTree(t, src, work)
 	if orig.rw, err = readView(work, false); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
+	"github.com/graphtide/graphtide/internal/memdir"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
 
@@ -360,7 +361,9 @@ func TestEveryBitFlipIsRefusedOrHarmless(t *testing.T) {
 			cases = append(cases, damage{rel, rel, off})
 		}
 	}
-	work := filepath.Join(t.TempDir(), "d")
+	// The directory copied and opened per case: on tmpfs (memdir), not
+	// the disk.
+	work := filepath.Join(memdir.TempDir(t), "d")
 	refused, tried := map[string]int{}, map[string]int{}
 	for _, c := range cases {
 		copyTree(t, src, work)

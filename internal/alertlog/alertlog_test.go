@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/durable"
+	"github.com/graphtide/graphtide/internal/memdir"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
@@ -78,7 +79,7 @@ func TestLogKeepsTheNewestAndEveryCount(t *testing.T) {
 // past the claim is cut; a cut before the claim, or a missing file the
 // claim proves existed, is refused. A read-only open changes nothing.
 func TestLogDamage(t *testing.T) {
-	dir := t.TempDir()
+	dir := memdir.TempDir(t) // a log written and repaired per damage: on tmpfs, not the disk
 	path := filepath.Join(dir, FileName)
 	l := open(t, path, 100, nil)
 	for i := range 5 {

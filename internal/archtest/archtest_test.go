@@ -63,7 +63,7 @@ func under(path string, prefixes ...string) bool {
 // tools are the packages that exist for benchmarks, generators and test
 // references: production code must not depend on them.
 var tools = []string{"internal/bench", "internal/gen", "internal/genkafka", "internal/staticcsr", "internal/testref",
-	"internal/metrics/metricstest", "internal/archtest", "internal/doctest", "test"}
+	"internal/metrics/metricstest", "internal/archtest", "internal/doctest", "internal/memdir", "test"}
 
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 type sample struct {
@@ -72,7 +74,7 @@ func same(a, b sample) bool {
 }
 
 func TestRoundTripAndEveryDamageIsReported(t *testing.T) {
-	dir := t.TempDir()
+	dir := memdir.TempDir(t) // a file rewritten per bit: on tmpfs, not the disk
 	path := filepath.Join(dir, "ck")
 	want := sample{a: 42, f: 2.5, b: []byte("position"), is: []int32{1, -2, 3}, us: []uint64{1 << 62, 5}, fs: []float64{0.25, 9}}
 	writeSample(t, path, want)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/durable"
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 var testSpecs = []json.RawMessage{
@@ -67,7 +68,7 @@ func ptr(v uint64) *uint64 { return &v }
 // flipped digit of pagerank's damping 0.85 among them), and never read
 // as other analytics.
 func TestRegisteredEveryByte(t *testing.T) {
-	path := filepath.Join(t.TempDir(), RegisteredName)
+	path := filepath.Join(memdir.TempDir(t), RegisteredName) // a file rewritten per byte: on tmpfs, not the disk
 	r, _ := OpenRegistered(path, nil)
 	if err := r.Save(testSpecs); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 // smallOptions make flushes and compactions happen every few batches.
@@ -89,7 +91,10 @@ func TestModelDeepLevels(t *testing.T) {
 
 func runModel(t *testing.T, seed uint64, inEdges bool, steps int, nv uint64, maxOps int, wantDepth int) {
 	r := rand.New(rand.NewPCG(seed, 99))
-	dir := t.TempDir()
+	// Hundreds of flushes and compactions (each fsyncs its files): on
+	// tmpfs (memdir), not the disk: the model checks contents, not what
+	// a crash leaves.
+	dir := memdir.TempDir(t)
 	s, err := Open(dir, smallOptions(inEdges))
 	if err != nil {
 		t.Fatal(err)

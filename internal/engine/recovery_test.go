@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +29,9 @@ const (
 	crashPauseEnv = "GRAPHTIDE_ENGINE_CRASH_PAUSE"
 	// crashManifestEnv sets the child's MANIFEST rewrite bound (bytes).
 	crashManifestEnv = "GRAPHTIDE_ENGINE_CRASH_MANIFEST_BYTES"
+	// crashTellEnv makes the child write a line to stdout once its first
+	// flush has returned (its first batches are durable).
+	crashTellEnv = "GRAPHTIDE_ENGINE_CRASH_TELL"
 )
 
 // crashBatch must not depend on the oracle: the batch stream has to be
@@ -108,6 +112,7 @@ func crashChild(dir string) {
 		os.Exit(2)
 	}
 	pos := positionOf(&childTB{}, s)
+	tell := os.Getenv(crashTellEnv) != ""
 	for i := pos; ; i++ {
 		if _, err := s.Apply(batch(i)); err != nil {
 			os.Stderr.WriteString("child apply: " + err.Error() + "\n")
@@ -123,6 +128,10 @@ func crashChild(dir string) {
 			if err := s.Flush(); err != nil {
 				os.Stderr.WriteString("child flush: " + err.Error() + "\n")
 				os.Exit(2)
+			}
+			if tell {
+				os.Stdout.WriteString("durable\n")
+				tell = false
 			}
 		}
 	}
@@ -391,10 +400,28 @@ func killAtTestPoint(t *testing.T, dir string, point uint32, round int, env ...s
 }
 
 // seedDurable gives dir some durable data, from a crash child killed at a
-// random moment, and returns the recorded position it reopens to.
+// random moment after its first flush returned, and returns the recorded
+// position it reopens to. (It waits for the flush rather than a fixed
+// time: a child that starts slowly, on a loaded machine, may not have
+// flushed within any fixed time.)
 func seedDurable(t *testing.T, dir string) uint64 {
 	t.Helper()
-	cmd := startCrashChild(t, dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashTellEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "durable\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the crash child ended before its first flush returned: %q, %v", line, err)
+	}
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()

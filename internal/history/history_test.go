@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/durable"
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 // seqAt is the reference: the newest sample at or before t, by a walk.
@@ -164,7 +165,7 @@ func TestTornTailsAreCutAndDamageRefused(t *testing.T) {
 // written (a flip in the last record reads as a torn append: that sample
 // is lost, never wrong).
 func TestEveryBitFlipIsRefusedOrHarmless(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
+	path := filepath.Join(memdir.TempDir(t), FileName) // a file rewritten per bit: on tmpfs, not the disk
 	good := writeSamples(t, path, 4)
 	for bit := 0; bit < 8*len(good); bit++ {
 		bad := append([]byte{}, good...)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 // dictFile is a dictionary file made by the test's own encoder, with its
@@ -329,7 +331,7 @@ func TestOpenReadOnly(t *testing.T) {
 // may change the file; and a repair keeps every other key at its id.
 func TestBitFlipEverywhere(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := memdir.TempDir(t) // a file written and repaired per byte: on tmpfs, not the disk
 	path := filepath.Join(dir, "keys.dict")
 	f := buildFile(variedEntries())
 	writeFile(t, path, f.bytes)
@@ -426,7 +428,7 @@ func TestBitFlipEverywhere(t *testing.T) {
 // every other cut opens to exactly the records before it.
 func TestTruncateEverywhere(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "keys.dict")
+	path := filepath.Join(memdir.TempDir(t), "keys.dict") // a cut and an open per byte: on tmpfs, not the disk
 	f := buildFile(variedEntries()[:20])
 	for cut := 0; cut <= len(f.bytes); cut++ {
 		what := fmt.Sprintf("cut at %d", cut)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/memdir"
 )
 
 func TestNamesKeepTheirNumbersAcrossReopens(t *testing.T) {
@@ -81,7 +82,8 @@ func TestNamesKeepTheirNumbersAcrossReopens(t *testing.T) {
 }
 
 func TestBadNamesAndFullDictionary(t *testing.T) {
-	d, err := Open(filepath.Join(t.TempDir(), "types.json"))
+	// A write and two fsyncs per type: on tmpfs (memdir), not the disk.
+	d, err := Open(filepath.Join(memdir.TempDir(t), "types.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestDamagedFilesAreRefused(t *testing.T) {
 // refused with a *CorruptError naming the file.
 func TestEveryFlippedByteIsRefused(t *testing.T) {
 	good := encode([]string{Default, "payment", "login"})
-	dir := t.TempDir()
+	dir := memdir.TempDir(t) // a file written per byte: on tmpfs, not the disk
 	path := filepath.Join(dir, "types.json")
 	if err := os.WriteFile(path, good, 0o644); err != nil {
 		t.Fatal(err)

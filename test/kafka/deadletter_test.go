@@ -177,7 +177,7 @@ func testDeadLetterTopicUnwritable(t *testing.T, key []byte, bad, fixed map[stri
 	adm := newAdmin(t)
 	topic, dead := uniq("dlq-blocked"), uniq("dlq-blocked-dead")
 	createTopic(t, topic, 3)
-	createTopicConfigured(t, broker.addrs, dead, 1, bad)
+	createTopicConfigured(t, addrs, dead, 1, bad)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	st := newStream(topic, 3, decode.FormatBinary, "", 0, 600, 2, seed)

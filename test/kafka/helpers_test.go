@@ -419,9 +419,16 @@ func uniq(name string) string {
 	return fmt.Sprintf("gt-%s-%d-%d", name, time.Now().UnixNano()%1e10, rand.IntN(1e6))
 }
 
+// newClient makes a client of the shared broker (started if it is not yet).
 func newClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(broker.addrs...)}, opts...)...)
+	return newClientAt(t, needBroker(t), opts...)
+}
+
+// newClientAt makes a client of the cluster of addrs.
+func newClientAt(t testing.TB, addrs []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,13 +448,13 @@ func newProducer(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 
 func createTopic(t testing.TB, topic string, partitions int) {
 	t.Helper()
-	createTopicAt(t, broker.addrs, topic, partitions)
+	createTopicAt(t, needBroker(t), topic, partitions)
 }
 
 // createTopicAt creates topic on the cluster of addrs.
 func createTopicAt(t testing.TB, addrs []string, topic string, partitions int) {
 	t.Helper()
-	cl := newClient(t, kgo.SeedBrokers(addrs...))
+	cl := newClientAt(t, addrs)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

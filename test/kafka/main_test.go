@@ -25,13 +25,16 @@ import (
 // brokersEnv names a running cluster to use instead of starting one.
 const brokersEnv = "GRAPHTIDE_KAFKA_BROKERS"
 
-// broker is the Kafka cluster every test talks to.
+// broker is the Kafka cluster every test talks to, started on first use
+// (needBroker), so a run whose -run selects no Kafka test starts none.
 var broker struct {
+	once     sync.Once // starts the broker (startSharedBroker)
 	addrs    []string
-	own      bool   // started by TestMain (so TestBrokerRestart may restart it)
+	own      bool   // started by this process (so TestBrokerRestart may restart it)
 	script   string // absolute path of deploy/kafka/kafka.sh
-	dir      string // the broker's data dir, when own
+	dir      string // the broker's data dir, when started by this process
 	port     int    // its client port, when own
+	reaper   *exec.Cmd
 	startErr error  // why the broker is not available
 	startOut string // the script's output when it failed
 }
@@ -49,40 +52,53 @@ func run(m *testing.M) int {
 	if wd, err := os.Getwd(); err == nil {
 		broker.script = filepath.Join(wd, "..", "..", "deploy", "kafka", "kafka.sh")
 	}
+	code := m.Run()
+	for i := len(afterAll) - 1; i >= 0; i-- {
+		afterAll[i]()
+	}
+	stopSharedBroker(code == 0)
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	return code
+}
+
+// needBroker returns the bootstrap addresses of the shared broker,
+// starting it on the first call, or fails the test (skips it under
+// -short) when no broker is available. Every test (and benchmark) that
+// talks to the shared broker calls it before anything else that does.
+func needBroker(tb testing.TB) []string {
+	tb.Helper()
+	broker.once.Do(startSharedBroker)
+	if broker.startErr != nil {
+		if testing.Short() {
+			tb.Skipf("no Kafka broker (-short): %v", broker.startErr)
+		}
+		tb.Fatalf("no Kafka broker: %v\n%s(the script's whole output is printed on stderr)", broker.startErr, lastLines(broker.startOut, 6))
+	}
+	return broker.addrs
+}
+
+// startSharedBroker uses the cluster named by GRAPHTIDE_KAFKA_BROKERS or
+// starts one with the project's script on free loopback ports; it sets
+// broker.addrs or broker.startErr. It runs once (broker.once).
+func startSharedBroker() {
 	if v := strings.TrimSpace(os.Getenv(brokersEnv)); v != "" {
 		broker.addrs = strings.Split(v, ",")
 		if err := waitReady(broker.addrs, 60*time.Second); err != nil {
 			broker.startErr = fmt.Errorf("the cluster in %s=%s is not usable: %w", brokersEnv, v, err)
 		}
-		return m.Run()
+		return
 	}
-
 	dir, err := os.MkdirTemp("", "graphtide-kafka-test-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		broker.startErr = err
+		return
 	}
 	broker.dir = dir
 	// A watchdog outside this process stops the broker if this process
 	// dies without cleaning up (a panic, the test timeout, SIGKILL).
-	reaper := startReaper(dir)
-	code := 1
-	defer func() {
-		if broker.own {
-			if out, err := stopBroker(); err != nil {
-				fmt.Fprintf(os.Stderr, "stopping the Kafka broker: %v\n%s", err, out)
-			}
-		}
-		if reaper != nil {
-			_ = reaper.Process.Kill()
-			_, _ = reaper.Process.Wait()
-		}
-		if code == 0 {
-			os.RemoveAll(dir)
-		} else {
-			fmt.Fprintf(os.Stderr, "kafka test: broker data and logs kept in %s\n", dir)
-		}
-	}()
+	broker.reaper = startReaper(dir)
 
 	t0 := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -117,27 +133,29 @@ func run(m *testing.M) int {
 	} else {
 		fmt.Fprintf(os.Stderr, "kafka test: broker %s ready in %v (dir %s)\n", broker.addrs[0], time.Since(t0).Round(time.Millisecond), dir)
 	}
-	code = m.Run()
-	for i := len(afterAll) - 1; i >= 0; i-- {
-		afterAll[i]()
-	}
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
-	return code
 }
 
-// needBroker returns the bootstrap addresses, or fails the test (skips it
-// under -short) when no broker is available.
-func needBroker(t *testing.T) []string {
-	t.Helper()
-	if broker.startErr != nil {
-		if testing.Short() {
-			t.Skipf("no Kafka broker (-short): %v", broker.startErr)
-		}
-		t.Fatalf("no Kafka broker: %v\n%s(the script's whole output is printed before the tests)", broker.startErr, lastLines(broker.startOut, 6))
+// stopSharedBroker stops the broker this process started, if any, and
+// removes its directory when every test passed (keeps it otherwise, for
+// its logs).
+func stopSharedBroker(passed bool) {
+	if broker.dir == "" {
+		return // never started, or not ours
 	}
-	return broker.addrs
+	if broker.own {
+		if out, err := stopBroker(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the Kafka broker: %v\n%s", err, out)
+		}
+	}
+	if broker.reaper != nil {
+		_ = broker.reaper.Process.Kill()
+		_, _ = broker.reaper.Process.Wait()
+	}
+	if passed {
+		os.RemoveAll(broker.dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "kafka test: broker data and logs kept in %s\n", broker.dir)
+	}
 }
 
 // freePortPair finds P such that 127.0.0.1:P and :P+1 are both free (the
@@ -286,4 +304,25 @@ func lastLines(s string, n int) string {
 		return ""
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestNoKafkaTestStartsNoBroker runs this test binary again with a -run
+// that selects no test and checks that it starts no broker (it used to
+// start one in TestMain, about a minute for nothing).
+func TestNoKafkaTestStartsNoBroker(t *testing.T) {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, brokersEnv+"=") && !strings.HasPrefix(kv, childEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -test.run=^$: %v\n%s", os.Args[0], err, out)
+	}
+	if strings.Contains(string(out), "kafka test:") || strings.Contains(string(out), "broker") {
+		t.Errorf("a run without Kafka tests touched a broker:\n%s", out)
+	}
 }

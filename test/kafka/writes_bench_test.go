@@ -25,10 +25,7 @@ import (
 //
 //	go test -run '^$' -bench Writes -benchtime 2000x ./test/kafka
 func BenchmarkWrites(b *testing.B) {
-	addrs := broker.addrs
-	if broker.startErr != nil {
-		b.Skipf("no Kafka broker: %v", broker.startErr)
-	}
+	addrs := needBroker(b)
 	edges := uniq("wb-edges")
 	createTopic(b, edges, 1)
 	srv, _ := writestest.Serve(b, server.Config{Kafka: kafkaconn.Options{Brokers: addrs}, Topics: []string{edges},

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `make test`: the parts of the test suite, run at the same time (most of
+# them wait on I/O, a broker or one core for long stretches), each into a
+# log that is printed whole when the part ends, so that outputs never
+# interleave:
+#   lint        scripts/lint.sh (every linter)
+#   vet         go vet ./...
+#   test-go     the Go tests under the race detector
+#   test-kafka  the tests against a real broker (test/kafka)
+#   test-cpp    the C++ core's tests under ASan and UBSan
+# test-kafka starts once the race build of the packages (`go build -race`
+# of all but the commands; test-go then reuses it) is done, so that the
+# two do not compile the same packages at once. At the end: each part's result and
+# wall time, and the slowest tests of the Go runs. Exits non-zero when
+# any part fails. Run `scripts/deps.sh` first (`make test` does).
+#
+# Environment: TEST_OUT, the directory of the logs and of the go test
+# JSON streams (default .test-out); GT_TEST_PARTS, the parts to run
+# (default all of the above).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+out="${TEST_OUT:-.test-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+read -r -a parts <<<"${GT_TEST_PARTS:-lint vet test-go test-kafka test-cpp}"
+make_part() { make --no-print-directory NO_DEPS=1 TEST_OUT="$out" "$@"; }
+
+t0=$(date +%s)
+declare -A pid start
+rm -f "$out"/*.log "$out"/*.json "$out/race-build.done"
+
+# The lanes run in the background; each writes its own log and status.
+for p in "${parts[@]}"; do
+  case "$p" in
+    test-go)
+      (
+        # The race build both Go test parts use; test-kafka waits for it.
+        # Its errors, if any, are test-go's build failures, shown there.
+        # (Commands are left out: go build would link them for nothing.)
+        mapfile -t libs < <(go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... 2>/dev/null | grep .)
+        go build -race "${libs[@]}" >/dev/null 2>&1
+        touch "$out/race-build.done"
+        make_part test-go
+      ) >"$out/$p.log" 2>&1 &
+      ;;
+    test-kafka)
+      (
+        if [[ " ${parts[*]} " == *" test-go "* ]]; then
+          until [ -e "$out/race-build.done" ] || ! kill -0 "${pid[test-go]:-}" 2>/dev/null; do sleep 1; done
+        fi
+        make_part test-kafka
+      ) >"$out/$p.log" 2>&1 &
+      ;;
+    lint | vet | test-cpp)
+      make_part "$p" >"$out/$p.log" 2>&1 &
+      ;;
+    *)
+      echo "test.sh: no part named $p" >&2
+      exit 2
+      ;;
+  esac
+  pid[$p]=$!
+  start[$p]=$(date +%s)
+done
+trap 'kill "${pid[@]}" 2>/dev/null; exit 130' INT TERM
+
+# Print each part as it ends, in the order they end.
+declare -A status secs
+left=("${parts[@]}")
+while [ ${#left[@]} -gt 0 ]; do
+  wait -n "${pid[@]}" 2>/dev/null
+  still=()
+  for p in "${left[@]}"; do
+    if kill -0 "${pid[$p]}" 2>/dev/null; then
+      still+=("$p")
+      continue
+    fi
+    wait "${pid[$p]}"
+    status[$p]=$?
+    secs[$p]=$(($(date +%s) - start[$p]))
+    verdict=ok
+    [ "${status[$p]}" = 0 ] || verdict="FAILED (exit ${status[$p]})"
+    echo "=================== $p: $verdict in ${secs[$p]} s"
+    cat "$out/$p.log"
+    echo "=================== end of $p: $verdict"
+    echo
+  done
+  left=("${still[@]}")
+done
+
+fail=0
+echo "make test: each part's wall time (they ran at the same time):"
+for p in "${parts[@]}"; do
+  verdict=ok
+  [ "${status[$p]}" = 0 ] || { verdict=FAILED; fail=1; }
+  printf '  %-11s %-7s %4d s\n' "$p" "$verdict" "${secs[$p]}"
+done
+echo "  total               $(($(date +%s) - t0)) s"
+mapfile -t streams < <(ls "$out"/*.json 2>/dev/null)
+if [ ${#streams[@]} -gt 0 ]; then
+  go run ./scripts/testreport -slowest 10 "${streams[@]}" || fail=1
+fi
+if [ "$fail" != 0 ]; then
+  echo "make test: FAILED (see the parts above)"
+  exit 1
+fi
+echo "make test: ok"

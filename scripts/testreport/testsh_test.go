@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// testSh runs scripts/test.sh (make test) in a copy of the scripts
+// directory beside a Makefile of stand-in parts, and returns its output
+// and exit status.
+func testSh(t *testing.T, makefile string) (string, int) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../test.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "scripts", "test.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Makefile"), []byte(makefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", "test.sh"))
+	cmd.Env = append(os.Environ(), "TEST_OUT="+filepath.Join(root, "out"), "GT_TEST_PARTS=")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// parts is a Makefile whose five parts print two lines each, a moment
+// apart (so that concurrent parts would interleave if not buffered);
+// fail names the part that exits 3.
+func parts(fail string) string {
+	var b strings.Builder
+	for _, p := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+		b.WriteString(p + ":\n\t@echo " + p + "-first; sleep 0.3; echo " + p + "-second\n")
+		if p == fail {
+			b.WriteString("\t@exit 3\n")
+		}
+	}
+	return b.String()
+}
+
+func TestTestShRunsEveryPart(t *testing.T) {
+	out, code := testSh(t, parts(""))
+	if code != 0 {
+		t.Fatalf("every part passed, exit status %d:\n%s", code, out)
+	}
+	for _, p := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+		// Each part's output whole, between its header and its end line.
+		block := regexp.MustCompile(`(?m)^=+ ` + p + `: ok in \d+ s\n` + p + `-first\n` + p + `-second\n=+ end of ` + p + `: ok$`)
+		if !block.MatchString(out) {
+			t.Errorf("no whole block for %s in:\n%s", p, out)
+		}
+		if !regexp.MustCompile(`(?m)^  ` + p + ` +ok +\d+ s$`).MatchString(out) {
+			t.Errorf("no wall time for %s in:\n%s", p, out)
+		}
+	}
+	if !strings.HasSuffix(out, "make test: ok\n") {
+		t.Errorf("output does not end in make test: ok:\n%s", out)
+	}
+}
+
+func TestTestShFailsWhenAnyPartFails(t *testing.T) {
+	for _, p := range []string{"lint", "test-kafka", "test-cpp"} {
+		out, code := testSh(t, parts(p))
+		if code == 0 {
+			t.Errorf("%s failed, make test passed:\n%s", p, out)
+		}
+		if !strings.Contains(out, p+": FAILED (exit 2)") || !regexp.MustCompile(`(?m)^  `+p+` +FAILED`).MatchString(out) || !strings.Contains(out, "make test: FAILED") {
+			t.Errorf("%s failed: the output does not say so:\n%s", p, out)
+		}
+		// The other parts still ran to their end.
+		for _, q := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+			if !strings.Contains(out, q+"-second") {
+				t.Errorf("%s failed, %s did not finish:\n%s", p, q, out)
+			}
+		}
+	}
+}
