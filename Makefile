@@ -4,6 +4,10 @@ GO ?= go
 BIN := bin/graphtide
 SCALE ?= 20
 EDGE_FACTOR ?= 16
+# Every go command compiles with -trimpath: the Go build cache then keys a
+# package by its content, not by the clone's path, so a fresh clone reuses
+# what an earlier one compiled (and binaries name no build path).
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 .PHONY: all build deps lint test test-go test-cpp test-kafka vet run bench bench-report clean
 

@@ -7,8 +7,8 @@
 #   kafka  a Java runtime, 17 or newer, and Maven: what the real broker
 #          (deploy/kafka/kafka.sh: Maven downloads Kafka's jars, Java runs
 #          them) needs, for the tour and the tests in test/kafka.
-#   test   build and kafka, and cmake, ninja and GoogleTest (the C++ core's
-#          sanitizer tests), openssl (the broker's TLS listener in the
+#   test   build and kafka, and cmake, ninja, ccache and GoogleTest (the C++
+#          core's sanitizer tests), openssl (the broker's TLS listener in the
 #          tests) and promtool (the metrics and alerting-rule tests;
 #          Debian ships it in its prometheus package).
 #   lint   clang-format, clang-tidy, shellcheck, and golangci-lint, pinned,
@@ -98,6 +98,7 @@ if [ -n "$want_test" ]; then
   command -v make >/dev/null 2>&1 || need_apt+=(make)
   command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
   command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+  command -v ccache >/dev/null 2>&1 || need_apt+=(ccache)
   [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
   command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 fi

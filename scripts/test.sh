@@ -20,6 +20,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
+# As the Makefile: go commands with -trimpath (the build cache by content).
+case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" ;; esac
+
 out="${TEST_OUT:-.test-out}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

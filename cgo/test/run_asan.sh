@@ -8,6 +8,8 @@
 #   GT_ASAN_BUILD_DIR  build directory (default: <repo>/cgo/build-asan)
 #   GT_CTEST_ARGS      extra ctest arguments (e.g. "-R Store")
 #   GT_TEST_SEED       seed of the randomized tests (default fixed)
+#   GT_CCACHE          0: compile without ccache (default: with it when
+#                      installed)
 #
 # LeakSanitizer needs ptrace-like access to the process; under some sandboxes
 # and debuggers it aborts with "LeakSanitizer has encountered a fatal error"
@@ -25,9 +27,20 @@ if command -v ninja >/dev/null 2>&1 && [[ ! -f "$build/CMakeCache.txt" || -f "$b
   generator=(-G Ninja)
 fi
 
+# ccache (scripts/deps.sh installs it) keeps compiled objects by content,
+# so a fresh clone, at any path, compiles only what changed: paths under
+# the repository are hashed relative to it (CCACHE_BASEDIR, and
+# CCACHE_NOHASHDIR: the build directory is not part of the key).
+launcher=()
+if command -v ccache >/dev/null 2>&1 && [[ "${GT_CCACHE:-1}" != 0 ]]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  CCACHE_BASEDIR="$(cd "$src/.." && pwd)"
+  export CCACHE_BASEDIR CCACHE_NOHASHDIR=1
+fi
+
 start=$(date +%s)
 echo "== configure ($build)"
-cmake -S "$src" -B "$build" "${generator[@]}" \
+cmake -S "$src" -B "$build" "${generator[@]}" "${launcher[@]}" \
   -DGT_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
