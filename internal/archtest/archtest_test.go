@@ -1,4 +1,4 @@
-// Package archtest checks the layering ../shared/DESIGN.md states, so that
+// Package archtest checks the layering docs/architecture.md states, so that
 // the toolchain, not review, keeps it: which package may import which.
 package archtest
 
