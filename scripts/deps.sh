@@ -12,7 +12,8 @@
 #          tests) and promtool (the metrics and alerting-rule tests;
 #          Debian ships it in its prometheus package).
 #   lint   clang-format, clang-tidy, shellcheck, and golangci-lint, pinned,
-#          built from the Go module proxy into .tools/bin.
+#          built from the Go module proxy once a machine (into
+#          ~/.cache/graphtide/tools) and copied into .tools/bin.
 #   all    every group: what `make deps`, `make test` and `make lint` run.
 #
 # Usage: scripts/deps.sh [GROUP...] (no GROUP: all). Distribution packages
@@ -159,12 +160,22 @@ if [ -n "$want_build$want_lint" ]; then
 fi
 
 if [ -n "$want_lint" ]; then
+  # Built once per machine and version into the user's cache, then copied
+  # into this clone's .tools/bin: a fresh clone does not build it again.
   tools="$PWD/.tools/bin"
   want="${GOLANGCI_LINT_VERSION#v}"
+  built="${XDG_CACHE_HOME:-$HOME/.cache}/graphtide/tools/golangci-lint-$GOLANGCI_LINT_VERSION"
   if ! "$tools/golangci-lint" version 2>/dev/null | grep -q "version $want "; then
-    echo "deps: building golangci-lint $GOLANGCI_LINT_VERSION into .tools/bin (a few minutes, once)" >&2
+    if ! "$built/golangci-lint" version 2>/dev/null | grep -q "version $want "; then
+      echo "deps: building golangci-lint $GOLANGCI_LINT_VERSION into $built (a few minutes, once a machine)" >&2
+      if [ -z "$DRY_RUN" ]; then
+        GOBIN="$built" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+      fi
+    fi
+    echo "deps: golangci-lint $GOLANGCI_LINT_VERSION into .tools/bin" >&2
     if [ -z "$DRY_RUN" ]; then
-      GOBIN="$tools" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+      mkdir -p "$tools"
+      cp "$built/golangci-lint" "$tools/golangci-lint"
     fi
   fi
 fi
