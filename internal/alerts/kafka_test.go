@@ -191,6 +191,12 @@ func TestKafkaSinkResumeProducesEachOnce(t *testing.T) {
 	defer closeSink(k2)
 	// The replay raises c and d again, then e; c once more is a new alert.
 	k2.Publish([]analytics.Alert{alert("c"), alert("d"), alert("e"), alert("c")})
+	// k2 produces once it holds the election group, which k left on
+	// Close; on a loaded machine the rejoin alone can take seconds, so
+	// wait for it (and for k2 to have nothing pending) before reading.
+	if !waitFor(30*time.Second, func() bool { st := k2.Stats(); return st.Leading && st.Pending == 0 }) {
+		t.Fatalf("k2 does not lead or still holds alerts: %+v", k2.Stats())
+	}
 	if got := ids(consume(t, c, 6)); fmt.Sprint(got) != "[a b c d e c]" {
 		t.Fatalf("the topic holds %v", got)
 	}
