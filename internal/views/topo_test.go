@@ -494,7 +494,9 @@ func TestTopologyLostWhenTheLogWraps(t *testing.T) {
 // A stream with Presence that falls further behind than MaxBehind is not
 // Lost: its pulls carry MaxBehind operations at a time, each up to the end
 // of a batch (Seq that batch's), until it is at the newest; together they
-// hand out every operation once, in order, with the right priors.
+// hand out every operation once, in order, with the right priors; and
+// the operations a partial pull's G holds beyond them (EachAhead) set G
+// back to the graph at the pull's seq.
 func TestPresenceStreamCatchesUpInParts(t *testing.T) {
 	s := smallStore(t, false)
 	m, err := NewManager(s, Config{LogCapacity: 1 << 14})
@@ -547,12 +549,70 @@ func TestPresenceStreamCatchesUpInParts(t *testing.T) {
 		if err := checkPriors(h.at(prev), u.Edges, u.Prior); err != nil {
 			t.Fatal(err)
 		}
+		err = checkAhead(u, h.at(u.Seq))
+		u.Done() // before a Fatal: the manager's Close takes the topology's lock
+		if err != nil {
+			t.Fatalf("pull to seq %d (partial %v): %v", u.Seq, u.Partial, err)
+		}
 		prev = u.Seq
-		u.Done()
 	}
 	if parts < 5 {
 		t.Fatalf("only %d partial pulls", parts)
 	}
+}
+
+// checkAhead checks that u.EachAhead gives the operations of G beyond
+// u.Edges (their seqs in (u.Seq, G.Seq], none unless Partial), and that G
+// with each edge they touch set back as its first touch's Prior says is
+// want, the graph at u.Seq.
+func checkAhead(u *TopoUpdate, want oracle) error {
+	then := map[ekey]bool{}
+	var bad error
+	n := 0
+	ok := u.EachAhead(func(e Edge, p Prior) {
+		n++
+		if (e.Seq <= u.Seq || e.Seq > u.G.Seq) && bad == nil {
+			bad = fmt.Errorf("an operation of seq %d ahead of a pull to %d with G at %d", e.Seq, u.Seq, u.G.Seq)
+		}
+		if p == VertexOp {
+			return
+		}
+		if _, seen := then[ekey{e.Op.Src, e.Op.Dst}]; !seen {
+			then[ekey{e.Op.Src, e.Op.Dst}] = p != WasAbsent
+		}
+	})
+	switch {
+	case !ok:
+		return errors.New("EachAhead: the log no longer holds them")
+	case bad != nil:
+		return bad
+	case u.Partial != (n > 0):
+		return fmt.Errorf("%d operations ahead", n)
+	}
+	got := map[ekey]bool{}
+	for i := 0; i < u.G.Len(); i++ {
+		for _, j := range u.G.Out.Nbrs(int32(i)) {
+			got[ekey{u.G.IDs.ID(i), u.G.IDs.ID(int(j))}] = true
+		}
+	}
+	for k, was := range then {
+		if was {
+			got[k] = true
+		} else {
+			delete(got, k)
+		}
+	}
+	for k := range want {
+		if !got[k] {
+			return fmt.Errorf("edge %v of the graph at seq %d missing", k, u.Seq)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			return fmt.Errorf("edge %v not in the graph at seq %d", k, u.Seq)
+		}
+	}
+	return nil
 }
 
 // PositiveLengths holds until a weight that is not above 0 is built,

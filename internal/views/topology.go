@@ -450,6 +450,24 @@ type TopoUpdate struct {
 	// or a vertex delete (VertexOp). nil otherwise, and when Lost.
 	Prior []Prior
 	done  func()
+	// ahead reads the operations G holds beyond Edges (EachAhead); nil
+	// when there are none.
+	ahead func(fn func(Edge, Prior)) bool
+}
+
+// EachAhead calls fn, in order, with each operation G holds beyond Edges
+// (those the next pulls carry: only a Partial update has them), as Edges
+// and Prior would give them. So the graph after Edges is G with each
+// edge one of them touches as its first touch's Prior says (absent for
+// WasAbsent, present otherwise; a VertexOp touches none). It returns
+// false when the log no longer holds them all (then fn may have seen
+// some): a caller that needs the graph after Edges cannot have it. Call
+// it before Done. Memory: a chunk of the log at a time.
+func (u *TopoUpdate) EachAhead(fn func(e Edge, p Prior)) bool {
+	if u.ahead == nil {
+		return true
+	}
+	return u.ahead(fn)
 }
 
 // Prior is what was there just before one operation of a TopoUpdate.
@@ -531,6 +549,7 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 		// MaxBehind operations, up to the end of the batch they reach
 		// (all of them if that batch reaches the newest).
 		if cut, seq, ok := l.batchEnd(s.pos + uint64(s.opts.MaxBehind) - 1); ok && cut < end {
+			u.ahead = t.aheadReader(cut, end)
 			end, u.Seq, u.Partial = cut, seq, true
 		}
 		near = true
@@ -546,13 +565,39 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 		u.Edges, u.Prior, ok = t.edgesFrom(u.Edges, s.pos, s.opts.Presence)
 	}
 	if !ok {
-		u.Lost, u.Edges = true, nil
+		u.Lost, u.Edges, u.ahead = true, nil, nil
 		if s.started {
 			s.t.m.noteLost()
 		}
 	}
 	s.pos, s.started = end, true
 	return u, nil
+}
+
+// aheadReader reads the operations at log positions [from, to) as a
+// stream with Presence gets them, a chunk at a time, for
+// TopoUpdate.EachAhead. Call it with mu held for reading, and the reader
+// it returns before that lock is released.
+func (t *Topology) aheadReader(from, to uint64) func(fn func(Edge, Prior)) bool {
+	return func(fn func(Edge, Prior)) bool {
+		var buf []Edge
+		for p := from; p < to; {
+			next := min(to, p+logChunk)
+			var ok bool
+			if buf, ok = t.m.log.read(p, next, buf[:0]); !ok || len(buf) != int(next-p) {
+				return false
+			}
+			es, ps, ok := t.edgesFrom(buf, p, true)
+			if !ok || len(ps) != len(es) {
+				return false
+			}
+			for k, e := range es {
+				fn(e, ps[k])
+			}
+			p = next
+		}
+		return true
+	}
 }
 
 // edgesFrom is es (read from log position from) as the topology applied

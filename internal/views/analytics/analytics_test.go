@@ -1233,6 +1233,75 @@ func TestDegreeRecomputeAfterLostOperations(t *testing.T) {
 	}
 }
 
+// TestFraudFollowsPartialPulls: a fraud monitor whose stream is far
+// behind gets its operations a few at a time (partial pulls, G already at
+// the newest seq): the cycles each pull reports are exactly those of the
+// graph after its operations (the reference's at the pull's seq) that
+// were not in the graph before them; none is reported early, by the pull
+// of an edge it holds, and again by the pull that closes it, and none
+// that operations beyond the pull break is missed.
+func TestFraudFollowsPartialPulls(t *testing.T) {
+	for i, v := range []variant{variants[0], variants[1], variants[2]} {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, uint64(90+i), v.inEdges, v.ids)
+			const k = 4
+			var got []Alert
+			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k}
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a := newFraud(spec, func(al []Alert) { got = append(got, al...) })
+			st, err := h.m.Topology().Stream(views.StreamOptions{Presence: true, MaxBehind: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			ctx := context.Background()
+			recomputeOnPull(ctx, t, st, a) // an empty graph
+			partial, total := 0, 0
+			for range 60 {
+				for range 2 + h.r.IntN(4) {
+					h.batch(1+h.r.IntN(6), v.insertOnly, v.vdel)
+				}
+				for head := lastSeq(t, h.s); a.Seq() < head; {
+					before := a.Seq()
+					u, err := st.PullNow(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if u.Partial {
+						partial++
+					}
+					seq := u.Seq
+					re, err := UpdateTopo(ctx, a, u)
+					u.Done()
+					if err != nil || re || u.Lost {
+						t.Fatalf("update: %v, recomputed %v, lost %v", err, re, u.Lost)
+					}
+					want := refNewCycles(h.states[before], h.states[seq], k)
+					gotK := map[string]bool{}
+					for _, al := range got {
+						key := refKey(al.Cycle)
+						if gotK[key] {
+							t.Fatalf("seq %d to %d: cycle %v reported twice", before, seq, al.Cycle)
+						}
+						gotK[key] = true
+					}
+					if fmt.Sprint(sortedKeys(gotK)) != fmt.Sprint(sortedKeys(want)) {
+						t.Fatalf("seq %d to %d (partial %v): new cycles %v, reference %v", before, seq, u.Partial, sortedKeys(gotK), sortedKeys(want))
+					}
+					total += len(got)
+					got = nil
+				}
+			}
+			if s := a.Summary().(FraudSummary); partial == 0 || total < 5 || s.CutShort != 0 || s.Truncated != 0 || s.Cycles != uint64(total) {
+				t.Fatalf("%d partial pulls, %d cycles; summary %+v", partial, total, s)
+			}
+			t.Logf("%d partial pulls, %d cycles", partial, total)
+		})
+	}
+}
+
 // TestDegreeFollowsPartialPulls: a degree monitor whose stream is far
 // behind gets its operations a few at a time (partial pulls, the graph
 // ahead of them): its alerts are still exactly those of the oracle

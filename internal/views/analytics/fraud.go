@@ -35,8 +35,18 @@ import (
 // crossings, each raised by the upsert that made it, depend on the order
 // of the operations only, not on how pulls cut them.
 //
+// A partial pull (TopoUpdate.Partial: the stream is further behind than
+// MaxBehind) carries the next operations only, while its G is already at
+// the newest seq: the search then runs over the graph after the pull's
+// operations (cutGraph: G with the edges the operations beyond them
+// changed set back), never over G itself, in which a cycle that a later
+// operation closes would be found now, credited to an edge of this pull,
+// and again by the pull that holds its closing edge (two alerts of two
+// IDs for one cycle).
+//
 // One pull is bounded in time (PullTimeout) and memory (PullMemoryMiB, the
-// searches' paths, distances and cycles found): a pull over either stops
+// searches' paths, distances and cycles found, and a partial pull's
+// changes set back): a pull over either stops
 // searching, reports the cycles found so far (each a real new cycle: a cut
 // pull may miss cycles, never invents one), counts itself in cutShort and
 // returns; the next pull goes on from the next operations.
@@ -107,7 +117,11 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	}
 	a.mu.Unlock()
 	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: a.maxPullBytes, live: &a.pullBytes}
-	cyc, truncated, cut, err := topoNewCycles(ctx, g, edges, prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
+	var ahead func(func(views.Edge, views.Prior)) bool
+	if u.Partial {
+		ahead = u.EachAhead
+	}
+	cyc, truncated, cut, err := topoNewCycles(ctx, g, ahead, edges, prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
 	a.pullBytes.Store(0)
 	if err != nil {
 		return false, err
@@ -156,12 +170,22 @@ type foundCycle struct {
 	by  views.Edge
 }
 
-// topoNewCycles returns the cycles of g (the graph after edges) of length
-// <= k that hold an edge absent before edges, each once, in the order
-// their triggers arrived. cut reports that the pull's limits stopped it:
-// the cycles returned are real new cycles, but the new edges not yet
-// searched were skipped.
-func topoNewCycles(ctx context.Context, g *views.Topo, edges []views.Edge, prior []views.Prior, k, budget int, lim pullLimits) (found []foundCycle, truncated int, cut bool, err error) {
+// topoNewCycles returns the cycles of length <= k of the graph after
+// edges that hold an edge absent before edges, each once, in the order
+// their triggers arrived. That graph is g when ahead is nil, else g with
+// the operations ahead gives (those g holds beyond edges: a partial
+// pull's TopoUpdate.EachAhead) set back. cut reports that the pull's
+// limits stopped it (or that ahead could not give them all): the cycles
+// returned are real new cycles, but the new edges not yet searched were
+// skipped.
+func topoNewCycles(ctx context.Context, g *views.Topo, ahead func(func(views.Edge, views.Prior)) bool, edges []views.Edge, prior []views.Prior, k, budget int, lim pullLimits) (found []foundCycle, truncated int, cut bool, err error) {
+	s := &topoSearch{g: g, k: k, budget: budget, lim: lim, dists: map[int32]map[int32]int{}}
+	if ahead != nil {
+		if s.at = cutOf(g, ahead, s.charge); s.at == nil {
+			return nil, 0, true, nil
+		}
+		defer func() { s.charge(-s.at.bytes) }()
+	}
 	// Per pair: present before the pull (what its first operation found)
 	// and its last upsert.
 	type pairState struct {
@@ -197,14 +221,13 @@ func topoNewCycles(ctx context.Context, g *views.Topo, edges []views.Edge, prior
 		if !aok || !bok {
 			continue
 		}
-		if _, now := g.Weight(int32(a), int32(b)); now {
+		if s.has(int32(a), int32(b)) {
 			fs = append(fs, fresh{int32(a), int32(b), p.last})
 		}
 	}
 	// Latest trigger first, so that a cycle is credited to the edge that
 	// closed it last.
 	slices.SortFunc(fs, func(x, y fresh) int { return y.by - x.by })
-	s := &topoSearch{g: g, k: k, budget: budget, lim: lim, dists: map[int32]map[int32]int{}}
 	seen := map[string]bool{}
 	for _, f := range fs {
 		if s.cut {
@@ -246,6 +269,7 @@ func topoNewCycles(ctx context.Context, g *views.Topo, edges []views.Edge, prior
 // search returns at once.
 type topoSearch struct {
 	g      *views.Topo
+	at     *cutGraph // the graph searched, when not g (a partial pull)
 	k      int
 	budget int
 	lim    pullLimits
@@ -291,7 +315,7 @@ func (s *topoSearch) distTo(a int32, limit int) map[int32]int {
 	for d := 1; d <= limit && len(frontier) > 0 && dist != nil && !s.cut; d++ {
 		var next []int32
 		for _, v := range frontier {
-			nb := s.g.In.Nbrs(v)
+			nb := s.in(v)
 			if read += len(nb); read > s.budget {
 				dist = nil // too costly to prune with
 				break
@@ -338,7 +362,7 @@ func (s *topoSearch) through(a, b int32) ([][]int32, bool) {
 		var nextHeld int64
 		for _, p := range paths {
 			L := len(p) // the cycle a, p..., a has L+1 edges
-			for _, w := range s.g.Out.Nbrs(p[len(p)-1]) {
+			for _, w := range s.out(p[len(p)-1]) {
 				if w == a {
 					if L+1 <= s.k {
 						found = append(found, append([]int32{a}, p...))
@@ -374,6 +398,157 @@ func (s *topoSearch) through(a, b int32) ([][]int32, bool) {
 		paths, held = next, nextHeld
 	}
 	return found, false
+}
+
+// out is v's out-neighbors in the graph searched, in order.
+func (s *topoSearch) out(v int32) []int32 {
+	if s.at == nil {
+		return s.g.Out.Nbrs(v)
+	}
+	return s.at.nbrs(v, true)
+}
+
+// in is v's in-neighbors in the graph searched, in order.
+func (s *topoSearch) in(v int32) []int32 {
+	if s.at == nil {
+		return s.g.In.Nbrs(v)
+	}
+	return s.at.nbrs(v, false)
+}
+
+// has reports whether the graph searched has the edge (a, b).
+func (s *topoSearch) has(a, b int32) bool {
+	if s.at != nil {
+		if then, ok := s.at.diff[[2]int32{a, b}]; ok {
+			return then
+		}
+	}
+	_, now := s.g.Weight(a, b)
+	return now
+}
+
+// cutGraph is the graph after a partial pull's operations: g, which is
+// at the newest seq, with every edge the operations beyond the pull
+// changed set back to what it was before the first of them.
+//
+// INVARIANT: diff holds exactly the edges (as indexes of g) whose
+// presence after the pull differs from g's: true, present then and not
+// in g; false, in g and absent then. addOut (addIn) holds the edges of
+// diff present then, by source (destination). outs (ins) holds the
+// out-lists (in-lists) then of the vertices with an edge of diff out
+// (in), each once built. bytes is the memory charged for all of it,
+// released at the search's end.
+//
+// Not safe for concurrent use: one pull's search owns it.
+type cutGraph struct {
+	g             *views.Topo
+	diff          map[[2]int32]bool
+	addOut, addIn map[int32][]int32
+	changedOut    map[int32]bool // vertices with an edge of diff out
+	changedIn     map[int32]bool // vertices with an edge of diff in
+	outs, ins     map[int32][]int32
+	charge        func(int64) bool
+	bytes         int64
+}
+
+// Memory a cutGraph accounts for, per item.
+const (
+	cutTouchBytes = 48  // one edge touched beyond the pull, while reading them
+	cutDiffBytes  = 112 // one edge of diff, its vertices' marks and its place in addOut and addIn
+	cutListBytes  = 48  // one list built, besides 4 bytes per vertex
+)
+
+// cutOf reads the operations ahead (beyond a partial pull) and returns
+// the graph after the pull, its memory charged with charge (true: over
+// the pull's limit); nil when ahead cannot give them all, or the memory
+// limit is passed (the pull is then cut short: its search skipped).
+func cutOf(g *views.Topo, ahead func(func(views.Edge, views.Prior)) bool, charge func(int64) bool) *cutGraph {
+	// The first operation beyond the pull on an edge says what it was
+	// after the pull.
+	then := map[[2]uint64]bool{}
+	var touched int64
+	over := false
+	ok := ahead(func(e views.Edge, p views.Prior) {
+		if over || p == views.VertexOp || e.Op.Kind == engine.OpDeleteVertex {
+			return
+		}
+		k := [2]uint64{e.Op.Src, e.Op.Dst}
+		if _, seen := then[k]; seen {
+			return
+		}
+		then[k] = p != views.WasAbsent
+		touched += cutTouchBytes
+		over = charge(cutTouchBytes)
+	})
+	defer charge(-touched)
+	if !ok || over {
+		return nil
+	}
+	c := &cutGraph{g: g, diff: map[[2]int32]bool{}, addOut: map[int32][]int32{}, addIn: map[int32][]int32{},
+		changedOut: map[int32]bool{}, changedIn: map[int32]bool{}, outs: map[int32][]int32{}, ins: map[int32][]int32{}, charge: charge}
+	for k, was := range then {
+		a, aok := g.IDs.Index(k[0])
+		b, bok := g.IDs.Index(k[1])
+		if !aok || !bok {
+			if was {
+				charge(-c.bytes)
+				return nil // an edge of a vertex g does not index: it cannot be set back
+			}
+			continue
+		}
+		e := [2]int32{int32(a), int32(b)}
+		if _, now := g.Weight(e[0], e[1]); now == was {
+			continue
+		}
+		c.diff[e] = was
+		c.changedOut[e[0]], c.changedIn[e[1]] = true, true
+		if was {
+			c.addOut[e[0]] = append(c.addOut[e[0]], e[1])
+			c.addIn[e[1]] = append(c.addIn[e[1]], e[0])
+		}
+		c.bytes += cutDiffBytes
+		if charge(cutDiffBytes) {
+			charge(-c.bytes)
+			return nil
+		}
+	}
+	return c
+}
+
+// nbrs is v's list (out, else in) after the pull, in order; nil when the
+// pull's memory limit does not allow building it (the search is cut
+// short then: topoSearch.cut).
+func (c *cutGraph) nbrs(v int32, out bool) []int32 {
+	lists, changed, add, adj := c.outs, c.changedOut, c.addOut, &c.g.Out
+	if !out {
+		lists, changed, add, adj = c.ins, c.changedIn, c.addIn, &c.g.In
+	}
+	if !changed[v] {
+		return adj.Nbrs(v)
+	}
+	if l, ok := lists[v]; ok {
+		return l
+	}
+	now := adj.Nbrs(v)
+	n := int64(cutListBytes + 4*(len(now)+len(add[v])))
+	c.bytes += n
+	if c.charge(n) {
+		return nil
+	}
+	l := make([]int32, 0, len(now)+len(add[v]))
+	for _, w := range now {
+		e := [2]int32{v, w}
+		if !out {
+			e = [2]int32{w, v}
+		}
+		if _, gone := c.diff[e]; !gone { // an edge of g in diff was absent then
+			l = append(l, w)
+		}
+	}
+	l = append(l, add[v]...)
+	slices.Sort(l)
+	lists[v] = l
+	return l
 }
 
 // canonicalKey names a cycle independently of where its list starts.
