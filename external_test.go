@@ -173,8 +173,9 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 	cmd := exec.Command("go", "run", ".", filepath.Join(t.TempDir(), "data"))
 	cmd.Dir = mod
 	// The modules come from the module cache this module's build filled
-	// (or, missing there, from GOPROXY).
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off")
+	// (or, missing there, from GOPROXY); -trimpath as make test's go
+	// commands, so the build cache serves the core compiled before.
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false -trimpath", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go run in another module: %v\n%s", err, out)
