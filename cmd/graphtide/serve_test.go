@@ -248,7 +248,7 @@ func TestServeBadFlags(t *testing.T) {
 		"--alert-failover-timeout 1s":                        "--alert-failover-timeout must be between 6s and 5m (Kafka's brokers refuse a shorter session by default), got 1s",
 		"--graph a/b":                                        `--graph: graph name "a/b": only letters, digits, '.', '_' and '-' are allowed`,
 		"--analytic type=bfs":                                `analytic "bfs": bfs needs a root vertex (root: <id or key>)`,
-		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, interval, lateness, max_behind, max_cycle, max_iterations, name, pull_memory_mib, pull_timeout, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
+		"--analytic colour=red":                              `--analytic: analytic "colour=red": unknown key "colour"; allowed: batch_size, damping, direction, evidence, interval, lateness, max_behind, max_cycle, max_iterations, max_span, measure, min_ratio, mule_receivers, mule_senders, name, pull_memory_mib, pull_timeout, ring_search, root, search_budget, threshold, tolerance, type, types, window, window_edges`,
 		"--analytic type=pagerank,max_iterations=1000000000": `analytic "pagerank": max_iterations 1000000000 is out of range: allowed 1..10000`,
 		"--analytic type=fanin,threshold=5,window=1000000h":  `analytic "fanin": window 1000000h0m0s is out of range: allowed 0s..168h0m0s`,
 		"--http-addr 0.0.0.0:9464":                           "--http-addr 0.0.0.0:9464 is not a loopback address: serving the API beyond this machine needs a bearer token (--http-token-file FILE or GRAPHTIDE_HTTP_TOKEN)",

@@ -64,7 +64,7 @@ func PathLimit(name string) int {
 // API reads it (Spec), by its JSON name: analytics.StringLimits and the
 // durations.
 var SpecLimits = func() map[string]int {
-	m := map[string]int{"interval": MaxDurationBytes, "window": MaxDurationBytes, "lateness": MaxDurationBytes, "pull_timeout": MaxDurationBytes}
+	m := map[string]int{"interval": MaxDurationBytes, "window": MaxDurationBytes, "lateness": MaxDurationBytes, "pull_timeout": MaxDurationBytes, "max_span": MaxDurationBytes}
 	for k, v := range analytics.StringLimits {
 		m[k] = v
 	}
@@ -127,7 +127,8 @@ func checkBounds(r *http.Request, wild []string) error {
 // again, for specs from elsewhere.
 func (s Spec) checkLengths() error {
 	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"type", s.Type}, {"root", s.Root}, {"types", s.Types},
-		{"interval", s.Interval}, {"direction", s.Direction}, {"window", s.Window}, {"lateness", s.Lateness}, {"pull_timeout", s.PullTimeout}} {
+		{"interval", s.Interval}, {"direction", s.Direction}, {"window", s.Window}, {"lateness", s.Lateness}, {"pull_timeout", s.PullTimeout},
+		{"measure", s.Measure}, {"max_span", s.MaxSpan}, {"ring_search", s.RingSearch}} {
 		if most := SpecLimits[f.name]; len(f.v) > most {
 			return tooLong(http.StatusBadRequest, "spec field "+f.name, len(f.v), most)
 		}

@@ -261,6 +261,13 @@ type Spec struct {
 	PullTimeout   string  `json:"pull_timeout,omitempty"`
 	PullMemoryMiB int     `json:"pull_memory_mib,omitempty"`
 	MaxBehind     int     `json:"max_behind,omitempty"`
+	Measure       string  `json:"measure,omitempty"`
+	Evidence      int     `json:"evidence,omitempty"`
+	MaxSpan       string  `json:"max_span,omitempty"`
+	RingSearch    string  `json:"ring_search,omitempty"`
+	MinRatio      float64 `json:"min_ratio,omitempty"`
+	MuleSenders   int     `json:"mule_senders,omitempty"`
+	MuleReceivers int     `json:"mule_receivers,omitempty"`
 }
 
 func duration(d time.Duration) string {
@@ -276,7 +283,8 @@ func SpecOf(s analytics.Spec) Spec {
 		Stale: s.Stale, Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations,
 		Threshold: s.Threshold, Direction: s.Direction, WindowEdges: s.WindowEdges, Window: duration(s.WindowDuration),
 		Lateness: duration(s.Lateness), MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget, PullTimeout: duration(s.PullTimeout), PullMemoryMiB: s.PullMemoryMiB,
-		MaxBehind: s.MaxBehind}
+		MaxBehind: s.MaxBehind, Measure: s.Measure, Evidence: s.Evidence, MaxSpan: duration(s.MaxSpan), RingSearch: s.RingSearch,
+		MinRatio: s.MinRatio, MuleSenders: s.MuleSenders, MuleReceivers: s.MuleReceivers}
 }
 
 // Analytics converts the spec to an analytics.Spec (not yet validated),
@@ -288,12 +296,12 @@ func (s Spec) Analytics() (analytics.Spec, error) {
 	out := analytics.Spec{Name: s.Name, Type: s.Type, Root: s.Root, Types: s.Types, BatchSize: s.BatchSize, Stale: s.Stale,
 		Damping: s.Damping, Tolerance: s.Tolerance, MaxIterations: s.MaxIterations, Threshold: s.Threshold,
 		Direction: s.Direction, WindowEdges: s.WindowEdges, MaxCycle: s.MaxCycle, SearchBudget: s.SearchBudget,
-		PullMemoryMiB: s.PullMemoryMiB,
-		MaxBehind:     s.MaxBehind}
+		PullMemoryMiB: s.PullMemoryMiB, MaxBehind: s.MaxBehind, Measure: s.Measure, Evidence: s.Evidence, RingSearch: s.RingSearch,
+		MinRatio: s.MinRatio, MuleSenders: s.MuleSenders, MuleReceivers: s.MuleReceivers}
 	for _, d := range []struct {
 		name, s string
 		to      *time.Duration
-	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}, {"lateness", s.Lateness, &out.Lateness}, {"pull_timeout", s.PullTimeout, &out.PullTimeout}} {
+	}{{"interval", s.Interval, &out.Interval}, {"window", s.Window, &out.WindowDuration}, {"lateness", s.Lateness, &out.Lateness}, {"pull_timeout", s.PullTimeout, &out.PullTimeout}, {"max_span", s.MaxSpan, &out.MaxSpan}} {
 		if d.s == "" {
 			continue
 		}

@@ -15,7 +15,8 @@ const MaxVertex = core.MaxVertex
 // A Batch is not safe for concurrent use; reuse it with Reset.
 type Batch struct {
 	ops    []core.Op
-	vrecs  []vrec // PutVertex calls, ascending by at (vertex.go)
+	vrecs  []vrec      // PutVertex calls, ascending by at (vertex.go)
+	pays   []opPayload // SetPayload calls, ascending by at (payload.go)
 	srcpos []byte
 	tags   []tag // ascending by from
 	typed  bool  // some op has a type other than 0
@@ -151,6 +152,11 @@ type Op struct {
 	// EventTime is when what it records happened, Unix µs (0: not given);
 	// see Batch.SetEventTime.
 	EventTime int64
+	// EventRef and Props are the upsert's payload (Batch.SetPayload): the
+	// event's reference and its property document's JSON text ("": none).
+	// Strings, so that an Op stays comparable and immutable.
+	EventRef string
+	Props    string
 }
 
 // Time is the operation's event time, the zero time when it has none.
@@ -164,7 +170,9 @@ func (o Op) Time() time.Time {
 // Op returns the i-th operation, 0 <= i < Len().
 func (b *Batch) Op(i int) Op {
 	o := &b.ops[i]
-	return Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind), Type: uint16(o.Type), EventTime: o.Time}
+	ref, props := b.payload(i)
+	return Op{Src: o.Src, Dst: o.Dst, Weight: o.Weight, Kind: OpKind(o.Kind), Type: uint16(o.Type), EventTime: o.Time,
+		EventRef: ref, Props: props}
 }
 
 // Len is the number of operations in the batch.
@@ -174,6 +182,7 @@ func (b *Batch) Len() int { return len(b.ops) }
 func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
 	b.vrecs = b.vrecs[:0]
+	b.pays = b.pays[:0]
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
 	b.typed = false

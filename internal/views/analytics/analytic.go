@@ -81,6 +81,53 @@ type Alert struct {
 	// Ref is the reference of that operation (views.Edge.Ref), which the
 	// registry turns into Source.
 	Ref uint64 `json:"-"`
+	// Evidence is the events the alert rests on, oldest first, at most
+	// Spec.Evidence of them (the newest kept when there were more;
+	// EvidenceDropped counts the rest), and Totals sums what the pattern
+	// holds in all, the dropped events included.
+	Evidence        []Evidence   `json:"evidence,omitempty"`
+	EvidenceDropped int          `json:"evidence_dropped,omitempty"`
+	Totals          *AlertTotals `json:"totals,omitempty"`
+}
+
+// Evidence is one event an alert rests on: an upsert the monitor saw.
+type Evidence struct {
+	Seq       uint64    `json:"seq"` // the batch that applied it
+	Src       uint64    `json:"src"`
+	Dst       uint64    `json:"dst"`
+	Type      uint16    `json:"type"`
+	Amount    float64   `json:"amount"`              // its weight
+	EventTime time.Time `json:"event_time,omitzero"` // its event time, when it had one
+	// EventRef and Props are its payload (engine.Op): the event's
+	// reference and its property document ("": none).
+	EventRef string `json:"ref,omitempty"`
+	Props    string `json:"-"`
+	// OpRef is its views.Edge.Ref, which the registry turns into Source.
+	OpRef  uint64       `json:"-"`
+	Source *AlertSource `json:"source,omitempty"`
+	// SrcID, SrcKey, DstID, DstKey and TypeName are the names of Src, Dst
+	// and Type, set by the registry as Alert.VertexID and VertexKey are.
+	SrcID    string `json:"src_id,omitempty"`
+	SrcKey   string `json:"src_key,omitempty"`
+	DstID    string `json:"dst_id,omitempty"`
+	DstKey   string `json:"dst_key,omitempty"`
+	TypeName string `json:"type_name,omitempty"`
+}
+
+// AlertTotals is what an alert's pattern holds in all: the events, their
+// amounts summed, the distinct counterparties (fan-in and fan-out: senders
+// or receivers; 0 where it means nothing) and the event times of the
+// oldest and newest.
+type AlertTotals struct {
+	Events         int     `json:"events"`
+	Amount         float64 `json:"amount"`
+	Counterparties int     `json:"counterparties,omitempty"`
+	// Mule: Amount and Counterparties are the money in and its senders;
+	// AmountOut and Receivers the money out and its receivers.
+	AmountOut float64   `json:"amount_out,omitempty"`
+	Receivers int       `json:"receivers,omitempty"`
+	First     time.Time `json:"first,omitzero"`
+	Last      time.Time `json:"last,omitzero"`
 }
 
 // AlertSource names a Kafka record.
@@ -156,6 +203,25 @@ type Spec struct {
 	SearchBudget  int           `yaml:"search_budget,omitempty" json:"search_budget,omitempty"`
 	PullTimeout   time.Duration `yaml:"pull_timeout,omitempty" json:"pull_timeout,omitempty"`
 	PullMemoryMiB int           `yaml:"pull_memory_mib,omitempty" json:"pull_memory_mib,omitempty"`
+
+	// Money and time (fanin, fanout and fraud). Measure is what a fan-in
+	// or fan-out window counts: events (the default), senders (distinct
+	// counterparties) or amount (the sum of the weights). Evidence is the
+	// most events an alert carries (default 32). Rings (fraud): MaxSpan
+	// bounds the time from a ring's first hop to its last, each hop's
+	// event time not before the previous hop's; RingSearch "any" is the
+	// search without time or order instead ("timed", the default);
+	// MinRatio, when above 0, is the least share of a hop's amount the
+	// next hop carries on. Mule (fraud): money in from at least
+	// MuleSenders senders and out to at least MuleReceivers receivers
+	// within the window (both 0: off).
+	Measure       string        `yaml:"measure,omitempty" json:"measure,omitempty"`
+	Evidence      int           `yaml:"evidence,omitempty" json:"evidence,omitempty"`
+	MaxSpan       time.Duration `yaml:"max_span,omitempty" json:"max_span,omitempty"`
+	RingSearch    string        `yaml:"ring_search,omitempty" json:"ring_search,omitempty"`
+	MinRatio      float64       `yaml:"min_ratio,omitempty" json:"min_ratio,omitempty"`
+	MuleSenders   int           `yaml:"mule_senders,omitempty" json:"mule_senders,omitempty"`
+	MuleReceivers int           `yaml:"mule_receivers,omitempty" json:"mule_receivers,omitempty"`
 }
 
 // Limits of the settings: every one has a documented range (docs/analytics.md,
@@ -175,6 +241,8 @@ const (
 	MinPullTimeout   = 10 * time.Millisecond
 	MaxPullTimeout   = time.Minute
 	MaxPullMemoryMiB = 4096
+	MaxEvidence      = 1024
+	MaxMuleParties   = 1_000_000
 
 	// The strings of a spec (a spec comes over the HTTP API too): name, a
 	// type word (type, direction), root (a key with its "key:" prefix),
@@ -188,7 +256,8 @@ const (
 
 // StringLimits is the most bytes of each string setting of a Spec, by its
 // name in a spec (the JSON and YAML field).
-var StringLimits = map[string]int{"name": MaxNameLen, "type": MaxWordLen, "root": MaxRootLen, "types": MaxTypesLen, "direction": MaxWordLen}
+var StringLimits = map[string]int{"name": MaxNameLen, "type": MaxWordLen, "root": MaxRootLen, "types": MaxTypesLen, "direction": MaxWordLen,
+	"measure": MaxWordLen, "ring_search": MaxWordLen}
 
 // SettingError is the refusal of one setting of a spec: every error of
 // Validate and ParseSpec (and Registry.Register's of a root or types that
@@ -216,7 +285,8 @@ func settingErr(key, format string, a ...any) *SettingError {
 
 // checkLengths refuses a string setting longer than its StringLimits.
 func (s *Spec) checkLengths() error {
-	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"type", s.Type}, {"root", s.Root}, {"types", s.Types}, {"direction", s.Direction}} {
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"type", s.Type}, {"root", s.Root}, {"types", s.Types}, {"direction", s.Direction},
+		{"measure", s.Measure}, {"ring_search", s.RingSearch}} {
 		if most := StringLimits[f.name]; len(f.v) > most {
 			return settingErr(f.name, "analytic spec: %s is %d bytes; at most %d", f.name, len(f.v), most)
 		}
@@ -347,6 +417,9 @@ func (s *Spec) Validate() error {
 	if k.root && s.Root == "" {
 		return bad("root", "%s needs a root vertex (root: <id or key>)", s.Type)
 	}
+	if err := s.moneySettings(); err != nil {
+		return named(err)
+	}
 	if k.settings != nil {
 		if err := k.settings(s); err != nil {
 			return named(err)
@@ -445,6 +518,28 @@ func (s *Spec) fraudSettings() *SettingError {
 	return intIn("pull_memory_mib", &s.PullMemoryMiB, 64, MaxPullMemoryMiB)
 }
 
+// moneySettings checks the settings of money and time (Spec.Measure and
+// the rest) against their ranges; zero is each one's default.
+func (s *Spec) moneySettings() *SettingError {
+	switch {
+	case s.Measure != "" && s.Measure != "events" && s.Measure != "senders" && s.Measure != "amount":
+		return settingErr("measure", "measure must be events, senders or amount; got %q", s.Measure)
+	case s.Evidence < 0 || s.Evidence > MaxEvidence:
+		return settingErr("evidence", "evidence %d is out of range: allowed 1..%d", s.Evidence, MaxEvidence)
+	case s.MaxSpan < 0 || s.MaxSpan > MaxWindow:
+		return settingErr("max_span", "max_span %v is out of range: allowed %v..%v", s.MaxSpan, time.Millisecond, MaxWindow)
+	case s.RingSearch != "" && s.RingSearch != "timed" && s.RingSearch != "any":
+		return settingErr("ring_search", "ring_search must be timed or any; got %q", s.RingSearch)
+	case !(s.MinRatio >= 0 && s.MinRatio <= 1):
+		return settingErr("min_ratio", "min_ratio %v is out of range: allowed 0..1", s.MinRatio)
+	case s.MuleSenders < 0 || s.MuleSenders > MaxMuleParties:
+		return settingErr("mule_senders", "mule_senders %d is out of range: allowed 1..%d", s.MuleSenders, MaxMuleParties)
+	case s.MuleReceivers < 0 || s.MuleReceivers > MaxMuleParties:
+		return settingErr("mule_receivers", "mule_receivers %d is out of range: allowed 1..%d", s.MuleReceivers, MaxMuleParties)
+	}
+	return nil
+}
+
 // ParseSpec parses the compact form of the --analytic flag:
 // "type=bfs,name=reach,root=42,batch_size=1000,interval=1s" (keys as in the
 // YAML config).
@@ -513,9 +608,24 @@ func (s *Spec) set(k, v string) error {
 		i(&s.PullMemoryMiB)
 	case "max_behind":
 		i(&s.MaxBehind)
+	case "measure":
+		s.Measure = v
+	case "evidence":
+		i(&s.Evidence)
+	case "max_span":
+		d(&s.MaxSpan)
+	case "ring_search":
+		s.RingSearch = v
+	case "min_ratio":
+		f(&s.MinRatio)
+	case "mule_senders":
+		i(&s.MuleSenders)
+	case "mule_receivers":
+		i(&s.MuleReceivers)
 	default:
 		keys := []string{"name", "type", "root", "types", "batch_size", "interval", "damping", "tolerance",
-			"max_iterations", "threshold", "direction", "window_edges", "window", "lateness", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind"}
+			"max_iterations", "threshold", "direction", "window_edges", "window", "lateness", "max_cycle", "search_budget", "pull_timeout", "pull_memory_mib", "max_behind",
+			"measure", "evidence", "max_span", "ring_search", "min_ratio", "mule_senders", "mule_receivers"}
 		sort.Strings(keys)
 		return fmt.Errorf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
 	}
