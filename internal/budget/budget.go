@@ -8,7 +8,9 @@
 //	           allocator slack; about StoreFactor times one MemGraph.
 //	           Outside the Go heap.
 //	edge log   the ring of applied operations stream views read:
-//	           EdgeBytes per operation, allocated up front.
+//	           EdgeBytes per operation, allocated up front, and their
+//	           payloads (event references, properties) within 32 bytes
+//	           per operation on average (EdgeLogBytes in all).
 //	fetch      the Kafka consumer's fetch buffers: at most
 //	           MaxConcurrentFetches responses of FetchMaxBytes.
 //	analytics  per-vertex state and what one pull carries.
@@ -40,7 +42,11 @@ const (
 	// then peaked at 1.00-1.04 of its budget.
 	StoreFactor = 5
 	// EdgeBytes is the size of one operation in the edge log (views.Edge).
-	EdgeBytes = 64
+	EdgeBytes = 96
+	// EdgeLogBytes is what the plan counts per operation of the edge log:
+	// its slot and the payload bytes the log allows per operation
+	// (views.PayloadBytesPerOp; a test checks they agree).
+	EdgeLogBytes = EdgeBytes + 32
 	// MinBudget and MaxBudget bound --memory-budget.
 	MinBudget = 256 << 20
 	MaxBudget = 1 << 40
@@ -112,9 +118,9 @@ func Divide(total int64, x Explicit) (Plan, error) {
 
 	p.EdgeLogOps = x.EdgeLogOps
 	if p.EdgeLogOps == 0 {
-		p.EdgeLogOps = int(clamp(total*edgeLogShare/100/EdgeBytes, minEdgeLogOps, maxEdgeLogOps))
+		p.EdgeLogOps = int(clamp(total*edgeLogShare/100/EdgeLogBytes, minEdgeLogOps, maxEdgeLogOps))
 	}
-	p.EdgeLog = int64(p.EdgeLogOps) * EdgeBytes
+	p.EdgeLog = int64(p.EdgeLogOps) * EdgeLogBytes
 
 	p.FetchMaxBytes = int32(clamp(total*fetchShare/100/concurrentFetch, minFetchBytes, maxFetchBytes))
 	p.Fetch = int64(p.FetchMaxBytes) * concurrentFetch

@@ -14,7 +14,7 @@ func TestDivideDefaults(t *testing.T) {
 		if sum := p.Store + p.EdgeLog + p.Fetch + p.Analytics; sum > total*9/10 {
 			t.Errorf("%s: the parts take %s, more than nine tenths", Format(total), Format(sum))
 		}
-		if p.Store != p.MemGraphBytes*StoreFactor || p.EdgeLog != int64(p.EdgeLogOps)*EdgeBytes ||
+		if p.Store != p.MemGraphBytes*StoreFactor || p.EdgeLog != int64(p.EdgeLogOps)*EdgeLogBytes ||
 			p.Fetch != int64(p.FetchMaxBytes)*int64(p.MaxConcurrentFetches) {
 			t.Errorf("%s: inconsistent plan %+v", Format(total), p)
 		}
@@ -40,7 +40,7 @@ func TestDivideDefaults(t *testing.T) {
 	p, _ := Divide(DefaultBudget, Explicit{})
 	// 1 GiB: a store of about 300 MiB (61.4 MiB MemGraphs), 2.2M edge log
 	// operations, 25.6 MiB fetches.
-	if p.MemGraphBytes != DefaultBudget*3/10/5 || p.EdgeLogOps != DefaultBudget/10/EdgeBytes {
+	if p.MemGraphBytes != DefaultBudget*3/10/5 || p.EdgeLogOps != DefaultBudget/10/EdgeLogBytes {
 		t.Errorf("1 GiB plan %+v", p)
 	}
 }
@@ -58,7 +58,7 @@ func TestDivideExplicit(t *testing.T) {
 		want string
 	}{
 		{Explicit{MemGraphBytes: 128 << 20}, "--memgraph-mib 128 takes 640 MiB for the store"},
-		{Explicit{EdgeLogOps: 10_000_000}, "--view-log-capacity 10000000 takes 610.4 MiB"},
+		{Explicit{EdgeLogOps: 10_000_000}, "--view-log-capacity 10000000 takes 1.2 GiB"},
 		{Explicit{MemGraphBytes: 100 << 20, EdgeLogOps: 4 << 20}, "--memgraph-mib 100 takes 500 MiB for the store (5x one MemGraph) and --view-log-capacity 4194304"},
 	} {
 		_, err := Divide(DefaultBudget, c.x)

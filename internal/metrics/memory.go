@@ -69,7 +69,8 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if c.src.Views != nil {
-		used("edge_log", int64(c.src.Views.Stats().LogCapacity)*budget.EdgeBytes)
+		st := c.src.Views.Stats()
+		used("edge_log", int64(st.LogCapacity)*budget.EdgeBytes+int64(st.LogPayloadBytes))
 	}
 	if c.src.Analytics != nil {
 		used("analytics", c.src.Analytics())

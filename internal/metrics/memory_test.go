@@ -19,6 +19,9 @@ func TestMemoryCollector(t *testing.T) {
 	if got := unsafe.Sizeof(views.Edge{}); got != budget.EdgeBytes {
 		t.Fatalf("views.Edge takes %d bytes, the budget counts %d", got, budget.EdgeBytes)
 	}
+	if budget.EdgeLogBytes != budget.EdgeBytes+views.PayloadBytesPerOp {
+		t.Fatalf("the budget counts %d bytes per edge log operation, the log holds %d and %d of payload", budget.EdgeLogBytes, budget.EdgeBytes, views.PayloadBytesPerOp)
+	}
 	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

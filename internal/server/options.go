@@ -124,7 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AdoptPartitions, "adopt-partitions", "", "partitioned mode, hand-over: owned partitions new to this store that it replays from the start of their log although the consumer group committed offsets for them (another store held them), e.g. 2")
 	fs.StringVar(&o.WritesTopic, "writes-topic", "", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (default graphtide.<graph>.writes, none in partitioned mode; '' given: no writes over HTTP)")
 	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
-	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 64 bytes each (a consumer further behind resyncs; 0: 10% of --memory-budget)")
+	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 128 bytes each with their payloads (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
 
 // ReadConfig fills the options from the environment and the --config file

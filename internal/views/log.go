@@ -32,11 +32,26 @@ type edgeLog struct {
 	start  uint64
 	notify chan struct{} // closed and replaced by every append; Protected by mu.
 	closed bool          // Protected by mu.
+	// payBytes is the bytes of the payloads (Op.EventRef, Op.Props) the
+	// ring holds, at most payCap: an operation whose payload would take
+	// it past that is logged without its payload, counted in payDropped
+	// (the store keeps it; stream views and monitors see the operation
+	// without it). So the log's memory is its slots plus payCap, whatever
+	// the records carry. Protected by mu.
+	payBytes, payCap, payDropped uint64
 }
 
+// PayloadBytesPerOp is what the edge log allows for payloads (event
+// references and properties) per operation of its capacity, on average.
+const PayloadBytesPerOp = 32
+
 func newEdgeLog(capacity int, startSeq uint64) *edgeLog {
-	return &edgeLog{buf: make([]Edge, capacity), lastSeq: startSeq, notify: make(chan struct{})}
+	return &edgeLog{buf: make([]Edge, capacity), lastSeq: startSeq, notify: make(chan struct{}),
+		payCap: uint64(capacity) * PayloadBytesPerOp}
 }
+
+// payloadBytes is the memory of e's payload.
+func payloadBytes(e *Edge) uint64 { return uint64(len(e.Op.EventRef) + len(e.Op.Props)) }
 
 // append adds a batch. It runs on the store's writer goroutine.
 func (l *edgeLog) append(seq uint64, b *engine.Batch, now int64) {
@@ -57,7 +72,16 @@ func (l *edgeLog) append(seq uint64, b *engine.Batch, now int64) {
 		if l.head >= uint64(c) {
 			l.dropped = max(l.dropped, slot.Seq)
 		}
+		l.payBytes -= payloadBytes(slot) // a slot never logged holds none
 		*slot = Edge{Seq: seq, Op: b.Op(i), Time: now, Ref: ref}
+		if pb := payloadBytes(slot); pb > 0 {
+			if l.payBytes+pb > l.payCap {
+				slot.Op.EventRef, slot.Op.Props = "", ""
+				l.payDropped++
+			} else {
+				l.payBytes += pb
+			}
+		}
 		l.head++
 	})
 	l.lastSeq = seq
@@ -81,6 +105,14 @@ func (l *edgeLog) state() (head, oldest, lastSeq uint64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.head, l.oldestLocked(), l.lastSeq
+}
+
+// payloads returns the bytes of payloads held and the operations logged
+// without theirs.
+func (l *edgeLog) payloads() (held, dropped uint64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.payBytes, l.payDropped
 }
 
 func (l *edgeLog) oldestLocked() uint64 {

@@ -194,6 +194,12 @@ type Stats struct {
 	LogRetained   uint64          // operations the log holds now
 	LogCapacity   int
 	LogLastSeq    uint64
+	// LogPayloadBytes is the memory of the payloads (event references and
+	// properties) the log holds, at most LogCapacity*PayloadBytesPerOp;
+	// LogPayloadsDropped counts the operations logged without theirs
+	// because the log was at that bound.
+	LogPayloadBytes    uint64
+	LogPayloadsDropped uint64
 }
 
 // Stats returns the manager's current figures.
@@ -201,6 +207,7 @@ func (m *Manager) Stats() Stats {
 	head, oldest, last := m.log.state()
 	st := Stats{ViewsOpen: map[Kind]int{}, ViewsCreated: map[Kind]uint64{}, LogHead: head,
 		LogRetained: head - oldest, LogCapacity: m.cfg.LogCapacity, LogLastSeq: last}
+	st.LogPayloadBytes, st.LogPayloadsDropped = m.log.payloads()
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -229,7 +229,7 @@ type Spec struct {
 const (
 	MaxBatchSize     = 1_000_000
 	MaxInterval      = time.Hour
-	MaxMaxBehind     = 1 << 22 // operations one pull may carry (64 bytes each: 256 MiB)
+	MaxMaxBehind     = 1 << 22 // operations one pull may carry (96 bytes each and their payloads: 384 MiB)
 	MinTolerance     = 1e-15
 	MaxTolerance     = 1.0
 	MaxMaxIterations = 10_000
