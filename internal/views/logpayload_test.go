@@ -12,7 +12,7 @@ import (
 // that bound is logged without its payload and counted, and the bytes of
 // overwritten slots are given back.
 func TestEdgeLogBoundsPayloads(t *testing.T) {
-	l := newEdgeLog(4, 0) // 128 bytes of payloads
+	l := newEdgeLog(4, 0)                              // 128 bytes of payloads
 	props := `{"p":"` + strings.Repeat("x", 90) + `"}` // 98 bytes
 	var b engine.Batch
 	for i := uint64(0); i < 3; i++ {
