@@ -22,7 +22,7 @@ func check(err error) {
 func Example() {
 	dir, _ := os.MkdirTemp("", "graphtide-example")
 	defer os.RemoveAll(dir)
-	db, err := graphtide.Open(dir, &graphtide.Options{InEdges: true})
+	db, err := graphtide.Open(dir, nil)
 	check(err)
 	defer db.Close()
 

@@ -53,7 +53,7 @@ func (e *edges) Result() any {
 }
 
 func main() {
-	db, err := graphtide.Open(os.Args[1], &graphtide.Options{InEdges: true})
+	db, err := graphtide.Open(os.Args[1], nil)
 	if err != nil {
 		log.Fatal(err)
 	}

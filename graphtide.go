@@ -47,10 +47,19 @@ import (
 
 // Options of Open. The zero value is fine.
 type Options struct {
-	// InEdges keeps in-edges too: in-degrees and in-neighbors, and repairs
-	// instead of recomputes in the analytics when edges are deleted. Fixed
-	// when the store is created; an existing store keeps its setting.
+	// InEdges asks a new store to keep in-edges, which a new store does
+	// by default.
+	//
+	// Deprecated: new stores keep in-edges unless NoInEdges is set.
 	InEdges bool
+	// NoInEdges makes a new store keep out-edges only. A store keeps
+	// in-edges by default: in-degrees and in-neighbors (who points at a
+	// vertex), and repairs instead of recomputes in the analytics when
+	// edges are deleted; they cost about twice the bytes on disk and a
+	// slower ingest (docs/configuration.md). Fixed when the store is
+	// created: an existing store keeps what it was created with, whatever
+	// NoInEdges says (DB.InEdges tells).
+	NoInEdges bool
 	// MemGraphBytes is the size of one write buffer (two alternate);
 	// 0: 64 MiB.
 	MemGraphBytes int64
@@ -85,8 +94,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o == nil {
 		o = &Options{}
 	}
+	if o.InEdges && o.NoInEdges {
+		return nil, errors.New("graphtide: Options.InEdges and NoInEdges contradict each other: give one (a new store keeps in-edges unless NoInEdges)")
+	}
 	// A new store as asked; an existing one keeps its setting.
-	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: o.InEdges,
+	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: !o.NoInEdges,
 		KeepHistory: o.HistorySeqs > 0, HistorySeqs: o.HistorySeqs}, Create: true})
 	if err != nil {
 		return nil, publicErr(err, namer{})
@@ -294,7 +306,7 @@ func (d Direction) engine() engine.Direction {
 }
 
 // ErrNoInEdges is returned for in-edges of a store that keeps none.
-var ErrNoInEdges = errors.New("graphtide: the store keeps no in-edges (Options.InEdges, fixed when it was created)")
+var ErrNoInEdges = errors.New("graphtide: the store keeps no in-edges: it was created without them (Options.NoInEdges, --in-edges=false, or a version that did not keep them by default), and they are fixed at creation")
 
 // Snapshot is the graph as of one sequence number. Release it when done:
 // it holds the store's files.

@@ -77,7 +77,7 @@ func (a *edgeCount) VertexResult(v uint64) (any, bool) {
 // after every batch, and after a reopen.
 func TestDBFollowsAnOracle(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, &Options{InEdges: true, MemGraphBytes: 64 << 10})
+	db, err := Open(dir, &Options{MemGraphBytes: 64 << 10}) // in-edges: the default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,5 +680,91 @@ func TestGraphOutWeights(t *testing.T) {
 		if got := res.Summary.(testref.Edges); !maps.Equal(got, want) {
 			t.Fatalf("batch %d: the analytic read %d edges, the oracle holds %d (or weights differ)", batch, len(got), len(want))
 		}
+	}
+}
+
+// TestDBInEdgesByDefault: a new store keeps in-edges unless NoInEdges (the
+// in-neighbors read back are the edges applied, transposed); an existing
+// store keeps what it was created with, whatever the options of a later
+// Open say; InEdges with NoInEdges is refused.
+func TestDBInEdgesByDefault(t *testing.T) {
+	edges := [][2]uint64{{1, 3}, {2, 3}, {4, 3}, {3, 1}}
+	wantIn := map[uint64][]uint64{} // dst -> srcs, ascending
+	for _, e := range edges {
+		wantIn[e[1]] = append(wantIn[e[1]], e[0])
+	}
+	for _, srcs := range wantIn {
+		slices.Sort(srcs)
+	}
+	fill := func(db *DB) {
+		t.Helper()
+		var b Batch
+		for _, e := range edges {
+			b.Insert(e[0], e[1], 1)
+		}
+		if _, err := db.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// check reads in-neighbors of every vertex, or expects ErrNoInEdges.
+	check := func(label string, db *DB, in bool) {
+		t.Helper()
+		if db.InEdges() != in {
+			t.Fatalf("%s: InEdges() = %v, want %v", label, db.InEdges(), in)
+		}
+		sn, err := db.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sn.Release()
+		for v := uint64(1); v <= 4; v++ {
+			ns, err := sn.Neighbors(v, In)
+			if !in {
+				if !errors.Is(err, ErrNoInEdges) {
+					t.Fatalf("%s: in-neighbors of %d in a store without in-edges: %v, want ErrNoInEdges", label, v, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: in-neighbors of %d: %v", label, v, err)
+			}
+			var got []uint64
+			for _, n := range ns {
+				got = append(got, n.ID)
+			}
+			if !slices.Equal(got, wantIn[v]) {
+				t.Fatalf("%s: in-neighbors of %d = %v, want %v", label, v, got, wantIn[v])
+			}
+		}
+	}
+	def, out := t.TempDir(), t.TempDir()
+	for _, c := range []struct {
+		dir string
+		o   *Options
+		in  bool
+	}{{def, nil, true}, {out, &Options{NoInEdges: true}, false}} {
+		db, err := Open(c.dir, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(db)
+		check("new", db, c.in)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Reopened with the other setting, and with none: as created.
+		for _, o := range []*Options{nil, {NoInEdges: c.in}, {}} {
+			db, err := Open(c.dir, o)
+			if err != nil {
+				t.Fatalf("reopening a store created with in-edges %v with %+v: %v", c.in, o, err)
+			}
+			check(fmt.Sprintf("reopened with %+v", o), db, c.in)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := Open(t.TempDir(), &Options{InEdges: true, NoInEdges: true}); err == nil || !strings.Contains(err.Error(), "contradict") {
+		t.Fatalf("InEdges with NoInEdges: %v, want a refusal", err)
 	}
 }

@@ -67,7 +67,7 @@ type ViewOptions struct {
 	// (GraphOne's private stale view) instead of every batch applied.
 	StaleBase bool
 	// InEdges makes a Private view copy in-edges too (the store must keep
-	// them: Options.InEdges). Fresh and Stale views read in-edges whenever
+	// them: DB.InEdges). Fresh and Stale views read in-edges whenever
 	// the store keeps them.
 	InEdges bool
 	// NoWeights makes a Private view leave out the weights (every weight

@@ -48,7 +48,7 @@ func ExampleDB_OpenView() {
 func ExampleDB_OpenView_private() {
 	dir, _ := os.MkdirTemp("", "graphtide-example")
 	defer os.RemoveAll(dir)
-	db, err := graphtide.Open(dir, &graphtide.Options{InEdges: true})
+	db, err := graphtide.Open(dir, nil)
 	check(err)
 	defer db.Close()
 

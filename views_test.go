@@ -104,7 +104,7 @@ func checkView(t *testing.T, label string, v *View, g testref.TypedEdges, vs []u
 // of one edge type; and a stateful stream whose every update's view, old
 // view, operations and changed vertices agree with the model.
 func TestViewsFollowAnOracle(t *testing.T) {
-	db, err := Open(t.TempDir(), &Options{InEdges: true})
+	db, err := Open(t.TempDir(), nil) // in-edges: the default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestViewsFollowAnOracle(t *testing.T) {
 // TestOpenViewRefuses: options that do not fit a kind, an unknown kind, a
 // private view of in-edges of a store without them, and a closed DB.
 func TestOpenViewRefuses(t *testing.T) {
-	db, err := Open(t.TempDir(), nil)
+	db, err := Open(t.TempDir(), &Options{NoInEdges: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,13 @@ func newBenchIngestCmd() *cobra.Command {
   - ingests the same edges into Pebble, key = big-endian src|dst
     (pebble_edges_per_sec);
   - builds a static in-memory CSR (csr_build_edges_per_sec) and scans it
-    (csr_scan_sec).
+    (csr_scan_sec);
+  - what keeping in-edges (a new store's default) costs: the same ingest
+    into an out-only store and a store with in-edges, back to back, and
+    their CPU time per edge (in_edges_cpu_over_out_only); the in-edge
+    store's rate against the first store's (in_edges_over_out_only) and
+    its bytes on disk per distinct edge after compacting
+    (in_edges_bytes_over_out_only).
 The last line of stdout is one JSON object with all figures.`,
 		Example: `  graphtide bench ingest --scale 20 --edge-factor 16 --dir /tmp/gt-bench
   graphtide gen --scale 18 --out g18.bin && graphtide bench ingest --input g18.bin`,

@@ -17,11 +17,16 @@ func TestBenchIngestSmall(t *testing.T) {
 		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
 		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",
 		"apply_cpu_ns_per_edge_direction_first_memgraph", "apply_process_cpu_ns_per_edge_direction", "apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms",
-		"scan_after_vertex_deletes_over_clean"} {
+		"scan_after_vertex_deletes_over_clean", "ingest_cpu_ns_per_edge", "ingest_cpu_ns_per_edge_in_edges", "in_edges_cpu_over_out_only",
+		"store_in_edges_bytes_per_edge", "in_edges_bytes_over_out_only"} {
 		v, ok := res[k].(float64)
 		if !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", k, res[k])
 		}
+	}
+	// A store that keeps in-edges holds every edge twice.
+	if r, ok := res["in_edges_bytes_over_out_only"].(float64); !ok || r <= 1 {
+		t.Errorf("in_edges_bytes_over_out_only = %v, want above 1", res["in_edges_bytes_over_out_only"])
 	}
 	if res["edges"].(float64) != 8192 {
 		t.Errorf("edges = %v, want 8192", res["edges"])

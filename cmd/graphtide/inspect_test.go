@@ -226,7 +226,7 @@ func TestInspectOtherSourcePositionAndNoKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 numbers from 2^32 up mapped to dense ids, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges)\n",
+	for _, want := range []string{"source position: none recorded\n", "key dictionary: 0 keys, 0 numbers from 2^32 up mapped to dense ids, 16 bytes\n", "store " + datadir.StorePath(dir) + " (out-edges and in-edges)\n",
 		"files recorded with the store: no file beside the store that it depends on\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
@@ -277,36 +277,42 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify of a sound store: %v", err)
 	}
+	// One flush of a new store (which keeps in-edges): the out-edge
+	// segment and its in-edge twin, in that order.
 	segs, _ := filepath.Glob(filepath.Join(datadir.StorePath(dir), "*.seg"))
-	if len(segs) != 1 {
-		t.Fatalf("want one segment after one flush, have %v", segs)
+	if len(segs) != 2 {
+		t.Fatalf("want two segments (out- and in-edges) after one flush, have %v", segs)
 	}
-	info, err := os.Stat(segs[0])
-	if err != nil {
-		t.Fatal(err)
+	var size int64
+	for _, f := range segs {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += info.Size()
 	}
-	if want := fmt.Sprintf("\nverify: ok, no problem found (1 segment files, %d bytes read; the manifest, the key dictionary and every file beside the store checked)\n", info.Size()); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("\nverify: ok, no problem found (2 segment files, %d bytes read; the manifest, the key dictionary and every file beside the store checked)\n", size); !strings.Contains(out, want) {
 		t.Fatalf("verify of a sound store printed:\n%s\nwant %q", out, want)
 	}
-
-	data, err := os.ReadFile(segs[0])
+	bad := segs[1] // the in-edge file: damage there is refused as in any file
+	data, err := os.ReadFile(bad)
 	if err != nil {
 		t.Fatal(err)
 	}
 	off := len(data) / 2
 	data[off] ^= 0x5a
-	writeFile(t, segs[0], string(data))
+	writeFile(t, bad, string(data))
 
 	if _, _, err := execute(t, "inspect", "--dir", dir); err != nil {
 		t.Fatalf("inspect without --verify reads no data chunk, yet: %v", err)
 	}
 	out, _, err = execute(t, "inspect", "--dir", dir, "--verify")
-	if err == nil || !strings.Contains(err.Error(), segs[0]) {
-		t.Fatalf("inspect --verify of a corrupt store: error %v, want one naming %s", err, segs[0])
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("inspect --verify of a corrupt store: error %v, want one naming %s", err, bad)
 	}
 	m := regexp.MustCompile(`(?m)^PROBLEM: (\S+) at byte offset (\d+): .+\nverify: 1 problem\(s\) in `).FindStringSubmatch(out)
-	if m == nil || m[1] != segs[0] {
-		t.Fatalf("inspect --verify printed:\n%s\nwant the corrupt file %s", out, segs[0])
+	if m == nil || m[1] != bad {
+		t.Fatalf("inspect --verify printed:\n%s\nwant the corrupt file %s", out, bad)
 	}
 	var at int
 	fmt.Sscan(m[2], &at)
@@ -325,8 +331,8 @@ func TestInspectVerifyReportsCorruption(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
-	if v := rep.Verify; v == nil || v.OK || len(v.Problems) != 1 || v.Problems[0].File != segs[0] || v.Problems[0].Offset != int64(at) || v.Problems[0].What == "" {
-		t.Errorf("verify = %+v, want one problem: file %s offset %d", rep.Verify, segs[0], at)
+	if v := rep.Verify; v == nil || v.OK || len(v.Problems) != 1 || v.Problems[0].File != bad || v.Problems[0].Offset != int64(at) || v.Problems[0].What == "" {
+		t.Errorf("verify = %+v, want one problem: file %s offset %d", rep.Verify, bad, at)
 	}
 }
 

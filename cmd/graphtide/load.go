@@ -41,7 +41,7 @@ func (o *loadOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dir, "dir", "graphtide-data", "data directory (as serve's); the store is <dir>/store, string keys go to <dir>/keys.dict")
 	fs.StringVar(&o.format, "format", "auto", "format of the files: auto, text, bin or json (auto: GTEL0001 magic = bin, first character '{' or '[' = json, else text)")
 	fs.IntVar(&o.batch, "batch", 10000, "edges per write batch")
-	fs.BoolVar(&o.inEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; without the flag an existing store keeps its setting)")
+	fs.BoolVar(&o.inEdges, "in-edges", true, "keep in-edges too (fixed when the store is created: a new store keeps them unless --in-edges=false is given; left out, an existing store keeps what it was created with)")
 	fs.IntVar(&o.memgraphMiB, "memgraph-mib", 64, "size of one MemGraph in MiB (two alternate)")
 	fs.Uint64Var(&o.historySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as serve's; each batch is one); 0: only the newest")
 	fs.StringVar(&o.mapping, "mapping", "", "YAML (or JSON) file of a field mapping: read each line as a JSON event through it (src, dst, weight, time, type, op: see 'graphtide serve --mapping'); implies --format json")
@@ -119,7 +119,7 @@ complete load.
 Every flag can be set with GRAPHTIDE_<FLAG>, e.g. GRAPHTIDE_DIR, or in the
 YAML file given by --config, keyed by flag name.`,
 		Example: `  graphtide load --dir ./graphtide-data g16.bin       # from 'graphtide gen --scale 16 --out g16.bin'
-  graphtide load --dir /var/lib/graphtide --in-edges part-*.el
+  graphtide load --dir /var/lib/graphtide --in-edges=false part-*.el   # a new store without in-edges
   graphtide load --format json --batch 50000 transfers.jsonl
   graphtide load --mapping payments.yaml payments.jsonl     # events of any shape: see serve --mapping`,
 		Args: cobra.ArbitraryArgs,
@@ -173,12 +173,14 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 			total += info.Size()
 		}
 	}
+	// A new store keeps in-edges unless --in-edges=false; an existing one
+	// keeps what it was created with, and a given --in-edges must match it.
 	var inEdges *bool
 	if o.inEdgesGiven {
 		inEdges = &o.inEdges
 	}
 	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20,
-		KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs}, InEdges: inEdges, Create: true})
+		KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs, InEdges: o.inEdges}, InEdges: inEdges, Create: true})
 	if err != nil {
 		return err
 	}

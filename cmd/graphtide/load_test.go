@@ -543,6 +543,51 @@ func TestLoadInEdgesFixedAtCreation(t *testing.T) {
 	}
 }
 
+// TestLoadNewStoreKeepsInEdgesByDefault: a store load creates keeps
+// in-edges (the edges loaded, transposed) unless --in-edges=false; a store
+// created without them keeps none when loaded into again without the
+// flag, and --in-edges against it is refused saying why and what to do.
+func TestLoadNewStoreKeepsInEdgesByDefault(t *testing.T) {
+	tmp, def, out := t.TempDir(), t.TempDir(), t.TempDir()
+	file := filepath.Join(tmp, "g.el")
+	writeFile(t, file, "1 2\n2 3 4.5\n3 1 2\n")
+	want := map[[2]uint64]float64{{1, 2}: 1, {2, 3}: 4.5, {3, 1}: 2}
+	if _, _, err := execute(t, "load", "--dir", def, file); err != nil {
+		t.Fatal(err)
+	}
+	o, in := storeContents(t, def)
+	if d := diffEdges(want, o); d != "" {
+		t.Fatalf("out-edges differ: %s", d)
+	}
+	if in == nil {
+		t.Fatal("a store load created without --in-edges keeps no in-edges")
+	}
+	if d := diffEdges(reversed(want), in); d != "" {
+		t.Fatalf("in-edges differ from the edges loaded, transposed: %s", d)
+	}
+
+	if _, _, err := execute(t, "load", "--dir", out, "--in-edges=false", file); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, file, "4 1\n")
+	if _, _, err := execute(t, "load", "--dir", out, file); err != nil {
+		t.Fatalf("load without --in-edges into a store without them: %v", err)
+	}
+	if _, in := storeContents(t, out); in != nil {
+		t.Fatalf("a store created with --in-edges=false has in-edges after a load without the flag: %v", in)
+	}
+	_, _, err := execute(t, "load", "--dir", out, "--in-edges", file)
+	var me *datadir.InEdgesMismatchError
+	if !errors.As(err, &me) || me.Dir != out || !me.Given {
+		t.Fatalf("error = %v, want an *InEdgesMismatchError for --in-edges on %s", err, out)
+	}
+	for _, w := range []string{"--in-edges=true", out, "created without in-edges", "leave out --in-edges", "another --dir"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error lacks %q: %v", w, err)
+		}
+	}
+}
+
 // TestStoreInUse: load, inspect and compact refuse a store that another
 // process (serve) has open, and say what to do.
 func TestStoreInUse(t *testing.T) {
@@ -552,7 +597,7 @@ func TestStoreInUse(t *testing.T) {
 	if _, _, err := execute(t, "load", "--dir", dir, file); err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(datadir.StorePath(dir), nil) // as serve holds it
+	s, err := openStore(dir, engine.Options{}) // as serve holds it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 		t.Fatalf("serve returned %v after shutdown", err)
 	}
 
-	s, err := engine.Open(filepath.Join(dir, "store"), nil)
+	s, err := openStore(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestServeEmbeddedRestart(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("run %d: serve returned %v after shutdown", run, err)
 		}
-		s2, err := engine.Open(filepath.Join(dir, "store"), nil)
+		s2, err := openStore(dir, engine.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

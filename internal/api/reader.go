@@ -218,7 +218,7 @@ func (q Reader) view(ctx context.Context, p Point, dir engine.Direction, types s
 		return nil, err
 	}
 	if dir == engine.In && !q.Views.Store().InEdges() {
-		return nil, errorf(http.StatusBadRequest, "dir=in needs in-edges, which this store does not keep (they are chosen when the store is created: serve or load --in-edges)")
+		return nil, errorf(http.StatusBadRequest, "dir=in needs in-edges, which this store does not keep: it was created without them (--in-edges=false, or by a version that did not keep them by default), and they are fixed at creation; a new store keeps them")
 	}
 	v, err := q.Views.Static(views.StaticOptions{Kind: p.Kind, Types: ts, AsOf: p.AsOf})
 	var se *engine.SeqError

@@ -195,12 +195,14 @@ type InEdgesMismatchError struct {
 }
 
 func (e *InEdgesMismatchError) Error() string {
-	have, want := "without", "with"
-	if !e.Given {
-		have, want = "with", "without"
+	if e.Given {
+		// The common case since new stores keep in-edges by default: a
+		// store made before, or with --in-edges=false.
+		return fmt.Sprintf("--in-edges=true does not match the store in %s, which was created without in-edges (by --in-edges=false, or by a version that did not keep them by default; fixed at creation): to use this store as it is, leave out --in-edges (reads of in-edges, dir=in, stay refused); for a store with in-edges, give another --dir (a new store there keeps them) and ingest the data into it again",
+			e.Dir)
 	}
-	return fmt.Sprintf("--in-edges=%v does not match the store in %s, which was created %s in-edges (fixed at creation): to use this store as it is, leave out --in-edges; for a store %s in-edges, give another --dir (a new store there is created %s them) and ingest the data into it again",
-		e.Given, e.Dir, have, want, want)
+	return fmt.Sprintf("--in-edges=false does not match the store in %s, which was created with in-edges (fixed at creation): to use this store as it is, leave out --in-edges; for a store without in-edges, give another --dir with --in-edges=false (a new store there is created without them) and ingest the data into it again",
+		e.Dir)
 }
 
 // Options of Open.
@@ -208,8 +210,10 @@ type Options struct {
 	// Store configures the engine. InEdgesAsStored is set, and InEdges
 	// from InEdges below when given.
 	Store engine.Options
-	// InEdges nil: the store keeps the in-edge setting it was created with
-	// (a new store: Store.InEdges); else it must match an existing store's.
+	// InEdges nil: an existing store keeps the in-edge setting it was
+	// created with, and a new store takes Store.InEdges (serve and load set
+	// it: new stores keep in-edges by default); given, it must match an
+	// existing store's (InEdgesMismatchError).
 	InEdges *bool
 	// Create makes a new data directory when there is none (serve, load);
 	// without it a missing store is ErrNoStore.

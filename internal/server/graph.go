@@ -37,6 +37,18 @@ func wantsWrites(cfg Config) bool {
 	return cfg.WritesTopic != "" || cfg.Derive.Writes && cfg.Owners == nil
 }
 
+// newStoreInEdges is whether a store serve creates keeps in-edges: as
+// --in-edges says when given (Config.InEdges), else yes, but in
+// partitioned mode (Owners), where it keeps none: an owner would hold only
+// the in-edges from its own vertices, and dir=in is refused there. An
+// existing store keeps what it was created with.
+func newStoreInEdges(cfg Config) bool {
+	if cfg.InEdges != nil {
+		return *cfg.InEdges
+	}
+	return cfg.Owners == nil
+}
+
 // resolveGraph decides the store's graph (above) once the data directory
 // is open, and fills the names that default from it.
 func (s *Server) resolveGraph() error {

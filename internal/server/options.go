@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.HTTPPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
 	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
 	fs.IntVar(&o.MemGraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 6% of --memory-budget)")
-	fs.BoolVar(&o.InEdges, "in-edges", false, "also keep in-edges (fixed when the store is created; left out, an existing store keeps its setting)")
+	fs.BoolVar(&o.InEdges, "in-edges", true, "keep in-edges too: in-degrees, dir=in reads, bidirectional paths (fixed when the store is created: a new store keeps them unless --in-edges=false is given, or in partitioned mode, which keeps none; left out, an existing store keeps what it was created with)")
 	fs.Uint64Var(&o.HistorySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as_of_seq in queries; every version they need stays on disk until then); 0: not by seqs")
 	fs.DurationVar(&o.HistoryRetention, "history-retention", 0, "keep the store readable as of every moment of the last this long, e.g. 24h (as_of_time and as_of_seq in queries; with --history-seqs a seq stays while either keeps it); 0: not by time")
 	fs.IntVar(&o.EmbeddedPort, "embedded-port", 9092, "port of the embedded broker when --brokers is not given (0 = any free port); it keeps its data in <dir>/embedded-broker")
@@ -390,7 +390,7 @@ func (o *Options) validateHTTP() error {
 
 // Config is the server configuration of validated options.
 func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
-	var inEdges *bool // as stored unless given
+	var inEdges *bool // as stored unless given (a new store: Config.InEdges's default)
 	if o.InEdgesGiven {
 		inEdges = &o.InEdges
 	}

@@ -60,7 +60,7 @@ import (
 // flags, the environment and the config file).
 type Config struct {
 	Dir     string
-	InEdges *bool // nil: as the store was created (false for a new one)
+	InEdges *bool // nil: an existing store as it was created, a new one as newStoreInEdges says
 	Plan    budget.Plan
 	// HistorySeqs keeps the store readable as of each of the last this
 	// many seqs, and HistoryRetention as of every seq that was newest
@@ -228,7 +228,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		coreSeqs = 0
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
-		KeepHistory: keep, HistorySeqs: coreSeqs}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true,
+		KeepHistory: keep, HistorySeqs: coreSeqs, InEdges: newStoreInEdges(cfg)}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true,
 		Alerts: true, AlertsKeep: cfg.AlertHistory})
 	if err != nil {
 		return nil, err

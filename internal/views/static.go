@@ -238,7 +238,7 @@ func (v *StaticView) checkDir(dir engine.Direction) error {
 		if v.kind == Private {
 			return fmt.Errorf("views: this private view holds no in-edges (create it with PrivateIn)")
 		}
-		return fmt.Errorf("views: in-edges are not kept by this store (serve --in-edges)")
+		return fmt.Errorf("views: in-edges are not kept by this store (it was created without them; they are fixed at creation)")
 	}
 	if dir != engine.Out && dir != engine.In {
 		return fmt.Errorf("views: direction must be out (0) or in (1), got %d", dir)

@@ -43,7 +43,8 @@ func graphtideBinary(t *testing.T) string {
 // TestServeStaysWithinItsBudget runs graphtide serve with the smallest
 // memory budget, a BFS, components and a fraud monitor with a low
 // threshold, on a Kronecker stream with hubs and deletes from the real
-// broker, and checks that its anonymous memory never exceeded the budget
+// broker (large enough to fill the MemGraphs of a store with in-edges, the
+// default, several times over), and checks that its anonymous memory never exceeded the budget
 // (sampled from /proc; file-backed pages are page cache, reported by the
 // benchmark) and that every component's memory is exported.
 func TestServeStaysWithinItsBudget(t *testing.T) {
@@ -51,7 +52,7 @@ func TestServeStaysWithinItsBudget(t *testing.T) {
 	bin := graphtideBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	res, err := servebench.Run(ctx, servebench.Config{Binary: bin, Brokers: addrs, Scale: 14, EdgeFactor: 16,
+	res, err := servebench.Run(ctx, servebench.Config{Binary: bin, Brokers: addrs, Scale: 16, EdgeFactor: 16,
 		Deletes: 0.05, Seed: 3, Budget: "256MiB", Dir: t.TempDir(), Log: testWriter{t},
 		Analytics: []string{"type=bfs,root={hub}", "type=wcc", "type=fraud,max_cycle=4,threshold=5"}})
 	if err != nil {

@@ -96,7 +96,7 @@ func runChild(raw string) int {
 	if c.Serve {
 		return runServeChild(c)
 	}
-	s, err := engine.Open(c.Dir+"/store", &engine.Options{MemGraphBytes: c.MemBytes})
+	s, err := engine.Open(c.Dir+"/store", &engine.Options{MemGraphBytes: c.MemBytes, InEdgesAsStored: true}) // as serve would
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: open store:", err)
 		return 2

@@ -691,10 +691,12 @@ func (r *running) waitDurable(t testing.TB, want ingest.Position, timeout time.D
 	}
 }
 
-// openStore opens a store and its key dictionary in dir.
+// openStore opens a store and its key dictionary in dir: an existing store
+// as it was created (serve creates stores with in-edges), a new one
+// without in-edges.
 func openStore(t testing.TB, dir string, memBytes int64) (*engine.Store, *keydict.Dict) {
 	t.Helper()
-	s, err := engine.Open(dir+"/store", &engine.Options{MemGraphBytes: memBytes})
+	s, err := engine.Open(dir+"/store", &engine.Options{MemGraphBytes: memBytes, InEdgesAsStored: true})
 	if err != nil {
 		t.Fatal(err)
 	}

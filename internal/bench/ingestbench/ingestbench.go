@@ -102,8 +102,19 @@ type Result struct {
 	StorePeakFileBytes  int64   `json:"store_peak_file_rss_bytes"`
 
 	// The write path (writepath.go).
-	StoreInEdgesPerSec              float64 `json:"store_in_edges_edges_per_sec"`
-	InEdgesOverOutOnly              float64 `json:"in_edges_over_out_only"`
+	StoreInEdgesPerSec float64 `json:"store_in_edges_edges_per_sec"`
+	InEdgesOverOutOnly float64 `json:"in_edges_over_out_only"`
+	// The cost of keeping in-edges (the default of a new store): the
+	// process's CPU time per edge of the same ingest (Apply, flushes and
+	// the compactions that ran meanwhile) into an out-only store and then
+	// one with in-edges, back to back (neither the process's first: that
+	// one faults in fresh pages), and the bytes on disk per distinct edge
+	// after CompactAll against the out-only store's.
+	IngestCPUNsPerEdge              float64 `json:"ingest_cpu_ns_per_edge"`
+	IngestCPUNsPerEdgeIn            float64 `json:"ingest_cpu_ns_per_edge_in_edges"`
+	InEdgesCPUOverOutOnly           float64 `json:"in_edges_cpu_over_out_only"`
+	StoreInEdgesBytesPerEdge        float64 `json:"store_in_edges_bytes_per_edge"`
+	InEdgesBytesOverOutOnly         float64 `json:"in_edges_bytes_over_out_only"`
 	ApplyCPUNsPerEdgeDir            float64 `json:"apply_cpu_ns_per_edge_direction"`
 	ApplyProcessCPUNsPerEdgeDir     float64 `json:"apply_process_cpu_ns_per_edge_direction"`
 	ApplyCPUNsPerEdgeDirFirst       float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`

@@ -55,6 +55,9 @@ func renderIngest(p *page, result []byte) error {
 		StoreFile        int64   `json:"store_peak_file_rss_bytes"`
 		InEdges          float64 `json:"store_in_edges_edges_per_sec"`
 		InOverOut        float64 `json:"in_edges_over_out_only"`
+		IngestCPUNs      float64 `json:"ingest_cpu_ns_per_edge"`
+		IngestCPUInNs    float64 `json:"ingest_cpu_ns_per_edge_in_edges"`
+		InBytes          float64 `json:"store_in_edges_bytes_per_edge"`
 		ApplyNs          float64 `json:"apply_cpu_ns_per_edge_direction"`
 		ApplyProcessNs   float64 `json:"apply_process_cpu_ns_per_edge_direction"`
 		ApplyFirstNs     float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
@@ -75,11 +78,21 @@ func renderIngest(p *page, result []byte) error {
 	p.line("%s edges (%s distinct) over %s vertex ids, MemGraphs of %s.",
 		count(int64(r.Edges)), count(int64(r.Distinct)), count(int64(r.Vertices)), mib(r.MemGraphBytes))
 	p.line("")
-	p.table([]string{"figure", "graphtide", "baseline", "graphtide / baseline"}, [][]string{
+	rows := [][]string{
 		{"ingest, batches of " + count(int64(r.BatchSize)) + ", final flush included", rate(r.Store) + " edges/s", "Pebble: " + rate(r.Pebble) + " edges/s", ratio(r.StoreVsPebble)},
 		{"full out-neighbor scan of the compacted store", duration(r.StoreScan), "static CSR: " + duration(r.CSRScan), ratio(r.ScanRatio)},
 		{"on disk after `CompactAll`, per distinct edge", sig(r.StoreBytes) + " bytes", "Pebble: " + sig(r.PebbleBytes) + " bytes", ratio(r.StoreBytes / r.PebbleBytes)},
 		{"ingest into a store that keeps in-edges", rate(r.InEdges) + " edges/s", "out-edges only: " + rate(r.Store) + " edges/s", ratio(r.InOverOut)},
+	}
+	// The in-edges' CPU and disk cost (results of runs before they were
+	// measured have no such fields).
+	if r.IngestCPUNs > 0 && r.IngestCPUInNs > 0 {
+		rows = append(rows, []string{"the process's CPU time per edge of that ingest", sig(r.IngestCPUInNs) + " ns", "out-edges only: " + sig(r.IngestCPUNs) + " ns", ratio(r.IngestCPUInNs / r.IngestCPUNs)})
+	}
+	if r.InBytes > 0 {
+		rows = append(rows, []string{"its bytes on disk after `CompactAll`, per distinct edge", sig(r.InBytes) + " bytes", "out-edges only: " + sig(r.StoreBytes) + " bytes", ratio(r.InBytes / r.StoreBytes)})
+	}
+	p.table([]string{"figure", "graphtide", "baseline", "graphtide / baseline"}, append(rows, [][]string{
 		{"`Apply`'s CPU time per edge and direction (its two threads)", sig(r.ApplyNs) + " ns", "", ""},
 		{"the same, keeping in-edges", sig(r.ApplyInNs) + " ns", "out-edges only: " + sig(r.ApplyNs) + " ns", ratio(r.ApplyInNs / r.ApplyNs)},
 		{"the whole process's CPU time over the same passes", sig(r.ApplyProcessNs) + " ns", "`Apply`'s threads: " + sig(r.ApplyNs) + " ns", ratio(r.ApplyProcessNs / r.ApplyNs)},
@@ -90,7 +103,7 @@ func renderIngest(p *page, result []byte) error {
 		{"full scan after 1% of the vertices were deleted and compacted away", "", "the store that had no deletes", ratio(r.ScanAfterDeletes)},
 		{"the store's peak resident memory above the benchmark's own data", mib(r.StoreExtra) + " (" + mib(r.StoreAnon) + " anonymous, " + mib(r.StoreFile) + " mapped files)", "", ""},
 		{"write amplification; flushes, compactions, write stalls", fmt.Sprintf("%s; %d, %d, %d", sig(r.WriteAmp), r.Flushes, r.Compactions, r.WriteStalls), "", ""},
-	})
+	}...))
 	return nil
 }
 

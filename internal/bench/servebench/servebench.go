@@ -50,6 +50,10 @@ type Config struct {
 	Dir         string   // serve's data directory goes in here
 	Log         io.Writer
 	CatchUpWait time.Duration // how long serve may take to hold everything and catch up (default 10 min)
+	// OutEdgesOnly runs serve on a store created with --in-edges=false
+	// (default: with in-edges, a new store's default), to compare their
+	// memory.
+	OutEdgesOnly bool
 }
 
 // DefaultConfig is the command's defaults, without Binary, Brokers and Dir.
@@ -73,6 +77,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Budget, "memory-budget", c.Budget, "serve's --memory-budget")
 	fs.StringArrayVar(&c.Analytics, "analytic", c.Analytics, "analytics serve runs ({hub}: the vertex with the most out-edges); repeatable")
 	fs.DurationVar(&c.CatchUpWait, "catch-up-wait", c.CatchUpWait, "how long serve may take to ingest everything and catch up")
+	fs.BoolVar(&c.OutEdgesOnly, "out-edges-only", c.OutEdgesOnly, "run serve with --in-edges=false (default: its store keeps in-edges, a new store's default)")
 }
 
 // Validate checks the settings; its messages name the command's flags.
@@ -201,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer logFile.Close()
 	args := []string{"serve", "--brokers", strings.Join(cfg.Brokers, ","), "--topics", topic, "--group", topic,
-		"--dir", filepath.Join(cfg.Dir, "data"), "--memory-budget", cfg.Budget, "--in-edges", "--http-addr", addr,
+		"--dir", filepath.Join(cfg.Dir, "data"), "--memory-budget", cfg.Budget, fmt.Sprintf("--in-edges=%v", !cfg.OutEdgesOnly), "--http-addr", addr,
 		"--alert-topic", "", "--dead-letter-topic", topic + "-dead"}
 	for _, s := range specs {
 		args = append(args, "--analytic", s)
