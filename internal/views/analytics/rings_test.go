@@ -3,14 +3,17 @@ package analytics
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
@@ -485,5 +488,136 @@ func TestRandomPaymentsRaiseFewTimedRings(t *testing.T) {
 	if len(want) < 3 || len(want) > 3+n/10_000 || counts["any"] < wantAny {
 		t.Fatalf("timed rings %d (want the 3 planted and near zero more: at most %d), ring_search=any %d (want at least %d): not the issue's stream",
 			len(want), 3+n/10_000, counts["any"], wantAny)
+	}
+}
+
+// TestRingEpisodes: one alert per account cycle per episode, the ring of
+// the least span taken, by hand: A and B pay each other back and forth
+// (minutes 0, 1, 1, 2, 3), then X pays Y twice and Y pays back (10, 14,
+// 15).
+func TestRingEpisodes(t *testing.T) {
+	spec := Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: 10 * time.Minute}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	a := newFraud(spec, func(al []Alert) {
+		for _, x := range al {
+			var refs []string
+			for _, e := range x.Evidence {
+				refs = append(refs, e.EventRef)
+			}
+			got = append(got, fmt.Sprintf("%s by %d: %v %v %g %v..%v", x.Kind, x.Ref, x.Cycle, refs, x.Totals.Amount,
+				x.Totals.First.Format("04"), x.Totals.Last.Format("04")))
+		}
+	})
+	const A, B, X, Y = 1, 2, 3, 4
+	pay := func(ref uint64, src, dst uint64, minute int64, amount float64) views.Edge {
+		return views.Edge{Seq: ref, Ref: ref, Op: engine.Op{Src: src, Dst: dst, Weight: amount, Kind: engine.OpUpsert,
+			EventTime: 1_800_000_000_000_000 + minute*60_000_000, EventRef: fmt.Sprintf("e%d", ref)}}
+	}
+	stream := []views.Edge{
+		pay(1, A, B, 0, 10), pay(2, B, A, 1, 10), // a ring: alert, episode to minute 1
+		pay(3, A, B, 1, 10),                                           // rings e2 e3 and e3 e2 (equal times): first hop at 1, within the episode
+		pay(4, B, A, 2, 10),                                           // rings e1 e4 and e3 e4: first hops at 0 and 1, within it
+		pay(5, A, B, 3, 10),                                           // ring e4 e5: first hop at 2, after it: alert
+		pay(6, X, Y, 10, 5), pay(7, X, Y, 14, 6), pay(8, Y, X, 15, 7), // rings e6 e8 (span 5) and e7 e8 (span 1)
+	}
+	// One pull with the first two, then one per payment.
+	for i, cut := range [][2]int{{0, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8}} {
+		es := stream[cut[0]:cut[1]]
+		if _, err := a.UpdatePrior(context.Background(), &views.TopoUpdate{Edges: es, Prior: make([]views.Prior, len(es)), Seq: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"cycle by 2: [1 2] [e1 e2] 20 00..01",
+		"cycle by 5: [2 1] [e4 e5] 20 02..03",
+		"cycle by 8: [3 4] [e7 e8] 13 14..15",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("alerts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRingWindowCheckpointRefusesDamage: a ring window whose saved
+// state no window could hold (an event at or after the next position,
+// one outside the window's time, two at one position, a reference over the
+// limit, an episode key that is no cycle) is refused when read, naming
+// what is wrong; an intact one reads back whole.
+func TestRingWindowCheckpointRefusesDamage(t *testing.T) {
+	spec := Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: time.Minute}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	build := func() *fraud {
+		a := newFraud(spec, nil)
+		for i := range int64(6) {
+			x := a.rw.event(views.Edge{Seq: uint64(i + 1), Op: engine.Op{Src: uint64(i % 3), Dst: uint64((i + 1) % 3), Weight: 1, Kind: engine.OpUpsert,
+				EventTime: 1_800_000_000_000_000 + i*10_000_000, EventRef: fmt.Sprint("e", i)}}, engine.Op{Src: uint64(i % 3), Dst: uint64((i + 1) % 3),
+				Weight: 1, Kind: engine.OpUpsert, EventTime: 1_800_000_000_000_000 + i*10_000_000, EventRef: fmt.Sprint("e", i)})
+			a.rw.add(x)
+		}
+		a.rw.episodes[canonicalKey([]uint64{0, 1, 2})] = 1_800_000_000_000_000
+		return a
+	}
+	a := build()
+	b := roundTripFraud(t, a)
+	state := func(w *ringWindow) string {
+		var b strings.Builder
+		for _, e := range w.held {
+			fmt.Fprintf(&b, "%+v ", *e)
+		}
+		lens := map[uint64]int{}
+		for v, l := range w.out {
+			lens[v] = len(l)
+		}
+		fmt.Fprint(&b, lens)
+		fmt.Fprint(&b, w.episodes, w.next, w.newest, w.bytes)
+		return b.String()
+	}
+	if x, y := state(a.rw), state(b.rw); len(a.rw.held) != 6 || x != y {
+		t.Fatalf("restored %s, saved %s", y, x)
+	}
+	for _, c := range []struct {
+		name, says string
+		damage     func(w *ringWindow)
+	}{
+		{"position", "position", func(w *ringWindow) { w.next = 3 }},
+		{"time", "outside the window", func(w *ringWindow) { w.newest += int64(time.Hour / time.Microsecond) }},
+		{"twice", "twice", func(w *ringWindow) { w.held[1].pos = w.held[0].pos }},
+		{"reference", "a reference of", func(w *ringWindow) { w.held[2].eventRef = strings.Repeat("r", engine.MaxEventRef+1) }},
+		{"episode", "episode 0: a key of 12 bytes", func(w *ringWindow) { clear(w.episodes); w.episodes["abcdefghijkl"] = 1 }},
+		{"no newest", "no newest time", func(w *ringWindow) { w.any = false }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := build()
+			c.damage(a.rw)
+			path := filepath.Join(t.TempDir(), "f.ckpt")
+			w, err := checkpoint.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Section("fraud", func(e *checkpoint.Encoder) { _, err := a.saveState(e, views.IDSpace{}); e.Fail(err) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			rd, err := checkpoint.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			b := newFraud(spec, nil)
+			err = rd.Section("fraud", func(d *checkpoint.Decoder) error { return b.loadState(d, views.IDSpace{}, 1) })
+			var ce *checkpoint.CorruptError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("loaded: %v; want a corrupt-checkpoint error naming the file and saying %q", err, c.says)
+			}
+			if len(b.rw.held) != 0 {
+				t.Fatalf("the refused state was taken: %d events", len(b.rw.held))
+			}
+		})
 	}
 }
