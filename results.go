@@ -112,7 +112,7 @@ type MonitorSummary struct {
 // holds (those of the last 2*MaxSpan + Lateness), those that came too
 // late to be in a ring (more than MaxSpan + Lateness behind the newest),
 // and those a full window pushed out early (at most 1,048,576 events and
-// 256 MiB are held).
+// half of Fraud.PullMemoryMiB are held).
 type RingSummary struct {
 	Events  int    `json:"events"`
 	Late    uint64 `json:"late,omitempty"`

@@ -231,7 +231,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	}
 	// max_behind 200: a restart's replay, a burst of hundreds of records,
 	// reaches the monitor 200 operations at a time (never Lost).
-	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
+	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, RingSearch: "any", Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
 	// Beside it, on the same stream: a degree monitor (out plus in) and a
 	// fanout monitor, checkpointed with it.
 	const degThreshold, outThreshold = 30, 5

@@ -137,7 +137,9 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		}
 	}
 	a.mu.Unlock()
-	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: a.maxPullBytes, live: &a.pullBytes}
+	// The pull's searches get what the ring window leaves of pull_memory_mib
+	// (at least half: the window takes at most the other).
+	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: max(a.maxPullBytes/2, a.maxPullBytes-a.ringBytes.Load()), live: &a.pullBytes}
 	ral, rings, truncated, cut, err := a.updateRings(ctx, u, lim)
 	a.pullBytes.Store(0)
 	if err != nil {

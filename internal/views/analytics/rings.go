@@ -38,10 +38,13 @@ import (
 // pushing its oldest events out early: each counted).
 
 // Bounds of the ring window: it pushes its oldest events out early
-// (counted in RingSummary.Dropped) rather than hold more.
+// (counted in RingSummary.Dropped) rather than hold more than
+// MaxRingEvents events or half of the monitor's pull_memory_mib (the
+// pull's searches get the rest: so the monitor's memory beyond its fan-in
+// window stays within pull_memory_mib, what the registry's estimate
+// counts).
 const (
 	MaxRingEvents    = 1 << 20
-	maxRingBytes     = 256 << 20
 	ringEventBytes   = 160 // one held event, besides its reference and properties
 	episodeBytes     = 64  // one remembered episode, besides 8 bytes per vertex
 	defaultEvidence  = 32  // Spec.Evidence's default where it is 0
@@ -97,7 +100,7 @@ type ringWindow struct {
 }
 
 func newRingWindow(s Spec) *ringWindow {
-	return &ringWindow{span: s.MaxSpan.Microseconds(), lateness: s.Lateness.Microseconds(), maxEvents: MaxRingEvents, maxBytes: maxRingBytes,
+	return &ringWindow{span: s.MaxSpan.Microseconds(), lateness: s.Lateness.Microseconds(), maxEvents: MaxRingEvents, maxBytes: int64(s.PullMemoryMiB) << 19,
 		out: map[uint64][]*ringEvent{}, next: 1, episodes: map[string]int64{}, sweepAt: minEpisodesSweep}
 }
 
