@@ -208,8 +208,8 @@ type Spec struct {
 	// or fan-out window counts: events (the default), senders (distinct
 	// counterparties) or amount (the sum of the weights). Evidence is the
 	// most events an alert carries (default 32). Rings (fraud): MaxSpan
-	// bounds the time from a ring's first hop to its last, each hop's
-	// event time not before the previous hop's; RingSearch "any" is the
+	// bounds the time from a ring's first hop to its last (default 1h),
+	// each hop's event time not before the previous hop's; RingSearch "any" is the
 	// search without time or order instead ("timed", the default);
 	// MinRatio, when above 0, is the least share of a hop's amount the
 	// next hop carries on. Mule (fraud): money in from at least
