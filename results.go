@@ -114,9 +114,9 @@ type MonitorSummary struct {
 // and those a full window pushed out early (at most 1,048,576 events and
 // half of Fraud.PullMemoryMiB are held).
 type RingSummary struct {
-	Events  int    `json:"events"`
-	Late    uint64 `json:"late,omitempty"`
-	Dropped uint64 `json:"dropped,omitempty"`
+	Events  int    `json:"events"`            // payments held
+	Late    uint64 `json:"late,omitempty"`    // payments too late to be in a ring
+	Dropped uint64 `json:"dropped,omitempty"` // payments a full window pushed out early
 }
 
 // FraudSummary is the Summary of a fraud analytic.
