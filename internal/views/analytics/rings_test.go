@@ -624,13 +624,14 @@ func TestRingWindowCheckpointRefusesDamage(t *testing.T) {
 
 // BenchmarkTimedRings is the per-batch cost of the timed ring search (a
 // batch of 1,000 payments among 20,000 accounts at 100,000 payments an
-// hour, max_span 1h: the window holds about 200,000) against a recompute
-// (a new monitor taking in the window's payments and the batch):
+// hour, max_span 1h: the window holds about 200,000, within
+// pull_memory_mib=128) against a recompute (a new monitor taking in the
+// window's payments and the batch):
 //
-//	go test ./internal/views/analytics/ -run '^$' -bench BenchmarkTimedRings -benchtime 20x
+//	go test ./internal/views/analytics/ -run '^$' -bench BenchmarkTimedRings -benchtime 10x
 func BenchmarkTimedRings(b *testing.B) {
 	const accounts, perHour, batch = 20_000, 100_000, 1_000
-	spec := Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: time.Hour}
+	spec := Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: time.Hour, PullMemoryMiB: 128}
 	if err := spec.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -681,6 +682,10 @@ func BenchmarkTimedRings(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(a.rw.held)), "held")
+			b.ReportMetric(float64(rings)/float64(b.N), "rings/batch")
+			if a.rw.dropped != 0 {
+				b.Fatalf("the window dropped %d payments", a.rw.dropped)
+			}
 		})
 	}
 }
