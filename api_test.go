@@ -226,8 +226,11 @@ func TestBuiltInResultsAreRootTypes(t *testing.T) {
 			want[AlertFanIn] = append(want[AlertFanIn], k)
 		}
 	}
+	// Each a timed ring (the default search): one batch, so one apply
+	// time for all; of a ring's rotations, all in time order, the alert
+	// takes the one whose first payment arrived first, a's.
 	for range wantCycles {
-		want[AlertCycle] = append(want[AlertCycle], "c")
+		want[AlertCycle] = append(want[AlertCycle], "a")
 	}
 	got := map[AlertKind][]string{AlertCycle: nil}
 	for _, al := range db.Alerts("", 100) {
@@ -294,6 +297,8 @@ func TestTypedOptionsAgreeWithSpec(t *testing.T) {
 		{FanOut{Threshold: 3, WindowEdges: 50}, "type=fanout,threshold=3,window_edges=50"},
 		{Fraud{Threshold: 10, MaxCycle: 6, SearchBudget: 1000, PullTimeout: time.Second, PullMemoryMiB: 32, Window: time.Hour},
 			"type=fraud,threshold=10,max_cycle=6,search_budget=1000,pull_timeout=1s,pull_memory_mib=32,window=1h"},
+		{Fraud{Threshold: 10, MaxSpan: 10 * time.Minute, MinRatio: 0.9}, "type=fraud,threshold=10,max_span=10m,min_ratio=0.9"},
+		{Fraud{Threshold: 10, RingSearch: "any"}, "type=fraud,threshold=10,ring_search=any"},
 	}
 	for _, c := range same {
 		name, err := db.Register(c.typed)
@@ -331,6 +336,9 @@ func TestTypedOptionsAgreeWithSpec(t *testing.T) {
 		{FanOut{Threshold: 1, Lateness: time.Second}, "type=fanout,threshold=1,lateness=1s", "lateness", "Lateness", "window of a duration"},
 		{SSSP{Interval: 2 * time.Hour}, "type=sssp,root=0,interval=2h", "interval", "Interval", "allowed 0s..1h0m0s"},
 		{Fraud{Threshold: 1, PullTimeout: time.Millisecond}, "type=fraud,threshold=1,pull_timeout=1ms", "pull_timeout", "PullTimeout", "allowed 10ms..1m0s"},
+		{Fraud{Threshold: 1, MaxSpan: 8 * 24 * time.Hour}, "type=fraud,threshold=1,max_span=192h", "max_span", "MaxSpan", "168h"},
+		{Fraud{Threshold: 1, RingSearch: "some"}, "type=fraud,threshold=1,ring_search=some", "ring_search", "RingSearch", "timed or any"},
+		{Fraud{Threshold: 1, RingSearch: "any", MinRatio: 0.5}, "type=fraud,threshold=1,ring_search=any,min_ratio=0.5", "min_ratio", "MinRatio", "ring_search=timed"},
 	}
 	for _, c := range refused {
 		_, terr := db.Register(c.typed)
@@ -372,6 +380,7 @@ func TestEveryOptionFieldIsChecked(t *testing.T) {
 		"BatchSize": -1, "Interval": -time.Second, "MaxBehind": -1, "Damping": 1.0, "Tolerance": 2.0, "MaxIterations": -1,
 		"Threshold": -1.0, "Direction": "up", "Window": -time.Second, "WindowEdges": -1, "Lateness": -time.Second,
 		"MaxCycle": 9, "SearchBudget": -1, "PullTimeout": time.Hour, "PullMemoryMiB": -1,
+		"MaxSpan": -time.Second, "RingSearch": "sometimes", "MinRatio": 2.0,
 	}
 	// valid is each type's options with the required ones set.
 	valid := []BuiltIn{BFS{}, WCC{}, PageRank{}, SSSP{}, Degree{Threshold: 1}, FanIn{Threshold: 1}, FanOut{Threshold: 1}, Fraud{Threshold: 1}}

@@ -119,6 +119,7 @@ var fieldOf = map[string]string{
 	"name": "Name", "root": "Root", "types": "Types", "batch_size": "BatchSize", "interval": "Interval",
 	"max_behind": "MaxBehind", "damping": "Damping", "tolerance": "Tolerance", "max_iterations": "MaxIterations",
 	"threshold": "Threshold", "direction": "Direction", "window_edges": "WindowEdges", "window": "Window",
+	"max_span": "MaxSpan", "ring_search": "RingSearch", "min_ratio": "MinRatio",
 	"lateness": "Lateness", "max_cycle": "MaxCycle", "search_budget": "SearchBudget", "pull_timeout": "PullTimeout",
 	"pull_memory_mib": "PullMemoryMiB",
 }

@@ -114,8 +114,9 @@ func ExampleFanIn() {
 	// above now: 0
 }
 
-// The fraud monitor reports each new cycle of payments, its accounts by
-// their keys.
+// The fraud monitor reports each ring of payments, in time order within
+// MaxSpan, its accounts by their keys from its first payment's sender; a
+// cycle paid over a month is no ring.
 func ExampleFraud() {
 	dir, _ := os.MkdirTemp("", "graphtide-example")
 	defer os.RemoveAll(dir)
@@ -128,12 +129,18 @@ func ExampleFraud() {
 		return v
 	}
 
-	_, err = db.Register(graphtide.Fraud{Name: "rings", Threshold: 1000, MaxCycle: 4})
+	_, err = db.Register(graphtide.Fraud{Name: "rings", Threshold: 1000, MaxCycle: 4, MaxSpan: time.Hour})
 	check(err)
 	var b graphtide.Batch
-	b.Insert(id("ann"), id("bob"), 900)
-	b.Insert(id("bob"), id("cy"), 880)
-	b.Insert(id("cy"), id("ann"), 860) // closes the ring
+	pay := func(from, to string, amount float64, day, hour, minute int) {
+		b.Insert(id(from), id(to), amount)
+		b.SetEventTime(time.Date(2026, 11, day, hour, minute, 0, 0, time.UTC))
+	}
+	pay("dan", "eve", 500, 1, 9, 0) // a cycle paid over a month: no ring
+	pay("eve", "dan", 480, 30, 9, 0)
+	pay("ann", "bob", 900, 30, 10, 0)
+	pay("bob", "cy", 880, 30, 10, 4)
+	pay("cy", "ann", 860, 30, 10, 9) // closes the ring, nine minutes after its first payment
 	seq, err := db.Apply(&b)
 	check(err)
 	r, err := db.Wait(context.Background(), "rings", seq)
@@ -141,13 +148,13 @@ func ExampleFraud() {
 
 	for _, al := range db.Alerts("rings", 10) {
 		if al.Kind == graphtide.AlertCycle {
-			fmt.Println("cycle of", al.Value, "payments:", strings.Join(al.CycleKeys, " -> "))
+			fmt.Println("ring of", al.Value, "payments:", strings.Join(al.CycleKeys, " -> "), "closed at", al.EventTime.Format(time.TimeOnly))
 		}
 	}
-	fmt.Println("cycles so far:", r.Summary.(graphtide.FraudSummary).Cycles)
+	fmt.Println("rings so far:", r.Summary.(graphtide.FraudSummary).Cycles)
 	// Output:
-	// cycle of 3 payments: cy -> ann -> bob
-	// cycles so far: 1
+	// ring of 3 payments: ann -> bob -> cy closed at 10:09:00
+	// rings so far: 1
 }
 
 // An option out of its range is refused before anything runs, the same

@@ -189,7 +189,7 @@ func TestAnotherModuleEmbedsGraphtide(t *testing.T) {
 		"edges at seq 1: 5\n",
 		"level of c: 2\n",
 		"alert mules fan_in: c 2 (keys [])\n",
-		"alert rings cycle: c 3 (keys [c a b])\n",
+		"alert rings cycle: a 3 (keys [a b c])\n", // a timed ring (one batch, one time) from its first payment, a's
 		"refused: analytic \"fanin\": threshold -1 is out of range: fanin needs one in (0, 1e+15] (field Threshold)\n",
 		"refused: edge (\"a\", \"c\", type default) exists: it is absent\n",
 	} {

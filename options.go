@@ -194,11 +194,14 @@ func (o FanOut) spec() (analytics.Spec, error) {
 	return s, nil
 }
 
-// Fraud is the fraud monitor: an alert (kind AlertCycle) for each new
-// cycle of at most MaxCycle edges a new edge closes, and (kind
-// AlertFanIn) for a fan-in over Threshold within the window, as FanIn.
-// Result's Summary is a FraudSummary, VertexResult a VertexValue (the
-// fan-in count). Spec form: type=fraud,threshold=50,max_cycle=4.
+// Fraud is the fraud monitor: an alert (kind AlertCycle) for each ring
+// of at most MaxCycle payments (with RingSearch "timed", the default:
+// each hop's event time not before the previous one's, all within
+// MaxSpan; with "any": each new cycle of the graph a new edge closes),
+// and (kind AlertFanIn) for a fan-in over Threshold within the window, as
+// FanIn. Result's Summary is a FraudSummary, VertexResult a VertexValue
+// (the fan-in count). Spec form:
+// type=fraud,threshold=50,max_cycle=4,max_span=1h.
 type Fraud struct {
 	Name        string        // registered under this name; default: the type (see BuiltIn)
 	Threshold   float64       // the fan-in to exceed, in (0, 1e15]; required
@@ -207,6 +210,16 @@ type Fraud struct {
 	Lateness    time.Duration // how long a window of time waits for late operations, 0..168h
 	// MaxCycle is the longest cycle reported, 1..8; default 4.
 	MaxCycle int
+	// MaxSpan bounds a timed ring: from its first payment's event time to
+	// its last, 1ms..168h; default 1h.
+	MaxSpan time.Duration
+	// RingSearch is "timed" (the default: rings in time order within
+	// MaxSpan) or "any" (every new cycle of the graph, whatever the
+	// times).
+	RingSearch string
+	// MinRatio, when above 0 (at most 1), is the least share of a timed
+	// ring's payment the next payment carries on; default 0 (off).
+	MinRatio float64
 	// SearchBudget is the most path extensions searched per new edge,
 	// 1..10000000; default 100000 (a search cut short is counted:
 	// FraudSummary.Truncated).
@@ -224,6 +237,7 @@ type Fraud struct {
 
 func (o Fraud) spec() (analytics.Spec, error) {
 	s := common("fraud", o.Name, o.Types, o.BatchSize, o.Interval, o.MaxBehind)
+	s.MaxSpan, s.RingSearch, s.MinRatio = o.MaxSpan, o.RingSearch, o.MinRatio
 	s.Threshold, s.WindowDuration, s.WindowEdges, s.Lateness = o.Threshold, o.Window, o.WindowEdges, o.Lateness
 	s.MaxCycle, s.SearchBudget, s.PullTimeout, s.PullMemoryMiB = o.MaxCycle, o.SearchBudget, o.PullTimeout, o.PullMemoryMiB
 	return s, nil

@@ -108,6 +108,17 @@ type MonitorSummary struct {
 	Late uint64 `json:"late"`
 }
 
+// RingSummary is a fraud monitor's window of payments: the events it
+// holds (those of the last 2*MaxSpan + Lateness), those that came too
+// late to be in a ring (more than MaxSpan + Lateness behind the newest),
+// and those a full window pushed out early (at most 1,048,576 events and
+// half of Fraud.PullMemoryMiB are held).
+type RingSummary struct {
+	Events  int    `json:"events"`            // payments held
+	Late    uint64 `json:"late,omitempty"`    // payments too late to be in a ring
+	Dropped uint64 `json:"dropped,omitempty"` // payments a full window pushed out early
+}
+
 // FraudSummary is the Summary of a fraud analytic.
 type FraudSummary struct {
 	Seq           uint64         `json:"seq"`             // the sequence number it is at
@@ -115,6 +126,7 @@ type FraudSummary struct {
 	Cycles        uint64         `json:"cycles"`          // new cycles reported so far (alerts of kind AlertCycle)
 	Truncated     uint64         `json:"truncated"`       // searches cut short by Fraud.SearchBudget
 	PullsCutShort uint64         `json:"pulls_cut_short"` // pulls cut short by Fraud.PullTimeout or PullMemoryMiB
+	Rings         RingSummary    `json:"rings"`           // its window of payments (timed rings; evidence)
 	FanIn         MonitorSummary `json:"fan_in"`          // its fan-in monitor
 }
 
@@ -225,7 +237,7 @@ func (db *DB) public(x any) any {
 		return db.monitorSummary(x)
 	case analytics.FraudSummary:
 		return FraudSummary{Seq: x.Seq, MaxCycle: x.MaxCycle, Cycles: x.Cycles, Truncated: x.Truncated, PullsCutShort: x.CutShort,
-			FanIn: db.monitorSummary(x.FanIn)}
+			Rings: RingSummary(x.Rings), FanIn: db.monitorSummary(x.FanIn)}
 	case analytics.VertexLevel:
 		return VertexLevel{Level: x.Level}
 	case analytics.VertexComponent:

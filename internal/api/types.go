@@ -395,7 +395,13 @@ type (
 		Cycles    uint64         `json:"cycles"`
 		Truncated uint64         `json:"truncated"`
 		CutShort  uint64         `json:"pulls_cut_short"`
+		Rings     RingSummary    `json:"rings"`
 		FanIn     MonitorSummary `json:"fan_in"`
+	}
+	RingSummary struct {
+		Events  int    `json:"events"`
+		Late    uint64 `json:"late,omitempty"`
+		Dropped uint64 `json:"dropped,omitempty"`
 	}
 )
 
@@ -440,7 +446,7 @@ func (k keyer) summary(s any) any {
 	case analytics.MonitorSummary:
 		return k.monitor(s)
 	case analytics.FraudSummary:
-		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, k.monitor(s.FanIn)}
+		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, RingSummary(s.Rings), k.monitor(s.FanIn)}
 	}
 	return s
 }

@@ -449,7 +449,15 @@ type TopoUpdate struct {
 	// deletes a vertex delete expands into (Expansion: its edge existed),
 	// or a vertex delete (VertexOp). nil otherwise, and when Lost.
 	Prior []Prior
-	done  func()
+	// Logged, when not nil, holds for each of Edges the operation as the
+	// edge log holds it (what the store applied, its kind, weight and
+	// type): Edges[k].Op differs from Logged[k] where the topology
+	// replaced it (a topology of several types: see Topology), and the
+	// edge deletes a vertex delete expands into are as in Edges. nil when
+	// every one of Edges is as logged. Monitors of events (a fraud
+	// monitor's rings: each payment's own amount) read it: LoggedOp.
+	Logged []engine.Op
+	done   func()
 	// ahead reads the operations G holds beyond Edges (EachAhead); nil
 	// when there are none.
 	ahead func(fn func(Edge, Prior)) bool
@@ -468,6 +476,15 @@ func (u *TopoUpdate) EachAhead(fn func(e Edge, p Prior)) bool {
 		return true
 	}
 	return u.ahead(fn)
+}
+
+// LoggedOp is the operation Edges[k] is as the edge log holds it (see
+// Logged).
+func (u *TopoUpdate) LoggedOp(k int) engine.Op {
+	if u.Logged != nil {
+		return u.Logged[k]
+	}
+	return u.Edges[k].Op
 }
 
 // Prior is what was there just before one operation of a TopoUpdate.
@@ -562,7 +579,7 @@ func (s *TopoStream) pull(ctx context.Context, wait bool) (*TopoUpdate, error) {
 		u.Edges, ok = l.read(s.pos, end, nil)
 	}
 	if ok {
-		u.Edges, u.Prior, ok = t.edgesFrom(u.Edges, s.pos, s.opts.Presence)
+		u.Edges, u.Prior, u.Logged, ok = t.edgesFrom(u.Edges, s.pos, s.opts.Presence)
 	}
 	if !ok {
 		u.Lost, u.Edges, u.ahead = true, nil, nil
@@ -587,7 +604,7 @@ func (t *Topology) aheadReader(from, to uint64) func(fn func(Edge, Prior)) bool 
 			if buf, ok = t.m.log.read(p, next, buf[:0]); !ok || len(buf) != int(next-p) {
 				return false
 			}
-			es, ps, ok := t.edgesFrom(buf, p, true)
+			es, ps, _, ok := t.edgesFrom(buf, p, true)
 			if !ok || len(ps) != len(es) {
 				return false
 			}
@@ -603,10 +620,12 @@ func (t *Topology) aheadReader(from, to uint64) func(fn func(Edge, Prior)) bool 
 // edgesFrom is es (read from log position from) as the topology applied
 // them (t.norm: those it left out are dropped, those it replaced
 // replaced), each vertex delete followed by the edge deletes it applied,
-// and, when presence, the Prior of each. It returns false when what a
-// vertex delete removed is not known (applied before the build, or
-// dropped with the log's oldest entries). Protected by mu (read).
-func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []Prior, bool) {
+// and, when presence, the Prior of each; and, when some operation was
+// replaced, each one's logged operation (TopoUpdate.Logged; else nil).
+// It returns false when what a vertex delete removed is not known
+// (applied before the build, or dropped with the log's oldest entries).
+// Protected by mu (read).
+func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []Prior, []engine.Op, bool) {
 	c := uint64(t.m.cfg.LogCapacity)
 	// prior is what was there before the edge operation at log position p.
 	prior := func(p uint64) Prior {
@@ -627,21 +646,38 @@ func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []P
 				ps = append(ps, prior(from+uint64(k)))
 			}
 		}
-		return es, ps, true
+		return es, ps, nil, true
 	}
 	out := make([]Edge, 0, len(es))
+	// INVARIANT: logged, when not nil, is parallel to out.
+	var logged []engine.Op
+	replaced := false
 	for k, e := range es {
 		p := from + uint64(k)
+		op := e.Op
 		if !plain {
 			if n, ok := t.norm[p]; ok {
 				if n.skip {
 					continue
 				}
 				e.Op.Kind, e.Op.Weight, e.Op.Type = n.kind, n.weight, 0
+				if !replaced {
+					replaced = true
+					logged = make([]engine.Op, len(out), cap(out))
+					for i, o := range out {
+						logged[i] = o.Op
+					}
+				}
+			}
+		}
+		add := func(e Edge, op engine.Op) {
+			out = append(out, e)
+			if replaced {
+				logged = append(logged, op)
 			}
 		}
 		if e.Op.Kind != engine.OpDeleteVertex {
-			out = append(out, e)
+			add(e, op)
 			if presence {
 				ps = append(ps, prior(p))
 			}
@@ -649,20 +685,21 @@ func (t *Topology) edgesFrom(es []Edge, from uint64, presence bool) ([]Edge, []P
 		}
 		rm, ok := t.removed[p]
 		if !ok {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
-		out = append(out, e)
+		add(e, op)
 		if presence {
 			ps = append(ps, VertexOp)
 		}
 		for _, x := range rm {
-			out = append(out, Edge{Seq: e.Seq, Op: engine.Op{Src: x[0], Dst: x[1], Kind: engine.OpDeleteEdge}, Time: e.Time, Ref: e.Ref})
+			ex := Edge{Seq: e.Seq, Op: engine.Op{Src: x[0], Dst: x[1], Kind: engine.OpDeleteEdge}, Time: e.Time, Ref: e.Ref}
+			add(ex, ex.Op)
 			if presence {
 				ps = append(ps, Expansion)
 			}
 		}
 	}
-	return out, ps, true
+	return out, ps, logged, true
 }
 
 // Close unregisters the stream; the last one closed frees the topology.

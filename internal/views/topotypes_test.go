@@ -53,14 +53,29 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 	}
 	defer m.Close()
 	ctx := context.Background()
+	type follower struct {
+		name  string
+		types *engine.TypeSet
+		st    *TopoStream
+		g     testref.Edges // the graph as its stream's operations make it
+		// logged is the operations of its types (and vertex deletes)
+		// applied since its last pull, as logged.
+		logged []engine.Op
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	o := testref.TypedEdges{}
+	var fs []*follower
 	apply := func(ops []engine.Op) {
 		if _, err := s.Apply(batchOf(ops)); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range ops {
 			o.Apply(op)
+			for _, f := range fs {
+				if op.Kind == engine.OpDeleteVertex || f.types == nil || f.types.Has(op.Type) {
+					f.logged = append(f.logged, op)
+				}
+			}
 		}
 	}
 	const nv = 30
@@ -84,13 +99,6 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 	// one, and must start normalizing when the first typed edge comes.
 	apply(randomOps([]uint16{0}, 200))
 	one, two := engine.TypesOf(1), engine.TypesOf(0, 2)
-	type follower struct {
-		name  string
-		types *engine.TypeSet
-		st    *TopoStream
-		g     testref.Edges // the graph as its stream's operations make it
-	}
-	var fs []*follower
 	for _, f := range []*follower{{name: "all"}, {name: "{1}", types: &one}, {name: "{0,2}", types: &two}} {
 		if f.st, err = m.TopologyOf(f.types).Stream(StreamOptions{Presence: true}); err != nil {
 			t.Fatal(err)
@@ -106,12 +114,30 @@ func TestTypedTopologiesFollowTheOracle(t *testing.T) {
 			}
 			defer u.Done() // before a Fatalf's Close
 			want := o.Simple(f.types)
+			defer func() { f.logged = f.logged[:0] }()
 			if got, w := topoAdj(t, u.G, engine.Out), adjOfSimple(want); !sameAdj(got, w) {
 				t.Fatalf("round %d, %s: the topology differs from the oracle: %s", round, f.name, adjDiff(got, w))
 			}
 			if u.Lost {
 				f.g = want.Clone()
 			} else {
+				// Each operation as logged (LoggedOp), but for the edge
+				// deletes vertex deletes expand into: its own kind,
+				// weight and type, whatever the topology made of it.
+				var got []engine.Op
+				for k := range u.Edges {
+					if u.Prior[k] != Expansion {
+						got = append(got, u.LoggedOp(k))
+					} else if lo := u.LoggedOp(k); lo != u.Edges[k].Op {
+						t.Fatalf("round %d, %s: an expansion logged as %+v", round, f.name, lo)
+					}
+				}
+				if !slices.Equal(got, f.logged) {
+					t.Fatalf("round %d, %s: the logged operations differ:\n got %v\nwant %v", round, f.name, got, f.logged)
+				}
+				if u.Logged != nil && len(u.Logged) != len(u.Edges) {
+					t.Fatalf("round %d, %s: %d logged for %d edges", round, f.name, len(u.Logged), len(u.Edges))
+				}
 				for k, e := range u.Edges {
 					key := [2]uint64{e.Op.Src, e.Op.Dst}
 					_, had := f.g[key]

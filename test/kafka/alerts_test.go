@@ -46,7 +46,7 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 			r, ok := ingest.SourceOf([]string{topic}, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
 		}})
-	if _, err := reg.Register(analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: 1000, BatchSize: 50}); err != nil {
+	if _, err := reg.Register(analytics.Spec{Type: "fraud", MaxCycle: 4, RingSearch: "any", Threshold: 1000, BatchSize: 50}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -201,8 +202,11 @@ func checkAnalyticResults(t *testing.T, base string, o oracle, root uint64, all 
 // least once), and lets the last run catch up. The alert topic must hold
 // every simple cycle of length <= 4 of the final graph exactly once, and
 // every fan-in crossing of a reference window over the records in offset
-// order exactly once, named by the record that raised it; no alert ID
-// twice.
+// order exactly once, named by the record that raised it; and, from a
+// second fraud monitor with the timed ring search (the records carry
+// event times, a little out of order), every ring of the reference over
+// the records in offset order exactly once, by the record that completed
+// it; no alert ID twice.
 func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("fraud-ckpt"), uniq("fraud-alerts")
@@ -217,6 +221,8 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	const accounts, window, threshold = 150, 400, 25
 	seen := map[[2]uint64]bool{}
 	var recs []*record
+	var times []int64 // each record's event time, µs
+	clock := int64(1_800_000_000_000_000)
 	for len(recs) < 2500 {
 		src, dst := 1+r.Uint64N(accounts), 1+r.Uint64N(accounts)
 		if r.IntN(3) == 0 { // a third into 4 accounts: about 33 each per window
@@ -227,13 +233,21 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		seen[[2]uint64{src, dst}] = true
 		ev := event{op: decode.OpUpsert, src: vid{id: src}, dst: vid{id: dst}, w: 1, hasW: true}
-		recs = append(recs, &record{topic: topic, value: encode(decode.FormatBinary, []event{ev}), events: []event{ev}, offset: -1})
+		clock += 1_000_000
+		at := clock - r.Int64N(5_000_000)
+		e := ev.edge()
+		e.EventTime = time.UnixMicro(at).UTC()
+		recs = append(recs, &record{topic: topic, value: decode.AppendBinary(nil, e), events: []event{ev}, offset: -1})
+		times = append(times, at)
 	}
 	// max_behind 200: a restart's replay, a burst of hundreds of records,
 	// reaches the monitor 200 operations at a time (never Lost).
-	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
-	// Beside it, on the same stream: a degree monitor (out plus in) and a
-	// fanout monitor, checkpointed with it.
+	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, RingSearch: "any", Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
+	// Beside it, on the same stream: a fraud monitor of timed rings, a
+	// degree monitor (out plus in) and a fanout monitor, checkpointed with
+	// it.
+	const ringSpan = 10 * time.Minute
+	ringSpec := analytics.Spec{Name: "rings", Type: "fraud", MaxCycle: 4, MaxSpan: ringSpan, Threshold: 1e9, PullTimeout: time.Minute, MaxBehind: 200}
 	const degThreshold, outThreshold = 30, 5
 	degSpec := analytics.Spec{Type: "degree", Direction: "both", Threshold: degThreshold, MaxBehind: 200}
 	outSpec := analytics.Spec{Type: "fanout", Threshold: outThreshold, WindowEdges: window, MaxBehind: 200}
@@ -241,7 +255,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	_, log := testLogger(t, "the serve children")
 	cfg := childConfig{
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("fraud-dead"), Dir: dir, MemBytes: 256 << 10,
-		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, degSpec, outSpec}, CheckpointEvery: time.Second,
+		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, ringSpec, degSpec, outSpec}, CheckpointEvery: time.Second,
 		AlertTopic: alertTopic,
 	}
 	prod := startProducing(t, recs, 20, 60*time.Millisecond)
@@ -275,7 +289,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	if !res.Restored || res.Summary.CutShort != 0 || res.Summary.Truncated != 0 {
 		t.Fatalf("the last run's fraud monitor: %+v", res)
 	}
-	for _, name := range []string{"degree", "fanout"} {
+	for _, name := range []string{"rings", "degree", "fanout"} {
 		var mres struct {
 			Seq      uint64 `json:"seq"`
 			Restored bool   `json:"restored"`
@@ -350,11 +364,13 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			}
 		}
 	}
-	if len(wantCycles) == 0 || len(wantFan) == 0 || len(wantOut) == 0 || len(wantDeg) == 0 {
-		t.Fatalf("the transfers hold %d cycles, %d fan-in, %d fan-out and %d degree crossings: the test checks too little",
-			len(wantCycles), len(wantFan), len(wantOut), len(wantDeg))
+	wantRings := timedRings(recs, times, 4, ringSpan.Microseconds())
+	if len(wantCycles) == 0 || len(wantFan) == 0 || len(wantOut) == 0 || len(wantDeg) == 0 || len(wantRings) < 5 {
+		t.Fatalf("the transfers hold %d cycles, %d fan-in, %d fan-out, %d degree crossings and %d timed rings: the test checks too little",
+			len(wantCycles), len(wantFan), len(wantOut), len(wantDeg), len(wantRings))
 	}
-	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan)+len(wantOut)+len(wantDeg), 2*time.Second, 60*time.Second)
+	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan)+len(wantOut)+len(wantDeg)+len(wantRings), 2*time.Second, 60*time.Second)
+	gotRings := map[string]int{}
 	ids := map[string]bool{}
 	gotCycles := map[string]int{}
 	gotFan, gotOut, gotDeg := map[crossing]int{}, map[crossing]int{}, map[crossing]int{}
@@ -370,14 +386,16 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		if a.Source == nil || a.Source.Topic != topic {
 			t.Fatalf("alert %+v names no record of %s", a, topic)
 		}
-		switch a.Kind {
-		case "cycle":
+		switch {
+		case a.Analytic == "rings":
+			gotRings[fmt.Sprint(a.Source.Offset, a.Cycle)]++
+		case a.Kind == "cycle":
 			gotCycles[testref.CycleKey(a.Cycle)]++
-		case "fan_in":
+		case a.Kind == "fan_in":
 			gotFan[crossing{a.Source.Offset, a.Vertex}]++
-		case "fan_out":
+		case a.Kind == "fan_out":
 			gotOut[crossing{a.Source.Offset, a.Vertex}]++
-		case "degree":
+		case a.Kind == "degree":
 			gotDeg[crossing{a.Source.Offset, a.Vertex}]++
 		default:
 			t.Errorf("an alert of kind %q: %+v", a.Kind, a)
@@ -397,6 +415,16 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	for id := range listedIDs {
 		if !ids[id] {
 			t.Errorf("GET /v1/alerts lists alert %s, which is not on the topic", id)
+		}
+	}
+	for k := range wantRings {
+		if gotRings[k] != 1 {
+			t.Errorf("timed ring %s alerted %d times", k, gotRings[k])
+		}
+	}
+	for k, n := range gotRings {
+		if !wantRings[k] {
+			t.Errorf("an alert for a timed ring the reference does not raise (%d times): %s", n, k)
 		}
 	}
 	for k := range wantCycles {
@@ -425,6 +453,94 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cycles, %d fan-in, %d fan-out and %d degree crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitors",
-		len(wantCycles), len(wantFan), len(wantOut), len(wantDeg), log.count("analytics restored from their checkpoint"))
+	t.Logf("%d cycles, %d timed rings, %d fan-in, %d fan-out and %d degree crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitors",
+		len(wantCycles), len(wantRings), len(wantFan), len(wantOut), len(wantDeg), log.count("analytics restored from their checkpoint"))
+}
+
+// timedRings is the reference of a fraud monitor's timed rings (the rules
+// of docs/analytics.md, "Rings in time") over records of one upsert each,
+// in offset order, with their event times (µs), for distinct pairs (so
+// one ring per account cycle but for rotations of equal times, which
+// these times do not have) and no min_ratio or lateness: for each record that is not late, every
+// cycle of earlier records (not late) and it, with distinct sources,
+// whose rotation starting after its one drop in time (or any, when all
+// times are equal) is in time order within span; one per account cycle
+// per episode, the least span first. Each as "offset [accounts from the
+// first hop]".
+func timedRings(recs []*record, times []int64, k int, span int64) map[string]bool {
+	type ev struct {
+		src, dst uint64
+		t        int64
+		i        int
+	}
+	held := map[uint64][]ev{} // by source
+	var newest int64
+	have := false
+	episodes := map[string]int64{}
+	want := map[string]bool{}
+	for i, rec := range recs {
+		x := ev{rec.events[0].src.id, rec.events[0].dst.id, times[i], i}
+		if have && x.t < newest-span {
+			continue // late
+		}
+		best := map[string][]ev{}
+		var walk func(path []ev)
+		walk = func(path []ev) {
+			last := path[len(path)-1]
+			for _, e := range held[last.dst] {
+				// A ring holding x is within span of it.
+				if e.t < x.t-span || e.t > x.t+span || slices.ContainsFunc(path, func(p ev) bool { return p.src == e.src }) {
+					continue
+				}
+				c := append(slices.Clone(path), e)
+				if e.dst != x.src {
+					if len(c) < k {
+						walk(c)
+					}
+					continue
+				}
+				for at := range c {
+					r := append(slices.Clone(c[at:]), c[:at]...)
+					ok := r[len(r)-1].t-r[0].t <= span
+					for j := 1; j < len(r) && ok; j++ {
+						ok = r[j].t >= r[j-1].t
+					}
+					if !ok {
+						continue
+					}
+					ids := make([]uint64, len(r))
+					for j, e := range r {
+						ids[j] = e.src
+					}
+					key := testref.CycleKey(ids)
+					if T, ok := episodes[key]; ok && r[0].t <= T {
+						continue
+					}
+					if b, ok := best[key]; ok {
+						sb, sr := b[len(b)-1].t-b[0].t, r[len(r)-1].t-r[0].t
+						if sb < sr || sb == sr && (b[0].t < r[0].t || b[0].t == r[0].t && b[0].i <= r[0].i) {
+							continue
+						}
+					}
+					best[key] = r
+				}
+			}
+		}
+		if x.src != x.dst {
+			walk([]ev{x})
+		}
+		for key, r := range best {
+			episodes[key] = r[len(r)-1].t
+			ids := make([]uint64, len(r))
+			for j, e := range r {
+				ids[j] = e.src
+			}
+			want[fmt.Sprint(rec.offset, ids)] = true
+		}
+		held[x.src] = append(held[x.src], x)
+		if !have || x.t > newest {
+			newest, have = x.t, true
+		}
+	}
+	return want
 }

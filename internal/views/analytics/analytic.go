@@ -208,8 +208,8 @@ type Spec struct {
 	// or fan-out window counts: events (the default), senders (distinct
 	// counterparties) or amount (the sum of the weights). Evidence is the
 	// most events an alert carries (default 32). Rings (fraud): MaxSpan
-	// bounds the time from a ring's first hop to its last, each hop's
-	// event time not before the previous hop's; RingSearch "any" is the
+	// bounds the time from a ring's first hop to its last (default 1h),
+	// each hop's event time not before the previous hop's; RingSearch "any" is the
 	// search without time or order instead ("timed", the default);
 	// MinRatio, when above 0, is the least share of a hop's amount the
 	// next hop carries on. Mule (fraud): money in from at least
@@ -515,7 +515,33 @@ func (s *Spec) fraudSettings() *SettingError {
 	if err := durIn("pull_timeout", &s.PullTimeout, 2*time.Second, MinPullTimeout, MaxPullTimeout); err != nil {
 		return err
 	}
-	return intIn("pull_memory_mib", &s.PullMemoryMiB, 64, MaxPullMemoryMiB)
+	if err := intIn("pull_memory_mib", &s.PullMemoryMiB, 64, MaxPullMemoryMiB); err != nil {
+		return err
+	}
+	return s.ringSettings()
+}
+
+// Rings' defaults (fraud): the longest span of a timed ring, and the
+// search.
+const (
+	DefaultMaxSpan    = time.Hour
+	DefaultRingSearch = "timed"
+)
+
+// ringSettings fills the defaults of the fraud monitor's rings (max_span,
+// ring_search; min_ratio 0 is off) and checks them (moneySettings checked
+// the ranges of the values given).
+func (s *Spec) ringSettings() *SettingError {
+	if s.RingSearch == "" {
+		s.RingSearch = DefaultRingSearch
+	}
+	if err := durIn("max_span", &s.MaxSpan, DefaultMaxSpan, time.Millisecond, MaxWindow); err != nil {
+		return err
+	}
+	if s.RingSearch == "any" && s.MinRatio != 0 {
+		return settingErr("min_ratio", "min_ratio applies to ring_search=timed (a ring's hops in time order); ring_search=any has no order of hops")
+	}
+	return nil
 }
 
 // moneySettings checks the settings of money and time (Spec.Measure and

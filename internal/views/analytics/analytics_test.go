@@ -877,7 +877,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/k=%d", v.name, k), func(t *testing.T) {
 				h := newHarness(t, uint64(60+i), v.inEdges, v.ids)
 				var got []Alert
-				spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k}
+				spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k, RingSearch: "any"}
 				if err := spec.Validate(); err != nil {
 					t.Fatal(err)
 				}
@@ -901,6 +901,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 						if len(al.Cycle) > k {
 							t.Fatalf("cycle %v longer than %d", al.Cycle, k)
 						}
+						checkAnyEvidence(t, al, g)
 					}
 					if fmt.Sprint(sortedKeys(gotK)) != fmt.Sprint(sortedKeys(want)) {
 						t.Fatalf("seq %d: new cycles %v, reference %v", h.at, sortedKeys(gotK), sortedKeys(want))
@@ -916,6 +917,30 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkAnyEvidence checks the evidence of a cycle of ring_search=any:
+// one event per hop, in cycle order; one the monitor did not see (from
+// before its first pull) carries the edge's weight in g; the totals sum
+// them.
+func checkAnyEvidence(t *testing.T, al Alert, g edges) {
+	t.Helper()
+	if len(al.Evidence) != len(al.Cycle) || al.Totals == nil || al.Totals.Events != len(al.Cycle) {
+		t.Fatalf("cycle %v: evidence %+v, totals %+v", al.Cycle, al.Evidence, al.Totals)
+	}
+	sum := 0.0
+	for i, e := range al.Evidence {
+		if e.Src != al.Cycle[i] || e.Dst != al.Cycle[(i+1)%len(al.Cycle)] {
+			t.Fatalf("cycle %v: evidence %d is %d->%d", al.Cycle, i, e.Src, e.Dst)
+		}
+		if w, ok := g[ekey{e.Src, e.Dst}]; e.Seq == 0 && (!ok || w != e.Amount) {
+			t.Fatalf("cycle %v: evidence %d of an edge weighing %v (%v): %+v", al.Cycle, i, w, ok, e)
+		}
+		sum += e.Amount
+	}
+	if al.Totals.Amount != sum {
+		t.Fatalf("cycle %v: totals %+v, evidence sums %v", al.Cycle, al.Totals, sum)
 	}
 }
 
@@ -950,7 +975,7 @@ func TestFraudPullLimits(t *testing.T) {
 		t.Run(limit, func(t *testing.T) {
 			h := newHarness(t, 71, true, denseIDs)
 			var got []Alert
-			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: 4}
+			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: 4, RingSearch: "any"}
 			if err := spec.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -1246,7 +1271,7 @@ func TestFraudFollowsPartialPulls(t *testing.T) {
 			h := newHarness(t, uint64(90+i), v.inEdges, v.ids)
 			const k = 4
 			var got []Alert
-			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k}
+			spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k, RingSearch: "any"}
 			if err := spec.Validate(); err != nil {
 				t.Fatal(err)
 			}

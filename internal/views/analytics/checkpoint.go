@@ -32,7 +32,8 @@ import (
 // 2: a fraud monitor's window holds event times in µs and its late count.
 // 3: the degree, fanin and fanout monitors are in it; the topology may not
 // be (meta.Topology); a window's late count follows its operations.
-const CheckpointVersion = 3
+// 4: a fraud monitor's state ends with its ring window (ringWindow.save).
+const CheckpointVersion = 4
 
 // CheckpointMeta describes a checkpoint.
 type CheckpointMeta struct {

@@ -321,7 +321,7 @@ func (s *collectSink) Publish(al []Alert) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range al {
-		s.got = append(s.got, fmt.Sprintf("%s/%s/%d/%d", a.Analytic, a.Kind, a.Vertex, a.Ref))
+		s.got = append(s.got, fmt.Sprintf("%s/%s/%d/%d%v", a.Analytic, a.Kind, a.Vertex, a.Ref, a.Cycle))
 	}
 }
 
@@ -385,7 +385,8 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 			}
 			if withTopology {
 				specs = append(specs, Spec{Type: "degree", Direction: "both", Threshold: 9},
-					Spec{Name: "deg-in", Type: "degree", Direction: "in", Threshold: 5})
+					Spec{Name: "deg-in", Type: "degree", Direction: "in", Threshold: 5},
+					Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: 20 * time.Second})
 			}
 			var names []string
 			for i := range specs {
@@ -490,8 +491,14 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 					t.Fatalf("%s after the restore: %+v", name, res)
 				}
 			}
-			if len(want.all()) < 10 {
-				t.Fatalf("only %d alerts: the test checks too little", len(want.all()))
+			rings := 0
+			for _, a := range want.all() {
+				if strings.HasPrefix(a, "rings/cycle/") {
+					rings++
+				}
+			}
+			if len(want.all()) < 10 || withTopology && rings < 5 {
+				t.Fatalf("only %d alerts, %d of rings: the test checks too little", len(want.all()), rings)
 			}
 			t.Logf("%d alerts, %d before the checkpoint", len(want.all()), upTo)
 		})

@@ -11,11 +11,18 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// fraud reports every new directed cycle of length at most MaxCycle closed
-// by a newly ingested edge, and every vertex whose fan-in (upserts into
-// it) within the window comes to exceed the threshold. It follows the
+// fraud reports rings of payments and every vertex whose fan-in (upserts
+// into it) within the window comes to exceed the threshold. It follows the
 // Manager's topology (TopoAnalytic), so that its state, checkpointed with
 // the topology, resumes exactly where a restart's replay takes it up.
+//
+// Rings: with ring_search=timed (the default) a ring is a cycle of events
+// in time order within max_span, searched in the monitor's own window of
+// events when the event that completes it arrives (rings.go). With
+// ring_search=any it is every new directed cycle of length at most
+// MaxCycle closed by a newly ingested edge in the topology, whatever the
+// times, as follows; its alert's evidence is, per hop, the newest event of
+// the edge the ring window holds.
 //
 // A cycle is new when it exists in the graph after a pull and not before:
 // it then holds at least one edge that did not exist before (a new edge:
@@ -58,18 +65,27 @@ type fraud struct {
 	maxPullBytes int64
 
 	mu        sync.RWMutex
-	win       *fanWindow // Protected by mu.
-	seq       uint64     // Protected by mu.
-	cycles    uint64     // reported so far; Protected by mu.
-	truncated uint64     // searches cut short; Protected by mu.
-	cutShort  uint64     // pulls cut short; Protected by mu.
+	win       *fanWindow  // Protected by mu.
+	seq       uint64      // Protected by mu.
+	cycles    uint64      // reported so far; Protected by mu.
+	truncated uint64      // searches cut short; Protected by mu.
+	cutShort  uint64      // pulls cut short; Protected by mu.
+	ringSum   RingSummary // the ring window's figures after the last pull; Protected by mu.
+
+	// rmu guards the ring window, which the updater uses for a whole
+	// pull's searches without holding mu (readers of the summary do not
+	// wait for them); a checkpoint reads it. Lock order: rmu, then mu.
+	rmu sync.Mutex
+	rw  *ringWindow // Protected by rmu.
 
 	pullBytes atomic.Int64 // memory the pull in progress holds (0 between pulls)
+	ringBytes atomic.Int64 // the ring window's memory after the last pull
 }
 
 func newFraud(s Spec, alerts func([]Alert)) *fraud {
 	return &fraud{spec: s, alerts: alerts, now: time.Now, maxPullBytes: int64(s.PullMemoryMiB) << 20,
-		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, true, s.Threshold)}
+		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, true, s.Threshold),
+		rw:  newRingWindow(s)}
 }
 
 func (a *fraud) Spec() Spec { return a.spec }
@@ -80,12 +96,17 @@ func (a *fraud) Seq() uint64 {
 	return a.seq
 }
 
-// Recompute starts over: cycles already in g are not new, and the window
-// restarts empty.
+// Recompute starts over: cycles already in g are not new, and the
+// windows restart empty.
 func (a *fraud) Recompute(ctx context.Context, g *views.Topo) error {
+	a.rmu.Lock()
+	a.rw.reset()
+	a.rmu.Unlock()
+	a.ringBytes.Store(0)
 	a.mu.Lock()
 	a.win.reset()
 	a.seq = g.Seq
+	a.ringSum = RingSummary{}
 	a.mu.Unlock()
 	return ctx.Err()
 }
@@ -116,20 +137,15 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		}
 	}
 	a.mu.Unlock()
-	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: a.maxPullBytes, live: &a.pullBytes}
-	var ahead func(func(views.Edge, views.Prior)) bool
-	if u.Partial {
-		ahead = u.EachAhead
-	}
-	cyc, truncated, cut, err := topoNewCycles(ctx, g, ahead, edges, prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
+	// The pull's searches get what the ring window leaves of pull_memory_mib
+	// (at least half: the window takes at most the other).
+	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: max(a.maxPullBytes/2, a.maxPullBytes-a.ringBytes.Load()), live: &a.pullBytes}
+	ral, rings, truncated, cut, err := a.updateRings(ctx, u, lim)
 	a.pullBytes.Store(0)
 	if err != nil {
 		return false, err
 	}
-	for _, c := range cyc {
-		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
-			Ref: c.by.Ref, EventTime: c.by.Op.Time()})
-	}
+	al = append(al, ral...)
 	if len(al) > 0 && a.alerts != nil {
 		a.alerts(al)
 	}
@@ -137,13 +153,52 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	// over (a reader, or a checkpoint, that sees the seq sees them).
 	a.mu.Lock()
 	a.seq = u.Seq
-	a.cycles += uint64(len(cyc))
-	a.truncated += uint64(truncated)
+	a.cycles += rings
+	a.truncated += truncated
 	if cut {
 		a.cutShort++
 	}
 	a.mu.Unlock()
 	return false, nil
+}
+
+// updateRings applies one pull to the rings: its events to the ring
+// window and, by ring_search, the timed search of each or the search
+// without time of the topology; it returns the alerts, with the counts of
+// rings, searches cut short by the budget, and whether the pull's limits
+// cut it.
+func (a *fraud) updateRings(ctx context.Context, u *views.TopoUpdate, lim pullLimits) (al []Alert, rings, truncated uint64, cut bool, err error) {
+	a.rmu.Lock()
+	defer func() {
+		sum := RingSummary{Events: len(a.rw.held), Late: a.rw.late, Dropped: a.rw.dropped}
+		a.ringBytes.Store(a.rw.memory())
+		a.rmu.Unlock()
+		a.mu.Lock()
+		a.ringSum = sum
+		a.mu.Unlock()
+	}()
+	if a.spec.RingSearch != "any" {
+		s := &topoSearch{lim: lim}
+		al, rings, truncated, cut = a.ringsOf(u, s, nil)
+		return al, rings, truncated, cut, ctx.Err()
+	}
+	// The window first (every event of the pull), for the evidence.
+	posAt := make([]uint64, len(u.Edges))
+	a.ringsOf(u, nil, posAt)
+	var ahead func(func(views.Edge, views.Prior)) bool
+	if u.Partial {
+		ahead = u.EachAhead
+	}
+	cyc, tr, cut, err := topoNewCycles(ctx, u.G, ahead, u.Edges, u.Prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
+	if err != nil {
+		return nil, 0, 0, false, err
+	}
+	for _, c := range cyc {
+		ev, dropped, t := a.anyEvidence(u.G, c.ids, posAt[c.at])
+		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
+			Ref: c.by.Ref, EventTime: c.by.Op.Time(), Evidence: ev, EvidenceDropped: dropped, Totals: t})
+	}
+	return al, uint64(len(cyc)), uint64(tr), cut, nil
 }
 
 // pullLimits bound one pull's searches.
@@ -164,10 +219,11 @@ const (
 )
 
 // foundCycle is a new cycle (as ids, from the new edge's source) and the
-// operation credited with closing it.
+// operation credited with closing it (at index at of the pull's edges).
 type foundCycle struct {
 	ids []uint64
 	by  views.Edge
+	at  int
 }
 
 // topoNewCycles returns the cycles of length <= k of the graph after
@@ -252,7 +308,7 @@ func topoNewCycles(ctx context.Context, g *views.Topo, ahead func(func(views.Edg
 			key := canonicalKey(ids)
 			if !seen[key] {
 				seen[key] = true
-				found = append(found, foundCycle{ids: ids, by: edges[f.by]})
+				found = append(found, foundCycle{ids: ids, by: edges[f.by], at: f.by})
 				s.charge(int64(cycleBytes + 16*len(c)))
 			}
 		}
@@ -573,9 +629,10 @@ func canonicalKey(c []uint64) string {
 type FraudSummary struct {
 	Seq       uint64         `json:"seq"`
 	MaxCycle  int            `json:"max_cycle"`
-	Cycles    uint64         `json:"cycles"`          // new cycles reported so far
+	Cycles    uint64         `json:"cycles"`          // rings (cycles) reported so far
 	Truncated uint64         `json:"truncated"`       // searches cut short by search_budget
 	CutShort  uint64         `json:"pulls_cut_short"` // pulls cut short by pull_timeout or pull_memory_mib
+	Rings     RingSummary    `json:"rings"`           // the ring window
 	FanIn     MonitorSummary `json:"fan_in"`
 }
 
@@ -583,7 +640,7 @@ func (a *fraud) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return FraudSummary{Seq: a.seq, MaxCycle: a.spec.MaxCycle, Cycles: a.cycles, Truncated: a.truncated, CutShort: a.cutShort,
-		FanIn: a.fanIn()}
+		Rings: a.ringSum, FanIn: a.fanIn()}
 }
 
 // fanIn is the summary of the fan-in window. Called with mu held.
@@ -600,12 +657,12 @@ func (a *fraud) Vertex(v uint64) (any, bool) {
 	return VertexValue{v, float64(n)}, ok
 }
 
-// MemoryBytes is the size of the fan-in window and of the pull in
-// progress.
+// MemoryBytes is the size of the fan-in window, of the ring window and
+// of the pull in progress.
 func (a *fraud) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return a.win.bytes() + a.pullBytes.Load()
+	return a.win.bytes() + a.ringBytes.Load() + a.pullBytes.Load()
 }
 
 // PullsCutShort counts the pulls cut short by the pull's limits.

@@ -53,7 +53,7 @@ func TestRegistryUnderConcurrentIngestion(t *testing.T) {
 		{Type: "degree", Direction: "both", Threshold: 4},
 		{Type: "fanin", Threshold: 3, WindowEdges: 30},
 		{Name: "out", Type: "fanout", Threshold: 3, WindowDuration: time.Second},
-		{Type: "fraud", Threshold: 5, MaxCycle: 4},
+		{Type: "fraud", Threshold: 5, MaxCycle: 4, RingSearch: "any"}, // its check below: the cycle is in the graph
 	}
 	for _, s := range specs {
 		if _, err := r.Register(s); err != nil {

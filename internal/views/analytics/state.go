@@ -211,15 +211,19 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 	return nil
 }
 
-// saveState writes the fraud monitor's fan-in window (fanWindow.save) and
-// its counters. It has no per-vertex state over c.
+// saveState writes the fraud monitor's fan-in window (fanWindow.save),
+// its counters and its ring window (ringWindow.save). It has no
+// per-vertex state over c.
 func (a *fraud) saveState(e *checkpoint.Encoder, _ views.IDSpace) (uint64, error) {
+	a.rmu.Lock()
+	defer a.rmu.Unlock()
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	a.win.save(e)
 	e.U64(a.cycles)
 	e.U64(a.truncated)
 	e.U64(a.cutShort)
+	a.rw.save(e)
 	return a.seq, e.Err()
 }
 
@@ -229,8 +233,17 @@ func (a *fraud) loadState(d *checkpoint.Decoder, _ views.IDSpace, seq uint64) er
 	if d.Err() != nil {
 		return d.Err()
 	}
+	rw := loadRingWindow(d, a.rw)
+	if d.Err() != nil {
+		return d.Err()
+	}
+	a.rmu.Lock()
+	a.rw = rw
+	a.ringBytes.Store(rw.memory())
+	a.rmu.Unlock()
 	a.mu.Lock()
 	a.win, a.seq, a.cycles, a.truncated, a.cutShort = w, seq, cycles, truncated, cutShort
+	a.ringSum = RingSummary{Events: len(rw.held), Late: rw.late, Dropped: rw.dropped}
 	a.mu.Unlock()
 	return nil
 }
