@@ -121,6 +121,7 @@ var fieldOf = map[string]string{
 	"threshold": "Threshold", "direction": "Direction", "window_edges": "WindowEdges", "window": "Window",
 	"lateness": "Lateness", "max_cycle": "MaxCycle", "search_budget": "SearchBudget", "pull_timeout": "PullTimeout",
 	"pull_memory_mib": "PullMemoryMiB",
+	"measure":         "Measure", "evidence": "Evidence", "mule_senders": "MuleSenders", "mule_receivers": "MuleReceivers",
 }
 
 // publicError is an error of an internal package as this package gives
