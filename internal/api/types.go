@@ -396,6 +396,7 @@ type (
 		Truncated uint64         `json:"truncated"`
 		CutShort  uint64         `json:"pulls_cut_short"`
 		FanIn     MonitorSummary `json:"fan_in"`
+		Mules     int            `json:"mules,omitempty"` // vertices raised as mules, not re-armed
 	}
 )
 
@@ -440,7 +441,7 @@ func (k keyer) summary(s any) any {
 	case analytics.MonitorSummary:
 		return k.monitor(s)
 	case analytics.FraudSummary:
-		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, k.monitor(s.FanIn)}
+		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, k.monitor(s.FanIn), s.Mules}
 	}
 	return s
 }

@@ -369,6 +369,17 @@ func AlertKinds(t string) []string {
 	return slices.Clone(k.alerts)
 }
 
+// AlertKinds lists the kinds of the alerts an analytic of spec s raises:
+// those of its type, but mule for a fraud monitor without the mule
+// pattern (MuleSenders, MuleReceivers).
+func (s Spec) AlertKinds() []string {
+	ks := AlertKinds(s.Type)
+	if s.MuleSenders == 0 || s.MuleReceivers == 0 {
+		ks = slices.DeleteFunc(ks, func(k string) bool { return k == "mule" })
+	}
+	return ks
+}
+
 // NeedsRoot reports whether analytics of type t need a root vertex.
 func NeedsRoot(t string) bool {
 	k, _ := kindOf(t)

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,13 @@ func TestFanSettings(t *testing.T) {
 	ok := Spec{Type: "fraud", Threshold: 3, WindowDuration: time.Hour, MuleSenders: 3, MuleReceivers: 2}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a mule: %v", err)
+	}
+	// The metrics' series of a fraud monitor: mule only with the pattern.
+	if ks := ok.AlertKinds(); !slices.Contains(ks, "mule") {
+		t.Errorf("a fraud monitor with the mule pattern raises %v", ks)
+	}
+	if ks := (Spec{Type: "fraud"}).AlertKinds(); slices.Contains(ks, "mule") || !slices.Contains(ks, "fan_in") {
+		t.Errorf("a fraud monitor without the mule pattern raises %v", ks)
 	}
 	for _, c := range []struct {
 		s         Spec
