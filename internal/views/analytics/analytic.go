@@ -457,15 +457,9 @@ func (s *Spec) Validate() error {
 		}
 	} else if s.Lateness != 0 {
 		return bad("lateness", "lateness applies to the windows of fanin, fanout and fraud, not to %s", s.Type)
-	} else {
-		for _, f := range []struct {
-			key string
-			set bool
-		}{{"measure", s.Measure != ""}, {"evidence", s.Evidence != 0}, {"mule_senders", s.MuleSenders != 0}, {"mule_receivers", s.MuleReceivers != 0}} {
-			if f.set {
-				return bad(f.key, "%s applies to the monitors fanin, fanout and fraud, not to %s", f.key, s.Type)
-			}
-		}
+	}
+	if !k.window {
+		return s.noFanSettings()
 	}
 	return nil
 }
@@ -556,6 +550,19 @@ func (s *Spec) fanSettings() *SettingError {
 		return settingErr("mule_receivers", "mule_senders needs mule_receivers too: a mule takes money in from at least mule_senders senders and pays out to at least mule_receivers receivers within the window")
 	case s.WindowDuration == 0:
 		return settingErr("window", "the mule pattern (mule_senders, mule_receivers) counts within a window of time: give one (window=24h)")
+	}
+	return nil
+}
+
+// noFanSettings refuses the fan settings in a spec of another type.
+func (s *Spec) noFanSettings() error {
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"measure", s.Measure != ""}, {"evidence", s.Evidence != 0}, {"mule_senders", s.MuleSenders != 0}, {"mule_receivers", s.MuleReceivers != 0}} {
+		if f.set {
+			return settingErr(f.key, "analytic %q: %s applies to the monitors fanin, fanout and fraud, not to %s", s.Name, f.key, s.Type)
+		}
 	}
 	return nil
 }
