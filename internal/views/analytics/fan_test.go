@@ -824,3 +824,44 @@ func TestFanWindowLoadRefusesBadState(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFanWindow is the cost of one operation taken into a fan window
+// of an hour of event time holding about 100,000 payments among 20,000
+// accounts, by measure, and with the mule pattern.
+func BenchmarkFanWindow(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		spec Spec
+	}{
+		{"events", Spec{Type: "fanin", Threshold: 50}},
+		{"senders", Spec{Type: "fanin", Measure: "senders", Threshold: 50}},
+		{"amount", Spec{Type: "fanin", Measure: "amount", Threshold: 1e6}},
+		{"mule", Spec{Type: "fraud", Measure: "amount", Threshold: 1e6, MuleSenders: 5, MuleReceivers: 5}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			c.spec.WindowDuration, c.spec.Lateness = time.Hour, time.Minute
+			if err := c.spec.Validate(); err != nil {
+				b.Fatal(err)
+			}
+			w := newFanWindow(fanConfigOf(c.spec))
+			r := rand.New(rand.NewPCG(1, 2))
+			// 100,000 an hour: one every 36 ms, up to a minute late.
+			next := func(i int) views.Edge {
+				t := int64(1_800_000_000_000_000) + int64(i)*36_000 - r.Int64N(60_000_000)
+				return views.Edge{Seq: uint64(i), Ref: uint64(i), Op: engine.Op{Src: r.Uint64N(20000), Dst: r.Uint64N(20000),
+					Weight: float64(r.IntN(1_000_000)) / 100, Kind: engine.OpUpsert, EventTime: t, EventRef: "p-1", Props: `{"currency":"EUR"}`}}
+			}
+			i := 0
+			for ; i < 200_000; i++ {
+				w.add(next(i), nil)
+			}
+			b.ResetTimer()
+			for range b.N {
+				w.add(next(i), nil)
+				i++
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(w.bytes())/float64(w.win.Len()), "bytes/event-held")
+		})
+	}
+}
