@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
@@ -261,10 +262,11 @@ func (w *fanWindow) insert(it *fanItem) {
 // cfg.evidence there (and the one it pushes back loses the mark).
 func (w *fanWindow) push(s *fanSide, it *fanItem, peer uint64, newFlag uint8) {
 	h := s.held()
-	// Its place: after every item not after it (from the end: mostly last).
+	// Its place: after every item not after it (mostly last; an event
+	// out of time order, by binary search).
 	i := len(h)
-	for i > 0 && w.before(it, h[i-1]) {
-		i--
+	if i > 0 && w.before(it, h[i-1]) {
+		i = sort.Search(i, func(j int) bool { return w.before(it, h[j]) })
 	}
 	switch {
 	case i == 0 && s.head > 0:
