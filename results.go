@@ -304,9 +304,9 @@ type Alert struct {
 	// Evidence is the edges inserted that the alert rests on (a fan-in's,
 	// a fan-out's: the window's edges into or out of Vertex; a mule's:
 	// both), oldest first in the window's order, the newest of them up to
-	// the monitor's Evidence; EvidenceDropped counts the others.
+	// the monitor's Evidence.
 	Evidence        []AlertEvent `json:"evidence,omitempty"`
-	EvidenceDropped int          `json:"evidence_dropped,omitempty"`
+	EvidenceDropped int          `json:"evidence_dropped,omitempty"` // the others, older, left out of Evidence
 	// Totals is what the pattern holds in all, the dropped events
 	// included (nil for a degree or cycle alert).
 	Totals *AlertTotals `json:"totals,omitempty"`
@@ -314,9 +314,9 @@ type Alert struct {
 
 // AlertEvent is one edge insert an alert rests on.
 type AlertEvent struct {
-	Src    uint64 `json:"src"`
+	Src    uint64 `json:"src"`               // the edge's source
 	SrcKey string `json:"src_key,omitempty"` // Src's string key, "" when it has none
-	Dst    uint64 `json:"dst"`
+	Dst    uint64 `json:"dst"`               // the edge's destination
 	DstKey string `json:"dst_key,omitempty"` // Dst's string key
 	// Type is the edge's type by name (DB.TypeName).
 	Type   string  `json:"type"`
@@ -324,27 +324,27 @@ type AlertEvent struct {
 	// EventTime is its event time (Batch.SetEventTime); zero when it had
 	// none.
 	EventTime time.Time `json:"event_time,omitzero"`
-	// Ref and Props are its payload: its event reference and its property
-	// document (a JSON object), "" when it had none.
-	Ref   string `json:"ref,omitempty"`
+	// Ref is its event reference, "" when it had none.
+	Ref string `json:"ref,omitempty"`
+	// Props is its property document (a JSON object), "" when it had
+	// none.
 	Props string `json:"props,omitempty"`
 	Seq   uint64 `json:"seq"` // the sequence number of the batch that inserted it
 }
 
-// AlertTotals is what an alert's pattern holds in all: its events, their
-// amounts summed, their distinct counterparties (a fan-in's sources, a
-// fan-out's destinations; a mule's sources, with AmountOut and Receivers
-// its money out and their destinations), and the event times of the
-// oldest and newest (for a window of operations only, in the order they
-// were inserted).
+// AlertTotals is what an alert's pattern holds in all.
 type AlertTotals struct {
-	Events         int       `json:"events"`
-	Amount         float64   `json:"amount"`
-	Counterparties int       `json:"counterparties,omitempty"`
-	AmountOut      float64   `json:"amount_out,omitempty"`
-	Receivers      int       `json:"receivers,omitempty"`
-	First          time.Time `json:"first,omitzero"`
-	Last           time.Time `json:"last,omitzero"`
+	Events int     `json:"events"` // its events (edges inserted)
+	Amount float64 `json:"amount"` // their amounts summed (a mule's: the money in)
+	// Counterparties counts their distinct counterparties: a fan-in's or
+	// a mule's sources, a fan-out's destinations.
+	Counterparties int     `json:"counterparties,omitempty"`
+	AmountOut      float64 `json:"amount_out,omitempty"` // a mule's money out
+	Receivers      int     `json:"receivers,omitempty"`  // a mule's distinct destinations
+	// First and Last are the event times of its oldest and newest events
+	// (for a window of operations only, the first and last inserted).
+	First time.Time `json:"first,omitzero"`
+	Last  time.Time `json:"last,omitzero"` // see First
 }
 
 // Alerts returns up to limit of the newest alerts, oldest first (of the
