@@ -865,3 +865,67 @@ func BenchmarkFanWindow(b *testing.B) {
 		})
 	}
 }
+
+// TestFanWindowPayloadBound: with a bound of the payloads kept far below
+// what the newest events of every vertex hold, the window never keeps
+// more, an alert's evidence has each event's own payload or none, and a
+// window restored from a checkpoint goes on raising exactly what the
+// running one raises.
+func TestFanWindowPayloadBound(t *testing.T) {
+	spec := Spec{Type: "fraud", Measure: "amount", Threshold: 1500, WindowDuration: 5 * time.Second, Lateness: 2 * time.Second, MuleSenders: 2, MuleReceivers: 2, Evidence: 6}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	es := fanStream(r, 1500, spec.Lateness)
+	payloads := map[uint64][2]string{}
+	for _, e := range es {
+		payloads[e.Ref] = [2]string{e.Op.EventRef, e.Op.Props}
+	}
+	const bound = 300
+	w := newFanWindow(fanConfigOf(spec))
+	w.maxPay = bound
+	var restored *fanWindow
+	kept, without := 0, 0
+	for k, e := range es {
+		al := w.add(e, nil)
+		if w.payBytes > bound {
+			t.Fatalf("after %d operations, %d payload bytes kept", k+1, w.payBytes)
+		}
+		for _, a := range al {
+			for _, ev := range a.Evidence {
+				switch p := payloads[ev.OpRef]; {
+				case ev.EventRef == "" && ev.Props == "":
+					without++
+				case ev.EventRef == p[0] && ev.Props == p[1]:
+					kept++
+				default:
+					t.Fatalf("evidence %+v: not its event's payload %q", ev, p)
+				}
+			}
+		}
+		if restored != nil {
+			keys := func(al []Alert) (out []string) {
+				for _, a := range al {
+					out = append(out, gotKey(a))
+				}
+				return out
+			}
+			if got := restored.add(e, nil); fmt.Sprint(keys(got)) != fmt.Sprint(keys(al)) {
+				t.Fatalf("after %d operations, the restored window raised %v, the running one %v", k+1, keys(got), keys(al))
+			}
+		}
+		if k == len(es)/2 {
+			checkWindowInvariants(t, w)
+			restored = roundTripFan(t, w)
+			if restored.maxPay != bound || dumpWindow(restored) != dumpWindow(w) {
+				t.Fatal("the restored window differs")
+			}
+		}
+	}
+	checkWindowInvariants(t, w)
+	t.Logf("evidence: %d events with their payload, %d without", kept, without)
+	if kept == 0 || without == 0 {
+		t.Fatal("the bound was never reached, or nothing was kept: the test checks too little")
+	}
+}

@@ -36,8 +36,10 @@ import (
 // first, the newest cfg.evidence of them, and the totals of them all. So
 // that its memory stays bounded, an event keeps its payload (reference
 // and properties) only while it is among the newest cfg.evidence of a
-// list it is in: one that falls out never comes back, as events leave a
-// list oldest first.
+// list it is in (one that falls out never comes back, as events leave a
+// list oldest first), and only while the payloads kept stay within
+// maxPay: an event that would take them past it keeps none (its evidence
+// has no reference or properties).
 //
 // INVARIANT (between calls): every held upsert is in the lists of the
 // sides kept (in, out) of its vertices, each list sorted by before; a
@@ -45,8 +47,9 @@ import (
 // measure exceeds the threshold (and, measure events or senders, every
 // such vertex); mule holds exactly the vertices whose window holds
 // muleSenders senders and muleReceivers receivers; an item has its
-// payload only while newest on a side; vertices holds no vertex with
-// empty lists and no flag. Not safe for concurrent use.
+// payload only while newest on a side; payBytes, the payloads kept, is at
+// most maxPay; vertices holds no vertex with empty lists and no flag. Not
+// safe for concurrent use.
 type fanWindow struct {
 	cfg fanConfig
 	win *views.ItemWindow[*fanItem]
@@ -56,6 +59,7 @@ type fanWindow struct {
 	items    int   // upserts held
 	peers    int   // entries of the sides' peers maps
 	payBytes int64 // payload bytes kept
+	maxPay   int64 // the most payload bytes kept (tests lower it)
 	comps    int   // components of the sides' sums
 
 	left    []*fanItem // scratch: what one add pushed out
@@ -144,8 +148,12 @@ type fanVertex struct {
 	mule    bool // raised as a mule and not re-armed
 }
 
+// maxFanPayload bounds the payload bytes (event references and
+// properties) a fan window keeps for evidence.
+const maxFanPayload = 64 << 20
+
 func newFanWindow(c fanConfig) *fanWindow {
-	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}}
+	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}, maxPay: maxFanPayload}
 }
 
 // before is the window's order: time then arrival for a window of a
@@ -250,10 +258,11 @@ func (w *fanWindow) insert(it *fanItem) {
 			x.loops++
 		}
 	}
-	if !it.has(itemNewIn | itemNewOut) {
+	switch n := int64(len(it.eventRef) + len(it.props)); {
+	case !it.has(itemNewIn|itemNewOut) || w.payBytes+n > w.maxPay:
 		w.dropPayload(it)
-	} else {
-		w.payBytes += int64(len(it.eventRef) + len(it.props))
+	default:
+		w.payBytes += n
 	}
 }
 
@@ -613,6 +622,7 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 		return nil
 	}
 	w := newFanWindow(like.cfg)
+	w.maxPay = like.maxPay
 	n := len(times)
 	if most := w.win.Max(); n > most || len(srcs) != n || len(dsts) != n || len(amounts) != n || len(seqs) != n || len(refs) != n ||
 		len(tf) != n || len(offs) != 2*n+1 {
