@@ -437,14 +437,21 @@ func TestFanWindowMatchesOracle(t *testing.T) {
 					}
 				}
 				// The window agrees with the oracle's at the end.
-				above := 0
-				for _, x := range w.vs {
+				above, mules := 0, 0
+				for v, x := range w.vs {
 					if x.above {
 						above++
+						if w.above[v] != x || !or.above[v] {
+							t.Fatalf("run %d: vertex %d above, not in the set of those above or not the oracle's", run, v)
+						}
+					}
+					if x.mule {
+						mules++
 					}
 				}
-				if above != len(or.above) || w.mules() != len(or.mule) || w.win.Late() != uint64(or.late) {
-					t.Fatalf("run %d: %d above, %d mules, %d late; the oracle %d, %d, %d", run, above, w.mules(), w.win.Late(), len(or.above), len(or.mule), or.late)
+				if above != len(or.above) || len(w.above) != above || mules != len(or.mule) || w.mules != mules || w.win.Late() != uint64(or.late) {
+					t.Fatalf("run %d: %d above (set %d), %d mules (counted %d), %d late; the oracle %d, %d, %d", run, above, len(w.above), mules, w.mules,
+						w.win.Late(), len(or.above), len(or.mule), or.late)
 				}
 				if f != nil {
 					s := f.Summary().(MonitorSummary)

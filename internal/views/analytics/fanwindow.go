@@ -48,13 +48,18 @@ import (
 // such vertex); mule holds exactly the vertices whose window holds
 // muleSenders senders and muleReceivers receivers; an item has its
 // payload only while newest on a side; payBytes, the payloads kept, is at
-// most maxPay; vertices holds no vertex with empty lists and no flag. Not
-// safe for concurrent use.
+// most maxPay; vs holds no vertex with empty lists and no flag; above
+// holds exactly the vertices whose above flag is set, and mules counts
+// those whose mule flag is. Not safe for concurrent use.
 type fanWindow struct {
 	cfg fanConfig
 	win *views.ItemWindow[*fanItem]
 	n   uint64 // items ever added: the order of equal times
 	vs  map[uint64]*fanVertex
+	// above is the vertices whose above flag is set; mules counts those
+	// whose mule flag is.
+	above map[uint64]*fanVertex
+	mules int
 
 	items    int   // upserts held
 	peers    int   // entries of the sides' peers maps
@@ -153,7 +158,8 @@ type fanVertex struct {
 const maxFanPayload = 64 << 20
 
 func newFanWindow(c fanConfig) *fanWindow {
-	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}, maxPay: maxFanPayload}
+	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}, above: map[uint64]*fanVertex{},
+		maxPay: maxFanPayload}
 }
 
 // before is the window's order: time then arrival for a window of a
@@ -197,9 +203,11 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 		if x := w.vs[v]; x != nil {
 			if x.above && !w.measureAbove(x) {
 				x.above = false
+				delete(w.above, v)
 			}
 			if x.mule && !w.muleHolds(x) {
 				x.mule = false
+				w.mules--
 			}
 		}
 	}
@@ -210,6 +218,7 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 		}
 		if x := w.vs[k]; !x.above && w.measureAbove(x) {
 			x.above = true
+			w.above[k] = x
 			al = append(al, w.fanAlert(k, x))
 		}
 		if w.cfg.mule() {
@@ -219,6 +228,7 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 				}
 				if x := w.vs[v]; !x.mule && w.muleHolds(x) {
 					x.mule = true
+					w.mules++
 					al = append(al, w.muleAlert(v, x))
 				}
 			}
@@ -489,29 +499,17 @@ func microTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 func (w *fanWindow) reset() {
 	w.win.Reset()
 	clear(w.vs)
-	w.items, w.peers, w.payBytes, w.comps = 0, 0, 0, 0
+	clear(w.above)
+	w.items, w.peers, w.payBytes, w.comps, w.mules = 0, 0, 0, 0, 0
 }
 
 // aboveValues is the measure of each vertex above the threshold.
 func (w *fanWindow) aboveValues() []VertexValue {
 	var out []VertexValue
-	for v, x := range w.vs {
-		if x.above {
-			out = append(out, VertexValue{v, w.measure(x)})
-		}
+	for v, x := range w.above {
+		out = append(out, VertexValue{v, w.measure(x)})
 	}
 	return out
-}
-
-// mules counts the vertices raised as mules and not re-armed.
-func (w *fanWindow) mules() int {
-	n := 0
-	for _, x := range w.vs {
-		if x.mule {
-			n++
-		}
-	}
-	return n
 }
 
 // value is v's measure, false when the window holds nothing of it.
@@ -579,10 +577,10 @@ func (w *fanWindow) state() fanState {
 		st.pay = append(st.pay, it.props...)
 		st.offs = append(st.offs, uint64(len(st.pay)))
 	}
+	for v := range w.above {
+		st.above = append(st.above, v)
+	}
 	for v, x := range w.vs {
-		if x.above {
-			st.above = append(st.above, v)
-		}
 		if x.mule {
 			st.mules = append(st.mules, v)
 		}
@@ -673,6 +671,7 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 			return nil
 		}
 		x.above = true
+		w.above[v] = x
 	}
 	for i, v := range mules {
 		x := w.vs[v]
@@ -681,6 +680,7 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 			return nil
 		}
 		x.mule = true
+		w.mules++
 	}
 	for v, x := range w.vs {
 		if !x.above && w.cfg.measure != "amount" && w.measureAbove(x) || !x.mule && w.muleHolds(x) {

@@ -588,7 +588,7 @@ func (a *fraud) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return FraudSummary{Seq: a.seq, MaxCycle: a.spec.MaxCycle, Cycles: a.cycles, Truncated: a.truncated, CutShort: a.cutShort,
-		FanIn: a.fanIn(), Mules: a.win.mules()}
+		FanIn: a.fanIn(), Mules: a.win.mules}
 }
 
 // fanIn is the summary of the fan-in window. Called with mu held.
