@@ -295,6 +295,9 @@ func TestTypedOptionsAgreeWithSpec(t *testing.T) {
 		{Degree{Threshold: 5, Direction: "in"}, "type=degree,threshold=5,direction=in"},
 		{FanIn{Threshold: 200, Window: time.Minute, Lateness: 5 * time.Second}, "type=fanin,threshold=200,window=1m,lateness=5s"},
 		{FanOut{Threshold: 3, WindowEdges: 50}, "type=fanout,threshold=3,window_edges=50"},
+		{FanIn{Threshold: 2, Window: time.Hour, Measure: "senders", Evidence: 8}, "type=fanin,threshold=2,window=1h,measure=senders,evidence=8"},
+		{Fraud{Threshold: 9000, Window: 24 * time.Hour, Measure: "amount", MuleSenders: 3, MuleReceivers: 2},
+			"type=fraud,threshold=9000,window=24h,measure=amount,mule_senders=3,mule_receivers=2"},
 		{Fraud{Threshold: 10, MaxCycle: 6, SearchBudget: 1000, PullTimeout: time.Second, PullMemoryMiB: 32, Window: time.Hour},
 			"type=fraud,threshold=10,max_cycle=6,search_budget=1000,pull_timeout=1s,pull_memory_mib=32,window=1h"},
 		{Fraud{Threshold: 10, MaxSpan: 10 * time.Minute, MinRatio: 0.9}, "type=fraud,threshold=10,max_span=10m,min_ratio=0.9"},
@@ -339,6 +342,9 @@ func TestTypedOptionsAgreeWithSpec(t *testing.T) {
 		{Fraud{Threshold: 1, MaxSpan: 8 * 24 * time.Hour}, "type=fraud,threshold=1,max_span=192h", "max_span", "MaxSpan", "168h"},
 		{Fraud{Threshold: 1, RingSearch: "some"}, "type=fraud,threshold=1,ring_search=some", "ring_search", "RingSearch", "timed or any"},
 		{Fraud{Threshold: 1, RingSearch: "any", MinRatio: 0.5}, "type=fraud,threshold=1,ring_search=any,min_ratio=0.5", "min_ratio", "MinRatio", "ring_search=timed"},
+		{FanIn{Threshold: 1, Measure: "euros"}, "type=fanin,threshold=1,measure=euros", "measure", "Measure", "events, senders or amount"},
+		{Fraud{Threshold: 1, Window: time.Hour, MuleSenders: 3}, "type=fraud,threshold=1,window=1h,mule_senders=3", "mule_receivers", "MuleReceivers", "needs mule_receivers too"},
+		{Fraud{Threshold: 1, WindowEdges: 9, MuleSenders: 3, MuleReceivers: 1}, "type=fraud,threshold=1,window_edges=9,mule_senders=3,mule_receivers=1", "window", "Window", "window of time"},
 	}
 	for _, c := range refused {
 		_, terr := db.Register(c.typed)
@@ -381,6 +387,7 @@ func TestEveryOptionFieldIsChecked(t *testing.T) {
 		"Threshold": -1.0, "Direction": "up", "Window": -time.Second, "WindowEdges": -1, "Lateness": -time.Second,
 		"MaxCycle": 9, "SearchBudget": -1, "PullTimeout": time.Hour, "PullMemoryMiB": -1,
 		"MaxSpan": -time.Second, "RingSearch": "sometimes", "MinRatio": 2.0,
+		"Measure": "euros", "Evidence": -1, "MuleSenders": -1, "MuleReceivers": -1,
 	}
 	// valid is each type's options with the required ones set.
 	valid := []BuiltIn{BFS{}, WCC{}, PageRank{}, SSSP{}, Degree{Threshold: 1}, FanIn{Threshold: 1}, FanOut{Threshold: 1}, Fraud{Threshold: 1}}

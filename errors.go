@@ -122,6 +122,7 @@ var fieldOf = map[string]string{
 	"max_span": "MaxSpan", "ring_search": "RingSearch", "min_ratio": "MinRatio",
 	"lateness": "Lateness", "max_cycle": "MaxCycle", "search_budget": "SearchBudget", "pull_timeout": "PullTimeout",
 	"pull_memory_mib": "PullMemoryMiB",
+	"measure":         "Measure", "evidence": "Evidence", "mule_senders": "MuleSenders", "mule_receivers": "MuleReceivers",
 }
 
 // publicError is an error of an internal package as this package gives

@@ -157,6 +157,117 @@ func ExampleFraud() {
 	// rings so far: 1
 }
 
+// A fan-in by senders tells one sender paying many times from many
+// senders paying once; a fan-in by amount counts the money. Each alert
+// carries the window's payments into the vertex and their totals.
+func ExampleFanIn_measure() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	id := func(key string) uint64 {
+		v, err := db.VertexID(key)
+		check(err)
+		return v
+	}
+
+	_, err = db.Register(graphtide.FanIn{Name: "senders", Measure: "senders", Threshold: 2, Window: time.Hour})
+	check(err)
+	_, err = db.Register(graphtide.FanIn{Name: "amount", Measure: "amount", Threshold: 50000, Window: time.Hour, Evidence: 2})
+	check(err)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	var b graphtide.Batch
+	pay := func(from, to string, amount float64) {
+		b.Insert(id(from), id(to), amount)
+		b.SetEventTime(at)
+		at = at.Add(time.Minute)
+	}
+	for range 3 {
+		pay("ann", "mule", 10) // one sender, three times: not a fan-in by senders
+	}
+	pay("bob", "mule", 10)
+	pay("cy", "mule", 10) // the third sender
+	pay("dan", "shell", 30000)
+	pay("eve", "shell", 15000)
+	pay("dan", "shell", 10000) // takes it to 55000
+	seq, err := db.Apply(&b)
+	check(err)
+	for _, name := range []string{"senders", "amount"} {
+		_, err = db.Wait(context.Background(), name, seq)
+		check(err)
+		for _, al := range db.Alerts(name, 10) {
+			t := al.Totals
+			fmt.Printf("%s: %s %s %v > %v: %d payments of %v from %d senders, %s to %s\n", name, al.Kind, al.Key, al.Value, al.Threshold,
+				t.Events, t.Amount, t.Counterparties, t.First.Format(time.TimeOnly), t.Last.Format(time.TimeOnly))
+			for _, e := range al.Evidence {
+				fmt.Printf("  %s -> %s %v at %s\n", e.SrcKey, e.DstKey, e.Amount, e.EventTime.Format(time.TimeOnly))
+			}
+			if al.EvidenceDropped > 0 {
+				fmt.Printf("  and %d more\n", al.EvidenceDropped)
+			}
+		}
+	}
+	// Output:
+	// senders: fan_in mule 3 > 2: 5 payments of 50 from 3 senders, 10:00:00 to 10:04:00
+	//   ann -> mule 10 at 10:00:00
+	//   ann -> mule 10 at 10:01:00
+	//   ann -> mule 10 at 10:02:00
+	//   bob -> mule 10 at 10:03:00
+	//   cy -> mule 10 at 10:04:00
+	// amount: fan_in shell 55000 > 50000: 3 payments of 55000 from 2 senders, 10:05:00 to 10:07:00
+	//   eve -> shell 15000 at 10:06:00
+	//   dan -> shell 10000 at 10:07:00
+	//   and 1 more
+}
+
+// The fraud monitor's mule pattern: an account that takes money in from
+// at least MuleSenders senders and pays it out to at least MuleReceivers
+// receivers within the window.
+func ExampleFraud_mule() {
+	dir, _ := os.MkdirTemp("", "graphtide-example")
+	defer os.RemoveAll(dir)
+	db, err := graphtide.Open(dir, nil)
+	check(err)
+	defer db.Close()
+	id := func(key string) uint64 {
+		v, err := db.VertexID(key)
+		check(err)
+		return v
+	}
+
+	_, err = db.Register(graphtide.Fraud{Name: "mules", Threshold: 1000, Window: 24 * time.Hour, MuleSenders: 3, MuleReceivers: 2})
+	check(err)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	var b graphtide.Batch
+	for i, p := range [][3]string{{"ann", "m"}, {"bob", "m"}, {"m", "xi"}, {"cy", "m"}, {"m", "yu"}, {"m", "yu"}} {
+		b.Insert(id(p[0]), id(p[1]), float64(900-10*i))
+		b.SetEventTime(at.Add(time.Duration(i) * time.Hour))
+	}
+	seq, err := db.Apply(&b)
+	check(err)
+	r, err := db.Wait(context.Background(), "mules", seq)
+	check(err)
+
+	for _, al := range db.Alerts("mules", 10) {
+		t := al.Totals
+		fmt.Printf("%s %s: in %v from %d senders, out %v to %d receivers, %d payments\n", al.Kind, al.Key, t.Amount, t.Counterparties,
+			t.AmountOut, t.Receivers, t.Events)
+		for _, e := range al.Evidence {
+			fmt.Printf("  %s -> %s %v\n", e.SrcKey, e.DstKey, e.Amount)
+		}
+	}
+	fmt.Println("mules now:", r.Summary.(graphtide.FraudSummary).Mules)
+	// Output:
+	// mule m: in 2660 from 3 senders, out 1740 to 2 receivers, 5 payments
+	//   ann -> m 900
+	//   bob -> m 890
+	//   m -> xi 880
+	//   cy -> m 870
+	//   m -> yu 860
+	// mules now: 1
+}
+
 // An option out of its range is refused before anything runs, the same
 // way for the typed options and for a spec, naming the option and its
 // range.

@@ -144,14 +144,24 @@ func (o Degree) spec() (analytics.Spec, error) {
 	return s, nil
 }
 
-// FanIn is a monitor: it raises an alert (kind AlertFanIn) when the edges
-// inserted into a vertex within a sliding window exceed Threshold.
-// Result's Summary is a MonitorSummary, VertexResult a VertexValue (the
-// count in the window). Spec form: type=fanin,threshold=200,window=1m.
+// FanIn is a monitor: it raises an alert (kind AlertFanIn) when an edge
+// inserted into a vertex takes its Measure within a sliding window above
+// Threshold; the vertex re-arms once its measure is back at or below it.
+// The alert carries the window's events into the vertex (Alert.Evidence)
+// and their totals. Result's Summary is a MonitorSummary, VertexResult a
+// VertexValue (the measure in the window). Spec form:
+// type=fanin,threshold=200,window=1m,measure=senders.
 type FanIn struct {
 	Name string // registered under this name; default: the type (see BuiltIn)
-	// Threshold is the count to exceed, in (0, 1e15]; required.
+	// Threshold is the measure to exceed, in (0, 1e15]; required.
 	Threshold float64
+	// Measure is what the window measures: "events" (the default: the
+	// edges inserted), "senders" (their distinct sources; FanOut: their
+	// distinct destinations) or "amount" (the sum of their weights).
+	Measure string
+	// Evidence is the most events an alert carries, 1..1024 (the newest;
+	// Alert.EvidenceDropped counts the others); default 32.
+	Evidence int
 	// Window is the window's length in event time (Batch.SetEventTime;
 	// the time of applying for an operation without one), 0..168h;
 	// WindowEdges its length in operations, 0..16777216. With both the
@@ -170,15 +180,18 @@ type FanIn struct {
 func (o FanIn) spec() (analytics.Spec, error) {
 	s := common("fanin", o.Name, o.Types, o.BatchSize, o.Interval, o.MaxBehind)
 	s.Threshold, s.WindowDuration, s.WindowEdges, s.Lateness = o.Threshold, o.Window, o.WindowEdges, o.Lateness
+	s.Measure, s.Evidence = o.Measure, o.Evidence
 	return s, nil
 }
 
-// FanOut is FanIn by source: an alert (kind AlertFanOut) when the edges
-// inserted out of a vertex within the window exceed Threshold. Spec form:
-// type=fanout,threshold=200,window=1m.
+// FanOut is FanIn by source: an alert (kind AlertFanOut) when an edge
+// inserted out of a vertex takes its measure within the window above
+// Threshold. Spec form: type=fanout,threshold=200,window=1m.
 type FanOut struct {
 	Name        string        // registered under this name; default: the type (see BuiltIn)
-	Threshold   float64       // the count to exceed, in (0, 1e15]; required
+	Threshold   float64       // the measure to exceed, in (0, 1e15]; required
+	Measure     string        // events (default), senders (distinct receivers) or amount (see FanIn)
+	Evidence    int           // the most events an alert carries, 1..1024; default 32
 	Window      time.Duration // the window in event time, 0..168h (see FanIn)
 	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
 	Lateness    time.Duration // how long a window of time waits for late operations, 0..168h
@@ -191,6 +204,7 @@ type FanOut struct {
 func (o FanOut) spec() (analytics.Spec, error) {
 	s := common("fanout", o.Name, o.Types, o.BatchSize, o.Interval, o.MaxBehind)
 	s.Threshold, s.WindowDuration, s.WindowEdges, s.Lateness = o.Threshold, o.Window, o.WindowEdges, o.Lateness
+	s.Measure, s.Evidence = o.Measure, o.Evidence
 	return s, nil
 }
 
@@ -198,9 +212,12 @@ func (o FanOut) spec() (analytics.Spec, error) {
 // of at most MaxCycle payments (with RingSearch "timed", the default:
 // each hop's event time not before the previous one's, all within
 // MaxSpan; with "any": each new cycle of the graph a new edge closes),
-// and (kind AlertFanIn) for a fan-in over Threshold within the window, as
-// FanIn. Result's Summary is a FraudSummary, VertexResult a VertexValue
-// (the fan-in count). Spec form:
+// (kind AlertFanIn) for a fan-in over Threshold within the window, as
+// FanIn, and with
+// MuleSenders and MuleReceivers (kind AlertMule) for a vertex whose
+// window holds money in from at least MuleSenders senders and out to at
+// least MuleReceivers receivers. Result's Summary is a FraudSummary,
+// VertexResult a VertexValue (the fan-in measure). Spec form:
 // type=fraud,threshold=50,max_cycle=4,max_span=1h.
 type Fraud struct {
 	Name        string        // registered under this name; default: the type (see BuiltIn)
@@ -208,6 +225,18 @@ type Fraud struct {
 	Window      time.Duration // the window in event time, 0..168h (see FanIn)
 	WindowEdges int           // the window in operations, 0..16777216 (see FanIn)
 	Lateness    time.Duration // how long a window of time waits for late operations, 0..168h
+	// Measure is the fan-in's measure: events (the default), senders or
+	// amount (see FanIn).
+	Measure string
+	// Evidence is the most events an alert carries, 1..1024; default 32.
+	Evidence int
+	// MuleSenders and MuleReceivers, 1..1000000 each, set together and
+	// with a Window of time, turn the mule pattern on: an alert (kind
+	// AlertMule) when an edge makes a vertex's window hold edges in from
+	// MuleSenders distinct sources and out to MuleReceivers distinct
+	// destinations (it re-arms once either falls below). Default 0: off.
+	MuleSenders   int
+	MuleReceivers int // see MuleSenders
 	// MaxCycle is the longest cycle reported, 1..8; default 4.
 	MaxCycle int
 	// MaxSpan bounds a timed ring: from its first payment's event time to
@@ -240,6 +269,7 @@ func (o Fraud) spec() (analytics.Spec, error) {
 	s.MaxSpan, s.RingSearch, s.MinRatio = o.MaxSpan, o.RingSearch, o.MinRatio
 	s.Threshold, s.WindowDuration, s.WindowEdges, s.Lateness = o.Threshold, o.Window, o.WindowEdges, o.Lateness
 	s.MaxCycle, s.SearchBudget, s.PullTimeout, s.PullMemoryMiB = o.MaxCycle, o.SearchBudget, o.PullTimeout, o.PullMemoryMiB
+	s.Measure, s.Evidence, s.MuleSenders, s.MuleReceivers = o.Measure, o.Evidence, o.MuleSenders, o.MuleReceivers
 	return s, nil
 }
 

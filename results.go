@@ -128,6 +128,9 @@ type FraudSummary struct {
 	PullsCutShort uint64         `json:"pulls_cut_short"` // pulls cut short by Fraud.PullTimeout or PullMemoryMiB
 	Rings         RingSummary    `json:"rings"`           // its window of payments (timed rings; evidence)
 	FanIn         MonitorSummary `json:"fan_in"`          // its fan-in monitor
+	// Mules counts the vertices raised as mules (AlertMule) that have not
+	// re-armed.
+	Mules int `json:"mules,omitempty"`
 }
 
 // VertexLevel is a bfs analytic's VertexResult.
@@ -237,7 +240,7 @@ func (db *DB) public(x any) any {
 		return db.monitorSummary(x)
 	case analytics.FraudSummary:
 		return FraudSummary{Seq: x.Seq, MaxCycle: x.MaxCycle, Cycles: x.Cycles, Truncated: x.Truncated, PullsCutShort: x.CutShort,
-			Rings: RingSummary(x.Rings), FanIn: db.monitorSummary(x.FanIn)}
+			Rings: RingSummary(x.Rings), FanIn: db.monitorSummary(x.FanIn), Mules: x.Mules}
 	case analytics.VertexLevel:
 		return VertexLevel{Level: x.Level}
 	case analytics.VertexComponent:
@@ -278,6 +281,10 @@ const (
 	// AlertCycle: a new edge closed a cycle of at most Fraud.MaxCycle
 	// edges.
 	AlertCycle AlertKind = "cycle"
+	// AlertMule: a vertex's window came to hold edges in from
+	// Fraud.MuleSenders sources and out to Fraud.MuleReceivers
+	// destinations.
+	AlertMule AlertKind = "mule"
 )
 
 // Alert is one alert a monitor raised.
@@ -306,6 +313,50 @@ type Alert struct {
 	// EventTime is the event time of the operation that raised it
 	// (Batch.SetEventTime); zero when it had none.
 	EventTime time.Time `json:"event_time,omitzero"`
+	// Evidence is the edges inserted that the alert rests on (a fan-in's,
+	// a fan-out's: the window's edges into or out of Vertex; a mule's:
+	// both), oldest first in the window's order, the newest of them up to
+	// the monitor's Evidence.
+	Evidence        []AlertEvent `json:"evidence,omitempty"`
+	EvidenceDropped int          `json:"evidence_dropped,omitempty"` // the others, older, left out of Evidence
+	// Totals is what the pattern holds in all, the dropped events
+	// included (nil for a degree or cycle alert).
+	Totals *AlertTotals `json:"totals,omitempty"`
+}
+
+// AlertEvent is one edge insert an alert rests on.
+type AlertEvent struct {
+	Src    uint64 `json:"src"`               // the edge's source
+	SrcKey string `json:"src_key,omitempty"` // Src's string key, "" when it has none
+	Dst    uint64 `json:"dst"`               // the edge's destination
+	DstKey string `json:"dst_key,omitempty"` // Dst's string key
+	// Type is the edge's type by name (DB.TypeName).
+	Type   string  `json:"type"`
+	Amount float64 `json:"amount"` // its weight
+	// EventTime is its event time (Batch.SetEventTime); zero when it had
+	// none.
+	EventTime time.Time `json:"event_time,omitzero"`
+	// Ref is its event reference, "" when it had none.
+	Ref string `json:"ref,omitempty"`
+	// Props is its property document (a JSON object), "" when it had
+	// none.
+	Props string `json:"props,omitempty"`
+	Seq   uint64 `json:"seq"` // the sequence number of the batch that inserted it
+}
+
+// AlertTotals is what an alert's pattern holds in all.
+type AlertTotals struct {
+	Events int     `json:"events"` // its events (edges inserted)
+	Amount float64 `json:"amount"` // their amounts summed (a mule's: the money in)
+	// Counterparties counts their distinct counterparties: a fan-in's or
+	// a mule's sources, a fan-out's destinations.
+	Counterparties int     `json:"counterparties,omitempty"`
+	AmountOut      float64 `json:"amount_out,omitempty"` // a mule's money out
+	Receivers      int     `json:"receivers,omitempty"`  // a mule's distinct destinations
+	// First and Last are the event times of its oldest and newest events
+	// (for a window of operations only, the first and last inserted).
+	First time.Time `json:"first,omitzero"`
+	Last  time.Time `json:"last,omitzero"` // see First
 }
 
 // Alerts returns up to limit of the newest alerts, oldest first (of the
@@ -315,7 +366,18 @@ func (db *DB) Alerts(name string, limit int) []Alert {
 	out := make([]Alert, len(al))
 	for i, a := range al {
 		out[i] = Alert{ID: a.ID, Analytic: a.Analytic, Kind: AlertKind(a.Kind), Time: a.Time, Seq: a.Seq, Vertex: a.Vertex,
-			Key: a.VertexKey, Value: a.Value, Threshold: a.Threshold, Cycle: a.Cycle, CycleKeys: a.CycleKeys, EventTime: a.EventTime}
+			Key: a.VertexKey, Value: a.Value, Threshold: a.Threshold, Cycle: a.Cycle, CycleKeys: a.CycleKeys, EventTime: a.EventTime,
+			EvidenceDropped: a.EvidenceDropped}
+		for _, e := range a.Evidence {
+			sk, _ := db.dir.Keys.Key(e.Src)
+			dk, _ := db.dir.Keys.Key(e.Dst)
+			out[i].Evidence = append(out[i].Evidence, AlertEvent{Src: e.Src, SrcKey: sk, Dst: e.Dst, DstKey: dk, Type: db.TypeName(e.Type),
+				Amount: e.Amount, EventTime: e.EventTime, Ref: e.EventRef, Props: e.Props, Seq: e.Seq})
+		}
+		if t := a.Totals; t != nil {
+			out[i].Totals = &AlertTotals{Events: t.Events, Amount: t.Amount, Counterparties: t.Counterparties, AmountOut: t.AmountOut,
+				Receivers: t.Receivers, First: t.First, Last: t.Last}
+		}
 	}
 	return out
 }

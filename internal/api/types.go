@@ -397,6 +397,7 @@ type (
 		CutShort  uint64         `json:"pulls_cut_short"`
 		Rings     RingSummary    `json:"rings"`
 		FanIn     MonitorSummary `json:"fan_in"`
+		Mules     int            `json:"mules,omitempty"` // vertices raised as mules, not re-armed
 	}
 	RingSummary struct {
 		Events  int    `json:"events"`
@@ -446,7 +447,7 @@ func (k keyer) summary(s any) any {
 	case analytics.MonitorSummary:
 		return k.monitor(s)
 	case analytics.FraudSummary:
-		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, RingSummary(s.Rings), k.monitor(s.FanIn)}
+		return FraudSummary{s.Seq, s.MaxCycle, s.Cycles, s.Truncated, s.CutShort, RingSummary(s.Rings), k.monitor(s.FanIn), s.Mules}
 	}
 	return s
 }

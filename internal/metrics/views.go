@@ -132,7 +132,7 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 		// created at its first event hides that event from increase()),
 		// and go with it.
 		Registered: func(s analytics.Spec) {
-			for _, k := range analytics.AlertKinds(s.Type) {
+			for _, k := range s.AlertKinds() {
 				m.alerts.WithLabelValues(s.Name, k)
 			}
 			for _, mode := range []string{"incremental", "recompute"} {

@@ -202,11 +202,12 @@ func checkAnalyticResults(t *testing.T, base string, o oracle, root uint64, all 
 // least once), and lets the last run catch up. The alert topic must hold
 // every simple cycle of length <= 4 of the final graph exactly once, and
 // every fan-in crossing of a reference window over the records in offset
-// order exactly once, named by the record that raised it; and, from a
-// second fraud monitor with the timed ring search (the records carry
-// event times, a little out of order), every ring of the reference over
-// the records in offset order exactly once, by the record that completed
-// it; no alert ID twice.
+// order exactly once, named by the record that raised it (and a fan-out
+// by amount with the evidence and totals of the reference window); and,
+// from a second fraud monitor with the timed ring search (the records
+// carry event times, a little out of order), every ring of the reference
+// over the records in offset order exactly once, by the record that
+// completed it; no alert ID twice.
 func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("fraud-ckpt"), uniq("fraud-alerts")
@@ -232,7 +233,8 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			continue
 		}
 		seen[[2]uint64{src, dst}] = true
-		ev := event{op: decode.OpUpsert, src: vid{id: src}, dst: vid{id: dst}, w: 1, hasW: true}
+		// Amounts in quarters: their sums are exact in any order.
+		ev := event{op: decode.OpUpsert, src: vid{id: src}, dst: vid{id: dst}, w: float64(1+r.IntN(8)) / 4, hasW: true}
 		clock += 1_000_000
 		at := clock - r.Int64N(5_000_000)
 		e := ev.edge()
@@ -251,11 +253,15 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	const degThreshold, outThreshold = 30, 5
 	degSpec := analytics.Spec{Type: "degree", Direction: "both", Threshold: degThreshold, MaxBehind: 200}
 	outSpec := analytics.Spec{Type: "fanout", Threshold: outThreshold, WindowEdges: window, MaxBehind: 200}
+	// And a fan-out by amount, whose alerts carry the newest 5 transfers.
+	const amountThreshold, evidence = 6, 5
+	amountSpec := analytics.Spec{Name: "out-amount", Type: "fanout", Measure: "amount", Threshold: amountThreshold, WindowEdges: window,
+		MaxBehind: 200, Evidence: evidence}
 	dir := t.TempDir()
 	_, log := testLogger(t, "the serve children")
 	cfg := childConfig{
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("fraud-dead"), Dir: dir, MemBytes: 256 << 10,
-		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, ringSpec, degSpec, outSpec}, CheckpointEvery: time.Second,
+		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, ringSpec, degSpec, outSpec, amountSpec}, CheckpointEvery: time.Second,
 		AlertTopic: alertTopic,
 	}
 	prod := startProducing(t, recs, 20, 60*time.Millisecond)
@@ -289,7 +295,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	if !res.Restored || res.Summary.CutShort != 0 || res.Summary.Truncated != 0 {
 		t.Fatalf("the last run's fraud monitor: %+v", res)
 	}
-	for _, name := range []string{"rings", "degree", "fanout"} {
+	for _, name := range []string{"rings", "degree", "fanout", "out-amount"} {
 		var mres struct {
 			Seq      uint64 `json:"seq"`
 			Restored bool   `json:"restored"`
@@ -351,6 +357,44 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		return want
 	}
+	// amountCrossings are the crossings of the window by the amount out of
+	// each source, each with its evidence (the newest transfers out of
+	// the source in the window, as dst:amount) and totals.
+	amountCrossings := func() map[crossing]string {
+		want := map[crossing]string{}
+		var q []*record
+		above := map[uint64]bool{}
+		sum := func(v uint64) (s float64, evs []string, peers map[uint64]bool) {
+			peers = map[uint64]bool{}
+			for _, x := range q {
+				if e := x.events[0]; e.src.id == v {
+					s += e.w
+					evs = append(evs, fmt.Sprintf("%d:%v", e.dst.id, e.w))
+					peers[e.dst.id] = true
+				}
+			}
+			return s, evs, peers
+		}
+		for _, rec := range recs {
+			q = append(q, rec)
+			if len(q) > window {
+				old := q[0]
+				q = q[1:]
+				if s, _, _ := sum(old.events[0].src.id); s <= amountThreshold {
+					delete(above, old.events[0].src.id)
+				}
+			}
+			v := rec.events[0].src.id
+			if s, evs, peers := sum(v); s > amountThreshold && !above[v] {
+				above[v] = true
+				n := len(evs)
+				want[crossing{rec.offset, v}] = fmt.Sprintf("%v %v +%d %d/%v/%d", s, evs[max(0, n-evidence):], max(0, n-evidence), n, s, len(peers))
+			}
+		}
+		return want
+	}
+	wantAmount := amountCrossings()
+	gotAmount := map[crossing]int{}
 	wantFan := windowCrossings(func(r *record) uint64 { return r.events[0].dst.id }, threshold)
 	wantOut := windowCrossings(func(r *record) uint64 { return r.events[0].src.id }, outThreshold)
 	// Degrees (out plus in) only grow: each vertex crosses once, at the
@@ -365,11 +409,11 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 	}
 	wantRings := timedRings(recs, times, 4, ringSpan.Microseconds())
-	if len(wantCycles) == 0 || len(wantFan) == 0 || len(wantOut) == 0 || len(wantDeg) == 0 || len(wantRings) < 5 {
-		t.Fatalf("the transfers hold %d cycles, %d fan-in, %d fan-out, %d degree crossings and %d timed rings: the test checks too little",
-			len(wantCycles), len(wantFan), len(wantOut), len(wantDeg), len(wantRings))
+	if len(wantCycles) == 0 || len(wantFan) == 0 || len(wantOut) == 0 || len(wantDeg) == 0 || len(wantAmount) == 0 || len(wantRings) < 5 {
+		t.Fatalf("the transfers hold %d cycles, %d fan-in, %d fan-out, %d by amount, %d degree crossings and %d timed rings: the test checks too little",
+			len(wantCycles), len(wantFan), len(wantOut), len(wantAmount), len(wantDeg), len(wantRings))
 	}
-	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan)+len(wantOut)+len(wantDeg)+len(wantRings), 2*time.Second, 60*time.Second)
+	got := consumeAll(t, alertTopic, len(wantCycles)+len(wantFan)+len(wantOut)+len(wantDeg)+len(wantAmount)+len(wantRings), 2*time.Second, 60*time.Second)
 	gotRings := map[string]int{}
 	ids := map[string]bool{}
 	gotCycles := map[string]int{}
@@ -389,6 +433,23 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		switch {
 		case a.Analytic == "rings":
 			gotRings[fmt.Sprint(a.Source.Offset, a.Cycle)]++
+		case a.Analytic == "out-amount":
+			c := crossing{a.Source.Offset, a.Vertex}
+			gotAmount[c]++
+			var evs []string
+			for _, e := range a.Evidence {
+				evs = append(evs, fmt.Sprintf("%d:%v", e.Dst, e.Amount))
+				if e.Src != a.Vertex {
+					t.Errorf("alert %+v: evidence of another source", a)
+				}
+			}
+			tot := a.Totals
+			if tot == nil {
+				tot = &analytics.AlertTotals{}
+			}
+			if g := fmt.Sprintf("%v %v +%d %d/%v/%d", a.Value, evs, a.EvidenceDropped, tot.Events, tot.Amount, tot.Counterparties); g != wantAmount[c] {
+				t.Errorf("the fan-out by amount of %d at offset %d: %s; the reference %q", c.vertex, c.offset, g, wantAmount[c])
+			}
 		case a.Kind == "cycle":
 			gotCycles[testref.CycleKey(a.Cycle)]++
 		case a.Kind == "fan_in":
@@ -453,8 +514,18 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cycles, %d timed rings, %d fan-in, %d fan-out and %d degree crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitors",
-		len(wantCycles), len(wantRings), len(wantFan), len(wantOut), len(wantDeg), log.count("analytics restored from their checkpoint"))
+	for c := range wantAmount {
+		if gotAmount[c] != 1 {
+			t.Errorf("the fan-out by amount of %d at offset %d alerted %d times", c.vertex, c.offset, gotAmount[c])
+		}
+	}
+	for c, n := range gotAmount {
+		if _, ok := wantAmount[c]; !ok {
+			t.Errorf("a fan-out by amount the reference does not raise (%d times): %+v", n, c)
+		}
+	}
+	t.Logf("%d cycles, %d timed rings, %d fan-in, %d fan-out, %d by amount and %d degree crossings, each alerted once across 3 SIGKILLs; %d runs restored the monitors",
+		len(wantCycles), len(wantRings), len(wantFan), len(wantOut), len(wantAmount), len(wantDeg), log.count("analytics restored from their checkpoint"))
 }
 
 // timedRings is the reference of a fraud monitor's timed rings (the rules

@@ -325,11 +325,11 @@ var kinds = []kind{
 	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
 	{name: "degree", topo: true, monitor: true, perVertex: 4, alerts: []string{"degree"}, settings: (*Spec).degreeSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newDegree(s, al) }},
-	{name: "fanin", monitor: true, window: true, stream: true, alerts: []string{"fan_in"},
+	{name: "fanin", monitor: true, window: true, stream: true, alerts: []string{"fan_in"}, settings: (*Spec).fanSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
-	{name: "fanout", monitor: true, window: true, stream: true, alerts: []string{"fan_out"},
+	{name: "fanout", monitor: true, window: true, stream: true, alerts: []string{"fan_out"}, settings: (*Spec).fanSettings,
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFan(s, al) }},
-	{name: "fraud", topo: true, monitor: true, window: true, alerts: []string{"fan_in", "cycle"}, settings: (*Spec).fraudSettings,
+	{name: "fraud", topo: true, monitor: true, window: true, alerts: []string{"fan_in", "cycle", "mule"}, settings: (*Spec).fraudSettings,
 		fixed: func(s Spec) int64 { return int64(s.PullMemoryMiB) << 20 },
 		build: func(s Spec, _ uint64, al func([]Alert)) Analytic { return newFraud(s, al) }},
 	// custom: an analytic built outside the package (graphtide's
@@ -367,6 +367,17 @@ var Types = func() []string {
 func AlertKinds(t string) []string {
 	k, _ := kindOf(t)
 	return slices.Clone(k.alerts)
+}
+
+// AlertKinds lists the kinds of the alerts an analytic of spec s raises:
+// those of its type, but mule for a fraud monitor without the mule
+// pattern (MuleSenders, MuleReceivers).
+func (s Spec) AlertKinds() []string {
+	ks := AlertKinds(s.Type)
+	if s.MuleSenders == 0 || s.MuleReceivers == 0 {
+		ks = slices.DeleteFunc(ks, func(k string) bool { return k == "mule" })
+	}
+	return ks
 }
 
 // NeedsRoot reports whether analytics of type t need a root vertex.
@@ -447,6 +458,9 @@ func (s *Spec) Validate() error {
 	} else if s.Lateness != 0 {
 		return bad("lateness", "lateness applies to the windows of fanin, fanout and fraud, not to %s", s.Type)
 	}
+	if !k.window {
+		return s.noFanSettings()
+	}
 	return nil
 }
 
@@ -505,7 +519,58 @@ func (s *Spec) degreeSettings() *SettingError {
 	return nil
 }
 
+// Defaults of the fan settings (fanin, fanout and fraud's fan-in): what
+// the window measures, and the most events an alert carries.
+const (
+	DefaultMeasure  = "events"
+	DefaultEvidence = 32
+)
+
+// fanSettings fills the defaults of measure and evidence (fanin, fanout
+// and fraud) and checks the mule's settings: fraud's only, both or
+// neither, over a window of time.
+func (s *Spec) fanSettings() *SettingError {
+	if s.Measure == "" {
+		s.Measure = DefaultMeasure
+	}
+	if s.Evidence == 0 {
+		s.Evidence = DefaultEvidence
+	}
+	switch {
+	case s.MuleSenders == 0 && s.MuleReceivers == 0:
+	case s.Type != "fraud":
+		key := "mule_senders"
+		if s.MuleSenders == 0 {
+			key = "mule_receivers"
+		}
+		return settingErr(key, "%s is a setting of the fraud monitor (the mule pattern), not of %s", key, s.Type)
+	case s.MuleSenders == 0:
+		return settingErr("mule_senders", "mule_receivers needs mule_senders too: a mule takes money in from at least mule_senders senders and pays out to at least mule_receivers receivers within the window")
+	case s.MuleReceivers == 0:
+		return settingErr("mule_receivers", "mule_senders needs mule_receivers too: a mule takes money in from at least mule_senders senders and pays out to at least mule_receivers receivers within the window")
+	case s.WindowDuration == 0:
+		return settingErr("window", "the mule pattern (mule_senders, mule_receivers) counts within a window of time: give one (window=24h)")
+	}
+	return nil
+}
+
+// noFanSettings refuses the fan settings in a spec of another type.
+func (s *Spec) noFanSettings() error {
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"measure", s.Measure != ""}, {"evidence", s.Evidence != 0}, {"mule_senders", s.MuleSenders != 0}, {"mule_receivers", s.MuleReceivers != 0}} {
+		if f.set {
+			return settingErr(f.key, "analytic %q: %s applies to the monitors fanin, fanout and fraud, not to %s", s.Name, f.key, s.Type)
+		}
+	}
+	return nil
+}
+
 func (s *Spec) fraudSettings() *SettingError {
+	if err := s.fanSettings(); err != nil {
+		return err
+	}
 	if err := intIn("max_cycle", &s.MaxCycle, 4, MaxMaxCycle); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package analytics
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,57 @@ func TestSettingsBounds(t *testing.T) {
 	if sp, err := ParseSpec("type=fraud,threshold=2,pull_timeout=250ms,pull_memory_mib=8"); err != nil || sp.Validate() != nil ||
 		sp.PullTimeout != 250*time.Millisecond || sp.PullMemoryMiB != 8 {
 		t.Errorf("pull settings: %+v, %v", sp, err)
+	}
+}
+
+// TestFanSettings: fanin, fanout and fraud fill measure (events) and
+// evidence (32); the mule is fraud's, needs both of its settings and a
+// window of time; the other types refuse the fan settings.
+func TestFanSettings(t *testing.T) {
+	for _, typ := range []string{"fanin", "fanout", "fraud"} {
+		s := Spec{Type: typ, Threshold: 3}
+		if err := s.Validate(); err != nil || s.Measure != "events" || s.Evidence != 32 {
+			t.Errorf("%s: %+v, %v; want measure events, evidence 32", typ, s, err)
+		}
+		s = Spec{Type: typ, Threshold: 3, Measure: "amount", Evidence: 5}
+		if err := s.Validate(); err != nil || s.Measure != "amount" || s.Evidence != 5 {
+			t.Errorf("%s: %+v, %v; want measure amount, evidence 5 kept", typ, s, err)
+		}
+	}
+	ok := Spec{Type: "fraud", Threshold: 3, WindowDuration: time.Hour, MuleSenders: 3, MuleReceivers: 2}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a mule: %v", err)
+	}
+	// The metrics' series of a fraud monitor: mule only with the pattern.
+	if ks := ok.AlertKinds(); !slices.Contains(ks, "mule") {
+		t.Errorf("a fraud monitor with the mule pattern raises %v", ks)
+	}
+	if ks := (Spec{Type: "fraud"}).AlertKinds(); slices.Contains(ks, "mule") || !slices.Contains(ks, "fan_in") {
+		t.Errorf("a fraud monitor without the mule pattern raises %v", ks)
+	}
+	for _, c := range []struct {
+		s         Spec
+		key, want string
+	}{
+		{Spec{Type: "fanin", Threshold: 3, WindowDuration: time.Hour, MuleSenders: 3, MuleReceivers: 2}, "mule_senders", "a setting of the fraud monitor"},
+		{Spec{Type: "fanout", Threshold: 3, WindowDuration: time.Hour, MuleReceivers: 2}, "mule_receivers", "a setting of the fraud monitor"},
+		{Spec{Type: "fraud", Threshold: 3, WindowDuration: time.Hour, MuleSenders: 3}, "mule_receivers", "needs mule_receivers too"},
+		{Spec{Type: "fraud", Threshold: 3, WindowDuration: time.Hour, MuleReceivers: 3}, "mule_senders", "needs mule_senders too"},
+		{Spec{Type: "fraud", Threshold: 3, WindowEdges: 100, MuleSenders: 3, MuleReceivers: 2}, "window", "within a window of time"},
+		{Spec{Type: "fanin", Threshold: 3, Measure: "euros"}, "measure", "measure must be events, senders or amount"},
+		{Spec{Type: "fanin", Threshold: 3, Evidence: MaxEvidence + 1}, "evidence", "allowed 1..1024"},
+		{Spec{Type: "degree", Threshold: 3, Measure: "amount"}, "measure", "applies to the monitors fanin, fanout and fraud"},
+		{Spec{Type: "pagerank", Evidence: 4}, "evidence", "applies to the monitors fanin, fanout and fraud"},
+		{Spec{Type: "wcc", MuleSenders: 1, MuleReceivers: 1}, "mule_senders", "applies to the monitors fanin, fanout and fraud"},
+	} {
+		err := c.s.Validate()
+		var se *SettingError
+		if !errors.As(err, &se) || se.Key != c.key || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want a refusal of %s saying %q", c.s, err, c.key, c.want)
+		}
+	}
+	if sp, err := ParseSpec("type=fraud,threshold=2,window=24h,measure=senders,evidence=8,mule_senders=3,mule_receivers=2"); err != nil || sp.Validate() != nil ||
+		sp.Measure != "senders" || sp.Evidence != 8 || sp.MuleSenders != 3 || sp.MuleReceivers != 2 {
+		t.Errorf("the compact form: %+v, %v", sp, err)
 	}
 }

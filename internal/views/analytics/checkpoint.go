@@ -32,7 +32,10 @@ import (
 // 2: a fraud monitor's window holds event times in µs and its late count.
 // 3: the degree, fanin and fanout monitors are in it; the topology may not
 // be (meta.Topology); a window's late count follows its operations.
-// 4: a fraud monitor's state ends with its ring window (ringWindow.save).
+// 4: a fraud monitor's state ends with its ring window (ringWindow.save);
+// a fan window (fanin, fanout, fraud) holds each operation's endpoints,
+// amount, seq, reference, type and the payload of the newest, and the
+// vertices above the threshold and the mules.
 const CheckpointVersion = 4
 
 // CheckpointMeta describes a checkpoint.

@@ -291,27 +291,30 @@ func TestFraudWindowCheckpoint(t *testing.T) {
 		a := newFraud(spec, nil)
 		for _, e := range []views.Edge{op(1, 3_000_000), op(2, 2_000_000), op(3, 1_000_000), op(4, 5_000_000), op(5, 9_000_000), op(6, 9_000_000),
 			op(7, 100)} { // the last is late for a duration window
-			a.win.add(e)
+			a.win.add(e, nil)
 		}
-		before := fmt.Sprint(a.win.win.Items(), a.win.win.Late())
+		before := dumpWindow(a.win)
 		b := roundTripFraud(t, a)
-		if after := fmt.Sprint(a.win.win.Items(), a.win.win.Late()); after != before {
+		if after := dumpWindow(a.win); after != before {
 			t.Fatalf("%+v: saving changed the running window: %s, was %s", spec, after, before)
 		}
-		if got := fmt.Sprint(b.win.win.Items(), b.win.win.Late()); got != before {
+		if got := dumpWindow(b.win); got != before {
 			t.Fatalf("%+v: restored %s, the running one holds %s", spec, got, before)
 		}
 		for i := uint64(0); i < 3; i++ {
-			a.win.add(op(10+i, 9_500_000))
-			b.win.add(op(10+i, 9_500_000))
-			if x, y := fmt.Sprint(a.win.win.Items(), a.win.count), fmt.Sprint(b.win.win.Items(), b.win.count); x != y {
+			a.win.add(op(10+i, 9_500_000), nil)
+			b.win.add(op(10+i, 9_500_000), nil)
+			if x, y := dumpWindow(a.win), dumpWindow(b.win); x != y {
 				t.Fatalf("%+v: after %d more, the restored window holds %s, the running one %s", spec, i+1, y, x)
 			}
 		}
 	}
 }
 
-// collectSink keeps every alert published, as (kind, vertex, ref).
+// collectSink keeps every alert published but cycles (a fraud monitor's
+// rings across restarts have tests of their own), as (analytic, kind,
+// vertex, ref, value, the references and payloads of its evidence and its
+// totals).
 type collectSink struct {
 	mu  sync.Mutex
 	got []string
@@ -321,7 +324,15 @@ func (s *collectSink) Publish(al []Alert) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range al {
-		s.got = append(s.got, fmt.Sprintf("%s/%s/%d/%d%v", a.Analytic, a.Kind, a.Vertex, a.Ref, a.Cycle))
+		var ev []string
+		for _, e := range a.Evidence {
+			ev = append(ev, fmt.Sprintf("%d:%s:%s", e.OpRef, e.EventRef, e.Props))
+		}
+		var tot AlertTotals
+		if a.Totals != nil {
+			tot = *a.Totals
+		}
+		s.got = append(s.got, fmt.Sprintf("%s/%s/%d/%d%v/%v/%v+%d/%+v", a.Analytic, a.Kind, a.Vertex, a.Ref, a.Cycle, a.Value, ev, a.EvidenceDropped, tot))
 	}
 }
 
@@ -357,7 +368,7 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 			if r.IntN(3) == 0 {
 				dst = r.Uint64N(3)
 			}
-			op := engine.Op{Src: src, Dst: dst, Weight: 1, Kind: engine.OpUpsert, EventTime: clock - int64(r.IntN(1_000_000))}
+			op := engine.Op{Src: src, Dst: dst, Weight: float64(r.IntN(300)) / 100, Kind: engine.OpUpsert, EventTime: clock - int64(r.IntN(1_000_000))}
 			switch x := r.IntN(100); {
 			case x < 15:
 				op.Kind = engine.OpDeleteEdge
@@ -373,6 +384,9 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 		for i, op := range batches[k] {
 			b.Tag(refs[k][i])
 			testref.AddOp(&b, op)
+			if op.Kind == engine.OpUpsert {
+				b.SetPayload(fmt.Sprintf("e-%d", refs[k][i]), fmt.Appendf(nil, `{"k":%d}`, k))
+			}
 			b.SetEventTime(op.EventTime)
 		}
 		return &b
@@ -382,11 +396,15 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 			specs := []Spec{
 				{Type: "fanin", Threshold: 6, WindowEdges: 50},
 				{Type: "fanout", Threshold: 2, WindowDuration: 2 * time.Second, Lateness: 500 * time.Millisecond},
+				{Name: "in-senders", Type: "fanin", Measure: "senders", Threshold: 4, WindowDuration: 3 * time.Second, Lateness: 500 * time.Millisecond, Evidence: 3},
+				{Name: "out-amount", Type: "fanout", Measure: "amount", Threshold: 6.5, WindowEdges: 40},
 			}
 			if withTopology {
 				specs = append(specs, Spec{Type: "degree", Direction: "both", Threshold: 9},
 					Spec{Name: "deg-in", Type: "degree", Direction: "in", Threshold: 5},
-					Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: 20 * time.Second})
+					Spec{Name: "rings", Type: "fraud", Threshold: 1e9, MaxSpan: 20 * time.Second},
+					Spec{Name: "mules", Type: "fraud", Measure: "amount", Threshold: 7.5, WindowDuration: 3 * time.Second, Lateness: 500 * time.Millisecond,
+						MuleSenders: 3, MuleReceivers: 2, MaxCycle: 2, Evidence: 4})
 			}
 			var names []string
 			for i := range specs {
@@ -473,12 +491,14 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 			}
 			apply(sb, cut, len(batches)) // the replay, then what follows
 			waitAllAt(t, rc, names, lastSeq(t, sb))
-			// Each analytic's alerts in order (analytics raise on
-			// goroutines of their own: the interleaving is not theirs).
+			// Each analytic's alerts of each kind in order (analytics raise
+			// on goroutines of their own: the interleaving is not theirs).
 			byAnalytic := func(al []string) []string {
-				slices.SortStableFunc(al, func(a, b string) int {
-					return strings.Compare(a[:strings.IndexByte(a, '/')], b[:strings.IndexByte(b, '/')])
-				})
+				kindOf := func(a string) string {
+					i := strings.IndexByte(a, '/')
+					return a[:i+1+strings.IndexByte(a[i+1:], '/')]
+				}
+				slices.SortStableFunc(al, func(a, b string) int { return strings.Compare(kindOf(a), kindOf(b)) })
 				return al
 			}
 			all := byAnalytic(append(before.all()[:upTo], after.all()...))
@@ -499,6 +519,18 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 			}
 			if len(want.all()) < 10 || withTopology && rings < 5 {
 				t.Fatalf("only %d alerts, %d of rings: the test checks too little", len(want.all()), rings)
+			}
+			kinds := map[string]int{}
+			for _, a := range want.all() {
+				kinds[a[:strings.IndexByte(a, '/')]]++
+				if strings.HasPrefix(a, "mules/mule/") {
+					kinds["mule"]++
+				}
+			}
+			for _, name := range names {
+				if kinds[name] == 0 || withTopology && kinds["mule"] == 0 {
+					t.Fatalf("alerts by analytic %v: %s (or a mule) raised none, the test checks too little", kinds, name)
+				}
 			}
 			t.Logf("%d alerts, %d before the checkpoint", len(want.all()), upTo)
 		})

@@ -1,163 +1,696 @@
 package analytics
 
 import (
+	"slices"
+	"sort"
+	"time"
+
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
 // fanWindow is the window of the fanin and fanout monitors and of the
-// fraud monitor's fan-in (a views.ItemWindow: with a duration, in event
-// time, late operations counted and never held; else the last cfg.Edges
-// operations in log order), taken in one operation at a time, with the
-// upserts into each vertex (byDst: fan-in) or out of it (fan-out)
-// counted. A vertex crosses when an upsert takes its count above the
-// threshold; it re-arms once the count falls back to it. So its counts
-// and crossings, each raised by the upsert that made it, depend on the
-// order of the operations only, not on how pulls cut them: a replay of
-// the same operations after a restart raises the same alerts.
+// fraud monitor's fan-in and mule (a views.ItemWindow: with a duration, in
+// event time, late operations counted and never held; else the last
+// cfg.Edges operations in log order), taken in one operation at a time.
+// Each upsert held is kept in the lists of the vertices it counts for: its
+// destination's in-list (fan-in, the mule's money in) and its source's
+// out-list (fan-out, the mule's money out), each list in the window's
+// order (the order its events leave: event time for a window of a
+// duration, else log order), with what the measures read: the number of
+// events, the distinct counterparties and the exact sum of the amounts.
 //
-// INVARIANT (between calls): count holds, for every vertex with a held
-// upsert, how many; above is exactly the vertices whose count exceeds
-// threshold. Not safe for concurrent use.
+// A vertex crosses when an upsert takes its measure above the threshold
+// while it was not above; it re-arms once an operation leaves its measure
+// at or below the threshold. A vertex is a mule when an upsert makes its
+// window hold money in from at least muleSenders senders and out to at
+// least muleReceivers receivers while it did not; it re-arms once either
+// falls below. Each is decided on the state after the whole operation
+// (what it brings in and what it pushes out), so the alerts, each raised
+// by the upsert that made it, depend on the order of the operations only,
+// not on how pulls cut them: a replay of the same operations after a
+// restart raises the same alerts.
+//
+// An alert carries the vertex's events in the window as evidence, oldest
+// first, the newest cfg.evidence of them, and the totals of them all. So
+// that its memory stays bounded, an event keeps its payload (reference
+// and properties) only while it is among the newest cfg.evidence of a
+// list it is in (one that falls out never comes back, as events leave a
+// list oldest first), and only while the payloads kept stay within
+// maxPay: an event that would take them past it keeps none (its evidence
+// has no reference or properties).
+//
+// INVARIANT (between calls): every held upsert is in the lists of the
+// sides kept (in, out) of its vertices, each list sorted by before; a
+// side's sum, peers and the list agree; above holds only vertices whose
+// measure exceeds the threshold (and, measure events or senders, every
+// such vertex); mule holds exactly the vertices whose window holds
+// muleSenders senders and muleReceivers receivers; an item has its
+// payload only while newest on a side; payBytes, the payloads kept, is at
+// most maxPay; vs holds no vertex with empty lists and no flag; above
+// holds exactly the vertices whose above flag is set, and mules counts
+// those whose mule flag is. Not safe for concurrent use.
 type fanWindow struct {
-	cfg       views.Window
+	cfg fanConfig
+	win *views.ItemWindow[*fanItem]
+	n   uint64 // items ever added: the order of equal times
+	vs  map[uint64]*fanVertex
+	// above is the vertices whose above flag is set; mules counts those
+	// whose mule flag is.
+	above map[uint64]*fanVertex
+	mules int
+
+	items    int   // upserts held
+	peers    int   // entries of the sides' peers maps
+	payBytes int64 // payload bytes kept
+	maxPay   int64 // the most payload bytes kept (tests lower it)
+	comps    int   // components of the sides' sums
+
+	left    []*fanItem // scratch: what one add pushed out
+	touched []uint64   // scratch: the vertices one add changed
+}
+
+// fanConfig is what a fanWindow counts and raises.
+type fanConfig struct {
+	win views.Window
+	// in, out: the sides kept (in: by destination; out: by source).
+	in, out bool
+	// kind is the kind of the threshold's alerts (fan_in, fan_out) and
+	// byDst whether it measures the in-side (else the out-side).
+	kind      string
 	byDst     bool
+	measure   string // events, senders or amount
 	threshold float64
-	win       *views.ItemWindow[winOp]
-	count     map[uint64]uint64
-	above     map[uint64]bool
+	evidence  int // the most events an alert carries
+	// muleSenders, muleReceivers: the mule pattern (both 0: off).
+	muleSenders, muleReceivers int
 }
 
-// winOp is one operation in the window.
-type winOp struct {
-	key    uint64 // the vertex it counts for: its destination (byDst) or source
-	time   int64  // when it counts (views.EventMicros), Unix µs
-	upsert bool
+// fanConfigOf is the window configuration of a validated spec of fanin,
+// fanout or fraud.
+func fanConfigOf(s Spec) fanConfig {
+	c := fanConfig{win: views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness},
+		kind: "fan_in", byDst: true, in: true, measure: s.Measure, threshold: s.Threshold, evidence: s.Evidence,
+		muleSenders: s.MuleSenders, muleReceivers: s.MuleReceivers}
+	if s.Type == "fanout" {
+		c.kind, c.byDst, c.in, c.out = "fan_out", false, false, true
+	}
+	if c.mule() {
+		c.in, c.out = true, true
+	}
+	if c.measure == "" {
+		c.measure = DefaultMeasure
+	}
+	if c.evidence == 0 {
+		c.evidence = DefaultEvidence
+	}
+	return c
 }
 
-func newFanWindow(cfg views.Window, byDst bool, threshold float64) *fanWindow {
-	return &fanWindow{cfg: cfg, byDst: byDst, threshold: threshold, win: views.NewItemWindow[winOp](cfg, 0),
-		count: map[uint64]uint64{}, above: map[uint64]bool{}}
+func (c fanConfig) mule() bool { return c.muleSenders > 0 && c.muleReceivers > 0 }
+
+// fanItem is one operation in the window (one that is not an upsert only
+// takes its place in the window).
+type fanItem struct {
+	t        int64  // when it counts (views.EventMicros), Unix µs
+	n        uint64 // arrival order: equal times leave in it
+	src, dst uint64
+	amount   float64
+	seq, ref uint64
+	typ      uint16
+	flags    uint8
+	// ref and props: its payload, kept while newest (see fanWindow).
+	eventRef, props string
+}
+
+const (
+	itemUpsert   = 1 << iota
+	itemHasEv    // it has an event time (t is it)
+	itemNewIn    // among the newest of its destination's in-list
+	itemNewOut   // among the newest of its source's out-list
+	itemGone     // no longer held (pushed out by the add that brought it)
+	itemSaveMask = itemUpsert | itemHasEv
+)
+
+func (it *fanItem) has(f uint8) bool { return it.flags&f != 0 }
+
+// fanSide is a vertex's events of one direction in the window.
+type fanSide struct {
+	items []*fanItem // items[head:] are held, in the window's order
+	head  int
+	sum   xsum
+	peers map[uint64]int32 // counterparty -> its events held
+}
+
+func (s *fanSide) held() []*fanItem { return s.items[s.head:] }
+
+// fanVertex is one vertex's window.
+type fanVertex struct {
+	in, out fanSide
+	loops   int  // self-loops held (in both lists)
+	above   bool // crossed the threshold and not re-armed
+	mule    bool // raised as a mule and not re-armed
+}
+
+// maxFanPayload bounds the payload bytes (event references and
+// properties) a fan window keeps for evidence.
+const maxFanPayload = 64 << 20
+
+func newFanWindow(c fanConfig) *fanWindow {
+	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}, above: map[uint64]*fanVertex{},
+		maxPay: maxFanPayload}
+}
+
+// before is the window's order: time then arrival for a window of a
+// duration, arrival alone for one of operations.
+func (w *fanWindow) before(a, b *fanItem) bool {
+	if w.cfg.win.Duration > 0 && a.t != b.t {
+		return a.t < b.t
+	}
+	return a.n < b.n
 }
 
 // add takes in one operation (what the window then no longer covers
-// leaves) and returns the vertex it made cross, if any.
-func (w *fanWindow) add(e views.Edge) (VertexValue, bool) {
-	k := e.Op.Src
-	if w.byDst {
-		k = e.Op.Dst
+// leaves) and appends the alerts it raises to al, each with its kind,
+// vertex, value, threshold, evidence and totals (the caller names the
+// analytic and the operation).
+func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
+	it := &fanItem{t: views.EventMicros(e), n: w.n, src: e.Op.Src, dst: e.Op.Dst, amount: e.Op.Weight, seq: e.Seq, ref: e.Ref,
+		typ: e.Op.Type, eventRef: e.Op.EventRef, props: e.Op.Props}
+	w.n++
+	if e.Op.Kind == engine.OpUpsert {
+		it.flags |= itemUpsert
 	}
-	op := winOp{key: k, time: views.EventMicros(e), upsert: e.Op.Kind == engine.OpUpsert}
-	// It counts in before what it pushes out leaves: they change places at
-	// once, so a vertex it keeps above the threshold does not cross again.
-	if op.upsert {
-		w.count[op.key]++
+	if e.Op.EventTime > 0 {
+		it.flags |= itemHasEv
 	}
-	if !w.win.Add(op.time, op, w.uncount) {
-		w.uncount(op) // late: never in
-		return VertexValue{}, false
+	w.left = w.left[:0]
+	if !w.win.Add(it.t, it, func(x *fanItem) { w.left = append(w.left, x) }) {
+		return al // late: never in
 	}
-	if !op.upsert {
-		return VertexValue{}, false
+	w.touched = w.touched[:0]
+	if it.has(itemUpsert) {
+		w.insert(it)
+	} else {
+		it.eventRef, it.props = "", ""
 	}
-	n := w.count[op.key]
-	if float64(n) > w.threshold && !w.above[op.key] {
-		w.above[op.key] = true
-		return VertexValue{op.key, float64(n)}, true
+	for _, x := range w.left {
+		w.remove(x)
 	}
-	return VertexValue{}, false
+	// Re-arm what the operation left at or below.
+	for _, v := range w.touched {
+		if x := w.vs[v]; x != nil {
+			if x.above && !w.measureAbove(x) {
+				x.above = false
+				delete(w.above, v)
+			}
+			if x.mule && !w.muleHolds(x) {
+				x.mule = false
+				w.mules--
+			}
+		}
+	}
+	if it.has(itemUpsert) && !it.has(itemGone) {
+		k := it.src
+		if w.cfg.byDst {
+			k = it.dst
+		}
+		if x := w.vs[k]; !x.above && w.measureAbove(x) {
+			x.above = true
+			w.above[k] = x
+			al = append(al, w.fanAlert(k, x))
+		}
+		if w.cfg.mule() {
+			for i, v := range []uint64{it.src, it.dst} {
+				if i == 1 && v == it.src {
+					break
+				}
+				if x := w.vs[v]; !x.mule && w.muleHolds(x) {
+					x.mule = true
+					w.mules++
+					al = append(al, w.muleAlert(v, x))
+				}
+			}
+		}
+	}
+	for _, v := range w.touched {
+		if x := w.vs[v]; x != nil && !x.above && !x.mule && len(x.in.held()) == 0 && len(x.out.held()) == 0 {
+			delete(w.vs, v)
+		}
+	}
+	return al
 }
 
-// uncount takes op (an upsert: others are not counted) out of the counts.
-func (w *fanWindow) uncount(op winOp) {
-	if !op.upsert {
-		return
+// vertex is v's window, made when absent.
+func (w *fanWindow) vertex(v uint64) *fanVertex {
+	x := w.vs[v]
+	if x == nil {
+		x = &fanVertex{}
+		w.vs[v] = x
 	}
-	c := w.count[op.key] - 1
-	if c == 0 {
-		delete(w.count, op.key)
-	} else {
-		w.count[op.key] = c
+	return x
+}
+
+// insert puts a held upsert into its lists.
+func (w *fanWindow) insert(it *fanItem) {
+	w.items++
+	if w.cfg.in {
+		x := w.vertex(it.dst)
+		w.push(&x.in, it, it.src, itemNewIn)
+		w.touched = append(w.touched, it.dst)
 	}
-	if float64(c) <= w.threshold {
-		delete(w.above, op.key)
+	if w.cfg.out {
+		x := w.vertex(it.src)
+		w.push(&x.out, it, it.dst, itemNewOut)
+		w.touched = append(w.touched, it.src)
+		if w.cfg.in && it.src == it.dst {
+			x.loops++
+		}
+	}
+	switch n := int64(len(it.eventRef) + len(it.props)); {
+	case !it.has(itemNewIn|itemNewOut) || w.payBytes+n > w.maxPay:
+		w.dropPayload(it)
+	default:
+		w.payBytes += n
 	}
 }
+
+// push puts it into side s at its place in the window's order, peer its
+// counterparty; newFlag marks it newest on s when it is among the newest
+// cfg.evidence there (and the one it pushes back loses the mark).
+func (w *fanWindow) push(s *fanSide, it *fanItem, peer uint64, newFlag uint8) {
+	h := s.held()
+	// Its place: after every item not after it (mostly last; an event
+	// out of time order, by binary search).
+	i := len(h)
+	if i > 0 && w.before(it, h[i-1]) {
+		i = sort.Search(i, func(j int) bool { return w.before(it, h[j]) })
+	}
+	switch {
+	case i == 0 && s.head > 0:
+		s.head--
+		s.items[s.head] = it
+	default:
+		s.items = slices.Insert(s.items, s.head+i, it)
+	}
+	h = s.held()
+	if newer := len(h) - 1 - i; newer < w.cfg.evidence {
+		it.flags |= newFlag
+		if len(h) > w.cfg.evidence {
+			w.unmark(h[len(h)-1-w.cfg.evidence], newFlag)
+		}
+	}
+	n := len(s.sum)
+	s.sum = s.sum.add(clampAmount(it.amount))
+	w.comps += len(s.sum) - n
+	if s.peers == nil {
+		s.peers = map[uint64]int32{}
+	}
+	if s.peers[peer]++; s.peers[peer] == 1 {
+		w.peers++
+	}
+}
+
+// unmark takes the newest mark f off it, and its payload once it has
+// none.
+func (w *fanWindow) unmark(it *fanItem, f uint8) {
+	if !it.has(f) {
+		return
+	}
+	it.flags &^= f
+	if !it.has(itemNewIn | itemNewOut) {
+		w.payBytes -= int64(len(it.eventRef) + len(it.props))
+		w.dropPayload(it)
+	}
+}
+
+func (w *fanWindow) dropPayload(it *fanItem) { it.eventRef, it.props = "", "" }
+
+// remove takes an item that left the window out of its lists.
+func (w *fanWindow) remove(it *fanItem) {
+	it.flags |= itemGone
+	if !it.has(itemUpsert) {
+		return
+	}
+	w.items--
+	if it.has(itemNewIn | itemNewOut) {
+		w.payBytes -= int64(len(it.eventRef) + len(it.props))
+	}
+	if w.cfg.in {
+		x := w.vs[it.dst]
+		w.pull(&x.in, it, it.src)
+		w.touched = append(w.touched, it.dst)
+	}
+	if w.cfg.out {
+		x := w.vs[it.src]
+		w.pull(&x.out, it, it.dst)
+		w.touched = append(w.touched, it.src)
+		if w.cfg.in && it.src == it.dst {
+			x.loops--
+		}
+	}
+}
+
+// pull takes it out of side s: the oldest there, as the window's items
+// leave in its order (an item pushed out by the add that brought it, the
+// oldest of the window then, included).
+func (w *fanWindow) pull(s *fanSide, it *fanItem, peer uint64) {
+	h := s.held()
+	i := 0
+	if h[0] != it { // cannot be (see above); kept exact all the same
+		i = slices.Index(h, it)
+	}
+	if i == 0 {
+		s.items[s.head] = nil
+		s.head++
+	} else {
+		s.items = slices.Delete(s.items, s.head+i, s.head+i+1)
+	}
+	switch h := s.held(); {
+	case len(h) == 0:
+		clear(s.items)
+		if cap(s.items) > 64 {
+			s.items = nil
+		} else {
+			s.items = s.items[:0]
+		}
+		s.head = 0
+	case s.head > len(s.items)/2 && s.head >= 16:
+		n := copy(s.items, h)
+		clear(s.items[n:])
+		s.items = s.items[:n]
+		s.head = 0
+	}
+	n := len(s.sum)
+	s.sum = s.sum.add(-clampAmount(it.amount))
+	w.comps += len(s.sum) - n
+	if s.peers[peer]--; s.peers[peer] == 0 {
+		delete(s.peers, peer)
+		w.peers--
+	}
+	if len(s.peers) == 0 {
+		s.peers = nil
+	}
+}
+
+// measured is the side of x the threshold measures.
+func (w *fanWindow) measured(x *fanVertex) *fanSide {
+	if w.cfg.byDst {
+		return &x.in
+	}
+	return &x.out
+}
+
+// measureAbove reports whether x's measure exceeds the threshold.
+func (w *fanWindow) measureAbove(x *fanVertex) bool {
+	s := w.measured(x)
+	switch w.cfg.measure {
+	case "senders":
+		return float64(len(s.peers)) > w.cfg.threshold
+	case "amount":
+		return s.sum.above(w.cfg.threshold)
+	}
+	return float64(len(s.held())) > w.cfg.threshold
+}
+
+// measure is x's measure.
+func (w *fanWindow) measure(x *fanVertex) float64 {
+	s := w.measured(x)
+	switch w.cfg.measure {
+	case "senders":
+		return float64(len(s.peers))
+	case "amount":
+		return s.sum.value()
+	}
+	return float64(len(s.held()))
+}
+
+// muleHolds reports whether x's window holds money in from muleSenders
+// senders and out to muleReceivers receivers.
+func (w *fanWindow) muleHolds(x *fanVertex) bool {
+	return w.cfg.mule() && len(x.in.peers) >= w.cfg.muleSenders && len(x.out.peers) >= w.cfg.muleReceivers
+}
+
+// fanAlert is the threshold's alert of vertex v.
+func (w *fanWindow) fanAlert(v uint64, x *fanVertex) Alert {
+	s := w.measured(x)
+	h := s.held()
+	a := Alert{Kind: w.cfg.kind, Vertex: v, Value: w.measure(x), Threshold: w.cfg.threshold}
+	k := min(len(h), w.cfg.evidence)
+	a.Evidence, a.EvidenceDropped = evidenceOf(h[len(h)-k:]), len(h)-k
+	a.Totals = &AlertTotals{Events: len(h), Amount: s.sum.value(), Counterparties: len(s.peers),
+		First: microTime(h[0].t), Last: microTime(h[len(h)-1].t)}
+	return a
+}
+
+// muleAlert is the mule alert of vertex v: its events in and out.
+func (w *fanWindow) muleAlert(v uint64, x *fanVertex) Alert {
+	in, out := x.in.held(), x.out.held()
+	a := Alert{Kind: "mule", Vertex: v, Value: float64(len(x.in.peers))}
+	// The newest cfg.evidence of both lists, merged from their ends (a
+	// self-loop, in both, once).
+	var ev []*fanItem
+	i, j := len(in), len(out)
+	for len(ev) < w.cfg.evidence && (i > 0 || j > 0) {
+		switch {
+		case i > 0 && j > 0 && in[i-1] == out[j-1]:
+			i--
+			j--
+			ev = append(ev, in[i])
+		case j == 0 || i > 0 && w.before(out[j-1], in[i-1]):
+			i--
+			ev = append(ev, in[i])
+		default:
+			j--
+			ev = append(ev, out[j])
+		}
+	}
+	slices.Reverse(ev)
+	events := len(in) + len(out) - x.loops
+	a.Evidence, a.EvidenceDropped = evidenceOf(ev), events-len(ev)
+	first, last := in[0].t, in[len(in)-1].t
+	if w.before(out[0], in[0]) {
+		first = out[0].t
+	}
+	if w.before(in[len(in)-1], out[len(out)-1]) {
+		last = out[len(out)-1].t
+	}
+	a.Totals = &AlertTotals{Events: events, Amount: x.in.sum.value(), Counterparties: len(x.in.peers),
+		AmountOut: x.out.sum.value(), Receivers: len(x.out.peers), First: microTime(first), Last: microTime(last)}
+	return a
+}
+
+// evidenceOf is the evidence of held items.
+func evidenceOf(items []*fanItem) []Evidence {
+	ev := make([]Evidence, len(items))
+	for i, it := range items {
+		ev[i] = Evidence{Seq: it.seq, Src: it.src, Dst: it.dst, Type: it.typ, Amount: it.amount, EventRef: it.eventRef, Props: it.props, OpRef: it.ref}
+		if it.has(itemHasEv) {
+			ev[i].EventTime = microTime(it.t)
+		}
+	}
+	return ev
+}
+
+// microTime is Unix µs as a time in UTC.
+func microTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 func (w *fanWindow) reset() {
 	w.win.Reset()
-	clear(w.count)
+	clear(w.vs)
 	clear(w.above)
+	w.items, w.peers, w.payBytes, w.comps, w.mules = 0, 0, 0, 0, 0
 }
 
-func (w *fanWindow) aboveCounts() map[uint64]uint64 { return countsOf(w.above, w.count) }
+// aboveValues is the measure of each vertex above the threshold.
+func (w *fanWindow) aboveValues() []VertexValue {
+	var out []VertexValue
+	for v, x := range w.above {
+		out = append(out, VertexValue{v, w.measure(x)})
+	}
+	return out
+}
 
-// winOpBytes is what one held operation costs.
-const winOpBytes = 24
+// value is v's measure, false when the window holds nothing of it.
+func (w *fanWindow) value(v uint64) (VertexValue, bool) {
+	x := w.vs[v]
+	if x == nil || len(w.measured(x).held()) == 0 {
+		return VertexValue{v, 0}, false
+	}
+	return VertexValue{v, w.measure(x)}, true
+}
+
+// What the window's parts cost (Go's structs, slices and map entries,
+// rounded up).
+const (
+	fanItemBytes   = 136 // an item and its place in the window
+	fanListBytes   = 16  // an item's place in a list (room included)
+	fanVertexBytes = 200 // a vertex's window and its map entry
+)
 
 func (w *fanWindow) bytes() int64 {
-	return mapEntryBytes*int64(len(w.count)+len(w.above)) + w.win.Bytes(winOpBytes)
+	sides := 0
+	if w.cfg.in {
+		sides++
+	}
+	if w.cfg.out {
+		sides++
+	}
+	return w.win.Bytes(8) + int64(w.win.Len())*fanItemBytes + int64(w.items*sides)*fanListBytes + int64(len(w.vs))*fanVertexBytes +
+		int64(w.peers)*mapEntryBytes + int64(w.comps)*8 + w.payBytes
 }
 
-// save writes the window's operations (each one's vertex, time and
-// whether it upserts, in the order they leave) and its late count; the
-// counts are made again from them on load.
+// save writes the window's state (fanState).
 func (w *fanWindow) save(e *checkpoint.Encoder) {
+	st := w.state()
+	st.encode(e)
+}
+
+// fanState is what a checkpoint keeps of a fanWindow: its operations in
+// the order they leave (each one's time, endpoints, amount, seq,
+// reference, type and flags, and the payload of those that keep one: the
+// reference and properties of operation i are pay[offs[2i]:offs[2i+1]]
+// and pay[offs[2i+1]:offs[2i+2]]), the vertices above and the mules (by
+// id, ascending), and its late count. The lists are made again from the
+// operations on load.
+type fanState struct {
+	times, srcs, dsts []uint64
+	amounts           []float64
+	seqs, refs, tf    []uint64 // tf: the type, and the flags from bit 16
+	offs              []uint64
+	pay               []byte
+	above, mules      []uint64
+	late              uint64
+}
+
+func (w *fanWindow) state() fanState {
 	ops := w.win.Items() // a copy, in the order they leave
-	keys, times := make([]uint64, len(ops)), make([]uint64, len(ops))
-	ups := make([]byte, len(ops))
-	for i, op := range ops {
-		keys[i], times[i] = op.key, uint64(op.time)
-		if op.upsert {
-			ups[i] = 1
+	n := len(ops)
+	st := fanState{times: make([]uint64, n), srcs: make([]uint64, n), dsts: make([]uint64, n), amounts: make([]float64, n),
+		seqs: make([]uint64, n), refs: make([]uint64, n), tf: make([]uint64, n), offs: make([]uint64, 1, 2*n+1), late: w.win.Late()}
+	for i, it := range ops {
+		st.times[i], st.srcs[i], st.dsts[i], st.amounts[i], st.seqs[i], st.refs[i] = uint64(it.t), it.src, it.dst, it.amount, it.seq, it.ref
+		st.tf[i] = uint64(it.typ) | uint64(it.flags&itemSaveMask)<<16
+		st.pay = append(st.pay, it.eventRef...)
+		st.offs = append(st.offs, uint64(len(st.pay)))
+		st.pay = append(st.pay, it.props...)
+		st.offs = append(st.offs, uint64(len(st.pay)))
+	}
+	for v := range w.above {
+		st.above = append(st.above, v)
+	}
+	for v, x := range w.vs {
+		if x.mule {
+			st.mules = append(st.mules, v)
 		}
 	}
-	e.Uint64s(keys)
-	e.Uint64s(times)
-	e.Bytes(ups)
-	e.U64(w.win.Late())
+	slices.Sort(st.above) // the same state writes the same bytes
+	slices.Sort(st.mules)
+	return st
+}
+
+func (st *fanState) encode(e *checkpoint.Encoder) {
+	for _, s := range [][]uint64{st.times, st.srcs, st.dsts} {
+		e.Uint64s(s)
+	}
+	e.Float64s(st.amounts)
+	for _, s := range [][]uint64{st.seqs, st.refs, st.tf, st.offs} {
+		e.Uint64s(s)
+	}
+	e.Bytes(st.pay)
+	e.Uint64s(st.above)
+	e.Uint64s(st.mules)
+	e.U64(st.late)
 }
 
 // loadFanWindow reads what save wrote into a new window like w (its
-// settings), checking that the operations fit one window; a problem is
-// reported through d (nil returned).
+// settings), checking that the operations fit one window and that the
+// vertices above and the mules are what the operations make them; a
+// problem is reported through d (nil returned).
 func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
-	keys, times, ups, late := d.Uint64s(), d.Uint64s(), d.Bytes(), d.U64()
+	times, srcs, dsts, amounts := d.Uint64s(), d.Uint64s(), d.Uint64s(), d.Float64s()
+	seqs, refs, tf, offs := d.Uint64s(), d.Uint64s(), d.Uint64s(), d.Uint64s()
+	pay, above, mules, late := d.Bytes(), d.Uint64s(), d.Uint64s(), d.U64()
 	if d.Err() != nil {
 		return nil
 	}
-	w := newFanWindow(like.cfg, like.byDst, like.threshold)
-	if most := w.win.Max(); len(times) != len(keys) || len(ups) != len(keys) || len(keys) > most {
-		d.Fail("a window of %d, %d and %d values (at most %d)", len(keys), len(times), len(ups), most)
+	if !like.cfg.mule() && len(mules) > 0 {
+		d.Fail("%d mules saved for a window without the mule pattern", len(mules))
+		return nil
+	}
+	w := newFanWindow(like.cfg)
+	w.maxPay = like.maxPay
+	n := len(times)
+	if most := w.win.Max(); n > most || len(srcs) != n || len(dsts) != n || len(amounts) != n || len(seqs) != n || len(refs) != n ||
+		len(tf) != n || len(offs) != 2*n+1 {
+		d.Fail("a window of %d operations with %d, %d, %d, %d, %d, %d and %d values (at most %d)", n, len(srcs), len(dsts), len(amounts),
+			len(seqs), len(refs), len(tf), len(offs), most)
+		return nil
+	}
+	if offs[0] != 0 || offs[2*n] != uint64(len(pay)) {
+		d.Fail("payload offsets from %d to %d over %d bytes", offs[0], offs[2*n], len(pay))
 		return nil
 	}
 	left := false
-	for i := range keys {
-		if ups[i] > 1 {
-			d.Fail("an upsert flag of %d", ups[i])
-			return nil
-		}
-		if i > 0 && w.cfg.Duration > 0 && int64(times[i]) < int64(times[i-1]) {
+	for i := range n {
+		typ, flags := tf[i]&0xffff, tf[i]>>16
+		a, b, c := offs[2*i], offs[2*i+1], offs[2*i+2]
+		switch {
+		case typ >= uint64(engine.MaxEdgeTypes) || flags&^itemSaveMask != 0:
+			d.Fail("operation %d: type %d, flags %#x", i, typ, flags)
+		case i > 0 && w.cfg.win.Duration > 0 && int64(times[i]) < int64(times[i-1]):
 			d.Fail("a duration window's operations out of time order at %d", i)
+		case a > b || b > c || b-a > engine.MaxEventRef || c-b > engine.MaxEdgeProps:
+			d.Fail("operation %d: payload at %d, %d, %d", i, a, b, c)
+		case !(amounts[i] >= -maxFloat && amounts[i] <= maxFloat):
+			d.Fail("operation %d: amount %v", i, amounts[i])
+		case flags&itemUpsert == 0 && c > a:
+			d.Fail("operation %d: a payload without an upsert", i)
+		}
+		if d.Err() != nil {
 			return nil
 		}
+		it := &fanItem{t: int64(times[i]), n: w.n, src: srcs[i], dst: dsts[i], amount: amounts[i], seq: seqs[i], ref: refs[i], typ: uint16(typ),
+			flags: uint8(flags), eventRef: string(pay[a:b]), props: string(pay[b:c])}
+		w.n++
 		// In the order they leave, none is late and none leaves (they were
 		// all held together).
-		op := winOp{key: keys[i], time: int64(times[i]), upsert: ups[i] == 1}
-		if !w.win.Add(op.time, op, func(winOp) { left = true }) || left {
+		if !w.win.Add(it.t, it, func(*fanItem) { left = true }) || left {
 			d.Fail("the window's operations do not fit one window (at %d)", i)
 			return nil
 		}
-		if op.upsert {
-			w.count[op.key]++
+		if it.has(itemUpsert) {
+			w.insert(it)
 		}
 	}
-	for v, n := range w.count {
-		if float64(n) > w.threshold {
-			w.above[v] = true
+	for i, v := range above {
+		x := w.vs[v]
+		if x == nil || x.above || !w.measureAbove(x) || i > 0 && above[i-1] >= v {
+			d.Fail("vertex %d listed above the threshold: unknown, twice, or not above it", v)
+			return nil
+		}
+		x.above = true
+		w.above[v] = x
+	}
+	for i, v := range mules {
+		x := w.vs[v]
+		if x == nil || x.mule || !w.muleHolds(x) || i > 0 && mules[i-1] >= v {
+			d.Fail("vertex %d listed as a mule: unknown, twice, or not one", v)
+			return nil
+		}
+		x.mule = true
+		w.mules++
+	}
+	for v, x := range w.vs {
+		if !x.above && w.cfg.measure != "amount" && w.measureAbove(x) || !x.mule && w.muleHolds(x) {
+			d.Fail("vertex %d is above the threshold or a mule, and not listed so", v)
+			return nil
 		}
 	}
 	w.win.SetLate(late)
 	return w
 }
+
+// maxFloat is the largest finite float64.
+const maxFloat = 1.7976931348623157e308

@@ -37,10 +37,11 @@ import (
 // record). A search that would exceed SearchBudget path extensions stops
 // and is counted as truncated.
 //
-// The fan-in window is kept here, operation by operation in log order, so
-// that with a window of operations (window_edges) the counts and the
-// crossings, each raised by the upsert that made it, depend on the order
-// of the operations only, not on how pulls cut them.
+// The fan-in window (fanWindow: its measure, and with MuleSenders and
+// MuleReceivers the mule pattern, which keeps each vertex's money out too)
+// is kept here, operation by operation in log order, so that the measures
+// and the crossings, each raised by the upsert that made it, depend on
+// the order of the operations only, not on how pulls cut them.
 //
 // A partial pull (TopoUpdate.Partial: the stream is further behind than
 // MaxBehind) carries the next operations only, while its G is already at
@@ -84,7 +85,7 @@ type fraud struct {
 
 func newFraud(s Spec, alerts func([]Alert)) *fraud {
 	return &fraud{spec: s, alerts: alerts, now: time.Now, maxPullBytes: int64(s.PullMemoryMiB) << 20,
-		win: newFanWindow(views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}, true, s.Threshold),
+		win: newFanWindow(fanConfigOf(s)),
 		rw:  newRingWindow(s)}
 }
 
@@ -131,9 +132,11 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		if prior[k] == views.Expansion {
 			continue // not an operation of the log: its vertex delete is
 		}
-		if x, ok := a.win.add(e); ok {
-			al = append(al, Alert{Analytic: a.spec.Name, Kind: "fan_in", Seq: e.Seq, Vertex: x.Vertex, Value: x.Value,
-				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
+		n := len(al)
+		e.Op = u.LoggedOp(k)  // each payment's own amount, type and payload, not the topology's edge
+		al = a.win.add(e, al) // fan_in and mule alerts
+		for i := n; i < len(al); i++ {
+			al[i].Analytic, al[i].Seq, al[i].Ref, al[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
 		}
 	}
 	a.mu.Unlock()
@@ -634,18 +637,21 @@ type FraudSummary struct {
 	CutShort  uint64         `json:"pulls_cut_short"` // pulls cut short by pull_timeout or pull_memory_mib
 	Rings     RingSummary    `json:"rings"`           // the ring window
 	FanIn     MonitorSummary `json:"fan_in"`
+	// Mules counts the vertices raised as mules that have not re-armed
+	// (mule_senders and mule_receivers).
+	Mules int `json:"mules,omitempty"`
 }
 
 func (a *fraud) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return FraudSummary{Seq: a.seq, MaxCycle: a.spec.MaxCycle, Cycles: a.cycles, Truncated: a.truncated, CutShort: a.cutShort,
-		Rings: a.ringSum, FanIn: a.fanIn()}
+		Rings: a.ringSum, FanIn: a.fanIn(), Mules: a.win.mules}
 }
 
 // fanIn is the summary of the fan-in window. Called with mu held.
 func (a *fraud) fanIn() MonitorSummary {
-	s := summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())
+	s := summarizeValues(a.seq, a.spec.Threshold, a.win.aboveValues())
 	s.Late = a.win.win.Late()
 	return s
 }
@@ -653,8 +659,7 @@ func (a *fraud) fanIn() MonitorSummary {
 func (a *fraud) Vertex(v uint64) (any, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	n, ok := a.win.count[v]
-	return VertexValue{v, float64(n)}, ok
+	return a.win.value(v)
 }
 
 // MemoryBytes is the size of the fan-in window, of the ring window and

@@ -216,9 +216,19 @@ type VertexValue struct {
 }
 
 func summarize(seq uint64, thr float64, above map[uint64]uint64) MonitorSummary {
-	s := MonitorSummary{Seq: seq, Threshold: thr, Above: len(above)}
+	vals := make([]VertexValue, 0, len(above))
 	for v, d := range above {
-		s.Top = append(s.Top, VertexValue{v, float64(d)})
+		vals = append(vals, VertexValue{v, float64(d)})
+	}
+	return summarizeValues(seq, thr, vals)
+}
+
+// summarizeValues is the summary of the vertices above the threshold,
+// with their values (vals, which it sorts).
+func summarizeValues(seq uint64, thr float64, vals []VertexValue) MonitorSummary {
+	s := MonitorSummary{Seq: seq, Threshold: thr, Above: len(vals)}
+	if len(vals) > 0 {
+		s.Top = vals
 	}
 	slices.SortFunc(s.Top, func(x, y VertexValue) int {
 		if x.Value != y.Value {
@@ -230,7 +240,7 @@ func summarize(seq uint64, thr float64, above map[uint64]uint64) MonitorSummary 
 		return cmpU64(x.Vertex, y.Vertex)
 	})
 	if len(s.Top) > 10 {
-		s.Top = s.Top[:10]
+		s.Top = slices.Clip(s.Top[:10])
 	}
 	return s
 }
@@ -248,21 +258,13 @@ func (a *degree) Vertex(v uint64) (any, bool) {
 	return VertexValue{v, float64(d)}, ok
 }
 
-// countsOf is count restricted to the vertices of above.
-func countsOf(above map[uint64]bool, count map[uint64]uint64) map[uint64]uint64 {
-	m := make(map[uint64]uint64, len(above))
-	for v := range above {
-		m[v] = count[v]
-	}
-	return m
-}
-
 // fan is the fanin (by destination) or fanout (by source) monitor: it
-// raises an alert when an upsert takes a vertex's upserts within the
-// window above the threshold (fanWindow: one operation at a time, so
-// that a replay raises the same alerts, each naming its upsert). It reads
-// a plain stream view without a window: the window is its own, which a
-// checkpoint keeps.
+// raises an alert when an upsert takes a vertex's measure over the window
+// (its events, distinct counterparties or amount) above the threshold
+// (fanWindow: one operation at a time, so that a replay raises the same
+// alerts, each naming its upsert, with the window's events as evidence).
+// It reads a plain stream view without a window: the window is its own,
+// which a checkpoint keeps.
 type fan struct {
 	spec   Spec
 	alerts func([]Alert)
@@ -273,8 +275,7 @@ type fan struct {
 }
 
 func newFan(s Spec, alerts func([]Alert)) *fan {
-	cfg := views.Window{Edges: s.WindowEdges, Duration: s.WindowDuration, Lateness: s.Lateness}
-	return &fan{spec: s, alerts: alerts, win: newFanWindow(cfg, s.Type == "fanin", s.Threshold)}
+	return &fan{spec: s, alerts: alerts, win: newFanWindow(fanConfigOf(s))}
 }
 
 func (a *fan) Spec() Spec { return a.spec }
@@ -285,20 +286,14 @@ func (a *fan) Seq() uint64 {
 	return a.seq
 }
 
-func (a *fan) kind() string {
-	if a.spec.Type == "fanin" {
-		return "fan_in"
-	}
-	return "fan_out"
-}
-
 func (a *fan) Consume(b *views.StreamBatch) {
 	var al []Alert
 	a.mu.Lock()
 	for _, e := range b.Edges {
-		if x, ok := a.win.add(e); ok {
-			al = append(al, Alert{Analytic: a.spec.Name, Kind: a.kind(), Seq: e.Seq, Vertex: x.Vertex, Value: x.Value,
-				Threshold: a.spec.Threshold, Ref: e.Ref, EventTime: e.Op.Time()})
+		n := len(al)
+		al = a.win.add(e, al)
+		for i := n; i < len(al); i++ {
+			al[i].Analytic, al[i].Seq, al[i].Ref, al[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
 		}
 	}
 	a.mu.Unlock()
@@ -321,7 +316,7 @@ func (a *fan) Reset() {
 func (a *fan) Summary() any {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	s := summarize(a.seq, a.spec.Threshold, a.win.aboveCounts())
+	s := summarizeValues(a.seq, a.spec.Threshold, a.win.aboveValues())
 	s.Late = a.win.win.Late()
 	return s
 }
@@ -329,8 +324,7 @@ func (a *fan) Summary() any {
 func (a *fan) Vertex(v uint64) (any, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	n, ok := a.win.count[v]
-	return VertexValue{v, float64(n)}, ok
+	return a.win.value(v)
 }
 
 // mapEntryBytes is what one entry of a map of uint64 keys costs, overhead
