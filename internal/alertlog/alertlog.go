@@ -31,7 +31,11 @@
 // was last written whole), u32 n, n bytes of JSON: the count of alerts
 // each analytic raised among those first records (an object of analytic
 // name to count), u32 CRC-32C of everything before it; then the records
-// (durable.AppendRecord), each the JSON of one analytics.Alert.
+// (durable.AppendRecord), each the JSON of one analytics.Alert: the one
+// JSON shape of an alert (analytics.AlertRecord, without a graph). Records
+// written before alerts carried evidence read back unchanged: that shape
+// holds every field they have, and takes a vertex's id from its
+// vertex_id (they held the store's id in vertex).
 package alertlog
 
 import (
@@ -59,11 +63,15 @@ const DefaultKeep = 10000
 
 const (
 	magic      = "GTALRT01"
-	maxPayload = 1 << 20   // an alert: a cycle of keys
+	maxPayload = 1 << 20   // an alert: at most analytics.MaxAlertBytes
 	minPayload = 2         // "{}"
 	maxHeader  = 1 << 20   // the counts of every analytic ever
 	chunk      = 256 << 10 // Append writes at least this much at a time
 )
+
+// INVARIANT: a record holds any alert the registry raises (a compile
+// error otherwise).
+const _ = uint(maxPayload - analytics.MaxAlertBytes)
 
 // Claim is what the store's durable state recorded of the log: that the
 // file existed, and how many records it held synced then.
@@ -172,9 +180,7 @@ func (l *Log) read(data []byte) (durable.ScanResult, error) {
 	}
 	var derr error
 	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
-		var a struct {
-			Analytic string `json:"analytic"`
-		}
+		var a analytics.Alert // every record reads back as an alert (inspect --verify opens the log)
 		if err := json.Unmarshal(payload, &a); err != nil {
 			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
 			return false

@@ -71,7 +71,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // consumed is what a read_committed reader finds on the topic.
 type consumed struct {
 	rec   *kgo.Record
-	alert alertRecord
+	alert analytics.AlertRecord
 }
 
 // consume reads the topic until n alerts came or 10s passed, as a
@@ -95,7 +95,7 @@ func consumeFor(t *testing.T, c *kfake.Cluster, n int, d time.Duration) []consum
 	defer cancel()
 	for len(got) < n && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			var a alertRecord
+			var a analytics.AlertRecord
 			if err := json.Unmarshal(r.Value, &a); err != nil {
 				t.Fatal(err)
 			}
