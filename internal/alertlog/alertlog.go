@@ -309,6 +309,7 @@ func (l *Log) Append(al []analytics.Alert) error {
 	}
 	if l.enc == nil {
 		l.enc = json.NewEncoder(&l.json)
+		l.enc.SetEscapeHTML(false) // the bytes GET /v1/alerts and the alert topic give: a property document reads back as it was
 	}
 	// Written a chunk at a time, so that a burst of alerts (a fraud pull
 	// may raise hundreds of thousands) holds no more than a chunk.

@@ -96,7 +96,7 @@ func (k *KafkaSink) restoreItem(s savedItem) *item {
 	var a analytics.Alert
 	if err := json.Unmarshal(s.Value, &a); err == nil {
 		r := k.named(a)
-		if b, err := json.Marshal(&r); err == nil {
+		if b, err := encode(&r); err == nil {
 			v = b
 		}
 	}

@@ -37,6 +37,7 @@
 package alerts
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -197,7 +198,7 @@ func (k *KafkaSink) Publish(al []analytics.Alert) {
 	items := make([]*item, 0, len(al))
 	for _, a := range al {
 		r := k.named(a)
-		v, err := json.Marshal(&r)
+		v, err := encode(&r)
 		if err != nil {
 			k.log.Error("an alert cannot be written as JSON", "analytic", a.Analytic, "err", err)
 			continue
@@ -253,6 +254,18 @@ func (k *KafkaSink) named(a analytics.Alert) analytics.AlertRecord {
 		}
 	}
 	return r
+}
+
+// encode is an alert record's value: its JSON as GET /v1/alerts writes
+// it, byte for byte (HTML characters not escaped).
+func encode(r *analytics.AlertRecord) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // poke wakes the producer loop.

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -243,13 +244,26 @@ func (r *AlertRecord) Alert() Alert {
 // graph).
 func (a Alert) MarshalJSON() ([]byte, error) {
 	r := a.Record("")
-	return json.Marshal(&r)
+	return marshal(&r)
 }
 
 // MarshalJSON writes the event as an alert's JSON holds it.
 func (e Evidence) MarshalJSON() ([]byte, error) {
 	r := e.record()
-	return json.Marshal(&r)
+	return marshal(&r)
+}
+
+// marshal is v's JSON with HTML characters as they are (an Encoder that
+// escapes them still does; one that does not, as the API's, keeps them:
+// a property document reads back as it was written).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads an alert's JSON (AlertRecord.Alert), also as
