@@ -43,8 +43,12 @@ type Hooks struct {
 
 // RegistryConfig configures a Registry. Zero fields take defaults.
 type RegistryConfig struct {
-	// AlertRing is how many recent alerts are kept for reading (default 10000).
-	AlertRing int
+	// AlertRing is how many recent alerts are kept for reading (default
+	// 10000), and AlertRingBytes the most memory they may hold (default
+	// DefaultAlertRingBytes): beyond it the oldest are no longer kept for
+	// reading (their counts are; a History keeps them still).
+	AlertRing      int
+	AlertRingBytes int64
 	// History, when set, keeps the alerts beyond the process: the ring
 	// starts from it, every alert kept goes to it, and a checkpoint syncs
 	// it first. An alert whose ID the history held at the start (raised
@@ -172,6 +176,9 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	if cfg.AlertRing <= 0 {
 		cfg.AlertRing = 10000
 	}
+	if cfg.AlertRingBytes <= 0 {
+		cfg.AlertRingBytes = DefaultAlertRingBytes
+	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = func(s string) (uint64, error) {
 			var v uint64
@@ -194,7 +201,7 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 		cfg.TypeName = (*typedict.Dict)(nil).Name
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing)}
+	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing, cfg.AlertRingBytes)}
 	if h := cfg.History; h != nil {
 		al, total, byName, err := h.Alerts()
 		if err != nil {
