@@ -1,7 +1,8 @@
 // Package alerts delivers the alerts of graphtide's monitors to a Kafka
 // topic: one JSON record per alert (analytics.AlertRecord, the one JSON
-// shape of an alert, with the graph), keyed by the vertex, with headers naming the analytic, the kind,
-// the alert's ID and the graph.
+// shape of an alert, with the graph; the same bytes as GET /v1/alerts),
+// keyed by the vertex, with headers naming the analytic, the kind, the
+// alert's ID and the graph.
 //
 // Every replica of a graph raises the same alerts (an alert's ID names its
 // trigger the same way on every replica), and one of them produces them.
