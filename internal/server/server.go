@@ -505,7 +505,7 @@ func (s *Server) listen() error {
 	}
 	acfg := api.Config{
 		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
-		Graph: s.cfg.Graph,
+		Graph:   s.cfg.Graph,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.ready,
 		Behind:  s.behind,
