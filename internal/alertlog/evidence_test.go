@@ -135,3 +135,41 @@ func TestLogRefusesARecordThatIsNoAlert(t *testing.T) {
 		}
 	}
 }
+
+// AlertsWithin reads the newest alerts whose records hold at most the
+// bytes it is given (the newest one whatever its size), the counts of all.
+func TestLogReadsTheNewestWithinBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	l := open(t, path, 10, nil)
+	var all []analytics.Alert
+	for i := range 14 {
+		a := alert(i)
+		if i%3 == 0 {
+			a.Evidence = []analytics.Evidence{{Src: 1, Dst: 2, SrcID: "1", DstID: "2", TypeName: "default", Props: `{"pad":"` + strings.Repeat("x", 300*i) + `"}`}}
+		}
+		all = append(all, a)
+	}
+	if err := l.Append(all); err != nil {
+		t.Fatal(err)
+	}
+	size := func(a analytics.Alert) int64 { // its record: the framing and the JSON
+		b, _ := json.Marshal(a)
+		return int64(len(durable.AppendRecord(nil, b)))
+	}
+	for _, bound := range []int64{0, 1000, 3000, 6000, 1 << 20} {
+		want := []analytics.Alert{all[13]}
+		sum := size(all[13])
+		for i := 12; i >= 4 && sum+size(all[i]) <= bound; i-- { // keep is 10: the newest 10 at most
+			sum += size(all[i])
+			want = append([]analytics.Alert{all[i]}, want...)
+		}
+		got, total, by, err := l.AlertsWithin(bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || total != 14 || by["rings"]+by["hubs"] != 14 {
+			t.Fatalf("bound %d: %d alerts (total %d, %v), want %d", bound, len(got), total, by, len(want))
+		}
+	}
+	l.Close()
+}

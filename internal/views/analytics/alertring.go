@@ -17,6 +17,12 @@ type AlertHistory interface {
 	Sync() error
 }
 
+// boundedHistory is an AlertHistory that reads only as many of its newest
+// alerts as hold at most maxBytes (the newest one whatever its size).
+type boundedHistory interface {
+	AlertsWithin(maxBytes int64) (alerts []Alert, total uint64, byAnalytic map[string]uint64, err error)
+}
+
 // alertRing is the newest alerts, for reading, and how many were ever
 // raised. Not safe for concurrent use: the registry guards it with amu.
 //

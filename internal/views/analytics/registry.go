@@ -203,7 +203,15 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing, cfg.AlertRingBytes)}
 	if h := cfg.History; h != nil {
-		al, total, byName, err := h.Alerts()
+		var al []Alert
+		var total uint64
+		var byName map[string]uint64
+		var err error
+		if b, ok := h.(boundedHistory); ok { // reads no more than the ring keeps
+			al, total, byName, err = b.AlertsWithin(cfg.AlertRingBytes)
+		} else {
+			al, total, byName, err = h.Alerts()
+		}
 		if err != nil {
 			cfg.Logger.Error("the alert history could not be read: GET /v1/alerts starts empty", "err", err)
 		}
