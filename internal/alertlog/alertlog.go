@@ -23,7 +23,8 @@
 //     and the counts of those it drops go into its header.
 //   - Open with readOnly writes nothing.
 //   - Memory: a few words per alert in the file (where each record starts,
-//     its analytic), never the alerts: Alerts reads them from the file.
+//     its analytic), never the alerts: Alerts reads them from the file,
+//     AlertsWithin only the newest that fit a bound.
 //
 // The file (format 1): the 8-byte magic "GTALRT01", u64 first (records
 // appended before the file's first), u64 sealed (records, counted as
@@ -31,7 +32,11 @@
 // was last written whole), u32 n, n bytes of JSON: the count of alerts
 // each analytic raised among those first records (an object of analytic
 // name to count), u32 CRC-32C of everything before it; then the records
-// (durable.AppendRecord), each the JSON of one analytics.Alert.
+// (durable.AppendRecord), each the JSON of one analytics.Alert: the one
+// JSON shape of an alert (analytics.AlertRecord, without a graph). Records
+// written before alerts carried evidence read back unchanged: that shape
+// holds every field they have, and takes a vertex's id from its
+// vertex_id (they held the store's id in vertex).
 package alertlog
 
 import (
@@ -43,6 +48,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -59,11 +65,15 @@ const DefaultKeep = 10000
 
 const (
 	magic      = "GTALRT01"
-	maxPayload = 1 << 20   // an alert: a cycle of keys
+	maxPayload = 1 << 20   // an alert: at most analytics.MaxAlertBytes
 	minPayload = 2         // "{}"
 	maxHeader  = 1 << 20   // the counts of every analytic ever
 	chunk      = 256 << 10 // Append writes at least this much at a time
 )
+
+// INVARIANT: a record holds any alert the registry raises (a compile
+// error otherwise).
+const _ = uint(maxPayload - analytics.MaxAlertBytes)
 
 // Claim is what the store's durable state recorded of the log: that the
 // file existed, and how many records it held synced then.
@@ -172,9 +182,7 @@ func (l *Log) read(data []byte) (durable.ScanResult, error) {
 	}
 	var derr error
 	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
-		var a struct {
-			Analytic string `json:"analytic"`
-		}
+		var a analytics.Alert // every record reads back as an alert (inspect --verify opens the log)
 		if err := json.Unmarshal(payload, &a); err != nil {
 			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
 			return false
@@ -247,6 +255,13 @@ func (l *Log) Claim() Claim { return Claim{Records: l.sealed.Load()} }
 // oldest first, read from the file, and how many were ever appended, in
 // all and by analytic.
 func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[string]uint64, err error) {
+	return l.AlertsWithin(math.MaxInt64)
+}
+
+// AlertsWithin is Alerts, of the newest alerts kept only as many as hold
+// at most maxBytes in the file (the newest one whatever its size): only
+// they are read (a registry keeps that many bytes of alerts for reading).
+func (l *Log) AlertsWithin(maxBytes int64) (alerts []analytics.Alert, total uint64, byAnalytic map[string]uint64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	byAnalytic = map[string]uint64{}
@@ -257,29 +272,46 @@ func (l *Log) Alerts() (alerts []analytics.Alert, total uint64, byAnalytic map[s
 		byAnalytic[r.analytic]++
 	}
 	total = l.first + uint64(len(l.recs))
-	from := max(0, len(l.recs)-l.keep)
-	if from == len(l.recs) {
+	if len(l.recs) == 0 {
 		return nil, total, byAnalytic, nil
 	}
-	data, err := os.ReadFile(l.path)
+	f, err := os.Open(l.path)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("alertlog: %w", err)
 	}
-	end := int64(len(data))
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("alertlog: %w", err)
+	}
+	end := info.Size()
 	if l.end > 0 && l.end < end {
 		end = l.end
 	}
-	res := durable.ScanRecords(data[:end], int(l.recs[from].off), minPayload, maxPayload, func(at int, payload []byte) bool {
+	// The newest records, at most keep of them, within maxBytes.
+	from := len(l.recs) - 1
+	for from > max(0, len(l.recs)-l.keep) && end-l.recs[from-1].off <= maxBytes {
+		from--
+	}
+	at := l.recs[from].off
+	if at > end {
+		return nil, 0, nil, l.corrupt(int(end), "the alerts changed under the log")
+	}
+	data := make([]byte, end-at)
+	if _, err := f.ReadAt(data, at); err != nil {
+		return nil, 0, nil, l.corrupt(int(at), "the alerts changed under the log: "+err.Error())
+	}
+	res := durable.ScanRecords(data, 0, minPayload, maxPayload, func(off int, payload []byte) bool {
 		var a analytics.Alert
 		if err = json.Unmarshal(payload, &a); err != nil {
-			err = l.corrupt(at, "an alert that does not read back: "+err.Error())
+			err = l.corrupt(int(at)+off, "an alert that does not read back: "+err.Error())
 			return false
 		}
 		alerts = append(alerts, a)
 		return true
 	})
 	if err == nil && (res.Damage != "" || res.Torn || len(alerts) != len(l.recs)-from) {
-		err = l.corrupt(int(l.recs[from].off), "the alerts changed under the log")
+		err = l.corrupt(int(at), "the alerts changed under the log")
 	}
 	if err != nil {
 		return nil, 0, nil, err
@@ -303,6 +335,7 @@ func (l *Log) Append(al []analytics.Alert) error {
 	}
 	if l.enc == nil {
 		l.enc = json.NewEncoder(&l.json)
+		l.enc.SetEscapeHTML(false) // the bytes GET /v1/alerts and the alert topic give: a property document reads back as it was
 	}
 	// Written a chunk at a time, so that a burst of alerts (a fraud pull
 	// may raise hundreds of thousands) holds no more than a chunk.

@@ -17,7 +17,7 @@ import (
 
 func alert(i int) analytics.Alert {
 	return analytics.Alert{Time: time.Unix(int64(i), 0).UTC(), Analytic: []string{"rings", "hubs"}[i%2], Kind: "fan_in",
-		Vertex: uint64(i), Value: float64(i), ID: fmt.Sprintf("id-%d", i), VertexKey: fmt.Sprintf("acct-%d", i),
+		Vertex: uint64(i), Value: float64(i), ID: fmt.Sprintf("id-%d", i), VertexID: fmt.Sprint(i), VertexKey: fmt.Sprintf("acct-%d", i),
 		Source: &analytics.AlertSource{Topic: "payments", Partition: 1, Offset: int64(i)}}
 }
 

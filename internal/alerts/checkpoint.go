@@ -88,9 +88,19 @@ func saveItem(it *item) savedItem {
 	return s
 }
 
-// restoreItem is the pending item s saved.
+// restoreItem is the pending item s saved. Its value is written again in
+// the alert's JSON of today: a checkpoint of a version before it holds an
+// older shape (which the JSON of today reads: analytics.Alert's).
 func (k *KafkaSink) restoreItem(s savedItem) *item {
-	return &item{id: s.ID, src: s.Source, rec: k.record(s.ID, s.Analytic, s.Kind, s.Key, s.Value)}
+	v := s.Value
+	var a analytics.Alert
+	if err := json.Unmarshal(s.Value, &a); err == nil {
+		r := k.named(a)
+		if b, err := encode(&r); err == nil {
+			v = b
+		}
+	}
+	return &item{id: s.ID, src: s.Source, rec: k.record(s.ID, s.Analytic, s.Kind, s.Key, v)}
 }
 
 // record builds an alert's record.

@@ -1,7 +1,8 @@
 // Package alerts delivers the alerts of graphtide's monitors to a Kafka
-// topic: one JSON record per alert (the analytics.Alert fields and the
-// graph), keyed by the vertex, with headers naming the analytic, the kind,
-// the alert's ID and the graph.
+// topic: one JSON record per alert (analytics.AlertRecord, the one JSON
+// shape of an alert, with the graph; the same bytes as GET /v1/alerts),
+// keyed by the vertex, with headers naming the analytic, the kind, the
+// alert's ID and the graph.
 //
 // Every replica of a graph raises the same alerts (an alert's ID names its
 // trigger the same way on every replica), and one of them produces them.
@@ -37,6 +38,8 @@
 package alerts
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,37 +193,19 @@ func NewKafkaSink(ctx context.Context, cfg Config) (*KafkaSink, error) {
 // maps a store id to it. Call it before the sink gets its first alert.
 func (k *KafkaSink) SetVertexIDs(ext func(uint64) uint64) { k.ext = ext }
 
-// alertRecord is an alert as the topic holds it.
-type alertRecord struct {
-	analytics.Alert
-	Graph string `json:"graph,omitempty"`
-}
-
 // Publish implements analytics.AlertSink without blocking: the alerts the
 // topic does not hold yet wait for the producer.
 func (k *KafkaSink) Publish(al []analytics.Alert) {
 	items := make([]*item, 0, len(al))
 	for _, a := range al {
-		if k.ext != nil {
-			a.Vertex = k.ext(a.Vertex)
-			if a.Cycle != nil {
-				c := make([]uint64, len(a.Cycle))
-				for i, v := range a.Cycle {
-					c[i] = k.ext(v)
-				}
-				a.Cycle = c
-			}
-		}
-		v, err := json.Marshal(alertRecord{Alert: a, Graph: k.cfg.Graph})
+		r := k.named(a)
+		v, err := encode(&r)
 		if err != nil {
 			k.log.Error("an alert cannot be written as JSON", "analytic", a.Analytic, "err", err)
 			continue
 		}
 		// Keyed by the vertex: its string key, else its id.
-		key := a.VertexKey
-		if key == "" {
-			key = strconv.FormatUint(a.Vertex, 10)
-		}
+		key := cmp.Or(r.VertexKey, r.VertexID)
 		items = append(items, &item{id: a.ID, src: a.Source, rec: k.record(a.ID, a.Analytic, a.Kind, key, v)})
 	}
 	queued := false
@@ -242,6 +227,46 @@ func (k *KafkaSink) Publish(al []analytics.Alert) {
 	if queued {
 		k.poke()
 	}
+}
+
+// named is a as its record's value holds it: the alert's JSON
+// (analytics.AlertRecord) with the sink's graph. Ids the registry did not
+// name are turned into the sources' (SetVertexIDs); a is not changed.
+func (k *KafkaSink) named(a analytics.Alert) analytics.AlertRecord {
+	r := a.Record(k.cfg.Graph)
+	if k.ext != nil {
+		if a.VertexID == "" {
+			r.Vertex = k.ext(a.Vertex)
+			r.VertexID = strconv.FormatUint(r.Vertex, 10)
+		}
+		if len(a.CycleIDs) != len(a.Cycle) {
+			for i, v := range a.Cycle {
+				r.Cycle[i] = k.ext(v)
+				r.CycleIDs[i] = strconv.FormatUint(r.Cycle[i], 10)
+			}
+		}
+		for i, e := range a.Evidence {
+			if e.SrcID == "" {
+				r.Evidence[i].SrcID = strconv.FormatUint(k.ext(e.Src), 10)
+			}
+			if e.DstID == "" {
+				r.Evidence[i].DstID = strconv.FormatUint(k.ext(e.Dst), 10)
+			}
+		}
+	}
+	return r
+}
+
+// encode is an alert record's value: its JSON as GET /v1/alerts writes
+// it, byte for byte (HTML characters not escaped).
+func encode(r *analytics.AlertRecord) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // poke wakes the producer loop.

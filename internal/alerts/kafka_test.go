@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/graphtide/graphtide/internal/alerts/alertschema"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -71,7 +72,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // consumed is what a read_committed reader finds on the topic.
 type consumed struct {
 	rec   *kgo.Record
-	alert alertRecord
+	alert analytics.AlertRecord
 }
 
 // consume reads the topic until n alerts came or 10s passed, as a
@@ -95,7 +96,7 @@ func consumeFor(t *testing.T, c *kfake.Cluster, n int, d time.Duration) []consum
 	defer cancel()
 	for len(got) < n && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			var a alertRecord
+			var a analytics.AlertRecord
 			if err := json.Unmarshal(r.Value, &a); err != nil {
 				t.Fatal(err)
 			}
@@ -397,5 +398,83 @@ func TestKafkaSinkFloor(t *testing.T) {
 	b.Publish([]analytics.Alert{later})
 	if st := b.Stats(); st.Ahead != 0 || st.Pending != 0 {
 		t.Fatalf("b: %+v", st)
+	}
+}
+
+// A checkpoint of the version before alerts had one JSON shape holds a
+// pending alert in that version's record (no vertex_id, the store's
+// number in vertex): a sink resumed from it produces it in today's shape,
+// which the alerts' JSON Schema accepts, named as the registry named it.
+func TestKafkaSinkResumesPendingAlertsOfTheShapeBefore(t *testing.T) {
+	sch, err := alertschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the version before wrote for a pending alert: its record's
+	// value was the analytics.Alert fields and the graph.
+	old := `{"version":2,"graph":"g","watched":{},"pending":[{"id":"p1","analytic":"rings","kind":"cycle","key":"acct-9",` +
+		`"value":{"time":"2026-12-06T10:29:42.41193875Z","analytic":"rings","kind":"cycle","seq":3,"vertex":4611686018427387906,` +
+		`"cycle":[4611686018427387906,4611686018427387904],"value":2,"vertex_id":"4611686018427387906","vertex_key":"acct-9",` +
+		`"cycle_ids":["4611686018427387906","4611686018427387904"],"cycle_keys":["acct-9","acct-17"],"id":"p1",` +
+		`"source":{"topic":"transfers","partition":0,"offset":2},"graph":"g"},"source":{"topic":"transfers","partition":0,"offset":2}}]}`
+	c := newCluster(t)
+	k := newSink(t, c, "g")
+	if err := k.Resume(context.Background(), []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, k, nil)
+	defer closeSink(k)
+	got := consume(t, c, 1)
+	if len(got) != 1 {
+		t.Fatalf("%d alerts produced", len(got))
+	}
+	v := string(got[0].rec.Value)
+	want := `{"id":"p1","time":"2026-12-06T10:29:42.41193875Z","graph":"g","analytic":"rings","kind":"cycle","seq":3,` +
+		`"vertex":4611686018427387906,"vertex_id":"4611686018427387906","vertex_key":"acct-9",` +
+		`"cycle":[4611686018427387906,4611686018427387904],"cycle_ids":["4611686018427387906","4611686018427387904"],"cycle_keys":["acct-9","acct-17"],` +
+		`"value":2,"source":{"topic":"transfers","partition":0,"offset":2}}`
+	if v != want {
+		t.Fatalf("the pending alert is produced as\n%s\nwant\n%s", v, want)
+	}
+	if err := sch.Validate(got[0].rec.Value); err != nil {
+		t.Fatal(err)
+	}
+	if string(got[0].rec.Key) != "acct-9" || kafkaconn.Header(got[0].rec, HeaderID) != "p1" {
+		t.Fatalf("key %q headers %v", got[0].rec.Key, got[0].rec.Headers)
+	}
+}
+
+// An alert with evidence reaches the topic with it: names, type, amount,
+// times, reference, record and the property document as its object.
+func TestKafkaSinkDeliversEvidence(t *testing.T) {
+	sch, err := alertschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t)
+	k := newSink(t, c, "payments")
+	k.SetVertexIDs(func(v uint64) uint64 { return v * 10 })
+	start(t, k, nil)
+	defer closeSink(k)
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	k.Publish([]analytics.Alert{{Analytic: "mules", Kind: "mule", Seq: 4, Vertex: 2, VertexID: "20", Value: 2, Threshold: 1, ID: "m1",
+		Evidence: []analytics.Evidence{
+			{Seq: 3, Src: 1, Dst: 2, SrcKey: "acct-1", DstID: "20", TypeName: "payment", Amount: 12.5, EventTime: at, EventRef: "e-91",
+				Props: `{"currency":"EUR"}`, Source: &analytics.AlertSource{Topic: "payments", Offset: 5}},
+		},
+		Totals: &analytics.AlertTotals{Events: 1, Amount: 12.5, Counterparties: 1, AmountOut: 7, Receivers: 1, First: at, Last: at}}})
+	got := consume(t, c, 1)
+	if len(got) != 1 {
+		t.Fatalf("%d alerts produced", len(got))
+	}
+	want := `{"id":"m1","time":"0001-01-01T00:00:00Z","graph":"payments","analytic":"mules","kind":"mule","seq":4,"vertex":20,"vertex_id":"20","value":2,"threshold":1,` +
+		`"evidence":[{"src_id":"10","src_key":"acct-1","dst_id":"20","type":"payment","amount":12.5,"event_time":"2026-12-06T05:00:00Z","ref":"e-91",` +
+		`"source":{"topic":"payments","partition":0,"offset":5},"props":{"currency":"EUR"},"seq":3}],` +
+		`"totals":{"events":1,"amount":12.5,"counterparties":1,"amount_out":7,"receivers":1,"first":"2026-12-06T05:00:00Z","last":"2026-12-06T05:00:00Z","span":"0s"}}`
+	if v := string(got[0].rec.Value); v != want {
+		t.Fatalf("the alert is produced as\n%s\nwant\n%s", v, want)
+	}
+	if err := sch.Validate(got[0].rec.Value); err != nil {
+		t.Fatal(err)
 	}
 }

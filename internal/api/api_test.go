@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/graphtide/graphtide/internal/alerts/alertschema"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/views"
@@ -1049,28 +1050,48 @@ func checkAnalytics(t *testing.T, c *client, f *fixture, nv int) {
 
 func checkAlerts(t *testing.T, c *client, f *fixture) {
 	var all AlertsResponse
-	c.get("/v1/alerts?limit=10000", &all)
+	rep := c.get("/v1/alerts?limit=10000", &all)
 	if all.Total == 0 || uint64(len(all.Alerts)) != min(all.Total, 10000) {
 		t.Fatalf("%d alerts of %d raised", len(all.Alerts), all.Total)
+	}
+	// Each is what the alerts' JSON Schema, which consumers of the topic
+	// validate against too, says.
+	var raw struct{ Alerts []json.RawMessage }
+	if err := json.Unmarshal(rep.body, &raw); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := alertschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range raw.Alerts {
+		if err := sch.Validate(a); err != nil {
+			t.Error(err)
+		}
 	}
 	kinds := map[string][]string{"fanin": {"fan_in"}, "fanout": {"fan_out"}, "hubs": {"degree"}, "fraud": {"cycle", "fan_in"}}
 	thresholds := map[string]float64{"fanin": 3, "fanout": 3, "hubs": 6, "fraud": 4}
 	seen := map[string]bool{}
 	for i, a := range all.Alerts {
 		seen[a.Kind] = true
-		if !slices.Contains(kinds[a.Analytic], a.Kind) || a.Key != keyOf(f.dict, a.Vertex) || a.Seq == 0 || a.Seq > f.lastSeq {
+		if !slices.Contains(kinds[a.Analytic], a.Kind) || a.VertexKey != keyOf(f.dict, a.Vertex) || a.VertexID != strconv.FormatUint(a.Vertex, 10) ||
+			a.Seq == 0 || a.Seq > f.lastSeq {
 			t.Errorf("alert %+v", a)
 		}
 		if i > 0 && a.Time.Before(all.Alerts[i-1].Time) {
 			t.Errorf("alert %d is older than the one before it: not oldest first", i)
 		}
 		if a.Kind == "cycle" {
-			if len(a.Cycle) != int(a.Value) || len(a.Cycle) > 3 || a.Cycle[0].ID != a.Vertex {
+			if len(a.Cycle) != int(a.Value) || len(a.Cycle) > 3 || a.Cycle[0] != a.Vertex || len(a.CycleIDs) != len(a.Cycle) {
 				t.Errorf("cycle alert %+v", a)
 			}
-			for _, x := range a.Cycle {
-				if x.Key != keyOf(f.dict, x.ID) {
-					t.Errorf("cycle alert %+v: vertex %d has key %q", a, x.ID, x.Key)
+			for i, x := range a.Cycle {
+				key := ""
+				if a.CycleKeys != nil {
+					key = a.CycleKeys[i]
+				}
+				if key != keyOf(f.dict, x) || a.CycleIDs[i] != strconv.FormatUint(x, 10) {
+					t.Errorf("cycle alert %+v: vertex %d named %q / %q", a, x, a.CycleIDs[i], key)
 				}
 			}
 		} else if a.Value <= thresholds[a.Analytic] || a.Threshold != thresholds[a.Analytic] {

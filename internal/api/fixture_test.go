@@ -135,7 +135,7 @@ func newFixture(t *testing.T, inEdges bool, seed uint64, nv, nops int, specs []s
 			t.Fatal(err)
 		}
 	}
-	f.reg = analytics.NewRegistry(f.vm, analytics.RegistryConfig{Resolve: ResolveVertex(f.dict)})
+	f.reg = analytics.NewRegistry(f.vm, analytics.RegistryConfig{Resolve: ResolveVertex(f.dict), Names: f.dict.Name})
 	t.Cleanup(f.reg.Close)
 	for _, s := range specs {
 		sp, err := analytics.ParseSpec(s)

@@ -504,7 +504,7 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) error {
 	al, total := s.cfg.Analytics.Alerts(q.Get("analytic"), limit)
 	out := AlertsResponse{Alerts: make([]Alert, 0, len(al)), Total: total}
 	for _, a := range al {
-		out.Alerts = append(out.Alerts, s.keys.alert(a))
+		out.Alerts = append(out.Alerts, a.Record(s.cfg.Graph))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

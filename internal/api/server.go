@@ -108,6 +108,9 @@ type Config struct {
 	Dict      *keydict.Dict       // the key dictionary; nil: ids only
 	Types     *typedict.Dict      // the type dictionary; nil: type numbers only
 	Times     *history.Index      // the store's time index; nil: as_of_time is refused
+	// Graph is the graph the store holds (package graphid; "": none
+	// recorded): alerts name it, as on the alert topic.
+	Graph string
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error

@@ -523,43 +523,13 @@ type TopResponse struct {
 	Top      []VertexRank `json:"top"`
 }
 
-// Alert is analytics.Alert with keys.
-type Alert struct {
-	Time      time.Time `json:"time"`
-	Analytic  string    `json:"analytic"`
-	Kind      string    `json:"kind"`
-	Seq       uint64    `json:"seq"`
-	Vertex    uint64    `json:"vertex"`
-	Key       string    `json:"key,omitempty"`
-	Cycle     []Vertex  `json:"cycle,omitempty"` // cycle: v0 -> v1 -> ... -> v0
-	Value     float64   `json:"value"`
-	Threshold float64   `json:"threshold,omitempty"`
-	ID        string    `json:"id"`                  // the same in every run for the same trigger
-	Source    *Record   `json:"source,omitempty"`    // the Kafka record of the operation that raised it
-	EventTime time.Time `json:"event_time,omitzero"` // that operation's event time, when its record gave one
-}
-
-// Record names a Kafka record.
-type Record struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
+// Alert is an alert in its one JSON shape, the same as on the alert
+// topic and in alerts.log (analytics.AlertRecord; the schema consumers
+// validate against is deploy/alerts/alert.schema.json).
+type Alert = analytics.AlertRecord
 
 // AlertsResponse answers GET /v1/alerts.
 type AlertsResponse struct {
 	Alerts []Alert `json:"alerts"`
 	Total  uint64  `json:"total"` // alerts ever raised, by every analytic
-}
-
-func (k keyer) alert(a analytics.Alert) Alert {
-	out := Alert{Time: a.Time.UTC(), Analytic: a.Analytic, Kind: a.Kind, Seq: a.Seq, Vertex: k.id(a.Vertex), Key: k.key(a.Vertex),
-		Value: a.Value, Threshold: a.Threshold, ID: a.ID, EventTime: a.EventTime}
-	if src := a.Source; src != nil {
-		out.Source = &Record{Topic: src.Topic, Partition: src.Partition, Offset: src.Offset}
-	}
-	for _, v := range a.Cycle {
-		out.Cycle = append(out.Cycle, vertexOf(k.dict, v))
-	}
-	return out
 }

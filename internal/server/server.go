@@ -287,7 +287,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
-		}, Names: d.Keys.Name, VertexLocal: cfg.Owners != nil}
+		}, Names: d.Keys.Name, TypeName: d.Types.Name, VertexLocal: cfg.Owners != nil}
 	if cfg.AlertLeader != "" {
 		s.log.Warn("--alert-leader is ignored: alert production fails over by itself (every replica takes part; Kafka's group of alert producers decides which one produces, see --alert-failover-timeout)",
 			"alert_leader", cfg.AlertLeader)
@@ -505,6 +505,7 @@ func (s *Server) listen() error {
 	}
 	acfg := api.Config{
 		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
+		Graph:   s.cfg.Graph,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.ready,
 		Behind:  s.behind,

@@ -17,6 +17,12 @@ type AlertHistory interface {
 	Sync() error
 }
 
+// boundedHistory is an AlertHistory that reads only as many of its newest
+// alerts as hold at most maxBytes (the newest one whatever its size).
+type boundedHistory interface {
+	AlertsWithin(maxBytes int64) (alerts []Alert, total uint64, byAnalytic map[string]uint64, err error)
+}
+
 // alertRing is the newest alerts, for reading, and how many were ever
 // raised. Not safe for concurrent use: the registry guards it with amu.
 //
@@ -26,17 +32,58 @@ type AlertHistory interface {
 // alert raised since has matched: a replay after a restart raises them
 // again, and each matches one (IDs may repeat within a run: two crossings
 // of one vertex in one record; those are kept).
+//
+// INVARIANT: the readable alerts are the newest held of them (held <=
+// len(buf)); bytes is alertBytes summed over them, at most maxBytes but
+// for the newest alert alone: the oldest are let go (their slots zeroed)
+// until it is.
 type alertRing struct {
 	size   int
 	buf    []Alert
 	base   uint64
 	next   uint64
+	held   int
+	bytes  int64
+	max    int64
 	byName map[string]uint64
 	replay map[string]int
 }
 
-func newAlertRing(size int) *alertRing {
-	return &alertRing{size: size, byName: map[string]uint64{}, replay: map[string]int{}}
+// DefaultAlertRingBytes is what the alerts a registry keeps for reading
+// may hold at most by default (RegistryConfig.AlertRingBytes).
+const DefaultAlertRingBytes = 64 << 20
+
+func newAlertRing(size int, maxBytes int64) *alertRing {
+	return &alertRing{size: size, max: maxBytes, byName: map[string]uint64{}, replay: map[string]int{}}
+}
+
+// alertBytes estimates the memory an alert holds: its strings and
+// slices, its evidence events and their documents (within a few percent
+// of its JSON's size, which bounds it: MaxAlertBytes).
+func alertBytes(a *Alert) int64 {
+	n := 256 + len(a.Analytic) + len(a.Kind) + len(a.ID) + len(a.VertexID) + len(a.VertexKey) + 8*len(a.Cycle)
+	for _, s := range a.CycleIDs {
+		n += 16 + len(s)
+	}
+	for _, s := range a.CycleKeys {
+		n += 16 + len(s)
+	}
+	for i := range a.Evidence {
+		e := &a.Evidence[i]
+		n += 200 + len(e.SrcID) + len(e.SrcKey) + len(e.DstID) + len(e.DstKey) + len(e.TypeName) + len(e.EventRef) + len(e.Props)
+	}
+	return int64(n)
+}
+
+// trim lets the oldest alerts go until the held ones are within max
+// bytes (the newest stays).
+func (g *alertRing) trim() {
+	for g.bytes > g.max && g.held > 1 {
+		i := (g.next - uint64(g.held) - g.base) % uint64(g.size)
+		g.bytes -= alertBytes(&g.buf[i])
+		g.buf[i] = Alert{}
+		g.held--
+	}
 }
 
 // seed starts the ring from a history: its newest alerts (at most size)
@@ -48,6 +95,11 @@ func (g *alertRing) seed(alerts []Alert, total uint64, byName map[string]uint64)
 	g.next = total
 	g.base = total - uint64(len(alerts))
 	g.buf = append(g.buf[:0], alerts...)
+	g.held, g.bytes = len(alerts), 0
+	for i := range g.buf {
+		g.bytes += alertBytes(&g.buf[i])
+	}
+	g.trim()
 	for name, n := range byName {
 		g.byName[name] = n
 	}
@@ -81,10 +133,18 @@ func (g *alertRing) add(a Alert) {
 	if len(g.buf) < g.size {
 		g.buf = append(g.buf, a)
 	} else {
-		g.buf[(g.next-g.base)%uint64(g.size)] = a
+		i := (g.next - g.base) % uint64(g.size)
+		if g.held == g.size { // the oldest held goes
+			g.bytes -= alertBytes(&g.buf[i])
+			g.held--
+		}
+		g.buf[i] = a
 	}
+	g.held++
+	g.bytes += alertBytes(&a)
 	g.byName[a.Analytic]++
 	g.next++
+	g.trim()
 }
 
 // newest returns up to limit of the newest alerts (of the named analytic
@@ -93,7 +153,7 @@ func (g *alertRing) add(a Alert) {
 func (g *alertRing) newest(name string, limit int) ([]Alert, uint64) {
 	var out []Alert
 	c := uint64(g.size)
-	for i := uint64(0); i < uint64(len(g.buf)) && len(out) < limit; i++ {
+	for i := uint64(0); i < uint64(g.held) && len(out) < limit; i++ {
 		if a := g.buf[(g.next-1-i-g.base)%c]; name == "" || a.Analytic == name {
 			out = append(out, a)
 		}

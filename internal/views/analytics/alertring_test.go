@@ -104,3 +104,68 @@ func TestAlertsKeptOnceAcrossARestart(t *testing.T) {
 		}
 	}
 }
+
+// The alerts kept for reading hold at most their bytes (but the newest):
+// against a model, the ring lists the longest run of the newest alerts
+// (at most its size) within the bound, oldest first, counts every alert,
+// and lets go of the others (their slots hold nothing), across a seed
+// from a history too.
+func TestAlertRingKeepsItsBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	mk := func(i int) Alert {
+		a := Alert{Analytic: "m", ID: fmt.Sprint("a", i), VertexID: fmt.Sprint(i)}
+		for range r.IntN(30) {
+			a.Evidence = append(a.Evidence, Evidence{SrcKey: fmt.Sprint(r.IntN(1e6)), Props: `{"p":"` + string(make([]byte, r.IntN(64))) + `"}`})
+		}
+		return a
+	}
+	for _, size := range []int{1, 7, 50} {
+		var all []Alert
+		for i := range 40 {
+			all = append(all, mk(i))
+		}
+		bound := int64(0)
+		for i := range 4 {
+			bound += alertBytes(&all[i])
+		}
+		g := newAlertRing(size, bound)
+		check := func(step int) {
+			t.Helper()
+			// The model: the newest alerts, as many as fit (one at least).
+			var want []string
+			var b int64
+			for i := len(all) - 1; i >= 0 && len(want) < size; i-- {
+				if len(want) > 0 && b+alertBytes(&all[i]) > bound {
+					break
+				}
+				b += alertBytes(&all[i])
+				want = append([]string{all[i].ID}, want...)
+			}
+			got, total := g.newest("", 1000)
+			var ids []string
+			for _, a := range got {
+				ids = append(ids, a.ID)
+			}
+			if !reflect.DeepEqual(ids, want) || total != uint64(len(all)) || g.bytes != b {
+				t.Fatalf("size %d, step %d: the ring lists %v (total %d, %d bytes), want %v (total %d, %d bytes)", size, step, ids, total, g.bytes, want, len(all), b)
+			}
+			held := 0
+			for i := range g.buf {
+				if g.buf[i].ID != "" {
+					held++
+				}
+			}
+			if held != len(want) {
+				t.Fatalf("size %d, step %d: %d slots hold an alert, %d are listed", size, step, held, len(want))
+			}
+		}
+		g.seed(all, uint64(len(all)), map[string]uint64{"m": uint64(len(all))})
+		check(0)
+		for step := 1; step < 60; step++ {
+			a := mk(len(all))
+			all = append(all, a)
+			g.add(a)
+			check(step)
+		}
+	}
+}

@@ -46,7 +46,11 @@ type Analytic interface {
 	Seq() uint64
 }
 
-// Alert is one event a monitor raises.
+// Alert is one event a monitor raises. Its JSON is the one shape of an
+// alert everywhere (AlertRecord, alertjson.go); the json tags below are
+// that shape's names. Once raised, the registry owns it and its slices
+// (it fills their names in place and bounds them): a monitor gives each
+// alert slices of its own.
 type Alert struct {
 	Time      time.Time `json:"time"`
 	Analytic  string    `json:"analytic"`

@@ -43,8 +43,12 @@ type Hooks struct {
 
 // RegistryConfig configures a Registry. Zero fields take defaults.
 type RegistryConfig struct {
-	// AlertRing is how many recent alerts are kept for reading (default 10000).
-	AlertRing int
+	// AlertRing is how many recent alerts are kept for reading (default
+	// 10000), and AlertRingBytes the most memory they may hold (default
+	// DefaultAlertRingBytes): beyond it the oldest are no longer kept for
+	// reading (their counts are; a History keeps them still).
+	AlertRing      int
+	AlertRingBytes int64
 	// History, when set, keeps the alerts beyond the process: the ring
 	// starts from it, every alert kept goes to it, and a checkpoint syncs
 	// it first. An alert whose ID the history held at the start (raised
@@ -71,6 +75,10 @@ type RegistryConfig struct {
 	// them (Alert.VertexID, VertexKey, CycleIDs, CycleKeys). Default: the
 	// store id, no key.
 	Names func(id uint64) (ext uint64, key string)
+	// TypeName, when set, names an edge type of an alert's evidence
+	// (Evidence.TypeName; serve: the type dictionary's name). Default:
+	// "default" for type 0, else the number.
+	TypeName func(t uint16) string
 	// MemoryLimit, when positive, is the analytics' share of the memory
 	// budget: Register refuses an analytic whose estimated need (its
 	// per-vertex state over the vertices indexed so far, a fraud monitor's
@@ -168,6 +176,9 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	if cfg.AlertRing <= 0 {
 		cfg.AlertRing = 10000
 	}
+	if cfg.AlertRingBytes <= 0 {
+		cfg.AlertRingBytes = DefaultAlertRingBytes
+	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = func(s string) (uint64, error) {
 			var v uint64
@@ -186,10 +197,21 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	if cfg.Names == nil {
 		cfg.Names = func(id uint64) (uint64, string) { return id, "" }
 	}
+	if cfg.TypeName == nil {
+		cfg.TypeName = (*typedict.Dict)(nil).Name
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing)}
+	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing, cfg.AlertRingBytes)}
 	if h := cfg.History; h != nil {
-		al, total, byName, err := h.Alerts()
+		var al []Alert
+		var total uint64
+		var byName map[string]uint64
+		var err error
+		if b, ok := h.(boundedHistory); ok { // reads no more than the ring keeps
+			al, total, byName, err = b.AlertsWithin(cfg.AlertRingBytes)
+		} else {
+			al, total, byName, err = h.Alerts()
+		}
 		if err != nil {
 			cfg.Logger.Error("the alert history could not be read: GET /v1/alerts starts empty", "err", err)
 		}
@@ -632,6 +654,7 @@ func (r *Registry) raise(name string, al []Alert) {
 		}
 		r.name(&al[i])
 		al[i].ID = alertID(&al[i])
+		bound(&al[i]) // before the time, which the bound makes room for
 	}
 	r.amu.Lock()
 	// The time is read under amu, so that the ring (and every sink's
@@ -682,10 +705,29 @@ func (r *Registry) raise(name string, al []Alert) {
 	}
 }
 
-// name fills a's vertex names (RegistryConfig.Names).
+// name fills a's names: of its vertex, its cycle's and its evidence's
+// (RegistryConfig.Names), its evidence's types (TypeName), records
+// (Source) and, where an event has no reference, its record's
+// "topic/partition/offset".
 func (r *Registry) name(a *Alert) {
 	ext, key := r.cfg.Names(a.Vertex)
 	a.VertexID, a.VertexKey = strconv.FormatUint(ext, 10), key
+	for i := range a.Evidence {
+		e := &a.Evidence[i]
+		ext, key := r.cfg.Names(e.Src)
+		e.SrcID, e.SrcKey = strconv.FormatUint(ext, 10), key
+		ext, key = r.cfg.Names(e.Dst)
+		e.DstID, e.DstKey = strconv.FormatUint(ext, 10), key
+		e.TypeName = r.cfg.TypeName(e.Type)
+		if e.OpRef != 0 && r.cfg.Source != nil {
+			if src, ok := r.cfg.Source(e.OpRef); ok {
+				e.Source = &src
+			}
+		}
+		if e.EventRef == "" && e.Source != nil {
+			e.EventRef = fmt.Sprintf("%s/%d/%d", e.Source.Topic, e.Source.Partition, e.Source.Offset)
+		}
+	}
 	if a.Cycle == nil {
 		return
 	}

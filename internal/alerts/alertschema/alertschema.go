@@ -1,0 +1,66 @@
+// Package alertschema checks alerts against deploy/alerts/alert.schema.json,
+// the JSON Schema (2020-12) of an alert that graphtide ships for its
+// consumers, with a JSON Schema validator (formats asserted). For tests:
+// of the HTTP API, the alert topic and alerts.log, that what each gives is
+// what the schema says.
+package alertschema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Path is the schema's file, from the repository's root.
+const Path = "deploy/alerts/alert.schema.json"
+
+// File is the schema's file in this source tree.
+func File() (string, error) {
+	_, me, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("alertschema: cannot tell where the source tree is")
+	}
+	// internal/alerts/alertschema/alertschema.go: three directories down.
+	root := filepath.Join(filepath.Dir(me), "..", "..", "..")
+	p := filepath.Join(root, Path)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("alertschema: %w", err)
+	}
+	return p, nil
+}
+
+// Schema is the compiled schema.
+type Schema struct{ s *jsonschema.Schema }
+
+// Load compiles the schema's file.
+func Load() (*Schema, error) {
+	p, err := File()
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	s, err := c.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("alertschema: %s: %w", p, err)
+	}
+	return &Schema{s}, nil
+}
+
+// Validate checks one alert's JSON.
+func (s *Schema) Validate(alert []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(alert))
+	if err != nil {
+		return fmt.Errorf("alertschema: not JSON: %w", err)
+	}
+	if err := s.s.Validate(v); err != nil {
+		return fmt.Errorf("alertschema: %s: %w", alert, err)
+	}
+	return nil
+}

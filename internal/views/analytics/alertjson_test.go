@@ -1,0 +1,152 @@
+package analytics
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// raised runs alerts through a registry's raise (as a monitor's callback
+// does), named by names, types and sources like serve's, and returns what
+// its sink got.
+func raised(t *testing.T, al []Alert) []Alert {
+	t.Helper()
+	h := newHarness(t, 3, false, denseIDs)
+	sink := &sinkRecorder{}
+	r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink},
+		Names: func(id uint64) (uint64, string) {
+			if id >= 100 {
+				return id, fmt.Sprintf("acct-%d", id-100)
+			}
+			return id * 1000, ""
+		},
+		TypeName: func(t uint16) string { return map[uint16]string{0: "default", 3: "payment"}[t] },
+		Source: func(ref uint64) (AlertSource, bool) {
+			return AlertSource{Topic: "payments", Partition: int32(ref % 4), Offset: int64(ref / 4)}, ref != 0
+		}})
+	defer r.Close()
+	r.raise("mules", al)
+	got, total := r.Alerts("mules", 10)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if total != uint64(len(al)) || !reflect.DeepEqual(got, sink.al) {
+		t.Fatalf("the ring holds %d alerts (total %d) that differ from the sink's %d", len(got), total, len(sink.al))
+	}
+	return sink.al
+}
+
+// The registry names an alert's evidence as it names its vertex: ids as
+// the sources gave them (decimal), keys, type names, the Kafka record of
+// each event, and the record's "topic/partition/offset" as the reference
+// of an event that has none; the alert's JSON is its one shape (checked
+// against the JSON written out by hand).
+func TestRegistryNamesEvidence(t *testing.T) {
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	al := raised(t, []Alert{{Analytic: "mules", Kind: "fan_in", Seq: 9, Vertex: 109, Value: 2, Threshold: 1, Ref: 4*40 + 1, EventTime: at,
+		Evidence: []Evidence{
+			{Seq: 7, Src: 101, Dst: 109, Type: 3, Amount: 12.5, EventTime: at.Add(-time.Minute), EventRef: "e-91", Props: `{"currency":"EUR"}`, OpRef: 4*38 + 1},
+			{Seq: 9, Src: 5, Dst: 109, Type: 0, Amount: 50, EventTime: at, OpRef: 4*40 + 1},
+		},
+		EvidenceDropped: 3,
+		Totals:          &AlertTotals{Events: 5, Amount: 90.5, Counterparties: 4, First: at.Add(-time.Hour), Last: at}}})
+	a := al[0]
+	a.Time = time.Date(2026, 12, 6, 5, 0, 1, 0, time.UTC) // the wall clock's
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"` + a.ID + `","time":"2026-12-06T05:00:01Z","analytic":"mules","kind":"fan_in","seq":9,` +
+		`"vertex":109,"vertex_id":"109","vertex_key":"acct-9","value":2,"threshold":1,` +
+		`"source":{"topic":"payments","partition":1,"offset":40},"event_time":"2026-12-06T05:00:00Z",` +
+		`"evidence":[` +
+		`{"src_id":"101","src_key":"acct-1","dst_id":"109","dst_key":"acct-9","type":"payment","amount":12.5,"event_time":"2026-12-06T04:59:00Z",` +
+		`"ref":"e-91","source":{"topic":"payments","partition":1,"offset":38},"props":{"currency":"EUR"},"seq":7},` +
+		`{"src_id":"5000","dst_id":"109","dst_key":"acct-9","type":"default","amount":50,"event_time":"2026-12-06T05:00:00Z",` +
+		`"ref":"payments/1/40","source":{"topic":"payments","partition":1,"offset":40},"seq":9}],` +
+		`"evidence_dropped":3,` +
+		`"totals":{"events":5,"amount":90.5,"counterparties":4,"first":"2026-12-06T04:00:00Z","last":"2026-12-06T05:00:00Z","span":"1h0m0s"}}`
+	if string(b) != want {
+		t.Fatalf("the alert's JSON\n%s\nwant\n%s", b, want)
+	}
+	// And it reads back to what was raised, but for the store's numbers
+	// (the JSON names the vertices as their sources did).
+	var back Alert
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	a.Ref = 0
+	a.Evidence = append([]Evidence(nil), a.Evidence...)
+	a.Evidence[1].Src = 5000
+	for i := range a.Evidence {
+		a.Evidence[i].Type, a.Evidence[i].OpRef = 0, 0
+	}
+	if !reflect.DeepEqual(back, a) {
+		t.Fatalf("read back\n%+v\nwant\n%+v", back, a)
+	}
+}
+
+// An alert stays within its bounds whatever its monitor gives: at most
+// MaxEvidence events, the newest; no property document that is not a
+// JSON object within engine.MaxEdgeProps, no reference beyond its bound;
+// at most MaxAlertBytes of JSON (the oldest events left out first); what
+// is left out is counted in evidence_dropped, and the totals stay.
+func TestAlertsAreBounded(t *testing.T) {
+	many := make([]Evidence, MaxEvidence+76)
+	for i := range many {
+		many[i] = Evidence{Seq: uint64(i + 1), Src: 1, Dst: 2, Amount: float64(i)}
+	}
+	huge := strings.Repeat("\x01", 4096) // a key of the most bytes, each escaped in 6
+	bigProps := `{"p":"` + strings.Repeat("x", 4100) + `"}`
+	wide := make([]Evidence, 100)
+	for i := range wide {
+		wide[i] = Evidence{Seq: uint64(i + 1), Src: uint64(100 + 2*i), Dst: uint64(101 + 2*i), Amount: 1, Props: `{"n":` + fmt.Sprint(i) + `}`}
+	}
+	totals := &AlertTotals{Events: 2000, Amount: math.Inf(1), AmountOut: math.Inf(-1)}
+	al := raised(t, []Alert{
+		{Analytic: "mules", Kind: "fan_in", Vertex: 2, Evidence: many, EvidenceDropped: 5},
+		{Analytic: "mules", Kind: "fan_in", Vertex: 2, Evidence: []Evidence{
+			{Seq: 1, Src: 1, Dst: 2, Props: `["not","an","object"]`},
+			{Seq: 2, Src: 1, Dst: 2, Props: bigProps},
+			{Seq: 3, Src: 1, Dst: 2, Props: `{"ok":true}`, EventRef: strings.Repeat("r", 301)},
+		}},
+		{Analytic: "mules", Kind: "fan_in", Vertex: 2, Evidence: wide, Totals: totals},
+	})
+	// The first: the newest MaxEvidence.
+	if a := al[0]; len(a.Evidence) != MaxEvidence || a.Evidence[0].Seq != 77 || a.EvidenceDropped != 5+76 {
+		t.Fatalf("%d events from seq %d, %d dropped; want %d from 77, 81 dropped", len(a.Evidence), a.Evidence[0].Seq, a.EvidenceDropped, MaxEvidence)
+	}
+	// The second: its documents and its reference.
+	b, _ := json.Marshal(al[1])
+	if a := al[1]; a.Evidence[0].Props != "" || a.Evidence[1].Props != "" || a.Evidence[2].Props != `{"ok":true}` || a.Evidence[2].EventRef != "" ||
+		strings.Contains(string(b), "not") || !strings.Contains(string(b), `"props":{"ok":true}`) {
+		t.Fatalf("documents and references out of bounds kept: %s", b)
+	}
+	// The third, with keys of the most bytes: cut to MaxAlertBytes.
+	h := newHarness(t, 4, false, denseIDs)
+	sink := &sinkRecorder{}
+	r := NewRegistry(h.m, RegistryConfig{Sinks: []AlertSink{sink}, Names: func(id uint64) (uint64, string) { return id, huge + fmt.Sprint(id) }})
+	defer r.Close()
+	r.raise("mules", []Alert{{Analytic: "mules", Kind: "fan_in", Vertex: 2, Evidence: wide, Totals: totals}})
+	a := sink.al[0]
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > MaxAlertBytes || len(a.Evidence) == 0 || len(a.Evidence)+a.EvidenceDropped != len(wide) || a.Evidence[len(a.Evidence)-1].Seq != 100 {
+		t.Fatalf("an alert of %d bytes (bound %d) with %d events, %d dropped", len(b), MaxAlertBytes, len(a.Evidence), a.EvidenceDropped)
+	}
+	// One event more would not have fitted.
+	more := a
+	more.Evidence = wide[len(wide)-len(a.Evidence)-1:]
+	if c, _ := json.Marshal(more); len(c) <= MaxAlertBytes {
+		t.Fatalf("%d events dropped, but one more fits (%d bytes)", a.EvidenceDropped, len(c))
+	}
+	var back AlertRecord
+	if err := json.Unmarshal(b, &back); err != nil || back.Totals.Events != 2000 || back.Totals.Amount != math.MaxFloat64 || back.Totals.AmountOut != -math.MaxFloat64 {
+		t.Fatalf("totals %+v (%v)", back.Totals, err)
+	}
+}
