@@ -147,6 +147,8 @@ type jsonEntry struct {
 	label        []byte
 	labelEscaped bool
 	props        []byte
+	// An upsert's event reference (its bytes, unescaped; nil: none).
+	ref []byte
 }
 
 // keyCache is a JSON decoder's scratch for unescaped strings and the key
@@ -196,7 +198,7 @@ func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) 
 			label = unescaped(e.label, e.labelEscaped, &kc.scratch)
 		}
 		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime, Type: e.typ.id,
-			Label: label, Props: e.props})
+			Label: label, Props: e.props, EventRef: e.ref})
 	}
 	return nil
 }
