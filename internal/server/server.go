@@ -235,6 +235,15 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
+	// The types' aggregates before anything is applied (aggregates.go).
+	aggs, err := MappingAggregates(cfg.Mappings)
+	if err != nil {
+		return nil, err
+	}
+	typeAggs, err := typeAggregates(aggs, d.Types)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.resolveGraph(); err != nil {
 		return nil, err
 	}
@@ -382,7 +391,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if m := cfg.Owners; m != nil {
 		own, count = m.Own(), m.Count
 	}
-	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
+	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{Accumulate: accumulating(typeAggs),
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Graph: cfg.Graph, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
