@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -339,7 +340,8 @@ func FuzzMappedPayload(f *testing.F) {
 		d := mustMapped(t, m, keys)
 		got, err := decodeRecord(d, &Record{Value: value, Headers: []Header{{"region", header}}})
 		if err != nil {
-			if _, ok := err.(*Error); !ok {
+			var de *Error
+			if !errors.As(err, &de) {
 				t.Fatalf("error %v is not an *Error", err)
 			}
 			if len(got) != 0 || keys.calls != 0 {
