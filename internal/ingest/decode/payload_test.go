@@ -356,3 +356,38 @@ func FuzzMappedPayload(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONFormatPayload: the JSON format's upsert takes a ref and props
+// (what POST /v1/batches and the writes topic carry), written back by
+// AppendJSON; another operation takes no ref, a delete no props.
+func TestJSONFormatPayload(t *testing.T) {
+	d := New(FormatJSON, newFakeKeys())
+	v := `[{"src":1,"dst":2,"weight":12.5,"ref":"e-\u0039\u0031","props":{"currency":"EUR"}},{"src":1,"dst":3,"ref":null,"props":null}]`
+	got, err := decodeAll(d, []byte(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Edge{{Op: OpUpsert, Src: 1, Dst: 2, Weight: 12.5, HasWeight: true, EventRef: []byte("e-91"), Props: []byte(`{"currency":"EUR"}`)},
+		{Op: OpUpsert, Src: 1, Dst: 3}}
+	checkEdges(t, got, want)
+	back, err := decodeAll(d, AppendJSON(nil, got[0], "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEdges(t, back, want[:1])
+	for _, c := range []struct {
+		v      string
+		off    int
+		reason string
+	}{
+		{`{"op":"delete","src":1,"dst":2,"ref":"e"}`, 37, "ref not allowed for delete_edge (only for add)"},
+		{`{"op":"delete","src":1,"dst":2,"props":{}}`, 39, "props not allowed for delete_edge"},
+		{`{"src":1,"dst":2,"ref":91}`, 23, "ref must be a string"},
+		{`{"src":1,"dst":2,"ref":"` + strings.Repeat("r", 256) + `"}`, 23, "ref: an event reference has at most 255 bytes"},
+		{`{"src":1,"dst":2,"props":[1]}`, 25, "props must be a JSON object"},
+		{`{"src":1,"dst":2,"props":{"a":"` + strings.Repeat("x", MaxEdgeProps) + `"}}`, 25, "an edge's props have at most 4096 bytes"},
+	} {
+		got, err := decodeAll(New(FormatJSON, nil), []byte(c.v))
+		checkDecodeError(t, FormatJSON, got, err, c.off, c.reason)
+	}
+}
