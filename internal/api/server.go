@@ -108,6 +108,9 @@ type Config struct {
 	Dict      *keydict.Dict       // the key dictionary; nil: ids only
 	Types     *typedict.Dict      // the type dictionary; nil: type numbers only
 	Times     *history.Index      // the store's time index; nil: as_of_time is refused
+	// Aggregates says the store's edge types' aggregates are configured
+	// (serve): a window longer than a type's retain is refused.
+	Aggregates bool
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error
@@ -187,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin(), Aggregates: cfg.Aggregates}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches),
 		followers: make(chan struct{}, cfg.Limits.MaxFollowers)}
 	s.stopping, s.stop = context.WithCancel(context.Background())
@@ -200,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 	s.handleVertex("GET /v1/vertices/{v}/degree", "v", true, s.degree)
 	s.handleVertex("GET /v1/vertices/{v}/neighbors", "v", true, s.neighbors)
 	s.handleVertex("GET /v1/edges/{src}/{dst}", "src", false, s.edge)
+	s.handleVertex("GET /v1/edges/{src}/{dst}/events", "src", false, s.edgeEvents)
 	s.handle("GET /v1/changes", s.changes)
 	s.handle("POST /v1/batches", s.batches)
 	s.handle("GET /v1/paths", s.path)

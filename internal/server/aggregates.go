@@ -3,11 +3,8 @@ package server
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/typedict"
 )
 
 // Edge types' aggregates: the mappings' types sections (decode.Mapping.
@@ -16,8 +13,9 @@ import (
 // mapping gives it) and, once the data directory is open, gives each
 // type its number through the type dictionary (a name not seen yet is
 // assigned one now, before any record can name it) and configures the
-// store and the ingester with them. Not persisted: a restart without them
-// reads the types as replace again.
+// store and the ingester with them (bulk.ResolveAggregates and
+// ConfigureAggregates, which load uses too). Not persisted: a restart
+// without them reads the types as replace again.
 
 // configuredAggregate is one type's aggregate and the topic whose mapping
 // gave it (for errors).
@@ -62,35 +60,4 @@ func aggregateText(a decode.TypeAggregate) string {
 		return decode.AggregateReplace
 	}
 	return fmt.Sprintf("%s, retain %v", decode.AggregateAccumulate, a.Retain)
-}
-
-// typeAggregates gives the aggregates their type numbers through the
-// type dictionary (assigning numbers to names it has not seen).
-func typeAggregates(as []decode.TypeAggregate, types *typedict.Dict) (map[uint16]decode.TypeAggregate, error) {
-	out := map[uint16]decode.TypeAggregate{}
-	for _, a := range as {
-		var t uint16
-		switch n, err := strconv.ParseUint(a.Type, 10, 16); {
-		case a.Type == typedict.Default:
-		case err == nil:
-			t = uint16(n)
-		default:
-			if t, err = types.ID(a.Type); err != nil {
-				return nil, fmt.Errorf("types: %s: %w", a.Type, err)
-			}
-		}
-		out[t] = a
-	}
-	return out, nil
-}
-
-// accumulating is the set of the accumulate types of as.
-func accumulating(as map[uint16]decode.TypeAggregate) engine.TypeSet {
-	var s engine.TypeSet
-	for t, a := range as {
-		if a.Accumulate {
-			s.Add(t)
-		}
-	}
-	return s
 }

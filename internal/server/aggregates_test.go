@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -39,7 +40,7 @@ func TestServeTypeAggregates(t *testing.T) {
 	if _, err := dict.ID("refund"); err != nil { // type 1, seen before
 		t.Fatal(err)
 	}
-	byNum, err := typeAggregates(as, dict)
+	byNum, err := bulk.ResolveAggregates(as, dict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +53,17 @@ func TestServeTypeAggregates(t *testing.T) {
 	if !reflect.DeepEqual(byNum, wantNum) {
 		t.Fatalf("by number %+v, want %+v", byNum, wantNum)
 	}
-	if acc := accumulating(byNum); acc != engine.TypesOf(3, payment) {
-		t.Fatalf("accumulating %+v", acc)
+	st, err := engine.Open(filepath.Join(t.TempDir(), "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	acc, err := bulk.ConfigureAggregates(st, byNum)
+	if err != nil || acc != engine.TypesOf(3, payment) {
+		t.Fatalf("accumulating %+v, %v", acc, err)
+	}
+	if a := st.AggregateOf(payment); a != (engine.Aggregate{Accumulate: true, Retain: 24 * time.Hour}) {
+		t.Fatalf("the store's aggregate of payment: %+v", a)
 	}
 
 	bad := Options{Topics: []string{"payments", "refunds"},
