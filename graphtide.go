@@ -70,6 +70,10 @@ type Options struct {
 	// many sequence numbers (DB.SnapshotAt): every version such a read
 	// needs stays on disk until then. 0: only the newest.
 	HistorySeqs uint64
+	// Aggregates gives edge types (DB.TypeID numbers) their aggregate
+	// (see Aggregate); a type not in it is replace. Configuration, not
+	// kept by the store: give it on every Open.
+	Aggregates map[uint16]Aggregate
 }
 
 // DB is an open data directory. Its methods are safe for concurrent use.
@@ -98,8 +102,15 @@ func Open(dir string, o *Options) (*DB, error) {
 		return nil, errors.New("graphtide: Options.InEdges and NoInEdges contradict each other: give one (a new store keeps in-edges unless NoInEdges)")
 	}
 	// A new store as asked; an existing one keeps its setting.
+	var aggs map[uint16]engine.Aggregate
+	for t, a := range o.Aggregates {
+		if aggs == nil {
+			aggs = map[uint16]engine.Aggregate{}
+		}
+		aggs[t] = engine.Aggregate{Accumulate: a.Accumulate, Retain: a.Retain}
+	}
 	d, err := datadir.Open(dir, datadir.Options{Store: engine.Options{MemGraphBytes: o.MemGraphBytes, InEdges: !o.NoInEdges,
-		KeepHistory: o.HistorySeqs > 0, HistorySeqs: o.HistorySeqs}, Create: true})
+		KeepHistory: o.HistorySeqs > 0, HistorySeqs: o.HistorySeqs, Aggregates: aggs}, Create: true})
 	if err != nil {
 		return nil, publicErr(err, namer{})
 	}
@@ -358,12 +369,27 @@ func (s *Snapshot) Degree(v uint64, d Direction) (int, error) {
 }
 
 // Neighbor is one neighbor of a vertex and the weight and type of the
-// edge.
+// edge; for an accumulate edge (Aggregate) its aggregate of events too.
 type Neighbor struct {
 	ID     uint64    // the neighbor
-	Weight float64   // the edge's weight
+	Weight float64   // the edge's weight (an accumulate edge's: Sum)
 	Type   uint16    // the edge's type (DB.TypeID; 0 the default)
 	Time   time.Time // the event time its operation gave (Batch.SetEventTime); zero when none
+	// Count is an accumulate edge's number of events; 0 for a replace
+	// edge, whose Sum, FirstTime and LastTime are zero too.
+	Count uint64
+	// Sum is the sum of an accumulate edge's events' weights.
+	Sum float64
+	// FirstTime and LastTime are the least and greatest event time of an
+	// accumulate edge's events (zero when none had one).
+	FirstTime, LastTime time.Time
+	// Ref is the edge's event reference (Batch.SetPayload; an accumulate
+	// edge's newest event's); "" when none.
+	Ref string
+	// Props is the edge's property document's JSON text (an accumulate
+	// edge's newest event's), an object; "" when none. (A string, so that
+	// a Neighbor compares with ==.)
+	Props string
 }
 
 // Neighbors returns v's edges in direction d, sorted by neighbor id (a
@@ -376,17 +402,11 @@ func (s *Snapshot) Neighbors(v uint64, d Direction) ([]Neighbor, error) {
 	var out []Neighbor
 	var after *engine.EdgeCursor
 	for {
-		p, err := s.sn.NeighborsPage(v, d.engine(), after, 4096, true)
+		p, err := s.sn.NeighborsPageExt(v, d.engine(), after, 4096)
 		if err != nil {
 			return nil, publicErr(err, namer{})
 		}
-		for i, x := range p.Dsts {
-			n := Neighbor{ID: x, Weight: p.Weights[i], Type: p.Types[i]}
-			if t := p.Times[i]; t > 0 {
-				n.Time = time.UnixMicro(t).UTC()
-			}
-			out = append(out, n)
-		}
+		out = appendNeighbors(out, p)
 		last, ok := p.Last()
 		if !p.More || !ok {
 			return out, nil
@@ -406,10 +426,7 @@ func (s *Snapshot) Edges(src, dst uint64) ([]Neighbor, error) {
 	}
 	out := make([]Neighbor, len(c.Types))
 	for i := range out {
-		out[i] = Neighbor{ID: dst, Weight: c.Weights[i], Type: c.Types[i]}
-		if t := c.Times[i]; t > 0 {
-			out[i].Time = time.UnixMicro(t).UTC()
-		}
+		out[i] = neighborOf(dst, &c, i)
 	}
 	return out, nil
 }

@@ -356,7 +356,7 @@ func TestDBEdgeTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, err := sn.Neighbors(1, Out)
-	want := []Neighbor{{2, 1, login, time.Time{}}, {2, 10, pay, paidAt}}
+	want := []Neighbor{{ID: 2, Weight: 1, Type: login}, {ID: 2, Weight: 10, Type: pay, Time: paidAt}}
 	if login < pay {
 		want[0], want[1] = want[1], want[0]
 	}

@@ -122,6 +122,7 @@ func requestOf(b *Batch, o WriteOptions) (*writes.Request, error) {
 		switch op.Kind {
 		case engine.OpUpsert:
 			e.Op, e.Weight, e.HasWeight = decode.OpUpsert, op.Weight, true
+			e.EventRef, e.Props = []byte(op.EventRef), []byte(op.Props)
 		case engine.OpDeleteEdge:
 			e.Op = decode.OpDeleteEdge
 		default:

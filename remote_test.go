@@ -101,3 +101,23 @@ func TestServerWrite(t *testing.T) {
 		t.Fatal("an empty batch was sent")
 	}
 }
+
+// TestServerWriteCarriesPayloads: Server.Write sends an insert's event
+// reference and properties (the JSON record format's ref and props), so
+// that serve applies them.
+func TestServerWriteCarriesPayloads(t *testing.T) {
+	var b Batch
+	b.Insert(1, 2, 5)
+	b.b.SetPayload("e-1", []byte(`{"currency":"EUR"}`))
+	b.Delete(1, 3)
+	req, err := requestOf(&b, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"op":"add","src":1,"dst":2,"weight":5,"ref":"e-1","props":{"currency":"EUR"}},{"op":"delete","src":1,"dst":3}]`; string(req.Ops) != want {
+		t.Fatalf("ops %s, want %s", req.Ops, want)
+	}
+	if !strings.Contains(string(req.Ops), `"ref":"e-1"`) {
+		t.Fatal("no ref")
+	}
+}

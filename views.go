@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
@@ -149,7 +148,7 @@ func (v *View) Neighbors(u uint64, d Direction) ([]Neighbor, error) {
 	var out []Neighbor
 	var after *engine.EdgeCursor
 	for {
-		p, err := v.v.NeighborsPage(u, d.engine(), after, 4096, true)
+		p, err := v.v.NeighborsPageExt(u, d.engine(), after, 4096)
 		if err != nil {
 			return nil, publicErr(err, namer{})
 		}
@@ -165,11 +164,7 @@ func (v *View) Neighbors(u uint64, d Direction) ([]Neighbor, error) {
 // appendNeighbors appends the page's edges to out.
 func appendNeighbors(out []Neighbor, p engine.Page) []Neighbor {
 	for i, x := range p.Dsts {
-		n := Neighbor{ID: x, Weight: p.Weights[i], Type: p.Types[i]}
-		if t := p.Times[i]; t > 0 {
-			n.Time = time.UnixMicro(t).UTC()
-		}
-		out = append(out, n)
+		out = append(out, neighborOf(x, &p.Columns, i))
 	}
 	return out
 }

@@ -38,6 +38,9 @@ static_assert(gt::kFlagWeights == GT_FILE_WEIGHTS, "kFlagWeights != GT_FILE_WEIG
 static_assert(gt::kFlagDst32 == GT_FILE_DST32, "kFlagDst32 != GT_FILE_DST32");
 static_assert(gt::kFlagMultiVersion == GT_FILE_MULTI_VERSION, "kFlagMultiVersion != GT_FILE_MULTI_VERSION");
 static_assert(gt::kFlagTombstones == GT_FILE_TOMBSTONES, "kFlagTombstones != GT_FILE_TOMBSTONES");
+static_assert(gt::kFlagHistory == GT_FILE_HISTORY, "kFlagHistory != GT_FILE_HISTORY");
+static_assert(gt::kFlagCounts == GT_FILE_COUNTS, "kFlagCounts != GT_FILE_COUNTS");
+static_assert(gt::kFlagPayload == GT_FILE_PAYLOADS, "kFlagPayload != GT_FILE_PAYLOADS");
 
 namespace {
 
@@ -130,6 +133,17 @@ int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos, siz
              gt_error *err) {
   return Guard(err, [&] { return Done(s->s->Apply(ops, n, srcpos, srcpos_len, out_seq), err); });
 }
+
+int gt_apply_ex(gt_store *s, const gt_op *ops, size_t n, const uint8_t *payload, size_t payload_len,
+                const uint8_t *srcpos, size_t srcpos_len, uint64_t *out_seq, gt_error *err) {
+  return Guard(err, [&] { return Done(s->s->Apply(ops, n, srcpos, srcpos_len, out_seq, payload, payload_len), err); });
+}
+
+int gt_set_type_retain(gt_store *s, uint32_t type, int64_t retain_us, gt_error *err) {
+  return Guard(err, [&] { return Done(s->s->SetTypeRetain(type, retain_us), err); });
+}
+
+int64_t gt_newest_event_time(gt_store *s) { return s->s->NewestEventTime(); }
 
 int gt_flush(gt_store *s, gt_error *err) {
   return Guard(err, [&] { return Done(s->s->Flush(), err); });
@@ -275,6 +289,63 @@ int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_typ
   return Guard(err, [&] {
     *n = 0;
     return Done(snap->r.Edge(src, dst, Types(types), gt::EdgeOut{nullptr, weights, types_out, times_out}, cap, n), err);
+  });
+}
+
+int gt_snapshot_edge_ext(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
+                         uint16_t *types_out, int64_t *times_out, gt_edge_ext *ext, size_t cap, uint8_t *payload,
+                         size_t payload_cap, size_t *payload_len, size_t *n, gt_error *err) {
+  return Guard(err, [&] {
+    *n = 0;
+    *payload_len = 0;
+    if (payload_cap > 0 && payload == nullptr) return Fail(gt::Status::Invalid("payload is null"), err);
+    return Done(snap->r.EdgeExt(src, dst, Types(types), gt::EdgeOut{nullptr, weights, types_out, times_out},
+                                gt::ExtOut{ext, payload, payload_cap, payload_len}, cap, n),
+                err);
+  });
+}
+
+int gt_snapshot_neighbors_after_ext(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types,
+                                    uint64_t after, uint32_t after_type, uint32_t has_after, uint64_t *dsts,
+                                    double *weights, uint16_t *types_out, int64_t *times_out, gt_edge_ext *ext,
+                                    size_t cap, uint8_t *payload, size_t payload_cap, size_t *payload_len, size_t *n,
+                                    uint32_t *more, gt_error *err) {
+  return Guard(err, [&] {
+    *n = 0;
+    *more = 0;
+    *payload_len = 0;
+    if (int rc = CheckDir(snap, dir, err)) return rc;
+    if (dir == GT_VERTEX) return Fail(gt::Status::Invalid("an _ext read takes out- or in-edges"), err);
+    if (cap > 0 && dsts == nullptr) return Fail(gt::Status::Invalid("dsts is required"), err);
+    if (payload_cap > 0 && payload == nullptr) return Fail(gt::Status::Invalid("payload is null"), err);
+    bool m = false;
+    const int rc = Done(snap->r.NeighborsAfterExt(v, static_cast<int>(dir), Types(types), has_after != 0, after,
+                                                  after_type, gt::EdgeOut{dsts, weights, types_out, times_out},
+                                                  gt::ExtOut{ext, payload, payload_cap, payload_len}, cap, n, &m),
+                        err);
+    *more = m ? 1 : 0;
+    return rc;
+  });
+}
+
+int gt_snapshot_edge_events(gt_snapshot *snap, uint64_t src, uint64_t dst, uint32_t type, int64_t since_us,
+                            uint64_t skip, uint64_t *seqs, double *weights, int64_t *times_out, gt_edge_ext *ext,
+                            size_t cap, uint8_t *payload, size_t payload_cap, size_t *payload_len, size_t *n,
+                            uint32_t *more, uint32_t *folded, gt_error *err) {
+  return Guard(err, [&] {
+    *n = 0;
+    *more = 0;
+    *folded = 0;
+    *payload_len = 0;
+    if (payload_cap > 0 && payload == nullptr) return Fail(gt::Status::Invalid("payload is null"), err);
+    bool m = false, f = false;
+    const int rc =
+        Done(snap->r.EdgeEvents(src, dst, type, since_us, skip, seqs, gt::EdgeOut{nullptr, weights, nullptr, times_out},
+                                gt::ExtOut{ext, payload, payload_cap, payload_len}, cap, n, &m, &f),
+             err);
+    *more = m ? 1 : 0;
+    *folded = f ? 1 : 0;
+    return rc;
   });
 }
 

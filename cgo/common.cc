@@ -209,3 +209,30 @@ uint64_t MappingPool::bytes() const {
 }
 
 }  // namespace gt
+
+namespace gt {
+
+const ExtRec *ExtArena::Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
+  constexpr size_t kBlockWords = 8192;  // 64 KiB
+  const size_t words = (sizeof(ExtRec) + len + 7) / 8;
+  if (blocks_.empty() || used_ + words > blocks_.back().size()) {
+    blocks_.emplace_back(std::max(kBlockWords, words));
+    used_ = 0;
+  }
+  uint64_t *at = blocks_.back().data() + used_;
+  used_ += words;
+  ExtRec *r = reinterpret_cast<ExtRec *>(at);
+  r->count = count;
+  r->first = first;
+  r->len = len;
+  r->reserved = 0;
+  if (len > 0) std::memcpy(at + sizeof(ExtRec) / 8, payload, len);
+  return r;
+}
+
+void ExtArena::Clear() {
+  if (blocks_.size() > 1) blocks_.erase(blocks_.begin() + 1, blocks_.end());
+  used_ = 0;
+}
+
+}  // namespace gt

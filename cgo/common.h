@@ -105,27 +105,81 @@ struct TypeSet {
 };
 inline bool Wanted(const TypeSet *ts, uint32_t t) { return ts == nullptr || ts->Has(t); }
 
+// The extras of an edge version beyond (dst, vers, weight, time), kept only
+// by the versions that have some (issue 42): an event operand's count and
+// first time, and a payload (the engine's event reference and property
+// document, opaque here). Immutable once an Entry points to it; the bytes
+// follow the record. Lives in a MemGraph shard's arena (as long as the
+// MemGraph) or in an ExtArena (flush and compaction, per vertex).
+//
+// Operands (GT_OP_ACCUMULATE, RocksDB's merge operands): a version with
+// count >= 1 is an operand, its weight the sum of its events' weights, its
+// time the greatest event time, first the least nonzero one, its payload
+// its newest event's. A read folds the visible operands of an edge newest
+// first while the next older visible version is an operand too (merge.h,
+// VisibleEdges); count 0 is a replace version (or a tombstone), which ends
+// a fold.
+struct ExtRec {
+  uint64_t count;  // events folded in; 0: not an operand
+  int64_t first;   // an operand's least nonzero event time (0: none)
+  uint32_t len;    // payload bytes that follow this record
+  uint32_t reserved;
+  const uint8_t *bytes() const { return reinterpret_cast<const uint8_t *>(this + 1); }
+};
+static_assert(sizeof(ExtRec) == 24, "ExtRec's bytes follow it 8-aligned");
+
 // One edge version as the MemGraph and the merge code see it. time is the
-// event time its operation gave (Unix µs), 0 when none.
+// event time its operation gave (Unix µs), 0 when none. ext: its extras,
+// or null (a replace version without payload: the whole of a replace-only
+// store).
 struct Entry {
   uint64_t dst;
   uint64_t vers;
   double weight;
   int64_t time = 0;
+  const ExtRec *ext = nullptr;
 };
 
-// Appends (dst, vers, weight, time) to *out field by field.
+inline uint64_t EntryCount(const Entry &e) { return e.ext != nullptr ? e.ext->count : 0; }
+
+// Appends (dst, vers, weight, time, ext) to *out field by field.
 // push_back(Entry{...}) built the entry on the stack in 8-byte stores and
 // copied it with 16-byte loads, which cannot be forwarded from them: a
 // stall per entry that was a quarter of compaction's retention loop.
-inline void AppendEntry(std::vector<Entry> *out, uint64_t dst, uint64_t vers, double weight, int64_t time) {
+inline void AppendEntry(std::vector<Entry> *out, uint64_t dst, uint64_t vers, double weight, int64_t time,
+                        const ExtRec *ext = nullptr) {
   out->emplace_back();
   Entry &e = out->back();
   e.dst = dst;
   e.vers = vers;
   e.weight = weight;
   e.time = time;
+  e.ext = ext;
 }
+
+// The least of two event times, 0 (none) ignored.
+inline int64_t MinTime(int64_t a, int64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return a < b ? a : b;
+}
+
+// ExtRecs made by flush and compaction (folded operands, a segment
+// version's extras as an Entry): blocks that live until Clear. Not
+// thread-safe; one per writer.
+class ExtArena {
+ public:
+  ExtArena() = default;
+  ExtArena(const ExtArena &) = delete;
+  ExtArena &operator=(const ExtArena &) = delete;
+  const ExtRec *Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len);
+  // Forgets every record (keeps the first block for reuse).
+  void Clear();
+
+ private:
+  std::vector<std::vector<uint64_t>> blocks_;
+  size_t used_ = 0;  // words of blocks_.back()
+};
 
 constexpr int kOut = 0;
 constexpr int kIn = 1;

@@ -45,6 +45,16 @@ const (
 	FileTypes        = uint32(C.GT_FILE_TYPES)
 	FileTimes        = uint32(C.GT_FILE_TIMES)
 	FileBloom        = uint32(C.GT_FILE_BLOOM)
+	FileHistory      = uint32(C.GT_FILE_HISTORY)
+	FileCounts       = uint32(C.GT_FILE_COUNTS)
+	FilePayloads     = uint32(C.GT_FILE_PAYLOADS)
+)
+
+// Edge events (see graphtide.h): OpAccumulate in an upsert's Flags makes
+// it an event operand; an upsert's payload is at most MaxPayload bytes.
+const (
+	OpAccumulate = uint32(C.GT_OP_ACCUMULATE)
+	MaxPayload   = int(C.GT_MAX_PAYLOAD)
 )
 
 // MaxVertex is GT_MAX_VERTEX.
@@ -103,11 +113,14 @@ const (
 
 // Op mirrors gt_op byte for byte (checked in init).
 type Op struct {
-	Src, Dst uint64
-	Weight   float64
-	Kind     uint32
-	Type     uint32 // edge type, below MaxEdgeTypes
-	Time     int64  // event time, Unix µs (0: none)
+	Src, Dst   uint64
+	Weight     float64
+	Kind       uint32
+	Type       uint32 // edge type, below MaxEdgeTypes
+	Time       int64  // event time, Unix µs (0: none)
+	Flags      uint32 // OpAccumulate (an upsert) or 0
+	PayloadLen uint32 // an upsert's payload: [PayloadOff, PayloadOff+PayloadLen) of the batch's payload buffer
+	PayloadOff uint64
 }
 
 // MaxEdgeTypes is GT_MAX_EDGE_TYPES: edge types are 0 to MaxEdgeTypes-1.
@@ -120,11 +133,19 @@ func init() {
 	if unsafe.Sizeof(Op{}) != unsafe.Sizeof(C.gt_op{}) ||
 		unsafe.Offsetof(Op{}.Kind) != unsafe.Offsetof(C.gt_op{}.kind) ||
 		unsafe.Offsetof(Op{}.Type) != unsafe.Offsetof(C.gt_op{}._type) ||
-		unsafe.Offsetof(Op{}.Time) != unsafe.Offsetof(C.gt_op{}.time) {
+		unsafe.Offsetof(Op{}.Time) != unsafe.Offsetof(C.gt_op{}.time) ||
+		unsafe.Offsetof(Op{}.Flags) != unsafe.Offsetof(C.gt_op{}.flags) ||
+		unsafe.Offsetof(Op{}.PayloadLen) != unsafe.Offsetof(C.gt_op{}.payload_len) ||
+		unsafe.Offsetof(Op{}.PayloadOff) != unsafe.Offsetof(C.gt_op{}.payload_off) {
 		panic("core: Op layout does not match gt_op")
 	}
 	if unsafe.Sizeof(TypeSet{}) != unsafe.Sizeof(C.gt_type_set{}) {
 		panic("core: TypeSet layout does not match gt_type_set")
+	}
+	if unsafe.Sizeof(EdgeExt{}) != unsafe.Sizeof(C.gt_edge_ext{}) ||
+		unsafe.Offsetof(EdgeExt{}.PayloadOff) != unsafe.Offsetof(C.gt_edge_ext{}.payload_off) ||
+		unsafe.Offsetof(EdgeExt{}.PayloadLen) != unsafe.Offsetof(C.gt_edge_ext{}.payload_len) {
+		panic("core: EdgeExt layout does not match gt_edge_ext")
 	}
 }
 
@@ -147,6 +168,21 @@ func u64p(s []uint64) *C.uint64_t { return cptr[C.uint64_t](s) }
 func f64p(s []float64) *C.double  { return cptr[C.double](s) }
 func i64p(s []int64) *C.int64_t   { return cptr[C.int64_t](s) }
 func u16p(s []uint16) *C.uint16_t { return cptr[C.uint16_t](s) }
+func u8p(s []byte) *C.uint8_t     { return cptr[C.uint8_t](s) }
+func extp(s []EdgeExt) *C.gt_edge_ext {
+	return cptr[C.gt_edge_ext](s)
+}
+
+// EdgeExt mirrors gt_edge_ext (checked in init): an edge's count of
+// events (0: a replace edge), first event time and payload, bytes
+// [PayloadOff, PayloadOff+PayloadLen) of the read's payload buffer.
+type EdgeExt struct {
+	Count      uint64
+	FirstTime  int64
+	PayloadOff uint64
+	PayloadLen uint32
+	_          uint32
+}
 
 // Options mirrors gt_options; zero fields mean the core's defaults.
 type Options struct {
@@ -225,21 +261,31 @@ func (s *Store) Close() *Error {
 
 // Apply calls gt_apply with ops borrowed for the call.
 func (s *Store) Apply(ops []Op, srcpos []byte) (uint64, *Error) {
+	return s.ApplyEx(ops, nil, srcpos)
+}
+
+// ApplyEx calls gt_apply_ex: the ops' payload slices point into payload.
+func (s *Store) ApplyEx(ops []Op, payload, srcpos []byte) (uint64, *Error) {
 	var p *C.gt_op
 	if len(ops) > 0 {
 		p = (*C.gt_op)(unsafe.Pointer(&ops[0]))
 	}
-	var sp *C.uint8_t
-	if len(srcpos) > 0 {
-		sp = (*C.uint8_t)(unsafe.Pointer(&srcpos[0]))
-	}
 	var seq C.uint64_t
 	var e C.gt_error
-	if rc := C.gt_apply(s.h, p, C.size_t(len(ops)), sp, C.size_t(len(srcpos)), &seq, &e); rc != 0 {
+	if rc := C.gt_apply_ex(s.h, p, C.size_t(len(ops)), u8p(payload), C.size_t(len(payload)), u8p(srcpos),
+		C.size_t(len(srcpos)), &seq, &e); rc != 0 {
 		return 0, takeError(rc, &e)
 	}
 	return uint64(seq), nil
 }
+
+// SetTypeRetain calls gt_set_type_retain.
+func (s *Store) SetTypeRetain(t uint32, retainMicros int64) *Error {
+	return s.simple(func(e *C.gt_error) C.int { return C.gt_set_type_retain(s.h, C.uint32_t(t), C.int64_t(retainMicros), e) })
+}
+
+// NewestEventTime calls gt_newest_event_time.
+func (s *Store) NewestEventTime() int64 { return int64(C.gt_newest_event_time(s.h)) }
 
 func (s *Store) simple(f func(*C.gt_error) C.int) *Error {
 	var e C.gt_error
@@ -490,6 +536,51 @@ func (sn *Snapshot) Edge(src, dst uint64, ts *TypeSet, w []float64, t []uint16, 
 		return int(n), takeError(rc, &e)
 	}
 	return int(n), nil
+}
+
+// EdgeExt calls gt_snapshot_edge_ext: as Edge, with x (as long as w) and
+// the payload buffer pay. On CodeBuffer n and payLen are what it needs.
+func (sn *Snapshot) EdgeExt(src, dst uint64, ts *TypeSet, w []float64, t []uint16, tm []int64, x []EdgeExt, pay []byte) (n, payLen int, err *Error) {
+	var cn, cpl C.size_t
+	var e C.gt_error
+	rc := C.gt_snapshot_edge_ext(sn.h, C.uint64_t(src), C.uint64_t(dst), tsp(ts), f64p(w), u16p(t), i64p(tm), extp(x),
+		C.size_t(len(w)), u8p(pay), C.size_t(len(pay)), &cpl, &cn, &e)
+	if rc != 0 {
+		return int(cn), int(cpl), takeError(rc, &e)
+	}
+	return int(cn), int(cpl), nil
+}
+
+// NeighborsAfterExt calls gt_snapshot_neighbors_after_ext: as
+// NeighborsAfter, with x (as long as dsts) and the payload buffer pay. On
+// CodeBuffer payLen is what the first edge needs.
+func (sn *Snapshot) NeighborsAfterExt(v uint64, dir uint32, ts *TypeSet, after uint64, afterType uint16, hasAfter bool, dsts []uint64, w []float64, t []uint16, tm []int64, x []EdgeExt, pay []byte) (n, payLen int, more bool, err *Error) {
+	var cn, cpl C.size_t
+	var cmore C.uint32_t
+	var e C.gt_error
+	rc := C.gt_snapshot_neighbors_after_ext(sn.h, C.uint64_t(v), C.uint32_t(dir), tsp(ts), C.uint64_t(after),
+		C.uint32_t(afterType), b2u(hasAfter), u64p(dsts), f64p(w), u16p(t), i64p(tm), extp(x), C.size_t(len(dsts)),
+		u8p(pay), C.size_t(len(pay)), &cpl, &cn, &cmore, &e)
+	if rc != 0 {
+		return 0, int(cpl), false, takeError(rc, &e)
+	}
+	return int(cn), int(cpl), cmore != 0, nil
+}
+
+// EdgeEvents calls gt_snapshot_edge_events with seqs, w, tm and x (as long
+// as seqs) and the payload buffer pay. On CodeBuffer payLen is what the
+// first event needs.
+func (sn *Snapshot) EdgeEvents(src, dst uint64, t uint32, since int64, skip uint64, seqs []uint64, w []float64, tm []int64, x []EdgeExt, pay []byte) (n, payLen int, more, folded bool, err *Error) {
+	var cn, cpl C.size_t
+	var cmore, cfolded C.uint32_t
+	var e C.gt_error
+	rc := C.gt_snapshot_edge_events(sn.h, C.uint64_t(src), C.uint64_t(dst), C.uint32_t(t), C.int64_t(since),
+		C.uint64_t(skip), u64p(seqs), f64p(w), i64p(tm), extp(x), C.size_t(len(seqs)), u8p(pay), C.size_t(len(pay)),
+		&cpl, &cn, &cmore, &cfolded, &e)
+	if rc != 0 {
+		return 0, int(cpl), false, false, takeError(rc, &e)
+	}
+	return int(cn), int(cpl), cmore != 0, cfolded != 0, nil
 }
 
 // Scan calls gt_snapshot_scan; len(offs) must be len(vids)+1 and w, t and

@@ -97,8 +97,9 @@ typedef struct gt_options {
                                            rewritten as a snapshot (still at least twice the
                                            snapshot's size); 0 = 4 MiB */
   uint32_t test_segment_format;         /* testing only: write segment files of this older format
-                                           version, 2 (before edge filters), as an older build
-                                           did; 0 = the current one, 3 */
+                                           version, 2 (before edge filters) or 3 (before event
+                                           operands and payloads), as an older build did; 0 = the
+                                           current one, 4 */
   uint32_t keep_history;                /* nonzero: keep history (reads as of a past seq,
                                            gt_snapshot_new_at): flush and compaction keep every
                                            version above the history floor (see
@@ -160,15 +161,38 @@ typedef enum gt_op_kind {
 #define GT_CELL_BASE ((uint64_t)0x8000000000000000ULL)
 #define GT_MAX_CELLS 4096
 
+/* Edge events (issue 42). An upsert with GT_OP_ACCUMULATE in its flags is
+ * an event that adds to its edge instead of replacing it (a merge operand,
+ * stored as a version of its own at the cost of a replace upsert: no read
+ * before the write). A read folds an edge's visible operands, newest first,
+ * down to the first older version that is not one (a replace version, a
+ * tombstone, or one a vertex delete hides), into one edge: weight the sum
+ * of the events' weights, time the greatest event time, and (the _ext
+ * reads) count the number of events, first_time the least nonzero event
+ * time, payload the newest event's. An upsert may carry a payload (any
+ * bytes, at most GT_MAX_PAYLOAD; graphtide's engine stores an event
+ * reference and a property document there), accumulate or not: a slice
+ * [payload_off, payload_off + payload_len) of the batch's payload buffer
+ * (gt_apply_ex). Flush and compaction fold the operands of an edge whose
+ * event times are older than the store's newest event time minus the
+ * type's retain (gt_set_type_retain) into one; a read never depends on
+ * when that happened (it reads the same fold), but gt_snapshot_edge_events
+ * lists only the events not yet folded. */
+#define GT_OP_ACCUMULATE 0x1u
+#define GT_MAX_PAYLOAD 8192u
+
 /* One operation of a batch. Layout is mirrored by the Go side. */
 typedef struct gt_op {
   uint64_t src;
   uint64_t dst;
   double weight;
-  uint32_t kind; /* gt_op_kind */
-  uint32_t type; /* edge type, below GT_MAX_EDGE_TYPES */
-  int64_t time;  /* event time (Unix microseconds, at least 0; 0: none): an upsert's or delete's is kept
-                    with its version and returned by reads; a vertex delete's is not kept */
+  uint32_t kind;        /* gt_op_kind */
+  uint32_t type;        /* edge type, below GT_MAX_EDGE_TYPES */
+  int64_t time;         /* event time (Unix microseconds, at least 0; 0: none): an upsert's or delete's is kept
+                           with its version and returned by reads; a vertex delete's is not kept */
+  uint32_t flags;       /* GT_OP_ACCUMULATE (an upsert only), or 0 */
+  uint32_t payload_len; /* an upsert's payload length (0: none), at most GT_MAX_PAYLOAD */
+  uint64_t payload_off; /* where its payload starts in the batch's payload buffer */
 } gt_op;
 
 /* GT_VERTEX: the vertex records' cells (see GT_OP_PUT_CELL). */
@@ -237,6 +261,27 @@ int gt_close(gt_store *s, gt_error *err);
  * durable. Ops apply in order within the batch. May block on a write stall. */
 int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *out_seq,
              gt_error *err);
+
+/* gt_apply with a payload buffer: the ops' payload slices point into
+ * payload[0, payload_len) (GT_ERR_INVALID when one does not, or is longer
+ * than GT_MAX_PAYLOAD, or belongs to an op that is not an upsert; as is
+ * GT_OP_ACCUMULATE on an op that is not an upsert). */
+int gt_apply_ex(gt_store *s, const gt_op *ops, size_t n, const uint8_t *payload, size_t payload_len,
+                const uint8_t *srcpos, size_t srcpos_len, uint64_t *out_seq, gt_error *err);
+
+/* Sets the retain of edge type t (Unix microseconds, at least 0; 0, the
+ * default, folds every event older than the newest): events of t whose
+ * event time is within retain_us of the newest event time the store has
+ * applied stay readable one by one (gt_snapshot_edge_events); flush and
+ * compaction fold older ones into one operand. Configuration, not
+ * persisted: set it after every open (before that, and while the store's
+ * newest event time is unknown, after a reopen until a batch with an event
+ * time arrives, nothing is folded by time). */
+int gt_set_type_retain(gt_store *s, uint32_t type, int64_t retain_us, gt_error *err);
+
+/* The greatest event time of every batch applied since open (0: none yet):
+ * the watermark of retention. */
+int64_t gt_newest_event_time(gt_store *s);
 
 /* Makes every applied batch durable (and the newest source position) and
  * returns when the manifest is synced. */
@@ -330,6 +375,52 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, con
 int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
                      uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, gt_error *err);
 
+/* The extras of an edge an _ext read returns: count (events folded in; 0:
+ * a replace edge), first_time (the least nonzero event time of its events)
+ * and its payload (the newest event's, or a replace version's), the bytes
+ * [payload_off, payload_off + payload_len) of the caller's payload buffer. */
+typedef struct gt_edge_ext {
+  uint64_t count;
+  int64_t first_time;
+  uint64_t payload_off;
+  uint32_t payload_len;
+  uint32_t reserved;
+} gt_edge_ext;
+
+/* gt_snapshot_edge, also filling ext[0..cap) and the payload buffer
+ * payload[0..payload_cap). *payload_len receives the payload bytes the
+ * edges need; if that is larger than payload_cap (or *n than cap),
+ * GT_ERR_BUFFER is returned and nothing useful is copied. */
+int gt_snapshot_edge_ext(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
+                         uint16_t *types_out, int64_t *times_out, gt_edge_ext *ext, size_t cap, uint8_t *payload,
+                         size_t payload_cap, size_t *payload_len, size_t *n, gt_error *err);
+
+/* gt_snapshot_neighbors_after, also filling ext[0..cap) and the payload
+ * buffer payload[0..payload_cap). A page stops early (*more 1) before an
+ * edge whose payload does not fit; when the first edge's does not,
+ * GT_ERR_BUFFER is returned with *payload_len the size it needs. */
+int gt_snapshot_neighbors_after_ext(gt_snapshot *snap, uint64_t v, uint32_t dir, const gt_type_set *types,
+                                    uint64_t after, uint32_t after_type, uint32_t has_after, uint64_t *dsts,
+                                    double *weights, uint16_t *types_out, int64_t *times_out, gt_edge_ext *ext,
+                                    size_t cap, uint8_t *payload, size_t payload_cap, size_t *payload_len, size_t *n,
+                                    uint32_t *more, gt_error *err);
+
+/* The events of the edge (src, dst, type) visible in the snapshot that are
+ * still held one by one (not folded by retention) and whose event time is
+ * at least since_us, newest first (by seq; events of one batch in reverse
+ * op order): their seqs, weights, times and payloads (ext: count 1,
+ * first_time the time) into seqs/weights/times_out/ext[0..cap) (each may be
+ * NULL) and payload[0..payload_cap). skip events that qualify are passed
+ * over first (paging). *n receives how many were written; *more is 1 when
+ * more qualify past them (a page also stops before an event whose payload
+ * does not fit, GT_ERR_BUFFER when the first one's does not); *folded is 1
+ * when the edge's fold holds events retention folded (older events exist
+ * that are no longer listed). A replace edge, or none, has no events. */
+int gt_snapshot_edge_events(gt_snapshot *snap, uint64_t src, uint64_t dst, uint32_t type, int64_t since_us,
+                            uint64_t skip, uint64_t *seqs, double *weights, int64_t *times_out, gt_edge_ext *ext,
+                            size_t cap, uint8_t *payload, size_t payload_cap, size_t *payload_len, size_t *n,
+                            uint32_t *more, uint32_t *folded, gt_error *err);
+
 /* Edges of every vertex in [lo, hi) that has at least one visible edge of
  * the given types, in vertex order. Fills vids[0..*nv), offs[0..*nv] (edge
  * offsets into dsts, offs[0] = 0), dsts/weights/types_out[0..*ne). Stops
@@ -363,6 +454,9 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
 #define GT_FILE_TYPES 0x40u         /* a type column (some edge's type is not 0) */
 #define GT_FILE_TIMES 0x80u         /* a time column (some version has an event time) */
 #define GT_FILE_BLOOM 0x100u        /* an edge filter (out-edge files): lookups skip files without the edge */
+#define GT_FILE_HISTORY 0x200u      /* written keeping history above a floor */
+#define GT_FILE_COUNTS 0x400u       /* count and first-time columns (some version is an event operand) */
+#define GT_FILE_PAYLOADS 0x800u     /* a payload column (some version has a payload) */
 
 /* One live file of the store, for inspection. */
 typedef struct gt_file_info {

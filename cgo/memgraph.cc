@@ -293,24 +293,34 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
   uint32_t n = s.n.load(std::memory_order_relaxed);
   Block *h = const_cast<Block *>(s.head.load(std::memory_order_relaxed));
   const uint32_t *ops = d.scratch.order.data() + g.start;
-  auto version = [&](uint32_t i) {
+  for (uint32_t i = 0; i < g.count; i++) {
     const gt_op &op = b.ops[ops[i]];
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
-    return Entry{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight, op.time};
-  };
-  for (uint32_t i = 0; i < g.count; i++) {
-    const Entry e = version(i);
+    const Kind ek = KindOf(op);
+    Entry e{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight, op.time};
+    if (ek == kEvent) {
+      // The extras, in the shard's arena: an operand of one event (count
+      // 1, first its time) and the op's payload (validated by Store::Apply).
+      const bool acc = (op.flags & GT_OP_ACCUMULATE) != 0;
+      void *mem = d.arena.Alloc((sizeof(ExtRec) + op.payload_len + 7) & ~size_t(7), pool_.get());
+      // first: the op's time, also for a replace version (count 0, whose
+      // first no reader reads), so that an inline version keeps its time
+      // there (Slot::inl).
+      ExtRec *x = new (mem) ExtRec{acc ? 1u : 0u, op.time, op.payload_len, 0};
+      if (op.payload_len != 0) std::memcpy(x + 1, b.payload + op.payload_off, op.payload_len);
+      e.ext = x;
+    }
     if (n < kInline) {
-      s.inl[n++] = e;
+      s.inl[n++] = ToInline(e);
       continue;
     }
-    if (n == s.cap || KindOf(e) > s.hkind) {
+    if (n == s.cap || ek > s.hkind) {
       // A new block (nothing is copied), large enough for the rest of the
       // group: a slot gets at most one block per batch, or a few when
       // versions of a larger kind leave a block. Of the largest kind the
       // rest of the group needs.
       Kind kind = kNarrow;
-      for (uint32_t j = i; j < g.count && kind != kTimed; j++) kind = std::max(kind, KindOf(version(j)));
+      for (uint32_t j = i; j < g.count && kind != kEvent; j++) kind = std::max(kind, KindOf(b.ops[ops[j]]));
       const uint32_t cap = std::min(std::max(NextBlock(s.cap), g.count - i), kMaxBlock);
       const size_t bytes = sizeof(Block) + size_t(cap) * KindBytes(kind);
       h = new (d.arena.Alloc(bytes, pool_.get())) Block{h, n, cap | (uint32_t(kind) << Block::kKindShift)};
@@ -327,6 +337,9 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
         h->wide()[n++ - s.hbase] = WideEntry{e.dst, e.vers, e.weight};
         break;
       case kTimed:
+        h->timed()[n++ - s.hbase] = TimedEntry{e.dst, e.vers, e.weight, e.time};
+        break;
+      case kEvent:
         h->full()[n++ - s.hbase] = e;
         break;
     }
@@ -458,8 +471,8 @@ void MemGraph::ListTouched(Shard &sh) {
 }
 
 uint64_t MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
-                         const uint8_t *srcpos, size_t srcpos_len) {
-  const Batch b{ops, n, seq, &skip};
+                         const uint8_t *srcpos, size_t srcpos_len, const uint8_t *payload, size_t /*payload_len*/) {
+  const Batch b{ops, n, seq, &skip, payload};
   // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
   // Apply returns or throws: nothing of the batch is written after.
@@ -603,12 +616,15 @@ void MemGraph::ForTailNewestFirst(const Slot &s, const Block *blk, uint32_t k, u
         for (uint32_t i = hi; i > lo; i--) f(Widen(blk->wide()[i - 1 - blk->base]));
         break;
       case kTimed:
+        for (uint32_t i = hi; i > lo; i--) f(Widen(blk->timed()[i - 1 - blk->base]));
+        break;
+      case kEvent:
         for (uint32_t i = hi; i > lo; i--) f(blk->full()[i - 1 - blk->base]);
         break;
     }
     upper = blk->base;
   }
-  for (uint32_t i = std::min(n, kInline); i > k; i--) f(s.inl[i - 1]);
+  for (uint32_t i = std::min(n, kInline); i > k; i--) f(FromInline(s.inl[i - 1]));
 }
 
 namespace {
@@ -881,7 +897,7 @@ std::shared_ptr<const MemGraph::InIndex> MemGraph::InIndexAt(uint64_t tau) const
       if (n <= cov[si]) continue;
       tail.clear();
       SortedTail(s, blk, cov[si], n, &tail);
-      for (const Entry &e : tail) run->recs.push_back(InRec{e.dst, Entry{s.v, e.vers, e.weight, e.time}});
+      for (const Entry &e : tail) run->recs.push_back(InRec{e.dst, Entry{s.v, e.vers, e.weight, e.time, e.ext}});
       cov[si] = n;
     }
     in_pos_[k] = end;
@@ -941,7 +957,7 @@ void MemGraph::CollectIn(const InIndex &x, uint64_t v, std::vector<Entry> *out) 
   for (size_t i = 0; i + 1 < bounds.size(); i++)
     runs.push_back(Run{parts.data(), nullptr, bounds[i] - start, bounds[i + 1] - start});
   out->resize(start);
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) { AppendEntry(out, dst, vers, w, tm); });
+  MergeRunsAt(runs, [&](const Run &r, uint64_t i) { out->push_back(r.ents[i]); });
 }
 
 void MemGraph::InVerticesFrom(const InIndex &x, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,

@@ -196,8 +196,12 @@ class MemGraph {
   // joins it before returning (also when it throws std::bad_alloc).
   // Returns the CPU time the helper thread spent on the batch (0 if it
   // took no part), in nanoseconds: the caller's own it can measure.
+  // payload[0, payload_len): the batch's payload buffer, which an op's
+  // payload slice points into (checked by Store::Apply); an op's payload
+  // and an operand's count and first time go to an ExtRec in the shard's
+  // arena (counted in bytes()).
   uint64_t Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip, const uint8_t *srcpos,
-                 size_t srcpos_len);
+                 size_t srcpos_len, const uint8_t *payload = nullptr, size_t payload_len = 0);
   // Writer only. After it, nothing writes this MemGraph again (and its
   // helper thread is joined).
   void Freeze(uint64_t freeze_seq);
@@ -315,17 +319,52 @@ class MemGraph {
     uint64_t dst, vers;
     double weight;
   };
+  // A version without extras, as a timed block keeps it: 32 bytes.
+  struct TimedEntry {
+    uint64_t dst, vers;
+    double weight;
+    int64_t time;
+  };
   // The kinds of block, each holding the versions of the kinds below it
-  // too: narrow (NarrowEntry), wide (WideEntry), timed (Entry).
-  enum Kind : uint8_t { kNarrow = 0, kWide = 1, kTimed = 2 };
-  static Kind KindOf(const Entry &e) {
-    if (e.time != 0) return kTimed;
-    return VersTomb(e.vers) || e.weight == 1.0 ? kNarrow : kWide;
+  // too: narrow (NarrowEntry), wide (WideEntry), timed (TimedEntry), event
+  // (Entry, with its extras: an operand or a payload). A replace-only
+  // store never makes an event block, so it pays nothing for them.
+  enum Kind : uint8_t { kNarrow = 0, kWide = 1, kTimed = 2, kEvent = 3 };
+  // The kind an op's version needs.
+  static Kind KindOf(const gt_op &op) {
+    if ((op.flags & GT_OP_ACCUMULATE) != 0 || op.payload_len != 0) return kEvent;
+    if (op.time != 0) return kTimed;
+    return op.kind == GT_OP_DELETE_EDGE || op.weight == 1.0 ? kNarrow : kWide;
   }
   static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0, 0}; }
   static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers, x.weight, 0}; }
+  static Entry Widen(const TimedEntry &x) { return Entry{x.dst, x.vers, x.weight, x.time}; }
+  // An inline version (Slot::inl): a timed entry, or an event's, whose
+  // vers has kInlineExt (a bit above every type: types are below 2^10) and
+  // whose time field holds its ExtRec (ExtRec::first is its time: the
+  // MemGraph writes every ExtRec's first so, and readers read first only
+  // of an operand, whose first is its time).
+  static constexpr uint64_t kInlineExt = uint64_t{1} << 63;
+  static TimedEntry ToInline(const Entry &e) {
+    if (e.ext == nullptr) return TimedEntry{e.dst, e.vers, e.weight, e.time};
+    return TimedEntry{e.dst, e.vers | kInlineExt, e.weight, static_cast<int64_t>(reinterpret_cast<uintptr_t>(e.ext))};
+  }
+  static Entry FromInline(const TimedEntry &x) {
+    if ((x.vers & kInlineExt) == 0) return Widen(x);
+    const ExtRec *ext = reinterpret_cast<const ExtRec *>(static_cast<uintptr_t>(x.time));
+    return Entry{x.dst, x.vers & ~kInlineExt, x.weight, ext->first, ext};
+  }
   static size_t KindBytes(Kind k) {
-    return k == kNarrow ? sizeof(NarrowEntry) : k == kWide ? sizeof(WideEntry) : sizeof(Entry);
+    switch (k) {
+      case kNarrow:
+        return sizeof(NarrowEntry);
+      case kWide:
+        return sizeof(WideEntry);
+      case kTimed:
+        return sizeof(TimedEntry);
+      default:
+        return sizeof(Entry);
+    }
   }
 
   // Versions [base, base + cap) of a slot, after prev's (the first block's
@@ -344,6 +383,8 @@ class MemGraph {
     const NarrowEntry *thin() const { return reinterpret_cast<const NarrowEntry *>(this + 1); }
     WideEntry *wide() { return reinterpret_cast<WideEntry *>(this + 1); }
     const WideEntry *wide() const { return reinterpret_cast<const WideEntry *>(this + 1); }
+    TimedEntry *timed() { return reinterpret_cast<TimedEntry *>(this + 1); }
+    const TimedEntry *timed() const { return reinterpret_cast<const TimedEntry *>(this + 1); }
     Entry *full() { return reinterpret_cast<Entry *>(this + 1); }
     const Entry *full() const { return reinterpret_cast<const Entry *>(this + 1); }
   };
@@ -397,7 +438,10 @@ class MemGraph {
     // is another cache miss).
     uint32_t hbase = 0;
     Kind hkind = kNarrow;
-    Entry inl[kInline];
+    // Timed entries, so that a slot costs what it did before events: an
+    // event version here has kInlineExt set in its vers and its ExtRec's
+    // address in time (its time is the ExtRec's first: InlineEntry).
+    TimedEntry inl[kInline];
   };
   static_assert(std::is_trivially_destructible<Slot>::value, "slots are never destroyed one by one");
 
@@ -601,6 +645,7 @@ class MemGraph {
     size_t n;
     uint64_t seq;
     const std::vector<uint8_t> *skip;
+    const uint8_t *payload;  // the ops' payload slices point into it
   };
   struct ShardTask final : HelperThread::Task {
     MemGraph *m = nullptr;

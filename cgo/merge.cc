@@ -114,31 +114,84 @@ void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
 
 // For each edge (dst, type), versions arrive newest first. A version is kept
 // iff it is the newest in its snapshot stripe (stripe = index of the first
-// pinned snapshot >= seq; the newest stripe has no snapshot above it). At
-// the bottommost level the oldest kept version of an edge is dropped if it
-// is a tombstone, and otherwise has its seq set to 0 (its type kept) when
-// every snapshot can see it, so that a fully compacted file needs no
-// version column.
+// pinned snapshot >= seq; the newest stripe has no snapshot above it), or
+// every version above it in its stripe is an operand (a reader folds
+// through them to it; merge.h). At the bottommost level the oldest kept
+// version of an edge is dropped if it is a tombstone, and otherwise (unless
+// an operand, whose seq gt_snapshot_edge_events reports) has its seq set to
+// 0 (its type kept) when every snapshot can see it, so that a fully
+// compacted replace-only file needs no version column.
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out) {
+  thread_local ExtArena own;
+  ExtArena *arena = p.arena;
+  if (arena == nullptr) {
+    own.Clear();
+    arena = &own;
+  }
+  // The event time below which an operand of type t folds (INT64_MIN: none).
+  auto cutoff = [&](uint32_t t) -> int64_t {
+    if (p.watermark <= 0) return INT64_MIN;
+    return p.watermark - (p.retain_us != nullptr ? p.retain_us[t] : 0);
+  };
+  // Folds the older operand (r, i) into the kept operand out[at] (newer,
+  // of the same stripe): its seq and payload stay, the rest adds up.
+  auto fold_into = [&](size_t at, const Run &r, uint64_t i) {
+    Entry &e = (*out)[at];
+    const ExtRec *x = e.ext;  // an operand's: not null
+    e.weight += r.weight(i);
+    e.time = std::max(e.time, r.time(i));
+    e.ext = arena->Make(x->count + r.count(i), MinTime(x->first, r.first(i)), x->bytes(), x->len);
+  };
   const std::vector<uint64_t> &snaps = *p.snaps;
   if (snaps.empty() && (p.vdel == nullptr || p.vdel->empty())) {
     // The common case, and the same rules specialised: with no snapshot
-    // there is one stripe, so only the newest version of a dst is kept; at
-    // the bottommost level it is dropped if a tombstone, else made seq 0.
-    bool have = false;
+    // there is one stripe, so only the newest version of a dst is kept
+    // (with the operands below it, when it is one); at the bottommost
+    // level it is dropped if a tombstone, else made seq 0 (not an
+    // operand: it keeps its seq, and an operand chain's end is dropped:
+    // nothing older is left).
+    bool have = false, open = false;
     uint64_t cur = 0;
     uint32_t curt = 0;
-    MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+    size_t fold_at = SIZE_MAX;
+    int64_t cut = INT64_MIN;
+    MergeRunsAt(runs, [&](const Run &r, uint64_t i) {
+      const uint64_t dst = r.dst(i);
+      uint64_t vers = r.vers(i);
       const uint32_t t = VersType(vers);
-      if (have && dst == cur && t == curt) return;
+      if (have && dst == cur && t == curt) {
+        if (!open) return;
+        const uint64_t c = r.count(i);
+        if (c == 0 || VersTomb(vers)) {
+          // The fold's end: kept for what older levels hold, unless none does.
+          if (!p.bottommost) AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
+          open = false;
+          return;
+        }
+        if (fold_at != SIZE_MAX && r.time(i) < cut) {
+          fold_into(fold_at, r, i);
+          return;
+        }
+        fold_at = r.time(i) < cut ? out->size() : SIZE_MAX;
+        AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
+        return;
+      }
       have = true;
       cur = dst;
       curt = t;
+      const uint64_t c = r.count(i);
+      open = c != 0 && !VersTomb(vers);
+      if (open) {
+        cut = cutoff(t);
+        fold_at = r.time(i) < cut ? out->size() : SIZE_MAX;
+        AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
+        return;
+      }
       if (p.bottommost) {
         if (VersTomb(vers)) return;
         vers = VersTypeOnly(vers);
       }
-      AppendEntry(out, dst, vers, w, tm);
+      AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
     });
     return;
   }
@@ -158,6 +211,9 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
   size_t last_stripe = SIZE_MAX;
   uint64_t ddst = 0;
   bool dst_has_vdel = false;
+  bool open = false;          // every version kept so far in this stripe is an operand
+  size_t fold_at = SIZE_MAX;  // the kept operand of this stripe older ones fold into
+  int64_t cut = INT64_MIN;
 
   auto close_group = [&]() {
     if (!have || out->size() == group_start || !p.bottommost) return;
@@ -166,10 +222,13 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     while (out->size() > group_start && VersTomb(out->back().vers)) out->pop_back();
     if (out->size() == group_start) return;
     Entry &last = out->back();
-    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel) last.vers = VersTypeOnly(last.vers);
+    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel && gt::EntryCount(last) == 0)
+      last.vers = VersTypeOnly(last.vers);
   };
 
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+  MergeRunsAt(runs, [&](const Run &r, uint64_t i) {
+    const uint64_t dst = r.dst(i);
+    const uint64_t vers = r.vers(i);
     const uint32_t t = VersType(vers);
     if (!have || dst != cur || t != curt) {
       close_group();
@@ -183,21 +242,42 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
         ddst = vdel_latest(dst);
         dst_has_vdel = p.vdel != nullptr && p.vdel->Has(dst);
       }
+      // No fold by time where a live vertex delete may split a fold.
+      cut = src_has_vdel || dst_has_vdel ? INT64_MIN : cutoff(t);
     }
     const uint64_t seq = VersSeq(vers);
     // A version above the history floor is a stripe of its own (a snapshot
     // at its seq reads it); one at or below it is in its snapshot stripe.
-    size_t stripe = p.history && seq > p.history_floor
-                        ? SIZE_MAX - 1
-                        : static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());
-    if (stripe == last_stripe && stripe != SIZE_MAX - 1) return;  // superseded within its stripe
-    last_stripe = stripe;
+    const bool own = p.history && seq > p.history_floor;
+    size_t stripe =
+        own ? SIZE_MAX - 1 : static_cast<size_t>(std::lower_bound(snaps.begin(), snaps.end(), seq) - snaps.begin());
+    const uint64_t c = r.count(i);
+    const bool operand = c != 0 && !VersTomb(vers);
+    if (stripe != last_stripe || own) {
+      last_stripe = stripe;
+      open = true;
+      fold_at = SIZE_MAX;
+    } else if (!open) {
+      return;  // superseded within its stripe
+    }
     // Killed by a durable vertex delete that every snapshot already sees
     // (d <= clean <= oldest): invisible to all readers, and every older
     // version is killed too.
     const uint64_t d = std::max(dsrc, ddst);
     if (seq < d) return;
-    AppendEntry(out, dst, vers, w, tm);
+    if (!operand) {
+      open = false;  // the newest of its stripe, or the end of its stripe's fold
+      fold_at = SIZE_MAX;
+      AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
+      return;
+    }
+    const bool old = !own && r.time(i) < cut;
+    if (old && fold_at != SIZE_MAX) {
+      fold_into(fold_at, r, i);
+      return;
+    }
+    fold_at = old ? out->size() : SIZE_MAX;
+    AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
   });
   close_group();
 }

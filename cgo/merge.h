@@ -36,6 +36,29 @@ struct Run {
   uint64_t vers(uint64_t i) const { return seg ? seg->vers(i) : ents[i].vers; }
   double weight(uint64_t i) const { return seg ? seg->weight(i) : ents[i].weight; }
   int64_t time(uint64_t i) const { return seg ? seg->time(i) : ents[i].time; }
+  // An event operand's count (0: a replace version or a tombstone).
+  uint64_t count(uint64_t i) const { return seg ? seg->count(i) : EntryCount(ents[i]); }
+  int64_t first(uint64_t i) const {
+    if (seg) return seg->first(i);
+    return ents[i].ext != nullptr ? ents[i].ext->first : 0;
+  }
+  uint32_t payload(uint64_t i, const uint8_t **p) const {
+    if (seg) return seg->payload(i, p);
+    const ExtRec *x = ents[i].ext;
+    *p = x != nullptr ? x->bytes() : nullptr;
+    return x != nullptr ? x->len : 0;
+  }
+  // Version i's extras as an Entry's (null: none): a MemGraph entry's own,
+  // a segment version's made in *arena.
+  const ExtRec *ext(uint64_t i, ExtArena *arena) const {
+    if (!seg) return ents[i].ext;
+    if (!seg->has_ext()) return nullptr;
+    const uint8_t *p;
+    const uint32_t len = seg->payload(i, &p);
+    const uint64_t c = seg->count(i);
+    if (c == 0 && len == 0) return nullptr;
+    return arena->Make(c, seg->first(i), p, len);
+  }
 };
 
 // Calls f(dst, vers, weight, time) for every version in merge order, until f
@@ -57,11 +80,11 @@ template <typename F, typename... A>
   }
 }
 
+// MergeRunsAt: the same, calling f(run, index) for every version (so that
+// f reads what it needs of it: the folds read a version's extras).
 template <typename F>
-void MergeRuns(const std::vector<Run> &runs, F &&f) {
-  auto go = [&](const Run &r, uint64_t i) __attribute__((always_inline)) {
-    return Visit(f, r.dst(i), r.vers(i), r.weight(i), r.time(i));
-  };
+void MergeRunsAt(const std::vector<Run> &runs, F &&f) {
+  auto go = [&](const Run &r, uint64_t i) __attribute__((always_inline)) { return Visit(f, r, i); };
   if (runs.size() == 1) {
     const Run &r = runs[0];
     for (uint64_t i = r.b; i < r.e; i++)
@@ -113,6 +136,13 @@ void MergeRuns(const std::vector<Run> &runs, F &&f) {
       if (!go(r, i)) return;
     }
   }
+}
+
+template <typename F>
+void MergeRuns(const std::vector<Run> &runs, F &&f) {
+  MergeRunsAt(
+      runs, [&](const Run &r, uint64_t i)
+                __attribute__((always_inline)) { return Visit(f, r.dst(i), r.vers(i), r.weight(i), r.time(i)); });
 }
 
 // Vertex deletes: records (vertex, seq). A record (v, d) hides, from every
@@ -188,17 +218,122 @@ inline uint64_t SeekDst(const Run &r, uint64_t d) {
   return lo;
 }
 
-// Emits emit(dst, type, weight, time) for the edges of one vertex visible at tau
+// A visible edge as reads return it: its newest visible version, or, when
+// that is an event operand, the fold of it and the older visible operands
+// below it (count > 0).
+struct Folded {
+  uint64_t dst = 0;
+  uint32_t type = 0;
+  double weight = 0;                 // an operand's: the sum of its events' weights
+  int64_t time = 0;                  // an operand's: the greatest event time
+  uint64_t count = 0;                // events folded in; 0: a replace edge
+  int64_t first = 0;                 // the least nonzero event time of the events
+  uint64_t seq = 0;                  // the newest version's
+  const uint8_t *payload = nullptr;  // the newest version's (valid while the read's runs are)
+  uint32_t payload_len = 0;
+  bool folded = false;  // some operand folded in holds several events (retention folded them)
+};
+
+// Emits emit(const Folded &) (kExt; else emit(dst, type, weight, time)) for the edges of one vertex visible at tau
 // whose type ts holds (null: every type), in (dst asc, type desc) order;
 // until emit returns false, when it returns bool.
-template <typename F>
-void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
-                     F &&emit) {
+//
+// The fold (issue 42): for each (dst, type) the first version with seq <=
+// tau decides, as before; when it is an operand, the older versions of the
+// edge are folded into it, newest first, while each is an operand that no
+// vertex delete visible at tau hides (a tombstone, a replace version or a
+// hidden version ends the fold, and is not part of it). With kExt false
+// only weight and time are gathered (the plain reads).
+// INVARIANT: every read path that can meet an operand folds through here,
+// or copies a run whole only where it is the edge's one source (FastRun,
+// BulkCopy: a single clean run, in which an operand is alone for its edge
+// and its own fold).
+template <bool kExt, typename F>
+void VisibleEdges(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                  F &&emit) {
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
   const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
   uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
   uint32_t curt = 0;
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) -> bool {
+  bool pending = false;  // acc holds an edge not yet emitted (an operand's fold)
+  bool open = false;     // and older operands still fold into it
+  Folded acc;
+  auto out = [&]() __attribute__((always_inline)) {
+    if constexpr (kExt) {
+      return Visit(emit, static_cast<const Folded &>(acc));
+    } else {
+      return Visit(emit, acc.dst, acc.type, acc.weight, acc.time);
+    }
+  };
+  MergeRunsAt(runs, [&](const Run &r, uint64_t i) -> bool {
+    const uint64_t dst = r.dst(i);
+    const uint64_t vers = r.vers(i);
+    const uint32_t t = VersType(vers);
+    if (dst == cur && t == curt) {  // an older version of a decided edge
+      if (!open) return true;
+      const uint64_t seq = VersSeq(vers);
+      const uint64_t c = r.count(i);
+      // Older than a visible version: seq <= tau.
+      if (c == 0 || VersTomb(vers) || seq < dsrc || (seq < newest && seq < vdel.Latest(dst, tau))) {
+        open = false;
+        return true;
+      }
+      acc.weight += r.weight(i);
+      acc.time = std::max(acc.time, r.time(i));
+      if constexpr (kExt) {
+        acc.count += c;
+        acc.first = MinTime(acc.first, r.first(i));
+        acc.folded = acc.folded || c > 1;
+      }
+      return true;
+    }
+    if (pending) {
+      pending = open = false;
+      if (!out()) return false;
+    }
+    const uint64_t seq = VersSeq(vers);
+    if (seq > tau) return true;  // not yet visible; an older version may be
+    cur = dst;
+    curt = t;
+    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
+    if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
+    const uint64_t c = r.count(i);
+    if constexpr (!kExt) {
+      // A replace version: emitted as it is (the plain reads' hot path,
+      // kept as short as before operands).
+      if (c == 0) return Visit(emit, dst, t, r.weight(i), r.time(i));
+    }
+    acc.dst = dst;
+    acc.type = t;
+    acc.weight = r.weight(i);
+    acc.time = r.time(i);
+    if constexpr (kExt) {
+      acc.count = c;
+      acc.first = c != 0 ? r.first(i) : 0;
+      acc.seq = seq;
+      acc.payload_len = r.payload(i, &acc.payload);
+      acc.folded = c > 1;
+    }
+    if (c != 0) {
+      pending = open = true;
+      return true;
+    }
+    return out();
+  });
+  if (pending) out();
+}
+
+// The edges of one vertex visible at tau whose type ts holds, as
+// VisibleEdges gives them but without folding: emit(dst, type) once per
+// edge (a degree: an operand's fold is one edge, whatever it folds).
+template <typename F>
+void VisibleEdgeIds(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                    F &&emit) {
+  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
+  const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
+  uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
+  uint32_t curt = 0;
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double, int64_t) -> bool {
     const uint32_t t = VersType(vers);
     if (dst == cur && t == curt) return true;  // an older version of a decided edge
     const uint64_t seq = VersSeq(vers);
@@ -207,8 +342,49 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
     curt = t;
     if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
     if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
-    return Visit(emit, dst, t, w, tm);
+    return Visit(emit, dst, t);
   });
+}
+
+// VisibleEdges of the plain reads: emit(dst, type, weight, time), an
+// operand's fold's sum and greatest time.
+template <typename F>
+void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                     F &&emit) {
+  VisibleEdges<false>(runs, src, tau, vdel, ts, emit);
+}
+
+// The events of the edge (src, dst, type) visible at tau, newest first:
+// emit(run, index) for each operand of its fold (as VisibleEdges folds
+// it), until emit returns false. Returns whether the edge's newest visible
+// version is an operand (false: no such edge, or a replace edge).
+template <typename F>
+bool EdgeOperands(const std::vector<Run> &runs, uint64_t src, uint64_t dst, uint32_t type, uint64_t tau,
+                  const VdelMap &vdel, F &&emit) {
+  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
+  const uint64_t ddst = vdel.empty() ? 0 : vdel.Latest(dst, tau);
+  bool started = false, done = false, operand = false;
+  MergeRunsAt(runs, [&](const Run &r, uint64_t i) -> bool {
+    if (r.dst(i) != dst) return true;
+    const uint64_t vers = r.vers(i);
+    if (VersType(vers) != type) return true;
+    const uint64_t seq = VersSeq(vers);
+    if (seq > tau) return true;
+    const bool hidden = VersTomb(vers) || seq < dsrc || seq < ddst;
+    if (hidden || r.count(i) == 0) {
+      done = true;
+      return false;
+    }
+    if (!started) operand = true;
+    started = true;
+    if (!Visit(emit, r, i)) {
+      done = true;
+      return false;
+    }
+    return true;
+  });
+  (void)done;
+  return operand;
 }
 
 // Compaction/flush retention of one vertex's merged versions.
@@ -227,6 +403,16 @@ struct RetainParams {
   // it is the oldest stripe boundary, and VdelCleanSeq is at most it.
   bool history = false;
   uint64_t history_floor = 0;
+  // Event retention (issue 42): operands of type t whose event time is
+  // below watermark - retain_us[t] fold together (RetainVersions); 0 (the
+  // store's newest event time unknown): nothing folds by time. retain_us
+  // null: 0 for every type.
+  int64_t watermark = 0;
+  const int64_t *retain_us = nullptr;
+  // Where RetainVersions makes the extras of what it outputs (a segment
+  // version's, a fold's); they live until the caller clears it. Null: a
+  // thread's own, cleared by the next call that has none.
+  ExtArena *arena = nullptr;
 };
 
 // The seq below which RetainVersions drops what vertex deletes hide: its
@@ -236,6 +422,21 @@ inline uint64_t VdelCleanSeq(const RetainParams &p) {
 }
 
 // Appends to out the versions of src that some reader can still need.
+//
+// Operands (issue 42): a reader at a pinned seq folds an operand with the
+// older operands below it, so within a snapshot stripe an operand does not
+// supersede what is older: each is kept, down to the first version that is
+// not one (kept as the fold's end, then the rest of the stripe is
+// superseded). Consecutive operands of one stripe whose event times are all
+// older than watermark - retain fold into one operand carrying the newest
+// seq of them (their count, sum, least first, greatest time and the
+// newest's payload); operands within retain are kept one by one; no fold
+// crosses a stripe, the history above its floor, or an edge whose ends
+// have a live vertex delete.
+// INVARIANT: a read at any seq a reader may pin (a pinned snapshot, one at
+// or above the newest seq, one at or above the history floor) returns the
+// same fold before and after a flush or compaction (only the number of
+// versions that make it changes).
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out);
 
 }  // namespace gt

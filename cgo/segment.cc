@@ -18,9 +18,9 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
 constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
-// 3; 2: before the edge filter; 1: also before edge types (read as all
-// type 0).
-constexpr uint32_t kFormatVersion = 3;
+// 4; 3: before event operands and payloads; 2: also before the edge
+// filter; 1: also before edge types (read as all type 0).
+constexpr uint32_t kFormatVersion = 4;
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
@@ -144,6 +144,7 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
     AddKept(&types_, &has_types_, static_cast<uint16_t>(t), uint16_t{0}, n_, room);
     AddKept(&times_, &has_times_, e[i].time, int64_t{0}, n_, room);
     AddKept(&w_, &has_w_, e[i].weight, 1.0, n_, room);
+    if (e[i].ext != nullptr || has_counts_ || has_pay_) AddExt(e[i].ext, room);
     min_type_ = std::min(min_type_, t);
     max_type_ = std::max(max_type_, t);
     if (i > 0 && d == e[i - 1].dst && t == VersType(e[i - 1].vers)) multi_ = true;
@@ -155,6 +156,30 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
     n_++;
   }
   offs_.push_back(n_);
+}
+
+void SegmentBuilder::AddExt(const ExtRec *x, uint64_t room) {
+  const uint64_t c = x != nullptr ? x->count : 0;
+  if (c != 0 && !has_counts_) {
+    counts_.reserve(std::max<uint64_t>(reserve_entries_, room));
+    firsts_.reserve(std::max<uint64_t>(reserve_entries_, room));
+    counts_.assign(n_, 0);
+    firsts_.assign(n_, 0);
+    has_counts_ = true;
+  }
+  if (has_counts_) {
+    counts_.push_back(c);
+    firsts_.push_back(c != 0 ? x->first : 0);
+  }
+  const uint32_t len = x != nullptr ? x->len : 0;
+  if (len != 0 && !has_pay_) {
+    pay_offs_.assign(n_ + 1, 0);
+    has_pay_ = true;
+  }
+  if (has_pay_) {
+    if (len != 0) pay_bytes_.insert(pay_bytes_.end(), x->bytes(), x->bytes() + len);
+    pay_offs_.push_back(pay_bytes_.size());
+  }
 }
 
 void SegmentBuilder::Transpose(SegmentBuilder *in) const {
@@ -216,6 +241,21 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   if (has_w_) in->w_.resize(n_);
   if (has_types_) in->types_.resize(n_);
   if (has_times_) in->times_.resize(n_);
+  if (has_counts_) {
+    in->counts_.resize(n_);
+    in->firsts_.resize(n_);
+  }
+  if (has_pay_) {
+    // The payloads' lengths at their new positions, then their offsets.
+    in->pay_offs_.assign(n_ + 1, 0);
+    for (uint64_t i = 0; i < n_; i++) in->pay_offs_[where[i] + 1] = pay_offs_[i + 1] - pay_offs_[i];
+    for (uint64_t p = 0; p < n_; p++) in->pay_offs_[p + 1] += in->pay_offs_[p];
+    in->pay_bytes_.resize(pay_bytes_.size());
+    for (uint64_t i = 0; i < n_; i++) {
+      const uint64_t len = pay_offs_[i + 1] - pay_offs_[i];
+      if (len != 0) std::memcpy(&in->pay_bytes_[in->pay_offs_[where[i]]], &pay_bytes_[pay_offs_[i]], len);
+    }
+  }
   for (size_t k = 0; k + 1 < offs_.size(); k++) {
     for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
       const uint32_t p = where[i];
@@ -227,6 +267,10 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
       if (has_w_) in->w_[p] = w_[i];
       if (has_types_) in->types_[p] = types_[i];
       if (has_times_) in->times_[p] = times_[i];
+      if (has_counts_) {
+        in->counts_[p] = counts_[i];
+        in->firsts_[p] = firsts_[i];
+      }
     }
   }
   in->n_ = n_;
@@ -236,6 +280,8 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->has_w_ = has_w_;
   in->has_types_ = has_types_;
   in->has_times_ = has_times_;
+  in->has_counts_ = has_counts_;
+  in->has_pay_ = has_pay_;
   in->max_dst_ = srcs_.back();
   in->min_seq_ = min_seq_;
   in->max_seq_ = max_seq_;
@@ -246,8 +292,8 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
 uint64_t SegmentBuilder::EstimatedBytes() const {
   const uint64_t table =
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
-  const uint64_t cols =
-      d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 + times_.size() * 8;
+  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 +
+                        times_.size() * 8 + counts_.size() * 16 + pay_offs_.size() * 8 + pay_bytes_.size();
   // The edge filter, when it will be written: at most kBloomBitsPerPair
   // bits an entry.
   const uint64_t bloom = edge_filter_ && (format_ == 0 || format_ >= 3) ? BloomBlocks(n_) * kBloomBlockWords * 4 : 0;
@@ -270,8 +316,12 @@ void SegmentBuilder::Reset() {
   w_.clear();
   types_.clear();
   times_.clear();
+  counts_.clear();
+  firsts_.clear();
+  pay_offs_.clear();
+  pay_bytes_.clear();
   n_ = 0;
-  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = has_times_ = false;
+  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = has_times_ = has_counts_ = has_pay_ = false;
   max_dst_ = 0;
   min_seq_ = UINT64_MAX;
   max_seq_ = 0;
@@ -281,6 +331,9 @@ void SegmentBuilder::Reset() {
 
 Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta) {
   if (srcs_.empty()) return Status::Internal("segment builder: finish with no vertices");
+  if (format_ != 0 && format_ < 4 && (has_counts_ || has_pay_))
+    return Status::Internal("segment builder: format version " + std::to_string(format_) +
+                            " cannot hold event operands or payloads");
   const std::string path = JoinPath(dir, SegmentFileName(id));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
@@ -299,12 +352,17 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (tomb_) flags |= kFlagTombstones;
   if (has_types_) flags |= kFlagTypes;
   if (has_times_) flags |= kFlagTimes;
+  if (has_counts_) flags |= kFlagCounts;
+  if (has_pay_) flags |= kFlagPayload;
   uint64_t table_len = dense ? dense_len : nv;
   // The edge filter of an out-edge file, over its distinct (src, dst)
   // pairs (a vertex's versions come sorted by dst: a pair's are adjacent).
   std::vector<uint32_t> bloom;
   uint64_t bloom_blocks = 0;
-  const uint32_t version = format_ != 0 ? format_ : kFormatVersion;
+  // The current format, but 3 for a file without event operands or
+  // payloads (it is the same): a store that uses none stays readable by a
+  // build that reads up to format 3.
+  const uint32_t version = format_ != 0 ? format_ : (has_counts_ || has_pay_) ? kFormatVersion : 3;
   if (edge_dir == kOut && version >= 3 && edge_filter_) {
     auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
     uint64_t pairs = 0;
@@ -369,6 +427,15 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (flags & kFlagTimes) GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
   if (flags & kFlagTypes) {
     GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
+    GT_RETURN_IF_ERROR(w.Pad8());
+  }
+  if (flags & kFlagCounts) {
+    GT_RETURN_IF_ERROR(w.Append(counts_.data(), ne * 8));
+    GT_RETURN_IF_ERROR(w.Append(firsts_.data(), ne * 8));
+  }
+  if (flags & kFlagPayload) {
+    GT_RETURN_IF_ERROR(w.Append(pay_offs_.data(), (ne + 1) * 8));
+    if (!pay_bytes_.empty()) GT_RETURN_IF_ERROR(w.Append(pay_bytes_.data(), pay_bytes_.size()));
     GT_RETURN_IF_ERROR(w.Pad8());
   }
   if (flags & kFlagBloom) GT_RETURN_IF_ERROR(w.Append(bloom.data(), bloom.size() * 4));
@@ -443,6 +510,9 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
         "segment edge filter size " + std::to_string(s->bloom_blocks_) + " does not match its flag", path, 104);
   s->min_type_ = Get<uint16_t>(h + 120);
   s->max_type_ = Get<uint16_t>(h + 122);
+  if (version < 4 && (s->flags_ & (kFlagCounts | kFlagPayload)))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with a count or payload column",
+                              path, 12);
   if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))
     return Status::Corruption("a format version 1 segment with a type or time column", path, 12);
   if (s->flags_ & kFlagTypes) {
@@ -522,15 +592,33 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->types_off_ = off;
     off += Align8(ne * 2);
   }
-  uint64_t bloom_off = 0;
+  if (s->flags_ & kFlagCounts) {
+    s->counts_off_ = off;
+    off += ne * 8;
+    s->firsts_off_ = off;
+    off += ne * 8;
+  }
+  uint64_t bloom_off = 0, bloom_bytes = 0;
   if (s->flags_ & kFlagBloom) {
     // Blocks are at most one per 32 bytes of the file: a larger count is
     // damage (and would overflow below).
     if (s->bloom_blocks_ > s->size_ / (kBloomBlockWords * 4))
       return Status::Corruption("segment edge filter larger than the file", path, 104);
-    bloom_off = off;
-    off += s->bloom_blocks_ * kBloomBlockWords * 4;
+    bloom_bytes = s->bloom_blocks_ * kBloomBlockWords * 4;
   }
+  uint64_t pay_len = 0;  // the payload bytes' section, padding included
+  if (s->flags_ & kFlagPayload) {
+    // The offsets, then the bytes up to the edge filter (or the body's end).
+    if (ne >= s->size_ / 8 || off + (ne + 1) * 8 + bloom_bytes > s->body_end_)
+      return Status::Corruption("segment payload column larger than the file", path, 40);
+    s->pay_offs_off_ = off;
+    off += (ne + 1) * 8;
+    s->pay_data_off_ = off;
+    pay_len = s->body_end_ - bloom_bytes - off;
+    off += pay_len;
+  }
+  bloom_off = off;
+  off += bloom_bytes;
   if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
   s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
   for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
@@ -560,6 +648,29 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
   if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
   if (s->flags_ & kFlagTimes) s->times_ = reinterpret_cast<const int64_t *>(s->base_ + s->times_off_);
+  if (s->flags_ & kFlagCounts) {
+    s->counts_ = reinterpret_cast<const uint64_t *>(s->base_ + s->counts_off_);
+    s->firsts_ = reinterpret_cast<const int64_t *>(s->base_ + s->firsts_off_);
+  }
+  if (s->flags_ & kFlagPayload) {
+    // The offsets must start at 0, never decrease and end within the
+    // bytes (padding under 8), or a read would run off the column.
+    GT_RETURN_IF_ERROR(s->VerifyBytes(s->pay_offs_off_, s->pay_offs_off_ + (ne + 1) * 8));
+    const uint64_t *po = reinterpret_cast<const uint64_t *>(s->base_ + s->pay_offs_off_);
+    if (po[0] != 0) return Status::Corruption("payload offsets do not start at 0", path, s->pay_offs_off_);
+    for (uint64_t i = 1; i <= ne; i++)
+      if (po[i] < po[i - 1] || po[i] > pay_len)
+        return Status::Corruption("payload offset " + std::to_string(po[i]) + " of version " + std::to_string(i - 1) +
+                                      " is not within [" + std::to_string(po[i - 1]) + ", " + std::to_string(pay_len) +
+                                      "]",
+                                  path, s->pay_offs_off_ + i * 8);
+    if (Align8(po[ne]) != pay_len)
+      return Status::Corruption(
+          "payload bytes end at " + std::to_string(po[ne]) + " but the column holds " + std::to_string(pay_len), path,
+          s->pay_offs_off_ + ne * 8);
+    s->pay_offs_ = po;
+    s->pay_data_ = s->base_ + s->pay_data_off_;
+  }
   *out = std::move(s);
   return Status::OK();
 }
@@ -688,6 +799,11 @@ void Segment::ReleasePages(uint64_t upto) const {
   if (w_) drop(w_off_, w_off_ + upto * 8);
   if (types_) drop(types_off_, types_off_ + upto * 2);
   if (times_) drop(times_off_, times_off_ + upto * 8);
+  if (counts_) {
+    drop(counts_off_, counts_off_ + upto * 8);
+    drop(firsts_off_, firsts_off_ + upto * 8);
+  }
+  if (pay_offs_) drop(pay_data_off_, pay_data_off_ + pay_offs_[upto]);
 }
 
 Status Segment::VerifyChunk(uint64_t c) const {
@@ -721,6 +837,12 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
   if (types_) GT_RETURN_IF_ERROR(VerifyBytes(types_off_ + b * 2, types_off_ + e * 2));
   if (times_) GT_RETURN_IF_ERROR(VerifyBytes(times_off_ + b * 8, times_off_ + e * 8));
+  if (counts_) {
+    GT_RETURN_IF_ERROR(VerifyBytes(counts_off_ + b * 8, counts_off_ + e * 8));
+    GT_RETURN_IF_ERROR(VerifyBytes(firsts_off_ + b * 8, firsts_off_ + e * 8));
+  }
+  // The offsets were verified at open.
+  if (pay_offs_) GT_RETURN_IF_ERROR(VerifyBytes(pay_data_off_ + pay_offs_[b], pay_data_off_ + pay_offs_[e]));
   return Status::OK();
 }
 

@@ -13,7 +13,12 @@
 //             without kBloom), u64 history_floor (0 without kHistory),
 //             u16 min_type, u16 max_type (both 0 without kTypes),
 //             u32 crc32c of bytes [0,124).
-//             Format version 3; version 2 (before the edge filter) is the
+//             Format version 4; version 3 (before event operands and
+//             payloads) is the same without kCounts and kPayload (a file
+//             of it reads as one whose versions are replace versions
+//             without payload; a file that needs neither column is still
+//             written as version 3, so that a store using no events stays
+//             readable by a build before them), version 2 (before the edge filter) is the
 //             same without kBloom, and version 1 (before edge types) also
 //             without kTypes and with 0 for min_type and max_type, and is
 //             read as a file whose every edge has type 0.
@@ -31,6 +36,17 @@
 //             pays nothing for types). In memory a version's type is in
 //             the top bits of its vers word (common.h); the file keeps it
 //             apart, in 2 bytes instead of 8.
+//   count column: u64[nentries], present iff kCounts (format 4: some
+//             version is an event operand): each version's count of events
+//             (0: not an operand; merge.h folds operands).
+//   first column: i64[nentries], present iff kCounts: an operand's least
+//             nonzero event time (0 for a version that is none).
+//   payload column: present iff kPayload (format 4: some version has a
+//             payload): u64 off[nentries+1] (off[0] = 0, monotone), then
+//             the bytes, version i's [off[i], off[i+1]), padded with zeros
+//             to 8 bytes; its length follows from the sections around it.
+//             Open verifies the offsets (and refuses damage with file and
+//             offset), so a read never runs off the column.
 //   edge filter: u32[8 * bloom_blocks], present iff kBloom (an out-edge
 //             file's, but for one compaction wrote to the bottommost
 //             level: bloom.h), over every (src, dst) pair of the file,
@@ -74,7 +90,9 @@ constexpr uint32_t kFlagTombstones = 1u << 5;
 constexpr uint32_t kFlagTypes = 1u << 6;
 constexpr uint32_t kFlagTimes = 1u << 7;
 constexpr uint32_t kFlagBloom = 1u << 8;
-constexpr uint32_t kFlagHistory = 1u << 9;  // written keeping history above history_floor
+constexpr uint32_t kFlagHistory = 1u << 9;   // written keeping history above history_floor
+constexpr uint32_t kFlagCounts = 1u << 10;   // count and first columns (format 4)
+constexpr uint32_t kFlagPayload = 1u << 11;  // payload column (format 4)
 
 std::string SegmentFileName(uint64_t id);
 
@@ -106,8 +124,9 @@ class SegmentBuilder {
   // O(n log n); it writes *in's columns directly, with 4 bytes per entry
   // and 4 per id of the span besides the two builders.
   void Transpose(SegmentBuilder *in) const;
-  // Testing only: write format version 2 (no edge filter), as an older
-  // build did; 0 is the current format.
+  // Testing only: write format version 2 (no edge filter) or 3 (no
+  // operands or payloads), as an older build did; 0 is the current format.
+  // Finish refuses a version an older format cannot hold.
   void set_format(uint32_t v) { format_ = v; }
   // Whether an out-edge file gets an edge filter (the default; an in-edge
   // file never has one, and its builder should say so for
@@ -134,16 +153,24 @@ class SegmentBuilder {
   // it, in room for at least room entries (or what Reserve asked).
   template <typename T>
   void AddKept(std::vector<T> *col, bool *kept, T x, T dflt, uint64_t n, uint64_t room);
+  // Appends a version's extras (null: none) to the count, first and
+  // payload columns, each kept once some version needs it.
+  void AddExt(const ExtRec *x, uint64_t room);
 
   std::vector<uint64_t> srcs_, offs_;
-  std::vector<uint32_t> d32_;    // while every dst < 2^32
-  std::vector<uint64_t> d64_;    // once one is not
-  std::vector<uint64_t> vers_;   // kept once has_vers_ (some seq or tombstone bit not 0); no type bits
-  std::vector<double> w_;        // kept once has_w_ (some weight not 1)
-  std::vector<uint16_t> types_;  // kept once has_types_ (some type not 0)
-  std::vector<int64_t> times_;   // kept once has_times_ (some time not 0)
+  std::vector<uint32_t> d32_;       // while every dst < 2^32
+  std::vector<uint64_t> d64_;       // once one is not
+  std::vector<uint64_t> vers_;      // kept once has_vers_ (some seq or tombstone bit not 0); no type bits
+  std::vector<double> w_;           // kept once has_w_ (some weight not 1)
+  std::vector<uint16_t> types_;     // kept once has_types_ (some type not 0)
+  std::vector<int64_t> times_;      // kept once has_times_ (some time not 0)
+  std::vector<uint64_t> counts_;    // kept once has_counts_ (some version is an operand)
+  std::vector<int64_t> firsts_;     // with counts_
+  std::vector<uint64_t> pay_offs_;  // kept once has_pay_ (some payload): n_ + 1 offsets
+  std::vector<uint8_t> pay_bytes_;
   uint64_t n_ = 0, reserve_entries_ = 0;
   bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false, has_times_ = false;
+  bool has_counts_ = false, has_pay_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
   uint32_t format_ = 0;  // 0: the current one
@@ -211,6 +238,21 @@ class Segment {
   int64_t time(uint64_t i) const { return times_ ? times_[i] : 0; }
   double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
   bool has_weights() const { return w_ != nullptr; }
+  // An event operand's count (0: a replace version) and first event time.
+  uint64_t count(uint64_t i) const { return counts_ ? counts_[i] : 0; }
+  int64_t first(uint64_t i) const { return firsts_ ? firsts_[i] : 0; }
+  // Version i's payload: its length, and *p (valid while the segment is).
+  uint32_t payload(uint64_t i, const uint8_t **p) const {
+    if (pay_offs_ == nullptr) {
+      *p = nullptr;
+      return 0;
+    }
+    *p = pay_data_ + pay_offs_[i];
+    return static_cast<uint32_t>(pay_offs_[i + 1] - pay_offs_[i]);
+  }
+  // Some version has extras (a count or a payload): reads of the file
+  // must look at them.
+  bool has_ext() const { return counts_ != nullptr || pay_offs_ != nullptr; }
   // The smallest and largest edge type here (0 and 0 without a type column).
   uint32_t min_type() const { return min_type_; }
   uint32_t max_type() const { return max_type_; }
@@ -265,11 +307,16 @@ class Segment {
   const double *w_ = nullptr;
   const uint16_t *types_ = nullptr;
   const int64_t *times_ = nullptr;
+  const uint64_t *counts_ = nullptr;
+  const int64_t *firsts_ = nullptr;
+  const uint64_t *pay_offs_ = nullptr;  // verified at open: monotone, within the column
+  const uint8_t *pay_data_ = nullptr;
   const uint32_t *bloom_ = nullptr;  // verified at open
   uint64_t bloom_blocks_ = 0;
   uint64_t history_floor_ = 0;  // with kFlagHistory
   uint32_t min_type_ = 0, max_type_ = 0;
   uint64_t dst_off_ = 0, vers_off_ = 0, w_off_ = 0, types_off_ = 0, times_off_ = 0;
+  uint64_t counts_off_ = 0, firsts_off_ = 0, pay_offs_off_ = 0, pay_data_off_ = 0;
   uint64_t chunk_size_ = 0, nchunks_ = 0, body_end_ = 0;
   const uint32_t *crcs_ = nullptr;
   // One bit per chunk: set once its crc matched. Relaxed races only cause

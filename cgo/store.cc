@@ -130,7 +130,19 @@ Retention Store::RetentionNow() {
     std::sort(r.snaps.begin(), r.snaps.end());
   }
   r.snaps.erase(std::unique(r.snaps.begin(), r.snaps.end()), r.snaps.end());
+  r.watermark = newest_time_.load(std::memory_order_relaxed);
+  r.retain_us.resize(kMaxEdgeTypes);
+  for (uint32_t t = 0; t < kMaxEdgeTypes; t++) r.retain_us[t] = retain_us_[t].load(std::memory_order_relaxed);
   return r;
+}
+
+Status Store::SetTypeRetain(uint32_t type, int64_t retain_us) {
+  if (type >= kMaxEdgeTypes)
+    return Status::Invalid("edge type " + std::to_string(type) + " out of range (max " +
+                           std::to_string(kMaxEdgeTypes - 1) + ")");
+  if (retain_us < 0) return Status::Invalid("retain must be at least 0, got " + std::to_string(retain_us));
+  retain_us_[type].store(retain_us, std::memory_order_relaxed);
+  return Status::OK();
 }
 
 void Store::UnpinSnapshot(uint64_t tau) {

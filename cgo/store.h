@@ -81,6 +81,9 @@ struct Retention {
   std::vector<uint64_t> snaps;
   bool history = false;
   uint64_t floor = 0;
+  // Event retention (RetainParams::watermark, retain_us).
+  int64_t watermark = 0;
+  std::vector<int64_t> retain_us;
 };
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
@@ -94,7 +97,15 @@ class Store {
   Store &operator=(const Store &) = delete;
 
   // Writes fail with kInvalid on a store opened read-only.
-  Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq);
+  // payload[0, payload_len): the batch's payload buffer (gt_apply_ex).
+  Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq,
+               const uint8_t *payload = nullptr, size_t payload_len = 0);
+  // Event retention (gt_set_type_retain): configuration, read by flush and
+  // compaction when they start.
+  Status SetTypeRetain(uint32_t type, int64_t retain_us);
+  // The greatest event time applied since open (0: none): retention's
+  // watermark.
+  int64_t NewestEventTime() const { return newest_time_.load(std::memory_order_relaxed); }
   Status Flush();
   // Freezes the active MemGraph for a background flush and returns the seq
   // that is durable once durable_seq reaches it.
@@ -274,6 +285,13 @@ class Store {
   std::atomic<uint64_t> compactions_{0}, compaction_nanos_{0}, compaction_read_{0}, compaction_written_{0};
   std::atomic<uint64_t> stalls_{0}, stall_nanos_{0}, bg_errors_{0};
   std::atomic<uint64_t> apply_cpu_nanos_{0};  // CPU time in Apply, both of its threads
+  // Retention (issue 42): the newest event time applied (only grows; 0
+  // until a batch with one arrives after open) and each type's retain.
+  // Flush and compaction read both when they start (RetainParams): a fold
+  // uses a watermark no newer than what was applied, so an event within
+  // retain of the newest is never folded.
+  std::atomic<int64_t> newest_time_{0};
+  std::atomic<int64_t> retain_us_[kMaxEdgeTypes] = {};
   std::atomic<uint64_t> deferred_flushes_{0};
 
   std::thread flush_thread_, compact_thread_;
@@ -288,6 +306,15 @@ struct EdgeOut {
   double *w;
   uint16_t *t;
   int64_t *tm;
+};
+
+// Where an _ext read writes each edge's extras (gt_edge_ext) and the
+// payload bytes they point to; *len receives the bytes written, or needed.
+struct ExtOut {
+  gt_edge_ext *ext;
+  uint8_t *buf;
+  size_t cap;
+  size_t *len;
 };
 
 class SnapshotReader {
@@ -313,6 +340,14 @@ class SnapshotReader {
   // The visible edges from v to dst (one per type ts holds), as
   // gt_snapshot_edge documents.
   Status Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n);
+  // gt_snapshot_edge_ext and gt_snapshot_neighbors_after_ext: Edge and
+  // NeighborsAfter with each edge's extras (x) and payload bytes.
+  Status EdgeExt(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n);
+  Status NeighborsAfterExt(uint64_t v, int dir, const TypeSet *ts, bool has_after, uint64_t after, uint32_t after_type,
+                           const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n, bool *more);
+  // gt_snapshot_edge_events.
+  Status EdgeEvents(uint64_t v, uint64_t dst, uint32_t type, int64_t since, uint64_t skip, uint64_t *seqs,
+                    const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n, bool *more, bool *folded);
 
  private:
   Store *store_;

@@ -245,7 +245,11 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   // could let the compaction apply a vertex delete newer than the tau of a
   // durable snapshot it did not see pinned.)
   const Retention ret = RetentionNow();
+  ExtArena arena;
   RetainParams rp{&ret.snaps, ver->vdel.get(), durable, plan.bottommost, ret.history, ret.floor};
+  rp.watermark = ret.watermark;
+  rp.retain_us = ret.retain_us.data();
+  rp.arena = &arena;
   // The outputs hold no version a delete up to VdelCleanSeq hides (those
   // were dropped), nor one a delete up to every input's floor hides.
   uint64_t in_floor = UINT64_MAX;
@@ -285,6 +289,7 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
     kept.clear();
     RetainVersions(runs, v, rp, &kept);
     b.AddVertex(v, kept.data(), kept.size());
+    arena.Clear();
     if (b.EstimatedBytes() >= opt_.target_segment_bytes) {
       SegMeta m;
       GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));

@@ -2,6 +2,7 @@
 // the MemGraphs and every level of the current Version, merged and
 // filtered at the snapshot's seq; and bulk copies of clean CSR ranges.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -378,7 +379,7 @@ Status SnapshotReader::Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *
   if (FastRun(runs, tau_, *ver->vdel, ts)) {
     n = runs[0].e - runs[0].b;
   } else {
-    VisibleVersions(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t, double, int64_t) { n++; });
+    VisibleEdgeIds(runs, v, tau_, *ver->vdel, ts, [&](uint64_t, uint32_t) { n++; });
   }
   *out = n;
   return Status::OK();
@@ -597,6 +598,157 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bo
     return true;
   });
   *n = k;
+  return Status::OK();
+}
+
+}  // namespace gt
+
+namespace gt {
+namespace {
+
+// Writes edge k's extras to x and its payload after the *used bytes of
+// x.buf; false, writing nothing, when the payload does not fit.
+inline bool PutExt(const ExtOut &x, size_t k, uint64_t count, int64_t first, const uint8_t *p, uint32_t len,
+                   size_t *used) {
+  if (len > x.cap - *used) return false;
+  if (x.ext != nullptr) x.ext[k] = gt_edge_ext{count, first, *used, len, 0};
+  if (len != 0) std::memcpy(x.buf + *used, p, len);
+  *used += len;
+  return true;
+}
+
+}  // namespace
+
+Status SnapshotReader::EdgeExt(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, const ExtOut &x,
+                               size_t cap, size_t *n) {
+  *n = 0;
+  *x.len = 0;
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, kOut, v, m, &runs, &dst));
+  }
+  size_t k = 0, used = 0, need = 0;
+  bool fits = true;
+  VisibleEdges<true>(runs, v, tau_, *ver->vdel, ts, [&](const Folded &f) {
+    need += f.payload_len;
+    if (k < cap && fits) {
+      PutColumns(o, k, f.weight, f.type, f.time);
+      fits = PutExt(x, k, f.count, f.first, f.payload, f.payload_len, &used);
+    }
+    k++;
+  });
+  *n = k;
+  *x.len = need;
+  if (k > cap || !fits) return Status{Code::kBuffer, "edge buffer too small", "", 0};
+  return Status::OK();
+}
+
+Status SnapshotReader::NeighborsAfterExt(uint64_t v, int dir, const TypeSet *ts, bool has_after, uint64_t after,
+                                         uint32_t after_type, const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n,
+                                         bool *more) {
+  *n = 0;
+  *more = false;
+  *x.len = 0;
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, dir, v, m, &runs));
+  }
+  auto past = [&](uint64_t d, uint32_t t) { return d > after || (d == after && t < after_type); };
+  if (has_after) {
+    for (Run &r : runs) r.b = SeekDst(r, after);
+  }
+  // No bulk copy here: each edge's extras and payload come from its fold.
+  size_t k = 0, used = 0;
+  Status st;
+  VisibleEdges<true>(runs, v, tau_, *ver->vdel, ts, [&](const Folded &f) -> bool {
+    if (has_after && !past(f.dst, f.type)) return true;
+    if (k == cap) {
+      *more = true;
+      return false;
+    }
+    if (!PutExt(x, k, f.count, f.first, f.payload, f.payload_len, &used)) {
+      if (k == 0) {
+        *x.len = f.payload_len;
+        st = Status{Code::kBuffer, "payload buffer too small for one edge", "", 0};
+      } else {
+        *more = true;  // the next page starts at this edge
+      }
+      return false;
+    }
+    Put(o, k, f.dst, f.weight, f.type, f.time);
+    k++;
+    return true;
+  });
+  if (!st.ok()) return st;
+  *n = k;
+  *x.len = used;
+  return Status::OK();
+}
+
+Status SnapshotReader::EdgeEvents(uint64_t v, uint64_t dst, uint32_t type, int64_t since, uint64_t skip, uint64_t *seqs,
+                                  const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n, bool *more, bool *folded) {
+  *n = 0;
+  *more = false;
+  *folded = false;
+  *x.len = 0;
+  if (type >= kMaxEdgeTypes)
+    return Status::Invalid("edge type " + std::to_string(type) + " out of range (max " +
+                           std::to_string(kMaxEdgeTypes - 1) + ")");
+  auto ver = store_->Current();
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  {
+    VisibleMems mems(*ver, tau_);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, kOut, v, m, &runs, &dst));
+  }
+  size_t k = 0, used = 0;
+  uint64_t skipped = 0;
+  bool full = false;
+  Status st;
+  EdgeOperands(runs, v, dst, type, tau_, *ver->vdel, [&](const Run &r, uint64_t i) -> bool {
+    const uint64_t c = r.count(i);
+    if (c > 1) {
+      *folded = true;  // retention folded these: not listed one by one
+      return !full;
+    }
+    if (full) return true;
+    const int64_t tm = r.time(i);
+    if (tm < since) return true;
+    if (skipped < skip) {
+      skipped++;
+      return true;
+    }
+    if (k == cap) {
+      *more = true;
+      full = true;
+      return true;  // on, to learn whether older events were folded
+    }
+    const uint8_t *p;
+    const uint32_t len = r.payload(i, &p);
+    if (!PutExt(x, k, 1, r.first(i), p, len, &used)) {
+      if (k == 0) {
+        *x.len = len;
+        st = Status{Code::kBuffer, "payload buffer too small for one event", "", 0};
+        return false;
+      }
+      *more = true;
+      full = true;
+      return true;
+    }
+    if (seqs != nullptr) seqs[k] = VersSeq(r.vers(i));
+    PutColumns(o, k, r.weight(i), type, tm);
+    k++;
+    return true;
+  });
+  if (!st.ok()) return st;
+  *n = k;
+  *x.len = used;
   return Status::OK();
 }
 

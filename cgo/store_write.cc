@@ -47,7 +47,8 @@ Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) 
   return Status::OK();
 }
 
-Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out) {
+Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq_out,
+                    const uint8_t *payload, size_t payload_len) {
   // The CPU time of this call, the MemGraph's helper thread's share
   // included (gt_metrics.apply_cpu_nanos), whatever way it returns.
   struct CpuAccount {
@@ -60,8 +61,10 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   } cpu{&apply_cpu_nanos_};
   if (opt_.read_only) return Status::Invalid("store is open read-only");
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
+  if (payload_len > 0 && payload == nullptr) return Status::Invalid("payload is null");
   bool has_vdel = false;
   size_t ncells = 0;
+  int64_t newest_time = 0;
   uint64_t max_low = 0, max_high = 0;  // one past, per band
   for (size_t i = 0; i < n; i++) {
     const gt_op &op = ops[i];
@@ -89,6 +92,18 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
       return Status::Invalid("op " + std::to_string(i) +
                              ": a vertex delete removes edges of every type; its type must be 0");
+    if ((op.flags & ~uint32_t{GT_OP_ACCUMULATE}) != 0)
+      return Status::Invalid("op " + std::to_string(i) + ": unknown flags " + std::to_string(op.flags));
+    if ((op.flags != 0 || op.payload_len != 0) && op.kind != GT_OP_UPSERT)
+      return Status::Invalid("op " + std::to_string(i) + ": only an upsert accumulates or carries a payload");
+    if (op.payload_len > GT_MAX_PAYLOAD)
+      return Status::Invalid("op " + std::to_string(i) + ": payload of " + std::to_string(op.payload_len) +
+                             " bytes is longer than " + std::to_string(GT_MAX_PAYLOAD));
+    if (op.payload_len != 0 && (op.payload_off > payload_len || payload_len - op.payload_off < op.payload_len))
+      return Status::Invalid("op " + std::to_string(i) + ": payload [" + std::to_string(op.payload_off) + ", +" +
+                             std::to_string(op.payload_len) + ") is not within the batch's " +
+                             std::to_string(payload_len) + " payload bytes");
+    if (op.kind == GT_OP_UPSERT || op.kind == GT_OP_DELETE_EDGE) newest_time = std::max(newest_time, op.time);
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
     for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX || cell ? op.src : op.dst}) {
       if (v < GT_HIGH_ID_BASE)
@@ -151,9 +166,13 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     // Cells first: the edge MemGraph's Apply counts the batch (empty(),
     // first_seq) and records its source position, so it goes last.
     ver->active->cells()->Apply(cops.data(), cops.size(), seq, cskip, nullptr, 0);
-    cpu.helper = ver->active->Apply(eops.data(), eops.size(), seq, eskip, srcpos, srcpos_len);
+    cpu.helper = ver->active->Apply(eops.data(), eops.size(), seq, eskip, srcpos, srcpos_len, payload, payload_len);
   } else {
-    cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len);
+    cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len, payload, payload_len);
+  }
+  // Retention's watermark: only ever raised, and only by what is applied.
+  int64_t wm = newest_time_.load(std::memory_order_relaxed);
+  while (newest_time > wm && !newest_time_.compare_exchange_weak(wm, newest_time, std::memory_order_relaxed)) {
   }
   ver->active->RaiseBounds(max_low, max_high);
   if (has_vdel) {
@@ -261,7 +280,11 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
     durable = durable_seq_;
   }
   const Retention ret = RetentionNow();  // after durable: see RunCompaction
+  ExtArena arena;
   RetainParams rp{&ret.snaps, vdel.get(), durable, false, ret.history, ret.floor};
+  rp.watermark = ret.watermark;
+  rp.retain_us = ret.retain_us.data();
+  rp.arena = &arena;
   const uint64_t vdel_clean = VdelCleanSeq(rp);
   std::vector<SegMeta> metas;
   std::vector<Entry> ents, kept;
@@ -278,6 +301,7 @@ Status Store::FlushMemGraph(const std::shared_ptr<MemGraph> &mem) {
       kept.clear();
       RetainVersions(runs, v, rp, &kept);
       b.AddVertex(v, kept.data(), kept.size());
+      arena.Clear();
     });
   };
   b.Reserve(mem->vertices(kOut), mem->entries());

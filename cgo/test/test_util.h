@@ -106,6 +106,7 @@ struct Layout {
   uint64_t size, flags, nverts, nentries, table_len, chunk_size;
   uint64_t table_off, table_bytes, dst_off, dst_width, vers_off, w_off, body_end, nchunks, crc_off, foot_off;
   uint64_t times_off = 0, types_off = 0, bloom_off = 0, bloom_bytes = 0;
+  uint64_t counts_off = 0, firsts_off = 0, pay_offs_off = 0, pay_data_off = 0, pay_len = 0;
 
   explicit Layout(const std::string &d) {
     size = d.size();
@@ -135,6 +136,20 @@ struct Layout {
     if (flags & gt::kFlagTypes) {
       types_off = off;
       off += (nentries * 2 + 7) & ~uint64_t(7);
+    }
+    if (flags & gt::kFlagCounts) {
+      counts_off = off;
+      off += nentries * 8;
+      firsts_off = off;
+      off += nentries * 8;
+    }
+    if (flags & gt::kFlagPayload) {
+      // Offsets [nentries+1], then the bytes to the last offset, padded to 8.
+      pay_offs_off = off;
+      off += (nentries + 1) * 8;
+      pay_data_off = off;
+      pay_len = (GetLE<uint64_t>(d, pay_offs_off + nentries * 8) + 7) & ~uint64_t(7);
+      off += pay_len;
     }
     if (flags & gt::kFlagBloom) {
       bloom_off = off;

@@ -189,6 +189,20 @@ func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err er
 			err = cerr
 		}
 	}()
+	// The mapping's types' aggregates, before anything is applied.
+	if mapping != nil {
+		as, err := mapping.TypeAggregates()
+		if err != nil {
+			return err
+		}
+		byNum, err := bulk.ResolveAggregates(as, d.Types)
+		if err != nil {
+			return err
+		}
+		if _, err := bulk.ConfigureAggregates(d.Store, byNum); err != nil {
+			return err
+		}
+	}
 	// serve could not replay what load applies into the analytics of its
 	// checkpoint: they compute from the store at the next start.
 	if err := datadir.DropCheckpoint(o.dir); err != nil {

@@ -51,6 +51,8 @@ type queryOptions struct {
 	analytic  string
 	damping   float64
 	tolerance float64
+	window    string    // edge, neighbors, events: --window
+	eventType string    // events: --type
 	follow    bool      // changes: follow them (--follow)
 	out       io.Writer // where a follow prints, a change at a time
 
@@ -161,6 +163,7 @@ bearer token).
   degree V         V's out- or in-degree
   vertex V         whether V exists, and its record (label and props)
   edge A B         the edges from A to B (one per edge type), or none
+  events A B       the events of the accumulate edge from A to B, one by one
   changes          the edges that differ between --from and --to seqs, or
                    with --follow the operations as they are applied (--server)
   path A B         a shortest path from A to B (by hops, or --weighted)
@@ -235,6 +238,9 @@ the YAML file given by --config, keyed by flag name.`
 		fs.StringVar(&o.asOfSeq, "as-of-seq", "", "read the store as it was at this sequence number (the store must keep it: serve --history-seqs or --history-retention)")
 		fs.StringVar(&o.asOfTime, "as-of-time", "", "read the store as it was at this RFC 3339 time, e.g. 2026-11-26T10:15:00Z (the seq that was newest then)")
 	}
+	windowFlag := func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.window, "window", "", "add each accumulate edge's events of this last stretch of event time (1h, 90m): their count and sum, and the newest of them listed (--limit in all)")
+	}
 	dirFlags := func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.direction, "direction", o.direction, "out-edges or in-edges (in needs a store with in-edges)")
 		fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
@@ -246,6 +252,7 @@ the YAML file given by --config, keyed by flag name.`
 			"  graphtide query neighbors alice --types payment\n  graphtide query neighbors 42 --limit 100 --cursor AW4BBQ... --server http://127.0.0.1:9464",
 			cobra.ExactArgs(1), func(fs *pflag.FlagSet) {
 				dirFlags(fs)
+				windowFlag(fs)
 				fs.IntVar(&o.limit, "limit", o.limit, "neighbors to list (at most 10000)")
 				fs.StringVar(&o.cursor, "cursor", "", "the next page: the cursor of the previous page's more: line (any replica continues it)")
 				fs.StringVar(&o.after, "after", "", "list only edges past this neighbor (a number, or a key): the next page")
@@ -278,15 +285,37 @@ the YAML file given by --config, keyed by flag name.`
 				r, err := q.Vertex(ctx, args[0], o.read())
 				return r, r.WriteText, err
 			}),
-		sub("edge A B", "Look up the edges from A to B: their weights, types and event times",
-			"  graphtide query edge alice bob\n  graphtide query edge 42 977 --types payment --server http://127.0.0.1:9464",
+		sub("edge A B", "Look up the edges from A to B: their weights, types, event times, references, properties and aggregates",
+			"  graphtide query edge alice bob\n  graphtide query edge 42 977 --types payment --server http://127.0.0.1:9464\n  graphtide query edge acct-123 acct-9 --types payment --window 1h",
 			cobra.ExactArgs(2), func(fs *pflag.FlagSet) {
 				fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
 				typesFlag(fs)
+				windowFlag(fs)
+				fs.IntVar(&o.limit, "limit", o.limit, "with --window: the most events to list, in all (at most 10000)")
 				asOfFlag(fs)
 			},
 			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
-				r, err := q.Edge(ctx, args[0], args[1], o.read())
+				if o.window == "" && o.limit != 1000 {
+					return nil, nil, errors.New("--limit bounds the events a --window lists: give --window too")
+				}
+				ro := o.read()
+				ro.EventLimit = o.limit
+				r, err := q.Edge(ctx, args[0], args[1], ro)
+				return r, r.WriteText, err
+			}),
+		sub("events A B", "List the events of the accumulate edge from A to B one by one (newest first), with their count and sum",
+			"  graphtide query events acct-123 acct-9 --type payment\n  graphtide query events acct-123 acct-9 --type payment --window 1h --server http://127.0.0.1:9464",
+			cobra.ExactArgs(2), func(fs *pflag.FlagSet) {
+				fs.StringVar(&o.view, "view", o.view, "fresh (everything ingested) or stale (flushed data only)")
+				fs.StringVar(&o.eventType, "type", "", "the edge's type, a name or number (default: the default type)")
+				fs.StringVar(&o.window, "window", "", "only the events of this last stretch of event time (1h, 90m), ending at the store's newest event time")
+				fs.IntVar(&o.limit, "limit", o.limit, "the most events to list (at most 10000)")
+				asOfFlag(fs)
+			},
+			func(ctx context.Context, q *api.Querier, args []string) (any, func(io.Writer), error) {
+				ro := o.read()
+				ro.EventLimit = o.limit
+				r, err := q.Events(ctx, args[0], args[1], o.eventType, ro)
 				return r, r.WriteText, err
 			}),
 		sub("changes", "List the edges that differ between two sequence numbers (added, removed, re-weighted), or follow the operations as they are applied",
@@ -396,7 +425,7 @@ func (o *queryOptions) open() (*api.Querier, error) {
 }
 
 func (o *queryOptions) read() api.ReadOptions {
-	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types, AsOfSeq: o.asOfSeq, AsOfTime: o.asOfTime}
+	return api.ReadOptions{Dir: o.direction, View: o.view, Types: o.types, AsOfSeq: o.asOfSeq, AsOfTime: o.asOfTime, Window: o.window}
 }
 
 func (o *queryOptions) analyticQuery() api.AnalyticQuery {

@@ -216,7 +216,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/vertices/1/degree?dir=up", nil, 400, `dir must be out or in, got "up"`)
 		// view=private is refused with the reason and what to use instead,
 		// on every read that takes a view.
-		for _, path := range []string{"/v1/vertices/1/neighbors", "/v1/vertices/1/degree", "/v1/vertices/1", "/v1/edges/1/2"} {
+		for _, path := range []string{"/v1/vertices/1/neighbors", "/v1/vertices/1/degree", "/v1/vertices/1", "/v1/edges/1/2", "/v1/edges/1/2/events"} {
 			r := c.expect("GET", path+"?view=private", nil, 400, "view=private is not offered over HTTP: a private view is a copy of the graph that one program owns")
 			for _, want := range []string{"use view=fresh", "view=stale", "DB.OpenView (docs/embedding.md)"} {
 				if !strings.Contains(r.errorMsg(), want) {
@@ -237,7 +237,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		c.expect("GET", "/v1/vertices/1/neighbors?limit=1&limit=2", nil, 400, `query parameter "limit" is given 2 times`)
 		c.expect("GET", "/v1/vertices/1/degree?direction=in", nil, 400, `unknown query parameter "direction"; allowed: dir, view`)
 		c.expect("GET", "/v1/edges/1/nobody", nil, 404, `vertex "nobody" is neither an id nor a known key`)
-		c.expect("GET", "/v1/edges/1/2?dir=in", nil, 400, `unknown query parameter "dir"; allowed: view, types`)
+		c.expect("GET", "/v1/edges/1/2?dir=in", nil, 400, `unknown query parameter "dir"; allowed: view, types, window, limit`)
 		c.expect("GET", "/v1/edges/9223372036854775808/2", nil, 400, "src: vertex id 9223372036854775808 is above the largest allowed")
 	})
 	t.Run("paths", func(t *testing.T) {
@@ -331,7 +331,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		// A server whose deadline has passed before any work starts.
 		_, slow := serve(t, f, func(c *Config) { c.Limits.RequestTimeout = time.Nanosecond })
 		sc := newClient(t, slow, "", cov)
-		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/paths?from=1&to=2", "/v1/changes?from=1&to=1"} {
+		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/edges/1/2/events", "/v1/paths?from=1&to=2", "/v1/changes?from=1&to=1"} {
 			sc.expect("GET", p, nil, 503, "request took longer than its timeout of 1ns (serve --http-request-timeout)")
 		}
 		// A path search with a budget of one edge.
@@ -467,7 +467,7 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 		}
 		want := fmt.Sprintf("as_of_seq %d: seq %d is older than the oldest readable one, %d (history retention) (readable now: %d to %d)",
 			f.durableSeq, f.durableSeq, f.lastSeq, f.lastSeq, f.lastSeq)
-		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2"} {
+		for _, p := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/edges/1/2/events"} {
 			c.expect("GET", fmt.Sprintf("%s?as_of_seq=%d", p, f.durableSeq), nil, 410, want)
 		}
 		c.expect("GET", fmt.Sprintf("/v1/paths?from=1&to=2&as_of_seq=%d", f.durableSeq), nil, 410, want)
@@ -684,6 +684,12 @@ func checkReads(t *testing.T, c *client, f *fixture, nv int, inEdges bool) {
 					}
 					if fmt.Sprint(e) != fmt.Sprint(want) {
 						t.Errorf("%s edge %d -> %d: %+v, want %+v", view, v, w, e, want)
+					}
+					// A replace edge (the fixture's are) has no events.
+					var ev EventsResponse
+					c.get(fmt.Sprintf("/v1/edges/%s/%s/events%s", vp, url.PathEscape(f.vertexParam(w)), vq), &ev)
+					if ev.Count != 0 || len(ev.Events) != 0 || ev.Folded || ev.Seq != seq {
+						t.Errorf("%s events of the replace edge %d -> %d: %+v", view, v, w, ev)
 					}
 				}
 			}

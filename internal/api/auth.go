@@ -82,6 +82,7 @@ var routeScopes = map[string]Scope{
 	"GET /v1/vertices/{v}/degree":           ScopeRead,
 	"GET /v1/vertices/{v}/neighbors":        ScopeRead,
 	"GET /v1/edges/{src}/{dst}":             ScopeRead,
+	"GET /v1/edges/{src}/{dst}/events":      ScopeRead,
 	"GET /v1/changes":                       ScopeRead,
 	"POST /v1/batches":                      ScopeWrite,
 	"GET /v1/paths":                         ScopeRead,

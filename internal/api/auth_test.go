@@ -31,6 +31,7 @@ var wantScope = map[string]string{
 	"GET /v1/vertices/{v}/degree":           "read",
 	"GET /v1/vertices/{v}/neighbors":        "read",
 	"GET /v1/edges/{src}/{dst}":             "read",
+	"GET /v1/edges/{src}/{dst}/events":      "read",
 	"GET /v1/changes":                       "read",
 	"POST /v1/batches":                      "write",
 	"GET /v1/paths":                         "read",

@@ -39,14 +39,15 @@ func checkBatches(t *testing.T, c *client, fw *fakeWriter) {
 	fw.next = func(r *writes.Request) (writes.Result, error) {
 		return writes.Result{Outcome: writes.Outcome{Applied: true, Seq: 42}, Partition: 0, Offset: 7}, nil
 	}
-	body := `{"ops":[{"op":"add","src":"alice","dst":17,"weight":2.5},{"op":"delete_vertex","src":3}],` +
+	body := `{"ops":[{"op":"add","src":"alice","dst":17,"weight":2.5,"ref":"e-91","props":{"currency":"EUR"}},{"op":"delete_vertex","src":3}],` +
 		`"conditions":[{"kind":"edge_absent","src":"alice","dst":17},{"kind":"degree_at_most","vertex":"alice","value":3}]}`
 	r := c.do("POST", "/v1/batches", []byte(body), true)
 	var got BatchResponse
 	if err := json.Unmarshal(r.body, &got); err != nil || r.status != 200 || got != (BatchResponse{Applied: true, Seq: 42, Offset: 7}) {
 		t.Fatalf("applied: %v (%+v, %v)", r, got, err)
 	}
-	if req := fw.last(); len(req.Conditions) != 2 || req.IdempotencyKey != "" || !strings.Contains(string(req.Ops), `"alice"`) {
+	if req := fw.last(); len(req.Conditions) != 2 || req.IdempotencyKey != "" || !strings.Contains(string(req.Ops), `"alice"`) ||
+		!strings.Contains(string(req.Ops), `"ref":"e-91","props":{"currency":"EUR"}`) {
 		t.Errorf("the writer got %+v", req)
 	}
 
@@ -99,6 +100,8 @@ func checkBatches(t *testing.T, c *client, fw *fakeWriter) {
 		`{"ops":[{"src":1,"dst":1.5}]}`:                                                                    "ops: decode json",
 		`{"ops":[{"src":1,"dst":2,"weight":"heavy"}]}`:                                                     "ops: decode json",
 		`{"ops":[{"src":1,"dst":2,"type":"a,b"}]}`:                                                         "comma",
+		`{"ops":[{"op":"delete","src":1,"dst":2,"ref":"e-91"}]}`:                                           "ref not allowed for delete_edge",
+		`{"ops":[{"src":1,"dst":2,"props":["EUR"]}]}`:                                                      "props must be a JSON object",
 		`{"ops":[{"src":1,"dst":2}],"colour":"red"}`:                                                       `unknown field "colour"`,
 		`{"ops":[{"src":1,"dst":2}]} {}`:                                                                   "nothing after it",
 		`{"ops":[{"src":1,"dst":2}],"conditions":[{"kind":"vertex_exists","vertex":4611686018427387904}]}`: "in the range of string keys",

@@ -215,6 +215,11 @@ type ReadOptions struct {
 	// AsOfTime reads it as it was at that RFC 3339 time (the seq that was
 	// newest then); at most one of the two.
 	AsOfTime string
+	// Window (edge and neighbors reads) adds each accumulate edge's
+	// events within that duration of event time ("1h"; "": none), at
+	// most EventLimit of them listed in all (0: the server's default).
+	Window     string
+	EventLimit int
 }
 
 func (o ReadOptions) values() url.Values {
@@ -234,13 +239,18 @@ func (o ReadOptions) values() url.Values {
 	if o.AsOfTime != "" {
 		q.Set("as_of_time", o.AsOfTime)
 	}
+	if o.Window != "" {
+		q.Set("window", o.Window)
+	}
 	return q
 }
 
 // Degree asks for v's degree; v is an id or a string key.
 func (c *Client) Degree(ctx context.Context, v string, o ReadOptions) (DegreeResponse, error) {
+	q := o.values()
+	q.Del("window")
 	var r DegreeResponse
-	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/degree", o.values(), nil, &r)
+	return r, c.do(ctx, http.MethodGet, vertexPath(v)+"/degree", q, nil, &r)
 }
 
 // Neighbors asks for one page of v's edges, past the edge pg names (at
@@ -270,6 +280,7 @@ func (c *Client) Vertex(ctx context.Context, v string, o ReadOptions) (VertexRes
 	q := o.values()
 	q.Del("dir")
 	q.Del("types")
+	q.Del("window")
 	var r VertexResponse
 	return r, c.do(ctx, http.MethodGet, vertexPath(v), q, nil, &r)
 }
@@ -279,8 +290,28 @@ func (c *Client) Vertex(ctx context.Context, v string, o ReadOptions) (VertexRes
 func (c *Client) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeResponse, error) {
 	q := o.values()
 	q.Del("dir")
+	if o.Window != "" && o.EventLimit > 0 {
+		q.Set("limit", strconv.Itoa(o.EventLimit))
+	}
 	var r EdgeResponse
 	return r, c.do(ctx, http.MethodGet, "/v1/edges/"+url.PathEscape(src)+"/"+url.PathEscape(dst), q, nil, &r)
+}
+
+// Events asks for the events of the accumulate edge (src, dst, typ)
+// held one by one (within o.Window when given), at most o.EventLimit (0:
+// the server's default); o.Dir and o.Types are not sent.
+func (c *Client) Events(ctx context.Context, src, dst, typ string, o ReadOptions) (EventsResponse, error) {
+	q := o.values()
+	q.Del("dir")
+	q.Del("types")
+	if typ != "" {
+		q.Set("type", typ)
+	}
+	if o.EventLimit > 0 {
+		q.Set("limit", strconv.Itoa(o.EventLimit))
+	}
+	var r EventsResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/edges/"+url.PathEscape(src)+"/"+url.PathEscape(dst)+"/events", q, nil, &r)
 }
 
 // Changes asks for a page of the out-edges (of types) that differ between

@@ -27,14 +27,15 @@ var OpenAPI []byte
 // queryParams are the query parameters each route takes, by its pattern
 // (none when absent); checkBounds bounds each value (ParamLimit).
 var queryParams = map[string][]string{
-	"GET /v1/vertices/{v}":           {"view", "as_of_seq", "as_of_time"},
-	"GET /v1/vertices/{v}/degree":    {"dir", "view", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/vertices/{v}/neighbors": {"dir", "view", "limit", "cursor", "after", "after_type", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/edges/{src}/{dst}":      {"view", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/changes":                {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type", "follow", "wait"},
-	"GET /v1/paths":                  {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
-	"GET /v1/analytics/{name}/top":   {"k"},
-	"GET /v1/alerts":                 {"analytic", "limit"},
+	"GET /v1/vertices/{v}":             {"view", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/degree":      {"dir", "view", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/vertices/{v}/neighbors":   {"dir", "view", "limit", "cursor", "after", "after_type", "types", "window", "as_of_seq", "as_of_time"},
+	"GET /v1/edges/{src}/{dst}":        {"view", "types", "window", "limit", "as_of_seq", "as_of_time"},
+	"GET /v1/edges/{src}/{dst}/events": {"type", "window", "limit", "view", "as_of_seq", "as_of_time"},
+	"GET /v1/changes":                  {"from", "to", "from_time", "to_time", "types", "limit", "cursor", "after", "after_dst", "after_type", "follow", "wait"},
+	"GET /v1/paths":                    {"from", "to", "weighted", "max_depth", "types", "as_of_seq", "as_of_time"},
+	"GET /v1/analytics/{name}/top":     {"k"},
+	"GET /v1/alerts":                   {"analytic", "limit"},
 }
 
 // params checks r's query against the parameters its route takes
@@ -199,7 +200,58 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.reader.Edge(r.Context(), src, dst, at, q.Get("types"))
+	win, err := s.window(q)
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Edge(r.Context(), src, dst, at, q.Get("types"), win)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// window reads a read's window= and limit= (EventWindow; limit bounds
+// the events a window lists, and is ignored without one).
+func (s *Server) window(q url.Values) (EventWindow, error) {
+	d, err := ParseWindow(q.Get("window"))
+	if err != nil {
+		return EventWindow{}, err
+	}
+	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
+	if err != nil {
+		return EventWindow{}, err
+	}
+	return EventWindow{Window: d, Limit: limit}, nil
+}
+
+func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request) error {
+	q, err := params(r)
+	if err != nil {
+		return err
+	}
+	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
+	if err != nil {
+		return err
+	}
+	src, err := s.vertex("src", r.PathValue("src"))
+	if err != nil {
+		return err
+	}
+	dst, err := s.vertex("dst", r.PathValue("dst"))
+	if err != nil {
+		return err
+	}
+	d, err := ParseWindow(q.Get("window"))
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Events(r.Context(), src, dst, q.Get("type"), at, EventWindow{Window: d, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -282,7 +334,11 @@ func (s *Server) neighbors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.reader.Neighbors(r.Context(), v, dir, at, q.Get("types"), after, limit)
+	d, err := ParseWindow(q.Get("window"))
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Neighbors(r.Context(), v, dir, at, q.Get("types"), after, limit, EventWindow{Window: d, Limit: limit})
 	if err != nil {
 		return err
 	}

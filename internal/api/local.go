@@ -87,7 +87,12 @@ func (l *Local) Neighbors(ctx context.Context, v string, o ReadOptions, pg PageO
 	if err != nil {
 		return NeighborsResponse{}, err
 	}
-	return l.q.Neighbors(ctx, id, dir, at, o.Types, after, pageLimit(pg.Limit))
+	w, err := ParseWindow(o.Window)
+	if err != nil {
+		return NeighborsResponse{}, err
+	}
+	limit := pageLimit(pg.Limit)
+	return l.q.Neighbors(ctx, id, dir, at, o.Types, after, limit, EventWindow{Window: w, Limit: limit})
 }
 
 // pageLimit is a page's limit: 0 takes the server's default
@@ -128,7 +133,35 @@ func (l *Local) Edge(ctx context.Context, src, dst string, o ReadOptions) (EdgeR
 	if err != nil {
 		return EdgeResponse{}, err
 	}
-	return l.q.Edge(ctx, a, b, at, o.Types)
+	w, err := ParseWindow(o.Window)
+	if err != nil {
+		return EdgeResponse{}, err
+	}
+	return l.q.Edge(ctx, a, b, at, o.Types, EventWindow{Window: w, Limit: pageLimit(o.EventLimit)})
+}
+
+// Events is the events of the accumulate edge (src, dst, typ) held one
+// by one (within o.Window when given), at most o.EventLimit (0: 1000).
+// A data directory knows no retain (configuration): the window lists the
+// events it still holds one by one.
+func (l *Local) Events(ctx context.Context, src, dst, typ string, o ReadOptions) (EventsResponse, error) {
+	a, err := l.vertex(src)
+	if err != nil {
+		return EventsResponse{}, err
+	}
+	b, err := l.vertex(dst)
+	if err != nil {
+		return EventsResponse{}, err
+	}
+	_, at, err := o.parse()
+	if err != nil {
+		return EventsResponse{}, err
+	}
+	w, err := ParseWindow(o.Window)
+	if err != nil {
+		return EventsResponse{}, err
+	}
+	return l.q.Events(ctx, a, b, typ, at, EventWindow{Window: w, Limit: pageLimit(o.EventLimit)})
 }
 
 // Changes is a page of the out-edges (of types) that differ between seq

@@ -37,6 +37,11 @@ type pageEdge struct {
 	w   float64
 	tm  int64
 	pos Position
+	// An accumulate edge's count of events (0: replace) and first event
+	// time; the edge's (newest event's) reference and properties.
+	count      uint64
+	first      int64
+	ref, props string
 }
 
 // pageChunk is how many edges one read of the store takes while a page
@@ -85,17 +90,34 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 	// read calls f with each of u's edges from the one past cur (nil: the
 	// first) on, in the store's order, chunk at a time, until f returns
 	// false or none is left.
-	read := func(cur *engine.EdgeCursor, chunk int, f func(e pageEdge) bool) error {
+	// With ext, the edges' aggregates and payloads too (the numbers'
+	// band, whose reads follow the page); the key band's page gets them
+	// by a lookup of each edge it keeps (withExt), so that reading the
+	// band costs no payloads.
+	read := func(cur *engine.EdgeCursor, chunk int, ext bool, f func(e pageEdge) bool) error {
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			p, err := v.NeighborsPage(u, dir, cur, chunk, true)
+			var p engine.Page
+			var err error
+			if ext {
+				p, err = v.NeighborsPageExt(u, dir, cur, chunk)
+			} else {
+				p, err = v.NeighborsPage(u, dir, cur, chunk, true)
+			}
 			if err != nil {
 				return err
 			}
 			for i, d := range p.Dsts {
-				if !f(pageEdge{dst: d, typ: p.Types[i], w: p.Weights[i], tm: p.Times[i]}) {
+				e := pageEdge{dst: d, typ: p.Types[i], w: p.Weights[i], tm: p.Times[i]}
+				if p.Counts != nil {
+					e.count, e.first = p.Counts[i], p.FirstTimes[i]
+				}
+				if p.Refs != nil {
+					e.ref, e.props = p.Refs[i], p.Props[i]
+				}
+				if !f(e) {
 					return nil
 				}
 			}
@@ -134,7 +156,7 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 		}
 		full := false
 		// The page and the edge after it, in reads of at least 64.
-		err := read(start, min(pageChunk, max(limit+1, 64)), func(e pageEdge) bool {
+		err := read(start, min(pageChunk, max(limit+1, 64)), true, func(e pageEdge) bool {
 			if e.dst >= split {
 				keyBand = true
 				return false
@@ -165,7 +187,7 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 	room := limit - len(out)
 	h := make(edgeHeap, 0, min(room, pageChunk))
 	inBand := 0
-	err := read(&engine.EdgeCursor{Dst: split - 1, Type: 0}, pageChunk, func(e pageEdge) bool {
+	err := read(&engine.EdgeCursor{Dst: split - 1, Type: 0}, pageChunk, false, func(e pageEdge) bool {
 		e.pos = q.vertexPos(e.dst)
 		e.pos.Type = typeName(e.typ)
 		if !past(e.pos) {
@@ -185,5 +207,37 @@ func (q Reader) orderedPage(ctx context.Context, v *views.StaticView, u uint64, 
 		return nil, false, err
 	}
 	slices.SortFunc(h, func(a, b pageEdge) int { return comparePositions(a.pos, b.pos) })
+	if err := withExt(v, u, dir, h); err != nil {
+		return nil, false, err
+	}
 	return append(out, h...), inBand > room, nil
+}
+
+// withExt gives the edges es of u (in direction dir) their aggregates and
+// payloads, by a lookup of each (an edge lookup reads out-edges: an
+// in-edge is its other end's out-edge).
+func withExt(v *views.StaticView, u uint64, dir engine.Direction, es []pageEdge) error {
+	for k := range es {
+		e := &es[k]
+		src, dst := u, e.dst
+		if dir == engine.In {
+			src, dst = e.dst, u
+		}
+		c, err := v.Edge(src, dst)
+		if err != nil {
+			return err
+		}
+		for i, t := range c.Types {
+			if t != e.typ {
+				continue
+			}
+			if c.Counts != nil {
+				e.count, e.first = c.Counts[i], c.FirstTimes[i]
+			}
+			if c.Refs != nil {
+				e.ref, e.props = c.Refs[i], c.Props[i]
+			}
+		}
+	}
+	return nil
 }

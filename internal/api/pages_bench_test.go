@@ -57,7 +57,7 @@ func BenchmarkNeighborPage(b *testing.B) {
 			after := &Position{Key: keyed, Num: n / 2, Name: fmt.Sprintf("k%07d", n/2)}
 			b.ResetTimer()
 			for range b.N {
-				r, err := q.Neighbors(context.Background(), 0, engine.Out, Point{Kind: views.Fresh}, "", after, 1000)
+				r, err := q.Neighbors(context.Background(), 0, engine.Out, Point{Kind: views.Fresh}, "", after, 1000, EventWindow{})
 				if err != nil || len(r.Neighbors) != 1000 {
 					b.Fatal(len(r.Neighbors), err)
 				}

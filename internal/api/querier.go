@@ -83,6 +83,15 @@ func (q *Querier) Edge(ctx context.Context, src, dst string, o ReadOptions) (Edg
 	return q.client.Edge(ctx, src, dst, o)
 }
 
+// Events is the events of the accumulate edge (src, dst, typ) held one
+// by one (within o.Window when given), newest first.
+func (q *Querier) Events(ctx context.Context, src, dst, typ string, o ReadOptions) (EventsResponse, error) {
+	if q.local != nil {
+		return q.local.Events(ctx, src, dst, typ, o)
+	}
+	return q.client.Events(ctx, src, dst, typ, o)
+}
+
 // Changes is a page of the out-edges (of types) that differ between seq
 // from and seq to (see Reader.Changes).
 func (q *Querier) Changes(ctx context.Context, from, to AsOf, types string, pg PageOptions) (ChangesResponse, error) {

@@ -151,6 +151,12 @@ type Reader struct {
 	// cursor's pin, and a listing of changes, are honoured only where
 	// they were made (cursor.go). The zero Origin honours none.
 	Origin Origin
+	// Aggregates says the store's edge types' aggregates are configured
+	// (serve gives them to the store): a window longer than a type's
+	// retain is then refused. A data directory read by query --dir knows
+	// none (they are configuration): its windows list the events still
+	// held one by one.
+	Aggregates bool
 }
 
 // TypeFilter parses a comma-separated list of edge types, names or
@@ -260,9 +266,18 @@ func (q Reader) Degree(ctx context.Context, u uint64, dir engine.Direction, p Po
 // every replica): at most limit of those past after (all of them when
 // after is nil), with their weights and types, and when more remain the
 // cursor of the last (NextCursor, and the legacy NextAfter).
-func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, at Point, types string, after *Position, limit int) (NeighborsResponse, error) {
+func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, at Point, types string, after *Position, limit int, w EventWindow) (NeighborsResponse, error) {
 	if limit < 1 {
 		return NeighborsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", limit)
+	}
+	if w.Window > 0 {
+		ts, err := q.TypeFilter(types)
+		if err != nil {
+			return NeighborsResponse{}, err
+		}
+		if err := q.checkWindow(w, ts); err != nil {
+			return NeighborsResponse{}, err
+		}
 	}
 	v, err := q.view(ctx, at, dir, types)
 	if err != nil {
@@ -279,9 +294,18 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, a
 	}
 	out := NeighborsResponse{Vertex: extID(q.Dict, u), Key: keyOf(q.Dict, u), Dir: dirName(dir), View: at.Kind.String(), Seq: v.Seq(),
 		Degree: deg, Neighbors: make([]Neighbor, 0, len(page))}
+	others, types2 := make([]uint64, 0, len(page)), make([]uint16, 0, len(page))
 	for _, e := range page {
-		out.Neighbors = append(out.Neighbors, Neighbor{ID: extID(q.Dict, e.dst), Key: keyOf(q.Dict, e.dst), Weight: e.w,
-			Type: q.typeName(e.typ), Time: eventTime(e.tm)})
+		n := Neighbor{ID: extID(q.Dict, e.dst), Key: keyOf(q.Dict, e.dst), Weight: e.w,
+			Type: q.typeName(e.typ), Time: eventTime(e.tm), Ref: e.ref, Props: JSONObject(e.props)}
+		if e.count > 0 {
+			n.Aggregate = &EdgeAggregate{Count: e.count, Sum: e.w, FirstTime: eventTime(e.first), LastTime: eventTime(e.tm), Ref: e.ref}
+		}
+		out.Neighbors = append(out.Neighbors, n)
+		others, types2 = append(others, e.dst), append(types2, e.typ)
+	}
+	if err := q.fillWindows(ctx, v, u, dir, out.Neighbors, others, types2, w); err != nil {
+		return NeighborsResponse{}, err
 	}
 	if more && len(page) > 0 {
 		last := page[len(page)-1]
@@ -306,7 +330,16 @@ func (q Reader) Neighbors(ctx context.Context, u uint64, dir engine.Direction, a
 // Edge looks up the edges from src to dst of the given types (a
 // TypeFilter list) in a view of kind: a binary search in src's edges in
 // each file, not a read of its list.
-func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string) (EdgeResponse, error) {
+func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string, w EventWindow) (EdgeResponse, error) {
+	if w.Window > 0 {
+		ts, err := q.TypeFilter(types)
+		if err != nil {
+			return EdgeResponse{}, err
+		}
+		if err := q.checkWindow(w, ts); err != nil {
+			return EdgeResponse{}, err
+		}
+	}
 	v, err := q.view(ctx, p, engine.Out, types)
 	if err != nil {
 		return EdgeResponse{}, err
@@ -318,9 +351,15 @@ func (q Reader) Edge(ctx context.Context, src, dst uint64, p Point, types string
 	}
 	out := EdgeResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), View: p.Kind.String(), Seq: v.Seq(),
 		Found: len(c.Types) > 0, Edges: make([]Neighbor, len(c.Types))}
+	others := make([]uint64, len(c.Types))
 	for i := range c.Types {
 		out.Edges[i] = Neighbor{ID: out.Dst.ID, Key: out.Dst.Key, Weight: c.Weights[i], Type: q.typeName(c.Types[i]),
 			Time: eventTime(c.Times[i])}
+		edgeExt(&out.Edges[i], &c, i)
+		others[i] = dst
+	}
+	if err := q.fillWindows(ctx, v, src, engine.Out, out.Edges, others, c.Types, w); err != nil {
+		return EdgeResponse{}, err
 	}
 	return out, nil
 }

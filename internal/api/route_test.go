@@ -110,7 +110,7 @@ func checkPartitioned(t *testing.T, cov *coverage) {
 			t.Fatalf("vertex %s: the instances answer differently:\n%s\n%s", param, bodies[0], bodies[1])
 		}
 		// The other vertex endpoints are routed the same way.
-		for _, path := range []string{"/v1/vertices/" + param + "/degree", "/v1/vertices/" + param, "/v1/edges/" + param + "/1"} {
+		for _, path := range []string{"/v1/vertices/" + param + "/degree", "/v1/vertices/" + param, "/v1/edges/" + param + "/1", "/v1/edges/" + param + "/1/events"} {
 			r0, r1 := cs[0].do("GET", path, nil, true), cs[1].do("GET", path, nil, true)
 			if r0.status != r1.status || string(r0.body) != string(r1.body) {
 				t.Fatalf("%s: instance 0 answers %v, instance 1 %v", path, r0, r1)
@@ -131,7 +131,7 @@ func checkPartitioned(t *testing.T, cov *coverage) {
 	// Vertex 1 is instance 1's: a request routed to instance 0 for it
 	// means the maps differ.
 	c.header = http.Header{RoutedHeader: {"1"}}
-	for _, path := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/analytics/x/vertices/1"} {
+	for _, path := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/edges/1/2/events", "/v1/analytics/x/vertices/1"} {
 		c.expect("GET", path, nil, http.StatusMisdirectedRequest, "the instances' --owners differ")
 	}
 	c.header = nil
@@ -148,7 +148,7 @@ func checkPartitioned(t *testing.T, cov *coverage) {
 		if owner == late {
 			status = http.StatusGatewayTimeout
 		}
-		for _, path := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/analytics/x/vertices/1"} {
+		for _, path := range []string{"/v1/vertices/1", "/v1/vertices/1/degree", "/v1/vertices/1/neighbors", "/v1/edges/1/2", "/v1/edges/1/2/events", "/v1/analytics/x/vertices/1"} {
 			c.expect("GET", path, nil, status, "the owner of this vertex's partition, "+owner.String()+", did not answer")
 		}
 	}

@@ -111,6 +111,9 @@ type Config struct {
 	// Graph is the graph the store holds (package graphid; "": none
 	// recorded): alerts name it, as on the alert topic.
 	Graph string
+	// Aggregates says the store's edge types' aggregates are configured
+	// (serve): a window longer than a type's retain is refused.
+	Aggregates bool
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).
 	Ready func() error
@@ -190,7 +193,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits.defaults()
-	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin()}, keys: keyer{cfg.Dict},
+	s := &Server{cfg: cfg, reader: Reader{Views: cfg.Views, Dict: cfg.Dict, Types: cfg.Types, Times: cfg.Times, Origin: newOrigin(), Aggregates: cfg.Aggregates}, keys: keyer{cfg.Dict},
 		mux: http.NewServeMux(), tokens: newTokenTable(cfg), paths: make(chan struct{}, cfg.Limits.MaxPathSearches),
 		followers: make(chan struct{}, cfg.Limits.MaxFollowers)}
 	s.stopping, s.stop = context.WithCancel(context.Background())
@@ -203,6 +206,7 @@ func New(cfg Config) (*Server, error) {
 	s.handleVertex("GET /v1/vertices/{v}/degree", "v", true, s.degree)
 	s.handleVertex("GET /v1/vertices/{v}/neighbors", "v", true, s.neighbors)
 	s.handleVertex("GET /v1/edges/{src}/{dst}", "src", false, s.edge)
+	s.handleVertex("GET /v1/edges/{src}/{dst}/events", "src", false, s.edgeEvents)
 	s.handle("GET /v1/changes", s.changes)
 	s.handle("POST /v1/batches", s.batches)
 	s.handle("GET /v1/paths", s.path)

@@ -53,17 +53,42 @@ func (r NeighborsResponse) WriteText(w io.Writer) {
 
 // writeEdges prints edges as a table: each one's neighbor id, key and
 // weight, and its TYPE and TIME columns only where some edge has a type
-// other than the default, or an event time.
+// other than the default, or an event time; accumulate edges add EVENTS
+// and FIRST (their count of events and first event time), references a
+// REF column, properties PROPS, and windows WINDOW EVENTS and WINDOW SUM,
+// then each window's events listed below the table.
 func writeEdges(w io.Writer, ns []Neighbor) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	typed := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Type != "" })
 	timed := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Time != "" })
+	aggs := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Aggregate != nil })
+	refs := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Ref != "" })
+	props := slices.ContainsFunc(ns, func(n Neighbor) bool { return len(n.Props) > 0 })
+	windows := slices.ContainsFunc(ns, func(n Neighbor) bool { return n.Window != nil })
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
 	head := "ID\tKEY\tWEIGHT"
 	if typed {
 		head += "\tTYPE"
 	}
 	if timed {
 		head += "\tTIME"
+	}
+	if aggs {
+		head += "\tEVENTS\tFIRST"
+	}
+	if windows {
+		head += "\tWINDOW EVENTS\tWINDOW SUM"
+	}
+	if refs {
+		head += "\tREF"
+	}
+	if props {
+		head += "\tPROPS"
 	}
 	fmt.Fprintln(tw, head)
 	for _, n := range ns {
@@ -76,15 +101,85 @@ func writeEdges(w io.Writer, ns []Neighbor) {
 			line += "\t" + t
 		}
 		if timed {
-			t := n.Time
-			if t == "" {
-				t = "-"
+			line += "\t" + dash(n.Time)
+		}
+		if aggs {
+			if a := n.Aggregate; a != nil {
+				line += fmt.Sprintf("\t%d\t%s", a.Count, dash(a.FirstTime))
+			} else {
+				line += "\t-\t-"
 			}
-			line += "\t" + t
+		}
+		if windows {
+			if x := n.Window; x != nil {
+				line += fmt.Sprintf("\t%d\t%v", x.Count, x.Sum)
+			} else {
+				line += "\t-\t-"
+			}
+		}
+		if refs {
+			line += "\t" + dash(n.Ref)
+		}
+		if props {
+			line += "\t" + dash(string(n.Props))
 		}
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+	for _, n := range ns {
+		if n.Window == nil || len(n.Window.Events) == 0 {
+			continue
+		}
+		name := n.Key
+		if name == "" {
+			name = strconv.FormatUint(n.ID, 10)
+		}
+		if n.Type != "" {
+			name += " " + n.Type
+		}
+		fmt.Fprintf(w, "events of %s since %s:\n", name, n.Window.Since)
+		writeEvents(w, n.Window.Events, n.Window.More)
+	}
+}
+
+// writeEvents prints events as a table, and a line when more were left
+// out.
+func writeEvents(w io.Writer, es []EdgeEvent, more bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tAMOUNT\tREF\tPROPS\tSEQ")
+	for _, e := range es {
+		t, ref, props := e.Time, e.Ref, string(e.Props)
+		for _, p := range []*string{&t, &ref, &props} {
+			if *p == "" {
+				*p = "-"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%d\n", t, e.Amount, ref, props, e.Seq)
+	}
+	tw.Flush()
+	if more {
+		fmt.Fprintln(w, "(more events than listed: --limit)")
+	}
+}
+
+// WriteText prints the events as a table with their count and sum.
+func (r EventsResponse) WriteText(w io.Writer) {
+	from, to := VertexName(r.Src.ID, r.Src.Key), VertexName(r.Dst.ID, r.Dst.Key)
+	t := r.Type
+	if t == "" {
+		t = "default"
+	}
+	fmt.Fprintf(w, "events from %s to %s of type %s", from, to, t)
+	if r.Since != "" {
+		fmt.Fprintf(w, " since %s", r.Since)
+	}
+	fmt.Fprintf(w, ": %d, sum %v (%s view at seq %d)\n", r.Count, r.Sum, r.View, r.Seq)
+	if len(r.Events) > 0 {
+		writeEvents(w, r.Events, r.More)
+	}
+	if r.Folded {
+		fmt.Fprintln(w, "older events are folded into the edge's aggregate (query edge)")
+	}
 }
 
 // WriteText prints the edges found, or that there is none.

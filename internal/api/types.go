@@ -54,8 +54,101 @@ type Neighbor struct {
 	Weight float64 `json:"weight"`
 	Type   string  `json:"type,omitempty"` // the edge type's name; left out for the default type
 	// Time is the event time the edge's operation gave (RFC 3339, UTC,
-	// microseconds); left out when it gave none.
+	// microseconds); left out when it gave none. An accumulate edge's is
+	// its newest event's (Aggregate.LastTime).
 	Time string `json:"time,omitempty"`
+	// Ref is the event reference of the edge's upsert (an accumulate
+	// edge's newest event's); left out when it has none.
+	Ref string `json:"ref,omitempty"`
+	// Props is the edge's property document (an accumulate edge's newest
+	// event's); left out when it has none.
+	Props JSONObject `json:"props,omitempty"`
+	// Aggregate is an accumulate edge's aggregate of its events (nil for
+	// a replace edge); Weight is its Sum.
+	Aggregate *EdgeAggregate `json:"aggregate,omitempty"`
+	// Window is, when the read asked for one (window=), the accumulate
+	// edge's events within it.
+	Window *EdgeWindow `json:"window,omitempty"`
+}
+
+// EdgeAggregate is an accumulate edge's aggregate of its events: how
+// many, the sum of their weights (amounts), the least and greatest event
+// time, and the newest event's reference.
+type EdgeAggregate struct {
+	Count     uint64  `json:"count"`
+	Sum       float64 `json:"sum"`
+	FirstTime string  `json:"first_time,omitempty"`
+	LastTime  string  `json:"last_time,omitempty"`
+	Ref       string  `json:"ref,omitempty"`
+}
+
+// EdgeWindow is an accumulate edge's events within a window of event
+// time ending at the store's newest event time: Count and Sum of all of
+// them, and the newest of them one by one (at most the read's limit of
+// events in all; More when this edge's list was cut).
+type EdgeWindow struct {
+	Since  string      `json:"since"` // the window's start (RFC 3339)
+	Count  uint64      `json:"count"`
+	Sum    float64     `json:"sum"`
+	Events []EdgeEvent `json:"events"`
+	More   bool        `json:"more,omitempty"`
+}
+
+// EdgeEvent is one event of an accumulate edge: its amount (weight),
+// event time, reference, properties and the seq of the batch that
+// applied it.
+type EdgeEvent struct {
+	Amount float64    `json:"amount"`
+	Time   string     `json:"time,omitempty"`
+	Ref    string     `json:"ref,omitempty"`
+	Props  JSONObject `json:"props,omitempty"`
+	Seq    uint64     `json:"seq"`
+}
+
+// JSONObject is a JSON object's text, written as the object itself ("":
+// none, left out). A string, so that the structs holding one compare
+// with ==.
+type JSONObject string
+
+// MarshalJSON writes the object's text.
+func (o JSONObject) MarshalJSON() ([]byte, error) {
+	if o == "" {
+		return []byte("null"), nil
+	}
+	return []byte(o), nil
+}
+
+// UnmarshalJSON keeps the object's text.
+func (o *JSONObject) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = ""
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return fmt.Errorf("props must be a JSON object, got %.20s", b)
+	}
+	*o = JSONObject(b)
+	return nil
+}
+
+// EventsResponse answers GET /v1/edges/{src}/{dst}/events: the events of
+// the accumulate edge (src, dst, type) held one by one (those of its
+// type's retain; within the window when one is asked for), newest first,
+// at most limit of them. Count and Sum cover all of them (past limit
+// too); More says the list was cut; Folded that the edge also holds older
+// events folded into its aggregate, no longer listed.
+type EventsResponse struct {
+	Src    Vertex      `json:"src"`
+	Dst    Vertex      `json:"dst"`
+	Type   string      `json:"type,omitempty"`
+	View   string      `json:"view"`
+	Seq    uint64      `json:"seq"`
+	Since  string      `json:"since,omitempty"`
+	Count  uint64      `json:"count"`
+	Sum    float64     `json:"sum"`
+	Events []EdgeEvent `json:"events"`
+	More   bool        `json:"more,omitempty"`
+	Folded bool        `json:"folded"`
 }
 
 // NeighborsResponse answers GET /v1/vertices/{v}/neighbors: one page of

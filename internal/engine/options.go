@@ -49,6 +49,10 @@ type Options struct {
 	// HistorySeqs, with KeepHistory, keeps at least the last this many
 	// sequence numbers readable (0: only SetHistoryFloor raises the floor).
 	HistorySeqs uint64
+	// Aggregates are the edge types' aggregates (aggregate.go); a type not
+	// in it is replace. Configuration, not kept by the store: give it on
+	// every Open (Store.SetAggregate configures a type later).
+	Aggregates map[uint16]Aggregate
 
 	// testPauseAt makes a flush or compaction stop at a core test point
 	// (crash tests only; see gt_test_point).
@@ -69,6 +73,11 @@ func (o *Options) Validate() error {
 	}
 	if o.HistorySeqs != 0 && !o.KeepHistory {
 		return fmt.Errorf("%w: HistorySeqs needs KeepHistory", ErrInvalid)
+	}
+	for t, a := range o.Aggregates {
+		if err := a.check(t); err != nil {
+			return fmt.Errorf("option Aggregates: %w", err)
+		}
 	}
 	for _, c := range []struct {
 		name      string

@@ -90,6 +90,9 @@ func crashChild(dir string) {
 	if os.Getenv(crashVdelEnv) != "" {
 		o, batch, compactEvery = vdelCrashOptions(), vdelCrashBatch, vdelCompactEvery
 	}
+	if os.Getenv(crashEventsEnv) != "" {
+		o, batch = eventsCrashOptions(), eventsCrashBatch
+	}
 	if p := os.Getenv(crashPauseEnv); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil {

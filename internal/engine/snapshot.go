@@ -299,11 +299,22 @@ type ScanBuffer struct {
 
 // Columns are a read buffer's optional columns, at the same positions as
 // its Dsts, each filled when not nil: the edges' weights, types and event
-// times (Unix µs; 0: none).
+// times (Unix µs; 0: none). An accumulate edge's weight is the sum of its
+// events' weights and its time the greatest event time (aggregate.go).
+// The edge reads that return the edges' aggregates (Edge,
+// NeighborsPageExt) fill the rest: Counts (events folded into the edge; 0:
+// a replace edge), FirstTimes (the least event time of its events; 0:
+// none), and the payload of its newest event (or replace upsert): Refs
+// (its event reference) and Props (its property document's JSON; "":
+// none).
 type Columns struct {
-	Weights []float64
-	Types   []uint16
-	Times   []int64
+	Weights    []float64
+	Types      []uint16
+	Times      []int64
+	Counts     []uint64
+	FirstTimes []int64
+	Refs       []string
+	Props      []string
 }
 
 // fit gives every column in use length n.
@@ -317,6 +328,18 @@ func (c *Columns) fit(n int) {
 	if c.Times != nil {
 		c.Times = fit(c.Times, n)
 	}
+	if c.Counts != nil {
+		c.Counts = fit(c.Counts, n)
+	}
+	if c.FirstTimes != nil {
+		c.FirstTimes = fit(c.FirstTimes, n)
+	}
+	if c.Refs != nil {
+		c.Refs = fit(c.Refs, n)
+	}
+	if c.Props != nil {
+		c.Props = fit(c.Props, n)
+	}
 }
 
 // Trim cuts every column in use to its first n.
@@ -329,6 +352,18 @@ func (c *Columns) Trim(n int) {
 	}
 	if c.Times != nil {
 		c.Times = c.Times[:n]
+	}
+	if c.Counts != nil {
+		c.Counts = c.Counts[:n]
+	}
+	if c.FirstTimes != nil {
+		c.FirstTimes = c.FirstTimes[:n]
+	}
+	if c.Refs != nil {
+		c.Refs = c.Refs[:n]
+	}
+	if c.Props != nil {
+		c.Props = c.Props[:n]
 	}
 }
 
@@ -533,23 +568,31 @@ func grow[T any](s []T, n int) []T {
 
 // Edge looks up the edges from src to dst visible in the snapshot, of
 // its types: one per edge type that links them, in type descending order,
-// their weights, types and event times (Unix µs; 0: none) at the same
-// positions of the columns; empty columns when there is none. It searches
-// src's edges in each file and MemGraph by binary search, so its cost
-// follows the number of files, not src's degree.
+// their weights, types, event times and aggregates (every column of
+// Columns) at the same positions; empty columns when there is none. It
+// searches src's edges in each file and MemGraph by binary search, so its
+// cost follows the number of files, not src's degree.
 func (sn *Snapshot) Edge(src, dst uint64) (Columns, error) {
-	c := Columns{Weights: make([]float64, 1), Types: make([]uint16, 1), Times: make([]int64, 1)}
+	c := Columns{Weights: make([]float64, 1), Types: make([]uint16, 1), Times: make([]int64, 1),
+		Counts: make([]uint64, 1), FirstTimes: make([]int64, 1), Refs: make([]string, 1), Props: make([]string, 1)}
+	x := make([]core.EdgeExt, 1)
+	pay := make([]byte, 512)
 	err := sn.read(func(cs *core.Snapshot) error {
 		for {
-			n, e := cs.Edge(src, dst, sn.types, c.Weights, c.Types, c.Times)
-			if e != nil && e.Code == core.CodeBuffer && n > len(c.Weights) {
-				c.fit(n) // several types link them: room for every one
+			n, pl, e := cs.EdgeExt(src, dst, sn.types, c.Weights, c.Types, c.Times, x, pay)
+			if e != nil && e.Code == core.CodeBuffer && (n > len(c.Weights) || pl > len(pay)) {
+				// Several types link them, or their payloads are long:
+				// room for every one.
+				c.fit(max(n, len(c.Weights)))
+				x = fit(x, len(c.Weights))
+				pay = fit(pay, max(pl, len(pay)))
 				continue
 			}
 			if e != nil {
 				return fmt.Errorf("edge %d -> %d: %w", src, dst, fromCore(e))
 			}
 			c.Trim(n)
+			fillExt(&c, x[:n], pay)
 			return nil
 		}
 	})

@@ -29,6 +29,12 @@ type Store struct {
 	// the durable ones). See annex.go. Protected by applyMu.
 	annex              func() []byte
 	lastAnnex, lastPos []byte
+	// opsBuf and payBuf are Apply's copy of a batch's ops marked for the
+	// core and their payload buffer (Batch.coreOps). Protected by applyMu.
+	opsBuf []core.Op
+	payBuf []byte
+
+	aggs aggregates // edge types' aggregates (aggregate.go)
 }
 
 // ApplyObserver is called with every batch the store applies, in sequence
@@ -92,6 +98,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s := &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*snapState]struct{}{}}
 	s.lastAnnex, s.lastPos = splitAnnex(c.SourcePosition())
+	for t, a := range o.Aggregates {
+		if e := c.SetTypeRetain(uint32(t), a.Retain.Microseconds()); e != nil {
+			c.Close()
+			return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
+		}
+		s.setAggregate(t, a)
+	}
 	return s, nil
 }
 
@@ -153,13 +166,13 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 // applyLocked is Apply with applyMu held.
 func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	var seq uint64
-	ops := b.ops
-	if len(b.vrecs) > 0 {
-		ops = b.vertexOps()
+	ops := b.coreOps(&s.aggs, s.opsBuf, &s.payBuf)
+	if len(b.vrecs) == 0 && len(ops) > 0 && &ops[0] != &b.ops[0] {
+		s.opsBuf = ops // reused by the next batch that needs marking
 	}
 	rec, commit := s.recordFor(b)
 	err := s.with("apply", func(c *core.Store) (e *core.Error) {
-		seq, e = c.Apply(ops, rec)
+		seq, e = c.ApplyEx(ops, s.payBuf, rec)
 		return e
 	})
 	if err == nil {

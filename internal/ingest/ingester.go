@@ -46,6 +46,11 @@ type Config struct {
 	// Mappings read the JSON records of their topics through a field
 	// mapping (decode.Mapping); a mapped topic's format is json.
 	Mappings map[string]decode.Mapping
+	// Accumulate is the edge types whose upserts accumulate (serve: the
+	// mappings' types, engine.Aggregate): an upsert of one whose record
+	// gives no event reference (decode.Mapping.EventID) gets its Kafka
+	// record's, "topic/partition/offset" (SourceRef).
+	Accumulate engine.TypeSet
 	// DeadLetterTopic receives undecodable records; default "graphtide-dead-letters".
 	DeadLetterTopic string
 	// DeadLetterTimeout bounds one attempt to write a dead letter (serve

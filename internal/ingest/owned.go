@@ -349,8 +349,8 @@ func newOwnerCheck(count int32, dict *keydict.Dict) *ownerCheck {
 
 // add holds e, with copies of what is valid only during the emit call.
 func (c *ownerCheck) add(e decode.Edge) {
-	if len(e.Label) > 0 || len(e.Props) > 0 {
-		e.Label, e.Props = bytes.Clone(e.Label), bytes.Clone(e.Props)
+	if len(e.Label) > 0 || len(e.Props) > 0 || len(e.EventRef) > 0 {
+		e.Label, e.Props, e.EventRef = bytes.Clone(e.Label), bytes.Clone(e.Props), bytes.Clone(e.EventRef)
 	}
 	c.buf = append(c.buf, e)
 }

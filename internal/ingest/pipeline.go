@@ -1,7 +1,10 @@
 package ingest
 
 import (
+	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
@@ -31,6 +34,12 @@ type applyJob struct {
 	// flush), once everything applied is durable.
 	checkpoint bool
 	emit       func(decode.Edge)
+	// src is the Kafka record being decoded into the batch (nil between
+	// records), and accumulate the types whose upserts accumulate: an
+	// upsert of one without an event reference is given its record's
+	// (sourceRef). Set by the poll loop.
+	src        *kgo.Record
+	accumulate *engine.TypeSet
 	// writes are the writes topic's records of the poll, in log order per
 	// partition, applied after batch (writes.go).
 	writes []*pendingWrite
@@ -48,12 +57,26 @@ func newApplyJob() *applyJob {
 	return j
 }
 
-// add appends one decoded edge operation to the batch, as load does.
-func (j *applyJob) add(e decode.Edge) { bulk.Add(&j.batch, e) }
+// add appends one decoded edge operation to the batch, as load does; an
+// upsert of an accumulate type without an event reference gets its
+// record's "topic/partition/offset".
+func (j *applyJob) add(e decode.Edge) {
+	bulk.Add(&j.batch, e)
+	if e.Op == decode.OpUpsert && len(e.EventRef) == 0 && j.src != nil && j.accumulate != nil && j.accumulate.Has(e.Type) {
+		j.batch.SetPayload(SourceRef(j.src.Topic, j.src.Partition, j.src.Offset), e.Props)
+	}
+}
+
+// SourceRef is the event reference of a Kafka record's upsert that has
+// none of its own: "topic/partition/offset".
+func SourceRef(topic string, partition int32, offset int64) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
+}
 
 func (j *applyJob) reset() {
 	j.batch.Reset()
 	j.records, j.pos, j.stamps, j.flush, j.checkpoint = 0, nil, j.stamps[:0], false, false
+	j.src = nil
 	clear(j.writes)
 	j.writes = j.writes[:0]
 	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/writes"
 )
@@ -117,8 +118,10 @@ type pollState struct {
 	graph            string
 	otherGraphLogged map[string]time.Time
 	waiters          *writes.Waiters
-	log              *slog.Logger
-	metrics          *Metrics
+	// accumulate is Config.Accumulate (nil: none).
+	accumulate *engine.TypeSet
+	log        *slog.Logger
+	metrics    *Metrics
 
 	// p is the pipeline to the applier.
 	// INVARIANT: allowRebalance is called only when p.inflight == 0: a poll
@@ -163,6 +166,10 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now()}
 	if cfg.Checkpoint != nil {
 		s.ckEvery = cfg.CheckpointInterval
+	}
+	if cfg.Accumulate.Len() > 0 {
+		acc := cfg.Accumulate
+		s.accumulate = &acc
 	}
 	if cfg.Writes != nil {
 		s.writesTopic, s.waiters = cfg.Writes.Topic, cfg.Writes.Waiters
@@ -645,7 +652,9 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 				}
 			} else {
 				j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
+				j.src, j.accumulate = r, s.accumulate
 				err = s.decodeChecked(dc, r, j.emit)
+				j.src = nil
 			}
 			if err == nil {
 				continue

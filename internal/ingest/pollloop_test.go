@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
@@ -60,6 +61,7 @@ type fakeApply struct {
 	pos         Position
 	records     int
 	edges       [][2]uint64
+	ops         []engine.Op
 	afterRevoke bool // applied after a revoke ran
 }
 
@@ -117,10 +119,11 @@ type fakeEnv struct {
 	// Dead letters: partitions whose dead letters fail (once: the first
 	// block's retry succeeds when acked is set); blocked partitions; the
 	// records dead-lettered and acknowledged.
-	dlFail   map[int32]bool
-	blocks   map[tp]int64
-	acked    map[tp]bool
-	dlWrites []int64
+	dlFail    map[int32]bool
+	blocks    map[tp]int64
+	acked     map[tp]bool
+	dlWrites  []int64
+	dlReasons []string
 
 	nkeys   int
 	syncErr error
@@ -334,6 +337,7 @@ func (e *fakeEnv) deadLetter(_ context.Context, dead []deadRecord) (bool, error)
 			continue
 		}
 		e.dlWrites = append(e.dlWrites, d.r.Offset)
+		e.dlReasons = append(e.dlReasons, d.reason)
 	}
 	return blocked, nil
 }
@@ -397,6 +401,7 @@ func (e *fakeEnv) apply(j *applyJob) (uint64, error) {
 	for i := range j.batch.Len() {
 		op := j.batch.Op(i)
 		a.edges = append(a.edges, [2]uint64{op.Src, op.Dst})
+		a.ops = append(a.ops, op)
 	}
 	e.applies = append(e.applies, a)
 	e.appliedPos = j.pos
@@ -453,8 +458,13 @@ func runLoopInflight(ctx context.Context, e *fakeEnv, flushInterval time.Duratio
 // runLoopConfig is runLoopInflight with a Config (logger and metrics
 // filled in).
 func runLoopConfig(ctx context.Context, e *fakeEnv, cfg Config, keys decode.KeyResolver) (int, error) {
+	return runLoopDecoder(ctx, e, cfg, decode.New(decode.FormatText, keys))
+}
+
+// runLoopDecoder is runLoopConfig with topic edges' decoder.
+func runLoopDecoder(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decoder) (int, error) {
 	cfg.Logger, cfg.Metrics = slog.New(slog.DiscardHandler), NewMetrics(nil)
-	decs := map[string]decode.Decoder{"edges": decode.New(decode.FormatText, keys)}
+	decs := map[string]decode.Decoder{"edges": dc}
 	p := startApplier(e)
 	defer p.stop()
 	s := newPollState(e, p, Position{}, &cfg, decs)

@@ -90,7 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GroupInstanceID, "group-instance-id", "", "static membership of the consumer group (Kafka's group.instance.id; letters, digits, '.', '_' and '-'): a restart within the group's session timeout (45s) takes its partitions back at once instead of waiting it out; give each instance its own, for example the pod name (empty: dynamic membership)")
 	fs.StringVar(&o.Format, "format", "binary", "record format of the topics: binary, json or text")
 	fs.StringSliceVar(&o.TopicFormats, "topic-format", nil, "per-topic format as topic=format (overrides --format)")
-	fs.StringArrayVar(&o.MappingFlags, "mapping", nil, "read a topic's JSON records through a field mapping: topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,type=..,op=..,tombstone=ignore|delete|dead-letter] where a SOURCE is /json/pointer, key, key:/pointer, key:N, header:NAME or const:TEXT (repeatable; or the config file's mappings: section)")
+	fs.StringArrayVar(&o.MappingFlags, "mapping", nil, "read a topic's JSON records through a field mapping: topic:src=SOURCE,dst=SOURCE[,weight=..,time=..,type=..,op=..,event_id=..,props=..|props.NAME=..,types=NAME:replace|accumulate[:RETAIN],tombstone=ignore|delete|dead-letter] where a SOURCE is /json/pointer, key, key:/pointer, key:N, header:NAME or const:TEXT (repeatable; or the config file's mappings: section)")
 	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", "", "topic that receives records that cannot be ingested (default graphtide.<graph>.dead-letters)")
 	fs.DurationVar(&o.DeadLetterTimeout, "dead-letter-timeout", 10*time.Second, "how long one attempt to write a dead letter may take; past it (or refused for good) only that record's partition pauses until a retry succeeds, and /readyz says so")
 	fs.DurationVar(&o.ReadyGrace, "ready-grace", 30*time.Second, "how long no Kafka broker may answer, or the store stall, before /readyz reports it")
@@ -310,7 +310,8 @@ func (o *Options) validateMappings() error {
 			return fmt.Errorf("topic %s has a mapping, which reads JSON records, but --topic-format gives it %s: drop that or make it json", t, f)
 		}
 	}
-	return nil
+	_, err := MappingAggregates(o.Mappings)
+	return err
 }
 
 // validateWrites checks the writes topic's flags (names that default from

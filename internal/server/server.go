@@ -46,6 +46,7 @@ import (
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -235,6 +236,19 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.dir = d
 	s.closers = append(s.closers, func() { d.Close() })
+	// The types' aggregates before anything is applied (aggregates.go).
+	aggs, err := MappingAggregates(cfg.Mappings)
+	if err != nil {
+		return nil, err
+	}
+	typeAggs, err := bulk.ResolveAggregates(aggs, d.Types)
+	if err != nil {
+		return nil, err
+	}
+	accumulate, err := bulk.ConfigureAggregates(d.Store, typeAggs)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.resolveGraph(); err != nil {
 		return nil, err
 	}
@@ -382,7 +396,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if m := cfg.Owners; m != nil {
 		own, count = m.Own(), m.Count
 	}
-	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{
+	if s.in, err = ingest.New(d.Store, d.Keys, ingest.Config{Accumulate: accumulate,
 		Brokers: s.brokers, Topics: s.topics(), Group: cfg.Group, Graph: cfg.Graph, Writes: wc, Format: cfg.Format, TopicFormats: cfg.TopicFormats, Mappings: cfg.Mappings, Types: d.Types,
 		DeadLetterTopic: cfg.DeadLetterTopic, DeadLetterTimeout: cfg.DeadLetterTimeout, ReadyGrace: cfg.ReadyGrace, ReadyMaxLag: cfg.ReadyMaxLag,
 		FlushInterval: cfg.FlushInterval, ResetPolicy: cfg.Reset,
@@ -504,7 +518,7 @@ func (s *Server) listen() error {
 		wr = s.writer
 	}
 	acfg := api.Config{
-		Writes: wr, Store: s.dir.Store, Views: s.vm, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
+		Writes: wr, Store: s.dir.Store, Views: s.vm, Aggregates: true, Analytics: s.areg, Persist: s.stored, Dict: s.dir.Keys, Types: s.dir.Types, Times: s.dir.Times, Logger: s.log, Tokens: h.Tokens,
 		Graph:   s.cfg.Graph,
 		Metrics: promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}),
 		Ready:   s.ready,

@@ -147,7 +147,7 @@ func TestVertexRecordsThroughKafka(t *testing.T) {
 	run := startIngester(t, s, dict, ingest.Config{
 		Brokers: addrs, Topics: []string{binT, jsonT, textT, mapT}, Group: uniq("vtx-group"),
 		TopicFormats: map[string]decode.Format{jsonT: decode.FormatJSON, textT: decode.FormatText},
-		Mappings: map[string]decode.Mapping{mapT: {Src: "/id", Dst: "/to", Op: "/kind", Label: "/type", Props: "/attrs",
+		Mappings: map[string]decode.Mapping{mapT: {Src: "/id", Dst: "/to", Op: "/kind", Label: "/type", Props: decode.PropsMapping{Source: "/attrs"},
 			OpValues: map[string]string{"opened": "add_vertex", "paid": "add", "closed": "delete_vertex"}}},
 		DeadLetterTopic: uniq("vtx-dead"), FlushInterval: 200 * time.Millisecond, Logger: log, Metrics: m,
 	})

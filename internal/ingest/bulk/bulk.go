@@ -33,7 +33,8 @@ import (
 
 // Add appends one decoded edge operation to b: the one mapping from a
 // decoded record to a store operation (an upsert without a weight has
-// weight 1), with its type and its event time when it has them.
+// weight 1), with its type, its event time and (an upsert) its event
+// reference and properties when it has them.
 func Add(b *engine.Batch, e decode.Edge) {
 	switch e.Op {
 	case decode.OpUpsert:
@@ -42,6 +43,9 @@ func Add(b *engine.Batch, e decode.Edge) {
 			w = e.Weight
 		}
 		b.InsertWeighted(e.Src, e.Dst, w)
+		if len(e.EventRef) > 0 || len(e.Props) > 0 {
+			b.SetPayload(string(e.EventRef), e.Props) // copies both
+		}
 	case decode.OpDeleteEdge:
 		b.DeleteEdge(e.Src, e.Dst)
 	case decode.OpDeleteVertex:

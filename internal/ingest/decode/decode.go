@@ -61,9 +61,13 @@ type Edge struct {
 	// Label and Props are an OpPutVertex's record (empty otherwise): a
 	// label of at most MaxVertexLabel bytes of UTF-8, and a property
 	// document, a JSON object of at most MaxVertexProps bytes (empty:
-	// none). Both are valid only during the emit call (views of the
-	// value or of scratch space): copy what is kept.
+	// none). An OpUpsert of the mapped format may have Props too, its
+	// edge properties (a JSON object of at most MaxEdgeProps bytes), and
+	// an EventRef (at most MaxEventRef bytes of UTF-8; empty: none). All
+	// are valid only during the emit call (views of the value or of
+	// scratch space): copy what is kept.
 	Label, Props []byte
+	EventRef     []byte
 }
 
 // The limits of a vertex record (engine.MaxVertexLabel and

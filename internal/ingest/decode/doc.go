@@ -17,7 +17,9 @@
 //     string keys; Dst is 0 for OpDeleteVertex and OpPutVertex; only
 //     OpPutVertex has a Label (at most MaxVertexLabel bytes of UTF-8) and
 //     Props (empty, or a JSON object of at most MaxVertexProps bytes),
-//     and it has no event time; only OpUpsert carries a
+//     and it has no event time; an OpUpsert of a JSON format may have an
+//     EventRef (at most MaxEventRef bytes of UTF-8) and Props (a JSON
+//     object of at most MaxEdgeProps bytes); only OpUpsert carries a
 //     weight, and a weight is finite (no NaN or Inf), and Weight is 0 when
 //     HasWeight is false; Type is below MaxEdgeTypes, and 0 for
 //     OpDeleteVertex and OpPutVertex (the text format has no types); EventTime is either the zero Time or a UTC time with
@@ -107,9 +109,12 @@
 //	        "add_vertex"
 //	label   "add_vertex" only: a string of at most MaxVertexLabel bytes;
 //	        optional; null = absent
-//	props   "add_vertex" only: a JSON object, the vertex's property
-//	        document, at most MaxVertexProps bytes as written; optional;
-//	        null = absent
+//	props   "add_vertex": a JSON object, the vertex's property
+//	        document, at most MaxVertexProps bytes as written; "add"/
+//	        "upsert": the edge's properties, at most MaxEdgeProps bytes;
+//	        optional; null = absent
+//	ref     "add"/"upsert" only: a string, the event's reference, at most
+//	        MaxEventRef bytes of UTF-8; optional; null = absent
 //
 // An "add_vertex" takes no weight, ts or type.
 //

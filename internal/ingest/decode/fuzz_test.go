@@ -121,6 +121,7 @@ func FuzzJSON(f *testing.F) {
 		`{"src":1.5,"dst":-1}`,
 		`[{"op":"add_vertex","src":"a","label":"x\ty","props":{"k":[1,"\u00e9"]}},{"op":"add_vertex","src":2}]`,
 		`{"op":"put_vertex","src":1,"props":[]}`,
+		`{"src":1,"dst":2,"ref":"e-\u0039","props":{"currency":"EUR","n":[1,{"x":null}]}}`, `{"op":"delete","src":1,"dst":2,"ref":"x"}`,
 		`{"src":"a\u0000\"b","dst":"\ud83d\ude00"}`,
 		"{\"src\":\"acct-\xff\",\"dst\":\"acct-\xef\xbf\xbd\"}", `{"src":"\ud800","dst":"\udc00x"}`, `{"src":"\\ud800","dst":1}`,
 		`[]`, ``, `[{"src":1,"dst":2},]`, `{"src":1,"dst":2}{}`,

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/jsontext"
 	"github.com/graphtide/graphtide/internal/keydict"
 )
@@ -64,6 +65,9 @@ func keep(e Edge) Edge {
 	if e.Props != nil {
 		e.Props = bytes.Clone(e.Props)
 	}
+	if e.EventRef != nil {
+		e.EventRef = bytes.Clone(e.EventRef)
+	}
 	return e
 }
 
@@ -107,7 +111,7 @@ func sameEdge(a, b Edge) bool {
 	return a.Op == b.Op && a.Src == b.Src && a.Dst == b.Dst && a.HasWeight == b.HasWeight &&
 		math.Float64bits(a.Weight) == math.Float64bits(b.Weight) &&
 		a.EventTime.Equal(b.EventTime) && a.EventTime.IsZero() == b.EventTime.IsZero() &&
-		bytes.Equal(a.Label, b.Label) && bytes.Equal(a.Props, b.Props)
+		bytes.Equal(a.Label, b.Label) && bytes.Equal(a.Props, b.Props) && bytes.Equal(a.EventRef, b.EventRef)
 }
 
 // ruleViolation returns why an emitted edge breaks the package rules, or "".
@@ -149,8 +153,20 @@ func ruleViolation(e Edge, keys *fakeKeys) string {
 		}
 		return ""
 	}
-	if len(e.Label) > 0 || len(e.Props) > 0 {
-		return "a label or props on an edge operation"
+	if e.Op == OpUpsert && (len(e.Props) > 0 || len(e.EventRef) > 0) {
+		// An upsert's payload: what the store accepts (its own check is
+		// the oracle), the props a JSON object.
+		if err := engine.CheckEdgePayload(string(e.EventRef), e.Props); err != nil {
+			return "an upsert payload the store refuses: " + err.Error()
+		}
+		if len(e.Props) > 0 && !json.Valid(e.Props) {
+			return "edge props that are not JSON"
+		}
+	} else if len(e.Props) > 0 || len(e.EventRef) > 0 {
+		return "props or an event reference on a delete"
+	}
+	if len(e.Label) > 0 {
+		return "a label on an edge operation"
 	}
 	if e.Op == OpDeleteVertex {
 		if e.Dst != 0 {

@@ -24,7 +24,8 @@ var jsonOpNames = map[string]Op{
 // "delete_vertex" or "add_vertex"; dst is left out for a vertex delete and
 // a vertex record, which has its label and props when not empty; weight is written if
 // e.HasWeight, ts (as an RFC 3339 string in UTC) if e.EventTime is not zero,
-// type (its number) if e.Type is not 0.
+// type (its number) if e.Type is not 0, an upsert's ref and props when
+// not empty.
 // AppendJSON does not validate e or the keys.
 func AppendJSON(dst []byte, e Edge, srcKey, dstKey string) []byte {
 	dst = append(dst, `{"op":`...)
@@ -68,6 +69,14 @@ func AppendJSON(dst []byte, e Edge, srcKey, dstKey string) []byte {
 		dst = append(dst, `,"type":`...)
 		dst = strconv.AppendUint(dst, uint64(e.Type), 10)
 	}
+	if e.Op == OpUpsert && len(e.EventRef) > 0 {
+		dst = append(dst, `,"ref":`...)
+		dst = appendJSONString(dst, string(e.EventRef))
+	}
+	if e.Op == OpUpsert && len(e.Props) > 0 {
+		dst = append(dst, `,"props":`...)
+		dst = append(dst, e.Props...)
+	}
 	return append(dst, '}')
 }
 
@@ -105,6 +114,9 @@ type jsonDecoder struct {
 	root    *jnode // the fields, at the top of each object
 	entries []jsonEntry
 	kc      keyCache
+	// arena holds one value's unescaped event references (reset per
+	// value; entries keep views of it).
+	arena []byte
 }
 
 func (d *jsonDecoder) Format() Format { return FormatJSON }
@@ -119,10 +131,11 @@ const (
 	jType
 	jLabel
 	jProps
+	jRef
 	jFields
 )
 
-var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts", "type", "label", "props"}
+var jsonFieldNames = [jFields]string{"op", "src", "dst", "weight", "ts", "type", "label", "props", "ref"}
 
 // jsonRef is src or dst of a parsed operation (either JSON path): a
 // numeric id, or a key (its raw text in the record, escapes and all)
@@ -147,6 +160,8 @@ type jsonEntry struct {
 	label        []byte
 	labelEscaped bool
 	props        []byte
+	// An upsert's event reference (its bytes, unescaped; nil: none).
+	ref []byte
 }
 
 // keyCache is a JSON decoder's scratch for unescaped strings and the key
@@ -196,7 +211,7 @@ func (r *rules) emitEntries(entries []jsonEntry, kc *keyCache, emit func(Edge)) 
 			label = unescaped(e.label, e.labelEscaped, &kc.scratch)
 		}
 		emit(Edge{Op: e.op, Src: e.src.id, Dst: e.dst.id, Weight: e.weight, HasWeight: e.hasWeight, EventTime: e.eventTime, Type: e.typ.id,
-			Label: label, Props: e.props})
+			Label: label, Props: e.props, EventRef: e.ref})
 	}
 	return nil
 }
@@ -235,6 +250,10 @@ func (d *jsonDecoder) Decode(v []byte, emit func(Edge)) error {
 		d.entries = nil
 	}
 	d.entries = d.entries[:0]
+	if cap(d.arena) > maxArena {
+		d.arena = nil
+	}
+	d.arena = d.arena[:0]
 	d.s.v = v
 	i := d.s.ws(0)
 	if i == len(v) {
@@ -401,6 +420,9 @@ func (d *jsonDecoder) object(start, depth int) (int, error) {
 	if err := d.record(&e, vals[jLabel], vals[jProps], vals[jTS]); err != nil {
 		return end, err
 	}
+	if err := d.payload(&e, vals[jRef], vals[jProps]); err != nil {
+		return end, err
+	}
 	if x := vals[jType]; x.kind != jMissing {
 		if e.op == OpDeleteVertex && x.kind != jNull {
 			return end, d.errorf(x.offset(), "type not allowed for delete_vertex (it deletes edges of every type)")
@@ -425,6 +447,9 @@ func (d *jsonDecoder) record(e *jsonEntry, label, props, ts jval) error {
 			v    jval
 			name string
 		}{{label, "label"}, {props, "props"}} {
+			if x.name == "props" && e.op == OpUpsert {
+				continue // an upsert's edge properties (payload)
+			}
 			if x.v.kind != jMissing && x.v.kind != jNull {
 				return d.errorf(x.v.offset(), "%s not allowed for %s (only for add_vertex)", x.name, e.op)
 			}
@@ -455,6 +480,48 @@ func (d *jsonDecoder) record(e *jsonEntry, label, props, ts jval) error {
 	}
 	if why := propsReason(e.props); why != "" {
 		return d.errorf(props.offset(), "%s", why)
+	}
+	return nil
+}
+
+// payload checks an upsert's event reference (a string of at most
+// MaxEventRef bytes of UTF-8) and edge properties (a JSON object of at
+// most MaxEdgeProps bytes), null being absent, and takes them into e; no
+// other operation has a ref.
+func (d *jsonDecoder) payload(e *jsonEntry, ref, props jval) error {
+	if e.op != OpUpsert {
+		if ref.kind != jMissing && ref.kind != jNull {
+			return d.errorf(ref.offset(), "ref not allowed for %s (only for add)", e.op)
+		}
+		return nil
+	}
+	switch ref.kind {
+	case jMissing, jNull:
+	case jString:
+		r := d.text(ref)
+		if ref.escaped {
+			start := len(d.arena)
+			d.arena = unescape(d.arena, r)
+			r = d.arena[start:len(d.arena):len(d.arena)]
+		}
+		if why := refReason(r); why != "" {
+			return d.errorf(ref.offset(), "ref: %s", why)
+		}
+		if len(r) > 0 {
+			e.ref = r
+		}
+	default:
+		return d.errorf(ref.offset(), "ref must be a string")
+	}
+	switch props.kind {
+	case jMissing, jNull:
+	case jObject:
+		e.props = d.text(props)
+		if why := edgePropsReason(e.props); why != "" {
+			return d.errorf(props.offset(), "%s", why)
+		}
+	default:
+		return d.errorf(props.offset(), "props must be a JSON object")
 	}
 	return nil
 }

@@ -43,8 +43,23 @@ import (
 //	label     a string, an add_vertex's label (at most MaxVertexLabel
 //	          bytes); missing or null: none
 //	props     a JSON object, an add_vertex's property document (at most
-//	          MaxVertexProps bytes of its text), from the value or the key's
-//	          JSON; missing or null: none
+//	          MaxVertexProps bytes of its text) and an upsert's edge
+//	          properties (at most MaxEdgeProps), from the value or the
+//	          key's JSON; missing or null: none. Or (PropsMapping.Fields) a
+//	          map of property name -> source that builds the object: each
+//	          source's JSON value (a string from the key, a header or a
+//	          constant), a missing or null one left out
+//	event_id  a string or a number, an upsert's event reference (at most
+//	          MaxEventRef bytes of UTF-8 as a string: a number's text is
+//	          its digits as written); missing or null: none
+//
+// Types (the mapping's types section) gives edge types an aggregate:
+// replace (the default: the newest upsert is the edge) or accumulate
+// (each upsert is an event that adds to the edge), with a retain duration
+// of event time for which an accumulate type's events stay readable one
+// by one (at most MaxRetain). They are the store's, not the topic's:
+// TypeAggregates reads them, serve gives them to the store, and two
+// mappings may not give one type two aggregates.
 //
 // Fields of the value that no source names are ignored; of a repeated
 // member the last counts. A value is one JSON object, or an array of them
@@ -70,7 +85,11 @@ type Mapping struct {
 	TombstoneSrc string            `yaml:"tombstone_src,omitempty" json:"tombstone_src,omitempty"`
 	TombstoneDst string            `yaml:"tombstone_dst,omitempty" json:"tombstone_dst,omitempty"`
 	Label        string            `yaml:"label,omitempty" json:"label,omitempty"`
-	Props        string            `yaml:"props,omitempty" json:"props,omitempty"`
+	Props        PropsMapping      `yaml:"props,omitempty" json:"props,omitempty"`
+	EventID      string            `yaml:"event_id,omitempty" json:"event_id,omitempty"`
+	// Types gives edge types (by name, "default" or number) their
+	// aggregate.
+	Types map[string]TypeSettings `yaml:"types,omitempty" json:"types,omitempty"`
 }
 
 // Header is a Kafka record header.
@@ -105,10 +124,11 @@ const (
 	mTDst
 	mLabel
 	mProps
-	mFields
+	mEventID
+	mFields // the fields of PropsMapping.Fields follow, in name order
 )
 
-var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "type", "tombstone_src", "tombstone_dst", "label", "props"}
+var mappedFieldNames = [mFields]string{"src", "dst", "op", "weight", "time", "type", "tombstone_src", "tombstone_dst", "label", "props", "event_id"}
 
 // source kinds
 type srcKind uint8
@@ -141,10 +161,10 @@ const (
 // mapped is the mapped JSON decoder. It is not safe for concurrent use.
 type mapped struct {
 	rules
-	srcs      [mFields]source
-	valueRoot *jnode // the value pointers
-	keyRoot   *jnode // the key pointers (nil: none)
-	unitMicro int64  // microseconds per epoch unit
+	srcs      []source // per field: mFields, then the props' fields
+	valueRoot *jnode   // the value pointers
+	keyRoot   *jnode   // the key pointers (nil: none)
+	unitMicro int64    // microseconds per epoch unit
 	ops       map[string]Op
 	sep       []byte // KeySeparator
 	tomb      int
@@ -153,9 +173,19 @@ type mapped struct {
 	keyVals []jval
 	entries []jsonEntry
 	kc      keyCache
-	memo    [mFields]memo // per record
-	// perRecord lists the fields whose sources are record-level (memo).
+	memo    []memo // per field, per record
+	// level says which fields' sources are record-level (memo): props
+	// built of fields is when all of theirs are. perRecord lists them.
+	level     []bool
 	perRecord []int
+	// propNames are the names of the props' fields (sorted; field
+	// mFields+i is propNames[i]).
+	propNames []string
+	// arena holds what one record's operations build (props of fields,
+	// unescaped event references); reset per record. Entries keep views
+	// of it: appending past its capacity moves it, and the views keep
+	// the old array.
+	arena []byte
 	// gets counts get's calls (the tests check that a record-level source
 	// is read once per record, whatever its operations).
 	gets int
@@ -222,9 +252,31 @@ func pointerTokens(p string) ([]string, error) {
 // saying what in m is wrong and what is allowed.
 func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	d := &mapped{rules: newRules(FormatJSON, keys), valueRoot: &jnode{}, ops: map[string]Op{}}
-	specs := [mFields]string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.Type, m.TombstoneSrc, m.TombstoneDst, m.Label, m.Props}
 	if m.Src == "" || m.Dst == "" {
 		return nil, errors.New("a mapping needs src and dst")
+	}
+	if m.Props.Source != "" && len(m.Props.Fields) > 0 {
+		return nil, errors.New("props: either a source or a map of property name -> source, not both")
+	}
+	if len(m.Props.Fields) > MaxPropFields {
+		return nil, fmt.Errorf("props: %d properties, at most %d", len(m.Props.Fields), MaxPropFields)
+	}
+	if _, err := m.TypeAggregates(); err != nil {
+		return nil, err
+	}
+	specs := []string{m.Src, m.Dst, m.Op, m.Weight, m.Time, m.Type, m.TombstoneSrc, m.TombstoneDst, m.Label, m.Props.Source, m.EventID}
+	for name := range m.Props.Fields {
+		d.propNames = append(d.propNames, name)
+	}
+	sort.Strings(d.propNames)
+	for _, name := range d.propNames {
+		if why := propNameReason(name); why != "" {
+			return nil, fmt.Errorf("props: property %s: %s", clip(name), why)
+		}
+		if m.Props.Fields[name] == "" {
+			return nil, fmt.Errorf("props: property %s has no source: %s", clip(name), sourceHelp)
+		}
+		specs = append(specs, m.Props.Fields[name])
 	}
 	switch m.Tombstone {
 	case "", "ignore":
@@ -245,8 +297,9 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 	default:
 		return nil, fmt.Errorf("tombstone %q: want ignore, delete or dead-letter", m.Tombstone)
 	}
+	d.srcs = make([]source, len(specs))
 	for f, s := range specs {
-		src, toks, err := parseSource(mappedFieldNames[f], s)
+		src, toks, err := parseSource(d.fieldName(f), s)
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +317,7 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 			d.keyRoot.add(toks, f)
 		case sKeyPart:
 			if m.KeySeparator == "" {
-				return nil, fmt.Errorf("%s %q: key:N needs key_separator", mappedFieldNames[f], s)
+				return nil, fmt.Errorf("%s %q: key:N needs key_separator", d.fieldName(f), s)
 			}
 		}
 	}
@@ -272,6 +325,11 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 		// A constant type that can be none would dead-letter every record.
 		if _, _, why := typeText(c.name); why != "" {
 			return nil, fmt.Errorf("type %q %s", c.spec, why)
+		}
+	}
+	if c := d.srcs[mEventID]; c.kind == sConst {
+		if why := refReason([]byte(c.name)); why != "" {
+			return nil, fmt.Errorf("event_id %q: %s", c.spec, why)
 		}
 	}
 	d.sep = []byte(m.KeySeparator)
@@ -302,15 +360,36 @@ func NewMapped(m Mapping, keys KeyResolver) (RecordDecoder, error) {
 		}
 		d.ops[k] = op
 	}
+	// A field without a source reads the same for every record: memoized
+	// once. A record-level source's memo is reset per record.
+	d.level = make([]bool, len(d.srcs))
 	for f := range d.srcs {
+		d.level[f] = d.srcs[f].kind != sValue
 		if k := d.srcs[f].kind; k != sValue && k != sNone {
 			d.perRecord = append(d.perRecord, f)
 		}
 	}
-	d.vs.vals = make([]jval, mFields)
-	d.keyVals = make([]jval, mFields)
+	if len(d.propNames) > 0 {
+		for f := mFields; f < len(d.srcs); f++ {
+			d.level[mProps] = d.level[mProps] && d.level[f]
+		}
+		if d.level[mProps] {
+			d.perRecord = append(d.perRecord, mProps)
+		}
+	}
+	d.memo = make([]memo, len(d.srcs))
+	d.vs.vals = make([]jval, len(d.srcs))
+	d.keyVals = make([]jval, len(d.srcs))
 	d.ks.vals = d.keyVals
 	return d, nil
+}
+
+// fieldName names field f (a props field as props.NAME).
+func (d *mapped) fieldName(f int) string {
+	if f < mFields {
+		return mappedFieldNames[f]
+	}
+	return "props." + d.propNames[f-mFields]
 }
 
 func (d *mapped) Format() Format { return FormatJSON }
@@ -332,6 +411,10 @@ func (d *mapped) DecodeRecord(r *Record, emit func(Edge)) error {
 	for _, f := range d.perRecord {
 		d.memo[f].done = false
 	}
+	if cap(d.arena) > maxArena {
+		d.arena = nil
+	}
+	d.arena = d.arena[:0]
 	if r.Value == nil {
 		switch d.tomb {
 		case tombIgnore:
@@ -484,8 +567,104 @@ func (d *mapped) event(r *Record, i, depth int) (int, error) {
 		}
 		e.typ = v.typ
 	}
+	if e.op == OpUpsert {
+		if err := d.payload(r, &e); err != nil {
+			return end, err
+		}
+	}
 	d.entries = append(d.entries, e)
 	return end, nil
+}
+
+// payload reads an upsert's event reference and edge properties into e,
+// checked against the store's limits (a record over them is
+// dead-lettered, not a batch the store refuses).
+func (d *mapped) payload(r *Record, e *jsonEntry) error {
+	var v fieldVal
+	if d.srcs[mEventID].kind != sNone {
+		if err := d.field(r, mEventID, &v); err != nil {
+			return err
+		}
+		e.ref = v.ref2
+	}
+	if d.srcs[mProps].kind == sNone && len(d.propNames) == 0 {
+		return nil
+	}
+	if err := d.field(r, mProps, &v); err != nil {
+		return err
+	}
+	e.props = v.props
+	if why := edgePropsReason(e.props); why != "" {
+		return d.fieldError(mProps, d.get(r, mProps), "%s", why)
+	}
+	return nil
+}
+
+// eventIDOf reads an upsert's event reference: a string (unescaped) or a
+// number (its text); nil when missing or null.
+func (d *mapped) eventIDOf(r *Record) ([]byte, error) {
+	g := d.get(r, mEventID)
+	var ref []byte
+	switch g.kind {
+	case jMissing, jNull:
+		return nil, nil
+	case jNumber:
+		ref = d.text(g)
+	case jString:
+		ref = d.text(g)
+		if g.escaped {
+			start := len(d.arena)
+			d.arena = unescape(d.arena, ref)
+			ref = d.arena[start:len(d.arena):len(d.arena)]
+		}
+	default:
+		return nil, d.fieldError(mEventID, g, "is %s: want a string or a number", g.kind)
+	}
+	if why := refReason(ref); why != "" {
+		return nil, d.fieldError(mEventID, g, "%s", why)
+	}
+	if len(ref) == 0 {
+		return nil, nil
+	}
+	return ref, nil
+}
+
+// buildProps builds the props object of the props' fields into the
+// arena: each present, non-null field as a member (a JSON value of the
+// value or of the key's JSON as written, else a JSON string of the
+// text); nil when none is present. The scanner checked the value's JSON,
+// so the object is JSON; its limits are the caller's to check.
+func (d *mapped) buildProps(r *Record) []byte {
+	start := len(d.arena)
+	d.arena = append(d.arena, '{')
+	for i, name := range d.propNames {
+		f := mFields + i
+		g := d.get(r, f)
+		if g.kind == jMissing || g.kind == jNull {
+			continue
+		}
+		if len(d.arena) > start+1 {
+			d.arena = append(d.arena, ',')
+		}
+		d.arena = appendJSONString(d.arena, name)
+		d.arena = append(d.arena, ':')
+		switch k := d.srcs[f].kind; {
+		case (k == sValue || k == sKeyJSON) && g.kind == jString:
+			d.arena = append(d.arena, '"')
+			d.arena = append(d.arena, d.text(g)...)
+			d.arena = append(d.arena, '"')
+		case k == sValue || k == sKeyJSON:
+			d.arena = append(d.arena, d.text(g)...)
+		default: // the text of the key, a header or a constant
+			d.arena = appendJSONString(d.arena, bytesString(d.text(g)))
+		}
+	}
+	if len(d.arena) == start+1 {
+		d.arena = d.arena[:start]
+		return nil
+	}
+	d.arena = append(d.arena, '}')
+	return d.arena[start:len(d.arena):len(d.arena)]
 }
 
 // record reads an add_vertex's label and props into e.
@@ -524,8 +703,11 @@ func (d *mapped) labelOf(r *Record) ([]byte, bool, error) {
 	return nil, false, d.fieldError(mLabel, g, "is %s: want a string", g.kind)
 }
 
-// propsOf reads an add_vertex's props (the object's text; nil: none).
+// propsOf reads an operation's props (the object's text; nil: none).
 func (d *mapped) propsOf(r *Record) ([]byte, error) {
+	if len(d.propNames) > 0 {
+		return d.buildProps(r), nil
+	}
 	g := d.get(r, mProps)
 	switch g.kind {
 	case jMissing, jNull:
@@ -609,11 +791,11 @@ func (d *mapped) where(f int) string {
 	s := &d.srcs[f]
 	switch s.kind {
 	case sKey, sKeyJSON, sKeyPart:
-		return fmt.Sprintf("%s (%s of the record key)", mappedFieldNames[f], s.spec)
+		return fmt.Sprintf("%s (%s of the record key)", d.fieldName(f), s.spec)
 	case sHeader:
-		return fmt.Sprintf("%s (header %q)", mappedFieldNames[f], s.name)
+		return fmt.Sprintf("%s (header %q)", d.fieldName(f), s.name)
 	}
-	return fmt.Sprintf("%s (%s)", mappedFieldNames[f], s.spec)
+	return fmt.Sprintf("%s (%s)", d.fieldName(f), s.spec)
 }
 
 func (d *mapped) fieldError(f int, g got, format string, args ...any) *Error {
@@ -642,6 +824,8 @@ type fieldVal struct {
 	label        []byte
 	labelEscaped bool
 	props        []byte
+	// An upsert's event reference (its bytes: unescaped), nil: none.
+	ref2 []byte
 }
 
 // memo is what a record-level source (the key, a header, a constant: the
@@ -656,7 +840,7 @@ type memo struct {
 // field reads field f of the current operation into *v (through the memo
 // when its source is record-level).
 func (d *mapped) field(r *Record, f int, v *fieldVal) error {
-	if d.srcs[f].kind == sValue {
+	if !d.level[f] {
 		return d.read(r, f, v)
 	}
 	m := &d.memo[f]
@@ -683,6 +867,8 @@ func (d *mapped) read(r *Record, f int, v *fieldVal) (err error) {
 		v.label, v.labelEscaped, err = d.labelOf(r)
 	case mProps:
 		v.props, err = d.propsOf(r)
+	case mEventID:
+		v.ref2, err = d.eventIDOf(r)
 	default:
 		v.ref, err = d.vertexOf(r, f)
 	}
@@ -949,9 +1135,11 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 
 // ParseMappingFlag parses serve's --mapping value
 // topic:field=source,field=source,... (fields src, dst, op, weight,
-// time, type, label, props, time_unit, key_separator, tombstone,
-// tombstone_src, tombstone_dst, and op_values=name:op|name:op). A source holding ','
-// needs the config file's mappings section instead.
+// time, type, label, props, event_id, time_unit, key_separator,
+// tombstone, tombstone_src, tombstone_dst; props.NAME=source for a
+// property of the props built of fields; op_values=name:op|name:op; and
+// types=name:aggregate[:retain]|...). A source holding ',' needs the
+// config file's mappings section instead.
 func ParseMappingFlag(s string) (string, Mapping, error) {
 	var m Mapping
 	topic, rest, ok := strings.Cut(s, ":")
@@ -960,7 +1148,7 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 	}
 	fields := map[string]*string{"src": &m.Src, "dst": &m.Dst, "op": &m.Op, "weight": &m.Weight, "time": &m.Time, "type": &m.Type,
 		"time_unit": &m.TimeUnit, "key_separator": &m.KeySeparator, "tombstone": &m.Tombstone,
-		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst, "label": &m.Label, "props": &m.Props}
+		"tombstone_src": &m.TombstoneSrc, "tombstone_dst": &m.TombstoneDst, "label": &m.Label, "props": &m.Props.Source, "event_id": &m.EventID}
 	seen := map[string]bool{}
 	for _, kv := range strings.Split(rest, ",") {
 		k, v, ok := strings.Cut(kv, "=")
@@ -971,7 +1159,8 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 			return "", m, fmt.Errorf("%q: %s given twice", s, k)
 		}
 		seen[k] = true
-		if k == "op_values" {
+		switch {
+		case k == "op_values":
 			m.OpValues = map[string]string{}
 			for _, p := range strings.Split(v, "|") {
 				name, op, ok := strings.Cut(p, ":")
@@ -981,10 +1170,30 @@ func ParseMappingFlag(s string) (string, Mapping, error) {
 				m.OpValues[name] = op
 			}
 			continue
+		case k == "types":
+			m.Types = map[string]TypeSettings{}
+			for _, p := range strings.Split(v, "|") {
+				parts := strings.SplitN(p, ":", 3)
+				if len(parts) < 2 || parts[0] == "" {
+					return "", m, fmt.Errorf("%q: types wants name:aggregate[:retain]|..., got %q", s, v)
+				}
+				ts := TypeSettings{Aggregate: parts[1]}
+				if len(parts) == 3 {
+					ts.Retain = parts[2]
+				}
+				m.Types[parts[0]] = ts
+			}
+			continue
+		case strings.HasPrefix(k, "props."):
+			if m.Props.Fields == nil {
+				m.Props.Fields = map[string]string{}
+			}
+			m.Props.Fields[k[len("props."):]] = v
+			continue
 		}
 		f, ok := fields[k]
 		if !ok {
-			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, type, label, props, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
+			return "", m, fmt.Errorf("%q: unknown field %q; allowed: src, dst, op, weight, time, type, label, props, props.NAME, event_id, types, time_unit, op_values, key_separator, tombstone, tombstone_src, tombstone_dst", s, k)
 		}
 		*f = v
 	}

@@ -62,7 +62,7 @@ func TestVertexRecordsInEveryFormat(t *testing.T) {
 	checkEdges(t, got, textWant)
 	// Mapped: op, label and props from the value, and a label from a
 	// header.
-	m, err := NewMapped(Mapping{Src: "/id", Dst: "/to", Op: "/kind", Label: "/label", Props: "/attrs",
+	m, err := NewMapped(Mapping{Src: "/id", Dst: "/to", Op: "/kind", Label: "/label", Props: PropsMapping{Source: "/attrs"},
 		OpValues: map[string]string{"user": "add_vertex", "follow": "add", "gone": "delete_vertex"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestVertexRecordErrors(t *testing.T) {
 		r      Record
 		reason string
 	}{
-		{Mapping{Src: "/id", Dst: "/to", Op: "const:add_vertex", Props: "header:p"}, Record{Value: []byte(`{"id":1}`), Headers: []Header{{Key: "p", Value: []byte("{}")}}}, `props (header "p") is a string: want a JSON object`},
+		{Mapping{Src: "/id", Dst: "/to", Op: "const:add_vertex", Props: PropsMapping{Source: "header:p"}}, Record{Value: []byte(`{"id":1}`), Headers: []Header{{Key: "p", Value: []byte("{}")}}}, `props (header "p") is a string: want a JSON object`},
 		{Mapping{Src: "/id", Dst: "/to", Op: "const:add_vertex", Label: "/l"}, Record{Value: []byte(`{"id":1,"l":5}`)}, "label (/l) is a number: want a string"},
 		{Mapping{Src: "/id", Dst: "/to", Op: "const:add_vertex", Label: "/l"}, Record{Value: []byte(`{"id":1,"l":"` + long + `"}`)}, "label (/l) a vertex label has at most 255 bytes"},
 	} {

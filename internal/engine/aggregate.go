@@ -1,0 +1,320 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	core "github.com/graphtide/graphtide/cgo"
+)
+
+// Edge aggregates (issue 42). Each edge type has an aggregate: replace
+// (the default: the newest upsert is the edge) or accumulate (each upsert
+// is an event that adds to the edge). The engine marks every upsert of an
+// accumulate type as an event operand when it hands a batch to the core,
+// which stores it as a version of its own at the cost of a replace upsert
+// and folds an edge's events on every read: an accumulate edge reads as
+// Count events, Weight the sum of their weights, FirstTime the least and
+// Time the greatest event time, and the newest event's payload (EventRef,
+// Props). A delete or a vertex delete ends the edge as before (an upsert
+// after it starts a new sum), and the fold stops at a replace version (a
+// type switched from replace starts a new sum; a replace upsert replaces
+// the events).
+//
+// Retain: the events of an accumulate type whose event time is within
+// Retain of the store's newest event time stay readable one by one
+// (Snapshot.Events); flush and compaction fold older ones into one
+// version. Reads of the edge never depend on when that happened.
+
+// Aggregate is how upserts of one edge type combine.
+type Aggregate struct {
+	// Accumulate makes each upsert an event added to its edge (else the
+	// newest upsert replaces the edge).
+	Accumulate bool
+	// Retain (accumulate types only, at least 0) keeps the events of the
+	// last Retain of event time readable one by one.
+	Retain time.Duration
+}
+
+// check reports what is wrong with a for type t.
+func (a Aggregate) check(t uint16) error {
+	switch {
+	case int(t) >= MaxEdgeTypes:
+		return fmt.Errorf("%w: edge type %d out of range (max %d)", ErrInvalid, t, MaxEdgeTypes-1)
+	case a.Retain < 0:
+		return fmt.Errorf("%w: edge type %d: retain must be at least 0, got %v", ErrInvalid, t, a.Retain)
+	case a.Retain > 0 && !a.Accumulate:
+		return fmt.Errorf("%w: edge type %d: retain applies to an accumulate type only", ErrInvalid, t)
+	}
+	return nil
+}
+
+// aggregates are a store's edge types' aggregates: bit t of accum set for
+// an accumulate type, retain[t] its retain in µs. Atomic, so that Apply
+// reads them without a lock while SetAggregate changes them.
+type aggregates struct {
+	accum  [MaxEdgeTypes / 64]atomic.Uint64
+	any    atomic.Bool // some type accumulates
+	retain [MaxEdgeTypes]atomic.Int64
+}
+
+func (g *aggregates) accumulates(t uint32) bool {
+	return int(t) < MaxEdgeTypes && g.accum[t/64].Load()>>(t%64)&1 != 0
+}
+
+// SetAggregate configures edge type t's aggregate from now on (a type not
+// configured is replace): later upserts of t are events when a.Accumulate,
+// and retention uses a.Retain from the next flush or compaction on.
+// Configuration, not kept by the store: give it again after every Open
+// (Options.Aggregates). Switching a type from accumulate to replace makes
+// the next upsert of an edge replace its events; the other way round
+// starts a new sum over the replace version.
+func (s *Store) SetAggregate(t uint16, a Aggregate) error {
+	if err := a.check(t); err != nil {
+		return err
+	}
+	return s.with("set aggregate", func(c *core.Store) *core.Error {
+		if e := c.SetTypeRetain(uint32(t), a.Retain.Microseconds()); e != nil {
+			return e
+		}
+		s.setAggregate(t, a)
+		return nil
+	})
+}
+
+func (s *Store) setAggregate(t uint16, a Aggregate) {
+	g := &s.aggs
+	w := &g.accum[t/64]
+	for {
+		old := w.Load()
+		nw := old &^ (1 << (t % 64))
+		if a.Accumulate {
+			nw |= 1 << (t % 64)
+		}
+		if w.CompareAndSwap(old, nw) {
+			break
+		}
+	}
+	g.retain[t].Store(a.Retain.Microseconds())
+	if a.Accumulate {
+		g.any.Store(true)
+	}
+}
+
+// AggregateOf is edge type t's aggregate as configured (replace, retain 0
+// when never set).
+func (s *Store) AggregateOf(t uint16) Aggregate {
+	if int(t) >= MaxEdgeTypes {
+		return Aggregate{}
+	}
+	a := Aggregate{Accumulate: s.aggs.accumulates(uint32(t))}
+	if a.Accumulate {
+		a.Retain = time.Duration(s.aggs.retain[t].Load()) * time.Microsecond
+	}
+	return a
+}
+
+// NewestEventTime is the greatest event time (Unix µs) of the batches
+// applied since Open, 0 before the first with one: the watermark of
+// retention (events within a type's Retain of it are kept one by one).
+func (s *Store) NewestEventTime() int64 {
+	var t int64
+	_ = s.with("newest event time", func(c *core.Store) *core.Error {
+		t = c.NewestEventTime()
+		return nil
+	})
+	return t
+}
+
+// An edge payload as the core stores it: one byte of the event
+// reference's length, the reference, then the property document.
+func appendEdgePayload(buf []byte, ref, props string) []byte {
+	buf = append(buf, byte(len(ref)))
+	buf = append(buf, ref...)
+	return append(buf, props...)
+}
+
+// decodeEdgePayload splits what appendEdgePayload wrote (empty: none).
+func decodeEdgePayload(p []byte) (ref, props string) {
+	if len(p) == 0 {
+		return "", ""
+	}
+	n := int(p[0])
+	if 1+n > len(p) {
+		return "", "" // not the engine's: never written so
+	}
+	return string(p[1 : 1+n]), string(p[1+n:])
+}
+
+// coreOps is the batch's ops as the core takes them (with the vertex
+// records' cells in their places), upserts of accumulate types marked as
+// operands and payloads in *pay (reset first). scratch is reused for the
+// copy when the ops need marking; b.ops themselves are never changed.
+func (b *Batch) coreOps(g *aggregates, scratch []core.Op, pay *[]byte) []core.Op {
+	*pay = (*pay)[:0]
+	marks := len(b.pays) > 0 || g.any.Load()
+	var ops []core.Op
+	switch {
+	case !marks && len(b.vrecs) == 0:
+		return b.ops
+	case !marks:
+		return b.vertexOps()
+	}
+	scratch = append(scratch[:0], b.ops...)
+	ops = scratch
+	for _, p := range b.pays {
+		if p.ref == "" && p.props == "" {
+			continue
+		}
+		o := &ops[p.at]
+		o.PayloadOff = uint64(len(*pay))
+		*pay = appendEdgePayload(*pay, p.ref, p.props)
+		o.PayloadLen = uint32(uint64(len(*pay)) - o.PayloadOff)
+	}
+	if g.any.Load() {
+		for i := range ops {
+			if ops[i].Kind == core.OpUpsert && g.accumulates(ops[i].Type) {
+				ops[i].Flags |= core.OpAccumulate
+			}
+		}
+	}
+	if len(b.vrecs) == 0 {
+		return ops
+	}
+	out := make([]core.Op, 0, len(ops)+len(b.vrecs)*4)
+	b.InOrder(func(i int) { out = append(out, ops[i]) },
+		func(k int) { out = appendCells(out, b.vrecs[k].v, b.vrecs[k].payload) })
+	return out
+}
+
+// fillExt fills c's aggregate columns from the core's extras x, whose
+// payloads lie in pay.
+func fillExt(c *Columns, x []core.EdgeExt, pay []byte) {
+	for i := range x {
+		c.Counts[i] = x[i].Count
+		c.FirstTimes[i] = x[i].FirstTime
+		c.Refs[i], c.Props[i] = decodeEdgePayload(pay[x[i].PayloadOff : x[i].PayloadOff+uint64(x[i].PayloadLen)])
+	}
+}
+
+// NeighborsPageExt is NeighborsPage with every column: each edge's weight
+// (an accumulate edge's sum), type, event time and aggregate (Counts,
+// FirstTimes, Refs, Props; see Columns). Its memory is bounded by limit
+// and the payloads of the edges returned.
+func (sn *Snapshot) NeighborsPageExt(v uint64, dir Direction, after *EdgeCursor, limit int) (Page, error) {
+	if err := edgeDir(dir); err != nil {
+		return Page{}, err
+	}
+	if limit < 1 {
+		return Page{}, fmt.Errorf("%w: page limit must be positive, got %d", ErrInvalid, limit)
+	}
+	size := min(limit, pageStart)
+	p := Page{Dsts: make([]uint64, size), Columns: Columns{Weights: make([]float64, size), Types: make([]uint16, size),
+		Times: make([]int64, size), Counts: make([]uint64, size), FirstTimes: make([]int64, size),
+		Refs: make([]string, size), Props: make([]string, size)}}
+	x := make([]core.EdgeExt, size)
+	pay := make([]byte, 4<<10)
+	var a EdgeCursor
+	if after != nil {
+		a = *after
+	}
+	hasAfter, got := after != nil, 0
+	err := sn.read(func(c *core.Snapshot) error {
+		for {
+			n, pl, more, e := c.NeighborsAfterExt(v, uint32(dir), sn.types, a.Dst, a.Type, hasAfter, p.Dsts[got:],
+				p.Weights[got:], p.Types[got:], p.Times[got:], x[got:], pay)
+			if e != nil && e.Code == core.CodeBuffer && pl > len(pay) {
+				pay = make([]byte, pl) // one edge's payload is longer than the buffer
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("neighbors of %d: %w", v, fromCore(e))
+			}
+			// The payloads are in pay for this call only: decode them now.
+			sub := p.Columns
+			sub.Counts, sub.FirstTimes, sub.Refs, sub.Props = p.Counts[got:], p.FirstTimes[got:], p.Refs[got:], p.Props[got:]
+			fillExt(&sub, x[got:got+n], pay)
+			got += n
+			p.More = more
+			if !more || got == limit {
+				return nil
+			}
+			if n == 0 {
+				return fmt.Errorf("neighbors of %d: no progress reading a page (a bug)", v)
+			}
+			a, hasAfter = EdgeCursor{Dst: p.Dsts[got-1], Type: p.Types[got-1]}, true
+			if got < len(p.Dsts) {
+				continue // the payload buffer filled first: read on into the room left
+			}
+			size = min(limit, 2*size)
+			p.Dsts = grow(p.Dsts, size)
+			p.Weights, p.Types, p.Times = grow(p.Weights, size), grow(p.Types, size), grow(p.Times, size)
+			p.Counts, p.FirstTimes = grow(p.Counts, size), grow(p.FirstTimes, size)
+			p.Refs, p.Props = grow(p.Refs, size), grow(p.Props, size)
+			x = grow(x, size)
+		}
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	p.Dsts = p.Dsts[:got]
+	p.Trim(got)
+	return p, nil
+}
+
+// Event is one event of an accumulate edge (Snapshot.Events).
+type Event struct {
+	Seq      uint64  // the sequence number of the batch that applied it
+	Weight   float64 // its weight (an amount)
+	Time     int64   // its event time, Unix µs (0: none)
+	EventRef string  // its event reference ("": none)
+	Props    string  // its property document's JSON ("": none)
+}
+
+// Events lists the events of the accumulate edge (src, dst, t) visible in
+// the snapshot whose event time is at least since (Unix µs), newest first
+// (by Seq; the events of one batch in reverse order of addition), at most
+// limit of them (limit < 1: ErrInvalid). folded reports that the edge also
+// holds events retention folded (older than its type's Retain, no longer
+// listed one by one). A replace edge, or none, has no events.
+func (sn *Snapshot) Events(src, dst uint64, t uint16, since int64, limit int) (evs []Event, folded bool, err error) {
+	if limit < 1 {
+		return nil, false, fmt.Errorf("%w: events limit must be positive, got %d", ErrInvalid, limit)
+	}
+	if int(t) >= MaxEdgeTypes {
+		return nil, false, fmt.Errorf("%w: edge type %d out of range (max %d)", ErrInvalid, t, MaxEdgeTypes-1)
+	}
+	size := min(limit, pageStart)
+	seqs, w, tm, x := make([]uint64, size), make([]float64, size), make([]int64, size), make([]core.EdgeExt, size)
+	pay := make([]byte, 4<<10)
+	err = sn.read(func(c *core.Snapshot) error {
+		for {
+			n, pl, more, f, e := c.EdgeEvents(src, dst, uint32(t), since, uint64(len(evs)), seqs, w, tm, x, pay)
+			if e != nil && e.Code == core.CodeBuffer && pl > len(pay) {
+				pay = make([]byte, pl)
+				continue
+			}
+			if e != nil {
+				return fmt.Errorf("events of %d -> %d: %w", src, dst, fromCore(e))
+			}
+			folded = f
+			for i := 0; i < n && len(evs) < limit; i++ {
+				ref, props := decodeEdgePayload(pay[x[i].PayloadOff : x[i].PayloadOff+uint64(x[i].PayloadLen)])
+				evs = append(evs, Event{Seq: seqs[i], Weight: w[i], Time: tm[i], EventRef: ref, Props: props})
+			}
+			if !more || len(evs) >= limit {
+				return nil
+			}
+			if n == 0 {
+				return fmt.Errorf("events of %d -> %d: no progress reading a page (a bug)", src, dst)
+			}
+			if k := min(limit-len(evs), 2*len(seqs)); k > len(seqs) {
+				seqs, w, tm, x = make([]uint64, k), make([]float64, k), make([]int64, k), make([]core.EdgeExt, k)
+			}
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return evs, folded, nil
+}
