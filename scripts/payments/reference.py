@@ -20,11 +20,15 @@ the semantics written in docs/analytics.md (issue 42's design):
     max_cycle), e_i.dst = e_{i+1}.src, e_k.dst = e_1.src, sources distinct,
     event times non-decreasing, t(ek) - t(e1) <= max_span, and with min_ratio
     r > 0 amount(e_{i+1}) >= r * amount(e_i). Raised by the payment whose
-    arrival completes a ring of payments that arrived before it and are
-    held in the ring window (max_span, lateness); one alert per account
-    cycle per episode (see rings-semantics in docs/analytics.md).
+    arrival completes a ring of payments that arrived before it; a payment
+    older than the newest time seen before it less max_span less lateness
+    is late and in no ring. One alert per account cycle per episode: after
+    an alert whose ring's last hop is at T, a ring over the same accounts
+    alerts only if its first hop is after T; of several rings one payment
+    completes over the same accounts, the one of the smallest span, then
+    the earliest first hop, then the earliest payments.
 
-The window is the one views.TimeWindow defines: the watermark is the newest
+The fan and mule window is the one views.TimeWindow defines: the watermark is the newest
 event time seen less lateness; a payment whose time is at or before
 watermark - window on arrival is late (never held, never counted); a held
 payment leaves once its time is at or before it.
@@ -40,9 +44,11 @@ Output: one JSON line per alert, in the order they are raised, each
 the payment that raised it), "value", "evidence" (event ids, oldest first),
 "evidence_dropped", "totals"}; with --summary FILE, per analytic the alert
 counts by kind, the late payments of each window and the comparisons of an
-amount with the threshold closer than half a cent (where the Go monitors'
-float sums could decide otherwise: a stream meant to be compared exactly
-must have none).
+amount with the threshold (or of a hop with min_ratio times the one
+before) closer than half a cent, where the Go monitors' float sums could
+decide otherwise, and the rings that tie with the one alerted on span and
+first hop, which the monitor tells apart by batch seqs, unknown here: a
+stream meant to be compared exactly must have none of these knife edges.
 
 Amounts are summed exactly, in integer cents.
 """
@@ -397,13 +403,19 @@ def _rotation_key(vs):
 
 
 class Rings:
-    """Timed rings (ring_search=timed) with the dedup rule per account cycle."""
+    """Timed rings (ring_search=timed) with the dedup rule per account cycle.
+
+    Late: a payment whose time is before the newest time seen before it
+    less max_span less lateness; it neither completes nor joins a ring.
+    Every other payment that arrived before may be in a ring: those held
+    go back to the newest time less lateness less twice max_span (an older
+    one is more than max_span before any payment that is not late)."""
 
     def __init__(self, spec, report):
         self.spec, self.report = spec, report
-        # A ring may span max_span exactly (t(ek) - t(e1) <= max_span): the
-        # window holds a payment at exactly the watermark less max_span.
-        self.win = Window(spec.max_span + 1, spec.lateness, 0)
+        self.max_t = None
+        self.held = []  # by (t, n), for dropping the old ones
+        self.late = 0
         self.out = defaultdict(list)  # account -> held payments out of it (arrival order)
         self.last = {}  # account cycle -> the event time of the last hop of its last alerted ring
         self.found = 0
@@ -419,12 +431,18 @@ class Rings:
         return True
 
     def add(self, p):
-        held, left = self.win.add(p)
-        for q in left:
-            self.out[q.src].remove(q)
-        if not held:
+        span, lateness = self.spec.max_span, self.spec.lateness
+        if self.max_t is not None and p.t < self.max_t - span - lateness:
+            self.late += 1
             return
-        span = self.spec.max_span
+        self.max_t = p.t if self.max_t is None else max(self.max_t, p.t)
+        i = len(self.held)
+        while i > 0 and self.held[i - 1].t > p.t:
+            i -= 1
+        self.held.insert(i, p)
+        while self.held and self.held[0].t < self.max_t - lateness - 2 * span:
+            q = self.held.pop(0)
+            self.out[q.src].remove(q)
         k = self.spec.max_cycle
         # Every simple path of held payments (arrived before p) from p.dst back
         # to p.src, of at most k-1 payments, each within max_span of p.
@@ -464,12 +482,18 @@ class Rings:
                 rings = [r for r in rings if r[0].t > self.last[cyc]]
             if not rings:
                 continue
-            best = min(rings, key=lambda r: (r[-1].t - r[0].t, r[0].t, [e.n for e in r]))
+            order = lambda r: (r[-1].t - r[0].t, r[0].t)  # noqa: E731
+            best = min(rings, key=lambda r: (order(r), [e.n for e in r]))
+            if sum(1 for r in rings if order(r) == order(best)) > 1:
+                # The monitor breaks this tie by batch seqs first, which a
+                # file does not hold: positions in it may decide otherwise.
+                self.report.knife_edges.append((self.spec.name, p.id, best[0].src, "ring tie"))
             self.last[cyc] = best[-1].t
             self.report.alerts.append({
                 "analytic": self.spec.name, "kind": "cycle", "vertex": best[0].src,
                 "cycle": [e.src for e in best], "trigger": p.id, "value": len(best),
-                "evidence": [e.id for e in best], "evidence_dropped": 0,
+                "evidence": [e.id for e in best[-self.spec.evidence:]],
+                "evidence_dropped": max(0, len(best) - self.spec.evidence),
                 "totals": {
                     "events": len(best), "amount": _amount(sum(e.cents for e in best)),
                     "first": fmt_ts(best[0].t), "last": fmt_ts(best[-1].t),
@@ -500,7 +524,7 @@ def run(payments, specs):
         s = {"alerts": {}, "late": {}}
         for kind, m in parts:
             s["alerts"][kind] = sum(1 for a in report.alerts if a["analytic"] == spec.name and a["kind"] == kind)
-            s["late"][kind] = m.win.late
+            s["late"][kind] = m.late if kind == "cycle" else m.win.late
             if kind == "cycle":
                 s["rings_found"] = m.found
         summary[spec.name] = s

@@ -283,17 +283,30 @@ class Rings(unittest.TestCase):
                             pay("ca", "c", "a", 1, 3))
         self.assertEqual([(a["cycle"], a["trigger"]) for a in got], [(["a", "b", "c"], "ca"), (["a", "c"], "ca")])
 
-    def test_late_payment_is_not_searched(self):
-        # lateness 1m: after x (at 30m) the ring window holds what is at or
-        # after 30m - 1m - 10m = 19m; ba at 18m arrives late: never searched
-        # (ab, at 17m, left when x came).
+    def test_late_payment_is_in_no_ring(self):
+        # lateness 1m: after x (at 30m) a payment before 30m - 10m - 1m = 19m
+        # is late: ba at 18m closes nothing.
         got, summary = self.rings(self.SPEC + ",lateness=1m", pay("ab", "a", "b", 1, 17), pay("x", "c", "d", 1, 30),
                                   pay("ba", "b", "a", 1, 18))
         self.assertEqual(got, [])
         self.assertEqual(summary["fraud"]["late"]["cycle"], 1)
-        got, _ = self.rings(self.SPEC + ",lateness=1m", pay("ab", "a", "b", 1, 20), pay("x", "c", "d", 1, 30),
-                            pay("ba", "b", "a", 1, 21))
+        got, summary = self.rings(self.SPEC + ",lateness=1m", pay("ab", "a", "b", 1, 20), pay("x", "c", "d", 1, 30),
+                                  pay("ba", "b", "a", 1, 19))
+        self.assertEqual(brief(got), [("cycle", "b", "ba")])
+        self.assertEqual(summary["fraud"]["late"]["cycle"], 0)
+
+    def test_a_payment_older_than_the_cut_still_pairs_with_one_that_is_not_late(self):
+        # lateness 5m, max_span 10m: after x at 30m the cut is 15m. ab (14m)
+        # came before x, so it was not late; ba (16m) is not late either:
+        # they make a ring of 2 minutes.
+        got, summary = self.rings(self.SPEC + ",lateness=5m", pay("ab", "a", "b", 1, 14), pay("x", "c", "d", 1, 30),
+                                  pay("ba", "b", "a", 1, 16))
         self.assertEqual(brief(got), [("cycle", "a", "ba")])
+        self.assertEqual(summary["fraud"]["late"]["cycle"], 0)
+
+    def test_a_tie_the_file_cannot_break_is_reported(self):
+        _, summary = self.rings(self.SPEC, pay("ab1", "a", "b", 1, 5), pay("ab2", "a", "b", 1, 5), pay("ba", "b", "a", 1, 6))
+        self.assertEqual(summary["knife_edges"], [["fraud", "ba", "a", "ring tie"]])
 
     def test_a_slow_ring_is_none(self):
         day = 24 * 60
