@@ -79,7 +79,7 @@ type gotAlert struct {
 	Evidence []struct {
 		SrcKey    string         `json:"src_key"`
 		DstKey    string         `json:"dst_key"`
-		TypeName  string         `json:"type_name"`
+		Type      string         `json:"type"`
 		Amount    float64        `json:"amount"`
 		EventTime string         `json:"event_time"`
 		Ref       string         `json:"ref"`
@@ -341,7 +341,7 @@ func (r *paymentsRun) compareAlerts(t *testing.T, want []refAlert) {
 				t.Errorf("alert %s: evidence ref %q is no payment", k, e.Ref)
 				continue
 			}
-			if e.SrcKey != p.From || e.DstKey != p.To || e.Amount != p.Amount || e.TypeName != p.Type ||
+			if e.SrcKey != p.From || e.DstKey != p.To || e.Amount != p.Amount || e.Type != p.Type ||
 				micros(t, e.EventTime) != micros(t, p.TS) || e.Props["currency"] != p.Currency {
 				t.Errorf("alert %s: evidence %+v, the payment is %+v", k, e, p)
 			}
