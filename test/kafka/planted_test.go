@@ -148,8 +148,11 @@ type paymentsRun struct {
 	topic    string
 	offsets  []int64 // of each line's record
 	base     string  // serve's HTTP address
-	alerts   []gotAlert
-	raw      [][]byte
+	alerts   []gotAlert // of the alert topic
+	raw      []json.RawMessage
+	// httpAlerts are those of GET /v1/alerts, oldest first.
+	httpAlerts []gotAlert
+	httpRaw    []json.RawMessage
 	// summaries are the monitors' summaries (GET /v1/analytics/{name})
 	// once they took in every payment.
 	summaries map[string]json.RawMessage
@@ -263,6 +266,25 @@ func runPayments(t *testing.T, file string, monitors []string, want int, wait ti
 		r.alerts = append(r.alerts, a)
 		r.raw = append(r.raw, rec.Value)
 	}
+	// The same alerts over HTTP (GET /v1/alerts, newest first).
+	var page struct {
+		Alerts []json.RawMessage `json:"alerts"`
+		Total  uint64            `json:"total"`
+	}
+	if !getJSON(r.base+"/v1/alerts?limit=1000", &page) {
+		t.Fatalf("GET /v1/alerts failed:\n%s", log.tail(20))
+	}
+	if page.Total != uint64(len(page.Alerts)) {
+		t.Fatalf("GET /v1/alerts: %d of %d alerts (the test reads them all)", len(page.Alerts), page.Total)
+	}
+	for i := len(page.Alerts) - 1; i >= 0; i-- {
+		var a gotAlert
+		if err := json.Unmarshal(page.Alerts[i], &a); err != nil {
+			t.Fatalf("alert %s: %v", page.Alerts[i], err)
+		}
+		r.httpAlerts = append(r.httpAlerts, a)
+		r.httpRaw = append(r.httpRaw, page.Alerts[i])
+	}
 	if err := srv.stop(); err != nil {
 		t.Errorf("serve: %v\n%s", err, log.tail(20))
 	}
@@ -301,11 +323,17 @@ func micros(t *testing.T, ts string) int64 {
 // exact cents).
 func near(a, b float64) bool { return math.Abs(a-b) < 0.005 }
 
-// compareAlerts checks that the alerts of the topic are the reference's,
-// each once, with the same evidence (event ids, in order), each evidence
-// event as the payments file has it (accounts, amount, time, type,
-// currency), and the same totals and value.
+// compareAlerts checks that the alerts of the topic, and those of GET
+// /v1/alerts, are the reference's, each once, with the same evidence
+// (event ids, in order), each evidence event as the payments file has it
+// (accounts, amount, time, type, currency), and the same totals and value.
 func (r *paymentsRun) compareAlerts(t *testing.T, want []refAlert) {
+	t.Helper()
+	r.compare(t, "the alert topic", r.alerts, r.raw, want)
+	r.compare(t, "GET /v1/alerts", r.httpAlerts, r.httpRaw, want)
+}
+
+func (r *paymentsRun) compare(t *testing.T, where string, alerts []gotAlert, raw []json.RawMessage, want []refAlert) {
 	t.Helper()
 	wantBy := map[string]refAlert{}
 	for _, w := range want {
@@ -316,15 +344,15 @@ func (r *paymentsRun) compareAlerts(t *testing.T, want []refAlert) {
 		wantBy[k] = w
 	}
 	seen := map[string]bool{}
-	for i, a := range r.alerts {
-		k := alertKey(a.Analytic, a.Kind, a.VertexKey, a.CycleKeys, r.trigger(a))
-		w, ok := wantBy[k]
+	for i, a := range alerts {
+		k := where + ": " + alertKey(a.Analytic, a.Kind, a.VertexKey, a.CycleKeys, r.trigger(a))
+		w, ok := wantBy[alertKey(a.Analytic, a.Kind, a.VertexKey, a.CycleKeys, r.trigger(a))]
 		switch {
 		case seen[k]:
-			t.Errorf("alert %s raised twice: %s", k, r.raw[i])
+			t.Errorf("alert %s raised twice: %s", k, raw[i])
 			continue
 		case !ok:
-			t.Errorf("alert %s is not the reference's: %s", k, r.raw[i])
+			t.Errorf("alert %s is not the reference's: %s", k, raw[i])
 			continue
 		}
 		seen[k] = true
@@ -362,8 +390,8 @@ func (r *paymentsRun) compareAlerts(t *testing.T, want []refAlert) {
 		}
 	}
 	for k := range wantBy {
-		if !seen[k] {
-			t.Errorf("the reference's alert %s was not raised", k)
+		if !seen[where+": "+k] {
+			t.Errorf("%s: the reference's alert %s was not raised", where, k)
 		}
 	}
 }
