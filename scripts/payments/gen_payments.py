@@ -34,6 +34,9 @@ them). Two modes:
                  by senders or amount)
       bigsender  one sender paying one account 3 times about 30,000 EUR
                  within 25 minutes (alert: fan_in by amount)
+      straggler  a 2-ring of 2 minutes whose closing payment arrives 66
+                 minutes after its first, within the lateness (alert:
+                 the first hop must still be held)
     and a few noise payments delivered late (older than the window less
     the lateness when they arrive) or a little out of order.
     --manifest FILE writes what was planted and the alerts each pattern
@@ -235,6 +238,23 @@ def planted(seed, noise_events=4000, accounts=2500):
     patterns.append({"name": "bigsender", "accounts": [bs, bx], "events": ev})
     alerts.append({"analytic": "big", "kind": "fan_in", "vertex": bx, "trigger": ev[1], "evidence": ev[:2],
                    "evidence_dropped": 0})
+
+    # straggler: a 2-ring whose closing payment is delivered 66 minutes
+    # after its first, just after a payment 66 minutes after the first
+    # (the newest time then): not late (the ring window reaches back to the
+    # newest time less max_span less lateness, 65 minutes), and its first
+    # hop, 66 minutes before the newest time, must still be held: a ring
+    # of 2 minutes (alert). Marked by a payment between 2 accounts of its
+    # own.
+    sa, sb, sc, sd = take(4)
+    t0 = anchor(8)
+    c = amount(rng, 3000, 6000)
+    first = st.pay(sa, sb, c, t0)
+    marker = st.pay(sc, sd, amount(rng, 10, 100), t0 + 66 * MIN)
+    closing = st.pay(sb, sa, c * rng.randint(91, 99) // 100, t0 + 2 * MIN, emit_at=t0 + 66 * MIN)
+    patterns.append({"name": "straggler", "accounts": [sa, sb, sc, sd], "events": [first, marker, closing]})
+    alerts.append({"analytic": "fraud", "kind": "cycle", "vertex": sa, "cycle": [sa, sb], "trigger": closing,
+                   "evidence": [first, closing], "evidence_dropped": 0})
 
     # Noise: from an account to one ranked after it (so no cycle), amounts
     # 5 to 5,000 EUR spread evenly over their logarithm; 5% emitted up to 4

@@ -62,7 +62,7 @@ class Deterministic(unittest.TestCase):
                 self.assertEqual(f.read(), lines(["--seed", "5"]))
         self.assertEqual(manifest["monitors"], gen.MONITORS)
         self.assertEqual(sorted(p["name"] for p in manifest["patterns"]),
-                         ["backwards", "bigsender", "fanin", "mule", "onesender", "passthru", "ratio", "ring10m", "ring30d"])
+                         ["backwards", "bigsender", "fanin", "mule", "onesender", "passthru", "ratio", "ring10m", "ring30d", "straggler"])
 
 
 class Planted(unittest.TestCase):
@@ -147,6 +147,20 @@ class Planted(unittest.TestCase):
         self.assertGreater(ev[0]["amount"] + ev[1]["amount"], 50000)
         self.assertLess(ev[0]["amount"], 50000)
 
+    def test_straggler(self):
+        first, marker, closing = self.evs("straggler")
+        # The closing hop comes right after the marker, the newest time then,
+        # 66 minutes after the first hop: within max_span (1h) + lateness
+        # (5m) of it, not late; the first hop is older than that.
+        self.assertEqual(self.pos[closing["event_id"]], self.pos[marker["event_id"]] + 1)
+        newest = max(self.t(r) for r in self.records[: self.pos[closing["event_id"]]])
+        self.assertEqual(newest, self.t(marker))
+        self.assertEqual(newest - self.t(first), 66 * gen.MIN)
+        self.assertGreaterEqual(self.t(closing), newest - gen.WINDOW - gen.LATENESS)
+        self.assertLess(self.t(first), newest - gen.WINDOW - gen.LATENESS)
+        self.assertEqual((closing["from_account"], closing["to_account"]), (first["to_account"], first["from_account"]))
+        self.assertGreaterEqual(closing["amount"], 0.9 * first["amount"])
+
     def test_planted_accounts_are_their_own(self):
         planted_accts = set()
         for p in self.manifest["patterns"]:
@@ -187,12 +201,12 @@ class ReferenceAgrees(unittest.TestCase):
                 records, manifest = planted(seed)
                 alerts, summary = ref.run(payments(records), [ref.Spec(m) for m in manifest["monitors"]])
                 self.assertEqual(sorted(map(key, alerts)), sorted(map(key, manifest["alerts"])))
-                self.assertEqual(len(alerts), 4)
+                self.assertEqual(len(alerts), 5)
                 self.assertEqual(summary["knife_edges"], [])
                 self.assertGreaterEqual(summary["fraud"]["late"]["fan_in"], 1)
                 # The second closing of ring10m is a ring the dedup rule
                 # holds back: found, not alerted.
-                self.assertEqual(summary["fraud"]["rings_found"], 2)
+                self.assertEqual(summary["fraud"]["rings_found"], 3)
 
     def test_the_monitors_matter(self):
         # Without the late rule, the order rule or min_ratio the planted
@@ -201,17 +215,20 @@ class ReferenceAgrees(unittest.TestCase):
         ps = payments(records)
         fraud = manifest["monitors"][0]
         alerts, _ = ref.run(ps, [ref.Spec(fraud.replace("min_ratio=0.9", "min_ratio=0.4"))])
-        self.assertEqual(sum(a["kind"] == "cycle" for a in alerts), 2)  # the ratio ring too
+        self.assertEqual(sum(a["kind"] == "cycle" for a in alerts), 3)  # the ratio ring too
         alerts, _ = ref.run(ps, [ref.Spec(fraud.replace("measure=senders", "measure=events"))])
         self.assertEqual(sum(a["kind"] == "fan_in" for a in alerts), 2)  # the one sender's 30 too
         alerts, _ = ref.run(ps, [ref.Spec(fraud.replace("max_span=1h", "max_span=720h").replace("min_ratio=0.9", "min_ratio=0"))])
         cycles = [a for a in alerts if a["kind"] == "cycle"]
         # ring10m, then round its accounts again days later (its first hop
-        # after the first ring's last), ring30d and the ratio ring; never the
-        # backwards one.
-        self.assertEqual(len(cycles), 4)
+        # after the first ring's last), ring30d, the ratio ring and the
+        # straggler; never the backwards one.
+        self.assertEqual(len(cycles), 5)
         back = set(next(p for p in manifest["patterns"] if p["name"] == "backwards")["accounts"])
         self.assertFalse(any(set(a["cycle"]) == back for a in cycles))
+        # Without the lateness the straggler's closing payment is late.
+        alerts, summary = ref.run(ps, [ref.Spec(fraud.replace("lateness=5m", "lateness=0s"))])
+        self.assertEqual(sum(a["kind"] == "cycle" for a in alerts), 1)
 
 
 class Random(unittest.TestCase):
