@@ -146,8 +146,8 @@ type paymentsRun struct {
 	payments []payment
 	byID     map[string]payment
 	topic    string
-	offsets  []int64 // of each line's record
-	base     string  // serve's HTTP address
+	offsets  []int64    // of each line's record
+	base     string     // serve's HTTP address
 	alerts   []gotAlert // of the alert topic
 	raw      []json.RawMessage
 	// httpAlerts are those of GET /v1/alerts, oldest first.
