@@ -319,9 +319,9 @@ func micros(t *testing.T, ts string) int64 {
 	return tm.UnixMicro()
 }
 
-// near: equal to half a cent (sums in float64 against the reference's
+// sameCents: equal to half a cent (sums in float64 against the reference's
 // exact cents).
-func near(a, b float64) bool { return math.Abs(a-b) < 0.005 }
+func sameCents(a, b float64) bool { return math.Abs(a-b) < 0.005 }
 
 // compareAlerts checks that the alerts of the topic, and those of GET
 // /v1/alerts, are the reference's, each once, with the same evidence
@@ -377,14 +377,14 @@ func (r *paymentsRun) compare(t *testing.T, where string, alerts []gotAlert, raw
 		if tr := r.byID[w.Trigger]; a.EventTime == "" || micros(t, a.EventTime) != micros(t, tr.TS) {
 			t.Errorf("alert %s: event time %q, its payment's %q", k, a.EventTime, tr.TS)
 		}
-		if w.Value != nil && !near(a.Value, *w.Value) {
+		if w.Value != nil && !sameCents(a.Value, *w.Value) {
 			t.Errorf("alert %s: value %v, the reference's %v", k, a.Value, *w.Value)
 		}
 		switch got, wt := a.Totals, w.Totals; {
 		case got == nil || wt == nil:
 			t.Errorf("alert %s: totals %+v, the reference's %+v", k, got, wt)
-		case got.Events != wt.Events || !near(got.Amount, wt.Amount) || got.Counterparties != wt.Counterparties ||
-			!near(got.AmountOut, wt.AmountOut) || got.Receivers != wt.Receivers ||
+		case got.Events != wt.Events || !sameCents(got.Amount, wt.Amount) || got.Counterparties != wt.Counterparties ||
+			!sameCents(got.AmountOut, wt.AmountOut) || got.Receivers != wt.Receivers ||
 			micros(t, got.First) != micros(t, wt.First) || micros(t, got.Last) != micros(t, wt.Last):
 			t.Errorf("alert %s: totals %+v, the reference's %+v", k, *got, *wt)
 		}
