@@ -112,15 +112,26 @@ void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
   std::sort(out->begin(), out->end());
 }
 
+namespace {
+
+// An operand whose seq no event listing reports: one retention folded
+// (several events), or one older than retain (cut: its type's cutoff).
+// Every other operand keeps its seq at the bottommost level, as
+// gt_snapshot_edge_events lists it.
+bool ZeroableOperand(const Entry &e, int64_t cut) { return e.ext->count > 1 || e.time < cut; }
+
+}  // namespace
+
 // For each edge (dst, type), versions arrive newest first. A version is kept
 // iff it is the newest in its snapshot stripe (stripe = index of the first
 // pinned snapshot >= seq; the newest stripe has no snapshot above it), or
 // every version above it in its stripe is an operand (a reader folds
 // through them to it; merge.h). At the bottommost level the oldest kept
 // version of an edge is dropped if it is a tombstone, and otherwise (unless
-// an operand, whose seq gt_snapshot_edge_events reports) has its seq set to
-// 0 (its type kept) when every snapshot can see it, so that a fully
-// compacted replace-only file needs no version column.
+// an operand whose seq an event listing reports: ZeroableOperand) has its
+// seq set to 0 (its type kept) when every snapshot can see it, so that a
+// fully compacted and folded file needs no version column.
+
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out) {
   thread_local ExtArena own;
   ExtArena *arena = p.arena;
@@ -150,11 +161,19 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     // level it is dropped if a tombstone, else made seq 0 (not an
     // operand: it keeps its seq, and an operand chain's end is dropped:
     // nothing older is left).
-    bool have = false, open = false;
+    bool have = false, open = false, chain = false;
     uint64_t cur = 0;
     uint32_t curt = 0;
-    size_t fold_at = SIZE_MAX;
+    size_t fold_at = SIZE_MAX, group = 0;
     int64_t cut = INT64_MIN;
+    // At the bottommost level an operand chain's oldest kept version is
+    // made seq 0 when no event listing can name it (folded, or older than
+    // retain), so that a folded store needs no version column.
+    auto close_chain = [&]() {
+      if (chain && p.bottommost && out->size() > group && ZeroableOperand(out->back(), cut))
+        out->back().vers = VersTypeOnly(out->back().vers);
+      chain = false;
+    };
     MergeRunsAt(runs, [&](const Run &r, uint64_t i) {
       const uint64_t dst = r.dst(i);
       uint64_t vers = r.vers(i);
@@ -176,11 +195,13 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
         AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
         return;
       }
+      close_chain();
       have = true;
       cur = dst;
       curt = t;
+      group = out->size();
       const uint64_t c = r.count(i);
-      open = c != 0 && !VersTomb(vers);
+      open = chain = c != 0 && !VersTomb(vers);
       if (open) {
         cut = cutoff(t);
         fold_at = r.time(i) < cut ? out->size() : SIZE_MAX;
@@ -193,6 +214,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       }
       AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
     });
+    close_chain();
     return;
   }
   const uint64_t oldest = snaps.empty() ? UINT64_MAX : snaps.front();
@@ -222,7 +244,8 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     while (out->size() > group_start && VersTomb(out->back().vers)) out->pop_back();
     if (out->size() == group_start) return;
     Entry &last = out->back();
-    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel && gt::EntryCount(last) == 0)
+    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel &&
+        (EntryCount(last) == 0 || ZeroableOperand(last, cut)))
       last.vers = VersTypeOnly(last.vers);
   };
 
