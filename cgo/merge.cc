@@ -224,7 +224,9 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     return p.vdel->Latest(v, clean);
   };
   const uint64_t dsrc = vdel_latest(src);
-  const bool src_has_vdel = p.vdel != nullptr && p.vdel->Has(src);
+  // The newest live delete of src (any seq), and below of dst.
+  const uint64_t src_last_vdel = p.vdel != nullptr ? p.vdel->Latest(src, UINT64_MAX) : 0;
+  const bool src_has_vdel = src_last_vdel != 0;
 
   size_t group_start = out->size();
   bool have = false;
@@ -233,6 +235,13 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
   size_t last_stripe = SIZE_MAX;
   uint64_t ddst = 0;
   bool dst_has_vdel = false;
+  uint64_t dst_last_vdel = 0;
+  // Operands below this seq do not fold: the newest delete of src or dst
+  // that some reader does not see yet (above clean), which a fold must not
+  // straddle (readers on either side of it fold differently). A delete at
+  // or below clean is seen by every reader, and what it hides is dropped
+  // here: nothing is left below it to straddle.
+  uint64_t no_fold_below = 0;
   bool open = false;          // every version kept so far in this stripe is an operand
   size_t fold_at = SIZE_MAX;  // the kept operand of this stripe older ones fold into
   int64_t cut = INT64_MIN;
@@ -263,10 +272,12 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       last_stripe = SIZE_MAX;
       if (!same_dst) {
         ddst = vdel_latest(dst);
-        dst_has_vdel = p.vdel != nullptr && p.vdel->Has(dst);
+        dst_last_vdel = p.vdel != nullptr ? p.vdel->Latest(dst, UINT64_MAX) : 0;
+        dst_has_vdel = dst_last_vdel != 0;
       }
-      // No fold by time where a live vertex delete may split a fold.
-      cut = src_has_vdel || dst_has_vdel ? INT64_MIN : cutoff(t);
+      cut = cutoff(t);
+      no_fold_below = std::max(src_last_vdel, dst_last_vdel);
+      if (no_fold_below <= clean) no_fold_below = 0;
     }
     const uint64_t seq = VersSeq(vers);
     // A version above the history floor is a stripe of its own (a snapshot
@@ -294,7 +305,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
       return;
     }
-    const bool old = !own && r.time(i) < cut;
+    const bool old = !own && r.time(i) < cut && seq >= no_fold_below;
     if (old && fold_at != SIZE_MAX) {
       fold_into(fold_at, r, i);
       return;

@@ -699,3 +699,49 @@ func TestEventsCrashAtEveryEditPoint(t *testing.T) {
 		})
 	}
 }
+
+// Events of an edge whose vertex was deleted before them fold like any
+// others once every reader sees the delete: retention does not keep them
+// one by one for good.
+func TestEventsAfterAVertexDeleteFold(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{DisableAutoCompaction: true,
+		Aggregates: map[uint16]Aggregate{0: {Accumulate: true, Retain: 10 * time.Microsecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	b.InsertWeighted(1, 2, 5)
+	b.SetEventTime(1)
+	b.DeleteVertex(1)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(100) {
+		b.Reset()
+		b.InsertWeighted(1, 2, 1)
+		b.SetEventTime(1000 + i)
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CompactAll(); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	c, err := sn.Edge(1, 2)
+	if err != nil || len(c.Counts) != 1 || c.Counts[0] != 100 || c.Weights[0] != 100 || c.FirstTimes[0] != 1000 {
+		t.Fatalf("edge: %+v, %v; want 100 events of weight 1 from time 1000", c, err)
+	}
+	evs, folded, err := sn.Events(1, 2, 0, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !folded || len(evs) > 11 {
+		t.Fatalf("%d events listed, folded %v: want those within retain (time >= 1089) and the rest folded", len(evs), folded)
+	}
+}
