@@ -112,15 +112,26 @@ void VdelMap::Records(uint64_t upto, std::vector<Record> *out) const {
   std::sort(out->begin(), out->end());
 }
 
+namespace {
+
+// An operand whose seq no event listing reports: one retention folded
+// (several events), or one older than retain (cut: its type's cutoff).
+// Every other operand keeps its seq at the bottommost level, as
+// gt_snapshot_edge_events lists it.
+bool ZeroableOperand(const Entry &e, int64_t cut) { return e.ext->count > 1 || e.time < cut; }
+
+}  // namespace
+
 // For each edge (dst, type), versions arrive newest first. A version is kept
 // iff it is the newest in its snapshot stripe (stripe = index of the first
 // pinned snapshot >= seq; the newest stripe has no snapshot above it), or
 // every version above it in its stripe is an operand (a reader folds
 // through them to it; merge.h). At the bottommost level the oldest kept
 // version of an edge is dropped if it is a tombstone, and otherwise (unless
-// an operand, whose seq gt_snapshot_edge_events reports) has its seq set to
-// 0 (its type kept) when every snapshot can see it, so that a fully
-// compacted replace-only file needs no version column.
+// an operand whose seq an event listing reports: ZeroableOperand) has its
+// seq set to 0 (its type kept) when every snapshot can see it, so that a
+// fully compacted and folded file needs no version column.
+
 void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainParams &p, std::vector<Entry> *out) {
   thread_local ExtArena own;
   ExtArena *arena = p.arena;
@@ -150,11 +161,19 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     // level it is dropped if a tombstone, else made seq 0 (not an
     // operand: it keeps its seq, and an operand chain's end is dropped:
     // nothing older is left).
-    bool have = false, open = false;
+    bool have = false, open = false, chain = false;
     uint64_t cur = 0;
     uint32_t curt = 0;
-    size_t fold_at = SIZE_MAX;
+    size_t fold_at = SIZE_MAX, group = 0;
     int64_t cut = INT64_MIN;
+    // At the bottommost level an operand chain's oldest kept version is
+    // made seq 0 when no event listing can name it (folded, or older than
+    // retain), so that a folded store needs no version column.
+    auto close_chain = [&]() {
+      if (chain && p.bottommost && out->size() > group && ZeroableOperand(out->back(), cut))
+        out->back().vers = VersTypeOnly(out->back().vers);
+      chain = false;
+    };
     MergeRunsAt(runs, [&](const Run &r, uint64_t i) {
       const uint64_t dst = r.dst(i);
       uint64_t vers = r.vers(i);
@@ -176,11 +195,13 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
         AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
         return;
       }
+      close_chain();
       have = true;
       cur = dst;
       curt = t;
+      group = out->size();
       const uint64_t c = r.count(i);
-      open = c != 0 && !VersTomb(vers);
+      open = chain = c != 0 && !VersTomb(vers);
       if (open) {
         cut = cutoff(t);
         fold_at = r.time(i) < cut ? out->size() : SIZE_MAX;
@@ -193,6 +214,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       }
       AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
     });
+    close_chain();
     return;
   }
   const uint64_t oldest = snaps.empty() ? UINT64_MAX : snaps.front();
@@ -202,7 +224,9 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     return p.vdel->Latest(v, clean);
   };
   const uint64_t dsrc = vdel_latest(src);
-  const bool src_has_vdel = p.vdel != nullptr && p.vdel->Has(src);
+  // The newest live delete of src (any seq), and below of dst.
+  const uint64_t src_last_vdel = p.vdel != nullptr ? p.vdel->Latest(src, UINT64_MAX) : 0;
+  const bool src_has_vdel = src_last_vdel != 0;
 
   size_t group_start = out->size();
   bool have = false;
@@ -211,6 +235,13 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
   size_t last_stripe = SIZE_MAX;
   uint64_t ddst = 0;
   bool dst_has_vdel = false;
+  uint64_t dst_last_vdel = 0;
+  // Operands below this seq do not fold: the newest delete of src or dst
+  // that some reader does not see yet (above clean), which a fold must not
+  // straddle (readers on either side of it fold differently). A delete at
+  // or below clean is seen by every reader, and what it hides is dropped
+  // here: nothing is left below it to straddle.
+  uint64_t no_fold_below = 0;
   bool open = false;          // every version kept so far in this stripe is an operand
   size_t fold_at = SIZE_MAX;  // the kept operand of this stripe older ones fold into
   int64_t cut = INT64_MIN;
@@ -222,7 +253,8 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     while (out->size() > group_start && VersTomb(out->back().vers)) out->pop_back();
     if (out->size() == group_start) return;
     Entry &last = out->back();
-    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel && gt::EntryCount(last) == 0)
+    if (VersSeq(last.vers) <= oldest && !src_has_vdel && !dst_has_vdel &&
+        (EntryCount(last) == 0 || ZeroableOperand(last, cut)))
       last.vers = VersTypeOnly(last.vers);
   };
 
@@ -240,10 +272,12 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       last_stripe = SIZE_MAX;
       if (!same_dst) {
         ddst = vdel_latest(dst);
-        dst_has_vdel = p.vdel != nullptr && p.vdel->Has(dst);
+        dst_last_vdel = p.vdel != nullptr ? p.vdel->Latest(dst, UINT64_MAX) : 0;
+        dst_has_vdel = dst_last_vdel != 0;
       }
-      // No fold by time where a live vertex delete may split a fold.
-      cut = src_has_vdel || dst_has_vdel ? INT64_MIN : cutoff(t);
+      cut = cutoff(t);
+      no_fold_below = std::max(src_last_vdel, dst_last_vdel);
+      if (no_fold_below <= clean) no_fold_below = 0;
     }
     const uint64_t seq = VersSeq(vers);
     // A version above the history floor is a stripe of its own (a snapshot
@@ -271,7 +305,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       AppendEntry(out, dst, vers, r.weight(i), r.time(i), r.ext(i, arena));
       return;
     }
-    const bool old = !own && r.time(i) < cut;
+    const bool old = !own && r.time(i) < cut && seq >= no_fold_below;
     if (old && fold_at != SIZE_MAX) {
       fold_into(fold_at, r, i);
       return;

@@ -431,8 +431,8 @@ inline uint64_t VdelCleanSeq(const RetainParams &p) {
 // older than watermark - retain fold into one operand carrying the newest
 // seq of them (their count, sum, least first, greatest time and the
 // newest's payload); operands within retain are kept one by one; no fold
-// crosses a stripe, the history above its floor, or an edge whose ends
-// have a live vertex delete.
+// crosses a stripe, the history above its floor, or a vertex delete of the
+// edge's ends that not every reader sees yet.
 // INVARIANT: a read at any seq a reader may pin (a pinned snapshot, one at
 // or above the newest seq, one at or above the history floor) returns the
 // same fold before and after a flush or compaction (only the number of

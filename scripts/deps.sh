@@ -9,8 +9,10 @@
 #          them) needs, for the tour and the tests in test/kafka.
 #   test   build and kafka, and cmake, ninja, ccache and GoogleTest (the C++
 #          core's sanitizer tests), openssl (the broker's TLS listener in the
-#          tests) and promtool (the metrics and alerting-rule tests;
-#          Debian ships it in its prometheus package).
+#          tests), promtool (the metrics and alerting-rule tests;
+#          Debian ships it in its prometheus package) and python3 (the
+#          payments generator and the fraud monitors' reference,
+#          scripts/payments, which the tests run).
 #   lint   clang-format, clang-tidy, shellcheck, and golangci-lint, pinned,
 #          built from the Go module proxy once a machine (into
 #          ~/.cache/graphtide/tools) and copied into .tools/bin.
@@ -102,6 +104,7 @@ if [ -n "$want_test" ]; then
   command -v ccache >/dev/null 2>&1 || need_apt+=(ccache)
   [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
   command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+  command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 fi
 if [ -n "$want_lint" ]; then
   command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)

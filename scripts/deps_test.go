@@ -49,7 +49,17 @@ func dryRun(t *testing.T, dir string, groups ...string) string {
 		t.Skip("no bash")
 	}
 	cmd := exec.Command(bash, append([]string{"deps.sh"}, groups...)...)
-	cmd.Env = []string{"PATH=" + dir, "HOME=" + t.TempDir(), "GRAPHTIDE_DEPS_DRY_RUN=1"}
+	// Go's telemetry off in that HOME: else the go command deps.sh runs
+	// leaves a child writing its counters there, racing the removal of
+	// the temporary HOME when the test ends.
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".config", "go", "telemetry"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "go", "telemetry", "mode"), []byte("off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = []string{"PATH=" + dir, "HOME=" + home, "GRAPHTIDE_DEPS_DRY_RUN=1"}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("deps.sh %s: %v\n%s", strings.Join(groups, " "), err, out)
@@ -107,6 +117,24 @@ func TestDepsKafkaInstallsJavaAndMaven(t *testing.T) {
 	pkgs = installed(dryRun(t, fakePath(t, baseTools, nil)))
 	if !has(pkgs, javaPackages...) || !has(pkgs, "maven") {
 		t.Errorf("without java and mvn, deps.sh (all) installs %q; want a Java runtime and maven", pkgs)
+	}
+}
+
+// TestDepsTestInstallsPython: the test group installs python3 (the
+// payments scripts' tests run under make test); the build group does not.
+func TestDepsTestInstallsPython(t *testing.T) {
+	dir := fakePath(t, baseTools, map[string]string{"java": fakeJava17, "mvn": "true"})
+	if pkgs := installed(dryRun(t, dir, "test")); !has(pkgs, "python3") {
+		t.Errorf("deps.sh test on a PATH without python3 installs %q; want python3", pkgs)
+	}
+	if pkgs := installed(dryRun(t, dir, "build")); has(pkgs, "python3") {
+		t.Errorf("deps.sh build installs %q; want no python3", pkgs)
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		dir := fakePath(t, append(baseTools, "python3"), map[string]string{"java": fakeJava17, "mvn": "true"})
+		if pkgs := installed(dryRun(t, dir, "test")); has(pkgs, "python3") {
+			t.Errorf("deps.sh test with %s on PATH installs %q; want no python3", py, pkgs)
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkApply measures ingest through the Go API in batches of 10,000
@@ -377,6 +379,76 @@ func BenchmarkApplyHistory(b *testing.B) {
 			m, _ := s.Metrics()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 			b.ReportMetric(float64(m.DiskBytes())/float64(b.N), "disk_bytes/op")
+		})
+	}
+}
+
+// BenchmarkApplyEvents measures a payments-like stream (2^20 events over
+// 20,000 accounts, amounts and event times) ingested as replace or as
+// accumulate edges, with and without properties: the core's CPU per event
+// (Apply, both threads) and, after a full compaction, the bytes on disk
+// per distinct edge (accumulate with retain 0 folds every event older
+// than the newest into one version; with a retain of the whole stream it
+// keeps every event). Run:
+// go test -run '^$' -bench ApplyEvents -benchtime 1x ./internal/engine
+func BenchmarkApplyEvents(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		agg    *Aggregate
+		props  bool
+		retain time.Duration
+	}{
+		{"replace", nil, false, 0},
+		{"replace+props", nil, true, 0},
+		{"accumulate", &Aggregate{Accumulate: true}, false, 0},
+		{"accumulate+props", &Aggregate{Accumulate: true}, true, 0},
+		{"accumulate-keep-all+props", &Aggregate{Accumulate: true, Retain: time.Hour}, true, 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			o := &Options{}
+			if c.agg != nil {
+				o.Aggregates = map[uint16]Aggregate{0: *c.agg}
+			}
+			s, err := Open(b.TempDir(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			const events = 1 << 20
+			r := rand.New(rand.NewPCG(7, 7))
+			distinct := map[[2]uint64]struct{}{}
+			var batch Batch
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				for i := 0; i < events; i += 10000 {
+					batch.Reset()
+					for j := i; j < i+10000; j++ {
+						src, dst := r.Uint64N(20000), r.Uint64N(20000)
+						if r.IntN(4) != 0 { // repeat payments between the same pairs
+							dst = (src*7 + uint64(r.IntN(5))) % 20000
+						}
+						distinct[[2]uint64{src, dst}] = struct{}{}
+						batch.InsertWeighted(src, dst, float64(1+r.IntN(100000))/100)
+						batch.SetEventTime(1_700_000_000_000_000 + int64(j)*1000)
+						if c.props {
+							batch.SetPayload(fmt.Sprintf("e-%d", j), []byte(`{"currency":"EUR","channel":"card"}`))
+						}
+					}
+					if _, err := s.Apply(&batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := s.CompactAll(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			m, err := s.Metrics()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(m.ApplyCPU.Nanoseconds())/float64(events*b.N), "apply-ns/event")
+			b.ReportMetric(float64(m.DiskBytes())/float64(len(distinct)), "disk-bytes/edge")
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	core "github.com/graphtide/graphtide/cgo"
 )
 
 // Edge aggregates and payloads (issue 42) against an oracle map of events:
@@ -520,57 +522,7 @@ func TestEventsSurviveSIGKILL(t *testing.T) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("child exited on its own (%v) instead of being killed", err)
 		}
-		s, err := Open(dir, eventsCrashOptions())
-		if err != nil {
-			t.Fatalf("round %d: reopen after kill: %v", round, err)
-		}
-		pos := positionOf(t, s)
-		if pos < last {
-			t.Fatalf("round %d: position went back from %d to %d", round, last, pos)
-		}
-		last = pos
-		o := evOracle{}
-		for i := range pos {
-			// The seqs are the store's; the oracle's are not compared here.
-			o.apply(eventsCrashBatch(i), 0, func(uint16) bool { return true })
-		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for k := range o {
-			want, _ := o.read(k)
-			c, err := sn.Edge(k.src, k.dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(c.Types) != 1 {
-				t.Fatalf("round %d: edge %v: %d types", round, k, len(c.Types))
-			}
-			got := edgeRead{c.Counts[0], c.Weights[0], c.Times[0], c.FirstTimes[0], c.Refs[0], c.Props[0]}
-			if got != want {
-				t.Fatalf("round %d: edge %v: got %+v, want %+v", round, k, got, want)
-			}
-			n++
-		}
-		deg := uint64(0)
-		for v := range uint64(60) {
-			d, err := sn.Degree(v, Out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			deg += d
-		}
-		if int(deg) != n {
-			t.Fatalf("round %d: %d edges, want %d", round, deg, n)
-		}
-		sn.Release()
-		if err := s.VerifyAll(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("round %d: recovered %d batches, %d edges", round, pos, n)
-		s.Close()
+		last = checkEventsRecovered(t, dir, last, round)
 	}
 	if last == 0 {
 		t.Fatal("no batch was ever made durable")
@@ -656,5 +608,140 @@ func TestCorruptEventColumnIsRefused(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Fatal("no read met the damaged chunk")
+	}
+}
+
+// checkEventsRecovered reopens dir after a kill of the events crash child
+// and checks that it holds exactly the folds of the batches its recorded
+// position covers (never behind last), and that every file verifies; it
+// returns the position.
+func checkEventsRecovered(t *testing.T, dir string, last uint64, round int) uint64 {
+	t.Helper()
+	s, err := Open(dir, eventsCrashOptions())
+	if err != nil {
+		t.Fatalf("round %d: reopen after kill: %v", round, err)
+	}
+	defer s.Close()
+	pos := positionOf(t, s)
+	if pos < last {
+		t.Fatalf("round %d: position went back from %d to %d", round, last, pos)
+	}
+	o := evOracle{}
+	for i := range pos {
+		// The seqs are the store's; the oracle's are not compared here.
+		o.apply(eventsCrashBatch(i), 0, func(uint16) bool { return true })
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	for k := range o {
+		want, _ := o.read(k)
+		c, err := sn.Edge(k.src, k.dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Types) != 1 {
+			t.Fatalf("round %d: edge %v: %d types", round, k, len(c.Types))
+		}
+		got := edgeRead{c.Counts[0], c.Weights[0], c.Times[0], c.FirstTimes[0], c.Refs[0], c.Props[0]}
+		if got != want {
+			t.Fatalf("round %d: edge %v: got %+v, want %+v", round, k, got, want)
+		}
+	}
+	deg := uint64(0)
+	for v := range uint64(60) {
+		d, err := sn.Degree(v, Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deg += d
+	}
+	if int(deg) != len(o) {
+		t.Fatalf("round %d: %d edges, want %d", round, deg, len(o))
+	}
+	if err := s.VerifyAll(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("round %d: recovered %d batches, %d edges", round, pos, len(o))
+	return pos
+}
+
+// TestEventsCrashAtEveryEditPoint kills the writer of events exactly where
+// a flush or a compaction stops (its files durable and its edit not yet
+// written, or its edit durable and its file set not installed): the store
+// then holds exactly the folds of what its recorded position covers.
+func TestEventsCrashAtEveryEditPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	for _, point := range []uint32{core.TestFlushBeforeEdit, core.TestFlushAfterEdit, core.TestCompactBeforeEdit,
+		core.TestCompactAfterEdit} {
+		t.Run(fmt.Sprint(point), func(t *testing.T) {
+			dir := t.TempDir()
+			// Durable events first (the child stops at its first flush or
+			// compaction after a reopen).
+			cmd := startCrashChild(t, dir, crashEventsEnv+"=1")
+			time.Sleep(700 * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			last := checkEventsRecovered(t, dir, 0, -1)
+			if last == 0 {
+				t.Fatal("no batch was made durable before the test points")
+			}
+			for round := range 2 {
+				killAtTestPoint(t, dir, point, round, crashEventsEnv+"=1")
+				last = checkEventsRecovered(t, dir, last, round)
+			}
+		})
+	}
+}
+
+// Events of an edge whose vertex was deleted before them fold like any
+// others once every reader sees the delete: retention does not keep them
+// one by one for good.
+func TestEventsAfterAVertexDeleteFold(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{DisableAutoCompaction: true,
+		Aggregates: map[uint16]Aggregate{0: {Accumulate: true, Retain: 10 * time.Microsecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b Batch
+	b.InsertWeighted(1, 2, 5)
+	b.SetEventTime(1)
+	b.DeleteVertex(1)
+	if _, err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(100) {
+		b.Reset()
+		b.InsertWeighted(1, 2, 1)
+		b.SetEventTime(1000 + i)
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CompactAll(); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	c, err := sn.Edge(1, 2)
+	if err != nil || len(c.Counts) != 1 || c.Counts[0] != 100 || c.Weights[0] != 100 || c.FirstTimes[0] != 1000 {
+		t.Fatalf("edge: %+v, %v; want 100 events of weight 1 from time 1000", c, err)
+	}
+	evs, folded, err := sn.Events(1, 2, 0, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !folded || len(evs) > 11 {
+		t.Fatalf("%d events listed, folded %v: want those within retain (time >= 1089) and the rest folded", len(evs), folded)
 	}
 }
