@@ -248,6 +248,10 @@ type FileInfo struct {
 	// Bloom: an edge filter (out-edge files of format 3), which lets an
 	// edge lookup skip the file when it holds no version of the edge.
 	Bloom bool
+	// Counts: count and first-time columns (some version is an event of
+	// an accumulate type); Payloads: a payload column (some version has
+	// an event reference or properties). Format 4.
+	Counts, Payloads bool
 }
 
 // Files lists the live files: for out-edges then in-edges, L0 newest first,
@@ -269,7 +273,8 @@ func (s *Store) Files() ([]FileInfo, error) {
 			Dense: f.Flags&core.FileDense != 0, Versions: f.Flags&core.FileVersions != 0,
 			Weights: f.Flags&core.FileWeights != 0, Dst32: f.Flags&core.FileDst32 != 0,
 			MultiVersion: f.Flags&core.FileMultiVersion != 0, Tombstones: f.Flags&core.FileTombstones != 0,
-			Types: f.Flags&core.FileTypes != 0, Times: f.Flags&core.FileTimes != 0, Bloom: f.Flags&core.FileBloom != 0}
+			Types: f.Flags&core.FileTypes != 0, Times: f.Flags&core.FileTimes != 0, Bloom: f.Flags&core.FileBloom != 0,
+			Counts: f.Flags&core.FileCounts != 0, Payloads: f.Flags&core.FilePayloads != 0}
 	}
 	return out, nil
 }

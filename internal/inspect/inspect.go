@@ -141,7 +141,8 @@ func fileFlags(f engine.FileInfo) []string {
 	for _, fl := range []struct {
 		on   bool
 		name string
-	}{{f.Dst32, "dst32"}, {f.Versions, "versions"}, {f.Weights, "weights"}, {f.MultiVersion, "multiversion"}, {f.Tombstones, "tombstones"}, {f.Types, "types"}, {f.Times, "times"}, {f.Bloom, "bloom"}} {
+	}{{f.Dst32, "dst32"}, {f.Versions, "versions"}, {f.Weights, "weights"}, {f.MultiVersion, "multiversion"}, {f.Tombstones, "tombstones"}, {f.Types, "types"}, {f.Times, "times"}, {f.Bloom, "bloom"},
+		{f.Counts, "counts"}, {f.Payloads, "payloads"}} {
 		if fl.on {
 			flags = append(flags, fl.name)
 		}
