@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -204,10 +205,6 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 			}
 		}
 	}
-	one := engine.TypesOf(t)
-	if err := q.checkWindow(w, &one); err != nil {
-		return EventsResponse{}, err
-	}
 	if w.Limit < 1 {
 		return EventsResponse{}, errorf(http.StatusBadRequest, "limit must be positive, got %d", w.Limit)
 	}
@@ -216,6 +213,18 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 		return EventsResponse{}, err
 	}
 	defer v.Release()
+	if typ == "" {
+		// No type named: the pair's one edge of events, whatever its type
+		// (so that a payment edge needs no type=payment); refused, naming
+		// them, when the pair has several.
+		if t, err = q.eventType(v, src, dst); err != nil {
+			return EventsResponse{}, err
+		}
+	}
+	one := engine.TypesOf(t)
+	if err := q.checkWindow(w, &one); err != nil {
+		return EventsResponse{}, err
+	}
 	out := EventsResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), Type: q.typeName(t), View: p.Kind.String(), Seq: v.Seq(), Events: []EdgeEvent{}}
 	var since int64
 	if w.Window > 0 {
@@ -238,4 +247,31 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 		return EventsResponse{}, fmt.Errorf("events of %d -> %d: %w", src, dst, err)
 	}
 	return out, nil
+}
+
+// eventType is the type of the one accumulate edge (an edge of events)
+// from src to dst: type 0 when there is none (its events list is empty),
+// a 400 naming the types when there are several.
+func (q Reader) eventType(v *views.StaticView, src, dst uint64) (uint16, error) {
+	c, err := v.Edge(src, dst)
+	if err != nil {
+		return 0, err
+	}
+	var ts []uint16
+	for i, x := range c.Types {
+		if i < len(c.Counts) && c.Counts[i] > 0 {
+			ts = append(ts, x)
+		}
+	}
+	switch len(ts) {
+	case 0:
+		return 0, nil
+	case 1:
+		return ts[0], nil
+	}
+	names := make([]string, len(ts))
+	for i, x := range ts {
+		names[i] = q.typeName(x)
+	}
+	return 0, errorf(http.StatusBadRequest, "%d -> %d has edges of events of several types (%s): name one with type", src, dst, strings.Join(names, ", "))
 }

@@ -269,6 +269,13 @@ func TestEdgeAggregatesAgainstAnOracle(t *testing.T) {
 					t.Fatalf("%s: events %d -> %d: got %d %v %s more %v since %s, want %d %v %s", stage, src, dst, ev.Count, ev.Sum, jsonText(t, ev.Events), ev.More, ev.Since,
 						cnt, sum, jsonText(t, list))
 				}
+				// Without a type: the pair's one edge of events (payment, the
+				// one accumulate type here), whatever the login edge.
+				var untyped EventsResponse
+				c.get(fmt.Sprintf("/v1/edges/%s/%s/events?window=30m&limit=4", vp(src), vp(dst)), &untyped)
+				if cnt > 0 && (jsonText(t, untyped.Events) != jsonText(t, ev.Events) || untyped.Type != "payment") {
+					t.Fatalf("%s: events %d -> %d without a type: %s of %q, want those of payment %s", stage, src, dst, jsonText(t, untyped.Events), untyped.Type, jsonText(t, ev.Events))
+				}
 			}
 		}
 		// Neighbors, both ways, of every account, in pages of 3.
