@@ -10,8 +10,11 @@ package settings
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -126,7 +129,47 @@ func decodeStrict(n *yaml.Node, out any) error {
 func DecodeStrict(raw []byte, out any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	return dec.Decode(out)
+	return unknownKeys(dec.Decode(out), out)
+}
+
+// unknownFieldRE matches yaml's refusal of a field out does not have.
+var unknownFieldRE = regexp.MustCompile(`line \d+: field (\S+) not found in type \S+`)
+
+// unknownKeys rewrites yaml's "line N: field X not found in type T" (a
+// Go type, and a line of the decoded part, not of the file) into what a
+// user can act on: the unknown key and the keys allowed there.
+func unknownKeys(err error, out any) error {
+	if err == nil || !unknownFieldRE.MatchString(err.Error()) {
+		return err
+	}
+	keys := yamlKeys(reflect.TypeOf(out))
+	return errors.New(unknownFieldRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		k := unknownFieldRE.FindStringSubmatch(m)[1]
+		if len(keys) == 0 {
+			return fmt.Sprintf("unknown key %q", k)
+		}
+		return fmt.Sprintf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
+	}))
+}
+
+// yamlKeys lists the YAML keys of the struct t holds (through pointers,
+// slices and maps), sorted; none when it holds no struct.
+func yamlKeys(t reflect.Type) []string {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func flagNames(fs *pflag.FlagSet) string {
