@@ -723,7 +723,7 @@ func TestLoadWithAMapping(t *testing.T) {
 	if err := os.WriteFile(mapping, []byte("src: /from\ndest: /to\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := execute(t, "load", "--dir", t.TempDir(), "--mapping", mapping, events); err == nil || !strings.Contains(err.Error(), "field dest not found") {
+	if _, _, err := execute(t, "load", "--dir", t.TempDir(), "--mapping", mapping, events); err == nil || !strings.Contains(err.Error(), `unknown key "dest"; allowed: dst,`) {
 		t.Errorf("an unknown mapping field: %v", err)
 	}
 }

@@ -306,7 +306,7 @@ func TestServeConfigFilePrecedence(t *testing.T) {
 		t.Fatalf("analytics section: %v", err)
 	}
 	write("analytics:\n  - {type: wcc, colour: red}\n")
-	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `field colour not found`) {
+	if _, _, err := execute(t, "serve", "--config", cfg, "--format", "binary"); err == nil || !strings.Contains(err.Error(), `unknown key "colour"; allowed: batch_size,`) {
 		t.Fatalf("unknown analytics field: %v", err)
 	}
 	write("brokerz: [x]\n")

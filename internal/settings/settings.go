@@ -132,8 +132,8 @@ func DecodeStrict(raw []byte, out any) error {
 	return unknownKeys(dec.Decode(out), out)
 }
 
-// unknownFieldRE matches yaml's refusal of a field out does not have.
-var unknownFieldRE = regexp.MustCompile(`line \d+: field (\S+) not found in type \S+`)
+// unknownFieldRE matches yaml's refusal of a field a type does not have.
+var unknownFieldRE = regexp.MustCompile(`line \d+: field (\S+) not found in type (\S+)`)
 
 // unknownKeys rewrites yaml's "line N: field X not found in type T" (a
 // Go type, and a line of the decoded part, not of the file) into what a
@@ -142,34 +142,42 @@ func unknownKeys(err error, out any) error {
 	if err == nil || !unknownFieldRE.MatchString(err.Error()) {
 		return err
 	}
-	keys := yamlKeys(reflect.TypeOf(out))
+	keys := map[string][]string{}
+	yamlKeys(reflect.TypeOf(out), keys)
 	return errors.New(unknownFieldRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
-		k := unknownFieldRE.FindStringSubmatch(m)[1]
-		if len(keys) == 0 {
-			return fmt.Sprintf("unknown key %q", k)
+		sm := unknownFieldRE.FindStringSubmatch(m)
+		if ks := keys[sm[2]]; len(ks) > 0 {
+			return fmt.Sprintf("unknown key %q; allowed: %s", sm[1], strings.Join(ks, ", "))
 		}
-		return fmt.Sprintf("unknown key %q; allowed: %s", k, strings.Join(keys, ", "))
+		return fmt.Sprintf("unknown key %q", sm[1])
 	}))
 }
 
-// yamlKeys lists the YAML keys of the struct t holds (through pointers,
-// slices and maps), sorted; none when it holds no struct.
-func yamlKeys(t reflect.Type) []string {
+// yamlKeys records in keys, by type name (as yaml names it), the sorted
+// YAML keys of every struct type t holds (through pointers, slices, maps
+// and fields).
+func yamlKeys(t reflect.Type, keys map[string][]string) {
 	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
 		t = t.Elem()
 	}
 	if t == nil || t.Kind() != reflect.Struct {
-		return nil
+		return
 	}
-	var keys []string
+	if _, seen := keys[t.String()]; seen {
+		return
+	}
+	keys[t.String()] = nil
+	var ks []string
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name != "" && name != "-" {
-			keys = append(keys, name)
+			ks = append(ks, name)
 		}
+		yamlKeys(f.Type, keys)
 	}
-	sort.Strings(keys)
-	return keys
+	sort.Strings(ks)
+	keys[t.String()] = ks
 }
 
 func flagNames(fs *pflag.FlagSet) string {

@@ -217,9 +217,9 @@ logins:
 		t.Fatalf("got %+v\nwant %+v", ms, want)
 	}
 	for doc, reason := range map[string]string{
-		"src: /a\ndst: /b\ntypes: {payment: {aggregate: accumulate, keep: 1h}}\n": "field keep not found",
+		"src: /a\ndst: /b\ntypes: {payment: {aggregate: accumulate, keep: 1h}}\n": `unknown key "keep"; allowed: aggregate, retain`,
 		"src: /a\ndst: /b\nprops: [/a, /b]\n":                                     "props: want a source or a map",
-		"src: /a\ndst: /b\nevent: /id\n":                                          "field event not found",
+		"src: /a\ndst: /b\nevent: /id\n":                                          `unknown key "event"; allowed: dst, event_id,`,
 	} {
 		var m Mapping
 		if err := settings.DecodeStrict([]byte(doc), &m); err == nil || !strings.Contains(err.Error(), reason) {
