@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,7 @@ func (o *produceOptions) AddFlags(fs *pflag.FlagSet) {
 	settings.AddConfigFlag(fs)
 	o.kafka.AddFlags(fs, []string{"127.0.0.1:9092"}, "Kafka bootstrap brokers (the default is where serve's embedded broker listens)")
 	fs.StringVar(&o.topic, "topic", "edges", "topic to produce to")
-	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order) or none")
+	fs.StringVar(&o.key, "key", "src", "record key: src (the line's first field, so an edge's events keep their order), a JSON pointer into each line (/from_account), or none")
 	fs.IntVar(&o.parts, "partitions", 0, "create the topic with this many partitions if it is missing, and refuse one with another count (partitioned mode routes by it); 0: leave the topic as the brokers make it")
 	fs.DurationVar(&o.timeout, "timeout", genkafka.DefaultTimeout, "give up when no broker answers, or acknowledges a record, within this long")
 }
@@ -47,8 +48,8 @@ func (o *produceOptions) Validate() error {
 	if o.topic == "" {
 		return errors.New("--topic must not be empty")
 	}
-	if o.key != "src" && o.key != "none" {
-		return fmt.Errorf("--key must be src or none, got %q", o.key)
+	if o.key != "src" && o.key != "none" && !strings.HasPrefix(o.key, "/") {
+		return fmt.Errorf("--key must be src, a JSON pointer such as /from_account, or none; got %q", o.key)
 	}
 	if o.parts < 0 || o.parts > 1<<20 {
 		return fmt.Errorf("--partitions must be between 1 and %d (or 0: as the brokers make the topic), got %d", 1<<20, o.parts)
@@ -125,11 +126,19 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	stop := prog.Follow(done, acked.Load)
 	defer stop()
 	n, err := genkafka.ProduceLines(ctx, genkafka.LinesConfig{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic,
-		KeyBySource: o.key == "src", Partitions: o.parts, Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
+		KeyBySource: o.key == "src", KeyPointer: keyPointer(o.key), Partitions: o.parts, Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
 	if err != nil {
 		return err
 	}
 	stop()
 	fmt.Fprintf(out, "produced %d records to topic %s in %s\n", n, o.topic, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// keyPointer is --key's JSON pointer ("" for src and none).
+func keyPointer(key string) string {
+	if strings.HasPrefix(key, "/") {
+		return key
+	}
+	return ""
 }

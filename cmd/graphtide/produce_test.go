@@ -55,7 +55,7 @@ func TestProduceSendsEveryLine(t *testing.T) {
 			t.Errorf("record %q: key %q, want %q (got %v)", v, got[v], k, got)
 		}
 	}
-	if _, _, err := execute(t, "produce", "--key", "dst"); err == nil || err.Error() != `--key must be src or none, got "dst"` {
+	if _, _, err := execute(t, "produce", "--key", "dst"); err == nil || err.Error() != `--key must be src, a JSON pointer such as /from_account, or none; got "dst"` {
 		t.Fatalf("bad --key: %v", err)
 	}
 	if _, _, err := execute(t, "produce", "--sasl-mechanism", "plain"); err == nil || err.Error() != "--sasl-user is required with --sasl-mechanism" {

@@ -27,6 +27,10 @@ type LinesConfig struct {
 	// KeyBySource keys each record by its source vertex (SourceKey), so
 	// that every event of a vertex lands on one partition, in order.
 	KeyBySource bool
+	// KeyPointer, when set, keys each JSON record by the value at this
+	// JSON pointer instead (KeyAt: "/from_account" for payments of that
+	// shape); a record without it gets no key.
+	KeyPointer string
 	// Partitions, when above 0, is the topic's partition count: it is
 	// created with that many if missing, and must have that many if not
 	// (partitioned mode routes by the count: see EnsurePartitions).
@@ -83,7 +87,10 @@ func ProduceLines(ctx context.Context, cfg LinesConfig, files []string, stdin io
 				continue
 			}
 			rec := &kgo.Record{Value: []byte(text)}
-			if cfg.KeyBySource {
+			switch {
+			case cfg.KeyPointer != "":
+				rec.Key = []byte(KeyAt(text, cfg.KeyPointer))
+			case cfg.KeyBySource:
 				rec.Key = []byte(SourceKey(text))
 			}
 			cl.Produce(ctx, rec, a.done)
@@ -140,6 +147,42 @@ func SourceKey(line string) string {
 	}
 	if len(f) > 0 {
 		return ownership.Key(f[0])
+	}
+	return ""
+}
+
+// KeyAt returns the key of a JSON record line at the JSON pointer ptr
+// (RFC 6901, "/a/b"; in an array, its first object's): a string as it
+// is, a number as ownership.Key writes it, as SourceKey does for "src".
+// "" when the line is not JSON or has nothing there.
+func KeyAt(line, ptr string) string {
+	var v any
+	d := json.NewDecoder(strings.NewReader(line))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return ""
+	}
+	if a, ok := v.([]any); ok {
+		if len(a) == 0 {
+			return ""
+		}
+		v = a[0]
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		if v, ok = m[tok]; !ok {
+			return ""
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return ownership.Key(x.String())
 	}
 	return ""
 }

@@ -30,3 +30,21 @@ func TestSourceKey(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyAt: --key /pointer keys a JSON line by the value there, a number
+// as SourceKey writes one, and nothing when the line has none.
+func TestKeyAt(t *testing.T) {
+	for _, c := range []struct{ line, ptr, want string }{
+		{`{"event_id":"e-91","from_account":"acct-123","amount":12.5}`, "/from_account", "acct-123"},
+		{`[{"from_account":"acct-7"},{"from_account":"acct-8"}]`, "/from_account", "acct-7"},
+		{`{"from":{"id":12}}`, "/from/id", SourceKey(`{"src":12}`)},
+		{`{"a/b":{"m~n":"x"}}`, "/a~1b/m~0n", "x"},
+		{`{"from_account":null}`, "/from_account", ""},
+		{`{"to_account":"acct-9"}`, "/from_account", ""},
+		{`acct-1 acct-2 3`, "/from_account", ""},
+	} {
+		if got := KeyAt(c.line, c.ptr); got != c.want {
+			t.Errorf("KeyAt(%s, %s) = %q, want %q", c.line, c.ptr, got, c.want)
+		}
+	}
+}
