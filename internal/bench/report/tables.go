@@ -33,39 +33,40 @@ func need(figures map[string]float64) error {
 
 func renderIngest(p *page, result []byte) error {
 	var r struct {
-		Edges            int     `json:"edges"`
-		Distinct         uint64  `json:"distinct_edges"`
-		Vertices         uint64  `json:"vertices"`
-		BatchSize        int     `json:"batch_size"`
-		MemGraphBytes    int64   `json:"memgraph_bytes"`
-		Store            float64 `json:"store_edges_per_sec"`
-		Pebble           float64 `json:"pebble_edges_per_sec"`
-		StoreVsPebble    float64 `json:"store_vs_pebble"`
-		StoreScan        float64 `json:"store_scan_sec"`
-		CSRScan          float64 `json:"csr_scan_sec"`
-		ScanRatio        float64 `json:"scan_store_over_csr"`
-		StoreBytes       float64 `json:"store_bytes_per_edge"`
-		PebbleBytes      float64 `json:"pebble_bytes_per_edge"`
-		WriteAmp         float64 `json:"write_amplification"`
-		Flushes          int64   `json:"flushes"`
-		Compactions      int64   `json:"compactions"`
-		WriteStalls      int64   `json:"write_stalls"`
-		StoreExtra       int64   `json:"store_peak_rss_over_baseline_bytes"`
-		StoreAnon        int64   `json:"store_peak_anon_rss_over_baseline_bytes"`
-		StoreFile        int64   `json:"store_peak_file_rss_bytes"`
-		InEdges          float64 `json:"store_in_edges_edges_per_sec"`
-		InOverOut        float64 `json:"in_edges_over_out_only"`
-		IngestCPUNs      float64 `json:"ingest_cpu_ns_per_edge"`
-		IngestCPUInNs    float64 `json:"ingest_cpu_ns_per_edge_in_edges"`
-		InBytes          float64 `json:"store_in_edges_bytes_per_edge"`
-		ApplyNs          float64 `json:"apply_cpu_ns_per_edge_direction"`
-		ApplyProcessNs   float64 `json:"apply_process_cpu_ns_per_edge_direction"`
-		ApplyFirstNs     float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
-		ApplyInNs        float64 `json:"apply_cpu_ns_per_edge_direction_in_edges"`
-		BytesPerVersion  float64 `json:"memgraph_bytes_per_version"`
-		HubDegreeMs      float64 `json:"hub_degree_ms"`
-		HubPageMs        float64 `json:"hub_page_ms"`
-		ScanAfterDeletes float64 `json:"scan_after_vertex_deletes_over_clean"`
+		Edges            int        `json:"edges"`
+		Distinct         uint64     `json:"distinct_edges"`
+		Vertices         uint64     `json:"vertices"`
+		BatchSize        int        `json:"batch_size"`
+		MemGraphBytes    int64      `json:"memgraph_bytes"`
+		Store            float64    `json:"store_edges_per_sec"`
+		Pebble           float64    `json:"pebble_edges_per_sec"`
+		StoreVsPebble    float64    `json:"store_vs_pebble"`
+		StoreScan        float64    `json:"store_scan_sec"`
+		CSRScan          float64    `json:"csr_scan_sec"`
+		ScanRatio        float64    `json:"scan_store_over_csr"`
+		StoreBytes       float64    `json:"store_bytes_per_edge"`
+		PebbleBytes      float64    `json:"pebble_bytes_per_edge"`
+		WriteAmp         float64    `json:"write_amplification"`
+		Flushes          int64      `json:"flushes"`
+		Compactions      int64      `json:"compactions"`
+		WriteStalls      int64      `json:"write_stalls"`
+		StoreExtra       int64      `json:"store_peak_rss_over_baseline_bytes"`
+		StoreAnon        int64      `json:"store_peak_anon_rss_over_baseline_bytes"`
+		StoreFile        int64      `json:"store_peak_file_rss_bytes"`
+		InEdges          float64    `json:"store_in_edges_edges_per_sec"`
+		InOverOut        float64    `json:"in_edges_over_out_only"`
+		IngestCPUNs      float64    `json:"ingest_cpu_ns_per_edge"`
+		IngestCPUInNs    float64    `json:"ingest_cpu_ns_per_edge_in_edges"`
+		InBytes          float64    `json:"store_in_edges_bytes_per_edge"`
+		ApplyNs          float64    `json:"apply_cpu_ns_per_edge_direction"`
+		ApplyProcessNs   float64    `json:"apply_process_cpu_ns_per_edge_direction"`
+		ApplyFirstNs     float64    `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
+		ApplyInNs        float64    `json:"apply_cpu_ns_per_edge_direction_in_edges"`
+		BytesPerVersion  float64    `json:"memgraph_bytes_per_version"`
+		HubDegreeMs      float64    `json:"hub_degree_ms"`
+		HubPageMs        float64    `json:"hub_page_ms"`
+		ScanAfterDeletes float64    `json:"scan_after_vertex_deletes_over_clean"`
+		Events           edgeEvents `json:"edge_events"`
 	}
 	if err := decode(result, &r); err != nil {
 		return err
@@ -104,6 +105,74 @@ func renderIngest(p *page, result []byte) error {
 		{"the store's peak resident memory above the benchmark's own data", mib(r.StoreExtra) + " (" + mib(r.StoreAnon) + " anonymous, " + mib(r.StoreFile) + " mapped files)", "", ""},
 		{"write amplification; flushes, compactions, write stalls", fmt.Sprintf("%s; %d, %d, %d", sig(r.WriteAmp), r.Flushes, r.Compactions, r.WriteStalls), "", ""},
 	}...))
+	// Edge events (results of runs before they were measured have none).
+	if r.Events.Events > 0 {
+		return renderEdgeEvents(p, r.Events, r.BatchSize)
+	}
+	p.line("This result has no figures of edge events (its run predates them):")
+	p.line("`scripts/bench-report.sh --only ingest` measures them.")
+	p.line("")
+	return nil
+}
+
+// edgeEvents is bench ingest's comparison of edge aggregates (its
+// edge_events object).
+type edgeEvents struct {
+	Events        int               `json:"events"`
+	Accounts      int               `json:"accounts"`
+	DistinctPairs int               `json:"distinct_pairs"`
+	EventsPerPair float64           `json:"events_per_pair"`
+	RepeatShare   float64           `json:"repeat_share"`
+	PropsBytes    float64           `json:"props_bytes_per_event"`
+	Rounds        int               `json:"rounds"`
+	Replace       edgeEventsVariant `json:"replace"`
+	Accumulate    edgeEventsVariant `json:"accumulate"`
+	Props         edgeEventsVariant `json:"accumulate_props"`
+	Retain        edgeEventsVariant `json:"accumulate_props_retain"`
+}
+
+type edgeEventsVariant struct {
+	ApplyNs     float64 `json:"apply_cpu_ns_per_event"`
+	IngestNs    float64 `json:"ingest_cpu_ns_per_event"`
+	Rate        float64 `json:"events_per_sec"`
+	Bytes       float64 `json:"bytes_per_edge"`
+	ApplyRatio  float64 `json:"apply_cpu_over_replace"`
+	IngestRatio float64 `json:"ingest_cpu_over_replace"`
+	BytesRatio  float64 `json:"bytes_over_replace"`
+}
+
+func renderEdgeEvents(p *page, e edgeEvents, batch int) error {
+	figures := map[string]float64{}
+	for name, v := range map[string]edgeEventsVariant{"replace": e.Replace, "accumulate": e.Accumulate,
+		"accumulate_props": e.Props, "accumulate_props_retain": e.Retain} {
+		for k, x := range map[string]float64{"apply_cpu_ns_per_event": v.ApplyNs, "ingest_cpu_ns_per_event": v.IngestNs,
+			"events_per_sec": v.Rate, "bytes_per_edge": v.Bytes} {
+			figures["edge_events."+name+"."+k] = x
+		}
+	}
+	figures["edge_events.distinct_pairs"] = float64(e.DistinctPairs)
+	if err := need(figures); err != nil {
+		return err
+	}
+	p.line("Edge events: %s payments among %s accounts over 30 days of event time, %s",
+		count(int64(e.Events)), count(int64(e.Accounts)), count(int64(e.DistinctPairs)))
+	p.line("distinct pairs (%s payments per pair; %.0f%% of the payments repeat a pair), in",
+		sig(e.EventsPerPair), 100*e.RepeatShare)
+	p.line("batches of %s into a store per variant, the variants taking turns %d times", count(int64(batch)), e.Rounds)
+	p.line("(medians). Properties: an event reference and a property document per payment,")
+	p.line("%s bytes. Disk: bytes per distinct pair after `CompactAll`.", sig(e.PropsBytes))
+	p.line("")
+	row := func(name string, v edgeEventsVariant) []string {
+		return []string{name, sig(v.ApplyNs) + " ns", ratio(v.ApplyRatio), sig(v.IngestNs) + " ns", ratio(v.IngestRatio),
+			rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+	}
+	p.table([]string{"edge type", "`Apply` CPU per payment", "/ replace", "ingest CPU per payment", "/ replace", "rate", "on disk per pair", "/ replace"},
+		[][]string{
+			row("replace", e.Replace),
+			row("accumulate", e.Accumulate),
+			row("accumulate, with properties", e.Props),
+			row("accumulate, with properties, retain 24h", e.Retain),
+		})
 	return nil
 }
 
