@@ -22,7 +22,7 @@ the same data, and print progress to stderr and one JSON object as the last
 line of stdout. Figures are best read as ratios: absolute rates on a shared
 machine vary from run to run.`,
 	}
-	cmd.AddCommand(newBenchIngestCmd(), newBenchKafkaCmd(), newBenchAnalyticsCmd(), newBenchMixedCmd(), newBenchServeCmd(), newBenchDecodeCmd(), newBenchDGSCmd())
+	cmd.AddCommand(newBenchIngestCmd(), newBenchKafkaCmd(), newBenchAnalyticsCmd(), newBenchMixedCmd(), newBenchServeCmd(), newBenchDecodeCmd(), newBenchDGSCmd(), newBenchMonitorsCmd())
 	return cmd
 }
 

@@ -35,11 +35,11 @@ type Config struct {
 	BatchSize         int    // edges per Apply and per Pebble batch
 	MemGraphMiB       int    // store option, in MiB; 0 = default
 	SkipPebble        bool
-	HubVersions       int       // versions of the MemGraph-held hub (2,000,000)
+	HubVersions       int // versions of the MemGraph-held hub (2,000,000)
 	// Events and Accounts are the payments stream of the edge-events
 	// comparison (events.go); Events 0 skips it.
 	Events, Accounts int
-	Log               io.Writer // progress lines; nil = discard
+	Log              io.Writer // progress lines; nil = discard
 }
 
 // DefaultConfig is the command's defaults, without Dir.

@@ -59,6 +59,9 @@ func TestRenderFixture(t *testing.T) {
 		"| SEARCHEDGE | 212K/s | 0.54 / 1.59 µs | static CSR: 6.72M/s, 0.07 / 0.45 µs | 0.03x |",
 		// 122351 / 232144 = 0.527
 		"| INSVTX, single puts of a vertex record | 122K/s | 2.09 / 11.1 µs | INSEDGE: 232K/s | 0.53x |",
+		// monitors.json: fanin_senders 2524.65 / 1223.28 = 2.064; 4972.75 operations
+		"20,000 payments among 2,000 accounts over 4 days, 20 batches of 1,000; fan and mule window 24h.",
+		"| fan-in by distinct senders | 1.22 ms | 1.98 ms | 1,223 ns | 2.52 ms (4,973 operations) | 508 ns | 2.06x | 1,010 |",
 		// decode.json is missing: not run, with its command
 		"```text\nbin/graphtide bench decode\n```\n\nNot run in this report: `scripts/bench-report.sh --only decode` runs it.",
 		"```text\nbin/graphtide bench kafka --brokers $BROKERS --scale 20 --edge-factor 16\n```",

@@ -124,6 +124,20 @@ answers the same reads in the same process and is the oracle every answer
 is checked against.`,
 	},
 	{
+		Name: "monitors", Title: "`bench monitors`: fraud monitors by money and time against a recompute",
+		Args:   []string{"bench", "monitors"},
+		render: renderMonitors,
+		What: `287,000 random payments among 20,000 accounts over 30 days of event time
+(the stream of the issue that made rings time-bounded) go into a store in
+batches of 1,000, an accumulate edge type, followed by fan-in and fan-out
+monitors by events, distinct senders (receivers) and amount over a 24h
+window, a mule monitor (3 senders in, 3 receivers out, 24h) and timed rings
+(` + "`ring_search=timed,max_span=1h,max_cycle=4`" + `), each driven as serve drives it.
+Each update per batch is timed; every fifth batch a fresh instance of the
+same monitor is given the operations its window holds then as one batch
+(a recompute), and every account's measure must be the same in both.`,
+	},
+	{
 		Name: "decode", Title: "`bench decode`: JSON events through a field mapping",
 		Args:   []string{"bench", "decode"},
 		render: renderDecode,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -566,5 +567,70 @@ func renderDecode(p *page, result []byte) error {
 		row("native JSON", r.Native),
 		row("binary, numeric ids", r.Binary),
 	})
+	return nil
+}
+
+// monitorRows are bench monitors' monitors in the page's order, with
+// what each is.
+var monitorRows = [][2]string{
+	{"fanin_events", "fan-in by events (the count)"},
+	{"fanin_senders", "fan-in by distinct senders"},
+	{"fanin_amount", "fan-in by amount"},
+	{"fanout_senders", "fan-out by distinct receivers"},
+	{"fanout_amount", "fan-out by amount"},
+	{"mule", "mule (3 senders in, 3 receivers out)"},
+	{"rings_timed", "rings in time, `max_span=1h`"},
+}
+
+func renderMonitors(p *page, result []byte) error {
+	type monitor struct {
+		Update      float64 `json:"update_mean_us"`
+		P99         float64 `json:"update_p99_us"`
+		Recompute   float64 `json:"recompute_mean_us"`
+		Window      float64 `json:"window_events"`
+		Ratio       float64 `json:"recompute_over_update"`
+		UpdateNs    float64 `json:"update_ns_per_event"`
+		RecomputeNs float64 `json:"recompute_ns_per_event"`
+		Alerts      int     `json:"alerts"`
+	}
+	var r struct {
+		Payments  int                 `json:"payments"`
+		Accounts  int                 `json:"accounts"`
+		Days      int                 `json:"days"`
+		BatchSize int                 `json:"batch_size"`
+		Batches   int                 `json:"batches"`
+		WindowSec float64             `json:"window_sec"`
+		Monitors  map[string]*monitor `json:"monitors"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	figures := map[string]float64{}
+	for _, n := range monitorRows {
+		m := r.Monitors[n[0]]
+		if m == nil {
+			m = &monitor{}
+		}
+		figures["monitors."+n[0]+".update_mean_us"] = m.Update
+		figures["monitors."+n[0]+".recompute_mean_us"] = m.Recompute
+		figures["monitors."+n[0]+".window_events"] = m.Window
+	}
+	if err := need(figures); err != nil {
+		return err
+	}
+	window := duration(r.WindowSec)
+	if r.WindowSec >= 3600 && math.Mod(r.WindowSec, 3600) == 0 {
+		window = fmt.Sprintf("%.0fh", r.WindowSec/3600)
+	}
+	p.line("%s payments among %s accounts over %d days, %s batches of %s; fan and mule window %s.",
+		count(int64(r.Payments)), count(int64(r.Accounts)), r.Days, count(int64(r.Batches)), count(int64(r.BatchSize)), window)
+	p.line("")
+	var rows [][]string
+	for _, n := range monitorRows {
+		m := r.Monitors[n[0]]
+		rows = append(rows, []string{n[1], duration(m.Update / 1e6), duration(m.P99 / 1e6), sig(m.UpdateNs) + " ns",
+			duration(m.Recompute/1e6) + " (" + count(int64(math.Round(m.Window))) + " operations)", sig(m.RecomputeNs) + " ns", ratio(m.Ratio), count(int64(m.Alerts))})
+	}
+	p.table([]string{"monitor", "update per batch", "p99", "per operation", "recompute from its window", "per operation", "recompute / update", "alerts"}, rows)
 	return nil
 }
