@@ -3,7 +3,6 @@ package ingestbench
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,7 +17,7 @@ import (
 //
 // The stream: cfg.Events payments among cfg.Accounts accounts over 30 days
 // of event time (ascending), amounts of 0.01..1,000.00. Each account has
-// payeesPerAccount regular payees; three payments in four go to one of the
+// bench.PayeesPerAccount (8) regular payees; three payments in four go to one of the
 // payer's regular payees, the rest to a random account, so pairs repeat
 // (the result's events_per_pair says how much). The same stream is applied
 // in batches of cfg.BatchSize into a fresh store (MemGraphs of
@@ -43,18 +42,8 @@ import (
 // stream (count, sum, first and last time, newest reference): a mismatch
 // is an error, not a figure.
 
-// payeesPerAccount is how many regular payees each account has.
-const payeesPerAccount = 8
-
 // eventsRounds is how often the variants take turns.
 const eventsRounds = 3
-
-// eventsSpan is the event time the stream covers.
-const eventsSpan = 30 * 24 * time.Hour
-
-// eventsStart is the stream's first event time (µs since the epoch):
-// 2026-11-01T00:00:00Z.
-const eventsStart = int64(1793491200) * 1e6
 
 // EventsVariant is one variant's figures.
 type EventsVariant struct {
@@ -85,34 +74,6 @@ type EventsResult struct {
 	AccumulatePropsRetain EventsVariant `json:"accumulate_props_retain"`
 }
 
-// payment is one event of the stream.
-type payment struct {
-	src, dst uint64
-	amount   float64
-	time     int64
-}
-
-// paymentStream generates the stream (deterministic by seed).
-func paymentStream(n, accounts int, seed uint64) []payment {
-	rng := rand.New(rand.NewPCG(seed, 42))
-	na := uint64(accounts)
-	payees := make([]uint64, accounts*payeesPerAccount)
-	for i := range payees {
-		payees[i] = rng.Uint64N(na)
-	}
-	step := eventsSpan.Microseconds() / int64(max(n, 1))
-	out := make([]payment, n)
-	for i := range out {
-		src := rng.Uint64N(na)
-		dst := rng.Uint64N(na)
-		if rng.IntN(4) != 0 {
-			dst = payees[src*payeesPerAccount+rng.Uint64N(payeesPerAccount)]
-		}
-		out[i] = payment{src: src, dst: dst, amount: float64(1+rng.IntN(100_000)) / 100, time: eventsStart + int64(i)*step}
-	}
-	return out
-}
-
 // channels are the property documents' channels.
 var channels = [...]string{"card", "transfer", "wallet", "direct-debit"}
 
@@ -137,21 +98,21 @@ func runEvents(cfg Config, res *Result, logf func(string, ...any)) error {
 		return nil
 	}
 	er := &res.EdgeEvents
-	pays := paymentStream(cfg.Events, cfg.Accounts, cfg.Seed)
+	pays := bench.PaymentStream(cfg.Events, cfg.Accounts, cfg.Seed)
 	oracle := make(map[[2]uint64]*pairOracle, len(pays)/2)
 	repeats := 0
 	for i, p := range pays {
-		k := [2]uint64{p.src, p.dst}
+		k := [2]uint64{p.Src, p.Dst}
 		o := oracle[k]
 		if o == nil {
-			o = &pairOracle{first: p.time}
+			o = &pairOracle{first: p.Time}
 			oracle[k] = o
 		} else {
 			repeats++
 		}
 		o.count++
-		o.sum += p.amount
-		o.last = p.time
+		o.sum += p.Amount
+		o.last = p.Time
 		o.lastEvent = i
 	}
 	er.Events, er.Accounts, er.DistinctPairs, er.Rounds = len(pays), cfg.Accounts, len(oracle), eventsRounds
@@ -217,15 +178,15 @@ func eventProps(i int) []byte {
 // ingestEvents applies the stream into a fresh store as v says and returns
 // Apply's and the process's CPU time per event, the rate (final flush
 // included) and, after CompactAll, the bytes on disk per distinct pair.
-func ingestEvents(cfg Config, v eventsVariant, round int, pays []payment, oracle map[[2]uint64]*pairOracle) (applyNs, ingestNs, rate, bytesPerEdge float64, err error) {
+func ingestEvents(cfg Config, v eventsVariant, round int, pays []bench.Payment, oracle map[[2]uint64]*pairOracle) (applyNs, ingestNs, rate, bytesPerEdge float64, err error) {
 	// The batches are built first: the figures are the store's alone.
 	batches := make([]engine.Batch, 0, len(pays)/cfg.BatchSize+1)
 	for i := 0; i < len(pays); i += cfg.BatchSize {
 		var b engine.Batch
 		for j := i; j < min(i+cfg.BatchSize, len(pays)); j++ {
 			p := pays[j]
-			b.InsertWeighted(p.src, p.dst, p.amount)
-			b.SetEventTime(p.time)
+			b.InsertWeighted(p.Src, p.Dst, p.Amount)
+			b.SetEventTime(p.Time)
 			if v.props {
 				b.SetPayload(eventRef(j), eventProps(j))
 			}
@@ -292,7 +253,7 @@ const eventsChecked = 2000
 // payment; an accumulate edge is the count, sum, first and last time of
 // all of them (and, with payloads, the newest one's reference and
 // properties).
-func checkEvents(s *engine.Store, v eventsVariant, pays []payment, oracle map[[2]uint64]*pairOracle) error {
+func checkEvents(s *engine.Store, v eventsVariant, pays []bench.Payment, oracle map[[2]uint64]*pairOracle) error {
 	sn, err := s.Snapshot()
 	if err != nil {
 		return err
@@ -301,16 +262,16 @@ func checkEvents(s *engine.Store, v eventsVariant, pays []payment, oracle map[[2
 	step := max(len(pays)/eventsChecked, 1)
 	for i := 0; i < len(pays); i += step {
 		p := pays[i]
-		o := oracle[[2]uint64{p.src, p.dst}]
+		o := oracle[[2]uint64{p.Src, p.Dst}]
 		last := pays[o.lastEvent]
-		c, err := sn.Edge(p.src, p.dst)
+		c, err := sn.Edge(p.Src, p.Dst)
 		if err != nil {
 			return err
 		}
 		if len(c.Weights) != 1 {
-			return fmt.Errorf("edge %d -> %d: %d edges, want 1", p.src, p.dst, len(c.Weights))
+			return fmt.Errorf("edge %d -> %d: %d edges, want 1", p.Src, p.Dst, len(c.Weights))
 		}
-		wantW, wantCount, wantFirst := last.amount, uint64(0), int64(0)
+		wantW, wantCount, wantFirst := last.Amount, uint64(0), int64(0)
 		if v.agg != nil {
 			wantW, wantCount, wantFirst = o.sum, o.count, o.first
 		}
@@ -318,10 +279,10 @@ func checkEvents(s *engine.Store, v eventsVariant, pays []payment, oracle map[[2
 		want := fmt.Sprintf("weight %.6f, time %d, count %d, first %d", wantW, o.last, wantCount, wantFirst)
 		if math.Abs(c.Weights[0]-wantW) > 1e-9*math.Max(1, wantW) || c.Times[0] != o.last || c.Counts[0] != wantCount ||
 			(v.agg != nil && c.FirstTimes[0] != wantFirst) {
-			return fmt.Errorf("edge %d -> %d after compact-all: %s, want %s", p.src, p.dst, got, want)
+			return fmt.Errorf("edge %d -> %d after compact-all: %s, want %s", p.Src, p.Dst, got, want)
 		}
 		if v.props && (c.Refs[0] != eventRef(o.lastEvent) || c.Props[0] != string(eventProps(o.lastEvent))) {
-			return fmt.Errorf("edge %d -> %d after compact-all: ref %q props %s, want %q %s", p.src, p.dst, c.Refs[0], c.Props[0], eventRef(o.lastEvent), eventProps(o.lastEvent))
+			return fmt.Errorf("edge %d -> %d after compact-all: ref %q props %s, want %q %s", p.Src, p.Dst, c.Refs[0], c.Props[0], eventRef(o.lastEvent), eventProps(o.lastEvent))
 		}
 	}
 	return nil

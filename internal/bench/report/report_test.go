@@ -53,6 +53,8 @@ func TestRenderFixture(t *testing.T) {
 		"| within the budget | **no** |  |",
 		"| `memgraphs` | 2.31 MiB |  |",
 		"| `store` |  | 76.8 MiB |",
+		// serve.json edge_events: 2650 / 2250 = 1.178; 256.52 / 71.43 = 3.591
+		"| `types: {payment: {aggregate: accumulate}}` | 2,650 ns | 1.18x | 128K/s | 257 bytes | 3.59x |",
 		// mixed.json: readers 2: p99 0.063425 over 0.054541 = 1.163
 		"| 2 | 0.014 ms | 0.0634 ms (1.16x) | 10.6 ms | 16.0 ms | 1,001 (989/s) | 99.8 (5.55M edges/s) | 0, 0, 0 | 8.63 |",
 		// dgs.json: searchedge 212207/s against 6724904/s: 0.0316

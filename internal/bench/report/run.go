@@ -96,7 +96,10 @@ is produced to the real broker, and the benchmark waits until serve has
 ingested it all and its analytics have caught up, sampling serve's
 ` + "`/proc`" + ` status meanwhile. Anonymous memory (heaps, stacks, MemGraphs) is what
 the budget bounds; file-backed pages (the mapped store files) are page
-cache, reported apart.`,
+cache, reported apart. Then edge events end to end: 300,000 JSON payments
+among 20,000 accounts (pairs repeat) through a field mapping into three
+serve processes of their own: replace, an accumulate type, and an
+accumulate type with ` + "`event_id`" + ` and ` + "`props`" + `.`,
 	},
 	{
 		Name: "mixed", Title: "`bench mixed`: readers never stall the writer",

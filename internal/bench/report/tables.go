@@ -355,7 +355,7 @@ func renderKafka(p *page, result []byte) error {
 	return nil
 }
 
-func renderServe(p *page, result []byte) error {
+func renderServe(p *page, result []byte) (err error) {
 	var r struct {
 		Events            int              `json:"events"`
 		Budget            int64            `json:"budget_bytes"`
@@ -372,6 +372,7 @@ func renderServe(p *page, result []byte) error {
 		Analytics         []string         `json:"analytics"`
 		DeleteShare       float64          `json:"delete_share"`
 		CutShort          float64          `json:"fraud_pulls_cut_short"`
+		Events42          *serveEdgeEvents `json:"edge_events"`
 	}
 	if err := decode(result, &r); err != nil {
 		return err
@@ -379,6 +380,19 @@ func renderServe(p *page, result []byte) error {
 	if err := need(map[string]float64{"budget_bytes": float64(r.Budget), "peak_anon_bytes": float64(r.PeakAnon), "events_per_sec": r.EventsPerSec}); err != nil {
 		return err
 	}
+	// Edge events, after the memory (results of runs before they were
+	// measured, or with --edge-events 0, have none).
+	defer func() {
+		switch {
+		case err != nil:
+		case r.Events42 != nil:
+			err = renderServeEdgeEvents(p, r.Events42)
+		default:
+			p.line("This result has no figures of edge events (its run predates them):")
+			p.line("`scripts/bench-report.sh --only serve` measures them.")
+			p.line("")
+		}
+	}()
 	within := "yes"
 	if !r.WithinBudget {
 		within = "**no**"
@@ -632,5 +646,51 @@ func renderMonitors(p *page, result []byte) error {
 			duration(m.Recompute/1e6) + " (" + count(int64(math.Round(m.Window))) + " operations)", sig(m.RecomputeNs) + " ns", ratio(m.Ratio), count(int64(m.Alerts))})
 	}
 	p.table([]string{"monitor", "update per batch", "p99", "per operation", "recompute from its window", "per operation", "recompute / update", "alerts"}, rows)
+	return nil
+}
+
+// serveEdgeEvents is bench serve's edge_events.
+type serveEdgeEvents struct {
+	Payments      int                `json:"payments"`
+	Accounts      int                `json:"accounts"`
+	DistinctPairs int                `json:"distinct_pairs"`
+	EventsPerPair float64            `json:"events_per_pair"`
+	Replace       serveEdgeEventsRun `json:"replace"`
+	Accumulate    serveEdgeEventsRun `json:"accumulate"`
+	Props         serveEdgeEventsRun `json:"accumulate_props"`
+}
+
+type serveEdgeEventsRun struct {
+	CPUNs      float64 `json:"cpu_ns_per_event"`
+	Rate       float64 `json:"events_per_sec"`
+	Bytes      float64 `json:"store_bytes_per_edge"`
+	CPURatio   float64 `json:"cpu_over_replace"`
+	BytesRatio float64 `json:"store_bytes_over_replace"`
+}
+
+func renderServeEdgeEvents(p *page, e *serveEdgeEvents) error {
+	figures := map[string]float64{}
+	for name, v := range map[string]serveEdgeEventsRun{"replace": e.Replace, "accumulate": e.Accumulate, "accumulate_props": e.Props} {
+		figures["edge_events."+name+".cpu_ns_per_event"] = v.CPUNs
+		figures["edge_events."+name+".store_bytes_per_edge"] = v.Bytes
+	}
+	if err := need(figures); err != nil {
+		return err
+	}
+	p.line("Edge events end to end: %s JSON payments among %s accounts (%s distinct pairs,",
+		count(int64(e.Payments)), count(int64(e.Accounts)), count(int64(e.DistinctPairs)))
+	p.line("%s payments per pair) produced to a topic of their own for each of three serve", sig(e.EventsPerPair))
+	p.line("processes reading it through a field mapping. CPU: serve's, from readiness to every")
+	p.line("record ingested. Store bytes: as serve left them, not fully compacted (see `bench")
+	p.line("ingest` for the bytes after a full compaction).")
+	p.line("")
+	row := func(name string, v serveEdgeEventsRun) []string {
+		return []string{name, sig(v.CPUNs) + " ns", ratio(v.CPURatio), rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+	}
+	p.table([]string{"mapping", "serve's CPU per payment", "/ replace", "rate", "store per pair", "/ replace"}, [][]string{
+		row("replace", e.Replace),
+		row("`types: {payment: {aggregate: accumulate}}`", e.Accumulate),
+		row("that, with `event_id` and `props`", e.Props),
+	})
 	return nil
 }
