@@ -22,7 +22,7 @@ the same data, and print progress to stderr and one JSON object as the last
 line of stdout. Figures are best read as ratios: absolute rates on a shared
 machine vary from run to run.`,
 	}
-	cmd.AddCommand(newBenchIngestCmd(), newBenchKafkaCmd(), newBenchAnalyticsCmd(), newBenchMixedCmd(), newBenchServeCmd(), newBenchDecodeCmd(), newBenchDGSCmd())
+	cmd.AddCommand(newBenchIngestCmd(), newBenchKafkaCmd(), newBenchAnalyticsCmd(), newBenchMixedCmd(), newBenchServeCmd(), newBenchDecodeCmd(), newBenchDGSCmd(), newBenchMonitorsCmd())
 	return cmd
 }
 
@@ -93,7 +93,18 @@ func newBenchIngestCmd() *cobra.Command {
     their CPU time per edge (in_edges_cpu_over_out_only); the in-edge
     store's rate against the first store's (in_edges_over_out_only) and
     its bytes on disk per distinct edge after compacting
-    (in_edges_bytes_over_out_only).
+    (in_edges_bytes_over_out_only);
+  - what an accumulate edge type and edge payloads cost (edge_events): a
+    payments stream of --events payments among --accounts accounts over
+    30 days (each account pays 8 regular payees three times in four, so
+    pairs repeat: events_per_pair) applied as replace, accumulate,
+    accumulate with an event reference and properties per payment, and
+    that with a retain of 24h, taking turns 3 times, each in a fresh
+    store: Apply's CPU time per payment (apply_cpu_ns_per_event), the
+    process's over the whole ingest (ingest_cpu_ns_per_event) and the
+    bytes on disk per distinct pair after compacting (bytes_per_edge),
+    each with its ratio against replace (*_over_replace); a sample of
+    pairs is read back and checked against the stream.
 The last line of stdout is one JSON object with all figures.`,
 		Example: `  graphtide bench ingest --scale 20 --edge-factor 16 --dir /tmp/gt-bench
   graphtide gen --scale 18 --out g18.bin && graphtide bench ingest --input g18.bin`,

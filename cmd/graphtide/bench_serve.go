@@ -25,7 +25,18 @@ component held at the end (graphtide_memory_bytes).
 The last line of stdout is one JSON object; within_budget says whether the
 peak of anonymous memory (heaps, stacks, MemGraphs: what the kernel cannot
 reclaim) stayed within the budget. File-backed resident pages (the mapped
-store files and the executable) are page cache, reported apart.`,
+store files and the executable) are page cache, reported apart.
+Then, unless --edge-events is 0, what edge events cost end to end
+(edge_events): --edge-events JSON payments among --edge-accounts accounts
+(each account pays 8 regular payees three times in four, so pairs repeat),
+in the shape {"event_id","from_account","to_account","amount","currency",
+"channel","ts","type":"payment"}, produced to a fresh topic for each of
+three serve processes that read it through a field mapping: replace,
+types=payment:accumulate, and that with event_id and props.currency,
+props.channel. Per run: serve's CPU time from readiness to every record
+ingested per payment (cpu_ns_per_event), the rate, and the store's bytes
+per distinct pair as serve left it (not fully compacted), each with its
+ratio against replace.`,
 		Example: `  deploy/kafka/kafka.sh start --port 19092 --dir /tmp/gt-kafka
   graphtide bench serve --brokers 127.0.0.1:19092 --scale 20 --memory-budget 1GiB`,
 	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {

@@ -35,13 +35,16 @@ type Config struct {
 	BatchSize         int    // edges per Apply and per Pebble batch
 	MemGraphMiB       int    // store option, in MiB; 0 = default
 	SkipPebble        bool
-	HubVersions       int       // versions of the MemGraph-held hub (2,000,000)
-	Log               io.Writer // progress lines; nil = discard
+	HubVersions       int // versions of the MemGraph-held hub (2,000,000)
+	// Events and Accounts are the payments stream of the edge-events
+	// comparison (events.go); Events 0 skips it.
+	Events, Accounts int
+	Log              io.Writer // progress lines; nil = discard
 }
 
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
-	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, MemGraphMiB: 64, HubVersions: 2_000_000}
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, BatchSize: 10000, MemGraphMiB: 64, HubVersions: 2_000_000, Events: 1_000_000, Accounts: 20_000}
 }
 
 // AddFlags binds the command's flags to c, whose values are the defaults.
@@ -54,6 +57,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MemGraphMiB, "memgraph-mib", c.MemGraphMiB, "size of one MemGraph in MiB (the store keeps two)")
 	fs.BoolVar(&c.SkipPebble, "skip-pebble", c.SkipPebble, "do not run the Pebble baseline")
 	fs.IntVar(&c.HubVersions, "hub-versions", c.HubVersions, "versions of the hub whose degree is timed while they are in the MemGraph")
+	fs.IntVar(&c.Events, "events", c.Events, "payments of the stream that compares replace, accumulate and accumulate with properties (0: skip it)")
+	fs.IntVar(&c.Accounts, "accounts", c.Accounts, "accounts of that payments stream")
 }
 
 // Validate checks the settings; its messages name the command's flags.
@@ -71,6 +76,12 @@ func (c Config) Validate() error {
 	}
 	if c.HubVersions < 2 || c.HubVersions > 20_000_000 {
 		return fmt.Errorf("--hub-versions must be between 2 and 20000000, got %d", c.HubVersions)
+	}
+	if c.Events < 0 || c.Events > 100_000_000 {
+		return fmt.Errorf("--events must be between 0 and 100000000, got %d", c.Events)
+	}
+	if c.Accounts < 2 || c.Accounts > 100_000_000 {
+		return fmt.Errorf("--accounts must be between 2 and 100000000, got %d", c.Accounts)
 	}
 	return nil
 }
@@ -123,6 +134,10 @@ type Result struct {
 	HubDegreeMs                     float64 `json:"hub_degree_ms"`
 	HubPageMs                       float64 `json:"hub_page_ms"`
 	ScanAfterVertexDeletesOverClean float64 `json:"scan_after_vertex_deletes_over_clean"`
+
+	// What an accumulate edge type and edge payloads cost against replace
+	// (events.go); absent with --events 0.
+	EdgeEvents EventsResult `json:"edge_events,omitzero"`
 }
 
 // Run performs the benchmark.
@@ -177,6 +192,7 @@ func Run(cfg Config) (Result, error) {
 		func() error { return runApplyCPU(cfg, edges, &res, logf) },
 		func() error { return runHub(cfg, &res, logf) },
 		func() error { return runVertexDeletes(cfg, edges, csr, &res, logf) },
+		func() error { return runEvents(cfg, &res, logf) },
 	} {
 		if err := f(); err != nil {
 			return res, err

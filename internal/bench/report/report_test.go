@@ -36,6 +36,10 @@ func TestRenderFixture(t *testing.T) {
 		"| its bytes on disk after `CompactAll`, per distinct edge | 9.23 bytes | out-edges only: 4.62 bytes | 2.00x |",
 		"It took 61.5 s; just before it: load average 1.50, calibration sort 90.1 ms, copy 12.5 GB/s, random read 180 ns.",
 		"65,536 edges (53,518 distinct) over 4,096 vertex ids, MemGraphs of 64.0 MiB.",
+		// edge_events: 100000 / 40804 = 2.4507; accumulate 66.64 / 54.06 = 1.2328,
+		// 181.24 / 151.72 = 1.1946, 44.399 / 20.398 = 2.1767
+		"distinct pairs (2.45 payments per pair; 59% of the payments repeat a pair), in",
+		"| accumulate | 66.6 ns | 1.23x | 181 ns | 1.19x | 5.59M/s | 44.4 bytes | 2.18x |",
 		// analytics.json: bfs view 182.802 µs, csr 144.324 µs, ratio 1.2666; fresh 110.945 µs, 0.6069
 		"| bfs | 183 µs | 144 µs | 1.27x | 111 µs (0.61x) |",
 		"| pagerank (10 iterations; 12 after the stream) | 704 µs | 707 µs | 1.00x | 795 µs (0.94x) |",
@@ -49,12 +53,17 @@ func TestRenderFixture(t *testing.T) {
 		"| within the budget | **no** |  |",
 		"| `memgraphs` | 2.31 MiB |  |",
 		"| `store` |  | 76.8 MiB |",
+		// serve.json edge_events: 2650 / 2250 = 1.178; 256.52 / 71.43 = 3.591
+		"| `types: {payment: {aggregate: accumulate}}` | 2,650 ns | 1.18x | 128K/s | 257 bytes | 3.59x |",
 		// mixed.json: readers 2: p99 0.063425 over 0.054541 = 1.163
 		"| 2 | 0.014 ms | 0.0634 ms (1.16x) | 10.6 ms | 16.0 ms | 1,001 (989/s) | 99.8 (5.55M edges/s) | 0, 0, 0 | 8.63 |",
 		// dgs.json: searchedge 212207/s against 6724904/s: 0.0316
 		"| SEARCHEDGE | 212K/s | 0.54 / 1.59 µs | static CSR: 6.72M/s, 0.07 / 0.45 µs | 0.03x |",
 		// 122351 / 232144 = 0.527
 		"| INSVTX, single puts of a vertex record | 122K/s | 2.09 / 11.1 µs | INSEDGE: 232K/s | 0.53x |",
+		// monitors.json: fanin_senders 2524.65 / 1223.28 = 2.064; 4972.75 operations
+		"20,000 payments among 2,000 accounts over 4 days, 20 batches of 1,000; fan and mule window 24h.",
+		"| fan-in by distinct senders | 1.22 ms | 1.98 ms | 1,223 ns | 2.52 ms (4,973 operations) | 508 ns | 2.06x | 1,010 |",
 		// decode.json is missing: not run, with its command
 		"```text\nbin/graphtide bench decode\n```\n\nNot run in this report: `scripts/bench-report.sh --only decode` runs it.",
 		"```text\nbin/graphtide bench kafka --brokers $BROKERS --scale 20 --edge-factor 16\n```",

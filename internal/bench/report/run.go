@@ -53,7 +53,11 @@ store that keeps in-edges; the CPU time of ` + "`Apply`" + ` per edge and direct
 4M edges held in one MemGraph (the median of three passes into recycled
 MemGraph memory; the first pass into fresh pages apart); a hub whose 2M
 versions are still in the MemGraph; and a full scan after 1% of the
-vertices were deleted and compacted away.`,
+vertices were deleted and compacted away. Last, what edge events cost: 1M
+payments among 20,000 accounts (each account pays 8 regular payees three
+times in four, so pairs repeat) applied as a replace type, an accumulate
+type, an accumulate type with an event reference and a property document
+per payment, and that with a retain of 24h.`,
 	},
 	{
 		Name: "analytics", Title: "`bench analytics`: kernels and incremental updates",
@@ -92,7 +96,10 @@ is produced to the real broker, and the benchmark waits until serve has
 ingested it all and its analytics have caught up, sampling serve's
 ` + "`/proc`" + ` status meanwhile. Anonymous memory (heaps, stacks, MemGraphs) is what
 the budget bounds; file-backed pages (the mapped store files) are page
-cache, reported apart.`,
+cache, reported apart. Then edge events end to end: 300,000 JSON payments
+among 20,000 accounts (pairs repeat) through a field mapping into three
+serve processes of their own: replace, an accumulate type, and an
+accumulate type with ` + "`event_id`" + ` and ` + "`props`" + `.`,
 	},
 	{
 		Name: "mixed", Title: "`bench mixed`: readers never stall the writer",
@@ -118,6 +125,20 @@ every 100 operations; the store is as ingest leaves it (not compacted).
 A static CSR of the same edges (and a Go map of the vertex records)
 answers the same reads in the same process and is the oracle every answer
 is checked against.`,
+	},
+	{
+		Name: "monitors", Title: "`bench monitors`: fraud monitors by money and time against a recompute",
+		Args:   []string{"bench", "monitors"},
+		render: renderMonitors,
+		What: `287,000 random payments among 20,000 accounts over 30 days of event time
+(the stream of the issue that made rings time-bounded) go into a store in
+batches of 1,000, an accumulate edge type, followed by fan-in and fan-out
+monitors by events, distinct senders (receivers) and amount over a 24h
+window, a mule monitor (3 senders in, 3 receivers out, 24h) and timed rings
+(` + "`ring_search=timed,max_span=1h,max_cycle=4`" + `), each driven as serve drives it.
+Each update per batch is timed; every fifth batch a fresh instance of the
+same monitor is given the operations its window holds then as one batch
+(a recompute), and every account's measure must be the same in both.`,
 	},
 	{
 		Name: "decode", Title: "`bench decode`: JSON events through a field mapping",

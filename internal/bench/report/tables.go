@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -33,39 +34,40 @@ func need(figures map[string]float64) error {
 
 func renderIngest(p *page, result []byte) error {
 	var r struct {
-		Edges            int     `json:"edges"`
-		Distinct         uint64  `json:"distinct_edges"`
-		Vertices         uint64  `json:"vertices"`
-		BatchSize        int     `json:"batch_size"`
-		MemGraphBytes    int64   `json:"memgraph_bytes"`
-		Store            float64 `json:"store_edges_per_sec"`
-		Pebble           float64 `json:"pebble_edges_per_sec"`
-		StoreVsPebble    float64 `json:"store_vs_pebble"`
-		StoreScan        float64 `json:"store_scan_sec"`
-		CSRScan          float64 `json:"csr_scan_sec"`
-		ScanRatio        float64 `json:"scan_store_over_csr"`
-		StoreBytes       float64 `json:"store_bytes_per_edge"`
-		PebbleBytes      float64 `json:"pebble_bytes_per_edge"`
-		WriteAmp         float64 `json:"write_amplification"`
-		Flushes          int64   `json:"flushes"`
-		Compactions      int64   `json:"compactions"`
-		WriteStalls      int64   `json:"write_stalls"`
-		StoreExtra       int64   `json:"store_peak_rss_over_baseline_bytes"`
-		StoreAnon        int64   `json:"store_peak_anon_rss_over_baseline_bytes"`
-		StoreFile        int64   `json:"store_peak_file_rss_bytes"`
-		InEdges          float64 `json:"store_in_edges_edges_per_sec"`
-		InOverOut        float64 `json:"in_edges_over_out_only"`
-		IngestCPUNs      float64 `json:"ingest_cpu_ns_per_edge"`
-		IngestCPUInNs    float64 `json:"ingest_cpu_ns_per_edge_in_edges"`
-		InBytes          float64 `json:"store_in_edges_bytes_per_edge"`
-		ApplyNs          float64 `json:"apply_cpu_ns_per_edge_direction"`
-		ApplyProcessNs   float64 `json:"apply_process_cpu_ns_per_edge_direction"`
-		ApplyFirstNs     float64 `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
-		ApplyInNs        float64 `json:"apply_cpu_ns_per_edge_direction_in_edges"`
-		BytesPerVersion  float64 `json:"memgraph_bytes_per_version"`
-		HubDegreeMs      float64 `json:"hub_degree_ms"`
-		HubPageMs        float64 `json:"hub_page_ms"`
-		ScanAfterDeletes float64 `json:"scan_after_vertex_deletes_over_clean"`
+		Edges            int        `json:"edges"`
+		Distinct         uint64     `json:"distinct_edges"`
+		Vertices         uint64     `json:"vertices"`
+		BatchSize        int        `json:"batch_size"`
+		MemGraphBytes    int64      `json:"memgraph_bytes"`
+		Store            float64    `json:"store_edges_per_sec"`
+		Pebble           float64    `json:"pebble_edges_per_sec"`
+		StoreVsPebble    float64    `json:"store_vs_pebble"`
+		StoreScan        float64    `json:"store_scan_sec"`
+		CSRScan          float64    `json:"csr_scan_sec"`
+		ScanRatio        float64    `json:"scan_store_over_csr"`
+		StoreBytes       float64    `json:"store_bytes_per_edge"`
+		PebbleBytes      float64    `json:"pebble_bytes_per_edge"`
+		WriteAmp         float64    `json:"write_amplification"`
+		Flushes          int64      `json:"flushes"`
+		Compactions      int64      `json:"compactions"`
+		WriteStalls      int64      `json:"write_stalls"`
+		StoreExtra       int64      `json:"store_peak_rss_over_baseline_bytes"`
+		StoreAnon        int64      `json:"store_peak_anon_rss_over_baseline_bytes"`
+		StoreFile        int64      `json:"store_peak_file_rss_bytes"`
+		InEdges          float64    `json:"store_in_edges_edges_per_sec"`
+		InOverOut        float64    `json:"in_edges_over_out_only"`
+		IngestCPUNs      float64    `json:"ingest_cpu_ns_per_edge"`
+		IngestCPUInNs    float64    `json:"ingest_cpu_ns_per_edge_in_edges"`
+		InBytes          float64    `json:"store_in_edges_bytes_per_edge"`
+		ApplyNs          float64    `json:"apply_cpu_ns_per_edge_direction"`
+		ApplyProcessNs   float64    `json:"apply_process_cpu_ns_per_edge_direction"`
+		ApplyFirstNs     float64    `json:"apply_cpu_ns_per_edge_direction_first_memgraph"`
+		ApplyInNs        float64    `json:"apply_cpu_ns_per_edge_direction_in_edges"`
+		BytesPerVersion  float64    `json:"memgraph_bytes_per_version"`
+		HubDegreeMs      float64    `json:"hub_degree_ms"`
+		HubPageMs        float64    `json:"hub_page_ms"`
+		ScanAfterDeletes float64    `json:"scan_after_vertex_deletes_over_clean"`
+		Events           edgeEvents `json:"edge_events"`
 	}
 	if err := decode(result, &r); err != nil {
 		return err
@@ -104,6 +106,74 @@ func renderIngest(p *page, result []byte) error {
 		{"the store's peak resident memory above the benchmark's own data", mib(r.StoreExtra) + " (" + mib(r.StoreAnon) + " anonymous, " + mib(r.StoreFile) + " mapped files)", "", ""},
 		{"write amplification; flushes, compactions, write stalls", fmt.Sprintf("%s; %d, %d, %d", sig(r.WriteAmp), r.Flushes, r.Compactions, r.WriteStalls), "", ""},
 	}...))
+	// Edge events (results of runs before they were measured have none).
+	if r.Events.Events > 0 {
+		return renderEdgeEvents(p, r.Events, r.BatchSize)
+	}
+	p.line("This result has no figures of edge events (its run predates them):")
+	p.line("`scripts/bench-report.sh --only ingest` measures them.")
+	p.line("")
+	return nil
+}
+
+// edgeEvents is bench ingest's comparison of edge aggregates (its
+// edge_events object).
+type edgeEvents struct {
+	Events        int               `json:"events"`
+	Accounts      int               `json:"accounts"`
+	DistinctPairs int               `json:"distinct_pairs"`
+	EventsPerPair float64           `json:"events_per_pair"`
+	RepeatShare   float64           `json:"repeat_share"`
+	PropsBytes    float64           `json:"props_bytes_per_event"`
+	Rounds        int               `json:"rounds"`
+	Replace       edgeEventsVariant `json:"replace"`
+	Accumulate    edgeEventsVariant `json:"accumulate"`
+	Props         edgeEventsVariant `json:"accumulate_props"`
+	Retain        edgeEventsVariant `json:"accumulate_props_retain"`
+}
+
+type edgeEventsVariant struct {
+	ApplyNs     float64 `json:"apply_cpu_ns_per_event"`
+	IngestNs    float64 `json:"ingest_cpu_ns_per_event"`
+	Rate        float64 `json:"events_per_sec"`
+	Bytes       float64 `json:"bytes_per_edge"`
+	ApplyRatio  float64 `json:"apply_cpu_over_replace"`
+	IngestRatio float64 `json:"ingest_cpu_over_replace"`
+	BytesRatio  float64 `json:"bytes_over_replace"`
+}
+
+func renderEdgeEvents(p *page, e edgeEvents, batch int) error {
+	figures := map[string]float64{}
+	for name, v := range map[string]edgeEventsVariant{"replace": e.Replace, "accumulate": e.Accumulate,
+		"accumulate_props": e.Props, "accumulate_props_retain": e.Retain} {
+		for k, x := range map[string]float64{"apply_cpu_ns_per_event": v.ApplyNs, "ingest_cpu_ns_per_event": v.IngestNs,
+			"events_per_sec": v.Rate, "bytes_per_edge": v.Bytes} {
+			figures["edge_events."+name+"."+k] = x
+		}
+	}
+	figures["edge_events.distinct_pairs"] = float64(e.DistinctPairs)
+	if err := need(figures); err != nil {
+		return err
+	}
+	p.line("Edge events: %s payments among %s accounts over 30 days of event time, %s",
+		count(int64(e.Events)), count(int64(e.Accounts)), count(int64(e.DistinctPairs)))
+	p.line("distinct pairs (%s payments per pair; %.0f%% of the payments repeat a pair), in",
+		sig(e.EventsPerPair), 100*e.RepeatShare)
+	p.line("batches of %s into a store per variant, the variants taking turns %d times", count(int64(batch)), e.Rounds)
+	p.line("(medians). Properties: an event reference and a property document per payment,")
+	p.line("%s bytes. Disk: bytes per distinct pair after `CompactAll`.", sig(e.PropsBytes))
+	p.line("")
+	row := func(name string, v edgeEventsVariant) []string {
+		return []string{name, sig(v.ApplyNs) + " ns", ratio(v.ApplyRatio), sig(v.IngestNs) + " ns", ratio(v.IngestRatio),
+			rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+	}
+	p.table([]string{"edge type", "`Apply` CPU per payment", "/ replace", "ingest CPU per payment", "/ replace", "rate", "on disk per pair", "/ replace"},
+		[][]string{
+			row("replace", e.Replace),
+			row("accumulate", e.Accumulate),
+			row("accumulate, with properties", e.Props),
+			row("accumulate, with properties, retain 24h", e.Retain),
+		})
 	return nil
 }
 
@@ -285,7 +355,7 @@ func renderKafka(p *page, result []byte) error {
 	return nil
 }
 
-func renderServe(p *page, result []byte) error {
+func renderServe(p *page, result []byte) (err error) {
 	var r struct {
 		Events            int              `json:"events"`
 		Budget            int64            `json:"budget_bytes"`
@@ -302,6 +372,7 @@ func renderServe(p *page, result []byte) error {
 		Analytics         []string         `json:"analytics"`
 		DeleteShare       float64          `json:"delete_share"`
 		CutShort          float64          `json:"fraud_pulls_cut_short"`
+		Events42          *serveEdgeEvents `json:"edge_events"`
 	}
 	if err := decode(result, &r); err != nil {
 		return err
@@ -309,6 +380,19 @@ func renderServe(p *page, result []byte) error {
 	if err := need(map[string]float64{"budget_bytes": float64(r.Budget), "peak_anon_bytes": float64(r.PeakAnon), "events_per_sec": r.EventsPerSec}); err != nil {
 		return err
 	}
+	// Edge events, after the memory (results of runs before they were
+	// measured, or with --edge-events 0, have none).
+	defer func() {
+		switch {
+		case err != nil:
+		case r.Events42 != nil:
+			err = renderServeEdgeEvents(p, r.Events42)
+		default:
+			p.line("This result has no figures of edge events (its run predates them):")
+			p.line("`scripts/bench-report.sh --only serve` measures them.")
+			p.line("")
+		}
+	}()
 	within := "yes"
 	if !r.WithinBudget {
 		within = "**no**"
@@ -496,6 +580,117 @@ func renderDecode(p *page, result []byte) error {
 		row("JSON through the field mapping", r.Mapped),
 		row("native JSON", r.Native),
 		row("binary, numeric ids", r.Binary),
+	})
+	return nil
+}
+
+// monitorRows are bench monitors' monitors in the page's order, with
+// what each is.
+var monitorRows = [][2]string{
+	{"fanin_events", "fan-in by events (the count)"},
+	{"fanin_senders", "fan-in by distinct senders"},
+	{"fanin_amount", "fan-in by amount"},
+	{"fanout_senders", "fan-out by distinct receivers"},
+	{"fanout_amount", "fan-out by amount"},
+	{"mule", "mule (3 senders in, 3 receivers out)"},
+	{"rings_timed", "rings in time, `max_span=1h`"},
+}
+
+func renderMonitors(p *page, result []byte) error {
+	type monitor struct {
+		Update      float64 `json:"update_mean_us"`
+		P99         float64 `json:"update_p99_us"`
+		Recompute   float64 `json:"recompute_mean_us"`
+		Window      float64 `json:"window_events"`
+		Ratio       float64 `json:"recompute_over_update"`
+		UpdateNs    float64 `json:"update_ns_per_event"`
+		RecomputeNs float64 `json:"recompute_ns_per_event"`
+		Alerts      int     `json:"alerts"`
+	}
+	var r struct {
+		Payments  int                 `json:"payments"`
+		Accounts  int                 `json:"accounts"`
+		Days      int                 `json:"days"`
+		BatchSize int                 `json:"batch_size"`
+		Batches   int                 `json:"batches"`
+		WindowSec float64             `json:"window_sec"`
+		Monitors  map[string]*monitor `json:"monitors"`
+	}
+	if err := decode(result, &r); err != nil {
+		return err
+	}
+	figures := map[string]float64{}
+	for _, n := range monitorRows {
+		m := r.Monitors[n[0]]
+		if m == nil {
+			m = &monitor{}
+		}
+		figures["monitors."+n[0]+".update_mean_us"] = m.Update
+		figures["monitors."+n[0]+".recompute_mean_us"] = m.Recompute
+		figures["monitors."+n[0]+".window_events"] = m.Window
+	}
+	if err := need(figures); err != nil {
+		return err
+	}
+	window := duration(r.WindowSec)
+	if r.WindowSec >= 3600 && math.Mod(r.WindowSec, 3600) == 0 {
+		window = fmt.Sprintf("%.0fh", r.WindowSec/3600)
+	}
+	p.line("%s payments among %s accounts over %d days, %s batches of %s; fan and mule window %s.",
+		count(int64(r.Payments)), count(int64(r.Accounts)), r.Days, count(int64(r.Batches)), count(int64(r.BatchSize)), window)
+	p.line("")
+	var rows [][]string
+	for _, n := range monitorRows {
+		m := r.Monitors[n[0]]
+		rows = append(rows, []string{n[1], duration(m.Update / 1e6), duration(m.P99 / 1e6), sig(m.UpdateNs) + " ns",
+			duration(m.Recompute/1e6) + " (" + count(int64(math.Round(m.Window))) + " operations)", sig(m.RecomputeNs) + " ns", ratio(m.Ratio), count(int64(m.Alerts))})
+	}
+	p.table([]string{"monitor", "update per batch", "p99", "per operation", "recompute from its window", "per operation", "recompute / update", "alerts"}, rows)
+	return nil
+}
+
+// serveEdgeEvents is bench serve's edge_events.
+type serveEdgeEvents struct {
+	Payments      int                `json:"payments"`
+	Accounts      int                `json:"accounts"`
+	DistinctPairs int                `json:"distinct_pairs"`
+	EventsPerPair float64            `json:"events_per_pair"`
+	Replace       serveEdgeEventsRun `json:"replace"`
+	Accumulate    serveEdgeEventsRun `json:"accumulate"`
+	Props         serveEdgeEventsRun `json:"accumulate_props"`
+}
+
+type serveEdgeEventsRun struct {
+	CPUNs      float64 `json:"cpu_ns_per_event"`
+	Rate       float64 `json:"events_per_sec"`
+	Bytes      float64 `json:"store_bytes_per_edge"`
+	CPURatio   float64 `json:"cpu_over_replace"`
+	BytesRatio float64 `json:"store_bytes_over_replace"`
+}
+
+func renderServeEdgeEvents(p *page, e *serveEdgeEvents) error {
+	figures := map[string]float64{}
+	for name, v := range map[string]serveEdgeEventsRun{"replace": e.Replace, "accumulate": e.Accumulate, "accumulate_props": e.Props} {
+		figures["edge_events."+name+".cpu_ns_per_event"] = v.CPUNs
+		figures["edge_events."+name+".store_bytes_per_edge"] = v.Bytes
+	}
+	if err := need(figures); err != nil {
+		return err
+	}
+	p.line("Edge events end to end: %s JSON payments among %s accounts (%s distinct pairs,",
+		count(int64(e.Payments)), count(int64(e.Accounts)), count(int64(e.DistinctPairs)))
+	p.line("%s payments per pair) produced to a topic of their own for each of three serve", sig(e.EventsPerPair))
+	p.line("processes reading it through a field mapping. CPU: serve's, from readiness to every")
+	p.line("record ingested. Store bytes: as serve left them, not fully compacted (see `bench")
+	p.line("ingest` for the bytes after a full compaction).")
+	p.line("")
+	row := func(name string, v serveEdgeEventsRun) []string {
+		return []string{name, sig(v.CPUNs) + " ns", ratio(v.CPURatio), rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+	}
+	p.table([]string{"mapping", "serve's CPU per payment", "/ replace", "rate", "store per pair", "/ replace"}, [][]string{
+		row("replace", e.Replace),
+		row("`types: {payment: {aggregate: accumulate}}`", e.Accumulate),
+		row("that, with `event_id` and `props`", e.Props),
 	})
 	return nil
 }

@@ -54,12 +54,16 @@ type Config struct {
 	// (default: with in-edges, a new store's default), to compare their
 	// memory.
 	OutEdgesOnly bool
+	// EdgeEvents, when above 0, is the payments of the edge-events
+	// comparison (events.go) run after the rest, among EdgeAccounts
+	// accounts.
+	EdgeEvents, EdgeAccounts int
 }
 
 // DefaultConfig is the command's defaults, without Binary, Brokers and Dir.
 func DefaultConfig() Config {
 	return Config{Scale: 20, EdgeFactor: 16, Partitions: 4, Deletes: 0.05, Seed: 1, Budget: "1GiB",
-		Analytics: DefaultAnalytics, CatchUpWait: 10 * time.Minute}
+		Analytics: DefaultAnalytics, CatchUpWait: 10 * time.Minute, EdgeEvents: 300_000, EdgeAccounts: 20_000}
 }
 
 // Bounds of Config.Scale and Config.EdgeFactor.
@@ -78,6 +82,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Analytics, "analytic", c.Analytics, "analytics serve runs ({hub}: the vertex with the most out-edges); repeatable")
 	fs.DurationVar(&c.CatchUpWait, "catch-up-wait", c.CatchUpWait, "how long serve may take to ingest everything and catch up")
 	fs.BoolVar(&c.OutEdgesOnly, "out-edges-only", c.OutEdgesOnly, "run serve with --in-edges=false (default: its store keeps in-edges, a new store's default)")
+	fs.IntVar(&c.EdgeEvents, "edge-events", c.EdgeEvents, "then run serve on this many JSON payments through a mapping as replace, accumulate and accumulate with properties (0: skip)")
+	fs.IntVar(&c.EdgeAccounts, "edge-accounts", c.EdgeAccounts, "accounts of those payments")
 }
 
 // Validate checks the settings; its messages name the command's flags.
@@ -96,6 +102,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := budget.Parse(c.Budget); err != nil {
 		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if c.EdgeEvents < 0 || c.EdgeEvents > 100_000_000 {
+		return fmt.Errorf("--edge-events must be between 0 and 100000000, got %d", c.EdgeEvents)
+	}
+	if c.EdgeAccounts < 2 || c.EdgeAccounts > 100_000_000 {
+		return fmt.Errorf("--edge-accounts must be between 2 and 100000000, got %d", c.EdgeAccounts)
 	}
 	return nil
 }
@@ -129,6 +141,8 @@ type Result struct {
 	DeleteShare        float64          `json:"delete_share"`
 	ServeLog           string           `json:"serve_log"`
 	FraudPullsCutShort float64          `json:"fraud_pulls_cut_short,omitempty"`
+	// EdgeEvents is the edge-events comparison (--edge-events).
+	EdgeEvents *EventsResult `json:"edge_events,omitempty"`
 }
 
 func (c *Config) defaults() error {
@@ -300,6 +314,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		DeleteShare: cfg.Deletes, ServeLog: logPath}
 	for _, v := range cut {
 		res.FraudPullsCutShort += float64(v)
+	}
+	if cfg.EdgeEvents > 0 {
+		ev, err := RunEvents(ctx, cfg, cfg.EdgeEvents, max(cfg.EdgeAccounts, 2))
+		if err != nil {
+			return res, err
+		}
+		res.EdgeEvents = &ev
 	}
 	return res, nil
 }
