@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -19,19 +18,29 @@ import (
 // Path is the schema's file, from the repository's root.
 const Path = "deploy/alerts/alert.schema.json"
 
-// File is the schema's file in this source tree.
+// File is the schema's file in this source tree: found from the working
+// directory up (a test runs in its package's directory) to the module's
+// root, the directory of go.mod. Not from the source file's own path,
+// which -trimpath (make test's go commands) turns into an import path.
 func File() (string, error) {
-	_, me, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("alertschema: cannot tell where the source tree is")
-	}
-	// internal/alerts/alertschema/alertschema.go: three directories down.
-	root := filepath.Join(filepath.Dir(me), "..", "..", "..")
-	p := filepath.Join(root, Path)
-	if _, err := os.Stat(p); err != nil {
+	dir, err := os.Getwd()
+	if err != nil {
 		return "", fmt.Errorf("alertschema: %w", err)
 	}
-	return p, nil
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, Path)
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("alertschema: %w", err)
+			}
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("alertschema: no go.mod above the working directory: cannot tell where the source tree is")
+		}
+		dir = up
+	}
 }
 
 // Schema is the compiled schema.
