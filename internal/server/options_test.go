@@ -123,7 +123,7 @@ mappings:
 	if m := o.Mappings["payments"]; m.Src != "/from_account" || m.OpValues["refunded"] != "delete" || m.TombstoneDst != "key:1" || o.Mappings["logins"].Src != "header:user" {
 		t.Fatalf("mappings read: %+v", o.Mappings)
 	}
-	if _, err := read(strings.Replace(file, "    time: /ts", "    when: /ts", 1)); err == nil || !strings.Contains(err.Error(), "field when not found") {
+	if _, err := read(strings.Replace(file, "    time: /ts", "    when: /ts", 1)); err == nil || !strings.Contains(err.Error(), `unknown key "when"; allowed: dst,`) {
 		t.Fatalf("an unknown mapping field: %v", err)
 	}
 }
