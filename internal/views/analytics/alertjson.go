@@ -297,8 +297,8 @@ func bound(a *Alert) {
 			e.Props = ""
 		}
 	}
-	if len(a.Evidence) == 0 {
-		return
+	if len(a.Evidence) == 0 || jsonUpperBound(a) <= MaxAlertBytes {
+		return // within the bound whatever its JSON: no need to write it
 	}
 	// The JSON's size: the alert without evidence, with room for the
 	// widest evidence_dropped and time (set after: RFC 3339 with
@@ -326,4 +326,38 @@ func bound(a *Alert) {
 		a.Evidence = ev[drop:]
 		a.EvidenceDropped += drop
 	}
+}
+
+// jsonUpperBound is at least the size of a's JSON (as MarshalJSON writes
+// it, with a time and evidence_dropped of the widest), without writing
+// it: every string counted as if each byte took an escape (6 bytes), each
+// number and time at its widest, each key and punctuation generously. So
+// bound writes an alert's JSON to measure it only when it could be near
+// MaxAlertBytes (it cost an alert a few marshals, most of what handing
+// an alert over took).
+func jsonUpperBound(a *Alert) int {
+	const (
+		esc      = 6   // the widest a string's byte is written (\u00XX)
+		fixed    = 900 // keys, punctuation, numbers, times, totals, source, graph's room
+		perEvent = 400 // an event's keys, punctuation, numbers, times and source's offsets
+		perID    = 48  // a cycle vertex: a number, a decimal-string id, separators
+	)
+	n := fixed + esc*(len(a.Analytic)+len(a.Kind)+len(a.ID)+len(a.VertexID)+len(a.VertexKey)) + perID*len(a.Cycle)
+	if a.Source != nil {
+		n += esc * len(a.Source.Topic)
+	}
+	for _, k := range a.CycleIDs {
+		n += esc*len(k) + 3
+	}
+	for _, k := range a.CycleKeys {
+		n += esc*len(k) + 3
+	}
+	for i := range a.Evidence {
+		e := &a.Evidence[i]
+		n += perEvent + esc*(len(e.SrcID)+len(e.SrcKey)+len(e.DstID)+len(e.DstKey)+len(e.TypeName)+len(e.EventRef)) + esc*len(e.Props)
+		if e.Source != nil {
+			n += esc * len(e.Source.Topic)
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -148,5 +149,56 @@ func TestAlertsAreBounded(t *testing.T) {
 	var back AlertRecord
 	if err := json.Unmarshal(b, &back); err != nil || back.Totals.Events != 2000 || back.Totals.Amount != math.MaxFloat64 || back.Totals.AmountOut != -math.MaxFloat64 {
 		t.Fatalf("totals %+v (%v)", back.Totals, err)
+	}
+}
+
+// TestJSONUpperBoundHolds: the size bound skips writing an alert's JSON
+// only when that JSON cannot exceed it: for alerts of every part, with
+// strings of characters JSON escapes, the estimate is at least the JSON
+// as written (with the widest time and evidence_dropped).
+func TestJSONUpperBoundHolds(t *testing.T) {
+	r := rand.New(rand.NewPCG(42, 42))
+	str := func() string {
+		const chars = "a<>&\"\\\x01é\u2028Z9/"
+		b := []rune{}
+		for range r.IntN(40) {
+			b = append(b, []rune(chars)[r.IntN(len([]rune(chars)))])
+		}
+		return string(b)
+	}
+	for i := 0; i < 2000; i++ {
+		a := Alert{Time: time.Date(2026, 12, 6, 5, 0, 0, 123456789, time.UTC), Analytic: str(), Kind: str(), Seq: r.Uint64(), Vertex: r.Uint64(),
+			Value: r.NormFloat64() * 1e300, Threshold: r.Float64() * 1e15, VertexID: str(), VertexKey: str(), ID: str(),
+			EventTime: time.Unix(r.Int64N(1<<37), r.Int64N(1e9)), EvidenceDropped: r.IntN(1 << 30)}
+		if r.IntN(2) == 0 {
+			a.Source = &AlertSource{Topic: str(), Partition: r.Int32(), Offset: r.Int64()}
+		}
+		for range r.IntN(6) {
+			a.Cycle = append(a.Cycle, r.Uint64())
+			a.CycleIDs = append(a.CycleIDs, str())
+			a.CycleKeys = append(a.CycleKeys, str())
+		}
+		if r.IntN(2) == 0 {
+			a.Totals = &AlertTotals{Events: r.Int(), Amount: -r.Float64() * 1e300, Counterparties: r.Int(), AmountOut: r.Float64(), Receivers: r.Int(),
+				First: time.Unix(r.Int64N(1<<37), 1), Last: time.Unix(r.Int64N(1<<37), 999999999)}
+		}
+		for range r.IntN(8) {
+			e := Evidence{Seq: r.Uint64(), Src: r.Uint64(), Dst: r.Uint64(), Type: uint16(r.IntN(1024)), Amount: -r.Float64() * 1e300,
+				EventTime: time.Unix(r.Int64N(1<<37), r.Int64N(1e9)), EventRef: str(), SrcID: str(), SrcKey: str(), DstID: str(), DstKey: str(), TypeName: str()}
+			if r.IntN(2) == 0 {
+				e.Props = `{"k":"` + strings.Repeat("<&>", r.IntN(300)) + `","n":1}`
+			}
+			if r.IntN(2) == 0 {
+				e.Source = &AlertSource{Topic: str(), Partition: r.Int32(), Offset: r.Int64()}
+			}
+			a.Evidence = append(a.Evidence, e)
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est := jsonUpperBound(&a); est < len(b) {
+			t.Fatalf("alert %d: the bound estimates %d bytes, its JSON takes %d:\n%s", i, est, len(b), b)
+		}
 	}
 }
