@@ -184,32 +184,58 @@ func (s *Server) degree(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) edge(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r)
+	e, err := s.edgeRequest(r)
 	if err != nil {
 		return err
 	}
-	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
-	if err != nil {
-		return err
-	}
-	src, err := s.vertex("src", r.PathValue("src"))
-	if err != nil {
-		return err
-	}
-	dst, err := s.vertex("dst", r.PathValue("dst"))
-	if err != nil {
-		return err
-	}
-	win, err := s.window(q)
-	if err != nil {
-		return err
-	}
-	out, err := s.reader.Edge(r.Context(), src, dst, at, q.Get("types"), win)
+	out, err := s.reader.Edge(r.Context(), e.src, e.dst, e.at, e.q.Get("types"), e.win)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.edgeRequest(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.reader.Events(r.Context(), e.src, e.dst, e.q.Get("type"), e.at, e.win)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// edgeReq is what a read of one edge (its aggregate or its events) asks:
+// the edge's ends, the view and the window.
+type edgeReq struct {
+	q        url.Values
+	at       Point
+	src, dst uint64
+	win      EventWindow
+}
+
+// edgeRequest reads an edge read's path and query.
+func (s *Server) edgeRequest(r *http.Request) (edgeReq, error) {
+	var e edgeReq
+	var err error
+	if e.q, err = params(r); err != nil {
+		return e, err
+	}
+	if e.at, err = ParsePoint(e.q.Get("view"), AsOf{e.q.Get("as_of_seq"), e.q.Get("as_of_time")}); err != nil {
+		return e, err
+	}
+	if e.src, err = s.vertex("src", r.PathValue("src")); err != nil {
+		return e, err
+	}
+	if e.dst, err = s.vertex("dst", r.PathValue("dst")); err != nil {
+		return e, err
+	}
+	e.win, err = s.window(e.q)
+	return e, err
 }
 
 // window reads a read's window= and limit= (EventWindow; limit bounds
@@ -224,39 +250,6 @@ func (s *Server) window(q url.Values) (EventWindow, error) {
 		return EventWindow{}, err
 	}
 	return EventWindow{Window: d, Limit: limit}, nil
-}
-
-func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request) error {
-	q, err := params(r)
-	if err != nil {
-		return err
-	}
-	at, err := ParsePoint(q.Get("view"), AsOf{q.Get("as_of_seq"), q.Get("as_of_time")})
-	if err != nil {
-		return err
-	}
-	src, err := s.vertex("src", r.PathValue("src"))
-	if err != nil {
-		return err
-	}
-	dst, err := s.vertex("dst", r.PathValue("dst"))
-	if err != nil {
-		return err
-	}
-	d, err := ParseWindow(q.Get("window"))
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(q, "limit", s.cfg.Limits.DefaultPage, 1, s.cfg.Limits.MaxPage)
-	if err != nil {
-		return err
-	}
-	out, err := s.reader.Events(r.Context(), src, dst, q.Get("type"), at, EventWindow{Window: d, Limit: limit})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
 }
 
 func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) error {
