@@ -135,7 +135,7 @@ func (f *lostFixture) run(cfg Config) (*Ingester, func()) {
 		cfg.Group = "g"
 	}
 	cfg.FlushInterval = 20 * time.Millisecond
-	cfg.ClientOpts = []kgo.Opt{kgo.FetchMaxWait(200 * time.Millisecond)}
+	cfg.ClientOpts = []kgo.Opt{kgo.FetchMaxWait(lostFetchMaxWait)}
 	in, err := New(f.s, nil, cfg)
 	if err != nil {
 		f.t.Fatal(err)
@@ -349,6 +349,9 @@ func TestLostLogStartPartitionedMode(t *testing.T) {
 // ingester holds the partition at its position instead, Ready naming what
 // was lost, while partition 0 flows on; one running with
 // AcceptLostRecords takes the records from the log start.
+// lostFetchMaxWait is the lost-records fixture's FetchMaxWait.
+const lostFetchMaxWait = 200 * time.Millisecond
+
 func TestLostRecordsWhileRunning(t *testing.T) {
 	f := newLostFixture(t, 2)
 	f.produce(0, 30)
@@ -358,6 +361,12 @@ func TestLostRecordsWhileRunning(t *testing.T) {
 	outrun := func(in *Ingester, n int, logStart int64) {
 		t.Helper()
 		in.cl.PauseFetchPartitions(map[string][]int32{"edges": {1}})
+		// A fetch in flight when the pause was asked still returns (franz-go
+		// issues no new one for a paused partition, but does not cancel one
+		// sent): it would bring the records produced next. The broker
+		// answers it within the fixture's FetchMaxWait (200ms) of nothing
+		// new: wait that out before producing.
+		time.Sleep(3 * lostFetchMaxWait)
 		f.produce(1, n)
 		f.deleteBefore(1, logStart)
 		in.cl.ResumeFetchPartitions(map[string][]int32{"edges": {1}})
