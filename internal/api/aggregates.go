@@ -213,11 +213,19 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 		return EventsResponse{}, err
 	}
 	defer v.Release()
+	// The pair's edges, read once: for the type when none is named, and
+	// for the window's base.
+	var c engine.Columns
+	if typ == "" || w.Window > 0 {
+		if c, err = v.Edge(src, dst); err != nil {
+			return EventsResponse{}, err
+		}
+	}
 	if typ == "" {
 		// No type named: the pair's one edge of events, whatever its type
 		// (so that a payment edge needs no type=payment); refused, naming
 		// them, when the pair has several.
-		if t, err = q.eventType(v, src, dst); err != nil {
+		if t, err = q.eventType(c, src, dst); err != nil {
 			return EventsResponse{}, err
 		}
 	}
@@ -228,10 +236,6 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 	out := EventsResponse{Src: vertexOf(q.Dict, src), Dst: vertexOf(q.Dict, dst), Type: q.typeName(t), View: p.Kind.String(), Seq: v.Seq(), Events: []EdgeEvent{}}
 	var since int64
 	if w.Window > 0 {
-		c, err := v.Edge(src, dst)
-		if err != nil {
-			return EventsResponse{}, err
-		}
 		var last []int64
 		for i, x := range c.Types {
 			if x == t {
@@ -250,13 +254,9 @@ func (q Reader) Events(ctx context.Context, src, dst uint64, typ string, p Point
 }
 
 // eventType is the type of the one accumulate edge (an edge of events)
-// from src to dst: type 0 when there is none (its events list is empty),
-// a 400 naming the types when there are several.
-func (q Reader) eventType(v *views.StaticView, src, dst uint64) (uint16, error) {
-	c, err := v.Edge(src, dst)
-	if err != nil {
-		return 0, err
-	}
+// among c, the edges from src to dst: type 0 when there is none (its
+// events list is empty), a 400 naming the types when there are several.
+func (q Reader) eventType(c engine.Columns, src, dst uint64) (uint16, error) {
 	var ts []uint16
 	for i, x := range c.Types {
 		if i < len(c.Counts) && c.Counts[i] > 0 {
