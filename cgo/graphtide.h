@@ -97,9 +97,9 @@ typedef struct gt_options {
                                            rewritten as a snapshot (still at least twice the
                                            snapshot's size); 0 = 4 MiB */
   uint32_t test_segment_format;         /* testing only: write segment files of this older format
-                                           version, 2 (before edge filters) or 3 (before event
-                                           operands and payloads), as an older build did; 0 = the
-                                           current one, 4 */
+                                           version, 2 (before edge filters), 3 (before event
+                                           operands and payloads) or 4 (before narrow columns), as
+                                           an older build did; 0 = the current one, 5 */
   uint32_t keep_history;                /* nonzero: keep history (reads as of a past seq,
                                            gt_snapshot_new_at): flush and compaction keep every
                                            version above the history floor (see
@@ -455,7 +455,7 @@ int gt_snapshot_gather(gt_snapshot *snap, const uint64_t *vids, size_t n, uint32
 #define GT_FILE_TIMES 0x80u         /* a time column (some version has an event time) */
 #define GT_FILE_BLOOM 0x100u        /* an edge filter (out-edge files): lookups skip files without the edge */
 #define GT_FILE_HISTORY 0x200u      /* written keeping history above a floor */
-#define GT_FILE_COUNTS 0x400u       /* count and first-time columns (some version is an event operand) */
+#define GT_FILE_COUNTS 0x400u       /* count (and first-time) columns: some version is an event operand */
 #define GT_FILE_PAYLOADS 0x800u     /* a payload column (some version has a payload) */
 
 /* One live file of the store, for inspection. */

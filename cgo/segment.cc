@@ -18,9 +18,10 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
 constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
-// 4; 3: before event operands and payloads; 2: also before the edge
-// filter; 1: also before edge types (read as all type 0).
-constexpr uint32_t kFormatVersion = 4;
+// 5; 4: before narrow columns; 3: before event operands and payloads; 2:
+// also before the edge filter; 1: also before edge types (read as all
+// type 0).
+constexpr uint32_t kFormatVersion = 5;
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
@@ -97,6 +98,31 @@ class ChunkedWriter {
   std::vector<uint32_t> crcs_;
 };
 
+// Appends n values get(i), each in its low width bytes (little-endian,
+// 1..8), then zeros to 8 bytes: a narrow column (segment.h).
+template <typename F>
+Status AppendNarrow(ChunkedWriter *w, uint64_t n, uint32_t width, F get) {
+  uint8_t buf[8192];
+  size_t fill = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint64_t v = get(i);
+    std::memcpy(buf + fill, &v, 8);  // little-endian: the low bytes first
+    fill += width;
+    if (fill + 8 > sizeof buf) {
+      GT_RETURN_IF_ERROR(w->Append(buf, fill));
+      fill = 0;
+    }
+  }
+  if (fill != 0) GT_RETURN_IF_ERROR(w->Append(buf, fill));
+  return w->Pad8();
+}
+
+// The same of the array v[0, n): at 8 bytes, as it is.
+Status AppendNarrow(ChunkedWriter *w, const uint64_t *v, uint64_t n, uint32_t width) {
+  if (width == 8) return w->Append(v, n * 8);
+  return AppendNarrow(w, n, width, [v](uint64_t i) { return v[i]; });
+}
+
 // Closes an fd on scope exit unless released.
 struct FdGuard {
   int fd;
@@ -144,7 +170,7 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
     AddKept(&types_, &has_types_, static_cast<uint16_t>(t), uint16_t{0}, n_, room);
     AddKept(&times_, &has_times_, e[i].time, int64_t{0}, n_, room);
     AddKept(&w_, &has_w_, e[i].weight, 1.0, n_, room);
-    if (e[i].ext != nullptr || has_counts_ || has_pay_) AddExt(e[i].ext, room);
+    if (e[i].ext != nullptr || has_counts_ || has_pay_) AddExt(e[i].ext, e[i].time, room);
     min_type_ = std::min(min_type_, t);
     max_type_ = std::max(max_type_, t);
     if (i > 0 && d == e[i - 1].dst && t == VersType(e[i - 1].vers)) multi_ = true;
@@ -158,7 +184,7 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
   offs_.push_back(n_);
 }
 
-void SegmentBuilder::AddExt(const ExtRec *x, uint64_t room) {
+void SegmentBuilder::AddExt(const ExtRec *x, int64_t time, uint64_t room) {
   const uint64_t c = x != nullptr ? x->count : 0;
   if (c != 0 && !has_counts_) {
     counts_.reserve(std::max<uint64_t>(reserve_entries_, room));
@@ -170,6 +196,10 @@ void SegmentBuilder::AddExt(const ExtRec *x, uint64_t room) {
   if (has_counts_) {
     counts_.push_back(c);
     firsts_.push_back(c != 0 ? x->first : 0);
+  }
+  if (c != 0) {
+    max_count_ = std::max(max_count_, c);
+    max_first_delta_ = std::max(max_first_delta_, static_cast<uint64_t>(time) - static_cast<uint64_t>(x->first));
   }
   const uint32_t len = x != nullptr ? x->len : 0;
   if (len != 0 && !has_pay_) {
@@ -287,13 +317,36 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->max_seq_ = max_seq_;
   in->min_type_ = min_type_;
   in->max_type_ = max_type_;
+  in->max_count_ = max_count_;
+  in->max_first_delta_ = max_first_delta_;
+}
+
+void SegmentBuilder::NarrowWidths(uint32_t *wv, uint32_t *wc, uint32_t *wf, uint32_t *wp) const {
+  // vers_ holds seq<<1|tombstone: below 2 * max_seq_ + 2.
+  *wv = has_vers_ ? BytesFor(max_seq_ << 1 | 1) : 0;
+  *wc = has_counts_ ? BytesFor(max_count_) : 0;
+  *wf = has_counts_ && max_first_delta_ != 0 ? BytesFor(max_first_delta_) : 0;
+  *wp = has_pay_ ? BytesFor(pay_bytes_.size()) : 0;
+  if (min_width_ != 0) {
+    auto at_least = [this](uint32_t *w) { *w = std::max(*w, min_width_); };
+    if (has_vers_) at_least(wv);
+    if (has_counts_) {
+      at_least(wc);
+      at_least(wf);
+    }
+    if (has_pay_) at_least(wp);
+  }
 }
 
 uint64_t SegmentBuilder::EstimatedBytes() const {
   const uint64_t table =
       srcs_.empty() ? 0 : std::min<uint64_t>((srcs_.back() - srcs_.front() + 2) * 8, srcs_.size() * 16 + 8);
-  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + vers_.size() * 8 + w_.size() * 8 + types_.size() * 2 +
-                        times_.size() * 8 + counts_.size() * 16 + pay_offs_.size() * 8 + pay_bytes_.size();
+  // The vers, count, first and payload offset columns' bytes an entry: 8
+  // each in a format-3 or -4 file, narrow in a format-5 one.
+  uint32_t wv = has_vers_ ? 8 : 0, wc = has_counts_ ? 8 : 0, wf = has_counts_ ? 8 : 0, wp = has_pay_ ? 8 : 0;
+  if ((has_counts_ || has_pay_) && (format_ == 0 || format_ >= 5)) NarrowWidths(&wv, &wc, &wf, &wp);
+  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + n_ * (wv + wc + wf) + w_.size() * 8 + types_.size() * 2 +
+                        times_.size() * 8 + pay_offs_.size() * wp + pay_bytes_.size();
   // The edge filter, when it will be written: at most kBloomBitsPerPair
   // bits an entry.
   const uint64_t bloom = edge_filter_ && (format_ == 0 || format_ >= 3) ? BloomBlocks(n_) * kBloomBlockWords * 4 : 0;
@@ -327,10 +380,13 @@ void SegmentBuilder::Reset() {
   max_seq_ = 0;
   min_type_ = UINT32_MAX;
   max_type_ = 0;
+  max_count_ = max_first_delta_ = 0;
 }
 
 Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta) {
   if (srcs_.empty()) return Status::Internal("segment builder: finish with no vertices");
+  if (format_ > kFormatVersion)
+    return Status::Internal("segment builder: no format version " + std::to_string(format_));
   if (format_ != 0 && format_ < 4 && (has_counts_ || has_pay_))
     return Status::Internal("segment builder: format version " + std::to_string(format_) +
                             " cannot hold event operands or payloads");
@@ -363,6 +419,15 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   // payloads (it is the same): a store that uses none stays readable by a
   // build that reads up to format 3.
   const uint32_t version = format_ != 0 ? format_ : (has_counts_ || has_pay_) ? kFormatVersion : 3;
+  // The vers, count, first and payload offset columns' widths: narrow in
+  // format 5, 8 bytes before (first then the time itself, not a delta).
+  uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
+  if (version >= 5) {
+    NarrowWidths(&wv, &wc, &wf, &wp);
+    if (has_vers_) flags |= (wv - 1) << kVersWidthShift;
+    if (has_counts_) flags |= (wc - 1) << kCountWidthShift | wf << kFirstWidthShift;
+    if (has_pay_) flags |= (wp - 1) << kPayWidthShift;
+  }
   if (edge_dir == kOut && version >= 3 && edge_filter_) {
     auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
     uint64_t pairs = 0;
@@ -422,7 +487,7 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   } else {
     GT_RETURN_IF_ERROR(w.Append(d64_.data(), ne * 8));
   }
-  if (flags & kFlagVers) GT_RETURN_IF_ERROR(w.Append(vers_.data(), ne * 8));
+  if (flags & kFlagVers) GT_RETURN_IF_ERROR(AppendNarrow(&w, vers_.data(), ne, wv));
   if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
   if (flags & kFlagTimes) GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
   if (flags & kFlagTypes) {
@@ -430,11 +495,20 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
     GT_RETURN_IF_ERROR(w.Pad8());
   }
   if (flags & kFlagCounts) {
-    GT_RETURN_IF_ERROR(w.Append(counts_.data(), ne * 8));
-    GT_RETURN_IF_ERROR(w.Append(firsts_.data(), ne * 8));
+    GT_RETURN_IF_ERROR(AppendNarrow(&w, counts_.data(), ne, wc));
+    if (version < 5) {
+      GT_RETURN_IF_ERROR(w.Append(firsts_.data(), ne * 8));
+    } else if (wf != 0) {
+      // time - first (mod 2^64) of an operand, 0 of a version that is none.
+      const bool times = has_times_;
+      GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, wf, [this, times](uint64_t i) -> uint64_t {
+        if (counts_[i] == 0) return 0;
+        return static_cast<uint64_t>(times ? times_[i] : 0) - static_cast<uint64_t>(firsts_[i]);
+      }));
+    }
   }
   if (flags & kFlagPayload) {
-    GT_RETURN_IF_ERROR(w.Append(pay_offs_.data(), (ne + 1) * 8));
+    GT_RETURN_IF_ERROR(AppendNarrow(&w, pay_offs_.data(), ne + 1, wp));
     if (!pay_bytes_.empty()) GT_RETURN_IF_ERROR(w.Append(pay_bytes_.data(), pay_bytes_.size()));
     GT_RETURN_IF_ERROR(w.Pad8());
   }
@@ -513,6 +587,26 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (version < 4 && (s->flags_ & (kFlagCounts | kFlagPayload)))
     return Status::Corruption("a format version " + std::to_string(version) + " segment with a count or payload column",
                               path, 12);
+  // The narrow columns' widths: format 5's, else 8 bytes (first then an
+  // absolute time).
+  uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
+  if (version < 5 && (s->flags_ & (kFlagWidthBits | kFlagUnused)))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with unknown flags", path, 12);
+  if (version >= 5) {
+    if (s->flags_ & kFlagUnused) return Status::Corruption("segment with unknown flags", path, 12);
+    wv = (s->flags_ >> kVersWidthShift & 7) + 1;
+    wc = (s->flags_ >> kCountWidthShift & 7) + 1;
+    wf = s->flags_ >> kFirstWidthShift & 15;
+    wp = (s->flags_ >> kPayWidthShift & 7) + 1;
+    if (!(s->flags_ & kFlagVers) && wv != 1)
+      return Status::Corruption("segment without a version column has its width", path, 12);
+    if (!(s->flags_ & kFlagCounts) && (wc != 1 || wf != 0))
+      return Status::Corruption("segment without a count column has its widths", path, 12);
+    if (!(s->flags_ & kFlagPayload) && wp != 1)
+      return Status::Corruption("segment without a payload column has its offsets' width", path, 12);
+    if (wf > 8) return Status::Corruption("segment first-time width " + std::to_string(wf) + " is over 8", path, 12);
+    s->first_delta_ = true;
+  }
   if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))
     return Status::Corruption("a format version 1 segment with a type or time column", path, 12);
   if (s->flags_ & kFlagTypes) {
@@ -576,9 +670,14 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   off += table_bytes;
   s->dst_off_ = off;
   off += Align8(ne * ((s->flags_ & kFlagDst32) ? 4 : 8));
+  // Every entry takes bytes of the file (4 of a dst at least), so a
+  // larger count is damage (and the sums below could overflow).
+  if (ne > s->size_) return Status::Corruption("segment entry count larger than the file", path, 40);
+  // A column of n entries of w bytes, padded to 8.
+  auto narrow = [](uint64_t n, uint32_t w) -> uint64_t { return Align8(n * w); };
   if (s->flags_ & kFlagVers) {
     s->vers_off_ = off;
-    off += ne * 8;
+    off += narrow(ne, wv);
   }
   if (s->flags_ & kFlagWeights) {
     s->w_off_ = off;
@@ -594,9 +693,9 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   }
   if (s->flags_ & kFlagCounts) {
     s->counts_off_ = off;
-    off += ne * 8;
+    off += narrow(ne, wc);
     s->firsts_off_ = off;
-    off += ne * 8;
+    off += narrow(ne, wf);
   }
   uint64_t bloom_off = 0, bloom_bytes = 0;
   if (s->flags_ & kFlagBloom) {
@@ -609,10 +708,10 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   uint64_t pay_len = 0;  // the payload bytes' section, padding included
   if (s->flags_ & kFlagPayload) {
     // The offsets, then the bytes up to the edge filter (or the body's end).
-    if (ne >= s->size_ / 8 || off + (ne + 1) * 8 + bloom_bytes > s->body_end_)
+    if (ne >= s->size_ || off + narrow(ne + 1, wp) + bloom_bytes > s->body_end_)
       return Status::Corruption("segment payload column larger than the file", path, 40);
     s->pay_offs_off_ = off;
-    off += (ne + 1) * 8;
+    off += narrow(ne + 1, wp);
     s->pay_data_off_ = off;
     pay_len = s->body_end_ - bloom_bytes - off;
     off += pay_len;
@@ -644,30 +743,32 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     s->dst32_ = reinterpret_cast<const uint32_t *>(s->base_ + s->dst_off_);
   else
     s->dst64_ = reinterpret_cast<const uint64_t *>(s->base_ + s->dst_off_);
-  if (s->flags_ & kFlagVers) s->vers_ = reinterpret_cast<const uint64_t *>(s->base_ + s->vers_off_);
+  if (s->flags_ & kFlagVers) s->vers_.Set(s->base_ + s->vers_off_, wv);
   if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
   if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
   if (s->flags_ & kFlagTimes) s->times_ = reinterpret_cast<const int64_t *>(s->base_ + s->times_off_);
   if (s->flags_ & kFlagCounts) {
-    s->counts_ = reinterpret_cast<const uint64_t *>(s->base_ + s->counts_off_);
-    s->firsts_ = reinterpret_cast<const int64_t *>(s->base_ + s->firsts_off_);
+    s->counts_.Set(s->base_ + s->counts_off_, wc);
+    if (wf != 0) s->firsts_.Set(s->base_ + s->firsts_off_, wf);
   }
   if (s->flags_ & kFlagPayload) {
     // The offsets must start at 0, never decrease and end within the
     // bytes (padding under 8), or a read would run off the column.
-    GT_RETURN_IF_ERROR(s->VerifyBytes(s->pay_offs_off_, s->pay_offs_off_ + (ne + 1) * 8));
-    const uint64_t *po = reinterpret_cast<const uint64_t *>(s->base_ + s->pay_offs_off_);
-    if (po[0] != 0) return Status::Corruption("payload offsets do not start at 0", path, s->pay_offs_off_);
+    const uint64_t po_end = s->pay_offs_off_ + narrow(ne + 1, wp);
+    GT_RETURN_IF_ERROR(s->VerifyBytes(s->pay_offs_off_, po_end));
+    PackedColumn po;
+    po.Set(s->base_ + s->pay_offs_off_, wp);
+    if (po.at(0) != 0) return Status::Corruption("payload offsets do not start at 0", path, s->pay_offs_off_);
     for (uint64_t i = 1; i <= ne; i++)
-      if (po[i] < po[i - 1] || po[i] > pay_len)
-        return Status::Corruption("payload offset " + std::to_string(po[i]) + " of version " + std::to_string(i - 1) +
-                                      " is not within [" + std::to_string(po[i - 1]) + ", " + std::to_string(pay_len) +
-                                      "]",
-                                  path, s->pay_offs_off_ + i * 8);
-    if (Align8(po[ne]) != pay_len)
+      if (po.at(i) < po.at(i - 1) || po.at(i) > pay_len)
+        return Status::Corruption("payload offset " + std::to_string(po.at(i)) + " of version " +
+                                      std::to_string(i - 1) + " is not within [" + std::to_string(po.at(i - 1)) + ", " +
+                                      std::to_string(pay_len) + "]",
+                                  path, s->pay_offs_off_ + i * wp);
+    if (Align8(po.at(ne)) != pay_len)
       return Status::Corruption(
-          "payload bytes end at " + std::to_string(po[ne]) + " but the column holds " + std::to_string(pay_len), path,
-          s->pay_offs_off_ + ne * 8);
+          "payload bytes end at " + std::to_string(po.at(ne)) + " but the column holds " + std::to_string(pay_len),
+          path, s->pay_offs_off_ + ne * wp);
     s->pay_offs_ = po;
     s->pay_data_ = s->base_ + s->pay_data_off_;
   }
@@ -795,15 +896,13 @@ void Segment::ReleasePages(uint64_t upto) const {
     if (b > a) ::madvise(const_cast<uint8_t *>(base_) + a, b - a, MADV_DONTNEED);
   };
   drop(dst_off_, dst_off_ + upto * (dst32_ ? 4 : 8));
-  if (vers_) drop(vers_off_, vers_off_ + upto * 8);
+  if (vers_.present()) drop(vers_off_, vers_off_ + upto * vers_.w);
   if (w_) drop(w_off_, w_off_ + upto * 8);
   if (types_) drop(types_off_, types_off_ + upto * 2);
   if (times_) drop(times_off_, times_off_ + upto * 8);
-  if (counts_) {
-    drop(counts_off_, counts_off_ + upto * 8);
-    drop(firsts_off_, firsts_off_ + upto * 8);
-  }
-  if (pay_offs_) drop(pay_data_off_, pay_data_off_ + pay_offs_[upto]);
+  if (counts_.present()) drop(counts_off_, counts_off_ + upto * counts_.w);
+  if (firsts_.present()) drop(firsts_off_, firsts_off_ + upto * firsts_.w);
+  if (pay_data_ != nullptr) drop(pay_data_off_, pay_data_off_ + pay_offs_.at(upto));
 }
 
 Status Segment::VerifyChunk(uint64_t c) const {
@@ -833,16 +932,15 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   if (e <= b) return Status::OK();
   const uint64_t dw = dst32_ ? 4 : 8;
   GT_RETURN_IF_ERROR(VerifyBytes(dst_off_ + b * dw, dst_off_ + e * dw));
-  if (vers_) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * 8, vers_off_ + e * 8));
+  if (vers_.present()) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * vers_.w, vers_off_ + e * vers_.w));
   if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
   if (types_) GT_RETURN_IF_ERROR(VerifyBytes(types_off_ + b * 2, types_off_ + e * 2));
   if (times_) GT_RETURN_IF_ERROR(VerifyBytes(times_off_ + b * 8, times_off_ + e * 8));
-  if (counts_) {
-    GT_RETURN_IF_ERROR(VerifyBytes(counts_off_ + b * 8, counts_off_ + e * 8));
-    GT_RETURN_IF_ERROR(VerifyBytes(firsts_off_ + b * 8, firsts_off_ + e * 8));
-  }
+  if (counts_.present()) GT_RETURN_IF_ERROR(VerifyBytes(counts_off_ + b * counts_.w, counts_off_ + e * counts_.w));
+  if (firsts_.present()) GT_RETURN_IF_ERROR(VerifyBytes(firsts_off_ + b * firsts_.w, firsts_off_ + e * firsts_.w));
   // The offsets were verified at open.
-  if (pay_offs_) GT_RETURN_IF_ERROR(VerifyBytes(pay_data_off_ + pay_offs_[b], pay_data_off_ + pay_offs_[e]));
+  if (pay_data_ != nullptr)
+    GT_RETURN_IF_ERROR(VerifyBytes(pay_data_off_ + pay_offs_.at(b), pay_data_off_ + pay_offs_.at(e)));
   return Status::OK();
 }
 

@@ -13,21 +13,39 @@
 //             without kBloom), u64 history_floor (0 without kHistory),
 //             u16 min_type, u16 max_type (both 0 without kTypes),
 //             u32 crc32c of bytes [0,124).
-//             Format version 4; version 3 (before event operands and
+//             Format version 5; version 4 (before narrow columns: its
+//             vers, count, first and payload offset columns are 8 bytes an
+//             entry, first an absolute time, and flag bits 12 and up are
+//             0) reads unchanged; version 3 (before event operands and
 //             payloads) is the same without kCounts and kPayload (a file
 //             of it reads as one whose versions are replace versions
 //             without payload; a file that needs neither column is still
-//             written as version 3, so that a store using no events stays
-//             readable by a build before them), version 2 (before the edge filter) is the
+//             written as version 3, its vers column 8 bytes an entry, so
+//             that a store using no events stays readable by a build
+//             before them), version 2 (before the edge filter) is the
 //             same without kBloom, and version 1 (before edge types) also
 //             without kTypes and with 0 for min_type and max_type, and is
 //             read as a file whose every edge has type 0.
+//   Narrow columns (format 5): a column of unsigned integers w bytes an
+//             entry (1 <= w <= 8, the least that holds the file's largest
+//             value; little-endian, packed, padded with zeros to 8
+//             bytes), its width in the flags: bits 12-14 vers width - 1,
+//             15-17 count width - 1, 18-21 first width (0..8; 0: no
+//             first column), 22-24 payload offset width - 1; bits of a
+//             column the file lacks, and bits 25 and up, are 0. A value
+//             is read with one unaligned 8-byte load masked to w bytes
+//             (no branch, no varint: fixed width, randomly addressable);
+//             the load may run up to 7 bytes past the column, which the
+//             footer alone (32 bytes) keeps within the file, and those
+//             bytes are masked off.
 //   vertex table: dense (flag kDense): u64 off[table_len], table_len =
 //             max_src-min_src+2, edges of v are [off[v-min], off[v-min+1]);
 //             sparse: u64 src[nverts] then u64 off[nverts+1].
 //   dst column: u32[nentries] when flag kDst32, else u64[nentries].
 //   vers column: u64[nentries] (seq<<1|tombstone), present iff kVers;
-//             absent means every version has seq 0 and is live.
+//             absent means every version has seq 0 and is live. Format
+//             5: narrow (a file whose newest versions are few keeps their
+//             seqs in a byte or two an entry, not 8).
 //   weight column: f64[nentries], present iff kWeights; absent means 1.0.
 //   time column: i64[nentries], each version's event time (Unix µs; 0:
 //             none), present iff kTimes (some version has one).
@@ -36,17 +54,25 @@
 //             pays nothing for types). In memory a version's type is in
 //             the top bits of its vers word (common.h); the file keeps it
 //             apart, in 2 bytes instead of 8.
-//   count column: u64[nentries], present iff kCounts (format 4: some
-//             version is an event operand): each version's count of events
-//             (0: not an operand; merge.h folds operands).
-//   first column: i64[nentries], present iff kCounts: an operand's least
-//             nonzero event time (0 for a version that is none).
-//   payload column: present iff kPayload (format 4: some version has a
-//             payload): u64 off[nentries+1] (off[0] = 0, monotone), then
-//             the bytes, version i's [off[i], off[i+1]), padded with zeros
-//             to 8 bytes; its length follows from the sections around it.
-//             Open verifies the offsets (and refuses damage with file and
-//             offset), so a read never runs off the column.
+//   count column: present iff kCounts (some version is an event
+//             operand): each version's count of events (0: not an
+//             operand; merge.h folds operands). Format 5: narrow; format
+//             4: u64[nentries].
+//   first column: present iff kCounts (format 5: and its width is not
+//             0): an operand's least nonzero event time. Format 5:
+//             narrow, time - first (mod 2^64) for an operand and 0 for a
+//             version that is none; absent when that is 0 for every
+//             operand (every operand's first time is its time: one event,
+//             or events of one time), so first = time then. Format 4:
+//             i64[nentries], the time itself (0 for a version that is
+//             none).
+//   payload column: present iff kPayload (some version has a payload):
+//             off[nentries+1] (off[0] = 0, monotone; format 5: narrow,
+//             format 4: u64), then the bytes, version i's [off[i],
+//             off[i+1]), padded with zeros to 8 bytes; its length follows
+//             from the sections around it. Open verifies the offsets (and
+//             refuses damage with file and offset), so a read never runs
+//             off the column.
 //   edge filter: u32[8 * bloom_blocks], present iff kBloom (an out-edge
 //             file's, but for one compaction wrote to the bottommost
 //             level: bloom.h), over every (src, dst) pair of the file,
@@ -93,6 +119,42 @@ constexpr uint32_t kFlagBloom = 1u << 8;
 constexpr uint32_t kFlagHistory = 1u << 9;   // written keeping history above history_floor
 constexpr uint32_t kFlagCounts = 1u << 10;   // count and first columns (format 4)
 constexpr uint32_t kFlagPayload = 1u << 11;  // payload column (format 4)
+// Format 5: the narrow columns' widths (see the layout above).
+constexpr uint32_t kVersWidthShift = 12;            // 3 bits: vers width - 1
+constexpr uint32_t kCountWidthShift = 15;           // 3 bits: count width - 1
+constexpr uint32_t kFirstWidthShift = 18;           // 4 bits: first width, 0..8
+constexpr uint32_t kPayWidthShift = 22;             // 3 bits: payload offset width - 1
+constexpr uint32_t kFlagWidthBits = 0x1FFFu << 12;  // bits 12-24
+constexpr uint32_t kFlagUnused = ~0u << 25;
+
+// The bytes an unsigned value takes, 1..8 (1 for 0).
+inline uint32_t BytesFor(uint64_t max) {
+  uint32_t w = 1;
+  while (w < 8 && (max >> (8 * w)) != 0) w++;
+  return w;
+}
+
+// A fixed-width column of unsigned values, w bytes each (0: absent, every
+// value 0), read with one unaligned 8-byte load masked to w bytes.
+// INVARIANT: at least 7 bytes of the mapping follow the column (the
+// footer does), so the load stays within the file.
+struct PackedColumn {
+  static constexpr uint8_t kZeros[8] = {0};
+  const uint8_t *p = kZeros;  // absent: i * 0 reads the zeros, masked to 0
+  uint32_t w = 0;
+  uint64_t mask = 0;
+  void Set(const uint8_t *base, uint32_t width) {
+    p = base;
+    w = width;
+    mask = width >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
+  }
+  bool present() const { return w != 0; }
+  uint64_t at(uint64_t i) const {
+    uint64_t v;
+    __builtin_memcpy(&v, p + i * w, 8);
+    return v & mask;
+  }
+};
 
 std::string SegmentFileName(uint64_t id);
 
@@ -124,10 +186,16 @@ class SegmentBuilder {
   // O(n log n); it writes *in's columns directly, with 4 bytes per entry
   // and 4 per id of the span besides the two builders.
   void Transpose(SegmentBuilder *in) const;
-  // Testing only: write format version 2 (no edge filter) or 3 (no
-  // operands or payloads), as an older build did; 0 is the current format.
+  // Testing only: write format version 2 (no edge filter), 3 (no
+  // operands or payloads) or 4 (8-byte vers, count, first and payload
+  // offset columns), as an older build did; 0 is the current format.
   // Finish refuses a version an older format cannot hold.
   void set_format(uint32_t v) { format_ = v; }
+  // Testing only: a format-5 file's narrow columns take at least w bytes
+  // an entry (1..8; and the first column is written even when every
+  // operand's first time is its time), so a test reaches every width
+  // without values that need it.
+  void set_min_width(uint32_t w) { min_width_ = w; }
   // Whether an out-edge file gets an edge filter (the default; an in-edge
   // file never has one, and its builder should say so for
   // EstimatedBytes). Compaction leaves it out of files written to the
@@ -155,7 +223,10 @@ class SegmentBuilder {
   void AddKept(std::vector<T> *col, bool *kept, T x, T dflt, uint64_t n, uint64_t room);
   // Appends a version's extras (null: none) to the count, first and
   // payload columns, each kept once some version needs it.
-  void AddExt(const ExtRec *x, uint64_t room);
+  void AddExt(const ExtRec *x, int64_t time, uint64_t room);
+  // The narrow columns' widths a format-5 file of these entries takes:
+  // vers, count, first (0: none), payload offset.
+  void NarrowWidths(uint32_t *wv, uint32_t *wc, uint32_t *wf, uint32_t *wp) const;
 
   std::vector<uint64_t> srcs_, offs_;
   std::vector<uint32_t> d32_;       // while every dst < 2^32
@@ -172,8 +243,10 @@ class SegmentBuilder {
   bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false, has_times_ = false;
   bool has_counts_ = false, has_pay_ = false;
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
+  uint64_t max_count_ = 0, max_first_delta_ = 0;  // over the operands: count, time - first (mod 2^64)
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
   uint32_t format_ = 0;  // 0: the current one
+  uint32_t min_width_ = 0;
   bool edge_filter_ = true;
   bool history_ = false;
   uint64_t history_floor_ = 0;
@@ -233,26 +306,38 @@ class Segment {
 
   uint64_t dst(uint64_t i) const { return dst32_ ? dst32_[i] : dst64_[i]; }
   // The version word as in memory: the type column's type in the top bits.
-  uint64_t vers(uint64_t i) const { return (vers_ ? vers_[i] : 0) | (types_ ? uint64_t{types_[i]} << kTypeShift : 0); }
+  uint64_t vers(uint64_t i) const { return vers_.at(i) | (types_ ? uint64_t{types_[i]} << kTypeShift : 0); }
   uint32_t type(uint64_t i) const { return types_ ? types_[i] : 0; }
   int64_t time(uint64_t i) const { return times_ ? times_[i] : 0; }
   double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
   bool has_weights() const { return w_ != nullptr; }
-  // An event operand's count (0: a replace version) and first event time.
-  uint64_t count(uint64_t i) const { return counts_ ? counts_[i] : 0; }
-  int64_t first(uint64_t i) const { return firsts_ ? firsts_[i] : 0; }
+  // An event operand's count (0: a replace version) and first event time
+  // (0 for a version that is no operand).
+  uint64_t count(uint64_t i) const { return counts_.at(i); }
+  int64_t first(uint64_t i) const {
+    if (!first_delta_) return static_cast<int64_t>(firsts_.at(i));  // format 4 (or no operands): as stored
+    if (counts_.at(i) == 0) return 0;
+    return static_cast<int64_t>(static_cast<uint64_t>(time(i)) - firsts_.at(i));
+  }
   // Version i's payload: its length, and *p (valid while the segment is).
   uint32_t payload(uint64_t i, const uint8_t **p) const {
-    if (pay_offs_ == nullptr) {
+    if (pay_data_ == nullptr) {
       *p = nullptr;
       return 0;
     }
-    *p = pay_data_ + pay_offs_[i];
-    return static_cast<uint32_t>(pay_offs_[i + 1] - pay_offs_[i]);
+    const uint64_t b = pay_offs_.at(i);
+    *p = pay_data_ + b;
+    return static_cast<uint32_t>(pay_offs_.at(i + 1) - b);
   }
   // Some version has extras (a count or a payload): reads of the file
   // must look at them.
-  bool has_ext() const { return counts_ != nullptr || pay_offs_ != nullptr; }
+  bool has_ext() const { return counts_.present() || pay_data_ != nullptr; }
+  // The bytes an entry of each narrow column takes (0: no such column):
+  // vers, count, first, payload offset.
+  uint32_t vers_width() const { return vers_.w; }
+  uint32_t count_width() const { return counts_.w; }
+  uint32_t first_width() const { return firsts_.w; }
+  uint32_t payload_offset_width() const { return pay_offs_.w; }
   // The smallest and largest edge type here (0 and 0 without a type column).
   uint32_t min_type() const { return min_type_; }
   uint32_t max_type() const { return max_type_; }
@@ -303,13 +388,14 @@ class Segment {
   const uint64_t *offs_ = nullptr;
   const uint32_t *dst32_ = nullptr;
   const uint64_t *dst64_ = nullptr;
-  const uint64_t *vers_ = nullptr;
+  PackedColumn vers_;
   const double *w_ = nullptr;
   const uint16_t *types_ = nullptr;
   const int64_t *times_ = nullptr;
-  const uint64_t *counts_ = nullptr;
-  const int64_t *firsts_ = nullptr;
-  const uint64_t *pay_offs_ = nullptr;  // verified at open: monotone, within the column
+  PackedColumn counts_;
+  PackedColumn firsts_;
+  bool first_delta_ = false;  // format 5: firsts_ holds time - first
+  PackedColumn pay_offs_;     // verified at open: monotone, within the column
   const uint8_t *pay_data_ = nullptr;
   const uint32_t *bloom_ = nullptr;  // verified at open
   uint64_t bloom_blocks_ = 0;

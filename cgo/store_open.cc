@@ -62,8 +62,8 @@ Status ValidateOptions(const gt_options *c, Options *o) {
                            ", got " + std::to_string(c->test_pause_at));
   o->test_pause_at = c->test_pause_at;
   if (c->test_manifest_rewrite_bytes != 0) o->manifest_rewrite_bytes = c->test_manifest_rewrite_bytes;
-  if (c->test_segment_format != 0 && c->test_segment_format != 2 && c->test_segment_format != 3)
-    return Status::Invalid("test_segment_format must be 0 (the current format), 2 or 3, got " +
+  if (c->test_segment_format != 0 && (c->test_segment_format < 2 || c->test_segment_format > 4))
+    return Status::Invalid("test_segment_format must be 0 (the current format), 2, 3 or 4, got " +
                            std::to_string(c->test_segment_format));
   o->segment_format = c->test_segment_format;
   o->keep_history = c->keep_history != 0;

@@ -107,10 +107,22 @@ struct Layout {
   uint64_t table_off, table_bytes, dst_off, dst_width, vers_off, w_off, body_end, nchunks, crc_off, foot_off;
   uint64_t times_off = 0, types_off = 0, bloom_off = 0, bloom_bytes = 0;
   uint64_t counts_off = 0, firsts_off = 0, pay_offs_off = 0, pay_data_off = 0, pay_len = 0;
+  uint64_t version;
+  // Bytes an entry of the vers, count, first and payload offset columns
+  // (format 5: from the flags; before: 8).
+  uint64_t vers_width = 8, count_width = 8, first_width = 8, pay_width = 8;
 
   explicit Layout(const std::string &d) {
     size = d.size();
+    version = GetLE<uint32_t>(d, 8);
     flags = GetLE<uint32_t>(d, 12);
+    if (version >= 5) {
+      vers_width = (flags & gt::kFlagVers) ? (flags >> 12 & 7) + 1 : 0;
+      count_width = (flags & gt::kFlagCounts) ? (flags >> 15 & 7) + 1 : 0;
+      first_width = flags >> 18 & 15;
+      pay_width = (flags >> 22 & 7) + 1;
+    }
+    auto pad8 = [](uint64_t x) { return (x + 7) & ~uint64_t(7); };
     nverts = GetLE<uint64_t>(d, 32);
     nentries = GetLE<uint64_t>(d, 40);
     table_len = GetLE<uint64_t>(d, 88);
@@ -123,7 +135,7 @@ struct Layout {
     vers_off = w_off = 0;
     if (flags & gt::kFlagVers) {
       vers_off = off;
-      off += nentries * 8;
+      off += pad8(nentries * vers_width);
     }
     if (flags & gt::kFlagWeights) {
       w_off = off;
@@ -139,16 +151,19 @@ struct Layout {
     }
     if (flags & gt::kFlagCounts) {
       counts_off = off;
-      off += nentries * 8;
+      off += pad8(nentries * count_width);
       firsts_off = off;
-      off += nentries * 8;
+      off += pad8(nentries * first_width);
     }
     if (flags & gt::kFlagPayload) {
       // Offsets [nentries+1], then the bytes to the last offset, padded to 8.
       pay_offs_off = off;
-      off += (nentries + 1) * 8;
+      off += pad8((nentries + 1) * pay_width);
       pay_data_off = off;
-      pay_len = (GetLE<uint64_t>(d, pay_offs_off + nentries * 8) + 7) & ~uint64_t(7);
+      uint64_t last = 0;  // the last offset, pay_width bytes little-endian
+      for (uint64_t k = 0; k < pay_width; k++)
+        last |= uint64_t(uint8_t(d[pay_offs_off + nentries * pay_width + k])) << (8 * k);
+      pay_len = pad8(last);
       off += pay_len;
     }
     if (flags & gt::kFlagBloom) {
@@ -172,7 +187,7 @@ struct Layout {
       return Chunk(from) <= c && c <= Chunk(to - 1);
     };
     if (touches(dst_off, dst_width)) return true;
-    if ((flags & gt::kFlagVers) && touches(vers_off, 8)) return true;
+    if ((flags & gt::kFlagVers) && touches(vers_off, vers_width)) return true;
     if ((flags & gt::kFlagWeights) && touches(w_off, 8)) return true;
     return false;
   }

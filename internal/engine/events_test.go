@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -529,9 +528,10 @@ func TestEventsSurviveSIGKILL(t *testing.T) {
 	}
 }
 
-// A flipped byte in the payload column (format 4) is refused with the file
-// and offset by Check (what inspect --verify runs), by VerifyAll, and by
-// the read that meets it; never returned as a payload.
+// A flipped byte in any column of edge events (format 5: the narrow
+// version, count and first-time columns, the payload offsets and bytes) is
+// refused with the file and offset by Check (what inspect --verify runs),
+// by VerifyAll, and by the reads that meet it; never returned as data.
 func TestCorruptEventColumnIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	o := &Options{DisableAutoCompaction: true, Aggregates: map[uint16]Aggregate{0: {Accumulate: true, Retain: time.Hour}}}
@@ -539,10 +539,14 @@ func TestCorruptEventColumnIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Events 2.5 s apart over 3.5 days: those older than the last hour
+	// fold (counts above 1, first times before the times), the rest keep
+	// their seq, so every column of events is in the file, and the file
+	// spans chunks enough that each column has one to itself.
 	var b Batch
-	for i := range uint64(3000) {
-		b.InsertWeighted(i%40, i%97, 2)
-		b.SetEventTime(int64(1_000_000 + i))
+	for i := range uint64(120_000) {
+		b.InsertWeighted(i%2000, i%13, 2) // 26,000 pairs, each paid every 65,000 s
+		b.SetEventTime(int64(1_000_000 + i*2_500_000))
 		b.SetPayload(fmt.Sprintf("event-%06d", i), []byte(`{"currency":"EUR"}`))
 	}
 	if _, err := s.Apply(&b); err != nil {
@@ -551,6 +555,7 @@ func TestCorruptEventColumnIsRefused(t *testing.T) {
 	if err := s.CompactAll(); err != nil { // one bottommost file: the payload bytes end its body
 		t.Fatal(err)
 	}
+	want := readAllEdges(t, s, 2000, 13)
 	files, err := s.Files()
 	if err != nil {
 		t.Fatal(err)
@@ -562,53 +567,150 @@ func TestCorruptEventColumnIsRefused(t *testing.T) {
 			seg = filepath.Join(dir, fmt.Sprintf("%08d.seg", f.ID))
 		}
 	}
-	data, err := os.ReadFile(seg)
+	original, err := os.ReadFile(seg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != 4 {
-		t.Fatalf("segment format %d, want 4", v)
+	cols := eventColumns(t, original)
+	for _, name := range []string{"vers", "counts", "firsts", "payload offsets", "payload bytes"} {
+		if cols[name] == [2]int64{} {
+			t.Fatalf("no %s column in the file: %v", name, cols)
+		}
 	}
-	bodyEnd := int64(binary.LittleEndian.Uint64(data[len(data)-32:]))
-	off := bodyEnd - 40 // within the last payloads
-	flipByte(t, seg, off)
-	rep, err := Check(dir)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"vers", "counts", "firsts", "payload offsets", "payload bytes"} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(seg, original, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := cols[name]
+			off := c[0] + (c[1]-c[0])*2/3 // within the column
+			flipByte(t, seg, off)
+			rep, err := Check(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Problems) == 0 || rep.Problems[0].File != seg || rep.Problems[0].Offset > uint64(off) ||
+				uint64(off)-rep.Problems[0].Offset >= 64<<10 {
+				t.Fatalf("check: %+v, want a problem in %s in the 64 KiB chunk of %d", rep.Problems, seg, off)
+			}
+			s, err := Open(dir, o)
+			if err != nil {
+				if name == "payload offsets" { // verified at open
+					wantCorruption(t, err, seg)
+					return
+				}
+				t.Fatalf("open verifies headers and indexes only: %v", err)
+			}
+			defer s.Close()
+			wantCorruption(t, s.VerifyAll(), seg)
+			sn, err := s.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sn.Release()
+			refused := 0
+			for src := range uint64(2000) {
+				for dst := range uint64(13) {
+					c, err := sn.Edge(src, dst)
+					if err != nil {
+						wantCorruption(t, err, seg)
+						refused++
+						continue
+					}
+					if got := edgeString(c); got != want[[2]uint64{src, dst}] {
+						t.Fatalf("edge %d->%d: damaged data returned: %s, want %s", src, dst, got, want[[2]uint64{src, dst}])
+					}
+				}
+			}
+			if refused == 0 {
+				t.Fatal("no read met the damaged chunk")
+			}
+		})
 	}
-	if len(rep.Problems) == 0 || rep.Problems[0].File != seg || rep.Problems[0].Offset > uint64(off) {
-		t.Fatalf("check: %+v, want a problem in %s at or before %d", rep.Problems, seg, off)
-	}
-	s, err = Open(dir, o)
-	if err != nil {
-		t.Fatalf("open verifies headers and indexes only: %v", err)
-	}
-	defer s.Close()
-	wantCorruption(t, s.VerifyAll(), seg)
+}
+
+// readAllEdges reads every edge of [0, nsrc) x [0, ndst) as edgeString.
+func readAllEdges(t *testing.T, s *Store, nsrc, ndst uint64) map[[2]uint64]string {
+	t.Helper()
 	sn, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sn.Release()
-	refused := 0
-	for src := range uint64(40) {
-		for dst := range uint64(97) {
+	m := map[[2]uint64]string{}
+	for src := range nsrc {
+		for dst := range ndst {
 			c, err := sn.Edge(src, dst)
 			if err != nil {
-				wantCorruption(t, err, seg)
-				refused++
-				continue
+				t.Fatal(err)
 			}
-			for _, ref := range c.Refs {
-				if !strings.HasPrefix(ref, "event-") {
-					t.Fatalf("edge %d->%d: damaged reference %q returned", src, dst, ref)
-				}
-			}
+			m[[2]uint64{src, dst}] = edgeString(c)
 		}
 	}
-	if refused == 0 {
-		t.Fatal("no read met the damaged chunk")
+	return m
+}
+
+func edgeString(c Columns) string {
+	return fmt.Sprint(c.Weights, c.Times, c.Counts, c.FirstTimes, c.Refs, c.Props)
+}
+
+// eventColumns finds, from a segment file's header as cgo/segment.h lays
+// it out (format 5), the byte ranges [from, to) of its version, count,
+// first-time and payload columns.
+func eventColumns(t *testing.T, d []byte) map[string][2]int64 {
+	t.Helper()
+	le := binary.LittleEndian
+	if v := le.Uint32(d[8:]); v != 5 {
+		t.Fatalf("segment format %d, want 5", v)
 	}
+	flags := le.Uint32(d[12:])
+	nv, ne, tableLen := int64(le.Uint64(d[32:])), int64(le.Uint64(d[40:])), int64(le.Uint64(d[88:]))
+	pad8 := func(x int64) int64 { return (x + 7) &^ 7 }
+	off := int64(128)
+	if flags&1 != 0 { // dense
+		off += tableLen * 8
+	} else {
+		off += nv*8 + (nv+1)*8
+	}
+	if flags&(1<<3) != 0 { // dst32
+		off += pad8(ne * 4)
+	} else {
+		off += ne * 8
+	}
+	cols := map[string][2]int64{}
+	col := func(name string, width int64) {
+		cols[name] = [2]int64{off, off + ne*width}
+		off += pad8(ne * width)
+	}
+	if flags&(1<<1) != 0 {
+		col("vers", int64(flags>>12&7)+1)
+	}
+	if flags&(1<<2) != 0 {
+		col("weights", 8)
+	}
+	if flags&(1<<7) != 0 {
+		col("times", 8)
+	}
+	if flags&(1<<6) != 0 {
+		col("types", 2)
+	}
+	if flags&(1<<10) != 0 {
+		col("counts", int64(flags>>15&7)+1)
+		if w := int64(flags >> 18 & 15); w != 0 {
+			col("firsts", w)
+		}
+	}
+	if flags&(1<<11) != 0 {
+		w := int64(flags>>22&7) + 1
+		cols["payload offsets"] = [2]int64{off, off + (ne+1)*w}
+		var last uint64
+		for k := range w {
+			last |= uint64(d[off+ne*w+k]) << (8 * k)
+		}
+		off += pad8((ne + 1) * w)
+		cols["payload bytes"] = [2]int64{off, off + int64(last)}
+	}
+	return cols
 }
 
 // checkEventsRecovered reopens dir after a kill of the events crash child
@@ -743,5 +845,60 @@ func TestEventsAfterAVertexDeleteFold(t *testing.T) {
 	}
 	if !folded || len(evs) > 11 {
 		t.Fatalf("%d events listed, folded %v: want those within retain (time >= 1089) and the rest folded", len(evs), folded)
+	}
+}
+
+// An accumulate edge type costs at most 1.5x the bytes on disk of a
+// replace one after a full compaction (issue 42's target), on a payments
+// stream like bench ingest's: payments among accounts over 30 days of
+// event time, three in four to one of the payer's few regular payees, so
+// pairs repeat. The folded versions' count and first-time columns take
+// the width their values need (a byte of count, six of first time as a
+// delta from the time), not 16 bytes.
+func TestAccumulateCostsAtMostHalfMoreOnDisk(t *testing.T) {
+	const events, accounts = 200_000, 5_000
+	const span = int64(30 * 24 * time.Hour / time.Microsecond)
+	bytesPerPair := func(agg *Aggregate) float64 {
+		o := &Options{MemGraphBytes: 4 << 20}
+		if agg != nil {
+			o.Aggregates = map[uint16]Aggregate{0: *agg}
+		}
+		s, err := Open(t.TempDir(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		r := rand.New(rand.NewPCG(42, 42))
+		pairs := map[[2]uint64]struct{}{}
+		var b Batch
+		for i := range events {
+			src, dst := r.Uint64N(accounts), r.Uint64N(accounts)
+			if r.IntN(4) != 0 {
+				dst = (src*7 + uint64(r.IntN(5))) % accounts
+			}
+			pairs[[2]uint64{src, dst}] = struct{}{}
+			b.InsertWeighted(src, dst, float64(1+r.IntN(100_000))/100)
+			b.SetEventTime(1_700_000_000_000_000 + int64(i)*span/events)
+			if b.Len() == 10_000 {
+				if _, err := s.Apply(&b); err != nil {
+					t.Fatal(err)
+				}
+				b.Reset()
+			}
+		}
+		if err := s.CompactAll(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(m.DiskBytes()) / float64(len(pairs))
+	}
+	replace := bytesPerPair(nil)
+	accumulate := bytesPerPair(&Aggregate{Accumulate: true})
+	t.Logf("bytes per distinct pair after compact-all: replace %.2f, accumulate %.2f (%.2fx)", replace, accumulate, accumulate/replace)
+	if accumulate > 1.5*replace {
+		t.Fatalf("accumulate takes %.2f bytes per pair, %.2fx replace's %.2f: over 1.5x", accumulate, accumulate/replace, replace)
 	}
 }

@@ -248,9 +248,11 @@ type FileInfo struct {
 	// Bloom: an edge filter (out-edge files of format 3), which lets an
 	// edge lookup skip the file when it holds no version of the edge.
 	Bloom bool
-	// Counts: count and first-time columns (some version is an event of
-	// an accumulate type); Payloads: a payload column (some version has
-	// an event reference or properties). Format 4.
+	// Counts: a count column, and a first-time one unless every first
+	// time is its version's time (some version is an event of an
+	// accumulate type); Payloads: a payload column (some version has an
+	// event reference or properties). Format 5 (or 4, from an older
+	// build).
 	Counts, Payloads bool
 }
 
