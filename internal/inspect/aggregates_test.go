@@ -71,7 +71,7 @@ func TestInspectShowsAndVerifiesTheRecordedAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := bytes.Index(m, []byte{1, 5, 15})
-	if at < 0 || bytes.Index(m[at+1:], []byte{1, 5, 15}) >= 0 {
+	if at < 0 || bytes.Contains(m[at+1:], []byte{1, 5, 15}) {
 		t.Fatalf("want one type record in the MANIFEST, found at %d", at)
 	}
 	m[at+3+4] ^= 0x10 // the retain's first byte, after the u32 type
