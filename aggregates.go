@@ -19,7 +19,8 @@ import (
 // A type's aggregate is the data directory's: SetAggregate (or
 // Options.Aggregates) records it, and every later Open, the graphtide
 // commands included, has it without being told. A type may go from
-// replace to accumulate (its next insert into an edge starts a sum) and
+// replace to accumulate (an edge's next insert starts its sum, not
+// counting the value it held as a replace edge) and
 // change its Retain; an accumulate type never becomes replace again (its
 // next inserts would replace the events its edges hold): give such edges
 // a new type instead.

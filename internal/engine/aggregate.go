@@ -34,8 +34,9 @@ import (
 // program that opens the store without them (compact, query, a store
 // opened by another tool) still folds, reads and retains the events as
 // the store recorded them. Only ways that cannot lose events are
-// allowed: replace -> accumulate (its next upsert of an edge starts a sum
-// over the replace version, which reads as before until then) and a
+// allowed: replace -> accumulate (an edge reads as its replace version
+// until its next upsert, which starts a sum that does not count the
+// replace version: the fold ends at it) and a
 // changed Retain; accumulate -> replace is refused with an
 // *AggregateConflictError (the next upsert of each edge would replace the
 // events it holds). The store's newest event time (retention's
