@@ -15,6 +15,15 @@ import (
 // ends the edge; an insert after it starts a new sum. The events of the
 // last Retain of event time stay readable one by one (Snapshot.Events);
 // flush and compaction fold older ones into the edge's aggregate.
+//
+// A type's aggregate is the data directory's: SetAggregate (or
+// Options.Aggregates) records it, and every later Open, the graphtide
+// commands included, has it without being told. A type may go from
+// replace to accumulate (an edge's next insert starts its sum, not
+// counting the value it held as a replace edge) and
+// change its Retain; an accumulate type never becomes replace again (its
+// next inserts would replace the events its edges hold): give such edges
+// a new type instead.
 
 // Aggregate is how the inserts of one edge type combine.
 type Aggregate struct {
@@ -27,16 +36,19 @@ type Aggregate struct {
 }
 
 // SetAggregate gives edge type t (DB.TypeID) its aggregate from the next
-// Apply on. Configuration, not kept by the store: give it again after
-// every Open (or Options.Aggregates). An invalid one (a type out of
-// range, a negative Retain, Retain on a replace type) is an error.
+// Apply on, and records it in the data directory (durably, before it
+// returns), so every later Open has it. An invalid one (a type out of
+// range, a negative Retain, Retain on a replace type) is an error, and so
+// is making replace a type recorded as accumulate (ErrInvalid both).
 func (db *DB) SetAggregate(t uint16, a Aggregate) error {
 	return db.err(db.dir.Store.SetAggregate(t, engine.Aggregate{Accumulate: a.Accumulate, Retain: a.Retain}))
 }
 
-// NewestEventTime is the greatest event time applied since Open (the zero
-// time when none): windows of events end there ("the last hour" is the
-// events since NewestEventTime minus an hour).
+// NewestEventTime is the greatest event time applied (the zero time when
+// none), since Open or before it as the data directory recorded it (one
+// with an accumulate type records it with each flush): windows of events
+// end there ("the last hour" is the events since NewestEventTime minus an
+// hour).
 func (db *DB) NewestEventTime() time.Time {
 	if us := db.dir.Store.NewestEventTime(); us > 0 {
 		return time.UnixMicro(us).UTC()

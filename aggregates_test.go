@@ -1,8 +1,10 @@
 package graphtide
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +202,79 @@ func TestAggregatesAgainstAnOracle(t *testing.T) {
 	}
 	if err := db.SetAggregate(login, Aggregate{Retain: time.Hour}); err == nil {
 		t.Error("a retain on a replace type was taken")
+	}
+}
+
+// TestAggregatesAreTheDataDirectorys: a type made accumulate stays so for
+// every later Open, without being told (on a data directory that held it
+// as configuration only, the next insert replaced the events); making it
+// replace is refused, by SetAggregate and by Options.Aggregates.
+func TestAggregatesAreTheDataDirectorys(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	pay := func(db *DB, typ uint16, amount float64, at time.Duration) Neighbor {
+		t.Helper()
+		var b Batch
+		b.Insert(1, 2, amount)
+		b.SetType(typ)
+		b.SetEventTime(t0.Add(at))
+		if _, err := db.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		sn, err := db.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sn.Release()
+		es, err := sn.Edges(1, 2)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("edges: %v, %v", es, err)
+		}
+		return es[0]
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := db.TypeID("payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetAggregate(typ, Aggregate{Accumulate: true, Retain: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	pay(db, typ, 12.5, 0)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nb := pay(db, typ, 50, time.Minute); nb.Count != 2 || nb.Sum != 62.5 {
+		t.Fatalf("after a reopen without SetAggregate: %+v, want 2 events summing 62.5", nb)
+	}
+	if err := db.SetAggregate(typ, Aggregate{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot become replace") {
+		t.Fatalf("SetAggregate(replace) = %v", err)
+	}
+	if got := db.NewestEventTime(); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("NewestEventTime() = %v", got)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, &Options{Aggregates: map[uint16]Aggregate{typ: {}}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Open making payment replace: %v", err)
+	}
+	db, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.NewestEventTime(); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("reopened: NewestEventTime() = %v, want %v", got, t0.Add(time.Minute))
+	}
+	if nb := pay(db, typ, 7.5, 2*time.Minute); nb.Count != 3 || nb.Sum != 70 {
+		t.Fatalf("after the refused Open: %+v", nb)
 	}
 }

@@ -71,8 +71,10 @@ type Options struct {
 	// needs stays on disk until then. 0: only the newest.
 	HistorySeqs uint64
 	// Aggregates gives edge types (DB.TypeID numbers) their aggregate
-	// (see Aggregate); a type not in it is replace. Configuration, not
-	// kept by the store: give it on every Open.
+	// (see Aggregate), as DB.SetAggregate does: the store records them,
+	// and a type not in it keeps what the store recorded (replace if
+	// nothing). One that would make a recorded accumulate type replace
+	// fails the Open (ErrInvalid), recording nothing.
 	Aggregates map[uint16]Aggregate
 }
 

@@ -139,8 +139,31 @@ int gt_apply_ex(gt_store *s, const gt_op *ops, size_t n, const uint8_t *payload,
   return Guard(err, [&] { return Done(s->s->Apply(ops, n, srcpos, srcpos_len, out_seq, payload, payload_len), err); });
 }
 
-int gt_set_type_retain(gt_store *s, uint32_t type, int64_t retain_us, gt_error *err) {
-  return Guard(err, [&] { return Done(s->s->SetTypeRetain(type, retain_us), err); });
+int gt_set_type_aggregate(gt_store *s, uint32_t type, uint32_t flags, int64_t retain_us, gt_error *err) {
+  return Guard(err, [&] {
+    if ((flags & ~GT_TYPE_ACCUMULATE) != 0)
+      return Fail(gt::Status::Invalid("unknown aggregate flags " + std::to_string(flags)), err);
+    return Done(s->s->SetTypeAggregate(type, (flags & GT_TYPE_ACCUMULATE) != 0, retain_us), err);
+  });
+}
+
+int gt_type_aggregates(gt_store *s, uint32_t *types, int64_t *retain_us, size_t cap, size_t *n, gt_error *err) {
+  return Guard(err, [&] {
+    if (n == nullptr || (cap > 0 && (types == nullptr || retain_us == nullptr)))
+      return Fail(gt::Status::Invalid("n must not be null, nor types and retain_us when cap > 0"), err);
+    const auto as = s->s->TypeAggregates();
+    *n = as.size();
+    for (size_t i = 0; i < as.size() && i < cap; i++) {
+      types[i] = as[i].first;
+      retain_us[i] = as[i].second;
+    }
+    if (as.size() > cap)
+      return Fail(
+          gt::Status{gt::Code::kBuffer,
+                     "room for " + std::to_string(cap) + " types, " + std::to_string(as.size()) + " recorded", "", 0},
+          err);
+    return static_cast<int>(GT_OK);
+  });
 }
 
 int64_t gt_newest_event_time(gt_store *s) { return s->s->NewestEventTime(); }

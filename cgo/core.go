@@ -279,9 +279,47 @@ func (s *Store) ApplyEx(ops []Op, payload, srcpos []byte) (uint64, *Error) {
 	return uint64(seq), nil
 }
 
-// SetTypeRetain calls gt_set_type_retain.
-func (s *Store) SetTypeRetain(t uint32, retainMicros int64) *Error {
-	return s.simple(func(e *C.gt_error) C.int { return C.gt_set_type_retain(s.h, C.uint32_t(t), C.int64_t(retainMicros), e) })
+// SetTypeAggregate calls gt_set_type_aggregate: it records type t as
+// accumulate with retainMicros, or (accumulate false, retain 0) checks
+// that t is not recorded as accumulate.
+func (s *Store) SetTypeAggregate(t uint32, accumulate bool, retainMicros int64) *Error {
+	var flags C.uint32_t
+	if accumulate {
+		flags = C.GT_TYPE_ACCUMULATE
+	}
+	return s.simple(func(e *C.gt_error) C.int {
+		return C.gt_set_type_aggregate(s.h, C.uint32_t(t), flags, C.int64_t(retainMicros), e)
+	})
+}
+
+// TypeAggregate is one edge type recorded as accumulate (gt_type_aggregates).
+type TypeAggregate struct {
+	Type         uint32
+	RetainMicros int64
+}
+
+// TypeAggregates calls gt_type_aggregates: the types recorded as
+// accumulate, by type.
+func (s *Store) TypeAggregates() ([]TypeAggregate, *Error) {
+	types, retain := make([]C.uint32_t, 16), make([]C.int64_t, 16)
+	for {
+		var n C.size_t
+		var e C.gt_error
+		rc := C.gt_type_aggregates(s.h, &types[0], &retain[0], C.size_t(len(types)), &n, &e)
+		if rc != 0 {
+			err := takeError(rc, &e)
+			if err.Code == CodeBuffer && int(n) > len(types) {
+				types, retain = make([]C.uint32_t, n), make([]C.int64_t, n)
+				continue
+			}
+			return nil, err
+		}
+		out := make([]TypeAggregate, n)
+		for i := range out {
+			out[i] = TypeAggregate{Type: uint32(types[i]), RetainMicros: int64(retain[i])}
+		}
+		return out, nil
+	}
 }
 
 // NewestEventTime calls gt_newest_event_time.

@@ -175,7 +175,7 @@ typedef enum gt_op_kind {
  * [payload_off, payload_off + payload_len) of the batch's payload buffer
  * (gt_apply_ex). Flush and compaction fold the operands of an edge whose
  * event times are older than the store's newest event time minus the
- * type's retain (gt_set_type_retain) into one; a read never depends on
+ * type's retain (gt_set_type_aggregate) into one; a read never depends on
  * when that happened (it reads the same fold), but gt_snapshot_edge_events
  * lists only the events not yet folded. */
 #define GT_OP_ACCUMULATE 0x1u
@@ -269,18 +269,33 @@ int gt_apply(gt_store *s, const gt_op *ops, size_t n, const uint8_t *srcpos, siz
 int gt_apply_ex(gt_store *s, const gt_op *ops, size_t n, const uint8_t *payload, size_t payload_len,
                 const uint8_t *srcpos, size_t srcpos_len, uint64_t *out_seq, gt_error *err);
 
-/* Sets the retain of edge type t (Unix microseconds, at least 0; 0, the
- * default, folds every event older than the newest): events of t whose
- * event time is within retain_us of the newest event time the store has
- * applied stay readable one by one (gt_snapshot_edge_events); flush and
- * compaction fold older ones into one operand. Configuration, not
- * persisted: set it after every open (before that, and while the store's
- * newest event time is unknown, after a reopen until a batch with an event
- * time arrives, nothing is folded by time). */
-int gt_set_type_retain(gt_store *s, uint32_t type, int64_t retain_us, gt_error *err);
+/* gt_set_type_aggregate's flags: the type accumulates (each upsert an
+ * event operand added to its edge; gt_op's GT_OP_ACCUMULATE marks them). */
+#define GT_TYPE_ACCUMULATE 1u
 
-/* The greatest event time of every batch applied since open (0: none yet):
- * the watermark of retention. */
+/* Records edge type t's aggregate in the store (its MANIFEST, durably,
+ * before returning), so that every later open of the store has it:
+ * flags GT_TYPE_ACCUMULATE with retain_us (Unix microseconds, at least 0;
+ * 0 folds every event older than the newest): events of t whose event
+ * time is within retain_us of the store's newest event time stay readable
+ * one by one (gt_snapshot_edge_events); flush and compaction fold older
+ * ones into one operand. flags 0 (replace, retain_us 0) is what a type
+ * never recorded is: nothing is written. A call that changes nothing
+ * writes nothing. GT_ERR_INVALID: t out of range, unknown flags, a
+ * negative retain or one on a replace type, a type recorded as accumulate
+ * made replace (never allowed: its next upserts would replace the events
+ * its edges hold), or a change on a store opened read-only. */
+int gt_set_type_aggregate(gt_store *s, uint32_t type, uint32_t flags, int64_t retain_us, gt_error *err);
+
+/* The edge types recorded as accumulate, by type, with their retain:
+ * (types[i], retain_us[i]) for i < min(*n, cap); *n receives how many
+ * there are (GT_ERR_BUFFER when more than cap). */
+int gt_type_aggregates(gt_store *s, uint32_t *types, int64_t *retain_us, size_t cap, size_t *n, gt_error *err);
+
+/* The greatest event time of every batch applied since open, or of those
+ * the store's flushes and compactions recorded before it (a store with an
+ * accumulate type records it; 0: none yet): the watermark of retention,
+ * so a reopened store folds by time what it folded before. */
 int64_t gt_newest_event_time(gt_store *s);
 
 /* Makes every applied batch durable (and the newest source position) and

@@ -39,6 +39,10 @@ enum Tag : uint8_t {
   kTagVdelCleanFile = 13,  // u64 file id, u64 vdel_clean (repeated; kSnapshot)
   // Added with history; records written before lack it (read as 0).
   kTagHistoryFloor = 14,  // u64 (flush, compaction, snapshot)
+  // Added with edge types' aggregates (issue 42); written only by a store
+  // with an accumulate type.
+  kTagAccumulate = 15,  // u32 type, i64 retain µs (repeated; types, snapshot)
+  kTagNewestTime = 16,  // i64 Unix µs (flush, compaction, snapshot)
 };
 
 std::string Hex32(uint32_t v) {
@@ -197,6 +201,15 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(static_cast<uint8_t>(kTagHistoryFloor));
     x.Put(e.history_floor);
   }
+  for (const auto &a : e.accumulate) {
+    x.Put(static_cast<uint8_t>(kTagAccumulate));
+    x.Put(a.first);
+    x.Put(a.second);
+  }
+  if (e.newest_time != 0) {
+    x.Put(static_cast<uint8_t>(kTagNewestTime));
+    x.Put(e.newest_time);
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -210,12 +223,12 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     *why = "edit does not start with its kind";
     return false;
   }
-  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kSnapshot)) {
+  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kTypes)) {
     *why = "unknown edit kind " + std::to_string(kind);
     return false;
   }
   e->kind = static_cast<EditKind>(kind);
-  bool has_next = false, has_clean = false, has_purge = false, has_floor = false;
+  bool has_next = false, has_clean = false, has_purge = false, has_floor = false, has_newest = false;
   auto once = [&](bool *seen, const char *name) {
     if (*seen) *why = std::string("field ") + name + " given twice";
     return !*seen && (*seen = true);
@@ -273,6 +286,15 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
         break;
       case kTagHistoryFloor:
         ok = once(&has_floor, "history_floor") && d.Get(&e->history_floor);
+        break;
+      case kTagAccumulate: {
+        std::pair<uint32_t, int64_t> a;
+        ok = d.Get(&a.first) && d.Get(&a.second);
+        if (ok) e->accumulate.push_back(a);
+        break;
+      }
+      case kTagNewestTime:
+        ok = once(&has_newest, "newest event time") && d.Get(&e->newest_time);
         break;
       case kTagVdelCleanFile: {
         std::pair<uint64_t, uint64_t> c;
@@ -418,6 +440,8 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
           return fail(i, "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
                              ", past the durable seq " + std::to_string(st->durable_seq));
         break;
+      case EditKind::kTypes:
+        break;  // checked below
       case EditKind::kSnapshot:
         if (i != 0) return fail(i, "a snapshot record after the first record");
         if (!e.has_in_edges) return fail(i, "snapshot record without in_edges");
@@ -444,6 +468,32 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
         st->in_edges = e.in_edges != 0;
         break;
     }
+    if (e.kind == EditKind::kTypes) {
+      if (e.accumulate.empty()) return fail(i, "type record names no type");
+      if (e.has_in_edges || e.has_durable_seq || !e.added.empty() || !e.removed.empty() || !e.vdels.empty() ||
+          e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 || e.history_floor != 0 ||
+          e.newest_time != 0)
+        return fail(i, "type record carries a flush's or compaction's fields");
+    }
+    if (!e.accumulate.empty() && e.kind != EditKind::kTypes && e.kind != EditKind::kSnapshot)
+      return fail(i, "only a type or snapshot record names accumulate types");
+    {
+      std::set<uint32_t> types;
+      for (const auto &a : e.accumulate) {
+        if (a.first >= kMaxEdgeTypes)
+          return fail(i, "edit makes edge type " + std::to_string(a.first) + " accumulate, out of range (max " +
+                             std::to_string(kMaxEdgeTypes - 1) + ")");
+        if (a.second < 0)
+          return fail(i, "edit gives edge type " + std::to_string(a.first) + " a negative retain (" +
+                             std::to_string(a.second) + " µs)");
+        if (!types.insert(a.first).second) return fail(i, "edit names edge type " + std::to_string(a.first) + " twice");
+      }
+    }
+    if (e.newest_time < 0)
+      return fail(i, "edit records a negative newest event time (" + std::to_string(e.newest_time) + " µs)");
+    if (e.newest_time != 0 && e.kind != EditKind::kFlush && e.kind != EditKind::kCompact &&
+        e.kind != EditKind::kSnapshot)
+      return fail(i, "only a flush, compaction or snapshot record carries the newest event time");
     if (!e.obsolete.empty() && e.kind != EditKind::kSnapshot)
       return fail(i, "only a snapshot record lists obsolete files");
     if (!e.vdel_cleans.empty() && e.kind != EditKind::kSnapshot)
@@ -496,6 +546,8 @@ void AdvanceState(ManifestState *st, const ManifestEdit &e) {
     if (c.second != 0 && st->live.count(c.first) != 0) st->vdel_clean[c.first] = c.second;
   st->vdel_purge = std::max(st->vdel_purge, e.vdel_purge);
   st->history_floor = std::max(st->history_floor, e.history_floor);
+  for (const auto &a : e.accumulate) st->accumulate[a.first] = a.second;
+  st->newest_time = std::max(st->newest_time, e.newest_time);
   if (e.has_in_edges) st->in_edges = e.in_edges != 0;
   if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
   if (e.has_srcpos) {
@@ -529,6 +581,8 @@ ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_
   e.vdels = std::move(vdels);
   e.vdel_purge = st.vdel_purge;
   e.history_floor = st.history_floor;
+  e.accumulate.assign(st.accumulate.begin(), st.accumulate.end());
+  e.newest_time = st.newest_time;
   for (const auto &kv : st.vdel_clean)
     if (st.live.count(kv.first) != 0) e.vdel_cleans.push_back(kv);
   e.obsolete = std::move(obsolete);

@@ -13,6 +13,21 @@
 //   A payload is a version edit: a sequence of fields, each a u8 tag and
 //   its data (tags below). Every edit starts with kTagKind.
 //
+// Edge types' aggregates (issue 42). Which edge types accumulate (each
+// upsert an event added to its edge) and their retain are the store's,
+// not its openers' configuration: a kTypes edit records a type made
+// accumulate or given another retain (Store::SetTypeAggregate), a
+// snapshot record carries them all, and replay gives every opener the
+// types as the last edits left them. No edit turns an accumulate type back
+// into replace (the core refuses to: its next upsert would replace the
+// events the edge holds). Flush and compaction edits of a store with an
+// accumulate type also record the newest event time applied so far
+// (retention's watermark, kept as the largest), so that a reopened store
+// folds by time what the store before it would have. A store that records
+// neither writes no new tag, so builds before them still open it; one that
+// does is refused by those builds ("unknown edit kind", "unknown field
+// tag"), which would otherwise read its accumulate types as replace.
+//
 // Torn tails. The header checksum authenticates the length, so a damaged
 // length is corruption, never mistaken for a record cut short. A record
 // is a torn tail -- provably incomplete, written by an append that a crash
@@ -75,7 +90,7 @@
 namespace gt {
 
 // What an edit is, for replay's checks and for inspection.
-enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot = 4 };
+enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot = 4, kTypes = 5 };
 
 // One manifest record: the logged part of a change to the store's file set
 // (pebble's VersionEdit as written to its MANIFEST). The in-memory change
@@ -125,6 +140,14 @@ struct ManifestEdit {
   // with (it may have dropped versions below it, even with no file to
   // record it); kSnapshot: the largest floor of the edits it stands for.
   uint64_t history_floor = 0;
+  // Edge types' aggregates (issue 42). kTypes (at least one), kSnapshot:
+  // (type, retain in µs) of each type recorded as accumulate by it, by
+  // type, each once.
+  std::vector<std::pair<uint32_t, int64_t>> accumulate;
+  // kFlush, kCompact, kSnapshot: the newest event time applied before the
+  // edit was appended (Unix µs; 0: not recorded): at least the watermark
+  // any fold its files hold used.
+  int64_t newest_time = 0;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -181,20 +204,26 @@ struct ManifestState {
   // The largest history floor any edit recorded: reads as of a seq below
   // it may miss versions a flush or compaction dropped.
   uint64_t history_floor = 0;
+  // Edge types recorded as accumulate -> their retain (µs), as the last
+  // edit naming each left it.
+  std::map<uint32_t, int64_t> accumulate;
+  // The largest newest event time any edit recorded (0: none).
+  int64_t newest_time = 0;
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones
 // before it (no create record first in format 2 or snapshot record first
 // in format 3, a second create or snapshot, a file number used twice, a
 // file removed while not live, a flush adding a file outside L0 or a
-// compaction adding one in it, a level or direction out of range) is a
+// compaction adding one in it, a level or direction out of range, a type
+// edit with files or seqs, or a type or retain out of range) is a
 // problem appended to *problems naming the record's offset; replay stops
 // at the first one. A snapshot's obsolete files count as removed by it.
 void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems);
 
 // Applies e, an edit appended after the ones st was replayed from, to st's
-// in_edges, durable_seq, srcpos, bounds, next_file, live, vdel_purge and
-// vdel_clean: what
+// in_edges, durable_seq, srcpos, bounds, next_file, live, vdel_purge,
+// vdel_clean, accumulate and newest_time: what
 // SnapshotEdit needs (ReplayManifest does the same per edit, with its
 // checks and history). The store keeps such a running state as it appends.
 void AdvanceState(ManifestState *st, const ManifestEdit &e);

@@ -136,13 +136,50 @@ Retention Store::RetentionNow() {
   return r;
 }
 
-Status Store::SetTypeRetain(uint32_t type, int64_t retain_us) {
+Status Store::SetTypeAggregate(uint32_t type, bool accumulate, int64_t retain_us) {
+  const std::string name = "edge type " + std::to_string(type);
   if (type >= kMaxEdgeTypes)
-    return Status::Invalid("edge type " + std::to_string(type) + " out of range (max " +
-                           std::to_string(kMaxEdgeTypes - 1) + ")");
-  if (retain_us < 0) return Status::Invalid("retain must be at least 0, got " + std::to_string(retain_us));
+    return Status::Invalid(name + " out of range (max " + std::to_string(kMaxEdgeTypes - 1) + ")");
+  if (retain_us < 0) return Status::Invalid(name + ": retain must be at least 0, got " + std::to_string(retain_us));
+  if (!accumulate && retain_us != 0) return Status::Invalid(name + ": retain applies to an accumulate type only");
+  std::lock_guard<std::mutex> ml(manifest_mu_);
+  auto it = logged_.accumulate.find(type);
+  if (it == logged_.accumulate.end() && !accumulate) return Status::OK();  // replace, as never recorded
+  if (it != logged_.accumulate.end()) {
+    // INVARIANT: a type recorded as accumulate stays so: its next upsert
+    // as a replace type would replace the events its edges hold.
+    if (!accumulate)
+      return Status::Invalid(name +
+                             " accumulates in this store (recorded in its MANIFEST) and cannot become replace: the "
+                             "next upsert of each of its edges would replace the events the edge holds; keep it "
+                             "accumulate, or give replace edges another type");
+    if (it->second == retain_us) return Status::OK();
+  }
+  if (opt_.read_only)
+    return Status::Invalid("store is open read-only: " + name + "'s aggregate (accumulate, retain " +
+                           std::to_string(retain_us) + " µs) differs from the one recorded and cannot be recorded");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return Status::Closed("store is closing");
+  }
+  ManifestEdit e;
+  e.kind = EditKind::kTypes;
+  e.accumulate = {{type, retain_us}};
+  Status st = AppendEditLocked(&e);
+  if (!st.ok()) {
+    SetBackgroundError(st);  // as a flush's failed append: no more appends
+    return st;
+  }
+  // Used from here on, once durable: a flush or compaction that starts
+  // now folds by the new retain.
   retain_us_[type].store(retain_us, std::memory_order_relaxed);
   return Status::OK();
+}
+
+std::vector<std::pair<uint32_t, int64_t>> Store::TypeAggregates() {
+  std::lock_guard<std::mutex> ml(manifest_mu_);
+  return {logged_.accumulate.begin(), logged_.accumulate.end()};
 }
 
 void Store::UnpinSnapshot(uint64_t tau) {
@@ -153,6 +190,16 @@ void Store::UnpinSnapshot(uint64_t tau) {
 
 Status Store::AppendEdit(ManifestEdit *e) {
   std::lock_guard<std::mutex> ml(manifest_mu_);
+  return AppendEditLocked(e);
+}
+
+Status Store::AppendEditLocked(ManifestEdit *e) {
+  // Retention's watermark as of now (it only grows): at least the one the
+  // flush or compaction appending e folded by, so that a reopened store
+  // starts from a watermark no older than any fold its files hold. Only
+  // stores with an accumulate type record it (manifest.h).
+  if ((e->kind == EditKind::kFlush || e->kind == EditKind::kCompact) && !logged_.accumulate.empty())
+    e->newest_time = newest_time_.load(std::memory_order_relaxed);
   auto adds = [&](uint64_t id) {
     return std::any_of(e->added.begin(), e->added.end(), [&](const SegMeta &m) { return m.id == id; });
   };

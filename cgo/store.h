@@ -100,11 +100,15 @@ class Store {
   // payload[0, payload_len): the batch's payload buffer (gt_apply_ex).
   Status Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t srcpos_len, uint64_t *seq,
                const uint8_t *payload = nullptr, size_t payload_len = 0);
-  // Event retention (gt_set_type_retain): configuration, read by flush and
-  // compaction when they start.
-  Status SetTypeRetain(uint32_t type, int64_t retain_us);
-  // The greatest event time applied since open (0: none): retention's
-  // watermark.
+  // Records edge type t's aggregate (gt_set_type_aggregate) in the
+  // manifest when it differs from the recorded one; refuses to make an
+  // accumulate type replace. Flush and compaction read the retain when
+  // they start.
+  Status SetTypeAggregate(uint32_t type, bool accumulate, int64_t retain_us);
+  // The types recorded as accumulate and their retain (µs), by type.
+  std::vector<std::pair<uint32_t, int64_t>> TypeAggregates();
+  // The greatest event time applied, or recorded by the manifest's edits
+  // (0: none): retention's watermark.
   int64_t NewestEventTime() const { return newest_time_.load(std::memory_order_relaxed); }
   Status Flush();
   // Freezes the active MemGraph for a background flush and returns the seq
@@ -174,6 +178,8 @@ class Store {
   // it has outgrown its bound (RewriteManifestLocked); an error there
   // leaves e durable but stops all further appends.
   Status AppendEdit(ManifestEdit *e);
+  // AppendEdit with manifest_mu_ held.
+  Status AppendEditLocked(ManifestEdit *e);
   // Rewrites the manifest as a snapshot of logged_ (manifest.h,
   // "Rewriting"). Requires manifest_mu_ held.
   Status RewriteManifestLocked();
@@ -250,7 +256,8 @@ class Store {
   // The state the manifest's records leave (AdvanceState's fields only;
   // no history). Protected by manifest_mu_.
   // INVARIANT: equals ReplayManifest of the MANIFEST as it is on disk in
-  // those fields: set by Recover, advanced by every successful append.
+  // those fields: set by Recover (read-only too: its types' aggregates),
+  // advanced by every successful append.
   ManifestState logged_;
   // Size of the MANIFEST's first record (its snapshot or create record), for
   // the rewrite bound. Protected by manifest_mu_.
@@ -285,8 +292,9 @@ class Store {
   std::atomic<uint64_t> compactions_{0}, compaction_nanos_{0}, compaction_read_{0}, compaction_written_{0};
   std::atomic<uint64_t> stalls_{0}, stall_nanos_{0}, bg_errors_{0};
   std::atomic<uint64_t> apply_cpu_nanos_{0};  // CPU time in Apply, both of its threads
-  // Retention (issue 42): the newest event time applied (only grows; 0
-  // until a batch with one arrives after open) and each type's retain.
+  // Retention (issue 42): the newest event time applied (only grows; at
+  // open the largest the manifest recorded, 0 if none) and each type's
+  // retain (at open as recorded; SetTypeAggregate).
   // Flush and compaction read both when they start (RetainParams): a fold
   // uses a watermark no newer than what was applied, so an event within
   // retain of the newest is never folded.

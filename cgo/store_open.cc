@@ -164,6 +164,18 @@ Status Store::Recover() {
                              " but max_levels is " + std::to_string(opt_.max_levels));
     live.emplace(m.id, std::move(seg));
   }
+  {
+    std::lock_guard<std::mutex> ml(manifest_mu_);
+    logged_ = ms;  // AdvanceState's fields; the history stays behind
+    logged_.added_at.clear();
+    logged_.removed_at.clear();
+    logged_.vdels.clear();
+  }
+  // The edge types' aggregates and the watermark as recorded (manifest.h):
+  // a flush or compaction from here on, this opener's configuration or not,
+  // folds by them.
+  for (const auto &a : ms.accumulate) retain_us_[a.first].store(a.second, std::memory_order_relaxed);
+  newest_time_.store(ms.newest_time, std::memory_order_relaxed);
   if (!opt_.read_only) {
     // INVARIANT: nothing is cut or deleted before the whole manifest has
     // replayed and every live file has opened cleanly; then only a torn
@@ -172,10 +184,6 @@ Status Store::Recover() {
     GT_RETURN_IF_ERROR(manifest_.Open(path, end));
     manifest_bytes_.store(end);
     manifest_base_bytes_ = mc.offsets.size() > 1 ? mc.offsets[1] : end;
-    logged_ = ms;  // AdvanceState's fields; the history stays behind
-    logged_.added_at.clear();
-    logged_.removed_at.clear();
-    logged_.vdels.clear();
     // A MANIFEST.tmp beside the MANIFEST that just replayed is what an
     // interrupted rewrite (or create) left: the MANIFEST is the store's.
     const std::string tmp = JoinPath(dir_, kManifestTmp);

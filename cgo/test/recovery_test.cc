@@ -63,7 +63,11 @@ struct Contents {
   Adj out, in;
   uint64_t seq = 0;
   std::string srcpos;
-  bool operator==(const Contents &o) const { return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos; }
+  std::map<uint32_t, int64_t> aggs;  // the types recorded as accumulate -> retain
+  int64_t newest = 0;                // the newest event time
+  bool operator==(const Contents &o) const {
+    return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos && aggs == o.aggs && newest == o.newest;
+  }
 };
 
 Adj ScanDir(gt_snapshot *snap, uint32_t dir) {
@@ -100,6 +104,13 @@ Contents Read(gt_store *s) {
   gt_source_position(s, nullptr, 0, &len);
   c.srcpos.resize(len);
   gt_source_position(s, reinterpret_cast<uint8_t *>(&c.srcpos[0]), len, &len);
+  uint32_t types[8];
+  int64_t retain[8];
+  size_t n = 0;
+  Err aerr;
+  EXPECT_EQ(gt_type_aggregates(s, types, retain, 8, &n, aerr.get()), GT_OK) << aerr.msg();
+  for (size_t i = 0; i < n && i < 8; i++) c.aggs[types[i]] = retain[i];
+  c.newest = gt_newest_event_time(s);
   return c;
 }
 
@@ -107,6 +118,7 @@ class OracleGraph {
  public:
   void Apply(const std::vector<gt_op> &ops) {
     for (const gt_op &op : ops) {
+      if (op.kind != GT_OP_DELETE_VERTEX) c.newest = std::max(c.newest, op.time);
       if (op.kind == GT_OP_UPSERT) {
         c.out[op.src][op.dst] = op.weight;
         c.in[op.dst][op.src] = op.weight;
@@ -207,12 +219,20 @@ void Build(Built *b) {
     b->states.emplace_back(manifest_size(), o.c);
     b->Archive();
   };
+  // Records a type's aggregate (a kTypes edit) and the state after it.
+  auto aggregate = [&](uint32_t t, int64_t retain) {
+    ASSERT_EQ(gt_set_type_aggregate(s, t, GT_TYPE_ACCUMULATE, retain, err.get()), GT_OK) << err.msg();
+    o.c.aggs[t] = retain;
+    b->states.emplace_back(manifest_size(), o.c);
+  };
+  ASSERT_NO_FATAL_FAILURE(aggregate(2, 500));
   const uint64_t hi = GT_HIGH_ID_BASE;
   for (int round = 0; round < 4; round++) {
     std::vector<gt_op> ops;
     for (uint64_t i = 0; i < 60; i++) {
       const uint64_t s0 = (i * 7 + round) % 40, d0 = (i * 13 + 3 * round) % 50;
       ops.push_back(Op(GT_OP_UPSERT, s0, d0, 1.0 + static_cast<double>(round)));
+      ops.back().time = 1000 * (round + 1) + static_cast<int64_t>(i);  // the flushes record the newest
     }
     ops.push_back(Op(GT_OP_UPSERT, hi + round, 5, 2.5));  // a string-key id
     if (round == 2) ops.push_back(Op(GT_OP_DELETE_VERTEX, 7, 0, 0));
@@ -221,6 +241,8 @@ void Build(Built *b) {
     if (round == 1) {
       ASSERT_EQ(gt_compact_all(s, err.get()), GT_OK) << err.msg();
       b->Archive();
+      ASSERT_NO_FATAL_FAILURE(aggregate(2, 900));  // a retain changed
+      ASSERT_NO_FATAL_FAILURE(aggregate(3, 0));
     }
   }
   ASSERT_EQ(gt_compact_all(s, err.get()), GT_OK) << err.msg();

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -108,3 +109,61 @@ func entries(ls []engine.LevelMetrics) (n int64) {
 }
 
 func TestCompactNeedsAStore(t *testing.T) { checkNeedsStore(t, "compact") }
+
+// TestCompactFoldsTheRecordedEvents: graphtide compact, run without any
+// configuration on a store whose type accumulates, folds the events
+// older than the type's retain of the store's newest event time, as the
+// store recorded both (before they were recorded, an offline compaction
+// folded nothing: the watermark was unknown after the reopen).
+func TestCompactFoldsTheRecordedEvents(t *testing.T) {
+	dir := t.TempDir()
+	d, err := datadir.Open(dir, datadir.Options{Create: true, Store: engine.Options{DisableAutoCompaction: true,
+		Aggregates: map[uint16]engine.Aggregate{0: {Accumulate: true, Retain: time.Second}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	for i := 1; i <= n; i++ { // events at 1s, 2s, ..., 6s, each in its own file
+		var b engine.Batch
+		b.InsertWeighted(1, 2, float64(i))
+		b.SetEventTime(int64(i) * 1_000_000)
+		if _, err := d.Store.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Store.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "compact", "--dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(datadir.StorePath(dir), &engine.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sn.Release()
+	evs, folded, err := sn.Events(1, 2, 0, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []int64
+	for _, e := range evs {
+		times = append(times, e.Time/1_000_000)
+	}
+	// Within a second of the newest (6s): 6s and 5s; 1s..4s folded.
+	if !folded || fmt.Sprint(times) != "[6 5]" {
+		t.Fatalf("after compact: events at %v s (folded %v), want [6 5] and the older ones folded", times, folded)
+	}
+	c, err := sn.Edge(1, 2)
+	if err != nil || len(c.Counts) != 1 || c.Counts[0] != n || c.Weights[0] != n*(n+1)/2 {
+		t.Fatalf("the edge after compact: %+v, %v", c, err)
+	}
+}

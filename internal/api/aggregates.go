@@ -78,9 +78,9 @@ func (q Reader) typeLabel(t uint16) string {
 }
 
 // windowBase is the end of the windows of a read: the store's newest
-// event time, or, when the store knows none (since it opened nothing
-// has been applied, or a data directory read by query --dir), the newest
-// last event time of the edges read (times).
+// event time (applied, or recorded by its flushes), or, when the store
+// knows none (no event applied, none recorded), the newest last event
+// time of the edges read (times).
 func (q Reader) windowBase(times []int64) int64 {
 	if t := q.Views.Store().NewestEventTime(); t > 0 {
 		return t

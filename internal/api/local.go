@@ -38,7 +38,7 @@ func OpenLocal(dir string) (*Local, error) {
 		d.Close()
 		return nil, err
 	}
-	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: d.Times, Origin: newOrigin()}}, nil
+	return &Local{d: d, vm: vm, q: Reader{Views: vm, Dict: d.Keys, Types: d.Types, Times: d.Times, Origin: newOrigin(), Aggregates: true}}, nil
 }
 
 // Close releases the views and the data directory.

@@ -151,11 +151,10 @@ type Reader struct {
 	// cursor's pin, and a listing of changes, are honoured only where
 	// they were made (cursor.go). The zero Origin honours none.
 	Origin Origin
-	// Aggregates says the store's edge types' aggregates are configured
-	// (serve gives them to the store): a window longer than a type's
-	// retain is then refused. A data directory read by query --dir knows
-	// none (they are configuration): its windows list the events still
-	// held one by one.
+	// Aggregates refuses a window longer than a type's retain, as the
+	// store records its types' aggregates (engine.Store.AggregateOf):
+	// serve and query --dir set it. Without it, windows list the events
+	// still held one by one.
 	Aggregates bool
 }
 

@@ -111,8 +111,8 @@ type Config struct {
 	// Graph is the graph the store holds (package graphid; "": none
 	// recorded): alerts name it, as on the alert topic.
 	Graph string
-	// Aggregates says the store's edge types' aggregates are configured
-	// (serve): a window longer than a type's retain is refused.
+	// Aggregates refuses a window longer than a type's retain (the
+	// store's aggregates, as it records them; Reader.Aggregates).
 	Aggregates bool
 	// Ready reports readiness for /readyz: nil when ready, else why not
 	// (nil func: always ready).

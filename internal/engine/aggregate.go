@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,23 @@ import (
 // Retain of the store's newest event time stay readable one by one
 // (Snapshot.Events); flush and compaction fold older ones into one
 // version. Reads of the edge never depend on when that happened.
+//
+// Aggregates are the store's. SetAggregate (and Options.Aggregates at
+// Open) records a type made accumulate, or given another Retain, in the
+// store's MANIFEST before it takes effect, and every later Open has the
+// recorded aggregates without being told (AggregateOf, Aggregates): a
+// program that opens the store without them (compact, query, a store
+// opened by another tool) still folds, reads and retains the events as
+// the store recorded them. Only ways that cannot lose events are
+// allowed: replace -> accumulate (an edge reads as its replace version
+// until its next upsert, which starts a sum that does not count the
+// replace version: the fold ends at it) and a
+// changed Retain; accumulate -> replace is refused with an
+// *AggregateConflictError (the next upsert of each edge would replace the
+// events it holds). The store's newest event time (retention's
+// watermark) is recorded with each flush and compaction of a store with
+// an accumulate type, so that a reopened store folds what it folded
+// before.
 
 // Aggregate is how upserts of one edge type combine.
 type Aggregate struct {
@@ -62,24 +80,77 @@ func (g *aggregates) accumulates(t uint32) bool {
 	return int(t) < MaxEdgeTypes && g.accum[t/64].Load()>>(t%64)&1 != 0
 }
 
-// SetAggregate configures edge type t's aggregate from now on (a type not
-// configured is replace): later upserts of t are events when a.Accumulate,
-// and retention uses a.Retain from the next flush or compaction on.
-// Configuration, not kept by the store: give it again after every Open
-// (Options.Aggregates). Switching a type from accumulate to replace makes
-// the next upsert of an edge replace its events; the other way round
-// starts a new sum over the replace version.
-func (s *Store) SetAggregate(t uint16, a Aggregate) error {
+// AggregateConflictError is the refusal of a configuration that would
+// make edge type Type, recorded in the store as accumulate, replace. It
+// wraps ErrInvalid.
+type AggregateConflictError struct {
+	Type     uint16
+	Recorded Aggregate
+}
+
+func (e *AggregateConflictError) Error() string {
+	return fmt.Sprintf("edge type %d accumulates in this store (recorded with retain %v) and cannot become replace: the next upsert of each of its edges would replace the events the edge holds; keep it accumulate, or give replace edges another type",
+		e.Type, e.Recorded.Retain)
+}
+
+func (e *AggregateConflictError) Unwrap() error { return ErrInvalid }
+
+// CheckAggregate reports whether SetAggregate(t, a) would be refused,
+// without changing anything: a invalid (ErrInvalid), or t recorded as
+// accumulate and a replace (*AggregateConflictError).
+func (s *Store) CheckAggregate(t uint16, a Aggregate) error {
 	if err := a.check(t); err != nil {
 		return err
 	}
+	if r := s.AggregateOf(t); r.Accumulate && !a.Accumulate {
+		return &AggregateConflictError{Type: t, Recorded: r}
+	}
+	return nil
+}
+
+// SetAggregate gives edge type t the aggregate a from now on and records
+// it in the store (durably, before it returns) when it differs from what
+// the store has: later upserts of t are events when a.Accumulate, and
+// retention uses a.Retain from the next flush or compaction on. Making a
+// type recorded as accumulate replace is refused (CheckAggregate); a
+// replace a for a type never made accumulate records nothing. On a store
+// opened read-only, a change is ErrInvalid.
+func (s *Store) SetAggregate(t uint16, a Aggregate) error {
+	if err := s.CheckAggregate(t, a); err != nil {
+		return err
+	}
 	return s.with("set aggregate", func(c *core.Store) *core.Error {
-		if e := c.SetTypeRetain(uint32(t), a.Retain.Microseconds()); e != nil {
+		if e := c.SetTypeAggregate(uint32(t), a.Accumulate, a.Retain.Microseconds()); e != nil {
 			return e
 		}
 		s.setAggregate(t, a)
 		return nil
 	})
+}
+
+// loadAggregates gives s the aggregates c records (Open).
+func (s *Store) loadAggregates(c *core.Store) *core.Error {
+	as, e := c.TypeAggregates()
+	if e != nil {
+		return e
+	}
+	for _, a := range as {
+		s.setAggregate(uint16(a.Type), Aggregate{Accumulate: true, Retain: time.Duration(a.RetainMicros) * time.Microsecond})
+	}
+	return nil
+}
+
+// Aggregates are the store's accumulate types and their aggregates (a
+// type not in it is replace).
+func (s *Store) Aggregates() map[uint16]Aggregate {
+	out := map[uint16]Aggregate{}
+	for w := range s.aggs.accum {
+		for b := s.aggs.accum[w].Load(); b != 0; b &= b - 1 {
+			t := uint16(w*64 + bits.TrailingZeros64(b))
+			out[t] = s.AggregateOf(t)
+		}
+	}
+	return out
 }
 
 func (s *Store) setAggregate(t uint16, a Aggregate) {
@@ -101,8 +172,8 @@ func (s *Store) setAggregate(t uint16, a Aggregate) {
 	}
 }
 
-// AggregateOf is edge type t's aggregate as configured (replace, retain 0
-// when never set).
+// AggregateOf is edge type t's aggregate as the store has it (replace,
+// retain 0 when never made accumulate).
 func (s *Store) AggregateOf(t uint16) Aggregate {
 	if int(t) >= MaxEdgeTypes {
 		return Aggregate{}
@@ -115,8 +186,10 @@ func (s *Store) AggregateOf(t uint16) Aggregate {
 }
 
 // NewestEventTime is the greatest event time (Unix µs) of the batches
-// applied since Open, 0 before the first with one: the watermark of
-// retention (events within a type's Retain of it are kept one by one).
+// applied, since Open or before it as the store's flushes and compactions
+// recorded it (a store with an accumulate type records it; 0: none): the
+// watermark of retention (events within a type's Retain of it are kept one
+// by one).
 func (s *Store) NewestEventTime() int64 {
 	var t int64
 	_ = s.with("newest event time", func(c *core.Store) *core.Error {

@@ -404,7 +404,7 @@ func TestEventsFollowTheOracle(t *testing.T) {
 }
 
 // A type switched from replace to accumulate starts a new sum over the
-// replace version; switched back, the next upsert replaces the events.
+// replace version; switching it back is refused.
 func TestSetAggregateSwitchesAType(t *testing.T) {
 	s, err := Open(t.TempDir(), smallOptions(true))
 	if err != nil {
@@ -451,15 +451,18 @@ func TestSetAggregateSwitchesAType(t *testing.T) {
 	if got := edge(); got != (edgeRead{2, 7, 30, 20, "e2", `{"k":"e2"}`}) {
 		t.Fatalf("accumulate over replace: %+v", got)
 	}
-	if err := s.SetAggregate(5, Aggregate{}); err != nil {
-		t.Fatal(err)
+	// Back to replace: refused (the next upsert would replace the events),
+	// the type unchanged.
+	var conflict *AggregateConflictError
+	if err := s.SetAggregate(5, Aggregate{}); !errors.As(err, &conflict) || conflict.Type != 5 {
+		t.Fatalf("SetAggregate(5, replace) = %v, want an AggregateConflictError", err)
 	}
-	up(9, 40, "r2")
+	up(9, 40, "e3")
 	if err := s.CompactAll(); err != nil {
 		t.Fatal(err)
 	}
-	if got := edge(); got != (edgeRead{0, 9, 40, 0, "r2", `{"k":"r2"}`}) {
-		t.Fatalf("replace over events: %+v", got)
+	if got := edge(); got != (edgeRead{3, 16, 40, 20, "e3", `{"k":"e3"}`}) {
+		t.Fatalf("after the refused switch: %+v", got)
 	}
 	for _, bad := range []Aggregate{{Retain: time.Second}, {Accumulate: true, Retain: -time.Second}} {
 		if err := s.SetAggregate(5, bad); !errors.Is(err, ErrInvalid) {

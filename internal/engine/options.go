@@ -49,9 +49,11 @@ type Options struct {
 	// HistorySeqs, with KeepHistory, keeps at least the last this many
 	// sequence numbers readable (0: only SetHistoryFloor raises the floor).
 	HistorySeqs uint64
-	// Aggregates are the edge types' aggregates (aggregate.go); a type not
-	// in it is replace. Configuration, not kept by the store: give it on
-	// every Open (Store.SetAggregate configures a type later).
+	// Aggregates gives edge types their aggregates (aggregate.go) as
+	// Store.SetAggregate does, each recorded in the store: a type not in
+	// it keeps what the store recorded (replace if nothing). An aggregate
+	// that would make a recorded accumulate type replace fails the Open
+	// (*AggregateConflictError), before any is recorded.
 	Aggregates map[uint16]Aggregate
 
 	// testPauseAt makes a flush or compaction stop at a core test point

@@ -86,6 +86,10 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(dir string) {
+	if os.Getenv(crashAggregateEnv) != "" {
+		aggregateCrashChild(dir)
+		return
+	}
 	o, batch, compactEvery := crashOptions(), crashBatch, uint64(0)
 	if os.Getenv(crashVdelEnv) != "" {
 		o, batch, compactEvery = vdelCrashOptions(), vdelCrashBatch, vdelCompactEvery

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -98,10 +99,29 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s := &Store{c: c, dir: dir, inEdges: c.InEdges(), snaps: map[*snapState]struct{}{}}
 	s.lastAnnex, s.lastPos = splitAnnex(c.SourcePosition())
-	for t, a := range o.Aggregates {
-		if e := c.SetTypeRetain(uint32(t), a.Retain.Microseconds()); e != nil {
+	// The aggregates the store records, then the configured ones: all
+	// checked before any is recorded, so a refused configuration changes
+	// nothing.
+	if e := s.loadAggregates(c); e != nil {
+		c.Close()
+		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
+	}
+	ts := make([]uint16, 0, len(o.Aggregates))
+	for t := range o.Aggregates {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	for _, t := range ts {
+		if err := s.CheckAggregate(t, o.Aggregates[t]); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
+			return nil, fmt.Errorf("open %s: option Aggregates: %w", dir, err)
+		}
+	}
+	for _, t := range ts {
+		a := o.Aggregates[t]
+		if e := c.SetTypeAggregate(uint32(t), a.Accumulate, a.Retain.Microseconds()); e != nil {
+			c.Close()
+			return nil, fmt.Errorf("open %s: option Aggregates: %w", dir, fromCore(e))
 		}
 		s.setAggregate(t, a)
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
@@ -35,6 +36,12 @@ type Report struct {
 	VertexBounds   VertexBounds    `json:"vertex_bounds"`
 	SourcePosition *SourcePosition `json:"source_position"` // null: none recorded
 	KeyDictionary  *KeyDictionary  `json:"key_dictionary"`  // null: no keys.dict
+	// TypeAggregates are the edge types the store records as accumulate,
+	// by type (every other type is replace).
+	TypeAggregates []TypeAggregate `json:"type_aggregates"`
+	// NewestEventTime is the store's newest event time (Unix µs) as its
+	// manifest records it: retention's watermark (0: none recorded).
+	NewestEventTime int64 `json:"newest_event_time_us"`
 	// Claims: what the store's durable state records of the files beside
 	// it (datadir.Claims), by file name; null: none recorded (a store
 	// written before claims, until its next flush).
@@ -74,6 +81,16 @@ type KafkaOffset struct {
 	TopicID    string `json:"topic_id,omitempty"`
 	Partition  int32  `json:"partition"`
 	NextOffset int64  `json:"next_offset"`
+}
+
+// TypeAggregate is an edge type the store records as accumulate.
+type TypeAggregate struct {
+	Type uint16 `json:"type"`
+	Name string `json:"name"`
+	// RetainUs is its retain in µs (Retain as text): its events within it
+	// of the newest event time stay readable one by one.
+	RetainUs int64  `json:"retain_us"`
+	Retain   string `json:"retain"`
 }
 
 // KeyDictionary describes the key dictionary (keys.dict).
@@ -178,7 +195,7 @@ func Run(dir string, verify, asJSON bool, out io.Writer) error {
 			return err
 		}
 	} else {
-		rep = &Report{Dir: dir, Store: datadir.StorePath(dir), Levels: []Level{}, Files: []File{}}
+		rep = &Report{Dir: dir, Store: datadir.StorePath(dir), Levels: []Level{}, Files: []File{}, TypeAggregates: []TypeAggregate{}}
 	}
 	rep.Verify = v
 	if err := rep.Write(out, asJSON); err != nil {
@@ -235,8 +252,15 @@ func Collect(d *datadir.Dir) (*Report, error) {
 	rep := &Report{
 		Dir: d.Path, Store: datadir.StorePath(d.Path), InEdges: store.InEdges(), DurableSeq: m.DurableSeq,
 		VertexBounds: VertexBounds{Numeric: low, Keys: high},
-		Levels:       []Level{}, Files: []File{},
-		metrics: m,
+		Levels:       []Level{}, Files: []File{}, TypeAggregates: []TypeAggregate{},
+		NewestEventTime: store.NewestEventTime(),
+		metrics:         m,
+	}
+	aggs := store.Aggregates()
+	for _, t := range slices.Sorted(maps.Keys(aggs)) {
+		a := aggs[t]
+		rep.TypeAggregates = append(rep.TypeAggregates, TypeAggregate{Type: t, Name: d.Types.Name(t),
+			RetainUs: a.Retain.Microseconds(), Retain: a.Retain.String()})
 	}
 	if info, err := os.Stat(filepath.Join(rep.Store, "MANIFEST")); err == nil {
 		rep.ManifestBytes = info.Size()
@@ -310,6 +334,18 @@ func (r *Report) writeText(w io.Writer) error {
 		bounds += fmt.Sprintf(", key ids in [%d, %d)", keydict.KeyBase, r.VertexBounds.Keys)
 	}
 	fmt.Fprintf(w, "vertex bounds: %s\n", bounds)
+	if len(r.TypeAggregates) == 0 {
+		fmt.Fprintln(w, "edge types: every type replace (none recorded as accumulate)")
+	} else {
+		parts := make([]string, len(r.TypeAggregates))
+		for i, a := range r.TypeAggregates {
+			parts[i] = fmt.Sprintf("%s (type %d) accumulate, retain %s", a.Name, a.Type, a.Retain)
+		}
+		fmt.Fprintf(w, "edge types: %s; every other type replace\n", strings.Join(parts, ", "))
+	}
+	if r.NewestEventTime != 0 {
+		fmt.Fprintf(w, "newest event time: %s (retention folds by it)\n", time.UnixMicro(r.NewestEventTime).UTC().Format(time.RFC3339Nano))
+	}
 	switch sp := r.SourcePosition; {
 	case sp == nil:
 		fmt.Fprintln(w, "source position: none recorded")

@@ -14,8 +14,11 @@ import (
 // type its number through the type dictionary (a name not seen yet is
 // assigned one now, before any record can name it) and configures the
 // store and the ingester with them (bulk.ResolveAggregates and
-// ConfigureAggregates, which load uses too). Not persisted: a restart
-// without them reads the types as replace again.
+// ConfigureAggregates, which load uses too). The store records them: a
+// start without the mappings (or whose mappings leave a type out) keeps
+// the types as recorded, and one whose mapping would make a recorded
+// accumulate type replace is refused at start, naming the type, before
+// any record is read.
 
 // configuredAggregate is one type's aggregate and the topic whose mapping
 // gave it (for errors).

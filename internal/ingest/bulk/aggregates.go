@@ -1,7 +1,9 @@
 package bulk
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -10,7 +12,9 @@ import (
 )
 
 // Edge types' aggregates (decode.Mapping.Types), for serve and load: the
-// names resolved through the type dictionary, then given to the store.
+// names resolved through the type dictionary, then given to the store,
+// which records them (engine.Store.SetAggregate): a later start without
+// the mapping has them still.
 
 // ResolveAggregates gives the aggregates their type numbers through the
 // type dictionary (assigning numbers to names it has not seen).
@@ -33,16 +37,40 @@ func ResolveAggregates(as []decode.TypeAggregate, types *typedict.Dict) (map[uin
 }
 
 // ConfigureAggregates gives the store its types' aggregates (before
-// anything is applied) and returns the set of the accumulate types.
+// anything is applied), which records them, and returns the set of the
+// types the store accumulates: those as, and those it recorded before (a
+// type as does not name keeps what the store recorded). Every aggregate
+// is checked before any is recorded: one that would make a type the
+// store records as accumulate replace is refused, naming the type, and
+// nothing changes.
 func ConfigureAggregates(st *engine.Store, as map[uint16]decode.TypeAggregate) (engine.TypeSet, error) {
+	ts := make([]uint16, 0, len(as))
+	for t := range as {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	agg := func(a decode.TypeAggregate) engine.Aggregate {
+		return engine.Aggregate{Accumulate: a.Accumulate, Retain: a.Retain}
+	}
+	for _, t := range ts {
+		a := as[t]
+		var conflict *engine.AggregateConflictError
+		switch err := st.CheckAggregate(t, agg(a)); {
+		case errors.As(err, &conflict):
+			return engine.TypeSet{}, fmt.Errorf("types: %s: the mapping makes %s replace, but the store records it as accumulate (retain %v): its edges' next events would replace the events they hold. A type's aggregate is the store's: say aggregate: accumulate for %s (its retain may change), or map the records that should replace to a new type name",
+				a.Type, a.Type, conflict.Recorded.Retain, a.Type)
+		case err != nil:
+			return engine.TypeSet{}, fmt.Errorf("types: %s: %w", a.Type, err)
+		}
+	}
+	for _, t := range ts {
+		if err := st.SetAggregate(t, agg(as[t])); err != nil {
+			return engine.TypeSet{}, fmt.Errorf("types: %s: %w", as[t].Type, err)
+		}
+	}
 	var acc engine.TypeSet
-	for t, a := range as {
-		if err := st.SetAggregate(t, engine.Aggregate{Accumulate: a.Accumulate, Retain: a.Retain}); err != nil {
-			return acc, fmt.Errorf("types: %s: %w", a.Type, err)
-		}
-		if a.Accumulate {
-			acc.Add(t)
-		}
+	for t := range st.Aggregates() {
+		acc.Add(t)
 	}
 	return acc, nil
 }
