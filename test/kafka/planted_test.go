@@ -331,19 +331,23 @@ func runPayments(t *testing.T, file string, monitors []string, want int, wait ti
 	port := freeTCPPort(t)
 	r.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	log := &logBuffer{}
-	args := []string{"--config", cfg, "--brokers", strings.Join(addrs, ","), "--topics", r.topic, "--group", uniq("payments-group"),
+	args := []string{"--config", cfg, "--brokers", strings.Join(addrs, ","), "--topics", r.topic, "--group", "",
 		"--dir", filepath.Join(dir, "data"), "--memory-budget", "512MiB", "--http-addr", fmt.Sprintf("127.0.0.1:%d", port),
 		"--alert-topic", alertT, "--dead-letter-topic", uniq("payments-dead"), "--flush-interval", "200ms"}
 	if opts.kill != "" {
-		// A checkpoint within 3 s of a batch (the kill comes sooner after
-		// the one before it), and the restarted serve produces the alerts
-		// once the killed one's session is over.
-		args = append(args, "--checkpoint-interval", "3s", "--alert-failover-timeout", "6s")
+		// A checkpoint within a second of a batch (the kill comes sooner
+		// after the one before it), and the restarted serve produces the
+		// alerts once the killed one's session is over (the least it takes).
+		args = append(args, "--checkpoint-interval", "1s", "--alert-failover-timeout", "6s")
 	}
 	for _, m := range monitors {
 		args = append(args, "--analytic", m)
 	}
 	start := func() *serveProc {
+		// Each start in a consumer group of its own: a killed member's
+		// would hold its partitions until its session times out (serve
+		// resumes from the store's position, not the group's).
+		args[slices.Index(args, "--group")+1] = uniq("payments-group")
 		srv := startServe(t, bin, log, args...)
 		if !waitFor(2*time.Minute, func() bool { code, _ := httpGet(r.base + "/readyz"); return code == 200 || !srv.alive() }) || !srv.alive() {
 			t.Fatalf("serve did not become ready:\n%s", log.tail(40))
