@@ -386,7 +386,7 @@ func runPayments(t *testing.T, file string, monitors []string, want int, wait ti
 			t.Fatalf("%v payments dead-lettered:\n%s", n, log.tail(30))
 		}
 	} else {
-		srv = r.produceSlices(t, ctx, opts, produce, srv, start, log)
+		srv = r.produceSlices(t, opts, produce, srv, start, log)
 	}
 	seq := lastSeqOf(t, r.base)
 	for _, m := range monitors {
@@ -447,7 +447,7 @@ func monitorName(m string) string {
 // each once serve's change feed lists every payment of the one before,
 // recording the order the feed lists them in (r.applied); at opts.kill it
 // SIGKILLs serve and starts it again. It returns the serve running.
-func (r *paymentsRun) produceSlices(t *testing.T, ctx context.Context, opts paymentsOpts, produce func(lo, hi int), srv *serveProc, start func() *serveProc, log *logBuffer) *serveProc {
+func (r *paymentsRun) produceSlices(t *testing.T, opts paymentsOpts, produce func(lo, hi int), srv *serveProc, start func() *serveProc, log *logBuffer) *serveProc {
 	t.Helper()
 	// A change names its payment by payer, payee, amount and time.
 	type change struct {
@@ -1020,9 +1020,25 @@ func TestRandomPaymentsRings(t *testing.T) {
 		got[a.Analytic+"/"+a.Kind]++
 	}
 	t.Logf("serve: %v", got)
-	for _, k := range []string{"rings1h/cycle", "rings24h/cycle"} {
-		if got[k] != count[k] {
-			t.Errorf("%s: %d ring alerts, the reference's %d", k, got[k], count[k])
+	for _, name := range []string{"rings1h", "rings24h"} {
+		// What a monitor left out says why it could miss a ring: a pull
+		// cut short by pull_timeout or pull_memory_mib, or payments its
+		// window dropped early.
+		var sum struct {
+			CutShort uint64 `json:"pulls_cut_short"`
+			Rings    struct {
+				Events  int    `json:"events"`
+				Late    uint64 `json:"late"`
+				Dropped uint64 `json:"dropped"`
+			} `json:"rings"`
+		}
+		if err := json.Unmarshal(r.summaries[name], &sum); err != nil {
+			t.Fatalf("%s's summary: %v", name, err)
+		}
+		t.Logf("%s: %d ring alerts (the reference's %d); pulls cut short %d, payments held %d, late %d, dropped %d",
+			name, got[name+"/cycle"], count[name+"/cycle"], sum.CutShort, sum.Rings.Events, sum.Rings.Late, sum.Rings.Dropped)
+		if got[name+"/cycle"] != count[name+"/cycle"] {
+			t.Errorf("%s: %d ring alerts, the reference's %d (pulls cut short %d, payments dropped %d)", name, got[name+"/cycle"], count[name+"/cycle"], sum.CutShort, sum.Rings.Dropped)
 		}
 	}
 	if most := len(r.payments) / 10000; got["rings1h/cycle"] > most {
