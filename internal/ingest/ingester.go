@@ -48,8 +48,9 @@ type Config struct {
 	Mappings map[string]decode.Mapping
 	// Accumulate is the edge types whose upserts accumulate (serve: the
 	// mappings' types, engine.Aggregate): an upsert of one whose record
-	// gives no event reference (decode.Mapping.EventID) gets its Kafka
-	// record's, "topic/partition/offset" (SourceRef).
+	// gives no event reference (decode.Mapping.EventID, a write's ref)
+	// gets its Kafka record's, "topic/partition/offset" (SourceRef): a
+	// writes-topic batch's upserts share their write record's.
 	Accumulate engine.TypeSet
 	// DeadLetterTopic receives undecodable records; default "graphtide-dead-letters".
 	DeadLetterTopic string

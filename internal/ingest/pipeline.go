@@ -60,10 +60,18 @@ func newApplyJob() *applyJob {
 // add appends one decoded edge operation to the batch, as load does; an
 // upsert of an accumulate type without an event reference gets its
 // record's "topic/partition/offset".
-func (j *applyJob) add(e decode.Edge) {
-	bulk.Add(&j.batch, e)
-	if e.Op == decode.OpUpsert && len(e.EventRef) == 0 && j.src != nil && j.accumulate != nil && j.accumulate.Has(e.Type) {
-		j.batch.SetPayload(SourceRef(j.src.Topic, j.src.Partition, j.src.Offset), e.Props)
+func (j *applyJob) add(e decode.Edge) { addEvent(&j.batch, e, j.src, j.accumulate) }
+
+// addEvent appends one decoded edge operation of the Kafka record src to
+// b, as load does; an upsert of a type of accumulate that gives no event
+// reference gets src's "topic/partition/offset" (SourceRef). Every record
+// ingest reads goes through it: those of --topics and the writes topic's
+// batches alike (all the upserts of one record share its reference, as
+// the elements of a JSON array record do).
+func addEvent(b *engine.Batch, e decode.Edge, src *kgo.Record, accumulate *engine.TypeSet) {
+	bulk.Add(b, e)
+	if e.Op == decode.OpUpsert && len(e.EventRef) == 0 && src != nil && accumulate != nil && accumulate.Has(e.Type) {
+		b.SetPayload(SourceRef(src.Topic, src.Partition, src.Offset), e.Props)
 	}
 }
 

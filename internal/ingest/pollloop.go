@@ -645,7 +645,7 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 					dec.otherGraph[g]++
 					continue
 				}
-				w, err = decodeWrite(dc, r, recordRef(ti, r.Partition, r.Offset))
+				w, err = decodeWrite(dc, r, recordRef(ti, r.Partition, r.Offset), s.accumulate)
 				if err == nil {
 					j.writes = append(j.writes, w)
 					continue

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
@@ -74,10 +73,12 @@ type pendingWrite struct {
 }
 
 // decodeWrite makes a pendingWrite of a writes-topic record: its ops
-// decoded by dc (the JSON format, assigning key ids as any record does).
-// An error is the record's fault: it goes to the dead letters, and its
+// decoded by dc (the JSON format, assigning key ids as any record does);
+// an upsert of a type of accumulate without a ref of its own gets the
+// record's "topic/partition/offset", as a record of --topics does. An
+// error is the record's fault: it goes to the dead letters, and its
 // waiter is told.
-func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, error) {
+func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64, accumulate *engine.TypeSet) (*pendingWrite, error) {
 	w := &pendingWrite{partition: r.Partition, offset: r.Offset, print: writes.Fingerprint(r.Value), request: requestOf(r)}
 	for _, h := range r.Headers {
 		if h.Key == writes.HeaderKey {
@@ -93,7 +94,7 @@ func decodeWrite(dc decode.Decoder, r *kgo.Record, ref uint64) (*pendingWrite, e
 	}
 	w.conds = conds
 	w.batch.Tag(ref)
-	if err := dc.Decode(ops, func(e decode.Edge) { bulk.Add(&w.batch, e) }); err != nil {
+	if err := dc.Decode(ops, func(e decode.Edge) { addEvent(&w.batch, e, r, accumulate) }); err != nil {
 		return w, err
 	}
 	return w, nil

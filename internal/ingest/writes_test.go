@@ -51,7 +51,7 @@ func applyAt(t *testing.T, in *Ingester, off int64, key string, req writes.Reque
 	if key != "" {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: writes.HeaderKey, Value: []byte(key)})
 	}
-	w, err := decodeWrite(in.decs["w"], r, 0)
+	w, err := decodeWrite(in.decs["w"], r, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

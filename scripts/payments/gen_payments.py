@@ -41,7 +41,8 @@ them). Two modes:
     the lateness when they arrive) or a little out of order.
     --manifest FILE writes what was planted and the alerts each pattern
     must raise, by construction (event ids), for the monitors printed by
-    --print-monitors (the settings it was planted for).
+    --print-monitors (the settings it was planted for; with
+    ring_search=any every ring pattern, the decoys too, is a cycle).
   random: --events payments among --accounts accounts over --days days,
     uniform, in time order, with millisecond times (the issue's 287,000
     among 20,000 over 30 days: --mode random --events 287000 --accounts 20000).
@@ -66,7 +67,9 @@ SEC = 1_000_000
 FRAUD = ("type=fraud,name=fraud,measure=senders,threshold=20,window=1h,lateness=5m,evidence=16,"
          "ring_search=timed,max_span=1h,max_cycle=4,min_ratio=0.9,mule_senders=5,mule_receivers=5")
 BIG = "type=fanin,name=big,measure=amount,threshold=50000,window=1h,lateness=5m"
-MONITORS = [FRAUD, BIG]
+# Rings without time: every ring pattern, the decoys too, is a cycle.
+ANY = "type=fraud,name=anyrings,threshold=1000000,ring_search=any,max_cycle=4"
+MONITORS = [FRAUD, BIG, ANY]
 # The window and lateness above, which the late noise is late for.
 WINDOW = 60 * MIN
 LATENESS = 5 * MIN
@@ -277,6 +280,25 @@ def planted(seed, noise_events=4000, accounts=2500):
 
     records = st.finish()
     ids = lambda ps: [p["event_id"] for p in ps]  # noqa: E731
+    # anyrings: each ring pattern's cycle, raised by the payment that
+    # first pays the last of its edges to be paid; its evidence each hop's
+    # newest payment then, from the trigger's payer on.
+    order = {p["event_id"]: i for i, p in enumerate(records)}
+    pays = [x[2] for x in st.items]
+    for p in patterns:
+        if p["name"] not in ("ring10m", "ring30d", "backwards", "ratio", "straggler"):
+            continue
+        cyc = p["accounts"][:2] if p["name"] == "straggler" else p["accounts"]
+        pairs = [(cyc[i], cyc[(i + 1) % len(cyc)]) for i in range(len(cyc))]
+        of = {pr: sorted((q for q in pays if (q["from_account"], q["to_account"]) == pr), key=lambda q: order[q["event_id"]])
+              for pr in pairs}
+        trigger = max((of[pr][0] for pr in pairs), key=lambda q: order[q["event_id"]])
+        k = cyc.index(trigger["from_account"])
+        cyc = cyc[k:] + cyc[:k]
+        ev = [[q for q in of[(cyc[i], cyc[(i + 1) % len(cyc)])] if order[q["event_id"]] <= order[trigger["event_id"]]][-1]
+              for i in range(len(cyc))]
+        alerts.append({"analytic": "anyrings", "kind": "cycle", "vertex": cyc[0], "cycle": cyc, "trigger": trigger,
+                       "evidence": ev, "evidence_dropped": 0})
     manifest = {
         "seed": seed, "monitors": MONITORS,
         "patterns": [{"name": p["name"], "accounts": p["accounts"], "events": ids(p["events"])} for p in patterns],

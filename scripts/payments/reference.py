@@ -27,6 +27,15 @@ the semantics written in docs/analytics.md (issue 42's design):
     alerts only if its first hop is after T; of several rings one payment
     completes over the same accounts, the one of the smallest span, then
     the earliest first hop, then the earliest payments.
+  * rings without time (fraud, ring_search=any): every simple directed
+    cycle of at most max_cycle accounts that the graph of payments (an
+    edge from a to b once a paid b) holds once a payment adds an edge it
+    did not hold, whatever when the other edges were paid; each cycle
+    once, raised by that payment, listed from its payer; its evidence is,
+    per hop, the newest payment of that edge so far. (The Go monitor
+    searches per pull: of the edges new in one pull it credits a cycle to
+    the one paid last in it, so its trigger may be a later payment of the
+    cycle's edges within the pull.)
 
 The fan and mule window is the one views.TimeWindow defines: the watermark is the newest
 event time seen less lateness; a payment whose time is at or before
@@ -199,9 +208,11 @@ class Spec:
         self.max_cycle = int(kv.pop("max_cycle", "0")) or 4
         self.max_span = parse_duration(kv.pop("max_span", "0")) or 3_600_000_000
         self.ring_search = kv.pop("ring_search", "timed")
-        if self.ring_search != "timed":
-            raise ValueError("ring_search %r: the reference computes timed rings only" % self.ring_search)
+        if self.ring_search not in ("timed", "any"):
+            raise ValueError("ring_search %r: timed or any" % self.ring_search)
         self.min_ratio = float(kv.pop("min_ratio", "0"))
+        if self.ring_search == "any" and self.min_ratio:
+            raise ValueError("monitor %r: min_ratio is ring_search=timed's" % text)
         self.mule_senders = int(kv.pop("mule_senders", "0"))
         self.mule_receivers = int(kv.pop("mule_receivers", "0"))
         if (self.mule_senders == 0) != (self.mule_receivers == 0):
@@ -501,6 +512,57 @@ class Rings:
             })
 
 
+class AnyRings:
+    """Rings without time (ring_search=any): the new cycles of the graph of
+    payments, each raised once by the payment whose new edge closes it."""
+
+    def __init__(self, spec, report):
+        self.spec, self.report = spec, report
+        self.out = defaultdict(set)  # account -> accounts it paid
+        self.newest = {}  # (src, dst) -> its newest payment
+        self.seen = set()  # rotation keys of the cycles raised
+        self.late = 0  # nothing is late here
+        self.found = 0
+
+    def add(self, p):
+        new = p.dst not in self.out[p.src]
+        self.out[p.src].add(p.dst)
+        self.newest[(p.src, p.dst)] = p
+        if not new:
+            return
+        # Every simple path p.dst -> ... -> p.src of at most max_cycle-1
+        # edges makes, with the new edge, a cycle through it.
+        cycles = []
+
+        def walk(path):
+            for w in sorted(self.out.get(path[-1], ())):
+                if w == p.src:
+                    cycles.append(path)
+                elif len(path) < self.spec.max_cycle and w not in path:
+                    walk(path + [w])
+
+        if p.src == p.dst:
+            cycles.append([p.src])
+        elif self.spec.max_cycle >= 2:
+            walk([p.src, p.dst])
+        for c in cycles:
+            key = _rotation_key(c)
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            self.found += 1
+            hops = [self.newest[(c[i], c[(i + 1) % len(c)])] for i in range(len(c))]
+            ev = hops[-self.spec.evidence:]
+            self.report.alerts.append({
+                "analytic": self.spec.name, "kind": "cycle", "vertex": c[0], "cycle": c, "trigger": p.id,
+                "value": len(c), "evidence": [e.id for e in ev], "evidence_dropped": len(hops) - len(ev),
+                "totals": {
+                    "events": len(hops), "amount": _amount(sum(e.cents for e in hops)),
+                    "first": fmt_ts(min(e.t for e in hops)), "last": fmt_ts(max(e.t for e in hops)),
+                },
+            })
+
+
 def run(payments, specs):
     """The alerts of every monitor of specs over payments, and a summary."""
     report = Report()
@@ -515,7 +577,7 @@ def run(payments, specs):
             parts.append(("fan_in", Fan(spec, True, "fan_in", report)))
             if spec.mule_senders:
                 parts.append(("mule", Mule(spec, report)))
-            parts.append(("cycle", Rings(spec, report)))
+            parts.append(("cycle", AnyRings(spec, report) if spec.ring_search == "any" else Rings(spec, report)))
         for p in payments:
             if spec.types is not None and p.type not in spec.types:
                 continue

@@ -201,7 +201,14 @@ class ReferenceAgrees(unittest.TestCase):
                 records, manifest = planted(seed)
                 alerts, summary = ref.run(payments(records), [ref.Spec(m) for m in manifest["monitors"]])
                 self.assertEqual(sorted(map(key, alerts)), sorted(map(key, manifest["alerts"])))
-                self.assertEqual(len(alerts), 5)
+                self.assertEqual(len(alerts), 10)
+                # Without time, every ring pattern is a ring, the decoys
+                # (a month long, backwards, losing half) too, each once.
+                anyrings = {frozenset(a["cycle"]) for a in alerts if a["analytic"] == "anyrings"}
+                rings = {frozenset(p["accounts"][:2] if p["name"] == "straggler" else p["accounts"])
+                         for p in manifest["patterns"] if p["name"] in ("ring10m", "ring30d", "backwards", "ratio", "straggler")}
+                self.assertEqual(anyrings, rings)
+                self.assertEqual(summary["anyrings"]["alerts"]["cycle"], 5)
                 self.assertEqual(summary["knife_edges"], [])
                 self.assertGreaterEqual(summary["fraud"]["late"]["fan_in"], 1)
                 # The second closing of ring10m is a ring the dedup rule

@@ -344,11 +344,56 @@ class CommandLine(unittest.TestCase):
 
     def test_unknown_setting_is_refused(self):
         with self.assertRaises(ValueError):
-            ref.Spec("type=fraud,threshold=1,ring_search=any")
+            ref.Spec("type=fraud,threshold=1,ring_search=all")
+        with self.assertRaises(ValueError):
+            ref.Spec("type=fraud,threshold=1,ring_search=any,min_ratio=0.9")
         with self.assertRaises(ValueError):
             ref.Spec("type=fraud,threshold=1,mule_senders=3")
         with self.assertRaises(ValueError):
             ref.Spec("type=fanin,threshold=1,colour=red")
+
+
+ANY = "type=fraud,name=any,threshold=1000,ring_search=any,max_cycle=4"
+
+
+class RingsWithoutTime(unittest.TestCase):
+    def test_a_ring_over_a_month(self):
+        day = 24 * 60
+        alerts, summary = run(ANY, pay("ab", "a", "b", 10, 0), pay("bc", "b", "c", 20, 10 * day),
+                              pay("ca", "c", "a", 30, 29 * day))
+        self.assertEqual(brief(alerts), [("cycle", "c", "ca")])
+        self.assertEqual(alerts[0]["cycle"], ["c", "a", "b"])
+        self.assertEqual(alerts[0]["evidence"], ["ca", "ab", "bc"])
+        self.assertEqual(alerts[0]["totals"]["amount"], 60)
+        self.assertEqual(summary["any"]["rings_found"], 1)
+
+    def test_each_cycle_once_from_the_payment_of_its_new_edge(self):
+        alerts, _ = run(ANY, pay("ab", "a", "b"), pay("ba", "b", "a"), pay("ba2", "b", "a"),  # the 2-cycle once
+                        pay("ac", "a", "c"), pay("ca", "c", "a"), pay("ab2", "a", "b"),
+                        pay("bc", "b", "c"),  # a -> b -> c -> a
+                        pay("cb", "c", "b"))  # c -> b -> a -> c and c -> b -> c
+        self.assertEqual(sorted((a["trigger"], tuple(a["cycle"])) for a in alerts), [
+            ("ba", ("b", "a")), ("bc", ("b", "c", "a")), ("ca", ("c", "a")),
+            ("cb", ("c", "b")), ("cb", ("c", "b", "a")),
+        ])
+        # The evidence is each hop's newest payment when the cycle closed.
+        by = {a["trigger"] + "".join(a["cycle"]): a for a in alerts}
+        self.assertEqual(by["bcbca"]["evidence"], ["bc", "ca", "ab2"])
+        self.assertEqual(by["cbcba"]["evidence"], ["cb", "ba2", "ac"])
+
+    def test_at_most_max_cycle_accounts(self):
+        ps = [pay("p%d" % i, "v%d" % i, "v%d" % ((i + 1) % 5)) for i in range(5)]
+        alerts, _ = run(ANY, *ps)
+        self.assertEqual(alerts, [])
+        alerts, _ = run(ANY.replace("max_cycle=4", "max_cycle=5"), *ps)
+        self.assertEqual(brief(alerts), [("cycle", "v4", "p4")])
+        alerts, _ = run(ANY.replace("max_cycle=4", "max_cycle=1"), pay("ab", "a", "b"), pay("ba", "b", "a"))
+        self.assertEqual(alerts, [])
+
+    def test_times_and_order_do_not_matter(self):
+        # Backwards in time and out of order: still a ring without time.
+        alerts, _ = run(ANY, pay("ab", "a", "b", 10, 9), pay("bc", "b", "c", 10, 5), pay("ca", "c", "a", 10, -500))
+        self.assertEqual(brief(alerts), [("cycle", "c", "ca")])
 
 
 if __name__ == "__main__":

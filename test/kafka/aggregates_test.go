@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +32,7 @@ import (
 func TestServePaymentsAsEvents(t *testing.T) {
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
-	topic, dead := uniq("payments-agg"), uniq("payments-agg-dead")
+	topic, dead, writesTopic := uniq("payments-agg"), uniq("payments-agg-dead"), uniq("payments-agg-writes")
 	createTopic(t, topic, 3)
 	port := freeTCPPort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -38,7 +41,7 @@ func TestServePaymentsAsEvents(t *testing.T) {
 		"--mapping", topic+":src=/from_account,dst=/to_account,weight=/amount,time=/ts,type=/type,op=/kind,op_values=paid:upsert|refunded:delete|login:upsert,"+
 			"event_id=/event_id,props.currency=/currency,types=payment:accumulate:2h|login:replace",
 		"--dir", filepath.Join(t.TempDir(), "data"), "--memory-budget", "256MiB", "--http-addr", fmt.Sprintf("127.0.0.1:%d", port),
-		"--dead-letter-topic", dead, "--flush-interval", "200ms")
+		"--dead-letter-topic", dead, "--flush-interval", "200ms", "--writes-topic", writesTopic)
 	if !waitFor(2*time.Minute, func() bool { code, _ := httpGet(base + "/readyz"); return code == 200 || !srv.alive() }) || !srv.alive() {
 		t.Fatalf("serve did not become ready:\n%s", log.tail(40))
 	}
@@ -238,6 +241,43 @@ func TestServePaymentsAsEvents(t *testing.T) {
 	}
 	if code, b := httpGet(base + "/v1/edges/acct-1/acct-2?window=3h"); code != 400 || !strings.Contains(string(b), "longer than the retain of type payment (2h0m0s)") {
 		t.Fatalf("a window past the retain: %d %s", code, b)
+	}
+	// A payment written through POST /v1/batches (the writes topic)
+	// without a ref of its own reads with its write record's
+	// coordinates, as one of the payments topic does (the answer names
+	// them); one with a ref keeps it, and a login (replace) gets none.
+	ts := newest.Format(time.RFC3339)
+	var wr struct {
+		Applied   bool  `json:"applied"`
+		Partition int32 `json:"partition"`
+		Offset    int64 `json:"offset"`
+	}
+	body := `{"ops":[{"src":"acct-w1","dst":"acct-w2","weight":7.5,"type":"payment","ts":"` + ts + `"},` +
+		`{"src":"acct-w1","dst":"acct-w2","weight":2.5,"type":"payment","ts":"` + ts + `","ref":"w-2"},` +
+		`{"src":"acct-w1","dst":"acct-w3","type":"login","ts":"` + ts + `"}]}`
+	resp, err := http.Post(base+"/v1/batches", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || json.Unmarshal(b, &wr) != nil || !wr.Applied {
+		t.Fatalf("POST /v1/batches: %d %s %v", resp.StatusCode, b, err)
+	}
+	var wevs api.EventsResponse
+	get("/v1/edges/acct-w1/acct-w2/events?type=payment", &wevs)
+	var wrefs []string
+	for _, e := range wevs.Events {
+		wrefs = append(wrefs, e.Ref)
+	}
+	slices.Sort(wrefs)
+	if want := []string{fmt.Sprintf("%s/%d/%d", writesTopic, wr.Partition, wr.Offset), "w-2"}; !slices.Equal(wrefs, want) {
+		t.Fatalf("the written payments' refs %q, want %q", wrefs, want)
+	}
+	var login api.EdgeResponse
+	get("/v1/edges/acct-w1/acct-w3", &login)
+	if len(login.Edges) != 1 || login.Edges[0].Ref != "" || login.Edges[0].Aggregate != nil {
+		t.Fatalf("the written login (replace): %+v", login.Edges)
 	}
 	if err := srv.stop(); err != nil {
 		t.Fatalf("serve: %v\n%s", err, log.tail(20))
