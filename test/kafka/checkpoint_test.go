@@ -244,14 +244,10 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	}
 	// max_behind 200: a restart's replay, a burst of hundreds of records,
 	// reaches the monitor 200 operations at a time (never Lost). Its
-	// alerts (about 20,000 cycles) carry one event of evidence each: this
-	// test checks that each is raised once across crashes, not their
-	// evidence (the timed rings' and the fan-out's below are checked), and
-	// four events each made the storm's alerts take about 20 s more under
-	// the race detector, past the checkpoint's catch-up time on a loaded
-	// machine.
-	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, RingSearch: "any", Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200,
-		Evidence: 1}
+	// alerts (about 20,000 cycles) carry their evidence (an event per hop,
+	// the default cap): each is raised once across crashes, with as many
+	// events as its cycle has hops.
+	spec := analytics.Spec{Type: "fraud", MaxCycle: 4, RingSearch: "any", Threshold: threshold, WindowEdges: window, PullTimeout: time.Minute, MaxBehind: 200}
 	// Beside it, on the same stream: a fraud monitor of timed rings, a
 	// degree monitor (out plus in) and a fanout monitor, checkpointed with
 	// it.
@@ -459,6 +455,9 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 			}
 		case a.Kind == "cycle":
 			gotCycles[testref.CycleKey(a.Cycle)]++
+			if len(a.Evidence) != len(a.Cycle) {
+				t.Errorf("cycle alert %s: %d events of evidence for %d hops", a.ID, len(a.Evidence), len(a.Cycle))
+			}
 		case a.Kind == "fan_in":
 			gotFan[crossing{a.Source.Offset, a.Vertex}]++
 		case a.Kind == "fan_out":
