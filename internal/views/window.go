@@ -144,7 +144,7 @@ func (w *ItemWindow[T]) SetLate(n uint64) {
 // Bytes is the memory of the held items' array, item bytes each.
 func (w *ItemWindow[T]) Bytes(item int64) int64 {
 	if w.tw != nil {
-		return (item + 16) * int64(cap(w.tw.h)) // and its time and arrival number
+		return (item + 16) * int64(w.tw.capacity()) // and its time and arrival number
 	}
 	return item * int64(cap(w.q))
 }
