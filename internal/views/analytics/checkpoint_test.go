@@ -794,3 +794,75 @@ func TestCheckpointKeepsTheStateOfOneThatDidNotCatchUp(t *testing.T) {
 	}
 	t.Logf("%d alerts, %d delivered by the first checkpoint", len(want.all()), upTo)
 }
+
+// TestCheckpointDefersAtMostThreeInARow: while an analytic cannot catch
+// up, MaxCheckpointDeferrals checkpoints in a row keep the file on disk;
+// the next is written without it (the replay a restart needs stays
+// bounded), and once it catches up again checkpoints hold it again.
+func TestCheckpointDefersAtMostThreeInARow(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sink := &gatedSink{analytic: "in", gate: make(chan struct{})}
+	sink.shut(true)
+	reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
+	defer reg.Close()
+	for _, sp := range []Spec{{Name: "in", Type: "fanin", Threshold: 0.5, WindowEdges: 10}, {Name: "out", Type: "fanout", Threshold: 100, WindowEdges: 10}} {
+		if _, err := reg.Register(sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := uint64(0)
+	step := func() { // one upsert into a new vertex: "in" raises an alert
+		n++
+		var b engine.Batch
+		b.Insert(n, 1_000_000+n)
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	checkpoint := func(within time.Duration) ([]string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		meta, err := reg.Checkpoint(ctx, path, []byte("pos"))
+		var names []string
+		for _, a := range meta.Analytics {
+			names = append(names, a.Name)
+		}
+		return names, err
+	}
+	step()
+	waitAllAt(t, reg, []string{"in", "out"}, lastSeq(t, s))
+	if names, err := checkpoint(30 * time.Second); err != nil || fmt.Sprint(names) != "[in out]" {
+		t.Fatalf("the first checkpoint holds %v: %v", names, err)
+	}
+	sink.shut(false)
+	step()
+	waitAllAt(t, reg, []string{"out"}, lastSeq(t, s))
+	for k := 1; k <= MaxCheckpointDeferrals; k++ {
+		var de *DeferredError
+		if _, err := checkpoint(600 * time.Millisecond); !errors.As(err, &de) || de.Deferrals != k || fmt.Sprint(de.Analytics) != "[in]" {
+			t.Fatalf("checkpoint %d while in waits: %v, want deferral %d of [in]", k, err, k)
+		}
+	}
+	if names, err := checkpoint(600 * time.Millisecond); err != nil || fmt.Sprint(names) != "[out]" {
+		t.Fatalf("the checkpoint after %d deferrals holds %v (%v), want [out]", MaxCheckpointDeferrals, names, err)
+	}
+	// The file on disk holds no state of in now: nothing to keep.
+	if names, err := checkpoint(600 * time.Millisecond); err != nil || fmt.Sprint(names) != "[out]" {
+		t.Fatalf("the next checkpoint holds %v (%v), want [out]", names, err)
+	}
+	sink.shut(true)
+	waitAllAt(t, reg, []string{"in", "out"}, lastSeq(t, s))
+	if names, err := checkpoint(30 * time.Second); err != nil || fmt.Sprint(names) != "[in out]" {
+		t.Fatalf("the checkpoint once in caught up holds %v: %v", names, err)
+	}
+}
