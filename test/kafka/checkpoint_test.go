@@ -32,6 +32,16 @@ func lastServeRun(t *testing.T, cfg childConfig, log *logBuffer, end ingest.Posi
 		t.Fatalf("the last child did not catch up: store at %s, want %s\n%s", fmtPos(ch.storePos()), fmtPos(end), log.tail(30))
 	}
 	base := "http://" + ch.httpAddr()
+	// The store covers the end before a replay for a restored checkpoint
+	// (of records it holds already) has applied them all again, each
+	// batch a new seq: the last seq is the store's once the ingester is
+	// behind by nothing.
+	var ready struct {
+		Behind *int64 `json:"behind"`
+	}
+	if !waitFor(90*time.Second, func() bool { return getJSON(base+"/readyz", &ready) && ready.Behind != nil && *ready.Behind == 0 }) {
+		t.Fatalf("the last child's replay did not end: behind %v\n%s", ready.Behind, log.tail(30))
+	}
 	return ch, base, lastSeqOf(t, base)
 }
 
