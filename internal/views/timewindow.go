@@ -30,6 +30,7 @@ type TimeWindow[T any] struct {
 	q             []timed[T]
 	qh            int
 	h             []timed[T]
+	ahead         []T    // scratch of oldestInOrder
 	n             uint64 // items ever held: a tie-break that keeps arrival order
 	maxT          int64  // the newest time seen (0: none yet)
 	late, early   uint64
@@ -87,6 +88,18 @@ func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
 
 // Len is the number of items held.
 func (w *TimeWindow[T]) Len() int { return len(w.q) - w.qh + len(w.h) }
+
+// oldestInOrder is up to k of the items that came in order, oldest
+// first, without a copy (see ItemWindow.Oldest).
+func (w *TimeWindow[T]) oldestInOrder(k int) []T {
+	q := w.q[w.qh:min(w.qh+k, len(w.q))]
+	vs := w.ahead[:0]
+	for _, x := range q {
+		vs = append(vs, x.v)
+	}
+	w.ahead = vs
+	return vs
+}
 
 // capacity is the room of the held items' arrays.
 func (w *TimeWindow[T]) capacity() int { return cap(w.q) + cap(w.h) }

@@ -93,6 +93,17 @@ func (w *ItemWindow[T]) Add(t int64, v T, leave func(T)) bool {
 	return true
 }
 
+// Oldest returns, without a copy, up to k of the held items that leave
+// soonest, oldest first: for a Duration window only those that came in
+// time order (the others leave in between), so a hint (what to load
+// ahead), not the exact order. The slice is valid until the next Add.
+func (w *ItemWindow[T]) Oldest(k int) []T {
+	if w.tw != nil {
+		return w.tw.oldestInOrder(k)
+	}
+	return w.q[w.at:min(w.at+k, len(w.q))]
+}
+
 // Max is the most items held.
 func (w *ItemWindow[T]) Max() int { return w.max }
 

@@ -82,6 +82,7 @@ type fanWindow struct {
 	left    []*fanItem   // scratch: what one add pushed out
 	touched []*fanVertex // scratch: the vertices one add changed
 	free    []*fanItem   // items that left, to be used again (at most maxFree)
+	warmed  uint64       // what warm read (kept: so that it is read)
 }
 
 // maxFree bounds the items a fan window keeps to use again.
@@ -285,6 +286,51 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 	}
 	w.sweep()
 	return al
+}
+
+// warmAhead is how many operations warm loads ahead of add.
+const warmAhead = 32
+
+// warm loads what adding the operations es reads first (their vertices'
+// windows and the newest end of their lists, and the vertices of the
+// window's oldest items, which they push out) and changes nothing: here
+// the loads of independent operations overlap, where add, one operation
+// after another, would wait for each in turn.
+func (w *fanWindow) warm(es []views.Edge) {
+	var s uint64
+	for i := range es {
+		if w.cfg.in {
+			s += w.warmSide(es[i].Op.Dst, true)
+		}
+		if w.cfg.out {
+			s += w.warmSide(es[i].Op.Src, false)
+		}
+	}
+	// What the window pushes out meanwhile: mostly its oldest.
+	for _, it := range w.win.Oldest(len(es)) {
+		if x := it.vin; x != nil && x.in.head < len(x.in.items) && x.in.items[x.in.head] == it {
+			s++
+		}
+		if x := it.vout; x != nil && x.out.head < len(x.out.items) && x.out.items[x.out.head] == it {
+			s++
+		}
+	}
+	w.warmed += s
+}
+
+func (w *fanWindow) warmSide(v uint64, in bool) uint64 {
+	x := w.vs[v]
+	if x == nil {
+		return 0
+	}
+	sd := &x.out
+	if in {
+		sd = &x.in
+	}
+	if n := len(sd.items); n > 0 && sd.items[n-1] != nil {
+		return sd.items[n-1].n
+	}
+	return uint64(sd.head)
 }
 
 // newItem is an item to fill: one that left, or a new one.
