@@ -20,7 +20,12 @@ const stateVersion = 2
 // read, the alerts raised here the topic did not hold then, and the IDs
 // the topic held that the analytics had not raised yet.
 type savedState struct {
-	Version int             `json:"version"`
+	Version int `json:"version"`
+	// Shape is alertShape when the pending alerts' values are in the
+	// alert JSON of today (analytics.AlertRecord, as the sink writes it);
+	// absent (0) in a state written before, whose values Resume writes
+	// again.
+	Shape   int             `json:"shape,omitempty"`
 	Graph   string          `json:"graph,omitempty"`
 	Shard   string          `json:"shard,omitempty"`
 	Watched map[int32]int64 `json:"watched"`
@@ -44,12 +49,18 @@ type aheadSaved struct {
 	Source *analytics.AlertSource `json:"source,omitempty"`
 }
 
+// alertShape is savedState.Shape of the alert JSON of today.
+const alertShape = 1
+
 // decodeState reads a sink's checkpoint state, of either version.
 func decodeState(b []byte) (savedState, error) {
+	// One pass over what may be thousands of pending alerts: a version 1
+	// state (a JSON object of partitions) reads as one without a version.
 	var probe struct {
+		savedState
 		Version *int `json:"version"`
 	}
-	if err := json.Unmarshal(b, &probe); err != nil {
+	if err := json.Unmarshal(b, &probe); err != nil && probe.Version != nil {
 		return savedState{}, fmt.Errorf("alerts: the checkpoint's alert state: %w", err)
 	}
 	if probe.Version == nil { // version 1
@@ -62,12 +73,12 @@ func decodeState(b []byte) (savedState, error) {
 	if *probe.Version != stateVersion {
 		return savedState{}, fmt.Errorf("alerts: the checkpoint's alert state is of version %d; this version reads 1 and %d", *probe.Version, stateVersion)
 	}
-	var s savedState
-	if err := json.Unmarshal(b, &s); err != nil {
-		return savedState{}, fmt.Errorf("alerts: the checkpoint's alert state: %w", err)
-	}
+	s := probe.savedState
+	s.Version = *probe.Version
 	for _, it := range s.Pending {
-		if it.ID == "" || !json.Valid(it.Value) {
+		// Unmarshal checked the whole state's syntax: a value present is
+		// JSON.
+		if it.ID == "" || len(it.Value) == 0 {
 			return savedState{}, fmt.Errorf("alerts: the checkpoint's alert state holds a pending alert without an ID or a JSON value")
 		}
 	}
@@ -88,12 +99,16 @@ func saveItem(it *item) savedItem {
 	return s
 }
 
-// restoreItem is the pending item s saved. Its value is written again in
-// the alert's JSON of today: a checkpoint of a version before it holds an
-// older shape (which the JSON of today reads: analytics.Alert's).
-func (k *KafkaSink) restoreItem(s savedItem) *item {
+// restoreItem is the pending item s saved, in a state of shape (see
+// savedState.Shape). A value of a shape before today's is written again in
+// the alert's JSON of today (which reads the older shape:
+// analytics.Alert's); one of today's is as the sink wrote it.
+func (k *KafkaSink) restoreItem(s savedItem, shape int) *item {
 	v := s.Value
 	var a analytics.Alert
+	if shape == alertShape {
+		return &item{id: s.ID, src: s.Source, rec: k.record(s.ID, s.Analytic, s.Kind, s.Key, v)}
+	}
 	if err := json.Unmarshal(s.Value, &a); err == nil {
 		r := k.named(a)
 		if b, err := encode(&r); err == nil {

@@ -292,7 +292,7 @@ func (k *KafkaSink) Resume(_ context.Context, pos []byte) error {
 	defer k.mu.Unlock()
 	k.led = newLedger(k.cfg.MaxPending)
 	for _, it := range s.Pending {
-		k.led.raise(k.restoreItem(it))
+		k.led.raise(k.restoreItem(it, s.Shape))
 	}
 	for _, a := range s.Ahead {
 		k.led.see(a.ID, a.Source)
@@ -364,7 +364,7 @@ func (k *KafkaSink) Checkpoint(_ context.Context, position []byte) ([]byte, erro
 	}
 	k.floor = fp
 	k.led.forget(func(src *analytics.AlertSource) bool { return below(fp, src) })
-	s := savedState{Version: stateVersion, Graph: k.cfg.Graph, Shard: k.cfg.Shard, Watched: map[int32]int64{}, Ahead: k.led.aheadList()}
+	s := savedState{Version: stateVersion, Shape: alertShape, Graph: k.cfg.Graph, Shard: k.cfg.Shard, Watched: map[int32]int64{}, Ahead: k.led.aheadList()}
 	for p, o := range k.watched {
 		s.Watched[p] = o
 	}

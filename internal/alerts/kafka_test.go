@@ -444,6 +444,36 @@ func TestKafkaSinkResumesPendingAlertsOfTheShapeBefore(t *testing.T) {
 	}
 }
 
+// A state this sink wrote (shape 1) holds its pending alerts as the sink
+// encoded them: Resume takes each as it is, without decoding and encoding
+// it again (which, for an alert storm's thousands of pending alerts with
+// evidence, made every restart slow), so its bytes reach the topic
+// unchanged, spaces and all; a state of the shape before is written again
+// (TestKafkaSinkResumesPendingAlertsOfTheShapeBefore).
+func TestKafkaSinkResumesPendingAlertsAsWritten(t *testing.T) {
+	value := `{"id": "p2", "time": "2026-12-06T10:29:42Z", "analytic": "rings", "kind": "cycle", "seq": 3, "vertex": 4, "vertex_id": "4", "value": 2}`
+	state := `{"version":2,"shape":1,"graph":"g","watched":{},"pending":[{"id":"p2","analytic":"rings","kind":"cycle","key":"4","value":` + value + `}]}`
+	c := newCluster(t)
+	k := newSink(t, c, "g")
+	if err := k.Resume(context.Background(), []byte(state)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, k, nil)
+	defer closeSink(k)
+	got := consume(t, c, 1)
+	if len(got) != 1 || string(got[0].rec.Value) != value {
+		t.Fatalf("the pending alert is produced as %d records: %q; want %s", len(got), got[0].rec.Value, value)
+	}
+	// And a checkpoint says so.
+	b, err := k.Checkpoint(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := decodeState(b); err != nil || st.Shape != alertShape {
+		t.Fatalf("the state checkpointed: %s (%v)", b, err)
+	}
+}
+
 // An alert with evidence reaches the topic with it: names, type, amount,
 // times, reference, record and the property document as its object.
 func TestKafkaSinkDeliversEvidence(t *testing.T) {

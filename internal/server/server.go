@@ -611,7 +611,11 @@ func (s *Server) Run(ctx context.Context) error {
 				s.log.Info("no shutdown checkpoint: the replay for the analytics' checkpoint had not reached the store's position; the next start replays from the checkpoint on disk again",
 					"topic", t, "partition", p)
 			} else if err := s.checkpoint(context.Background(), raw); err != nil {
-				s.log.Warn("the shutdown checkpoint failed; the analytics recompute at the next start", "err", err)
+				if de := (*analytics.DeferredError)(nil); errors.As(err, &de) {
+					s.log.Warn("no shutdown checkpoint: the one on disk is kept; the next start replays from it", "err", err)
+				} else {
+					s.log.Warn("the shutdown checkpoint failed; the analytics recompute at the next start", "err", err)
+				}
 			}
 		}
 	}

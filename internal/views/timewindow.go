@@ -15,12 +15,22 @@ import (
 // oldest leave early, counted by Early). The same items in the same order
 // give the same windows, whenever they are replayed.
 //
-// INVARIANT: h is a min-heap by (t, n); every held item has t above
-// maxT - lateness - dur. Not safe for concurrent use.
+// The items held are q[qh:], those that came in order (each at or after
+// the one before it: the run of a stream in time order), oldest first, and
+// h, those that did not, a min-heap: so that the oldest of an in-order
+// stream leaves from the front of q, the next in memory, not from a heap's
+// root through its levels.
+//
+// INVARIANT: q[qh:] is sorted by (t, n) and h is a min-heap by (t, n);
+// every held item has t above maxT - lateness - dur. Not safe for
+// concurrent use.
 type TimeWindow[T any] struct {
 	dur, lateness int64 // µs
 	max           int
+	q             []timed[T]
+	qh            int
 	h             []timed[T]
+	ahead         []T    // scratch of oldestInOrder
 	n             uint64 // items ever held: a tie-break that keeps arrival order
 	maxT          int64  // the newest time seen (0: none yet)
 	late, early   uint64
@@ -59,12 +69,17 @@ func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
 		return false
 	}
 	w.maxT = max(w.maxT, t)
-	w.push(timed[T]{t, w.n, v})
+	x := timed[T]{t, w.n, v}
 	w.n++
-	for len(w.h) > 0 && w.h[0].t <= w.cut() {
+	if n := len(w.q); n == w.qh || w.q[n-1].t <= t { // in order (n only grows)
+		w.q = append(w.q, x)
+	} else {
+		w.push(x)
+	}
+	for w.Len() > 0 && w.oldest().t <= w.cut() {
 		leave(w.pop())
 	}
-	for len(w.h) > w.max {
+	for w.Len() > w.max {
 		w.early++
 		leave(w.pop())
 	}
@@ -72,7 +87,37 @@ func (w *TimeWindow[T]) Add(t int64, v T, leave func(T)) bool {
 }
 
 // Len is the number of items held.
-func (w *TimeWindow[T]) Len() int { return len(w.h) }
+func (w *TimeWindow[T]) Len() int { return len(w.q) - w.qh + len(w.h) }
+
+// oldestInOrder is up to k of the items that came in order, oldest
+// first, without a copy (see ItemWindow.Oldest).
+func (w *TimeWindow[T]) oldestInOrder(k int) []T {
+	q := w.q[w.qh:min(w.qh+k, len(w.q))]
+	vs := w.ahead[:0]
+	for _, x := range q {
+		vs = append(vs, x.v)
+	}
+	w.ahead = vs
+	return vs
+}
+
+// capacity is the room of the held items' arrays.
+func (w *TimeWindow[T]) capacity() int { return cap(w.q) + cap(w.h) }
+
+// oldest is the item that leaves next (Len above 0).
+func (w *TimeWindow[T]) oldest() *timed[T] {
+	if w.fromQ() {
+		return &w.q[w.qh]
+	}
+	return &w.h[0]
+}
+
+// fromQ reports whether the oldest item is q's first (Len above 0).
+func (w *TimeWindow[T]) fromQ() bool {
+	return w.qh < len(w.q) && (len(w.h) == 0 || before(&w.q[w.qh], &w.h[0]))
+}
+
+func before[T any](a, b *timed[T]) bool { return a.t < b.t || a.t == b.t && a.n < b.n }
 
 // Late counts the items that arrived late.
 func (w *TimeWindow[T]) Late() uint64 { return w.late }
@@ -85,7 +130,7 @@ func (w *TimeWindow[T]) Early() uint64 { return w.early }
 // then arrival): adding them to an empty window in that order rebuilds
 // this one.
 func (w *TimeWindow[T]) Items() []T {
-	h := slices.Clone(w.h)
+	h := append(slices.Clone(w.q[w.qh:]), w.h...)
 	slices.SortFunc(h, func(a, b timed[T]) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.n, b.n)) })
 	vs := make([]T, len(h))
 	for i, x := range h {
@@ -95,12 +140,13 @@ func (w *TimeWindow[T]) Items() []T {
 }
 
 // Reset empties the window and forgets the watermark (the counts stay).
-func (w *TimeWindow[T]) Reset() { w.h, w.maxT = w.h[:0], 0 }
-
-func (w *TimeWindow[T]) less(i, j int) bool {
-	a, b := &w.h[i], &w.h[j]
-	return a.t < b.t || a.t == b.t && a.n < b.n
+func (w *TimeWindow[T]) Reset() {
+	clear(w.q)
+	clear(w.h)
+	w.q, w.qh, w.h, w.maxT = w.q[:0], 0, w.h[:0], 0
 }
+
+func (w *TimeWindow[T]) less(i, j int) bool { return before(&w.h[i], &w.h[j]) }
 
 func (w *TimeWindow[T]) push(x timed[T]) {
 	w.h = append(w.h, x)
@@ -114,7 +160,27 @@ func (w *TimeWindow[T]) push(x timed[T]) {
 	}
 }
 
+// pop takes the oldest item out (Len above 0).
 func (w *TimeWindow[T]) pop() T {
+	if w.fromQ() {
+		v := w.q[w.qh].v
+		w.q[w.qh] = timed[T]{}
+		w.qh++
+		switch {
+		case w.qh == len(w.q):
+			w.q, w.qh = w.q[:0], 0
+		case w.qh >= 1024 && w.qh > len(w.q)/2:
+			n := copy(w.q, w.q[w.qh:])
+			clear(w.q[n:])
+			w.q, w.qh = w.q[:n], 0
+		}
+		return v
+	}
+	return w.popHeap()
+}
+
+// popHeap takes the root of h out.
+func (w *TimeWindow[T]) popHeap() T {
 	top := w.h[0].v
 	n := len(w.h) - 1
 	w.h[0] = w.h[n]

@@ -1253,3 +1253,35 @@ func TestEventTimeWindows(t *testing.T) {
 		t.Fatalf("an operation at its apply time (now, after 2023) expires every earlier one: %d in, %d of %d expired", len(pb.Edges), len(pb.Expired), len(held))
 	}
 }
+
+// TestItemWindowOldest: Oldest lists the items that leave soonest, oldest
+// first, of those that came in order (a window of operations: all of
+// them), and what it lists does leave first.
+func TestItemWindowOldest(t *testing.T) {
+	for _, cfg := range []Window{{Edges: 5}, {Duration: 10 * time.Microsecond}} {
+		w := NewItemWindow[int](cfg, 0)
+		var left []int
+		for i, tm := range []int64{1, 2, 3, 2, 4, 5} { // 2 comes out of order at index 3
+			w.Add(tm, i, func(v int) { left = append(left, v) })
+		}
+		got := slices.Clone(w.Oldest(3))
+		want := []int{0, 1, 2} // the out-of-order 3 is not among them
+		if cfg.Edges > 0 {
+			want = []int{1, 2, 3} // 0 left: 5 are held
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%+v: Oldest(3) = %v, want %v", cfg, got, want)
+		}
+		if n := len(w.Oldest(100)); n != 5 {
+			t.Fatalf("%+v: Oldest(100) lists %d", cfg, n)
+		}
+		// What leaves next is what Oldest listed first.
+		left = nil
+		for i := int64(0); len(left) == 0; i++ {
+			w.Add(100+i, 100+int(i), func(v int) { left = append(left, v) })
+		}
+		if left[0] != want[0] {
+			t.Fatalf("%+v: %v left first, Oldest listed %v", cfg, left, want)
+		}
+	}
+}

@@ -93,6 +93,17 @@ func (w *ItemWindow[T]) Add(t int64, v T, leave func(T)) bool {
 	return true
 }
 
+// Oldest returns, without a copy, up to k of the held items that leave
+// soonest, oldest first: for a Duration window only those that came in
+// time order (the others leave in between), so a hint (what to load
+// ahead), not the exact order. The slice is valid until the next Add.
+func (w *ItemWindow[T]) Oldest(k int) []T {
+	if w.tw != nil {
+		return w.tw.oldestInOrder(k)
+	}
+	return w.q[w.at:min(w.at+k, len(w.q))]
+}
+
 // Max is the most items held.
 func (w *ItemWindow[T]) Max() int { return w.max }
 
@@ -144,7 +155,7 @@ func (w *ItemWindow[T]) SetLate(n uint64) {
 // Bytes is the memory of the held items' array, item bytes each.
 func (w *ItemWindow[T]) Bytes(item int64) int64 {
 	if w.tw != nil {
-		return (item + 16) * int64(cap(w.tw.h)) // and its time and arrival number
+		return (item + 16) * int64(w.tw.capacity()) // and its time and arrival number
 	}
 	return item * int64(cap(w.q))
 }

@@ -95,6 +95,66 @@ func (e *ResumeError) Error() string {
 
 func (e *ResumeError) Unwrap() error { return e.Err }
 
+// MaxCheckpointDeferrals is how many checkpoints in a row may keep the
+// file on disk (DeferredError) rather than leave out an analytic that did
+// not catch up.
+const MaxCheckpointDeferrals = 3
+
+// DeferredError is Checkpoint's error when analytics did not catch up in
+// time and the checkpoint file on disk holds their state: that file is
+// kept whole, as it is (a restart restores them, with every other
+// analytic and the alert sinks' state, from there and replays from its
+// position), rather than replaced by one without them, which would make
+// them compute from scratch after a restart. At most
+// MaxCheckpointDeferrals checkpoints in a row are deferred so; the next
+// leaves them out, so that the replay a restart needs stays bounded.
+type DeferredError struct {
+	Analytics []string // those that did not catch up, in name order
+	Deferrals int      // the checkpoints in a row deferred, this one included
+}
+
+func (e *DeferredError) Error() string {
+	return fmt.Sprintf("analytics: %s did not catch up for the checkpoint: the one on disk, which holds their state, is kept (%d of at most %d in a row)",
+		strings.Join(e.Analytics, ", "), e.Deferrals, MaxCheckpointDeferrals)
+}
+
+// deferFor is the DeferredError of a checkpoint that analytics late did
+// not catch up for, when the file on disk holds the state of one of them
+// and fewer than MaxCheckpointDeferrals checkpoints in a row were
+// deferred; else nil (the checkpoint is written without them).
+func (r *Registry) deferFor(late []*entry) error {
+	r.ckFileMu.Lock()
+	defer r.ckFileMu.Unlock()
+	if len(late) == 0 || r.onDisk == nil || r.deferred >= MaxCheckpointDeferrals {
+		return nil
+	}
+	held := false
+	var names []string
+	for _, e := range late {
+		s := e.a.Spec()
+		names = append(names, s.Name)
+		if k, ok := r.onDisk[s.Name]; ok && k == specKey(s) {
+			held = true
+		}
+	}
+	if !held {
+		return nil
+	}
+	r.deferred++
+	return &DeferredError{Analytics: names, Deferrals: r.deferred}
+}
+
+// keptOnDisk records the analytics of the checkpoint file on disk (meta
+// its, just written or read whole).
+func (r *Registry) keptOnDisk(meta CheckpointMeta) {
+	r.ckFileMu.Lock()
+	defer r.ckFileMu.Unlock()
+	r.onDisk, r.deferred = map[string]string{}, 0
+	for _, s := range meta.Analytics {
+		r.onDisk[s.Name] = specKey(s)
+	}
+}
+
 // catchUpReq asks an analytic's goroutine to bring its state to at least
 // seq and answer on done.
 type catchUpReq struct {
@@ -177,8 +237,15 @@ func specKey(s Spec) string {
 // Checkpoint writes the state of every built-in analytic (and the
 // topology, when one of them reads it) to path, all at the store's newest
 // sequence number, with position (the source position after it). Each
-// analytic's goroutine is asked to catch up first; one that does not
-// within ctx is left out (it recomputes after a restart). The caller must
+// analytic's goroutine is asked to catch up first. When one does not
+// within two thirds of ctx's time and the file on disk holds its state,
+// that file is kept as it is and a *DeferredError returned (at most
+// MaxCheckpointDeferrals times in a row): a restart restores it from
+// there, the whole file being one consistent point (the analytics, the
+// topology, the alert sinks' state and the source position to replay
+// from), rather than computing it from scratch. Otherwise one that did
+// not catch up is left out (it computes from the store after a restart).
+// The caller must
 // keep the store from changing meanwhile (serve's ingester calls it
 // between two batches, once they are durable). With no such analytic it
 // writes nothing and returns a zero CheckpointMeta.
@@ -222,10 +289,20 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		select {
 		case <-q.done:
 		case <-wctx.Done():
-			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint; it is left out", "analytic", es[i].a.Spec().Name)
+			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint", "analytic", es[i].a.Spec().Name)
 		}
 	}
 	meta.CatchUp = time.Since(t0)
+	// Before the sinks: a deferred checkpoint changes nothing.
+	var late []*entry
+	for _, e := range es {
+		if e.a.Seq() != head {
+			late = append(late, e)
+		}
+	}
+	if err := r.deferFor(late); err != nil {
+		return CheckpointMeta{}, err
+	}
 	// Every alert raised up to here must be delivered, or kept by its
 	// sink, before the checkpoint is taken past it.
 	for _, sk := range r.cfg.Sinks {
@@ -309,6 +386,7 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 	if err != nil {
 		return CheckpointMeta{}, err
 	}
+	r.keptOnDisk(meta)
 	return meta, nil
 }
 
@@ -431,6 +509,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	if err := rd.Close(); err != nil {
 		return nil, err
 	}
+	r.keptOnDisk(meta) // read whole and accepted: a restart may restore from it
 	if len(got) == 0 {
 		return nil, nil
 	}

@@ -603,3 +603,266 @@ func TestRestoreHoldsTheTopologyOnlyForItsReaders(t *testing.T) {
 		t.Fatalf("the topology is held (%d bytes) with no analytic to read it", b)
 	}
 }
+
+// gatedSink is a collectSink whose Publish of one analytic's alerts waits
+// while the gate is shut: that analytic's goroutine, which raises them,
+// waits with it (and does not catch up for a checkpoint).
+type gatedSink struct {
+	collectSink
+	analytic string
+	gmu      sync.Mutex
+	gate     chan struct{} // closed: open; Protected by gmu.
+}
+
+func (s *gatedSink) Publish(al []Alert) {
+	if len(al) > 0 && al[0].Analytic == s.analytic {
+		s.gmu.Lock()
+		g := s.gate
+		s.gmu.Unlock()
+		<-g
+	}
+	s.collectSink.Publish(al)
+}
+
+// shut shuts the gate (open: opens it).
+func (s *gatedSink) shut(open bool) {
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	if open {
+		close(s.gate)
+	} else {
+		s.gate = make(chan struct{})
+	}
+}
+
+// TestCheckpointKeepsTheStateOfOneThatDidNotCatchUp: a checkpoint that an
+// analytic does not catch up for, while the file on disk holds its
+// state, keeps that file (a *DeferredError) instead of writing one
+// without it; a crash after it, then a restart, restores every analytic
+// from that file (none computes from scratch) and, with the replay from
+// its position, the alerts delivered by that checkpoint and those raised
+// after the restart are the alerts of a run without a restart, none lost
+// or repeated.
+func TestCheckpointKeepsTheStateOfOneThatDidNotCatchUp(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	var batches [][]engine.Op
+	clock := int64(1_700_000_000_000_000)
+	for range 60 {
+		var ops []engine.Op
+		for range 1 + r.IntN(40) {
+			clock += int64(r.IntN(300_000))
+			src, dst := r.Uint64N(40), r.Uint64N(40)
+			if r.IntN(3) == 0 {
+				dst = r.Uint64N(3)
+			}
+			op := engine.Op{Src: src, Dst: dst, Weight: float64(r.IntN(300)) / 100, Kind: engine.OpUpsert, EventTime: clock}
+			if r.IntN(10) == 0 {
+				op.Kind = engine.OpDeleteEdge
+			}
+			ops = append(ops, op)
+		}
+		batches = append(batches, ops)
+	}
+	specs := []Spec{
+		{Type: "fanin", Threshold: 6, WindowEdges: 50},
+		{Name: "in-senders", Type: "fanin", Measure: "senders", Threshold: 4, WindowDuration: 3 * time.Second, Evidence: 3},
+		{Name: "out-amount", Type: "fanout", Measure: "amount", Threshold: 6.5, WindowEdges: 40},
+		{Type: "degree", Direction: "both", Threshold: 9},
+	}
+	var names []string
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, specs[i].Name)
+	}
+	slices.Sort(names)
+	open := func() (*engine.Store, *views.Manager) {
+		s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := views.NewManager(s, views.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, m
+	}
+	start := func(m *views.Manager, sink AlertSink) *Registry {
+		reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
+		for _, s := range specs {
+			if _, err := reg.Register(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return reg
+	}
+	apply := func(s *engine.Store, from, to int) {
+		for k := from; k < to; k++ {
+			var b engine.Batch
+			for i, op := range batches[k] {
+				b.Tag(uint64(1000*k + i + 1))
+				testref.AddOp(&b, op)
+				b.SetEventTime(op.EventTime)
+			}
+			if _, err := s.Apply(&b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const cut1, cut2, crash = 20, 35, 45
+
+	// The run without a restart.
+	sa, ma := open()
+	want := &collectSink{}
+	ra := start(ma, want)
+	apply(sa, 0, len(batches))
+	waitAllAt(t, ra, names, lastSeq(t, sa))
+	ra.Close()
+	ma.Close()
+	sa.Close()
+
+	// The run with one: a checkpoint after cut1 that every analytic makes;
+	// one after cut2 that out-amount does not (its alerts wait in the
+	// sink), then a crash.
+	sb, mb := open()
+	defer sb.Close()
+	before := &gatedSink{analytic: "out-amount", gate: make(chan struct{})}
+	before.shut(true)
+	rb := start(mb, before)
+	apply(sb, 0, cut1)
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	meta, err := rb.Checkpoint(context.Background(), path, []byte("pos-1"))
+	if err != nil || len(meta.Analytics) != len(specs) {
+		t.Fatalf("the first checkpoint: %+v, %v", meta, err)
+	}
+	upTo := len(before.all()) // delivered by the checkpoint
+	before.shut(false)
+	apply(sb, cut1, cut2)
+	// out-amount waits on its alerts: the others catch up.
+	waitAllAt(t, rb, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "out-amount" }), lastSeq(t, sb))
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	_, err = rb.Checkpoint(ctx, path, []byte("pos-2"))
+	cancel()
+	var de *DeferredError
+	if !errors.As(err, &de) || fmt.Sprint(de.Analytics) != "[out-amount]" || de.Deferrals != 1 {
+		t.Fatalf("the checkpoint out-amount did not catch up for: %v (a %T), want a DeferredError naming it", err, err)
+	}
+	before.shut(true)
+	apply(sb, cut2, crash) // applied, then lost with the process
+	rb.Close()
+	mb.Close()
+
+	mb, err = views.NewManager(sb, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	after := &collectSink{}
+	rc := NewRegistry(mb, RegistryConfig{Sinks: []AlertSink{after}})
+	defer rc.Close()
+	var pos string
+	got, err := rc.Restore(context.Background(), path, specs, func(m CheckpointMeta) error { pos = string(m.Position); return nil })
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(names) || pos != "pos-1" {
+		t.Fatalf("restored %v (want %v) from the checkpoint at %q (want the first's): %v", got, names, pos, err)
+	}
+	apply(sb, cut1, len(batches)) // the replay from the first checkpoint, then what follows
+	waitAllAt(t, rc, names, lastSeq(t, sb))
+	byAnalytic := func(al []string) []string {
+		slices.SortStableFunc(al, func(a, b string) int {
+			return strings.Compare(a[:strings.IndexByte(a, '/')], b[:strings.IndexByte(b, '/')])
+		})
+		return al
+	}
+	all := byAnalytic(append(before.all()[:upTo], after.all()...))
+	if fmt.Sprint(all) != fmt.Sprint(byAnalytic(want.all())) {
+		t.Fatalf("alerts across the restart:\n%v\nwithout one:\n%v", all, want.all())
+	}
+	for _, name := range names {
+		if res, _ := rc.Result(name); !res.Restored || res.Recomputes != 0 {
+			t.Fatalf("%s after the restore: %+v", name, res)
+		}
+	}
+	n := 0
+	for _, a := range want.all() {
+		if strings.HasPrefix(a, "out-amount/") {
+			n++
+		}
+	}
+	if n < 5 || len(want.all()) < 20 {
+		t.Fatalf("%d alerts, %d of out-amount: the test checks too little", len(want.all()), n)
+	}
+	t.Logf("%d alerts, %d delivered by the first checkpoint", len(want.all()), upTo)
+}
+
+// TestCheckpointDefersAtMostThreeInARow: while an analytic cannot catch
+// up, MaxCheckpointDeferrals checkpoints in a row keep the file on disk;
+// the next is written without it (the replay a restart needs stays
+// bounded), and once it catches up again checkpoints hold it again.
+func TestCheckpointDefersAtMostThreeInARow(t *testing.T) {
+	s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := views.NewManager(s, views.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sink := &gatedSink{analytic: "in", gate: make(chan struct{})}
+	sink.shut(true)
+	reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
+	defer reg.Close()
+	for _, sp := range []Spec{{Name: "in", Type: "fanin", Threshold: 0.5, WindowEdges: 10}, {Name: "out", Type: "fanout", Threshold: 100, WindowEdges: 10}} {
+		if _, err := reg.Register(sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := uint64(0)
+	step := func() { // one upsert into a new vertex: "in" raises an alert
+		n++
+		var b engine.Batch
+		b.Insert(n, 1_000_000+n)
+		if _, err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	checkpoint := func(within time.Duration) ([]string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		meta, err := reg.Checkpoint(ctx, path, []byte("pos"))
+		var names []string
+		for _, a := range meta.Analytics {
+			names = append(names, a.Name)
+		}
+		return names, err
+	}
+	step()
+	waitAllAt(t, reg, []string{"in", "out"}, lastSeq(t, s))
+	if names, err := checkpoint(30 * time.Second); err != nil || fmt.Sprint(names) != "[in out]" {
+		t.Fatalf("the first checkpoint holds %v: %v", names, err)
+	}
+	sink.shut(false)
+	step()
+	waitAllAt(t, reg, []string{"out"}, lastSeq(t, s))
+	for k := 1; k <= MaxCheckpointDeferrals; k++ {
+		var de *DeferredError
+		if _, err := checkpoint(600 * time.Millisecond); !errors.As(err, &de) || de.Deferrals != k || fmt.Sprint(de.Analytics) != "[in]" {
+			t.Fatalf("checkpoint %d while in waits: %v, want deferral %d of [in]", k, err, k)
+		}
+	}
+	if names, err := checkpoint(600 * time.Millisecond); err != nil || fmt.Sprint(names) != "[out]" {
+		t.Fatalf("the checkpoint after %d deferrals holds %v (%v), want [out]", MaxCheckpointDeferrals, names, err)
+	}
+	// The file on disk holds no state of in now: nothing to keep.
+	if names, err := checkpoint(600 * time.Millisecond); err != nil || fmt.Sprint(names) != "[out]" {
+		t.Fatalf("the next checkpoint holds %v (%v), want [out]", names, err)
+	}
+	sink.shut(true)
+	waitAllAt(t, reg, []string{"in", "out"}, lastSeq(t, s))
+	if names, err := checkpoint(30 * time.Second); err != nil || fmt.Sprint(names) != "[in out]" {
+		t.Fatalf("the checkpoint once in caught up holds %v: %v", names, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -32,15 +33,17 @@ func dumpWindow(w *fanWindow) string {
 		b.WriteString(item(it))
 	}
 	vs := make([]uint64, 0, len(w.vs))
-	for v := range w.vs {
-		vs = append(vs, v)
+	for v, x := range w.vs {
+		if !x.idle { // an idle vertex is as good as none
+			vs = append(vs, v)
+		}
 	}
 	slices.Sort(vs)
 	for _, v := range vs {
 		x := w.vs[v]
 		fmt.Fprintf(&b, "\n%d above=%v mule=%v loops=%d", v, x.above, x.mule, x.loops)
 		for _, s := range []*fanSide{&x.in, &x.out} {
-			fmt.Fprintf(&b, " [sum %v peers %v:", s.sum.value(), s.peers)
+			fmt.Fprintf(&b, " [sum %v peers %d %v:", s.sum.value(), s.npeers, s.peers)
 			for _, it := range s.held() {
 				b.WriteString(item(it))
 			}
@@ -474,7 +477,7 @@ func TestFanWindowMatchesOracle(t *testing.T) {
 // be counted.
 func checkWindowInvariants(t *testing.T, w *fanWindow) {
 	t.Helper()
-	items, peers, comps, pay := 0, 0, 0, int64(0)
+	items, peers, comps, pay, idle := 0, 0, 0, int64(0), 0
 	for _, it := range w.win.Items() {
 		if it.has(itemUpsert) {
 			items++
@@ -486,15 +489,36 @@ func checkWindowInvariants(t *testing.T, w *fanWindow) {
 		}
 	}
 	for v, x := range w.vs {
+		if x.id != v || x.touched {
+			t.Fatalf("vertex %d: id %d, touched %v between adds", v, x.id, x.touched)
+		}
+		if empty := len(x.in.held()) == 0 && len(x.out.held()) == 0 && !x.above && !x.mule; x.idle != empty {
+			t.Fatalf("vertex %d: idle %v, lists empty and no flag %v", v, x.idle, empty)
+		}
+		if x.idle {
+			idle++
+		}
 		for j, s := range []*fanSide{&x.in, &x.out} {
 			flag := uint8(itemNewIn)
 			if j == 1 {
 				flag = itemNewOut
 			}
+			distinct := map[uint64]int32{}
 			for i, it := range s.held() {
 				if newest := i >= len(s.held())-w.cfg.evidence; it.has(flag) != newest {
 					t.Fatalf("vertex %d: item %d of %d marked newest %v", v, i, len(s.held()), it.has(flag))
 				}
+				peer, home := it.src, it.vin
+				if j == 1 {
+					peer, home = it.dst, it.vout
+				}
+				if home != x {
+					t.Fatalf("vertex %d: item %+v held, its vertex %p", v, *it, home)
+				}
+				distinct[peer]++
+			}
+			if s.npeers != len(distinct) || (s.peers != nil) != (len(s.held()) > smallSide) || s.peers != nil && !maps.Equal(s.peers, distinct) {
+				t.Fatalf("vertex %d: %d peers counted (map %v), held %v", v, s.npeers, s.peers, distinct)
 			}
 			peers += len(s.peers)
 			comps += len(s.sum)
@@ -508,6 +532,9 @@ func checkWindowInvariants(t *testing.T, w *fanWindow) {
 				t.Fatalf("vertex %d: an empty list with sum %v and peers %v", v, s.sum, s.peers)
 			}
 		}
+	}
+	if idle != w.idle || w.idle > maxIdle && w.idle > 2*(len(w.vs)-w.idle) {
+		t.Fatalf("%d idle vertices of %d, the window counts %d", idle, len(w.vs), w.idle)
 	}
 	if items != w.items || peers != w.peers || comps != w.comps || pay != w.payBytes {
 		t.Fatalf("counted %d items, %d peers, %d components, %d payload bytes; the window says %d, %d, %d, %d", items, peers, comps, pay,

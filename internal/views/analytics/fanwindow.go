@@ -48,9 +48,20 @@ import (
 // such vertex); mule holds exactly the vertices whose window holds
 // muleSenders senders and muleReceivers receivers; an item has its
 // payload only while newest on a side; payBytes, the payloads kept, is at
-// most maxPay; vs holds no vertex with empty lists and no flag; above
-// holds exactly the vertices whose above flag is set, and mules counts
-// those whose mule flag is. Not safe for concurrent use.
+// most maxPay; above holds exactly the vertices whose above flag is set,
+// and mules counts those whose mule flag is; a held upsert's vin and vout
+// are the vertices whose lists hold it.
+//
+// What an operation costs follows the operation, not the window: the
+// vertices it touches are reached through the items (no map lookup for
+// what leaves); a vertex whose lists empty stays in vs, idle, until idle
+// ones outnumber the others (then one pass over vs drops them), so a
+// vertex that comes and goes is neither freed nor made again each time;
+// a side counts its distinct counterparties by looking through its list
+// while it holds at most smallSide events, and keeps a map of them only
+// beyond; and an item that left is used again for the next one. idle
+// counts the idle vertices (both lists empty, no flag), each marked so.
+// Not safe for concurrent use.
 type fanWindow struct {
 	cfg fanConfig
 	win *views.ItemWindow[*fanItem]
@@ -63,13 +74,19 @@ type fanWindow struct {
 
 	items    int   // upserts held
 	peers    int   // entries of the sides' peers maps
+	idle     int   // vertices of vs marked idle
 	payBytes int64 // payload bytes kept
 	maxPay   int64 // the most payload bytes kept (tests lower it)
 	comps    int   // components of the sides' sums
 
-	left    []*fanItem // scratch: what one add pushed out
-	touched []uint64   // scratch: the vertices one add changed
+	left    []*fanItem   // scratch: what one add pushed out
+	touched []*fanVertex // scratch: the vertices one add changed
+	free    []*fanItem   // items that left, to be used again (at most maxFree)
+	warmed  uint64       // what warm read (kept: so that it is read)
 }
+
+// maxFree bounds the items a fan window keeps to use again.
+const maxFree = 1024
 
 // fanConfig is what a fanWindow counts and raises.
 type fanConfig struct {
@@ -122,6 +139,9 @@ type fanItem struct {
 	flags    uint8
 	// ref and props: its payload, kept while newest (see fanWindow).
 	eventRef, props string
+	// vin, vout: the vertices whose in-list and out-list hold it (nil
+	// for a side not kept, or once it left).
+	vin, vout *fanVertex
 }
 
 const (
@@ -140,17 +160,32 @@ type fanSide struct {
 	items []*fanItem // items[head:] are held, in the window's order
 	head  int
 	sum   xsum
-	peers map[uint64]int32 // counterparty -> its events held
+	// npeers is the number of distinct counterparties held; peers,
+	// counterparty -> its events held, exists only while more than
+	// smallSide events are held (fewer are looked through).
+	npeers int
+	peers  map[uint64]int32
 }
+
+// maxIdle is the most idle vertices a fan window keeps whatever the
+// others.
+const maxIdle = 4096
+
+// smallSide is the most events a side holds without a map of its
+// counterparties.
+const smallSide = 8
 
 func (s *fanSide) held() []*fanItem { return s.items[s.head:] }
 
 // fanVertex is one vertex's window.
 type fanVertex struct {
 	in, out fanSide
+	id      uint64
 	loops   int  // self-loops held (in both lists)
 	above   bool // crossed the threshold and not re-armed
 	mule    bool // raised as a mule and not re-armed
+	idle    bool // both lists empty and no flag (see fanWindow.idle)
+	touched bool // in the current add's touched list
 }
 
 // maxFanPayload bounds the payload bytes (event references and
@@ -176,7 +211,8 @@ func (w *fanWindow) before(a, b *fanItem) bool {
 // vertex, value, threshold, evidence and totals (the caller names the
 // analytic and the operation).
 func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
-	it := &fanItem{t: views.EventMicros(e), n: w.n, src: e.Op.Src, dst: e.Op.Dst, amount: e.Op.Weight, seq: e.Seq, ref: e.Ref,
+	it := w.newItem()
+	*it = fanItem{t: views.EventMicros(e), n: w.n, src: e.Op.Src, dst: e.Op.Dst, amount: e.Op.Weight, seq: e.Seq, ref: e.Ref,
 		typ: e.Op.Type, eventRef: e.Op.EventRef, props: e.Op.Props}
 	w.n++
 	if e.Op.Kind == engine.OpUpsert {
@@ -187,6 +223,7 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 	}
 	w.left = w.left[:0]
 	if !w.win.Add(it.t, it, func(x *fanItem) { w.left = append(w.left, x) }) {
+		w.recycle(it)
 		return al // late: never in
 	}
 	w.touched = w.touched[:0]
@@ -195,60 +232,164 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 	} else {
 		it.eventRef, it.props = "", ""
 	}
+	// The vertices of what leaves, before remove unlinks them.
+	for _, x := range w.left {
+		w.touch(x.vin)
+		w.touch(x.vout)
+	}
 	for _, x := range w.left {
 		w.remove(x)
 	}
 	// Re-arm what the operation left at or below.
-	for _, v := range w.touched {
-		if x := w.vs[v]; x != nil {
-			if x.above && !w.measureAbove(x) {
-				x.above = false
-				delete(w.above, v)
-			}
-			if x.mule && !w.muleHolds(x) {
-				x.mule = false
-				w.mules--
-			}
+	for _, x := range w.touched {
+		if x.above && !w.measureAbove(x) {
+			x.above = false
+			delete(w.above, x.id)
+		}
+		if x.mule && !w.muleHolds(x) {
+			x.mule = false
+			w.mules--
 		}
 	}
 	if it.has(itemUpsert) && !it.has(itemGone) {
-		k := it.src
+		x := it.vout
 		if w.cfg.byDst {
-			k = it.dst
+			x = it.vin
 		}
-		if x := w.vs[k]; !x.above && w.measureAbove(x) {
+		if !x.above && w.measureAbove(x) {
 			x.above = true
-			w.above[k] = x
-			al = append(al, w.fanAlert(k, x))
+			w.above[x.id] = x
+			al = append(al, w.fanAlert(x.id, x))
 		}
 		if w.cfg.mule() {
-			for i, v := range []uint64{it.src, it.dst} {
-				if i == 1 && v == it.src {
+			for i, x := range [2]*fanVertex{it.vout, it.vin} {
+				if i == 1 && x == it.vout {
 					break
 				}
-				if x := w.vs[v]; !x.mule && w.muleHolds(x) {
+				if !x.mule && w.muleHolds(x) {
 					x.mule = true
 					w.mules++
-					al = append(al, w.muleAlert(v, x))
+					al = append(al, w.muleAlert(x.id, x))
 				}
 			}
 		}
 	}
-	for _, v := range w.touched {
-		if x := w.vs[v]; x != nil && !x.above && !x.mule && len(x.in.held()) == 0 && len(x.out.held()) == 0 {
-			delete(w.vs, v)
+	for _, x := range w.touched {
+		x.touched = false
+		if !x.idle && !x.above && !x.mule && len(x.in.held()) == 0 && len(x.out.held()) == 0 {
+			x.idle = true
+			w.idle++
 		}
 	}
+	for _, x := range w.left { // it among them when it left at once
+		w.recycle(x)
+	}
+	w.sweep()
 	return al
 }
 
-// vertex is v's window, made when absent.
-func (w *fanWindow) vertex(v uint64) *fanVertex {
+// warmAhead is how many operations warm loads ahead of add.
+const warmAhead = 32
+
+// warm loads what adding the operations es reads first (their vertices'
+// windows and the newest end of their lists, and the vertices of the
+// window's oldest items, which they push out) and changes nothing: here
+// the loads of independent operations overlap, where add, one operation
+// after another, would wait for each in turn.
+func (w *fanWindow) warm(es []views.Edge) {
+	var s uint64
+	for i := range es {
+		if w.cfg.in {
+			s += w.warmSide(es[i].Op.Dst, true)
+		}
+		if w.cfg.out {
+			s += w.warmSide(es[i].Op.Src, false)
+		}
+	}
+	// What the window pushes out meanwhile: mostly its oldest.
+	for _, it := range w.win.Oldest(len(es)) {
+		if x := it.vin; x != nil && x.in.head < len(x.in.items) && x.in.items[x.in.head] == it {
+			s++
+		}
+		if x := it.vout; x != nil && x.out.head < len(x.out.items) && x.out.items[x.out.head] == it {
+			s++
+		}
+	}
+	w.warmed += s
+}
+
+func (w *fanWindow) warmSide(v uint64, in bool) uint64 {
 	x := w.vs[v]
 	if x == nil {
-		x = &fanVertex{}
-		w.vs[v] = x
+		return 0
 	}
+	sd := &x.out
+	if in {
+		sd = &x.in
+	}
+	if n := len(sd.items); n > 0 && sd.items[n-1] != nil {
+		return sd.items[n-1].n
+	}
+	return uint64(sd.head)
+}
+
+// newItem is an item to fill: one that left, or a new one.
+func (w *fanWindow) newItem() *fanItem {
+	if n := len(w.free); n > 0 {
+		it := w.free[n-1]
+		w.free[n-1] = nil
+		w.free = w.free[:n-1]
+		return it
+	}
+	return &fanItem{}
+}
+
+// recycle keeps an item no list and no window holds any more to be used
+// again.
+func (w *fanWindow) recycle(it *fanItem) {
+	if len(w.free) < maxFree {
+		*it = fanItem{}
+		w.free = append(w.free, it)
+	}
+}
+
+// touch adds x (nil: none) to the vertices the current add changed, once.
+func (w *fanWindow) touch(x *fanVertex) {
+	if x != nil && !x.touched {
+		x.touched = true
+		w.touched = append(w.touched, x)
+	}
+}
+
+// sweep drops the idle vertices from vs once they are more than twice
+// the others (and a few thousand): vs stays within three times the
+// vertices the window holds, and each pass over vs follows at least two
+// thirds as many operations that left a vertex idle as it visits
+// vertices.
+func (w *fanWindow) sweep() {
+	if w.idle <= maxIdle || w.idle <= 2*(len(w.vs)-w.idle) {
+		return
+	}
+	for v, x := range w.vs {
+		if x.idle {
+			delete(w.vs, v)
+		}
+	}
+	w.idle = 0
+}
+
+// vertex is v's window, made when absent (and no longer idle).
+func (w *fanWindow) vertex(v uint64) *fanVertex {
+	x := w.vs[v]
+	switch {
+	case x == nil:
+		x = &fanVertex{id: v}
+		w.vs[v] = x
+	case x.idle:
+		x.idle = false
+		w.idle--
+	}
+	w.touch(x)
 	return x
 }
 
@@ -257,13 +398,13 @@ func (w *fanWindow) insert(it *fanItem) {
 	w.items++
 	if w.cfg.in {
 		x := w.vertex(it.dst)
+		it.vin = x
 		w.push(&x.in, it, it.src, itemNewIn)
-		w.touched = append(w.touched, it.dst)
 	}
 	if w.cfg.out {
 		x := w.vertex(it.src)
+		it.vout = x
 		w.push(&x.out, it, it.dst, itemNewOut)
-		w.touched = append(w.touched, it.src)
 		if w.cfg.in && it.src == it.dst {
 			x.loops++
 		}
@@ -304,12 +445,44 @@ func (w *fanWindow) push(s *fanSide, it *fanItem, peer uint64, newFlag uint8) {
 	n := len(s.sum)
 	s.sum = s.sum.add(clampAmount(it.amount))
 	w.comps += len(s.sum) - n
-	if s.peers == nil {
-		s.peers = map[uint64]int32{}
+	switch {
+	case s.peers != nil:
+		if s.peers[peer]++; s.peers[peer] == 1 {
+			s.npeers++
+			w.peers++
+		}
+	case len(h) > smallSide:
+		s.peers = make(map[uint64]int32, len(h))
+		for _, x := range h {
+			s.peers[sidePeer(s, x)]++
+		}
+		s.npeers = len(s.peers)
+		w.peers += s.npeers
+	default:
+		if !hasPeer(s, h, it, peer) {
+			s.npeers++
+		}
 	}
-	if s.peers[peer]++; s.peers[peer] == 1 {
-		w.peers++
+}
+
+// sidePeer is it's counterparty on s: its source in an in-list (whose
+// items share their destination), else its destination.
+func sidePeer(s *fanSide, it *fanItem) uint64 {
+	if it.vin != nil && &it.vin.in == s {
+		return it.src
 	}
+	return it.dst
+}
+
+// hasPeer reports whether an item of h other than it has counterparty
+// peer on s.
+func hasPeer(s *fanSide, h []*fanItem, it *fanItem, peer uint64) bool {
+	for _, x := range h {
+		if x != it && sidePeer(s, x) == peer {
+			return true
+		}
+	}
+	return false
 }
 
 // unmark takes the newest mark f off it, and its payload once it has
@@ -337,16 +510,12 @@ func (w *fanWindow) remove(it *fanItem) {
 	if it.has(itemNewIn | itemNewOut) {
 		w.payBytes -= int64(len(it.eventRef) + len(it.props))
 	}
-	if w.cfg.in {
-		x := w.vs[it.dst]
+	if x := it.vin; x != nil {
 		w.pull(&x.in, it, it.src)
-		w.touched = append(w.touched, it.dst)
 	}
-	if w.cfg.out {
-		x := w.vs[it.src]
+	if x := it.vout; x != nil {
 		w.pull(&x.out, it, it.dst)
-		w.touched = append(w.touched, it.src)
-		if w.cfg.in && it.src == it.dst {
+		if it.vin != nil && it.src == it.dst {
 			x.loops--
 		}
 	}
@@ -385,11 +554,19 @@ func (w *fanWindow) pull(s *fanSide, it *fanItem, peer uint64) {
 	n := len(s.sum)
 	s.sum = s.sum.add(-clampAmount(it.amount))
 	w.comps += len(s.sum) - n
+	if s.peers == nil {
+		if !hasPeer(s, s.held(), it, peer) {
+			s.npeers--
+		}
+		return
+	}
 	if s.peers[peer]--; s.peers[peer] == 0 {
 		delete(s.peers, peer)
+		s.npeers--
 		w.peers--
 	}
-	if len(s.peers) == 0 {
+	if len(s.held()) <= smallSide {
+		w.peers -= len(s.peers)
 		s.peers = nil
 	}
 }
@@ -407,7 +584,7 @@ func (w *fanWindow) measureAbove(x *fanVertex) bool {
 	s := w.measured(x)
 	switch w.cfg.measure {
 	case "senders":
-		return float64(len(s.peers)) > w.cfg.threshold
+		return float64(s.npeers) > w.cfg.threshold
 	case "amount":
 		return s.sum.above(w.cfg.threshold)
 	}
@@ -419,7 +596,7 @@ func (w *fanWindow) measure(x *fanVertex) float64 {
 	s := w.measured(x)
 	switch w.cfg.measure {
 	case "senders":
-		return float64(len(s.peers))
+		return float64(s.npeers)
 	case "amount":
 		return s.sum.value()
 	}
@@ -429,7 +606,7 @@ func (w *fanWindow) measure(x *fanVertex) float64 {
 // muleHolds reports whether x's window holds money in from muleSenders
 // senders and out to muleReceivers receivers.
 func (w *fanWindow) muleHolds(x *fanVertex) bool {
-	return w.cfg.mule() && len(x.in.peers) >= w.cfg.muleSenders && len(x.out.peers) >= w.cfg.muleReceivers
+	return w.cfg.mule() && x.in.npeers >= w.cfg.muleSenders && x.out.npeers >= w.cfg.muleReceivers
 }
 
 // fanAlert is the threshold's alert of vertex v.
@@ -439,7 +616,7 @@ func (w *fanWindow) fanAlert(v uint64, x *fanVertex) Alert {
 	a := Alert{Kind: w.cfg.kind, Vertex: v, Value: w.measure(x), Threshold: w.cfg.threshold}
 	k := min(len(h), w.cfg.evidence)
 	a.Evidence, a.EvidenceDropped = evidenceOf(h[len(h)-k:]), len(h)-k
-	a.Totals = &AlertTotals{Events: len(h), Amount: s.sum.value(), Counterparties: len(s.peers),
+	a.Totals = &AlertTotals{Events: len(h), Amount: s.sum.value(), Counterparties: s.npeers,
 		First: microTime(h[0].t), Last: microTime(h[len(h)-1].t)}
 	return a
 }
@@ -447,7 +624,7 @@ func (w *fanWindow) fanAlert(v uint64, x *fanVertex) Alert {
 // muleAlert is the mule alert of vertex v: its events in and out.
 func (w *fanWindow) muleAlert(v uint64, x *fanVertex) Alert {
 	in, out := x.in.held(), x.out.held()
-	a := Alert{Kind: "mule", Vertex: v, Value: float64(len(x.in.peers))}
+	a := Alert{Kind: "mule", Vertex: v, Value: float64(x.in.npeers)}
 	// The newest cfg.evidence of both lists, merged from their ends (a
 	// self-loop, in both, once).
 	var ev []*fanItem
@@ -476,8 +653,8 @@ func (w *fanWindow) muleAlert(v uint64, x *fanVertex) Alert {
 	if w.before(in[len(in)-1], out[len(out)-1]) {
 		last = out[len(out)-1].t
 	}
-	a.Totals = &AlertTotals{Events: events, Amount: x.in.sum.value(), Counterparties: len(x.in.peers),
-		AmountOut: x.out.sum.value(), Receivers: len(x.out.peers), First: microTime(first), Last: microTime(last)}
+	a.Totals = &AlertTotals{Events: events, Amount: x.in.sum.value(), Counterparties: x.in.npeers,
+		AmountOut: x.out.sum.value(), Receivers: x.out.npeers, First: microTime(first), Last: microTime(last)}
 	return a
 }
 
@@ -500,7 +677,7 @@ func (w *fanWindow) reset() {
 	w.win.Reset()
 	clear(w.vs)
 	clear(w.above)
-	w.items, w.peers, w.payBytes, w.comps, w.mules = 0, 0, 0, 0, 0
+	w.items, w.peers, w.payBytes, w.comps, w.mules, w.idle = 0, 0, 0, 0, 0, 0
 }
 
 // aboveValues is the measure of each vertex above the threshold.
@@ -524,9 +701,9 @@ func (w *fanWindow) value(v uint64) (VertexValue, bool) {
 // What the window's parts cost (Go's structs, slices and map entries,
 // rounded up).
 const (
-	fanItemBytes   = 136 // an item and its place in the window
+	fanItemBytes   = 152 // an item and its place in the window
 	fanListBytes   = 16  // an item's place in a list (room included)
-	fanVertexBytes = 200 // a vertex's window and its map entry
+	fanVertexBytes = 216 // a vertex's window and its map entry
 )
 
 func (w *fanWindow) bytes() int64 {
@@ -537,7 +714,7 @@ func (w *fanWindow) bytes() int64 {
 	if w.cfg.out {
 		sides++
 	}
-	return w.win.Bytes(8) + int64(w.win.Len())*fanItemBytes + int64(w.items*sides)*fanListBytes + int64(len(w.vs))*fanVertexBytes +
+	return w.win.Bytes(8) + int64(w.win.Len()+len(w.free))*fanItemBytes + int64(w.items*sides)*fanListBytes + int64(len(w.vs))*fanVertexBytes +
 		int64(w.peers)*mapEntryBytes + int64(w.comps)*8 + w.payBytes
 }
 
@@ -664,6 +841,10 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 			w.insert(it)
 		}
 	}
+	for _, x := range w.touched {
+		x.touched = false
+	}
+	w.touched = w.touched[:0]
 	for i, v := range above {
 		x := w.vs[v]
 		if x == nil || x.above || !w.measureAbove(x) || i > 0 && above[i-1] >= v {

@@ -129,6 +129,9 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	var al []Alert
 	a.mu.Lock()
 	for k, e := range edges {
+		if k%warmAhead == 0 {
+			a.win.warm(edges[k:min(k+warmAhead, len(edges))])
+		}
 		if prior[k] == views.Expansion {
 			continue // not an operation of the log: its vertex delete is
 		}

@@ -289,7 +289,10 @@ func (a *fan) Seq() uint64 {
 func (a *fan) Consume(b *views.StreamBatch) {
 	var al []Alert
 	a.mu.Lock()
-	for _, e := range b.Edges {
+	for i, e := range b.Edges {
+		if i%warmAhead == 0 {
+			a.win.warm(b.Edges[i:min(i+warmAhead, len(b.Edges))])
+		}
 		n := len(al)
 		al = a.win.add(e, al)
 		for i := n; i < len(al); i++ {

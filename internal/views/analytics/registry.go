@@ -143,6 +143,14 @@ type Registry struct {
 	lastAlert time.Time  // Time of the newest alert; Protected by amu.
 	// historyErr: the history failed; said once. Protected by amu.
 	historyErr bool
+
+	// onDisk is what the checkpoint file this registry last wrote or
+	// restored from holds: each analytic's spec key (specKey) by name;
+	// nil: no file known. deferred counts the checkpoints in a row that
+	// kept that file (DeferredError). Protected by ckFileMu.
+	ckFileMu sync.Mutex
+	onDisk   map[string]string
+	deferred int
 }
 
 // entry is one registered analytic and its run statistics.
