@@ -298,10 +298,14 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
     const Kind ek = KindOf(op);
     Entry e{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight, op.time};
-    if (ek == kEvent) {
+    const bool acc = (op.flags & GT_OP_ACCUMULATE) != 0;
+    if (ek != kEvent) {
+      // An operand without payload: the shared extras, no record.
+      if (acc) e.ext = &kOneEvent;
+    } else {
       // The extras, in the shard's arena: an operand of one event (count
-      // 1, first its time) and the op's payload (validated by Store::Apply).
-      const bool acc = (op.flags & GT_OP_ACCUMULATE) != 0;
+      // 1, first its time) or not, and the op's payload (validated by
+      // Store::Apply).
       void *mem = d.arena.Alloc((sizeof(ExtRec) + op.payload_len + 7) & ~size_t(7), pool_.get());
       // first: the op's time, also for a replace version (count 0, whose
       // first no reader reads), so that an inline version keeps its time
@@ -331,13 +335,13 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
     }
     switch (s.hkind) {
       case kNarrow:
-        h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, e.vers};
+        h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, PackVers(e)};
         break;
       case kWide:
-        h->wide()[n++ - s.hbase] = WideEntry{e.dst, e.vers, e.weight};
+        h->wide()[n++ - s.hbase] = WideEntry{e.dst, PackVers(e), e.weight};
         break;
       case kTimed:
-        h->timed()[n++ - s.hbase] = TimedEntry{e.dst, e.vers, e.weight, e.time};
+        h->timed()[n++ - s.hbase] = TimedEntry{e.dst, PackVers(e), e.weight, e.time};
         break;
       case kEvent:
         h->full()[n++ - s.hbase] = e;
@@ -471,8 +475,9 @@ void MemGraph::ListTouched(Shard &sh) {
 }
 
 uint64_t MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
-                         const uint8_t *srcpos, size_t srcpos_len, const uint8_t *payload, size_t /*payload_len*/) {
+                         const uint8_t *srcpos, size_t srcpos_len, const uint8_t *payload, size_t payload_len) {
   const Batch b{ops, n, seq, &skip, payload};
+  if (payload_len != 0) payloads_ = true;
   // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
   // Apply returns or throws: nothing of the batch is written after.

@@ -327,26 +327,42 @@ class MemGraph {
   };
   // The kinds of block, each holding the versions of the kinds below it
   // too: narrow (NarrowEntry), wide (WideEntry), timed (TimedEntry), event
-  // (Entry, with its extras: an operand or a payload). A replace-only
-  // store never makes an event block, so it pays nothing for them.
+  // (Entry, with its extras: a payload). A replace-only store never makes
+  // an event block, so it pays nothing for them; neither does an
+  // accumulate type without payloads: an operand of one event without a
+  // payload is kept as a replace version is, its vers marked with
+  // kOperand, and read back with the shared extras kOneEvent (merge.h).
   enum Kind : uint8_t { kNarrow = 0, kWide = 1, kTimed = 2, kEvent = 3 };
   // The kind an op's version needs.
   static Kind KindOf(const gt_op &op) {
-    if ((op.flags & GT_OP_ACCUMULATE) != 0 || op.payload_len != 0) return kEvent;
+    if (op.payload_len != 0) return kEvent;
     if (op.time != 0) return kTimed;
     return op.kind == GT_OP_DELETE_EDGE || op.weight == 1.0 ? kNarrow : kWide;
   }
-  static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0, 0}; }
-  static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers, x.weight, 0}; }
-  static Entry Widen(const TimedEntry &x) { return Entry{x.dst, x.vers, x.weight, x.time}; }
-  // An inline version (Slot::inl): a timed entry, or an event's, whose
-  // vers has kInlineExt (a bit above every type: types are below 2^10) and
-  // whose time field holds its ExtRec (ExtRec::first is its time: the
-  // MemGraph writes every ExtRec's first so, and readers read first only
-  // of an operand, whose first is its time).
+  // Bits of a vers as the MemGraph keeps it, above every type (types are
+  // below 2^10, from bit 48): never in an Entry. kOperand: an operand of
+  // one event without payload (Entry::ext &kOneEvent), in any kind of
+  // block and inline. kInlineExt: see Slot::inl.
+  static constexpr uint64_t kOperand = uint64_t{1} << 62;
   static constexpr uint64_t kInlineExt = uint64_t{1} << 63;
+  // An Entry's vers as a narrow, wide or timed block keeps it (its ext
+  // null or &kOneEvent).
+  static uint64_t PackVers(const Entry &e) { return e.ext == &kOneEvent ? e.vers | kOperand : e.vers; }
+  static const ExtRec *UnpackExt(uint64_t vers) { return (vers & kOperand) != 0 ? &kOneEvent : nullptr; }
+  static Entry Widen(const NarrowEntry &x) {
+    return Entry{x.dst, x.vers & ~kOperand, VersTomb(x.vers) ? 0.0 : 1.0, 0, UnpackExt(x.vers)};
+  }
+  static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers & ~kOperand, x.weight, 0, UnpackExt(x.vers)}; }
+  static Entry Widen(const TimedEntry &x) {
+    return Entry{x.dst, x.vers & ~kOperand, x.weight, x.time, UnpackExt(x.vers)};
+  }
+  // An inline version (Slot::inl): a timed entry (kOperand in its vers
+  // for an operand without payload), or one with a payload, whose vers
+  // has kInlineExt and whose time field holds its ExtRec (ExtRec::first is
+  // its time: the MemGraph writes every ExtRec's first so, and readers read
+  // first only of an operand, whose first is its time).
   static TimedEntry ToInline(const Entry &e) {
-    if (e.ext == nullptr) return TimedEntry{e.dst, e.vers, e.weight, e.time};
+    if (e.ext == nullptr || e.ext == &kOneEvent) return TimedEntry{e.dst, PackVers(e), e.weight, e.time};
     return TimedEntry{e.dst, e.vers | kInlineExt, e.weight, static_cast<int64_t>(reinterpret_cast<uintptr_t>(e.ext))};
   }
   static Entry FromInline(const TimedEntry &x) {
@@ -787,6 +803,7 @@ class MemGraph {
   std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq)
   std::string srcpos_;
   bool has_srcpos_ = false;
+  bool payloads_ = false;  // some batch had payloads (ForEachSorted fetches them ahead)
   uint64_t freeze_seq_ = 0;
   // Set (release) by Freeze after the last write: a reader that loads it
   // true (acquire) sees every version.
@@ -842,7 +859,21 @@ void MemGraph::ForEachSorted(std::vector<Entry> *scratch, F &&f) const {
   // kStep vertices: vertex i + (kDepth+1)*kStep's slot, then its newest
   // block, the one before, and so on (the pointers followed are in cache
   // by then): the misses of several vertices overlap.
+  // The versions with a payload point to it in the arena, in no order
+  // either (a record per version, written as its batch came): a cache
+  // miss per version of a flush's retention (count, first) and builder
+  // (payload). So each vertex's versions are gathered one vertex ahead
+  // (into next) and its records fetched while the one before is retained.
   constexpr size_t kStep = 4, kDepth = 4;
+  std::vector<Entry> next;
+  auto gather = [&](size_t j, std::vector<Entry> *into) {
+    into->clear();
+    CollectSlot(slot(j), into, false);
+    if (!payloads_) return;
+    for (const Entry &e : *into)
+      if (e.ext != nullptr) __builtin_prefetch(e.ext);
+  };
+  if (n > 0) gather(0, scratch);
   for (size_t i = 0; i < n; i++) {
     if (i + (kDepth + 1) * kStep < n) __builtin_prefetch(&slot(i + (kDepth + 1) * kStep));
     for (size_t s = 0; s < kDepth; s++) {
@@ -856,9 +887,9 @@ void MemGraph::ForEachSorted(std::vector<Entry> *scratch, F &&f) const {
         __builtin_prefetch(reinterpret_cast<const char *>(b) + 64);
       }
     }
-    scratch->clear();
-    CollectSlot(slot(i), scratch, false);
+    if (i + 1 < n) gather(i + 1, &next);
     f(d.sorted[i].first, *scratch);
+    scratch->swap(next);
   }
 }
 

@@ -26,6 +26,16 @@
 
 namespace gt {
 
+// The extras of every MemGraph operand of one event without a payload
+// (count 1, first time its own time): shared, so that such an operand
+// needs no record of its own (it costs the MemGraph what a replace version
+// does, and a flush reads no record per event). Its first is 0 here:
+// Run::first gives the version's time instead.
+// INVARIANT: only MemGraph entries (and copies of them: hub caches, the
+// in-index, read scratch) point to it; Run::ext gives everything else
+// (RetainVersions' output, and so the files' builder) a record of its own.
+inline constexpr ExtRec kOneEvent{1, 0, 0, 0};
+
 // A sorted run of one vertex's versions: either MemGraph entries (already
 // sorted by the caller) or a slice [b,e) of a segment.
 struct Run {
@@ -40,7 +50,9 @@ struct Run {
   uint64_t count(uint64_t i) const { return seg ? seg->count(i) : EntryCount(ents[i]); }
   int64_t first(uint64_t i) const {
     if (seg) return seg->first(i);
-    return ents[i].ext != nullptr ? ents[i].ext->first : 0;
+    const ExtRec *x = ents[i].ext;
+    if (x == &kOneEvent) return ents[i].time;
+    return x != nullptr ? x->first : 0;
   }
   uint32_t payload(uint64_t i, const uint8_t **p) const {
     if (seg) return seg->payload(i, p);
@@ -51,7 +63,10 @@ struct Run {
   // Version i's extras as an Entry's (null: none): a MemGraph entry's own,
   // a segment version's made in *arena.
   const ExtRec *ext(uint64_t i, ExtArena *arena) const {
-    if (!seg) return ents[i].ext;
+    if (!seg) {
+      const ExtRec *x = ents[i].ext;
+      return x != &kOneEvent ? x : arena->Make(1, ents[i].time, nullptr, 0);
+    }
     if (!seg->has_ext()) return nullptr;
     const uint8_t *p;
     const uint32_t len = seg->payload(i, &p);
