@@ -657,8 +657,8 @@ TEST(MemGraphTest, OperandsWithoutPayloadCostWhatReplaceVersionsDo) {
     for (gt_op &op : b) op.flags = GT_OP_ACCUMULATE;
     acc.Apply(b.data(), b.size(), seq, {}, nullptr, 0);
   }
-  EXPECT_EQ(acc.bytes(), rep.bytes()) << "bytes per version: " << double(acc.bytes()) / acc.entries() << " against "
-                                      << double(rep.bytes()) / rep.entries();
+  EXPECT_EQ(acc.bytes(), rep.bytes()) << "bytes per version: " << double(acc.bytes()) / double(acc.entries())
+                                      << " against " << double(rep.bytes()) / double(rep.entries());
   for (uint64_t v : {0, 1, 777, 19999}) {
     std::vector<gt::Entry> r, a;
     rep.Collect(gt::kOut, v, &r);
