@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -123,10 +124,28 @@ struct ExtRec {
   uint64_t count;  // events folded in; 0: not an operand
   int64_t first;   // an operand's least nonzero event time (0: none)
   uint32_t len;    // payload bytes that follow this record
-  uint32_t reserved;
-  const uint8_t *bytes() const { return reinterpret_cast<const uint8_t *>(this + 1); }
+  // 0: the payload follows this record; 1: the payload's address does
+  // (ExtArena::Ref: bytes of a file being compacted, or of a record that
+  // outlives this one).
+  uint32_t ref;
+  const uint8_t *bytes() const {
+    if (ref == 0) return reinterpret_cast<const uint8_t *>(this + 1);
+    const uint8_t *p;
+    std::memcpy(&p, this + 1, sizeof p);
+    return p;
+  }
 };
 static_assert(sizeof(ExtRec) == 24, "ExtRec's bytes follow it 8-aligned");
+
+// An edge version without extras, 32 bytes: how a MemGraph keeps one with
+// an event time (its timed blocks), and a hub's cached versions when none
+// of them has extras (a replace-only store's hubs: their reads scan 32
+// bytes a version, not an Entry's 40).
+struct PlainEntry {
+  uint64_t dst, vers;
+  double weight;
+  int64_t time;
+};
 
 // One edge version as the MemGraph and the merge code see it. time is the
 // event time its operation gave (Unix µs), 0 when none. ext: its extras,
@@ -173,6 +192,10 @@ class ExtArena {
   ExtArena(const ExtArena &) = delete;
   ExtArena &operator=(const ExtArena &) = delete;
   const ExtRec *Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len);
+  // The same without a copy of the payload: the record points to it,
+  // which must outlive the record (a segment being compacted, a MemGraph
+  // being flushed, or an older record of this arena).
+  const ExtRec *Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len);
   // Forgets every record (keeps the first block for reuse).
   void Clear();
 

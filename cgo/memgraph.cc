@@ -298,10 +298,16 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
     const bool tomb = op.kind == GT_OP_DELETE_EDGE;
     const Kind ek = KindOf(op);
     Entry e{op.dst, MakeVers(b.seq, tomb, op.type), tomb ? 0.0 : op.weight, op.time};
-    if (ek == kEvent) {
+    const bool acc = (op.flags & GT_OP_ACCUMULATE) != 0;
+    // Before the version is published (the store of n below, release).
+    if (acc && !operands_.load(std::memory_order_relaxed)) operands_.store(true, std::memory_order_release);
+    if (ek != kEvent) {
+      // An operand without payload: the shared extras, no record.
+      if (acc) e.ext = &kOneEvent;
+    } else {
       // The extras, in the shard's arena: an operand of one event (count
-      // 1, first its time) and the op's payload (validated by Store::Apply).
-      const bool acc = (op.flags & GT_OP_ACCUMULATE) != 0;
+      // 1, first its time) or not, and the op's payload (validated by
+      // Store::Apply).
       void *mem = d.arena.Alloc((sizeof(ExtRec) + op.payload_len + 7) & ~size_t(7), pool_.get());
       // first: the op's time, also for a replace version (count 0, whose
       // first no reader reads), so that an inline version keeps its time
@@ -331,13 +337,13 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
     }
     switch (s.hkind) {
       case kNarrow:
-        h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, e.vers};
+        h->thin()[n++ - s.hbase] = NarrowEntry{e.dst, PackVers(e)};
         break;
       case kWide:
-        h->wide()[n++ - s.hbase] = WideEntry{e.dst, e.vers, e.weight};
+        h->wide()[n++ - s.hbase] = WideEntry{e.dst, PackVers(e), e.weight};
         break;
       case kTimed:
-        h->timed()[n++ - s.hbase] = TimedEntry{e.dst, e.vers, e.weight, e.time};
+        h->timed()[n++ - s.hbase] = TimedEntry{e.dst, PackVers(e), e.weight, e.time};
         break;
       case kEvent:
         h->full()[n++ - s.hbase] = e;
@@ -471,8 +477,10 @@ void MemGraph::ListTouched(Shard &sh) {
 }
 
 uint64_t MemGraph::Apply(const gt_op *ops, size_t n, uint64_t seq, const std::vector<uint8_t> &skip,
-                         const uint8_t *srcpos, size_t srcpos_len, const uint8_t *payload, size_t /*payload_len*/) {
+                         const uint8_t *srcpos, size_t srcpos_len, const uint8_t *payload, size_t payload_len) {
   const Batch b{ops, n, seq, &skip, payload};
+  if (payload_len != 0) payloads_ = true;
+
   // INVARIANT: shard 1 is written only by the helper
   // thread's task, shard 0 only here, and the task is done (Wait) before
   // Apply returns or throws: nothing of the batch is written after.
@@ -569,6 +577,21 @@ void StableSortRun(Entry *b, Entry *e) {
 }  // namespace
 
 size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+  const size_t first = runs->size();
+  const size_t n = AddRunsOf(dir, v, tau, scratch, runs);
+  MarkNoOperands(runs, first);
+  return n;
+}
+
+void MemGraph::MarkNoOperands(std::vector<Run> *runs, size_t first) const {
+  // After the caller's snapshot: a batch it sees stored true before it.
+  if (operands_.load(std::memory_order_acquire)) return;
+  for (size_t i = first; i < runs->size(); i++)
+    if ((*runs)[i].seg == nullptr) (*runs)[i].no_operands = true;
+}
+
+size_t MemGraph::AddRunsOf(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch,
+                           std::vector<Run> *runs) const {
   if (dir == kVtx) {
     scratch->clear();
     return cells_ != nullptr ? cells_->AddRuns(kOut, v, tau, scratch, runs) : 0;
@@ -592,7 +615,7 @@ size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *
       SortedTail(s, blk, c->k, n, scratch);
       runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});  // newer: first
     }
-    runs->push_back(Run{c->ents, nullptr, 0, c->k});
+    runs->push_back(c->Slice(0, c->k));
     return scratch->size() + c->k;
   }
   CollectSlot(s, scratch, true);
@@ -629,16 +652,24 @@ void MemGraph::ForTailNewestFirst(const Slot &s, const Block *blk, uint32_t k, u
 
 namespace {
 // The index range [*b, *e) of the versions with dst d in ents[0, n),
-// sorted in run order.
-void DstRange(const Entry *ents, size_t n, uint64_t d, uint64_t *b, uint64_t *e) {
-  const Entry *lo = std::lower_bound(ents, ents + n, d, [](const Entry &x, uint64_t y) { return x.dst < y; });
-  const Entry *hi = std::upper_bound(lo, ents + n, d, [](uint64_t y, const Entry &x) { return y < x.dst; });
+// sorted in run order (Entry or PlainEntry).
+template <typename E>
+void DstRange(const E *ents, size_t n, uint64_t d, uint64_t *b, uint64_t *e) {
+  const E *lo = std::lower_bound(ents, ents + n, d, [](const E &x, uint64_t y) { return x.dst < y; });
+  const E *hi = std::upper_bound(lo, ents + n, d, [](uint64_t y, const E &x) { return y < x.dst; });
   *b = static_cast<uint64_t>(lo - ents);
   *e = static_cast<uint64_t>(hi - ents);
 }
 }  // namespace
 
 size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+  const size_t first = runs->size();
+  const size_t n = AddEdgeRunsOf(v, dst, scratch, runs);
+  MarkNoOperands(runs, first);
+  return n;
+}
+
+size_t MemGraph::AddEdgeRunsOf(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
   scratch->clear();
   const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
@@ -652,8 +683,11 @@ size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scrat
     SortedTailTo(s, blk, k, n, dst, scratch);
     if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
     if (c != nullptr) {
-      DstRange(c->ents, k, dst, &b, &e);
-      if (b < e) runs->push_back(Run{c->ents, nullptr, b, e});
+      if (c->ents != nullptr)
+        DstRange(c->ents, k, dst, &b, &e);
+      else
+        DstRange(c->plain, k, dst, &b, &e);
+      if (b < e) runs->push_back(c->Slice(b, e));
     }
     return scratch->size() + (e - b);
   }
@@ -698,17 +732,31 @@ void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish)
   if (c != nullptr) {
     // The tail is newer than every cached version: on a tie it goes first.
     out->reserve(start + k + tail.size());
-    if (tail.empty())
-      out->insert(out->end(), c->ents, c->ents + k);
-    else
-      std::merge(tail.begin(), tail.end(), c->ents, c->ents + k, std::back_inserter(*out), RunLess);
+    if (c->ents != nullptr) {
+      if (tail.empty())
+        out->insert(out->end(), c->ents, c->ents + k);
+      else
+        std::merge(tail.begin(), tail.end(), c->ents, c->ents + k, std::back_inserter(*out), RunLess);
+    } else {
+      // As std::merge: a cached version goes first only when it is less.
+      size_t a = 0;
+      for (uint32_t j = 0; j < k; j++) {
+        const Entry x = c->At(j);
+        while (a < tail.size() && !RunLess(x, tail[a])) out->push_back(tail[a++]);
+        out->push_back(x);
+      }
+      out->insert(out->end(), tail.begin() + static_cast<long>(a), tail.end());
+    }
   }
   if (publish && n >= hub_min_ && n > k) Publish(s, c, out->data() + start, n);
 }
 
 void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const {
+  // Plain (32-byte) copies when no version has extras.
+  bool plain = true;
+  for (uint32_t j = 0; j < k && plain; j++) plain = ents[j].ext == nullptr;
   // Counted as what it may take: a mapped copy in whole huge pages.
-  const uint64_t copy = uint64_t(k) * sizeof(Entry);
+  const uint64_t copy = uint64_t(k) * (plain ? sizeof(PlainEntry) : sizeof(Entry));
   const uint64_t b =
       sizeof(Cache) + (copy >= kCacheMapBytes ? (copy + kCacheMapBytes - 1) / kCacheMapBytes * kCacheMapBytes : copy);
   const bool doubles = old == nullptr || k >= 2 * uint64_t(old->k);
@@ -718,7 +766,7 @@ void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint3
   // Allocation failure only costs the next reads their speed.
   std::unique_ptr<Cache> nc(new (std::nothrow) Cache);
   if (nc == nullptr) return;
-  Entry *to = nullptr;
+  void *mem = nullptr;
   if (copy >= kCacheMapBytes) {
     try {
       nc->map = Mapping(copy);
@@ -726,15 +774,25 @@ void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint3
       return;
     }
     ::madvise(nc->map.get(), nc->map.bytes(), MADV_HUGEPAGE);  // a hint: 4 KiB pages if refused
-    to = static_cast<Entry *>(nc->map.get());
+    mem = nc->map.get();
+  } else if (plain) {
+    nc->plain_heap.reset(new (std::nothrow) PlainEntry[k]);
+    mem = nc->plain_heap.get();
   } else {
     nc->heap.reset(new (std::nothrow) Entry[k]);
-    to = nc->heap.get();
+    mem = nc->heap.get();
   }
-  if (to == nullptr) return;
+  if (mem == nullptr) return;
   nc->k = k;
-  std::copy(ents, ents + k, to);
-  nc->ents = to;
+  if (plain) {
+    PlainEntry *to = static_cast<PlainEntry *>(mem);
+    for (uint32_t j = 0; j < k; j++) to[j] = PlainEntry{ents[j].dst, ents[j].vers, ents[j].weight, ents[j].time};
+    nc->plain = to;
+  } else {
+    Entry *to = static_cast<Entry *>(mem);
+    std::copy(ents, ents + k, to);
+    nc->ents = to;
+  }
   const Cache *expect = old;
   // Built before published (release); a reader that lost the race drops
   // its copy, which no one else ever saw.

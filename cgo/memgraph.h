@@ -320,33 +320,45 @@ class MemGraph {
     double weight;
   };
   // A version without extras, as a timed block keeps it: 32 bytes.
-  struct TimedEntry {
-    uint64_t dst, vers;
-    double weight;
-    int64_t time;
-  };
+  using TimedEntry = PlainEntry;
   // The kinds of block, each holding the versions of the kinds below it
   // too: narrow (NarrowEntry), wide (WideEntry), timed (TimedEntry), event
-  // (Entry, with its extras: an operand or a payload). A replace-only
-  // store never makes an event block, so it pays nothing for them.
+  // (Entry, with its extras: a payload). A replace-only store never makes
+  // an event block, so it pays nothing for them; neither does an
+  // accumulate type without payloads: an operand of one event without a
+  // payload is kept as a replace version is, its vers marked with
+  // kOperand, and read back with the shared extras kOneEvent (merge.h).
   enum Kind : uint8_t { kNarrow = 0, kWide = 1, kTimed = 2, kEvent = 3 };
   // The kind an op's version needs.
   static Kind KindOf(const gt_op &op) {
-    if ((op.flags & GT_OP_ACCUMULATE) != 0 || op.payload_len != 0) return kEvent;
+    if (op.payload_len != 0) return kEvent;
     if (op.time != 0) return kTimed;
     return op.kind == GT_OP_DELETE_EDGE || op.weight == 1.0 ? kNarrow : kWide;
   }
-  static Entry Widen(const NarrowEntry &x) { return Entry{x.dst, x.vers, VersTomb(x.vers) ? 0.0 : 1.0, 0}; }
-  static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers, x.weight, 0}; }
-  static Entry Widen(const TimedEntry &x) { return Entry{x.dst, x.vers, x.weight, x.time}; }
-  // An inline version (Slot::inl): a timed entry, or an event's, whose
-  // vers has kInlineExt (a bit above every type: types are below 2^10) and
-  // whose time field holds its ExtRec (ExtRec::first is its time: the
-  // MemGraph writes every ExtRec's first so, and readers read first only
-  // of an operand, whose first is its time).
+  // Bits of a vers as the MemGraph keeps it, above every type (types are
+  // below 2^10, from bit 48): never in an Entry. kOperand: an operand of
+  // one event without payload (Entry::ext &kOneEvent), in any kind of
+  // block and inline. kInlineExt: see Slot::inl.
+  static constexpr uint64_t kOperand = uint64_t{1} << 62;
   static constexpr uint64_t kInlineExt = uint64_t{1} << 63;
+  // An Entry's vers as a narrow, wide or timed block keeps it (its ext
+  // null or &kOneEvent).
+  static uint64_t PackVers(const Entry &e) { return e.ext == &kOneEvent ? e.vers | kOperand : e.vers; }
+  static const ExtRec *UnpackExt(uint64_t vers) { return (vers & kOperand) != 0 ? &kOneEvent : nullptr; }
+  static Entry Widen(const NarrowEntry &x) {
+    return Entry{x.dst, x.vers & ~kOperand, VersTomb(x.vers) ? 0.0 : 1.0, 0, UnpackExt(x.vers)};
+  }
+  static Entry Widen(const WideEntry &x) { return Entry{x.dst, x.vers & ~kOperand, x.weight, 0, UnpackExt(x.vers)}; }
+  static Entry Widen(const TimedEntry &x) {
+    return Entry{x.dst, x.vers & ~kOperand, x.weight, x.time, UnpackExt(x.vers)};
+  }
+  // An inline version (Slot::inl): a timed entry (kOperand in its vers
+  // for an operand without payload), or one with a payload, whose vers
+  // has kInlineExt and whose time field holds its ExtRec (ExtRec::first is
+  // its time: the MemGraph writes every ExtRec's first so, and readers read
+  // first only of an operand, whose first is its time).
   static TimedEntry ToInline(const Entry &e) {
-    if (e.ext == nullptr) return TimedEntry{e.dst, e.vers, e.weight, e.time};
+    if (e.ext == nullptr || e.ext == &kOneEvent) return TimedEntry{e.dst, PackVers(e), e.weight, e.time};
     return TimedEntry{e.dst, e.vers | kInlineExt, e.weight, static_cast<int64_t>(reinterpret_cast<uintptr_t>(e.ext))};
   }
   static Entry FromInline(const TimedEntry &x) {
@@ -407,12 +419,24 @@ class MemGraph {
   // for huge pages: a hub's degree is a scan of it, and on 4 KiB pages
   // that scan ran at a third of the memory's bandwidth in some runs (a TLB
   // miss per 170 versions); a small one is on the heap.
+  // When none of the versions has extras (ext null: every hub of a
+  // replace-only store) the copy is of PlainEntry, 32 bytes a version, not
+  // an Entry's 40: a read of the hub scans a fifth less.
   struct Cache {
     uint32_t k = 0;
-    const Entry *ents = nullptr;  // heap's or map's
+    const Entry *ents = nullptr;        // heap's or map's; or null, and
+    const PlainEntry *plain = nullptr;  // heap's or map's
     std::unique_ptr<Entry[]> heap;
+    std::unique_ptr<PlainEntry[]> plain_heap;
     Mapping map;
     Cache *next = nullptr;  // caches_
+    // Versions [b, e) as a run.
+    Run Slice(uint64_t b, uint64_t e) const { return Run{ents, nullptr, b, e, plain, false}; }
+    // Version j as an Entry.
+    Entry At(uint64_t j) const {
+      if (ents != nullptr) return ents[j];
+      return Entry{plain[j].dst, plain[j].vers, plain[j].weight, plain[j].time, nullptr};
+    }
   };
   static constexpr uint64_t kCacheMapBytes = uint64_t(2) << 20;
 
@@ -688,6 +712,11 @@ class MemGraph {
   // VerticesFrom of an active MemGraph past the bitmaps.
   void ProbeVerticesFrom(const Dir &d, uint64_t lo, uint64_t hi, size_t max, std::vector<uint64_t> *out,
                          uint64_t *resume) const;
+  // AddRuns and AddEdgeRuns; then the runs from first on are marked
+  // no_operands while this MemGraph has none.
+  size_t AddRunsOf(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  size_t AddEdgeRunsOf(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  void MarkNoOperands(std::vector<Run> *runs, size_t first) const;
   // publish: whether a hub's read may publish a new cache (not the flush's:
   // the MemGraph dies after it).
   void CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const;
@@ -787,6 +816,11 @@ class MemGraph {
   std::vector<std::pair<uint64_t, uint64_t>> vdels_;  // (vertex, seq)
   std::string srcpos_;
   bool has_srcpos_ = false;
+  bool payloads_ = false;  // some batch had payloads (ForEachSorted fetches them ahead)
+  // Some batch had an operand (set, release, by the shard's writer before
+  // it publishes the operand; a reader that sees the operand loads it
+  // after): until then the runs this gives hold none (Run::no_operands).
+  std::atomic<bool> operands_{false};
   uint64_t freeze_seq_ = 0;
   // Set (release) by Freeze after the last write: a reader that loads it
   // true (acquire) sees every version.
@@ -842,7 +876,21 @@ void MemGraph::ForEachSorted(std::vector<Entry> *scratch, F &&f) const {
   // kStep vertices: vertex i + (kDepth+1)*kStep's slot, then its newest
   // block, the one before, and so on (the pointers followed are in cache
   // by then): the misses of several vertices overlap.
+  // The versions with a payload point to it in the arena, in no order
+  // either (a record per version, written as its batch came): a cache
+  // miss per version of a flush's retention (count, first) and builder
+  // (payload). So each vertex's versions are gathered one vertex ahead
+  // (into next) and its records fetched while the one before is retained.
   constexpr size_t kStep = 4, kDepth = 4;
+  std::vector<Entry> next;
+  auto gather = [&](size_t j, std::vector<Entry> *into) {
+    into->clear();
+    CollectSlot(slot(j), into, false);
+    if (!payloads_) return;
+    for (const Entry &e : *into)
+      if (e.ext != nullptr) __builtin_prefetch(e.ext);
+  };
+  if (n > 0) gather(0, scratch);
   for (size_t i = 0; i < n; i++) {
     if (i + (kDepth + 1) * kStep < n) __builtin_prefetch(&slot(i + (kDepth + 1) * kStep));
     for (size_t s = 0; s < kDepth; s++) {
@@ -856,9 +904,9 @@ void MemGraph::ForEachSorted(std::vector<Entry> *scratch, F &&f) const {
         __builtin_prefetch(reinterpret_cast<const char *>(b) + 64);
       }
     }
-    scratch->clear();
-    CollectSlot(slot(i), scratch, false);
+    if (i + 1 < n) gather(i + 1, &next);
     f(d.sorted[i].first, *scratch);
+    scratch->swap(next);
   }
 }
 

@@ -145,13 +145,25 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     return p.watermark - (p.retain_us != nullptr ? p.retain_us[t] : 0);
   };
   // Folds the older operand (r, i) into the kept operand out[at] (newer,
-  // of the same stripe): its seq and payload stay, the rest adds up.
+  // of the same stripe): its seq and payload stay, the rest adds up. The
+  // first fold into an operand makes it a record of its own (its record
+  // may be a MemGraph's, shared), pointing to the payload (whatever holds
+  // it outlives the arena's records: a MemGraph or file being read, or the
+  // arena); the next ones change that record (owned: made by this call,
+  // seen by no one else yet).
+  const ExtRec *owned = nullptr;
   auto fold_into = [&](size_t at, const Run &r, uint64_t i) {
     Entry &e = (*out)[at];
     const ExtRec *x = e.ext;  // an operand's: not null
     e.weight += r.weight(i);
     e.time = std::max(e.time, r.time(i));
-    e.ext = arena->Make(x->count + r.count(i), MinTime(x->first, r.first(i)), x->bytes(), x->len);
+    if (x == owned) {
+      ExtRec *own = const_cast<ExtRec *>(x);  // made by arena->Make below: not const
+      own->count += r.count(i);
+      own->first = MinTime(own->first, r.first(i));
+      return;
+    }
+    e.ext = owned = arena->Ref(x->count + r.count(i), MinTime(x->first, r.first(i)), x->bytes(), x->len);
   };
   const std::vector<uint64_t> &snaps = *p.snaps;
   if (snaps.empty() && (p.vdel == nullptr || p.vdel->empty())) {

@@ -26,38 +26,64 @@
 
 namespace gt {
 
+// The extras of every MemGraph operand of one event without a payload
+// (count 1, first time its own time): shared, so that such an operand
+// needs no record of its own (it costs the MemGraph what a replace version
+// does, and a flush reads no record per event). Its first is 0 here:
+// Run::first gives the version's time instead.
+// INVARIANT: only MemGraph entries (and copies of them: hub caches, the
+// in-index, read scratch) point to it; Run::ext gives everything else
+// (RetainVersions' output, and so the files' builder) a record of its own.
+inline constexpr ExtRec kOneEvent{1, 0, 0, 0};
+
 // A sorted run of one vertex's versions: either MemGraph entries (already
-// sorted by the caller) or a slice [b,e) of a segment.
+// sorted by the caller), or a hub's cached versions without extras
+// (plain), or a slice [b,e) of a segment.
 struct Run {
   const Entry *ents = nullptr;
   const Segment *seg = nullptr;
   uint64_t b = 0, e = 0;
-  uint64_t dst(uint64_t i) const { return seg ? seg->dst(i) : ents[i].dst; }
-  uint64_t vers(uint64_t i) const { return seg ? seg->vers(i) : ents[i].vers; }
-  double weight(uint64_t i) const { return seg ? seg->weight(i) : ents[i].weight; }
-  int64_t time(uint64_t i) const { return seg ? seg->time(i) : ents[i].time; }
+  const PlainEntry *plain = nullptr;  // when set, ents and seg are null
+  // Set by a MemGraph that never took an operand: none of ents is one.
+  bool no_operands = false;
+  // Some version may be an operand (a plain read must fold).
+  bool MayHoldOperands() const {
+    if (seg) return seg->has_ext();
+    return plain == nullptr && !no_operands;
+  }
+  uint64_t dst(uint64_t i) const { return seg ? seg->dst(i) : plain ? plain[i].dst : ents[i].dst; }
+  uint64_t vers(uint64_t i) const { return seg ? seg->vers(i) : plain ? plain[i].vers : ents[i].vers; }
+  double weight(uint64_t i) const { return seg ? seg->weight(i) : plain ? plain[i].weight : ents[i].weight; }
+  int64_t time(uint64_t i) const { return seg ? seg->time(i) : plain ? plain[i].time : ents[i].time; }
   // An event operand's count (0: a replace version or a tombstone).
-  uint64_t count(uint64_t i) const { return seg ? seg->count(i) : EntryCount(ents[i]); }
+  uint64_t count(uint64_t i) const { return seg ? seg->count(i) : plain ? 0 : EntryCount(ents[i]); }
   int64_t first(uint64_t i) const {
     if (seg) return seg->first(i);
-    return ents[i].ext != nullptr ? ents[i].ext->first : 0;
+    if (plain) return 0;
+    const ExtRec *x = ents[i].ext;
+    if (x == &kOneEvent) return ents[i].time;
+    return x != nullptr ? x->first : 0;
   }
   uint32_t payload(uint64_t i, const uint8_t **p) const {
     if (seg) return seg->payload(i, p);
-    const ExtRec *x = ents[i].ext;
+    const ExtRec *x = plain ? nullptr : ents[i].ext;
     *p = x != nullptr ? x->bytes() : nullptr;
     return x != nullptr ? x->len : 0;
   }
   // Version i's extras as an Entry's (null: none): a MemGraph entry's own,
   // a segment version's made in *arena.
   const ExtRec *ext(uint64_t i, ExtArena *arena) const {
-    if (!seg) return ents[i].ext;
+    if (plain) return nullptr;
+    if (!seg) {
+      const ExtRec *x = ents[i].ext;
+      return x != &kOneEvent ? x : arena->Make(1, ents[i].time, nullptr, 0);
+    }
     if (!seg->has_ext()) return nullptr;
     const uint8_t *p;
     const uint32_t len = seg->payload(i, &p);
     const uint64_t c = seg->count(i);
     if (c == 0 && len == 0) return nullptr;
-    return arena->Make(c, seg->first(i), p, len);
+    return arena->Ref(c, seg->first(i), p, len);  // the file outlives the flush or compaction reading it
   }
 };
 
@@ -347,11 +373,34 @@ void VisibleEdgeIds(const std::vector<Run> &runs, uint64_t src, uint64_t tau, co
 }
 
 // VisibleEdges of the plain reads: emit(dst, type, weight, time), an
-// operand's fold's sum and greatest time.
+// operand's fold's sum and greatest time. Runs that cannot hold an
+// operand (a replace-only store's) are read by the loop that folds
+// nothing, as before operands (VisibleEdges' bookkeeping was a fifth of a
+// hub's neighbors read).
 template <typename F>
 void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
                      F &&emit) {
-  VisibleEdges<false>(runs, src, tau, vdel, ts, emit);
+  bool operands = false;
+  for (const Run &r : runs) operands = operands || r.MayHoldOperands();
+  if (operands) {
+    VisibleEdges<false>(runs, src, tau, vdel, ts, emit);
+    return;
+  }
+  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
+  const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
+  uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
+  uint32_t curt = 0;
+  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) -> bool {
+    const uint32_t t = VersType(vers);
+    if (dst == cur && t == curt) return true;  // an older version of a decided edge
+    const uint64_t seq = VersSeq(vers);
+    if (seq > tau) return true;  // not yet visible; an older version may be
+    cur = dst;
+    curt = t;
+    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
+    if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
+    return Visit(emit, dst, t, w, tm);
+  });
 }
 
 // The events of the edge (src, dst, type) visible at tau, newest first:

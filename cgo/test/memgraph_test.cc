@@ -304,6 +304,8 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
       gt::MemGraph m(true, limit, hub_min, parallel_min);
       VersionOracle oracle;
       std::vector<std::pair<const gt::Entry *, std::vector<gt::Entry>>> kept;  // AddRuns runs in caches
+      // The same of plain caches (32-byte versions: no version here has extras).
+      std::vector<std::pair<const gt::PlainEntry *, std::vector<gt::PlainEntry>>> kept_plain;
       const auto batches = HubBatches(rng, 300, 60);
       uint64_t seq = 0;
       std::vector<gt::Entry> got;
@@ -327,8 +329,12 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
             ASSERT_EQ(n, got.size());
             // A run in a cache stays valid and unchanged while the MemGraph
             // lives: checked again at the end.
-            for (const gt::Run &r : last_runs)
-              if (r.ents != scratch.data()) kept.push_back({r.ents, std::vector<gt::Entry>(r.ents, r.ents + r.e)});
+            for (const gt::Run &r : last_runs) {
+              if (r.plain != nullptr)
+                kept_plain.push_back({r.plain, std::vector<gt::PlainEntry>(r.plain, r.plain + r.e)});
+              else if (r.ents != scratch.data())
+                kept.push_back({r.ents, std::vector<gt::Entry>(r.ents, r.ents + r.e)});
+            }
           }
           const auto want = oracle.Want(dir, v, seq);
           ASSERT_TRUE(Same(got, want)) << "dir " << dir << " v " << v << " seq " << seq << "\n got  " << Show(got)
@@ -371,9 +377,12 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
         ASSERT_NO_FATAL_FAILURE(read_some(false));
       }
       EXPECT_GT(m.cache_bytes(), 0u) << "hub reads made no cache";
-      EXPECT_FALSE(kept.empty()) << "no read was served from a cache";
+      EXPECT_FALSE(kept.empty() && kept_plain.empty()) << "no read was served from a cache";
+      EXPECT_TRUE(kept.empty()) << "a cache of versions without extras holds Entries, not PlainEntries";
       for (const auto &pk : kept)
         ASSERT_TRUE(Same(std::vector<gt::Entry>(pk.first, pk.first + pk.second.size()), pk.second));
+      for (const auto &pk : kept_plain)
+        ASSERT_EQ(0, std::memcmp(pk.first, pk.second.data(), pk.second.size() * sizeof(gt::PlainEntry)));
       // Caches: at most twice the versions of the vertices read, plus the
       // churn budget of limit/16 (one reader: no races).
       EXPECT_LE(m.cache_bytes(), 2 * (sizeof(gt::Entry) + 64) * m.entries() + limit / 16);
@@ -555,8 +564,125 @@ TEST(MemGraphTest, LargeHubCacheMatchesOracle) {
       m.Collect(gt::kOut, hub, &got);
       ASSERT_TRUE(Same(got, oracle.Want(0, hub, seq))) << "round " << round << ShowDiff(got, oracle.Want(0, hub, seq));
     }
-    EXPECT_GE(m.cache_bytes(), uint64_t(120000) * sizeof(gt::Entry));
+    // A cache of every version (none has extras: 32 bytes each).
+    EXPECT_GE(m.cache_bytes(), uint64_t(120000) * sizeof(gt::PlainEntry));
     apply(500);
+  }
+}
+
+// A hub of a replace-only stream is cached in 32-byte versions, not in
+// Entries (40 bytes: the extras' pointer, null in every one): its reads
+// scan a fifth less. One version with extras (an operand) makes the next
+// cache one of Entries, and reads of it fold.
+TEST(MemGraphTest, HubCacheOfVersionsWithoutExtrasTakes32BytesAVersion) {
+  gt::MemGraph m(false, uint64_t(1) << 30, 8, 1);
+  const uint64_t hub = 7, k = 120000;
+  std::vector<gt_op> b;
+  for (uint64_t i = 0; i < k; i++) b.push_back(Up(hub, i + 1));
+  m.Apply(b.data(), b.size(), 1, {}, nullptr, 0);
+  std::vector<gt::Entry> got;
+  m.Collect(gt::kOut, hub, &got);
+  ASSERT_EQ(got.size(), k);
+  // The copy, in whole 2 MiB pages (it is mapped: MemGraph::Publish).
+  const uint64_t plain = (k * sizeof(gt::PlainEntry) + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+  EXPECT_GE(m.cache_bytes(), k * sizeof(gt::PlainEntry));
+  EXPECT_LE(m.cache_bytes(), plain + 4096) << "a cache of Entries: " << k * sizeof(gt::Entry) << " bytes and more";
+  std::vector<gt::Entry> scratch;
+  std::vector<gt::Run> runs;
+  m.AddRuns(gt::kOut, hub, 1, &scratch, &runs);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].plain, nullptr);
+  EXPECT_FALSE(runs[0].MayHoldOperands());
+
+  // Operands to every dst (weights 2 and 3, after the replace version of
+  // weight 1), enough to make the next read cache again: the fold is 5.
+  b.clear();
+  for (uint64_t i = 0; i < 2 * k; i++) {
+    gt_op op = Up(hub, i % k + 1);
+    op.weight = i < k ? 2 : 3;
+    op.time = int64_t(1000 + i);
+    op.flags = GT_OP_ACCUMULATE;
+    b.push_back(op);
+  }
+  m.Apply(b.data(), b.size(), 2, {}, nullptr, 0);
+  for (int read = 0; read < 2; read++) {  // the first merges the plain cache and publishes; the second reads that
+    scratch.clear();
+    runs.clear();
+    m.AddRuns(gt::kOut, hub, 2, &scratch, &runs);
+    ASSERT_FALSE(runs.empty());
+    uint64_t n = 0;
+    gt::VdelMap vd;
+    gt::VisibleEdges<true>(runs, hub, 2, vd, nullptr, [&](const gt::Folded &f) {
+      n++;
+      ASSERT_EQ(f.count, 2u) << "dst " << f.dst;
+      ASSERT_EQ(f.weight, 5.0) << "dst " << f.dst;
+      ASSERT_EQ(f.first, int64_t(1000 + f.dst - 1)) << "dst " << f.dst;
+      ASSERT_EQ(f.time, int64_t(1000 + k + f.dst - 1)) << "dst " << f.dst;
+    });
+    EXPECT_EQ(n, k);
+    n = 0;
+    gt::VisibleVersions(runs, hub, 2, vd, nullptr, [&](uint64_t, uint32_t, double w, int64_t) {
+      n++;
+      ASSERT_EQ(w, 5.0);
+    });
+    EXPECT_EQ(n, k);
+    // At seq 1 (before the operands): the replace versions.
+    n = 0;
+    gt::VisibleVersions(runs, hub, 1, vd, nullptr, [&](uint64_t, uint32_t, double w, int64_t) {
+      n++;
+      ASSERT_EQ(w, 1.0);
+    });
+    EXPECT_EQ(n, k);
+  }
+  EXPECT_GE(m.cache_bytes(), plain + 3 * k * sizeof(gt::Entry)) << "the second cache holds Entries";
+}
+
+// An accumulate type's operand without a payload costs the MemGraph what a
+// replace version does (its extras, count 1 and first its time, are
+// shared, not a record of its own), and reads back as an operand of one
+// event: count 1, first its time.
+TEST(MemGraphTest, OperandsWithoutPayloadCostWhatReplaceVersionsDo) {
+  std::mt19937_64 rng(TestSeed(31));
+  gt::MemGraph rep(false, uint64_t(64) << 20), acc(false, uint64_t(64) << 20);
+  std::vector<gt_op> b;
+  for (uint64_t seq = 1; seq <= 20; seq++) {
+    b.clear();
+    for (int i = 0; i < 10000; i++) {
+      gt_op op = Up(rng() % 20000, rng() % 20000);
+      op.weight = double(1 + rng() % 100000) / 100;
+      op.time = int64_t(1700000000000000 + seq * 10000 + i);
+      b.push_back(op);
+    }
+    rep.Apply(b.data(), b.size(), seq, {}, nullptr, 0);
+    for (gt_op &op : b) op.flags = GT_OP_ACCUMULATE;
+    acc.Apply(b.data(), b.size(), seq, {}, nullptr, 0);
+  }
+  EXPECT_EQ(acc.bytes(), rep.bytes()) << "bytes per version: " << double(acc.bytes()) / double(acc.entries())
+                                      << " against " << double(rep.bytes()) / double(rep.entries());
+  for (uint64_t v : {0, 1, 777, 19999}) {
+    std::vector<gt::Entry> r, a;
+    rep.Collect(gt::kOut, v, &r);
+    acc.Collect(gt::kOut, v, &a);
+    ASSERT_EQ(r.size(), a.size());
+    std::vector<gt::Run> runs{gt::Run{a.data(), nullptr, 0, a.size()}};
+    for (size_t i = 0; i < a.size(); i++) {
+      ASSERT_EQ(a[i].dst, r[i].dst);
+      ASSERT_EQ(a[i].vers, r[i].vers);
+      ASSERT_EQ(a[i].weight, r[i].weight);
+      ASSERT_EQ(a[i].time, r[i].time);
+      EXPECT_EQ(gt::EntryCount(r[i]), 0u);
+      EXPECT_EQ(gt::EntryCount(a[i]), 1u);
+      EXPECT_EQ(runs[0].first(i), a[i].time);
+      const uint8_t *p = nullptr;
+      EXPECT_EQ(runs[0].payload(i, &p), 0u);
+      // What a flush writes: a record of its own, count 1, first its time.
+      gt::ExtArena arena;
+      const gt::ExtRec *x = runs[0].ext(i, &arena);
+      ASSERT_NE(x, nullptr);
+      EXPECT_NE(x, &gt::kOneEvent);
+      EXPECT_EQ(x->count, 1u);
+      EXPECT_EQ(x->first, a[i].time);
+    }
   }
 }
 
