@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -417,7 +419,17 @@ func TestEveryFileKind(t *testing.T) {
 		t.Fatal("the read-write open reads other contents than the read-only one")
 	}
 
-	tried, outcomes := map[string]int{}, map[string]map[string]int{}
+	// Every damaged copy to judge, judged by as many workers as the test
+	// may run at once, each on a copy of its own (a case's copy, damage
+	// and judgement share nothing with another case's).
+	type damageCase struct {
+		name, rel, how string
+		make           func(t *testing.T, dir string) string
+		apply          func(path string) error
+		want           outcome
+		roReads        bool
+	}
+	var all []damageCase
 	for _, name := range slices.Sorted(maps.Keys(fileKindTests)) {
 		kt := fileKindTests[name]
 		rels := seen[name]
@@ -434,17 +446,8 @@ func TestEveryFileKind(t *testing.T) {
 			if info, err := os.Stat(filepath.Join(src, rel)); err == nil && !info.IsDir() {
 				size = info.Size()
 			}
-			var cases []struct {
-				how   string
-				apply func(path string) error
-				want  outcome
-			}
 			add := func(how string, want outcome, apply func(path string) error) {
-				cases = append(cases, struct {
-					how   string
-					apply func(path string) error
-					want  outcome
-				}{how, apply, want})
+				all = append(all, damageCase{name: name, rel: rel, how: how, make: kt.make, apply: apply, want: want, roReads: kt.roReads})
 			}
 			if kt.flip != nil && kt.flipWant != 0 {
 				for _, off := range kt.flip(size) {
@@ -462,26 +465,40 @@ func TestEveryFileKind(t *testing.T) {
 			if kt.deleteWant != 0 {
 				add("deleted", kt.deleteWant, os.RemoveAll)
 			}
-			for _, c := range cases {
-				copyDataDir(t, src, work)
-				if kt.make != nil {
-					kt.make(t, work)
-				}
-				path := filepath.Join(work, filepath.FromSlash(rel))
-				if err := c.apply(path); err != nil {
-					t.Fatal(err)
-				}
-				tried[name]++
-				got := judgeDamage(t, work, path, damaged{kind: name, rel: rel, how: c.how, want: c.want, roReads: kt.roReads}, orig)
-				if outcomes[name] == nil {
-					outcomes[name] = map[string]int{}
-				}
-				outcomes[name][got]++
-				if t.Failed() {
-					t.FailNow()
-				}
-			}
 		}
+	}
+	var mu sync.Mutex // protects tried and outcomes
+	tried, outcomes := map[string]int{}, map[string]map[string]int{}
+	workers := min(runtime.GOMAXPROCS(0), len(all))
+	t.Run("damaged copies", func(pt *testing.T) {
+		for w := range workers {
+			pt.Run(fmt.Sprint("worker ", w), func(t *testing.T) {
+				t.Parallel()
+				work := filepath.Join(memdir.TempDir(t), "d")
+				for i := w; i < len(all) && !pt.Failed(); i += workers {
+					c := all[i]
+					copyDataDir(t, src, work)
+					if c.make != nil {
+						c.make(t, work)
+					}
+					path := filepath.Join(work, filepath.FromSlash(c.rel))
+					if err := c.apply(path); err != nil {
+						t.Fatal(err)
+					}
+					got := judgeDamage(t, work, path, damaged{kind: c.name, rel: c.rel, how: c.how, want: c.want, roReads: c.roReads}, orig)
+					mu.Lock()
+					tried[c.name]++
+					if outcomes[c.name] == nil {
+						outcomes[c.name] = map[string]int{}
+					}
+					outcomes[c.name][got]++
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
 	for _, name := range slices.Sorted(maps.Keys(tried)) {
 		t.Logf("%s: %d damaged copies: %v", name, tried[name], outcomes[name])

@@ -30,6 +30,9 @@ import (
 // record's topic/partition/offset; the bad record is dead-lettered with
 // the reason.
 func TestServePaymentsAsEvents(t *testing.T) {
+	// Parallel (with TestFraudAlertsExactlyOnceAcrossCrashes): it shares
+	// only the broker (topics, group, port and directory of its own).
+	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	topic, dead, writesTopic := uniq("payments-agg"), uniq("payments-agg-dead"), uniq("payments-agg-writes")

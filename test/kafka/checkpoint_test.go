@@ -219,6 +219,13 @@ func checkAnalyticResults(t *testing.T, base string, o oracle, root uint64, all 
 // over the records in offset order exactly once, by the record that
 // completed it; no alert ID twice.
 func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
+	// The longest test here (its serve children raise about 20,000
+	// alerts under the race detector): parallel, so that it runs once the
+	// package's sequential tests are done, beside the other parallel
+	// ones, rather than in the middle of the serial chain while the rest
+	// of make test loads the machine. It shares only the broker (topics,
+	// groups and directory of its own).
+	t.Parallel()
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("fraud-ckpt"), uniq("fraud-alerts")
 	createTopic(t, topic, 1)
