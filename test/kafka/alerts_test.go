@@ -81,9 +81,7 @@ func TestFraudAlertsReachKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.Close()
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	sink.Close(fctx)
-	cancel()
+	closeSinkDelivered(t, sink, 60*time.Second)
 
 	// The reference: every simple cycle of length <= 4, by account keys.
 	out := map[string][]string{}
@@ -192,4 +190,20 @@ func cycleKey(c []string) string {
 		}
 	}
 	return fmt.Sprint(append(append([]string(nil), c[m:]...), c[:m]...))
+}
+
+// closeSinkDelivered waits until sink has produced every alert raised to
+// it (the alert topic holds them all), at most wait, then closes it. A
+// sink produces only once it holds the alert topic's partition 0 in its
+// election group, and on a fresh or busy broker that join can take longer
+// than a shutdown's deadline: closing before it would leave the alerts to
+// the next start, which a test that reads the topic next does not have.
+func closeSinkDelivered(t *testing.T, sink *alerts.KafkaSink, wait time.Duration) {
+	t.Helper()
+	if !waitFor(wait, func() bool { st := sink.Stats(); return st.Leading && st.Pending == 0 }) {
+		t.Fatalf("the alert sink did not produce its alerts within %v: %+v", wait, sink.Stats())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sink.Close(ctx)
 }

@@ -166,10 +166,8 @@ func TestAlertsMatchTheirSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.Close()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	sink.Close(cctx)
-	cancel()
 	sinkOpen = false
+	closeSinkDelivered(t, sink, 60*time.Second)
 	recs := consumeAll(t, alertTopic, len(before)+raised, 2*time.Second, 30*time.Second)
 	if len(recs) != len(before)+raised {
 		t.Fatalf("%d alerts on the topic, want %d", len(recs), len(before)+raised)
