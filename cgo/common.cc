@@ -212,40 +212,31 @@ uint64_t MappingPool::bytes() const {
 
 namespace gt {
 
-const ExtRec *ExtArena::Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
+ExtRec *ExtArena::Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref) {
   constexpr size_t kBlockWords = 8192;  // 64 KiB
-  const size_t words = (sizeof(ExtRec) + len + 7) / 8;
   if (blocks_.empty() || used_ + words > blocks_.back().size()) {
     blocks_.emplace_back(std::max(kBlockWords, words));
     used_ = 0;
   }
-  uint64_t *at = blocks_.back().data() + used_;
+  ExtRec *r = reinterpret_cast<ExtRec *>(blocks_.back().data() + used_);
   used_ += words;
-  ExtRec *r = reinterpret_cast<ExtRec *>(at);
   r->count = count;
   r->first = first;
   r->len = len;
-  r->ref = 0;
-  if (len > 0) std::memcpy(at + sizeof(ExtRec) / 8, payload, len);
+  r->ref = ref;
+  return r;
+}
+
+const ExtRec *ExtArena::Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
+  ExtRec *r = Alloc((sizeof(ExtRec) + len + 7) / 8, count, first, len, 0);
+  if (len > 0) std::memcpy(reinterpret_cast<uint64_t *>(r) + sizeof(ExtRec) / 8, payload, len);
   return r;
 }
 
 const ExtRec *ExtArena::Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
   if (len == 0) return Make(count, first, nullptr, 0);
-  constexpr size_t kBlockWords = 8192;  // 64 KiB
-  constexpr size_t words = (sizeof(ExtRec) + sizeof(payload)) / 8;
-  if (blocks_.empty() || used_ + words > blocks_.back().size()) {
-    blocks_.emplace_back(kBlockWords);
-    used_ = 0;
-  }
-  uint64_t *at = blocks_.back().data() + used_;
-  used_ += words;
-  ExtRec *r = reinterpret_cast<ExtRec *>(at);
-  r->count = count;
-  r->first = first;
-  r->len = len;
-  r->ref = 1;
-  std::memcpy(at + sizeof(ExtRec) / 8, &payload, sizeof payload);
+  ExtRec *r = Alloc((sizeof(ExtRec) + sizeof(payload)) / 8, count, first, len, 1);
+  std::memcpy(reinterpret_cast<uint64_t *>(r) + sizeof(ExtRec) / 8, &payload, sizeof payload);
   return r;
 }
 

@@ -200,6 +200,9 @@ class ExtArena {
   void Clear();
 
  private:
+  // A record of words 8-byte words (header and what follows it), filled
+  // with count, first, len and ref.
+  ExtRec *Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref);
   std::vector<std::vector<uint64_t>> blocks_;
   size_t used_ = 0;  // words of blocks_.back()
 };
