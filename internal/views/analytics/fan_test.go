@@ -293,12 +293,24 @@ func fanStream(r *rand.Rand, n int, lateness time.Duration) []views.Edge {
 // into a new one of the same configuration.
 func roundTripFan(t *testing.T, w *fanWindow) *fanWindow {
 	t.Helper()
+	got, err := loadFanSection(t, w, w.save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// loadFanSection writes a checkpoint whose "fan" section is what encode
+// writes and loads it into a new window of w's configuration, returning
+// the load's error.
+func loadFanSection(t *testing.T, w *fanWindow, encode func(*checkpoint.Encoder)) (*fanWindow, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "fan.ckpt")
 	cw, err := checkpoint.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cw.Section("fan", func(e *checkpoint.Encoder) { w.save(e) }); err != nil {
+	if err := cw.Section("fan", encode); err != nil {
 		t.Fatal(err)
 	}
 	if err := cw.Commit(); err != nil {
@@ -310,13 +322,11 @@ func roundTripFan(t *testing.T, w *fanWindow) *fanWindow {
 	}
 	defer rd.Close()
 	var got *fanWindow
-	if err := rd.Section("fan", func(d *checkpoint.Decoder) error {
+	err = rd.Section("fan", func(d *checkpoint.Decoder) error {
 		got = loadFanWindow(d, w)
 		return d.Err()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return got
+	})
+	return got, err
 }
 
 // TestFanWindowMatchesOracle: fanin, fanout and fraud's fan-in with the
@@ -798,28 +808,7 @@ func TestFanWindowLoadRefusesBadState(t *testing.T) {
 		return st
 	}
 	load := func(st fanState) (*fanWindow, error) {
-		path := filepath.Join(t.TempDir(), "fan.ckpt")
-		cw, err := checkpoint.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cw.Section("fan", func(e *checkpoint.Encoder) { st.encode(e) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := cw.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		rd, err := checkpoint.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rd.Close()
-		var got *fanWindow
-		err = rd.Section("fan", func(d *checkpoint.Decoder) error {
-			got = loadFanWindow(d, w)
-			return d.Err()
-		})
-		return got, err
+		return loadFanSection(t, w, st.encode)
 	}
 	if got, err := load(clone()); err != nil || dumpWindow(got) != dumpWindow(w) {
 		t.Fatalf("the good state: %v", err)
