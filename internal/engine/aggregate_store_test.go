@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -295,22 +293,7 @@ func TestAggregateSurvivesACrashBeforeItsUse(t *testing.T) {
 		t.Skip("spawns child processes")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashAggregateEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "recorded\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the crash child said %q, %v", line, err)
-	}
+	cmd := startCrashChildSaying(t, dir, crashAggregateEnv, "recorded", "the crash child said")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

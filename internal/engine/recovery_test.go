@@ -413,8 +413,24 @@ func killAtTestPoint(t *testing.T, dir string, point uint32, round int, env ...s
 // flushed within any fixed time.)
 func seedDurable(t *testing.T, dir string) uint64 {
 	t.Helper()
+	cmd := startCrashChildSaying(t, dir, crashTellEnv, "durable", "the crash child ended before its first flush returned")
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	last := checkRecovered(t, dir, 0)
+	if last == 0 {
+		t.Fatal("no batch was made durable before the test points")
+	}
+	return last
+}
+
+// startCrashChildSaying starts this test binary as a crash child on dir
+// with env set to 1, and returns once it has printed want (a line), failing
+// with what (and what it printed) if it prints anything else or ends.
+func startCrashChildSaying(t *testing.T, dir, env, want, what string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashTellEnv+"=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, env+"=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -424,19 +440,12 @@ func seedDurable(t *testing.T, dir string) uint64 {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "durable\n" {
+	if err != nil || line != want+"\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the crash child ended before its first flush returned: %q, %v", line, err)
+		t.Fatalf("%s: %q, %v", what, line, err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	last := checkRecovered(t, dir, 0)
-	if last == 0 {
-		t.Fatal("no batch was made durable before the test points")
-	}
-	return last
+	return cmd
 }
 
 // checkNothingLeft wants a check of dir, after a read-write open, to find
