@@ -33,10 +33,12 @@
 // each analytic raised among those first records (an object of analytic
 // name to count), u32 CRC-32C of everything before it; then the records
 // (durable.AppendRecord), each the JSON of one analytics.Alert: the one
-// JSON shape of an alert (analytics.AlertRecord, without a graph). Records
-// written before alerts carried evidence read back unchanged: that shape
-// holds every field they have, and takes a vertex's id from its
-// vertex_id (they held the store's id in vertex).
+// JSON shape of an alert (analytics.AlertRecord). serve's records are the
+// bytes its registry wrote once for the alert topic too (AppendJSON: with
+// the graph); Append writes them without a graph. Records written before
+// alerts carried evidence read back unchanged: that shape holds every
+// field they have, and takes a vertex's id from its vertex_id (they held
+// the store's id in vertex).
 package alertlog
 
 import (
@@ -74,6 +76,8 @@ const (
 // INVARIANT: a record holds any alert the registry raises (a compile
 // error otherwise).
 const _ = uint(maxPayload - analytics.MaxAlertBytes)
+
+var _ analytics.JSONHistory = (*Log)(nil)
 
 // Claim is what the store's durable state recorded of the log: that the
 // file existed, and how many records it held synced then.
@@ -320,8 +324,43 @@ func (l *Log) AlertsWithin(maxBytes int64) (alerts []analytics.Alert, total uint
 }
 
 // Append writes al to the file (not synced: Sync), and rewrites it with
-// the newest alerts once it holds twice the bound.
+// the newest alerts once it holds twice the bound. Each record is the
+// alert's JSON without a graph (AppendJSON takes the JSON the registry
+// wrote for the alert topic too).
 func (l *Log) Append(al []analytics.Alert) error {
+	return l.append(al, func(i int) ([]byte, error) {
+		if l.enc == nil {
+			l.enc = json.NewEncoder(&l.json)
+			l.enc.SetEscapeHTML(false) // the bytes GET /v1/alerts and the alert topic give: a property document reads back as it was
+		}
+		l.json.Reset()
+		r := al[i].Record("") // as Alert.MarshalJSON, without its second pass
+		if err := l.enc.Encode(&r); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(l.json.Bytes(), []byte("\n")), nil
+	})
+}
+
+// AppendJSON is Append of alerts whose JSON is written already: docs[i]
+// is al[i]'s (analytics.AlertJSON, as the registry wrote it once for the
+// alert topic too; nil: one that could not be written, left out), each
+// record those bytes as they are.
+func (l *Log) AppendJSON(al []analytics.Alert, docs [][]byte) error {
+	if len(docs) != len(al) {
+		return fmt.Errorf("alertlog: %d alerts with %d documents", len(al), len(docs))
+	}
+	return l.append(al, func(i int) ([]byte, error) {
+		if docs[i] == nil {
+			return nil, errors.New("the alert could not be written as JSON")
+		}
+		return docs[i], nil
+	})
+}
+
+// append writes al to the file, doc(i) the record of al[i] (valid until
+// the next call of doc); see Append.
+func (l *Log) append(al []analytics.Alert, doc func(i int) ([]byte, error)) error {
 	if len(al) == 0 {
 		return nil
 	}
@@ -332,10 +371,6 @@ func (l *Log) Append(al []analytics.Alert) error {
 		return l.broken
 	case l.f == nil:
 		return errors.New("alertlog: the log is not open for writing")
-	}
-	if l.enc == nil {
-		l.enc = json.NewEncoder(&l.json)
-		l.enc.SetEscapeHTML(false) // the bytes GET /v1/alerts and the alert topic give: a property document reads back as it was
 	}
 	// Written a chunk at a time, so that a burst of alerts (a fraud pull
 	// may raise hundreds of thousands) holds no more than a chunk.
@@ -352,12 +387,11 @@ func (l *Log) Append(al []analytics.Alert) error {
 	}
 	var skipped error // an alert that cannot be written is left out; the others are kept
 	for i := range al {
-		l.json.Reset()
-		if err := l.enc.Encode(&al[i]); err != nil {
+		p, err := doc(i)
+		if err != nil {
 			skipped = cmp.Or(skipped, fmt.Errorf("alertlog: an alert left out: %w", err))
 			continue
 		}
-		p := bytes.TrimSuffix(l.json.Bytes(), []byte("\n"))
 		if len(p) > maxPayload {
 			skipped = cmp.Or(skipped, fmt.Errorf("alertlog: an alert of %d bytes left out, more than %d", len(p), maxPayload))
 			continue

@@ -194,7 +194,9 @@ func NewKafkaSink(ctx context.Context, cfg Config) (*KafkaSink, error) {
 func (k *KafkaSink) SetVertexIDs(ext func(uint64) uint64) { k.ext = ext }
 
 // Publish implements analytics.AlertSink without blocking: the alerts the
-// topic does not hold yet wait for the producer.
+// topic does not hold yet wait for the producer. Each record's value is
+// the alert's JSON of the sink's graph, written here (a registry hands
+// the JSON it wrote to PublishJSON instead).
 func (k *KafkaSink) Publish(al []analytics.Alert) {
 	items := make([]*item, 0, len(al))
 	for _, a := range al {
@@ -208,6 +210,40 @@ func (k *KafkaSink) Publish(al []analytics.Alert) {
 		key := cmp.Or(r.VertexKey, r.VertexID)
 		items = append(items, &item{id: a.ID, src: a.Source, rec: k.record(a.ID, a.Analytic, a.Kind, key, v)})
 	}
+	k.queue(items)
+}
+
+// PublishJSON implements analytics.JSONSink: Publish of alerts whose
+// JSON (of the sink's graph, AlertGraph) the registry wrote, docs[i]
+// al[i]'s: each record's value is those bytes, the same as alerts.log's
+// record of the alert. The registry names every vertex (the ids its
+// source gave): SetVertexIDs does not apply.
+func (k *KafkaSink) PublishJSON(al []analytics.Alert, docs [][]byte) {
+	items := make([]*item, 0, len(al))
+	for i := range al {
+		a := &al[i]
+		if i >= len(docs) || docs[i] == nil {
+			k.log.Error("an alert cannot be written as JSON", "analytic", a.Analytic)
+			continue
+		}
+		// Keyed by the vertex: its string key, else its id.
+		key := a.VertexKey
+		if key == "" {
+			_, key = analytics.NamedID(a.Vertex, a.VertexID)
+		}
+		items = append(items, &item{id: a.ID, src: a.Source, rec: k.record(a.ID, a.Analytic, a.Kind, key, docs[i])})
+	}
+	k.queue(items)
+}
+
+var _ analytics.JSONSink = (*KafkaSink)(nil)
+
+// AlertGraph implements analytics.JSONSink: the graph of the sink's
+// alerts (Config.Graph).
+func (k *KafkaSink) AlertGraph() string { return k.cfg.Graph }
+
+// queue makes items wait for the producer, in order.
+func (k *KafkaSink) queue(items []*item) {
 	queued := false
 	k.mu.Lock()
 	for _, it := range items {

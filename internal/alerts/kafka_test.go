@@ -22,7 +22,7 @@ import (
 // alerts end to end, and of a producing replica killed mid-stream, live in
 // test/kafka.
 
-func newCluster(t *testing.T) *kfake.Cluster {
+func newCluster(t testing.TB) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "alerts"))
 	if err != nil {
@@ -32,12 +32,12 @@ func newCluster(t *testing.T) *kfake.Cluster {
 	return c
 }
 
-func newSink(t *testing.T, c *kfake.Cluster, graph string) *KafkaSink {
+func newSink(t testing.TB, c *kfake.Cluster, graph string) *KafkaSink {
 	t.Helper()
 	return newSinkConfig(t, Config{Brokers: c.ListenAddrs(), Topic: "alerts", Graph: graph, SessionTimeout: 6 * time.Second})
 }
 
-func newSinkConfig(t *testing.T, cfg Config) *KafkaSink {
+func newSinkConfig(t testing.TB, cfg Config) *KafkaSink {
 	t.Helper()
 	k, err := NewKafkaSink(context.Background(), cfg)
 	if err != nil {

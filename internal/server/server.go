@@ -297,7 +297,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// registered again (a WARN says why). Only the configuration's roots,
 	// the operator's, are assigned (api.AssignRoots, below).
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
-		History: d.Alerts, AlertRing: cfg.AlertHistory,
+		History: d.Alerts, AlertRing: cfg.AlertHistory, Graph: cfg.Graph,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok

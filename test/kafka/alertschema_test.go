@@ -3,12 +3,15 @@ package kafkatest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,15 +21,18 @@ import (
 	"github.com/graphtide/graphtide/internal/alerts"
 	"github.com/graphtide/graphtide/internal/alerts/alertschema"
 	"github.com/graphtide/graphtide/internal/api"
+	"github.com/graphtide/graphtide/internal/durable"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // TestAlertsMatchTheirSchema: every alert on the real broker's alert topic
 // and every alert of GET /v1/alerts validates against the alerts' JSON
 // Schema (deploy/alerts/alert.schema.json), and an alert is the same JSON,
-// byte for byte, on the topic and over HTTP. The alerts: those a fraud
+// byte for byte, on the topic, over HTTP and (those the registry raised:
+// it writes an alert's JSON once for both) in alerts.log. The alerts: those a fraud
 // monitor raises on transfers consumed from the broker (cycles, fan-in),
 // and alerts with evidence (keys, a type name, properties, references,
 // totals; one with its evidence cut by the bound of an alert) kept in
@@ -96,7 +102,7 @@ func TestAlertsMatchTheirSchema(t *testing.T) {
 		}
 	}()
 	sink.Publish(before)
-	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink}, History: hist, Names: dict.Name,
+	reg := analytics.NewRegistry(vm, analytics.RegistryConfig{Sinks: []analytics.AlertSink{sink}, History: hist, Names: dict.Name, Graph: "payments",
 		Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf([]string{topic}, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
@@ -196,6 +202,21 @@ func TestAlertsMatchTheirSchema(t *testing.T) {
 			t.Errorf("alert %s differs from byte %d:\nover HTTP …%s\non the topic …%s", a.ID, i, h[from:min(len(h), i+80)], r.Value[from:min(len(r.Value), i+80)])
 		}
 	}
+	// The records of alerts.log: the registry's alerts are the topic's
+	// bytes (the alerts appended before, without a graph, are not).
+	inLog := alertLogRecords(t, logPath)
+	if len(inLog) != len(before)+raised {
+		t.Fatalf("alerts.log holds %d alerts, want %d", len(inLog), len(before)+raised)
+	}
+	for _, r := range recs {
+		id := kafkaconn.Header(r, alerts.HeaderID)
+		if slices.ContainsFunc(before, func(a analytics.Alert) bool { return a.ID == id }) {
+			continue
+		}
+		if l := inLog[id]; !bytes.Equal(l, r.Value) {
+			t.Errorf("alert %s in alerts.log:\n%s\non the topic:\n%s", id, l, r.Value)
+		}
+	}
 	if kinds["cycle"] != 2 || kinds["fan_in"] != 2 {
 		t.Errorf("alert kinds %v, want 2 cycles and 2 fan-ins", kinds)
 	}
@@ -207,4 +228,31 @@ func TestAlertsMatchTheirSchema(t *testing.T) {
 		mule.Evidence[0].SrcKey != "sender-8" || mule.Evidence[0].Ref != "e-8" || mule.Totals.Span != "39m0s" || mule.Graph != "payments" {
 		t.Errorf("the alert with evidence reads back as %+v", mule)
 	}
+}
+
+// alertLogRecords reads the records of the alert log at path as they are
+// (the file's format: package alertlog), by alert ID.
+func alertLogRecords(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 28 || string(data[:8]) != "GTALRT01" {
+		t.Fatalf("%s is no alert log", path)
+	}
+	out := map[string][]byte{}
+	at := 28 + int(binary.LittleEndian.Uint32(data[24:])) + 4
+	res := durable.ScanRecords(data, at, 2, 1<<20, func(_ int, payload []byte) bool {
+		var a struct{ ID string }
+		if err := json.Unmarshal(payload, &a); err != nil {
+			t.Fatalf("a record of %s: %v", path, err)
+		}
+		out[a.ID] = bytes.Clone(payload)
+		return true
+	})
+	if res.Damage != "" || res.Torn {
+		t.Fatalf("%s: %+v", path, res)
+	}
+	return out
 }

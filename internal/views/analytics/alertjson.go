@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -44,7 +45,7 @@ const (
 type AlertRecord struct {
 	ID       string    `json:"id"`
 	Time     time.Time `json:"time"`
-	Graph    string    `json:"graph,omitempty"` // the graph the alert is of ("": a store that recorded none; alerts.log's records carry none)
+	Graph    string    `json:"graph,omitempty"` // the graph the alert is of ("": a store that recorded none; alerts.log's records written before serve wrote an alert's JSON once carry none)
 	Analytic string    `json:"analytic"`
 	Kind     string    `json:"kind"`
 	Seq      uint64    `json:"seq"`
@@ -171,6 +172,11 @@ func named(v uint64, id string) (uint64, string) {
 	return v, strconv.FormatUint(v, 10)
 }
 
+// NamedID is a vertex's number and decimal id in an alert's JSON: those
+// of id, the id its source gave it (Alert.VertexID), when it has one, else
+// of v, the store's.
+func NamedID(v uint64, id string) (uint64, string) { return named(v, id) }
+
 // finite is x, or the float nearest it when it is infinite (a sum of
 // weights past the float range), which JSON cannot hold.
 func finite(x float64) float64 {
@@ -246,6 +252,50 @@ func (a Alert) MarshalJSON() ([]byte, error) {
 	r := a.Record("")
 	return marshal(&r)
 }
+
+// AlertJSON is each alert's JSON, of graph (Record(graph), written as
+// MarshalJSON writes it, HTML characters as they are): docs[i] is al[i]'s,
+// nil for one that cannot be written (none: Record writes finite floats
+// and valid documents only). The registry writes it once per alert for
+// alerts.log and the alert topic (JSONSink). The documents share one
+// allocation of their size, each capped at its end.
+func AlertJSON(al []Alert, graph string) [][]byte {
+	b := jsonScratch.Get().(*bytes.Buffer)
+	defer func() {
+		if b.Cap() <= maxScratch {
+			b.Reset()
+			jsonScratch.Put(b)
+		}
+	}()
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	bounds := make([][2]int, len(al))
+	for i := range al {
+		r := al[i].Record(graph)
+		start := b.Len()
+		if err := enc.Encode(&r); err != nil {
+			bounds[i] = [2]int{-1, -1} // Encode writes nothing when it fails
+			continue
+		}
+		bounds[i] = [2]int{start, b.Len() - 1} // without the newline
+	}
+	buf := bytes.Clone(b.Bytes()) // the scratch is used again
+	docs := make([][]byte, len(al))
+	for i, x := range bounds {
+		if x[0] >= 0 {
+			docs[i] = buf[x[0]:x[1]:x[1]]
+		}
+	}
+	return docs
+}
+
+// jsonScratch holds AlertJSON's buffers (*bytes.Buffer), so that the
+// JSON of a batch of alerts is written where the last was and copied once
+// into memory of its size; one grown past maxScratch (a burst) is left to
+// the collector.
+var jsonScratch = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxScratch = 4 << 20
 
 // MarshalJSON writes the event as an alert's JSON holds it.
 func (e Evidence) MarshalJSON() ([]byte, error) {

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -199,6 +200,93 @@ func TestJSONUpperBoundHolds(t *testing.T) {
 		}
 		if est := jsonUpperBound(&a); est < len(b) {
 			t.Fatalf("alert %d: the bound estimates %d bytes, its JSON takes %d:\n%s", i, est, len(b), b)
+		}
+	}
+}
+
+// jsonRecorder is a JSONSink (of graph) and a JSONHistory that keeps what
+// it was given; plain counts what reached Publish or Append.
+type jsonRecorder struct {
+	graph string
+	al    []Alert
+	docs  [][]byte
+	plain int
+}
+
+func (s *jsonRecorder) Publish(al []Alert)      { s.plain += len(al) }
+func (s *jsonRecorder) AlertGraph() string      { return s.graph }
+func (s *jsonRecorder) Append(al []Alert) error { s.plain += len(al); return nil }
+func (s *jsonRecorder) Sync() error             { return nil }
+func (s *jsonRecorder) PublishJSON(al []Alert, docs [][]byte) {
+	s.al, s.docs = append(s.al, al...), append(s.docs, docs...)
+}
+func (s *jsonRecorder) AppendJSON(al []Alert, docs [][]byte) error {
+	s.PublishJSON(al, docs)
+	return nil
+}
+func (s *jsonRecorder) Alerts() ([]Alert, uint64, map[string]uint64, error) {
+	return append([]Alert(nil), s.al...), uint64(len(s.al)), map[string]uint64{"mules": uint64(len(s.al))}, nil
+}
+
+// The registry writes an alert's JSON once, of its graph, and hands the
+// same bytes to its history and to every sink that takes JSON of that
+// graph (a sink of another graph gets the alerts, and writes its own):
+// the JSON is the alert's one shape as GET /v1/alerts writes it
+// (Record(graph) through an Encoder that keeps HTML characters), and an
+// alert a replay raises again reaches the sinks but not the history, the
+// others' documents staying with their alerts.
+func TestRegistryWritesAnAlertsJSONOnce(t *testing.T) {
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	names := func(id uint64) (uint64, string) { return id, fmt.Sprintf("acct & <%d>", id) }
+	al := []Alert{
+		{Analytic: "mules", Kind: "fan_in", Seq: 9, Vertex: 109, Value: 2, Threshold: 1, Source: &AlertSource{Topic: "p", Offset: 1},
+			Evidence: []Evidence{{Seq: 7, Src: 101, Dst: 109, Amount: 12.5, EventTime: at, EventRef: "e-91", Props: `{"note":"<a href>&"}`}},
+			Totals:   &AlertTotals{Events: 1, Amount: 12.5, First: at, Last: at}},
+		{Analytic: "mules", Kind: "fan_in", Seq: 9, Vertex: 110, Source: &AlertSource{Topic: "p", Offset: 2}},
+		{Analytic: "mules", Kind: "fan_in", Seq: 10, Vertex: 111, Source: &AlertSource{Topic: "p", Offset: 3}},
+	}
+	// The history held the second alert before a restart.
+	held := al[1]
+	NewRegistry(nil, RegistryConfig{Names: names}).name(&held)
+	held.ID = alertID(&held)
+	hist := &jsonRecorder{al: []Alert{held}, docs: [][]byte{nil}}
+	same, other, plain := &jsonRecorder{graph: "payments"}, &jsonRecorder{graph: "another"}, &sinkRecorder{}
+	r := NewRegistry(nil, RegistryConfig{Graph: "payments", History: hist, Sinks: []AlertSink{same, other, plain}, Names: names})
+	defer r.Close()
+	r.raise("mules", al[:1])
+	r.raise("mules", al[1:]) // the second a replay, the third new
+	if len(same.docs) != 3 || other.plain != 3 || len(other.docs) != 0 || len(plain.al) != 3 {
+		t.Fatalf("the sink of the graph took %d documents, the other graph's %d alerts by Publish (%d documents), the plain one %d; want 3, 3 (0), 3",
+			len(same.docs), other.plain, len(other.docs), len(plain.al))
+	}
+	for i, a := range same.al {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		rec := a.Record("payments")
+		if err := enc.Encode(&rec); err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.TrimSuffix(b.Bytes(), []byte("\n")); !bytes.Equal(same.docs[i], want) {
+			t.Errorf("alert %d's JSON:\n%s\nwant\n%s", i, same.docs[i], want)
+		}
+		if !reflect.DeepEqual(a, plain.al[i]) {
+			t.Errorf("alert %d reached the sinks as two alerts: %+v and %+v", i, a, plain.al[i])
+		}
+	}
+	if !bytes.Contains(same.docs[0], []byte(`"graph":"payments"`)) || !bytes.Contains(same.docs[0], []byte(`"note":"<a href>&"`)) ||
+		!bytes.Contains(same.docs[0], []byte(`"vertex_key":"acct & <109>"`)) {
+		t.Errorf("the JSON names no graph or escapes HTML: %s", same.docs[0])
+	}
+	// The history: the first and third (the second was a replay of what
+	// it held), their documents the very bytes the sink got.
+	kept := hist.al[1:]
+	if len(kept) != 2 || kept[0].Vertex != 109 || kept[1].Vertex != 111 || hist.plain != 0 {
+		t.Fatalf("the history kept %d alerts (%+v), %d by Append; want 109 and 111", len(kept), kept, hist.plain)
+	}
+	for i, j := range []int{0, 2} {
+		if d := hist.docs[1+i]; len(d) == 0 || &d[0] != &same.docs[j][0] || len(d) != len(same.docs[j]) {
+			t.Errorf("the history's document of alert %d is not the sink's (written twice?)", j)
 		}
 	}
 }

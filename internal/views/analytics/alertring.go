@@ -17,6 +17,13 @@ type AlertHistory interface {
 	Sync() error
 }
 
+// JSONHistory is an AlertHistory that takes each alert with its JSON as
+// the registry wrote it for its sinks too (JSONSink): AppendJSON is Append
+// with docs[i] the JSON of al[i], which it must not change.
+type JSONHistory interface {
+	AppendJSON(al []Alert, docs [][]byte) error
+}
+
 // boundedHistory is an AlertHistory that reads only as many of its newest
 // alerts as hold at most maxBytes (the newest one whatever its size).
 type boundedHistory interface {

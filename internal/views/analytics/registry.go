@@ -25,6 +25,21 @@ type AlertSink interface {
 	Publish(alerts []Alert)
 }
 
+// JSONSink is an AlertSink that takes each alert with its JSON as the
+// registry wrote it (AlertJSON, of the registry's graph): the registry
+// writes an alert's JSON once, for its history (alerts.log) and every such
+// sink, which all carry the same bytes. A sink whose AlertGraph is not the
+// registry's graph gets Publish instead.
+type JSONSink interface {
+	AlertSink
+	// PublishJSON is Publish, with docs[i] the JSON of alerts[i]. The
+	// sink may keep docs (nothing writes to them after); it must not
+	// change them.
+	PublishJSON(alerts []Alert, docs [][]byte)
+	// AlertGraph is the graph the sink's alerts must name.
+	AlertGraph() string
+}
+
 // Hooks let an embedding service observe the registry (metrics). Each may
 // be nil.
 type Hooks struct {
@@ -62,8 +77,12 @@ type RegistryConfig struct {
 	// Types turns a spec's types (a comma-separated list) into a set
 	// (serve: through the type dictionary, typedict.Resolver). Default:
 	// type numbers and "default" only.
-	Types  func(string) (*engine.TypeSet, error)
-	Sinks  []AlertSink
+	Types func(string) (*engine.TypeSet, error)
+	Sinks []AlertSink
+	// Graph is the graph the alerts are of (package graphid; "": none),
+	// as their JSON names it (AlertRecord.Graph) on the alert topic, in
+	// the history and over HTTP.
+	Graph  string
 	Hooks  Hooks
 	Logger *slog.Logger
 	// Source, when set, turns the reference of an operation (views.Edge.Ref)
@@ -143,6 +162,11 @@ type Registry struct {
 	lastAlert time.Time  // Time of the newest alert; Protected by amu.
 	// historyErr: the history failed; said once. Protected by amu.
 	historyErr bool
+	// jsonHistory is cfg.History when it takes the alerts' JSON; jsonSinks
+	// (nil: none) is, for each of cfg.Sinks, the sink when it takes the
+	// JSON of the registry's graph, else nil. Set by NewRegistry.
+	jsonHistory JSONHistory
+	jsonSinks   []JSONSink
 
 	// onDisk is what the checkpoint file this registry last wrote or
 	// restored from holds: each analytic's spec key (specKey) by name;
@@ -210,6 +234,15 @@ func NewRegistry(m *views.Manager, cfg RegistryConfig) *Registry {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{m: m, cfg: cfg, ctx: ctx, cancel: cancel, entries: map[string]*entry{}, ring: newAlertRing(cfg.AlertRing, cfg.AlertRingBytes)}
+	r.jsonHistory, _ = cfg.History.(JSONHistory)
+	for i, s := range cfg.Sinks {
+		if js, ok := s.(JSONSink); ok && js.AlertGraph() == cfg.Graph {
+			if r.jsonSinks == nil {
+				r.jsonSinks = make([]JSONSink, len(cfg.Sinks))
+			}
+			r.jsonSinks[i] = js
+		}
+	}
 	if h := cfg.History; h != nil {
 		var al []Alert
 		var total uint64
@@ -678,31 +711,51 @@ func (r *Registry) raise(name string, al []Alert) {
 	for i := range al {
 		al[i].Time = now
 	}
+	// Each alert's JSON, written once for the history and the sinks that
+	// take it (the same bytes in alerts.log and on the alert topic).
+	var docs [][]byte
+	if r.jsonHistory != nil || r.jsonSinks != nil {
+		docs = AlertJSON(al, r.cfg.Graph)
+	}
 	// The alerts kept: all of them, but while alerts kept before a
 	// restart may be raised again (a replay), those are kept once.
-	fresh := al
+	fresh, freshDocs := al, docs
 	if r.ring.replaying() {
 		fresh = make([]Alert, 0, len(al))
-		for _, a := range al {
+		freshDocs = freshDocs[:0:0]
+		for i, a := range al {
 			if r.ring.replayed(a.ID) {
 				kinds[a.Kind]--
 				continue
 			}
 			fresh = append(fresh, a)
+			if docs != nil {
+				freshDocs = append(freshDocs, docs[i])
+			}
 		}
 	}
 	for _, a := range fresh {
 		r.ring.add(a)
 	}
 	if h := r.cfg.History; h != nil && len(fresh) > 0 {
-		if err := h.Append(fresh); err != nil && !r.historyErr {
+		var err error
+		if r.jsonHistory != nil {
+			err = r.jsonHistory.AppendJSON(fresh, freshDocs)
+		} else {
+			err = h.Append(fresh)
+		}
+		if err != nil && !r.historyErr {
 			r.historyErr = true
 			r.cfg.Logger.Error("the alert history failed: alerts raised from now on are not kept across a restart (GET /v1/alerts still lists them until then)", "err", err)
 		}
 	}
 	r.amu.Unlock()
-	for _, s := range r.cfg.Sinks {
-		s.Publish(al)
+	for i, s := range r.cfg.Sinks {
+		if js := jsonSinkAt(r.jsonSinks, i); js != nil {
+			js.PublishJSON(al, docs)
+		} else {
+			s.Publish(al)
+		}
 	}
 	if r.cfg.Hooks.Alerted != nil {
 		for k, n := range kinds {
@@ -711,6 +764,14 @@ func (r *Registry) raise(name string, al []Alert) {
 			}
 		}
 	}
+}
+
+// jsonSinkAt is sinks[i], nil past the end.
+func jsonSinkAt(sinks []JSONSink, i int) JSONSink {
+	if i < len(sinks) {
+		return sinks[i]
+	}
+	return nil
 }
 
 // name fills a's names: of its vertex, its cycle's and its evidence's
