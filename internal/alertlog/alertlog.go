@@ -110,6 +110,33 @@ type Log struct {
 	json bytes.Buffer
 	enc  *json.Encoder
 	out  []byte
+	// kept are the alerts of recs[keptFrom:], decoded by Open as it
+	// checked them: the newest within keptBytes of the file, at most keep
+	// (what AlertsWithin(keptBytes) reads). The first AlertsWithin of at
+	// most keptBytes takes them instead of reading the file again; an
+	// Append lets them go (they are no longer the newest). nil: none.
+	// Protected by mu.
+	kept      []analytics.Alert
+	keptFrom  int
+	keptBytes int64
+	// decoded counts the records read back as alerts (Open's check and
+	// AlertsWithin's reads; a test's measure of the work). Protected by
+	// mu (or no sharing yet).
+	decoded int
+}
+
+// Options of OpenWith.
+type Options struct {
+	Keep     int    // the alerts kept (0: DefaultKeep)
+	ReadOnly bool   // write nothing (a missing file is an empty log)
+	Claim    *Claim // what the store's durable state recorded (nil: nothing)
+	// Reading, when positive, is the bound of the first AlertsWithin to
+	// come (serve: its registry's, analytics.RegistryConfig.AlertRingBytes):
+	// Open keeps the alerts that call reads as it decodes them to check
+	// the file, and hands them over, so that a restart decodes each alert
+	// once. They are held until then (records of at most Reading bytes),
+	// or until an Append.
+	Reading int64
 }
 
 // rec is where a record starts in the file and its alert's analytic (for
@@ -125,10 +152,19 @@ type rec struct {
 // existed) and cuts a torn tail past c; a read-only one changes nothing
 // (a missing file is an empty log).
 func Open(path string, keep int, readOnly bool, c *Claim) (*Log, error) {
+	return OpenWith(path, Options{Keep: keep, ReadOnly: readOnly, Claim: c})
+}
+
+// OpenWith is Open with the options o.
+func OpenWith(path string, o Options) (*Log, error) {
+	keep, readOnly, c := o.Keep, o.ReadOnly, o.Claim
 	if keep <= 0 {
 		keep = DefaultKeep
 	}
 	l := &Log{path: path, keep: keep, base: map[string]uint64{}}
+	if !readOnly && o.Reading > 0 {
+		l.keptBytes = o.Reading
+	}
 	created := false
 	data, err := os.ReadFile(path)
 	switch {
@@ -187,11 +223,15 @@ func (l *Log) read(data []byte) (durable.ScanResult, error) {
 	var derr error
 	scan := durable.ScanRecords(data, off, minPayload, maxPayload, func(at int, payload []byte) bool {
 		var a analytics.Alert // every record reads back as an alert (inspect --verify opens the log)
+		l.decoded++
 		if err := json.Unmarshal(payload, &a); err != nil {
 			derr = l.corrupt(at, "an alert that does not read back: "+err.Error())
 			return false
 		}
 		l.recs = append(l.recs, rec{off: int64(at), analytic: l.intern(a.Analytic)})
+		if l.keptBytes > 0 {
+			l.keep1(a, int64(at+durable.RecordHeader+len(payload)))
+		}
 		return true
 	})
 	switch {
@@ -201,6 +241,27 @@ func (l *Log) read(data []byte) (durable.ScanResult, error) {
 		return scan, l.corrupt(scan.DamagedAt, scan.Damage)
 	}
 	return scan, nil
+}
+
+// keep1 keeps a, the alert of the newest record read (ending at end), with
+// the newest before it that AlertsWithin(keptBytes) would read were the
+// file to end there: those within keptBytes of end, at most keep (the
+// newest one whatever its size). Those it lets go would not be read at a
+// later end either.
+func (l *Log) keep1(a analytics.Alert, end int64) {
+	if len(l.kept) == 0 {
+		l.keptFrom = len(l.recs) - 1
+	}
+	l.kept = append(l.kept, a)
+	drop := 0
+	for len(l.kept)-drop > 1 && (len(l.kept)-drop > l.keep || end-l.recs[l.keptFrom+drop].off > l.keptBytes) {
+		drop++
+	}
+	if drop > 0 {
+		clear(l.kept[:drop]) // their evidence goes to the collector
+		l.kept = l.kept[drop:]
+		l.keptFrom += drop
+	}
 }
 
 // intern returns the analytic's name, shared with the records before it.
@@ -279,6 +340,18 @@ func (l *Log) AlertsWithin(maxBytes int64) (alerts []analytics.Alert, total uint
 	if len(l.recs) == 0 {
 		return nil, total, byAnalytic, nil
 	}
+	kept, keptFrom := l.kept, l.keptFrom
+	l.kept = nil // handed over once: a later call reads the file
+	if kept != nil && maxBytes <= l.keptBytes && keptFrom+len(kept) == len(l.recs) {
+		// Open's alerts: AlertsWithin(keptBytes), of which these are the
+		// newest within maxBytes (at most keep, the newest one whatever
+		// its size).
+		from := len(l.recs) - 1
+		for from > max(keptFrom, len(l.recs)-l.keep) && l.end-l.recs[from-1].off <= maxBytes {
+			from--
+		}
+		return kept[from-keptFrom:], total, byAnalytic, nil
+	}
 	f, err := os.Open(l.path)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("alertlog: %w", err)
@@ -307,6 +380,7 @@ func (l *Log) AlertsWithin(maxBytes int64) (alerts []analytics.Alert, total uint
 	}
 	res := durable.ScanRecords(data, 0, minPayload, maxPayload, func(off int, payload []byte) bool {
 		var a analytics.Alert
+		l.decoded++
 		if err = json.Unmarshal(payload, &a); err != nil {
 			err = l.corrupt(int(at)+off, "an alert that does not read back: "+err.Error())
 			return false
@@ -372,6 +446,7 @@ func (l *Log) append(al []analytics.Alert, doc func(i int) ([]byte, error)) erro
 	case l.f == nil:
 		return errors.New("alertlog: the log is not open for writing")
 	}
+	l.kept = nil // the alerts Open read are no longer the newest
 	// Written a chunk at a time, so that a burst of alerts (a fraud pull
 	// may raise hundreds of thousands) holds no more than a chunk.
 	b := l.out[:0]

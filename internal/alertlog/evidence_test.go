@@ -3,6 +3,7 @@ package alertlog
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -172,4 +173,115 @@ func TestLogReadsTheNewestWithinBytes(t *testing.T) {
 		}
 	}
 	l.Close()
+}
+
+// A restart decodes each alert of the log once: Open, given the bound of
+// the read to come (Options.Reading), keeps the alerts it decoded to check
+// the file that AlertsWithin of that bound (or less) reads, and hands them
+// over; a later read, or one after an Append, reads the file. The alerts
+// handed over are those a read of the file gives (a log opened without
+// Reading, the oracle), for bounds in bytes and in count, after a clean
+// close and after a torn tail.
+func TestRestartDecodesEachAlertOnce(t *testing.T) {
+	var all []analytics.Alert
+	for i := range 40 {
+		a := alert(i)
+		if i%4 == 1 {
+			a.Evidence = []analytics.Evidence{{Src: 1, Dst: 2, SrcID: "1", DstID: "2", TypeName: "default", Props: `{"pad":"` + strings.Repeat("x", 200*(i%7)) + `"}`}}
+		}
+		all = append(all, a)
+	}
+	for _, c := range []struct {
+		keep    int
+		reading int64
+		bounds  []int64
+		torn    bool
+	}{
+		{keep: 100, reading: 1 << 20, bounds: []int64{1 << 20, 5000, 0}},
+		{keep: 100, reading: 6000, bounds: []int64{6000, 2500}},
+		{keep: 9, reading: 1 << 20, bounds: []int64{1 << 20, 3000}},
+		{keep: 100, reading: 4000, bounds: []int64{4000}, torn: true},
+	} {
+		for _, bound := range c.bounds {
+			name := fmt.Sprintf("keep %d reading %d bound %d torn %v", c.keep, c.reading, bound, c.torn)
+			path := filepath.Join(t.TempDir(), FileName)
+			l := open(t, path, c.keep, nil)
+			if err := l.Append(all); err != nil {
+				t.Fatal(err)
+			}
+			n := len(l.recs) // the records in the file (keep: a rewrite drops older ones)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if c.torn { // a record appended after the seal, cut short
+				l := open(t, path, c.keep, nil)
+				if err := l.Append([]analytics.Alert{alert(99)}); err != nil {
+					t.Fatal(err)
+				}
+				l.f.Close()
+				info, _ := os.Stat(path)
+				if err := os.Truncate(path, info.Size()-5); err != nil {
+					t.Fatal(err)
+				}
+			}
+			claim := &Claim{Records: uint64(len(all))}
+			rl, err := OpenWith(path, Options{Keep: c.keep, Claim: claim, Reading: c.reading})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if rl.decoded != n {
+				t.Fatalf("%s: Open decoded %d alerts, want %d", name, rl.decoded, n)
+			}
+			got, total, by, err := rl.AlertsWithin(bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The oracle: the file as that open left it (a torn tail cut),
+			// read by a log that keeps nothing.
+			ro, err := OpenWith(path, Options{Keep: c.keep, ReadOnly: true, Claim: claim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantTotal, wantBy, err := ro.AlertsWithin(bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) == 0 || (bound > 0 && bound < c.reading && len(want) == n) {
+				t.Fatalf("%s: the case reads %d of %d alerts: it tests nothing", name, len(want), n)
+			}
+			if !reflect.DeepEqual(got, want) || total != wantTotal || !reflect.DeepEqual(by, wantBy) {
+				t.Fatalf("%s: %d alerts handed over (total %d, %v), the file holds %d (total %d, %v)", name, len(got), total, by, len(want), wantTotal, wantBy)
+			}
+			if rl.decoded != n {
+				t.Fatalf("%s: %d alerts decoded after the read of the newest, want %d (each once)", name, rl.decoded, n)
+			}
+			// Handed over once: the next read reads the file.
+			if again, _, _, err := rl.AlertsWithin(bound); err != nil || !reflect.DeepEqual(again, want) {
+				t.Fatalf("%s: the second read: %d alerts, %v", name, len(again), err)
+			}
+			if rl.decoded != n+len(want) {
+				t.Fatalf("%s: the second read decoded %d, want %d", name, rl.decoded-n, len(want))
+			}
+			rl.Close()
+		}
+	}
+	// After an Append the alerts Open read are not the newest: the read
+	// takes the file.
+	path := filepath.Join(t.TempDir(), FileName)
+	l := open(t, path, 100, nil)
+	if err := l.Append(all[:30]); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, err := OpenWith(path, Options{Keep: 100, Claim: &Claim{Records: 30}, Reading: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Append(all[30:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, total, _, err := l.AlertsWithin(1 << 20); err != nil || !reflect.DeepEqual(got, all) || total != uint64(len(all)) {
+		t.Fatalf("after an Append: %d alerts (total %d), %v; want %d", len(got), total, err, len(all))
+	}
 }

@@ -229,9 +229,12 @@ type Options struct {
 	Registered bool
 	// Alerts opens the alert history (Dir.Alerts), keeping at most
 	// AlertsKeep alerts (0: alertlog.DefaultKeep), creating it when
-	// missing: serve.
-	Alerts     bool
-	AlertsKeep int
+	// missing: serve. AlertsReading is the bound in bytes of the first
+	// read of its newest alerts to come (alertlog.Options.Reading: serve's
+	// registry's), which takes the alerts opening it decoded.
+	Alerts        bool
+	AlertsKeep    int
+	AlertsReading int64
 }
 
 // Dir is an open data directory.
@@ -353,7 +356,8 @@ func Open(path string, o Options) (*Dir, error) {
 		}
 	}
 	if o.Alerts {
-		if d.Alerts, err = alertlog.Open(AlertsPath(path), o.AlertsKeep, false, alertsClaim(claims.ptr(AlertsName))); err != nil {
+		if d.Alerts, err = alertlog.OpenWith(AlertsPath(path), alertlog.Options{Keep: o.AlertsKeep,
+			Claim: alertsClaim(claims.ptr(AlertsName)), Reading: o.AlertsReading}); err != nil {
 			d.Close()
 			return nil, err
 		}

@@ -230,7 +230,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
 		KeepHistory: keep, HistorySeqs: coreSeqs, InEdges: newStoreInEdges(cfg)}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true,
-		Alerts: true, AlertsKeep: cfg.AlertHistory})
+		Alerts: true, AlertsKeep: cfg.AlertHistory, AlertsReading: analytics.DefaultAlertRingBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +297,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// registered again (a WARN says why). Only the configuration's roots,
 	// the operator's, are assigned (api.AssignRoots, below).
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
-		History: d.Alerts, AlertRing: cfg.AlertHistory, Graph: cfg.Graph,
+		History: d.Alerts, AlertRing: cfg.AlertHistory, AlertRingBytes: analytics.DefaultAlertRingBytes, Graph: cfg.Graph,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
