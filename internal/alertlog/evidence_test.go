@@ -285,3 +285,52 @@ func TestRestartDecodesEachAlertOnce(t *testing.T) {
 		t.Fatalf("after an Append: %d alerts (total %d), %v; want %d", len(got), total, err, len(all))
 	}
 }
+
+// BenchmarkRestartRead: what a restart reads of a log of 5,000 alerts with
+// 8 events of evidence each: Open's check and the registry's read of the
+// newest (64 MiB, all of them here), decoded twice (twice: Open without
+// Options.Reading) or once (once).
+func BenchmarkRestartRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), FileName)
+	l, err := Open(path, 10000, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var al []analytics.Alert
+	for i := range 5000 {
+		a := alert(i)
+		for j := range 8 {
+			a.Evidence = append(a.Evidence, analytics.Evidence{Seq: uint64(j), Src: 1, Dst: 2, SrcID: fmt.Sprint(j), DstID: "2", SrcKey: fmt.Sprintf("acct-%d", j),
+				TypeName: "payment", Amount: 12.5, EventTime: time.Unix(int64(i), 0).UTC(), EventRef: fmt.Sprintf("e-%d-%d", i, j), Props: `{"currency":"EUR"}`,
+				Source: &analytics.AlertSource{Topic: "payments", Offset: int64(i)}})
+		}
+		al = append(al, a)
+	}
+	if err := l.Append(al); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	const ring = 64 << 20 // analytics.DefaultAlertRingBytes
+	for _, once := range []bool{false, true} {
+		b.Run(map[bool]string{false: "twice", true: "once"}[once], func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				o := Options{Keep: 10000, Claim: &Claim{Records: 5000}}
+				if once {
+					o = Options{Keep: 10000, Claim: &Claim{Records: 5000}, Reading: ring}
+				}
+				l, err := OpenWith(path, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, _, _, err := l.AlertsWithin(ring)
+				if err != nil || len(got) != 5000 {
+					b.Fatalf("%d alerts, %v", len(got), err)
+				}
+				l.Close()
+			}
+		})
+	}
+}
