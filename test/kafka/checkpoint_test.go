@@ -34,15 +34,30 @@ func lastServeRun(t *testing.T, cfg childConfig, log *logBuffer, end ingest.Posi
 	base := "http://" + ch.httpAddr()
 	// The store covers the end before a replay for a restored checkpoint
 	// (of records it holds already) has applied them all again, each
-	// batch a new seq: the last seq is the store's once the ingester is
-	// behind by nothing.
+	// batch a new seq.
+	seq, behind, ok := appliedSeqOf(t, base, 90*time.Second)
+	if !ok {
+		t.Fatalf("the last child's replay did not end: behind %v\n%s", behind, log.tail(30))
+	}
+	return ch, base, seq
+}
+
+// appliedSeqOf is the newest seq of the store of the serve at base once
+// its ingester has applied every record it has seen the end of (/readyz:
+// behind 0), waiting up to d for it; false (with the last behind known)
+// when it did not. Records are counted consumed
+// (graphtide_ingest_records_total) when decoded, before they are applied,
+// and a replay after a restore applies records the store holds again,
+// each batch a new seq: the store's seq is the last one only then.
+func appliedSeqOf(t *testing.T, base string, d time.Duration) (uint64, *int64, bool) {
+	t.Helper()
 	var ready struct {
 		Behind *int64 `json:"behind"`
 	}
-	if !waitFor(90*time.Second, func() bool { return getJSON(base+"/readyz", &ready) && ready.Behind != nil && *ready.Behind == 0 }) {
-		t.Fatalf("the last child's replay did not end: behind %v\n%s", ready.Behind, log.tail(30))
+	if !waitFor(d, func() bool { return getJSON(base+"/readyz", &ready) && ready.Behind != nil && *ready.Behind == 0 }) {
+		return 0, ready.Behind, false
 	}
-	return ch, base, lastSeqOf(t, base)
+	return lastSeqOf(t, base), ready.Behind, true
 }
 
 // lastSeqOf is the newest seq of the store of the serve at base.

@@ -8,7 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,20 +392,11 @@ func runPayments(t *testing.T, file string, monitors []string, want int, wait ti
 	} else {
 		srv = r.produceSlices(t, opts, produce, srv, start, log)
 	}
-	seq := lastSeqOf(t, r.base)
-	for _, m := range monitors {
-		name := monitorName(m)
-		var res struct {
-			analyticResult
-			Summary json.RawMessage `json:"summary"`
-		}
-		if !waitFor(wait, func() bool {
-			return getJSON(r.base+"/v1/analytics/"+name, &res) && res.Ready && res.Seq == seq
-		}) {
-			t.Fatalf("the monitor %s did not take in seq %d:\n%s", name, seq, log.tail(30))
-		}
-		r.summaries[name] = res.Summary
+	sums, err := monitorSummaries(t, r.base, monitors, wait)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, log.tail(30))
 	}
+	r.summaries = sums
 	recs := consumeAll(t, alertT, want, 5*time.Second, wait)
 	for _, rec := range recs {
 		var a gotAlert
@@ -437,6 +432,86 @@ func runPayments(t *testing.T, file string, monitors []string, want int, wait ti
 }
 
 // monitorName is the name of a monitor given in --analytic's form.
+// monitorSummaries waits until serve at base has applied every record it
+// consumed and each monitor has taken in the store's seq then, and
+// returns their summaries (GET /v1/analytics/{name}), by name.
+func monitorSummaries(t *testing.T, base string, monitors []string, wait time.Duration) (map[string]json.RawMessage, error) {
+	t.Helper()
+	seq, behind, ok := appliedSeqOf(t, base, wait)
+	if !ok {
+		return nil, fmt.Errorf("serve did not apply what it consumed: behind %v", behind)
+	}
+	out := map[string]json.RawMessage{}
+	for _, m := range monitors {
+		name := monitorName(m)
+		var res struct {
+			analyticResult
+			Summary json.RawMessage `json:"summary"`
+		}
+		if !waitFor(wait, func() bool {
+			return getJSON(base+"/v1/analytics/"+name, &res) && res.Ready && res.Seq == seq
+		}) {
+			return nil, fmt.Errorf("the monitor %s did not take in seq %d (at %d)", name, seq, res.Seq)
+		}
+		out[name] = res.Summary
+	}
+	return out, nil
+}
+
+// The monitors' summaries are read at the seq of everything consumed:
+// serve counts a record consumed when it decodes it, and applies it after,
+// so right after it has consumed every payment its store may be at seq 0
+// with its monitors ready there (a monitor registered at the start is
+// ready with an empty window before its first batch): the summaries read
+// then said seq 0 with an empty window (a run of TestPlantedPayments under
+// load). A fake serve in that state, which applies its batch once asked
+// for /readyz (a hook, not time): the summaries are those after it.
+func TestMonitorSummariesWaitForWhatWasConsumed(t *testing.T) {
+	var mu sync.Mutex
+	applied, readies := false, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		var body string
+		switch r.URL.Path {
+		case "/metrics":
+			body = "graphtide_ingest_records_total{topic=\"payments\"} 3\n" // consumed: all three, from the start
+		case "/readyz":
+			body = `{"status":"ready","behind":3}`
+			if applied {
+				body = `{"status":"ready","behind":0}`
+			}
+			readies++
+			applied = true // the batch is applied after this answer
+		case "/v1/stats":
+			body = `{"store":{"last_seq":0}}`
+			if applied {
+				body = `{"store":{"last_seq":7}}`
+			}
+		case "/v1/analytics/big":
+			body = `{"ready":true,"seq":0,"summary":{"seq":0,"threshold":50000,"above":0,"late":0}}`
+			if applied {
+				body = `{"ready":true,"seq":7,"summary":{"seq":7,"threshold":50000,"above":1,"late":1}}`
+			}
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	if n := scrapeSum(srv.URL, "graphtide_ingest_records_total"); n != 3 {
+		t.Fatalf("the fake serve consumed %v records", n)
+	}
+	sums, err := monitorSummaries(t, srv.URL, []string{"type=fanin,name=big,measure=amount"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(sums["big"]); got != `{"seq":7,"threshold":50000,"above":1,"late":1}` || readies < 2 {
+		t.Fatalf("the summary read: %s (after %d reads of /readyz), want the one at seq 7", got, readies)
+	}
+}
+
 func monitorName(m string) string {
 	name := m[strings.Index(m, "name=")+len("name="):]
 	name, _, _ = strings.Cut(name, ",")
