@@ -603,13 +603,23 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		}
 	case StreamAnalytic:
 		st := sv.(*views.Stream)
-		e.record(!e.restored, 0, nil) // ready: an empty window, or the checkpoint's
 		t0 := time.Now()
-		for {
-			if err := e.pace(ctx, s.Interval, t0); err != nil {
-				return err
+		for first := true; ; first = false {
+			// The first pull takes what there is, at once, and the analytic
+			// is ready after it (an empty window, or the checkpoint's, with
+			// what came since): so it reports the seq its stream started at
+			// (the store's), not 0 (and that far behind) until the next
+			// operation comes.
+			var b *views.StreamBatch
+			var err error
+			if first {
+				b, err = st.PullNow(ctx)
+			} else {
+				if err := e.pace(ctx, s.Interval, t0); err != nil {
+					return err
+				}
+				b, err = pullFor(ctx, e, st.Pull, st.PullNow)
 			}
-			b, err := pullFor(ctx, e, st.Pull, st.PullNow)
 			var lost *views.LostError
 			if errors.As(err, &lost) {
 				a.Reset()
@@ -622,7 +632,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			}
 			t0 = time.Now()
 			a.Consume(b)
-			e.record(false, time.Since(t0), nil)
+			e.record(first && !e.restored, time.Since(t0), nil)
 			r.observe(s.Name, false, time.Since(t0))
 			e.answer(e.a.Seq())
 		}

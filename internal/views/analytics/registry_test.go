@@ -272,6 +272,43 @@ func TestTopRanksMatchesFullSort(t *testing.T) {
 	}
 }
 
+// A fan monitor registered over a store at seq N reports seq N (and is
+// not behind) once ready, with no operation after it: before, it said seq
+// 0 and N behind until the next operation came, so that a client waiting
+// for it at the store's seq, or reading its freshness, was told it had not
+// taken in what there was (with the store at 0 it said 0: the summary of
+// an empty window, whatever came next).
+func TestStreamMonitorStartsAtTheStoresSeq(t *testing.T) {
+	h := newHarness(t, 8, false, denseIDs)
+	var b engine.Batch
+	for i := range 5 {
+		b.Insert(uint64(i), 42)
+	}
+	var head uint64
+	for range 3 {
+		var err error
+		if head, err = h.s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if head == 0 {
+		t.Fatal("the store is at seq 0")
+	}
+	r := NewRegistry(h.m, RegistryConfig{})
+	defer r.Close()
+	if _, err := r.Register(Spec{Name: "in", Type: "fanin", Threshold: 1e9, WindowEdges: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	ok := waitUntil(10*time.Second, func() bool {
+		res, _ = r.Result("in")
+		return res.Ready
+	})
+	if f := r.Freshness(head)["in"]; !ok || res.Seq != head || res.Summary.(MonitorSummary).Seq != head || f.Behind != 0 {
+		t.Fatalf("the monitor is ready %v at seq %d (summary %+v), %d behind; want seq %d, 0 behind", res.Ready, res.Seq, res.Summary, f.Behind, head)
+	}
+}
+
 // TestRegisterSeesEveryLaterOp: the stream view opens in Register, so ops
 // applied right after it returns are counted.
 func TestRegisterSeesEveryLaterOp(t *testing.T) {
