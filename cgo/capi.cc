@@ -166,6 +166,41 @@ int gt_type_aggregates(gt_store *s, uint32_t *types, int64_t *retain_us, size_t 
   });
 }
 
+int gt_add_event_source(gt_store *s, const uint8_t *name, size_t len, uint32_t *source, gt_error *err) {
+  return Guard(err, [&] {
+    if (source == nullptr || (len > 0 && name == nullptr))
+      return Fail(gt::Status::Invalid("source must not be null, nor name when len > 0"), err);
+    return Done(s->s->AddEventSource(std::string(reinterpret_cast<const char *>(name), len), source), err);
+  });
+}
+
+int gt_event_sources(gt_store *s, uint8_t *names, size_t names_cap, size_t *names_len, uint64_t *ends, size_t cap,
+                     size_t *n, gt_error *err) {
+  return Guard(err, [&] {
+    if (n == nullptr || names_len == nullptr || (cap > 0 && ends == nullptr) || (names_cap > 0 && names == nullptr))
+      return Fail(gt::Status::Invalid("n and names_len must not be null, nor ends and names with room"), err);
+    const auto srcs = s->s->EventSources();
+    size_t bytes = 0;
+    for (const auto &name : srcs) bytes += name.size();
+    *n = srcs.size();
+    *names_len = bytes;
+    if (srcs.size() > cap || bytes > names_cap)
+      return Fail(
+          gt::Status{gt::Code::kBuffer,
+                     "room for " + std::to_string(cap) + " sources of " + std::to_string(names_cap) + " bytes, " +
+                         std::to_string(srcs.size()) + " of " + std::to_string(bytes) + " recorded",
+                     "", 0},
+          err);
+    size_t at = 0;
+    for (size_t i = 0; i < srcs.size(); i++) {
+      if (!srcs[i].empty()) std::memcpy(names + at, srcs[i].data(), srcs[i].size());
+      at += srcs[i].size();
+      ends[i] = at;
+    }
+    return static_cast<int>(GT_OK);
+  });
+}
+
 int64_t gt_newest_event_time(gt_store *s) { return s->s->NewestEventTime(); }
 
 int gt_flush(gt_store *s, gt_error *err) {
