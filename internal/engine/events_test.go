@@ -506,7 +506,11 @@ func eventsCrashBatch(i uint64) *Batch {
 	for k := range 1 + r.IntN(200) {
 		b.InsertWeighted(r.Uint64N(60), r.Uint64N(60), float64(1+r.IntN(9)))
 		b.SetEventTime(int64(1_000_000 + i*10 + uint64(r.IntN(30))))
-		b.SetPayload(fmt.Sprintf("b%d-%d", i, k), nil)
+		if k%2 == 0 {
+			b.SetPayload(fmt.Sprintf("b%d-%d", i, k), nil)
+		} else { // a Kafka record's reference: a source position
+			b.SetSourcePayload(fmt.Sprintf("crash/%d", i%3), int64(i*1000)+int64(k), nil)
+		}
 		if r.IntN(60) == 0 {
 			b.DeleteEdge(r.Uint64N(60), r.Uint64N(60))
 		}
