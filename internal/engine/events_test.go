@@ -253,6 +253,18 @@ func (m *eventsModel) check(sn *Snapshot, want evOracle, what string) {
 				if !slices.Equal(evs, wantEvs) {
 					t.Fatalf("%s: events of %v since %d:\n got %+v\nwant %+v", what, k, since, evs, wantEvs)
 				}
+				// The same a page at a time (the API's events pages).
+				var paged []Event
+				for more := true; more; {
+					page, m, _, err := sn.EventsFrom(src, dst, ty, since, uint64(len(paged)), 2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					paged, more = append(paged, page...), m
+				}
+				if !slices.Equal(paged, wantEvs) {
+					t.Fatalf("%s: events of %v since %d, paged:\n got %+v\nwant %+v", what, k, since, paged, wantEvs)
+				}
 			}
 		}
 		for _, dir := range []Direction{Out, In} {
