@@ -1,5 +1,6 @@
 // capi.cc -- the C entry points of graphtide.h. Every function converts
 // Status to gt_code, and catches every exception so none crosses into Go.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -193,7 +194,7 @@ int gt_event_sources(gt_store *s, uint8_t *names, size_t names_cap, size_t *name
           err);
     size_t at = 0;
     for (size_t i = 0; i < srcs.size(); i++) {
-      if (!srcs[i].empty()) std::memcpy(names + at, srcs[i].data(), srcs[i].size());
+      std::copy(srcs[i].begin(), srcs[i].end(), names + at);
       at += srcs[i].size();
       ends[i] = at;
     }
