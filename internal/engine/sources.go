@@ -108,9 +108,9 @@ func sourceRef(source string, position int64) string {
 // props) gives it, and what every read renders) kept as a source position:
 // the store numbers source once (at Apply, durably) and keeps the
 // position as a number, so the reference costs an event a few bytes, not
-// its text. source is at most MaxEventRef-21 bytes of UTF-8 (room for any
-// position), position at least 0; props as SetPayload's. The apply
-// observer sees the rendered text (Op.EventRef).
+// its text. The rendered text is at most MaxEventRef bytes of UTF-8, as
+// SetPayload's reference, position at least 0; props as SetPayload's. The
+// apply observer sees the rendered text (Op.EventRef).
 func (b *Batch) SetSourcePayload(source string, position int64, props []byte) {
 	if len(b.ops) == 0 {
 		return
@@ -118,8 +118,11 @@ func (b *Batch) SetSourcePayload(source string, position int64, props []byte) {
 	at := len(b.ops) - 1
 	if b.err == nil {
 		switch {
-		case source == "" || len(source) > MaxEventRef-21:
-			b.err = fmt.Errorf("%w: op %d: an event source has 1 to %d bytes, got %d", ErrInvalid, at, MaxEventRef-21, len(source))
+		case source == "":
+			b.err = fmt.Errorf("%w: op %d: an event source must not be empty", ErrInvalid, at)
+		case len(source)+1+len(strconv.FormatInt(position, 10)) > MaxEventRef:
+			b.err = fmt.Errorf("%w: op %d: an event reference has at most %d bytes, got %d (%q and position %d)", ErrInvalid, at, MaxEventRef,
+				len(source)+1+len(strconv.FormatInt(position, 10)), source, position)
 		case position < 0:
 			b.err = fmt.Errorf("%w: op %d: an event's position in its source must be at least 0, got %d", ErrInvalid, at, position)
 		}
