@@ -489,6 +489,7 @@ TEST(EventSourcesTest, PositionsThroughTheStore) {
     EXPECT_EQ(gt_add_event_source(ro, reinterpret_cast<const uint8_t *>("payments/1"), 10, &id, err.get()), GT_OK);
     EXPECT_EQ(id, 2u);
     EXPECT_EQ(gt_add_event_source(ro, reinterpret_cast<const uint8_t *>("new/0"), 5, &id, err.get()), GT_ERR_INVALID);
+    err.Reset();
     gt_close(ro, nullptr);
   }
   // A MANIFEST that lost its source records (every edit but them kept)
@@ -513,6 +514,7 @@ TEST(EventSourcesTest, PositionsThroughTheStore) {
   EXPECT_GT(err.get()->offset, 128u);
   if (bad != nullptr) gt_close(bad, nullptr);
   // inspect --verify's check finds the same.
+  err.Reset();
   gt_check_report *r = nullptr;
   ASSERT_EQ(gt_check(dir.path().c_str(), UINT64_MAX, &r, err.get()), GT_OK) << err.msg();
   bool found = false;
