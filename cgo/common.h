@@ -152,8 +152,6 @@ struct ExtRec {
   }
 };
 static_assert(sizeof(ExtRec) == 32, "ExtRec's bytes follow it 8-aligned");
-// The largest source number an ExtRec holds (GT_MAX_EVENT_SOURCES).
-constexpr uint32_t kMaxEventSources = (uint32_t{1} << 24) - 1;
 
 // An edge version without extras, 32 bytes: how a MemGraph keeps one with
 // an event time (its timed blocks), and a hub's cached versions when none

@@ -182,6 +182,8 @@ std::vector<std::pair<uint32_t, int64_t>> Store::TypeAggregates() {
   return {logged_.accumulate.begin(), logged_.accumulate.end()};
 }
 
+static_assert(GT_MAX_EVENT_SOURCES < (uint64_t{1} << 31), "ExtRec::source (31 bits) holds every source number");
+
 Status Store::AddEventSource(const std::string &name, uint32_t *source) {
   if (name.empty() || name.size() > GT_MAX_EVENT_SOURCE_NAME)
     return Status::Invalid("an event source name has 1 to " + std::to_string(GT_MAX_EVENT_SOURCE_NAME) +
