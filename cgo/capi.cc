@@ -1,5 +1,6 @@
 // capi.cc -- the C entry points of graphtide.h. Every function converts
 // Status to gt_code, and catches every exception so none crosses into Go.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -162,6 +163,41 @@ int gt_type_aggregates(gt_store *s, uint32_t *types, int64_t *retain_us, size_t 
           gt::Status{gt::Code::kBuffer,
                      "room for " + std::to_string(cap) + " types, " + std::to_string(as.size()) + " recorded", "", 0},
           err);
+    return static_cast<int>(GT_OK);
+  });
+}
+
+int gt_add_event_source(gt_store *s, const uint8_t *name, size_t len, uint32_t *source, gt_error *err) {
+  return Guard(err, [&] {
+    if (source == nullptr || (len > 0 && name == nullptr))
+      return Fail(gt::Status::Invalid("source must not be null, nor name when len > 0"), err);
+    return Done(s->s->AddEventSource(std::string(reinterpret_cast<const char *>(name), len), source), err);
+  });
+}
+
+int gt_event_sources(gt_store *s, uint8_t *names, size_t names_cap, size_t *names_len, uint64_t *ends, size_t cap,
+                     size_t *n, gt_error *err) {
+  return Guard(err, [&] {
+    if (n == nullptr || names_len == nullptr || (cap > 0 && ends == nullptr) || (names_cap > 0 && names == nullptr))
+      return Fail(gt::Status::Invalid("n and names_len must not be null, nor ends and names with room"), err);
+    const auto srcs = s->s->EventSources();
+    size_t bytes = 0;
+    for (const auto &name : srcs) bytes += name.size();
+    *n = srcs.size();
+    *names_len = bytes;
+    if (srcs.size() > cap || bytes > names_cap)
+      return Fail(
+          gt::Status{gt::Code::kBuffer,
+                     "room for " + std::to_string(cap) + " sources of " + std::to_string(names_cap) + " bytes, " +
+                         std::to_string(srcs.size()) + " of " + std::to_string(bytes) + " recorded",
+                     "", 0},
+          err);
+    size_t at = 0;
+    for (size_t i = 0; i < srcs.size(); i++) {
+      std::copy(srcs[i].begin(), srcs[i].end(), names + at);
+      at += srcs[i].size();
+      ends[i] = at;
+    }
     return static_cast<int>(GT_OK);
   });
 }

@@ -212,7 +212,7 @@ uint64_t MappingPool::bytes() const {
 
 namespace gt {
 
-ExtRec *ExtArena::Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref) {
+ExtRec *ExtArena::Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref, EventPos pos) {
   constexpr size_t kBlockWords = 8192;  // 64 KiB
   if (blocks_.empty() || used_ + words > blocks_.back().size()) {
     blocks_.emplace_back(std::max(kBlockWords, words));
@@ -224,18 +224,20 @@ ExtRec *ExtArena::Alloc(size_t words, uint64_t count, int64_t first, uint32_t le
   r->first = first;
   r->len = len;
   r->ref = ref;
+  r->source = pos.source;
+  r->position = pos.position;
   return r;
 }
 
-const ExtRec *ExtArena::Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
-  ExtRec *r = Alloc((sizeof(ExtRec) + len + 7) / 8, count, first, len, 0);
+const ExtRec *ExtArena::Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len, EventPos pos) {
+  ExtRec *r = Alloc((sizeof(ExtRec) + len + 7) / 8, count, first, len, 0, pos);
   if (len > 0) std::memcpy(reinterpret_cast<uint64_t *>(r) + sizeof(ExtRec) / 8, payload, len);
   return r;
 }
 
-const ExtRec *ExtArena::Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len) {
-  if (len == 0) return Make(count, first, nullptr, 0);
-  ExtRec *r = Alloc((sizeof(ExtRec) + sizeof(payload)) / 8, count, first, len, 1);
+const ExtRec *ExtArena::Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len, EventPos pos) {
+  if (len == 0) return Make(count, first, nullptr, 0, pos);
+  ExtRec *r = Alloc((sizeof(ExtRec) + sizeof(payload)) / 8, count, first, len, 1, pos);
   std::memcpy(reinterpret_cast<uint64_t *>(r) + sizeof(ExtRec) / 8, &payload, sizeof payload);
   return r;
 }

@@ -120,6 +120,19 @@ inline bool Wanted(const TypeSet *ts, uint32_t t) { return ts == nullptr || ts->
 // first while the next older visible version is an operand too (merge.h,
 // VisibleEdges); count 0 is a replace version (or a tombstone), which ends
 // a fold.
+//
+// An event's source position (issue 42): an event that came from a source
+// the store numbered (gt_add_event_source: a Kafka topic's partition) and
+// has no reference of its own keeps where it came from as (source,
+// position), a number and an offset, not as text in its payload: readers
+// render it ("<source name>/<position>"), and files keep it in narrow
+// columns (segment.h). It goes with the payload: a fold keeps its newest
+// event's payload and position together.
+struct EventPos {
+  uint32_t source = 0;    // the store's number of the event's source; 0: none
+  uint64_t position = 0;  // its offset in the source (with source only)
+};
+
 struct ExtRec {
   uint64_t count;  // events folded in; 0: not an operand
   int64_t first;   // an operand's least nonzero event time (0: none)
@@ -127,7 +140,10 @@ struct ExtRec {
   // 0: the payload follows this record; 1: the payload's address does
   // (ExtArena::Ref: bytes of a file being compacted, or of a record that
   // outlives this one).
-  uint32_t ref;
+  uint32_t ref : 1;
+  uint32_t source : 31;  // EventPos::source (0: none)
+  uint64_t position;     // EventPos::position
+  EventPos pos() const { return EventPos{source, position}; }
   const uint8_t *bytes() const {
     if (ref == 0) return reinterpret_cast<const uint8_t *>(this + 1);
     const uint8_t *p;
@@ -135,7 +151,7 @@ struct ExtRec {
     return p;
   }
 };
-static_assert(sizeof(ExtRec) == 24, "ExtRec's bytes follow it 8-aligned");
+static_assert(sizeof(ExtRec) == 32, "ExtRec's bytes follow it 8-aligned");
 
 // An edge version without extras, 32 bytes: how a MemGraph keeps one with
 // an event time (its timed blocks), and a hub's cached versions when none
@@ -191,18 +207,18 @@ class ExtArena {
   ExtArena() = default;
   ExtArena(const ExtArena &) = delete;
   ExtArena &operator=(const ExtArena &) = delete;
-  const ExtRec *Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len);
+  const ExtRec *Make(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len, EventPos pos = {});
   // The same without a copy of the payload: the record points to it,
   // which must outlive the record (a segment being compacted, a MemGraph
   // being flushed, or an older record of this arena).
-  const ExtRec *Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len);
+  const ExtRec *Ref(uint64_t count, int64_t first, const uint8_t *payload, uint32_t len, EventPos pos = {});
   // Forgets every record (keeps the first block for reuse).
   void Clear();
 
  private:
   // A record of words 8-byte words (header and what follows it), filled
-  // with count, first, len and ref.
-  ExtRec *Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref);
+  // with count, first, len, ref and pos.
+  ExtRec *Alloc(size_t words, uint64_t count, int64_t first, uint32_t len, uint32_t ref, EventPos pos);
   std::vector<std::vector<uint64_t>> blocks_;
   size_t used_ = 0;  // words of blocks_.back()
 };

@@ -55,6 +55,13 @@ const (
 const (
 	OpAccumulate = uint32(C.GT_OP_ACCUMULATE)
 	MaxPayload   = int(C.GT_MAX_PAYLOAD)
+	// OpSource in an upsert's Flags: its payload starts with its event's
+	// source position, SourcePosBytes bytes (u32 source, u64 position,
+	// little-endian).
+	OpSource              = uint32(C.GT_OP_SOURCE)
+	SourcePosBytes        = int(C.GT_SOURCE_POS_BYTES)
+	MaxEventSources       = int(C.GT_MAX_EVENT_SOURCES)
+	MaxEventSourceNameLen = int(C.GT_MAX_EVENT_SOURCE_NAME)
 )
 
 // MaxVertex is GT_MAX_VERTEX.
@@ -144,7 +151,9 @@ func init() {
 	}
 	if unsafe.Sizeof(EdgeExt{}) != unsafe.Sizeof(C.gt_edge_ext{}) ||
 		unsafe.Offsetof(EdgeExt{}.PayloadOff) != unsafe.Offsetof(C.gt_edge_ext{}.payload_off) ||
-		unsafe.Offsetof(EdgeExt{}.PayloadLen) != unsafe.Offsetof(C.gt_edge_ext{}.payload_len) {
+		unsafe.Offsetof(EdgeExt{}.PayloadLen) != unsafe.Offsetof(C.gt_edge_ext{}.payload_len) ||
+		unsafe.Offsetof(EdgeExt{}.Source) != unsafe.Offsetof(C.gt_edge_ext{}.source) ||
+		unsafe.Offsetof(EdgeExt{}.Position) != unsafe.Offsetof(C.gt_edge_ext{}.position) {
 		panic("core: EdgeExt layout does not match gt_edge_ext")
 	}
 }
@@ -175,13 +184,15 @@ func extp(s []EdgeExt) *C.gt_edge_ext {
 
 // EdgeExt mirrors gt_edge_ext (checked in init): an edge's count of
 // events (0: a replace edge), first event time and payload, bytes
-// [PayloadOff, PayloadOff+PayloadLen) of the read's payload buffer.
+// [PayloadOff, PayloadOff+PayloadLen) of the read's payload buffer, and
+// the same version's source position (Source 0: none).
 type EdgeExt struct {
 	Count      uint64
 	FirstTime  int64
 	PayloadOff uint64
 	PayloadLen uint32
-	_          uint32
+	Source     uint32
+	Position   uint64
 }
 
 // Options mirrors gt_options; zero fields mean the core's defaults.
@@ -317,6 +328,43 @@ func (s *Store) TypeAggregates() ([]TypeAggregate, *Error) {
 		out := make([]TypeAggregate, n)
 		for i := range out {
 			out[i] = TypeAggregate{Type: uint32(types[i]), RetainMicros: int64(retain[i])}
+		}
+		return out, nil
+	}
+}
+
+// AddEventSource calls gt_add_event_source: the store's number of the
+// event source name (recorded durably the first time).
+func (s *Store) AddEventSource(name string) (uint32, *Error) {
+	var src C.uint32_t
+	b := []byte(name)
+	err := s.simple(func(e *C.gt_error) C.int {
+		return C.gt_add_event_source(s.h, u8p(b), C.size_t(len(b)), &src, e)
+	})
+	return uint32(src), err
+}
+
+// EventSources calls gt_event_sources: the recorded event sources' names,
+// source i+1 at [i].
+func (s *Store) EventSources() ([]string, *Error) {
+	names, ends := make([]byte, 4096), make([]uint64, 64)
+	for {
+		var n, nl C.size_t
+		var e C.gt_error
+		rc := C.gt_event_sources(s.h, u8p(names), C.size_t(len(names)), &nl, u64p(ends), C.size_t(len(ends)), &n, &e)
+		if rc != 0 {
+			err := takeError(rc, &e)
+			if err.Code == CodeBuffer && (int(n) > len(ends) || int(nl) > len(names)) {
+				names, ends = make([]byte, max(int(nl), len(names))), make([]uint64, max(int(n), len(ends)))
+				continue
+			}
+			return nil, err
+		}
+		out := make([]string, n)
+		var at uint64
+		for i := range out {
+			out[i] = string(names[at:ends[i]])
+			at = ends[i]
 		}
 		return out, nil
 	}

@@ -181,6 +181,21 @@ typedef enum gt_op_kind {
 #define GT_OP_ACCUMULATE 0x1u
 #define GT_MAX_PAYLOAD 8192u
 
+/* An event's source position: an upsert with GT_OP_SOURCE in its flags
+ * carries where its event came from as the first GT_SOURCE_POS_BYTES bytes
+ * of its payload, a u32 source (a number the store gave a source name,
+ * gt_add_event_source; 1 to the store's count) then a u64 position (its
+ * offset in that source), little-endian; the rest of the payload is the
+ * payload. Stored as two numbers, not bytes (files keep them in narrow
+ * columns), and returned by the _ext reads (gt_edge_ext's source and
+ * position) with the payload they go with: a fold's are its newest
+ * event's. */
+#define GT_OP_SOURCE 0x2u
+#define GT_SOURCE_POS_BYTES 12u
+/* The most event sources a store numbers, and the longest name. */
+#define GT_MAX_EVENT_SOURCES 16777215u
+#define GT_MAX_EVENT_SOURCE_NAME 512u
+
 /* One operation of a batch. Layout is mirrored by the Go side. */
 typedef struct gt_op {
   uint64_t src;
@@ -190,7 +205,7 @@ typedef struct gt_op {
   uint32_t type;        /* edge type, below GT_MAX_EDGE_TYPES */
   int64_t time;         /* event time (Unix microseconds, at least 0; 0: none): an upsert's or delete's is kept
                            with its version and returned by reads; a vertex delete's is not kept */
-  uint32_t flags;       /* GT_OP_ACCUMULATE (an upsert only), or 0 */
+  uint32_t flags;       /* GT_OP_ACCUMULATE, GT_OP_SOURCE (an upsert only), or 0 */
   uint32_t payload_len; /* an upsert's payload length (0: none), at most GT_MAX_PAYLOAD */
   uint64_t payload_off; /* where its payload starts in the batch's payload buffer */
 } gt_op;
@@ -291,6 +306,22 @@ int gt_set_type_aggregate(gt_store *s, uint32_t type, uint32_t flags, int64_t re
  * (types[i], retain_us[i]) for i < min(*n, cap); *n receives how many
  * there are (GT_ERR_BUFFER when more than cap). */
 int gt_type_aggregates(gt_store *s, uint32_t *types, int64_t *retain_us, size_t cap, size_t *n, gt_error *err);
+
+/* Gives the event source name[0..len) (bytes, 1 to
+ * GT_MAX_EVENT_SOURCE_NAME of them) a number in the store, recorded in its
+ * MANIFEST (durably, before returning) the first time, so that every later
+ * open has it: *source receives it (1, 2, ... in the order of first use;
+ * the same name always gets the same number). GT_OP_SOURCE names a source
+ * by it. GT_ERR_INVALID: a bad name, GT_MAX_EVENT_SOURCES already numbered,
+ * or a new name on a store opened read-only. */
+int gt_add_event_source(gt_store *s, const uint8_t *name, size_t len, uint32_t *source, gt_error *err);
+
+/* The store's event sources: their names, back to back in
+ * names[0..names_cap), source i+1's from ends[i-1] (0 for i = 0) to
+ * ends[i], for i < min(*n, cap); *n receives how many there are and
+ * *names_len their bytes (GT_ERR_BUFFER when either does not fit). */
+int gt_event_sources(gt_store *s, uint8_t *names, size_t names_cap, size_t *names_len, uint64_t *ends, size_t cap,
+                     size_t *n, gt_error *err);
 
 /* The greatest event time of every batch applied since open, or of those
  * the store's flushes and compactions recorded before it (a store with an
@@ -393,13 +424,15 @@ int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_typ
 /* The extras of an edge an _ext read returns: count (events folded in; 0:
  * a replace edge), first_time (the least nonzero event time of its events)
  * and its payload (the newest event's, or a replace version's), the bytes
- * [payload_off, payload_off + payload_len) of the caller's payload buffer. */
+ * [payload_off, payload_off + payload_len) of the caller's payload buffer,
+ * and the same version's source position (source 0: none; GT_OP_SOURCE). */
 typedef struct gt_edge_ext {
   uint64_t count;
   int64_t first_time;
   uint64_t payload_off;
   uint32_t payload_len;
-  uint32_t reserved;
+  uint32_t source;
+  uint64_t position;
 } gt_edge_ext;
 
 /* gt_snapshot_edge, also filling ext[0..cap) and the payload buffer

@@ -43,6 +43,8 @@ enum Tag : uint8_t {
   // with an accumulate type.
   kTagAccumulate = 15,  // u32 type, i64 retain µs (repeated; types, snapshot)
   kTagNewestTime = 16,  // i64 Unix µs (flush, compaction, snapshot)
+  // Event sources (issue 42).
+  kTagSource = 17,  // u32 number, u32 length, name bytes (repeated; sources, snapshot)
 };
 
 std::string Hex32(uint32_t v) {
@@ -210,6 +212,12 @@ std::string EncodeEdit(const ManifestEdit &e) {
     x.Put(static_cast<uint8_t>(kTagNewestTime));
     x.Put(e.newest_time);
   }
+  for (const auto &src : e.sources) {
+    x.Put(static_cast<uint8_t>(kTagSource));
+    x.Put(src.first);
+    x.Put(static_cast<uint32_t>(src.second.size()));
+    x.s += src.second;
+  }
   x.Put(static_cast<uint8_t>(kTagNextFile));
   x.Put(e.next_file);
   return x.s;
@@ -223,7 +231,7 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
     *why = "edit does not start with its kind";
     return false;
   }
-  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kTypes)) {
+  if (kind < static_cast<uint8_t>(EditKind::kCreate) || kind > static_cast<uint8_t>(EditKind::kSources)) {
     *why = "unknown edit kind " + std::to_string(kind);
     return false;
   }
@@ -296,6 +304,13 @@ bool DecodeEdit(const char *p, size_t n, ManifestEdit *e, std::string *why) {
       case kTagNewestTime:
         ok = once(&has_newest, "newest event time") && d.Get(&e->newest_time);
         break;
+      case kTagSource: {
+        std::pair<uint32_t, std::string> src;
+        uint32_t len;
+        ok = d.Get(&src.first) && d.Get(&len) && d.Bytes(len, &src.second);
+        if (ok) e->sources.push_back(std::move(src));
+        break;
+      }
       case kTagVdelCleanFile: {
         std::pair<uint64_t, uint64_t> c;
         ok = d.Get(&c.first) && d.Get(&c.second);
@@ -441,6 +456,7 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
                              ", past the durable seq " + std::to_string(st->durable_seq));
         break;
       case EditKind::kTypes:
+      case EditKind::kSources:
         break;  // checked below
       case EditKind::kSnapshot:
         if (i != 0) return fail(i, "a snapshot record after the first record");
@@ -474,6 +490,33 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
           e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 || e.history_floor != 0 ||
           e.newest_time != 0)
         return fail(i, "type record carries a flush's or compaction's fields");
+    }
+    if (e.kind == EditKind::kSources) {
+      if (e.sources.empty()) return fail(i, "source record names no source");
+      if (e.has_in_edges || e.has_durable_seq || !e.added.empty() || !e.removed.empty() || !e.vdels.empty() ||
+          e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 || e.history_floor != 0 ||
+          e.newest_time != 0 || !e.accumulate.empty())
+        return fail(i, "source record carries other fields");
+    }
+    if (!e.sources.empty() && e.kind != EditKind::kSources && e.kind != EditKind::kSnapshot)
+      return fail(i, "only a source or snapshot record numbers event sources");
+    {
+      std::set<std::string> names;
+      uint32_t next = static_cast<uint32_t>(st->sources.size()) + 1;
+      for (const auto &src : e.sources) {
+        if (src.first != next)
+          return fail(i, "edit numbers event source \"" + src.second + "\" " + std::to_string(src.first) +
+                             ", not the next number " + std::to_string(next));
+        if (src.second.empty() || src.second.size() > GT_MAX_EVENT_SOURCE_NAME)
+          return fail(i, "edit names event source " + std::to_string(src.first) + " with " +
+                             std::to_string(src.second.size()) + " bytes (1 to " +
+                             std::to_string(GT_MAX_EVENT_SOURCE_NAME) + ")");
+        if (st->source_ids.count(src.second) != 0 || !names.insert(src.second).second)
+          return fail(i, "edit numbers event source \"" + src.second + "\" twice");
+        if (next > GT_MAX_EVENT_SOURCES)
+          return fail(i, "edit numbers more than " + std::to_string(GT_MAX_EVENT_SOURCES) + " event sources");
+        next++;
+      }
     }
     if (!e.accumulate.empty() && e.kind != EditKind::kTypes && e.kind != EditKind::kSnapshot)
       return fail(i, "only a type or snapshot record names accumulate types");
@@ -548,6 +591,10 @@ void AdvanceState(ManifestState *st, const ManifestEdit &e) {
   st->history_floor = std::max(st->history_floor, e.history_floor);
   for (const auto &a : e.accumulate) st->accumulate[a.first] = a.second;
   st->newest_time = std::max(st->newest_time, e.newest_time);
+  for (const auto &src : e.sources) {  // numbered in order (ReplayManifest checks)
+    st->sources.push_back(src.second);
+    st->source_ids[src.second] = src.first;
+  }
   if (e.has_in_edges) st->in_edges = e.in_edges != 0;
   if (e.has_durable_seq) st->durable_seq = std::max(st->durable_seq, e.durable_seq);
   if (e.has_srcpos) {
@@ -583,6 +630,7 @@ ManifestEdit SnapshotEdit(const ManifestState &st, std::vector<std::pair<uint64_
   e.history_floor = st.history_floor;
   e.accumulate.assign(st.accumulate.begin(), st.accumulate.end());
   e.newest_time = st.newest_time;
+  for (size_t i = 0; i < st.sources.size(); i++) e.sources.emplace_back(static_cast<uint32_t>(i + 1), st.sources[i]);
   for (const auto &kv : st.vdel_clean)
     if (st.live.count(kv.first) != 0) e.vdel_cleans.push_back(kv);
   e.obsolete = std::move(obsolete);

@@ -13,6 +13,15 @@
 //   A payload is a version edit: a sequence of fields, each a u8 tag and
 //   its data (tags below). Every edit starts with kTagKind.
 //
+// Event sources (issue 42). An event from a source (a Kafka topic's
+// partition) without a reference of its own keeps its source position as a
+// number and an offset (common.h, EventPos); the store numbers each
+// source name the first time it is used, in a kSources edit (appended and
+// fsynced before any version names it), and a snapshot record carries
+// them all. Numbers go 1, 2, ... in record order and never change, so
+// files name a source by its number. A store that numbers no source writes
+// no such edit.
+//
 // Edge types' aggregates (issue 42). Which edge types accumulate (each
 // upsert an event added to its edge) and their retain are the store's,
 // not its openers' configuration: a kTypes edit records a type made
@@ -90,7 +99,7 @@
 namespace gt {
 
 // What an edit is, for replay's checks and for inspection.
-enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot = 4, kTypes = 5 };
+enum class EditKind : uint8_t { kCreate = 1, kFlush = 2, kCompact = 3, kSnapshot = 4, kTypes = 5, kSources = 6 };
 
 // One manifest record: the logged part of a change to the store's file set
 // (pebble's VersionEdit as written to its MANIFEST). The in-memory change
@@ -148,6 +157,10 @@ struct ManifestEdit {
   // edit was appended (Unix µs; 0: not recorded): at least the watermark
   // any fold its files hold used.
   int64_t newest_time = 0;
+  // Event sources (issue 42). kSources (at least one), kSnapshot: (number,
+  // name) of each source the edit numbers; numbers go 1, 2, ... in record
+  // order, each name once.
+  std::vector<std::pair<uint32_t, std::string>> sources;
 };
 
 // Encodes e as a record payload; DecodeEdit is its inverse. DecodeEdit
@@ -209,6 +222,9 @@ struct ManifestState {
   std::map<uint32_t, int64_t> accumulate;
   // The largest newest event time any edit recorded (0: none).
   int64_t newest_time = 0;
+  // The event sources' names, source i+1 at [i], and their numbers by name.
+  std::vector<std::string> sources;
+  std::map<std::string, uint32_t> source_ids;
 };
 
 // Replays the edits of c into *st. An edit that contradicts the ones

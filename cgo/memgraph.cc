@@ -308,12 +308,24 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
       // The extras, in the shard's arena: an operand of one event (count
       // 1, first its time) or not, and the op's payload (validated by
       // Store::Apply).
-      void *mem = d.arena.Alloc((sizeof(ExtRec) + op.payload_len + 7) & ~size_t(7), pool_.get());
+      // An op with a source position (GT_OP_SOURCE) has it in its payload's
+      // first bytes (checked by Store::Apply): a number and an offset in
+      // the record, the rest the payload.
+      const uint8_t *pay = b.payload + op.payload_off;
+      uint32_t len = op.payload_len;
+      EventPos pos;
+      if ((op.flags & GT_OP_SOURCE) != 0) {
+        std::memcpy(&pos.source, pay, sizeof pos.source);
+        std::memcpy(&pos.position, pay + sizeof pos.source, sizeof pos.position);
+        pay += GT_SOURCE_POS_BYTES;
+        len -= GT_SOURCE_POS_BYTES;
+      }
+      void *mem = d.arena.Alloc((sizeof(ExtRec) + len + 7) & ~size_t(7), pool_.get());
       // first: the op's time, also for a replace version (count 0, whose
       // first no reader reads), so that an inline version keeps its time
       // there (Slot::inl).
-      ExtRec *x = new (mem) ExtRec{acc ? 1u : 0u, op.time, op.payload_len, 0};
-      if (op.payload_len != 0) std::memcpy(x + 1, b.payload + op.payload_off, op.payload_len);
+      ExtRec *x = new (mem) ExtRec{acc ? 1u : 0u, op.time, len, 0, pos.source, pos.position};
+      if (len != 0) std::memcpy(x + 1, pay, len);
       e.ext = x;
     }
     if (n < kInline) {

@@ -145,7 +145,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
     return p.watermark - (p.retain_us != nullptr ? p.retain_us[t] : 0);
   };
   // Folds the older operand (r, i) into the kept operand out[at] (newer,
-  // of the same stripe): its seq and payload stay, the rest adds up. The
+  // of the same stripe): its seq, payload and source position stay, the rest adds up. The
   // first fold into an operand makes it a record of its own (its record
   // may be a MemGraph's, shared), pointing to the payload (whatever holds
   // it outlives the arena's records: a MemGraph or file being read, or the
@@ -163,7 +163,7 @@ void RetainVersions(const std::vector<Run> &runs, uint64_t src, const RetainPara
       own->first = MinTime(own->first, r.first(i));
       return;
     }
-    e.ext = owned = arena->Ref(x->count + r.count(i), MinTime(x->first, r.first(i)), x->bytes(), x->len);
+    e.ext = owned = arena->Ref(x->count + r.count(i), MinTime(x->first, r.first(i)), x->bytes(), x->len, x->pos());
   };
   const std::vector<uint64_t> &snaps = *p.snaps;
   if (snaps.empty() && (p.vdel == nullptr || p.vdel->empty())) {

@@ -34,7 +34,7 @@ namespace gt {
 // INVARIANT: only MemGraph entries (and copies of them: hub caches, the
 // in-index, read scratch) point to it; Run::ext gives everything else
 // (RetainVersions' output, and so the files' builder) a record of its own.
-inline constexpr ExtRec kOneEvent{1, 0, 0, 0};
+inline constexpr ExtRec kOneEvent{1, 0, 0, 0, 0, 0};
 
 // A sorted run of one vertex's versions: either MemGraph entries (already
 // sorted by the caller), or a hub's cached versions without extras
@@ -70,6 +70,13 @@ struct Run {
     *p = x != nullptr ? x->bytes() : nullptr;
     return x != nullptr ? x->len : 0;
   }
+  // Version i's source position (source 0: none), which goes with its
+  // payload.
+  EventPos pos(uint64_t i) const {
+    if (seg) return seg->pos(i);
+    const ExtRec *x = plain ? nullptr : ents[i].ext;
+    return x != nullptr ? x->pos() : EventPos{};
+  }
   // Version i's extras as an Entry's (null: none): a MemGraph entry's own,
   // a segment version's made in *arena.
   const ExtRec *ext(uint64_t i, ExtArena *arena) const {
@@ -82,8 +89,9 @@ struct Run {
     const uint8_t *p;
     const uint32_t len = seg->payload(i, &p);
     const uint64_t c = seg->count(i);
-    if (c == 0 && len == 0) return nullptr;
-    return arena->Ref(c, seg->first(i), p, len);  // the file outlives the flush or compaction reading it
+    const EventPos pos = seg->pos(i);
+    if (c == 0 && len == 0 && pos.source == 0) return nullptr;
+    return arena->Ref(c, seg->first(i), p, len, pos);  // the file outlives the flush or compaction reading it
   }
 };
 
@@ -257,6 +265,7 @@ struct Folded {
   uint64_t seq = 0;                  // the newest version's
   const uint8_t *payload = nullptr;  // the newest version's (valid while the read's runs are)
   uint32_t payload_len = 0;
+  EventPos pos;         // the newest version's source position
   bool folded = false;  // some operand folded in holds several events (retention folded them)
 };
 
@@ -338,6 +347,7 @@ void VisibleEdges(const std::vector<Run> &runs, uint64_t src, uint64_t tau, cons
       acc.first = c != 0 ? r.first(i) : 0;
       acc.seq = seq;
       acc.payload_len = r.payload(i, &acc.payload);
+      acc.pos = r.pos(i);
       acc.folded = c > 1;
     }
     if (c != 0) {
@@ -349,43 +359,13 @@ void VisibleEdges(const std::vector<Run> &runs, uint64_t src, uint64_t tau, cons
   if (pending) out();
 }
 
-// The edges of one vertex visible at tau whose type ts holds, as
-// VisibleEdges gives them but without folding: emit(dst, type) once per
-// edge (a degree: an operand's fold is one edge, whatever it folds).
+// The newest visible version of each edge of one vertex at tau whose type
+// ts holds, without folding: emit(dst, type, weight, time) once per edge,
+// until emit returns false when it returns bool. The walk of
+// VisibleEdgeIds and of VisibleVersions over runs that hold no operand.
 template <typename F>
-void VisibleEdgeIds(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
-                    F &&emit) {
-  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
-  const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
-  uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
-  uint32_t curt = 0;
-  MergeRuns(runs, [&](uint64_t dst, uint64_t vers, double, int64_t) -> bool {
-    const uint32_t t = VersType(vers);
-    if (dst == cur && t == curt) return true;  // an older version of a decided edge
-    const uint64_t seq = VersSeq(vers);
-    if (seq > tau) return true;  // not yet visible; an older version may be
-    cur = dst;
-    curt = t;
-    if (VersTomb(vers) || seq < dsrc || !Wanted(ts, t)) return true;
-    if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
-    return Visit(emit, dst, t);
-  });
-}
-
-// VisibleEdges of the plain reads: emit(dst, type, weight, time), an
-// operand's fold's sum and greatest time. Runs that cannot hold an
-// operand (a replace-only store's) are read by the loop that folds
-// nothing, as before operands (VisibleEdges' bookkeeping was a fifth of a
-// hub's neighbors read).
-template <typename F>
-void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
-                     F &&emit) {
-  bool operands = false;
-  for (const Run &r : runs) operands = operands || r.MayHoldOperands();
-  if (operands) {
-    VisibleEdges<false>(runs, src, tau, vdel, ts, emit);
-    return;
-  }
+void VisibleNewest(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                   F &&emit) {
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(src, tau);
   const uint64_t newest = vdel.max_seq();  // no delete hides a version this new
   uint64_t cur = UINT64_MAX;               // no dst is (GT_MAX_VERTEX is below)
@@ -401,6 +381,36 @@ void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, c
     if (seq < newest && seq < vdel.Latest(dst, tau)) return true;
     return Visit(emit, dst, t, w, tm);
   });
+}
+
+// The edges of one vertex visible at tau whose type ts holds, as
+// VisibleEdges gives them but without folding: emit(dst, type) once per
+// edge (a degree: an operand's fold is one edge, whatever it folds).
+template <typename F>
+void VisibleEdgeIds(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                    F &&emit) {
+  VisibleNewest(
+      runs, src, tau, vdel,
+      ts, [&](uint64_t dst, uint32_t t, double, int64_t) __attribute__((always_inline))->decltype(emit(dst, t)) {
+        return emit(dst, t);
+      });
+}
+
+// VisibleEdges of the plain reads: emit(dst, type, weight, time), an
+// operand's fold's sum and greatest time. Runs that cannot hold an
+// operand (a replace-only store's) are read by the walk that folds
+// nothing, as before operands (VisibleEdges' bookkeeping was a fifth of a
+// hub's neighbors read).
+template <typename F>
+void VisibleVersions(const std::vector<Run> &runs, uint64_t src, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                     F &&emit) {
+  bool operands = false;
+  for (const Run &r : runs) operands = operands || r.MayHoldOperands();
+  if (operands) {
+    VisibleEdges<false>(runs, src, tau, vdel, ts, emit);
+    return;
+  }
+  VisibleNewest(runs, src, tau, vdel, ts, emit);
 }
 
 // The events of the edge (src, dst, type) visible at tau, newest first:

@@ -27,6 +27,13 @@ struct FdCloser {
 
 }  // namespace
 
+Status NamesKnownSources(const Segment &seg, size_t nsources) {
+  if (seg.max_source() <= nsources) return Status::OK();
+  return Status::Corruption("file names event source " + std::to_string(seg.max_source()) +
+                                ", but the MANIFEST numbers " + std::to_string(nsources),
+                            seg.path(), seg.positions_offset());
+}
+
 Status MatchesManifest(const Segment &seg, const SegMeta &m, const std::string &mpath, uint64_t rec_off) {
   const SegMeta &h = seg.meta();
   struct Field {
@@ -208,6 +215,8 @@ Status CheckStore(const std::string &dir, uint64_t cut, CheckResult *out) {
     }
     if (live) {
       s = MatchesManifest(*seg, ms.live.at(id), path, ms.added_at.at(id));
+      if (!s.ok()) out->problems.push_back(Problem{s.file, s.offset, s.msg});
+      s = NamesKnownSources(*seg, ms.sources.size());
       if (!s.ok()) out->problems.push_back(Problem{s.file, s.offset, s.msg});
     }
     seg->VerifyEach(&out->problems);

@@ -27,6 +27,12 @@ Status ListSegments(const std::string &dir, std::vector<uint64_t> *ids);
 // "00000001.seg, 00000002.seg and 3 more": at most max names.
 std::string FileList(const std::vector<uint64_t> &ids, size_t max = 8);
 
+// Whether every event source seg names is one of the nsources the
+// MANIFEST numbers (a source's edit is durable before any version names
+// it): a corruption naming the file and its source position section if
+// not.
+Status NamesKnownSources(const Segment &seg, size_t nsources);
+
 // Checks that the header of seg, a live file added by the record at rec_off
 // of the manifest at mpath, says what the manifest says of it (m): a
 // kCorruption naming the first field that differs.

@@ -18,10 +18,11 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'T', 'S', 'E', 'G', '0', '0', '1'};
 constexpr char kEndMagic[8] = {'G', 'T', 'S', 'E', 'G', 'E', 'N', 'D'};
-// 5; 4: before narrow columns; 3: before event operands and payloads; 2:
-// also before the edge filter; 1: also before edge types (read as all
-// type 0).
-constexpr uint32_t kFormatVersion = 5;
+// 6; 5: before source positions (and what a file without them is still
+// written as); 4: before narrow columns; 3: before event operands and
+// payloads; 2: also before the edge filter; 1: also before edge types
+// (read as all type 0).
+constexpr uint32_t kFormatVersion = 6;
 constexpr uint64_t kHeaderSize = 128;
 constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
@@ -169,8 +170,12 @@ void SegmentBuilder::AddVertex(uint64_t src, const Entry *e, size_t n) {
     AddKept(&vers_, &has_vers_, e[i].vers & ~kTypeBits, uint64_t{0}, n_, room);  // seq and tombstone
     AddKept(&types_, &has_types_, static_cast<uint16_t>(t), uint16_t{0}, n_, room);
     AddKept(&times_, &has_times_, e[i].time, int64_t{0}, n_, room);
+    if (e[i].time != 0) {
+      min_time_ = std::min(min_time_, e[i].time);
+      max_time_ = std::max(max_time_, e[i].time);
+    }
     AddKept(&w_, &has_w_, e[i].weight, 1.0, n_, room);
-    if (e[i].ext != nullptr || has_counts_ || has_pay_) AddExt(e[i].ext, e[i].time, room);
+    if (e[i].ext != nullptr || has_counts_ || has_pay_ || has_pos_) AddExt(e[i].ext, e[i].time, room);
     min_type_ = std::min(min_type_, t);
     max_type_ = std::max(max_type_, t);
     if (i > 0 && d == e[i - 1].dst && t == VersType(e[i - 1].vers)) multi_ = true;
@@ -210,6 +215,57 @@ void SegmentBuilder::AddExt(const ExtRec *x, int64_t time, uint64_t room) {
     if (len != 0) pay_bytes_.insert(pay_bytes_.end(), x->bytes(), x->bytes() + len);
     pay_offs_.push_back(pay_bytes_.size());
   }
+  const EventPos pos = x != nullptr ? x->pos() : EventPos{};
+  if (pos.source != 0 && !has_pos_) {
+    pos_src_.reserve(std::max<uint64_t>(reserve_entries_, room));
+    pos_off_.reserve(std::max<uint64_t>(reserve_entries_, room));
+    pos_src_.assign(n_, 0);
+    pos_off_.assign(n_, 0);
+    pos_none_ = n_ != 0;
+    has_pos_ = true;
+  }
+  if (has_pos_) {
+    pos_src_.push_back(pos.source);
+    pos_off_.push_back(pos.source != 0 ? pos.position : 0);
+    if (pos.source == 0) {
+      pos_none_ = true;
+    } else {
+      pos_min_src_ = std::min(pos_min_src_, pos.source);
+      pos_max_src_ = std::max(pos_max_src_, pos.source);
+      pos_min_ = std::min(pos_min_, pos.position);
+      pos_max_ = std::max(pos_max_, pos.position);
+    }
+  }
+}
+
+SegmentBuilder::PosLayout SegmentBuilder::PositionLayout() const {
+  PosLayout l;
+  if (!has_pos_) return l;
+  l.min_source = pos_none_ ? 0 : pos_min_src_;
+  l.max_source = pos_max_src_;
+  l.min_position = pos_min_;
+  const uint64_t sources = uint64_t{l.max_source} - l.min_source;  // the source column's largest value
+  const uint64_t range = pos_max_ - pos_min_;                      // the position column's
+  // One column of source * radix + position when that fits 64 bits: it
+  // takes the bytes of the product, never more than two columns would.
+  if (range != UINT64_MAX && sources <= (UINT64_MAX - range) / (range + 1)) {
+    l.radix = range + 1;
+    const uint64_t top = sources * l.radix + range;
+    l.wp = top == 0 ? 0 : BytesFor(top);
+  } else {
+    l.ws = sources == 0 ? 0 : BytesFor(sources);
+    l.wp = range == 0 ? 0 : BytesFor(range);
+  }
+  if (has_times_) {
+    l.min_time = min_time_;
+    l.wt = BytesFor(static_cast<uint64_t>(max_time_ - min_time_) + 1);
+  }
+  if (min_width_ != 0) {
+    l.wp = std::max(l.wp, min_width_);
+    if (l.radix == 0) l.ws = std::max(l.ws, std::min(min_width_, 4u));
+    l.wt = std::max(l.wt, min_width_);
+  }
+  return l;
 }
 
 void SegmentBuilder::Transpose(SegmentBuilder *in) const {
@@ -275,6 +331,10 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
     in->counts_.resize(n_);
     in->firsts_.resize(n_);
   }
+  if (has_pos_) {
+    in->pos_src_.resize(n_);
+    in->pos_off_.resize(n_);
+  }
   if (has_pay_) {
     // The payloads' lengths at their new positions, then their offsets.
     in->pay_offs_.assign(n_ + 1, 0);
@@ -301,6 +361,10 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
         in->counts_[p] = counts_[i];
         in->firsts_[p] = firsts_[i];
       }
+      if (has_pos_) {
+        in->pos_src_[p] = pos_src_[i];
+        in->pos_off_[p] = pos_off_[i];
+      }
     }
   }
   in->n_ = n_;
@@ -312,6 +376,14 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->has_times_ = has_times_;
   in->has_counts_ = has_counts_;
   in->has_pay_ = has_pay_;
+  in->has_pos_ = has_pos_;
+  in->pos_none_ = pos_none_;
+  in->pos_min_src_ = pos_min_src_;
+  in->pos_max_src_ = pos_max_src_;
+  in->pos_min_ = pos_min_;
+  in->pos_max_ = pos_max_;
+  in->min_time_ = min_time_;
+  in->max_time_ = max_time_;
   in->max_dst_ = srcs_.back();
   in->min_seq_ = min_seq_;
   in->max_seq_ = max_seq_;
@@ -345,8 +417,14 @@ uint64_t SegmentBuilder::EstimatedBytes() const {
   // each in a format-3 or -4 file, narrow in a format-5 one.
   uint32_t wv = has_vers_ ? 8 : 0, wc = has_counts_ ? 8 : 0, wf = has_counts_ ? 8 : 0, wp = has_pay_ ? 8 : 0;
   if ((has_counts_ || has_pay_) && (format_ == 0 || format_ >= 5)) NarrowWidths(&wv, &wc, &wf, &wp);
-  const uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + n_ * (wv + wc + wf) + w_.size() * 8 + types_.size() * 2 +
-                        times_.size() * 8 + pay_offs_.size() * wp + pay_bytes_.size();
+  uint64_t cols = d32_.size() * 4 + d64_.size() * 8 + n_ * (wv + wc + wf) + w_.size() * 8 + types_.size() * 2 +
+                  pay_offs_.size() * wp + pay_bytes_.size();
+  if (has_pos_ && (format_ == 0 || format_ >= 6)) {
+    const PosLayout l = PositionLayout();
+    cols += kPosHeaderBytes + n_ * (l.ws + l.wp) + times_.size() * l.wt;
+  } else {
+    cols += times_.size() * 8;
+  }
   // The edge filter, when it will be written: at most kBloomBitsPerPair
   // bits an entry.
   const uint64_t bloom = edge_filter_ && (format_ == 0 || format_ >= 3) ? BloomBlocks(n_) * kBloomBlockWords * 4 : 0;
@@ -373,8 +451,17 @@ void SegmentBuilder::Reset() {
   firsts_.clear();
   pay_offs_.clear();
   pay_bytes_.clear();
+  pos_src_.clear();
+  pos_off_.clear();
   n_ = 0;
-  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = has_times_ = has_counts_ = has_pay_ = false;
+  multi_ = tomb_ = has_vers_ = has_w_ = has_types_ = has_times_ = has_counts_ = has_pay_ = has_pos_ = false;
+  pos_none_ = false;
+  pos_min_src_ = UINT32_MAX;
+  pos_max_src_ = 0;
+  pos_min_ = UINT64_MAX;
+  pos_max_ = 0;
+  min_time_ = INT64_MAX;
+  max_time_ = 0;
   max_dst_ = 0;
   min_seq_ = UINT64_MAX;
   max_seq_ = 0;
@@ -390,6 +477,9 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (format_ != 0 && format_ < 4 && (has_counts_ || has_pay_))
     return Status::Internal("segment builder: format version " + std::to_string(format_) +
                             " cannot hold event operands or payloads");
+  if (format_ != 0 && format_ < 6 && has_pos_)
+    return Status::Internal("segment builder: format version " + std::to_string(format_) +
+                            " cannot hold source positions");
   const std::string path = JoinPath(dir, SegmentFileName(id));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
@@ -418,7 +508,8 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   // The current format, but 3 for a file without event operands or
   // payloads (it is the same): a store that uses none stays readable by a
   // build that reads up to format 3.
-  const uint32_t version = format_ != 0 ? format_ : (has_counts_ || has_pay_) ? kFormatVersion : 3;
+  // Likewise 5 for a file without source positions.
+  const uint32_t version = format_ != 0 ? format_ : has_pos_ ? 6 : (has_counts_ || has_pay_) ? 5 : 3;
   // The vers, count, first and payload offset columns' widths: narrow in
   // format 5, 8 bytes before (first then the time itself, not a delta).
   uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
@@ -428,6 +519,8 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
     if (has_counts_) flags |= (wc - 1) << kCountWidthShift | wf << kFirstWidthShift;
     if (has_pay_) flags |= (wp - 1) << kPayWidthShift;
   }
+  const PosLayout pl = PositionLayout();
+  if (has_pos_ && has_times_) flags |= (pl.wt - 1) << kTimeWidthShift;
   if (edge_dir == kOut && version >= 3 && edge_filter_) {
     auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
     uint64_t pairs = 0;
@@ -489,7 +582,15 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   }
   if (flags & kFlagVers) GT_RETURN_IF_ERROR(AppendNarrow(&w, vers_.data(), ne, wv));
   if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
-  if (flags & kFlagTimes) GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
+  if ((flags & kFlagTimes) && version >= 6) {
+    // time - min_time + 1, 0 for none.
+    const uint64_t base = static_cast<uint64_t>(pl.min_time) - 1;
+    GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, pl.wt, [this, base](uint64_t i) -> uint64_t {
+      return times_[i] == 0 ? 0 : static_cast<uint64_t>(times_[i]) - base;
+    }));
+  } else if (flags & kFlagTimes) {
+    GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
+  }
   if (flags & kFlagTypes) {
     GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
     GT_RETURN_IF_ERROR(w.Pad8());
@@ -506,6 +607,29 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
         return static_cast<uint64_t>(times ? times_[i] : 0) - static_cast<uint64_t>(firsts_[i]);
       }));
     }
+  }
+  if (has_pos_) {
+    uint8_t ph[kPosHeaderBytes];
+    Put<uint32_t>(ph, pl.min_source);
+    Put<uint32_t>(ph + 4, pl.max_source);
+    Put<uint64_t>(ph + 8, pl.min_position);
+    Put<uint64_t>(ph + 16, pl.radix);
+    Put<int64_t>(ph + 24, pl.min_time);
+    Put<uint8_t>(ph + 32, static_cast<uint8_t>(pl.ws));
+    Put<uint8_t>(ph + 33, static_cast<uint8_t>(pl.wp));
+    std::memset(ph + 34, 0, 6);
+    GT_RETURN_IF_ERROR(w.Append(ph, sizeof ph));
+    // A version without a position: source 0 (min_source is 0 then), its
+    // position part 0.
+    if (pl.ws != 0)
+      GT_RETURN_IF_ERROR(
+          AppendNarrow(&w, ne, pl.ws, [this, &pl](uint64_t i) -> uint64_t { return pos_src_[i] - pl.min_source; }));
+    if (pl.wp != 0)
+      GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, pl.wp, [this, &pl](uint64_t i) -> uint64_t {
+        if (pos_src_[i] == 0) return 0;
+        const uint64_t p = pos_off_[i] - pl.min_position;
+        return pl.radix != 0 ? uint64_t{pos_src_[i] - pl.min_source} * pl.radix + p : p;
+      }));
   }
   if (flags & kFlagPayload) {
     GT_RETURN_IF_ERROR(AppendNarrow(&w, pay_offs_.data(), ne + 1, wp));
@@ -592,8 +716,17 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
   if (version < 5 && (s->flags_ & (kFlagWidthBits | kFlagUnused)))
     return Status::Corruption("a format version " + std::to_string(version) + " segment with unknown flags", path, 12);
+  uint32_t wt = 8;  // the time column's width: format 6's narrow one, else 8
+  if (version == 5 && (s->flags_ & kFlagUnused))
+    return Status::Corruption("a format version 5 segment with unknown flags", path, 12);
+  if (version >= 6) {
+    if (s->flags_ & kFlagUnused6) return Status::Corruption("segment with unknown flags", path, 12);
+    wt = (s->flags_ >> kTimeWidthShift & 7) + 1;
+    if (!(s->flags_ & kFlagTimes) && wt != 1)
+      return Status::Corruption("segment without a time column has its width", path, 12);
+    s->has_pos_ = true;
+  }
   if (version >= 5) {
-    if (s->flags_ & kFlagUnused) return Status::Corruption("segment with unknown flags", path, 12);
     wv = (s->flags_ >> kVersWidthShift & 7) + 1;
     wc = (s->flags_ >> kCountWidthShift & 7) + 1;
     wf = s->flags_ >> kFirstWidthShift & 15;
@@ -654,7 +787,11 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (s->nchunks_ % 2 != 0 && Get<uint32_t>(s->base_ + s->body_end_ + s->nchunks_ * 4) != 0)
     return Status::Corruption("segment chunk checksum table padding is not zero", path, s->body_end_ + s->nchunks_ * 4);
 
-  // Section offsets follow from the header alone.
+  s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
+  for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
+
+  // Section offsets follow from the header alone (and format 6's source
+  // position section's header, verified when it is read).
   const uint64_t nv = mt.nverts, ne = mt.nentries;
   uint64_t off = kHeaderSize;
   uint64_t table_bytes;
@@ -685,7 +822,7 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   }
   if (s->flags_ & kFlagTimes) {
     s->times_off_ = off;
-    off += ne * 8;
+    off += narrow(ne, wt);
   }
   if (s->flags_ & kFlagTypes) {
     s->types_off_ = off;
@@ -696,6 +833,29 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     off += narrow(ne, wc);
     s->firsts_off_ = off;
     off += narrow(ne, wf);
+  }
+  uint32_t wps = 0, wpp = 0;  // the source position columns' widths (format 6)
+  if (s->has_pos_) {
+    // Their widths are in the section's header, read (and verified) now.
+    s->pos_hdr_off_ = off;
+    if (off + kPosHeaderBytes > s->body_end_)
+      return Status::Corruption("segment source position section past the body", path, 40);
+    GT_RETURN_IF_ERROR(s->VerifyBytes(off, off + kPosHeaderBytes));
+    const uint8_t *ph = s->base_ + off;
+    wps = Get<uint8_t>(ph + 32);
+    wpp = Get<uint8_t>(ph + 33);
+    if (wps > 4 || wpp > 8)
+      return Status::Corruption(
+          "segment source position widths " + std::to_string(wps) + " and " + std::to_string(wpp) + " are over 4 and 8",
+          path, off + 32);
+    for (int k = 34; k < 40; k++)
+      if (ph[k] != 0) return Status::Corruption("segment source position header padding is not zero", path, off + k);
+    off += kPosHeaderBytes;
+    s->pos_src_off_ = off;
+    off += narrow(ne, wps);
+    s->pos_off_off_ = off;
+    off += narrow(ne, wpp);
+    if (off > s->body_end_) return Status::Corruption("segment source position columns larger than the file", path, 40);
   }
   uint64_t bloom_off = 0, bloom_bytes = 0;
   if (s->flags_ & kFlagBloom) {
@@ -719,8 +879,6 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   bloom_off = off;
   off += bloom_bytes;
   if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
-  s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
-  for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
   GT_RETURN_IF_ERROR(s->VerifyBytes(table_off, table_off + table_bytes));
   if (s->flags_ & kFlagBloom) {
     GT_RETURN_IF_ERROR(s->VerifyBytes(bloom_off, s->body_end_));
@@ -746,10 +904,33 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   if (s->flags_ & kFlagVers) s->vers_.Set(s->base_ + s->vers_off_, wv);
   if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
   if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
-  if (s->flags_ & kFlagTimes) s->times_ = reinterpret_cast<const int64_t *>(s->base_ + s->times_off_);
+  if (s->flags_ & kFlagTimes) s->tcol_.Set(s->base_ + s->times_off_, wt);
   if (s->flags_ & kFlagCounts) {
     s->counts_.Set(s->base_ + s->counts_off_, wc);
     if (wf != 0) s->firsts_.Set(s->base_ + s->firsts_off_, wf);
+  }
+  if (s->has_pos_) {
+    // The section's header (verified above).
+    const uint64_t at = s->pos_hdr_off_;
+    const uint8_t *ph = s->base_ + at;
+    s->pos_min_src_ = Get<uint32_t>(ph);
+    s->pos_max_src_ = Get<uint32_t>(ph + 4);
+    s->pos_min_ = Get<uint64_t>(ph + 8);
+    s->pos_radix_ = Get<uint64_t>(ph + 16);
+    const int64_t min_time = Get<int64_t>(ph + 24);
+    if ((s->flags_ & kFlagTimes) ? min_time <= 0 : min_time != 0)
+      return Status::Corruption("segment least time " + std::to_string(min_time) + " does not match its time column",
+                                path, at + 24);
+    if (s->flags_ & kFlagTimes) s->tbase_ = static_cast<uint64_t>(min_time) - 1;
+    if (s->pos_max_src_ == 0 || s->pos_min_src_ > s->pos_max_src_ || s->pos_max_src_ > GT_MAX_EVENT_SOURCES)
+      return Status::Corruption("segment source range [" + std::to_string(s->pos_min_src_) + ", " +
+                                    std::to_string(s->pos_max_src_) + "] is not within [0, " +
+                                    std::to_string(GT_MAX_EVENT_SOURCES) + "] or names none",
+                                path, at);
+    if (s->pos_radix_ != 0 && wps != 0)
+      return Status::Corruption("segment combines its source position columns but has a source column", path, at + 32);
+    if (wps != 0) s->pos_src_.Set(s->base_ + s->pos_src_off_, wps);
+    if (wpp != 0) s->pos_off_.Set(s->base_ + s->pos_off_off_, wpp);
   }
   if (s->flags_ & kFlagPayload) {
     // The offsets must start at 0, never decrease and end within the
@@ -840,10 +1021,12 @@ void Segment::CopyTypes(uint64_t b, uint64_t e, uint16_t *out) const {
 }
 
 void Segment::CopyTimes(uint64_t b, uint64_t e, int64_t *out) const {
-  if (times_) {
-    std::memcpy(out, times_ + b, (e - b) * 8);
-  } else {
+  if (!tcol_.present()) {
     std::memset(out, 0, (e - b) * 8);
+  } else if (tcol_.w == 8 && tbase_ == 0) {
+    std::memcpy(out, tcol_.p + b * 8, (e - b) * 8);
+  } else {
+    for (uint64_t i = b; i < e; i++) *out++ = time(i);
   }
 }
 
@@ -899,9 +1082,11 @@ void Segment::ReleasePages(uint64_t upto) const {
   if (vers_.present()) drop(vers_off_, vers_off_ + upto * vers_.w);
   if (w_) drop(w_off_, w_off_ + upto * 8);
   if (types_) drop(types_off_, types_off_ + upto * 2);
-  if (times_) drop(times_off_, times_off_ + upto * 8);
+  if (tcol_.present()) drop(times_off_, times_off_ + upto * tcol_.w);
   if (counts_.present()) drop(counts_off_, counts_off_ + upto * counts_.w);
   if (firsts_.present()) drop(firsts_off_, firsts_off_ + upto * firsts_.w);
+  if (pos_src_.present()) drop(pos_src_off_, pos_src_off_ + upto * pos_src_.w);
+  if (pos_off_.present()) drop(pos_off_off_, pos_off_off_ + upto * pos_off_.w);
   if (pay_data_ != nullptr) drop(pay_data_off_, pay_data_off_ + pay_offs_.at(upto));
 }
 
@@ -935,9 +1120,11 @@ Status Segment::EnsureVerified(uint64_t b, uint64_t e) const {
   if (vers_.present()) GT_RETURN_IF_ERROR(VerifyBytes(vers_off_ + b * vers_.w, vers_off_ + e * vers_.w));
   if (w_) GT_RETURN_IF_ERROR(VerifyBytes(w_off_ + b * 8, w_off_ + e * 8));
   if (types_) GT_RETURN_IF_ERROR(VerifyBytes(types_off_ + b * 2, types_off_ + e * 2));
-  if (times_) GT_RETURN_IF_ERROR(VerifyBytes(times_off_ + b * 8, times_off_ + e * 8));
+  if (tcol_.present()) GT_RETURN_IF_ERROR(VerifyBytes(times_off_ + b * tcol_.w, times_off_ + e * tcol_.w));
   if (counts_.present()) GT_RETURN_IF_ERROR(VerifyBytes(counts_off_ + b * counts_.w, counts_off_ + e * counts_.w));
   if (firsts_.present()) GT_RETURN_IF_ERROR(VerifyBytes(firsts_off_ + b * firsts_.w, firsts_off_ + e * firsts_.w));
+  if (pos_src_.present()) GT_RETURN_IF_ERROR(VerifyBytes(pos_src_off_ + b * pos_src_.w, pos_src_off_ + e * pos_src_.w));
+  if (pos_off_.present()) GT_RETURN_IF_ERROR(VerifyBytes(pos_off_off_ + b * pos_off_.w, pos_off_off_ + e * pos_off_.w));
   // The offsets were verified at open.
   if (pay_data_ != nullptr)
     GT_RETURN_IF_ERROR(VerifyBytes(pay_data_off_ + pay_offs_.at(b), pay_data_off_ + pay_offs_.at(e)));

@@ -13,7 +13,10 @@
 //             without kBloom), u64 history_floor (0 without kHistory),
 //             u16 min_type, u16 max_type (both 0 without kTypes),
 //             u32 crc32c of bytes [0,124).
-//             Format version 5; version 4 (before narrow columns: its
+//             Format version 6 (a file with source positions; one
+//             without is written as version 5, or 3, below, unchanged);
+//             version 5 (before source positions: flag bits 25 and up
+//             are 0); version 4 (before narrow columns: its
 //             vers, count, first and payload offset columns are 8 bytes an
 //             entry, first an absolute time, and flag bits 12 and up are
 //             0) reads unchanged; version 3 (before event operands and
@@ -48,7 +51,10 @@
 //             seqs in a byte or two an entry, not 8).
 //   weight column: f64[nentries], present iff kWeights; absent means 1.0.
 //   time column: i64[nentries], each version's event time (Unix µs; 0:
-//             none), present iff kTimes (some version has one).
+//             none), present iff kTimes (some version has one). Format 6:
+//             narrow, time - min_time + 1 (0 for none; min_time, the least
+//             nonzero time, in the source position section), its width
+//             in flag bits 25-27 (width - 1).
 //   type column: u16[nentries] padded to 8 bytes, present iff kTypes;
 //             absent means every edge has type 0 (so a store of one type
 //             pays nothing for types). In memory a version's type is in
@@ -73,6 +79,22 @@
 //             from the sections around it. Open verifies the offsets (and
 //             refuses damage with file and offset), so a read never runs
 //             off the column.
+//   source positions (format 6, which is written only when some version
+//             has one: common.h EventPos; formats 1-5 have none): 40
+//             bytes, u32 min_source, u32 max_source, u64 min_position, u64
+//             radix, i64 min_time (0 without a time column), u8 source
+//             width (0..4), u8 position width (0..8), 6 bytes of zeros;
+//             then two narrow columns, source and position, each absent
+//             (width 0) when not needed (every value 0). A version's
+//             (source, position) is, with s and p its columns' values:
+//             radix 0: (min_source + s, min_position + p); else (the
+//             columns combined into one number, the source column then
+//             absent): (min_source + p / radix, min_position + p % radix).
+//             Source 0 is "none" (min_source is 0 when some version has
+//             none): a file of one source and positions close together
+//             takes a few bytes a version (bench serve's: 3), not text.
+//             max_source is the largest source a version names (the
+//             store's MANIFEST must number it: Open refuses otherwise).
 //   edge filter: u32[8 * bloom_blocks], present iff kBloom (an out-edge
 //             file's, but for one compaction wrote to the bottommost
 //             level: bloom.h), over every (src, dst) pair of the file,
@@ -125,7 +147,12 @@ constexpr uint32_t kCountWidthShift = 15;           // 3 bits: count width - 1
 constexpr uint32_t kFirstWidthShift = 18;           // 4 bits: first width, 0..8
 constexpr uint32_t kPayWidthShift = 22;             // 3 bits: payload offset width - 1
 constexpr uint32_t kFlagWidthBits = 0x1FFFu << 12;  // bits 12-24
-constexpr uint32_t kFlagUnused = ~0u << 25;
+constexpr uint32_t kFlagUnused = ~0u << 25;         // in formats 1-5
+// Format 6: the narrow time column's width (see the layout above); bits
+// 28 and up are 0.
+constexpr uint32_t kTimeWidthShift = 25;  // 3 bits: width - 1
+constexpr uint32_t kFlagUnused6 = ~0u << 28;
+constexpr uint64_t kPosHeaderBytes = 40;
 
 // The bytes an unsigned value takes, 1..8 (1 for 0).
 inline uint32_t BytesFor(uint64_t max) {
@@ -187,8 +214,9 @@ class SegmentBuilder {
   // and 4 per id of the span besides the two builders.
   void Transpose(SegmentBuilder *in) const;
   // Testing only: write format version 2 (no edge filter), 3 (no
-  // operands or payloads) or 4 (8-byte vers, count, first and payload
-  // offset columns), as an older build did; 0 is the current format.
+  // operands or payloads), 4 (8-byte vers, count, first and payload
+  // offset columns) or 5 (no source positions), as an older build did; 0
+  // is the current format.
   // Finish refuses a version an older format cannot hold.
   void set_format(uint32_t v) { format_ = v; }
   // Testing only: a format-5 file's narrow columns take at least w bytes
@@ -221,9 +249,20 @@ class SegmentBuilder {
   // it, in room for at least room entries (or what Reserve asked).
   template <typename T>
   void AddKept(std::vector<T> *col, bool *kept, T x, T dflt, uint64_t n, uint64_t room);
-  // Appends a version's extras (null: none) to the count, first and
-  // payload columns, each kept once some version needs it.
+  // Appends a version's extras (null: none) to the count, first,
+  // payload and source position columns, each kept once some version
+  // needs it.
   void AddExt(const ExtRec *x, int64_t time, uint64_t room);
+  // The source position section of these entries: its header values and
+  // columns' widths (segment.h layout), and each version's values.
+  struct PosLayout {
+    uint32_t min_source = 0, max_source = 0;
+    uint64_t min_position = 0, radix = 0;
+    uint32_t ws = 0, wp = 0;
+    int64_t min_time = 0;  // the least nonzero time (the time column's base)
+    uint32_t wt = 8;       // the time column's width
+  };
+  PosLayout PositionLayout() const;
   // The narrow columns' widths a format-5 file of these entries takes:
   // vers, count, first (0: none), payload offset.
   void NarrowWidths(uint32_t *wv, uint32_t *wc, uint32_t *wf, uint32_t *wp) const;
@@ -239,9 +278,17 @@ class SegmentBuilder {
   std::vector<int64_t> firsts_;     // with counts_
   std::vector<uint64_t> pay_offs_;  // kept once has_pay_ (some payload): n_ + 1 offsets
   std::vector<uint8_t> pay_bytes_;
+  std::vector<uint32_t> pos_src_;  // kept once has_pos_ (some version has a source position)
+  std::vector<uint64_t> pos_off_;  // with pos_src_
   uint64_t n_ = 0, reserve_entries_ = 0;
   bool multi_ = false, tomb_ = false, has_vers_ = false, has_w_ = false, has_types_ = false, has_times_ = false;
-  bool has_counts_ = false, has_pay_ = false;
+  bool has_counts_ = false, has_pay_ = false, has_pos_ = false;
+  // Over the versions with a source position: the least and largest
+  // source and position; pos_none_: some version has none.
+  uint32_t pos_min_src_ = UINT32_MAX, pos_max_src_ = 0;
+  uint64_t pos_min_ = UINT64_MAX, pos_max_ = 0;
+  bool pos_none_ = false;
+  int64_t min_time_ = INT64_MAX, max_time_ = 0;  // over the nonzero times
   uint64_t max_dst_ = 0, min_seq_ = UINT64_MAX, max_seq_ = 0;
   uint64_t max_count_ = 0, max_first_delta_ = 0;  // over the operands: count, time - first (mod 2^64)
   uint32_t min_type_ = UINT32_MAX, max_type_ = 0;
@@ -308,7 +355,12 @@ class Segment {
   // The version word as in memory: the type column's type in the top bits.
   uint64_t vers(uint64_t i) const { return vers_.at(i) | (types_ ? uint64_t{types_[i]} << kTypeShift : 0); }
   uint32_t type(uint64_t i) const { return types_ ? types_[i] : 0; }
-  int64_t time(uint64_t i) const { return times_ ? times_[i] : 0; }
+  // Format 6 keeps a time as time - min_time + 1 (0: none) in tcol_'s
+  // width; older formats as it is (tbase_ 0, width 8).
+  int64_t time(uint64_t i) const {
+    const uint64_t v = tcol_.at(i);
+    return static_cast<int64_t>(v + (v != 0 ? tbase_ : 0));
+  }
   double weight(uint64_t i) const { return w_ ? w_[i] : 1.0; }
   bool has_weights() const { return w_ != nullptr; }
   // An event operand's count (0: a replace version) and first event time
@@ -329,9 +381,30 @@ class Segment {
     *p = pay_data_ + b;
     return static_cast<uint32_t>(pay_offs_.at(i + 1) - b);
   }
-  // Some version has extras (a count or a payload): reads of the file
-  // must look at them.
-  bool has_ext() const { return counts_.present() || pay_data_ != nullptr; }
+  // Version i's source position (source 0: none; format 6).
+  EventPos pos(uint64_t i) const {
+    if (!has_pos_) return EventPos{};
+    const uint64_t p = pos_off_.at(i);
+    EventPos e;
+    if (pos_radix_ != 0) {
+      e.source = pos_min_src_ + static_cast<uint32_t>(p / pos_radix_);
+      e.position = pos_min_ + p % pos_radix_;
+    } else {
+      e.source = pos_min_src_ + static_cast<uint32_t>(pos_src_.at(i));
+      e.position = pos_min_ + p;
+    }
+    if (e.source == 0) return EventPos{};
+    return e;
+  }
+  // The largest source a version names (0: none), and the file offset of
+  // the source position section (0: none).
+  uint32_t max_source() const { return pos_max_src_; }
+  uint64_t positions_offset() const { return has_pos_ ? pos_hdr_off_ : 0; }
+  uint32_t source_width() const { return pos_src_.w; }
+  uint32_t position_width() const { return pos_off_.w; }
+  // Some version has extras (a count, a payload or a source position):
+  // reads of the file must look at them.
+  bool has_ext() const { return counts_.present() || pay_data_ != nullptr || has_pos_; }
   // The bytes an entry of each narrow column takes (0: no such column):
   // vers, count, first, payload offset.
   uint32_t vers_width() const { return vers_.w; }
@@ -391,12 +464,18 @@ class Segment {
   PackedColumn vers_;
   const double *w_ = nullptr;
   const uint16_t *types_ = nullptr;
-  const int64_t *times_ = nullptr;
+  PackedColumn tcol_;   // the time column (absent: every time 0)
+  uint64_t tbase_ = 0;  // format 6: min_time - 1 (mod 2^64); else 0
   PackedColumn counts_;
   PackedColumn firsts_;
   bool first_delta_ = false;  // format 5: firsts_ holds time - first
   PackedColumn pay_offs_;     // verified at open: monotone, within the column
   const uint8_t *pay_data_ = nullptr;
+  bool has_pos_ = false;  // format 6: the source position section
+  uint32_t pos_min_src_ = 0, pos_max_src_ = 0;
+  uint64_t pos_min_ = 0, pos_radix_ = 0;
+  PackedColumn pos_src_, pos_off_;
+  uint64_t pos_hdr_off_ = 0, pos_src_off_ = 0, pos_off_off_ = 0;
   const uint32_t *bloom_ = nullptr;  // verified at open
   uint64_t bloom_blocks_ = 0;
   uint64_t history_floor_ = 0;  // with kFlagHistory

@@ -182,6 +182,45 @@ std::vector<std::pair<uint32_t, int64_t>> Store::TypeAggregates() {
   return {logged_.accumulate.begin(), logged_.accumulate.end()};
 }
 
+static_assert(GT_MAX_EVENT_SOURCES < (uint64_t{1} << 31), "ExtRec::source (31 bits) holds every source number");
+
+Status Store::AddEventSource(const std::string &name, uint32_t *source) {
+  if (name.empty() || name.size() > GT_MAX_EVENT_SOURCE_NAME)
+    return Status::Invalid("an event source name has 1 to " + std::to_string(GT_MAX_EVENT_SOURCE_NAME) +
+                           " bytes, got " + std::to_string(name.size()));
+  std::lock_guard<std::mutex> ml(manifest_mu_);
+  const auto &names = logged_.sources;
+  if (auto it = logged_.source_ids.find(name); it != logged_.source_ids.end()) {
+    *source = it->second;
+    return Status::OK();
+  }
+  if (names.size() >= GT_MAX_EVENT_SOURCES)
+    return Status::Invalid("the store numbers at most " + std::to_string(GT_MAX_EVENT_SOURCES) + " event sources");
+  if (opt_.read_only) return Status::Invalid("store is open read-only: event source \"" + name + "\" is not recorded");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return Status::Closed("store is closing");
+  }
+  ManifestEdit e;
+  e.kind = EditKind::kSources;
+  e.sources = {{static_cast<uint32_t>(names.size() + 1), name}};
+  Status st = AppendEditLocked(&e);
+  if (!st.ok()) {
+    SetBackgroundError(st);  // as a flush's failed append: no more appends
+    return st;
+  }
+  // Usable from here on, once durable (Apply checks ops against it).
+  *source = static_cast<uint32_t>(logged_.sources.size());
+  event_sources_.store(*source, std::memory_order_release);
+  return Status::OK();
+}
+
+std::vector<std::string> Store::EventSources() {
+  std::lock_guard<std::mutex> ml(manifest_mu_);
+  return logged_.sources;
+}
+
 void Store::UnpinSnapshot(uint64_t tau) {
   std::lock_guard<std::mutex> l(snap_mu_);
   auto it = snaps_.find(tau);

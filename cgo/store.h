@@ -107,6 +107,11 @@ class Store {
   Status SetTypeAggregate(uint32_t type, bool accumulate, int64_t retain_us);
   // The types recorded as accumulate and their retain (µs), by type.
   std::vector<std::pair<uint32_t, int64_t>> TypeAggregates();
+  // The number of the event source name (gt_add_event_source), recorded
+  // in the manifest (durably) before it is returned the first time.
+  Status AddEventSource(const std::string &name, uint32_t *source);
+  // The recorded event sources' names: source i+1 is [i].
+  std::vector<std::string> EventSources();
   // The greatest event time applied, or recorded by the manifest's edits
   // (0: none): retention's watermark.
   int64_t NewestEventTime() const { return newest_time_.load(std::memory_order_relaxed); }
@@ -300,6 +305,10 @@ class Store {
   // retain of the newest is never folded.
   std::atomic<int64_t> newest_time_{0};
   std::atomic<int64_t> retain_us_[kMaxEdgeTypes] = {};
+  // The event sources recorded (logged_.sources' size): an op may name
+  // sources 1 to this (Apply). Stored (release) once the source's edit is
+  // durable, so a version never names a source a crash could lose.
+  std::atomic<uint32_t> event_sources_{0};
   std::atomic<uint64_t> deferred_flushes_{0};
 
   std::thread flush_thread_, compact_thread_;

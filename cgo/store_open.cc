@@ -62,8 +62,8 @@ Status ValidateOptions(const gt_options *c, Options *o) {
                            ", got " + std::to_string(c->test_pause_at));
   o->test_pause_at = c->test_pause_at;
   if (c->test_manifest_rewrite_bytes != 0) o->manifest_rewrite_bytes = c->test_manifest_rewrite_bytes;
-  if (c->test_segment_format != 0 && (c->test_segment_format < 2 || c->test_segment_format > 4))
-    return Status::Invalid("test_segment_format must be 0 (the current format), 2, 3 or 4, got " +
+  if (c->test_segment_format != 0 && (c->test_segment_format < 2 || c->test_segment_format > 5))
+    return Status::Invalid("test_segment_format must be 0 (the current format), 2, 3, 4 or 5, got " +
                            std::to_string(c->test_segment_format));
   o->segment_format = c->test_segment_format;
   o->keep_history = c->keep_history != 0;
@@ -162,6 +162,9 @@ Status Store::Recover() {
     if (m.level >= opt_.max_levels)
       return Status::Invalid("segment " + seg->path() + " is at level " + std::to_string(m.level) +
                              " but max_levels is " + std::to_string(opt_.max_levels));
+    // Every source a file names is one the MANIFEST numbered (its edit
+    // was durable before any version named it).
+    GT_RETURN_IF_ERROR(NamesKnownSources(*seg, ms.sources.size()));
     live.emplace(m.id, std::move(seg));
   }
   {
@@ -176,6 +179,7 @@ Status Store::Recover() {
   // folds by them.
   for (const auto &a : ms.accumulate) retain_us_[a.first].store(a.second, std::memory_order_relaxed);
   newest_time_.store(ms.newest_time, std::memory_order_relaxed);
+  event_sources_.store(static_cast<uint32_t>(ms.sources.size()), std::memory_order_release);
   if (!opt_.read_only) {
     // INVARIANT: nothing is cut or deleted before the whole manifest has
     // replayed and every live file has opened cleanly; then only a torn

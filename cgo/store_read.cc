@@ -609,9 +609,9 @@ namespace {
 // Writes edge k's extras to x and its payload after the *used bytes of
 // x.buf; false, writing nothing, when the payload does not fit.
 inline bool PutExt(const ExtOut &x, size_t k, uint64_t count, int64_t first, const uint8_t *p, uint32_t len,
-                   size_t *used) {
+                   EventPos pos, size_t *used) {
   if (len > x.cap - *used) return false;
-  if (x.ext != nullptr) x.ext[k] = gt_edge_ext{count, first, *used, len, 0};
+  if (x.ext != nullptr) x.ext[k] = gt_edge_ext{count, first, *used, len, pos.source, pos.position};
   if (len != 0) std::memcpy(x.buf + *used, p, len);
   *used += len;
   return true;
@@ -636,7 +636,7 @@ Status SnapshotReader::EdgeExt(uint64_t v, uint64_t dst, const TypeSet *ts, cons
     need += f.payload_len;
     if (k < cap && fits) {
       PutColumns(o, k, f.weight, f.type, f.time);
-      fits = PutExt(x, k, f.count, f.first, f.payload, f.payload_len, &used);
+      fits = PutExt(x, k, f.count, f.first, f.payload, f.payload_len, f.pos, &used);
     }
     k++;
   });
@@ -672,7 +672,7 @@ Status SnapshotReader::NeighborsAfterExt(uint64_t v, int dir, const TypeSet *ts,
       *more = true;
       return false;
     }
-    if (!PutExt(x, k, f.count, f.first, f.payload, f.payload_len, &used)) {
+    if (!PutExt(x, k, f.count, f.first, f.payload, f.payload_len, f.pos, &used)) {
       if (k == 0) {
         *x.len = f.payload_len;
         st = Status{Code::kBuffer, "payload buffer too small for one edge", "", 0};
@@ -731,7 +731,7 @@ Status SnapshotReader::EdgeEvents(uint64_t v, uint64_t dst, uint32_t type, int64
     }
     const uint8_t *p;
     const uint32_t len = r.payload(i, &p);
-    if (!PutExt(x, k, 1, r.first(i), p, len, &used)) {
+    if (!PutExt(x, k, 1, r.first(i), p, len, r.pos(i), &used)) {
       if (k == 0) {
         *x.len = len;
         st = Status{Code::kBuffer, "payload buffer too small for one event", "", 0};

@@ -92,7 +92,7 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
       return Status::Invalid("op " + std::to_string(i) +
                              ": a vertex delete removes edges of every type; its type must be 0");
-    if ((op.flags & ~uint32_t{GT_OP_ACCUMULATE}) != 0)
+    if ((op.flags & ~uint32_t{GT_OP_ACCUMULATE | GT_OP_SOURCE}) != 0)
       return Status::Invalid("op " + std::to_string(i) + ": unknown flags " + std::to_string(op.flags));
     if ((op.flags != 0 || op.payload_len != 0) && op.kind != GT_OP_UPSERT)
       return Status::Invalid("op " + std::to_string(i) + ": only an upsert accumulates or carries a payload");
@@ -103,6 +103,18 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
       return Status::Invalid("op " + std::to_string(i) + ": payload [" + std::to_string(op.payload_off) + ", +" +
                              std::to_string(op.payload_len) + ") is not within the batch's " +
                              std::to_string(payload_len) + " payload bytes");
+    if ((op.flags & GT_OP_SOURCE) != 0) {
+      if (op.payload_len < GT_SOURCE_POS_BYTES)
+        return Status::Invalid("op " + std::to_string(i) + ": a source position takes " +
+                               std::to_string(GT_SOURCE_POS_BYTES) + " payload bytes, the op has " +
+                               std::to_string(op.payload_len));
+      uint32_t src;
+      std::memcpy(&src, payload + op.payload_off, sizeof src);
+      const uint32_t known = event_sources_.load(std::memory_order_acquire);
+      if (src == 0 || src > known)
+        return Status::Invalid("op " + std::to_string(i) + ": event source " + std::to_string(src) +
+                               " is not one the store numbered (it has " + std::to_string(known) + ")");
+    }
     if (op.kind == GT_OP_UPSERT || op.kind == GT_OP_DELETE_EDGE) newest_time = std::max(newest_time, op.time);
     if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
     for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX || cell ? op.src : op.dst}) {

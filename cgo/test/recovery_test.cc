@@ -65,8 +65,10 @@ struct Contents {
   std::string srcpos;
   std::map<uint32_t, int64_t> aggs;  // the types recorded as accumulate -> retain
   int64_t newest = 0;                // the newest event time
+  std::vector<std::string> sources;  // the numbered event sources
   bool operator==(const Contents &o) const {
-    return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos && aggs == o.aggs && newest == o.newest;
+    return out == o.out && in == o.in && seq == o.seq && srcpos == o.srcpos && aggs == o.aggs && newest == o.newest &&
+           sources == o.sources;
   }
 };
 
@@ -111,6 +113,12 @@ Contents Read(gt_store *s) {
   EXPECT_EQ(gt_type_aggregates(s, types, retain, 8, &n, aerr.get()), GT_OK) << aerr.msg();
   for (size_t i = 0; i < n && i < 8; i++) c.aggs[types[i]] = retain[i];
   c.newest = gt_newest_event_time(s);
+  uint8_t names[1024];
+  uint64_t ends[16];
+  size_t nl = 0;
+  EXPECT_EQ(gt_event_sources(s, names, sizeof names, &nl, ends, 16, &n, aerr.get()), GT_OK) << aerr.msg();
+  for (size_t i = 0, at = 0; i < n && i < 16; at = ends[i], i++)
+    c.sources.emplace_back(reinterpret_cast<const char *>(names) + at, ends[i] - at);
   return c;
 }
 
@@ -206,11 +214,11 @@ void Build(Built *b) {
   b->states.emplace_back(manifest_size(), o.c);
   // Applies ops with source position pos, flushes, and records the state
   // and the files.
-  auto flushed_batch = [&](const std::vector<gt_op> &ops, const std::string &pos) {
+  auto flushed_batch = [&](const std::vector<gt_op> &ops, const std::string &pos, const std::string &payload = "") {
     uint64_t seq = 0;
-    ASSERT_EQ(
-        gt_apply(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq, err.get()),
-        GT_OK)
+    ASSERT_EQ(gt_apply_ex(s, ops.data(), ops.size(), reinterpret_cast<const uint8_t *>(payload.data()), payload.size(),
+                          reinterpret_cast<const uint8_t *>(pos.data()), pos.size(), &seq, err.get()),
+              GT_OK)
         << err.msg();
     o.Apply(ops);
     o.c.seq = seq;
@@ -225,7 +233,18 @@ void Build(Built *b) {
     o.c.aggs[t] = retain;
     b->states.emplace_back(manifest_size(), o.c);
   };
+  // Numbers an event source (a kSources edit) and records the state after it.
+  auto source = [&](const std::string &name) {
+    uint32_t id = 0;
+    ASSERT_EQ(gt_add_event_source(s, reinterpret_cast<const uint8_t *>(name.data()), name.size(), &id, err.get()),
+              GT_OK)
+        << err.msg();
+    ASSERT_EQ(id, o.c.sources.size() + 1);
+    o.c.sources.push_back(name);
+    b->states.emplace_back(manifest_size(), o.c);
+  };
   ASSERT_NO_FATAL_FAILURE(aggregate(2, 500));
+  ASSERT_NO_FATAL_FAILURE(source("payments/0"));
   const uint64_t hi = GT_HIGH_ID_BASE;
   for (int round = 0; round < 4; round++) {
     std::vector<gt_op> ops;
@@ -237,12 +256,29 @@ void Build(Built *b) {
     ops.push_back(Op(GT_OP_UPSERT, hi + round, 5, 2.5));  // a string-key id
     if (round == 2) ops.push_back(Op(GT_OP_DELETE_VERTEX, 7, 0, 0));
     if (round == 3) ops.push_back(Op(GT_OP_DELETE_EDGE, 0, 0, 0));
-    ASSERT_NO_FATAL_FAILURE(flushed_batch(ops, "position-" + std::to_string(round)));
+    // Events of type 2 with source positions (format-6 files), each on
+    // an edge of its own (so that the oracle's weight is the event's).
+    std::string payload;
+    for (uint32_t k = 0; k < 3 && round != 2; k++) {
+      ops.push_back(Op(GT_OP_UPSERT, 45 + k, 60 + round, 1.5));
+      gt_op &op = ops.back();
+      op.type = 2;
+      op.time = 1000 * (round + 1) + 100;
+      op.flags = GT_OP_ACCUMULATE | GT_OP_SOURCE;
+      op.payload_off = payload.size();
+      op.payload_len = GT_SOURCE_POS_BYTES;
+      const uint32_t src = round == 3 ? 2 : 1;
+      const uint64_t off = 1000 * round + k;
+      payload.append(reinterpret_cast<const char *>(&src), 4);
+      payload.append(reinterpret_cast<const char *>(&off), 8);
+    }
+    ASSERT_NO_FATAL_FAILURE(flushed_batch(ops, "position-" + std::to_string(round), payload));
     if (round == 1) {
       ASSERT_EQ(gt_compact_all(s, err.get()), GT_OK) << err.msg();
       b->Archive();
       ASSERT_NO_FATAL_FAILURE(aggregate(2, 900));  // a retain changed
       ASSERT_NO_FATAL_FAILURE(aggregate(3, 0));
+      ASSERT_NO_FATAL_FAILURE(source("payments/1"));
     }
   }
   ASSERT_EQ(gt_compact_all(s, err.get()), GT_OK) << err.msg();

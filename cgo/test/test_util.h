@@ -111,6 +111,9 @@ struct Layout {
   // Bytes an entry of the vers, count, first and payload offset columns
   // (format 5: from the flags; before: 8).
   uint64_t vers_width = 8, count_width = 8, first_width = 8, pay_width = 8;
+  // Format 6: the time column's width, and the source position section:
+  // its header's offset, its columns' widths and offsets.
+  uint64_t time_width = 8, pos_hdr_off = 0, src_width = 0, pos_width = 0, src_off = 0, pos_off = 0;
 
   explicit Layout(const std::string &d) {
     size = d.size();
@@ -141,9 +144,10 @@ struct Layout {
       w_off = off;
       off += nentries * 8;
     }
+    if (version >= 6 && (flags & gt::kFlagTimes)) time_width = (flags >> 25 & 7) + 1;
     if (flags & gt::kFlagTimes) {
       times_off = off;
-      off += nentries * 8;
+      off += pad8(nentries * time_width);
     }
     if (flags & gt::kFlagTypes) {
       types_off = off;
@@ -154,6 +158,16 @@ struct Layout {
       off += pad8(nentries * count_width);
       firsts_off = off;
       off += pad8(nentries * first_width);
+    }
+    if (version >= 6) {
+      pos_hdr_off = off;
+      src_width = uint8_t(d[off + 32]);
+      pos_width = uint8_t(d[off + 33]);
+      off += 40;
+      src_off = off;
+      off += pad8(nentries * src_width);
+      pos_off = off;
+      off += pad8(nentries * pos_width);
     }
     if (flags & gt::kFlagPayload) {
       // Offsets [nentries+1], then the bytes to the last offset, padded to 8.

@@ -35,8 +35,10 @@ three serve processes that read it through a field mapping: replace,
 types=payment:accumulate, and that with event_id and props.currency,
 props.channel. Per run: serve's CPU time from readiness to every record
 ingested per payment (cpu_ns_per_event), the rate, and the store's bytes
-per distinct pair as serve left it (not fully compacted), each with its
-ratio against replace.`,
+per distinct pair as serve left it (store_bytes_per_edge) and after
+'graphtide compact' on its data directory (compacted_bytes_per_edge: a
+full compaction, which folds events as serve would), each with its ratio
+against replace.`,
 		Example: `  deploy/kafka/kafka.sh start --port 19092 --dir /tmp/gt-kafka
   graphtide bench serve --brokers 127.0.0.1:19092 --scale 20 --memory-budget 1GiB`,
 	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -226,7 +227,10 @@ func serveOptionsFor(t *testing.T, dir string) *server.Options {
 	o := &server.Options{Dir: dir, Topics: []string{"edges"}, Group: "g", Format: "json", DeadLetterTopic: "dlq",
 		FlushInterval: 100 * time.Millisecond, CheckpointInterval: time.Hour, Reset: "earliest", HTTPAddr: "127.0.0.1:0",
 		MemGraphMiB: 1, EmbeddedPort: 0, LogCapacity: 1 << 16, HistoryRetention: time.Hour, WritesTopic: "writes",
-		AnalyticFlags: []string{"type=wcc", "type=fanin,threshold=2,window_edges=1000"}, WritesRetention: time.Hour, HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget}
+		AnalyticFlags: []string{"type=wcc", "type=fanin,threshold=2,window_edges=1000"}, WritesRetention: time.Hour, HTTPTimeout: 10 * time.Second, HTTPPathBudget: api.DefaultPathBudget,
+		// payment accumulates: its events from Kafka keep their records'
+		// source positions (format-6 files, the MANIFEST's source records).
+		MappingFlags: []string{"edges:src=/src,dst=/dst,weight=/weight,time=/ts,type=/type,op=/op,types=payment:accumulate"}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +394,22 @@ func TestEveryFileKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig.claims = d.Claims()
+	// The store numbers the topic's partitions as event sources, and a
+	// file keeps the payments' source positions (format 6): the damage
+	// below reaches both.
+	if srcs := d.Store.EventSources(); len(srcs) == 0 || !strings.HasPrefix(srcs[0], "edges/") {
+		t.Fatalf("the store numbers event sources %q, want the edges topic's partitions", srcs)
+	}
+	segs, _ := filepath.Glob(filepath.Join(src, "store", "*.seg"))
+	format6 := false
+	for _, f := range segs {
+		if b, err := os.ReadFile(f); err == nil && len(b) > 12 && binary.LittleEndian.Uint32(b[8:]) == 6 {
+			format6 = true
+		}
+	}
+	if !format6 {
+		t.Fatalf("no segment file of format 6 (source positions) among %v", segs)
+	}
 	sn, err := d.Store.DurableSnapshot()
 	if err != nil {
 		t.Fatal(err)

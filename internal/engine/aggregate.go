@@ -236,12 +236,22 @@ func (b *Batch) coreOps(g *aggregates, scratch []core.Op, pay *[]byte) []core.Op
 	scratch = append(scratch[:0], b.ops...)
 	ops = scratch
 	for _, p := range b.pays {
-		if p.ref == "" && p.props == "" {
+		if p.ref == "" && p.props == "" && p.sourceID == 0 {
 			continue
 		}
 		o := &ops[p.at]
 		o.PayloadOff = uint64(len(*pay))
-		*pay = appendEdgePayload(*pay, p.ref, p.props)
+		if p.sourceID != 0 {
+			// The source position first (core.OpSource), then the props, if
+			// any, as appendEdgePayload writes them (no reference text).
+			o.Flags |= core.OpSource
+			*pay = appendSourcePos(*pay, p.sourceID, p.position)
+			if p.props != "" {
+				*pay = appendEdgePayload(*pay, "", p.props)
+			}
+		} else {
+			*pay = appendEdgePayload(*pay, p.ref, p.props)
+		}
 		o.PayloadLen = uint32(uint64(len(*pay)) - o.PayloadOff)
 	}
 	if g.any.Load() {
@@ -261,13 +271,28 @@ func (b *Batch) coreOps(g *aggregates, scratch []core.Op, pay *[]byte) []core.Op
 }
 
 // fillExt fills c's aggregate columns from the core's extras x, whose
-// payloads lie in pay.
-func fillExt(c *Columns, x []core.EdgeExt, pay []byte) {
+// payloads lie in pay (a source position rendered by s).
+func (s *Store) fillExt(c *Columns, x []core.EdgeExt, pay []byte) error {
 	for i := range x {
 		c.Counts[i] = x[i].Count
 		c.FirstTimes[i] = x[i].FirstTime
-		c.Refs[i], c.Props[i] = decodeEdgePayload(pay[x[i].PayloadOff : x[i].PayloadOff+uint64(x[i].PayloadLen)])
+		ref, props, err := s.decodeExt(&x[i], pay)
+		if err != nil {
+			return err
+		}
+		c.Refs[i], c.Props[i] = ref, props
 	}
+	return nil
+}
+
+// decodeExt is the event reference and props of the core's extras x, its
+// payload in pay: the reference text, or its source position rendered.
+func (s *Store) decodeExt(x *core.EdgeExt, pay []byte) (ref, props string, err error) {
+	ref, props = decodeEdgePayload(pay[x.PayloadOff : x.PayloadOff+uint64(x.PayloadLen)])
+	if x.Source != 0 && ref == "" {
+		ref, err = s.renderRef(x.Source, x.Position)
+	}
+	return ref, props, err
 }
 
 // NeighborsPageExt is NeighborsPage with every column: each edge's weight
@@ -306,7 +331,9 @@ func (sn *Snapshot) NeighborsPageExt(v uint64, dir Direction, after *EdgeCursor,
 			// The payloads are in pay for this call only: decode them now.
 			sub := p.Columns
 			sub.Counts, sub.FirstTimes, sub.Refs, sub.Props = p.Counts[got:], p.FirstTimes[got:], p.Refs[got:], p.Props[got:]
-			fillExt(&sub, x[got:got+n], pay)
+			if err := sn.store.fillExt(&sub, x[got:got+n], pay); err != nil {
+				return fmt.Errorf("neighbors of %d: %w", v, err)
+			}
 			got += n
 			p.More = more
 			if !more || got == limit {
@@ -372,7 +399,10 @@ func (sn *Snapshot) Events(src, dst uint64, t uint16, since int64, limit int) (e
 			}
 			folded = f
 			for i := 0; i < n && len(evs) < limit; i++ {
-				ref, props := decodeEdgePayload(pay[x[i].PayloadOff : x[i].PayloadOff+uint64(x[i].PayloadLen)])
+				ref, props, err := sn.store.decodeExt(&x[i], pay)
+				if err != nil {
+					return fmt.Errorf("events of %d -> %d: %w", src, dst, err)
+				}
 				evs = append(evs, Event{Seq: seqs[i], Weight: w[i], Time: tm[i], EventRef: ref, Props: props})
 			}
 			if !more || len(evs) >= limit {

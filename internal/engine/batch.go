@@ -14,13 +14,15 @@ const MaxVertex = core.MaxVertex
 // Batch collects operations to apply atomically with one sequence number.
 // A Batch is not safe for concurrent use; reuse it with Reset.
 type Batch struct {
-	ops    []core.Op
-	vrecs  []vrec      // PutVertex calls, ascending by at (vertex.go)
-	pays   []opPayload // SetPayload calls, ascending by at (payload.go)
-	srcpos []byte
-	tags   []tag // ascending by from
-	typed  bool  // some op has a type other than 0
-	err    error
+	ops   []core.Op
+	vrecs []vrec      // PutVertex calls, ascending by at (vertex.go)
+	pays  []opPayload // SetPayload calls, ascending by at (payload.go)
+	// sources: some payload has a source position (SetSourcePayload).
+	sources bool
+	srcpos  []byte
+	tags    []tag // ascending by from
+	typed   bool  // some op has a type other than 0
+	err     error
 }
 
 // tag gives the operations from index from on (up to the next tag) the
@@ -183,6 +185,7 @@ func (b *Batch) Reset() {
 	b.ops = b.ops[:0]
 	b.vrecs = b.vrecs[:0]
 	b.pays = b.pays[:0]
+	b.sources = false
 	b.srcpos = b.srcpos[:0]
 	b.tags = b.tags[:0]
 	b.typed = false

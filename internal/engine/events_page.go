@@ -35,7 +35,10 @@ func (sn *Snapshot) EventsFrom(src, dst uint64, t uint16, since int64, skip uint
 			taken := 0
 			for ; taken < n && len(evs) < limit; taken++ {
 				i := taken
-				ref, props := decodeEdgePayload(pay[x[i].PayloadOff : x[i].PayloadOff+uint64(x[i].PayloadLen)])
+				ref, props, err := sn.store.decodeExt(&x[i], pay)
+				if err != nil {
+					return fmt.Errorf("events of %d -> %d: %w", src, dst, err)
+				}
 				evs = append(evs, Event{Seq: seqs[i], Weight: w[i], Time: tm[i], EventRef: ref, Props: props})
 			}
 			more = m || taken < n

@@ -23,11 +23,17 @@ const (
 	MaxEdgeProps = 4 << 10 // bytes of the property document's JSON
 )
 
-// opPayload is the payload of the batch's operation at.
+// opPayload is the payload of the batch's operation at: a reference as
+// text (ref), or as a source position (source, position: SetSourcePayload;
+// sourceID its number in the store applying the batch, resolveSources),
+// and props.
 type opPayload struct {
-	at    int
-	ref   string
-	props string
+	at       int
+	ref      string
+	props    string
+	source   string
+	position int64
+	sourceID uint32
 }
 
 // CheckEdgePayload is the error SetPayload would record for this event
@@ -85,7 +91,11 @@ func (b *Batch) payload(i int) (ref, props string) {
 	}
 	k := sort.Search(len(b.pays), func(k int) bool { return b.pays[k].at >= i })
 	if k < len(b.pays) && b.pays[k].at == i {
-		return b.pays[k].ref, b.pays[k].props
+		p := &b.pays[k]
+		if p.source != "" {
+			return sourceRef(p.source, p.position), p.props
+		}
+		return p.ref, p.props
 	}
 	return "", ""
 }

@@ -592,7 +592,9 @@ func (sn *Snapshot) Edge(src, dst uint64) (Columns, error) {
 				return fmt.Errorf("edge %d -> %d: %w", src, dst, fromCore(e))
 			}
 			c.Trim(n)
-			fillExt(&c, x[:n], pay)
+			if err := sn.store.fillExt(&c, x[:n], pay); err != nil {
+				return fmt.Errorf("edge %d -> %d: %w", src, dst, err)
+			}
 			return nil
 		}
 	})

@@ -35,7 +35,8 @@ type Store struct {
 	opsBuf []core.Op
 	payBuf []byte
 
-	aggs aggregates // edge types' aggregates (aggregate.go)
+	aggs aggregates   // edge types' aggregates (aggregate.go)
+	srcs eventSources // the numbered event sources (sources.go)
 }
 
 // ApplyObserver is called with every batch the store applies, in sequence
@@ -102,6 +103,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 	// The aggregates the store records, then the configured ones: all
 	// checked before any is recorded, so a refused configuration changes
 	// nothing.
+	if e := s.loadSources(c); e != nil {
+		c.Close()
+		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
+	}
 	if e := s.loadAggregates(c); e != nil {
 		c.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, fromCore(e))
@@ -186,6 +191,11 @@ func (s *Store) Apply(b *Batch) (uint64, error) {
 // applyLocked is Apply with applyMu held.
 func (s *Store) applyLocked(b *Batch) (uint64, error) {
 	var seq uint64
+	if b.sources {
+		if err := s.resolveSources(b); err != nil {
+			return 0, err
+		}
+	}
 	ops := b.coreOps(&s.aggs, s.opsBuf, &s.payBuf)
 	if len(b.vrecs) == 0 && len(ops) > 0 && &ops[0] != &b.ops[0] {
 		s.opsBuf = ops // reused by the next batch that needs marking

@@ -64,21 +64,28 @@ func (j *applyJob) add(e decode.Edge) { addEvent(&j.batch, e, j.src, j.accumulat
 
 // addEvent appends one decoded edge operation of the Kafka record src to
 // b, as load does; an upsert of a type of accumulate that gives no event
-// reference gets src's "topic/partition/offset" (SourceRef). Every record
-// ingest reads goes through it: those of --topics and the writes topic's
-// batches alike (all the upserts of one record share its reference, as
-// the elements of a JSON array record do).
+// reference gets src's "topic/partition/offset" (SourceRef), kept by the
+// store as a source position (source "topic/partition", position the
+// offset: engine.Batch.SetSourcePayload), which every read renders as that
+// text. Every record ingest reads goes through it: those of --topics and
+// the writes topic's batches alike (all the upserts of one record share
+// its reference, as the elements of a JSON array record do).
 func addEvent(b *engine.Batch, e decode.Edge, src *kgo.Record, accumulate *engine.TypeSet) {
 	bulk.Add(b, e)
 	if e.Op == decode.OpUpsert && len(e.EventRef) == 0 && src != nil && accumulate != nil && accumulate.Has(e.Type) {
-		b.SetPayload(SourceRef(src.Topic, src.Partition, src.Offset), e.Props)
+		b.SetSourcePayload(sourceName(src.Topic, src.Partition), src.Offset, e.Props)
 	}
+}
+
+// sourceName is the event source of a Kafka record: "topic/partition".
+func sourceName(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
 }
 
 // SourceRef is the event reference of a Kafka record's upsert that has
 // none of its own: "topic/partition/offset".
 func SourceRef(topic string, partition int32, offset int64) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
+	return sourceName(topic, partition) + "/" + strconv.FormatInt(offset, 10)
 }
 
 func (j *applyJob) reset() {

@@ -666,6 +666,9 @@ type serveEdgeEventsRun struct {
 	Bytes      float64 `json:"store_bytes_per_edge"`
 	CPURatio   float64 `json:"cpu_over_replace"`
 	BytesRatio float64 `json:"store_bytes_over_replace"`
+	// After `graphtide compact` (0 in a report from a build before it).
+	Compacted      float64 `json:"compacted_bytes_per_edge"`
+	CompactedRatio float64 `json:"compacted_bytes_over_replace"`
 }
 
 func renderServeEdgeEvents(p *page, e *serveEdgeEvents) error {
@@ -681,13 +684,27 @@ func renderServeEdgeEvents(p *page, e *serveEdgeEvents) error {
 		count(int64(e.Payments)), count(int64(e.Accounts)), count(int64(e.DistinctPairs)))
 	p.line("%s payments per pair) produced to a topic of their own for each of three serve", sig(e.EventsPerPair))
 	p.line("processes reading it through a field mapping. CPU: serve's, from readiness to every")
-	p.line("record ingested. Store bytes: as serve left them, not fully compacted (see `bench")
-	p.line("ingest` for the bytes after a full compaction).")
+	compacted := e.Replace.Compacted > 0
+	if compacted {
+		p.line("record ingested. Store bytes: as serve left them, and after `graphtide compact` on its")
+		p.line("data directory (a full compaction, folding as serve would).")
+	} else {
+		p.line("record ingested. Store bytes: as serve left them, not fully compacted (see `bench")
+		p.line("ingest` for the bytes after a full compaction).")
+	}
 	p.line("")
 	row := func(name string, v serveEdgeEventsRun) []string {
-		return []string{name, sig(v.CPUNs) + " ns", ratio(v.CPURatio), rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+		r := []string{name, sig(v.CPUNs) + " ns", ratio(v.CPURatio), rate(v.Rate) + "/s", sig(v.Bytes) + " bytes", ratio(v.BytesRatio)}
+		if compacted {
+			r = append(r, sig(v.Compacted)+" bytes", ratio(v.CompactedRatio))
+		}
+		return r
 	}
-	p.table([]string{"mapping", "serve's CPU per payment", "/ replace", "rate", "store per pair", "/ replace"}, [][]string{
+	head := []string{"mapping", "serve's CPU per payment", "/ replace", "rate", "store per pair", "/ replace"}
+	if compacted {
+		head = append(head, "compacted, per pair", "/ replace")
+	}
+	p.table(head, [][]string{
 		row("replace", e.Replace),
 		row("`types: {payment: {aggregate: accumulate}}`", e.Accumulate),
 		row("that, with `event_id` and `props`", e.Props),

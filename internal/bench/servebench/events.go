@@ -33,11 +33,13 @@ import (
 // Per run: serve's CPU time (utime+stime of the process, from readiness to
 // every record ingested: fetch, JSON decode, key dictionary, Apply,
 // flushes and compactions) per payment, and the bytes its data
-// directory's store holds per distinct pair once it stopped. That is the
-// store as serve leaves it, not fully compacted: an offline `graphtide
-// compact` would not fold events (a reopened store does not know the
-// newest event time until records arrive), so bench ingest's edge_events
-// is the figure after a full compaction.
+// directory's store holds per distinct pair, twice: once serve stopped
+// (the store as serve leaves it), and after `graphtide compact` on that
+// directory (a full compaction: the store records its accumulate types,
+// their retain and its newest event time in its MANIFEST, so an offline
+// compaction folds what serve's own would). The issue's target (an
+// accumulate type at most 1.5x replace's bytes per edge on disk after
+// compaction) is judged on the compacted figure.
 
 // EventsResult is bench serve's edge_events.
 type EventsResult struct {
@@ -58,6 +60,9 @@ type EventsServe struct {
 	StoreBytesPerEdge  float64 `json:"store_bytes_per_edge"`
 	CPUOverReplace     float64 `json:"cpu_over_replace"`
 	StoreBytesOverRepl float64 `json:"store_bytes_over_replace"`
+	// After `graphtide compact` on serve's data directory.
+	CompactedBytesPerEdge  float64 `json:"compacted_bytes_per_edge"`
+	CompactedBytesOverRepl float64 `json:"compacted_bytes_over_replace"`
 }
 
 // paymentJSON is one payment as the issue's producer sends it.
@@ -127,8 +132,10 @@ func RunEvents(ctx context.Context, cfg Config, payments, accounts int) (EventsR
 	for i, o := range outs {
 		o.CPUOverReplace = o.CPUNsPerEvent / res.Replace.CPUNsPerEvent
 		o.StoreBytesOverRepl = o.StoreBytesPerEdge / res.Replace.StoreBytesPerEdge
-		fmt.Fprintf(cfg.Log, "edge events, %s: %.0f ns of serve's CPU per payment (%.2fx replace), %.0f payments/s, %.1f store bytes per pair as serve left it (%.2fx)\n",
-			[]string{"replace", "accumulate", "accumulate_props"}[i], o.CPUNsPerEvent, o.CPUOverReplace, o.EventsPerSec, o.StoreBytesPerEdge, o.StoreBytesOverRepl)
+		o.CompactedBytesOverRepl = o.CompactedBytesPerEdge / res.Replace.CompactedBytesPerEdge
+		fmt.Fprintf(cfg.Log, "edge events, %s: %.0f ns of serve's CPU per payment (%.2fx replace), %.0f payments/s, %.1f store bytes per pair as serve left it (%.2fx), %.1f after graphtide compact (%.2fx)\n",
+			[]string{"replace", "accumulate", "accumulate_props"}[i], o.CPUNsPerEvent, o.CPUOverReplace, o.EventsPerSec, o.StoreBytesPerEdge, o.StoreBytesOverRepl,
+			o.CompactedBytesPerEdge, o.CompactedBytesOverRepl)
 	}
 	return res, nil
 }
@@ -224,6 +231,17 @@ func serveEvents(ctx context.Context, cfg Config, topic, mapping, path string, p
 		return o, err
 	}
 	o.StoreBytesPerEdge = float64(size) / float64(pairs)
+	// A full compaction of what serve left (serve has stopped).
+	ccmd := exec.CommandContext(ctx, cfg.Binary, "compact", "--dir", dir)
+	ccmd.Stdout, ccmd.Stderr = logFile, logFile
+	fmt.Fprintf(cfg.Log, "running %s compact --dir %s\n", cfg.Binary, dir)
+	if err := ccmd.Run(); err != nil {
+		return o, fmt.Errorf("graphtide compact --dir %s: %w (log %s)", dir, err, logFile.Name())
+	}
+	if size, err = dirBytes(filepath.Join(dir, "store")); err != nil {
+		return o, err
+	}
+	o.CompactedBytesPerEdge = float64(size) / float64(pairs)
 	return o, nil
 }
 
