@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,12 @@ func TestInspectShowsAndVerifiesTheRecordedAggregates(t *testing.T) {
 	b.InsertWeighted(1, 2, 12.5)
 	b.SetType(typ)
 	b.SetEventTime(newest.UnixMicro())
+	// An event from Kafka without a reference of its own: the store
+	// numbers its source.
+	b.InsertWeighted(1, 3, 50)
+	b.SetType(typ)
+	b.SetEventTime(newest.UnixMicro())
+	b.SetSourcePayload("payments/2", 41, nil)
 	if _, err := d.Store.Apply(&b); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +56,7 @@ func TestInspectShowsAndVerifiesTheRecordedAggregates(t *testing.T) {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"edge types: payment (type 1) accumulate, retain 24h0m0s; every other type replace",
-		"newest event time: 2026-12-06T05:00:00Z"} {
+		"newest event time: 2026-12-06T05:00:00Z", "event sources: 1 numbered (payments/2)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("inspect does not say %q:\n%s", want, out.String())
 		}
@@ -59,8 +66,8 @@ func TestInspectShowsAndVerifiesTheRecordedAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rep.TypeAggregates) != 1 || rep.TypeAggregates[0] != (TypeAggregate{Type: typ, Name: "payment", RetainUs: (24 * time.Hour).Microseconds(), Retain: "24h0m0s"}) ||
-		rep.NewestEventTime != newest.UnixMicro() {
-		t.Fatalf("report: %+v, newest %d", rep.TypeAggregates, rep.NewestEventTime)
+		rep.NewestEventTime != newest.UnixMicro() || !slices.Equal(rep.EventSources, []string{"payments/2"}) {
+		t.Fatalf("report: %+v, newest %d, sources %q", rep.TypeAggregates, rep.NewestEventTime, rep.EventSources)
 	}
 
 	// A flipped byte of the type record's retain: its payload checksum no

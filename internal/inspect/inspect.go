@@ -25,6 +25,9 @@ import (
 	"github.com/graphtide/graphtide/internal/keydict"
 )
 
+// maxSourcesShown is how many event sources the text report names.
+const maxSourcesShown = 8
+
 // Report is what inspect prints; --json prints it as is (field names and
 // JSON keys are a stable interface).
 type Report struct {
@@ -39,6 +42,10 @@ type Report struct {
 	// TypeAggregates are the edge types the store records as accumulate,
 	// by type (every other type is replace).
 	TypeAggregates []TypeAggregate `json:"type_aggregates"`
+	// EventSources are the sources the store numbered for the positions
+	// of events from Kafka without a reference of their own
+	// ("topic/partition"), in their numbers' order (1, 2, ...).
+	EventSources []string `json:"event_sources"`
 	// NewestEventTime is the store's newest event time (Unix µs) as its
 	// manifest records it: retention's watermark (0: none recorded).
 	NewestEventTime int64 `json:"newest_event_time_us"`
@@ -195,7 +202,7 @@ func Run(dir string, verify, asJSON bool, out io.Writer) error {
 			return err
 		}
 	} else {
-		rep = &Report{Dir: dir, Store: datadir.StorePath(dir), Levels: []Level{}, Files: []File{}, TypeAggregates: []TypeAggregate{}}
+		rep = &Report{Dir: dir, Store: datadir.StorePath(dir), Levels: []Level{}, Files: []File{}, TypeAggregates: []TypeAggregate{}, EventSources: []string{}}
 	}
 	rep.Verify = v
 	if err := rep.Write(out, asJSON); err != nil {
@@ -253,8 +260,8 @@ func Collect(d *datadir.Dir) (*Report, error) {
 		Dir: d.Path, Store: datadir.StorePath(d.Path), InEdges: store.InEdges(), DurableSeq: m.DurableSeq,
 		VertexBounds: VertexBounds{Numeric: low, Keys: high},
 		Levels:       []Level{}, Files: []File{}, TypeAggregates: []TypeAggregate{},
-		NewestEventTime: store.NewestEventTime(),
-		metrics:         m,
+		EventSources: append([]string{}, store.EventSources()...), NewestEventTime: store.NewestEventTime(),
+		metrics: m,
 	}
 	aggs := store.Aggregates()
 	for _, t := range slices.Sorted(maps.Keys(aggs)) {
@@ -342,6 +349,14 @@ func (r *Report) writeText(w io.Writer) error {
 			parts[i] = fmt.Sprintf("%s (type %d) accumulate, retain %s", a.Name, a.Type, a.Retain)
 		}
 		fmt.Fprintf(w, "edge types: %s; every other type replace\n", strings.Join(parts, ", "))
+	}
+	if n := len(r.EventSources); n > 0 {
+		shown := r.EventSources[:min(n, maxSourcesShown)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(", and %d more", n-len(shown))
+		}
+		fmt.Fprintf(w, "event sources: %d numbered (%s%s)\n", n, strings.Join(shown, ", "), more)
 	}
 	if r.NewestEventTime != 0 {
 		fmt.Fprintf(w, "newest event time: %s (retention folds by it)\n", time.UnixMicro(r.NewestEventTime).UTC().Format(time.RFC3339Nano))
