@@ -119,6 +119,16 @@ func (w *TimeWindow[T]) fromQ() bool {
 
 func before[T any](a, b *timed[T]) bool { return a.t < b.t || a.t == b.t && a.n < b.n }
 
+// remap replaces every held item v by f(v) (see ItemWindow.Remap).
+func (w *TimeWindow[T]) remap(f func(T) T) {
+	for i := w.qh; i < len(w.q); i++ {
+		w.q[i].v = f(w.q[i].v)
+	}
+	for i := range w.h {
+		w.h[i].v = f(w.h[i].v)
+	}
+}
+
 // Late counts the items that arrived late.
 func (w *TimeWindow[T]) Late() uint64 { return w.late }
 

@@ -145,6 +145,18 @@ func (w *ItemWindow[T]) Items() []T {
 	return slices.Clone(w.q[w.at:])
 }
 
+// Remap replaces every held item v by f(v), keeping their order (a
+// caller that moves what its items refer to).
+func (w *ItemWindow[T]) Remap(f func(T) T) {
+	if w.tw != nil {
+		w.tw.remap(f)
+		return
+	}
+	for i := w.at; i < len(w.q); i++ {
+		w.q[i] = f(w.q[i])
+	}
+}
+
 // SetLate sets the late count (a window rebuilt from Items).
 func (w *ItemWindow[T]) SetLate(n uint64) {
 	if w.tw != nil {

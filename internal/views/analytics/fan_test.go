@@ -29,23 +29,36 @@ func dumpWindow(w *fanWindow) string {
 	item := func(it *fanItem) string {
 		return fmt.Sprintf("(%d %d>%d %v #%d r%d t%d f%d %q %q)", it.t, it.src, it.dst, it.amount, it.seq, it.ref, it.typ, it.flags, it.eventRef, it.props)
 	}
-	for _, it := range w.win.Items() {
-		b.WriteString(item(it))
+	for _, i := range w.win.Items() {
+		b.WriteString(item(&w.its[i]))
 	}
 	vs := make([]uint64, 0, len(w.vs))
 	for v, x := range w.vs {
-		if !x.idle { // an idle vertex is as good as none
+		if w.vflag[x]&vIdle == 0 { // an idle vertex is as good as none
 			vs = append(vs, v)
 		}
 	}
 	slices.Sort(vs)
 	for _, v := range vs {
 		x := w.vs[v]
-		fmt.Fprintf(&b, "\n%d above=%v mule=%v loops=%d", v, x.above, x.mule, x.loops)
-		for _, s := range []*fanSide{&x.in, &x.out} {
-			fmt.Fprintf(&b, " [sum %v peers %d %v:", s.sum.value(), s.npeers, s.peers)
-			for _, it := range s.held() {
-				b.WriteString(item(it))
+		loops := int32(0)
+		if w.vloops != nil {
+			loops = w.vloops[x]
+		}
+		fmt.Fprintf(&b, "\n%d above=%v mule=%v loops=%d", v, w.vflag[x]&vAbove != 0, w.vflag[x]&vMule != 0, loops)
+		for _, in := range []bool{true, false} {
+			if in && !w.cfg.in || !in && !w.cfg.out {
+				b.WriteString(" [sum 0 peers 0 map[]:]")
+				continue
+			}
+			s := w.side(x, in)
+			var peers map[uint64]int32
+			if s.ext != nil {
+				peers = s.ext.peers
+			}
+			fmt.Fprintf(&b, " [sum %v peers %d %v:", s.sumOf().value(), s.npeers, peers)
+			for j := s.first; j != 0; j = w.link(j, in).next {
+				b.WriteString(item(&w.its[j]))
 			}
 			b.WriteString("]")
 		}
@@ -423,12 +436,18 @@ func TestFanWindowMatchesOracle(t *testing.T) {
 					w = f.win
 					consume = f.Consume
 				}
+				if run%2 == 0 { // sweeps often, and slabs made again at each free place (run 0) or often
+					w.minCompact, w.compactRatio, w.idleMax = 0, run/2, 6
+				}
 				for k := 0; k < len(es); {
 					n := 1 + r.IntN(1+run*30) // run 0: one at a time
 					b := &views.StreamBatch{Edges: es[k:min(k+n, len(es))]}
 					b.Seq = b.Edges[len(b.Edges)-1].Seq
 					k += len(b.Edges)
 					consume(b)
+					if run%2 == 0 {
+						checkWindowInvariants(t, w)
+					}
 					if run > 0 && r.IntN(8) == 0 { // a restart from a checkpoint here
 						before := dumpWindow(w)
 						nw := roundTripFan(t, w)
@@ -452,13 +471,13 @@ func TestFanWindowMatchesOracle(t *testing.T) {
 				// The window agrees with the oracle's at the end.
 				above, mules := 0, 0
 				for v, x := range w.vs {
-					if x.above {
+					if w.vflag[x]&vAbove != 0 {
 						above++
 						if w.above[v] != x || !or.above[v] {
 							t.Fatalf("run %d: vertex %d above, not in the set of those above or not the oracle's", run, v)
 						}
 					}
-					if x.mule {
+					if w.vflag[x]&vMule != 0 {
 						mules++
 					}
 				}
@@ -487,68 +506,187 @@ func TestFanWindowMatchesOracle(t *testing.T) {
 // be counted.
 func checkWindowInvariants(t *testing.T, w *fanWindow) {
 	t.Helper()
-	items, peers, comps, pay, idle := 0, 0, 0, int64(0), 0
-	for _, it := range w.win.Items() {
-		if it.has(itemUpsert) {
-			items++
-			if it.has(itemNewIn | itemNewOut) {
-				pay += int64(len(it.eventRef) + len(it.props))
-			} else if it.eventRef != "" || it.props != "" {
-				t.Fatalf("item %+v keeps a payload, newest nowhere", *it)
+	items, peers, comps, pay, idle, exts := 0, 0, 0, int64(0), 0, 0
+	held := make([]bool, len(w.its))
+	for _, i := range w.win.Items() {
+		if i <= 0 || int(i) >= len(w.its) || held[i] {
+			t.Fatalf("the window holds item place %d (of %d) or twice", i, len(w.its))
+		}
+		held[i] = true
+		it := &w.its[i]
+		if it.has(itemGone) {
+			t.Fatalf("item %+v held, marked gone", *it)
+		}
+		if !it.has(itemUpsert) {
+			if it.vin != 0 || it.vout != 0 || it.eventRef != "" || it.props != "" {
+				t.Fatalf("item %+v, not an upsert, in lists or with a payload", *it)
 			}
+			continue
+		}
+		items++
+		if it.has(itemNewIn | itemNewOut) {
+			pay += int64(len(it.eventRef) + len(it.props))
+		} else if it.eventRef != "" || it.props != "" {
+			t.Fatalf("item %+v keeps a payload, newest nowhere", *it)
+		}
+		if (it.vin != 0) != w.cfg.in || (it.vout != 0) != w.cfg.out {
+			t.Fatalf("item %+v: vertices %d, %d for sides in %v, out %v", *it, it.vin, it.vout, w.cfg.in, w.cfg.out)
+		}
+		if it.vin != 0 && w.vid[it.vin] != it.dst || it.vout != 0 && w.vid[it.vout] != it.src {
+			t.Fatalf("item %+v: its vertices %d, %d are not its endpoints", *it, it.vin, it.vout)
 		}
 	}
+	// Every place of the item slab is held or free, not both, and a free
+	// one is empty.
+	free := make([]bool, len(w.its))
+	for _, i := range w.ifree {
+		if i <= 0 || int(i) >= len(w.its) || held[i] || free[i] || w.its[i] != (fanItem{}) {
+			t.Fatalf("free item place %d (of %d): held, twice, or not empty", i, len(w.its))
+		}
+		free[i] = true
+	}
+	if len(w.ifree)+w.win.Len()+1 != len(w.its) || w.its[0] != (fanItem{}) {
+		t.Fatalf("item slab of %d: %d free, %d held, place 0 %+v", len(w.its), len(w.ifree), w.win.Len(), w.its[0])
+	}
+	// Likewise the vertex slab: each place in vs or free.
+	nv := len(w.vid)
+	if len(w.vflag) != nv || w.cfg.in != (len(w.vin) == nv) || w.cfg.out != (len(w.vout) == nv) || (w.cfg.in && w.cfg.out) != (len(w.vloops) == nv) {
+		t.Fatalf("vertex slabs of %d, %d, %d, %d, %d", nv, len(w.vflag), len(w.vin), len(w.vout), len(w.vloops))
+	}
+	inVs := make([]bool, nv)
 	for v, x := range w.vs {
-		if x.id != v || x.touched {
-			t.Fatalf("vertex %d: id %d, touched %v between adds", v, x.id, x.touched)
+		if x <= 0 || int(x) >= nv || inVs[x] || w.vid[x] != v {
+			t.Fatalf("vertex %d at place %d (of %d): twice or its id %d", v, x, nv, w.vid[x])
 		}
-		if empty := len(x.in.held()) == 0 && len(x.out.held()) == 0 && !x.above && !x.mule; x.idle != empty {
-			t.Fatalf("vertex %d: idle %v, lists empty and no flag %v", v, x.idle, empty)
+		inVs[x] = true
+	}
+	for _, x := range w.vfree {
+		if x <= 0 || int(x) >= nv || inVs[x] || w.vid[x] != 0 || w.vflag[x] != 0 {
+			t.Fatalf("free vertex place %d: in vs, or not empty", x)
 		}
-		if x.idle {
+		inVs[x] = true
+	}
+	if len(w.vs)+len(w.vfree)+1 != nv {
+		t.Fatalf("vertex slab of %d: %d vertices, %d free", nv, len(w.vs), len(w.vfree))
+	}
+	for v, x := range w.vs {
+		f := w.vflag[x]
+		if f&vTouched != 0 {
+			t.Fatalf("vertex %d: touched between adds", v)
+		}
+		if empty := w.empty(x) && f&(vAbove|vMule) == 0; (f&vIdle != 0) != empty {
+			t.Fatalf("vertex %d: idle %v, lists empty and no flag %v", v, f&vIdle != 0, empty)
+		}
+		if f&vIdle != 0 {
 			idle++
 		}
-		for j, s := range []*fanSide{&x.in, &x.out} {
+		if (f&vAbove != 0) != (w.above[v] == x && w.above[v] != 0) {
+			t.Fatalf("vertex %d: above flag %v, in the set of those above at %d", v, f&vAbove != 0, w.above[v])
+		}
+		loops := 0
+		for j, in := range []bool{true, false} {
+			if in && !w.cfg.in || !in && !w.cfg.out {
+				continue
+			}
+			s := w.side(x, in)
 			flag := uint8(itemNewIn)
 			if j == 1 {
 				flag = itemNewOut
 			}
 			distinct := map[uint64]int32{}
-			for i, it := range s.held() {
-				if newest := i >= len(s.held())-w.cfg.evidence; it.has(flag) != newest {
-					t.Fatalf("vertex %d: item %d of %d marked newest %v", v, i, len(s.held()), it.has(flag))
+			var list []int32
+			prev := int32(0)
+			for i := s.first; i != 0; i = w.link(i, in).next {
+				if !held[i] || i != s.first && w.link(i, in).prev != prev || len(list) > w.win.Len() {
+					t.Fatalf("vertex %d: item %d in its list, held %v, linked from %d not %d", v, i, held[i], w.link(i, in).prev, prev)
+				}
+				list = append(list, i)
+				prev = i
+			}
+			if s.last != prev || int(s.n) != len(list) {
+				t.Fatalf("vertex %d: a list of %d ending at %d; the side says %d ending at %d", v, len(list), prev, s.n, s.last)
+			}
+			wantMark := int32(0)
+			if n := len(list); n > 0 {
+				wantMark = list[max(0, n-w.cfg.evidence)]
+			}
+			if s.mark != wantMark {
+				t.Fatalf("vertex %d: mark %d, the oldest of the newest is %d", v, s.mark, wantMark)
+			}
+			for k, i := range list {
+				it := &w.its[i]
+				if newest := k >= len(list)-w.cfg.evidence; it.has(flag) != newest {
+					t.Fatalf("vertex %d: item %d of %d marked newest %v", v, k, len(list), it.has(flag))
 				}
 				peer, home := it.src, it.vin
 				if j == 1 {
 					peer, home = it.dst, it.vout
 				}
 				if home != x {
-					t.Fatalf("vertex %d: item %+v held, its vertex %p", v, *it, home)
+					t.Fatalf("vertex %d: item %+v held, its vertex %d", v, *it, home)
+				}
+				if j == 1 && it.src == it.dst && w.cfg.in {
+					loops++
 				}
 				distinct[peer]++
-			}
-			if s.npeers != len(distinct) || (s.peers != nil) != (len(s.held()) > smallSide) || s.peers != nil && !maps.Equal(s.peers, distinct) {
-				t.Fatalf("vertex %d: %d peers counted (map %v), held %v", v, s.npeers, s.peers, distinct)
-			}
-			peers += len(s.peers)
-			comps += len(s.sum)
-			h := s.held()
-			for i := range h {
-				if i > 0 && !w.before(h[i-1], h[i]) {
+				if k > 0 && !w.before(&w.its[list[k-1]], it) {
 					t.Fatalf("vertex %d: its list out of order", v)
 				}
 			}
-			if len(h) == 0 && (len(s.sum) != 0 || s.peers != nil) {
-				t.Fatalf("vertex %d: an empty list with sum %v and peers %v", v, s.sum, s.peers)
+			var pm map[uint64]int32
+			if s.ext != nil {
+				exts++
+				pm = s.ext.peers
+				if pm == nil && s.nsum >= 0 {
+					t.Fatalf("vertex %d: an empty ext", v)
+				}
+			}
+			if int(s.npeers) != len(distinct) || (pm != nil) != (len(list) > smallSide) || pm != nil && !maps.Equal(pm, distinct) {
+				t.Fatalf("vertex %d: %d peers counted (map %v), held %v", v, s.npeers, pm, distinct)
+			}
+			peers += len(pm)
+			var seen uint64
+			for _, i := range list {
+				if pm == nil {
+					seen += 1 << (4 * peerBucket(w.sidePeer(i, in)))
+				}
+			}
+			if s.seen != seen {
+				t.Fatalf("vertex %d: seen %#x, its items' buckets %#x", v, s.seen, seen)
+			}
+			if s.nsum < 0 {
+				if len(s.ext.sum) <= sumInline {
+					t.Fatalf("vertex %d: a sum of %d components in its ext", v, len(s.ext.sum))
+				}
+				comps += len(s.ext.sum)
+			} else if s.nsum > sumInline {
+				t.Fatalf("vertex %d: %d components in place", v, s.nsum)
+			}
+			var exact xsum
+			for _, i := range list {
+				exact = exact.add(clampAmount(w.its[i].amount))
+			}
+			diff := slices.Clone(s.sumOf())
+			for _, c := range exact {
+				diff = diff.add(-c)
+			}
+			if diff.sign() != 0 {
+				t.Fatalf("vertex %d: sum %v, its items sum to %v", v, s.sumOf(), exact)
+			}
+			if len(list) == 0 && (len(s.sumOf()) != 0 || s.ext != nil || s.npeers != 0) {
+				t.Fatalf("vertex %d: an empty list with sum %v, ext %v and %d peers", v, s.sumOf(), s.ext, s.npeers)
 			}
 		}
+		if w.vloops != nil && int(w.vloops[x]) != loops {
+			t.Fatalf("vertex %d: %d self-loops counted, %d held", v, w.vloops[x], loops)
+		}
 	}
-	if idle != w.idle || w.idle > maxIdle && w.idle > 2*(len(w.vs)-w.idle) {
+	if idle != w.idle || w.idle > w.idleMax && w.idle > 2*(len(w.vs)-w.idle) {
 		t.Fatalf("%d idle vertices of %d, the window counts %d", idle, len(w.vs), w.idle)
 	}
-	if items != w.items || peers != w.peers || comps != w.comps || pay != w.payBytes {
-		t.Fatalf("counted %d items, %d peers, %d components, %d payload bytes; the window says %d, %d, %d, %d", items, peers, comps, pay,
-			w.items, w.peers, w.comps, w.payBytes)
+	if items != w.items || peers != w.peers || comps != w.comps || pay != w.payBytes || exts != w.exts {
+		t.Fatalf("counted %d items, %d peers, %d components, %d payload bytes, %d exts; the window says %d, %d, %d, %d, %d", items, peers, comps, pay,
+			exts, w.items, w.peers, w.comps, w.payBytes, w.exts)
 	}
 }
 
@@ -950,5 +1088,37 @@ func TestFanWindowPayloadBound(t *testing.T) {
 	t.Logf("evidence: %d events with their payload, %d without", kept, without)
 	if kept == 0 || without == 0 {
 		t.Fatal("the bound was never reached, or nothing was kept: the test checks too little")
+	}
+}
+
+// TestFanWindowGivesBackABurst: a window that held a burst of operations
+// on many vertices, and then holds a few, keeps slabs (items and
+// vertices) of about the few, not of the burst: its memory follows what
+// it holds.
+func TestFanWindowGivesBackABurst(t *testing.T) {
+	spec := Spec{Type: "fraud", Measure: "senders", Threshold: 50, WindowDuration: time.Second, MuleSenders: 3, MuleReceivers: 3}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w := newFanWindow(fanConfigOf(spec))
+	up := func(src, dst uint64, us int64) views.Edge {
+		return views.Edge{Seq: 1, Op: engine.Op{Src: src, Dst: dst, Weight: 1, Kind: engine.OpUpsert, EventTime: us}}
+	}
+	const burst = 40_000
+	for i := range burst {
+		w.add(up(uint64(2*i), uint64(2*i+1), 1_000_000), nil)
+	}
+	if len(w.its) < burst || len(w.vid) < 2*burst {
+		t.Fatalf("the burst is held in %d items and %d vertices", len(w.its), len(w.vid))
+	}
+	peak := w.bytes()
+	// Then 10 operations a second, among 20 vertices, for a minute.
+	for i := range 600 {
+		w.add(up(uint64(i%20), uint64((i+7)%20), 3_000_000+int64(i)*100_000), nil)
+	}
+	checkWindowInvariants(t, w)
+	if w.win.Len() > 20 || len(w.its) > 100 || len(w.vid) > 100 || w.bytes() > peak/10 {
+		t.Fatalf("holding %d operations of %d vertices: slabs of %d items and %d vertices, %d bytes (%d at the burst)",
+			w.win.Len(), len(w.vs), len(w.its), len(w.vid), w.bytes(), peak)
 	}
 }

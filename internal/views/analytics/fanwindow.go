@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
@@ -41,52 +40,87 @@ import (
 // maxPay: an event that would take them past it keeps none (its evidence
 // has no reference or properties).
 //
+// Layout (so that an operation touches few cache lines): the items are a
+// slab, its, indexed by int32 (index 0 is none), and an item that left
+// gives its place to the next one (a free stack: in a steady window the
+// slab is used round like a ring in arrival order); the window holds
+// their indices. The vertices are slabs too, indexed by int32 (0: none),
+// each array holding one thing of every vertex: vid its id, vflag its
+// flags, vin and vout its sides (one cache line each; only the sides
+// kept are made), vloops its self-loops (the mule); vs maps an id to its
+// index. A side's list is linked through its items (fanItem.in or .out:
+// the previous and next item of that list), oldest to newest, and the
+// side keeps its ends, its count, the oldest of its items marked newest,
+// the distinct counterparties (and, while it has no map of them, its
+// items counted by a hash of their counterparty: most looks through the
+// list are spared) and the exact sum (up to sumInline
+// components in place; a longer sum, and the map of counterparties of a
+// side holding more than smallSide events, in its ext).
+//
 // INVARIANT (between calls): every held upsert is in the lists of the
-// sides kept (in, out) of its vertices, each list sorted by before; a
-// side's sum, peers and the list agree; above holds only vertices whose
+// sides kept (in, out) of its vertices, each list sorted by before and
+// linked both ways (but the first's prev, which is left as it was),
+// its first, last and count agreeing with the links, seen counting its
+// items by peerBucket while it has no map of counterparties (else 0);
+// a side's sum, peers and the list agree; above holds only vertices whose
 // measure exceeds the threshold (and, measure events or senders, every
 // such vertex); mule holds exactly the vertices whose window holds
 // muleSenders senders and muleReceivers receivers; an item has its
-// payload only while newest on a side; payBytes, the payloads kept, is at
-// most maxPay; above holds exactly the vertices whose above flag is set,
-// and mules counts those whose mule flag is; a held upsert's vin and vout
-// are the vertices whose lists hold it.
+// payload only while among the newest cfg.evidence on a side, and a
+// side's mark is the oldest of those (0 when empty); payBytes, the
+// payloads kept, is at most maxPay; above holds exactly the vertices
+// whose above flag is set, and mules counts those whose mule flag is; a
+// held upsert's vin and vout are the vertices whose lists hold it; a slab
+// place is either in use (an item held, a vertex of vs) or on its free
+// stack.
 //
 // What an operation costs follows the operation, not the window: the
 // vertices it touches are reached through the items (no map lookup for
 // what leaves); a vertex whose lists empty stays in vs, idle, until idle
-// ones outnumber the others (then one pass over vs drops them), so a
-// vertex that comes and goes is neither freed nor made again each time;
-// a side counts its distinct counterparties by looking through its list
-// while it holds at most smallSide events, and keeps a map of them only
-// beyond; and an item that left is used again for the next one. idle
-// counts the idle vertices (both lists empty, no flag), each marked so.
-// Not safe for concurrent use.
+// ones outnumber the others (then one pass over the vertex slab drops
+// them), so a vertex that comes and goes is neither freed nor made again
+// each time; a side counts its distinct counterparties by looking through
+// its list while it holds at most smallSide events, and keeps a map of
+// them only beyond. idle counts the idle vertices (both lists empty, no
+// flag), each marked so. Not safe for concurrent use.
 type fanWindow struct {
 	cfg fanConfig
-	win *views.ItemWindow[*fanItem]
+	win *views.ItemWindow[int32]
 	n   uint64 // items ever added: the order of equal times
-	vs  map[uint64]*fanVertex
+
+	its   []fanItem // the item slab (its[0]: none)
+	ifree []int32   // free places of its
+
+	vs     map[uint64]int32
+	vid    []uint64  // the vertex slab (index 0: none): ids,
+	vflag  []uint8   // flags (vAbove, ...),
+	vin    []fanSide // in-sides (cfg.in; else empty),
+	vout   []fanSide // out-sides (cfg.out; else empty),
+	vloops []int32   // self-loops held (cfg.in and cfg.out; else empty)
+	vfree  []int32   // free places of the vertex slab
+
 	// above is the vertices whose above flag is set; mules counts those
 	// whose mule flag is.
-	above map[uint64]*fanVertex
+	above map[uint64]int32
 	mules int
 
 	items    int   // upserts held
 	peers    int   // entries of the sides' peers maps
+	exts     int   // sides with an ext
 	idle     int   // vertices of vs marked idle
 	payBytes int64 // payload bytes kept
 	maxPay   int64 // the most payload bytes kept (tests lower it)
-	comps    int   // components of the sides' sums
+	// minCompact, compactRatio: a slab is made again, holding only the
+	// places in use, once more than minCompact of its places are free
+	// and more than compactRatio times those in use (tests lower them).
+	minCompact, compactRatio int
+	idleMax    int // the most idle vertices kept whatever the others (maxIdle; tests lower it)
+	comps    int   // components of the sums kept in exts
 
-	left    []*fanItem   // scratch: what one add pushed out
-	touched []*fanVertex // scratch: the vertices one add changed
-	free    []*fanItem   // items that left, to be used again (at most maxFree)
-	warmed  uint64       // what warm read (kept: so that it is read)
+	left    []int32 // scratch: what one add pushed out
+	touched []int32 // scratch: the vertices one add changed
+	warmed  uint64  // what warm read (kept: so that it is read)
 }
-
-// maxFree bounds the items a fan window keeps to use again.
-const maxFree = 1024
 
 // fanConfig is what a fanWindow counts and raises.
 type fanConfig struct {
@@ -137,12 +171,18 @@ type fanItem struct {
 	seq, ref uint64
 	typ      uint16
 	flags    uint8
+	// vin, vout: the vertices whose in-list and out-list hold it (0 for
+	// a side not kept).
+	vin, vout int32
+	// in, out: its neighbours in those lists.
+	in, out fanLink
 	// ref and props: its payload, kept while newest (see fanWindow).
 	eventRef, props string
-	// vin, vout: the vertices whose in-list and out-list hold it (nil
-	// for a side not kept, or once it left).
-	vin, vout *fanVertex
 }
+
+// fanLink is an item's place in a list: the items before and after it
+// (0: none).
+type fanLink struct{ prev, next int32 }
 
 const (
 	itemUpsert   = 1 << iota
@@ -155,16 +195,56 @@ const (
 
 func (it *fanItem) has(f uint8) bool { return it.flags&f != 0 }
 
-// fanSide is a vertex's events of one direction in the window.
+// A vertex's flags (fanWindow.vflag).
+const (
+	vAbove   = 1 << iota // crossed the threshold and not re-armed
+	vMule                // raised as a mule and not re-armed
+	vIdle                // both lists empty and no flag (see fanWindow.idle)
+	vTouched             // in the current add's touched list
+)
+
+// fanSide is a vertex's events of one direction in the window: one cache
+// line.
 type fanSide struct {
-	items []*fanItem // items[head:] are held, in the window's order
-	head  int
+	first, last int32 // its oldest and newest item (0: none)
+	mark        int32 // the oldest of its items marked newest (0: none)
+	n           int32 // items held
+	// npeers is the number of distinct counterparties held (see ext).
+	npeers int32
+	nsum   int32 // components of the sum in sum (-1: in ext.sum)
+	sum    [sumInline]float64
+	// seen counts the items held by their counterparty's peerBucket, 4
+	// bits a bucket, while the side has no map of counterparties (else
+	// 0): a count of 0 says no item has that counterparty without
+	// looking through the list.
+	seen uint64
+	ext  *fanSideExt
+}
+
+// sumInline is the most components of a sum a side keeps in place.
+const sumInline = 3
+
+// peerBucket is peer's bucket in fanSide.seen (0..15).
+func peerBucket(peer uint64) uint { return uint((peer * 0x9e3779b97f4a7c15) >> 60) }
+
+// seenCount is the count of bucket b of seen.
+func seenCount(seen uint64, b uint) uint64 { return seen >> (4 * b) & 15 }
+
+// fanSideExt is what a side keeps beyond its line: its sum when longer
+// than sumInline components, and peers, counterparty -> its events held,
+// which exists only while more than smallSide events are held (fewer are
+// looked through).
+type fanSideExt struct {
 	sum   xsum
-	// npeers is the number of distinct counterparties held; peers,
-	// counterparty -> its events held, exists only while more than
-	// smallSide events are held (fewer are looked through).
-	npeers int
-	peers  map[uint64]int32
+	peers map[uint64]int32
+}
+
+// sumOf is s's exact sum.
+func (s *fanSide) sumOf() xsum {
+	if s.nsum < 0 {
+		return s.ext.sum
+	}
+	return s.sum[:s.nsum]
 }
 
 // maxIdle is the most idle vertices a fan window keeps whatever the
@@ -175,26 +255,46 @@ const maxIdle = 4096
 // counterparties.
 const smallSide = 8
 
-func (s *fanSide) held() []*fanItem { return s.items[s.head:] }
-
-// fanVertex is one vertex's window.
-type fanVertex struct {
-	in, out fanSide
-	id      uint64
-	loops   int  // self-loops held (in both lists)
-	above   bool // crossed the threshold and not re-armed
-	mule    bool // raised as a mule and not re-armed
-	idle    bool // both lists empty and no flag (see fanWindow.idle)
-	touched bool // in the current add's touched list
-}
-
 // maxFanPayload bounds the payload bytes (event references and
 // properties) a fan window keeps for evidence.
 const maxFanPayload = 64 << 20
 
 func newFanWindow(c fanConfig) *fanWindow {
-	return &fanWindow{cfg: c, win: views.NewItemWindow[*fanItem](c.win, 0), vs: map[uint64]*fanVertex{}, above: map[uint64]*fanVertex{},
-		maxPay: maxFanPayload}
+	w := &fanWindow{cfg: c, win: views.NewItemWindow[int32](c.win, 0), vs: map[uint64]int32{}, above: map[uint64]int32{},
+		maxPay: maxFanPayload, minCompact: minCompact, compactRatio: 3, idleMax: maxIdle}
+	w.initSlabs()
+	return w
+}
+
+// initSlabs makes the slabs hold only their place 0 (none).
+func (w *fanWindow) initSlabs() {
+	w.its, w.ifree = append(w.its[:0], fanItem{}), w.ifree[:0]
+	w.vid, w.vflag, w.vfree = append(w.vid[:0], 0), append(w.vflag[:0], 0), w.vfree[:0]
+	if w.cfg.in {
+		w.vin = append(w.vin[:0], fanSide{})
+	}
+	if w.cfg.out {
+		w.vout = append(w.vout[:0], fanSide{})
+	}
+	if w.cfg.in && w.cfg.out {
+		w.vloops = append(w.vloops[:0], 0)
+	}
+}
+
+// side is vertex x's in-side (in) or out-side.
+func (w *fanWindow) side(x int32, in bool) *fanSide {
+	if in {
+		return &w.vin[x]
+	}
+	return &w.vout[x]
+}
+
+// link is item i's place in its in-list (in) or out-list.
+func (w *fanWindow) link(i int32, in bool) *fanLink {
+	if in {
+		return &w.its[i].in
+	}
+	return &w.its[i].out
 }
 
 // before is the window's order: time then arrival for a window of a
@@ -211,7 +311,8 @@ func (w *fanWindow) before(a, b *fanItem) bool {
 // vertex, value, threshold, evidence and totals (the caller names the
 // analytic and the operation).
 func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
-	it := w.newItem()
+	i := w.newItem()
+	it := &w.its[i]
 	*it = fanItem{t: views.EventMicros(e), n: w.n, src: e.Op.Src, dst: e.Op.Dst, amount: e.Op.Weight, seq: e.Seq, ref: e.Ref,
 		typ: e.Op.Type, eventRef: e.Op.EventRef, props: e.Op.Props}
 	w.n++
@@ -222,78 +323,160 @@ func (w *fanWindow) add(e views.Edge, al []Alert) []Alert {
 		it.flags |= itemHasEv
 	}
 	w.left = w.left[:0]
-	if !w.win.Add(it.t, it, func(x *fanItem) { w.left = append(w.left, x) }) {
-		w.recycle(it)
+	if !w.win.Add(it.t, i, func(x int32) { w.left = append(w.left, x) }) {
+		w.recycle(i)
 		return al // late: never in
 	}
 	w.touched = w.touched[:0]
 	if it.has(itemUpsert) {
-		w.insert(it)
+		w.insert(i) // may move the slabs: it is not used after
 	} else {
 		it.eventRef, it.props = "", ""
 	}
 	// The vertices of what leaves, before remove unlinks them.
 	for _, x := range w.left {
-		w.touch(x.vin)
-		w.touch(x.vout)
+		w.touch(w.its[x].vin)
+		w.touch(w.its[x].vout)
 	}
 	for _, x := range w.left {
 		w.remove(x)
 	}
 	// Re-arm what the operation left at or below.
 	for _, x := range w.touched {
-		if x.above && !w.measureAbove(x) {
-			x.above = false
-			delete(w.above, x.id)
+		if w.vflag[x]&vAbove != 0 && !w.measureAbove(x) {
+			w.vflag[x] &^= vAbove
+			delete(w.above, w.vid[x])
 		}
-		if x.mule && !w.muleHolds(x) {
-			x.mule = false
+		if w.vflag[x]&vMule != 0 && !w.muleHolds(x) {
+			w.vflag[x] &^= vMule
 			w.mules--
 		}
 	}
-	if it.has(itemUpsert) && !it.has(itemGone) {
+	if it := &w.its[i]; it.has(itemUpsert) && !it.has(itemGone) {
 		x := it.vout
 		if w.cfg.byDst {
 			x = it.vin
 		}
-		if !x.above && w.measureAbove(x) {
-			x.above = true
-			w.above[x.id] = x
-			al = append(al, w.fanAlert(x.id, x))
+		if w.vflag[x]&vAbove == 0 && w.measureAbove(x) {
+			w.vflag[x] |= vAbove
+			w.above[w.vid[x]] = x
+			al = append(al, w.fanAlert(x))
 		}
 		if w.cfg.mule() {
-			for i, x := range [2]*fanVertex{it.vout, it.vin} {
-				if i == 1 && x == it.vout {
+			for k, x := range [2]int32{it.vout, it.vin} {
+				if k == 1 && x == it.vout {
 					break
 				}
-				if !x.mule && w.muleHolds(x) {
-					x.mule = true
+				if w.vflag[x]&vMule == 0 && w.muleHolds(x) {
+					w.vflag[x] |= vMule
 					w.mules++
-					al = append(al, w.muleAlert(x.id, x))
+					al = append(al, w.muleAlert(x))
 				}
 			}
 		}
 	}
 	for _, x := range w.touched {
-		x.touched = false
-		if !x.idle && !x.above && !x.mule && len(x.in.held()) == 0 && len(x.out.held()) == 0 {
-			x.idle = true
+		w.vflag[x] &^= vTouched
+		if w.vflag[x]&(vIdle|vAbove|vMule) == 0 && w.empty(x) {
+			w.vflag[x] |= vIdle
 			w.idle++
 		}
 	}
-	for _, x := range w.left { // it among them when it left at once
+	for _, x := range w.left { // i among them when it left at once
 		w.recycle(x)
 	}
 	w.sweep()
+	if n := len(w.ifree); n > w.minCompact && n > w.compactRatio*(len(w.its)-n) {
+		w.compactItems()
+	}
 	return al
+}
+
+// minCompact is fanWindow.minCompact's default.
+const minCompact = 4096
+
+// compactItems makes the item slab again with only the items held, in
+// the order they leave (so a window that once held many more holds its
+// memory no longer, and its items are again in arrival order).
+func (w *fanWindow) compactItems() {
+	held := w.win.Items()
+	to := make([]int32, len(w.its)) // old place -> new (0: none)
+	its := make([]fanItem, 1, len(held)+1+len(held)/4)
+	for _, i := range held {
+		to[i] = int32(len(its))
+		its = append(its, w.its[i])
+	}
+	for i := range its {
+		it := &its[i]
+		it.in.prev, it.in.next, it.out.prev, it.out.next = to[it.in.prev], to[it.in.next], to[it.out.prev], to[it.out.next]
+	}
+	for _, ss := range [2][]fanSide{w.vin, w.vout} {
+		for x := range ss {
+			s := &ss[x]
+			s.first, s.last, s.mark = to[s.first], to[s.last], to[s.mark]
+		}
+	}
+	w.win.Remap(func(i int32) int32 { return to[i] })
+	w.its, w.ifree = its, nil
+}
+
+// compactVertices makes the vertex slabs again with only the vertices of
+// vs (see compactItems).
+func (w *fanWindow) compactVertices() {
+	n := len(w.vs) + 1
+	to := make([]int32, len(w.vid))
+	vid, vflag := make([]uint64, 1, n), make([]uint8, 1, n)
+	var vin, vout []fanSide
+	var vloops []int32
+	if w.cfg.in {
+		vin = make([]fanSide, 1, n)
+	}
+	if w.cfg.out {
+		vout = make([]fanSide, 1, n)
+	}
+	if w.cfg.in && w.cfg.out {
+		vloops = make([]int32, 1, n)
+	}
+	for x := 1; x < len(w.vid); x++ {
+		if w.vid[x] == 0 && w.vs[0] != int32(x) { // free (0 may be an id)
+			continue
+		}
+		to[x] = int32(len(vid))
+		vid, vflag = append(vid, w.vid[x]), append(vflag, w.vflag[x])
+		if vin != nil {
+			vin = append(vin, w.vin[x])
+		}
+		if vout != nil {
+			vout = append(vout, w.vout[x])
+		}
+		if vloops != nil {
+			vloops = append(vloops, w.vloops[x])
+		}
+	}
+	for v, x := range w.vs {
+		w.vs[v] = to[x]
+	}
+	for v, x := range w.above {
+		w.above[v] = to[x]
+	}
+	for i := range w.its {
+		it := &w.its[i]
+		it.vin, it.vout = to[it.vin], to[it.vout]
+	}
+	w.vid, w.vflag, w.vin, w.vout, w.vloops, w.vfree = vid, vflag, vin, vout, vloops, nil
+}
+
+// empty reports whether both lists of vertex x are empty.
+func (w *fanWindow) empty(x int32) bool {
+	return (!w.cfg.in || w.vin[x].n == 0) && (!w.cfg.out || w.vout[x].n == 0)
 }
 
 // warmAhead is how many operations warm loads ahead of add.
 const warmAhead = 32
 
 // warm loads what adding the operations es reads first (their vertices'
-// windows and the newest end of their lists, and the vertices of the
-// window's oldest items, which they push out) and changes nothing: here
+// sides and the newest item of their lists, and the items and vertices
+// of the window's oldest, which they push out) and changes nothing: here
 // the loads of independent operations overlap, where add, one operation
 // after another, would wait for each in turn.
 func (w *fanWindow) warm(es []views.Edge) {
@@ -307,12 +490,13 @@ func (w *fanWindow) warm(es []views.Edge) {
 		}
 	}
 	// What the window pushes out meanwhile: mostly its oldest.
-	for _, it := range w.win.Oldest(len(es)) {
-		if x := it.vin; x != nil && x.in.head < len(x.in.items) && x.in.items[x.in.head] == it {
-			s++
+	for _, i := range w.win.Oldest(len(es)) {
+		it := &w.its[i]
+		if x := it.vin; x != 0 {
+			s += uint64(w.vin[x].first)
 		}
-		if x := it.vout; x != nil && x.out.head < len(x.out.items) && x.out.items[x.out.head] == it {
-			s++
+		if x := it.vout; x != 0 {
+			s += uint64(w.vout[x].first)
 		}
 	}
 	w.warmed += s
@@ -320,93 +504,114 @@ func (w *fanWindow) warm(es []views.Edge) {
 
 func (w *fanWindow) warmSide(v uint64, in bool) uint64 {
 	x := w.vs[v]
-	if x == nil {
+	if x == 0 {
 		return 0
 	}
-	sd := &x.out
-	if in {
-		sd = &x.in
+	if l := w.side(x, in).last; l != 0 {
+		return w.its[l].n
 	}
-	if n := len(sd.items); n > 0 && sd.items[n-1] != nil {
-		return sd.items[n-1].n
-	}
-	return uint64(sd.head)
+	return 0
 }
 
-// newItem is an item to fill: one that left, or a new one.
-func (w *fanWindow) newItem() *fanItem {
-	if n := len(w.free); n > 0 {
-		it := w.free[n-1]
-		w.free[n-1] = nil
-		w.free = w.free[:n-1]
-		return it
+// newItem is the place of an item to fill: one that left, or a new one.
+func (w *fanWindow) newItem() int32 {
+	if n := len(w.ifree); n > 0 {
+		i := w.ifree[n-1]
+		w.ifree = w.ifree[:n-1]
+		return i
 	}
-	return &fanItem{}
+	w.its = append(w.its, fanItem{})
+	return int32(len(w.its) - 1)
 }
 
-// recycle keeps an item no list and no window holds any more to be used
-// again.
-func (w *fanWindow) recycle(it *fanItem) {
-	if len(w.free) < maxFree {
-		*it = fanItem{}
-		w.free = append(w.free, it)
-	}
+// recycle frees the place of an item no list and no window holds any
+// more.
+func (w *fanWindow) recycle(i int32) {
+	w.its[i] = fanItem{}
+	w.ifree = append(w.ifree, i)
 }
 
-// touch adds x (nil: none) to the vertices the current add changed, once.
-func (w *fanWindow) touch(x *fanVertex) {
-	if x != nil && !x.touched {
-		x.touched = true
+// touch adds x (0: none) to the vertices the current add changed, once.
+func (w *fanWindow) touch(x int32) {
+	if x != 0 && w.vflag[x]&vTouched == 0 {
+		w.vflag[x] |= vTouched
 		w.touched = append(w.touched, x)
 	}
 }
 
 // sweep drops the idle vertices from vs once they are more than twice
 // the others (and a few thousand): vs stays within three times the
-// vertices the window holds, and each pass over vs follows at least two
-// thirds as many operations that left a vertex idle as it visits
-// vertices.
+// vertices the window holds, and each pass over the vertex slab follows
+// at least two thirds as many operations that left a vertex idle as it
+// visits vertices.
 func (w *fanWindow) sweep() {
-	if w.idle <= maxIdle || w.idle <= 2*(len(w.vs)-w.idle) {
+	if w.idle <= w.idleMax || w.idle <= 2*(len(w.vs)-w.idle) {
 		return
 	}
-	for v, x := range w.vs {
-		if x.idle {
-			delete(w.vs, v)
+	for x := int32(1); x < int32(len(w.vid)); x++ {
+		if w.vflag[x]&vIdle != 0 {
+			delete(w.vs, w.vid[x])
+			w.vid[x], w.vflag[x] = 0, 0
+			w.vfree = append(w.vfree, x)
 		}
 	}
 	w.idle = 0
+	if n := len(w.vfree); n > w.minCompact && n > w.compactRatio*(len(w.vid)-n) {
+		w.compactVertices()
+	}
 }
 
-// vertex is v's window, made when absent (and no longer idle).
-func (w *fanWindow) vertex(v uint64) *fanVertex {
+// vertex is v's place in the vertex slab, made when absent (and no
+// longer idle). It may move the vertex slabs.
+func (w *fanWindow) vertex(v uint64) int32 {
 	x := w.vs[v]
 	switch {
-	case x == nil:
-		x = &fanVertex{id: v}
+	case x == 0:
+		if n := len(w.vfree); n > 0 {
+			x = w.vfree[n-1]
+			w.vfree = w.vfree[:n-1]
+		} else {
+			x = int32(len(w.vid))
+			w.vid, w.vflag = append(w.vid, 0), append(w.vflag, 0)
+			if w.cfg.in {
+				w.vin = append(w.vin, fanSide{})
+			}
+			if w.cfg.out {
+				w.vout = append(w.vout, fanSide{})
+			}
+			if w.cfg.in && w.cfg.out {
+				w.vloops = append(w.vloops, 0)
+			}
+		}
+		w.vid[x] = v
 		w.vs[v] = x
-	case x.idle:
-		x.idle = false
+	case w.vflag[x]&vIdle != 0:
+		w.vflag[x] &^= vIdle
 		w.idle--
 	}
 	w.touch(x)
 	return x
 }
 
-// insert puts a held upsert into its lists.
-func (w *fanWindow) insert(it *fanItem) {
+// insert puts a held upsert, item i, into its lists.
+func (w *fanWindow) insert(i int32) {
 	w.items++
+	var vin, vout int32
 	if w.cfg.in {
-		x := w.vertex(it.dst)
-		it.vin = x
-		w.push(&x.in, it, it.src, itemNewIn)
+		vin = w.vertex(w.its[i].dst)
 	}
 	if w.cfg.out {
-		x := w.vertex(it.src)
-		it.vout = x
-		w.push(&x.out, it, it.dst, itemNewOut)
+		vout = w.vertex(w.its[i].src)
+	}
+	it := &w.its[i]
+	it.vin, it.vout = vin, vout
+	if w.cfg.in {
+		w.push(vin, true, i, it.src, itemNewIn)
+	}
+	if w.cfg.out {
+		w.push(vout, false, i, it.dst, itemNewOut)
 		if w.cfg.in && it.src == it.dst {
-			x.loops++
+			w.vloops[vout]++
 		}
 	}
 	switch n := int64(len(it.eventRef) + len(it.props)); {
@@ -417,68 +622,143 @@ func (w *fanWindow) insert(it *fanItem) {
 	}
 }
 
-// push puts it into side s at its place in the window's order, peer its
-// counterparty; newFlag marks it newest on s when it is among the newest
-// cfg.evidence there (and the one it pushes back loses the mark).
-func (w *fanWindow) push(s *fanSide, it *fanItem, peer uint64, newFlag uint8) {
-	h := s.held()
+// push puts item i into vertex x's side (in, else out) at its place in
+// the window's order, peer its counterparty; newFlag marks it newest
+// there when it is among the newest cfg.evidence (and the one it pushes
+// back loses the mark).
+func (w *fanWindow) push(x int32, in bool, i int32, peer uint64, newFlag uint8) {
+	s := w.side(x, in)
+	it := &w.its[i]
 	// Its place: after every item not after it (mostly last; an event
-	// out of time order, by binary search).
-	i := len(h)
-	if i > 0 && w.before(it, h[i-1]) {
-		i = sort.Search(i, func(j int) bool { return w.before(it, h[j]) })
+	// out of time order, found from the newest end), newer the items
+	// after it.
+	p, newer := s.last, 0
+	for p != 0 && w.before(it, &w.its[p]) {
+		p = w.prevOf(s, p, in)
+		newer++
 	}
-	switch {
-	case i == 0 && s.head > 0:
-		s.head--
-		s.items[s.head] = it
-	default:
-		s.items = slices.Insert(s.items, s.head+i, it)
-	}
-	h = s.held()
-	if newer := len(h) - 1 - i; newer < w.cfg.evidence {
-		it.flags |= newFlag
-		if len(h) > w.cfg.evidence {
-			w.unmark(h[len(h)-1-w.cfg.evidence], newFlag)
+	l := w.link(i, in)
+	l.prev = p
+	if p == 0 {
+		l.next = s.first
+		s.first = i
+		if l.next != 0 {
+			w.link(l.next, in).prev = i
 		}
+	} else {
+		l.next = w.link(p, in).next
+		w.link(p, in).next = i
 	}
-	n := len(s.sum)
-	s.sum = s.sum.add(clampAmount(it.amount))
-	w.comps += len(s.sum) - n
 	switch {
-	case s.peers != nil:
-		if s.peers[peer]++; s.peers[peer] == 1 {
+	case l.next == 0:
+		s.last = i
+	case p != 0:
+		w.link(l.next, in).prev = i
+	}
+	s.n++
+	k := w.cfg.evidence
+	switch {
+	case newer >= k: // not among the newest
+	case int(s.n) <= k: // all are
+		it.flags |= newFlag
+		s.mark = s.first
+	default: // it takes a place among the newest from the oldest there
+		it.flags |= newFlag
+		m := s.mark
+		s.mark = w.link(m, in).next
+		w.unmark(&w.its[m], newFlag)
+	}
+	w.addSum(s, clampAmount(it.amount))
+	switch {
+	case s.ext != nil && s.ext.peers != nil:
+		if s.ext.peers[peer]++; s.ext.peers[peer] == 1 {
 			s.npeers++
 			w.peers++
 		}
-	case len(h) > smallSide:
-		s.peers = make(map[uint64]int32, len(h))
-		for _, x := range h {
-			s.peers[sidePeer(s, x)]++
+	case s.n > smallSide:
+		w.ensureExt(s)
+		s.seen = 0
+		s.ext.peers = make(map[uint64]int32, s.n)
+		for j := s.first; j != 0; j = w.link(j, in).next {
+			s.ext.peers[w.sidePeer(j, in)]++
 		}
-		s.npeers = len(s.peers)
-		w.peers += s.npeers
+		s.npeers = int32(len(s.ext.peers))
+		w.peers += len(s.ext.peers)
 	default:
-		if !hasPeer(s, h, it, peer) {
+		b := peerBucket(peer)
+		if seenCount(s.seen, b) == 0 || !w.hasPeer(s, in, i, peer) {
 			s.npeers++
 		}
+		s.seen += 1 << (4 * b)
 	}
 }
 
-// sidePeer is it's counterparty on s: its source in an in-list (whose
-// items share their destination), else its destination.
-func sidePeer(s *fanSide, it *fanItem) uint64 {
-	if it.vin != nil && &it.vin.in == s {
-		return it.src
+// prevOf is the item before j in s's list (in: an in-list), 0 for its
+// first (whose prev is left as it was when the one before it left).
+func (w *fanWindow) prevOf(s *fanSide, j int32, in bool) int32 {
+	if j == s.first {
+		return 0
 	}
-	return it.dst
+	return w.link(j, in).prev
 }
 
-// hasPeer reports whether an item of h other than it has counterparty
-// peer on s.
-func hasPeer(s *fanSide, h []*fanItem, it *fanItem, peer uint64) bool {
-	for _, x := range h {
-		if x != it && sidePeer(s, x) == peer {
+// ensureExt gives s an ext.
+func (w *fanWindow) ensureExt(s *fanSide) {
+	if s.ext == nil {
+		s.ext = &fanSideExt{}
+		w.exts++
+	}
+}
+
+// dropExt takes s's ext away once it holds nothing.
+func (w *fanWindow) dropExt(s *fanSide) {
+	if s.ext != nil && s.ext.peers == nil && s.nsum >= 0 {
+		s.ext = nil
+		w.exts--
+	}
+}
+
+// addSum adds v to s's exact sum, in place while it fits.
+func (w *fanWindow) addSum(s *fanSide, v float64) {
+	if s.nsum < 0 {
+		n := len(s.ext.sum)
+		s.ext.sum = s.ext.sum.add(v)
+		w.comps += len(s.ext.sum) - n
+		if len(s.ext.sum) <= sumInline {
+			w.comps -= len(s.ext.sum)
+			s.nsum = int32(copy(s.sum[:], s.ext.sum))
+			s.ext.sum = nil
+			w.dropExt(s)
+		}
+		return
+	}
+	var buf [2 * sumInline]float64
+	x := xsum(append(buf[:0], s.sum[:s.nsum]...)).add(v)
+	if len(x) <= sumInline {
+		s.nsum = int32(copy(s.sum[:], x))
+		return
+	}
+	w.ensureExt(s)
+	s.ext.sum = slices.Clone(x)
+	s.nsum = -1
+	w.comps += len(x)
+}
+
+// sidePeer is item i's counterparty on its in-side (in: its source, as
+// the items of an in-list share their destination), else its
+// destination.
+func (w *fanWindow) sidePeer(i int32, in bool) uint64 {
+	if in {
+		return w.its[i].src
+	}
+	return w.its[i].dst
+}
+
+// hasPeer reports whether an item of s other than i has counterparty
+// peer.
+func (w *fanWindow) hasPeer(s *fanSide, in bool, i int32, peer uint64) bool {
+	for j := s.first; j != 0; j = w.link(j, in).next {
+		if j != i && w.sidePeer(j, in) == peer {
 			return true
 		}
 	}
@@ -500,8 +780,9 @@ func (w *fanWindow) unmark(it *fanItem, f uint8) {
 
 func (w *fanWindow) dropPayload(it *fanItem) { it.eventRef, it.props = "", "" }
 
-// remove takes an item that left the window out of its lists.
-func (w *fanWindow) remove(it *fanItem) {
+// remove takes item i, which left the window, out of its lists.
+func (w *fanWindow) remove(i int32) {
+	it := &w.its[i]
 	it.flags |= itemGone
 	if !it.has(itemUpsert) {
 		return
@@ -510,151 +791,155 @@ func (w *fanWindow) remove(it *fanItem) {
 	if it.has(itemNewIn | itemNewOut) {
 		w.payBytes -= int64(len(it.eventRef) + len(it.props))
 	}
-	if x := it.vin; x != nil {
-		w.pull(&x.in, it, it.src)
+	if x := it.vin; x != 0 {
+		w.pull(x, true, i, it.src)
 	}
-	if x := it.vout; x != nil {
-		w.pull(&x.out, it, it.dst)
-		if it.vin != nil && it.src == it.dst {
-			x.loops--
+	if x := it.vout; x != 0 {
+		w.pull(x, false, i, it.dst)
+		if it.vin != 0 && it.src == it.dst {
+			w.vloops[x]--
 		}
 	}
 }
 
-// pull takes it out of side s: the oldest there, as the window's items
-// leave in its order (an item pushed out by the add that brought it, the
-// oldest of the window then, included).
-func (w *fanWindow) pull(s *fanSide, it *fanItem, peer uint64) {
-	h := s.held()
-	i := 0
-	if h[0] != it { // cannot be (see above); kept exact all the same
-		i = slices.Index(h, it)
+// pull takes item i out of vertex x's side (in, else out): the oldest
+// there, as the window's items leave in its order (an item pushed out by
+// the add that brought it, the oldest of the window then, included).
+func (w *fanWindow) pull(x int32, in bool, i int32, peer uint64) {
+	s := w.side(x, in)
+	l := *w.link(i, in)
+	if s.mark == i { // the oldest marked: the next is (none are older)
+		s.mark = l.next
 	}
-	if i == 0 {
-		s.items[s.head] = nil
-		s.head++
-	} else {
-		s.items = slices.Delete(s.items, s.head+i, s.head+i+1)
-	}
-	switch h := s.held(); {
-	case len(h) == 0:
-		clear(s.items)
-		if cap(s.items) > 64 {
-			s.items = nil
-		} else {
-			s.items = s.items[:0]
+	if i == s.first { // the next one's prev is left as it is
+		s.first = l.next
+		if l.next == 0 {
+			s.last = 0
 		}
-		s.head = 0
-	case s.head > len(s.items)/2 && s.head >= 16:
-		n := copy(s.items, h)
-		clear(s.items[n:])
-		s.items = s.items[:n]
-		s.head = 0
+	} else { // cannot be (see above); kept exact all the same
+		w.link(l.prev, in).next = l.next
+		if l.next == 0 {
+			s.last = l.prev
+		} else {
+			w.link(l.next, in).prev = l.prev
+		}
 	}
-	n := len(s.sum)
-	s.sum = s.sum.add(-clampAmount(it.amount))
-	w.comps += len(s.sum) - n
-	if s.peers == nil {
-		if !hasPeer(s, s.held(), it, peer) {
+	s.n--
+	w.addSum(s, -clampAmount(w.its[i].amount))
+	if s.ext == nil || s.ext.peers == nil {
+		b := peerBucket(peer)
+		s.seen -= 1 << (4 * b)
+		if seenCount(s.seen, b) == 0 || !w.hasPeer(s, in, i, peer) {
 			s.npeers--
 		}
 		return
 	}
-	if s.peers[peer]--; s.peers[peer] == 0 {
-		delete(s.peers, peer)
+	ps := s.ext.peers
+	if ps[peer]--; ps[peer] == 0 {
+		delete(ps, peer)
 		s.npeers--
 		w.peers--
 	}
-	if len(s.held()) <= smallSide {
-		w.peers -= len(s.peers)
-		s.peers = nil
+	if s.n <= smallSide {
+		w.peers -= len(ps)
+		s.ext.peers = nil
+		w.dropExt(s)
+		for j := s.first; j != 0; j = w.link(j, in).next {
+			s.seen += 1 << (4 * peerBucket(w.sidePeer(j, in)))
+		}
 	}
 }
 
-// measured is the side of x the threshold measures.
-func (w *fanWindow) measured(x *fanVertex) *fanSide {
-	if w.cfg.byDst {
-		return &x.in
-	}
-	return &x.out
+// measured is the side of vertex x the threshold measures.
+func (w *fanWindow) measured(x int32) *fanSide {
+	return w.side(x, w.cfg.byDst)
 }
 
 // measureAbove reports whether x's measure exceeds the threshold.
-func (w *fanWindow) measureAbove(x *fanVertex) bool {
+func (w *fanWindow) measureAbove(x int32) bool {
 	s := w.measured(x)
 	switch w.cfg.measure {
 	case "senders":
 		return float64(s.npeers) > w.cfg.threshold
 	case "amount":
-		return s.sum.above(w.cfg.threshold)
+		return s.sumOf().above(w.cfg.threshold)
 	}
-	return float64(len(s.held())) > w.cfg.threshold
+	return float64(s.n) > w.cfg.threshold
 }
 
 // measure is x's measure.
-func (w *fanWindow) measure(x *fanVertex) float64 {
+func (w *fanWindow) measure(x int32) float64 {
 	s := w.measured(x)
 	switch w.cfg.measure {
 	case "senders":
 		return float64(s.npeers)
 	case "amount":
-		return s.sum.value()
+		return s.sumOf().value()
 	}
-	return float64(len(s.held()))
+	return float64(s.n)
 }
 
 // muleHolds reports whether x's window holds money in from muleSenders
 // senders and out to muleReceivers receivers.
-func (w *fanWindow) muleHolds(x *fanVertex) bool {
-	return w.cfg.mule() && x.in.npeers >= w.cfg.muleSenders && x.out.npeers >= w.cfg.muleReceivers
+func (w *fanWindow) muleHolds(x int32) bool {
+	return w.cfg.mule() && int(w.vin[x].npeers) >= w.cfg.muleSenders && int(w.vout[x].npeers) >= w.cfg.muleReceivers
 }
 
-// fanAlert is the threshold's alert of vertex v.
-func (w *fanWindow) fanAlert(v uint64, x *fanVertex) Alert {
+// newest is up to k of the newest items of vertex x's side (in, else
+// out), newest first, appended to dst.
+func (w *fanWindow) newest(dst []*fanItem, x int32, in bool, k int) []*fanItem {
+	s := w.side(x, in)
+	for j := s.last; j != 0 && k > 0; j, k = w.prevOf(s, j, in), k-1 {
+		dst = append(dst, &w.its[j])
+	}
+	return dst
+}
+
+// fanAlert is the threshold's alert of vertex x.
+func (w *fanWindow) fanAlert(x int32) Alert {
 	s := w.measured(x)
-	h := s.held()
-	a := Alert{Kind: w.cfg.kind, Vertex: v, Value: w.measure(x), Threshold: w.cfg.threshold}
-	k := min(len(h), w.cfg.evidence)
-	a.Evidence, a.EvidenceDropped = evidenceOf(h[len(h)-k:]), len(h)-k
-	a.Totals = &AlertTotals{Events: len(h), Amount: s.sum.value(), Counterparties: s.npeers,
-		First: microTime(h[0].t), Last: microTime(h[len(h)-1].t)}
+	a := Alert{Kind: w.cfg.kind, Vertex: w.vid[x], Value: w.measure(x), Threshold: w.cfg.threshold}
+	ev := w.newest(nil, x, w.cfg.byDst, w.cfg.evidence)
+	slices.Reverse(ev)
+	a.Evidence, a.EvidenceDropped = evidenceOf(ev), int(s.n)-len(ev)
+	a.Totals = &AlertTotals{Events: int(s.n), Amount: s.sumOf().value(), Counterparties: int(s.npeers),
+		First: microTime(w.its[s.first].t), Last: microTime(w.its[s.last].t)}
 	return a
 }
 
-// muleAlert is the mule alert of vertex v: its events in and out.
-func (w *fanWindow) muleAlert(v uint64, x *fanVertex) Alert {
-	in, out := x.in.held(), x.out.held()
-	a := Alert{Kind: "mule", Vertex: v, Value: float64(x.in.npeers)}
+// muleAlert is the mule alert of vertex x: its events in and out.
+func (w *fanWindow) muleAlert(x int32) Alert {
+	in, out := &w.vin[x], &w.vout[x]
+	a := Alert{Kind: "mule", Vertex: w.vid[x], Value: float64(in.npeers)}
 	// The newest cfg.evidence of both lists, merged from their ends (a
 	// self-loop, in both, once).
 	var ev []*fanItem
-	i, j := len(in), len(out)
-	for len(ev) < w.cfg.evidence && (i > 0 || j > 0) {
+	i, j := in.last, out.last
+	for len(ev) < w.cfg.evidence && (i != 0 || j != 0) {
 		switch {
-		case i > 0 && j > 0 && in[i-1] == out[j-1]:
-			i--
-			j--
-			ev = append(ev, in[i])
-		case j == 0 || i > 0 && w.before(out[j-1], in[i-1]):
-			i--
-			ev = append(ev, in[i])
+		case i != 0 && i == j:
+			ev = append(ev, &w.its[i])
+			i, j = w.prevOf(in, i, true), w.prevOf(out, j, false)
+		case j == 0 || i != 0 && w.before(&w.its[j], &w.its[i]):
+			ev = append(ev, &w.its[i])
+			i = w.prevOf(in, i, true)
 		default:
-			j--
-			ev = append(ev, out[j])
+			ev = append(ev, &w.its[j])
+			j = w.prevOf(out, j, false)
 		}
 	}
 	slices.Reverse(ev)
-	events := len(in) + len(out) - x.loops
+	events := int(in.n+out.n) - int(w.vloops[x])
 	a.Evidence, a.EvidenceDropped = evidenceOf(ev), events-len(ev)
-	first, last := in[0].t, in[len(in)-1].t
-	if w.before(out[0], in[0]) {
-		first = out[0].t
+	first, last := w.its[in.first].t, w.its[in.last].t
+	if w.before(&w.its[out.first], &w.its[in.first]) {
+		first = w.its[out.first].t
 	}
-	if w.before(in[len(in)-1], out[len(out)-1]) {
-		last = out[len(out)-1].t
+	if w.before(&w.its[in.last], &w.its[out.last]) {
+		last = w.its[out.last].t
 	}
-	a.Totals = &AlertTotals{Events: events, Amount: x.in.sum.value(), Counterparties: x.in.npeers,
-		AmountOut: x.out.sum.value(), Receivers: x.out.npeers, First: microTime(first), Last: microTime(last)}
+	a.Totals = &AlertTotals{Events: events, Amount: in.sumOf().value(), Counterparties: int(in.npeers),
+		AmountOut: out.sumOf().value(), Receivers: int(out.npeers), First: microTime(first), Last: microTime(last)}
 	return a
 }
 
@@ -677,7 +962,9 @@ func (w *fanWindow) reset() {
 	w.win.Reset()
 	clear(w.vs)
 	clear(w.above)
-	w.items, w.peers, w.payBytes, w.comps, w.mules, w.idle = 0, 0, 0, 0, 0, 0
+	w.its, w.vid, w.vflag, w.vin, w.vout, w.vloops = nil, nil, nil, nil, nil, nil
+	w.initSlabs()
+	w.items, w.peers, w.payBytes, w.comps, w.mules, w.idle, w.exts = 0, 0, 0, 0, 0, 0, 0
 }
 
 // aboveValues is the measure of each vertex above the threshold.
@@ -692,7 +979,7 @@ func (w *fanWindow) aboveValues() []VertexValue {
 // value is v's measure, false when the window holds nothing of it.
 func (w *fanWindow) value(v uint64) (VertexValue, bool) {
 	x := w.vs[v]
-	if x == nil || len(w.measured(x).held()) == 0 {
+	if x == 0 || w.measured(x).n == 0 {
 		return VertexValue{v, 0}, false
 	}
 	return VertexValue{v, w.measure(x)}, true
@@ -701,21 +988,17 @@ func (w *fanWindow) value(v uint64) (VertexValue, bool) {
 // What the window's parts cost (Go's structs, slices and map entries,
 // rounded up).
 const (
-	fanItemBytes   = 152 // an item and its place in the window
-	fanListBytes   = 16  // an item's place in a list (room included)
-	fanVertexBytes = 216 // a vertex's window and its map entry
+	fanItemBytes   = 120 // an item's place in the slab
+	fanSideBytes   = 64  // a side's place in its slab
+	fanVertexBytes = 13  // a vertex's id, flags and self-loops
+	fanVsBytes     = 24  // an entry of vs
+	fanExtBytes    = 64  // a side's ext (its map and sum apart)
 )
 
 func (w *fanWindow) bytes() int64 {
-	sides := 0
-	if w.cfg.in {
-		sides++
-	}
-	if w.cfg.out {
-		sides++
-	}
-	return w.win.Bytes(8) + int64(w.win.Len()+len(w.free))*fanItemBytes + int64(w.items*sides)*fanListBytes + int64(len(w.vs))*fanVertexBytes +
-		int64(w.peers)*mapEntryBytes + int64(w.comps)*8 + w.payBytes
+	return w.win.Bytes(4) + int64(cap(w.its))*fanItemBytes + int64(cap(w.ifree)+cap(w.vfree))*4 +
+		int64(cap(w.vin)+cap(w.vout))*fanSideBytes + int64(cap(w.vid))*fanVertexBytes + int64(len(w.vs))*fanVsBytes +
+		int64(w.exts)*fanExtBytes + int64(w.peers)*mapEntryBytes + int64(w.comps)*8 + w.payBytes
 }
 
 // save writes the window's state (fanState).
@@ -746,7 +1029,8 @@ func (w *fanWindow) state() fanState {
 	n := len(ops)
 	st := fanState{times: make([]uint64, n), srcs: make([]uint64, n), dsts: make([]uint64, n), amounts: make([]float64, n),
 		seqs: make([]uint64, n), refs: make([]uint64, n), tf: make([]uint64, n), offs: make([]uint64, 1, 2*n+1), late: w.win.Late()}
-	for i, it := range ops {
+	for i, j := range ops {
+		it := &w.its[j]
 		st.times[i], st.srcs[i], st.dsts[i], st.amounts[i], st.seqs[i], st.refs[i] = uint64(it.t), it.src, it.dst, it.amount, it.seq, it.ref
 		st.tf[i] = uint64(it.typ) | uint64(it.flags&itemSaveMask)<<16
 		st.pay = append(st.pay, it.eventRef...)
@@ -758,7 +1042,7 @@ func (w *fanWindow) state() fanState {
 		st.above = append(st.above, v)
 	}
 	for v, x := range w.vs {
-		if x.mule {
+		if w.vflag[x]&vMule != 0 {
 			st.mules = append(st.mules, v)
 		}
 	}
@@ -797,7 +1081,7 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 		return nil
 	}
 	w := newFanWindow(like.cfg)
-	w.maxPay = like.maxPay
+	w.maxPay, w.minCompact, w.compactRatio, w.idleMax = like.maxPay, like.minCompact, like.compactRatio, like.idleMax
 	n := len(times)
 	if most := w.win.Max(); n > most || len(srcs) != n || len(dsts) != n || len(amounts) != n || len(seqs) != n || len(refs) != n ||
 		len(tf) != n || len(offs) != 2*n+1 {
@@ -828,43 +1112,44 @@ func loadFanWindow(d *checkpoint.Decoder, like *fanWindow) *fanWindow {
 		if d.Err() != nil {
 			return nil
 		}
-		it := &fanItem{t: int64(times[i]), n: w.n, src: srcs[i], dst: dsts[i], amount: amounts[i], seq: seqs[i], ref: refs[i], typ: uint16(typ),
+		j := w.newItem()
+		w.its[j] = fanItem{t: int64(times[i]), n: w.n, src: srcs[i], dst: dsts[i], amount: amounts[i], seq: seqs[i], ref: refs[i], typ: uint16(typ),
 			flags: uint8(flags), eventRef: string(pay[a:b]), props: string(pay[b:c])}
 		w.n++
 		// In the order they leave, none is late and none leaves (they were
 		// all held together).
-		if !w.win.Add(it.t, it, func(*fanItem) { left = true }) || left {
+		if !w.win.Add(w.its[j].t, j, func(int32) { left = true }) || left {
 			d.Fail("the window's operations do not fit one window (at %d)", i)
 			return nil
 		}
-		if it.has(itemUpsert) {
-			w.insert(it)
+		if w.its[j].has(itemUpsert) {
+			w.insert(j)
 		}
 	}
 	for _, x := range w.touched {
-		x.touched = false
+		w.vflag[x] &^= vTouched
 	}
 	w.touched = w.touched[:0]
 	for i, v := range above {
 		x := w.vs[v]
-		if x == nil || x.above || !w.measureAbove(x) || i > 0 && above[i-1] >= v {
+		if x == 0 || w.vflag[x]&vAbove != 0 || !w.measureAbove(x) || i > 0 && above[i-1] >= v {
 			d.Fail("vertex %d listed above the threshold: unknown, twice, or not above it", v)
 			return nil
 		}
-		x.above = true
+		w.vflag[x] |= vAbove
 		w.above[v] = x
 	}
 	for i, v := range mules {
 		x := w.vs[v]
-		if x == nil || x.mule || !w.muleHolds(x) || i > 0 && mules[i-1] >= v {
+		if x == 0 || w.vflag[x]&vMule != 0 || !w.muleHolds(x) || i > 0 && mules[i-1] >= v {
 			d.Fail("vertex %d listed as a mule: unknown, twice, or not one", v)
 			return nil
 		}
-		x.mule = true
+		w.vflag[x] |= vMule
 		w.mules++
 	}
 	for v, x := range w.vs {
-		if !x.above && w.cfg.measure != "amount" && w.measureAbove(x) || !x.mule && w.muleHolds(x) {
+		if w.vflag[x]&vAbove == 0 && w.cfg.measure != "amount" && w.measureAbove(x) || w.vflag[x]&vMule == 0 && w.muleHolds(x) {
 			d.Fail("vertex %d is above the threshold or a mule, and not listed so", v)
 			return nil
 		}
