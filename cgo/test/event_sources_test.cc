@@ -31,11 +31,15 @@
 
 #include "graphtide.h"
 #include "manifest.h"
+#include "manifest_test_util.h"
 #include "segment.h"
 #include "store_test_util.h"
 #include "test_util.h"
 
 namespace {
+
+using gt_test::Edit;
+using gt_test::Replay;
 
 using gt::Code;
 using gt::Entry;
@@ -49,32 +53,10 @@ using gt::Status;
 using gt_test::Err;
 using gt_test::TempDir;
 
-gt::ManifestEdit Edit(gt::EditKind k) {
-  gt::ManifestEdit e;
-  e.kind = k;
-  e.next_file = 1;
-  if (k == gt::EditKind::kCreate || k == gt::EditKind::kSnapshot) e.has_in_edges = true;
-  return e;
-}
-
 gt::ManifestEdit Sources(std::vector<std::pair<uint32_t, std::string>> s) {
   gt::ManifestEdit e = Edit(gt::EditKind::kSources);
   e.sources = std::move(s);
   return e;
-}
-
-// Replays edits (offsets 16, 116, ...) and returns the first problem, "" if none.
-std::string Replay(const std::vector<gt::ManifestEdit> &edits, gt::ManifestState *st, uint64_t *off = nullptr) {
-  gt::ManifestContents c;
-  c.path = "MANIFEST";
-  c.format = edits[0].kind == gt::EditKind::kSnapshot ? 3 : 2;
-  c.edits = edits;
-  for (size_t i = 0; i < edits.size(); i++) c.offsets.push_back(16 + 100 * i);
-  std::vector<gt::Problem> problems;
-  gt::ReplayManifest(c, st, &problems);
-  if (problems.empty()) return "";
-  if (off) *off = problems[0].offset;
-  return problems[0].what;
 }
 
 TEST(EventSourcesTest, EditsRoundTripAndReplay) {
@@ -262,23 +244,6 @@ TEST(EventSourcesTest, FilesWithoutPositionsKeepTheirFormats) {
   EXPECT_EQ(b.Finish(dir.path(), 9, 0, gt::kOut, &m).code, Code::kInternal);
 }
 
-// Recomputes every checksum of the file (gt_test::Layout L: before the edit).
-void Reseal(const std::string &path, const gt_test::Layout &L) {
-  std::string d = gt_test::ReadFile(path);
-  for (uint64_t c = 0; c < L.nchunks; c++) {
-    const uint64_t from = L.ChunkBegin(c), to = std::min(L.body_end, from + L.chunk_size);
-    const uint32_t crc = gt::Crc32c(d.data() + from, to - from);
-    std::memcpy(&d[L.crc_off + 4 * c], &crc, 4);
-  }
-  const uint32_t tcrc = gt::Crc32c(d.data() + L.crc_off, L.nchunks * 4);
-  std::memcpy(&d[L.foot_off + 16], &tcrc, 4);
-  const uint32_t fcrc = gt::Crc32c(d.data() + L.foot_off, 20);
-  std::memcpy(&d[L.foot_off + 20], &fcrc, 4);
-  const uint32_t hcrc = gt::Crc32c(d.data(), 124);
-  std::memcpy(&d[124], &hcrc, 4);
-  gt_test::WriteFile(path, d);
-}
-
 class PositionsCorruptionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -343,7 +308,7 @@ TEST_F(PositionsCorruptionTest, BadHeadersAreRefusedAtOpen) {
     std::string d = original_;
     std::memcpy(&d[c.at], &c.value, c.bytes);
     gt_test::WriteFile(path_, d);
-    Reseal(path_, L);
+    gt_test::Reseal(path_, L);
     std::shared_ptr<Segment> seg;
     const Status st = Segment::Open(dir_.path(), 1, &seg);
     EXPECT_EQ(st.code, Code::kCorruption) << st.msg;

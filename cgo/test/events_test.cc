@@ -60,24 +60,6 @@ std::string Pay(const Entry &e) {
   return std::string(reinterpret_cast<const char *>(e.ext->bytes()), e.ext->len);
 }
 
-// Recomputes every chunk checksum, the crc table's and the footer's, so
-// that a file edited on purpose passes its checksums (a writer's bug, not
-// a flipped bit).
-// L: the file's layout before the edit.
-void Reseal(const std::string &path, const gt_test::Layout &L) {
-  std::string d = gt_test::ReadFile(path);
-  for (uint64_t c = 0; c < L.nchunks; c++) {
-    const uint64_t from = L.ChunkBegin(c), to = std::min(L.body_end, from + L.chunk_size);
-    const uint32_t crc = gt::Crc32c(d.data() + from, to - from);
-    std::memcpy(&d[L.crc_off + 4 * c], &crc, 4);
-  }
-  const uint32_t tcrc = gt::Crc32c(d.data() + L.crc_off, L.nchunks * 4);
-  std::memcpy(&d[L.foot_off + 16], &tcrc, 4);
-  const uint32_t fcrc = gt::Crc32c(d.data() + L.foot_off, 20);
-  std::memcpy(&d[L.foot_off + 20], &fcrc, 4);
-  gt_test::WriteFile(path, d);
-}
-
 // Versions of vertices 1..n with every kind of extras.
 std::vector<std::vector<Entry>> EventVertices(ExtArena *a, uint64_t n) {
   std::vector<std::vector<Entry>> vs(n);
@@ -494,7 +476,7 @@ TEST_F(EventsCorruptionTest, BadPayloadOffsetsAreRefusedAtOpen) {
     ASSERT_LT(v, uint64_t{1} << (8 * pw)) << "the changed offset fits the column's width";
     std::memcpy(&d[at], &v, pw);
     gt_test::WriteFile(path_, d);
-    Reseal(path_, L);
+    gt_test::Reseal(path_, L);
     const Status st = OpenNow();
     EXPECT_EQ(st.code, Code::kCorruption) << st.msg;
     EXPECT_EQ(st.file, path_);

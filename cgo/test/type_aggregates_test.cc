@@ -14,10 +14,14 @@
 
 #include "graphtide.h"
 #include "manifest.h"
+#include "manifest_test_util.h"
 #include "store_test_util.h"
 #include "test_util.h"
 
 namespace {
+
+using gt_test::Edit;
+using gt_test::Replay;
 
 namespace fs = std::filesystem;
 using gt_test::Err;
@@ -39,28 +43,6 @@ int SetAggregate(gt_store *s, uint32_t t, bool accumulate, int64_t retain, std::
   const int rc = gt_set_type_aggregate(s, t, accumulate ? GT_TYPE_ACCUMULATE : 0, retain, err.get());
   if (msg) *msg = err.msg();
   return rc;
-}
-
-gt::ManifestEdit Edit(gt::EditKind k) {
-  gt::ManifestEdit e;
-  e.kind = k;
-  e.next_file = 1;
-  if (k == gt::EditKind::kCreate || k == gt::EditKind::kSnapshot) e.has_in_edges = true;
-  return e;
-}
-
-// Replays edits (offsets 16, 116, ...) and returns the first problem, "" if none.
-std::string Replay(const std::vector<gt::ManifestEdit> &edits, gt::ManifestState *st, uint64_t *off = nullptr) {
-  gt::ManifestContents c;
-  c.path = "MANIFEST";
-  c.format = edits[0].kind == gt::EditKind::kSnapshot ? 3 : 2;
-  c.edits = edits;
-  for (size_t i = 0; i < edits.size(); i++) c.offsets.push_back(16 + 100 * i);
-  std::vector<gt::Problem> problems;
-  gt::ReplayManifest(c, st, &problems);
-  if (problems.empty()) return "";
-  if (off) *off = problems[0].offset;
-  return problems[0].what;
 }
 
 // The type edit and the newest event time round-trip through their
