@@ -114,8 +114,8 @@ type fanWindow struct {
 	// places in use, once more than minCompact of its places are free
 	// and more than compactRatio times those in use (tests lower them).
 	minCompact, compactRatio int
-	idleMax    int // the most idle vertices kept whatever the others (maxIdle; tests lower it)
-	comps    int   // components of the sums kept in exts
+	idleMax                  int // the most idle vertices kept whatever the others (maxIdle; tests lower it)
+	comps                    int // components of the sums kept in exts
 
 	left    []int32 // scratch: what one add pushed out
 	touched []int32 // scratch: the vertices one add changed
