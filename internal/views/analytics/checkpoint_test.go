@@ -342,6 +342,42 @@ func (s *collectSink) all() []string {
 	return slices.Clone(s.got)
 }
 
+// monitorRig validates specs in place (Validate names a spec given none)
+// and returns their names, sorted; open, which opens a store of small
+// MemGraphs in a fresh directory with its view manager; and start, which
+// registers every spec on a manager with the alert sink.
+func monitorRig(t *testing.T, specs []Spec) (names []string, open func() (*engine.Store, *views.Manager), start func(*views.Manager, AlertSink) *Registry) {
+	t.Helper()
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, specs[i].Name)
+	}
+	slices.Sort(names)
+	open = func() (*engine.Store, *views.Manager) {
+		s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := views.NewManager(s, views.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, m
+	}
+	start = func(m *views.Manager, sink AlertSink) *Registry {
+		reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
+		for _, s := range specs {
+			if _, err := reg.Register(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return reg
+	}
+	return names, open, start
+}
+
 // TestMonitorCheckpointsReplayExactly: the degree, fanin and fanout
 // monitors (one of them with types: not checkpointed), checkpointed, the
 // store going on past the checkpoint, restored over the same store and
@@ -406,34 +442,7 @@ func TestMonitorCheckpointsReplayExactly(t *testing.T) {
 					Spec{Name: "mules", Type: "fraud", Measure: "amount", Threshold: 7.5, WindowDuration: 3 * time.Second, Lateness: 500 * time.Millisecond,
 						MuleSenders: 3, MuleReceivers: 2, MaxCycle: 2, Evidence: 4})
 			}
-			var names []string
-			for i := range specs {
-				if err := specs[i].Validate(); err != nil {
-					t.Fatal(err)
-				}
-				names = append(names, specs[i].Name)
-			}
-			slices.Sort(names)
-			open := func() (*engine.Store, *views.Manager) {
-				s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := views.NewManager(s, views.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s, m
-			}
-			start := func(m *views.Manager, sink AlertSink) *Registry {
-				reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
-				for _, s := range specs {
-					if _, err := reg.Register(s); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return reg
-			}
+			names, open, start := monitorRig(t, specs)
 			apply := func(s *engine.Store, from, to int) {
 				for k := from; k < to; k++ {
 					if _, err := s.Apply(batchOf(k)); err != nil {
@@ -669,34 +678,7 @@ func TestCheckpointKeepsTheStateOfOneThatDidNotCatchUp(t *testing.T) {
 		{Name: "out-amount", Type: "fanout", Measure: "amount", Threshold: 6.5, WindowEdges: 40},
 		{Type: "degree", Direction: "both", Threshold: 9},
 	}
-	var names []string
-	for i := range specs {
-		if err := specs[i].Validate(); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, specs[i].Name)
-	}
-	slices.Sort(names)
-	open := func() (*engine.Store, *views.Manager) {
-		s, err := engine.Open(t.TempDir(), &engine.Options{MemGraphBytes: 64 << 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := views.NewManager(s, views.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, m
-	}
-	start := func(m *views.Manager, sink AlertSink) *Registry {
-		reg := NewRegistry(m, RegistryConfig{Sinks: []AlertSink{sink}})
-		for _, s := range specs {
-			if _, err := reg.Register(s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return reg
-	}
+	names, open, start := monitorRig(t, specs)
 	apply := func(s *engine.Store, from, to int) {
 		for k := from; k < to; k++ {
 			var b engine.Batch
