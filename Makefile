@@ -49,7 +49,7 @@ GO_TEST_P ?= 4
 vet: $(TEST_DEPS)
 	$(GO) vet -cgocall=false ./...
 
-# golangci-lint, clang-format, clang-tidy and shellcheck (scripts/lint.sh).
+# golangci-lint, gofmt, clang-format, clang-tidy and shellcheck (scripts/lint.sh).
 lint: $(TEST_DEPS)
 	scripts/lint.sh
 

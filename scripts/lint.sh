@@ -59,6 +59,18 @@ golangci() {
 }
 step golangci-lint golangci
 
+# gofmt: golangci-lint's default linters do not check formatting.
+gofmt_check() {
+  local bad
+  bad=$(git ls-files -z '*.go' | xargs -0 gofmt -l)
+  if [ -n "$bad" ]; then
+    echo "not formatted by gofmt (gofmt -w them):"
+    echo "$bad"
+    return 1
+  fi
+}
+step gofmt gofmt_check
+
 mapfile -t cpp < <(git ls-files 'cgo/*.cc' 'cgo/*.h')
 step "clang-format (${#cpp[@]} files)" clang-format --dry-run -Werror "${cpp[@]}"
 
