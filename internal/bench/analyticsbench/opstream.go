@@ -2,6 +2,7 @@ package analyticsbench
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,7 @@ func readOps(path string) ([]engine.Op, error) {
 func parseOps(path string, r io.Reader) ([]engine.Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<16)
+	sc.Split(scanLines)
 	var ops []engine.Op
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Text()
@@ -70,6 +72,21 @@ func parseOps(path string, r io.Reader) ([]engine.Op, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ops, nil
+}
+
+// scanLines is bufio.ScanLines but for the carriage return it drops: a
+// line ending in "\r" is malformed (its last field is not a number).
+func scanLines(data []byte, atEOF bool) (int, []byte, error) {
+	if atEOF && len(data) == 0 {
+		return 0, nil, nil
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // parseOp parses one operation line; msg says what is wrong with it.
