@@ -26,7 +26,7 @@ type Kronecker struct {
 }
 
 func (k Kronecker) rmat() RMAT {
-	return RMAT{Scale: k.Scale, EdgeFactor: k.EdgeFactor, Seed: k.Seed, A: k.A, B: k.B, C: k.C}
+	return RMAT(k)
 }
 
 // Validate reports whether the configuration can be generated.

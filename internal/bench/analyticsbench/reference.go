@@ -64,8 +64,7 @@ func (g *refGraph) components() (least []uint64, size []int) {
 	for v := range parent {
 		parent[v] = uint64(v)
 	}
-	var find func(uint64) uint64
-	find = func(v uint64) uint64 {
+	find := func(v uint64) uint64 {
 		for parent[v] != v {
 			parent[v] = parent[parent[v]]
 			v = parent[v]

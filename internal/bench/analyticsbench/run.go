@@ -459,7 +459,7 @@ func (r *run) stream() error {
 			}
 			r.closers = append(r.closers, rn.ts.Close)
 			sec, err := timed(func() error {
-				u, err := rn.ts.Pull(ctx)
+				u, err := rn.ts.PullNow(ctx)
 				if err != nil {
 					return err
 				}
@@ -679,7 +679,9 @@ func (rn *running) steady() []float64 {
 // update pulls one batch into the analytic and updates it; it returns
 // the pull (for recompute; the caller calls Done) and the update's time.
 func (rn *running) update(ctx context.Context) (*views.TopoUpdate, float64, error) {
-	u, err := rn.ts.Pull(ctx)
+	// The batch is applied: take what there is (a batch that logged
+	// nothing, only deletes of missing edges, must not wait for more).
+	u, err := rn.ts.PullNow(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
