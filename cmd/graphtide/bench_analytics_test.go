@@ -209,18 +209,19 @@ func TestBenchAnalyticsKernelsOnly(t *testing.T) {
 
 func TestBenchAnalyticsBadFlags(t *testing.T) {
 	wantFlagErrors(t, []string{"bench", "analytics"}, map[string]string{
-		"--scale 40":              "--scale must be between 1 and 26, got 40",
-		"--batch-size 0":          "--batch-size must be between 1 and 10000000, got 0",
-		"--stream-fraction 2":     "--stream-fraction must be in (0, 1], got 2",
-		"--repeats 0":             "--repeats must be between 1 and 100, got 0",
-		"--edge-factor 65":        "--edge-factor must be between 1 and 64, got 65",
-		"--ids sparse":            `--ids must start with dense (the baseline), got "sparse"`,
-		"--ids dense,odd":         `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
-		"--ids dense,dense":       `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
-		"--delete-fraction 2":     "--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got 2 and 0.0001",
-		"--root -5":               "--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got -5",
-		"--pagerank-tolerance 0":  "--pagerank-tolerance must be between 1e-15 and 1, got 0",
-		"--graph er":              `--graph must be rmat or kron, got "er"`,
-		"--hub-vertex-deletes -1": "--hub-vertex-deletes must be between 0 and 1000000, got -1",
+		"--scale 40":                            "--scale must be between 1 and 26, got 40",
+		"--batch-size 0":                        "--batch-size must be between 1 and 10000000, got 0",
+		"--stream-fraction 2":                   "--stream-fraction must be in (0, 1], got 2",
+		"--repeats 0":                           "--repeats must be between 1 and 100, got 0",
+		"--edge-factor 65":                      "--edge-factor must be between 1 and 64, got 65",
+		"--ids sparse":                          `--ids must start with dense (the baseline), got "sparse"`,
+		"--ids dense,odd":                       `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--ids dense,dense":                     `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--delete-fraction 2":                   "--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got 2 and 0.0001",
+		"--root -5":                             "--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got -5",
+		"--pagerank-tolerance 0":                "--pagerank-tolerance must be between 1e-15 and 1, got 0",
+		"--graph er":                            `--graph must be rmat or kron, got "er"`,
+		"--hub-vertex-deletes -1":               "--hub-vertex-deletes must be between 0 and 1000000, got -1",
+		"--stream s.ops --hub-vertex-deletes 2": "--hub-vertex-deletes shapes a generated stream: --stream s.ops is streamed as it is",
 	})
 }

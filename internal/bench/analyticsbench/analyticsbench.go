@@ -156,6 +156,9 @@ func (c Config) Validate() error {
 	if c.HubVertexDeletes < 0 || c.HubVertexDeletes > 1000000 {
 		return fmt.Errorf("--hub-vertex-deletes must be between 0 and 1000000, got %d", c.HubVertexDeletes)
 	}
+	if c.Stream != "" && c.HubVertexDeletes > 0 {
+		return fmt.Errorf("--hub-vertex-deletes shapes a generated stream: --stream %s is streamed as it is", c.Stream)
+	}
 	if c.BatchSize < 1 || c.BatchSize > 10000000 {
 		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", c.BatchSize)
 	}

@@ -83,7 +83,9 @@ warm-up, reported apart.
 
 ` + "`--save-graph FILE`" + ` and ` + "`--save-stream FILE`" + ` write the graph loaded (el) and the
 stream applied, so that another system replays the same graph in the same
-batches; ` + "`--input FILE --stream FILE`" + ` replays them here. The stream file is
+batches (an R-MAT graph's file holds its self-loops and repeated edges, as
+loaded: a replay that counts an edge's copies should take the Kronecker
+graph, or each edge once); ` + "`--input FILE --stream FILE`" + ` replays them here. The stream file is
 UTF-8 text, one operation per line, its fields separated by one space, a
 line starting with ` + "`#`" + ` a comment:
 
