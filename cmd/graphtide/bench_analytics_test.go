@@ -125,10 +125,11 @@ func checkBatchFigures(t *testing.T, res map[string]any) {
 	}
 }
 
-// TestBenchAnalyticsKron runs the Kronecker family with hub vertex deletes.
+// TestBenchAnalyticsKron runs the Kronecker family with hub vertex deletes,
+// its analytics also registered together (--registry).
 func TestBenchAnalyticsKron(t *testing.T) {
 	out, _, err := execute(t, "bench", "analytics", "--graph", "kron", "--scale", "11", "--edge-factor", "8", "--repeats", "1", "--ids", "dense",
-		"--batch-size", "300", "--stream-fraction", "0.05", "--delete-fraction", "0.5", "--hub-vertex-deletes", "4", "--dir", t.TempDir())
+		"--batch-size", "300", "--stream-fraction", "0.05", "--delete-fraction", "0.5", "--hub-vertex-deletes", "4", "--registry", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +142,17 @@ func TestBenchAnalyticsKron(t *testing.T) {
 		t.Errorf("%v edges loaded, %v in the topology", res["edges"], topo["edges"])
 	}
 	checkBatchFigures(t, res)
+	reg, _ := res["registry"].(map[string]any)
+	if as, _ := reg["analytics"].(map[string]any); len(as) != 5 || !(reg["all_sec"].(float64) > 0) {
+		t.Errorf("registry figures %v", reg)
+	}
+	for a, x := range reg["analytics"].(map[string]any) {
+		for _, f := range []string{"batch_sec", "batch_p99_sec", "update_sec"} {
+			if v, ok := x.(map[string]any)[f].(float64); !ok || v <= 0 {
+				t.Errorf("registry.analytics.%s.%s = %v, want a positive number", a, f, x.(map[string]any)[f])
+			}
+		}
+	}
 }
 
 // writeRandomEL writes an edge file of 6,000 random weighted edges among

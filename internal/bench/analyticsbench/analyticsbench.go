@@ -83,6 +83,10 @@ type Config struct {
 	// graph's vertices with the most edges (out and in), spread evenly
 	// over it.
 	HubVertexDeletes int
+	// Registry: also apply the stream to a store of its own (dense ids)
+	// whose analytics run in an analytics.Registry, as serve runs them
+	// (Result.Registry).
+	Registry bool
 	// Root of bfs and sssp (-1: the vertex with the most out-edges).
 	Root           int64
 	Dir            string // scratch directory for the stores
@@ -128,6 +132,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Stream, "stream", c.Stream, "stream this op-stream file (\"+ SRC DST [WEIGHT]\", \"- SRC DST\", \"x V\" lines) instead of a generated stream")
 	fs.StringVar(&c.SaveStream, "save-stream", c.SaveStream, "write the stream the run used to this op-stream file")
 	fs.StringVar(&c.SaveGraph, "save-graph", c.SaveGraph, "write the graph the run loaded to this el file")
+	fs.BoolVar(&c.Registry, "registry", c.Registry, "also stream into a store of its own whose analytics run registered together, as serve runs them: each result's time after the Apply")
 	fs.IntVar(&c.HubVertexDeletes, "hub-vertex-deletes", c.HubVertexDeletes, "the generated stream also deletes this many of the vertices with the most edges, spread over it")
 	fs.Int64Var(&c.Root, "root", c.Root, "root vertex of bfs and sssp (default: the vertex with the most out-edges)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed operations per batch")
@@ -301,6 +306,8 @@ type Result struct {
 
 	Topology TopologyFigures `json:"topology"`
 	Batch    *BatchFigures   `json:"batch,omitempty"`
+	// Registry holds --registry's figures.
+	Registry *RegistryFigures `json:"registry,omitempty"`
 	// Checked names the kernels whose results on the compacted view equal
 	// the reference kernels' on the loaded edges at every vertex.
 	Checked []string           `json:"checked_against_reference,omitempty"`

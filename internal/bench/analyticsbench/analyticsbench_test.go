@@ -366,3 +366,28 @@ func TestReferenceKernels(t *testing.T) {
 		t.Fatal("no edge of the root left out was caught")
 	}
 }
+
+// TestRegistry runs the stream through an analytics registry too (as
+// serve runs its analytics): every analytic's result reaches each batch,
+// no later than the last of them, and after the stream the registry's
+// results equal those driven batch by batch (the run checks it).
+func TestRegistry(t *testing.T) {
+	c := tiny(t)
+	c.Registry, c.Graph = true, "kron"
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Registry
+	if f == nil || f.Batches != res.Batches-1 || len(f.Analytics) != 5 {
+		t.Fatalf("registry figures %+v of %d batches", f, res.Batches)
+	}
+	for name, a := range f.Analytics {
+		if a.BatchSec <= 0 || a.BatchP99Sec < a.BatchSec || a.BatchSec > f.AllSec || a.UpdateSec <= 0 {
+			t.Errorf("%s: %+v, all five %v", name, a, f.AllSec)
+		}
+	}
+	if f.Analytics["pagerank"].Recomputes != res.Incremental["pagerank"].Fallbacks {
+		t.Errorf("pagerank recomputed %d times in the registry, %d driven here", f.Analytics["pagerank"].Recomputes, res.Incremental["pagerank"].Fallbacks)
+	}
+}

@@ -36,6 +36,7 @@ type run struct {
 	// (the baseline of the compacted kernels; dropped after them).
 	csr     *edgeGraph
 	csrTopo *views.Topo
+	reg     *registryRun // --registry
 	closers []func()
 }
 
@@ -473,6 +474,11 @@ func (r *run) stream() error {
 			runs[l] = append(runs[l], rn)
 		}
 	}
+	if cfg.Registry {
+		if err := r.openRegistry(specs); err != nil {
+			return err
+		}
+	}
 	before := dense.m.Topology().Stats()
 	var clocks []batchClock
 	for bi, batch := range r.src.ops {
@@ -484,6 +490,17 @@ func (r *run) stream() error {
 			if l == dense {
 				clocks = append(clocks, c)
 			}
+		}
+		if r.reg != nil {
+			if err := r.applyRegistry(ctx, batch); err != nil {
+				return fmt.Errorf("batch %d: %w", bi, err)
+			}
+		}
+	}
+	if r.reg != nil {
+		r.registryFigures()
+		if err := r.sameAsRegistry(runs[dense]); err != nil {
+			return err
 		}
 	}
 	after := dense.m.Topology().Stats()

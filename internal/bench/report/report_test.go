@@ -40,19 +40,22 @@ func TestRenderFixture(t *testing.T) {
 		// 181.24 / 151.72 = 1.1946, 44.399 / 20.398 = 2.1767
 		"distinct pairs (2.45 payments per pair; 59% of the payments repeat a pair), in",
 		"| accumulate | 66.6 ns | 1.23x | 181 ns | 1.19x | 5.59M/s | 44.4 bytes | 2.18x |",
-		// analytics.json: bfs view 312.504 µs, csr 207.578 µs, ratio 1.5055; fresh 184.955 µs, 0.5918
-		"| bfs | 313 µs | 208 µs | 1.51x | 185 µs (0.59x) |",
-		"| pagerank (10 iterations; 10 after the stream) | 830 µs | 1.05 ms | 0.79x | 874 µs (1.05x) |",
-		// bfs: batch 6.749 ms, p99 17.411 ms, update 48.40 µs: 6.749043 / 0.0484017 = 139.44
-		"| bfs | 6.75 ms | 17.4 ms | 48.4 µs | 139.44x |",
-		"| all five, one after the other | 10.3 ms | 18.3 ms |  |  |",
-		// 809.67 ops, apply 165.7 µs, advance 6.485 ms (p99 17.08), 8.0098 µs/op, 1902.1 and 858.8 bytes/op
-		"| 810 operations | 166 µs | 6.49 ms (17.1 ms) | 8.01 µs | 1,902, 859 |",
-		"| bfs | 48.4 µs | 64.7 µs | 73.5 µs | 370 µs | 7.64x | 0 of 4 |",
+		// analytics.json: bfs view 156.623 µs, csr 166.868 µs, ratio 0.9386; fresh 177.033 µs, 1.1303
+		"| bfs | 157 µs | 167 µs | 0.94x | 177 µs (1.13x) |",
+		"| pagerank (10 iterations; 10 after the stream) | 739 µs | 728 µs | 1.01x | 758 µs (1.03x) |",
+		// registered: bfs 2.0517 ms, p99 2.4669 ms, update 37.87 µs; all 2.6547 ms, p99 3.0005 ms
+		"| bfs | 2.05 ms | 2.47 ms | 37.9 µs | 0 of 4 |",
+		"| all five | 2.65 ms | 3.00 ms |  |  |",
+		// driven alone: bfs 1.4342 ms, p99 1.6612 ms, update 40.597 µs: 1.4342113 / 0.0405973 = 35.33
+		"| bfs | 1.43 ms | 1.66 ms | 40.6 µs | 35.33x |",
+		"| all five, one after the other | 2.28 ms | 2.53 ms |  |  |",
+		// 809.67 ops, apply 126.5 µs, advance 1.2210 ms (p99 1.4112), 1.508 µs/op, 1902.1 and 869.8 bytes/op
+		"| 810 operations | 127 µs | 1.22 ms (1.41 ms) | 1.51 µs | 1,902, 870 |",
+		"| bfs | 40.6 µs | 46.0 µs | 64.5 µs | 266 µs | 6.56x | 0 of 4 |",
 		"then 3,429 operations streamed, drawn on by the graph's own generator (its permutation, so its hubs) in 4 batches",
 		"On the compacted view, bfs, wcc, sssp equal reference kernels run on the loaded edges at every vertex.",
-		// topology: 755824 B = 0.7208 MiB; 14.1228 bytes per edge, 13.8744 after the stream
-		"| 6,144 vertex slots, 0.721 MiB | 1.08 ms | 74.7 ms | 14.1 | 13.9 | 7.90 ms |",
+		// topology: 755824 B = 0.7208 MiB; 14.1228 bytes per edge, 13.8744 after the stream; 1.6088 ms per batch
+		"| 6,144 vertex slots, 0.721 MiB | 1.02 ms | 129 ms | 14.1 | 13.9 | 1.61 ms |",
 		// kafka.json: ingest 951471, raw 4778205, 0.1991
 		"| ingest from Kafka into a store, final flush included | 951K edges/s | plain consumer: 4.78M records/s | 0.20x |",
 		// 0.046422 / (0.016698 + 0.013303) = 1.547

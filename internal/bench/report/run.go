@@ -61,7 +61,7 @@ per payment, and that with a retain of 24h.`,
 	},
 	{
 		Name: "analytics", Title: "`bench analytics`: kernels and what a user waits for after each batch",
-		Args:   []string{"bench", "analytics", "--scale", "20", "--ids", "dense"},
+		Args:   []string{"bench", "analytics", "--scale", "20", "--ids", "dense", "--registry"},
 		render: renderAnalytics,
 		What: `An R-MAT graph (Graph500's draws and permutation of the vertex ids,
 self-loops and repeats kept) is loaded into a store with in-edges and
@@ -73,10 +73,12 @@ vertex). Then new edges, 1% of the graph's edge count, drawn on by the
 graph's own generator (the same permutation: they come to its hubs, as a
 graph's own traffic does), stream in batches of 10,000 operations (5% of
 them edge deletes, 0.01% vertex deletes). Per batch, what a user waits
-for: from the store's Apply to each analytic's result at that batch, the
-topology's advance and the analytic's pull included, and for all five
-analytics one after the other; the advance alone; the heap bytes
-allocated per operation. Then, as details, each analytic's update alone
+for: from the store's Apply to each analytic's result at that batch,
+the topology's advance and the analytic's pull included, with the five
+analytics registered together in an analytics registry as serve runs
+them (` + "`--registry`" + `: a store of their own), and each driven alone after
+the batch; the advance alone; the heap bytes allocated per operation.
+Then, as details, each analytic's update alone
 against a recompute on the same topology every third batch (whose result
 must equal the update's, vertex for vertex). The first batch is a
 warm-up, reported apart.
@@ -106,7 +108,7 @@ the stream.`,
 	},
 	{
 		Name: "analytics-kron", Title: "`bench analytics --graph kron`: the same on the Kronecker graph",
-		Args:   []string{"bench", "analytics", "--graph", "kron", "--scale", "20", "--ids", "dense"},
+		Args:   []string{"bench", "analytics", "--graph", "kron", "--scale", "20", "--ids", "dense", "--registry"},
 		render: renderAnalytics,
 		What: `The same measurements on the Kronecker graph of the same scale and seed:
 the same draws as a simple graph (self-loops and repeats dropped, as

@@ -233,7 +233,18 @@ func renderAnalytics(p *page, result []byte) error {
 			AdvAlloc   float64 `json:"advance_alloc_bytes_per_op"`
 			UpdAlloc   float64 `json:"update_alloc_bytes_per_op"`
 		} `json:"batch"`
-		Checked     []string                `json:"checked_against_reference"`
+		Checked  []string `json:"checked_against_reference"`
+		Registry *struct {
+			Batches   int     `json:"batches"`
+			AllSec    float64 `json:"all_sec"`
+			AllP99Sec float64 `json:"all_p99_sec"`
+			Analytics map[string]*struct {
+				Batch      float64 `json:"batch_sec"`
+				BatchP99   float64 `json:"batch_p99_sec"`
+				Update     float64 `json:"update_sec"`
+				Recomputes int     `json:"recomputes"`
+			} `json:"analytics"`
+		} `json:"registry"`
 		Kernels     map[string]*kernel      `json:"kernels"`
 		Incremental map[string]*incremental `json:"incremental"`
 		Sparse      map[string]float64      `json:"sparse_over_dense"`
@@ -284,8 +295,22 @@ func renderAnalytics(p *page, result []byte) error {
 		names = append(names, k)
 	}
 	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
+	if g := r.Registry; g != nil {
+		p.line("Registered together in an analytics registry, as serve runs them (each on its own goroutine, over a store of their own), from the store's Apply of a batch to the analytic's result at that batch (%d batches, the warm-up left out):", g.Batches)
+		p.line("")
+		for _, k := range names {
+			a := g.Analytics[k]
+			if a == nil {
+				continue
+			}
+			rows = append(rows, []string{k, duration(a.Batch), duration(a.BatchP99), duration(a.Update), fmt.Sprintf("%d of %d", a.Recomputes, r.Batches)})
+		}
+		rows = append(rows, []string{"all five", duration(g.AllSec), duration(g.AllP99Sec), "", ""})
+		p.table([]string{"analytic", "Apply to result (mean)", "p99", "update alone (mean)", "updates that recomputed"}, rows)
+		rows = nil
+	}
 	if b := r.Batch; b != nil {
-		p.line("From the store's Apply of a batch to the analytic's result at that batch (the topology's advance and the analytic's pull included; %d batches of %s operations, the warm-up left out), against its update alone:", b.Batches, sig(b.Ops))
+		p.line("Each analytic driven alone after the batch, from the store's Apply to its result at that batch (the topology's advance and the analytic's pull included; %d batches of %s operations, the warm-up left out), against its update alone:", b.Batches, sig(b.Ops))
 		p.line("")
 		for _, k := range names {
 			in := r.Incremental[k]
@@ -327,7 +352,7 @@ func renderAnalytics(p *page, result []byte) error {
 		p.line("")
 		p.table([]string{"analytic", "sparse ids, mapped", "string keys", "sparse ids, unmapped"}, rows)
 	}
-	p.line("Peak resident memory of the process (the store, its topology and the CSR baseline): %s.", gib(r.PeakRSS))
+	p.line("Peak resident memory of the process (its stores, their topologies and the CSR baseline): %s.", gib(r.PeakRSS))
 	p.line("")
 	return nil
 }
