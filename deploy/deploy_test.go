@@ -378,8 +378,8 @@ func TestDeployMetricsExist(t *testing.T) {
 		"graphtide_store_write_stalls_total", "graphtide_store_write_amplification_ratio",
 		"graphtide_store_read_amplification_runs", "graphtide_store_memgraph_bytes", "graphtide_store_background_errors_total",
 		"graphtide_views_open", "graphtide_views_oldest_age_seconds", "graphtide_views_stream_lost_total",
-		"graphtide_analytics_update_duration_seconds_bucket", "graphtide_analytics_staleness_sequences",
-		"graphtide_analytics_alerts_total", "graphtide_kafka_read_bytes_total", "graphtide_kafka_fetch_bytes_total",
+		"graphtide_analytics_update_duration_seconds_bucket", "graphtide_analytics_freshness_seconds_bucket",
+		"graphtide_analytics_staleness_sequences", "graphtide_analytics_alerts_total", "graphtide_kafka_read_bytes_total", "graphtide_kafka_fetch_bytes_total",
 		"go_goroutines", "go_gc_duration_seconds_sum", "process_resident_memory_bytes",
 	} {
 		if !used[want] {

@@ -26,6 +26,11 @@ machine vary from run to run.`,
 	return cmd
 }
 
+// calibrateMachine measures the machine before a benchmark (a variable:
+// the command's tests put a fixed one in its place, the real one being
+// bench's, tested there).
+var calibrateMachine = bench.Calibrate
+
 // benchConfig is a benchmark package's Config: its flags and their checks.
 type benchConfig interface {
 	AddFlags(fs *pflag.FlagSet)
@@ -38,12 +43,22 @@ type benchConfig interface {
 // directory, which is *dir as given (the --dir flag, where the benchmark has
 // one) or else a temporary directory named after the command and removed
 // afterwards. run's progress goes to log (stderr), its result is printed as
-// the one JSON line that ends stdout.
+// the one JSON line that ends stdout, with the calibration of the machine
+// measured just before run (unless --calibrate=false) as its first field.
 func newBenchmarkCmd(cmd *cobra.Command, cfg benchConfig, dir *string, run func(ctx context.Context, log io.Writer) (any, error)) *cobra.Command {
 	cmd.Args = cobra.NoArgs
+	calibrate := true
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := cfg.Validate(); err != nil {
 			return err
+		}
+		var cal *bench.Calibration
+		if calibrate {
+			c, err := calibrateMachine()
+			if err != nil {
+				return err
+			}
+			cal = &c
 		}
 		work, cleanup, err := bench.WorkDir(*dir, cmd.Name())
 		if err != nil {
@@ -55,21 +70,19 @@ func newBenchmarkCmd(cmd *cobra.Command, cfg benchConfig, dir *string, run func(
 		if err != nil {
 			return err
 		}
-		return printJSONLine(cmd, res)
-	}
-	cfg.AddFlags(cmd.Flags())
-	return cmd
-}
-
-// printJSONLine writes v as the one-line JSON result that every benchmark
-// prints last.
-func printJSONLine(cmd *cobra.Command, v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
+		line, err := json.Marshal(res)
+		if err == nil && cal != nil {
+			line, err = bench.WithCalibration(line, *cal)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
 		return err
 	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
-	return err
+	cfg.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&calibrate, "calibrate", calibrate, "measure the machine first (a few seconds of fixed work) and add it to the result as \"calibration\", so that figures from different runs can be compared")
+	return cmd
 }
 
 func newBenchIngestCmd() *cobra.Command {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/bench"
 )
 
 func TestBenchIngestSmall(t *testing.T) {
@@ -72,6 +74,47 @@ func lastJSONLine(t *testing.T, out string) map[string]any {
 		t.Fatalf("last line is not JSON: %v\n%s", err, out)
 	}
 	return res
+}
+
+// fixedCalibration stands for the machine's calibration in this package's
+// tests (the real one, a few seconds of work, slower under the race
+// detector, is tested in internal/bench).
+var fixedCalibration = bench.Calibration{LoadAvg1m: 1.5, SortMs: 70, CopyGBps: 9, RandomReadNs: 120}
+
+func init() {
+	calibrateMachine = func() (bench.Calibration, error) { return fixedCalibration, nil }
+}
+
+// TestBenchResultCarriesCalibration: a benchmark's JSON starts with the
+// calibration measured before it ran, unless --calibrate=false.
+func TestBenchResultCarriesCalibration(t *testing.T) {
+	for _, calibrate := range []bool{true, false} {
+		args := []string{"bench", "decode", "--records", "500", "--accounts", "50", "--repeats", "1"}
+		if !calibrate {
+			args = append(args, "--calibrate=false")
+		}
+		out, _, err := execute(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Calibration *bench.Calibration `json:"calibration"`
+			Native      map[string]any     `json:"native"`
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := lines[len(lines)-1]
+		if err := json.Unmarshal([]byte(last), &res); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case res.Native == nil:
+			t.Errorf("--calibrate=%v: the result lost its own fields: %s", calibrate, last)
+		case calibrate && (res.Calibration == nil || *res.Calibration != fixedCalibration || !strings.HasPrefix(last, `{"calibration":`)):
+			t.Errorf("the result does not start with the calibration %+v: %s", fixedCalibration, last)
+		case !calibrate && res.Calibration != nil:
+			t.Errorf("--calibrate=false: the result carries a calibration: %s", last)
+		}
+	}
 }
 
 func TestBenchDecodeSmall(t *testing.T) {

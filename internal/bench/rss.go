@@ -1,6 +1,7 @@
 // Package bench holds what the benchmark commands share: the RMAT graph's
-// flags and their checks, work directories, Kafka topics and reading a
-// process's resident set from /proc.
+// flags and their checks, work directories, Kafka topics, reading a
+// process's resident set from /proc, and the calibration of the machine
+// that every benchmark's result carries.
 package bench
 
 import (

@@ -80,6 +80,7 @@ var subjects = []struct {
 		"graphtide_views_oldest_lag_sequences": dto.MetricType_GAUGE,
 	}},
 	{"analytics update latency", map[string]dto.MetricType{"graphtide_analytics_update_duration_seconds": dto.MetricType_HISTOGRAM}},
+	{"analytics freshness", map[string]dto.MetricType{"graphtide_analytics_freshness_seconds": dto.MetricType_HISTOGRAM}},
 	{"analytics staleness", map[string]dto.MetricType{
 		"graphtide_analytics_staleness_sequences": dto.MetricType_GAUGE,
 		"graphtide_analytics_ready":               dto.MetricType_GAUGE,
@@ -295,6 +296,9 @@ func TestFirstScrape(t *testing.T) {
 			if _, ok := series(fams, "graphtide_analytics_update_duration_seconds", map[string]string{"analytic": a, "mode": mode}); !ok {
 				t.Errorf("no update duration of %s, mode %s", a, mode)
 			}
+		}
+		if _, ok := series(fams, "graphtide_analytics_freshness_seconds", map[string]string{"analytic": a}); !ok {
+			t.Errorf("no freshness of %s", a)
 		}
 	}
 	// The Kafka client's: per broker (the seed from the start, the broker

@@ -66,6 +66,7 @@ type AnalyticsMetrics struct {
 	reg       *analytics.Registry
 	store     *engine.Store
 	duration  *prometheus.HistogramVec
+	freshness *prometheus.HistogramVec
 	alerts    *prometheus.CounterVec
 	staleness *prometheus.Desc
 	ready     *prometheus.Desc
@@ -87,6 +88,11 @@ func NewAnalyticsMetrics(reg prometheus.Registerer, store *engine.Store) *Analyt
 			Help:    "Time of one analytic update, by analytic and mode (incremental or recompute).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}, []string{"analytic", "mode"}),
+		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "graphtide_analytics_freshness_seconds",
+			Help:    "Time from a batch's apply to an analytic's result reflecting it, by analytic: the wait for the pull, the shared topology's advance and the update (observed per update, for its oldest operation).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		}, []string{"analytic"}),
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "graphtide_analytics_alerts_total", Help: "Alerts raised, by analytic and kind.",
 		}, []string{"analytic", "kind"}),
@@ -112,7 +118,7 @@ func NewAnalyticsMetrics(reg prometheus.Registerer, store *engine.Store) *Analyt
 	m.checkpoints.WithLabelValues("ok")
 	m.checkpoints.WithLabelValues("failed")
 	if reg != nil {
-		reg.MustRegister(m.duration, m.alerts, m.checkpoints, m.checkpointSecs, m)
+		reg.MustRegister(m.duration, m.freshness, m.alerts, m.checkpoints, m.checkpointSecs, m)
 	}
 	return m
 }
@@ -127,6 +133,7 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 			}
 			m.duration.WithLabelValues(name, mode).Observe(d.Seconds())
 		},
+		Fresh:   func(name string, d time.Duration) { m.freshness.WithLabelValues(name).Observe(d.Seconds()) },
 		Alerted: func(name, kind string, n int) { m.alerts.WithLabelValues(name, kind).Add(float64(n)) },
 		// An analytic's series exist from its registration, at 0 (a series
 		// created at its first event hides that event from increase()),
@@ -138,10 +145,12 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 			for _, mode := range []string{"incremental", "recompute"} {
 				m.duration.WithLabelValues(s.Name, mode)
 			}
+			m.freshness.WithLabelValues(s.Name)
 		},
 		Unregistered: func(name string) {
 			m.alerts.DeletePartialMatch(prometheus.Labels{"analytic": name})
 			m.duration.DeletePartialMatch(prometheus.Labels{"analytic": name})
+			m.freshness.DeletePartialMatch(prometheus.Labels{"analytic": name})
 		},
 	}
 }

@@ -135,7 +135,7 @@ func TestKafkaMutualTLS(t *testing.T) {
 	serveOver(t, mtls, topic, edges)
 	// bench kafka too: its producer, plain consumer and ingester, whose
 	// store must hold exactly what was produced.
-	r := runGraphtide(t, nil, "", 3*time.Minute, append([]string{"bench", "kafka", "--scale", "8", "--edge-factor", "4",
+	r := runGraphtide(t, nil, "", 3*time.Minute, append([]string{"bench", "kafka", "--scale", "8", "--edge-factor", "4", "--calibrate=false",
 		"--partitions", "1", "--steady-for", "1s"}, mtls...)...)
 	if r.err != nil || !strings.Contains(r.stdout, `"ingest_edges_per_sec"`) {
 		t.Errorf("bench kafka over mTLS: %v\n%s\n%s", r.err, lastLines(r.stdout, 3), lastLines(r.stderr, 10))

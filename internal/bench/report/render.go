@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/graphtide/graphtide/internal/bench"
 )
 
 // page is the Markdown being written.
@@ -85,8 +87,10 @@ func renderPage(m Machine, runs map[string]*Run) ([]byte, error) {
 	p.line("which runs each benchmark with the command stated under it; a test fails")
 	p.line("if the page and its data differ. Read the figures as ratios within one")
 	p.line("run: the machine below is shared with other work, and absolute rates move")
-	p.line("with its load. The load average and the calibration measured just before")
-	p.line("each benchmark say how busy and how fast the machine was then.")
+	p.line("with its load. The load average and the calibration each benchmark")
+	p.line("measures just before it starts (the `calibration` field of its JSON;")
+	p.line("`--calibrate=false` leaves it out) say how busy and how fast the machine")
+	p.line("was then.")
 	p.line("")
 	p.line("Contents: [The machine](#the-machine)")
 	for _, b := range Benchmarks {
@@ -160,7 +164,7 @@ func anchor(heading string) string {
 	return b.String()
 }
 
-func calibration(c Calibration) string {
+func calibration(c bench.Calibration) string {
 	return fmt.Sprintf("sort %s ms, copy %s GB/s, random read %s ns", sig(c.SortMs), sig(c.CopyGBps), sig(c.RandomReadNs))
 }
 

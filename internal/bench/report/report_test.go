@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/bench"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/page.golden from testdata/*.json")
@@ -192,5 +195,38 @@ func copyFixture(t *testing.T, dir, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunBenchmarkTakesTheResultsCalibration: the run's Before is the
+// calibration the benchmark's JSON carries; a result without one is
+// refused (a benchmark run without it could not be compared with others).
+func TestRunBenchmarkTakesTheResultsCalibration(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fake-graphtide")
+	script := `#!/bin/sh
+echo "progress" >&2
+echo "not the result"
+if [ "$2" = "calibrated" ]; then
+  echo '{"calibration":{"load_avg_1m":0.25,"sort_ms":81,"copy_gb_per_sec":11,"random_read_ns":150},"edges":7}'
+else
+  echo '{"edges":7}'
+fi
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := Benchmark{Name: "fake", Args: []string{"bench", "calibrated"}}
+	r, err := RunBenchmark(b, bin, "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bench.Calibration{LoadAvg1m: 0.25, SortMs: 81, CopyGBps: 11, RandomReadNs: 150}
+	if r.Before != want || !strings.Contains(string(r.Result), `"edges":7`) {
+		t.Errorf("run %+v, want Before %+v and the result line", r, want)
+	}
+	b.Args = []string{"bench", "plain"}
+	if _, err := RunBenchmark(b, bin, "", io.Discard); err == nil || !strings.Contains(err.Error(), "carries no calibration") {
+		t.Errorf("a result without a calibration: err %v", err)
 	}
 }

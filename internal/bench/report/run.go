@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/graphtide/graphtide/internal/bench"
 )
 
 // BrokersArg stands for the Kafka bootstrap address in a stated command:
@@ -212,24 +214,21 @@ func Find(name string) (Benchmark, error) {
 
 // Run is what docs/bench/<name>.json holds: one run of a benchmark.
 type Run struct {
-	Name    string          `json:"name"`
-	Command string          `json:"command"` // as stated, BrokersArg not replaced
-	Seconds float64         `json:"seconds"` // wall time of the command
-	Before  Calibration     `json:"before"`  // measured just before it
-	Result  json.RawMessage `json:"result"`  // the benchmark's JSON line
+	Name    string            `json:"name"`
+	Command string            `json:"command"` // as stated, BrokersArg not replaced
+	Seconds float64           `json:"seconds"` // wall time of the command
+	Before  bench.Calibration `json:"before"`  // measured just before it, by the benchmark
+	Result  json.RawMessage   `json:"result"`  // the benchmark's JSON line
 }
 
-// RunBenchmark calibrates the machine, runs b with binary in place of
-// bin/graphtide and brokers in place of BrokersArg, its progress (stderr)
-// to log, and returns the run. The result is the last line of the
-// command's stdout, which must be a JSON object.
+// RunBenchmark runs b with binary in place of bin/graphtide and brokers in
+// place of BrokersArg, its progress (stderr) to log, and returns the run.
+// The result is the last line of the command's stdout, which must be a
+// JSON object carrying the calibration the benchmark measured before it
+// started (every `graphtide bench` command does).
 func RunBenchmark(b Benchmark, binary, brokers string, log io.Writer) (Run, error) {
 	if b.NeedsBroker() && brokers == "" {
 		return Run{}, fmt.Errorf("benchmark %s: needs a Kafka broker (--brokers)", b.Name)
-	}
-	cal, err := Calibrate()
-	if err != nil {
-		return Run{}, fmt.Errorf("benchmark %s: %w", b.Name, err)
 	}
 	args := make([]string, len(b.Args))
 	for i, a := range b.Args {
@@ -239,18 +238,23 @@ func RunBenchmark(b Benchmark, binary, brokers string, log io.Writer) (Run, erro
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, log
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	secs := time.Since(start).Seconds()
 	if err != nil {
 		return Run{}, fmt.Errorf("benchmark %s: %s: %w", b.Name, b.Command(), err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := []byte(lines[len(lines)-1])
-	var obj map[string]json.RawMessage
+	var obj struct {
+		Calibration *bench.Calibration `json:"calibration"`
+	}
 	if err := json.Unmarshal(last, &obj); err != nil {
 		return Run{}, fmt.Errorf("benchmark %s: the last line of its output is not a JSON object: %w", b.Name, err)
 	}
-	return Run{Name: b.Name, Command: b.Command(), Seconds: secs, Before: cal, Result: last}, nil
+	if obj.Calibration == nil {
+		return Run{}, fmt.Errorf("benchmark %s: its result carries no calibration", b.Name)
+	}
+	return Run{Name: b.Name, Command: b.Command(), Seconds: secs, Before: *obj.Calibration, Result: last}, nil
 }
 
 // WriteRun writes r to dir/<name>.json, replacing it atomically.

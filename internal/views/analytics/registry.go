@@ -46,6 +46,11 @@ type Hooks struct {
 	// Updated: one update of an analytic took d; recompute tells whether it
 	// was computed from scratch.
 	Updated func(name string, recompute bool, d time.Duration)
+	// Fresh: an update made an analytic's result reflect operations the
+	// oldest of which was applied d before (from its batch's apply to the
+	// result being readable: the wait for the pull, the shared topology's
+	// advance and the update). Not called for a first compute.
+	Fresh func(name string, d time.Duration)
 	// Alerted: an analytic raised n alerts of a kind.
 	Alerted func(name, kind string, n int)
 	// Registered: an analytic was registered (before it runs);
@@ -577,6 +582,18 @@ func (r *Registry) observe(name string, recompute bool, d time.Duration) {
 	}
 }
 
+// fresh reports, once an update has made e's result readable at its new
+// seq, how long ago the oldest operation it absorbed (the first after
+// prev, its seq before the update) was applied.
+func (r *Registry) fresh(e *entry, prev uint64) {
+	if r.cfg.Hooks.Fresh == nil || e.a.Seq() <= prev {
+		return
+	}
+	if at, ok := r.m.AppliedAfter(prev); ok {
+		r.cfg.Hooks.Fresh(e.a.Spec().Name, max(0, time.Since(at)))
+	}
+}
+
 // follow computes from scratch on the stream view sv (closing it when
 // done), then applies every pull.
 func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
@@ -620,6 +637,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 				}
 				b, err = pullFor(ctx, e, st.Pull, st.PullNow)
 			}
+			prev := e.a.Seq()
 			var lost *views.LostError
 			if errors.As(err, &lost) {
 				a.Reset()
@@ -635,6 +653,9 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 			e.record(first && !e.restored, time.Since(t0), nil)
 			r.observe(s.Name, false, time.Since(t0))
 			e.answer(e.a.Seq())
+			if !first {
+				r.fresh(e, prev)
+			}
 		}
 	}
 	if step == nil {
@@ -646,6 +667,7 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 				return err
 			}
 		}
+		prev := e.a.Seq()
 		re, err := step(first)
 		if err != nil {
 			return err
@@ -654,6 +676,9 @@ func (r *Registry) follow(ctx context.Context, e *entry, sv streamView) error {
 		e.record(re, d, nil)
 		r.observe(s.Name, re, d)
 		e.answer(e.a.Seq())
+		if !first {
+			r.fresh(e, prev)
+		}
 	}
 }
 

@@ -510,3 +510,82 @@ func TestAlertsNameTheirVertices(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshnessRunsFromApplyToReadable: the Fresh hook reports, per
+// update, the time from its oldest operation's apply to the result being
+// readable, for a graph analytic and a stream monitor. Bounds: at most the
+// time the test saw from before its Apply to after the hook; and for bfs,
+// paced at 300 ms, at least the pacing wait that followed the apply (a
+// figure taken from the pull instead of the apply would be milliseconds).
+func TestFreshnessRunsFromApplyToReadable(t *testing.T) {
+	h := newHarness(t, 31, false, denseIDs)
+	type fresh struct {
+		name string
+		d    time.Duration
+	}
+	calls := make(chan fresh, 64)
+	r := NewRegistry(h.m, RegistryConfig{Hooks: Hooks{Fresh: func(name string, d time.Duration) { calls <- fresh{name, d} }}})
+	defer r.Close()
+	const pacing = 300 * time.Millisecond
+	head := func() uint64 { // the newest batch's seq
+		var m uint64
+		for seq := range h.states {
+			m = max(m, seq)
+		}
+		return m
+	}
+	h.batch(30, true, false)
+	prevStart := time.Now() // bfs's first compute begins after this
+	for _, s := range []Spec{{Type: "bfs", Root: "0", Interval: pacing}, {Name: "in", Type: "fanin", Threshold: 1e9, WindowEdges: 1000}} {
+		if _, err := r.Register(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caughtUp := func(head uint64) bool {
+		return waitUntil(20*time.Second, func() bool {
+			f := r.Freshness(head)
+			return f["bfs"].Ready && f["bfs"].Behind == 0 && f["in"].Ready && f["in"].Behind == 0
+		})
+	}
+	if !caughtUp(head()) {
+		t.Fatal("the analytics did not catch up with the first batch")
+	}
+	select {
+	case c := <-calls:
+		t.Fatalf("a first compute reported freshness %+v", c)
+	default:
+	}
+	for round := 0; round < 3; round++ {
+		before := time.Now()
+		h.batch(20, true, false)
+		applied := time.Now()
+		if !caughtUp(head()) {
+			t.Fatalf("round %d: the analytics did not catch up", round)
+		}
+		got := map[string]time.Duration{}
+		for len(got) < 2 {
+			select {
+			case c := <-calls:
+				if _, dup := got[c.name]; dup {
+					t.Fatalf("round %d: two updates of %s for one batch", round, c.name)
+				}
+				got[c.name] = c.d
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d: freshness reported for %v only", round, got)
+			}
+		}
+		upper := time.Since(before)
+		for name, d := range got {
+			if d < 0 || d > upper {
+				t.Errorf("round %d: %s's freshness %v, outside [0, %v]", round, name, d, upper)
+			}
+		}
+		// bfs pulls no sooner than pacing after its last update began
+		// (after prevStart: it pulled what was applied after it), so its
+		// result came at least that long after the apply (before applied).
+		if low := prevStart.Add(pacing).Sub(applied); got["bfs"] < low {
+			t.Errorf("round %d: bfs's freshness %v, less than the %v its pacing made it wait after the apply", round, got["bfs"], low)
+		}
+		prevStart = before
+	}
+}
