@@ -38,7 +38,7 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 	inc, _ := res["incremental"].(map[string]any)
 	for _, a := range []string{"bfs", "wcc", "pagerank", "sssp", "degree"} {
 		x, _ := inc[a].(map[string]any)
-		for _, f := range []string{"update_sec", "max_update_sec", "warmup_update_sec", "recompute_sec", "speedup"} {
+		for _, f := range []string{"batch_sec", "batch_p99_sec", "update_sec", "max_update_sec", "warmup_update_sec", "recompute_sec", "speedup"} {
 			if v, ok := x[f].(float64); !ok || v <= 0 {
 				t.Errorf("incremental.%s.%s = %v, want a positive number", a, f, x[f])
 			}
@@ -46,15 +46,28 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 		if b, _ := x["batches"].(float64); b != res["batches"].(float64) || b < 3 {
 			t.Errorf("incremental.%s.batches = %v of %v", a, x["batches"], res["batches"])
 		}
+		// What a user waits for holds the update it waits for.
+		if x["batch_sec"].(float64) <= x["update_sec"].(float64) || x["batch_p99_sec"].(float64) < x["batch_sec"].(float64) {
+			t.Errorf("incremental.%s: batch_sec %v (p99 %v), update_sec %v", a, x["batch_sec"], x["batch_p99_sec"], x["update_sec"])
+		}
 	}
+	checkBatchFigures(t, res)
 	// 5% of 32768 edges streamed, with about 21% deletes among them, in
 	// batches of 500.
 	if ops := res["streamed_ops"].(float64); ops < 1638 || ops > 1638*1.4 || res["vertex_deletes"].(float64) == 0 {
 		t.Errorf("streamed %v ops with %v vertex deletes", ops, res["vertex_deletes"])
 	}
 	topo, _ := res["topology"].(map[string]any)
-	if b, _ := topo["bytes_per_edge"].(float64); b < 8 || b > 40 {
-		t.Errorf("topology bytes per edge %v", topo["bytes_per_edge"])
+	for _, f := range []string{"bytes_per_edge", "bytes_per_edge_after_stream"} {
+		if b, _ := topo[f].(float64); b < 8 || b > 40 {
+			t.Errorf("topology.%s = %v", f, topo[f])
+		}
+	}
+	if c, _ := topo["advance_counters"].(map[string]any); c["advances"] != res["batches"] || c["ops"] != res["streamed_ops"] {
+		t.Errorf("topology.advance_counters = %v, want %v advances of %v operations in all", c, res["batches"], res["streamed_ops"])
+	}
+	if res["graph"] != "rmat" || res["stream_source"] != "generator" || fmt.Sprint(res["checked_against_reference"]) != "[bfs wcc sssp]" {
+		t.Errorf("graph %v, stream from %v, checked %v", res["graph"], res["stream_source"], res["checked_against_reference"])
 	}
 	// Every layout measured (the run fails unless their results agree),
 	// and each ratio against dense ids reported.
@@ -85,6 +98,58 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 				if v, ok := m[k].(float64); !ok || v <= 0 {
 					t.Errorf("%s[%s] = %v, want a positive ratio", l, k, m[k])
 				}
+			}
+		}
+	}
+}
+
+// checkBatchFigures checks the per-batch figures of a run's JSON.
+func checkBatchFigures(t *testing.T, res map[string]any) {
+	t.Helper()
+	b, _ := res["batch"].(map[string]any)
+	for _, f := range []string{"ops", "apply_sec", "apply_p99_sec", "advance_sec", "advance_p99_sec", "advance_us_per_op",
+		"all_sec", "all_p99_sec", "advance_alloc_bytes_per_op", "update_alloc_bytes_per_op"} {
+		if v, ok := b[f].(float64); !ok || v <= 0 {
+			t.Errorf("batch.%s = %v, want a positive number", f, b[f])
+		}
+	}
+	if b["batches"] != res["batches"].(float64)-1 {
+		t.Errorf("batch figures over %v batches of %v (the warm-up left out)", b["batches"], res["batches"])
+	}
+	// All five analytics after the batch take longer than any one of them.
+	inc, _ := res["incremental"].(map[string]any)
+	for a, x := range inc {
+		if bs := x.(map[string]any)["batch_sec"].(float64); bs > b["all_sec"].(float64) {
+			t.Errorf("%s's batch_sec %v is more than all five's %v", a, bs, b["all_sec"])
+		}
+	}
+}
+
+// TestBenchAnalyticsKron runs the Kronecker family with hub vertex deletes,
+// its analytics also registered together (--registry).
+func TestBenchAnalyticsKron(t *testing.T) {
+	out, _, err := execute(t, "bench", "analytics", "--graph", "kron", "--scale", "11", "--edge-factor", "8", "--repeats", "1", "--ids", "dense",
+		"--batch-size", "300", "--stream-fraction", "0.05", "--delete-fraction", "0.5", "--hub-vertex-deletes", "4", "--registry", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	if res["graph"] != "kron" || res["hub_vertex_deletes"] != 4.0 || res["vertex_deletes"].(float64) < 4 || res["batches"].(float64) < 3 {
+		t.Errorf("graph %v, %v hub vertex deletes of %v, %v batches", res["graph"], res["hub_vertex_deletes"], res["vertex_deletes"], res["batches"])
+	}
+	// A simple graph: the topology holds every loaded edge.
+	if topo := res["topology"].(map[string]any); topo["edges"] != res["edges"] {
+		t.Errorf("%v edges loaded, %v in the topology", res["edges"], topo["edges"])
+	}
+	checkBatchFigures(t, res)
+	reg, _ := res["registry"].(map[string]any)
+	if as, _ := reg["analytics"].(map[string]any); len(as) != 5 || !(reg["all_sec"].(float64) > 0) {
+		t.Errorf("registry figures %v", reg)
+	}
+	for a, x := range reg["analytics"].(map[string]any) {
+		for _, f := range []string{"batch_sec", "batch_p99_sec", "update_sec"} {
+			if v, ok := x.(map[string]any)[f].(float64); !ok || v <= 0 {
+				t.Errorf("registry.analytics.%s.%s = %v, want a positive number", a, f, x.(map[string]any)[f])
 			}
 		}
 	}
@@ -156,16 +221,19 @@ func TestBenchAnalyticsKernelsOnly(t *testing.T) {
 
 func TestBenchAnalyticsBadFlags(t *testing.T) {
 	wantFlagErrors(t, []string{"bench", "analytics"}, map[string]string{
-		"--scale 40":             "--scale must be between 1 and 26, got 40",
-		"--batch-size 0":         "--batch-size must be between 1 and 10000000, got 0",
-		"--stream-fraction 2":    "--stream-fraction must be in (0, 1], got 2",
-		"--repeats 0":            "--repeats must be between 1 and 100, got 0",
-		"--edge-factor 65":       "--edge-factor must be between 1 and 64, got 65",
-		"--ids sparse":           `--ids must start with dense (the baseline), got "sparse"`,
-		"--ids dense,odd":        `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
-		"--ids dense,dense":      `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
-		"--delete-fraction 2":    "--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got 2 and 0.0001",
-		"--root -5":              "--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got -5",
-		"--pagerank-tolerance 0": "--pagerank-tolerance must be between 1e-15 and 1, got 0",
+		"--scale 40":                            "--scale must be between 1 and 26, got 40",
+		"--batch-size 0":                        "--batch-size must be between 1 and 10000000, got 0",
+		"--stream-fraction 2":                   "--stream-fraction must be in (0, 1], got 2",
+		"--repeats 0":                           "--repeats must be between 1 and 100, got 0",
+		"--edge-factor 65":                      "--edge-factor must be between 1 and 64, got 65",
+		"--ids sparse":                          `--ids must start with dense (the baseline), got "sparse"`,
+		"--ids dense,odd":                       `--ids: "odd" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--ids dense,dense":                     `--ids: "dense" is not one of dense, sparse, unmapped, keys, or is repeated`,
+		"--delete-fraction 2":                   "--delete-fraction and --vertex-delete-fraction must be at least 0 and add up to at most 1, got 2 and 0.0001",
+		"--root -5":                             "--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got -5",
+		"--pagerank-tolerance 0":                "--pagerank-tolerance must be between 1e-15 and 1, got 0",
+		"--graph er":                            `--graph must be rmat or kron, got "er"`,
+		"--hub-vertex-deletes -1":               "--hub-vertex-deletes must be between 0 and 1000000, got -1",
+		"--stream s.ops --hub-vertex-deletes 2": "--hub-vertex-deletes shapes a generated stream: --stream s.ops is streamed as it is",
 	})
 }

@@ -13,7 +13,12 @@
 // [RMAT.Generate], the edge list is shuffled with a seeded Fisher–Yates
 // shuffle. The result is a heavily skewed, power-law-like degree
 // distribution with self-loops and duplicate edges, exactly like Graph500;
-// consumers that need a simple graph must deduplicate.
+// consumers that need a simple graph must deduplicate, or use [Kronecker],
+// the same draws made simple (self-loops and repeats dropped).
+//
+// GenerateWithTail, of either, also returns the edges the same sampler
+// draws next: further edges of the same graph (the same permutation, so
+// the same hubs), for a benchmark to stream into it.
 //
 // Promises:
 //

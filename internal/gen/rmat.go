@@ -86,17 +86,37 @@ func (r RMAT) Validate() error {
 // permuted and the list shuffled, as Graph500 does. It panics if Validate
 // reports an error; callers taking user input should call Validate first.
 func (r RMAT) Generate() []Edge {
+	edges, _ := r.GenerateWithTail(0)
+	return edges
+}
+
+// GenerateWithTail returns Generate's edges and, in more, the next tail
+// edges the same sampler draws after them (the same distribution and the
+// same vertex permutation, in generation order): a stream of further
+// edges of the same graph, whose hubs are the graph's hubs. It panics if
+// Validate reports an error or tail is negative.
+func (r RMAT) GenerateWithTail(tail int) (edges, more []Edge) {
 	s := r.newSampler()
-	edges := make([]Edge, r.NumEdges())
+	edges = make([]Edge, r.NumEdges())
 	for i := range edges {
 		edges[i] = s.next()
 	}
-	shuffle := newPCG(r.Seed, streamShuffle)
+	more = make([]Edge, tail)
+	for i := range more {
+		more[i] = s.next()
+	}
+	shuffleEdges(r.Seed, edges)
+	return edges, more
+}
+
+// shuffleEdges shuffles edges in place with the seed's shuffle stream
+// (Fisher–Yates), as Graph500 does.
+func shuffleEdges(seed uint64, edges []Edge) {
+	shuffle := newPCG(seed, streamShuffle)
 	for i := len(edges) - 1; i > 0; i-- {
 		j := uint64n(shuffle, uint64(i)+1)
 		edges[i], edges[j] = edges[j], edges[i]
 	}
-	return edges
 }
 
 // All returns an iterator over the same edges as Generate, in generation

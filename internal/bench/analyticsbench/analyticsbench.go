@@ -1,23 +1,32 @@
 // Package analyticsbench is `graphtide bench analytics`: it loads a graph
-// (an RMAT graph, or --input) into fresh stores, compacts them, and
-// measures in the same run (figures are ratios against baselines taken in
-// that run):
+// (generated, R-MAT or Kronecker, or the whole of an --input file) into
+// fresh stores, compacts them, and measures in the same run (figures are
+// ratios against baselines taken in that run):
 //
 //  1. Static kernels: bfs, wcc, pagerank (to its default tolerance, at
 //     most 20 iterations, their count reported) and sssp on the
 //     topology of a compacted view (views.Topology, what serve's analytics
 //     read) and on the topology of a plain in-memory CSR built from the
 //     same edges: the same kernels, so the ratio measures the store and
-//     its topology, not the algorithm. The results must agree
-//     (docs/benchmarks.md has the results).
-//  2. The stream: a further share of operations in batches, each with
-//     --delete-fraction deletes of existing edges and
-//     --vertex-delete-fraction vertex deletes; every analytic follows it
-//     through the shared topology). Per analytic: the mean time of its update
-//     per batch after the first (a warm-up, reported apart), of a
-//     recompute on the same topology (every third batch, whose result
-//     must equal the update's), and its fallbacks (updates that
-//     recomputed).
+//     its topology, not the algorithm. The results must agree, and bfs,
+//     wcc and sssp must equal, vertex for vertex, reference kernels run
+//     here on the loaded edges (reference.go; docs/benchmarks.md has the
+//     results).
+//  2. The stream, separate from the graph (stream.go): an op-stream file
+//     (--stream; opstream.go has the format), or generated beside the
+//     graph: new edges (a generated graph's: the same sampler's next
+//     draws, the same permutation, so the graph's hubs; an input's: drawn
+//     degree-proportionally from its own endpoints), --delete-fraction
+//     deletes of existing edges, --vertex-delete-fraction vertex deletes
+//     and --hub-vertex-deletes of the largest hubs. It is applied in
+//     batches; every analytic follows it through the shared topology.
+//     Per batch: what a user waits for, batch_sec, from the store's Apply
+//     to the analytic's result at the batch's seq (the topology's advance
+//     and the analytic's pull included), per analytic and for all five
+//     one after the other; the advance alone; the bytes allocated per
+//     operation. Per analytic, as a detail: its update alone, a recompute
+//     on the same topology (every third batch, whose result must equal
+//     the update's), and its fallbacks (updates that recomputed).
 //  3. Then the kernels again on the topology the stream advanced (the
 //     streamed share of edges in its rewritten lists, as fresh data is in
 //     the store's MemGraphs), against the compacted one.
@@ -40,9 +49,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -52,8 +59,6 @@ import (
 	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/edgefile"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/gen"
-	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 )
@@ -62,9 +67,26 @@ import (
 type Config struct {
 	Scale, EdgeFactor int
 	Seed              uint64
-	// Input, when set, is the graph (an edge file, el or bin) instead of
-	// an RMAT graph: its last StreamFraction of edges are streamed.
+	// Graph is the generated family without Input: "rmat" (gen.RMAT, with
+	// its self-loops and repeats) or "kron" (gen.Kronecker: the same draws
+	// made simple).
+	Graph string
+	// Input, when set, is the graph (an edge file, el or bin), loaded
+	// whole, instead of a generated one.
 	Input string
+	// Stream, when set, is an op-stream file: the stream (cut into batches
+	// of BatchSize) instead of a generated one. SaveStream and SaveGraph,
+	// when set, are where the stream the run used and the graph it loaded
+	// (el) are written, for another tool to replay.
+	Stream, SaveStream, SaveGraph string
+	// HubVertexDeletes: the generated stream also deletes this many of the
+	// graph's vertices with the most edges (out and in), spread evenly
+	// over it.
+	HubVertexDeletes int
+	// Registry: also apply the stream to a store of its own (dense ids)
+	// whose analytics run in an analytics.Registry, as serve runs them
+	// (Result.Registry).
+	Registry bool
 	// Root of bfs and sssp (-1: the vertex with the most out-edges).
 	Root           int64
 	Dir            string // scratch directory for the stores
@@ -92,7 +114,7 @@ type Config struct {
 
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
-	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Root: -1, BatchSize: 10000, StreamFraction: 0.01,
+	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Graph: "rmat", Root: -1, BatchSize: 10000, StreamFraction: 0.01,
 		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts, PageRankTolerance: 1e-6}
 }
 
@@ -105,10 +127,16 @@ const (
 // AddFlags binds the command's flags to c, whose values are the defaults.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	bench.GraphFlags(fs, &c.Scale, &c.EdgeFactor, &c.Seed, "log2 of the vertex count of the RMAT graph", "random seed")
-	fs.StringVar(&c.Input, "input", c.Input, "run on this edge file (el: \"src dst [weight]\" lines, or bin) instead of an RMAT graph")
+	fs.StringVar(&c.Graph, "graph", c.Graph, "generated graph family: rmat (R-MAT draws, self-loops and repeats kept) or kron (the same draws as a simple graph)")
+	fs.StringVar(&c.Input, "input", c.Input, "run on the whole of this edge file (el: \"src dst [weight]\" lines, or bin) instead of a generated graph")
+	fs.StringVar(&c.Stream, "stream", c.Stream, "stream this op-stream file (\"+ SRC DST [WEIGHT]\", \"- SRC DST\", \"x V\" lines) instead of a generated stream")
+	fs.StringVar(&c.SaveStream, "save-stream", c.SaveStream, "write the stream the run used to this op-stream file")
+	fs.StringVar(&c.SaveGraph, "save-graph", c.SaveGraph, "write the graph the run loaded to this el file")
+	fs.BoolVar(&c.Registry, "registry", c.Registry, "also stream into a store of its own whose analytics run registered together, as serve runs them: each result's time after the Apply")
+	fs.IntVar(&c.HubVertexDeletes, "hub-vertex-deletes", c.HubVertexDeletes, "the generated stream also deletes this many of the vertices with the most edges, spread over it")
 	fs.Int64Var(&c.Root, "root", c.Root, "root vertex of bfs and sssp (default: the vertex with the most out-edges)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed operations per batch")
-	fs.Float64Var(&c.StreamFraction, "stream-fraction", c.StreamFraction, "share of the graph's edge count streamed after the load")
+	fs.Float64Var(&c.StreamFraction, "stream-fraction", c.StreamFraction, "new edges the generated stream inserts, as a share of the graph's edge count (kron: of its draws)")
 	fs.Float64Var(&c.DeleteFraction, "delete-fraction", c.DeleteFraction, "share of each batch that deletes existing edges")
 	fs.Float64Var(&c.VertexDeleteFraction, "vertex-delete-fraction", c.VertexDeleteFraction, "share of each batch that deletes vertices")
 	fs.IntVar(&c.Repeats, "repeats", c.Repeats, "timed runs of each static kernel (the best counts)")
@@ -126,6 +154,15 @@ func (c Config) Validate() error {
 		if err := bench.ValidateGraph(c.Scale, c.EdgeFactor, MaxScale, MaxEdgeFactor); err != nil {
 			return err
 		}
+	}
+	if c.Input == "" && c.Graph != "rmat" && c.Graph != "kron" {
+		return fmt.Errorf("--graph must be rmat or kron, got %q", c.Graph)
+	}
+	if c.HubVertexDeletes < 0 || c.HubVertexDeletes > 1000000 {
+		return fmt.Errorf("--hub-vertex-deletes must be between 0 and 1000000, got %d", c.HubVertexDeletes)
+	}
+	if c.Stream != "" && c.HubVertexDeletes > 0 {
+		return fmt.Errorf("--hub-vertex-deletes shapes a generated stream: --stream %s is streamed as it is", c.Stream)
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000000 {
 		return fmt.Errorf("--batch-size must be between 1 and 10000000, got %d", c.BatchSize)
@@ -189,6 +226,13 @@ type BareKernel struct {
 
 // Incremental is one analytic's stream figures (dense ids).
 type Incremental struct {
+	// BatchSec is what a user waits for: from the store's Apply of a batch
+	// to this analytic's result at the batch's seq (the Apply, the
+	// topology's advance, the analytic's pull and its update), mean and
+	// 99th percentile over the batches after the first (the warm-up).
+	BatchSec    float64 `json:"batch_sec"`
+	BatchP99Sec float64 `json:"batch_p99_sec"`
+	// UpdateSec and the rest are details: the analytic's own update alone.
 	UpdateSec    float64 `json:"update_sec"`     // mean per batch, the first (the warm-up) left out
 	MaxUpdateSec float64 `json:"max_update_sec"` // the slowest of those
 	// WarmupUpdateSec is the first batch's update: it allocates the
@@ -212,22 +256,62 @@ type TopologyFigures struct {
 	Edges           int64   `json:"edges"`
 	Vertices        int     `json:"vertices"`
 	EdgesAfterBatch int64   `json:"edges_after_stream"`
+	// BytesAfter and BytesPerEdgeAfter: the topology once the stream is
+	// applied (its lists rewritten as it advanced).
+	BytesAfter        int64   `json:"bytes_after_stream"`
+	BytesPerEdgeAfter float64 `json:"bytes_per_edge_after_stream"`
+	// AdvanceCounters are the topology's counters of its advances over the
+	// stream (views.TopologyStats: advances, operations, full builds).
+	AdvanceCounters map[string]uint64 `json:"advance_counters,omitempty"`
+}
+
+// BatchFigures are the stream's per-batch figures (dense ids), over the
+// batches after the first (the warm-up; all of them when there is one).
+type BatchFigures struct {
+	Batches int     `json:"batches"` // batches these figures are over
+	Ops     float64 `json:"ops"`     // operations per batch, mean
+	// ApplySec: the store's Apply (mean, p99).
+	ApplySec    float64 `json:"apply_sec"`
+	ApplyP99Sec float64 `json:"apply_p99_sec"`
+	// AdvanceSec: the topology's advance alone (its own clock,
+	// views.TopologyStats), mean and p99, and per operation.
+	AdvanceSec      float64 `json:"advance_sec"`
+	AdvanceP99Sec   float64 `json:"advance_p99_sec"`
+	AdvanceUSPerOp  float64 `json:"advance_us_per_op"`
+	AllSec          float64 `json:"all_sec"` // the Apply, the advance and every analytic's pull and update, one after the other
+	AllP99Sec       float64 `json:"all_p99_sec"`
+	AdvanceAllocsOp float64 `json:"advance_alloc_bytes_per_op"` // heap bytes allocated during the advance, per operation
+	UpdateAllocsOp  float64 `json:"update_alloc_bytes_per_op"`  // during every analytic's pull and update, per operation
 }
 
 // Result is the JSON line the command prints last.
 type Result struct {
-	Input          string  `json:"input,omitempty"`
-	Edges          int     `json:"edges"`    // loaded (before dedupe)
-	Vertices       uint64  `json:"vertices"` // vertex ids (RMAT: 2^scale)
-	Root           uint64  `json:"root"`
-	Weighted       bool    `json:"weighted"`
-	StreamedOps    int     `json:"streamed_ops"`
-	Batches        int     `json:"batches"`
-	DeleteFraction float64 `json:"delete_fraction"`
-	VertexDeletes  int     `json:"vertex_deletes"`
+	// Graph is the family ("rmat", "kron", or "input" for --input).
+	Graph string `json:"graph"`
+	Input string `json:"input,omitempty"`
+	// Stream is --stream's file; StreamSource says where the stream came
+	// from: "file", "generator" (the generated graph's sampler, drawing
+	// on), or "beside" (drawn from --input's own endpoints).
+	Stream           string  `json:"stream,omitempty"`
+	StreamSource     string  `json:"stream_source,omitempty"`
+	HubVertexDeletes int     `json:"hub_vertex_deletes"`
+	Edges            int     `json:"edges"`    // loaded (before dedupe)
+	Vertices         uint64  `json:"vertices"` // vertex ids (RMAT: 2^scale)
+	Root             uint64  `json:"root"`
+	Weighted         bool    `json:"weighted"`
+	StreamedOps      int     `json:"streamed_ops"`
+	Batches          int     `json:"batches"`
+	DeleteFraction   float64 `json:"delete_fraction"`
+	VertexDeletes    int     `json:"vertex_deletes"`
 
-	Topology TopologyFigures    `json:"topology"`
-	Kernels  map[string]*Kernel `json:"kernels"`
+	Topology TopologyFigures `json:"topology"`
+	Batch    *BatchFigures   `json:"batch,omitempty"`
+	// Registry holds --registry's figures.
+	Registry *RegistryFigures `json:"registry,omitempty"`
+	// Checked names the kernels whose results on the compacted view equal
+	// the reference kernels' on the loaded edges at every vertex.
+	Checked []string           `json:"checked_against_reference,omitempty"`
+	Kernels map[string]*Kernel `json:"kernels"`
 	// KernelsOnly holds the figures of --kernels-only (nothing else is
 	// measured then).
 	KernelsOnly map[string]*BareKernel  `json:"kernels_only,omitempty"`
@@ -419,422 +503,6 @@ func withRoot(s analytics.Spec, root uint64) analytics.Spec {
 	return s
 }
 
-// Run performs the benchmark.
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	var res Result
-	logf := func(f string, a ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, f+"\n", a...)
-		}
-	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return res, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if cfg.Input != "" && len(cfg.IDs) == len(Layouts) {
-		cfg.IDs = []string{"dense"}
-	}
-	if err := cfg.Validate(); err != nil {
-		return res, err
-	}
-	if cfg.Input != "" && len(cfg.IDs) > 1 {
-		return res, fmt.Errorf("--ids: with --input only dense (the file's ids as they are) is measured, got %q", strings.Join(cfg.IDs, ","))
-	}
-
-	// The graph: loaded edges and the streamed share.
-	var edges, extra []wedge
-	var nv uint64
-	if cfg.Input != "" {
-		all, n, err := readInput(cfg.Input)
-		if err != nil {
-			return res, err
-		}
-		k := int(float64(len(all)) * cfg.StreamFraction)
-		if cfg.KernelsOnly {
-			k = 0 // the whole graph
-		}
-		edges, extra, nv = all[:len(all)-k], all[len(all)-k:], n
-		res.Input = cfg.Input
-	} else {
-		r := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
-		if err := r.Validate(); err != nil {
-			return res, err
-		}
-		conv := func(es []gen.Edge) []wedge {
-			out := make([]wedge, len(es))
-			for i, e := range es {
-				out[i] = wedge{e.Src, e.Dst, 1}
-			}
-			return out
-		}
-		edges = conv(r.Generate())
-		more := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed + 1}.Generate()
-		extra = conv(more[:int(float64(len(edges))*cfg.StreamFraction)])
-		nv = uint64(1) << cfg.Scale
-	}
-	if len(extra) == 0 && !cfg.KernelsOnly {
-		return res, fmt.Errorf("--stream-fraction %v of %d edges streams none: raise it", cfg.StreamFraction, len(edges))
-	}
-	res.Edges, res.Vertices = len(edges), nv
-	for _, e := range edges {
-		res.Weighted = res.Weighted || e.w != 1
-	}
-	if cfg.Root >= 0 {
-		res.Root = uint64(cfg.Root)
-	} else {
-		// The vertex with the most out-edges (reaches the bulk of the graph).
-		deg := map[uint64]int{}
-		best := 0
-		for _, e := range edges {
-			deg[e.src]++
-			if d := deg[e.src]; d > best || d == best && e.src < res.Root {
-				res.Root, best = e.src, d
-			}
-		}
-	}
-	if cfg.KernelsOnly {
-		return kernelsOnly(ctx, cfg, res, edges, nv, logf)
-	}
-	ops := streamOps(edges, extra, cfg)
-	res.StreamedOps, res.DeleteFraction = 0, cfg.DeleteFraction
-	for _, b := range ops {
-		res.StreamedOps += len(b)
-		for _, o := range b {
-			if o.Kind == engine.OpDeleteVertex {
-				res.VertexDeletes++
-			}
-		}
-	}
-	res.Batches = len(ops)
-
-	// The layouts' ids. Keys are numbered in order of first appearance;
-	// vertices without edges come last.
-	var ls []*layout
-	for _, name := range cfg.IDs {
-		l := &layout{name: name, fig: &IDFigures{RecomputeSec: map[string]float64{}, UpdateSec: map[string]float64{},
-			StreamRecomputeSec: map[string]float64{}, Fallbacks: map[string]int{}}}
-		switch name {
-		case "dense":
-			l.id = func(v uint64) uint64 { return v }
-		case "sparse":
-			dict, err := keydict.Open(filepath.Join(cfg.Dir, "keys-sparse.dict"))
-			if err != nil {
-				return res, err
-			}
-			defer dict.Close()
-			dict.SetMapNumbers(true)
-			t0 := time.Now()
-			ids := make([]uint64, nv)
-			err = inFirstAppearance(nv, [][]wedge{edges, extra}, func(v uint64) (err error) {
-				ids[v], err = dict.NumID(SparseID(v))
-				return err
-			})
-			if err != nil {
-				return res, err
-			}
-			l.mapSec = time.Since(t0).Seconds()
-			l.id = func(v uint64) uint64 { return ids[v] }
-		case "unmapped":
-			l.id = SparseID
-		case "keys":
-			key := make([]uint64, nv)
-			next := engine.HighIDBase
-			_ = inFirstAppearance(nv, [][]wedge{edges, extra}, func(v uint64) error {
-				key[v] = next
-				next++
-				return nil
-			})
-			l.id = func(v uint64) uint64 { return key[v] }
-		}
-		l.root = l.id(res.Root)
-		ls = append(ls, l)
-	}
-	res.IDs = map[string]*IDFigures{}
-	for _, l := range ls {
-		res.IDs[l.name] = l.fig
-	}
-	dense := ls[0]
-
-	// The plain CSR's topology: the baseline.
-	t0 := time.Now()
-	csrTopo, err := views.BuildTopo(ctx, newEdgeGraph(nv, edges))
-	if err != nil {
-		return res, err
-	}
-	res.Topology.CSRBuildSec = time.Since(t0).Seconds()
-	logf("csr: topology built in %.2fs, %d distinct edges", res.Topology.CSRBuildSec, csrTopo.Out.Edges())
-
-	// Each layout's store, vertex index and topology (through a stream
-	// that the analytics of part 2 share: it holds the topology).
-	topoOf := map[*layout]*views.TopoStream{}
-	for _, l := range ls {
-		t0 := time.Now()
-		if l.store, err = load(filepath.Join(cfg.Dir, "store-"+l.name), edges, l.id); err != nil {
-			return res, err
-		}
-		defer l.store.Close()
-		l.fig.LoadSec = time.Since(t0).Seconds() + l.mapSec
-		if l.m, err = views.NewManager(l.store, views.Config{}); err != nil {
-			return res, err
-		}
-		defer l.m.Close()
-		v, err := l.m.Static(views.StaticOptions{Kind: views.Fresh})
-		if err != nil {
-			return res, err
-		}
-		l.fig.IndexSec, err = timed(func() error { _, err := v.IDs(); return err })
-		v.Release()
-		if err != nil {
-			return res, err
-		}
-		ist := l.m.IndexStats()
-		l.fig.IndexVertices, l.fig.IndexHashed, l.fig.IndexBytes = ist.Vertices, ist.Hashed, ist.Bytes
-		ts, err := l.m.Topology().Stream(views.StreamOptions{})
-		if err != nil {
-			return res, err
-		}
-		defer ts.Close()
-		topoOf[l] = ts
-		u, err := ts.Pull(ctx) // builds the topology
-		if err != nil {
-			return res, err
-		}
-		u.Done()
-		tst := l.m.Topology().Stats()
-		l.fig.TopologySec = tst.Build.Seconds()
-		logf("%s ids: store loaded and compacted in %.1fs; vertex index built in %.3fs (%d indexes, %d hashed); topology built in %.3fs (%d edges, %.1f bytes per edge)",
-			l.name, l.fig.LoadSec, l.fig.IndexSec, ist.Vertices, ist.Hashed, l.fig.TopologySec, tst.Edges, float64(tst.Bytes)/float64(max(1, tst.Edges)))
-		if l == dense {
-			res.Topology.BuildSec, res.Topology.Bytes, res.Topology.Edges, res.Topology.Vertices = l.fig.TopologySec, tst.Bytes, tst.Edges, tst.Vertices
-			res.Topology.BytesPerEdge = float64(tst.Bytes) / float64(max(1, tst.Edges))
-		}
-	}
-
-	// 1. Static kernels: each layout's topology and the CSR's, taking turns.
-	res.Kernels = map[string]*Kernel{}
-	kernelRuns := func(phase string) error {
-		out := map[*layout]map[string]analytics.Analytic{}
-		topo := map[*layout]*views.Topo{}
-		for _, l := range ls {
-			out[l] = map[string]analytics.Analytic{}
-			u, err := topoOf[l].PullNow(ctx) // brings the topology to the newest operation
-			if err != nil {
-				return err
-			}
-			defer u.Done()
-			topo[l] = u.G
-		}
-		for _, k := range kernelSpecs {
-			best := map[*layout]float64{}
-			csrBest := math.Inf(1)
-			var onCSR analytics.Analytic
-			for rep := 0; rep < cfg.Repeats; rep++ {
-				for _, l := range ls {
-					a, err := newAnalytic(withRoot(k.spec, l.root), l.root)
-					if err != nil {
-						return err
-					}
-					sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, topo[l]) })
-					if err != nil {
-						return fmt.Errorf("%s under %s ids: %w", k.name, l.name, err)
-					}
-					if b, ok := best[l]; !ok || sec < b {
-						best[l] = sec
-					}
-					out[l][k.name] = a
-				}
-				if phase == "compacted" {
-					a, err := newAnalytic(withRoot(k.spec, res.Root), res.Root)
-					if err != nil {
-						return err
-					}
-					sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, csrTopo) })
-					if err != nil {
-						return err
-					}
-					csrBest = math.Min(csrBest, sec)
-					onCSR = a
-				}
-			}
-			kf := res.Kernels[k.name]
-			if kf == nil {
-				kf = &Kernel{}
-				res.Kernels[k.name] = kf
-			}
-			if phase == "compacted" {
-				kf.ViewSec, kf.CSRSec = best[dense], csrBest
-				kf.ViewOverCSR = kf.ViewSec / kf.CSRSec
-				if sum, ok := out[dense][k.name].Summary().(analytics.PageRankSummary); ok {
-					kf.Iterations = sum.Iterations
-					logf("%s: %d iterations, %.4fs each on the view", k.name, sum.Iterations, kf.ViewSec/float64(sum.Iterations))
-				}
-				for _, l := range ls {
-					l.fig.RecomputeSec[k.name] = best[l]
-				}
-				if err := agreeUnder(k.name, onCSR, out[dense][k.name], func(v uint64) uint64 { return v }, nv, cfg.Seed); err != nil {
-					return fmt.Errorf("the view's topology and the csr's: %w", err)
-				}
-				logf("%s: view %.4fs, csr %.4fs (%.2fx)", k.name, kf.ViewSec, kf.CSRSec, kf.ViewOverCSR)
-			} else {
-				kf.FreshSec = best[dense]
-				kf.FreshOverView = kf.FreshSec / kf.ViewSec
-				if sum, ok := out[dense][k.name].Summary().(analytics.PageRankSummary); ok {
-					// Per iteration: the stream's graph may take another count.
-					kf.FreshIterations = sum.Iterations
-					kf.FreshOverView = (kf.FreshSec / float64(sum.Iterations)) / (kf.ViewSec / float64(kf.Iterations))
-					logf("%s after the stream: %d iterations", k.name, sum.Iterations)
-				}
-				logf("%s after the stream: %.4fs, compacted %.4fs (%.2fx)", k.name, kf.FreshSec, kf.ViewSec, kf.FreshOverView)
-			}
-			for _, l := range ls[1:] {
-				if err := agreeUnder(k.name, out[dense][k.name], out[l][k.name], l.id, nv, cfg.Seed); err != nil {
-					return fmt.Errorf("%s, under %s ids: %w", phase, l.name, err)
-				}
-				if phase == "compacted" {
-					logf("%s: %s ids %.4fs, dense %.4fs (%.2fx)", k.name, l.name, best[l], best[dense], best[l]/best[dense])
-				}
-			}
-		}
-		return nil
-	}
-	if err := kernelRuns("compacted"); err != nil {
-		return res, err
-	}
-	csrTopo = nil
-	runtime.GC()
-
-	// 2. The stream, batch by batch, the layouts taking turns.
-	names := []string{"bfs", "wcc", "pagerank", "sssp", "degree"}
-	specs := map[string]analytics.Spec{"degree": {Type: "degree", Threshold: 1000}, "pagerank": {Type: "pagerank", Tolerance: cfg.PageRankTolerance}}
-	for _, k := range kernelSpecs {
-		if k.name != "pagerank" {
-			specs[k.name] = k.spec
-		}
-	}
-	runs := map[*layout][]*running{}
-	for _, l := range ls {
-		for _, name := range names {
-			rn := &running{name: name}
-			spec := withRoot(specs[name], l.root)
-			if rn.a, err = newAnalytic(spec, l.root); err != nil {
-				return res, err
-			}
-			if rn.ref, err = newAnalytic(spec, l.root); err != nil {
-				return res, err
-			}
-			if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
-				return res, err
-			}
-			defer rn.ts.Close()
-			sec, err := timed(func() error {
-				u, err := rn.ts.Pull(ctx)
-				if err != nil {
-					return err
-				}
-				defer u.Done()
-				return rn.a.(analytics.TopoAnalytic).Recompute(ctx, u.G)
-			})
-			if err != nil {
-				return res, err
-			}
-			logf("%s under %s ids: first compute %.3fs", name, l.name, sec)
-			runs[l] = append(runs[l], rn)
-		}
-	}
-	for bi, batch := range ops {
-		for _, l := range ls {
-			var b engine.Batch
-			for _, o := range batch {
-				switch o.Kind {
-				case engine.OpUpsert:
-					b.InsertWeighted(l.id(o.Src), l.id(o.Dst), o.Weight)
-				case engine.OpDeleteEdge:
-					b.DeleteEdge(l.id(o.Src), l.id(o.Dst))
-				case engine.OpDeleteVertex:
-					b.DeleteVertex(l.id(o.Src))
-				}
-			}
-			if _, err := l.store.Apply(&b); err != nil {
-				return res, err
-			}
-		}
-		// Recompute on every third batch (they are slow) and the first.
-		recompute := bi%3 == 0
-		for k := range names {
-			for _, l := range ls {
-				rn := runs[l][k]
-				if err := rn.step(ctx, recompute); err != nil {
-					return res, fmt.Errorf("%s under %s ids, batch %d: %w", rn.name, l.name, bi, err)
-				}
-			}
-		}
-	}
-	res.Incremental = map[string]*Incremental{}
-	for k, name := range names {
-		for _, l := range ls {
-			rn := runs[l][k]
-			l.fig.UpdateSec[name], l.fig.StreamRecomputeSec[name], l.fig.Fallbacks[name] = mean(rn.steady()), mean(rn.reT), rn.fallbacks
-		}
-		rn := runs[dense][k]
-		inc := &Incremental{UpdateSec: dense.fig.UpdateSec[name], MaxUpdateSec: slices.Max(append([]float64{0}, rn.steady()...)),
-			WarmupUpdateSec: rn.incT[0], RecomputeSec: dense.fig.StreamRecomputeSec[name],
-			Fallbacks: dense.fig.Fallbacks[name], Batches: len(ops)}
-		inc.Speedup = inc.RecomputeSec / inc.UpdateSec
-		res.Incremental[name] = inc
-		logf("%s: update %.5fs per batch (slowest %.5fs; the warm-up batch %.5fs), recompute %.4fs (%.1fx), %d fallbacks in %d batches",
-			name, inc.UpdateSec, inc.MaxUpdateSec, inc.WarmupUpdateSec, inc.RecomputeSec, inc.Speedup, inc.Fallbacks, inc.Batches)
-		for _, l := range ls[1:] {
-			if name != "pagerank" && name != "degree" {
-				if err := agreeUnder(name, runs[dense][k].a, runs[l][k].a, l.id, nv, cfg.Seed+1); err != nil {
-					return res, fmt.Errorf("after the stream, under %s ids: %w", l.name, err)
-				}
-			}
-			logf("%s: update under %s ids %.5fs, dense %.5fs (%.2fx)", name, l.name, l.fig.UpdateSec[name],
-				dense.fig.UpdateSec[name], l.fig.UpdateSec[name]/dense.fig.UpdateSec[name])
-		}
-	}
-	if tst := dense.m.Topology().Stats(); tst.Advances > 0 {
-		res.Topology.AdvanceSec = tst.Advance.Seconds() / float64(tst.Advances)
-		res.Topology.EdgesAfterBatch = tst.Edges
-	}
-
-	// 3. The kernels on the advanced topology.
-	if err := kernelRuns("fresh"); err != nil {
-		return res, err
-	}
-	for _, l := range ls[1:] {
-		ratios := map[string]float64{}
-		for a, sec := range l.fig.RecomputeSec {
-			ratios[a+"_recompute"] = sec / dense.fig.RecomputeSec[a]
-		}
-		for a, sec := range l.fig.UpdateSec {
-			ratios[a+"_update"] = sec / dense.fig.UpdateSec[a]
-		}
-		switch l.name {
-		case "sparse":
-			res.SparseOverDense = ratios
-			for _, x := range ratios {
-				res.MaxSparseOverDense = math.Max(res.MaxSparseOverDense, x)
-			}
-		case "unmapped":
-			res.UnmappedOverDense = ratios
-		case "keys":
-			res.KeysOverDense = ratios
-		}
-	}
-	if m, err := bench.ReadMemory(); err == nil {
-		res.PeakRSSBytes = m.PeakRSS
-	}
-	return res, nil
-}
-
 // kernelsOnly times the bare kernels (analytics.RunKernel) on the plain
 // CSR's topology of edges, cfg.Repeats times each, the kernels taking
 // turns; pagerank also runs one iteration as often, to tell its
@@ -892,60 +560,6 @@ func kernelsOnly(ctx context.Context, cfg Config, res Result, edges []wedge, nv 
 	return res, nil
 }
 
-// running is one analytic following the stream under one layout.
-type running struct {
-	name      string
-	a, ref    analytics.Analytic
-	ts        *views.TopoStream
-	incT, reT []float64
-	fallbacks int
-}
-
-// steady is the update times after the first batch's (the warm-up), or
-// the first's when it was the only one.
-func (rn *running) steady() []float64 {
-	if len(rn.incT) <= 1 {
-		return rn.incT
-	}
-	return rn.incT[1:]
-}
-
-// step pulls one batch into the analytic and times its update; when
-// recompute is set it also times a recompute on the same graph, into a
-// second instance whose result must equal the update's.
-func (rn *running) step(ctx context.Context, recompute bool) error {
-	var re bool
-	u, err := rn.ts.Pull(ctx)
-	if err != nil {
-		return err
-	}
-	defer u.Done()
-	if u.Lost {
-		return errors.New("the topology stream lost operations")
-	}
-	update := func() (err error) { re, err = analytics.UpdateTopo(ctx, rn.a.(analytics.TopoAnalytic), u); return err }
-	redo := func() error { return rn.ref.(analytics.TopoAnalytic).Recompute(ctx, u.G) }
-	sec, err := timed(update)
-	if err != nil {
-		return err
-	}
-	rn.incT = append(rn.incT, sec)
-	if recompute {
-		sec, err := timed(redo)
-		if err != nil {
-			return err
-		}
-		rn.reT = append(rn.reT, sec)
-		if err := sameResult(rn.name, rn.a, rn.ref, u.G); err != nil {
-			return fmt.Errorf("the update and a recompute disagree: %w", err)
-		}
-	}
-	if re {
-		rn.fallbacks++
-	}
-	return nil
-}
-
 // sameResult checks an updated analytic against a recompute on g, at
 // every vertex index: equal levels, distances and partitions; PageRank
 // within what its tolerance allows (each is within tol*d/(1-d) of the
@@ -985,45 +599,6 @@ func sameResult(name string, up, re analytics.Analytic, g *views.Topo) error {
 		}
 	}
 	return nil
-}
-
-// streamOps cuts the streamed share into batches of cfg.BatchSize
-// operations: upserts of the extra edges, deletes of existing edges drawn
-// at random (loaded or streamed before), and vertex deletes of vertices
-// with edges.
-func streamOps(edges, extra []wedge, cfg Config) [][]engine.Op {
-	r := rand.New(rand.NewPCG(cfg.Seed, 99))
-	live := make([][2]uint64, 0, len(edges)+len(extra))
-	for _, e := range edges {
-		live = append(live, [2]uint64{e.src, e.dst})
-	}
-	var out [][]engine.Op
-	next := 0
-	for next < len(extra) {
-		batch := make([]engine.Op, 0, cfg.BatchSize)
-		for len(batch) < cfg.BatchSize && next < len(extra) {
-			x := r.Float64()
-			switch {
-			case x < cfg.DeleteFraction && len(live) > 0:
-				k := r.IntN(len(live))
-				e := live[k]
-				live[k] = live[len(live)-1]
-				live = live[:len(live)-1]
-				batch = append(batch, engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge})
-			case x < cfg.DeleteFraction+cfg.VertexDeleteFraction && len(live) > 0:
-				// A vertex with edges (its edges stay in live: deleting one
-				// of them again is a delete of a missing edge, as happens).
-				batch = append(batch, engine.Op{Src: live[r.IntN(len(live))][0], Kind: engine.OpDeleteVertex})
-			default:
-				e := extra[next]
-				next++
-				batch = append(batch, engine.Op{Src: e.src, Dst: e.dst, Weight: e.w, Kind: engine.OpUpsert})
-				live = append(live, [2]uint64{e.src, e.dst})
-			}
-		}
-		out = append(out, batch)
-	}
-	return out
 }
 
 // agreeUnder checks that an analytic computed under other ids (d, whose

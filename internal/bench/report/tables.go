@@ -188,6 +188,8 @@ func renderAnalytics(p *page, result []byte) error {
 		FreshIterations int     `json:"fresh_iterations"`
 	}
 	type incremental struct {
+		Batch     float64 `json:"batch_sec"`
+		BatchP99  float64 `json:"batch_p99_sec"`
 		Update    float64 `json:"update_sec"`
 		Max       float64 `json:"max_update_sec"`
 		Warmup    float64 `json:"warmup_update_sec"`
@@ -197,15 +199,18 @@ func renderAnalytics(p *page, result []byte) error {
 		Batches   int     `json:"batches"`
 	}
 	var r struct {
-		Edges          int     `json:"edges"`
-		Vertices       uint64  `json:"vertices"`
-		Root           uint64  `json:"root"`
-		Weighted       bool    `json:"weighted"`
-		StreamedOps    int     `json:"streamed_ops"`
-		Batches        int     `json:"batches"`
-		DeleteFraction float64 `json:"delete_fraction"`
-		VertexDeletes  int     `json:"vertex_deletes"`
-		Topology       struct {
+		Graph            string  `json:"graph"`
+		StreamSource     string  `json:"stream_source"`
+		HubVertexDeletes int     `json:"hub_vertex_deletes"`
+		Edges            int     `json:"edges"`
+		Vertices         uint64  `json:"vertices"`
+		Root             uint64  `json:"root"`
+		Weighted         bool    `json:"weighted"`
+		StreamedOps      int     `json:"streamed_ops"`
+		Batches          int     `json:"batches"`
+		DeleteFraction   float64 `json:"delete_fraction"`
+		VertexDeletes    int     `json:"vertex_deletes"`
+		Topology         struct {
 			Build        float64 `json:"build_sec"`
 			CSRBuild     float64 `json:"csr_build_sec"`
 			Bytes        int64   `json:"bytes"`
@@ -213,7 +218,33 @@ func renderAnalytics(p *page, result []byte) error {
 			Advance      float64 `json:"advance_sec_per_batch"`
 			Edges        int64   `json:"edges"`
 			Vertices     int     `json:"vertices"`
+			BytesAfter   float64 `json:"bytes_per_edge_after_stream"`
 		} `json:"topology"`
+		Batch *struct {
+			Batches    int     `json:"batches"`
+			Ops        float64 `json:"ops"`
+			Apply      float64 `json:"apply_sec"`
+			ApplyP99   float64 `json:"apply_p99_sec"`
+			Advance    float64 `json:"advance_sec"`
+			AdvanceP99 float64 `json:"advance_p99_sec"`
+			AdvanceOp  float64 `json:"advance_us_per_op"`
+			All        float64 `json:"all_sec"`
+			AllP99     float64 `json:"all_p99_sec"`
+			AdvAlloc   float64 `json:"advance_alloc_bytes_per_op"`
+			UpdAlloc   float64 `json:"update_alloc_bytes_per_op"`
+		} `json:"batch"`
+		Checked  []string `json:"checked_against_reference"`
+		Registry *struct {
+			Batches   int     `json:"batches"`
+			AllSec    float64 `json:"all_sec"`
+			AllP99Sec float64 `json:"all_p99_sec"`
+			Analytics map[string]*struct {
+				Batch      float64 `json:"batch_sec"`
+				BatchP99   float64 `json:"batch_p99_sec"`
+				Update     float64 `json:"update_sec"`
+				Recomputes int     `json:"recomputes"`
+			} `json:"analytics"`
+		} `json:"registry"`
 		Kernels     map[string]*kernel      `json:"kernels"`
 		Incremental map[string]*incremental `json:"incremental"`
 		Sparse      map[string]float64      `json:"sparse_over_dense"`
@@ -234,9 +265,20 @@ func renderAnalytics(p *page, result []byte) error {
 	if r.Weighted {
 		weights = "weighted"
 	}
-	p.line("%s edges loaded (%s distinct) over %s vertex ids, %s; bfs and sssp from vertex %d; then %s operations streamed in %d batches, %.0f%% of them edge deletes, %d vertex deletes.",
-		count(int64(r.Edges)), count(r.Topology.Edges), count(int64(r.Vertices)), weights, r.Root, count(int64(r.StreamedOps)), r.Batches, r.DeleteFraction*100, r.VertexDeletes)
+	family := map[string]string{"rmat": "An R-MAT graph: ", "kron": "A Kronecker graph (R-MAT draws made simple): ", "input": "The input file: "}[r.Graph]
+	from := map[string]string{"generator": ", drawn on by the graph's own generator (its permutation, so its hubs)",
+		"beside": ", drawn from the graph's own endpoints", "file": " from a stream file"}[r.StreamSource]
+	hubs := ""
+	if r.HubVertexDeletes > 0 {
+		hubs = fmt.Sprintf(" (%d of them of the largest hubs)", r.HubVertexDeletes)
+	}
+	p.line("%s%s edges loaded (%s distinct) over %s vertex ids, %s; bfs and sssp from vertex %d; then %s operations streamed%s in %d batches, %.0f%% of them edge deletes, %d vertex deletes%s.",
+		family, count(int64(r.Edges)), count(r.Topology.Edges), count(int64(r.Vertices)), weights, r.Root, count(int64(r.StreamedOps)), from, r.Batches, r.DeleteFraction*100, r.VertexDeletes, hubs)
 	p.line("")
+	if len(r.Checked) > 0 {
+		p.line("On the compacted view, %s equal reference kernels run on the loaded edges at every vertex.", strings.Join(r.Checked, ", "))
+		p.line("")
+	}
 	var rows [][]string
 	for _, k := range kernels {
 		kr := r.Kernels[k]
@@ -253,13 +295,47 @@ func renderAnalytics(p *page, result []byte) error {
 		names = append(names, k)
 	}
 	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
+	if g := r.Registry; g != nil {
+		p.line("Registered together in an analytics registry, as serve runs them (each on its own goroutine, over a store of their own), from the store's Apply of a batch to the analytic's result at that batch (%d batches, the warm-up left out):", g.Batches)
+		p.line("")
+		for _, k := range names {
+			a := g.Analytics[k]
+			if a == nil {
+				continue
+			}
+			rows = append(rows, []string{k, duration(a.Batch), duration(a.BatchP99), duration(a.Update), fmt.Sprintf("%d of %d", a.Recomputes, r.Batches)})
+		}
+		rows = append(rows, []string{"all five", duration(g.AllSec), duration(g.AllP99Sec), "", ""})
+		p.table([]string{"analytic", "Apply to result (mean)", "p99", "update alone (mean)", "updates that recomputed"}, rows)
+		rows = nil
+	}
+	if b := r.Batch; b != nil {
+		p.line("Each analytic driven alone after the batch, from the store's Apply to its result at that batch (the topology's advance and the analytic's pull included; %d batches of %s operations, the warm-up left out), against its update alone:", b.Batches, sig(b.Ops))
+		p.line("")
+		for _, k := range names {
+			in := r.Incremental[k]
+			rows = append(rows, []string{k, duration(in.Batch), duration(in.BatchP99), duration(in.Update), ratio(in.Batch / in.Update)})
+		}
+		rows = append(rows, []string{"all five, one after the other", duration(b.All), duration(b.AllP99), "", ""})
+		p.table([]string{"analytic", "batch, Apply to result (mean)", "p99", "update alone (mean)", "batch / update"}, rows)
+		p.table([]string{"per batch", "Apply", "topology's advance (p99)", "advance per operation", "bytes allocated per operation: advance, updates"}, [][]string{
+			{sig(b.Ops) + " operations", duration(b.Apply), duration(b.Advance) + " (" + duration(b.AdvanceP99) + ")", sig(b.AdvanceOp) + " µs", sig(b.AdvAlloc) + ", " + sig(b.UpdAlloc)},
+		})
+		rows = nil
+	}
 	for _, k := range names {
 		in := r.Incremental[k]
 		rows = append(rows, []string{k, duration(in.Update), duration(in.Max), duration(in.Warmup), duration(in.Recompute), ratio(in.Speedup), fmt.Sprintf("%d of %d", in.Fallbacks, in.Batches)})
 	}
+	p.line("The analytics' updates alone:")
+	p.line("")
 	p.table([]string{"analytic", "update per batch (mean)", "slowest", "warm-up batch", "recompute", "recompute / update", "updates that recomputed"}, rows)
-	p.table([]string{"topology", "built from the compacted view", "from the generated edge list (its sort included)", "bytes per edge (both directions)", "one batch applied to it"}, [][]string{
-		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), duration(r.Topology.Advance)},
+	after := ""
+	if r.Topology.BytesAfter > 0 {
+		after = sig(r.Topology.BytesAfter)
+	}
+	p.table([]string{"topology", "built from the compacted view", "from the loaded edge list (its sort included)", "bytes per edge (both directions)", "after the stream", "one batch applied to it"}, [][]string{
+		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), after, duration(r.Topology.Advance)},
 	})
 	if len(r.Sparse)+len(r.Unmapped)+len(r.Keys) > 0 {
 		rows = nil
@@ -276,7 +352,7 @@ func renderAnalytics(p *page, result []byte) error {
 		p.line("")
 		p.table([]string{"analytic", "sparse ids, mapped", "string keys", "sparse ids, unmapped"}, rows)
 	}
-	p.line("Peak resident memory of the process (the store, its topology and the CSR baseline): %s.", gib(r.PeakRSS))
+	p.line("Peak resident memory of the process (its stores, their topologies and the CSR baseline): %s.", gib(r.PeakRSS))
 	p.line("")
 	return nil
 }

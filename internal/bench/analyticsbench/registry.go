@@ -1,0 +1,253 @@
+package analyticsbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics"
+)
+
+// RegistryFigures are the stream's batches as serve's analytics see them
+// (--registry): the five analytics registered together in an
+// analytics.Registry over a store of their own (dense ids), each on its
+// own goroutine as serve runs them. Over the batches after the first (the
+// warm-up).
+type RegistryFigures struct {
+	Batches int `json:"batches"`
+	// Analytics, by name: from the store's Apply of a batch to the
+	// analytic's result at that batch's seq (the registry's Updated hook,
+	// its seq read through Freshness, as a metrics scrape reads it).
+	Analytics map[string]*RegistryAnalytic `json:"analytics"`
+	// AllSec: from the Apply to the last of the five results at that seq.
+	AllSec    float64 `json:"all_sec"`
+	AllP99Sec float64 `json:"all_p99_sec"`
+}
+
+// RegistryAnalytic is one analytic's figures under --registry.
+type RegistryAnalytic struct {
+	BatchSec    float64 `json:"batch_sec"`
+	BatchP99Sec float64 `json:"batch_p99_sec"`
+	// UpdateSec: its update alone (the registry's hook: after the pull),
+	// mean; Recomputes: the updates that recomputed, the warm-up's
+	// included.
+	UpdateSec  float64 `json:"update_sec"`
+	Recomputes int     `json:"recomputes"`
+}
+
+// registryRun is --registry's store, registry and what its hook saw.
+type registryRun struct {
+	store *engine.Store
+	m     *views.Manager
+	reg   *analytics.Registry
+
+	mu     sync.Mutex
+	events []regEvent // Protected by mu.
+	wake   chan struct{}
+
+	// Per batch: each analytic's time to its result, the updates' times.
+	batch   map[string][]float64
+	updates map[string][]float64
+	re      map[string]int
+	all     []float64
+}
+
+type regEvent struct {
+	name      string
+	at        time.Time
+	d         time.Duration
+	recompute bool
+}
+
+// openRegistry loads the graph into a store of its own and registers the
+// streamed analytics in a registry over it, and waits for their first
+// results.
+func (r *run) openRegistry(specs map[string]analytics.Spec) error {
+	rr := &registryRun{wake: make(chan struct{}, 1), batch: map[string][]float64{}, updates: map[string][]float64{}, re: map[string]int{}}
+	var err error
+	if rr.store, err = load(filepath.Join(r.cfg.Dir, "store-registry"), r.src.edges, func(v uint64) uint64 { return v }); err != nil {
+		return err
+	}
+	r.closers = append(r.closers, func() { rr.store.Close() })
+	if rr.m, err = views.NewManager(rr.store, views.Config{}); err != nil {
+		return err
+	}
+	r.closers = append(r.closers, func() { rr.m.Close() })
+	rr.reg = analytics.NewRegistry(rr.m, analytics.RegistryConfig{Hooks: analytics.Hooks{Updated: rr.updated}})
+	r.closers = append(r.closers, rr.reg.Close)
+	t0 := time.Now()
+	for _, name := range streamed {
+		s := withRoot(specs[name], r.res.Root)
+		s.Name = name
+		if _, err := rr.reg.Register(s); err != nil {
+			return fmt.Errorf("--registry: %w", err)
+		}
+	}
+	for {
+		ready := 0
+		for name, f := range rr.reg.Freshness(0) {
+			if f.Ready {
+				ready++
+			}
+			if res, _ := rr.reg.Result(name); res.Error != "" {
+				return fmt.Errorf("--registry: %s: %s", name, res.Error)
+			}
+		}
+		if ready == len(streamed) {
+			break
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rr.take() // the first computes
+	r.reg = rr
+	r.logf("registry: store loaded and %d analytics registered and computed in %.1fs", len(streamed), time.Since(t0).Seconds())
+	return nil
+}
+
+// updated is the registry's Updated hook: it notes the event and wakes
+// the waiting batch. It must not block (the analytic's goroutine calls it).
+func (rr *registryRun) updated(name string, recompute bool, d time.Duration) {
+	at := time.Now()
+	rr.mu.Lock()
+	rr.events = append(rr.events, regEvent{name, at, d, recompute})
+	rr.mu.Unlock()
+	select {
+	case rr.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (rr *registryRun) take() []regEvent {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	ev := rr.events
+	rr.events = nil
+	return ev
+}
+
+// applyRegistry applies one batch to the registry's store and waits until
+// every analytic's result is at its seq, noting when each got there.
+func (r *run) applyRegistry(ctx context.Context, batch []engine.Op) error {
+	rr := r.reg
+	var b engine.Batch
+	for _, o := range batch {
+		switch o.Kind {
+		case engine.OpUpsert:
+			b.InsertWeighted(o.Src, o.Dst, o.Weight)
+		case engine.OpDeleteEdge:
+			b.DeleteEdge(o.Src, o.Dst)
+		case engine.OpDeleteVertex:
+			b.DeleteVertex(o.Src)
+		}
+	}
+	runtime.GC() // as the layouts' batches (applyBatch)
+	t0 := time.Now()
+	seq, err := rr.store.Apply(&b)
+	if err != nil {
+		return err
+	}
+	at := map[string]float64{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	deadline := time.Now().Add(10 * time.Minute)
+	for len(at) < len(streamed) {
+		select {
+		case <-rr.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			// A failed update calls no hook: look for errors now and then.
+			for _, res := range rr.reg.Results() {
+				if res.Error != "" {
+					return fmt.Errorf("--registry: %s: %s", res.Spec.Name, res.Error)
+				}
+			}
+			if time.Now().After(deadline) {
+				return errors.New("--registry: the analytics did not reach the batch in 10 minutes")
+			}
+		}
+		// Each analytic's newest update since the last look, and whether
+		// its result is at the batch's seq now.
+		newest := map[string]time.Time{}
+		for _, e := range rr.take() {
+			rr.updates[e.name] = append(rr.updates[e.name], e.d.Seconds())
+			if e.recompute {
+				rr.re[e.name]++
+			}
+			newest[e.name] = e.at
+		}
+		fresh := rr.reg.Freshness(seq)
+		for name, t := range newest {
+			if _, done := at[name]; !done && fresh[name].Ready && fresh[name].Behind == 0 {
+				at[name] = t.Sub(t0).Seconds()
+			}
+		}
+	}
+	last := 0.0
+	for name, sec := range at {
+		rr.batch[name] = append(rr.batch[name], sec)
+		last = max(last, sec)
+	}
+	rr.all = append(rr.all, last)
+	return nil
+}
+
+// registryFigures sums up --registry's batches, the first (the warm-up)
+// left out.
+func (r *run) registryFigures() {
+	rr := r.reg
+	steady := func(xs []float64) []float64 {
+		if len(xs) > 1 {
+			return xs[1:]
+		}
+		return xs
+	}
+	meanP99Of := func(xs []float64) (float64, float64) {
+		cs := make([]batchClock, len(xs))
+		for i, x := range xs {
+			cs[i].apply = x
+		}
+		return meanP99(cs, func(c batchClock) float64 { return c.apply })
+	}
+	f := &RegistryFigures{Batches: len(steady(rr.all)), Analytics: map[string]*RegistryAnalytic{}}
+	f.AllSec, f.AllP99Sec = meanP99Of(steady(rr.all))
+	for _, name := range streamed {
+		a := &RegistryAnalytic{UpdateSec: mean(steady(rr.updates[name])), Recomputes: rr.re[name]}
+		a.BatchSec, a.BatchP99Sec = meanP99Of(steady(rr.batch[name]))
+		f.Analytics[name] = a
+		r.logf("registry: %s's result %.5fs after the Apply (p99 %.5fs); its update %.5fs; %d recomputes", name, a.BatchSec, a.BatchP99Sec, a.UpdateSec, a.Recomputes)
+	}
+	r.logf("registry: all five results %.5fs after the Apply (p99 %.5fs)", f.AllSec, f.AllP99Sec)
+	r.res.Registry = f
+}
+
+// sameAsRegistry checks that the registry's bfs, wcc and sssp, after the
+// stream, equal the dense layout's at every vertex id (the same graph:
+// levels, distances, and components named by their smallest id).
+func (r *run) sameAsRegistry(dense []*running) error {
+	for _, rn := range dense {
+		if rn.name != "bfs" && rn.name != "wcc" && rn.name != "sssp" {
+			continue
+		}
+		for v := range r.src.nv {
+			a, _ := rn.a.Vertex(v)
+			b, _, err := r.reg.reg.Vertex(rn.name, v)
+			if err != nil {
+				return err
+			}
+			if a != b {
+				return fmt.Errorf("--registry: %s after the stream: vertex %d: %+v in the registry, %+v driven here", rn.name, v, b, a)
+			}
+		}
+	}
+	return nil
+}
