@@ -261,6 +261,10 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 		}
 		st = fromRanks(g, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
 		st.floor = a.st.floor // what G's changes add is to be pushed
+		// Still the checkpoint's seq: the ranks are not G's result until
+		// the pushes (or the iterations after them) bring them to the
+		// target, and readers see this state meanwhile.
+		st.seq = a.st.seq
 		a.st = st
 	} else if ok {
 		ok = st.apply(g, u.Edges, u.Prior, a.spec.Damping)

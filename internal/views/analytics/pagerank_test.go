@@ -315,3 +315,53 @@ func TestPageRankFollowsADegreeStream(t *testing.T) {
 		t.Fatalf("the pushes read %.3f of the graph's edges per batch (at most %.3f): not well under a recompute's %.0f", read/float64(pushed), most, recompute)
 	}
 }
+
+// TestPageRankRestoredKeepsItsSeqUntilDone: ranks restored from a
+// checkpoint become a state on the first pull's graph; when that pull's
+// change is too large to push, the update iterates, and until those
+// iterations end (here they never start: the context is done) the
+// analytic still answers at the checkpoint's seq, not at the graph's: its
+// ranks then are the checkpoint's, far from the target on the new graph,
+// and a reader waiting for the graph's seq must not take them for its
+// result.
+func TestPageRankRestoredKeepsItsSeqUntilDone(t *testing.T) {
+	g := newBigGraph(t, 11, 8, 17, false)
+	spec := Spec{Name: "pr", Type: "pagerank"}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := g.m.Topology().Stream(views.StreamOptions{Presence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	ctx := context.Background()
+	u, err := ts.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newPageRank(spec)
+	if err := ref.Recompute(ctx, u.G); err != nil {
+		t.Fatal(err)
+	}
+	// As loadState leaves it.
+	a := newPageRank(spec)
+	a.swap(&prState{ids: u.G.IDs, z: ref.st.ranks(), in: slices.Clone(ref.st.in), sum: 1, seq: u.G.Seq,
+		present: ref.st.present, iterations: ref.st.iterations, delta: ref.st.delta, floor: spec.Damping * ref.st.delta, restored: true})
+	seq := u.G.Seq
+	u.Done()
+	g.batch(300, 0.05, 0) // far beyond what pushes take
+	u, err = ts.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Done()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.UpdatePrior(done, u); err == nil {
+		t.Fatal("the update neither pushed nor stopped with its context")
+	}
+	if a.Seq() != seq || u.G.Seq == seq {
+		t.Fatalf("after an update that did not finish, the analytic claims seq %d (the checkpoint's %d, the graph's %d)", a.Seq(), seq, u.G.Seq)
+	}
+}
