@@ -83,7 +83,7 @@ type PageRank struct {
 	// Damping is the damping factor, in (0, 1); default 0.85.
 	Damping float64
 	// Tolerance is the L1 change of the ranks at which an update stops,
-	// 1e-15..1; default 1e-6.
+	// 1e-15..1; default 1e-4 (GAPBS's).
 	Tolerance float64
 	// MaxIterations is the most iterations of one update, 1..10000;
 	// default 100.

@@ -179,7 +179,8 @@ type Spec struct {
 	MaxBehind int `yaml:"max_behind,omitempty" json:"max_behind,omitempty"`
 
 	// PageRank: damping (default 0.85), tolerance on the L1 change of the
-	// ranks (default 1e-6) and the most iterations per update (default 100).
+	// ranks (default 1e-4, GAPBS's; see DefaultTolerance) and the most
+	// iterations per update (default 100).
 	Damping       float64 `yaml:"damping,omitempty" json:"damping,omitempty"`
 	Tolerance     float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
 	MaxIterations int     `yaml:"max_iterations,omitempty" json:"max_iterations,omitempty"`
@@ -491,10 +492,15 @@ func durIn(key string, p *time.Duration, def, lo, hi time.Duration) *SettingErro
 }
 
 // PageRank's defaults: damping, and tolerance on the L1 change of the
-// ranks.
+// ranks. DefaultTolerance is GAPBS's: a recompute stops once an
+// iteration changes the ranks by at most 1e-4 in L1, and an update keeps
+// them as close (within damping*tolerance/(1-damping), about 5.7e-4, of
+// the exact ones in L1; see pagerank). A spec that states a tolerance
+// keeps it: a tighter one (1e-6) costs more iterations per recompute and
+// makes updates push less often (docs/analytics.md gives the figures).
 const (
 	DefaultDamping   = 0.85
-	DefaultTolerance = 1e-6
+	DefaultTolerance = 1e-4
 )
 
 func (s *Spec) pagerankSettings() *SettingError {

@@ -234,6 +234,19 @@ func specKey(s Spec) string {
 	return string(b)
 }
 
+// serves reports whether the state saved for spec saved serves spec s:
+// the same settings but cadence, except that a pagerank saved at a
+// tighter tolerance serves a looser one (its ranks are at least as
+// close; the updates then push to s's target). So a pagerank that states
+// no tolerance, saved when the default was 1e-6, restores under today's
+// default (1e-4) rather than computing from the store.
+func serves(saved, s Spec) bool {
+	if s.Type == "pagerank" && saved.Type == "pagerank" && saved.Tolerance <= s.Tolerance {
+		saved.Tolerance = s.Tolerance
+	}
+	return specKey(saved) == specKey(s)
+}
+
 // Checkpoint writes the state of every built-in analytic (and the
 // topology, when one of them reads it) to path, all at the store's newest
 // sequence number, with position (the source position after it). Each
@@ -401,7 +414,7 @@ func checkpointed(s Spec) bool {
 
 // Restore reads the checkpoint at path and registers, with their saved
 // state, the analytics of specs that it holds a state for (by name, with
-// the same settings but cadence), after accept approved the checkpoint's
+// the same settings but cadence: serves), after accept approved the checkpoint's
 // meta (serve checks it against the store and arranges the replay from
 // meta.Position). They resume from the checkpoint: the operations applied
 // to the store from now on must start with the replay of everything after
@@ -468,7 +481,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 				d.Fail("the state of %q where meta lists %q", name, saved.Name)
 			}
 			s, ok := want[saved.Name]
-			if !ok || specKey(s) != specKey(saved) || !checkpointed(s) {
+			if !ok || !serves(saved, s) || !checkpointed(s) {
 				d.Skip() // not registered now, or with other settings
 				return nil
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -846,5 +847,97 @@ func TestCheckpointDefersAtMostThreeInARow(t *testing.T) {
 	waitAllAt(t, reg, []string{"in", "out"}, lastSeq(t, s))
 	if names, err := checkpoint(30 * time.Second); err != nil || fmt.Sprint(names) != "[in out]" {
 		t.Fatalf("the checkpoint once in caught up holds %v: %v", names, err)
+	}
+}
+
+// TestCheckpointAtTheOldDefaultTolerance: a pagerank whose spec states no
+// tolerance, checkpointed when the default was 1e-6 (its saved spec says
+// 1e-6), restores from that checkpoint under today's default (1e-4):
+// its state is not dropped for a compute from the store (it answers at
+// the checkpoint's seq before any pull), its spec is today's, and
+// through the replay and new batches its ranks stay within the bound
+// its residual states of the exact ones. A checkpoint at a looser
+// tolerance does not serve a tighter spec: that one computes afresh.
+func TestCheckpointAtTheOldDefaultTolerance(t *testing.T) {
+	g := newBigGraph(t, 11, 8, 13, false)
+	old := Spec{Type: "pagerank", Tolerance: 1e-6} // what "no tolerance" was
+	r1 := NewRegistry(g.m, RegistryConfig{})
+	if _, err := r1.Register(old); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		g.batch(200, 0.05, 0.002)
+	}
+	path := filepath.Join(t.TempDir(), "analytics.ckpt")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	meta, err := r1.Checkpoint(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Analytics) != 1 || meta.Analytics[0].Tolerance != 1e-6 {
+		t.Fatalf("checkpoint meta %+v", meta)
+	}
+	after := g.batch(200, 0.05, 0.002)
+	r1.Close()
+	g.m.Close()
+	restart := func() *Registry {
+		m, err := views.NewManager(g.s, views.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.m = m
+		return NewRegistry(m, RegistryConfig{})
+	}
+
+	// A tighter spec than the checkpoint's is not served by it.
+	r2 := restart()
+	if got, err := r2.Restore(context.Background(), path, []Spec{{Type: "pagerank", Tolerance: 1e-8}}, func(CheckpointMeta) error { return nil }); err != nil || len(got) != 0 {
+		t.Fatalf("a pagerank at 1e-8 from a checkpoint at 1e-6: restored %v, %v", got, err)
+	}
+	r2.Close()
+	g.m.Close()
+
+	r3 := restart()
+	defer r3.Close()
+	got, err := r3.Restore(context.Background(), path, []Spec{{Type: "pagerank"}}, func(CheckpointMeta) error { return nil })
+	if err != nil || fmt.Sprint(got) != "[pagerank]" {
+		t.Fatalf("a pagerank of the default tolerance from a checkpoint at 1e-6: restored %v, %v", got, err)
+	}
+	// Before any pull: the checkpoint's ranks, at its seq.
+	if res, err := r3.Result("pagerank"); err != nil || !res.Restored || res.Seq != meta.Seq || res.Summary.(PageRankSummary).Seq != meta.Seq {
+		t.Fatalf("just restored: %+v, %v (checkpoint at %d)", res, err, meta.Seq)
+	}
+	if _, err := g.s.Apply(after); err != nil { // the replay
+		t.Fatal(err)
+	}
+	for range 2 {
+		g.batch(3, 0.05, 0)
+	}
+	waitAllAt(t, r3, []string{"pagerank"}, lastSeq(t, g.s))
+	res, err := r3.Result("pagerank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Restored || res.Spec.Tolerance != DefaultTolerance || DefaultTolerance != 1e-4 {
+		t.Fatalf("after the restore: restored %v, tolerance %g (default %g)", res.Restored, res.Spec.Tolerance, DefaultTolerance)
+	}
+	d := res.Spec.Damping
+	rs := res.Summary.(PageRankSummary).Residual
+	bound := 2 * rs / ((1 - d) * (1 - rs/(1-d)))
+	if rs > d*res.Spec.Tolerance/2*(1+1e-9) || bound > d*res.Spec.Tolerance/(1-d)*1.01 {
+		t.Fatalf("residual %g above the target of tolerance %g", rs, res.Spec.Tolerance)
+	}
+	want := refPageRank(g.cur, d)
+	l1 := 0.0
+	for _, x := range allIDs(g.cur) {
+		v, _, err := r3.Vertex("pagerank", x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l1 += math.Abs(v.(VertexRank).Rank - want[x])
+	}
+	if l1 > bound {
+		t.Fatalf("L1 distance %g to the exact ranks, above the bound %g its residual %g states", l1, bound, rs)
 	}
 }

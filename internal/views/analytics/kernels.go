@@ -913,8 +913,9 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 // Two things must stay true:
 //   - the iterations stop: with that error each step, successive changes
 //     fall to at most 2*eps/(1-d) in the worst case, which must stay
-//     under tol: float32 only when tol*(1-d) >= 2.5*d*2^-24 (the default
-//     damping 0.85 and tolerance 1e-6 qualify; damping 0.9 does not);
+//     under tol: float32 only when tol*(1-d) >= 2.5*d*2^-24 (at damping
+//     0.85, from tolerance 8.5e-7 up: the default 1e-4 qualifies, 1e-7
+//     does not; at damping 0.9, from 1.4e-6 up);
 //   - the ranks move from the exact fixpoint by at most eps/(1-d) (3.4e-7
 //     at d 0.85), under the d*tol/(1-d) that stopping at tol leaves anyway
 //     (RoundingL1 reports it).

@@ -261,6 +261,10 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 		}
 		st = fromRanks(g, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
 		st.floor = a.st.floor // what G's changes add is to be pushed
+		// Still the checkpoint's seq: the ranks are not G's result until
+		// the pushes (or the iterations after them) bring them to the
+		// target, and readers see this state meanwhile.
+		st.seq = a.st.seq
 		a.st = st
 	} else if ok {
 		ok = st.apply(g, u.Edges, u.Prior, a.spec.Damping)
@@ -301,11 +305,19 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 func pushBudget(g *views.Topo) int64 { return max(1<<16, g.Out.Edges()/2) }
 
 // pushRatio: an update pushes only when the residual is at most this many
-// times its target. On an RMAT graph of scale 20 the pushes read about
-// 0.15*(residual/target) times the graph's edges, one at a time, and
-// warm-started power iterations cost about as much as pushes at 3 to 4
-// times the target (bench analytics --pagerank-tolerance 1e-3, with
-// pushRatio raised): beyond twice the target, they are the cheaper way.
+// times its target. The pushes read about 0.05 to 0.1*(residual/target)
+// times the graph's edges (R-MAT and Kronecker graphs of 2^17 vertices at
+// tolerance 1e-4, streams of their own held-out edges: 0.09 at 1.3 times
+// the target, 0.13 to 0.5 at 2.5 to 3, 2.2 at 25, 8 at 155), one at a
+// time and at about ten times what a power iteration pays per edge, so
+// warm-started power iterations (about four passes over the edges, on
+// every core) are the cheaper way beyond about twice the target.
+//
+// Operations met in proportion to degree (a stream like the graph's own
+// edges) add about 2/E each to R/S, E the graph's edges (a hub's share
+// moves along all its edges): at tolerance 1e-4 (target 4.25e-5), a batch
+// of more than about E/50,000 operations is beyond pushRatio (300 at 16M
+// edges), at 1e-6 one of more than E/5,000,000.
 const pushRatio = 2
 
 // addR adds x to v's residual.
