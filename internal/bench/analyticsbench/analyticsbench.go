@@ -97,8 +97,9 @@ type Config struct {
 	DeleteFraction, VertexDeleteFraction float64
 	Repeats                              int // best of this many timed runs of each kernel (default 3)
 	// PageRankTolerance is the streamed pagerank's tolerance (its spec's
-	// default, 1e-6, unless set): its updates push residuals only for
-	// changes within twice its target, so it decides which way they go.
+	// default, analytics.DefaultTolerance, unless set): its updates push
+	// residuals only for changes within twice its target, so it decides
+	// which way they go.
 	PageRankTolerance float64
 	// IDs are the id layouts measured, dense first (default: all of
 	// Layouts; only dense with Input).
@@ -115,7 +116,7 @@ type Config struct {
 // DefaultConfig is the command's defaults, without Dir.
 func DefaultConfig() Config {
 	return Config{Scale: 20, EdgeFactor: 16, Seed: 1, Graph: "rmat", Root: -1, BatchSize: 10000, StreamFraction: 0.01,
-		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts, PageRankTolerance: 1e-6}
+		DeleteFraction: 0.05, VertexDeleteFraction: 0.0001, Repeats: 3, IDs: Layouts, PageRankTolerance: analytics.DefaultTolerance}
 }
 
 // Bounds of Config.Scale and Config.EdgeFactor.
