@@ -850,18 +850,16 @@ std::unique_ptr<MemGraph::Cache> MemGraph::NewRun(uint32_t k, bool plain) {
 
 MemGraph::RunPtr MemGraph::Own(std::unique_ptr<Cache> c) const {
   if (c == nullptr) return nullptr;
-  const uint64_t b = c->bytes;
   std::shared_ptr<std::atomic<uint64_t>> counter = run_bytes_;
+  counter->fetch_add(c->bytes, std::memory_order_relaxed);
   try {
-    RunPtr p(c.get(), [counter](const Cache *x) {
+    // Should the control block's allocation fail, the deleter runs.
+    return RunPtr(c.release(), [counter](const Cache *x) {
       counter->fetch_sub(x->bytes, std::memory_order_relaxed);
       delete x;
     });
-    c.release();
-    counter->fetch_add(b, std::memory_order_relaxed);
-    return p;
   } catch (const std::bad_alloc &) {
-    return nullptr;  // c is freed (it was not released)
+    return nullptr;
   }
 }
 
