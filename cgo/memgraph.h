@@ -20,12 +20,12 @@
 // 2*sort_min versions (sort_min: 64*hub_min) up to date as it appends: as
 // soon as the remainder reaches sort_min versions it sorts it into a new
 // run and merges runs as in an LSM (the newest run into the next while it
-// is at least half of it: a hub of n versions has at most
-// log2(n/sort_min)+2 runs (and kMaxRuns), each more than twice as large as
-// the next newer one, and a version is copied once per run it passes
-// through, by a merge that copies stretches of the larger run whole; the
-// writer's cost moves to Apply what the first read, or the flush, paid
-// before: a sort of every version). So a hub's first read after any burst sorts at
+// is at least an eighth of it: a hub of n versions has at most
+// log8(n/sort_min)+2 runs (and kMaxRuns), each more than 8 times as large
+// as the next newer one, and a version is copied about 10 times at 2^20
+// versions, by a merge that copies stretches of the larger run whole;
+// this moves to Apply what the first read, or the flush, paid before: a
+// sort of every version). So a hub's first read after any burst sorts at
 // most sort_min versions (a fixed cost: about a millisecond) instead of
 // the burst. Below that, readers publish a view of a vertex of at least
 // hub_min versions as before (one run: the sorted copy a read made), which
@@ -297,7 +297,7 @@ class MemGraph {
   // batch applied so far, from the in-index (built up to them first).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
   // The most runs a hub's view holds: the LSM rule keeps them to about
-  // log2(n/sort_min)+1, which is 8 for 2^21 versions at the default
+  // log8(n/sort_min)+1, which is 4 for 2^21 versions at the default
   // sort_min; past that, runs are merged whatever their sizes.
   static constexpr size_t kMaxRuns = 8;
   // What a reader of AddRuns and AddEdgeRuns gives them to hold what its
