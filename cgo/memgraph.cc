@@ -90,6 +90,7 @@ MemGraph::MemGraph(bool in_edges, uint64_t limit_bytes, uint32_t hub_min, uint32
       pool_(std::move(pool)),
       hub_min_(hub_min != 0 ? hub_min
                             : static_cast<uint32_t>(std::min<uint64_t>(256, std::max<uint64_t>(8, limit_bytes >> 13)))),
+      sort_min_(static_cast<uint32_t>(std::min<uint64_t>(uint64_t(hub_min_) * 64, UINT32_MAX / 4))),
       parallel_min_(parallel_min != 0
                         ? parallel_min
                         : static_cast<uint32_t>(std::min<uint64_t>(1024, std::max<uint64_t>(1, limit_bytes >> 16)))) {
@@ -128,9 +129,9 @@ MemGraph::~MemGraph() {
       sh.arena.GiveBack(pool_.get());
     }
   }
-  for (Cache *c = caches_.load(std::memory_order_acquire); c != nullptr;) {
-    std::unique_ptr<Cache> own(c);
-    c = c->next;
+  for (HubBox *b = boxes_.load(std::memory_order_acquire); b != nullptr;) {
+    std::unique_ptr<HubBox> own(b);
+    b = b->next;
   }
 }
 
@@ -363,6 +364,7 @@ void MemGraph::AppendGroup(const Batch &b, Shard &d, uint32_t si, const Group &g
     }
   }
   s.n.store(n, std::memory_order_release);
+  if (n >= 2 * uint64_t(sort_min_)) KeepHubRuns(s, n);
 }
 
 void MemGraph::Partition(const Batch &b) {
@@ -583,12 +585,14 @@ void StableSortRun(Entry *b, Entry *e) {
       *y = t;
     }
   } else {
-    std::stable_sort(b, e, RunLess);
+    // A lambda, not the function: its calls are inlined (through a
+    // function pointer the sort ran at half the speed).
+    std::stable_sort(b, e, [](const Entry &x, const Entry &y) { return RunLess(x, y); });
   }
 }
 }  // namespace
 
-size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+size_t MemGraph::AddRuns(int dir, uint64_t v, uint64_t tau, ReadBuf *scratch, std::vector<Run> *runs) const {
   const size_t first = runs->size();
   const size_t n = AddRunsOf(dir, v, tau, scratch, runs);
   MarkNoOperands(runs, first);
@@ -602,37 +606,49 @@ void MemGraph::MarkNoOperands(std::vector<Run> *runs, size_t first) const {
     if ((*runs)[i].seg == nullptr) (*runs)[i].no_operands = true;
 }
 
-size_t MemGraph::AddRunsOf(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch,
-                           std::vector<Run> *runs) const {
+size_t MemGraph::AddRunsOf(int dir, uint64_t v, uint64_t tau, ReadBuf *scratch, std::vector<Run> *runs) const {
   if (dir == kVtx) {
-    scratch->clear();
+    scratch->ents.clear();
+    scratch->hold.reset();
     return cells_ != nullptr ? cells_->AddRuns(kOut, v, tau, scratch, runs) : 0;
   }
-  scratch->clear();
+  std::vector<Entry> &ents = scratch->ents;
+  ents.clear();
+  scratch->hold.reset();
   if (dir == kIn) {
     if (!in_edges_) return 0;
     const std::shared_ptr<const InIndex> x = InIndexAt(tau);
     if (x == nullptr) return 0;
     // A copy: the index may be replaced (and freed) once this returns.
-    CollectIn(*x, v, scratch);
-    if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
-    return scratch->size();
+    CollectIn(*x, v, &ents);
+    if (!ents.empty()) runs->push_back(Run{ents.data(), nullptr, 0, ents.size()});
+    return ents.size();
   }
   const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
   const Slot &s = *sp;
-  const auto [n, blk, c] = ReadSlot(s);
-  if (c != nullptr && n - std::min(n, c->k) <= c->k / 8) {
-    if (n > c->k) {
-      SortedTail(s, blk, c->k, n, scratch);
-      runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});  // newer: first
+  const SlotRead r = ReadSlot(s);
+  if (r.view != nullptr) {
+    const uint32_t covered = r.view->covered;
+    const uint32_t rem = r.n > covered ? r.n - covered : 0;
+    if (TakesView(r.n, covered)) {
+      // The remainder sorted (newer: first), then the view's runs as they
+      // are, held by scratch.
+      SortedTail(s, r.blk, covered, r.n, &ents);
+      read_work_.fetch_add(rem, std::memory_order_relaxed);
+      size_t total = ents.size();
+      if (!ents.empty()) runs->push_back(Run{ents.data(), nullptr, 0, ents.size()});
+      for (const RunPtr &x : r.view->runs) {
+        runs->push_back(x->Slice(0, x->k));
+        total += x->k;
+      }
+      scratch->hold = r.view;
+      return total;
     }
-    runs->push_back(c->Slice(0, c->k));
-    return scratch->size() + c->k;
   }
-  CollectSlot(s, scratch, true);
-  if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
-  return scratch->size();
+  CollectSlot(s, &ents, true);
+  if (!ents.empty()) runs->push_back(Run{ents.data(), nullptr, 0, ents.size()});
+  return ents.size();
 }
 
 template <typename F>
@@ -672,40 +688,56 @@ void DstRange(const E *ents, size_t n, uint64_t d, uint64_t *b, uint64_t *e) {
   *b = static_cast<uint64_t>(lo - ents);
   *e = static_cast<uint64_t>(hi - ents);
 }
+
+// Run order of (dst, vers) keys: RunLess's.
+inline bool KeyLess(uint64_t ad, uint64_t av, uint64_t bd, uint64_t bv) {
+  if (ad != bd) return ad < bd;
+  return VersOrder(av) > VersOrder(bv);
+}
 }  // namespace
 
-size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
+size_t MemGraph::AddEdgeRuns(uint64_t v, uint64_t dst, ReadBuf *scratch, std::vector<Run> *runs) const {
   const size_t first = runs->size();
   const size_t n = AddEdgeRunsOf(v, dst, scratch, runs);
   MarkNoOperands(runs, first);
   return n;
 }
 
-size_t MemGraph::AddEdgeRunsOf(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const {
-  scratch->clear();
+size_t MemGraph::AddEdgeRunsOf(uint64_t v, uint64_t dst, ReadBuf *scratch, std::vector<Run> *runs) const {
+  std::vector<Entry> &ents = scratch->ents;
+  ents.clear();
+  scratch->hold.reset();
   const Slot *sp = Lookup(out_, v);
   if (sp == nullptr) return 0;
   const Slot &s = *sp;
-  const auto [n, blk, c] = ReadSlot(s);
-  const uint32_t k = c != nullptr ? c->k : 0;
-  uint64_t b = 0, e = 0;
-  if (c != nullptr ? n - std::min(n, k) <= k / 8 : n < hub_min_) {
-    // The versions past the cache (all of them without one) to dst, then
-    // the cache's: the newer run first.
-    SortedTailTo(s, blk, k, n, dst, scratch);
-    if (!scratch->empty()) runs->push_back(Run{scratch->data(), nullptr, 0, scratch->size()});
-    if (c != nullptr) {
-      if (c->ents != nullptr)
-        DstRange(c->ents, k, dst, &b, &e);
-      else
-        DstRange(c->plain, k, dst, &b, &e);
-      if (b < e) runs->push_back(c->Slice(b, e));
+  const SlotRead r = ReadSlot(s);
+  const uint32_t covered = r.view != nullptr ? r.view->covered : 0;
+  const uint32_t rem = r.n > covered ? r.n - covered : 0;
+  if (r.view != nullptr ? TakesView(r.n, covered) : r.n < hub_min_) {
+    // The versions past the view (all of them without one) to dst, then
+    // each run's: the newer first.
+    SortedTailTo(s, r.blk, covered, r.n, dst, &ents);
+    read_work_.fetch_add(rem, std::memory_order_relaxed);  // scanned
+    size_t total = ents.size();
+    if (!ents.empty()) runs->push_back(Run{ents.data(), nullptr, 0, ents.size()});
+    if (r.view != nullptr) {
+      for (const RunPtr &x : r.view->runs) {
+        uint64_t b = 0, e = 0;
+        if (x->ents != nullptr)
+          DstRange(x->ents, x->k, dst, &b, &e);
+        else
+          DstRange(x->plain, x->k, dst, &b, &e);
+        if (b < e) runs->push_back(x->Slice(b, e));
+        total += e - b;
+      }
+      scratch->hold = r.view;
     }
-    return scratch->size() + (e - b);
+    return total;
   }
-  CollectSlot(s, scratch, true);
-  DstRange(scratch->data(), scratch->size(), dst, &b, &e);
-  if (b < e) runs->push_back(Run{scratch->data(), nullptr, b, e});
+  CollectSlot(s, &ents, true);
+  uint64_t b = 0, e = 0;
+  DstRange(ents.data(), ents.size(), dst, &b, &e);
+  if (b < e) runs->push_back(Run{ents.data(), nullptr, b, e});
   return e - b;
 }
 
@@ -734,86 +766,239 @@ void MemGraph::SortedTailTo(const Slot &s, const Block *blk, uint32_t k, uint32_
 
 void MemGraph::CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const {
   const size_t start = out->size();
-  // The cache may have been published after n was loaded and cover more
+  // The view may have been published after n was loaded and cover more
   // than n versions: all of them published ones.
-  const auto [n, blk, c] = ReadSlot(s);
-  const uint32_t k = c != nullptr ? c->k : 0;
-  // The tail [k, n), sorted.
-  std::vector<Entry> tail;
-  SortedTail(s, blk, k, n, c != nullptr ? &tail : out);
-  if (c != nullptr) {
-    // The tail is newer than every cached version: on a tie it goes first.
-    out->reserve(start + k + tail.size());
-    if (c->ents != nullptr) {
-      if (tail.empty())
-        out->insert(out->end(), c->ents, c->ents + k);
+  const SlotRead r = ReadSlot(s);
+  const uint32_t covered = r.view != nullptr ? r.view->covered : 0;
+  const uint32_t n = r.n;
+  if (r.view == nullptr) {
+    SortedTail(s, r.blk, 0, n, out);
+  } else {
+    // The remainder [covered, n) sorted, then merged with the view's runs:
+    // the remainder first on a tie, then the runs newest first (MergeRunsAt
+    // puts the lower index first).
+    std::vector<Entry> tail;
+    SortedTail(s, r.blk, covered, n, &tail);
+    std::vector<Run> runs;
+    if (!tail.empty()) runs.push_back(Run{tail.data(), nullptr, 0, tail.size()});
+    for (const RunPtr &x : r.view->runs) runs.push_back(x->Slice(0, x->k));
+    out->resize(start + tail.size() + covered);
+    Entry *o = out->data() + start;
+    MergeRunsAt(runs, [&o](const Run &x, uint64_t i) {
+      if (x.plain != nullptr)
+        *o++ = Entry{x.plain[i].dst, x.plain[i].vers, x.plain[i].weight, x.plain[i].time, nullptr};
       else
-        std::merge(tail.begin(), tail.end(), c->ents, c->ents + k, std::back_inserter(*out), RunLess);
-    } else {
-      // As std::merge: a cached version goes first only when it is less.
-      size_t a = 0;
-      for (uint32_t j = 0; j < k; j++) {
-        const Entry x = c->At(j);
-        while (a < tail.size() && !RunLess(x, tail[a])) out->push_back(tail[a++]);
-        out->push_back(x);
-      }
-      out->insert(out->end(), tail.begin() + static_cast<long>(a), tail.end());
-    }
+        *o++ = x.ents[i];
+    });
+    GT_DCHECK(o == out->data() + out->size());
   }
-  if (publish && n >= hub_min_ && n > k) Publish(s, c, out->data() + start, n);
+  read_work_.fetch_add(out->size() - start, std::memory_order_relaxed);
+  // A new view when the remainder is more than an eighth of the old one's
+  // (AddRuns then collects; below, it merges the remainder with the runs).
+  if (publish && n >= hub_min_ && n > covered && (r.view == nullptr || !TakesView(n, covered)))
+    Publish(s, r.view, out->data() + start, n);
 }
 
-void MemGraph::Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const {
-  // Plain (32-byte) copies when no version has extras.
-  bool plain = true;
-  for (uint32_t j = 0; j < k && plain; j++) plain = ents[j].ext == nullptr;
+MemGraph::HubBox *MemGraph::BoxOf(const Slot &s) const {
+  HubBox *b = s.hub.load(std::memory_order_acquire);
+  if (b != nullptr) return b;
+  std::unique_ptr<HubBox> nb(new (std::nothrow) HubBox);
+  if (nb == nullptr) return nullptr;
+  HubBox *expect = nullptr;
+  // Built before published (release); the loser of a race drops its box.
+  if (!s.hub.compare_exchange_strong(expect, nb.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+    return expect;
+  HubBox *own = nb.release();
+  own->next = boxes_.load(std::memory_order_relaxed);
+  while (!boxes_.compare_exchange_weak(own->next, own, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  cache_bytes_.fetch_add(sizeof(HubBox), std::memory_order_relaxed);
+  return own;
+}
+
+std::unique_ptr<MemGraph::Cache> MemGraph::NewRun(uint32_t k, bool plain) {
+  std::unique_ptr<Cache> c(new (std::nothrow) Cache);
+  if (c == nullptr) return nullptr;
   // Counted as what it may take: a mapped copy in whole huge pages.
   const uint64_t copy = uint64_t(k) * (plain ? sizeof(PlainEntry) : sizeof(Entry));
-  const uint64_t b =
+  c->bytes =
       sizeof(Cache) + (copy >= kCacheMapBytes ? (copy + kCacheMapBytes - 1) / kCacheMapBytes * kCacheMapBytes : copy);
-  const bool doubles = old == nullptr || k >= 2 * uint64_t(old->k);
-  // Racing readers may each pass this check: the budget is exceeded by at
-  // most one cache per concurrent reader.
-  if (!doubles && cache_bytes_.load(std::memory_order_relaxed) + b > limit_ / 16) return;
-  // Allocation failure only costs the next reads their speed.
-  std::unique_ptr<Cache> nc(new (std::nothrow) Cache);
-  if (nc == nullptr) return;
   void *mem = nullptr;
   if (copy >= kCacheMapBytes) {
     try {
-      nc->map = Mapping(copy);
+      c->map = Mapping(copy);
     } catch (const std::bad_alloc &) {
-      return;
+      return nullptr;
     }
-    ::madvise(nc->map.get(), nc->map.bytes(), MADV_HUGEPAGE);  // a hint: 4 KiB pages if refused
-    mem = nc->map.get();
+    ::madvise(c->map.get(), c->map.bytes(), MADV_HUGEPAGE);  // a hint: 4 KiB pages if refused
+    mem = c->map.get();
   } else if (plain) {
-    nc->plain_heap.reset(new (std::nothrow) PlainEntry[k]);
-    mem = nc->plain_heap.get();
+    c->plain_heap.reset(new (std::nothrow) PlainEntry[k]);
+    mem = c->plain_heap.get();
   } else {
-    nc->heap.reset(new (std::nothrow) Entry[k]);
-    mem = nc->heap.get();
+    c->heap.reset(new (std::nothrow) Entry[k]);
+    mem = c->heap.get();
   }
-  if (mem == nullptr) return;
-  nc->k = k;
+  if (mem == nullptr && k > 0) return nullptr;
+  c->k = k;
+  if (plain)
+    c->plain = static_cast<const PlainEntry *>(mem);
+  else
+    c->ents = static_cast<const Entry *>(mem);
+  return c;
+}
+
+MemGraph::RunPtr MemGraph::Own(std::unique_ptr<Cache> c) const {
+  if (c == nullptr) return nullptr;
+  std::shared_ptr<std::atomic<uint64_t>> counter = run_bytes_;
+  counter->fetch_add(c->bytes, std::memory_order_relaxed);
+  try {
+    // Should the control block's allocation fail, the deleter runs.
+    return RunPtr(c.release(), [counter](const Cache *x) {
+      counter->fetch_sub(x->bytes, std::memory_order_relaxed);
+      delete x;
+    });
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+}
+
+MemGraph::RunPtr MemGraph::MakeRun(const Entry *ents, uint32_t k) const {
+  // Plain (32-byte) copies when no version has extras.
+  bool plain = true;
+  for (uint32_t j = 0; j < k && plain; j++) plain = ents[j].ext == nullptr;
+  std::unique_ptr<Cache> c = NewRun(k, plain);
+  if (c == nullptr) return nullptr;
   if (plain) {
-    PlainEntry *to = static_cast<PlainEntry *>(mem);
+    PlainEntry *to = const_cast<PlainEntry *>(c->plain);
     for (uint32_t j = 0; j < k; j++) to[j] = PlainEntry{ents[j].dst, ents[j].vers, ents[j].weight, ents[j].time};
-    nc->plain = to;
   } else {
-    Entry *to = static_cast<Entry *>(mem);
-    std::copy(ents, ents + k, to);
-    nc->ents = to;
+    std::copy(ents, ents + k, const_cast<Entry *>(c->ents));
   }
-  const Cache *expect = old;
-  // Built before published (release); a reader that lost the race drops
-  // its copy, which no one else ever saw.
-  if (!s.cache.compare_exchange_strong(expect, nc.get(), std::memory_order_release, std::memory_order_relaxed)) return;
-  Cache *own = nc.release();
-  own->next = caches_.load(std::memory_order_relaxed);
-  while (!caches_.compare_exchange_weak(own->next, own, std::memory_order_release, std::memory_order_relaxed)) {
+  return Own(std::move(c));
+}
+
+namespace {
+// Version j of a run's array as an element of another (the same type: a
+// copy; PlainEntry from an Entry: never asked, a plain output has plain
+// inputs).
+inline void PutAs(Entry *to, const PlainEntry &x) { *to = Entry{x.dst, x.vers, x.weight, x.time, nullptr}; }
+inline void PutAs(Entry *to, const Entry &x) { *to = x; }
+inline void PutAs(PlainEntry *to, const PlainEntry &x) { *to = x; }
+inline void PutAs(PlainEntry *to, const Entry &x) { *to = PlainEntry{x.dst, x.vers, x.weight, x.time}; }
+
+// Merges newer a[0, na) and older b[0, nb) (both in run order) into out:
+// as std::merge(a, b) (a's version first on a tie), but a stretch of b's
+// versions that come before a's next one is found by a galloping search
+// and copied whole, so that merging a short run into a long one costs
+// about a copy of the long one.
+template <typename O, typename A, typename B>
+void GallopMerge(const A *a, uint64_t na, const B *b, uint64_t nb, O *out) {
+  uint64_t j = 0;
+  for (uint64_t i = 0; i < na; i++) {
+    const A &x = a[i];
+    auto before = [&](const B &y) { return KeyLess(y.dst, y.vers, x.dst, x.vers); };
+    // The first p >= j with !before(b[p]): gallop, then binary search.
+    uint64_t lo = j, hi = j, step = 1;
+    while (hi < nb && before(b[hi])) {
+      lo = hi + 1;
+      hi = j + step;
+      step *= 2;
+    }
+    hi = std::min(hi, nb);
+    const B *p = std::partition_point(b + lo, b + hi, before);
+    for (const B *y = b + j; y < p; y++) PutAs(out++, *y);
+    j = static_cast<uint64_t>(p - b);
+    PutAs(out++, x);
   }
-  cache_bytes_.fetch_add(b, std::memory_order_relaxed);
+  for (; j < nb; j++) PutAs(out++, b[j]);
+}
+}  // namespace
+
+MemGraph::RunPtr MemGraph::MergeTwo(const Cache &newer, const Cache &older) const {
+  const bool plain = newer.plain != nullptr && older.plain != nullptr;
+  std::unique_ptr<Cache> c = NewRun(newer.k + older.k, plain);
+  if (c == nullptr) return nullptr;
+  auto into = [&](auto *out) {
+    if (newer.plain != nullptr) {
+      if (older.plain != nullptr)
+        GallopMerge(newer.plain, newer.k, older.plain, older.k, out);
+      else
+        GallopMerge(newer.plain, newer.k, older.ents, older.k, out);
+    } else {
+      if (older.plain != nullptr)
+        GallopMerge(newer.ents, newer.k, older.plain, older.k, out);
+      else
+        GallopMerge(newer.ents, newer.k, older.ents, older.k, out);
+    }
+  };
+  if (plain)
+    into(const_cast<PlainEntry *>(c->plain));
+  else
+    into(const_cast<Entry *>(c->ents));
+  return Own(std::move(c));
+}
+
+void MemGraph::Publish(const Slot &s, const ViewPtr &old, const Entry *ents, uint32_t k) const {
+  // Allocation failure only costs the next reads their speed.
+  HubBox *box = BoxOf(s);
+  if (box == nullptr) return;
+  RunPtr r = MakeRun(ents, k);
+  if (r == nullptr) return;
+  try {
+    auto nv = std::make_shared<HubView>();
+    nv->runs.push_back(std::move(r));
+    nv->covered = k;
+    ViewPtr expect = old;
+    // A reader (or the writer) that published meanwhile wins: this view is
+    // dropped.
+    std::atomic_compare_exchange_strong(&box->view, &expect, ViewPtr(std::move(nv)));
+  } catch (const std::bad_alloc &) {
+  }
+}
+
+void MemGraph::KeepHubRuns(const Slot &s, uint32_t n) {
+  // Allocation failure only costs the next reads their speed: the versions
+  // are published already.
+  try {
+    HubBox *box = BoxOf(s);
+    if (box == nullptr) return;
+    const ViewPtr old = std::atomic_load(&box->view);
+    const uint32_t covered = old != nullptr ? old->covered : 0;
+    if (covered >= n || n - covered < sort_min_) return;
+    std::vector<Entry> tail;
+    SortedTail(s, s.head.load(std::memory_order_relaxed), covered, n, &tail);
+    writer_work_.fetch_add(tail.size(), std::memory_order_relaxed);
+    RunPtr r = MakeRun(tail.data(), static_cast<uint32_t>(tail.size()));
+    if (r == nullptr) return;
+    auto nv = std::make_shared<HubView>();
+    nv->runs.push_back(std::move(r));
+    if (old != nullptr) nv->runs.insert(nv->runs.end(), old->runs.begin(), old->runs.end());
+    // LSM: the newest run merged into the next while it is at least an
+    // eighth of it (or while there are too many): few runs, the largest
+    // holding most versions, for the readers' merge, which costs about a
+    // head comparison per run and version where runs interleave. (Merging
+    // while it is half, a binary counter, copied each version about 6
+    // times instead of 10 at 2^20 versions, for about the same Apply CPU,
+    // but its log2 runs made a degree of 2M random dsts 10-12 ms of CPU
+    // instead of 6-9.)
+    // INVARIANT: each run of a view is more than 8 times the one before it
+    // (newer), but the newest, which may be any size; so a view of n
+    // versions has at most log8(n/sort_min)+2 runs, and kMaxRuns.
+    while (nv->runs.size() >= 2 && (uint64_t(nv->runs[0]->k) * 8 >= nv->runs[1]->k || nv->runs.size() > kMaxRuns)) {
+      RunPtr m = MergeTwo(*nv->runs[0], *nv->runs[1]);
+      if (m == nullptr) return;
+      writer_work_.fetch_add(m->k, std::memory_order_relaxed);
+      nv->runs.erase(nv->runs.begin());
+      nv->runs[0] = std::move(m);
+    }
+    nv->covered = n;
+    ViewPtr expect = old;
+    // A reader that published a view meanwhile wins; the next batch's
+    // versions bring this one's remainder again.
+    std::atomic_compare_exchange_strong(&box->view, &expect, ViewPtr(std::move(nv)));
+  } catch (const std::bad_alloc &) {
+  }
 }
 
 const MemGraph::Dir &MemGraph::SortedOut() const {

@@ -11,21 +11,33 @@
 // did). A write is one hash probe and one append; versions are sorted when
 // they are flushed or read.
 //
-// Hubs: a read of a vertex sorts its versions, O(d log d) per call. So a
-// vertex with at least hub_min versions (a hub) keeps the sorted result of
-// a read: the reader publishes it as the slot's cache, a sorted copy of its
-// first k versions, and later readers merge that cache with the versions
-// past k (the tail: those written since, sorted on their own): O(d), and
-// O(t log t) for a tail of t. A store read (AddRuns) takes the cache
-// without copying it, as a run of its own beside the sorted tail, while
-// the tail is at most an eighth of it; a larger tail is merged with it
-// into a copy, which may become the next cache. A cache is never changed
-// once published and never freed while the MemGraph lives; a newer one
-// replaces it (compare-and-swap) when it covers twice as many versions, or
-// while all caches made so far take less than a sixteenth of the
-// MemGraph's limit. So caches take at most twice the hubs' versions, plus
-// limit/16 (plus what concurrent readers publish in one race), and they
-// count in bytes(): a MemGraph whose hubs are read is full sooner.
+// Hubs (issue 43): a vertex with many versions (a hub) keeps them also
+// in a few sorted runs, its view: runs that together cover its first
+// `covered` versions (in arrival order), newest first, each sorted into
+// run order. A reader merges the view's runs with the versions past it
+// (the remainder, sorted on their own), so a read never sorts more than
+// the remainder. The writer keeps the view of every slot of at least
+// 2*sort_min versions (sort_min: 64*hub_min) up to date as it appends: as
+// soon as the remainder reaches sort_min versions it sorts it into a new
+// run and merges runs as in an LSM (the newest run into the next while it
+// is at least an eighth of it: a hub of n versions has at most
+// log8(n/sort_min)+2 runs (and kMaxRuns), each more than 8 times as large
+// as the next newer one, and a version is copied about 10 times at 2^20
+// versions, by a merge that copies stretches of the larger run whole;
+// this moves to Apply what the first read, or the flush, paid before: a
+// sort of every version). So a hub's first read after any burst sorts at
+// most sort_min versions (a fixed cost: about a millisecond) instead of
+// the burst. Below that, readers publish a view of a vertex of at least
+// hub_min versions as before (one run: the sorted copy a read made), which
+// later readers take while the remainder is at most an eighth of it.
+// Runs and views are reference counted: a reader takes the view (an
+// atomic load of a shared_ptr) and holds it in its ReadBuf as long as it
+// uses the runs (AddRuns); a replaced view is freed by its last holder.
+// Their bytes count in bytes() (cache_bytes()) while they live: a
+// MemGraph of hubs is full sooner (32 bytes a version of a plain run).
+// A run of versions without extras is of PlainEntry (32 bytes a version,
+// not an Entry's 40); a large one (kCacheMapBytes or more) is a mapping of
+// its own, asked for huge pages.
 //
 // In-edges (issue 12; GraphOne derives both directions from one edge log):
 // Apply writes the out-direction only, so an edge costs one version and
@@ -76,7 +88,8 @@
 // its snapshot's seq, so what the writer appends meanwhile is invisible to
 // it, and the writer never waits for a reader. What makes that safe:
 //   - Nothing a reader can reach is ever moved or freed while the MemGraph
-//     lives, hub caches included (replaced ones stay until it dies). Slots
+//     lives, but a hub's runs, which live while a view holds them (and a
+//     reader holds the view it took). Slots
 //     live in chunks that never move (SlotChunks); a slot's versions are
 //     appended in place, in blocks that never move; the hash table grows
 //     into a new one twice as large, into which the writer moves the old
@@ -93,20 +106,22 @@
 //     versions, in arrival order, and every batch with seq <= its
 //     snapshot's (published by the store's release of last_seq_ after
 //     Apply returned) entirely.
-//   - A hub's cache is built by a reader from versions it saw published,
-//     completely, before it is published (compare-and-swap, release) and
-//     read with acquire loads; it only ever covers published versions, so
-//     a reader may take a cache covering more versions than its own load of
-//     the slot's count (newer versions are allowed: readers filter by seq).
-//     Readers publish caches among themselves lock-free; the writer never
-//     reads or writes a cache.
+//   - A hub's view is built (by the writer, or a reader) from versions
+//     published before, completely, before it is published (an atomic
+//     compare-and-swap of the shared_ptr in the slot's HubBox, whose
+//     pointer is published once, release) and read with atomic loads; it
+//     only ever covers published versions, so a reader may take a view
+//     covering more versions than its own load of the slot's count (newer
+//     versions are allowed: readers filter by seq). The writer and readers
+//     publish views among themselves lock-free: a publisher that lost the
+//     race drops its view.
 //   - The writer's helper thread only runs inside Apply, on shards the
 //     caller does not touch (see Apply), and is joined before Apply returns;
 //     so everything it wrote happens before the store publishes the
 //     batch's seq, as if the caller had written it.
 // INVARIANT: a reader keeps no pointer into MemGraph memory past one call,
-// except into a hub cache (AddRuns), which lives as long as the MemGraph:
-// Collect and VerticesFrom copy out.
+// except into a hub's runs (AddRuns), which its ReadBuf holds: Collect and
+// VerticesFrom copy out.
 //
 // Lifecycle:  active --(full)--> frozen (imm) --(flushed to L0)--> released
 // INVARIANT: a frozen MemGraph is never written again.
@@ -172,8 +187,10 @@ class HelperThread {
 class MemGraph {
  public:
   // hub_min: the number of versions from which a vertex's sorted versions
-  // are cached by reads; 0 chooses limit_bytes/8192 within [8, 256] (tests
-  // choose small values to exercise the cached path). parallel_min: the
+  // are kept by reads; 0 chooses limit_bytes/8192 within [8, 256] (tests
+  // choose small values to exercise the cached path). The writer keeps
+  // the sorted runs of a vertex from 2*sort_min() versions up, sort_min()
+  // being 64*hub_min (see the top of this file). parallel_min: the
   // fewest ops of a batch that Apply splits between the caller and the
   // helper thread; 0 chooses limit_bytes/64Ki within [1, 1024] (a small
   // MemGraph, as in tests, splits every batch).
@@ -231,13 +248,24 @@ class MemGraph {
   // whose snapshot tau is below it finds nothing here and may skip it:
   // every batch with seq <= tau was applied before tau was published.
   uint64_t first_seq() const { return first_seq_.load(std::memory_order_relaxed); }
-  // Everything held, hub caches and the in-index included (any thread).
+  // Everything held, hub runs and the in-index included (any thread).
   uint64_t bytes() const {
-    return bytes_.load(std::memory_order_relaxed) + cache_bytes_.load(std::memory_order_relaxed) +
-           in_bytes_.load(std::memory_order_relaxed) + (cells_ != nullptr ? cells_->bytes() : 0);
+    return bytes_.load(std::memory_order_relaxed) + cache_bytes() + in_bytes_.load(std::memory_order_relaxed) +
+           (cells_ != nullptr ? cells_->bytes() : 0);
   }
-  // Of bytes(), what the hub caches take (any thread).
-  uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
+  // Of bytes(), what the hubs' runs and views take (any thread).
+  uint64_t cache_bytes() const {
+    return cache_bytes_.load(std::memory_order_relaxed) + run_bytes_->load(std::memory_order_relaxed);
+  }
+  // The remainder from which the writer sorts a hub's versions into a run.
+  uint32_t sort_min() const { return sort_min_; }
+  // Work counters (any thread, relaxed): versions the readers sorted,
+  // scanned or copied to serve AddRuns, AddEdgeRuns and Collect (the
+  // remainders they sorted or scanned, and what they copied out: Collect
+  // copies every version), and versions the writer sorted or copied into
+  // hubs' runs.
+  uint64_t read_work() const { return read_work_.load(std::memory_order_relaxed); }
+  uint64_t writer_work() const { return writer_work_.load(std::memory_order_relaxed); }
   // Of bytes(), what the in-index takes (any thread).
   uint64_t in_index_bytes() const { return in_bytes_.load(std::memory_order_relaxed); }
   // Versions buffered: one per edge op (the in-direction is derived).
@@ -268,25 +296,39 @@ class MemGraph {
   // may publish a new cache (see the top of this file). In-edges: every
   // batch applied so far, from the in-index (built up to them first).
   void Collect(int dir, uint64_t v, std::vector<Entry> *out) const;
-  // Any thread, no lock. Appends v's versions to runs as at most two sorted
-  // runs, the newer first (so MergeRuns visits them in Collect's order),
-  // and returns how many versions they hold. A run points into a hub's
-  // cache, which stays valid while this MemGraph lives, or into *scratch
-  // (cleared first), which must outlive the runs. A hub with no write since
-  // its cache was made: the cache alone, O(1); with a few (at most an
-  // eighth as many as the cache holds): the sorted tail and the cache, no
-  // copy of it; else as Collect, into scratch. In-edges: one run, in
-  // scratch, of every batch up to tau at least (the caller's snapshot),
-  // from the in-index, built up to tau first if need be (in_mu_).
-  size_t AddRuns(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  // The most runs a hub's view holds: the LSM rule keeps them to about
+  // log8(n/sort_min)+1, which is 4 for 2^21 versions at the default
+  // sort_min; past that, runs are merged whatever their sizes.
+  static constexpr size_t kMaxRuns = 8;
+  // What a reader of AddRuns and AddEdgeRuns gives them to hold what its
+  // runs point into: its copies (ents), and the hub view whose runs it
+  // uses (hold), which lives while the ReadBuf holds it. Both are replaced
+  // by the next call given this ReadBuf.
+  struct ReadBuf {
+    std::vector<Entry> ents;
+    std::shared_ptr<const void> hold;
+  };
+  // Any thread, no lock. Appends v's versions to runs as sorted runs, the
+  // newer first (so MergeRuns visits them in Collect's order), and returns
+  // how many versions they hold. The runs point into scratch (its ents
+  // cleared and its hold replaced first), which must outlive them. A hub
+  // with a view: the sorted remainder (in scratch->ents) and the view's
+  // runs (held by scratch->hold), at most kMaxRuns+1 runs, no copy of
+  // them: O(r log r) for a remainder of r (below sort_min() when the
+  // writer keeps the hub's runs); a vertex with no view, or a remainder
+  // too large for it (TakesView): as Collect, one run in scratch, and it
+  // may publish a view. In-edges: one run, in scratch, of every batch up
+  // to tau at least (the caller's snapshot), from the in-index, built up
+  // to tau first if need be (in_mu_).
+  size_t AddRuns(int dir, uint64_t v, uint64_t tau, ReadBuf *scratch, std::vector<Run> *runs) const;
   // Any thread, no lock. As AddRuns for the out-versions of the edges from
-  // v to dst only (an edge lookup): at most two runs, the newer first, of
-  // the versions with that dst. A hub with a cache: a binary search of the
-  // cache and a scan of the versions written since (while they are at most
-  // an eighth of it, as AddRuns); a vertex below hub_min versions: a scan
-  // of its versions; else as AddRuns (which may publish a cache), then a
-  // binary search.
-  size_t AddEdgeRuns(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  // v to dst only (an edge lookup): runs, the newer first, of the
+  // versions with that dst. A hub with a view: a binary search of each of
+  // its runs and a scan of the remainder (while it is at most an eighth of
+  // the view, as AddRuns); a vertex below hub_min versions: a scan of its
+  // versions; else as AddRuns (which may publish a view), then a binary
+  // search.
+  size_t AddEdgeRuns(uint64_t v, uint64_t dst, ReadBuf *scratch, std::vector<Run> *runs) const;
   // Any thread, no lock (in-edges: as AddRuns). Up to max sorted vertices
   // of dir in [lo, hi); *resume is where the next call should start (hi
   // when exhausted). On an active MemGraph it may list vertices only newer
@@ -411,17 +453,16 @@ class MemGraph {
   static constexpr uint32_t kMinBlock = 4;
   static uint32_t NextBlock(uint32_t cap) { return std::min(std::max(cap / 8, kMinBlock), kMaxBlock); }
 
-  // A hub's versions [0, k) in arrival order, sorted into run order.
-  // INVARIANT: immutable once published in a slot; owned by the MemGraph
-  // (the caches_ list, pushed to after publication) and freed only by its
-  // destructor.
-  // A large copy (kCacheMapBytes or more) is a mapping of its own, asked
-  // for huge pages: a hub's degree is a scan of it, and on 4 KiB pages
-  // that scan ran at a third of the memory's bandwidth in some runs (a TLB
-  // miss per 170 versions); a small one is on the heap.
-  // When none of the versions has extras (ext null: every hub of a
-  // replace-only store) the copy is of PlainEntry, 32 bytes a version, not
-  // an Entry's 40: a read of the hub scans a fifth less.
+  // A sorted run of a hub: k of its versions, consecutive in arrival
+  // order, sorted into run order. Immutable once made; freed by its last
+  // holder (a view, or a writer or reader making one). A large one
+  // (kCacheMapBytes or more) is a mapping of its own, asked for huge
+  // pages: a hub's degree is a scan of it, and on 4 KiB pages that scan ran
+  // at a third of the memory's bandwidth in some runs (a TLB miss per 170
+  // versions); a small one is on the heap. When none of the versions has
+  // extras (ext null: every hub of a replace-only store) the copy is of
+  // PlainEntry, 32 bytes a version, not an Entry's 40: a read of the hub
+  // scans a fifth less.
   struct Cache {
     uint32_t k = 0;
     const Entry *ents = nullptr;        // heap's or map's; or null, and
@@ -429,7 +470,7 @@ class MemGraph {
     std::unique_ptr<Entry[]> heap;
     std::unique_ptr<PlainEntry[]> plain_heap;
     Mapping map;
-    Cache *next = nullptr;  // caches_
+    uint64_t bytes = 0;  // counted in cache_bytes_ while it lives
     // Versions [b, e) as a run.
     Run Slice(uint64_t b, uint64_t e) const { return Run{ents, nullptr, b, e, plain, false}; }
     // Version j as an Entry.
@@ -437,6 +478,23 @@ class MemGraph {
       if (ents != nullptr) return ents[j];
       return Entry{plain[j].dst, plain[j].vers, plain[j].weight, plain[j].time, nullptr};
     }
+  };
+  using RunPtr = std::shared_ptr<const Cache>;
+  // A hub's view: runs covering its versions [0, covered), newest first
+  // (each run's versions arrived after the next one's). Immutable once
+  // published.
+  struct HubView {
+    std::vector<RunPtr> runs;
+    uint32_t covered = 0;
+  };
+  using ViewPtr = std::shared_ptr<const HubView>;
+  // Where a hub's view is published (std::atomic_load/atomic_store and
+  // compare-and-swap of view). Made once per hub (by the writer or a
+  // reader, published with a compare-and-swap of Slot::hub), listed in
+  // boxes_ and freed by the destructor.
+  struct HubBox {
+    ViewPtr view;
+    HubBox *next = nullptr;  // boxes_
   };
   static constexpr uint64_t kCacheMapBytes = uint64_t(2) << 20;
 
@@ -454,9 +512,9 @@ class MemGraph {
     std::atomic<uint32_t> n{0};                // versions published
     uint32_t cap = kInline;                    // one past what the head block can hold; writer only
     std::atomic<const Block *> head{nullptr};  // newest block; owned by the arena
-    // A sorted copy of versions [0, cache->k) (null until a read made one).
-    // Readers only: published by compare-and-swap (release), never unset.
-    mutable std::atomic<const Cache *> cache{nullptr};
+    // Where its view is published (null until it was a hub): set once by
+    // compare-and-swap (release), by the writer or a reader.
+    mutable std::atomic<HubBox *> hub{nullptr};
     // Writer only: the head block's base and kind, so that where the
     // next version goes is known from the slot alone (the block's header
     // is another cache miss).
@@ -714,29 +772,57 @@ class MemGraph {
                          uint64_t *resume) const;
   // AddRuns and AddEdgeRuns; then the runs from first on are marked
   // no_operands while this MemGraph has none.
-  size_t AddRunsOf(int dir, uint64_t v, uint64_t tau, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
-  size_t AddEdgeRunsOf(uint64_t v, uint64_t dst, std::vector<Entry> *scratch, std::vector<Run> *runs) const;
+  size_t AddRunsOf(int dir, uint64_t v, uint64_t tau, ReadBuf *scratch, std::vector<Run> *runs) const;
+  size_t AddEdgeRunsOf(uint64_t v, uint64_t dst, ReadBuf *scratch, std::vector<Run> *runs) const;
   void MarkNoOperands(std::vector<Run> *runs, size_t first) const;
-  // publish: whether a hub's read may publish a new cache (not the flush's:
+  // publish: whether a hub's read may publish a new view (not the flush's:
   // the MemGraph dies after it).
   void CollectSlot(const Slot &s, std::vector<Entry> *out, bool publish) const;
-  void Publish(const Slot &s, const Cache *old, const Entry *ents, uint32_t k) const;
+  // The slot's box, made if it has none (null if memory was refused).
+  HubBox *BoxOf(const Slot &s) const;
+  // An empty run of room for k versions (of PlainEntry if plain), its
+  // bytes set; null if memory was refused.
+  static std::unique_ptr<Cache> NewRun(uint32_t k, bool plain);
+  // c, counted in cache_bytes_ until its last holder frees it.
+  RunPtr Own(std::unique_ptr<Cache> c) const;
+  // A run of ents[0, k) (already sorted), counted in cache_bytes_; null if
+  // memory was refused.
+  RunPtr MakeRun(const Entry *ents, uint32_t k) const;
+  // newer and older merged into one run (newer's versions arrived after
+  // older's: they go first on ties); null if memory was refused.
+  RunPtr MergeTwo(const Cache &newer, const Cache &older) const;
+  // Publishes a view of one run of ents[0, k) (a reader's merged copy) in
+  // place of old.
+  void Publish(const Slot &s, const ViewPtr &old, const Entry *ents, uint32_t k) const;
+  // Whether a read of n versions takes a view covering `covered` of them
+  // and sorts the rest (else it merges them into a copy and publishes it
+  // as a new view): while the rest is at most an eighth of the view, or,
+  // for a hub the writer keeps (n >= 2*sort_min_), below sort_min_ (the
+  // writer sorts it once it reaches that).
+  bool TakesView(uint32_t n, uint32_t covered) const {
+    const uint32_t rem = n > covered ? n - covered : 0;
+    return rem <= covered / 8 || (rem < sort_min_ && n >= 2 * uint64_t(sort_min_));
+  }
+  // Writer only, after the slot's versions [0, n) were published: sorts
+  // its remainder into a run when it reached sort_min_, and merges runs.
+  void KeepHubRuns(const Slot &s, uint32_t n);
   // Appends the slot's versions [k, n) sorted into run order (blk: its
   // head, loaded after n).
   static void SortedTail(const Slot &s, const Block *blk, uint32_t k, uint32_t n, std::vector<Entry> *t);
   // What a reader of a slot reads of it: n before head (see Slot), then
-  // the cache, so that a cache covering n holds every version published
+  // the view, so that a view covering n holds every version published
   // before the read began.
   struct SlotRead {
     uint32_t n;
     const Block *blk;
-    const Cache *c;
+    ViewPtr view;
   };
   static SlotRead ReadSlot(const Slot &s) {
     SlotRead r;
     r.n = s.n.load(std::memory_order_acquire);
     r.blk = s.head.load(std::memory_order_acquire);
-    r.c = s.cache.load(std::memory_order_acquire);
+    const HubBox *b = s.hub.load(std::memory_order_acquire);
+    if (b != nullptr) r.view = std::atomic_load(&b->view);
     return r;
   }
   // Appends to *t the versions [k, n) of s whose dst is dst, sorted into
@@ -787,13 +873,18 @@ class MemGraph {
   // (may be null).
   const std::shared_ptr<MappingPool> pool_;
   const uint32_t hub_min_;
+  const uint32_t sort_min_;  // 64 * hub_min_
   const uint32_t parallel_min_;
   mutable Dir out_;
   std::atomic<uint64_t> bytes_{0};  // all but the caches and the in-index; writer only
-  // Every cache ever published (a list only pushed to, by readers, and
-  // freed by the destructor), and their bytes.
-  mutable std::atomic<Cache *> caches_{nullptr};
-  mutable std::atomic<uint64_t> cache_bytes_{0};
+  // Every hub's box (a list only pushed to, by the writer and readers, and
+  // freed by the destructor), and the bytes of the boxes and of the runs
+  // that live.
+  mutable std::atomic<HubBox *> boxes_{nullptr};
+  // Shared with the runs' deleters: a run may outlive a view's holder.
+  const std::shared_ptr<std::atomic<uint64_t>> run_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
+  mutable std::atomic<uint64_t> cache_bytes_{0};  // the boxes'
+  mutable std::atomic<uint64_t> read_work_{0}, writer_work_{0};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> batches_{0};
   // The seq of the newest batch applied whole (release after its last

@@ -54,12 +54,12 @@ struct VisibleMems {
   }
 };
 
-// Gathers v's runs in priority order. m[0..1] receive MemGraph versions and
-// must outlive the runs, as must ver (a hub's MemGraph run may point into
-// the MemGraph's cache: MemGraph::AddRuns). With only_dst (out-edges only),
-// the runs hold only the versions of the edges to *only_dst: an edge
-// lookup, a binary search in each run (MemGraph::AddEdgeRuns).
-Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, std::vector<Entry> m[2],
+// Gathers v's runs in priority order. m[0..1] receive MemGraph versions (and
+// hold a hub's runs: MemGraph::AddRuns) and must outlive the runs, as must
+// ver. With only_dst (out-edges only), the runs hold only the versions of
+// the edges to *only_dst: an edge lookup, a binary search in each run
+// (MemGraph::AddEdgeRuns).
+Status GatherRuns(const Version &ver, const VisibleMems &mems, int dir, uint64_t v, MemGraph::ReadBuf m[2],
                   std::vector<Run> *runs, const uint64_t *only_dst = nullptr) {
   runs->clear();
   for (int k = 0; k < 2; k++) {
@@ -369,7 +369,7 @@ Status BulkCopy(const std::vector<std::shared_ptr<Segment>> &lv, uint64_t lo, ui
 
 Status SnapshotReader::Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *out) {
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -387,7 +387,7 @@ Status SnapshotReader::Degree(uint64_t v, int dir, const TypeSet *ts, uint64_t *
 
 Status SnapshotReader::Neighbors(uint64_t v, int dir, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n) {
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -402,7 +402,7 @@ Status SnapshotReader::Neighbors(uint64_t v, int dir, const TypeSet *ts, const E
 Status SnapshotReader::Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n) {
   *n = 0;
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -440,7 +440,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, const TypeSet *ts
     std::vector<VertexCursor> mc;
     for (const MemGraph *g : mems.m)
       if (g != nullptr) mc.push_back(VertexCursor::ForMem(g, dir, lo, hi, tau_));
-    std::vector<Entry> m[2];
+    MemGraph::ReadBuf m[2];
     std::vector<Run> runs;
     for (uint64_t pos = lo;;) {
       bool any;
@@ -485,7 +485,7 @@ Status SnapshotReader::Scan(uint64_t lo, uint64_t hi, int dir, const TypeSet *ts
   for (size_t i = 1; i < t.levels.size(); i++)
     if (!t.levels[i].empty()) cursors.push_back(VertexCursor::ForLevel(t.levels[i], lo, hi));
   const VdelMap &vdel = *ver->vdel;
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   size_t outv = 0, oute = 0;
   for (;;) {
@@ -527,7 +527,7 @@ Status SnapshotReader::Gather(const uint64_t *vids, size_t n, int dir, const Typ
   auto ver = store_->Current();
   VisibleMems mems(*ver, tau_);
   const VdelMap &vdel = *ver->vdel;
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   size_t oute = 0;
   for (size_t i = 0; i < n; i++) {
@@ -554,7 +554,7 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bo
   *n = 0;
   *more = false;
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -624,7 +624,7 @@ Status SnapshotReader::EdgeExt(uint64_t v, uint64_t dst, const TypeSet *ts, cons
   *n = 0;
   *x.len = 0;
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -653,7 +653,7 @@ Status SnapshotReader::NeighborsAfterExt(uint64_t v, int dir, const TypeSet *ts,
   *more = false;
   *x.len = 0;
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);
@@ -701,7 +701,7 @@ Status SnapshotReader::EdgeEvents(uint64_t v, uint64_t dst, uint32_t type, int64
     return Status::Invalid("edge type " + std::to_string(type) + " out of range (max " +
                            std::to_string(kMaxEdgeTypes - 1) + ")");
   auto ver = store_->Current();
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   {
     VisibleMems mems(*ver, tau_);

@@ -68,8 +68,8 @@ int Hub(uint64_t versions) {
                 Ms(t2 - t1));
   }
   gt_snapshot_release(snap);
-  // Writes to the hub after its cache was made: reads merge the cache with
-  // the versions written since (no copy of the cache).
+  // Writes to the hub after it was read: reads merge its sorted runs (the
+  // writer keeps them) with the few versions it has not sorted yet.
   for (uint64_t extra : {uint64_t(1000), uint64_t(100000)}) {
     ops.clear();
     for (uint64_t k = 0; k < extra; k++) ops.push_back(Up(7, rng() % (uint64_t(1) << 40)));
@@ -91,7 +91,8 @@ int Hub(uint64_t versions) {
   return ec ? 1 : 0;
 }
 
-// The MemGraph alone: Collect of a hub (the first call sorts and caches).
+// The MemGraph alone: Collect of a hub (a merge of the sorted runs the
+// writer keeps, into a copy).
 void HubCollect(uint64_t versions) {
   gt::MemGraph m(false, uint64_t(4) << 30);
   std::mt19937_64 rng(1);
@@ -107,7 +108,7 @@ void HubCollect(uint64_t versions) {
     auto t0 = std::chrono::steady_clock::now();
     m.Collect(0, 7, &out);
     auto t1 = std::chrono::steady_clock::now();
-    std::printf("MemGraph::Collect of a hub of %llu versions: %.3f ms (cache %llu bytes)\n",
+    std::printf("MemGraph::Collect of a hub of %llu versions: %.3f ms (runs %llu bytes)\n",
                 static_cast<unsigned long long>(out.size()), Ms(t1 - t0),
                 static_cast<unsigned long long>(m.cache_bytes()));
   }

@@ -18,7 +18,7 @@ func TestBenchIngestSmall(t *testing.T) {
 	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
 		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
 		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",
-		"apply_cpu_ns_per_edge_direction_first_memgraph", "apply_process_cpu_ns_per_edge_direction", "apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms",
+		"apply_cpu_ns_per_edge_direction_first_memgraph", "apply_process_cpu_ns_per_edge_direction", "apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms", "hub_first_degree_ms", "hub_first_degree_after_burst_ms", "hub_first_page_after_burst_ms",
 		"scan_after_vertex_deletes_over_clean", "ingest_cpu_ns_per_edge", "ingest_cpu_ns_per_edge_in_edges", "in_edges_cpu_over_out_only",
 		"store_in_edges_bytes_per_edge", "in_edges_bytes_over_out_only"} {
 		v, ok := res[k].(float64)

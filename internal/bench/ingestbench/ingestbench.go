@@ -133,6 +133,9 @@ type Result struct {
 	MemGraphBytesPerVersion         float64 `json:"memgraph_bytes_per_version"`
 	HubDegreeMs                     float64 `json:"hub_degree_ms"`
 	HubPageMs                       float64 `json:"hub_page_ms"`
+	HubFirstDegreeMs                float64 `json:"hub_first_degree_ms"`
+	HubFirstDegreeAfterBurstMs      float64 `json:"hub_first_degree_after_burst_ms"`
+	HubFirstPageAfterBurstMs        float64 `json:"hub_first_page_after_burst_ms"`
 	ScanAfterVertexDeletesOverClean float64 `json:"scan_after_vertex_deletes_over_clean"`
 
 	// What an accumulate edge type and edge payloads cost against replace
