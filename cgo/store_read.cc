@@ -206,10 +206,10 @@ bool CleanBottom(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const V
   const Segment &s = *c.seg;
   if (s.has_ext() || !s.AllVisibleAt(tau) || !s.AllTypesIn(ts) || !VdelFree(s, tau, vdel)) return false;
   // The edges the runs above decide, in order.
-  thread_local std::vector<Decided> dec;
-  thread_local std::vector<Run> top;
-  dec.clear();
-  top.assign(runs.begin(), runs.end() - 1);
+  // Allocated per read (not kept per thread: a huge hub's would stay).
+  std::vector<Decided> dec;
+  dec.reserve(above);
+  const std::vector<Run> top(runs.begin(), runs.end() - 1);
   const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
   const uint64_t newest = vdel.max_seq();
   uint64_t cur = UINT64_MAX;
@@ -226,8 +226,7 @@ bool CleanBottom(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const V
     dec.push_back(Decided{dst, t, visible, w, tm});
   });
   // Where each decided edge falls in the bottom run, and the count.
-  thread_local std::vector<uint64_t> at_pos;
-  at_pos.resize(dec.size());
+  std::vector<uint64_t> at_pos(dec.size());
   uint64_t pos = c.b;
   size_t n = at + (c.e - c.b);
   for (size_t j = 0; j < dec.size(); j++) {
