@@ -179,6 +179,10 @@ uint64_t GallopTo(const Run &r, uint64_t from, uint64_t d, uint32_t t) {
 // than the runs above it it must be.
 constexpr uint64_t kCleanBottomMin = 64;
 constexpr uint64_t kCleanBottomRatio = 1;
+// CleanPair merges two clean runs when the newer holds at least
+// 1/kPairMinShare of the older's versions (else CleanBottom copies the
+// older in stretches).
+constexpr uint64_t kPairMinShare = 8;
 
 // AppendVisible for runs whose last (oldest) run is a clean segment run
 // (every version visible at tau, live, alone for its edge, of a type ts
@@ -256,12 +260,108 @@ bool CleanBottom(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const V
   return true;
 }
 
+// True when r is a run of a clean segment (every version visible at tau,
+// live, alone for its edge, of a type ts holds, hidden by no vertex
+// delete, no event column) of one type: CleanPair's input.
+bool CleanOneType(const Run &r, uint64_t tau, const VdelMap &vdel, const TypeSet *ts) {
+  if (r.seg == nullptr) return false;
+  const Segment &s = *r.seg;
+  return s.min_type() == s.max_type() && !s.has_ext() && s.AllVisibleAt(tau) && s.AllTypesIn(ts) &&
+         VdelFree(s, tau, vdel);
+}
+
+// AppendVisible for runs whose two last (oldest) runs are clean segment
+// runs of one type (CleanOneType: as a vertex's runs are with an L0 file
+// above its level's) holding at least as many versions as the runs above
+// them, none of which may hold an event operand: the two are merged in
+// one pass comparing destinations only (on a tie the newer wins), and the
+// edges the runs above decide are merged into that by VisibleNewest's
+// rules. Returns false when the runs are not of that shape (nothing
+// written), else true with *end as AppendVisible's result.
+bool CleanPair(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+               const EdgeOut &o, size_t at, size_t cap, size_t *end) {
+  if (runs.size() < 2) return false;
+  const Run &a = runs[runs.size() - 2], &b = runs.back();
+  uint64_t above = 0;
+  for (size_t i = 0; i + 2 < runs.size(); i++) {
+    if (runs[i].seg != nullptr || runs[i].MayHoldOperands()) return false;
+    above += runs[i].e - runs[i].b;
+  }
+  if ((a.e - a.b) + (b.e - b.b) < kCleanBottomMin || (a.e - a.b) + (b.e - b.b) < kCleanBottomRatio * above)
+    return false;
+  // A newer run much smaller than the older: CleanBottom's bulk copies.
+  if ((a.e - a.b) * kPairMinShare < (b.e - b.b)) return false;
+  if (!CleanOneType(a, tau, vdel, ts) || !CleanOneType(b, tau, vdel, ts)) return false;
+  const Segment &sa = *a.seg, &sb = *b.seg;
+  if (sa.min_type() != sb.min_type()) return false;
+  const uint32_t t = sa.min_type();
+  std::vector<Decided> dec;
+  if (above > 0) {
+    dec.reserve(above);
+    const std::vector<Run> top(runs.begin(), runs.end() - 2);
+    const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
+    const uint64_t newest = vdel.max_seq();
+    uint64_t cur = UINT64_MAX;
+    uint32_t curt = 0;
+    MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+      const uint32_t ty = VersType(vers);
+      if (dst == cur && ty == curt) return;
+      const uint64_t seq = VersSeq(vers);
+      if (seq > tau) return;
+      cur = dst;
+      curt = ty;
+      const bool visible =
+          !VersTomb(vers) && seq >= dsrc && Wanted(ts, ty) && !(seq < newest && seq < vdel.Latest(dst, tau));
+      dec.push_back(Decided{dst, ty, visible, w, tm});
+    });
+  }
+  size_t k = at, j = 0;
+  uint64_t ia = a.b, ib = b.b;
+  auto put = [&](const Segment &s, uint64_t i, uint64_t d) {
+    if (k < cap) Put(o, k, d, o.w ? s.weight(i) : 0, t, o.tm ? s.time(i) : 0);
+    k++;
+  };
+  while (ia < a.e || ib < b.e) {
+    const uint64_t da = ia < a.e ? sa.dst(ia) : UINT64_MAX;
+    const uint64_t db = ib < b.e ? sb.dst(ib) : UINT64_MAX;
+    const uint64_t d = std::min(da, db);
+    // The decided edges before (d, t), then (d, t) itself when decided.
+    for (; j < dec.size() && EdgeBefore(dec[j].dst, dec[j].type, d, t); j++)
+      if (dec[j].visible) {
+        if (k < cap) Put(o, k, dec[j].dst, dec[j].weight, dec[j].type, dec[j].time);
+        k++;
+      }
+    const bool decided = j < dec.size() && dec[j].dst == d && dec[j].type == t;
+    if (decided) {
+      if (dec[j].visible) {
+        if (k < cap) Put(o, k, d, dec[j].weight, t, dec[j].time);
+        k++;
+      }
+      j++;
+    } else if (da <= db) {
+      put(sa, ia, d);  // on a tie the newer run's version
+    } else {
+      put(sb, ib, d);
+    }
+    if (da == d) ia++;
+    if (db == d) ib++;
+  }
+  for (; j < dec.size(); j++)
+    if (dec[j].visible) {
+      if (k < cap) Put(o, k, dec[j].dst, dec[j].weight, dec[j].type, dec[j].time);
+      k++;
+    }
+  *end = k;
+  return true;
+}
+
 // Writes v's visible edges of the types ts holds (from its runs) to
 // o[at..cap) and returns the end position at + count. A result above cap
 // means they did not fit: nothing past cap was written and the caller must
 // not use them.
 size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
                      const EdgeOut &o, size_t at, size_t cap) {
+  if (size_t end; CleanPair(runs, v, tau, vdel, ts, o, at, cap, &end)) return end;
   if (size_t end; CleanBottom(runs, v, tau, vdel, ts, o, at, cap, &end)) return end;
   if (FastRun(runs, tau, vdel, ts)) {
     const Run &r = runs[0];

@@ -77,14 +77,26 @@ void CheckHubs(gt_snapshot *snap, const Oracle &o, std::mt19937_64 &rng) {
 // deletes of existing and of absent edges, and now and then a vertex
 // delete of one of a hub's neighbors (so that a file run is no longer
 // clean for it, and the reads take the general merge).
-std::vector<gt_op> HubBatch(const Oracle &o, std::mt19937_64 &rng, bool vdel) {
+// With fresh (*next: the next unused id), only upserts: new edges to new
+// vertices, and new weights of edges the hub has: a file flushed after
+// such batches holds one live version an edge (a clean run above the
+// level's, which reads merge in one pass: CleanPair).
+std::vector<gt_op> HubBatch(const Oracle &o, std::mt19937_64 &rng, bool vdel, bool fresh, uint64_t *next) {
   std::vector<gt_op> ops;
-  const size_t n = 1 + rng() % 40;
+  const size_t n = fresh ? 40 + rng() % 40 : 1 + rng() % 40;
   for (size_t i = 0; i < n; i++) {
     const bool out = rng() % 2 == 0;
     const uint64_t h = out ? kOutHubs[rng() % 2] : kInHubs[rng() % 2];
     const uint64_t x = rng() % kUniverse;
     const double w = static_cast<double>(rng() % 9) * 0.5;
+    if (fresh) {
+      // A new edge to a new vertex, or a new weight of an edge the level
+      // holds (a tie between the two runs: the newer's weight wins).
+      const EdgeList cur = o.Neighbors(h, out ? GT_OUT : GT_IN);
+      const uint64_t y = rng() % 4 == 0 && !cur.empty() ? cur[rng() % cur.size()].first : (*next)++;
+      ops.push_back(out ? Up(h, y, w + 0.25) : Up(y, h, w + 0.25));
+      continue;
+    }
     const uint64_t r = rng() % 100;
     const EdgeList cur = o.Neighbors(h, out ? GT_OUT : GT_IN);
     if (r < 45 || cur.empty()) {
@@ -113,6 +125,7 @@ void RunHubModel(bool vdel) {
   gt_store *&s = holder.s;
   gt_options opts = SmallOptions();
   opts.memgraph_bytes = 256 << 10;  // room for a few batches between flushes
+  opts.l0_compaction_trigger = 8;   // the files stay where the test puts them
   ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
   Oracle oracle;
   // The load: long lists, compacted (a clean run each).
@@ -130,22 +143,28 @@ void RunHubModel(bool vdel) {
     Oracle state;
   };
   std::vector<Held> held;
+  uint64_t next = kUniverse;
   for (int step = 1; step <= 160; step++) {
     SCOPED_TRACE("batch " + std::to_string(step));
-    const std::vector<gt_op> ops = HubBatch(oracle, rng, vdel);
+    // Batches 75-111 add new edges only, flushed at 111 (CleanPair).
+    const std::vector<gt_op> ops = HubBatch(oracle, rng, vdel, step > 74 && step <= 111, &next);
     ASSERT_NO_FATAL_FAILURE(Apply(s, ops));
     oracle.Apply(ops);
     if (step % 37 == 0) {
       ASSERT_NO_FATAL_FAILURE(Flush(s));  // an L0 file above the bottom
     }
-    if (step % 71 == 0) {
+    // From 74 to 141 no snapshot is pinned: the compaction at 74 keeps
+    // one version an edge, and the file flushed at 111 sits above it
+    // clean (CleanPair).
+    if (step == 74) held.clear();
+    if (step % 71 == 0 || step == 74) {
       ASSERT_NO_FATAL_FAILURE(CompactAll(s));  // all clean again
     }
     {
       Snap snap(s);
       ASSERT_NO_FATAL_FAILURE(CheckHubs(snap.s, oracle, rng));
     }
-    if (step % 10 == 0) {
+    if (step % 10 == 0 && (step < 74 || step > 141)) {
       held.push_back(Held{std::make_unique<Snap>(s), oracle});
       if (held.size() > 4) held.erase(held.begin());
     }
