@@ -351,6 +351,15 @@ int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_typ
   });
 }
 
+int gt_snapshot_edge_counts(gt_snapshot *snap, const uint64_t *srcs, const uint64_t *dsts, size_t n,
+                            const gt_type_set *types, uint32_t *counts, gt_error *err) {
+  return Guard(err, [&] {
+    if (n > 0 && (srcs == nullptr || dsts == nullptr || counts == nullptr))
+      return Fail(gt::Status::Invalid("srcs, dsts or counts is null"), err);
+    return Done(snap->r.EdgeCounts(srcs, dsts, n, Types(types), counts), err);
+  });
+}
+
 int gt_snapshot_edge_ext(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
                          uint16_t *types_out, int64_t *times_out, gt_edge_ext *ext, size_t cap, uint8_t *payload,
                          size_t payload_cap, size_t *payload_len, size_t *n, gt_error *err) {

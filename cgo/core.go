@@ -177,6 +177,7 @@ func u64p(s []uint64) *C.uint64_t { return cptr[C.uint64_t](s) }
 func f64p(s []float64) *C.double  { return cptr[C.double](s) }
 func i64p(s []int64) *C.int64_t   { return cptr[C.int64_t](s) }
 func u16p(s []uint16) *C.uint16_t { return cptr[C.uint16_t](s) }
+func u32p(s []uint32) *C.uint32_t { return cptr[C.uint32_t](s) }
 func u8p(s []byte) *C.uint8_t     { return cptr[C.uint8_t](s) }
 func extp(s []EdgeExt) *C.gt_edge_ext {
 	return cptr[C.gt_edge_ext](s)
@@ -622,6 +623,19 @@ func (sn *Snapshot) Edge(src, dst uint64, ts *TypeSet, w []float64, t []uint16, 
 		return int(n), takeError(rc, &e)
 	}
 	return int(n), nil
+}
+
+// EdgeCounts calls gt_snapshot_edge_counts; srcs, dsts and counts have
+// the same length.
+func (sn *Snapshot) EdgeCounts(srcs, dsts []uint64, ts *TypeSet, counts []uint32) *Error {
+	if len(srcs) == 0 {
+		return nil
+	}
+	var e C.gt_error
+	if rc := C.gt_snapshot_edge_counts(sn.h, u64p(srcs), u64p(dsts), C.size_t(len(srcs)), tsp(ts), u32p(counts), &e); rc != 0 {
+		return takeError(rc, &e)
+	}
+	return nil
 }
 
 // EdgeExt calls gt_snapshot_edge_ext: as Edge, with x (as long as w) and

@@ -421,6 +421,13 @@ int gt_snapshot_neighbors_after(gt_snapshot *snap, uint64_t v, uint32_t dir, con
 int gt_snapshot_edge(gt_snapshot *snap, uint64_t src, uint64_t dst, const gt_type_set *types, double *weights,
                      uint16_t *types_out, int64_t *times_out, size_t cap, size_t *n, gt_error *err);
 
+/* A batch of edge lookups: counts[i] receives the number of visible edges
+ * from srcs[i] to dsts[i] of the given types (what gt_snapshot_edge's *n
+ * would be), for i in [0, n). One call reads the store's current files
+ * once for the whole batch and allocates nothing per lookup. */
+int gt_snapshot_edge_counts(gt_snapshot *snap, const uint64_t *srcs, const uint64_t *dsts, size_t n,
+                            const gt_type_set *types, uint32_t *counts, gt_error *err);
+
 /* The extras of an edge an _ext read returns: count (events folded in; 0:
  * a replace edge), first_time (the least nonzero event time of its events)
  * and its payload (the newest event's, or a replace version's), the bytes

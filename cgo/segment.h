@@ -337,6 +337,15 @@ class Segment {
   bool keeps_history() const { return (flags_ & kFlagHistory) != 0; }
   uint64_t history_floor() const { return history_floor_; }
 
+  // Prefetches what MayHold(src, dst) and Find(src) read first (the
+  // filter's block; a dense table's entry of src), so that a batch of
+  // lookups overlaps their cache misses (SnapshotReader::EdgeCounts).
+  void PrefetchLookup(uint64_t src, uint64_t dst) const {
+    if (bloom_ != nullptr) __builtin_prefetch(bloom_ + BloomBlock(BloomHash(src, dst), bloom_blocks_));
+    if ((flags_ & kFlagDense) && src >= meta_.min_src && src <= meta_.max_src)
+      __builtin_prefetch(offs_ + (src - meta_.min_src));
+  }
+
   // Edge index range of v; false if v has no edges here.
   bool Find(uint64_t v, uint64_t *b, uint64_t *e) const;
   // First vertex >= v present in this file, or false.

@@ -357,6 +357,10 @@ class SnapshotReader {
   // The visible edges from v to dst (one per type ts holds), as
   // gt_snapshot_edge documents.
   Status Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, size_t cap, size_t *n);
+  // counts[i] = the number of visible edges from srcs[i] to dsts[i] (one
+  // per type ts holds), for i in [0, n), as gt_snapshot_edge_counts
+  // documents: Edge's lookups, on one Version and one set of buffers.
+  Status EdgeCounts(const uint64_t *srcs, const uint64_t *dsts, size_t n, const TypeSet *ts, uint32_t *counts);
   // gt_snapshot_edge_ext and gt_snapshot_neighbors_after_ext: Edge and
   // NeighborsAfter with each edge's extras (x) and payload bytes.
   Status EdgeExt(uint64_t v, uint64_t dst, const TypeSet *ts, const EdgeOut &o, const ExtOut &x, size_t cap, size_t *n);

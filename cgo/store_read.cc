@@ -2,6 +2,9 @@
 // the MemGraphs and every level of the current Version, merged and
 // filtered at the snapshot's seq; and bulk copies of clean CSR ranges.
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -131,12 +134,235 @@ inline void CopyOut(const Segment &s, uint64_t b, uint64_t e, const EdgeOut &o, 
   if (o.tm) s.CopyTimes(b, e, o.tm + at);
 }
 
+// An edge decided by the runs above a clean bottom run (CleanBottom): the
+// first version at or below tau of its (dst, type), and whether it is
+// visible (then with its weight and time).
+struct Decided {
+  uint64_t dst;
+  uint32_t type;
+  bool visible;
+  double weight;
+  int64_t time;
+};
+
+// (dst asc, type desc): the order of a vertex's edges.
+inline bool EdgeBefore(uint64_t d1, uint32_t t1, uint64_t d2, uint32_t t2) { return d1 < d2 || (d1 == d2 && t1 > t2); }
+
+// The first position in [from, r.e) of the clean segment run r whose edge
+// is not before (d, t): an exponential search from from, then a binary
+// search (the decided edges come in order, so each search starts where the
+// last ended and costs the log of the gap).
+uint64_t GallopTo(const Run &r, uint64_t from, uint64_t d, uint32_t t) {
+  const Segment &s = *r.seg;
+  auto before = [&](uint64_t i) { return EdgeBefore(s.dst(i), s.type(i), d, t); };
+  uint64_t lo = from, step = 1;
+  while (lo < r.e && before(lo)) {
+    const uint64_t next = std::min(r.e, lo + step);
+    if (next == r.e || !before(next)) {
+      uint64_t a = lo + 1, b = next;  // the answer is in (lo, next]
+      while (a < b) {
+        const uint64_t mid = a + (b - a) / 2;
+        if (before(mid))
+          a = mid + 1;
+        else
+          b = mid;
+      }
+      return a;
+    }
+    lo = next;
+    step *= 2;
+  }
+  return lo;
+}
+
+// The smallest clean bottom run worth the path below, and how much larger
+// than the runs above it it must be.
+constexpr uint64_t kCleanBottomMin = 64;
+constexpr uint64_t kCleanBottomRatio = 1;
+// CleanPair merges two clean runs when the newer holds at least
+// 1/kPairMinShare of the older's versions (else CleanBottom copies the
+// older in stretches).
+constexpr uint64_t kPairMinShare = 8;
+
+// AppendVisible for runs whose last (oldest) run is a clean segment run
+// (every version visible at tau, live, alone for its edge, of a type ts
+// holds, hidden by no vertex delete) much larger than the runs above it,
+// none of which may hold an event operand: the edges the runs above decide
+// (a version at or below tau of an edge: it wins over the bottom run's,
+// older, whether it is visible or not) are merged by VisibleNewest's rules,
+// and the bottom run is copied out in bulk between them, found by
+// galloping. So a hub read as ingest leaves it (its file run and the few
+// versions written since) costs a copy of its list plus the recent
+// versions' merge, not a merge step per edge. Returns false when the runs
+// are not of that shape (nothing written), else true with *end as
+// AppendVisible's result.
+bool CleanBottom(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+                 const EdgeOut &o, size_t at, size_t cap, size_t *end) {
+  if (runs.size() < 2) return false;
+  const Run &c = runs.back();
+  if (c.seg == nullptr || c.e - c.b < kCleanBottomMin) return false;
+  uint64_t above = 0;
+  for (size_t i = 0; i + 1 < runs.size(); i++) {
+    if (runs[i].MayHoldOperands()) return false;
+    above += runs[i].e - runs[i].b;
+  }
+  if ((c.e - c.b) < kCleanBottomRatio * above) return false;
+  const Segment &s = *c.seg;
+  if (s.has_ext() || !s.AllVisibleAt(tau) || !s.AllTypesIn(ts) || !VdelFree(s, tau, vdel)) return false;
+  // The edges the runs above decide, in order.
+  // Allocated per read (not kept per thread: a huge hub's would stay).
+  std::vector<Decided> dec;
+  dec.reserve(above);
+  const std::vector<Run> top(runs.begin(), runs.end() - 1);
+  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
+  const uint64_t newest = vdel.max_seq();
+  uint64_t cur = UINT64_MAX;
+  uint32_t curt = 0;
+  MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+    const uint32_t t = VersType(vers);
+    if (dst == cur && t == curt) return;
+    const uint64_t seq = VersSeq(vers);
+    if (seq > tau) return;
+    cur = dst;
+    curt = t;
+    const bool visible =
+        !VersTomb(vers) && seq >= dsrc && Wanted(ts, t) && !(seq < newest && seq < vdel.Latest(dst, tau));
+    dec.push_back(Decided{dst, t, visible, w, tm});
+  });
+  // Where each decided edge falls in the bottom run, and the count.
+  std::vector<uint64_t> at_pos(dec.size());
+  uint64_t pos = c.b;
+  size_t n = at + (c.e - c.b);
+  for (size_t j = 0; j < dec.size(); j++) {
+    pos = GallopTo(c, pos, dec[j].dst, dec[j].type);
+    at_pos[j] = pos;
+    if (pos < c.e && s.dst(pos) == dec[j].dst && s.type(pos) == dec[j].type) {
+      n--;  // the bottom run's version of it is older
+      pos++;
+    }
+    if (dec[j].visible) n++;
+  }
+  *end = n;
+  if (n > cap) return true;
+  size_t k = at;
+  pos = c.b;
+  for (size_t j = 0; j < dec.size(); j++) {
+    const uint64_t q = at_pos[j];
+    if (q > pos) {
+      CopyOut(s, pos, q, o, k);
+      k += q - pos;
+      pos = q;
+    }
+    if (pos < c.e && s.dst(pos) == dec[j].dst && s.type(pos) == dec[j].type) pos++;
+    if (dec[j].visible) Put(o, k++, dec[j].dst, dec[j].weight, dec[j].type, dec[j].time);
+  }
+  CopyOut(s, pos, c.e, o, k);
+  return true;
+}
+
+// True when r is a run of a clean segment (every version visible at tau,
+// live, alone for its edge, of a type ts holds, hidden by no vertex
+// delete, no event column) of one type: CleanPair's input.
+bool CleanOneType(const Run &r, uint64_t tau, const VdelMap &vdel, const TypeSet *ts) {
+  if (r.seg == nullptr) return false;
+  const Segment &s = *r.seg;
+  return s.min_type() == s.max_type() && !s.has_ext() && s.AllVisibleAt(tau) && s.AllTypesIn(ts) &&
+         VdelFree(s, tau, vdel);
+}
+
+// AppendVisible for runs whose two last (oldest) runs are clean segment
+// runs of one type (CleanOneType: as a vertex's runs are with an L0 file
+// above its level's) holding at least as many versions as the runs above
+// them, none of which may hold an event operand: the two are merged in
+// one pass comparing destinations only (on a tie the newer wins), and the
+// edges the runs above decide are merged into that by VisibleNewest's
+// rules. Returns false when the runs are not of that shape (nothing
+// written), else true with *end as AppendVisible's result.
+bool CleanPair(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
+               const EdgeOut &o, size_t at, size_t cap, size_t *end) {
+  if (runs.size() < 2) return false;
+  const Run &a = runs[runs.size() - 2], &b = runs.back();
+  uint64_t above = 0;
+  for (size_t i = 0; i + 2 < runs.size(); i++) {
+    if (runs[i].seg != nullptr || runs[i].MayHoldOperands()) return false;
+    above += runs[i].e - runs[i].b;
+  }
+  if ((a.e - a.b) + (b.e - b.b) < kCleanBottomMin || (a.e - a.b) + (b.e - b.b) < kCleanBottomRatio * above)
+    return false;
+  // A newer run much smaller than the older: CleanBottom's bulk copies.
+  if ((a.e - a.b) * kPairMinShare < (b.e - b.b)) return false;
+  if (!CleanOneType(a, tau, vdel, ts) || !CleanOneType(b, tau, vdel, ts)) return false;
+  const Segment &sa = *a.seg, &sb = *b.seg;
+  if (sa.min_type() != sb.min_type()) return false;
+  const uint32_t t = sa.min_type();
+  std::vector<Decided> dec;
+  if (above > 0) {
+    dec.reserve(above);
+    const std::vector<Run> top(runs.begin(), runs.end() - 2);
+    const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
+    const uint64_t newest = vdel.max_seq();
+    uint64_t cur = UINT64_MAX;
+    uint32_t curt = 0;
+    MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+      const uint32_t ty = VersType(vers);
+      if (dst == cur && ty == curt) return;
+      const uint64_t seq = VersSeq(vers);
+      if (seq > tau) return;
+      cur = dst;
+      curt = ty;
+      const bool visible =
+          !VersTomb(vers) && seq >= dsrc && Wanted(ts, ty) && !(seq < newest && seq < vdel.Latest(dst, tau));
+      dec.push_back(Decided{dst, ty, visible, w, tm});
+    });
+  }
+  size_t k = at, j = 0;
+  uint64_t ia = a.b, ib = b.b;
+  auto put = [&](const Segment &s, uint64_t i, uint64_t d) {
+    if (k < cap) Put(o, k, d, o.w ? s.weight(i) : 0, t, o.tm ? s.time(i) : 0);
+    k++;
+  };
+  while (ia < a.e || ib < b.e) {
+    const uint64_t da = ia < a.e ? sa.dst(ia) : UINT64_MAX;
+    const uint64_t db = ib < b.e ? sb.dst(ib) : UINT64_MAX;
+    const uint64_t d = std::min(da, db);
+    // The decided edges before (d, t), then (d, t) itself when decided.
+    for (; j < dec.size() && EdgeBefore(dec[j].dst, dec[j].type, d, t); j++)
+      if (dec[j].visible) {
+        if (k < cap) Put(o, k, dec[j].dst, dec[j].weight, dec[j].type, dec[j].time);
+        k++;
+      }
+    const bool decided = j < dec.size() && dec[j].dst == d && dec[j].type == t;
+    if (decided) {
+      if (dec[j].visible) {
+        if (k < cap) Put(o, k, d, dec[j].weight, t, dec[j].time);
+        k++;
+      }
+      j++;
+    } else if (da <= db) {
+      put(sa, ia, d);  // on a tie the newer run's version
+    } else {
+      put(sb, ib, d);
+    }
+    if (da == d) ia++;
+    if (db == d) ib++;
+  }
+  for (; j < dec.size(); j++)
+    if (dec[j].visible) {
+      if (k < cap) Put(o, k, dec[j].dst, dec[j].weight, dec[j].type, dec[j].time);
+      k++;
+    }
+  *end = k;
+  return true;
+}
+
 // Writes v's visible edges of the types ts holds (from its runs) to
 // o[at..cap) and returns the end position at + count. A result above cap
 // means they did not fit: nothing past cap was written and the caller must
 // not use them.
 size_t AppendVisible(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const VdelMap &vdel, const TypeSet *ts,
                      const EdgeOut &o, size_t at, size_t cap) {
+  if (size_t end; CleanPair(runs, v, tau, vdel, ts, o, at, cap, &end)) return end;
+  if (size_t end; CleanBottom(runs, v, tau, vdel, ts, o, at, cap, &end)) return end;
   if (FastRun(runs, tau, vdel, ts)) {
     const Run &r = runs[0];
     const size_t end = at + (r.e - r.b);
@@ -417,6 +643,35 @@ Status SnapshotReader::Edge(uint64_t v, uint64_t dst, const TypeSet *ts, const E
   });
   *n = k;
   if (k > cap) return Status{Code::kBuffer, "edge buffer too small", "", 0};
+  return Status::OK();
+}
+
+Status SnapshotReader::EdgeCounts(const uint64_t *srcs, const uint64_t *dsts, size_t n, const TypeSet *ts,
+                                  uint32_t *counts) {
+  if (n == 0) return Status::OK();
+  auto ver = store_->Current();
+  const VisibleMems mems(*ver, tau_);
+  const VdelMap &vdel = *ver->vdel;
+  std::vector<Entry> m[2];
+  std::vector<Run> runs;
+  // The files' first reads of lookup i+kAhead are fetched while lookup i
+  // runs: independent lookups overlap their cache misses (a filter block
+  // per file and a vertex table entry each, as a CSR's offset).
+  constexpr size_t kAhead = 8;
+  const Tree &t = ver->trees[kOut];
+  auto prefetch = [&](size_t j) {
+    for (const auto &s : t.l0) s->PrefetchLookup(srcs[j], dsts[j]);
+    for (size_t l = 1; l < t.levels.size(); l++)
+      if (const Segment *s = FindSegment(t.levels[l], srcs[j])) s->PrefetchLookup(srcs[j], dsts[j]);
+  };
+  for (size_t j = 0; j < std::min(n, kAhead); j++) prefetch(j);
+  for (size_t i = 0; i < n; i++) {
+    if (i + kAhead < n) prefetch(i + kAhead);
+    GT_RETURN_IF_ERROR(GatherRuns(*ver, mems, kOut, srcs[i], m, &runs, &dsts[i]));
+    uint32_t k = 0;
+    if (!runs.empty()) VisibleEdgeIds(runs, srcs[i], tau_, vdel, ts, [&k](uint64_t, uint32_t) { k++; });
+    counts[i] = k;
+  }
   return Status::OK();
 }
 

@@ -25,10 +25,15 @@ in order:
     ones, as single updates, each timed; GETVTX: --ops reads of random
     vertices' records, on the store and on a Go map of them (each answer
     checked against it);
-  - SEARCHEDGE: --ops lookups of random edges of the graph, and SCANNBR:
-    --ops/10 full neighbor lists of vertices drawn by degree, on the store
-    (a fresh snapshot every 100) and on a static CSR of the same edges
-    built in the same process (each answer checked against it);
+  - SEARCHEDGE: --ops lookups of random edges of the graph, on the store
+    in batches (a snapshot's 100 lookups in one call: searchedge) and one
+    at a time with every column (searchedge_single), and SCANNBR: --ops/10
+    full neighbor lists of vertices drawn by degree, on the store (a fresh
+    snapshot every 100), on a static CSR of the same edges built in the
+    same process (each answer checked against it) and on a plain C++ CSR
+    of them (the study's: cpp_csr_searchedge_ops_per_sec,
+    cpp_csr_scannbr_edges_per_sec); rates over chunks of 100 timed whole,
+    latencies over every eighth read timed alone;
   - DELEDGE: --ops single deletes of random edges (then none is found),
     then the same edges inserted only while absent (ApplyIf, a read-write
     transaction each: all applied), and once more (all refused);
@@ -37,8 +42,9 @@ in order:
   - --readers goroutines doing SEARCHEDGE beside a writer doing INSEDGE
     for --duration.
 It reports operations per second with p50 and p99 latency in µs for each,
-neighbors per second for SCANNBR, the store's reads against the CSR's, and
-GETVTX against the map's, and the store's bytes on disk per edge against
+neighbors per second for SCANNBR, the store's reads against the faster of
+the two CSRs (and the CSR in Go against the C++ one), and GETVTX against
+the map's, and the store's bytes on disk per edge against
 the CSR's. The last line of stdout is one JSON object, with
 searchedge_ops_per_sec, insedge_ops_per_sec, insvtx_ops_per_sec,
 getvtx_ops_per_sec, deledge_ops_per_sec, scannbr_ops_per_sec,

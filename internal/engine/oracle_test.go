@@ -224,6 +224,23 @@ func checkLookups(t testing.TB, sn *Snapshot, want oracle, adj map[uint64][]uint
 	for _, d := range adj[v] {
 		dsts = append(dsts, d, d+1)
 	}
+	// The same lookups as one batch (EdgeCounts).
+	srcs, counts := make([]uint64, len(dsts)), make([]uint32, len(dsts))
+	for i := range srcs {
+		srcs[i] = v
+	}
+	if err := sn.EdgeCounts(srcs, dsts, counts); err != nil {
+		t.Fatalf("edge counts of %d: %v", v, err)
+	}
+	for i, d := range dsts {
+		wantN := uint32(0)
+		if _, ok := want[edgeKey{v, d}]; ok {
+			wantN = 1
+		}
+		if counts[i] != wantN {
+			t.Fatalf("seq %d edge counts (%d, %d) = %d, want %d", sn.Seq(), v, d, counts[i], wantN)
+		}
+	}
 	for _, d := range dsts {
 		w, ok := want[edgeKey{v, d}]
 		c, err := sn.Edge(v, d)

@@ -604,6 +604,23 @@ func (sn *Snapshot) Edge(src, dst uint64) (Columns, error) {
 	return c, nil
 }
 
+// EdgeCounts sets counts[i] to the number of edges from srcs[i] to
+// dsts[i] visible in the snapshot (one per type of its type set that links
+// them; 0: none), for every i: a batch of lookups in one call to the core,
+// which allocates nothing per lookup. srcs, dsts and counts must have the
+// same length.
+func (sn *Snapshot) EdgeCounts(srcs, dsts []uint64, counts []uint32) error {
+	if len(dsts) != len(srcs) || len(counts) != len(srcs) {
+		return fmt.Errorf("%w: edge counts of %d sources, %d destinations into %d counts", ErrInvalid, len(srcs), len(dsts), len(counts))
+	}
+	return sn.read(func(c *core.Snapshot) error {
+		if e := c.EdgeCounts(srcs, dsts, sn.types, counts); e != nil {
+			return fmt.Errorf("edge counts: %w", fromCore(e))
+		}
+		return nil
+	})
+}
+
 // GatherLimit is Gather reading at most maxEdges edges: it fills buf
 // (growing it as a vertex within the limit needs) with as many of vids,
 // from the first, as fit within maxEdges. When the first vertex alone needs

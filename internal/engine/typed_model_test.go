@@ -171,7 +171,23 @@ func TestTypedTimedStoreFollowsTheOracle(t *testing.T) {
 					if dir != Out {
 						continue
 					}
-					// Edge lookups of every dst, present or not (nv never is).
+					// Edge lookups of every dst, present or not (nv never is),
+					// as one batch (EdgeCounts), then one by one.
+					srcs, dsts, counts := make([]uint64, nv+1), make([]uint64, nv+1), make([]uint32, nv+1)
+					for d := range dsts {
+						srcs[d], dsts[d] = v, uint64(d)
+					}
+					if err := view.EdgeCounts(srcs, dsts, counts); err != nil {
+						t.Fatalf("%s: edge counts: %v", what, err)
+					}
+					for _, e := range w {
+						counts[e.dst]--
+					}
+					for d, c := range counts {
+						if c != 0 {
+							t.Fatalf("%s: edge counts to %d: %d more than the edges", what, d, int32(c))
+						}
+					}
 					for d := uint64(0); d <= nv; d++ {
 						var we, ge []typedEdge
 						for _, e := range w {

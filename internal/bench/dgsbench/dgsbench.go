@@ -12,16 +12,22 @@
 //     operation per Apply, as the study's write queries; --write-batch
 //     groups them), each timed;
 //  3. the static CSR of every edge applied so far, built in memory: the
-//     baseline of the reads and the oracle they are checked against;
+//     baseline of the reads and the oracle they are checked against; and
+//     a plain C++ CSR of the same edges (ccsr.h: the study's own, 8-byte
+//     offsets and neighbors, std::lower_bound), driven over a whole
+//     stream per call as the study's harness drives it;
 //     INSVTX: vertex records (a label and a property document of about
 //     60 bytes) for vertices of the graph and, one in eight, new isolated
 //     ones past its range, as single updates, each timed; GETVTX: reads
 //     of random vertices' records (each checked against a Go map of
 //     them, the baseline), on the store and on the map;
 //  4. SEARCHEDGE: lookups of random edges of the graph (each must be
-//     found), on the store and on the CSR (binary search);
+//     found), on the store in batches (Snapshot.EdgeCounts: a snapshot's
+//     100 lookups in one call) and one at a time with every column
+//     (Snapshot.Edge), on the CSR (binary search) and on the C++ CSR;
 //  5. SCANNBR: full neighbor lists of vertices drawn in proportion to
-//     their degree (each list's length must be the CSR's), on both;
+//     their degree (each list's length must be the CSR's), on the store
+//     (Snapshot.Neighbors), the CSR and the C++ CSR;
 //  6. DELEDGE: single deletes of random edges, each timed; a sample of
 //     them is then looked up (none may be found); then the same edges
 //     inserted again only while absent (engine.Store.ApplyIf, a
@@ -35,10 +41,14 @@
 // Reads take a fresh snapshot every 100 operations (a reader of fresh
 // data, as the study records latency per hundred operations); the store
 // is as ingest leaves it (L0 files, levels, background compaction), not
-// compacted. Memory: the store's bytes on disk per edge and its MemGraph
-// bytes, against the CSR's bytes per edge (8-byte offsets, 4-byte
-// neighbors), and the process's peak resident set (which includes the
-// generated stream and the CSR).
+// compacted. The rate of SEARCHEDGE and SCANNBR is measured over a pass in
+// chunks of 100 timed as a whole, and their latency over a second pass of
+// every eighth operation, each timed, so that no clock read per operation
+// counts in the rate (on the store and on the CSR alike). The store's reads
+// are reported against the faster of the two CSRs. Memory: the store's
+// bytes on disk per edge and its MemGraph bytes, against the CSR's bytes
+// per edge (8-byte offsets, 4-byte neighbors), and the process's peak
+// resident set (which includes the generated stream and the CSRs).
 package dgsbench
 
 import (
@@ -46,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -137,20 +148,26 @@ type Result struct {
 	InsEdge         Op      `json:"insedge"`
 	// Vertex records: single puts, and reads on the store and on a Go map
 	// of the same records.
-	InsVtx        Op `json:"insvtx"`
-	GetVtx        Op `json:"getvtx"`
-	MapGetVtx     Op `json:"map_getvtx"`
-	SearchEdge    Op `json:"searchedge"`
-	CSRSearchEdge Op `json:"csr_searchedge"`
-	ScanNbr       Op `json:"scannbr"`
-	CSRScanNbr    Op `json:"csr_scannbr"`
-	DelEdge       Op `json:"deledge"`
+	InsVtx    Op `json:"insvtx"`
+	GetVtx    Op `json:"getvtx"`
+	MapGetVtx Op `json:"map_getvtx"`
+	// SEARCHEDGE: lookups in batches of a snapshot's reads
+	// (Snapshot.EdgeCounts, one call each), and one at a time with every
+	// column (Snapshot.Edge); on the CSR in Go, and a plain C++ CSR's rate.
+	SearchEdge                Op      `json:"searchedge"`
+	SearchEdgeSingle          Op      `json:"searchedge_single"`
+	CSRSearchEdge             Op      `json:"csr_searchedge"`
+	CppCSRSearchEdgeOpsPerSec float64 `json:"cpp_csr_searchedge_ops_per_sec"`
+	ScanNbr                   Op      `json:"scannbr"`
+	CSRScanNbr                Op      `json:"csr_scannbr"`
+	DelEdge                   Op      `json:"deledge"`
 	// Conditional inserts (ApplyIf, edge absent): applied, then refused.
 	CondInsEdge        Op `json:"cond_insedge"`
 	CondInsEdgeRefused Op `json:"cond_insedge_refused"`
 	// Neighbors read per second by SCANNBR, on the store and the CSR.
-	ScanNbrEdgesPerSec    float64 `json:"scannbr_edges_per_sec"`
-	CSRScanNbrEdgesPerSec float64 `json:"csr_scannbr_edges_per_sec"`
+	ScanNbrEdgesPerSec       float64 `json:"scannbr_edges_per_sec"`
+	CSRScanNbrEdgesPerSec    float64 `json:"csr_scannbr_edges_per_sec"`
+	CppCSRScanNbrEdgesPerSec float64 `json:"cpp_csr_scannbr_edges_per_sec"`
 	// Mixed streams: all operations per second, and each kind's latency.
 	Mixed50Reads, Mixed50Writes Op      `json:"-"`
 	Mixed80Reads, Mixed80Writes Op      `json:"-"`
@@ -162,10 +179,14 @@ type Result struct {
 	ConcurrentWriter        Op      `json:"concurrent_writer"`
 	ConcurrentReadOpsPerSec float64 `json:"concurrent_read_ops_per_sec"`
 
-	// Ratios in this run: the store's reads against the CSR's.
-	SearchEdgeOverCSR float64 `json:"searchedge_store_over_csr"`
-	ScanNbrOverCSR    float64 `json:"scannbr_store_over_csr"`
-	GetVtxOverMap     float64 `json:"getvtx_store_over_map"`
+	// Ratios in this run: the store's reads against the faster CSR (in
+	// Go or in C++), and the CSR in Go against the C++ one.
+	SearchEdgeOverCSR       float64 `json:"searchedge_store_over_csr"`
+	SearchEdgeSingleOverCSR float64 `json:"searchedge_single_store_over_csr"`
+	ScanNbrOverCSR          float64 `json:"scannbr_store_over_csr"`
+	GoCSROverCppSearchEdge  float64 `json:"csr_go_over_cpp_searchedge"`
+	GoCSROverCppScanNbr     float64 `json:"csr_go_over_cpp_scannbr"`
+	GetVtxOverMap           float64 `json:"getvtx_store_over_map"`
 	// Flat keys of the headline figures.
 	SearchEdgeOpsPerSec float64 `json:"searchedge_ops_per_sec"`
 	InsEdgeOpsPerSec    float64 `json:"insedge_ops_per_sec"`
@@ -255,69 +276,32 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	logf("dgs: INSVTX %s; GETVTX %s; on a Go map %s", res.InsVtx, res.GetVtx, res.MapGetVtx)
 
 	// 4. SEARCHEDGE: random edges of the graph, each must be found.
-	targets := make([][2]uint64, cfg.Ops)
-	for i := range targets {
-		targets[i] = g.edge(rng)
-	}
-	res.SearchEdge, err = timeReads(s, len(targets), func(sn *engine.Snapshot, i int) (int, error) {
-		c, err := sn.Edge(targets[i][0], targets[i][1])
-		if err == nil && len(c.Types) != 1 {
-			err = fmt.Errorf("SEARCHEDGE %d -> %d found %d edges, the graph has 1", targets[i][0], targets[i][1], len(c.Types))
-		}
-		return 1, err
-	})
+	cc, err := newCppCSR(g)
 	if err != nil {
 		return res, err
 	}
-	res.CSRSearchEdge, _ = timeReads(nil, len(targets), func(_ *engine.Snapshot, i int) (int, error) {
-		if !g.has(targets[i][0], targets[i][1]) {
-			return 0, fmt.Errorf("the CSR lacks %v", targets[i])
-		}
-		return 1, nil
-	})
-	logf("dgs: SEARCHEDGE %s; on the CSR %s", res.SearchEdge, res.CSRSearchEdge)
+	defer cc.free()
+	srcs, dsts := make([]uint64, cfg.Ops), make([]uint64, cfg.Ops)
+	for i := range srcs {
+		e := g.edge(rng)
+		srcs[i], dsts[i] = e[0], e[1]
+	}
+	if err := searchEdges(s, g, cc, srcs, dsts, &res); err != nil {
+		return res, err
+	}
+	logf("dgs: SEARCHEDGE %s; one at a time (Snapshot.Edge) %s; on the CSR in Go %s; in C++ %.0f/s", res.SearchEdge,
+		res.SearchEdgeSingle, res.CSRSearchEdge, res.CppCSRSearchEdgeOpsPerSec)
 
 	// 5. SCANNBR: vertices drawn by degree, each list checked against the CSR.
 	scans := make([]uint64, max(cfg.Ops/10, 100))
 	for i := range scans {
 		scans[i] = g.edge(rng)[0]
 	}
-	var storeEdges, csrEdges int
-	// The sums of the neighbors each side read: equal when both read the
-	// same lists (and they keep the reads from being optimized away).
-	var storeSum, csrSum uint64
-	var buf []uint64 // the lists read, reused (as a reader's buffer is)
-	res.ScanNbr, err = timeReads(s, len(scans), func(sn *engine.Snapshot, i int) (int, error) {
-		var err error
-		buf, _, err = sn.Neighbors(scans[i], engine.Out, buf, nil)
-		n := len(buf)
-		for _, x := range buf {
-			storeSum += x
-		}
-		if err == nil && n != g.degree(scans[i]) {
-			err = fmt.Errorf("SCANNBR of %d read %d neighbors, the graph has %d", scans[i], n, g.degree(scans[i]))
-		}
-		storeEdges += n
-		return 1, err
-	})
-	if err != nil {
+	if err := scanNeighbors(s, g, cc, scans, &res); err != nil {
 		return res, err
 	}
-	res.CSRScanNbr, _ = timeReads(nil, len(scans), func(_ *engine.Snapshot, i int) (int, error) {
-		l := g.nbrsOf(scans[i])
-		for _, x := range l {
-			csrSum += uint64(x) // read every neighbor, as the store's scan copies each
-		}
-		csrEdges += len(l)
-		return 1, nil
-	})
-	if storeSum != csrSum {
-		return res, fmt.Errorf("SCANNBR read other neighbors on the store than on the CSR (sums %d and %d)", storeSum, csrSum)
-	}
-	res.ScanNbrEdgesPerSec = float64(storeEdges) / (float64(res.ScanNbr.Ops) / res.ScanNbr.OpsPerSec)
-	res.CSRScanNbrEdgesPerSec = float64(csrEdges) / (float64(res.CSRScanNbr.Ops) / res.CSRScanNbr.OpsPerSec)
-	logf("dgs: SCANNBR %s (%.0f edges/s); on the CSR %s (%.0f edges/s)", res.ScanNbr, res.ScanNbrEdgesPerSec,
-		res.CSRScanNbr, res.CSRScanNbrEdgesPerSec)
+	logf("dgs: SCANNBR %s (%.0f edges/s); on the CSR in Go %s (%.0f edges/s); in C++ %.0f edges/s", res.ScanNbr,
+		res.ScanNbrEdgesPerSec, res.CSRScanNbr, res.CSRScanNbrEdgesPerSec, res.CppCSRScanNbrEdgesPerSec)
 
 	// 6. DELEDGE: distinct random edges, single deletes; then none is found.
 	gone := map[[2]uint64]bool{}
@@ -409,8 +393,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	logf("dgs: %d readers beside the writer: writer %s; readers %.0f lookups/s", cfg.Readers, res.ConcurrentWriter,
 		res.ConcurrentReadOpsPerSec)
 
-	res.SearchEdgeOverCSR = res.SearchEdge.OpsPerSec / res.CSRSearchEdge.OpsPerSec
-	res.ScanNbrOverCSR = res.ScanNbrEdgesPerSec / res.CSRScanNbrEdgesPerSec
+	csrSearch := max(res.CSRSearchEdge.OpsPerSec, res.CppCSRSearchEdgeOpsPerSec)
+	res.SearchEdgeOverCSR = res.SearchEdge.OpsPerSec / csrSearch
+	res.SearchEdgeSingleOverCSR = res.SearchEdgeSingle.OpsPerSec / csrSearch
+	res.ScanNbrOverCSR = res.ScanNbrEdgesPerSec / max(res.CSRScanNbrEdgesPerSec, res.CppCSRScanNbrEdgesPerSec)
+	res.GoCSROverCppSearchEdge = res.CSRSearchEdge.OpsPerSec / res.CppCSRSearchEdgeOpsPerSec
+	res.GoCSROverCppScanNbr = res.CSRScanNbrEdgesPerSec / res.CppCSRScanNbrEdgesPerSec
 	res.SearchEdgeOpsPerSec, res.InsEdgeOpsPerSec = res.SearchEdge.OpsPerSec, res.InsEdge.OpsPerSec
 	res.DelEdgeOpsPerSec, res.ScanNbrOpsPerSec = res.DelEdge.OpsPerSec, res.ScanNbr.OpsPerSec
 	res.InsVtxOpsPerSec, res.GetVtxOpsPerSec = res.InsVtx.OpsPerSec, res.GetVtx.OpsPerSec
@@ -721,9 +709,23 @@ func (g *csr) nbrsOf(v uint64) []uint32 {
 
 func (g *csr) degree(v uint64) int { return len(g.nbrsOf(v)) }
 
+// has is a binary search of a's neighbors for b (a lower bound whose
+// steps compile without a branch on the comparison).
 func (g *csr) has(a, b uint64) bool {
-	_, ok := slices.BinarySearch(g.nbrsOf(a), uint32(b))
-	return ok
+	if a+1 >= uint64(len(g.off)) || b > math.MaxUint32 {
+		return false
+	}
+	l := g.nbrs[g.off[a]:g.off[a+1]]
+	x := uint32(b)
+	i, n := 0, len(l)
+	for n > 1 {
+		half := n / 2
+		if l[i+half-1] < x {
+			i += half
+		}
+		n -= half
+	}
+	return n == 1 && l[i] == x
 }
 
 // edge draws an edge uniformly (so its source in proportion to degree).
@@ -735,3 +737,176 @@ func (g *csr) edge(rng *rand.Rand) [2]uint64 {
 // bytes is the CSR's memory as a static store keeps it: 8-byte offsets and
 // 4-byte neighbors (not the sources kept here for drawing edges).
 func (g *csr) bytes() int64 { return int64(len(g.off))*8 + int64(len(g.nbrs))*4 }
+
+// latEvery: a read stream's latencies are taken on every latEvery-th of
+// its reads, in a pass of their own after the pass that measures its rate
+// (whose chunks are timed as a whole, so that no clock read per operation
+// is counted in the rate).
+const latEvery = 8
+
+// readStream measures reads [0, n): the rate over a pass in chunks of
+// readEvery, each on a fresh snapshot of s (s nil: a CSR, no snapshot),
+// through run(sn, lo, hi), which does reads [lo, hi) and returns the items
+// they read (neighbors, or one per lookup); then the latency of every
+// latEvery-th read, run alone and timed (a fresh snapshot every readEvery
+// of them). It returns the figures and the items read per second.
+func readStream(s *engine.Store, n int, run func(sn *engine.Snapshot, lo, hi int) (int, error)) (Op, float64, error) {
+	fr := &freshReader{s: s}
+	defer fr.close()
+	items := 0
+	t0 := time.Now()
+	for lo := 0; lo < n; lo += readEvery {
+		var sn *engine.Snapshot
+		if s != nil {
+			fr.close()
+			var err error
+			if sn, err = s.Snapshot(); err != nil {
+				return Op{}, 0, err
+			}
+			fr.sn = sn
+		}
+		k, err := run(sn, lo, min(lo+readEvery, n))
+		if err != nil {
+			return Op{}, 0, err
+		}
+		items += k
+	}
+	total := time.Since(t0)
+	fr.close()
+	lat := make([]time.Duration, 0, n/latEvery+1)
+	for i := 0; i < n; i += latEvery {
+		t := time.Now()
+		var sn *engine.Snapshot
+		if s != nil {
+			var err error
+			if sn, err = fr.next(); err != nil {
+				return Op{}, 0, err
+			}
+		}
+		if _, err := run(sn, i, i+1); err != nil {
+			return Op{}, 0, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	o := op(n, total, lat)
+	return o, float64(items) / total.Seconds(), nil
+}
+
+// searchEdges runs SEARCHEDGE: the lookups of srcs[i] -> dsts[i] (edges of
+// g, each must be found once) on the store in batches (Snapshot.EdgeCounts,
+// a chunk a call) and one at a time (Snapshot.Edge, every column), on g
+// and on the C++ CSR.
+func searchEdges(s *engine.Store, g *csr, cc *cppCSR, srcs, dsts []uint64, res *Result) error {
+	counts := make([]uint32, readEvery)
+	var err error
+	res.SearchEdge, _, err = readStream(s, len(srcs), func(sn *engine.Snapshot, lo, hi int) (int, error) {
+		c := counts[:hi-lo]
+		if err := sn.EdgeCounts(srcs[lo:hi], dsts[lo:hi], c); err != nil {
+			return 0, err
+		}
+		for i, k := range c {
+			if k != 1 {
+				return 0, fmt.Errorf("SEARCHEDGE %d -> %d found %d edges, the graph has 1", srcs[lo+i], dsts[lo+i], k)
+			}
+		}
+		return hi - lo, nil
+	})
+	if err != nil {
+		return err
+	}
+	res.SearchEdgeSingle, _, err = readStream(s, len(srcs), func(sn *engine.Snapshot, lo, hi int) (int, error) {
+		for i := lo; i < hi; i++ {
+			c, err := sn.Edge(srcs[i], dsts[i])
+			if err == nil && len(c.Types) != 1 {
+				err = fmt.Errorf("SEARCHEDGE %d -> %d found %d edges, the graph has 1", srcs[i], dsts[i], len(c.Types))
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		return hi - lo, nil
+	})
+	if err != nil {
+		return err
+	}
+	res.CSRSearchEdge, _, err = readStream(nil, len(srcs), func(_ *engine.Snapshot, lo, hi int) (int, error) {
+		for i := lo; i < hi; i++ {
+			if !g.has(srcs[i], dsts[i]) {
+				return 0, fmt.Errorf("the CSR lacks %d -> %d", srcs[i], dsts[i])
+			}
+		}
+		return hi - lo, nil
+	})
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	found := cc.search(srcs, dsts)
+	res.CppCSRSearchEdgeOpsPerSec = float64(len(srcs)) / time.Since(t0).Seconds()
+	if found != len(srcs) {
+		return fmt.Errorf("the C++ CSR found %d of %d edges", found, len(srcs))
+	}
+	return nil
+}
+
+// scanNeighbors runs SCANNBR: the out-neighbor lists of vids on the store
+// (Snapshot.Neighbors, each list's length checked against g's), on g and
+// on the C++ CSR; all three must read the same neighbors (their sums).
+func scanNeighbors(s *engine.Store, g *csr, cc *cppCSR, vids []uint64, res *Result) error {
+	// The sums of the neighbors each side read in its rate pass: equal
+	// when both read the same lists (and they keep the reads from being
+	// optimized away).
+	var storeSum, csrSum uint64
+	var buf []uint64 // the lists read, reused (as a reader's buffer is)
+	var err error
+	res.ScanNbr, res.ScanNbrEdgesPerSec, err = readStream(s, len(vids), func(sn *engine.Snapshot, lo, hi int) (int, error) {
+		n := 0
+		for _, v := range vids[lo:hi] {
+			var err error
+			if buf, _, err = sn.Neighbors(v, engine.Out, buf, nil); err != nil {
+				return 0, err
+			}
+			if len(buf) != g.degree(v) {
+				return 0, fmt.Errorf("SCANNBR of %d read %d neighbors, the graph has %d", v, len(buf), g.degree(v))
+			}
+			for _, x := range buf {
+				storeSum += x
+			}
+			n += len(buf)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return err
+	}
+	res.CSRScanNbr, res.CSRScanNbrEdgesPerSec, _ = readStream(nil, len(vids), func(_ *engine.Snapshot, lo, hi int) (int, error) {
+		n := 0
+		for _, v := range vids[lo:hi] {
+			l := g.nbrsOf(v)
+			for _, x := range l {
+				csrSum += uint64(x) // read every neighbor, as the store's scan copies each
+			}
+			n += len(l)
+		}
+		return n, nil
+	})
+	t0 := time.Now()
+	n, cppSum := cc.scan(vids)
+	res.CppCSRScanNbrEdgesPerSec = float64(n) / time.Since(t0).Seconds()
+	// The store's and g's sums cover their rate pass and their latency
+	// pass (every latEvery-th list again); the C++ CSR's one pass.
+	var want, again uint64
+	for i, v := range vids {
+		for _, x := range g.nbrsOf(v) {
+			want += uint64(x)
+			if i%latEvery == 0 {
+				again += uint64(x)
+			}
+		}
+	}
+	if storeSum != want+again || csrSum != want+again || cppSum != want {
+		return fmt.Errorf("SCANNBR read other neighbors on the store, the CSR and the C++ CSR (sums %d, %d and %d, want %d, %d and %d)",
+			storeSum, csrSum, cppSum, want+again, want+again, want)
+	}
+	return nil
+}
