@@ -652,7 +652,7 @@ Status SnapshotReader::EdgeCounts(const uint64_t *srcs, const uint64_t *dsts, si
   auto ver = store_->Current();
   const VisibleMems mems(*ver, tau_);
   const VdelMap &vdel = *ver->vdel;
-  std::vector<Entry> m[2];
+  MemGraph::ReadBuf m[2];
   std::vector<Run> runs;
   // The files' first reads of lookup i+kAhead are fetched while lookup i
   // runs: independent lookups overlap their cache misses (a filter block
