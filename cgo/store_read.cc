@@ -836,8 +836,8 @@ Status SnapshotReader::NeighborsAfter(uint64_t v, int dir, const TypeSet *ts, bo
     return Status::OK();
   }
   // Versions of a dst below after decide nothing past the cursor: each
-  // run starts at after's versions, found by binary search (a hub's
-  // MemGraph versions are one sorted run).
+  // run starts at after's versions, found by binary search (each of a
+  // hub's MemGraph runs and its remainder is sorted).
   if (has_after) {
     for (Run &r : runs) r.b = SeekDst(r, after);
   }
