@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -40,6 +41,7 @@ type Topo struct {
 	// scan when the lists are built, raised by Apply's inserts, left by
 	// its deletes: an upper bound, not always the least).
 	bound int
+	sc    *applyScratch // Apply's, made by the first
 }
 
 // Bound is an index from which up no vertex has an edge (the id space's
@@ -100,7 +102,8 @@ type span struct {
 // length is len(dst); when pw is not nil, pw[k].V == dst[k] at every
 // position k of every span's deg heads. Each span's room [beg, beg+cap)
 // lies within [0, used), holds its deg heads first, and overlaps no
-// other; live is the sum of the degrees.
+// other; live is the sum of the degrees, held the sum of the rooms (so
+// used-held slots are dead rooms, which compaction reclaims).
 type Adj struct {
 	spans []span
 	dst   []int32
@@ -108,6 +111,21 @@ type Adj struct {
 	pw    []WNode
 	used  int64
 	live  int64
+	held  int64
+	// order and moved say where the rooms are, for compact (see there);
+	// order is nil until the first compaction sorts it. sealed is used
+	// as the last compaction (or the build) left it.
+	order  []int32
+	moved  []movedRoom
+	sealed int64
+	stats  adjStats
+	ed     []edit // rewrite's scratch
+}
+
+// movedRoom is a list moved to the tail at beg (Adj.moved).
+type movedRoom struct {
+	beg int64
+	v   int32
 }
 
 // WNode is a head with its whole-number weight (Adj.Packed).
@@ -196,9 +214,10 @@ func (a *Adj) Len() int { return len(a.spans) }
 // Edges is the number of edges.
 func (a *Adj) Edges() int64 { return a.live }
 
-// Bytes is the memory the lists hold.
+// Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
-	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8
+	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
+		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{}))
 }
 
 // Len is the number of vertex indexes.
@@ -230,9 +249,10 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	if h, ok := g.(edgesHinter); ok {
 		// Sized up front: growing the array by appends would allocate
 		// several times its size on the way (and serve's memory budget
-		// counts the garbage until it is collected).
+		// counts the garbage until it is collected). No room is added:
+		// the lists that grow get it when they do (see Adj).
 		if e := h.edgesHint(); e > 0 {
-			dst = make([]int32, 0, e+headroom(e))
+			dst = make([]int32, 0, e)
 		}
 	}
 	var w []float64
@@ -306,12 +326,23 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		return nil, err
 	}
 	e := int64(len(dst))
-	t.Out.used, t.Out.live = e, e
-	if w == nil && int64(cap(dst))-e >= headroom(e) && int64(cap(dst)) <= 2*(e+headroom(e)) {
-		t.Out.dst = dst[:cap(dst)] // the append's slack is the free tail
-	} else {
-		t.Out.dst, t.Out.w = dst, w
-		t.Out.compact(headroom(e))
+	t.Out.used, t.Out.live, t.Out.held, t.Out.sealed = e, e, e, e
+	// The arrays' slack (a hint above the edges, an append's) is the free
+	// tail when it is small; else they are copied tight.
+	tight := func(c int) bool { return int64(c) <= e+e/8+1<<10 }
+	switch {
+	case w == nil && tight(cap(dst)):
+		t.Out.dst = dst[:cap(dst)]
+	case w == nil:
+		t.Out.dst = slices.Clone(dst)[:e:e]
+	default:
+		if !tight(cap(dst)) {
+			dst = slices.Clone(dst)
+		}
+		if !tight(cap(w)) {
+			w = slices.Clone(w)
+		}
+		t.Out.dst, t.Out.w = dst[:e], w[:e]
 	}
 	t.Out.pack()
 	t.finish()
@@ -330,9 +361,6 @@ func (v *StaticView) edgesHint() int64 { return v.m.EdgeVersions() }
 func unindexedErr(v uint64) error {
 	return fmt.Errorf("views: vertex %d has no index in the view's id space", v)
 }
-
-// headroom is the free tail an Adj of e edges keeps for rewritten lists.
-func headroom(e int64) int64 { return max(e/8, 1<<14) }
 
 // dedupe drops repeated heads of the sorted list d (whose weights start at
 // w[at] when w is not nil), keeping each head's last weight (least: its
@@ -385,33 +413,131 @@ func tail(w []float64, at int64) []float64 {
 	return w[at:]
 }
 
-// compact rewrites the lists in index order, each in a room of its size,
-// into arrays with room more free slots.
-func (a *Adj) compact(room int64) {
-	dst := make([]int32, a.live+room)
+// Room policy. A list that outgrows its room is moved to the free tail
+// with a quarter more room (so a list that keeps growing, a hub, moves
+// once per quarter of its degree gained); compaction keeps that slack,
+// trimming only rooms far above their lists (deletes). The array grows by
+// an eighth of itself when compaction would reclaim too little: both are
+// amortized, an element copied by either pays for a slot some move used.
+
+// roomFor is the room a list of deg heads is moved into.
+func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
+
+// garbageShare is the share of the held rooms (Adj.held) the dead rooms
+// must reach before a move that does not fit compacts instead of growing
+// the array: a variable so that tests can make tiny graphs compact often.
+var garbageShare int64 = 8
+
+// adjStats are an Adj's work counters (cumulative, see TopologyStats).
+type adjStats struct {
+	compactions       uint64 // compactions and growths of the arrays
+	elementsCompacted uint64 // heads copied by them
+	elementsMoved     uint64 // heads written by rewrites: moved, shifted or added
+}
+
+// reserve makes room free slots at the tail (used+room <= len(dst)):
+// by compacting in place when the dead rooms are worth it, else by
+// compacting into larger arrays.
+func (a *Adj) reserve(room int64) {
+	if a.used+room <= int64(len(a.dst)) {
+		return
+	}
+	garbage := a.used - a.held
+	if garbage >= room && garbage >= a.held/garbageShare {
+		a.compact(nil, nil, nil)
+		if a.used+room <= int64(len(a.dst)) {
+			return
+		}
+	}
+	n := a.held + room + max(a.held/8, 1<<10)
+	dst := make([]int32, n)
 	var w []float64
 	var pw []WNode
 	if a.w != nil {
-		w = make([]float64, a.live+room)
+		w = make([]float64, n)
 	}
 	if a.pw != nil {
-		pw = make([]WNode, a.live+room)
+		pw = make([]WNode, n)
+	}
+	a.compact(dst, w, pw)
+}
+
+// compact slides every list's room, in the order of their positions,
+// to the front of dst, w, pw (a's own arrays when dst is nil: each room
+// then only moves left), keeping each room but those far above their
+// lists, which are trimmed to roomFor (empty lists get none). Work: the
+// heads held, plus a sort of the vertexes the first time (see order).
+func (a *Adj) compact(dst []int32, w []float64, pw []WNode) {
+	a.stats.compactions++
+	if a.order == nil {
+		a.order = make([]int32, 0, len(a.spans))
+		for i, s := range a.spans {
+			if s.cap > 0 {
+				a.order = append(a.order, int32(i))
+			}
+		}
+		slices.SortFunc(a.order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
+		a.moved = a.moved[:0]
+		a.sealed = a.used
+	}
+	fresh := dst != nil
+	if !fresh {
+		dst, w, pw = a.dst, a.w, a.pw
 	}
 	at := int64(0)
-	for i := range a.spans {
-		s := &a.spans[i]
-		end := s.beg + int64(s.deg)
-		copy(dst[at:], a.dst[s.beg:end])
-		if w != nil {
-			copy(w[at:], a.w[s.beg:end])
+	n := 0 // a.order[:n] is the new order
+	place := func(v int32) {
+		s := &a.spans[v]
+		if s.deg == 0 {
+			s.beg, s.cap = 0, 0
+			return
 		}
-		if pw != nil {
-			copy(pw[at:], a.pw[s.beg:end])
+		room := s.cap
+		if room > roomFor(s.deg) {
+			room = roomFor(s.deg)
 		}
-		s.beg, s.cap = at, s.deg
-		at += int64(s.deg)
+		if fresh || s.beg != at {
+			end := s.beg + int64(s.deg)
+			copy(dst[at:], a.dst[s.beg:end])
+			if w != nil {
+				copy(w[at:], a.w[s.beg:end])
+			}
+			if pw != nil {
+				copy(pw[at:], a.pw[s.beg:end])
+			}
+			a.stats.elementsCompacted += uint64(s.deg)
+		}
+		s.beg, s.cap = at, room
+		at += int64(room)
+		a.order[n] = v
+		n++
 	}
-	a.dst, a.w, a.pw, a.used = dst, w, pw, at
+	// INVARIANT: a.order lists, in the order of their positions, the
+	// vertexes whose rooms lie below sealed (and some whose rooms were
+	// moved above it since, or emptied); a.moved lists those moved above
+	// it, in the order of their moves, with where to (a move to the tail
+	// takes the next slots, so that order is theirs too).
+	k := 0
+	for _, v := range a.order {
+		s := a.spans[v]
+		if s.cap > 0 && s.beg < a.sealed {
+			a.order[k] = v
+			k++
+		}
+	}
+	a.order = a.order[:k]
+	for _, m := range a.moved {
+		if s := a.spans[m.v]; s.cap > 0 && s.beg == m.beg {
+			a.order = append(a.order, m.v)
+		}
+	}
+	for _, v := range a.order {
+		place(v)
+	}
+	a.order = a.order[:n]
+	a.moved = a.moved[:0]
+	a.dst, a.w, a.pw = dst, w, pw
+	a.used, a.held, a.sealed = at, at, at
 }
 
 // pack keeps a's float64 weights packed (pw) when every live one is
@@ -481,7 +607,7 @@ func (a *Adj) moveW(to, from int64) {
 }
 
 // transpose builds the in-lists of out (sorted, since sources are visited
-// in index order), with the same free room.
+// in index order), each in a room of its size, with no free tail.
 func transpose(out *Adj) Adj {
 	n := len(out.spans)
 	in := Adj{spans: make([]span, n)}
@@ -495,8 +621,8 @@ func transpose(out *Adj) Adj {
 		in.spans[j].beg, in.spans[j].cap = at, in.spans[j].deg
 		at += int64(in.spans[j].deg)
 	}
-	in.dst = make([]int32, at+headroom(at))
-	in.used, in.live = at, at
+	in.dst = make([]int32, at)
+	in.used, in.live, in.held, in.sealed = at, at, at, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
@@ -528,9 +654,25 @@ type change struct {
 	w   float64
 }
 
-// rewrite applies the sorted, unique changes to i's list: in place when
-// the list fits its room, else moved to the free tail (compacting first
-// when the tail is full) with a quarter more room.
+// edit is one change of a rewrite located in its list: at position p
+// of the old list, the head there deleted (del), or j inserted before it;
+// d is the shift of the old heads after it (the inserts up to it less
+// the deletes).
+type edit struct {
+	p, d int32
+	del  bool
+	j    int32
+	w    float64
+}
+
+// rewrite applies the sorted, unique changes to i's list. Each change is
+// found by a binary search; a list that still fits its room is then
+// spliced in place: the stretches between the changes are shifted by
+// block copies (heads and weights alike) and the inserted heads written
+// into the gaps; one that does not is copied, stretch by stretch, into
+// roomFor its new degree at the free tail (reserve). Work: the changes'
+// searches plus copies of the stretches after the first insert or
+// delete, or of the whole list when it moves.
 func (a *Adj) rewrite(i int32, cs []change) {
 	if !a.Weighted() {
 		for _, c := range cs {
@@ -542,96 +684,128 @@ func (a *Adj) rewrite(i int32, cs []change) {
 	}
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
-	adds, dels := 0, 0
+	ed := a.ed[:0]
+	lo, d := 0, int32(0)
 	for _, c := range cs {
-		if _, ok := slices.BinarySearch(old, c.j); ok == c.del {
-			if c.del {
-				dels++
-			} else {
-				adds++
+		p, found := slices.BinarySearch(old[lo:], c.j)
+		p += lo
+		switch {
+		case found && c.del:
+			d--
+			ed = append(ed, edit{p: int32(p), d: d, del: true})
+			lo = p + 1
+		case found:
+			// A reweight, where the head is: it moves with its stretch.
+			if a.Weighted() {
+				a.setW(s.beg+int64(p), c.j, c.w)
 			}
+			lo = p + 1
+		case !c.del:
+			d++
+			ed = append(ed, edit{p: int32(p), d: d, j: c.j, w: c.w})
+			lo = p
+		default:
+			lo = p
 		}
 	}
-	deg := s.deg + int32(adds) - int32(dels)
-	if deg > s.cap {
-		// Move to the tail, merging on the way.
-		room := deg + deg/4 + 2
-		if a.used+int64(room) > int64(len(a.dst)) {
-			a.compact(max(headroom(a.live), 2*int64(room)))
-			s = a.spans[i]
-		}
-		beg := a.used
-		a.used += int64(room)
-		at, k := beg, s.beg
-		end := s.beg + int64(s.deg)
-		put := func(j int32, w float64) {
-			a.dst[at] = j
-			a.setW(at, j, w)
-			at++
-		}
-		for _, c := range cs {
-			for k < end && a.dst[k] < c.j {
-				put(a.dst[k], a.wAt(k))
-				k++
-			}
-			if k < end && a.dst[k] == c.j {
-				k++
-			}
-			if !c.del {
-				put(c.j, c.w)
-			}
-		}
-		for ; k < end; k++ {
-			put(a.dst[k], a.wAt(k))
-		}
-		a.spans[i] = span{beg: beg, deg: deg, cap: room}
-		a.live += int64(deg - s.deg)
+	a.ed = ed
+	if len(ed) == 0 {
 		return
 	}
-	// In place: first drop the deleted heads and reweigh the kept ones
-	// (the write position never passes the read position), then merge the
-	// added ones in from the back.
-	var added []change
-	at, x := s.beg, 0
-	for k := s.beg; k < s.beg+int64(s.deg); k++ {
-		j := a.dst[k]
-		for x < len(cs) && cs[x].j < j {
-			if !cs[x].del {
-				added = append(added, cs[x])
+	deg := s.deg + d
+	if deg > s.cap {
+		a.moveList(i, deg, ed)
+		return
+	}
+	// In place. The stretch after edit t, old[from:to), moves by ed[t].d:
+	// those moving left are copied left to right, then those moving right
+	// right to left; as the stretches keep their order, no copy then
+	// overwrites a stretch yet to be copied.
+	stretch := func(t int) (from, n int64) {
+		from = int64(ed[t].p)
+		if ed[t].del {
+			from++
+		}
+		to := int64(s.deg)
+		if t+1 < len(ed) {
+			to = int64(ed[t+1].p)
+		}
+		return s.beg + from, to - from
+	}
+	for t := range ed {
+		if ed[t].d < 0 {
+			if from, n := stretch(t); n > 0 {
+				a.shift(from+int64(ed[t].d), from, n)
 			}
-			x++
 		}
-		w := a.wAt(k)
-		if x < len(cs) && cs[x].j == j {
-			c := cs[x]
-			x++
-			if c.del {
-				continue
+	}
+	for t := len(ed) - 1; t >= 0; t-- {
+		if ed[t].d > 0 {
+			if from, n := stretch(t); n > 0 {
+				a.shift(from+int64(ed[t].d), from, n)
 			}
-			w = c.w
-		}
-		a.dst[at] = j
-		a.setW(at, j, w)
-		at++
-	}
-	for ; x < len(cs); x++ {
-		if !cs[x].del {
-			added = append(added, cs[x])
 		}
 	}
-	p, q := s.beg+int64(deg)-1, at-1
-	for y := len(added) - 1; y >= 0; p-- {
-		if q >= s.beg && a.dst[q] > added[y].j {
-			a.dst[p] = a.dst[q]
-			a.moveW(p, q)
-			q--
-			continue
-		}
-		a.dst[p] = added[y].j
-		a.setW(p, added[y].j, added[y].w)
-		y--
-	}
+	a.putAdded(s.beg, ed)
 	a.spans[i].deg = deg
+	a.live += int64(deg - s.deg)
+}
+
+// putAdded writes the inserted heads of ed into a list now at beg whose
+// old heads have been shifted into place.
+func (a *Adj) putAdded(beg int64, ed []edit) {
+	before := int32(0) // the shift before edit t
+	for _, e := range ed {
+		if !e.del {
+			k := beg + int64(e.p+before)
+			a.dst[k] = e.j
+			a.setW(k, e.j, e.w)
+			a.stats.elementsMoved++
+		}
+		before = e.d
+	}
+}
+
+// shift copies the n heads (and weights) at from to to (the two may
+// overlap).
+func (a *Adj) shift(to, from, n int64) {
+	copy(a.dst[to:to+n], a.dst[from:from+n])
+	switch {
+	case a.pw != nil:
+		copy(a.pw[to:to+n], a.pw[from:from+n])
+	case a.w != nil:
+		copy(a.w[to:to+n], a.w[from:from+n])
+	}
+	a.stats.elementsMoved += uint64(n)
+}
+
+// moveList moves i's list, with the edits ed applied (see rewrite), to
+// the free tail, in roomFor its new degree deg.
+func (a *Adj) moveList(i, deg int32, ed []edit) {
+	room := roomFor(deg)
+	a.reserve(int64(room))
+	s := a.spans[i] // reserve may have moved it
+	beg := a.used
+	a.used += int64(room)
+	a.held += int64(room) - int64(s.cap)
+	prev := int64(0) // the old heads before prev are copied
+	before := int32(0)
+	for _, e := range ed {
+		if n := int64(e.p) - prev; n > 0 {
+			a.shift(beg+prev+int64(before), s.beg+prev, n)
+		}
+		prev = int64(e.p)
+		if e.del {
+			prev++
+		}
+		before = e.d
+	}
+	if n := int64(s.deg) - prev; n > 0 {
+		a.shift(beg+prev+int64(before), s.beg+prev, n)
+	}
+	a.putAdded(beg, ed)
+	a.spans[i] = span{beg: beg, deg: deg, cap: room}
+	a.moved = append(a.moved, movedRoom{beg: beg, v: i})
 	a.live += int64(deg - s.deg)
 }
 
@@ -643,46 +817,55 @@ func (a *Adj) weigh() {
 	}
 }
 
-// remove drops head j from i's list (in place).
-func (a *Adj) remove(i, j int32) {
-	nb := a.Nbrs(i)
-	k, ok := slices.BinarySearch(nb, j)
-	if !ok {
-		return
-	}
-	s := a.spans[i]
-	copy(a.dst[s.beg+int64(k):], a.dst[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	if a.w != nil {
-		copy(a.w[s.beg+int64(k):], a.w[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	}
-	if a.pw != nil {
-		copy(a.pw[s.beg+int64(k):], a.pw[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	}
-	a.spans[i].deg--
-	a.live--
-}
-
 // clearList empties i's list.
 func (a *Adj) clearList(i int32) {
 	a.live -= int64(a.spans[i].deg)
 	a.spans[i].deg = 0
 }
 
-// edgeChange is one operation of a batch in index space, for sorting.
+// edgeChange is one operation of a batch in index space, for sorting;
+// exp marks an edge delete a vertex delete expands into.
 type edgeChange struct {
 	src, dst int32
 	pos      int32
-	del      bool
+	del, exp bool
 	w        float64
 }
+
+// applyScratch is what Apply reuses from one call to the next, so that an
+// advance makes no garbage of its own size.
+type applyScratch struct {
+	run, byDst  []edgeChange
+	csOut, csIn []change
+	wg          sync.WaitGroup
+	// The run's operations by vertex, while a vertex delete needs them
+	// (indexed): head[v]-1 is the last of run touching v, link[r] the one
+	// before r on r's source (0) and destination (1), plus 1 (0: none).
+	indexed bool
+	head    map[int32]int32
+	link    [][2]int32
+	pend    []pending
+}
+
+// pending is an operation of the run on a pair with a deleted vertex v:
+// x is the other end, r its place in the run.
+type pending struct{ x, r int32 }
+
+// parallelRun is the least run whose two directions are applied by two
+// goroutines.
+const parallelRun = 512
 
 // Apply applies ops (the operations with t.Seq < seq <= ids' view seq, in
 // order) and moves t to ids and seq. ids must hold every endpoint of
 // every upsert and extend t.IDs (a new layout is remapped first). Work:
-// the ops plus the degrees of the vertices they touch. For the k-th op,
-// when it deletes a vertex, removed(k, edges) gets the edges it removed
-// (as ids, perhaps none); when it upserts or deletes an edge, present(k)
-// is called if the edge existed just before it. Either may be nil.
+// the ops plus, per touched list, searches for its changes and the
+// copies of rewrite. A vertex delete becomes edge deletes of the edges
+// the vertex has at that point of ops (its lists with the ops before it
+// applied), applied with the rest, so each list is rewritten once. For
+// the k-th op, when it deletes a vertex, removed(k, edges) gets the edges
+// it removed (as ids, perhaps none); when it upserts or deletes an edge,
+// present(k) is called if the edge existed just before it. Either may be
+// nil.
 func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64), present func(k int)) error {
 	if !ids.Extends(t.IDs) {
 		if err := t.remap(ids); err != nil {
@@ -692,14 +875,17 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 	t.IDs = ids
 	t.Out.grow(ids.Len())
 	t.In.grow(ids.Len())
-	var run []edgeChange
+	if t.sc == nil {
+		t.sc = &applyScratch{}
+	}
+	sc := t.sc
+	run := sc.run[:0]
+	sc.indexed = false
 	for k, e := range ops {
 		if e.Op.Kind == engine.OpDeleteVertex {
-			t.applyRun(run, present)
-			run = run[:0]
 			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
-				es = t.deleteVertex(int32(i))
+				run, es = t.expandVertexDelete(run, int32(i), int32(k))
 			}
 			if removed != nil {
 				removed(k, es)
@@ -713,6 +899,7 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 			if del {
 				continue // an edge of a vertex never indexed: it does not exist
 			}
+			sc.run = run
 			if !iok {
 				return unindexedErr(e.Op.Src)
 			}
@@ -725,14 +912,115 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 			t.bound = max(t.bound, i+1, j+1)
 		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
+		if sc.indexed {
+			sc.index(run, len(run)-1)
+		}
 	}
 	t.applyRun(run, present)
+	sc.run = run
 	t.Seq = seq
 	return nil
 }
 
-// applyRun applies edge operations with no vertex delete among them: the
-// last one on each (src, dst) wins.
+// index links run[r] into the lists by vertex (applyScratch).
+func (sc *applyScratch) index(run []edgeChange, r int) {
+	c := run[r]
+	l := [2]int32{sc.head[c.src], 0}
+	sc.head[c.src] = int32(r) + 1
+	if c.dst != c.src {
+		l[1] = sc.head[c.dst]
+		sc.head[c.dst] = int32(r) + 1
+	}
+	sc.link = append(sc.link[:r], l)
+}
+
+// expandVertexDelete appends to run an edge delete (at position k) of
+// each edge vertex i has after run's operations, and returns run and
+// those edges (as ids). Work: i's degrees plus the run's operations on
+// i's pairs (the first vertex delete of a run indexes it).
+func (t *Topo) expandVertexDelete(run []edgeChange, i, k int32) ([]edgeChange, [][2]uint64) {
+	sc := t.sc
+	if !sc.indexed {
+		if sc.head == nil {
+			sc.head = map[int32]int32{}
+		}
+		clear(sc.head)
+		sc.link = sc.link[:0]
+		for r := range run {
+			sc.index(run, r)
+		}
+		sc.indexed = true
+	}
+	v := t.IDs.ID(int(i))
+	var es [][2]uint64
+	n := len(run)
+	for out := 0; out < 2; out++ {
+		// The run's last operation on each of i's pairs in this direction.
+		p := sc.pend[:0]
+		for r := sc.head[i] - 1; r >= 0; {
+			c := run[r]
+			next := sc.link[r][0]
+			if c.src != i {
+				next = sc.link[r][1]
+			}
+			switch {
+			case out == 0 && c.src == i:
+				p = append(p, pending{x: c.dst, r: r})
+			case out == 1 && c.dst == i && c.src != i:
+				p = append(p, pending{x: c.src, r: r})
+			}
+			r = next - 1
+		}
+		slices.SortFunc(p, func(a, b pending) int { return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(b.r, a.r)) })
+		sc.pend = p
+		nb := t.Out.Nbrs(i)
+		if out == 1 {
+			nb = t.In.Nbrs(i)
+		}
+		// Merge the list with the run's last word on each pair.
+		add := func(x int32) {
+			c := edgeChange{src: i, dst: x, pos: k, del: true, exp: true}
+			e := [2]uint64{v, t.IDs.ID(int(x))}
+			if out == 1 {
+				c.src, c.dst = x, i
+				e = [2]uint64{e[1], v}
+			}
+			run = append(run, c)
+			es = append(es, e)
+		}
+		a := 0
+		for q := 0; q < len(p); {
+			x := p[q]
+			for a < len(nb) && nb[a] < x.x {
+				if out == 0 || nb[a] != i {
+					add(nb[a])
+				}
+				a++
+			}
+			if a < len(nb) && nb[a] == x.x {
+				a++
+			}
+			if !run[x.r].del {
+				add(x.x)
+			}
+			for q < len(p) && p[q].x == x.x {
+				q++
+			}
+		}
+		for ; a < len(nb); a++ {
+			if out == 0 || nb[a] != i {
+				add(nb[a])
+			}
+		}
+	}
+	for r := n; r < len(run); r++ {
+		sc.index(run, r)
+	}
+	return run, es
+}
+
+// applyRun applies edge operations in index space: the last one on each
+// (src, dst) wins.
 func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	if len(run) == 0 {
 		return
@@ -742,12 +1030,13 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	})
 	if present != nil {
 		// Whether each op's edge existed just before it: before the run
-		// as the list says, then as the ops before it on the pair left it.
+		// as the list says, then as the ops before it on the pair left it
+		// (a vertex delete's expansion is not an op of its own).
 		for k := 0; k < len(run); {
 			c := run[k]
 			_, was := slices.BinarySearch(t.Out.Nbrs(c.src), c.dst)
 			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
-				if was {
+				if was && !run[k].exp {
 					present(int(run[k].pos))
 				}
 				was = !run[k].del
@@ -762,13 +1051,13 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}
 		u = append(u, c)
 	}
-	// The two directions are independent: one goroutine each.
-	byDst := slices.Clone(u)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	sc := t.sc
+	sc.byDst = append(sc.byDst[:0], u...)
+	// The two directions are independent: two goroutines for a long run.
+	in := func() {
+		byDst := sc.byDst
 		slices.SortFunc(byDst, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
-		var cs []change
+		cs := sc.csIn
 		for k := 0; k < len(byDst); {
 			e := k
 			cs = cs[:0]
@@ -778,8 +1067,17 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			t.In.rewrite(byDst[k].dst, cs)
 			k = e
 		}
-	}()
-	var cs []change
+		sc.csIn = cs
+	}
+	par := len(u) >= parallelRun
+	if par {
+		sc.wg.Add(1)
+		go func() {
+			defer sc.wg.Done()
+			in()
+		}()
+	}
+	cs := sc.csOut
 	for k := 0; k < len(u); {
 		e := k
 		cs = cs[:0]
@@ -789,34 +1087,12 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		t.Out.rewrite(u[k].src, cs)
 		k = e
 	}
-	<-done
-}
-
-// deleteVertex removes every edge of i and returns them (as ids).
-func (t *Topo) deleteVertex(i int32) [][2]uint64 {
-	v := t.IDs.ID(int(i))
-	var es [][2]uint64
-	for _, j := range t.Out.Nbrs(i) {
-		es = append(es, [2]uint64{v, t.IDs.ID(int(j))})
+	sc.csOut = cs
+	if par {
+		sc.wg.Wait()
+	} else {
+		in()
 	}
-	for _, j := range t.In.Nbrs(i) {
-		if j != i {
-			es = append(es, [2]uint64{t.IDs.ID(int(j)), v})
-		}
-	}
-	for _, j := range t.Out.Nbrs(i) {
-		if j != i {
-			t.In.remove(j, i)
-		}
-	}
-	for _, j := range t.In.Nbrs(i) {
-		if j != i {
-			t.Out.remove(j, i)
-		}
-	}
-	t.Out.clearList(i)
-	t.In.clearList(i)
-	return es
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of
@@ -834,7 +1110,7 @@ func (t *Topo) remap(ids IDSpace) error {
 	}
 	out := Adj{spans: make([]span, n)}
 	live := t.Out.Edges()
-	out.dst = make([]int32, live+headroom(live))
+	out.dst = make([]int32, live)
 	weighted := t.Out.Weighted()
 	if weighted {
 		out.w = make([]float64, len(out.dst))
@@ -853,6 +1129,7 @@ func (t *Topo) remap(ids IDSpace) error {
 		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
 		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
+	out.held, out.sealed = out.used, out.used
 	out.pack()
 	t.Out = out
 	t.IDs = ids

@@ -153,7 +153,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 	g := &Topo{IDs: c, Seq: seq}
 	g.Out.spans = make([]span, n)
 	e := int64(edges)
-	dst := d.RawInt32s(int(e), int(e+headroom(e)))
+	dst := d.RawInt32s(int(e), int(e)) // tight: lists get room as they grow (see Adj)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 		g.Out.spans[j] = span{beg: at, deg: deg[j], cap: deg[j]}
 		at += int64(deg[j])
 	}
-	g.Out.dst, g.Out.used, g.Out.live = dst, e, e
+	g.Out.dst, g.Out.used, g.Out.live, g.Out.held, g.Out.sealed = dst, e, e, e, e
 	if weighted == 1 {
 		g.Out.w = d.RawFloat64s(int(e), len(dst))
 		if err := d.Err(); err != nil {
