@@ -423,10 +423,14 @@ func tail(w []float64, at int64) []float64 {
 // roomFor is the room a list of deg heads is moved into.
 func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
 
-// garbageShare is the share of the held rooms (Adj.held) the dead rooms
-// must reach before a move that does not fit compacts instead of growing
-// the array: a variable so that tests can make tiny graphs compact often.
-var garbageShare int64 = 8
+// A move that does not fit compacts when the dead rooms are at least
+// 1/garbageShare of the held ones (Adj.held), else grows the arrays to
+// hold an eighth more than held, at least growMin more: variables, so
+// that tests can make tiny graphs compact and grow often.
+var (
+	garbageShare int64 = 8
+	growMin      int64 = 1 << 10
+)
 
 // adjStats are an Adj's work counters (cumulative, see TopologyStats).
 type adjStats struct {
@@ -449,7 +453,7 @@ func (a *Adj) reserve(room int64) {
 			return
 		}
 	}
-	n := a.held + room + max(a.held/8, 1<<10)
+	n := a.held + room + max(a.held/8, growMin)
 	dst := make([]int32, n)
 	var w []float64
 	var pw []WNode
@@ -471,9 +475,11 @@ func (a *Adj) compact(dst []int32, w []float64, pw []WNode) {
 	a.stats.compactions++
 	if a.order == nil {
 		a.order = make([]int32, 0, len(a.spans))
-		for i, s := range a.spans {
-			if s.cap > 0 {
+		for i := range a.spans {
+			if s := &a.spans[i]; s.cap > 0 {
 				a.order = append(a.order, int32(i))
+			} else {
+				s.beg = 0 // no room: its place is anywhere up to used
 			}
 		}
 		slices.SortFunc(a.order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
