@@ -119,7 +119,9 @@ type Adj struct {
 	moved  []movedRoom
 	sealed int64
 	stats  adjStats
-	ed     []edit // rewrite's scratch
+	// plan's queue for apply: edits and lists (scratch, reused).
+	ed    []edit
+	plans []planned
 }
 
 // movedRoom is a list moved to the tail at beg (Adj.moved).
@@ -217,7 +219,7 @@ func (a *Adj) Edges() int64 { return a.live }
 // Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
 	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
-		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{}))
+		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{}))
 }
 
 // Len is the number of vertex indexes.
@@ -671,15 +673,16 @@ type edit struct {
 	w    float64
 }
 
-// rewrite applies the sorted, unique changes to i's list. Each change is
-// found by a binary search; a list that still fits its room is then
-// spliced in place: the stretches between the changes are shifted by
-// block copies (heads and weights alike) and the inserted heads written
-// into the gaps; one that does not is copied, stretch by stretch, into
-// roomFor its new degree at the free tail (reserve). Work: the changes'
-// searches plus copies of the stretches after the first insert or
-// delete, or of the whole list when it moves.
-func (a *Adj) rewrite(i int32, cs []change) {
+// planned is one list's rewrite planned by plan: its edits are
+// Adj.ed[lo:hi], its new degree deg.
+type planned struct {
+	i, lo, hi, deg int32
+}
+
+// plan locates the sorted, unique changes cs to i's list by binary
+// searches, reweighs the heads they keep (in place: a weight moves with
+// its head) and queues the inserts and deletes for apply.
+func (a *Adj) plan(i int32, cs []change) {
 	if !a.Weighted() {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
@@ -690,35 +693,62 @@ func (a *Adj) rewrite(i int32, cs []change) {
 	}
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
-	ed := a.ed[:0]
 	lo, d := 0, int32(0)
+	first := len(a.ed)
 	for _, c := range cs {
 		p, found := slices.BinarySearch(old[lo:], c.j)
 		p += lo
 		switch {
 		case found && c.del:
 			d--
-			ed = append(ed, edit{p: int32(p), d: d, del: true})
+			a.ed = append(a.ed, edit{p: int32(p), d: d, del: true})
 			lo = p + 1
 		case found:
-			// A reweight, where the head is: it moves with its stretch.
 			if a.Weighted() {
 				a.setW(s.beg+int64(p), c.j, c.w)
 			}
 			lo = p + 1
 		case !c.del:
 			d++
-			ed = append(ed, edit{p: int32(p), d: d, j: c.j, w: c.w})
+			a.ed = append(a.ed, edit{p: int32(p), d: d, j: c.j, w: c.w})
 			lo = p
 		default:
 			lo = p
 		}
 	}
-	a.ed = ed
-	if len(ed) == 0 {
-		return
+	if len(a.ed) > first {
+		a.plans = append(a.plans, planned{i: i, lo: int32(first), hi: int32(len(a.ed)), deg: s.deg + d})
 	}
-	deg := s.deg + d
+}
+
+// apply rewrites the lists plan queued: first it reserves the room of
+// those that no longer fit theirs (so a run compacts or grows the arrays
+// once at most), then splices each in place or moves it (rewrite).
+func (a *Adj) apply() {
+	need := int64(0)
+	for _, p := range a.plans {
+		if p.deg > a.spans[p.i].cap {
+			need += int64(roomFor(p.deg))
+		}
+	}
+	if need > 0 {
+		a.reserve(need)
+	}
+	for _, p := range a.plans {
+		a.rewrite(p.i, p.deg, a.ed[p.lo:p.hi])
+	}
+	a.ed, a.plans = a.ed[:0], a.plans[:0]
+}
+
+// rewrite applies the located edits ed (see plan) to i's list, of new
+// degree deg. A list that still fits its room is spliced in place: the
+// stretches between the edits are shifted by block copies (heads and
+// weights alike) and the inserted heads written into the gaps; one that
+// does not is copied, stretch by stretch, into roomFor deg at the free
+// tail (reserve). Work: copies of the stretches after the first insert or
+// delete, or of the whole list when it moves.
+func (a *Adj) rewrite(i, deg int32, ed []edit) {
+	s := a.spans[i]
 	if deg > s.cap {
 		a.moveList(i, deg, ed)
 		return
@@ -1070,9 +1100,10 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			for ; e < len(byDst) && byDst[e].dst == byDst[k].dst; e++ {
 				cs = append(cs, change{j: byDst[e].src, del: byDst[e].del, w: 1})
 			}
-			t.In.rewrite(byDst[k].dst, cs)
+			t.In.plan(byDst[k].dst, cs)
 			k = e
 		}
+		t.In.apply()
 		sc.csIn = cs
 	}
 	par := len(u) >= parallelRun
@@ -1090,9 +1121,10 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		for ; e < len(u) && u[e].src == u[k].src; e++ {
 			cs = append(cs, change{j: u[e].dst, del: u[e].del, w: u[e].w})
 		}
-		t.Out.rewrite(u[k].src, cs)
+		t.Out.plan(u[k].src, cs)
 		k = e
 	}
+	t.Out.apply()
 	sc.csOut = cs
 	if par {
 		sc.wg.Wait()

@@ -952,7 +952,7 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 			}
 			sameAsBuilt(t, g, cur, label)
 		}
-		if g.Out.stats.compactions < 10 {
+		if g.Out.stats.compactions < 5 {
 			t.Fatalf("deletes %d%%: %d compactions: the test does not exercise them", delShare, g.Out.stats.compactions)
 		}
 	}
