@@ -417,63 +417,70 @@ func tail(w []float64, at int64) []float64 {
 
 // Room policy. A list that outgrows its room is moved to the free tail
 // with a quarter more room (so a list that keeps growing, a hub, moves
-// once per quarter of its degree gained); compaction keeps that slack,
-// trimming only rooms far above their lists (deletes). The array grows by
-// an eighth of itself when compaction would reclaim too little: both are
-// amortized, an element copied by either pays for a slot some move used.
+// once per quarter of its degree gained); its old room is dead. When the
+// tail is short, a compaction slides the rooms together, keeping their
+// slack but trimming rooms far above their lists (deletes), and gives
+// the lists a run is about to outgrow their new rooms in the same pass
+// (so a batch that outgrows many rooms, as the first after a tight build
+// does, costs one pass and leaves no dead rooms). It works in place when
+// that leaves a tail of at least 1/garbageShare of the rooms, else into
+// arrays an eighth larger than the rooms: either is amortized, a pass
+// over the rooms paying for the slots that moves used since the last.
 
-// roomFor is the room a list of deg heads is moved into.
+// roomFor is the room a list of deg heads is given when it outgrows its.
 func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
 
-// A move that does not fit compacts when the dead rooms are at least
-// 1/garbageShare of the held ones (Adj.held), else grows the arrays to
-// hold an eighth more than held, at least growMin more: variables, so
-// that tests can make tiny graphs compact and grow often.
+// garbageShare: a compaction grows the arrays when, in place, it would
+// leave a free tail under 1/garbageShare of the rooms; growMin is the
+// least a growth adds. Variables, so that tests can make tiny graphs
+// compact and grow often.
 var (
-	garbageShare int64 = 8
+	garbageShare int64 = 16
 	growMin      int64 = 1 << 10
 )
 
 // adjStats are an Adj's work counters (cumulative, see TopologyStats).
 type adjStats struct {
-	compactions       uint64 // compactions and growths of the arrays
+	compactions       uint64 // compactions (growths of the arrays among them)
 	elementsCompacted uint64 // heads copied by them
 	elementsMoved     uint64 // heads written by rewrites: moved, shifted or added
 }
 
-// reserve makes room free slots at the tail (used+room <= len(dst)):
-// by compacting in place when the dead rooms are worth it, else by
-// compacting into larger arrays.
+// reserve makes room free slots at the tail (used+room <= len(dst)),
+// compacting when they are not.
 func (a *Adj) reserve(room int64) {
-	if a.used+room <= int64(len(a.dst)) {
-		return
+	if a.used+room > int64(len(a.dst)) {
+		a.compact(room)
 	}
-	garbage := a.used - a.held
-	if garbage >= room && garbage >= a.held/garbageShare {
-		a.compact(nil, nil, nil)
-		if a.used+room <= int64(len(a.dst)) {
-			return
-		}
-	}
-	n := a.held + room + max(a.held/8, growMin)
-	dst := make([]int32, n)
-	var w []float64
-	var pw []WNode
-	if a.w != nil {
-		w = make([]float64, n)
-	}
-	if a.pw != nil {
-		pw = make([]WNode, n)
-	}
-	a.compact(dst, w, pw)
 }
 
-// compact slides every list's room, in the order of their positions,
-// to the front of dst, w, pw (a's own arrays when dst is nil: each room
-// then only moves left), keeping each room but those far above their
-// lists, which are trimmed to roomFor (empty lists get none). Work: the
-// heads held, plus a sort of the vertexes the first time (see order).
-func (a *Adj) compact(dst []int32, w []float64, pw []WNode) {
+// roomOf is the room v's list gets at a compaction: its room trimmed to
+// roomFor its degree (none when empty), or roomFor the degree a queued
+// rewrite gives it when that is more (a.plans, sorted by vertex).
+func (a *Adj) roomOf(v int32) int32 {
+	s := a.spans[v]
+	room := min(s.cap, roomFor(s.deg))
+	if s.deg == 0 {
+		room = 0
+	}
+	if len(a.plans) > 0 {
+		k, ok := slices.BinarySearchFunc(a.plans, v, func(p planned, v int32) int { return cmp.Compare(p.i, v) })
+		if ok && a.plans[k].deg > room {
+			room = roomFor(a.plans[k].deg)
+		}
+	}
+	return room
+}
+
+// compact gives every list its roomOf, in the order of their positions,
+// from the front of the arrays, leaving at least extra free slots after
+// them (and the queued rewrites' lists that have no room yet): in place
+// (each room slid left, then, from the last, those that grow slid right
+// into their new rooms) when that leaves a tail of 1/garbageShare of the
+// rooms and the arrays are not over twice what is held, else in new
+// arrays an eighth larger. Work: the heads held, plus a sort of the
+// vertexes the first time (see order).
+func (a *Adj) compact(extra int64) {
 	a.stats.compactions++
 	if a.order == nil {
 		a.order = make([]int32, 0, len(a.spans))
@@ -487,38 +494,6 @@ func (a *Adj) compact(dst []int32, w []float64, pw []WNode) {
 		slices.SortFunc(a.order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
 		a.moved = a.moved[:0]
 		a.sealed = a.used
-	}
-	fresh := dst != nil
-	if !fresh {
-		dst, w, pw = a.dst, a.w, a.pw
-	}
-	at := int64(0)
-	n := 0 // a.order[:n] is the new order
-	place := func(v int32) {
-		s := &a.spans[v]
-		if s.deg == 0 {
-			s.beg, s.cap = 0, 0
-			return
-		}
-		room := s.cap
-		if room > roomFor(s.deg) {
-			room = roomFor(s.deg)
-		}
-		if fresh || s.beg != at {
-			end := s.beg + int64(s.deg)
-			copy(dst[at:], a.dst[s.beg:end])
-			if w != nil {
-				copy(w[at:], a.w[s.beg:end])
-			}
-			if pw != nil {
-				copy(pw[at:], a.pw[s.beg:end])
-			}
-			a.stats.elementsCompacted += uint64(s.deg)
-		}
-		s.beg, s.cap = at, room
-		at += int64(room)
-		a.order[n] = v
-		n++
 	}
 	// INVARIANT: a.order lists, in the order of their positions, the
 	// vertexes whose rooms lie below sealed (and some whose rooms were
@@ -539,13 +514,90 @@ func (a *Adj) compact(dst []int32, w []float64, pw []WNode) {
 			a.order = append(a.order, m.v)
 		}
 	}
+	a.moved = a.moved[:0]
+	total := int64(0) // the rooms
 	for _, v := range a.order {
-		place(v)
+		total += int64(a.roomOf(v))
+	}
+	for _, p := range a.plans {
+		if a.spans[p.i].cap == 0 {
+			extra += int64(roomFor(p.deg)) // moved to the tail after
+		}
+	}
+	copyList := func(dst []int32, w []float64, pw []WNode, to int64, s span) {
+		end := s.beg + int64(s.deg)
+		copy(dst[to:], a.dst[s.beg:end])
+		if w != nil {
+			copy(w[to:], a.w[s.beg:end])
+		}
+		if pw != nil {
+			copy(pw[to:], a.pw[s.beg:end])
+		}
+		a.stats.elementsCompacted += uint64(s.deg)
+	}
+	n := 0 // a.order[:n] is the new order
+	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
+		// In place: slide left in rooms no larger than the old...
+		at := int64(0)
+		for _, v := range a.order {
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			if room == 0 {
+				s.beg, s.cap = 0, 0
+				continue
+			}
+			old := min(room, s.cap)
+			if s.beg != at {
+				copyList(a.dst, a.w, a.pw, at, *s)
+			}
+			s.beg, s.cap = at, old
+			at += int64(old)
+			a.order[n] = v
+			n++
+		}
+		// ...then from the last, right into the grown ones: a room
+		// before v only grows, so v's new place is at or after its old.
+		end := total
+		for x := n - 1; x >= 0 && end > at; x-- {
+			v := a.order[x]
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			at -= int64(s.cap)
+			end -= int64(room)
+			if s.beg != end {
+				copyList(a.dst, a.w, a.pw, end, *s)
+			}
+			s.beg, s.cap = end, room
+		}
+	} else {
+		size := total + extra + max(total/8, growMin)
+		dst := make([]int32, size)
+		var w []float64
+		var pw []WNode
+		if a.w != nil {
+			w = make([]float64, size)
+		}
+		if a.pw != nil {
+			pw = make([]WNode, size)
+		}
+		at := int64(0)
+		for _, v := range a.order {
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			if room == 0 {
+				s.beg, s.cap = 0, 0
+				continue
+			}
+			copyList(dst, w, pw, at, *s)
+			s.beg, s.cap = at, room
+			at += int64(room)
+			a.order[n] = v
+			n++
+		}
+		a.dst, a.w, a.pw = dst, w, pw
 	}
 	a.order = a.order[:n]
-	a.moved = a.moved[:0]
-	a.dst, a.w, a.pw = dst, w, pw
-	a.used, a.held, a.sealed = at, at, at
+	a.used, a.held, a.sealed = total, total, total
 }
 
 // pack keeps a's float64 weights packed (pw) when every live one is
@@ -731,8 +783,8 @@ func (a *Adj) apply() {
 			need += int64(roomFor(p.deg))
 		}
 	}
-	if need > 0 {
-		a.reserve(need)
+	if need > 0 && a.used+need > int64(len(a.dst)) {
+		a.compact(0) // gives them their rooms where they are
 	}
 	for _, p := range a.plans {
 		a.rewrite(p.i, p.deg, a.ed[p.lo:p.hi])

@@ -1049,12 +1049,14 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 			}
 		}
 		ops := uint64(batch * measured)
+		t.Logf("deletes %d%%: %.2f bytes per edge (slots %d, %d; rooms %d, %d)", delShare, float64(g.Bytes())/float64(g.Out.Edges()), len(g.Out.dst), len(g.In.dst), g.Out.held, g.In.held)
 		t.Logf("deletes %d%%: %d edges; per op: %d/%d compactions, %.1f heads copied by them, %.1f written by rewrites (touched lists' degrees %.1f), %.1f bytes allocated",
 			delShare, g.Out.Edges(), compactions, ops, float64(copied)/float64(ops), float64(moved)/float64(ops), float64(touched)/float64(ops), float64(allocated)/float64(ops))
-		// Amortized, a copy pays for one of the slots an eighth of the
-		// arrays reclaims or adds, and a move to the tail takes about
-		// five slots per head it gains: about 40 per insert at most.
-		if copied > 40*ops {
+		// Amortized: a compaction copies the rooms at most twice over
+		// and then leaves a sixteenth of them free for moves, a move
+		// takes about five slots per head its list gains, and few
+		// inserts make their list move (most find room).
+		if copied > 100*ops {
 			t.Errorf("deletes %d%%: compactions copied %d heads for %d operations", delShare, copied, ops)
 		}
 		if moved > touched+4*ops {
