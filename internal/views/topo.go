@@ -251,16 +251,16 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	if h, ok := g.(edgesHinter); ok {
 		// Sized up front: growing the array by appends would allocate
 		// several times its size on the way (and serve's memory budget
-		// counts the garbage until it is collected). No room is added:
-		// the lists that grow get it when they do (see Adj).
+		// counts the garbage until it is collected), with the lists'
+		// slack (see loosen).
 		if e := h.edgesHint(); e > 0 {
-			dst = make([]int32, 0, e)
+			dst = make([]int32, 0, e+e/8)
 		}
 	}
 	var w []float64
 	weighted := false
 	var bad error
-	var idx []int32
+	var idx, order []int32
 	_, least := g.(*StaticView)
 	err = g.Each(engine.Out, true, func(v uint64, nb []uint64, ws []float64) {
 		if bad != nil {
@@ -317,6 +317,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 			w = w[:beg+end]
 		}
 		t.Out.spans[i] = span{beg: beg, deg: int32(end), cap: int32(end)}
+		order = append(order, int32(i))
 		if err := ctx.Err(); err != nil && bad == nil {
 			bad = err
 		}
@@ -328,24 +329,11 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		return nil, err
 	}
 	e := int64(len(dst))
-	t.Out.used, t.Out.live, t.Out.held, t.Out.sealed = e, e, e, e
-	// The arrays' slack (a hint above the edges, an append's) is the free
-	// tail when it is small; else they are copied tight.
-	tight := func(c int) bool { return int64(c) <= e+e/8+1<<10 }
-	switch {
-	case w == nil && tight(cap(dst)):
-		t.Out.dst = dst[:cap(dst)]
-	case w == nil:
-		t.Out.dst = slices.Clone(dst)[:e:e]
-	default:
-		if !tight(cap(dst)) {
-			dst = slices.Clone(dst)
-		}
-		if !tight(cap(w)) {
-			w = slices.Clone(w)
-		}
-		t.Out.dst, t.Out.w = dst[:e], w[:e]
+	t.Out.dst, t.Out.live = dst, e
+	if weighted {
+		t.Out.w = w
 	}
+	t.Out.loosen(order)
 	t.Out.pack()
 	t.finish()
 	return t, nil
@@ -429,6 +417,77 @@ func tail(w []float64, at int64) []float64 {
 
 // roomFor is the room a list of deg heads is given when it outgrows its.
 func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
+
+// buildRoom is the room a build gives a list of deg heads: an eighth
+// more, so that most lists a stream touches grow in place for a while
+// (the memory a free tail of an eighth of the heads would take).
+func buildRoom(deg int32) int32 { return deg + deg/8 }
+
+// loosen gives each list, laid tight one after the other in the order of
+// order (nil: index order), its buildRoom: in place, sliding the lists
+// right from the last, when the arrays' capacity holds them and not much
+// more, else in new arrays; order becomes a.order. live is the caller's.
+func (a *Adj) loosen(order []int32) {
+	each := func(f func(v int32)) {
+		if order == nil {
+			for v := range a.spans {
+				f(int32(v))
+			}
+			return
+		}
+		for _, v := range order {
+			f(v)
+		}
+	}
+	total := int64(0)
+	each(func(v int32) { total += int64(buildRoom(a.spans[v].deg)) })
+	fits := func(c int) bool { return int64(c) >= total && int64(c) <= total+total/8+growMin }
+	if fits(cap(a.dst)) && (a.w == nil || cap(a.w) == cap(a.dst)) {
+		a.dst = a.dst[:cap(a.dst)]
+		if a.w != nil {
+			a.w = a.w[:cap(a.w)]
+		}
+		end := total
+		for x := len(a.spans) - 1; x >= 0; x-- {
+			v := int32(x)
+			if order != nil {
+				if x >= len(order) {
+					continue
+				}
+				v = order[x]
+			}
+			s := &a.spans[v]
+			room := buildRoom(s.deg)
+			end -= int64(room)
+			if s.deg > 0 && s.beg != end {
+				copy(a.dst[end:end+int64(s.deg)], a.dst[s.beg:s.beg+int64(s.deg)])
+				if a.w != nil {
+					copy(a.w[end:end+int64(s.deg)], a.w[s.beg:s.beg+int64(s.deg)])
+				}
+			}
+			s.beg, s.cap = end, room
+		}
+	} else {
+		dst := make([]int32, total)
+		var w []float64
+		if a.w != nil {
+			w = make([]float64, total)
+		}
+		at := int64(0)
+		each(func(v int32) {
+			s := &a.spans[v]
+			copy(dst[at:], a.dst[s.beg:s.beg+int64(s.deg)])
+			if w != nil {
+				copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
+			}
+			s.beg, s.cap = at, buildRoom(s.deg)
+			at += int64(s.cap)
+		})
+		a.dst, a.w = dst, w
+	}
+	a.used, a.held, a.sealed = total, total, total
+	a.order, a.moved = order, a.moved[:0]
+}
 
 // garbageShare: a compaction grows the arrays when, in place, it would
 // leave a free tail under 1/garbageShare of the rooms; growMin is the
@@ -667,7 +726,7 @@ func (a *Adj) moveW(to, from int64) {
 }
 
 // transpose builds the in-lists of out (sorted, since sources are visited
-// in index order), each in a room of its size, with no free tail.
+// in index order), each in its buildRoom, with no free tail.
 func transpose(out *Adj) Adj {
 	n := len(out.spans)
 	in := Adj{spans: make([]span, n)}
@@ -676,13 +735,15 @@ func transpose(out *Adj) Adj {
 			in.spans[j].deg++
 		}
 	}
-	at := int64(0)
+	at, live := int64(0), int64(0)
 	for j := range in.spans {
-		in.spans[j].beg, in.spans[j].cap = at, in.spans[j].deg
-		at += int64(in.spans[j].deg)
+		s := &in.spans[j]
+		s.beg, s.cap = at, buildRoom(s.deg)
+		at += int64(s.cap)
+		live += int64(s.deg)
 	}
 	in.dst = make([]int32, at)
-	in.used, in.live, in.held, in.sealed = at, at, at, at
+	in.used, in.live, in.held, in.sealed = at, live, at, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
@@ -1219,7 +1280,7 @@ func (t *Topo) remap(ids IDSpace) error {
 		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
 		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
-	out.held, out.sealed = out.used, out.used
+	out.loosen(to)
 	out.pack()
 	t.Out = out
 	t.IDs = ids
