@@ -119,9 +119,11 @@ type Adj struct {
 	moved  []movedRoom
 	sealed int64
 	stats  adjStats
-	// plan's queue for apply: edits and lists (scratch, reused).
-	ed    []edit
-	plans []planned
+	// plan's queue for apply: edits and lists (scratch, reused), and a
+	// bit per vertex set for those queued while compact runs.
+	ed     []edit
+	plans  []planned
+	marked []uint64
 }
 
 // movedRoom is a list moved to the tail at beg (Adj.moved).
@@ -219,7 +221,7 @@ func (a *Adj) Edges() int64 { return a.live }
 // Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
 	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
-		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{}))
+		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
 }
 
 // Len is the number of vertex indexes.
@@ -522,7 +524,7 @@ func (a *Adj) roomOf(v int32) int32 {
 	if s.deg == 0 {
 		room = 0
 	}
-	if len(a.plans) > 0 {
+	if len(a.plans) > 0 && a.marked[v/64]&(1<<(v%64)) != 0 {
 		k, ok := slices.BinarySearchFunc(a.plans, v, func(p planned, v int32) int { return cmp.Compare(p.i, v) })
 		if ok && a.plans[k].deg > room {
 			room = roomFor(a.plans[k].deg)
@@ -574,6 +576,20 @@ func (a *Adj) compact(extra int64) {
 		}
 	}
 	a.moved = a.moved[:0]
+	if len(a.plans) > 0 {
+		// Marks the planned lists, for roomOf.
+		if n := (len(a.spans) + 63) / 64; len(a.marked) < n {
+			a.marked = make([]uint64, n)
+		}
+		for _, p := range a.plans {
+			a.marked[p.i/64] |= 1 << (p.i % 64)
+		}
+		defer func() {
+			for _, p := range a.plans {
+				a.marked[p.i/64] = 0
+			}
+		}()
+	}
 	total := int64(0) // the rooms
 	for _, v := range a.order {
 		total += int64(a.roomOf(v))
