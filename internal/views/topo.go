@@ -84,11 +84,13 @@ type span struct {
 }
 
 // Adj is the lists of one direction: a CSR whose vertices point into one
-// array of heads (spans instead of one offset array, so that a list an
-// update outgrows is moved to the array's free tail, with a quarter more
-// room for the next, and its old place is left as garbage, which
-// compaction reclaims; so a vertex that keeps gaining edges, a hub, moves
-// once per quarter of its degree, not once per batch).
+// array of heads (spans instead of one offset array, so that each list
+// has a room it grows into in place: an eighth more than its heads at a
+// build; a list an update outgrows is moved to the array's free tail,
+// with a quarter more room for the next, and its old room is left dead,
+// which compaction reclaims; so a vertex that keeps gaining edges, a
+// hub, moves once per quarter of its degree, not once per batch). An
+// update splices each list it touches once: see rewrite and compact.
 //
 // Weights are kept in one of two ways. While every weight is a whole
 // number from 0 to MaxWhole, pw holds each head again with its weight as
@@ -113,8 +115,8 @@ type Adj struct {
 	live  int64
 	held  int64
 	// order and moved say where the rooms are, for compact (see there);
-	// order is nil until the first compaction sorts it. sealed is used
-	// as the last compaction (or the build) left it.
+	// a nil order is sorted by the first compaction. sealed is used as
+	// the last compaction (or the build) left it.
 	order  []int32
 	moved  []movedRoom
 	sealed int64
@@ -411,11 +413,13 @@ func tail(w []float64, at int64) []float64 {
 // tail is short, a compaction slides the rooms together, keeping their
 // slack but trimming rooms far above their lists (deletes), and gives
 // the lists a run is about to outgrow their new rooms in the same pass
-// (so a batch that outgrows many rooms, as the first after a tight build
-// does, costs one pass and leaves no dead rooms). It works in place when
-// that leaves a tail of at least 1/garbageShare of the rooms, else into
-// arrays an eighth larger than the rooms: either is amortized, a pass
-// over the rooms paying for the slots that moves used since the last.
+// (so a batch that outgrows many rooms costs one pass and leaves no dead
+// rooms). It works in place when that leaves a tail of at least
+// 1/garbageShare of the rooms, else into arrays a sixteenth larger than
+// the rooms: either is amortized, a pass over the rooms paying for the
+// slots that moves used since the last (or, growing, for the sixteenth
+// the graph grew by). The shares trade memory (bytes per edge) against
+// copies.
 
 // roomFor is the room a list of deg heads is given when it outgrows its.
 func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
@@ -493,10 +497,10 @@ func (a *Adj) loosen(order []int32) {
 
 // garbageShare: a compaction grows the arrays when, in place, it would
 // leave a free tail under 1/garbageShare of the rooms; growMin is the
-// least a growth adds. Variables, so that tests can make tiny graphs
+// least a growth adds (to a sixteenth of the rooms). Variables, so that tests can make tiny graphs
 // compact and grow often.
 var (
-	garbageShare int64 = 16
+	garbageShare int64 = 32
 	growMin      int64 = 1 << 10
 )
 
@@ -539,7 +543,7 @@ func (a *Adj) roomOf(v int32) int32 {
 // (each room slid left, then, from the last, those that grow slid right
 // into their new rooms) when that leaves a tail of 1/garbageShare of the
 // rooms and the arrays are not over twice what is held, else in new
-// arrays an eighth larger. Work: the heads held, plus a sort of the
+// arrays a sixteenth larger. Work: the heads held, plus a sort of the
 // vertexes the first time (see order).
 func (a *Adj) compact(extra int64) {
 	a.stats.compactions++
@@ -645,7 +649,7 @@ func (a *Adj) compact(extra int64) {
 			s.beg, s.cap = end, room
 		}
 	} else {
-		size := total + extra + max(total/8, growMin)
+		size := total + extra + max(total/16, growMin)
 		dst := make([]int32, size)
 		var w []float64
 		var pw []WNode

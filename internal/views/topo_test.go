@@ -1053,16 +1053,18 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 		t.Logf("deletes %d%%: %d edges; per op: %d/%d compactions, %.1f heads copied by them, %.1f written by rewrites (touched lists' degrees %.1f), %.1f bytes allocated",
 			delShare, g.Out.Edges(), compactions, ops, float64(copied)/float64(ops), float64(moved)/float64(ops), float64(touched)/float64(ops), float64(allocated)/float64(ops))
 		// Amortized: a compaction copies the rooms at most twice over
-		// and then leaves a sixteenth of them free for moves, a move
-		// takes about five slots per head its list gains, and few
-		// inserts make their list move (most find room).
-		if copied > 100*ops {
+		// and then leaves at least a 32nd of them free for moves (a
+		// growth, a 16th), a move takes about five slots per head its
+		// list gains, and few inserts make their list move (most find
+		// room). The stream grows the graph by a third here: the arrays
+		// grow too, by a 16th at a time.
+		if copied > 200*ops {
 			t.Errorf("deletes %d%%: compactions copied %d heads for %d operations", delShare, copied, ops)
 		}
 		if moved > touched+4*ops {
 			t.Errorf("deletes %d%%: rewrites wrote %d heads for %d operations on lists of %d", delShare, moved, ops, touched)
 		}
-		if allocated > 128*ops {
+		if allocated > 320*ops {
 			t.Errorf("deletes %d%%: %d bytes allocated for %d operations", delShare, allocated, ops)
 		}
 	}
