@@ -716,9 +716,6 @@ func (a *Adj) unpack() {
 	a.w, a.pw = w, nil
 }
 
-// wAt is the weight at position k (1 when a keeps none).
-func (a *Adj) wAt(k int64) float64 { return Lengths{f: a.w, p: a.pw}.At(int(k)) }
-
 // setW sets the weight at position k, whose head is j (unpacking a's
 // weights when w is not whole); nothing when a keeps no weights.
 func (a *Adj) setW(k int64, j int32, w float64) {
@@ -731,17 +728,6 @@ func (a *Adj) setW(k int64, j int32, w float64) {
 	}
 	if a.w != nil {
 		a.w[k] = w
-	}
-}
-
-// moveW copies the weight at position from to position to (whose head
-// becomes from's).
-func (a *Adj) moveW(to, from int64) {
-	switch {
-	case a.pw != nil:
-		a.pw[to] = a.pw[from]
-	case a.w != nil:
-		a.w[to] = a.w[from]
 	}
 }
 
@@ -984,12 +970,6 @@ func (a *Adj) weigh() {
 	for k, j := range a.dst {
 		a.pw[k] = WNode{V: j, W: 1}
 	}
-}
-
-// clearList empties i's list.
-func (a *Adj) clearList(i int32) {
-	a.live -= int64(a.spans[i].deg)
-	a.spans[i].deg = 0
 }
 
 // edgeChange is one operation of a batch in index space, for sorting;
