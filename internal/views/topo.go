@@ -85,8 +85,8 @@ type span struct {
 
 // Adj is the lists of one direction: a CSR whose vertices point into one
 // array of heads (spans instead of one offset array, so that each list
-// has a room it grows into in place: an eighth more than its heads at a
-// build; a list an update outgrows is moved to the array's free tail,
+// has a room it grows into in place: a sixteenth more than its heads at
+// a build; a list an update outgrows is moved to the array's free tail,
 // with a quarter more room for the next, and its old room is left dead,
 // which compaction reclaims; so a vertex that keeps gaining edges, a
 // hub, moves once per quarter of its degree, not once per batch). An
@@ -258,7 +258,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		// counts the garbage until it is collected), with the lists'
 		// slack (see loosen).
 		if e := h.edgesHint(); e > 0 {
-			dst = make([]int32, 0, e+e/8)
+			dst = make([]int32, 0, e+e/16)
 		}
 	}
 	var w []float64
@@ -424,10 +424,10 @@ func tail(w []float64, at int64) []float64 {
 // roomFor is the room a list of deg heads is given when it outgrows its.
 func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
 
-// buildRoom is the room a build gives a list of deg heads: an eighth
+// buildRoom is the room a build gives a list of deg heads: a sixteenth
 // more, so that most lists a stream touches grow in place for a while
-// (the memory a free tail of an eighth of the heads would take).
-func buildRoom(deg int32) int32 { return deg + deg/8 }
+// (about the memory a free tail of a sixteenth of the heads would take).
+func buildRoom(deg int32) int32 { return deg + deg/16 }
 
 // loosen gives each list, laid tight one after the other in the order of
 // order (nil: index order), its buildRoom: in place, sliding the lists

@@ -153,7 +153,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 	g := &Topo{IDs: c, Seq: seq}
 	g.Out.spans = make([]span, n)
 	e := int64(edges)
-	dst := d.RawInt32s(int(e), int(e+e/8)) // with room for the lists' slack (loosen)
+	dst := d.RawInt32s(int(e), int(e+e/16)) // with room for the lists' slack (loosen)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
