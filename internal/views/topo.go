@@ -1168,15 +1168,34 @@ func (t *Topo) expandVertexDelete(run []edgeChange, i, k int32) ([]edgeChange, [
 	return run, es
 }
 
+// bySrc orders edge changes by source, destination and position (the
+// comparisons stop at the first that differs: a vertex delete's expansion
+// makes runs of many).
+func bySrc(a, b edgeChange) int {
+	switch {
+	case a.src != b.src:
+		return cmp.Compare(a.src, b.src)
+	case a.dst != b.dst:
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// byDstSrc orders edge changes by destination and source.
+func byDstSrc(a, b edgeChange) int {
+	if a.dst != b.dst {
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.src, b.src)
+}
+
 // applyRun applies edge operations in index space: the last one on each
 // (src, dst) wins.
 func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	if len(run) == 0 {
 		return
 	}
-	slices.SortFunc(run, func(a, b edgeChange) int {
-		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst), cmp.Compare(a.pos, b.pos))
-	})
+	slices.SortFunc(run, bySrc)
 	if present != nil {
 		// Whether each op's edge existed just before it: before the run
 		// as the list says, then as the ops before it on the pair left it
@@ -1205,7 +1224,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	// The two directions are independent: two goroutines for a long run.
 	in := func() {
 		byDst := sc.byDst
-		slices.SortFunc(byDst, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
+		slices.SortFunc(byDst, byDstSrc)
 		cs := sc.csIn
 		for k := 0; k < len(byDst); {
 			e := k
