@@ -114,24 +114,12 @@ type Adj struct {
 	used  int64
 	live  int64
 	held  int64
-	// order and moved say where the rooms are, for compact (see there);
-	// a nil order is sorted by the first compaction. sealed is used as
-	// the last compaction (or the build) left it.
-	order  []int32
-	moved  []movedRoom
-	sealed int64
-	stats  adjStats
+	stats adjStats
 	// plan's queue for apply: edits and lists (scratch, reused), and a
 	// bit per vertex set for those queued while compact runs.
 	ed     []edit
 	plans  []planned
 	marked []uint64
-}
-
-// movedRoom is a list moved to the tail at beg (Adj.moved).
-type movedRoom struct {
-	beg int64
-	v   int32
 }
 
 // WNode is a head with its whole-number weight (Adj.Packed).
@@ -223,7 +211,7 @@ func (a *Adj) Edges() int64 { return a.live }
 // Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
 	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
-		int64(cap(a.order))*4 + int64(cap(a.moved))*int64(unsafe.Sizeof(movedRoom{})) + int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
+		int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
 }
 
 // Len is the number of vertex indexes.
@@ -432,7 +420,7 @@ func buildRoom(deg int32) int32 { return deg + deg/16 }
 // loosen gives each list, laid tight one after the other in the order of
 // order (nil: index order), its buildRoom: in place, sliding the lists
 // right from the last, when the arrays' capacity holds them and not much
-// more, else in new arrays; order becomes a.order. live is the caller's.
+// more, else in new arrays. live is the caller's.
 func (a *Adj) loosen(order []int32) {
 	each := func(f func(v int32)) {
 		if order == nil {
@@ -472,6 +460,9 @@ func (a *Adj) loosen(order []int32) {
 				}
 			}
 			s.beg, s.cap = end, room
+			if room == 0 {
+				s.beg = 0 // INVARIANT: a span with no room is at 0
+			}
 		}
 	} else {
 		dst := make([]int32, total)
@@ -487,12 +478,14 @@ func (a *Adj) loosen(order []int32) {
 				copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
 			}
 			s.beg, s.cap = at, buildRoom(s.deg)
+			if s.cap == 0 {
+				s.beg = 0
+			}
 			at += int64(s.cap)
 		})
 		a.dst, a.w = dst, w
 	}
-	a.used, a.held, a.sealed = total, total, total
-	a.order, a.moved = order, a.moved[:0]
+	a.used, a.held = total, total
 }
 
 // garbageShare: a compaction grows the arrays when, in place, it would
@@ -519,6 +512,44 @@ func (a *Adj) reserve(room int64) {
 	}
 }
 
+// byPosition is the vertexes whose lists have rooms, in the order of
+// the rooms' positions (a radix sort: linear in the vertexes). It is made
+// for one compaction and dropped: kept, it would cost 4 bytes a vertex.
+func (a *Adj) byPosition() []int32 {
+	n := 0
+	for _, s := range a.spans {
+		if s.cap > 0 {
+			n++
+		}
+	}
+	order, tmp := make([]int32, 0, n), make([]int32, n)
+	for i, s := range a.spans {
+		if s.cap > 0 {
+			order = append(order, int32(i))
+		}
+	}
+	const bits = 12 // a digit: the counts fit on the stack
+	var count [1 << bits]int
+	for shift := uint(0); a.used>>shift > 0; shift += bits {
+		clear(count[:])
+		for _, v := range order {
+			count[a.spans[v].beg>>shift&(1<<bits-1)]++
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for _, v := range order {
+			d := a.spans[v].beg >> shift & (1<<bits - 1)
+			tmp[count[d]] = v
+			count[d]++
+		}
+		order, tmp = tmp, order
+	}
+	return order
+}
+
 // roomOf is the room v's list gets at a compaction: its room trimmed to
 // roomFor its degree (none when empty), or roomFor the degree a queued
 // rewrite gives it when that is more (a.plans, sorted by vertex).
@@ -543,43 +574,11 @@ func (a *Adj) roomOf(v int32) int32 {
 // (each room slid left, then, from the last, those that grow slid right
 // into their new rooms) when that leaves a tail of 1/garbageShare of the
 // rooms and the arrays are not over twice what is held, else in new
-// arrays a sixteenth larger. Work: the heads held, plus a sort of the
-// vertexes the first time (see order).
+// arrays a sixteenth larger. Work: the heads held and the vertexes
+// (byPosition).
 func (a *Adj) compact(extra int64) {
 	a.stats.compactions++
-	if a.order == nil {
-		a.order = make([]int32, 0, len(a.spans))
-		for i := range a.spans {
-			if s := &a.spans[i]; s.cap > 0 {
-				a.order = append(a.order, int32(i))
-			} else {
-				s.beg = 0 // no room: its place is anywhere up to used
-			}
-		}
-		slices.SortFunc(a.order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
-		a.moved = a.moved[:0]
-		a.sealed = a.used
-	}
-	// INVARIANT: a.order lists, in the order of their positions, the
-	// vertexes whose rooms lie below sealed (and some whose rooms were
-	// moved above it since, or emptied); a.moved lists those moved above
-	// it, in the order of their moves, with where to (a move to the tail
-	// takes the next slots, so that order is theirs too).
-	k := 0
-	for _, v := range a.order {
-		s := a.spans[v]
-		if s.cap > 0 && s.beg < a.sealed {
-			a.order[k] = v
-			k++
-		}
-	}
-	a.order = a.order[:k]
-	for _, m := range a.moved {
-		if s := a.spans[m.v]; s.cap > 0 && s.beg == m.beg {
-			a.order = append(a.order, m.v)
-		}
-	}
-	a.moved = a.moved[:0]
+	order := a.byPosition()
 	if len(a.plans) > 0 {
 		// Marks the planned lists, for roomOf.
 		if n := (len(a.spans) + 63) / 64; len(a.marked) < n {
@@ -595,7 +594,7 @@ func (a *Adj) compact(extra int64) {
 		}()
 	}
 	total := int64(0) // the rooms
-	for _, v := range a.order {
+	for _, v := range order {
 		total += int64(a.roomOf(v))
 	}
 	for _, p := range a.plans {
@@ -614,11 +613,11 @@ func (a *Adj) compact(extra int64) {
 		}
 		a.stats.elementsCompacted += uint64(s.deg)
 	}
-	n := 0 // a.order[:n] is the new order
+	n := 0 // order[:n] is the new order
 	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
 		// In place: slide left in rooms no larger than the old...
 		at := int64(0)
-		for _, v := range a.order {
+		for _, v := range order {
 			s := &a.spans[v]
 			room := a.roomOf(v)
 			if room == 0 {
@@ -631,14 +630,14 @@ func (a *Adj) compact(extra int64) {
 			}
 			s.beg, s.cap = at, old
 			at += int64(old)
-			a.order[n] = v
+			order[n] = v
 			n++
 		}
 		// ...then from the last, right into the grown ones: a room
 		// before v only grows, so v's new place is at or after its old.
 		end := total
 		for x := n - 1; x >= 0 && end > at; x-- {
-			v := a.order[x]
+			v := order[x]
 			s := &a.spans[v]
 			room := a.roomOf(v)
 			at -= int64(s.cap)
@@ -660,7 +659,7 @@ func (a *Adj) compact(extra int64) {
 			pw = make([]WNode, size)
 		}
 		at := int64(0)
-		for _, v := range a.order {
+		for _, v := range order {
 			s := &a.spans[v]
 			room := a.roomOf(v)
 			if room == 0 {
@@ -670,13 +669,12 @@ func (a *Adj) compact(extra int64) {
 			copyList(dst, w, pw, at, *s)
 			s.beg, s.cap = at, room
 			at += int64(room)
-			a.order[n] = v
+			order[n] = v
 			n++
 		}
 		a.dst, a.w, a.pw = dst, w, pw
 	}
-	a.order = a.order[:n]
-	a.used, a.held, a.sealed = total, total, total
+	a.used, a.held = total, total
 }
 
 // pack keeps a's float64 weights packed (pw) when every live one is
@@ -745,11 +743,14 @@ func transpose(out *Adj) Adj {
 	for j := range in.spans {
 		s := &in.spans[j]
 		s.beg, s.cap = at, buildRoom(s.deg)
+		if s.cap == 0 {
+			s.beg = 0
+		}
 		at += int64(s.cap)
 		live += int64(s.deg)
 	}
 	in.dst = make([]int32, at)
-	in.used, in.live, in.held, in.sealed = at, live, at, at
+	in.used, in.live, in.held = at, live, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
@@ -960,7 +961,6 @@ func (a *Adj) moveList(i, deg int32, ed []edit) {
 	}
 	a.putAdded(beg, ed)
 	a.spans[i] = span{beg: beg, deg: deg, cap: room}
-	a.moved = append(a.moved, movedRoom{beg: beg, v: i})
 	a.live += int64(deg - s.deg)
 }
 
