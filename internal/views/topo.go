@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/engine"
@@ -40,6 +41,7 @@ type Topo struct {
 	// scan when the lists are built, raised by Apply's inserts, left by
 	// its deletes: an upper bound, not always the least).
 	bound int
+	sc    *applyScratch // Apply's, made by the first
 }
 
 // Bound is an index from which up no vertex has an edge (the id space's
@@ -82,11 +84,13 @@ type span struct {
 }
 
 // Adj is the lists of one direction: a CSR whose vertices point into one
-// array of heads (spans instead of one offset array, so that a list an
-// update outgrows is moved to the array's free tail, with a quarter more
-// room for the next, and its old place is left as garbage, which
-// compaction reclaims; so a vertex that keeps gaining edges, a hub, moves
-// once per quarter of its degree, not once per batch).
+// array of heads (spans instead of one offset array, so that each list
+// has a room it grows into in place: a sixteenth more than its heads at
+// a build; a list an update outgrows is moved to the array's free tail,
+// with a quarter more room for the next, and its old room is left dead,
+// which compaction reclaims; so a vertex that keeps gaining edges, a
+// hub, moves once per quarter of its degree, not once per batch). An
+// update splices each list it touches once: see rewrite and compact.
 //
 // Weights are kept in one of two ways. While every weight is a whole
 // number from 0 to MaxWhole, pw holds each head again with its weight as
@@ -100,7 +104,8 @@ type span struct {
 // length is len(dst); when pw is not nil, pw[k].V == dst[k] at every
 // position k of every span's deg heads. Each span's room [beg, beg+cap)
 // lies within [0, used), holds its deg heads first, and overlaps no
-// other; live is the sum of the degrees.
+// other; live is the sum of the degrees, held the sum of the rooms (so
+// used-held slots are dead rooms, which compaction reclaims).
 type Adj struct {
 	spans []span
 	dst   []int32
@@ -108,6 +113,13 @@ type Adj struct {
 	pw    []WNode
 	used  int64
 	live  int64
+	held  int64
+	stats adjStats
+	// plan's queue for apply: edits and lists (scratch, reused), and a
+	// bit per vertex set for those queued while compact runs.
+	ed     []edit
+	plans  []planned
+	marked []uint64
 }
 
 // WNode is a head with its whole-number weight (Adj.Packed).
@@ -196,9 +208,10 @@ func (a *Adj) Len() int { return len(a.spans) }
 // Edges is the number of edges.
 func (a *Adj) Edges() int64 { return a.live }
 
-// Bytes is the memory the lists hold.
+// Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
-	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8
+	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
+		int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
 }
 
 // Len is the number of vertex indexes.
@@ -230,15 +243,16 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	if h, ok := g.(edgesHinter); ok {
 		// Sized up front: growing the array by appends would allocate
 		// several times its size on the way (and serve's memory budget
-		// counts the garbage until it is collected).
+		// counts the garbage until it is collected), with the lists'
+		// slack (see loosen).
 		if e := h.edgesHint(); e > 0 {
-			dst = make([]int32, 0, e+headroom(e))
+			dst = make([]int32, 0, e+e/16)
 		}
 	}
 	var w []float64
 	weighted := false
 	var bad error
-	var idx []int32
+	var idx, order []int32
 	_, least := g.(*StaticView)
 	err = g.Each(engine.Out, true, func(v uint64, nb []uint64, ws []float64) {
 		if bad != nil {
@@ -295,6 +309,7 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 			w = w[:beg+end]
 		}
 		t.Out.spans[i] = span{beg: beg, deg: int32(end), cap: int32(end)}
+		order = append(order, int32(i))
 		if err := ctx.Err(); err != nil && bad == nil {
 			bad = err
 		}
@@ -306,13 +321,11 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 		return nil, err
 	}
 	e := int64(len(dst))
-	t.Out.used, t.Out.live = e, e
-	if w == nil && int64(cap(dst))-e >= headroom(e) && int64(cap(dst)) <= 2*(e+headroom(e)) {
-		t.Out.dst = dst[:cap(dst)] // the append's slack is the free tail
-	} else {
-		t.Out.dst, t.Out.w = dst, w
-		t.Out.compact(headroom(e))
+	t.Out.dst, t.Out.live = dst, e
+	if weighted {
+		t.Out.w = w
 	}
+	t.Out.loosen(order)
 	t.Out.pack()
 	t.finish()
 	return t, nil
@@ -330,9 +343,6 @@ func (v *StaticView) edgesHint() int64 { return v.m.EdgeVersions() }
 func unindexedErr(v uint64) error {
 	return fmt.Errorf("views: vertex %d has no index in the view's id space", v)
 }
-
-// headroom is the free tail an Adj of e edges keeps for rewritten lists.
-func headroom(e int64) int64 { return max(e/8, 1<<14) }
 
 // dedupe drops repeated heads of the sorted list d (whose weights start at
 // w[at] when w is not nil), keeping each head's last weight (least: its
@@ -385,33 +395,286 @@ func tail(w []float64, at int64) []float64 {
 	return w[at:]
 }
 
-// compact rewrites the lists in index order, each in a room of its size,
-// into arrays with room more free slots.
-func (a *Adj) compact(room int64) {
-	dst := make([]int32, a.live+room)
-	var w []float64
-	var pw []WNode
-	if a.w != nil {
-		w = make([]float64, a.live+room)
+// Room policy. A list that outgrows its room is moved to the free tail
+// with a quarter more room (so a list that keeps growing, a hub, moves
+// once per quarter of its degree gained); its old room is dead. When the
+// tail is short, a compaction slides the rooms together, keeping their
+// slack but trimming rooms far above their lists (deletes), and gives
+// the lists a run is about to outgrow their new rooms in the same pass
+// (so a batch that outgrows many rooms costs one pass and leaves no dead
+// rooms). It works in place when that leaves a tail of at least
+// 1/garbageShare of the rooms, else into arrays a sixteenth larger than
+// the rooms: either is amortized, a pass over the rooms paying for the
+// slots that moves used since the last (or, growing, for the sixteenth
+// the graph grew by). The shares trade memory (bytes per edge) against
+// copies.
+
+// roomFor is the room a list of deg heads is given when it outgrows its.
+func roomFor(deg int32) int32 { return deg + deg/4 + 2 }
+
+// buildRoom is the room a build gives a list of deg heads: a sixteenth
+// more, so that most lists a stream touches grow in place for a while
+// (about the memory a free tail of a sixteenth of the heads would take).
+func buildRoom(deg int32) int32 { return deg + deg/16 }
+
+// loosen gives each list, laid tight one after the other in the order of
+// order (nil: index order), its buildRoom: in place, sliding the lists
+// right from the last, when the arrays' capacity holds them and not much
+// more, else in new arrays. live is the caller's.
+func (a *Adj) loosen(order []int32) {
+	each := func(f func(v int32)) {
+		if order == nil {
+			for v := range a.spans {
+				f(int32(v))
+			}
+			return
+		}
+		for _, v := range order {
+			f(v)
+		}
 	}
-	if a.pw != nil {
-		pw = make([]WNode, a.live+room)
+	total := int64(0)
+	each(func(v int32) { total += int64(buildRoom(a.spans[v].deg)) })
+	fits := func(c int) bool { return int64(c) >= total && int64(c) <= total+total/8+growMin }
+	if fits(cap(a.dst)) && (a.w == nil || cap(a.w) == cap(a.dst)) {
+		a.dst = a.dst[:cap(a.dst)]
+		if a.w != nil {
+			a.w = a.w[:cap(a.w)]
+		}
+		end := total
+		for x := len(a.spans) - 1; x >= 0; x-- {
+			v := int32(x)
+			if order != nil {
+				if x >= len(order) {
+					continue
+				}
+				v = order[x]
+			}
+			s := &a.spans[v]
+			room := buildRoom(s.deg)
+			end -= int64(room)
+			if s.deg > 0 && s.beg != end {
+				copy(a.dst[end:end+int64(s.deg)], a.dst[s.beg:s.beg+int64(s.deg)])
+				if a.w != nil {
+					copy(a.w[end:end+int64(s.deg)], a.w[s.beg:s.beg+int64(s.deg)])
+				}
+			}
+			s.beg, s.cap = end, room
+			if room == 0 {
+				s.beg = 0 // INVARIANT: a span with no room is at 0
+			}
+		}
+	} else {
+		dst := make([]int32, total)
+		var w []float64
+		if a.w != nil {
+			w = make([]float64, total)
+		}
+		at := int64(0)
+		each(func(v int32) {
+			s := &a.spans[v]
+			copy(dst[at:], a.dst[s.beg:s.beg+int64(s.deg)])
+			if w != nil {
+				copy(w[at:], a.w[s.beg:s.beg+int64(s.deg)])
+			}
+			s.beg, s.cap = at, buildRoom(s.deg)
+			if s.cap == 0 {
+				s.beg = 0
+			}
+			at += int64(s.cap)
+		})
+		a.dst, a.w = dst, w
 	}
-	at := int64(0)
-	for i := range a.spans {
-		s := &a.spans[i]
+	a.used, a.held = total, total
+}
+
+// garbageShare: a compaction grows the arrays when, in place, it would
+// leave a free tail under 1/garbageShare of the rooms; growMin is the
+// least a growth adds (to a sixteenth of the rooms). Variables, so that tests can make tiny graphs
+// compact and grow often.
+var (
+	garbageShare int64 = 32
+	growMin      int64 = 1 << 10
+)
+
+// adjStats are an Adj's work counters (cumulative, see TopologyStats).
+type adjStats struct {
+	compactions       uint64 // compactions (growths of the arrays among them)
+	elementsCompacted uint64 // heads copied by them
+	elementsMoved     uint64 // heads written by rewrites: moved, shifted or added
+}
+
+// reserve makes room free slots at the tail (used+room <= len(dst)),
+// compacting when they are not.
+func (a *Adj) reserve(room int64) {
+	if a.used+room > int64(len(a.dst)) {
+		a.compact(room)
+	}
+}
+
+// byPosition is the vertexes whose lists have rooms, in the order of
+// the rooms' positions (a radix sort: linear in the vertexes). It is made
+// for one compaction and dropped: kept, it would cost 4 bytes a vertex.
+func (a *Adj) byPosition() []int32 {
+	n := 0
+	for _, s := range a.spans {
+		if s.cap > 0 {
+			n++
+		}
+	}
+	order, tmp := make([]int32, 0, n), make([]int32, n)
+	for i, s := range a.spans {
+		if s.cap > 0 {
+			order = append(order, int32(i))
+		}
+	}
+	const bits = 12 // a digit: the counts fit on the stack
+	var count [1 << bits]int
+	for shift := uint(0); a.used>>shift > 0; shift += bits {
+		clear(count[:])
+		for _, v := range order {
+			count[a.spans[v].beg>>shift&(1<<bits-1)]++
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for _, v := range order {
+			d := a.spans[v].beg >> shift & (1<<bits - 1)
+			tmp[count[d]] = v
+			count[d]++
+		}
+		order, tmp = tmp, order
+	}
+	return order
+}
+
+// roomOf is the room v's list gets at a compaction: its room trimmed to
+// roomFor its degree (none when empty), or roomFor the degree a queued
+// rewrite gives it when that is more (a.plans, sorted by vertex).
+func (a *Adj) roomOf(v int32) int32 {
+	s := a.spans[v]
+	room := min(s.cap, roomFor(s.deg))
+	if s.deg == 0 {
+		room = 0
+	}
+	if len(a.plans) > 0 && a.marked[v/64]&(1<<(v%64)) != 0 {
+		k, ok := slices.BinarySearchFunc(a.plans, v, func(p planned, v int32) int { return cmp.Compare(p.i, v) })
+		if ok && a.plans[k].deg > room {
+			room = roomFor(a.plans[k].deg)
+		}
+	}
+	return room
+}
+
+// compact gives every list its roomOf, in the order of their positions,
+// from the front of the arrays, leaving at least extra free slots after
+// them (and the queued rewrites' lists that have no room yet): in place
+// (each room slid left, then, from the last, those that grow slid right
+// into their new rooms) when that leaves a tail of 1/garbageShare of the
+// rooms and the arrays are not over twice what is held, else in new
+// arrays a sixteenth larger. Work: the heads held and the vertexes
+// (byPosition).
+func (a *Adj) compact(extra int64) {
+	a.stats.compactions++
+	order := a.byPosition()
+	if len(a.plans) > 0 {
+		// Marks the planned lists, for roomOf.
+		if n := (len(a.spans) + 63) / 64; len(a.marked) < n {
+			a.marked = make([]uint64, n)
+		}
+		for _, p := range a.plans {
+			a.marked[p.i/64] |= 1 << (p.i % 64)
+		}
+		defer func() {
+			for _, p := range a.plans {
+				a.marked[p.i/64] = 0
+			}
+		}()
+	}
+	total := int64(0) // the rooms
+	for _, v := range order {
+		total += int64(a.roomOf(v))
+	}
+	for _, p := range a.plans {
+		if a.spans[p.i].cap == 0 {
+			extra += int64(roomFor(p.deg)) // moved to the tail after
+		}
+	}
+	copyList := func(dst []int32, w []float64, pw []WNode, to int64, s span) {
 		end := s.beg + int64(s.deg)
-		copy(dst[at:], a.dst[s.beg:end])
+		copy(dst[to:], a.dst[s.beg:end])
 		if w != nil {
-			copy(w[at:], a.w[s.beg:end])
+			copy(w[to:], a.w[s.beg:end])
 		}
 		if pw != nil {
-			copy(pw[at:], a.pw[s.beg:end])
+			copy(pw[to:], a.pw[s.beg:end])
 		}
-		s.beg, s.cap = at, s.deg
-		at += int64(s.deg)
+		a.stats.elementsCompacted += uint64(s.deg)
 	}
-	a.dst, a.w, a.pw, a.used = dst, w, pw, at
+	n := 0 // order[:n] is the new order
+	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
+		// In place: slide left in rooms no larger than the old...
+		at := int64(0)
+		for _, v := range order {
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			if room == 0 {
+				s.beg, s.cap = 0, 0
+				continue
+			}
+			old := min(room, s.cap)
+			if s.beg != at {
+				copyList(a.dst, a.w, a.pw, at, *s)
+			}
+			s.beg, s.cap = at, old
+			at += int64(old)
+			order[n] = v
+			n++
+		}
+		// ...then from the last, right into the grown ones: a room
+		// before v only grows, so v's new place is at or after its old.
+		end := total
+		for x := n - 1; x >= 0 && end > at; x-- {
+			v := order[x]
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			at -= int64(s.cap)
+			end -= int64(room)
+			if s.beg != end {
+				copyList(a.dst, a.w, a.pw, end, *s)
+			}
+			s.beg, s.cap = end, room
+		}
+	} else {
+		size := total + extra + max(total/16, growMin)
+		dst := make([]int32, size)
+		var w []float64
+		var pw []WNode
+		if a.w != nil {
+			w = make([]float64, size)
+		}
+		if a.pw != nil {
+			pw = make([]WNode, size)
+		}
+		at := int64(0)
+		for _, v := range order {
+			s := &a.spans[v]
+			room := a.roomOf(v)
+			if room == 0 {
+				s.beg, s.cap = 0, 0
+				continue
+			}
+			copyList(dst, w, pw, at, *s)
+			s.beg, s.cap = at, room
+			at += int64(room)
+			order[n] = v
+			n++
+		}
+		a.dst, a.w, a.pw = dst, w, pw
+	}
+	a.used, a.held = total, total
 }
 
 // pack keeps a's float64 weights packed (pw) when every live one is
@@ -451,9 +714,6 @@ func (a *Adj) unpack() {
 	a.w, a.pw = w, nil
 }
 
-// wAt is the weight at position k (1 when a keeps none).
-func (a *Adj) wAt(k int64) float64 { return Lengths{f: a.w, p: a.pw}.At(int(k)) }
-
 // setW sets the weight at position k, whose head is j (unpacking a's
 // weights when w is not whole); nothing when a keeps no weights.
 func (a *Adj) setW(k int64, j int32, w float64) {
@@ -469,19 +729,8 @@ func (a *Adj) setW(k int64, j int32, w float64) {
 	}
 }
 
-// moveW copies the weight at position from to position to (whose head
-// becomes from's).
-func (a *Adj) moveW(to, from int64) {
-	switch {
-	case a.pw != nil:
-		a.pw[to] = a.pw[from]
-	case a.w != nil:
-		a.w[to] = a.w[from]
-	}
-}
-
 // transpose builds the in-lists of out (sorted, since sources are visited
-// in index order), with the same free room.
+// in index order), each in its buildRoom, with no free tail.
 func transpose(out *Adj) Adj {
 	n := len(out.spans)
 	in := Adj{spans: make([]span, n)}
@@ -490,13 +739,18 @@ func transpose(out *Adj) Adj {
 			in.spans[j].deg++
 		}
 	}
-	at := int64(0)
+	at, live := int64(0), int64(0)
 	for j := range in.spans {
-		in.spans[j].beg, in.spans[j].cap = at, in.spans[j].deg
-		at += int64(in.spans[j].deg)
+		s := &in.spans[j]
+		s.beg, s.cap = at, buildRoom(s.deg)
+		if s.cap == 0 {
+			s.beg = 0
+		}
+		at += int64(s.cap)
+		live += int64(s.deg)
 	}
-	in.dst = make([]int32, at+headroom(at))
-	in.used, in.live = at, at
+	in.dst = make([]int32, at)
+	in.used, in.live, in.held = at, live, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
@@ -528,10 +782,27 @@ type change struct {
 	w   float64
 }
 
-// rewrite applies the sorted, unique changes to i's list: in place when
-// the list fits its room, else moved to the free tail (compacting first
-// when the tail is full) with a quarter more room.
-func (a *Adj) rewrite(i int32, cs []change) {
+// edit is one change of a rewrite located in its list: at position p
+// of the old list, the head there deleted (del), or j inserted before it;
+// d is the shift of the old heads after it (the inserts up to it less
+// the deletes).
+type edit struct {
+	p, d int32
+	del  bool
+	j    int32
+	w    float64
+}
+
+// planned is one list's rewrite planned by plan: its edits are
+// Adj.ed[lo:hi], its new degree deg.
+type planned struct {
+	i, lo, hi, deg int32
+}
+
+// plan locates the sorted, unique changes cs to i's list by binary
+// searches, reweighs the heads they keep (in place: a weight moves with
+// its head) and queues the inserts and deletes for apply.
+func (a *Adj) plan(i int32, cs []change) {
 	if !a.Weighted() {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
@@ -542,96 +813,154 @@ func (a *Adj) rewrite(i int32, cs []change) {
 	}
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
-	adds, dels := 0, 0
+	lo, d := 0, int32(0)
+	first := len(a.ed)
 	for _, c := range cs {
-		if _, ok := slices.BinarySearch(old, c.j); ok == c.del {
-			if c.del {
-				dels++
-			} else {
-				adds++
+		p, found := slices.BinarySearch(old[lo:], c.j)
+		p += lo
+		switch {
+		case found && c.del:
+			d--
+			a.ed = append(a.ed, edit{p: int32(p), d: d, del: true})
+			lo = p + 1
+		case found:
+			if a.Weighted() {
+				a.setW(s.beg+int64(p), c.j, c.w)
 			}
+			lo = p + 1
+		case !c.del:
+			d++
+			a.ed = append(a.ed, edit{p: int32(p), d: d, j: c.j, w: c.w})
+			lo = p
+		default:
+			lo = p
 		}
 	}
-	deg := s.deg + int32(adds) - int32(dels)
+	if len(a.ed) > first {
+		a.plans = append(a.plans, planned{i: i, lo: int32(first), hi: int32(len(a.ed)), deg: s.deg + d})
+	}
+}
+
+// apply rewrites the lists plan queued: first it reserves the room of
+// those that no longer fit theirs (so a run compacts or grows the arrays
+// once at most), then splices each in place or moves it (rewrite).
+func (a *Adj) apply() {
+	need := int64(0)
+	for _, p := range a.plans {
+		if p.deg > a.spans[p.i].cap {
+			need += int64(roomFor(p.deg))
+		}
+	}
+	if need > 0 && a.used+need > int64(len(a.dst)) {
+		a.compact(0) // gives them their rooms where they are
+	}
+	for _, p := range a.plans {
+		a.rewrite(p.i, p.deg, a.ed[p.lo:p.hi])
+	}
+	a.ed, a.plans = a.ed[:0], a.plans[:0]
+}
+
+// rewrite applies the located edits ed (see plan) to i's list, of new
+// degree deg. A list that still fits its room is spliced in place: the
+// stretches between the edits are shifted by block copies (heads and
+// weights alike) and the inserted heads written into the gaps; one that
+// does not is copied, stretch by stretch, into roomFor deg at the free
+// tail (reserve). Work: copies of the stretches after the first insert or
+// delete, or of the whole list when it moves.
+func (a *Adj) rewrite(i, deg int32, ed []edit) {
+	s := a.spans[i]
 	if deg > s.cap {
-		// Move to the tail, merging on the way.
-		room := deg + deg/4 + 2
-		if a.used+int64(room) > int64(len(a.dst)) {
-			a.compact(max(headroom(a.live), 2*int64(room)))
-			s = a.spans[i]
-		}
-		beg := a.used
-		a.used += int64(room)
-		at, k := beg, s.beg
-		end := s.beg + int64(s.deg)
-		put := func(j int32, w float64) {
-			a.dst[at] = j
-			a.setW(at, j, w)
-			at++
-		}
-		for _, c := range cs {
-			for k < end && a.dst[k] < c.j {
-				put(a.dst[k], a.wAt(k))
-				k++
-			}
-			if k < end && a.dst[k] == c.j {
-				k++
-			}
-			if !c.del {
-				put(c.j, c.w)
-			}
-		}
-		for ; k < end; k++ {
-			put(a.dst[k], a.wAt(k))
-		}
-		a.spans[i] = span{beg: beg, deg: deg, cap: room}
-		a.live += int64(deg - s.deg)
+		a.moveList(i, deg, ed)
 		return
 	}
-	// In place: first drop the deleted heads and reweigh the kept ones
-	// (the write position never passes the read position), then merge the
-	// added ones in from the back.
-	var added []change
-	at, x := s.beg, 0
-	for k := s.beg; k < s.beg+int64(s.deg); k++ {
-		j := a.dst[k]
-		for x < len(cs) && cs[x].j < j {
-			if !cs[x].del {
-				added = append(added, cs[x])
+	// In place. The stretch after edit t, old[from:to), moves by ed[t].d:
+	// those moving left are copied left to right, then those moving right
+	// right to left; as the stretches keep their order, no copy then
+	// overwrites a stretch yet to be copied.
+	stretch := func(t int) (from, n int64) {
+		from = int64(ed[t].p)
+		if ed[t].del {
+			from++
+		}
+		to := int64(s.deg)
+		if t+1 < len(ed) {
+			to = int64(ed[t+1].p)
+		}
+		return s.beg + from, to - from
+	}
+	for t := range ed {
+		if ed[t].d < 0 {
+			if from, n := stretch(t); n > 0 {
+				a.shift(from+int64(ed[t].d), from, n)
 			}
-			x++
 		}
-		w := a.wAt(k)
-		if x < len(cs) && cs[x].j == j {
-			c := cs[x]
-			x++
-			if c.del {
-				continue
+	}
+	for t := len(ed) - 1; t >= 0; t-- {
+		if ed[t].d > 0 {
+			if from, n := stretch(t); n > 0 {
+				a.shift(from+int64(ed[t].d), from, n)
 			}
-			w = c.w
-		}
-		a.dst[at] = j
-		a.setW(at, j, w)
-		at++
-	}
-	for ; x < len(cs); x++ {
-		if !cs[x].del {
-			added = append(added, cs[x])
 		}
 	}
-	p, q := s.beg+int64(deg)-1, at-1
-	for y := len(added) - 1; y >= 0; p-- {
-		if q >= s.beg && a.dst[q] > added[y].j {
-			a.dst[p] = a.dst[q]
-			a.moveW(p, q)
-			q--
-			continue
-		}
-		a.dst[p] = added[y].j
-		a.setW(p, added[y].j, added[y].w)
-		y--
-	}
+	a.putAdded(s.beg, ed)
 	a.spans[i].deg = deg
+	a.live += int64(deg - s.deg)
+}
+
+// putAdded writes the inserted heads of ed into a list now at beg whose
+// old heads have been shifted into place.
+func (a *Adj) putAdded(beg int64, ed []edit) {
+	before := int32(0) // the shift before edit t
+	for _, e := range ed {
+		if !e.del {
+			k := beg + int64(e.p+before)
+			a.dst[k] = e.j
+			a.setW(k, e.j, e.w)
+			a.stats.elementsMoved++
+		}
+		before = e.d
+	}
+}
+
+// shift copies the n heads (and weights) at from to to (the two may
+// overlap).
+func (a *Adj) shift(to, from, n int64) {
+	copy(a.dst[to:to+n], a.dst[from:from+n])
+	switch {
+	case a.pw != nil:
+		copy(a.pw[to:to+n], a.pw[from:from+n])
+	case a.w != nil:
+		copy(a.w[to:to+n], a.w[from:from+n])
+	}
+	a.stats.elementsMoved += uint64(n)
+}
+
+// moveList moves i's list, with the edits ed applied (see rewrite), to
+// the free tail, in roomFor its new degree deg.
+func (a *Adj) moveList(i, deg int32, ed []edit) {
+	room := roomFor(deg)
+	a.reserve(int64(room))
+	s := a.spans[i] // reserve may have moved it
+	beg := a.used
+	a.used += int64(room)
+	a.held += int64(room) - int64(s.cap)
+	prev := int64(0) // the old heads before prev are copied
+	before := int32(0)
+	for _, e := range ed {
+		if n := int64(e.p) - prev; n > 0 {
+			a.shift(beg+prev+int64(before), s.beg+prev, n)
+		}
+		prev = int64(e.p)
+		if e.del {
+			prev++
+		}
+		before = e.d
+	}
+	if n := int64(s.deg) - prev; n > 0 {
+		a.shift(beg+prev+int64(before), s.beg+prev, n)
+	}
+	a.putAdded(beg, ed)
+	a.spans[i] = span{beg: beg, deg: deg, cap: room}
 	a.live += int64(deg - s.deg)
 }
 
@@ -643,46 +972,49 @@ func (a *Adj) weigh() {
 	}
 }
 
-// remove drops head j from i's list (in place).
-func (a *Adj) remove(i, j int32) {
-	nb := a.Nbrs(i)
-	k, ok := slices.BinarySearch(nb, j)
-	if !ok {
-		return
-	}
-	s := a.spans[i]
-	copy(a.dst[s.beg+int64(k):], a.dst[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	if a.w != nil {
-		copy(a.w[s.beg+int64(k):], a.w[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	}
-	if a.pw != nil {
-		copy(a.pw[s.beg+int64(k):], a.pw[s.beg+int64(k)+1:s.beg+int64(s.deg)])
-	}
-	a.spans[i].deg--
-	a.live--
-}
-
-// clearList empties i's list.
-func (a *Adj) clearList(i int32) {
-	a.live -= int64(a.spans[i].deg)
-	a.spans[i].deg = 0
-}
-
-// edgeChange is one operation of a batch in index space, for sorting.
+// edgeChange is one operation of a batch in index space, for sorting;
+// exp marks an edge delete a vertex delete expands into.
 type edgeChange struct {
 	src, dst int32
 	pos      int32
-	del      bool
+	del, exp bool
 	w        float64
 }
+
+// applyScratch is what Apply reuses from one call to the next, so that an
+// advance makes no garbage of its own size.
+type applyScratch struct {
+	run, byDst  []edgeChange
+	csOut, csIn []change
+	wg          sync.WaitGroup
+	// The run's operations by vertex, while a vertex delete needs them
+	// (indexed): head[v]-1 is the last of run touching v, link[r] the one
+	// before r on r's source (0) and destination (1), plus 1 (0: none).
+	indexed bool
+	head    map[int32]int32
+	link    [][2]int32
+	pend    []pending
+}
+
+// pending is an operation of the run on a pair with a deleted vertex v:
+// x is the other end, r its place in the run.
+type pending struct{ x, r int32 }
+
+// parallelRun is the least run whose two directions are applied by two
+// goroutines.
+const parallelRun = 512
 
 // Apply applies ops (the operations with t.Seq < seq <= ids' view seq, in
 // order) and moves t to ids and seq. ids must hold every endpoint of
 // every upsert and extend t.IDs (a new layout is remapped first). Work:
-// the ops plus the degrees of the vertices they touch. For the k-th op,
-// when it deletes a vertex, removed(k, edges) gets the edges it removed
-// (as ids, perhaps none); when it upserts or deletes an edge, present(k)
-// is called if the edge existed just before it. Either may be nil.
+// the ops plus, per touched list, searches for its changes and the
+// copies of rewrite. A vertex delete becomes edge deletes of the edges
+// the vertex has at that point of ops (its lists with the ops before it
+// applied), applied with the rest, so each list is rewritten once. For
+// the k-th op, when it deletes a vertex, removed(k, edges) gets the edges
+// it removed (as ids, perhaps none); when it upserts or deletes an edge,
+// present(k) is called if the edge existed just before it. Either may be
+// nil.
 func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, edges [][2]uint64), present func(k int)) error {
 	if !ids.Extends(t.IDs) {
 		if err := t.remap(ids); err != nil {
@@ -692,14 +1024,17 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 	t.IDs = ids
 	t.Out.grow(ids.Len())
 	t.In.grow(ids.Len())
-	var run []edgeChange
+	if t.sc == nil {
+		t.sc = &applyScratch{}
+	}
+	sc := t.sc
+	run := sc.run[:0]
+	sc.indexed = false
 	for k, e := range ops {
 		if e.Op.Kind == engine.OpDeleteVertex {
-			t.applyRun(run, present)
-			run = run[:0]
 			var es [][2]uint64
 			if i, ok := ids.Index(e.Op.Src); ok {
-				es = t.deleteVertex(int32(i))
+				run, es = t.expandVertexDelete(run, int32(i), int32(k))
 			}
 			if removed != nil {
 				removed(k, es)
@@ -713,6 +1048,7 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 			if del {
 				continue // an edge of a vertex never indexed: it does not exist
 			}
+			sc.run = run
 			if !iok {
 				return unindexedErr(e.Op.Src)
 			}
@@ -725,29 +1061,150 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 			t.bound = max(t.bound, i+1, j+1)
 		}
 		run = append(run, edgeChange{src: int32(i), dst: int32(j), pos: int32(k), del: del, w: e.Op.Weight})
+		if sc.indexed {
+			sc.index(run, len(run)-1)
+		}
 	}
 	t.applyRun(run, present)
+	sc.run = run
 	t.Seq = seq
 	return nil
 }
 
-// applyRun applies edge operations with no vertex delete among them: the
-// last one on each (src, dst) wins.
+// index links run[r] into the lists by vertex (applyScratch).
+func (sc *applyScratch) index(run []edgeChange, r int) {
+	c := run[r]
+	l := [2]int32{sc.head[c.src], 0}
+	sc.head[c.src] = int32(r) + 1
+	if c.dst != c.src {
+		l[1] = sc.head[c.dst]
+		sc.head[c.dst] = int32(r) + 1
+	}
+	sc.link = append(sc.link[:r], l)
+}
+
+// expandVertexDelete appends to run an edge delete (at position k) of
+// each edge vertex i has after run's operations, and returns run and
+// those edges (as ids). Work: i's degrees plus the run's operations on
+// i's pairs (the first vertex delete of a run indexes it).
+func (t *Topo) expandVertexDelete(run []edgeChange, i, k int32) ([]edgeChange, [][2]uint64) {
+	sc := t.sc
+	if !sc.indexed {
+		if sc.head == nil {
+			sc.head = map[int32]int32{}
+		}
+		clear(sc.head)
+		sc.link = sc.link[:0]
+		for r := range run {
+			sc.index(run, r)
+		}
+		sc.indexed = true
+	}
+	v := t.IDs.ID(int(i))
+	var es [][2]uint64
+	n := len(run)
+	for out := 0; out < 2; out++ {
+		// The run's last operation on each of i's pairs in this direction.
+		p := sc.pend[:0]
+		for r := sc.head[i] - 1; r >= 0; {
+			c := run[r]
+			next := sc.link[r][0]
+			if c.src != i {
+				next = sc.link[r][1]
+			}
+			switch {
+			case out == 0 && c.src == i:
+				p = append(p, pending{x: c.dst, r: r})
+			case out == 1 && c.dst == i && c.src != i:
+				p = append(p, pending{x: c.src, r: r})
+			}
+			r = next - 1
+		}
+		slices.SortFunc(p, func(a, b pending) int { return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(b.r, a.r)) })
+		sc.pend = p
+		nb := t.Out.Nbrs(i)
+		if out == 1 {
+			nb = t.In.Nbrs(i)
+		}
+		// Merge the list with the run's last word on each pair.
+		add := func(x int32) {
+			c := edgeChange{src: i, dst: x, pos: k, del: true, exp: true}
+			e := [2]uint64{v, t.IDs.ID(int(x))}
+			if out == 1 {
+				c.src, c.dst = x, i
+				e = [2]uint64{e[1], v}
+			}
+			run = append(run, c)
+			es = append(es, e)
+		}
+		a := 0
+		for q := 0; q < len(p); {
+			x := p[q]
+			for a < len(nb) && nb[a] < x.x {
+				if out == 0 || nb[a] != i {
+					add(nb[a])
+				}
+				a++
+			}
+			if a < len(nb) && nb[a] == x.x {
+				a++
+			}
+			if !run[x.r].del {
+				add(x.x)
+			}
+			for q < len(p) && p[q].x == x.x {
+				q++
+			}
+		}
+		for ; a < len(nb); a++ {
+			if out == 0 || nb[a] != i {
+				add(nb[a])
+			}
+		}
+	}
+	for r := n; r < len(run); r++ {
+		sc.index(run, r)
+	}
+	return run, es
+}
+
+// bySrc orders edge changes by source, destination and position (the
+// comparisons stop at the first that differs: a vertex delete's expansion
+// makes runs of many).
+func bySrc(a, b edgeChange) int {
+	switch {
+	case a.src != b.src:
+		return cmp.Compare(a.src, b.src)
+	case a.dst != b.dst:
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// byDstSrc orders edge changes by destination and source.
+func byDstSrc(a, b edgeChange) int {
+	if a.dst != b.dst {
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.src, b.src)
+}
+
+// applyRun applies edge operations in index space: the last one on each
+// (src, dst) wins.
 func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	if len(run) == 0 {
 		return
 	}
-	slices.SortFunc(run, func(a, b edgeChange) int {
-		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst), cmp.Compare(a.pos, b.pos))
-	})
+	slices.SortFunc(run, bySrc)
 	if present != nil {
 		// Whether each op's edge existed just before it: before the run
-		// as the list says, then as the ops before it on the pair left it.
+		// as the list says, then as the ops before it on the pair left it
+		// (a vertex delete's expansion is not an op of its own).
 		for k := 0; k < len(run); {
 			c := run[k]
 			_, was := slices.BinarySearch(t.Out.Nbrs(c.src), c.dst)
 			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
-				if was {
+				if was && !run[k].exp {
 					present(int(run[k].pos))
 				}
 				was = !run[k].del
@@ -762,61 +1219,50 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}
 		u = append(u, c)
 	}
-	// The two directions are independent: one goroutine each.
-	byDst := slices.Clone(u)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		slices.SortFunc(byDst, func(a, b edgeChange) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
-		var cs []change
+	sc := t.sc
+	sc.byDst = append(sc.byDst[:0], u...)
+	// The two directions are independent: two goroutines for a long run.
+	in := func() {
+		byDst := sc.byDst
+		slices.SortFunc(byDst, byDstSrc)
+		cs := sc.csIn
 		for k := 0; k < len(byDst); {
 			e := k
 			cs = cs[:0]
 			for ; e < len(byDst) && byDst[e].dst == byDst[k].dst; e++ {
 				cs = append(cs, change{j: byDst[e].src, del: byDst[e].del, w: 1})
 			}
-			t.In.rewrite(byDst[k].dst, cs)
+			t.In.plan(byDst[k].dst, cs)
 			k = e
 		}
-	}()
-	var cs []change
+		t.In.apply()
+		sc.csIn = cs
+	}
+	par := len(u) >= parallelRun
+	if par {
+		sc.wg.Add(1)
+		go func() {
+			defer sc.wg.Done()
+			in()
+		}()
+	}
+	cs := sc.csOut
 	for k := 0; k < len(u); {
 		e := k
 		cs = cs[:0]
 		for ; e < len(u) && u[e].src == u[k].src; e++ {
 			cs = append(cs, change{j: u[e].dst, del: u[e].del, w: u[e].w})
 		}
-		t.Out.rewrite(u[k].src, cs)
+		t.Out.plan(u[k].src, cs)
 		k = e
 	}
-	<-done
-}
-
-// deleteVertex removes every edge of i and returns them (as ids).
-func (t *Topo) deleteVertex(i int32) [][2]uint64 {
-	v := t.IDs.ID(int(i))
-	var es [][2]uint64
-	for _, j := range t.Out.Nbrs(i) {
-		es = append(es, [2]uint64{v, t.IDs.ID(int(j))})
+	t.Out.apply()
+	sc.csOut = cs
+	if par {
+		sc.wg.Wait()
+	} else {
+		in()
 	}
-	for _, j := range t.In.Nbrs(i) {
-		if j != i {
-			es = append(es, [2]uint64{t.IDs.ID(int(j)), v})
-		}
-	}
-	for _, j := range t.Out.Nbrs(i) {
-		if j != i {
-			t.In.remove(j, i)
-		}
-	}
-	for _, j := range t.In.Nbrs(i) {
-		if j != i {
-			t.Out.remove(j, i)
-		}
-	}
-	t.Out.clearList(i)
-	t.In.clearList(i)
-	return es
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of
@@ -834,7 +1280,7 @@ func (t *Topo) remap(ids IDSpace) error {
 	}
 	out := Adj{spans: make([]span, n)}
 	live := t.Out.Edges()
-	out.dst = make([]int32, live+headroom(live))
+	out.dst = make([]int32, live)
 	weighted := t.Out.Weighted()
 	if weighted {
 		out.w = make([]float64, len(out.dst))
@@ -853,6 +1299,7 @@ func (t *Topo) remap(ids IDSpace) error {
 		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
 		sortList(out.dst[beg:out.used], tail(out.w, beg))
 	}
+	out.loosen(to)
 	out.pack()
 	t.Out = out
 	t.IDs = ids

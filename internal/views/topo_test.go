@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/gen"
 )
 
 // topoAdj is a Topo's adjacency as adjOf gives the oracle's (in-lists
@@ -694,4 +696,376 @@ func TestTopoKeepsNegativeZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("applied", g, 3, 1)
+}
+
+// edgesGraph is a Graph of the edges of an oracle in a fixed id space
+// (every id an index, with an edge or not), for BuildTopo: the CSR a
+// topology must equal.
+type edgesGraph struct {
+	ids IDSpace
+	g   oracle
+}
+
+func (e edgesGraph) IDs() (IDSpace, error) { return e.ids, nil }
+func (e edgesGraph) Seq() uint64           { return 0 }
+func (e edgesGraph) HasIn() bool           { return false }
+func (e edgesGraph) Each(dir engine.Direction, weights bool, f func(v uint64, nbrs []uint64, ws []float64)) error {
+	if dir != engine.Out {
+		return errors.New("edgesGraph: out-edges only")
+	}
+	keys := make([]ekey, 0, len(e.g))
+	for k := range e.g {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	for k := 0; k < len(keys); {
+		var nb []uint64
+		var ws []float64
+		x := k
+		for ; x < len(keys) && keys[x][0] == keys[k][0]; x++ {
+			nb = append(nb, keys[x][1])
+			ws = append(ws, e.g[keys[x]])
+		}
+		if !weights {
+			ws = nil
+		}
+		f(keys[k][0], nb, ws)
+		k = x
+	}
+	return nil
+}
+
+func (e edgesGraph) GatherEach([]uint64, engine.Direction, bool, func(int, []uint64, []float64)) error {
+	return errors.New("edgesGraph: no gathers")
+}
+
+func (e edgesGraph) GatherEachLimit([]uint64, engine.Direction, bool, int, func(int, []uint64, []float64)) (int, int, error) {
+	return 0, 0, errors.New("edgesGraph: no gathers")
+}
+
+// checkAdjRooms fails unless a's rooms keep Adj's invariants: within
+// [0, used), disjoint, each holding its list, held their sum, live the
+// degrees' sum, the weights' arrays as long as the heads', and a packed
+// weight's head its list's.
+func checkAdjRooms(t testing.TB, a *Adj, label string) {
+	t.Helper()
+	if a.used > int64(len(a.dst)) || (a.w != nil && a.pw != nil) ||
+		(a.w != nil && len(a.w) != len(a.dst)) || (a.pw != nil && len(a.pw) != len(a.dst)) {
+		t.Fatalf("%s: used %d, arrays %d %d %d", label, a.used, len(a.dst), len(a.w), len(a.pw))
+	}
+	var held, live int64
+	var rooms []span
+	for i, s := range a.spans {
+		if s.deg < 0 || s.deg > s.cap || s.beg < 0 || s.beg+int64(s.cap) > a.used {
+			t.Fatalf("%s: span %d %+v outside [0, %d)", label, i, s, a.used)
+		}
+		held += int64(s.cap)
+		live += int64(s.deg)
+		if s.cap > 0 {
+			rooms = append(rooms, s)
+		}
+		if a.pw != nil {
+			for k := s.beg; k < s.beg+int64(s.deg); k++ {
+				if a.pw[k].V != a.dst[k] {
+					t.Fatalf("%s: span %d, position %d: packed head %d, head %d", label, i, k, a.pw[k].V, a.dst[k])
+				}
+			}
+		}
+	}
+	slices.SortFunc(rooms, func(x, y span) int { return cmp.Compare(x.beg, y.beg) })
+	for k := 1; k < len(rooms); k++ {
+		if rooms[k-1].beg+int64(rooms[k-1].cap) > rooms[k].beg {
+			t.Fatalf("%s: rooms %+v and %+v overlap", label, rooms[k-1], rooms[k])
+		}
+	}
+	if held != a.held || live != a.live {
+		t.Fatalf("%s: held %d (rooms %d), live %d (degrees %d)", label, a.held, held, a.live, live)
+	}
+}
+
+// sameAsBuilt fails unless g holds exactly the lists (heads, and weights
+// bit for bit: -0 is not +0) that BuildTopo makes of the oracle's graph.
+func sameAsBuilt(t testing.TB, g *Topo, want oracle, label string) {
+	t.Helper()
+	f, err := BuildTopo(context.Background(), edgesGraph{ids: g.IDs, g: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Out.Edges() != g.Out.Edges() || f.In.Edges() != g.In.Edges() || g.Bound() < f.Bound() {
+		t.Fatalf("%s: edges %d/%d, built %d/%d; bound %d, built %d", label, g.Out.Edges(), g.In.Edges(), f.Out.Edges(), f.In.Edges(), g.Bound(), f.Bound())
+	}
+	for i := range int32(g.Len()) {
+		for d, pair := range [][2]*Adj{{&g.Out, &f.Out}, {&g.In, &f.In}} {
+			a, b := pair[0], pair[1]
+			if !slices.Equal(a.Nbrs(i), b.Nbrs(i)) {
+				t.Fatalf("%s: dir %d, list of %d: %v, built %v", label, d, g.IDs.ID(int(i)), a.Nbrs(i), b.Nbrs(i))
+			}
+			wa, wb := a.Weights(i), b.Weights(i)
+			for k := range a.Nbrs(i) {
+				if d == 0 && math.Float64bits(wa.At(k)) != math.Float64bits(wb.At(k)) {
+					t.Fatalf("%s: weight %d of %d: %v, built %v", label, k, g.IDs.ID(int(i)), wa.At(k), wb.At(k))
+				}
+			}
+		}
+	}
+}
+
+// smallRooms makes Adj compact and grow at every chance, for a test.
+func smallRooms(t *testing.T) {
+	gs, gm := garbageShare, growMin
+	garbageShare, growMin = 1<<40, 1
+	t.Cleanup(func() { garbageShare, growMin = gs, gm })
+}
+
+// Apply on degree-correlated streams (a few hubs take most operations)
+// with 5% and 50% deletes equals the oracle and a fresh build of the
+// oracle's graph after every batch, with every invariant of the rooms,
+// while the arrays compact and grow at every chance: repeated operations
+// on one pair in a batch, deletes of edges that do not exist, hub vertex
+// deletes with operations on the hub before and after them (re-inserts)
+// in the same batch, weights all 1, then whole, then not (with -0).
+func TestTopoApplyStreamsOracle(t *testing.T) {
+	smallRooms(t)
+	const nv = 300
+	raw := make([]uint64, nv)
+	for x := range raw {
+		raw[x] = spread(uint64(x))
+	}
+	ids, err := NewIDSpace(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, delShare := range []int{5, 50} {
+		r := rand.New(rand.NewPCG(uint64(delShare), 9))
+		// skewed is a vertex, hub-heavy: index 0 is the largest hub.
+		skewed := func() uint64 { u := r.Float64(); return spread(uint64(float64(nv) * u * u * u)) }
+		cur := oracle{}
+		for range 1500 {
+			cur[ekey{skewed(), skewed()}] = 1
+		}
+		g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+		if err != nil {
+			t.Fatal(err)
+		}
+		negZero := math.Copysign(0, -1)
+		for round := range 60 {
+			weight := func() float64 {
+				switch {
+				case round < 15:
+					return 1
+				case round < 40:
+					return float64(1 + r.IntN(5))
+				case r.IntN(10) == 0:
+					return negZero
+				default:
+					return float64(r.IntN(9)) / 2
+				}
+			}
+			existing := make([]ekey, 0, len(cur))
+			for k := range cur {
+				existing = append(existing, k)
+			}
+			slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+			var ops []engine.Op
+			for range 200 {
+				switch x := r.IntN(100); {
+				case x < delShare && len(existing) > 0:
+					e := existing[r.IntN(len(existing))]
+					ops = append(ops, engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge})
+				case x < delShare+3:
+					ops = append(ops, engine.Op{Src: skewed(), Dst: skewed(), Kind: engine.OpDeleteEdge}) // mostly missing
+				case x < delShare+6:
+					a, b := skewed(), skewed()
+					ops = append(ops, engine.Op{Src: a, Dst: b, Weight: weight(), Kind: engine.OpUpsert},
+						engine.Op{Src: a, Dst: b, Kind: engine.OpDeleteEdge},
+						engine.Op{Src: a, Dst: b, Weight: weight(), Kind: engine.OpUpsert},
+						engine.Op{Src: a, Dst: b, Weight: weight(), Kind: engine.OpUpsert})
+				default:
+					ops = append(ops, engine.Op{Src: skewed(), Dst: skewed(), Weight: weight(), Kind: engine.OpUpsert})
+				}
+			}
+			if round%4 == 1 {
+				// A hub: touched, deleted, re-inserted, deleted again,
+				// in one batch, with a neighbor deleted in between.
+				hub := spread(uint64(r.IntN(3)))
+				ops = append(ops, engine.Op{Src: hub, Dst: hub, Weight: weight(), Kind: engine.OpUpsert},
+					engine.Op{Src: skewed(), Dst: hub, Weight: weight(), Kind: engine.OpUpsert},
+					engine.Op{Src: hub, Kind: engine.OpDeleteVertex},
+					engine.Op{Src: hub, Dst: spread(7), Weight: weight(), Kind: engine.OpUpsert},
+					engine.Op{Src: spread(8), Dst: hub, Weight: weight(), Kind: engine.OpUpsert},
+					engine.Op{Src: spread(7), Kind: engine.OpDeleteVertex},
+					engine.Op{Src: hub, Dst: skewed(), Weight: weight(), Kind: engine.OpUpsert})
+				if round%8 == 1 {
+					ops = append(ops, engine.Op{Src: hub, Kind: engine.OpDeleteVertex})
+				}
+				r.Shuffle(len(ops)/2, func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+			}
+			seq := uint64(round + 1)
+			prev := cur.Clone()
+			for _, o := range ops {
+				cur.Apply(o)
+			}
+			es := make([]Edge, len(ops))
+			for k, o := range ops {
+				es[k] = Edge{Seq: seq, Op: o}
+			}
+			var expanded []Edge
+			was := make([]bool, len(es))
+			err := g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
+				expanded = append(expanded, es[k])
+				for _, p := range rm {
+					expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
+				}
+			}, func(k int) { was[k] = true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			label := fmt.Sprintf("deletes %d%%, round %d", delShare, round)
+			step := prev.Clone()
+			for k, o := range ops {
+				if _, ok := step[ekey{o.Src, o.Dst}]; o.Kind != engine.OpDeleteVertex && ok != was[k] {
+					t.Fatalf("%s, op %d %+v: present before it %v, Apply says %v", label, k, o, ok, was[k])
+				} else if o.Kind == engine.OpDeleteVertex && was[k] {
+					t.Fatalf("%s: present called for vertex delete %d", label, k)
+				}
+				step.Apply(o)
+			}
+			var all []Edge
+			x := 0
+			for _, e := range es {
+				if e.Op.Kind != engine.OpDeleteVertex {
+					all = append(all, e)
+					continue
+				}
+				all = append(all, expanded[x])
+				for x++; x < len(expanded) && expanded[x].Op.Kind == engine.OpDeleteEdge; x++ {
+					all = append(all, expanded[x])
+				}
+			}
+			if err := checkExpanded(prev, all); err != nil {
+				t.Fatalf("%s: %v", label, err)
+			}
+			checkAdjRooms(t, &g.Out, label+", out")
+			checkAdjRooms(t, &g.In, label+", in")
+			for _, dir := range []engine.Direction{engine.Out, engine.In} {
+				if got, want := topoAdj(t, g, dir), adjOf(cur, dir); !sameAdj(got, want) {
+					t.Fatalf("%s, dir %v: %s", label, dir, adjDiff(got, want))
+				}
+			}
+			sameAsBuilt(t, g, cur, label)
+		}
+		if g.Out.stats.compactions < 5 {
+			t.Fatalf("deletes %d%%: %d compactions: the test does not exercise them", delShare, g.Out.stats.compactions)
+		}
+	}
+}
+
+// On a skewed graph (R-MAT, scale 14) streamed with edges of the same
+// generator (so that its inserts land on the graph's hubs, in proportion
+// to their degrees) and 5% or 50% deletes of its edges, a steady-state
+// advance costs what the batch changes: compactions and growths of the
+// arrays copy a bounded number of heads per operation (amortized; a
+// compaction of the whole graph per batch would be over a hundred),
+// rewrites write at most the touched lists once over (a splice shifts a
+// list's heads after its first change; a move copies the list) plus the
+// operations, and the advance allocates a bounded number of bytes per
+// operation (nothing of the graph's size).
+func TestTopoApplyCostsTheChange(t *testing.T) {
+	const scale, batch, warm, measured = 14, 2000, 10, 50
+	for _, delShare := range []int{5, 50} {
+		r := gen.RMAT{Scale: scale, EdgeFactor: 16, Seed: 7}
+		all := gen.RMAT{Scale: scale, EdgeFactor: 16 + 16*batch*(warm+measured)/(16<<scale) + 1, Seed: 7}.Generate()
+		n := int(r.NumVertices())
+		raw := make([]uint64, n)
+		for x := range raw {
+			raw[x] = uint64(x)
+		}
+		ids, err := NewIDSpace(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := oracle{}
+		for _, e := range all[:r.NumEdges()] {
+			cur[ekey{e.Src, e.Dst}] = 1
+		}
+		g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+		if err != nil {
+			t.Fatal(err)
+		}
+		existing := make([]ekey, 0, len(cur))
+		for k := range cur {
+			existing = append(existing, k)
+		}
+		slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+		rng := rand.New(rand.NewPCG(1, uint64(delShare)))
+		next := r.NumEdges()
+		es := make([]Edge, 0, batch)
+		var compactions, copied, moved, touched, allocated uint64
+		var ms runtime.MemStats
+		seen := map[[2]int32]bool{}
+		for b := range warm + measured {
+			es = es[:0]
+			for len(es) < batch {
+				if rng.IntN(100) < delShare {
+					x := rng.IntN(len(existing))
+					e := existing[x]
+					existing[x] = existing[len(existing)-1]
+					existing = existing[:len(existing)-1]
+					es = append(es, Edge{Op: engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge}})
+					continue
+				}
+				e := all[next]
+				next++
+				es = append(es, Edge{Op: engine.Op{Src: e.Src, Dst: e.Dst, Weight: 1, Kind: engine.OpUpsert}})
+				existing = append(existing, ekey{e.Src, e.Dst})
+			}
+			// The degrees, before the batch, of the lists it touches.
+			clear(seen)
+			td := uint64(0)
+			for _, e := range es {
+				s, d := int32(e.Op.Src), int32(e.Op.Dst)
+				if !seen[[2]int32{0, s}] {
+					seen[[2]int32{0, s}] = true
+					td += uint64(g.Out.Deg(s))
+				}
+				if !seen[[2]int32{1, d}] {
+					seen[[2]int32{1, d}] = true
+					td += uint64(g.In.Deg(d))
+				}
+			}
+			g.Out.stats, g.In.stats = adjStats{}, adjStats{}
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			if err := g.Apply(es, ids, uint64(b+1), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&ms)
+			if b >= warm {
+				allocated += ms.TotalAlloc - before
+				compactions += g.Out.stats.compactions + g.In.stats.compactions
+				copied += g.Out.stats.elementsCompacted + g.In.stats.elementsCompacted
+				moved += g.Out.stats.elementsMoved + g.In.stats.elementsMoved
+				touched += td
+			}
+		}
+		ops := uint64(batch * measured)
+		t.Logf("deletes %d%%: %.2f bytes per edge (slots %d, %d; rooms %d, %d)", delShare, float64(g.Bytes())/float64(g.Out.Edges()), len(g.Out.dst), len(g.In.dst), g.Out.held, g.In.held)
+		t.Logf("deletes %d%%: %d edges; per op: %d/%d compactions, %.1f heads copied by them, %.1f written by rewrites (touched lists' degrees %.1f), %.1f bytes allocated",
+			delShare, g.Out.Edges(), compactions, ops, float64(copied)/float64(ops), float64(moved)/float64(ops), float64(touched)/float64(ops), float64(allocated)/float64(ops))
+		// Amortized: a compaction copies the rooms at most twice over
+		// and then leaves at least a 32nd of them free for moves (a
+		// growth, a 16th), a move takes about five slots per head its
+		// list gains, and few inserts make their list move (most find
+		// room). The stream grows the graph by a third here: the arrays
+		// grow too, by a 16th at a time.
+		if copied > 200*ops {
+			t.Errorf("deletes %d%%: compactions copied %d heads for %d operations", delShare, copied, ops)
+		}
+		if moved > touched+4*ops {
+			t.Errorf("deletes %d%%: rewrites wrote %d heads for %d operations on lists of %d", delShare, moved, ops, touched)
+		}
+		if allocated > 320*ops {
+			t.Errorf("deletes %d%%: %d bytes allocated for %d operations", delShare, allocated, ops)
+		}
+	}
 }

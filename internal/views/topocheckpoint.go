@@ -153,7 +153,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 	g := &Topo{IDs: c, Seq: seq}
 	g.Out.spans = make([]span, n)
 	e := int64(edges)
-	dst := d.RawInt32s(int(e), int(e+headroom(e)))
+	dst := d.RawInt32s(int(e), int(e+e/16)) // with room for the lists' slack (loosen)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -169,15 +169,16 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 		g.Out.spans[j] = span{beg: at, deg: deg[j], cap: deg[j]}
 		at += int64(deg[j])
 	}
-	g.Out.dst, g.Out.used, g.Out.live = dst, e, e
+	g.Out.dst, g.Out.live = dst, e
 	if weighted == 1 {
-		g.Out.w = d.RawFloat64s(int(e), len(dst))
+		g.Out.w = d.RawFloat64s(int(e), cap(dst))
 		if err := d.Err(); err != nil {
 			return nil, err
 		}
 		g.noteWeights(g.Out.w[:e])
-		g.Out.pack()
 	}
+	g.Out.loosen(nil)
+	g.Out.pack()
 	g.finish()
 	return g, nil
 }

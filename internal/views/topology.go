@@ -64,6 +64,13 @@ type Topology struct {
 	// Protected by mu.
 	norm map[uint64]normOp
 
+	// catchUp's buffers, kept from one advance to the next; Protected
+	// by mu.
+	buf    []Edge
+	ops    []Edge
+	opsPos []int
+	states map[[2]uint64]normOp
+
 	smu      sync.Mutex
 	users    int           // open streams; Protected by smu.
 	presence int           // open streams with Presence; Protected by smu.
@@ -79,7 +86,13 @@ type TopologyStats struct {
 	Advance  time.Duration // all advances' time
 	Vertices int
 	Edges    int64
-	Bytes    int64
+	Bytes    int64 // the memory held now, free room included
+	// Work of the advances (both directions): compactions and growths of
+	// the arrays, the heads they copied, and the heads rewrites wrote
+	// (shifted within a list, moved with it to a new room, or added).
+	Compactions       uint64
+	ElementsCompacted uint64
+	ElementsMoved     uint64
 }
 
 // EdgeVersions is the store's edge versions in its MemGraphs and files
@@ -290,7 +303,7 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 	case t.present == nil:
 		t.present, t.presentFrom = newBitmap(c), t.pos
 	}
-	var buf []Edge
+	buf := t.buf
 	_, oldest, _ := l.state()
 	for p := range t.removed {
 		if p < oldest {
@@ -302,9 +315,18 @@ func (t *Topology) catchUp(v *StaticView) (bool, int, error) {
 			delete(t.norm, p)
 		}
 	}
-	states := map[[2]uint64]normOp{} // the (a, b) read at v's seq, for normalizing
-	var ops []Edge
-	var pos []int
+	if t.states == nil {
+		t.states = map[[2]uint64]normOp{}
+	}
+	states := t.states // the (a, b) read at v's seq, for normalizing
+	clear(states)
+	ops, pos := t.ops, t.opsPos
+	defer func() {
+		t.buf, t.ops, t.opsPos = buf[:0], ops[:0], pos[:0]
+		if len(states) > logChunk {
+			t.states = nil // a burst's: not kept
+		}
+	}()
 	for t.pos < end {
 		to := min(end, t.pos+logChunk)
 		if buf, ok = l.read(t.pos, to, buf[:0]); !ok {
@@ -404,7 +426,17 @@ func edgeState(v *StaticView, a, b uint64) (normOp, error) {
 }
 
 func (t *Topology) noteAdvance(d time.Duration, ops int) {
+	var w adjStats
+	for _, a := range []*Adj{&t.t.Out, &t.t.In} {
+		w.compactions += a.stats.compactions
+		w.elementsCompacted += a.stats.elementsCompacted
+		w.elementsMoved += a.stats.elementsMoved
+		a.stats = adjStats{}
+	}
 	t.smu.Lock()
+	t.stats.Compactions += w.compactions
+	t.stats.ElementsCompacted += w.elementsCompacted
+	t.stats.ElementsMoved += w.elementsMoved
 	t.stats.Advances++
 	t.stats.Ops += uint64(ops)
 	t.stats.Advance += d
@@ -725,6 +757,7 @@ func (s *TopoStream) Close() {
 		t.smu.Lock()
 		if t.users == 0 {
 			t.t, t.removed, t.present = nil, nil, nil
+			t.buf, t.ops, t.opsPos, t.states = nil, nil, nil, nil
 			t.stats.Bytes = 0
 		}
 		t.smu.Unlock()
