@@ -647,6 +647,11 @@ func advanceCounters(before, after views.TopologyStats) map[string]uint64 {
 		"advances": after.Advances - before.Advances,
 		"ops":      after.Ops - before.Ops,
 		"builds":   after.Builds - before.Builds,
+		// The advance's work: compactions of the topology's arrays, the
+		// heads they copied, and the heads the batches' rewrites wrote.
+		"compactions":        after.Compactions - before.Compactions,
+		"elements_compacted": after.ElementsCompacted - before.ElementsCompacted,
+		"elements_moved":     after.ElementsMoved - before.ElementsMoved,
 	}
 }
 

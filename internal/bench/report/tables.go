@@ -215,14 +215,15 @@ func renderAnalytics(p *page, result []byte) error {
 		DeleteFraction   float64 `json:"delete_fraction"`
 		VertexDeletes    int     `json:"vertex_deletes"`
 		Topology         struct {
-			Build        float64 `json:"build_sec"`
-			CSRBuild     float64 `json:"csr_build_sec"`
-			Bytes        int64   `json:"bytes"`
-			BytesPerEdge float64 `json:"bytes_per_edge"`
-			Advance      float64 `json:"advance_sec_per_batch"`
-			Edges        int64   `json:"edges"`
-			Vertices     int     `json:"vertices"`
-			BytesAfter   float64 `json:"bytes_per_edge_after_stream"`
+			Build        float64            `json:"build_sec"`
+			CSRBuild     float64            `json:"csr_build_sec"`
+			Bytes        int64              `json:"bytes"`
+			BytesPerEdge float64            `json:"bytes_per_edge"`
+			Advance      float64            `json:"advance_sec_per_batch"`
+			Edges        int64              `json:"edges"`
+			Vertices     int                `json:"vertices"`
+			BytesAfter   float64            `json:"bytes_per_edge_after_stream"`
+			Counters     map[string]float64 `json:"advance_counters"`
 		} `json:"topology"`
 		Batch *struct {
 			Batches    int     `json:"batches"`
@@ -341,6 +342,11 @@ func renderAnalytics(p *page, result []byte) error {
 	p.table([]string{"topology", "built from the compacted view", "from the loaded edge list (its sort included)", "bytes per edge (both directions)", "after the stream", "one batch applied to it"}, [][]string{
 		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), after, duration(r.Topology.Advance)},
 	})
+	if c := r.Topology.Counters; c["ops"] > 0 {
+		p.line("The advance's work over the stream, per operation: %s compactions of the topology's arrays, %s list heads copied by them, %s heads written by the batches' rewrites (shifted within a list, moved with it to a larger room, or added).",
+			sig(c["compactions"]/c["ops"]), sig(c["elements_compacted"]/c["ops"]), sig(c["elements_moved"]/c["ops"]))
+		p.line("")
+	}
 	if len(r.Sparse)+len(r.Unmapped)+len(r.Keys) > 0 {
 		rows = nil
 		for _, k := range names {
