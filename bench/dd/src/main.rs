@@ -42,10 +42,11 @@ struct Args {
     analytic: String,
     root: Node,
     workers: usize,
+    park: bool,
 }
 
 const USAGE: &str = "usage: graphtide-dd --graph FILE --stream FILE --analytic bfs|wcc \
-[--root V] [--batch-size N] [--workers N]";
+[--root V] [--batch-size N] [--workers N] [--park]";
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
@@ -55,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         analytic: String::new(),
         root: 0,
         workers: 2,
+        park: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -70,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
             "--workers" | "-w" => {
                 a.workers = value()?.parse().map_err(|e| format!("--workers: {e}"))?
             }
+            "--park" => a.park = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ => return Err(format!("unknown argument {flag:?}\n{USAGE}")),
         }
@@ -78,7 +81,10 @@ fn parse_args() -> Result<Args, String> {
         return Err(format!("--graph and --stream are required\n{USAGE}"));
     }
     if a.analytic != "bfs" && a.analytic != "wcc" {
-        return Err(format!("--analytic must be bfs or wcc, not {:?}", a.analytic));
+        return Err(format!(
+            "--analytic must be bfs or wcc, not {:?}",
+            a.analytic
+        ));
     }
     if a.batch_size == 0 || a.workers == 0 {
         return Err("--batch-size and --workers must be at least 1".to_string());
@@ -87,8 +93,9 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn parse_id(s: &str, file: &str, line: usize) -> Result<Node, String> {
-    s.parse::<Node>()
-        .map_err(|e| format!("{file}:{line}: vertex id {s:?}: {e} (ids are integers 0..=4294967295)"))
+    s.parse::<Node>().map_err(|e| {
+        format!("{file}:{line}: vertex id {s:?}: {e} (ids are integers 0..=4294967295)")
+    })
 }
 
 /// One line of the stream.
@@ -98,14 +105,19 @@ enum Op {
     DeleteVertex(Node),
 }
 
-fn read_lines(path: &str, mut f: impl FnMut(usize, &str) -> Result<(), String>) -> Result<(), String> {
+fn read_lines(
+    path: &str,
+    mut f: impl FnMut(usize, &str) -> Result<(), String>,
+) -> Result<(), String> {
     let file = std::fs::File::open(path).map_err(|e| format!("open {path}: {e}"))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
     let mut line = String::new();
     let mut n = 0;
     loop {
         line.clear();
-        let got = r.read_line(&mut line).map_err(|e| format!("read {path}: {e}"))?;
+        let got = r
+            .read_line(&mut line)
+            .map_err(|e| format!("read {path}: {e}"))?;
         if got == 0 {
             return Ok(());
         }
@@ -139,7 +151,11 @@ fn read_stream(path: &str) -> Result<Vec<Op>, String> {
             ("+", 3) | ("+", 4) => Op::Insert(parse_id(fs[1], path, n)?, parse_id(fs[2], path, n)?),
             ("-", 3) => Op::Delete(parse_id(fs[1], path, n)?, parse_id(fs[2], path, n)?),
             ("x", 2) => Op::DeleteVertex(parse_id(fs[1], path, n)?),
-            _ => return Err(format!("{path}:{n}: want `+ SRC DST [WEIGHT]`, `- SRC DST` or `x V`, got {t:?}")),
+            _ => {
+                return Err(format!(
+                    "{path}:{n}: want `+ SRC DST [WEIGHT]`, `- SRC DST` or `x V`, got {t:?}"
+                ))
+            }
         };
         ops.push(op);
         Ok(())
@@ -199,11 +215,19 @@ impl Graph {
         }
     }
     fn delete_vertex(&mut self, v: Node, r: &mut Round) {
-        let outs: Vec<Node> = self.out.get(&v).map(|s| s.iter().copied().collect()).unwrap_or_default();
+        let outs: Vec<Node> = self
+            .out
+            .get(&v)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
         for d in outs {
             self.delete(v, d, r);
         }
-        let ins: Vec<Node> = self.inn.get(&v).map(|s| s.iter().copied().collect()).unwrap_or_default();
+        let ins: Vec<Node> = self
+            .inn
+            .get(&v)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
         for s in ins {
             self.delete(s, v, r);
         }
@@ -259,6 +283,7 @@ struct Output {
     timely: &'static str,
     analytic: String,
     workers: usize,
+    park: bool,
     batch_size: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     root: Option<Node>,
@@ -334,7 +359,10 @@ fn run() -> Result<(), String> {
     load.ops = graph_edges.len();
     rounds.push(load);
     for chunk in ops.chunks(args.batch_size) {
-        let mut r = Round { ops: chunk.len(), ..Default::default() };
+        let mut r = Round {
+            ops: chunk.len(),
+            ..Default::default()
+        };
         for op in chunk {
             match *op {
                 Op::Insert(s, d) => g.insert(s, d, &mut r),
@@ -355,9 +383,15 @@ fn run() -> Result<(), String> {
     let barrier = Arc::new(Barrier::new(args.workers));
     let bfs_mode = args.analytic == "bfs";
     let root = args.root;
+    let park = args.park;
 
     {
-        let (rounds, tally, times, barrier) = (rounds.clone(), tally.clone(), times.clone(), barrier.clone());
+        let (rounds, tally, times, barrier) = (
+            rounds.clone(),
+            tally.clone(),
+            times.clone(),
+            barrier.clone(),
+        );
         timely::execute(timely::Config::process(args.workers), move |worker| {
             let (index, peers) = (worker.index(), worker.peers());
             let probe = Handle::new();
@@ -415,7 +449,14 @@ fn run() -> Result<(), String> {
                 nodes_in.advance_to(next);
                 edges_in.flush();
                 nodes_in.flush();
-                worker.step_while(|| probe.less_than(&next));
+                if park {
+                    // Idle workers sleep until a message arrives (for a
+                    // machine with fewer free cores than workers).
+                    worker.step_or_park_while(None, || probe.less_than(&next));
+                } else {
+                    // Spin, as DD's examples do.
+                    worker.step_while(|| probe.less_than(&next));
+                }
                 let sec = start.elapsed().as_secs_f64();
                 if index == 0 {
                     // The probe passed next on every worker's output, so
@@ -440,12 +481,23 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("timely: {e}"))?;
     }
 
-    let mut all = Arc::try_unwrap(times).map_err(|_| "round times still shared")?.into_inner().unwrap();
+    let mut all = Arc::try_unwrap(times)
+        .map_err(|_| "round times still shared")?
+        .into_inner()
+        .unwrap();
     let t = tally.lock().unwrap();
     let load = all.remove(0);
     let secs: Vec<f64> = all.iter().map(|r| r.sec).collect();
-    let mean = if secs.is_empty() { 0.0 } else { secs.iter().sum::<f64>() / secs.len() as f64 };
-    let mut result = ResultOut { vertices: final_vertices, edges: final_edges, ..Default::default() };
+    let mean = if secs.is_empty() {
+        0.0
+    } else {
+        secs.iter().sum::<f64>() / secs.len() as f64
+    };
+    let mut result = ResultOut {
+        vertices: final_vertices,
+        edges: final_edges,
+        ..Default::default()
+    };
     if bfs_mode {
         result.reached = Some(t.reached);
         result.level_sum = Some(t.level_sum);
@@ -459,6 +511,7 @@ fn run() -> Result<(), String> {
         timely: "0.32.0",
         analytic: args.analytic.clone(),
         workers: args.workers,
+        park: args.park,
         batch_size: args.batch_size,
         root: if bfs_mode { Some(root) } else { None },
         graph_edges: graph_edges.len(),
