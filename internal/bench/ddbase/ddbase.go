@@ -10,8 +10,8 @@
 // graph is a set of directed edges, an insert of an edge already present
 // and a delete of a missing one change nothing, `x V` deletes V's in- and
 // out-edges and V. bfs is DD's algorithms::graphs::bfs from Root over the
-// out-edges; wcc is DD's propagate of the smallest vertex id over the
-// edges taken both ways, every vertex (of the graph or an inserted edge,
+// out-edges; wcc is DD's propagate_at (or propagate, Config.WCCPlain) of
+// the smallest vertex id over the edges taken both ways, every vertex (of the graph or an inserted edge,
 // until an `x` deletes it) starting with its own id.
 //
 // Run promises a Result whose rounds and summary come from the program's
@@ -69,6 +69,11 @@ type Config struct {
 	// with fewer free cores than Workers, where spinning workers take the
 	// cores the others need.
 	Park bool
+	// WCCPlain runs wcc on DD's plain propagate, every label at once,
+	// instead of propagate_at, which brings labels in by magnitude (ids
+	// below 2^k in round 256k) so small labels settle before large ones
+	// flood: several times the work per round and the memory.
+	WCCPlain bool
 	// Stderr, when not nil, receives the program's standard error as it
 	// runs; otherwise its tail is in the error of a failed run.
 	Stderr io.Writer
@@ -98,9 +103,11 @@ type Summary struct {
 
 // Result is what one run reports.
 type Result struct {
-	Analytic  string  `json:"analytic"`
-	Workers   int     `json:"workers"`
-	Park      bool    `json:"park"`
+	Analytic string `json:"analytic"`
+	Workers  int    `json:"workers"`
+	Park     bool   `json:"park"`
+	// WCC names the DD operator wcc ran on: "propagate_at" or "propagate".
+	WCC       string  `json:"wcc,omitempty"`
 	BatchSize int     `json:"batch_size"`
 	Root      *uint32 `json:"root,omitempty"`
 	// Versions of the libraries the program was built with.
@@ -176,6 +183,9 @@ func (c Config) Args() ([]string, error) {
 	if c.Park {
 		a = append(a, "--park")
 	}
+	if c.WCCPlain && c.Analytic == WCC {
+		a = append(a, "--wcc-plain")
+	}
 	if c.Analytic == BFS {
 		a = append(a, "--root", strconv.FormatUint(uint64(c.Root), 10))
 	}
@@ -233,6 +243,9 @@ func Parse(r io.Reader) (Result, error) {
 	}
 	if res.Workers < 1 || res.BatchSize < 1 {
 		return Result{}, fmt.Errorf("ddbase: output has %d workers, batch size %d", res.Workers, res.BatchSize)
+	}
+	if res.Analytic == WCC && res.WCC != "propagate_at" && res.WCC != "propagate" {
+		return Result{}, fmt.Errorf("ddbase: wcc output names operator %q", res.WCC)
 	}
 	if (res.Analytic == BFS) != (res.Root != nil) {
 		return Result{}, fmt.Errorf("ddbase: %s output with root %v", res.Analytic, res.Root)

@@ -102,11 +102,11 @@ func TestArgs(t *testing.T) {
 	if got, want := strings.Join(a, " "), "dd --graph g --stream s --analytic bfs --batch-size 10000 --workers 2 --root 5"; got != want {
 		t.Errorf("args %q, want %q", got, want)
 	}
-	a, err = Config{Binary: "dd", Graph: "g", Stream: "s", Analytic: WCC, BatchSize: 7, Workers: 3, Park: true}.Args()
+	a, err = Config{Binary: "dd", Graph: "g", Stream: "s", Analytic: WCC, BatchSize: 7, Workers: 3, Park: true, WCCPlain: true}.Args()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(a, " "), "dd --graph g --stream s --analytic wcc --batch-size 7 --workers 3 --park"; got != want {
+	if got, want := strings.Join(a, " "), "dd --graph g --stream s --analytic wcc --batch-size 7 --workers 3 --park --wcc-plain"; got != want {
 		t.Errorf("args %q, want %q", got, want)
 	}
 	for _, c := range []Config{
@@ -369,18 +369,24 @@ func TestRoundsMatchTheOracle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, w := range []struct {
-		n    int
-		park bool
-	}{{1, false}, {2, false}, {2, true}, {3, true}} {
+		n           int
+		park, plain bool
+	}{{1, false, false}, {2, false, false}, {2, true, false}, {3, true, false}, {2, true, true}} {
 		for _, an := range []string{BFS, WCC} {
-			t.Run(fmt.Sprintf("%s/w%d/park=%v", an, w.n, w.park), func(t *testing.T) {
+			if w.plain && an == BFS {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/w%d/park=%v/plain=%v", an, w.n, w.park, w.plain), func(t *testing.T) {
 				res, err := Run(ctx, Config{Binary: bin, Graph: graph, Stream: stream, BatchSize: batch,
-					Workers: w.n, Park: w.park, Analytic: an, Root: root})
+					Workers: w.n, Park: w.park, WCCPlain: w.plain, Analytic: an, Root: root})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if res.Workers != w.n || res.Park != w.park {
 					t.Errorf("ran %d workers, park %v", res.Workers, res.Park)
+				}
+				if op := map[bool]string{false: "propagate_at", true: "propagate"}[w.plain]; an == WCC && res.WCC != op {
+					t.Errorf("wcc ran on %q, want %q", res.WCC, op)
 				}
 				if res.StreamOps != len(ops) || res.GraphEdges != len(load) || len(res.Rounds) != len(want)-1 {
 					t.Fatalf("%d ops, %d graph edges, %d rounds", res.StreamOps, res.GraphEdges, len(res.Rounds))
