@@ -125,10 +125,16 @@ type Result struct {
 	// Of the rounds' Sec: the mean and the nearest-rank 99th percentile.
 	MeanSec float64 `json:"-"`
 	P99Sec  float64 `json:"-"`
-	// PeakRSSBytes is the program's peak resident set (VmHWM), or the
-	// kernel's maxrss of the child when the program could not read it.
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	Summary      Summary `json:"result"`
+	// PeakRSSBytes is the program's peak resident set from the load on
+	// (VmHWM, reset once the harness has turned the files into changes
+	// and dropped its edge set: DD's memory, and what of the harness's
+	// the allocator kept), or the kernel's maxrss of the whole run when
+	// the program could not read it.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// PreparePeakRSSBytes is the peak before the load: the files read and
+	// graphtide's edge set kept.
+	PreparePeakRSSBytes int64   `json:"prepare_peak_rss_bytes"`
+	Summary             Summary `json:"result"`
 }
 
 // RoundSecs returns the rounds' times.

@@ -34,6 +34,7 @@ const sampleDoc = `{
   "round_sec_mean": 0.5,
   "round_sec_p99": 0.75,
   "result": {"vertices": 4, "edges": 2, "reached": 2, "level_sum": 1},
+  "prepare_peak_rss_bytes": 8192,
   "peak_rss_bytes": 4096
 }
 `
@@ -56,7 +57,7 @@ func TestParse(t *testing.T) {
 	if res.MeanSec != 0.5 || res.P99Sec != 0.75 {
 		t.Errorf("mean %v p99 %v, want 0.5 and 0.75", res.MeanSec, res.P99Sec)
 	}
-	if res.PeakRSSBytes != 4096 || res.Summary != (Summary{Vertices: 4, Edges: 2, Reached: 2, LevelSum: 1}) {
+	if res.PeakRSSBytes != 4096 || res.PreparePeakRSSBytes != 8192 || res.Summary != (Summary{Vertices: 4, Edges: 2, Reached: 2, LevelSum: 1}) {
 		t.Errorf("rss %d summary %+v", res.PeakRSSBytes, res.Summary)
 	}
 
@@ -411,7 +412,7 @@ func TestRoundsMatchTheOracle(t *testing.T) {
 				if an == WCC && (s.Components != last.components || s.Largest != last.largest) {
 					t.Errorf("summary %+v, want %d components, largest %d", s, last.components, last.largest)
 				}
-				if res.PeakRSSBytes <= 0 || res.MeanSec <= 0 || res.P99Sec < res.MeanSec {
+				if res.PeakRSSBytes <= 0 || res.PreparePeakRSSBytes <= 0 || res.MeanSec <= 0 || res.P99Sec < res.MeanSec {
 					t.Errorf("peak rss %d, mean %v, p99 %v", res.PeakRSSBytes, res.MeanSec, res.P99Sec)
 				}
 			})
