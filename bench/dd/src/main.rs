@@ -169,12 +169,17 @@ fn read_stream(path: &str) -> Result<Vec<Op>, String> {
     Ok(ops)
 }
 
-/// The changes one round feeds DD.
+/// The changes one round feeds DD. Their order within a round does not
+/// matter (they share a time), so they are kept as lists of +1 and of -1:
+/// 8 bytes an edge (the load's list is the harness's sorted edge list
+/// itself).
 #[derive(Default)]
 struct Round {
     ops: usize,
-    edges: Vec<((Node, Node), isize)>,
-    nodes: Vec<(Node, isize)>,
+    edges_in: Vec<(Node, Node)>,
+    edges_out: Vec<(Node, Node)>,
+    nodes_in: Vec<Node>,
+    nodes_out: Vec<Node>,
 }
 
 type Set<T> = HashSet<T, foldhash::fast::FixedState>;
@@ -223,10 +228,11 @@ impl Graph {
         ends.dedup();
         let mut base_in: Vec<(Node, Node)> = edges.iter().map(|&(s, d)| (d, s)).collect();
         base_in.sort_unstable();
+        // edges_in is left empty: main moves base_out into it once the
+        // stream's changes are made.
         let r = Round {
-            ops: 0,
-            edges: edges.iter().map(|&e| (e, 1)).collect(),
-            nodes: ends.iter().map(|&v| (v, 1)).collect(),
+            nodes_in: ends.clone(),
+            ..Default::default()
         };
         let g = Graph {
             edges: edges.len(),
@@ -245,7 +251,7 @@ impl Graph {
     }
     fn add_vertex(&mut self, v: Node, r: &mut Round) {
         if self.vertices.insert(v) {
-            r.nodes.push((v, 1));
+            r.nodes_in.push(v);
         }
     }
     fn insert(&mut self, s: Node, d: Node, r: &mut Round) {
@@ -261,7 +267,7 @@ impl Graph {
             self.added_in.entry(d).or_default().insert(s);
         }
         self.edges += 1;
-        r.edges.push((e, 1));
+        r.edges_in.push(e);
     }
     fn delete(&mut self, s: Node, d: Node, r: &mut Round) {
         let e = (s, d);
@@ -280,7 +286,7 @@ impl Graph {
             return;
         }
         self.edges -= 1;
-        r.edges.push((e, -1));
+        r.edges_out.push(e);
     }
     fn delete_vertex(&mut self, v: Node, r: &mut Round) {
         let mut outs: Vec<Node> = range(&self.base_out, v).collect();
@@ -294,7 +300,7 @@ impl Graph {
             self.delete(s, v, r);
         }
         if self.vertices.remove(&v) {
-            r.nodes.push((v, -1));
+            r.nodes_out.push(v);
         }
     }
 }
@@ -446,6 +452,7 @@ fn run() -> Result<(), String> {
     }
     let final_vertices = g.vertices.len();
     let final_edges = g.edges;
+    rounds[0].edges_in = std::mem::take(&mut g.base_out);
     drop(g);
     // The peak so far is the harness's (the files and the edge set); DD's
     // is measured from here.
@@ -522,21 +529,29 @@ fn run() -> Result<(), String> {
                 if r > 0 && index == 0 {
                     // Every worker fed round r-1 before the barrier.
                     let mut prev = rounds[r - 1].write().unwrap();
-                    prev.edges = Vec::new();
-                    prev.nodes = Vec::new();
+                    *prev = Round::default();
                 }
                 let round = rounds[r].read().unwrap();
                 let start = Instant::now();
-                for &(e, d) in round.edges.iter().skip(index).step_by(peers) {
-                    edges_in.update(e, d);
+                for &e in round.edges_in.iter().skip(index).step_by(peers) {
+                    edges_in.update(e, 1);
+                }
+                for &e in round.edges_out.iter().skip(index).step_by(peers) {
+                    edges_in.update(e, -1);
                 }
                 if !bfs_mode {
-                    for &(v, d) in round.nodes.iter().skip(index).step_by(peers) {
-                        nodes_in.update(v, d);
+                    for &v in round.nodes_in.iter().skip(index).step_by(peers) {
+                        nodes_in.update(v, 1);
+                    }
+                    for &v in round.nodes_out.iter().skip(index).step_by(peers) {
+                        nodes_in.update(v, -1);
                     }
                 }
                 let ops = round.ops;
-                let changes = round.edges.len() + if bfs_mode { 0 } else { round.nodes.len() };
+                let mut changes = round.edges_in.len() + round.edges_out.len();
+                if !bfs_mode {
+                    changes += round.nodes_in.len() + round.nodes_out.len();
+                }
                 drop(round);
                 let next = r as u64 + 1;
                 edges_in.advance_to(next);
