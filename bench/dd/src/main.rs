@@ -7,10 +7,12 @@
 //! batch of `--batch-size` operations to DD's own bfs
 //! (`differential_dataflow::algorithms::graphs::bfs`) or weakly connected
 //! components (`propagate_at`, or `propagate` with `--wcc-plain`, of the
-//! smallest id over the edges taken both ways), and prints one JSON document on stdout: each round's wall time
-//! (from the first change fed to the probe passing the round's time: the
-//! arrangements and the computation), the load's, and a summary of the
-//! result after every round.
+//! smallest id over the edges taken both ways), and prints one JSON
+//! document on stdout: each round's wall time (from the first change fed
+//! to the probe passing the round's time: the arrangements and the
+//! computation), the load's, a summary of the result after every round,
+//! and the peak resident set from the load on (the harness's own peak,
+//! while it reads the files and keeps the edge set, reported apart).
 //!
 //! graphtide's semantics decide what DD is fed: the graph is a set of
 //! directed edges, so an insert of an edge already present and a delete of
@@ -461,7 +463,7 @@ fn run() -> Result<(), String> {
     let prepare_sec = prep.elapsed().as_secs_f64();
 
     // Each round's changes, dropped once every worker has fed them (the
-    // load's are 16 bytes an edge).
+    // load's are 8 bytes an edge).
     let rounds: Arc<Vec<RwLock<Round>>> = Arc::new(rounds.into_iter().map(RwLock::new).collect());
     let tally = Arc::new(Mutex::new(Tally::default()));
     let times: Arc<Mutex<Vec<RoundOut>>> = Arc::new(Mutex::new(Vec::new()));
