@@ -18,7 +18,7 @@ all: build
 deps:
 	@scripts/deps.sh
 
-.PHONY: deps-build deps-kafka
+.PHONY: deps-build deps-kafka dd
 
 # Only what building and running need: Go (checked) and g++ (cgo).
 deps-build:
@@ -100,6 +100,12 @@ bench: deps build
 # about 20 minutes on 2 cores, a broker of its own for kafka and serve).
 bench-report: deps-build deps-kafka
 	scripts/bench-report.sh
+
+# The Differential Dataflow baseline of bench analytics (bench/dd, DD 0.26
+# built from its crates.io sources with cargo; scripts/dd.sh): a few
+# minutes the first time, so not part of make build or make test.
+dd:
+	scripts/dd.sh build
 
 # The main job: graphtide serve, on ./graphtide-data. Without BROKERS it
 # starts the embedded broker (for trying it out); e.g. make run
