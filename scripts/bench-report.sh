@@ -13,7 +13,8 @@
 #
 # Without --brokers, the benchmarks that need Kafka get a broker of their own
 # from deploy/kafka/kafka.sh on 127.0.0.1:${GRAPHTIDE_BENCH_KAFKA_PORT:-19392},
-# stopped at the end. A benchmark that fails is reported and its file left
+# stopped at the end; those that run the Differential Dataflow baseline get
+# it built first (scripts/dd.sh build, cached). A benchmark that fails is reported and its file left
 # as it was; the script then exits 1 after rendering the others.
 set -euo pipefail
 
@@ -37,14 +38,15 @@ mkdir -p "$out" bin
 if [[ "$render_only" == 0 ]]; then
 	"$GO" build -o bin/graphtide ./cmd/graphtide
 	mapfile -t all < <(bin/benchreport list)
-	names=() need_kafka=0
+	names=() need_kafka=0 need_dd=0
 	for line in "${all[@]}"; do
 		name="${line%% *}"
 		if [[ -n "$only" && ",$only," != *",$name,"* ]]; then
 			continue
 		fi
 		names+=("$name")
-		[[ "$line" == *" kafka" ]] && need_kafka=1
+		[[ "$line" == *" kafka"* ]] && need_kafka=1
+		[[ "$line" == *" dd" ]] && need_dd=1
 	done
 	if [[ ${#names[@]} -eq 0 ]]; then
 		echo "bench-report.sh: --only $only names no benchmark ($(bin/benchreport list | cut -d' ' -f1 | paste -sd,))" >&2
@@ -54,6 +56,9 @@ if [[ "$render_only" == 0 ]]; then
 		kdir="$(mktemp -d /tmp/graphtide-bench-kafka.XXXXXX)"
 		trap 'deploy/kafka/kafka.sh stop --dir "$kdir" >/dev/null 2>&1 || true; rm -rf "$kdir"' EXIT
 		brokers="$(deploy/kafka/kafka.sh start --port "${GRAPHTIDE_BENCH_KAFKA_PORT:-19392}" --dir "$kdir" | tail -1)"
+	fi
+	if [[ "$need_dd" == 1 ]]; then
+		scripts/dd.sh build >&2 # the Differential Dataflow baseline (cached; minutes the first time)
 	fi
 	bin/benchreport machine -dir "$out"
 	failed=()

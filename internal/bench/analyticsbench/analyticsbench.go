@@ -87,6 +87,10 @@ type Config struct {
 	// whose analytics run in an analytics.Registry, as serve runs them
 	// (Result.Registry).
 	Registry bool
+	// DD, when set, is the Differential Dataflow baseline's binary (or
+	// DDAuto: scripts/dd.sh path), run on the same graph and batches after
+	// the stream (Result.DD).
+	DD string
 	// Root of bfs and sssp (-1: the vertex with the most out-edges).
 	Root           int64
 	Dir            string // scratch directory for the stores
@@ -133,6 +137,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Stream, "stream", c.Stream, "stream this op-stream file (\"+ SRC DST [WEIGHT]\", \"- SRC DST\", \"x V\" lines) instead of a generated stream")
 	fs.StringVar(&c.SaveStream, "save-stream", c.SaveStream, "write the stream the run used to this op-stream file")
 	fs.StringVar(&c.SaveGraph, "save-graph", c.SaveGraph, "write the graph the run loaded to this el file")
+	fs.StringVar(&c.DD, "dd", c.DD, "also run the Differential Dataflow baseline's bfs and wcc (this binary, or auto: scripts/dd.sh path; built by make dd) on the same graph and batches, after the stream, and compare")
 	fs.BoolVar(&c.Registry, "registry", c.Registry, "also stream into a store of its own whose analytics run registered together, as serve runs them: each result's time after the Apply")
 	fs.IntVar(&c.HubVertexDeletes, "hub-vertex-deletes", c.HubVertexDeletes, "the generated stream also deletes this many of the vertices with the most edges, spread over it")
 	fs.Int64Var(&c.Root, "root", c.Root, "root vertex of bfs and sssp (default: the vertex with the most out-edges)")
@@ -309,6 +314,8 @@ type Result struct {
 	Batch    *BatchFigures   `json:"batch,omitempty"`
 	// Registry holds --registry's figures.
 	Registry *RegistryFigures `json:"registry,omitempty"`
+	// DD holds --dd's figures.
+	DD *DDFigures `json:"differential_dataflow,omitempty"`
 	// Checked names the kernels whose results on the compacted view equal
 	// the reference kernels' on the loaded edges at every vertex.
 	Checked []string           `json:"checked_against_reference,omitempty"`

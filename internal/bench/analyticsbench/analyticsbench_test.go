@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/graphtide/graphtide/internal/bench/ddbase"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/testref"
@@ -389,5 +390,67 @@ func TestRegistry(t *testing.T) {
 	}
 	if f.Analytics["pagerank"].Recomputes != res.Incremental["pagerank"].Fallbacks {
 		t.Errorf("pagerank recomputed %d times in the registry, %d driven here", f.Analytics["pagerank"].Recomputes, res.Incremental["pagerank"].Fallbacks)
+	}
+}
+
+// summaryOnly is an analytic that has only a summary (sameAsDD reads no
+// more).
+type summaryOnly struct{ s any }
+
+func (a summaryOnly) Spec() analytics.Spec      { return analytics.Spec{} }
+func (a summaryOnly) Summary() any              { return a.s }
+func (a summaryOnly) Vertex(uint64) (any, bool) { return nil, false }
+func (a summaryOnly) Seq() uint64               { return 0 }
+
+// TestSameAsDD: graphtide's bfs and wcc results are compared with the
+// baseline's summary, and a difference fails the run.
+func TestSameAsDD(t *testing.T) {
+	bfs := summaryOnly{analytics.BFSSummary{Reached: 6, Levels: []int{1, 3, 2}}} // levels sum to 3+4
+	if got, err := sameAsDD("bfs", bfs, ddbase.Summary{Reached: 6, LevelSum: 7}, false); err != nil || !strings.Contains(got, "6 vertices reached, levels summing to 7") {
+		t.Errorf("equal bfs: %q, %v", got, err)
+	}
+	for _, dd := range []ddbase.Summary{{Reached: 5, LevelSum: 7}, {Reached: 6, LevelSum: 8}} {
+		if _, err := sameAsDD("bfs", bfs, dd, false); err == nil {
+			t.Errorf("bfs against %+v: no error", dd)
+		}
+	}
+	if got, err := sameAsDD("bfs", bfs, ddbase.Summary{Reached: 1}, true); err != nil || !strings.Contains(got, "not compared") {
+		t.Errorf("a deleted root: %q, %v", got, err)
+	}
+	wcc := summaryOnly{analytics.WCCSummary{Components: 4, Largest: 90}}
+	if _, err := sameAsDD("wcc", wcc, ddbase.Summary{Largest: 90, Components: 17}, false); err != nil {
+		t.Errorf("equal wcc: %v", err)
+	}
+	if _, err := sameAsDD("wcc", wcc, ddbase.Summary{Largest: 89}, false); err == nil {
+		t.Error("wcc against another largest component: no error")
+	}
+}
+
+// TestDifferentialDataflow runs --dd on both families when the baseline is
+// built (make dd): its figures are there and its results equal graphtide's
+// (the run fails otherwise).
+func TestDifferentialDataflow(t *testing.T) {
+	bin, err := ddbase.Find(context.Background(), "../../..")
+	if errors.Is(err, ddbase.ErrNotBuilt) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"rmat", "kron"} {
+		c := tiny(t)
+		c.Graph, c.DD = g, bin
+		res, err := Run(context.Background(), c)
+		if err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		if res.DD == nil || len(res.DD.Analytics) != 2 {
+			t.Fatalf("%s: figures %+v", g, res.DD)
+		}
+		for name, a := range res.DD.Analytics {
+			if a.Rounds != res.Batches-1 || a.RoundSec <= 0 || a.GraphtideFrom != "driven alone" || a.Ratio <= 0 || a.Checked == "" {
+				t.Errorf("%s %s: %+v over %d batches", g, name, a, res.Batches)
+			}
+		}
 	}
 }

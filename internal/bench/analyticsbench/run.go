@@ -37,6 +37,9 @@ type run struct {
 	csr     *edgeGraph
 	csrTopo *views.Topo
 	reg     *registryRun // --registry
+	// finals are the dense layout's streamed analytics after the stream,
+	// by name.
+	finals  map[string]analytics.Analytic
 	closers []func()
 }
 
@@ -64,6 +67,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	for _, phase := range []func() error{r.save, r.makeLayouts, r.loadLayouts, r.compacted, r.stream, r.fresh} {
 		if err := phase(); err != nil {
+			return res, err
+		}
+	}
+	if r.cfg.DD != "" {
+		if err := r.differentialDataflow(r.finals); err != nil {
 			return res, err
 		}
 	}
@@ -534,6 +542,10 @@ func (r *run) stream() error {
 		}
 	}
 	r.batchFigures(steady)
+	r.finals = map[string]analytics.Analytic{}
+	for k, name := range streamed {
+		r.finals[name] = runs[dense][k].a
+	}
 	if after.Advances > 0 {
 		res.Topology.AdvanceSec = after.Advance.Seconds() / float64(after.Advances)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type Benchmark struct {
 
 // NeedsBroker reports whether the command talks to Kafka.
 func (b Benchmark) NeedsBroker() bool { return strings.Contains(strings.Join(b.Args, " "), BrokersArg) }
+
+// NeedsDD reports whether the command runs the Differential Dataflow
+// baseline (scripts/dd.sh builds it).
+func (b Benchmark) NeedsDD() bool { return slices.Contains(b.Args, "--dd") }
 
 // Command is the command as the page states it.
 func (b Benchmark) Command() string { return "bin/graphtide " + strings.Join(b.Args, " ") }
@@ -63,7 +68,7 @@ per payment, and that with a retain of 24h.`,
 	},
 	{
 		Name: "analytics", Title: "`bench analytics`: kernels and what a user waits for after each batch",
-		Args:   []string{"bench", "analytics", "--scale", "20", "--ids", "dense", "--registry"},
+		Args:   []string{"bench", "analytics", "--scale", "20", "--ids", "dense", "--registry", "--dd", "auto"},
 		render: renderAnalytics,
 		What: `An R-MAT graph (Graph500's draws and permutation of the vertex ids,
 self-loops and repeats kept) is loaded into a store with in-edges and
@@ -83,7 +88,11 @@ the batch; the advance alone; the heap bytes allocated per operation.
 Then, as details, each analytic's update alone
 against a recompute on the same topology every third batch (whose result
 must equal the update's, vertex for vertex). The first batch is a
-warm-up, reported apart.
+warm-up, reported apart. Last, with ` + "`--dd auto`" + `, Differential Dataflow's bfs
+and wcc (the program bench/dd, built by ` + "`make dd`" + `; see below) run on the same
+graph and the same batches, after graphtide's stream so that neither takes
+the other's cores; their results after the last batch must equal
+graphtide's.
 
 ` + "`--save-graph FILE`" + ` and ` + "`--save-stream FILE`" + ` write the graph loaded (el) and the
 stream applied, so that another system replays the same graph in the same
@@ -110,7 +119,7 @@ the stream.`,
 	},
 	{
 		Name: "analytics-kron", Title: "`bench analytics --graph kron`: the same on the Kronecker graph",
-		Args:   []string{"bench", "analytics", "--graph", "kron", "--scale", "20", "--ids", "dense", "--registry"},
+		Args:   []string{"bench", "analytics", "--graph", "kron", "--scale", "20", "--ids", "dense", "--registry", "--dd", "auto"},
 		render: renderAnalytics,
 		What: `The same measurements on the Kronecker graph of the same scale and seed:
 the same draws as a simple graph (self-loops and repeats dropped, as

@@ -250,6 +250,23 @@ func renderAnalytics(p *page, result []byte) error {
 				Recomputes int     `json:"recomputes"`
 			} `json:"analytics"`
 		} `json:"registry"`
+		DD *struct {
+			Version   string `json:"differential_dataflow"`
+			Timely    string `json:"timely"`
+			Workers   int    `json:"workers"`
+			Analytics map[string]*struct {
+				Round    float64 `json:"round_sec"`
+				RoundP99 float64 `json:"round_p99_sec"`
+				Rounds   int     `json:"rounds"`
+				Load     float64 `json:"load_sec"`
+				PeakRSS  int64   `json:"peak_rss_bytes"`
+				Batch    float64 `json:"graphtide_batch_sec"`
+				BatchP99 float64 `json:"graphtide_batch_p99_sec"`
+				From     string  `json:"graphtide_from"`
+				Ratio    float64 `json:"graphtide_over_dd"`
+				Checked  string  `json:"checked"`
+			} `json:"analytics"`
+		} `json:"differential_dataflow"`
 		Kernels     map[string]*kernel      `json:"kernels"`
 		Incremental map[string]*incremental `json:"incremental"`
 		Sparse      map[string]float64      `json:"sparse_over_dense"`
@@ -312,6 +329,17 @@ func renderAnalytics(p *page, result []byte) error {
 		}
 		rows = append(rows, []string{"all five", duration(g.AllSec), duration(g.AllP99Sec), "", ""})
 		p.table([]string{"analytic", "Apply to result (mean)", "p99", "update alone (mean)", "updates that recomputed"}, rows)
+		rows = nil
+	}
+	if d := r.DD; d != nil {
+		p.line("Against Differential Dataflow %s (timely %s, %d workers), run after graphtide's stream on the same graph and the same batches, each analytic alone: its round (the arrangements and the computation), the first left out as graphtide's warm-up:", d.Version, d.Timely, d.Workers)
+		p.line("")
+		for _, k := range []string{"bfs", "wcc"} {
+			if a := d.Analytics[k]; a != nil {
+				rows = append(rows, []string{k, duration(a.Batch) + " (" + duration(a.BatchP99) + "), " + a.From, duration(a.Round) + " (" + duration(a.RoundP99) + ")", ratio(a.Ratio), duration(a.Load), mib(a.PeakRSS), a.Checked})
+			}
+		}
+		p.table([]string{"analytic", "graphtide: Apply to result, mean (p99)", "Differential Dataflow: round, mean (p99)", "graphtide / DD", "DD's load of the graph", "DD's peak memory", "results after the stream"}, rows)
 		rows = nil
 	}
 	if b := r.Batch; b != nil {

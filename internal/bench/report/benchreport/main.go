@@ -39,11 +39,14 @@ func run(args []string) error {
 	switch args[0] {
 	case "list":
 		for _, b := range report.Benchmarks {
+			line := b.Name
 			if b.NeedsBroker() {
-				fmt.Println(b.Name, "kafka")
-			} else {
-				fmt.Println(b.Name)
+				line += " kafka"
 			}
+			if b.NeedsDD() {
+				line += " dd"
+			}
+			fmt.Println(line)
 		}
 		return nil
 	case "machine":
