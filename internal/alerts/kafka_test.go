@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,13 +291,21 @@ func TestKafkaSinkHandOver(t *testing.T) {
 
 // A replica that takes over while the old producer still produces (a
 // partition, a pause) fences it: the old one's transactions fail, and
-// every alert is on the topic once. Both hold every alert when the second
-// takes over, and gather them for 300ms before producing: without the
-// fence both would produce them all.
+// every alert is on the topic once. The second takes over first (its
+// producer ID fences the first's), then both are handed every alert: the
+// first, lingering 300ms, tries to commit them under its old producer ID
+// before the second, lingering a second, commits them; without the fence
+// both would produce them all. (The order is made, not hoped for: when
+// the take-over came after the first's commit, under load, there was
+// nothing to fence.)
 func TestKafkaSinkFencesTheOldProducer(t *testing.T) {
 	c := newCluster(t)
 	cfg := Config{Brokers: c.ListenAddrs(), Topic: "alerts", Graph: "g", SessionTimeout: 6 * time.Second, Linger: 300 * time.Millisecond}
-	a, b := newSinkConfig(t, cfg), newSinkConfig(t, cfg)
+	a := newSinkConfig(t, cfg)
+	tookOver := &messageSignal{prefix: "took over the alert producer", ch: make(chan struct{})}
+	cfgB := cfg
+	cfgB.Linger, cfgB.Logger = time.Second, slog.New(tookOver)
+	b := newSinkConfig(t, cfgB)
 	start(t, a, nil)
 	defer closeSink(a)
 	if !waitFor(15*time.Second, func() bool { return a.Stats().Leading }) {
@@ -302,17 +313,22 @@ func TestKafkaSinkFencesTheOldProducer(t *testing.T) {
 	}
 	start(t, b, nil)
 	defer closeSink(b)
+	// b believes it leads too (as if the group had moved the partition and
+	// a had not heard yet), and takes the producer over.
+	b.gen.Add(1)
+	b.leading.Store(true)
+	b.poke()
+	select {
+	case <-tookOver.ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("b did not take the producer over: %+v", b.Stats())
+	}
 	var all []analytics.Alert
 	for i := range 200 {
 		all = append(all, alert(fmt.Sprintf("f%03d", i)))
 	}
 	a.Publish(all)
 	b.Publish(all)
-	// b believes it leads too (as if the group had moved the partition and
-	// a had not heard yet).
-	b.gen.Add(1)
-	b.leading.Store(true)
-	b.poke()
 	if !waitFor(20*time.Second, func() bool { return a.Stats().Pending == 0 && b.Stats().Pending == 0 }) {
 		t.Fatalf("alerts still pending: a %+v b %+v", a.Stats(), b.Stats())
 	}
@@ -329,6 +345,24 @@ func TestKafkaSinkFencesTheOldProducer(t *testing.T) {
 		t.Fatalf("a was not fenced: a %+v, b %+v", a.Stats(), b.Stats())
 	}
 }
+
+// messageSignal is a log handler that closes ch at the first record whose
+// message starts with prefix.
+type messageSignal struct {
+	prefix string
+	ch     chan struct{}
+	once   sync.Once
+}
+
+func (h *messageSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h *messageSignal) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return nil
+}
+func (h *messageSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *messageSignal) WithGroup(string) slog.Handler      { return h }
 
 // A new producer reads the topic to its end before it produces: what the
 // old one produced is not produced again, even when the new one's reader

@@ -589,7 +589,10 @@ func (r *run) applyBatch(l *layout, rns []*running, batch []engine.Op, recompute
 	c.advanceWall = time.Since(t1).Seconds()
 	a1 := allocBytes()
 	c.advAlloc = a1 - a0
-	c.advance = (l.m.Topology().Stats().Advance - st0.Advance).Seconds()
+	st1 := l.m.Topology().Stats()
+	c.advance = (st1.Advance - st0.Advance).Seconds()
+	r.logf("%s ids, a batch of %d operations: advance %.2f ms, %d compactions of the topology's arrays (%d heads copied)",
+		l.name, len(batch), c.advanceWall*1e3, st1.Compactions-st0.Compactions, st1.ElementsCompacted-st0.ElementsCompacted)
 	// Every analytic's pull and update; the pulls are held (the topology
 	// cannot advance: nothing is applied meanwhile) for the recomputes.
 	pulls := make([]*views.TopoUpdate, len(rns))
