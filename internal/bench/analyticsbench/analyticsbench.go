@@ -649,11 +649,3 @@ func agreeUnder(name string, a, d analytics.Analytic, id func(uint64) uint64, nv
 	}
 	return nil
 }
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(max(1, len(xs)))
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/ddbase"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -88,7 +89,7 @@ func (r *run) differentialDataflow(finals map[string]analytics.Analytic) error {
 		if len(secs) > 1 {
 			secs = secs[1:] // as graphtide's warm-up batch
 		}
-		a := &DDAnalytic{RoundSec: mean(secs), RoundP99Sec: ddbase.Quantile(secs, 0.99), Rounds: len(secs),
+		a := &DDAnalytic{RoundSec: bench.Mean(secs), RoundP99Sec: bench.Quantile(secs, 0.99), Rounds: len(secs),
 			LoadSec: out.LoadSec, PeakRSSBytes: out.PeakRSSBytes}
 		a.GraphtideBatchSec, a.GraphtideBatchP99Sec, a.GraphtideFrom = r.graphtideBatch(name)
 		if a.RoundSec > 0 {

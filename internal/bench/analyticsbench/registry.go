@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -221,7 +222,7 @@ func (r *run) registryFigures() {
 	f := &RegistryFigures{Batches: len(steady(rr.all)), Analytics: map[string]*RegistryAnalytic{}}
 	f.AllSec, f.AllP99Sec = meanP99Of(steady(rr.all))
 	for _, name := range streamed {
-		a := &RegistryAnalytic{UpdateSec: mean(steady(rr.updates[name])), Recomputes: rr.re[name]}
+		a := &RegistryAnalytic{UpdateSec: bench.Mean(steady(rr.updates[name])), Recomputes: rr.re[name]}
 		a.BatchSec, a.BatchP99Sec = meanP99Of(steady(rr.batch[name]))
 		f.Analytics[name] = a
 		r.logf("registry: %s's result %.5fs after the Apply (p99 %.5fs); its update %.5fs; %d recomputes", name, a.BatchSec, a.BatchP99Sec, a.UpdateSec, a.Recomputes)

@@ -520,7 +520,7 @@ func (r *run) stream() error {
 	for k, name := range streamed {
 		for _, l := range ls {
 			rn := runs[l][k]
-			l.fig.UpdateSec[name], l.fig.StreamRecomputeSec[name], l.fig.Fallbacks[name] = mean(rn.steady()), mean(rn.reT), rn.fallbacks
+			l.fig.UpdateSec[name], l.fig.StreamRecomputeSec[name], l.fig.Fallbacks[name] = bench.Mean(rn.steady()), bench.Mean(rn.reT), rn.fallbacks
 		}
 		rn := runs[dense][k]
 		inc := &Incremental{UpdateSec: dense.fig.UpdateSec[name], MaxUpdateSec: slices.Max(append([]float64{0}, rn.steady()...)),
@@ -756,16 +756,11 @@ func (rn *running) recompute(ctx context.Context, u *views.TopoUpdate) error {
 // meanP99 is the mean and the 99th percentile (nearest rank) of f over
 // cs.
 func meanP99(cs []batchClock, f func(batchClock) float64) (float64, float64) {
-	if len(cs) == 0 {
-		return 0, 0
-	}
 	xs := make([]float64, len(cs))
 	for i, c := range cs {
 		xs[i] = f(c)
 	}
-	slices.Sort(xs)
-	rank := int(math.Ceil(0.99*float64(len(xs)))) - 1
-	return mean(xs), xs[max(0, rank)]
+	return bench.Mean(xs), bench.Quantile(xs, 0.99)
 }
 
 // allocBytes is the heap bytes the process has allocated so far.

@@ -29,10 +29,11 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/graphtide/graphtide/internal/bench"
 )
 
 // Defaults applied to zero Config fields.
@@ -275,32 +276,9 @@ func Parse(r io.Reader) (Result, error) {
 	}
 	res.LoadSec = res.Load.Sec
 	secs := res.RoundSecs()
-	res.MeanSec = mean(secs)
-	res.P99Sec = Quantile(secs, 0.99)
+	res.MeanSec = bench.Mean(secs)
+	res.P99Sec = bench.Quantile(secs, 0.99)
 	return res, nil
-}
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
-// Quantile returns the nearest-rank p-quantile (0 < p <= 1) of xs, 0 for
-// none.
-func Quantile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	k := min(max(int(math.Ceil(p*float64(len(s)))), 1), len(s))
-	return s[k-1]
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -326,8 +326,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	for _, f := range fs {
 		r := res.Monitors[f.name]
-		r.UpdateMeanUs, r.UpdateP99Us, r.UpdateMaxUs = mean(f.updates), quantile(f.updates, 0.99), slices.Max(f.updates)
-		r.Recomputes, r.RecomputeMeanUs, r.Alerts = len(f.redo), mean(f.redo), f.alerts
+		r.UpdateMeanUs, r.UpdateP99Us, r.UpdateMaxUs = bench.Mean(f.updates), bench.Quantile(f.updates, 0.99), slices.Max(f.updates)
+		r.Recomputes, r.RecomputeMeanUs, r.Alerts = len(f.redo), bench.Mean(f.redo), f.alerts
 		if len(f.held) > 0 {
 			n := 0
 			for _, h := range f.held {
@@ -418,24 +418,3 @@ func (f *follower) recompute(ctx context.Context, hist []views.Edge, g *views.To
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
-// quantile is the q-quantile of xs (nearest rank).
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
-}
