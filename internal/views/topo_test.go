@@ -289,22 +289,7 @@ func TestTopoApplyOracle(t *testing.T) {
 			}
 			step.Apply(o)
 		}
-		// Interleave: the ops with each vertex delete followed by its edges.
-		var all []Edge
-		x := 0
-		for _, e := range es {
-			if e.Op.Kind != engine.OpDeleteVertex {
-				all = append(all, e)
-				continue
-			}
-			all = append(all, expanded[x])
-			x++
-			for x < len(expanded) && expanded[x].Op.Kind == engine.OpDeleteEdge {
-				all = append(all, expanded[x])
-				x++
-			}
-		}
-		if err := checkExpanded(prevState, all); err != nil {
+		if err := checkExpanded(prevState, interleaveExpanded(es, expanded)); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		for _, dir := range []engine.Direction{engine.Out, engine.In} {
@@ -398,6 +383,26 @@ func checkPriors(before oracle, es []Edge, ps []Prior) error {
 		}
 	}
 	return nil
+}
+
+// interleaveExpanded puts the batch's ops (es) and what its vertex
+// deletes expanded into (expanded: each vertex delete followed by the edge
+// deletes of its edges, in order) together: each vertex delete followed
+// by its edges.
+func interleaveExpanded(es, expanded []Edge) []Edge {
+	var all []Edge
+	x := 0
+	for _, e := range es {
+		if e.Op.Kind != engine.OpDeleteVertex {
+			all = append(all, e)
+			continue
+		}
+		all = append(all, expanded[x])
+		for x++; x < len(expanded) && expanded[x].Op.Kind == engine.OpDeleteEdge; x++ {
+			all = append(all, expanded[x])
+		}
+	}
+	return all
 }
 
 // checkExpanded replays es on a copy of the graph before them and fails
@@ -930,19 +935,7 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 				}
 				step.Apply(o)
 			}
-			var all []Edge
-			x := 0
-			for _, e := range es {
-				if e.Op.Kind != engine.OpDeleteVertex {
-					all = append(all, e)
-					continue
-				}
-				all = append(all, expanded[x])
-				for x++; x < len(expanded) && expanded[x].Op.Kind == engine.OpDeleteEdge; x++ {
-					all = append(all, expanded[x])
-				}
-			}
-			if err := checkExpanded(prev, all); err != nil {
+			if err := checkExpanded(prev, interleaveExpanded(es, expanded)); err != nil {
 				t.Fatalf("%s: %v", label, err)
 			}
 			checkAdjRooms(t, &g.Out, label+", out")
