@@ -130,7 +130,29 @@ func parseOp(text string) (op engine.Op, msg string) {
 
 // writeOps writes ops as an op-stream file, with a comment first saying
 // how the run cut them into batches.
-func writeOps(path string, ops [][]engine.Op, batchSize int) (err error) {
+func writeOps(path string, ops [][]engine.Op, batchSize int) error {
+	return writeLines(path, func(w *bufio.Writer) error {
+		n := 0
+		for _, b := range ops {
+			n += len(b)
+		}
+		fmt.Fprintf(w, "# graphtide bench analytics stream: %d operations in %d batches of %d\n", n, len(ops), batchSize)
+		var buf []byte
+		for _, b := range ops {
+			for _, o := range b {
+				buf = appendOp(buf[:0], o)
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// writeLines creates the file at path and has write fill it through a
+// buffer, flushed and closed after; the first error wins.
+func writeLines(path string, write func(w *bufio.Writer) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -141,19 +163,8 @@ func writeOps(path string, ops [][]engine.Op, batchSize int) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	n := 0
-	for _, b := range ops {
-		n += len(b)
-	}
-	fmt.Fprintf(w, "# graphtide bench analytics stream: %d operations in %d batches of %d\n", n, len(ops), batchSize)
-	var buf []byte
-	for _, b := range ops {
-		for _, o := range b {
-			buf = appendOp(buf[:0], o)
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-		}
+	if err := write(w); err != nil {
+		return err
 	}
 	return w.Flush()
 }
@@ -182,36 +193,28 @@ func appendOp(buf []byte, o engine.Op) []byte {
 
 // writeGraph writes edges as an el file ("src dst", with a weight column
 // when any weight is not 1), in order: loading it gives the same graph.
-func writeGraph(path string, edges []wedge) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
+func writeGraph(path string, edges []wedge) error {
 	weighted := false
 	for _, e := range edges {
 		weighted = weighted || e.w != 1
 	}
-	w := bufio.NewWriter(f)
-	var buf []byte
-	for _, e := range edges {
-		buf = strconv.AppendUint(buf[:0], e.src, 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendUint(buf, e.dst, 10)
-		if weighted {
+	return writeLines(path, func(w *bufio.Writer) error {
+		var buf []byte
+		for _, e := range edges {
+			buf = strconv.AppendUint(buf[:0], e.src, 10)
 			buf = append(buf, ' ')
-			buf = strconv.AppendFloat(buf, e.w, 'g', -1, 64)
+			buf = strconv.AppendUint(buf, e.dst, 10)
+			if weighted {
+				buf = append(buf, ' ')
+				buf = strconv.AppendFloat(buf, e.w, 'g', -1, 64)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
 		}
-		buf = append(buf, '\n')
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-	}
-	return w.Flush()
+		return nil
+	})
 }
 
 // cutBatches cuts ops into consecutive batches of size operations.
