@@ -94,14 +94,6 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 	r1.Close()
 	g.m.Close()
 
-	restart := func() *Registry {
-		m, err := views.NewManager(g.s, views.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.m = m
-		return NewRegistry(m, RegistryConfig{})
-	}
 	// A damaged checkpoint restores nothing.
 	orig, err := os.ReadFile(path)
 	if err != nil {
@@ -113,7 +105,7 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 	if err := os.WriteFile(bad, dmg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r2 := restart()
+	r2 := g.restart()
 	var ce *checkpoint.CorruptError
 	if got, err := r2.Restore(context.Background(), bad, specs, func(CheckpointMeta) error { return nil }); !errors.As(err, &ce) || len(got) != 0 || len(r2.Results()) != 0 {
 		t.Fatalf("a damaged checkpoint: restored %v, %v", got, err)
@@ -128,7 +120,7 @@ func TestCheckpointRestoreResumesExactly(t *testing.T) {
 	r2.Close()
 	g.m.Close()
 
-	r3 := restart()
+	r3 := g.restart()
 	defer r3.Close()
 	changed := append([]Spec(nil), specs...)
 	changed[3].Damping = 0.8 // another pagerank: not restored
@@ -881,24 +873,16 @@ func TestCheckpointAtTheOldDefaultTolerance(t *testing.T) {
 	after := g.batch(200, 0.05, 0.002)
 	r1.Close()
 	g.m.Close()
-	restart := func() *Registry {
-		m, err := views.NewManager(g.s, views.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.m = m
-		return NewRegistry(m, RegistryConfig{})
-	}
 
 	// A tighter spec than the checkpoint's is not served by it.
-	r2 := restart()
+	r2 := g.restart()
 	if got, err := r2.Restore(context.Background(), path, []Spec{{Type: "pagerank", Tolerance: 1e-8}}, func(CheckpointMeta) error { return nil }); err != nil || len(got) != 0 {
 		t.Fatalf("a pagerank at 1e-8 from a checkpoint at 1e-6: restored %v, %v", got, err)
 	}
 	r2.Close()
 	g.m.Close()
 
-	r3 := restart()
+	r3 := g.restart()
 	defer r3.Close()
 	got, err := r3.Restore(context.Background(), path, []Spec{{Type: "pagerank"}}, func(CheckpointMeta) error { return nil })
 	if err != nil || fmt.Sprint(got) != "[pagerank]" {

@@ -97,6 +97,17 @@ func newBigGraph(t *testing.T, scale, edgeFactor int, seed uint64, uniform bool)
 // batch applies n random operations: upserts (new edges, and new weights
 // of existing ones), deletes of existing edges (share del), deletes of
 // missing ones, and vertex deletes (share vdel, a hub now and then).
+// restart opens a new views manager over g's store (the last one closed)
+// and a registry over it, as a restarted process does.
+func (g *bigGraph) restart() *Registry {
+	m, err := views.NewManager(g.s, views.Config{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.m = m
+	return NewRegistry(m, RegistryConfig{})
+}
+
 func (g *bigGraph) batch(n int, del, vdel float64) *engine.Batch {
 	var b engine.Batch
 	for range n {
