@@ -262,21 +262,7 @@ func TestTopoApplyOracle(t *testing.T) {
 			cur.Apply(o)
 		}
 		ids := freshIDs(t, m)
-		es := make([]Edge, len(ops))
-		for k, o := range ops {
-			es[k] = Edge{Seq: seq, Op: o}
-		}
-		var expanded []Edge
-		was := make([]bool, len(es))
-		err = g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
-			expanded = append(expanded, es[k])
-			for _, p := range rm {
-				expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
-			}
-		}, func(k int) { was[k] = true })
-		if err != nil {
-			t.Fatal(err)
-		}
+		es, expanded, was := applyRecorded(t, g, ids, seq, ops)
 		// Whether each edge op's edge existed just before it, op by op.
 		step := prevState.Clone()
 		for k, o := range ops {
@@ -383,6 +369,29 @@ func checkPriors(before oracle, es []Edge, ps []Prior) error {
 		}
 	}
 	return nil
+}
+
+// applyRecorded applies ops to g as the batch at seq and returns the
+// batch's edges, what Apply reported they removed (each op whose vertex
+// delete removed edges followed by edge deletes of those edges) and which
+// ops' edges were present just before them.
+func applyRecorded(t *testing.T, g *Topo, ids IDSpace, seq uint64, ops []engine.Op) (es, expanded []Edge, was []bool) {
+	t.Helper()
+	es = make([]Edge, len(ops))
+	for k, o := range ops {
+		es[k] = Edge{Seq: seq, Op: o}
+	}
+	was = make([]bool, len(es))
+	err := g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
+		expanded = append(expanded, es[k])
+		for _, p := range rm {
+			expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
+		}
+	}, func(k int) { was[k] = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es, expanded, was
 }
 
 // interleaveExpanded puts the batch's ops (es) and what its vertex
@@ -910,21 +919,7 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 			for _, o := range ops {
 				cur.Apply(o)
 			}
-			es := make([]Edge, len(ops))
-			for k, o := range ops {
-				es[k] = Edge{Seq: seq, Op: o}
-			}
-			var expanded []Edge
-			was := make([]bool, len(es))
-			err := g.Apply(es, ids, seq, func(k int, rm [][2]uint64) {
-				expanded = append(expanded, es[k])
-				for _, p := range rm {
-					expanded = append(expanded, Edge{Seq: seq, Op: engine.Op{Src: p[0], Dst: p[1], Kind: engine.OpDeleteEdge}})
-				}
-			}, func(k int) { was[k] = true })
-			if err != nil {
-				t.Fatal(err)
-			}
+			es, expanded, was := applyRecorded(t, g, ids, seq, ops)
 			label := fmt.Sprintf("deletes %d%%, round %d", delShare, round)
 			step := prev.Clone()
 			for k, o := range ops {
