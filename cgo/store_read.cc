@@ -184,6 +184,35 @@ constexpr uint64_t kCleanBottomRatio = 1;
 // older in stretches).
 constexpr uint64_t kPairMinShare = 8;
 
+// The edges runs[0, n) decide at tau, in order (dst asc, type desc): each
+// pair's newest version at or before tau, visible unless a tombstone, of a
+// type ts does not hold, or hidden by a vertex delete (VisibleNewest's
+// rules). above is how many versions they hold (the vector's room).
+// Allocated per read (not kept per thread: a huge hub's would stay).
+std::vector<Decided> DecideAbove(const std::vector<Run> &runs, size_t n, uint64_t v, uint64_t tau, const VdelMap &vdel,
+                                 const TypeSet *ts, uint64_t above) {
+  std::vector<Decided> dec;
+  if (n == 0) return dec;
+  dec.reserve(above);
+  const std::vector<Run> top(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(n));
+  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
+  const uint64_t newest = vdel.max_seq();
+  uint64_t cur = UINT64_MAX;
+  uint32_t curt = 0;
+  MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
+    const uint32_t t = VersType(vers);
+    if (dst == cur && t == curt) return;
+    const uint64_t seq = VersSeq(vers);
+    if (seq > tau) return;
+    cur = dst;
+    curt = t;
+    const bool visible =
+        !VersTomb(vers) && seq >= dsrc && Wanted(ts, t) && !(seq < newest && seq < vdel.Latest(dst, tau));
+    dec.push_back(Decided{dst, t, visible, w, tm});
+  });
+  return dec;
+}
+
 // AppendVisible for runs whose last (oldest) run is a clean segment run
 // (every version visible at tau, live, alone for its edge, of a type ts
 // holds, hidden by no vertex delete) much larger than the runs above it,
@@ -209,26 +238,7 @@ bool CleanBottom(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const V
   if ((c.e - c.b) < kCleanBottomRatio * above) return false;
   const Segment &s = *c.seg;
   if (s.has_ext() || !s.AllVisibleAt(tau) || !s.AllTypesIn(ts) || !VdelFree(s, tau, vdel)) return false;
-  // The edges the runs above decide, in order.
-  // Allocated per read (not kept per thread: a huge hub's would stay).
-  std::vector<Decided> dec;
-  dec.reserve(above);
-  const std::vector<Run> top(runs.begin(), runs.end() - 1);
-  const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
-  const uint64_t newest = vdel.max_seq();
-  uint64_t cur = UINT64_MAX;
-  uint32_t curt = 0;
-  MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
-    const uint32_t t = VersType(vers);
-    if (dst == cur && t == curt) return;
-    const uint64_t seq = VersSeq(vers);
-    if (seq > tau) return;
-    cur = dst;
-    curt = t;
-    const bool visible =
-        !VersTomb(vers) && seq >= dsrc && Wanted(ts, t) && !(seq < newest && seq < vdel.Latest(dst, tau));
-    dec.push_back(Decided{dst, t, visible, w, tm});
-  });
+  const std::vector<Decided> dec = DecideAbove(runs, runs.size() - 1, v, tau, vdel, ts, above);
   // Where each decided edge falls in the bottom run, and the count.
   std::vector<uint64_t> at_pos(dec.size());
   uint64_t pos = c.b;
@@ -295,26 +305,7 @@ bool CleanPair(const std::vector<Run> &runs, uint64_t v, uint64_t tau, const Vde
   const Segment &sa = *a.seg, &sb = *b.seg;
   if (sa.min_type() != sb.min_type()) return false;
   const uint32_t t = sa.min_type();
-  std::vector<Decided> dec;
-  if (above > 0) {
-    dec.reserve(above);
-    const std::vector<Run> top(runs.begin(), runs.end() - 2);
-    const uint64_t dsrc = vdel.empty() ? 0 : vdel.Latest(v, tau);
-    const uint64_t newest = vdel.max_seq();
-    uint64_t cur = UINT64_MAX;
-    uint32_t curt = 0;
-    MergeRuns(top, [&](uint64_t dst, uint64_t vers, double w, int64_t tm) {
-      const uint32_t ty = VersType(vers);
-      if (dst == cur && ty == curt) return;
-      const uint64_t seq = VersSeq(vers);
-      if (seq > tau) return;
-      cur = dst;
-      curt = ty;
-      const bool visible =
-          !VersTomb(vers) && seq >= dsrc && Wanted(ts, ty) && !(seq < newest && seq < vdel.Latest(dst, tau));
-      dec.push_back(Decided{dst, ty, visible, w, tm});
-    });
-  }
+  const std::vector<Decided> dec = DecideAbove(runs, runs.size() - 2, v, tau, vdel, ts, above);
   size_t k = at, j = 0;
   uint64_t ia = a.b, ib = b.b;
   auto put = [&](const Segment &s, uint64_t i, uint64_t d) {
