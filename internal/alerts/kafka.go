@@ -419,7 +419,7 @@ func below(p ingest.Position, src *analytics.AlertSource) bool {
 // Stats is what a sink has done.
 type Stats struct {
 	Leading  bool   // this sink produces the graph's alerts
-	Produced uint64 // alerts this sink produced (committed)
+	Produced uint64 // alerts this sink produced (committed, and read back from the topic)
 	Pending  int    // alerts raised here the topic does not hold yet
 	Ahead    int    // IDs the topic holds that were not raised here yet
 	Dropped  uint64 // pending alerts dropped at MaxPending

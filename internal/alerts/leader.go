@@ -255,6 +255,41 @@ func (k *KafkaSink) transact(ctx context.Context, tx *kgo.Client, batch []*item)
 		it.sent = true
 	}
 	k.mu.Unlock()
+	if err := k.confirm(ctx, batch); err != nil {
+		return err
+	}
 	k.produced.Add(uint64(len(batch)))
+	return nil
+}
+
+// confirm waits until the watcher has read the topic past a transaction
+// the client reported committed, and fails unless the topic holds every
+// alert of batch. The client's word is not enough: franz-go 1.22 under
+// KIP-890 part 2 ends a transaction whose produce it has not yet counted
+// as added (a race with its own produce response) with an abort, and
+// returns nil from EndTransaction(TryCommit); the alerts would stay
+// marked sent and never reach the topic. On failure the caller takes the
+// producer over again (fence, read to end), which produces them again.
+func (k *KafkaSink) confirm(ctx context.Context, batch []*item) error {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ends, err := k.listEnds(cctx, false)
+	if err != nil {
+		return err
+	}
+	if err := k.waitWatched(cctx, ends); err != nil {
+		return fmt.Errorf("alerts: reading the alert topic past a committed transaction: %w", err)
+	}
+	k.mu.Lock()
+	missing := 0
+	for _, it := range batch {
+		if !it.gone {
+			missing++
+		}
+	}
+	k.mu.Unlock()
+	if missing > 0 {
+		return fmt.Errorf("alerts: %d of the %d alerts of a transaction reported committed are not on the alert topic; producing them again", missing, len(batch))
+	}
 	return nil
 }

@@ -687,7 +687,7 @@ func registerSinkMetrics(reg prometheus.Registerer, sink *alerts.KafkaSink) {
 			Help: "Alerts this replica raised that the alert topic does not hold yet (the producer, this replica or another, has not produced them)."},
 			func() float64 { return float64(sink.Stats().Pending) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_produced_total",
-			Help: "Alerts this replica produced to the alert topic (committed)."},
+			Help: "Alerts this replica produced to the alert topic (committed, and read back from it)."},
 			func() float64 { return float64(sink.Stats().Produced) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "graphtide_alerts_dropped_total",
 			Help: "Alerts dropped because too many waited for the alert topic (100000); no analytics checkpoint is taken after one, so that a restart raises it again."},
