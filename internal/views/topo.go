@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -513,8 +514,11 @@ func (a *Adj) reserve(room int64) {
 }
 
 // byPosition is the vertexes whose lists have rooms, in the order of
-// the rooms' positions (a radix sort: linear in the vertexes). It is made
-// for one compaction and dropped: kept, it would cost 4 bytes a vertex.
+// the rooms' positions. It is made for one compaction and dropped: kept,
+// it would cost 4 bytes a vertex. Each room is a key, its position above
+// its vertex in a uint64, sorted by a radix sort of the positions' bits:
+// passes over the keys in memory order, linear in the rooms (20 bytes a
+// room while it runs).
 func (a *Adj) byPosition() []int32 {
 	n := 0
 	for _, s := range a.spans {
@@ -522,30 +526,52 @@ func (a *Adj) byPosition() []int32 {
 			n++
 		}
 	}
-	order, tmp := make([]int32, 0, n), make([]int32, n)
+	order := make([]int32, 0, n)
+	vb := uint(bits.Len32(uint32(len(a.spans))))
+	if uint(bits.Len64(uint64(a.used)))+vb > 64 {
+		// Not in a key (2^31 vertexes and 2^33 heads): a comparison sort.
+		for i, s := range a.spans {
+			if s.cap > 0 {
+				order = append(order, int32(i))
+			}
+		}
+		slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
+		return order
+	}
+	keys, tmp := make([]uint64, 0, n), make([]uint64, n)
 	for i, s := range a.spans {
 		if s.cap > 0 {
-			order = append(order, int32(i))
+			keys = append(keys, uint64(s.beg)<<vb|uint64(i))
 		}
 	}
-	const bits = 12 // a digit: the counts fit on the stack
-	var count [1 << bits]int
-	for shift := uint(0); a.used>>shift > 0; shift += bits {
-		clear(count[:])
-		for _, v := range order {
-			count[a.spans[v].beg>>shift&(1<<bits-1)]++
+	// As few passes as digits of at most maxDigit bits allow, the
+	// digits as even as can be.
+	const maxDigit = 13 // the counts fit on the stack
+	var counts [1 << maxDigit]int
+	width := uint(bits.Len64(uint64(a.used)))
+	passes := (width + maxDigit - 1) / maxDigit
+	for p := range passes {
+		lo, hi := width*p/passes, width*(p+1)/passes
+		shift, mask := vb+lo, uint64(1)<<(hi-lo)-1
+		count := counts[:mask+1]
+		clear(count)
+		for _, k := range keys {
+			count[k>>shift&mask]++
 		}
 		at := 0
 		for d, c := range count {
 			count[d] = at
 			at += c
 		}
-		for _, v := range order {
-			d := a.spans[v].beg >> shift & (1<<bits - 1)
-			tmp[count[d]] = v
+		for _, k := range keys {
+			d := k >> shift & mask
+			tmp[count[d]] = k
 			count[d]++
 		}
-		order, tmp = tmp, order
+		keys, tmp = tmp, keys
+	}
+	for _, k := range keys {
+		order = append(order, int32(k&(1<<vb-1)))
 	}
 	return order
 }
@@ -799,10 +825,52 @@ type planned struct {
 	i, lo, hi, deg int32
 }
 
-// plan locates the sorted, unique changes cs to i's list by binary
-// searches, reweighs the heads they keep (in place: a weight moves with
-// its head) and queues the inserts and deletes for apply.
-func (a *Adj) plan(i int32, cs []change) {
+// locateGroup is how many searches locate runs side by side.
+const locateGroup = 16
+
+// locate sets at[x] to the position of cs[x].j in the list of
+// lists[x]: the number of its heads less than it. The searches run
+// locateGroup at a time, a step of each in turn, without branches on the
+// heads: their loads do not wait for one another, so the cache misses of
+// a search in a hub's list (a dozen, each a trip to memory) overlap
+// instead of adding up.
+func (a *Adj) locate(lists []int32, cs []change, at []int32) {
+	var lo, n [locateGroup]int64
+	var x [locateGroup]int32
+	for base := 0; base < len(cs); base += locateGroup {
+		m := min(locateGroup, len(cs)-base)
+		most := int64(0)
+		for g := range m {
+			s := a.spans[lists[base+g]]
+			lo[g], n[g], x[g] = s.beg, int64(s.deg), cs[base+g].j
+			most = max(most, n[g])
+		}
+		// INVARIANT: the position sought is in [lo[g], lo[g]+n[g]]; each
+		// step halves n[g] (rounding up) and keeps it at least 1 when it
+		// was, so after the steps of the longest list every n[g] is 0 or
+		// 1 and one comparison settles it.
+		for ; most > 1; most -= most >> 1 {
+			for g := range m {
+				half := n[g] >> 1
+				less := int64(uint32(a.dst[lo[g]+half]-x[g]) >> 31) // head < x: both are indexes, not negative
+				lo[g] += less * half
+				n[g] -= half
+			}
+		}
+		for g := range m {
+			p := lo[g]
+			if n[g] == 1 && a.dst[p] < x[g] {
+				p++
+			}
+			at[base+g] = int32(p - a.spans[lists[base+g]].beg)
+		}
+	}
+}
+
+// plan queues the sorted, unique changes cs to i's list, located by
+// locate at at: it reweighs the heads they keep (in place: a weight moves
+// with its head) and queues the inserts and deletes for apply.
+func (a *Adj) plan(i int32, cs []change, at []int32) {
 	if !a.Weighted() {
 		for _, c := range cs {
 			if !c.del && c.w != 1 {
@@ -813,27 +881,22 @@ func (a *Adj) plan(i int32, cs []change) {
 	}
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
-	lo, d := 0, int32(0)
+	d := int32(0)
 	first := len(a.ed)
-	for _, c := range cs {
-		p, found := slices.BinarySearch(old[lo:], c.j)
-		p += lo
+	for x, c := range cs {
+		p := at[x]
+		found := p < s.deg && old[p] == c.j
 		switch {
 		case found && c.del:
 			d--
-			a.ed = append(a.ed, edit{p: int32(p), d: d, del: true})
-			lo = p + 1
+			a.ed = append(a.ed, edit{p: p, d: d, del: true})
 		case found:
 			if a.Weighted() {
 				a.setW(s.beg+int64(p), c.j, c.w)
 			}
-			lo = p + 1
 		case !c.del:
 			d++
-			a.ed = append(a.ed, edit{p: int32(p), d: d, j: c.j, w: c.w})
-			lo = p
-		default:
-			lo = p
+			a.ed = append(a.ed, edit{p: p, d: d, j: c.j, w: c.w})
 		}
 	}
 	if len(a.ed) > first {
@@ -986,7 +1049,10 @@ type edgeChange struct {
 type applyScratch struct {
 	run, byDst  []edgeChange
 	csOut, csIn []change
-	wg          sync.WaitGroup
+	// The lists of csOut and csIn, and the changes' positions in them
+	// (Adj.locate).
+	listsOut, listsIn, atOut, atIn []int32
+	wg                             sync.WaitGroup
 	// The run's operations by vertex, while a vertex delete needs them
 	// (indexed): head[v]-1 is the last of run touching v, link[r] the one
 	// before r on r's source (0) and destination (1), plus 1 (0: none).
@@ -1196,13 +1262,26 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		return
 	}
 	slices.SortFunc(run, bySrc)
+	sc := t.sc
+	// The net change per pair (the last op on it), located in the out
+	// lists.
+	cs, lists := sc.csOut[:0], sc.listsOut[:0]
+	for k, c := range run {
+		if k+1 < len(run) && run[k+1].src == c.src && run[k+1].dst == c.dst {
+			continue
+		}
+		cs = append(cs, change{j: c.dst, del: c.del, w: c.w})
+		lists = append(lists, c.src)
+	}
+	at := slices.Grow(sc.atOut[:0], len(cs))[:len(cs)]
+	t.Out.locate(lists, cs, at)
 	if present != nil {
 		// Whether each op's edge existed just before it: before the run
 		// as the list says, then as the ops before it on the pair left it
 		// (a vertex delete's expansion is not an op of its own).
-		for k := 0; k < len(run); {
+		for k, g := 0, 0; k < len(run); g++ {
 			c := run[k]
-			_, was := slices.BinarySearch(t.Out.Nbrs(c.src), c.dst)
+			was := at[g] < t.Out.spans[c.src].deg && t.Out.dst[t.Out.spans[c.src].beg+int64(at[g])] == c.dst
 			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
 				if was && !run[k].exp {
 					present(int(run[k].pos))
@@ -1219,24 +1298,28 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}
 		u = append(u, c)
 	}
-	sc := t.sc
 	sc.byDst = append(sc.byDst[:0], u...)
 	// The two directions are independent: two goroutines for a long run.
 	in := func() {
 		byDst := sc.byDst
 		slices.SortFunc(byDst, byDstSrc)
-		cs := sc.csIn
+		cs, lists := sc.csIn[:0], sc.listsIn[:0]
+		for _, c := range byDst {
+			cs = append(cs, change{j: c.src, del: c.del, w: 1})
+			lists = append(lists, c.dst)
+		}
+		at := slices.Grow(sc.atIn[:0], len(cs))[:len(cs)]
+		t.In.locate(lists, cs, at)
 		for k := 0; k < len(byDst); {
-			e := k
-			cs = cs[:0]
-			for ; e < len(byDst) && byDst[e].dst == byDst[k].dst; e++ {
-				cs = append(cs, change{j: byDst[e].src, del: byDst[e].del, w: 1})
+			e := k + 1
+			for e < len(byDst) && byDst[e].dst == byDst[k].dst {
+				e++
 			}
-			t.In.plan(byDst[k].dst, cs)
+			t.In.plan(byDst[k].dst, cs[k:e], at[k:e])
 			k = e
 		}
 		t.In.apply()
-		sc.csIn = cs
+		sc.csIn, sc.listsIn, sc.atIn = cs, lists, at
 	}
 	par := len(u) >= parallelRun
 	if par {
@@ -1246,18 +1329,16 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			in()
 		}()
 	}
-	cs := sc.csOut
 	for k := 0; k < len(u); {
-		e := k
-		cs = cs[:0]
-		for ; e < len(u) && u[e].src == u[k].src; e++ {
-			cs = append(cs, change{j: u[e].dst, del: u[e].del, w: u[e].w})
+		e := k + 1
+		for e < len(u) && u[e].src == u[k].src {
+			e++
 		}
-		t.Out.plan(u[k].src, cs)
+		t.Out.plan(u[k].src, cs[k:e], at[k:e])
 		k = e
 	}
 	t.Out.apply()
-	sc.csOut = cs
+	sc.csOut, sc.listsOut, sc.atOut = cs, lists, at
 	if par {
 		sc.wg.Wait()
 	} else {
