@@ -1057,3 +1057,66 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 		}
 	}
 }
+
+// byPosition orders the rooms by position, and locate finds each change's
+// position, both against a sort and a binary search of the same lists:
+// rooms laid out in a random order with gaps and empty lists, lists of
+// 0 to 3,000 heads (so that the searches of a group take different
+// numbers of steps), heads sought that are in the list, below it, above
+// it and between its heads.
+func TestByPositionAndLocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 43))
+	for round := range 20 {
+		n := 1 + r.IntN(3000)
+		a := &Adj{spans: make([]span, n)}
+		perm := r.Perm(n)
+		for _, v := range perm {
+			deg := int32(r.IntN(4) * r.IntN(1000))
+			if r.IntN(5) == 0 {
+				continue // no room
+			}
+			a.used += int64(r.IntN(3)) // a gap
+			a.spans[v] = span{beg: a.used, deg: deg, cap: deg + int32(r.IntN(3))}
+			if a.spans[v].cap == 0 {
+				a.spans[v].cap = 1
+			}
+			a.used += int64(a.spans[v].cap)
+		}
+		a.dst = make([]int32, a.used)
+		for v := range a.spans {
+			s := a.spans[v]
+			l := a.dst[s.beg : s.beg+int64(s.deg)]
+			next := int32(0)
+			for k := range l {
+				next += 1 + int32(r.IntN(5))
+				l[k] = next
+			}
+		}
+		want := []int32{}
+		for v, s := range a.spans {
+			if s.cap > 0 {
+				want = append(want, int32(v))
+			}
+		}
+		slices.SortFunc(want, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
+		if got := a.byPosition(); !slices.Equal(got, want) {
+			t.Fatalf("round %d: byPosition %v, want %v", round, got, want)
+		}
+		var lists []int32
+		var cs []change
+		for range 1 + r.IntN(200) {
+			v := int32(r.IntN(n))
+			lists = append(lists, v)
+			cs = append(cs, change{j: int32(r.IntN(3 * int(a.spans[v].deg+1)))})
+		}
+		at := make([]int32, len(cs))
+		a.locate(lists, cs, at)
+		for x, v := range lists {
+			s := a.spans[v]
+			p, _ := slices.BinarySearch(a.dst[s.beg:s.beg+int64(s.deg)], cs[x].j)
+			if at[x] != int32(p) {
+				t.Fatalf("round %d: head %d in list %d (degree %d) located at %d, want %d", round, cs[x].j, v, s.deg, at[x], p)
+			}
+		}
+	}
+}
