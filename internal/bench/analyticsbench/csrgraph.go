@@ -24,7 +24,12 @@ type edgeGraph struct {
 
 func newEdgeGraph(n uint64, edges []wedge) *edgeGraph {
 	es := slices.Clone(edges)
-	slices.SortStableFunc(es, func(a, b wedge) int { return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst)) })
+	bySrcDst := func(a, b wedge) int { return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst)) }
+	if slices.ContainsFunc(es, func(e wedge) bool { return e.w != 1 }) {
+		slices.SortStableFunc(es, bySrcDst) // the repeats in order: the last one's weight wins
+	} else {
+		slices.SortFunc(es, bySrcDst) // the repeats are alike: no order to keep (a stable sort of 16M edges took 10 s)
+	}
 	g := &edgeGraph{n: n}
 	weighted := false
 	for k, e := range es {
