@@ -1052,7 +1052,10 @@ type applyScratch struct {
 	// The lists of csOut and csIn, and the changes' positions in them
 	// (Adj.locate).
 	listsOut, listsIn, atOut, atIn []int32
-	wg                             sync.WaitGroup
+	// sortRun's scratch, per direction.
+	keysOut, keysIn []uint64
+	tmpOut, tmpIn   []edgeChange
+	wg              sync.WaitGroup
 	// The run's operations by vertex, while a vertex delete needs them
 	// (indexed): head[v]-1 is the last of run touching v, link[r] the one
 	// before r on r's source (0) and destination (1), plus 1 (0: none).
@@ -1261,48 +1264,23 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	if len(run) == 0 {
 		return
 	}
-	slices.SortFunc(run, bySrc)
 	sc := t.sc
-	// The net change per pair (the last op on it), located in the out
-	// lists.
-	cs, lists := sc.csOut[:0], sc.listsOut[:0]
+	n := t.Out.Len()
+	sc.keysOut, sc.tmpOut = sortRun(run, n, false, sc.keysOut, sc.tmpOut)
+	// The net change per pair is the last op on it (run is by source,
+	// destination and position).
+	last := func(k int) bool { return k+1 == len(run) || run[k+1].src != run[k].src || run[k+1].dst != run[k].dst }
+	byDst := sc.byDst[:0]
 	for k, c := range run {
-		if k+1 < len(run) && run[k+1].src == c.src && run[k+1].dst == c.dst {
-			continue
-		}
-		cs = append(cs, change{j: c.dst, del: c.del, w: c.w})
-		lists = append(lists, c.src)
-	}
-	at := slices.Grow(sc.atOut[:0], len(cs))[:len(cs)]
-	t.Out.locate(lists, cs, at)
-	if present != nil {
-		// Whether each op's edge existed just before it: before the run
-		// as the list says, then as the ops before it on the pair left it
-		// (a vertex delete's expansion is not an op of its own).
-		for k, g := 0, 0; k < len(run); g++ {
-			c := run[k]
-			was := at[g] < t.Out.spans[c.src].deg && t.Out.dst[t.Out.spans[c.src].beg+int64(at[g])] == c.dst
-			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
-				if was && !run[k].exp {
-					present(int(run[k].pos))
-				}
-				was = !run[k].del
-			}
+		if last(k) {
+			byDst = append(byDst, c)
 		}
 	}
-	// Keep the last per pair.
-	u := run[:0]
-	for k, c := range run {
-		if k+1 < len(run) && run[k+1].src == c.src && run[k+1].dst == c.dst {
-			continue
-		}
-		u = append(u, c)
-	}
-	sc.byDst = append(sc.byDst[:0], u...)
-	// The two directions are independent: two goroutines for a long run.
+	sc.byDst = byDst
+	// The two directions are independent: the in lists' on a goroutine
+	// of their own for a long run, from here.
 	in := func() {
-		byDst := sc.byDst
-		slices.SortFunc(byDst, byDstSrc)
+		sc.keysIn, sc.tmpIn = sortRun(byDst, n, true, sc.keysIn, sc.tmpIn)
 		cs, lists := sc.csIn[:0], sc.listsIn[:0]
 		for _, c := range byDst {
 			cs = append(cs, change{j: c.src, del: c.del, w: 1})
@@ -1321,7 +1299,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		t.In.apply()
 		sc.csIn, sc.listsIn, sc.atIn = cs, lists, at
 	}
-	par := len(u) >= parallelRun
+	par := len(byDst) >= parallelRun
 	if par {
 		sc.wg.Add(1)
 		go func() {
@@ -1329,12 +1307,37 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			in()
 		}()
 	}
-	for k := 0; k < len(u); {
+	cs, lists := sc.csOut[:0], sc.listsOut[:0]
+	for k, c := range run {
+		if last(k) {
+			cs = append(cs, change{j: c.dst, del: c.del, w: c.w})
+			lists = append(lists, c.src)
+		}
+	}
+	at := slices.Grow(sc.atOut[:0], len(cs))[:len(cs)]
+	t.Out.locate(lists, cs, at)
+	if present != nil {
+		// Whether each op's edge existed just before it: before the run
+		// as the list says, then as the ops before it on the pair left it
+		// (a vertex delete's expansion is not an op of its own).
+		for k, g := 0, 0; k < len(run); g++ {
+			c := run[k]
+			s := t.Out.spans[c.src]
+			was := at[g] < s.deg && t.Out.dst[s.beg+int64(at[g])] == c.dst
+			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
+				if was && !run[k].exp {
+					present(int(run[k].pos))
+				}
+				was = !run[k].del
+			}
+		}
+	}
+	for k := 0; k < len(lists); {
 		e := k + 1
-		for e < len(u) && u[e].src == u[k].src {
+		for e < len(lists) && lists[e] == lists[k] {
 			e++
 		}
-		t.Out.plan(u[k].src, cs[k:e], at[k:e])
+		t.Out.plan(lists[k], cs[k:e], at[k:e])
 		k = e
 	}
 	t.Out.apply()
@@ -1344,6 +1347,38 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	} else {
 		in()
 	}
+}
+
+// sortRun sorts run by source, destination and place in run (by
+// destination, source and place with byDst), as bySrc and byDstSrc do,
+// with keys and tmp as scratch (returned for the next call): each
+// operation is a key of its two vertexes and its place, sorted as an
+// integer, when the three fit in 64 bits (n vertexes), which is about
+// five times faster than a sort that compares the operations.
+func sortRun(run []edgeChange, n int, byDst bool, keys []uint64, tmp []edgeChange) ([]uint64, []edgeChange) {
+	vb, ib := uint(bits.Len32(uint32(n))), uint(bits.Len32(uint32(len(run))))
+	if 2*vb+ib > 64 {
+		if byDst {
+			slices.SortFunc(run, byDstSrc)
+		} else {
+			slices.SortFunc(run, bySrc)
+		}
+		return keys, tmp
+	}
+	keys = keys[:0]
+	for x, c := range run {
+		a, b := c.src, c.dst
+		if byDst {
+			a, b = b, a
+		}
+		keys = append(keys, uint64(a)<<(vb+ib)|uint64(b)<<ib|uint64(x))
+	}
+	slices.Sort(keys)
+	tmp = append(tmp[:0], run...)
+	for x, k := range keys {
+		run[x] = tmp[k&(1<<ib-1)]
+	}
+	return keys, tmp
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of
