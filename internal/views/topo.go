@@ -594,17 +594,17 @@ func (a *Adj) roomOf(v int32) int32 {
 	return room
 }
 
-// compact gives every list its roomOf, in the order of their positions,
-// from the front of the arrays, leaving at least extra free slots after
-// them (and the queued rewrites' lists that have no room yet): in place
-// (each room slid left, then, from the last, those that grow slid right
-// into their new rooms) when that leaves a tail of 1/garbageShare of the
-// rooms and the arrays are not over twice what is held, else in new
-// arrays a sixteenth larger. Work: the heads held and the vertexes
-// (byPosition).
+// compact gives every list its roomOf from the front of the arrays,
+// leaving at least extra free slots after them (and the queued rewrites'
+// lists that have no room yet): in place, in the order of their
+// positions (each room slid left, then, from the last, those that grow
+// slid right into their new rooms), when that leaves a tail of
+// 1/garbageShare of the rooms and the arrays are not over twice what is
+// held; else in new arrays a sixteenth larger, in the order of their
+// vertexes. Work: the heads held and the vertexes (and byPosition's
+// sort, in place).
 func (a *Adj) compact(extra int64) {
 	a.stats.compactions++
-	order := a.byPosition()
 	if len(a.plans) > 0 {
 		// Marks the planned lists, for roomOf.
 		if n := (len(a.spans) + 63) / 64; len(a.marked) < n {
@@ -620,8 +620,10 @@ func (a *Adj) compact(extra int64) {
 		}()
 	}
 	total := int64(0) // the rooms
-	for _, v := range order {
-		total += int64(a.roomOf(v))
+	for v, s := range a.spans {
+		if s.cap > 0 {
+			total += int64(a.roomOf(int32(v)))
+		}
 	}
 	for _, p := range a.plans {
 		if a.spans[p.i].cap == 0 {
@@ -639,9 +641,10 @@ func (a *Adj) compact(extra int64) {
 		}
 		a.stats.elementsCompacted += uint64(s.deg)
 	}
-	n := 0 // order[:n] is the new order
 	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
 		// In place: slide left in rooms no larger than the old...
+		order := a.byPosition()
+		n := 0 // order[:n] is the new order
 		at := int64(0)
 		for _, v := range order {
 			s := &a.spans[v]
@@ -684,10 +687,16 @@ func (a *Adj) compact(extra int64) {
 		if a.pw != nil {
 			pw = make([]WNode, size)
 		}
+		// New arrays: the rooms in the order of their vertexes (no sort;
+		// a kernel that reads the lists in order then reads memory in
+		// order).
 		at := int64(0)
-		for _, v := range order {
+		for v := range a.spans {
 			s := &a.spans[v]
-			room := a.roomOf(v)
+			if s.cap == 0 {
+				continue
+			}
+			room := a.roomOf(int32(v))
 			if room == 0 {
 				s.beg, s.cap = 0, 0
 				continue
@@ -695,8 +704,6 @@ func (a *Adj) compact(extra int64) {
 			copyList(dst, w, pw, at, *s)
 			s.beg, s.cap = at, room
 			at += int64(room)
-			order[n] = v
-			n++
 		}
 		a.dst, a.w, a.pw = dst, w, pw
 	}
