@@ -826,9 +826,12 @@ func sameAsBuilt(t testing.TB, g *Topo, want oracle, label string) {
 
 // smallRooms makes Adj compact and grow at every chance, for a test.
 func smallRooms(t *testing.T) {
-	gs, gm := garbageShare, growMin
+	gs, gm, ss, sm := garbageShare, growMin, spareShare, spareMin
 	garbageShare, growMin = 1<<40, 1
-	t.Cleanup(func() { garbageShare, growMin = gs, gm })
+	// The next arrays prepared after every advance: every growth but
+	// those whose arrays the prepared ones do not fit copies into them.
+	spareShare, spareMin = 1, 0
+	t.Cleanup(func() { garbageShare, growMin, spareShare, spareMin = gs, gm, ss, sm })
 }
 
 // Apply on degree-correlated streams (a few hubs take most operations)
