@@ -703,7 +703,9 @@ func (a *Adj) compact(extra int64) {
 			extra += int64(roomFor(p.deg)) // moved to the tail after
 		}
 	}
-	copyList := func(dst []int32, w []float64, pw []WNode, to int64, s span) {
+	// copyList copies s's list to to in dst, w and pw; the heads copied
+	// are counted by the caller (fill runs on two goroutines).
+	copyList := func(dst []int32, w []float64, pw []WNode, to int64, s span) uint64 {
 		end := s.beg + int64(s.deg)
 		copy(dst[to:], a.dst[s.beg:end])
 		if w != nil {
@@ -712,7 +714,7 @@ func (a *Adj) compact(extra int64) {
 		if pw != nil {
 			copy(pw[to:], a.pw[s.beg:end])
 		}
-		a.stats.elementsCompacted += uint64(s.deg)
+		return uint64(s.deg)
 	}
 	var sp *spare
 	if a.next != nil {
@@ -736,7 +738,7 @@ func (a *Adj) compact(extra int64) {
 			}
 			old := min(room, s.cap)
 			if s.beg != at {
-				copyList(a.dst, a.w, a.pw, at, *s)
+				a.stats.elementsCompacted += copyList(a.dst, a.w, a.pw, at, *s)
 			}
 			s.beg, s.cap = at, old
 			at += int64(old)
@@ -753,7 +755,7 @@ func (a *Adj) compact(extra int64) {
 			at -= int64(s.cap)
 			end -= int64(room)
 			if s.beg != end {
-				copyList(a.dst, a.w, a.pw, end, *s)
+				a.stats.elementsCompacted += copyList(a.dst, a.w, a.pw, end, *s)
 			}
 			s.beg, s.cap = end, room
 		}
@@ -789,15 +791,7 @@ func (a *Adj) compact(extra int64) {
 					s.beg, s.cap = 0, 0
 					continue
 				}
-				end := s.beg + int64(s.deg)
-				copy(dst[at:], a.dst[s.beg:end])
-				if w != nil {
-					copy(w[at:], a.w[s.beg:end])
-				}
-				if pw != nil {
-					copy(pw[at:], a.pw[s.beg:end])
-				}
-				heads += uint64(s.deg)
+				heads += copyList(dst, w, pw, at, *s)
 				s.beg, s.cap = at, room
 				at += int64(room)
 			}

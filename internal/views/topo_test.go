@@ -966,15 +966,7 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 	for _, delShare := range []int{5, 50} {
 		r := gen.RMAT{Scale: scale, EdgeFactor: 16, Seed: 7}
 		all := gen.RMAT{Scale: scale, EdgeFactor: 16 + 16*batch*(warm+measured)/(16<<scale) + 1, Seed: 7}.Generate()
-		n := int(r.NumVertices())
-		raw := make([]uint64, n)
-		for x := range raw {
-			raw[x] = uint64(x)
-		}
-		ids, err := NewIDSpace(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := identityIDs(t, int(r.NumVertices()))
 		cur := oracle{}
 		for _, e := range all[:r.NumEdges()] {
 			cur[ekey{e.Src, e.Dst}] = 1
@@ -1132,14 +1124,7 @@ func TestByPositionAndLocate(t *testing.T) {
 func TestTopoCompactsIntoPreparedArrays(t *testing.T) {
 	smallRooms(t) // arrays prepared after every advance
 	const n = 400
-	raw := make([]uint64, n)
-	for x := range raw {
-		raw[x] = uint64(x)
-	}
-	ids, err := NewIDSpace(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := identityIDs(t, n)
 	rng := rand.New(rand.NewPCG(9, 45))
 	cur := oracle{}
 	for range 2000 {
@@ -1207,4 +1192,18 @@ func TestTopoCompactsIntoPreparedArrays(t *testing.T) {
 		t.Fatal("no compaction copied into prepared arrays")
 	}
 	t.Logf("%d compactions copied into prepared arrays", used)
+}
+
+// identityIDs is the id space of the ids 0 to n-1, each at its own index.
+func identityIDs(t testing.TB, n int) IDSpace {
+	t.Helper()
+	raw := make([]uint64, n)
+	for x := range raw {
+		raw[x] = uint64(x)
+	}
+	ids, err := NewIDSpace(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
