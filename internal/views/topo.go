@@ -121,22 +121,6 @@ type Adj struct {
 	ed     []edit
 	plans  []planned
 	marked []uint64
-	// next: the arrays of the next growth, made and faulted in by a
-	// goroutine of their own once the free tail runs low (prepare), so
-	// that a compaction copies into memory that is there; nil: none.
-	next *spare
-}
-
-// spare is new arrays made ahead of a compaction (Adj.prepare). The
-// goroutine that makes them writes dst, w and pw, then closes ready; the
-// advance reads them only after ready is closed.
-type spare struct {
-	ready chan struct{}
-	dst   []int32
-	w     []float64
-	pw    []WNode
-	size  int64 // the heads they hold
-	bytes int64 // their memory (set before the goroutine starts)
 }
 
 // WNode is a head with its whole-number weight (Adj.Packed).
@@ -227,12 +211,8 @@ func (a *Adj) Edges() int64 { return a.live }
 
 // Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
-	b := int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
+	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
 		int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
-	if a.next != nil {
-		b += a.next.bytes
-	}
-	return b
 }
 
 // Len is the number of vertex indexes.
@@ -519,53 +499,7 @@ const parallelFill = 1 << 16
 var (
 	garbageShare int64 = 32
 	growMin      int64 = 1 << 10
-	// The next growth's arrays are prepared once the free tail is at
-	// most 1/spareShare of the arrays, for arrays of spareMin heads or
-	// more.
-	spareShare int64 = 64
-	spareMin   int64 = 1 << 20
 )
-
-// prepare starts making the arrays of the next compaction when the free
-// tail runs low: a sixteenth (and a margin) more than the rooms held,
-// written one element a page so that their pages are faulted in off the
-// advance's path (a growth's copy into fresh memory cost more in faults
-// than in copies). Their memory is counted in Bytes from here: the peak
-// is the growth's own (the old and the new arrays), held for longer.
-func (a *Adj) prepare() {
-	size := int64(len(a.dst))
-	if a.next != nil || size < spareMin || size-a.used > size/spareShare {
-		return
-	}
-	n := a.held + a.held/16 + a.held/64 + growMin
-	sp := &spare{ready: make(chan struct{}), size: n, bytes: 4 * n}
-	weighted, packed := a.w != nil, a.pw != nil
-	if weighted || packed {
-		sp.bytes += 8 * n
-	}
-	go func() {
-		defer close(sp.ready)
-		sp.dst = faulted[int32](n)
-		if weighted {
-			sp.w = faulted[float64](n)
-		}
-		if packed {
-			sp.pw = faulted[WNode](n)
-		}
-	}()
-	a.next = sp
-}
-
-// faulted is make([]T, n) with a write to each of its pages.
-func faulted[T any](n int64) []T {
-	s := make([]T, n)
-	var zero T
-	step := max(1, int64(4096/unsafe.Sizeof(zero)))
-	for i := int64(0); i < n; i += step {
-		s[i] = zero
-	}
-	return s
-}
 
 // adjStats are an Adj's work counters (cumulative, see TopologyStats).
 type adjStats struct {
@@ -716,15 +650,7 @@ func (a *Adj) compact(extra int64) {
 		}
 		return uint64(s.deg)
 	}
-	var sp *spare
-	if a.next != nil {
-		<-a.next.ready
-		sp, a.next = a.next, nil
-		if sp.size < total+extra+total/garbageShare || (sp.w != nil) != (a.w != nil) || (sp.pw != nil) != (a.pw != nil) {
-			sp = nil // too small, or the weights changed kind since: dropped
-		}
-	}
-	if size := int64(len(a.dst)); sp == nil && total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
+	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
 		// In place: slide left in rooms no larger than the old...
 		order := a.byPosition()
 		n := 0 // order[:n] is the new order
@@ -760,20 +686,15 @@ func (a *Adj) compact(extra int64) {
 			s.beg, s.cap = end, room
 		}
 	} else {
-		var dst []int32
+		size := total + extra + max(total/16, growMin)
+		dst := make([]int32, size)
 		var w []float64
 		var pw []WNode
-		if sp != nil {
-			dst, w, pw = sp.dst, sp.w, sp.pw
-		} else {
-			size := total + extra + max(total/16, growMin)
-			dst = make([]int32, size)
-			if a.w != nil {
-				w = make([]float64, size)
-			}
-			if a.pw != nil {
-				pw = make([]WNode, size)
-			}
+		if a.w != nil {
+			w = make([]float64, size)
+		}
+		if a.pw != nil {
+			pw = make([]WNode, size)
 		}
 		// New arrays: the rooms in the order of their vertexes (no sort;
 		// a kernel that reads the lists in order then reads memory in
@@ -1030,7 +951,6 @@ func (a *Adj) apply() {
 		a.rewrite(p.i, p.deg, a.ed[p.lo:p.hi])
 	}
 	a.ed, a.plans = a.ed[:0], a.plans[:0]
-	a.prepare()
 }
 
 // rewrite applies the located edits ed (see plan) to i's list, of new

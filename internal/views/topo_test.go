@@ -826,12 +826,9 @@ func sameAsBuilt(t testing.TB, g *Topo, want oracle, label string) {
 
 // smallRooms makes Adj compact and grow at every chance, for a test.
 func smallRooms(t *testing.T) {
-	gs, gm, ss, sm := garbageShare, growMin, spareShare, spareMin
+	gs, gm := garbageShare, growMin
 	garbageShare, growMin = 1<<40, 1
-	// The next arrays prepared after every advance: every growth but
-	// those whose arrays the prepared ones do not fit copies into them.
-	spareShare, spareMin = 1, 0
-	t.Cleanup(func() { garbageShare, growMin, spareShare, spareMin = gs, gm, ss, sm })
+	t.Cleanup(func() { garbageShare, growMin = gs, gm })
 }
 
 // Apply on degree-correlated streams (a few hubs take most operations)
@@ -1114,84 +1111,6 @@ func TestByPositionAndLocate(t *testing.T) {
 			}
 		}
 	}
-}
-
-// A compaction copies into the arrays prepared for it once the free tail
-// ran low, and those arrays are counted in Bytes while they wait: after
-// every batch (hubs that grow, so lists move and the arrays compact),
-// the lists equal the oracle's, and every compaction that had prepared
-// arrays big enough copied into them.
-func TestTopoCompactsIntoPreparedArrays(t *testing.T) {
-	smallRooms(t) // arrays prepared after every advance
-	const n = 400
-	ids := identityIDs(t, n)
-	rng := rand.New(rand.NewPCG(9, 45))
-	cur := oracle{}
-	for range 2000 {
-		cur[ekey{uint64(rng.IntN(n)), uint64(rng.IntN(n))}] = 1
-	}
-	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := 0
-	for b := range 60 {
-		var es []Edge
-		for range 300 {
-			src, dst := uint64(rng.IntN(8)), uint64(rng.IntN(n)) // 8 hubs gain most edges
-			if rng.IntN(3) == 0 {
-				src = uint64(rng.IntN(n))
-			}
-			op := engine.Op{Src: src, Dst: dst, Weight: 1, Kind: engine.OpUpsert}
-			if rng.IntN(10) == 0 {
-				op.Kind = engine.OpDeleteEdge
-			}
-			es = append(es, Edge{Op: op})
-			cur.Apply(op)
-		}
-		spares := [2]*spare{g.Out.next, g.In.next}
-		compactions := [2]uint64{g.Out.stats.compactions, g.In.stats.compactions}
-		if err := g.Apply(es, ids, uint64(b+1), nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		for k, a := range []*Adj{&g.Out, &g.In} {
-			checkAdjRooms(t, a, fmt.Sprintf("batch %d dir %d", b, k))
-			if sp := spares[k]; sp != nil && a.stats.compactions > compactions[k] {
-				<-sp.ready
-				if len(sp.dst) > 0 && len(a.dst) > 0 && &a.dst[0] == &sp.dst[0] {
-					used++
-				} else if int64(len(sp.dst)) >= a.used {
-					// Unused only when too small for the rooms and the
-					// moves after them (all of them at most a.used now).
-					t.Fatalf("batch %d dir %d: a compaction did not use the prepared arrays (%d heads) for %d used", b, k, len(sp.dst), a.used)
-				}
-			}
-			if sp := a.next; sp != nil {
-				all := a.Bytes()
-				a.next = nil
-				without := a.Bytes()
-				a.next = sp
-				if all-without != sp.bytes || sp.bytes < 4*sp.size {
-					t.Fatalf("batch %d dir %d: Bytes counts %d of the prepared arrays' %d (%d heads)", b, k, all-without, sp.bytes, sp.size)
-				}
-			}
-		}
-		want := cur.Adj(engine.Out)
-		for v := range uint64(n) {
-			got := []uint64{}
-			for _, j := range g.Out.Nbrs(int32(v)) {
-				got = append(got, uint64(j))
-			}
-			slices.Sort(want[v])
-			if !slices.Equal(got, append([]uint64{}, want[v]...)) && !(len(got) == 0 && len(want[v]) == 0) {
-				t.Fatalf("batch %d: out-list of %d is %v, want %v", b, v, got, want[v])
-			}
-		}
-	}
-	if used == 0 {
-		t.Fatal("no compaction copied into prepared arrays")
-	}
-	t.Logf("%d compactions copied into prepared arrays", used)
 }
 
 // identityIDs is the id space of the ids 0 to n-1, each at its own index.
