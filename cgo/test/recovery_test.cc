@@ -25,7 +25,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -197,9 +199,17 @@ struct Built {
   Contents final;
   // Every segment file seen after a call (files are immutable): name -> bytes.
   std::map<std::string, std::string> archive;
+  // Archive keeps the segments the store holds now. The store is open: a
+  // background compaction may delete a segment it merged between the
+  // listing and the read, which is then skipped.
   void Archive() {
-    for (const auto &[name, bytes] : Files(dir.Sub("store")))
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".seg") == 0) archive[name] = bytes;
+    for (const auto &e : fs::directory_iterator(dir.Sub("store"))) {
+      const std::string name = e.path().filename().string();
+      if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".seg") != 0) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      if (!in.good()) continue;
+      archive[name] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
   }
 };
 
