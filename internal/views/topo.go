@@ -1166,9 +1166,17 @@ func (t *Topo) Apply(ops []Edge, ids IDSpace, seq uint64, removed func(k int, ed
 	}
 	t.applyRun(run, present)
 	sc.run = run
+	if cap(sc.run) > keptScratch {
+		// A burst's (a catch-up's chunks of 64K operations): not kept.
+		t.sc = nil
+	}
 	t.Seq = seq
 	return nil
 }
+
+// keptScratch is the most operations whose scratch Apply keeps for the
+// next call (about 200 bytes an operation).
+const keptScratch = 1 << 14
 
 // index links run[r] into the lists by vertex (applyScratch).
 func (sc *applyScratch) index(run []edgeChange, r int) {
