@@ -934,6 +934,20 @@ func (a *Adj) plan(i int32, cs []change, at []int32) {
 	}
 }
 
+// applyLocated plans the changes cs, sorted by their lists lists and
+// located at at (locate), a list's at a time, and applies them.
+func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
+	for k := 0; k < len(lists); {
+		e := k + 1
+		for e < len(lists) && lists[e] == lists[k] {
+			e++
+		}
+		a.plan(lists[k], cs[k:e], at[k:e])
+		k = e
+	}
+	a.apply()
+}
+
 // apply rewrites the lists plan queued: first it reserves the room of
 // those that no longer fit theirs (so a run compacts or grows the arrays
 // once at most), then splices each in place or moves it (rewrite).
@@ -1307,11 +1321,13 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 	sc.keysOut, sc.tmpOut = sortRun(run, n, false, sc.keysOut, sc.tmpOut)
 	// The net change per pair is the last op on it (run is by source,
 	// destination and position).
-	last := func(k int) bool { return k+1 == len(run) || run[k+1].src != run[k].src || run[k+1].dst != run[k].dst }
 	byDst := sc.byDst[:0]
+	cs, lists := sc.csOut[:0], sc.listsOut[:0]
 	for k, c := range run {
-		if last(k) {
+		if k+1 == len(run) || run[k+1].src != c.src || run[k+1].dst != c.dst {
 			byDst = append(byDst, c)
+			cs = append(cs, change{j: c.dst, del: c.del, w: c.w})
+			lists = append(lists, c.src)
 		}
 	}
 	sc.byDst = byDst
@@ -1326,15 +1342,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}
 		at := slices.Grow(sc.atIn[:0], len(cs))[:len(cs)]
 		t.In.locate(lists, cs, at)
-		for k := 0; k < len(byDst); {
-			e := k + 1
-			for e < len(byDst) && byDst[e].dst == byDst[k].dst {
-				e++
-			}
-			t.In.plan(byDst[k].dst, cs[k:e], at[k:e])
-			k = e
-		}
-		t.In.apply()
+		t.In.applyLocated(lists, cs, at)
 		sc.csIn, sc.listsIn, sc.atIn = cs, lists, at
 	}
 	par := len(byDst) >= parallelRun
@@ -1344,13 +1352,6 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			defer sc.wg.Done()
 			in()
 		}()
-	}
-	cs, lists := sc.csOut[:0], sc.listsOut[:0]
-	for k, c := range run {
-		if last(k) {
-			cs = append(cs, change{j: c.dst, del: c.del, w: c.w})
-			lists = append(lists, c.src)
-		}
 	}
 	at := slices.Grow(sc.atOut[:0], len(cs))[:len(cs)]
 	t.Out.locate(lists, cs, at)
@@ -1370,15 +1371,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			}
 		}
 	}
-	for k := 0; k < len(lists); {
-		e := k + 1
-		for e < len(lists) && lists[e] == lists[k] {
-			e++
-		}
-		t.Out.plan(lists[k], cs[k:e], at[k:e])
-		k = e
-	}
-	t.Out.apply()
+	t.Out.applyLocated(lists, cs, at)
 	sc.csOut, sc.listsOut, sc.atOut = cs, lists, at
 	if par {
 		sc.wg.Wait()
