@@ -16,6 +16,9 @@
 //	fetch      the Kafka consumer's fetch buffers: at most
 //	           MaxConcurrentFetches responses of FetchMaxBytes.
 //	analytics  per-vertex state and what one pull carries.
+//	alerts     the newest alerts, kept for reading (GET /v1/alerts): at
+//	           most this many bytes of them (5% of the budget, within
+//	           AlertsMin and AlertsMax).
 //	rest       the Go runtime, HTTP, decoding, and the garbage collector's
 //	           headroom.
 //
@@ -66,10 +69,14 @@ const (
 	// DefaultBudget is --memory-budget's default: 1 GiB.
 	DefaultBudget = 1 << 30
 
-	minMemGraph     = 4 << 20
-	maxMemGraph     = 64 << 30
-	minEdgeLogOps   = 1 << 14
-	maxEdgeLogOps   = 1 << 30
+	minMemGraph   = 4 << 20
+	maxMemGraph   = 64 << 30
+	minEdgeLogOps = 1 << 14
+	maxEdgeLogOps = 1 << 30
+	// AlertsMin and AlertsMax bound the alerts' share.
+	AlertsMin = 4 << 20
+	AlertsMax = 64 << 20
+
 	minFetchBytes   = 1 << 20
 	maxFetchBytes   = 64 << 20
 	concurrentFetch = 4
@@ -81,7 +88,8 @@ const (
 	edgeLogShare   = 10
 	fetchShare     = 10
 	analyticsShare = 30
-	// The rest (20%) is left to the Go runtime and the GC's headroom.
+	alertsShare    = 5
+	// The rest (15%) is left to the Go runtime and the GC's headroom.
 )
 
 // Explicit parts; zero fields are derived from the budget.
@@ -105,6 +113,8 @@ type Plan struct {
 	Fetch                int64
 	// What the analytics may hold together.
 	Analytics int64
+	// What the alerts kept for reading may hold.
+	Alerts int64
 	// GoLimit is GOMEMLIMIT: the budget less the store's share.
 	GoLimit int64
 }
@@ -113,7 +123,7 @@ type Plan struct {
 // graphtide_memory_budget_bytes metric.
 func (p Plan) Parts() map[string]int64 {
 	return map[string]int64{"store": p.Store, "edge_log": p.EdgeLog, "kafka_fetch": p.Fetch,
-		"analytics": p.Analytics, "go_runtime_rest": p.GoLimit - p.EdgeLog - p.Fetch - p.Analytics, "total": p.Total}
+		"analytics": p.Analytics, "alerts": p.Alerts, "go_runtime_rest": p.GoLimit - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts, "total": p.Total}
 }
 
 // Divide divides total among the parts; see the package documentation.
@@ -139,8 +149,9 @@ func Divide(total int64, x Explicit) (Plan, error) {
 	p.Fetch = int64(p.FetchMaxBytes) * concurrentFetch
 
 	p.Analytics = total * analyticsShare / 100
+	p.Alerts = clamp(total*alertsShare/100, AlertsMin, AlertsMax)
 	// What is left for the Go runtime beyond its parts: at least a tenth.
-	rest := total - p.Store - p.EdgeLog - p.Fetch - p.Analytics
+	rest := total - p.Store - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts
 	if rest < total/10 {
 		var given []string
 		if x.MemGraphBytes != 0 {
@@ -152,8 +163,8 @@ func Divide(total int64, x Explicit) (Plan, error) {
 		if len(given) == 0 {
 			return Plan{}, errors.New("budget: the derived parts do not fit (a bug)")
 		}
-		return Plan{}, fmt.Errorf("%s: with the edge log (%s), the Kafka fetch buffers (%s) and the analytics (%s) that leaves %s of --memory-budget %s for the Go runtime, less than a tenth: raise --memory-budget or leave those flags out to size them from it",
-			joinAnd(given), Format(p.EdgeLog), Format(p.Fetch), Format(p.Analytics), Format(max(rest, 0)), Format(total))
+		return Plan{}, fmt.Errorf("%s: with the edge log (%s), the Kafka fetch buffers (%s), the analytics (%s) and the alerts (%s) that leaves %s of --memory-budget %s for the Go runtime, less than a tenth: raise --memory-budget or leave those flags out to size them from it",
+			joinAnd(given), Format(p.EdgeLog), Format(p.Fetch), Format(p.Analytics), Format(p.Alerts), Format(max(rest, 0)), Format(total))
 	}
 	p.GoLimit = total - p.Store
 	return p, nil

@@ -11,7 +11,7 @@ func TestDivideDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", Format(total), err)
 		}
-		if sum := p.Store + p.EdgeLog + p.Fetch + p.Analytics; sum > total*9/10 {
+		if sum := p.Store + p.EdgeLog + p.Fetch + p.Analytics + p.Alerts; sum > total*9/10 {
 			t.Errorf("%s: the parts take %s, more than nine tenths", Format(total), Format(sum))
 		}
 		if p.Store != p.MemGraphBytes*StoreFactor || p.EdgeLog != int64(p.EdgeLogOps)*EdgeLogBytes ||
@@ -20,6 +20,9 @@ func TestDivideDefaults(t *testing.T) {
 		}
 		if p.GoLimit != total-p.Store {
 			t.Errorf("%s: GOMEMLIMIT %s, want the budget less the store's share", Format(total), Format(p.GoLimit))
+		}
+		if p.Alerts != min(max(total/20, AlertsMin), AlertsMax) {
+			t.Errorf("%s: the alerts' share %s, want 5%% within %s and %s", Format(total), Format(p.Alerts), Format(AlertsMin), Format(AlertsMax))
 		}
 		if p.MemGraphBytes < minMemGraph || p.EdgeLogOps < minEdgeLogOps || p.FetchMaxBytes < minFetchBytes {
 			t.Errorf("%s: a part below its minimum: %+v", Format(total), p)

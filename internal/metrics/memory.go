@@ -17,6 +17,7 @@ type MemorySources struct {
 	Store      *engine.Store  // its MemGraphs
 	Views      *views.Manager // its edge log
 	Analytics  func() int64   // what the analytics hold
+	Alerts     func() int64   // the alerts kept for reading
 	KafkaFetch func() int64   // the Kafka consumer's buffered fetches
 	Keys       func() int64   // the key dictionary (keys and mapped numbers)
 	WritesLog  func() int64   // the writes topic's outcome log (nil: no writes topic)
@@ -36,7 +37,7 @@ func NewMemoryCollector(src MemorySources) prometheus.Collector {
 			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom).",
 			[]string{"component"}, nil),
 		used: prometheus.NewDesc("graphtide_memory_bytes",
-			"Memory each component holds now: memgraphs (the store's write buffers, and the memory of flushed ones kept for the next), edge_log, analytics, kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), writes_log (the writes topic's outcome log, estimated; part of go_runtime_rest too), go_runtime (all Go memory not returned to the OS).",
+			"Memory each component holds now: memgraphs (the store's write buffers, and the memory of flushed ones kept for the next), edge_log, analytics, alerts (the newest alerts, kept for reading), kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), writes_log (the writes topic's outcome log, estimated; part of go_runtime_rest too), go_runtime (all Go memory not returned to the OS).",
 			[]string{"component"}, nil),
 	}
 }
@@ -74,6 +75,9 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Analytics != nil {
 		used("analytics", c.src.Analytics())
+	}
+	if c.src.Alerts != nil {
+		used("alerts", c.src.Alerts())
 	}
 	if c.src.KafkaFetch != nil {
 		used("kafka_fetch", c.src.KafkaFetch())

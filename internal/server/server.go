@@ -18,6 +18,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -218,7 +219,10 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	p := cfg.Plan
 	s.log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
 		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
-		"analytics", budget.Format(p.Analytics), "gomemlimit", budget.Format(p.GoLimit))
+		"analytics", budget.Format(p.Analytics), "alerts", budget.Format(p.Alerts), "gomemlimit", budget.Format(p.GoLimit))
+	// The alerts kept for reading: the plan's share (a Config without a
+	// plan, as some tests make, keeps the registry's default).
+	alertBytes := cmp.Or(p.Alerts, analytics.DefaultAlertRingBytes)
 	// The data directory first: a damaged one is refused before anything
 	// else starts.
 	// History by seqs alone is the core's to keep (history_seqs); by time
@@ -230,7 +234,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	d, err := datadir.Open(cfg.Dir, datadir.Options{Store: engine.Options{MemGraphBytes: p.MemGraphBytes,
 		KeepHistory: keep, HistorySeqs: coreSeqs, InEdges: newStoreInEdges(cfg)}, InEdges: cfg.InEdges, Create: true, Times: keep, Writes: wantsWrites(cfg), Registered: true,
-		Alerts: true, AlertsKeep: cfg.AlertHistory, AlertsReading: analytics.DefaultAlertRingBytes})
+		Alerts: true, AlertsKeep: cfg.AlertHistory, AlertsReading: alertBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +301,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// registered again (a WARN says why). Only the configuration's roots,
 	// the operator's, are assigned (api.AssignRoots, below).
 	rcfg := analytics.RegistryConfig{Resolve: api.ResolveVertex(d.Keys), Types: typedict.Resolver(d.Types), Hooks: s.metrics.Analytics.Hooks(), Logger: s.log,
-		History: d.Alerts, AlertRing: cfg.AlertHistory, AlertRingBytes: analytics.DefaultAlertRingBytes, Graph: cfg.Graph,
+		History: d.Alerts, AlertRing: cfg.AlertHistory, AlertRingBytes: alertBytes, Graph: cfg.Graph,
 		MemoryLimit: p.Analytics, Source: func(ref uint64) (analytics.AlertSource, bool) {
 			r, ok := ingest.SourceOf(topics, ref)
 			return analytics.AlertSource{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, ok
@@ -408,7 +412,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	ms := metrics.MemorySources{Plan: p, Store: d.Store, Views: s.vm,
-		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes, Keys: d.Keys.MemoryBytes}
+		KafkaFetch: s.in.BufferedFetchBytes, Analytics: s.areg.MemoryBytes, Alerts: s.areg.AlertBytes, Keys: d.Keys.MemoryBytes}
 	if d.Writes != nil {
 		ms.WritesLog = d.Writes.MemoryBytes
 	}

@@ -64,7 +64,7 @@ func TestServeStaysWithinItsBudget(t *testing.T) {
 	if res.PeakAnon == 0 || !res.WithinBudget {
 		t.Errorf("peak anonymous memory %s, budget %s", budget.Format(res.PeakAnon), budget.Format(res.Budget))
 	}
-	for _, c := range []string{"memgraphs", "edge_log", "kafka_fetch", "go_runtime"} {
+	for _, c := range []string{"memgraphs", "edge_log", "kafka_fetch", "alerts", "go_runtime"} {
 		if _, ok := res.MemoryByComponent[c]; !ok {
 			t.Errorf("graphtide_memory_bytes has no component %q: %v", c, res.MemoryByComponent)
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,71 @@ func TestRegistryWritesAnAlertsJSONOnce(t *testing.T) {
 		if d := hist.docs[1+i]; len(d) == 0 || &d[0] != &same.docs[j][0] || len(d) != len(same.docs[j]) {
 			t.Errorf("the history's document of alert %d is not the sink's (written twice?)", j)
 		}
+	}
+}
+
+// partsRecorder is a JSONSink that keeps each PublishJSON's alerts apart.
+type partsRecorder struct {
+	parts [][]Alert
+	docs  [][][]byte
+}
+
+func (s *partsRecorder) Publish(al []Alert) { s.PublishJSON(al, nil) }
+func (s *partsRecorder) AlertGraph() string { return "" }
+func (s *partsRecorder) PublishJSON(al []Alert, docs [][]byte) {
+	s.parts, s.docs = append(s.parts, slices.Clone(al)), append(s.docs, docs)
+}
+
+// An analytic that hands the registry a burst of alerts at once gets them
+// written and forwarded in parts of at most handOverBytes of alerts (the
+// first alert of a part whatever its size), in order: the JSON of the
+// whole burst is never held at once.
+func TestRegistryRaisesABurstInParts(t *testing.T) {
+	var al []Alert
+	for i := range 300 {
+		a := Alert{Analytic: "mules", Kind: "fan_in", Seq: uint64(i), Vertex: uint64(i)}
+		for j := range 1 + i%40 {
+			a.Evidence = append(a.Evidence, Evidence{Seq: uint64(j), Src: uint64(j), Dst: uint64(i), Amount: 1, EventRef: fmt.Sprintf("e-%d-%d", i, j),
+				Props: fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", 200+j))})
+		}
+		al = append(al, a)
+	}
+	if i := slices.IndexFunc(al, func(a Alert) bool { return alertBytes(&a) > handOverBytes }); i >= 0 {
+		t.Fatalf("alert %d is larger than a part", i)
+	}
+	var total int64
+	for i := range al {
+		total += alertBytes(&al[i])
+	}
+	sink := &partsRecorder{}
+	r := NewRegistry(nil, RegistryConfig{Sinks: []AlertSink{sink}})
+	defer r.Close()
+	r.raise("mules", slices.Clone(al))
+	if want := total / handOverBytes; int64(len(sink.parts)) < want {
+		t.Fatalf("%d alerts of %d bytes in %d parts; want at least %d", len(al), total, len(sink.parts), want)
+	}
+	var got []uint64
+	for i, p := range sink.parts {
+		var bytes int64
+		for j := range p {
+			bytes += alertBytes(&p[j])
+		}
+		if len(p) > 1 && bytes > handOverBytes || len(sink.docs[i]) != len(p) {
+			t.Fatalf("part %d: %d alerts of %d bytes with %d documents", i, len(p), bytes, len(sink.docs[i]))
+		}
+		for j := range p {
+			got = append(got, p[j].Vertex)
+			if !strings.Contains(string(sink.docs[i][j]), fmt.Sprintf(`"vertex_id":"%d"`, p[j].Vertex)) {
+				t.Fatalf("part %d, alert %d: its document is another's: %.200s", i, j, sink.docs[i][j])
+			}
+		}
+	}
+	for i, v := range got {
+		if v != uint64(i) {
+			t.Fatalf("alerts forwarded out of order or lost: %v", got)
+		}
+	}
+	if len(got) != len(al) {
+		t.Fatalf("%d alerts forwarded of %d", len(got), len(al))
 	}
 }

@@ -173,3 +173,43 @@ func (g *alertRing) newest(name string, limit int) ([]Alert, uint64) {
 	}
 	return out, g.next
 }
+
+// handOverBytes is how much of one pull's alerts (by alertBytes) a monitor
+// holds before it hands them over: a pull that raises thousands of alerts
+// (a burst of rings among hubs, fan-ins of a hub) never holds them all,
+// nor the registry their JSON at once. About 1 MiB of alerts is a few
+// hundred with full evidence, thousands without.
+const handOverBytes = 1 << 20
+
+// alertBatch is the alerts of a pull not yet handed over.
+//
+// INVARIANT: bytes is alertBytes summed over al; add reports the batch
+// full as soon as bytes reaches limit, and its caller flushes it, so a
+// batch never holds more than limit plus one alert (MaxAlertBytes).
+type alertBatch struct {
+	hand  func([]Alert) // the monitor's alerts callback; nil: they go nowhere
+	limit int64
+	al    []Alert
+	bytes int64
+}
+
+func newAlertBatch(hand func([]Alert), limit int64) *alertBatch {
+	return &alertBatch{hand: hand, limit: limit}
+}
+
+// add appends a and reports whether the batch is full: the caller then
+// calls flush, outside its locks (the registry takes its own).
+func (b *alertBatch) add(a Alert) (full bool) {
+	b.al = append(b.al, a)
+	b.bytes += alertBytes(&b.al[len(b.al)-1])
+	return b.bytes >= b.limit
+}
+
+// flush hands the alerts held over (the slice is the callback's) and
+// starts empty.
+func (b *alertBatch) flush() {
+	if len(b.al) > 0 && b.hand != nil {
+		b.hand(b.al)
+	}
+	b.al, b.bytes = nil, 0
+}

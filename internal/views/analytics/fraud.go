@@ -64,6 +64,9 @@ type fraud struct {
 	now    func() time.Time // the clock of the pull deadline and the window (tests replace it)
 	// maxPullBytes is PullMemoryMiB in bytes (tests lower it).
 	maxPullBytes int64
+	// handOver is the alerts a pull holds before it hands them over
+	// (handOverBytes; tests lower it).
+	handOver int64
 
 	mu        sync.RWMutex
 	win       *fanWindow  // Protected by mu.
@@ -85,8 +88,8 @@ type fraud struct {
 
 func newFraud(s Spec, alerts func([]Alert)) *fraud {
 	return &fraud{spec: s, alerts: alerts, now: time.Now, maxPullBytes: int64(s.PullMemoryMiB) << 20,
-		win: newFanWindow(fanConfigOf(s)),
-		rw:  newRingWindow(s)}
+		handOver: handOverBytes, win: newFanWindow(fanConfigOf(s)),
+		rw: newRingWindow(s)}
 }
 
 func (a *fraud) Spec() Spec { return a.spec }
@@ -126,7 +129,12 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 	if len(prior) != len(edges) {
 		return true, a.Recompute(ctx, g)
 	}
-	var al []Alert
+	// The pull's alerts go out as they come, a batch at a time (see
+	// handOverBytes), in the order they were raised: fan-in and mule
+	// alerts, then rings.
+	b := newAlertBatch(a.alerts, a.handOver)
+	defer b.flush() // what an error left: raised, so handed over
+	var fan []Alert
 	a.mu.Lock()
 	for k, e := range edges {
 		if k%warmAhead == 0 {
@@ -135,26 +143,27 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		if prior[k] == views.Expansion {
 			continue // not an operation of the log: its vertex delete is
 		}
-		n := len(al)
-		e.Op = u.LoggedOp(k)  // each payment's own amount, type and payload, not the topology's edge
-		al = a.win.add(e, al) // fan_in and mule alerts
-		for i := n; i < len(al); i++ {
-			al[i].Analytic, al[i].Seq, al[i].Ref, al[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
+		e.Op = u.LoggedOp(k)        // each payment's own amount, type and payload, not the topology's edge
+		fan = a.win.add(e, fan[:0]) // fan_in and mule alerts
+		for i := range fan {
+			fan[i].Analytic, fan[i].Seq, fan[i].Ref, fan[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
+			if b.add(fan[i]) {
+				a.mu.Unlock() // the window is whole between operations
+				b.flush()
+				a.mu.Lock()
+			}
 		}
 	}
 	a.mu.Unlock()
 	// The pull's searches get what the ring window leaves of pull_memory_mib
 	// (at least half: the window takes at most the other).
 	lim := pullLimits{deadline: a.now().Add(a.spec.PullTimeout), now: a.now, maxBytes: max(a.maxPullBytes/2, a.maxPullBytes-a.ringBytes.Load()), live: &a.pullBytes}
-	ral, rings, truncated, cut, err := a.updateRings(ctx, u, lim)
+	rings, truncated, cut, err := a.updateRings(ctx, u, lim, b)
 	a.pullBytes.Store(0)
 	if err != nil {
 		return false, err
 	}
-	al = append(al, ral...)
-	if len(al) > 0 && a.alerts != nil {
-		a.alerts(al)
-	}
+	b.flush()
 	// INVARIANT: the seq moves only once the alerts up to it are handed
 	// over (a reader, or a checkpoint, that sees the seq sees them).
 	a.mu.Lock()
@@ -170,10 +179,10 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 
 // updateRings applies one pull to the rings: its events to the ring
 // window and, by ring_search, the timed search of each or the search
-// without time of the topology; it returns the alerts, with the counts of
-// rings, searches cut short by the budget, and whether the pull's limits
-// cut it.
-func (a *fraud) updateRings(ctx context.Context, u *views.TopoUpdate, lim pullLimits) (al []Alert, rings, truncated uint64, cut bool, err error) {
+// without time of the topology; it adds the alerts to b and returns the
+// counts of rings and of searches cut short by the budget, and whether
+// the pull's limits cut it.
+func (a *fraud) updateRings(ctx context.Context, u *views.TopoUpdate, lim pullLimits, b *alertBatch) (rings, truncated uint64, cut bool, err error) {
 	a.rmu.Lock()
 	defer func() {
 		sum := RingSummary{Events: len(a.rw.held), Late: a.rw.late, Dropped: a.rw.dropped}
@@ -185,26 +194,28 @@ func (a *fraud) updateRings(ctx context.Context, u *views.TopoUpdate, lim pullLi
 	}()
 	if a.spec.RingSearch != "any" {
 		s := &topoSearch{lim: lim}
-		al, rings, truncated, cut = a.ringsOf(u, s, nil)
-		return al, rings, truncated, cut, ctx.Err()
+		rings, truncated, cut = a.ringsOf(u, s, nil, b)
+		return rings, truncated, cut, ctx.Err()
 	}
 	// The window first (every event of the pull), for the evidence.
 	posAt := make([]uint64, len(u.Edges))
-	a.ringsOf(u, nil, posAt)
+	a.ringsOf(u, nil, posAt, nil)
 	var ahead func(func(views.Edge, views.Prior)) bool
 	if u.Partial {
 		ahead = u.EachAhead
 	}
 	cyc, tr, cut, err := topoNewCycles(ctx, u.G, ahead, u.Edges, u.Prior, a.spec.MaxCycle, a.spec.SearchBudget, lim)
 	if err != nil {
-		return nil, 0, 0, false, err
+		return 0, 0, false, err
 	}
 	for _, c := range cyc {
 		ev, dropped, t := a.anyEvidence(u.G, c.ids, posAt[c.at])
-		al = append(al, Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
-			Ref: c.by.Ref, EventTime: c.by.Op.Time(), Evidence: ev, EvidenceDropped: dropped, Totals: t})
+		if b.add(Alert{Analytic: a.spec.Name, Kind: "cycle", Seq: u.Seq, Vertex: c.ids[0], Cycle: c.ids, Value: float64(len(c.ids)),
+			Ref: c.by.Ref, EventTime: c.by.Op.Time(), Evidence: ev, EvidenceDropped: dropped, Totals: t}) {
+			b.flush()
+		}
 	}
-	return al, uint64(len(cyc)), uint64(tr), cut, nil
+	return uint64(len(cyc)), uint64(tr), cut, nil
 }
 
 // pullLimits bound one pull's searches.

@@ -287,22 +287,25 @@ func (a *fan) Seq() uint64 {
 }
 
 func (a *fan) Consume(b *views.StreamBatch) {
+	out := newAlertBatch(a.alerts, handOverBytes) // handed over as they come (as fraud's)
 	var al []Alert
 	a.mu.Lock()
 	for i, e := range b.Edges {
 		if i%warmAhead == 0 {
 			a.win.warm(b.Edges[i:min(i+warmAhead, len(b.Edges))])
 		}
-		n := len(al)
-		al = a.win.add(e, al)
-		for i := n; i < len(al); i++ {
+		al = a.win.add(e, al[:0])
+		for i := range al {
 			al[i].Analytic, al[i].Seq, al[i].Ref, al[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
+			if out.add(al[i]) {
+				a.mu.Unlock() // the window is whole between operations
+				out.flush()
+				a.mu.Lock()
+			}
 		}
 	}
 	a.mu.Unlock()
-	if len(al) > 0 && a.alerts != nil {
-		a.alerts(al)
-	}
+	out.flush()
 	// INVARIANT: the seq moves only once the alerts up to it are handed
 	// over (see degree.UpdatePrior).
 	a.mu.Lock()

@@ -718,11 +718,12 @@ func pace(ctx context.Context, interval time.Duration, t0 time.Time) error {
 	return nil
 }
 
-// raise stamps, keeps and forwards alerts.
+// raise names, stamps, keeps and forwards alerts, a part of at most
+// handOverBytes of alerts at a time (the first alert whatever its size),
+// so that their JSON, written for the history and the sinks, is never
+// that of a whole burst at once.
 func (r *Registry) raise(name string, al []Alert) {
-	kinds := map[string]int{}
 	for i := range al {
-		kinds[al[i].Kind]++
 		if al[i].Ref != 0 && r.cfg.Source != nil {
 			if src, ok := r.cfg.Source(al[i].Ref); ok {
 				al[i].Source = &src
@@ -731,6 +732,23 @@ func (r *Registry) raise(name string, al []Alert) {
 		r.name(&al[i])
 		al[i].ID = alertID(&al[i])
 		bound(&al[i]) // before the time, which the bound makes room for
+	}
+	for len(al) > 0 {
+		n, bytes := 1, alertBytes(&al[0])
+		for n < len(al) && bytes+alertBytes(&al[n]) <= handOverBytes {
+			bytes += alertBytes(&al[n])
+			n++
+		}
+		r.raisePart(name, al[:n])
+		al = al[n:]
+	}
+}
+
+// raisePart stamps, keeps and forwards named alerts.
+func (r *Registry) raisePart(name string, al []Alert) {
+	kinds := map[string]int{}
+	for i := range al {
+		kinds[al[i].Kind]++
 	}
 	r.amu.Lock()
 	// The time is read under amu, so that the ring (and every sink's
@@ -1039,6 +1057,14 @@ func (r *Registry) MemoryBytes() int64 {
 		}
 	}
 	return n
+}
+
+// AlertBytes is the memory of the alerts kept for reading (at most
+// RegistryConfig.AlertRingBytes but for the newest alone).
+func (r *Registry) AlertBytes() int64 {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	return r.ring.bytes
 }
 
 // Freshness returns, per analytic, how fresh its result is against head,

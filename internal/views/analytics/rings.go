@@ -371,11 +371,13 @@ func (s *ringSearch) close(c []*ringEvent) {
 
 // ringsOf applies the events of one pull to the ring window and, with s
 // (timed), searches each for the rings it completes before it is held, as
-// long as the pull's limits (s's) allow; it returns one alert per account
-// cycle per completing event that the deduplication lets through, in
-// event order. posAt, when not nil, gets each edge's arrival number (0:
-// not an event). Called with rmu held.
-func (a *fraud) ringsOf(u *views.TopoUpdate, s *topoSearch, posAt []uint64) (al []Alert, rings, truncated uint64, cut bool) {
+// long as the pull's limits (s's) allow; it adds to b one alert per
+// account cycle per completing event that the deduplication lets through,
+// in event order (b is nil without s), and returns how many. posAt, when
+// not nil, gets each edge's arrival number (0: not an event). Called with
+// rmu held (a full batch is handed over under it: the registry never
+// takes rmu).
+func (a *fraud) ringsOf(u *views.TopoUpdate, s *topoSearch, posAt []uint64, b *alertBatch) (rings, truncated uint64, cut bool) {
 	w := a.rw
 	timed := s != nil
 	var search *ringSearch
@@ -426,13 +428,15 @@ func (a *fraud) ringsOf(u *views.TopoUpdate, s *topoSearch, posAt []uint64) (al 
 			})
 			for _, r := range found {
 				w.episodes[canonicalKey(r.accounts())] = r[len(r)-1].t
-				al = append(al, a.ringAlert(r, e))
+				if b.add(a.ringAlert(r, e)) {
+					b.flush()
+				}
 				rings++
 			}
 		}
 		w.add(x)
 	}
-	return al, rings, truncated, cut
+	return rings, truncated, cut
 }
 
 // ringAlert is the alert of ring r, completed by the operation by.

@@ -689,3 +689,78 @@ func BenchmarkTimedRings(b *testing.B) {
 		})
 	}
 }
+
+// A pull that raises many alerts hands them over as it goes, in parts of
+// about handOver bytes of alerts (here lowered from handOverBytes), and in
+// the order one part would have held them: the monitor never holds a
+// burst's alerts at once, nor the registry their JSON.
+func TestAPullHandsItsAlertsOverInParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 42))
+	ps := randomPayments(r, ringStreamOpts{n: 600, accounts: 6, step: 10_000_000})
+	spec := Spec{Name: "rings", Type: "fraud", Threshold: 3, MaxCycle: 4, MaxSpan: time.Hour}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// pull applies the whole stream as one batch and takes it in one pull,
+	// with a monitor that hands over at handOver bytes.
+	pull := func(handOver int64) (parts [][]Alert) {
+		rr := newRingRun(t)
+		rr.ps = slices.Clone(ps)
+		a := newFraud(spec, func(al []Alert) { parts = append(parts, al) })
+		a.handOver = handOver
+		st, err := rr.m.Topology().Stream(views.StreamOptions{Presence: true, MaxBehind: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ctx := context.Background()
+		recomputeOnPull(ctx, t, st, a)
+		rr.apply(0, len(rr.ps))
+		u, err := st.PullNow(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer u.Done()
+		if re, err := UpdateTopo(ctx, a, u); err != nil || re || u.Partial || a.Seq() != lastSeq(t, rr.s) {
+			t.Fatalf("update: %v, recomputed %v, partial %v, at seq %d of %d", err, re, u.Partial, a.Seq(), lastSeq(t, rr.s))
+		}
+		return parts
+	}
+	describe := func(al []Alert) (out []string) {
+		for _, x := range al {
+			out = append(out, fmt.Sprintf("%s %d ref=%d cycle=%v evidence=%d %v", x.Kind, x.Vertex, x.Ref, x.Cycle, len(x.Evidence), x.Totals))
+		}
+		return out
+	}
+	whole := pull(1 << 62)
+	if len(whole) != 1 || len(whole[0]) < 100 {
+		t.Fatalf("a monitor that holds everything handed the pull's alerts over in %d parts; want 1 of at least 100", len(whole))
+	}
+	kinds := map[string]int{}
+	for _, x := range whole[0] {
+		kinds[x.Kind]++
+	}
+	if kinds["cycle"] == 0 || kinds["fan_in"] == 0 {
+		t.Fatalf("the pull raised %v: the test wants rings and fan-ins", kinds)
+	}
+	const handOver = 8 << 10
+	parts := pull(handOver)
+	if len(parts) < 10 {
+		t.Fatalf("%d alerts handed over in %d parts at %d bytes", len(whole[0]), len(parts), handOver)
+	}
+	var all []Alert
+	for i, p := range parts {
+		var held int64
+		for j := range p[:len(p)-1] {
+			held += alertBytes(&p[j])
+		}
+		if len(p) == 0 || held >= handOver {
+			t.Fatalf("part %d of %d alerts held %d bytes before its last alert; want less than %d", i, len(p), held, handOver)
+		}
+		all = append(all, p...)
+	}
+	if got, want := describe(all), describe(whole[0]); !slices.Equal(got, want) {
+		t.Fatalf("the parts differ from the pull's alerts at once:\n got %d: %s\nwant %d: %s", len(got), strings.Join(got, "\n  "), len(want), strings.Join(want, "\n  "))
+	}
+	t.Logf("%d alerts (%v) in %d parts", len(all), kinds, len(parts))
+}
