@@ -84,22 +84,65 @@ type span struct {
 	deg, cap int32
 }
 
-// Adj is the lists of one direction: a CSR whose vertices point into one
-// array of heads (spans instead of one offset array, so that each list
-// has a room it grows into in place: a sixteenth more than its heads at
-// a build; a list an update outgrows is moved to the array's free tail,
-// with a quarter more room for the next, and its old room is left dead,
-// which compaction reclaims; so a vertex that keeps gaining edges, a
-// hub, moves once per quarter of its degree, not once per batch). An
-// update splices each list it touches once: see rewrite and compact.
+// Adj is the lists of one direction: a CSR whose vertices point into
+// arrays of heads (spans instead of one offset array, so that each list
+// has a room it grows into in place). The vertexes are cut into blocks of
+// 1<<shift consecutive indexes, each block's lists in arrays of its own
+// (block), so that what an update outgrows is compacted or grown block by
+// block: a batch pays for the blocks it overfills, never for the whole
+// graph.
 //
-// Weights are kept in one of two ways. While every weight is a whole
-// number from 0 to MaxWhole, pw holds each head again with its weight as
-// a uint32, packed (GAPBS's weighted layout: one stream of 8 bytes an edge
-// for shortest paths, whose kernel then keeps 32-bit integer distances);
-// from the first weight that is not, w holds them as float64. Either
-// costs 8 bytes an edge beside the heads. A layout never goes back from
-// w to pw but by a rebuild (pack).
+// Weights are kept in one of two ways, the same in every block. While
+// every weight is a whole number from 0 to MaxWhole, pw holds each head
+// again with its weight as a uint32, packed (GAPBS's weighted layout: one
+// stream of 8 bytes an edge for shortest paths, whose kernel then keeps
+// 32-bit integer distances); from the first weight that is not, w holds
+// them as float64. Either costs 8 bytes an edge beside the heads. A
+// layout never goes back from w to pw but by a rebuild (pack).
+//
+// INVARIANT: block k holds the lists of the indexes [k<<shift,
+// (k+1)<<shift) below Len(), and its spans are that window of spans;
+// every block keeps the layout weights says (its w, pw nil or not alike).
+type Adj struct {
+	spans   []span
+	blocks  []block
+	shift   uint
+	weights layout
+	// q is the queue of edits the block being applied borrows (one for
+	// all: an Adj applies one block at a time).
+	q queue
+}
+
+// queue is plan's queue for apply: edits and lists (scratch, reused), and
+// a bit per vertex set for those queued while compact runs.
+type queue struct {
+	ed     []edit
+	plans  []planned
+	marked []uint64
+}
+
+// layout is how an Adj keeps its weights.
+type layout uint8
+
+const (
+	noWeights     layout = iota // every weight 1
+	packedWeights               // pw: every weight whole
+	floatWeights                // w
+)
+
+// blockShift is the log of the vertexes a block of a new Adj holds: 4,096
+// (with 16 edges a vertex, 64K heads, a quarter MiB: a compaction of one
+// takes tens of microseconds). A variable, so that tests make tiny blocks.
+var blockShift uint = 12
+
+// block is the lists of one block of an Adj's vertexes: each list in a
+// room of the arrays (a sixteenth more than its heads at a build; a list
+// an update outgrows is moved to the arrays' free tail, with a quarter
+// more room for the next, and its old room is left dead, which compaction
+// reclaims; so a vertex that keeps gaining edges, a hub, moves once per
+// quarter of its degree, not once per batch). An update splices each list
+// it touches once: see rewrite and compact. Indexes within a block are
+// local (the Adj's less the block's first).
 //
 // INVARIANT: used <= len(dst); at most one of w, pw is not nil, and its
 // length is len(dst); when pw is not nil, pw[k].V == dst[k] at every
@@ -107,7 +150,7 @@ type span struct {
 // lies within [0, used), holds its deg heads first, and overlaps no
 // other; live is the sum of the degrees, held the sum of the rooms (so
 // used-held slots are dead rooms, which compaction reclaims).
-type Adj struct {
+type block struct {
 	spans []span
 	dst   []int32
 	w     []float64
@@ -115,12 +158,13 @@ type Adj struct {
 	used  int64
 	live  int64
 	held  int64
-	stats adjStats
-	// plan's queue for apply: edits and lists (scratch, reused), and a
-	// bit per vertex set for those queued while compact runs.
-	ed     []edit
-	plans  []planned
-	marked []uint64
+	// compacted is live at the last compaction or build (apply shrinks
+	// the block once it falls to half of that).
+	compacted int64
+	stats     adjStats
+	// The Adj's queue while the block is applied (applyLocated), else
+	// empty.
+	queue
 }
 
 // WNode is a head with its whole-number weight (Adj.Packed).
@@ -156,20 +200,24 @@ func (l Lengths) At(k int) float64 {
 	return 1
 }
 
+// blockOf is the block of index i.
+func (a *Adj) blockOf(i int32) *block { return &a.blocks[i>>a.shift] }
+
 // Nbrs is the sorted list of i's neighbors (valid until the Topo changes).
 func (a *Adj) Nbrs(i int32) []int32 {
 	s := a.spans[i]
-	return a.dst[s.beg : s.beg+int64(s.deg)]
+	return a.blocks[i>>a.shift].dst[s.beg : s.beg+int64(s.deg)]
 }
 
 // Weights is the weights of Nbrs(i) (every one 1 when !Weighted()).
 func (a *Adj) Weights(i int32) Lengths {
 	s := a.spans[i]
-	switch {
-	case a.pw != nil:
-		return Lengths{p: a.pw[s.beg : s.beg+int64(s.deg)]}
-	case a.w != nil:
-		return Lengths{f: a.w[s.beg : s.beg+int64(s.deg)]}
+	b := &a.blocks[i>>a.shift]
+	switch a.weights {
+	case packedWeights:
+		return Lengths{p: b.pw[s.beg : s.beg+int64(s.deg)]}
+	case floatWeights:
+		return Lengths{f: b.w[s.beg : s.beg+int64(s.deg)]}
 	}
 	return Lengths{}
 }
@@ -177,42 +225,70 @@ func (a *Adj) Weights(i int32) Lengths {
 // Floats is the weights of Nbrs(i) as float64s when a keeps them so (some
 // weight is not whole), else nil.
 func (a *Adj) Floats(i int32) []float64 {
-	if a.w == nil {
+	if a.weights != floatWeights {
 		return nil
 	}
 	s := a.spans[i]
-	return a.w[s.beg : s.beg+int64(s.deg)]
+	return a.blocks[i>>a.shift].w[s.beg : s.beg+int64(s.deg)]
 }
 
 // Packed is i's list with its weights, packed, when a keeps them so
 // (every weight whole, see Adj), else nil.
 func (a *Adj) Packed(i int32) []WNode {
-	if a.pw == nil {
+	if a.weights != packedWeights {
 		return nil
 	}
 	s := a.spans[i]
-	return a.pw[s.beg : s.beg+int64(s.deg)]
+	return a.blocks[i>>a.shift].pw[s.beg : s.beg+int64(s.deg)]
+}
+
+// headAt is the head at position p of i's list (p < Deg(i)).
+func (a *Adj) headAt(i, p int32) int32 {
+	return a.blocks[i>>a.shift].dst[a.spans[i].beg+int64(p)]
 }
 
 // Whole reports that a keeps weights and every one is whole (Packed).
-func (a *Adj) Whole() bool { return a.pw != nil }
+func (a *Adj) Whole() bool { return a.weights == packedWeights }
 
 // Deg is i's degree.
 func (a *Adj) Deg(i int32) int32 { return a.spans[i].deg }
 
 // Weighted reports whether a keeps weights (some weight was not 1).
-func (a *Adj) Weighted() bool { return a.w != nil || a.pw != nil }
+func (a *Adj) Weighted() bool { return a.weights != noWeights }
 
 // Len is the number of vertex indexes.
 func (a *Adj) Len() int { return len(a.spans) }
 
 // Edges is the number of edges.
-func (a *Adj) Edges() int64 { return a.live }
+func (a *Adj) Edges() int64 {
+	n := int64(0)
+	for k := range a.blocks {
+		n += a.blocks[k].live
+	}
+	return n
+}
 
 // Bytes is the memory the lists hold (free room included).
 func (a *Adj) Bytes() int64 {
-	return int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.dst))*4 + int64(cap(a.w))*8 + int64(cap(a.pw))*8 +
-		int64(cap(a.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.marked))*8
+	n := int64(cap(a.spans))*int64(unsafe.Sizeof(span{})) + int64(cap(a.blocks))*int64(unsafe.Sizeof(block{}))
+	for k := range a.blocks {
+		b := &a.blocks[k]
+		n += int64(cap(b.dst))*4 + int64(cap(b.w))*8 + int64(cap(b.pw))*8
+	}
+	return n + int64(cap(a.q.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.q.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.q.marked))*8
+}
+
+// takeStats returns the work counters of a's blocks and zeroes them.
+func (a *Adj) takeStats() adjStats {
+	var w adjStats
+	for k := range a.blocks {
+		b := &a.blocks[k]
+		w.compactions += b.stats.compactions
+		w.elementsCompacted += b.stats.elementsCompacted
+		w.elementsMoved += b.stats.elementsMoved
+		b.stats = adjStats{}
+	}
+	return w
 }
 
 // Len is the number of vertex indexes.
@@ -237,23 +313,11 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := ids.Len()
 	t := &Topo{IDs: ids, Seq: g.Seq()}
-	t.Out.spans = make([]span, n)
-	var dst []int32
-	if h, ok := g.(edgesHinter); ok {
-		// Sized up front: growing the array by appends would allocate
-		// several times its size on the way (and serve's memory budget
-		// counts the garbage until it is collected), with the lists'
-		// slack (see loosen).
-		if e := h.edgesHint(); e > 0 {
-			dst = make([]int32, 0, e+e/16)
-		}
-	}
-	var w []float64
-	weighted := false
+	b := newAdjBuilder(ids.Len())
 	var bad error
-	var idx, order []int32
+	var idx []int32
+	var wsc []float64
 	_, least := g.(*StaticView)
 	err = g.Each(engine.Out, true, func(v uint64, nb []uint64, ws []float64) {
 		if bad != nil {
@@ -272,45 +336,23 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 			bad = unindexedErr(nb[k])
 			return
 		}
-		beg := int64(len(dst))
-		dst = append(dst, x...)
+		var w []float64
 		if ws != nil {
-			if !weighted {
-				for _, wt := range ws {
-					if wt != 1 {
-						weighted = true
-						break
-					}
-				}
-				if weighted && w == nil {
-					w = make([]float64, beg, cap(dst))
-					for k := range w {
-						w[k] = 1
-					}
-				}
-			}
-			if weighted {
-				w = append(w, ws...)
-				t.noteWeights(ws)
-			}
-		} else if weighted {
-			for range nb {
-				w = append(w, 1)
-			}
+			wsc = append(wsc[:0], ws...)
+			w = wsc
+			t.noteWeights(ws)
 		}
 		if !slices.IsSorted(x) { // hashed ids: their indexes follow first appearance
-			sortList(dst[beg:], tail(w, beg))
+			sortList(x, w)
 		}
 		// A graph given as a plain CSR may repeat an edge: keep one (the
 		// last). A store's view repeats a neighbor joined by edges of
 		// several types: keep the least weight (see Topology).
-		end := int64(dedupe(dst[beg:], w, beg, least))
-		dst = dst[:beg+end]
-		if weighted {
-			w = w[:beg+end]
+		n := dedupe(x, w, 0, least)
+		if w != nil {
+			w = w[:n]
 		}
-		t.Out.spans[i] = span{beg: beg, deg: int32(end), cap: int32(end)}
-		order = append(order, int32(i))
+		b.add(int32(i), x[:n], w)
 		if err := ctx.Err(); err != nil && bad == nil {
 			bad = err
 		}
@@ -321,25 +363,74 @@ func BuildTopo(ctx context.Context, g Graph) (*Topo, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := int64(len(dst))
-	t.Out.dst, t.Out.live = dst, e
-	if weighted {
-		t.Out.w = w
-	}
-	t.Out.loosen(order)
-	t.Out.pack()
+	t.Out = b.done()
 	t.finish()
 	return t, nil
 }
 
-// edgesHinter is a Graph that can tell about how many out-edges it holds
-// (a bound from above is best), so that BuildTopo sizes its arrays once.
-type edgesHinter interface{ edgesHint() int64 }
+// adjBuilder lays lists into a new Adj's blocks as they come, in any
+// order of their indexes: each block's lists tight, in the order they
+// came; done then gives each its build room (loosen) and packs the
+// weights when every one is whole. A block's arrays grow by appends (its
+// garbage is at most its own size, not the graph's).
+type adjBuilder struct {
+	a        Adj
+	order    [][]int32 // per block, its lists' local indexes in the order they came
+	weighted bool      // some weight was not 1: every block keeps w
+}
 
-// edgesHint is the manager's EdgeVersions: at least the view's edges
-// unless versions were merged since, which only makes the build grow its
-// array.
-func (v *StaticView) edgesHint() int64 { return v.m.EdgeVersions() }
+func newAdjBuilder(n int) *adjBuilder {
+	b := &adjBuilder{a: newAdj(n, blockShift, noWeights)}
+	b.order = make([][]int32, len(b.a.blocks))
+	return b
+}
+
+// add lays the list of index i (laid at most once): heads sorted and
+// unique, with weights ws (nil: every one 1). The builder copies both.
+func (b *adjBuilder) add(i int32, heads []int32, ws []float64) {
+	if !b.weighted && slices.ContainsFunc(ws, func(w float64) bool { return w != 1 }) {
+		b.weighted = true
+		for k := range b.a.blocks {
+			bl := &b.a.blocks[k]
+			bl.w = make([]float64, len(bl.dst), cap(bl.dst))
+			for x := range bl.w {
+				bl.w[x] = 1
+			}
+		}
+	}
+	bl := b.a.blockOf(i)
+	beg := int64(len(bl.dst))
+	bl.dst = append(bl.dst, heads...)
+	if b.weighted {
+		if ws != nil {
+			bl.w = append(bl.w, ws...)
+		} else {
+			for range heads {
+				bl.w = append(bl.w, 1)
+			}
+		}
+	}
+	local := i & (1<<b.a.shift - 1)
+	bl.spans[local] = span{beg: beg, deg: int32(len(heads)), cap: int32(len(heads))}
+	b.order[i>>b.a.shift] = append(b.order[i>>b.a.shift], local)
+}
+
+// done gives every list its build room and returns the Adj.
+func (b *adjBuilder) done() Adj {
+	if b.weighted {
+		b.a.weights = floatWeights
+	}
+	for k := range b.a.blocks {
+		bl := &b.a.blocks[k]
+		bl.live = int64(len(bl.dst))
+		if b.order[k] == nil {
+			b.order[k] = []int32{} // no list: none to lay (nil would mean index order)
+		}
+		bl.loosen(b.order[k])
+	}
+	b.a.pack()
+	return b.a
+}
 
 func unindexedErr(v uint64) error {
 	return fmt.Errorf("views: vertex %d has no index in the view's id space", v)
@@ -388,14 +479,6 @@ func sortList(dst []int32, w []float64) {
 	}
 }
 
-// tail is w from position at, nil when w is.
-func tail(w []float64, at int64) []float64 {
-	if w == nil {
-		return nil
-	}
-	return w[at:]
-}
-
 // Room policy. A list that outgrows its room is moved to the free tail
 // with a quarter more room (so a list that keeps growing, a hub, moves
 // once per quarter of its degree gained); its old room is dead. When the
@@ -422,7 +505,7 @@ func buildRoom(deg int32) int32 { return deg + deg/16 }
 // order (nil: index order), its buildRoom: in place, sliding the lists
 // right from the last, when the arrays' capacity holds them and not much
 // more, else in new arrays. live is the caller's.
-func (a *Adj) loosen(order []int32) {
+func (a *block) loosen(order []int32) {
 	each := func(f func(v int32)) {
 		if order == nil {
 			for v := range a.spans {
@@ -436,7 +519,9 @@ func (a *Adj) loosen(order []int32) {
 	}
 	total := int64(0)
 	each(func(v int32) { total += int64(buildRoom(a.spans[v].deg)) })
-	fits := func(c int) bool { return int64(c) >= total && int64(c) <= total+total/8+growMin }
+	// In place only when that leaves little unused (a build's arrays
+	// grown by appends are copied into arrays of their rooms' size).
+	fits := func(c int) bool { return int64(c) >= total && int64(c) <= total+total/64+growMin }
 	if fits(cap(a.dst)) && (a.w == nil || cap(a.w) == cap(a.dst)) {
 		a.dst = a.dst[:cap(a.dst)]
 		if a.w != nil {
@@ -486,7 +571,7 @@ func (a *Adj) loosen(order []int32) {
 		})
 		a.dst, a.w = dst, w
 	}
-	a.used, a.held = total, total
+	a.used, a.held, a.compacted = total, total, a.live
 }
 
 // garbageShare: a compaction grows the arrays when, in place, it would
@@ -510,7 +595,7 @@ type adjStats struct {
 
 // reserve makes room free slots at the tail (used+room <= len(dst)),
 // compacting when they are not.
-func (a *Adj) reserve(room int64) {
+func (a *block) reserve(room int64) {
 	if a.used+room > int64(len(a.dst)) {
 		a.compact(room)
 	}
@@ -522,7 +607,7 @@ func (a *Adj) reserve(room int64) {
 // its vertex in a uint64, sorted by a radix sort of the positions' bits:
 // passes over the keys in memory order, linear in the rooms (20 bytes a
 // room while it runs).
-func (a *Adj) byPosition() []int32 {
+func (a *block) byPosition() []int32 {
 	n := 0
 	for _, s := range a.spans {
 		if s.cap > 0 {
@@ -582,7 +667,7 @@ func (a *Adj) byPosition() []int32 {
 // roomOf is the room v's list gets at a compaction: its room trimmed to
 // roomFor its degree (none when empty), or roomFor the degree a queued
 // rewrite gives it when that is more (a.plans, sorted by vertex).
-func (a *Adj) roomOf(v int32) int32 {
+func (a *block) roomOf(v int32) int32 {
 	s := a.spans[v]
 	room := min(s.cap, roomFor(s.deg))
 	if s.deg == 0 {
@@ -603,11 +688,15 @@ func (a *Adj) roomOf(v int32) int32 {
 // positions (each room slid left, then, from the last, those that grow
 // slid right into their new rooms), when that leaves a tail of
 // 1/garbageShare of the rooms and the arrays are not over twice what is
-// held; else in new arrays a sixteenth larger, in the order of their
-// vertexes. Work: the heads held and the vertexes (and byPosition's
-// sort, in place).
-func (a *Adj) compact(extra int64) {
+// held; else (and always when extra < 0: apply shrinking a block that
+// lost half its edges) in new arrays a sixteenth larger, in the order of
+// their vertexes. Work: the heads held and the vertexes (and
+// byPosition's sort, in place).
+func (a *block) compact(extra int64) {
 	a.stats.compactions++
+	shrink := extra < 0 // into new arrays whatever the sizes (apply)
+	extra = max(extra, 0)
+	defer func() { a.compacted = a.live }()
 	if len(a.plans) > 0 {
 		// Marks the planned lists, for roomOf.
 		if n := (len(a.spans) + 63) / 64; len(a.marked) < n {
@@ -650,7 +739,7 @@ func (a *Adj) compact(extra int64) {
 		}
 		return uint64(s.deg)
 	}
-	if size := int64(len(a.dst)); total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
+	if size := int64(len(a.dst)); !shrink && total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
 		// In place: slide left in rooms no larger than the old...
 		order := a.byPosition()
 		n := 0 // order[:n] is the new order
@@ -734,34 +823,83 @@ func (a *Adj) compact(extra int64) {
 }
 
 // pack keeps a's float64 weights packed (pw) when every live one is
-// whole, in place: w's array becomes pw's (both 8 bytes an element, no
-// pointers), so the build that calls it needs no more memory.
+// whole, in place: each block's w array becomes its pw (both 8 bytes an
+// element, no pointers), so the build that calls it needs no more memory.
 func (a *Adj) pack() {
-	if a.w == nil {
+	if a.weights != floatWeights {
 		return
 	}
+	for k := range a.blocks {
+		if !a.blocks[k].whole() {
+			return
+		}
+	}
+	for k := range a.blocks {
+		b := &a.blocks[k]
+		pw := unsafe.Slice((*WNode)(unsafe.Pointer(unsafe.SliceData(b.w))), len(b.w))
+		for _, s := range b.spans {
+			for k := s.beg; k < s.beg+int64(s.deg); k++ {
+				w := b.w[k] // read before pw[k], the same 8 bytes, is written
+				pw[k] = WNode{V: b.dst[k], W: uint32(w)}
+			}
+		}
+		b.w, b.pw = nil, pw
+	}
+	a.weights = packedWeights
+}
+
+// whole reports whether every live weight of a is whole.
+func (a *block) whole() bool {
 	for _, s := range a.spans {
 		for _, w := range a.w[s.beg : s.beg+int64(s.deg)] {
 			if !whole(w) {
-				return
+				return false
 			}
 		}
 	}
-	pw := unsafe.Slice((*WNode)(unsafe.Pointer(unsafe.SliceData(a.w))), len(a.w))
-	for _, s := range a.spans {
-		for k := s.beg; k < s.beg+int64(s.deg); k++ {
-			w := a.w[k] // read before pw[k], the same 8 bytes, is written
-			pw[k] = WNode{V: a.dst[k], W: uint32(w)}
+	return true
+}
+
+// unpack keeps a's packed weights as float64s from now on (see
+// block.unpack).
+func (a *Adj) unpack() {
+	for k := range a.blocks {
+		a.blocks[k].unpack()
+	}
+	a.weights = floatWeights
+}
+
+// weigh gives a weights (every weight 1 so far: packed).
+func (a *Adj) weigh() {
+	for k := range a.blocks {
+		a.blocks[k].weigh()
+	}
+	a.weights = packedWeights
+}
+
+// layoutFor makes a's weights' layout hold the weights of cs: weighs a
+// for a weight that is not 1, unpacks it for one that is not whole (so
+// that a block's setW never has to change the layout of them all).
+func (a *Adj) layoutFor(cs []change) {
+	for _, c := range cs {
+		if c.del {
+			continue
+		}
+		if a.weights == noWeights && c.w != 1 {
+			a.weigh()
+		}
+		if a.weights == packedWeights && !whole(c.w) {
+			a.unpack()
+			return
 		}
 	}
-	a.w, a.pw = nil, pw
 }
 
 // unpack keeps a's packed weights as float64s from now on, in place (see
-// pack): for a weight that is not whole. (pw's array is 8-byte aligned,
+// Adj.pack): for a weight that is not whole. (pw's array is 8-byte aligned,
 // as float64s need: Go aligns an allocation whose size is a multiple of
 // 8 to 8.)
-func (a *Adj) unpack() {
+func (a *block) unpack() {
 	w := unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(a.pw))), len(a.pw))
 	for k := range a.pw {
 		x := float64(a.pw[k].W) // read before w[k], the same 8 bytes, is written
@@ -770,17 +908,14 @@ func (a *Adj) unpack() {
 	a.w, a.pw = w, nil
 }
 
-// setW sets the weight at position k, whose head is j (unpacking a's
-// weights when w is not whole); nothing when a keeps no weights.
-func (a *Adj) setW(k int64, j int32, w float64) {
-	if a.pw != nil {
-		if whole(w) {
-			a.pw[k] = WNode{V: j, W: uint32(w)}
-			return
-		}
-		a.unpack()
-	}
-	if a.w != nil {
+// setW sets the weight at position k, whose head is j; nothing when a
+// keeps no weights. INVARIANT: w is whole when a keeps them packed
+// (Adj.layoutFor saw to it before the block was planned).
+func (a *block) setW(k int64, j int32, w float64) {
+	switch {
+	case a.pw != nil:
+		a.pw[k] = WNode{V: j, W: uint32(w)}
+	case a.w != nil:
 		a.w[k] = w
 	}
 }
@@ -789,45 +924,77 @@ func (a *Adj) setW(k int64, j int32, w float64) {
 // in index order), each in its buildRoom, with no free tail.
 func transpose(out *Adj) Adj {
 	n := len(out.spans)
-	in := Adj{spans: make([]span, n)}
+	in := newAdj(n, out.shift, noWeights)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
 			in.spans[j].deg++
 		}
 	}
-	at, live := int64(0), int64(0)
-	for j := range in.spans {
-		s := &in.spans[j]
-		s.beg, s.cap = at, buildRoom(s.deg)
-		if s.cap == 0 {
-			s.beg = 0
+	for k := range in.blocks {
+		b := &in.blocks[k]
+		at, live := int64(0), int64(0)
+		for j := range b.spans {
+			s := &b.spans[j]
+			s.beg, s.cap = at, buildRoom(s.deg)
+			if s.cap == 0 {
+				s.beg = 0
+			}
+			at += int64(s.cap)
+			live += int64(s.deg)
 		}
-		at += int64(s.cap)
-		live += int64(s.deg)
+		b.dst = make([]int32, at)
+		b.used, b.live, b.held, b.compacted = at, live, at, live
 	}
-	in.dst = make([]int32, at)
-	in.used, in.live, in.held = at, live, at
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
-			in.dst[in.spans[j].beg+int64(fill[j])] = int32(i)
+			in.blockOf(j).dst[in.spans[j].beg+int64(fill[j])] = int32(i)
 			fill[j]++
 		}
 	}
 	return in
 }
 
-// grow gives the indexes up to n (new vertices) empty lists.
+// newAdj is an Adj of n indexes, every list empty, in blocks of 1<<shift
+// indexes, keeping weights as l says.
+func newAdj(n int, shift uint, l layout) Adj {
+	a := Adj{spans: make([]span, n), shift: shift, weights: l}
+	a.grow(n)
+	return a
+}
+
+// blocksFor is how many blocks of 1<<shift indexes n indexes take.
+func blocksFor(n int, shift uint) int { return (n + 1<<shift - 1) >> shift }
+
+// grow gives the indexes up to n (new vertices) empty lists, in the
+// blocks they fall in (new ones made, in a's layout), and points every
+// block at its window of the spans.
 func (a *Adj) grow(n int) {
-	if n <= len(a.spans) {
+	if n <= len(a.spans) && len(a.blocks) == blocksFor(len(a.spans), a.shift) {
 		return
 	}
-	if cap(a.spans) < n {
-		s := make([]span, len(a.spans), n+n/4)
-		copy(s, a.spans)
-		a.spans = s
+	if n > len(a.spans) {
+		if cap(a.spans) < n {
+			s := make([]span, len(a.spans), n+n/4)
+			copy(s, a.spans)
+			a.spans = s
+		}
+		a.spans = a.spans[:n]
 	}
-	a.spans = a.spans[:n]
+	for len(a.blocks) < blocksFor(len(a.spans), a.shift) {
+		var b block
+		switch a.weights {
+		case packedWeights:
+			b.pw = []WNode{}
+		case floatWeights:
+			b.w = []float64{}
+		}
+		a.blocks = append(a.blocks, b)
+	}
+	for k := range a.blocks {
+		lo, hi := k<<a.shift, min(len(a.spans), (k+1)<<a.shift)
+		a.blocks[k].spans = a.spans[lo:hi:hi]
+	}
 }
 
 // change is one net edge change of a batch on one list: head j removed
@@ -867,12 +1034,14 @@ const locateGroup = 16
 func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 	var lo, n [locateGroup]int64
 	var x [locateGroup]int32
+	var d [locateGroup][]int32
 	for base := 0; base < len(cs); base += locateGroup {
 		m := min(locateGroup, len(cs)-base)
 		most := int64(0)
 		for g := range m {
-			s := a.spans[lists[base+g]]
-			lo[g], n[g], x[g] = s.beg, int64(s.deg), cs[base+g].j
+			v := lists[base+g]
+			s := a.spans[v]
+			lo[g], n[g], x[g], d[g] = s.beg, int64(s.deg), cs[base+g].j, a.blocks[v>>a.shift].dst
 			most = max(most, n[g])
 		}
 		// INVARIANT: the position sought is in [lo[g], lo[g]+n[g]]; each
@@ -882,14 +1051,14 @@ func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 		for ; most > 1; most -= most >> 1 {
 			for g := range m {
 				half := n[g] >> 1
-				less := int64(uint32(a.dst[lo[g]+half]-x[g]) >> 31) // head < x: both are indexes, not negative
+				less := int64(uint32(d[g][lo[g]+half]-x[g]) >> 31) // head < x: both are indexes, not negative
 				lo[g] += less * half
 				n[g] -= half
 			}
 		}
 		for g := range m {
 			p := lo[g]
-			if n[g] == 1 && a.dst[p] < x[g] {
+			if n[g] == 1 && d[g][p] < x[g] {
 				p++
 			}
 			at[base+g] = int32(p - a.spans[lists[base+g]].beg)
@@ -900,15 +1069,7 @@ func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 // plan queues the sorted, unique changes cs to i's list, located by
 // locate at at: it reweighs the heads they keep (in place: a weight moves
 // with its head) and queues the inserts and deletes for apply.
-func (a *Adj) plan(i int32, cs []change, at []int32) {
-	if !a.Weighted() {
-		for _, c := range cs {
-			if !c.del && c.w != 1 {
-				a.weigh()
-				break
-			}
-		}
-	}
+func (a *block) plan(i int32, cs []change, at []int32) {
 	s := a.spans[i]
 	old := a.dst[s.beg : s.beg+int64(s.deg)]
 	d := int32(0)
@@ -921,7 +1082,7 @@ func (a *Adj) plan(i int32, cs []change, at []int32) {
 			d--
 			a.ed = append(a.ed, edit{p: p, d: d, del: true})
 		case found:
-			if a.Weighted() {
+			if a.pw != nil || a.w != nil {
 				a.setW(s.beg+int64(p), c.j, c.w)
 			}
 		case !c.del:
@@ -934,15 +1095,34 @@ func (a *Adj) plan(i int32, cs []change, at []int32) {
 	}
 }
 
-// applyLocated plans the changes cs, sorted by their lists lists and
-// located at at (locate), a list's at a time, and applies them.
+// applyLocated applies the changes cs, sorted by their lists lists and
+// located at at (locate), block by block.
 func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
+	a.layoutFor(cs)
+	for k := 0; k < len(lists); {
+		bk := lists[k] >> a.shift
+		e := k + 1
+		for e < len(lists) && lists[e]>>a.shift == bk {
+			e++
+		}
+		b := &a.blocks[bk]
+		b.queue, a.q = a.q, queue{}
+		b.applyLocated(bk<<a.shift, lists[k:e], cs[k:e], at[k:e])
+		a.q, b.queue = b.queue, queue{}
+		k = e
+	}
+}
+
+// applyLocated plans the changes cs (see Adj.applyLocated; lists are
+// the Adj's indexes, base the block's first), a list's at a time, and
+// applies them.
+func (a *block) applyLocated(base int32, lists []int32, cs []change, at []int32) {
 	for k := 0; k < len(lists); {
 		e := k + 1
 		for e < len(lists) && lists[e] == lists[k] {
 			e++
 		}
-		a.plan(lists[k], cs[k:e], at[k:e])
+		a.plan(lists[k]-base, cs[k:e], at[k:e])
 		k = e
 	}
 	a.apply()
@@ -951,7 +1131,7 @@ func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
 // apply rewrites the lists plan queued: first it reserves the room of
 // those that no longer fit theirs (so a run compacts or grows the arrays
 // once at most), then splices each in place or moves it (rewrite).
-func (a *Adj) apply() {
+func (a *block) apply() {
 	need := int64(0)
 	for _, p := range a.plans {
 		if p.deg > a.spans[p.i].cap {
@@ -965,6 +1145,13 @@ func (a *Adj) apply() {
 		a.rewrite(p.i, p.deg, a.ed[p.lo:p.hi])
 	}
 	a.ed, a.plans = a.ed[:0], a.plans[:0]
+	// A block that lost half its edges since its last compaction gives
+	// its dead rooms and their memory back, in arrays of its rooms' size
+	// (the deletes pay for it: a compaction copies at most the heads
+	// the block held then).
+	if a.live < a.compacted/2 && int64(len(a.dst)) > 2*growMin {
+		a.compact(-1)
+	}
 }
 
 // rewrite applies the located edits ed (see plan) to i's list, of new
@@ -974,7 +1161,7 @@ func (a *Adj) apply() {
 // does not is copied, stretch by stretch, into roomFor deg at the free
 // tail (reserve). Work: copies of the stretches after the first insert or
 // delete, or of the whole list when it moves.
-func (a *Adj) rewrite(i, deg int32, ed []edit) {
+func (a *block) rewrite(i, deg int32, ed []edit) {
 	s := a.spans[i]
 	if deg > s.cap {
 		a.moveList(i, deg, ed)
@@ -1016,7 +1203,7 @@ func (a *Adj) rewrite(i, deg int32, ed []edit) {
 
 // putAdded writes the inserted heads of ed into a list now at beg whose
 // old heads have been shifted into place.
-func (a *Adj) putAdded(beg int64, ed []edit) {
+func (a *block) putAdded(beg int64, ed []edit) {
 	before := int32(0) // the shift before edit t
 	for _, e := range ed {
 		if !e.del {
@@ -1031,7 +1218,7 @@ func (a *Adj) putAdded(beg int64, ed []edit) {
 
 // shift copies the n heads (and weights) at from to to (the two may
 // overlap).
-func (a *Adj) shift(to, from, n int64) {
+func (a *block) shift(to, from, n int64) {
 	copy(a.dst[to:to+n], a.dst[from:from+n])
 	switch {
 	case a.pw != nil:
@@ -1044,7 +1231,7 @@ func (a *Adj) shift(to, from, n int64) {
 
 // moveList moves i's list, with the edits ed applied (see rewrite), to
 // the free tail, in roomFor its new degree deg.
-func (a *Adj) moveList(i, deg int32, ed []edit) {
+func (a *block) moveList(i, deg int32, ed []edit) {
 	room := roomFor(deg)
 	a.reserve(int64(room))
 	s := a.spans[i] // reserve may have moved it
@@ -1071,8 +1258,8 @@ func (a *Adj) moveList(i, deg int32, ed []edit) {
 	a.live += int64(deg - s.deg)
 }
 
-// weigh gives a weights (every weight 1 so far: packed).
-func (a *Adj) weigh() {
+// weigh gives a weights (every weight 1 so far: packed); see Adj.weigh.
+func (a *block) weigh() {
 	a.pw = make([]WNode, len(a.dst))
 	for k, j := range a.dst {
 		a.pw[k] = WNode{V: j, W: 1}
@@ -1361,8 +1548,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		// (a vertex delete's expansion is not an op of its own).
 		for k, g := 0, 0; k < len(run); g++ {
 			c := run[k]
-			s := t.Out.spans[c.src]
-			was := at[g] < s.deg && t.Out.dst[s.beg+int64(at[g])] == c.dst
+			was := at[g] < t.Out.Deg(c.src) && t.Out.headAt(c.src, at[g]) == c.dst
 			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
 				if was && !run[k].exp {
 					present(int(run[k].pos))
@@ -1425,29 +1611,28 @@ func (t *Topo) remap(ids IDSpace) error {
 		}
 		to[i] = int32(j)
 	}
-	out := Adj{spans: make([]span, n)}
-	live := t.Out.Edges()
-	out.dst = make([]int32, live)
+	b := newAdjBuilder(n)
 	weighted := t.Out.Weighted()
-	if weighted {
-		out.w = make([]float64, len(out.dst))
-	}
+	var heads []int32
+	var w []float64
 	for i := range t.Out.spans {
 		nb, ws := t.Out.Nbrs(int32(i)), t.Out.Weights(int32(i))
-		beg := out.used
+		heads, w = heads[:0], w[:0]
 		for k, j := range nb {
-			out.dst[beg+int64(k)] = to[j]
+			heads = append(heads, to[j])
 			if weighted {
-				out.w[beg+int64(k)] = ws.At(k)
+				w = append(w, ws.At(k))
 			}
 		}
-		out.used += int64(len(nb))
-		out.live += int64(len(nb))
-		out.spans[to[i]] = span{beg: beg, deg: int32(len(nb)), cap: int32(len(nb))}
-		sortList(out.dst[beg:out.used], tail(out.w, beg))
+		if !weighted {
+			sortList(heads, nil)
+			b.add(to[i], heads, nil)
+			continue
+		}
+		sortList(heads, w)
+		b.add(to[i], heads, w)
 	}
-	out.loosen(to)
-	out.pack()
+	out := b.done()
 	t.Out = out
 	t.IDs = ids
 	t.finish()

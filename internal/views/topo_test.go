@@ -31,8 +31,9 @@ func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
 	for k, a := range []*Adj{&g.Out, &g.In} {
 		for i := range a.spans {
 			s := a.spans[i]
-			if s.beg < 0 || s.deg > s.cap || s.beg+int64(s.cap) > a.used || a.used > int64(len(a.dst)) {
-				t.Fatalf("span %d of %d out of [0, %d)", i, k, a.used)
+			b := a.blockOf(int32(i))
+			if s.beg < 0 || s.deg > s.cap || s.beg+int64(s.cap) > b.used || b.used > int64(len(b.dst)) {
+				t.Fatalf("span %d of %d out of [0, %d)", i, k, b.used)
 			}
 			sumDeg[k] += int64(s.deg)
 			if i >= g.Bound() && s.deg > 0 {
@@ -45,8 +46,8 @@ func topoAdj(t testing.TB, g *Topo, dir engine.Direction) map[uint64][]string {
 				}
 			}
 		}
-		if a.live != sumDeg[k] {
-			t.Fatalf("dir %d: live %d, degrees %d", k, a.live, sumDeg[k])
+		if a.Edges() != sumDeg[k] {
+			t.Fatalf("dir %d: live %d, degrees %d", k, a.Edges(), sumDeg[k])
 		}
 	}
 	if sumDeg[0] != sumDeg[1] {
@@ -757,11 +758,31 @@ func (e edgesGraph) GatherEachLimit([]uint64, engine.Direction, bool, int, func(
 	return 0, 0, errors.New("edgesGraph: no gathers")
 }
 
-// checkAdjRooms fails unless a's rooms keep Adj's invariants: within
-// [0, used), disjoint, each holding its list, held their sum, live the
-// degrees' sum, the weights' arrays as long as the heads', and a packed
-// weight's head its list's.
+// checkAdjRooms fails unless a keeps Adj's invariants: its blocks cover
+// its indexes, each over its window of the spans and in a's layout, and
+// each block's rooms within [0, used), disjoint, each holding its list,
+// held their sum, live the degrees' sum, the weights' arrays as long as
+// the heads', and a packed weight's head its list's.
 func checkAdjRooms(t testing.TB, a *Adj, label string) {
+	t.Helper()
+	if len(a.blocks) != blocksFor(len(a.spans), a.shift) {
+		t.Fatalf("%s: %d blocks for %d indexes in blocks of %d", label, len(a.blocks), len(a.spans), 1<<a.shift)
+	}
+	for k := range a.blocks {
+		b := &a.blocks[k]
+		lo, hi := k<<a.shift, min(len(a.spans), (k+1)<<a.shift)
+		if len(b.spans) != hi-lo || (hi > lo && &b.spans[0] != &a.spans[lo]) {
+			t.Fatalf("%s: block %d's spans are not the window [%d, %d)", label, k, lo, hi)
+		}
+		if (b.pw != nil) != (a.weights == packedWeights) || (b.w != nil) != (a.weights == floatWeights) {
+			t.Fatalf("%s: block %d keeps weights (w %v, pw %v) against the layout %d", label, k, b.w != nil, b.pw != nil, a.weights)
+		}
+		checkBlockRooms(t, b, fmt.Sprintf("%s, block %d", label, k))
+	}
+}
+
+// checkBlockRooms fails unless a's rooms keep block's invariants.
+func checkBlockRooms(t testing.TB, a *block, label string) {
 	t.Helper()
 	if a.used > int64(len(a.dst)) || (a.w != nil && a.pw != nil) ||
 		(a.w != nil && len(a.w) != len(a.dst)) || (a.pw != nil && len(a.pw) != len(a.dst)) {
@@ -824,11 +845,12 @@ func sameAsBuilt(t testing.TB, g *Topo, want oracle, label string) {
 	}
 }
 
-// smallRooms makes Adj compact and grow at every chance, for a test.
+// smallRooms makes Adj compact and grow at every chance, in blocks of 8
+// vertexes, for a test.
 func smallRooms(t *testing.T) {
-	gs, gm := garbageShare, growMin
-	garbageShare, growMin = 1<<40, 1
-	t.Cleanup(func() { garbageShare, growMin = gs, gm })
+	gs, gm, bs := garbageShare, growMin, blockShift
+	garbageShare, growMin, blockShift = 1<<40, 1, 3
+	t.Cleanup(func() { garbageShare, growMin, blockShift = gs, gm, bs })
 }
 
 // Apply on degree-correlated streams (a few hubs take most operations)
@@ -942,8 +964,8 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 			}
 			sameAsBuilt(t, g, cur, label)
 		}
-		if g.Out.stats.compactions < 5 {
-			t.Fatalf("deletes %d%%: %d compactions: the test does not exercise them", delShare, g.Out.stats.compactions)
+		if st := g.Out.takeStats(); st.compactions < 5 {
+			t.Fatalf("deletes %d%%: %d compactions: the test does not exercise them", delShare, st.compactions)
 		}
 	}
 }
@@ -1013,7 +1035,8 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 					td += uint64(g.In.Deg(d))
 				}
 			}
-			g.Out.stats, g.In.stats = adjStats{}, adjStats{}
+			g.Out.takeStats()
+			g.In.takeStats()
 			runtime.ReadMemStats(&ms)
 			before := ms.TotalAlloc
 			if err := g.Apply(es, ids, uint64(b+1), nil, nil); err != nil {
@@ -1022,14 +1045,15 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			if b >= warm {
 				allocated += ms.TotalAlloc - before
-				compactions += g.Out.stats.compactions + g.In.stats.compactions
-				copied += g.Out.stats.elementsCompacted + g.In.stats.elementsCompacted
-				moved += g.Out.stats.elementsMoved + g.In.stats.elementsMoved
+				so, si := g.Out.takeStats(), g.In.takeStats()
+				compactions += so.compactions + si.compactions
+				copied += so.elementsCompacted + si.elementsCompacted
+				moved += so.elementsMoved + si.elementsMoved
 				touched += td
 			}
 		}
 		ops := uint64(batch * measured)
-		t.Logf("deletes %d%%: %.2f bytes per edge (slots %d, %d; rooms %d, %d)", delShare, float64(g.Bytes())/float64(g.Out.Edges()), len(g.Out.dst), len(g.In.dst), g.Out.held, g.In.held)
+		t.Logf("deletes %d%%: %.2f bytes per edge", delShare, float64(g.Bytes())/float64(g.Out.Edges()))
 		t.Logf("deletes %d%%: %d edges; per op: %d/%d compactions, %.1f heads copied by them, %.1f written by rewrites (touched lists' degrees %.1f), %.1f bytes allocated",
 			delShare, g.Out.Edges(), compactions, ops, float64(copied)/float64(ops), float64(moved)/float64(ops), float64(touched)/float64(ops), float64(allocated)/float64(ops))
 		// Amortized: a compaction copies the rooms at most twice over
@@ -1060,7 +1084,7 @@ func TestByPositionAndLocate(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 43))
 	for round := range 20 {
 		n := 1 + r.IntN(3000)
-		a := &Adj{spans: make([]span, n)}
+		a := &block{spans: make([]span, n)}
 		perm := r.Perm(n)
 		for _, v := range perm {
 			deg := int32(r.IntN(4) * r.IntN(1000))
@@ -1102,7 +1126,8 @@ func TestByPositionAndLocate(t *testing.T) {
 			cs = append(cs, change{j: int32(r.IntN(3 * int(a.spans[v].deg+1)))})
 		}
 		at := make([]int32, len(cs))
-		a.locate(lists, cs, at)
+		whole := Adj{spans: a.spans, blocks: []block{*a}, shift: 12}
+		whole.locate(lists, cs, at)
 		for x, v := range lists {
 			s := a.spans[v]
 			p, _ := slices.BinarySearch(a.dst[s.beg:s.beg+int64(s.deg)], cs[x].j)

@@ -151,33 +151,50 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 		return nil, d.Err()
 	}
 	g := &Topo{IDs: c, Seq: seq}
-	g.Out.spans = make([]span, n)
-	e := int64(edges)
-	dst := d.RawInt32s(int(e), int(e+e/16)) // with room for the lists' slack (loosen)
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	at := int64(0)
-	for j := range n {
-		l := dst[at : at+int64(deg[j])]
-		for k, h := range l {
-			if h < 0 || int(h) >= n || (k > 0 && l[k-1] >= h) {
-				d.Fail("the out-list of vertex %d is not a sorted set of indexes below %d", c.ID(j), n)
-				return nil, d.Err()
-			}
+	// Block by block (the file holds every list's heads, then every
+	// weight, in index order), each block's arrays read with room for
+	// its lists' slack (loosen).
+	g.Out = newAdj(n, blockShift, noWeights)
+	for k := range g.Out.blocks {
+		b := &g.Out.blocks[k]
+		base := k << g.Out.shift
+		e, rooms := int64(0), int64(0)
+		for j := range b.spans {
+			e += int64(deg[base+j])
+			rooms += int64(buildRoom(deg[base+j]))
 		}
-		g.Out.spans[j] = span{beg: at, deg: deg[j], cap: deg[j]}
-		at += int64(deg[j])
-	}
-	g.Out.dst, g.Out.live = dst, e
-	if weighted == 1 {
-		g.Out.w = d.RawFloat64s(int(e), cap(dst))
+		b.dst = d.RawInt32s(int(e), int(rooms))
 		if err := d.Err(); err != nil {
 			return nil, err
 		}
-		g.noteWeights(g.Out.w[:e])
+		at := int64(0)
+		for j := range b.spans {
+			l := b.dst[at : at+int64(deg[base+j])]
+			for x, h := range l {
+				if h < 0 || int(h) >= n || (x > 0 && l[x-1] >= h) {
+					d.Fail("the out-list of vertex %d is not a sorted set of indexes below %d", c.ID(base+j), n)
+					return nil, d.Err()
+				}
+			}
+			b.spans[j] = span{beg: at, deg: deg[base+j], cap: deg[base+j]}
+			at += int64(deg[base+j])
+		}
+		b.live = e
 	}
-	g.Out.loosen(nil)
+	if weighted == 1 {
+		g.Out.weights = floatWeights
+		for k := range g.Out.blocks {
+			b := &g.Out.blocks[k]
+			b.w = d.RawFloat64s(int(b.live), cap(b.dst))
+			if err := d.Err(); err != nil {
+				return nil, err
+			}
+			g.noteWeights(b.w)
+		}
+	}
+	for k := range g.Out.blocks {
+		g.Out.blocks[k].loosen(nil)
+	}
 	g.Out.pack()
 	g.finish()
 	return g, nil

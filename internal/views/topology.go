@@ -428,10 +428,10 @@ func edgeState(v *StaticView, a, b uint64) (normOp, error) {
 func (t *Topology) noteAdvance(d time.Duration, ops int) {
 	var w adjStats
 	for _, a := range []*Adj{&t.t.Out, &t.t.In} {
-		w.compactions += a.stats.compactions
-		w.elementsCompacted += a.stats.elementsCompacted
-		w.elementsMoved += a.stats.elementsMoved
-		a.stats = adjStats{}
+		x := a.takeStats()
+		w.compactions += x.compactions
+		w.elementsCompacted += x.elementsCompacted
+		w.elementsMoved += x.elementsMoved
 	}
 	t.smu.Lock()
 	t.stats.Compactions += w.compactions
