@@ -108,9 +108,32 @@ type Adj struct {
 	blocks  []block
 	shift   uint
 	weights layout
+	// The blocks' arrays again, side by side, for the readers (Nbrs and
+	// the rest): 24 bytes a block, which stay in the cache, where a
+	// block is over 150. INVARIANT: heads[k], floats[k] and packed[k]
+	// are blocks[k]'s dst, w and pw (refresh, after every change of a
+	// block's arrays).
+	heads  [][]int32
+	floats [][]float64
+	packed [][]WNode
 	// q is the queue of edits the block being applied borrows (one for
 	// all: an Adj applies one block at a time).
 	q queue
+}
+
+// refresh points the readers' arrays at block k's (all blocks when k <
+// 0), after its arrays changed.
+func (a *Adj) refresh(k int) {
+	if k >= 0 {
+		b := &a.blocks[k]
+		a.heads[k], a.floats[k], a.packed[k] = b.dst, b.w, b.pw
+		return
+	}
+	a.heads, a.floats, a.packed = a.heads[:0], a.floats[:0], a.packed[:0]
+	for k := range a.blocks {
+		b := &a.blocks[k]
+		a.heads, a.floats, a.packed = append(a.heads, b.dst), append(a.floats, b.w), append(a.packed, b.pw)
+	}
 }
 
 // queue is plan's queue for apply: edits and lists (scratch, reused), and
@@ -206,18 +229,17 @@ func (a *Adj) blockOf(i int32) *block { return &a.blocks[i>>a.shift] }
 // Nbrs is the sorted list of i's neighbors (valid until the Topo changes).
 func (a *Adj) Nbrs(i int32) []int32 {
 	s := a.spans[i]
-	return a.blocks[i>>a.shift].dst[s.beg : s.beg+int64(s.deg)]
+	return a.heads[i>>a.shift][s.beg : s.beg+int64(s.deg)]
 }
 
 // Weights is the weights of Nbrs(i) (every one 1 when !Weighted()).
 func (a *Adj) Weights(i int32) Lengths {
 	s := a.spans[i]
-	b := &a.blocks[i>>a.shift]
 	switch a.weights {
 	case packedWeights:
-		return Lengths{p: b.pw[s.beg : s.beg+int64(s.deg)]}
+		return Lengths{p: a.packed[i>>a.shift][s.beg : s.beg+int64(s.deg)]}
 	case floatWeights:
-		return Lengths{f: b.w[s.beg : s.beg+int64(s.deg)]}
+		return Lengths{f: a.floats[i>>a.shift][s.beg : s.beg+int64(s.deg)]}
 	}
 	return Lengths{}
 }
@@ -229,7 +251,7 @@ func (a *Adj) Floats(i int32) []float64 {
 		return nil
 	}
 	s := a.spans[i]
-	return a.blocks[i>>a.shift].w[s.beg : s.beg+int64(s.deg)]
+	return a.floats[i>>a.shift][s.beg : s.beg+int64(s.deg)]
 }
 
 // Packed is i's list with its weights, packed, when a keeps them so
@@ -239,12 +261,12 @@ func (a *Adj) Packed(i int32) []WNode {
 		return nil
 	}
 	s := a.spans[i]
-	return a.blocks[i>>a.shift].pw[s.beg : s.beg+int64(s.deg)]
+	return a.packed[i>>a.shift][s.beg : s.beg+int64(s.deg)]
 }
 
 // headAt is the head at position p of i's list (p < Deg(i)).
 func (a *Adj) headAt(i, p int32) int32 {
-	return a.blocks[i>>a.shift].dst[a.spans[i].beg+int64(p)]
+	return a.heads[i>>a.shift][a.spans[i].beg+int64(p)]
 }
 
 // Whole reports that a keeps weights and every one is whole (Packed).
@@ -428,6 +450,7 @@ func (b *adjBuilder) done() Adj {
 		}
 		bl.loosen(b.order[k])
 	}
+	b.a.refresh(-1)
 	b.a.pack()
 	return b.a
 }
@@ -574,16 +597,17 @@ func (a *block) loosen(order []int32) {
 	a.used, a.held, a.compacted = total, total, a.live
 }
 
-// garbageShare: a compaction grows the arrays when, in place, it would
-// leave a free tail under 1/garbageShare of the rooms; growMin is the
-// least a growth adds (to a sixteenth of the rooms). Variables, so that tests can make tiny graphs
-// compact and grow often.
+// garbageShare: a compaction grows a block's arrays when, in place, it
+// would leave a free tail under 1/garbageShare of the rooms; growMin is
+// the least a growth adds (to a sixteenth of the rooms): small, as every
+// block has it (a sparse graph's blocks hold a few thousand heads).
+// Variables, so that tests can make tiny graphs compact and grow often.
 // parallelFill is the least room whose new arrays two goroutines fill.
 const parallelFill = 1 << 16
 
 var (
 	garbageShare int64 = 32
-	growMin      int64 = 1 << 10
+	growMin      int64 = 1 << 6
 )
 
 // adjStats are an Adj's work counters (cumulative, see TopologyStats).
@@ -846,6 +870,7 @@ func (a *Adj) pack() {
 		b.w, b.pw = nil, pw
 	}
 	a.weights = packedWeights
+	a.refresh(-1)
 }
 
 // whole reports whether every live weight of a is whole.
@@ -867,6 +892,7 @@ func (a *Adj) unpack() {
 		a.blocks[k].unpack()
 	}
 	a.weights = floatWeights
+	a.refresh(-1)
 }
 
 // weigh gives a weights (every weight 1 so far: packed).
@@ -875,6 +901,7 @@ func (a *Adj) weigh() {
 		a.blocks[k].weigh()
 	}
 	a.weights = packedWeights
+	a.refresh(-1)
 }
 
 // layoutFor makes a's weights' layout hold the weights of cs: weighs a
@@ -945,10 +972,11 @@ func transpose(out *Adj) Adj {
 		b.dst = make([]int32, at)
 		b.used, b.live, b.held, b.compacted = at, live, at, live
 	}
+	in.refresh(-1)
 	fill := make([]int32, n)
 	for i := range out.spans {
 		for _, j := range out.Nbrs(int32(i)) {
-			in.blockOf(j).dst[in.spans[j].beg+int64(fill[j])] = int32(i)
+			in.heads[j>>in.shift][in.spans[j].beg+int64(fill[j])] = int32(i)
 			fill[j]++
 		}
 	}
@@ -995,6 +1023,7 @@ func (a *Adj) grow(n int) {
 		lo, hi := k<<a.shift, min(len(a.spans), (k+1)<<a.shift)
 		a.blocks[k].spans = a.spans[lo:hi:hi]
 	}
+	a.refresh(-1)
 }
 
 // change is one net edge change of a batch on one list: head j removed
@@ -1041,7 +1070,7 @@ func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 		for g := range m {
 			v := lists[base+g]
 			s := a.spans[v]
-			lo[g], n[g], x[g], d[g] = s.beg, int64(s.deg), cs[base+g].j, a.blocks[v>>a.shift].dst
+			lo[g], n[g], x[g], d[g] = s.beg, int64(s.deg), cs[base+g].j, a.heads[v>>a.shift]
 			most = max(most, n[g])
 		}
 		// INVARIANT: the position sought is in [lo[g], lo[g]+n[g]]; each
@@ -1109,6 +1138,7 @@ func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
 		b.queue, a.q = a.q, queue{}
 		b.applyLocated(bk<<a.shift, lists[k:e], cs[k:e], at[k:e])
 		a.q, b.queue = b.queue, queue{}
+		a.refresh(int(bk))
 		k = e
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
@@ -777,6 +778,11 @@ func checkAdjRooms(t testing.TB, a *Adj, label string) {
 		if (b.pw != nil) != (a.weights == packedWeights) || (b.w != nil) != (a.weights == floatWeights) {
 			t.Fatalf("%s: block %d keeps weights (w %v, pw %v) against the layout %d", label, k, b.w != nil, b.pw != nil, a.weights)
 		}
+		if len(a.heads) != len(a.blocks) || unsafe.SliceData(a.heads[k]) != unsafe.SliceData(b.dst) || len(a.heads[k]) != len(b.dst) ||
+			unsafe.SliceData(a.floats[k]) != unsafe.SliceData(b.w) || len(a.floats[k]) != len(b.w) ||
+			unsafe.SliceData(a.packed[k]) != unsafe.SliceData(b.pw) || len(a.packed[k]) != len(b.pw) {
+			t.Fatalf("%s: the readers' arrays of block %d are not its own", label, k)
+		}
 		checkBlockRooms(t, b, fmt.Sprintf("%s, block %d", label, k))
 	}
 }
@@ -1127,6 +1133,7 @@ func TestByPositionAndLocate(t *testing.T) {
 		}
 		at := make([]int32, len(cs))
 		whole := Adj{spans: a.spans, blocks: []block{*a}, shift: 12}
+		whole.refresh(-1)
 		whole.locate(lists, cs, at)
 		for x, v := range lists {
 			s := a.spans[v]
@@ -1150,4 +1157,71 @@ func identityIDs(t testing.TB, n int) IDSpace {
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// A stream that deletes most of a graph's edges gives their memory back:
+// each block that lost half its edges since its last compaction is
+// compacted into arrays of its rooms' size (without it, deletes alone
+// never compact a block, and its arrays stay as large as at the build).
+func TestTopoGivesBackTheMemoryOfDeletes(t *testing.T) {
+	bs := blockShift
+	blockShift = 8 // 16 blocks
+	t.Cleanup(func() { blockShift = bs })
+	r := gen.RMAT{Scale: 12, EdgeFactor: 16, Seed: 3}
+	ids := identityIDs(t, int(r.NumVertices()))
+	cur := oracle{}
+	for _, e := range r.Generate() {
+		cur[ekey{e.Src, e.Dst}] = 1
+	}
+	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The arrays of the lists' heads and weights (not the spans nor the
+	// edit queue, which deletes do not shrink).
+	arrays := func(g *Topo) (n int64) {
+		for _, a := range []*Adj{&g.Out, &g.In} {
+			for k := range a.blocks {
+				b := &a.blocks[k]
+				n += int64(cap(b.dst))*4 + int64(cap(b.w))*8 + int64(cap(b.pw))*8
+			}
+		}
+		return n
+	}
+	before := arrays(g)
+	existing := make([]ekey, 0, len(cur))
+	for k := range cur {
+		existing = append(existing, k)
+	}
+	slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	rng := rand.New(rand.NewPCG(3, 3))
+	rng.Shuffle(len(existing), func(i, j int) { existing[i], existing[j] = existing[j], existing[i] })
+	left := len(existing) / 5
+	for b, seq := 0, uint64(1); len(existing) > left; b, seq = b+1, seq+1 {
+		var es []Edge
+		for range min(1000, len(existing)-left) {
+			e := existing[len(existing)-1]
+			existing = existing[:len(existing)-1]
+			delete(cur, e)
+			es = append(es, Edge{Op: engine.Op{Src: e[0], Dst: e[1], Kind: engine.OpDeleteEdge}})
+		}
+		if err := g.Apply(es, ids, seq, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkAdjRooms(t, &g.Out, "out")
+	checkAdjRooms(t, &g.In, "in")
+	sameAsBuilt(t, g, cur, "after the deletes")
+	f, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A block shrinks to its rooms (a quarter more than their heads, and
+	// 2) and a sixteenth, then again once it has lost half its edges: at
+	// most about 2 * 1.25 * 17/16 times a build's sixteenth, and the 2.
+	after, built := arrays(g), arrays(f)
+	t.Logf("the lists' arrays: %d bytes before, %d after deleting 4 of 5 edges; a build of what is left takes %d", before, after, built)
+	if after > 3*built {
+		t.Fatalf("the lists' arrays held %d bytes before deleting 4 of 5 edges, %d after, more than thrice the %d of a build of what is left", before, after, built)
+	}
 }

@@ -195,6 +195,7 @@ func LoadTopo(d *checkpoint.Decoder) (*Topo, error) {
 	for k := range g.Out.blocks {
 		g.Out.blocks[k].loosen(nil)
 	}
+	g.Out.refresh(-1)
 	g.Out.pack()
 	g.finish()
 	return g, nil
