@@ -142,6 +142,33 @@ type queue struct {
 	ed     []edit
 	plans  []planned
 	marked []uint64
+	// An in-place compaction's arrays (block.scratch).
+	sdst []int32
+	sw   []float64
+	spw  []WNode
+}
+
+// scratch is room for n heads, with weights as a keeps them, from the
+// queue (grown as needed, kept for the next compaction).
+func (a *block) scratch(n int64) ([]int32, []float64, []WNode) {
+	if int64(cap(a.sdst)) < n {
+		a.sdst = make([]int32, n+n/4)
+	}
+	var w []float64
+	var pw []WNode
+	if a.w != nil {
+		if int64(cap(a.sw)) < n {
+			a.sw = make([]float64, n+n/4)
+		}
+		w = a.sw[:n]
+	}
+	if a.pw != nil {
+		if int64(cap(a.spw)) < n {
+			a.spw = make([]WNode, n+n/4)
+		}
+		pw = a.spw[:n]
+	}
+	return a.sdst[:n], w, pw
 }
 
 // layout is how an Adj keeps its weights.
@@ -297,7 +324,8 @@ func (a *Adj) Bytes() int64 {
 		b := &a.blocks[k]
 		n += int64(cap(b.dst))*4 + int64(cap(b.w))*8 + int64(cap(b.pw))*8
 	}
-	return n + int64(cap(a.q.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.q.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.q.marked))*8
+	return n + int64(cap(a.q.ed))*int64(unsafe.Sizeof(edit{})) + int64(cap(a.q.plans))*int64(unsafe.Sizeof(planned{})) + int64(cap(a.q.marked))*8 +
+		int64(cap(a.q.sdst))*4 + int64(cap(a.q.sw))*8 + int64(cap(a.q.spw))*8
 }
 
 // takeStats returns the work counters of a's blocks and zeroes them.
@@ -625,69 +653,6 @@ func (a *block) reserve(room int64) {
 	}
 }
 
-// byPosition is the vertexes whose lists have rooms, in the order of
-// the rooms' positions. It is made for one compaction and dropped: kept,
-// it would cost 4 bytes a vertex. Each room is a key, its position above
-// its vertex in a uint64, sorted by a radix sort of the positions' bits:
-// passes over the keys in memory order, linear in the rooms (20 bytes a
-// room while it runs).
-func (a *block) byPosition() []int32 {
-	n := 0
-	for _, s := range a.spans {
-		if s.cap > 0 {
-			n++
-		}
-	}
-	order := make([]int32, 0, n)
-	vb := uint(bits.Len32(uint32(len(a.spans))))
-	if uint(bits.Len64(uint64(a.used)))+vb > 64 {
-		// Not in a key (2^31 vertexes and 2^33 heads): a comparison sort.
-		for i, s := range a.spans {
-			if s.cap > 0 {
-				order = append(order, int32(i))
-			}
-		}
-		slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(a.spans[x].beg, a.spans[y].beg) })
-		return order
-	}
-	keys, tmp := make([]uint64, 0, n), make([]uint64, n)
-	for i, s := range a.spans {
-		if s.cap > 0 {
-			keys = append(keys, uint64(s.beg)<<vb|uint64(i))
-		}
-	}
-	// As few passes as digits of at most maxDigit bits allow, the
-	// digits as even as can be.
-	const maxDigit = 13 // the counts fit on the stack
-	var counts [1 << maxDigit]int
-	width := uint(bits.Len64(uint64(a.used)))
-	passes := (width + maxDigit - 1) / maxDigit
-	for p := range passes {
-		lo, hi := width*p/passes, width*(p+1)/passes
-		shift, mask := vb+lo, uint64(1)<<(hi-lo)-1
-		count := counts[:mask+1]
-		clear(count)
-		for _, k := range keys {
-			count[k>>shift&mask]++
-		}
-		at := 0
-		for d, c := range count {
-			count[d] = at
-			at += c
-		}
-		for _, k := range keys {
-			d := k >> shift & mask
-			tmp[count[d]] = k
-			count[d]++
-		}
-		keys, tmp = tmp, keys
-	}
-	for _, k := range keys {
-		order = append(order, int32(k&(1<<vb-1)))
-	}
-	return order
-}
-
 // roomOf is the room v's list gets at a compaction: its room trimmed to
 // roomFor its degree (none when empty), or roomFor the degree a queued
 // rewrite gives it when that is more (a.plans, sorted by vertex).
@@ -706,16 +671,14 @@ func (a *block) roomOf(v int32) int32 {
 	return room
 }
 
-// compact gives every list its roomOf from the front of the arrays,
-// leaving at least extra free slots after them (and the queued rewrites'
-// lists that have no room yet): in place, in the order of their
-// positions (each room slid left, then, from the last, those that grow
-// slid right into their new rooms), when that leaves a tail of
+// compact gives every list its roomOf from the front of the arrays, in
+// the order of their vertexes, leaving at least extra free slots after
+// them (and the queued rewrites' lists that have no room yet): in place
+// (through the queue's scratch) when that leaves a tail of
 // 1/garbageShare of the rooms and the arrays are not over twice what is
 // held; else (and always when extra < 0: apply shrinking a block that
-// lost half its edges) in new arrays a sixteenth larger, in the order of
-// their vertexes. Work: the heads held and the vertexes (and
-// byPosition's sort, in place).
+// lost half its edges) in new arrays a sixteenth larger. Work: the heads
+// held (twice in place) and the block's vertexes.
 func (a *block) compact(extra int64) {
 	a.stats.compactions++
 	shrink := extra < 0 // into new arrays whatever the sizes (apply)
@@ -763,84 +726,67 @@ func (a *block) compact(extra int64) {
 		}
 		return uint64(s.deg)
 	}
-	if size := int64(len(a.dst)); !shrink && total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin {
-		// In place: slide left in rooms no larger than the old...
-		order := a.byPosition()
-		n := 0 // order[:n] is the new order
-		at := int64(0)
-		for _, v := range order {
-			s := &a.spans[v]
-			room := a.roomOf(v)
-			if room == 0 {
-				s.beg, s.cap = 0, 0
-				continue
-			}
-			old := min(room, s.cap)
-			if s.beg != at {
-				a.stats.elementsCompacted += copyList(a.dst, a.w, a.pw, at, *s)
-			}
-			s.beg, s.cap = at, old
-			at += int64(old)
-			order[n] = v
-			n++
-		}
-		// ...then from the last, right into the grown ones: a room
-		// before v only grows, so v's new place is at or after its old.
-		end := total
-		for x := n - 1; x >= 0 && end > at; x-- {
-			v := order[x]
-			s := &a.spans[v]
-			room := a.roomOf(v)
-			at -= int64(s.cap)
-			end -= int64(room)
-			if s.beg != end {
-				a.stats.elementsCompacted += copyList(a.dst, a.w, a.pw, end, *s)
-			}
-			s.beg, s.cap = end, room
-		}
+	size := int64(len(a.dst))
+	inPlace := !shrink && total+extra+total/garbageShare <= size && size <= 2*(total+extra)+growMin
+	var dst []int32
+	var w []float64
+	var pw []WNode
+	if inPlace {
+		// Into the queue's scratch, then back: the block's arrays keep
+		// their size, and the lists their vertexes' order.
+		dst, w, pw = a.scratch(total)
 	} else {
-		size := total + extra + max(total/16, growMin)
-		dst := make([]int32, size)
-		var w []float64
-		var pw []WNode
+		size = total + extra + max(total/16, growMin)
+		dst = make([]int32, size)
 		if a.w != nil {
 			w = make([]float64, size)
 		}
 		if a.pw != nil {
 			pw = make([]WNode, size)
 		}
-		// New arrays: the rooms in the order of their vertexes (no sort;
-		// a kernel that reads the lists in order then reads memory in
-		// order), the two halves of the vertexes copied side by side (the
-		// faults of the new arrays' fresh pages cost more than the copies:
-		// two threads take them at once).
-		fill := func(from, to int, at int64) (heads uint64) {
-			for v := from; v < to; v++ {
-				s := &a.spans[v]
-				if s.cap == 0 {
-					continue
-				}
-				room := a.roomOf(int32(v))
-				if room == 0 {
-					s.beg, s.cap = 0, 0
-					continue
-				}
-				heads += copyList(dst, w, pw, at, *s)
-				s.beg, s.cap = at, room
-				at += int64(room)
+	}
+	// The rooms in the order of their vertexes (no sort; a kernel that
+	// reads the lists in order then reads memory in order; moves leave
+	// them out of order, every compaction puts them back), the two
+	// halves of the vertexes copied side by side when they are many (the
+	// faults of new arrays' fresh pages cost more than the copies: two
+	// threads take them at once).
+	fill := func(from, to int, at int64) (heads uint64) {
+		for v := from; v < to; v++ {
+			s := &a.spans[v]
+			if s.cap == 0 {
+				continue
 			}
-			return heads
+			room := a.roomOf(int32(v))
+			if room == 0 {
+				s.beg, s.cap = 0, 0
+				continue
+			}
+			heads += copyList(dst, w, pw, at, *s)
+			s.beg, s.cap = at, room
+			at += int64(room)
 		}
-		if total < parallelFill {
-			a.stats.elementsCompacted += fill(0, len(a.spans), 0)
-		} else {
-			var second uint64
-			var wg sync.WaitGroup
-			wg.Go(func() { second = fill(half, len(a.spans), halfAt) })
-			first := fill(0, half, 0)
-			wg.Wait()
-			a.stats.elementsCompacted += first + second
+		return heads
+	}
+	if total < parallelFill {
+		a.stats.elementsCompacted += fill(0, len(a.spans), 0)
+	} else {
+		var second uint64
+		var wg sync.WaitGroup
+		wg.Go(func() { second = fill(half, len(a.spans), halfAt) })
+		first := fill(0, half, 0)
+		wg.Wait()
+		a.stats.elementsCompacted += first + second
+	}
+	if inPlace {
+		copy(a.dst, dst[:total])
+		if w != nil {
+			copy(a.w, w[:total])
 		}
+		if pw != nil {
+			copy(a.pw, pw[:total])
+		}
+	} else {
 		a.dst, a.w, a.pw = dst, w, pw
 	}
 	a.used, a.held = total, total

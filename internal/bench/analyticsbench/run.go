@@ -591,7 +591,7 @@ func (r *run) applyBatch(l *layout, rns []*running, batch []engine.Op, recompute
 	c.advAlloc = a1 - a0
 	st1 := l.m.Topology().Stats()
 	c.advance = (st1.Advance - st0.Advance).Seconds()
-	r.logf("%s ids, a batch of %d operations: advance %.2f ms, %d compactions of the topology's arrays (%d heads copied)",
+	r.logf("%s ids, a batch of %d operations: advance %.2f ms, %d compactions of the topology's blocks (%d heads copied)",
 		l.name, len(batch), c.advanceWall*1e3, st1.Compactions-st0.Compactions, st1.ElementsCompacted-st0.ElementsCompacted)
 	// Every analytic's pull and update; the pulls are held (the topology
 	// cannot advance: nothing is applied meanwhile) for the recomputes.
@@ -662,7 +662,7 @@ func advanceCounters(before, after views.TopologyStats) map[string]uint64 {
 		"advances": after.Advances - before.Advances,
 		"ops":      after.Ops - before.Ops,
 		"builds":   after.Builds - before.Builds,
-		// The advance's work: compactions of the topology's arrays, the
+		// The advance's work: compactions of the topology's blocks, the
 		// heads they copied, and the heads the batches' rewrites wrote.
 		"compactions":        after.Compactions - before.Compactions,
 		"elements_compacted": after.ElementsCompacted - before.ElementsCompacted,

@@ -60,7 +60,7 @@ func TestRenderFixture(t *testing.T) {
 		// dd bfs: graphtide 1.27205 ms (registry), DD 0.953968 ms: 1.3334x; peak 8,024,064 B = 7.65 MiB
 		"| bfs | 1.27 ms (1.27 ms), registry | 954 µs (954 µs) | 1.33x | 8.46 ms | 7.65 MiB | the same 2937 vertices reached, levels summing to 5077 |",
 		// counters over 3,429 operations: 3 compactions, 318,650 heads compacted, 147,447 written
-		"per operation: 0.000875 compactions of the topology's arrays, 92.9 list heads copied by them, 43.0 heads written",
+		"per operation: 0.000875 compactions of the topology's blocks, 92.9 list heads copied by them, 43.0 heads written",
 		// topology: 755824 B = 0.7208 MiB; 14.1228 bytes per edge, 13.8744 after the stream; 1.6088 ms per batch
 		"| 6,144 vertex slots, 0.721 MiB | 1.02 ms | 129 ms | 14.1 | 13.9 | 1.61 ms |",
 		// kafka.json: ingest 951471, raw 4778205, 0.1991

@@ -371,7 +371,7 @@ func renderAnalytics(p *page, result []byte) error {
 		{fmt.Sprintf("%s vertex slots, %s", count(int64(r.Topology.Vertices)), mib(r.Topology.Bytes)), duration(r.Topology.Build), duration(r.Topology.CSRBuild), sig(r.Topology.BytesPerEdge), after, duration(r.Topology.Advance)},
 	})
 	if c := r.Topology.Counters; c["ops"] > 0 {
-		p.line("The advance's work over the stream, per operation: %s compactions of the topology's arrays, %s list heads copied by them, %s heads written by the batches' rewrites (shifted within a list, moved with it to a larger room, or added).",
+		p.line("The advance's work over the stream, per operation: %s compactions of the topology's blocks, %s list heads copied by them, %s heads written by the batches' rewrites (shifted within a list, moved with it to a larger room, or added).",
 			sig(c["compactions"]/c["ops"]), sig(c["elements_compacted"]/c["ops"]), sig(c["elements_moved"]/c["ops"]))
 		p.line("")
 	}
