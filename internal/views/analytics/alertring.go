@@ -1,5 +1,11 @@
 package analytics
 
+import (
+	"sync"
+
+	"github.com/graphtide/graphtide/internal/views"
+)
+
 // AlertHistory keeps the alerts a registry raised beyond its process
 // (serve: the data directory's alerts.log, package alertlog), so that they
 // read the same after a restart.
@@ -212,4 +218,22 @@ func (b *alertBatch) flush() {
 		b.hand(b.al)
 	}
 	b.al, b.bytes = nil, 0
+}
+
+// windowAlerts adds e to the window w (guarded by mu, which the caller
+// holds), stamps the alerts it raises as the analytic name's and adds them
+// to b, handing a full batch over with mu unlocked (the window is whole
+// between operations). scratch is reused: the call returns it for the
+// next.
+func windowAlerts(w *fanWindow, name string, e views.Edge, mu *sync.RWMutex, b *alertBatch, scratch []Alert) []Alert {
+	scratch = w.add(e, scratch[:0])
+	for i := range scratch {
+		scratch[i].Analytic, scratch[i].Seq, scratch[i].Ref, scratch[i].EventTime = name, e.Seq, e.Ref, e.Op.Time()
+		if b.add(scratch[i]) {
+			mu.Unlock()
+			b.flush()
+			mu.Lock()
+		}
+	}
+	return scratch
 }

@@ -143,16 +143,8 @@ func (a *fraud) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, err
 		if prior[k] == views.Expansion {
 			continue // not an operation of the log: its vertex delete is
 		}
-		e.Op = u.LoggedOp(k)        // each payment's own amount, type and payload, not the topology's edge
-		fan = a.win.add(e, fan[:0]) // fan_in and mule alerts
-		for i := range fan {
-			fan[i].Analytic, fan[i].Seq, fan[i].Ref, fan[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
-			if b.add(fan[i]) {
-				a.mu.Unlock() // the window is whole between operations
-				b.flush()
-				a.mu.Lock()
-			}
-		}
+		e.Op = u.LoggedOp(k)                                     // each payment's own amount, type and payload, not the topology's edge
+		fan = windowAlerts(a.win, a.spec.Name, e, &a.mu, b, fan) // fan_in and mule alerts
 	}
 	a.mu.Unlock()
 	// The pull's searches get what the ring window leaves of pull_memory_mib

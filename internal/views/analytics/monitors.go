@@ -294,15 +294,7 @@ func (a *fan) Consume(b *views.StreamBatch) {
 		if i%warmAhead == 0 {
 			a.win.warm(b.Edges[i:min(i+warmAhead, len(b.Edges))])
 		}
-		al = a.win.add(e, al[:0])
-		for i := range al {
-			al[i].Analytic, al[i].Seq, al[i].Ref, al[i].EventTime = a.spec.Name, e.Seq, e.Ref, e.Op.Time()
-			if out.add(al[i]) {
-				a.mu.Unlock() // the window is whole between operations
-				out.flush()
-				a.mu.Lock()
-			}
-		}
+		al = windowAlerts(a.win, a.spec.Name, e, &a.mu, out, al)
 	}
 	a.mu.Unlock()
 	out.flush()
