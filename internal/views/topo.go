@@ -291,6 +291,37 @@ func (a *Adj) Packed(i int32) []WNode {
 	return a.packed[i>>a.shift][s.beg : s.beg+int64(s.deg)]
 }
 
+// Cursor reads an Adj's lists for a loop over indexes that mostly stay in
+// one block (a kernel's chunk of consecutive indexes): Nbrs then finds
+// the block only when the index leaves the last one. Valid while the Adj
+// does not change.
+type Cursor struct {
+	a     *Adj
+	spans []span // the block's, from index first
+	heads []int32
+	first int32
+}
+
+// Cursor is a Cursor over a's lists.
+func (a *Adj) Cursor() Cursor { return Cursor{a: a} }
+
+// Nbrs is i's list, as Adj.Nbrs.
+func (c *Cursor) Nbrs(i int32) []int32 {
+	x := uint32(i - c.first)
+	if x >= uint32(len(c.spans)) {
+		x = c.seek(i)
+	}
+	s := c.spans[x]
+	return c.heads[s.beg : s.beg+int64(s.deg)]
+}
+
+// seek makes i's block the cursor's and returns i's place in it.
+func (c *Cursor) seek(i int32) uint32 {
+	k := i >> c.a.shift
+	c.spans, c.heads, c.first = c.a.blocks[k].spans, c.a.heads[k], k<<c.a.shift
+	return uint32(i - c.first)
+}
+
 // headAt is the head at position p of i's list (p < Deg(i)).
 func (a *Adj) headAt(i, p int32) int32 {
 	return a.heads[i>>a.shift][a.spans[i].beg+int64(p)]

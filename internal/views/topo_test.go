@@ -1214,3 +1214,39 @@ func TestTopoGivesBackTheMemoryOfDeletes(t *testing.T) {
 		t.Fatalf("the lists' arrays held %d bytes before deleting 4 of 5 edges, %d after, more than thrice the %d of a build of what is left", before, after, built)
 	}
 }
+
+// A Cursor reads every list as Adj.Nbrs does, over indexes in order
+// (block by block, as a kernel's chunk) and out of order (a seek at almost
+// every step), in blocks of 8 vertices.
+func TestCursorReadsTheLists(t *testing.T) {
+	smallRooms(t)
+	r := gen.RMAT{Scale: 9, EdgeFactor: 8, Seed: 5}
+	ids := identityIDs(t, int(r.NumVertices()))
+	cur := oracle{}
+	for _, e := range r.Generate() {
+		cur[ekey{e.Src, e.Dst}] = 1
+	}
+	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Out.blocks) < 2 {
+		t.Fatalf("%d blocks: the test wants several", len(g.Out.blocks))
+	}
+	order := make([]int32, g.Len())
+	for i := range order {
+		order[i] = int32(i)
+	}
+	shuffled := slices.Clone(order)
+	rand.New(rand.NewPCG(5, 5)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, a := range []*Adj{&g.Out, &g.In} {
+		for _, seq := range [][]int32{order, shuffled} {
+			c := a.Cursor()
+			for _, i := range seq {
+				if got, want := c.Nbrs(i), a.Nbrs(i); !slices.Equal(got, want) {
+					t.Fatalf("list of %d: the cursor reads %v, Nbrs %v", i, got, want)
+				}
+			}
+		}
+	}
+}

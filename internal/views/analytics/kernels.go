@@ -252,11 +252,12 @@ func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 	// (No index from g.Bound() up has an in- or out-neighbor.)
 	parallelFor(workers(), b.g.Bound(), 1<<12, func(_, lo, hi int) {
 		c := int64(0)
+		in, out := b.g.In.Cursor(), b.g.Out.Cursor()
 		for u := lo; u < hi; u++ {
 			if level[u] >= 0 {
 				continue
 			}
-			nb := b.g.In.Nbrs(int32(u))
+			nb := in.Nbrs(int32(u))
 		search:
 			for pass := 0; ; pass++ {
 				for _, v := range nb {
@@ -273,7 +274,7 @@ func (b *levels) bottomUp(front, next []uint64, depth int32) int64 {
 				if label == nil || pass == 1 {
 					break
 				}
-				nb = b.g.Out.Nbrs(int32(u))
+				nb = out.Nbrs(int32(u))
 			}
 		}
 		awake.Add(c)
@@ -334,8 +335,9 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 	n = g.Bound()
 	for r := 0; r < afforestRounds; r++ {
 		parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
+			out := g.Out.Cursor()
 			for u := lo; u < hi; u++ {
-				if nb := g.Out.Nbrs(int32(u)); r < len(nb) {
+				if nb := out.Nbrs(int32(u)); r < len(nb) {
 					link(comp, int32(u), nb[r])
 				}
 			}
@@ -347,16 +349,17 @@ func afforest(ctx context.Context, g *views.Topo) ([]int32, error) {
 	}
 	c := frequent(comp[:n])
 	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
+		out, in := g.Out.Cursor(), g.In.Cursor()
 		for u := lo; u < hi; u++ {
 			if atomic.LoadInt32(&comp[u]) == c {
 				continue
 			}
-			nb := g.Out.Nbrs(int32(u))
+			nb := out.Nbrs(int32(u))
 			for _, v := range nb[min(afforestRounds, len(nb)):] {
 				link(comp, int32(u), v)
 			}
 			// Directed: the in-edges are edges of the component too.
-			for _, v := range g.In.Nbrs(int32(u)) {
+			for _, v := range in.Nbrs(int32(u)) {
 				link(comp, int32(u), v)
 			}
 		}
@@ -971,10 +974,11 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 		parallelFor(nw, np, 1<<12, func(w, lo, hi int) {
 			s, dm := 0.0, 0.0
 			cb := unsafe.Pointer(unsafe.SliceData(contrib))
+			in := g.In.Cursor()
 			for _, i := range pres[lo:hi] {
 				// Four sums, four shorter chains of dependent adds.
 				// INVARIANT: u < n (a Topo's heads are its indexes).
-				nb := g.In.Nbrs(i)
+				nb := in.Nbrs(i)
 				var s0, s1, s2, s3 float64
 				for len(nb) >= 4 {
 					s0 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[0]))*size)))
