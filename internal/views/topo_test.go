@@ -851,6 +851,31 @@ func sameAsBuilt(t testing.TB, g *Topo, want oracle, label string) {
 	}
 }
 
+// unweightedTopo is the graph of edges (each weight 1, repeats once)
+// and BuildTopo's Topo of it over ids.
+func unweightedTopo(t testing.TB, ids IDSpace, edges []gen.Edge) (*Topo, oracle) {
+	t.Helper()
+	cur := oracle{}
+	for _, e := range edges {
+		cur[ekey{e.Src, e.Dst}] = 1
+	}
+	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, cur
+}
+
+// sortedPairs is cur's edges in (source, destination) order.
+func sortedPairs(cur oracle) []ekey {
+	pairs := make([]ekey, 0, len(cur))
+	for k := range cur {
+		pairs = append(pairs, k)
+	}
+	slices.SortFunc(pairs, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return pairs
+}
+
 // smallRooms makes Adj compact and grow at every chance, in blocks of 8
 // vertexes, for a test.
 func smallRooms(t *testing.T) {
@@ -903,11 +928,7 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 					return float64(r.IntN(9)) / 2
 				}
 			}
-			existing := make([]ekey, 0, len(cur))
-			for k := range cur {
-				existing = append(existing, k)
-			}
-			slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+			existing := sortedPairs(cur)
 			var ops []engine.Op
 			for range 200 {
 				switch x := r.IntN(100); {
@@ -992,19 +1013,8 @@ func TestTopoApplyCostsTheChange(t *testing.T) {
 		r := gen.RMAT{Scale: scale, EdgeFactor: 16, Seed: 7}
 		all := gen.RMAT{Scale: scale, EdgeFactor: 16 + 16*batch*(warm+measured)/(16<<scale) + 1, Seed: 7}.Generate()
 		ids := identityIDs(t, int(r.NumVertices()))
-		cur := oracle{}
-		for _, e := range all[:r.NumEdges()] {
-			cur[ekey{e.Src, e.Dst}] = 1
-		}
-		g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
-		if err != nil {
-			t.Fatal(err)
-		}
-		existing := make([]ekey, 0, len(cur))
-		for k := range cur {
-			existing = append(existing, k)
-		}
-		slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+		g, cur := unweightedTopo(t, ids, all[:r.NumEdges()])
+		existing := sortedPairs(cur)
 		rng := rand.New(rand.NewPCG(1, uint64(delShare)))
 		next := r.NumEdges()
 		es := make([]Edge, 0, batch)
@@ -1158,14 +1168,7 @@ func TestTopoGivesBackTheMemoryOfDeletes(t *testing.T) {
 	t.Cleanup(func() { blockShift = bs })
 	r := gen.RMAT{Scale: 12, EdgeFactor: 16, Seed: 3}
 	ids := identityIDs(t, int(r.NumVertices()))
-	cur := oracle{}
-	for _, e := range r.Generate() {
-		cur[ekey{e.Src, e.Dst}] = 1
-	}
-	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cur := unweightedTopo(t, ids, r.Generate())
 	// The arrays of the lists' heads and weights (not the spans nor the
 	// edit queue, which deletes do not shrink).
 	arrays := func(g *Topo) (n int64) {
@@ -1178,11 +1181,7 @@ func TestTopoGivesBackTheMemoryOfDeletes(t *testing.T) {
 		return n
 	}
 	before := arrays(g)
-	existing := make([]ekey, 0, len(cur))
-	for k := range cur {
-		existing = append(existing, k)
-	}
-	slices.SortFunc(existing, func(a, b ekey) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	existing := sortedPairs(cur)
 	rng := rand.New(rand.NewPCG(3, 3))
 	rng.Shuffle(len(existing), func(i, j int) { existing[i], existing[j] = existing[j], existing[i] })
 	left := len(existing) / 5
@@ -1222,14 +1221,7 @@ func TestCursorReadsTheLists(t *testing.T) {
 	smallRooms(t)
 	r := gen.RMAT{Scale: 9, EdgeFactor: 8, Seed: 5}
 	ids := identityIDs(t, int(r.NumVertices()))
-	cur := oracle{}
-	for _, e := range r.Generate() {
-		cur[ekey{e.Src, e.Dst}] = 1
-	}
-	g, err := BuildTopo(context.Background(), edgesGraph{ids: ids, g: cur})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _ := unweightedTopo(t, ids, r.Generate())
 	if len(g.Out.blocks) < 2 {
 		t.Fatalf("%d blocks: the test wants several", len(g.Out.blocks))
 	}
