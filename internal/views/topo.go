@@ -363,11 +363,8 @@ func (a *Adj) Bytes() int64 {
 func (a *Adj) takeStats() adjStats {
 	var w adjStats
 	for k := range a.blocks {
-		b := &a.blocks[k]
-		w.compactions += b.stats.compactions
-		w.elementsCompacted += b.stats.elementsCompacted
-		w.elementsMoved += b.stats.elementsMoved
-		b.stats = adjStats{}
+		w.add(a.blocks[k].stats)
+		a.blocks[k].stats = adjStats{}
 	}
 	return w
 }
@@ -674,6 +671,13 @@ type adjStats struct {
 	compactions       uint64 // compactions (growths of the arrays among them)
 	elementsCompacted uint64 // heads copied by them
 	elementsMoved     uint64 // heads written by rewrites: moved, shifted or added
+}
+
+// add adds x's counts to s.
+func (s *adjStats) add(x adjStats) {
+	s.compactions += x.compactions
+	s.elementsCompacted += x.elementsCompacted
+	s.elementsMoved += x.elementsMoved
 }
 
 // reserve makes room free slots at the tail (used+room <= len(dst)),

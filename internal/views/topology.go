@@ -428,10 +428,7 @@ func edgeState(v *StaticView, a, b uint64) (normOp, error) {
 func (t *Topology) noteAdvance(d time.Duration, ops int) {
 	var w adjStats
 	for _, a := range []*Adj{&t.t.Out, &t.t.In} {
-		x := a.takeStats()
-		w.compactions += x.compactions
-		w.elementsCompacted += x.elementsCompacted
-		w.elementsMoved += x.elementsMoved
+		w.add(a.takeStats())
 	}
 	t.smu.Lock()
 	t.stats.Compactions += w.compactions

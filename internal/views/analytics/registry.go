@@ -735,9 +735,10 @@ func (r *Registry) raise(name string, al []Alert) {
 	}
 	for len(al) > 0 {
 		n, bytes := 1, alertBytes(&al[0])
-		for n < len(al) && bytes+alertBytes(&al[n]) <= handOverBytes {
-			bytes += alertBytes(&al[n])
-			n++
+		for ; n < len(al); n++ {
+			if bytes += alertBytes(&al[n]); bytes > handOverBytes {
+				break
+			}
 		}
 		r.raisePart(name, al[:n])
 		al = al[n:]
