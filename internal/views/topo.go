@@ -322,11 +322,6 @@ func (c *Cursor) seek(i int32) uint32 {
 	return uint32(i - c.first)
 }
 
-// headAt is the head at position p of i's list (p < Deg(i)).
-func (a *Adj) headAt(i, p int32) int32 {
-	return a.heads[i>>a.shift][a.spans[i].beg+int64(p)]
-}
-
 // Whole reports that a keeps weights and every one is whole (Packed).
 func (a *Adj) Whole() bool { return a.weights == packedWeights }
 
@@ -1035,8 +1030,9 @@ type planned struct {
 // locateGroup is how many searches locate runs side by side.
 const locateGroup = 16
 
-// locate sets at[x] to the position of cs[x].j in the list of
-// lists[x]: the number of its heads less than it. The searches run
+// locate sets at[x] to where cs[x].j is in the list of lists[x] (see
+// located): its position, the number of its heads less than it, and
+// whether the list holds it. The searches run
 // locateGroup at a time, a step of each in turn, without branches on the
 // heads: their loads do not wait for one another, so the cache misses of
 // a search in a hub's list (a dozen, each a trip to memory) overlap
@@ -1071,9 +1067,27 @@ func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 			if n[g] == 1 && d[g][p] < x[g] {
 				p++
 			}
-			at[base+g] = int32(p - a.spans[lists[base+g]].beg)
+			s := a.spans[lists[base+g]]
+			r := int32(p - s.beg)
+			if r < s.deg && d[g][p] == x[g] {
+				r = ^r
+			}
+			at[base+g] = r
 		}
 	}
+}
+
+// located is the position p of a change that locate found at r, and
+// whether its list holds the change's head (there, at p).
+//
+// INVARIANT: locate writes a found head's position p as ^p (negative),
+// the position of one the list lacks as it is; so plan and Topo.Apply's
+// present learn it without reading the list again.
+func located(r int32) (p int32, found bool) {
+	if r < 0 {
+		return ^r, true
+	}
+	return r, false
 }
 
 // plan queues the sorted, unique changes cs to i's list, located by
@@ -1081,12 +1095,10 @@ func (a *Adj) locate(lists []int32, cs []change, at []int32) {
 // with its head) and queues the inserts and deletes for apply.
 func (a *block) plan(i int32, cs []change, at []int32) {
 	s := a.spans[i]
-	old := a.dst[s.beg : s.beg+int64(s.deg)]
 	d := int32(0)
 	first := len(a.ed)
 	for x, c := range cs {
-		p := at[x]
-		found := p < s.deg && old[p] == c.j
+		p, found := located(at[x])
 		switch {
 		case found && c.del:
 			d--
@@ -1105,8 +1117,9 @@ func (a *block) plan(i int32, cs []change, at []int32) {
 	}
 }
 
-// applyLocated applies the changes cs, sorted by their lists lists and
-// located at at (locate), block by block.
+// applyLocated applies the changes cs, sorted by their lists lists,
+// block by block: it locates a block's changes (setting at, see located),
+// then plans and applies them while their lists are still in the cache.
 func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
 	a.layoutFor(cs)
 	for k := 0; k < len(lists); {
@@ -1115,6 +1128,7 @@ func (a *Adj) applyLocated(lists []int32, cs []change, at []int32) {
 		for e < len(lists) && lists[e]>>a.shift == bk {
 			e++
 		}
+		a.locate(lists[k:e], cs[k:e], at[k:e])
 		b := &a.blocks[bk]
 		b.queue, a.q = a.q, queue{}
 		b.applyLocated(bk<<a.shift, lists[k:e], cs[k:e], at[k:e])
@@ -1539,7 +1553,6 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			lists = append(lists, c.dst)
 		}
 		at := slices.Grow(sc.atIn[:0], len(cs))[:len(cs)]
-		t.In.locate(lists, cs, at)
 		t.In.applyLocated(lists, cs, at)
 		sc.csIn, sc.listsIn, sc.atIn = cs, lists, at
 	}
@@ -1552,14 +1565,15 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}()
 	}
 	at := slices.Grow(sc.atOut[:0], len(cs))[:len(cs)]
-	t.Out.locate(lists, cs, at)
+	t.Out.applyLocated(lists, cs, at)
 	if present != nil {
 		// Whether each op's edge existed just before it: before the run
-		// as the list says, then as the ops before it on the pair left it
-		// (a vertex delete's expansion is not an op of its own).
+		// as locate found it in the list, then as the ops before it on the
+		// pair left it (a vertex delete's expansion is not an op of its
+		// own).
 		for k, g := 0, 0; k < len(run); g++ {
 			c := run[k]
-			was := at[g] < t.Out.Deg(c.src) && t.Out.headAt(c.src, at[g]) == c.dst
+			_, was := located(at[g])
 			for ; k < len(run) && run[k].src == c.src && run[k].dst == c.dst; k++ {
 				if was && !run[k].exp {
 					present(int(run[k].pos))
@@ -1568,7 +1582,6 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 			}
 		}
 	}
-	t.Out.applyLocated(lists, cs, at)
 	sc.csOut, sc.listsOut, sc.atOut = cs, lists, at
 	if par {
 		sc.wg.Wait()

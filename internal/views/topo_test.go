@@ -1136,9 +1136,9 @@ func TestLocate(t *testing.T) {
 		whole.locate(lists, cs, at)
 		for x, v := range lists {
 			s := a.spans[v]
-			p, _ := slices.BinarySearch(a.dst[s.beg:s.beg+int64(s.deg)], cs[x].j)
-			if at[x] != int32(p) {
-				t.Fatalf("round %d: head %d in list %d (degree %d) located at %d, want %d", round, cs[x].j, v, s.deg, at[x], p)
+			p, found := slices.BinarySearch(a.dst[s.beg:s.beg+int64(s.deg)], cs[x].j)
+			if q, f := located(at[x]); q != int32(p) || f != found {
+				t.Fatalf("round %d: head %d in list %d (degree %d) located at %d (found %v), want %d (%v)", round, cs[x].j, v, s.deg, q, f, p, found)
 			}
 		}
 	}
