@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -107,11 +108,16 @@ func TestBenchAnalyticsSmall(t *testing.T) {
 func checkBatchFigures(t *testing.T, res map[string]any) {
 	t.Helper()
 	b, _ := res["batch"].(map[string]any)
-	for _, f := range []string{"ops", "apply_sec", "apply_p99_sec", "advance_sec", "advance_p99_sec", "advance_us_per_op",
-		"all_sec", "all_p99_sec", "advance_alloc_bytes_per_op", "update_alloc_bytes_per_op"} {
+	for _, f := range []string{"ops", "edge_changes", "apply_sec", "apply_p99_sec", "advance_sec", "advance_p99_sec", "advance_us_per_op",
+		"advance_us_per_change", "all_sec", "all_p99_sec", "advance_alloc_bytes_per_op", "update_alloc_bytes_per_op"} {
 		if v, ok := b[f].(float64); !ok || v <= 0 {
 			t.Errorf("batch.%s = %v, want a positive number", f, b[f])
 		}
+	}
+	// Per operation and per edge change, the same advance.
+	perBatch := b["advance_us_per_op"].(float64) * b["ops"].(float64)
+	if c := b["advance_us_per_change"].(float64) * b["edge_changes"].(float64); math.Abs(c-perBatch) > 1e-6*perBatch {
+		t.Errorf("the advance per batch is %v µs by operations, %v by edge changes", perBatch, c)
 	}
 	if b["batches"] != res["batches"].(float64)-1 {
 		t.Errorf("batch figures over %v batches of %v (the warm-up left out)", b["batches"], res["batches"])
@@ -142,6 +148,10 @@ func TestBenchAnalyticsKron(t *testing.T) {
 		t.Errorf("%v edges loaded, %v in the topology", res["edges"], topo["edges"])
 	}
 	checkBatchFigures(t, res)
+	// A hub's delete removes its edges: more edge changes than operations.
+	if c := res["topology"].(map[string]any)["advance_counters"].(map[string]any); !(c["changes"].(float64) > c["ops"].(float64)) {
+		t.Errorf("%v edge changes for %v operations with hub vertex deletes", c["changes"], c["ops"])
+	}
 	reg, _ := res["registry"].(map[string]any)
 	if as, _ := reg["analytics"].(map[string]any); len(as) != 5 || !(reg["all_sec"].(float64) > 0) {
 		t.Errorf("registry figures %v", reg)

@@ -43,6 +43,17 @@ type Topo struct {
 	// its deletes: an upper bound, not always the least).
 	bound int
 	sc    *applyScratch // Apply's, made by the first
+	// changes counts the edge changes Apply applied since takeChanges:
+	// each pair's net change in a run (an operation's, or an edge a vertex
+	// delete removed).
+	changes uint64
+}
+
+// takeChanges returns the edge changes applied since its last call.
+func (t *Topo) takeChanges() uint64 {
+	c := t.changes
+	t.changes = 0
+	return c
 }
 
 // Bound is an index from which up no vertex has an edge (the id space's
@@ -1543,6 +1554,7 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 		}
 	}
 	sc.byDst = byDst
+	t.changes += uint64(len(byDst))
 	// The two directions are independent: the in lists' on a goroutine
 	// of their own for a long run, from here.
 	in := func() {

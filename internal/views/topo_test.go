@@ -1242,3 +1242,35 @@ func TestCursorReadsTheLists(t *testing.T) {
 		}
 	}
 }
+
+// Apply counts the edge changes it applies (TopologyStats.Changes): each
+// pair an operation touches once however often the run repeats it, and
+// each edge a vertex delete removes (its out- and in-edges alike).
+func TestTopoCountsEdgeChanges(t *testing.T) {
+	ids := identityIDs(t, 64)
+	var edges []gen.Edge
+	for j := range uint64(20) {
+		edges = append(edges, gen.Edge{Src: 7, Dst: 20 + j}) // 7's out-edges
+	}
+	edges = append(edges, gen.Edge{Src: 1, Dst: 7}, gen.Edge{Src: 2, Dst: 7}, gen.Edge{Src: 3, Dst: 4})
+	g, _ := unweightedTopo(t, ids, edges)
+	if c := g.takeChanges(); c != 0 {
+		t.Fatalf("a build counts %d changes", c)
+	}
+	ops := []Edge{
+		{Op: engine.Op{Src: 3, Dst: 5, Weight: 1, Kind: engine.OpUpsert}},
+		{Op: engine.Op{Src: 3, Dst: 5, Weight: 2, Kind: engine.OpUpsert}}, // the same pair
+		{Op: engine.Op{Src: 3, Dst: 4, Kind: engine.OpDeleteEdge}},
+		{Op: engine.Op{Src: 7, Kind: engine.OpDeleteVertex}}, // 20 out-edges, 2 in-edges
+		{Op: engine.Op{Src: 9, Dst: 10, Weight: 1, Kind: engine.OpUpsert}},
+	}
+	if err := g.Apply(ops, ids, 1, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, want := g.takeChanges(), uint64(2+22+1); c != want {
+		t.Fatalf("%d edge changes, want %d", c, want)
+	}
+	if c := g.takeChanges(); c != 0 {
+		t.Fatalf("taken twice: %d", c)
+	}
+}

@@ -79,9 +79,13 @@ type Topology struct {
 
 // TopologyStats describe a Manager's topology.
 type TopologyStats struct {
-	Builds   uint64        // full builds from a view (the first, and after the log wrapped)
-	Advances uint64        // advances from the log
-	Ops      uint64        // operations applied by advances
+	Builds   uint64 // full builds from a view (the first, and after the log wrapped)
+	Advances uint64 // advances from the log
+	Ops      uint64 // operations applied by advances
+	// Changes: the edge changes those operations made, each edge a
+	// vertex delete removed among them (so a hub's delete counts its
+	// edges), repeated operations on one pair in one advance once.
+	Changes  uint64
 	Build    time.Duration // the last build's time
 	Advance  time.Duration // all advances' time
 	Vertices int
@@ -436,6 +440,7 @@ func (t *Topology) noteAdvance(d time.Duration, ops int) {
 	t.stats.ElementsMoved += w.elementsMoved
 	t.stats.Advances++
 	t.stats.Ops += uint64(ops)
+	t.stats.Changes += t.t.takeChanges()
 	t.stats.Advance += d
 	t.stats.Bytes = t.t.Bytes()
 	t.smu.Unlock()

@@ -276,18 +276,24 @@ type TopologyFigures struct {
 type BatchFigures struct {
 	Batches int     `json:"batches"` // batches these figures are over
 	Ops     float64 `json:"ops"`     // operations per batch, mean
+	// Changes: the edge changes per batch, mean: each operation's net
+	// change to its pair, and each edge a vertex delete removed (a hub's
+	// delete is its edges).
+	Changes float64 `json:"edge_changes"`
 	// ApplySec: the store's Apply (mean, p99).
 	ApplySec    float64 `json:"apply_sec"`
 	ApplyP99Sec float64 `json:"apply_p99_sec"`
 	// AdvanceSec: the topology's advance alone (its own clock,
-	// views.TopologyStats), mean and p99, and per operation.
-	AdvanceSec      float64 `json:"advance_sec"`
-	AdvanceP99Sec   float64 `json:"advance_p99_sec"`
-	AdvanceUSPerOp  float64 `json:"advance_us_per_op"`
-	AllSec          float64 `json:"all_sec"` // the Apply, the advance and every analytic's pull and update, one after the other
-	AllP99Sec       float64 `json:"all_p99_sec"`
-	AdvanceAllocsOp float64 `json:"advance_alloc_bytes_per_op"` // heap bytes allocated during the advance, per operation
-	UpdateAllocsOp  float64 `json:"update_alloc_bytes_per_op"`  // during every analytic's pull and update, per operation
+	// views.TopologyStats), mean and p99, per operation and per edge
+	// change.
+	AdvanceSec         float64 `json:"advance_sec"`
+	AdvanceP99Sec      float64 `json:"advance_p99_sec"`
+	AdvanceUSPerOp     float64 `json:"advance_us_per_op"`
+	AdvanceUSPerChange float64 `json:"advance_us_per_change"`
+	AllSec             float64 `json:"all_sec"` // the Apply, the advance and every analytic's pull and update, one after the other
+	AllP99Sec          float64 `json:"all_p99_sec"`
+	AdvanceAllocsOp    float64 `json:"advance_alloc_bytes_per_op"` // heap bytes allocated during the advance, per operation
+	UpdateAllocsOp     float64 `json:"update_alloc_bytes_per_op"`  // during every analytic's pull and update, per operation
 }
 
 // Result is the JSON line the command prints last.

@@ -432,6 +432,7 @@ var streamed = []string{"bfs", "wcc", "pagerank", "sssp", "degree"}
 // batchClock is what one batch cost under the dense layout.
 type batchClock struct {
 	ops                   int
+	changes               uint64  // the edge changes the advance applied (views.TopologyStats)
 	apply, advanceWall    float64 // the Apply; the advance and its stream's pull
 	advance               float64 // the advance alone (views.TopologyStats)
 	own                   []float64
@@ -591,6 +592,7 @@ func (r *run) applyBatch(l *layout, rns []*running, batch []engine.Op, recompute
 	c.advAlloc = a1 - a0
 	st1 := l.m.Topology().Stats()
 	c.advance = (st1.Advance - st0.Advance).Seconds()
+	c.changes = st1.Changes - st0.Changes
 	r.logf("%s ids, a batch of %d operations: advance %.2f ms, %d compactions of the topology's blocks (%d heads copied)",
 		l.name, len(batch), c.advanceWall*1e3, st1.Compactions-st0.Compactions, st1.ElementsCompacted-st0.ElementsCompacted)
 	// Every analytic's pull and update; the pulls are held (the topology
@@ -630,9 +632,10 @@ func (r *run) batchFigures(steady []batchClock) {
 		return
 	}
 	bf := &BatchFigures{Batches: len(steady)}
-	ops, advAlloc, updAlloc, adv := 0, uint64(0), uint64(0), 0.0
+	ops, changes, advAlloc, updAlloc, adv := 0, uint64(0), uint64(0), uint64(0), 0.0
 	for _, c := range steady {
 		ops += c.ops
+		changes += c.changes
 		advAlloc += c.advAlloc
 		updAlloc += c.updateAlloc
 		adv += c.advance
@@ -641,6 +644,8 @@ func (r *run) batchFigures(steady []batchClock) {
 	bf.ApplySec, bf.ApplyP99Sec = meanP99(steady, func(c batchClock) float64 { return c.apply })
 	bf.AdvanceSec, bf.AdvanceP99Sec = meanP99(steady, func(c batchClock) float64 { return c.advance })
 	bf.AdvanceUSPerOp = adv / float64(max(1, ops)) * 1e6
+	bf.Changes = float64(changes) / float64(len(steady))
+	bf.AdvanceUSPerChange = adv / float64(max(1, changes)) * 1e6
 	bf.AllSec, bf.AllP99Sec = meanP99(steady, func(c batchClock) float64 {
 		s := c.apply + c.advanceWall
 		for _, x := range c.own {
@@ -651,8 +656,8 @@ func (r *run) batchFigures(steady []batchClock) {
 	bf.AdvanceAllocsOp = float64(advAlloc) / float64(max(1, ops))
 	bf.UpdateAllocsOp = float64(updAlloc) / float64(max(1, ops))
 	r.res.Batch = bf
-	r.logf("batches of %.0f operations: apply %.5fs, advance %.5fs (p99 %.5fs; %.2f µs per operation, %.0f bytes allocated per operation), all five analytics' results %.5fs after the Apply (p99 %.5fs; their updates allocated %.0f bytes per operation)",
-		bf.Ops, bf.ApplySec, bf.AdvanceSec, bf.AdvanceP99Sec, bf.AdvanceUSPerOp, bf.AdvanceAllocsOp, bf.AllSec, bf.AllP99Sec, bf.UpdateAllocsOp)
+	r.logf("batches of %.0f operations (%.0f edge changes): apply %.5fs, advance %.5fs (p99 %.5fs; %.2f µs per operation, %.2f per edge change, %.0f bytes allocated per operation), all five analytics' results %.5fs after the Apply (p99 %.5fs; their updates allocated %.0f bytes per operation)",
+		bf.Ops, bf.Changes, bf.ApplySec, bf.AdvanceSec, bf.AdvanceP99Sec, bf.AdvanceUSPerOp, bf.AdvanceUSPerChange, bf.AdvanceAllocsOp, bf.AllSec, bf.AllP99Sec, bf.UpdateAllocsOp)
 }
 
 // advanceCounters are the topology's counters over the stream (after less
@@ -661,6 +666,7 @@ func advanceCounters(before, after views.TopologyStats) map[string]uint64 {
 	return map[string]uint64{
 		"advances": after.Advances - before.Advances,
 		"ops":      after.Ops - before.Ops,
+		"changes":  after.Changes - before.Changes,
 		"builds":   after.Builds - before.Builds,
 		// The advance's work: compactions of the topology's blocks, the
 		// heads they copied, and the heads the batches' rewrites wrote.

@@ -233,6 +233,8 @@ func renderAnalytics(p *page, result []byte) error {
 			Advance    float64 `json:"advance_sec"`
 			AdvanceP99 float64 `json:"advance_p99_sec"`
 			AdvanceOp  float64 `json:"advance_us_per_op"`
+			Changes    float64 `json:"edge_changes"`
+			AdvanceCh  float64 `json:"advance_us_per_change"`
 			All        float64 `json:"all_sec"`
 			AllP99     float64 `json:"all_p99_sec"`
 			AdvAlloc   float64 `json:"advance_alloc_bytes_per_op"`
@@ -351,8 +353,8 @@ func renderAnalytics(p *page, result []byte) error {
 		}
 		rows = append(rows, []string{"all five, one after the other", duration(b.All), duration(b.AllP99), "", ""})
 		p.table([]string{"analytic", "batch, Apply to result (mean)", "p99", "update alone (mean)", "batch / update"}, rows)
-		p.table([]string{"per batch", "Apply", "topology's advance (p99)", "advance per operation", "bytes allocated per operation: advance, updates"}, [][]string{
-			{sig(b.Ops) + " operations", duration(b.Apply), duration(b.Advance) + " (" + duration(b.AdvanceP99) + ")", sig(b.AdvanceOp) + " µs", sig(b.AdvAlloc) + ", " + sig(b.UpdAlloc)},
+		p.table([]string{"per batch", "edge changes", "Apply", "topology's advance (p99)", "advance per operation", "per edge change", "bytes allocated per operation: advance, updates"}, [][]string{
+			{sig(b.Ops) + " operations", sig(b.Changes), duration(b.Apply), duration(b.Advance) + " (" + duration(b.AdvanceP99) + ")", sig(b.AdvanceOp) + " µs", sig(b.AdvanceCh) + " µs", sig(b.AdvAlloc) + ", " + sig(b.UpdAlloc)},
 		})
 		rows = nil
 	}
