@@ -852,7 +852,7 @@ const prGrain = 1 << 14
 // atomics), and computes the contributions the next iteration gathers
 // (rank over out-degree, double-buffered) and its dangling mass. It
 // returns the ranks, the iterations run and the last change.
-func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
+func prKernel(ctx context.Context, g *prGraph, rank []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
 	n := g.Len()
 	nw := workers()
 	// inv[i]: 1/outdeg(i), 0 without out-edges; -1 when i is absent (and
@@ -860,15 +860,15 @@ func prKernel(ctx context.Context, g *views.Topo, rank []float64, d, tol float64
 	// present indexes, ascending: the iterations pass over those only (an
 	// id space has room for ids to come, and ids without edges).
 	inv := make([]float64, n)
-	bound := g.Bound()
+	bound := g.bound
 	lists := make([][]int32, (bound+prGrain-1)/prGrain)
 	parallelFor(nw, bound, prGrain, func(_, lo, hi int) {
 		var l []int32
 		for i := lo; i < hi; i++ {
-			switch od := g.Out.Deg(int32(i)); {
+			switch od := g.out[i]; {
 			case od > 0:
 				inv[i] = 1 / float64(od)
-			case g.In.Deg(int32(i)) > 0:
+			case g.off[i+1] > g.off[i]:
 				inv[i] = 0
 			default:
 				inv[i] = -1
@@ -940,7 +940,7 @@ func RoundingL1(d, tol float64) float64 {
 // prIterate is prKernel's iterations with contributions of type C, over
 // the present indexes pres on nw workers (inv as prKernel's; gone: per
 // worker, a warm start's rank at indexes now absent).
-func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
+func prIterate[C float32 | float64](ctx context.Context, g *prGraph, nw int, rank, inv []float64, pres []int32, gone []float64, d, tol float64, maxIter int) ([]float64, int, float64, error) {
 	n, np := g.Len(), len(pres)
 	size := unsafe.Sizeof(C(0))
 	// contrib and next stay 0 at absent indexes (never written).
@@ -974,11 +974,10 @@ func prIterate[C float32 | float64](ctx context.Context, g *views.Topo, nw int, 
 		parallelFor(nw, np, 1<<12, func(w, lo, hi int) {
 			s, dm := 0.0, 0.0
 			cb := unsafe.Pointer(unsafe.SliceData(contrib))
-			in := g.In.Cursor()
 			for _, i := range pres[lo:hi] {
 				// Four sums, four shorter chains of dependent adds.
 				// INVARIANT: u < n (a Topo's heads are its indexes).
-				nb := in.Nbrs(i)
+				nb := g.in[g.off[i]:g.off[i+1]]
 				var s0, s1, s2, s3 float64
 				for len(nb) >= 4 {
 					s0 += float64(*(*C)(unsafe.Add(cb, uintptr(uint32(nb[0]))*size)))
@@ -1032,7 +1031,13 @@ func RunKernel(ctx context.Context, typ string, g *views.Topo, root uint64, maxI
 		_, err := afforest(ctx, g)
 		return 1, err
 	case "pagerank":
-		_, iters, _, err := prKernel(ctx, g, nil, DefaultDamping, DefaultTolerance, maxIter)
+		// With the copy of the in-lists a registered pagerank makes (see
+		// prGraph).
+		c, err := copyForPageRank(ctx, g)
+		if err != nil {
+			return 0, err
+		}
+		_, iters, _, err := prKernel(ctx, c, nil, DefaultDamping, DefaultTolerance, maxIter)
 		return iters, err
 	case "sssp":
 		_, err := ssspKernel(ctx, g, index(g, root))

@@ -55,6 +55,9 @@ type pagerank struct {
 	// behind: a partial pull found the state unable to follow; the pull
 	// that ends the partial ones iterates on its graph. Protected by mu.
 	behind bool
+	// copied, when not nil, is called by run once the copy is made and
+	// the pull released (a test's; set before the analytic runs).
+	copied func()
 
 	guarded[*prState]
 }
@@ -127,17 +130,17 @@ func (st *prState) ranks() []float64 {
 // of x and D its dangling part (the scale at which x solves z's system
 // when x is a fixed point), then c, k and the exact residuals, pulled over
 // in-edges. Ranks of absent vertices are dropped.
-func fromRanks(g *views.Topo, x []float64, d float64) *prState {
+func fromRanks(g *prGraph, x []float64, d float64) *prState {
 	n := g.Len()
-	st := &prState{ids: g.IDs, seq: g.Seq, z: x, r: make([]float64, n), c: make([]float64, n),
+	st := &prState{ids: g.ids, seq: g.seq, z: x, r: make([]float64, n), c: make([]float64, n),
 		k: make([]int32, n), in: make([]bool, n), queued: make([]bool, n)}
 	nw := workers()
 	np, tot, dang := make([]int, nw), make([]float64, nw), make([]float64, nw)
 	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			k := g.Out.Deg(int32(i))
+			k := g.outDeg(int32(i))
 			st.k[i] = k
-			if k == 0 && g.In.Deg(int32(i)) == 0 {
+			if k == 0 && g.inDeg(int32(i)) == 0 {
 				x[i] = 0
 				continue
 			}
@@ -180,7 +183,7 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 				continue
 			}
 			in := 0.0
-			for _, u := range g.In.Nbrs(int32(i)) {
+			for _, u := range g.inNbrs(int32(i)) {
 				in += st.c[u]
 			}
 			st.r[i] = 1 + in - x[i]
@@ -199,19 +202,31 @@ func fromRanks(g *views.Topo, x []float64, d float64) *prState {
 }
 
 // run runs power iterations from rank (over g's indexes; nil: a cold
-// start at 1/N) and swaps in the state of their ranks.
-func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error {
-	// The run holds two contribution arrays (float64 at most), the
-	// inverse degrees, the warm start's copy and the present indexes (their
-	// chunks and their join), then the new state (29 bytes a vertex)
-	// beside the old one.
-	a.running.Store((4*8 + 8 + 29) * int64(g.Len()))
+// start at 1/N) and swaps in the state of their ranks. It copies what
+// they read of g first (prGraph) and then, when release is not nil,
+// releases g (the pull: the topology may advance while they run).
+func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, release func()) error {
+	// The run holds the copy of g's in-lists and out-degrees, two
+	// contribution arrays (float64 at most), the inverse degrees, the warm
+	// start's copy and the present indexes (their chunks and their join),
+	// then the new state (29 bytes a vertex) beside the old one.
+	a.running.Store((4*8+8+29)*int64(g.Len()) + 12*int64(g.Bound()) + 4*g.In.Edges())
 	defer a.running.Store(0)
-	rank, iters, delta, err := prKernel(ctx, g, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	c, err := copyForPageRank(ctx, g)
+	if release != nil {
+		release()
+	}
 	if err != nil {
 		return err
 	}
-	st := fromRanks(g, rank, a.spec.Damping)
+	if a.copied != nil {
+		a.copied()
+	}
+	rank, iters, delta, err := prKernel(ctx, c, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	if err != nil {
+		return err
+	}
+	st := fromRanks(c, rank, a.spec.Damping)
 	st.iterations, st.delta = iters, delta
 	a.mu.Lock()
 	a.st, a.behind = st, false
@@ -219,11 +234,13 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64) error
 	return nil
 }
 
-func (a *pagerank) Recompute(ctx context.Context, g *views.Topo) error { return a.run(ctx, g, nil) }
+func (a *pagerank) Recompute(ctx context.Context, g *views.Topo) error {
+	return a.run(ctx, g, nil, nil)
+}
 
 // warm runs power iterations on g from the ranks held (a recompute that
-// starts close).
-func (a *pagerank) warm(ctx context.Context, g *views.Topo) error {
+// starts close); see run for release.
+func (a *pagerank) warm(ctx context.Context, g *views.Topo, release func()) error {
 	a.mu.RLock()
 	st := a.st
 	var x []float64
@@ -231,14 +248,14 @@ func (a *pagerank) warm(ctx context.Context, g *views.Topo) error {
 		x = resize(st.ranks(), st.ids, g.IDs, 0)
 	}
 	a.mu.RUnlock()
-	return a.run(ctx, g, x)
+	return a.run(ctx, g, x, release)
 }
 
 // Update without what was there before each operation cannot tell which
 // edges are new: it runs warm-started power iterations (a recompute). The
 // registry calls UpdatePrior (the stream of a pagerank has Presence).
 func (a *pagerank) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (bool, error) {
-	return true, a.warm(ctx, g)
+	return true, a.warm(ctx, g, nil)
 }
 
 // UpdatePrior applies one pull of a stream with Presence: each operation
@@ -259,7 +276,12 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 			a.mu.Unlock()
 			return false, nil
 		}
-		st = fromRanks(g, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
+		c, err := copyForPageRank(ctx, g)
+		if err != nil {
+			a.mu.Unlock()
+			return false, err
+		}
+		st = fromRanks(c, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
 		st.floor = a.st.floor // what G's changes add is to be pushed
 		// Still the checkpoint's seq: the ranks are not G's result until
 		// the pushes (or the iterations after them) bring them to the
@@ -295,7 +317,9 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return true, a.warm(ctx, g)
+	// The iterations run on a copy, the pull released: u (its G, Edges
+	// and Prior) must not be read after this.
+	return true, a.warm(ctx, g, u.Done)
 }
 
 // pushBudget is how many edges an update's pushes may read before

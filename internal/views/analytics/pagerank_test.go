@@ -3,10 +3,12 @@ package analytics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
@@ -363,5 +365,94 @@ func TestPageRankRestoredKeepsItsSeqUntilDone(t *testing.T) {
 	}
 	if a.Seq() != seq || u.G.Seq == seq {
 		t.Fatalf("after an update that did not finish, the analytic claims seq %d (the checkpoint's %d, the graph's %d)", a.Seq(), seq, u.G.Seq)
+	}
+}
+
+// TestPageRankIteratesOffTheTopology: an update whose change is too large
+// to push iterates on a copy of what it reads and releases the pull
+// first, so the topology advances for the other analytics meanwhile (the
+// advance waits for every pull: had it held it, the other stream's pull
+// below would wait for the whole run); the ranks are still the exact ones
+// of the pull's graph, not of the graph the topology moved on to.
+func TestPageRankIteratesOffTheTopology(t *testing.T) {
+	g := newBigGraph(t, 11, 8, 23, false)
+	spec := Spec{Name: "pr", Type: "pagerank"}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, tol := spec.Damping, spec.Tolerance
+	ctx := context.Background()
+	ts, err := g.m.Topology().Stream(views.StreamOptions{Presence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	other, err := g.m.Topology().Stream(views.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	a := newPageRank(spec)
+	pull := func(st *views.TopoStream, now bool) *views.TopoUpdate {
+		t.Helper()
+		p := st.Pull
+		if now {
+			p = st.PullNow
+		}
+		u, err := p(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	u := pull(ts, false)
+	if _, err := UpdateTopo(ctx, a, u); err != nil {
+		t.Fatal(err)
+	}
+	u.Done()
+	pull(other, true).Done()
+	g.batch(300, 0.05, 0) // far beyond what pushes take
+	old := maps.Clone(g.cur)
+	u = pull(ts, false)
+	defer u.Done()
+	seq := u.Seq
+	var moved uint64 // the other stream's seq, pulled while pagerank ran
+	a.copied = func() {
+		g.batch(50, 0.05, 0)
+		done := make(chan uint64, 1)
+		go func() {
+			o, err := other.PullNow(ctx)
+			if err != nil {
+				t.Error(err)
+				done <- 0
+				return
+			}
+			done <- o.Seq
+			o.Done()
+		}()
+		select {
+		case moved = <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the topology could not advance while pagerank iterated: the pull was still held")
+		}
+	}
+	re, err := UpdateTopo(ctx, a, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !re || t.Failed() {
+		t.Fatalf("recomputed %v; the other stream reached seq %d", re, moved)
+	}
+	if moved <= seq || a.Seq() != seq {
+		t.Fatalf("the other stream reached seq %d while pagerank iterated on seq %d; pagerank answers at %d", moved, seq, a.Seq())
+	}
+	ref := newPRRef(old, d)
+	l1 := 0.0
+	for i, v := range ref.ids {
+		got, _ := a.Vertex(v)
+		l1 += math.Abs(got.(VertexRank).Rank - ref.rank[i])
+	}
+	if bound := d*tol/(1-d) + RoundingL1(d, tol); l1 > bound {
+		t.Fatalf("L1 distance %g to the exact ranks of seq %d, above %g", l1, seq, bound)
 	}
 }
