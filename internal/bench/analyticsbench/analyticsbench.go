@@ -87,6 +87,11 @@ type Config struct {
 	// whose analytics run in an analytics.Registry, as serve runs them
 	// (Result.Registry).
 	Registry bool
+	// RegistryInterval, when above 0, feeds --registry's store a batch
+	// every interval instead of after the last result of the one before:
+	// a stream that does not wait, as serve's does; the figures are then
+	// each analytic's freshness (RegistryAnalytic.FreshSec).
+	RegistryInterval time.Duration
 	// DD, when set, is the Differential Dataflow baseline's binary (or
 	// DDAuto: scripts/dd.sh path), run on the same graph and batches after
 	// the stream (Result.DD).
@@ -139,6 +144,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.SaveGraph, "save-graph", c.SaveGraph, "write the graph the run loaded to this el file")
 	fs.StringVar(&c.DD, "dd", c.DD, "also run the Differential Dataflow baseline's bfs and wcc (this binary, or auto: scripts/dd.sh path; built by make dd) on the same graph and batches, after the stream, and compare")
 	fs.BoolVar(&c.Registry, "registry", c.Registry, "also stream into a store of its own whose analytics run registered together, as serve runs them: each result's time after the Apply")
+	fs.DurationVar(&c.RegistryInterval, "registry-interval", c.RegistryInterval, "with --registry: apply a batch to the registry's store every this long, not waiting for the analytics' results (a stream that does not wait, as serve's); each analytic's freshness is then reported")
 	fs.IntVar(&c.HubVertexDeletes, "hub-vertex-deletes", c.HubVertexDeletes, "the generated stream also deletes this many of the vertices with the most edges, spread over it")
 	fs.Int64Var(&c.Root, "root", c.Root, "root vertex of bfs and sssp (default: the vertex with the most out-edges)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "streamed operations per batch")
@@ -185,6 +191,9 @@ func (c Config) Validate() error {
 	}
 	if c.Repeats < 1 || c.Repeats > 100 {
 		return fmt.Errorf("--repeats must be between 1 and 100, got %d", c.Repeats)
+	}
+	if c.RegistryInterval < 0 || c.RegistryInterval > time.Minute || c.RegistryInterval > 0 && !c.Registry {
+		return fmt.Errorf("--registry-interval must be between 0 and 1m, and goes with --registry, got %v", c.RegistryInterval)
 	}
 	if c.Root < -1 || c.Root >= int64(engine.HighIDBase) {
 		return fmt.Errorf("--root must be a vertex id below 2^62 (or -1: the vertex with the most out-edges), got %d", c.Root)

@@ -107,9 +107,10 @@ func (r *run) differentialDataflow(finals map[string]analytics.Analytic) error {
 }
 
 // graphtideBatch is graphtide's batch time of an analytic: the
-// registry's when there is one, else the analytic driven alone.
+// registry's when there is one that waited for the results of each batch
+// (a paced one measures freshness), else the analytic driven alone.
 func (r *run) graphtideBatch(name string) (mean, p99 float64, from string) {
-	if f := r.res.Registry; f != nil && f.Analytics[name] != nil {
+	if f := r.res.Registry; f != nil && f.IntervalSec == 0 && f.Analytics[name] != nil {
 		return f.Analytics[name].BatchSec, f.Analytics[name].BatchP99Sec, "registry"
 	}
 	in := r.res.Incremental[name]

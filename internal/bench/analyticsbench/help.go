@@ -36,7 +36,11 @@ whole of --input FILE (el or bin). Then, in the same run:
     batches also go to a store of their own whose five analytics run
     registered together in an analytics registry, as serve runs them:
     each result's time after the Apply (its results must equal the
-    others' after the stream);
+    others' after the stream); with --registry-interval D, that store
+    gets a batch every D instead, after the others' stream, whatever its
+    analytics do (as serve's stream from Kafka), and each analytic's
+    freshness is measured: per update, from the Apply of the oldest
+    operation it took to its result;
   - the kernels again on the topology the stream advanced;
   - all of it under each id layout of --ids, each in a store of its own:
     dense (the ids as generated), sparse (each id v mapped to (v*K+C) mod
@@ -56,6 +60,7 @@ The last line of stdout is one JSON object.`
 
 	Example = `  graphtide bench analytics --scale 20 --edge-factor 16
   graphtide bench analytics --graph kron --scale 20 --ids dense --registry --delete-fraction 0.5
+  graphtide bench analytics --graph kron --scale 20 --ids dense --registry --registry-interval 50ms
   graphtide bench analytics --graph kron --scale 17 --ids dense --save-graph k17.el --save-stream k17.ops
   graphtide bench analytics --input k17.el --stream k17.ops
   graphtide bench analytics --input g20.el --root 872144 --kernels-only --repeats 8`

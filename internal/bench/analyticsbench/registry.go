@@ -22,6 +22,14 @@ import (
 // warm-up).
 type RegistryFigures struct {
 	Batches int `json:"batches"`
+	// IntervalSec, when above 0 (--registry-interval), is how often a
+	// batch was applied, without waiting for the results: the analytics'
+	// figures are then their freshness and updates, not batch_sec, and
+	// AllSec is 0.
+	IntervalSec float64 `json:"interval_sec,omitempty"`
+	// LateSec: how far behind its time the paced stream's last batch was
+	// applied (above 0: the store's Apply could not keep the pace).
+	LateSec float64 `json:"late_sec,omitempty"`
 	// Analytics, by name: from the store's Apply of a batch to the
 	// analytic's result at that batch's seq (the registry's Updated hook,
 	// its seq read through Freshness, as a metrics scrape reads it).
@@ -40,6 +48,13 @@ type RegistryAnalytic struct {
 	// included.
 	UpdateSec  float64 `json:"update_sec"`
 	Recomputes int     `json:"recomputes"`
+	// Under --registry-interval: per update after the warm-up batch, the
+	// time from the Apply of the oldest operation it took to its result
+	// (serve's graphtide_analytics_freshness_seconds), mean and p99; and
+	// the updates, each taking every batch applied since the one before.
+	FreshSec    float64 `json:"fresh_sec,omitempty"`
+	FreshP99Sec float64 `json:"fresh_p99_sec,omitempty"`
+	Updates     int     `json:"updates,omitempty"`
 }
 
 // registryRun is --registry's store, registry and what its hook saw.
@@ -50,6 +65,10 @@ type registryRun struct {
 
 	mu     sync.Mutex
 	events []regEvent // Protected by mu.
+	// fresh is each analytic's freshness per update (the Fresh hook), once
+	// paced batches begin (pacing). Protected by mu.
+	fresh  map[string][]float64
+	pacing bool
 	wake   chan struct{}
 
 	// Per batch: each analytic's time to its result, the updates' times.
@@ -72,7 +91,7 @@ type regEvent struct {
 func (r *run) openRegistry(specs map[string]analytics.Spec) error {
 	rr := &registryRun{wake: make(chan struct{}, 1), batch: map[string][]float64{}, updates: map[string][]float64{}, re: map[string]int{}}
 	var err error
-	if rr.store, err = load(filepath.Join(r.cfg.Dir, "store-registry"), r.src.edges, func(v uint64) uint64 { return v }); err != nil {
+	if rr.store, err = load(filepath.Join(r.cfg.Dir, "store-registry"), r.src.edges, sameID); err != nil {
 		return err
 	}
 	r.closers = append(r.closers, func() { rr.store.Close() })
@@ -80,7 +99,8 @@ func (r *run) openRegistry(specs map[string]analytics.Spec) error {
 		return err
 	}
 	r.closers = append(r.closers, func() { rr.m.Close() })
-	rr.reg = analytics.NewRegistry(rr.m, analytics.RegistryConfig{Hooks: analytics.Hooks{Updated: rr.updated}})
+	rr.fresh = map[string][]float64{}
+	rr.reg = analytics.NewRegistry(rr.m, analytics.RegistryConfig{Hooks: analytics.Hooks{Updated: rr.updated, Fresh: rr.freshHook}})
 	r.closers = append(r.closers, rr.reg.Close)
 	t0 := time.Now()
 	for _, name := range streamed {
@@ -127,6 +147,16 @@ func (rr *registryRun) updated(name string, recompute bool, d time.Duration) {
 	}
 }
 
+// freshHook is the registry's Fresh hook: it notes an update's freshness
+// while the paced batches run. It must not block.
+func (rr *registryRun) freshHook(name string, d time.Duration) {
+	rr.mu.Lock()
+	if rr.pacing {
+		rr.fresh[name] = append(rr.fresh[name], d.Seconds())
+	}
+	rr.mu.Unlock()
+}
+
 func (rr *registryRun) take() []regEvent {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
@@ -139,20 +169,10 @@ func (rr *registryRun) take() []regEvent {
 // every analytic's result is at its seq, noting when each got there.
 func (r *run) applyRegistry(ctx context.Context, batch []engine.Op) error {
 	rr := r.reg
-	var b engine.Batch
-	for _, o := range batch {
-		switch o.Kind {
-		case engine.OpUpsert:
-			b.InsertWeighted(o.Src, o.Dst, o.Weight)
-		case engine.OpDeleteEdge:
-			b.DeleteEdge(o.Src, o.Dst)
-		case engine.OpDeleteVertex:
-			b.DeleteVertex(o.Src)
-		}
-	}
+	b := batchOf(batch, sameID)
 	runtime.GC() // as the layouts' batches (applyBatch)
 	t0 := time.Now()
-	seq, err := rr.store.Apply(&b)
+	seq, err := rr.store.Apply(b)
 	if err != nil {
 		return err
 	}
@@ -212,13 +232,6 @@ func (r *run) registryFigures() {
 		}
 		return xs
 	}
-	meanP99Of := func(xs []float64) (float64, float64) {
-		cs := make([]batchClock, len(xs))
-		for i, x := range xs {
-			cs[i].apply = x
-		}
-		return meanP99(cs, func(c batchClock) float64 { return c.apply })
-	}
 	f := &RegistryFigures{Batches: len(steady(rr.all)), Analytics: map[string]*RegistryAnalytic{}}
 	f.AllSec, f.AllP99Sec = meanP99Of(steady(rr.all))
 	for _, name := range streamed {
@@ -252,3 +265,102 @@ func (r *run) sameAsRegistry(dense []*running) error {
 	}
 	return nil
 }
+
+// paceRegistry applies the stream to the registry's store at its own pace
+// (--registry-interval: batch k at k intervals after the first, not
+// waiting for any result), the first batch as the warm-up (waited for, as
+// applyRegistry does), then waits until every analytic's result is at the
+// last batch, and sums up their freshness and updates.
+func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
+	rr, every := r.reg, r.cfg.RegistryInterval
+	if len(batches) == 0 {
+		return nil
+	}
+	if err := r.applyRegistry(ctx, batches[0]); err != nil {
+		return err
+	}
+	rr.take()
+	rr.mu.Lock()
+	rr.pacing = true
+	rr.mu.Unlock()
+	var seq uint64
+	t0 := time.Now()
+	late := 0.0
+	for k, batch := range batches[1:] {
+		if wait := time.Until(t0.Add(time.Duration(k) * every)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+		late = max(0, time.Since(t0.Add(time.Duration(k)*every)).Seconds())
+		var err error
+		if seq, err = rr.store.Apply(batchOf(batch, sameID)); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		at := 0
+		for _, res := range rr.reg.Results() {
+			if res.Error != "" {
+				return fmt.Errorf("--registry: %s: %s", res.Spec.Name, res.Error)
+			}
+		}
+		for _, f := range rr.reg.Freshness(seq) {
+			if f.Ready && f.Behind == 0 {
+				at++
+			}
+		}
+		if at == len(streamed) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("--registry: the analytics did not reach the last batch in 10 minutes")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-rr.wake:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	rr.mu.Lock()
+	rr.pacing = false
+	fresh := rr.fresh
+	rr.mu.Unlock()
+	f := &RegistryFigures{Batches: len(batches) - 1, IntervalSec: every.Seconds(), LateSec: late, Analytics: map[string]*RegistryAnalytic{}}
+	ups := map[string][]float64{}
+	re := map[string]int{}
+	for _, e := range rr.take() {
+		ups[e.name] = append(ups[e.name], e.d.Seconds())
+		if e.recompute {
+			re[e.name]++
+		}
+	}
+	for _, name := range streamed {
+		a := &RegistryAnalytic{UpdateSec: bench.Mean(ups[name]), Recomputes: re[name], Updates: len(fresh[name])}
+		a.FreshSec, a.FreshP99Sec = meanP99Of(fresh[name])
+		f.Analytics[name] = a
+		r.logf("registry, a batch every %v: %s took %d of %d batches in %d updates, each %.5fs after its oldest operation's Apply (p99 %.5fs); its update %.5fs; %d recomputes",
+			every, name, f.Batches, f.Batches, a.Updates, a.FreshSec, a.FreshP99Sec, a.UpdateSec, a.Recomputes)
+	}
+	if late > 0 {
+		r.logf("registry: the last batch was applied %.3fs behind its time", late)
+	}
+	r.res.Registry = f
+	return nil
+}
+
+// meanP99Of is the mean and the 99th percentile of xs.
+func meanP99Of(xs []float64) (float64, float64) {
+	cs := make([]batchClock, len(xs))
+	for i, x := range xs {
+		cs[i].apply = x
+	}
+	return meanP99(cs, func(c batchClock) float64 { return c.apply })
+}
+
+// sameID is the registry store's ids: the dense layout's, as they are.
+func sameID(v uint64) uint64 { return v }

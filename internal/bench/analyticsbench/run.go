@@ -500,14 +500,22 @@ func (r *run) stream() error {
 				clocks = append(clocks, c)
 			}
 		}
-		if r.reg != nil {
+		if r.reg != nil && cfg.RegistryInterval == 0 {
 			if err := r.applyRegistry(ctx, batch); err != nil {
 				return fmt.Errorf("batch %d: %w", bi, err)
 			}
 		}
 	}
-	if r.reg != nil {
+	if r.reg != nil && cfg.RegistryInterval > 0 {
+		// A stream that does not wait, alone on the machine: after the
+		// layouts' batches.
+		if err := r.paceRegistry(ctx, r.src.ops); err != nil {
+			return err
+		}
+	} else if r.reg != nil {
 		r.registryFigures()
+	}
+	if r.reg != nil {
 		if err := r.sameAsRegistry(runs[dense]); err != nil {
 			return err
 		}
@@ -557,26 +565,32 @@ func (r *run) stream() error {
 	return nil
 }
 
+// batchOf is the store batch of ops, their ids through id.
+func batchOf(ops []engine.Op, id func(uint64) uint64) *engine.Batch {
+	var b engine.Batch
+	for _, o := range ops {
+		switch o.Kind {
+		case engine.OpUpsert:
+			b.InsertWeighted(id(o.Src), id(o.Dst), o.Weight)
+		case engine.OpDeleteEdge:
+			b.DeleteEdge(id(o.Src), id(o.Dst))
+		case engine.OpDeleteVertex:
+			b.DeleteVertex(id(o.Src))
+		}
+	}
+	return &b
+}
+
 // applyBatch applies one batch to l's store and brings l's analytics to
 // it, timing each part (see stream).
 func (r *run) applyBatch(l *layout, rns []*running, batch []engine.Op, recompute bool) (batchClock, error) {
 	ctx := r.ctx
 	c := batchClock{ops: len(batch), own: make([]float64, len(rns))}
-	var b engine.Batch
-	for _, o := range batch {
-		switch o.Kind {
-		case engine.OpUpsert:
-			b.InsertWeighted(l.id(o.Src), l.id(o.Dst), o.Weight)
-		case engine.OpDeleteEdge:
-			b.DeleteEdge(l.id(o.Src), l.id(o.Dst))
-		case engine.OpDeleteVertex:
-			b.DeleteVertex(l.id(o.Src))
-		}
-	}
+	b := batchOf(batch, l.id)
 	runtime.GC() // the previous batch's garbage is not this one's
 	st0 := l.m.Topology().Stats()
 	t0 := time.Now()
-	if _, err := l.store.Apply(&b); err != nil {
+	if _, err := l.store.Apply(b); err != nil {
 		return c, err
 	}
 	c.apply = time.Since(t0).Seconds()

@@ -49,6 +49,9 @@ func TestRenderFixture(t *testing.T) {
 		// registered: bfs 2.0517 ms, p99 2.4669 ms, update 37.87 µs; all 2.6547 ms, p99 3.0005 ms
 		"| bfs | 2.05 ms | 2.47 ms | 37.9 µs | 0 of 4 |",
 		"| all five | 2.65 ms | 3.00 ms |  |  |",
+		// analytics-stream.json: a batch every 5 ms; bfs fresh 2.1 ms, p99 3.4 ms, 3 updates for 3 batches
+		"with a batch applied every 5.00 ms whatever the analytics do",
+		"| bfs | 2.10 ms | 3.40 ms | 3 for 3 batches | 37.9 µs | 0 |",
 		// driven alone: bfs 1.4342 ms, p99 1.6612 ms, update 40.597 µs: 1.4342113 / 0.0405973 = 35.33
 		"| bfs | 1.43 ms | 1.66 ms | 40.6 µs | 35.33x |",
 		"| all five, one after the other | 2.28 ms | 2.53 ms |  |  |",

@@ -243,6 +243,8 @@ func renderAnalytics(p *page, result []byte) error {
 		Checked  []string `json:"checked_against_reference"`
 		Registry *struct {
 			Batches   int     `json:"batches"`
+			Interval  float64 `json:"interval_sec"`
+			Late      float64 `json:"late_sec"`
 			AllSec    float64 `json:"all_sec"`
 			AllP99Sec float64 `json:"all_p99_sec"`
 			Analytics map[string]*struct {
@@ -250,6 +252,9 @@ func renderAnalytics(p *page, result []byte) error {
 				BatchP99   float64 `json:"batch_p99_sec"`
 				Update     float64 `json:"update_sec"`
 				Recomputes int     `json:"recomputes"`
+				Fresh      float64 `json:"fresh_sec"`
+				FreshP99   float64 `json:"fresh_p99_sec"`
+				Updates    int     `json:"updates"`
 			} `json:"analytics"`
 		} `json:"registry"`
 		DD *struct {
@@ -303,7 +308,31 @@ func renderAnalytics(p *page, result []byte) error {
 		p.line("On the compacted view, %s equal reference kernels run on the loaded edges at every vertex.", strings.Join(r.Checked, ", "))
 		p.line("")
 	}
+	names := make([]string, 0, len(r.Incremental))
+	for k := range r.Incremental {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
 	var rows [][]string
+	if g := r.Registry; g != nil && g.Interval > 0 {
+		// A stream that does not wait: its freshness alone (the rest is
+		// the other runs').
+		late := ""
+		if g.Late > 0 {
+			late = fmt.Sprintf("; the store's Apply fell behind the pace, the last batch by %s", duration(g.Late))
+		}
+		p.line("Registered together in an analytics registry, as serve runs them (each on its own goroutine, over a store of their own), with a batch applied every %s whatever the analytics do, as a stream that does not wait (%d batches after the warm-up%s). Each update takes every batch applied since the one before; its freshness is the time from the Apply of the oldest operation it took to its result, what serve exports as `graphtide_analytics_freshness_seconds`:", duration(g.Interval), g.Batches, late)
+		p.line("")
+		for _, k := range names {
+			if a := g.Analytics[k]; a != nil {
+				rows = append(rows, []string{k, duration(a.Fresh), duration(a.FreshP99), fmt.Sprintf("%d for %d batches", a.Updates, g.Batches), duration(a.Update), fmt.Sprintf("%d", a.Recomputes)})
+			}
+		}
+		p.table([]string{"analytic", "freshness (mean)", "p99", "updates", "update alone (mean)", "updates that recomputed"}, rows)
+		p.line("Peak resident memory of the process (its stores, their topologies and the CSR baseline): %s.", gib(r.PeakRSS))
+		p.line("")
+		return nil
+	}
 	for _, k := range kernels {
 		kr := r.Kernels[k]
 		name := k
@@ -314,12 +343,7 @@ func renderAnalytics(p *page, result []byte) error {
 	}
 	p.table([]string{"kernel", "topology of the compacted view", "of a plain CSR", "view / CSR", "after the stream (over before)"}, rows)
 	rows = nil
-	names := make([]string, 0, len(r.Incremental))
-	for k := range r.Incremental {
-		names = append(names, k)
-	}
-	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
-	if g := r.Registry; g != nil {
+	if g := r.Registry; g != nil && g.Interval == 0 {
 		p.line("Registered together in an analytics registry, as serve runs them (each on its own goroutine, over a store of their own), from the store's Apply of a batch to the analytic's result at that batch (%d batches, the warm-up left out):", g.Batches)
 		p.line("")
 		for _, k := range names {

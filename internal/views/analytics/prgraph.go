@@ -76,8 +76,3 @@ func (c *prGraph) inDeg(i int32) int64 {
 
 // inNbrs is i's in-list (i below bound).
 func (c *prGraph) inNbrs(i int32) []int32 { return c.in[c.off[i]:c.off[i+1]] }
-
-// bytes is what the copy holds.
-func (c *prGraph) bytes() int64 {
-	return 4*int64(len(c.out)) + 8*int64(len(c.off)) + 4*int64(len(c.in))
-}
