@@ -3,7 +3,6 @@ package views
 import (
 	"cmp"
 	"context"
-	"errors"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -18,6 +17,7 @@ import (
 // over ids, for BuildTopo in a benchmark (edgesGraph's map is too large
 // at scale 20).
 type sortedGraph struct {
+	noGathers
 	ids   IDSpace
 	edges []gen.Edge
 }
@@ -37,12 +37,6 @@ func (g sortedGraph) Each(dir engine.Direction, weights bool, f func(v uint64, n
 		k = x
 	}
 	return nil
-}
-func (g sortedGraph) GatherEach([]uint64, engine.Direction, bool, func(int, []uint64, []float64)) error {
-	return errors.New("no gathers")
-}
-func (g sortedGraph) GatherEachLimit([]uint64, engine.Direction, bool, int, func(int, []uint64, []float64)) (int, int, error) {
-	return 0, 0, errors.New("no gathers")
 }
 
 // BenchmarkTopoAdvanceKron applies batches of 10,000 operations to the

@@ -718,6 +718,7 @@ func TestTopoKeepsNegativeZero(t *testing.T) {
 // (every id an index, with an edge or not), for BuildTopo: the CSR a
 // topology must equal.
 type edgesGraph struct {
+	noGathers
 	ids IDSpace
 	g   oracle
 }
@@ -751,12 +752,16 @@ func (e edgesGraph) Each(dir engine.Direction, weights bool, f func(v uint64, nb
 	return nil
 }
 
-func (e edgesGraph) GatherEach([]uint64, engine.Direction, bool, func(int, []uint64, []float64)) error {
-	return errors.New("edgesGraph: no gathers")
+// noGathers is the part of a test's Graph that BuildTopo does not call:
+// it gathers nothing.
+type noGathers struct{}
+
+func (noGathers) GatherEach([]uint64, engine.Direction, bool, func(int, []uint64, []float64)) error {
+	return errors.New("a test graph: no gathers")
 }
 
-func (e edgesGraph) GatherEachLimit([]uint64, engine.Direction, bool, int, func(int, []uint64, []float64)) (int, int, error) {
-	return 0, 0, errors.New("edgesGraph: no gathers")
+func (noGathers) GatherEachLimit([]uint64, engine.Direction, bool, int, func(int, []uint64, []float64)) (int, int, error) {
+	return 0, 0, errors.New("a test graph: no gathers")
 }
 
 // checkAdjRooms fails unless a keeps Adj's invariants: its blocks cover
