@@ -207,7 +207,7 @@ func TestConfigurationWinsTheMemory(t *testing.T) {
 	defer reg.Close()
 	var logs bytes.Buffer
 	s := &Server{areg: reg, log: slog.New(slog.NewTextHandler(&logs, nil))}
-	api := analytics.Spec{Name: "ranks", Type: "pagerank"} // about 98 bytes a vertex, as if restored
+	api := analytics.Spec{Name: "ranks", Type: "pagerank"} // about 110 bytes a vertex and 4 an edge, as if restored
 	if _, err := reg.Register(api); err != nil {
 		t.Fatal(err)
 	}

@@ -311,10 +311,11 @@ type kind struct {
 	// stream: it reads a plain stream view (no views of the graph); topo:
 	// it reads the Manager's topology.
 	stream, topo bool
-	// perVertex is the memory of its state per vertex index; fixed, if
-	// set, what it may hold besides (fraud: one pull's memory).
-	perVertex int64
-	fixed     func(s Spec) int64
+	// perVertex is the memory of its state per vertex index, perEdge per
+	// edge (pagerank: the copy its iterations read); fixed, if set, what
+	// it may hold besides (fraud: one pull's memory).
+	perVertex, perEdge int64
+	fixed              func(s Spec) int64
 	// alerts are the kinds of the alerts it raises (Alert.Kind).
 	alerts []string
 	// settings fills the defaults of its own settings and checks them.
@@ -325,7 +326,7 @@ type kind struct {
 var kinds = []kind{
 	{name: "bfs", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newBFS(s, root) }},
 	{name: "wcc", topo: true, perVertex: 17, build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newWCC(s) }},
-	{name: "pagerank", topo: true, perVertex: 98, settings: (*Spec).pagerankSettings,
+	{name: "pagerank", topo: true, perVertex: 110, perEdge: 4, settings: (*Spec).pagerankSettings,
 		build: func(s Spec, _ uint64, _ func([]Alert)) Analytic { return newPageRank(s) }},
 	{name: "sssp", topo: true, root: true, perVertex: 9, build: func(s Spec, root uint64, _ func([]Alert)) Analytic { return newSSSP(s, root) }},
 	{name: "degree", topo: true, monitor: true, perVertex: 4, alerts: []string{"degree"}, settings: (*Spec).degreeSettings,

@@ -667,7 +667,8 @@ func (st *prState) sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
-// and the state they build (69 more).
+// and the state they build (69 more) and of the copy they read (12 bytes
+// a vertex and 4 an edge, prGraph).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()

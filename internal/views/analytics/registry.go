@@ -139,10 +139,10 @@ func VertexLocal(s Spec) error {
 }
 
 // Need estimates the memory an analytic of spec s (validated) will hold
-// over a graph of the given vertex count.
-func Need(s Spec, vertices int) int64 {
+// over a graph of the given vertex and edge counts.
+func Need(s Spec, vertices int, edges int64) int64 {
 	k, _ := kindOf(s.Type)
-	n := k.perVertex * int64(vertices)
+	n := k.perVertex*int64(vertices) + k.perEdge*edges
 	if k.fixed != nil {
 		n += k.fixed(s)
 	}
@@ -339,7 +339,7 @@ func (r *Registry) register(s Spec, restored Analytic, from *uint64, custom Anal
 		return s, err
 	}
 	if lim := r.cfg.MemoryLimit; lim > 0 {
-		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices)
+		held, need := r.MemoryBytes(), Need(s, r.m.IndexStats().Vertices, r.m.EdgeVersions())
 		if k, _ := kindOf(s.Type); k.topo && r.m.TopologyOf(ts).Bytes() == 0 {
 			need += r.topologyNeed() // the first graph analytic builds it
 		}

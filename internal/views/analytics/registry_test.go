@@ -394,7 +394,7 @@ func TestRegisterCountsTheTopology(t *testing.T) {
 	// The index and the per-vertex state fit in 1 MiB; 20,000 edges'
 	// topology (about 200 KB) with them does not fit in 100 KB more.
 	idx := h.m.IndexStats().Bytes
-	small := NewRegistry(h.m, RegistryConfig{MemoryLimit: idx + Need(Spec{Type: "bfs"}, 5000) + 100<<10})
+	small := NewRegistry(h.m, RegistryConfig{MemoryLimit: idx + Need(Spec{Type: "bfs"}, 5000, 0) + 100<<10})
 	defer small.Close()
 	if _, err := small.Register(Spec{Type: "bfs", Root: "1"}); !errors.Is(err, ErrMemory) {
 		t.Fatalf("the topology's memory was not counted: %v", err)
