@@ -467,7 +467,7 @@ func TestDifferentialDataflow(t *testing.T) {
 	}
 	for _, g := range []string{"rmat", "kron"} {
 		c := tiny(t)
-		c.Graph, c.DD = g, bin
+		c.Graph, c.DD, c.Registry = g, bin, g == "kron"
 		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatalf("%s: %v", g, err)
@@ -476,8 +476,13 @@ func TestDifferentialDataflow(t *testing.T) {
 			t.Fatalf("%s: figures %+v", g, res.DD)
 		}
 		for name, a := range res.DD.Analytics {
-			if a.Rounds != res.Batches-1 || a.RoundSec <= 0 || a.GraphtideFrom != "driven alone" || a.Ratio <= 0 || a.Checked == "" {
+			if a.Rounds != res.Batches-1 || a.RoundSec <= 0 || a.Ratio <= 0 || a.Checked == "" ||
+				a.GraphtideBatchSec != res.Incremental[name].BatchSec || a.Ratio != a.GraphtideBatchSec/a.RoundSec {
 				t.Errorf("%s %s: %+v over %d batches", g, name, a, res.Batches)
+			}
+			// Registered with the others too, with --registry only.
+			if reg := res.Registry; (reg != nil) != (a.RegistrySec > 0) || reg != nil && a.RegistrySec != reg.Analytics[name].BatchSec {
+				t.Errorf("%s %s: registered %v, the registry's %+v", g, name, a.RegistrySec, reg)
 			}
 		}
 	}
