@@ -238,6 +238,12 @@ func (a *pagerank) Recompute(ctx context.Context, g *views.Topo) error {
 	return a.run(ctx, g, nil, nil)
 }
 
+// recomputeReleasing is Recompute on u's graph, u released once copied
+// (see releaser).
+func (a *pagerank) recomputeReleasing(ctx context.Context, u *views.TopoUpdate) error {
+	return a.run(ctx, u.G, nil, u.Done)
+}
+
 // warm runs power iterations on g from the ranks held (a recompute that
 // starts close); see run for release.
 func (a *pagerank) warm(ctx context.Context, g *views.Topo, release func()) error {

@@ -368,12 +368,13 @@ func TestPageRankRestoredKeepsItsSeqUntilDone(t *testing.T) {
 	}
 }
 
-// TestPageRankIteratesOffTheTopology: an update whose change is too large
-// to push iterates on a copy of what it reads and releases the pull
-// first, so the topology advances for the other analytics meanwhile (the
-// advance waits for every pull: had it held it, the other stream's pull
-// below would wait for the whole run); the ranks are still the exact ones
-// of the pull's graph, not of the graph the topology moved on to.
+// TestPageRankIteratesOffTheTopology: a compute (the first pull), and an
+// update whose change is too large to push, iterate on a copy of what
+// they read and release the pull first, so the topology advances for the
+// other analytics meanwhile (the advance waits for every pull: had they
+// held it, the other stream's pull below would wait for the whole run);
+// the ranks are still the exact ones of the pull's graph, not of the
+// graph the topology moved on to.
 func TestPageRankIteratesOffTheTopology(t *testing.T) {
 	g := newBigGraph(t, 11, 8, 23, false)
 	spec := Spec{Name: "pr", Type: "pagerank"}
@@ -393,66 +394,58 @@ func TestPageRankIteratesOffTheTopology(t *testing.T) {
 	}
 	defer other.Close()
 	a := newPageRank(spec)
-	pull := func(st *views.TopoStream, now bool) *views.TopoUpdate {
+	// run pulls pagerank's stream and updates it; while it iterates, the
+	// hook applies a batch and pulls the other stream, which must reach it.
+	run := func(label string) {
 		t.Helper()
-		p := st.Pull
-		if now {
-			p = st.PullNow
-		}
-		u, err := p(ctx)
+		old := maps.Clone(g.cur)
+		u, err := ts.Pull(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u
-	}
-	u := pull(ts, false)
-	if _, err := UpdateTopo(ctx, a, u); err != nil {
-		t.Fatal(err)
-	}
-	u.Done()
-	pull(other, true).Done()
-	g.batch(300, 0.05, 0) // far beyond what pushes take
-	old := maps.Clone(g.cur)
-	u = pull(ts, false)
-	defer u.Done()
-	seq := u.Seq
-	var moved uint64 // the other stream's seq, pulled while pagerank ran
-	a.copied = func() {
-		g.batch(50, 0.05, 0)
-		done := make(chan uint64, 1)
-		go func() {
-			o, err := other.PullNow(ctx)
-			if err != nil {
-				t.Error(err)
-				done <- 0
-				return
+		defer u.Done()
+		seq := u.Seq
+		var moved uint64 // the other stream's seq, pulled while pagerank ran
+		a.copied = func() {
+			g.batch(50, 0.05, 0)
+			done := make(chan uint64, 1)
+			go func() {
+				o, err := other.PullNow(ctx)
+				if err != nil {
+					t.Error(err)
+					done <- 0
+					return
+				}
+				done <- o.Seq
+				o.Done()
+			}()
+			select {
+			case moved = <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("%s: the topology could not advance while pagerank iterated: the pull was still held", label)
 			}
-			done <- o.Seq
-			o.Done()
-		}()
-		select {
-		case moved = <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the topology could not advance while pagerank iterated: the pull was still held")
+		}
+		re, err := UpdateTopo(ctx, a, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !re || t.Failed() {
+			t.Fatalf("%s: recomputed %v; the other stream reached seq %d", label, re, moved)
+		}
+		if moved <= seq || a.Seq() != seq {
+			t.Fatalf("%s: the other stream reached seq %d while pagerank iterated on seq %d; pagerank answers at %d", label, moved, seq, a.Seq())
+		}
+		ref := newPRRef(old, d)
+		l1 := 0.0
+		for i, v := range ref.ids {
+			got, _ := a.Vertex(v)
+			l1 += math.Abs(got.(VertexRank).Rank - ref.rank[i])
+		}
+		if bound := d*tol/(1-d) + RoundingL1(d, tol); l1 > bound {
+			t.Fatalf("%s: L1 distance %g to the exact ranks of seq %d, above %g", label, l1, seq, bound)
 		}
 	}
-	re, err := UpdateTopo(ctx, a, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !re || t.Failed() {
-		t.Fatalf("recomputed %v; the other stream reached seq %d", re, moved)
-	}
-	if moved <= seq || a.Seq() != seq {
-		t.Fatalf("the other stream reached seq %d while pagerank iterated on seq %d; pagerank answers at %d", moved, seq, a.Seq())
-	}
-	ref := newPRRef(old, d)
-	l1 := 0.0
-	for i, v := range ref.ids {
-		got, _ := a.Vertex(v)
-		l1 += math.Abs(got.(VertexRank).Rank - ref.rank[i])
-	}
-	if bound := d*tol/(1-d) + RoundingL1(d, tol); l1 > bound {
-		t.Fatalf("L1 distance %g to the exact ranks of seq %d, above %g", l1, seq, bound)
-	}
+	run("the first compute")
+	g.batch(300, 0.05, 0) // far beyond what pushes take
+	run("an update that iterates")
 }

@@ -8,12 +8,12 @@ import (
 
 // prGraph is what pagerank's iterations read of a topology, copied out of
 // it: each vertex's out-degree and in-list, as one plain CSR. A pagerank
-// that recomputes (every batch whose change its pushes cannot finish)
-// runs for about as long as the other analytics take for ten batches; the
-// topology's advance waits for every reader, so had the run read the
-// shared topology, every analytic would wait that long for its next
-// batch. The copy takes one pass over the in-lists (about a tenth of an
-// iteration's work at scale 20), after which the pull is released.
+// that recomputes (its first compute, and every batch whose change its
+// pushes cannot finish) runs for about as long as the other analytics
+// take for ten batches; the topology's advance waits for every reader,
+// so had the run read the shared topology, every analytic would wait
+// that long for its next batch. The copy takes one pass over the
+// in-lists, after which the pull is released.
 //
 // INVARIANT: in[off[i]:off[i+1]] is In.Nbrs(i) and out[i] Out.Deg(i) of
 // the topology copied, for every i below bound; ids, seq, n and bound are

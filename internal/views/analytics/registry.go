@@ -475,6 +475,9 @@ func NeedsPresence(s Spec) bool {
 // when NeedsPresence): a recompute when u is Lost, else its update. It
 // returns whether a recomputed.
 func UpdateTopo(ctx context.Context, a TopoAnalytic, u *views.TopoUpdate) (bool, error) {
+	if r, ok := a.(releaser); ok && u.Lost {
+		return true, r.recomputeReleasing(ctx, u)
+	}
 	if u.Lost {
 		return true, a.Recompute(ctx, u.G)
 	}
@@ -482,6 +485,13 @@ func UpdateTopo(ctx context.Context, a TopoAnalytic, u *views.TopoUpdate) (bool,
 		return p.UpdatePrior(ctx, u)
 	}
 	return a.Update(ctx, u.G, u.Edges)
+}
+
+// releaser is a TopoAnalytic whose recompute copies what it reads and
+// releases the pull u before it runs (pagerank: see prGraph); u must not
+// be read after it.
+type releaser interface {
+	recomputeReleasing(ctx context.Context, u *views.TopoUpdate) error
 }
 
 // priorUpdater is a TopoAnalytic whose updates need what was there before
