@@ -343,8 +343,8 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		a := &RegistryAnalytic{UpdateSec: bench.Mean(ups[name]), Recomputes: re[name], Updates: len(fresh[name])}
 		a.FreshSec, a.FreshP99Sec = meanP99Of(fresh[name])
 		f.Analytics[name] = a
-		r.logf("registry, a batch every %v: %s took %d of %d batches in %d updates, each %.5fs after its oldest operation's Apply (p99 %.5fs); its update %.5fs; %d recomputes",
-			every, name, f.Batches, f.Batches, a.Updates, a.FreshSec, a.FreshP99Sec, a.UpdateSec, a.Recomputes)
+		r.logf("registry, a batch every %v: %s took the %d batches in %d updates, each %.5fs after its oldest operation's Apply (p99 %.5fs); its update %.5fs; %d recomputes",
+			every, name, f.Batches, a.Updates, a.FreshSec, a.FreshP99Sec, a.UpdateSec, a.Recomputes)
 	}
 	if late > 0 {
 		r.logf("registry: the last batch was applied %.3fs behind its time", late)
