@@ -21,10 +21,14 @@
 //	           AlertsMin and AlertsMax).
 //	rest       the Go runtime, HTTP, decoding, and the garbage collector's
 //	           headroom.
+//	headroom   a sixteenth of the budget, held by no part: what the Go
+//	           runtime may pass its soft limit by (a burst of allocation
+//	           while the collector is starved of CPU) and the store its
+//	           modelled share by (StoreFactor is measured, not enforced).
 //
 // GOMEMLIMIT (runtime/debug.SetMemoryLimit) is everything but the store's
-// share: the Go runtime collects garbage harder as it nears that limit
-// rather than growing past the budget.
+// share and the headroom: the Go runtime collects garbage harder as it
+// nears that limit rather than growing past the budget.
 //
 // What it promises: Divide never returns a plan whose parts add up to more
 // than the budget; a part given explicitly (a MemGraph size, an edge-log
@@ -89,7 +93,8 @@ const (
 	fetchShare     = 10
 	analyticsShare = 30
 	alertsShare    = 5
-	// The rest (15%) is left to the Go runtime and the GC's headroom.
+	// The rest (15%): a sixteenth of headroom (Plan.Headroom), the rest
+	// to the Go runtime and the collector's room within GOMEMLIMIT.
 )
 
 // Explicit parts; zero fields are derived from the budget.
@@ -115,7 +120,11 @@ type Plan struct {
 	Analytics int64
 	// What the alerts kept for reading may hold.
 	Alerts int64
-	// GoLimit is GOMEMLIMIT: the budget less the store's share.
+	// Headroom is the budget's sixteenth that no part holds (see the
+	// package documentation).
+	Headroom int64
+	// GoLimit is GOMEMLIMIT: the budget less the store's share and the
+	// headroom.
 	GoLimit int64
 }
 
@@ -123,7 +132,8 @@ type Plan struct {
 // graphtide_memory_budget_bytes metric.
 func (p Plan) Parts() map[string]int64 {
 	return map[string]int64{"store": p.Store, "edge_log": p.EdgeLog, "kafka_fetch": p.Fetch,
-		"analytics": p.Analytics, "alerts": p.Alerts, "go_runtime_rest": p.GoLimit - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts, "total": p.Total}
+		"analytics": p.Analytics, "alerts": p.Alerts, "go_runtime_rest": p.GoLimit - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts,
+		"headroom": p.Headroom, "total": p.Total}
 }
 
 // Divide divides total among the parts; see the package documentation.
@@ -150,9 +160,11 @@ func Divide(total int64, x Explicit) (Plan, error) {
 
 	p.Analytics = total * analyticsShare / 100
 	p.Alerts = clamp(total*alertsShare/100, AlertsMin, AlertsMax)
-	// What is left for the Go runtime beyond its parts: at least a tenth.
-	rest := total - p.Store - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts
-	if rest < total/10 {
+	// What is left for the Go runtime beyond its parts and the headroom:
+	// at least a twentieth.
+	p.Headroom = total / 16
+	rest := total - p.Store - p.EdgeLog - p.Fetch - p.Analytics - p.Alerts - p.Headroom
+	if rest < total/20 {
 		var given []string
 		if x.MemGraphBytes != 0 {
 			given = append(given, fmt.Sprintf("--memgraph-mib %d takes %s for the store (%dx one MemGraph)", x.MemGraphBytes>>20, Format(p.Store), StoreFactor))
@@ -163,10 +175,10 @@ func Divide(total int64, x Explicit) (Plan, error) {
 		if len(given) == 0 {
 			return Plan{}, errors.New("budget: the derived parts do not fit (a bug)")
 		}
-		return Plan{}, fmt.Errorf("%s: with the edge log (%s), the Kafka fetch buffers (%s), the analytics (%s) and the alerts (%s) that leaves %s of --memory-budget %s for the Go runtime, less than a tenth: raise --memory-budget or leave those flags out to size them from it",
+		return Plan{}, fmt.Errorf("%s: with the edge log (%s), the Kafka fetch buffers (%s), the analytics (%s) and the alerts (%s) that leaves %s of --memory-budget %s for the Go runtime beside the headroom of a sixteenth, less than a twentieth: raise --memory-budget or leave those flags out to size them from it",
 			joinAnd(given), Format(p.EdgeLog), Format(p.Fetch), Format(p.Analytics), Format(p.Alerts), Format(max(rest, 0)), Format(total))
 	}
-	p.GoLimit = total - p.Store
+	p.GoLimit = total - p.Store - p.Headroom
 	return p, nil
 }
 

@@ -18,8 +18,11 @@ func TestDivideDefaults(t *testing.T) {
 			p.Fetch != int64(p.FetchMaxBytes)*int64(p.MaxConcurrentFetches) {
 			t.Errorf("%s: inconsistent plan %+v", Format(total), p)
 		}
-		if p.GoLimit != total-p.Store {
-			t.Errorf("%s: GOMEMLIMIT %s, want the budget less the store's share", Format(total), Format(p.GoLimit))
+		if p.Headroom != total/16 || p.GoLimit != total-p.Store-p.Headroom {
+			t.Errorf("%s: GOMEMLIMIT %s, headroom %s; want the budget less the store's share and a sixteenth", Format(total), Format(p.GoLimit), Format(p.Headroom))
+		}
+		if rest := p.Parts()["go_runtime_rest"]; rest < total/20 {
+			t.Errorf("%s: the Go runtime's rest %s, under a twentieth", Format(total), Format(rest))
 		}
 		if p.Alerts != min(max(total/20, AlertsMin), AlertsMax) {
 			t.Errorf("%s: the alerts' share %s, want 5%% within %s and %s", Format(total), Format(p.Alerts), Format(AlertsMin), Format(AlertsMax))

@@ -34,7 +34,7 @@ type memoryCollector struct {
 func NewMemoryCollector(src MemorySources) prometheus.Collector {
 	return &memoryCollector{src: src,
 		budget: prometheus.NewDesc("graphtide_memory_budget_bytes",
-			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom).",
+			"The share of --memory-budget each component is sized to (total: the budget; go_runtime_rest: what is left to the Go runtime and GC headroom within GOMEMLIMIT; headroom: the sixteenth no part holds, for the soft limit and the store to pass their shares by).",
 			[]string{"component"}, nil),
 		used: prometheus.NewDesc("graphtide_memory_bytes",
 			"Memory each component holds now: memgraphs (the store's write buffers, and the memory of flushed ones kept for the next), edge_log, analytics, alerts (the newest alerts, kept for reading), kafka_fetch, key_dictionary (string keys and mapped numbers, estimated; part of go_runtime_rest in the budget), writes_log (the writes topic's outcome log, estimated; part of go_runtime_rest too), go_runtime (all Go memory not returned to the OS).",

@@ -107,7 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HTTPTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fs.DurationVar(&o.HTTPTimeout, "http-request-timeout", 10*time.Second, "deadline of one HTTP request")
 	fs.Int64Var(&o.HTTPPathBudget, "http-path-budget", api.DefaultPathBudget, "edges one path query may read before it gives up (HTTP 422)")
-	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics, the alerts kept for reading and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
+	fs.StringVar(&o.MemoryBudget, "memory-budget", "1GiB", "memory serve stays within: divided among the store's MemGraphs, the edge log, the Kafka fetch buffers, the analytics, the alerts kept for reading, a sixteenth of headroom and the Go heap (GOMEMLIMIT); e.g. 512MiB, 4GiB")
 	fs.IntVar(&o.MemGraphMiB, "memgraph-mib", 0, "size of one MemGraph in MiB, two alternate (0: about 6% of --memory-budget)")
 	fs.BoolVar(&o.InEdges, "in-edges", true, "keep in-edges too: in-degrees, dir=in reads, bidirectional paths (fixed when the store is created: a new store keeps them unless --in-edges=false is given, or in partitioned mode, which keeps none; left out, an existing store keeps what it was created with)")
 	fs.Uint64Var(&o.HistorySeqs, "history-seqs", 0, "keep the store readable as of each of the last this many sequence numbers (as_of_seq in queries; every version they need stays on disk until then); 0: not by seqs")

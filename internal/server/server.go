@@ -219,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	p := cfg.Plan
 	s.log.Info("memory budget", "total", budget.Format(p.Total), "memgraph", budget.Format(p.MemGraphBytes),
 		"store", budget.Format(p.Store), "edge_log_ops", p.EdgeLogOps, "kafka_fetch", budget.Format(p.Fetch),
-		"analytics", budget.Format(p.Analytics), "alerts", budget.Format(p.Alerts), "gomemlimit", budget.Format(p.GoLimit))
+		"analytics", budget.Format(p.Analytics), "alerts", budget.Format(p.Alerts), "headroom", budget.Format(p.Headroom), "gomemlimit", budget.Format(p.GoLimit))
 	// The alerts kept for reading: the plan's share (a Config without a
 	// plan, as some tests make, keeps the registry's default).
 	alertBytes := cmp.Or(p.Alerts, analytics.DefaultAlertRingBytes)
