@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/graphtide/graphtide/internal/bench"
 	"github.com/graphtide/graphtide/internal/bench/ddbase"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views/analytics"
@@ -93,8 +92,8 @@ func (r *run) differentialDataflow(finals map[string]analytics.Analytic) error {
 		if len(secs) > 1 {
 			secs = secs[1:] // as graphtide's warm-up batch
 		}
-		a := &DDAnalytic{RoundSec: bench.Mean(secs), RoundP99Sec: bench.Quantile(secs, 0.99), Rounds: len(secs),
-			LoadSec: out.LoadSec, PeakRSSBytes: out.PeakRSSBytes}
+		a := &DDAnalytic{Rounds: len(secs), LoadSec: out.LoadSec, PeakRSSBytes: out.PeakRSSBytes}
+		a.RoundSec, a.RoundP99Sec = meanP99Of(secs)
 		in := r.res.Incremental[name]
 		a.GraphtideBatchSec, a.GraphtideBatchP99Sec = in.BatchSec, in.BatchP99Sec
 		if f := r.res.Registry; f != nil && f.IntervalSec == 0 && f.Analytics[name] != nil {

@@ -353,14 +353,5 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 	return nil
 }
 
-// meanP99Of is the mean and the 99th percentile of xs.
-func meanP99Of(xs []float64) (float64, float64) {
-	cs := make([]batchClock, len(xs))
-	for i, x := range xs {
-		cs[i].apply = x
-	}
-	return meanP99(cs, func(c batchClock) float64 { return c.apply })
-}
-
 // sameID is the registry store's ids: the dense layout's, as they are.
 func sameID(v uint64) uint64 { return v }

@@ -780,6 +780,11 @@ func meanP99(cs []batchClock, f func(batchClock) float64) (float64, float64) {
 	for i, c := range cs {
 		xs[i] = f(c)
 	}
+	return meanP99Of(xs)
+}
+
+// meanP99Of is the mean and the 99th percentile of xs.
+func meanP99Of(xs []float64) (float64, float64) {
 	return bench.Mean(xs), bench.Quantile(xs, 0.99)
 }
 
