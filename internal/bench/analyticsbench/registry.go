@@ -65,11 +65,10 @@ type registryRun struct {
 
 	mu     sync.Mutex
 	events []regEvent // Protected by mu.
-	// fresh is each analytic's freshness per update (the Fresh hook), once
-	// paced batches begin (pacing). Protected by mu.
-	fresh  map[string][]float64
-	pacing bool
-	wake   chan struct{}
+	// fresh is each analytic's updates as the Fresh hook saw them.
+	// Protected by mu.
+	fresh map[string][]freshUpdate
+	wake  chan struct{}
 
 	// Per batch: each analytic's time to its result, the updates' times.
 	batch   map[string][]float64
@@ -99,7 +98,7 @@ func (r *run) openRegistry(specs map[string]analytics.Spec) error {
 		return err
 	}
 	r.closers = append(r.closers, func() { rr.m.Close() })
-	rr.fresh = map[string][]float64{}
+	rr.fresh = map[string][]freshUpdate{}
 	rr.reg = analytics.NewRegistry(rr.m, analytics.RegistryConfig{Hooks: analytics.Hooks{Updated: rr.updated, Fresh: rr.freshHook}})
 	r.closers = append(r.closers, rr.reg.Close)
 	t0 := time.Now()
@@ -147,13 +146,19 @@ func (rr *registryRun) updated(name string, recompute bool, d time.Duration) {
 	}
 }
 
-// freshHook is the registry's Fresh hook: it notes an update's freshness
-// while the paced batches run. It must not block.
+// freshUpdate is one update's freshness d, and when the oldest operation
+// it took was applied (the hook's time less d).
+type freshUpdate struct {
+	applied time.Time
+	d       time.Duration
+}
+
+// freshHook is the registry's Fresh hook: it notes an update's
+// freshness. It must not block.
 func (rr *registryRun) freshHook(name string, d time.Duration) {
+	at := time.Now()
 	rr.mu.Lock()
-	if rr.pacing {
-		rr.fresh[name] = append(rr.fresh[name], d.Seconds())
-	}
+	rr.fresh[name] = append(rr.fresh[name], freshUpdate{applied: at.Add(-d), d: d})
 	rr.mu.Unlock()
 }
 
@@ -280,9 +285,6 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		return err
 	}
 	rr.take()
-	rr.mu.Lock()
-	rr.pacing = true
-	rr.mu.Unlock()
 	var seq uint64
 	t0 := time.Now()
 	late := 0.0
@@ -326,9 +328,18 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	// The paced batches' updates: those whose oldest operation was applied
+	// once the first began (the warm-up's Fresh hook may come after its
+	// Updated one, which ended the wait for it).
+	fresh := map[string][]float64{}
 	rr.mu.Lock()
-	rr.pacing = false
-	fresh := rr.fresh
+	for name, us := range rr.fresh {
+		for _, u := range us {
+			if !u.applied.Before(t0) {
+				fresh[name] = append(fresh[name], u.d.Seconds())
+			}
+		}
+	}
 	rr.mu.Unlock()
 	f := &RegistryFigures{Batches: len(batches) - 1, IntervalSec: every.Seconds(), LateSec: late, Analytics: map[string]*RegistryAnalytic{}}
 	ups := map[string][]float64{}
