@@ -51,7 +51,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "graphtide_ingest_records_total", Help: "Kafka records consumed.",
+			Name: "graphtide_ingest_records_total", Help: "Kafka records consumed, counted once their batch is applied (fresh reads see them).",
 		}, []string{"topic"}),
 		Edges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "graphtide_ingest_edges_total", Help: "Edge operations applied to the store.",

@@ -43,6 +43,11 @@ type applyJob struct {
 	// writes are the writes topic's records of the poll, in log order per
 	// partition, applied after batch (writes.go).
 	writes []*pendingWrite
+	// taken are the poll's records and bytes per topic, added to the
+	// metrics once the batch is applied (pollState.countTaken): a reader
+	// who sees graphtide_ingest_records_total reach N finds the N records'
+	// operations in every fresh read.
+	taken []topicCount
 
 	// Set by the applier.
 	err         error  // the job failed; nothing after it is applied
@@ -94,6 +99,7 @@ func (j *applyJob) reset() {
 	j.src = nil
 	clear(j.writes)
 	j.writes = j.writes[:0]
+	j.taken = j.taken[:0]
 	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
 }
 

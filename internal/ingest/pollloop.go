@@ -303,6 +303,16 @@ func (s *pollState) allowRebalance() error {
 	return nil
 }
 
+// countTaken adds j's records and bytes to the metrics, once nothing of
+// its poll is left to apply.
+func (s *pollState) countTaken(j *applyJob) {
+	for _, c := range j.taken {
+		s.metrics.Records.WithLabelValues(c.topic).Add(float64(c.records))
+		s.metrics.Bytes.WithLabelValues(c.topic).Add(float64(c.bytes))
+	}
+	j.taken = j.taken[:0]
+}
+
 // finish takes back a job the applier is done with: an applied batch
 // waits to become durable; a started flush tells its target.
 func (s *pollState) finish(j *applyJob) error {
@@ -310,6 +320,7 @@ func (s *pollState) finish(j *applyJob) error {
 	if j.err != nil {
 		return j.err
 	}
+	s.countTaken(j)
 	if j.records > 0 {
 		s.d.batches = append(s.d.batches, appliedBatch{seq: j.seq, pos: j.pos, at: s.env.now()})
 	}
@@ -409,7 +420,7 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 		// durable position and consumes it again.
 		return nil, true, dec.fatal
 	}
-	s.countDecoded(dec)
+	s.countDecoded(j, dec)
 	for _, f := range dec.deadWrites {
 		s.metrics.Writes.WithLabelValues("dead_letter").Inc()
 		s.waiters.Deliver(f.request, writes.Result{Err: f.reason, Partition: f.partition, Offset: f.offset})
@@ -496,6 +507,7 @@ func (s *pollState) dispatch(j *applyJob) {
 		s.ckDirty = true
 	}
 	if j.records == 0 && !j.flush && !j.checkpoint {
+		s.countTaken(j) // nothing to apply: what it took in is final
 		s.p.free = append(s.p.free, j)
 		return
 	}
@@ -725,14 +737,18 @@ func (s *pollState) decodeRecord(dc decode.Decoder, r *kgo.Record, emit func(dec
 	return err
 }
 
-// countDecoded adds a final decode of a poll to the metrics.
-func (s *pollState) countDecoded(dec decoded) {
+// topicCount is what a poll took in from one topic.
+type topicCount struct {
+	topic          string
+	records, bytes int
+}
+
+// countDecoded adds a final decode of a poll to the metrics, except its
+// records and bytes, which j keeps until its batch is applied (countTaken).
+func (s *pollState) countDecoded(j *applyJob, dec decoded) {
 	m := s.metrics
 	for t, n := range dec.records {
-		m.Records.WithLabelValues(t).Add(float64(n))
-	}
-	for t, n := range dec.bytes {
-		m.Bytes.WithLabelValues(t).Add(float64(n))
+		j.taken = append(j.taken, topicCount{topic: t, records: n, bytes: dec.bytes[t]})
 	}
 	for t, n := range dec.decodeErrs {
 		m.DecodeErrs.WithLabelValues(t).Add(float64(n))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -84,6 +85,7 @@ type fakeEnv struct {
 	pendingFlush  []uint64
 	flushStarts   []time.Time
 	applyDelay    time.Duration // real time each apply takes
+	beforeApply   func()        // called as each apply begins, under mu
 	failApply     int           // the apply (1-based) that fails; 0: none
 	errApply      error
 	applies       []fakeApply
@@ -393,6 +395,9 @@ func (e *fakeEnv) apply(j *applyJob) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applyCalls++
+	if e.beforeApply != nil {
+		e.beforeApply()
+	}
 	if e.applyCalls == e.failApply {
 		return 0, e.errApply
 	}
@@ -463,7 +468,10 @@ func runLoopConfig(ctx context.Context, e *fakeEnv, cfg Config, keys decode.KeyR
 
 // runLoopDecoder is runLoopConfig with topic edges' decoder.
 func runLoopDecoder(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decoder) (int, error) {
-	cfg.Logger, cfg.Metrics = slog.New(slog.DiscardHandler), NewMetrics(nil)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
 	decs := map[string]decode.Decoder{"edges": dc}
 	p := startApplier(e)
 	defer p.stop()
@@ -611,6 +619,49 @@ func TestPollRevokedPartitionNotAppliedAfter(t *testing.T) {
 				t.Fatalf("applied %v, want p0 up to 9, p1 up to 4", e.appliedPos)
 			}
 		})
+	}
+}
+
+// TestPollCountsRecordsOnceApplied: graphtide_ingest_records_total and
+// graphtide_ingest_bytes_total count a poll's records once its batch is
+// applied, not when it is decoded: a reader who waits for the counter to
+// reach N finds the N records' operations in every fresh read (the docs'
+// tours wait so). The loop polls on while a batch applies.
+func TestPollCountsRecordsOnceApplied(t *testing.T) {
+	polls := [][]fakeRec{recs(0, 0, 2), recs(0, 3, 4), recs(1, 0, 0)}
+	var steps [][]fakeStep
+	bytes := 0
+	for _, p := range polls {
+		steps = append(steps, []fakeStep{{recs: p}})
+		for _, r := range p {
+			bytes += len(r.val)
+		}
+	}
+	e, ctx := newLoopEnv(t, append(steps, idle(3))...)
+	e.applyDelay = 20 * time.Millisecond
+	m := NewMetrics(nil)
+	var seen []float64 // the counter as each apply began
+	e.beforeApply = func() { seen = append(seen, testutil.ToFloat64(m.Records.WithLabelValues("edges"))) }
+	if _, err := runLoopDecoder(ctx, e, Config{FlushInterval: time.Hour, Metrics: m}, decode.New(decode.FormatText, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	applied := 0
+	for i, a := range e.applies {
+		if seen[i] != float64(applied) {
+			t.Fatalf("apply %d began with the counter at %v, want %d (the records of the batches applied before it)", i+1, seen[i], applied)
+		}
+		applied += a.records
+	}
+	if applied != 6 {
+		t.Fatalf("%d records applied, want 6", applied)
+	}
+	if got := testutil.ToFloat64(m.Records.WithLabelValues("edges")); got != float64(applied) {
+		t.Fatalf("records_total %v once every batch was applied, want %d", got, applied)
+	}
+	if got := testutil.ToFloat64(m.Bytes.WithLabelValues("edges")); got != float64(bytes) {
+		t.Fatalf("bytes_total %v once every batch was applied, want %d", got, bytes)
 	}
 }
 

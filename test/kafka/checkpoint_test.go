@@ -45,10 +45,10 @@ func lastServeRun(t *testing.T, cfg childConfig, log *logBuffer, end ingest.Posi
 // appliedSeqOf is the newest seq of the store of the serve at base once
 // its ingester has applied every record it has seen the end of (/readyz:
 // behind 0), waiting up to d for it; false (with the last behind known)
-// when it did not. Records are counted consumed
-// (graphtide_ingest_records_total) when decoded, before they are applied,
-// and a replay after a restore applies records the store holds again,
-// each batch a new seq: the store's seq is the last one only then.
+// when it did not. A replay after a restore applies records the store
+// holds again, each batch a new seq, and counts them
+// (graphtide_ingest_records_total) again: the store's seq is the last
+// one only once nothing is behind.
 func appliedSeqOf(t *testing.T, base string, d time.Duration) (uint64, *int64, bool) {
 	t.Helper()
 	var ready struct {
