@@ -54,6 +54,7 @@ type applyJob struct {
 	seq         uint64 // the batch's store sequence number
 	flushed     bool   // the job started a background flush...
 	flushTarget uint64 // ...which makes everything up to this seq durable
+	ckOwed      bool   // the checkpoint asked for failed: ask again
 }
 
 func newApplyJob() *applyJob {
@@ -100,7 +101,7 @@ func (j *applyJob) reset() {
 	clear(j.writes)
 	j.writes = j.writes[:0]
 	j.taken = j.taken[:0]
-	j.err, j.seq, j.flushed, j.flushTarget = nil, 0, false, 0
+	j.err, j.seq, j.flushed, j.flushTarget, j.ckOwed = nil, 0, false, 0, false
 }
 
 // pipeline connects the poll loop to the applier goroutine. Jobs go to
@@ -170,9 +171,11 @@ func runJob(env batchApplier, j *applyJob) error {
 		j.seq = seq
 	}
 	if j.checkpoint {
-		if err := env.checkpoint(); err != nil {
+		owed, err := env.checkpoint()
+		if err != nil {
 			return err
 		}
+		j.ckOwed = owed
 	}
 	if j.flush {
 		target, err := env.flushAsync()

@@ -127,33 +127,35 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 
 // checkpoint makes everything applied durable and calls Config.Checkpoint
 // with the position after it, unless nothing was applied since the last.
-// It runs on the applier's goroutine: no batch is applied meanwhile.
-func (e liveEnv) checkpoint() error {
+// It runs on the applier's goroutine: no batch is applied meanwhile. A
+// failure of Config.Checkpoint is logged and owed: the poll loop asks
+// again after the interval, also when no record comes meanwhile.
+func (e liveEnv) checkpoint() (owed bool, err error) {
 	in := e.in
 	c := &in.cfg
 	in.flushMu.Lock()
-	err := in.flush()
+	err = in.flush()
 	in.flushMu.Unlock()
 	if err != nil {
-		return err
+		return false, err
 	}
 	in.mu.Lock()
 	pos, seq := in.applied, in.durableSeq
 	in.mu.Unlock()
 	if seq == in.checkpointSeq {
-		return nil // nothing new since the last
+		return false, nil // nothing new since the last
 	}
 	// Config.Checkpoint reports what it wrote (serve: "analytics
 	// checkpointed"); a failure is reported here.
 	if err := c.Checkpoint(context.Background(), in.encodePosition(pos)); err != nil {
 		c.Logger.Warn("checkpoint failed; ingestion goes on, the next is tried after the interval", "err", err)
-		return nil
+		return true, nil
 	}
 	in.checkpointSeq = seq
 	in.mu.Lock()
 	in.checkpointPos = pos
 	in.mu.Unlock()
-	return nil
+	return false, nil
 }
 
 func (e liveEnv) flushAsync() (uint64, error) {

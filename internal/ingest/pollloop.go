@@ -99,8 +99,10 @@ type batchApplier interface {
 	// returns the sequence number that is durable once it ends.
 	flushAsync() (uint64, error)
 	// checkpoint makes everything applied durable and runs
-	// Config.Checkpoint (a job that asks for it, after its batch).
-	checkpoint() error
+	// Config.Checkpoint (a job that asks for it, after its batch). owed:
+	// Config.Checkpoint failed (logged), so the poll loop asks again
+	// after the interval, with or without new records.
+	checkpoint() (owed bool, err error)
 }
 
 // pollState is the poll loop's state. Owned by the poll loop's goroutine.
@@ -146,7 +148,7 @@ type pollState struct {
 	commitAssigned bool
 	// Checkpoints (Config.Checkpoint): ckEvery is the interval (0: none),
 	// ckAt when the last was asked for, ckDirty that a batch was handed
-	// over since without one.
+	// over since without one, or that the last failed (owed).
 	ckEvery time.Duration
 	ckAt    time.Time
 	ckDirty bool
@@ -326,6 +328,9 @@ func (s *pollState) finish(j *applyJob) error {
 	}
 	if j.flushed {
 		s.d.target, s.d.targetKnown = j.flushTarget, true
+	}
+	if j.ckOwed {
+		s.ckDirty = true // retried once the interval has passed again
 	}
 	s.p.free = append(s.p.free, j)
 	return nil

@@ -95,8 +95,10 @@ type fakeEnv struct {
 	durablePos    Position // ... and as durable
 	durableSeqRec uint64   // the seq durablePos corresponds to
 
-	// When the loop asked for checkpoints.
-	checkpoints []time.Time
+	// When the loop asked for checkpoints; the first checkpointsFail of
+	// them fail (owed).
+	checkpoints     []time.Time
+	checkpointsFail int
 
 	// The group: assigned partitions; every commit (durable offsets of
 	// the assigned partitions), with the store's durable seq then.
@@ -426,11 +428,15 @@ func (e *fakeEnv) flushAsync() (uint64, error) {
 
 // checkpoint records when the loop asked for a checkpoint (liveEnv's is
 // tested through serve).
-func (e *fakeEnv) checkpoint() error {
+func (e *fakeEnv) checkpoint() (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.checkpoints = append(e.checkpoints, e.clock)
-	return nil
+	if e.checkpointsFail > 0 {
+		e.checkpointsFail--
+		return true, nil
+	}
+	return false, nil
 }
 
 // set runs f under the fake's lock (a step's do).
@@ -770,6 +776,30 @@ func TestPollCheckpoints(t *testing.T) {
 	}
 	if e.checkpoints[1].Before(second) || e.checkpoints[1].Sub(e.checkpoints[0]) < every {
 		t.Fatalf("the second checkpoint at %v: the second batch at %v, the first checkpoint at %v", e.checkpoints[1], second, e.checkpoints[0])
+	}
+}
+
+// TestPollRetriesAFailedCheckpoint: a checkpoint that fails (an analytic
+// did not catch up in time) is asked for again after the interval while
+// no record comes, until one succeeds; then no more while idle.
+func TestPollRetriesAFailedCheckpoint(t *testing.T) {
+	const every = time.Second
+	steps := idle(60)
+	steps[0] = fakeStep{recs: recs(0, 0, 1)}
+	e, ctx := newLoopEnv(t, steps)
+	e.autoDurable = true
+	e.checkpointsFail = 2
+	cfg := Config{FlushInterval: 200 * time.Millisecond, CheckpointInterval: every, Checkpoint: func(context.Context, []byte) error { return nil }}
+	if _, err := runLoopConfig(ctx, e, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.checkpoints) != 3 {
+		t.Fatalf("checkpoints at %v, want 3 (two that failed, then one that succeeded, then none while idle); clock at the end %v", e.checkpoints, e.clock)
+	}
+	for i := 1; i < len(e.checkpoints); i++ {
+		if d := e.checkpoints[i].Sub(e.checkpoints[i-1]); d < every || d > every+cfg.FlushInterval {
+			t.Fatalf("checkpoint %d came %v after the one before, want the interval and at most one idle poll: %v", i+1, d, e.checkpoints)
+		}
 	}
 }
 
