@@ -1603,11 +1603,14 @@ func (t *Topo) applyRun(run []edgeChange, present func(k int)) {
 }
 
 // sortRun sorts run by source, destination and place in run (by
-// destination, source and place with byDst), as bySrc and byDstSrc do,
-// with keys and tmp as scratch (returned for the next call): each
-// operation is a key of its two vertexes and its place, sorted as an
-// integer, when the three fit in 64 bits (n vertexes), which is about
-// five times faster than a sort that compares the operations.
+// destination, source and place with byDst, for a run already sorted by
+// source), as bySrc and byDstSrc do, with keys and tmp as scratch
+// (returned for the next call): each operation is a key of its
+// vertexes and its place, sorted as an integer, when they fit in 64
+// bits (n vertexes): several times faster than a sort that compares the
+// operations, and radixSort about twice slices.Sort's speed on a batch's
+// keys. With byDst the key leaves the source out (fewer radix passes):
+// in a run sorted by source, the place orders the sources.
 func sortRun(run []edgeChange, n int, byDst bool, keys []uint64, tmp []edgeChange) ([]uint64, []edgeChange) {
 	vb, ib := uint(bits.Len32(uint32(n))), uint(bits.Len32(uint32(len(run))))
 	if 2*vb+ib > 64 {
@@ -1619,19 +1622,63 @@ func sortRun(run []edgeChange, n int, byDst bool, keys []uint64, tmp []edgeChang
 		return keys, tmp
 	}
 	keys = keys[:0]
-	for x, c := range run {
-		a, b := c.src, c.dst
-		if byDst {
-			a, b = b, a
+	width := 2*vb + ib
+	if byDst {
+		width = vb + ib
+		for x, c := range run {
+			keys = append(keys, uint64(c.dst)<<ib|uint64(x))
 		}
-		keys = append(keys, uint64(a)<<(vb+ib)|uint64(b)<<ib|uint64(x))
+	} else {
+		for x, c := range run {
+			keys = append(keys, uint64(c.src)<<(vb+ib)|uint64(c.dst)<<ib|uint64(x))
+		}
 	}
-	slices.Sort(keys)
+	keys = radixSort(keys, width)
 	tmp = append(tmp[:0], run...)
 	for x, k := range keys {
 		run[x] = tmp[k&(1<<ib-1)]
 	}
 	return keys, tmp
+}
+
+// radixDigit is the bits radixSort sorts by in one pass.
+const radixDigit = 11
+
+// radixSort sorts keys, which are below 2^width, by least significant
+// digits first: a pass of counting and placing per radixDigit bits,
+// through scratch of keys' length taken from keys' spare capacity (keys
+// is returned, perhaps reallocated). A batch's 10,000 keys of 56 bits
+// take 6 passes, in less than half of slices.Sort's time.
+func radixSort(keys []uint64, width uint) []uint64 {
+	n := len(keys)
+	if n < 256 {
+		slices.Sort(keys)
+		return keys
+	}
+	keys = slices.Grow(keys, n)
+	src, dst := keys[:n], keys[n:2*n]
+	var count [1 << radixDigit]int
+	for shift := uint(0); shift < width; shift += radixDigit {
+		clear(count[:])
+		for _, k := range src {
+			count[(k>>shift)&(1<<radixDigit-1)]++
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for _, k := range src {
+			d := (k >> shift) & (1<<radixDigit - 1)
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys[:n], src)
+	}
+	return keys[:n]
 }
 
 // remap moves t to the indexes of ids, a new layout holding every id of

@@ -1279,3 +1279,24 @@ func TestTopoCountsEdgeChanges(t *testing.T) {
 		t.Fatalf("taken twice: %d", c)
 	}
 }
+
+// TestRadixSort: radixSort orders keys of every width as slices.Sort
+// does, short inputs and long, with repeats.
+func TestRadixSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, width := range []uint{1, 8, 11, 12, 33, 56, 64} {
+		for _, n := range []int{0, 1, 255, 256, 1000, 20000} {
+			keys := make([]uint64, n)
+			for x := range keys {
+				keys[x] = r.Uint64()
+				if width < 64 {
+					keys[x] &= 1<<width - 1
+				}
+			}
+			want := slices.Sorted(slices.Values(keys))
+			if got := radixSort(keys, width); !slices.Equal(got, want) {
+				t.Fatalf("width %d, %d keys: not sorted as slices.Sort sorts them", width, n)
+			}
+		}
+	}
+}
