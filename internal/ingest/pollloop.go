@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/writes"
@@ -146,6 +148,13 @@ type pollState struct {
 	// commitAssigned: an accepted assignment wants the durable offsets
 	// committed.
 	commitAssigned bool
+	// Memory (Config.MemoryLimit; 0: none): goMemory and gc are
+	// budget.GoMemory and runtime.GC (fakes in tests); gcAt is when the
+	// last forced collection began.
+	memLimit int64
+	goMemory func() int64
+	gc       func()
+	gcAt     time.Time
 	// Checkpoints (Config.Checkpoint): ckEvery is the interval (0: none),
 	// ckAt when the last was asked for, ckDirty that a batch was handed
 	// over since without one, or that the last failed (owed).
@@ -165,7 +174,8 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 		ti[t] = i
 	}
 	s := &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, topicIndex: ti, log: cfg.Logger, metrics: cfg.Metrics,
-		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now()}
+		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now(),
+		memLimit: cfg.MemoryLimit, goMemory: budget.GoMemory, gc: runtime.GC}
 	if cfg.Checkpoint != nil {
 		s.ckEvery = cfg.CheckpointInterval
 	}
@@ -216,6 +226,7 @@ func (s *pollState) run(ctx context.Context) error {
 		if err := s.settle(ctx); err != nil {
 			return err
 		}
+		s.holdMemory()
 		fetches, ok, err := s.poll(ctx)
 		if err != nil {
 			return err
@@ -232,6 +243,29 @@ func (s *pollState) run(ctx context.Context) error {
 		}
 		s.dispatch(j)
 	}
+}
+
+// forcedGCEvery is the least time between two collections the poll loop
+// forces (holdMemory): a live heap at the limit does not make every poll
+// wait for one.
+const forcedGCEvery = time.Second
+
+// holdMemory collects garbage on the poll loop's goroutine, so that the
+// next poll waits for it, when the Go runtime holds more than
+// Config.MemoryLimit (see there), at most once every forcedGCEvery.
+func (s *pollState) holdMemory() {
+	if s.memLimit <= 0 {
+		return
+	}
+	now := s.env.now()
+	if !s.gcAt.IsZero() && now.Sub(s.gcAt) < forcedGCEvery {
+		return
+	}
+	if s.goMemory() <= s.memLimit {
+		return
+	}
+	s.gcAt = now
+	s.gc()
 }
 
 // takeAssignment adds the partitions taken into history to polled, at

@@ -803,6 +803,49 @@ func TestPollRetriesAFailedCheckpoint(t *testing.T) {
 	}
 }
 
+// TestPollCollectsGarbageOverTheMemoryLimit: while the Go runtime holds
+// more than Config.MemoryLimit, the loop collects garbage before it polls
+// again, at most once every forcedGCEvery; under the limit, never.
+func TestPollCollectsGarbageOverTheMemoryLimit(t *testing.T) {
+	const limit = 100 << 20
+	steps := idle(60)
+	steps[0] = fakeStep{recs: recs(0, 0, 1)}
+	e, ctx := newLoopEnv(t, steps)
+	e.autoDurable = true
+	start := e.clock
+	const overFor = 4 * time.Second // then under the limit
+	var gcs []time.Time
+	cfg := Config{FlushInterval: 200 * time.Millisecond, MemoryLimit: limit,
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil)}
+	p := startApplier(e)
+	defer p.stop()
+	s := newPollState(e, p, Position{}, &cfg, map[string]decode.Decoder{"edges": decode.New(decode.FormatText, nil)})
+	s.goMemory = func() int64 {
+		if e.now().Sub(start) < overFor {
+			return limit + 1
+		}
+		return limit
+	}
+	s.gc = func() { gcs = append(gcs, e.now()) }
+	if err := s.run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.clock.Sub(start) < 2*overFor {
+		t.Fatalf("the script ran %v, want at least %v", e.clock.Sub(start), 2*overFor)
+	}
+	if len(gcs) < int(overFor/forcedGCEvery)-1 {
+		t.Fatalf("%d forced collections in %v over the limit, want one every %v: %v", len(gcs), overFor, forcedGCEvery, gcs)
+	}
+	for i, at := range gcs {
+		if at.Sub(start) >= overFor {
+			t.Fatalf("a collection %v after the start, with the memory under the limit from %v", at.Sub(start), overFor)
+		}
+		if i > 0 && at.Sub(gcs[i-1]) < forcedGCEvery {
+			t.Fatalf("collections %v apart (%v), want at least %v", at.Sub(gcs[i-1]), gcs, forcedGCEvery)
+		}
+	}
+}
+
 // TestPollDeadLettersCovered: a record dead-lettered is covered by the
 // position of the batch of its poll; one whose dead letter fails blocks
 // its partition there (the position stops at it, nothing after it is

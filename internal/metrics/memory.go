@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"runtime/metrics"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/graphtide/graphtide/internal/budget"
@@ -47,16 +45,6 @@ func (c *memoryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.used
 }
 
-// goMemory reads the Go runtime's memory not returned to the OS.
-func goMemory() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-}
-
 func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, v := range c.src.Plan.Parts() {
 		ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(v), name)
@@ -88,5 +76,5 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.WritesLog != nil {
 		used("writes_log", c.src.WritesLog())
 	}
-	used("go_runtime", goMemory())
+	used("go_runtime", budget.GoMemory())
 }
