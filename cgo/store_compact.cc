@@ -3,9 +3,6 @@
 // RunCompaction, which merges the inputs into new segments one level down
 // and installs them in place of the inputs.
 #include <algorithm>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "dcheck.h"
 #include "store.h"
@@ -342,10 +339,8 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   }
   // Unlinked when the last Version holding them is released.
   for (const auto &s : inputs) s->MarkObsolete();
-#if defined(__GLIBC__)
   b = SegmentBuilder();
-  malloc_trim(0);  // return the builder's columns to the OS
-#endif
+  ReturnFreePages();  // the builder's columns
   compactions_.fetch_add(1);
   compaction_read_.fetch_add(read_bytes);
   compaction_written_.fetch_add(written);

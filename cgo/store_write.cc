@@ -6,9 +6,6 @@
 #include <cmath>
 #include <thread>
 #include <unordered_map>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "store.h"
 #include "store_internal.h"
@@ -273,12 +270,10 @@ void Store::FlushLoop() {
     if (!s.ok()) SetBackgroundError(s);
     mem.reset();
     MaybeFreezeRequested();
-#if defined(__GLIBC__)
     // The MemGraph's mappings were unmapped (unless a reader still holds
-    // its Version) and its sorted index freed; hand the heap's free pages
-    // back to the OS so the resident set tracks the MemGraph budget.
-    malloc_trim(0);
-#endif
+    // its Version) and its sorted index freed: the resident set tracks the
+    // MemGraph budget.
+    ReturnFreePages();
   }
 }
 
