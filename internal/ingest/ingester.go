@@ -90,14 +90,6 @@ type Config struct {
 	// MaxPollRecords is the most records handed to the store in one batch;
 	// default 20000.
 	MaxPollRecords int
-	// MemoryLimit is the Go runtime's memory limit (serve: GOMEMLIMIT,
-	// budget.Plan.GoLimit; 0: none). The limit is soft: a collection
-	// starved of CPU lets the heap grow past it while ingestion and the
-	// analytics that follow it keep allocating. So while the Go runtime
-	// holds more (budget.GoMemory), the poll loop collects garbage itself
-	// before it polls again, at most once every forcedGCEvery: ingestion,
-	// which allocates the most, waits for the collection.
-	MemoryLimit int64
 	// ResetPolicy for partitions with neither a recorded nor a committed
 	// offset: "earliest" (default) or "latest".
 	ResetPolicy string

@@ -148,11 +148,10 @@ type pollState struct {
 	// commitAssigned: an accepted assignment wants the durable offsets
 	// committed.
 	commitAssigned bool
-	// Memory (Config.MemoryLimit; 0: none): goMemory and gc are
-	// budget.GoMemory and runtime.GC (fakes in tests); gcAt is when the
-	// last forced collection began.
-	memLimit int64
-	goMemory func() int64
+	// Memory (holdMemory): goMemory and gc are budget.GoMemory and
+	// runtime.GC (fakes in tests); gcAt is when the last forced
+	// collection began.
+	goMemory func() (held, limit int64)
 	gc       func()
 	gcAt     time.Time
 	// Checkpoints (Config.Checkpoint): ckEvery is the interval (0: none),
@@ -175,7 +174,7 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 	}
 	s := &pollState{env: env, flushInterval: cfg.FlushInterval, decs: decs, topicIndex: ti, log: cfg.Logger, metrics: cfg.Metrics,
 		p: p, polled: polled, lastAllow: env.now(), ckAt: env.now(),
-		memLimit: cfg.MemoryLimit, goMemory: budget.GoMemory, gc: runtime.GC}
+		goMemory: budget.GoMemory, gc: runtime.GC}
 	if cfg.Checkpoint != nil {
 		s.ckEvery = cfg.CheckpointInterval
 	}
@@ -251,17 +250,18 @@ func (s *pollState) run(ctx context.Context) error {
 const forcedGCEvery = time.Second
 
 // holdMemory collects garbage on the poll loop's goroutine, so that the
-// next poll waits for it, when the Go runtime holds more than
-// Config.MemoryLimit (see there), at most once every forcedGCEvery.
+// next poll waits for it, when the Go runtime holds more than its memory
+// limit (GOMEMLIMIT: serve sets it from --memory-budget), at most once
+// every forcedGCEvery. The limit is soft: a collection starved of CPU lets
+// the heap grow past it while ingestion and the analytics that follow it
+// keep allocating; ingestion, which allocates the most, waits for the
+// collection instead.
 func (s *pollState) holdMemory() {
-	if s.memLimit <= 0 {
-		return
-	}
 	now := s.env.now()
 	if !s.gcAt.IsZero() && now.Sub(s.gcAt) < forcedGCEvery {
 		return
 	}
-	if s.goMemory() <= s.memLimit {
+	if held, limit := s.goMemory(); held <= limit {
 		return
 	}
 	s.gcAt = now

@@ -474,6 +474,12 @@ func runLoopConfig(ctx context.Context, e *fakeEnv, cfg Config, keys decode.KeyR
 
 // runLoopDecoder is runLoopConfig with topic edges' decoder.
 func runLoopDecoder(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decoder) (int, error) {
+	return runLoopState(ctx, e, cfg, dc, nil)
+}
+
+// runLoopState is runLoopDecoder with setup, if not nil, called on the
+// loop's state before it runs (to put fakes in).
+func runLoopState(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decoder, setup func(s *pollState)) (int, error) {
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
@@ -482,6 +488,9 @@ func runLoopDecoder(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decod
 	p := startApplier(e)
 	defer p.stop()
 	s := newPollState(e, p, Position{}, &cfg, decs)
+	if setup != nil {
+		setup(s)
+	}
 	err := s.run(ctx)
 	return s.p.inflight, err
 }
@@ -804,7 +813,7 @@ func TestPollRetriesAFailedCheckpoint(t *testing.T) {
 }
 
 // TestPollCollectsGarbageOverTheMemoryLimit: while the Go runtime holds
-// more than Config.MemoryLimit, the loop collects garbage before it polls
+// more than its memory limit, the loop collects garbage before it polls
 // again, at most once every forcedGCEvery; under the limit, never.
 func TestPollCollectsGarbageOverTheMemoryLimit(t *testing.T) {
 	const limit = 100 << 20
@@ -815,19 +824,16 @@ func TestPollCollectsGarbageOverTheMemoryLimit(t *testing.T) {
 	start := e.clock
 	const overFor = 4 * time.Second // then under the limit
 	var gcs []time.Time
-	cfg := Config{FlushInterval: 200 * time.Millisecond, MemoryLimit: limit,
-		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil)}
-	p := startApplier(e)
-	defer p.stop()
-	s := newPollState(e, p, Position{}, &cfg, map[string]decode.Decoder{"edges": decode.New(decode.FormatText, nil)})
-	s.goMemory = func() int64 {
-		if e.now().Sub(start) < overFor {
-			return limit + 1
+	_, err := runLoopState(ctx, e, Config{FlushInterval: 200 * time.Millisecond}, decode.New(decode.FormatText, nil), func(s *pollState) {
+		s.goMemory = func() (int64, int64) {
+			if e.now().Sub(start) < overFor {
+				return limit + 1, limit
+			}
+			return limit, limit
 		}
-		return limit
-	}
-	s.gc = func() { gcs = append(gcs, e.now()) }
-	if err := s.run(ctx); err != nil {
+		s.gc = func() { gcs = append(gcs, e.now()) }
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if e.clock.Sub(start) < 2*overFor {

@@ -76,5 +76,6 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.WritesLog != nil {
 		used("writes_log", c.src.WritesLog())
 	}
-	used("go_runtime", budget.GoMemory())
+	held, _ := budget.GoMemory()
+	used("go_runtime", held)
 }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -408,7 +407,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ResetSourcePosition: cfg.ResetSourcePosition, AcceptLostRecords: cfg.AcceptLostRecords, ClientOpts: clientOpts, Logger: s.log, Metrics: s.metrics.Ingest,
 		FetchMaxBytes: p.FetchMaxBytes, MaxConcurrentFetches: p.MaxConcurrentFetches,
 		ReplayFrom: replay, CheckpointFloor: s.checkpointFloor, CheckpointInterval: cfg.CheckpointInterval, Checkpoint: s.checkpoint,
-		Own: own, Adopt: cfg.Adopt, Partitions: count, MemoryLimit: goMemoryLimit(p),
+		Own: own, Adopt: cfg.Adopt, Partitions: count,
 	}); err != nil {
 		return nil, err
 	}
@@ -574,18 +573,6 @@ func (s *Server) listen() error {
 		"topics", strings.Join(s.cfg.Topics, ","), "dir", s.cfg.Dir)
 	fmt.Fprintf(s.cfg.Out, "http listening on %s%s\n%s", s.addr, tlsNote, queryHint(s.cfg.program(), s.addr, useTLS, len(h.Tokens) > 0, s.broker != nil))
 	return nil
-}
-
-// goMemoryLimit is the Go runtime's memory limit while serve runs (see
-// Run): a GOMEMLIMIT of the environment, else the plan's (0: none).
-func goMemoryLimit(p budget.Plan) int64 {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
-		if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
-			return l
-		}
-		return 0
-	}
-	return p.GoLimit
 }
 
 // Run ingests until ctx ends, then stops in order: ingestion flushes and
