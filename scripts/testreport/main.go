@@ -138,10 +138,13 @@ func topLevel(test string) string {
 // a passing package its "ok" line; for a failing one its output and that
 // of every test that did not pass or skip; the output of builds that
 // failed. Lines that are not JSON (go's own errors) are copied as they
-// are. It reports whether everything passed.
+// are. Last it names every test that failed or did not finish, so that
+// the end of a long output (a timeout's goroutine dump) still says which
+// tests to look at. It reports whether everything passed.
 func render(w io.Writer, r io.Reader) (bool, error) {
 	pkgs := map[string]*pkgState{}
 	builds := map[string][]string{}
+	var notPassed []string // "pkg Test (failed)", in the order seen
 	ok, results := true, 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
@@ -189,6 +192,7 @@ func render(w io.Writer, r io.Reader) (bool, error) {
 						fmt.Fprint(w, strings.Join(p.tests[t], ""))
 					}
 				}
+				notPassed = append(notPassed, p.notPassed(e.Package)...)
 				fmt.Fprint(w, strings.Join(p.out, ""))
 				if len(p.out) == 0 {
 					fmt.Fprintf(w, "FAIL\t%s\n", e.Package)
@@ -229,6 +233,7 @@ func render(w io.Writer, r io.Reader) (bool, error) {
 		for _, t := range p.order {
 			fmt.Fprint(w, strings.Join(p.tests[t], ""))
 		}
+		notPassed = append(notPassed, p.notPassed(name)...)
 		fmt.Fprint(w, strings.Join(p.out, ""))
 		fmt.Fprintf(w, "FAIL\t%s (no result: the test binary did not finish)\n", name)
 		ok = false
@@ -237,10 +242,29 @@ func render(w io.Writer, r io.Reader) (bool, error) {
 		// Build output without a build-fail: warnings, printed as go does.
 		fmt.Fprintf(w, "# %s\n%s", path, strings.Join(out, ""))
 	}
+	if len(notPassed) > 0 {
+		fmt.Fprintf(w, "tests that did not pass:\n  %s\n", strings.Join(notPassed, "\n  "))
+	}
 	if results == 0 {
 		return false, errors.New("no package result in the JSON stream")
 	}
 	return ok, nil
+}
+
+// notPassed names the package's top-level tests that failed, or that
+// started and never ended (running when the binary died: a timeout).
+func (p *pkgState) notPassed(pkg string) []string {
+	var out []string
+	for _, t := range p.order {
+		switch p.done[t] {
+		case "pass", "skip":
+		case "fail":
+			out = append(out, pkg+" "+t+" (failed)")
+		default:
+			out = append(out, pkg+" "+t+" (did not finish)")
+		}
+	}
+	return out
 }
 
 // lastLine is a passing package's "ok" line, as go test printed it.

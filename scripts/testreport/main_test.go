@@ -95,6 +95,7 @@ func TestRenderPrintsFailuresOnly(t *testing.T) {
 		"FAIL\texample.com/sample/bad", // the failing package's result
 		"undefinedThing",               // the compiler's message
 		"FAIL\texample.com/sample/broken",
+		"tests that did not pass:\n  example.com/sample/bad TestParent (failed)\n", // named last
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
@@ -137,7 +138,8 @@ func TestRenderUnfinishedPackageFails(t *testing.T) {
 	if ok {
 		t.Error("a package without a result passed")
 	}
-	if s := out.String(); !strings.Contains(s, "WAITING") || !strings.Contains(s, "FAIL\tp (no result") || !strings.Contains(s, "ok  \tq\t0.1s") {
+	if s := out.String(); !strings.Contains(s, "WAITING") || !strings.Contains(s, "FAIL\tp (no result") || !strings.Contains(s, "ok  \tq\t0.1s") ||
+		!strings.HasSuffix(s, "tests that did not pass:\n  p TestHangs (did not finish)\n") {
 		t.Errorf("output:\n%s", s)
 	}
 	if _, err := render(&out, strings.NewReader("")); err == nil {
