@@ -133,7 +133,7 @@ func (m *AnalyticsMetrics) Hooks() analytics.Hooks {
 			}
 			m.duration.WithLabelValues(name, mode).Observe(d.Seconds())
 		},
-		Fresh:   func(name string, d time.Duration) { m.freshness.WithLabelValues(name).Observe(d.Seconds()) },
+		Fresh:   func(name string, _ uint64, d time.Duration) { m.freshness.WithLabelValues(name).Observe(d.Seconds()) },
 		Alerted: func(name, kind string, n int) { m.alerts.WithLabelValues(name, kind).Add(float64(n)) },
 		// An analytic's series exist from its registration, at 0 (a series
 		// created at its first event hides that event from increase()),

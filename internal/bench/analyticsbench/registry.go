@@ -146,20 +146,40 @@ func (rr *registryRun) updated(name string, recompute bool, d time.Duration) {
 	}
 }
 
-// freshUpdate is one update's freshness d, and when the oldest operation
-// it took was applied (the hook's time less d).
+// freshUpdate is one update's freshness d, when the oldest operation it
+// took was applied (the hook's time less d), and the seq its result is at.
 type freshUpdate struct {
 	applied time.Time
 	d       time.Duration
+	seq     uint64
 }
 
 // freshHook is the registry's Fresh hook: it notes an update's
 // freshness. It must not block.
-func (rr *registryRun) freshHook(name string, d time.Duration) {
+func (rr *registryRun) freshHook(name string, seq uint64, d time.Duration) {
 	at := time.Now()
 	rr.mu.Lock()
-	rr.fresh[name] = append(rr.fresh[name], freshUpdate{applied: at.Add(-d), d: d})
+	rr.fresh[name] = append(rr.fresh[name], freshUpdate{applied: at.Add(-d), d: d, seq: seq})
 	rr.mu.Unlock()
+	select {
+	case rr.wake <- struct{}{}:
+	default:
+	}
+}
+
+// freshAt reports whether the Fresh hook has seen every streamed
+// analytic's result at seq (the hook is called after the result is
+// readable, and after the Updated hook).
+func (rr *registryRun) freshAt(seq uint64) bool {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	for _, name := range streamed {
+		us := rr.fresh[name]
+		if len(us) == 0 || us[len(us)-1].seq < seq {
+			return false
+		}
+	}
+	return true
 }
 
 func (rr *registryRun) take() []regEvent {
@@ -302,21 +322,15 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 			return err
 		}
 	}
+	// Until the Fresh hook has seen every result at the last batch: the
+	// results are readable there before the hooks are called, and the
+	// figures below are the hooks'.
 	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		at := 0
+	for !rr.freshAt(seq) {
 		for _, res := range rr.reg.Results() {
 			if res.Error != "" {
 				return fmt.Errorf("--registry: %s: %s", res.Spec.Name, res.Error)
 			}
-		}
-		for _, f := range rr.reg.Freshness(seq) {
-			if f.Ready && f.Behind == 0 {
-				at++
-			}
-		}
-		if at == len(streamed) {
-			break
 		}
 		if time.Now().After(deadline) {
 			return errors.New("--registry: the analytics did not reach the last batch in 10 minutes")

@@ -49,8 +49,11 @@ type Hooks struct {
 	// Fresh: an update made an analytic's result reflect operations the
 	// oldest of which was applied d before (from its batch's apply to the
 	// result being readable: the wait for the pull, the shared topology's
-	// advance and the update). Not called for a first compute.
-	Fresh func(name string, d time.Duration)
+	// advance and the update); seq is the sequence number the result is
+	// at now. It is called after the result became readable, so a reader
+	// that saw the result at seq may have to wait for the call. Not
+	// called for a first compute.
+	Fresh func(name string, seq uint64, d time.Duration)
 	// Alerted: an analytic raised n alerts of a kind.
 	Alerted func(name, kind string, n int)
 	// Registered: an analytic was registered (before it runs);
@@ -596,11 +599,12 @@ func (r *Registry) observe(name string, recompute bool, d time.Duration) {
 // seq, how long ago the oldest operation it absorbed (the first after
 // prev, its seq before the update) was applied.
 func (r *Registry) fresh(e *entry, prev uint64) {
-	if r.cfg.Hooks.Fresh == nil || e.a.Seq() <= prev {
+	seq := e.a.Seq()
+	if r.cfg.Hooks.Fresh == nil || seq <= prev {
 		return
 	}
 	if at, ok := r.m.AppliedAfter(prev); ok {
-		r.cfg.Hooks.Fresh(e.a.Spec().Name, max(0, time.Since(at)))
+		r.cfg.Hooks.Fresh(e.a.Spec().Name, seq, max(0, time.Since(at)))
 	}
 }
 

@@ -521,10 +521,11 @@ func TestFreshnessRunsFromApplyToReadable(t *testing.T) {
 	h := newHarness(t, 31, false, denseIDs)
 	type fresh struct {
 		name string
+		seq  uint64
 		d    time.Duration
 	}
 	calls := make(chan fresh, 64)
-	r := NewRegistry(h.m, RegistryConfig{Hooks: Hooks{Fresh: func(name string, d time.Duration) { calls <- fresh{name, d} }}})
+	r := NewRegistry(h.m, RegistryConfig{Hooks: Hooks{Fresh: func(name string, seq uint64, d time.Duration) { calls <- fresh{name, seq, d} }}})
 	defer r.Close()
 	const pacing = 300 * time.Millisecond
 	head := func() uint64 { // the newest batch's seq
@@ -568,6 +569,9 @@ func TestFreshnessRunsFromApplyToReadable(t *testing.T) {
 			case c := <-calls:
 				if _, dup := got[c.name]; dup {
 					t.Fatalf("round %d: two updates of %s for one batch", round, c.name)
+				}
+				if c.seq != head() {
+					t.Errorf("round %d: %s's freshness is reported at seq %d, its result is at %d", round, c.name, c.seq, head())
 				}
 				got[c.name] = c.d
 			case <-time.After(10 * time.Second):
