@@ -70,10 +70,12 @@ GO_TEST_FIRST := ./cmd/graphtide ./internal/views/analytics ./internal/engine ./
 # Integration tests of the ingest path against a real Apache Kafka broker,
 # started from deploy/kafka on free loopback ports when the first test
 # needs it (set GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
+# Its tests mostly wait (on the broker, on child processes): all but a
+# few run side by side (test/kafka's serialTests), 4 at a time.
 test-kafka: $(TEST_DEPS)
 	@mkdir -p $(TEST_OUT)
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/kafka.json -slowest 10 -- \
-		$(GO) test -json -race -count=1 -timeout 15m ./test/kafka/...
+		$(GO) test -json -race -count=1 -parallel 4 -timeout 15m ./test/kafka/...
 
 # The issue's 287,000 random payments among 20,000 accounts through serve
 # on a real broker: the ring alerts of max_span=1h and 24h against the

@@ -30,8 +30,6 @@ import (
 // record's topic/partition/offset; the bad record is dead-lettered with
 // the reason.
 func TestServePaymentsAsEvents(t *testing.T) {
-	// Parallel (with TestFraudAlertsExactlyOnceAcrossCrashes): it shares
-	// only the broker (topics, group, port and directory of its own).
 	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)

@@ -26,6 +26,7 @@ import (
 // inserts: the cycles new at each pull add up to the final graph's), named
 // by the accounts' keys through the dictionary, with the alert headers.
 func TestFraudAlertsReachKafka(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("transfers"), uniq("alerts")
 	createTopic(t, topic, 2)

@@ -38,6 +38,7 @@ import (
 // totals; one with its evidence cut by the bound of an alert) kept in
 // alerts.log before a restart and produced by the sink.
 func TestAlertsMatchTheirSchema(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	sch, err := alertschema.Load()
 	if err != nil {

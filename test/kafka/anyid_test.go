@@ -41,6 +41,7 @@ import (
 // levels (and SSSP distances, every weight being 1) from 7 and from a key,
 // components, and PageRank.
 func TestAnyIDInAnalytics(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	textT, jsonT := uniq("anyid-text"), uniq("anyid-json")

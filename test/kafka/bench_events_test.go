@@ -13,6 +13,7 @@ import (
 // through a field mapping as replace, accumulate and accumulate with
 // properties, on the real broker) runs and reports its figures.
 func TestBenchServeEdgeEvents(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

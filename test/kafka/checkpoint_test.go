@@ -96,6 +96,7 @@ func seededTopic(t *testing.T, prefix string, partitions, vertices, maxPerRec in
 // run's analytics must say so, and their results must equal the reference
 // algorithms on the oracle of the whole stream.
 func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic, st, r := seededTopic(t, "ckpt", 2, 1500, 1, 2)
@@ -234,12 +235,6 @@ func checkAnalyticResults(t *testing.T, base string, o oracle, root uint64, all 
 // over the records in offset order exactly once, by the record that
 // completed it; no alert ID twice.
 func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
-	// The longest test here (its serve children raise about 20,000
-	// alerts under the race detector): parallel, so that it runs once the
-	// package's sequential tests are done, beside the other parallel
-	// ones, rather than in the middle of the serial chain while the rest
-	// of make test loads the machine. It shares only the broker (topics,
-	// groups and directory of its own).
 	t.Parallel()
 	addrs := needBroker(t)
 	topic, alertTopic := uniq("fraud-ckpt"), uniq("fraud-alerts")

@@ -82,6 +82,7 @@ func checkCovered(t *testing.T, recs []*record, pos ingest.Position) {
 // small, so most data becomes durable through background flushes between
 // the ingester's timed flushes.
 func TestCrashMidStream(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	binT, jsonT := uniq("crash-bin"), uniq("crash-json")

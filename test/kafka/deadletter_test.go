@@ -74,6 +74,7 @@ func checkLetter(t *testing.T, l *kgo.Record, pr *record, wantTruncated bool) {
 // one with the original size and SHA-256 in headers; the good records are
 // all ingested.
 func TestLargePoisonRecords(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic, dead := uniq("bigpoison"), uniq("bigpoison-dead")
@@ -160,6 +161,7 @@ func TestLargePoisonRecords(t *testing.T) {
 // the store equals the oracle of every good record, each dead letter
 // written once.
 func TestDeadLetterTopicUnwritable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		key        []byte

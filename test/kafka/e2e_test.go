@@ -19,6 +19,7 @@ import (
 // oracle; then again after reopening the store. See stream for how events
 // are routed to partitions so that the oracle is exact.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	binT, jsonT, textT := uniq("e2e-bin"), uniq("e2e-json"), uniq("e2e-text")

@@ -23,6 +23,7 @@ import (
 // raise none; a payment older than the window less the lateness is late:
 // counted in the monitor's summary, never in its window.
 func TestServeMonitorsPaymentsInEventTime(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	topic, alertT := uniq("payments-et"), uniq("alerts-et")

@@ -21,6 +21,7 @@ import (
 // within the failover timeout. At the end the replicas' alert topic must
 // hold each alert of the reference's topic once, and no other.
 func TestAlertProductionFailsOver(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	topic, st, r := seededTopic(t, "failover", 1, 600, 2, 7)
 	recs := st.records(9000)

@@ -25,6 +25,7 @@ import (
 // in seq order, and each partition's edges in the order they were
 // produced.
 func TestFollowChangesWhileServeIngests(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	topic := uniq("follow")

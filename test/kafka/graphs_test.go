@@ -22,6 +22,7 @@ import (
 // own alerts only (named by the header graphtide-graph) and hold some, and
 // neither may have consumed the other's group.
 func TestTwoGraphsOnOneCluster(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	type graph struct {
 		topic string

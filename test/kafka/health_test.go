@@ -99,6 +99,7 @@ func TestReadyFollowsBrokers(t *testing.T) {
 // lag; and its own lag, from the brokers' end offsets, is 0 for every
 // partition although no record arrives.
 func TestRestartCommitsGroupOffsets(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic, end := producedTopic(t, "restart-commit", 3, 900)
@@ -179,6 +180,7 @@ func TestRestartCommitsGroupOffsets(t *testing.T) {
 // is not ready, saying how far behind it is, and is ready again once it
 // caught up (the lag measured against the broker's end offsets).
 func TestReadyMaxLagFollowsTheBroker(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	topic, end := producedTopic(t, "ready-lag", 2, 1000)
 	s, dict := openStore(t, t.TempDir(), 1<<20)

@@ -75,6 +75,7 @@ func lostIn(in *ingest.Ingester) []ingest.LostRecords {
 // After each step the store equals the oracle of exactly the records it
 // should hold (the stream's partitions touch disjoint edges).
 func TestLostLogStart(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("logstart")

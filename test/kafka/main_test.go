@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -310,6 +313,7 @@ func lastLines(s string, n int) string {
 // that selects no test and checks that it starts no broker (it used to
 // start one in TestMain, about a minute for nothing).
 func TestNoKafkaTestStartsNoBroker(t *testing.T) {
+	t.Parallel()
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, brokersEnv+"=") && !strings.HasPrefix(kv, childEnv+"=") {
@@ -325,4 +329,70 @@ func TestNoKafkaTestStartsNoBroker(t *testing.T) {
 	if strings.Contains(string(out), "kafka test:") || strings.Contains(string(out), "broker") {
 		t.Errorf("a run without Kafka tests touched a broker:\n%s", out)
 	}
+}
+
+// serialTests are the tests that run alone, before the parallel ones (go
+// test starts a package's parallel tests once its serial ones are done):
+// they stop the shared broker, or delete what was created on it while
+// they ran. Every other test calls t.Parallel first: the package's tests
+// mostly wait on the broker and on child processes, and waiting side by
+// side takes the package from about 7.5 minutes to a few on 2 cores.
+var serialTests = map[string]string{
+	"TestDocs":                               "deletes the topics and groups created on the shared broker while a page ran",
+	"TestDocsForgetsStaticMembers":           "deletes the topics and groups created on the shared broker while it ran",
+	"TestReadyFollowsBrokers":                "stops the shared broker",
+	"TestBrokerRestart":                      "stops the shared broker",
+	"TestCheckpointRestoreWaitsForTheBroker": "stops the shared broker",
+}
+
+// TestEveryTestIsParallelOrSerial reads this package's test files: each
+// test's first statement is t.Parallel(), or the test is one of
+// serialTests, which all exist.
+func TestEveryTestIsParallelOrSerial(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	seen := map[string]bool{}
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" {
+				continue
+			}
+			seen[fn.Name.Name] = true
+			_, serial := serialTests[fn.Name.Name]
+			if parallel := startsParallel(fn); parallel == serial {
+				t.Errorf("%s: %s calls t.Parallel first: %v; listed in serialTests: %v (exactly one must hold)", fset.Position(fn.Pos()), fn.Name.Name, parallel, serial)
+			}
+		}
+	}
+	for name := range serialTests {
+		if !seen[name] {
+			t.Errorf("serialTests lists %s, which is no test of this package", name)
+		}
+	}
+}
+
+// startsParallel reports whether fn's first statement is t.Parallel().
+func startsParallel(fn *ast.FuncDecl) bool {
+	if fn.Body == nil || len(fn.Body.List) == 0 {
+		return false
+	}
+	es, ok := fn.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	call, ok := es.X.(*ast.CallExpr)
+	if !ok || len(call.Args) != 0 {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Parallel"
 }

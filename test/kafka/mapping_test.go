@@ -23,6 +23,7 @@ import (
 // The store must equal an oracle of the good events, and every record
 // that does not fit must be dead-lettered with a reason naming its field.
 func TestMappedPaymentStream(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("payments")

@@ -68,6 +68,7 @@ func (g *syncGate) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ tim
 // are ingested. (The split-group refusals, TestSplitGroupPauses, still
 // log their ERROR at once.)
 func TestNewGroupFirstStartLogsNoError(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	a := uniq("newgroup-a")
 	createTopic(t, a, 2)

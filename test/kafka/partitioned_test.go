@@ -119,6 +119,7 @@ func inPartitions(ps ...int32) func(*record) bool {
 //   - when the topic grows a partition, the owner is no longer ready and
 //     says why.
 func TestPartitionedOwners(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("owned")
@@ -398,6 +399,7 @@ func readyProxy(t *testing.T, addr string, backends func() []string) {
 // hold exactly A's oracle, and each group has committed the end offsets of
 // the partitions its members own.
 func TestPartitionedReplicas(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("owned-replicas")

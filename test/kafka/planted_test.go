@@ -467,6 +467,7 @@ func monitorSummaries(t *testing.T, base string, monitors []string, wait time.Du
 // load). A fake serve in that state, which applies its batch once asked
 // for /readyz (a hook, not time): the summaries are those after it.
 func TestMonitorSummariesWaitForWhatWasConsumed(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	applied, readies := false, 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -887,6 +888,7 @@ func (r *paymentsRun) compareAny(t *testing.T, where string, alerts []gotAlert, 
 // another payment of the pattern in that order), the decoys and the noise
 // none but the rings without time, which are every ring pattern's.
 func TestPlantedPayments(t *testing.T) {
+	t.Parallel()
 	needBroker(t)
 	dir := t.TempDir()
 	file, manifestFile := filepath.Join(dir, "payments.jsonl"), filepath.Join(dir, "manifest.json")
@@ -1055,6 +1057,7 @@ func TestPlantedPayments(t *testing.T) {
 // reported), and the rate of ring alerts stays under one per 10,000
 // payments.
 func TestRandomPaymentsRings(t *testing.T) {
+	t.Parallel()
 	if !*payments287k {
 		t.Skip("the 287,000 payments run only with -payments.287k (make test-payments-287k)")
 	}

@@ -88,6 +88,7 @@ func poisonRecords(binT, jsonT, textT string) []*record {
 // a value), and every good record must be ingested. At the end a poll that
 // holds nothing but a poison record must be handled too.
 func TestPoisonRecords(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	binT, jsonT, textT := uniq("poison-bin"), uniq("poison-json"), uniq("poison-text")

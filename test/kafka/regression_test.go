@@ -27,6 +27,7 @@ import (
 // from the committed offset: past the poll's good records, which were lost.
 // (Fix: the position moves only after the poll's batch is applied.)
 func TestDeadLetterOutageAtShutdown(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("dlq-outage")
@@ -100,6 +101,7 @@ func TestDeadLetterOutageAtShutdown(t *testing.T) {
 // background flush, kills it, and checks that every key id in the store is
 // known to the dictionary and maps to the right key.
 func TestKeyDictSyncedBeforeBackgroundFlush(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	topic := uniq("keysync")
 	createTopic(t, topic, 1)
@@ -149,6 +151,7 @@ func TestKeyDictSyncedBeforeBackgroundFlush(t *testing.T) {
 // working one: nothing may be dead-lettered or counted as a decode error,
 // nothing may be recorded as applied, and the restart must ingest it all.
 func TestKeyResolverErrorNotDeadLettered(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("resolver")

@@ -23,6 +23,7 @@ import (
 // replica does not honour): every vertex's edges come exactly once, and
 // all of them are the oracle of the records produced.
 func TestReplicaPagesAlternate(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("replica-pages")

@@ -25,6 +25,7 @@ import (
 // whole stream, its store holds exactly that oracle, and its group has
 // committed the end offsets (lag tools see each replica).
 func TestReplicasConverge(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic, st, r := seededTopic(t, "replicas", 3, 1500, 2, 3)

@@ -124,6 +124,7 @@ func refusedRun(t *testing.T, what string, r cliRun, hint, cause string) {
 // without a certificate, or with one of a CA the broker does not trust,
 // each is refused at once with an error that names --tls-cert.
 func TestKafkaMutualTLS(t *testing.T) {
+	t.Parallel()
 	secureBroker(t)
 	topic := uniq("mtls")
 	waitSecureTopic(t, topic)
@@ -194,6 +195,7 @@ func foreignCert(t *testing.T) (certFile, keyFile string) {
 // another key, expired, for another audience), are refused at once with
 // an error that says so.
 func TestKafkaOAuthBearer(t *testing.T) {
+	t.Parallel()
 	secureBroker(t)
 	idp := secure.idp
 	const secret = "oauth-client-s3cret-of-the-test"
@@ -275,6 +277,7 @@ func TestKafkaOAuthBearer(t *testing.T) {
 // the Admin API (the password from GRAPHTIDE_SASL_PASSWORD) produces; a
 // wrong password is refused at once.
 func TestKafkaSCRAM(t *testing.T) {
+	t.Parallel()
 	secureBroker(t)
 	adm := secureAdmin(t)
 	user, password := uniq("user"), "scram-pass-of-the-test"

@@ -152,6 +152,7 @@ func runRefused(t *testing.T, s *engine.Store, cfg ingest.Config) *ingest.Source
 // refuses to start, naming both cluster IDs and the flag; with
 // ResetSourcePosition it ingests all of B, and records B's IDs.
 func TestSourceOtherCluster(t *testing.T) {
+	t.Parallel()
 	addrsA := needBroker(t)
 	addrsB := startExtraBroker(t)
 	topic := uniq("other-cluster")
@@ -227,6 +228,7 @@ func TestSourceOtherCluster(t *testing.T) {
 // re-created, naming both IDs; with ResetSourcePosition it ingests the new
 // topic's records exactly.
 func TestSourceTopicRecreated(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("recreated")
@@ -348,6 +350,7 @@ func createTopicAgain(t *testing.T, adm *kadm.Client, topic string, partitions i
 // second leaves, the first gets everything back, resumes, and ends with
 // exactly the whole stream.
 func TestSplitGroupPauses(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("split")
@@ -459,6 +462,7 @@ func TestSplitGroupPauses(t *testing.T) {
 // (it applies nothing of the new topic), and a restart is refused until
 // the flag is given.
 func TestSourceTopicRecreatedWhileRunning(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	topic := uniq("recreated-live")

@@ -24,6 +24,7 @@ import (
 // record naming a type that cannot be one is dead-lettered with a reason
 // naming the field.
 func TestTypedEventsFromTwoTopics(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	payments, logins := uniq("typed-payments"), uniq("typed-logins")

@@ -24,6 +24,7 @@ import (
 // records in log order; then again after reopening the store. The
 // malformed records are dead-lettered and nothing else is lost.
 func TestVertexRecordsThroughKafka(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	adm := newAdmin(t)
 	binT, jsonT, textT, mapT := uniq("vtx-bin"), uniq("vtx-json"), uniq("vtx-text"), uniq("vtx-map")

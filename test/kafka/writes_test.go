@@ -24,6 +24,7 @@ import (
 // a refused one never applied, a retried key applied once, at its first
 // record) and the final store's graph.
 func TestWritesSurviveCrashes(t *testing.T) {
+	t.Parallel()
 	addrs := needBroker(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
