@@ -48,7 +48,6 @@ func graphtideBinary(t *testing.T) string {
 // (sampled from /proc; file-backed pages are page cache, reported by the
 // benchmark) and that every component's memory is exported.
 func TestServeStaysWithinItsBudget(t *testing.T) {
-	t.Parallel()
 	addrs := needBroker(t)
 	bin := graphtideBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
