@@ -245,6 +245,17 @@ func allIDs(g edges) []uint64 {
 	return vs
 }
 
+// sampleVariant skips variant i under the race detector unless it is one
+// of the two richest (deletes, vertex deletes and in-edges, over dense
+// ids and over spread ids: in-edges and spread-ids-in-edges): every
+// variant runs without the race detector (testref.Volume).
+func sampleVariant(t *testing.T, i int) {
+	t.Helper()
+	if i%4 != 3 {
+		testref.Volume(t)
+	}
+}
+
 type variant struct {
 	name                      string
 	inEdges, insertOnly, vdel bool
@@ -266,6 +277,7 @@ var variants = []variant{
 func TestBFSMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			sampleVariant(t, i)
 			h := newHarness(t, uint64(i+1), v.inEdges, v.ids)
 			a := newBFS(Spec{Name: "bfs", Type: "bfs"}, v.root)
 			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, u *views.Update) {
@@ -299,6 +311,7 @@ func TestBFSMatchesReference(t *testing.T) {
 func TestWCCMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			sampleVariant(t, i)
 			h := newHarness(t, uint64(10+i), v.inEdges, v.ids)
 			a := newWCC(Spec{Name: "wcc", Type: "wcc"})
 			incr, recomp := h.drive(a, 120, v.insertOnly, v.vdel, func(g edges, _ *views.Update) { checkWCC(t, a, g) })
@@ -500,6 +513,7 @@ func TestRepairsReadInsertsThroughTheAffected(t *testing.T) {
 func TestPageRankMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			sampleVariant(t, i)
 			h := newHarness(t, uint64(20+i), v.inEdges, v.ids)
 			// 0.85^k < 1e-11 takes k > 155 iterations from a cold start.
 			spec := Spec{Name: "pr", Type: "pagerank", Tolerance: 1e-11, MaxIterations: 1000}
@@ -588,6 +602,7 @@ func TestSSSPMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		for _, unit := range []bool{false, true} { // unweighted: the repair is bfs's
 			t.Run(fmt.Sprintf("%s/unit=%v", v.name, unit), func(t *testing.T) {
+				sampleVariant(t, i)
 				h := newHarness(t, uint64(30+i), v.inEdges, v.ids)
 				h.unit = unit
 				a := newSSSP(Spec{Name: "sssp", Type: "sssp"}, v.root)
@@ -619,6 +634,7 @@ func TestSSSPMatchesReference(t *testing.T) {
 // falls back to float64 distances, also exact; and a weight that is not
 // whole unpacks the lists, again exact.
 func TestSSSPWholeWeights(t *testing.T) {
+	testref.Volume(t)
 	for _, c := range []struct {
 		name   string
 		weight func(r *rand.Rand) float64
@@ -713,6 +729,7 @@ func TestDegreeMonitorMatchesReference(t *testing.T) {
 	for i, v := range variants {
 		for _, dir := range []string{"out", "in", "both"} {
 			t.Run(v.name+"/"+dir, func(t *testing.T) {
+				sampleVariant(t, i)
 				h := newHarness(t, uint64(40+i), v.inEdges, v.ids)
 				var got []Alert
 				const thr = 3
@@ -875,6 +892,7 @@ func TestFraudCyclesMatchReference(t *testing.T) {
 	for i, v := range variants {
 		for _, k := range []int{3, 4} {
 			t.Run(fmt.Sprintf("%s/k=%d", v.name, k), func(t *testing.T) {
+				sampleVariant(t, i)
 				h := newHarness(t, uint64(60+i), v.inEdges, v.ids)
 				var got []Alert
 				spec := Spec{Name: "fraud", Type: "fraud", Threshold: 1e9, MaxCycle: k, RingSearch: "any"}
@@ -971,6 +989,7 @@ func sortedKeys(m map[string]bool) []string {
 // short and counted; a cut pull reports only real new cycles (each once),
 // every pull is processed, and the monitor keeps up to the last batch.
 func TestFraudPullLimits(t *testing.T) {
+	testref.Volume(t)
 	for _, limit := range []string{"memory", "time"} {
 		t.Run(limit, func(t *testing.T) {
 			h := newHarness(t, 71, true, denseIDs)

@@ -428,6 +428,7 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 // thousandth of the graph's edges per update fails the latter, a
 // five-hundredth both.
 func TestUpdateWorkFollowsTheChange(t *testing.T) {
+	testref.Volume(t)
 	if testing.Short() {
 		t.Skip("large graphs")
 	}
@@ -726,6 +727,7 @@ func TestPartialPulls(t *testing.T) {
 // against its tolerance, so most updates push; one that deletes a hub
 // may be beyond pushRatio and iterate instead.
 func TestPageRankPushesOnALargeGraph(t *testing.T) {
+	testref.Volume(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}
@@ -778,6 +780,7 @@ func TestPageRankPushesOnALargeGraph(t *testing.T) {
 // within d*tol/(1-d) plus the rounding's share (RoundingL1) of the exact
 // ranks, and within the bound its own residual states.
 func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
+	testref.Volume(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}

@@ -178,6 +178,7 @@ func (s *degreeStream) next(n int, del float64, vdel int, hubs bool) []engine.Op
 //   - at 50% deletes, with vertex deletes of hubs and batches ten times
 //     larger, it may iterate instead, its ranks as close.
 func TestPageRankFollowsADegreeStream(t *testing.T) {
+	testref.Volume(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}

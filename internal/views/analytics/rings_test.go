@@ -15,6 +15,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -408,6 +409,7 @@ var fullRings = flag.Bool("rings.full", false, "TestRandomPaymentsRaiseFewTimedR
 // same payments per account (28,700 among 2,000); -rings.full runs the
 // issue's 287,000 among 20,000.
 func TestRandomPaymentsRaiseFewTimedRings(t *testing.T) {
+	testref.Volume(t)
 	n, accounts, wantAny := 28_700, 2_000, 1000
 	if *fullRings {
 		n, accounts = 287_000, 20_000

@@ -1,0 +1,6 @@
+//go:build !race
+
+package testref
+
+// Race reports whether the tests run under the race detector.
+const Race = false
