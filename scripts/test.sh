@@ -8,6 +8,8 @@
 #   test-go     the Go tests under the race detector
 #   test-kafka  the tests against a real broker (test/kafka)
 #   test-cpp    the C++ core's tests under ASan and UBSan
+#   test-alone  the tests that measure serve against its memory budget,
+#               run after all the others, alone on the machine
 # test-kafka starts once the race build of the packages (`go build -race`
 # of all but the commands; test-go then reuses it) is done, so that the
 # two do not compile the same packages at once. At the end: each part's result and
@@ -26,7 +28,7 @@ case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFL
 out="${TEST_OUT:-.test-out}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-read -r -a parts <<<"${GT_TEST_PARTS:-lint vet test-go test-kafka test-cpp}"
+read -r -a parts <<<"${GT_TEST_PARTS:-lint vet test-go test-kafka test-cpp test-alone}"
 make_part() { make --no-print-directory NO_DEPS=1 TEST_OUT="$out" "$@"; }
 
 t0=$(date +%s)
@@ -58,6 +60,9 @@ for p in "${parts[@]}"; do
     lint | vet | test-cpp)
       make_part "$p" >"$out/$p.log" 2>&1 &
       ;;
+    test-alone)
+      continue # after the others (below)
+      ;;
     *)
       echo "test.sh: no part named $p" >&2
       exit 2
@@ -70,7 +75,16 @@ trap 'kill "${pid[@]}" 2>/dev/null; exit 130' INT TERM
 
 # Print each part as it ends, in the order they end.
 declare -A status secs
-left=("${parts[@]}")
+left=()
+for p in "${parts[@]}"; do [ "$p" = test-alone ] || left+=("$p"); done
+report() { # part: prints its log and verdict
+  local verdict=ok
+  [ "${status[$1]}" = 0 ] || verdict="FAILED (exit ${status[$1]})"
+  echo "=================== $1: $verdict in ${secs[$1]} s"
+  cat "$out/$1.log"
+  echo "=================== end of $1: $verdict"
+  echo
+}
 while [ ${#left[@]} -gt 0 ]; do
   wait -n "${pid[@]}" 2>/dev/null
   still=()
@@ -82,18 +96,20 @@ while [ ${#left[@]} -gt 0 ]; do
     wait "${pid[$p]}"
     status[$p]=$?
     secs[$p]=$(($(date +%s) - start[$p]))
-    verdict=ok
-    [ "${status[$p]}" = 0 ] || verdict="FAILED (exit ${status[$p]})"
-    echo "=================== $p: $verdict in ${secs[$p]} s"
-    cat "$out/$p.log"
-    echo "=================== end of $p: $verdict"
-    echo
+    report "$p"
   done
   left=("${still[@]}")
 done
+if [[ " ${parts[*]} " == *" test-alone "* ]]; then
+  start[test-alone]=$(date +%s)
+  make_part test-alone >"$out/test-alone.log" 2>&1
+  status[test-alone]=$?
+  secs[test-alone]=$(($(date +%s) - start[test-alone]))
+  report test-alone
+fi
 
 fail=0
-echo "make test: each part's wall time (they ran at the same time):"
+echo "make test: each part's wall time (they ran at the same time, test-alone after them):"
 for p in "${parts[@]}"; do
   verdict=ok
   [ "${status[$p]}" = 0 ] || { verdict=FAILED; fail=1; }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,13 +43,26 @@ func testSh(t *testing.T, makefile string) (string, int) {
 	return string(out), code
 }
 
-// parts is a Makefile whose five parts print two lines each, a moment
-// apart (so that concurrent parts would interleave if not buffered);
-// fail names the part that exits 3.
+// concurrent are the parts test.sh runs at the same time; test-alone
+// runs after them.
+var concurrent = []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"}
+
+// parts is a Makefile whose six parts print two lines each, a moment
+// apart (so that concurrent parts would interleave if not buffered), the
+// concurrent ones leaving a file done-PART as they end; test-alone fails
+// (exit 4) unless every concurrent part has ended; fail names the part
+// that exits 3.
 func parts(fail string) string {
 	var b strings.Builder
-	for _, p := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+	for _, p := range append(slices.Clone(concurrent), "test-alone") {
 		b.WriteString(p + ":\n\t@echo " + p + "-first; sleep 0.3; echo " + p + "-second\n")
+		if p == "test-alone" {
+			for _, q := range concurrent {
+				b.WriteString("\t@test -e done-" + q + " || { echo " + q + " has not ended; exit 4; }\n")
+			}
+		} else {
+			b.WriteString("\t@touch done-" + p + "\n")
+		}
 		if p == fail {
 			b.WriteString("\t@exit 3\n")
 		}
@@ -61,7 +75,7 @@ func TestTestShRunsEveryPart(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("every part passed, exit status %d:\n%s", code, out)
 	}
-	for _, p := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+	for _, p := range append(slices.Clone(concurrent), "test-alone") {
 		// Each part's output whole, between its header and its end line.
 		block := regexp.MustCompile(`(?m)^=+ ` + p + `: ok in \d+ s\n` + p + `-first\n` + p + `-second\n=+ end of ` + p + `: ok$`)
 		if !block.MatchString(out) {
@@ -77,7 +91,7 @@ func TestTestShRunsEveryPart(t *testing.T) {
 }
 
 func TestTestShFailsWhenAnyPartFails(t *testing.T) {
-	for _, p := range []string{"lint", "test-kafka", "test-cpp"} {
+	for _, p := range []string{"lint", "test-kafka", "test-cpp", "test-alone"} {
 		out, code := testSh(t, parts(p))
 		if code == 0 {
 			t.Errorf("%s failed, make test passed:\n%s", p, out)
@@ -86,7 +100,7 @@ func TestTestShFailsWhenAnyPartFails(t *testing.T) {
 			t.Errorf("%s failed: the output does not say so:\n%s", p, out)
 		}
 		// The other parts still ran to their end.
-		for _, q := range []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"} {
+		for _, q := range append(slices.Clone(concurrent), "test-alone") {
 			if !strings.Contains(out, q+"-second") {
 				t.Errorf("%s failed, %s did not finish:\n%s", p, q, out)
 			}
