@@ -54,23 +54,24 @@ lint: $(TEST_DEPS)
 	scripts/lint.sh
 
 # Go tests under the race detector (the C++ core is compiled in by cgo),
-# then the packages of GO_TEST_VOLUME again without it: there the tests
-# of volume (testref.Volume: many random cases against an oracle, large
-# graphs), which the race detector makes five to ten times dearer and
-# skips, run whole. The Kafka integration tests (test/kafka) run in
-# test-kafka instead. Prints failures whole, then the ten slowest tests
-# (scripts/testreport).
+# then the tests of volume (volume.Mark: many random cases against an
+# oracle, large graphs, damage at every offset), which the race detector
+# makes five to ten times dearer and skips, without it. The Kafka
+# integration tests (test/kafka) run in test-kafka instead. Prints
+# failures whole, then the ten slowest tests (scripts/testreport).
 test-go: $(TEST_DEPS)
 	@mkdir -p $(TEST_OUT)
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go.json -slowest 10 -- \
 		$(GO) test -json -race -count=1 -p $(GO_TEST_P) -timeout 20m \
 		$$({ $(GO) list $(GO_TEST_FIRST); $(GO) list ./... | grep -v /test/kafka; } | awk '!seen[$$0]++')
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go-volume.json -- \
-		$(GO) test -json -count=1 -timeout 20m $(GO_TEST_VOLUME)
+		$(GO) test -json -count=1 -p $(GO_TEST_P) -timeout 20m -run '^($(GO_TEST_VOLUME_RUN))$$' $(GO_TEST_VOLUME)
 
-# The packages whose tests call testref.Volume (internal/testref's
-# TestVolumePackagesRunWithoutRace checks that this lists them all).
-GO_TEST_VOLUME := ./internal/views/analytics ./internal/views ./internal/api ./internal/views/paths
+# The packages with tests of volume, and those tests (kept equal to the
+# tests that call volume.Mark by internal/testref/volume's
+# TestMarkedTestsRunWithoutRace).
+GO_TEST_VOLUME := ./cmd/graphtide ./internal/api ./internal/engine ./internal/views ./internal/views/analytics ./internal/views/paths
+GO_TEST_VOLUME_RUN := TestBFSMatchesReference|TestCorruptEventColumnIsRefused|TestCrashRecovery|TestCrashRecoveryWithManifestRewrites|TestDegreeMonitorMatchesReference|TestEventsCrashAtEveryEditPoint|TestEveryBitFlipIsRefusedOrHarmless|TestEveryFileKind|TestFanWindowMatchesOracle|TestFindMatchesReference|TestFraudCyclesMatchReference|TestFraudPullLimits|TestModelDeepLevels|TestModelRandomized|TestPageRankFollowsADegreeStream|TestPageRankMatchesReference|TestPageRankPushesOnALargeGraph|TestPageRankSinglePrecisionWithinItsTolerance|TestRandomPaymentsRaiseFewTimedRings|TestReadsWithoutInEdges|TestSSSPMatchesReference|TestSSSPWholeWeights|TestTopoApplyCostsTheChange|TestTopoApplyStreamsOracle|TestTypedTimedStoreFollowsTheOracle|TestUpdateWorkFollowsTheChange|TestVertexRecordsFollowTheOracle|TestWCCMatchesReference|TestXsumIsExact
 
 # The packages whose tests take longest, listed first: go test starts the
 # packages' tests in the order given (-p at a time), so the long ones do

@@ -26,6 +26,7 @@ import (
 	"github.com/graphtide/graphtide/internal/history"
 	"github.com/graphtide/graphtide/internal/memdir"
 	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/writes"
 )
 
@@ -356,6 +357,7 @@ type damaged struct {
 }
 
 func TestEveryFileKind(t *testing.T) {
+	volume.Mark(t)
 	src := fillLikeServe(t)
 	for _, e := range datadir.Entries {
 		if _, ok := fileKindTests[e.Name]; !ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/memdir"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
 
@@ -336,6 +337,7 @@ func segmentSample(size int64) []int64 {
 }
 
 func TestEveryBitFlipIsRefusedOrHarmless(t *testing.T) {
+	volume.Mark(t)
 	src, want := buildIntegrityDir(t)
 	var cases []damage
 	for _, f := range []string{filepath.Join(datadir.StoreName, "MANIFEST"), datadir.KeysName, datadir.TypesName} {

@@ -26,7 +26,7 @@ import (
 	"github.com/graphtide/graphtide/internal/alerts/alertschema"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/history"
-	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/views/paths"
@@ -1180,7 +1180,7 @@ func waitUntil(t *testing.T, what string, f func() bool) {
 // every view the requests took is released (also after errors, budget
 // overruns and timeouts).
 func TestReadsWithoutInEdges(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	const nv = 150
 	cov := &coverage{}
 	f := newFixture(t, false, 2, nv, 3000, nil)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
+
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // Edge aggregates and payloads (issue 42) against an oracle map of events:
@@ -568,6 +570,7 @@ func TestEventsSurviveSIGKILL(t *testing.T) {
 // refused with the file and offset by Check (what inspect --verify runs),
 // by VerifyAll, and by the reads that meet it; never returned as data.
 func TestCorruptEventColumnIsRefused(t *testing.T) {
+	volume.Mark(t)
 	dir := t.TempDir()
 	o := &Options{DisableAutoCompaction: true, Aggregates: map[uint16]Aggregate{0: {Accumulate: true, Retain: time.Hour}}}
 	s, err := Open(dir, o)
@@ -832,6 +835,7 @@ func checkEventsRecovered(t *testing.T, dir string, last uint64, round int) uint
 // written, or its edit durable and its file set not installed): the store
 // then holds exactly the folds of what its recorded position covers.
 func TestEventsCrashAtEveryEditPoint(t *testing.T) {
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}

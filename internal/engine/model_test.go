@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/memdir"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // smallOptions make flushes and compactions happen every few batches.
@@ -78,7 +79,12 @@ type pinned struct {
 func TestModelRandomized(t *testing.T) {
 	for _, inEdges := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
-			t.Run("", func(t *testing.T) { runModel(t, seed, inEdges, 250, 120, 150, 1) })
+			t.Run("", func(t *testing.T) {
+				if seed > 1 {
+					volume.Mark(t) // under the race detector, seed 1 only
+				}
+				runModel(t, seed, inEdges, 250, 120, 150, 1)
+			})
 		}
 	}
 }
@@ -86,6 +92,7 @@ func TestModelRandomized(t *testing.T) {
 // TestModelDeepLevels writes enough distinct edges that compaction pushes
 // data down to L2 and L3 while the oracle checks run.
 func TestModelDeepLevels(t *testing.T) {
+	volume.Mark(t)
 	runModel(t, 11, true, 200, 3000, 600, 3)
 }
 

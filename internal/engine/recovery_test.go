@@ -14,6 +14,8 @@ import (
 	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
+
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // The crash test re-runs this test binary as a child that writes batches
@@ -166,6 +168,7 @@ func startCrashChild(t *testing.T, dir string, env ...string) *exec.Cmd {
 }
 
 func TestCrashRecovery(t *testing.T) {
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
@@ -176,6 +179,7 @@ func TestCrashRecovery(t *testing.T) {
 // MANIFEST rewrite bound: the child rewrites its MANIFEST every few flushes
 // and compactions, so the kills land before, during and after rewrites.
 func TestCrashRecoveryWithManifestRewrites(t *testing.T) {
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}

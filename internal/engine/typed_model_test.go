@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // typedEdge is one edge as a read returns it.
@@ -22,6 +24,7 @@ type typedEdge struct {
 // Go API (pages with the (dst, type) cursor, typed scans and gathers,
 // degrees of type views) in both directions, with and without a filter.
 func TestTypedTimedStoreFollowsTheOracle(t *testing.T) {
+	volume.Mark(t)
 	s, err := Open(t.TempDir(), smallOptions(true))
 	if err != nil {
 		t.Fatal(err)

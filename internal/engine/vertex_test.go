@@ -12,6 +12,8 @@ import (
 	"time"
 
 	core "github.com/graphtide/graphtide/cgo"
+
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // recOracle is the vertex records a store should hold.
@@ -131,6 +133,7 @@ func checkRecords(t testing.TB, sn *Snapshot, want recOracle, edges oracle, vs [
 // oracle, now and as of past seqs within the history retention; the edges
 // stay exactly the edge oracle's (no record shows among them).
 func TestVertexRecordsFollowTheOracle(t *testing.T) {
+	volume.Mark(t)
 	o := smallOptions(true)
 	o.KeepHistory, o.HistorySeqs = true, 60
 	dir := t.TempDir()

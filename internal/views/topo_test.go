@@ -18,7 +18,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
-	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 )
 
 // topoAdj is a Topo's adjacency as adjOf gives the oracle's (in-lists
@@ -898,7 +898,7 @@ func smallRooms(t *testing.T) {
 // deletes with operations on the hub before and after them (re-inserts)
 // in the same batch, weights all 1, then whole, then not (with -0).
 func TestTopoApplyStreamsOracle(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	smallRooms(t)
 	const nv = 300
 	raw := make([]uint64, nv)
@@ -1015,7 +1015,7 @@ func TestTopoApplyStreamsOracle(t *testing.T) {
 // operations, and the advance allocates a bounded number of bytes per
 // operation (nothing of the graph's size).
 func TestTopoApplyCostsTheChange(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	const scale, batch, warm, measured = 14, 2000, 10, 50
 	for _, delShare := range []int{5, 50} {
 		r := gen.RMAT{Scale: scale, EdgeFactor: 16, Seed: 7}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -248,11 +249,11 @@ func allIDs(g edges) []uint64 {
 // sampleVariant skips variant i under the race detector unless it is one
 // of the two richest (deletes, vertex deletes and in-edges, over dense
 // ids and over spread ids: in-edges and spread-ids-in-edges): every
-// variant runs without the race detector (testref.Volume).
+// variant runs without the race detector (volume.Mark).
 func sampleVariant(t *testing.T, i int) {
 	t.Helper()
 	if i%4 != 3 {
-		testref.Volume(t)
+		volume.Mark(t)
 	}
 }
 
@@ -634,7 +635,7 @@ func TestSSSPMatchesReference(t *testing.T) {
 // falls back to float64 distances, also exact; and a weight that is not
 // whole unpacks the lists, again exact.
 func TestSSSPWholeWeights(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	for _, c := range []struct {
 		name   string
 		weight func(r *rand.Rand) float64
@@ -989,7 +990,7 @@ func sortedKeys(m map[string]bool) []string {
 // short and counted; a cut pull reports only real new cycles (each once),
 // every pull is processed, and the monitor keeps up to the last batch.
 func TestFraudPullLimits(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	for _, limit := range []string{"memory", "time"} {
 		t.Run(limit, func(t *testing.T) {
 			h := newHarness(t, 71, true, denseIDs)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -352,7 +352,7 @@ func loadFanSection(t *testing.T, w *fanWindow, encode func(*checkpoint.Encoder)
 // same operation, with the same value, evidence and totals, and their
 // summaries agree with it.
 func TestFanWindowMatchesOracle(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	type variant struct {
 		typ, measure string
 		thr          float64
@@ -696,7 +696,7 @@ func checkWindowInvariants(t *testing.T, w *fanWindow) {
 // compare with thresholds and round exactly as the exact rational sum
 // does, and come back to exactly zero once all are taken away.
 func TestXsumIsExact(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	r := rand.New(rand.NewPCG(3, 3))
 	for round := range 300 {
 		var vals []float64

@@ -11,6 +11,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -428,7 +429,7 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 // thousandth of the graph's edges per update fails the latter, a
 // five-hundredth both.
 func TestUpdateWorkFollowsTheChange(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("large graphs")
 	}
@@ -727,7 +728,7 @@ func TestPartialPulls(t *testing.T) {
 // against its tolerance, so most updates push; one that deletes a hub
 // may be beyond pushRatio and iterate instead.
 func TestPageRankPushesOnALargeGraph(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}
@@ -780,7 +781,7 @@ func TestPageRankPushesOnALargeGraph(t *testing.T) {
 // within d*tol/(1-d) plus the rounding's share (RoundingL1) of the exact
 // ranks, and within the bound its own residual states.
 func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}

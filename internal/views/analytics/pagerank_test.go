@@ -13,6 +13,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/gen"
 	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -178,7 +179,7 @@ func (s *degreeStream) next(n int, del float64, vdel int, hubs bool) []engine.Op
 //   - at 50% deletes, with vertex deletes of hubs and batches ten times
 //     larger, it may iterate instead, its ranks as close.
 func TestPageRankFollowsADegreeStream(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	if testing.Short() {
 		t.Skip("a large graph")
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/engine"
-	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -409,7 +409,7 @@ var fullRings = flag.Bool("rings.full", false, "TestRandomPaymentsRaiseFewTimedR
 // same payments per account (28,700 among 2,000); -rings.full runs the
 // issue's 287,000 among 20,000.
 func TestRandomPaymentsRaiseFewTimedRings(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	n, accounts, wantAny := 28_700, 2_000, 1000
 	if *fullRings {
 		n, accounts = 287_000, 20_000
@@ -699,12 +699,16 @@ func BenchmarkTimedRings(b *testing.B) {
 func TestAPullHandsItsAlertsOverInParts(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 42))
 	ps := randomPayments(r, ringStreamOpts{n: 600, accounts: 6, step: 10_000_000})
-	spec := Spec{Name: "rings", Type: "fraud", Threshold: 3, MaxCycle: 4, MaxSpan: time.Hour}
+	// The longest pull time allowed: the default 2s cut the searches of
+	// the one large pull on a loaded machine (and with them its alerts),
+	// and the parts are compared with what an uncut pull raises.
+	spec := Spec{Name: "rings", Type: "fraud", Threshold: 3, MaxCycle: 4, MaxSpan: time.Hour, PullTimeout: MaxPullTimeout}
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	// pull applies the whole stream as one batch and takes it in one pull,
-	// with a monitor that hands over at handOver bytes.
+	// with a monitor that hands over at handOver bytes; no search may be
+	// cut short.
 	pull := func(handOver int64) (parts [][]Alert) {
 		rr := newRingRun(t)
 		rr.ps = slices.Clone(ps)
@@ -725,6 +729,9 @@ func TestAPullHandsItsAlertsOverInParts(t *testing.T) {
 		defer u.Done()
 		if re, err := UpdateTopo(ctx, a, u); err != nil || re || u.Partial || a.Seq() != lastSeq(t, rr.s) {
 			t.Fatalf("update: %v, recomputed %v, partial %v, at seq %d of %d", err, re, u.Partial, a.Seq(), lastSeq(t, rr.s))
+		}
+		if a.cutShort != 0 || a.truncated != 0 {
+			t.Fatalf("the pull's searches were cut short (%d pulls cut, %d searches truncated)", a.cutShort, a.truncated)
 		}
 		return parts
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/testref"
+	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 )
 
@@ -40,7 +41,7 @@ func boundedDists(g testref.Edges, root uint64, weighted bool, k int) map[uint64
 // plain map of the edges reaches the target, of the reference's length,
 // made of edges of the graph.
 func TestFindMatchesReference(t *testing.T) {
-	testref.Volume(t)
+	volume.Mark(t)
 	for _, inEdges := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("in=%v/seed=%d", inEdges, seed), func(t *testing.T) {

@@ -1,6 +1,6 @@
-//go:build !race
+//go:build race
 
-package testref
+package volume
 
 // Race reports whether the tests run under the race detector.
-const Race = false
+const Race = true

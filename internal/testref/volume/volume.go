@@ -1,0 +1,21 @@
+// Package volume marks the tests of volume: many random cases against an
+// oracle, large graphs, damage at every offset. Under the race detector,
+// which makes such volume five to ten times dearer and needs only the
+// concurrency a package's other tests drive, a marked test is skipped;
+// make test runs the marked tests a second time without the race
+// detector (the Makefile's GO_TEST_VOLUME and GO_TEST_VOLUME_RUN, which
+// TestMarkedTestsRunWithoutRace keeps equal to the marked tests), where
+// they run whole. It imports nothing of graphtide, so that any package's
+// tests may use it.
+package volume
+
+import "testing"
+
+// Mark marks t as a test of volume (or a case of one): skipped under the
+// race detector.
+func Mark(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("a test of volume: make test runs it without the race detector (GO_TEST_VOLUME_RUN)")
+	}
+}
