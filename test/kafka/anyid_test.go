@@ -431,10 +431,16 @@ func freeTCPPort(t *testing.T) int {
 }
 
 func httpGet(u string) (int, []byte) {
-	c := http.Client{Timeout: 10 * time.Second}
+	return httpGetWithin(u, 10*time.Second)
+}
+
+// httpGetWithin GETs u, giving up after timeout; the code is 0 and the
+// body the error when there is no answer.
+func httpGetWithin(u string, timeout time.Duration) (int, []byte) {
+	c := http.Client{Timeout: timeout}
 	resp, err := c.Get(u)
 	if err != nil {
-		return 0, nil
+		return 0, []byte(err.Error())
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -11,6 +11,17 @@ package volume
 
 import "testing"
 
+// Size is a test's size: full, or underRace under the race detector. A
+// test that calls it is a test of volume too (run again without the race
+// detector, at full size), one that keeps a smaller run under the race
+// detector because its concurrency is its own.
+func Size(full, underRace int) int {
+	if Race {
+		return underRace
+	}
+	return full
+}
+
 // Mark marks t as a test of volume (or a case of one): skipped under the
 // race detector.
 func Mark(t testing.TB) {

@@ -14,9 +14,9 @@ import (
 )
 
 // TestMarkedTestsRunWithoutRace: the Makefile's GO_TEST_VOLUME lists
-// exactly the packages whose tests call Mark, and GO_TEST_VOLUME_RUN
-// exactly the tests that do (in their body, in a subtest's, or through a
-// function of their package that calls it), so that make test's run
+// exactly the packages whose tests call Mark or Size, and
+// GO_TEST_VOLUME_RUN exactly the tests that do (in their body, in a
+// subtest's, or through a function of their package that calls it), so that make test's run
 // without the race detector runs every marked test and nothing else.
 func TestMarkedTestsRunWithoutRace(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
@@ -81,8 +81,8 @@ func TestMarkedTestsRunWithoutRace(t *testing.T) {
 }
 
 // markedTests parses one package's test files and returns its Test
-// functions that call Mark, directly or through one of the package's
-// functions that does.
+// functions that call Mark or Size, directly or through one of the
+// package's functions that does.
 func markedTests(t *testing.T, files []string) []string {
 	fset := token.NewFileSet()
 	funcs := map[string]*ast.FuncDecl{}
@@ -109,7 +109,7 @@ func markedTests(t *testing.T, files []string) []string {
 	}
 	isMark := func(e ast.Expr) bool {
 		sel, ok := e.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "Mark" {
+		if !ok || sel.Sel.Name != "Mark" && sel.Sel.Name != "Size" {
 			return false
 		}
 		x, ok := sel.X.(*ast.Ident)

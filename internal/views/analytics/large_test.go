@@ -159,7 +159,9 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 	}
 	defer func(p int) { parallelLevel = p }(parallelLevel)
 	parallelLevel = 16
-	g := newBigGraph(t, 14, 8, 7, false)
+	// Scale 11 under the race detector: the parallel kernels (above
+	// parallelLevel) run all the same.
+	g := newBigGraph(t, volume.Size(14, 11), 8, 7, false)
 	root := g.keys[0][0]
 	ctx := context.Background()
 	type run struct {
