@@ -56,7 +56,7 @@ lint: $(TEST_DEPS)
 # Go tests under the race detector (the C++ core is compiled in by cgo),
 # then the tests of volume (volume.Mark: many random cases against an
 # oracle, large graphs, damage at every offset), which the race detector
-# makes five to ten times dearer and skips, without it. The Kafka
+# makes two to ten times dearer and skips, without it. The Kafka
 # integration tests (test/kafka) run in test-kafka instead. Prints
 # failures whole, then the ten slowest tests (scripts/testreport).
 test-go: $(TEST_DEPS)

@@ -140,10 +140,7 @@ func (rr *registryRun) updated(name string, recompute bool, d time.Duration) {
 	rr.mu.Lock()
 	rr.events = append(rr.events, regEvent{name, at, d, recompute})
 	rr.mu.Unlock()
-	select {
-	case rr.wake <- struct{}{}:
-	default:
-	}
+	rr.wakeUp()
 }
 
 // freshUpdate is one update's freshness d, when the oldest operation it
@@ -161,6 +158,12 @@ func (rr *registryRun) freshHook(name string, seq uint64, d time.Duration) {
 	rr.mu.Lock()
 	rr.fresh[name] = append(rr.fresh[name], freshUpdate{applied: at.Add(-d), d: d, seq: seq})
 	rr.mu.Unlock()
+	rr.wakeUp()
+}
+
+// wakeUp wakes the wait for the analytics (applyRegistry, paceRegistry)
+// without blocking: a wake already pending is enough.
+func (rr *registryRun) wakeUp() {
 	select {
 	case rr.wake <- struct{}{}:
 	default:

@@ -1,6 +1,6 @@
 // Package volume marks the tests of volume: many random cases against an
 // oracle, large graphs, damage at every offset. Under the race detector,
-// which makes such volume five to ten times dearer and needs only the
+// which makes such volume two to ten times dearer and needs only the
 // concurrency a package's other tests drive, a marked test is skipped;
 // make test runs the marked tests a second time without the race
 // detector (the Makefile's GO_TEST_VOLUME and GO_TEST_VOLUME_RUN, which
