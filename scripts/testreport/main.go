@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -140,11 +141,13 @@ func topLevel(test string) string {
 // failed. Lines that are not JSON (go's own errors) are copied as they
 // are. Last it names every test that failed or did not finish, so that
 // the end of a long output (a timeout's goroutine dump) still says which
-// tests to look at. It reports whether everything passed.
+// tests to look at, and the first line of each of their last messages
+// (what t.Error or t.Fatal said, among the logs). It reports whether
+// everything passed.
 func render(w io.Writer, r io.Reader) (bool, error) {
 	pkgs := map[string]*pkgState{}
 	builds := map[string][]string{}
-	var notPassed []string // "pkg Test (failed)", in the order seen
+	var notPassed []string // "pkg Test (failed)" and its messages' heads, in the order seen
 	ok, results := true, 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
@@ -243,7 +246,7 @@ func render(w io.Writer, r io.Reader) (bool, error) {
 		fmt.Fprintf(w, "# %s\n%s", path, strings.Join(out, ""))
 	}
 	if len(notPassed) > 0 {
-		fmt.Fprintf(w, "tests that did not pass:\n  %s\n", strings.Join(notPassed, "\n  "))
+		fmt.Fprintf(w, "tests that did not pass:\n%s", strings.Join(notPassed, ""))
 	}
 	if results == 0 {
 		return false, errors.New("no package result in the JSON stream")
@@ -252,19 +255,55 @@ func render(w io.Writer, r io.Reader) (bool, error) {
 }
 
 // notPassed names the package's top-level tests that failed, or that
-// started and never ended (running when the binary died: a timeout).
+// started and never ended (running when the binary died: a timeout),
+// each on a line of its own followed by the heads of its last messages.
 func (p *pkgState) notPassed(pkg string) []string {
 	var out []string
 	for _, t := range p.order {
+		var why string
 		switch p.done[t] {
 		case "pass", "skip":
+			continue
 		case "fail":
-			out = append(out, pkg+" "+t+" (failed)")
+			why = "failed"
 		default:
-			out = append(out, pkg+" "+t+" (did not finish)")
+			why = "did not finish"
 		}
+		s := fmt.Sprintf("  %s %s (%s)\n", pkg, t, why)
+		for _, h := range messageHeads(p.tests[t], maxHeads) {
+			s += "      " + h + "\n"
+		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// maxHeads and maxHeadLen bound what the summary repeats of a test's
+// messages: the end of CI's output is short.
+const maxHeads, maxHeadLen = 8, 240
+
+// messageHead is the first line of a message of t.Log, t.Error or
+// t.Fatal as go test prints it: indented, then file_test.go:line: (a
+// message's further lines are indented deeper and have no file).
+var messageHead = regexp.MustCompile(`^ +[A-Za-z0-9_.-]+_test\.go:[0-9]+: `)
+
+// messageHeads is the first line of each of the last n messages in a
+// test's output, each cut to maxHeadLen bytes. go test cannot tell a
+// log from an error; a failing test's last messages hold its errors.
+func messageHeads(out []string, n int) []string {
+	var heads []string
+	for _, chunk := range out {
+		for _, line := range strings.Split(strings.TrimRight(chunk, "\n"), "\n") {
+			if messageHead.MatchString(line) {
+				line = strings.TrimSpace(line)
+				if len(line) > maxHeadLen {
+					line = strings.ToValidUTF8(line[:maxHeadLen], "") + "..."
+				}
+				heads = append(heads, line)
+			}
+		}
+	}
+	return heads[max(0, len(heads)-n):]
 }
 
 // lastLine is a passing package's "ok" line, as go test printed it.

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // sample is a module of three packages: one passes (a test that sleeps,
@@ -95,7 +97,8 @@ func TestRenderPrintsFailuresOnly(t *testing.T) {
 		"FAIL\texample.com/sample/bad", // the failing package's result
 		"undefinedThing",               // the compiler's message
 		"FAIL\texample.com/sample/broken",
-		"tests that did not pass:\n  example.com/sample/bad TestParent (failed)\n", // named last
+		// Named last, with the heads of its messages.
+		"tests that did not pass:\n  example.com/sample/bad TestParent (failed)\n      bad_test.go:10: CHILD-LOG\n      bad_test.go:10: CHILD-FAILED\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
@@ -139,7 +142,7 @@ func TestRenderUnfinishedPackageFails(t *testing.T) {
 		t.Error("a package without a result passed")
 	}
 	if s := out.String(); !strings.Contains(s, "WAITING") || !strings.Contains(s, "FAIL\tp (no result") || !strings.Contains(s, "ok  \tq\t0.1s") ||
-		!strings.HasSuffix(s, "tests that did not pass:\n  p TestHangs (did not finish)\n") {
+		!strings.HasSuffix(s, "tests that did not pass:\n  p TestHangs (did not finish)\n      hangs_test.go:9: WAITING\n") {
 		t.Errorf("output:\n%s", s)
 	}
 	if _, err := render(&out, strings.NewReader("")); err == nil {
@@ -226,5 +229,27 @@ func TestRunHonoursTheCommand(t *testing.T) {
 	}
 	if st := run(&out, []string{"/nonexistent/command"}, "", 0); st != 2 {
 		t.Errorf("a missing command: status %d, want 2", st)
+	}
+}
+
+func TestMessageHeadsAreTheLastFirstLines(t *testing.T) {
+	var out []string
+	for i := range 12 {
+		out = append(out, fmt.Sprintf("    x_test.go:%d: message %d\n        its second line\n", i+1, i))
+	}
+	out = append(out, "=== RUN   TestX\n", "    x_test.go:99: "+strings.Repeat("é", 200)+"\n", "--- FAIL: TestX (0.00s)\n")
+	heads := messageHeads(out, maxHeads)
+	if len(heads) != maxHeads {
+		t.Fatalf("%d heads, want %d: %q", len(heads), maxHeads, heads)
+	}
+	// The newest: messages 5 to 11, then the long one.
+	for i, h := range heads[:maxHeads-1] {
+		if want := fmt.Sprintf("x_test.go:%d: message %d", i+6, i+5); h != want {
+			t.Errorf("head %d is %q, want %q", i, h, want)
+		}
+	}
+	last := heads[maxHeads-1]
+	if !strings.HasPrefix(last, "x_test.go:99: é") || !strings.HasSuffix(last, "...") || len(last) > maxHeadLen+3 || !utf8.ValidString(last) {
+		t.Errorf("the long message's head is %q", last)
 	}
 }

@@ -89,8 +89,9 @@ func seededTopic(t *testing.T, prefix string, partitions, vertices, maxPerRec in
 
 // TestAnalyticsResumeAcrossCrashes runs serve in a child process with bfs,
 // wcc, sssp and pagerank checkpointed every second, SIGKILLs it three
-// times mid-stream while a producer keeps producing upserts, deletes,
-// re-inserts and vertex deletes, restarts it each time, and at the end
+// times (each after it has checkpointed once) while a producer keeps
+// producing upserts, deletes, re-inserts and vertex deletes, restarts it
+// each time, and at the end
 // lets it catch up. Every restart after a checkpoint resumes the analytics
 // from it (the records after it replayed through the store); the last
 // run's analytics must say so, and their results must equal the reference
@@ -116,13 +117,7 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 	// not the group's offsets, says where each child resumes).
 	for k := 1; k <= 3; k++ {
 		cfg.Group = uniq("ckpt-group")
-		ch := startChild(t, cfg, log)
-		time.Sleep(time.Duration(1800+r.IntN(1500)) * time.Millisecond)
-		if !ch.alive() {
-			t.Fatalf("child exited before kill %d: %v\n%s", k, ch.err, log.tail(30))
-		}
-		ch.kill(t)
-		t.Logf("kill %d: store at %s", k, fmtPos(ch.storePos()))
+		killAfterCheckpoint(t, cfg, log, k, time.Duration(r.IntN(1500))*time.Millisecond)
 	}
 	if err := <-prod.done; err != nil {
 		t.Fatal(err)
@@ -144,6 +139,25 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 		t.Fatal("no run restored the analytics")
 	}
 	t.Logf("%d runs restored the analytics from a checkpoint", log.count("analytics restored from their checkpoint"))
+}
+
+// killAfterCheckpoint starts a serve child of cfg, waits until it has
+// checkpointed its analytics once, then for delay, and SIGKILLs it (kill
+// k of a test). A kill at a fixed time would test nothing on a loaded
+// machine: make test's other parts beside it (load 13-16 on 2 cores), a
+// child took 52 s to restore, catch up and write its first checkpoint,
+// and three children killed at 1.8-3.3 s each left no checkpoint for the
+// last run to resume from.
+func killAfterCheckpoint(t *testing.T, cfg childConfig, log *logBuffer, k int, delay time.Duration) {
+	t.Helper()
+	before := log.count("analytics checkpointed")
+	ch := startChild(t, cfg, log)
+	if !waitFor(2*time.Minute, func() bool { return !ch.alive() || log.count("analytics checkpointed") > before }) || !ch.alive() {
+		t.Fatalf("child %d did not checkpoint: %v\n%s", k, ch.err, log.tail(30))
+	}
+	time.Sleep(delay)
+	ch.kill(t)
+	t.Logf("kill %d: store at %s", k, fmtPos(ch.storePos()))
 }
 
 // analyticResult is GET /v1/analytics/{name}, in part.
@@ -297,17 +311,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	prod := startProducing(t, recs, 20, 60*time.Millisecond)
 	for k := 1; k <= 3; k++ {
 		cfg.Group = uniq("fraud-group")
-		before := log.count("analytics checkpointed")
-		ch := startChild(t, cfg, log)
-		// Two minutes: on a loaded machine (make test's other parts, load
-		// 16 on 2 cores) a child took 52s to restore, catch up and try its
-		// first checkpoint, which its fraud monitor then missed.
-		if !waitFor(2*time.Minute, func() bool { return !ch.alive() || log.count("analytics checkpointed") > before }) || !ch.alive() {
-			t.Fatalf("child %d did not checkpoint: %v\n%s", k, ch.err, log.tail(30))
-		}
-		time.Sleep(time.Duration(r.IntN(1200)) * time.Millisecond)
-		ch.kill(t)
-		t.Logf("kill %d: store at %s", k, fmtPos(ch.storePos()))
+		killAfterCheckpoint(t, cfg, log, k, time.Duration(r.IntN(1200))*time.Millisecond)
 	}
 	if err := <-prod.done; err != nil {
 		t.Fatal(err)
