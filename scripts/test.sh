@@ -12,9 +12,10 @@
 #               run after all the others, alone on the machine
 # test-kafka starts once the race build of the packages (`go build -race`
 # of all but the commands; test-go then reuses it) is done, so that the
-# two do not compile the same packages at once. At the end: each part's result and
-# wall time, and the slowest tests of the Go runs. Exits non-zero when
-# any part fails. Run `scripts/deps.sh` first (`make test` does).
+# two do not compile the same packages at once. At the end: each part's
+# result, wall time and CPU, and the slowest tests of the Go runs. Exits
+# non-zero when any part fails. Run `scripts/deps.sh` first (`make test`
+# does).
 #
 # Environment: TEST_OUT, the directory of the logs and of the go test
 # JSON streams (default .test-out); GT_TEST_PARTS, the parts to run
@@ -30,6 +31,19 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 read -r -a parts <<<"${GT_TEST_PARTS:-lint vet test-go test-kafka test-cpp test-alone}"
 make_part() { make --no-print-directory NO_DEPS=1 TEST_OUT="$out" "$@"; }
+# run_part runs a part in this (sub)shell and records the CPU (user and
+# system seconds) of the processes it waited for into $out/PART.cpu: the
+# machine's two cores are make test's budget, and a part's wall time says
+# little of its share when they all run at once. (A daemon a part starts,
+# such as the Kafka broker, is not waited for and not counted.)
+run_part() {
+  local st
+  make_part "$1"
+  st=$?
+  times >"$out/$1.times" # the builtin: no fork, so it sees this shell's children
+  awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }; printf "%d\n", t + 0.5 }' "$out/$1.times" >"$out/$1.cpu"
+  return $st
+}
 
 t0=$(date +%s)
 declare -A pid start
@@ -46,7 +60,7 @@ for p in "${parts[@]}"; do
         mapfile -t libs < <(go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... 2>/dev/null | grep .)
         go build -race "${libs[@]}" >/dev/null 2>&1
         touch "$out/race-build.done"
-        make_part test-go
+        run_part test-go
       ) >"$out/$p.log" 2>&1 &
       ;;
     test-kafka)
@@ -54,11 +68,11 @@ for p in "${parts[@]}"; do
         if [[ " ${parts[*]} " == *" test-go "* ]]; then
           until [ -e "$out/race-build.done" ] || ! kill -0 "${pid[test-go]:-}" 2>/dev/null; do sleep 1; done
         fi
-        make_part test-kafka
+        run_part test-kafka
       ) >"$out/$p.log" 2>&1 &
       ;;
     lint | vet | test-cpp)
-      make_part "$p" >"$out/$p.log" 2>&1 &
+      (run_part "$p") >"$out/$p.log" 2>&1 &
       ;;
     test-alone)
       continue # after the others (below)
@@ -102,20 +116,23 @@ while [ ${#left[@]} -gt 0 ]; do
 done
 if [[ " ${parts[*]} " == *" test-alone "* ]]; then
   start[test-alone]=$(date +%s)
-  make_part test-alone >"$out/test-alone.log" 2>&1
+  (run_part test-alone) >"$out/test-alone.log" 2>&1
   status[test-alone]=$?
   secs[test-alone]=$(($(date +%s) - start[test-alone]))
   report test-alone
 fi
 
 fail=0
-echo "make test: each part's wall time (they ran at the same time, test-alone after them):"
+echo "make test: each part's wall time and CPU (they ran at the same time, test-alone after them):"
+cpu_total=0
 for p in "${parts[@]}"; do
   verdict=ok
   [ "${status[$p]}" = 0 ] || { verdict=FAILED; fail=1; }
-  printf '  %-11s %-7s %4d s\n' "$p" "$verdict" "${secs[$p]}"
+  cpu=$(cat "$out/$p.cpu" 2>/dev/null || echo 0)
+  cpu_total=$((cpu_total + cpu))
+  printf '  %-11s %-7s %4d s %6d s CPU\n' "$p" "$verdict" "${secs[$p]}" "$cpu"
 done
-echo "  total               $(($(date +%s) - t0)) s"
+printf '  %-19s %4d s %6d s CPU\n' total "$(($(date +%s) - t0))" "$cpu_total"
 mapfile -t streams < <(ls "$out"/*.json 2>/dev/null)
 if [ ${#streams[@]} -gt 0 ]; then
   go run ./scripts/testreport -slowest 10 "${streams[@]}" || fail=1

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,11 +52,15 @@ var concurrent = []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"}
 // apart (so that concurrent parts would interleave if not buffered), the
 // concurrent ones leaving a file done-PART as they end; test-alone fails
 // (exit 4) unless every concurrent part has ended; fail names the part
-// that exits 3.
+// that exits 3. Without one, test-cpp keeps a core busy (awk counts to
+// 5e7: 1-3 s of CPU however loaded the machine is); the others sleep.
 func parts(fail string) string {
 	var b strings.Builder
 	for _, p := range append(slices.Clone(concurrent), "test-alone") {
 		b.WriteString(p + ":\n\t@echo " + p + "-first; sleep 0.3; echo " + p + "-second\n")
+		if p == "test-cpp" && fail == "" {
+			b.WriteString("\t@awk 'BEGIN { for (i = 0; i < 5e7; i++) s += i; print s > \"/dev/null\" }'\n")
+		}
 		if p == "test-alone" {
 			for _, q := range concurrent {
 				b.WriteString("\t@test -e done-" + q + " || { echo " + q + " has not ended; exit 4; }\n")
@@ -81,9 +86,19 @@ func TestTestShRunsEveryPart(t *testing.T) {
 		if !block.MatchString(out) {
 			t.Errorf("no whole block for %s in:\n%s", p, out)
 		}
-		if !regexp.MustCompile(`(?m)^  ` + p + ` +ok +\d+ s$`).MatchString(out) {
-			t.Errorf("no wall time for %s in:\n%s", p, out)
+		m := regexp.MustCompile(`(?m)^  ` + p + ` +ok +\d+ s +(\d+) s CPU$`).FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("no wall time and CPU for %s in:\n%s", p, out)
+			continue
 		}
+		// The CPU of what the part ran: test-cpp's count, and nothing
+		// much in the parts that sleep.
+		if cpu, _ := strconv.Atoi(m[1]); (p == "test-cpp") != (cpu >= 1) || cpu > 20 {
+			t.Errorf("%s took %d s of CPU:\n%s", p, cpu, out)
+		}
+	}
+	if m := regexp.MustCompile(`(?m)^  total +\d+ s +(\d+) s CPU$`).FindStringSubmatch(out); m == nil || m[1] == "0" {
+		t.Errorf("no total CPU in:\n%s", out)
 	}
 	if !strings.HasSuffix(out, "make test: ok\n") {
 		t.Errorf("output does not end in make test: ok:\n%s", out)
