@@ -104,9 +104,11 @@ test-alone: $(TEST_DEPS)
 test-payments-287k: $(TEST_DEPS)
 	$(GO) test -count=1 -timeout 30m ./test/kafka/ -run 'TestRandomPaymentsRings$$' -payments.287k -v
 
-# The C++ core's own tests under AddressSanitizer and UBSan.
+# The C++ core's own tests under AddressSanitizer and UBSan, which run the
+# tests of volume smaller or skip them, then those tests whole without the
+# sanitizers (cgo/test/run_volume.sh). Both run; it fails when either fails.
 test-cpp: $(TEST_DEPS)
-	cgo/test/run_asan.sh
+	cgo/test/run_asan.sh; asan=$$?; cgo/test/run_volume.sh && exit $$asan
 
 # Every part above, at the same time (scripts/test.sh): each part's output
 # printed whole when it ends, then each part's wall time and the ten

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "merge.h"
+#include "test_util.h"
 
 namespace {
 
@@ -290,9 +291,10 @@ std::vector<Run> Runs(const std::vector<std::vector<Entry>> &rs) {
   return out;
 }
 
-TEST(FoldTest, ReadsAndRetentionAgreeWithTheReference) {
+TEST(FoldVolumeTest, ReadsAndRetentionAgreeWithTheReference) {
   std::mt19937_64 rng(20261206);
-  for (int trial = 0; trial < 4000; trial++) {
+  const int trials = gt_test::Volume(4000, 1000);
+  for (int trial = 0; trial < trials; trial++) {
     Trial t;
     Build(&t, rng);
     VdelMap vdel;

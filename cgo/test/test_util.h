@@ -2,7 +2,7 @@
 // self-deleting temporary directory, whole-file read/write, byte flipping,
 // a gt_error holder that always frees what the core allocated, and the
 // documented segment file layout (segment.h) recomputed from a file's bytes,
-// for the corruption tests.
+// for the corruption tests; and the size of the tests of volume.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +22,46 @@
 #include "segment.h"
 
 namespace gt_test {
+
+// Tests of volume (many random cases against an oracle) cost five to ten
+// times more under AddressSanitizer than without it, and the sanitizer
+// finds what it finds in the first cases as well as in the last. The
+// sanitizer build (run_asan.sh) runs them smaller (Volume) or not at all
+// (GT_WHOLE_RUN_ONLY, for a variant whose paths another test drives under
+// the sanitizer); the plain build (run_volume.sh: -O2, GT_DCHECK and
+// assert on, no sanitizer) runs them whole. The plain run finds them by
+// their suite, whose name ends in "VolumeTest"; both fail a test outside
+// such a suite, which would never run whole.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// CheckVolumeSuite fails the running test unless its suite is a
+// *VolumeTest one.
+inline void CheckVolumeSuite() {
+  const ::testing::TestInfo *info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string suite = info != nullptr ? info->test_suite_name() : "";
+  const std::string tail = "VolumeTest";
+  if (suite.size() < tail.size() || suite.compare(suite.size() - tail.size(), tail.size(), tail) != 0)
+    ADD_FAILURE() << "a test of volume must be in a suite whose name ends in " << tail
+                  << " (run_volume.sh runs those whole), not in " << suite;
+}
+
+// Volume is a test of volume's size: full, or sanitized in the sanitizer
+// build.
+inline int Volume(int full, int sanitized) {
+  CheckVolumeSuite();
+  return kSanitized ? sanitized : full;
+}
+
+// GT_WHOLE_RUN_ONLY skips a test of volume in the sanitizer build.
+#define GT_WHOLE_RUN_ONLY()                                                                            \
+  do {                                                                                                 \
+    ::gt_test::CheckVolumeSuite();                                                                     \
+    if (::gt_test::kSanitized) GTEST_SKIP() << "a test of volume: run_volume.sh runs it, unsanitized"; \
+  } while (0)
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on
 // destruction.

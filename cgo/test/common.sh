@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# common.sh -- sourced by run_asan.sh and run_volume.sh: what their builds
+# and runs of the C++ core's tests share. Not a script of its own.
+#
+# Environment:
+#   GT_CCACHE     0: compile without ccache (default: with it when installed)
+#   GT_CTEST_ARGS extra ctest arguments (e.g. "-R Store")
+#   GT_TEST_SEED  seed of the randomized tests (default fixed)
+#   TMPDIR        where the tests make their stores (default: a fresh
+#                 directory on /dev/shm when it is a tmpfs with 512 MiB
+#                 free, else /tmp)
+
+# gt_src is cgo/, the CMake project.
+gt_src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# gt_configure BUILD ARGS...: configures BUILD from gt_src with ARGS, with
+# Ninja when it is installed (and BUILD is not a Makefile build already).
+#
+# ccache (scripts/deps.sh installs it) keeps compiled objects by content,
+# so a fresh clone, at any path, compiles only what changed: paths under
+# the repository are hashed relative to it (CCACHE_BASEDIR, and
+# CCACHE_NOHASHDIR: the build directory is not part of the key).
+gt_configure() {
+  local build="$1"
+  shift
+  local generator=() launcher=()
+  if command -v ninja >/dev/null 2>&1 && [[ ! -f "$build/CMakeCache.txt" || -f "$build/build.ninja" ]]; then
+    generator=(-G Ninja)
+  fi
+  if command -v ccache >/dev/null 2>&1 && [[ "${GT_CCACHE:-1}" != 0 ]]; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    CCACHE_BASEDIR="$(cd "$gt_src/.." && pwd)"
+    export CCACHE_BASEDIR CCACHE_NOHASHDIR=1
+  fi
+  echo "== configure ($build)"
+  cmake -S "$gt_src" -B "$build" "${generator[@]}" "${launcher[@]}" "$@"
+}
+
+# gt_ctest BUILD ARGS...: runs BUILD's tests (2 at a time, and
+# GT_CTEST_ARGS) with their stores on tmpfs: they check what the store
+# reads back, and what a crash leaves by cutting and flipping files
+# themselves, never by losing power, so the disk's fsyncs (thousands:
+# flushes, compactions, MANIFEST edits) only made the run wait, and
+# everything else on the machine with it. An explicit TMPDIR is kept.
+gt_ctest() {
+  local build="$1" st=0 tmp=""
+  shift
+  if [[ -z "${TMPDIR:-}" && "$(stat -f -c %T /dev/shm 2>/dev/null)" == tmpfs ]] &&
+    (($(df -k --output=avail /dev/shm 2>/dev/null | tail -n 1) >= 512 * 1024)); then
+    tmp="$(mktemp -d /dev/shm/graphtide-ctest-XXXXXX)"
+  fi
+  echo "== test (stores under ${tmp:-${TMPDIR:-/tmp}})"
+  # shellcheck disable=SC2086
+  (cd "$build" && TMPDIR="${tmp:-${TMPDIR:-}}" ctest --output-on-failure -j2 "$@" ${GT_CTEST_ARGS:-}) || st=$?
+  [[ -z "$tmp" ]] || rm -rf "$tmp"
+  return $st
+}
