@@ -9,11 +9,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/graphtide/graphtide/internal/testref/makevar"
 )
 
 // brokersEnv names a running cluster to use instead of starting one.
@@ -331,12 +335,15 @@ func TestNoKafkaTestStartsNoBroker(t *testing.T) {
 	}
 }
 
-// serialTests are the tests that run alone, before the parallel ones (go
-// test starts a package's parallel tests once its serial ones are done):
-// they stop the shared broker, delete what was created on it while they
-// ran, or measure serve's memory against its budget. Every other test calls t.Parallel first: the package's tests
-// mostly wait on the broker and on child processes, and waiting side by
-// side takes the package from about 7.5 minutes to a few on 2 cores.
+// serialTests are the tests that run alone: they stop the broker,
+// delete what was created on it while they ran, or measure serve's
+// memory against its budget. make test runs them in go tests of their
+// own (the Makefile's TEST_KAFKA_SERIAL, beside the others with a broker
+// of its own, and TEST_ALONE, after everything), and a go test of the
+// whole package runs them before its parallel ones. Every other test
+// calls t.Parallel first: the package's tests mostly wait on the broker
+// and on child processes, and waiting side by side takes the package
+// from about 7.5 minutes to a few on 2 cores.
 var serialTests = map[string]string{
 	"TestDocs":                               "deletes the topics and groups created on the shared broker while a page ran",
 	"TestDocsForgetsStaticMembers":           "deletes the topics and groups created on the shared broker while it ran",
@@ -350,9 +357,15 @@ var serialTests = map[string]string{
 
 // TestEveryTestIsParallelOrSerial reads this package's test files: each
 // test's first statement is t.Parallel(), or the test is one of
-// serialTests, which all exist.
+// serialTests, which all exist and which the Makefile's TEST_KAFKA_SERIAL
+// and TEST_ALONE name.
 func TestEveryTestIsParallelOrSerial(t *testing.T) {
 	t.Parallel()
+	inMakefile := append(makevar.List(t, "../..", "TEST_KAFKA_SERIAL"), makevar.List(t, "../..", "TEST_ALONE")...)
+	slices.Sort(inMakefile)
+	if listed := slices.Sorted(maps.Keys(serialTests)); !slices.Equal(inMakefile, listed) {
+		t.Errorf("the Makefile's TEST_KAFKA_SERIAL and TEST_ALONE name %v; serialTests %v", inMakefile, listed)
+	}
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,12 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/graphtide/graphtide/internal/testref/makevar"
 )
 
 // TestMarkedTestsRunWithoutRace: the Makefile's GO_TEST_VOLUME lists
@@ -20,25 +20,14 @@ import (
 // without the race detector runs every marked test and nothing else.
 func TestMarkedTestsRunWithoutRace(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	variable := func(name string) []string {
-		m := regexp.MustCompile(`(?m)^` + name + ` := (.*)$`).FindSubmatch(mk)
-		if m == nil {
-			t.Fatalf("the Makefile defines no %s", name)
-		}
-		return strings.FieldsFunc(string(m[1]), func(r rune) bool { return r == ' ' || r == '|' })
-	}
 	var pkgs []string
-	for _, p := range variable("GO_TEST_VOLUME") {
+	for _, p := range makevar.List(t, root, "GO_TEST_VOLUME") {
 		pkgs = append(pkgs, strings.TrimPrefix(p, "./"))
 	}
-	run := variable("GO_TEST_VOLUME_RUN")
+	run := makevar.List(t, root, "GO_TEST_VOLUME_RUN")
 
 	byDir := map[string][]string{} // package dir -> its test files
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
