@@ -81,26 +81,15 @@ GO_TEST_FIRST := ./cmd/graphtide ./internal/views/analytics ./internal/engine ./
 # Integration tests of the ingest path against a real Apache Kafka broker,
 # started from deploy/kafka on free loopback ports when the first test
 # needs it (set GRAPHTIDE_KAFKA_BROKERS to use a running cluster instead).
-# Its tests mostly wait (on the broker, on child processes): all run side
-# by side, 4 at a time, but those that stop their broker or delete what
-# was made on it while they ran (TEST_KAFKA_SERIAL), which run one after
-# another in a second go test beside the first, with a broker of its own
-# (on a running cluster, after the first: they would disturb it).
-# test/kafka's TestEveryTestIsParallelOrSerial keeps TEST_KAFKA_SERIAL
-# and TEST_ALONE equal to its serialTests.
-TEST_KAFKA_SERIAL := ^(TestBrokerRestart|TestCheckpointRestoreWaitsForTheBroker|TestDocs|TestDocsForgetsStaticMembers|TestReadyFollowsBrokers)$$
+# Its tests mostly wait (on the broker, on child processes): all but a
+# few run side by side (test/kafka's serialTests), 4 at a time. (make
+# test is bound by its CPU, not by this part's waits: the few in a go
+# test of their own beside the others, with a broker of their own, end
+# this part sooner and the others later.)
 test-kafka: $(TEST_DEPS)
-	@$(MAKE) --no-print-directory $(if $(GRAPHTIDE_KAFKA_BROKERS),-j1,-j2) --output-sync=target test-kafka-parallel test-kafka-serial
-
-.PHONY: test-kafka-parallel test-kafka-serial
-test-kafka-parallel:
 	@mkdir -p $(TEST_OUT)
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/kafka.json -slowest 10 -- \
-		$(GO) test -json -race -count=1 -parallel 4 -timeout 15m -skip '$(TEST_ALONE)|$(TEST_KAFKA_SERIAL)' ./test/kafka/...
-test-kafka-serial:
-	@mkdir -p $(TEST_OUT)
-	$(GO) run ./scripts/testreport -save $(TEST_OUT)/kafka-serial.json -- \
-		$(GO) test -json -race -count=1 -timeout 15m -run '$(TEST_KAFKA_SERIAL)' ./test/kafka/...
+		$(GO) test -json -race -count=1 -parallel 4 -timeout 15m -skip '$(TEST_ALONE)' ./test/kafka/...
 
 # The tests that measure serve's resources against its budget: make test
 # runs them after its other parts, alone on the machine (scripts/test.sh),
