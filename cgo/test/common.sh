@@ -10,8 +10,9 @@
 #                 directory on /dev/shm when it is a tmpfs with 512 MiB
 #                 free, else /tmp)
 
-# gt_src is cgo/, the CMake project.
+# gt_src is cgo/, the CMake project; gt_start when the run started.
 gt_src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+gt_start=$(date +%s)
 
 # gt_configure BUILD ARGS...: configures BUILD from gt_src with ARGS, with
 # Ninja when it is installed (and BUILD is not a Makefile build already).
@@ -36,12 +37,21 @@ gt_configure() {
   cmake -S "$gt_src" -B "$build" "${generator[@]}" "${launcher[@]}" "$@"
 }
 
+# gt_build BUILD ARGS...: configures BUILD with ARGS (gt_configure) and
+# builds the core and its test binary.
+gt_build() {
+  gt_configure "$@"
+  echo "== build"
+  cmake --build "$1" -j2 --target graphtide_core_test
+}
+
 # gt_ctest BUILD ARGS...: runs BUILD's tests (2 at a time, and
 # GT_CTEST_ARGS) with their stores on tmpfs: they check what the store
 # reads back, and what a crash leaves by cutting and flipping files
 # themselves, never by losing power, so the disk's fsyncs (thousands:
 # flushes, compactions, MANIFEST edits) only made the run wait, and
 # everything else on the machine with it. An explicit TMPDIR is kept.
+# Last it says how long the whole run took.
 gt_ctest() {
   local build="$1" st=0 tmp=""
   shift
@@ -53,5 +63,6 @@ gt_ctest() {
   # shellcheck disable=SC2086
   (cd "$build" && TMPDIR="${tmp:-${TMPDIR:-}}" ctest --output-on-failure -j2 "$@" ${GT_CTEST_ARGS:-}) || st=$?
   [[ -z "$tmp" ]] || rm -rf "$tmp"
+  echo "== done in $(($(date +%s) - gt_start)) s"
   return $st
 }

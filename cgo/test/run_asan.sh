@@ -26,14 +26,7 @@ build="${GT_ASAN_BUILD_DIR:-$gt_src/build-asan}"
 # names of stack reports are compiled in by ASan itself), and it takes a
 # third off the compile (full -g's variable tracking and DWARF types). It
 # changes nothing that is instrumented or checked.
-start=$(date +%s)
-gt_configure "$build" \
-  -DGT_SANITIZE=ON \
-  -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1"
-
-echo "== build"
-cmake --build "$build" -j2
+gt_build "$build" -DGT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1"
 
 common_opts="abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -54,7 +47,4 @@ probe_out="$(ASAN_OPTIONS="detect_leaks=1:$common_opts" "$build/graphtide_core_t
 export ASAN_OPTIONS="detect_leaks=$leaks:$common_opts"
 echo "== ASAN_OPTIONS=$ASAN_OPTIONS"
 
-status=0
-gt_ctest "$build" || status=$?
-echo "== done in $(($(date +%s) - start)) s"
-exit $status
+gt_ctest "$build"

@@ -15,17 +15,5 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${GT_VOLUME_BUILD_DIR:-$gt_src/build-volume}"
 
-start=$(date +%s)
-gt_configure "$build" \
-  -DGT_SANITIZE=OFF \
-  -DGT_DCHECK=ON \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1"
-
-echo "== build"
-cmake --build "$build" -j2 --target graphtide_core_test
-
-status=0
-gt_ctest "$build" -R 'VolumeTest\.' --no-tests=error || status=$?
-echo "== done in $(($(date +%s) - start)) s"
-exit $status
+gt_build "$build" -DGT_SANITIZE=OFF -DGT_DCHECK=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1"
+gt_ctest "$build" -R 'VolumeTest\.' --no-tests=error
