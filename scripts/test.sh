@@ -47,7 +47,7 @@ run_part() {
 
 t0=$(date +%s)
 declare -A pid start
-rm -f "$out"/*.log "$out"/*.json "$out/race-build.done"
+rm -f "$out"/*.log "$out"/*.json "$out"/*.cpu "$out"/*.times "$out/race-build.done"
 
 # The lanes run in the background; each writes its own log and status.
 for p in "${parts[@]}"; do
