@@ -53,13 +53,14 @@ var concurrent = []string{"lint", "vet", "test-go", "test-kafka", "test-cpp"}
 // concurrent ones leaving a file done-PART as they end; test-alone fails
 // (exit 4) unless every concurrent part has ended; fail names the part
 // that exits 3. Without one, test-cpp keeps a core busy (awk counts to
-// 5e7: 1-3 s of CPU however loaded the machine is); the others sleep.
+// 1e8: 2-5 s of CPU here, however loaded the machine is); the others
+// sleep.
 func parts(fail string) string {
 	var b strings.Builder
 	for _, p := range append(slices.Clone(concurrent), "test-alone") {
 		b.WriteString(p + ":\n\t@echo " + p + "-first; sleep 0.3; echo " + p + "-second\n")
 		if p == "test-cpp" && fail == "" {
-			b.WriteString("\t@awk 'BEGIN { for (i = 0; i < 5e7; i++) s += i; print s > \"/dev/null\" }'\n")
+			b.WriteString("\t@awk 'BEGIN { for (i = 0; i < 1e8; i++) s += i; print s > \"/dev/null\" }'\n")
 		}
 		if p == "test-alone" {
 			for _, q := range concurrent {
