@@ -259,7 +259,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 3))
 	// Distinct transfers among 200 accounts (inserts only: the cycles new
 	// at each pull add up to the final graph's, however pulls fall), a few
-	// accounts taking many (fan-in). About 7,000 cycles: among 150
+	// accounts taking many (fan-in). About 6,000 cycles: among 150
 	// accounts, 20,000 made this the dearest test of make test (a minute
 	// of CPU) and checked nothing more.
 	const accounts, window, threshold = 200, 400, 25
