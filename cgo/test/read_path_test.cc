@@ -143,6 +143,7 @@ void RunHubModel(bool vdel) {
     Oracle state;
   };
   std::vector<Held> held;
+  const int held_every = gt_test::Volume(1, 4);
   uint64_t next = kUniverse;
   for (int step = 1; step <= 160; step++) {
     SCOPED_TRACE("batch " + std::to_string(step));
@@ -168,12 +169,18 @@ void RunHubModel(bool vdel) {
       held.push_back(Held{std::make_unique<Snap>(s), oracle});
       if (held.size() > 4) held.erase(held.begin());
     }
-    for (const Held &h : held) ASSERT_NO_FATAL_FAILURE(CheckHubs(h.snap->s, h.state, rng));
+    // The pinned snapshots: after every batch in the whole run; under
+    // the sanitizer, where they are four fifths of the test's time, after
+    // every held_every-th and after each flush or compaction (the batches
+    // between differ only in the MemGraph versions they add above them).
+    if (step % held_every == 0 || step % 37 == 0 || step % 71 == 0 || step == 74) {
+      for (const Held &h : held) ASSERT_NO_FATAL_FAILURE(CheckHubs(h.snap->s, h.state, rng));
+    }
   }
 }
 
-TEST(ReadPathTest, HubsAsIngestLeavesThemAgainstOracle) { RunHubModel(false); }
-TEST(ReadPathTest, HubsWithVertexDeletesAgainstOracle) { RunHubModel(true); }
+TEST(ReadPathVolumeTest, HubsAsIngestLeavesThemAgainstOracle) { RunHubModel(false); }
+TEST(ReadPathVolumeTest, HubsWithVertexDeletesAgainstOracle) { RunHubModel(true); }
 
 }  // namespace
 }  // namespace gt_store_test
