@@ -141,6 +141,10 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 	t.Logf("%d runs restored the analytics from a checkpoint", log.count("analytics restored from their checkpoint"))
 }
 
+// logCheckpointed is the line serve logs after each checkpoint of its
+// analytics (internal/server's checkpoint.go).
+const logCheckpointed = "analytics checkpointed"
+
 // killAfterCheckpoint starts a serve child of cfg, waits until it has
 // checkpointed its analytics once, then for delay, and SIGKILLs it (kill
 // k of a test). A kill at a fixed time would test nothing on a loaded
@@ -150,9 +154,9 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 // last run to resume from.
 func killAfterCheckpoint(t *testing.T, cfg childConfig, log *logBuffer, k int, delay time.Duration) {
 	t.Helper()
-	before := log.count("analytics checkpointed")
+	before := log.count(logCheckpointed)
 	ch := startChild(t, cfg, log)
-	if !waitFor(2*time.Minute, func() bool { return !ch.alive() || log.count("analytics checkpointed") > before }) || !ch.alive() {
+	if !waitFor(2*time.Minute, func() bool { return !ch.alive() || log.count(logCheckpointed) > before }) || !ch.alive() {
 		t.Fatalf("child %d did not checkpoint: %v\n%s", k, ch.err, log.tail(30))
 	}
 	time.Sleep(delay)

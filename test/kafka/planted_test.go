@@ -640,7 +640,7 @@ func (r *paymentsRun) produceSlices(t *testing.T, opts paymentsOpts, produce fun
 	return srv
 }
 
-var checkpointedRE = regexp.MustCompile(`analytics checkpointed.*?\bseq[=":]+(\d+)`)
+var checkpointedRE = regexp.MustCompile(regexp.QuoteMeta(logCheckpointed) + `.*?\bseq[=":]+(\d+)`)
 
 // checkpointedSeq is the greatest seq of the checkpoints serve logged.
 func checkpointedSeq(log *logBuffer) uint64 {

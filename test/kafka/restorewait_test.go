@@ -82,7 +82,7 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 	var ch *child
 	run := func(w map[uint64]float64) {
 		t.Helper()
-		before := log.count("analytics checkpointed")
+		before := log.count(logCheckpointed)
 		ch = startChild(t, cfg, log)
 		t.Cleanup(func() {
 			if ch.alive() {
@@ -95,7 +95,7 @@ func TestCheckpointRestoreWaitsForTheBroker(t *testing.T) {
 		if err := ch.term(t); err != nil {
 			t.Fatalf("a child: %v\n%s", err, log.tail(30))
 		}
-		if log.count("analytics checkpointed") == before {
+		if log.count(logCheckpointed) == before {
 			t.Fatalf("no checkpoint at the stop\n%s", log.tail(30))
 		}
 	}
