@@ -111,17 +111,7 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("ckpt-dead"), Dir: dir,
 		MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: specs, CheckpointEvery: time.Second,
 	}
-	prod := startProducing(t, recs, 100, 60*time.Millisecond)
-	// A group of its own per child: a killed child's membership would hold
-	// its partitions until its session times out (the store's position,
-	// not the group's offsets, says where each child resumes).
-	for k := 1; k <= 3; k++ {
-		cfg.Group = uniq("ckpt-group")
-		killAfterCheckpoint(t, cfg, log, k, time.Duration(r.IntN(1500))*time.Millisecond)
-	}
-	if err := <-prod.done; err != nil {
-		t.Fatal(err)
-	}
+	killThriceWhileProducing(t, cfg, log, recs, 100, r, 1500*time.Millisecond, "ckpt-group")
 	cfg.Group = "ckpt-group"
 	ch, base, lastSeq := lastServeRun(t, cfg, log, endOffsets(t, adm, topic))
 	for _, sp := range specs {
@@ -144,6 +134,31 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 // logCheckpointed is the line serve logs after each checkpoint of its
 // analytics (internal/server's checkpoint.go).
 const logCheckpointed = "analytics checkpointed"
+
+// killThriceWhileProducing produces recs in four parts (chunk records
+// every 60 ms) and runs three serve children of cfg, each killed by
+// killAfterCheckpoint after a random delay below maxDelay, while a part is
+// produced: part k while child k runs, the last after the third kill. So
+// every child has records its store has not seen and checkpoints, however
+// fast it ingests (a child that had caught up with the whole stream before
+// its kill would never checkpoint again). Each child joins a group of its
+// own named after group: a killed child's membership would hold its
+// partitions until its session times out (the store's position, not the
+// group's offsets, says where each child resumes).
+func killThriceWhileProducing(t *testing.T, cfg childConfig, log *logBuffer, recs []*record, chunk int, r *rand.Rand, maxDelay time.Duration, group string) {
+	t.Helper()
+	part := (len(recs) + 3) / 4
+	for k := 1; k <= 4; k++ {
+		prod := startProducing(t, recs[(k-1)*part:min(k*part, len(recs))], chunk, 60*time.Millisecond)
+		if k <= 3 {
+			cfg.Group = uniq(group)
+			killAfterCheckpoint(t, cfg, log, k, time.Duration(r.Int64N(int64(maxDelay))))
+		}
+		if err := <-prod.done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // killAfterCheckpoint starts a serve child of cfg, waits until it has
 // checkpointed its analytics once, then for delay, and SIGKILLs it (kill
@@ -314,14 +329,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, ringSpec, degSpec, outSpec, amountSpec}, CheckpointEvery: time.Second,
 		AlertTopic: alertTopic,
 	}
-	prod := startProducing(t, recs, 20, 60*time.Millisecond)
-	for k := 1; k <= 3; k++ {
-		cfg.Group = uniq("fraud-group")
-		killAfterCheckpoint(t, cfg, log, k, time.Duration(r.IntN(1200))*time.Millisecond)
-	}
-	if err := <-prod.done; err != nil {
-		t.Fatal(err)
-	}
+	killThriceWhileProducing(t, cfg, log, recs, 20, r, 1200*time.Millisecond, "fraud-group")
 	cfg.Group = "fraud-group"
 	ch, base, lastSeq := lastServeRun(t, cfg, log, endOffsets(t, newAdmin(t), topic))
 	var res struct {
