@@ -9,7 +9,7 @@ EDGE_FACTOR ?= 16
 # what an earlier one compiled (and binaries name no build path).
 export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
-.PHONY: all build deps lint test test-go test-cpp test-kafka test-alone vet run bench bench-report clean
+.PHONY: all build deps lint test test-go test-cpp test-kafka test-alone test-volume vet run bench bench-report clean
 
 all: build
 
@@ -53,22 +53,32 @@ vet: $(TEST_DEPS)
 lint: $(TEST_DEPS)
 	scripts/lint.sh
 
-# Go tests under the race detector (the C++ core is compiled in by cgo),
-# then the tests of volume (volume.Mark: many random cases against an
-# oracle, large graphs, damage at every offset), which the race detector
-# makes two to ten times dearer and skips, without it. The Kafka
-# integration tests (test/kafka) run in test-kafka instead. Prints
-# failures whole, then the ten slowest tests (scripts/testreport).
+# Go tests under the race detector (the C++ core is compiled in by cgo);
+# the tests of volume (volume.Mark and volume.Size: many random cases
+# against an oracle, large graphs, damage at every offset), which the
+# race detector makes two to ten times dearer, are skipped or run smaller
+# here and whole in test-volume. The Kafka integration tests (test/kafka)
+# run in test-kafka instead. Prints failures whole, then the ten slowest
+# tests (scripts/testreport).
 test-go: $(TEST_DEPS)
 	@mkdir -p $(TEST_OUT)
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go.json -slowest 10 -- \
 		$(GO) test -json -race -count=1 -p $(GO_TEST_P) -timeout 20m \
 		$$({ $(GO) list $(GO_TEST_FIRST); $(GO) list ./... | grep -v /test/kafka; } | awk '!seen[$$0]++')
-	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go-volume.json -- \
-		$(GO) test -json -count=1 -p $(GO_TEST_P) -timeout 20m -run '^($(GO_TEST_VOLUME_RUN))$$' $(GO_TEST_VOLUME)
+
+# The tests of volume, whole: the Go ones without the race detector (the
+# packages and tests below), then the C++ ones without the sanitizers
+# (cgo/test/run_volume.sh). Both run; it fails when either fails. Not
+# part of make test (they are its soak: about 250 s of CPU, 2 minutes
+# here); CI runs them after it (.ci/run).
+test-volume: $(TEST_DEPS)
+	@mkdir -p $(TEST_OUT)
+	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go-volume.json -slowest 10 -- \
+		$(GO) test -json -count=1 -p $(GO_TEST_P) -timeout 20m -run '^($(GO_TEST_VOLUME_RUN))$$' $(GO_TEST_VOLUME); \
+		govol=$$?; cgo/test/run_volume.sh && exit $$govol
 
 # The packages with tests of volume, and those tests (kept equal to the
-# tests that call volume.Mark by internal/testref/volume's
+# tests that call volume.Mark or volume.Size by internal/testref/volume's
 # TestMarkedTestsRunWithoutRace).
 GO_TEST_VOLUME := ./cmd/graphtide ./internal/api ./internal/engine ./internal/views ./internal/views/analytics ./internal/views/paths
 GO_TEST_VOLUME_RUN := TestAnalyticsLargeGraphsReference|TestBFSMatchesReference|TestCorruptEventColumnIsRefused|TestCrashRecovery|TestCrashRecoveryWithManifestRewrites|TestDegreeMonitorMatchesReference|TestEventsCrashAtEveryEditPoint|TestEveryBitFlipIsRefusedOrHarmless|TestEveryFileKind|TestFanWindowMatchesOracle|TestFindMatchesReference|TestFraudCyclesMatchReference|TestFraudPullLimits|TestModelDeepLevels|TestModelRandomized|TestPageRankFollowsADegreeStream|TestPageRankMatchesReference|TestPageRankPushesOnALargeGraph|TestPageRankSinglePrecisionWithinItsTolerance|TestRandomPaymentsRaiseFewTimedRings|TestReadsWithoutInEdges|TestSSSPMatchesReference|TestSSSPWholeWeights|TestStaticViewsNeverChange|TestTopoApplyCostsTheChange|TestTopoApplyStreamsOracle|TestTypedTimedStoreFollowsTheOracle|TestUpdateWorkFollowsTheChange|TestVertexRecordsFollowTheOracle|TestWCCMatchesReference|TestXsumIsExact
@@ -108,10 +118,9 @@ test-payments-287k: $(TEST_DEPS)
 	$(GO) test -count=1 -timeout 30m ./test/kafka/ -run 'TestRandomPaymentsRings$$' -payments.287k -v
 
 # The C++ core's own tests under AddressSanitizer and UBSan, which run the
-# tests of volume smaller or skip them, then those tests whole without the
-# sanitizers (cgo/test/run_volume.sh). Both run; it fails when either fails.
+# tests of volume smaller or skip them (test-volume runs them whole).
 test-cpp: $(TEST_DEPS)
-	cgo/test/run_asan.sh; asan=$$?; cgo/test/run_volume.sh && exit $$asan
+	cgo/test/run_asan.sh
 
 # Every part above, at the same time (scripts/test.sh): each part's output
 # printed whole when it ends, then each part's wall time and the ten

@@ -10,6 +10,8 @@
 #   test-cpp    the C++ core's tests under ASan and UBSan
 #   test-alone  the tests that measure serve against its memory budget,
 #               run after all the others, alone on the machine
+# (The tests of volume whole, make test-volume, are not a part of it:
+# .ci/run runs them after it.)
 # test-kafka starts once the race build of the packages (`go build -race`
 # of all but the commands; test-go then reuses it) is done, so that the
 # two do not compile the same packages at once. At the end: each part's
