@@ -43,7 +43,7 @@ TEST_OUT ?= .test-out
 # test on 2 cores, with no more CPU.
 GO_TEST_P ?= 6
 # Kafka tests run side by side (go test -parallel).
-KAFKA_TEST_P ?= 6
+KAFKA_TEST_P ?= 4
 
 # Without the cgocall analyzer: under -trimpath the build cache hands a
 # clone the cgo output another clone compiled, whose line directives name

@@ -60,6 +60,15 @@ gt_ctest() {
     (($(df -k --output=avail /dev/shm 2>/dev/null | tail -n 1) >= 512 * 1024)); then
     tmp="$(mktemp -d /dev/shm/graphtide-ctest-XXXXXX)"
   fi
+  # ctest starts the tests it knows to be long first, from the cost data
+  # of its earlier runs; a fresh build has none, and the longest (numbered
+  # near the end) started last and ended the run alone, for minutes.
+  # ctest_costs.txt seeds it.
+  local costs="$build/Testing/Temporary/CTestCostData.txt"
+  if [[ ! -f "$costs" ]]; then
+    mkdir -p "$(dirname "$costs")"
+    { awk '!/^#/ && NF == 2 { print $1, 1, $2 }' "$gt_src/test/ctest_costs.txt"; echo "---"; } >"$costs"
+  fi
   echo "== test (stores under ${tmp:-${TMPDIR:-/tmp}})"
   # shellcheck disable=SC2086
   (cd "$build" && TMPDIR="${tmp:-${TMPDIR:-}}" ctest --output-on-failure -j3 "$@" ${GT_CTEST_ARGS:-}) || st=$?
