@@ -39,8 +39,8 @@ TEST_DEPS := $(if $(NO_DEPS),,deps)
 TEST_OUT ?= .test-out
 # Test binaries go test runs at once: above the 2 cores of a small
 # machine, as many packages mostly wait (on fsync, sockets, subprocesses).
-# With 6 rather than 4, test-go ended in 383 s rather than 592 s of make
-# test on 2 cores, with no more CPU.
+# Six: with four, the cores were idle at times while test-go's binaries
+# waited.
 GO_TEST_P ?= 6
 # Kafka tests run side by side (go test -parallel).
 KAFKA_TEST_P ?= 4
