@@ -2,43 +2,12 @@ package kafkatest
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/bench/servebench"
 	"github.com/graphtide/graphtide/internal/budget"
 )
-
-var built struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// graphtideBinary builds the graphtide command once per test run, for
-// tests that run serve as its own process.
-func graphtideBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "graphtide-test-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "graphtide")
-		cmd := exec.Command("go", "build", "-o", built.path, "github.com/graphtide/graphtide/cmd/graphtide")
-		built.out, built.err = cmd.CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("go build ./cmd/graphtide: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
 
 // TestServeStaysWithinItsBudget runs graphtide serve with the smallest
 // memory budget, a BFS, components and a fraud monitor with a low

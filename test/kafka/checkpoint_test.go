@@ -110,6 +110,7 @@ func TestAnalyticsResumeAcrossCrashes(t *testing.T) {
 	cfg := childConfig{
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("ckpt-dead"), Dir: dir,
 		MemBytes: 256 << 10, FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: specs, CheckpointEvery: time.Second,
+		NoRace: true, // a test of volume (childBinary)
 	}
 	killThriceWhileProducing(t, cfg, log, recs, 100, r, 1500*time.Millisecond, "ckpt-group")
 	cfg.Group = "ckpt-group"
@@ -327,7 +328,7 @@ func TestFraudAlertsExactlyOnceAcrossCrashes(t *testing.T) {
 	cfg := childConfig{
 		Brokers: addrs, Topics: []string{topic}, DeadLetter: uniq("fraud-dead"), Dir: dir, MemBytes: 256 << 10,
 		FlushEvery: 200 * time.Millisecond, Serve: true, Analytics: []analytics.Spec{spec, ringSpec, degSpec, outSpec, amountSpec}, CheckpointEvery: time.Second,
-		AlertTopic: alertTopic,
+		AlertTopic: alertTopic, NoRace: true, // a test of volume (childBinary)
 	}
 	killThriceWhileProducing(t, cfg, log, recs, 20, r, 1200*time.Millisecond, "fraud-group")
 	cfg.Group = "fraud-group"

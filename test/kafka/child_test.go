@@ -76,6 +76,10 @@ type childConfig struct {
 	// --own-partitions, --adopt-partitions); empty: replica mode.
 	Owners, OwnPartitions string
 	Adopt                 []int32
+
+	// NoRace: run the child without the race detector (childBinary); not
+	// sent to the child.
+	NoRace bool `json:"-"`
 }
 
 func runChild(raw string) int {
@@ -229,7 +233,7 @@ func startChild(t testing.TB, c childConfig, log *logBuffer) *child {
 		t.Fatal(err)
 	}
 	ch := &child{out: &lineWriter{}, stderr: log, exited: make(chan struct{})}
-	ch.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	ch.cmd = exec.Command(childBinary(t, c.NoRace), "-test.run=^$")
 	ch.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
 	ch.cmd.Stdout = ch.out
 	ch.cmd.Stderr = log

@@ -62,8 +62,8 @@ func run(m *testing.M) int {
 		afterAll[i]()
 	}
 	stopSharedBroker(code == 0)
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
+	if binDir.path != "" {
+		os.RemoveAll(binDir.path)
 	}
 	return code
 }
