@@ -23,6 +23,8 @@
 #include <tuple>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 gt_op Up(uint64_t s, uint64_t d) {
@@ -170,11 +172,6 @@ TEST(MemGraphTest, RmatStreamCostsAtMost32BytesPerVersion) {
 // ---------------------------------------------------------------------------
 // Collect against an oracle
 
-uint64_t TestSeed(uint64_t dflt) {
-  const char *e = std::getenv("GT_TEST_SEED");
-  return e != nullptr ? std::strtoull(e, nullptr, 10) : dflt;
-}
-
 // Every version of every (dir, vertex), keyed in run order: dst ascending,
 // then seq descending, then the later op of a batch first.
 struct VersionOracle {
@@ -294,7 +291,7 @@ size_t ViaEdgeRuns(const gt::MemGraph &m, uint64_t v, uint64_t dst, gt::MemGraph
 }
 
 TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
-  const uint64_t seed = TestSeed(5);
+  const uint64_t seed = gt_test::SeedOr(5);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (uint32_t hub_min : {1u, 2u, 5u, 40u}) {
@@ -428,7 +425,7 @@ TEST(MemGraphTest, CollectMatchesOracleWithHubCaches) {
 // published, raced for and replaced while the writer appends to the same
 // slots.
 TEST(MemGraphTest, ReadersRaceWriterWithHubCaches) {
-  const uint64_t seed = TestSeed(9);
+  const uint64_t seed = gt_test::SeedOr(9);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (uint32_t hub_min : {2u, 16u}) {
@@ -550,7 +547,7 @@ std::vector<uint8_t> SkipOf(const std::vector<gt_op> &b) {
 // own (Cache::map): reads through it, and through it and the versions
 // written since, match the oracle.
 TEST(MemGraphTest, LargeHubCacheMatchesOracle) {
-  std::mt19937_64 rng(TestSeed(23));
+  std::mt19937_64 rng(gt_test::SeedOr(23));
   gt::MemGraph m(false, uint64_t(1) << 30, 8, 1);
   VersionOracle oracle;
   const uint64_t hub = 7;
@@ -662,7 +659,7 @@ TEST(MemGraphTest, HubCacheOfVersionsWithoutExtrasTakes32BytesAVersion) {
 // the burst nor the hub's whole buffer. The writer's work stays within a
 // few copies per version (the LSM of runs: O(log8 n)).
 TEST(MemGraphTest, HubFirstReadAfterBurstSortsOnlyItsRemainder) {
-  const uint64_t seed = TestSeed(43);
+  const uint64_t seed = gt_test::SeedOr(43);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (const uint32_t parallel_min : {1u, 1u << 30}) {  // every batch split, or none
@@ -754,7 +751,7 @@ TEST(MemGraphTest, HubFirstReadAfterBurstSortsOnlyItsRemainder) {
 // shared, not a record of its own), and reads back as an operand of one
 // event: count 1, first its time.
 TEST(MemGraphTest, OperandsWithoutPayloadCostWhatReplaceVersionsDo) {
-  std::mt19937_64 rng(TestSeed(31));
+  std::mt19937_64 rng(gt_test::SeedOr(31));
   gt::MemGraph rep(false, uint64_t(64) << 20), acc(false, uint64_t(64) << 20);
   std::vector<gt_op> b;
   for (uint64_t seq = 1; seq <= 20; seq++) {
@@ -831,7 +828,7 @@ TEST(MappingPoolTest, KeepsUpToItsCapAndGivesExactSizes) {
 }
 
 TEST(MemGraphTest, ShardedApplyMatchesOracle) {
-  const uint64_t seed = TestSeed(13);
+  const uint64_t seed = gt_test::SeedOr(13);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   // Each MemGraph after the first writes (partly) into memory the ones
@@ -923,7 +920,7 @@ TEST(MemGraphTest, ShardedApplyMatchesOracle) {
 // vertex against the oracle at the published seq, while bursts of one
 // vertex are appended in groups (one publication of the count per batch).
 TEST(MemGraphTest, ReadersRaceShardedApply) {
-  const uint64_t seed = TestSeed(17);
+  const uint64_t seed = gt_test::SeedOr(17);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   // The raced MemGraph writes into memory that another one wrote and gave

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 using gt::Entry;
@@ -219,10 +221,7 @@ std::vector<Entry> RefMergeOrder(const std::vector<std::vector<Entry>> &runs) {
 
 bool SameEntry(const Entry &a, const Entry &b) { return a.dst == b.dst && a.vers == b.vers && a.weight == b.weight; }
 
-uint64_t Seed() {
-  const char *s = std::getenv("GT_TEST_SEED");
-  return s ? std::strtoull(s, nullptr, 10) : 20240601;
-}
+uint64_t Seed() { return gt_test::SeedOr(20240601); }
 
 int Trials() {
   const char *s = std::getenv("GT_MERGE_TRIALS");
@@ -449,7 +448,7 @@ namespace {
 // them; repeated vertices), random purges, with every earlier map kept and
 // checked again (an edit never changes a shared map).
 TEST(VdelMapTest, PersistentAgainstReferenceRandomized) {
-  std::mt19937_64 rng(std::getenv("GT_TEST_SEED") ? std::strtoull(std::getenv("GT_TEST_SEED"), nullptr, 10) : 7);
+  std::mt19937_64 rng(gt_test::SeedOr(7));
   using Ref = std::vector<VdelMap::Record>;  // live records
   auto check = [&](const VdelMap &m, const Ref &ref, uint64_t top) {
     Ref sorted = ref;

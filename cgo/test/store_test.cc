@@ -441,7 +441,7 @@ TEST(StoreConcurrencyTest, ReadersMatchOracleWhileWriting) {
   gt_store *&s = holder.s;
   ASSERT_NO_FATAL_FAILURE(Open(dir.path(), o, &s));
   const uint64_t kHubs[2] = {7, GT_HIGH_ID_BASE + 3};
-  const uint64_t seed = std::getenv("GT_TEST_SEED") ? std::strtoull(std::getenv("GT_TEST_SEED"), nullptr, 10) : 11;
+  const uint64_t seed = gt_test::SeedOr(11);
   SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
 
   struct Seen {

@@ -499,10 +499,7 @@ inline void CheckSnapshot(gt_snapshot *snap, const Oracle &o, std::mt19937_64 &r
   }
 }
 
-inline uint64_t Seed() {
-  const char *s = std::getenv("GT_TEST_SEED");
-  return s ? std::strtoull(s, nullptr, 10) : 4242;
-}
+inline uint64_t Seed() { return gt_test::SeedOr(4242); }
 
 inline std::string SourcePosition(gt_store *s) {
   size_t len = 0;

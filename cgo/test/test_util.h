@@ -49,6 +49,13 @@ inline void CheckVolumeSuite() {
                   << " (run_volume.sh runs those whole), not in " << suite;
 }
 
+// SeedOr is a randomized test's seed: GT_TEST_SEED when it is set (to
+// rerun a failure, or to try other seeds), else fallback, the test's own.
+inline uint64_t SeedOr(uint64_t fallback) {
+  const char *s = std::getenv("GT_TEST_SEED");
+  return s != nullptr ? std::strtoull(s, nullptr, 10) : fallback;
+}
+
 // Volume is a test of volume's size: full, or sanitized in the sanitizer
 // build.
 inline int Volume(int full, int sanitized) {
