@@ -28,8 +28,11 @@ deps-build:
 deps-kafka:
 	@scripts/deps.sh kafka
 
+# graphtide and graphtide-bench (the benchmarks, which `graphtide bench`
+# runs: a binary of their own, so that graphtide does not link their
+# baselines), side by side in bin/.
 build:
-	$(GO) build -o $(BIN) ./cmd/graphtide
+	$(GO) build -o bin/ ./cmd/graphtide ./cmd/graphtide-bench
 
 # The parts of make test below each install what is missing first
 # (scripts/deps.sh); NO_DEPS=1 leaves that out (scripts/test.sh runs deps

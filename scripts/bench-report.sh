@@ -36,7 +36,7 @@ mkdir -p "$out" bin
 "$GO" build -o bin/benchreport ./internal/bench/report/benchreport
 
 if [[ "$render_only" == 0 ]]; then
-	"$GO" build -o bin/graphtide ./cmd/graphtide
+	"$GO" build -o bin/ ./cmd/graphtide ./cmd/graphtide-bench
 	mapfile -t all < <(bin/benchreport list)
 	names=() need_kafka=0 need_dd=0
 	for line in "${all[@]}"; do

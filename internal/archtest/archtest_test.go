@@ -65,6 +65,19 @@ func under(path string, prefixes ...string) bool {
 var tools = []string{"internal/bench", "internal/gen", "internal/genkafka", "internal/staticcsr", "internal/testref",
 	"internal/metrics/metricstest", "internal/archtest", "internal/doctest", "internal/memdir", "test"}
 
+// commandMayUse says whether the command at path may import the tool l:
+// graphtide its generators, graphtide-bench the benchmarks and generators;
+// neither a test package.
+func commandMayUse(path, l string) bool {
+	switch path {
+	case "cmd/graphtide":
+		return under(l, "internal/gen", "internal/genkafka")
+	case "cmd/graphtide-bench":
+		return under(l, "internal/bench", "internal/gen", "internal/genkafka", "internal/staticcsr")
+	}
+	return false
+}
+
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t)
 	local := func(imp string) (string, bool) {
@@ -83,10 +96,10 @@ func TestLayering(t *testing.T) {
 			if l == "cgo" && path != "internal/engine" {
 				t.Errorf("%s imports the core package (cgo): only internal/engine may", path)
 			}
-			// Production packages do not depend on tools. The command may
-			// run benchmarks and generators (bench, gen): those are its
-			// subcommands; tools may use each other.
-			if under(l, tools...) && !under(path, tools...) && !(path == "cmd/graphtide" && !under(l, "internal/testref", "internal/metrics/metricstest", "internal/archtest", "test")) {
+			// Production packages do not depend on tools. graphtide may
+			// run generators (gen), graphtide-bench benchmarks: those are
+			// their subcommands; tools may use each other.
+			if under(l, tools...) && !under(path, tools...) && !commandMayUse(path, l) {
 				t.Errorf("%s imports %s, a benchmark, generator or test package", path, l)
 			}
 		}
@@ -96,6 +109,14 @@ func TestLayering(t *testing.T) {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/twmb/franz-go") || strings.HasPrefix(d, "github.com/prometheus/") || d == "net/http" {
 					t.Errorf("%s depends on %s", path, d)
+				}
+			}
+		}
+		// The product binary does not link the benchmarks' baselines.
+		if path == "cmd/graphtide" {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, "github.com/cockroachdb/pebble") || strings.HasPrefix(d, "github.com/getsentry/") {
+					t.Errorf("%s depends on %s, a baseline of the benchmarks (graphtide-bench's)", path, d)
 				}
 			}
 		}
@@ -112,7 +133,7 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	// The rules check something: the packages they name exist.
-	for _, want := range []string{"", "internal/engine", "internal/views", "cgo", "cmd/graphtide", "internal/bench/analyticsbench"} {
+	for _, want := range []string{"", "internal/engine", "internal/views", "cgo", "cmd/graphtide", "cmd/graphtide-bench", "internal/bench/analyticsbench"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Errorf("package %s not found: the layering rules are out of date", want)
 		}

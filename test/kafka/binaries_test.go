@@ -24,7 +24,7 @@ var (
 		path string // removed by run, after every test
 		err  error
 	}
-	graphtideBin, noRaceTestBin builtBinary
+	graphtideBin, benchBin, noRaceTestBin builtBinary
 )
 
 // build builds b once with the go command's arguments args, writing it to
@@ -46,8 +46,10 @@ func (b *builtBinary) build(t testing.TB, name string, args ...string) string {
 }
 
 // graphtideBinary builds the graphtide command once per test run, for
-// tests that run serve as its own process.
+// tests that run serve as its own process, with graphtide-bench beside it
+// (what `graphtide bench` runs), as make build does.
 func graphtideBinary(t testing.TB) string {
+	benchBin.build(t, "graphtide-bench", "build", "github.com/graphtide/graphtide/cmd/graphtide-bench")
 	return graphtideBin.build(t, "graphtide", "build", "github.com/graphtide/graphtide/cmd/graphtide")
 }
 

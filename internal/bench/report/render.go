@@ -140,8 +140,9 @@ func renderPage(m Machine, runs map[string]*Run) ([]byte, error) {
 	}
 	p.line("## Running it")
 	p.line("")
-	p.line("`make bench-report` builds `bin/graphtide`, starts a broker of its own")
-	p.line("with `deploy/kafka/kafka.sh` for the benchmarks that need one (`$BROKERS`")
+	p.line("`make bench-report` builds `bin/graphtide` and `bin/graphtide-bench` (the")
+	p.line("benchmarks, which `graphtide bench` runs), starts a broker of its own with")
+	p.line("`deploy/kafka/kafka.sh` for the benchmarks that need one (`$BROKERS`")
 	p.line("above), runs every benchmark, writes `docs/bench/*.json` and renders this")
 	p.line("page. `scripts/bench-report.sh --only NAME[,NAME]` runs some of them,")
 	p.line("`--brokers HOST:PORT` uses a running broker, `--render` only renders the")

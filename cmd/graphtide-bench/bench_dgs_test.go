@@ -10,7 +10,7 @@ import (
 // lookup and list against the CSR, and fails on a wrong one), and the
 // ratios and memory figures are there.
 func TestBenchDGSSmall(t *testing.T) {
-	out, _, err := execute(t, "bench", "dgs", "--scale", "10", "--edge-factor", "8", "--ops", "500",
+	out, _, err := execute(t, "dgs", "--scale", "10", "--edge-factor", "8", "--ops", "500",
 		"--duration", "200ms", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestBenchDGSSmall(t *testing.T) {
 }
 
 func TestBenchDGSBadFlags(t *testing.T) {
-	wantFlagErrors(t, []string{"bench", "dgs"}, map[string]string{
+	wantFlagErrors(t, []string{"dgs"}, map[string]string{
 		"--scale 99":      "--scale must be between 1 and 26, got 99",
 		"--load 1":        "--load must be in (0, 1), got 1",
 		"--ops 5":         "--ops must be between 100 and 100000000, got 5",

@@ -15,7 +15,7 @@ func TestBenchKafkaEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	out, _, err := execute(t, "bench", "kafka", "--brokers", c.ListenAddrs()[0], "--scale", "10", "--edge-factor", "4", "--steady-for", "1s")
+	out, _, err := execute(t, "kafka", "--brokers", c.ListenAddrs()[0], "--scale", "10", "--edge-factor", "4", "--steady-for", "1s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestBenchKafkaEmbedded(t *testing.T) {
 	if total := res["ingest_cpu_sec"].(float64); !ok || sum > total+0.2 {
 		t.Errorf("ingest_stage_cpu_sec = %v (sum %.2f), ingest_cpu_sec %.2f: want stages adding up to at most the total", res["ingest_stage_cpu_sec"], sum, total)
 	}
-	if _, _, err := execute(t, "bench", "kafka"); err == nil || !strings.Contains(err.Error(), "--brokers is required") {
+	if _, _, err := execute(t, "kafka"); err == nil || !strings.Contains(err.Error(), "--brokers is required") {
 		t.Errorf("missing --brokers: %v", err)
 	}
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/graphtide/graphtide/internal/bench/servebench"
+	"github.com/graphtide/graphtide/internal/sibling"
 )
 
 func newBenchServeCmd() *cobra.Command {
@@ -15,7 +15,8 @@ func newBenchServeCmd() *cobra.Command {
 	return newBenchmarkCmd(&cobra.Command{
 		Use:   "serve --brokers B [flags]",
 		Short: "Measure graphtide serve's peak resident memory against its --memory-budget",
-		Long: `Starts 'graphtide serve' (this executable) in a process of its own with
+		Long: `Starts 'graphtide serve' (the graphtide executable beside this one, else
+the first on PATH) in a process of its own with
 --memory-budget and analytics (by default a BFS from the hub, components and
 a fraud monitor), produces a Kronecker stream with deletes to a fresh topic
 of the real broker, waits until serve holds every record and every
@@ -42,11 +43,11 @@ against replace.`,
 		Example: `  deploy/kafka/kafka.sh start --port 19092 --dir /tmp/gt-kafka
   graphtide bench serve --brokers 127.0.0.1:19092 --scale 20 --memory-budget 1GiB`,
 	}, &c, &c.Dir, func(ctx context.Context, log io.Writer) (any, error) {
-		self, err := os.Executable()
+		graphtide, err := sibling.Path("graphtide")
 		if err != nil {
 			return nil, err
 		}
-		c.Binary, c.Log = self, log
+		c.Binary, c.Log = graphtide, log
 		return servebench.Run(ctx, c)
 	})
 }

@@ -15,7 +15,7 @@ import (
 // CSR's, under every id layout, and unless every update agrees with a
 // recompute on the same graph.
 func TestBenchAnalyticsSmall(t *testing.T) {
-	out, _, err := execute(t, "bench", "analytics", "--scale", "12", "--edge-factor", "8", "--repeats", "1",
+	out, _, err := execute(t, "analytics", "--scale", "12", "--edge-factor", "8", "--repeats", "1",
 		"--batch-size", "500", "--stream-fraction", "0.05", "--delete-fraction", "0.2", "--vertex-delete-fraction", "0.01", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func checkBatchFigures(t *testing.T, res map[string]any) {
 // TestBenchAnalyticsKron runs the Kronecker family with hub vertex deletes,
 // its analytics also registered together (--registry).
 func TestBenchAnalyticsKron(t *testing.T) {
-	out, _, err := execute(t, "bench", "analytics", "--graph", "kron", "--scale", "11", "--edge-factor", "8", "--repeats", "1", "--ids", "dense",
+	out, _, err := execute(t, "analytics", "--graph", "kron", "--scale", "11", "--edge-factor", "8", "--repeats", "1", "--ids", "dense",
 		"--batch-size", "300", "--stream-fraction", "0.05", "--delete-fraction", "0.5", "--hub-vertex-deletes", "4", "--registry", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func writeRandomEL(t *testing.T, seed1, seed2 uint64) string {
 // and a given root.
 func TestBenchAnalyticsInput(t *testing.T) {
 	path := writeRandomEL(t, 1, 2)
-	out, _, err := execute(t, "bench", "analytics", "--input", path, "--root", "7", "--repeats", "1",
+	out, _, err := execute(t, "analytics", "--input", path, "--root", "7", "--repeats", "1",
 		"--batch-size", "100", "--stream-fraction", "0.1", "--delete-fraction", "0.5", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestBenchAnalyticsInput(t *testing.T) {
 		t.Errorf("with --input only dense ids are measured: %v", res["ids"])
 	}
 	// A share of the file too small to stream one edge is refused.
-	_, _, err = execute(t, "bench", "analytics", "--input", path, "--stream-fraction", "0.0001", "--dir", t.TempDir())
+	_, _, err = execute(t, "analytics", "--input", path, "--stream-fraction", "0.0001", "--dir", t.TempDir())
 	if want := "--stream-fraction 0.0001 of 6000 edges streams none: raise it"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -209,7 +209,7 @@ func TestBenchAnalyticsInput(t *testing.T) {
 // --repeats times, and measures nothing else.
 func TestBenchAnalyticsKernelsOnly(t *testing.T) {
 	path := writeRandomEL(t, 3, 4)
-	out, _, err := execute(t, "bench", "analytics", "--input", path, "--kernels-only", "--repeats", "3", "--stream-fraction", "0.0001")
+	out, _, err := execute(t, "analytics", "--input", path, "--kernels-only", "--repeats", "3", "--stream-fraction", "0.0001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestBenchAnalyticsKernelsOnly(t *testing.T) {
 }
 
 func TestBenchAnalyticsBadFlags(t *testing.T) {
-	wantFlagErrors(t, []string{"bench", "analytics"}, map[string]string{
+	wantFlagErrors(t, []string{"analytics"}, map[string]string{
 		"--scale 40":                            "--scale must be between 1 and 26, got 40",
 		"--batch-size 0":                        "--batch-size must be between 1 and 10000000, got 0",
 		"--stream-fraction 2":                   "--stream-fraction must be in (0, 1], got 2",

@@ -8,7 +8,7 @@ import (
 // line: every phase applied batches and timed them, the phases with readers
 // finished scans, and the flat keys and the ratio are there.
 func TestBenchMixedSmall(t *testing.T) {
-	out, _, err := execute(t, "bench", "mixed", "--scale", "10", "--edge-factor", "8", "--duration", "300ms",
+	out, _, err := execute(t, "mixed", "--scale", "10", "--edge-factor", "8", "--duration", "300ms",
 		"--rate", "2000", "--vertex-deletes", "0.01", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestBenchMixedSmall(t *testing.T) {
 }
 
 func TestBenchMixedBadFlags(t *testing.T) {
-	wantFlagErrors(t, []string{"bench", "mixed"}, map[string]string{
+	wantFlagErrors(t, []string{"mixed"}, map[string]string{
 		"--scale 99":         "--scale must be between 1 and 26, got 99",
 		"--batch-size 0":     "--batch-size must be between 1 and 1000000, got 0",
 		"--preload 1":        "--preload must be in [0, 1), got 1",

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/graphtide/graphtide/internal/bench"
+)
+
+func TestBenchIngestSmall(t *testing.T) {
+	out, _, err := execute(t, "ingest", "--scale", "10", "--edge-factor", "8", "--dir", t.TempDir(), "--memgraph-mib", "1", "--hub-versions", "5000", "--events", "5000", "--accounts", "500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
+		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
+		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",
+		"apply_cpu_ns_per_edge_direction_first_memgraph", "apply_process_cpu_ns_per_edge_direction", "apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms", "hub_first_degree_ms", "hub_first_degree_after_burst_ms", "hub_first_page_after_burst_ms",
+		"scan_after_vertex_deletes_over_clean", "ingest_cpu_ns_per_edge", "ingest_cpu_ns_per_edge_in_edges", "in_edges_cpu_over_out_only",
+		"store_in_edges_bytes_per_edge", "in_edges_bytes_over_out_only"} {
+		v, ok := res[k].(float64)
+		if !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	// A store that keeps in-edges holds every edge twice.
+	if r, ok := res["in_edges_bytes_over_out_only"].(float64); !ok || r <= 1 {
+		t.Errorf("in_edges_bytes_over_out_only = %v, want above 1", res["in_edges_bytes_over_out_only"])
+	}
+	if res["edges"].(float64) != 8192 {
+		t.Errorf("edges = %v, want 8192", res["edges"])
+	}
+}
+
+func TestBenchIngestBadFlags(t *testing.T) {
+	wantFlagErrors(t, []string{"ingest"}, map[string]string{
+		"--batch-size 0":   "--batch-size must be between 1 and 10000000, got 0",
+		"--scale 99":       "--scale must be between 1 and 32, got 99",
+		"--memgraph-mib 0": "--memgraph-mib must be between 1 and 65536, got 0",
+		"--hub-versions 1": "--hub-versions must be between 2 and 20000000, got 1",
+		"--events -1":      "--events must be between 0 and 100000000, got -1",
+		"--accounts 1":     "--accounts must be between 2 and 100000000, got 1",
+	})
+	dir := t.TempDir()
+	if _, _, err := execute(t, "ingest", "--scale", "4", "--dir", dir, "--hub-versions", "100", "--events", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execute(t, "ingest", "--scale", "4", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("reusing a benchmark dir: %v", err)
+	}
+}
+
+// wantFlagErrors runs the command cmd with each case's flags (split at
+// spaces) and wants it refused with exactly that case's message.
+func wantFlagErrors(t *testing.T, cmd []string, cases map[string]string) {
+	t.Helper()
+	for args, want := range cases {
+		_, _, err := execute(t, append(slices.Clone(cmd), strings.Fields(args)...)...)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s %s: got %v, want %q", strings.Join(cmd, " "), args, err, want)
+		}
+	}
+}
+
+// lastJSONLine parses the benchmark result line that ends out.
+func lastJSONLine(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	return res
+}
+
+// fixedCalibration stands for the machine's calibration in this package's
+// tests (the real one, a few seconds of work, slower under the race
+// detector, is tested in internal/bench).
+var fixedCalibration = bench.Calibration{LoadAvg1m: 1.5, SortMs: 70, CopyGBps: 9, RandomReadNs: 120}
+
+func init() {
+	calibrateMachine = func() (bench.Calibration, error) { return fixedCalibration, nil }
+}
+
+// TestBenchResultCarriesCalibration: a benchmark's JSON starts with the
+// calibration measured before it ran, unless --calibrate=false.
+func TestBenchResultCarriesCalibration(t *testing.T) {
+	for _, calibrate := range []bool{true, false} {
+		args := []string{"decode", "--records", "500", "--accounts", "50", "--repeats", "1"}
+		if !calibrate {
+			args = append(args, "--calibrate=false")
+		}
+		out, _, err := execute(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Calibration *bench.Calibration `json:"calibration"`
+			Native      map[string]any     `json:"native"`
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := lines[len(lines)-1]
+		if err := json.Unmarshal([]byte(last), &res); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case res.Native == nil:
+			t.Errorf("--calibrate=%v: the result lost its own fields: %s", calibrate, last)
+		case calibrate && (res.Calibration == nil || *res.Calibration != fixedCalibration || !strings.HasPrefix(last, `{"calibration":`)):
+			t.Errorf("the result does not start with the calibration %+v: %s", fixedCalibration, last)
+		case !calibrate && res.Calibration != nil:
+			t.Errorf("--calibrate=false: the result carries a calibration: %s", last)
+		}
+	}
+}
+
+func TestBenchDecodeSmall(t *testing.T) {
+	out, _, err := execute(t, "decode", "--records", "3000", "--accounts", "500", "--repeats", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	for _, k := range []string{"mapped", "native", "binary"} {
+		f, _ := res[k].(map[string]any)
+		for _, x := range []string{"records_per_sec", "first_pass_sec", "bytes_per_record"} {
+			if v, ok := f[x].(float64); !ok || v <= 0 {
+				t.Errorf("%s.%s = %v, want a positive number", k, x, f[x])
+			}
+		}
+	}
+	if v, ok := res["mapped_over_native"].(float64); !ok || v <= 0 {
+		t.Errorf("mapped_over_native = %v", res["mapped_over_native"])
+	}
+	wantFlagErrors(t, []string{"decode"}, map[string]string{
+		"--records 0":  "--records must be between 1 and 100000000, got 0",
+		"--accounts 1": "--accounts must be between 2 and 100000000, got 1",
+		"--repeats 0":  "--repeats must be between 1 and 100, got 0",
+	})
+}
+
+// TestBenchIngestEvents: the edge-events comparison's configuration and
+// figures. Its checks of what the store read back are the benchmark's own
+// (a mismatch fails the run); here the figures must be there, and the
+// layouts' sizes must order as what they store does: an accumulate edge
+// keeps a count and a first time, properties keep a reference and a
+// document per edge, and a retain keeps the last day's events one by one.
+func TestBenchIngestEvents(t *testing.T) {
+	out, _, err := execute(t, "ingest", "--scale", "6", "--edge-factor", "4", "--dir", t.TempDir(), "--memgraph-mib", "1",
+		"--hub-versions", "100", "--skip-pebble", "--events", "30000", "--accounts", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, ok := lastJSONLine(t, out)["edge_events"].(map[string]any)
+	if !ok {
+		t.Fatalf("no edge_events in %s", out)
+	}
+	if ev["events"].(float64) != 30000 || ev["accounts"].(float64) != 1000 || ev["rounds"].(float64) != 3 {
+		t.Errorf("events %v, accounts %v, rounds %v; want 30000, 1000, 3", ev["events"], ev["accounts"], ev["rounds"])
+	}
+	// 30,000 payments, three in four to one of 8 regular payees of 1,000
+	// accounts: at most 8,000 + 7,500 distinct pairs, so pairs repeat.
+	if p := ev["events_per_pair"].(float64); p < 30000.0/15500 {
+		t.Errorf("events_per_pair = %v, want at least %v", p, 30000.0/15500)
+	}
+	if p := ev["distinct_pairs"].(float64); p < 5000 || p > 15500 {
+		t.Errorf("distinct_pairs = %v", p)
+	}
+	bytes := map[string]float64{}
+	for _, v := range []string{"replace", "accumulate", "accumulate_props", "accumulate_props_retain"} {
+		f, _ := ev[v].(map[string]any)
+		for _, k := range []string{"apply_cpu_ns_per_event", "ingest_cpu_ns_per_event", "events_per_sec", "bytes_per_edge",
+			"apply_cpu_over_replace", "ingest_cpu_over_replace", "bytes_over_replace"} {
+			if x, ok := f[k].(float64); !ok || x <= 0 {
+				t.Errorf("edge_events.%s.%s = %v, want a positive number", v, k, f[k])
+			}
+		}
+		bytes[v] = f["bytes_per_edge"].(float64)
+	}
+	if r := ev["replace"].(map[string]any)["bytes_over_replace"]; r != 1.0 {
+		t.Errorf("replace's bytes_over_replace = %v, want 1", r)
+	}
+	if !(bytes["replace"] < bytes["accumulate"] && bytes["accumulate"] < bytes["accumulate_props"] && bytes["accumulate_props"] < bytes["accumulate_props_retain"]) {
+		t.Errorf("bytes per edge %v, want replace < accumulate < accumulate_props < accumulate_props_retain", bytes)
+	}
+}
+
+// TestBenchMonitorsSmall: bench monitors' configuration and figures. The
+// comparison of every account's measure after each recompute with the
+// update's is the benchmark's own (a mismatch fails the run).
+func TestBenchMonitorsSmall(t *testing.T) {
+	out, _, err := execute(t, "monitors", "--payments", "6000", "--accounts", "500", "--days", "2", "--batch-size", "500",
+		"--window", "6h", "--recompute-every", "4", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lastJSONLine(t, out)
+	if res["payments"] != 6000.0 || res["accounts"] != 500.0 || res["batches"] != 12.0 || res["window_sec"] != 21600.0 {
+		t.Errorf("payments %v, accounts %v, batches %v, window_sec %v; want 6000, 500, 12, 21600", res["payments"], res["accounts"], res["batches"], res["window_sec"])
+	}
+	ms, _ := res["monitors"].(map[string]any)
+	names := []string{"fanin_events", "fanin_senders", "fanin_amount", "fanout_senders", "fanout_amount", "mule", "rings_timed"}
+	if len(ms) != len(names) {
+		t.Errorf("monitors %v, want %v", ms, names)
+	}
+	for _, n := range names {
+		m, _ := ms[n].(map[string]any)
+		for _, k := range []string{"update_mean_us", "update_p99_us", "update_max_us", "recompute_mean_us", "window_events",
+			"recompute_over_update", "update_ns_per_event", "recompute_ns_per_event"} {
+			if v, ok := m[k].(float64); !ok || v <= 0 {
+				t.Errorf("monitors.%s.%s = %v, want a positive number", n, k, m[k])
+			}
+		}
+		if m["recomputes"] != 3.0 {
+			t.Errorf("monitors.%s.recomputes = %v, want 3 (batches 4, 8, 12)", n, m["recomputes"])
+		}
+		if _, ok := m["alerts"].(float64); !ok {
+			t.Errorf("monitors.%s.alerts = %v", n, m["alerts"])
+		}
+		if spec, _ := m["spec"].(string); !strings.Contains(spec, "type=") {
+			t.Errorf("monitors.%s.spec = %q", n, spec)
+		}
+	}
+	// 6,000 payments over 2 days: 3,000 a day, so a 6h window holds about
+	// 750 of them and a max_span of 1h about 125 (plus what arrived within
+	// a second of the window's edge).
+	if w := ms["fanin_senders"].(map[string]any)["window_events"].(float64); w < 600 || w > 900 {
+		t.Errorf("fanin_senders window_events = %v, want about 750", w)
+	}
+	if w := ms["rings_timed"].(map[string]any)["window_events"].(float64); w < 80 || w > 180 {
+		t.Errorf("rings_timed window_events = %v, want about 125", w)
+	}
+	wantFlagErrors(t, []string{"monitors"}, map[string]string{
+		"--payments 0":        "--payments must be between 1 and 100000000, got 0",
+		"--accounts 1":        "--accounts must be between 2 and 100000000, got 1",
+		"--days 0":            "--days must be between 1 and 3650, got 0",
+		"--batch-size 0":      "--batch-size must be between 1 and 1000000, got 0",
+		"--recompute-every 0": "--recompute-every must be at least 1, got 0",
+	})
+}
