@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -144,61 +143,20 @@ to stderr (a bar on a terminal, a line every 5 s otherwise).`,
 }
 
 func runGen(cmd *cobra.Command, o genOptions) error {
-	r := o.rmat()
 	rf, _ := decode.ParseFormat(o.recordFormat)
+	format, _ := edgefile.ParseFormat(o.format)
 	conn, err := o.kafka.ClientOpts()
 	if err != nil {
 		return err
 	}
-	kcfg := genkafka.Config{
-		Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic, Format: rf, Rate: o.rate, DeleteShare: o.deleteShare, Seed: o.seed,
-		Timeout: o.timeout, Acked: &atomic.Int64{},
-	}
-	if len(o.kafka.Brokers) > 0 {
-		// Before generating, which can take long: fail fast.
-		if err := genkafka.Check(cmd.Context(), kcfg); err != nil {
-			return err
-		}
-	}
-
-	start := time.Now()
-	edges := r.Generate()
-	generated := time.Since(start)
-
-	if len(o.kafka.Brokers) > 0 {
-		errOut := cmd.ErrOrStderr()
-		prog := progress.New(errOut, progress.IsTerminal(errOut), "gen", "records", "", int64(len(edges)), progressEvery, time.Now())
-		stop := prog.Follow(kcfg.Acked.Load, kcfg.Acked.Load)
-		st, err := genkafka.Produce(cmd.Context(), kcfg, edges)
-		stop()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "produced %d events (%d upserts, %d deletes) to topic %s as %s records in %s (%.0f events/s)\n",
-			st.Upserts+st.Deletes, st.Upserts, st.Deletes, o.topic, rf, st.Elapsed.Round(time.Millisecond),
-			float64(st.Upserts+st.Deletes)/st.Elapsed.Seconds())
-		if o.out == "" {
-			return nil
-		}
-	}
-
-	format, err := edgefile.ParseFormat(o.format)
-	if err != nil {
-		return err
-	}
-	start = time.Now()
-	if err := edgefile.WriteFile(o.out, format, edges); err != nil {
-		return err
-	}
-	written := time.Since(start)
-
-	info, err := os.Stat(o.out)
-	if err != nil {
-		return fmt.Errorf("stat written edge file: %w", err)
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(),
-		"wrote %d edges over %d vertices (scale %d, edge factor %d, seed %d) to %s: format %s, %d bytes; generated in %s, written in %s\n",
-		len(edges), r.NumVertices(), o.scale, o.edgeFactor, o.seed, o.out, format, info.Size(),
-		generated.Round(time.Millisecond), written.Round(time.Millisecond))
-	return err
+	acked := &atomic.Int64{}
+	errOut := cmd.ErrOrStderr()
+	return genkafka.Job{RMAT: o.rmat(), File: o.out, Format: format,
+		Kafka: genkafka.Config{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic, Format: rf, Rate: o.rate,
+			DeleteShare: o.deleteShare, Seed: o.seed, Timeout: o.timeout, Acked: acked},
+		Follow: func(records int64) func() {
+			prog := progress.New(errOut, progress.IsTerminal(errOut), "gen", "records", "", records, progressEvery, time.Now())
+			return prog.Follow(acked.Load, acked.Load)
+		},
+	}.Run(cmd.Context(), cmd.OutOrStdout())
 }

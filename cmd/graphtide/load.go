@@ -16,7 +16,6 @@ import (
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
-	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
@@ -141,77 +140,23 @@ YAML file given by --config, keyed by flag name.`,
 	return cmd
 }
 
-// readMapping reads a mapping file (YAML, of which JSON is a part),
-// refusing unknown fields.
-func readMapping(path string) (*decode.Mapping, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--mapping: %w", err)
-	}
-	var m decode.Mapping
-	if err := settings.DecodeStrict(raw, &m); err != nil {
-		return nil, fmt.Errorf("--mapping %s: %w", path, err)
-	}
-	if _, err := decode.NewMapped(m, nil); err != nil {
-		return nil, fmt.Errorf("--mapping %s: %w", path, err)
-	}
-	return &m, nil
-}
-
-func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) (err error) {
-	format, _ := bulk.ParseFormat(o.format)
-	var mapping *decode.Mapping
-	if o.mapping != "" {
-		if mapping, err = readMapping(o.mapping); err != nil {
-			return err
-		}
-		format = bulk.JSON
-	}
+func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) error {
 	var total int64
 	for _, f := range o.files {
 		if info, err := os.Stat(f); err == nil {
 			total += info.Size()
 		}
 	}
-	// A new store keeps in-edges unless --in-edges=false; an existing one
-	// keeps what it was created with, and a given --in-edges must match it.
-	var inEdges *bool
+	l := bulk.DirLoad{Dir: o.dir, Files: o.files, Batch: o.batch, MappingFile: o.mapping,
+		Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20, KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs, InEdges: o.inEdges}}
+	l.Format, _ = bulk.ParseFormat(o.format)
 	if o.inEdgesGiven {
-		inEdges = &o.inEdges
+		l.InEdges = &o.inEdges
 	}
-	d, err := datadir.Open(o.dir, datadir.Options{Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20,
-		KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs, InEdges: o.inEdges}, InEdges: inEdges, Create: true})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := d.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	// The mapping's types' aggregates, before anything is applied.
-	if mapping != nil {
-		as, err := mapping.TypeAggregates()
-		if err != nil {
-			return err
-		}
-		byNum, err := bulk.ResolveAggregates(as, d.Types)
-		if err != nil {
-			return err
-		}
-		if _, err := bulk.ConfigureAggregates(d.Store, byNum); err != nil {
-			return err
-		}
-	}
-	// serve could not replay what load applies into the analytics of its
-	// checkpoint: they compute from the store at the next start.
-	if err := datadir.DropCheckpoint(o.dir); err != nil {
-		return err
-	}
-
 	start := time.Now()
 	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, progressEvery, start)
-	n, err := bulk.Load(ctx, bulk.Config{Store: d.Store, Keys: d.Keys, Types: d.Types, Batch: o.batch, Progress: prog.Update, Mapping: mapping}, o.files, format)
+	l.Progress = prog.Update
+	n, err := bulk.LoadDir(ctx, l)
 	// A bar's line must end before an error is printed.
 	prog.Finish(n.BytesRead, n.Total())
 	if err != nil {

@@ -1,6 +1,11 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/spf13/cobra"
+)
 
 // newRootCmd builds the complete command tree. Each subcommand lives in its
 // own file as a newXCmd constructor; register new ones in the AddCommand
@@ -60,4 +65,16 @@ for a bad flag, what is allowed), 3 a write refused by a precondition.`,
 		newWriteCmd(),
 	)
 	return root
+}
+
+// printResult writes v as one JSON object (the HTTP API's body) with
+// --json, else as text.
+func printResult(out io.Writer, asJSON bool, v any, text func(io.Writer)) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	text(out)
+	return nil
 }

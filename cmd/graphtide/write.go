@@ -1,15 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/url"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,12 +25,9 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // writeOptions are the flags of "graphtide write".
 type writeOptions struct {
-	server    string
-	tokenFile string
-	serverCA  string
-	timeout   time.Duration
-	key       string
-	json      bool
+	api.ServerFlags
+	key  string
+	json bool
 }
 
 func newWriteCmd() *cobra.Command {
@@ -81,25 +71,17 @@ have been applied.`,
 	}
 	fs := cmd.Flags()
 	settings.AddConfigFlag(fs)
-	fs.StringVar(&o.server, "server", "http://127.0.0.1:9464", "URL of the running graphtide serve")
-	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the server's bearer token (or GRAPHTIDE_HTTP_TOKEN)")
-	fs.StringVar(&o.serverCA, "server-ca", "", "PEM file of the CA that signs an https --server's certificate (default: system roots)")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up on the server after this long")
+	o.AddFlags(fs, "http://127.0.0.1:9464", "URL of the running graphtide serve")
 	fs.StringVar(&o.key, "idempotency-key", "", "a key (at most 256 bytes) that makes a retry of this batch apply once")
 	fs.BoolVar(&o.json, "json", false, "print the answer as one JSON object (the HTTP API's body)")
 	return cmd
 }
 
 func (o *writeOptions) run(c *cobra.Command, args []string) error {
-	u, err := url.Parse(o.server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--server must be an http:// or https:// URL such as http://127.0.0.1:9464, got %q", o.server)
+	if err := o.Check(); err != nil {
+		return err
 	}
-	if o.timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
-	}
-	in := c.InOrStdin()
-	name := "stdin"
+	in, name := c.InOrStdin(), "stdin"
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {
@@ -108,35 +90,15 @@ func (o *writeOptions) run(c *cobra.Command, args []string) error {
 		defer f.Close()
 		in, name = f, args[0]
 	}
-	raw, err := io.ReadAll(io.LimitReader(in, 1<<20+1))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(raw) > 1<<20 {
-		return fmt.Errorf("%s: a batch is at most 1 MiB (serve's request limit)", name)
-	}
-	req, err := parseBatch(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if o.key != "" {
-		if req.IdempotencyKey != "" && req.IdempotencyKey != o.key {
-			return errors.New("--idempotency-key and the batch's idempotency_key differ: give one")
-		}
-		req.IdempotencyKey = o.key
-	}
-	if err := req.Check(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	token, err := api.ClientToken(o.tokenFile)
+	req, err := writes.ReadBatch(in, name, o.key)
 	if err != nil {
 		return err
 	}
-	cas, err := api.ServerCA(o.serverCA)
+	copts, err := o.ClientOptions()
 	if err != nil {
 		return err
 	}
-	cl, err := api.NewClient(o.server, api.ClientOptions{Token: token, RootCAs: cas, Timeout: o.timeout})
+	cl, err := api.NewClient(o.Server, copts)
 	if err != nil {
 		return err
 	}
@@ -145,44 +107,11 @@ func (o *writeOptions) run(c *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := c.OutOrStdout()
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(resp); err != nil {
-			return err
-		}
-	} else {
-		dup := ""
-		if resp.Duplicate {
-			dup = " (a retry: the first batch with this key)"
-		}
-		if resp.Applied {
-			fmt.Fprintf(w, "applied at seq %d%s; writes topic partition %d, offset %d\n", resp.Seq, dup, resp.Partition, resp.Offset)
-		} else {
-			fmt.Fprintf(w, "refused%s: %s\n", dup, resp.Error)
-		}
+	if err := printResult(c.OutOrStdout(), o.json, resp, resp.WriteText); err != nil {
+		return err
 	}
 	if !resp.Applied {
 		return &exitError{exitRefused, errors.New("a precondition failed: nothing was applied")}
 	}
 	return nil
-}
-
-// parseBatch reads a batch: a request object, or a bare list of ops.
-func parseBatch(raw []byte) (*writes.Request, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '[' {
-		return &writes.Request{Ops: raw}, nil
-	}
-	req, err := writes.DecodeRequest(raw)
-	switch {
-	case errors.Is(err, writes.ErrTrailingData):
-		return nil, errors.New("data after the batch")
-	case err != nil:
-		return nil, fmt.Errorf(`a batch is a JSON list of operations or an object {"ops": [...], "conditions": [...]}: %w`, err)
-	case strings.TrimSpace(string(req.Ops)) == "":
-		return nil, errors.New(`the batch has no "ops"`)
-	}
-	return req, nil
 }

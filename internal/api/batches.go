@@ -41,6 +41,19 @@ type BatchResponse struct {
 	Precondition *Precondition `json:"precondition,omitempty"`
 }
 
+// WriteText writes the outcome as `graphtide write` prints it.
+func (r BatchResponse) WriteText(w io.Writer) {
+	dup := ""
+	if r.Duplicate {
+		dup = " (a retry: the first batch with this key)"
+	}
+	if r.Applied {
+		fmt.Fprintf(w, "applied at seq %d%s; writes topic partition %d, offset %d\n", r.Seq, dup, r.Partition, r.Offset)
+	} else {
+		fmt.Fprintf(w, "refused%s: %s\n", dup, r.Error)
+	}
+}
+
 // Precondition names the condition that refused a batch.
 type Precondition struct {
 	Index     int    `json:"index"`

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -335,4 +336,54 @@ func Fingerprint(value []byte) [16]byte {
 	var f [16]byte
 	copy(f[:], s[:])
 	return f
+}
+
+// MaxBatchBytes is the most a batch may take as JSON: serve's request
+// limit.
+const MaxBatchBytes = 1 << 20
+
+// ReadBatch reads a batch as `graphtide write` takes it, from r (named
+// name in errors): a request object, or a bare list of ops; key, if not
+// empty, is its idempotency key (a batch's own must then be the same).
+// The batch is checked (Check).
+func ReadBatch(r io.Reader, name, key string) (*Request, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxBatchBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(raw) > MaxBatchBytes {
+		return nil, fmt.Errorf("%s: a batch is at most 1 MiB (serve's request limit)", name)
+	}
+	req, err := parseBatch(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if key != "" {
+		if req.IdempotencyKey != "" && req.IdempotencyKey != key {
+			return nil, errors.New("--idempotency-key and the batch's idempotency_key differ: give one")
+		}
+		req.IdempotencyKey = key
+	}
+	if err := req.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return req, nil
+}
+
+// parseBatch reads a batch: a request object, or a bare list of ops.
+func parseBatch(raw []byte) (*Request, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		return &Request{Ops: raw}, nil
+	}
+	req, err := DecodeRequest(raw)
+	switch {
+	case errors.Is(err, ErrTrailingData):
+		return nil, errors.New("data after the batch")
+	case err != nil:
+		return nil, fmt.Errorf(`a batch is a JSON list of operations or an object {"ops": [...], "conditions": [...]}: %w`, err)
+	case strings.TrimSpace(string(req.Ops)) == "":
+		return nil, errors.New(`the batch has no "ops"`)
+	}
+	return req, nil
 }
