@@ -9,7 +9,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // TestServerWrite writes through a serve with its embedded broker:

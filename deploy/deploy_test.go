@@ -34,7 +34,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/graphtide/graphtide/internal/kafkaconn"
-	"github.com/graphtide/graphtide/internal/metrics/metricstest"
+	"github.com/graphtide/graphtide/internal/testkit/metricstest"
 	"github.com/graphtide/graphtide/internal/server"
 )
 

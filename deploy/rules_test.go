@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/graphtide/graphtide/internal/metrics/metricstest"
+	"github.com/graphtide/graphtide/internal/testkit/metricstest"
 )
 
 // rulesTests is what TestAlertRules reads of the rules' unit tests

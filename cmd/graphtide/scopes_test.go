@@ -8,7 +8,7 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // TestClientTokenScopes: write and query --server send the token of

@@ -62,8 +62,12 @@ func under(path string, prefixes ...string) bool {
 
 // tools are the packages that exist for benchmarks, generators and test
 // references: production code must not depend on them.
-var tools = []string{"internal/bench", "internal/gen", "internal/genkafka", "internal/staticcsr", "internal/testref",
-	"internal/metrics/metricstest", "internal/archtest", "internal/doctest", "internal/memdir", "test"}
+var tools = append([]string{"internal/bench", "internal/gen", "internal/genkafka", "internal/staticcsr", "cmd/graphtide-bench"}, testHelpers...)
+
+// testHelpers are the packages only tests import: oracles, fixtures and
+// harnesses. No other package may depend on one, directly or through
+// another package, so that nothing of them reaches a binary.
+var testHelpers = []string{"internal/testkit", "internal/testref", "internal/doctest", "internal/memdir", "internal/archtest", "test"}
 
 // commandMayUse says whether the command at path may import the tool l:
 // graphtide its generators, graphtide-bench the benchmarks and generators;
@@ -112,6 +116,14 @@ func TestLayering(t *testing.T) {
 				}
 			}
 		}
+		// Only tests reach a test helper.
+		if !under(path, testHelpers...) {
+			for _, d := range p.Deps {
+				if l, ok := local(d); ok && under(l, testHelpers...) {
+					t.Errorf("%s depends on %s, a test helper: only tests may import it", path, l)
+				}
+			}
+		}
 		// The product binary does not link the benchmarks' baselines.
 		if path == "cmd/graphtide" {
 			for _, d := range p.Deps {
@@ -133,7 +145,8 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	// The rules check something: the packages they name exist.
-	for _, want := range []string{"", "internal/engine", "internal/views", "cgo", "cmd/graphtide", "cmd/graphtide-bench", "internal/bench/analyticsbench"} {
+	for _, want := range []string{"", "internal/engine", "internal/views", "cgo", "cmd/graphtide", "cmd/graphtide-bench", "internal/bench/analyticsbench",
+		"internal/testkit/metricstest", "internal/testkit/writestest", "internal/testref"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Errorf("package %s not found: the layering rules are out of date", want)
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/graphtide/graphtide/internal/metrics/metricstest"
+	"github.com/graphtide/graphtide/internal/testkit/metricstest"
 )
 
 // subjects maps each metric subject that issue 5 asks serve to export to

@@ -21,7 +21,7 @@ import (
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 var deriveAll = server.DeriveNames{Group: true, Writes: true, Alerts: true, DeadLetters: true}

@@ -16,7 +16,7 @@ import (
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/ownership"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // storeInEdges is whether the store in dir keeps in-edges, read from its

@@ -12,7 +12,7 @@ import (
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // pay posts one payment from acct-1 to acct-2 of type payment through

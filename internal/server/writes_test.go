@@ -12,7 +12,7 @@ import (
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/writes"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // graphOf reads the store's type-0 out-edges.

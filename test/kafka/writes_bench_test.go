@@ -13,7 +13,7 @@ import (
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/server"
 	"github.com/graphtide/graphtide/internal/writes"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // BenchmarkWrites measures POST /v1/batches on the real broker, from the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/views/analytics"
-	"github.com/graphtide/graphtide/internal/writes/writestest"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // TestWritesSurviveCrashes runs serve in a child process with a writes
