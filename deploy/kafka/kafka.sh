@@ -26,6 +26,7 @@ STOP_TIMEOUT="${GRAPHTIDE_KAFKA_STOP_TIMEOUT:-20}"
 DEFAULT_DIR="./.kafka-data"
 PID_FILE="kafka.pid"
 NOUN="broker"
+READY_SCHEME=""
 # shellcheck source-path=SCRIPTDIR source=../lib/daemon.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/../lib/daemon.sh"
 # The log cleaner's dedupe buffer defaults to 128 MB, which does not fit a
@@ -200,6 +201,11 @@ cmd_install() {
 }
 
 # ---------------------------------------------------------------- helpers
+
+# is_ready PORT: the broker accepts connections on 127.0.0.1:PORT.
+is_ready() {
+	port_open "$1"
+}
 
 # running_pid DIR: print the broker PID for DIR if it is alive, else fail.
 running_pid() {
@@ -537,25 +543,6 @@ cmd_start() {
 	[[ -z "${sslport}" ]] || log "SSL (client certificates required) on 127.0.0.1:${sslport}; the client's files: ${dir}/tls/ca.pem, ${dir}/tls/client.pem, ${dir}/tls/client.key"
 	[[ -z "${saslport}" ]] || log "SASL_PLAINTEXT on 127.0.0.1:${saslport}: SCRAM-SHA-256, SCRAM-SHA-512${jwks:+, OAUTHBEARER (keys from ${jwks})}"
 	echo "127.0.0.1:${port}"
-}
-
-wait_ready() {
-	local dir="$1" port="$2" pid="$3"
-	local deadline=$((SECONDS + START_TIMEOUT))
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "${pid}" 2>/dev/null; then
-			rm -f "${dir}/kafka.pid"
-			log_tail "${dir}"
-			die "broker (pid ${pid}) exited during startup"
-		fi
-		if port_open "${port}"; then
-			log "ready on 127.0.0.1:${port}"
-			return 0
-		fi
-		sleep 0.5
-	done
-	log_tail "${dir}"
-	die "broker (pid ${pid}) did not open 127.0.0.1:${port} within ${START_TIMEOUT}s; it is still running, stop it with: ${PROG} stop --dir ${dir}"
 }
 
 # ---------------------------------------------------------------- stop / status

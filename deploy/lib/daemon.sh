@@ -6,8 +6,12 @@
 #   PID_FILE      the PID file's name inside the dir
 #   NOUN          what the daemon is called in messages ("broker", ...)
 #   STOP_TIMEOUT  seconds to wait after SIGTERM before SIGKILL
-# and defining usage and running_pid DIR (print the daemon's PID for DIR if
-# it is alive and really it, else fail).
+#   START_TIMEOUT seconds to wait for readiness after starting
+#   READY_SCHEME  what the ready address starts with ("" or "http://")
+# and defining usage, running_pid DIR (print the daemon's PID for DIR if
+# it is alive and really it, else fail), is_ready PORT (true once the
+# daemon serves on 127.0.0.1:PORT) and log_tail DIR (print the end of its
+# logs to stderr).
 # shellcheck shell=bash
 
 die() {
@@ -92,4 +96,27 @@ cmd_stop() {
 	fi
 	rm -f "${dir:?}/${PID_FILE}"
 	log "stopped"
+}
+
+# wait_ready DIR PORT PID: wait until the daemon PID is ready on PORT
+# (is_ready), up to START_TIMEOUT seconds. Dies with the end of its logs
+# if it exits first, or is not ready in time (it is then left running,
+# and the message says how to stop it).
+wait_ready() {
+	local dir="$1" port="$2" pid="$3"
+	local deadline=$((SECONDS + START_TIMEOUT))
+	while ((SECONDS < deadline)); do
+		if ! kill -0 "${pid}" 2>/dev/null; then
+			rm -f "${dir:?}/${PID_FILE}"
+			log_tail "${dir}"
+			die "${NOUN} (pid ${pid}) exited during startup"
+		fi
+		if is_ready "${port}"; then
+			log "ready on ${READY_SCHEME}127.0.0.1:${port}"
+			return 0
+		fi
+		sleep 0.5
+	done
+	log_tail "${dir}"
+	die "${NOUN} (pid ${pid}) was not ready on 127.0.0.1:${port} within ${START_TIMEOUT}s; it is still running, stop it with: ${PROG} stop --dir ${dir}"
 }

@@ -25,6 +25,7 @@ STOP_TIMEOUT="${GRAPHTIDE_PROMETHEUS_STOP_TIMEOUT:-20}"
 DEFAULT_DIR="./.prometheus-data"
 PID_FILE="prometheus.pid"
 NOUN="prometheus"
+READY_SCHEME="http://"
 # shellcheck source-path=SCRIPTDIR source=../lib/daemon.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/../lib/daemon.sh"
 
@@ -139,10 +140,10 @@ libraries_dir() {
 
 # ---------------------------------------------------------------- helpers
 
-# ready PORT: true once Prometheus answers /-/ready with 200 (it answers
+# is_ready PORT: true once Prometheus answers /-/ready with 200 (it answers
 # 503 while it replays its write-ahead log). Without curl, an open port
 # has to do.
-ready() {
+is_ready() {
 	local port="$1"
 	if command -v curl >/dev/null 2>&1; then
 		curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:${port}/-/ready" 2>/dev/null
@@ -327,25 +328,6 @@ cmd_start() {
 	echo "${url}"
 }
 
-wait_ready() {
-	local dir="$1" port="$2" pid="$3"
-	local deadline=$((SECONDS + START_TIMEOUT))
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "${pid}" 2>/dev/null; then
-			rm -f "${dir}/prometheus.pid"
-			log_tail "${dir}"
-			die "prometheus (pid ${pid}) exited during startup"
-		fi
-		if ready "${port}"; then
-			log "ready on http://127.0.0.1:${port}"
-			return 0
-		fi
-		sleep 0.5
-	done
-	log_tail "${dir}"
-	die "prometheus (pid ${pid}) was not ready on 127.0.0.1:${port} within ${START_TIMEOUT}s; it is still running, stop it with: ${PROG} stop --dir ${dir}"
-}
-
 # ---------------------------------------------------------------- stop / status
 
 cmd_status() {
@@ -355,7 +337,7 @@ cmd_status() {
 		dir="$(cd "${dir}" && pwd -P)"
 		if pid="$(running_pid "${dir}")"; then
 			port="$(configured_port "${dir}" || true)"
-			if [[ -n "${port}" ]] && ready "${port}"; then
+			if [[ -n "${port}" ]] && is_ready "${port}"; then
 				echo "running pid=${pid} dashboard=http://127.0.0.1:${port}/consoles/${CONSOLE} dir=${dir}"
 			else
 				echo "starting pid=${pid} port=${port:-?} (not ready yet) dir=${dir}"
