@@ -384,6 +384,26 @@ func NewScanBuffer(maxVertices, maxEdges int, weights bool) *ScanBuffer {
 	return b
 }
 
+// Prepare readies b for a scan (Snapshot.Scan's, or one that follows its
+// contract over another graph): Vertices at its capacity (at least 1,024:
+// as many vertices as a call may report) and Offsets one longer.
+func (b *ScanBuffer) Prepare() {
+	b.Vertices = b.Vertices[:cap(b.Vertices)]
+	if len(b.Vertices) == 0 {
+		b.Vertices = make([]uint64, 1024)
+	}
+	b.Offsets = fit(b.Offsets, len(b.Vertices)+1)
+}
+
+// Finish ends a scan that filled nv vertices and ne edges: every slice
+// cut to what was filled.
+func (b *ScanBuffer) Finish(nv, ne int) {
+	b.Vertices = b.Vertices[:nv]
+	b.Offsets = b.Offsets[:nv+1]
+	b.Dsts = b.Dsts[:ne]
+	b.Trim(ne)
+}
+
 // Len is the number of vertices the last Scan filled.
 func (b *ScanBuffer) Len() int { return len(b.Vertices) }
 
@@ -401,14 +421,7 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 	}
 	var next uint64
 	err := sn.read(func(c *core.Snapshot) error {
-		buf.Vertices = buf.Vertices[:cap(buf.Vertices)]
-		if len(buf.Vertices) == 0 {
-			buf.Vertices = make([]uint64, 1024)
-		}
-		if cap(buf.Offsets) < len(buf.Vertices)+1 {
-			buf.Offsets = make([]uint64, len(buf.Vertices)+1)
-		}
-		buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
+		buf.Prepare()
 		buf.Dsts = buf.Dsts[:cap(buf.Dsts)]
 		for {
 			buf.fit(len(buf.Dsts))
@@ -420,10 +433,7 @@ func (sn *Snapshot) Scan(lo, hi uint64, dir Direction, buf *ScanBuffer) (uint64,
 			if e != nil {
 				return fmt.Errorf("scan [%d,%d): %w", lo, hi, fromCore(e))
 			}
-			buf.Vertices = buf.Vertices[:nv]
-			buf.Offsets = buf.Offsets[:nv+1]
-			buf.Dsts = buf.Dsts[:ne]
-			buf.Trim(ne)
+			buf.Finish(nv, ne)
 			next = nx
 			return nil
 		}

@@ -28,8 +28,12 @@ type Graph interface {
 		f func(i int, nbrs []uint64, ws []float64)) (done, read int, err error)
 }
 
+// newScanBuffer is the buffer of a whole-graph scan: up to 8,192 vertices
+// and 256K edges (2 MiB, 4 with weights) per call into the store.
+func newScanBuffer(weights bool) *engine.ScanBuffer { return engine.NewScanBuffer(8192, 1<<18, weights) }
+
 var (
-	scanBufs   = [2]sync.Pool{{New: func() any { return engine.NewScanBuffer(8192, 1<<18, false) }}, {New: func() any { return engine.NewScanBuffer(8192, 1<<18, true) }}}
+	scanBufs   = [2]sync.Pool{{New: func() any { return newScanBuffer(false) }}, {New: func() any { return newScanBuffer(true) }}}
 	gatherBufs = [2]sync.Pool{{New: func() any { return engine.NewGatherBuffer(1<<16, false) }}, {New: func() any { return engine.NewGatherBuffer(1<<16, true) }}}
 )
 

@@ -52,7 +52,7 @@ func copyGraph(sn *engine.Snapshot, ranges func(func(lo, hi uint64) error) error
 	if in {
 		dirs = append(dirs, engine.In)
 	}
-	buf := engine.NewScanBuffer(4096, 1<<16, weights)
+	buf := newScanBuffer(weights)
 	buf.Types = make([]uint16, len(buf.Dsts))
 	buf.Times = make([]int64, len(buf.Dsts))
 	for _, dir := range dirs {
@@ -125,14 +125,7 @@ func (g *memGraph) weightsOf(u uint64, dir engine.Direction, n int) []float64 {
 // scan follows engine.Snapshot.Scan's contract over the copy.
 func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuffer) uint64 {
 	d := g.dirs[dir]
-	buf.Vertices = buf.Vertices[:cap(buf.Vertices)]
-	if len(buf.Vertices) == 0 {
-		buf.Vertices = make([]uint64, 1024)
-	}
-	if cap(buf.Offsets) < len(buf.Vertices)+1 {
-		buf.Offsets = make([]uint64, len(buf.Vertices)+1)
-	}
-	buf.Offsets = buf.Offsets[:len(buf.Vertices)+1]
+	buf.Prepare()
 	nv, ne := 0, 0
 	buf.Offsets[0] = 0
 	ecap := cap(buf.Dsts)
@@ -158,10 +151,7 @@ func (g *memGraph) scan(lo, hi uint64, dir engine.Direction, buf *engine.ScanBuf
 		nv++
 		buf.Offsets[nv] = uint64(ne)
 	}
-	buf.Vertices = buf.Vertices[:nv]
-	buf.Offsets = buf.Offsets[:nv+1]
-	buf.Dsts = buf.Dsts[:ne]
-	buf.Trim(ne)
+	buf.Finish(nv, ne)
 	return next
 }
 
