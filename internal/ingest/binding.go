@@ -209,8 +209,8 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 	if mm != nil && !in.cfg.ResetSourcePosition {
 		return mm
 	}
+	applied := in.pos.appliedNow()
 	in.mu.Lock()
-	applied, durable := in.applied.Clone(), in.durable.Clone()
 	ids := map[string]TopicID{}
 	switch {
 	case mm == nil:
@@ -220,7 +220,7 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 	case mm.OtherCluster():
 		in.cfg.Logger.Warn("discarding the store's recorded offsets: they belong to another Kafka cluster (--reset-source-position); their partitions start at the group's committed offsets, then by --reset",
 			"recorded_cluster_id", mm.RecordedCluster, "cluster_id", mm.Cluster, "discarded", fmtOffsets(applied))
-		applied, durable = Position{}, Position{}
+		in.pos.discard(true)
 	default:
 		for t, id := range in.recorded.TopicIDs {
 			ids[t] = id
@@ -232,8 +232,7 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 			}
 			in.cfg.Logger.Warn("discarding the store's recorded offsets of topic "+tm.Topic+": it was "+what+" (--reset-source-position); its partitions start at the group's committed offsets, then by --reset",
 				"topic", tm.Topic, "recorded_topic_id", tm.Recorded.String(), "topic_id", foundID(tm), "discarded", fmtOffsets(Position{tm.Topic: applied[tm.Topic]}))
-			delete(applied, tm.Topic)
-			delete(durable, tm.Topic)
+			in.pos.discard(false, tm.Topic)
 			delete(ids, tm.Topic)
 		}
 	}
@@ -243,9 +242,8 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 	if src.cluster == "" {
 		in.cfg.Logger.Warn("the brokers report no cluster ID: recorded offsets cannot be bound to their cluster")
 	}
-	in.applied, in.durable = applied, durable
 	in.clusterID, in.topicIDs, in.partitions = src.cluster, ids, src.partitions
-	for t, m := range applied {
+	for t, m := range in.pos.appliedNow() {
 		for p := range m {
 			in.history.add(t, p)
 		}
@@ -374,6 +372,7 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 	if warn {
 		in.accepting = c.Error()
 	}
+	taken := Position{}
 	if accept {
 		for t, ps := range in.assigned {
 			for _, p := range ps {
@@ -382,8 +381,7 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 					continue // history, or not through adjustOffsets yet
 				}
 				in.history.add(t, p)
-				in.accepted.Set(t, p, s)
-				in.pending.Set(t, p, s)
+				taken.Set(t, p, s)
 			}
 		}
 		in.conflict, in.conflicts = nil, conflictRun{}
@@ -393,6 +391,7 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 	}
 	in.evaluated, in.checking = true, nil
 	in.mu.Unlock()
+	in.pos.accept(taken)
 	if accept {
 		// The group's offsets follow the store's position from the start,
 		// even if nothing new arrives (lag tools read them); and the lag
@@ -424,24 +423,12 @@ func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
 // under the ingester (Run must return that error). Called by the poll loop.
 func (in *Ingester) takePending(polled Position) (Position, error) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.fatal != nil {
-		return polled, in.fatal
+	fatal := in.fatal
+	in.mu.Unlock()
+	if fatal != nil {
+		return polled, fatal
 	}
-	if len(in.pending) == 0 {
-		return polled, nil
-	}
-	// Never modified in place: in-flight jobs share polled's maps.
-	next := polled.Clone()
-	for t, ps := range in.pending {
-		for p, o := range ps {
-			if _, ok := next.Get(t, p); !ok {
-				next.Set(t, p, o)
-			}
-		}
-	}
-	in.pending = Position{}
-	return next, nil
+	return in.pos.takePending(polled), nil
 }
 
 // encodePosition binds p to the source for the store to record.

@@ -242,7 +242,7 @@ func (in *Ingester) noteEnd(k tp, end int64) {
 // everything of it applied, or, with nothing applied yet, the offset it
 // starts at; false when neither is known. in.mu must be held.
 func (in *Ingester) lagFrom(t string, p int32) (int64, bool) {
-	if pos, ok := in.applied.Get(t, p); ok {
+	if pos, ok := in.pos.appliedNow().Get(t, p); ok {
 		return pos, true
 	}
 	return in.starts.Get(t, p)

@@ -290,22 +290,12 @@ type Ingester struct {
 	decs  map[string]decode.Decoder
 	cl    *kgo.Client
 
-	// flushMu serializes flushAndCommit between the poll loop and the
-	// rebalance callbacks.
-	flushMu sync.Mutex
+	// pos is where ingestion stands: applied, durable, checkpointed
+	// (positions.go).
+	pos *positions
 
-	mu sync.Mutex
-	// applied is everything applied to the store. Protected by mu.
-	// INVARIANT: while Run runs only the applier goroutine replaces it,
-	// right after the batch that completes it is in the store. Neither
-	// applied nor durable is ever modified in place: a new Position
-	// replaces the old one, so readers may keep the one they got.
-	applied Position
-	durable Position // covered by a completed flush; Protected by mu.
-	// durableSeq is the store sequence number durable corresponds to.
-	// Protected by mu.
-	durableSeq uint64
-	assigned   map[string][]int32 // Protected by mu.
+	mu       sync.Mutex
+	assigned map[string][]int32 // Protected by mu.
 
 	// The source (see source.go). recorded is what the store held at New;
 	// Run checks it against the brokers before consuming (bindSource).
@@ -327,12 +317,7 @@ type Ingester struct {
 	// shrinks while Run runs. Protected by mu.
 	// INVARIANT: no record of a partition is fetched, hence applied,
 	// before the partition is in history.
-	history  partitionSet
-	accepted Position // start offsets of the partitions history took this run; Protected by mu.
-	// pending are partitions history took (with their start offsets) that
-	// the poll loop has not yet added to its position, so that the next
-	// recorded position names them. Protected by mu.
-	pending Position
+	history partitionSet
 	// starts and committed are about assigned partitions without history:
 	// the offset each would start at, and whether that is the group's
 	// committed offset (its history is then in another store). Set when
@@ -401,14 +386,6 @@ type Ingester struct {
 	// letters by topic, fetch errors by topic and error.
 	stalls            *stallLog
 	deadLog, fetchLog *repeats
-
-	// checkpointSeq is the durable seq the last Config.Checkpoint was
-	// given. Owned by the applier's goroutine.
-	checkpointSeq uint64
-	// checkpointPos is the position of the newest analytics checkpoint
-	// (from which serve replays after a restart; nil: none). Protected
-	// by mu.
-	checkpointPos Position
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -448,21 +425,23 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		}
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		applied: applied, durable: rec.Position, assigned: map[string][]int32{},
+		assigned: map[string][]int32{},
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
-		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
+		starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, lostPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
 		// The newest checkpoint on disk: a restart may replay from it.
 		if ck, err := DecodeRecorded(c.CheckpointFloor); err == nil {
-			in.checkpointPos = ck.Position
+			checkpoint = ck.Position
 		} else {
-			in.checkpointPos = Position{} // unknown: nothing of the writes topic is pruned
+			checkpoint = Position{} // unknown: nothing of the writes topic is pruned
 		}
 	case len(c.ReplayFrom) > 0:
-		in.checkpointPos = applied
+		checkpoint = applied
 	}
+	in.pos = newPositions(applied, rec.Position, checkpoint)
 	if w := c.Writes; w != nil && w.Log.Created() {
 		if _, had := rec.Position[w.Topic]; had {
 			os.Remove(w.Log.Path()) // the empty file this start made: the next start must refuse too
@@ -728,13 +707,7 @@ func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32
 // was taken at (with ResetSourcePosition, a partition with nothing applied
 // follows the group's offsets instead). Call with mu held.
 func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
-	if o, ok := in.applied.Get(t, p); ok {
-		return o, true
-	}
-	if !in.cfg.ResetSourcePosition {
-		return in.accepted.Get(t, p)
-	}
-	return 0, false
+	return in.pos.resumeAt(t, p, in.cfg.ResetSourcePosition)
 }
 
 // listOffsets lists where the partitions of topics start: the log start
@@ -915,19 +888,11 @@ func (in *Ingester) assignmentReady() error {
 }
 
 // Durable returns the position covered by the newest completed flush.
-func (in *Ingester) Durable() Position {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.durable.Clone()
-}
+func (in *Ingester) Durable() Position { return in.pos.durableNow().Clone() }
 
 // Applied returns the position of everything applied to the store so far
 // (visible to new snapshots, not necessarily durable).
-func (in *Ingester) Applied() Position {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.applied.Clone()
-}
+func (in *Ingester) Applied() Position { return in.pos.appliedNow().Clone() }
 
 // Run consumes until ctx ends, then flushes, commits and returns nil.
 //
@@ -978,10 +943,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
 	p := startApplier(env)
-	in.mu.Lock()
-	polled := in.applied
-	in.mu.Unlock()
-	ps := newPollState(env, p, polled, &in.cfg, in.decs)
+	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs)
 	if in.cfg.Own != nil {
 		ps.owner = newOwnerCheck(in.cfg.Partitions, in.dict)
 	}
@@ -1086,9 +1048,7 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 // flush makes everything applied so far durable: new dictionary keys first,
 // then the store (which records the position of its newest batch).
 func (in *Ingester) flush() error {
-	in.mu.Lock()
-	pos := in.applied.Clone()
-	in.mu.Unlock()
+	pos := in.pos.appliedNow()
 	if in.dict != nil {
 		if err := in.dict.Sync(); err != nil {
 			return fmt.Errorf("ingest: key dictionary: %w", err)
@@ -1101,16 +1061,14 @@ func (in *Ingester) flush() error {
 	if err != nil {
 		return fmt.Errorf("ingest: flush: %w", err)
 	}
-	in.mu.Lock()
-	in.durable, in.durableSeq = pos, durableSeq
-	in.mu.Unlock()
+	in.pos.flushed(pos, durableSeq)
 	return nil
 }
 
 // flushAndCommit flushes and waits, then commits (see commit).
 func (in *Ingester) flushAndCommit(ctx context.Context) error {
-	in.flushMu.Lock()
-	defer in.flushMu.Unlock()
+	in.pos.lockFlush()
+	defer in.pos.unlockFlush()
 	t0 := time.Now()
 	if err := in.flush(); err != nil {
 		return err
@@ -1124,11 +1082,12 @@ func (in *Ingester) flushAndCommit(ctx context.Context) error {
 // lag tools see them. A failed commit is logged, not fatal: the store's
 // position, not the group's, decides where to resume.
 func (in *Ingester) commit(ctx context.Context) {
+	durable := in.pos.durableNow()
 	in.mu.Lock()
 	offs := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range in.assigned {
 		for _, p := range ps {
-			if o, ok := in.durable.Get(t, p); ok {
+			if o, ok := durable.Get(t, p); ok {
 				if offs[t] == nil {
 					offs[t] = map[int32]kgo.EpochOffset{}
 				}

@@ -193,6 +193,7 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 		}
 		in.acceptLost(lost, offs)
 	}
+	in.pos.accept(starts)
 	in.mu.Lock()
 	for _, t := range topics {
 		in.assigned[t] = slices.Clone(in.cfg.Own)
@@ -202,8 +203,6 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 			offs[t][p] = kgo.NewOffset().At(s)
 			in.starts.Set(t, p, s)
 			in.history.add(t, p)
-			in.accepted.Set(t, p, s)
-			in.pending.Set(t, p, s)
 			how := "by --reset " + in.cfg.ResetPolicy
 			switch {
 			case adopt(p):

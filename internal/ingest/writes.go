@@ -414,9 +414,7 @@ func (in *Ingester) pruneWrites(now time.Time) {
 	if wc == nil {
 		return
 	}
-	in.mu.Lock()
-	durable, ck := in.durable, in.checkpointPos
-	in.mu.Unlock()
+	durable, ck := in.pos.pruneFloor()
 	covered := func(p Position, part int32, off int64) bool {
 		if p == nil {
 			return true // no checkpoint to replay from
