@@ -32,30 +32,11 @@ import (
 // The recorded position is re-bound with every batch: Recorded{clusterID,
 // topicIDs, position}.Encode().
 
-// Reasons fetching of every assigned partition is paused (pausedFor).
-const (
-	pauseStall    uint8 = 1 << iota // the store stalls: Apply blocks
-	pauseConflict                   // the assignment would split the graph
-	pauseFatal                      // the source changed; Run is returning
-)
-
-// setPaused adds (on) or removes a reason to pause fetching, then pauses
-// every assigned partition (and those of extra, being assigned) while any
-// reason holds, or resumes every paused partition when none is left, but
-// those paused because their dead letter cannot be written (dlPaused:
-// they resume on their own, see unblockAcked) or their log lost records
-// (lostPaused, logstart.go). Called without mu held.
+// setPaused adds (on) or removes a reason to pause fetching (pauses.set):
+// while any holds, every assigned partition (and those of extra, being
+// assigned) is paused. Called without mu held.
 func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]kgo.Offset) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	was := in.pausedFor
-	if on {
-		in.pausedFor |= reason
-	} else {
-		in.pausedFor &^= reason
-	}
-	switch {
-	case in.pausedFor != 0:
+	in.pauses.set(reason, on, func() map[string][]int32 {
 		ps := map[string][]int32{}
 		in.mu.Lock()
 		for t, p := range in.assigned {
@@ -67,26 +48,8 @@ func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]
 				ps[t] = append(ps[t], p)
 			}
 		}
-		if len(ps) > 0 {
-			in.cl.PauseFetchPartitions(ps)
-		}
-	case was != 0:
-		// Every paused partition resumes but those whose dead letter
-		// cannot be written yet (deadletter.go).
-		cur := in.cl.PauseFetchPartitions(nil)
-		for t, ps := range cur {
-			keep := ps[:0]
-			for _, p := range ps {
-				if !in.dlPaused.has(t, p) && !in.lostPaused.has(t, p) {
-					keep = append(keep, p)
-				}
-			}
-			cur[t] = keep
-		}
-		if len(cur) > 0 {
-			in.cl.ResumeFetchPartitions(cur)
-		}
-	}
+		return ps
+	})
 }
 
 // fetchSource asks the brokers for their cluster ID and the ID and

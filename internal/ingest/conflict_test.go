@@ -69,9 +69,7 @@ func conflictState(in *Ingester, lb *syncBuffer) (errs int, count, gauge float64
 }
 
 func conflictPaused(in *Ingester) bool {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	return in.pausedFor&pauseConflict != 0
+	return in.pauses.paused(pauseConflict)
 }
 
 // TestConflictOfNewPartitionsWaits: partitions of a topic new to the store

@@ -28,12 +28,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runScripts runs every script of testdata/dir with do.
-func runScripts(t *testing.T, dir string, do func(t *testing.T, d *datadriven.TestData) string) {
+// runScripts runs every script of testdata/dir, each with the command
+// runner start returns (the state of one script).
+func runScripts(t *testing.T, dir string, start func() func(t *testing.T, d *datadriven.TestData) string) {
 	datadriven.Walk(t, "testdata/"+dir, func(t *testing.T, path string) {
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return do(t, d)
-		})
+		datadriven.RunTest(t, path, start())
 	})
 }
 
@@ -132,11 +131,14 @@ func argPartition(t *testing.T, d *datadriven.TestData, key string) (string, int
 }
 
 // show is a position as the scripts print it ("-" when empty).
-func show(p Position) string {
-	if s := fmtOffsets(p); s != "" {
-		return s
+func show(p Position) string { return dash(fmtOffsets(p)) }
+
+// dash is s, or "-" when it is empty.
+func dash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	return "-"
+	return s
 }
 
 // lines joins the lines of an output.

@@ -587,7 +587,7 @@ func (d *deadLetters) cuts() map[tp]int64 {
 // setPaused).
 func (in *Ingester) block(bs map[tp]*dlBlock) {
 	d := in.dl
-	pause := map[string][]int32{}
+	held := make([]tp, 0, len(bs))
 	d.mu.Lock()
 	for k, b := range bs {
 		if b.backoff == 0 {
@@ -595,16 +595,11 @@ func (in *Ingester) block(bs map[tp]*dlBlock) {
 			b.next = time.Now().Add(b.backoff)
 		}
 		d.blocks[k] = b
-		pause[k.topic] = append(pause[k.topic], k.partition)
+		held = append(held, k)
 	}
 	n := len(d.blocks)
 	d.mu.Unlock()
-	in.pauseMu.Lock()
-	for k := range bs {
-		in.dlPaused.add(k.topic, k.partition)
-	}
-	in.cl.PauseFetchPartitions(pause)
-	in.pauseMu.Unlock()
+	in.pauses.holdDeadLetters(held)
 	for k, b := range bs {
 		in.cfg.Metrics.DecodeErrs.WithLabelValues(k.topic).Inc()
 		in.cfg.Metrics.DeadLetterBlocked.WithLabelValues(k.topic, strconv.Itoa(int(k.partition))).Set(1)
@@ -652,14 +647,7 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 		}
 	}
 	in.cl.SetOffsets(set)
-	in.pauseMu.Lock()
-	for _, b := range done {
-		delete(in.dlPaused[b.topic], b.partition)
-	}
-	if in.pausedFor == 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
-	in.pauseMu.Unlock()
+	in.pauses.releaseDeadLetters(resume)
 	m := in.cfg.Metrics
 	for _, b := range done {
 		m.DeadLetters.WithLabelValues(b.topic).Inc()
@@ -701,14 +689,7 @@ func (in *Ingester) dropBlocks(gone map[string][]int32) {
 	if len(resume) == 0 {
 		return
 	}
-	in.pauseMu.Lock()
-	for t, ps := range resume {
-		for _, p := range ps {
-			delete(in.dlPaused[t], p)
-		}
-	}
-	in.cl.ResumeFetchPartitions(resume)
-	in.pauseMu.Unlock()
+	in.pauses.dropDeadLetters(resume)
 	in.cfg.Logger.Info("blocked partitions went to another member; their dead letters are retried by whoever consumes them", "partitions", resume)
 }
 

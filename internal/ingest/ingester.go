@@ -338,11 +338,9 @@ type Ingester struct {
 	grown     *OwnershipError
 	accepting string // the conflict last ingested anyway (ResetSourcePosition); Protected by mu.
 
-	// pauseMu orders the pauses and resumes of fetching; pausedFor holds
-	// the reasons fetching is paused (pauseStall...). Lock order: pauseMu,
-	// then mu. Protected by pauseMu.
-	pauseMu   sync.Mutex
-	pausedFor uint8
+	// pauses is why fetching is paused, and what is held (pauses.go).
+	// Lock order: its lock, then mu.
+	pauses *pauses
 
 	// lastIDCheck is when fetch errors last made the poll loop check the
 	// topics' IDs (checkRecreated). Owned by the poll loop.
@@ -352,18 +350,8 @@ type Ingester struct {
 	// to allow it (franz-go's OnPartitionsCallbackBlocked).
 	rebalanceWaiting atomic.Bool
 
-	// dl is the dead-letter path (deadletter.go); dlPaused are the
-	// partitions paused because their dead letter cannot be written:
-	// they stay paused whatever else resumes fetching. dlPaused is
-	// Protected by pauseMu.
-	dl       *deadLetters
-	dlPaused partitionSet
-	// lostPaused are the partitions paused because their log lost records
-	// the store needs (logstart.go): like dlPaused, they stay paused
-	// whatever else resumes fetching. Protected by pauseMu. truncated
-	// says what each lost. Protected by mu.
-	lostPaused partitionSet
-	truncated  map[tp]LostRecords
+	// dl is the dead-letter path (deadletter.go).
+	dl *deadLetters
 	// acceptedLost: the log start each partition was started at by
 	// AcceptLostRecords when assigned. Protected by mu.
 	acceptedLost map[tp]int64
@@ -428,7 +416,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		assigned: map[string][]int32{},
 		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
 		starts: Position{}, committed: partitionSet{},
-		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, lostPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+		dl: newDeadLetters(c.DeadLetterTopic), health: &health{}, lagNow: make(chan struct{}, 1)}
 	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
@@ -520,6 +508,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if in.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)
 	}
+	in.pauses = newPauses(in.cl)
 	return in, nil
 }
 
@@ -801,7 +790,7 @@ func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[st
 		in.cfg.Logger.Error("flush on revoke failed", "err", err)
 	}
 	in.dropBlocks(revoked)
-	in.dropLost(revoked)
+	in.pauses.dropLost(revoked)
 	in.removeAssigned(revoked)
 }
 
@@ -820,7 +809,7 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 	}
 	in.mu.Unlock()
 	in.dropBlocks(lost)
-	in.dropLost(lost)
+	in.pauses.dropLost(lost)
 	in.removeAssigned(lost)
 	if err := in.flush(); err != nil {
 		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)

@@ -178,44 +178,18 @@ func (in *Ingester) acceptLost(lost []LostRecords, offs map[string]map[int32]kgo
 // that changes. A partition new to the store is not taken into its
 // history (evaluate takes only partitions with a start).
 func (in *Ingester) holdLost(lost []LostRecords, offs map[string]map[int32]kgo.Offset) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	in.mu.Lock()
-	if in.truncated == nil {
-		in.truncated = map[tp]LostRecords{}
-	}
-	changed := false
-	pause := map[string][]int32{}
-	for _, l := range lost {
-		k := tp{l.Topic, l.Partition}
-		if in.truncated[k] != l {
-			changed = true
-		}
-		in.truncated[k] = l
-		delete(in.starts[l.Topic], l.Partition)
-		in.lostPaused.add(l.Topic, l.Partition)
-		pause[l.Topic] = append(pause[l.Topic], l.Partition)
-	}
-	resume := map[string][]int32{}
+	assigning := map[string][]int32{}
 	for t, ps := range offs {
 		for p := range ps {
-			k := tp{t, p}
-			if _, held := in.truncated[k]; held && !slices.ContainsFunc(lost, func(l LostRecords) bool { return l.Topic == t && l.Partition == p }) {
-				delete(in.truncated, k)
-				delete(in.lostPaused[t], p)
-				if in.pausedFor == 0 && !in.dlPaused.has(t, p) {
-					resume[t] = append(resume[t], p)
-				}
-			}
+			assigning[t] = append(assigning[t], p)
 		}
 	}
+	changed := in.pauses.holdLost(lost, assigning)
+	in.mu.Lock()
+	for _, l := range lost {
+		delete(in.starts[l.Topic], l.Partition)
+	}
 	in.mu.Unlock()
-	if len(pause) > 0 {
-		in.cl.PauseFetchPartitions(pause)
-	}
-	if len(resume) > 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
 	if changed {
 		in.cfg.Logger.Error((&LostRecordsError{Lost: lost, Paused: true}).Error())
 	}
@@ -242,41 +216,11 @@ func (in *Ingester) lostWhileRunning(lost []LostRecords) []LostRecords {
 	return lost
 }
 
-// dropLost forgets the lost records of partitions that went to another
-// member (revoked or lost), and lifts their pause: whoever is assigned
-// them next checks them again.
-func (in *Ingester) dropLost(gone map[string][]int32) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	resume := map[string][]int32{}
-	in.mu.Lock()
-	for t, ps := range gone {
-		for _, p := range ps {
-			if _, ok := in.truncated[tp{t, p}]; ok {
-				delete(in.truncated, tp{t, p})
-				delete(in.lostPaused[t], p)
-				resume[t] = append(resume[t], p)
-			}
-		}
-	}
-	in.mu.Unlock()
-	if len(resume) > 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
-}
-
 // lostReady is Ready's reason for the partitions paused for lost records
 // (nil: none).
 func (in *Ingester) lostReady() error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.truncated) == 0 {
-		return nil
+	if lost := in.pauses.lostRecords(); lost != nil {
+		return &LostRecordsError{Lost: lost, Paused: true}
 	}
-	e := &LostRecordsError{Paused: true}
-	for _, l := range in.truncated {
-		e.Lost = append(e.Lost, l)
-	}
-	sortLost(e.Lost)
-	return e
+	return nil
 }

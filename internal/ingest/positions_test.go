@@ -22,8 +22,13 @@ import (
 //	discard all | discard topic=<t>
 //	show
 func TestPositions(t *testing.T) {
+	runScripts(t, "positions", positionsScript)
+}
+
+// positionsScript runs one script of TestPositions.
+func positionsScript() func(t *testing.T, d *datadriven.TestData) string {
 	var s *positions
-	runScripts(t, "positions", func(t *testing.T, d *datadriven.TestData) string {
+	return func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "new":
 			s = newPositions(argPosition(t, d, "applied"), argPosition(t, d, "durable"), argPosition(t, d, "checkpoint"))
@@ -77,7 +82,7 @@ func TestPositions(t *testing.T) {
 		}
 		t.Fatalf("unknown command %q", d.Cmd)
 		return ""
-	})
+	}
 }
 
 // showPositions prints every position s holds.
