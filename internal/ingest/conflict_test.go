@@ -49,8 +49,8 @@ func conflictIngester(t *testing.T) (*Ingester, *syncBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.cl.Close)
+	in.src.bind(sourceInfo{partitions: map[string]int32{"edges": 2, "new": 1}}, nil)
 	in.mu.Lock()
-	in.partitions = map[string]int32{"edges": 2, "new": 1}
 	in.history.add("edges", 0)
 	in.history.add("edges", 1)
 	in.assigned = map[string][]int32{"edges": {0, 1}}

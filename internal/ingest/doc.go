@@ -32,7 +32,7 @@
 // no history of it); if not, it pauses fetching of every partition, Ready
 // says why, one ERROR line and a metric tell, and it resumes by itself
 // once an assignment no longer conflicts (source.go has the rules,
-// binding.go how they are applied). One data directory per consumer group.
+// ingester_source.go how they are applied). One data directory per consumer group.
 //
 // No silently partial graph either: before a partition is fetched, the
 // offset the store needs it from (its recorded position; 0 for a

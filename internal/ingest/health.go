@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Health: what Ready reports besides the assignment (binding.go).
+// Health: what Ready reports besides the assignment (ingester_source.go).
 //
 //   - brokers: a franz-go hook notes every successful read from a broker
 //     (fetches, heartbeats, metadata, the lag timer's requests: a working

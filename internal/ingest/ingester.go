@@ -297,21 +297,9 @@ type Ingester struct {
 	mu       sync.Mutex
 	assigned map[string][]int32 // Protected by mu.
 
-	// The source (see source.go). recorded is what the store held at New;
-	// Run checks it against the brokers before consuming (bindSource).
-	recorded Recorded
-	// clusterID and topicIDs are what every position this run records is
-	// bound to: the brokers' cluster ID, and the ID of each topic with
-	// offsets. topicIDs is copy-on-write. Protected by mu.
-	// INVARIANT: every topic of applied, durable and of the poll loop's
-	// position has its ID in topicIDs, and for a configured topic it is
-	// the ID the brokers reported (checked at start, learnt at assignment
-	// before any of its records is fetched).
-	clusterID string
-	topicIDs  map[string]TopicID
-	// partitions is the partition count of each configured topic that
-	// exists, from the newest metadata. Protected by mu.
-	partitions map[string]int32
+	// src is the source binding: what the store recorded, and the
+	// cluster and topics this run records (binding.go).
+	src *binding
 	// history is every partition the store has data of, or took as its
 	// own at an assignment (with the start offset in accepted): it never
 	// shrinks while Run runs. Protected by mu.
@@ -341,10 +329,6 @@ type Ingester struct {
 	// pauses is why fetching is paused, and what is held (pauses.go).
 	// Lock order: its lock, then mu.
 	pauses *pauses
-
-	// lastIDCheck is when fetch errors last made the poll loop check the
-	// topics' IDs (checkRecreated). Owned by the poll loop.
-	lastIDCheck time.Time
 
 	// rebalanceWaiting is set when a rebalance waits for the poll loop
 	// to allow it (franz-go's OnPartitionsCallbackBlocked).
@@ -414,7 +398,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		assigned: map[string][]int32{},
-		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
+		src: newBinding(rec, c.Graph, c.Logger), history: partitionSet{},
 		starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), health: &health{}, lagNow: make(chan struct{}, 1)}
 	var checkpoint Position
@@ -611,7 +595,7 @@ func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32
 	if err != nil {
 		return nil, err
 	}
-	if mm := in.learnSource(src, need); mm != nil {
+	if mm := in.src.learn(src, need); mm != nil {
 		in.mu.Lock()
 		in.fatal = mm
 		in.mu.Unlock()
@@ -973,15 +957,10 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 			unknownID = append(unknownID, t)
 		}
 	})
-	if len(unknownID) > 0 && time.Since(in.lastIDCheck) >= idCheckEvery {
-		in.lastIDCheck = time.Now()
+	if len(unknownID) > 0 && in.src.idCheckDue(time.Now()) {
 		in.checkRecreated(ctx, unknownID)
 	}
 }
-
-// idCheckEvery bounds how often fetch errors make the poll loop read the
-// topics' IDs from the brokers.
-const idCheckEvery = 2 * time.Second
 
 // ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
 // that clusters without topic auto-creation work. Failure is logged: the

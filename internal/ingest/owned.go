@@ -86,7 +86,7 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 	if err != nil {
 		return nil, err
 	}
-	if mm := in.learnSource(src, topics); mm != nil {
+	if mm := in.src.learn(src, topics); mm != nil {
 		return nil, mm
 	}
 	for _, t := range topics {

@@ -245,9 +245,7 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		b.SetSourcePosition(srcpos)
 		return in.apply(&b)
 	}
-	in.mu.Lock()
-	topicID := in.topicIDs[wc.Topic]
-	in.mu.Unlock()
+	topicID := in.src.topicID(wc.Topic)
 	if e, ok := wc.Log.At(wc.Topic, w.partition, w.offset); ok && e.TopicID == topicID {
 		// Rule 1: this record's outcome is logged.
 		if e.Print != w.print {

@@ -192,9 +192,7 @@ func TestLoggedOutcomeBelongsToItsRecord(t *testing.T) {
 	if err := applyAt(t, in, 0, "", other); err == nil || !strings.Contains(err.Error(), "for another batch than that record holds") {
 		t.Fatalf("another batch at a logged offset: %v", err)
 	}
-	in.mu.Lock()
-	in.topicIDs = map[string]TopicID{"w": {9}} // the topic was re-created
-	in.mu.Unlock()
+	in.src.bind(sourceInfo{ids: map[string]TopicID{"w": {9}}}, nil) // the topic was re-created
 	if err := applyAt(t, in, 0, "", other); err != nil {
 		t.Fatal(err)
 	}
