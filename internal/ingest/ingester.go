@@ -398,7 +398,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		assigned: map[string][]int32{},
-		src: newBinding(rec, c.Graph, c.Logger), history: partitionSet{},
+		src:      newBinding(rec, c.Graph, c.Logger), history: partitionSet{},
 		starts: Position{}, committed: partitionSet{},
 		dl: newDeadLetters(c.DeadLetterTopic), health: &health{}, lagNow: make(chan struct{}, 1)}
 	var checkpoint Position
