@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,8 +121,8 @@ func (in *Ingester) healthReasons(now time.Time) []error {
 		}
 		errs = append(errs, errors.New(msg))
 	}
+	lost := in.asg.lostNow()
 	in.mu.Lock()
-	lost := in.lost
 	behind, worst, worstLag, _ := in.lagSummary()
 	in.mu.Unlock()
 	if limit := in.cfg.ReadyMaxLag; limit > 0 && behind > limit {
@@ -165,14 +164,13 @@ func (in *Ingester) lagLoop(ctx context.Context) {
 // minus the position applied to the store (or, before anything of it is
 // applied, the offset it starts at).
 func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
-	in.mu.Lock()
+	assigned := in.asg.assignedNow()
 	var topics []string
-	for t, ps := range in.assigned {
+	for t, ps := range assigned {
 		if len(ps) > 0 {
 			topics = append(topics, t)
 		}
 	}
-	in.mu.Unlock()
 	if len(topics) == 0 {
 		return
 	}
@@ -185,10 +183,10 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 		}
 		return
 	}
+	in.asg.checkCount(ends)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.checkCount(ends)
-	for t, ps := range in.assigned {
+	for t, ps := range in.asg.assignedNow() { // what is assigned now: some may have gone meanwhile
 		for _, p := range ps {
 			end, ok := ends.Lookup(t, p)
 			if !ok || end.Err != nil || end.Offset < 0 {
@@ -227,7 +225,7 @@ func (in *Ingester) noteEnds(lags []partitionLag) {
 // noteEnd records end as k's end offset unless a newer one is known, and
 // only while k is assigned. in.mu must be held.
 func (in *Ingester) noteEnd(k tp, end int64) {
-	if !slices.Contains(in.assigned[k.topic], k.partition) {
+	if !in.asg.isAssigned(k.topic, k.partition) {
 		return // revoked meanwhile: another member reports it
 	}
 	if in.ends == nil {
@@ -245,7 +243,7 @@ func (in *Ingester) lagFrom(t string, p int32) (int64, bool) {
 	if pos, ok := in.pos.appliedNow().Get(t, p); ok {
 		return pos, true
 	}
-	return in.starts.Get(t, p)
+	return in.asg.start(t, p)
 }
 
 // lagSummary is how far behind the assigned partitions with a known end
@@ -273,69 +271,5 @@ func (in *Ingester) wakeLag() {
 	select {
 	case in.lagNow <- struct{}{}:
 	default:
-	}
-}
-
-// conflictRun is what reportConflict knows of the run of conflicting
-// assignments the current conflict belongs to (a run ends when an
-// assignment no longer conflicts). Protected by Ingester.mu.
-type conflictRun struct {
-	since time.Time // when the run began
-	// reported is the conflict last logged as an ERROR in this run ("":
-	// none yet: the run is not reported, Ready says it waits); noted, the
-	// one last logged as waiting.
-	reported, noted string
-}
-
-// begin notes a conflict found by evaluate; fresh: the assignment did not
-// conflict before (a new run).
-func (r *conflictRun) begin(fresh bool) {
-	if fresh {
-		*r = conflictRun{since: time.Now()}
-	}
-}
-
-// waiting is Ready's reason for conflict c while its run is not reported.
-func (r *conflictRun) waiting(c *assignmentConflict, grace time.Duration) error {
-	return fmt.Errorf("waiting for consumer group %q to assign partitions %s: they are not assigned to this member, and this store has no history of them (partitions new to the group are assigned at its next rebalance, once its leader's metadata lists them); fetching is paused meanwhile, and if they are still assigned elsewhere after %v (--ready-grace) it is reported as a source conflict",
-		c.group, c.elsewhere, grace)
-}
-
-// reportConflict reports c, the conflict evaluate just found: an ERROR
-// line (again when what conflicts changes), the source-conflict gauge, and
-// one count per run. A certain conflict (assignmentConflict.certain) is
-// reported at once; any other only once its run has lasted ReadyGrace (a
-// timer checks again), so that a topic that appears while the group
-// forms, which the group assigns a moment later, is an INFO line and not
-// an ERROR. Fetching is paused all along (evaluate).
-func (in *Ingester) reportConflict(c *assignmentConflict) {
-	in.mu.Lock()
-	if in.conflict != c {
-		in.mu.Unlock()
-		return // judged again since
-	}
-	run := &in.conflicts
-	if wait := in.cfg.ReadyGrace - time.Since(run.since); !c.certain() && run.reported == "" && wait > 0 {
-		note := run.noted != c.Error()
-		run.noted = c.Error()
-		in.mu.Unlock()
-		if note {
-			in.cfg.Logger.Info("waiting for the consumer group to assign the partitions of this store's topics that it has not assigned here; fetching is paused meanwhile",
-				"group", c.group, "partitions", c.elsewhere.String(), "reported_as_a_conflict_after", in.cfg.ReadyGrace)
-		}
-		time.AfterFunc(wait, func() { in.reportConflict(c) })
-		return
-	}
-	// The metrics under mu: an evaluate that ends the run (and zeroes the
-	// gauge after it unlocks) cannot come in between.
-	if run.reported == "" {
-		in.cfg.Metrics.SourceConflicts.Inc()
-	}
-	in.cfg.Metrics.SourceConflict.Set(1)
-	say := run.reported != c.Error()
-	run.reported = c.Error()
-	in.mu.Unlock()
-	if say {
-		in.cfg.Logger.Error("ingestion paused: " + c.Error())
 	}
 }

@@ -219,9 +219,8 @@ func TestReadyReasons(t *testing.T) {
 	if err := in.Ready(); err == nil || err.Error() != "no partitions assigned yet" {
 		t.Fatalf("fresh: %v", err)
 	}
-	in.mu.Lock()
-	in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1}}
-	in.mu.Unlock()
+	in.asg.assign(map[string][]int32{"edges": {0, 1}})
+	in.asg.evaluate(nil)
 	if err := in.Ready(); err != nil {
 		t.Fatalf("assigned: %v", err)
 	}
@@ -304,8 +303,9 @@ func TestReadyMaxLag(t *testing.T) {
 		if n, ok := in.Behind(); n != 0 || ok {
 			t.Fatalf("nothing measured: Behind says %d, %v", n, ok)
 		}
+		in.asg.assign(map[string][]int32{"edges": {0, 1, 2}})
+		in.asg.evaluate(nil)
 		in.mu.Lock()
-		in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1, 2}}
 		in.noteEnd(tp{"edges", 0}, 130)
 		in.noteEnd(tp{"other", 0}, 1000) // not assigned: not counted
 		in.mu.Unlock()
@@ -411,7 +411,7 @@ func TestDeadLetterPauseOutlivesOtherPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.cl.Close()
-	in.assigned = map[string][]int32{"edges": {0, 1, 2}}
+	in.asg.assign(map[string][]int32{"edges": {0, 1, 2}})
 	in.block(map[tp]*dlBlock{{"edges", 1}: {tp: tp{"edges", 1}, offset: 7, src: &kgo.Record{}, since: time.Now(), lastErr: errors.New("refused")}})
 	list := func() partitionSet {
 		ps := partitionSet{}

@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -294,65 +292,29 @@ type Ingester struct {
 	// (positions.go).
 	pos *positions
 
-	mu       sync.Mutex
-	assigned map[string][]int32 // Protected by mu.
+	// asg is the assignment: the partitions held, the store's history,
+	// the verdict on them (assignment.go).
+	asg *assignment
+	mu  sync.Mutex
 
 	// src is the source binding: what the store recorded, and the
 	// cluster and topics this run records (binding.go).
 	src *binding
-	// history is every partition the store has data of, or took as its
-	// own at an assignment (with the start offset in accepted): it never
-	// shrinks while Run runs. Protected by mu.
-	// INVARIANT: no record of a partition is fetched, hence applied,
-	// before the partition is in history.
-	history partitionSet
-	// starts and committed are about assigned partitions without history:
-	// the offset each would start at, and whether that is the group's
-	// committed offset (its history is then in another store). Set when
-	// the partition is assigned, dropped when it goes. Protected by mu.
-	starts    Position
-	committed partitionSet
-	// conflict is the verdict against the current assignment (nil: none);
-	// checking is why the assignment could not be checked yet; fatal ends
-	// Run (the source changed under it); evaluated: an assignment was
-	// judged. Protected by mu.
-	conflict  *assignmentConflict
-	conflicts conflictRun // the run of conflicts in.conflict belongs to (reportConflict)
-	checking  error
-	fatal     error
-	evaluated bool
-	// grown: partitioned mode, a topic's partition count changed while Run
-	// ran (checkCount). Protected by mu.
-	grown     *OwnershipError
-	accepting string // the conflict last ingested anyway (ResetSourcePosition); Protected by mu.
-
 	// pauses is why fetching is paused, and what is held (pauses.go).
 	// Lock order: its lock, then mu.
 	pauses *pauses
 
-	// rebalanceWaiting is set when a rebalance waits for the poll loop
-	// to allow it (franz-go's OnPartitionsCallbackBlocked).
-	rebalanceWaiting atomic.Bool
-
 	// dl is the dead-letter path (deadletter.go).
 	dl *deadLetters
-	// acceptedLost: the log start each partition was started at by
-	// AcceptLostRecords when assigned. Protected by mu.
-	acceptedLost map[tp]int64
 
-	// Health (health.go). lost is the partitions lost since the last
-	// assignment (Protected by mu); stallSince is when the Apply that
-	// stalls began (unix ns, 0: none); commitAssigned asks the poll loop
-	// to commit the durable offsets of a new assignment; lagNow wakes the
-	// lag loop; ends is the newest end offset known of each assigned
-	// partition, from the lag loop or a fetch's high watermark (Protected
-	// by mu).
-	health         *health
-	lost           partitionSet
-	ends           map[tp]int64
-	stallSince     atomic.Int64
-	commitAssigned atomic.Bool
-	lagNow         chan struct{}
+	// Health (health.go). stallSince is when the Apply that stalls began
+	// (unix ns, 0: none); lagNow wakes the lag loop; ends is the newest
+	// end offset known of each assigned partition, from the lag loop or a
+	// fetch's high watermark (Protected by mu).
+	health     *health
+	ends       map[tp]int64
+	stallSince atomic.Int64
+	lagNow     chan struct{}
 
 	// The aggregated log lines (logsummary.go): the store's stalls, dead
 	// letters by topic, fetch errors by topic and error.
@@ -397,9 +359,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		}
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		assigned: map[string][]int32{},
-		src:      newBinding(rec, c.Graph, c.Logger), history: partitionSet{},
-		starts: Position{}, committed: partitionSet{},
+		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
 		dl: newDeadLetters(c.DeadLetterTopic), health: &health{}, lagNow: make(chan struct{}, 1)}
 	var checkpoint Position
 	switch {
@@ -470,7 +430,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 			kgo.OnPartitionsAssigned(in.onAssigned),
 			kgo.OnPartitionsRevoked(in.onRevoked),
 			kgo.OnPartitionsLost(in.onLost),
-			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
+			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.asg.rebalanceWaiting.Store(true) }),
 		)
 	}
 	opts = append(opts,
@@ -574,232 +534,6 @@ func (in *Ingester) BufferedFetchBytes() int64 {
 // DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
 const DefaultMaxPollRecords = 20000
 
-// adjustOffsets is called once the offsets of newly assigned partitions
-// are fetched, before they are fetched from. It reads the brokers' source
-// (a topic re-created or a cluster replaced under a running ingester ends
-// Run), starts each partition the store has history for at its recorded
-// position, and otherwise leaves franz-go's choice (the committed offset,
-// else the reset policy, resolved to a concrete offset so that the start
-// of the partition's history is known). Then it judges the assignment
-// (evaluate), which pauses fetching if it conflicts.
-//
-// An error (ctx's, when the group session ends meanwhile; or a start
-// offset the brokers did not list) makes franz-go assign none of offs and
-// start a new session.
-func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	need := make([]string, 0, len(offs))
-	for t := range offs {
-		need = append(need, t)
-	}
-	src, err := in.fetchSource(ctx, need)
-	if err != nil {
-		return nil, err
-	}
-	if mm := in.src.learn(src, need); mm != nil {
-		in.mu.Lock()
-		in.fatal = mm
-		in.mu.Unlock()
-		in.setPaused(pauseFatal, true, offs)
-		in.cfg.Logger.Error(mm.Error())
-		return offs, nil
-	}
-	// Partitions without history or committed offset start by the reset
-	// policy, resolved here so that their start is known.
-	// needs is the first offset the store needs of each partition that will
-	// be ingested, against where its log starts (logstart.go).
-	resolve := map[string][]int32{}
-	needs, isNew := Position{}, partitionSet{}
-	in.mu.Lock()
-	for t, ps := range offs {
-		for p, o := range ps {
-			if next, ok := in.resumeOffset(t, p); ok {
-				ps[p] = kgo.NewOffset().At(next)
-				needs.Set(t, p, next)
-				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", next)
-				continue
-			}
-			isNew.add(t, p)
-			if c := o.EpochOffset().Offset; c >= 0 {
-				// The group consumed it before: into another store, unless
-				// --reset-source-position takes the group's word for it.
-				in.starts.Set(t, p, c)
-				in.committed.add(t, p)
-				if in.cfg.ResetSourcePosition {
-					needs.Set(t, p, c)
-				}
-				continue
-			}
-			resolve[t] = append(resolve[t], p)
-			if in.cfg.ResetPolicy != "latest" {
-				needs.Set(t, p, 0) // the whole log
-			}
-		}
-	}
-	in.mu.Unlock()
-	logStarts, err := in.logStartsFor(ctx, needs)
-	if err != nil {
-		return nil, err
-	}
-	if len(resolve) > 0 {
-		starts := logStarts
-		if in.cfg.ResetPolicy == "latest" {
-			topics := make([]string, 0, len(resolve))
-			for t := range resolve {
-				topics = append(topics, t)
-			}
-			if starts, err = in.listOffsets(ctx, topics, false); err != nil {
-				return nil, err
-			}
-		}
-		in.mu.Lock()
-		for t, ps := range resolve {
-			for _, p := range ps {
-				s, ok := starts.Get(t, p)
-				if !ok {
-					in.mu.Unlock()
-					return nil, fmt.Errorf("ingest: the brokers listed no start offset for %s/%d", t, p)
-				}
-				offs[t][p] = kgo.NewOffset().At(s)
-				in.starts.Set(t, p, s)
-			}
-		}
-		in.mu.Unlock()
-	}
-	lost := lostRecords(needs, logStarts, isNew.has)
-	if in.cfg.AcceptLostRecords {
-		in.acceptLost(lost, offs)
-		lost = nil
-	}
-	in.holdLost(lost, offs)
-	in.evaluate(offs)
-	return offs, nil
-}
-
-// resumeOffset returns where a partition the store has history for
-// resumes: the position after everything applied, or the start offset it
-// was taken at (with ResetSourcePosition, a partition with nothing applied
-// follows the group's offsets instead). Call with mu held.
-func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
-	return in.pos.resumeAt(t, p, in.cfg.ResetSourcePosition)
-}
-
-// listOffsets lists where the partitions of topics start: the log start
-// offset (start), else the last stable offset (the end, for a
-// read-committed consumer). It says where partitions without a recorded
-// or committed offset start by the reset policy (start: earliest).
-// Retried until it succeeds or ctx ends.
-func (in *Ingester) listOffsets(ctx context.Context, topics []string, start bool) (Position, error) {
-	adm := kadm.NewClient(in.cl)
-	var p Position
-	err := in.retry(ctx, fmt.Sprintf("listing the start offsets of %v", topics), func() error {
-		var l kadm.ListedOffsets
-		var err error
-		if start {
-			l, err = adm.ListStartOffsets(ctx, topics...)
-		} else {
-			l, err = adm.ListCommittedOffsets(ctx, topics...)
-		}
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return err
-		}
-		p = Position{}
-		l.Each(func(o kadm.ListedOffset) {
-			if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
-				p.Set(o.Topic, o.Partition, o.Offset)
-			}
-		})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[string][]int32) {
-	in.mu.Lock()
-	for t, ps := range added {
-		in.assigned[t] = append(in.assigned[t], ps...)
-		for _, p := range ps {
-			in.cfg.Metrics.DeadLetterBlocked.WithLabelValues(t, strconv.Itoa(int(p))).Set(0)
-		}
-	}
-	// A new assignment: what was lost before is decided now.
-	in.lost = nil
-	in.mu.Unlock()
-	in.cfg.Logger.Info("partitions assigned", "partitions", added)
-	if len(added) == 0 {
-		// The session's assignment is complete (partitions may have gone).
-		// With partitions added, adjustOffsets judges it once their
-		// committed offsets are known.
-		in.evaluate(nil)
-	}
-}
-
-func (in *Ingester) removeAssigned(gone map[string][]int32) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for t, ps := range gone {
-		// Another member reports these partitions' lag now.
-		for _, p := range ps {
-			delete(in.ends, tp{t, p})
-			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
-			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
-			delete(in.starts[t], p)
-			delete(in.committed[t], p)
-		}
-		keep := in.assigned[t][:0]
-		for _, p := range in.assigned[t] {
-			drop := false
-			for _, q := range ps {
-				drop = drop || p == q
-			}
-			if !drop {
-				keep = append(keep, p)
-			}
-		}
-		in.assigned[t] = keep
-	}
-}
-
-// onRevoked makes everything applied durable and commits before the
-// partitions go to another member. The assignment is judged when the
-// session's assignment is complete (onAssigned, adjustOffsets).
-func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	in.cfg.Logger.Info("partitions revoked; flushing", "partitions", revoked)
-	if err := in.flushAndCommit(ctx); err != nil {
-		in.cfg.Logger.Error("flush on revoke failed", "err", err)
-	}
-	in.dropBlocks(revoked)
-	in.pauses.dropLost(revoked)
-	in.removeAssigned(revoked)
-}
-
-// onLost flushes (the group already moved on, so there is nothing to
-// commit); Ready says so until the next assignment.
-func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	in.cfg.Logger.Warn("partitions lost; flushing", "partitions", lost)
-	in.mu.Lock()
-	if in.lost == nil {
-		in.lost = partitionSet{}
-	}
-	for t, ps := range lost {
-		for _, p := range ps {
-			in.lost.add(t, p)
-		}
-	}
-	in.mu.Unlock()
-	in.dropBlocks(lost)
-	in.pauses.dropLost(lost)
-	in.removeAssigned(lost)
-	if err := in.flush(); err != nil {
-		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)
-	}
-}
-
 // Ready returns nil when the ingester ingests its assignment, else why
 // not (for /readyz). About the assignment: no partitions assigned yet; the
 // assignment would split the graph between stores (see checkAssignment;
@@ -815,7 +549,7 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 // unwraps to each).
 func (in *Ingester) Ready() error {
 	var errs []error
-	if err := in.assignmentReady(); err != nil {
+	if err := in.asg.ready(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := in.lostReady(); err != nil {
@@ -829,35 +563,6 @@ func (in *Ingester) Ready() error {
 		return errs[0]
 	}
 	return readyError(errs)
-}
-
-func (in *Ingester) assignmentReady() error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	switch {
-	case in.fatal != nil:
-		return in.fatal
-	case in.conflict != nil:
-		if in.conflicts.reported == "" {
-			return in.conflicts.waiting(in.conflict, in.cfg.ReadyGrace)
-		}
-		return in.conflict
-	case in.grown != nil:
-		return in.grown
-	case in.checking != nil:
-		return in.checking
-	case !in.evaluated:
-		return errors.New("no partitions assigned yet")
-	}
-	for _, ps := range in.assigned {
-		if len(ps) > 0 {
-			return nil
-		}
-	}
-	if len(in.lost) > 0 {
-		return nil // healthReasons says they were lost
-	}
-	return fmt.Errorf("no partitions assigned: the other members of consumer group %q hold them all", in.cfg.Group)
 }
 
 // Durable returns the position covered by the newest completed flush.
@@ -1051,9 +756,8 @@ func (in *Ingester) flushAndCommit(ctx context.Context) error {
 // position, not the group's, decides where to resume.
 func (in *Ingester) commit(ctx context.Context) {
 	durable := in.pos.durableNow()
-	in.mu.Lock()
 	offs := map[string]map[int32]kgo.EpochOffset{}
-	for t, ps := range in.assigned {
+	for t, ps := range in.asg.assignedNow() {
 		for _, p := range ps {
 			if o, ok := durable.Get(t, p); ok {
 				if offs[t] == nil {
@@ -1063,7 +767,6 @@ func (in *Ingester) commit(ctx context.Context) {
 			}
 		}
 	}
-	in.mu.Unlock()
 	if len(offs) > 0 && in.cfg.Own != nil {
 		if err := in.commitOwned(ctx, offs); err != nil && ctx.Err() == nil {
 			in.cfg.Logger.Warn("committing group offsets failed (the store's position stays authoritative)", "err", err)

@@ -38,11 +38,9 @@ import (
 func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]kgo.Offset) {
 	in.pauses.set(reason, on, func() map[string][]int32 {
 		ps := map[string][]int32{}
-		in.mu.Lock()
-		for t, p := range in.assigned {
+		for t, p := range in.asg.assignedNow() {
 			ps[t] = append(ps[t], p...)
 		}
-		in.mu.Unlock()
 		for t, m := range extra {
 			for p := range m {
 				ps[t] = append(ps[t], p)
@@ -75,7 +73,7 @@ func (in *Ingester) fetchSource(ctx context.Context, need []string) (sourceInfo,
 	if err != nil {
 		return sourceInfo{}, err
 	}
-	in.setChecking(nil)
+	in.asg.setChecking(nil)
 	return src, nil
 }
 
@@ -83,7 +81,7 @@ func (in *Ingester) fetchSource(ctx context.Context, need []string) (sourceInfo,
 // error), waiting 100ms after the first failure and twice as long after
 // each next, at most 5s. While f fails, Ready says why (what: what f
 // does), and each failure is a WARN. The caller clears Ready's reason
-// (setChecking) when its work is done.
+// (assignment.setChecking) when its work is done.
 func (in *Ingester) retry(ctx context.Context, what string, f func() error) error {
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		err := f()
@@ -93,7 +91,7 @@ func (in *Ingester) retry(ctx context.Context, what string, f func() error) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		in.setChecking(fmt.Errorf("%s: %w", what, err))
+		in.asg.setChecking(fmt.Errorf("%s: %w", what, err))
 		in.cfg.Logger.Warn(what+" failed; retrying", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
@@ -136,12 +134,6 @@ func (in *Ingester) requestSource(ctx context.Context) (sourceInfo, error) {
 	return src, nil
 }
 
-func (in *Ingester) setChecking(err error) {
-	in.mu.Lock()
-	in.checking = err
-	in.mu.Unlock()
-}
-
 // bindSource runs before the client joins the group: it checks the
 // store's recorded offsets against the brokers (checkSource) and returns a
 // *SourceMismatchError if they belong elsewhere, unless ResetSourcePosition
@@ -177,13 +169,7 @@ func (in *Ingester) bindSource(ctx context.Context) error {
 	if src.cluster == "" {
 		in.cfg.Logger.Warn("the brokers report no cluster ID: recorded offsets cannot be bound to their cluster")
 	}
-	in.mu.Lock()
-	for t, m := range in.pos.appliedNow() {
-		for p := range m {
-			in.history.add(t, p)
-		}
-	}
-	in.mu.Unlock()
+	in.asg.takeHistory(in.pos.appliedNow())
 	return nil
 }
 
@@ -248,93 +234,30 @@ func (in *Ingester) checkRecreated(ctx context.Context, topics []string) {
 	if mm == nil {
 		return
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.fatal == nil {
-		in.fatal = mm
+	if in.asg.setFatal(mm, false) {
 		in.cfg.Logger.Error(mm.Error())
 	}
 }
 
-// evaluate judges the current assignment (checkAssignment). On a conflict
-// it pauses fetching of every assigned partition and of extra (being
-// assigned), makes Ready say why, and reports it (reportConflict: one
-// ERROR, counted, at once or once it lasts); otherwise
-// it takes every assigned partition without history into history at its
-// start offset and resumes fetching. With ResetSourcePosition a conflict
-// is logged as a WARN and ingested as if there were none.
+// evaluate judges the current assignment (assignment.evaluate): on a
+// conflict fetching of every assigned partition and of extra (being
+// assigned) pauses; otherwise the partitions history took join the
+// positions, their lag is known at once, and fetching resumes.
 func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
-	counts := in.src.partitionCounts()
-	in.mu.Lock()
-	assigned := partitionSet{}
-	for t, ps := range in.assigned {
-		for _, p := range ps {
-			assigned.add(t, p)
-		}
-	}
-	c := checkAssignment(assignmentFacts{group: in.cfg.Group, topics: in.cfg.Topics, history: in.history,
-		assigned: assigned, committed: in.committed, partitions: counts})
-	prev := in.conflict
-	accept := c == nil || in.cfg.ResetSourcePosition
-	warn := accept && c != nil && in.accepting != c.Error()
-	if warn {
-		in.accepting = c.Error()
-	}
-	taken := Position{}
-	if accept {
-		for t, ps := range in.assigned {
-			for _, p := range ps {
-				s, ok := in.starts.Get(t, p)
-				if in.history.has(t, p) || !ok {
-					continue // history, or not through adjustOffsets yet
-				}
-				in.history.add(t, p)
-				taken.Set(t, p, s)
-			}
-		}
-		in.conflict, in.conflicts = nil, conflictRun{}
-	} else {
-		in.conflicts.begin(in.conflict == nil)
-		in.conflict = c
-	}
-	in.evaluated, in.checking = true, nil
-	in.mu.Unlock()
-	in.pos.accept(taken)
-	if accept {
-		// The group's offsets follow the store's position from the start,
-		// even if nothing new arrives (lag tools read them); and the lag
-		// of the new assignment is known at once.
-		in.commitAssigned.Store(true)
+	v := in.asg.evaluate(in.src.partitionCounts())
+	in.pos.accept(v.taken)
+	if v.accept {
 		in.wakeLag()
 	}
-
-	m := in.cfg.Metrics
-	switch {
-	case !accept:
-		in.reportConflict(c)
-	case c != nil:
-		if warn {
-			in.cfg.Logger.Warn("ingesting an assignment that splits the graph, as --reset-source-position asks: " + c.Error())
-		}
-		m.SourceConflict.Set(0)
-	default:
-		if prev != nil {
-			in.cfg.Logger.Info("the assignment no longer conflicts; fetching resumed")
-		}
-		m.SourceConflict.Set(0)
-	}
-	in.setPaused(pauseConflict, !accept, extra)
+	in.setPaused(pauseConflict, !v.accept, extra)
 }
 
 // takePending returns polled with the partitions history took since the
 // last call added at their start offsets, and whether the source changed
 // under the ingester (Run must return that error). Called by the poll loop.
 func (in *Ingester) takePending(polled Position) (Position, error) {
-	in.mu.Lock()
-	fatal := in.fatal
-	in.mu.Unlock()
-	if fatal != nil {
-		return polled, fatal
+	if err := in.asg.fatalErr(); err != nil {
+		return polled, err
 	}
 	return in.pos.takePending(polled), nil
 }

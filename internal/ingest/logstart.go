@@ -151,20 +151,12 @@ func (in *Ingester) logStartsFor(ctx context.Context, need Position) (Position, 
 
 // acceptLost starts each partition of lost at its log start (offs),
 // logging a WARN for each: AcceptLostRecords is set. A partition new to
-// the store takes that offset as its start (in.starts, which evaluate
+// the store takes that offset as its start (the assignment's, which evaluate
 // takes into history).
 func (in *Ingester) acceptLost(lost []LostRecords, offs map[string]map[int32]kgo.Offset) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.acceptedLost == nil {
-		in.acceptedLost = map[tp]int64{}
-	}
+	in.asg.acceptLost(lost)
 	for _, l := range lost {
 		offs[l.Topic][l.Partition] = kgo.NewOffset().At(l.LogStart)
-		if _, ok := in.starts.Get(l.Topic, l.Partition); ok {
-			in.starts.Set(l.Topic, l.Partition, l.LogStart)
-		}
-		in.acceptedLost[tp{l.Topic, l.Partition}] = l.LogStart
 		in.cfg.Logger.Warn("starting a partition at its log start without the records lost before it, as --accept-lost-records asks: the graph lacks them",
 			"topic", l.Topic, "partition", l.Partition, "from", l.LogStart, "lost_from", l.Need, "lost", l.LogStart-l.Need)
 	}
@@ -185,11 +177,7 @@ func (in *Ingester) holdLost(lost []LostRecords, offs map[string]map[int32]kgo.O
 		}
 	}
 	changed := in.pauses.holdLost(lost, assigning)
-	in.mu.Lock()
-	for _, l := range lost {
-		delete(in.starts[l.Topic], l.Partition)
-	}
-	in.mu.Unlock()
+	in.asg.holdLost(lost)
 	if changed {
 		in.cfg.Logger.Error((&LostRecordsError{Lost: lost, Paused: true}).Error())
 	}
@@ -201,10 +189,8 @@ func (in *Ingester) holdLost(lost []LostRecords, offs map[string]map[int32]kgo.O
 // holds them all as at an assignment (holdLost) and returns them.
 func (in *Ingester) lostWhileRunning(lost []LostRecords) []LostRecords {
 	if in.cfg.AcceptLostRecords {
-		in.mu.Lock()
-		defer in.mu.Unlock()
 		for _, l := range lost {
-			if in.acceptedLost[tp{l.Topic, l.Partition}] == l.LogStart {
+			if in.asg.acceptedAt(tp{l.Topic, l.Partition}, l.LogStart) {
 				continue // accepted when assigned: said then
 			}
 			in.cfg.Logger.Warn("a partition's log lost records before they were ingested; going on from its log start without them, as --accept-lost-records asks: the graph lacks them",

@@ -33,10 +33,10 @@ func (e liveEnv) poll(ctx context.Context, until time.Time) kgo.Fetches {
 	return fetches
 }
 
-func (e liveEnv) rebalanceWaiting() bool { return e.in.rebalanceWaiting.Load() }
+func (e liveEnv) rebalanceWaiting() bool { return e.in.asg.rebalanceWaiting.Load() }
 
 func (e liveEnv) allowRebalance() {
-	e.in.rebalanceWaiting.Store(false)
+	e.in.asg.rebalanceWaiting.Store(false)
 	e.in.cl.AllowRebalance()
 }
 
@@ -45,7 +45,7 @@ func (e liveEnv) takeAssignment(polled Position) (Position, bool, error) {
 	if err != nil {
 		return polled, false, err
 	}
-	return next, e.in.commitAssigned.Swap(false), nil
+	return next, e.in.asg.commitAssigned.Swap(false), nil
 }
 
 func (e liveEnv) commit(ctx context.Context) { e.in.commit(ctx) }
