@@ -260,6 +260,9 @@ type deadLetters struct {
 	// blocks are the blocked partitions. Protected by mu.
 	blocks map[tp]*dlBlock
 	wake   chan struct{} // tells the worker about a new block
+	// deadLog aggregates the log lines of records dead-lettered, by topic
+	// (logsummary.go).
+	deadLog *repeats
 }
 
 func newDeadLetters(topic string) *deadLetters {
@@ -492,7 +495,7 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		}
 		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-			if in.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
+			if in.dl.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
 				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -295,31 +294,20 @@ type Ingester struct {
 	// asg is the assignment: the partitions held, the store's history,
 	// the verdict on them (assignment.go).
 	asg *assignment
-	mu  sync.Mutex
 
 	// src is the source binding: what the store recorded, and the
 	// cluster and topics this run records (binding.go).
 	src *binding
 	// pauses is why fetching is paused, and what is held (pauses.go).
-	// Lock order: its lock, then mu.
+	// Lock order: its lock, then the assignment's.
 	pauses *pauses
 
 	// dl is the dead-letter path (deadletter.go).
 	dl *deadLetters
 
-	// Health (health.go). stallSince is when the Apply that stalls began
-	// (unix ns, 0: none); lagNow wakes the lag loop; ends is the newest
-	// end offset known of each assigned partition, from the lag loop or a
-	// fetch's high watermark (Protected by mu).
-	health     *health
-	ends       map[tp]int64
-	stallSince atomic.Int64
-	lagNow     chan struct{}
-
-	// The aggregated log lines (logsummary.go): the store's stalls, dead
-	// letters by topic, fetch errors by topic and error.
-	stalls            *stallLog
-	deadLog, fetchLog *repeats
+	// health is what Ready reports besides the assignment, and the lag
+	// (health.go).
+	health *health
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -360,7 +348,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
-		dl: newDeadLetters(c.DeadLetterTopic), health: &health{}, lagNow: make(chan struct{}, 1)}
+		dl: newDeadLetters(c.DeadLetterTopic), health: newHealth(&c)}
 	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
@@ -380,7 +368,6 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 			return nil, fmt.Errorf("ingest: the store has consumed the writes topic %q, but its outcome log %s is missing: replays could apply refused or retried batches; restore the file, or start with the store and the log of one backup", w.Topic, w.Log.Path())
 		}
 	}
-	in.health.lastAnswer.Store(time.Now().UnixNano())
 	in.setLogInterval(logInterval)
 	var keys decode.KeyResolver
 	if dict != nil {
@@ -655,7 +642,7 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 			return
 		}
 		in.cfg.Metrics.FetchErrs.Inc()
-		if in.fetchLog.note(t + "\x00" + err.Error()) {
+		if in.health.fetchLog.note(t + "\x00" + err.Error()) {
 			in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
 		}
 		if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(unknownID, t) {
@@ -694,19 +681,17 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 		case <-done:
 			paused <- false
 		case <-time.After(50 * time.Millisecond):
-			in.stallSince.Store(t0.UnixNano())
+			in.health.stallBegan(t0)
 			in.setPaused(pauseStall, true, nil)
 			m.Paused.Inc()
-			in.stalls.begin(t0)
 			paused <- true
 		}
 	}()
 	seq, err := f()
 	close(done)
 	if <-paused {
-		in.stallSince.Store(0)
 		in.setPaused(pauseStall, false, nil) // unless the assignment conflicts
-		in.stalls.end(time.Since(t0))
+		in.health.stallEnded(time.Since(t0))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("ingest: apply: %w", err)

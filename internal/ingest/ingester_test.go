@@ -208,7 +208,8 @@ func TestIngestKfake(t *testing.T) {
 // member stops being reported (its last lag would look stuck forever).
 func TestRevokedPartitionsDropTheirLag(t *testing.T) {
 	m := NewMetrics(nil)
-	in := &Ingester{cfg: Config{Metrics: m}, asg: newAssignment(&Config{})}
+	cfg := Config{Metrics: m}
+	in := &Ingester{cfg: cfg, asg: newAssignment(&cfg), health: newHealth(&cfg)}
 	in.asg.assign(map[string][]int32{"t": {0, 1, 2}})
 	for p := 0; p < 3; p++ {
 		m.Lag.WithLabelValues("t", strconv.Itoa(p)).Set(float64(10 * p))

@@ -194,12 +194,9 @@ func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[strin
 // or lost): another member reports their lag now.
 func (in *Ingester) removeAssigned(gone map[string][]int32) {
 	in.asg.revoke(gone)
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	in.health.forget(gone)
 	for t, ps := range gone {
 		for _, p := range ps {
-			delete(in.ends, tp{t, p})
-			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
 			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
 		}
 	}
