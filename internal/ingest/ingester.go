@@ -348,7 +348,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
-		dl: newDeadLetters(c.DeadLetterTopic), health: newHealth(&c)}
+		dl: newDeadLetters(c.DeadLetterTopic, c.Metrics), health: newHealth(&c)}
 	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
@@ -425,7 +425,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		// sized by the dead-letter topic's limit, uncompressed so that a
 		// dead letter's size is what is counted, and failed rather than
 		// retried forever (a dead letter may be written twice anyway).
-		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return in.dl.clientLimit.Load() }),
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return in.dl.batchLimit() }),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.DisableIdempotentWrite(),
 		kgo.RecordDeliveryTimeout(c.DeadLetterTimeout),
