@@ -723,7 +723,7 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 		}
 	}
 	in.cl.SetOffsets(set)
-	in.pauses.releaseDeadLetters(resume)
+	in.pauses.releaseDeadLetters(resume, false)
 	m := in.cfg.Metrics
 	for _, b := range done {
 		m.DeadLetters.WithLabelValues(b.topic).Inc()
@@ -754,7 +754,7 @@ func (in *Ingester) dropBlocks(gone map[string][]int32) {
 	if len(resume) == 0 {
 		return
 	}
-	in.pauses.dropDeadLetters(resume)
+	in.pauses.releaseDeadLetters(resume, true)
 	in.cfg.Logger.Info("blocked partitions went to another member; their dead letters are retried by whoever consumes them", "partitions", resume)
 }
 

@@ -113,10 +113,11 @@ func (s *pauses) holdDeadLetters(ps []tp) {
 	s.cl.PauseFetchPartitions(pause)
 }
 
-// releaseDeadLetters ends the holds of ps, whose dead letters are
-// written: they resume unless a reason pauses every partition (its end
-// resumes them).
-func (s *pauses) releaseDeadLetters(ps map[string][]int32) {
+// releaseDeadLetters ends the holds of ps: their dead letters are
+// written, and they resume unless a reason pauses every partition (its
+// end resumes them); or (gone) they went to another member, and resume
+// at once, so that a later assignment fetches them again.
+func (s *pauses) releaseDeadLetters(ps map[string][]int32, gone bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for t, xs := range ps {
@@ -124,22 +125,9 @@ func (s *pauses) releaseDeadLetters(ps map[string][]int32) {
 			delete(s.deadLetter[t], p)
 		}
 	}
-	if s.reasons == 0 {
+	if gone || s.reasons == 0 {
 		s.cl.ResumeFetchPartitions(ps)
 	}
-}
-
-// dropDeadLetters ends the holds of ps, which went to another member, and
-// resumes them, so that a later assignment fetches them again.
-func (s *pauses) dropDeadLetters(ps map[string][]int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for t, xs := range ps {
-		for _, p := range xs {
-			delete(s.deadLetter[t], p)
-		}
-	}
-	s.cl.ResumeFetchPartitions(ps)
 }
 
 // holdLost holds the partitions of lost, whose logs lost records the

@@ -114,9 +114,9 @@ func pausesScript() func(t *testing.T, d *datadriven.TestData) string {
 			}
 			s.holdDeadLetters(held)
 		case "release-dead-letter":
-			s.releaseDeadLetters(parts("partitions"))
+			s.releaseDeadLetters(parts("partitions"), false)
 		case "drop-dead-letter":
-			s.dropDeadLetters(parts("partitions"))
+			s.releaseDeadLetters(parts("partitions"), true)
 		case "hold-lost":
 			changed := s.holdLost(parseLost(t, d.Input), parts("assigning"))
 			f.calls = append(f.calls, fmt.Sprintf("(changed: %v)", changed))
