@@ -1,292 +1,93 @@
 package ingest
 
 import (
-	"context"
-	"errors"
-	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// How the ingester applies the rules of source.go:
-//
-//	Run:          bindSource: metadata (cluster ID, topic IDs) -> checkSource
-//	              against the store's recorded position -> refuse, or drop
-//	              the mismatched offsets (ResetSourcePosition) -> join the
-//	              group (AddConsumeTopics)
-//	assignment:   adjustOffsets: metadata again (a change ends Run; IDs of
-//	              new topics are learnt) -> start offsets -> evaluate
-//	UNKNOWN_TOPIC_ID fetch errors: metadata again (checkRecreated): a
-//	              topic re-created under the running ingester ends Run
-//	              onAssigned with nothing added: evaluate
-//	evaluate:     checkAssignment -> conflict: pause fetching of every
-//	              assigned partition, not ready, ERROR, metric
-//	              -> no conflict: take the new partitions into history
-//	              (pending -> the poll loop's position -> recorded with
-//	              the next flush) and resume fetching
-//
-// The recorded position is re-bound with every batch: Recorded{clusterID,
-// topicIDs, position}.Encode().
+// binding is the source binding part of the Ingester: what the store
+// recorded at New, and the Kafka cluster and topics every position this
+// run records is bound to (source.go has the rules, ingester_source.go
+// how the Ingester asks the brokers). It judges what the brokers report
+// (a sourceInfo the Ingester hands it) against them, and talks to no other
+// part.
+type binding struct {
+	graph string // Config.Graph, recorded with every position
+	log   *slog.Logger
+	// recorded is what the store held at New; Run checks it against the
+	// brokers before consuming (bindSource). Never changed.
+	recorded Recorded
 
-// Reasons fetching of every assigned partition is paused (pausedFor).
-const (
-	pauseStall    uint8 = 1 << iota // the store stalls: Apply blocks
-	pauseConflict                   // the assignment would split the graph
-	pauseFatal                      // the source changed; Run is returning
-)
+	mu sync.Mutex
+	// clusterID and topicIDs are what every position this run records is
+	// bound to: the brokers' cluster ID, and the ID of each topic with
+	// offsets. topicIDs is copy-on-write. Protected by mu.
+	// INVARIANT: every topic of the applied, durable and poll loop's
+	// positions has its ID in topicIDs, and for a configured topic it is
+	// the ID the brokers reported (checked at start, learnt at assignment
+	// before any of its records is fetched).
+	clusterID string
+	topicIDs  map[string]TopicID
+	// partitions is the partition count of each configured topic that
+	// exists, from the newest metadata. Protected by mu.
+	partitions map[string]int32
 
-// setPaused adds (on) or removes a reason to pause fetching, then pauses
-// every assigned partition (and those of extra, being assigned) while any
-// reason holds, or resumes every paused partition when none is left, but
-// those paused because their dead letter cannot be written (dlPaused:
-// they resume on their own, see unblockAcked) or their log lost records
-// (lostPaused, logstart.go). Called without mu held.
-func (in *Ingester) setPaused(reason uint8, on bool, extra map[string]map[int32]kgo.Offset) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	was := in.pausedFor
-	if on {
-		in.pausedFor |= reason
-	} else {
-		in.pausedFor &^= reason
-	}
-	switch {
-	case in.pausedFor != 0:
-		ps := map[string][]int32{}
-		in.mu.Lock()
-		for t, p := range in.assigned {
-			ps[t] = append(ps[t], p...)
-		}
-		in.mu.Unlock()
-		for t, m := range extra {
-			for p := range m {
-				ps[t] = append(ps[t], p)
-			}
-		}
-		if len(ps) > 0 {
-			in.cl.PauseFetchPartitions(ps)
-		}
-	case was != 0:
-		// Every paused partition resumes but those whose dead letter
-		// cannot be written yet (deadletter.go).
-		cur := in.cl.PauseFetchPartitions(nil)
-		for t, ps := range cur {
-			keep := ps[:0]
-			for _, p := range ps {
-				if !in.dlPaused.has(t, p) && !in.lostPaused.has(t, p) {
-					keep = append(keep, p)
-				}
-			}
-			cur[t] = keep
-		}
-		if len(cur) > 0 {
-			in.cl.ResumeFetchPartitions(cur)
-		}
-	}
+	// lastIDCheck is when fetch errors last made the poll loop check the
+	// topics' IDs (checkRecreated). Owned by the poll loop.
+	lastIDCheck time.Time
 }
 
-// fetchSource asks the brokers for their cluster ID and the ID and
-// partition count of every configured topic, with a metadata request of
-// its own (kadm's Metadata may answer from the client's cache, which can
-// be seconds old: a topic re-created meanwhile would pass) that creates no
-// topic. It retries until the answer includes every topic of need or ctx
-// ends; while it cannot, Ready says why.
-func (in *Ingester) fetchSource(ctx context.Context, need []string) (sourceInfo, error) {
-	var src sourceInfo
-	err := in.retry(ctx, "reading the Kafka cluster ID and topic IDs", func() error {
-		var err error
-		if src, err = in.requestSource(ctx); err != nil {
-			return err
-		}
-		for _, t := range need {
-			if _, ok := src.ids[t]; !ok {
-				return fmt.Errorf("topic %q is assigned but its metadata says it does not exist", t)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return sourceInfo{}, err
-	}
-	in.setChecking(nil)
-	return src, nil
+func newBinding(rec Recorded, graph string, log *slog.Logger) *binding {
+	return &binding{graph: graph, log: log, recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}}
 }
 
-// retry calls f until it returns nil, or ctx ends (then it returns ctx's
-// error), waiting 100ms after the first failure and twice as long after
-// each next, at most 5s. While f fails, Ready says why (what: what f
-// does), and each failure is a WARN. The caller clears Ready's reason
-// (setChecking) when its work is done.
-func (in *Ingester) retry(ctx context.Context, what string, f func() error) error {
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		in.setChecking(fmt.Errorf("%s: %w", what, err))
-		in.cfg.Logger.Warn(what+" failed; retrying", "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
+// check compares the store's recorded offsets of topics with what the
+// brokers report (checkSource).
+func (b *binding) check(src sourceInfo, topics []string) *SourceMismatchError {
+	return checkSource(b.recorded, src, topics)
 }
 
-func (in *Ingester) requestSource(ctx context.Context) (sourceInfo, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = false
-	for _, t := range in.cfg.Topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, in.cl)
-	if err != nil {
-		return sourceInfo{}, err
-	}
-	src := sourceInfo{ids: map[string]TopicID{}, partitions: map[string]int32{}}
-	if resp.ClusterID != nil {
-		src.cluster = *resp.ClusterID
-	}
-	for _, t := range resp.Topics {
-		if t.Topic == nil {
-			continue
-		}
-		switch err := kerr.ErrorForCode(t.ErrorCode); {
-		case err == nil:
-			src.ids[*t.Topic] = TopicID(t.TopicID)
-			src.partitions[*t.Topic] = int32(len(t.Partitions))
-		case errors.Is(err, kerr.UnknownTopicOrPartition):
-			// The topic does not exist (yet).
-		default:
-			return sourceInfo{}, fmt.Errorf("metadata of topic %q: %w", *t.Topic, err)
-		}
-	}
-	return src, nil
-}
-
-func (in *Ingester) setChecking(err error) {
-	in.mu.Lock()
-	in.checking = err
-	in.mu.Unlock()
-}
-
-// bindSource runs before the client joins the group: it checks the
-// store's recorded offsets against the brokers (checkSource) and returns a
-// *SourceMismatchError if they belong elsewhere, unless ResetSourcePosition
-// is set: then it drops them (all of them for another cluster, a topic's
-// for a re-created or deleted topic) and logs a WARN naming what it
-// discarded. Then the brokers' cluster ID and topic IDs are what this run
-// records. It returns ctx's error if ctx ends first.
-func (in *Ingester) bindSource(ctx context.Context) error {
-	var src sourceInfo
-	var mm *SourceMismatchError
-	for attempt := 1; ; attempt++ {
-		var err error
-		if src, err = in.fetchSource(ctx, nil); err != nil {
-			return err
-		}
-		mm = checkSource(in.recorded, src, in.cfg.Topics)
-		// A topic the brokers do not know was deleted: unless the answer
-		// came from a broker that has not caught up, ask a few times.
-		if mm == nil || !mm.onlyMissing() || attempt == 3 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-	if mm != nil && !in.cfg.ResetSourcePosition {
-		return mm
-	}
-	in.mu.Lock()
-	applied, durable := in.applied.Clone(), in.durable.Clone()
+// bind makes src what this run records: its cluster ID, its topics' IDs
+// and counts, and the recorded IDs of the other topics, but those of mm
+// (the mismatch ResetSourcePosition discards; nil: none).
+func (b *binding) bind(src sourceInfo, mm *SourceMismatchError) {
 	ids := map[string]TopicID{}
-	switch {
-	case mm == nil:
-		for t, id := range in.recorded.TopicIDs {
+	if mm == nil || !mm.OtherCluster() {
+		for t, id := range b.recorded.TopicIDs {
 			ids[t] = id
 		}
-	case mm.OtherCluster():
-		in.cfg.Logger.Warn("discarding the store's recorded offsets: they belong to another Kafka cluster (--reset-source-position); their partitions start at the group's committed offsets, then by --reset",
-			"recorded_cluster_id", mm.RecordedCluster, "cluster_id", mm.Cluster, "discarded", fmtOffsets(applied))
-		applied, durable = Position{}, Position{}
-	default:
-		for t, id := range in.recorded.TopicIDs {
-			ids[t] = id
-		}
+	}
+	if mm != nil {
 		for _, tm := range mm.Topics {
-			what := "deleted and re-created"
-			if tm.Missing {
-				what = "deleted"
-			}
-			in.cfg.Logger.Warn("discarding the store's recorded offsets of topic "+tm.Topic+": it was "+what+" (--reset-source-position); its partitions start at the group's committed offsets, then by --reset",
-				"topic", tm.Topic, "recorded_topic_id", tm.Recorded.String(), "topic_id", foundID(tm), "discarded", fmtOffsets(Position{tm.Topic: applied[tm.Topic]}))
-			delete(applied, tm.Topic)
-			delete(durable, tm.Topic)
 			delete(ids, tm.Topic)
 		}
 	}
 	for t, id := range src.ids {
 		ids[t] = id
 	}
-	if src.cluster == "" {
-		in.cfg.Logger.Warn("the brokers report no cluster ID: recorded offsets cannot be bound to their cluster")
-	}
-	in.applied, in.durable = applied, durable
-	in.clusterID, in.topicIDs, in.partitions = src.cluster, ids, src.partitions
-	for t, m := range applied {
-		for p := range m {
-			in.history.add(t, p)
-		}
-	}
-	in.mu.Unlock()
-	return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clusterID, b.topicIDs, b.partitions = src.cluster, ids, src.partitions
 }
 
-// onlyMissing reports whether every mismatch is a topic the brokers do
-// not know.
-func (e *SourceMismatchError) onlyMissing() bool {
-	for _, t := range e.Topics {
-		if !t.Missing {
-			return false
-		}
-	}
-	return !e.OtherCluster()
-}
-
-func foundID(tm TopicMismatch) string {
-	if tm.Missing {
-		return "(none: no such topic)"
-	}
-	return tm.Found.String()
-}
-
-// learnSource checks what the brokers report at an assignment against
-// what this run is bound to: another cluster ID, or another ID for a topic
-// of topics with a known ID, means the source changed under the running
+// learn checks what the brokers report at an assignment against what
+// this run is bound to: another cluster ID, or another ID for a topic of
+// topics with a known ID, means the source changed under the running
 // ingester (a *SourceMismatchError for Run to return). IDs of topics new
-// to this run are learnt, so that positions can name them.
-func (in *Ingester) learnSource(src sourceInfo, topics []string) *SourceMismatchError {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	mm := &SourceMismatchError{RecordedCluster: in.clusterID, Cluster: src.cluster, WhileRunning: true}
+// to this run are learnt, so that positions can name them, and every
+// partition count is taken.
+func (b *binding) learn(src sourceInfo, topics []string) *SourceMismatchError {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mm := &SourceMismatchError{RecordedCluster: b.clusterID, Cluster: src.cluster, WhileRunning: true}
 	if mm.OtherCluster() {
 		return mm
 	}
 	var learn []string
 	for _, t := range topics {
-		known, ok := in.topicIDs[t]
+		known, ok := b.topicIDs[t]
 		switch {
 		case !ok:
 			learn = append(learn, t)
@@ -295,164 +96,90 @@ func (in *Ingester) learnSource(src sourceInfo, topics []string) *SourceMismatch
 		}
 	}
 	if len(mm.Topics) > 0 {
-		sort.Slice(mm.Topics, func(i, j int) bool { return mm.Topics[i].Topic < mm.Topics[j].Topic })
+		sortMismatches(mm)
 		return mm
 	}
 	if len(learn) > 0 {
-		ids := make(map[string]TopicID, len(in.topicIDs)+len(learn))
-		for t, id := range in.topicIDs {
+		ids := make(map[string]TopicID, len(b.topicIDs)+len(learn))
+		for t, id := range b.topicIDs {
 			ids[t] = id
 		}
 		for _, t := range learn {
 			ids[t] = src.ids[t]
-			in.cfg.Logger.Info("topic appeared", "topic", t, "topic_id", src.ids[t].String(), "partitions", src.partitions[t])
+			b.log.Info("topic appeared", "topic", t, "topic_id", src.ids[t].String(), "partitions", src.partitions[t])
 		}
-		in.topicIDs = ids
+		b.topicIDs = ids
 	}
 	for t, n := range src.partitions {
-		in.partitions[t] = n
+		b.partitions[t] = n
 	}
 	return nil
 }
 
-// checkRecreated is called when fetches of topics fail with
-// UNKNOWN_TOPIC_ID. franz-go never adopts the new ID of a topic deleted
-// and re-created under a running consumer (it would fetch another log at
-// the old offsets): it fails that topic's fetches until the client forgets
-// the topic. If the brokers now report another ID for one of topics (or
-// another cluster ID), the source changed under the ingester, and Run
-// returns a *SourceMismatchError saying so instead of retrying forever. A
-// topic that is gone (deleted, not re-created yet) is waited for.
-func (in *Ingester) checkRecreated(ctx context.Context, topics []string) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	src, err := in.requestSource(cctx)
-	if err != nil {
-		return // checked again with the next errors
+// recreated judges what the brokers report when fetches of topics fail
+// with UNKNOWN_TOPIC_ID: another cluster ID, or another ID for one of
+// topics that the brokers know (a topic gone is waited for), is a
+// *SourceMismatchError; nil otherwise.
+func (b *binding) recreated(src sourceInfo, topics []string) *SourceMismatchError {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mm := &SourceMismatchError{RecordedCluster: b.clusterID, Cluster: src.cluster, WhileRunning: true}
+	if mm.OtherCluster() {
+		return mm
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	mm := &SourceMismatchError{RecordedCluster: in.clusterID, Cluster: src.cluster, WhileRunning: true}
-	if !mm.OtherCluster() {
-		for _, t := range topics {
-			found, exists := src.ids[t]
-			if known, ok := in.topicIDs[t]; ok && exists && found != known {
-				mm.Topics = append(mm.Topics, TopicMismatch{Topic: t, Recorded: known, Found: found})
-			}
+	for _, t := range topics {
+		found, exists := src.ids[t]
+		if known, ok := b.topicIDs[t]; ok && exists && found != known {
+			mm.Topics = append(mm.Topics, TopicMismatch{Topic: t, Recorded: known, Found: found})
 		}
-		if len(mm.Topics) == 0 {
-			return
-		}
-		sort.Slice(mm.Topics, func(i, j int) bool { return mm.Topics[i].Topic < mm.Topics[j].Topic })
 	}
-	if in.fatal == nil {
-		in.fatal = mm
-		in.cfg.Logger.Error(mm.Error())
+	if len(mm.Topics) == 0 {
+		return nil
 	}
+	sortMismatches(mm)
+	return mm
 }
 
-// evaluate judges the current assignment (checkAssignment). On a conflict
-// it pauses fetching of every assigned partition and of extra (being
-// assigned), makes Ready say why, and reports it (reportConflict: one
-// ERROR, counted, at once or once it lasts); otherwise
-// it takes every assigned partition without history into history at its
-// start offset and resumes fetching. With ResetSourcePosition a conflict
-// is logged as a WARN and ingested as if there were none.
-func (in *Ingester) evaluate(extra map[string]map[int32]kgo.Offset) {
-	in.mu.Lock()
-	assigned := partitionSet{}
-	for t, ps := range in.assigned {
-		for _, p := range ps {
-			assigned.add(t, p)
-		}
-	}
-	c := checkAssignment(assignmentFacts{group: in.cfg.Group, topics: in.cfg.Topics, history: in.history,
-		assigned: assigned, committed: in.committed, partitions: in.partitions})
-	prev := in.conflict
-	accept := c == nil || in.cfg.ResetSourcePosition
-	warn := accept && c != nil && in.accepting != c.Error()
-	if warn {
-		in.accepting = c.Error()
-	}
-	if accept {
-		for t, ps := range in.assigned {
-			for _, p := range ps {
-				s, ok := in.starts.Get(t, p)
-				if in.history.has(t, p) || !ok {
-					continue // history, or not through adjustOffsets yet
-				}
-				in.history.add(t, p)
-				in.accepted.Set(t, p, s)
-				in.pending.Set(t, p, s)
-			}
-		}
-		in.conflict, in.conflicts = nil, conflictRun{}
-	} else {
-		in.conflicts.begin(in.conflict == nil)
-		in.conflict = c
-	}
-	in.evaluated, in.checking = true, nil
-	in.mu.Unlock()
-	if accept {
-		// The group's offsets follow the store's position from the start,
-		// even if nothing new arrives (lag tools read them); and the lag
-		// of the new assignment is known at once.
-		in.commitAssigned.Store(true)
-		in.wakeLag()
-	}
-
-	m := in.cfg.Metrics
-	switch {
-	case !accept:
-		in.reportConflict(c)
-	case c != nil:
-		if warn {
-			in.cfg.Logger.Warn("ingesting an assignment that splits the graph, as --reset-source-position asks: " + c.Error())
-		}
-		m.SourceConflict.Set(0)
-	default:
-		if prev != nil {
-			in.cfg.Logger.Info("the assignment no longer conflicts; fetching resumed")
-		}
-		m.SourceConflict.Set(0)
-	}
-	in.setPaused(pauseConflict, !accept, extra)
+func sortMismatches(mm *SourceMismatchError) {
+	sort.Slice(mm.Topics, func(i, j int) bool { return mm.Topics[i].Topic < mm.Topics[j].Topic })
 }
 
-// takePending returns polled with the partitions history took since the
-// last call added at their start offsets, and whether the source changed
-// under the ingester (Run must return that error). Called by the poll loop.
-func (in *Ingester) takePending(polled Position) (Position, error) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.fatal != nil {
-		return polled, in.fatal
-	}
-	if len(in.pending) == 0 {
-		return polled, nil
-	}
-	// Never modified in place: in-flight jobs share polled's maps.
-	next := polled.Clone()
-	for t, ps := range in.pending {
-		for p, o := range ps {
-			if _, ok := next.Get(t, p); !ok {
-				next.Set(t, p, o)
-			}
-		}
-	}
-	in.pending = Position{}
-	return next, nil
-}
-
-// encodePosition binds p to the source for the store to record.
-func (in *Ingester) encodePosition(p Position) []byte {
-	in.mu.Lock()
-	r := Recorded{Graph: in.cfg.Graph, ClusterID: in.clusterID, TopicIDs: in.topicIDs, Position: p}
-	in.mu.Unlock()
+// encode binds p to the source for the store to record.
+func (b *binding) encode(p Position) []byte {
+	b.mu.Lock()
+	r := Recorded{Graph: b.graph, ClusterID: b.clusterID, TopicIDs: b.topicIDs, Position: p}
+	b.mu.Unlock()
 	return r.Encode() // topicIDs is copy-on-write
 }
 
-// fmtOffsets lists a position as "topic[partition:offset,...] ...".
-func fmtOffsets(p Position) string {
-	return fmtPartitions(p, func(q int32, o int64) string { return fmt.Sprintf("%d:%d", q, o) })
+// topicID is the ID topic t is bound to (zero: none).
+func (b *binding) topicID(t string) TopicID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.topicIDs[t]
 }
+
+// partitionCounts returns a copy of the partition counts known.
+func (b *binding) partitionCounts() map[string]int32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := make(map[string]int32, len(b.partitions))
+	for t, n := range b.partitions {
+		c[t] = n
+	}
+	return c
+}
+
+// idCheckDue reports whether fetch errors may make the poll loop read the
+// topics' IDs now (at most every idCheckEvery), and if so notes it.
+func (b *binding) idCheckDue(now time.Time) bool {
+	if now.Sub(b.lastIDCheck) < idCheckEvery {
+		return false
+	}
+	b.lastIDCheck = now
+	return true
+}
+
+// idCheckEvery bounds how often fetch errors make the poll loop read the
+// topics' IDs from the brokers.
+const idCheckEvery = 2 * time.Second

@@ -49,12 +49,9 @@ func conflictIngester(t *testing.T) (*Ingester, *syncBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.cl.Close)
-	in.mu.Lock()
-	in.partitions = map[string]int32{"edges": 2, "new": 1}
-	in.history.add("edges", 0)
-	in.history.add("edges", 1)
-	in.assigned = map[string][]int32{"edges": {0, 1}}
-	in.mu.Unlock()
+	in.src.bind(sourceInfo{partitions: map[string]int32{"edges": 2, "new": 1}}, nil)
+	in.asg.takeHistory(Position{"edges": {0: 0, 1: 0}})
+	in.asg.assign(map[string][]int32{"edges": {0, 1}})
 	return in, lb
 }
 
@@ -62,16 +59,14 @@ func conflictIngester(t *testing.T) (*Ingester, *syncBuffer) {
 // gauge, Ready's reason about the assignment (the brokers of this
 // ingester never answer: Ready's other reasons are not the test's).
 func conflictState(in *Ingester, lb *syncBuffer) (errs int, count, gauge float64, ready string) {
-	if err := in.assignmentReady(); err != nil {
+	if err := in.asg.ready(); err != nil {
 		ready = err.Error()
 	}
 	return lb.count("level=ERROR"), testutil.ToFloat64(in.cfg.Metrics.SourceConflicts), testutil.ToFloat64(in.cfg.Metrics.SourceConflict), ready
 }
 
 func conflictPaused(in *Ingester) bool {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	return in.pausedFor&pauseConflict != 0
+	return in.pauses.paused(pauseConflict)
 }
 
 // TestConflictOfNewPartitionsWaits: partitions of a topic new to the store
@@ -99,10 +94,8 @@ func TestConflictOfNewPartitionsWaits(t *testing.T) {
 			t.Error("fetching is not paused while the assignment is incomplete")
 		}
 		// The rebalance that follows assigns the partition.
-		in.mu.Lock()
-		in.assigned["new"] = []int32{0}
-		in.starts.Set("new", 0, 0)
-		in.mu.Unlock()
+		in.asg.assign(map[string][]int32{"new": {0}})
+		in.asg.noteStart("new", 0, 0, false)
 		in.evaluate(nil)
 		time.Sleep(600 * time.Millisecond) // past the grace: the timer finds nothing to report
 		errs, count, gauge, ready = conflictState(in, lb)
@@ -140,9 +133,7 @@ func TestConflictOfNewPartitionsWaits(t *testing.T) {
 	})
 	t.Run("certain", func(t *testing.T) {
 		in, lb := conflictIngester(t)
-		in.mu.Lock()
-		in.history.add("new", 0) // this store holds the history of new[0]
-		in.mu.Unlock()
+		in.asg.takeHistory(Position{"new": {0: 0}}) // this store holds the history of new[0]
 		in.evaluate(nil)
 		errs, count, gauge, ready := conflictState(in, lb)
 		if errs != 1 || count != 1 || gauge != 1 || !strings.Contains(ready, "(this store holds the history of new[0])") {

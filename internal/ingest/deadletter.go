@@ -258,12 +258,16 @@ type deadLetters struct {
 	limitKnown bool
 	limitStale bool // read it again before the next attempt; Protected by mu.
 	// blocks are the blocked partitions. Protected by mu.
-	blocks map[tp]*dlBlock
-	wake   chan struct{} // tells the worker about a new block
+	blocks  map[tp]*dlBlock
+	wake    chan struct{} // tells the worker about a new block
+	metrics *Metrics
+	// deadLog aggregates the log lines of records dead-lettered, by topic
+	// (logsummary.go).
+	deadLog *repeats
 }
 
-func newDeadLetters(topic string) *deadLetters {
-	d := &deadLetters{topic: topic, topicLimit: DefaultMaxMessageBytes, limitStale: true,
+func newDeadLetters(topic string, m *Metrics) *deadLetters {
+	d := &deadLetters{topic: topic, metrics: m, topicLimit: DefaultMaxMessageBytes, limitStale: true,
 		blocks: map[tp]*dlBlock{}, wake: make(chan struct{}, 1)}
 	d.clientLimit.Store(1000012) // franz-go's default, until the topic's is read
 	return d
@@ -309,20 +313,32 @@ retry:
 		limit, err = describeMaxMessageBytes(rctx, kadm.NewClient(in.cl), d.topic)
 	}
 	if err != nil {
-		d.mu.Lock()
-		assumed := d.topicLimit
-		d.mu.Unlock()
+		assumed := d.assumedLimit()
 		in.cfg.Logger.Warn("could not read the dead-letter topic's max.message.bytes; assuming the last known limit (at first Kafka's default)", "topic", d.topic, "limit", assumed, "err", err)
 		in.followDeadLetterLimit(assumed)
 		return
 	}
-	d.mu.Lock()
-	if d.topicLimit != limit || !d.limitKnown {
+	if d.learnLimit(limit) {
 		in.cfg.Logger.Info("dead-letter topic limit", "topic", d.topic, "max_message_bytes", limit)
 	}
-	d.topicLimit, d.limitKnown, d.limitStale = limit, true, false
-	d.mu.Unlock()
 	in.followDeadLetterLimit(limit)
+}
+
+// assumedLimit is the topic's limit as last read or assumed.
+func (d *deadLetters) assumedLimit() int32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.topicLimit
+}
+
+// learnLimit records the topic's limit as read, and reports whether it
+// is news.
+func (d *deadLetters) learnLimit(limit int32) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	news := d.topicLimit != limit || !d.limitKnown
+	d.topicLimit, d.limitKnown, d.limitStale = limit, true, false
+	return news
 }
 
 // followDeadLetterLimit sets the client's batch limit for the dead-letter
@@ -330,8 +346,12 @@ retry:
 // in flight; franz-go reads it again once the topic is purged from its
 // producer.
 func (in *Ingester) followDeadLetterLimit(limit int32) {
-	d := in.dl
-	want := max(min(limit, clientCap(in.cl)), 512)
+	in.dl.follow(max(min(limit, clientCap(in.cl)), 512), func() { in.cl.PurgeTopicsFromProducing(in.dl.topic) })
+}
+
+// follow makes want the client's batch limit (purge makes the client read
+// it again) when no dead letter is in flight.
+func (d *deadLetters) follow(want int32, purge func()) {
 	if d.clientLimit.Load() == want {
 		return
 	}
@@ -341,8 +361,11 @@ func (in *Ingester) followDeadLetterLimit(limit int32) {
 		return // the smaller limit applies meanwhile; changed with the next attempt
 	}
 	d.clientLimit.Store(want)
-	in.cl.PurgeTopicsFromProducing(d.topic)
+	purge()
 }
+
+// batchLimit is what the client's ProducerBatchMaxBytesFn answers.
+func (d *deadLetters) batchLimit() int32 { return d.clientLimit.Load() }
 
 // describeMaxMessageBytes reads a topic's max.message.bytes.
 func describeMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (int32, error) {
@@ -373,7 +396,18 @@ func describeMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string
 // hands it to the client; done receives the outcome once (a build
 // failure at once).
 func (in *Ingester) produceDeadLetter(ctx context.Context, src *kgo.Record, reason string, done func(error)) {
-	d := in.dl
+	in.dl.produce(ctx, in.cl, src, reason, done)
+}
+
+// producer is what the dead letters ask of the Kafka client
+// (*kgo.Client).
+type producer interface {
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+}
+
+// produce builds src's dead letter at the current limit and hands it to
+// p; done receives the outcome once (a build failure at once).
+func (d *deadLetters) produce(ctx context.Context, p producer, src *kgo.Record, reason string, done func(error)) {
 	d.produceMu.RLock()
 	defer d.produceMu.RUnlock()
 	letter, truncated, err := buildDeadLetter(d.topic, src, reason, d.limit())
@@ -382,23 +416,22 @@ func (in *Ingester) produceDeadLetter(ctx context.Context, src *kgo.Record, reas
 		return
 	}
 	if truncated {
-		in.cfg.Metrics.DeadLettersTruncated.Inc()
+		d.metrics.DeadLettersTruncated.Inc()
 	}
 	d.inflight.Add(1)
-	in.cl.Produce(ctx, letter, func(_ *kgo.Record, err error) {
+	p.Produce(ctx, letter, func(_ *kgo.Record, err error) {
 		d.inflight.Add(-1)
 		done(err)
 	})
 }
 
-// noteDeadLetterError counts a failed attempt and marks the topic's limit
+// noteError counts a failed attempt and marks the topic's limit
 // for reading again when the failure may be about it.
-func (in *Ingester) noteDeadLetterError(err error) {
-	in.cfg.Metrics.DeadLetterFailures.Inc()
+func (d *deadLetters) noteError(err error) {
+	d.metrics.DeadLetterFailures.Inc()
 	var tooLarge *errDeadLetterTooLarge
 	brokerTooLarge := errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 	if brokerTooLarge || errors.As(err, &tooLarge) || errors.Is(err, kerr.UnknownTopicOrPartition) {
-		d := in.dl
 		d.mu.Lock()
 		d.limitStale = true
 		if brokerTooLarge && !d.limitKnown {
@@ -470,7 +503,7 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 			pending = append(pending, a)
 			in.cfg.Metrics.DeadLetterFailures.Inc()
 		} else {
-			in.noteDeadLetterError(err)
+			in.dl.noteError(err)
 		}
 		cut[k] = b
 		a.block = b
@@ -480,7 +513,7 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 	// consumed again once the partition resumes).
 	for _, a := range pending {
 		if b := a.block; b != nil && cut[b.tp] == b {
-			a.handOver(func(err error) { in.attemptDone(b, err) })
+			a.handOver(func(err error) { in.dl.attemptDone(b, err) })
 		}
 	}
 	// Dead letters of a cut partition after its cut record go again once
@@ -492,7 +525,7 @@ func (in *Ingester) deadLetter(ctx context.Context, dead []deadRecord) (map[tp]*
 		}
 		if done, err := atts[i].outcome(); done && err == nil {
 			in.cfg.Metrics.DeadLetters.WithLabelValues(r.Topic).Inc()
-			if in.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
+			if in.dl.deadLog.note(r.Topic) { // the first of its topic in the interval; the others are counted
 				in.cfg.Logger.Warn("record dead-lettered", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", cutUTF8(dr.reason, maxReasonBytes))
 			}
 		}
@@ -542,11 +575,10 @@ func (a *dlAttempt) handOver(late func(error)) {
 }
 
 // attemptDone records the answer to an attempt to write b's dead letter.
-func (in *Ingester) attemptDone(b *dlBlock, err error) {
+func (d *deadLetters) attemptDone(b *dlBlock, err error) {
 	if err != nil {
-		in.noteDeadLetterError(err)
+		d.noteError(err)
 	}
-	d := in.dl
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	b.running = false
@@ -587,24 +619,8 @@ func (d *deadLetters) cuts() map[tp]int64 {
 // setPaused).
 func (in *Ingester) block(bs map[tp]*dlBlock) {
 	d := in.dl
-	pause := map[string][]int32{}
-	d.mu.Lock()
-	for k, b := range bs {
-		if b.backoff == 0 {
-			b.backoff = 100 * time.Millisecond
-			b.next = time.Now().Add(b.backoff)
-		}
-		d.blocks[k] = b
-		pause[k.topic] = append(pause[k.topic], k.partition)
-	}
-	n := len(d.blocks)
-	d.mu.Unlock()
-	in.pauseMu.Lock()
-	for k := range bs {
-		in.dlPaused.add(k.topic, k.partition)
-	}
-	in.cl.PauseFetchPartitions(pause)
-	in.pauseMu.Unlock()
+	held, n := d.addBlocks(bs)
+	in.pauses.holdDeadLetters(held)
 	for k, b := range bs {
 		in.cfg.Metrics.DecodeErrs.WithLabelValues(k.topic).Inc()
 		in.cfg.Metrics.DeadLetterBlocked.WithLabelValues(k.topic, strconv.Itoa(int(k.partition))).Set(1)
@@ -617,15 +633,29 @@ func (in *Ingester) block(bs map[tp]*dlBlock) {
 	}
 }
 
-// unblockAcked resumes every blocked partition whose dead letter is
-// acknowledged: its fetch position moves to the record after the blocked
-// one, and polled (returned) advances past it. It returns how many records
-// that covers. Called by the poll loop right after a poll returned
-// something: rebalances are held off until it allows them, so no
-// partition is revoked meanwhile (SetOffsets needs that).
-func (in *Ingester) unblockAcked(polled Position) (Position, int) {
-	d := in.dl
+// addBlocks adds the blocks of bs, each to be retried after its backoff
+// (100 ms at first), and returns their partitions and how many are
+// blocked now.
+func (d *deadLetters) addBlocks(bs map[tp]*dlBlock) ([]tp, int) {
+	held := make([]tp, 0, len(bs))
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, b := range bs {
+		if b.backoff == 0 {
+			b.backoff = 100 * time.Millisecond
+			b.next = time.Now().Add(b.backoff)
+		}
+		d.blocks[k] = b
+		held = append(held, k)
+	}
+	return held, len(d.blocks)
+}
+
+// takeAcked removes the blocks whose dead letter is acknowledged and
+// returns them, with how many are left.
+func (d *deadLetters) takeAcked() ([]*dlBlock, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var done []*dlBlock
 	for k, b := range d.blocks {
 		if b.acked {
@@ -633,8 +663,49 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 			delete(d.blocks, k)
 		}
 	}
-	n := len(d.blocks)
-	d.mu.Unlock()
+	return done, len(d.blocks)
+}
+
+// drop removes the blocks of partitions in gone and returns those
+// partitions.
+func (d *deadLetters) drop(gone map[string][]int32) map[string][]int32 {
+	dropped := map[string][]int32{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for t, ps := range gone {
+		for _, p := range ps {
+			if _, ok := d.blocks[tp{t, p}]; ok {
+				delete(d.blocks, tp{t, p})
+				dropped[t] = append(dropped[t], p)
+			}
+		}
+	}
+	return dropped
+}
+
+// due marks the blocks whose next attempt is due at now as running and
+// returns them, and whether the topic's limit must be read first.
+func (d *deadLetters) due(now time.Time) ([]*dlBlock, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var due []*dlBlock
+	for _, b := range d.blocks {
+		if !b.running && !b.acked && !now.Before(b.next) {
+			b.running = true
+			due = append(due, b)
+		}
+	}
+	return due, d.limitStale
+}
+
+// unblockAcked resumes every blocked partition whose dead letter is
+// acknowledged: its fetch position moves to the record after the blocked
+// one, and polled (returned) advances past it. It returns how many records
+// that covers. Called by the poll loop right after a poll returned
+// something: rebalances are held off until it allows them, so no
+// partition is revoked meanwhile (SetOffsets needs that).
+func (in *Ingester) unblockAcked(polled Position) (Position, int) {
+	done, n := in.dl.takeAcked()
 	if len(done) == 0 {
 		return polled, 0
 	}
@@ -652,14 +723,7 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 		}
 	}
 	in.cl.SetOffsets(set)
-	in.pauseMu.Lock()
-	for _, b := range done {
-		delete(in.dlPaused[b.topic], b.partition)
-	}
-	if in.pausedFor == 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
-	in.pauseMu.Unlock()
+	in.pauses.releaseDeadLetters(resume, false)
 	m := in.cfg.Metrics
 	for _, b := range done {
 		m.DeadLetters.WithLabelValues(b.topic).Inc()
@@ -683,32 +747,14 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 // assignment fetches them again: the position stays at the blocked
 // record, where a new assignment starts (and dead-letters it again).
 func (in *Ingester) dropBlocks(gone map[string][]int32) {
-	d := in.dl
-	if d == nil {
+	if in.dl == nil {
 		return
 	}
-	resume := map[string][]int32{}
-	d.mu.Lock()
-	for t, ps := range gone {
-		for _, p := range ps {
-			if _, ok := d.blocks[tp{t, p}]; ok {
-				delete(d.blocks, tp{t, p})
-				resume[t] = append(resume[t], p)
-			}
-		}
-	}
-	d.mu.Unlock()
+	resume := in.dl.drop(gone)
 	if len(resume) == 0 {
 		return
 	}
-	in.pauseMu.Lock()
-	for t, ps := range resume {
-		for _, p := range ps {
-			delete(in.dlPaused[t], p)
-		}
-	}
-	in.cl.ResumeFetchPartitions(resume)
-	in.pauseMu.Unlock()
+	in.pauses.releaseDeadLetters(resume, true)
 	in.cfg.Logger.Info("blocked partitions went to another member; their dead letters are retried by whoever consumes them", "partitions", resume)
 }
 
@@ -728,17 +774,7 @@ func (in *Ingester) deadLetterWorker(ctx context.Context) {
 		case <-tick.C:
 		case <-d.wake:
 		}
-		d.mu.Lock()
-		now := time.Now()
-		var due []*dlBlock
-		for _, b := range d.blocks {
-			if !b.running && !b.acked && !now.Before(b.next) {
-				b.running = true
-				due = append(due, b)
-			}
-		}
-		stale := d.limitStale
-		d.mu.Unlock()
+		due, stale := d.due(time.Now())
 		if len(due) == 0 {
 			continue
 		}
@@ -746,7 +782,7 @@ func (in *Ingester) deadLetterWorker(ctx context.Context) {
 			in.readDeadLetterLimit(ctx, 0)
 		}
 		for _, b := range due {
-			in.produceDeadLetter(ctx, b.src, b.reason, func(err error) { in.attemptDone(b, err) })
+			in.produceDeadLetter(ctx, b.src, b.reason, func(err error) { in.dl.attemptDone(b, err) })
 		}
 	}
 }

@@ -2,13 +2,17 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -177,5 +181,84 @@ func TestLongestFit(t *testing.T) {
 				t.Fatalf("longestFit(%d, <= %d) = %d", most, limit, got)
 			}
 		}
+	}
+}
+
+// fakeProducer answers every produce with err, at once.
+type fakeProducer struct {
+	err      error
+	produced []*kgo.Record
+}
+
+func (p *fakeProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	p.produced = append(p.produced, r)
+	promise(r, p.err)
+}
+
+// TestDeadLettersPart: the dead letters part alone, against a fake
+// producer. A produce builds the dead letter at the limit; a broker's
+// "too large" while the topic's limit is unknown halves the assumed
+// limit and marks it for reading again; a block is retried when its
+// backoff is due, one attempt at a time, doubles its backoff on failure,
+// and once acknowledged is taken back (or dropped with its partition).
+func TestDeadLettersPart(t *testing.T) {
+	m := NewMetrics(nil)
+	d := newDeadLetters("dlt", m)
+	src := &kgo.Record{Topic: "edges", Partition: 1, Offset: 7, Value: []byte("bad")}
+	p := &fakeProducer{}
+	var got []error
+	d.produce(context.Background(), p, src, "why", func(err error) { got = append(got, err) })
+	if len(p.produced) != 1 || p.produced[0].Topic != "dlt" || string(p.produced[0].Value) != "bad" || len(got) != 1 || got[0] != nil {
+		t.Fatalf("produced %v, answers %v", p.produced, got)
+	}
+	if d.inflight.Load() != 0 {
+		t.Fatalf("%d in flight after the answer", d.inflight.Load())
+	}
+	d.noteError(kerr.MessageTooLarge)
+	if d.assumedLimit() != DefaultMaxMessageBytes/2 || !d.limitStale {
+		t.Fatalf("after a broker's too large: limit %d, stale %v", d.assumedLimit(), d.limitStale)
+	}
+	if !d.learnLimit(5000) || d.learnLimit(5000) || d.limitStale {
+		t.Fatal("learnLimit: the first read is news, the same again is not, and the limit is no longer stale")
+	}
+	d.noteError(kerr.MessageTooLarge) // known now: not halved
+	if d.assumedLimit() != 5000 || testutil.ToFloat64(m.DeadLetterFailures) != 2 {
+		t.Fatalf("limit %d, failures %v", d.assumedLimit(), testutil.ToFloat64(m.DeadLetterFailures))
+	}
+
+	t0 := time.Now()
+	held, n := d.addBlocks(map[tp]*dlBlock{{"edges", 1}: {tp: tp{"edges", 1}, offset: 7, src: src}, {"edges", 2}: {tp: tp{"edges", 2}, offset: 3, src: src}})
+	if len(held) != 2 || n != 2 || d.blocked() != 2 {
+		t.Fatalf("held %v, %d blocked", held, n)
+	}
+	if c := d.cuts(); c[tp{"edges", 1}] != 7 || c[tp{"edges", 2}] != 3 {
+		t.Fatalf("cuts %v", c)
+	}
+	if due, _ := d.due(t0); len(due) != 0 {
+		t.Fatalf("due before the first backoff: %d", len(due))
+	}
+	due, stale := d.due(t0.Add(200 * time.Millisecond))
+	if len(due) != 2 || !stale {
+		t.Fatalf("due after the backoff: %d, stale %v", len(due), stale)
+	}
+	if again, _ := d.due(t0.Add(time.Hour)); len(again) != 0 {
+		t.Fatalf("%d attempts started while theirs run", len(again))
+	}
+	for _, b := range due {
+		if b.partition == 1 {
+			d.attemptDone(b, nil)
+		} else {
+			d.attemptDone(b, errors.New("refused"))
+			if b.backoff != 200*time.Millisecond || b.tries != 1 || b.lastErr == nil {
+				t.Fatalf("after a failed retry: backoff %v, tries %d, err %v", b.backoff, b.tries, b.lastErr)
+			}
+		}
+	}
+	done, left := d.takeAcked()
+	if len(done) != 1 || done[0].partition != 1 || left != 1 {
+		t.Fatalf("taken %v, %d left", done, left)
+	}
+	if dropped := d.drop(map[string][]int32{"edges": {1, 2}}); len(dropped["edges"]) != 1 || dropped["edges"][0] != 2 || d.blocked() != 0 {
+		t.Fatalf("dropped %v, %d blocked", dropped, d.blocked())
 	}
 }

@@ -32,7 +32,8 @@
 // no history of it); if not, it pauses fetching of every partition, Ready
 // says why, one ERROR line and a metric tell, and it resumes by itself
 // once an assignment no longer conflicts (source.go has the rules,
-// binding.go how they are applied). One data directory per consumer group.
+// assignment.go the verdict, ingester_source.go how they are applied).
+// One data directory per consumer group.
 //
 // No silently partial graph either: before a partition is fetched, the
 // offset the store needs it from (its recorded position; 0 for a
@@ -74,6 +75,27 @@
 // Backpressure: the store's Apply blocks while both MemGraphs are full;
 // while it does, fetching of every assigned partition is paused, and the
 // client buffers at most a bounded number of records.
+//
+// The Ingester is made of parts, each owning its state under its own
+// lock; no part reaches into another's, and the Ingester passes values
+// between them:
+//
+//	positions   applied, durable, accepted, pending, the checkpoint's (positions.go)
+//	assignment  the partitions held, the store's history, the verdict on
+//	            them, lost partitions, the rebalance signals (assignment.go)
+//	binding     what the store recorded, the cluster and topic IDs and
+//	            partition counts this run records (binding.go)
+//	pauses      why fetching is paused, the partitions held for dead
+//	            letters or lost records (pauses.go)
+//	deadLetters the blocked partitions and the dead-letter topic's limit
+//	            (deadletter.go)
+//	health      the brokers' answers, the stall, the end offsets and lag
+//	            (health.go)
+//
+// The Ingester's own methods are the wiring: New and Run (ingester.go),
+// the source check (ingester_source.go), the group's rebalance callbacks
+// (rebalance.go), partitioned mode (owned.go), log starts (logstart.go),
+// the writes topic (writes.go).
 //
 // Lifecycle of Run: check the source, join the group; then two
 // goroutines, so that polling, decoding and the client's next fetch

@@ -12,12 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Health: what Ready reports besides the assignment (binding.go).
+// Health: what Ready reports besides the assignment (ingester_source.go).
 //
 //   - brokers: a franz-go hook notes every successful read from a broker
 //     (fetches, heartbeats, metadata, the lag timer's requests: a working
@@ -40,12 +41,47 @@ import (
 // against the position applied to the store; it is also refreshed from the
 // high watermarks of the records fetched.
 
-// health is what the broker hooks record.
+// health is the health part of the Ingester: what the broker hooks
+// record, when the store's Apply began to stall, the newest end offset of
+// each assigned partition, and the aggregated log lines of stalls and
+// fetch errors. It says what is wrong besides the assignment (reasons);
+// what it needs of the other parts (the partitions lost and assigned, the
+// dead letters' reasons, where each partition's lag counts from) the
+// Ingester hands it.
 type health struct {
+	group   string
+	brokers []string
+	grace   time.Duration
+	maxLag  int64                // Config.ReadyMaxLag (0: none)
+	lag     *prometheus.GaugeVec // Metrics.Lag
+
 	lastAnswer atomic.Int64 // unix nanoseconds of the last successful read from a broker
 	joinSent   atomic.Int64 // unix nanoseconds of the last JoinGroup request written
 	errMu      sync.Mutex
 	lastErr    error // the last connection or read error; Protected by errMu.
+	// stallSince is when the Apply that stalls began (unix ns, 0: none).
+	stallSince atomic.Int64
+	// lagNow wakes the lag loop (an assignment).
+	lagNow chan struct{}
+	// The aggregated log lines (logsummary.go): the store's stalls, fetch
+	// errors by topic and error.
+	stalls   *stallLog
+	fetchLog *repeats
+
+	mu sync.Mutex
+	// ends is the newest end offset known of each assigned partition, from
+	// the lag loop or a fetch's high watermark. Protected by mu.
+	// INVARIANT: a partition leaves ends, and its lag series goes, when it
+	// goes to another member (forget); none is added for a partition not
+	// assigned (the assigned function is asked under mu).
+	ends map[tp]int64
+}
+
+func newHealth(c *Config) *health {
+	h := &health{group: c.Group, brokers: c.Brokers, grace: c.ReadyGrace, maxLag: c.ReadyMaxLag, lag: c.Metrics.Lag,
+		lagNow: make(chan struct{}, 1), ends: map[tp]int64{}}
+	h.lastAnswer.Store(time.Now().UnixNano())
+	return h
 }
 
 // OnBrokerRead implements kgo.HookBrokerRead.
@@ -107,45 +143,170 @@ func (e readyError) Error() string {
 
 func (e readyError) Unwrap() []error { return e }
 
-// healthReasons lists what is wrong besides the assignment.
-func (in *Ingester) healthReasons(now time.Time) []error {
+// healthView is what the reasons of health depend on that other parts
+// hold.
+type healthView struct {
+	lost        partitionSet // partitions lost since the last assignment
+	deadLetters []string     // why partitions are blocked on dead letters
+	// lagFrom is the position a partition's lag counts from (false: none
+	// known).
+	lagFrom func(t string, p int32) (int64, bool)
+}
+
+// reasons lists what is wrong besides the assignment at now: brokers
+// silent for longer than the grace (or a group rebalance pending), lag
+// above the limit, lost partitions, dead letters, a stall longer than the
+// grace.
+func (h *health) reasons(now time.Time, v healthView) []error {
 	var errs []error
-	grace := in.cfg.ReadyGrace
-	d, err := in.health.silence(now)
-	join := time.Unix(0, in.health.joinSent.Load())
-	if pending := now.Sub(join); d > grace && join.UnixNano() > in.health.lastAnswer.Load() && pending <= joinWait {
-		errs = append(errs, fmt.Errorf("waiting %v for consumer group %q to rebalance (its coordinator holds the join until then: a member that died holds the group until its session times out, 45s, unless it restarts with the same --group-instance-id)", pending.Truncate(100*time.Millisecond), in.cfg.Group))
-	} else if d > grace {
-		msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Truncate(100*time.Millisecond), grace, strings.Join(in.cfg.Brokers, ","))
-		if err != nil {
-			msg += ": last error: " + err.Error()
-		}
-		errs = append(errs, errors.New(msg))
+	if err := h.brokersReason(now); err != nil {
+		errs = append(errs, err)
 	}
-	in.mu.Lock()
-	lost := in.lost
-	behind, worst, worstLag, _ := in.lagSummary()
-	in.mu.Unlock()
-	if limit := in.cfg.ReadyMaxLag; limit > 0 && behind > limit {
+	behind, worst, worstLag, _ := h.summary(v.lagFrom)
+	if limit := h.maxLag; limit > 0 && behind > limit {
 		errs = append(errs, fmt.Errorf("%d records behind the brokers' end offsets (more than --ready-max-lag %d; the most behind: %s/%d by %d)", behind, limit, worst.topic, worst.partition, worstLag))
 	}
-	if len(lost) > 0 {
-		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", lost))
+	if len(v.lost) > 0 {
+		errs = append(errs, fmt.Errorf("partitions %s were lost (the consumer group session ended: the group coordinator cannot be reached, or the group moved on without this member after a missed session timeout); waiting for a new assignment", v.lost))
 	}
-	for _, r := range in.dl.reasons() {
+	for _, r := range v.deadLetters {
 		errs = append(errs, errors.New(r))
 	}
-	if s := in.stallSince.Load(); s != 0 {
-		if d := now.Sub(time.Unix(0, s)); d > grace {
-			errs = append(errs, fmt.Errorf("the store has stalled for %v (more than --ready-grace %v): both MemGraphs are full and flushing does not keep up; fetching is paused", d.Truncate(100*time.Millisecond), grace))
+	if s := h.stallSince.Load(); s != 0 {
+		if d := now.Sub(time.Unix(0, s)); d > h.grace {
+			errs = append(errs, fmt.Errorf("the store has stalled for %v (more than --ready-grace %v): both MemGraphs are full and flushing does not keep up; fetching is paused", d.Truncate(100*time.Millisecond), h.grace))
 		}
 	}
 	return errs
 }
 
+// brokersReason says why no broker has answered for longer than the
+// grace (nil: one has): a JoinGroup pending since the last answer (for up
+// to joinWait), else silence, with the last error.
+func (h *health) brokersReason(now time.Time) error {
+	d, err := h.silence(now)
+	join := time.Unix(0, h.joinSent.Load())
+	if pending := now.Sub(join); d > h.grace && join.UnixNano() > h.lastAnswer.Load() && pending <= joinWait {
+		return fmt.Errorf("waiting %v for consumer group %q to rebalance (its coordinator holds the join until then: a member that died holds the group until its session times out, 45s, unless it restarts with the same --group-instance-id)", pending.Truncate(100*time.Millisecond), h.group)
+	}
+	if d <= h.grace {
+		return nil
+	}
+	msg := fmt.Sprintf("no Kafka broker has answered for %v (more than --ready-grace %v; brokers %s)", d.Truncate(100*time.Millisecond), h.grace, strings.Join(h.brokers, ","))
+	if err != nil {
+		msg += ": last error: " + err.Error()
+	}
+	return errors.New(msg)
+}
+
+// stallBegan notes that the Apply begun at t0 stalls; stallEnded that it
+// ended after d.
+func (h *health) stallBegan(t0 time.Time) {
+	h.stallSince.Store(t0.UnixNano())
+	h.stalls.begin(t0)
+}
+
+func (h *health) stallEnded(d time.Duration) {
+	h.stallSince.Store(0)
+	h.stalls.end(d)
+}
+
+// noteEnds records the end offsets lags give of the partitions assigned
+// says are assigned.
+func (h *health) noteEnds(lags []partitionLag, assigned func(string, int32) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range lags {
+		h.noteEndLocked(l.tp, l.end, assigned)
+	}
+}
+
+// noteEndLocked records end as k's end offset unless a newer one is
+// known, and only while k is assigned. h.mu held.
+func (h *health) noteEndLocked(k tp, end int64, assigned func(string, int32) bool) {
+	if !assigned(k.topic, k.partition) {
+		return // revoked meanwhile: another member reports it
+	}
+	if cur, ok := h.ends[k]; !ok || end > cur {
+		h.ends[k] = end
+	}
+}
+
+// setLags records the end offsets listed of the partitions assigned
+// returns (asked under h.mu) and sets their lag, from where lagFrom says
+// their lag counts.
+func (h *health) setLags(ends kadm.ListedOffsets, assigned func() map[string][]int32, lagFrom func(string, int32) (int64, bool)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	as := assigned()
+	isAssigned := func(t string, p int32) bool { return slices.Contains(as[t], p) }
+	for t, ps := range as {
+		for _, p := range ps {
+			end, ok := ends.Lookup(t, p)
+			if !ok || end.Err != nil || end.Offset < 0 {
+				continue
+			}
+			pos, ok := lagFrom(t, p)
+			if !ok {
+				continue
+			}
+			h.noteEndLocked(tp{t, p}, end.Offset, isAssigned)
+			h.lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
+		}
+	}
+}
+
+// forget drops the end offsets and lag series of partitions that went to
+// another member: it reports their lag now.
+func (h *health) forget(gone map[string][]int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for t, ps := range gone {
+		for _, p := range ps {
+			delete(h.ends, tp{t, p})
+			h.lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
+		}
+	}
+}
+
+// summary is how far behind the assigned partitions with a known end
+// offset are, together, the partition most behind (the first in order
+// among equals) with its lag, and whether any end offset is known. A
+// partition's lag is its end offset minus lagFrom.
+func (h *health) summary(lagFrom func(string, int32) (int64, bool)) (total int64, worst tp, worstLag int64, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := true
+	for k, end := range h.ends {
+		pos, ok := lagFrom(k.topic, k.partition)
+		if !ok {
+			continue
+		}
+		l := max(end-pos, 0)
+		total += l
+		if first || l > worstLag || l == worstLag && (k.topic < worst.topic || k.topic == worst.topic && k.partition < worst.partition) {
+			worst, worstLag, first = k, l, false
+		}
+	}
+	return total, worst, worstLag, len(h.ends) > 0
+}
+
+// wakeLag asks the lag loop for a refresh now.
+func (h *health) wakeLag() {
+	select {
+	case h.lagNow <- struct{}{}:
+	default:
+	}
+}
+
+// healthReasons lists what is wrong besides the assignment.
+func (in *Ingester) healthReasons(now time.Time) []error {
+	return in.health.reasons(now, healthView{lost: in.asg.lostNow(), deadLetters: in.dl.reasons(), lagFrom: in.lagFrom})
+}
+
 // lagLoop computes the lag of the assigned partitions from the brokers'
-// end offsets every LagInterval and when lagNow is signalled (an
-// assignment), until ctx ends.
+// end offsets every LagInterval and when woken (an assignment), until ctx
+// ends.
 func (in *Ingester) lagLoop(ctx context.Context) {
 	tick := time.NewTicker(in.cfg.LagInterval)
 	defer tick.Stop()
@@ -155,7 +316,7 @@ func (in *Ingester) lagLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-in.lagNow:
+		case <-in.health.lagNow:
 		}
 		in.refreshLag(ctx, adm)
 	}
@@ -165,14 +326,12 @@ func (in *Ingester) lagLoop(ctx context.Context) {
 // minus the position applied to the store (or, before anything of it is
 // applied, the offset it starts at).
 func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
-	in.mu.Lock()
 	var topics []string
-	for t, ps := range in.assigned {
+	for t, ps := range in.asg.assignedNow() {
 		if len(ps) > 0 {
 			topics = append(topics, t)
 		}
 	}
-	in.mu.Unlock()
 	if len(topics) == 0 {
 		return
 	}
@@ -185,23 +344,9 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 		}
 		return
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.checkCount(ends)
-	for t, ps := range in.assigned {
-		for _, p := range ps {
-			end, ok := ends.Lookup(t, p)
-			if !ok || end.Err != nil || end.Offset < 0 {
-				continue
-			}
-			pos, ok := in.lagFrom(t, p)
-			if !ok {
-				continue
-			}
-			in.noteEnd(tp{t, p}, end.Offset)
-			in.cfg.Metrics.Lag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(max(end.Offset-pos, 0)))
-		}
-	}
+	in.asg.checkCount(ends)
+	// What is assigned now: some may have gone meanwhile.
+	in.health.setLags(ends, in.asg.assignedNow, in.lagFrom)
 }
 
 // Behind is how many records the assigned partitions are behind the
@@ -209,133 +354,22 @@ func (in *Ingester) refreshLag(ctx context.Context, adm *kadm.Client) {
 // (from the lag loop, or the high watermark of its last fetch) minus the
 // position applied to the store; false before any end offset is known.
 func (in *Ingester) Behind() (int64, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	n, _, _, ok := in.lagSummary()
+	n, _, _, ok := in.health.summary(in.lagFrom)
 	return n, ok
 }
 
 // noteEnds records the end offsets of a poll's fetches.
-func (in *Ingester) noteEnds(lags []partitionLag) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, l := range lags {
-		in.noteEnd(l.tp, l.end)
-	}
-}
-
-// noteEnd records end as k's end offset unless a newer one is known, and
-// only while k is assigned. in.mu must be held.
-func (in *Ingester) noteEnd(k tp, end int64) {
-	if !slices.Contains(in.assigned[k.topic], k.partition) {
-		return // revoked meanwhile: another member reports it
-	}
-	if in.ends == nil {
-		in.ends = map[tp]int64{}
-	}
-	if cur, ok := in.ends[k]; !ok || end > cur {
-		in.ends[k] = end
-	}
-}
+func (in *Ingester) noteEnds(lags []partitionLag) { in.health.noteEnds(lags, in.asg.isAssigned) }
 
 // lagFrom is the position a partition's lag counts from: after
 // everything of it applied, or, with nothing applied yet, the offset it
-// starts at; false when neither is known. in.mu must be held.
+// starts at; false when neither is known.
 func (in *Ingester) lagFrom(t string, p int32) (int64, bool) {
-	if pos, ok := in.applied.Get(t, p); ok {
+	if pos, ok := in.pos.appliedNow().Get(t, p); ok {
 		return pos, true
 	}
-	return in.starts.Get(t, p)
+	return in.asg.start(t, p)
 }
 
-// lagSummary is how far behind the assigned partitions with a known end
-// offset are, together, the partition most behind (the first in order
-// among equals) with its lag, and whether any end offset is known. A
-// partition's lag is its end offset minus lagFrom. in.mu must be held.
-func (in *Ingester) lagSummary() (total int64, worst tp, worstLag int64, known bool) {
-	first := true
-	for k, end := range in.ends {
-		pos, ok := in.lagFrom(k.topic, k.partition)
-		if !ok {
-			continue
-		}
-		l := max(end-pos, 0)
-		total += l
-		if first || l > worstLag || l == worstLag && (k.topic < worst.topic || k.topic == worst.topic && k.partition < worst.partition) {
-			worst, worstLag, first = k, l, false
-		}
-	}
-	return total, worst, worstLag, len(in.ends) > 0
-}
-
-// wakeLag asks lagLoop for a refresh now.
-func (in *Ingester) wakeLag() {
-	select {
-	case in.lagNow <- struct{}{}:
-	default:
-	}
-}
-
-// conflictRun is what reportConflict knows of the run of conflicting
-// assignments the current conflict belongs to (a run ends when an
-// assignment no longer conflicts). Protected by Ingester.mu.
-type conflictRun struct {
-	since time.Time // when the run began
-	// reported is the conflict last logged as an ERROR in this run ("":
-	// none yet: the run is not reported, Ready says it waits); noted, the
-	// one last logged as waiting.
-	reported, noted string
-}
-
-// begin notes a conflict found by evaluate; fresh: the assignment did not
-// conflict before (a new run).
-func (r *conflictRun) begin(fresh bool) {
-	if fresh {
-		*r = conflictRun{since: time.Now()}
-	}
-}
-
-// waiting is Ready's reason for conflict c while its run is not reported.
-func (r *conflictRun) waiting(c *assignmentConflict, grace time.Duration) error {
-	return fmt.Errorf("waiting for consumer group %q to assign partitions %s: they are not assigned to this member, and this store has no history of them (partitions new to the group are assigned at its next rebalance, once its leader's metadata lists them); fetching is paused meanwhile, and if they are still assigned elsewhere after %v (--ready-grace) it is reported as a source conflict",
-		c.group, c.elsewhere, grace)
-}
-
-// reportConflict reports c, the conflict evaluate just found: an ERROR
-// line (again when what conflicts changes), the source-conflict gauge, and
-// one count per run. A certain conflict (assignmentConflict.certain) is
-// reported at once; any other only once its run has lasted ReadyGrace (a
-// timer checks again), so that a topic that appears while the group
-// forms, which the group assigns a moment later, is an INFO line and not
-// an ERROR. Fetching is paused all along (evaluate).
-func (in *Ingester) reportConflict(c *assignmentConflict) {
-	in.mu.Lock()
-	if in.conflict != c {
-		in.mu.Unlock()
-		return // judged again since
-	}
-	run := &in.conflicts
-	if wait := in.cfg.ReadyGrace - time.Since(run.since); !c.certain() && run.reported == "" && wait > 0 {
-		note := run.noted != c.Error()
-		run.noted = c.Error()
-		in.mu.Unlock()
-		if note {
-			in.cfg.Logger.Info("waiting for the consumer group to assign the partitions of this store's topics that it has not assigned here; fetching is paused meanwhile",
-				"group", c.group, "partitions", c.elsewhere.String(), "reported_as_a_conflict_after", in.cfg.ReadyGrace)
-		}
-		time.AfterFunc(wait, func() { in.reportConflict(c) })
-		return
-	}
-	// The metrics under mu: an evaluate that ends the run (and zeroes the
-	// gauge after it unlocks) cannot come in between.
-	if run.reported == "" {
-		in.cfg.Metrics.SourceConflicts.Inc()
-	}
-	in.cfg.Metrics.SourceConflict.Set(1)
-	say := run.reported != c.Error()
-	run.reported = c.Error()
-	in.mu.Unlock()
-	if say {
-		in.cfg.Logger.Error("ingestion paused: " + c.Error())
-	}
-}
+// wakeLag asks the lag loop for a refresh now.
+func (in *Ingester) wakeLag() { in.health.wakeLag() }

@@ -3,12 +3,15 @@ package ingest
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -219,9 +222,8 @@ func TestReadyReasons(t *testing.T) {
 	if err := in.Ready(); err == nil || err.Error() != "no partitions assigned yet" {
 		t.Fatalf("fresh: %v", err)
 	}
-	in.mu.Lock()
-	in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1}}
-	in.mu.Unlock()
+	in.asg.assign(map[string][]int32{"edges": {0, 1}})
+	in.asg.evaluate(nil)
 	if err := in.Ready(); err != nil {
 		t.Fatalf("assigned: %v", err)
 	}
@@ -229,7 +231,7 @@ func TestReadyReasons(t *testing.T) {
 	in.health.lastAnswer.Store(time.Now().Add(-time.Minute).UnixNano())
 	in.health.noteErr(errors.New("dial tcp 127.0.0.1:1: connection refused"))
 	in.onLost(context.Background(), nil, map[string][]int32{"edges": {1}})
-	in.stallSince.Store(time.Now().Add(-2 * time.Second).UnixNano())
+	in.health.stallSince.Store(time.Now().Add(-2 * time.Second).UnixNano())
 	err = in.Ready()
 	for _, want := range []string{"no Kafka broker has answered for 1m0", "connection refused", "partitions edges[1] were lost", "the store has stalled for 2"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -244,16 +246,16 @@ func TestReadyReasons(t *testing.T) {
 	// Each goes away: an answer, a new assignment, the store catching up.
 	in.health.lastAnswer.Store(time.Now().UnixNano())
 	in.onAssigned(context.Background(), nil, map[string][]int32{"edges": {1}})
-	in.stallSince.Store(0)
+	in.health.stallSince.Store(0)
 	if err := in.Ready(); err != nil {
 		t.Fatalf("after recovering: %v", err)
 	}
 	// A stall within the grace is not reported.
-	in.stallSince.Store(time.Now().UnixNano())
+	in.health.stallSince.Store(time.Now().UnixNano())
 	if err := in.Ready(); err != nil {
 		t.Fatalf("a fresh stall: %v", err)
 	}
-	in.stallSince.Store(0)
+	in.health.stallSince.Store(0)
 
 	// A JoinGroup written after the last answer and pending (the group
 	// waits for a dead member's session): the silence is the rebalance's,
@@ -304,12 +306,10 @@ func TestReadyMaxLag(t *testing.T) {
 		if n, ok := in.Behind(); n != 0 || ok {
 			t.Fatalf("nothing measured: Behind says %d, %v", n, ok)
 		}
-		in.mu.Lock()
-		in.evaluated, in.assigned = true, map[string][]int32{"edges": {0, 1, 2}}
-		in.applied = Position{"edges": {0: 100, 1: 100, 2: 100}}
-		in.noteEnd(tp{"edges", 0}, 130)
-		in.noteEnd(tp{"other", 0}, 1000) // not assigned: not counted
-		in.mu.Unlock()
+		in.asg.assign(map[string][]int32{"edges": {0, 1, 2}})
+		in.asg.evaluate(nil)
+		in.noteEnds([]partitionLag{{tp: tp{"edges", 0}, end: 130}, {tp: tp{"other", 0}, end: 1000}}) // other/0 is not assigned: not counted
+		in.pos.setApplied(Position{"edges": {0: 100, 1: 100, 2: 100}})
 		in.noteEnds([]partitionLag{{tp: tp{"edges", 1}, end: 170}, {tp: tp{"edges", 2}, end: 100}, {tp: tp{"edges", 0}, end: 120}}) // an older end of 0: kept at 130
 		if err := in.Ready(); err != nil {
 			t.Fatalf("limit %d, 100 records behind: %v", limit, err)
@@ -317,9 +317,7 @@ func TestReadyMaxLag(t *testing.T) {
 		if n, ok := in.Behind(); n != 100 || !ok {
 			t.Fatalf("100 records behind: Behind says %d, %v", n, ok)
 		}
-		in.mu.Lock()
-		in.applied = Position{"edges": {0: 100, 1: 100, 2: 99}}
-		in.mu.Unlock()
+		in.pos.setApplied(Position{"edges": {0: 100, 1: 100, 2: 99}})
 		err = in.Ready()
 		if limit == 0 {
 			if err != nil {
@@ -413,7 +411,7 @@ func TestDeadLetterPauseOutlivesOtherPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.cl.Close()
-	in.assigned = map[string][]int32{"edges": {0, 1, 2}}
+	in.asg.assign(map[string][]int32{"edges": {0, 1, 2}})
 	in.block(map[tp]*dlBlock{{"edges", 1}: {tp: tp{"edges", 1}, offset: 7, src: &kgo.Record{}, since: time.Now(), lastErr: errors.New("refused")}})
 	list := func() partitionSet {
 		ps := partitionSet{}
@@ -452,5 +450,71 @@ func TestDeadLetterPauseOutlivesOtherPauses(t *testing.T) {
 	in.setPaused(pauseStall, false, nil)
 	if got := list().String(); got != "" {
 		t.Fatalf("everything resumed: still paused %s", got)
+	}
+}
+
+// TestHealthPart: the health part alone, the other parts' answers given
+// as values. End offsets are kept for assigned partitions only, the
+// newest; the lag loop's listing sets the lag series of what is assigned
+// when it lands; a partition that goes drops its end and series; the
+// reasons list silence, lag, lost partitions, dead letters and a stall in
+// that order.
+func TestHealthPart(t *testing.T) {
+	m := NewMetrics(nil)
+	cfg := Config{Group: "g", Brokers: []string{"b1"}, ReadyGrace: time.Second, ReadyMaxLag: 10, Metrics: m}
+	h := newHealth(&cfg)
+	h.setLogInterval(slog.New(slog.DiscardHandler), time.Hour)
+	defer h.closeLogs()
+	assigned := map[string][]int32{"e": {0, 1}}
+	isAssigned := func(t string, p int32) bool { return slices.Contains(assigned[t], p) }
+	applied := Position{"e": {0: 100, 1: 50}}
+	lagFrom := func(t string, p int32) (int64, bool) { return applied.Get(t, p) }
+
+	if n, _, _, known := h.summary(lagFrom); n != 0 || known {
+		t.Fatalf("nothing known: %d, %v", n, known)
+	}
+	h.noteEnds([]partitionLag{{tp: tp{"e", 0}, end: 104}, {tp: tp{"e", 2}, end: 999}, {tp: tp{"e", 0}, end: 103}}, isAssigned)
+	listed := kadm.ListedOffsets{"e": {
+		0: {Topic: "e", Partition: 0, Offset: 102},
+		1: {Topic: "e", Partition: 1, Offset: 58},
+		2: {Topic: "e", Partition: 2, Offset: 70},
+	}}
+	h.setLags(listed, func() map[string][]int32 { return assigned }, lagFrom)
+	// e/0: 104 (newest) - 100 = 4; e/1: 58 - 50 = 8; e/2 not assigned.
+	if n, worst, wl, known := h.summary(lagFrom); n != 12 || worst != (tp{"e", 1}) || wl != 8 || !known {
+		t.Fatalf("summary: %d, worst %v by %d, %v; want 12, e/1 by 8", n, worst, wl, known)
+	}
+	if v := testutil.ToFloat64(m.Lag.WithLabelValues("e", "1")); v != 8 {
+		t.Errorf("lag of e/1: %v", v)
+	}
+	if v := testutil.ToFloat64(m.Lag.WithLabelValues("e", "0")); v != 2 {
+		t.Errorf("lag of e/0 (listed 102): %v", v)
+	}
+	now := time.Now()
+	h.stallBegan(now.Add(-3 * time.Second))
+	h.lastAnswer.Store(now.Add(-2 * time.Second).UnixNano())
+	errs := h.reasons(now, healthView{lost: partitionSet{"e": {3: true}}, deadLetters: []string{"dead letters cannot be written"}, lagFrom: lagFrom})
+	want := []string{"no Kafka broker has answered for 2s (more than --ready-grace 1s; brokers b1)", "12 records behind", "partitions e[3] were lost", "dead letters cannot be written", "the store has stalled for 3s"}
+	if len(errs) != len(want) {
+		t.Fatalf("reasons %v, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i].Error(), w) {
+			t.Errorf("reason %d: %q, want it to begin %q", i, errs[i], w)
+		}
+	}
+	// e/1 goes to another member.
+	assigned = map[string][]int32{"e": {0}}
+	h.forget(map[string][]int32{"e": {1}})
+	h.stallEnded(3 * time.Second)
+	h.lastAnswer.Store(now.UnixNano())
+	if n, _, _, _ := h.summary(lagFrom); n != 4 {
+		t.Fatalf("after the revoke: %d behind, want 4", n)
+	}
+	if n := testutil.CollectAndCount(m.Lag); n != 1 {
+		t.Errorf("%d lag series after the revoke, want 1", n)
+	}
+	if errs := h.reasons(now, healthView{lagFrom: lagFrom}); len(errs) != 0 {
+		t.Errorf("recovered: %v", errs)
 	}
 }

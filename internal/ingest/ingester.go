@@ -7,12 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -290,125 +287,27 @@ type Ingester struct {
 	decs  map[string]decode.Decoder
 	cl    *kgo.Client
 
-	// flushMu serializes flushAndCommit between the poll loop and the
-	// rebalance callbacks.
-	flushMu sync.Mutex
+	// pos is where ingestion stands: applied, durable, checkpointed
+	// (positions.go).
+	pos *positions
 
-	mu sync.Mutex
-	// applied is everything applied to the store. Protected by mu.
-	// INVARIANT: while Run runs only the applier goroutine replaces it,
-	// right after the batch that completes it is in the store. Neither
-	// applied nor durable is ever modified in place: a new Position
-	// replaces the old one, so readers may keep the one they got.
-	applied Position
-	durable Position // covered by a completed flush; Protected by mu.
-	// durableSeq is the store sequence number durable corresponds to.
-	// Protected by mu.
-	durableSeq uint64
-	assigned   map[string][]int32 // Protected by mu.
+	// asg is the assignment: the partitions held, the store's history,
+	// the verdict on them (assignment.go).
+	asg *assignment
 
-	// The source (see source.go). recorded is what the store held at New;
-	// Run checks it against the brokers before consuming (bindSource).
-	recorded Recorded
-	// clusterID and topicIDs are what every position this run records is
-	// bound to: the brokers' cluster ID, and the ID of each topic with
-	// offsets. topicIDs is copy-on-write. Protected by mu.
-	// INVARIANT: every topic of applied, durable and of the poll loop's
-	// position has its ID in topicIDs, and for a configured topic it is
-	// the ID the brokers reported (checked at start, learnt at assignment
-	// before any of its records is fetched).
-	clusterID string
-	topicIDs  map[string]TopicID
-	// partitions is the partition count of each configured topic that
-	// exists, from the newest metadata. Protected by mu.
-	partitions map[string]int32
-	// history is every partition the store has data of, or took as its
-	// own at an assignment (with the start offset in accepted): it never
-	// shrinks while Run runs. Protected by mu.
-	// INVARIANT: no record of a partition is fetched, hence applied,
-	// before the partition is in history.
-	history  partitionSet
-	accepted Position // start offsets of the partitions history took this run; Protected by mu.
-	// pending are partitions history took (with their start offsets) that
-	// the poll loop has not yet added to its position, so that the next
-	// recorded position names them. Protected by mu.
-	pending Position
-	// starts and committed are about assigned partitions without history:
-	// the offset each would start at, and whether that is the group's
-	// committed offset (its history is then in another store). Set when
-	// the partition is assigned, dropped when it goes. Protected by mu.
-	starts    Position
-	committed partitionSet
-	// conflict is the verdict against the current assignment (nil: none);
-	// checking is why the assignment could not be checked yet; fatal ends
-	// Run (the source changed under it); evaluated: an assignment was
-	// judged. Protected by mu.
-	conflict  *assignmentConflict
-	conflicts conflictRun // the run of conflicts in.conflict belongs to (reportConflict)
-	checking  error
-	fatal     error
-	evaluated bool
-	// grown: partitioned mode, a topic's partition count changed while Run
-	// ran (checkCount). Protected by mu.
-	grown     *OwnershipError
-	accepting string // the conflict last ingested anyway (ResetSourcePosition); Protected by mu.
+	// src is the source binding: what the store recorded, and the
+	// cluster and topics this run records (binding.go).
+	src *binding
+	// pauses is why fetching is paused, and what is held (pauses.go).
+	// Lock order: its lock, then the assignment's.
+	pauses *pauses
 
-	// pauseMu orders the pauses and resumes of fetching; pausedFor holds
-	// the reasons fetching is paused (pauseStall...). Lock order: pauseMu,
-	// then mu. Protected by pauseMu.
-	pauseMu   sync.Mutex
-	pausedFor uint8
+	// dl is the dead-letter path (deadletter.go).
+	dl *deadLetters
 
-	// lastIDCheck is when fetch errors last made the poll loop check the
-	// topics' IDs (checkRecreated). Owned by the poll loop.
-	lastIDCheck time.Time
-
-	// rebalanceWaiting is set when a rebalance waits for the poll loop
-	// to allow it (franz-go's OnPartitionsCallbackBlocked).
-	rebalanceWaiting atomic.Bool
-
-	// dl is the dead-letter path (deadletter.go); dlPaused are the
-	// partitions paused because their dead letter cannot be written:
-	// they stay paused whatever else resumes fetching. dlPaused is
-	// Protected by pauseMu.
-	dl       *deadLetters
-	dlPaused partitionSet
-	// lostPaused are the partitions paused because their log lost records
-	// the store needs (logstart.go): like dlPaused, they stay paused
-	// whatever else resumes fetching. Protected by pauseMu. truncated
-	// says what each lost. Protected by mu.
-	lostPaused partitionSet
-	truncated  map[tp]LostRecords
-	// acceptedLost: the log start each partition was started at by
-	// AcceptLostRecords when assigned. Protected by mu.
-	acceptedLost map[tp]int64
-
-	// Health (health.go). lost is the partitions lost since the last
-	// assignment (Protected by mu); stallSince is when the Apply that
-	// stalls began (unix ns, 0: none); commitAssigned asks the poll loop
-	// to commit the durable offsets of a new assignment; lagNow wakes the
-	// lag loop; ends is the newest end offset known of each assigned
-	// partition, from the lag loop or a fetch's high watermark (Protected
-	// by mu).
-	health         *health
-	lost           partitionSet
-	ends           map[tp]int64
-	stallSince     atomic.Int64
-	commitAssigned atomic.Bool
-	lagNow         chan struct{}
-
-	// The aggregated log lines (logsummary.go): the store's stalls, dead
-	// letters by topic, fetch errors by topic and error.
-	stalls            *stallLog
-	deadLog, fetchLog *repeats
-
-	// checkpointSeq is the durable seq the last Config.Checkpoint was
-	// given. Owned by the applier's goroutine.
-	checkpointSeq uint64
-	// checkpointPos is the position of the newest analytics checkpoint
-	// (from which serve replays after a restart; nil: none). Protected
-	// by mu.
-	checkpointPos Position
+	// health is what Ready reports besides the assignment, and the lag
+	// (health.go).
+	health *health
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -448,28 +347,27 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		}
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		applied: applied, durable: rec.Position, assigned: map[string][]int32{},
-		recorded: rec, topicIDs: rec.TopicIDs, partitions: map[string]int32{}, history: partitionSet{},
-		accepted: Position{}, pending: Position{}, starts: Position{}, committed: partitionSet{},
-		dl: newDeadLetters(c.DeadLetterTopic), dlPaused: partitionSet{}, lostPaused: partitionSet{}, health: &health{}, lagNow: make(chan struct{}, 1)}
+		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
+		dl: newDeadLetters(c.DeadLetterTopic, c.Metrics), health: newHealth(&c)}
+	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
 		// The newest checkpoint on disk: a restart may replay from it.
 		if ck, err := DecodeRecorded(c.CheckpointFloor); err == nil {
-			in.checkpointPos = ck.Position
+			checkpoint = ck.Position
 		} else {
-			in.checkpointPos = Position{} // unknown: nothing of the writes topic is pruned
+			checkpoint = Position{} // unknown: nothing of the writes topic is pruned
 		}
 	case len(c.ReplayFrom) > 0:
-		in.checkpointPos = applied
+		checkpoint = applied
 	}
+	in.pos = newPositions(applied, rec.Position, checkpoint)
 	if w := c.Writes; w != nil && w.Log.Created() {
 		if _, had := rec.Position[w.Topic]; had {
 			os.Remove(w.Log.Path()) // the empty file this start made: the next start must refuse too
 			return nil, fmt.Errorf("ingest: the store has consumed the writes topic %q, but its outcome log %s is missing: replays could apply refused or retried batches; restore the file, or start with the store and the log of one backup", w.Topic, w.Log.Path())
 		}
 	}
-	in.health.lastAnswer.Store(time.Now().UnixNano())
 	in.setLogInterval(logInterval)
 	var keys decode.KeyResolver
 	if dict != nil {
@@ -519,7 +417,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 			kgo.OnPartitionsAssigned(in.onAssigned),
 			kgo.OnPartitionsRevoked(in.onRevoked),
 			kgo.OnPartitionsLost(in.onLost),
-			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceWaiting.Store(true) }),
+			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.asg.rebalanceWaiting.Store(true) }),
 		)
 	}
 	opts = append(opts,
@@ -527,7 +425,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		// sized by the dead-letter topic's limit, uncompressed so that a
 		// dead letter's size is what is counted, and failed rather than
 		// retried forever (a dead letter may be written twice anyway).
-		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return in.dl.clientLimit.Load() }),
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return in.dl.batchLimit() }),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.DisableIdempotentWrite(),
 		kgo.RecordDeliveryTimeout(c.DeadLetterTimeout),
@@ -541,6 +439,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if in.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)
 	}
+	in.pauses = newPauses(in.cl)
 	return in, nil
 }
 
@@ -622,238 +521,6 @@ func (in *Ingester) BufferedFetchBytes() int64 {
 // DefaultMaxPollRecords is Config.MaxPollRecords when it is zero.
 const DefaultMaxPollRecords = 20000
 
-// adjustOffsets is called once the offsets of newly assigned partitions
-// are fetched, before they are fetched from. It reads the brokers' source
-// (a topic re-created or a cluster replaced under a running ingester ends
-// Run), starts each partition the store has history for at its recorded
-// position, and otherwise leaves franz-go's choice (the committed offset,
-// else the reset policy, resolved to a concrete offset so that the start
-// of the partition's history is known). Then it judges the assignment
-// (evaluate), which pauses fetching if it conflicts.
-//
-// An error (ctx's, when the group session ends meanwhile; or a start
-// offset the brokers did not list) makes franz-go assign none of offs and
-// start a new session.
-func (in *Ingester) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	need := make([]string, 0, len(offs))
-	for t := range offs {
-		need = append(need, t)
-	}
-	src, err := in.fetchSource(ctx, need)
-	if err != nil {
-		return nil, err
-	}
-	if mm := in.learnSource(src, need); mm != nil {
-		in.mu.Lock()
-		in.fatal = mm
-		in.mu.Unlock()
-		in.setPaused(pauseFatal, true, offs)
-		in.cfg.Logger.Error(mm.Error())
-		return offs, nil
-	}
-	// Partitions without history or committed offset start by the reset
-	// policy, resolved here so that their start is known.
-	// needs is the first offset the store needs of each partition that will
-	// be ingested, against where its log starts (logstart.go).
-	resolve := map[string][]int32{}
-	needs, isNew := Position{}, partitionSet{}
-	in.mu.Lock()
-	for t, ps := range offs {
-		for p, o := range ps {
-			if next, ok := in.resumeOffset(t, p); ok {
-				ps[p] = kgo.NewOffset().At(next)
-				needs.Set(t, p, next)
-				in.cfg.Logger.Info("resuming partition from the store's recorded position", "topic", t, "partition", p, "offset", next)
-				continue
-			}
-			isNew.add(t, p)
-			if c := o.EpochOffset().Offset; c >= 0 {
-				// The group consumed it before: into another store, unless
-				// --reset-source-position takes the group's word for it.
-				in.starts.Set(t, p, c)
-				in.committed.add(t, p)
-				if in.cfg.ResetSourcePosition {
-					needs.Set(t, p, c)
-				}
-				continue
-			}
-			resolve[t] = append(resolve[t], p)
-			if in.cfg.ResetPolicy != "latest" {
-				needs.Set(t, p, 0) // the whole log
-			}
-		}
-	}
-	in.mu.Unlock()
-	logStarts, err := in.logStartsFor(ctx, needs)
-	if err != nil {
-		return nil, err
-	}
-	if len(resolve) > 0 {
-		starts := logStarts
-		if in.cfg.ResetPolicy == "latest" {
-			topics := make([]string, 0, len(resolve))
-			for t := range resolve {
-				topics = append(topics, t)
-			}
-			if starts, err = in.listOffsets(ctx, topics, false); err != nil {
-				return nil, err
-			}
-		}
-		in.mu.Lock()
-		for t, ps := range resolve {
-			for _, p := range ps {
-				s, ok := starts.Get(t, p)
-				if !ok {
-					in.mu.Unlock()
-					return nil, fmt.Errorf("ingest: the brokers listed no start offset for %s/%d", t, p)
-				}
-				offs[t][p] = kgo.NewOffset().At(s)
-				in.starts.Set(t, p, s)
-			}
-		}
-		in.mu.Unlock()
-	}
-	lost := lostRecords(needs, logStarts, isNew.has)
-	if in.cfg.AcceptLostRecords {
-		in.acceptLost(lost, offs)
-		lost = nil
-	}
-	in.holdLost(lost, offs)
-	in.evaluate(offs)
-	return offs, nil
-}
-
-// resumeOffset returns where a partition the store has history for
-// resumes: the position after everything applied, or the start offset it
-// was taken at (with ResetSourcePosition, a partition with nothing applied
-// follows the group's offsets instead). Call with mu held.
-func (in *Ingester) resumeOffset(t string, p int32) (int64, bool) {
-	if o, ok := in.applied.Get(t, p); ok {
-		return o, true
-	}
-	if !in.cfg.ResetSourcePosition {
-		return in.accepted.Get(t, p)
-	}
-	return 0, false
-}
-
-// listOffsets lists where the partitions of topics start: the log start
-// offset (start), else the last stable offset (the end, for a
-// read-committed consumer). It says where partitions without a recorded
-// or committed offset start by the reset policy (start: earliest).
-// Retried until it succeeds or ctx ends.
-func (in *Ingester) listOffsets(ctx context.Context, topics []string, start bool) (Position, error) {
-	adm := kadm.NewClient(in.cl)
-	var p Position
-	err := in.retry(ctx, fmt.Sprintf("listing the start offsets of %v", topics), func() error {
-		var l kadm.ListedOffsets
-		var err error
-		if start {
-			l, err = adm.ListStartOffsets(ctx, topics...)
-		} else {
-			l, err = adm.ListCommittedOffsets(ctx, topics...)
-		}
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return err
-		}
-		p = Position{}
-		l.Each(func(o kadm.ListedOffset) {
-			if o.Offset >= 0 { // -1: not found (adjustOffsets then retries the session)
-				p.Set(o.Topic, o.Partition, o.Offset)
-			}
-		})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func (in *Ingester) onAssigned(_ context.Context, _ *kgo.Client, added map[string][]int32) {
-	in.mu.Lock()
-	for t, ps := range added {
-		in.assigned[t] = append(in.assigned[t], ps...)
-		for _, p := range ps {
-			in.cfg.Metrics.DeadLetterBlocked.WithLabelValues(t, strconv.Itoa(int(p))).Set(0)
-		}
-	}
-	// A new assignment: what was lost before is decided now.
-	in.lost = nil
-	in.mu.Unlock()
-	in.cfg.Logger.Info("partitions assigned", "partitions", added)
-	if len(added) == 0 {
-		// The session's assignment is complete (partitions may have gone).
-		// With partitions added, adjustOffsets judges it once their
-		// committed offsets are known.
-		in.evaluate(nil)
-	}
-}
-
-func (in *Ingester) removeAssigned(gone map[string][]int32) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for t, ps := range gone {
-		// Another member reports these partitions' lag now.
-		for _, p := range ps {
-			delete(in.ends, tp{t, p})
-			in.cfg.Metrics.Lag.DeleteLabelValues(t, strconv.Itoa(int(p)))
-			in.cfg.Metrics.DeadLetterBlocked.DeleteLabelValues(t, strconv.Itoa(int(p)))
-			delete(in.starts[t], p)
-			delete(in.committed[t], p)
-		}
-		keep := in.assigned[t][:0]
-		for _, p := range in.assigned[t] {
-			drop := false
-			for _, q := range ps {
-				drop = drop || p == q
-			}
-			if !drop {
-				keep = append(keep, p)
-			}
-		}
-		in.assigned[t] = keep
-	}
-}
-
-// onRevoked makes everything applied durable and commits before the
-// partitions go to another member. The assignment is judged when the
-// session's assignment is complete (onAssigned, adjustOffsets).
-func (in *Ingester) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	in.cfg.Logger.Info("partitions revoked; flushing", "partitions", revoked)
-	if err := in.flushAndCommit(ctx); err != nil {
-		in.cfg.Logger.Error("flush on revoke failed", "err", err)
-	}
-	in.dropBlocks(revoked)
-	in.dropLost(revoked)
-	in.removeAssigned(revoked)
-}
-
-// onLost flushes (the group already moved on, so there is nothing to
-// commit); Ready says so until the next assignment.
-func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	in.cfg.Logger.Warn("partitions lost; flushing", "partitions", lost)
-	in.mu.Lock()
-	if in.lost == nil {
-		in.lost = partitionSet{}
-	}
-	for t, ps := range lost {
-		for _, p := range ps {
-			in.lost.add(t, p)
-		}
-	}
-	in.mu.Unlock()
-	in.dropBlocks(lost)
-	in.dropLost(lost)
-	in.removeAssigned(lost)
-	if err := in.flush(); err != nil {
-		in.cfg.Logger.Error("flush on lost partitions failed", "err", err)
-	}
-}
-
 // Ready returns nil when the ingester ingests its assignment, else why
 // not (for /readyz). About the assignment: no partitions assigned yet; the
 // assignment would split the graph between stores (see checkAssignment;
@@ -869,7 +536,7 @@ func (in *Ingester) onLost(_ context.Context, _ *kgo.Client, lost map[string][]i
 // unwraps to each).
 func (in *Ingester) Ready() error {
 	var errs []error
-	if err := in.assignmentReady(); err != nil {
+	if err := in.asg.ready(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := in.lostReady(); err != nil {
@@ -885,49 +552,12 @@ func (in *Ingester) Ready() error {
 	return readyError(errs)
 }
 
-func (in *Ingester) assignmentReady() error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	switch {
-	case in.fatal != nil:
-		return in.fatal
-	case in.conflict != nil:
-		if in.conflicts.reported == "" {
-			return in.conflicts.waiting(in.conflict, in.cfg.ReadyGrace)
-		}
-		return in.conflict
-	case in.grown != nil:
-		return in.grown
-	case in.checking != nil:
-		return in.checking
-	case !in.evaluated:
-		return errors.New("no partitions assigned yet")
-	}
-	for _, ps := range in.assigned {
-		if len(ps) > 0 {
-			return nil
-		}
-	}
-	if len(in.lost) > 0 {
-		return nil // healthReasons says they were lost
-	}
-	return fmt.Errorf("no partitions assigned: the other members of consumer group %q hold them all", in.cfg.Group)
-}
-
 // Durable returns the position covered by the newest completed flush.
-func (in *Ingester) Durable() Position {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.durable.Clone()
-}
+func (in *Ingester) Durable() Position { return in.pos.durableNow().Clone() }
 
 // Applied returns the position of everything applied to the store so far
 // (visible to new snapshots, not necessarily durable).
-func (in *Ingester) Applied() Position {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.applied.Clone()
-}
+func (in *Ingester) Applied() Position { return in.pos.appliedNow().Clone() }
 
 // Run consumes until ctx ends, then flushes, commits and returns nil.
 //
@@ -978,10 +608,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
 	p := startApplier(env)
-	in.mu.Lock()
-	polled := in.applied
-	in.mu.Unlock()
-	ps := newPollState(env, p, polled, &in.cfg, in.decs)
+	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs)
 	if in.cfg.Own != nil {
 		ps.owner = newOwnerCheck(in.cfg.Partitions, in.dict)
 	}
@@ -1015,22 +642,17 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 			return
 		}
 		in.cfg.Metrics.FetchErrs.Inc()
-		if in.fetchLog.note(t + "\x00" + err.Error()) {
+		if in.health.fetchLog.note(t + "\x00" + err.Error()) {
 			in.cfg.Logger.Warn("fetch error (retrying)", "topic", t, "partition", p, "err", err)
 		}
 		if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(unknownID, t) {
 			unknownID = append(unknownID, t)
 		}
 	})
-	if len(unknownID) > 0 && time.Since(in.lastIDCheck) >= idCheckEvery {
-		in.lastIDCheck = time.Now()
+	if len(unknownID) > 0 && in.src.idCheckDue(time.Now()) {
 		in.checkRecreated(ctx, unknownID)
 	}
 }
-
-// idCheckEvery bounds how often fetch errors make the poll loop read the
-// topics' IDs from the brokers.
-const idCheckEvery = 2 * time.Second
 
 // ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
 // that clusters without topic auto-creation work. Failure is logged: the
@@ -1059,19 +681,17 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 		case <-done:
 			paused <- false
 		case <-time.After(50 * time.Millisecond):
-			in.stallSince.Store(t0.UnixNano())
+			in.health.stallBegan(t0)
 			in.setPaused(pauseStall, true, nil)
 			m.Paused.Inc()
-			in.stalls.begin(t0)
 			paused <- true
 		}
 	}()
 	seq, err := f()
 	close(done)
 	if <-paused {
-		in.stallSince.Store(0)
 		in.setPaused(pauseStall, false, nil) // unless the assignment conflicts
-		in.stalls.end(time.Since(t0))
+		in.health.stallEnded(time.Since(t0))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("ingest: apply: %w", err)
@@ -1086,9 +706,7 @@ func (in *Ingester) applyWith(b *engine.Batch, f func() (uint64, error)) (uint64
 // flush makes everything applied so far durable: new dictionary keys first,
 // then the store (which records the position of its newest batch).
 func (in *Ingester) flush() error {
-	in.mu.Lock()
-	pos := in.applied.Clone()
-	in.mu.Unlock()
+	pos := in.pos.appliedNow()
 	if in.dict != nil {
 		if err := in.dict.Sync(); err != nil {
 			return fmt.Errorf("ingest: key dictionary: %w", err)
@@ -1101,16 +719,14 @@ func (in *Ingester) flush() error {
 	if err != nil {
 		return fmt.Errorf("ingest: flush: %w", err)
 	}
-	in.mu.Lock()
-	in.durable, in.durableSeq = pos, durableSeq
-	in.mu.Unlock()
+	in.pos.flushed(pos, durableSeq)
 	return nil
 }
 
 // flushAndCommit flushes and waits, then commits (see commit).
 func (in *Ingester) flushAndCommit(ctx context.Context) error {
-	in.flushMu.Lock()
-	defer in.flushMu.Unlock()
+	in.pos.lockFlush()
+	defer in.pos.unlockFlush()
 	t0 := time.Now()
 	if err := in.flush(); err != nil {
 		return err
@@ -1124,11 +740,11 @@ func (in *Ingester) flushAndCommit(ctx context.Context) error {
 // lag tools see them. A failed commit is logged, not fatal: the store's
 // position, not the group's, decides where to resume.
 func (in *Ingester) commit(ctx context.Context) {
-	in.mu.Lock()
+	durable := in.pos.durableNow()
 	offs := map[string]map[int32]kgo.EpochOffset{}
-	for t, ps := range in.assigned {
+	for t, ps := range in.asg.assignedNow() {
 		for _, p := range ps {
-			if o, ok := in.durable.Get(t, p); ok {
+			if o, ok := durable.Get(t, p); ok {
 				if offs[t] == nil {
 					offs[t] = map[int32]kgo.EpochOffset{}
 				}
@@ -1136,7 +752,6 @@ func (in *Ingester) commit(ctx context.Context) {
 			}
 		}
 	}
-	in.mu.Unlock()
 	if len(offs) > 0 && in.cfg.Own != nil {
 		if err := in.commitOwned(ctx, offs); err != nil && ctx.Err() == nil {
 			in.cfg.Logger.Warn("committing group offsets failed (the store's position stays authoritative)", "err", err)

@@ -208,7 +208,9 @@ func TestIngestKfake(t *testing.T) {
 // member stops being reported (its last lag would look stuck forever).
 func TestRevokedPartitionsDropTheirLag(t *testing.T) {
 	m := NewMetrics(nil)
-	in := &Ingester{cfg: Config{Metrics: m}, assigned: map[string][]int32{"t": {0, 1, 2}}}
+	cfg := Config{Metrics: m}
+	in := &Ingester{cfg: cfg, asg: newAssignment(&cfg), health: newHealth(&cfg)}
+	in.asg.assign(map[string][]int32{"t": {0, 1, 2}})
 	for p := 0; p < 3; p++ {
 		m.Lag.WithLabelValues("t", strconv.Itoa(p)).Set(float64(10 * p))
 	}
@@ -219,7 +221,7 @@ func TestRevokedPartitionsDropTheirLag(t *testing.T) {
 	if v := testutil.ToFloat64(m.Lag.WithLabelValues("t", "1")); v != 10 {
 		t.Fatalf("lag of partition 1 = %v", v)
 	}
-	if got := in.assigned["t"]; len(got) != 1 || got[0] != 1 {
+	if got := in.asg.assignedNow()["t"]; len(got) != 1 || got[0] != 1 {
 		t.Fatalf("assigned %v", got)
 	}
 }

@@ -151,20 +151,12 @@ func (in *Ingester) logStartsFor(ctx context.Context, need Position) (Position, 
 
 // acceptLost starts each partition of lost at its log start (offs),
 // logging a WARN for each: AcceptLostRecords is set. A partition new to
-// the store takes that offset as its start (in.starts, which evaluate
+// the store takes that offset as its start (the assignment's, which evaluate
 // takes into history).
 func (in *Ingester) acceptLost(lost []LostRecords, offs map[string]map[int32]kgo.Offset) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.acceptedLost == nil {
-		in.acceptedLost = map[tp]int64{}
-	}
+	in.asg.acceptLost(lost)
 	for _, l := range lost {
 		offs[l.Topic][l.Partition] = kgo.NewOffset().At(l.LogStart)
-		if _, ok := in.starts.Get(l.Topic, l.Partition); ok {
-			in.starts.Set(l.Topic, l.Partition, l.LogStart)
-		}
-		in.acceptedLost[tp{l.Topic, l.Partition}] = l.LogStart
 		in.cfg.Logger.Warn("starting a partition at its log start without the records lost before it, as --accept-lost-records asks: the graph lacks them",
 			"topic", l.Topic, "partition", l.Partition, "from", l.LogStart, "lost_from", l.Need, "lost", l.LogStart-l.Need)
 	}
@@ -178,44 +170,14 @@ func (in *Ingester) acceptLost(lost []LostRecords, offs map[string]map[int32]kgo
 // that changes. A partition new to the store is not taken into its
 // history (evaluate takes only partitions with a start).
 func (in *Ingester) holdLost(lost []LostRecords, offs map[string]map[int32]kgo.Offset) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	in.mu.Lock()
-	if in.truncated == nil {
-		in.truncated = map[tp]LostRecords{}
-	}
-	changed := false
-	pause := map[string][]int32{}
-	for _, l := range lost {
-		k := tp{l.Topic, l.Partition}
-		if in.truncated[k] != l {
-			changed = true
-		}
-		in.truncated[k] = l
-		delete(in.starts[l.Topic], l.Partition)
-		in.lostPaused.add(l.Topic, l.Partition)
-		pause[l.Topic] = append(pause[l.Topic], l.Partition)
-	}
-	resume := map[string][]int32{}
+	assigning := map[string][]int32{}
 	for t, ps := range offs {
 		for p := range ps {
-			k := tp{t, p}
-			if _, held := in.truncated[k]; held && !slices.ContainsFunc(lost, func(l LostRecords) bool { return l.Topic == t && l.Partition == p }) {
-				delete(in.truncated, k)
-				delete(in.lostPaused[t], p)
-				if in.pausedFor == 0 && !in.dlPaused.has(t, p) {
-					resume[t] = append(resume[t], p)
-				}
-			}
+			assigning[t] = append(assigning[t], p)
 		}
 	}
-	in.mu.Unlock()
-	if len(pause) > 0 {
-		in.cl.PauseFetchPartitions(pause)
-	}
-	if len(resume) > 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
+	changed := in.pauses.holdLost(lost, assigning)
+	in.asg.holdLost(lost)
 	if changed {
 		in.cfg.Logger.Error((&LostRecordsError{Lost: lost, Paused: true}).Error())
 	}
@@ -227,10 +189,8 @@ func (in *Ingester) holdLost(lost []LostRecords, offs map[string]map[int32]kgo.O
 // holds them all as at an assignment (holdLost) and returns them.
 func (in *Ingester) lostWhileRunning(lost []LostRecords) []LostRecords {
 	if in.cfg.AcceptLostRecords {
-		in.mu.Lock()
-		defer in.mu.Unlock()
 		for _, l := range lost {
-			if in.acceptedLost[tp{l.Topic, l.Partition}] == l.LogStart {
+			if in.asg.acceptedAt(tp{l.Topic, l.Partition}, l.LogStart) {
 				continue // accepted when assigned: said then
 			}
 			in.cfg.Logger.Warn("a partition's log lost records before they were ingested; going on from its log start without them, as --accept-lost-records asks: the graph lacks them",
@@ -242,41 +202,11 @@ func (in *Ingester) lostWhileRunning(lost []LostRecords) []LostRecords {
 	return lost
 }
 
-// dropLost forgets the lost records of partitions that went to another
-// member (revoked or lost), and lifts their pause: whoever is assigned
-// them next checks them again.
-func (in *Ingester) dropLost(gone map[string][]int32) {
-	in.pauseMu.Lock()
-	defer in.pauseMu.Unlock()
-	resume := map[string][]int32{}
-	in.mu.Lock()
-	for t, ps := range gone {
-		for _, p := range ps {
-			if _, ok := in.truncated[tp{t, p}]; ok {
-				delete(in.truncated, tp{t, p})
-				delete(in.lostPaused[t], p)
-				resume[t] = append(resume[t], p)
-			}
-		}
-	}
-	in.mu.Unlock()
-	if len(resume) > 0 {
-		in.cl.ResumeFetchPartitions(resume)
-	}
-}
-
 // lostReady is Ready's reason for the partitions paused for lost records
 // (nil: none).
 func (in *Ingester) lostReady() error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.truncated) == 0 {
-		return nil
+	if lost := in.pauses.lostRecords(); lost != nil {
+		return &LostRecordsError{Lost: lost, Paused: true}
 	}
-	e := &LostRecordsError{Paused: true}
-	for _, l := range in.truncated {
-		e.Lost = append(e.Lost, l)
-	}
-	sortLost(e.Lost)
-	return e
+	return nil
 }

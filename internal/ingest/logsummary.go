@@ -181,21 +181,36 @@ func (r *repeats) close() {
 
 // setLogInterval makes the aggregated log lines of in (New: logInterval).
 func (in *Ingester) setLogInterval(d time.Duration) {
-	log := in.cfg.Logger
-	in.stalls = newStallLog(log, d)
-	in.deadLog = newRepeats(d, func(topic string, n int, d time.Duration) {
-		log.Warn("more records dead-lettered (each is in the dead-letter topic, the reason in its graphtide-error header)",
-			"topic", topic, "records", n, "in_the_last", d)
-	})
-	in.fetchLog = newRepeats(d, func(key string, n int, d time.Duration) {
+	in.health.setLogInterval(in.cfg.Logger, d)
+	in.dl.setLogInterval(in.cfg.Logger, d)
+}
+
+// closeLogs writes what the aggregated log lines hold (Run ends).
+func (in *Ingester) closeLogs() {
+	in.health.closeLogs()
+	in.dl.deadLog.close()
+}
+
+// setLogInterval makes health's aggregated log lines: the store's
+// stalls, fetch errors by topic and error.
+func (h *health) setLogInterval(log *slog.Logger, d time.Duration) {
+	h.stalls = newStallLog(log, d)
+	h.fetchLog = newRepeats(d, func(key string, n int, d time.Duration) {
 		topic, err, _ := strings.Cut(key, "\x00")
 		log.Warn("fetch error repeated (retrying)", "topic", topic, "err", err, "times", n, "in_the_last", d)
 	})
 }
 
-// closeLogs writes what the aggregated log lines hold (Run ends).
-func (in *Ingester) closeLogs() {
-	in.stalls.close()
-	in.deadLog.close()
-	in.fetchLog.close()
+func (h *health) closeLogs() {
+	h.stalls.close()
+	h.fetchLog.close()
+}
+
+// setLogInterval makes the dead letters' aggregated log line: records
+// dead-lettered by topic.
+func (d *deadLetters) setLogInterval(log *slog.Logger, interval time.Duration) {
+	d.deadLog = newRepeats(interval, func(topic string, n int, d time.Duration) {
+		log.Warn("more records dead-lettered (each is in the dead-letter topic, the reason in its graphtide-error header)",
+			"topic", topic, "records", n, "in_the_last", d)
+	})
 }

@@ -86,7 +86,7 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 	if err != nil {
 		return nil, err
 	}
-	if mm := in.learnSource(src, topics); mm != nil {
+	if mm := in.src.learn(src, topics); mm != nil {
 		return nil, mm
 	}
 	for _, t := range topics {
@@ -98,64 +98,108 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 	if err != nil {
 		return nil, err
 	}
-	adopt := func(p int32) bool { return slices.Contains(in.cfg.Adopt, p) }
-	oe := &OwnershipError{Group: in.cfg.Group, Gone: partitionSet{}, Foreign: partitionSet{}}
-	offs := map[string]map[int32]kgo.Offset{}
-	fromGroup, fromLog, byPolicy := Position{}, map[string][]int32{}, map[string][]int32{}
-	// needs is the first offset the store needs of each owned partition,
-	// against where its log starts (logstart.go).
-	needs, isNew := Position{}, partitionSet{}
-	in.mu.Lock()
-	for _, t := range topics {
-		// Only the configured topics count, as in group mode: a topic
-		// left out of the configuration keeps its history unread.
-		for p := range in.history[t] {
-			if !slices.Contains(in.cfg.Own, p) {
-				oe.Gone.add(t, p)
+	pl := in.planOwned(committed)
+	if len(pl.oe.Gone) > 0 || len(pl.oe.Foreign) > 0 {
+		if !in.cfg.ResetSourcePosition {
+			return nil, pl.oe
+		}
+		in.cfg.Logger.Warn("ingesting as --reset-source-position asks: " + pl.oe.Error())
+	}
+	logStarts, err := in.logStartsFor(ctx, pl.needs)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := in.ownedStarts(ctx, pl, logStarts)
+	if err != nil {
+		return nil, err
+	}
+	// Its assignment is fixed: a log that lost what the store needs is
+	// refused before anything is fetched, unless --accept-lost-records.
+	if lost := lostRecords(pl.needs, logStarts, pl.isNew.has); len(lost) > 0 {
+		if !in.cfg.AcceptLostRecords {
+			return nil, &LostRecordsError{Lost: lost}
+		}
+		for _, l := range lost {
+			if _, ok := starts.Get(l.Topic, l.Partition); ok {
+				starts.Set(l.Topic, l.Partition, l.LogStart)
 			}
 		}
-		offs[t] = map[int32]kgo.Offset{}
+		in.acceptLost(lost, pl.offs)
+	}
+	in.takeOwned(pl, starts)
+	return pl.offs, nil
+}
+
+// ownedPlan is where partitioned mode's owned partitions start, before
+// the brokers are asked where their logs start.
+type ownedPlan struct {
+	// oe names the partitions that do not fit the ownership.
+	oe *OwnershipError
+	// offs holds the start of each owned partition the store has history
+	// of; the others start from the group's committed offset (fromGroup,
+	// ResetSourcePosition), from the start of their log (fromLog,
+	// adopted) or by the reset policy (byPolicy).
+	offs              map[string]map[int32]kgo.Offset
+	fromGroup         Position
+	fromLog, byPolicy map[string][]int32
+	// needs is the first offset the store needs of each owned partition,
+	// against where its log starts (logstart.go); isNew the partitions
+	// new to the store.
+	needs Position
+	isNew partitionSet
+}
+
+// planOwned makes the ownedPlan of the owned partitions of every topic,
+// given the group's committed offsets.
+func (in *Ingester) planOwned(committed Position) ownedPlan {
+	pl := ownedPlan{oe: &OwnershipError{Group: in.cfg.Group, Foreign: partitionSet{}},
+		offs: map[string]map[int32]kgo.Offset{}, fromGroup: Position{}, fromLog: map[string][]int32{}, byPolicy: map[string][]int32{},
+		needs: Position{}, isNew: partitionSet{}}
+	// Only the configured topics count, as in group mode: a topic left out
+	// of the configuration keeps its history unread.
+	pl.oe.Gone = in.asg.historyNotOwned()
+	for _, t := range in.cfg.Topics {
+		pl.offs[t] = map[int32]kgo.Offset{}
 		for _, p := range in.cfg.Own {
 			if next, ok := in.resumeOffset(t, p); ok {
-				offs[t][p] = kgo.NewOffset().At(next)
-				needs.Set(t, p, next)
+				pl.offs[t][p] = kgo.NewOffset().At(next)
+				pl.needs.Set(t, p, next)
 				continue
 			}
-			isNew.add(t, p)
+			pl.isNew.add(t, p)
 			c, ok := committed.Get(t, p)
 			switch {
-			case adopt(p):
-				fromLog[t] = append(fromLog[t], p)
-				needs.Set(t, p, 0)
+			case in.adopted(p):
+				pl.fromLog[t] = append(pl.fromLog[t], p)
+				pl.needs.Set(t, p, 0)
 			case ok && in.cfg.ResetSourcePosition:
-				fromGroup.Set(t, p, c)
-				needs.Set(t, p, c)
+				pl.fromGroup.Set(t, p, c)
+				pl.needs.Set(t, p, c)
 			case ok:
-				oe.Foreign.add(t, p)
+				pl.oe.Foreign.add(t, p)
 			default:
-				byPolicy[t] = append(byPolicy[t], p)
+				pl.byPolicy[t] = append(pl.byPolicy[t], p)
 				if in.cfg.ResetPolicy != "latest" {
-					needs.Set(t, p, 0)
+					pl.needs.Set(t, p, 0)
 				}
 			}
 		}
 	}
-	in.mu.Unlock()
-	if len(oe.Gone) > 0 || len(oe.Foreign) > 0 {
-		if !in.cfg.ResetSourcePosition {
-			return nil, oe
-		}
-		in.cfg.Logger.Warn("ingesting as --reset-source-position asks: " + oe.Error())
-	}
-	logStarts, err := in.logStartsFor(ctx, needs)
-	if err != nil {
-		return nil, err
-	}
-	starts := fromGroup.Clone()
+	return pl
+}
+
+// adopted reports whether owned partition p is adopted (Config.Adopt).
+func (in *Ingester) adopted(p int32) bool { return slices.Contains(in.cfg.Adopt, p) }
+
+// ownedStarts returns where the owned partitions new to the store start:
+// the group's committed offset, the start of their log (logStarts), or by
+// the reset policy.
+func (in *Ingester) ownedStarts(ctx context.Context, pl ownedPlan, logStarts Position) (Position, error) {
+	starts := pl.fromGroup.Clone()
 	for _, byLog := range []bool{true, false} {
-		want := byPolicy
+		want := pl.byPolicy
 		if byLog {
-			want = fromLog
+			want = pl.fromLog
 		}
 		if len(want) == 0 {
 			continue
@@ -166,6 +210,7 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 			for t := range want {
 				ts = append(ts, t)
 			}
+			var err error
 			if listed, err = in.listOffsets(ctx, ts, false); err != nil {
 				return nil, err
 			}
@@ -180,46 +225,30 @@ func (in *Ingester) assignOwned(ctx context.Context) (map[string]map[int32]kgo.O
 			}
 		}
 	}
-	// Its assignment is fixed: a log that lost what the store needs is
-	// refused before anything is fetched, unless --accept-lost-records.
-	if lost := lostRecords(needs, logStarts, isNew.has); len(lost) > 0 {
-		if !in.cfg.AcceptLostRecords {
-			return nil, &LostRecordsError{Lost: lost}
-		}
-		for _, l := range lost {
-			if _, ok := starts.Get(l.Topic, l.Partition); ok {
-				starts.Set(l.Topic, l.Partition, l.LogStart)
-			}
-		}
-		in.acceptLost(lost, offs)
-	}
-	in.mu.Lock()
-	for _, t := range topics {
-		in.assigned[t] = slices.Clone(in.cfg.Own)
-	}
+	return starts, nil
+}
+
+// takeOwned makes the owned partitions the assignment, those new to the
+// store taken into its history at starts.
+func (in *Ingester) takeOwned(pl ownedPlan, starts Position) {
+	in.pos.accept(starts)
+	in.asg.ownPartitions(starts)
 	for t, ps := range starts {
 		for p, s := range ps {
-			offs[t][p] = kgo.NewOffset().At(s)
-			in.starts.Set(t, p, s)
-			in.history.add(t, p)
-			in.accepted.Set(t, p, s)
-			in.pending.Set(t, p, s)
+			pl.offs[t][p] = kgo.NewOffset().At(s)
 			how := "by --reset " + in.cfg.ResetPolicy
 			switch {
-			case adopt(p):
+			case in.adopted(p):
 				how = "adopted (--adopt-partitions): from the start of its log"
-			case fromGroup.has(t, p):
+			case pl.fromGroup.has(t, p):
 				how = "at the group's committed offset (--reset-source-position)"
 			}
 			in.cfg.Logger.Info("partition new to this store", "topic", t, "partition", p, "offset", s, "start", how)
 		}
 	}
-	in.evaluated, in.checking = true, nil
-	in.mu.Unlock()
-	in.cfg.Logger.Info("partitioned mode: consuming the owned partitions of every topic", "own", in.cfg.Own, "of", in.cfg.Partitions, "topics", topics)
-	in.commitAssigned.Store(true)
+	in.cfg.Logger.Info("partitioned mode: consuming the owned partitions of every topic", "own", in.cfg.Own, "of", in.cfg.Partitions, "topics", in.cfg.Topics)
+	in.asg.commitAssigned.Store(true)
 	in.wakeLag()
-	return offs, nil
 }
 
 // has reports whether p has an offset for partition q of topic t.
@@ -253,7 +282,7 @@ func (in *Ingester) groupOffsets(ctx context.Context) (Position, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.setChecking(nil)
+	in.asg.setChecking(nil)
 	return p, nil
 }
 
@@ -298,32 +327,6 @@ func (c *Config) checkOwn() error {
 		}
 	}
 	return nil
-}
-
-// checkCount is the lag loop's watch on partitioned mode: when a topic's
-// partition count (listed, from the brokers' end offsets) is no longer
-// Config.Partitions, Ready says so from then on, one ERROR line tells, and
-// the source-conflict metric is set; ingestion of the owned partitions
-// goes on. Call with mu held.
-func (in *Ingester) checkCount(listed kadm.ListedOffsets) {
-	if in.cfg.Own == nil || in.grown != nil {
-		return
-	}
-	for t, ps := range listed {
-		// A listing with an error (kadm lists a topic's error as partition
-		// -1) says nothing about the count.
-		whole := true
-		for p, o := range ps {
-			whole = whole && p >= 0 && o.Err == nil
-		}
-		if n := int32(len(ps)); whole && n != in.cfg.Partitions {
-			in.grown = &OwnershipError{Count: t, Has: n, Want: in.cfg.Partitions, Grown: true}
-			in.cfg.Logger.Error(in.grown.Error())
-			in.cfg.Metrics.SourceConflicts.Inc()
-			in.cfg.Metrics.SourceConflict.Set(1)
-			return
-		}
-	}
 }
 
 // ownerCheck is partitioned mode's check of every record the poll loop

@@ -48,15 +48,13 @@ func TestCheckCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := &Ingester{cfg: cfg}
-		in.mu.Lock()
-		in.checkCount(c.list)
-		in.mu.Unlock()
-		if (in.grown != nil) != c.grown {
-			t.Errorf("%s: grown %v, want %v", c.name, in.grown, c.grown)
+		a := newAssignment(&cfg)
+		a.checkCount(c.list)
+		if (a.grown != nil) != c.grown {
+			t.Errorf("%s: grown %v, want %v", c.name, a.grown, c.grown)
 		}
-		if c.grown && !strings.Contains(in.grown.Error(), `topic "edges" has 5 partitions now, but --owners maps 4`) {
-			t.Errorf("%s: %v", c.name, in.grown)
+		if c.grown && !strings.Contains(a.grown.Error(), `topic "edges" has 5 partitions now, but --owners maps 4`) {
+			t.Errorf("%s: %v", c.name, a.grown)
 		}
 	}
 }

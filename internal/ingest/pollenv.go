@@ -33,10 +33,10 @@ func (e liveEnv) poll(ctx context.Context, until time.Time) kgo.Fetches {
 	return fetches
 }
 
-func (e liveEnv) rebalanceWaiting() bool { return e.in.rebalanceWaiting.Load() }
+func (e liveEnv) rebalanceWaiting() bool { return e.in.asg.rebalanceWaiting.Load() }
 
 func (e liveEnv) allowRebalance() {
-	e.in.rebalanceWaiting.Store(false)
+	e.in.asg.rebalanceWaiting.Store(false)
 	e.in.cl.AllowRebalance()
 }
 
@@ -45,7 +45,7 @@ func (e liveEnv) takeAssignment(polled Position) (Position, bool, error) {
 	if err != nil {
 		return polled, false, err
 	}
-	return next, e.in.commitAssigned.Swap(false), nil
+	return next, e.in.asg.commitAssigned.Swap(false), nil
 }
 
 func (e liveEnv) commit(ctx context.Context) { e.in.commit(ctx) }
@@ -53,15 +53,10 @@ func (e liveEnv) commit(ctx context.Context) { e.in.commit(ctx) }
 func (e liveEnv) durableSeq() (uint64, error) { return e.in.store.DurableSeq() }
 
 func (e liveEnv) markDurable(seq uint64, pos Position) bool {
-	in := e.in
-	in.mu.Lock()
-	if seq <= in.durableSeq {
-		in.mu.Unlock()
+	if !e.in.pos.markDurable(seq, pos) {
 		return false
 	}
-	in.durable, in.durableSeq = pos, seq
-	in.mu.Unlock()
-	in.pruneWrites(time.Now())
+	e.in.pruneWrites(time.Now())
 	return true
 }
 
@@ -114,9 +109,7 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in.mu.Lock()
-	in.applied = j.pos
-	in.mu.Unlock()
+	in.pos.setApplied(j.pos)
 	now := time.Now()
 	in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
 	if in.cfg.OnVisible != nil {
@@ -133,16 +126,14 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 func (e liveEnv) checkpoint() (owed bool, err error) {
 	in := e.in
 	c := &in.cfg
-	in.flushMu.Lock()
+	in.pos.lockFlush()
 	err = in.flush()
-	in.flushMu.Unlock()
+	in.pos.unlockFlush()
 	if err != nil {
 		return false, err
 	}
-	in.mu.Lock()
-	pos, seq := in.applied, in.durableSeq
-	in.mu.Unlock()
-	if seq == in.checkpointSeq {
+	pos, seq, due := in.pos.checkpointDue()
+	if !due {
 		return false, nil // nothing new since the last
 	}
 	// Config.Checkpoint reports what it wrote (serve: "analytics
@@ -151,10 +142,7 @@ func (e liveEnv) checkpoint() (owed bool, err error) {
 		c.Logger.Warn("checkpoint failed; ingestion goes on, the next is tried after the interval", "err", err)
 		return true, nil
 	}
-	in.checkpointSeq = seq
-	in.mu.Lock()
-	in.checkpointPos = pos
-	in.mu.Unlock()
+	in.pos.checkpointed(pos, seq)
 	return false, nil
 }
 

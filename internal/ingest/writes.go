@@ -245,9 +245,7 @@ func (in *Ingester) applyWrite(w *pendingWrite, srcpos []byte) (uint64, error) {
 		b.SetSourcePosition(srcpos)
 		return in.apply(&b)
 	}
-	in.mu.Lock()
-	topicID := in.topicIDs[wc.Topic]
-	in.mu.Unlock()
+	topicID := in.src.topicID(wc.Topic)
 	if e, ok := wc.Log.At(wc.Topic, w.partition, w.offset); ok && e.TopicID == topicID {
 		// Rule 1: this record's outcome is logged.
 		if e.Print != w.print {
@@ -414,9 +412,7 @@ func (in *Ingester) pruneWrites(now time.Time) {
 	if wc == nil {
 		return
 	}
-	in.mu.Lock()
-	durable, ck := in.durable, in.checkpointPos
-	in.mu.Unlock()
+	durable, ck := in.pos.pruneFloor()
 	covered := func(p Position, part int32, off int64) bool {
 		if p == nil {
 			return true // no checkpoint to replay from

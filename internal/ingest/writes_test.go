@@ -132,9 +132,7 @@ func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
 		t.Fatal("the retry applied its batch")
 	}
 	// The durable position covers the first record only.
-	in.mu.Lock()
-	in.durable = Position{"w": {0: 1}}
-	in.mu.Unlock()
+	in.pos.flushed(Position{"w": {0: 1}}, 1)
 	time.Sleep(time.Millisecond)
 	in.pruneWrites(time.Now())
 	if _, ok := l.At("w", 0, 0); ok {
@@ -164,17 +162,14 @@ func TestPruneKeepsWhatACheckpointReplays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in.mu.Lock()
-	in.durable, in.checkpointPos = Position{"w": {0: 3000}}, Position{"w": {0: 2000}}
-	in.mu.Unlock()
+	in.pos.flushed(Position{"w": {0: 3000}}, 1)
+	in.pos.checkpointed(Position{"w": {0: 2000}}, 1)
 	time.Sleep(time.Millisecond)
 	in.pruneWrites(time.Now())
 	if l.Len() != 1000 {
 		t.Fatalf("%d entries left, want the 1000 the checkpoint would replay", l.Len())
 	}
-	in.mu.Lock()
-	in.checkpointPos = Position{} // a checkpoint of unknown position
-	in.mu.Unlock()
+	in.pos.checkpointed(Position{}, 1) // a checkpoint of unknown position
 	in.pruneWrites(time.Now())
 	if l.Len() != 1000 {
 		t.Fatalf("%d entries left after a prune with the checkpoint unknown", l.Len())
@@ -197,9 +192,7 @@ func TestLoggedOutcomeBelongsToItsRecord(t *testing.T) {
 	if err := applyAt(t, in, 0, "", other); err == nil || !strings.Contains(err.Error(), "for another batch than that record holds") {
 		t.Fatalf("another batch at a logged offset: %v", err)
 	}
-	in.mu.Lock()
-	in.topicIDs = map[string]TopicID{"w": {9}} // the topic was re-created
-	in.mu.Unlock()
+	in.src.bind(sourceInfo{ids: map[string]TopicID{"w": {9}}}, nil) // the topic was re-created
 	if err := applyAt(t, in, 0, "", other); err != nil {
 		t.Fatal(err)
 	}
