@@ -52,15 +52,6 @@ func parsePosition(t *testing.T, s string) Position {
 	return p
 }
 
-// parsePartitions reads a partition set as partitionSet.String writes it:
-// "edges[0,2] new[1]".
-func parsePartitions(t *testing.T, s string) partitionSet {
-	t.Helper()
-	ps := partitionSet{}
-	eachPartition(t, s, func(topic, item string) { ps.add(topic, int32(atoi(t, item))) })
-	return ps
-}
-
 // parseAssignment reads a partition set as a rebalance callback gets it.
 func parseAssignment(t *testing.T, s string) map[string][]int32 {
 	t.Helper()
