@@ -117,19 +117,16 @@ func TestBenchResultCarriesCalibration(t *testing.T) {
 	}
 }
 
+// TestBenchDecodeSmall: bench decode's flags reach its configuration (its
+// figures and checks are decodebench's tests').
 func TestBenchDecodeSmall(t *testing.T) {
 	out, _, err := execute(t, "decode", "--records", "3000", "--accounts", "500", "--repeats", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	for _, k := range []string{"mapped", "native", "binary"} {
-		f, _ := res[k].(map[string]any)
-		for _, x := range []string{"records_per_sec", "first_pass_sec", "bytes_per_record"} {
-			if v, ok := f[x].(float64); !ok || v <= 0 {
-				t.Errorf("%s.%s = %v, want a positive number", k, x, f[x])
-			}
-		}
+	if res["records"] != 3000.0 {
+		t.Errorf("records = %v, want 3000", res["records"])
 	}
 	if v, ok := res["mapped_over_native"].(float64); !ok || v <= 0 {
 		t.Errorf("mapped_over_native = %v", res["mapped_over_native"])
