@@ -131,9 +131,8 @@ func TestBenchDecodeSmall(t *testing.T) {
 	})
 }
 
-// TestBenchMonitorsSmall: bench monitors' configuration and figures. The
-// comparison of every account's measure after each recompute with the
-// update's is the benchmark's own (a mismatch fails the run).
+// TestBenchMonitorsSmall: bench monitors' flags reach its configuration
+// (its figures and checks are monitorsbench's tests').
 func TestBenchMonitorsSmall(t *testing.T) {
 	out, _, err := execute(t, "monitors", "--payments", "6000", "--accounts", "500", "--days", "2", "--batch-size", "500",
 		"--window", "6h", "--recompute-every", "4", "--dir", t.TempDir())
@@ -141,40 +140,11 @@ func TestBenchMonitorsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	if res["payments"] != 6000.0 || res["accounts"] != 500.0 || res["batches"] != 12.0 || res["window_sec"] != 21600.0 {
-		t.Errorf("payments %v, accounts %v, batches %v, window_sec %v; want 6000, 500, 12, 21600", res["payments"], res["accounts"], res["batches"], res["window_sec"])
+	if res["payments"] != 6000.0 || res["accounts"] != 500.0 || res["days"] != 2.0 || res["batches"] != 12.0 || res["window_sec"] != 21600.0 {
+		t.Errorf("payments %v, accounts %v, days %v, batches %v, window_sec %v; want 6000, 500, 2, 12, 21600", res["payments"], res["accounts"], res["days"], res["batches"], res["window_sec"])
 	}
-	ms, _ := res["monitors"].(map[string]any)
-	names := []string{"fanin_events", "fanin_senders", "fanin_amount", "fanout_senders", "fanout_amount", "mule", "rings_timed"}
-	if len(ms) != len(names) {
-		t.Errorf("monitors %v, want %v", ms, names)
-	}
-	for _, n := range names {
-		m, _ := ms[n].(map[string]any)
-		for _, k := range []string{"update_mean_us", "update_p99_us", "update_max_us", "recompute_mean_us", "window_events",
-			"recompute_over_update", "update_ns_per_event", "recompute_ns_per_event"} {
-			if v, ok := m[k].(float64); !ok || v <= 0 {
-				t.Errorf("monitors.%s.%s = %v, want a positive number", n, k, m[k])
-			}
-		}
-		if m["recomputes"] != 3.0 {
-			t.Errorf("monitors.%s.recomputes = %v, want 3 (batches 4, 8, 12)", n, m["recomputes"])
-		}
-		if _, ok := m["alerts"].(float64); !ok {
-			t.Errorf("monitors.%s.alerts = %v", n, m["alerts"])
-		}
-		if spec, _ := m["spec"].(string); !strings.Contains(spec, "type=") {
-			t.Errorf("monitors.%s.spec = %q", n, spec)
-		}
-	}
-	// 6,000 payments over 2 days: 3,000 a day, so a 6h window holds about
-	// 750 of them and a max_span of 1h about 125 (plus what arrived within
-	// a second of the window's edge).
-	if w := ms["fanin_senders"].(map[string]any)["window_events"].(float64); w < 600 || w > 900 {
-		t.Errorf("fanin_senders window_events = %v, want about 750", w)
-	}
-	if w := ms["rings_timed"].(map[string]any)["window_events"].(float64); w < 80 || w > 180 {
-		t.Errorf("rings_timed window_events = %v, want about 125", w)
+	if fanin, _ := res["monitors"].(map[string]any)["fanin_events"].(map[string]any); fanin["recomputes"] != 3.0 {
+		t.Errorf("monitors.fanin_events.recomputes = %v, want 3 (--recompute-every 4 of 12 batches)", fanin["recomputes"])
 	}
 	wantFlagErrors(t, []string{"monitors"}, map[string]string{
 		"--payments 0":        "--payments must be between 1 and 100000000, got 0",
