@@ -4,41 +4,24 @@ import (
 	"testing"
 )
 
-// TestBenchMixedSmall runs bench mixed at a tiny scale and checks the JSON
-// line: every phase applied batches and timed them, the phases with readers
-// finished scans, and the flat keys and the ratio are there.
+// TestBenchMixedSmall: bench mixed's flags reach its configuration (its
+// figures and checks are mixedbench's tests').
 func TestBenchMixedSmall(t *testing.T) {
-	out, _, err := execute(t, "mixed", "--scale", "10", "--edge-factor", "8", "--duration", "300ms",
-		"--rate", "2000", "--vertex-deletes", "0.01", "--dir", t.TempDir())
+	out, _, err := execute(t, "mixed", "--scale", "10", "--edge-factor", "8", "--duration", "300ms", "--readers", "0,2",
+		"--rate", "2000", "--batch-size", "50", "--preload", "0.25", "--hubs", "3", "--vertex-deletes", "0.01", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	for _, k := range []string{"apply_p50_ms_readers0", "apply_p99_ms_readers0", "apply_p99_ms_readers2",
-		"apply_p99_ms_readers4", "apply_max_ms_readers4", "apply_p99_readers4_over_readers0",
-		"scans_per_sec_readers2", "scans_per_sec_readers4", "scanned_edges_per_sec_readers4"} {
-		if v, ok := res[k].(float64); !ok || v <= 0 {
-			t.Errorf("%s = %v, want a positive number", k, res[k])
-		}
+	if res["edges"] != 8192.0 || res["preloaded_edges"] != 2048.0 || res["batch_size"] != 50.0 || res["rate_batches_per_sec"] != 2000.0 || res["phase_sec"] != 0.3 {
+		t.Errorf("edges %v, preloaded %v, batch %v, rate %v, phase %v; want 8192, 2048, 50, 2000, 0.3",
+			res["edges"], res["preloaded_edges"], res["batch_size"], res["rate_batches_per_sec"], res["phase_sec"])
 	}
-	if res["edges"].(float64) != 8192 || res["preloaded_edges"].(float64) != 4096 {
-		t.Errorf("edges %v, preloaded %v; want 8192 and 4096", res["edges"], res["preloaded_edges"])
+	if hubs, _ := res["hubs"].([]any); len(hubs) != 3 {
+		t.Errorf("hubs = %v, want 3", res["hubs"])
 	}
-	phases, _ := res["phases"].([]any)
-	if len(phases) != 3 {
-		t.Fatalf("phases = %v, want 3", res["phases"])
-	}
-	for i, want := range []float64{0, 2, 4} {
-		p := phases[i].(map[string]any)
-		if p["readers"].(float64) != want || p["batches"].(float64) < 1 {
-			t.Errorf("phase %d: %v", i, p)
-		}
-		if scans := p["scans"].(float64); (want == 0) != (scans == 0) {
-			t.Errorf("phase %d with %v readers finished %v scans", i, want, scans)
-		}
-		if p["apply_max_ms"].(float64) < p["apply_p99_ms"].(float64) || p["apply_p99_ms"].(float64) < p["apply_p50_ms"].(float64) {
-			t.Errorf("phase %d: percentiles out of order: %v", i, p)
-		}
+	if phases, _ := res["phases"].([]any); len(phases) != 2 {
+		t.Errorf("phases = %v, want 2 (--readers 0,2)", res["phases"])
 	}
 }
 

@@ -9,29 +9,22 @@ import (
 	"github.com/graphtide/graphtide/internal/bench"
 )
 
+// TestBenchIngestSmall: bench ingest's flags reach its configuration (its
+// figures and checks are ingestbench's tests').
 func TestBenchIngestSmall(t *testing.T) {
-	out, _, err := execute(t, "ingest", "--scale", "10", "--edge-factor", "8", "--dir", t.TempDir(), "--memgraph-mib", "1", "--hub-versions", "5000", "--events", "5000", "--accounts", "500")
+	out, _, err := execute(t, "ingest", "--scale", "6", "--edge-factor", "16", "--dir", t.TempDir(), "--memgraph-mib", "2",
+		"--hub-versions", "100", "--skip-pebble", "--events", "3000", "--accounts", "300", "--batch-size", "500")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
-		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
-		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",
-		"apply_cpu_ns_per_edge_direction_first_memgraph", "apply_process_cpu_ns_per_edge_direction", "apply_cpu_ns_per_edge_direction_in_edges", "memgraph_bytes_per_version", "hub_degree_ms", "hub_page_ms", "hub_first_degree_ms", "hub_first_degree_after_burst_ms", "hub_first_page_after_burst_ms",
-		"scan_after_vertex_deletes_over_clean", "ingest_cpu_ns_per_edge", "ingest_cpu_ns_per_edge_in_edges", "in_edges_cpu_over_out_only",
-		"store_in_edges_bytes_per_edge", "in_edges_bytes_over_out_only"} {
-		v, ok := res[k].(float64)
-		if !ok || v <= 0 {
-			t.Errorf("%s = %v, want a positive number", k, res[k])
-		}
+	if res["edges"] != 1024.0 || res["batch_size"] != 500.0 || res["memgraph_bytes"] != float64(2<<20) || res["pebble_edges_per_sec"] != 0.0 {
+		t.Errorf("edges %v, batch_size %v, memgraph_bytes %v, pebble_edges_per_sec %v; want 1024, 500, %d, 0 (skipped)",
+			res["edges"], res["batch_size"], res["memgraph_bytes"], res["pebble_edges_per_sec"], 2<<20)
 	}
-	// A store that keeps in-edges holds every edge twice.
-	if r, ok := res["in_edges_bytes_over_out_only"].(float64); !ok || r <= 1 {
-		t.Errorf("in_edges_bytes_over_out_only = %v, want above 1", res["in_edges_bytes_over_out_only"])
-	}
-	if res["edges"].(float64) != 8192 {
-		t.Errorf("edges = %v, want 8192", res["edges"])
+	ev, _ := res["edge_events"].(map[string]any)
+	if ev["events"] != 3000.0 || ev["accounts"] != 300.0 {
+		t.Errorf("edge_events: events %v, accounts %v; want 3000, 300", ev["events"], ev["accounts"])
 	}
 }
 
@@ -117,19 +110,16 @@ func TestBenchResultCarriesCalibration(t *testing.T) {
 	}
 }
 
+// TestBenchDecodeSmall: bench decode's flags reach its configuration (its
+// figures and checks are decodebench's tests').
 func TestBenchDecodeSmall(t *testing.T) {
 	out, _, err := execute(t, "decode", "--records", "3000", "--accounts", "500", "--repeats", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	for _, k := range []string{"mapped", "native", "binary"} {
-		f, _ := res[k].(map[string]any)
-		for _, x := range []string{"records_per_sec", "first_pass_sec", "bytes_per_record"} {
-			if v, ok := f[x].(float64); !ok || v <= 0 {
-				t.Errorf("%s.%s = %v, want a positive number", k, x, f[x])
-			}
-		}
+	if res["records"] != 3000.0 {
+		t.Errorf("records = %v, want 3000", res["records"])
 	}
 	if v, ok := res["mapped_over_native"].(float64); !ok || v <= 0 {
 		t.Errorf("mapped_over_native = %v", res["mapped_over_native"])
@@ -141,55 +131,8 @@ func TestBenchDecodeSmall(t *testing.T) {
 	})
 }
 
-// TestBenchIngestEvents: the edge-events comparison's configuration and
-// figures. Its checks of what the store read back are the benchmark's own
-// (a mismatch fails the run); here the figures must be there, and the
-// layouts' sizes must order as what they store does: an accumulate edge
-// keeps a count and a first time, properties keep a reference and a
-// document per edge, and a retain keeps the last day's events one by one.
-func TestBenchIngestEvents(t *testing.T) {
-	out, _, err := execute(t, "ingest", "--scale", "6", "--edge-factor", "4", "--dir", t.TempDir(), "--memgraph-mib", "1",
-		"--hub-versions", "100", "--skip-pebble", "--events", "30000", "--accounts", "1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, ok := lastJSONLine(t, out)["edge_events"].(map[string]any)
-	if !ok {
-		t.Fatalf("no edge_events in %s", out)
-	}
-	if ev["events"].(float64) != 30000 || ev["accounts"].(float64) != 1000 || ev["rounds"].(float64) != 3 {
-		t.Errorf("events %v, accounts %v, rounds %v; want 30000, 1000, 3", ev["events"], ev["accounts"], ev["rounds"])
-	}
-	// 30,000 payments, three in four to one of 8 regular payees of 1,000
-	// accounts: at most 8,000 + 7,500 distinct pairs, so pairs repeat.
-	if p := ev["events_per_pair"].(float64); p < 30000.0/15500 {
-		t.Errorf("events_per_pair = %v, want at least %v", p, 30000.0/15500)
-	}
-	if p := ev["distinct_pairs"].(float64); p < 5000 || p > 15500 {
-		t.Errorf("distinct_pairs = %v", p)
-	}
-	bytes := map[string]float64{}
-	for _, v := range []string{"replace", "accumulate", "accumulate_props", "accumulate_props_retain"} {
-		f, _ := ev[v].(map[string]any)
-		for _, k := range []string{"apply_cpu_ns_per_event", "ingest_cpu_ns_per_event", "events_per_sec", "bytes_per_edge",
-			"apply_cpu_over_replace", "ingest_cpu_over_replace", "bytes_over_replace"} {
-			if x, ok := f[k].(float64); !ok || x <= 0 {
-				t.Errorf("edge_events.%s.%s = %v, want a positive number", v, k, f[k])
-			}
-		}
-		bytes[v] = f["bytes_per_edge"].(float64)
-	}
-	if r := ev["replace"].(map[string]any)["bytes_over_replace"]; r != 1.0 {
-		t.Errorf("replace's bytes_over_replace = %v, want 1", r)
-	}
-	if !(bytes["replace"] < bytes["accumulate"] && bytes["accumulate"] < bytes["accumulate_props"] && bytes["accumulate_props"] < bytes["accumulate_props_retain"]) {
-		t.Errorf("bytes per edge %v, want replace < accumulate < accumulate_props < accumulate_props_retain", bytes)
-	}
-}
-
-// TestBenchMonitorsSmall: bench monitors' configuration and figures. The
-// comparison of every account's measure after each recompute with the
-// update's is the benchmark's own (a mismatch fails the run).
+// TestBenchMonitorsSmall: bench monitors' flags reach its configuration
+// (its figures and checks are monitorsbench's tests').
 func TestBenchMonitorsSmall(t *testing.T) {
 	out, _, err := execute(t, "monitors", "--payments", "6000", "--accounts", "500", "--days", "2", "--batch-size", "500",
 		"--window", "6h", "--recompute-every", "4", "--dir", t.TempDir())
@@ -197,40 +140,11 @@ func TestBenchMonitorsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := lastJSONLine(t, out)
-	if res["payments"] != 6000.0 || res["accounts"] != 500.0 || res["batches"] != 12.0 || res["window_sec"] != 21600.0 {
-		t.Errorf("payments %v, accounts %v, batches %v, window_sec %v; want 6000, 500, 12, 21600", res["payments"], res["accounts"], res["batches"], res["window_sec"])
+	if res["payments"] != 6000.0 || res["accounts"] != 500.0 || res["days"] != 2.0 || res["batches"] != 12.0 || res["window_sec"] != 21600.0 {
+		t.Errorf("payments %v, accounts %v, days %v, batches %v, window_sec %v; want 6000, 500, 2, 12, 21600", res["payments"], res["accounts"], res["days"], res["batches"], res["window_sec"])
 	}
-	ms, _ := res["monitors"].(map[string]any)
-	names := []string{"fanin_events", "fanin_senders", "fanin_amount", "fanout_senders", "fanout_amount", "mule", "rings_timed"}
-	if len(ms) != len(names) {
-		t.Errorf("monitors %v, want %v", ms, names)
-	}
-	for _, n := range names {
-		m, _ := ms[n].(map[string]any)
-		for _, k := range []string{"update_mean_us", "update_p99_us", "update_max_us", "recompute_mean_us", "window_events",
-			"recompute_over_update", "update_ns_per_event", "recompute_ns_per_event"} {
-			if v, ok := m[k].(float64); !ok || v <= 0 {
-				t.Errorf("monitors.%s.%s = %v, want a positive number", n, k, m[k])
-			}
-		}
-		if m["recomputes"] != 3.0 {
-			t.Errorf("monitors.%s.recomputes = %v, want 3 (batches 4, 8, 12)", n, m["recomputes"])
-		}
-		if _, ok := m["alerts"].(float64); !ok {
-			t.Errorf("monitors.%s.alerts = %v", n, m["alerts"])
-		}
-		if spec, _ := m["spec"].(string); !strings.Contains(spec, "type=") {
-			t.Errorf("monitors.%s.spec = %q", n, spec)
-		}
-	}
-	// 6,000 payments over 2 days: 3,000 a day, so a 6h window holds about
-	// 750 of them and a max_span of 1h about 125 (plus what arrived within
-	// a second of the window's edge).
-	if w := ms["fanin_senders"].(map[string]any)["window_events"].(float64); w < 600 || w > 900 {
-		t.Errorf("fanin_senders window_events = %v, want about 750", w)
-	}
-	if w := ms["rings_timed"].(map[string]any)["window_events"].(float64); w < 80 || w > 180 {
-		t.Errorf("rings_timed window_events = %v, want about 125", w)
+	if fanin, _ := res["monitors"].(map[string]any)["fanin_events"].(map[string]any); fanin["recomputes"] != 3.0 {
+		t.Errorf("monitors.fanin_events.recomputes = %v, want 3 (--recompute-every 4 of 12 batches)", fanin["recomputes"])
 	}
 	wantFlagErrors(t, []string{"monitors"}, map[string]string{
 		"--payments 0":        "--payments must be between 1 and 100000000, got 0",

@@ -506,16 +506,19 @@ func readInput(path string) ([]wedge, uint64, error) {
 
 // The static kernels measured, with their specs (pagerank: exactly 20
 // iterations).
-var kernelSpecs = []struct {
-	name string
-	spec analytics.Spec
-}{
+var kernelSpecs = []kernelSpec{
 	{"bfs", analytics.Spec{Type: "bfs"}},
 	{"wcc", analytics.Spec{Type: "wcc"}},
 	// To the default tolerance (at most 20 iterations): its iterations are
 	// reported, to compare per iteration with kernels that run a set count.
 	{"pagerank", analytics.Spec{Type: "pagerank", MaxIterations: 20}},
 	{"sssp", analytics.Spec{Type: "sssp"}},
+}
+
+// kernelSpec is a kernel's name and its analytic.
+type kernelSpec struct {
+	name string
+	spec analytics.Spec
 }
 
 // withRoot sets the spec's root when its type needs one.

@@ -300,34 +300,51 @@ func (r *run) sameAsRegistry(dense []*running) error {
 // applyRegistry does), then waits until every analytic's result is at the
 // last batch, and sums up their freshness and updates.
 func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
-	rr, every := r.reg, r.cfg.RegistryInterval
 	if len(batches) == 0 {
 		return nil
 	}
 	if err := r.applyRegistry(ctx, batches[0]); err != nil {
 		return err
 	}
-	rr.take()
-	var seq uint64
+	r.reg.take()
 	t0 := time.Now()
-	late := 0.0
-	for k, batch := range batches[1:] {
+	seq, late, err := r.pace(ctx, t0, batches[1:])
+	if err != nil {
+		return err
+	}
+	if err := r.reg.awaitFresh(ctx, seq); err != nil {
+		return err
+	}
+	r.pacedFigures(t0, late, len(batches)-1)
+	return nil
+}
+
+// pace applies batches to the registry's store, batch k at k intervals
+// after t0, not waiting for any result; it returns the last batch's seq
+// and how late (seconds) its Apply began.
+func (r *run) pace(ctx context.Context, t0 time.Time, batches [][]engine.Op) (seq uint64, late float64, err error) {
+	every := r.cfg.RegistryInterval
+	for k, batch := range batches {
 		if wait := time.Until(t0.Add(time.Duration(k) * every)); wait > 0 {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return 0, 0, ctx.Err()
 			case <-time.After(wait):
 			}
 		}
 		late = max(0, time.Since(t0.Add(time.Duration(k)*every)).Seconds())
-		var err error
-		if seq, err = rr.store.Apply(batchOf(batch, sameID)); err != nil {
-			return err
+		if seq, err = r.reg.store.Apply(batchOf(batch, sameID)); err != nil {
+			return 0, 0, err
 		}
 	}
-	// Until the Fresh hook has seen every result at the last batch: the
-	// results are readable there before the hooks are called, and the
-	// figures below are the hooks'.
+	return seq, late, nil
+}
+
+// awaitFresh waits until the Fresh hook has seen every result at seq
+// (the results are readable there before the hooks are called, and the
+// paced figures are the hooks'), or an analytic fails, or 10 minutes
+// pass.
+func (rr *registryRun) awaitFresh(ctx context.Context, seq uint64) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for !rr.freshAt(seq) {
 		for _, res := range rr.reg.Results() {
@@ -345,6 +362,13 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// pacedFigures sums up the paced run of batches after the warm-up, begun
+// at t0: each analytic's freshness, updates and recomputes.
+func (r *run) pacedFigures(t0 time.Time, late float64, batches int) {
+	rr, every := r.reg, r.cfg.RegistryInterval
 	// The paced batches' updates: those whose oldest operation was applied
 	// once the first began (the warm-up's Fresh hook may come after its
 	// Updated one, which ended the wait for it).
@@ -358,7 +382,7 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		}
 	}
 	rr.mu.Unlock()
-	f := &RegistryFigures{Batches: len(batches) - 1, IntervalSec: every.Seconds(), LateSec: late, Analytics: map[string]*RegistryAnalytic{}}
+	f := &RegistryFigures{Batches: batches, IntervalSec: every.Seconds(), LateSec: late, Analytics: map[string]*RegistryAnalytic{}}
 	ups := map[string][]float64{}
 	re := map[string]int{}
 	for _, e := range rr.take() {
@@ -378,7 +402,6 @@ func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
 		r.logf("registry: the last batch was applied %.3fs behind its time", late)
 	}
 	r.res.Registry = f
-	return nil
 }
 
 // sameID is the registry store's ids: the dense layout's, as they are.

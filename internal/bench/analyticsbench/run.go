@@ -338,91 +338,135 @@ func (r *run) fresh() error {
 // and on the CSR's), taking turns, best of the repeats, and checks that
 // they agree. It returns the dense layout's analytics by name.
 func (r *run) kernels(phase string) (map[string]analytics.Analytic, error) {
-	ctx, cfg, res, ls, dense := r.ctx, r.cfg, r.res, r.ls, r.ls[0]
-	nv := r.src.nv
-	out := map[*layout]map[string]analytics.Analytic{}
 	topo := map[*layout]*views.Topo{}
-	for _, l := range ls {
-		out[l] = map[string]analytics.Analytic{}
-		u, err := r.topoOf[l].PullNow(ctx) // brings the topology to the newest operation
+	for _, l := range r.ls {
+		u, err := r.topoOf[l].PullNow(r.ctx) // brings the topology to the newest operation
 		if err != nil {
 			return nil, err
 		}
 		defer u.Done()
 		topo[l] = u.G
 	}
+	out := map[string]analytics.Analytic{}
 	for _, k := range kernelSpecs {
-		best := map[*layout]float64{}
-		csrBest := math.Inf(1)
-		var onCSR analytics.Analytic
-		for rep := 0; rep < cfg.Repeats; rep++ {
-			for _, l := range ls {
-				a, err := newAnalytic(withRoot(k.spec, l.root), l.root)
-				if err != nil {
-					return nil, err
-				}
-				sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, topo[l]) })
-				if err != nil {
-					return nil, fmt.Errorf("%s under %s ids: %w", k.name, l.name, err)
-				}
-				if b, ok := best[l]; !ok || sec < b {
-					best[l] = sec
-				}
-				out[l][k.name] = a
-			}
-			if phase == "compacted" {
-				a, err := newAnalytic(withRoot(k.spec, res.Root), res.Root)
-				if err != nil {
-					return nil, err
-				}
-				sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, r.csrTopo) })
-				if err != nil {
-					return nil, err
-				}
-				csrBest = math.Min(csrBest, sec)
-				onCSR = a
-			}
+		t, err := r.timeKernel(phase, k, topo)
+		if err != nil {
+			return nil, err
 		}
-		kf := res.Kernels[k.name]
-		if kf == nil {
-			kf = &Kernel{}
-			res.Kernels[k.name] = kf
+		if err := r.kernelFigures(phase, k, t); err != nil {
+			return nil, err
+		}
+		out[k.name] = t.out[r.ls[0]]
+	}
+	return out, nil
+}
+
+// kernelTimes are one kernel's runs in a phase of kernels: the best time
+// under each layout and its result, and on the compacted phase the plain
+// CSR's.
+type kernelTimes struct {
+	best    map[*layout]float64
+	out     map[*layout]analytics.Analytic
+	csrBest float64
+	onCSR   analytics.Analytic
+}
+
+// timeKernel runs k on every layout's topology (and on the compacted
+// phase the CSR's), --repeats times taking turns, keeping the best.
+func (r *run) timeKernel(phase string, k kernelSpec, topo map[*layout]*views.Topo) (kernelTimes, error) {
+	ctx, res := r.ctx, r.res
+	t := kernelTimes{best: map[*layout]float64{}, out: map[*layout]analytics.Analytic{}, csrBest: math.Inf(1)}
+	for rep := 0; rep < r.cfg.Repeats; rep++ {
+		for _, l := range r.ls {
+			a, err := newAnalytic(withRoot(k.spec, l.root), l.root)
+			if err != nil {
+				return t, err
+			}
+			sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, topo[l]) })
+			if err != nil {
+				return t, fmt.Errorf("%s under %s ids: %w", k.name, l.name, err)
+			}
+			if b, ok := t.best[l]; !ok || sec < b {
+				t.best[l] = sec
+			}
+			t.out[l] = a
 		}
 		if phase == "compacted" {
-			kf.ViewSec, kf.CSRSec = best[dense], csrBest
-			kf.ViewOverCSR = kf.ViewSec / kf.CSRSec
-			if sum, ok := out[dense][k.name].Summary().(analytics.PageRankSummary); ok {
-				kf.Iterations = sum.Iterations
-				r.logf("%s: %d iterations, %.4fs each on the view", k.name, sum.Iterations, kf.ViewSec/float64(sum.Iterations))
+			a, err := newAnalytic(withRoot(k.spec, res.Root), res.Root)
+			if err != nil {
+				return t, err
 			}
-			for _, l := range ls {
-				l.fig.RecomputeSec[k.name] = best[l]
+			sec, err := timed(func() error { return a.(analytics.TopoAnalytic).Recompute(ctx, r.csrTopo) })
+			if err != nil {
+				return t, err
 			}
-			if err := agreeUnder(k.name, onCSR, out[dense][k.name], func(v uint64) uint64 { return v }, nv, cfg.Seed); err != nil {
-				return nil, fmt.Errorf("the view's topology and the csr's: %w", err)
-			}
-			r.logf("%s: view %.4fs, csr %.4fs (%.2fx)", k.name, kf.ViewSec, kf.CSRSec, kf.ViewOverCSR)
-		} else {
-			kf.FreshSec = best[dense]
-			kf.FreshOverView = kf.FreshSec / kf.ViewSec
-			if sum, ok := out[dense][k.name].Summary().(analytics.PageRankSummary); ok {
-				// Per iteration: the stream's graph may take another count.
-				kf.FreshIterations = sum.Iterations
-				kf.FreshOverView = (kf.FreshSec / float64(sum.Iterations)) / (kf.ViewSec / float64(kf.Iterations))
-				r.logf("%s after the stream: %d iterations", k.name, sum.Iterations)
-			}
-			r.logf("%s after the stream: %.4fs, compacted %.4fs (%.2fx)", k.name, kf.FreshSec, kf.ViewSec, kf.FreshOverView)
-		}
-		for _, l := range ls[1:] {
-			if err := agreeUnder(k.name, out[dense][k.name], out[l][k.name], l.id, nv, cfg.Seed); err != nil {
-				return nil, fmt.Errorf("%s, under %s ids: %w", phase, l.name, err)
-			}
-			if phase == "compacted" {
-				r.logf("%s: %s ids %.4fs, dense %.4fs (%.2fx)", k.name, l.name, best[l], best[dense], best[l]/best[dense])
-			}
+			t.csrBest = math.Min(t.csrBest, sec)
+			t.onCSR = a
 		}
 	}
-	return out[dense], nil
+	return t, nil
+}
+
+// kernelFigures sets k's figures of the phase from its times, and checks
+// the layouts' results against dense's (and on the compacted phase the
+// CSR's against the view's).
+func (r *run) kernelFigures(phase string, k kernelSpec, t kernelTimes) error {
+	res, ls, dense := r.res, r.ls, r.ls[0]
+	kf := res.Kernels[k.name]
+	if kf == nil {
+		kf = &Kernel{}
+		res.Kernels[k.name] = kf
+	}
+	if phase == "compacted" {
+		if err := r.compactedFigures(k, kf, t); err != nil {
+			return err
+		}
+	} else {
+		r.freshFigures(k, kf, t)
+	}
+	for _, l := range ls[1:] {
+		if err := agreeUnder(k.name, t.out[dense], t.out[l], l.id, r.src.nv, r.cfg.Seed); err != nil {
+			return fmt.Errorf("%s, under %s ids: %w", phase, l.name, err)
+		}
+		if phase == "compacted" {
+			r.logf("%s: %s ids %.4fs, dense %.4fs (%.2fx)", k.name, l.name, t.best[l], t.best[dense], t.best[l]/t.best[dense])
+		}
+	}
+	return nil
+}
+
+// compactedFigures are k's on the compacted view, against the plain CSR,
+// whose result must agree with the view's.
+func (r *run) compactedFigures(k kernelSpec, kf *Kernel, t kernelTimes) error {
+	dense := r.ls[0]
+	kf.ViewSec, kf.CSRSec = t.best[dense], t.csrBest
+	kf.ViewOverCSR = kf.ViewSec / kf.CSRSec
+	if sum, ok := t.out[dense].Summary().(analytics.PageRankSummary); ok {
+		kf.Iterations = sum.Iterations
+		r.logf("%s: %d iterations, %.4fs each on the view", k.name, sum.Iterations, kf.ViewSec/float64(sum.Iterations))
+	}
+	for _, l := range r.ls {
+		l.fig.RecomputeSec[k.name] = t.best[l]
+	}
+	if err := agreeUnder(k.name, t.onCSR, t.out[dense], func(v uint64) uint64 { return v }, r.src.nv, r.cfg.Seed); err != nil {
+		return fmt.Errorf("the view's topology and the csr's: %w", err)
+	}
+	r.logf("%s: view %.4fs, csr %.4fs (%.2fx)", k.name, kf.ViewSec, kf.CSRSec, kf.ViewOverCSR)
+	return nil
+}
+
+// freshFigures are k's on the topology the stream advanced, against the
+// compacted view's (per iteration for pagerank: the stream's graph may
+// take another count).
+func (r *run) freshFigures(k kernelSpec, kf *Kernel, t kernelTimes) {
+	kf.FreshSec = t.best[r.ls[0]]
+	kf.FreshOverView = kf.FreshSec / kf.ViewSec
+	if sum, ok := t.out[r.ls[0]].Summary().(analytics.PageRankSummary); ok {
+		kf.FreshIterations = sum.Iterations
+		kf.FreshOverView = (kf.FreshSec / float64(sum.Iterations)) / (kf.ViewSec / float64(kf.Iterations))
+		r.logf("%s after the stream: %d iterations", k.name, sum.Iterations)
+	}
+	r.logf("%s after the stream: %.4fs, compacted %.4fs (%.2fx)", k.name, kf.FreshSec, kf.ViewSec, kf.FreshOverView)
 }
 
 // streamed are the analytics that follow the stream, in the order they
@@ -443,89 +487,148 @@ type batchClock struct {
 // Apply, the topology's advance, then every analytic's pull and update,
 // timed as a user waits for them (no collection forced between them),
 // then, every third batch and the first, a recompute into a second
-// instance whose result must equal the update's.
+// instance whose result must equal the update's. Its phases: the
+// analytics' first computes (follow), the batches (streamBatches), the
+// registry's run (registryPhase), the figures (incrementalFigures,
+// batchFigures, topologyFigures).
 func (r *run) stream() error {
-	ctx, cfg, res, ls, dense := r.ctx, r.cfg, r.res, r.ls, r.ls[0]
+	specs := streamSpecs(r.cfg)
+	runs := map[*layout][]*running{}
+	for _, l := range r.ls {
+		rns, err := r.follow(l, specs)
+		if err != nil {
+			return err
+		}
+		runs[l] = rns
+	}
+	if r.cfg.Registry {
+		if err := r.openRegistry(specs); err != nil {
+			return err
+		}
+	}
+	dense := r.ls[0]
+	before := dense.m.Topology().Stats()
+	clocks, err := r.streamBatches(runs)
+	if err != nil {
+		return err
+	}
+	if err := r.registryPhase(runs[dense]); err != nil {
+		return err
+	}
+	after := dense.m.Topology().Stats()
+	steady := clocks
+	if len(steady) > 1 {
+		steady = steady[1:] // the warm-up
+	}
+	if err := r.incrementalFigures(runs, steady); err != nil {
+		return err
+	}
+	r.batchFigures(steady)
+	r.finals = map[string]analytics.Analytic{}
+	for k, name := range streamed {
+		r.finals[name] = runs[dense][k].a
+	}
+	r.topologyFigures(before, after)
+	return nil
+}
+
+// streamSpecs are the streamed analytics' specs by name: the kernels',
+// pagerank to cfg's tolerance, and degree.
+func streamSpecs(cfg Config) map[string]analytics.Spec {
 	specs := map[string]analytics.Spec{"degree": {Type: "degree", Threshold: 1000}, "pagerank": {Type: "pagerank", Tolerance: cfg.PageRankTolerance}}
 	for _, k := range kernelSpecs {
 		if k.name != "pagerank" {
 			specs[k.name] = k.spec
 		}
 	}
-	runs := map[*layout][]*running{}
-	for _, l := range ls {
-		for _, name := range streamed {
-			rn := &running{name: name}
-			spec := withRoot(specs[name], l.root)
-			var err error
-			if rn.a, err = newAnalytic(spec, l.root); err != nil {
-				return err
-			}
-			if rn.ref, err = newAnalytic(spec, l.root); err != nil {
-				return err
-			}
-			if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
-				return err
-			}
-			r.closers = append(r.closers, rn.ts.Close)
-			sec, err := timed(func() error {
-				u, err := rn.ts.PullNow(ctx)
-				if err != nil {
-					return err
-				}
-				defer u.Done()
-				return rn.a.(analytics.TopoAnalytic).Recompute(ctx, u.G)
-			})
+	return specs
+}
+
+// follow starts the streamed analytics under l, in streamed's order: each
+// with a recompute instance beside it and a topology stream of its own,
+// computed once (timed, logged) before the first batch.
+func (r *run) follow(l *layout, specs map[string]analytics.Spec) ([]*running, error) {
+	var rns []*running
+	for _, name := range streamed {
+		rn := &running{name: name}
+		spec := withRoot(specs[name], l.root)
+		var err error
+		if rn.a, err = newAnalytic(spec, l.root); err != nil {
+			return nil, err
+		}
+		if rn.ref, err = newAnalytic(spec, l.root); err != nil {
+			return nil, err
+		}
+		if rn.ts, err = l.m.Topology().Stream(views.StreamOptions{Presence: analytics.NeedsPresence(rn.a.Spec())}); err != nil {
+			return nil, err
+		}
+		r.closers = append(r.closers, rn.ts.Close)
+		sec, err := timed(func() error {
+			u, err := rn.ts.PullNow(r.ctx)
 			if err != nil {
 				return err
 			}
-			r.logf("%s under %s ids: first compute %.3fs", name, l.name, sec)
-			runs[l] = append(runs[l], rn)
+			defer u.Done()
+			return rn.a.(analytics.TopoAnalytic).Recompute(r.ctx, u.G)
+		})
+		if err != nil {
+			return nil, err
 		}
+		r.logf("%s under %s ids: first compute %.3fs", name, l.name, sec)
+		rns = append(rns, rn)
 	}
-	if cfg.Registry {
-		if err := r.openRegistry(specs); err != nil {
-			return err
-		}
-	}
-	before := dense.m.Topology().Stats()
+	return rns, nil
+}
+
+// streamBatches applies each batch under every layout in turn (and to
+// the registry's store batch by batch, when it is not paced), and returns
+// the dense layout's batch clocks.
+func (r *run) streamBatches(runs map[*layout][]*running) ([]batchClock, error) {
 	var clocks []batchClock
 	for bi, batch := range r.src.ops {
-		for _, l := range ls {
+		for _, l := range r.ls {
 			c, err := r.applyBatch(l, runs[l], batch, bi%3 == 0)
 			if err != nil {
-				return fmt.Errorf("under %s ids, batch %d: %w", l.name, bi, err)
+				return nil, fmt.Errorf("under %s ids, batch %d: %w", l.name, bi, err)
 			}
-			if l == dense {
+			if l == r.ls[0] {
 				clocks = append(clocks, c)
 			}
 		}
-		if r.reg != nil && cfg.RegistryInterval == 0 {
-			if err := r.applyRegistry(ctx, batch); err != nil {
-				return fmt.Errorf("batch %d: %w", bi, err)
+		if r.reg != nil && r.cfg.RegistryInterval == 0 {
+			if err := r.applyRegistry(r.ctx, batch); err != nil {
+				return nil, fmt.Errorf("batch %d: %w", bi, err)
 			}
 		}
 	}
-	if r.reg != nil && cfg.RegistryInterval > 0 {
+	return clocks, nil
+}
+
+// registryPhase completes the registry's run, if any: paced, it streams
+// the batches now, alone; then its results must equal dense's streamed
+// analytics'.
+func (r *run) registryPhase(dense []*running) error {
+	if r.reg == nil {
+		return nil
+	}
+	if r.cfg.RegistryInterval > 0 {
 		// A stream that does not wait, alone on the machine: after the
 		// layouts' batches.
-		if err := r.paceRegistry(ctx, r.src.ops); err != nil {
+		if err := r.paceRegistry(r.ctx, r.src.ops); err != nil {
 			return err
 		}
-	} else if r.reg != nil {
+	} else {
 		r.registryFigures()
 	}
-	if r.reg != nil {
-		if err := r.sameAsRegistry(runs[dense]); err != nil {
-			return err
-		}
-	}
-	after := dense.m.Topology().Stats()
+	return r.sameAsRegistry(dense)
+}
+
+// incrementalFigures sets each streamed analytic's figures under every
+// layout from its runs and the dense layout's steady batches, and checks
+// the layouts' results against dense's after the stream.
+func (r *run) incrementalFigures(runs map[*layout][]*running, steady []batchClock) error {
+	res, ls, dense := r.res, r.ls, r.ls[0]
 	res.Incremental = map[string]*Incremental{}
-	steady := clocks
-	if len(steady) > 1 {
-		steady = steady[1:] // the warm-up
-	}
 	for k, name := range streamed {
 		for _, l := range ls {
 			rn := runs[l][k]
@@ -542,7 +645,7 @@ func (r *run) stream() error {
 			name, inc.BatchSec, inc.BatchP99Sec, inc.UpdateSec, inc.MaxUpdateSec, inc.WarmupUpdateSec, inc.RecomputeSec, inc.Speedup, inc.Fallbacks, inc.Batches)
 		for _, l := range ls[1:] {
 			if name != "pagerank" && name != "degree" {
-				if err := agreeUnder(name, runs[dense][k].a, runs[l][k].a, l.id, r.src.nv, cfg.Seed+1); err != nil {
+				if err := agreeUnder(name, runs[dense][k].a, runs[l][k].a, l.id, r.src.nv, r.cfg.Seed+1); err != nil {
 					return fmt.Errorf("after the stream, under %s ids: %w", l.name, err)
 				}
 			}
@@ -550,11 +653,13 @@ func (r *run) stream() error {
 				dense.fig.UpdateSec[name], l.fig.UpdateSec[name]/dense.fig.UpdateSec[name])
 		}
 	}
-	r.batchFigures(steady)
-	r.finals = map[string]analytics.Analytic{}
-	for k, name := range streamed {
-		r.finals[name] = runs[dense][k].a
-	}
+	return nil
+}
+
+// topologyFigures sets the dense topology's figures after the stream,
+// and its counters over it (after less before).
+func (r *run) topologyFigures(before, after views.TopologyStats) {
+	res := r.res
 	if after.Advances > 0 {
 		res.Topology.AdvanceSec = after.Advance.Seconds() / float64(after.Advances)
 	}
@@ -562,7 +667,6 @@ func (r *run) stream() error {
 	res.Topology.BytesPerEdgeAfter = float64(after.Bytes) / float64(max(1, after.Edges))
 	res.Topology.AdvanceCounters = advanceCounters(before, after)
 	r.logf("topology after the stream: %d edges, %.1f bytes per edge (%.1f before)", after.Edges, res.Topology.BytesPerEdgeAfter, res.Topology.BytesPerEdge)
-	return nil
 }
 
 // batchOf is the store batch of ops, their ids through id.

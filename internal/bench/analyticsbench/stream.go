@@ -23,68 +23,12 @@ type source struct {
 }
 
 // sourceGraph makes the graph and (unless the run times kernels only) its
-// stream: the whole --input file or a generated graph; the --stream file,
-// or a stream generated beside the graph (newStream).
+// stream: the whole --input file or a generated graph (graphOf); the
+// --stream file, or a stream generated beside the graph (newStream).
 func sourceGraph(cfg Config) (*source, error) {
-	src := &source{}
-	var extra []wedge
-	wantExtra := func(e int) (int, error) {
-		k := int(float64(e) * cfg.StreamFraction)
-		if k == 0 && cfg.Stream == "" && !cfg.KernelsOnly {
-			return 0, fmt.Errorf("--stream-fraction %v of %d edges streams none: raise it", cfg.StreamFraction, e)
-		}
-		if cfg.Stream != "" || cfg.KernelsOnly {
-			k = 0
-		}
-		return k, nil
-	}
-	conv := func(es []gen.Edge) []wedge {
-		out := make([]wedge, len(es))
-		for i, e := range es {
-			out[i] = wedge{e.Src, e.Dst, 1}
-		}
-		return out
-	}
-	switch {
-	case cfg.Input != "":
-		edges, nv, err := readInput(cfg.Input)
-		if err != nil {
-			return nil, err
-		}
-		k, err := wantExtra(len(edges))
-		if err != nil {
-			return nil, err
-		}
-		src.edges, src.nv = edges, nv
-		extra = drawBeside(edges, k, cfg.Seed)
-		src.origin = "beside"
-	case cfg.Graph == "kron":
-		g := gen.Kronecker{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
-		k, err := wantExtra(cfg.EdgeFactor << cfg.Scale)
-		if err != nil {
-			return nil, err
-		}
-		edges, more := g.GenerateWithTail(k)
-		src.edges, extra, src.nv = conv(edges), conv(more), g.NumVertices()
-		src.origin = "generator"
-	default:
-		g := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
-		k, err := wantExtra(g.NumEdges())
-		if err != nil {
-			return nil, err
-		}
-		edges, more := g.GenerateWithTail(k)
-		src.edges, extra, src.nv = conv(edges), conv(more), g.NumVertices()
-		src.origin = "generator"
-	}
-	if cfg.KernelsOnly {
-		return src, nil
+	src, extra, err := graphOf(cfg)
+	if err != nil || cfg.KernelsOnly {
+		return src, err
 	}
 	var flat []engine.Op
 	if cfg.Stream != "" {
@@ -105,6 +49,71 @@ func sourceGraph(cfg Config) (*source, error) {
 	}
 	src.ops = cutBatches(flat, cfg.BatchSize)
 	return src, nil
+}
+
+// graphOf is the graph of the source, and the new edges a stream
+// generated beside it inserts (none when the stream is a file or the run
+// times kernels only): drawn in proportion to the edges of --input, or
+// the generator's next draws.
+func graphOf(cfg Config) (*source, []wedge, error) {
+	switch {
+	case cfg.Input != "":
+		edges, nv, err := readInput(cfg.Input)
+		if err != nil {
+			return nil, nil, err
+		}
+		k, err := extraEdges(cfg, len(edges))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &source{edges: edges, nv: nv, origin: "beside"}, drawBeside(edges, k, cfg.Seed), nil
+	case cfg.Graph == "kron":
+		g := gen.Kronecker{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
+		if err := g.Validate(); err != nil {
+			return nil, nil, err
+		}
+		return generated(cfg, cfg.EdgeFactor<<cfg.Scale, g.NumVertices(), g.GenerateWithTail)
+	default:
+		g := gen.RMAT{Scale: cfg.Scale, EdgeFactor: cfg.EdgeFactor, Seed: cfg.Seed}
+		if err := g.Validate(); err != nil {
+			return nil, nil, err
+		}
+		return generated(cfg, g.NumEdges(), g.NumVertices(), g.GenerateWithTail)
+	}
+}
+
+// generated is a generated graph of e edges over nv vertices, drawn by
+// draw with the stream's new edges as its tail.
+func generated(cfg Config, e int, nv uint64, draw func(tail int) ([]gen.Edge, []gen.Edge)) (*source, []wedge, error) {
+	k, err := extraEdges(cfg, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	edges, more := draw(k)
+	return &source{edges: unweighted(edges), nv: nv, origin: "generator"}, unweighted(more), nil
+}
+
+// extraEdges is how many new edges a stream generated beside a graph of
+// e edges inserts (--stream-fraction of them; none with --stream or
+// --kernels-only).
+func extraEdges(cfg Config, e int) (int, error) {
+	k := int(float64(e) * cfg.StreamFraction)
+	if k == 0 && cfg.Stream == "" && !cfg.KernelsOnly {
+		return 0, fmt.Errorf("--stream-fraction %v of %d edges streams none: raise it", cfg.StreamFraction, e)
+	}
+	if cfg.Stream != "" || cfg.KernelsOnly {
+		k = 0
+	}
+	return k, nil
+}
+
+// unweighted are es as edges of weight 1.
+func unweighted(es []gen.Edge) []wedge {
+	out := make([]wedge, len(es))
+	for i, e := range es {
+		out[i] = wedge{e.Src, e.Dst, 1}
+	}
+	return out
 }
 
 // drawBeside draws n new edges for a stream into edges: each source the

@@ -8,6 +8,10 @@
 // reads nothing else (no clock, no machine), so the committed page can be
 // checked against the committed data by a test, and figures measured on
 // different days can be compared through the calibration each one carries.
+// MissingFields names the fields the page reads that a result lacks: each
+// benchmark's tests check a real run's result with it, so a field renamed
+// in a benchmark and not in the page (which would read it as zero) fails
+// there.
 package report
 
 import (

@@ -15,7 +15,13 @@ import (
 )
 
 // page is the Markdown being written.
-type page struct{ bytes.Buffer }
+type page struct {
+	bytes.Buffer
+	// audit has decode record in missing the fields the tables read that a
+	// result lacks (MissingFields).
+	audit   bool
+	missing []string
+}
 
 func (p *page) line(format string, a ...any) { fmt.Fprintf(&p.Buffer, format+"\n", a...) }
 

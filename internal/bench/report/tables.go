@@ -5,16 +5,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 )
 
 // decode reads a benchmark's result into v. A field the page does not show
 // is not an error (benchmarks add figures); a missing one reads as zero,
-// which need catches for the figures a table cannot do without.
-func decode(result []byte, v any) error {
+// which need catches for the figures a table cannot do without (and which
+// an audited page records: MissingFields).
+func (p *page) decode(result []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(result))
-	return d.Decode(v)
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if p.audit {
+		var raw any
+		if err := json.Unmarshal(result, &raw); err != nil {
+			return err
+		}
+		absent(reflect.TypeOf(v), raw, "", &p.missing)
+	}
+	return nil
 }
 
 // need fails when a figure the page shows is missing (zero) from a result.
@@ -72,7 +84,7 @@ func renderIngest(p *page, result []byte) error {
 		ScanAfterDeletes float64    `json:"scan_after_vertex_deletes_over_clean"`
 		Events           edgeEvents `json:"edge_events"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if err := need(map[string]float64{"store_edges_per_sec": r.Store, "pebble_edges_per_sec": r.Pebble, "store_scan_sec": r.StoreScan,
@@ -283,7 +295,7 @@ func renderAnalytics(p *page, result []byte) error {
 		Keys        map[string]float64      `json:"keys_over_dense"`
 		PeakRSS     int64                   `json:"peak_rss_bytes"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	kernels := []string{"bfs", "wcc", "pagerank", "sssp"}
@@ -458,7 +470,7 @@ func renderKafka(p *page, result []byte) error {
 		StoreApplyCPU  float64            `json:"store_apply_cpu_sec"`
 		Stages         map[string]float64 `json:"ingest_stage_cpu_sec"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if err := need(map[string]float64{"raw_consume_edges_per_sec": r.Raw, "ingest_edges_per_sec": r.Ingest,
@@ -520,7 +532,7 @@ func renderServe(p *page, result []byte) (err error) {
 		CutShort          float64          `json:"fraud_pulls_cut_short"`
 		Events42          *serveEdgeEvents `json:"edge_events"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if err := need(map[string]float64{"budget_bytes": float64(r.Budget), "peak_anon_bytes": float64(r.PeakAnon), "events_per_sec": r.EventsPerSec}); err != nil {
@@ -608,7 +620,7 @@ func renderMixed(p *page, result []byte) error {
 		PhaseSec  float64 `json:"phase_sec"`
 		Phases    []phase `json:"phases"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if len(r.Phases) == 0 {
@@ -673,7 +685,7 @@ func renderDGS(p *page, result []byte) error {
 		DiskBytesPerEdge float64 `json:"disk_bytes_per_edge"`
 		CSRBytesPerEdge  float64 `json:"csr_bytes_per_edge"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if err := need(map[string]float64{"insedge": r.InsEdge.OpsPerSec, "searchedge": r.SearchEdge.OpsPerSec, "csr_searchedge": r.CSRSearchEdge.OpsPerSec,
@@ -728,7 +740,7 @@ func renderDecode(p *page, result []byte) error {
 		Native  figures `json:"native"`
 		Binary  figures `json:"binary"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	if err := need(map[string]float64{"mapped": r.Mapped.RecordsPerSec, "native": r.Native.RecordsPerSec, "binary": r.Binary.RecordsPerSec}); err != nil {
@@ -779,7 +791,7 @@ func renderMonitors(p *page, result []byte) error {
 		WindowSec float64             `json:"window_sec"`
 		Monitors  map[string]*monitor `json:"monitors"`
 	}
-	if err := decode(result, &r); err != nil {
+	if err := p.decode(result, &r); err != nil {
 		return err
 	}
 	figures := map[string]float64{}
