@@ -1,10 +1,9 @@
 package decodebench
 
 import (
-	"encoding/json"
 	"testing"
 
-	"github.com/graphtide/graphtide/internal/bench/report"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults are valid, and each setting out of range is
@@ -13,22 +12,13 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Records = 0 }, "--records must be between 1 and 100000000, got 0"},
-		{func(c *Config) { c.Records = 100_000_001 }, "--records must be between 1 and 100000000, got 100000001"},
-		{func(c *Config) { c.Accounts = 1 }, "--accounts must be between 2 and 100000000, got 1"},
-		{func(c *Config) { c.Repeats = 0 }, "--repeats must be between 1 and 100, got 0"},
-		{func(c *Config) { c.Repeats = 101 }, "--repeats must be between 1 and 100, got 101"},
-	} {
-		cfg := DefaultConfig()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || err.Error() != c.want {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Records = 0 }, Want: "--records must be between 1 and 100000000, got 0"},
+		{Set: func(c *Config) { c.Records = 100_000_001 }, Want: "--records must be between 1 and 100000000, got 100000001"},
+		{Set: func(c *Config) { c.Accounts = 1 }, Want: "--accounts must be between 2 and 100000000, got 1"},
+		{Set: func(c *Config) { c.Repeats = 0 }, Want: "--repeats must be between 1 and 100, got 0"},
+		{Set: func(c *Config) { c.Repeats = 101 }, Want: "--repeats must be between 1 and 100, got 101"},
+	})
 }
 
 // TestRunSmall runs the benchmark at a tiny size: every decoder decoded
@@ -57,11 +47,5 @@ func TestRunSmall(t *testing.T) {
 	if want := res.Mapped.RecordsPerSec / res.Native.RecordsPerSec; res.MappedOverNative != want {
 		t.Errorf("mapped_over_native = %v, want %v", res.MappedOverNative, want)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("decode", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
+	benchtest.PageFields(t, "decode", res)
 }

@@ -2,15 +2,14 @@ package dgsbench
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/graphtide/graphtide/internal/bench/report"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults are valid, and each setting out of range is
@@ -19,25 +18,16 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Scale = 99 }, "--scale must be between 1 and 26, got 99"},
-		{func(c *Config) { c.EdgeFactor = 0 }, "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0"},
-		{func(c *Config) { c.Load = 1 }, "--load must be in (0, 1), got 1"},
-		{func(c *Config) { c.Load = 0 }, "--load must be in (0, 1), got 0"},
-		{func(c *Config) { c.Ops = 5 }, "--ops must be between 100 and 100000000, got 5"},
-		{func(c *Config) { c.WriteBatch = 0 }, "--write-batch must be between 1 and 100000, got 0"},
-		{func(c *Config) { c.Readers = 65 }, "--readers must be between 0 and 64, got 65"},
-		{func(c *Config) { c.Duration = time.Millisecond }, "--duration must be between 10ms and 1h, got 1ms"},
-	} {
-		cfg := DefaultConfig()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || err.Error() != c.want {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Scale = 99 }, Want: "--scale must be between 1 and 26, got 99"},
+		{Set: func(c *Config) { c.EdgeFactor = 0 }, Want: "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0"},
+		{Set: func(c *Config) { c.Load = 1 }, Want: "--load must be in (0, 1), got 1"},
+		{Set: func(c *Config) { c.Load = 0 }, Want: "--load must be in (0, 1), got 0"},
+		{Set: func(c *Config) { c.Ops = 5 }, Want: "--ops must be between 100 and 100000000, got 5"},
+		{Set: func(c *Config) { c.WriteBatch = 0 }, Want: "--write-batch must be between 1 and 100000, got 0"},
+		{Set: func(c *Config) { c.Readers = 65 }, Want: "--readers must be between 0 and 64, got 65"},
+		{Set: func(c *Config) { c.Duration = time.Millisecond }, Want: "--duration must be between 10ms and 1h, got 1ms"},
+	})
 }
 
 // TestCSR: the baseline CSR holds each distinct edge once, its lists
@@ -104,17 +94,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("dgs", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.Fatal(err)
-	}
+	_, m := benchtest.PageFields(t, "dgs", res)
 	for _, k := range []string{"load_edges_per_sec", "searchedge_ops_per_sec", "insedge_ops_per_sec", "deledge_ops_per_sec",
 		"scannbr_ops_per_sec", "scannbr_edges_per_sec", "csr_scannbr_edges_per_sec", "searchedge_store_over_csr",
 		"scannbr_store_over_csr", "mixed_50_50_ops_per_sec", "mixed_80_20_ops_per_sec", "concurrent_read_ops_per_sec",

@@ -1,13 +1,12 @@
 package ingestbench
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/graphtide/graphtide/internal/bench"
-	"github.com/graphtide/graphtide/internal/bench/report"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults are valid, and each setting out of range is
@@ -17,24 +16,15 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.BatchSize = 0 }, "--batch-size must be between 1 and 10000000, got 0"},
-		{func(c *Config) { c.Scale = 99 }, "--scale must be between 1 and 32, got 99"},
-		{func(c *Config) { c.EdgeFactor = 0 }, "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0"},
-		{func(c *Config) { c.MemGraphMiB = 0 }, "--memgraph-mib must be between 1 and 65536, got 0"},
-		{func(c *Config) { c.HubVersions = 1 }, "--hub-versions must be between 2 and 20000000, got 1"},
-		{func(c *Config) { c.Events = -1 }, "--events must be between 0 and 100000000, got -1"},
-		{func(c *Config) { c.Accounts = 1 }, "--accounts must be between 2 and 100000000, got 1"},
-	} {
-		cfg := DefaultConfig()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || err.Error() != c.want {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.BatchSize = 0 }, Want: "--batch-size must be between 1 and 10000000, got 0"},
+		{Set: func(c *Config) { c.Scale = 99 }, Want: "--scale must be between 1 and 32, got 99"},
+		{Set: func(c *Config) { c.EdgeFactor = 0 }, Want: "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0"},
+		{Set: func(c *Config) { c.MemGraphMiB = 0 }, Want: "--memgraph-mib must be between 1 and 65536, got 0"},
+		{Set: func(c *Config) { c.HubVersions = 1 }, Want: "--hub-versions must be between 2 and 20000000, got 1"},
+		{Set: func(c *Config) { c.Events = -1 }, Want: "--events must be between 0 and 100000000, got -1"},
+		{Set: func(c *Config) { c.Accounts = 1 }, Want: "--accounts must be between 2 and 100000000, got 1"},
+	})
 	cfg := DefaultConfig()
 	cfg.Input, cfg.Scale = "edges.bin", 99
 	if err := cfg.Validate(); err != nil {
@@ -57,17 +47,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("ingest", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.Fatal(err)
-	}
+	_, m := benchtest.PageFields(t, "ingest", res)
 	for _, k := range []string{"edges", "store_edges_per_sec", "pebble_edges_per_sec", "csr_build_edges_per_sec",
 		"store_scan_sec", "csr_scan_sec", "store_bytes_per_edge", "peak_rss_bytes",
 		"store_in_edges_edges_per_sec", "in_edges_over_out_only", "apply_cpu_ns_per_edge_direction",

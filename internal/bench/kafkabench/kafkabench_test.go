@@ -2,14 +2,13 @@ package kafkabench
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/graphtide/graphtide/internal/bench/report"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults with a broker are valid, and each setting out
@@ -23,24 +22,15 @@ func TestConfig(t *testing.T) {
 	if err := valid().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Kafka.Brokers = nil }, "--brokers is required (start one with deploy/kafka/kafka.sh)"},
-		{func(c *Config) { c.Kafka.SASLUser = "u" }, "--sasl-user and --sasl-password need --sasl-mechanism"},
-		{func(c *Config) { c.Scale = 27 }, "--scale must be between 1 and 26, got 27"},
-		{func(c *Config) { c.EdgeFactor = 65 }, "--edge-factor must be between 1 and 64, got 65"},
-		{func(c *Config) { c.Partitions = 0 }, "--partitions must be between 1 and 1024, got 0"},
-		{func(c *Config) { c.Partitions = 1025 }, "--partitions must be between 1 and 1024, got 1025"},
-		{func(c *Config) { c.SteadyFor = 500 * time.Millisecond }, "--steady-for must be at least 1s, got 500ms"},
-	} {
-		cfg := valid()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || err.Error() != c.want {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusals(t, valid, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Kafka.Brokers = nil }, Want: "--brokers is required (start one with deploy/kafka/kafka.sh)"},
+		{Set: func(c *Config) { c.Kafka.SASLUser = "u" }, Want: "--sasl-user and --sasl-password need --sasl-mechanism"},
+		{Set: func(c *Config) { c.Scale = 27 }, Want: "--scale must be between 1 and 26, got 27"},
+		{Set: func(c *Config) { c.EdgeFactor = 65 }, Want: "--edge-factor must be between 1 and 64, got 65"},
+		{Set: func(c *Config) { c.Partitions = 0 }, Want: "--partitions must be between 1 and 1024, got 0"},
+		{Set: func(c *Config) { c.Partitions = 1025 }, Want: "--partitions must be between 1 and 1024, got 1025"},
+		{Set: func(c *Config) { c.SteadyFor = 500 * time.Millisecond }, Want: "--steady-for must be at least 1s, got 500ms"},
+	})
 }
 
 // TestPercentileMs: the p-th percentile by nearest rank, of the
@@ -72,13 +62,7 @@ func TestRunEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("kafka", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
+	benchtest.PageFields(t, "kafka", res)
 	for k, v := range map[string]float64{"produce_edges_per_sec": res.ProduceEdgesPerS, "raw_consume_edges_per_sec": res.RawConsumePerSec,
 		"ingest_edges_per_sec": res.IngestPerSec, "store_apply_edges_per_sec": res.StoreApplyPerSec, "visibility_p99_ms": res.VisibilityP99Ms,
 		"visibility_samples": float64(res.VisibilitySamples), "steady_rate_edges_per_sec": float64(res.SteadyRate)} {

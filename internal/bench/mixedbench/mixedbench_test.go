@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/graphtide/graphtide/internal/bench/report"
 	"github.com/graphtide/graphtide/internal/gen"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults are valid, and each setting out of range is
@@ -17,28 +17,19 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Scale = 99 }, "--scale must be between 1 and 26, got 99"},
-		{func(c *Config) { c.BatchSize = 0 }, "--batch-size must be between 1 and 1000000, got 0"},
-		{func(c *Config) { c.Preload = 1 }, "--preload must be in [0, 1), got 1"},
-		{func(c *Config) { c.Rate = -1 }, "--rate must be between 0 (unpaced) and 1000000 batches/s, got -1"},
-		{func(c *Config) { c.Readers = []int{0, 65} }, "--readers counts must be between 0 and 64, got 65"},
-		{func(c *Config) { c.Readers = nil }, "--readers needs at least one reader count"},
-		{func(c *Config) { c.Phase = 0 }, "--duration must be between 1ms and 1h, got 0s"},
-		{func(c *Config) { c.EdgeDeletes = 0.6 }, "--edge-deletes and --vertex-deletes must be non-negative and at most 0.5 together, got 0.6 and 0.0001"},
-		{func(c *Config) { c.VertexDeletes = -0.1 }, "--edge-deletes and --vertex-deletes must be non-negative and at most 0.5 together, got 0.05 and -0.1"},
-		{func(c *Config) { c.MemGraphMiB = 0 }, "--memgraph-mib must be between 1 and 65536, got 0"},
-		{func(c *Config) { c.Hubs = -1 }, "--hubs must be between 0 and 10000, got -1"},
-	} {
-		cfg := DefaultConfig()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || err.Error() != c.want {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Scale = 99 }, Want: "--scale must be between 1 and 26, got 99"},
+		{Set: func(c *Config) { c.BatchSize = 0 }, Want: "--batch-size must be between 1 and 1000000, got 0"},
+		{Set: func(c *Config) { c.Preload = 1 }, Want: "--preload must be in [0, 1), got 1"},
+		{Set: func(c *Config) { c.Rate = -1 }, Want: "--rate must be between 0 (unpaced) and 1000000 batches/s, got -1"},
+		{Set: func(c *Config) { c.Readers = []int{0, 65} }, Want: "--readers counts must be between 0 and 64, got 65"},
+		{Set: func(c *Config) { c.Readers = nil }, Want: "--readers needs at least one reader count"},
+		{Set: func(c *Config) { c.Phase = 0 }, Want: "--duration must be between 1ms and 1h, got 0s"},
+		{Set: func(c *Config) { c.EdgeDeletes = 0.6 }, Want: "--edge-deletes and --vertex-deletes must be non-negative and at most 0.5 together, got 0.6 and 0.0001"},
+		{Set: func(c *Config) { c.VertexDeletes = -0.1 }, Want: "--edge-deletes and --vertex-deletes must be non-negative and at most 0.5 together, got 0.05 and -0.1"},
+		{Set: func(c *Config) { c.MemGraphMiB = 0 }, Want: "--memgraph-mib must be between 1 and 65536, got 0"},
+		{Set: func(c *Config) { c.Hubs = -1 }, Want: "--hubs must be between 0 and 10000, got -1"},
+	})
 }
 
 // TestHubs: the vertices with the most out-edges, most first, ties by id.
@@ -86,17 +77,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("mixed", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.Fatal(err)
-	}
+	_, m := benchtest.PageFields(t, "mixed", res)
 	for _, k := range []string{"apply_p50_ms_readers0", "apply_p99_ms_readers0", "apply_p99_ms_readers2",
 		"apply_p99_ms_readers4", "apply_max_ms_readers4", "apply_p99_readers4_over_readers0",
 		"scans_per_sec_readers2", "scans_per_sec_readers4", "scanned_edges_per_sec_readers4"} {

@@ -2,12 +2,11 @@ package monitorsbench
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/graphtide/graphtide/internal/bench/report"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults are valid, and each setting out of range is
@@ -16,24 +15,15 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Payments = 0 }, "--payments must be between 1 and 100000000, got 0"},
-		{func(c *Config) { c.Accounts = 1 }, "--accounts must be between 2 and 100000000, got 1"},
-		{func(c *Config) { c.Days = 0 }, "--days must be between 1 and 3650, got 0"},
-		{func(c *Config) { c.Days = 3651 }, "--days must be between 1 and 3650, got 3651"},
-		{func(c *Config) { c.BatchSize = 0 }, "--batch-size must be between 1 and 1000000, got 0"},
-		{func(c *Config) { c.Window = time.Millisecond }, "--window must be between 1s and "},
-		{func(c *Config) { c.RecomputeEvery = 0 }, "--recompute-every must be at least 1, got 0"},
-	} {
-		cfg := DefaultConfig()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusalPrefixes(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Payments = 0 }, Want: "--payments must be between 1 and 100000000, got 0"},
+		{Set: func(c *Config) { c.Accounts = 1 }, Want: "--accounts must be between 2 and 100000000, got 1"},
+		{Set: func(c *Config) { c.Days = 0 }, Want: "--days must be between 1 and 3650, got 0"},
+		{Set: func(c *Config) { c.Days = 3651 }, Want: "--days must be between 1 and 3650, got 3651"},
+		{Set: func(c *Config) { c.BatchSize = 0 }, Want: "--batch-size must be between 1 and 1000000, got 0"},
+		{Set: func(c *Config) { c.Window = time.Millisecond }, Want: "--window must be between 1s and "},
+		{Set: func(c *Config) { c.RecomputeEvery = 0 }, Want: "--recompute-every must be at least 1, got 0"},
+	})
 }
 
 // TestStream: the payments are in time order within --days of the
@@ -68,13 +58,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("monitors", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
+	benchtest.PageFields(t, "monitors", res)
 	if res.Payments != 6000 || res.Accounts != 500 || res.Days != 2 || res.BatchSize != 500 || res.Batches != 12 || res.WindowSec != 21600 {
 		t.Errorf("payments %d, accounts %d, days %d, batch size %d, batches %d, window_sec %v; want 6000, 500, 2, 500, 12, 21600",
 			res.Payments, res.Accounts, res.Days, res.BatchSize, res.Batches, res.WindowSec)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/bench"
-	"github.com/graphtide/graphtide/internal/bench/report"
+	"github.com/graphtide/graphtide/internal/testkit/benchtest"
 )
 
 // TestConfig: the defaults with a broker are valid, and each setting out
@@ -29,25 +29,16 @@ func TestConfig(t *testing.T) {
 	if err := valid().Validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	for _, c := range []struct {
-		set  func(*Config)
-		want string
-	}{
-		{func(c *Config) { c.Brokers = nil }, "--brokers is required (start one with deploy/kafka/kafka.sh)"},
-		{func(c *Config) { c.Scale = 25 }, "--scale must be between 1 and 24, got 25"},
-		{func(c *Config) { c.EdgeFactor = 65 }, "--edge-factor must be between 1 and 64, got 65"},
-		{func(c *Config) { c.Partitions = 0 }, "--partitions must be between 1 and 1024, got 0"},
-		{func(c *Config) { c.Deletes = 0.6 }, "--deletes must be between 0 and 0.5, got 0.6"},
-		{func(c *Config) { c.Budget = "lots" }, "--memory-budget: "},
-		{func(c *Config) { c.EdgeEvents = -1 }, "--edge-events must be between 0 and 100000000, got -1"},
-		{func(c *Config) { c.EdgeAccounts = 1 }, "--edge-accounts must be between 2 and 100000000, got 1"},
-	} {
-		cfg := valid()
-		c.set(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	benchtest.WantRefusalPrefixes(t, valid, (*Config).Validate, []benchtest.Refusal[Config]{
+		{Set: func(c *Config) { c.Brokers = nil }, Want: "--brokers is required (start one with deploy/kafka/kafka.sh)"},
+		{Set: func(c *Config) { c.Scale = 25 }, Want: "--scale must be between 1 and 24, got 25"},
+		{Set: func(c *Config) { c.EdgeFactor = 65 }, Want: "--edge-factor must be between 1 and 64, got 65"},
+		{Set: func(c *Config) { c.Partitions = 0 }, Want: "--partitions must be between 1 and 1024, got 0"},
+		{Set: func(c *Config) { c.Deletes = 0.6 }, Want: "--deletes must be between 0 and 0.5, got 0.6"},
+		{Set: func(c *Config) { c.Budget = "lots" }, Want: "--memory-budget: "},
+		{Set: func(c *Config) { c.EdgeEvents = -1 }, Want: "--edge-events must be between 0 and 100000000, got -1"},
+		{Set: func(c *Config) { c.EdgeAccounts = 1 }, Want: "--edge-accounts must be between 2 and 100000000, got 1"},
+	})
 }
 
 // TestDefaults: a Config for Run needs a binary, brokers and a directory;
@@ -76,17 +67,7 @@ func TestResultJSON(t *testing.T) {
 		MemoryByComponent: map[string]int64{"memgraphs": 1}, BudgetByComponent: map[string]int64{"store": 1, "total": 1},
 		Analytics: DefaultAnalytics, Scale: 10, EdgeFactor: 8, DeleteShare: 0.05, ServeLog: "serve.log", FraudPullsCutShort: 1,
 		EdgeEvents: &EventsResult{Payments: 10, Accounts: 5, DistinctPairs: 8, EventsPerPair: 1.25, Replace: run, Accumulate: run, Props: run}}
-	line, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing, err := report.MissingFields("serve", line); err != nil || len(missing) > 0 {
-		t.Errorf("the page's fields missing from the result: %v (%v)\n%s", missing, err, line)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.Fatal(err)
-	}
+	line, m := benchtest.PageFields(t, "serve", res)
 	ev, _ := m["edge_events"].(map[string]any)
 	acc, _ := ev["accumulate"].(map[string]any)
 	if m["within_budget"] != true || acc["cpu_ns_per_event"] != 2000.0 || acc["store_bytes_per_edge"] != 70.0 || acc["compacted_bytes_per_edge"] != 50.0 {
