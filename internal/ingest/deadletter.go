@@ -15,8 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // Dead letters: how a record that cannot be ingested reaches the
@@ -733,8 +731,7 @@ func (in *Ingester) unblockAcked(polled Position) (Position, int) {
 		if w := in.cfg.Writes; w != nil && b.topic == w.Topic {
 			// A write whose dead letter had to wait: its request hears of
 			// it now (one written at once heard at its decode).
-			m.Writes.WithLabelValues("dead_letter").Inc()
-			w.Waiters.Deliver(requestOf(b.src), writes.Result{Err: b.reason, Partition: b.partition, Offset: b.offset})
+			in.wr.deadLettered(writeFailure{requestOf(b.src), b.reason, b.partition, b.offset})
 		}
 		in.cfg.Logger.Warn("record dead-lettered; the partition resumes after it", "topic", b.topic, "partition", b.partition, "offset", b.offset,
 			"blocked_for", time.Since(b.since).Round(time.Millisecond), "attempts", b.tries+1, "blocked_partitions", n)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -191,23 +190,11 @@ func (c *Config) withDefaults() (Config, error) {
 		}
 	}
 	if o.Writes != nil {
-		w := *o.Writes
-		if w.Log == nil {
-			return o, errors.New("ingest: the writes topic needs its outcome log")
+		w, err := o.Writes.withDefaults(o.Topics, o.Mappings)
+		if err != nil {
+			return o, err
 		}
-		if !slices.Contains(o.Topics, w.Topic) {
-			return o, fmt.Errorf("ingest: the writes topic %q is not one of the topics", w.Topic)
-		}
-		if _, mapped := o.Mappings[w.Topic]; mapped {
-			return o, fmt.Errorf("ingest: the writes topic %q cannot have a mapping: its records are batches", w.Topic)
-		}
-		if w.Retention == 0 {
-			w.Retention = 24 * time.Hour
-		}
-		if w.MaxEntries == 0 {
-			w.MaxEntries = 1 << 20
-		}
-		o.Writes = &w
+		o.Writes = w
 	}
 	if o.FlushInterval == 0 {
 		o.FlushInterval = 2 * time.Second
@@ -308,6 +295,9 @@ type Ingester struct {
 	// health is what Ready reports besides the assignment, and the lag
 	// (health.go).
 	health *health
+
+	// wr is the writes topic (writes.go; nil: none).
+	wr *writesTopic
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -362,11 +352,9 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		checkpoint = applied
 	}
 	in.pos = newPositions(applied, rec.Position, checkpoint)
-	if w := c.Writes; w != nil && w.Log.Created() {
-		if _, had := rec.Position[w.Topic]; had {
-			os.Remove(w.Log.Path()) // the empty file this start made: the next start must refuse too
-			return nil, fmt.Errorf("ingest: the store has consumed the writes topic %q, but its outcome log %s is missing: replays could apply refused or retried batches; restore the file, or start with the store and the log of one backup", w.Topic, w.Log.Path())
-		}
+	in.wr = newWritesTopic(c.Writes, in, dict, c.Types, c.Metrics, c.Logger)
+	if err := in.wr.checkLog(rec.Position); err != nil {
+		return nil, err
 	}
 	in.setLogInterval(logInterval)
 	var keys decode.KeyResolver
@@ -608,7 +596,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
 	p := startApplier(env)
-	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs)
+	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs, in.wr)
 	if in.cfg.Own != nil {
 		ps.owner = newOwnerCheck(in.cfg.Partitions, in.dict)
 	}
@@ -668,6 +656,11 @@ func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
 // takes the batch.
 func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	return in.applyWith(b, func() (uint64, error) { return in.store.Apply(b) })
+}
+
+// applyIfThen is the store's ApplyIfThen, watched as apply is.
+func (in *Ingester) applyIfThen(b *engine.Batch, conds []engine.Condition, before func(next uint64, perr *engine.PreconditionError) error) (uint64, error) {
+	return in.applyWith(b, func() (uint64, error) { return in.store.ApplyIfThen(b, conds, before) })
 }
 
 // applyWith is apply with f in place of the store's Apply of b.

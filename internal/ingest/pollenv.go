@@ -56,7 +56,8 @@ func (e liveEnv) markDurable(seq uint64, pos Position) bool {
 	if !e.in.pos.markDurable(seq, pos) {
 		return false
 	}
-	e.in.pruneWrites(time.Now())
+	durable, ck := e.in.pos.pruneFloor()
+	e.in.wr.prune(time.Now(), durable, ck)
 	return true
 }
 
@@ -101,7 +102,7 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	var seq uint64
 	var err error
 	if len(j.writes) > 0 {
-		seq, err = e.applyJobWrites(j)
+		seq, err = in.wr.applyJob(j, in.src.topicID(in.cfg.Writes.Topic), in.encodePosition)
 	} else {
 		j.batch.SetSourcePosition(in.encodePosition(j.pos))
 		seq, err = in.apply(&j.batch)

@@ -14,7 +14,6 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // The poll loop: the state machine of exactly-once ingestion (doc.go has
@@ -121,7 +120,9 @@ type pollState struct {
 	// other graph were last logged. Owned by the poll loop's goroutine.
 	graph            string
 	otherGraphLogged map[string]time.Time
-	waiters          *writes.Waiters
+	// wr is the writes topic's part (nil: none), which answers the writes
+	// that are dead letters.
+	wr *writesTopic
 	// accumulate is Config.Accumulate (nil: none).
 	accumulate *engine.TypeSet
 	log        *slog.Logger
@@ -166,8 +167,8 @@ type pollState struct {
 }
 
 // newPollState starts the poll loop's state at polled, the position
-// applied so far.
-func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder) *pollState {
+// applied so far; wr is the writes topic's part (nil: none).
+func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder, wr *writesTopic) *pollState {
 	ti := map[string]int{}
 	for i, t := range cfg.Topics {
 		ti[t] = i
@@ -183,7 +184,7 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 		s.accumulate = &acc
 	}
 	if cfg.Writes != nil {
-		s.writesTopic, s.waiters = cfg.Writes.Topic, cfg.Writes.Waiters
+		s.writesTopic, s.wr = cfg.Writes.Topic, wr
 		s.graph, s.otherGraphLogged = cfg.Graph, map[string]time.Time{}
 	}
 	return s
@@ -461,8 +462,7 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 	}
 	s.countDecoded(j, dec)
 	for _, f := range dec.deadWrites {
-		s.metrics.Writes.WithLabelValues("dead_letter").Inc()
-		s.waiters.Deliver(f.request, writes.Result{Err: f.reason, Partition: f.partition, Offset: f.offset})
+		s.wr.deadLettered(f)
 	}
 	next := dec.next
 	if unblocked > 0 {
