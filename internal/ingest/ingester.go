@@ -15,7 +15,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -338,7 +337,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	}
 	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
 		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
-		dl: newDeadLetters(c.DeadLetterTopic, c.Metrics), health: newHealth(&c)}
+		dl: newDeadLetters(&c), health: newHealth(&c)}
 	var checkpoint Position
 	switch {
 	case len(c.CheckpointFloor) > 0:
@@ -587,12 +586,11 @@ func (in *Ingester) Run(ctx context.Context) error {
 	} else {
 		in.cl.AddConsumeTopics(in.cfg.Topics...)
 	}
-	in.ensureDeadLetterTopic(ctx)
-	in.readDeadLetterLimit(ctx, 2*time.Second)
+	in.dl.prepare(ctx, kafkaDL{in.cl})
 	wctx, wcancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	workers.Add(2)
-	go func() { defer workers.Done(); in.deadLetterWorker(wctx) }()
+	go func() { defer workers.Done(); in.dl.run(wctx, kafkaDL{in.cl}) }()
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
 	p := startApplier(env)
@@ -639,15 +637,6 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 	})
 	if len(unknownID) > 0 && in.src.idCheckDue(time.Now()) {
 		in.checkRecreated(ctx, unknownID)
-	}
-}
-
-// ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
-// that clusters without topic auto-creation work. Failure is logged: the
-// dead-letter producer retries until the topic exists.
-func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
-	if err := kafkaconn.EnsureTopic(ctx, in.cl, in.cfg.DeadLetterTopic, 1); err != nil {
-		in.cfg.Logger.Warn("could not create the dead-letter topic", "topic", in.cfg.DeadLetterTopic, "err", err)
 	}
 }
 

@@ -76,14 +76,7 @@ func (e liveEnv) syncKeys() error {
 }
 
 func (e liveEnv) deadLetter(ctx context.Context, dead []deadRecord) (bool, error) {
-	cut, err := e.in.deadLetter(ctx, dead)
-	if err != nil {
-		return false, err
-	}
-	if len(cut) > 0 {
-		e.in.block(cut)
-	}
-	return len(cut) > 0, nil
+	return e.in.sendDeadLetters(ctx, dead)
 }
 
 func (e liveEnv) cuts() map[tp]int64 { return e.in.dl.cuts() }

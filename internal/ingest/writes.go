@@ -470,6 +470,9 @@ func (w *writesTopic) answer(request string, r writes.Result) {
 	w.waiters.Deliver(request, r)
 }
 
+// holds reports whether topic is the writes topic (false: there is none).
+func (w *writesTopic) holds(topic string) bool { return w != nil && topic == w.topic }
+
 // deadLettered counts a write that went to the dead letters and tells
 // its waiter why.
 func (w *writesTopic) deadLettered(f writeFailure) {
