@@ -307,7 +307,7 @@ type Ingester struct {
 	// Lock order: its lock, then the assignment's.
 	pauses *pauses
 
-	// dl is the dead-letter path (deadletter.go).
+	// dl is the dead letters (deadletters.go).
 	dl *deadLetters
 
 	// health is what Ready reports besides the assignment, and the lag
