@@ -36,6 +36,21 @@ type tp struct {
 	partition int32
 }
 
+// deletePartitions deletes the partitions of gone from m and returns
+// those it held.
+func deletePartitions[V any](m map[tp]V, gone map[string][]int32) map[string][]int32 {
+	deleted := map[string][]int32{}
+	for t, ps := range gone {
+		for _, p := range ps {
+			if _, ok := m[tp{t, p}]; ok {
+				delete(m, tp{t, p})
+				deleted[t] = append(deleted[t], p)
+			}
+		}
+	}
+	return deleted
+}
+
 // dlBlock is a partition paused at a record whose dead letter is not
 // acknowledged yet.
 type dlBlock struct {
@@ -588,17 +603,9 @@ func (d *deadLetters) unblock(polled Position) unblocked {
 // returns those partitions: whoever is assigned them next dead-letters
 // their records again.
 func (d *deadLetters) drop(gone map[string][]int32) map[string][]int32 {
-	dropped := map[string][]int32{}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for t, ps := range gone {
-		for _, p := range ps {
-			if _, ok := d.blocks[tp{t, p}]; ok {
-				delete(d.blocks, tp{t, p})
-				dropped[t] = append(dropped[t], p)
-			}
-		}
-	}
+	dropped := deletePartitions(d.blocks, gone)
 	if len(dropped) > 0 {
 		d.logger.Info("blocked partitions went to another member; their dead letters are retried by whoever consumes them", "partitions", dropped)
 	}
