@@ -12,9 +12,10 @@ import (
 )
 
 // The parts whose behaviour is a sequence of events (positions and
-// commits, pauses and resumes, assignments and revokes) are tested by
-// datadriven scripts in testdata/<part>: each block is a command with its
-// arguments and input, and the output it must print (cockroachdb's
+// commits, pauses and resumes, assignments and revokes, dead letters and
+// their blocks) are tested by datadriven scripts in testdata/<part>: each
+// block is a command with its arguments and input, and the output it
+// must print (cockroachdb's
 // datadriven format). `go test -rewrite` (or GT_REWRITE=1, as the C++
 // datadriven tests take it) writes the outputs anew; a rewritten output is
 // read and checked by hand before it is committed.

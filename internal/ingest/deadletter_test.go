@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,17 +185,6 @@ func TestLongestFit(t *testing.T) {
 	}
 }
 
-// fakeProducer answers every produce with err, at once.
-type fakeProducer struct {
-	err      error
-	produced []*kgo.Record
-}
-
-func (p *fakeProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
-	p.produced = append(p.produced, r)
-	promise(r, p.err)
-}
-
 // TestDeadLettersPart: the dead letters part alone, against a fake
 // producer. A produce builds the dead letter at the limit; a broker's
 // "too large" while the topic's limit is unknown halves the assumed
@@ -203,12 +193,12 @@ func (p *fakeProducer) Produce(_ context.Context, r *kgo.Record, promise func(*k
 // and once acknowledged is taken back (or dropped with its partition).
 func TestDeadLettersPart(t *testing.T) {
 	m := NewMetrics(nil)
-	d := newDeadLetters("dlt", m)
+	d := newDeadLetters(&Config{DeadLetterTopic: "dlt", Metrics: m, Logger: slog.New(slog.DiscardHandler)})
 	src := &kgo.Record{Topic: "edges", Partition: 1, Offset: 7, Value: []byte("bad")}
-	p := &fakeProducer{}
+	p := newFakeDLClient()
 	var got []error
 	d.produce(context.Background(), p, src, "why", func(err error) { got = append(got, err) })
-	if len(p.produced) != 1 || p.produced[0].Topic != "dlt" || string(p.produced[0].Value) != "bad" || len(got) != 1 || got[0] != nil {
+	if len(p.produced) != 1 || p.produced[0] != "edges/1@7 to dlt: key=0B value=3B truncated=false" || len(got) != 1 || got[0] != nil {
 		t.Fatalf("produced %v, answers %v", p.produced, got)
 	}
 	if d.inflight.Load() != 0 {

@@ -87,15 +87,22 @@
 //	            partition counts this run records (binding.go)
 //	pauses      why fetching is paused, the partitions held for dead
 //	            letters or lost records (pauses.go)
-//	deadLetters the blocked partitions and the dead-letter topic's limit
-//	            (deadletter.go)
+//	deadLetters the blocked partitions, the attempts to write their dead
+//	            letters (produce and wait, the worker's retries) and the
+//	            dead-letter topic's limit (deadletters.go; deadletter.go
+//	            builds a dead letter)
 //	health      the brokers' answers, the stall, the end offsets and lag
 //	            (health.go)
+//	writesTopic the writes topic: the outcome log, the waiters, the
+//	            conditions' lookups and the rules a write is applied by,
+//	            through a writesStore (writes.go)
 //
-// The Ingester's own methods are the wiring: New and Run (ingester.go),
-// the source check (ingester_source.go), the group's rebalance callbacks
-// (rebalance.go), partitioned mode (owned.go), log starts (logstart.go),
-// the writes topic (writes.go).
+// Each is tested alone, against a fake of what it asks of the client or
+// the store. The Ingester's own methods are the wiring: New and Run
+// (ingester.go), the source check (ingester_source.go), the dead letters'
+// answers passed to the pauses, the client and the writes topic
+// (ingester_deadletter.go), the group's rebalance callbacks
+// (rebalance.go), partitioned mode (owned.go), log starts (logstart.go).
 //
 // Lifecycle of Run: check the source, join the group; then two
 // goroutines, so that polling, decoding and the client's next fetch

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/keydict"
 	"github.com/graphtide/graphtide/internal/typedict"
 )
@@ -165,110 +163,10 @@ type Config struct {
 
 func (c *Config) withDefaults() (Config, error) {
 	o := *c
-	if len(o.Brokers) == 0 {
-		return o, errors.New("ingest: at least one broker address is required")
-	}
-	if len(o.Topics) == 0 {
-		return o, errors.New("ingest: at least one topic is required")
-	}
-	if o.Group == "" {
-		o.Group = "graphtide"
-	}
-	if o.Format == 0 {
-		o.Format = decode.FormatBinary
-	}
-	for t, f := range o.TopicFormats {
-		if f < decode.FormatBinary || f > decode.FormatText {
-			return o, fmt.Errorf("ingest: topic %q has an unknown format %d", t, f)
+	for _, check := range []func() error{o.sourceDefaults, o.timeDefaults, o.fetchDefaults, o.checkOwn} {
+		if err := check(); err != nil {
+			return o, err
 		}
-	}
-	if o.DeadLetterTopic == "" {
-		o.DeadLetterTopic = "graphtide-dead-letters"
-	}
-	for _, t := range o.Topics {
-		if t == o.DeadLetterTopic {
-			return o, fmt.Errorf("ingest: topic %q is also the dead-letter topic", t)
-		}
-	}
-	if o.Writes != nil {
-		w := *o.Writes
-		if w.Log == nil {
-			return o, errors.New("ingest: the writes topic needs its outcome log")
-		}
-		if !slices.Contains(o.Topics, w.Topic) {
-			return o, fmt.Errorf("ingest: the writes topic %q is not one of the topics", w.Topic)
-		}
-		if _, mapped := o.Mappings[w.Topic]; mapped {
-			return o, fmt.Errorf("ingest: the writes topic %q cannot have a mapping: its records are batches", w.Topic)
-		}
-		if w.Retention == 0 {
-			w.Retention = 24 * time.Hour
-		}
-		if w.MaxEntries == 0 {
-			w.MaxEntries = 1 << 20
-		}
-		o.Writes = &w
-	}
-	if o.FlushInterval == 0 {
-		o.FlushInterval = 2 * time.Second
-	}
-	if o.FlushInterval < 10*time.Millisecond {
-		return o, fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", o.FlushInterval)
-	}
-	if o.DeadLetterTimeout == 0 {
-		o.DeadLetterTimeout = 10 * time.Second
-	}
-	if o.DeadLetterTimeout < time.Second || o.DeadLetterTimeout > 10*time.Minute {
-		return o, fmt.Errorf("ingest: dead-letter timeout must be between 1s and 10m, got %v", o.DeadLetterTimeout)
-	}
-	if o.ReadyGrace == 0 {
-		o.ReadyGrace = 30 * time.Second
-	}
-	if o.ReadyGrace < 100*time.Millisecond || o.ReadyGrace > 24*time.Hour {
-		return o, fmt.Errorf("ingest: ready grace must be between 100ms and 24h, got %v", o.ReadyGrace)
-	}
-	if o.LagInterval == 0 {
-		o.LagInterval = 10 * time.Second
-	}
-	if o.LagInterval < 10*time.Millisecond || o.LagInterval > time.Hour {
-		return o, fmt.Errorf("ingest: lag interval must be between 10ms and 1h, got %v", o.LagInterval)
-	}
-	if o.ReadyMaxLag < 0 {
-		return o, fmt.Errorf("ingest: ready max lag must be 0 (no limit) or more records, got %d", o.ReadyMaxLag)
-	}
-	if o.FetchMaxBytes == 0 {
-		o.FetchMaxBytes = DefaultFetchMaxBytes
-	}
-	if o.FetchMaxBytes < 1<<10 || o.FetchMaxBytes > 100<<20 {
-		return o, fmt.Errorf("ingest: fetch max bytes must be between 1 KiB and 100 MiB, got %d", o.FetchMaxBytes)
-	}
-	if o.FetchMaxPartitionBytes == 0 {
-		o.FetchMaxPartitionBytes = min(DefaultFetchMaxPartitionBytes, o.FetchMaxBytes)
-	}
-	if o.FetchMaxPartitionBytes < 1<<10 || o.FetchMaxPartitionBytes > o.FetchMaxBytes {
-		return o, fmt.Errorf("ingest: fetch max partition bytes must be between 1 KiB and the fetch max bytes (%d), got %d", o.FetchMaxBytes, o.FetchMaxPartitionBytes)
-	}
-	if o.MaxConcurrentFetches == 0 {
-		o.MaxConcurrentFetches = DefaultMaxConcurrentFetches
-	}
-	if o.MaxConcurrentFetches < 1 || o.MaxConcurrentFetches > 64 {
-		return o, fmt.Errorf("ingest: max concurrent fetches must be between 1 and 64, got %d", o.MaxConcurrentFetches)
-	}
-	if o.MaxPollRecords == 0 {
-		o.MaxPollRecords = DefaultMaxPollRecords
-	}
-	if o.MaxPollRecords < 1 {
-		return o, fmt.Errorf("ingest: max poll records must be positive, got %d", o.MaxPollRecords)
-	}
-	switch o.ResetPolicy {
-	case "":
-		o.ResetPolicy = "earliest"
-	case "earliest", "latest":
-	default:
-		return o, fmt.Errorf("ingest: reset policy must be earliest or latest, got %q", o.ResetPolicy)
-	}
-	if err := o.checkOwn(); err != nil {
-		return o, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -277,6 +175,113 @@ func (c *Config) withDefaults() (Config, error) {
 		o.Metrics = NewMetrics(nil)
 	}
 	return o, nil
+}
+
+// sourceDefaults checks and completes what is read: brokers, topics,
+// group, formats, the dead-letter and writes topics.
+func (c *Config) sourceDefaults() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("ingest: at least one broker address is required")
+	}
+	if len(c.Topics) == 0 {
+		return errors.New("ingest: at least one topic is required")
+	}
+	if c.Group == "" {
+		c.Group = "graphtide"
+	}
+	if c.Format == 0 {
+		c.Format = decode.FormatBinary
+	}
+	for t, f := range c.TopicFormats {
+		if f < decode.FormatBinary || f > decode.FormatText {
+			return fmt.Errorf("ingest: topic %q has an unknown format %d", t, f)
+		}
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = "graphtide-dead-letters"
+	}
+	for _, t := range c.Topics {
+		if t == c.DeadLetterTopic {
+			return fmt.Errorf("ingest: topic %q is also the dead-letter topic", t)
+		}
+	}
+	if c.Writes != nil {
+		w, err := c.Writes.withDefaults(c.Topics, c.Mappings)
+		if err != nil {
+			return err
+		}
+		c.Writes = w
+	}
+	return nil
+}
+
+// timeDefaults checks and completes the intervals and timeouts.
+func (c *Config) timeDefaults() error {
+	if c.FlushInterval == 0 {
+		c.FlushInterval = 2 * time.Second
+	}
+	if c.FlushInterval < 10*time.Millisecond {
+		return fmt.Errorf("ingest: flush interval must be at least 10ms, got %v", c.FlushInterval)
+	}
+	if c.DeadLetterTimeout == 0 {
+		c.DeadLetterTimeout = 10 * time.Second
+	}
+	if c.DeadLetterTimeout < time.Second || c.DeadLetterTimeout > 10*time.Minute {
+		return fmt.Errorf("ingest: dead-letter timeout must be between 1s and 10m, got %v", c.DeadLetterTimeout)
+	}
+	if c.ReadyGrace == 0 {
+		c.ReadyGrace = 30 * time.Second
+	}
+	if c.ReadyGrace < 100*time.Millisecond || c.ReadyGrace > 24*time.Hour {
+		return fmt.Errorf("ingest: ready grace must be between 100ms and 24h, got %v", c.ReadyGrace)
+	}
+	if c.LagInterval == 0 {
+		c.LagInterval = 10 * time.Second
+	}
+	if c.LagInterval < 10*time.Millisecond || c.LagInterval > time.Hour {
+		return fmt.Errorf("ingest: lag interval must be between 10ms and 1h, got %v", c.LagInterval)
+	}
+	if c.ReadyMaxLag < 0 {
+		return fmt.Errorf("ingest: ready max lag must be 0 (no limit) or more records, got %d", c.ReadyMaxLag)
+	}
+	return nil
+}
+
+// fetchDefaults checks and completes the fetch buffers, the poll size
+// and the reset policy.
+func (c *Config) fetchDefaults() error {
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.FetchMaxBytes < 1<<10 || c.FetchMaxBytes > 100<<20 {
+		return fmt.Errorf("ingest: fetch max bytes must be between 1 KiB and 100 MiB, got %d", c.FetchMaxBytes)
+	}
+	if c.FetchMaxPartitionBytes == 0 {
+		c.FetchMaxPartitionBytes = min(DefaultFetchMaxPartitionBytes, c.FetchMaxBytes)
+	}
+	if c.FetchMaxPartitionBytes < 1<<10 || c.FetchMaxPartitionBytes > c.FetchMaxBytes {
+		return fmt.Errorf("ingest: fetch max partition bytes must be between 1 KiB and the fetch max bytes (%d), got %d", c.FetchMaxBytes, c.FetchMaxPartitionBytes)
+	}
+	if c.MaxConcurrentFetches == 0 {
+		c.MaxConcurrentFetches = DefaultMaxConcurrentFetches
+	}
+	if c.MaxConcurrentFetches < 1 || c.MaxConcurrentFetches > 64 {
+		return fmt.Errorf("ingest: max concurrent fetches must be between 1 and 64, got %d", c.MaxConcurrentFetches)
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.MaxPollRecords < 1 {
+		return fmt.Errorf("ingest: max poll records must be positive, got %d", c.MaxPollRecords)
+	}
+	switch c.ResetPolicy {
+	case "":
+		c.ResetPolicy = "earliest"
+	case "earliest", "latest":
+	default:
+		return fmt.Errorf("ingest: reset policy must be earliest or latest, got %q", c.ResetPolicy)
+	}
+	return nil
 }
 
 // Ingester moves records from Kafka into a store. Create with New, then Run.
@@ -302,12 +307,15 @@ type Ingester struct {
 	// Lock order: its lock, then the assignment's.
 	pauses *pauses
 
-	// dl is the dead-letter path (deadletter.go).
+	// dl is the dead letters (deadletters.go).
 	dl *deadLetters
 
 	// health is what Ready reports besides the assignment, and the lag
 	// (health.go).
 	health *health
+
+	// wr is the writes topic (writes.go; nil: none).
+	wr *writesTopic
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -317,58 +325,95 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		return nil, err
 	}
 	c.Metrics.forTopics(c.Topics)
-	raw, err := store.SourcePosition()
+	rec, err := recordedPosition(store, &c)
 	if err != nil {
 		return nil, err
+	}
+	applied, err := replayStart(rec, &c)
+	if err != nil {
+		return nil, err
+	}
+	in := &Ingester{cfg: c, store: store, dict: dict,
+		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
+		dl: newDeadLetters(&c), health: newHealth(&c)}
+	in.pos = newPositions(applied, rec.Position, checkpointFloor(&c, applied))
+	in.wr = newWritesTopic(c.Writes, in, dict, c.Types, c.Metrics, c.Logger)
+	if err := in.wr.checkLog(rec.Position); err != nil {
+		return nil, err
+	}
+	in.setLogInterval(logInterval)
+	if in.decs, err = newDecoders(&c, dict); err != nil {
+		return nil, err
+	}
+	if in.cl, err = kgo.NewClient(in.clientOptions()...); err != nil {
+		return nil, fmt.Errorf("ingest: kafka client: %w", err)
+	}
+	in.pauses = newPauses(in.cl)
+	return in, nil
+}
+
+// recordedPosition is the store's recorded position (discarded with a
+// WARN if it cannot be read and c.ResetSourcePosition allows), refused if
+// it belongs to another graph.
+func recordedPosition(store *engine.Store, c *Config) (Recorded, error) {
+	raw, err := store.SourcePosition()
+	if err != nil {
+		return Recorded{}, err
 	}
 	rec, err := DecodeRecorded(raw)
 	if err != nil {
 		if !c.ResetSourcePosition {
-			return nil, fmt.Errorf("ingest: the store's recorded position: %w; --reset-source-position discards it and resumes from the group's committed offsets (then --reset)", err)
+			return Recorded{}, fmt.Errorf("ingest: the store's recorded position: %w; --reset-source-position discards it and resumes from the group's committed offsets (then --reset)", err)
 		}
 		c.Logger.Warn("discarding the store's recorded position, which cannot be read (--reset-source-position)", "err", err, "bytes", len(raw))
 		rec, _ = DecodeRecorded(nil)
 	}
 	if rec.Graph != "" && rec.Graph != c.Graph {
-		return nil, &GraphMismatchError{Recorded: rec.Graph, Given: c.Graph}
+		return Recorded{}, &GraphMismatchError{Recorded: rec.Graph, Given: c.Graph}
 	}
+	return rec, nil
+}
+
+// replayStart is where ingestion starts: the store's position, behind it
+// where c.ReplayFrom replays (see PlanReplay).
+func replayStart(rec Recorded, c *Config) (Position, error) {
 	applied := rec.Position.Clone()
-	if len(c.ReplayFrom) > 0 {
-		behind, err := PlanReplay(rec, c.ReplayFrom)
-		if err != nil {
-			return nil, err
-		}
-		for t, ps := range behind {
-			for p, o := range ps {
-				cur, _ := applied.Get(t, p)
-				applied.Set(t, p, o)
-				c.Logger.Info("replaying records the store holds already, for the analytics' checkpoint", "topic", t, "partition", p, "from", o, "to", cur)
-			}
+	if len(c.ReplayFrom) == 0 {
+		return applied, nil
+	}
+	behind, err := PlanReplay(rec, c.ReplayFrom)
+	if err != nil {
+		return nil, err
+	}
+	for t, ps := range behind {
+		for p, o := range ps {
+			cur, _ := applied.Get(t, p)
+			applied.Set(t, p, o)
+			c.Logger.Info("replaying records the store holds already, for the analytics' checkpoint", "topic", t, "partition", p, "from", o, "to", cur)
 		}
 	}
-	in := &Ingester{cfg: c, store: store, dict: dict, decs: map[string]decode.Decoder{},
-		asg: newAssignment(&c), src: newBinding(rec, c.Graph, c.Logger),
-		dl: newDeadLetters(c.DeadLetterTopic, c.Metrics), health: newHealth(&c)}
-	var checkpoint Position
+	return applied, nil
+}
+
+// checkpointFloor is the position of the newest analytics checkpoint a
+// restart may replay from (nil: none; empty: unknown, so that nothing of
+// the writes topic is pruned): c.CheckpointFloor, else the replay's start.
+func checkpointFloor(c *Config, applied Position) Position {
 	switch {
 	case len(c.CheckpointFloor) > 0:
-		// The newest checkpoint on disk: a restart may replay from it.
 		if ck, err := DecodeRecorded(c.CheckpointFloor); err == nil {
-			checkpoint = ck.Position
-		} else {
-			checkpoint = Position{} // unknown: nothing of the writes topic is pruned
+			return ck.Position
 		}
+		return Position{}
 	case len(c.ReplayFrom) > 0:
-		checkpoint = applied
+		return applied
 	}
-	in.pos = newPositions(applied, rec.Position, checkpoint)
-	if w := c.Writes; w != nil && w.Log.Created() {
-		if _, had := rec.Position[w.Topic]; had {
-			os.Remove(w.Log.Path()) // the empty file this start made: the next start must refuse too
-			return nil, fmt.Errorf("ingest: the store has consumed the writes topic %q, but its outcome log %s is missing: replays could apply refused or retried batches; restore the file, or start with the store and the log of one backup", w.Topic, w.Log.Path())
-		}
-	}
-	in.setLogInterval(logInterval)
+	return nil
+}
+
+// newDecoders is the decoder of each topic: its format or mapping, JSON
+// ops for the writes topic.
+func newDecoders(c *Config, dict *keydict.Dict) (map[string]decode.Decoder, error) {
 	var keys decode.KeyResolver
 	if dict != nil {
 		keys = dict
@@ -376,26 +421,34 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 	if c.Types != nil {
 		keys = decode.WithTypes(keys, c.Types)
 	}
+	decs := map[string]decode.Decoder{}
 	for _, t := range c.Topics {
 		f := c.Format
 		if tf, ok := c.TopicFormats[t]; ok {
 			f = tf
 		}
 		m, mapped := c.Mappings[t]
-		if c.Writes != nil && t == c.Writes.Topic {
-			in.decs[t] = decode.New(decode.FormatJSON, keys) // the ops of a write
-			continue
+		switch {
+		case c.Writes != nil && t == c.Writes.Topic:
+			decs[t] = decode.New(decode.FormatJSON, keys) // the ops of a write
+		case !mapped:
+			decs[t] = decode.New(f, keys)
+		default:
+			d, err := decode.NewMapped(m, keys)
+			if err != nil {
+				return nil, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
+			}
+			decs[t] = d
 		}
-		if !mapped {
-			in.decs[t] = decode.New(f, keys)
-			continue
-		}
-		d, err := decode.NewMapped(m, keys)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: the mapping of topic %q: %w", t, err)
-		}
-		in.decs[t] = d
 	}
+	return decs, nil
+}
+
+// clientOptions are the Kafka client's options: the group's callbacks
+// (but partitioned), the dead letters' producer settings, then
+// Config.ClientOpts.
+func (in *Ingester) clientOptions() []kgo.Opt {
+	c := &in.cfg
 	reset := kgo.NewOffset().AtStart()
 	if c.ResetPolicy == "latest" {
 		reset = kgo.NewOffset().AtEnd()
@@ -421,7 +474,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		)
 	}
 	opts = append(opts,
-		// The client produces only dead letters (deadletter.go): batches
+		// The client produces only dead letters (deadletters.go): batches
 		// sized by the dead-letter topic's limit, uncompressed so that a
 		// dead letter's size is what is counted, and failed rather than
 		// retried forever (a dead letter may be written twice anyway).
@@ -435,12 +488,7 @@ func New(store *engine.Store, dict *keydict.Dict, cfg Config) (*Ingester, error)
 		// dead-lettered if need be).
 		kgo.WithPools(NewRecordPool()),
 	)
-	opts = append(opts, c.ClientOpts...)
-	if in.cl, err = kgo.NewClient(opts...); err != nil {
-		return nil, fmt.Errorf("ingest: kafka client: %w", err)
-	}
-	in.pauses = newPauses(in.cl)
-	return in, nil
+	return append(opts, c.ClientOpts...)
 }
 
 // PlanReplay compares a position to replay from (raw, as Config.Checkpoint
@@ -599,16 +647,15 @@ func (in *Ingester) Run(ctx context.Context) error {
 	} else {
 		in.cl.AddConsumeTopics(in.cfg.Topics...)
 	}
-	in.ensureDeadLetterTopic(ctx)
-	in.readDeadLetterLimit(ctx, 2*time.Second)
+	in.dl.prepare(ctx, kafkaDL{in.cl})
 	wctx, wcancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	workers.Add(2)
-	go func() { defer workers.Done(); in.deadLetterWorker(wctx) }()
+	go func() { defer workers.Done(); in.dl.run(wctx, kafkaDL{in.cl}) }()
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
 	env := liveEnv{in}
 	p := startApplier(env)
-	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs)
+	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs, in.wr)
 	if in.cfg.Own != nil {
 		ps.owner = newOwnerCheck(in.cfg.Partitions, in.dict)
 	}
@@ -654,20 +701,16 @@ func (in *Ingester) noteFetchErrors(ctx context.Context, fetches kgo.Fetches) {
 	}
 }
 
-// ensureDeadLetterTopic creates the dead-letter topic if it is missing, so
-// that clusters without topic auto-creation work. Failure is logged: the
-// dead-letter producer retries until the topic exists.
-func (in *Ingester) ensureDeadLetterTopic(ctx context.Context) {
-	if err := kafkaconn.EnsureTopic(ctx, in.cl, in.cfg.DeadLetterTopic, 1); err != nil {
-		in.cfg.Logger.Warn("could not create the dead-letter topic", "topic", in.cfg.DeadLetterTopic, "err", err)
-	}
-}
-
 // apply hands one batch to the store and returns its sequence number; if
 // the store stalls, fetching of the assigned partitions pauses until it
 // takes the batch.
 func (in *Ingester) apply(b *engine.Batch) (uint64, error) {
 	return in.applyWith(b, func() (uint64, error) { return in.store.Apply(b) })
+}
+
+// applyIfThen is the store's ApplyIfThen, watched as apply is.
+func (in *Ingester) applyIfThen(b *engine.Batch, conds []engine.Condition, before func(next uint64, perr *engine.PreconditionError) error) (uint64, error) {
+	return in.applyWith(b, func() (uint64, error) { return in.store.ApplyIfThen(b, conds, before) })
 }
 
 // applyWith is apply with f in place of the store's Apply of b.

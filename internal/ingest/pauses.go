@@ -175,16 +175,7 @@ func (s *pauses) holdLost(lost []LostRecords, assigning map[string][]int32) (cha
 func (s *pauses) dropLost(gone map[string][]int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	resume := map[string][]int32{}
-	for t, ps := range gone {
-		for _, p := range ps {
-			if _, ok := s.lost[tp{t, p}]; ok {
-				delete(s.lost, tp{t, p})
-				resume[t] = append(resume[t], p)
-			}
-		}
-	}
-	if len(resume) > 0 {
+	if resume := deletePartitions(s.lost, gone); len(resume) > 0 {
 		s.cl.ResumeFetchPartitions(resume)
 	}
 }

@@ -56,7 +56,8 @@ func (e liveEnv) markDurable(seq uint64, pos Position) bool {
 	if !e.in.pos.markDurable(seq, pos) {
 		return false
 	}
-	e.in.pruneWrites(time.Now())
+	durable, ck := e.in.pos.pruneFloor()
+	e.in.wr.prune(time.Now(), durable, ck)
 	return true
 }
 
@@ -75,14 +76,7 @@ func (e liveEnv) syncKeys() error {
 }
 
 func (e liveEnv) deadLetter(ctx context.Context, dead []deadRecord) (bool, error) {
-	cut, err := e.in.deadLetter(ctx, dead)
-	if err != nil {
-		return false, err
-	}
-	if len(cut) > 0 {
-		e.in.block(cut)
-	}
-	return len(cut) > 0, nil
+	return e.in.sendDeadLetters(ctx, dead)
 }
 
 func (e liveEnv) cuts() map[tp]int64 { return e.in.dl.cuts() }
@@ -101,7 +95,7 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	var seq uint64
 	var err error
 	if len(j.writes) > 0 {
-		seq, err = e.applyJobWrites(j)
+		seq, err = in.wr.applyJob(j, in.src.topicID(in.cfg.Writes.Topic), in.encodePosition)
 	} else {
 		j.batch.SetSourcePosition(in.encodePosition(j.pos))
 		seq, err = in.apply(&j.batch)

@@ -14,7 +14,6 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
-	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // The poll loop: the state machine of exactly-once ingestion (doc.go has
@@ -121,7 +120,9 @@ type pollState struct {
 	// other graph were last logged. Owned by the poll loop's goroutine.
 	graph            string
 	otherGraphLogged map[string]time.Time
-	waiters          *writes.Waiters
+	// wr is the writes topic's part (nil: none), which answers the writes
+	// that are dead letters.
+	wr *writesTopic
 	// accumulate is Config.Accumulate (nil: none).
 	accumulate *engine.TypeSet
 	log        *slog.Logger
@@ -166,8 +167,8 @@ type pollState struct {
 }
 
 // newPollState starts the poll loop's state at polled, the position
-// applied so far.
-func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder) *pollState {
+// applied so far; wr is the writes topic's part (nil: none).
+func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs map[string]decode.Decoder, wr *writesTopic) *pollState {
 	ti := map[string]int{}
 	for i, t := range cfg.Topics {
 		ti[t] = i
@@ -183,7 +184,7 @@ func newPollState(env pollEnv, p *pipeline, polled Position, cfg *Config, decs m
 		s.accumulate = &acc
 	}
 	if cfg.Writes != nil {
-		s.writesTopic, s.waiters = cfg.Writes.Topic, cfg.Writes.Waiters
+		s.writesTopic, s.wr = cfg.Writes.Topic, wr
 		s.graph, s.otherGraphLogged = cfg.Graph, map[string]time.Time{}
 	}
 	return s
@@ -461,8 +462,7 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 	}
 	s.countDecoded(j, dec)
 	for _, f := range dec.deadWrites {
-		s.metrics.Writes.WithLabelValues("dead_letter").Inc()
-		s.waiters.Deliver(f.request, writes.Result{Err: f.reason, Partition: f.partition, Offset: f.offset})
+		s.wr.deadLettered(f)
 	}
 	next := dec.next
 	if unblocked > 0 {
@@ -646,83 +646,30 @@ type partitionLag struct {
 // left out (its dead letter could not be written: see deadletter.go), and
 // its position stops at that offset.
 func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int64) (dec decoded) {
-	polled := s.polled
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		recs := fp.Records
-		if len(recs) == 0 || dec.fatal != nil {
+		if dec.fatal != nil {
 			return
 		}
-		k := tp{fp.Topic, fp.Partition}
-		if cur, ok := polled.Get(fp.Topic, fp.Partition); ok && recs[0].Offset < cur {
-			n := 0
-			for n < len(recs) && recs[n].Offset < cur {
-				n++
-			}
-			s.log.Warn("skipping records fetched again below the position already applied", "topic", fp.Topic, "partition", fp.Partition, "from", recs[0].Offset, "records", n, "position", cur)
-			recs = recs[n:]
-		}
-		cutAt, isCut := cuts[k]
-		if isCut {
-			n := 0
-			for n < len(recs) && recs[n].Offset < cutAt {
-				n++
-			}
-			recs = recs[:n]
-		}
+		cutAt, isCut := cuts[tp{fp.Topic, fp.Partition}]
+		recs := s.toDecode(fp, cutAt, isCut)
 		if len(recs) == 0 {
 			return
 		}
 		if dec.next == nil {
-			dec.next = polled.Clone()
+			dec.next = s.polled.Clone()
 			dec.records, dec.bytes, dec.decodeErrs = map[string]int{}, map[string]int{}, map[string]int{}
 		}
-		dc := s.decs[fp.Topic]
 		ti, known := s.topicIndex[fp.Topic]
 		if !known {
 			ti = -1
 		}
 		nbytes := 0
-		isWrites := fp.Topic == s.writesTopic
 		for _, r := range recs {
 			nbytes += len(r.Value)
 			j.stamps = append(j.stamps, r.Timestamp)
-			var err error
-			var w *pendingWrite
-			if isWrites {
-				if g, other := otherGraph(r, s.graph); other {
-					if dec.otherGraph == nil {
-						dec.otherGraph = map[string]int{}
-					}
-					dec.otherGraph[g]++
-					continue
-				}
-				w, err = decodeWrite(dc, r, recordRef(ti, r.Partition, r.Offset), s.accumulate)
-				if err == nil {
-					j.writes = append(j.writes, w)
-					continue
-				}
-			} else {
-				j.batch.Tag(recordRef(ti, r.Partition, r.Offset))
-				j.src, j.accumulate = r, s.accumulate
-				err = s.decodeChecked(dc, r, j.emit)
-				j.src = nil
+			if dec.fatal = s.decodeOne(j, &dec, r, recordRef(ti, r.Partition, r.Offset)); dec.fatal != nil {
+				return
 			}
-			if err == nil {
-				continue
-			}
-			var de *decode.Error
-			var me *MisplacedError
-			if errors.As(err, &de) || errors.As(err, &me) {
-				dec.decodeErrs[r.Topic]++
-				dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
-				if w != nil {
-					dec.deadWrites = append(dec.deadWrites, writeFailure{w.request, err.Error(), r.Partition, r.Offset})
-				}
-				continue
-			}
-			// The key dictionary failed: the record is not at fault.
-			dec.fatal = fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-			return
 		}
 		j.records += len(recs)
 		dec.records[fp.Topic] += len(recs)
@@ -734,9 +681,79 @@ func (s *pollState) decodeInto(j *applyJob, fetches kgo.Fetches, cuts map[tp]int
 		if cur, ok := dec.next.Get(fp.Topic, fp.Partition); !ok || o > cur {
 			dec.next.Set(fp.Topic, fp.Partition, o)
 		}
-		dec.lag = append(dec.lag, partitionLag{k, max(fp.HighWatermark-o, 0), fp.HighWatermark})
+		dec.lag = append(dec.lag, partitionLag{tp{fp.Topic, fp.Partition}, max(fp.HighWatermark-o, 0), fp.HighWatermark})
 	})
 	return dec
+}
+
+// toDecode is the records of fp to decode: those at or after the
+// position polled so far (records fetched again below it are skipped,
+// with a WARN), and, when its partition is cut (isCut), before cutAt.
+func (s *pollState) toDecode(fp kgo.FetchTopicPartition, cutAt int64, isCut bool) []*kgo.Record {
+	recs := fp.Records
+	if len(recs) == 0 {
+		return nil
+	}
+	if cur, ok := s.polled.Get(fp.Topic, fp.Partition); ok && recs[0].Offset < cur {
+		n := 0
+		for n < len(recs) && recs[n].Offset < cur {
+			n++
+		}
+		s.log.Warn("skipping records fetched again below the position already applied", "topic", fp.Topic, "partition", fp.Partition, "from", recs[0].Offset, "records", n, "position", cur)
+		recs = recs[n:]
+	}
+	if isCut {
+		n := 0
+		for n < len(recs) && recs[n].Offset < cutAt {
+			n++
+		}
+		recs = recs[:n]
+	}
+	return recs
+}
+
+// decodeOne decodes r (its reference ref) into j: a write of the writes
+// topic into j.writes (skipped if addressed to another graph), any other
+// record into j's batch; a record at fault goes to dec.dead. It returns
+// an error only when the key dictionary failed.
+func (s *pollState) decodeOne(j *applyJob, dec *decoded, r *kgo.Record, ref uint64) error {
+	dc := s.decs[r.Topic]
+	var err error
+	var w *pendingWrite
+	if r.Topic == s.writesTopic {
+		if g, other := otherGraph(r, s.graph); other {
+			if dec.otherGraph == nil {
+				dec.otherGraph = map[string]int{}
+			}
+			dec.otherGraph[g]++
+			return nil
+		}
+		w, err = decodeWrite(dc, r, ref, s.accumulate)
+		if err == nil {
+			j.writes = append(j.writes, w)
+			return nil
+		}
+	} else {
+		j.batch.Tag(ref)
+		j.src, j.accumulate = r, s.accumulate
+		err = s.decodeChecked(dc, r, j.emit)
+		j.src = nil
+	}
+	if err == nil {
+		return nil
+	}
+	var de *decode.Error
+	var me *MisplacedError
+	if errors.As(err, &de) || errors.As(err, &me) {
+		dec.decodeErrs[r.Topic]++
+		dec.dead = append(dec.dead, deadRecord{r: r, reason: err.Error()})
+		if w != nil {
+			dec.deadWrites = append(dec.deadWrites, writeFailure{w.request, err.Error(), r.Partition, r.Offset})
+		}
+		return nil
+	}
+	// The key dictionary failed: the record is not at fault.
+	return fmt.Errorf("ingest: key dictionary failed at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 }
 
 // decodeChecked decodes r into emit; in partitioned mode (owner) only once

@@ -487,7 +487,7 @@ func runLoopState(ctx context.Context, e *fakeEnv, cfg Config, dc decode.Decoder
 	decs := map[string]decode.Decoder{"edges": dc}
 	p := startApplier(e)
 	defer p.stop()
-	s := newPollState(e, p, Position{}, &cfg, decs)
+	s := newPollState(e, p, Position{}, &cfg, decs, nil)
 	if setup != nil {
 		setup(s)
 	}

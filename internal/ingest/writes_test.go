@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,13 +13,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/writes"
 )
 
-// The writes topic's rules (writes.go), applied to records by hand: no
-// broker, an ingester over a store and an outcome log.
+// The writes topic's part (writes.go) alone: no broker and no Ingester,
+// a fake store (a real store's Apply and ApplyIfThen, counted) and an
+// outcome log.
 
-func writesIngester(t *testing.T, retention time.Duration) (*Ingester, *engine.Store, *writes.Log) {
+// fakeWritesStore is a writesStore over a store, counting its calls.
+type fakeWritesStore struct {
+	s              *engine.Store
+	applies, evals int
+}
+
+func (f *fakeWritesStore) apply(b *engine.Batch) (uint64, error) {
+	f.applies++
+	return f.s.Apply(b)
+}
+
+func (f *fakeWritesStore) applyIfThen(b *engine.Batch, conds []engine.Condition, before func(uint64, *engine.PreconditionError) error) (uint64, error) {
+	f.evals++
+	return f.s.ApplyIfThen(b, conds, before)
+}
+
+// writesPart is a writes part for topic "w" over a new store and log.
+func writesPart(t *testing.T, retention time.Duration) (*writesTopic, *fakeWritesStore, *writes.Log) {
 	t.Helper()
 	s, err := engine.Open(t.TempDir(), nil)
 	if err != nil {
@@ -30,18 +50,17 @@ func writesIngester(t *testing.T, retention time.Duration) (*Ingester, *engine.S
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	in, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges", "w"},
-		Writes: &WritesConfig{Topic: "w", Log: l, Retention: retention}})
+	c, err := WritesConfig{Topic: "w", Log: l, Retention: retention}.withDefaults([]string{"edges", "w"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.cl.Close() })
-	return in, s, l
+	fs := &fakeWritesStore{s: s}
+	return newWritesTopic(c, fs, nil, nil, NewMetrics(nil), slog.New(slog.DiscardHandler)), fs, l
 }
 
 // applyAt applies the write req, with key, as the record at offset off of
-// partition 0 of the writes topic.
-func applyAt(t *testing.T, in *Ingester, off int64, key string, req writes.Request) error {
+// partition 0 of the writes topic, whose ID is id.
+func applyAt(t *testing.T, w *writesTopic, id TopicID, off int64, key string, req writes.Request) error {
 	t.Helper()
 	v, err := writes.Encode(&req)
 	if err != nil {
@@ -51,17 +70,17 @@ func applyAt(t *testing.T, in *Ingester, off int64, key string, req writes.Reque
 	if key != "" {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: writes.HeaderKey, Value: []byte(key)})
 	}
-	w, err := decodeWrite(in.decs["w"], r, 0, nil)
+	pw, err := decodeWrite(decode.New(decode.FormatJSON, nil), r, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = in.applyWrite(w, in.encodePosition(Position{"w": {0: off + 1}}))
+	_, err = w.apply(pw, Recorded{Position: Position{"w": {0: off + 1}}}.Encode(), id)
 	return err
 }
 
-func edgeThere(t *testing.T, s *engine.Store, src, dst uint64) bool {
+func edgeThere(t *testing.T, f *fakeWritesStore, src, dst uint64) bool {
 	t.Helper()
-	sn, err := s.Snapshot()
+	sn, err := f.s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,23 +105,31 @@ var (
 // its condition holds, and one applied is applied again where it would
 // fail (a replay from a checkpoint replays on a state ahead of it).
 func TestReplayRepeatsTheLoggedOutcome(t *testing.T) {
-	in, s, _ := writesIngester(t, time.Hour)
+	w, s, _ := writesPart(t, time.Hour)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(applyAt(t, in, 0, "", add34c)) // refused: 1->2 is absent
-	must(applyAt(t, in, 1, "", add12))
-	must(applyAt(t, in, 0, "", add34c)) // replayed: 1->2 is there now
+	must(applyAt(t, w, TopicID{}, 0, "", add34c)) // refused: 1->2 is absent
+	must(applyAt(t, w, TopicID{}, 1, "", add12))
+	// So far: the refused write's evaluation and the empty batch in its
+	// place, then the add.
+	if s.evals != 1 || s.applies != 2 {
+		t.Fatalf("%d evaluations and %d applies, want 1 and 2", s.evals, s.applies)
+	}
+	must(applyAt(t, w, TopicID{}, 0, "", add34c)) // replayed: 1->2 is there now
 	if edgeThere(t, s, 3, 4) {
 		t.Fatal("a refused write was applied on its replay")
 	}
-	must(applyAt(t, in, 2, "", writes.Request{Ops: json.RawMessage(`[{"op":"add","src":5,"dst":6}]`), Conditions: if12})) // applied
-	must(applyAt(t, in, 3, "", del12))
-	must(applyAt(t, in, 4, "", writes.Request{Ops: json.RawMessage(`[{"op":"delete","src":5,"dst":6}]`)}))
-	must(applyAt(t, in, 2, "", writes.Request{Ops: json.RawMessage(`[{"op":"add","src":5,"dst":6}]`), Conditions: if12}))
+	if s.evals != 1 || s.applies != 3 {
+		t.Fatalf("the replay: %d evaluations and %d applies, want the logged outcome repeated (1 and 3)", s.evals, s.applies)
+	}
+	must(applyAt(t, w, TopicID{}, 2, "", writes.Request{Ops: json.RawMessage(`[{"op":"add","src":5,"dst":6}]`), Conditions: if12})) // applied
+	must(applyAt(t, w, TopicID{}, 3, "", del12))
+	must(applyAt(t, w, TopicID{}, 4, "", writes.Request{Ops: json.RawMessage(`[{"op":"delete","src":5,"dst":6}]`)}))
+	must(applyAt(t, w, TopicID{}, 2, "", writes.Request{Ops: json.RawMessage(`[{"op":"add","src":5,"dst":6}]`), Conditions: if12}))
 	if !edgeThere(t, s, 5, 6) {
 		t.Fatal("an applied write was not applied on its replay")
 	}
@@ -112,7 +139,7 @@ func TestReplayRepeatsTheLoggedOutcome(t *testing.T) {
 // nothing, also when it is replayed after the first record of its key was
 // pruned from the log (the retry has an entry of its own).
 func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
-	in, s, l := writesIngester(t, time.Nanosecond)
+	w, s, l := writesPart(t, time.Nanosecond)
 	// Old entries of another topic first, so that the prune (of a prefix)
 	// drops enough to rewrite the file.
 	for i := range 1100 {
@@ -120,11 +147,11 @@ func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for off, w := range []struct {
+	for off, r := range []struct {
 		key string
 		req writes.Request
 	}{{"k", add12}, {"", del12}, {"k", add12}} {
-		if err := applyAt(t, in, int64(off), w.key, w.req); err != nil {
+		if err := applyAt(t, w, TopicID{}, int64(off), r.key, r.req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,9 +159,8 @@ func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
 		t.Fatal("the retry applied its batch")
 	}
 	// The durable position covers the first record only.
-	in.pos.flushed(Position{"w": {0: 1}}, 1)
 	time.Sleep(time.Millisecond)
-	in.pruneWrites(time.Now())
+	w.prune(time.Now(), Position{"w": {0: 1}}, nil)
 	if _, ok := l.At("w", 0, 0); ok {
 		t.Fatal("the first record's entry was kept: the test prunes nothing")
 	}
@@ -142,10 +168,10 @@ func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
 		t.Fatal("the retry's entry was pruned though the durable position does not cover it")
 	}
 	// A crash replays the delete and the retry.
-	if err := applyAt(t, in, 1, "", del12); err != nil {
+	if err := applyAt(t, w, TopicID{}, 1, "", del12); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyAt(t, in, 2, "k", add12); err != nil {
+	if err := applyAt(t, w, TopicID{}, 2, "k", add12); err != nil {
 		t.Fatal(err)
 	}
 	if edgeThere(t, s, 1, 2) {
@@ -156,21 +182,18 @@ func TestReplayedRetryStaysADuplicateAfterPrune(t *testing.T) {
 // TestPruneKeepsWhatACheckpointReplays: entries the durable position
 // covers but the newest checkpoint's does not stay.
 func TestPruneKeepsWhatACheckpointReplays(t *testing.T) {
-	in, _, l := writesIngester(t, time.Nanosecond)
+	w, _, l := writesPart(t, time.Nanosecond)
 	for off := range 3000 {
-		if err := applyAt(t, in, int64(off), fmt.Sprint("k", off), add12); err != nil {
+		if err := applyAt(t, w, TopicID{}, int64(off), fmt.Sprint("k", off), add12); err != nil {
 			t.Fatal(err)
 		}
 	}
-	in.pos.flushed(Position{"w": {0: 3000}}, 1)
-	in.pos.checkpointed(Position{"w": {0: 2000}}, 1)
 	time.Sleep(time.Millisecond)
-	in.pruneWrites(time.Now())
+	w.prune(time.Now(), Position{"w": {0: 3000}}, Position{"w": {0: 2000}})
 	if l.Len() != 1000 {
 		t.Fatalf("%d entries left, want the 1000 the checkpoint would replay", l.Len())
 	}
-	in.pos.checkpointed(Position{}, 1) // a checkpoint of unknown position
-	in.pruneWrites(time.Now())
+	w.prune(time.Now(), Position{"w": {0: 3000}}, Position{}) // a checkpoint of unknown position
 	if l.Len() != 1000 {
 		t.Fatalf("%d entries left after a prune with the checkpoint unknown", l.Len())
 	}
@@ -181,19 +204,19 @@ func TestPruneKeepsWhatACheckpointReplays(t *testing.T) {
 // an entry of this one for another batch at the same offset stops
 // ingestion rather than guess.
 func TestLoggedOutcomeBelongsToItsRecord(t *testing.T) {
-	in, s, _ := writesIngester(t, time.Hour)
-	if err := applyAt(t, in, 0, "", add34c); err != nil { // refused
+	w, s, _ := writesPart(t, time.Hour)
+	if err := applyAt(t, w, TopicID{}, 0, "", add34c); err != nil { // refused
 		t.Fatal(err)
 	}
-	if err := applyAt(t, in, 1, "", add12); err != nil {
+	if err := applyAt(t, w, TopicID{}, 1, "", add12); err != nil {
 		t.Fatal(err)
 	}
 	other := writes.Request{Ops: json.RawMessage(`[{"op":"add","src":7,"dst":8}]`), Conditions: if12}
-	if err := applyAt(t, in, 0, "", other); err == nil || !strings.Contains(err.Error(), "for another batch than that record holds") {
+	if err := applyAt(t, w, TopicID{}, 0, "", other); err == nil || !strings.Contains(err.Error(), "for another batch than that record holds") {
 		t.Fatalf("another batch at a logged offset: %v", err)
 	}
-	in.src.bind(sourceInfo{ids: map[string]TopicID{"w": {9}}}, nil) // the topic was re-created
-	if err := applyAt(t, in, 0, "", other); err != nil {
+	// The topic was re-created: another ID.
+	if err := applyAt(t, w, TopicID{9}, 0, "", other); err != nil {
 		t.Fatal(err)
 	}
 	if !edgeThere(t, s, 7, 8) {
@@ -240,9 +263,23 @@ func TestMissingLogIsRefused(t *testing.T) {
 // letter could not be written at once is answered (with why) when the
 // dead letter is acknowledged and its partition resumes.
 func TestDeadLetteredWriteIsAnsweredWhenItsBlockEnds(t *testing.T) {
-	in, _, _ := writesIngester(t, time.Hour)
+	s, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := writes.OpenLog(filepath.Join(t.TempDir(), writes.LogFileName), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	wt := writes.NewWaiters()
-	in.cfg.Writes.Waiters = wt
+	in, err := New(s, nil, Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"edges", "w"},
+		Writes: &WritesConfig{Topic: "w", Log: l, Waiters: wt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.cl.Close()
 	id, ch := wt.Add()
 	r := &kgo.Record{Topic: "w", Partition: 0, Offset: 7, Value: []byte("not a batch"),
 		Headers: []kgo.RecordHeader{{Key: "other", Value: []byte("x")}, {Key: writes.HeaderRequest, Value: []byte(id)}}}
