@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // bfs keeps the BFS level of every vertex reachable from root along
@@ -40,16 +41,8 @@ func newBFS(s Spec, root uint64) *bfs { return &bfs{spec: s, root: root} }
 
 func (a *bfs) Spec() Spec { return a.spec }
 
-// index is v's index in g, -1 when g has none.
-func index(g *views.Topo, v uint64) int32 {
-	if i, ok := g.IDs.Index(v); ok {
-		return int32(i)
-	}
-	return -1
-}
-
 func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
-	level, parent, err := bfsKernel(ctx, g, index(g, a.root))
+	level, parent, err := kernels.BFS(ctx, g, kernels.Index(g, a.root))
 	if err != nil {
 		return err
 	}

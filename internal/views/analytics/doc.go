@@ -27,6 +27,9 @@
 //   - fraud: every new directed cycle of length at most k closed by a newly
 //     ingested edge, and fan-in bursts within a window.
 //
+// The full recomputes are the static kernels of package kernels
+// (GAPBS's algorithms, on every core); RunKernel runs one alone.
+//
 // bfs, wcc, pagerank, sssp, degree and fraud read the Manager's shared topology
 // (views.Topology, dense int32 lists in both directions) and keep
 // per-vertex state in slices over its IDSpace: any id works, numbers over

@@ -13,6 +13,7 @@ import (
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // openStore opens a store with in-edges in a temporary directory, and a
@@ -777,7 +778,7 @@ func TestPageRankPushesOnALargeGraph(t *testing.T) {
 }
 
 // TestPageRankSinglePrecisionWithinItsTolerance: at the default tolerance
-// the kernel gathers float32 contributions (singlePrecision); on a
+// the kernel gathers float32 contributions (kernels.SinglePrecision); on a
 // 16384-vertex RMAT graph with hubs, a recompute, and again after a batch
 // with deletes and vertex deletes, stops before its iteration cap and lands
 // within d*tol/(1-d) plus the rounding's share (RoundingL1) of the exact
@@ -792,7 +793,7 @@ func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !singlePrecision(spec.Damping, spec.Tolerance) {
+	if !kernels.SinglePrecision(spec.Damping, spec.Tolerance) {
 		t.Fatalf("the default tolerance %g takes the float64 path: this test covers the float32 one", spec.Tolerance)
 	}
 	a := newPageRank(spec)
@@ -818,7 +819,7 @@ func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
 			got, _ := a.Vertex(x)
 			l1 += math.Abs(got.(VertexRank).Rank - want[x])
 		}
-		if lim := d*spec.Tolerance/(1-d) + RoundingL1(d, spec.Tolerance); l1 > lim {
+		if lim := d*spec.Tolerance/(1-d) + kernels.RoundingL1(d, spec.Tolerance); l1 > lim {
 			t.Fatalf("round %d: L1 distance %g to the exact ranks, above %g", round, l1, lim)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // pagerank keeps PageRank over the vertices that have at least one edge
@@ -130,17 +131,17 @@ func (st *prState) ranks() []float64 {
 // of x and D its dangling part (the scale at which x solves z's system
 // when x is a fixed point), then c, k and the exact residuals, pulled over
 // in-edges. Ranks of absent vertices are dropped.
-func fromRanks(g *prGraph, x []float64, d float64) *prState {
+func fromRanks(g *kernels.PRGraph, x []float64, d float64) *prState {
 	n := g.Len()
-	st := &prState{ids: g.ids, seq: g.seq, z: x, r: make([]float64, n), c: make([]float64, n),
+	st := &prState{ids: g.IDs, seq: g.Seq, z: x, r: make([]float64, n), c: make([]float64, n),
 		k: make([]int32, n), in: make([]bool, n), queued: make([]bool, n)}
-	nw := workers()
+	nw := kernels.Workers()
 	np, tot, dang := make([]int, nw), make([]float64, nw), make([]float64, nw)
-	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
+	kernels.ParallelFor(nw, n, 1<<14, func(w, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			k := g.outDeg(int32(i))
+			k := g.OutDeg(int32(i))
 			st.k[i] = k
-			if k == 0 && g.inDeg(int32(i)) == 0 {
+			if k == 0 && g.InDeg(int32(i)) == 0 {
 				x[i] = 0
 				continue
 			}
@@ -165,7 +166,7 @@ func fromRanks(g *prGraph, x []float64, d float64) *prState {
 		gg = math.Inf(1)
 	}
 	zs, rs := make([]float64, nw), make([]float64, nw)
-	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
+	kernels.ParallelFor(nw, n, 1<<14, func(w, lo, hi int) {
 		s := 0.0
 		for i := lo; i < hi; i++ {
 			x[i] /= gg
@@ -176,14 +177,14 @@ func fromRanks(g *prGraph, x []float64, d float64) *prState {
 		}
 		zs[w] += s
 	})
-	parallelFor(nw, n, 1<<12, func(w, lo, hi int) {
+	kernels.ParallelFor(nw, n, 1<<12, func(w, lo, hi int) {
 		s := 0.0
 		for i := lo; i < hi; i++ {
 			if !st.in[i] {
 				continue
 			}
 			in := 0.0
-			for _, u := range g.inNbrs(int32(i)) {
+			for _, u := range g.InNbrs(int32(i)) {
 				in += st.c[u]
 			}
 			st.r[i] = 1 + in - x[i]
@@ -203,7 +204,7 @@ func fromRanks(g *prGraph, x []float64, d float64) *prState {
 
 // run runs power iterations from rank (over g's indexes; nil: a cold
 // start at 1/N) and swaps in the state of their ranks. It copies what
-// they read of g first (prGraph) and then, when release is not nil,
+// they read of g first (kernels.PRGraph) and then, when release is not nil,
 // releases g (the pull: the topology may advance while they run).
 func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, release func()) error {
 	// The run holds the copy of g's in-lists and out-degrees, two
@@ -212,7 +213,7 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, relea
 	// then the new state (29 bytes a vertex) beside the old one.
 	a.running.Store((4*8+8+29)*int64(g.Len()) + 12*int64(g.Bound()) + 4*g.In.Edges())
 	defer a.running.Store(0)
-	c, err := copyForPageRank(ctx, g)
+	c, err := kernels.CopyForPageRank(ctx, g)
 	if release != nil {
 		release()
 	}
@@ -222,7 +223,7 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, relea
 	if a.copied != nil {
 		a.copied()
 	}
-	rank, iters, delta, err := prKernel(ctx, c, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	rank, iters, delta, err := kernels.PageRank(ctx, c, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 			a.mu.Unlock()
 			return false, nil
 		}
-		c, err := copyForPageRank(ctx, g)
+		c, err := kernels.CopyForPageRank(ctx, g)
 		if err != nil {
 			a.mu.Unlock()
 			return false, err
@@ -400,7 +401,7 @@ func (st *prState) apply(g *views.Topo, edges []views.Edge, prior []views.Prior,
 		case link && prior[j] != views.WasAbsent, !link && prior[j] == views.WasAbsent:
 			continue
 		}
-		u, v := index(g, e.Op.Src), index(g, e.Op.Dst)
+		u, v := kernels.Index(g, e.Op.Src), kernels.Index(g, e.Op.Dst)
 		if u < 0 || v < 0 {
 			return false
 		}
@@ -674,7 +675,7 @@ func (st *prState) sequence() uint64 { return st.seq }
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
 // and the state they build (69 more) and of the copy they read (12 bytes
-// a vertex and 4 an edge, prGraph).
+// a vertex and 4 an edge, kernels.PRGraph).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // prRef is an independent PageRank reference for large graphs: plain
@@ -443,7 +444,7 @@ func TestPageRankIteratesOffTheTopology(t *testing.T) {
 			got, _ := a.Vertex(v)
 			l1 += math.Abs(got.(VertexRank).Rank - ref.rank[i])
 		}
-		if bound := d*tol/(1-d) + RoundingL1(d, tol); l1 > bound {
+		if bound := d*tol/(1-d) + kernels.RoundingL1(d, tol); l1 > bound {
 			t.Fatalf("%s: L1 distance %g to the exact ranks of seq %d, above %g", label, l1, seq, bound)
 		}
 	}

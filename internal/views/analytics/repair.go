@@ -6,6 +6,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // Repairing single-source distances after a batch of changes, in the
@@ -260,12 +261,12 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 			nw := 1
 			if len(level) >= parallelLevel {
-				nw = min(workers(), maxWorkers)
+				nw = min(kernels.Workers(), maxWorkers)
 			}
 			for w := range nw {
 				outs[w].reset()
 			}
-			parallelFor(nw, nw, 1, func(_, lo, hi int) {
+			kernels.ParallelFor(nw, nw, 1, func(_, lo, hi int) {
 				for p := lo; p < hi; p++ {
 					if l >= 2 {
 						r.decideUnit(level, p, nw, l, &outs[p])
@@ -705,12 +706,12 @@ func keepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) [][2]i
 	return goKeepPairs(es, keep)()
 }
 
-// goKeepPairs is keepPairs begun in the background (goFor): wait returns
+// goKeepPairs is keepPairs begun in the background (kernels.GoFor): wait returns
 // the pairs kept (called again, the same).
 func goKeepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) (wait func() [][2]int32) {
-	nw := workers()
+	nw := kernels.Workers()
 	parts := make([][][2]int32, (len(es)+keepGrain-1)/keepGrain)
-	done := goFor(nw, len(es), keepGrain, func(_, lo, hi int) {
+	done := kernels.GoFor(nw, len(es), keepGrain, func(_, lo, hi int) {
 		parts[lo/keepGrain] = keep(es[lo:hi], nil)
 	})
 	var kept [][2]int32
@@ -792,7 +793,7 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 	}
 	d = rooted(d, ids, g.IDs, root, 0, far)
 	mark.start(g.Len())
-	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
+	r := &repair[T]{g: g, d: d, root: kernels.Index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
 		mark: mark}
 	if parent != nil && unit {
 		*parent, r.work = parentsOn(g, d, *parent, ids, r.root, far)
@@ -833,7 +834,7 @@ func parentsOn[T distance](g *views.Topo, d []T, par []int32, from views.IDSpace
 	}
 	par = make([]int32, n, n+n/4)
 	var read atomic.Int64
-	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
+	kernels.ParallelFor(kernels.Workers(), n, 1<<12, func(_, lo, hi int) {
 		k := 0
 		defer func() { read.Add(int64(k)) }()
 		for v := lo; v < hi; v++ {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // sssp keeps shortest-path distances from root along out-edges, edge
@@ -47,9 +48,9 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 	a.mu.Lock()
 	a.behind = false // what the skipped partial pulls changed is in g
 	a.mu.Unlock()
-	dist, err := ssspKernel(ctx, g, index(g, a.root))
+	dist, err := kernels.SSSP(ctx, g, kernels.Index(g, a.root))
 	st := &ssspState{ids: g.IDs, dist: dist, seq: g.Seq}
-	if errors.Is(err, errNegative) {
+	if errors.Is(err, kernels.ErrNegative) {
 		st.err = err.Error()
 	} else if err != nil {
 		return err

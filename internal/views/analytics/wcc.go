@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // wcc keeps the weakly connected components. The component of a vertex is
@@ -100,7 +101,7 @@ func (st *wccState) grow(ids views.IDSpace) {
 }
 
 func wccCompute(ctx context.Context, g *views.Topo) (*wccState, error) {
-	comp, err := afforest(ctx, g)
+	comp, err := kernels.Afforest(ctx, g)
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +159,10 @@ func (st *wccState) levels(ctx context.Context, g *views.Topo) ([]int32, error) 
 			sources = append(sources, h)
 		}
 	}
-	b, err := levelsFrom(ctx, g, sources, st.comp, false)
+	level, err := kernels.ComponentLevels(ctx, g, sources, st.comp)
 	if err != nil {
 		return nil, err
 	}
-	level := b.level
 	st.level = level
 	var cut []int32
 	for i, l := range level {
