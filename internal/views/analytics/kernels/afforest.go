@@ -7,7 +7,7 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// ---- WCC: Afforest (Sutton, Ben-Nun, Barak, IPDPS'18) ----
+// WCC: Afforest (Sutton, Ben-Nun, Barak, IPDPS'18).
 
 // afforestRounds is how many of each vertex's first out-neighbors are
 // linked before the largest component is found (GAPBS: 2).

@@ -8,7 +8,7 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// ---- BFS: direction-optimizing (Beamer, Asanović, Patterson, SC'12) ----
+// BFS: direction-optimizing (Beamer, Asanović, Patterson, SC'12).
 
 // Switching heuristics of GAPBS's bfs.cc: go bottom-up when the frontier's
 // out-edges are more than the unexplored edges / bfsAlpha, back top-down
@@ -65,6 +65,11 @@ type levels struct {
 	// vertex, by the worker whose CAS set its level (top-down) or that
 	// owns it (bottom-up).
 	parent []int32
+	// The search's buffers: each worker's finds (local, one per worker,
+	// so their count is the workers the search runs on), and the
+	// bottom-up steps' frontier and next level, as bitmaps.
+	local       [][]int32
+	front, next []uint64
 }
 
 func (b *levels) deg(u int32) int64 {
@@ -84,7 +89,6 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 	if parents {
 		b.parent = Filled(Workers(), n, int32(-1))
 	}
-	level, parent := b.level, b.parent
 	queue := append([]int32(nil), sources...)
 	edgesToCheck := g.Out.Edges()
 	if label != nil {
@@ -92,92 +96,114 @@ func levelsFrom(ctx context.Context, g *views.Topo, sources []int32, label []int
 	}
 	scout := int64(0)
 	for _, s := range sources {
-		level[s] = 0
+		b.level[s] = 0
 		scout += b.deg(s)
 	}
-	nw := Workers()
-	local := make([][]int32, nw)
-	front := make([]uint64, (n+63)/64)
-	next := make([]uint64, (n+63)/64)
+	b.local = make([][]int32, Workers())
+	b.front = make([]uint64, (n+63)/64)
+	b.next = make([]uint64, (n+63)/64)
 	for depth := int32(0); len(queue) > 0; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if scout > edgesToCheck/bfsAlpha {
-			clear(front)
-			for _, v := range queue {
-				front[v/64] |= 1 << (v % 64)
-			}
-			awake := int64(len(queue))
-			for {
-				old := awake
-				awake = b.bottomUp(front, next, depth)
-				depth++
-				front, next = next, front
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if awake == 0 || (awake < old && awake <= int64(g.Bound())/bfsBeta) {
-					break
-				}
-			}
-			// Back to a queue of the last level found.
-			queue = queue[:0]
-			for k := range local {
-				local[k] = local[k][:0]
-			}
-			ParallelFor(nw, len(front), 1<<10, func(w, lo, hi int) {
-				for x := lo; x < hi; x++ {
-					for bt := front[x]; bt != 0; bt &= bt - 1 {
-						local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(bt)))
-					}
-				}
-			})
-			for _, l := range local {
-				queue = append(queue, l...)
+			var err error
+			if queue, depth, err = b.bottomUpSteps(ctx, queue, depth); err != nil {
+				return nil, err
 			}
 			scout = 1
 			continue
 		}
 		edgesToCheck -= scout
-		var sc atomic.Int64
-		for k := range local {
-			local[k] = local[k][:0]
-		}
-		d := depth + 1
-		ParallelFor(nw, len(queue), 256, func(w, lo, hi int) {
-			buf := local[w]
-			s := int64(0)
-			for _, u := range queue[lo:hi] {
-				nb := g.Out.Nbrs(u)
-				for pass := 0; ; pass++ {
-					for _, v := range nb {
-						p := &level[v]
-						if atomic.LoadInt32(p) < 0 && (label == nil || label[v] == label[u]) && atomic.CompareAndSwapInt32(p, -1, d) {
-							if parent != nil {
-								parent[v] = u
-							}
-							buf = append(buf, v)
-							s += b.deg(v)
-						}
-					}
-					if label == nil || pass == 1 {
-						break
-					}
-					nb = g.In.Nbrs(u)
-				}
-			}
-			local[w] = buf
-			sc.Add(s)
-		})
-		scout = sc.Load()
-		queue = queue[:0]
-		for _, l := range local {
-			queue = append(queue, l...)
-		}
+		queue, scout = b.topDown(queue, depth)
 		depth++
 	}
 	return b, nil
+}
+
+// bottomUpSteps runs bottom-up steps from the frontier queue at depth
+// until the frontier is empty, or small and shrinking (GAPBS's switch
+// back), and returns the last level found as a queue, and its depth.
+func (b *levels) bottomUpSteps(ctx context.Context, queue []int32, depth int32) ([]int32, int32, error) {
+	front, next := b.front, b.next
+	clear(front)
+	for _, v := range queue {
+		front[v/64] |= 1 << (v % 64)
+	}
+	awake := int64(len(queue))
+	for {
+		old := awake
+		awake = b.bottomUp(front, next, depth)
+		depth++
+		front, next = next, front
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if awake == 0 || (awake < old && awake <= int64(b.g.Bound())/bfsBeta) {
+			break
+		}
+	}
+	b.front, b.next = front, next
+	// Back to a queue of the last level found.
+	local := b.local
+	for k := range local {
+		local[k] = local[k][:0]
+	}
+	ParallelFor(len(local), len(front), 1<<10, func(w, lo, hi int) {
+		for x := lo; x < hi; x++ {
+			for bt := front[x]; bt != 0; bt &= bt - 1 {
+				local[w] = append(local[w], int32(x*64+bits.TrailingZeros64(bt)))
+			}
+		}
+	})
+	queue = queue[:0]
+	for _, l := range local {
+		queue = append(queue, l...)
+	}
+	return queue, depth, nil
+}
+
+// topDown runs one top-down step from the frontier queue at depth: every
+// unreached out-neighbor (with a label, every neighbor of the same label)
+// of a vertex of queue joins the next level. It returns the next level
+// (in queue's array) and the edges out of it (scout).
+func (b *levels) topDown(queue []int32, depth int32) ([]int32, int64) {
+	g, label, level, parent, local := b.g, b.label, b.level, b.parent, b.local
+	var sc atomic.Int64
+	for k := range local {
+		local[k] = local[k][:0]
+	}
+	d := depth + 1
+	ParallelFor(len(local), len(queue), 256, func(w, lo, hi int) {
+		buf := local[w]
+		s := int64(0)
+		for _, u := range queue[lo:hi] {
+			nb := g.Out.Nbrs(u)
+			for pass := 0; ; pass++ {
+				for _, v := range nb {
+					p := &level[v]
+					if atomic.LoadInt32(p) < 0 && (label == nil || label[v] == label[u]) && atomic.CompareAndSwapInt32(p, -1, d) {
+						if parent != nil {
+							parent[v] = u
+						}
+						buf = append(buf, v)
+						s += b.deg(v)
+					}
+				}
+				if label == nil || pass == 1 {
+					break
+				}
+				nb = g.In.Nbrs(u)
+			}
+		}
+		local[w] = buf
+		sc.Add(s)
+	})
+	queue = queue[:0]
+	for _, l := range local {
+		queue = append(queue, l...)
+	}
+	return queue, sc.Load()
 }
 
 // bottomUp runs one bottom-up step: every unreached vertex with a parent

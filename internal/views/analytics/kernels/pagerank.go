@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// ---- PageRank: pull over in-edges ----
+// PageRank: pull over in-edges.
 
 // prGrain is the chunk of the pagerank kernel's per-vertex passes.
 const prGrain = 1 << 14

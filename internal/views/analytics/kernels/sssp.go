@@ -10,7 +10,7 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// ---- SSSP: delta-stepping (Meyer, Sanders), as GAPBS's sssp.cc ----
+// SSSP: delta-stepping (Meyer, Sanders), as GAPBS's sssp.cc.
 
 // binThreshold: a worker keeps settling its own current bin without a
 // barrier while it holds fewer than this many vertices (GAPBS's
@@ -244,5 +244,3 @@ func deltaStep(ctx context.Context, g *views.Topo, dist []float64, seeds []int32
 	}
 	return nil
 }
-
-// settleAlone: settle runs on one worker for a graph of fewer edges.
