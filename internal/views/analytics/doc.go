@@ -7,12 +7,12 @@
 // static copy of the same graph (package testref):
 //
 //   - bfs: BFS levels from a root; a direction-optimizing kernel, and a
-//     repair (Ramalingam-Reps style, repair.go) of only the levels a batch
+//     repair (Ramalingam-Reps style, repair.Dists) of only the levels a batch
 //     changes, recomputing only when that region is over an eighth of the
 //     graph; it keeps a parent per vertex so that a repair decides only
 //     the vertices that lost theirs;
 //   - wcc: weakly connected components; Afforest, then merges on inserts
-//     and a support forest that splits components on deletes (wcc.go);
+//     and a support forest that splits components on deletes (repair.Components);
 //   - pagerank: pull power iterations to a tolerance; updates push
 //     residuals of an unnormalized form without global terms (pagerank.go)
 //     when the change is within twice the target, else iterate
@@ -28,7 +28,10 @@
 //     ingested edge, and fan-in bursts within a window.
 //
 // The full recomputes are the static kernels of package kernels
-// (GAPBS's algorithms, on every core); RunKernel runs one alone.
+// (GAPBS's algorithms, on every core; RunKernel runs one alone), the
+// distance and component repairs are package repair's; this package
+// holds the analytics built on them, the registry that runs them and
+// their checkpoints.
 //
 // bfs, wcc, pagerank, sssp, degree and fraud read the Manager's shared topology
 // (views.Topology, dense int32 lists in both directions) and keep

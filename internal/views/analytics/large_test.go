@@ -14,6 +14,7 @@ import (
 	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // openStore opens a store with in-edges in a temporary directory, and a
@@ -158,10 +159,10 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a large graph")
 	}
-	defer func(p int) { parallelLevel = p }(parallelLevel)
-	parallelLevel = 16
+	defer func(p int) { repair.ParallelLevel = p }(repair.ParallelLevel)
+	repair.ParallelLevel = 16
 	// Scale 11 under the race detector: the parallel kernels (above
-	// parallelLevel) run all the same.
+	// repair.ParallelLevel) run all the same.
 	g := newBigGraph(t, volume.Size(14, 11), 8, 7, false)
 	root := g.keys[0][0]
 	ctx := context.Background()
@@ -491,8 +492,8 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 					}
 					out[typ+" moved"] += float64(moved)
 				case *wcc:
-					out["wcc"] += float64(x.st.work)
-					x.st.work = 0
+					out["wcc"] += float64(x.st.Work)
+					x.st.Work = 0
 				case *pagerank:
 					out["pagerank"] += float64(x.st.read)
 					if scale == 11 || b == 6 {
@@ -503,7 +504,7 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 			if b == 1 {
 				for _, a := range as {
 					if x, ok := a.(*wcc); ok {
-						x.st.work = 0
+						x.st.Work = 0
 					}
 				}
 			}

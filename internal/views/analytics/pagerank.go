@@ -9,6 +9,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // pagerank keeps PageRank over the vertices that have at least one edge
@@ -252,7 +253,7 @@ func (a *pagerank) warm(ctx context.Context, g *views.Topo, release func()) erro
 	st := a.st
 	var x []float64
 	if st != nil {
-		x = resize(st.ranks(), st.ids, g.IDs, 0)
+		x = repair.Resize(st.ranks(), st.ids, g.IDs, 0)
 	}
 	a.mu.RUnlock()
 	return a.run(ctx, g, x, release)
@@ -288,7 +289,7 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 			a.mu.Unlock()
 			return false, err
 		}
-		st = fromRanks(c, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
+		st = fromRanks(c, repair.Resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
 		st.floor = a.st.floor // what G's changes add is to be pushed
 		// Still the checkpoint's seq: the ranks are not G's result until
 		// the pushes (or the iterations after them) bring them to the
@@ -386,12 +387,12 @@ func (st *prState) apply(g *views.Topo, edges []views.Edge, prior []views.Prior,
 	if !g.IDs.Extends(st.ids) {
 		return false
 	}
-	st.z = resize(st.z, st.ids, g.IDs, 0)
-	st.r = resize(st.r, st.ids, g.IDs, 0)
-	st.c = resize(st.c, st.ids, g.IDs, 0)
-	st.k = resize(st.k, st.ids, g.IDs, 0)
-	st.in = resize(st.in, st.ids, g.IDs, false)
-	st.queued = resize(st.queued, st.ids, g.IDs, false)
+	st.z = repair.Resize(st.z, st.ids, g.IDs, 0)
+	st.r = repair.Resize(st.r, st.ids, g.IDs, 0)
+	st.c = repair.Resize(st.c, st.ids, g.IDs, 0)
+	st.k = repair.Resize(st.k, st.ids, g.IDs, 0)
+	st.in = repair.Resize(st.in, st.ids, g.IDs, false)
+	st.queued = repair.Resize(st.queued, st.ids, g.IDs, false)
 	st.ids = g.IDs
 	for j, e := range edges {
 		link := e.Op.Kind == engine.OpUpsert
@@ -670,7 +671,7 @@ func (a *pagerank) Vertex(v uint64) (any, bool) {
 // Top returns the k highest-ranked vertices.
 func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
 
-func (st *prState) sequence() uint64 { return st.seq }
+func (st *prState) Sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
@@ -683,6 +684,6 @@ func (a *pagerank) MemoryBytes() int64 {
 		return 0
 	}
 	st := a.st
-	return sliceBytes(st.z) + sliceBytes(st.r) + sliceBytes(st.c) + sliceBytes(st.k) + sliceBytes(st.in) +
-		sliceBytes(st.queued) + sliceBytes(st.touched) + a.running.Load()
+	return repair.SliceBytes(st.z) + repair.SliceBytes(st.r) + repair.SliceBytes(st.c) + repair.SliceBytes(st.k) + repair.SliceBytes(st.in) +
+		repair.SliceBytes(st.queued) + repair.SliceBytes(st.touched) + a.running.Load()
 }

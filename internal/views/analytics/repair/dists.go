@@ -1,4 +1,4 @@
-package analytics
+package repair
 
 import (
 	"slices"
@@ -28,12 +28,12 @@ import (
 // other); one decided before its equal-distance supporter is counted
 // affected, which only makes the repair larger.
 
-// distance is a BFS level (int32, far = -1) or an SSSP length (float64,
+// Distance is a BFS level (int32, far = -1) or an SSSP length (float64,
 // far = +Inf).
-type distance interface{ ~int32 | ~float64 }
+type Distance interface{ ~int32 | ~float64 }
 
 // repair is one repair's problem.
-type repair[T distance] struct {
+type repair[T Distance] struct {
 	g    *views.Topo
 	d    []T
 	root int32
@@ -51,8 +51,8 @@ type repair[T distance] struct {
 	negative bool
 	// work counts the edges the repair read.
 	work int
-	// mark: a state per vertex index (the caller's, see repairDists).
-	mark *marks
+	// mark: a state per vertex index (the caller's, see Dists).
+	mark *Marks
 	// parent (a unit repair's, when its caller keeps them; else nil): for
 	// each vertex reached but the root, one supporter (its parent) or -1
 	// (none known).
@@ -116,7 +116,7 @@ func (r *repair[T]) lengthOf(u, v int32) T {
 
 // distHeap is a binary min-heap of (distance, vertex), typed (no boxing
 // through container/heap: a repair pushes once per vertex it reaches).
-type distHeap[T distance] struct {
+type distHeap[T Distance] struct {
 	d []T
 	v []int32
 }
@@ -161,13 +161,13 @@ func (h *distHeap[T]) pop() (T, int32) {
 
 // distQueue pops (distance, vertex) pairs lowest first: through a
 // levelQueue when every length is 1, else a distHeap.
-type distQueue[T distance] struct {
+type distQueue[T Distance] struct {
 	unit bool
 	h    distHeap[T]
 	q    *levelQueue // unit: the caller's, reset
 }
 
-func newDistQueue[T distance](unit bool, q *levelQueue) *distQueue[T] {
+func newDistQueue[T Distance](unit bool, q *levelQueue) *distQueue[T] {
 	x := &distQueue[T]{unit: unit}
 	if unit {
 		q.reset()
@@ -260,7 +260,7 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 				break
 			}
 			nw := 1
-			if len(level) >= parallelLevel {
+			if len(level) >= ParallelLevel {
 				nw = min(kernels.Workers(), maxWorkers)
 			}
 			for w := range nw {
@@ -436,10 +436,10 @@ const (
 	affected  = 2
 )
 
-// parallelLevel is the smallest level of phase 1 decided on every core
+// ParallelLevel is the smallest level of phase 1 decided on every core
 // (a variable for the tests, which lower it to take that path on small
 // graphs); maxWorkers bounds the cores a level is split over.
-var parallelLevel = 2048
+var ParallelLevel = 2048
 
 const maxWorkers = 8
 
@@ -742,7 +742,7 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // edges, and as lengthened edges, upserts of new ones. The two lists are
 // m's buffers (m.cut, m.ups), valid until its next changes: a fresh
 // list per batch cost more than reading the batch (zeroed, then grown).
-func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool, m *marks) (cut, ups [][2]int32, err error) {
+func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool, m *Marks) (cut, ups [][2]int32, err error) {
 	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
 	ids := g.IDs
 	at := func(v uint64) int32 { // index, inlined (it is not: it copies g.IDs)
@@ -776,14 +776,14 @@ func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bo
 	return cut, ups, nil
 }
 
-// repairDists brings d, single-source distances kept over ids, to g after
+// Dists brings d, single-source distances kept over ids, to g after
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
 //
 // parent (nil, or a unit repair's caller's parents over ids, nil when it
 // has none yet) is brought to g's ids and kept (see repair.parent). mark
 // is the caller's, reused across repairs.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, parent *[]int32, work *int, mark *marks) ([]T, bool, error) {
+func Dists[T Distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, parent *[]int32, work *int, mark *Marks) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
@@ -814,11 +814,11 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 // reached but the root gets its first in-neighbor in g one level nearer,
 // or -1 when it has none (the batch cut the edges from all of them:
 // phase 1 decides it). Either way parent's INVARIANT holds.
-func parentsOn[T distance](g *views.Topo, d []T, par []int32, from views.IDSpace, root int32, far T) ([]int32, int) {
+func parentsOn[T Distance](g *views.Topo, d []T, par []int32, from views.IDSpace, root int32, far T) ([]int32, int) {
 	n := g.Len()
 	if par != nil {
 		extends := g.IDs.Extends(from) && len(par) <= n
-		par = resize(par, from, g.IDs, -1)
+		par = Resize(par, from, g.IDs, -1)
 		if !extends {
 			for i, p := range par {
 				if p >= 0 {
