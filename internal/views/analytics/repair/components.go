@@ -241,14 +241,29 @@ func (st *Components) neighbors(g *views.Topo, u int32, f func(x int32) bool) {
 func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit int, cross pairFilter) bool {
 	// Each vertex's state (0: not decided yet), cleared on return.
 	st.mark.start(g.Len())
-	state, set := st.mark.state, st.mark.put
 	defer st.mark.clear()
-	aff := cut
-	if len(aff) > limit {
+	aff, ok := st.unsupported(g, dels, cut, limit, cross)
+	if !ok {
 		return false
 	}
+	if len(aff) == 0 {
+		return true
+	}
+	st.reattach(g, aff)
+	st.splitOff(g, aff)
+	return true
+}
+
+// unsupported finds the vertices the deletes dels left without support,
+// in order of level (cut among them), marked affected; false when they
+// are more than limit.
+func (st *Components) unsupported(g *views.Topo, dels [][2]int32, cut []int32, limit int, cross pairFilter) ([]int32, bool) {
+	aff := cut
+	if len(aff) > limit {
+		return nil, false
+	}
 	for _, c := range cut {
-		set(c, affected)
+		st.mark.put(c, affected)
 	}
 	h := &st.mark.q
 	h.reset()
@@ -264,18 +279,21 @@ func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit i
 	for {
 		lc, cs, more := h.popLevel()
 		if !more {
-			break
+			return aff, true
 		}
 		if aff = st.decideLevel(g, cs, lc, aff, cross, &sc); len(aff) > limit {
-			return false
+			return nil, false
 		}
 	}
-	if len(aff) == 0 {
-		return true
-	}
-	// Re-attach the affected from their supported neighbors, nearest root
-	// first; the rest form new components.
+}
+
+// reattach gives the affected vertices that can be reached from supported
+// ones of their component their level again, nearest root first; the
+// others get level -1.
+func (st *Components) reattach(g *views.Topo, aff []int32) {
+	state := st.mark.state
 	isAff := func(x int32) bool { return state[x] == affected }
+	h := &st.mark.q
 	h.reset()
 	for _, c := range aff {
 		best := int32(-1)
@@ -294,7 +312,7 @@ func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit i
 	for {
 		pd, pv, more := h.pop()
 		if !more {
-			break
+			return
 		}
 		if pd != st.level[pv] {
 			continue
@@ -307,7 +325,13 @@ func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit i
 			return true
 		})
 	}
-	var old int32 // the label of the component being split
+}
+
+// splitOff makes new components of the affected vertices reattach left
+// without a level, and finds the smallest id anew of each component
+// whose smallest left with them.
+func (st *Components) splitOff(g *views.Topo, aff []int32) {
+	state := st.mark.state
 	var lost map[int32]bool
 	for _, c := range aff {
 		if st.level[c] >= 0 {
@@ -315,45 +339,20 @@ func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit i
 		}
 		// A new component, rooted at c: breadth first among the affected
 		// left over (they keep their old label until relabelled).
-		old = st.comp[c]
+		old := st.comp[c] // the label of the component being split
 		members := []int32{c}
 		st.level[c] = 0
 		for k := 0; k < len(members); k++ {
 			u := members[k]
 			st.neighbors(g, u, func(x int32) bool {
-				if isAff(x) && st.level[x] < 0 {
+				if state[x] == affected && st.level[x] < 0 {
 					st.level[x] = st.level[u] + 1
 					members = append(members, x)
 				}
 				return true
 			})
 		}
-		// INVARIANT: a label is a member (comp[r] == r). When the old
-		// label's own vertex leaves with these, they take the label and
-		// the rest of the old component a new one (a pass over the
-		// indexes; only then).
-		if slices.Contains(members, old) {
-			in := make(map[int32]bool, len(members))
-			for _, u := range members {
-				in[u] = true
-			}
-			var rest []int32
-			for i, r := range st.comp {
-				if r == old && !in[int32(i)] {
-					rest = append(rest, int32(i))
-				}
-			}
-			c = old
-			k := slices.Index(members, old)
-			members[0], members[k] = members[k], members[0]
-			if len(rest) > 0 {
-				st.relabel(rest)
-			}
-		} else {
-			st.size[old] -= int32(len(members))
-		}
-		st.relabel(members)
-		if c != old && st.comp[st.min[old]] != old {
+		if c = st.settleLabels(members, old); c != old && st.comp[st.min[old]] != old {
 			if lost == nil {
 				lost = map[int32]bool{}
 			}
@@ -372,7 +371,37 @@ func (st *Components) split(g *views.Topo, dels [][2]int32, cut []int32, limit i
 			}
 		}
 	}
-	return true
+}
+
+// settleLabels labels members, split off the component labelled old, as
+// a component of their own, and returns their label.
+//
+// INVARIANT: a label is a member (comp[r] == r). When the old label's own
+// vertex leaves with these, they take the label and the rest of the old
+// component a new one (a pass over the indexes; only then).
+func (st *Components) settleLabels(members []int32, old int32) int32 {
+	if !slices.Contains(members, old) {
+		st.size[old] -= int32(len(members))
+		st.relabel(members)
+		return members[0]
+	}
+	in := make(map[int32]bool, len(members))
+	for _, u := range members {
+		in[u] = true
+	}
+	var rest []int32
+	for i, r := range st.comp {
+		if r == old && !in[int32(i)] {
+			rest = append(rest, int32(i))
+		}
+	}
+	k := slices.Index(members, old)
+	members[0], members[k] = members[k], members[0]
+	if len(rest) > 0 {
+		st.relabel(rest)
+	}
+	st.relabel(members)
+	return old
 }
 
 // splitScratch is decideLevel's buffers, kept across the levels of a

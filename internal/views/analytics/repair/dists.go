@@ -205,14 +205,38 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	// 1. Affected vertices, by increasing distance.
 	// Each vertex's state (0: not decided yet), cleared on return.
 	defer r.mark.clear()
-	var aff []int32
 	h := newDistQueue[T](r.unit, &r.mark.q)
 	better := r.improving(ups)
 	defer better() // (its helpers read d: done before it is returned)
-	// The cut edges that supported their head, filtered on every core (a
-	// hub's vertex delete cuts tens of thousands, each two distances read
-	// at random).
-	kc := keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
+	for _, e := range r.tightCut(cut) {
+		h.push(r.d[e[1]], e[1])
+	}
+	var aff []int32
+	var ok bool
+	if r.unit {
+		aff, ok = r.affectedUnit(h)
+	} else {
+		aff, ok = r.affectedWeighted(h)
+	}
+	if !ok {
+		return false
+	}
+	// 2. The affected restart from their best unaffected in-neighbor.
+	better() // (d is written from here on)
+	h = r.restart(aff)
+	r.relaxImproving(better(), r.deleted(cut), h)
+	// 3. Dijkstra from them.
+	if r.unit {
+		return r.searchUnit(h.q)
+	}
+	return r.settle(h)
+}
+
+// tightCut returns the edges of cut that supported their head, filtered
+// on every core (a hub's vertex delete cuts tens of thousands, each two
+// distances read at random).
+func (r *repair[T]) tightCut(cut [][2]int32) [][2]int32 {
+	return keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
 		d, root, far, unit, positive, parent := r.d, r.root, r.far, r.unit, r.positive, r.parent
 		for _, e := range part {
 			// Only an edge that was tight supported its head: with unit
@@ -246,75 +270,85 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 		return out
 	})
-	for _, e := range kc {
-		h.push(r.d[e[1]], e[1])
-	}
-	if r.unit {
-		// Level by level: a level's vertices depend only on the levels
-		// before it, so a large one is decided on every core. (Each
-		// worker's findings, kept across levels for their buffers.)
-		var outs [maxWorkers]decided
-		for {
-			l, level, more := h.q.popLevel()
-			if !more {
-				break
-			}
-			nw := 1
-			if len(level) >= ParallelLevel {
-				nw = min(kernels.Workers(), maxWorkers)
-			}
-			for w := range nw {
-				outs[w].reset()
-			}
-			kernels.ParallelFor(nw, nw, 1, func(_, lo, hi int) {
-				for p := lo; p < hi; p++ {
-					if l >= 2 {
-						r.decideUnit(level, p, nw, l, &outs[p])
-					} else {
-						r.decide(level, p, nw, T(l), &outs[p])
-					}
-				}
-			})
-			for w := range nw {
-				o := &outs[w]
-				r.mark.marked = append(r.mark.marked, o.marked...)
-				r.work += o.work
-				aff = append(aff, o.aff...)
-				for _, x := range o.next {
-					h.push(T(l+1), x)
-				}
-			}
-			if len(aff) > r.limit {
-				return false
-			}
+}
+
+// affectedUnit is phase 1 of a unit repair: it decides h's vertices and
+// those they lead to, level by level, and returns the affected; false
+// when they are more than limit. A level's vertices depend only on the
+// levels before it, so a large one is decided on every core.
+func (r *repair[T]) affectedUnit(h *distQueue[T]) ([]int32, bool) {
+	var aff []int32
+	var outs [maxWorkers]decided // each worker's findings, kept across levels for their buffers
+	for {
+		l, level, more := h.q.popLevel()
+		if !more {
+			return aff, true
 		}
-	} else {
-		var o decided
-		for {
-			_, c, more := h.pop()
-			if !more {
-				break
+		nw := 1
+		if len(level) >= ParallelLevel {
+			nw = min(kernels.Workers(), maxWorkers)
+		}
+		for w := range nw {
+			outs[w].reset()
+		}
+		kernels.ParallelFor(nw, nw, 1, func(_, lo, hi int) {
+			for p := lo; p < hi; p++ {
+				if l >= 2 {
+					r.decideUnit(level, p, nw, l, &outs[p])
+				} else {
+					r.decide(level, p, nw, T(l), &outs[p])
+				}
 			}
-			o.reset()
-			r.decide([]int32{c}, 0, 1, r.d[c], &o)
+		})
+		for w := range nw {
+			o := &outs[w]
 			r.mark.marked = append(r.mark.marked, o.marked...)
 			r.work += o.work
-			if aff = append(aff, o.aff...); len(aff) > r.limit {
-				return false
-			}
+			aff = append(aff, o.aff...)
 			for _, x := range o.next {
-				h.push(r.d[x], x)
+				h.push(T(l+1), x)
 			}
 		}
+		if len(aff) > r.limit {
+			return nil, false
+		}
 	}
-	// 2. The affected restart from their best unaffected in-neighbor.
-	better() // (d is written from here on)
+}
+
+// affectedWeighted is phase 1 of a weighted repair: it decides h's
+// vertices and those they lead to, one at a time by increasing distance,
+// and returns the affected; false when they are more than limit.
+func (r *repair[T]) affectedWeighted(h *distQueue[T]) ([]int32, bool) {
+	var aff []int32
+	var o decided
+	for {
+		_, c, more := h.pop()
+		if !more {
+			return aff, true
+		}
+		o.reset()
+		r.decide([]int32{c}, 0, 1, r.d[c], &o)
+		r.mark.marked = append(r.mark.marked, o.marked...)
+		r.work += o.work
+		if aff = append(aff, o.aff...); len(aff) > r.limit {
+			return nil, false
+		}
+		for _, x := range o.next {
+			h.push(r.d[x], x)
+		}
+	}
+}
+
+// restart is phase 2: each affected vertex restarts from its best
+// unaffected in-neighbor (far, and no parent, when it has none). It
+// returns the queue of those reached, for phase 3.
+func (r *repair[T]) restart(aff []int32) *distQueue[T] {
 	was := make([]T, len(aff))
 	for i, c := range aff {
 		was[i] = r.d[c]
 		r.d[c] = r.far
 	}
-	h = newDistQueue[T](r.unit, &r.mark.q)
+	h := newDistQueue[T](r.unit, &r.mark.q)
 	for i, c := range aff {
 		best, from := r.far, int32(-1)
 		for _, u := range r.g.In.Nbrs(c) {
@@ -340,8 +374,15 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			h.push(best, c)
 		}
 	}
-	gone := r.deleted(cut)
-	for _, e := range better() {
+	return h
+}
+
+// relaxImproving ends phase 2: each upserted edge of ups (improving's)
+// that shortens its head's distance lowers it, and queues the head in h.
+// gone is the filter of the batch's deletes (deleted: nil, search every
+// edge), which tells an upserted edge that may be gone again.
+func (r *repair[T]) relaxImproving(ups [][2]int32, gone pairFilter, h *distQueue[T]) {
+	for _, e := range ups {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
 			w := 1.0
 			if gone == nil || gone.mayHold(e) {
@@ -363,10 +404,12 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 		}
 	}
-	// 3. Dijkstra from them.
-	if r.unit {
-		return r.searchUnit(h.q)
-	}
+}
+
+// settle is phase 3 of a weighted repair: Dijkstra from h's vertices. It
+// returns false when it settles more than limit vertices or met a
+// negative weight.
+func (r *repair[T]) settle(h *distQueue[T]) bool {
 	settled := 0
 	for {
 		pd, pv, more := h.pop()
