@@ -14,7 +14,7 @@
 //   - wcc: weakly connected components; Afforest, then merges on inserts
 //     and a support forest that splits components on deletes (repair.Components);
 //   - pagerank: pull power iterations to a tolerance; updates push
-//     residuals of an unnormalized form without global terms (pagerank.go)
+//     residuals of an unnormalized form without global terms (repair.Ranks)
 //     when the change is within twice the target, else iterate
 //     warm-started;
 //   - sssp: shortest paths on weights (non-negative) from a root;
@@ -29,7 +29,7 @@
 //
 // The full recomputes are the static kernels of package kernels
 // (GAPBS's algorithms, on every core; RunKernel runs one alone), the
-// distance and component repairs are package repair's; this package
+// distance, component and PageRank repairs package repair's; this package
 // holds the analytics built on them, the registry that runs them and
 // their checkpoints.
 //

@@ -236,7 +236,7 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			t.Fatalf("batch %d: %d above, the reference %d", batch, s.Above, above)
 		}
 	}
-	// pagerank pushes only changes within pushRatio of its target: these
+	// pagerank pushes only changes within repair's pushRatio of its target: these
 	// batches are far larger than its tolerance, so it iterates (warm).
 	for _, r := range append(runs[:3:3], runs[4]) {
 		if r.re != 0 {
@@ -421,7 +421,7 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 // a graph 16 times larger (of the same degrees: uniform edges and fixed
 // hubs), the same batches cost less than 4 times as much, and a batch 8
 // times larger costs more. pagerank's tolerance is one at which its
-// pushes finish these changes (pushRatio), and its ranks stay within
+// pushes finish these changes (repair's pushRatio), and its ranks stay within
 // their stated bound of the exact ones after every update.
 //
 // bfs and sssp, more closely: every update reads at most twice the size
@@ -495,7 +495,7 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 					out["wcc"] += float64(x.st.Work)
 					x.st.Work = 0
 				case *pagerank:
-					out["pagerank"] += float64(x.st.read)
+					out["pagerank"] += float64(x.st.Read)
 					if scale == 11 || b == 6 {
 						checkPageRankBound(t, x, g.cur)
 					}
@@ -617,8 +617,8 @@ func checkPageRankBound(t *testing.T, a *pagerank, cur edges) {
 	d := a.spec.Damping
 	res := a.Summary().(PageRankSummary).Residual
 	bound := 2 * res / ((1 - d) * (1 - res/(1-d)))
-	if res > d*a.spec.Tolerance/2*(1+1e-9) && res > a.st.floor*(1+1e-9) {
-		t.Fatalf("pagerank: residual %g above its target %g", res, max(d*a.spec.Tolerance/2, a.st.floor))
+	if res > d*a.spec.Tolerance/2*(1+1e-9) && res > a.st.Floor*(1+1e-9) {
+		t.Fatalf("pagerank: residual %g above its target %g", res, max(d*a.spec.Tolerance/2, a.st.Floor))
 	}
 	want := refPageRank(cur, d)
 	l1 := 0.0
@@ -730,7 +730,7 @@ func TestPartialPulls(t *testing.T) {
 // inserts, deletes and vertex deletes, its ranks within their stated
 // bound of the exact ones after every batch. The batches are small
 // against its tolerance, so most updates push; one that deletes a hub
-// may be beyond pushRatio and iterate instead.
+// may be beyond repair's pushRatio and iterate instead.
 func TestPageRankPushesOnALargeGraph(t *testing.T) {
 	volume.Mark(t)
 	if testing.Short() {

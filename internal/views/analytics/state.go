@@ -94,11 +94,11 @@ func (a *pagerank) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, er
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	st := a.st
-	e.Float64s(onCanonical(st.ranks(), st.ids, c, 0))
-	e.U64(uint64(st.present))
-	e.U64(uint64(st.iterations))
-	e.F64(st.delta)
-	return st.seq, e.Err()
+	e.Float64s(onCanonical(st.Ranks(), st.IDs(), c, 0))
+	e.U64(uint64(st.Present()))
+	e.U64(uint64(st.Iterations))
+	e.F64(st.Delta)
+	return st.Seq, e.Err()
 }
 
 func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) error {
@@ -118,14 +118,9 @@ func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	// The first update builds the state on its graph (prState.restored);
+	// The first update builds the state on its graph (repair.Ranks.Restored);
 	// the last recompute's residual was at most d times its last change.
-	in := make([]bool, len(rank))
-	for i, x := range rank {
-		in[i] = x > 0
-	}
-	a.swap(&prState{ids: c, z: rank, in: in, sum: 1, seq: seq, present: int(present), iterations: int(iters), delta: delta,
-		floor: a.spec.Damping * delta, restored: true})
+	a.swap(repair.LoadRanks(c, rank, seq, int(present), int(iters), delta, a.spec.Damping*delta))
 	return nil
 }
 
