@@ -59,7 +59,7 @@ func CopyForPageRank(ctx context.Context, g *views.Topo) (*PRGraph, error) {
 // Len is the copied topology's Len.
 func (c *PRGraph) Len() int { return c.n }
 
-// OutDeg and InDeg are the degrees of i (0 from bound up).
+// OutDeg is i's out-degree (0 from bound up).
 func (c *PRGraph) OutDeg(i int32) int32 {
 	if int(i) >= c.bound {
 		return 0
@@ -67,6 +67,7 @@ func (c *PRGraph) OutDeg(i int32) int32 {
 	return c.out[i]
 }
 
+// InDeg is i's in-degree (0 from bound up).
 func (c *PRGraph) InDeg(i int32) int64 {
 	if int(i) >= c.bound {
 		return 0

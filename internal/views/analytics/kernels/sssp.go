@@ -94,7 +94,8 @@ func ssspDeltaFor(g *views.Topo) float64 {
 // the ratio of the longest distance to delta.
 const binWindow = 1 << 12
 
-// ErrNegative: sssp met a negative weight (its distances are not valid).
+// ErrNegative is SSSP's error when it met a negative weight (its
+// distances are not valid).
 var ErrNegative = errors.New("sssp needs non-negative weights")
 
 // SSSP returns the shortest distance of every index from root (+Inf:

@@ -9,9 +9,10 @@ import (
 )
 
 // Components are the weakly connected components of a topology, kept
-// across its batches. The component of a vertex is named by its smallest vertex id in the store (where mapped numbers and
-// keys lie above every number below 2^32; see keydict.NumID); a vertex
-// without edges is its own component.
+// across its batches. The component of a vertex is named by its smallest
+// vertex id in the store (where mapped numbers and keys lie above every
+// number below 2^32; see keydict.NumID); a vertex without edges is its
+// own component.
 //
 // NewComponents is Afforest on every core. An update keeps a support forest
 // (levels), built by one breadth-first pass over both directions the first
@@ -598,15 +599,15 @@ func (st *Components) Counts() (components, largest int) {
 
 // Labels are the components over ids: each index's label (the index of
 // its component's root), and at a label the component's size and the
-// index of its smallest id. The caller only reads them, and not past the
-// next Update.
-func (st *Components) Labels() (ids views.IDSpace, comp, size, min []int32) {
+// index of its smallest id (smallest). The caller only reads them, and
+// not past the next Update.
+func (st *Components) Labels() (ids views.IDSpace, comp, size, smallest []int32) {
 	return st.ids, st.comp, st.size, st.min
 }
 
 // LoadComponents makes components of labels as Labels returns them, at
 // seq, taking the slices over; the caller has checked that they hold the
 // INVARIANTS (no support forest yet: the first delete builds it).
-func LoadComponents(ids views.IDSpace, comp, size, min []int32, seq uint64) *Components {
-	return &Components{ids: ids, comp: comp, size: size, min: min, seq: seq}
+func LoadComponents(ids views.IDSpace, comp, size, smallest []int32, seq uint64) *Components {
+	return &Components{ids: ids, comp: comp, size: size, min: smallest, seq: seq}
 }

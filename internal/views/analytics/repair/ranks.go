@@ -328,8 +328,8 @@ func (st *Ranks) unlink(u, v int32, d float64) bool {
 	return true
 }
 
-// Settle, once the state has applied every operation up to g's seq, drops
-// the equations of the vertices left without edges, and checks the
+// Settle drops the equations of the vertices left without edges, once
+// the state has applied every operation up to g's seq, and checks the
 // out-degrees it kept against g's. False on a mismatch (a bug: the
 // caller recomputes).
 func (st *Ranks) Settle(g *views.Topo) bool {
