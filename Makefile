@@ -87,7 +87,7 @@ test-volume: $(TEST_DEPS)
 # The packages with tests of volume, and those tests (kept equal to the
 # tests that call volume.Mark or volume.Size by internal/testref/volume's
 # TestMarkedTestsRunWithoutRace).
-GO_TEST_VOLUME := ./cmd/graphtide ./internal/api ./internal/engine ./internal/views ./internal/views/analytics ./internal/views/paths
+GO_TEST_VOLUME := ./cmd/graphtide ./internal/api ./internal/engine ./internal/views ./internal/views/analytics ./internal/views/analytics/kernels ./internal/views/paths
 GO_TEST_VOLUME_RUN := TestAnalyticsLargeGraphsReference|TestBFSMatchesReference|TestCorruptEventColumnIsRefused|TestCrashRecovery|TestCrashRecoveryWithManifestRewrites|TestDegreeMonitorMatchesReference|TestEventsCrashAtEveryEditPoint|TestEveryBitFlipIsRefusedOrHarmless|TestEveryFileKind|TestFanWindowMatchesOracle|TestFindMatchesReference|TestFraudCyclesMatchReference|TestFraudPullLimits|TestModelDeepLevels|TestModelRandomized|TestPageRankFollowsADegreeStream|TestPageRankMatchesReference|TestPageRankPushesOnALargeGraph|TestPageRankSinglePrecisionWithinItsTolerance|TestRandomPaymentsRaiseFewTimedRings|TestReadsWithoutInEdges|TestSSSPMatchesReference|TestSSSPWholeWeights|TestStaticViewsNeverChange|TestTopoApplyCostsTheChange|TestTopoApplyStreamsOracle|TestTypedTimedStoreFollowsTheOracle|TestUpdateWorkFollowsTheChange|TestVertexRecordsFollowTheOracle|TestWCCMatchesReference|TestXsumIsExact
 
 # The packages whose tests take longest, listed first: go test starts the

@@ -5,6 +5,7 @@ package archtest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -153,5 +154,85 @@ func TestLayering(t *testing.T) {
 	}
 	if !slices.Contains(pkgs["internal/engine"].Imports, module+"/cgo") {
 		t.Error("internal/engine does not import the core: the layering rules are out of date")
+	}
+	for _, e := range analyticsLayering(pkgs) {
+		t.Error(e)
+	}
+}
+
+// analyticsTree is internal/views/analytics by concern, from the bottom
+// up: the static kernels, the incremental repairs, then the registry
+// (with the built-in analytics and checkpoints) on top. Each may depend,
+// directly or not, only on those before it: a kernel reaches neither
+// incremental state nor the registry, a repair not the registry; and
+// only the top writes or reads checkpoints (internal/checkpoint).
+var analyticsTree = []string{
+	"internal/views/analytics/kernels",
+	"internal/views/analytics/repair",
+	"internal/views/analytics",
+}
+
+// analyticsLayering returns what breaks analyticsTree's order in pkgs: a
+// package that depends on one above it, a package of the tree the list
+// does not rank, or one it ranks that does not exist.
+func analyticsLayering(pkgs map[string]pkg) []string {
+	var errs []string
+	for i, low := range analyticsTree {
+		p, ok := pkgs[low]
+		if !ok {
+			errs = append(errs, fmt.Sprintf("package %s not found: the analytics layering is out of date", low))
+			continue
+		}
+		for _, high := range analyticsTree[i+1:] {
+			if slices.Contains(p.Deps, module+"/"+high) {
+				errs = append(errs, fmt.Sprintf("%s depends on %s, a layer above it", low, high))
+			}
+		}
+		// Checkpoints are the top layer's: the layers below it neither
+		// write nor read the checkpoint file (package views, under them,
+		// saves the topology in it).
+		if i < len(analyticsTree)-1 && slices.Contains(p.Imports, module+"/internal/checkpoint") {
+			errs = append(errs, fmt.Sprintf("%s imports internal/checkpoint: checkpoints are the registry's", low))
+		}
+	}
+	for path := range pkgs {
+		if under(path, analyticsTree[len(analyticsTree)-1]) && !slices.Contains(analyticsTree, path) {
+			errs = append(errs, fmt.Sprintf("%s is under internal/views/analytics but not in analyticsTree: give it its layer", path))
+		}
+	}
+	slices.Sort(errs)
+	return errs
+}
+
+// TestAnalyticsLayeringCatches: the analytics rule finds a kernel that
+// depends on a repair, a repair that depends on the registry or imports
+// the checkpoint file's package, a package of the tree it does not rank
+// and a ranked one missing, and nothing in a tree in order (the registry
+// on top imports it; the layers below reach it through package views).
+func TestAnalyticsLayeringCatches(t *testing.T) {
+	top := module + "/internal/views/analytics"
+	good := map[string]pkg{
+		"internal/views/analytics/kernels": {Deps: []string{module + "/internal/views", module + "/internal/checkpoint"}},
+		"internal/views/analytics/repair":  {Deps: []string{module + "/internal/views", top + "/kernels", module + "/internal/checkpoint"}},
+		"internal/views/analytics": {Deps: []string{module + "/internal/views", top + "/kernels", top + "/repair", module + "/internal/checkpoint"},
+			Imports: []string{module + "/internal/checkpoint"}},
+	}
+	if errs := analyticsLayering(good); len(errs) > 0 {
+		t.Errorf("a tree in order: %q", errs)
+	}
+	bad := map[string]pkg{
+		"internal/views/analytics/kernels": {Deps: []string{top + "/repair"}},
+		"internal/views/analytics/repair":  {Deps: []string{top + "/kernels", top}, Imports: []string{module + "/internal/checkpoint"}},
+		"internal/views/analytics/extra":   {},
+	}
+	want := []string{
+		"internal/views/analytics/extra is under internal/views/analytics but not in analyticsTree: give it its layer",
+		"internal/views/analytics/kernels depends on internal/views/analytics/repair, a layer above it",
+		"internal/views/analytics/repair depends on internal/views/analytics, a layer above it",
+		"internal/views/analytics/repair imports internal/checkpoint: checkpoints are the registry's",
+		"package internal/views/analytics not found: the analytics layering is out of date",
+	}
+	if errs := analyticsLayering(bad); !slices.Equal(errs, want) {
+		t.Errorf("got %q\nwant %q", errs, want)
 	}
 }

@@ -61,6 +61,7 @@ import (
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/views/analytics"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // Config of one run.
@@ -619,8 +620,8 @@ func sameResult(name string, up, re analytics.Analytic, g *views.Topo) error {
 	}
 	if s := up.Spec(); s.Type == "pagerank" {
 		// Each within d*tol/(1-d) of the fixpoint, and its float32
-		// rounding's share (analytics.RoundingL1).
-		if lim := 2 * (s.Tolerance*s.Damping/(1-s.Damping) + analytics.RoundingL1(s.Damping, s.Tolerance)) * 1.01; l1 > lim {
+		// rounding's share (kernels.RoundingL1).
+		if lim := 2 * (s.Tolerance*s.Damping/(1-s.Damping) + kernels.RoundingL1(s.Damping, s.Tolerance)) * 1.01; l1 > lim {
 			return fmt.Errorf("pagerank: the ranks differ by %g in L1, more than its tolerance allows (%g)", l1, lim)
 		}
 	}

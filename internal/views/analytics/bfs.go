@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // bfs keeps the BFS level of every vertex reachable from root along
@@ -12,16 +14,16 @@ import (
 // level[i] is the level of the vertex with dense index i, -1 when it is
 // unreached. INVARIANT (between calls): level is exactly the BFS level in
 // the graph at seq. A recompute is the direction-optimizing kernel; an
-// update repairs the levels the batch changed (repair.go), and recomputes
+// update repairs the levels the batch changed (repair.Dists), and recomputes
 // only when that region is over an eighth of the graph.
 type bfs struct {
 	spec Spec
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
-	// mark is the repairs' per-vertex marks (repairDists). Protected by
+	// mark is the repairs' per-vertex marks (repair.Dists). Protected by
 	// mu.
-	mark marks
+	mark repair.Marks
 
 	guarded[*bfsState]
 }
@@ -40,16 +42,8 @@ func newBFS(s Spec, root uint64) *bfs { return &bfs{spec: s, root: root} }
 
 func (a *bfs) Spec() Spec { return a.spec }
 
-// index is v's index in g, -1 when g has none.
-func index(g *views.Topo, v uint64) int32 {
-	if i, ok := g.IDs.Index(v); ok {
-		return int32(i)
-	}
-	return -1
-}
-
 func (a *bfs) Recompute(ctx context.Context, g *views.Topo) error {
-	level, parent, err := bfsKernel(ctx, g, index(g, a.root))
+	level, parent, err := kernels.BFS(ctx, g, kernels.Index(g, a.root))
 	if err != nil {
 		return err
 	}
@@ -61,7 +55,7 @@ func (a *bfs) Update(ctx context.Context, g *views.Topo, edges []views.Edge) (bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.st
-	level, ok, err := repairDists(g, st.level, st.ids, edges, nil, a.root, -1, true, &st.parent, &a.work, &a.mark)
+	level, ok, err := repair.Dists(g, st.level, st.ids, edges, nil, a.root, -1, true, &st.parent, &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}
@@ -130,7 +124,7 @@ func (a *bfs) Vertex(v uint64) (any, bool) {
 	return VertexLevel{int(a.st.level[i])}, true
 }
 
-func (st *bfsState) sequence() uint64 { return st.seq }
+func (st *bfsState) Sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the levels and parents (4 bytes each per
 // vertex index) and of the repairs' marks (1).
@@ -140,5 +134,5 @@ func (a *bfs) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.level) + sliceBytes(a.st.parent) + a.mark.bytes()
+	return repair.SliceBytes(a.st.level) + repair.SliceBytes(a.st.parent) + a.mark.Bytes()
 }

@@ -268,24 +268,59 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 		return CheckpointMeta{}, err
 	}
 	head := sm.LastSeq
+	es := r.checkpointedEntries()
+	if len(es) == 0 {
+		return CheckpointMeta{}, nil
+	}
+	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
+	meta.CatchUp = r.catchUp(ctx, es, head)
+	// Before the sinks: a deferred checkpoint changes nothing.
+	var late []*entry
+	for _, e := range es {
+		if e.a.Seq() != head {
+			late = append(late, e)
+		}
+	}
+	if err := r.deferFor(late); err != nil {
+		return CheckpointMeta{}, err
+	}
+	if meta.Sinks, err = r.holdAlerts(ctx, position); err != nil {
+		return CheckpointMeta{}, err
+	}
+	write := func(g *views.Topo) error { return writeCheckpoint(path, &meta, es, head, g) }
+	if slices.ContainsFunc(es, func(e *entry) bool { k, _ := kindOf(e.a.Spec().Type); return k.topo }) {
+		err = r.m.Topology().Save(write)
+	} else {
+		err = write(nil)
+	}
+	if err != nil {
+		return CheckpointMeta{}, err
+	}
+	r.keptOnDisk(meta)
+	return meta, nil
+}
+
+// checkpointedEntries are the analytics a checkpoint keeps, in name order
+// (the same registry writes the same file).
+func (r *Registry) checkpointedEntries() []*entry {
 	var es []*entry
 	for _, e := range r.list() {
 		if checkpointed(e.a.Spec()) {
 			es = append(es, e)
 		}
 	}
-	if len(es) == 0 {
-		return CheckpointMeta{}, nil
-	}
-	meta := CheckpointMeta{Version: CheckpointVersion, Position: position, Created: time.Now().UTC()}
-	// In name order: the same registry writes the same file.
 	slices.SortFunc(es, func(a, b *entry) int { return strings.Compare(a.a.Spec().Name, b.a.Spec().Name) })
+	return es
+}
+
+// catchUp asks each of es to catch up to head and waits for them, for two
+// thirds of ctx's time (one that does not make it is left out, and the
+// sinks and the file still get the rest); it returns how long it waited.
+func (r *Registry) catchUp(ctx context.Context, es []*entry, head uint64) time.Duration {
 	reqs := make([]*catchUpReq, len(es))
 	for i, e := range es {
 		reqs[i] = e.request(head)
 	}
-	// The catch-up gets two thirds of ctx's time: one that does not make
-	// it is left out, and the sinks and the file still get the rest.
 	wctx := ctx
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -305,102 +340,92 @@ func (r *Registry) Checkpoint(ctx context.Context, path string, position []byte)
 			r.cfg.Logger.Warn("an analytic did not catch up for the checkpoint", "analytic", es[i].a.Spec().Name)
 		}
 	}
-	meta.CatchUp = time.Since(t0)
-	// Before the sinks: a deferred checkpoint changes nothing.
-	var late []*entry
-	for _, e := range es {
-		if e.a.Seq() != head {
-			late = append(late, e)
-		}
-	}
-	if err := r.deferFor(late); err != nil {
-		return CheckpointMeta{}, err
-	}
-	// Every alert raised up to here must be delivered, or kept by its
-	// sink, before the checkpoint is taken past it.
+	return time.Since(t0)
+}
+
+// holdAlerts makes every alert raised up to now delivered, or kept by its
+// sink, and the alert history durable, before the checkpoint is taken
+// past them (one a crash takes from the history was raised after it, and
+// comes again). It returns each sink's position (nil for a sink that
+// keeps none).
+func (r *Registry) holdAlerts(ctx context.Context, position []byte) ([][]byte, error) {
+	var sinks [][]byte
 	for _, sk := range r.cfg.Sinks {
 		var pos []byte
 		if cs, ok := sk.(checkpointSink); ok {
+			var err error
 			if pos, err = cs.Checkpoint(ctx, position); err != nil {
-				return CheckpointMeta{}, err
+				return nil, err
 			}
 		}
-		meta.Sinks = append(meta.Sinks, pos)
+		sinks = append(sinks, pos)
 	}
-	// Every alert kept up to here is durable before the checkpoint: one a
-	// crash takes from the history was raised after it, and comes again.
 	if h := r.cfg.History; h != nil {
 		if err := h.Sync(); err != nil {
-			return CheckpointMeta{}, fmt.Errorf("analytics: the alert history: %w", err)
+			return nil, fmt.Errorf("analytics: the alert history: %w", err)
 		}
 	}
-	// write writes the file, with g's topology unless g is nil.
-	write := func(g *views.Topo) error {
-		if g != nil && g.Seq != head {
-			return fmt.Errorf("analytics: the topology is at seq %d, the store at %d: the store changed during the checkpoint", g.Seq, head)
-		}
-		meta.Seq, meta.Topology = head, g != nil
-		var keep []*entry
-		for _, e := range es {
-			if e.a.Seq() == head {
-				keep = append(keep, e)
-				meta.Analytics = append(meta.Analytics, e.a.Spec())
-			}
-		}
-		if len(keep) == 0 {
-			return errors.New("analytics: no analytic caught up for the checkpoint")
-		}
-		var c views.IDSpace // the topology's canonical space (none without one)
-		var ids []uint64
-		if g != nil {
-			var err error
-			if c, ids, err = views.CanonicalIDs(g); err != nil {
-				return err
-			}
-		}
-		w, err := checkpoint.Create(path)
-		if err != nil {
-			return err
-		}
-		mb, err := json.Marshal(meta)
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		err = w.Section("meta", func(en *checkpoint.Encoder) { en.Bytes(mb) })
-		if err == nil && g != nil {
-			err = w.Section("topology", func(en *checkpoint.Encoder) { en.Fail(views.SaveTopo(en, g, c, ids)) })
-		}
-		for _, e := range keep {
-			if err != nil {
-				break
-			}
-			err = w.Section("analytic", func(en *checkpoint.Encoder) {
-				en.Bytes([]byte(e.a.Spec().Name))
-				seq, serr := e.a.(stateSaver).saveState(en, c)
-				if serr == nil && seq != head {
-					serr = fmt.Errorf("analytics: %q moved to seq %d during the checkpoint at %d", e.a.Spec().Name, seq, head)
-				}
-				en.Fail(serr)
-			})
-		}
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		meta.Bytes = w.Size()
-		return w.Commit()
+	return sinks, nil
+}
+
+// writeCheckpoint writes the checkpoint file at path: meta, completed
+// with what it holds, g's topology unless g is nil, and the state of
+// each of es at head (those not at head are left out).
+func writeCheckpoint(path string, meta *CheckpointMeta, es []*entry, head uint64, g *views.Topo) error {
+	if g != nil && g.Seq != head {
+		return fmt.Errorf("analytics: the topology is at seq %d, the store at %d: the store changed during the checkpoint", g.Seq, head)
 	}
-	if slices.ContainsFunc(es, func(e *entry) bool { k, _ := kindOf(e.a.Spec().Type); return k.topo }) {
-		err = r.m.Topology().Save(write)
-	} else {
-		err = write(nil)
+	meta.Seq, meta.Topology = head, g != nil
+	var keep []*entry
+	for _, e := range es {
+		if e.a.Seq() == head {
+			keep = append(keep, e)
+			meta.Analytics = append(meta.Analytics, e.a.Spec())
+		}
+	}
+	if len(keep) == 0 {
+		return errors.New("analytics: no analytic caught up for the checkpoint")
+	}
+	var c views.IDSpace // the topology's canonical space (none without one)
+	var ids []uint64
+	if g != nil {
+		var err error
+		if c, ids, err = views.CanonicalIDs(g); err != nil {
+			return err
+		}
+	}
+	w, err := checkpoint.Create(path)
+	if err != nil {
+		return err
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	err = w.Section("meta", func(en *checkpoint.Encoder) { en.Bytes(mb) })
+	if err == nil && g != nil {
+		err = w.Section("topology", func(en *checkpoint.Encoder) { en.Fail(views.SaveTopo(en, g, c, ids)) })
+	}
+	for _, e := range keep {
+		if err != nil {
+			break
+		}
+		err = w.Section("analytic", func(en *checkpoint.Encoder) {
+			en.Bytes([]byte(e.a.Spec().Name))
+			seq, serr := e.a.(stateSaver).saveState(en, c)
+			if serr == nil && seq != head {
+				serr = fmt.Errorf("analytics: %q moved to seq %d during the checkpoint at %d", e.a.Spec().Name, seq, head)
+			}
+			en.Fail(serr)
+		})
 	}
 	if err != nil {
-		return CheckpointMeta{}, err
+		w.Abort()
+		return err
 	}
-	r.keptOnDisk(meta)
-	return meta, nil
+	meta.Bytes = w.Size()
+	return w.Commit()
 }
 
 // checkpointed says whether a checkpoint keeps the state of an analytic of
@@ -436,85 +461,23 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 		return nil, err
 	}
 	defer rd.Close()
-	var meta CheckpointMeta
-	err = rd.Section("meta", func(d *checkpoint.Decoder) error {
-		if b := d.Bytes(); d.Err() == nil {
-			if err := json.Unmarshal(b, &meta); err != nil {
-				d.Fail("%v", err)
-			}
-		}
-		return nil
-	})
+	meta, err := readMeta(rd, path)
 	if err != nil {
 		return nil, err
-	}
-	if meta.Version != CheckpointVersion {
-		return nil, fmt.Errorf("analytics: checkpoint %s has content version %d, this graphtide reads %d", path, meta.Version, CheckpointVersion)
 	}
 	if err := accept(meta); err != nil {
 		return nil, err
 	}
 	var g *views.Topo // nil: the file holds no topology
-	var c views.IDSpace
 	if meta.Topology {
 		err = rd.Section("topology", func(d *checkpoint.Decoder) (err error) { g, err = views.LoadTopo(d); return err })
 		if err != nil {
 			return nil, err
 		}
-		c = g.IDs
 	}
-	want := map[string]Spec{}
-	for _, s := range specs {
-		if err := s.Validate(); err == nil {
-			want[s.Name] = s
-		}
-	}
-	type restored struct {
-		s    Spec
-		a    Analytic
-		root uint64
-	}
-	var got []restored
-	for _, saved := range meta.Analytics {
-		err := rd.Section("analytic", func(d *checkpoint.Decoder) error {
-			if name := string(d.Bytes()); d.Err() == nil && name != saved.Name {
-				d.Fail("the state of %q where meta lists %q", name, saved.Name)
-			}
-			s, ok := want[saved.Name]
-			if !ok || !serves(saved, s) || !checkpointed(s) {
-				d.Skip() // not registered now, or with other settings
-				return nil
-			}
-			var root uint64
-			if NeedsRoot(s.Type) {
-				var err error
-				if root, err = r.cfg.Resolve(s.Root); err != nil {
-					d.Skip()
-					return nil // registered as usual, which reports it
-				}
-			}
-			a, err := New(s, root, func(al []Alert) { r.raise(s.Name, al) })
-			if err != nil {
-				return err
-			}
-			ss, ok := a.(stateSaver)
-			if !ok {
-				d.Fail("%q is a %s analytic, which keeps no state in a checkpoint", s.Name, s.Type)
-				return nil
-			}
-			if k, _ := kindOf(s.Type); k.topo && g == nil {
-				d.Fail("the state of %s analytic %q without the topology it reads", s.Type, s.Name)
-				return nil
-			}
-			if err := ss.loadState(d, c, meta.Seq); err != nil {
-				return err
-			}
-			got = append(got, restored{s, a, root})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	got, err := r.readAnalytics(rd, meta, specs, g)
+	if err != nil {
+		return nil, err
 	}
 	if err := rd.End(); err != nil {
 		return nil, err
@@ -526,6 +489,111 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	if len(got) == 0 {
 		return nil, nil
 	}
+	return r.resume(ctx, meta, got, g)
+}
+
+// readMeta reads the meta section of the checkpoint at path, and refuses
+// another content version.
+func readMeta(rd *checkpoint.Reader, path string) (CheckpointMeta, error) {
+	var meta CheckpointMeta
+	err := rd.Section("meta", func(d *checkpoint.Decoder) error {
+		if b := d.Bytes(); d.Err() == nil {
+			if err := json.Unmarshal(b, &meta); err != nil {
+				d.Fail("%v", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return CheckpointMeta{}, err
+	}
+	if meta.Version != CheckpointVersion {
+		return CheckpointMeta{}, fmt.Errorf("analytics: checkpoint %s has content version %d, this graphtide reads %d", path, meta.Version, CheckpointVersion)
+	}
+	return meta, nil
+}
+
+// restoredAnalytic is an analytic read from a checkpoint, not registered yet.
+type restoredAnalytic struct {
+	s    Spec
+	a    Analytic
+	root uint64
+}
+
+// readAnalytics reads the state of every analytic meta lists, and makes
+// those of specs it serves (the others are skipped) with their state, on
+// g's id space (nil: the file holds no topology).
+func (r *Registry) readAnalytics(rd *checkpoint.Reader, meta CheckpointMeta, specs []Spec, g *views.Topo) ([]restoredAnalytic, error) {
+	var c views.IDSpace
+	if g != nil {
+		c = g.IDs
+	}
+	want := map[string]Spec{}
+	for _, s := range specs {
+		if err := s.Validate(); err == nil {
+			want[s.Name] = s
+		}
+	}
+	var got []restoredAnalytic
+	for _, saved := range meta.Analytics {
+		err := rd.Section("analytic", func(d *checkpoint.Decoder) error {
+			if name := string(d.Bytes()); d.Err() == nil && name != saved.Name {
+				d.Fail("the state of %q where meta lists %q", name, saved.Name)
+			}
+			s, ok := want[saved.Name]
+			if !ok || !serves(saved, s) || !checkpointed(s) {
+				d.Skip() // not registered now, or with other settings
+				return nil
+			}
+			x, ok, err := r.readAnalytic(d, s, g != nil, c, meta.Seq)
+			if ok {
+				got = append(got, x)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
+
+// readAnalytic makes the analytic of s and loads its state from d, at seq
+// over c (topology: the file holds the topology). ok is false when it
+// read none: skipped (a root that no longer resolves: registered as
+// usual, which reports it) or refused (d failed).
+func (r *Registry) readAnalytic(d *checkpoint.Decoder, s Spec, topology bool, c views.IDSpace, seq uint64) (x restoredAnalytic, ok bool, err error) {
+	var root uint64
+	if NeedsRoot(s.Type) {
+		if root, err = r.cfg.Resolve(s.Root); err != nil {
+			d.Skip()
+			return restoredAnalytic{}, false, nil
+		}
+	}
+	a, err := New(s, root, func(al []Alert) { r.raise(s.Name, al) })
+	if err != nil {
+		return restoredAnalytic{}, false, err
+	}
+	ss, isSaver := a.(stateSaver)
+	if !isSaver {
+		d.Fail("%q is a %s analytic, which keeps no state in a checkpoint", s.Name, s.Type)
+		return restoredAnalytic{}, false, nil
+	}
+	if k, _ := kindOf(s.Type); k.topo && !topology {
+		d.Fail("the state of %s analytic %q without the topology it reads", s.Type, s.Name)
+		return restoredAnalytic{}, false, nil
+	}
+	if err := ss.loadState(d, c, seq); err != nil {
+		return restoredAnalytic{}, false, err
+	}
+	return restoredAnalytic{s, a, root}, true, nil
+}
+
+// resume brings back the restored analytics got: the sinks learn where
+// the checkpoint left them, the topology g is restored when one of them
+// reads it, and each is registered from there. It returns the names
+// registered, in name order.
+func (r *Registry) resume(ctx context.Context, meta CheckpointMeta, got []restoredAnalytic, g *views.Topo) ([]string, error) {
 	// The sinks learn which alerts were delivered since the checkpoint
 	// before the replay raises them again.
 	for i, pos := range meta.Sinks {
@@ -538,7 +606,8 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	// The topology is restored only for analytics that read it: held with
 	// no stream open, it would be memory nobody uses.
 	from := r.m.ResumePosition()
-	if g != nil && slices.ContainsFunc(got, func(x restored) bool { k, _ := kindOf(x.s.Type); return k.topo }) {
+	if g != nil && slices.ContainsFunc(got, func(x restoredAnalytic) bool { k, _ := kindOf(x.s.Type); return k.topo }) {
+		var err error
 		if from, err = r.m.Topology().Restore(g); err != nil {
 			return nil, err
 		}
@@ -551,7 +620,7 @@ func (r *Registry) Restore(ctx context.Context, path string, specs []Spec, accep
 	// Streams with Presence first: another restored analytic's first
 	// pull may advance the topology, and a stream with Presence opened
 	// after that would be Lost.
-	slices.SortStableFunc(got, func(a, b restored) int {
+	slices.SortStableFunc(got, func(a, b restoredAnalytic) int {
 		switch pa, pb := NeedsPresence(a.s), NeedsPresence(b.s); {
 		case pa == pb:
 			return 0

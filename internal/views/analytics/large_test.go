@@ -13,6 +13,8 @@ import (
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // openStore opens a store with in-edges in a temporary directory, and a
@@ -157,10 +159,10 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a large graph")
 	}
-	defer func(p int) { parallelLevel = p }(parallelLevel)
-	parallelLevel = 16
+	defer func(p int) { repair.ParallelLevel = p }(repair.ParallelLevel)
+	repair.ParallelLevel = 16
 	// Scale 11 under the race detector: the parallel kernels (above
-	// parallelLevel) run all the same.
+	// repair.ParallelLevel) run all the same.
 	g := newBigGraph(t, volume.Size(14, 11), 8, 7, false)
 	root := g.keys[0][0]
 	ctx := context.Background()
@@ -234,7 +236,7 @@ func TestAnalyticsLargeGraphsReference(t *testing.T) {
 			t.Fatalf("batch %d: %d above, the reference %d", batch, s.Above, above)
 		}
 	}
-	// pagerank pushes only changes within pushRatio of its target: these
+	// pagerank pushes only changes within repair's pushRatio of its target: these
 	// batches are far larger than its tolerance, so it iterates (warm).
 	for _, r := range append(runs[:3:3], runs[4]) {
 		if r.re != 0 {
@@ -419,7 +421,7 @@ func checkGraphResults(t *testing.T, label string, cur edges, root uint64, withP
 // a graph 16 times larger (of the same degrees: uniform edges and fixed
 // hubs), the same batches cost less than 4 times as much, and a batch 8
 // times larger costs more. pagerank's tolerance is one at which its
-// pushes finish these changes (pushRatio), and its ranks stay within
+// pushes finish these changes (repair's pushRatio), and its ranks stay within
 // their stated bound of the exact ones after every update.
 //
 // bfs and sssp, more closely: every update reads at most twice the size
@@ -490,10 +492,10 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 					}
 					out[typ+" moved"] += float64(moved)
 				case *wcc:
-					out["wcc"] += float64(x.st.work)
-					x.st.work = 0
+					out["wcc"] += float64(x.st.Work)
+					x.st.Work = 0
 				case *pagerank:
-					out["pagerank"] += float64(x.st.read)
+					out["pagerank"] += float64(x.st.Read)
 					if scale == 11 || b == 6 {
 						checkPageRankBound(t, x, g.cur)
 					}
@@ -502,7 +504,7 @@ func TestUpdateWorkFollowsTheChange(t *testing.T) {
 			if b == 1 {
 				for _, a := range as {
 					if x, ok := a.(*wcc); ok {
-						x.st.work = 0
+						x.st.Work = 0
 					}
 				}
 			}
@@ -615,8 +617,8 @@ func checkPageRankBound(t *testing.T, a *pagerank, cur edges) {
 	d := a.spec.Damping
 	res := a.Summary().(PageRankSummary).Residual
 	bound := 2 * res / ((1 - d) * (1 - res/(1-d)))
-	if res > d*a.spec.Tolerance/2*(1+1e-9) && res > a.st.floor*(1+1e-9) {
-		t.Fatalf("pagerank: residual %g above its target %g", res, max(d*a.spec.Tolerance/2, a.st.floor))
+	if res > d*a.spec.Tolerance/2*(1+1e-9) && res > a.st.Floor*(1+1e-9) {
+		t.Fatalf("pagerank: residual %g above its target %g", res, max(d*a.spec.Tolerance/2, a.st.Floor))
 	}
 	want := refPageRank(cur, d)
 	l1 := 0.0
@@ -728,7 +730,7 @@ func TestPartialPulls(t *testing.T) {
 // inserts, deletes and vertex deletes, its ranks within their stated
 // bound of the exact ones after every batch. The batches are small
 // against its tolerance, so most updates push; one that deletes a hub
-// may be beyond pushRatio and iterate instead.
+// may be beyond repair's pushRatio and iterate instead.
 func TestPageRankPushesOnALargeGraph(t *testing.T) {
 	volume.Mark(t)
 	if testing.Short() {
@@ -777,7 +779,7 @@ func TestPageRankPushesOnALargeGraph(t *testing.T) {
 }
 
 // TestPageRankSinglePrecisionWithinItsTolerance: at the default tolerance
-// the kernel gathers float32 contributions (singlePrecision); on a
+// the kernel gathers float32 contributions (kernels.SinglePrecision); on a
 // 16384-vertex RMAT graph with hubs, a recompute, and again after a batch
 // with deletes and vertex deletes, stops before its iteration cap and lands
 // within d*tol/(1-d) plus the rounding's share (RoundingL1) of the exact
@@ -792,7 +794,7 @@ func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !singlePrecision(spec.Damping, spec.Tolerance) {
+	if !kernels.SinglePrecision(spec.Damping, spec.Tolerance) {
 		t.Fatalf("the default tolerance %g takes the float64 path: this test covers the float32 one", spec.Tolerance)
 	}
 	a := newPageRank(spec)
@@ -818,7 +820,7 @@ func TestPageRankSinglePrecisionWithinItsTolerance(t *testing.T) {
 			got, _ := a.Vertex(x)
 			l1 += math.Abs(got.(VertexRank).Rank - want[x])
 		}
-		if lim := d*spec.Tolerance/(1-d) + RoundingL1(d, spec.Tolerance); l1 > lim {
+		if lim := d*spec.Tolerance/(1-d) + kernels.RoundingL1(d, spec.Tolerance); l1 > lim {
 			t.Fatalf("round %d: L1 distance %g to the exact ranks, above %g", round, l1, lim)
 		}
 	}

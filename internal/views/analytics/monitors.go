@@ -7,6 +7,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // degree raises an alert when an operation takes a vertex's degree (out,
@@ -115,7 +116,7 @@ func (a *degree) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, er
 	bad := false
 	a.mu.Lock()
 	if a.ids != g.IDs {
-		a.deg, a.ids = resize(a.deg, a.ids, g.IDs, 0), g.IDs
+		a.deg, a.ids = repair.Resize(a.deg, a.ids, g.IDs, 0), g.IDs
 	}
 	check := func(x int32, e views.Edge) {
 		n := a.deg[x]
@@ -333,7 +334,7 @@ const mapEntryBytes = 48
 func (a *degree) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return mapEntryBytes*int64(len(a.above)) + sliceBytes(a.deg)
+	return mapEntryBytes*int64(len(a.above)) + repair.SliceBytes(a.deg)
 }
 
 // MemoryBytes is the size of the window and its counts.

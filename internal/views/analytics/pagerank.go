@@ -2,12 +2,12 @@ package analytics
 
 import (
 	"context"
-	"math"
 	"sort"
 	"sync/atomic"
 
-	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // pagerank keeps PageRank over the vertices that have at least one edge
@@ -21,9 +21,9 @@ import (
 // the L1 change of an iteration is at most the tolerance (or
 // MaxIterations).
 //
-// An update pushes residuals (Andersen, Chung and Lang's forward push) on
-// an unnormalized form without global terms: the ranks are z/S, S the sum
-// of z, where z solves
+// An update pushes residuals (Andersen, Chung and Lang's forward push, in
+// repair.Ranks) on an unnormalized form without global terms: the ranks
+// are z/S, S the sum of z, where z solves
 //
 //	z(v) = 1 + d * sum over in-edges (u,v) of z(u)/outdeg(u)
 //
@@ -59,151 +59,16 @@ type pagerank struct {
 	// the pull released (a test's; set before the analytic runs).
 	copied func()
 
-	guarded[*prState]
-}
-
-// prState is a pagerank's state over ids. INVARIANTS, between updates
-// (and, for the graph of the operations applied so far, between the pulls
-// of a partial update):
-//   - a present vertex v (in[v]) has r[v] = 1 + sum over its in-edges
-//     (u,v) of c[u] - z[v];
-//   - c[u] = d*z[u]/k[u] when k[u] > 0, else 0, k[u] being u's out-degree;
-//   - an absent vertex has z, r, c and k all 0;
-//   - sum is the sum of z, rsum that of |r| (both up to rounding), present
-//     the count of in.
-//
-// Protected by the pagerank's mu: an update changes it in place under the
-// write lock.
-type prState struct {
-	ids     views.IDSpace
-	seq     uint64
-	z, r, c []float64
-	k       []int32
-	in      []bool
-	sum     float64
-	rsum    float64
-	present int
-	// floor is R/S as the last recompute left it: an update's target is
-	// no tighter (a recompute cut short by MaxIterations leaves more).
-	floor float64
-	// touched lists the vertices the operations applied since the last
-	// push changed (their residuals, and perhaps their presence); after a
-	// partial pull they are operations after seq, not pushed yet.
-	touched []int32
-	// restored: ranks loaded from a checkpoint, held in z over ids with
-	// sum 1 (in: those above 0), not yet a state (no r, c or k): the
-	// first update builds one on its graph.
-	restored bool
-	// queued marks the vertices in the push queue (all false between
-	// updates).
-	queued []bool
-	// Of the last run: iterations and last change (a recompute), or
-	// pushes and edges read (an update).
-	iterations   int
-	delta        float64
-	pushes, read int
+	guarded[*repair.Ranks]
 }
 
 func newPageRank(s Spec) *pagerank { return &pagerank{spec: s} }
 
 func (a *pagerank) Spec() Spec { return a.spec }
 
-// rank is vertex i's rank.
-func (st *prState) rank(i int) float64 {
-	if !st.in[i] || st.sum <= 0 {
-		return 0
-	}
-	return st.z[i] / st.sum
-}
-
-// ranks are all of them (a copy, over st.ids).
-func (st *prState) ranks() []float64 {
-	x := make([]float64, len(st.z))
-	for i := range x {
-		x[i] = st.rank(i)
-	}
-	return x
-}
-
-// fromRanks builds the state of ranks x (over g's indexes; taken over and
-// overwritten) on g: z = x/gg, where gg = ((1-d)*X + d*D)/N for X the sum
-// of x and D its dangling part (the scale at which x solves z's system
-// when x is a fixed point), then c, k and the exact residuals, pulled over
-// in-edges. Ranks of absent vertices are dropped.
-func fromRanks(g *prGraph, x []float64, d float64) *prState {
-	n := g.Len()
-	st := &prState{ids: g.ids, seq: g.seq, z: x, r: make([]float64, n), c: make([]float64, n),
-		k: make([]int32, n), in: make([]bool, n), queued: make([]bool, n)}
-	nw := workers()
-	np, tot, dang := make([]int, nw), make([]float64, nw), make([]float64, nw)
-	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			k := g.outDeg(int32(i))
-			st.k[i] = k
-			if k == 0 && g.inDeg(int32(i)) == 0 {
-				x[i] = 0
-				continue
-			}
-			st.in[i] = true
-			np[w]++
-			tot[w] += x[i]
-			if k == 0 {
-				dang[w] += x[i]
-			}
-		}
-	})
-	var xs, ds float64
-	for w := range nw {
-		st.present += np[w]
-		xs += tot[w]
-		ds += dang[w]
-	}
-	gg := ((1-d)*xs + d*ds) / float64(st.present)
-	if st.present == 0 || !(gg > 0) {
-		// Nothing present, or no ranks to start from: z = 0, so every
-		// present vertex's residual is its 1.
-		gg = math.Inf(1)
-	}
-	zs, rs := make([]float64, nw), make([]float64, nw)
-	parallelFor(nw, n, 1<<14, func(w, lo, hi int) {
-		s := 0.0
-		for i := lo; i < hi; i++ {
-			x[i] /= gg
-			s += x[i]
-			if k := st.k[i]; k > 0 {
-				st.c[i] = d * x[i] / float64(k)
-			}
-		}
-		zs[w] += s
-	})
-	parallelFor(nw, n, 1<<12, func(w, lo, hi int) {
-		s := 0.0
-		for i := lo; i < hi; i++ {
-			if !st.in[i] {
-				continue
-			}
-			in := 0.0
-			for _, u := range g.inNbrs(int32(i)) {
-				in += st.c[u]
-			}
-			st.r[i] = 1 + in - x[i]
-			s += math.Abs(st.r[i])
-		}
-		rs[w] += s
-	})
-	for w := range nw {
-		st.sum += zs[w]
-		st.rsum += rs[w]
-	}
-	if st.sum > 0 {
-		st.floor = st.rsum / st.sum
-	}
-	return st
-}
-
 // run runs power iterations from rank (over g's indexes; nil: a cold
 // start at 1/N) and swaps in the state of their ranks. It copies what
-// they read of g first (prGraph) and then, when release is not nil,
+// they read of g first (kernels.PRGraph) and then, when release is not nil,
 // releases g (the pull: the topology may advance while they run).
 func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, release func()) error {
 	// The run holds the copy of g's in-lists and out-degrees, two
@@ -212,7 +77,7 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, relea
 	// then the new state (29 bytes a vertex) beside the old one.
 	a.running.Store((4*8+8+29)*int64(g.Len()) + 12*int64(g.Bound()) + 4*g.In.Edges())
 	defer a.running.Store(0)
-	c, err := copyForPageRank(ctx, g)
+	c, err := kernels.CopyForPageRank(ctx, g)
 	if release != nil {
 		release()
 	}
@@ -222,12 +87,12 @@ func (a *pagerank) run(ctx context.Context, g *views.Topo, rank []float64, relea
 	if a.copied != nil {
 		a.copied()
 	}
-	rank, iters, delta, err := prKernel(ctx, c, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
+	rank, iters, delta, err := kernels.PageRank(ctx, c, rank, a.spec.Damping, a.spec.Tolerance, a.spec.MaxIterations)
 	if err != nil {
 		return err
 	}
-	st := fromRanks(c, rank, a.spec.Damping)
-	st.iterations, st.delta = iters, delta
+	st := repair.FromRanks(c, rank, a.spec.Damping)
+	st.Iterations, st.Delta = iters, delta
 	a.mu.Lock()
 	a.st, a.behind = st, false
 	a.mu.Unlock()
@@ -251,7 +116,7 @@ func (a *pagerank) warm(ctx context.Context, g *views.Topo, release func()) erro
 	st := a.st
 	var x []float64
 	if st != nil {
-		x = resize(st.ranks(), st.ids, g.IDs, 0)
+		x = repair.Resize(st.Ranks(), st.IDs(), g.IDs, 0)
 	}
 	a.mu.RUnlock()
 	return a.run(ctx, g, x, release)
@@ -265,37 +130,31 @@ func (a *pagerank) Update(ctx context.Context, g *views.Topo, _ []views.Edge) (b
 }
 
 // UpdatePrior applies one pull of a stream with Presence: each operation
-// becomes residuals (prState.apply), then, unless the pull is partial (G
+// becomes residuals (repair.Ranks.Apply), then, unless the pull is partial (G
 // is then ahead of its operations, and the next pulls bring the rest),
 // the pushes bring the residual to the target. A change the pushes cannot
-// finish within pushBudget edge reads is finished by warm-started power
+// finish within half the graph's edge reads (repair.Ranks.Push) is finished by warm-started power
 // iterations (reported as a recompute).
 func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, error) {
 	g := u.G
 	a.mu.Lock()
 	st := a.st
 	ok := st != nil && !a.behind && len(u.Prior) == len(u.Edges)
-	if ok && st.restored {
+	if ok && st.Restored {
 		// Ranks from a checkpoint, not yet a state: built on G once G is
 		// at the end of the operations (G then holds them all).
 		if u.Partial {
 			a.mu.Unlock()
 			return false, nil
 		}
-		c, err := copyForPageRank(ctx, g)
-		if err != nil {
+		var err error
+		if st, err = st.Rebuilt(ctx, g, a.spec.Damping); err != nil {
 			a.mu.Unlock()
 			return false, err
 		}
-		st = fromRanks(c, resize(st.ranks(), st.ids, g.IDs, 0), a.spec.Damping)
-		st.floor = a.st.floor // what G's changes add is to be pushed
-		// Still the checkpoint's seq: the ranks are not G's result until
-		// the pushes (or the iterations after them) bring them to the
-		// target, and readers see this state meanwhile.
-		st.seq = a.st.seq
 		a.st = st
 	} else if ok {
-		ok = st.apply(g, u.Edges, u.Prior, a.spec.Damping)
+		ok = st.Apply(g, u.Edges, u.Prior, a.spec.Damping)
 		if ok && u.Partial {
 			a.mu.Unlock()
 			return false, nil
@@ -309,12 +168,9 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 		a.mu.Unlock()
 		return false, nil
 	}
-	ok = ok && st.settle(g)
+	ok = ok && st.Settle(g) && st.Push(ctx, g, a.spec.Damping, a.spec.Tolerance)
 	if ok {
-		ok = st.push(ctx, g, a.spec, pushBudget(g))
-	}
-	if ok {
-		st.seq = g.Seq
+		st.Seq = g.Seq
 	}
 	a.mu.Unlock()
 	if ok {
@@ -326,239 +182,6 @@ func (a *pagerank) UpdatePrior(ctx context.Context, u *views.TopoUpdate) (bool, 
 	// The iterations run on a copy, the pull released: u (its G, Edges
 	// and Prior) must not be read after this.
 	return true, a.warm(ctx, g, u.Done)
-}
-
-// pushBudget is how many edges an update's pushes may read before
-// warm-started power iterations are the cheaper way to finish: half of
-// what the graph holds (an iteration reads every edge once, in order and
-// on every core; pushes read them in no order, on one).
-func pushBudget(g *views.Topo) int64 { return max(1<<16, g.Out.Edges()/2) }
-
-// pushRatio: an update pushes only when the residual is at most this many
-// times its target. The pushes read about 0.05 to 0.1*(residual/target)
-// times the graph's edges (R-MAT and Kronecker graphs of 2^17 vertices at
-// tolerance 1e-4, streams of their own held-out edges: 0.09 at 1.3 times
-// the target, 0.13 to 0.5 at 2.5 to 3, 2.2 at 25, 8 at 155), one at a
-// time and at about ten times what a power iteration pays per edge, so
-// warm-started power iterations (about four passes over the edges, on
-// every core) are the cheaper way beyond about twice the target.
-//
-// Operations met in proportion to degree (a stream like the graph's own
-// edges) add about 2/E each to R/S, E the graph's edges (a hub's share
-// moves along all its edges): at tolerance 1e-4 (target 4.25e-5), a batch
-// of more than about E/50,000 operations is beyond pushRatio (300 at 16M
-// edges), at 1e-6 one of more than E/5,000,000.
-const pushRatio = 2
-
-// addR adds x to v's residual.
-func (st *prState) addR(v int32, x float64) {
-	old := st.r[v]
-	st.r[v] = old + x
-	st.rsum += math.Abs(st.r[v]) - math.Abs(old)
-}
-
-// setZ sets z[v], keeping sum and v's residual.
-func (st *prState) setZ(v int32, z float64) {
-	dz := z - st.z[v]
-	st.z[v] = z
-	st.sum += dz
-	st.addR(v, -dz)
-}
-
-// enter makes v present: its equation joins with z[v] = 0 (so r[v] = 1,
-// its in-edges' contributions added as they are linked).
-func (st *prState) enter(v int32) {
-	if !st.in[v] {
-		st.in[v] = true
-		st.present++
-		st.addR(v, 1)
-	}
-}
-
-// apply turns the operations of one pull (over g, whose id space must
-// extend the state's) into residuals: an edge (u,v) that did not exist
-// and is upserted links u to v, one that existed and is deleted unlinks
-// it; upserts of existing edges change only a weight, which PageRank does
-// not read. False when the state cannot follow (the ids were remapped, or
-// an operation contradicts the state; the caller recomputes).
-func (st *prState) apply(g *views.Topo, edges []views.Edge, prior []views.Prior, d float64) bool {
-	if !g.IDs.Extends(st.ids) {
-		return false
-	}
-	st.z = resize(st.z, st.ids, g.IDs, 0)
-	st.r = resize(st.r, st.ids, g.IDs, 0)
-	st.c = resize(st.c, st.ids, g.IDs, 0)
-	st.k = resize(st.k, st.ids, g.IDs, 0)
-	st.in = resize(st.in, st.ids, g.IDs, false)
-	st.queued = resize(st.queued, st.ids, g.IDs, false)
-	st.ids = g.IDs
-	for j, e := range edges {
-		link := e.Op.Kind == engine.OpUpsert
-		switch {
-		case e.Op.Kind == engine.OpDeleteVertex:
-			continue // its edges follow as Expansion deletes
-		case link && prior[j] != views.WasAbsent, !link && prior[j] == views.WasAbsent:
-			continue
-		}
-		u, v := index(g, e.Op.Src), index(g, e.Op.Dst)
-		if u < 0 || v < 0 {
-			return false
-		}
-		if link {
-			st.link(u, v, d)
-		} else if !st.unlink(u, v, d) {
-			return false
-		}
-		st.touched = append(st.touched, u, v)
-	}
-	return true
-}
-
-// link adds the edge (u,v): v gets u's contribution, and z[u] is rescaled
-// so that c[u] stays d*z[u]/k[u] (its other out-neighbors' residuals then
-// stay as they are).
-func (st *prState) link(u, v int32, d float64) {
-	st.enter(u)
-	st.enter(v)
-	if k := st.k[u]; k == 0 {
-		st.c[u] = d * st.z[u]
-	} else {
-		st.setZ(u, float64(k+1)*st.c[u]/d)
-	}
-	st.k[u]++
-	st.addR(v, st.c[u])
-}
-
-// unlink removes the edge (u,v), which the state holds: v loses u's
-// contribution and z[u] is rescaled (a vertex left without out-edges
-// contributes nothing). False when the state holds no such edge.
-func (st *prState) unlink(u, v int32, d float64) bool {
-	k := st.k[u]
-	if k <= 0 || !st.in[u] || !st.in[v] {
-		return false
-	}
-	st.addR(v, -st.c[u])
-	if k == 1 {
-		st.c[u] = 0
-	} else {
-		st.setZ(u, float64(k-1)*st.c[u]/d)
-	}
-	st.k[u]--
-	return true
-}
-
-// settle, once the state has applied every operation up to g's seq, drops
-// the equations of the vertices left without edges, and checks the
-// out-degrees it kept against g's. False on a mismatch (a bug: the
-// caller recomputes).
-func (st *prState) settle(g *views.Topo) bool {
-	for _, v := range st.touched {
-		if st.k[v] != g.Out.Deg(v) {
-			return false
-		}
-		if st.in[v] && st.k[v] == 0 && g.In.Deg(v) == 0 {
-			st.rsum -= math.Abs(st.r[v])
-			st.sum -= st.z[v]
-			st.z[v], st.r[v], st.c[v], st.in[v] = 0, 0, 0, false
-			st.present--
-		}
-	}
-	return true
-}
-
-// push brings the residual's L1 norm to at most target = max(d*tol/2,
-// floor) times sum: vertex v is pushed while |r[v]| is above its share
-// base*(k[v]+1), the shares of the present vertices summing to target/2.
-// A push moves r[u] into z[u] and d*r[u]/k[u] to each out-neighbor's
-// residual. It starts from the vertices the operations touched; should
-// the sum still be above target when none is above its share (shares
-// shrink as the graph grows, so a vertex left below its share once may be
-// above it now), every vertex is checked. False when the residual is
-// above pushRatio times the target, when the pushes would read more than
-// budget edges, or when ctx ends (the state keeps its
-// invariants: the residual is only larger than the target).
-func (st *prState) push(ctx context.Context, g *views.Topo, s Spec, budget int64) bool {
-	d := s.Damping
-	rel := max(d*s.Tolerance/2, st.floor) // the target over sum
-	target := rel * st.sum
-	if st.rsum > pushRatio*target {
-		st.touched = st.touched[:0]
-		return false
-	}
-	base := target / 2 / float64(g.Out.Edges()+int64(st.present))
-	q := st.touched[:0]
-	enqueue := func(v int32) {
-		if !st.queued[v] && st.in[v] && math.Abs(st.r[v]) > base*float64(st.k[v]+1) {
-			st.queued[v] = true
-			q = append(q, v)
-		}
-	}
-	for _, v := range st.touched {
-		enqueue(v)
-	}
-	st.pushes, st.read = 0, 0
-	var read int64
-	defer func() {
-		for _, v := range q {
-			st.queued[v] = false
-		}
-		st.touched = q[:0]
-	}()
-	for scans := 0; ; scans++ {
-		for h := 0; h < len(q) && st.rsum > rel*st.sum; h++ {
-			u := q[h]
-			st.queued[u] = false
-			if h >= 1<<14 && h >= len(q)/2 { // drop the done half
-				q = q[:copy(q, q[h+1:])]
-				h = -1
-			}
-			rho, k := st.r[u], st.k[u]
-			if math.Abs(rho) <= base*float64(k+1) {
-				continue
-			}
-			// Checked before the push changes anything: the state keeps
-			// its invariants when this gives up.
-			if read += int64(k); read > budget || st.pushes&4095 == 4095 && ctx.Err() != nil {
-				st.read = int(read)
-				return false
-			}
-			st.r[u] = 0
-			st.rsum -= math.Abs(rho)
-			st.z[u] += rho
-			st.sum += rho
-			st.pushes++
-			if k == 0 {
-				continue
-			}
-			delta := d * rho / float64(k)
-			st.c[u] += delta
-			nb := g.Out.Nbrs(u)
-			for _, v := range nb {
-				st.addR(v, delta)
-				enqueue(v)
-			}
-		}
-		st.read = int(read)
-		if st.rsum <= rel*st.sum {
-			return true
-		}
-		q = q[:0]
-		if scans == 1 {
-			// Every vertex is at or below its share: only rounding in
-			// rsum can say otherwise.
-			return true
-		}
-		// Count the residual afresh (rounding drifts) and queue every
-		// vertex above its share.
-		st.rsum = 0
-		for i, x := range st.r {
-			st.rsum += math.Abs(x)
-			enqueue(int32(i))
-		}
-		if st.rsum <= rel*st.sum {
-			return true
-		}
-	}
 }
 
 // PageRankSummary is the result of a pagerank analytic.
@@ -592,17 +215,13 @@ func (a *pagerank) summary(k int) PageRankSummary {
 	if st == nil {
 		return s
 	}
-	s.Seq, s.Vertices, s.Iterations, s.Delta = st.seq, st.present, st.iterations, st.delta
-	s.Pushes, s.EdgesRead = st.pushes, st.read
-	switch {
-	case st.restored:
-		s.Residual = st.floor // what the checkpoint's run left, at most
-	case st.sum > 0:
-		s.Residual = st.rsum / st.sum
-	}
-	s.Top = topRanks(st.ids, st.z, st.in, k)
+	s.Seq, s.Vertices, s.Iterations, s.Delta = st.Seq, st.Present(), st.Iterations, st.Delta
+	s.Pushes, s.EdgesRead = st.Pushes, st.Read
+	s.Residual = st.Residual()
+	z, sum, in := st.Unscaled()
+	s.Top = topRanks(st.IDs(), z, in, k)
 	for i := range s.Top {
-		s.Top[i].Rank /= st.sum
+		s.Top[i].Rank /= sum
 	}
 	return s
 }
@@ -659,29 +278,25 @@ func (a *pagerank) Vertex(v uint64) (any, bool) {
 	if a.st == nil {
 		return nil, false
 	}
-	i, ok := a.st.ids.Index(v)
+	i, ok := a.st.IDs().Index(v)
 	if !ok {
 		return VertexRank{v, 0}, true
 	}
-	return VertexRank{v, a.st.rank(i)}, true
+	return VertexRank{v, a.st.Rank(i)}, true
 }
 
 // Top returns the k highest-ranked vertices.
 func (a *pagerank) Top(k int) []VertexRank { return a.summary(k).Top }
 
-func (st *prState) sequence() uint64 { return st.seq }
-
 // MemoryBytes is the size of the state (29 bytes per vertex index and the
 // lists of an update), and while power iterations run, of what they hold
 // and the state they build (69 more) and of the copy they read (12 bytes
-// a vertex and 4 an edge, prGraph).
+// a vertex and 4 an edge, kernels.PRGraph).
 func (a *pagerank) MemoryBytes() int64 {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.st == nil {
 		return 0
 	}
-	st := a.st
-	return sliceBytes(st.z) + sliceBytes(st.r) + sliceBytes(st.c) + sliceBytes(st.k) + sliceBytes(st.in) +
-		sliceBytes(st.queued) + sliceBytes(st.touched) + a.running.Load()
+	return a.st.Bytes() + a.running.Load()
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/graphtide/graphtide/internal/testref"
 	"github.com/graphtide/graphtide/internal/testref/volume"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // prRef is an independent PageRank reference for large graphs: plain
@@ -172,7 +174,7 @@ func (s *degreeStream) next(n int, del float64, vdel int, hubs bool) []engine.Op
 //     drifted from its graph, or lost a change, claims less than that);
 //   - at 5% deletes (and a vertex delete now and then), batches whose
 //     change is within its tolerance
-//     (pushRatio: a handful of operations on a graph this size) are pushed,
+//     (repair's pushRatio: a handful of operations on a graph this size) are pushed,
 //     never iterated, and read on average under a twentieth of what a
 //     recompute reads (one pass over the in-edges per iteration, and one
 //     to build the state);
@@ -251,8 +253,8 @@ func TestPageRankFollowsADegreeStream(t *testing.T) {
 		ref := newPRRef(st.cur, d)
 		sum := a.Summary().(PageRankSummary)
 		res := sum.Residual
-		if res > max(d*tol/2, a.st.floor)*(1+1e-9) {
-			t.Fatalf("%s: residual %g above its target %g", label, res, max(d*tol/2, a.st.floor))
+		if res > max(d*tol/2, a.st.Floor)*(1+1e-9) {
+			t.Fatalf("%s: residual %g above its target %g", label, res, max(d*tol/2, a.st.Floor))
 		}
 		bound := 2 * res / ((1 - d) * (1 - res/(1-d)))
 		x := make([]float64, len(ref.ids))
@@ -350,8 +352,7 @@ func TestPageRankRestoredKeepsItsSeqUntilDone(t *testing.T) {
 	}
 	// As loadState leaves it.
 	a := newPageRank(spec)
-	a.swap(&prState{ids: u.G.IDs, z: ref.st.ranks(), in: slices.Clone(ref.st.in), sum: 1, seq: u.G.Seq,
-		present: ref.st.present, iterations: ref.st.iterations, delta: ref.st.delta, floor: spec.Damping * ref.st.delta, restored: true})
+	a.swap(repair.LoadRanks(u.G.IDs, ref.st.Ranks(), u.G.Seq, ref.st.Present(), ref.st.Iterations, ref.st.Delta, spec.Damping*ref.st.Delta))
 	seq := u.G.Seq
 	u.Done()
 	g.batch(300, 0.05, 0) // far beyond what pushes take
@@ -443,7 +444,7 @@ func TestPageRankIteratesOffTheTopology(t *testing.T) {
 			got, _ := a.Vertex(v)
 			l1 += math.Abs(got.(VertexRank).Rank - ref.rank[i])
 		}
-		if bound := d*tol/(1-d) + RoundingL1(d, tol); l1 > bound {
+		if bound := d*tol/(1-d) + kernels.RoundingL1(d, tol); l1 > bound {
 			t.Fatalf("%s: L1 distance %g to the exact ranks of seq %d, above %g", label, l1, seq, bound)
 		}
 	}

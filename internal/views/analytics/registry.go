@@ -491,7 +491,7 @@ func UpdateTopo(ctx context.Context, a TopoAnalytic, u *views.TopoUpdate) (bool,
 }
 
 // releaser is a TopoAnalytic whose recompute copies what it reads and
-// releases the pull u before it runs (pagerank: see prGraph); u must not
+// releases the pull u before it runs (pagerank: see kernels.PRGraph); u must not
 // be read after it.
 type releaser interface {
 	recomputeReleasing(ctx context.Context, u *views.TopoUpdate) error

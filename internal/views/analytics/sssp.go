@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // sssp keeps shortest-path distances from root along out-edges, edge
@@ -14,7 +16,7 @@ import (
 // INVARIANT (between calls, unless err is set): dist is exactly the
 // shortest distance in the graph at seq (+Inf when unreachable). A
 // recompute is delta-stepping on every core; an update repairs the
-// distances the batch changed (repair.go), and recomputes only when that
+// distances the batch changed (repair.Dists), and recomputes only when that
 // region is over an eighth of the graph or a weight is negative (the
 // recompute reports it).
 type sssp struct {
@@ -22,9 +24,9 @@ type sssp struct {
 	root uint64
 	// work is the edges the last update read (its repair). Protected by mu.
 	work int
-	// mark is the repairs' per-vertex marks (repairDists). Protected by
+	// mark is the repairs' per-vertex marks (repair.Dists). Protected by
 	// mu.
-	mark marks
+	mark repair.Marks
 	// behind: a partial pull was skipped (UpdatePrior); the pull that
 	// ends the sequence recomputes. Protected by mu.
 	behind bool
@@ -47,9 +49,9 @@ func (a *sssp) Recompute(ctx context.Context, g *views.Topo) error {
 	a.mu.Lock()
 	a.behind = false // what the skipped partial pulls changed is in g
 	a.mu.Unlock()
-	dist, err := ssspKernel(ctx, g, index(g, a.root))
+	dist, err := kernels.SSSP(ctx, g, kernels.Index(g, a.root))
 	st := &ssspState{ids: g.IDs, dist: dist, seq: g.Seq}
-	if errors.Is(err, errNegative) {
+	if errors.Is(err, kernels.ErrNegative) {
 		st.err = err.Error()
 	} else if err != nil {
 		return err
@@ -91,7 +93,7 @@ func (a *sssp) update(ctx context.Context, g *views.Topo, edges []views.Edge, pr
 	// Without weights every length is 1: the repair is bfs's, which knows
 	// that no edge joins two vertices at the same distance (a zero length
 	// could, so a weighted repair must look at those too).
-	dist, ok, err := repairDists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), nil, &a.work, &a.mark)
+	dist, ok, err := repair.Dists(g, st.dist, st.ids, edges, prior, a.root, math.Inf(1), !g.Out.Weighted(), nil, &a.work, &a.mark)
 	if err != nil {
 		return false, err
 	}
@@ -153,7 +155,7 @@ func (a *sssp) Vertex(v uint64) (any, bool) {
 	return VertexDistance{a.st.dist[i], true}, true
 }
 
-func (st *ssspState) sequence() uint64 { return st.seq }
+func (st *ssspState) Sequence() uint64 { return st.seq }
 
 // MemoryBytes is the size of the distances (8 bytes per vertex index) and
 // of the repairs' marks (1).
@@ -163,5 +165,5 @@ func (a *sssp) MemoryBytes() int64 {
 	if a.st == nil {
 		return 0
 	}
-	return sliceBytes(a.st.dist) + a.mark.bytes()
+	return repair.SliceBytes(a.st.dist) + a.mark.Bytes()
 }

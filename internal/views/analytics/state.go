@@ -7,6 +7,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/checkpoint"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/repair"
 )
 
 // stateSaver is a graph analytic whose state a checkpoint keeps: its
@@ -27,7 +28,7 @@ type stateSaver interface {
 // dropped. c is a generation of its own, so resize moves every value by
 // its id.
 func onCanonical[T any](vals []T, from, c views.IDSpace, fill T) []T {
-	return resize(vals, from, c, fill)[:c.Len()]
+	return repair.Resize(vals, from, c, fill)[:c.Len()]
 }
 
 // loadRooted reads the root and the values of a single-source analytic,
@@ -93,11 +94,11 @@ func (a *pagerank) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, er
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	st := a.st
-	e.Float64s(onCanonical(st.ranks(), st.ids, c, 0))
-	e.U64(uint64(st.present))
-	e.U64(uint64(st.iterations))
-	e.F64(st.delta)
-	return st.seq, e.Err()
+	e.Float64s(onCanonical(st.Ranks(), st.IDs(), c, 0))
+	e.U64(uint64(st.Present()))
+	e.U64(uint64(st.Iterations))
+	e.F64(st.Delta)
+	return st.Seq, e.Err()
 }
 
 func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) error {
@@ -117,14 +118,9 @@ func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	// The first update builds the state on its graph (prState.restored);
+	// The first update builds the state on its graph (repair.Ranks.Restored);
 	// the last recompute's residual was at most d times its last change.
-	in := make([]bool, len(rank))
-	for i, x := range rank {
-		in[i] = x > 0
-	}
-	a.swap(&prState{ids: c, z: rank, in: in, sum: 1, seq: seq, present: int(present), iterations: int(iters), delta: delta,
-		floor: a.spec.Damping * delta, restored: true})
+	a.swap(repair.LoadRanks(c, rank, seq, int(present), int(iters), delta, a.spec.Damping*delta))
 	return nil
 }
 
@@ -136,21 +132,21 @@ func (a *pagerank) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64)
 func (a *wcc) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	st := a.st
+	ids, sc, ss, sm := a.st.Labels()
 	n := c.Len()
 	comp, size, mn := make([]int32, n), make([]int32, n), make([]int32, n)
 	for j := range comp {
 		comp[j], size[j], mn[j] = int32(j), 1, int32(j)
 	}
 	at := func(i int32) (int32, error) {
-		j, ok := c.Index(st.ids.ID(int(i)))
+		j, ok := c.Index(ids.ID(int(i)))
 		if !ok {
-			return 0, fmt.Errorf("analytics: wcc: vertex %d of a component of %d has no edge", st.ids.ID(int(i)), st.size[st.comp[i]])
+			return 0, fmt.Errorf("analytics: wcc: vertex %d of a component of %d has no edge", ids.ID(int(i)), ss[sc[i]])
 		}
 		return int32(j), nil
 	}
-	for i, r := range st.comp {
-		if st.size[r] < 2 {
+	for i, r := range sc {
+		if ss[r] < 2 {
 			continue // on its own: c's default
 		}
 		j, err := at(int32(i))
@@ -163,17 +159,17 @@ func (a *wcc) saveState(e *checkpoint.Encoder, c views.IDSpace) (uint64, error) 
 		}
 		comp[j] = rj
 		if int32(i) == r {
-			mj, err := at(st.min[r])
+			mj, err := at(sm[r])
 			if err != nil {
 				return 0, err
 			}
-			size[rj], mn[rj] = st.size[r], mj
+			size[rj], mn[rj] = ss[r], mj
 		}
 	}
 	e.Int32s(comp)
 	e.Int32s(size)
 	e.Int32s(mn)
-	return st.seq, e.Err()
+	return a.st.Sequence(), e.Err()
 }
 
 // loadState checks what it reads: every label is a vertex labelled by
@@ -207,7 +203,7 @@ func (a *wcc) loadState(d *checkpoint.Decoder, c views.IDSpace, seq uint64) erro
 			return d.Err()
 		}
 	}
-	a.swap(&wccState{ids: c, comp: comp, size: size, min: mn, seq: seq})
+	a.swap(repair.LoadComponents(c, comp, size, mn, seq))
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package analytics
+package repair
 
 import "slices"
 
@@ -159,6 +159,6 @@ func (q *levelQueue) sortSeeds() {
 }
 
 func (q *levelQueue) bytes() int64 {
-	return sliceBytes(q.seeds) + sliceBytes(q.cur) + sliceBytes(q.next) + sliceBytes(q.later.d) +
-		sliceBytes(q.later.v) + sliceBytes(q.count)
+	return SliceBytes(q.seeds) + SliceBytes(q.cur) + SliceBytes(q.next) + SliceBytes(q.later.d) +
+		SliceBytes(q.later.v) + SliceBytes(q.count)
 }

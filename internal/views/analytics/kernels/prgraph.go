@@ -1,4 +1,4 @@
-package analytics
+package kernels
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// prGraph is what pagerank's iterations read of a topology, copied out of
+// PRGraph is what pagerank's iterations read of a topology, copied out of
 // it: each vertex's out-degree and in-list, as one plain CSR. A pagerank
 // that recomputes (its first compute, and every batch whose change its
 // pushes cannot finish) runs for about as long as the other analytics
@@ -16,25 +16,25 @@ import (
 // in-lists, after which the pull is released.
 //
 // INVARIANT: in[off[i]:off[i+1]] is In.Nbrs(i) and out[i] Out.Deg(i) of
-// the topology copied, for every i below bound; ids, seq, n and bound are
+// the topology copied, for every i below bound; IDs, Seq, n and bound are
 // its IDs, Seq, Len() and Bound().
-type prGraph struct {
-	ids      views.IDSpace
-	seq      uint64
+type PRGraph struct {
+	IDs      views.IDSpace
+	Seq      uint64
 	n, bound int
 	out      []int32
 	off      []int64
 	in       []int32
 }
 
-// copyForPageRank copies what pagerank reads of g (see prGraph), on every
+// CopyForPageRank copies what pagerank reads of g (see PRGraph), on every
 // worker; it fails only when ctx ends.
-func copyForPageRank(ctx context.Context, g *views.Topo) (*prGraph, error) {
-	c := &prGraph{ids: g.IDs, seq: g.Seq, n: g.Len(), bound: g.Bound()}
-	nw := workers()
+func CopyForPageRank(ctx context.Context, g *views.Topo) (*PRGraph, error) {
+	c := &PRGraph{IDs: g.IDs, Seq: g.Seq, n: g.Len(), bound: g.Bound()}
+	nw := Workers()
 	c.out = make([]int32, c.bound)
 	c.off = make([]int64, c.bound+1)
-	parallelFor(nw, c.bound, prGrain, func(_, lo, hi int) {
+	ParallelFor(nw, c.bound, prGrain, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			c.out[i] = g.Out.Deg(int32(i))
 			c.off[i+1] = int64(g.In.Deg(int32(i)))
@@ -47,7 +47,7 @@ func copyForPageRank(ctx context.Context, g *views.Topo) (*prGraph, error) {
 		return nil, err
 	}
 	c.in = make([]int32, c.off[c.bound])
-	parallelFor(nw, c.bound, prGrain, func(_, lo, hi int) {
+	ParallelFor(nw, c.bound, prGrain, func(_, lo, hi int) {
 		in := g.In.Cursor()
 		for i := lo; i < hi; i++ {
 			copy(c.in[c.off[i]:c.off[i+1]], in.Nbrs(int32(i)))
@@ -57,22 +57,23 @@ func copyForPageRank(ctx context.Context, g *views.Topo) (*prGraph, error) {
 }
 
 // Len is the copied topology's Len.
-func (c *prGraph) Len() int { return c.n }
+func (c *PRGraph) Len() int { return c.n }
 
-// outDeg and inDeg are the degrees of i (0 from bound up).
-func (c *prGraph) outDeg(i int32) int32 {
+// OutDeg is i's out-degree (0 from bound up).
+func (c *PRGraph) OutDeg(i int32) int32 {
 	if int(i) >= c.bound {
 		return 0
 	}
 	return c.out[i]
 }
 
-func (c *prGraph) inDeg(i int32) int64 {
+// InDeg is i's in-degree (0 from bound up).
+func (c *PRGraph) InDeg(i int32) int64 {
 	if int(i) >= c.bound {
 		return 0
 	}
 	return c.off[i+1] - c.off[i]
 }
 
-// inNbrs is i's in-list (i below bound).
-func (c *prGraph) inNbrs(i int32) []int32 { return c.in[c.off[i]:c.off[i+1]] }
+// InNbrs is i's in-list (i below bound).
+func (c *PRGraph) InNbrs(i int32) []int32 { return c.in[c.off[i]:c.off[i+1]] }

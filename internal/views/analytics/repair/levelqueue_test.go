@@ -1,4 +1,4 @@
-package analytics
+package repair
 
 import (
 	"math/rand/v2"

@@ -1,20 +1,19 @@
-package analytics
+package repair
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/graphtide/graphtide/internal/views"
 )
 
-// resize returns a, per-vertex values over the id space from, as values
+// Resize returns a, per-vertex values over the id space from, as values
 // over the space to (which must hold every id of from), with new entries
 // set to fill. When to extends from (one index generation, to no smaller)
 // the values keep their indexes and a grows in place, with 25% slack since
 // new vertices arrive with most batches; otherwise (the index laid out a
 // new generation) every value moves to its id's new index.
-func resize[T any](a []T, from, to views.IDSpace, fill T) []T {
+func Resize[T any](a []T, from, to views.IDSpace, fill T) []T {
 	n := to.Len()
 	if to.Extends(from) && len(a) <= n {
 		if cap(a) < n {
@@ -45,7 +44,7 @@ func resize[T any](a []T, from, to views.IDSpace, fill T) []T {
 // id space from to to (new ids get far) and sets the root's value to zero
 // when the root is in the space.
 func rooted[T any](vals []T, from, to views.IDSpace, root uint64, zero, far T) []T {
-	vals = resize(vals, from, to, far)
+	vals = Resize(vals, from, to, far)
 	if ri, ok := to.Index(root); ok {
 		vals[ri] = zero
 	}
@@ -59,17 +58,17 @@ func unindexed(v uint64) error {
 	return fmt.Errorf("analytics: vertex %d has no index in the view's id space", v)
 }
 
-// sliceBytes is the memory of a slice's backing array.
-func sliceBytes[T any](a []T) int64 {
+// SliceBytes is the memory of a slice's backing array.
+func SliceBytes[T any](a []T) int64 {
 	var zero T
 	return int64(cap(a)) * int64(unsafe.Sizeof(zero))
 }
 
-// marks is a state per vertex index (0: none) over a slice kept across
+// Marks is a state per vertex index (0: none) over a slice kept across
 // runs: put records each vertex it marks, and clear returns those to 0, so
 // the slice is all 0 between runs and a run costs the vertices it marks,
 // not the graph.
-type marks struct {
+type Marks struct {
 	state  []uint8
 	marked []int32
 	q      levelQueue // the unit searches' queue, reused
@@ -79,63 +78,27 @@ type marks struct {
 }
 
 // start makes the marks cover n indexes (new ones 0) for a run.
-func (m *marks) start(n int) {
+func (m *Marks) start(n int) {
 	if len(m.state) < n {
 		m.state = append(m.state, make([]uint8, n-len(m.state))...)
 	}
 }
 
 // put sets v's state to x (not 0).
-func (m *marks) put(v int32, x uint8) {
+func (m *Marks) put(v int32, x uint8) {
 	m.marked = append(m.marked, v)
 	m.state[v] = x
 }
 
 // clear ends a run: every state is 0 again.
-func (m *marks) clear() {
+func (m *Marks) clear() {
 	for _, v := range m.marked {
 		m.state[v] = 0
 	}
 	m.marked = m.marked[:0]
 }
 
-func (m *marks) bytes() int64 {
-	return sliceBytes(m.state) + sliceBytes(m.marked) + m.q.bytes() + sliceBytes(m.cut) + sliceBytes(m.ups)
-}
-
-// guarded holds a graph analytic's state: a recompute builds a new state
-// and swaps it in whole (readers keep the old one until then), an
-// incremental update changes it in place under the write lock.
-type guarded[S interface {
-	comparable
-	sequence() uint64
-}] struct {
-	mu sync.RWMutex
-	st S // Protected by mu; the zero S until the first compute.
-}
-
-// Seq is the sequence number the state corresponds to (0 before the first
-// compute).
-func (g *guarded[S]) Seq() uint64 {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	var zero S
-	if g.st == zero {
-		return 0
-	}
-	return g.st.sequence()
-}
-
-func (g *guarded[S]) swap(st S) {
-	g.mu.Lock()
-	g.st = st
-	g.mu.Unlock()
-}
-
-// unlocked runs f without the write lock its caller holds (an update that
-// falls back to a recompute, which swaps the state itself).
-func (g *guarded[S]) unlocked(f func() error) error {
-	g.mu.Unlock()
-	defer g.mu.Lock()
-	return f()
+// Bytes is the marks' memory, their buffers included.
+func (m *Marks) Bytes() int64 {
+	return SliceBytes(m.state) + SliceBytes(m.marked) + m.q.bytes() + SliceBytes(m.cut) + SliceBytes(m.ups)
 }

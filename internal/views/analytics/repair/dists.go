@@ -1,4 +1,4 @@
-package analytics
+package repair
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/views"
+	"github.com/graphtide/graphtide/internal/views/analytics/kernels"
 )
 
 // Repairing single-source distances after a batch of changes, in the
@@ -27,12 +28,12 @@ import (
 // other); one decided before its equal-distance supporter is counted
 // affected, which only makes the repair larger.
 
-// distance is a BFS level (int32, far = -1) or an SSSP length (float64,
+// Distance is a BFS level (int32, far = -1) or an SSSP length (float64,
 // far = +Inf).
-type distance interface{ ~int32 | ~float64 }
+type Distance interface{ ~int32 | ~float64 }
 
 // repair is one repair's problem.
-type repair[T distance] struct {
+type repair[T Distance] struct {
 	g    *views.Topo
 	d    []T
 	root int32
@@ -50,8 +51,8 @@ type repair[T distance] struct {
 	negative bool
 	// work counts the edges the repair read.
 	work int
-	// mark: a state per vertex index (the caller's, see repairDists).
-	mark *marks
+	// mark: a state per vertex index (the caller's, see Dists).
+	mark *Marks
 	// parent (a unit repair's, when its caller keeps them; else nil): for
 	// each vertex reached but the root, one supporter (its parent) or -1
 	// (none known).
@@ -115,7 +116,7 @@ func (r *repair[T]) lengthOf(u, v int32) T {
 
 // distHeap is a binary min-heap of (distance, vertex), typed (no boxing
 // through container/heap: a repair pushes once per vertex it reaches).
-type distHeap[T distance] struct {
+type distHeap[T Distance] struct {
 	d []T
 	v []int32
 }
@@ -160,13 +161,13 @@ func (h *distHeap[T]) pop() (T, int32) {
 
 // distQueue pops (distance, vertex) pairs lowest first: through a
 // levelQueue when every length is 1, else a distHeap.
-type distQueue[T distance] struct {
+type distQueue[T Distance] struct {
 	unit bool
 	h    distHeap[T]
 	q    *levelQueue // unit: the caller's, reset
 }
 
-func newDistQueue[T distance](unit bool, q *levelQueue) *distQueue[T] {
+func newDistQueue[T Distance](unit bool, q *levelQueue) *distQueue[T] {
 	x := &distQueue[T]{unit: unit}
 	if unit {
 		q.reset()
@@ -204,14 +205,38 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 	// 1. Affected vertices, by increasing distance.
 	// Each vertex's state (0: not decided yet), cleared on return.
 	defer r.mark.clear()
-	var aff []int32
 	h := newDistQueue[T](r.unit, &r.mark.q)
 	better := r.improving(ups)
 	defer better() // (its helpers read d: done before it is returned)
-	// The cut edges that supported their head, filtered on every core (a
-	// hub's vertex delete cuts tens of thousands, each two distances read
-	// at random).
-	kc := keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
+	for _, e := range r.tightCut(cut) {
+		h.push(r.d[e[1]], e[1])
+	}
+	var aff []int32
+	var ok bool
+	if r.unit {
+		aff, ok = r.affectedUnit(h)
+	} else {
+		aff, ok = r.affectedWeighted(h)
+	}
+	if !ok {
+		return false
+	}
+	// 2. The affected restart from their best unaffected in-neighbor.
+	better() // (d is written from here on)
+	h = r.restart(aff)
+	r.relaxImproving(better(), r.deleted(cut), h)
+	// 3. Dijkstra from them.
+	if r.unit {
+		return r.searchUnit(h.q)
+	}
+	return r.settle(h)
+}
+
+// tightCut returns the edges of cut that supported their head, filtered
+// on every core (a hub's vertex delete cuts tens of thousands, each two
+// distances read at random).
+func (r *repair[T]) tightCut(cut [][2]int32) [][2]int32 {
+	return keepPairs(cut, func(part, out [][2]int32) [][2]int32 {
 		d, root, far, unit, positive, parent := r.d, r.root, r.far, r.unit, r.positive, r.parent
 		for _, e := range part {
 			// Only an edge that was tight supported its head: with unit
@@ -245,75 +270,85 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 		}
 		return out
 	})
-	for _, e := range kc {
-		h.push(r.d[e[1]], e[1])
-	}
-	if r.unit {
-		// Level by level: a level's vertices depend only on the levels
-		// before it, so a large one is decided on every core. (Each
-		// worker's findings, kept across levels for their buffers.)
-		var outs [maxWorkers]decided
-		for {
-			l, level, more := h.q.popLevel()
-			if !more {
-				break
-			}
-			nw := 1
-			if len(level) >= parallelLevel {
-				nw = min(workers(), maxWorkers)
-			}
-			for w := range nw {
-				outs[w].reset()
-			}
-			parallelFor(nw, nw, 1, func(_, lo, hi int) {
-				for p := lo; p < hi; p++ {
-					if l >= 2 {
-						r.decideUnit(level, p, nw, l, &outs[p])
-					} else {
-						r.decide(level, p, nw, T(l), &outs[p])
-					}
-				}
-			})
-			for w := range nw {
-				o := &outs[w]
-				r.mark.marked = append(r.mark.marked, o.marked...)
-				r.work += o.work
-				aff = append(aff, o.aff...)
-				for _, x := range o.next {
-					h.push(T(l+1), x)
-				}
-			}
-			if len(aff) > r.limit {
-				return false
-			}
+}
+
+// affectedUnit is phase 1 of a unit repair: it decides h's vertices and
+// those they lead to, level by level, and returns the affected; false
+// when they are more than limit. A level's vertices depend only on the
+// levels before it, so a large one is decided on every core.
+func (r *repair[T]) affectedUnit(h *distQueue[T]) ([]int32, bool) {
+	var aff []int32
+	var outs [maxWorkers]decided // each worker's findings, kept across levels for their buffers
+	for {
+		l, level, more := h.q.popLevel()
+		if !more {
+			return aff, true
 		}
-	} else {
-		var o decided
-		for {
-			_, c, more := h.pop()
-			if !more {
-				break
+		nw := 1
+		if len(level) >= ParallelLevel {
+			nw = min(kernels.Workers(), maxWorkers)
+		}
+		for w := range nw {
+			outs[w].reset()
+		}
+		kernels.ParallelFor(nw, nw, 1, func(_, lo, hi int) {
+			for p := lo; p < hi; p++ {
+				if l >= 2 {
+					r.decideUnit(level, p, nw, l, &outs[p])
+				} else {
+					r.decide(level, p, nw, T(l), &outs[p])
+				}
 			}
-			o.reset()
-			r.decide([]int32{c}, 0, 1, r.d[c], &o)
+		})
+		for w := range nw {
+			o := &outs[w]
 			r.mark.marked = append(r.mark.marked, o.marked...)
 			r.work += o.work
-			if aff = append(aff, o.aff...); len(aff) > r.limit {
-				return false
-			}
+			aff = append(aff, o.aff...)
 			for _, x := range o.next {
-				h.push(r.d[x], x)
+				h.push(T(l+1), x)
 			}
 		}
+		if len(aff) > r.limit {
+			return nil, false
+		}
 	}
-	// 2. The affected restart from their best unaffected in-neighbor.
-	better() // (d is written from here on)
+}
+
+// affectedWeighted is phase 1 of a weighted repair: it decides h's
+// vertices and those they lead to, one at a time by increasing distance,
+// and returns the affected; false when they are more than limit.
+func (r *repair[T]) affectedWeighted(h *distQueue[T]) ([]int32, bool) {
+	var aff []int32
+	var o decided
+	for {
+		_, c, more := h.pop()
+		if !more {
+			return aff, true
+		}
+		o.reset()
+		r.decide([]int32{c}, 0, 1, r.d[c], &o)
+		r.mark.marked = append(r.mark.marked, o.marked...)
+		r.work += o.work
+		if aff = append(aff, o.aff...); len(aff) > r.limit {
+			return nil, false
+		}
+		for _, x := range o.next {
+			h.push(r.d[x], x)
+		}
+	}
+}
+
+// restart is phase 2: each affected vertex restarts from its best
+// unaffected in-neighbor (far, and no parent, when it has none). It
+// returns the queue of those reached, for phase 3.
+func (r *repair[T]) restart(aff []int32) *distQueue[T] {
 	was := make([]T, len(aff))
 	for i, c := range aff {
 		was[i] = r.d[c]
 		r.d[c] = r.far
 	}
-	h = newDistQueue[T](r.unit, &r.mark.q)
+	h := newDistQueue[T](r.unit, &r.mark.q)
 	for i, c := range aff {
 		best, from := r.far, int32(-1)
 		for _, u := range r.g.In.Nbrs(c) {
@@ -339,8 +374,15 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			h.push(best, c)
 		}
 	}
-	gone := r.deleted(cut)
-	for _, e := range better() {
+	return h
+}
+
+// relaxImproving ends phase 2: each upserted edge of ups (improving's)
+// that shortens its head's distance lowers it, and queues the head in h.
+// gone is the filter of the batch's deletes (deleted: nil, search every
+// edge), which tells an upserted edge that may be gone again.
+func (r *repair[T]) relaxImproving(ups [][2]int32, gone pairFilter, h *distQueue[T]) {
+	for _, e := range ups {
 		if du := r.d[e[0]]; du != r.far && (!r.unit || r.lt(du+1, r.d[e[1]])) {
 			w := 1.0
 			if gone == nil || gone.mayHold(e) {
@@ -362,10 +404,12 @@ func (r *repair[T]) run(cut, ups [][2]int32) bool {
 			}
 		}
 	}
-	// 3. Dijkstra from them.
-	if r.unit {
-		return r.searchUnit(h.q)
-	}
+}
+
+// settle is phase 3 of a weighted repair: Dijkstra from h's vertices. It
+// returns false when it settles more than limit vertices or met a
+// negative weight.
+func (r *repair[T]) settle(h *distQueue[T]) bool {
 	settled := 0
 	for {
 		pd, pv, more := h.pop()
@@ -435,10 +479,10 @@ const (
 	affected  = 2
 )
 
-// parallelLevel is the smallest level of phase 1 decided on every core
+// ParallelLevel is the smallest level of phase 1 decided on every core
 // (a variable for the tests, which lower it to take that path on small
 // graphs); maxWorkers bounds the cores a level is split over.
-var parallelLevel = 2048
+var ParallelLevel = 2048
 
 const maxWorkers = 8
 
@@ -705,12 +749,12 @@ func keepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) [][2]i
 	return goKeepPairs(es, keep)()
 }
 
-// goKeepPairs is keepPairs begun in the background (goFor): wait returns
+// goKeepPairs is keepPairs begun in the background (kernels.GoFor): wait returns
 // the pairs kept (called again, the same).
 func goKeepPairs(es [][2]int32, keep func(part, out [][2]int32) [][2]int32) (wait func() [][2]int32) {
-	nw := workers()
+	nw := kernels.Workers()
 	parts := make([][][2]int32, (len(es)+keepGrain-1)/keepGrain)
-	done := goFor(nw, len(es), keepGrain, func(_, lo, hi int) {
+	done := kernels.GoFor(nw, len(es), keepGrain, func(_, lo, hi int) {
 		parts[lo/keepGrain] = keep(es[lo:hi], nil)
 	})
 	var kept [][2]int32
@@ -741,7 +785,7 @@ func repairLimit(n int) int { return max(1024, n/8) }
 // edges, and as lengthened edges, upserts of new ones. The two lists are
 // m's buffers (m.cut, m.ups), valid until its next changes: a fresh
 // list per batch cost more than reading the batch (zeroed, then grown).
-func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool, m *marks) (cut, ups [][2]int32, err error) {
+func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bool, m *Marks) (cut, ups [][2]int32, err error) {
 	was := func(k int) bool { return prior == nil || prior[k] != views.WasAbsent }
 	ids := g.IDs
 	at := func(v uint64) int32 { // index, inlined (it is not: it copies g.IDs)
@@ -775,14 +819,14 @@ func changes(g *views.Topo, edges []views.Edge, prior []views.Prior, lengthen bo
 	return cut, ups, nil
 }
 
-// repairDists brings d, single-source distances kept over ids, to g after
+// Dists brings d, single-source distances kept over ids, to g after
 // edges: it returns them over g's ids, and false when the change was too
 // large to repair (the caller recomputes). work gets the edges read.
 //
 // parent (nil, or a unit repair's caller's parents over ids, nil when it
 // has none yet) is brought to g's ids and kept (see repair.parent). mark
 // is the caller's, reused across repairs.
-func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, parent *[]int32, work *int, mark *marks) ([]T, bool, error) {
+func Dists[T Distance](g *views.Topo, d []T, ids views.IDSpace, edges []views.Edge, prior []views.Prior, root uint64, far T, unit bool, parent *[]int32, work *int, mark *Marks) ([]T, bool, error) {
 	// Every length is 1 in a unit repair; else above 0 when the graph has
 	// had no weight that is not (views.Topo.PositiveLengths).
 	// An upsert may lengthen an edge only in a weighted graph.
@@ -792,7 +836,7 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 	}
 	d = rooted(d, ids, g.IDs, root, 0, far)
 	mark.start(g.Len())
-	r := &repair[T]{g: g, d: d, root: index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
+	r := &repair[T]{g: g, d: d, root: kernels.Index(g, root), far: far, unit: unit, positive: unit || g.PositiveLengths(), limit: repairLimit(g.Len()),
 		mark: mark}
 	if parent != nil && unit {
 		*parent, r.work = parentsOn(g, d, *parent, ids, r.root, far)
@@ -813,11 +857,11 @@ func repairDists[T distance](g *views.Topo, d []T, ids views.IDSpace, edges []vi
 // reached but the root gets its first in-neighbor in g one level nearer,
 // or -1 when it has none (the batch cut the edges from all of them:
 // phase 1 decides it). Either way parent's INVARIANT holds.
-func parentsOn[T distance](g *views.Topo, d []T, par []int32, from views.IDSpace, root int32, far T) ([]int32, int) {
+func parentsOn[T Distance](g *views.Topo, d []T, par []int32, from views.IDSpace, root int32, far T) ([]int32, int) {
 	n := g.Len()
 	if par != nil {
 		extends := g.IDs.Extends(from) && len(par) <= n
-		par = resize(par, from, g.IDs, -1)
+		par = Resize(par, from, g.IDs, -1)
 		if !extends {
 			for i, p := range par {
 				if p >= 0 {
@@ -833,7 +877,7 @@ func parentsOn[T distance](g *views.Topo, d []T, par []int32, from views.IDSpace
 	}
 	par = make([]int32, n, n+n/4)
 	var read atomic.Int64
-	parallelFor(workers(), n, 1<<12, func(_, lo, hi int) {
+	kernels.ParallelFor(kernels.Workers(), n, 1<<12, func(_, lo, hi int) {
 		k := 0
 		defer func() { read.Add(int64(k)) }()
 		for v := lo; v < hi; v++ {
