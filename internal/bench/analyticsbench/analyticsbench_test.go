@@ -148,6 +148,20 @@ func TestMalformedStreamRefused(t *testing.T) {
 	}
 }
 
+// TestPacedRegistryNeedsTwoBatches: --registry-interval with a stream of
+// one batch (nothing after the warm-up to pace) is refused at once,
+// saying what to change; it used to wait 10 minutes for a result that
+// would not come.
+func TestPacedRegistryNeedsTwoBatches(t *testing.T) {
+	c := tiny(t)
+	c.Registry, c.RegistryInterval, c.BatchSize = true, 5*time.Millisecond, 1<<20
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Run(ctx, c); err == nil || !strings.Contains(err.Error(), "--registry-interval paces the batches after the first, and the stream has 1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 // TestInputLoadsTheWholeFile: with --input the kernels run on every edge
 // of the file (the stream is generated beside it), and --save-graph
 // writes the file's edges back as they were.

@@ -300,8 +300,10 @@ func (r *run) sameAsRegistry(dense []*running) error {
 // applyRegistry does), then waits until every analytic's result is at the
 // last batch, and sums up their freshness and updates.
 func (r *run) paceRegistry(ctx context.Context, batches [][]engine.Op) error {
-	if len(batches) == 0 {
-		return nil
+	if len(batches) < 2 {
+		// Nothing would be paced, and no result would move past the
+		// warm-up's seq to end the wait.
+		return fmt.Errorf("--registry-interval paces the batches after the first, and the stream has %d: give a smaller --batch-size or a larger --stream-fraction", len(batches))
 	}
 	if err := r.applyRegistry(ctx, batches[0]); err != nil {
 		return err
