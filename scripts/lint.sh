@@ -2,7 +2,8 @@
 # The linters `make lint` (and so `make test`) runs; each must pass:
 #   golangci-lint  the Go code (.golangci.yml)
 #   clang-format   the C++ core's layout (.clang-format), checked, never rewritten
-#   clang-tidy     the C++ core (cgo/.clang-tidy: bugprone, concurrency, performance)
+#   clang-tidy     the C++ core (cgo/.clang-tidy: bugprone, concurrency, performance,
+#                  no function over 120 lines)
 #   every shell script, checked by shellcheck
 # The architecture's rules (which package may import which) are a Go test:
 # internal/archtest, run by `make test-go`. Checks only: nothing is changed.
