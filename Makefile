@@ -75,14 +75,14 @@ test-go: $(TEST_DEPS)
 
 # The tests of volume, whole: the Go ones without the race detector (the
 # packages and tests below), then the C++ ones without the sanitizers
-# (cgo/test/run_volume.sh). Both run; it fails when either fails. Not
+# (internal/core/test/run_volume.sh). Both run; it fails when either fails. Not
 # part of make test (they are its soak: about 270 s of CPU, under 3 minutes
 # here); CI runs them after it (.ci/run).
 test-volume: $(TEST_DEPS)
 	@mkdir -p $(TEST_OUT)
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/go-volume.json -slowest 10 -- \
 		$(GO) test -json -count=1 -p $(GO_TEST_P) -timeout 20m -run '^($(GO_TEST_VOLUME_RUN))$$' $(GO_TEST_VOLUME); \
-		govol=$$?; cgo/test/run_volume.sh && exit $$govol
+		govol=$$?; internal/core/test/run_volume.sh && exit $$govol
 
 # The packages with tests of volume, and those tests (kept equal to the
 # tests that call volume.Mark or volume.Size by internal/testref/volume's
@@ -127,7 +127,7 @@ test-payments-287k: $(TEST_DEPS)
 # The C++ core's own tests under AddressSanitizer and UBSan, which run the
 # tests of volume smaller or skip them (test-volume runs them whole).
 test-cpp: $(TEST_DEPS)
-	cgo/test/run_asan.sh
+	internal/core/test/run_asan.sh
 
 # Every part above, at the same time (scripts/test.sh): each part's output
 # printed whole when it ends, then each part's wall time and the ten
@@ -161,4 +161,4 @@ run: deps-build build
 	$(BIN) serve $(if $(BROKERS),--brokers $(BROKERS))
 
 clean:
-	rm -rf bin cgo/build-asan cgo/build cgo/build-tidy $(TEST_OUT)
+	rm -rf bin internal/core/build-asan internal/core/build-volume internal/core/build internal/core/build-tidy $(TEST_OUT)

@@ -1650,17 +1650,17 @@ func TestDeployDockerfile(t *testing.T) {
 		}
 		return out
 	}
-	for _, p := range []string{"go.mod", "go.sum", "cgo/core.go", "cgo/graphtide.h", "cmd/graphtide/main.go", "internal/engine/store.go"} {
+	for _, p := range []string{"go.mod", "go.sum", "internal/core/core.go", "internal/core/graphtide.h", "cmd/graphtide/main.go", "internal/engine/store.go"} {
 		if ignored(p) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", p)
 		}
 	}
-	for _, p := range []string{".git/HEAD", "bin/graphtide", "cgo/build-asan/x.o"} {
+	for _, p := range []string{".git/HEAD", "bin/graphtide", "internal/core/build-asan/x.o"} {
 		if !ignored(p) {
 			t.Errorf(".dockerignore keeps %s in the build context", p)
 		}
 	}
-	for _, p := range []string{"go.mod", "go.sum", "cgo/core.go", "cmd/graphtide/main.go", "internal/engine/store.go"} {
+	for _, p := range []string{"go.mod", "go.sum", "internal/core/core.go", "cmd/graphtide/main.go", "internal/engine/store.go"} {
 		if _, err := os.Stat(filepath.Join("..", p)); err != nil {
 			t.Errorf("the .dockerignore check names %s, which does not exist: %v", p, err)
 		}

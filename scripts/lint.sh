@@ -2,7 +2,8 @@
 # The linters `make lint` (and so `make test`) runs; each must pass:
 #   golangci-lint  the Go code (.golangci.yml)
 #   clang-format   the C++ core's layout (.clang-format), checked, never rewritten
-#   clang-tidy     the C++ core (cgo/.clang-tidy: bugprone, concurrency, performance)
+#   clang-tidy     the C++ core (internal/core/.clang-tidy: bugprone, concurrency, performance,
+#                  no function over 120 lines)
 #   every shell script, checked by shellcheck
 # The architecture's rules (which package may import which) are a Go test:
 # internal/archtest, run by `make test-go`. Checks only: nothing is changed.
@@ -71,7 +72,7 @@ gofmt_check() {
 }
 step gofmt gofmt_check
 
-mapfile -t cpp < <(git ls-files 'cgo/*.cc' 'cgo/*.h')
+mapfile -t cpp < <(git ls-files 'internal/core/*.cc' 'internal/core/*.h')
 step "clang-format (${#cpp[@]} files)" clang-format --dry-run -Werror "${cpp[@]}"
 
 # clang-tidy's verdict on a translation unit is kept when it is clean, in
@@ -86,11 +87,11 @@ tidy_one() {
     key=$({
       clang-tidy --version
       c++ --version
-      cat cgo/.clang-tidy
+      cat internal/core/.clang-tidy
       sed "s|$PWD|@ROOT@|g" "$build/compile_commands.json"
       echo "$tu"
       cat "$tu"
-      git ls-files -z 'cgo/*.h' | xargs -0 cat
+      git ls-files -z 'internal/core/*.h' | xargs -0 cat
     } | sha256sum | cut -d' ' -f1)
     [ -e "$GT_TIDY_CACHE/$key" ] && return 0
   fi
@@ -103,15 +104,15 @@ tidy_one() {
   fi
 }
 tidy() {
-  local build="${GT_TIDY_BUILD_DIR:-cgo/build-tidy}"
-  cmake -S cgo -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null || return 1
+  local build="${GT_TIDY_BUILD_DIR:-internal/core/build-tidy}"
+  cmake -S internal/core -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null || return 1
   export GT_TIDY_CACHE="${GT_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphtide/clang-tidy}"
   export -f tidy_one
   # shellcheck disable=SC2016 # $0 and $1 are the inner shell's
-  git ls-files -z 'cgo/*.cc' ':!:cgo/test/*' |
+  git ls-files -z 'internal/core/*.cc' ':!:internal/core/test/*' |
     xargs -0 -n 1 -P "$(nproc)" bash -c 'tidy_one "$0" "$1"' "$build"
 }
-step "clang-tidy ($(git ls-files 'cgo/*.cc' ':!:cgo/test/*' | wc -l) translation units)" tidy
+step "clang-tidy ($(git ls-files 'internal/core/*.cc' ':!:internal/core/test/*' | wc -l) translation units)" tidy
 
 mapfile -t sh < <(git ls-files '*.sh' .ci/run)
 step "shellcheck (${#sh[@]} scripts)" shellcheck "${sh[@]}"

@@ -46,7 +46,7 @@ and prints:
   - every live file: name, level, direction, source vertex range and
     count, largest dst, entries, bytes, sequence range, layout flags
     (dense or sparse index, dst32, versions, weights, multi-version,
-    tombstones; see cgo/segment.h).
+    tombstones; see internal/core/segment.h).
 inspect never writes: it opens the store read-only (beside other readers,
 never beside serve) and the key dictionary read-only, so it creates,
 changes and deletes nothing. Opening checks every manifest record and every

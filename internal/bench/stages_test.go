@@ -12,7 +12,7 @@ func TestStageOf(t *testing.T) {
 		funcs []string
 		want  string
 	}{
-		{[]string{"runtime.cgocall", "github.com/graphtide/graphtide/cgo.(*Store).Apply", "github.com/graphtide/graphtide/internal/engine.(*Store).Apply", "github.com/graphtide/graphtide/internal/ingest.(*liveEnv).apply"}, "store_apply"},
+		{[]string{"runtime.cgocall", "github.com/graphtide/graphtide/internal/core.(*Store).Apply", "github.com/graphtide/graphtide/internal/engine.(*Store).Apply", "github.com/graphtide/graphtide/internal/ingest.(*liveEnv).apply"}, "store_apply"},
 		{[]string{"runtime._ExternalCode"}, "core_background"},
 		{[]string{"github.com/graphtide/graphtide/internal/engine.(*Batch).InsertWeighted", "github.com/graphtide/graphtide/internal/ingest/bulk.Add", "github.com/graphtide/graphtide/internal/ingest/decode.(*binary).Decode"}, "batch_building"},
 		{[]string{"encoding/binary.LittleEndian.Uint64", "github.com/graphtide/graphtide/internal/ingest/decode.(*binary).Decode", "github.com/graphtide/graphtide/internal/ingest.(*pollState).handleFetches"}, "decode"},

@@ -337,7 +337,7 @@ func (p *RepairPlan) Apply() (string, error) {
 }
 
 // lockStore takes the store directory's LOCK exclusively, as a writer's
-// open does (the core's flock protocol, cgo/recovery.h LockStoreDir), so
+// open does (the core's flock protocol, internal/core/recovery.h LockStoreDir), so
 // that no store is open while a repair changes its files.
 func lockStore(dir string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // Edge aggregates (issue 42). Each edge type has an aggregate: replace

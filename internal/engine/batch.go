@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // MaxVertex is the largest vertex id the store accepts.

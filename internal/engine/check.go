@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // Problem is one finding of Check: the file it is about, a byte offset in

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // fromCore converts a core error to the engine's error types.

@@ -1,6 +1,6 @@
 // Package engine is the Go API of graphtide's storage core: a dynamic graph
 // store built as an LSM-tree of CSR files (the LSMGraph design), implemented
-// in C++ (cgo/) and compiled into this package by cgo.
+// in C++ (internal/core/) and compiled into this package by cgo.
 //
 // What it promises:
 //

@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // EventsFrom is Events from the skip-th event of the newest-first list on

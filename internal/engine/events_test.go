@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 
 	"github.com/graphtide/graphtide/internal/testref/volume"
 )
@@ -703,7 +703,7 @@ func edgeString(c Columns) string {
 	return fmt.Sprint(c.Weights, c.Times, c.Counts, c.FirstTimes, c.Refs, c.Props)
 }
 
-// eventColumns finds, from a segment file's header as cgo/segment.h lays
+// eventColumns finds, from a segment file's header as internal/core/segment.h lays
 // it out (format 6), the byte ranges [from, to) of its version, time,
 // count, first-time, source position and payload columns.
 func eventColumns(t *testing.T, d []byte) map[string][2]int64 {

@@ -3,7 +3,7 @@ package engine
 import (
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // LevelMetrics describes one level (L0 first), out- and in-edge trees

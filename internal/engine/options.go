@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // Options configure a store. The zero value means every default.

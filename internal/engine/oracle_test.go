@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 	"sort"
 	"testing"
 )

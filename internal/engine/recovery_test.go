@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 
 	"github.com/graphtide/graphtide/internal/testref/volume"
 )

@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 	"github.com/graphtide/graphtide/internal/leakcheck"
 )
 

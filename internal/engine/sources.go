@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // Event sources (issue 42). An event that has no reference of its own but

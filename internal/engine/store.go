@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // Store is an open graph store. All methods are safe for concurrent use.
@@ -270,7 +270,7 @@ type FileInfo struct {
 	Bytes    uint64
 	MinSeq   uint64
 	MaxSeq   uint64
-	// Layout flags of the file (see cgo/segment.h).
+	// Layout flags of the file (see internal/core/segment.h).
 	Dense, Versions, Weights, Dst32, MultiVersion, Tombstones bool
 	// Types: the file has a type column (some edge's type is not 0);
 	// Times: a time column (some version has an event time).

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 )
 
 // TestVertexDeletePurgeModel drives a store whose batches delete vertices

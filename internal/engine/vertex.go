@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 	"github.com/graphtide/graphtide/internal/jsontext"
 )
 
@@ -18,7 +18,7 @@ import (
 // record with the edges.
 //
 // Storage: the core keeps a record as a row of cells of its src (see
-// GT_OP_PUT_CELL in cgo/graphtide.h), in a tree of their own beside the
+// GT_OP_PUT_CELL in internal/core/graphtide.h), in a tree of their own beside the
 // edges, so records are versioned, flushed, compacted, retained for reads
 // as of the past and hidden by vertex deletes exactly as edges are. This
 // file gives the cells their meaning:

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	core "github.com/graphtide/graphtide/cgo"
+	"github.com/graphtide/graphtide/internal/core"
 
 	"github.com/graphtide/graphtide/internal/testref/volume"
 )

@@ -202,6 +202,26 @@ class InputScan {
   bool live_ = false;
 };
 
+// The files of plan's inputs in t, in priority order (the newest L0 file
+// first; a level's in key order).
+Status CompactionInputs(const Tree &t, const CompactionPlan &plan, std::vector<std::shared_ptr<Segment>> *inputs) {
+  auto take = [&](const std::vector<std::shared_ptr<Segment>> &files, const std::vector<uint64_t> &ids) -> Status {
+    for (uint64_t id : ids) {
+      auto it = std::find_if(files.begin(), files.end(), [&](const auto &s) { return s->meta().id == id; });
+      if (it == files.end()) return Status::Internal("compaction input " + std::to_string(id) + " not in version");
+      inputs->push_back(*it);
+    }
+    return Status::OK();
+  };
+  if (plan.from_level == 0) {
+    GT_RETURN_IF_ERROR(take(t.l0, plan.from_ids));
+    std::sort(inputs->begin(), inputs->end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
+  } else {
+    GT_RETURN_IF_ERROR(take(t.levels[plan.from_level], plan.from_ids));
+  }
+  return take(t.levels[plan.to_level], plan.to_ids);
+}
+
 }  // namespace
 
 Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
@@ -216,24 +236,8 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
     ver = current_;
     durable = durable_seq_;
   }
-  const Tree &t = ver->trees[dir];
   std::vector<std::shared_ptr<Segment>> inputs;
-  auto take = [&](const std::vector<std::shared_ptr<Segment>> &files, const std::vector<uint64_t> &ids) -> Status {
-    for (uint64_t id : ids) {
-      auto it = std::find_if(files.begin(), files.end(), [&](const auto &s) { return s->meta().id == id; });
-      if (it == files.end()) return Status::Internal("compaction input " + std::to_string(id) + " not in version");
-      inputs.push_back(*it);
-    }
-    return Status::OK();
-  };
-  if (plan.from_level == 0) {
-    GT_RETURN_IF_ERROR(take(t.l0, plan.from_ids));
-    // Priority order: newest L0 file first.
-    std::sort(inputs.begin(), inputs.end(), [](const auto &a, const auto &b) { return a->meta().id > b->meta().id; });
-  } else {
-    GT_RETURN_IF_ERROR(take(t.levels[plan.from_level], plan.from_ids));
-  }
-  GT_RETURN_IF_ERROR(take(t.levels[plan.to_level], plan.to_ids));
+  GT_RETURN_IF_ERROR(CompactionInputs(ver->trees[dir], plan, &inputs));
 
   // The durable seq first, then the pins: a durable snapshot pinned after
   // the pins were taken has a tau at least this durable seq, and every
@@ -242,70 +246,17 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   // could let the compaction apply a vertex delete newer than the tau of a
   // durable snapshot it did not see pinned.)
   const Retention ret = RetentionNow();
-  ExtArena arena;
   RetainParams rp{&ret.snaps, ver->vdel.get(), durable, plan.bottommost, ret.history, ret.floor};
   rp.watermark = ret.watermark;
   rp.retain_us = ret.retain_us.data();
-  rp.arena = &arena;
   // The outputs hold no version a delete up to VdelCleanSeq hides (those
   // were dropped), nor one a delete up to every input's floor hides.
   uint64_t in_floor = UINT64_MAX;
   for (const auto &s : inputs) in_floor = std::min(in_floor, s->vdel_floor());
   const uint64_t out_clean = std::max(VdelCleanSeq(rp), in_floor);
 
-  std::vector<InputScan> scans;
-  scans.reserve(inputs.size());
-  for (const auto &s : inputs) scans.emplace_back(s.get());
   std::vector<SegMeta> outs;
-  SegmentBuilder b;
-  b.set_format(opt_.segment_format);
-  b.set_edge_filter(!plan.bottommost && dir == kOut);  // out-edge files only
-  b.set_history(ret.history, ret.floor);
-  // Output segments are cut at the target size; size the columns for one
-  // (4-byte dsts, the common case) so that they do not double past it.
-  const uint64_t seg_entries = opt_.target_segment_bytes / 4;
-  b.Reserve(seg_entries / 8, seg_entries);
-  std::vector<Run> runs;
-  std::vector<Entry> kept;
-  uint64_t read_bytes = 0, visited = 0;
-  std::vector<uint64_t> consumed(inputs.size(), 0);
-  for (const auto &s : inputs) read_bytes += s->meta().bytes;
-  for (;;) {
-    bool any;
-    const uint64_t v = MinHead(scans, &any);
-    if (!any) break;
-    // v's runs in the inputs' (priority) order.
-    runs.clear();
-    for (size_t k = 0; k < scans.size(); k++) {
-      uint64_t head;
-      if (!scans[k].Head(&head) || head != v) continue;
-      GT_RETURN_IF_ERROR(scans[k].AddRun(&runs));
-      consumed[k] = runs.back().e;
-      scans[k].Next();
-    }
-    kept.clear();
-    RetainVersions(runs, v, rp, &kept);
-    b.AddVertex(v, kept.data(), kept.size());
-    arena.Clear();
-    if (b.EstimatedBytes() >= opt_.target_segment_bytes) {
-      SegMeta m;
-      GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
-      outs.push_back(m);
-      b.Reset();  // keeps the reserved capacity for the next segment
-    }
-    if ((++visited & 0xffff) == 0) {
-      // Inputs are read once, in order: keep the resident set bounded by
-      // dropping the pages already merged.
-      for (size_t k = 0; k < inputs.size(); k++) inputs[k]->ReleasePages(consumed[k]);
-      std::lock_guard<std::mutex> l(mu_);
-      if (shutting_down_) return Status::Closed("store is closing");
-    }
-  }
-  if (!b.empty()) {
-    SegMeta m;
-    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
-    outs.push_back(m);
-  }
+  GT_RETURN_IF_ERROR(MergeInputs(dir, plan, inputs, ret, rp, &outs));
   std::vector<std::shared_ptr<Segment>> segs;
   GT_RETURN_IF_ERROR(OpenWritten(outs, out_clean, &segs));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_BEFORE_EDIT));
@@ -321,32 +272,94 @@ Status Store::RunCompaction(int dir, const CompactionPlan &plan) {
   GT_DCHECK(r.vdel_purge <= durable);
   GT_RETURN_IF_ERROR(AppendEdit(&r));
   GT_RETURN_IF_ERROR(TestPause(GT_TEST_COMPACT_AFTER_EDIT));
-  uint64_t written = 0;
-  for (const SegMeta &m : outs) written += m.bytes;
-  VersionEdit e;
-  e.vdel_purge = r.vdel_purge;
-  e.removed = std::move(r.removed);
-  e.added = std::move(segs);
-  if (plan.from_level > 0) {
-    e.pointer_dir = static_cast<uint32_t>(dir);
-    e.pointer_level = plan.from_level;
-    e.pointer = plan.pointer;
-  }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    InstallLocked(e);
-    compaction_wanted_ = true;
-  }
+  InstallCompaction(dir, plan, &r, std::move(segs));
   // Unlinked when the last Version holding them is released.
   for (const auto &s : inputs) s->MarkObsolete();
-  b = SegmentBuilder();
   ReturnFreePages();  // the builder's columns
+  uint64_t read_bytes = 0, written = 0;
+  for (const auto &s : inputs) read_bytes += s->meta().bytes;
+  for (const SegMeta &m : outs) written += m.bytes;
   compactions_.fetch_add(1);
   compaction_read_.fetch_add(read_bytes);
   compaction_written_.fetch_add(written);
   compaction_nanos_.fetch_add(NowNanos() - t0);
   cv_.notify_all();
   return Status::OK();
+}
+
+Status Store::MergeInputs(int dir, const CompactionPlan &plan, const std::vector<std::shared_ptr<Segment>> &inputs,
+                          const Retention &ret, const RetainParams &rp, std::vector<SegMeta> *outs) {
+  ExtArena arena;
+  RetainParams p = rp;
+  p.arena = &arena;
+  std::vector<InputScan> scans;
+  scans.reserve(inputs.size());
+  for (const auto &s : inputs) scans.emplace_back(s.get());
+  SegmentBuilder b;
+  b.set_format(opt_.segment_format);
+  b.set_edge_filter(!plan.bottommost && dir == kOut);  // out-edge files only
+  b.set_history(ret.history, ret.floor);
+  // Output segments are cut at the target size; size the columns for one
+  // (4-byte dsts, the common case) so that they do not double past it.
+  const uint64_t seg_entries = opt_.target_segment_bytes / 4;
+  b.Reserve(seg_entries / 8, seg_entries);
+  auto finish = [&]() -> Status {
+    SegMeta m;
+    GT_RETURN_IF_ERROR(b.Finish(dir_, NewFileId(), plan.to_level, static_cast<uint32_t>(dir), &m));
+    outs->push_back(m);
+    return Status::OK();
+  };
+  std::vector<Run> runs;
+  std::vector<Entry> kept;
+  uint64_t visited = 0;
+  std::vector<uint64_t> consumed(inputs.size(), 0);
+  for (;;) {
+    bool any;
+    const uint64_t v = MinHead(scans, &any);
+    if (!any) break;
+    // v's runs in the inputs' (priority) order.
+    runs.clear();
+    for (size_t k = 0; k < scans.size(); k++) {
+      uint64_t head;
+      if (!scans[k].Head(&head) || head != v) continue;
+      GT_RETURN_IF_ERROR(scans[k].AddRun(&runs));
+      consumed[k] = runs.back().e;
+      scans[k].Next();
+    }
+    kept.clear();
+    RetainVersions(runs, v, p, &kept);
+    b.AddVertex(v, kept.data(), kept.size());
+    arena.Clear();
+    if (b.EstimatedBytes() >= opt_.target_segment_bytes) {
+      GT_RETURN_IF_ERROR(finish());
+      b.Reset();  // keeps the reserved capacity for the next segment
+    }
+    if ((++visited & 0xffff) == 0) {
+      // Inputs are read once, in order: keep the resident set bounded by
+      // dropping the pages already merged.
+      for (size_t k = 0; k < inputs.size(); k++) inputs[k]->ReleasePages(consumed[k]);
+      std::lock_guard<std::mutex> l(mu_);
+      if (shutting_down_) return Status::Closed("store is closing");
+    }
+  }
+  if (!b.empty()) GT_RETURN_IF_ERROR(finish());
+  return Status::OK();
+}
+
+void Store::InstallCompaction(int dir, const CompactionPlan &plan, ManifestEdit *r,
+                              std::vector<std::shared_ptr<Segment>> segs) {
+  VersionEdit e;
+  e.vdel_purge = r->vdel_purge;
+  e.removed = std::move(r->removed);
+  e.added = std::move(segs);
+  if (plan.from_level > 0) {
+    e.pointer_dir = static_cast<uint32_t>(dir);
+    e.pointer_level = plan.from_level;
+    e.pointer = plan.pointer;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  InstallLocked(e);
+  compaction_wanted_ = true;
 }
 
 }  // namespace gt

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -88,6 +89,10 @@ struct Retention {
 
 // Fills *o from c (NULL = defaults) or says which field is wrong.
 Status ValidateOptions(const gt_options *c, Options *o);
+
+// The segment files on disk, sorted by what the manifest says of them
+// (recovery.h).
+struct DirScan;
 
 class Store {
  public:
@@ -156,6 +161,25 @@ class Store {
   // on any corruption or unexplained file; in read-write mode then cuts a
   // torn manifest tail and deletes the files the manifest proves garbage.
   Status Recover();
+  // Recover's phases, in this order (store_open.cc). ReplayManifestAt: the
+  // manifest at path read and replayed, refused when damaged or made with
+  // other in_edges (unless in_edges_as_stored).
+  Status ReplayManifestAt(const std::string &path, ManifestContents *mc, ManifestState *ms);
+  // Opens every live file the replay left, each checked against its
+  // record (the manifest at path) and the store's options.
+  Status OpenLive(const std::string &path, const ManifestState &ms,
+                  std::map<uint64_t, std::shared_ptr<Segment>> *live) const;
+  // The state the manifest recorded: logged_, the types' aggregates, the
+  // watermark and the event sources.
+  void AdoptRecorded(const ManifestState &ms);
+  // Read-write: opens the manifest for appends, its torn tail cut, and
+  // deletes what the manifest proves garbage (scan) and a leftover
+  // MANIFEST.tmp.
+  Status TakeOverManifest(const std::string &path, const ManifestContents &mc, const DirScan &scan);
+  // Installs each record of mc as a VersionEdit, from an empty Version.
+  void ReplayVersions(const ManifestContents &mc, const std::map<uint64_t, std::shared_ptr<Segment>> &live);
+  // history_floor_ from the manifest's floor and the live files'.
+  void RecoverHistoryFloor(const ManifestState &ms);
   // Read-write only: the new store's manifest, when dir has none (and no
   // segment file either).
   Status CreateIfMissing();
@@ -166,11 +190,24 @@ class Store {
   // Freezes the active MemGraph, waiting while the previous one is flushing.
   // Requires write_mu_ held.
   Status FreezeActiveLocked(std::unique_lock<std::mutex> *write_lock);
+  // The current Version for a writer to apply to: its active MemGraph
+  // frozen first when full, or when a deferred flush request waits for it
+  // (FreezeActiveLocked). Requires write_mu_ held.
+  Status ActiveForWrite(std::unique_lock<std::mutex> *write_lock, std::shared_ptr<const Version> *ver);
   // Flush thread, after a flush: freezes the active MemGraph if a flush was
   // requested for data it holds.
   void MaybeFreezeRequested();
   Status FlushMemGraph(const std::shared_ptr<MemGraph> &mem);
   Status RunCompaction(int dir, const CompactionPlan &plan);
+  // RunCompaction's phases (store_compact.cc). MergeInputs: merges the
+  // inputs' versions, as rp retains them (in an arena of its own), into new files at the plan's
+  // level, cut at the target size; *outs their metas.
+  Status MergeInputs(int dir, const CompactionPlan &plan, const std::vector<std::shared_ptr<Segment>> &inputs,
+                     const Retention &ret, const RetainParams &rp, std::vector<SegMeta> *outs);
+  // Installs the compaction the manifest recorded (*r, its removed files
+  // taken) with its opened outputs segs.
+  void InstallCompaction(int dir, const CompactionPlan &plan, ManifestEdit *r,
+                         std::vector<std::shared_ptr<Segment>> segs);
   // Purges the vertex deletes no file needs (store_compact.cc), logging
   // the purge as a compaction edit without files.
   Status PurgeVertexDeletes();

@@ -3,8 +3,8 @@
 // the MemGraph take, and how many bytes the MemGraph spends per buffered
 // version on a Kronecker-like (R-MAT) stream.
 //
-//   cmake --build cgo/build --target memgraph_measure
-//   cgo/build/memgraph_measure [hub_versions=2000000] [rmat_scale=20] [edge_factor=16]
+//   cmake --build internal/core/build --target memgraph_measure
+//   internal/core/build/memgraph_measure [hub_versions=2000000] [rmat_scale=20] [edge_factor=16]
 #include <sys/stat.h>
 
 #include <chrono>

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # run_asan.sh -- builds the C++ core and its GoogleTest suite with
 # AddressSanitizer + UndefinedBehaviorSanitizer (GT_SANITIZE=ON, Debug, -O1,
-# line tables) into cgo/build-asan and runs it with ctest. The tests of
+# line tables) into internal/core/build-asan and runs it with ctest. The tests of
 # volume run smaller here, or not at all (test_util.h); run_volume.sh runs
 # them whole. Exits non-zero on any build or test failure. Works from any
 # current directory.
 #
 # Environment: as common.sh says, and
-#   GT_ASAN_BUILD_DIR  build directory (default: <repo>/cgo/build-asan)
+#   GT_ASAN_BUILD_DIR  build directory (default: <repo>/internal/core/build-asan)
 #
 # LeakSanitizer needs ptrace-like access to the process; under some sandboxes
 # and debuggers it aborts with "LeakSanitizer has encountered a fatal error"
@@ -15,7 +15,7 @@
 # the run falls back to detect_leaks=0 with a note.
 set -euo pipefail
 
-# shellcheck source=cgo/test/common.sh
+# shellcheck source=internal/core/test/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${GT_ASAN_BUILD_DIR:-$gt_src/build-asan}"
 

@@ -28,6 +28,8 @@ constexpr uint64_t kFooterSize = 32;
 constexpr uint64_t kChunkSize = uint64_t{64} * 1024;
 
 uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t(7); }
+// A column of n entries of w bytes, padded to 8.
+uint64_t NarrowBytes(uint64_t n, uint32_t w) { return Align8(n * w); }
 
 template <typename T>
 void Put(uint8_t *p, T v) {
@@ -39,6 +41,8 @@ T Get(const uint8_t *p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
+
+}  // namespace
 
 // Streams bytes to a file in 1 MiB writes, keeping a crc per 64 KiB chunk of
 // everything after the header.
@@ -99,6 +103,8 @@ class ChunkedWriter {
   std::vector<uint32_t> crcs_;
 };
 
+namespace {
+
 // Appends n values get(i), each in its low width bytes (little-endian,
 // 1..8), then zeros to 8 bytes: a narrow column (segment.h).
 template <typename F>
@@ -131,6 +137,30 @@ struct FdGuard {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// Ends a file whose body w wrote: the rest of the body, the chunk
+// checksum table (padded to 8 bytes) and the footer. *bytes: the file's
+// size.
+Status WriteFooter(int fd, const std::string &path, ChunkedWriter *w, uint64_t *bytes) {
+  w->CloseChunk();
+  const uint64_t body_end = w->pos();
+  std::vector<uint32_t> crcs = w->crcs();
+  GT_RETURN_IF_ERROR(w->Drain());
+  GT_RETURN_IF_ERROR(WriteAll(fd, crcs.data(), crcs.size() * 4, path));
+  if (crcs.size() % 2) {
+    uint32_t z = 0;
+    GT_RETURN_IF_ERROR(WriteAll(fd, &z, 4, path));
+  }
+  uint8_t foot[kFooterSize] = {0};
+  Put<uint64_t>(foot, body_end);
+  Put<uint64_t>(foot + 8, crcs.size());
+  Put<uint32_t>(foot + 16, Crc32c(crcs.data(), crcs.size() * 4));
+  Put<uint32_t>(foot + 20, Crc32c(foot, 20));
+  std::memcpy(foot + 24, kEndMagic, 8);
+  GT_RETURN_IF_ERROR(WriteAll(fd, foot, kFooterSize, path));
+  *bytes = body_end + Align8(crcs.size() * 4) + kFooterSize;
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -271,6 +301,13 @@ SegmentBuilder::PosLayout SegmentBuilder::PositionLayout() const {
 void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   in->Reset();
   if (n_ == 0) return;
+  const std::vector<uint32_t> where = InOrder(in);
+  ScatterColumns(where, in);
+  if (has_pay_) ScatterPayloads(where, in);
+  CopySummary(in);
+}
+
+std::vector<uint32_t> SegmentBuilder::InOrder(SegmentBuilder *in) const {
   auto dst = [&](uint64_t i) -> uint64_t { return d64_.empty() ? d32_[i] : d64_[i]; };
   uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0};
   for (uint64_t i = 0; i < n_; i++) {
@@ -281,8 +318,6 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   }
   const uint64_t span0 = lo[0] <= hi[0] ? hi[0] - lo[0] + 1 : 0;
   const uint64_t span1 = lo[1] <= hi[1] ? hi[1] - lo[1] + 1 : 0;
-  // where[i]: entry i's position in the in-direction's columns, in (dst,
-  // entry) order, so stable; and the in-vertices with where each ends.
   // Entry counts fit 32 bits: a flush holds one MemGraph
   // (GT_MAX_MEMGRAPH_BYTES / 16 < 2^32).
   std::vector<uint32_t> where(n_);
@@ -314,10 +349,11 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
       }
     }
   }
-  // The columns, scattered: the in-direction's dst is the src here. Every
-  // property the file records is the same in both directions (the seqs,
-  // tombstones, several versions of an edge, weights), but the largest
-  // dst, which is the largest src here.
+  return where;
+}
+
+void SegmentBuilder::ScatterColumns(const std::vector<uint32_t> &where, SegmentBuilder *in) const {
+  // The in-direction's dst is the src here.
   const bool wide = srcs_.back() >= (uint64_t(1) << 32);
   if (wide)
     in->d64_.resize(n_);
@@ -334,17 +370,6 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
   if (has_pos_) {
     in->pos_src_.resize(n_);
     in->pos_off_.resize(n_);
-  }
-  if (has_pay_) {
-    // The payloads' lengths at their new positions, then their offsets.
-    in->pay_offs_.assign(n_ + 1, 0);
-    for (uint64_t i = 0; i < n_; i++) in->pay_offs_[where[i] + 1] = pay_offs_[i + 1] - pay_offs_[i];
-    for (uint64_t p = 0; p < n_; p++) in->pay_offs_[p + 1] += in->pay_offs_[p];
-    in->pay_bytes_.resize(pay_bytes_.size());
-    for (uint64_t i = 0; i < n_; i++) {
-      const uint64_t len = pay_offs_[i + 1] - pay_offs_[i];
-      if (len != 0) std::memcpy(&in->pay_bytes_[in->pay_offs_[where[i]]], &pay_bytes_[pay_offs_[i]], len);
-    }
   }
   for (size_t k = 0; k + 1 < offs_.size(); k++) {
     for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) {
@@ -367,6 +392,24 @@ void SegmentBuilder::Transpose(SegmentBuilder *in) const {
       }
     }
   }
+}
+
+void SegmentBuilder::ScatterPayloads(const std::vector<uint32_t> &where, SegmentBuilder *in) const {
+  // The payloads' lengths at their new positions, then their offsets.
+  in->pay_offs_.assign(n_ + 1, 0);
+  for (uint64_t i = 0; i < n_; i++) in->pay_offs_[where[i] + 1] = pay_offs_[i + 1] - pay_offs_[i];
+  for (uint64_t p = 0; p < n_; p++) in->pay_offs_[p + 1] += in->pay_offs_[p];
+  in->pay_bytes_.resize(pay_bytes_.size());
+  for (uint64_t i = 0; i < n_; i++) {
+    const uint64_t len = pay_offs_[i + 1] - pay_offs_[i];
+    if (len != 0) std::memcpy(&in->pay_bytes_[in->pay_offs_[where[i]]], &pay_bytes_[pay_offs_[i]], len);
+  }
+}
+
+void SegmentBuilder::CopySummary(SegmentBuilder *in) const {
+  // Every property the file records is the same in both directions (the
+  // seqs, tombstones, several versions of an edge, weights), but the
+  // largest dst, which is the largest src here.
   in->n_ = n_;
   in->multi_ = multi_;
   in->tomb_ = tomb_;
@@ -471,6 +514,44 @@ void SegmentBuilder::Reset() {
 }
 
 Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t level, uint32_t edge_dir, SegMeta *meta) {
+  GT_RETURN_IF_ERROR(CheckFormat());
+  const std::string path = JoinPath(dir, SegmentFileName(id));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
+  FdGuard guard{fd};
+  const FileLayout l = Layout(edge_dir);
+  uint8_t hdr[kHeaderSize] = {0};
+  EncodeHeader(l, id, level, edge_dir, hdr);
+  GT_RETURN_IF_ERROR(WriteAll(fd, hdr, kHeaderSize, path));
+  ChunkedWriter w(fd, path);
+  GT_RETURN_IF_ERROR(WriteTable(l, &w));
+  GT_RETURN_IF_ERROR(WriteColumns(l, &w));
+  if (has_pos_) GT_RETURN_IF_ERROR(WritePositions(l, &w));
+  if (l.flags & kFlagPayload) {
+    GT_RETURN_IF_ERROR(AppendNarrow(&w, pay_offs_.data(), n_ + 1, l.wp));
+    if (!pay_bytes_.empty()) GT_RETURN_IF_ERROR(w.Append(pay_bytes_.data(), pay_bytes_.size()));
+    GT_RETURN_IF_ERROR(w.Pad8());
+  }
+  if (l.flags & kFlagBloom) GT_RETURN_IF_ERROR(w.Append(l.bloom.data(), l.bloom.size() * 4));
+  uint64_t bytes = 0;
+  GT_RETURN_IF_ERROR(WriteFooter(fd, path, &w, &bytes));
+  if (::fsync(fd) != 0) return Status::IO("fsync: " + ErrnoString(errno), path);
+
+  meta->id = id;
+  meta->level = level;
+  meta->dir = edge_dir;
+  meta->min_src = srcs_.front();
+  meta->max_src = srcs_.back();
+  meta->max_dst = max_dst_;
+  meta->nverts = srcs_.size();
+  meta->nentries = n_;
+  meta->bytes = bytes;
+  meta->min_seq = min_seq_;
+  meta->max_seq = max_seq_;
+  return Status::OK();
+}
+
+Status SegmentBuilder::CheckFormat() const {
   if (srcs_.empty()) return Status::Internal("segment builder: finish with no vertices");
   if (format_ > kFormatVersion)
     return Status::Internal("segment builder: no format version " + std::to_string(format_));
@@ -480,212 +561,204 @@ Status SegmentBuilder::Finish(const std::string &dir, uint64_t id, uint32_t leve
   if (format_ != 0 && format_ < 6 && has_pos_)
     return Status::Internal("segment builder: format version " + std::to_string(format_) +
                             " cannot hold source positions");
-  const std::string path = JoinPath(dir, SegmentFileName(id));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IO("create: " + ErrnoString(errno), path);
-  FdGuard guard{fd};
+  return Status::OK();
+}
 
-  const uint64_t nv = srcs_.size(), ne = n_;
-  const uint64_t min_src = srcs_.front(), max_src = srcs_.back();
-  uint64_t dense_len = max_src - min_src + 2;
-  bool dense = dense_len <= 2 * (2 * nv + 1);
-  uint32_t flags = 0;
-  if (dense) flags |= kFlagDense;
-  if (has_vers_) flags |= kFlagVers;
-  if (has_w_) flags |= kFlagWeights;
-  if (d64_.empty()) flags |= kFlagDst32;
-  if (multi_) flags |= kFlagMultiVersion;
-  if (tomb_) flags |= kFlagTombstones;
-  if (has_types_) flags |= kFlagTypes;
-  if (has_times_) flags |= kFlagTimes;
-  if (has_counts_) flags |= kFlagCounts;
-  if (has_pay_) flags |= kFlagPayload;
-  uint64_t table_len = dense ? dense_len : nv;
-  // The edge filter of an out-edge file, over its distinct (src, dst)
-  // pairs (a vertex's versions come sorted by dst: a pair's are adjacent).
-  std::vector<uint32_t> bloom;
-  uint64_t bloom_blocks = 0;
+SegmentBuilder::FileLayout SegmentBuilder::Layout(uint32_t edge_dir) const {
+  FileLayout l;
+  const uint64_t nv = srcs_.size();
+  l.dense_len = srcs_.back() - srcs_.front() + 2;
+  const bool dense = l.dense_len <= 2 * (2 * nv + 1);
+  if (dense) l.flags |= kFlagDense;
+  if (has_vers_) l.flags |= kFlagVers;
+  if (has_w_) l.flags |= kFlagWeights;
+  if (d64_.empty()) l.flags |= kFlagDst32;
+  if (multi_) l.flags |= kFlagMultiVersion;
+  if (tomb_) l.flags |= kFlagTombstones;
+  if (has_types_) l.flags |= kFlagTypes;
+  if (has_times_) l.flags |= kFlagTimes;
+  if (has_counts_) l.flags |= kFlagCounts;
+  if (has_pay_) l.flags |= kFlagPayload;
+  l.table_len = dense ? l.dense_len : nv;
   // The current format, but 3 for a file without event operands or
   // payloads (it is the same): a store that uses none stays readable by a
   // build that reads up to format 3.
   // Likewise 5 for a file without source positions.
-  const uint32_t version = format_ != 0 ? format_ : has_pos_ ? 6 : (has_counts_ || has_pay_) ? 5 : 3;
+  l.version = format_ != 0 ? format_ : has_pos_ ? 6 : (has_counts_ || has_pay_) ? 5 : 3;
   // The vers, count, first and payload offset columns' widths: narrow in
   // format 5, 8 bytes before (first then the time itself, not a delta).
-  uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
-  if (version >= 5) {
-    NarrowWidths(&wv, &wc, &wf, &wp);
-    if (has_vers_) flags |= (wv - 1) << kVersWidthShift;
-    if (has_counts_) flags |= (wc - 1) << kCountWidthShift | wf << kFirstWidthShift;
-    if (has_pay_) flags |= (wp - 1) << kPayWidthShift;
+  if (l.version >= 5) {
+    NarrowWidths(&l.wv, &l.wc, &l.wf, &l.wp);
+    if (has_vers_) l.flags |= (l.wv - 1) << kVersWidthShift;
+    if (has_counts_) l.flags |= (l.wc - 1) << kCountWidthShift | l.wf << kFirstWidthShift;
+    if (has_pay_) l.flags |= (l.wp - 1) << kPayWidthShift;
   }
-  const PosLayout pl = PositionLayout();
-  if (has_pos_ && has_times_) flags |= (pl.wt - 1) << kTimeWidthShift;
-  if (edge_dir == kOut && version >= 3 && edge_filter_) {
-    auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
-    uint64_t pairs = 0;
-    for (uint64_t k = 0; k < nv; k++)
-      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) pairs += i == offs_[k] || dst_at(i) != dst_at(i - 1);
-    bloom_blocks = BloomBlocks(pairs);
-    bloom.assign(bloom_blocks * kBloomBlockWords, 0);
-    for (uint64_t k = 0; k < nv; k++)
-      for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++)
-        if (i == offs_[k] || dst_at(i) != dst_at(i - 1)) BloomAdd(bloom.data(), bloom_blocks, srcs_[k], dst_at(i));
-    flags |= kFlagBloom;
+  l.pl = PositionLayout();
+  if (has_pos_ && has_times_) l.flags |= (l.pl.wt - 1) << kTimeWidthShift;
+  if (edge_dir == kOut && l.version >= 3 && edge_filter_) {
+    l.bloom = EdgeFilter(&l.bloom_blocks);
+    l.flags |= kFlagBloom;
   }
-  if (history_ && version >= 3) flags |= kFlagHistory;
+  if (history_ && l.version >= 3) l.flags |= kFlagHistory;
+  return l;
+}
 
-  uint8_t hdr[kHeaderSize] = {0};
+std::vector<uint32_t> SegmentBuilder::EdgeFilter(uint64_t *blocks) const {
+  // Over the distinct (src, dst) pairs (a vertex's versions come sorted by
+  // dst: a pair's are adjacent).
+  const uint64_t nv = srcs_.size();
+  auto dst_at = [this](uint64_t i) { return d64_.empty() ? uint64_t{d32_[i]} : d64_[i]; };
+  uint64_t pairs = 0;
+  for (uint64_t k = 0; k < nv; k++)
+    for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++) pairs += i == offs_[k] || dst_at(i) != dst_at(i - 1);
+  *blocks = BloomBlocks(pairs);
+  std::vector<uint32_t> bloom(*blocks * kBloomBlockWords, 0);
+  for (uint64_t k = 0; k < nv; k++)
+    for (uint64_t i = offs_[k]; i < offs_[k + 1]; i++)
+      if (i == offs_[k] || dst_at(i) != dst_at(i - 1)) BloomAdd(bloom.data(), *blocks, srcs_[k], dst_at(i));
+  return bloom;
+}
+
+void SegmentBuilder::EncodeHeader(const FileLayout &l, uint64_t id, uint32_t level, uint32_t edge_dir,
+                                  uint8_t *hdr) const {
   std::memcpy(hdr, kMagic, 8);
-  Put<uint32_t>(hdr + 8, version);
-  Put<uint32_t>(hdr + 12, flags);
+  Put<uint32_t>(hdr + 8, l.version);
+  Put<uint32_t>(hdr + 12, l.flags);
   Put<uint64_t>(hdr + 16, id);
   Put<uint32_t>(hdr + 24, level);
   Put<uint32_t>(hdr + 28, edge_dir);
-  Put<uint64_t>(hdr + 32, nv);
-  Put<uint64_t>(hdr + 40, ne);
-  Put<uint64_t>(hdr + 48, min_src);
-  Put<uint64_t>(hdr + 56, max_src);
+  Put<uint64_t>(hdr + 32, srcs_.size());
+  Put<uint64_t>(hdr + 40, n_);
+  Put<uint64_t>(hdr + 48, srcs_.front());
+  Put<uint64_t>(hdr + 56, srcs_.back());
   Put<uint64_t>(hdr + 64, max_dst_);
   Put<uint64_t>(hdr + 72, min_seq_);
   Put<uint64_t>(hdr + 80, max_seq_);
-  Put<uint64_t>(hdr + 88, table_len);
+  Put<uint64_t>(hdr + 88, l.table_len);
   Put<uint64_t>(hdr + 96, kChunkSize);
-  Put<uint64_t>(hdr + 104, bloom_blocks);
-  if (flags & kFlagHistory) Put<uint64_t>(hdr + 112, history_floor_);
+  Put<uint64_t>(hdr + 104, l.bloom_blocks);
+  if (l.flags & kFlagHistory) Put<uint64_t>(hdr + 112, history_floor_);
   if (has_types_) {
     Put<uint16_t>(hdr + 120, static_cast<uint16_t>(min_type_));
     Put<uint16_t>(hdr + 122, static_cast<uint16_t>(max_type_));
   }
   Put<uint32_t>(hdr + 124, Crc32c(hdr, 124));
-  GT_RETURN_IF_ERROR(WriteAll(fd, hdr, kHeaderSize, path));
+}
 
-  ChunkedWriter w(fd, path);
-  if (dense) {
-    std::vector<uint64_t> table(dense_len);
+Status SegmentBuilder::WriteTable(const FileLayout &l, ChunkedWriter *w) const {
+  const uint64_t nv = srcs_.size(), ne = n_;
+  if (l.flags & kFlagDense) {
+    const uint64_t min_src = srcs_.front();
+    std::vector<uint64_t> table(l.dense_len);
     size_t k = 0;
-    for (uint64_t v = 0; v + 1 < dense_len; v++) {
+    for (uint64_t v = 0; v + 1 < l.dense_len; v++) {
       table[v] = offs_[k];
       if (k < nv && srcs_[k] == min_src + v) k++;
     }
-    table[dense_len - 1] = ne;
-    GT_RETURN_IF_ERROR(w.Append(table.data(), table.size() * 8));
+    table[l.dense_len - 1] = ne;
+    GT_RETURN_IF_ERROR(w->Append(table.data(), table.size() * 8));
   } else {
-    GT_RETURN_IF_ERROR(w.Append(srcs_.data(), nv * 8));
-    GT_RETURN_IF_ERROR(w.Append(offs_.data(), (nv + 1) * 8));
+    GT_RETURN_IF_ERROR(w->Append(srcs_.data(), nv * 8));
+    GT_RETURN_IF_ERROR(w->Append(offs_.data(), (nv + 1) * 8));
   }
-  if (flags & kFlagDst32) {
-    GT_RETURN_IF_ERROR(w.Append(d32_.data(), ne * 4));
-    GT_RETURN_IF_ERROR(w.Pad8());
-  } else {
-    GT_RETURN_IF_ERROR(w.Append(d64_.data(), ne * 8));
+  if (l.flags & kFlagDst32) {
+    GT_RETURN_IF_ERROR(w->Append(d32_.data(), ne * 4));
+    return w->Pad8();
   }
-  if (flags & kFlagVers) GT_RETURN_IF_ERROR(AppendNarrow(&w, vers_.data(), ne, wv));
-  if (flags & kFlagWeights) GT_RETURN_IF_ERROR(w.Append(w_.data(), ne * 8));
-  if ((flags & kFlagTimes) && version >= 6) {
+  return w->Append(d64_.data(), ne * 8);
+}
+
+Status SegmentBuilder::WriteColumns(const FileLayout &l, ChunkedWriter *w) const {
+  const uint64_t ne = n_;
+  if (l.flags & kFlagVers) GT_RETURN_IF_ERROR(AppendNarrow(w, vers_.data(), ne, l.wv));
+  if (l.flags & kFlagWeights) GT_RETURN_IF_ERROR(w->Append(w_.data(), ne * 8));
+  if ((l.flags & kFlagTimes) && l.version >= 6) {
     // time - min_time + 1, 0 for none.
-    const uint64_t base = static_cast<uint64_t>(pl.min_time) - 1;
-    GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, pl.wt, [this, base](uint64_t i) -> uint64_t {
+    const uint64_t base = static_cast<uint64_t>(l.pl.min_time) - 1;
+    GT_RETURN_IF_ERROR(AppendNarrow(w, ne, l.pl.wt, [this, base](uint64_t i) -> uint64_t {
       return times_[i] == 0 ? 0 : static_cast<uint64_t>(times_[i]) - base;
     }));
-  } else if (flags & kFlagTimes) {
-    GT_RETURN_IF_ERROR(w.Append(times_.data(), ne * 8));
+  } else if (l.flags & kFlagTimes) {
+    GT_RETURN_IF_ERROR(w->Append(times_.data(), ne * 8));
   }
-  if (flags & kFlagTypes) {
-    GT_RETURN_IF_ERROR(w.Append(types_.data(), ne * 2));
-    GT_RETURN_IF_ERROR(w.Pad8());
+  if (l.flags & kFlagTypes) {
+    GT_RETURN_IF_ERROR(w->Append(types_.data(), ne * 2));
+    GT_RETURN_IF_ERROR(w->Pad8());
   }
-  if (flags & kFlagCounts) {
-    GT_RETURN_IF_ERROR(AppendNarrow(&w, counts_.data(), ne, wc));
-    if (version < 5) {
-      GT_RETURN_IF_ERROR(w.Append(firsts_.data(), ne * 8));
-    } else if (wf != 0) {
-      // time - first (mod 2^64) of an operand, 0 of a version that is none.
-      const bool times = has_times_;
-      GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, wf, [this, times](uint64_t i) -> uint64_t {
-        if (counts_[i] == 0) return 0;
-        return static_cast<uint64_t>(times ? times_[i] : 0) - static_cast<uint64_t>(firsts_[i]);
-      }));
-    }
-  }
-  if (has_pos_) {
-    uint8_t ph[kPosHeaderBytes];
-    Put<uint32_t>(ph, pl.min_source);
-    Put<uint32_t>(ph + 4, pl.max_source);
-    Put<uint64_t>(ph + 8, pl.min_position);
-    Put<uint64_t>(ph + 16, pl.radix);
-    Put<int64_t>(ph + 24, pl.min_time);
-    Put<uint8_t>(ph + 32, static_cast<uint8_t>(pl.ws));
-    Put<uint8_t>(ph + 33, static_cast<uint8_t>(pl.wp));
-    std::memset(ph + 34, 0, 6);
-    GT_RETURN_IF_ERROR(w.Append(ph, sizeof ph));
-    // A version without a position: source 0 (min_source is 0 then), its
-    // position part 0.
-    if (pl.ws != 0)
-      GT_RETURN_IF_ERROR(
-          AppendNarrow(&w, ne, pl.ws, [this, &pl](uint64_t i) -> uint64_t { return pos_src_[i] - pl.min_source; }));
-    if (pl.wp != 0)
-      GT_RETURN_IF_ERROR(AppendNarrow(&w, ne, pl.wp, [this, &pl](uint64_t i) -> uint64_t {
-        if (pos_src_[i] == 0) return 0;
-        const uint64_t p = pos_off_[i] - pl.min_position;
-        return pl.radix != 0 ? uint64_t{pos_src_[i] - pl.min_source} * pl.radix + p : p;
-      }));
-  }
-  if (flags & kFlagPayload) {
-    GT_RETURN_IF_ERROR(AppendNarrow(&w, pay_offs_.data(), ne + 1, wp));
-    if (!pay_bytes_.empty()) GT_RETURN_IF_ERROR(w.Append(pay_bytes_.data(), pay_bytes_.size()));
-    GT_RETURN_IF_ERROR(w.Pad8());
-  }
-  if (flags & kFlagBloom) GT_RETURN_IF_ERROR(w.Append(bloom.data(), bloom.size() * 4));
-  w.CloseChunk();
-  const uint64_t body_end = w.pos();
-  std::vector<uint32_t> crcs = w.crcs();
-  GT_RETURN_IF_ERROR(w.Drain());
-  GT_RETURN_IF_ERROR(WriteAll(fd, crcs.data(), crcs.size() * 4, path));
-  if (crcs.size() % 2) {
-    uint32_t z = 0;
-    GT_RETURN_IF_ERROR(WriteAll(fd, &z, 4, path));
-  }
-  uint8_t foot[kFooterSize] = {0};
-  Put<uint64_t>(foot, body_end);
-  Put<uint64_t>(foot + 8, crcs.size());
-  Put<uint32_t>(foot + 16, Crc32c(crcs.data(), crcs.size() * 4));
-  Put<uint32_t>(foot + 20, Crc32c(foot, 20));
-  std::memcpy(foot + 24, kEndMagic, 8);
-  GT_RETURN_IF_ERROR(WriteAll(fd, foot, kFooterSize, path));
-  if (::fsync(fd) != 0) return Status::IO("fsync: " + ErrnoString(errno), path);
+  if (!(l.flags & kFlagCounts)) return Status::OK();
+  GT_RETURN_IF_ERROR(AppendNarrow(w, counts_.data(), ne, l.wc));
+  if (l.version < 5) return w->Append(firsts_.data(), ne * 8);
+  if (l.wf == 0) return Status::OK();
+  // time - first (mod 2^64) of an operand, 0 of a version that is none.
+  const bool times = has_times_;
+  return AppendNarrow(w, ne, l.wf, [this, times](uint64_t i) -> uint64_t {
+    if (counts_[i] == 0) return 0;
+    return static_cast<uint64_t>(times ? times_[i] : 0) - static_cast<uint64_t>(firsts_[i]);
+  });
+}
 
-  meta->id = id;
-  meta->level = level;
-  meta->dir = edge_dir;
-  meta->min_src = min_src;
-  meta->max_src = max_src;
-  meta->max_dst = max_dst_;
-  meta->nverts = nv;
-  meta->nentries = ne;
-  meta->bytes = body_end + Align8(crcs.size() * 4) + kFooterSize;
-  meta->min_seq = min_seq_;
-  meta->max_seq = max_seq_;
-  return Status::OK();
+Status SegmentBuilder::WritePositions(const FileLayout &l, ChunkedWriter *w) const {
+  const PosLayout &pl = l.pl;
+  const uint64_t ne = n_;
+  uint8_t ph[kPosHeaderBytes];
+  Put<uint32_t>(ph, pl.min_source);
+  Put<uint32_t>(ph + 4, pl.max_source);
+  Put<uint64_t>(ph + 8, pl.min_position);
+  Put<uint64_t>(ph + 16, pl.radix);
+  Put<int64_t>(ph + 24, pl.min_time);
+  Put<uint8_t>(ph + 32, static_cast<uint8_t>(pl.ws));
+  Put<uint8_t>(ph + 33, static_cast<uint8_t>(pl.wp));
+  std::memset(ph + 34, 0, 6);
+  GT_RETURN_IF_ERROR(w->Append(ph, sizeof ph));
+  // A version without a position: source 0 (min_source is 0 then), its
+  // position part 0.
+  if (pl.ws != 0)
+    GT_RETURN_IF_ERROR(
+        AppendNarrow(w, ne, pl.ws, [this, &pl](uint64_t i) -> uint64_t { return pos_src_[i] - pl.min_source; }));
+  if (pl.wp == 0) return Status::OK();
+  return AppendNarrow(w, ne, pl.wp, [this, &pl](uint64_t i) -> uint64_t {
+    if (pos_src_[i] == 0) return 0;
+    const uint64_t p = pos_off_[i] - pl.min_position;
+    return pl.radix != 0 ? uint64_t{pos_src_[i] - pl.min_source} * pl.radix + p : p;
+  });
 }
 
 Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segment> *out) {
   std::shared_ptr<Segment> s(new Segment());
   s->path_ = JoinPath(dir, SegmentFileName(id));
-  const std::string &path = s->path_;
+  GT_RETURN_IF_ERROR(s->Map());
+  ColumnWidths w;
+  GT_RETURN_IF_ERROR(s->ReadHeader(id, &w));
+  GT_RETURN_IF_ERROR(s->ReadFooter());
+  Sections sec;
+  GT_RETURN_IF_ERROR(s->LayOut(&w, &sec));
+  GT_RETURN_IF_ERROR(s->BindTable(sec));
+  s->BindColumns(w);
+  if (s->has_pos_) GT_RETURN_IF_ERROR(s->ReadPositions(w));
+  if (s->flags_ & kFlagPayload) GT_RETURN_IF_ERROR(s->CheckPayloadOffsets(w.pay, sec.pay_len));
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Status Segment::Map() {
+  const std::string &path = path_;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IO("open: " + ErrnoString(errno), path);
   FdGuard guard{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::IO("stat: " + ErrnoString(errno), path);
-  s->size_ = static_cast<size_t>(st.st_size);
-  if (s->size_ < kHeaderSize + kFooterSize)
-    return Status::Corruption("segment too short (" + std::to_string(s->size_) + " bytes)", path, 0);
-  void *m = ::mmap(nullptr, s->size_, PROT_READ, MAP_SHARED, fd, 0);
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ < kHeaderSize + kFooterSize)
+    return Status::Corruption("segment too short (" + std::to_string(size_) + " bytes)", path, 0);
+  void *m = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return Status::IO("mmap: " + ErrnoString(errno), path);
-  s->base_ = static_cast<const uint8_t *>(m);
-  const uint8_t *h = s->base_;
+  base_ = static_cast<const uint8_t *>(m);
+  return Status::OK();
+}
 
+Status Segment::ReadHeader(uint64_t id, ColumnWidths *w) {
+  const std::string &path = path_;
+  const uint8_t *h = base_;
   if (std::memcmp(h, kMagic, 8) != 0) return Status::Corruption("bad segment magic", path, 0);
   if (Get<uint32_t>(h + 124) != Crc32c(h, 124)) return Status::Corruption("segment header checksum mismatch", path, 0);
   const uint32_t version = Get<uint32_t>(h + 8);
@@ -693,65 +766,19 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
     return Status::Corruption("unsupported segment format version " + std::to_string(version) +
                                   " (this build reads 1 to " + std::to_string(kFormatVersion) + ")",
                               path, 8);
-  s->flags_ = Get<uint32_t>(h + 12);
-  s->bloom_blocks_ = Get<uint64_t>(h + 104);
-  if (version < 3 && (s->flags_ & kFlagBloom))
-    return Status::Corruption("a format version " + std::to_string(version) + " segment with an edge filter", path, 12);
-  s->history_floor_ = Get<uint64_t>(h + 112);
-  if (version < 3 && (s->flags_ & kFlagHistory))
-    return Status::Corruption("a format version " + std::to_string(version) + " segment with a history floor", path,
-                              12);
-  if (!(s->flags_ & kFlagHistory) && s->history_floor_ != 0)
-    return Status::Corruption("segment without history has a history floor", path, 112);
-  if ((s->flags_ & kFlagBloom) ? s->bloom_blocks_ == 0 : s->bloom_blocks_ != 0)
-    return Status::Corruption(
-        "segment edge filter size " + std::to_string(s->bloom_blocks_) + " does not match its flag", path, 104);
-  s->min_type_ = Get<uint16_t>(h + 120);
-  s->max_type_ = Get<uint16_t>(h + 122);
-  if (version < 4 && (s->flags_ & (kFlagCounts | kFlagPayload)))
-    return Status::Corruption("a format version " + std::to_string(version) + " segment with a count or payload column",
-                              path, 12);
-  // The narrow columns' widths: format 5's, else 8 bytes (first then an
-  // absolute time).
-  uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
-  if (version < 5 && (s->flags_ & (kFlagWidthBits | kFlagUnused)))
-    return Status::Corruption("a format version " + std::to_string(version) + " segment with unknown flags", path, 12);
-  uint32_t wt = 8;  // the time column's width: format 6's narrow one, else 8
-  if (version == 5 && (s->flags_ & kFlagUnused))
-    return Status::Corruption("a format version 5 segment with unknown flags", path, 12);
-  if (version >= 6) {
-    if (s->flags_ & kFlagUnused6) return Status::Corruption("segment with unknown flags", path, 12);
-    wt = (s->flags_ >> kTimeWidthShift & 7) + 1;
-    if (!(s->flags_ & kFlagTimes) && wt != 1)
-      return Status::Corruption("segment without a time column has its width", path, 12);
-    s->has_pos_ = true;
-  }
-  if (version >= 5) {
-    wv = (s->flags_ >> kVersWidthShift & 7) + 1;
-    wc = (s->flags_ >> kCountWidthShift & 7) + 1;
-    wf = s->flags_ >> kFirstWidthShift & 15;
-    wp = (s->flags_ >> kPayWidthShift & 7) + 1;
-    if (!(s->flags_ & kFlagVers) && wv != 1)
-      return Status::Corruption("segment without a version column has its width", path, 12);
-    if (!(s->flags_ & kFlagCounts) && (wc != 1 || wf != 0))
-      return Status::Corruption("segment without a count column has its widths", path, 12);
-    if (!(s->flags_ & kFlagPayload) && wp != 1)
-      return Status::Corruption("segment without a payload column has its offsets' width", path, 12);
-    if (wf > 8) return Status::Corruption("segment first-time width " + std::to_string(wf) + " is over 8", path, 12);
-    s->first_delta_ = true;
-  }
-  if (version == 1 && (s->flags_ & (kFlagTypes | kFlagTimes)))
+  GT_RETURN_IF_ERROR(CheckFlags(version));
+  GT_RETURN_IF_ERROR(ReadWidths(version, w));
+  if (version == 1 && (flags_ & (kFlagTypes | kFlagTimes)))
     return Status::Corruption("a format version 1 segment with a type or time column", path, 12);
-  if (s->flags_ & kFlagTypes) {
-    if (s->min_type_ > s->max_type_ || s->max_type_ >= kMaxEdgeTypes)
-      return Status::Corruption("segment type range [" + std::to_string(s->min_type_) + ", " +
-                                    std::to_string(s->max_type_) + "] is not within [0, " +
-                                    std::to_string(kMaxEdgeTypes - 1) + "]",
+  if (flags_ & kFlagTypes) {
+    if (min_type_ > max_type_ || max_type_ >= kMaxEdgeTypes)
+      return Status::Corruption("segment type range [" + std::to_string(min_type_) + ", " + std::to_string(max_type_) +
+                                    "] is not within [0, " + std::to_string(kMaxEdgeTypes - 1) + "]",
                                 path, 120);
-  } else if (s->min_type_ != 0 || s->max_type_ != 0) {
+  } else if (min_type_ != 0 || max_type_ != 0) {
     return Status::Corruption("segment without a type column has a type range", path, 120);
   }
-  SegMeta &mt = s->meta_;
+  SegMeta &mt = meta_;
   mt.id = Get<uint64_t>(h + 16);
   mt.level = Get<uint32_t>(h + 24);
   mt.dir = Get<uint32_t>(h + 28);
@@ -762,198 +789,285 @@ Status Segment::Open(const std::string &dir, uint64_t id, std::shared_ptr<Segmen
   mt.max_dst = Get<uint64_t>(h + 64);
   mt.min_seq = Get<uint64_t>(h + 72);
   mt.max_seq = Get<uint64_t>(h + 80);
-  mt.bytes = s->size_;
-  s->table_len_ = Get<uint64_t>(h + 88);
-  s->chunk_size_ = Get<uint64_t>(h + 96);
+  mt.bytes = size_;
+  table_len_ = Get<uint64_t>(h + 88);
+  chunk_size_ = Get<uint64_t>(h + 96);
   if (mt.id != id)
     return Status::Corruption("segment id " + std::to_string(mt.id) + " does not match file name", path, 16);
+  return Status::OK();
+}
 
-  const uint8_t *f = s->base_ + s->size_ - kFooterSize;
-  const uint64_t foot_off = s->size_ - kFooterSize;
+Status Segment::CheckFlags(uint32_t version) {
+  const std::string &path = path_;
+  const uint8_t *h = base_;
+  flags_ = Get<uint32_t>(h + 12);
+  bloom_blocks_ = Get<uint64_t>(h + 104);
+  if (version < 3 && (flags_ & kFlagBloom))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with an edge filter", path, 12);
+  history_floor_ = Get<uint64_t>(h + 112);
+  if (version < 3 && (flags_ & kFlagHistory))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with a history floor", path,
+                              12);
+  if (!(flags_ & kFlagHistory) && history_floor_ != 0)
+    return Status::Corruption("segment without history has a history floor", path, 112);
+  if ((flags_ & kFlagBloom) ? bloom_blocks_ == 0 : bloom_blocks_ != 0)
+    return Status::Corruption("segment edge filter size " + std::to_string(bloom_blocks_) + " does not match its flag",
+                              path, 104);
+  min_type_ = Get<uint16_t>(h + 120);
+  max_type_ = Get<uint16_t>(h + 122);
+  if (version < 4 && (flags_ & (kFlagCounts | kFlagPayload)))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with a count or payload column",
+                              path, 12);
+  return Status::OK();
+}
+
+Status Segment::ReadWidths(uint32_t version, ColumnWidths *w) {
+  const std::string &path = path_;
+  // The narrow columns' widths: format 5's, else 8 bytes (first then an
+  // absolute time); the time column's: format 6's narrow one, else 8.
+  if (version < 5 && (flags_ & (kFlagWidthBits | kFlagUnused)))
+    return Status::Corruption("a format version " + std::to_string(version) + " segment with unknown flags", path, 12);
+  if (version == 5 && (flags_ & kFlagUnused))
+    return Status::Corruption("a format version 5 segment with unknown flags", path, 12);
+  if (version >= 6) {
+    if (flags_ & kFlagUnused6) return Status::Corruption("segment with unknown flags", path, 12);
+    w->time = (flags_ >> kTimeWidthShift & 7) + 1;
+    if (!(flags_ & kFlagTimes) && w->time != 1)
+      return Status::Corruption("segment without a time column has its width", path, 12);
+    has_pos_ = true;
+  }
+  if (version >= 5) {
+    w->vers = (flags_ >> kVersWidthShift & 7) + 1;
+    w->count = (flags_ >> kCountWidthShift & 7) + 1;
+    w->first = flags_ >> kFirstWidthShift & 15;
+    w->pay = (flags_ >> kPayWidthShift & 7) + 1;
+    if (!(flags_ & kFlagVers) && w->vers != 1)
+      return Status::Corruption("segment without a version column has its width", path, 12);
+    if (!(flags_ & kFlagCounts) && (w->count != 1 || w->first != 0))
+      return Status::Corruption("segment without a count column has its widths", path, 12);
+    if (!(flags_ & kFlagPayload) && w->pay != 1)
+      return Status::Corruption("segment without a payload column has its offsets' width", path, 12);
+    if (w->first > 8)
+      return Status::Corruption("segment first-time width " + std::to_string(w->first) + " is over 8", path, 12);
+    first_delta_ = true;
+  }
+  return Status::OK();
+}
+
+Status Segment::ReadFooter() {
+  const std::string &path = path_;
+  const uint8_t *f = base_ + size_ - kFooterSize;
+  const uint64_t foot_off = size_ - kFooterSize;
   if (std::memcmp(f + 24, kEndMagic, 8) != 0)
     return Status::Corruption("bad segment footer magic", path, foot_off + 24);
   if (Get<uint32_t>(f + 20) != Crc32c(f, 20))
     return Status::Corruption("segment footer checksum mismatch", path, foot_off);
-  s->body_end_ = Get<uint64_t>(f);
-  s->nchunks_ = Get<uint64_t>(f + 8);
-  if (s->chunk_size_ == 0 || s->body_end_ < kHeaderSize ||
-      s->nchunks_ != (s->body_end_ - kHeaderSize + s->chunk_size_ - 1) / s->chunk_size_ ||
-      s->body_end_ + Align8(s->nchunks_ * 4) + kFooterSize != s->size_)
+  body_end_ = Get<uint64_t>(f);
+  nchunks_ = Get<uint64_t>(f + 8);
+  if (chunk_size_ == 0 || body_end_ < kHeaderSize ||
+      nchunks_ != (body_end_ - kHeaderSize + chunk_size_ - 1) / chunk_size_ ||
+      body_end_ + Align8(nchunks_ * 4) + kFooterSize != size_)
     return Status::Corruption("segment footer sizes inconsistent", path, foot_off);
-  s->crcs_ = reinterpret_cast<const uint32_t *>(s->base_ + s->body_end_);
-  if (Get<uint32_t>(f + 16) != Crc32c(s->crcs_, s->nchunks_ * 4))
-    return Status::Corruption("segment chunk checksum table mismatch", path, s->body_end_);
+  crcs_ = reinterpret_cast<const uint32_t *>(base_ + body_end_);
+  if (Get<uint32_t>(f + 16) != Crc32c(crcs_, nchunks_ * 4))
+    return Status::Corruption("segment chunk checksum table mismatch", path, body_end_);
   // The table's padding to 8 bytes is zero (no checksum covers it).
-  if (s->nchunks_ % 2 != 0 && Get<uint32_t>(s->base_ + s->body_end_ + s->nchunks_ * 4) != 0)
-    return Status::Corruption("segment chunk checksum table padding is not zero", path, s->body_end_ + s->nchunks_ * 4);
+  if (nchunks_ % 2 != 0 && Get<uint32_t>(base_ + body_end_ + nchunks_ * 4) != 0)
+    return Status::Corruption("segment chunk checksum table padding is not zero", path, body_end_ + nchunks_ * 4);
 
-  s->verified_.reset(new std::atomic<uint64_t>[(s->nchunks_ + 63) / 64]);
-  for (uint64_t i = 0; i < (s->nchunks_ + 63) / 64; i++) s->verified_[i].store(0);
+  verified_.reset(new std::atomic<uint64_t>[(nchunks_ + 63) / 64]);
+  for (uint64_t i = 0; i < (nchunks_ + 63) / 64; i++) verified_[i].store(0);
+  return Status::OK();
+}
 
+Status Segment::LayOut(ColumnWidths *w, Sections *sec) {
   // Section offsets follow from the header alone (and format 6's source
   // position section's header, verified when it is read).
-  const uint64_t nv = mt.nverts, ne = mt.nentries;
+  const std::string &path = path_;
+  const uint64_t nv = meta_.nverts, ne = meta_.nentries;
   uint64_t off = kHeaderSize;
-  uint64_t table_bytes;
-  if (s->flags_ & kFlagDense) {
-    if (s->table_len_ != mt.max_src - mt.min_src + 2)
+  if (flags_ & kFlagDense) {
+    if (table_len_ != meta_.max_src - meta_.min_src + 2)
       return Status::Corruption("dense table length mismatch", path, 88);
-    table_bytes = s->table_len_ * 8;
+    sec->table_bytes = table_len_ * 8;
   } else {
-    if (s->table_len_ != nv) return Status::Corruption("sparse table length mismatch", path, 88);
-    table_bytes = nv * 8 + (nv + 1) * 8;
+    if (table_len_ != nv) return Status::Corruption("sparse table length mismatch", path, 88);
+    sec->table_bytes = nv * 8 + (nv + 1) * 8;
   }
-  const uint64_t table_off = off;
-  off += table_bytes;
-  s->dst_off_ = off;
-  off += Align8(ne * ((s->flags_ & kFlagDst32) ? 4 : 8));
+  sec->table_off = off;
+  off += sec->table_bytes;
+  dst_off_ = off;
+  off += Align8(ne * ((flags_ & kFlagDst32) ? 4 : 8));
   // Every entry takes bytes of the file (4 of a dst at least), so a
   // larger count is damage (and the sums below could overflow).
-  if (ne > s->size_) return Status::Corruption("segment entry count larger than the file", path, 40);
-  // A column of n entries of w bytes, padded to 8.
-  auto narrow = [](uint64_t n, uint32_t w) -> uint64_t { return Align8(n * w); };
-  if (s->flags_ & kFlagVers) {
-    s->vers_off_ = off;
-    off += narrow(ne, wv);
+  if (ne > size_) return Status::Corruption("segment entry count larger than the file", path, 40);
+  if (flags_ & kFlagVers) {
+    vers_off_ = off;
+    off += NarrowBytes(ne, w->vers);
   }
-  if (s->flags_ & kFlagWeights) {
-    s->w_off_ = off;
+  if (flags_ & kFlagWeights) {
+    w_off_ = off;
     off += ne * 8;
   }
-  if (s->flags_ & kFlagTimes) {
-    s->times_off_ = off;
-    off += narrow(ne, wt);
+  if (flags_ & kFlagTimes) {
+    times_off_ = off;
+    off += NarrowBytes(ne, w->time);
   }
-  if (s->flags_ & kFlagTypes) {
-    s->types_off_ = off;
+  if (flags_ & kFlagTypes) {
+    types_off_ = off;
     off += Align8(ne * 2);
   }
-  if (s->flags_ & kFlagCounts) {
-    s->counts_off_ = off;
-    off += narrow(ne, wc);
-    s->firsts_off_ = off;
-    off += narrow(ne, wf);
+  if (flags_ & kFlagCounts) {
+    counts_off_ = off;
+    off += NarrowBytes(ne, w->count);
+    firsts_off_ = off;
+    off += NarrowBytes(ne, w->first);
   }
-  uint32_t wps = 0, wpp = 0;  // the source position columns' widths (format 6)
-  if (s->has_pos_) {
-    // Their widths are in the section's header, read (and verified) now.
-    s->pos_hdr_off_ = off;
-    if (off + kPosHeaderBytes > s->body_end_)
-      return Status::Corruption("segment source position section past the body", path, 40);
-    GT_RETURN_IF_ERROR(s->VerifyBytes(off, off + kPosHeaderBytes));
-    const uint8_t *ph = s->base_ + off;
-    wps = Get<uint8_t>(ph + 32);
-    wpp = Get<uint8_t>(ph + 33);
-    if (wps > 4 || wpp > 8)
-      return Status::Corruption(
-          "segment source position widths " + std::to_string(wps) + " and " + std::to_string(wpp) + " are over 4 and 8",
-          path, off + 32);
-    for (int k = 34; k < 40; k++)
-      if (ph[k] != 0) return Status::Corruption("segment source position header padding is not zero", path, off + k);
-    off += kPosHeaderBytes;
-    s->pos_src_off_ = off;
-    off += narrow(ne, wps);
-    s->pos_off_off_ = off;
-    off += narrow(ne, wpp);
-    if (off > s->body_end_) return Status::Corruption("segment source position columns larger than the file", path, 40);
-  }
-  uint64_t bloom_off = 0, bloom_bytes = 0;
-  if (s->flags_ & kFlagBloom) {
+  if (has_pos_) GT_RETURN_IF_ERROR(LayOutPositions(w, &off));
+  return LayOutTail(*w, off, sec);
+}
+
+Status Segment::LayOutPositions(ColumnWidths *w, uint64_t *off) {
+  // The source position columns' widths are in the section's header,
+  // read (and verified) now.
+  const std::string &path = path_;
+  const uint64_t ne = meta_.nentries;
+  pos_hdr_off_ = *off;
+  if (*off + kPosHeaderBytes > body_end_)
+    return Status::Corruption("segment source position section past the body", path, 40);
+  GT_RETURN_IF_ERROR(VerifyBytes(*off, *off + kPosHeaderBytes));
+  const uint8_t *ph = base_ + *off;
+  w->pos_src = Get<uint8_t>(ph + 32);
+  w->pos_off = Get<uint8_t>(ph + 33);
+  if (w->pos_src > 4 || w->pos_off > 8)
+    return Status::Corruption("segment source position widths " + std::to_string(w->pos_src) + " and " +
+                                  std::to_string(w->pos_off) + " are over 4 and 8",
+                              path, *off + 32);
+  for (int k = 34; k < 40; k++)
+    if (ph[k] != 0) return Status::Corruption("segment source position header padding is not zero", path, *off + k);
+  *off += kPosHeaderBytes;
+  pos_src_off_ = *off;
+  *off += NarrowBytes(ne, w->pos_src);
+  pos_off_off_ = *off;
+  *off += NarrowBytes(ne, w->pos_off);
+  if (*off > body_end_) return Status::Corruption("segment source position columns larger than the file", path, 40);
+  return Status::OK();
+}
+
+Status Segment::LayOutTail(const ColumnWidths &w, uint64_t off, Sections *sec) {
+  // The payload column and the edge filter, which ends the body.
+  const std::string &path = path_;
+  const uint64_t ne = meta_.nentries;
+  uint64_t bloom_bytes = 0;
+  if (flags_ & kFlagBloom) {
     // Blocks are at most one per 32 bytes of the file: a larger count is
     // damage (and would overflow below).
-    if (s->bloom_blocks_ > s->size_ / (kBloomBlockWords * 4))
+    if (bloom_blocks_ > size_ / (kBloomBlockWords * 4))
       return Status::Corruption("segment edge filter larger than the file", path, 104);
-    bloom_bytes = s->bloom_blocks_ * kBloomBlockWords * 4;
+    bloom_bytes = bloom_blocks_ * kBloomBlockWords * 4;
   }
-  uint64_t pay_len = 0;  // the payload bytes' section, padding included
-  if (s->flags_ & kFlagPayload) {
+  if (flags_ & kFlagPayload) {
     // The offsets, then the bytes up to the edge filter (or the body's end).
-    if (ne >= s->size_ || off + narrow(ne + 1, wp) + bloom_bytes > s->body_end_)
+    if (ne >= size_ || off + NarrowBytes(ne + 1, w.pay) + bloom_bytes > body_end_)
       return Status::Corruption("segment payload column larger than the file", path, 40);
-    s->pay_offs_off_ = off;
-    off += narrow(ne + 1, wp);
-    s->pay_data_off_ = off;
-    pay_len = s->body_end_ - bloom_bytes - off;
-    off += pay_len;
+    pay_offs_off_ = off;
+    off += NarrowBytes(ne + 1, w.pay);
+    pay_data_off_ = off;
+    sec->pay_len = body_end_ - bloom_bytes - off;
+    off += sec->pay_len;
   }
-  bloom_off = off;
+  sec->bloom_off = off;
   off += bloom_bytes;
-  if (off != s->body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
-  GT_RETURN_IF_ERROR(s->VerifyBytes(table_off, table_off + table_bytes));
-  if (s->flags_ & kFlagBloom) {
-    GT_RETURN_IF_ERROR(s->VerifyBytes(bloom_off, s->body_end_));
-    s->bloom_ = reinterpret_cast<const uint32_t *>(s->base_ + bloom_off);
-  }
+  if (off != body_end_) return Status::Corruption("segment section sizes do not add up to body size", path, 0);
+  return Status::OK();
+}
 
-  if (s->flags_ & kFlagDense) {
-    s->offs_ = reinterpret_cast<const uint64_t *>(s->base_ + table_off);
+Status Segment::BindTable(const Sections &sec) {
+  const std::string &path = path_;
+  const uint64_t nv = meta_.nverts, ne = meta_.nentries;
+  GT_RETURN_IF_ERROR(VerifyBytes(sec.table_off, sec.table_off + sec.table_bytes));
+  if (flags_ & kFlagBloom) {
+    GT_RETURN_IF_ERROR(VerifyBytes(sec.bloom_off, body_end_));
+    bloom_ = reinterpret_cast<const uint32_t *>(base_ + sec.bloom_off);
+  }
+  if (flags_ & kFlagDense) {
+    offs_ = reinterpret_cast<const uint64_t *>(base_ + sec.table_off);
   } else {
-    s->srcs_ = reinterpret_cast<const uint64_t *>(s->base_ + table_off);
-    s->offs_ = s->srcs_ + nv;
+    srcs_ = reinterpret_cast<const uint64_t *>(base_ + sec.table_off);
+    offs_ = srcs_ + nv;
   }
   // The table must be monotone and end at nentries or reads would run off.
-  const uint64_t offs_len = (s->flags_ & kFlagDense) ? s->table_len_ : nv + 1;
-  if (s->offs_[0] != 0 || s->offs_[offs_len - 1] != ne)
-    return Status::Corruption("vertex table does not span the edge column", path, table_off);
+  const uint64_t offs_len = (flags_ & kFlagDense) ? table_len_ : nv + 1;
+  if (offs_[0] != 0 || offs_[offs_len - 1] != ne)
+    return Status::Corruption("vertex table does not span the edge column", path, sec.table_off);
   for (uint64_t i = 1; i < offs_len; i++)
-    if (s->offs_[i] < s->offs_[i - 1]) return Status::Corruption("vertex table not monotone", path, table_off + i * 8);
-  if (s->flags_ & kFlagDst32)
-    s->dst32_ = reinterpret_cast<const uint32_t *>(s->base_ + s->dst_off_);
+    if (offs_[i] < offs_[i - 1]) return Status::Corruption("vertex table not monotone", path, sec.table_off + i * 8);
+  return Status::OK();
+}
+
+void Segment::BindColumns(const ColumnWidths &w) {
+  if (flags_ & kFlagDst32)
+    dst32_ = reinterpret_cast<const uint32_t *>(base_ + dst_off_);
   else
-    s->dst64_ = reinterpret_cast<const uint64_t *>(s->base_ + s->dst_off_);
-  if (s->flags_ & kFlagVers) s->vers_.Set(s->base_ + s->vers_off_, wv);
-  if (s->flags_ & kFlagWeights) s->w_ = reinterpret_cast<const double *>(s->base_ + s->w_off_);
-  if (s->flags_ & kFlagTypes) s->types_ = reinterpret_cast<const uint16_t *>(s->base_ + s->types_off_);
-  if (s->flags_ & kFlagTimes) s->tcol_.Set(s->base_ + s->times_off_, wt);
-  if (s->flags_ & kFlagCounts) {
-    s->counts_.Set(s->base_ + s->counts_off_, wc);
-    if (wf != 0) s->firsts_.Set(s->base_ + s->firsts_off_, wf);
+    dst64_ = reinterpret_cast<const uint64_t *>(base_ + dst_off_);
+  if (flags_ & kFlagVers) vers_.Set(base_ + vers_off_, w.vers);
+  if (flags_ & kFlagWeights) w_ = reinterpret_cast<const double *>(base_ + w_off_);
+  if (flags_ & kFlagTypes) types_ = reinterpret_cast<const uint16_t *>(base_ + types_off_);
+  if (flags_ & kFlagTimes) tcol_.Set(base_ + times_off_, w.time);
+  if (flags_ & kFlagCounts) {
+    counts_.Set(base_ + counts_off_, w.count);
+    if (w.first != 0) firsts_.Set(base_ + firsts_off_, w.first);
   }
-  if (s->has_pos_) {
-    // The section's header (verified above).
-    const uint64_t at = s->pos_hdr_off_;
-    const uint8_t *ph = s->base_ + at;
-    s->pos_min_src_ = Get<uint32_t>(ph);
-    s->pos_max_src_ = Get<uint32_t>(ph + 4);
-    s->pos_min_ = Get<uint64_t>(ph + 8);
-    s->pos_radix_ = Get<uint64_t>(ph + 16);
-    const int64_t min_time = Get<int64_t>(ph + 24);
-    if ((s->flags_ & kFlagTimes) ? min_time <= 0 : min_time != 0)
-      return Status::Corruption("segment least time " + std::to_string(min_time) + " does not match its time column",
-                                path, at + 24);
-    if (s->flags_ & kFlagTimes) s->tbase_ = static_cast<uint64_t>(min_time) - 1;
-    if (s->pos_max_src_ == 0 || s->pos_min_src_ > s->pos_max_src_ || s->pos_max_src_ > GT_MAX_EVENT_SOURCES)
-      return Status::Corruption("segment source range [" + std::to_string(s->pos_min_src_) + ", " +
-                                    std::to_string(s->pos_max_src_) + "] is not within [0, " +
-                                    std::to_string(GT_MAX_EVENT_SOURCES) + "] or names none",
-                                path, at);
-    if (s->pos_radix_ != 0 && wps != 0)
-      return Status::Corruption("segment combines its source position columns but has a source column", path, at + 32);
-    if (wps != 0) s->pos_src_.Set(s->base_ + s->pos_src_off_, wps);
-    if (wpp != 0) s->pos_off_.Set(s->base_ + s->pos_off_off_, wpp);
-  }
-  if (s->flags_ & kFlagPayload) {
-    // The offsets must start at 0, never decrease and end within the
-    // bytes (padding under 8), or a read would run off the column.
-    const uint64_t po_end = s->pay_offs_off_ + narrow(ne + 1, wp);
-    GT_RETURN_IF_ERROR(s->VerifyBytes(s->pay_offs_off_, po_end));
-    PackedColumn po;
-    po.Set(s->base_ + s->pay_offs_off_, wp);
-    if (po.at(0) != 0) return Status::Corruption("payload offsets do not start at 0", path, s->pay_offs_off_);
-    for (uint64_t i = 1; i <= ne; i++)
-      if (po.at(i) < po.at(i - 1) || po.at(i) > pay_len)
-        return Status::Corruption("payload offset " + std::to_string(po.at(i)) + " of version " +
-                                      std::to_string(i - 1) + " is not within [" + std::to_string(po.at(i - 1)) + ", " +
-                                      std::to_string(pay_len) + "]",
-                                  path, s->pay_offs_off_ + i * wp);
-    if (Align8(po.at(ne)) != pay_len)
-      return Status::Corruption(
-          "payload bytes end at " + std::to_string(po.at(ne)) + " but the column holds " + std::to_string(pay_len),
-          path, s->pay_offs_off_ + ne * wp);
-    s->pay_offs_ = po;
-    s->pay_data_ = s->base_ + s->pay_data_off_;
-  }
-  *out = std::move(s);
+}
+
+Status Segment::ReadPositions(const ColumnWidths &w) {
+  // The section's header (verified by LayOutPositions).
+  const std::string &path = path_;
+  const uint64_t at = pos_hdr_off_;
+  const uint8_t *ph = base_ + at;
+  pos_min_src_ = Get<uint32_t>(ph);
+  pos_max_src_ = Get<uint32_t>(ph + 4);
+  pos_min_ = Get<uint64_t>(ph + 8);
+  pos_radix_ = Get<uint64_t>(ph + 16);
+  const int64_t min_time = Get<int64_t>(ph + 24);
+  if ((flags_ & kFlagTimes) ? min_time <= 0 : min_time != 0)
+    return Status::Corruption("segment least time " + std::to_string(min_time) + " does not match its time column",
+                              path, at + 24);
+  if (flags_ & kFlagTimes) tbase_ = static_cast<uint64_t>(min_time) - 1;
+  if (pos_max_src_ == 0 || pos_min_src_ > pos_max_src_ || pos_max_src_ > GT_MAX_EVENT_SOURCES)
+    return Status::Corruption("segment source range [" + std::to_string(pos_min_src_) + ", " +
+                                  std::to_string(pos_max_src_) + "] is not within [0, " +
+                                  std::to_string(GT_MAX_EVENT_SOURCES) + "] or names none",
+                              path, at);
+  if (pos_radix_ != 0 && w.pos_src != 0)
+    return Status::Corruption("segment combines its source position columns but has a source column", path, at + 32);
+  if (w.pos_src != 0) pos_src_.Set(base_ + pos_src_off_, w.pos_src);
+  if (w.pos_off != 0) pos_off_.Set(base_ + pos_off_off_, w.pos_off);
+  return Status::OK();
+}
+
+Status Segment::CheckPayloadOffsets(uint32_t wp, uint64_t pay_len) {
+  // The offsets must start at 0, never decrease and end within the
+  // bytes (padding under 8), or a read would run off the column.
+  const std::string &path = path_;
+  const uint64_t ne = meta_.nentries;
+  const uint64_t po_end = pay_offs_off_ + NarrowBytes(ne + 1, wp);
+  GT_RETURN_IF_ERROR(VerifyBytes(pay_offs_off_, po_end));
+  PackedColumn po;
+  po.Set(base_ + pay_offs_off_, wp);
+  if (po.at(0) != 0) return Status::Corruption("payload offsets do not start at 0", path, pay_offs_off_);
+  for (uint64_t i = 1; i <= ne; i++)
+    if (po.at(i) < po.at(i - 1) || po.at(i) > pay_len)
+      return Status::Corruption("payload offset " + std::to_string(po.at(i)) + " of version " + std::to_string(i - 1) +
+                                    " is not within [" + std::to_string(po.at(i - 1)) + ", " + std::to_string(pay_len) +
+                                    "]",
+                                path, pay_offs_off_ + i * wp);
+  if (Align8(po.at(ne)) != pay_len)
+    return Status::Corruption(
+        "payload bytes end at " + std::to_string(po.at(ne)) + " but the column holds " + std::to_string(pay_len), path,
+        pay_offs_off_ + ne * wp);
+  pay_offs_ = po;
+  pay_data_ = base_ + pay_data_off_;
   return Status::OK();
 }
 

@@ -185,6 +185,9 @@ struct PackedColumn {
 
 std::string SegmentFileName(uint64_t id);
 
+// Writes a segment file's body with its chunk checksums (segment.cc).
+class ChunkedWriter;
+
 // Accumulates vertices in increasing src order and writes one file.
 // Memory: holds the whole segment in the columns it will write, each kept
 // only once it is needed (dst as u32 until an id needs 64 bits, versions
@@ -266,6 +269,41 @@ class SegmentBuilder {
   // The narrow columns' widths a format-5 file of these entries takes:
   // vers, count, first (0: none), payload offset.
   void NarrowWidths(uint32_t *wv, uint32_t *wc, uint32_t *wf, uint32_t *wp) const;
+
+  // Transpose's phases. InOrder: each entry's position in the
+  // in-direction's columns, in (dst, entry) order, so stable, with in's
+  // vertices and where each ends. ScatterColumns and ScatterPayloads: the
+  // entries' columns at those positions. CopySummary: what the file
+  // records about them.
+  std::vector<uint32_t> InOrder(SegmentBuilder *in) const;
+  void ScatterColumns(const std::vector<uint32_t> &where, SegmentBuilder *in) const;
+  void ScatterPayloads(const std::vector<uint32_t> &where, SegmentBuilder *in) const;
+  void CopySummary(SegmentBuilder *in) const;
+
+  // What Finish writes besides the entries: the format version and flags,
+  // the vertex table's length (dense_len: that of a dense one), the narrow
+  // columns' widths (8 bytes before format 5), the source position
+  // section's layout and the edge filter.
+  struct FileLayout {
+    uint32_t version = 0, flags = 0;
+    uint64_t dense_len = 0, table_len = 0;
+    uint32_t wv = 8, wc = 8, wf = 8, wp = 8;
+    PosLayout pl;
+    std::vector<uint32_t> bloom;
+    uint64_t bloom_blocks = 0;
+  };
+  // Finish's phases, in this order: whether the format asked for holds
+  // these entries; the file's layout; its header; then its body: the
+  // vertex table with the dst column, the other entry columns, the source
+  // position section (the payload column and the edge filter follow).
+  Status CheckFormat() const;
+  FileLayout Layout(uint32_t edge_dir) const;
+  // The edge filter over the distinct (src, dst) pairs; *blocks its size.
+  std::vector<uint32_t> EdgeFilter(uint64_t *blocks) const;
+  void EncodeHeader(const FileLayout &l, uint64_t id, uint32_t level, uint32_t edge_dir, uint8_t *hdr) const;
+  Status WriteTable(const FileLayout &l, ChunkedWriter *w) const;
+  Status WriteColumns(const FileLayout &l, ChunkedWriter *w) const;
+  Status WritePositions(const FileLayout &l, ChunkedWriter *w) const;
 
   std::vector<uint64_t> srcs_, offs_;
   std::vector<uint32_t> d32_;       // while every dst < 2^32
@@ -458,6 +496,42 @@ class Segment {
   Segment() = default;
   Status VerifyBytes(uint64_t from, uint64_t to) const;
   Status VerifyChunk(uint64_t c) const;
+
+  // The narrow columns' widths in bytes, from the header's flags (8 before
+  // format 5; the time column's before format 6) and the source position
+  // section's header (0: no such column).
+  struct ColumnWidths {
+    uint32_t vers = 8, count = 8, first = 8, pay = 8, time = 8;
+    uint32_t pos_src = 0, pos_off = 0;
+  };
+  // Where the vertex table, the edge filter and the payload bytes are.
+  struct Sections {
+    uint64_t table_off = 0, table_bytes = 0, bloom_off = 0, pay_len = 0;
+  };
+  // Open's phases, in this order; each fails with the damage it finds in
+  // what it reads. Map: opens and maps path_.
+  Status Map();
+  // The header: its checksum, format version, flags (CheckFlags), the
+  // columns' widths (ReadWidths), type range and meta_.
+  Status ReadHeader(uint64_t id, ColumnWidths *w);
+  Status CheckFlags(uint32_t version);
+  Status ReadWidths(uint32_t version, ColumnWidths *w);
+  // The footer: the body's size and the chunk checksum table.
+  Status ReadFooter();
+  // The sections' offsets, which must add up to the body: the columns,
+  // the source position section (LayOutPositions, whose header gives its
+  // columns' widths) and the payload and edge filter (LayOutTail).
+  Status LayOut(ColumnWidths *w, Sections *sec);
+  Status LayOutPositions(ColumnWidths *w, uint64_t *off);
+  Status LayOutTail(const ColumnWidths &w, uint64_t off, Sections *sec);
+  // The vertex table (verified, monotone, spanning the entries) and the
+  // edge filter; then the entry columns.
+  Status BindTable(const Sections &sec);
+  void BindColumns(const ColumnWidths &w);
+  // Format 6: the source position section's header values and columns.
+  Status ReadPositions(const ColumnWidths &w);
+  // The payload offsets: verified, from 0, monotone, within the bytes.
+  Status CheckPayloadOffsets(uint32_t wp, uint64_t pay_len);
 
   std::string path_;
   SegMeta meta_;

@@ -1,6 +1,6 @@
 // datadriven.h -- pebble-style datadriven tests, hosted by GoogleTest.
 //
-// A test file under cgo/testdata/ is a sequence of blocks, blank lines
+// A test file under internal/core/testdata/ is a sequence of blocks, blank lines
 // between them; a line starting with '#' outside a block is a comment:
 //
 //   command arg key=value key=(a,b)
@@ -17,7 +17,7 @@
 // keeping everything else as it was.
 //
 // The files are found through GT_TESTDATA_DIR, the source tree's
-// cgo/testdata (a compile definition from CMakeLists.txt), so the test binary
+// internal/core/testdata (a compile definition from CMakeLists.txt), so the test binary
 // runs from any working directory.
 #pragma once
 

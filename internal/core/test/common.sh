@@ -10,7 +10,7 @@
 #                 directory on /dev/shm when it is a tmpfs with 512 MiB
 #                 free, else /tmp)
 
-# gt_src is cgo/, the CMake project; gt_start when the run started.
+# gt_src is internal/core/, the CMake project; gt_start when the run started.
 gt_src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 gt_start=$(date +%s)
 

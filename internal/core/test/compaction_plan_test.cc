@@ -2,7 +2,7 @@
 // of compaction_plan.h: gt::LevelCapacity, gt::PickCompaction and
 // gt::PickFullCompactionStep (gt::DescribePlan prints their plans).
 //
-// The cases are datadriven scripts, cgo/testdata/compaction_plan/* (see
+// The cases are datadriven scripts, internal/core/testdata/compaction_plan/* (see
 // datadriven.h; GT_REWRITE=1 rewrites their expected outputs): a level
 // layout, then what the planner picks from it. They check L0 below/at/above
 // its trigger; L0 files plus exactly the L1 segments overlapping their union

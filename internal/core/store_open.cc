@@ -106,37 +106,17 @@ Status Store::CreateIfMissing() {
   return CreateManifest(dir_, c);
 }
 
-Status Store::Recover() {
-  const std::string path = JoinPath(dir_, "MANIFEST");
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
-    GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
-    return Status::Invalid("no store in " + dir_ + " (no MANIFEST)");  // read-only: a writer creates it
-  }
-  ManifestContents mc;
-  std::vector<Problem> problems;
-  GT_RETURN_IF_ERROR(ReadManifest(path, &mc, &problems));
-  ManifestState ms;
-  if (problems.empty()) ReplayManifest(mc, &ms, &problems);
-  if (!problems.empty()) return problems[0].AsStatus();
-  if (opt_.in_edges_as_stored) {
-    opt_.in_edges = ms.in_edges;
-  } else if (ms.in_edges != opt_.in_edges) {
-    return Status::Invalid(std::string("store was created with in_edges=") + (ms.in_edges ? "true" : "false") +
-                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
-  }
+namespace {
 
-  std::vector<uint64_t> on_disk;
-  GT_RETURN_IF_ERROR(ListSegments(dir_, &on_disk));
-  DirScan scan;
-  ScanDir(ms, on_disk, &scan);
+// Refuses a directory whose files the manifest does not explain: a live
+// file missing, or one neither live nor provably garbage.
+Status CheckScan(const std::string &dir, const ManifestState &ms, const DirScan &scan) {
   if (!scan.missing.empty()) {
     const uint64_t id = scan.missing[0];
     return Status::Corruption(std::to_string(scan.missing.size()) + " live segment file(s) missing (" +
                                   FileList(scan.missing) + "); " + SegmentFileName(id) +
                                   " was added by the manifest record at offset " + std::to_string(ms.added_at.at(id)),
-                              JoinPath(dir_, SegmentFileName(id)), 0);
+                              JoinPath(dir, SegmentFileName(id)), 0);
   }
   if (!scan.unexplained.empty()) {
     return Status::Corruption(
@@ -144,12 +124,68 @@ Status Store::Recover() {
             ") are neither live nor provably garbage: numbered below the manifest's next file number " +
             std::to_string(ms.next_file) +
             " and removed by no edit, they may be data the manifest lost; 'graphtide repair' moves them aside",
-        JoinPath(dir_, SegmentFileName(scan.unexplained[0])), 0);
+        JoinPath(dir, SegmentFileName(scan.unexplained[0])), 0);
   }
+  return Status::OK();
+}
 
-  // Open every live file first (a file a later record removes is not
-  // opened: its add and its removal both drop out of the replay below).
+}  // namespace
+
+Status Store::Recover() {
+  const std::string path = JoinPath(dir_, "MANIFEST");
+  ManifestContents mc;
+  ManifestState ms;
+  GT_RETURN_IF_ERROR(ReplayManifestAt(path, &mc, &ms));
+  std::vector<uint64_t> on_disk;
+  GT_RETURN_IF_ERROR(ListSegments(dir_, &on_disk));
+  DirScan scan;
+  ScanDir(ms, on_disk, &scan);
+  GT_RETURN_IF_ERROR(CheckScan(dir_, ms, scan));
   std::map<uint64_t, std::shared_ptr<Segment>> live;
+  GT_RETURN_IF_ERROR(OpenLive(path, ms, &live));
+  AdoptRecorded(ms);
+  // INVARIANT: nothing is cut or deleted before the whole manifest has
+  // replayed and every live file has opened cleanly; then only a torn
+  // tail and files the manifest proves garbage go.
+  if (!opt_.read_only) GT_RETURN_IF_ERROR(TakeOverManifest(path, mc, scan));
+
+  next_file_id_ = std::max(ms.next_file, ms.max_file + 1);
+  if (!on_disk.empty()) next_file_id_ = std::max(next_file_id_, on_disk.back() + 1);
+  // The MemGraph is gone with the crash, so the newest applied seq is the
+  // newest durable one.
+  last_seq_.store(ms.durable_seq);
+  ReplayVersions(mc, live);
+  RecoverHistoryFloor(ms);
+  durable_low_ = ms.low_bound;
+  durable_high_ = ms.high_bound;
+  low_bound_.store(ms.low_bound);
+  high_bound_.store(ms.high_bound);
+  compaction_wanted_ = true;
+  return Status::OK();
+}
+
+Status Store::ReplayManifestAt(const std::string &path, ManifestContents *mc, ManifestState *ms) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::IO("stat: " + ErrnoString(errno), path);
+    GT_RETURN_IF_ERROR(CheckNoManifest(dir_));
+    return Status::Invalid("no store in " + dir_ + " (no MANIFEST)");  // read-only: a writer creates it
+  }
+  std::vector<Problem> problems;
+  GT_RETURN_IF_ERROR(ReadManifest(path, mc, &problems));
+  if (problems.empty()) ReplayManifest(*mc, ms, &problems);
+  if (!problems.empty()) return problems[0].AsStatus();
+  if (opt_.in_edges_as_stored) {
+    opt_.in_edges = ms->in_edges;
+  } else if (ms->in_edges != opt_.in_edges) {
+    return Status::Invalid(std::string("store was created with in_edges=") + (ms->in_edges ? "true" : "false") +
+                           " and cannot be opened with in_edges=" + (opt_.in_edges ? "true" : "false"));
+  }
+  return Status::OK();
+}
+
+Status Store::OpenLive(const std::string &path, const ManifestState &ms,
+                       std::map<uint64_t, std::shared_ptr<Segment>> *live) const {
   for (const auto &kv : ms.live) {
     const SegMeta &m = kv.second;
     std::shared_ptr<Segment> seg;
@@ -165,8 +201,12 @@ Status Store::Recover() {
     // Every source a file names is one the MANIFEST numbered (its edit
     // was durable before any version named it).
     GT_RETURN_IF_ERROR(NamesKnownSources(*seg, ms.sources.size()));
-    live.emplace(m.id, std::move(seg));
+    live->emplace(m.id, std::move(seg));
   }
+  return Status::OK();
+}
+
+void Store::AdoptRecorded(const ManifestState &ms) {
   {
     std::lock_guard<std::mutex> ml(manifest_mu_);
     logged_ = ms;  // AdvanceState's fields; the history stays behind
@@ -180,92 +220,81 @@ Status Store::Recover() {
   for (const auto &a : ms.accumulate) retain_us_[a.first].store(a.second, std::memory_order_relaxed);
   newest_time_.store(ms.newest_time, std::memory_order_relaxed);
   event_sources_.store(static_cast<uint32_t>(ms.sources.size()), std::memory_order_release);
-  if (!opt_.read_only) {
-    // INVARIANT: nothing is cut or deleted before the whole manifest has
-    // replayed and every live file has opened cleanly; then only a torn
-    // tail and files the manifest proves garbage go.
-    const uint64_t end = mc.torn() ? mc.torn_offset : mc.size;
-    GT_RETURN_IF_ERROR(manifest_.Open(path, end));
-    manifest_bytes_.store(end);
-    manifest_base_bytes_ = mc.offsets.size() > 1 ? mc.offsets[1] : end;
-    // A MANIFEST.tmp beside the MANIFEST that just replayed is what an
-    // interrupted rewrite (or create) left: the MANIFEST is the store's.
-    const std::string tmp = JoinPath(dir_, kManifestTmp);
-    bool deleted = ::unlink(tmp.c_str()) == 0;
-    if (!deleted && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), tmp);
-    for (const auto *ids : {&scan.removed, &scan.unfinished}) {
-      for (uint64_t id : *ids) {
-        const std::string f = JoinPath(dir_, SegmentFileName(id));
-        if (::unlink(f.c_str()) != 0 && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), f);
-        deleted = true;
-      }
-    }
-    if (deleted) GT_RETURN_IF_ERROR(SyncDir(dir_));
-  }
+}
 
-  next_file_id_ = std::max(ms.next_file, ms.max_file + 1);
-  if (!on_disk.empty()) next_file_id_ = std::max(next_file_id_, on_disk.back() + 1);
-  // Replay: each record becomes a VersionEdit installed the way the flush
-  // or compaction that wrote it installed it, from an empty Version. The
-  // MemGraph is gone with the crash, so the newest applied seq is the
-  // newest durable one.
-  last_seq_.store(ms.durable_seq);
-  {
-    // Replay has no readers: the intermediate Versions share one map as it
-    // grows instead of copying it per record.
-    auto vdel = std::make_shared<VdelMap>();
-    auto empty = std::make_shared<Version>();
-    for (auto &t : empty->trees) t.levels.resize(opt_.max_levels);
-    empty->vdel = vdel;
-    std::lock_guard<std::mutex> l(mu_);
-    std::atomic_store(&current_, std::shared_ptr<const Version>(std::move(empty)));
-    for (const ManifestEdit &r : mc.edits) {
-      VersionEdit e;
-      if (r.kind == EditKind::kCreate || r.kind == EditKind::kSnapshot) {
-        e.new_active = NewMemGraph();
-      }
-      for (const SegMeta &m : r.added) {
-        auto it = live.find(m.id);
-        if (it == live.end()) continue;
-        e.added.push_back(it->second);
-      }
-      if (!r.vdels.empty() || r.vdel_purge != 0) {
-        for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
-        vdel->Purge(r.vdel_purge);
-        e.vdel = vdel;
-      }
-      e.has_durable_seq = r.has_durable_seq;
-      e.durable_seq = r.durable_seq;
-      e.has_srcpos = r.has_srcpos;
-      e.srcpos = r.srcpos;
-      InstallLocked(e);
+Status Store::TakeOverManifest(const std::string &path, const ManifestContents &mc, const DirScan &scan) {
+  const uint64_t end = mc.torn() ? mc.torn_offset : mc.size;
+  GT_RETURN_IF_ERROR(manifest_.Open(path, end));
+  manifest_bytes_.store(end);
+  manifest_base_bytes_ = mc.offsets.size() > 1 ? mc.offsets[1] : end;
+  // A MANIFEST.tmp beside the MANIFEST that just replayed is what an
+  // interrupted rewrite (or create) left: the MANIFEST is the store's.
+  const std::string tmp = JoinPath(dir_, kManifestTmp);
+  bool deleted = ::unlink(tmp.c_str()) == 0;
+  if (!deleted && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), tmp);
+  for (const auto *ids : {&scan.removed, &scan.unfinished}) {
+    for (uint64_t id : *ids) {
+      const std::string f = JoinPath(dir_, SegmentFileName(id));
+      if (::unlink(f.c_str()) != 0 && errno != ENOENT) return Status::IO("unlink: " + ErrnoString(errno), f);
+      deleted = true;
     }
   }
+  if (deleted) GT_RETURN_IF_ERROR(SyncDir(dir_));
+  return Status::OK();
+}
+
+void Store::ReplayVersions(const ManifestContents &mc, const std::map<uint64_t, std::shared_ptr<Segment>> &live) {
+  // Each record becomes a VersionEdit installed the way the flush or
+  // compaction that wrote it installed it, from an empty Version. Replay
+  // has no readers: the intermediate Versions share one map as it grows
+  // instead of copying it per record.
+  auto vdel = std::make_shared<VdelMap>();
+  auto empty = std::make_shared<Version>();
+  for (auto &t : empty->trees) t.levels.resize(opt_.max_levels);
+  empty->vdel = vdel;
+  std::lock_guard<std::mutex> l(mu_);
+  std::atomic_store(&current_, std::shared_ptr<const Version>(std::move(empty)));
+  for (const ManifestEdit &r : mc.edits) {
+    VersionEdit e;
+    if (r.kind == EditKind::kCreate || r.kind == EditKind::kSnapshot) {
+      e.new_active = NewMemGraph();
+    }
+    for (const SegMeta &m : r.added) {
+      auto it = live.find(m.id);
+      if (it == live.end()) continue;
+      e.added.push_back(it->second);
+    }
+    if (!r.vdels.empty() || r.vdel_purge != 0) {
+      for (const auto &v : r.vdels) vdel->Add(v.first, v.second);
+      vdel->Purge(r.vdel_purge);
+      e.vdel = vdel;
+    }
+    e.has_durable_seq = r.has_durable_seq;
+    e.durable_seq = r.durable_seq;
+    e.has_srcpos = r.has_srcpos;
+    e.srcpos = r.srcpos;
+    InstallLocked(e);
+  }
+}
+
+void Store::RecoverHistoryFloor(const ManifestState &ms) {
   // The history the store kept: a snapshot at a seq below the largest
   // floor a flush or compaction recorded may miss versions it dropped
   // (with or without a file to show for it); a file written keeping no
   // history may miss any version below the durable seq (a compaction that
   // kept none zeroes seqs and drops tombstones). The MemGraph is gone, so
   // the durable seq is the newest: no floor above it.
-  {
-    std::lock_guard<std::mutex> l(snap_mu_);
-    history_floor_ = ms.history_floor;
-    for (const Tree &t : current_->trees) {
-      auto note = [&](const std::shared_ptr<Segment> &s) {
-        history_floor_ = std::max(history_floor_, s->keeps_history() ? s->history_floor() : ms.durable_seq);
-      };
-      for (const auto &s : t.l0) note(s);
-      for (const auto &lv : t.levels)
-        for (const auto &s : lv) note(s);
-    }
-    history_floor_ = std::min(history_floor_, ms.durable_seq);
+  std::lock_guard<std::mutex> l(snap_mu_);
+  history_floor_ = ms.history_floor;
+  for (const Tree &t : current_->trees) {
+    auto note = [&](const std::shared_ptr<Segment> &s) {
+      history_floor_ = std::max(history_floor_, s->keeps_history() ? s->history_floor() : ms.durable_seq);
+    };
+    for (const auto &s : t.l0) note(s);
+    for (const auto &lv : t.levels)
+      for (const auto &s : lv) note(s);
   }
-  durable_low_ = ms.low_bound;
-  durable_high_ = ms.high_bound;
-  low_bound_.store(ms.low_bound);
-  high_bound_.store(ms.high_bound);
-  compaction_wanted_ = true;
-  return Status::OK();
+  history_floor_ = std::min(history_floor_, ms.durable_seq);
 }
 
 }  // namespace gt

@@ -412,6 +412,188 @@ Status ReadManifest(const std::string &path, ManifestContents *out, std::vector<
   return Status::OK();
 }
 
+namespace {
+
+// Why a type or source record e is not one, or "": it carries its one
+// field.
+std::string OnlyFieldProblem(const ManifestEdit &e) {
+  const bool others = e.has_in_edges || e.has_durable_seq || !e.added.empty() || !e.removed.empty() ||
+                      !e.vdels.empty() || e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 ||
+                      e.history_floor != 0 || e.newest_time != 0;
+  if (e.kind == EditKind::kTypes) {
+    if (e.accumulate.empty()) return "type record names no type";
+    if (others) return "type record carries a flush's or compaction's fields";
+    return "";
+  }
+  if (e.sources.empty()) return "source record names no source";
+  if (others || !e.accumulate.empty()) return "source record carries other fields";
+  return "";
+}
+
+// Why the snapshot record e at index i is not one, or "": the first
+// record of a rewritten MANIFEST.
+std::string SnapshotProblem(const ManifestEdit &e, size_t i) {
+  if (i != 0) return "a snapshot record after the first record";
+  if (!e.has_in_edges) return "snapshot record without in_edges";
+  if (!e.removed.empty()) return "snapshot record removes files";
+  if (e.vdel_clean != 0) return "snapshot record carries one vdel_clean for all files, not one per file";
+  if (e.vdel_purge > e.durable_seq)
+    return "snapshot record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+           ", past its durable seq " + std::to_string(e.durable_seq);
+  for (const auto &v : e.vdels)
+    if (v.second <= e.vdel_purge)
+      return "snapshot record holds a vertex delete at seq " + std::to_string(v.second) +
+             ", at or below its purge point " + std::to_string(e.vdel_purge);
+  std::set<uint64_t> adds, seen;
+  for (const SegMeta &m : e.added) adds.insert(m.id);
+  for (const auto &fc : e.vdel_cleans) {
+    if (adds.count(fc.first) == 0)
+      return "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) + ", which it does not add";
+    if (!seen.insert(fc.first).second)
+      return "snapshot record gives " + SegmentFileName(fc.first) + " two vdel_clean values";
+  }
+  return "";
+}
+
+// Why edit e, the edit at index i, is not one its kind may be given what
+// the replay reached (st), or "" when it is: its kind's own fields.
+std::string KindProblem(const ManifestEdit &e, size_t i, const ManifestState &st) {
+  switch (e.kind) {
+    case EditKind::kCreate:
+      if (i != 0) return "a second create record";
+      if (!e.has_in_edges) return "create record without in_edges";
+      break;
+    case EditKind::kFlush:
+      if (!e.removed.empty()) return "flush record removes files";
+      if (e.vdel_purge != 0) return "flush record purges vertex deletes";
+      for (const auto &v : e.vdels)
+        if (v.second <= st.vdel_purge)
+          return "flush record holds a vertex delete at seq " + std::to_string(v.second) +
+                 ", at or below the purge point " + std::to_string(st.vdel_purge);
+      break;
+    case EditKind::kCompact:
+      if (e.has_durable_seq || e.has_srcpos || !e.vdels.empty()) return "compaction record carries a flush's fields";
+      if (e.vdel_purge > st.durable_seq)
+        return "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
+               ", past the durable seq " + std::to_string(st.durable_seq);
+      break;
+    case EditKind::kTypes:
+    case EditKind::kSources:
+      return OnlyFieldProblem(e);
+    case EditKind::kSnapshot:
+      return SnapshotProblem(e, i);
+  }
+  return "";
+}
+
+// Why the event sources e numbers are not, or "": the next numbers, in order,
+// each a new name of 1 to GT_MAX_EVENT_SOURCE_NAME bytes.
+std::string SourcesProblem(const ManifestEdit &e, const ManifestState &st) {
+  if (!e.sources.empty() && e.kind != EditKind::kSources && e.kind != EditKind::kSnapshot)
+    return "only a source or snapshot record numbers event sources";
+  std::set<std::string> names;
+  uint32_t next = static_cast<uint32_t>(st.sources.size()) + 1;
+  for (const auto &src : e.sources) {
+    if (src.first != next)
+      return "edit numbers event source \"" + src.second + "\" " + std::to_string(src.first) +
+             ", not the next number " + std::to_string(next);
+    if (src.second.empty() || src.second.size() > GT_MAX_EVENT_SOURCE_NAME)
+      return "edit names event source " + std::to_string(src.first) + " with " + std::to_string(src.second.size()) +
+             " bytes (1 to " + std::to_string(GT_MAX_EVENT_SOURCE_NAME) + ")";
+    if (st.source_ids.count(src.second) != 0 || !names.insert(src.second).second)
+      return "edit numbers event source \"" + src.second + "\" twice";
+    if (next > GT_MAX_EVENT_SOURCES)
+      return "edit numbers more than " + std::to_string(GT_MAX_EVENT_SOURCES) + " event sources";
+    next++;
+  }
+  return "";
+}
+
+// Why the accumulate types e names, or the fields only some kinds carry,
+// are not, or "": the newest event time, obsolete files, per-file vdel_clean.
+std::string FieldsProblem(const ManifestEdit &e) {
+  if (!e.accumulate.empty() && e.kind != EditKind::kTypes && e.kind != EditKind::kSnapshot)
+    return "only a type or snapshot record names accumulate types";
+  std::set<uint32_t> types;
+  for (const auto &a : e.accumulate) {
+    if (a.first >= kMaxEdgeTypes)
+      return "edit makes edge type " + std::to_string(a.first) + " accumulate, out of range (max " +
+             std::to_string(kMaxEdgeTypes - 1) + ")";
+    if (a.second < 0)
+      return "edit gives edge type " + std::to_string(a.first) + " a negative retain (" + std::to_string(a.second) +
+             " µs)";
+    if (!types.insert(a.first).second) return "edit names edge type " + std::to_string(a.first) + " twice";
+  }
+  if (e.newest_time < 0) return "edit records a negative newest event time (" + std::to_string(e.newest_time) + " µs)";
+  if (e.newest_time != 0 && e.kind != EditKind::kFlush && e.kind != EditKind::kCompact && e.kind != EditKind::kSnapshot)
+    return "only a flush, compaction or snapshot record carries the newest event time";
+  if (!e.obsolete.empty() && e.kind != EditKind::kSnapshot) return "only a snapshot record lists obsolete files";
+  if (!e.vdel_cleans.empty() && e.kind != EditKind::kSnapshot)
+    return "only a snapshot record gives per-file vdel_clean values";
+  return "";
+}
+
+// Applies the files e (at offset off) removes, adds and lists obsolete to
+// st, with used every file number an edit has named; returns why it
+// cannot, or "".
+std::string ApplyFiles(const ManifestEdit &e, uint64_t off, ManifestState *st, std::set<uint64_t> *used) {
+  for (uint64_t id : e.removed) {
+    if (st->live.count(id) == 0) return "edit removes file " + SegmentFileName(id) + ", which is not live";
+    st->added_at.erase(id);
+    st->removed_at[id] = off;
+  }
+  for (const SegMeta &m : e.added) {
+    if (m.id == 0 || !used->insert(m.id).second)
+      return "edit adds file number " + std::to_string(m.id) + ", which is already in use";
+    const bool level_ok = e.kind == EditKind::kSnapshot || (e.kind == EditKind::kFlush) == (m.level == 0);
+    if (m.dir >= kTrees || m.level >= GT_MAX_LEVELS || !level_ok)
+      return "edit adds " + SegmentFileName(m.id) + " at level " + std::to_string(m.level) + " in direction " +
+             std::to_string(m.dir) + ", which a " + (e.kind == EditKind::kFlush ? "flush" : "compaction") +
+             " cannot write";
+    st->added_at[m.id] = off;
+    st->max_file = std::max(st->max_file, m.id);
+  }
+  for (uint64_t id : e.removed) used->insert(id);
+  for (uint64_t id : e.obsolete) {
+    if (id == 0 || !used->insert(id).second)
+      return "snapshot lists file number " + std::to_string(id) + " as obsolete, which is already in use";
+    st->removed_at[id] = off;
+    st->max_file = std::max(st->max_file, id);
+  }
+  return "";
+}
+
+// Advances st by e (AdvanceState), with the vertex deletes it adds and
+// those its purge drops.
+void ApplyEdit(const ManifestEdit &e, ManifestState *st) {
+  const uint64_t purge_before = st->vdel_purge;
+  AdvanceState(st, e);
+  st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
+  if (st->vdel_purge > purge_before) {
+    const uint64_t p = st->vdel_purge;
+    st->vdels.erase(std::remove_if(st->vdels.begin(), st->vdels.end(),
+                                   [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= p; }),
+                    st->vdels.end());
+  }
+}
+
+// Replays the edit at index i onto st: why it cannot, or "".
+std::string ReplayEdit(const ManifestEdit &e, size_t i, uint64_t off, ManifestState *st, std::set<uint64_t> *used) {
+  if (e.next_file < st->next_file)
+    return "next_file went back from " + std::to_string(st->next_file) + " to " + std::to_string(e.next_file);
+  std::string why = KindProblem(e, i, *st);
+  if (!why.empty()) return why;
+  if (e.kind == EditKind::kCreate || e.kind == EditKind::kSnapshot) st->in_edges = e.in_edges != 0;
+  why = SourcesProblem(e, *st);
+  if (why.empty()) why = FieldsProblem(e);
+  if (why.empty()) why = ApplyFiles(e, off, st, used);
+  if (!why.empty()) return why;
+  ApplyEdit(e, st);
+  return "";
+}
+
+}  // namespace
+
 void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Problem> *problems) {
   *st = ManifestState();
   auto fail = [&](size_t i, std::string what) {
@@ -429,150 +611,8 @@ void ReplayManifest(const ManifestContents &c, ManifestState *st, std::vector<Pr
   }
   std::set<uint64_t> used;  // every file number an edit has named
   for (size_t i = 0; i < c.edits.size(); i++) {
-    const ManifestEdit &e = c.edits[i];
-    const uint64_t off = c.offsets[i];
-    if (e.next_file < st->next_file)
-      return fail(i,
-                  "next_file went back from " + std::to_string(st->next_file) + " to " + std::to_string(e.next_file));
-    switch (e.kind) {
-      case EditKind::kCreate:
-        if (i != 0) return fail(i, "a second create record");
-        if (!e.has_in_edges) return fail(i, "create record without in_edges");
-        st->in_edges = e.in_edges != 0;
-        break;
-      case EditKind::kFlush:
-        if (!e.removed.empty()) return fail(i, "flush record removes files");
-        if (e.vdel_purge != 0) return fail(i, "flush record purges vertex deletes");
-        for (const auto &v : e.vdels)
-          if (v.second <= st->vdel_purge)
-            return fail(i, "flush record holds a vertex delete at seq " + std::to_string(v.second) +
-                               ", at or below the purge point " + std::to_string(st->vdel_purge));
-        break;
-      case EditKind::kCompact:
-        if (e.has_durable_seq || e.has_srcpos || !e.vdels.empty())
-          return fail(i, "compaction record carries a flush's fields");
-        if (e.vdel_purge > st->durable_seq)
-          return fail(i, "compaction record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
-                             ", past the durable seq " + std::to_string(st->durable_seq));
-        break;
-      case EditKind::kTypes:
-      case EditKind::kSources:
-        break;  // checked below
-      case EditKind::kSnapshot:
-        if (i != 0) return fail(i, "a snapshot record after the first record");
-        if (!e.has_in_edges) return fail(i, "snapshot record without in_edges");
-        if (!e.removed.empty()) return fail(i, "snapshot record removes files");
-        if (e.vdel_clean != 0) return fail(i, "snapshot record carries one vdel_clean for all files, not one per file");
-        if (e.vdel_purge > e.durable_seq)
-          return fail(i, "snapshot record purges vertex deletes through seq " + std::to_string(e.vdel_purge) +
-                             ", past its durable seq " + std::to_string(e.durable_seq));
-        for (const auto &v : e.vdels)
-          if (v.second <= e.vdel_purge)
-            return fail(i, "snapshot record holds a vertex delete at seq " + std::to_string(v.second) +
-                               ", at or below its purge point " + std::to_string(e.vdel_purge));
-        {
-          std::set<uint64_t> adds, seen;
-          for (const SegMeta &m : e.added) adds.insert(m.id);
-          for (const auto &fc : e.vdel_cleans) {
-            if (adds.count(fc.first) == 0)
-              return fail(
-                  i, "snapshot record gives a vdel_clean for " + SegmentFileName(fc.first) + ", which it does not add");
-            if (!seen.insert(fc.first).second)
-              return fail(i, "snapshot record gives " + SegmentFileName(fc.first) + " two vdel_clean values");
-          }
-        }
-        st->in_edges = e.in_edges != 0;
-        break;
-    }
-    if (e.kind == EditKind::kTypes) {
-      if (e.accumulate.empty()) return fail(i, "type record names no type");
-      if (e.has_in_edges || e.has_durable_seq || !e.added.empty() || !e.removed.empty() || !e.vdels.empty() ||
-          e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 || e.history_floor != 0 ||
-          e.newest_time != 0)
-        return fail(i, "type record carries a flush's or compaction's fields");
-    }
-    if (e.kind == EditKind::kSources) {
-      if (e.sources.empty()) return fail(i, "source record names no source");
-      if (e.has_in_edges || e.has_durable_seq || !e.added.empty() || !e.removed.empty() || !e.vdels.empty() ||
-          e.has_srcpos || e.has_bounds || e.vdel_clean != 0 || e.vdel_purge != 0 || e.history_floor != 0 ||
-          e.newest_time != 0 || !e.accumulate.empty())
-        return fail(i, "source record carries other fields");
-    }
-    if (!e.sources.empty() && e.kind != EditKind::kSources && e.kind != EditKind::kSnapshot)
-      return fail(i, "only a source or snapshot record numbers event sources");
-    {
-      std::set<std::string> names;
-      uint32_t next = static_cast<uint32_t>(st->sources.size()) + 1;
-      for (const auto &src : e.sources) {
-        if (src.first != next)
-          return fail(i, "edit numbers event source \"" + src.second + "\" " + std::to_string(src.first) +
-                             ", not the next number " + std::to_string(next));
-        if (src.second.empty() || src.second.size() > GT_MAX_EVENT_SOURCE_NAME)
-          return fail(i, "edit names event source " + std::to_string(src.first) + " with " +
-                             std::to_string(src.second.size()) + " bytes (1 to " +
-                             std::to_string(GT_MAX_EVENT_SOURCE_NAME) + ")");
-        if (st->source_ids.count(src.second) != 0 || !names.insert(src.second).second)
-          return fail(i, "edit numbers event source \"" + src.second + "\" twice");
-        if (next > GT_MAX_EVENT_SOURCES)
-          return fail(i, "edit numbers more than " + std::to_string(GT_MAX_EVENT_SOURCES) + " event sources");
-        next++;
-      }
-    }
-    if (!e.accumulate.empty() && e.kind != EditKind::kTypes && e.kind != EditKind::kSnapshot)
-      return fail(i, "only a type or snapshot record names accumulate types");
-    {
-      std::set<uint32_t> types;
-      for (const auto &a : e.accumulate) {
-        if (a.first >= kMaxEdgeTypes)
-          return fail(i, "edit makes edge type " + std::to_string(a.first) + " accumulate, out of range (max " +
-                             std::to_string(kMaxEdgeTypes - 1) + ")");
-        if (a.second < 0)
-          return fail(i, "edit gives edge type " + std::to_string(a.first) + " a negative retain (" +
-                             std::to_string(a.second) + " µs)");
-        if (!types.insert(a.first).second) return fail(i, "edit names edge type " + std::to_string(a.first) + " twice");
-      }
-    }
-    if (e.newest_time < 0)
-      return fail(i, "edit records a negative newest event time (" + std::to_string(e.newest_time) + " µs)");
-    if (e.newest_time != 0 && e.kind != EditKind::kFlush && e.kind != EditKind::kCompact &&
-        e.kind != EditKind::kSnapshot)
-      return fail(i, "only a flush, compaction or snapshot record carries the newest event time");
-    if (!e.obsolete.empty() && e.kind != EditKind::kSnapshot)
-      return fail(i, "only a snapshot record lists obsolete files");
-    if (!e.vdel_cleans.empty() && e.kind != EditKind::kSnapshot)
-      return fail(i, "only a snapshot record gives per-file vdel_clean values");
-    for (uint64_t id : e.removed) {
-      if (st->live.count(id) == 0) return fail(i, "edit removes file " + SegmentFileName(id) + ", which is not live");
-      st->added_at.erase(id);
-      st->removed_at[id] = off;
-    }
-    for (const SegMeta &m : e.added) {
-      if (m.id == 0 || !used.insert(m.id).second)
-        return fail(i, "edit adds file number " + std::to_string(m.id) + ", which is already in use");
-      const bool level_ok = e.kind == EditKind::kSnapshot || (e.kind == EditKind::kFlush) == (m.level == 0);
-      if (m.dir >= kTrees || m.level >= GT_MAX_LEVELS || !level_ok)
-        return fail(i, "edit adds " + SegmentFileName(m.id) + " at level " + std::to_string(m.level) +
-                           " in direction " + std::to_string(m.dir) + ", which a " +
-                           (e.kind == EditKind::kFlush ? "flush" : "compaction") + " cannot write");
-      st->added_at[m.id] = off;
-      st->max_file = std::max(st->max_file, m.id);
-    }
-    for (uint64_t id : e.removed) used.insert(id);
-    for (uint64_t id : e.obsolete) {
-      if (id == 0 || !used.insert(id).second)
-        return fail(i, "snapshot lists file number " + std::to_string(id) + " as obsolete, which is already in use");
-      st->removed_at[id] = off;
-      st->max_file = std::max(st->max_file, id);
-    }
-    const uint64_t purge_before = st->vdel_purge;
-    AdvanceState(st, e);
-    st->vdels.insert(st->vdels.end(), e.vdels.begin(), e.vdels.end());
-    if (st->vdel_purge > purge_before) {
-      const uint64_t p = st->vdel_purge;
-      st->vdels.erase(std::remove_if(st->vdels.begin(), st->vdels.end(),
-                                     [&](const std::pair<uint64_t, uint64_t> &v) { return v.second <= p; }),
-                      st->vdels.end());
-    }
+    std::string why = ReplayEdit(c.edits[i], i, c.offsets[i], st, &used);
+    if (!why.empty()) return fail(i, std::move(why));
   }
 }
 

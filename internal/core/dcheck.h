@@ -3,7 +3,7 @@
 //
 // Contract:
 //  - Enabled when GT_ENABLE_DCHECK is defined: the CMake build defines it
-//    with GT_SANITIZE=ON (cgo/test/run_asan.sh), or with GT_DCHECK=ON. The
+//    with GT_SANITIZE=ON (internal/core/test/run_asan.sh), or with GT_DCHECK=ON. The
 //    cgo build (core.go) does not: there every check compiles to nothing and
 //    its condition is not evaluated (but still type-checked), so a check may
 //    cost O(files) or more.

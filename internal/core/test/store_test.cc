@@ -30,171 +30,202 @@ using namespace gt_store_test;  // NOLINT(google-build-using-namespace)
 // ---------------------------------------------------------------------------
 // The randomized model test
 
-// The model test with opts; with manifest_rewrites, opts make the MANIFEST
-// be rewritten as a snapshot over and over, and the test checks it was.
-void RandomizedModel(const gt_options &opts, bool manifest_rewrites) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
-  TempDir dir;
-  StoreHolder holder;  // closes the store on early return, before dir is removed
-  gt_store *&s = holder.s;
-  ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
-  RandomOps gen(seed);
-  auto &rng = gen.rng();
-  Oracle oracle;
-  std::vector<HeldSnapshot> held;
-  // Oracle state after each recent batch, for durable snapshots (whose seq
-  // is the newest flushed one, often a background flush's).
-  std::map<uint64_t, Oracle> recent{{0, Oracle{}}};
-  int durable_checked = 0;
-  uint64_t last_seq = 0;
-  std::string last_srcpos;
-  uint32_t deepest_seen = 0;
-  uint64_t rewrites = 0;  // MANIFEST rewrites, summed over the opens
-  const int kBatches = 420;
+// The randomized model test's run with opts: the store, the oracle and
+// what the run has seen. With manifest_rewrites, opts make the MANIFEST be
+// rewritten as a snapshot over and over, and the run checks it was.
+class ModelRun {
+ public:
+  ModelRun(const gt_options &opts, uint64_t seed) : opts_(opts), gen_(seed), rng_(gen_.rng()) {}
 
-  auto check_held = [&](const char *when) {
-    for (size_t i = 0; i < held.size(); i++) {
-      SCOPED_TRACE(std::string(when) + ": pinned snapshot seq " + std::to_string(held[i].seq));
-      EXPECT_EQ(gt_snapshot_seq(held[i].snap.s), held[i].seq);
-      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held[i].snap.s, held[i].state, rng, true, 4));
+  void Run(bool manifest_rewrites) {
+    ASSERT_NO_FATAL_FAILURE(Open(dir_.path(), opts_, &holder_.s));
+    for (int step = 1; step <= kBatches; step++) {
+      SCOPED_TRACE("batch " + std::to_string(step));
+      ASSERT_NO_FATAL_FAILURE(ApplyBatch(step));
+      ASSERT_NO_FATAL_FAILURE(RandomAction());
+      if (step % 35 == 0) {
+        NoteLevels();
+        Snap snap(holder_.s);
+        ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle_, rng_, true));
+        ASSERT_NO_FATAL_FAILURE(CheckHeld("periodic"));
+      }
+      if (step == kBatches / 3 || step == 2 * kBatches / 3) {
+        ASSERT_NO_FATAL_FAILURE(Reopen(step));
+      }
     }
-  };
-  auto note_levels = [&]() {
-    gt_metrics m;
-    gt_get_metrics(s, &m);
-    EXPECT_EQ(m.num_levels, opts.max_levels);
-    EXPECT_EQ(m.background_errors, 0u);
-    for (uint32_t i = 0; i < m.num_levels && i < GT_MAX_LEVELS; i++)
-      if (m.levels[i].files > 0) deepest_seen = std::max(deepest_seen, i);
-  };
-  auto reopen = [&](int step) {
-    SCOPED_TRACE("reopen at batch " + std::to_string(step));
-    check_held("before reopen");
-    held.clear();  // live snapshots must be released before gt_close
-    ASSERT_NO_FATAL_FAILURE(Flush(s));
-    gt_metrics before;
-    gt_get_metrics(s, &before);
-    rewrites += before.manifest_rewrites;
-    ASSERT_NO_FATAL_FAILURE(Close(&s));
-    ASSERT_NO_FATAL_FAILURE(Open(dir.path(), opts, &s));
-    EXPECT_EQ(SourcePosition(s), last_srcpos);
-    gt_metrics m;
-    gt_get_metrics(s, &m);
-    EXPECT_EQ(m.last_seq, last_seq);
-    EXPECT_EQ(m.durable_seq, last_seq);
-    Snap snap(s);
-    EXPECT_EQ(gt_snapshot_seq(snap.s), last_seq);
-    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
-  };
+    ASSERT_NO_FATAL_FAILURE(CheckHeld("end"));
+    held_.clear();
+    ASSERT_NO_FATAL_FAILURE(CompactAll(holder_.s));
+    ASSERT_NO_FATAL_FAILURE(CheckCompacted(manifest_rewrites));
+    EXPECT_GE(deepest_seen_, 2u) << "the workload should reach L2 at least";
+    EXPECT_GE(durable_checked_, 5) << "durable snapshots should be checked against their state";
+    ASSERT_NO_FATAL_FAILURE(Reopen(kBatches + 1));
+    ASSERT_NO_FATAL_FAILURE(Close(&holder_.s));
+  }
 
-  for (int step = 1; step <= kBatches; step++) {
-    SCOPED_TRACE("batch " + std::to_string(step));
-    gen.set_vertex_deletes(step > kBatches / 2);
-    const std::vector<gt_op> ops = gen.Batch(oracle);
+ private:
+  static constexpr int kBatches = 420;
+
+  // Applies the step's batch to the store and the oracle, then checks the
+  // vertices it touched at the newest state.
+  void ApplyBatch(int step) {
+    gen_.set_vertex_deletes(step > kBatches / 2);
+    const std::vector<gt_op> ops = gen_.Batch(oracle_);
     const std::string srcpos = "pos-" + std::to_string(step);
     uint64_t seq = 0;
-    ASSERT_NO_FATAL_FAILURE(Apply(s, ops, &seq, srcpos));
-    ASSERT_EQ(seq, last_seq + 1) << "one new sequence number per batch";
-    last_seq = seq;
-    last_srcpos = srcpos;
-    oracle.Apply(ops);
-    recent[seq] = oracle;
-    while (recent.size() > 64) recent.erase(recent.begin());
+    ASSERT_NO_FATAL_FAILURE(Apply(holder_.s, ops, &seq, srcpos));
+    ASSERT_EQ(seq, last_seq_ + 1) << "one new sequence number per batch";
+    last_seq_ = seq;
+    last_srcpos_ = srcpos;
+    oracle_.Apply(ops);
+    recent_[seq] = oracle_;
+    while (recent_.size() > 64) recent_.erase(recent_.begin());
 
-    {
-      // Spot checks of the vertices this batch touched, at the newest state.
-      Snap snap(s);
-      ASSERT_EQ(gt_snapshot_seq(snap.s), seq);
-      std::set<uint64_t> touched;
-      for (size_t i = 0; i < ops.size() && touched.size() < 6; i++) {
-        touched.insert(ops[i].src);
-        if (ops[i].kind != GT_OP_DELETE_VERTEX) touched.insert(ops[i].dst);
-      }
-      touched.insert(gen.Vertex());
-      for (uint64_t v : touched) {
-        ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap.s, GT_OUT, v, oracle.Neighbors(v, GT_OUT)));
-        ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap.s, GT_IN, v, oracle.Neighbors(v, GT_IN)));
-      }
+    Snap snap(holder_.s);
+    ASSERT_EQ(gt_snapshot_seq(snap.s), seq);
+    std::set<uint64_t> touched;
+    for (size_t i = 0; i < ops.size() && touched.size() < 6; i++) {
+      touched.insert(ops[i].src);
+      if (ops[i].kind != GT_OP_DELETE_VERTEX) touched.insert(ops[i].dst);
     }
+    touched.insert(gen_.Vertex());
+    for (uint64_t v : touched) {
+      ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap.s, GT_OUT, v, oracle_.Neighbors(v, GT_OUT)));
+      ASSERT_NO_FATAL_FAILURE(CheckNeighbors(snap.s, GT_IN, v, oracle_.Neighbors(v, GT_IN)));
+    }
+  }
 
-    const uint64_t r = rng() % 1000;
+  // One of: a flush, a full compaction, pinning a snapshot, releasing
+  // one, a durable snapshot; or nothing.
+  void RandomAction() {
+    gt_store *s = holder_.s;
+    const uint64_t r = rng_() % 1000;
     if (r < 40) {
       ASSERT_NO_FATAL_FAILURE(Flush(s));
     } else if (r < 55) {
       ASSERT_NO_FATAL_FAILURE(CompactAll(s));
       // Right after a full compaction reads may take the single-level paths.
       Snap snap(s);
-      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true, 4));
-    } else if (r < 95 && held.size() < 3) {
-      HeldSnapshot h{Snap(s), oracle, last_seq};
-      held.push_back(std::move(h));
-    } else if (r < 135 && !held.empty()) {
-      const size_t k = rng() % held.size();
-      SCOPED_TRACE("releasing snapshot seq " + std::to_string(held[k].seq));
-      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held[k].snap.s, held[k].state, rng, true, 4));
-      held.erase(held.begin() + static_cast<long>(k));
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle_, rng_, true, 4));
+    } else if (r < 95 && held_.size() < 3) {
+      HeldSnapshot h{Snap(s), oracle_, last_seq_};
+      held_.push_back(std::move(h));
+    } else if (r < 135 && !held_.empty()) {
+      const size_t k = rng_() % held_.size();
+      SCOPED_TRACE("releasing snapshot seq " + std::to_string(held_[k].seq));
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held_[k].snap.s, held_[k].state, rng_, true, 4));
+      held_.erase(held_.begin() + static_cast<long>(k));
     } else if (r < 175) {
-      // A durable snapshot sees exactly the state as of the newest flush.
-      gt_metrics before, after;
-      gt_get_metrics(s, &before);
-      Snap snap(s, true);
-      gt_get_metrics(s, &after);
-      const uint64_t d = gt_snapshot_seq(snap.s);
-      ASSERT_GE(d, before.durable_seq);
-      ASSERT_LE(d, after.durable_seq);
-      ASSERT_LE(d, last_seq);
-      auto it = recent.find(d);
-      if (it != recent.end()) {
-        SCOPED_TRACE("durable snapshot seq " + std::to_string(d) + " at seq " + std::to_string(last_seq));
-        ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, it->second, rng, true, 4));
-        durable_checked++;
-        if (held.size() < 3) held.push_back(HeldSnapshot{std::move(snap), it->second, d});
-      }
-    }
-
-    if (step % 35 == 0) {
-      note_levels();
-      Snap snap(s);
-      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
-      check_held("periodic");
-    }
-    if (step == kBatches / 3 || step == 2 * kBatches / 3) {
-      ASSERT_NO_FATAL_FAILURE(reopen(step));
+      ASSERT_NO_FATAL_FAILURE(CheckDurable());
     }
   }
 
-  check_held("end");
-  held.clear();
-  ASSERT_NO_FATAL_FAILURE(CompactAll(s));
-  {
+  // A durable snapshot sees exactly the state as of the newest flush.
+  void CheckDurable() {
+    gt_metrics before, after;
+    gt_get_metrics(holder_.s, &before);
+    Snap snap(holder_.s, true);
+    gt_get_metrics(holder_.s, &after);
+    const uint64_t d = gt_snapshot_seq(snap.s);
+    ASSERT_GE(d, before.durable_seq);
+    ASSERT_LE(d, after.durable_seq);
+    ASSERT_LE(d, last_seq_);
+    auto it = recent_.find(d);
+    if (it == recent_.end()) return;
+    SCOPED_TRACE("durable snapshot seq " + std::to_string(d) + " at seq " + std::to_string(last_seq_));
+    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, it->second, rng_, true, 4));
+    durable_checked_++;
+    if (held_.size() < 3) held_.push_back(HeldSnapshot{std::move(snap), it->second, d});
+  }
+
+  void CheckHeld(const char *when) {
+    for (size_t i = 0; i < held_.size(); i++) {
+      SCOPED_TRACE(std::string(when) + ": pinned snapshot seq " + std::to_string(held_[i].seq));
+      EXPECT_EQ(gt_snapshot_seq(held_[i].snap.s), held_[i].seq);
+      ASSERT_NO_FATAL_FAILURE(CheckSnapshot(held_[i].snap.s, held_[i].state, rng_, true, 4));
+    }
+  }
+
+  void NoteLevels() {
     gt_metrics m;
-    gt_get_metrics(s, &m);
-    note_levels();
+    gt_get_metrics(holder_.s, &m);
+    EXPECT_EQ(m.num_levels, opts_.max_levels);
+    EXPECT_EQ(m.background_errors, 0u);
+    for (uint32_t i = 0; i < m.num_levels && i < GT_MAX_LEVELS; i++)
+      if (m.levels[i].files > 0) deepest_seen_ = std::max(deepest_seen_, i);
+  }
+
+  void Reopen(int step) {
+    SCOPED_TRACE("reopen at batch " + std::to_string(step));
+    ASSERT_NO_FATAL_FAILURE(CheckHeld("before reopen"));
+    held_.clear();  // live snapshots must be released before gt_close
+    ASSERT_NO_FATAL_FAILURE(Flush(holder_.s));
+    gt_metrics before;
+    gt_get_metrics(holder_.s, &before);
+    rewrites_ += before.manifest_rewrites;
+    ASSERT_NO_FATAL_FAILURE(Close(&holder_.s));
+    ASSERT_NO_FATAL_FAILURE(Open(dir_.path(), opts_, &holder_.s));
+    EXPECT_EQ(SourcePosition(holder_.s), last_srcpos_);
+    gt_metrics m;
+    gt_get_metrics(holder_.s, &m);
+    EXPECT_EQ(m.last_seq, last_seq_);
+    EXPECT_EQ(m.durable_seq, last_seq_);
+    Snap snap(holder_.s);
+    EXPECT_EQ(gt_snapshot_seq(snap.s), last_seq_);
+    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle_, rng_, true));
+  }
+
+  // After the last full compaction: the counts of what ran, an empty L0,
+  // every checksum, and the whole graph.
+  void CheckCompacted(bool manifest_rewrites) {
+    gt_metrics m;
+    gt_get_metrics(holder_.s, &m);
+    NoteLevels();
     std::printf(
         "[ model    ] seq %llu, flushes %llu, compactions %llu, stalls %llu, deepest level seen L%u, manifest "
         "rewrites %llu (%llu bytes)\n",
         static_cast<unsigned long long>(m.last_seq), static_cast<unsigned long long>(m.flushes),
-        static_cast<unsigned long long>(m.compactions), static_cast<unsigned long long>(m.stalls), deepest_seen,
+        static_cast<unsigned long long>(m.compactions), static_cast<unsigned long long>(m.stalls), deepest_seen_,
         static_cast<unsigned long long>(m.manifest_rewrites), static_cast<unsigned long long>(m.manifest_bytes));
-    rewrites += m.manifest_rewrites;
+    rewrites_ += m.manifest_rewrites;
     if (manifest_rewrites)
-      EXPECT_GE(rewrites, 8u) << "a tiny rewrite bound rewrites the MANIFEST every few edits";
+      EXPECT_GE(rewrites_, 8u) << "a tiny rewrite bound rewrites the MANIFEST every few edits";
     else
-      EXPECT_EQ(rewrites, 0u) << "a small store's MANIFEST stays below the default bound";
+      EXPECT_EQ(rewrites_, 0u) << "a small store's MANIFEST stays below the default bound";
     EXPECT_GT(m.flushes, 0u);
     EXPECT_GT(m.compactions, 0u);
     EXPECT_EQ(m.levels[0].files, 0u) << "gt_compact_all must empty L0";
     EXPECT_EQ(m.snapshots_open, 0u);
     Err err;
-    EXPECT_EQ(gt_verify_all(s, err.get()), GT_OK) << err.msg();
-    Snap snap(s);
-    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle, rng, true));
+    EXPECT_EQ(gt_verify_all(holder_.s, err.get()), GT_OK) << err.msg();
+    Snap snap(holder_.s);
+    ASSERT_NO_FATAL_FAILURE(CheckSnapshot(snap.s, oracle_, rng_, true));
   }
-  EXPECT_GE(deepest_seen, 2u) << "the workload should reach L2 at least";
-  EXPECT_GE(durable_checked, 5) << "durable snapshots should be checked against their state";
-  ASSERT_NO_FATAL_FAILURE(reopen(kBatches + 1));
-  ASSERT_NO_FATAL_FAILURE(Close(&s));
+
+  const gt_options opts_;
+  TempDir dir_;
+  StoreHolder holder_;  // closes the store on early return, before dir_ is removed
+  RandomOps gen_;
+  std::mt19937_64 &rng_;
+  Oracle oracle_;
+  std::vector<HeldSnapshot> held_;  // released before holder_ closes the store
+  // Oracle state after each recent batch, for durable snapshots (whose seq
+  // is the newest flushed one, often a background flush's).
+  std::map<uint64_t, Oracle> recent_{{0, Oracle{}}};
+  int durable_checked_ = 0;
+  uint64_t last_seq_ = 0;
+  std::string last_srcpos_;
+  uint32_t deepest_seen_ = 0;
+  uint64_t rewrites_ = 0;  // MANIFEST rewrites, summed over the opens
+};
+
+// The model test with opts; with manifest_rewrites, opts make the MANIFEST
+// be rewritten as a snapshot over and over, and the test checks it was.
+void RandomizedModel(const gt_options &opts, bool manifest_rewrites) {
+  const uint64_t seed = Seed();
+  SCOPED_TRACE("GT_TEST_SEED=" + std::to_string(seed));
+  ModelRun run(opts, seed);
+  run.Run(manifest_rewrites);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # run_volume.sh -- builds the C++ core and its GoogleTest suite without
 # sanitizers (-O2, line tables, GT_DCHECK and assert on) into
-# cgo/build-volume and runs the tests of volume, whole: the suites whose
+# internal/core/build-volume and runs the tests of volume, whole: the suites whose
 # name ends in VolumeTest (test_util.h), which the sanitizer build
 # (run_asan.sh) runs smaller or skips. Exits non-zero on any build or
 # test failure, or when it finds no such test. Works from any current
 # directory.
 #
 # Environment: as common.sh says, and
-#   GT_VOLUME_BUILD_DIR  build directory (default: <repo>/cgo/build-volume)
+#   GT_VOLUME_BUILD_DIR  build directory (default: <repo>/internal/core/build-volume)
 set -euo pipefail
 
-# shellcheck source=cgo/test/common.sh
+# shellcheck source=internal/core/test/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${GT_VOLUME_BUILD_DIR:-$gt_src/build-volume}"
 

@@ -1,7 +1,7 @@
 // version_test.cc -- Version, VersionEdit and ApplyEdit (version.h), and
 // GT_DCHECK (dcheck.h).
 //
-// The cases are datadriven scripts, cgo/testdata/version/* (datadriven.h;
+// The cases are datadriven scripts, internal/core/testdata/version/* (datadriven.h;
 // GT_REWRITE=1 rewrites their expected outputs). They apply edits to a
 // Version made of real segment files in a temporary directory, and follow
 // version retention: a Version a reader still holds (pin) keeps the files an

@@ -20,6 +20,110 @@ void RaiseTo(std::atomic<uint64_t> *a, uint64_t v) {
   }
 }
 
+// Why op i of a batch is not one the store takes, or OK: its kind, ids,
+// weight, type, time, flags and payload (within the batch's payload_len
+// bytes), and the event source it names (one of the store's sources).
+Status CheckOp(const gt_op &op, size_t i, const uint8_t *payload, size_t payload_len,
+               const std::atomic<uint32_t> &sources) {
+  auto bad = [i](const std::string &why) { return Status::Invalid("op " + std::to_string(i) + ": " + why); };
+  if (op.kind > GT_OP_DELETE_CELL) return bad("unknown kind " + std::to_string(op.kind));
+  const bool cell = op.kind == GT_OP_PUT_CELL || op.kind == GT_OP_DELETE_CELL;
+  if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && !cell && op.dst > GT_MAX_VERTEX))
+    return bad("vertex id out of range (max " + std::to_string(GT_MAX_VERTEX) + ")");
+  if (cell && (op.dst < GT_CELL_BASE || op.dst - GT_CELL_BASE >= GT_MAX_CELLS))
+    return bad("a cell's dst must be GT_CELL_BASE plus an index below " + std::to_string(GT_MAX_CELLS));
+  if (cell && op.type != 0) return bad("a cell takes no type");
+  if ((op.kind == GT_OP_UPSERT || op.kind == GT_OP_PUT_CELL) && !std::isfinite(op.weight))
+    return bad("weight must be finite");
+  if (op.type >= kMaxEdgeTypes)
+    return bad("edge type " + std::to_string(op.type) + " out of range (max " + std::to_string(kMaxEdgeTypes - 1) +
+               ")");
+  if (op.time < 0) return bad("event time " + std::to_string(op.time) + " is negative (Unix microseconds; 0 for none)");
+  if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
+    return bad("a vertex delete removes edges of every type; its type must be 0");
+  if ((op.flags & ~uint32_t{GT_OP_ACCUMULATE | GT_OP_SOURCE}) != 0)
+    return bad("unknown flags " + std::to_string(op.flags));
+  if ((op.flags != 0 || op.payload_len != 0) && op.kind != GT_OP_UPSERT)
+    return bad("only an upsert accumulates or carries a payload");
+  if (op.payload_len > GT_MAX_PAYLOAD)
+    return bad("payload of " + std::to_string(op.payload_len) + " bytes is longer than " +
+               std::to_string(GT_MAX_PAYLOAD));
+  if (op.payload_len != 0 && (op.payload_off > payload_len || payload_len - op.payload_off < op.payload_len))
+    return bad("payload [" + std::to_string(op.payload_off) + ", +" + std::to_string(op.payload_len) +
+               ") is not within the batch's " + std::to_string(payload_len) + " payload bytes");
+  if ((op.flags & GT_OP_SOURCE) == 0) return Status::OK();
+  if (op.payload_len < GT_SOURCE_POS_BYTES)
+    return bad("a source position takes " + std::to_string(GT_SOURCE_POS_BYTES) + " payload bytes, the op has " +
+               std::to_string(op.payload_len));
+  uint32_t src;
+  std::memcpy(&src, payload + op.payload_off, sizeof src);
+  const uint32_t known = sources.load(std::memory_order_acquire);
+  if (src == 0 || src > known)
+    return bad("event source " + std::to_string(src) + " is not one the store numbered (it has " +
+               std::to_string(known) + ")");
+  return Status::OK();
+}
+
+bool IsCell(const gt_op &op) { return op.kind == GT_OP_PUT_CELL || op.kind == GT_OP_DELETE_CELL; }
+
+// What a batch holds that its apply needs besides its ops.
+struct BatchSummary {
+  bool has_vdel = false;
+  size_t ncells = 0;
+  int64_t newest_time = 0;
+  uint64_t max_low = 0, max_high = 0;  // one past, per band
+
+  void Add(const gt_op &op) {
+    const bool cell = IsCell(op);
+    if (cell) ncells++;
+    if (op.kind == GT_OP_UPSERT || op.kind == GT_OP_DELETE_EDGE) newest_time = std::max(newest_time, op.time);
+    if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
+    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX || cell ? op.src : op.dst}) {
+      if (v < GT_HIGH_ID_BASE)
+        max_low = std::max(max_low, v + 1);
+      else
+        max_high = std::max(max_high, v + 1);
+    }
+  }
+};
+
+// An edge (or cell) op followed, in the same batch, by a delete of one of
+// its vertices is dead on arrival; it must not survive with the delete's
+// seq. (A cell's dst is above every vertex id: only its src matters.)
+// skip[i] is 1 for each such op.
+std::vector<uint8_t> DeadOnArrival(const gt_op *ops, size_t n) {
+  std::vector<uint8_t> skip(n, 0);
+  std::unordered_map<uint64_t, size_t> last_del;
+  for (size_t i = 0; i < n; i++)
+    if (ops[i].kind == GT_OP_DELETE_VERTEX) last_del[ops[i].src] = i;
+  for (size_t i = 0; i < n; i++) {
+    if (ops[i].kind == GT_OP_DELETE_VERTEX) continue;
+    auto a = last_del.find(ops[i].src), b = last_del.find(ops[i].dst);
+    if ((a != last_del.end() && a->second > i) || (b != last_del.end() && b->second > i)) skip[i] = 1;
+  }
+  return skip;
+}
+
+// A batch with cells, the edge ops and the cell ops apart, each with its
+// skips (none when skip is empty): the cell ops go to the cells MemGraph
+// as edge ops.
+struct CellSplit {
+  std::vector<gt_op> eops, cops;
+  std::vector<uint8_t> eskip, cskip;
+
+  void Split(const gt_op *ops, size_t n, const std::vector<uint8_t> &skip, size_t ncells) {
+    eops.reserve(n - ncells);
+    cops.reserve(ncells);
+    for (size_t i = 0; i < n; i++) {
+      const bool cell = IsCell(ops[i]);
+      std::vector<gt_op> &to = cell ? cops : eops;
+      to.push_back(ops[i]);
+      if (cell) to.back().kind = ops[i].kind == GT_OP_PUT_CELL ? GT_OP_UPSERT : GT_OP_DELETE_EDGE;
+      if (!skip.empty()) (cell ? cskip : eskip).push_back(skip[i]);
+    }
+  }
+};
+
 }  // namespace
 
 Status Store::FreezeActiveLocked(std::unique_lock<std::mutex> * /*write_lock*/) {
@@ -59,132 +163,36 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
   if (opt_.read_only) return Status::Invalid("store is open read-only");
   if (n > 0 && ops == nullptr) return Status::Invalid("ops is null");
   if (payload_len > 0 && payload == nullptr) return Status::Invalid("payload is null");
-  bool has_vdel = false;
-  size_t ncells = 0;
-  int64_t newest_time = 0;
-  uint64_t max_low = 0, max_high = 0;  // one past, per band
+  BatchSummary sum;
   for (size_t i = 0; i < n; i++) {
-    const gt_op &op = ops[i];
-    if (op.kind > GT_OP_DELETE_CELL)
-      return Status::Invalid("op " + std::to_string(i) + ": unknown kind " + std::to_string(op.kind));
-    const bool cell = op.kind == GT_OP_PUT_CELL || op.kind == GT_OP_DELETE_CELL;
-    if (op.src > GT_MAX_VERTEX || (op.kind != GT_OP_DELETE_VERTEX && !cell && op.dst > GT_MAX_VERTEX))
-      return Status::Invalid("op " + std::to_string(i) + ": vertex id out of range (max " +
-                             std::to_string(GT_MAX_VERTEX) + ")");
-    if (cell) {
-      if (op.dst < GT_CELL_BASE || op.dst - GT_CELL_BASE >= GT_MAX_CELLS)
-        return Status::Invalid("op " + std::to_string(i) + ": a cell's dst must be GT_CELL_BASE plus an index below " +
-                               std::to_string(GT_MAX_CELLS));
-      if (op.type != 0) return Status::Invalid("op " + std::to_string(i) + ": a cell takes no type");
-      ncells++;
-    }
-    if ((op.kind == GT_OP_UPSERT || op.kind == GT_OP_PUT_CELL) && !std::isfinite(op.weight))
-      return Status::Invalid("op " + std::to_string(i) + ": weight must be finite");
-    if (op.type >= kMaxEdgeTypes)
-      return Status::Invalid("op " + std::to_string(i) + ": edge type " + std::to_string(op.type) +
-                             " out of range (max " + std::to_string(kMaxEdgeTypes - 1) + ")");
-    if (op.time < 0)
-      return Status::Invalid("op " + std::to_string(i) + ": event time " + std::to_string(op.time) +
-                             " is negative (Unix microseconds; 0 for none)");
-    if (op.kind == GT_OP_DELETE_VERTEX && op.type != 0)
-      return Status::Invalid("op " + std::to_string(i) +
-                             ": a vertex delete removes edges of every type; its type must be 0");
-    if ((op.flags & ~uint32_t{GT_OP_ACCUMULATE | GT_OP_SOURCE}) != 0)
-      return Status::Invalid("op " + std::to_string(i) + ": unknown flags " + std::to_string(op.flags));
-    if ((op.flags != 0 || op.payload_len != 0) && op.kind != GT_OP_UPSERT)
-      return Status::Invalid("op " + std::to_string(i) + ": only an upsert accumulates or carries a payload");
-    if (op.payload_len > GT_MAX_PAYLOAD)
-      return Status::Invalid("op " + std::to_string(i) + ": payload of " + std::to_string(op.payload_len) +
-                             " bytes is longer than " + std::to_string(GT_MAX_PAYLOAD));
-    if (op.payload_len != 0 && (op.payload_off > payload_len || payload_len - op.payload_off < op.payload_len))
-      return Status::Invalid("op " + std::to_string(i) + ": payload [" + std::to_string(op.payload_off) + ", +" +
-                             std::to_string(op.payload_len) + ") is not within the batch's " +
-                             std::to_string(payload_len) + " payload bytes");
-    if ((op.flags & GT_OP_SOURCE) != 0) {
-      if (op.payload_len < GT_SOURCE_POS_BYTES)
-        return Status::Invalid("op " + std::to_string(i) + ": a source position takes " +
-                               std::to_string(GT_SOURCE_POS_BYTES) + " payload bytes, the op has " +
-                               std::to_string(op.payload_len));
-      uint32_t src;
-      std::memcpy(&src, payload + op.payload_off, sizeof src);
-      const uint32_t known = event_sources_.load(std::memory_order_acquire);
-      if (src == 0 || src > known)
-        return Status::Invalid("op " + std::to_string(i) + ": event source " + std::to_string(src) +
-                               " is not one the store numbered (it has " + std::to_string(known) + ")");
-    }
-    if (op.kind == GT_OP_UPSERT || op.kind == GT_OP_DELETE_EDGE) newest_time = std::max(newest_time, op.time);
-    if (op.kind == GT_OP_DELETE_VERTEX) has_vdel = true;
-    for (uint64_t v : {op.src, op.kind == GT_OP_DELETE_VERTEX || cell ? op.src : op.dst}) {
-      if (v < GT_HIGH_ID_BASE)
-        max_low = std::max(max_low, v + 1);
-      else
-        max_high = std::max(max_high, v + 1);
-    }
+    GT_RETURN_IF_ERROR(CheckOp(ops[i], i, payload, payload_len, event_sources_));
+    sum.Add(ops[i]);
   }
-  // An edge (or cell) op followed, in the same batch, by a delete of one of
-  // its vertices is dead on arrival; it must not survive with the delete's
-  // seq. (A cell's dst is above every vertex id: only its src matters.)
   std::vector<uint8_t> skip;
-  if (has_vdel) {
-    skip.assign(n, 0);
-    std::unordered_map<uint64_t, size_t> last_del;
-    for (size_t i = 0; i < n; i++)
-      if (ops[i].kind == GT_OP_DELETE_VERTEX) last_del[ops[i].src] = i;
-    for (size_t i = 0; i < n; i++) {
-      if (ops[i].kind == GT_OP_DELETE_VERTEX) continue;
-      auto a = last_del.find(ops[i].src), b = last_del.find(ops[i].dst);
-      if ((a != last_del.end() && a->second > i) || (b != last_del.end() && b->second > i)) skip[i] = 1;
-    }
-  }
-  // With cells, the edge ops and the cell ops apart, each with its skips:
-  // the cell ops go to the cells MemGraph as edge ops.
-  std::vector<gt_op> eops, cops;
-  std::vector<uint8_t> eskip, cskip;
-  if (ncells > 0) {
-    eops.reserve(n - ncells);
-    cops.reserve(ncells);
-    for (size_t i = 0; i < n; i++) {
-      const bool cell = ops[i].kind == GT_OP_PUT_CELL || ops[i].kind == GT_OP_DELETE_CELL;
-      std::vector<gt_op> &to = cell ? cops : eops;
-      to.push_back(ops[i]);
-      if (cell) to.back().kind = ops[i].kind == GT_OP_PUT_CELL ? GT_OP_UPSERT : GT_OP_DELETE_EDGE;
-      if (!skip.empty()) (cell ? cskip : eskip).push_back(skip[i]);
-    }
-  }
+  if (sum.has_vdel) skip = DeadOnArrival(ops, n);
+  CellSplit split;
+  if (sum.ncells > 0) split.Split(ops, n, skip, sum.ncells);
 
   std::unique_lock<std::mutex> wl(write_mu_);
   std::shared_ptr<const Version> ver;
-  bool requested;  // a deferred flush request this writer can serve at once
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (!bg_error_.ok()) return bg_error_;
-    if (shutting_down_) return Status::Closed("store is closing");
-    ver = current_;
-    requested = flush_requested_ > durable_seq_ && !ver->imm && !ver->active->empty();
-  }
-  // A writer serves a deferred flush request itself when it finds no flush
-  // running: the flush thread's try_lock may lose to a steady stream of
-  // writers, and the request must not wait for the MemGraph to fill.
-  if (ver->active->full() || requested) {
-    GT_RETURN_IF_ERROR(FreezeActiveLocked(&wl));
-    ver = Current();
-  }
+  GT_RETURN_IF_ERROR(ActiveForWrite(&wl, &ver));
   const uint64_t seq = last_seq_.load() + 1;
   if (seq > kMaxSeq) return Status::Invalid("sequence numbers exhausted (max " + std::to_string(kMaxSeq) + ")");
-  if (ncells > 0) {
+  if (sum.ncells > 0) {
     // Cells first: the edge MemGraph's Apply counts the batch (empty(),
     // first_seq) and records its source position, so it goes last.
-    ver->active->cells()->Apply(cops.data(), cops.size(), seq, cskip, nullptr, 0);
-    cpu.helper = ver->active->Apply(eops.data(), eops.size(), seq, eskip, srcpos, srcpos_len, payload, payload_len);
+    ver->active->cells()->Apply(split.cops.data(), split.cops.size(), seq, split.cskip, nullptr, 0);
+    cpu.helper = ver->active->Apply(split.eops.data(), split.eops.size(), seq, split.eskip, srcpos, srcpos_len, payload,
+                                    payload_len);
   } else {
     cpu.helper = ver->active->Apply(ops, n, seq, skip, srcpos, srcpos_len, payload, payload_len);
   }
   // Retention's watermark: only ever raised, and only by what is applied.
   int64_t wm = newest_time_.load(std::memory_order_relaxed);
-  while (newest_time > wm && !newest_time_.compare_exchange_weak(wm, newest_time, std::memory_order_relaxed)) {
+  while (sum.newest_time > wm && !newest_time_.compare_exchange_weak(wm, sum.newest_time, std::memory_order_relaxed)) {
   }
-  ver->active->RaiseBounds(max_low, max_high);
-  if (has_vdel) {
+  ver->active->RaiseBounds(sum.max_low, sum.max_high);
+  if (sum.has_vdel) {
     // O(new records) amortized: the map shares its chunks (merge.h).
     std::vector<VdelMap::Record> recs;
     for (size_t i = 0; i < n; i++)
@@ -194,11 +202,30 @@ Status Store::Apply(const gt_op *ops, size_t n, const uint8_t *srcpos, size_t sr
     std::lock_guard<std::mutex> l(mu_);
     InstallLocked(e);
   }
-  RaiseTo(&low_bound_, max_low);
-  RaiseTo(&high_bound_, max_high);
+  RaiseTo(&low_bound_, sum.max_low);
+  RaiseTo(&high_bound_, sum.max_high);
   // Publish: snapshots taken from here on see this batch.
   last_seq_.store(seq, std::memory_order_release);
   if (seq_out) *seq_out = seq;
+  return Status::OK();
+}
+
+Status Store::ActiveForWrite(std::unique_lock<std::mutex> *write_lock, std::shared_ptr<const Version> *ver) {
+  bool requested;  // a deferred flush request this writer can serve at once
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return Status::Closed("store is closing");
+    *ver = current_;
+    requested = flush_requested_ > durable_seq_ && !(*ver)->imm && !(*ver)->active->empty();
+  }
+  // A writer serves a deferred flush request itself when it finds no flush
+  // running: the flush thread's try_lock may lose to a steady stream of
+  // writers, and the request must not wait for the MemGraph to fill.
+  if ((*ver)->active->full() || requested) {
+    GT_RETURN_IF_ERROR(FreezeActiveLocked(write_lock));
+    *ver = Current();
+  }
   return Status::OK();
 }
 
