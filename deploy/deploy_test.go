@@ -34,8 +34,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/graphtide/graphtide/internal/kafkaconn"
-	"github.com/graphtide/graphtide/internal/testkit/metricstest"
 	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/testkit/metricstest"
 )
 
 const deployDir = "."

@@ -20,8 +20,8 @@ import (
 	"github.com/graphtide/graphtide/internal/inspect"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes"
 	"github.com/graphtide/graphtide/internal/testkit/writestest"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 var deriveAll = server.DeriveNames{Group: true, Writes: true, Alerts: true, DeadLetters: true}

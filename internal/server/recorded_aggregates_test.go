@@ -11,8 +11,8 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes"
 	"github.com/graphtide/graphtide/internal/testkit/writestest"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // pay posts one payment from acct-1 to acct-2 of type payment through

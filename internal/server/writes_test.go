@@ -10,9 +10,9 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/server"
+	"github.com/graphtide/graphtide/internal/testkit/writestest"
 	"github.com/graphtide/graphtide/internal/views"
 	"github.com/graphtide/graphtide/internal/writes"
-	"github.com/graphtide/graphtide/internal/testkit/writestest"
 )
 
 // graphOf reads the store's type-0 out-edges.

@@ -30,7 +30,9 @@ type Graph interface {
 
 // newScanBuffer is the buffer of a whole-graph scan: up to 8,192 vertices
 // and 256K edges (2 MiB, 4 with weights) per call into the store.
-func newScanBuffer(weights bool) *engine.ScanBuffer { return engine.NewScanBuffer(8192, 1<<18, weights) }
+func newScanBuffer(weights bool) *engine.ScanBuffer {
+	return engine.NewScanBuffer(8192, 1<<18, weights)
+}
 
 var (
 	scanBufs   = [2]sync.Pool{{New: func() any { return newScanBuffer(false) }}, {New: func() any { return newScanBuffer(true) }}}

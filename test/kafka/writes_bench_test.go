@@ -12,8 +12,8 @@ import (
 	"github.com/graphtide/graphtide/internal/api"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
 	"github.com/graphtide/graphtide/internal/server"
-	"github.com/graphtide/graphtide/internal/writes"
 	"github.com/graphtide/graphtide/internal/testkit/writestest"
+	"github.com/graphtide/graphtide/internal/writes"
 )
 
 // BenchmarkWrites measures POST /v1/batches on the real broker, from the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/graphtide/graphtide/internal/api"
-	"github.com/graphtide/graphtide/internal/views/analytics"
 	"github.com/graphtide/graphtide/internal/testkit/writestest"
+	"github.com/graphtide/graphtide/internal/views/analytics"
 )
 
 // TestWritesSurviveCrashes runs serve in a child process with a writes
