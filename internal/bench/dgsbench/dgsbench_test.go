@@ -15,9 +15,6 @@ import (
 // TestConfig: the defaults are valid, and each setting out of range is
 // refused with a message naming its flag.
 func TestConfig(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("the defaults: %v", err)
-	}
 	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
 		{Set: func(c *Config) { c.Scale = 99 }, Want: "--scale must be between 1 and 26, got 99"},
 		{Set: func(c *Config) { c.EdgeFactor = 0 }, Want: "--edge-factor must be at least 1 and edge-factor x 2^scale must fit in 63 bits, got 0"},

@@ -13,9 +13,6 @@ import (
 // refused with a message naming its flag; with --input the graph's
 // settings are not the graph's.
 func TestConfig(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("the defaults: %v", err)
-	}
 	benchtest.WantRefusals(t, DefaultConfig, (*Config).Validate, []benchtest.Refusal[Config]{
 		{Set: func(c *Config) { c.BatchSize = 0 }, Want: "--batch-size must be between 1 and 10000000, got 0"},
 		{Set: func(c *Config) { c.Scale = 99 }, Want: "--scale must be between 1 and 32, got 99"},

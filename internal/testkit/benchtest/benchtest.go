@@ -19,8 +19,9 @@ type Refusal[C any] struct {
 	Want string
 }
 
-// WantRefusals applies each case to defaults() and checks that validate
-// refuses it with exactly its message.
+// WantRefusals checks that validate accepts defaults(), then applies each
+// case to defaults() and checks that validate refuses it with exactly its
+// message.
 func WantRefusals[C any](t *testing.T, defaults func() C, validate func(*C) error, cases []Refusal[C]) {
 	t.Helper()
 	wantRefusals(t, defaults, validate, cases, func(got, want string) bool { return got == want })
@@ -35,6 +36,10 @@ func WantRefusalPrefixes[C any](t *testing.T, defaults func() C, validate func(*
 
 func wantRefusals[C any](t *testing.T, defaults func() C, validate func(*C) error, cases []Refusal[C], match func(got, want string) bool) {
 	t.Helper()
+	d := defaults()
+	if err := validate(&d); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
 	for _, c := range cases {
 		cfg := defaults()
 		c.Set(&cfg)
