@@ -72,6 +72,8 @@ type assignment struct {
 	grown     *OwnershipError
 	accepting string
 	// lost are the partitions lost since the last assignment (onLost).
+	// INVARIANT: never modified in place (noteLost replaces it), so that
+	// lostNow's callers may read the set they got without the lock.
 	// Protected by mu.
 	lost partitionSet
 	// acceptedLost: the log start each partition was started at by
@@ -128,14 +130,18 @@ func (a *assignment) revoke(gone map[string][]int32) {
 func (a *assignment) noteLost(lost map[string][]int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lost == nil {
-		a.lost = partitionSet{}
+	next := partitionSet{}
+	for t, ps := range a.lost {
+		for p := range ps {
+			next.add(t, p)
+		}
 	}
 	for t, ps := range lost {
 		for _, p := range ps {
-			a.lost.add(t, p)
+			next.add(t, p)
 		}
 	}
+	a.lost = next
 }
 
 // noteStart records where an assigned partition without history would
