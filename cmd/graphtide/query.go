@@ -12,7 +12,7 @@ import (
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
-// AddFlags adds the flags every query subcommand takes.
+// addQueryFlags adds the flags every query subcommand takes.
 func addQueryFlags(o *api.QueryOptions, fs *pflag.FlagSet) {
 	settings.AddConfigFlag(fs)
 	fs.StringVar(&o.Dir, "dir", "graphtide-data", "data directory to read (serve must not be running on it; use --server then)")

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -32,6 +35,8 @@ func (qc queryCmds) changes() *cobra.Command {
 		},
 		func(ctx context.Context, q *api.Querier, _ []string) (any, func(io.Writer), error) {
 			if o.Follow {
+				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
 				return nil, nil, o.FollowChanges(ctx, q)
 			}
 			if o.Cursor != "" {

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -77,9 +74,9 @@ func (o *QueryOptions) Validate() error {
 		if o.Follow {
 			return errors.New("--follow follows what a running serve applies: give --server (nothing ingests into a data directory that query reads)")
 		}
-	}
-	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
+		if o.Timeout <= 0 { // with --server, Check checks it
+			return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
+		}
 	}
 	if _, err := ParseDir(o.Direction); err != nil {
 		return fmt.Errorf("--direction must be out or in, got %q", o.Direction)
@@ -158,7 +155,7 @@ func (o *QueryOptions) Hint(err error) error {
 }
 
 // FollowChanges prints the changes a server applies, a line (or with
-// --json a JSON object) each, until interrupted.
+// --json a JSON object) each, to Out until ctx ends.
 func (o *QueryOptions) FollowChanges(ctx context.Context, q *Querier) error {
 	switch {
 	case o.To != (AsOf{}) || o.From.Time != "":
@@ -168,8 +165,6 @@ func (o *QueryOptions) FollowChanges(ctx context.Context, q *Querier) error {
 	case o.Cursor != "" && o.From.Seq != "":
 		return errors.New("give --from or --cursor, not both")
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	enc := json.NewEncoder(o.Out)
 	enc.SetEscapeHTML(false)
 	return q.FollowChanges(ctx, o.From.Seq, o.Cursor, o.Types, func(c FollowChange) error {
