@@ -35,6 +35,7 @@ snapshots over HTTP, while analytics and fraud monitors run on the stream.
   load    bulk-load edge files (text, GTEL binary, JSON lines) into a store
   inspect show a store's levels, files and manifest; --verify checks checksums
   compact compact a store fully into its deepest level
+  export  write the graph as Parquet files as of a Kafka position, for Spark
   repair  say what can be repaired in a damaged data directory; --yes repairs
   query   neighbors, degree, edges, paths, PageRank, components (a store or a server)
   write   send a batch, with preconditions, to a running serve (durably)
@@ -63,6 +64,7 @@ for a bad flag, what is allowed), 3 a write refused by a precondition.`,
 		newRepairCmd(),
 		newQueryCmd(),
 		newWriteCmd(),
+		newExportCmd(),
 	)
 	return root
 }
