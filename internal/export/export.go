@@ -29,9 +29,9 @@ import (
 	"hash"
 	"io"
 	"os"
-	"strings"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"

@@ -508,10 +508,10 @@ func TestReadCut(t *testing.T) {
 	for in, want := range map[string]string{
 		`[]`: "no offsets",
 		`[{"topic":"a","partition":0,"offset":1},{"topic":"a","partition":0,"offset":2}]`: "a/0 named twice",
-		`[{"topic":"a","partition":0,"offset":-1}]`:                                      "negative",
-		`[{"partition":0,"offset":1}]`:                                                   "without a topic",
-		`[{"topic":"a","partition":0,"offs":1}]`:                                         "unknown field",
-		`nonsense`: "want a JSON array",
+		`[{"topic":"a","partition":0,"offset":-1}]`:                                       "negative",
+		`[{"partition":0,"offset":1}]`:                                                    "without a topic",
+		`[{"topic":"a","partition":0,"offs":1}]`:                                          "unknown field",
+		`nonsense`:                                                                        "want a JSON array",
 	} {
 		if _, err := ReadCut([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
