@@ -37,7 +37,7 @@ type edgeVal struct {
 	count             int64
 	time, first       int64
 	ref, props        string
-	accumulate, alive bool
+	accumulate        bool
 }
 
 func (m *model) upsert(k edgeKey, acc bool, w float64, t int64, ref, props string) {
