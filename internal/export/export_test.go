@@ -33,11 +33,11 @@ type edgeKey struct {
 }
 
 type edgeVal struct {
-	weight            float64
-	count             int64
-	time, first       int64
-	ref, props        string
-	accumulate        bool
+	weight      float64
+	count       int64
+	time, first int64
+	ref, props  string
+	accumulate  bool
 }
 
 func (m *model) upsert(k edgeKey, acc bool, w float64, t int64, ref, props string) {
