@@ -127,12 +127,11 @@ test-payments-287k: $(TEST_DEPS)
 # Graph-wide analytics on Apache Spark (issue 45): two partitioned owners
 # on a real broker exported at one cut, GraphFrames over the set
 # (deploy/spark/graphframes_job.py), its answers against a single
-# instance's own analytics. Installs pyspark and the GraphFrames jars
-# (deploy/spark/setup.sh, once); about 3 minutes on 2 cores, so not
+# instance's own analytics. The test installs pyspark and the GraphFrames
+# jars (deploy/spark/setup.sh, once); about 3 minutes on 2 cores, so not
 # part of make test: CI runs it after it (.ci/run).
 test-spark: $(TEST_DEPS)
 	@mkdir -p $(TEST_OUT)
-	deploy/spark/setup.sh >/dev/null
 	$(GO) run ./scripts/testreport -save $(TEST_OUT)/spark.json -- \
 		$(GO) test -json -count=1 -timeout 20m -run '^TestSparkOverPartitionedExport$$' ./test/kafka/ -spark
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest"
+	"github.com/graphtide/graphtide/internal/progress"
 )
 
 // SourceOf is d's store read through sn: d's keys, types and aggregates.
@@ -34,9 +36,9 @@ func Offsets(p ingest.Position) []Offset {
 // its store recorded with it (none for a store that was loaded, not
 // ingested). With o.Cut, the store's position must be the cut's in every
 // partition it holds (else it is refused, naming both). o.Position and
-// o.Graph are set from the store. progress, when not nil, gets a line
-// per row group.
-func FromDir(ctx context.Context, dataDir, out string, o Options, progress io.Writer) (*Manifest, error) {
+// o.Graph are set from the store. Without o.Progress, progress is drawn
+// on w (package progress) when w is not nil.
+func FromDir(ctx context.Context, dataDir, out string, o Options, w io.Writer) (*Manifest, error) {
 	d, err := datadir.OpenReadOnly(dataDir)
 	if err != nil {
 		return nil, err
@@ -64,36 +66,28 @@ func FromDir(ctx context.Context, dataDir, out string, o Options, progress io.Wr
 		return nil, err
 	}
 	defer sn.Release()
-	if progress != nil && o.Progress == nil {
-		o.Progress = ProgressLines(progress, time.Now)
+	if w != nil && o.Progress == nil {
+		bar := progress.New(w, progress.IsTerminal(w), "export", "rows", "", 0, progress.Every, time.Now())
+		o.Progress = func(p Progress) {
+			if rows := p.Edges + p.Vertices; p.Done {
+				bar.Finish(rows, rows)
+			} else {
+				bar.Update(rows, rows)
+			}
+		}
 	}
 	return Write(ctx, SourceOf(d, sn), out, o)
-}
-
-// ProgressLines reports progress as lines on w: at most one a second,
-// and the last.
-func ProgressLines(w io.Writer, now func() time.Time) func(Progress) {
-	start := now()
-	var last time.Time
-	return func(p Progress) {
-		t := now()
-		if !p.Done && t.Sub(last) < time.Second {
-			return
-		}
-		last = t
-		word := "exporting"
-		if p.Done {
-			word = "exported"
-		}
-		fmt.Fprintf(w, "%s: %d edges, %d vertex records, %.1f MB in %.1fs\n", word, p.Edges, p.Vertices, float64(p.Bytes)/1e6, t.Sub(start).Seconds())
-	}
 }
 
 // Summary is a manifest in a few lines, for a person.
 func (m *Manifest) Summary(w io.Writer, dir string) {
 	fmt.Fprintf(w, "part %s in %s: %d edges, %d vertex records, seq %d\n", m.Part, dir, m.Edges, m.Vertices, m.Seq)
-	fmt.Fprintf(w, "as of %s\n", offsetsText(m.Position))
-	if !sameOffsets(m.Position, m.Cut) {
+	if len(m.Position) == 0 {
+		fmt.Fprintln(w, "as of no Kafka position (the store was loaded, not ingested)")
+	} else {
+		fmt.Fprintf(w, "as of %s\n", offsetsText(m.Position))
+	}
+	if !slices.Equal(m.Position, m.Cut) {
 		fmt.Fprintf(w, "its share of the cut %s\n", offsetsText(m.Cut))
 	}
 	files := append([]File(nil), m.Files...)
@@ -101,16 +95,4 @@ func (m *Manifest) Summary(w io.Writer, dir string) {
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s  %d rows  %d bytes\n", f.Name, f.Rows, f.Bytes)
 	}
-}
-
-func sameOffsets(a, b []Offset) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -31,7 +31,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -176,7 +175,7 @@ func Write(ctx context.Context, src Source, dir string, o Options) (*Manifest, e
 		for _, f := range m.Files {
 			_ = os.Remove(filepath.Join(dir, f.Name))
 		}
-		return nil, err
+		return nil, fmt.Errorf("export: part %q: %w", o.Part, err)
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -243,10 +242,7 @@ func writeFile(dir, name string, body func(io.Writer, *fileCount) error) (File, 
 		return body(n.bytes, &n)
 	})
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "export: ") {
-			return File{}, err
-		}
-		return File{}, fmt.Errorf("export: %s: %w", name, err)
+		return File{}, err
 	}
 	return File{Name: name, Rows: n.rows, Bytes: n.bytes.n, SHA256: hexSum(sum)}, nil
 }
@@ -296,16 +292,16 @@ func (b *rowBuffer[T]) add(r T) error {
 // flush writes the rows buffered as one row group and reports progress.
 func (b *rowBuffer[T]) flush() error {
 	if err := b.w.ctx.Err(); err != nil {
-		return fmt.Errorf("export: %w", err)
+		return err
 	}
 	if len(b.rows) == 0 {
 		return nil
 	}
 	if _, err := b.pw.Write(b.rows); err != nil {
-		return fmt.Errorf("export: %w", err)
+		return err
 	}
 	if err := b.pw.Flush(); err != nil {
-		return fmt.Errorf("export: %w", err)
+		return err
 	}
 	b.n.rows += int64(len(b.rows))
 	clear(b.rows)
@@ -326,10 +322,7 @@ func (b *rowBuffer[T]) close() error {
 	if err := b.flush(); err != nil {
 		return err
 	}
-	if err := b.pw.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	return nil
+	return b.pw.Close()
 }
 
 func newRowBuffer[T any](out io.Writer, n *fileCount, w *writer) *rowBuffer[T] {
@@ -377,7 +370,7 @@ func (w *writer) edges(out io.Writer, n *fileCount) error {
 		for lo := r[0]; lo < r[1]; {
 			next, err := sn.Scan(lo, r[1], engine.Out, buf)
 			if err != nil {
-				return fmt.Errorf("export: %w", err)
+				return err
 			}
 			for i := 0; i < buf.Len(); i++ {
 				v := buf.Vertices[i]
@@ -386,7 +379,7 @@ func (w *writer) edges(out io.Writer, n *fileCount) error {
 				}
 			}
 			if next <= lo {
-				return fmt.Errorf("export: no progress scanning from vertex %d (a bug)", lo)
+				return fmt.Errorf("no progress scanning from vertex %d (a bug)", lo)
 			}
 			lo = next
 		}
@@ -403,7 +396,7 @@ func (w *writer) vertexEdges(b *rowBuffer[EdgeRow], v uint64, src string, name f
 	for {
 		p, err := w.src.Snap.NeighborsPageExt(v, engine.Out, after, edgePage)
 		if err != nil {
-			return fmt.Errorf("export: %w", err)
+			return err
 		}
 		for i, d := range p.Dsts {
 			r := EdgeRow{Src: src, Dst: name(d), Type: typeName(p.Types[i]), Weight: p.Weights[i]}
@@ -439,21 +432,16 @@ func (w *writer) vertexEdges(b *rowBuffer[EdgeRow], v uint64, src string, name f
 func (w *writer) vertices(out io.Writer, n *fileCount) error {
 	b := newRowBuffer[VertexRow](out, n, w)
 	for _, r := range ranges(w.src.Snap) {
-		var addErr error
 		err := w.src.Snap.ScanVertices(r[0], r[1], func(v uint64, rec engine.Vertex) error {
 			row := VertexRow{ID: Name(w.src.Keys, v), Label: rec.Label}
 			if rec.Props != nil {
 				s := string(rec.Props)
 				row.Props = &s
 			}
-			addErr = b.add(row)
-			return addErr
+			return b.add(row)
 		})
-		if addErr != nil {
-			return addErr
-		}
 		if err != nil {
-			return fmt.Errorf("export: %w", err)
+			return err
 		}
 	}
 	return b.close()

@@ -36,6 +36,14 @@ type Offset struct {
 
 func (o Offset) String() string { return fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Offset) }
 
+// partition names a partition of a topic: the key of the maps of offsets.
+type partition struct {
+	topic string
+	part  int32
+}
+
+func (o Offset) partition() partition { return partition{o.Topic, o.Partition} }
+
 // File is one data file of a part.
 type File struct {
 	Name   string `json:"name"`
@@ -101,12 +109,12 @@ func sortedOffsets(os []Offset) []Offset {
 // positionWithinCut checks that every partition of pos is in cut at the
 // same offset.
 func positionWithinCut(pos, cut []Offset) error {
-	at := map[[2]any]int64{}
+	at := map[partition]int64{}
 	for _, o := range cut {
-		at[[2]any{o.Topic, o.Partition}] = o.Offset
+		at[o.partition()] = o.Offset
 	}
 	for _, o := range pos {
-		c, ok := at[[2]any{o.Topic, o.Partition}]
+		c, ok := at[o.partition()]
 		switch {
 		case !ok:
 			return fmt.Errorf("export: the cut names no offset for %s/%d, which this part holds", o.Topic, o.Partition)
@@ -211,7 +219,7 @@ func CheckSet(parts []*Manifest) error {
 		return errors.New("export: no parts")
 	}
 	first := parts[0]
-	holder := map[[2]any]string{}
+	holder := map[partition]string{}
 	names := map[string]string{}
 	for _, m := range parts {
 		if d, dup := names[m.Part]; dup {
@@ -228,7 +236,7 @@ func CheckSet(parts []*Manifest) error {
 			return fmt.Errorf("part %q: %w", m.Part, err)
 		}
 		for _, o := range m.Position {
-			k := [2]any{o.Topic, o.Partition}
+			k := o.partition()
 			if other, dup := holder[k]; dup {
 				return fmt.Errorf("export: %s/%d is in parts %q and %q: a partition must be in one part", o.Topic, o.Partition, other, m.Part)
 			}
@@ -237,7 +245,7 @@ func CheckSet(parts []*Manifest) error {
 	}
 	var missing []string
 	for _, o := range first.Cut {
-		if _, ok := holder[[2]any{o.Topic, o.Partition}]; !ok {
+		if _, ok := holder[o.partition()]; !ok {
 			missing = append(missing, fmt.Sprintf("%s/%d", o.Topic, o.Partition))
 		}
 	}
@@ -285,9 +293,9 @@ func ReadCut(b []byte) ([]Offset, error) {
 	if len(offs) == 0 {
 		return nil, errors.New("export: cut: no offsets")
 	}
-	seen := map[[2]any]bool{}
+	seen := map[partition]bool{}
 	for _, o := range offs {
-		k := [2]any{o.Topic, o.Partition}
+		k := o.partition()
 		switch {
 		case o.Topic == "":
 			return nil, errors.New("export: cut: an offset without a topic")

@@ -106,8 +106,8 @@ func TestSparkOverPartitionedExport(t *testing.T) {
 			}
 		})
 	}
-	cut := endOffsets(t, newAdmin(t), topic)
 	adm := newAdmin(t)
+	cut := endOffsets(t, adm, topic)
 	committed := func(group string, parts ...int32) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
