@@ -45,10 +45,7 @@ YAML file given by --config, keyed by flag name.`,
   GRAPHTIDE_DIR=/var/lib/graphtide graphtide compact`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := settings.Apply(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
+			if err := settings.ApplyChecked(cmd.Flags(), &o); err != nil {
 				return err
 			}
 			return datadir.Compact(o.dir, cmd.OutOrStdout())

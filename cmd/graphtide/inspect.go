@@ -69,10 +69,7 @@ YAML file given by --config, keyed by flag name.`,
   graphtide inspect --json | jq '.levels'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := settings.Apply(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
+			if err := settings.ApplyChecked(cmd.Flags(), &o); err != nil {
 				return err
 			}
 			return inspect.Run(o.dir, o.verify, o.json, cmd.OutOrStdout())

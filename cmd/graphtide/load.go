@@ -8,15 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
-	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -141,29 +138,11 @@ YAML file given by --config, keyed by flag name.`,
 }
 
 func runLoad(ctx context.Context, o *loadOptions, out, errOut io.Writer) error {
-	var total int64
-	for _, f := range o.files {
-		if info, err := os.Stat(f); err == nil {
-			total += info.Size()
-		}
-	}
 	l := bulk.DirLoad{Dir: o.dir, Files: o.files, Batch: o.batch, MappingFile: o.mapping,
 		Store: engine.Options{MemGraphBytes: int64(o.memgraphMiB) << 20, KeepHistory: o.historySeqs > 0, HistorySeqs: o.historySeqs, InEdges: o.inEdges}}
 	l.Format, _ = bulk.ParseFormat(o.format)
 	if o.inEdgesGiven {
 		l.InEdges = &o.inEdges
 	}
-	start := time.Now()
-	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, progressEvery, start)
-	l.Progress = prog.Update
-	n, err := bulk.LoadDir(ctx, l)
-	// A bar's line must end before an error is printed.
-	prog.Finish(n.BytesRead, n.Total())
-	if err != nil {
-		return err
-	}
-	secs := time.Since(start).Seconds()
-	_, err = fmt.Fprintf(out, "loaded %d operations (%d upserts, %d edge deletes, %d vertex deletes, %d vertex records) from %d files into %s in %.3f s: %.0f ops/s, flushed\n",
-		n.Total(), n.Upserts, n.Deletes, n.VertexDeletes, n.Vertices, len(o.files), datadir.StorePath(o.dir), secs, float64(n.Total())/secs)
-	return err
+	return bulk.RunDirLoad(ctx, l, out, errOut, progressEvery)
 }

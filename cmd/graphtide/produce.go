@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/graphtide/graphtide/internal/genkafka"
 	"github.com/graphtide/graphtide/internal/kafkaconn"
-	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -81,11 +78,8 @@ in the --config file.`,
   graphtide produce --brokers 127.0.0.1:19092 --topic edges edges.txt
   graphtide produce --brokers 127.0.0.1:19092 --topic edges --partitions 4 edges.txt   # partitioned mode`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := settings.Apply(cmd.Flags()); err != nil {
-				return err
-			}
 			o.files = args
-			if err := o.Validate(); err != nil {
+			if err := settings.ApplyChecked(cmd.Flags(), &o); err != nil {
 				return err
 			}
 			return runProduce(cmd.Context(), &o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -100,39 +94,8 @@ func runProduce(ctx context.Context, o *produceOptions, stdin io.Reader, out, er
 	if err != nil {
 		return err
 	}
-	files := o.files
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
-	// Progress: bytes of the files read, when they are all files; else
-	// records only.
-	var total int64
-	doneUnit := "bytes"
-	for _, f := range files {
-		info, err := os.Stat(f)
-		if f == "-" || err != nil || !info.Mode().IsRegular() {
-			total, doneUnit = 0, ""
-			break
-		}
-		total += info.Size()
-	}
-	t0 := time.Now()
-	var read, acked atomic.Int64
-	prog := progress.New(errOut, progress.IsTerminal(errOut), "produce", "records", doneUnit, total, progressEvery, t0)
-	done := acked.Load
-	if doneUnit != "" {
-		done = read.Load
-	}
-	stop := prog.Follow(done, acked.Load)
-	defer stop()
-	n, err := genkafka.ProduceLines(ctx, genkafka.LinesConfig{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic,
-		KeyBySource: o.key == "src", KeyPointer: keyPointer(o.key), Partitions: o.parts, Timeout: o.timeout, Read: &read, Acked: &acked}, files, stdin)
-	if err != nil {
-		return err
-	}
-	stop()
-	fmt.Fprintf(out, "produced %d records to topic %s in %s\n", n, o.topic, time.Since(t0).Round(time.Millisecond))
-	return nil
+	return genkafka.ProduceFiles(ctx, genkafka.LinesConfig{Brokers: o.kafka.Brokers, ClientOpts: conn, Topic: o.topic,
+		KeyBySource: o.key == "src", KeyPointer: keyPointer(o.key), Partitions: o.parts, Timeout: o.timeout}, o.files, stdin, out, errOut, progressEvery)
 }
 
 // keyPointer is --key's JSON pointer ("" for src and none).

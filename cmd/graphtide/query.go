@@ -87,10 +87,7 @@ the YAML file given by --config, keyed by flag name.`
 	c := &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.DirGiven = c.Flags().Changed("dir")
-			if err := settings.Apply(c.Flags()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
+			if err := settings.ApplyChecked(c.Flags(), o); err != nil {
 				return err
 			}
 			if o.Server != "" && c.Flags().Changed("budget") {

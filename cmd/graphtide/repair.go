@@ -63,10 +63,7 @@ YAML file given by --config, keyed by flag name.`,
   graphtide repair --dir /var/lib/graphtide --yes    # do it, with a backup`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := settings.Apply(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
+			if err := settings.ApplyChecked(cmd.Flags(), &o); err != nil {
 				return err
 			}
 			return datadir.Repair(o.dir, o.yes, cmd.OutOrStdout())

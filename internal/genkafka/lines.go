@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide/internal/ownership"
+	"github.com/graphtide/graphtide/internal/progress"
 )
 
 // LinesConfig of one ProduceLines call ('graphtide produce').
@@ -39,6 +40,44 @@ type LinesConfig struct {
 	// Read and Acked, if set, count the bytes read and the records the
 	// brokers acknowledged (for progress).
 	Read, Acked *atomic.Int64
+}
+
+// ProduceFiles is 'graphtide produce': ProduceLines of files (stdin when
+// there are none), its progress drawn on errOut (package progress: bytes
+// read of the files' size when they are all files, else records; a plain
+// line every interval off a terminal), and what it produced printed on
+// out. cfg.Read and cfg.Acked are its own.
+func ProduceFiles(ctx context.Context, cfg LinesConfig, files []string, stdin io.Reader, out, errOut io.Writer, every time.Duration) error {
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var total int64
+	doneUnit := "bytes"
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if f == "-" || err != nil || !info.Mode().IsRegular() {
+			total, doneUnit = 0, ""
+			break
+		}
+		total += info.Size()
+	}
+	t0 := time.Now()
+	var read, acked atomic.Int64
+	cfg.Read, cfg.Acked = &read, &acked
+	prog := progress.New(errOut, progress.IsTerminal(errOut), "produce", "records", doneUnit, total, every, t0)
+	done := acked.Load
+	if doneUnit != "" {
+		done = read.Load
+	}
+	stop := prog.Follow(done, acked.Load)
+	defer stop()
+	n, err := ProduceLines(ctx, cfg, files, stdin)
+	if err != nil {
+		return err
+	}
+	stop()
+	fmt.Fprintf(out, "produced %d records to topic %s in %s\n", n, cfg.Topic, time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 // ProduceLines sends every non-empty line (spaces trimmed) of the files,

@@ -76,6 +76,15 @@ func Apply(fs *pflag.FlagSet) error {
 	return nil
 }
 
+// ApplyChecked is what a command does with its flags before it runs:
+// Apply, then o.Validate.
+func ApplyChecked(fs *pflag.FlagSet, o interface{ Validate() error }) error {
+	if err := Apply(fs); err != nil {
+		return err
+	}
+	return o.Validate()
+}
+
 // readConfigFile reads the file named by --config; raw is nil when there
 // is none.
 func readConfigFile(fs *pflag.FlagSet) (path string, raw []byte, err error) {

@@ -3,11 +3,14 @@ package bulk
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
+	"github.com/graphtide/graphtide/internal/progress"
 	"github.com/graphtide/graphtide/internal/settings"
 )
 
@@ -26,6 +29,32 @@ type DirLoad struct {
 	MappingFile string
 	Batch       int
 	Progress    func(bytesRead, applied int64) // as Config's
+}
+
+// RunDirLoad is 'graphtide load': LoadDir with its progress drawn on
+// errOut (package progress: bytes read of the files' size, every
+// interval off a terminal) and what it loaded printed on out. l.Progress
+// is its own.
+func RunDirLoad(ctx context.Context, l DirLoad, out, errOut io.Writer, every time.Duration) error {
+	var total int64
+	for _, f := range l.Files {
+		if info, err := os.Stat(f); err == nil {
+			total += info.Size()
+		}
+	}
+	start := time.Now()
+	prog := progress.New(errOut, progress.IsTerminal(errOut), "load", "edges", "bytes", total, every, start)
+	l.Progress = prog.Update
+	n, err := LoadDir(ctx, l)
+	// A bar's line must end before an error is printed.
+	prog.Finish(n.BytesRead, n.Total())
+	if err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	_, err = fmt.Fprintf(out, "loaded %d operations (%d upserts, %d edge deletes, %d vertex deletes, %d vertex records) from %d files into %s in %.3f s: %.0f ops/s, flushed\n",
+		n.Total(), n.Upserts, n.Deletes, n.VertexDeletes, n.Vertices, len(l.Files), datadir.StorePath(l.Dir), secs, float64(n.Total())/secs)
+	return err
 }
 
 // LoadDir opens (or creates) the data directory's store, sets the
