@@ -309,7 +309,7 @@ func TestReadyMaxLag(t *testing.T) {
 		in.asg.assign(map[string][]int32{"edges": {0, 1, 2}})
 		in.asg.evaluate(nil)
 		in.noteEnds([]partitionLag{{tp: tp{"edges", 0}, end: 130}, {tp: tp{"other", 0}, end: 1000}}) // other/0 is not assigned: not counted
-		in.pos.setApplied(Position{"edges": {0: 100, 1: 100, 2: 100}})
+		in.pos.setApplied(1, Position{"edges": {0: 100, 1: 100, 2: 100}})
 		in.noteEnds([]partitionLag{{tp: tp{"edges", 1}, end: 170}, {tp: tp{"edges", 2}, end: 100}, {tp: tp{"edges", 0}, end: 120}}) // an older end of 0: kept at 130
 		if err := in.Ready(); err != nil {
 			t.Fatalf("limit %d, 100 records behind: %v", limit, err)
@@ -317,7 +317,7 @@ func TestReadyMaxLag(t *testing.T) {
 		if n, ok := in.Behind(); n != 100 || !ok {
 			t.Fatalf("100 records behind: Behind says %d, %v", n, ok)
 		}
-		in.pos.setApplied(Position{"edges": {0: 100, 1: 100, 2: 99}})
+		in.pos.setApplied(1, Position{"edges": {0: 100, 1: 100, 2: 99}})
 		err = in.Ready()
 		if limit == 0 {
 			if err != nil {

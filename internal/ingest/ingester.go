@@ -316,6 +316,9 @@ type Ingester struct {
 
 	// wr is the writes topic (writes.go; nil: none).
 	wr *writesTopic
+
+	// holds is the hold of an export at a cut (cut.go).
+	holds cutHolds
 }
 
 // New prepares an Ingester; dict may be nil if no format uses string keys.
@@ -653,6 +656,11 @@ func (in *Ingester) Run(ctx context.Context) error {
 	workers.Add(2)
 	go func() { defer workers.Done(); in.dl.run(wctx, kafkaDL{in.cl}) }()
 	go func() { defer workers.Done(); in.lagLoop(wctx) }()
+	// The position applied so far is the store's newest seq's (nothing
+	// is in flight yet): an export may pair them before the first batch.
+	if m, err := in.store.Metrics(); err == nil {
+		in.pos.setApplied(m.LastSeq, in.pos.appliedNow())
+	}
 	env := liveEnv{in}
 	p := startApplier(env)
 	ps := newPollState(env, p, in.pos.appliedNow(), &in.cfg, in.decs, in.wr)

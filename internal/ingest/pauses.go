@@ -30,6 +30,10 @@ type pauses struct {
 	// (until released, dropped, or resumed by an assignment that no longer
 	// finds its records lost).
 	lost map[tp]LostRecords
+	// cut are the partitions held at an export's cut (cut.go). Protected
+	// by mu.
+	// INVARIANT: paused at the client until releaseCut.
+	cut partitionSet
 }
 
 // fetchPauser is what pauses asks of the Kafka client (*kgo.Client).
@@ -48,7 +52,7 @@ const (
 )
 
 func newPauses(cl fetchPauser) *pauses {
-	return &pauses{cl: cl, deadLetter: partitionSet{}, lost: map[tp]LostRecords{}}
+	return &pauses{cl: cl, deadLetter: partitionSet{}, lost: map[tp]LostRecords{}, cut: partitionSet{}}
 }
 
 // set adds (on) or removes a reason to pause fetching, then pauses every
@@ -90,7 +94,7 @@ func (s *pauses) set(reason uint8, on bool, targets func() map[string][]int32) {
 // held.
 func (s *pauses) heldLocked(t string, p int32) bool {
 	_, lost := s.lost[tp{t, p}]
-	return lost || s.deadLetter.has(t, p)
+	return lost || s.deadLetter.has(t, p) || s.cut.has(t, p)
 }
 
 // paused reports whether reason holds.
@@ -111,6 +115,37 @@ func (s *pauses) holdDeadLetters(ps []tp) {
 		pause[k.topic] = append(pause[k.topic], k.partition)
 	}
 	s.cl.PauseFetchPartitions(pause)
+}
+
+// holdCut pauses ps, whose records reached an export's cut.
+func (s *pauses) holdCut(ps []tp) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pause := map[string][]int32{}
+	for _, k := range ps {
+		s.cut.add(k.topic, k.partition)
+		pause[k.topic] = append(pause[k.topic], k.partition)
+	}
+	s.cl.PauseFetchPartitions(pause)
+}
+
+// releaseCut ends the holds of ps at a cut: they resume unless a reason
+// pauses every partition or something else holds them.
+func (s *pauses) releaseCut(ps map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resume := map[string][]int32{}
+	for t, xs := range ps {
+		for _, p := range xs {
+			delete(s.cut[t], p)
+			if !s.heldLocked(t, p) {
+				resume[t] = append(resume[t], p)
+			}
+		}
+	}
+	if s.reasons == 0 && len(resume) > 0 {
+		s.cl.ResumeFetchPartitions(resume)
+	}
 }
 
 // releaseDeadLetters ends the holds of ps: their dead letters are

@@ -81,6 +81,12 @@ func (e liveEnv) deadLetter(ctx context.Context, dead []deadRecord) (bool, error
 
 func (e liveEnv) cuts() map[tp]int64 { return e.in.dl.cuts() }
 
+func (e liveEnv) holdCuts(fetches kgo.Fetches) map[tp]int64 { return e.in.holdCuts(fetches) }
+
+func (e liveEnv) endHolds() { e.in.endHolds() }
+
+func (e liveEnv) holding() bool { return e.in.holding() }
+
 func (e liveEnv) noteEnds(lags []partitionLag) { e.in.noteEnds(lags) }
 
 func (e liveEnv) unblockAcked(polled Position) (Position, int) { return e.in.unblockAcked(polled) }
@@ -103,7 +109,7 @@ func (e liveEnv) apply(j *applyJob) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in.pos.setApplied(j.pos)
+	in.pos.setApplied(seq, j.pos)
 	now := time.Now()
 	in.cfg.Metrics.Visibility.ObserveSince(now, j.stamps)
 	if in.cfg.OnVisible != nil {

@@ -75,6 +75,14 @@ type pollEnv interface {
 	deadLetter(ctx context.Context, dead []deadRecord) (blocked bool, err error)
 	// cuts returns the offset each blocked partition is cut at (nil: none).
 	cuts() map[tp]int64
+	// holdCuts returns the cut of each partition an export holds whose
+	// records in fetches reach it, and pauses those partitions (cut.go);
+	// endHolds, called after the poll is decoded, resumes them at their
+	// cut once the export released them; holding reports that it waits
+	// to.
+	holdCuts(fetches kgo.Fetches) map[tp]int64
+	endHolds()
+	holding() bool
 	// noteEnds records the brokers' end offsets (high watermarks) a poll's
 	// fetches gave, for how far behind ingestion is (Ingester.Behind).
 	noteEnds(lags []partitionLag)
@@ -414,9 +422,9 @@ func (s *pollState) poll(ctx context.Context) (fetches kgo.Fetches, ok bool, err
 	if !s.d.flushing && len(s.d.batches) > 0 {
 		deadline = minTime(deadline, s.d.batches[0].at.Add(s.flushInterval))
 	}
-	if len(s.env.cuts()) > 0 {
+	if len(s.env.cuts()) > 0 || s.env.holding() {
 		// A blocked partition resumes right after a poll once its dead
-		// letter is acknowledged.
+		// letter is acknowledged, a held one once its export released it.
 		deadline = minTime(deadline, now.Add(blockedPollEvery))
 	}
 	return s.env.poll(ctx, deadline), true, nil
@@ -439,7 +447,8 @@ func (s *pollState) handleFetches(ctx context.Context, fetches kgo.Fetches) (j *
 	if len(fetches) > 0 {
 		s.polled, unblocked = s.env.unblockAcked(s.polled)
 	}
-	held := s.heldLost(fetches)
+	held := withCuts(s.heldLost(fetches), s.env.holdCuts(fetches))
+	defer s.env.endHolds() // after this poll is decoded with the hold's cuts
 	dec := s.decodeInto(j, fetches, withCuts(s.env.cuts(), held))
 	if dec.fatal == nil && len(dec.dead) > 0 {
 		// Before the position past them can become durable.
@@ -513,7 +522,8 @@ func (s *pollState) heldLost(fetches kgo.Fetches) map[tp]int64 {
 	return held
 }
 
-// withCuts is cuts with extra's added (cuts itself when extra is empty).
+// withCuts is cuts with extra's added (cuts itself when extra is empty):
+// a partition in both is cut at the lesser offset.
 func withCuts(cuts, extra map[tp]int64) map[tp]int64 {
 	if len(extra) == 0 {
 		return cuts
@@ -523,7 +533,9 @@ func withCuts(cuts, extra map[tp]int64) map[tp]int64 {
 		all[k] = o
 	}
 	for k, o := range extra {
-		all[k] = o
+		if c, ok := all[k]; !ok || o < c {
+			all[k] = o
+		}
 	}
 	return all
 }

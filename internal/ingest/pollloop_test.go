@@ -346,6 +346,12 @@ func (e *fakeEnv) deadLetter(_ context.Context, dead []deadRecord) (bool, error)
 	return blocked, nil
 }
 
+func (e *fakeEnv) holdCuts(kgo.Fetches) map[tp]int64 { return nil }
+
+func (e *fakeEnv) endHolds() {}
+
+func (e *fakeEnv) holding() bool { return false }
+
 func (e *fakeEnv) cuts() map[tp]int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -19,10 +19,17 @@ type positions struct {
 	flushMu sync.Mutex
 
 	mu sync.Mutex
-	// applied is everything applied to the store. Protected by mu.
-	// INVARIANT: while Run runs only the applier goroutine replaces it,
-	// right after the batch that completes it is in the store.
-	applied Position
+	// applied is everything applied to the store, appliedSeq the seq of
+	// the batch that completed it (0: none applied by this Ingester yet,
+	// nor the store's newest noted). Protected by mu.
+	// INVARIANT: while Run runs only the applier goroutine replaces them,
+	// together, right after the batch that completes applied is in the
+	// store.
+	applied    Position
+	appliedSeq uint64
+	// ends are the newest batch ends (seq and the position after it),
+	// oldest first, at most maxBatchEnds. Protected by mu.
+	ends []batchEnd
 	// durable is covered by a completed flush, durableSeq the store
 	// sequence number it corresponds to. Protected by mu.
 	// INVARIANT: durableSeq only grows while Run runs (markDurable;
@@ -43,6 +50,16 @@ type positions struct {
 	checkpoint    Position
 	checkpointSeq uint64
 }
+
+// batchEnd is a batch's seq and the position after it.
+type batchEnd struct {
+	seq uint64
+	pos Position
+}
+
+// maxBatchEnds is how many batch ends positions keeps: an export of a
+// cut the instance passed finds the batch that ended there among them.
+const maxBatchEnds = 4096
 
 // newPositions starts at applied (the store's recorded position, or a
 // replay's), durable (the store's) and the newest analytics checkpoint's
@@ -66,12 +83,38 @@ func (s *positions) durableNow() Position {
 	return s.durable
 }
 
-// setApplied publishes p as applied: the batch that completes it is in
-// the store.
-func (s *positions) setApplied(p Position) {
+// setApplied publishes p as applied: the batch of sequence number seq,
+// which completes it, is in the store.
+func (s *positions) setApplied(seq uint64, p Position) {
 	s.mu.Lock()
-	s.applied = p
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.applied, s.appliedSeq = p, seq
+	if len(s.ends) == maxBatchEnds {
+		s.ends = append(s.ends[:0], s.ends[1:]...)
+	}
+	s.ends = append(s.ends, batchEnd{seq, p})
+}
+
+// appliedAt returns the applied position and the seq of the batch that
+// completed it, as one pair.
+func (s *positions) appliedAt() (uint64, Position) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appliedSeq, s.applied
+}
+
+// endingAt returns the seq of the newest kept batch after which the
+// position was at cut (Stand, for the partitions owns reports), and that
+// position.
+func (s *positions) endingAt(cut Position, owns func(string, int32) bool) (uint64, Position, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.ends) - 1; i >= 0; i-- {
+		if st, err := Stand(s.ends[i].pos, cut, owns); err == nil && st == AtCut {
+			return s.ends[i].seq, s.ends[i].pos, true
+		}
+	}
+	return 0, nil, false
 }
 
 // discard drops the applied and durable offsets of the store's whole

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -34,8 +35,26 @@ func positionsScript() func(t *testing.T, d *datadriven.TestData) string {
 			s = newPositions(argPosition(t, d, "applied"), argPosition(t, d, "durable"), argPosition(t, d, "checkpoint"))
 			return showPositions(s)
 		case "apply":
-			s.setApplied(argPosition(t, d, "pos"))
+			var seq uint64
+			if d.HasArg("seq") {
+				d.ScanArgs(t, "seq", &seq)
+			}
+			s.setApplied(seq, argPosition(t, d, "pos"))
 			return showPositions(s)
+		case "applied-at":
+			seq, pos := s.appliedAt()
+			return fmt.Sprintf("seq %d: %s", seq, show(pos))
+		case "ending-at":
+			if seq, pos, ok := s.endingAt(argPosition(t, d, "cut"), argOwns(t, d)); ok {
+				return fmt.Sprintf("the batch of seq %d ended there, at %s", seq, show(pos))
+			}
+			return "no kept batch ended there"
+		case "stand":
+			st, err := Stand(argPosition(t, d, "pos"), argPosition(t, d, "cut"), argOwns(t, d))
+			if err != nil {
+				return err.Error()
+			}
+			return [...]string{"before the cut", "at the cut", "past the cut"}[st]
 		case "accept":
 			s.accept(argPosition(t, d, "pos"))
 			return showPositions(s)
@@ -95,4 +114,18 @@ func showPositions(s *positions) string {
 	}
 	return lines(kv("applied", show(s.applied)), kv("durable", fmt.Sprintf("%s (seq %d)", show(s.durable), s.durableSeq)),
 		kv("accepted", show(s.accepted)), kv("pending", show(s.pending)), kv("checkpoint", ck))
+}
+
+// argOwns is the partitions of the argument own ("edges/0,edges/2"; none
+// when it is missing) as Stand's owns.
+func argOwns(t *testing.T, d *datadriven.TestData) func(string, int32) bool {
+	own := map[string]bool{}
+	if d.HasArg("own") {
+		var s string
+		d.ScanArgs(t, "own", &s)
+		for _, x := range strings.Split(s, ",") {
+			own[x] = true
+		}
+	}
+	return func(topic string, p int32) bool { return own[fmt.Sprintf("%s/%d", topic, p)] }
 }
