@@ -480,6 +480,9 @@ func TestServerAgainstOpenAPI(t *testing.T) {
 	t.Run("partitioned mode", func(t *testing.T) {
 		checkPartitioned(t, cov)
 	})
+	t.Run("exports", func(t *testing.T) {
+		checkExports(t, cov)
+	})
 	t.Run("bounds of every request string", func(t *testing.T) {
 		checkBounded(t, cov)
 	})

@@ -140,6 +140,9 @@ type Config struct {
 	// Writes, when set, takes POST /v1/batches (serve: the writes topic);
 	// nil: that endpoint answers 404.
 	Writes Writer
+	// Exports, when set, takes POST /v1/exports (serve --export-dir);
+	// nil: the exports' endpoints answer 404.
+	Exports Exporter
 	// Route, when set, is partitioned mode (serve --owners): a request
 	// about one vertex is answered by the vertex's owner (proxied there,
 	// with its bearer token, when that is another instance); a request
@@ -217,6 +220,9 @@ func New(cfg Config) (*Server, error) {
 	s.handleVertex("GET /v1/analytics/{name}/vertices/{v}", "v", false, s.analyticVertex)
 	s.handle("GET /v1/analytics/{name}/top", s.top)
 	s.handle("GET /v1/alerts", s.alerts)
+	s.handle("POST /v1/exports", s.startExport)
+	s.handle("GET /v1/exports", s.listExports)
+	s.handle("GET /v1/exports/{id}", s.getExport)
 	// The Go runtime's profiles, to find where memory and time go. Not API
 	// routes: no deadline (a CPU profile takes ?seconds=N, at most the
 	// server's write timeout), a bearer token with the admin scope.

@@ -159,14 +159,14 @@ func Write(ctx context.Context, src Source, dir string, o Options) (*Manifest, e
 	if cut == nil {
 		cut = o.Position
 	}
-	if err := positionWithinCut(o.Position, cut); err != nil {
+	if err := PositionWithinCut(o.Position, cut); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	m := &Manifest{Format: Format, Part: o.Part, Graph: o.Graph, Seq: src.Snap.Seq(),
-		Position: sortedOffsets(o.Position), Cut: sortedOffsets(cut)}
+		Position: SortedOffsets(o.Position), Cut: SortedOffsets(cut)}
 	if _, err := os.Stat(filepath.Join(dir, m.fileName(manifestSuffix))); err == nil {
 		return nil, fmt.Errorf("export: part %q is already in %s: choose another part name or directory", o.Part, dir)
 	}

@@ -92,7 +92,8 @@ func (m *Manifest) write(dir string) error {
 	return nil
 }
 
-func sortedOffsets(os []Offset) []Offset {
+// SortedOffsets is a copy of os sorted by topic and partition (never nil).
+func SortedOffsets(os []Offset) []Offset {
 	out := slices.Clone(os)
 	if out == nil {
 		out = []Offset{}
@@ -106,9 +107,9 @@ func sortedOffsets(os []Offset) []Offset {
 	return out
 }
 
-// positionWithinCut checks that every partition of pos is in cut at the
+// PositionWithinCut checks that every partition of pos is in cut at the
 // same offset.
-func positionWithinCut(pos, cut []Offset) error {
+func PositionWithinCut(pos, cut []Offset) error {
 	at := map[partition]int64{}
 	for _, o := range cut {
 		at[o.partition()] = o.Offset
@@ -230,9 +231,9 @@ func CheckSet(parts []*Manifest) error {
 			return fmt.Errorf("export: part %q is of graph %q, part %q of graph %q", m.Part, m.Graph, first.Part, first.Graph)
 		}
 		if !slices.Equal(m.Cut, first.Cut) {
-			return fmt.Errorf("export: parts of different cuts: %q is as of %s, %q as of %s; export every part with the same --at-offsets", m.Part, offsetsText(m.Cut), first.Part, offsetsText(first.Cut))
+			return fmt.Errorf("export: parts of different cuts: %q is as of %s, %q as of %s; export every part with the same --at-offsets", m.Part, FormatOffsets(m.Cut), first.Part, FormatOffsets(first.Cut))
 		}
-		if err := positionWithinCut(m.Position, m.Cut); err != nil {
+		if err := PositionWithinCut(m.Position, m.Cut); err != nil {
 			return fmt.Errorf("part %q: %w", m.Part, err)
 		}
 		for _, o := range m.Position {
@@ -260,7 +261,8 @@ func CheckSet(parts []*Manifest) error {
 	return nil
 }
 
-func offsetsText(os []Offset) string {
+// FormatOffsets is offs as "[topic/partition@offset ...]".
+func FormatOffsets(os []Offset) string {
 	s := make([]string, len(os))
 	for i, o := range os {
 		s[i] = o.String()
@@ -269,9 +271,8 @@ func offsetsText(os []Offset) string {
 }
 
 // ReadCut reads a cut: a JSON array of offsets ({"topic","partition",
-// "offset"}), or a manifest (its cut), as a file of either shape. A
-// partition named twice, a negative offset or partition, or an empty
-// topic is refused.
+// "offset"}), or a manifest (its cut), as a file of either shape, checked
+// by CheckCut.
 func ReadCut(b []byte) ([]Offset, error) {
 	var offs []Offset
 	trimmed := bytes.TrimSpace(b)
@@ -290,6 +291,12 @@ func ReadCut(b []byte) ([]Offset, error) {
 			return nil, fmt.Errorf("export: cut: %w (want a JSON array of {\"topic\",\"partition\",\"offset\"})", err)
 		}
 	}
+	return CheckCut(offs)
+}
+
+// CheckCut checks a cut and returns it sorted: a partition named twice,
+// a negative offset or partition, or an empty topic is refused.
+func CheckCut(offs []Offset) ([]Offset, error) {
 	if len(offs) == 0 {
 		return nil, errors.New("export: cut: no offsets")
 	}
@@ -306,5 +313,5 @@ func ReadCut(b []byte) ([]Offset, error) {
 		}
 		seen[k] = true
 	}
-	return sortedOffsets(offs), nil
+	return SortedOffsets(offs), nil
 }

@@ -68,6 +68,7 @@ type Options struct {
 	Adopt               []int32        // from --adopt-partitions (set by Validate)
 	WritesTopic         string
 	WritesRetention     time.Duration
+	ExportDir           string
 	LogCapacity         int
 	Specs               []analytics.Spec // from --analytic and the config file's analytics section
 
@@ -123,6 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OwnPartitions, "own-partitions", "", "partitioned mode: the partitions of every topic this instance ingests, one entry of --owners, e.g. 0-1")
 	fs.StringVar(&o.AdoptPartitions, "adopt-partitions", "", "partitioned mode, hand-over: owned partitions new to this store that it replays from the start of their log although the consumer group committed offsets for them (another store held them), e.g. 2")
 	fs.StringVar(&o.WritesTopic, "writes-topic", "", "graphtide's own topic for POST /v1/batches: a batch is produced to it and applied from it in log order, like any record (default graphtide.<graph>.writes, none in partitioned mode; '' given: no writes over HTTP)")
+	fs.StringVar(&o.ExportDir, "export-dir", "", "directory under which POST /v1/exports writes Parquet exports of the graph, each in a directory the request names (docs/spark.md); empty: exports are off")
 	fs.DurationVar(&o.WritesRetention, "writes-key-retention", 24*time.Hour, "how long an idempotency key of POST /v1/batches is remembered: a retry within it applies once and gets the first answer")
 	fs.IntVar(&o.LogCapacity, "view-log-capacity", 0, "operations the edge log keeps for stream views and analytics, 128 bytes each with their payloads (a consumer further behind resyncs; 0: 10% of --memory-budget)")
 }
@@ -406,7 +408,7 @@ func (o *Options) Config(log *slog.Logger, out io.Writer) Config {
 		Kafka: o.Kafka, EmbeddedPort: o.EmbeddedPort, Topics: o.Topics, Graph: o.Graph, Derive: o.Derive, Group: o.Group, GroupInstanceID: o.GroupInstanceID, Format: format, TopicFormats: tf, Mappings: o.Mappings,
 		DeadLetterTopic: o.DeadLetterTopic, DeadLetterTimeout: o.DeadLetterTimeout, ReadyGrace: o.ReadyGrace, ReadyMaxLag: o.ReadyMaxLag,
 		FlushInterval: o.FlushInterval, CheckpointInterval: o.CheckpointInterval, CheckpointRestoreWait: o.CheckpointWait, Reset: o.Reset, ResetSourcePosition: o.ResetSourcePosition, AcceptLostRecords: o.AcceptLostRecords,
-		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertHistory: o.AlertHistory, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention,
+		Analytics: o.Specs, AlertTopic: o.AlertTopic, AlertHistory: o.AlertHistory, AlertSessionTimeout: o.AlertSessionTimeout, AlertLeader: o.AlertLeader, Owners: o.Partitioning, Adopt: o.Adopt, WritesTopic: o.WritesTopic, WritesRetention: o.WritesRetention, ExportDir: o.ExportDir,
 		HTTP: HTTPConfig{Addr: o.HTTPAddr, Tokens: o.HTTPTokens, TLSCert: o.HTTPTLSCert, TLSKey: o.HTTPTLSKey,
 			RequestTimeout: o.HTTPTimeout, PathBudget: o.HTTPPathBudget},
 		Logger: log, Out: out,

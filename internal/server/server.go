@@ -46,6 +46,7 @@ import (
 	"github.com/graphtide/graphtide/internal/budget"
 	"github.com/graphtide/graphtide/internal/datadir"
 	"github.com/graphtide/graphtide/internal/engine"
+	"github.com/graphtide/graphtide/internal/export"
 	"github.com/graphtide/graphtide/internal/ingest"
 	"github.com/graphtide/graphtide/internal/ingest/bulk"
 	"github.com/graphtide/graphtide/internal/ingest/decode"
@@ -110,6 +111,9 @@ type Config struct {
 
 	// WritesTopic is graphtide's own writes topic, which POST /v1/batches
 	// produces to and ingestion consumes beside Topics ("": no writes);
+	// ExportDir is where POST /v1/exports writes its parts, each in a
+	// directory the request names ("": exports are off).
+	ExportDir string
 	// WritesRetention is how long an idempotency key is remembered
 	// (default 24h).
 	WritesTopic     string
@@ -180,7 +184,8 @@ type Server struct {
 	stored  *registered // the analytics registered over the API
 	sink    *alerts.KafkaSink
 	in      *ingest.Ingester
-	writer  *writer // nil without a writes topic
+	writer  *writer      // nil without a writes topic
+	exports *export.Jobs // nil without --export-dir
 	// checkpointFloor is the source position of the analytics'
 	// checkpoint found at Open (nil: none).
 	checkpointFloor []byte
@@ -531,6 +536,11 @@ func (s *Server) listen() error {
 	}
 	if s.cfg.Owners != nil { // a nil *ownership.Map in Route would not be a nil Router
 		acfg.Route = s.cfg.Owners
+	}
+	if s.cfg.ExportDir != "" {
+		s.exports = export.NewJobs(s.cfg.ExportDir, s.cfg.Graph, s.exportSnapshot)
+		s.closers = append(s.closers, s.exports.Close)
+		acfg.Exports = s.exports
 	}
 	apiSrv, err := api.New(acfg)
 	if err != nil {

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +23,10 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/graphtide/graphtide"
+	"github.com/graphtide/graphtide/internal/export"
 )
 
 // make test-spark runs it (CI does, after make test: .ci/run).
@@ -28,15 +34,18 @@ var sparkTest = flag.Bool("spark", false, "run TestSparkOverPartitionedExport: G
 
 // TestSparkOverPartitionedExport (issue 45): a graph of numbers and
 // string keys, with re-weights and edge deletes, produced to 4
-// partitions; two partitioned owners (0-1, 2-3) and one instance of the
-// whole topic ingest it; the cut of everything produced is taken before
-// they start; each owner, stopped once its group committed the cut, is
-// exported at the cut, and the two parts are checked as one set.
-// deploy/spark/graphframes_job.py then runs on the set, and its answers
-// equal the single instance's own analytics on the same graph:
-// components and BFS levels exactly, PageRank within 1e-5 in L1, and its
-// ring motif's count equals the 3-cycles counted here from the events.
-// A set with a part of another instance is refused by both readers.
+// partitions and ingested by two running partitioned owners (0-1, 2-3).
+// Each is asked (graphtide export --server, POST /v1/exports) for an
+// export at a cut it has not reached, the end of a second stretch of
+// events not produced yet; the second and third stretches are then
+// produced, and each owner holds ingestion at the cut, exports, and goes
+// on. The two parts are one set (export check). deploy/spark/
+// graphframes_job.py runs on the set, and its answers equal the
+// analytics of a single instance holding the events up to the cut
+// (loaded): components and BFS levels exactly, PageRank within 1e-5 in
+// L1, and its ring motif's count equals the 3-cycles counted here from
+// the events. An export at a cut an owner passed is refused, and a set
+// with a part of another cut by both readers.
 func TestSparkOverPartitionedExport(t *testing.T) {
 	if !*sparkTest {
 		t.Skip("needs Apache Spark: make test-spark (-spark) runs it")
@@ -60,105 +69,162 @@ func TestSparkOverPartitionedExport(t *testing.T) {
 		return out.String()
 	}
 
-	// The graph: 300 numbered and 300 keyed vertices, a few hubs.
-	edges, lines := sparkGraph(rand.New(rand.NewPCG(45, 7)))
-	if err := os.WriteFile(filepath.Join(work, "events.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(name string, lines []string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(work, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// The graph: 300 numbered and 300 keyed vertices, a few hubs, twenty
+	// small components (first), then two more stretches of events.
+	r := rand.New(rand.NewPCG(45, 7))
+	edges := map[[2]string]bool{}
+	first := sparkEvents(r, edges, 3000, true)
+	second := sparkEvents(r, edges, 800, false)
+	atCut := maps.Clone(edges)
+	third := sparkEvents(r, edges, 800, false)
+	write("first.txt", first)
+	write("later.txt", append(slices.Clone(second), third...))
+	write("single.txt", append(slices.Clone(first), second...))
 	topic := uniq("spark-edges")
 	brokers := strings.Join(addrs, ",")
-	run("produce", "--brokers", brokers, "--topic", topic, "--partitions", "4", "events.txt")
-	if err := os.WriteFile(filepath.Join(work, "cut.json"), []byte(run("export", "cut", "--brokers", brokers, "--topics", topic)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	run("produce", "--brokers", brokers, "--topic", topic, "--partitions", "4", "first.txt")
 
-	ports := [3]int{freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)}
+	// Two owners, running.
+	ports := [2]int{freeTCPPort(t), freeTCPPort(t)}
 	owners := fmt.Sprintf("0-1=http://127.0.0.1:%d,2-3=http://127.0.0.1:%d", ports[0], ports[1])
-	type inst struct {
-		dir, group string
-		args       []string
-		cmd        *exec.Cmd
-	}
-	ownerGroup := uniq("spark-owners")
-	insts := []*inst{
-		{dir: "owner-a", group: ownerGroup, args: []string{"--owners", owners, "--own-partitions", "0-1"}},
-		{dir: "owner-b", group: ownerGroup, args: []string{"--owners", owners, "--own-partitions", "2-3"}},
-		{dir: "single", group: uniq("spark-single")},
-	}
-	for i, in := range insts {
-		args := append([]string{"serve", "--brokers", brokers, "--topics", topic, "--format", "text", "--writes-topic", "",
-			"--group", in.group, "--dir", in.dir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--flush-interval", "200ms"}, in.args...)
-		in.cmd = exec.Command(bin, args...)
-		in.cmd.Dir = work
-		logf, err := os.Create(filepath.Join(work, in.dir+".log"))
+	group := uniq("spark-owners")
+	var cmds [2]*exec.Cmd
+	for i, own := range []string{"0-1", "2-3"} {
+		name := "owner-" + string(rune('a'+i))
+		cmd := exec.Command(bin, "serve", "--brokers", brokers, "--topics", topic, "--format", "text", "--writes-topic", "",
+			"--group", group, "--dir", name, "--http-addr", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--flush-interval", "200ms",
+			"--owners", owners, "--own-partitions", own, "--export-dir", name+"-exports")
+		cmd.Dir = work
+		logf, err := os.Create(filepath.Join(work, name+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		in.cmd.Stdout, in.cmd.Stderr = logf, logf
-		if err := in.cmd.Start(); err != nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		c := in.cmd
+		cmds[i] = cmd
 		t.Cleanup(func() {
-			if c.ProcessState == nil {
-				c.Process.Kill()
-				c.Wait()
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
 			}
 		})
 	}
-	adm := newAdmin(t)
-	cut := endOffsets(t, adm, topic)
-	committed := func(group string, parts ...int32) bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		offs, err := adm.FetchOffsets(ctx, group)
+	url := func(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", ports[i]) }
+	httpGet := func(u string) string {
+		resp, err := http.Get(u)
 		if err != nil {
-			return false
+			return ""
 		}
-		for _, p := range parts {
-			want, _ := cut.Get(topic, p)
-			got, ok := offs.Lookup(topic, p)
-			if !ok || got.At != want {
-				return false
-			}
-		}
-		return true
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
 	}
-	if !waitFor(2*time.Minute, func() bool {
-		return committed(ownerGroup, 0, 1, 2, 3) && committed(insts[2].group, 0, 1, 2, 3)
-	}) {
-		t.Fatalf("the instances did not commit the cut %v in time; logs in %s", cut, work)
+	caughtUp := func() bool {
+		return strings.Contains(httpGet(url(0)+"/readyz"), `"behind":0}`) && strings.Contains(httpGet(url(1)+"/readyz"), `"behind":0}`)
 	}
-	for _, in := range insts {
-		in.cmd.Process.Signal(syscall.SIGTERM)
-		if err := in.cmd.Wait(); err != nil {
-			log, _ := os.ReadFile(filepath.Join(work, in.dir+".log"))
-			t.Fatalf("%s: %v\n%s", in.dir, err, log)
-		}
+	if !waitFor(2*time.Minute, caughtUp) {
+		t.Fatalf("the owners did not catch up; logs in %s", work)
 	}
 
-	run("export", "--dir", "owner-a", "--out", "export", "--part", "a", "--at-offsets", "cut.json")
-	run("export", "--dir", "owner-b", "--out", "export", "--part", "b", "--at-offsets", "cut.json")
-	if got := run("export", "check", "export"); !strings.Contains(got, "2 parts, one cut of 4 partitions") {
+	// The cut: the first stretch and the second, which is not produced
+	// yet: each partition's end now plus the second stretch's records
+	// that will land on it (the producers' partitioner, by source).
+	adm := newAdmin(t)
+	ends := endOffsets(t, adm, topic)
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+	for _, l := range second {
+		f := strings.Fields(l)
+		key := f[0]
+		if key == "d" {
+			key = f[1]
+		}
+		p := int32(part.Partition(&kgo.Record{Key: []byte(key)}, 4))
+		o, _ := ends.Get(topic, p)
+		ends.Set(topic, p, o+1)
+	}
+	var cut []export.Offset
+	for p := int32(0); p < 4; p++ {
+		o, _ := ends.Get(topic, p)
+		cut = append(cut, export.Offset{Topic: topic, Partition: p, Offset: o})
+	}
+	b, _ := json.Marshal(cut)
+	if err := os.WriteFile(filepath.Join(work, "cut.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each owner exports at the cut, which it has not reached: it waits,
+	// holding ingestion there, while the second and third stretches are
+	// produced.
+	outs := make(chan string, 2)
+	for i, name := range []string{"a", "b"} {
+		go func() {
+			cmd := exec.Command(bin, "export", "--server", url(i), "--out", "nightly", "--part", name, "--at-offsets", "cut.json")
+			cmd.Dir = work
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				out = append(out, []byte("\nexit: "+err.Error())...)
+			}
+			outs <- string(out)
+		}()
+	}
+	if !waitFor(time.Minute, func() bool {
+		return strings.Contains(httpGet(url(0)+"/v1/exports"), `"state":"waiting"`) && strings.Contains(httpGet(url(1)+"/v1/exports"), `"state":"waiting"`)
+	}) {
+		t.Fatalf("the exports do not wait for the cut: %s %s", httpGet(url(0)+"/v1/exports"), httpGet(url(1)+"/v1/exports"))
+	}
+	run("produce", "--brokers", brokers, "--topic", topic, "--partitions", "4", "later.txt")
+	for range 2 {
+		if out := <-outs; !strings.Contains(out, " in nightly under ") || strings.Contains(out, "exit:") {
+			t.Fatalf("export at the cut: %s", out)
+		}
+	}
+	sets := []string{"owner-a-exports/nightly", "owner-b-exports/nightly"}
+	if got := run(append([]string{"export", "check"}, sets...)...); !strings.Contains(got, "2 parts, one cut of 4 partitions") {
 		t.Fatalf("export check: %s", got)
 	}
+	// Released, the owners ingest the third stretch too.
+	if !waitFor(2*time.Minute, caughtUp) {
+		t.Fatalf("the owners did not go on past the cut; logs in %s", work)
+	}
+	// A cut they passed: the batch that ended there is not readable
+	// without history, and the export says so.
+	again := exec.Command(bin, "export", "--server", url(0), "--out", "again", "--part", "a", "--at-offsets", "cut.json")
+	again.Dir = work
+	if out, err := again.CombinedOutput(); err == nil || !strings.Contains(string(out), "past the cut") && !strings.Contains(string(out), "keep history (--history-seqs)") {
+		t.Fatalf("an export at a cut the owner passed: %v\n%s", err, out)
+	}
 
-	// A part of another instance holding the same partitions (the single
-	// instance's, exported as a set of its own) does not join the set.
-	run("export", "--dir", "single", "--out", "other", "--part", "c")
-	for _, bad := range [][]string{{bin, "export", "check", "export", "other"},
-		{env["GRAPHTIDE_SPARK_PYTHON"], filepath.Join(root, "deploy/spark/graphframes_job.py"), "--check-only", "--out", "x", "export", "other"}} {
+	// A part of another cut (owner b's newest batch) does not join the set.
+	run("export", "--server", url(1), "--out", "other", "--part", "b-now")
+	for _, bad := range [][]string{append([]string{bin, "export", "check", "owner-b-exports/other"}, sets...),
+		append([]string{env["GRAPHTIDE_SPARK_PYTHON"], filepath.Join(root, "deploy/spark/graphframes_job.py"), "--check-only", "--out", "x", "owner-b-exports/other"}, sets...)} {
 		cmd := exec.Command(bad[0], bad[1:]...)
 		cmd.Dir = work
 		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "is in parts") {
-			t.Fatalf("%s on parts of two sets: %v\n%s", filepath.Base(bad[0]), err, out)
+		if err == nil || !strings.Contains(string(out), "parts of different cuts") {
+			t.Fatalf("%s on parts of two cuts: %v\n%s", filepath.Base(bad[0]), err, out)
 		}
 	}
+	for _, cmd := range cmds {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("an owner: %v; logs in %s", err, work)
+		}
+	}
+	// The single instance: the same events up to the cut, loaded.
+	run("load", "--dir", "single", "single.txt")
 
 	rootName := "acct-0" // a hub
 	cmd := exec.Command(env["GRAPHTIDE_SPARK_PYTHON"], filepath.Join(root, "deploy/spark/graphframes_job.py"),
-		"--root", rootName, "--out", "results", "--checkpoint-dir", filepath.Join(work, "checkpoints"), "export")
+		"--root", rootName, "--out", "results", "--checkpoint-dir", filepath.Join(work, "checkpoints"), sets[0], sets[1])
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "GRAPHFRAMES_JARS="+env["GRAPHFRAMES_JARS"])
 	start := time.Now()
@@ -167,7 +233,7 @@ func TestSparkOverPartitionedExport(t *testing.T) {
 	}
 	t.Logf("graphframes_job.py took %s", time.Since(start).Round(time.Second))
 
-	compareWithSingle(t, filepath.Join(work, "single"), filepath.Join(work, "results"), edges, rootName)
+	compareWithSingle(t, filepath.Join(work, "single"), filepath.Join(work, "results"), atCut, rootName)
 }
 
 // sparkEnv runs deploy/spark/setup.sh and returns the environment it
@@ -189,12 +255,14 @@ func sparkEnv(t *testing.T, root string) map[string]string {
 	return env
 }
 
-// sparkGraph is a random graph of 300 numbered vertices and 300 keyed
-// ones (acct-0..2 hubs), and twenty small components, as text lines, with re-weights and edge deletes
-// of out-edges, no self-loops, no vertex deletes (a partitioned owner
+// sparkEvents returns n text lines of random events over 300 numbered
+// vertices and 300 keyed ones (acct-0..2 hubs), upserts and deletes of
+// earlier edges, no self-loops, no vertex deletes (a partitioned owner
 // keeps the in-edges of other owners' vertices a vertex delete would
-// remove: docs/partitioned.md), and the edges that remain.
-func sparkGraph(r *rand.Rand) (map[[2]string]bool, []string) {
+// remove: docs/partitioned.md), applied to edges; with components,
+// twenty small components of 2 to 5 keyed vertices too (chains
+// c<k>-0 -> c<k>-1 -> ...), apart from the rest.
+func sparkEvents(r *rand.Rand, edges map[[2]string]bool, n int, components bool) []string {
 	name := func() string {
 		i := r.IntN(600)
 		if r.IntN(8) == 0 {
@@ -205,9 +273,8 @@ func sparkGraph(r *rand.Rand) (map[[2]string]bool, []string) {
 		}
 		return fmt.Sprintf("acct-%d", i-300)
 	}
-	edges := map[[2]string]bool{}
 	var lines []string
-	for len(lines) < 4000 {
+	for len(lines) < n {
 		s, d := name(), name()
 		if s == d {
 			continue
@@ -220,16 +287,14 @@ func sparkGraph(r *rand.Rand) (map[[2]string]bool, []string) {
 		edges[[2]string{s, d}] = true
 		lines = append(lines, fmt.Sprintf("%s %s %d", s, d, 1+r.IntN(9)))
 	}
-	// Twenty small components of 2 to 5 keyed vertices each, apart from
-	// the rest: chains c<k>-0 -> c<k>-1 -> ...
-	for k := 0; k < 20; k++ {
+	for k := 0; components && k < 20; k++ {
 		for j := 0; j < 1+k%4; j++ {
 			s, d := fmt.Sprintf("c%d-%d", k, j), fmt.Sprintf("c%d-%d", k, j+1)
 			edges[[2]string{s, d}] = true
 			lines = append(lines, fmt.Sprintf("%s %s 1", s, d))
 		}
 	}
-	return edges, lines
+	return lines
 }
 
 // compareWithSingle checks Spark's results against the analytics of the
