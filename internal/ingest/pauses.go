@@ -106,24 +106,19 @@ func (s *pauses) paused(reason uint8) bool {
 
 // holdDeadLetters pauses ps, each at a record whose dead letter cannot be
 // written yet.
-func (s *pauses) holdDeadLetters(ps []tp) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pause := map[string][]int32{}
-	for _, k := range ps {
-		s.deadLetter.add(k.topic, k.partition)
-		pause[k.topic] = append(pause[k.topic], k.partition)
-	}
-	s.cl.PauseFetchPartitions(pause)
-}
+func (s *pauses) holdDeadLetters(ps []tp) { s.hold(s.deadLetter, ps) }
 
 // holdCut pauses ps, whose records reached an export's cut.
-func (s *pauses) holdCut(ps []tp) {
+func (s *pauses) holdCut(ps []tp) { s.hold(s.cut, ps) }
+
+// hold adds ps to set, one of the sets of partitions held on their own,
+// and pauses them.
+func (s *pauses) hold(set partitionSet, ps []tp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pause := map[string][]int32{}
 	for _, k := range ps {
-		s.cut.add(k.topic, k.partition)
+		set.add(k.topic, k.partition)
 		pause[k.topic] = append(pause[k.topic], k.partition)
 	}
 	s.cl.PauseFetchPartitions(pause)

@@ -27,9 +27,12 @@ type positions struct {
 	// store.
 	applied    Position
 	appliedSeq uint64
-	// ends are the newest batch ends (seq and the position after it),
-	// oldest first, at most maxBatchEnds. Protected by mu.
-	ends []batchEnd
+	// ends are the newest batch ends (seq and the position after it), a
+	// ring: the newest at ends[(next-1) % maxBatchEnds]. Protected by mu.
+	// INVARIANT: the entries from next on (cyclically) are older than
+	// those before it; unused ones have a nil pos.
+	ends [maxBatchEnds]batchEnd
+	next int
 	// durable is covered by a completed flush, durableSeq the store
 	// sequence number it corresponds to. Protected by mu.
 	// INVARIANT: durableSeq only grows while Run runs (markDurable;
@@ -59,7 +62,8 @@ type batchEnd struct {
 
 // maxBatchEnds is how many batch ends positions keeps: an export of a
 // cut the instance passed finds the batch that ended there among them.
-const maxBatchEnds = 4096
+// Each holds a Position the applied one was (shared, never copied).
+const maxBatchEnds = 256
 
 // newPositions starts at applied (the store's recorded position, or a
 // replay's), durable (the store's) and the newest analytics checkpoint's
@@ -89,10 +93,8 @@ func (s *positions) setApplied(seq uint64, p Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applied, s.appliedSeq = p, seq
-	if len(s.ends) == maxBatchEnds {
-		s.ends = append(s.ends[:0], s.ends[1:]...)
-	}
-	s.ends = append(s.ends, batchEnd{seq, p})
+	s.ends[s.next] = batchEnd{seq, p}
+	s.next = (s.next + 1) % maxBatchEnds
 }
 
 // appliedAt returns the applied position and the seq of the batch that
@@ -109,9 +111,13 @@ func (s *positions) appliedAt() (uint64, Position) {
 func (s *positions) endingAt(cut Position, owns func(string, int32) bool) (uint64, Position, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.ends) - 1; i >= 0; i-- {
-		if st, err := Stand(s.ends[i].pos, cut, owns); err == nil && st == AtCut {
-			return s.ends[i].seq, s.ends[i].pos, true
+	for i := 1; i <= maxBatchEnds; i++ {
+		e := s.ends[(s.next-i+maxBatchEnds)%maxBatchEnds]
+		if e.pos == nil {
+			break
+		}
+		if st, err := Stand(e.pos, cut, owns); err == nil && st == AtCut {
+			return e.seq, e.pos, true
 		}
 	}
 	return 0, nil, false

@@ -129,3 +129,24 @@ func argOwns(t *testing.T, d *datadriven.TestData) func(string, int32) bool {
 	}
 	return func(topic string, p int32) bool { return own[fmt.Sprintf("%s/%d", topic, p)] }
 }
+
+// TestBatchEndsKeepTheNewest: past maxBatchEnds batches, the oldest ends
+// are dropped and the newest found, each with its own position.
+func TestBatchEndsKeepTheNewest(t *testing.T) {
+	s := newPositions(Position{}, Position{}, nil)
+	owns := func(string, int32) bool { return true }
+	const n = maxBatchEnds + 10
+	for seq := uint64(1); seq <= n; seq++ {
+		s.setApplied(seq, Position{"edges": {0: int64(seq) * 3}})
+	}
+	for seq := uint64(1); seq <= n; seq++ {
+		got, pos, ok := s.endingAt(Position{"edges": {0: int64(seq) * 3}}, owns)
+		kept := seq > n-maxBatchEnds
+		if ok != kept || ok && (got != seq || pos["edges"][0] != int64(seq)*3) {
+			t.Fatalf("batch %d: found %v (seq %d, %v), want found %v", seq, ok, got, pos, kept)
+		}
+	}
+	if seq, pos := s.appliedAt(); seq != n || pos["edges"][0] != n*3 {
+		t.Fatalf("applied at %d %v, want %d", seq, pos, n)
+	}
+}
