@@ -37,9 +37,18 @@ func (s *Server) exportSnapshot(ctx context.Context, cutOffs []export.Offset) (e
 	for _, o := range cutOffs {
 		cut.Set(o.Topic, o.Partition, o.Offset)
 	}
-	if err := in.HoldAt(cut); errors.Is(err, ingest.ErrHeld) {
-		return export.Source{}, nil, nil, err
-	} else if err == nil {
+	// The last export's hold ends at the poll loop's next poll (within
+	// 200 ms of its release): until then this one waits.
+	err := in.HoldAt(cut)
+	for errors.Is(err, ingest.ErrHeld) {
+		select {
+		case <-ctx.Done():
+			return export.Source{}, nil, nil, fmt.Errorf("export: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		err = in.HoldAt(cut)
+	}
+	if err == nil {
 		defer in.Release() // once the snapshot is taken: it keeps what it saw
 	}
 	for {
