@@ -47,6 +47,7 @@ var sparkTest = flag.Bool("spark", false, "run TestSparkOverPartitionedExport: G
 // the events. An export at a cut an owner passed is refused, and a set
 // with a part of another cut by both readers.
 func TestSparkOverPartitionedExport(t *testing.T) {
+	t.Parallel()
 	if !*sparkTest {
 		t.Skip("needs Apache Spark: make test-spark (-spark) runs it")
 	}
