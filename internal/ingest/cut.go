@@ -150,9 +150,13 @@ func (in *Ingester) AppliedAt() (uint64, Position) { return in.pos.appliedAt() }
 
 // BatchEndingAt returns the seq of a recent batch (positions keeps the
 // newest maxBatchEnds) after which the position was at cut (Stand), and
-// that position.
+// that position as this instance's share of cut (shareOf).
 func (in *Ingester) BatchEndingAt(cut Position) (uint64, Position, bool) {
-	return in.pos.endingAt(cut, in.owns)
+	seq, pos, ok := in.pos.endingAt(cut, in.owns)
+	if ok {
+		pos = shareOf(pos, cut, in.owns)
+	}
+	return seq, pos, ok
 }
 
 // Standing is how a position stands against a cut.
@@ -169,8 +173,10 @@ const (
 
 // Stand says how pos stands against cut, for an instance that holds the
 // partitions owns reports: one of them that cut names and pos does not
-// is before it (nothing of it applied yet). A partition of pos that cut
-// lacks is an error: a cut names every partition an instance holds.
+// has nothing applied yet, as if at offset 0 (so it is at a cut of 0, as
+// an empty writes topic is, and before any other). A partition of pos
+// that cut lacks is an error: a cut names every partition an instance
+// holds.
 func Stand(pos, cut Position, owns func(topic string, partition int32) bool) (Standing, error) {
 	st := AtCut
 	for t, ps := range pos {
@@ -188,7 +194,7 @@ func Stand(pos, cut Position, owns func(topic string, partition int32) bool) (St
 	}
 	for t, ps := range cut {
 		for p := range ps {
-			if _, ok := pos.Get(t, p); !ok && owns(t, p) {
+			if _, ok := pos.Get(t, p); !ok && owns(t, p) && cut[t][p] > 0 {
 				st = BeforeCut
 			}
 		}
@@ -207,9 +213,34 @@ func (in *Ingester) owns(t string, p int32) bool {
 }
 
 // StandAt returns the seq of the newest batch applied, the position after
-// it, and how that position stands against cut (Stand).
+// it, and how that position stands against cut (Stand). At the cut, the
+// position names every partition of cut this instance holds (shareOf).
 func (in *Ingester) StandAt(cut Position) (uint64, Position, Standing, error) {
 	seq, pos := in.pos.appliedAt()
 	st, err := Stand(pos, cut, in.owns)
+	if st == AtCut && err == nil {
+		pos = shareOf(pos, cut, in.owns)
+	}
 	return seq, pos, st, err
+}
+
+// shareOf is pos, at cut, with the partitions of cut that owns holds and
+// pos does not name (nothing applied: at a cut of 0) added at 0: this
+// instance's share of the cut. pos itself is not modified.
+func shareOf(pos, cut Position, owns func(string, int32) bool) Position {
+	var out Position
+	for t, ps := range cut {
+		for p, o := range ps {
+			if _, ok := pos.Get(t, p); !ok && owns(t, p) {
+				if out == nil {
+					out = pos.Clone()
+				}
+				out.Set(t, p, o)
+			}
+		}
+	}
+	if out == nil {
+		return pos
+	}
+	return out
 }

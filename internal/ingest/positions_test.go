@@ -49,6 +49,14 @@ func positionsScript() func(t *testing.T, d *datadriven.TestData) string {
 				return fmt.Sprintf("the batch of seq %d ended there, at %s", seq, show(pos))
 			}
 			return "no kept batch ended there"
+		case "share":
+			pos := argPosition(t, d, "pos")
+			before := show(pos)
+			share := shareOf(pos, argPosition(t, d, "cut"), argOwns(t, d))
+			if show(pos) != before {
+				t.Fatalf("shareOf modified pos: %s, was %s", show(pos), before)
+			}
+			return show(share)
 		case "stand":
 			st, err := Stand(argPosition(t, d, "pos"), argPosition(t, d, "cut"), argOwns(t, d))
 			if err != nil {
