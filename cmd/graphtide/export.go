@@ -1,6 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/signal"
+	"syscall"
+
 	"github.com/spf13/cobra"
 
 	"github.com/graphtide/graphtide/internal/export"
@@ -34,7 +38,9 @@ runs GraphFrames on Apache Spark over a set.`,
 			if err := settings.ApplyChecked(cmd.Flags(), &o); err != nil {
 				return err
 			}
-			return o.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM) // cancels an export on the server too
+			defer stop()
+			return o.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -96,6 +96,7 @@ var routeScopes = map[string]Scope{
 	"POST /v1/exports":                      ScopeAdmin,
 	"GET /v1/exports":                       ScopeRead,
 	"GET /v1/exports/{id}":                  ScopeRead,
+	"DELETE /v1/exports/{id}":               ScopeAdmin,
 	"GET /debug/pprof/":                     ScopeAdmin,
 	"GET /debug/pprof/cmdline":              ScopeAdmin,
 	"GET /debug/pprof/profile":              ScopeAdmin,

@@ -45,6 +45,7 @@ var wantScope = map[string]string{
 	"POST /v1/exports":                      "admin",
 	"GET /v1/exports":                       "read",
 	"GET /v1/exports/{id}":                  "read",
+	"DELETE /v1/exports/{id}":               "admin",
 	"GET /debug/pprof/":                     "admin",
 	"GET /debug/pprof/cmdline":              "admin",
 	"GET /debug/pprof/profile":              "admin",

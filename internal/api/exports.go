@@ -16,6 +16,7 @@ type Exporter interface {
 	Start(export.Request) (export.Job, error)
 	Job(id string) (export.Job, bool)
 	List() []export.Job
+	Cancel(id string) (export.Job, bool, error)
 }
 
 // ExportList answers GET /v1/exports.
@@ -96,5 +97,28 @@ func (s *Server) listExports(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ExportList{Exports: ex.List()})
+	return nil
+}
+
+// cancelExport is DELETE /v1/exports/{id}: the running export canceled,
+// its files removed; 200 with the job once it has ended.
+func (s *Server) cancelExport(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params(r); err != nil {
+		return err
+	}
+	ex, err := s.exporter()
+	if err != nil {
+		return err
+	}
+	job, ok, err := ex.Cancel(r.PathValue("id"))
+	switch {
+	case !ok:
+		return errorf(http.StatusNotFound, "no export %q (the newest 16 are kept)", r.PathValue("id"))
+	case errors.Is(err, export.ErrEnded):
+		return errorf(http.StatusConflict, "export %s has ended (%s): nothing to cancel", job.ID, job.State)
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusOK, job)
 	return nil
 }

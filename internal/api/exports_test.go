@@ -24,8 +24,12 @@ func checkExports(t *testing.T, cov *coverage) {
 	snap := func(ctx context.Context, cut []export.Offset) (export.Source, []export.Offset, func(), error) {
 		pos := []export.Offset{{Topic: "edges", Partition: 0, Offset: 600}}
 		if cut != nil {
+			var reached <-chan struct{} // 700: a cut never reached
+			if cut[0].Offset == 650 {
+				reached = gate
+			}
 			select { // waits for the cut, as an instance behind it does
-			case <-gate:
+			case <-reached:
 			case <-ctx.Done():
 				return export.Source{}, nil, nil, ctx.Err()
 			}
@@ -96,6 +100,16 @@ func checkExports(t *testing.T, cov *coverage) {
 	if r := c.get("/v1/exports", &list); r.status != http.StatusOK || len(list.Exports) != 2 || list.Exports[0].ID != "2" {
 		t.Fatalf("GET /v1/exports: %v", r)
 	}
+	// A cut never reached: canceled while it waits, then not again.
+	r = c.do("POST", "/v1/exports", []byte(`{"dir":"nightly","part":"c","at_offsets":[{"topic":"edges","partition":0,"offset":700}]}`), true)
+	if j := job(c.do("DELETE", "/v1/exports/"+job(r).ID, nil, true)); j.State != "canceled" || j.Finished == nil {
+		t.Fatalf("DELETE of a waiting export: %+v", j)
+	}
+	c.expect("DELETE", "/v1/exports/3", nil, http.StatusConflict, "export 3 has ended (canceled)")
+	c.expect("DELETE", "/v1/exports/9", nil, http.StatusNotFound, `no export "9"`)
+	if left, _ := filepath.Glob(filepath.Join(root, "nightly", "c.*")); len(left) > 0 {
+		t.Fatalf("a canceled export left %v", left)
+	}
 	c.expect("GET", "/v1/exports/9", nil, http.StatusNotFound, `no export "9"`)
 	for body, want := range map[string]string{
 		`{"dir":"../x"}`:                  "dir: a directory under serve's --export-dir",
@@ -120,4 +134,5 @@ func checkExports(t *testing.T, cov *coverage) {
 	c2.expect("POST", "/v1/exports", []byte(`{"dir":"x"}`), http.StatusNotFound, "exports are off")
 	c2.expect("GET", "/v1/exports", nil, http.StatusNotFound, "exports are off")
 	c2.expect("GET", "/v1/exports/1", nil, http.StatusNotFound, "exports are off")
+	c2.expect("DELETE", "/v1/exports/1", nil, http.StatusNotFound, "exports are off")
 }

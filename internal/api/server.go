@@ -223,6 +223,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST /v1/exports", s.startExport)
 	s.handle("GET /v1/exports", s.listExports)
 	s.handle("GET /v1/exports/{id}", s.getExport)
+	s.handle("DELETE /v1/exports/{id}", s.cancelExport)
 	// The Go runtime's profiles, to find where memory and time go. Not API
 	// routes: no deadline (a CPU profile takes ?seconds=N, at most the
 	// server's write timeout), a bearer token with the admin scope.

@@ -77,8 +77,8 @@ func (r *Request) check() (wait time.Duration, err error) {
 type Job struct {
 	ID      string  `json:"id"`
 	Request Request `json:"request"`
-	// State: waiting (for the instance to reach the cut), running, done
-	// or failed.
+	// State: waiting (for the instance to reach the cut), running, done,
+	// failed or canceled.
 	State string `json:"state"`
 	// Edges, Vertices and Bytes written so far.
 	Edges    int64     `json:"edges"`
@@ -110,7 +110,9 @@ type Jobs struct {
 	running *Job
 	next    int
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// done is closed when the running job ends. Protected by mu.
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 // keptJobs is how many jobs Jobs remembers.
@@ -145,17 +147,22 @@ func (j *Jobs) Start(r Request) (Job, error) {
 	j.jobs = append(j.jobs, job)
 	j.running = job
 	ctx, cancel := context.WithCancel(context.Background())
-	j.cancel = cancel
+	done := make(chan struct{})
+	j.cancel, j.done = cancel, done
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
+		defer close(done)
 		defer cancel()
 		m, err := j.run(ctx, job, wait)
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		now := time.Now().UTC()
 		job.Finished, job.Manifest, job.State = &now, m, "done"
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			job.State, job.Error = "canceled", "canceled (DELETE /v1/exports/"+job.ID+", or serve stopping)"
+		case err != nil:
 			job.State, job.Error = "failed", err.Error()
 		}
 		j.running = nil
@@ -208,6 +215,43 @@ func (j *Jobs) List() []Job {
 		out = append(out, *j.jobs[i])
 	}
 	return out
+}
+
+// ErrEnded is Cancel's error for an export that is not running.
+var ErrEnded = errors.New("export: it has ended")
+
+// Cancel cancels the running export id and returns its job once it has
+// ended: its part's files are removed. ok is false when no export id is
+// kept; ErrEnded when it is not running.
+func (j *Jobs) Cancel(id string) (Job, bool, error) {
+	j.mu.Lock()
+	var found *Job
+	for _, job := range j.jobs {
+		if job.ID == id {
+			found = job
+		}
+	}
+	if found == nil || found != j.running {
+		j.mu.Unlock()
+		if found == nil {
+			return Job{}, false, nil
+		}
+		return j.jobCopy(found), true, ErrEnded
+	}
+	cancel, done := j.cancel, j.done
+	j.mu.Unlock()
+	cancel()
+	<-done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return *found, true, nil
+}
+
+// jobCopy copies job under mu.
+func (j *Jobs) jobCopy(job *Job) Job {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return *job
 }
 
 // Close cancels the running export, if any, and waits for it to end.
