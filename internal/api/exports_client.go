@@ -46,7 +46,7 @@ func (c *Client) RunExport(ctx context.Context, r export.Request, w io.Writer) (
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := c.do(cctx, "DELETE", "/v1/exports/"+j.ID, nil, nil, nil); err != nil {
-				return nil, fmt.Errorf("export %s: %w; canceling it on the server failed: %v", j.ID, ctx.Err(), err)
+				return nil, fmt.Errorf("export %s: %w; canceling it on the server failed: %w", j.ID, ctx.Err(), err)
 			}
 			return nil, fmt.Errorf("export %s canceled on the server: %w", j.ID, ctx.Err())
 		case <-time.After(exportPollEvery):
